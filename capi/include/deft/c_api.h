@@ -1,0 +1,15 @@
+/**
+ * @file c_api.h
+ * @brief The whole public C API of deft: include this one header.
+ *
+ * The API is flat and handle based. base.h states the conventions every
+ * function keeps (status codes, thread-local error text, ownership);
+ * each other header covers one concern.
+ */
+#ifndef DEFT_C_API_H
+#define DEFT_C_API_H
+
+#include "deft/base.h"
+#include "deft/ndarray.h"
+
+#endif /* DEFT_C_API_H */

@@ -1,0 +1,157 @@
+/**
+ * @file ndarray.h
+ * @brief N-dimensional arrays: creation, copies to and from host memory,
+ *        shape, data type, device, synchronisation and release.
+ *
+ * An NDArray handle is owned by the caller, who releases it exactly once with
+ * DeftNDArrayFree(). Freeing drops the caller's reference only: the storage
+ * lives on while anything inside the library still uses it, so a handle may
+ * be freed from any thread at any time.
+ */
+#ifndef DEFT_NDARRAY_H
+#define DEFT_NDARRAY_H
+
+#include "deft/base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Opaque handle on an n-dimensional array. */
+typedef struct DeftNDArray *DeftNDArrayHandle;
+
+/**
+ * @brief Create an array filled with zeros.
+ * @param shape @p ndim dimensions, each >= 0; may be NULL when @p ndim is 0.
+ * @param ndim number of dimensions, 0 (a scalar) to DEFT_MAX_NDIM.
+ * @param dtype a ::DeftDType value.
+ * @param dev_type a ::DeftDeviceType value.
+ * @param dev_id device number (0 for the CPU).
+ * @param[out] out receives a new handle, owned by the caller (DeftNDArrayFree()).
+ * @return 0 on success; -1 on a bad shape, dtype or device, a shape whose byte
+ *         size overflows, or when memory runs out (DEFT_ERROR_OUT_OF_MEMORY).
+ */
+DEFT_API int DeftNDArrayCreate(const int64_t *shape, int ndim, int dtype, int dev_type, int dev_id,
+                               DeftNDArrayHandle *out);
+
+/**
+ * @brief Create an array holding a copy of host data.
+ * @param shape @p ndim dimensions, each >= 0; may be NULL when @p ndim is 0.
+ * @param ndim number of dimensions, 0 to DEFT_MAX_NDIM.
+ * @param dtype a ::DeftDType value.
+ * @param dev_type a ::DeftDeviceType value.
+ * @param dev_id device number (0 for the CPU).
+ * @param data @p nbytes bytes of elements in row-major order; the library
+ *        copies them and keeps no reference. May be NULL when @p nbytes is 0.
+ * @param nbytes size of @p data; must equal the array's size in bytes.
+ * @param[out] out receives a new handle, owned by the caller (DeftNDArrayFree()).
+ * @return 0 on success; -1 on the errors of DeftNDArrayCreate() or when
+ *         @p nbytes does not match the shape and dtype.
+ */
+DEFT_API int DeftNDArrayCreateFromData(const int64_t *shape, int ndim, int dtype, int dev_type,
+                                       int dev_id, const void *data, size_t nbytes,
+                                       DeftNDArrayHandle *out);
+
+/**
+ * @brief Copy an array's elements to host memory, after waiting for pending
+ *        writes to it.
+ * @param handle the array.
+ * @param[out] data receives @p nbytes bytes in row-major order.
+ * @param nbytes size of @p data; must equal the array's size in bytes.
+ * @return 0 on success; -1 on a bad handle, a NULL @p data with a non-zero
+ *         size, or a size mismatch (nothing is written then).
+ */
+DEFT_API int DeftNDArrayCopyToHost(DeftNDArrayHandle handle, void *data, size_t nbytes);
+
+/**
+ * @brief Overwrite an array's elements with host data.
+ * @param handle the array.
+ * @param data @p nbytes bytes in row-major order, copied before returning.
+ * @param nbytes size of @p data; must equal the array's size in bytes.
+ * @return 0 on success; -1 on a bad handle, a NULL @p data with a non-zero
+ *         size, or a size mismatch (the array is left unchanged then).
+ */
+DEFT_API int DeftNDArrayCopyFromHost(DeftNDArrayHandle handle, const void *data, size_t nbytes);
+
+/**
+ * @brief Number of dimensions of an array.
+ * @param handle the array.
+ * @param[out] out receives the number of dimensions (0 for a scalar).
+ * @return 0 on success; -1 on a bad handle or a NULL @p out.
+ */
+DEFT_API int DeftNDArrayGetNDim(DeftNDArrayHandle handle, int *out);
+
+/**
+ * @brief Shape of an array.
+ * @param handle the array.
+ * @param[out] out_shape receives the dimensions; room for @p capacity values.
+ * @param capacity number of values @p out_shape can hold (DEFT_MAX_NDIM always
+ *        suffices).
+ * @param[out] out_ndim receives the number of dimensions.
+ * @return 0 on success; -1 on a bad handle, NULL out-pointers, or a
+ *         @p capacity smaller than the number of dimensions.
+ */
+DEFT_API int DeftNDArrayGetShape(DeftNDArrayHandle handle, int64_t *out_shape, int capacity,
+                                 int *out_ndim);
+
+/**
+ * @brief Number of elements of an array (the product of its dimensions).
+ * @param handle the array.
+ * @param[out] out receives the count.
+ * @return 0 on success; -1 on a bad handle or a NULL @p out.
+ */
+DEFT_API int DeftNDArrayGetSize(DeftNDArrayHandle handle, int64_t *out);
+
+/**
+ * @brief Size of an array's elements in bytes, as the copy functions expect.
+ * @param handle the array.
+ * @param[out] out receives the byte count.
+ * @return 0 on success; -1 on a bad handle or a NULL @p out.
+ */
+DEFT_API int DeftNDArrayGetNBytes(DeftNDArrayHandle handle, size_t *out);
+
+/**
+ * @brief Data type of an array.
+ * @param handle the array.
+ * @param[out] out receives a ::DeftDType value.
+ * @return 0 on success; -1 on a bad handle or a NULL @p out.
+ */
+DEFT_API int DeftNDArrayGetDType(DeftNDArrayHandle handle, int *out);
+
+/**
+ * @brief Device an array lives on.
+ * @param handle the array.
+ * @param[out] out_type receives a ::DeftDeviceType value.
+ * @param[out] out_id receives the device number.
+ * @return 0 on success; -1 on a bad handle or NULL out-pointers.
+ */
+DEFT_API int DeftNDArrayGetDevice(DeftNDArrayHandle handle, int *out_type, int *out_id);
+
+/**
+ * @brief Block until every pending write to the array is done.
+ * @param handle the array.
+ * @return 0 when the array can be read; -1 on a bad handle.
+ */
+DEFT_API int DeftNDArrayWaitToRead(DeftNDArrayHandle handle);
+
+/**
+ * @brief Block until every pending operation in the library is done.
+ * @return 0 on success.
+ */
+DEFT_API int DeftWaitAll(void);
+
+/**
+ * @brief Release the caller's reference to an array.
+ *
+ * Never blocks. Freeing NULL is a no-op. The handle must not be used again;
+ * using or freeing it again is reported as an error where it can be detected.
+ * @param handle the array, or NULL.
+ * @return 0 on success; -1 if @p handle is not a live NDArray handle.
+ */
+DEFT_API int DeftNDArrayFree(DeftNDArrayHandle handle);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DEFT_NDARRAY_H */

@@ -1,0 +1,29 @@
+/* Helpers shared by the C API functions: entry bookkeeping and argument checks. */
+#ifndef DEFT_CAPI_API_H
+#define DEFT_CAPI_API_H
+
+#include "capi/src/handle.h"
+#include "core/base/error.h"
+#include "core/imperative/ndarray.h"
+#include "deft/c_api.h"
+
+/* First statement of every public function: names it in any error it reports. */
+#define API_BEGIN() deft_error_enter(__func__)
+
+/* -1 with a message naming the out-parameter when it is NULL. */
+static inline int api_check_out(const void *out, const char *name) {
+    if (out) return 0;
+    return deft_error(DEFT_ERR_VALUE, "%s is NULL, expected a pointer to receive the result", name);
+}
+
+static inline int api_ndarray(DeftNDArrayHandle handle, const char *what, deft_ndarray_t **out) {
+    void *object;
+    if (deft_handle_get(handle, DEFT_HANDLE_NDARRAY, what, &object)) return -1;
+    *out = object;
+    return 0;
+}
+
+/* Wrap an array the caller owns a reference to; on failure the reference is dropped. */
+int api_ndarray_wrap(deft_ndarray_t *arr, DeftNDArrayHandle *out);
+
+#endif

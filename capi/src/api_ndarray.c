@@ -1,0 +1,141 @@
+/* NDArray handles: creation, host copies, metadata, waiting and release. */
+#include "capi/src/api.h"
+
+int api_ndarray_wrap(deft_ndarray_t *arr, DeftNDArrayHandle *out) {
+    DeftNDArrayHandle handle = deft_handle_new(DEFT_HANDLE_NDARRAY, arr);
+    if (!handle) {
+        deft_ndarray_release(arr);
+        return -1;
+    }
+    *out = handle;
+    return 0;
+}
+
+/* Validate the creation arguments shared by both Create functions. */
+static int new_array(const int64_t *shape, int ndim, int dtype, int dev_type, int dev_id, bool zero,
+                     deft_ndarray_t **out) {
+    deft_shape_t s;
+    deft_device_t dev;
+    if (deft_shape_init(&s, shape, ndim, "shape") || deft_dtype_check(dtype, "dtype") ||
+        deft_device_check(dev_type, dev_id, "device", &dev))
+        return -1;
+    return deft_ndarray_new(&s, (deft_dtype_t)dtype, dev, zero, out);
+}
+
+int DeftNDArrayCreate(const int64_t *shape, int ndim, int dtype, int dev_type, int dev_id,
+                      DeftNDArrayHandle *out) {
+    API_BEGIN();
+    deft_ndarray_t *arr;
+    if (api_check_out(out, "out") || new_array(shape, ndim, dtype, dev_type, dev_id, true, &arr))
+        return -1;
+    return api_ndarray_wrap(arr, out);
+}
+
+int DeftNDArrayCreateFromData(const int64_t *shape, int ndim, int dtype, int dev_type, int dev_id,
+                              const void *data, size_t nbytes, DeftNDArrayHandle *out) {
+    API_BEGIN();
+    deft_ndarray_t *arr;
+    if (api_check_out(out, "out") || new_array(shape, ndim, dtype, dev_type, dev_id, false, &arr))
+        return -1;
+    if (deft_ndarray_copy_from_host(arr, data, nbytes)) {
+        deft_ndarray_release(arr);
+        return -1;
+    }
+    return api_ndarray_wrap(arr, out);
+}
+
+int DeftNDArrayCopyToHost(DeftNDArrayHandle handle, void *data, size_t nbytes) {
+    API_BEGIN();
+    deft_ndarray_t *arr;
+    if (api_ndarray(handle, "handle", &arr)) return -1;
+    return deft_ndarray_copy_to_host(arr, data, nbytes);
+}
+
+int DeftNDArrayCopyFromHost(DeftNDArrayHandle handle, const void *data, size_t nbytes) {
+    API_BEGIN();
+    deft_ndarray_t *arr;
+    if (api_ndarray(handle, "handle", &arr)) return -1;
+    return deft_ndarray_copy_from_host(arr, data, nbytes);
+}
+
+int DeftNDArrayGetNDim(DeftNDArrayHandle handle, int *out) {
+    API_BEGIN();
+    deft_ndarray_t *arr;
+    if (api_ndarray(handle, "handle", &arr) || api_check_out(out, "out")) return -1;
+    *out = arr->tensor.shape.ndim;
+    return 0;
+}
+
+int DeftNDArrayGetShape(DeftNDArrayHandle handle, int64_t *out_shape, int capacity, int *out_ndim) {
+    API_BEGIN();
+    deft_ndarray_t *arr;
+    if (api_ndarray(handle, "handle", &arr) || api_check_out(out_shape, "out_shape") ||
+        api_check_out(out_ndim, "out_ndim"))
+        return -1;
+    const deft_shape_t *shape = &arr->tensor.shape;
+    if (capacity < shape->ndim)
+        return deft_error(DEFT_ERR_VALUE, "capacity is %d, but the array has %d dimensions",
+                          capacity, shape->ndim);
+    for (int i = 0; i < shape->ndim; i++) out_shape[i] = shape->dims[i];
+    *out_ndim = shape->ndim;
+    return 0;
+}
+
+int DeftNDArrayGetSize(DeftNDArrayHandle handle, int64_t *out) {
+    API_BEGIN();
+    deft_ndarray_t *arr;
+    if (api_ndarray(handle, "handle", &arr) || api_check_out(out, "out")) return -1;
+    *out = deft_shape_size(&arr->tensor.shape);
+    return 0;
+}
+
+int DeftNDArrayGetNBytes(DeftNDArrayHandle handle, size_t *out) {
+    API_BEGIN();
+    deft_ndarray_t *arr;
+    if (api_ndarray(handle, "handle", &arr) || api_check_out(out, "out")) return -1;
+    *out = deft_tensor_nbytes(&arr->tensor);
+    return 0;
+}
+
+int DeftNDArrayGetDType(DeftNDArrayHandle handle, int *out) {
+    API_BEGIN();
+    deft_ndarray_t *arr;
+    if (api_ndarray(handle, "handle", &arr) || api_check_out(out, "out")) return -1;
+    *out = (int)arr->tensor.dtype;
+    return 0;
+}
+
+int DeftNDArrayGetDevice(DeftNDArrayHandle handle, int *out_type, int *out_id) {
+    API_BEGIN();
+    deft_ndarray_t *arr;
+    if (api_ndarray(handle, "handle", &arr) || api_check_out(out_type, "out_type") ||
+        api_check_out(out_id, "out_id"))
+        return -1;
+    *out_type = (int)arr->tensor.device.type;
+    *out_id = arr->tensor.device.id;
+    return 0;
+}
+
+/*
+ * Every operation in this version completes before its call returns, so an
+ * array that passes the handle check has no pending writes.
+ */
+int DeftNDArrayWaitToRead(DeftNDArrayHandle handle) {
+    API_BEGIN();
+    deft_ndarray_t *arr;
+    return api_ndarray(handle, "handle", &arr);
+}
+
+int DeftWaitAll(void) {
+    API_BEGIN();
+    return 0;
+}
+
+int DeftNDArrayFree(DeftNDArrayHandle handle) {
+    API_BEGIN();
+    if (!handle) return 0;
+    void *object;
+    if (deft_handle_retire(handle, DEFT_HANDLE_NDARRAY, "handle", &object)) return -1;
+    deft_ndarray_release(object);
+    return 0;
+}

@@ -1,0 +1,108 @@
+#include "capi/src/handle.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "core/base/error.h"
+
+#define MAGIC_BASE      0xDEF70000u
+#define MAGIC_FREED     0xDEF7DEADu
+#define SHELLS_PER_SLAB 1024
+
+typedef struct shell {
+    _Atomic uint32_t magic;
+    void *object;
+    struct shell *next_free;
+} shell_t;
+
+/* With their article, as messages use them: "expected an NDArray handle". */
+static const char *const kind_names[DEFT_HANDLE_KIND_COUNT] = {
+    [DEFT_HANDLE_NDARRAY] = "an NDArray",
+};
+
+static pthread_mutex_t shell_lock = PTHREAD_MUTEX_INITIALIZER;
+static shell_t *free_head, *free_tail;
+static atomic_llong live[DEFT_HANDLE_KIND_COUNT];
+
+static uint32_t magic_of(deft_handle_kind_t kind) {
+    return MAGIC_BASE | (uint32_t)kind;
+}
+
+/* Called with shell_lock held. Slabs are deliberately never freed (see handle.h). */
+static int grow_free_list(void) {
+    shell_t *slab = calloc(SHELLS_PER_SLAB, sizeof *slab);
+    if (!slab) return -1;
+    for (int i = 0; i < SHELLS_PER_SLAB; i++) {
+        atomic_init(&slab[i].magic, MAGIC_FREED);
+        slab[i].next_free = i + 1 < SHELLS_PER_SLAB ? &slab[i + 1] : NULL;
+    }
+    free_head = slab;
+    free_tail = &slab[SHELLS_PER_SLAB - 1];
+    return 0;
+}
+
+void *deft_handle_new(deft_handle_kind_t kind, void *object) {
+    pthread_mutex_lock(&shell_lock);
+    if (!free_head && grow_free_list()) {
+        pthread_mutex_unlock(&shell_lock);
+        deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate handles");
+        return NULL;
+    }
+    shell_t *shell = free_head;
+    free_head = shell->next_free;
+    if (!free_head) free_tail = NULL;
+    pthread_mutex_unlock(&shell_lock);
+    shell->object = object;
+    shell->next_free = NULL;
+    atomic_store_explicit(&shell->magic, magic_of(kind), memory_order_release);
+    atomic_fetch_add_explicit(&live[kind], 1, memory_order_relaxed);
+    return shell;
+}
+
+static int bad_handle(const void *handle, uint32_t magic, deft_handle_kind_t kind,
+                      const char *what) {
+    if (magic == MAGIC_FREED)
+        return deft_error(DEFT_ERR_VALUE, "%s (%p) is %s handle that was already freed", what,
+                          handle, kind_names[kind]);
+    uint32_t other = magic - MAGIC_BASE;
+    if ((magic & 0xFFFF0000u) == MAGIC_BASE && other < DEFT_HANDLE_KIND_COUNT)
+        return deft_error(DEFT_ERR_TYPE, "%s (%p) is %s handle, expected %s handle", what, handle,
+                          kind_names[other], kind_names[kind]);
+    return deft_error(DEFT_ERR_VALUE, "%s (%p) is not %s handle from deft", what, handle,
+                      kind_names[kind]);
+}
+
+int deft_handle_get(const void *handle, deft_handle_kind_t kind, const char *what, void **object) {
+    if (!handle)
+        return deft_error(DEFT_ERR_VALUE, "%s is NULL, expected %s handle", what, kind_names[kind]);
+    const shell_t *shell = handle;
+    uint32_t magic = atomic_load_explicit(&shell->magic, memory_order_acquire);
+    if (magic != magic_of(kind)) return bad_handle(handle, magic, kind, what);
+    *object = shell->object;
+    return 0;
+}
+
+int deft_handle_retire(void *handle, deft_handle_kind_t kind, const char *what, void **object) {
+    if (!handle)
+        return deft_error(DEFT_ERR_VALUE, "%s is NULL, expected %s handle", what, kind_names[kind]);
+    shell_t *shell = handle;
+    uint32_t expected = magic_of(kind);
+    if (!atomic_compare_exchange_strong(&shell->magic, &expected, MAGIC_FREED))
+        return bad_handle(handle, expected, kind, what);
+    *object = shell->object;
+    shell->object = NULL;
+    atomic_fetch_sub_explicit(&live[kind], 1, memory_order_relaxed);
+    pthread_mutex_lock(&shell_lock);
+    if (free_tail)
+        free_tail->next_free = shell;
+    else
+        free_head = shell;
+    free_tail = shell;
+    pthread_mutex_unlock(&shell_lock);
+    return 0;
+}
+
+int64_t deft_handle_live_count(deft_handle_kind_t kind) {
+    return (int64_t)atomic_load_explicit(&live[kind], memory_order_relaxed);
+}

@@ -1,0 +1,31 @@
+/*
+ * Device allocators. The storage layer allocates through one allocator per
+ * device type; the CPU pool is built in and the GPU layer registers its own,
+ * so base never depends on the layers above it.
+ */
+#ifndef DEFT_CORE_ALLOCATOR_H
+#define DEFT_CORE_ALLOCATOR_H
+
+#include <stddef.h>
+
+#include "core/base/device.h"
+
+typedef struct deft_allocator {
+    /* Allocate at least nbytes (> 0); report the block's real capacity. */
+    int (*alloc)(deft_device_t dev, size_t nbytes, void **out, size_t *capacity);
+    /* Return a block from alloc with the capacity it reported. */
+    void (*free)(deft_device_t dev, void *ptr, size_t capacity);
+    /* Give cached free blocks back to the system. */
+    void (*release_cached)(deft_device_t dev);
+} deft_allocator_t;
+
+void deft_allocator_register(deft_device_type_t type, const deft_allocator_t *allocator);
+const deft_allocator_t *deft_allocator_get(deft_device_type_t type);
+
+/* The CPU pool: 64-byte aligned blocks in size classes, cached for reuse. */
+extern const deft_allocator_t deft_cpu_pool;
+
+/* Alignment of every CPU buffer, enough for AVX-512 loads. */
+#define DEFT_CPU_ALIGN 64
+
+#endif

@@ -1,0 +1,83 @@
+#include "core/base/shape.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/base/error.h"
+
+int deft_shape_init(deft_shape_t *shape, const int64_t *dims, int ndim, const char *what) {
+    if (ndim < 0 || ndim > DEFT_SHAPE_MAX_NDIM)
+        return deft_error(DEFT_ERR_VALUE, "%s has %d dimensions, expected 0 to %d", what, ndim,
+                          DEFT_SHAPE_MAX_NDIM);
+    if (ndim > 0 && dims == NULL)
+        return deft_error(DEFT_ERR_VALUE, "%s is NULL but ndim is %d", what, ndim);
+    for (int i = 0; i < ndim; i++) {
+        if (dims[i] < 0)
+            return deft_error(DEFT_ERR_VALUE, "%s[%d] is %lld, expected a dimension >= 0", what, i,
+                              (long long)dims[i]);
+    }
+    shape->ndim = ndim;
+    memset(shape->dims, 0, sizeof shape->dims);
+    if (ndim > 0) memcpy(shape->dims, dims, (size_t)ndim * sizeof dims[0]);
+    return 0;
+}
+
+int deft_shape_count(const deft_shape_t *shape, int64_t *out) {
+    int64_t count = 1;
+    for (int i = 0; i < shape->ndim; i++) {
+        if (shape->dims[i] == 0) {
+            count = 0;
+            break;
+        }
+    }
+    for (int i = 0; count != 0 && i < shape->ndim; i++) {
+        if (__builtin_mul_overflow(count, shape->dims[i], &count)) {
+            char buf[DEFT_SHAPE_STR_MAX];
+            return deft_error(DEFT_ERR_VALUE, "shape %s has more elements than fit in int64",
+                              deft_shape_format(shape, buf, sizeof buf));
+        }
+    }
+    *out = count;
+    return 0;
+}
+
+int deft_shape_nbytes(const deft_shape_t *shape, size_t elem_size, size_t *out) {
+    int64_t count;
+    if (deft_shape_count(shape, &count)) return -1;
+    size_t nbytes;
+    if (__builtin_mul_overflow((size_t)count, elem_size, &nbytes) ||
+        nbytes > DEFT_SHAPE_MAX_BYTES) {
+        char buf[DEFT_SHAPE_STR_MAX];
+        return deft_error(
+            DEFT_ERR_VALUE, "shape %s with %zu-byte elements needs more than %zu bytes",
+            deft_shape_format(shape, buf, sizeof buf), elem_size, DEFT_SHAPE_MAX_BYTES);
+    }
+    *out = nbytes;
+    return 0;
+}
+
+int64_t deft_shape_size(const deft_shape_t *shape) {
+    int64_t count = 1;
+    for (int i = 0; i < shape->ndim; i++) count *= shape->dims[i];
+    return count;
+}
+
+bool deft_shape_equal(const deft_shape_t *a, const deft_shape_t *b) {
+    if (a->ndim != b->ndim) return false;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+char *deft_shape_format(const deft_shape_t *shape, char *buf, size_t len) {
+    /* Each dimension takes at most 21 characters (",-9223372036854775808"). */
+    char text[DEFT_SHAPE_STR_MAX];
+    size_t used = 0;
+    text[used++] = '(';
+    for (int i = 0; i < shape->ndim; i++)
+        used += (size_t)sprintf(text + used, i ? ",%lld" : "%lld", (long long)shape->dims[i]);
+    text[used++] = ')';
+    text[used] = '\0';
+    if (len > 0) snprintf(buf, len, "%s", text);
+    return buf;
+}

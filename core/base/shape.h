@@ -1,0 +1,45 @@
+/*
+ * Shapes: up to DEFT_SHAPE_MAX_NDIM non-negative dimensions, row-major.
+ *
+ * Every size computed from a caller's shape goes through the checked
+ * helpers here, so a shape whose byte size overflows is an error, not a
+ * wrapped-around allocation.
+ */
+#ifndef DEFT_CORE_SHAPE_H
+#define DEFT_CORE_SHAPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DEFT_SHAPE_MAX_NDIM 8
+
+typedef struct deft_shape {
+    int ndim;
+    int64_t dims[DEFT_SHAPE_MAX_NDIM];
+} deft_shape_t;
+
+/* Largest byte size of one buffer: keeps pointer differences representable. */
+#define DEFT_SHAPE_MAX_BYTES ((size_t)PTRDIFF_MAX)
+
+/* Build a shape from a caller's (dims, ndim); -1 with an error naming `what`. */
+int deft_shape_init(deft_shape_t *shape, const int64_t *dims, int ndim, const char *what);
+
+/* Number of elements; -1 with an error if the product overflows int64. */
+int deft_shape_count(const deft_shape_t *shape, int64_t *out);
+
+/* Bytes for elements of `elem_size`; -1 if above DEFT_SHAPE_MAX_BYTES. */
+int deft_shape_nbytes(const deft_shape_t *shape, size_t elem_size, size_t *out);
+
+/* Product of dims of a shape already known to be valid (no checks). */
+int64_t deft_shape_size(const deft_shape_t *shape);
+
+bool deft_shape_equal(const deft_shape_t *a, const deft_shape_t *b);
+
+/* Write "(2,3,4)" (or "()" for a scalar) into buf; returns buf. */
+char *deft_shape_format(const deft_shape_t *shape, char *buf, size_t len);
+
+/* Buffer length that always fits deft_shape_format's output. */
+#define DEFT_SHAPE_STR_MAX (3 + DEFT_SHAPE_MAX_NDIM * 21)
+
+#endif

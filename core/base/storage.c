@@ -1,0 +1,54 @@
+#include "core/base/storage.h"
+
+#include <stdlib.h>
+
+#include "core/base/allocator.h"
+#include "core/base/error.h"
+#include "core/base/memstat.h"
+
+static const deft_allocator_t *_Atomic allocators[DEFT_DEV_GPU + 1] = {
+    [DEFT_DEV_CPU] = &deft_cpu_pool,
+};
+
+void deft_allocator_register(deft_device_type_t type, const deft_allocator_t *allocator) {
+    atomic_store(&allocators[type], allocator);
+}
+
+const deft_allocator_t *deft_allocator_get(deft_device_type_t type) {
+    return atomic_load(&allocators[type]);
+}
+
+int deft_storage_new(deft_device_t dev, size_t nbytes, deft_storage_t **out) {
+    const deft_allocator_t *allocator = deft_allocator_get(dev.type);
+    if (!allocator)
+        return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "no allocator for device type %d", dev.type);
+    deft_storage_t *storage = malloc(sizeof *storage);
+    if (!storage) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a storage record");
+    storage->data = NULL;
+    storage->capacity = 0;
+    if (nbytes > 0 && allocator->alloc(dev, nbytes, &storage->data, &storage->capacity)) {
+        free(storage);
+        return -1;
+    }
+    atomic_init(&storage->refcount, 1);
+    storage->device = dev;
+    storage->nbytes = nbytes;
+    deft_memstat_buffer_allocated(dev, nbytes);
+    *out = storage;
+    return 0;
+}
+
+deft_storage_t *deft_storage_retain(deft_storage_t *storage) {
+    atomic_fetch_add_explicit(&storage->refcount, 1, memory_order_relaxed);
+    return storage;
+}
+
+void deft_storage_release(deft_storage_t *storage) {
+    if (!storage) return;
+    if (atomic_fetch_sub_explicit(&storage->refcount, 1, memory_order_acq_rel) != 1) return;
+    if (storage->data)
+        deft_allocator_get(storage->device.type)
+            ->free(storage->device, storage->data, storage->capacity);
+    deft_memstat_buffer_freed(storage->device, storage->nbytes);
+    free(storage);
+}

@@ -1,0 +1,30 @@
+/*
+ * Storage: a reference-counted buffer on one device.
+ *
+ * Arrays, views and (later) graph nodes and engine operations each hold a
+ * reference; the buffer returns to its device's pool when the last goes.
+ */
+#ifndef DEFT_CORE_STORAGE_H
+#define DEFT_CORE_STORAGE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "core/base/device.h"
+
+typedef struct deft_storage {
+    atomic_int refcount;
+    deft_device_t device;
+    void *data;      /* NULL when nbytes is 0 */
+    size_t nbytes;   /* bytes asked for */
+    size_t capacity; /* bytes the allocator gave */
+} deft_storage_t;
+
+/* New storage with one reference, contents undefined; -1 on bad device or OOM. */
+int deft_storage_new(deft_device_t dev, size_t nbytes, deft_storage_t **out);
+
+deft_storage_t *deft_storage_retain(deft_storage_t *storage);
+/* Drop a reference; NULL is a no-op. */
+void deft_storage_release(deft_storage_t *storage);
+
+#endif

@@ -1,0 +1,63 @@
+#include "core/imperative/ndarray.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/base/error.h"
+
+int deft_ndarray_new(const deft_shape_t *shape, deft_dtype_t dtype, deft_device_t device, bool zero,
+                     deft_ndarray_t **out) {
+    size_t nbytes;
+    if (deft_shape_nbytes(shape, deft_dtype_size(dtype), &nbytes)) return -1;
+    deft_ndarray_t *arr = malloc(sizeof *arr);
+    if (!arr) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an array record");
+    if (deft_storage_new(device, nbytes, &arr->tensor.storage)) {
+        free(arr);
+        return -1;
+    }
+    atomic_init(&arr->refcount, 1);
+    arr->tensor.shape = *shape;
+    arr->tensor.dtype = dtype;
+    arr->tensor.device = device;
+    arr->tensor.offset = 0;
+    if (zero && nbytes) memset(deft_tensor_data(&arr->tensor), 0, nbytes);
+    *out = arr;
+    return 0;
+}
+
+deft_ndarray_t *deft_ndarray_retain(deft_ndarray_t *arr) {
+    atomic_fetch_add_explicit(&arr->refcount, 1, memory_order_relaxed);
+    return arr;
+}
+
+void deft_ndarray_release(deft_ndarray_t *arr) {
+    if (!arr) return;
+    if (atomic_fetch_sub_explicit(&arr->refcount, 1, memory_order_acq_rel) != 1) return;
+    deft_storage_release(arr->tensor.storage);
+    free(arr);
+}
+
+static int check_host_buffer(const deft_ndarray_t *arr, const void *data, size_t nbytes) {
+    size_t expected = deft_tensor_nbytes(&arr->tensor);
+    if (nbytes != expected) {
+        char shape[DEFT_SHAPE_STR_MAX];
+        return deft_error(DEFT_ERR_VALUE, "nbytes is %zu, expected %zu for shape %s of %s", nbytes,
+                          expected, deft_shape_format(&arr->tensor.shape, shape, sizeof shape),
+                          deft_dtype_name(arr->tensor.dtype));
+    }
+    if (nbytes > 0 && data == NULL)
+        return deft_error(DEFT_ERR_VALUE, "data is NULL but nbytes is %zu", nbytes);
+    return 0;
+}
+
+int deft_ndarray_copy_to_host(const deft_ndarray_t *arr, void *data, size_t nbytes) {
+    if (check_host_buffer(arr, data, nbytes)) return -1;
+    if (nbytes) memcpy(data, deft_tensor_data(&arr->tensor), nbytes);
+    return 0;
+}
+
+int deft_ndarray_copy_from_host(deft_ndarray_t *arr, const void *data, size_t nbytes) {
+    if (check_host_buffer(arr, data, nbytes)) return -1;
+    if (nbytes) memcpy(deft_tensor_data(&arr->tensor), data, nbytes);
+    return 0;
+}

@@ -1,0 +1,34 @@
+/*
+ * NDArray: a reference-counted tensor. Public handles, views and recorded
+ * graph nodes each hold one reference, so freeing a handle never pulls
+ * memory from under anything else that still uses the array.
+ */
+#ifndef DEFT_CORE_NDARRAY_H
+#define DEFT_CORE_NDARRAY_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "core/base/tensor.h"
+
+typedef struct deft_ndarray {
+    atomic_int refcount;
+    deft_tensor_t tensor;
+} deft_ndarray_t;
+
+/*
+ * New array with one reference and fresh storage; zero-filled when `zero`,
+ * otherwise undefined contents. -1 on an oversized shape or out of memory.
+ */
+int deft_ndarray_new(const deft_shape_t *shape, deft_dtype_t dtype, deft_device_t device, bool zero,
+                     deft_ndarray_t **out);
+
+deft_ndarray_t *deft_ndarray_retain(deft_ndarray_t *arr);
+/* Drop a reference; NULL is a no-op. */
+void deft_ndarray_release(deft_ndarray_t *arr);
+
+/* Copies between an array and host memory; nbytes must match exactly. */
+int deft_ndarray_copy_to_host(const deft_ndarray_t *arr, void *data, size_t nbytes);
+int deft_ndarray_copy_from_host(deft_ndarray_t *arr, const void *data, size_t nbytes);
+
+#endif

@@ -1,0 +1,32 @@
+/* Shared by the Check suites: a runner and assertions on deft's error contract. */
+#ifndef DEFT_TESTS_CHECK_HELPERS_H
+#define DEFT_TESTS_CHECK_HELPERS_H
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <deft/c_api.h>
+
+/* Assert that `call` fails with -1, the given kind and a message containing `text`. */
+#define ck_assert_fails(call, kind, text)                                                          \
+    do {                                                                                           \
+        int status_ = (call);                                                                      \
+        ck_assert_msg(status_ == -1, "%s returned %d, expected -1", #call, status_);               \
+        ck_assert_msg(DeftGetLastErrorKind() == (kind), "%s: error kind %d, expected %d (%s)",     \
+                      #call, DeftGetLastErrorKind(), (int)(kind), DeftGetLastError());             \
+        ck_assert_msg(strstr(DeftGetLastError(), (text)) != NULL,                                  \
+                      "%s: error '%s' does not contain '%s'", #call, DeftGetLastError(), (text));  \
+    } while (0)
+
+#define ck_assert_ok(call) ck_assert_msg((call) == 0, "%s failed: %s", #call, DeftGetLastError())
+
+static inline int run_suite(Suite *suite) {
+    SRunner *runner = srunner_create(suite);
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+#endif

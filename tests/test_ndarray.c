@@ -1,0 +1,135 @@
+/* NDArray creation, host copies and metadata, on good input. */
+#include <stdint.h>
+
+#include "check_helpers.h"
+
+START_TEST(test_create_is_zero_filled_with_metadata) {
+    const int64_t shape[3] = {2, 3, 4};
+    DeftNDArrayHandle arr;
+    ck_assert_ok(DeftNDArrayCreate(shape, 3, DEFT_FLOAT64, DEFT_CPU, 0, &arr));
+    int ndim = -1, dtype = -1, dev_type = -1, dev_id = -1;
+    int64_t got[DEFT_MAX_NDIM], size = -1;
+    size_t nbytes = 0;
+    ck_assert_ok(DeftNDArrayGetNDim(arr, &ndim));
+    ck_assert_int_eq(ndim, 3);
+    ck_assert_ok(DeftNDArrayGetShape(arr, got, 3, &ndim));
+    ck_assert_int_eq(got[0], 2);
+    ck_assert_int_eq(got[1], 3);
+    ck_assert_int_eq(got[2], 4);
+    ck_assert_ok(DeftNDArrayGetSize(arr, &size));
+    ck_assert_int_eq(size, 24);
+    ck_assert_ok(DeftNDArrayGetNBytes(arr, &nbytes));
+    ck_assert_uint_eq(nbytes, 24 * sizeof(double));
+    ck_assert_ok(DeftNDArrayGetDType(arr, &dtype));
+    ck_assert_int_eq(dtype, DEFT_FLOAT64);
+    ck_assert_ok(DeftNDArrayGetDevice(arr, &dev_type, &dev_id));
+    ck_assert_int_eq(dev_type, DEFT_CPU);
+    ck_assert_int_eq(dev_id, 0);
+    double values[24];
+    memset(values, 0xFF, sizeof values);
+    ck_assert_ok(DeftNDArrayWaitToRead(arr));
+    ck_assert_ok(DeftNDArrayCopyToHost(arr, values, sizeof values));
+    for (int i = 0; i < 24; i++) ck_assert_double_eq(values[i], 0.0);
+    ck_assert_ok(DeftNDArrayFree(arr));
+}
+END_TEST
+
+START_TEST(test_round_trip_every_dtype) {
+    static const int dtypes[] = {DEFT_FLOAT32,  DEFT_FLOAT64, DEFT_FLOAT16,
+                                 DEFT_BFLOAT16, DEFT_UINT8,   DEFT_INT8,
+                                 DEFT_INT32,    DEFT_INT64,   DEFT_BOOL};
+    const int64_t shape[2] = {5, 7};
+    for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
+        size_t elem;
+        ck_assert_ok(DeftDTypeGetSize(dtypes[d], &elem));
+        unsigned char in[35 * 8], out[35 * 8];
+        for (size_t i = 0; i < sizeof in; i++) in[i] = (unsigned char)(i * 37 + d);
+        memset(out, 0, sizeof out);
+        DeftNDArrayHandle arr;
+        ck_assert_ok(
+            DeftNDArrayCreateFromData(shape, 2, dtypes[d], DEFT_CPU, 0, in, 35 * elem, &arr));
+        ck_assert_ok(DeftNDArrayCopyToHost(arr, out, 35 * elem));
+        ck_assert_mem_eq(in, out, 35 * elem);
+        ck_assert_ok(DeftNDArrayFree(arr));
+    }
+}
+END_TEST
+
+START_TEST(test_copy_from_host_overwrites) {
+    const int64_t shape[1] = {4};
+    const int64_t first[4] = {1, 2, 3, 4}, second[4] = {-5, 0, INT64_MAX, INT64_MIN};
+    int64_t out[4];
+    DeftNDArrayHandle arr;
+    ck_assert_ok(
+        DeftNDArrayCreateFromData(shape, 1, DEFT_INT64, DEFT_CPU, 0, first, sizeof first, &arr));
+    ck_assert_ok(DeftNDArrayCopyFromHost(arr, second, sizeof second));
+    ck_assert_ok(DeftNDArrayCopyToHost(arr, out, sizeof out));
+    ck_assert_mem_eq(out, second, sizeof second);
+    ck_assert_ok(DeftNDArrayFree(arr));
+}
+END_TEST
+
+START_TEST(test_scalar_and_zero_size_arrays) {
+    DeftNDArrayHandle scalar, empty;
+    const float value = 2.5f;
+    float out = 0.0f;
+    int ndim = -1;
+    int64_t size = -1, shape_out[1] = {-7};
+    ck_assert_ok(DeftNDArrayCreateFromData(NULL, 0, DEFT_FLOAT32, DEFT_CPU, 0, &value, sizeof value,
+                                           &scalar));
+    ck_assert_ok(DeftNDArrayGetShape(scalar, shape_out, 0, &ndim));
+    ck_assert_int_eq(ndim, 0);
+    ck_assert_int_eq(shape_out[0], -7);
+    ck_assert_ok(DeftNDArrayGetSize(scalar, &size));
+    ck_assert_int_eq(size, 1);
+    ck_assert_ok(DeftNDArrayCopyToHost(scalar, &out, sizeof out));
+    ck_assert_float_eq(out, 2.5f);
+
+    const int64_t zero_shape[3] = {4, 0, 3};
+    ck_assert_ok(DeftNDArrayCreate(zero_shape, 3, DEFT_INT32, DEFT_CPU, 0, &empty));
+    ck_assert_ok(DeftNDArrayGetSize(empty, &size));
+    ck_assert_int_eq(size, 0);
+    ck_assert_ok(DeftNDArrayCopyToHost(empty, NULL, 0));
+    ck_assert_ok(DeftNDArrayCopyFromHost(empty, NULL, 0));
+    ck_assert_ok(DeftNDArrayFree(scalar));
+    ck_assert_ok(DeftNDArrayFree(empty));
+}
+END_TEST
+
+START_TEST(test_free_null_is_noop_and_counts_follow_handles) {
+    int64_t before, during, after;
+    ck_assert_ok(DeftNDArrayFree(NULL));
+    ck_assert_ok(DeftGetLiveNDArrayCount(&before));
+    DeftNDArrayHandle arrs[100];
+    const int64_t shape[1] = {3};
+    for (int i = 0; i < 100; i++)
+        ck_assert_ok(DeftNDArrayCreate(shape, 1, DEFT_UINT8, DEFT_CPU, 0, &arrs[i]));
+    ck_assert_ok(DeftGetLiveNDArrayCount(&during));
+    ck_assert_int_eq(during, before + 100);
+    for (int i = 0; i < 100; i++) ck_assert_ok(DeftNDArrayFree(arrs[i]));
+    ck_assert_ok(DeftGetLiveNDArrayCount(&after));
+    ck_assert_int_eq(after, before);
+}
+END_TEST
+
+START_TEST(test_wait_all_succeeds) {
+    ck_assert_ok(DeftWaitAll());
+}
+END_TEST
+
+static Suite *ndarray_suite(void) {
+    Suite *suite = suite_create("ndarray");
+    TCase *tc = tcase_create("ndarray");
+    tcase_add_test(tc, test_create_is_zero_filled_with_metadata);
+    tcase_add_test(tc, test_round_trip_every_dtype);
+    tcase_add_test(tc, test_copy_from_host_overwrites);
+    tcase_add_test(tc, test_scalar_and_zero_size_arrays);
+    tcase_add_test(tc, test_free_null_is_noop_and_counts_follow_handles);
+    tcase_add_test(tc, test_wait_all_succeeds);
+    suite_add_tcase(suite, tc);
+    return suite;
+}
+
+int main(void) {
+    return run_suite(ndarray_suite());
+}
