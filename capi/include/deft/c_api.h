@@ -11,5 +11,6 @@
 
 #include "deft/base.h"
 #include "deft/ndarray.h"
+#include "deft/op.h"
 
 #endif /* DEFT_C_API_H */

@@ -1,0 +1,137 @@
+/**
+ * @file op.h
+ * @brief Operators: listing and introspection, the random seed, and
+ *        imperative invocation.
+ *
+ * Operators are named as in MXNet (`FullyConnected`, `broadcast_add`,
+ * `_plus_scalar`, `sum`, ...). Their parameters are strings
+ * (`num_hidden="128"`, `axis="(0,1)"`, `keepdims="true"`), so every language
+ * and every saved graph passes them the same way. Bindings generate their
+ * operator wrappers from the information here.
+ */
+#ifndef DEFT_OP_H
+#define DEFT_OP_H
+
+#include "deft/ndarray.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Opaque handle on a registered operator; valid for the life of the process, never freed. */
+typedef struct DeftOp *DeftOpHandle;
+
+/**
+ * @brief Names of all registered operators, in alphabetical order.
+ * @param[out] out_count receives the number of operators.
+ * @param[out] out_names receives an array of @p out_count names, owned by the
+ *             library and valid for the life of the process.
+ * @return 0 on success; -1 if an out-pointer is NULL.
+ */
+DEFT_API int DeftListOperators(int *out_count, const char *const **out_names);
+
+/**
+ * @brief Find an operator by name.
+ * @param name the operator's name, e.g. "dot".
+ * @param[out] out receives the operator's handle.
+ * @return 0 on success; -1 if @p name is NULL or unknown (the message suggests
+ *         near names), or @p out is NULL.
+ */
+DEFT_API int DeftGetOperator(const char *name, DeftOpHandle *out);
+
+/**
+ * @brief Name and description of an operator.
+ * @param op the operator.
+ * @param[out] out_name receives its name (owned by the library).
+ * @param[out] out_description receives one or two sentences (owned by the library).
+ * @return 0 on success; -1 on a bad handle or NULL out-pointers.
+ */
+DEFT_API int DeftOpGetInfo(DeftOpHandle op, const char **out_name, const char **out_description);
+
+/**
+ * @brief Inputs an operator takes.
+ * @param op the operator.
+ * @param[out] out_min receives the fewest inputs it accepts.
+ * @param[out] out_max receives the most (larger than the count of names for
+ *             operators such as Concat that take any number).
+ * @param[out] out_num_names receives how many input names there are.
+ * @param[out] out_names receives the input names (owned by the library).
+ * @return 0 on success; -1 on a bad handle or NULL out-pointers.
+ */
+DEFT_API int DeftOpGetInputs(DeftOpHandle op, int *out_min, int *out_max, int *out_num_names,
+                             const char *const **out_names);
+
+/**
+ * @brief Number of parameters an operator takes.
+ * @param op the operator.
+ * @param[out] out receives the count.
+ * @return 0 on success; -1 on a bad handle or a NULL @p out.
+ */
+DEFT_API int DeftOpGetNumParams(DeftOpHandle op, int *out);
+
+/**
+ * @brief One parameter of an operator.
+ * @param op the operator.
+ * @param index the parameter's position, in [0, DeftOpGetNumParams()).
+ * @param[out] out_name receives its name.
+ * @param[out] out_type receives its type: "int", "float", "boolean", "tuple of
+ *             int", "dtype" or "enum" (with " or None" where None is allowed).
+ * @param[out] out_default receives its default as a string, or NULL when the
+ *             parameter is required.
+ * @param[out] out_doc receives a short description.
+ * @return 0 on success; -1 on a bad handle, an index out of range
+ *         (DEFT_ERROR_INDEX) or NULL out-pointers. Strings are owned by the library.
+ */
+DEFT_API int DeftOpGetParam(DeftOpHandle op, int index, const char **out_name,
+                            const char **out_type, const char **out_default, const char **out_doc);
+
+/**
+ * @brief The words an "enum" parameter accepts.
+ * @param op the operator.
+ * @param index the parameter's position.
+ * @param[out] out_count receives the number of words (0 for other types).
+ * @param[out] out_words receives the words (owned by the library).
+ * @return 0 on success; -1 on a bad handle, an index out of range or NULL out-pointers.
+ */
+DEFT_API int DeftOpGetParamChoices(DeftOpHandle op, int index, int *out_count,
+                                   const char *const **out_words);
+
+/**
+ * @brief Restart the random stream used by the random operators.
+ *
+ * The same seed followed by the same calls gives the same numbers on every
+ * run, whatever the thread count.
+ * @param seed any value.
+ * @return 0.
+ */
+DEFT_API int DeftRandomSeed(uint64_t seed);
+
+/**
+ * @brief Run an operator now.
+ *
+ * @param op the operator.
+ * @param num_inputs number of input arrays.
+ * @param inputs the input arrays (all on one device).
+ * @param[in,out] num_outputs on entry, the room in @p outputs; on success,
+ *        the number of outputs the operator produced.
+ * @param[in,out] outputs for each output, NULL to have a new array created
+ *        (a handle owned by the caller) or an existing array of the right shape
+ *        and dtype to write the result into.
+ * @param num_params number of parameters.
+ * @param keys parameter names.
+ * @param vals parameter values, as strings.
+ * @return 0 on success; -1 on an unknown, duplicate or unparsable parameter, a
+ *         missing required one, a wrong number of inputs, or incompatible shapes
+ *         or dtypes, with a message naming the operator, the parameter or input,
+ *         what was given and what was expected. On failure no output is
+ *         created or changed.
+ */
+DEFT_API int DeftImperativeInvoke(DeftOpHandle op, int num_inputs, const DeftNDArrayHandle *inputs,
+                                  int *num_outputs, DeftNDArrayHandle *outputs, int num_params,
+                                  const char *const *keys, const char *const *vals);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DEFT_OP_H */

@@ -1,0 +1,27 @@
+/*
+ * A small parallel-for for kernels: splits [0, n) into chunks run by the
+ * calling thread and a pool of helper threads. Work smaller than a few grains
+ * stays on the caller, because waking a sleeping thread costs 10-50 us.
+ */
+#ifndef DEFT_CORE_PARALLEL_H
+#define DEFT_CORE_PARALLEL_H
+
+#include <stdint.h>
+
+/* Elements per parallel chunk for simple elementwise work: below two of these
+ * a kernel stays on its calling thread. */
+#define DEFT_PARALLEL_GRAIN 32768
+
+typedef void (*deft_range_fn)(void *ctx, int64_t begin, int64_t end);
+
+/*
+ * Run fn over [0, n) in chunks of at least `grain` items, in parallel when
+ * n spans two grains or more. Returns when every chunk is done. Nested or
+ * concurrent calls from other threads run serially on their caller.
+ */
+void deft_parallel_for(int64_t n, int64_t grain, deft_range_fn fn, void *ctx);
+
+/* Threads a parallel-for may use: DEFT_NUM_THREADS, or the number of cores. */
+int deft_parallel_threads(void);
+
+#endif

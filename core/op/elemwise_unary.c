@@ -1,0 +1,214 @@
+/*
+ * Elementwise unary operators: negative ... gelu, Activation and clip.
+ *
+ * The scalar formulas live in scalar_math.h (shared with the GPU kernels);
+ * this file turns each into a strided loop per dtype, and describes the
+ * operators as data.
+ */
+#include "core/op/kernel.h"
+#include "core/op/op.h"
+#include "core/op/scalar_math.h"
+#include "core/op/strided.h"
+
+typedef struct unary_kernels {
+    deft_inner_fn fn[DEFT_SLOTS]; /* NULL: dtype not supported */
+} unary_kernels_t;
+
+#define UNARY_LOOP(fn, T)                                                                          \
+    DEFT_CLONES static void loop_##fn(const void *ctx, char *const *p, const int64_t *s,           \
+                                      int64_t n) {                                                 \
+        (void)ctx;                                                                                 \
+        T *y = (T *)p[0];                                                                          \
+        const T *x = (const T *)p[1];                                                              \
+        if (s[0] == 1 && s[1] == 1)                                                                \
+            for (int64_t i = 0; i < n; i++) y[i] = fn(x[i]);                                       \
+        else                                                                                       \
+            for (int64_t i = 0; i < n; i++) y[i * s[0]] = fn(x[i * s[1]]);                         \
+    }
+
+#define FLOAT_LOOPS(name, expr)                                                                    \
+    UNARY_LOOP(deft_##name##_f, float) UNARY_LOOP(deft_##name##_d, double)
+DEFT_UNARY_FLOAT_MATH(FLOAT_LOOPS)
+
+#define INT_LOOPS(name)                                                                            \
+    UNARY_LOOP(deft_##name##_i32, int32_t)                                                         \
+    UNARY_LOOP(deft_##name##_i64, int64_t) UNARY_LOOP(deft_##name##_u8, uint8_t)
+INT_LOOPS(negative)
+INT_LOOPS(abs)
+INT_LOOPS(sign)
+INT_LOOPS(square)
+INT_LOOPS(relu)
+
+#define FLOAT_KERNELS(name)                                                                        \
+    {                                                                                              \
+        { loop_deft_##name##_f, loop_deft_##name##_d, NULL, NULL, NULL }                           \
+    }
+#define ALL_KERNELS(name)                                                                          \
+    {                                                                                              \
+        {                                                                                          \
+            loop_deft_##name##_f, loop_deft_##name##_d, loop_deft_##name##_i32,                    \
+                loop_deft_##name##_i64, loop_deft_##name##_u8                                      \
+        }                                                                                          \
+    }
+
+static const unary_kernels_t k_negative = ALL_KERNELS(negative), k_abs = ALL_KERNELS(abs),
+                             k_sign = ALL_KERNELS(sign), k_square = ALL_KERNELS(square),
+                             k_relu = ALL_KERNELS(relu), k_exp = FLOAT_KERNELS(exp),
+                             k_log = FLOAT_KERNELS(log), k_sqrt = FLOAT_KERNELS(sqrt),
+                             k_rsqrt = FLOAT_KERNELS(rsqrt), k_sin = FLOAT_KERNELS(sin),
+                             k_cos = FLOAT_KERNELS(cos), k_tanh = FLOAT_KERNELS(tanh),
+                             k_sigmoid = FLOAT_KERNELS(sigmoid),
+                             k_softrelu = FLOAT_KERNELS(softrelu), k_erf = FLOAT_KERNELS(erf),
+                             k_gelu = FLOAT_KERNELS(gelu);
+
+static int check_kernel(const deft_op_t *op, const unary_kernels_t *k, deft_dtype_t dtype) {
+    int slot = deft_dtype_slot(dtype);
+    if (slot >= 0 && k->fn[slot]) return 0;
+    return deft_op_error(
+        op, DEFT_ERR_TYPE, "input 0 has dtype %s, expected %s", deft_dtype_name(dtype),
+        k->fn[DEFT_SLOT_I32] ? "float32, float64, int32, int64 or uint8" : "float32 or float64");
+}
+
+static int run_unary(const unary_kernels_t *k, const deft_tensor_t *in, const deft_tensor_t *out,
+                     const void *ctx) {
+    deft_strided_t it;
+    deft_strided_init(&it, &out->shape, 2);
+    deft_strided_set_dense(&it, 0, out);
+    deft_strided_set_dense(&it, 1, in);
+    deft_strided_run(&it, k->fn[deft_dtype_slot(in->dtype)], ctx);
+    return 0;
+}
+
+static int unary_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
+                       int *nout, deft_desc_t *out) {
+    (void)p, (void)nin;
+    if (check_kernel(op, op->data, in[0].dtype)) return -1;
+    out[0] = in[0];
+    *nout = 1;
+    return 0;
+}
+
+static int unary_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)p, (void)nin, (void)nout;
+    return run_unary(op->data, &in[0], &out[0], NULL);
+}
+
+/* ---- Activation ---- */
+
+static const char *const act_types[] = {"relu", "sigmoid", "softrelu", "tanh", NULL};
+static const unary_kernels_t *const act_kernels[] = {&k_relu, &k_sigmoid, &k_softrelu, &k_tanh};
+static const deft_param_def_t activation_params[] = {
+    {"act_type", DEFT_PARAM_ENUM, NULL, "activation function to apply", act_types, false}, {0}};
+
+static int activation_infer(const deft_op_t *op, const deft_params_t *p, int nin,
+                            const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)p, (void)nin;
+    if (check_kernel(op, &k_tanh, in[0].dtype)) return -1;
+    out[0] = in[0];
+    *nout = 1;
+    return 0;
+}
+
+static int activation_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                              const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)nin, (void)nout;
+    return run_unary(act_kernels[p->v[0].i], &in[0], &out[0], NULL);
+}
+
+/* ---- clip ---- */
+
+typedef struct clip_bounds {
+    double lo, hi;
+} clip_bounds_t;
+
+#define CLIP_LOOP(S, T, CONVERT)                                                                   \
+    DEFT_CLONES static void clip_##S(const void *ctx, char *const *p, const int64_t *s,            \
+                                     int64_t n) {                                                  \
+        const clip_bounds_t *b = ctx;                                                              \
+        const T lo = CONVERT(b->lo), hi = CONVERT(b->hi);                                          \
+        T *y = (T *)p[0];                                                                          \
+        const T *x = (const T *)p[1];                                                              \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            T v = x[i * s[1]];                                                                     \
+            y[i * s[0]] = v < lo ? lo : v > hi ? hi : v;                                           \
+        }                                                                                          \
+    }
+#define AS_FLOAT(x)  ((float)(x))
+#define AS_DOUBLE(x) (x)
+CLIP_LOOP(f32, float, AS_FLOAT)
+CLIP_LOOP(f64, double, AS_DOUBLE)
+CLIP_LOOP(i32, int32_t, deft_to_i32)
+CLIP_LOOP(i64, int64_t, deft_to_i64)
+CLIP_LOOP(u8, uint8_t, deft_to_u8)
+static const unary_kernels_t k_clip = {{clip_f32, clip_f64, clip_i32, clip_i64, clip_u8}};
+
+static const deft_param_def_t clip_params[] = {
+    {"a_min", DEFT_PARAM_FLOAT, NULL, "lower bound", NULL, false},
+    {"a_max", DEFT_PARAM_FLOAT, NULL, "upper bound", NULL, false},
+    {0}};
+
+static int clip_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
+                      int *nout, deft_desc_t *out) {
+    if (!(p->v[0].f <= p->v[1].f))
+        return deft_op_error(op, DEFT_ERR_VALUE, "a_min (%g) must not be greater than a_max (%g)",
+                             p->v[0].f, p->v[1].f);
+    return unary_infer(op, p, nin, in, nout, out);
+}
+
+static int clip_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                        const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)nin, (void)nout;
+    clip_bounds_t bounds = {p->v[0].f, p->v[1].f};
+    return run_unary(&k_clip, &in[0], &out[0], &bounds);
+}
+
+/* ---- the table ---- */
+
+static const char *const data_input[] = {"data", NULL};
+
+#define UNARY_OP(name_, kernels, doc)                                                              \
+    {                                                                                              \
+        .name = name_, .description = doc, .input_names = data_input, .min_inputs = 1,             \
+        .max_inputs = 1, .infer = unary_infer, .forward = unary_forward, .inplace_input = 0,       \
+        .data = &kernels                                                                           \
+    }
+
+static const deft_op_t unary_ops[] = {
+    UNARY_OP("negative", k_negative, "Numerical negative, elementwise: -x."),
+    UNARY_OP("abs", k_abs, "Absolute value, elementwise."),
+    UNARY_OP("sign", k_sign, "Sign, elementwise: -1, 0 or 1 (NaN stays NaN)."),
+    UNARY_OP("exp", k_exp, "Exponential, elementwise."),
+    UNARY_OP("log", k_log, "Natural logarithm, elementwise."),
+    UNARY_OP("sqrt", k_sqrt, "Square root, elementwise."),
+    UNARY_OP("square", k_square, "Square, elementwise: x * x."),
+    UNARY_OP("rsqrt", k_rsqrt, "Reciprocal square root, elementwise: 1 / sqrt(x)."),
+    UNARY_OP("sin", k_sin, "Sine, elementwise (radians)."),
+    UNARY_OP("cos", k_cos, "Cosine, elementwise (radians)."),
+    UNARY_OP("tanh", k_tanh, "Hyperbolic tangent, elementwise."),
+    UNARY_OP("sigmoid", k_sigmoid, "Logistic sigmoid, elementwise: 1 / (1 + exp(-x))."),
+    UNARY_OP("relu", k_relu, "Rectified linear unit, elementwise: max(x, 0)."),
+    UNARY_OP("softrelu", k_softrelu, "Softplus, elementwise: log(1 + exp(x)), computed stably."),
+    UNARY_OP("erf", k_erf, "Gauss error function, elementwise."),
+    UNARY_OP("gelu", k_gelu, "Gaussian error linear unit (exact): 0.5 x (1 + erf(x / sqrt 2))."),
+    {.name = "Activation",
+     .description = "Applies an activation function elementwise: relu, sigmoid, softrelu or tanh.",
+     .input_names = data_input,
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .params = activation_params,
+     .infer = activation_infer,
+     .forward = activation_forward,
+     .inplace_input = 0},
+    {.name = "clip",
+     .description = "Clips values elementwise into [a_min, a_max]; NaN stays NaN.",
+     .input_names = data_input,
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .params = clip_params,
+     .infer = clip_infer,
+     .forward = clip_forward,
+     .inplace_input = 0},
+};
+
+const deft_op_family_t deft_family_unary = {unary_ops, sizeof unary_ops / sizeof unary_ops[0]};

@@ -1,0 +1,200 @@
+/* Index operators: take (gather), one_hot and where. */
+#include <math.h>
+#include <string.h>
+
+#include "core/op/kernel.h"
+#include "core/op/op.h"
+#include "core/op/strided.h"
+
+/* ---- take ---- */
+
+static const char *const take_modes[] = {"clip", "wrap", "raise", NULL};
+enum { TAKE_CLIP, TAKE_WRAP, TAKE_RAISE };
+
+static const deft_param_def_t take_params[] = {
+    {"axis", DEFT_PARAM_INT, "0", "axis to gather along", NULL, false},
+    {"mode", DEFT_PARAM_ENUM, "clip",
+     "out-of-range indices: clip to the ends, wrap around, or raise an error", take_modes, false},
+    {0}};
+
+static int take_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
+                      int *nout, deft_desc_t *out) {
+    (void)nin;
+    int axis;
+    const deft_shape_t *a = &in[0].shape, *idx = &in[1].shape;
+    if (deft_op_check_dtype_arith(op, 1, in[1].dtype) ||
+        deft_op_axis(op, "axis", p->v[0].i, a->ndim, &axis))
+        return -1;
+    int ndim = a->ndim - 1 + idx->ndim;
+    if (ndim > DEFT_SHAPE_MAX_NDIM)
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "the result would have %d dimensions, more than %d", ndim,
+                             DEFT_SHAPE_MAX_NDIM);
+    if (a->dims[axis] == 0 && deft_shape_size(idx) > 0)
+        return deft_op_error(op, DEFT_ERR_INDEX, "cannot take from axis %d of size 0", axis);
+    out[0].dtype = in[0].dtype;
+    out[0].shape.ndim = 0;
+    for (int d = 0; d < axis; d++) out[0].shape.dims[out[0].shape.ndim++] = a->dims[d];
+    for (int d = 0; d < idx->ndim; d++) out[0].shape.dims[out[0].shape.ndim++] = idx->dims[d];
+    for (int d = axis + 1; d < a->ndim; d++) out[0].shape.dims[out[0].shape.ndim++] = a->dims[d];
+    *nout = 1;
+    return 0;
+}
+
+/* Index j as an integer; float indices truncate, NaN reads as 0. */
+static int64_t index_at(const void *indices, deft_dtype_t dtype, int64_t j) {
+    double raw = deft_load_double(indices, dtype, j);
+    return raw != raw ? 0 : (int64_t)fmax(fmin(raw, 9e18), -9e18);
+}
+
+static int take_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                        const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    int axis;
+    if (deft_op_axis(op, "axis", p->v[0].i, in[0].shape.ndim, &axis)) return -1;
+    const deft_shape_t *a = &in[0].shape;
+    int64_t outer = 1, inner = 1, size = a->dims[axis], count = deft_shape_size(&in[1].shape);
+    for (int d = 0; d < axis; d++) outer *= a->dims[d];
+    for (int d = axis + 1; d < a->ndim; d++) inner *= a->dims[d];
+    size_t row = (size_t)inner * deft_dtype_size(in[0].dtype);
+    const char *src = deft_tensor_data(&in[0]);
+    char *dst = deft_tensor_data(&out[0]);
+    const void *indices = deft_tensor_data(&in[1]);
+    /* Check every index before writing, so a failed call leaves the output untouched. */
+    for (int64_t j = 0; p->v[1].i == TAKE_RAISE && j < count; j++) {
+        int64_t i = index_at(indices, in[1].dtype, j);
+        if (i < 0 || i >= size)
+            return deft_op_error(op, DEFT_ERR_INDEX,
+                                 "index %lld (position %lld) is out of range for axis %d of size "
+                                 "%lld",
+                                 (long long)i, (long long)j, axis, (long long)size);
+    }
+    for (int64_t j = 0; j < count; j++) {
+        int64_t i = index_at(indices, in[1].dtype, j);
+        if (i < 0 || i >= size)
+            i = p->v[1].i == TAKE_WRAP ? ((i % size) + size) % size : (i < 0 ? 0 : size - 1);
+        for (int64_t o = 0; o < outer; o++)
+            memcpy(dst + (size_t)(o * count + j) * row, src + (size_t)(o * size + i) * row, row);
+    }
+    return 0;
+}
+
+/* ---- one_hot ---- */
+
+static const deft_param_def_t one_hot_params[] = {
+    {"depth", DEFT_PARAM_INT, NULL, "number of classes: the new last axis", NULL, false},
+    {"on_value", DEFT_PARAM_FLOAT, "1", "value at the index", NULL, false},
+    {"off_value", DEFT_PARAM_FLOAT, "0", "value elsewhere", NULL, false},
+    {"dtype", DEFT_PARAM_DTYPE, "float32", "dtype of the result", NULL, false},
+    {0}};
+
+static int one_hot_infer(const deft_op_t *op, const deft_params_t *p, int nin,
+                         const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)nin;
+    if (deft_op_check_dtype_arith(op, 0, in[0].dtype)) return -1;
+    if (p->v[0].i < 1)
+        return deft_op_error(op, DEFT_ERR_VALUE, "depth is %lld, expected >= 1",
+                             (long long)p->v[0].i);
+    if (in[0].shape.ndim == DEFT_SHAPE_MAX_NDIM)
+        return deft_op_error(op, DEFT_ERR_VALUE, "the result would have more than %d dimensions",
+                             DEFT_SHAPE_MAX_NDIM);
+    out[0].shape = in[0].shape;
+    out[0].shape.dims[out[0].shape.ndim++] = p->v[0].i;
+    out[0].dtype = (deft_dtype_t)p->v[3].i;
+    size_t nbytes;
+    if (deft_shape_nbytes(&out[0].shape, deft_dtype_size(out[0].dtype), &nbytes)) return -1;
+    *nout = 1;
+    return 0;
+}
+
+/* Indices outside [0, depth) give a row of off_value, as in MXNet. */
+static int one_hot_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)nin, (void)nout;
+    int64_t depth = p->v[0].i, count = deft_shape_size(&in[0].shape);
+    void *y = deft_tensor_data(&out[0]);
+    for (int64_t j = 0; j < count; j++) {
+        double raw = deft_load_double(deft_tensor_data(&in[0]), in[0].dtype, j);
+        for (int64_t k = 0; k < depth; k++)
+            deft_store_double(y, out[0].dtype, j * depth + k,
+                              raw == (double)k ? p->v[1].f : p->v[2].f);
+    }
+    return 0;
+}
+
+/* ---- where ---- */
+
+static int where_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
+                       int *nout, deft_desc_t *out) {
+    (void)p, (void)nin;
+    deft_shape_t xy;
+    if (deft_op_check_dtype_arith(op, 0, in[0].dtype) || deft_op_check_same_dtype(op, 2, in + 1) ||
+        deft_broadcast_shape(op, &in[1].shape, &in[2].shape, &xy) ||
+        deft_broadcast_shape(op, &in[0].shape, &xy, &out[0].shape))
+        return -1;
+    out[0].dtype = in[1].dtype;
+    *nout = 1;
+    return 0;
+}
+
+typedef struct where_ctx {
+    deft_dtype_t cond_dtype;
+    size_t elem;
+} where_ctx_t;
+
+static void where_loop(const void *ctx, char *const *p, const int64_t *s, int64_t n) {
+    const where_ctx_t *c = ctx;
+    for (int64_t i = 0; i < n; i++) {
+        bool take_x = deft_load_double(p[1], c->cond_dtype, i * s[1]) != 0;
+        memcpy(p[0] + i * s[0] * (int64_t)c->elem,
+               take_x ? p[2] + i * s[2] * (int64_t)c->elem : p[3] + i * s[3] * (int64_t)c->elem,
+               c->elem);
+    }
+}
+
+static int where_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)p, (void)nin, (void)nout;
+    where_ctx_t c = {in[0].dtype, deft_dtype_size(out[0].dtype)};
+    deft_strided_t it;
+    deft_strided_init(&it, &out[0].shape, 4);
+    deft_strided_set_dense(&it, 0, &out[0]);
+    for (int k = 0; k < 3; k++) deft_strided_set_broadcast(&it, k + 1, &in[k]);
+    deft_strided_run(&it, where_loop, &c);
+    return 0;
+}
+
+static const char *const take_inputs[] = {"a", "indices", NULL};
+static const char *const indices_input[] = {"indices", NULL};
+static const char *const where_inputs[] = {"condition", "x", "y", NULL};
+
+static const deft_op_t index_ops[] = {
+    {.name = "take",
+     .description = "Gathers slices of a along an axis at the given indices.",
+     .input_names = take_inputs,
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .params = take_params,
+     .infer = take_infer,
+     .forward = take_forward,
+     .inplace_input = -1},
+    {.name = "one_hot",
+     .description = "One-hot encoding of integer indices along a new last axis.",
+     .input_names = indices_input,
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .params = one_hot_params,
+     .infer = one_hot_infer,
+     .forward = one_hot_forward,
+     .inplace_input = -1},
+    {.name = "where",
+     .description = "Elements of x where condition is non-zero, else of y (with broadcasting).",
+     .input_names = where_inputs,
+     .min_inputs = 3,
+     .max_inputs = 3,
+     .infer = where_infer,
+     .forward = where_forward,
+     .inplace_input = -1},
+};
+
+const deft_op_family_t deft_family_index = {index_ops, sizeof index_ops / sizeof index_ops[0]};

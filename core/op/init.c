@@ -1,0 +1,320 @@
+/*
+ * Creation operators (_zeros, _ones, _full, _arange, _random_uniform,
+ * _random_normal), dtype conversion (Cast) and copying (_copyto).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/base/parallel.h"
+#include "core/op/kernel.h"
+#include "core/op/op.h"
+#include "core/op/philox.h"
+#include "core/op/random.h"
+#include "core/op/strided.h"
+
+static const char *const no_inputs[] = {NULL};
+static const char *const data_input[] = {"data", NULL};
+
+/* Parameters 0 and 1 of every shaped creation op: shape and dtype. */
+#define SHAPE_PARAM                                                                                \
+    { "shape", DEFT_PARAM_TUPLE, "()", "shape of the new array", NULL, false }
+#define DTYPE_PARAM                                                                                \
+    { "dtype", DEFT_PARAM_DTYPE, "float32", "dtype of the new array", NULL, false }
+
+static int shaped_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
+                        int *nout, deft_desc_t *out) {
+    (void)in, (void)nin;
+    const deft_tuple_t *t = &p->v[0].t;
+    for (int d = 0; d < t->n; d++) {
+        if (t->v[d] < 0)
+            return deft_op_error(op, DEFT_ERR_VALUE, "shape[%d] is %lld, expected >= 0", d,
+                                 (long long)t->v[d]);
+    }
+    out[0].shape.ndim = t->n;
+    memcpy(out[0].shape.dims, t->v, sizeof t->v);
+    out[0].dtype = (deft_dtype_t)p->v[1].i;
+    size_t nbytes;
+    if (deft_shape_nbytes(&out[0].shape, deft_dtype_size(out[0].dtype), &nbytes)) return -1;
+    *nout = 1;
+    return 0;
+}
+
+/* ---- filling with one value ---- */
+
+typedef struct fill_ctx {
+    void *data;
+    deft_dtype_t dtype;
+    double value;
+} fill_ctx_t;
+
+static void fill_range(void *arg, int64_t begin, int64_t end) {
+    const fill_ctx_t *c = arg;
+    size_t elem = deft_dtype_size(c->dtype);
+    char *base = (char *)c->data;
+    if (c->value == 0 && !signbit(c->value)) {
+        memset(base + begin * (int64_t)elem, 0, (size_t)(end - begin) * elem);
+        return;
+    }
+    /* Store one element, then double the filled span with memcpy. */
+    deft_store_double(base, c->dtype, begin, c->value);
+    for (int64_t done = 1; done < end - begin;) {
+        int64_t chunk = done < end - begin - done ? done : end - begin - done;
+        memcpy(base + (begin + done) * (int64_t)elem, base + begin * (int64_t)elem,
+               (size_t)chunk * elem);
+        done += chunk;
+    }
+}
+
+static void fill(const deft_tensor_t *t, double value) {
+    fill_ctx_t c = {deft_tensor_data(t), t->dtype, value};
+    deft_parallel_for(deft_shape_size(&t->shape), DEFT_PARALLEL_GRAIN * 4, fill_range, &c);
+}
+
+static int zeros_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)p, (void)nin, (void)in, (void)nout;
+    fill(&out[0], 0.0);
+    return 0;
+}
+
+static int ones_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                        const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)p, (void)nin, (void)in, (void)nout;
+    fill(&out[0], 1.0);
+    return 0;
+}
+
+static int full_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                        const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)nin, (void)in, (void)nout;
+    fill(&out[0], p->v[2].f);
+    return 0;
+}
+
+static const deft_param_def_t shaped_params[] = {SHAPE_PARAM, DTYPE_PARAM, {0}};
+static const deft_param_def_t full_params[] = {
+    SHAPE_PARAM,
+    DTYPE_PARAM,
+    {"value", DEFT_PARAM_FLOAT, NULL, "the fill value", NULL, false},
+    {0}};
+
+/* ---- arange ---- */
+
+static const deft_param_def_t arange_params[] = {
+    {"start", DEFT_PARAM_FLOAT, NULL, "first value (or the stop, when stop is None)", NULL, false},
+    {"stop", DEFT_PARAM_FLOAT, "None", "end of the range, excluded", NULL, true},
+    {"step", DEFT_PARAM_FLOAT, "1", "spacing between values", NULL, false},
+    {"repeat", DEFT_PARAM_INT, "1", "times each value is repeated", NULL, false},
+    DTYPE_PARAM,
+    {0}};
+
+static void arange_bounds(const deft_params_t *p, double *start, double *stop) {
+    *start = p->v[1].none ? 0.0 : p->v[0].f;
+    *stop = p->v[1].none ? p->v[0].f : p->v[1].f;
+}
+
+static int arange_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
+                        int *nout, deft_desc_t *out) {
+    (void)nin, (void)in;
+    double start, stop, step = p->v[2].f;
+    arange_bounds(p, &start, &stop);
+    if (step == 0 || !isfinite(step) || !isfinite(start) || !isfinite(stop))
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "start (%g), stop (%g) and step (%g) must be finite, step non-zero",
+                             start, stop, step);
+    if (p->v[3].i < 1)
+        return deft_op_error(op, DEFT_ERR_VALUE, "repeat is %lld, expected >= 1",
+                             (long long)p->v[3].i);
+    double count = ceil((stop - start) / step);
+    if (count < 0) count = 0;
+    if (count * (double)p->v[3].i > 9.0e15)
+        return deft_op_error(op, DEFT_ERR_VALUE, "the range has %g elements, too many", count);
+    out[0].shape.ndim = 1;
+    out[0].shape.dims[0] = (int64_t)count * p->v[3].i;
+    out[0].dtype = (deft_dtype_t)p->v[4].i;
+    *nout = 1;
+    return 0;
+}
+
+static int arange_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)nin, (void)in, (void)nout;
+    double start, stop;
+    arange_bounds(p, &start, &stop);
+    int64_t n = out[0].shape.dims[0], repeat = p->v[3].i;
+    void *data = deft_tensor_data(&out[0]);
+    for (int64_t i = 0; i < n; i++)
+        deft_store_double(data, out[0].dtype, i, start + (double)(i / repeat) * p->v[2].f);
+    return 0;
+}
+
+/* ---- random ---- */
+
+typedef struct random_ctx {
+    void *data;
+    deft_dtype_t dtype;
+    uint64_t seed, first;
+    double a, b; /* low/high or loc/scale */
+    bool normal;
+} random_ctx_t;
+
+static void random_range(void *arg, int64_t begin, int64_t end) {
+    const random_ctx_t *c = arg;
+    for (int64_t i = begin; i < end; i++) {
+        deft_philox_block_t block = deft_philox(c->seed, c->first + (uint64_t)i);
+        if (c->dtype == DEFT_DT_FLOAT32) {
+            float v = c->normal ? (float)(c->a + c->b * deft_normal_d(block))
+                                : (float)c->a + (float)(c->b - c->a) * deft_uniform_f(block);
+            ((float *)c->data)[i] = v;
+        } else {
+            double v = c->normal ? c->a + c->b * deft_normal_d(block)
+                                 : c->a + (c->b - c->a) * deft_uniform_d(block);
+            ((double *)c->data)[i] = v;
+        }
+    }
+}
+
+static int random_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
+                        int *nout, deft_desc_t *out) {
+    if (shaped_infer(op, p, nin, in, nout, out)) return -1;
+    if (!deft_dtype_is_float(out[0].dtype))
+        return deft_op_error(op, DEFT_ERR_TYPE, "dtype is %s, expected float32 or float64",
+                             deft_dtype_name(out[0].dtype));
+    if (!isfinite(p->v[2].f) || !isfinite(p->v[3].f))
+        return deft_op_error(op, DEFT_ERR_VALUE, "%s (%g) and %s (%g) must be finite",
+                             op->params[2].name, p->v[2].f, op->params[3].name, p->v[3].f);
+    bool normal = op->data != NULL;
+    if (normal && p->v[3].f < 0)
+        return deft_op_error(op, DEFT_ERR_VALUE, "scale is %g, expected >= 0", p->v[3].f);
+    if (!normal && p->v[2].f > p->v[3].f)
+        return deft_op_error(op, DEFT_ERR_VALUE, "low (%g) is greater than high (%g)", p->v[2].f,
+                             p->v[3].f);
+    return 0;
+}
+
+static int random_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)in, (void)nout;
+    int64_t n = deft_shape_size(&out[0].shape);
+    random_ctx_t c = {.data = deft_tensor_data(&out[0]),
+                      .dtype = out[0].dtype,
+                      .a = p->v[2].f,
+                      .b = p->v[3].f,
+                      .normal = op->data != NULL};
+    c.first = deft_random_reserve((uint64_t)n, &c.seed);
+    deft_parallel_for(n, DEFT_PARALLEL_GRAIN / 8, random_range, &c);
+    return 0;
+}
+
+static const deft_param_def_t uniform_params[] = {
+    SHAPE_PARAM,
+    DTYPE_PARAM,
+    {"low", DEFT_PARAM_FLOAT, "0", "lower bound, included", NULL, false},
+    {"high", DEFT_PARAM_FLOAT, "1", "upper bound, excluded", NULL, false},
+    {0}};
+static const deft_param_def_t normal_params[] = {
+    SHAPE_PARAM,
+    DTYPE_PARAM,
+    {"loc", DEFT_PARAM_FLOAT, "0", "mean", NULL, false},
+    {"scale", DEFT_PARAM_FLOAT, "1", "standard deviation", NULL, false},
+    {0}};
+
+/* ---- Cast and _copyto ---- */
+
+static const deft_param_def_t cast_params[] = {
+    {"dtype", DEFT_PARAM_DTYPE, NULL, "dtype to convert to", NULL, false}, {0}};
+
+static int cast_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
+                      int *nout, deft_desc_t *out) {
+    (void)op, (void)nin;
+    out[0].shape = in[0].shape;
+    out[0].dtype = (deft_dtype_t)p->v[0].i;
+    *nout = 1;
+    return 0;
+}
+
+typedef struct cast_ctx {
+    const void *src;
+    void *dst;
+    deft_dtype_t from, to;
+} cast_ctx_t;
+
+static void cast_range(void *arg, int64_t begin, int64_t end) {
+    const cast_ctx_t *c = arg;
+    for (int64_t i = begin; i < end; i++)
+        deft_store_double(c->dst, c->to, i, deft_load_double(c->src, c->from, i));
+}
+
+static void copy_dense(const deft_tensor_t *dst, const deft_tensor_t *src) {
+    deft_copy_strided(&src->shape, deft_tensor_data(dst), NULL, deft_tensor_data(src), NULL,
+                      deft_dtype_size(src->dtype));
+}
+
+static int cast_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                        const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)p, (void)nin, (void)nout;
+    if (in[0].dtype == out[0].dtype) {
+        copy_dense(&out[0], &in[0]);
+        return 0;
+    }
+    /* Through double: exact for every dtype but int64 beyond 2^53. */
+    cast_ctx_t c = {deft_tensor_data(&in[0]), deft_tensor_data(&out[0]), in[0].dtype, out[0].dtype};
+    deft_parallel_for(deft_shape_size(&in[0].shape), DEFT_PARALLEL_GRAIN / 4, cast_range, &c);
+    return 0;
+}
+
+static int copy_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
+                      int *nout, deft_desc_t *out) {
+    (void)op, (void)p, (void)nin;
+    out[0] = in[0];
+    *nout = 1;
+    return 0;
+}
+
+static int copy_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                        const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)p, (void)nin, (void)nout;
+    copy_dense(&out[0], &in[0]);
+    return 0;
+}
+
+#define CREATE_OP(name_, params_, infer_, forward_, data_, doc)                                    \
+    {                                                                                              \
+        .name = name_, .description = doc, .input_names = no_inputs, .min_inputs = 0,              \
+        .max_inputs = 0, .params = params_, .infer = infer_, .forward = forward_,                  \
+        .inplace_input = -1, .data = data_                                                         \
+    }
+
+#define CAST_OP(name_)                                                                             \
+    {                                                                                              \
+        .name = name_, .description = "Converts to another dtype (integers saturate, NaN to 0).",  \
+        .input_names = data_input, .min_inputs = 1, .max_inputs = 1, .params = cast_params,        \
+        .infer = cast_infer, .forward = cast_forward, .inplace_input = -1                          \
+    }
+
+static const deft_op_t init_ops[] = {
+    CREATE_OP("_zeros", shaped_params, shaped_infer, zeros_forward, NULL,
+              "A new array filled with zeros."),
+    CREATE_OP("_ones", shaped_params, shaped_infer, ones_forward, NULL,
+              "A new array filled with ones."),
+    CREATE_OP("_full", full_params, shaped_infer, full_forward, NULL,
+              "A new array filled with `value`."),
+    CREATE_OP("_arange", arange_params, arange_infer, arange_forward, NULL,
+              "Evenly spaced values in [start, stop), each repeated `repeat` times."),
+    CREATE_OP("_random_uniform", uniform_params, random_infer, random_forward, NULL,
+              "Uniform random numbers in [low, high), from the seeded stream (DeftRandomSeed)."),
+    CREATE_OP("_random_normal", normal_params, random_infer, random_forward, "normal",
+              "Normal random numbers with mean loc and deviation scale, from the seeded stream."),
+    CAST_OP("Cast"),
+    CAST_OP("cast"),
+    {.name = "_copyto",
+     .description = "Copies data into the output array.",
+     .input_names = data_input,
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .infer = copy_infer,
+     .forward = copy_forward,
+     .inplace_input = -1},
+};
+
+const deft_op_family_t deft_family_init = {init_ops, sizeof init_ops / sizeof init_ops[0]};

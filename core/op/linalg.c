@@ -1,0 +1,270 @@
+/*
+ * Matrix products through OpenBLAS: dot, batch_dot and FullyConnected.
+ * deft adds shape checks and layout bookkeeping; every multiply-add is
+ * cblas_sgemm or cblas_dgemm, so these run at OpenBLAS speed.
+ */
+#include <cblas.h>
+#include <string.h>
+
+#include "core/op/op.h"
+
+/* C (m x n) = alpha * op(A) * op(B) + beta * C, all row-major and dense. */
+static void gemm(deft_dtype_t dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                 const void *a, const void *b, double beta, void *c) {
+    if (m == 0 || n == 0) return;
+    if (k == 0) {
+        if (beta == 0) memset(c, 0, (size_t)(m * n) * (dtype == DEFT_DT_FLOAT32 ? 4 : 8));
+        return;
+    }
+    int lda = (int)(ta ? m : k), ldb = (int)(tb ? k : n), ldc = (int)n;
+    enum CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
+    if (dtype == DEFT_DT_FLOAT32)
+        cblas_sgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)k, 1.0f, a, lda, b, ldb,
+                    (float)beta, c, ldc);
+    else
+        cblas_dgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)k, 1.0, a, lda, b, ldb, beta, c,
+                    ldc);
+}
+
+/* BLAS takes int sizes: larger matrices are refused rather than truncated. */
+static int check_blas_size(const deft_op_t *op, int64_t m, int64_t n, int64_t k) {
+    const int64_t limit = INT32_MAX;
+    if (m <= limit && n <= limit && k <= limit && m * k <= limit * 64 && k * n <= limit * 64)
+        return 0;
+    return deft_op_error(op, DEFT_ERR_NOT_IMPLEMENTED,
+                         "matrix sizes (%lld x %lld) * (%lld x %lld) exceed BLAS's int range",
+                         (long long)m, (long long)k, (long long)k, (long long)n);
+}
+
+static int check_float_pair(const deft_op_t *op, int nin, const deft_desc_t *in) {
+    if (deft_op_check_dtype_float(op, 0, in[0].dtype)) return -1;
+    return deft_op_check_same_dtype(op, nin, in);
+}
+
+static const deft_param_def_t dot_params[] = {
+    {"transpose_a", DEFT_PARAM_BOOL, "false", "use the transpose of lhs (2-D only)", NULL, false},
+    {"transpose_b", DEFT_PARAM_BOOL, "false", "use the transpose of rhs (2-D only)", NULL, false},
+    {0}};
+
+/* ---- dot ---- */
+
+typedef struct dot_dims {
+    int64_t m, n, k;
+} dot_dims_t;
+
+/* lhs (..., k) and rhs (k, ...): m = product of lhs's leading dims, n of rhs's trailing. */
+static int dot_shapes(const deft_op_t *op, const deft_params_t *p, const deft_desc_t *in,
+                      dot_dims_t *dims, deft_shape_t *out) {
+    const deft_shape_t *a = &in[0].shape, *b = &in[1].shape;
+    bool ta = p->v[0].i, tb = p->v[1].i;
+    char sa[DEFT_SHAPE_STR_MAX], sb[DEFT_SHAPE_STR_MAX];
+    if (a->ndim == 0 || b->ndim == 0)
+        return deft_op_error(
+            op, DEFT_ERR_VALUE, "inputs have shapes %s and %s; dot needs at least 1-D inputs",
+            deft_shape_format(a, sa, sizeof sa), deft_shape_format(b, sb, sizeof sb));
+    if ((ta && a->ndim != 2) || (tb && b->ndim != 2))
+        return deft_op_error(
+            op, DEFT_ERR_NOT_IMPLEMENTED, "transpose_a/transpose_b need 2-D inputs, got %s and %s",
+            deft_shape_format(a, sa, sizeof sa), deft_shape_format(b, sb, sizeof sb));
+    int64_t ka = ta ? a->dims[0] : a->dims[a->ndim - 1];
+    int64_t kb = tb ? b->dims[1] : b->dims[0];
+    if (ka != kb)
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "input 1 has shape %s, expected (%lld, ...) to match input 0 of shape "
+                             "%s%s",
+                             deft_shape_format(b, sb, sizeof sb), (long long)ka,
+                             deft_shape_format(a, sa, sizeof sa),
+                             ta || tb ? " (after the requested transposes)" : "");
+    out->ndim = 0;
+    dims->m = dims->n = 1;
+    dims->k = ka;
+    if (ta) {
+        dims->m = a->dims[1];
+        out->dims[out->ndim++] = a->dims[1];
+    } else {
+        for (int d = 0; d < a->ndim - 1; d++)
+            dims->m *= a->dims[d], out->dims[out->ndim++] = a->dims[d];
+    }
+    if (tb) {
+        dims->n = b->dims[0];
+        out->dims[out->ndim++] = b->dims[0];
+    } else {
+        for (int d = 1; d < b->ndim; d++)
+            dims->n *= b->dims[d], out->dims[out->ndim++] = b->dims[d];
+    }
+    if (out->ndim > DEFT_SHAPE_MAX_NDIM)
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "the result would have %d dimensions, more than %d", out->ndim,
+                             DEFT_SHAPE_MAX_NDIM);
+    return check_blas_size(op, dims->m, dims->n, dims->k);
+}
+
+static int dot_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
+                     int *nout, deft_desc_t *out) {
+    dot_dims_t dims;
+    if (check_float_pair(op, nin, in) || dot_shapes(op, p, in, &dims, &out[0].shape)) return -1;
+    out[0].dtype = in[0].dtype;
+    *nout = 1;
+    return 0;
+}
+
+static int dot_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                       const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    deft_desc_t desc[2] = {{in[0].shape, in[0].dtype}, {in[1].shape, in[1].dtype}};
+    dot_dims_t d;
+    deft_shape_t shape;
+    if (dot_shapes(op, p, desc, &d, &shape)) return -1;
+    gemm(in[0].dtype, p->v[0].i, p->v[1].i, d.m, d.n, d.k, deft_tensor_data(&in[0]),
+         deft_tensor_data(&in[1]), 0.0, deft_tensor_data(&out[0]));
+    return 0;
+}
+
+/* ---- batch_dot ---- */
+
+static int batch_dot_infer(const deft_op_t *op, const deft_params_t *p, int nin,
+                           const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    if (check_float_pair(op, nin, in)) return -1;
+    const deft_shape_t *a = &in[0].shape, *b = &in[1].shape;
+    char sa[DEFT_SHAPE_STR_MAX], sb[DEFT_SHAPE_STR_MAX];
+    bool ta = p->v[0].i, tb = p->v[1].i;
+    if (a->ndim != 3 || b->ndim != 3 || a->dims[0] != b->dims[0] ||
+        (ta ? a->dims[1] : a->dims[2]) != (tb ? b->dims[2] : b->dims[1]))
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "inputs have shapes %s and %s, expected (batch, m, k) and (batch, k, "
+                             "n) after the requested transposes",
+                             deft_shape_format(a, sa, sizeof sa),
+                             deft_shape_format(b, sb, sizeof sb));
+    int64_t m = ta ? a->dims[2] : a->dims[1], n = tb ? b->dims[1] : b->dims[2];
+    if (check_blas_size(op, m, n, ta ? a->dims[1] : a->dims[2])) return -1;
+    out[0].shape = (deft_shape_t){3, {a->dims[0], m, n}};
+    out[0].dtype = in[0].dtype;
+    *nout = 1;
+    return 0;
+}
+
+static int batch_dot_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                             const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)nin, (void)nout;
+    bool ta = p->v[0].i, tb = p->v[1].i;
+    const deft_shape_t *a = &in[0].shape;
+    int64_t batch = a->dims[0], m = out[0].shape.dims[1], n = out[0].shape.dims[2];
+    int64_t k = ta ? a->dims[1] : a->dims[2];
+    size_t elem = deft_dtype_size(in[0].dtype);
+    const char *pa = deft_tensor_data(&in[0]), *pb = deft_tensor_data(&in[1]);
+    char *pc = deft_tensor_data(&out[0]);
+    for (int64_t i = 0; i < batch; i++)
+        gemm(in[0].dtype, ta, tb, m, n, k, pa + (size_t)(i * m * k) * elem,
+             pb + (size_t)(i * k * n) * elem, 0.0, pc + (size_t)(i * m * n) * elem);
+    return 0;
+}
+
+/* ---- FullyConnected ---- */
+
+static const deft_param_def_t fc_params[] = {
+    {"num_hidden", DEFT_PARAM_INT, NULL, "number of output units", NULL, false},
+    {"no_bias", DEFT_PARAM_BOOL, "false", "leave out the bias input", NULL, false},
+    {"flatten", DEFT_PARAM_BOOL, "true",
+     "flatten data to (batch, features); otherwise apply to the last axis", NULL, false},
+    {0}};
+
+/* rows x features of the data, as FullyConnected sees it. */
+static void fc_view(const deft_shape_t *data, bool flatten, int64_t *rows, int64_t *features) {
+    *rows = 1;
+    *features = data->ndim ? data->dims[data->ndim - 1] : 1;
+    int lead = flatten ? (data->ndim ? 1 : 0) : data->ndim - 1;
+    for (int d = 0; d < lead; d++) *rows *= data->dims[d];
+    if (flatten) {
+        *features = 1;
+        for (int d = lead; d < data->ndim; d++) *features *= data->dims[d];
+    }
+}
+
+static int fc_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
+                    int *nout, deft_desc_t *out) {
+    int64_t hidden = p->v[0].i, rows, features;
+    bool no_bias = p->v[1].i, flatten = p->v[2].i;
+    char s[DEFT_SHAPE_STR_MAX];
+    if (hidden < 1)
+        return deft_op_error(op, DEFT_ERR_VALUE, "num_hidden is %lld, expected >= 1",
+                             (long long)hidden);
+    if (nin != (no_bias ? 2 : 3))
+        return deft_op_error(op, DEFT_ERR_VALUE, "got %d inputs, expected %d (%s)", nin,
+                             no_bias ? 2 : 3,
+                             no_bias ? "data, weight; no_bias is true" : "data, weight, bias");
+    if (check_float_pair(op, nin, in)) return -1;
+    if (in[0].shape.ndim < 1)
+        return deft_op_error(op, DEFT_ERR_VALUE, "input 0 (data) is a scalar, expected >= 1-D");
+    fc_view(&in[0].shape, flatten, &rows, &features);
+    if (in[1].shape.ndim != 2 || in[1].shape.dims[0] != hidden || in[1].shape.dims[1] != features)
+        return deft_op_error(
+            op, DEFT_ERR_VALUE, "input 1 (weight) has shape %s, expected (%lld,%lld)",
+            deft_shape_format(&in[1].shape, s, sizeof s), (long long)hidden, (long long)features);
+    if (!no_bias && (in[2].shape.ndim != 1 || in[2].shape.dims[0] != hidden))
+        return deft_op_error(op, DEFT_ERR_VALUE, "input 2 (bias) has shape %s, expected (%lld,)",
+                             deft_shape_format(&in[2].shape, s, sizeof s), (long long)hidden);
+    if (check_blas_size(op, rows, hidden, features)) return -1;
+    out[0].dtype = in[0].dtype;
+    if (flatten) {
+        out[0].shape = (deft_shape_t){2, {in[0].shape.dims[0], hidden}};
+    } else {
+        out[0].shape = in[0].shape;
+        out[0].shape.dims[out[0].shape.ndim - 1] = hidden;
+    }
+    *nout = 1;
+    return 0;
+}
+
+static int fc_forward(const deft_op_t *op, const deft_params_t *p, int nin, const deft_tensor_t *in,
+                      int nout, const deft_tensor_t *out) {
+    (void)op, (void)nout;
+    int64_t rows, features, hidden = p->v[0].i;
+    fc_view(&in[0].shape, p->v[2].i, &rows, &features);
+    void *y = deft_tensor_data(&out[0]);
+    double beta = 0.0;
+    if (nin == 3 && rows > 0) { /* start from the bias in every row, then add data * weight^T */
+        size_t row_bytes = (size_t)hidden * deft_dtype_size(out[0].dtype);
+        for (int64_t r = 0; r < rows; r++)
+            memcpy((char *)y + (size_t)r * row_bytes, deft_tensor_data(&in[2]), row_bytes);
+        beta = 1.0;
+    }
+    gemm(in[0].dtype, false, true, rows, hidden, features, deft_tensor_data(&in[0]),
+         deft_tensor_data(&in[1]), beta, y);
+    return 0;
+}
+
+static const char *const lhs_rhs[] = {"lhs", "rhs", NULL};
+static const char *const fc_inputs[] = {"data", "weight", "bias", NULL};
+
+static const deft_op_t linalg_ops[] = {
+    {.name = "dot",
+     .description = "Matrix product: lhs (..., k) with rhs (k, ...); 1-D inputs give the inner "
+                    "product.",
+     .input_names = lhs_rhs,
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .params = dot_params,
+     .infer = dot_infer,
+     .forward = dot_forward,
+     .inplace_input = -1},
+    {.name = "batch_dot",
+     .description = "Batched matrix product: (batch, m, k) with (batch, k, n) gives (batch, m, n).",
+     .input_names = lhs_rhs,
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .params = dot_params,
+     .infer = batch_dot_infer,
+     .forward = batch_dot_forward,
+     .inplace_input = -1},
+    {.name = "FullyConnected",
+     .description = "Dense layer: data * weight^T + bias, with weight (num_hidden, features).",
+     .input_names = fc_inputs,
+     .min_inputs = 2,
+     .max_inputs = 3,
+     .params = fc_params,
+     .infer = fc_infer,
+     .forward = fc_forward,
+     .inplace_input = -1},
+};
+
+const deft_op_family_t deft_family_linalg = {linalg_ops, sizeof linalg_ops / sizeof linalg_ops[0]};

@@ -1,0 +1,132 @@
+/*
+ * Operators.
+ *
+ * An operator is a static descriptor: its name (MXNet's where MXNet has the
+ * operator), documentation, inputs, a parameter table, one function that
+ * infers output shapes and dtypes, the CPU kernel, in-place and mutation
+ * hints, and a gradient slot that the graph layer fills. Each family of
+ * operators lives in one file as a table of these descriptors; the registry
+ * collects the tables and is the single source the C API, graph JSON and
+ * the bindings read.
+ *
+ * Parameters arrive as strings (MXNet's convention, so every language and
+ * saved graph passes them alike) and are parsed into deft_params_t once per
+ * distinct set of strings (see registry.c for the cache).
+ */
+#ifndef DEFT_CORE_OP_H
+#define DEFT_CORE_OP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/base/error.h"
+#include "core/base/tensor.h"
+
+#define DEFT_OP_MAX_PARAMS  12
+#define DEFT_OP_MAX_INPUTS  64
+#define DEFT_OP_MAX_OUTPUTS 64
+
+typedef enum deft_param_type {
+    DEFT_PARAM_INT,   /* "3", "-1" */
+    DEFT_PARAM_FLOAT, /* "0.5", "1e-3", "inf", "nan" */
+    DEFT_PARAM_BOOL,  /* "true", "false", "1", "0" (any case) */
+    DEFT_PARAM_TUPLE, /* "(2,3)", "[2, 3]", "2", "()"; entries may be "None" if allowed */
+    DEFT_PARAM_ENUM,  /* one of a fixed list of words */
+    DEFT_PARAM_DTYPE, /* a dtype name: "float32", ... */
+} deft_param_type_t;
+
+typedef struct deft_param_def {
+    const char *name;
+    deft_param_type_t type;
+    const char *default_value; /* NULL: required */
+    const char *doc;
+    const char *const *choices; /* ENUM: NULL-terminated list of words */
+    bool allow_none;            /* "None" is a valid value (and a tuple entry) */
+} deft_param_def_t;
+
+/* A tuple entry that was written "None" (slice bounds). */
+#define DEFT_TUPLE_NONE INT64_MIN
+
+typedef struct deft_tuple {
+    int n;
+    int64_t v[DEFT_SHAPE_MAX_NDIM];
+} deft_tuple_t;
+
+typedef struct deft_param_value {
+    bool none; /* the value was "None" */
+    int64_t i; /* INT, BOOL (0/1), ENUM (index into choices), DTYPE (code) */
+    double f;  /* FLOAT */
+    deft_tuple_t t;
+} deft_param_value_t;
+
+/* Parsed parameters, in the order of the operator's parameter table. */
+typedef struct deft_params {
+    deft_param_value_t v[DEFT_OP_MAX_PARAMS];
+} deft_params_t;
+
+/* Shape and dtype of an input or output, known before any data exists. */
+typedef struct deft_desc {
+    deft_shape_t shape;
+    deft_dtype_t dtype;
+} deft_desc_t;
+
+typedef struct deft_op deft_op_t;
+
+/* Check inputs and fill *nout and out[0..*nout); -1 naming the op and input. */
+typedef int (*deft_infer_fn)(const deft_op_t *op, const deft_params_t *p, int nin,
+                             const deft_desc_t *in, int *nout, deft_desc_t *out);
+
+/* Compute outputs (already allocated as inferred). Inputs never alias outputs
+ * unless the op's inplace hint says that output may reuse that input. */
+typedef int (*deft_forward_fn)(const deft_op_t *op, const deft_params_t *p, int nin,
+                               const deft_tensor_t *in, int nout, const deft_tensor_t *out);
+
+/* Filled in by the graph layer: how to build this op's gradient as graph nodes. */
+struct deft_op_gradient;
+
+struct deft_op {
+    const char *name;
+    const char *description;
+    const char *const *input_names; /* NULL-terminated; for variadic ops, one name */
+    int min_inputs, max_inputs;
+    const deft_param_def_t *params; /* NULL-terminated by name */
+    deft_infer_fn infer;
+    deft_forward_fn forward;
+    int inplace_input;      /* output 0 may be written over this input; -1 none */
+    uint32_t mutate_inputs; /* bit k: input k is updated in place (optimizer state) */
+    const void *data;       /* family-specific: the scalar function, reduction, ... */
+    const struct deft_op_gradient *gradient;
+};
+
+/* A family's table of descriptors, collected by the registry. */
+typedef struct deft_op_family {
+    const deft_op_t *ops;
+    int count;
+} deft_op_family_t;
+
+/* -1 with a message that starts with the operator's name. */
+int deft_op_error(const deft_op_t *op, deft_error_kind_t kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Common checks for infer functions. */
+int deft_op_check_dtype_float(const deft_op_t *op, int input, deft_dtype_t dtype);
+int deft_op_check_same_dtype(const deft_op_t *op, int nin, const deft_desc_t *in);
+/* Normalise a possibly negative axis against ndim; -1 (IndexError) when out of range. */
+int deft_op_axis(const deft_op_t *op, const char *param, int64_t axis, int ndim, int *out);
+
+static inline bool deft_dtype_is_float(deft_dtype_t dtype) {
+    return dtype == DEFT_DT_FLOAT32 || dtype == DEFT_DT_FLOAT64;
+}
+
+/* dtypes with kernels for arithmetic: float32, float64, int32, int64, uint8. */
+static inline bool deft_dtype_is_arith(deft_dtype_t dtype) {
+    return deft_dtype_is_float(dtype) || dtype == DEFT_DT_INT32 || dtype == DEFT_DT_INT64 ||
+           dtype == DEFT_DT_UINT8;
+}
+int deft_op_check_dtype_arith(const deft_op_t *op, int input, deft_dtype_t dtype);
+
+/* NumPy broadcasting of two shapes; -1 naming both shapes and the axis. */
+int deft_broadcast_shape(const deft_op_t *op, const deft_shape_t *a, const deft_shape_t *b,
+                         deft_shape_t *out);
+
+#endif

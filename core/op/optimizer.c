@@ -1,0 +1,157 @@
+/*
+ * Optimizer updates as operators, with MXNet's semantics, so every binding
+ * trains the same way: sgd_update, sgd_mom_update, adam_update. Optimizer
+ * state (momentum, Adam's mean and var) is updated in place; the new weight
+ * is the output, which may be the weight array itself.
+ */
+#include <math.h>
+
+#include "core/base/parallel.h"
+#include "core/op/op.h"
+
+enum { P_LR, P_WD, P_RESCALE, P_CLIP, P_MOMENTUM, P_BETA1 = 4, P_BETA2, P_EPSILON };
+
+#define COMMON_PARAMS                                                                              \
+    {"lr", DEFT_PARAM_FLOAT, NULL, "learning rate", NULL, false},                                  \
+        {"wd", DEFT_PARAM_FLOAT, "0", "weight decay (L2 penalty)", NULL, false},                   \
+        {"rescale_grad", DEFT_PARAM_FLOAT, "1", "gradient scale factor", NULL, false}, {           \
+        "clip_gradient", DEFT_PARAM_FLOAT, "-1",                                                   \
+            "clip the rescaled gradient to [-c, c]; negative: no clipping", NULL, false            \
+    }
+
+static const deft_param_def_t sgd_params[] = {COMMON_PARAMS, {0}};
+static const deft_param_def_t sgd_mom_params[] = {
+    COMMON_PARAMS, {"momentum", DEFT_PARAM_FLOAT, "0", "momentum", NULL, false}, {0}};
+static const deft_param_def_t adam_params[] = {
+    COMMON_PARAMS,
+    {"beta1", DEFT_PARAM_FLOAT, "0.9", "decay of the first moment", NULL, false},
+    {"beta2", DEFT_PARAM_FLOAT, "0.999", "decay of the second moment", NULL, false},
+    {"epsilon", DEFT_PARAM_FLOAT, "1e-8", "added to the denominator", NULL, false},
+    {0}};
+
+typedef enum update_kind { SGD, SGD_MOM, ADAM } update_kind_t;
+
+typedef struct update_ctx {
+    update_kind_t kind;
+    const deft_params_t *p;
+    deft_dtype_t dtype;
+    void *out;
+    void *in[4]; /* weight, grad, and state */
+} update_ctx_t;
+
+/* The rescaled, clipped gradient plus weight decay, as MXNet computes it. */
+static inline double effective_grad(const deft_params_t *p, double w, double g) {
+    g *= p->v[P_RESCALE].f;
+    double c = p->v[P_CLIP].f;
+    if (c >= 0) g = g > c ? c : g < -c ? -c : g;
+    return g + p->v[P_WD].f * w;
+}
+
+#define UPDATE_RANGE(S, T)                                                                         \
+    static void update_##S(const update_ctx_t *c, int64_t begin, int64_t end) {                    \
+        const deft_params_t *p = c->p;                                                             \
+        T *out = c->out, *w = c->in[0], *g = c->in[1], *s1 = c->in[2], *s2 = c->in[3];             \
+        double lr = p->v[P_LR].f;                                                                  \
+        for (int64_t i = begin; i < end; i++) {                                                    \
+            double grad = effective_grad(p, w[i], g[i]), weight = w[i];                            \
+            if (c->kind == SGD) {                                                                  \
+                weight -= lr * grad;                                                               \
+            } else if (c->kind == SGD_MOM) {                                                       \
+                double mom = p->v[P_MOMENTUM].f * s1[i] - lr * grad;                               \
+                s1[i] = (T)mom;                                                                    \
+                weight += mom;                                                                     \
+            } else {                                                                               \
+                double mean = p->v[P_BETA1].f * s1[i] + (1 - p->v[P_BETA1].f) * grad;              \
+                double var = p->v[P_BETA2].f * s2[i] + (1 - p->v[P_BETA2].f) * grad * grad;        \
+                s1[i] = (T)mean;                                                                   \
+                s2[i] = (T)var;                                                                    \
+                weight -= lr * mean / (sqrt(var) + p->v[P_EPSILON].f);                             \
+            }                                                                                      \
+            out[i] = (T)weight;                                                                    \
+        }                                                                                          \
+    }
+UPDATE_RANGE(f32, float)
+UPDATE_RANGE(f64, double)
+
+static void update_range(void *arg, int64_t begin, int64_t end) {
+    const update_ctx_t *c = arg;
+    if (c->dtype == DEFT_DT_FLOAT32)
+        update_f32(c, begin, end);
+    else
+        update_f64(c, begin, end);
+}
+
+static int update_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
+                        int *nout, deft_desc_t *out) {
+    (void)p;
+    if (deft_op_check_dtype_float(op, 0, in[0].dtype) || deft_op_check_same_dtype(op, nin, in))
+        return -1;
+    for (int i = 1; i < nin; i++) {
+        if (!deft_shape_equal(&in[i].shape, &in[0].shape)) {
+            char a[DEFT_SHAPE_STR_MAX], b[DEFT_SHAPE_STR_MAX];
+            return deft_op_error(op, DEFT_ERR_VALUE,
+                                 "input %d (%s) has shape %s, expected %s (the weight's shape)", i,
+                                 op->input_names[i], deft_shape_format(&in[i].shape, b, sizeof b),
+                                 deft_shape_format(&in[0].shape, a, sizeof a));
+        }
+    }
+    out[0] = in[0];
+    *nout = 1;
+    return 0;
+}
+
+static int update_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nout;
+    update_ctx_t c = {.kind = (update_kind_t)(intptr_t)op->data,
+                      .p = p,
+                      .dtype = in[0].dtype,
+                      .out = deft_tensor_data(&out[0])};
+    for (int i = 0; i < nin; i++) c.in[i] = deft_tensor_data(&in[i]);
+    deft_parallel_for(deft_shape_size(&in[0].shape), 16384, update_range, &c);
+    return 0;
+}
+
+static const char *const sgd_inputs[] = {"weight", "grad", NULL};
+static const char *const sgd_mom_inputs[] = {"weight", "grad", "mom", NULL};
+static const char *const adam_inputs[] = {"weight", "grad", "mean", "var", NULL};
+
+static const deft_op_t optimizer_ops[] = {
+    {.name = "sgd_update",
+     .description = "SGD step: weight - lr * (clip(rescale_grad * grad) + wd * weight).",
+     .input_names = sgd_inputs,
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .params = sgd_params,
+     .infer = update_infer,
+     .forward = update_forward,
+     .inplace_input = 0,
+     .data = (void *)SGD},
+    {.name = "sgd_mom_update",
+     .description = "SGD with momentum: mom = momentum * mom - lr * g; weight + mom (mom is "
+                    "updated in place).",
+     .input_names = sgd_mom_inputs,
+     .min_inputs = 3,
+     .max_inputs = 3,
+     .params = sgd_mom_params,
+     .infer = update_infer,
+     .forward = update_forward,
+     .inplace_input = 0,
+     .mutate_inputs = 1u << 2,
+     .data = (void *)SGD_MOM},
+    {.name = "adam_update",
+     .description = "Adam step (MXNet's form, bias correction folded into lr); mean and var are "
+                    "updated in place.",
+     .input_names = adam_inputs,
+     .min_inputs = 4,
+     .max_inputs = 4,
+     .params = adam_params,
+     .infer = update_infer,
+     .forward = update_forward,
+     .inplace_input = 0,
+     .mutate_inputs = (1u << 2) | (1u << 3),
+     .data = (void *)ADAM},
+};
+
+const deft_op_family_t deft_family_optimizer = {optimizer_ops,
+                                                sizeof optimizer_ops / sizeof optimizer_ops[0]};

@@ -1,0 +1,428 @@
+/*
+ * Reductions over axes: sum, mean, prod, max, min, norm, argmax, argmin.
+ *
+ * Every reduction is computed on a (outer, inner) layout where the inner
+ * span holds the reduced elements contiguously. When the reduced axes are
+ * not already the innermost, the input is first copied with the reduced
+ * axes moved last (one strided pass), which keeps one simple, fast loop per
+ * reduction instead of a loop nest per axis pattern. Float sums accumulate
+ * in double; integer sums and products wrap in 64 bits.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/base/parallel.h"
+#include "core/op/kernel.h"
+#include "core/op/op.h"
+#include "core/op/strided.h"
+
+typedef enum reduce_kind {
+    R_SUM,
+    R_MEAN,
+    R_PROD,
+    R_MAX,
+    R_MIN,
+    R_NORM,
+    R_NORM1,
+    R_ARGMAX,
+    R_ARGMIN
+} reduce_kind_t;
+
+typedef struct reducer {
+    reduce_kind_t kind;
+    bool float_only;     /* mean, norm */
+    bool needs_elements; /* max, min, arg*: a zero-size reduction has no answer */
+} reducer_t;
+
+/* Partial result of one span: a float value, an integer value, and an index. */
+typedef struct partial {
+    double f;
+    uint64_t u;
+    int64_t index;
+    int64_t count;
+} partial_t;
+
+static partial_t identity(reduce_kind_t kind) {
+    partial_t p = {.f = 0, .u = 0, .index = -1, .count = 0};
+    if (kind == R_PROD) p.f = 1, p.u = 1;
+    return p;
+}
+
+/* Max/min/argmax/argmin for floats: the first NaN wins, as in NumPy. */
+#define FLOAT_SPAN(S, T)                                                                           \
+    static void span_##S(reduce_kind_t kind, const T *x, int64_t n, int64_t base, partial_t *p) {  \
+        switch (kind) {                                                                            \
+        case R_SUM:                                                                                \
+        case R_MEAN: {                                                                             \
+            double a0 = 0, a1 = 0, a2 = 0, a3 = 0;                                                 \
+            int64_t i = 0;                                                                         \
+            for (; i + 4 <= n; i += 4) a0 += x[i], a1 += x[i + 1], a2 += x[i + 2], a3 += x[i + 3]; \
+            for (; i < n; i++) a0 += x[i];                                                         \
+            p->f += (a0 + a1) + (a2 + a3);                                                         \
+            break;                                                                                 \
+        }                                                                                          \
+        case R_PROD:                                                                               \
+            for (int64_t i = 0; i < n; i++) p->f *= x[i];                                          \
+            break;                                                                                 \
+        case R_NORM:                                                                               \
+            for (int64_t i = 0; i < n; i++) p->f += (double)x[i] * x[i];                           \
+            break;                                                                                 \
+        case R_NORM1:                                                                              \
+            for (int64_t i = 0; i < n; i++) p->f += fabs((double)x[i]);                            \
+            break;                                                                                 \
+        default:                                                                                   \
+            for (int64_t i = 0; i < n; i++) {                                                      \
+                double v = x[i];                                                                   \
+                bool take = p->count == 0 && i == 0;                                               \
+                if (!take && p->f == p->f)                                                         \
+                    take = v != v || ((kind == R_MAX || kind == R_ARGMAX) ? v > p->f : v < p->f);  \
+                if (take) p->f = v, p->index = base + i;                                           \
+            }                                                                                      \
+        }                                                                                          \
+        p->count += n;                                                                             \
+    }
+
+#define INT_SPAN(S, T)                                                                             \
+    static void span_##S(reduce_kind_t kind, const T *x, int64_t n, int64_t base, partial_t *p) {  \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            int64_t v = x[i];                                                                      \
+            switch (kind) {                                                                        \
+            case R_SUM:                                                                            \
+                p->u += (uint64_t)v;                                                               \
+                break;                                                                             \
+            case R_PROD:                                                                           \
+                p->u *= (uint64_t)v;                                                               \
+                break;                                                                             \
+            default: {                                                                             \
+                bool big = (kind == R_MAX || kind == R_ARGMAX);                                    \
+                if ((p->count == 0 && i == 0) || (big ? v > (int64_t)p->u : v < (int64_t)p->u))    \
+                    p->u = (uint64_t)v, p->index = base + i;                                       \
+            }                                                                                      \
+            }                                                                                      \
+        }                                                                                          \
+        p->count += n;                                                                             \
+    }
+
+FLOAT_SPAN(f32, float)
+FLOAT_SPAN(f64, double)
+INT_SPAN(i32, int32_t)
+INT_SPAN(i64, int64_t)
+INT_SPAN(u8, uint8_t)
+
+static void reduce_span(reduce_kind_t kind, deft_dtype_t dtype, const void *x, int64_t n,
+                        int64_t base, partial_t *p) {
+    switch (dtype) {
+    case DEFT_DT_FLOAT32:
+        span_f32(kind, (const float *)x + base, n, base, p);
+        break;
+    case DEFT_DT_FLOAT64:
+        span_f64(kind, (const double *)x + base, n, base, p);
+        break;
+    case DEFT_DT_INT32:
+        span_i32(kind, (const int32_t *)x + base, n, base, p);
+        break;
+    case DEFT_DT_INT64:
+        span_i64(kind, (const int64_t *)x + base, n, base, p);
+        break;
+    default:
+        span_u8(kind, (const uint8_t *)x + base, n, base, p);
+        break;
+    }
+}
+
+/* Merge b (covering later elements) into a. */
+static void combine(reduce_kind_t kind, bool is_float, partial_t *a, const partial_t *b) {
+    if (b->count == 0) return;
+    if (a->count == 0) {
+        *a = *b;
+        return;
+    }
+    switch (kind) {
+    case R_SUM:
+    case R_MEAN:
+    case R_NORM:
+    case R_NORM1:
+        a->f += b->f, a->u += b->u;
+        break;
+    case R_PROD:
+        a->f *= b->f, a->u *= b->u;
+        break;
+    default: {
+        bool big = kind == R_MAX || kind == R_ARGMAX, take;
+        if (is_float)
+            take = a->f == a->f && (b->f != b->f || (big ? b->f > a->f : b->f < a->f));
+        else
+            take = big ? (int64_t)b->u > (int64_t)a->u : (int64_t)b->u < (int64_t)a->u;
+        if (take) a->f = b->f, a->u = b->u, a->index = b->index;
+    }
+    }
+    a->count += b->count;
+}
+
+static void store_result(reduce_kind_t kind, const partial_t *p, int64_t span,
+                         const deft_tensor_t *out, int64_t o, deft_dtype_t in_dtype) {
+    void *data = deft_tensor_data(out);
+    if (kind == R_ARGMAX || kind == R_ARGMIN) {
+        ((int64_t *)data)[o] = p->index;
+        return;
+    }
+    if (!deft_dtype_is_float(in_dtype)) { /* integers: wrap into the dtype */
+        switch (in_dtype) {
+        case DEFT_DT_INT32:
+            ((int32_t *)data)[o] = (int32_t)(uint32_t)p->u;
+            break;
+        case DEFT_DT_INT64:
+            ((int64_t *)data)[o] = (int64_t)p->u;
+            break;
+        default:
+            ((uint8_t *)data)[o] = (uint8_t)p->u;
+            break;
+        }
+        return;
+    }
+    double v = kind == R_MEAN ? p->f / (double)span : kind == R_NORM ? sqrt(p->f) : p->f;
+    deft_store_double(data, in_dtype, o, v);
+}
+
+/* ---- parameters and shapes ---- */
+
+typedef struct reduce_plan {
+    bool reduced[DEFT_SHAPE_MAX_NDIM];
+    int64_t outer, span;
+} reduce_plan_t;
+
+/* Mark reduced axes from an axis tuple (None: all), honouring `exclude`. */
+static int plan_axes(const deft_op_t *op, const deft_param_value_t *axis, bool exclude,
+                     const deft_shape_t *shape, reduce_plan_t *plan) {
+    memset(plan, 0, sizeof *plan);
+    for (int d = 0; d < shape->ndim; d++) plan->reduced[d] = axis->none;
+    for (int k = 0; !axis->none && k < axis->t.n; k++) {
+        int a;
+        if (deft_op_axis(op, "axis", axis->t.v[k], shape->ndim, &a)) return -1;
+        if (plan->reduced[a])
+            return deft_op_error(op, DEFT_ERR_VALUE, "axis %d is listed twice", a);
+        plan->reduced[a] = true;
+    }
+    if (exclude && !axis->none)
+        for (int d = 0; d < shape->ndim; d++) plan->reduced[d] = !plan->reduced[d];
+    plan->outer = plan->span = 1;
+    for (int d = 0; d < shape->ndim; d++) {
+        if (plan->reduced[d])
+            plan->span *= shape->dims[d];
+        else
+            plan->outer *= shape->dims[d];
+    }
+    return 0;
+}
+
+static void reduced_shape(const reduce_plan_t *plan, const deft_shape_t *in, bool keepdims,
+                          deft_shape_t *out) {
+    out->ndim = 0;
+    memset(out->dims, 0, sizeof out->dims);
+    for (int d = 0; d < in->ndim; d++) {
+        if (!plan->reduced[d])
+            out->dims[out->ndim++] = in->dims[d];
+        else if (keepdims)
+            out->dims[out->ndim++] = 1;
+    }
+}
+
+/* Parameters: sum-like ops take (axis, keepdims, exclude); norm adds ord;
+ * argmax/argmin take (axis, keepdims) with a single optional axis. */
+static void read_axis_params(const deft_op_t *op, const deft_params_t *p, deft_param_value_t *axis,
+                             bool *keepdims, bool *exclude) {
+    const reducer_t *r = op->data;
+    *axis = p->v[0];
+    *keepdims = p->v[1].i != 0;
+    *exclude = false;
+    if (r->kind == R_ARGMAX || r->kind == R_ARGMIN) {
+        if (!axis->none) { /* a single integer axis, as a 1-tuple */
+            axis->t.n = 1;
+            axis->t.v[0] = p->v[0].i;
+        }
+    } else if (r->kind != R_NORM) {
+        *exclude = p->v[2].i != 0;
+    }
+}
+
+static int reduce_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
+                        int *nout, deft_desc_t *out) {
+    (void)nin;
+    const reducer_t *r = op->data;
+    if (r->float_only ? deft_op_check_dtype_float(op, 0, in[0].dtype)
+                      : deft_op_check_dtype_arith(op, 0, in[0].dtype))
+        return -1;
+    if (r->kind == R_NORM && p->v[2].i != 1 && p->v[2].i != 2)
+        return deft_op_error(op, DEFT_ERR_VALUE, "ord is %lld, expected 1 or 2",
+                             (long long)p->v[2].i);
+    deft_param_value_t axis;
+    bool keepdims, exclude;
+    read_axis_params(op, p, &axis, &keepdims, &exclude);
+    reduce_plan_t plan;
+    if (plan_axes(op, &axis, exclude, &in[0].shape, &plan)) return -1;
+    if (r->needs_elements && plan.span == 0 && plan.outer > 0)
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "cannot reduce over a zero-size axis (it has no %s)", op->name);
+    reduced_shape(&plan, &in[0].shape, keepdims, &out[0].shape);
+    out[0].dtype = (r->kind == R_ARGMAX || r->kind == R_ARGMIN) ? DEFT_DT_INT64 : in[0].dtype;
+    *nout = 1;
+    return 0;
+}
+
+/* ---- the kernel ---- */
+
+typedef struct reduce_ctx {
+    const reducer_t *r;
+    const void *x;
+    deft_dtype_t dtype;
+    int64_t span;
+    const deft_tensor_t *out;
+    partial_t *partials; /* one per chunk, when one output is split across threads */
+    int64_t chunk;
+} reduce_ctx_t;
+
+static void reduce_rows(void *arg, int64_t begin, int64_t end) {
+    const reduce_ctx_t *c = arg;
+    for (int64_t o = begin; o < end; o++) {
+        partial_t p = identity(c->r->kind);
+        reduce_span(c->r->kind, c->dtype, c->x, c->span, o * c->span, &p);
+        if (c->r->kind == R_ARGMAX || c->r->kind == R_ARGMIN) p.index -= o * c->span;
+        store_result(c->r->kind, &p, c->span, c->out, o, c->dtype);
+    }
+}
+
+static void reduce_chunks(void *arg, int64_t begin, int64_t end) {
+    const reduce_ctx_t *c = arg;
+    for (int64_t k = begin; k < end; k++) {
+        int64_t first = k * c->chunk, n = c->span - first < c->chunk ? c->span - first : c->chunk;
+        c->partials[k] = identity(c->r->kind);
+        reduce_span(c->r->kind, c->dtype, c->x, n, first, &c->partials[k]);
+    }
+}
+
+/* Copy x with the reduced axes moved innermost; NULL when out of memory. */
+static void *move_reduced_last(const deft_tensor_t *x, const reduce_plan_t *plan) {
+    size_t elem = deft_dtype_size(x->dtype);
+    int64_t own[DEFT_SHAPE_MAX_NDIM], strides[DEFT_SHAPE_MAX_NDIM];
+    deft_shape_t order = {.ndim = 0};
+    deft_contiguous_strides(&x->shape, own);
+    for (int pass = 0; pass < 2; pass++) {
+        for (int d = 0; d < x->shape.ndim; d++) {
+            if (plan->reduced[d] != (pass == 1)) continue;
+            strides[order.ndim] = own[d];
+            order.dims[order.ndim++] = x->shape.dims[d];
+        }
+    }
+    void *copy = malloc(deft_tensor_nbytes(x));
+    if (copy) deft_copy_strided(&order, copy, NULL, deft_tensor_data(x), strides, elem);
+    return copy;
+}
+
+static bool reduced_are_innermost(const reduce_plan_t *plan, const deft_shape_t *shape) {
+    bool seen_reduced = false;
+    for (int d = 0; d < shape->ndim; d++) {
+        if (shape->dims[d] == 1) continue;
+        if (plan->reduced[d])
+            seen_reduced = true;
+        else if (seen_reduced)
+            return false;
+    }
+    return true;
+}
+
+static int reduce_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    deft_param_value_t axis;
+    bool keepdims, exclude;
+    read_axis_params(op, p, &axis, &keepdims, &exclude);
+    reduce_plan_t plan;
+    if (plan_axes(op, &axis, exclude, &in[0].shape, &plan)) return -1;
+    if (plan.outer == 0) return 0;
+    void *copy = NULL;
+    reducer_t r = *(const reducer_t *)op->data;
+    if (r.kind == R_NORM && p->v[2].i == 1) r.kind = R_NORM1;
+    reduce_ctx_t c = {.r = &r,
+                      .x = deft_tensor_data(&in[0]),
+                      .dtype = in[0].dtype,
+                      .span = plan.span,
+                      .out = &out[0]};
+    if (plan.span > 0 && !reduced_are_innermost(&plan, &in[0].shape)) {
+        if (!(c.x = copy = move_reduced_last(&in[0], &plan)))
+            return deft_op_error(op, DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a %zu-byte buffer",
+                                 deft_tensor_nbytes(&in[0]));
+    }
+    int threads = deft_parallel_threads();
+    if (plan.outer >= threads || plan.span < 4 * DEFT_PARALLEL_GRAIN) {
+        int64_t grain = DEFT_PARALLEL_GRAIN / (plan.span ? plan.span : 1);
+        deft_parallel_for(plan.outer, grain < 1 ? 1 : grain, reduce_rows, &c);
+    } else { /* few long spans: split each across threads, then combine in order */
+        c.chunk = DEFT_PARALLEL_GRAIN;
+        int64_t chunks = (plan.span + c.chunk - 1) / c.chunk;
+        c.partials = malloc((size_t)chunks * sizeof *c.partials);
+        if (!c.partials) {
+            free(copy);
+            return deft_op_error(op, DEFT_ERR_OUT_OF_MEMORY, "cannot allocate partial results");
+        }
+        const void *base = c.x;
+        for (int64_t o = 0; o < plan.outer; o++) {
+            c.x = (const char *)base + o * plan.span * (int64_t)deft_dtype_size(in[0].dtype);
+            deft_parallel_for(chunks, 1, reduce_chunks, &c);
+            partial_t total = identity(c.r->kind);
+            for (int64_t k = 0; k < chunks; k++)
+                combine(c.r->kind, deft_dtype_is_float(in[0].dtype), &total, &c.partials[k]);
+            store_result(c.r->kind, &total, plan.span, &out[0], o, in[0].dtype);
+        }
+        free(c.partials);
+    }
+    free(copy);
+    return 0;
+}
+
+/* ---- the table ---- */
+
+static const char *const data_input[] = {"data", NULL};
+
+#define AXIS_PARAM                                                                                 \
+    { "axis", DEFT_PARAM_TUPLE, "None", "axes to reduce; None reduces all", NULL, true }
+#define KEEPDIMS_PARAM                                                                             \
+    { "keepdims", DEFT_PARAM_BOOL, "false", "keep reduced axes with size 1", NULL, false }
+
+static const deft_param_def_t reduce_params[] = {
+    AXIS_PARAM,
+    KEEPDIMS_PARAM,
+    {"exclude", DEFT_PARAM_BOOL, "false", "reduce over the axes not listed", NULL, false},
+    {0}};
+static const deft_param_def_t norm_params[] = {
+    AXIS_PARAM, KEEPDIMS_PARAM, {"ord", DEFT_PARAM_INT, "2", "1 or 2", NULL, false}, {0}};
+static const deft_param_def_t arg_params[] = {{"axis", DEFT_PARAM_INT, "None",
+                                               "axis to search; None searches the flattened array",
+                                               NULL, true},
+                                              KEEPDIMS_PARAM,
+                                              {0}};
+
+#define REDUCE_OP(name_, params_, kind_, float_only_, needs_, doc)                                 \
+    {                                                                                              \
+        .name = name_, .description = doc, .input_names = data_input, .min_inputs = 1,             \
+        .max_inputs = 1, .params = params_, .infer = reduce_infer, .forward = reduce_forward,      \
+        .inplace_input = -1, .data = &(const reducer_t) {                                          \
+            kind_, float_only_, needs_                                                             \
+        }                                                                                          \
+    }
+
+static const deft_op_t reduce_ops[] = {
+    REDUCE_OP("sum", reduce_params, R_SUM, false, false, "Sum over axes."),
+    REDUCE_OP("mean", reduce_params, R_MEAN, true, false, "Mean over axes."),
+    REDUCE_OP("prod", reduce_params, R_PROD, false, false, "Product over axes."),
+    REDUCE_OP("max", reduce_params, R_MAX, false, true, "Maximum over axes (NaN wins)."),
+    REDUCE_OP("min", reduce_params, R_MIN, false, true, "Minimum over axes (NaN wins)."),
+    REDUCE_OP("norm", norm_params, R_NORM, true, false,
+              "L2 (ord=2) or L1 (ord=1) norm over axes (all axes: of the flattened array)."),
+    REDUCE_OP("argmax", arg_params, R_ARGMAX, false, true,
+              "Index (int64) of the first maximum along an axis (a NaN counts as the maximum)."),
+    REDUCE_OP("argmin", arg_params, R_ARGMIN, false, true,
+              "Index (int64) of the first minimum along an axis (a NaN counts as the minimum)."),
+};
+
+const deft_op_family_t deft_family_reduce = {reduce_ops, sizeof reduce_ops / sizeof reduce_ops[0]};

@@ -1,0 +1,293 @@
+/*
+ * The registry: collects every family's table once, sorts it by name for
+ * lookup and listing, and parses each operator's defaults ahead of time.
+ *
+ * Parameter strings are parsed once per distinct set: each thread keeps a
+ * few recently parsed sets, and a call whose strings match one reuses it.
+ * A loop that calls `_plus_scalar` with scalar="1" a million times parses
+ * "1" once; comparing short strings costs a few nanoseconds.
+ */
+#include "core/op/registry.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const deft_op_family_t deft_family_init, deft_family_unary, deft_family_binary,
+    deft_family_reduce, deft_family_softmax, deft_family_linalg, deft_family_shape,
+    deft_family_index, deft_family_optimizer;
+
+static const deft_op_family_t *const families[] = {
+    &deft_family_init,   &deft_family_unary,   &deft_family_binary,
+    &deft_family_reduce, &deft_family_softmax, &deft_family_linalg,
+    &deft_family_shape,  &deft_family_index,   &deft_family_optimizer,
+};
+
+static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
+static deft_op_entry_t *entries;
+static const char **entry_names;
+static int entry_count;
+
+static int compare_entries(const void *a, const void *b) {
+    return strcmp(((const deft_op_entry_t *)a)->op->name, ((const deft_op_entry_t *)b)->op->name);
+}
+
+/* A default that does not parse is a bug in an op table, caught by the tests. */
+static void parse_defaults(deft_op_entry_t *entry) {
+    const deft_op_t *op = entry->op;
+    for (int i = 0; op->params && op->params[i].name; i++) {
+        entry->num_params = i + 1;
+        const deft_param_def_t *def = &op->params[i];
+        if (!def->default_value)
+            entry->has_required = true;
+        else if (deft_param_parse(op, def, def->default_value, &entry->defaults.v[i]))
+            fprintf(stderr, "deft: bad default in operator table: %s\n", deft_error_message());
+    }
+}
+
+static void build_registry(void) {
+    int total = 0;
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) total += families[f]->count;
+    entries = calloc((size_t)total, sizeof *entries);
+    if (!entries) return;
+    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
+        for (int i = 0; i < families[f]->count; i++) {
+            deft_op_entry_t *entry = &entries[entry_count++];
+            entry->magic = DEFT_OP_ENTRY_MAGIC;
+            entry->op = &families[f]->ops[i];
+        }
+    }
+    qsort(entries, (size_t)entry_count, sizeof *entries, compare_entries);
+    entry_names = calloc((size_t)total + 1, sizeof *entry_names);
+    for (int i = 0; i < entry_count; i++) {
+        parse_defaults(&entries[i]);
+        if (entry_names) entry_names[i] = entries[i].op->name;
+    }
+}
+
+int deft_registry_count(void) {
+    pthread_once(&registry_once, build_registry);
+    return entry_count;
+}
+
+const deft_op_entry_t *deft_registry_at(int index) {
+    pthread_once(&registry_once, build_registry);
+    return index >= 0 && index < entry_count ? &entries[index] : NULL;
+}
+
+const deft_op_entry_t *deft_registry_find(const char *name) {
+    pthread_once(&registry_once, build_registry);
+    int lo = 0, hi = entry_count - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        int cmp = strcmp(name, entries[mid].op->name);
+        if (cmp == 0) return &entries[mid];
+        if (cmp < 0)
+            hi = mid - 1;
+        else
+            lo = mid + 1;
+    }
+    return NULL;
+}
+
+const char *const *deft_registry_names(void) {
+    pthread_once(&registry_once, build_registry);
+    return entry_names;
+}
+
+/* Edit distance, case-insensitive, capped: enough to catch typos in short names. */
+static int distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 40 || lb > 40) return 99;
+    int row[41];
+    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j];
+            int cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+            int best = diag + cost;
+            if (row[j] + 1 < best) best = row[j] + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+void deft_registry_suggest(const char *name, char *buf, size_t len) {
+    pthread_once(&registry_once, build_registry);
+    int best = 3;
+    const char *match = NULL;
+    for (int i = 0; i < entry_count; i++) {
+        int d = distance(name, entries[i].op->name);
+        if (d < best) best = d, match = entries[i].op->name;
+    }
+    snprintf(buf, len, match ? " (did you mean '%s'?)" : "", match);
+}
+
+int deft_op_error(const deft_op_t *op, deft_error_kind_t kind, const char *fmt, ...) {
+    char detail[DEFT_ERROR_MAX];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(detail, sizeof detail, fmt, args);
+    va_end(args);
+    return deft_error(kind, "operator '%s': %s", op->name, detail);
+}
+
+/* ---- parameter parsing with a per-thread cache ---- */
+
+#define CACHE_SLOTS 8
+#define CACHE_TEXT  256
+
+typedef struct cache_slot {
+    const deft_op_entry_t *entry;
+    int n;
+    char text[CACHE_TEXT]; /* key\0val\0key\0val\0... */
+    deft_params_t params;
+} cache_slot_t;
+
+static _Thread_local cache_slot_t cache[CACHE_SLOTS];
+static _Thread_local int cache_next;
+
+static bool slot_matches(const cache_slot_t *slot, const deft_op_entry_t *entry, int n,
+                         const char *const *keys, const char *const *vals) {
+    if (slot->entry != entry || slot->n != n) return false;
+    const char *t = slot->text;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(t, keys[i]) != 0) return false;
+        t += strlen(t) + 1;
+        if (strcmp(t, vals[i]) != 0) return false;
+        t += strlen(t) + 1;
+    }
+    return true;
+}
+
+static void slot_store(const deft_op_entry_t *entry, int n, const char *const *keys,
+                       const char *const *vals, const deft_params_t *params) {
+    cache_slot_t *slot = &cache[cache_next];
+    size_t used = 0;
+    for (int i = 0; i < n; i++) {
+        size_t klen = strlen(keys[i]) + 1, vlen = strlen(vals[i]) + 1;
+        if (klen > CACHE_TEXT - used || vlen > CACHE_TEXT - used - klen)
+            return; /* too long to cache: parse each time */
+        memcpy(slot->text + used, keys[i], klen);
+        memcpy(slot->text + used + klen, vals[i], vlen);
+        used += klen + vlen;
+    }
+    slot->entry = entry;
+    slot->n = n;
+    slot->params = *params;
+    cache_next = (cache_next + 1) % CACHE_SLOTS;
+}
+
+static int find_param(const deft_op_entry_t *entry, const char *key) {
+    for (int p = 0; p < entry->num_params; p++)
+        if (strcmp(entry->op->params[p].name, key) == 0) return p;
+    return -1;
+}
+
+static int unknown_param(const deft_op_entry_t *entry, const char *key) {
+    char names[512] = "";
+    size_t used = 0;
+    for (int p = 0; p < entry->num_params && used < sizeof names; p++)
+        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", p ? ", " : "",
+                                 entry->op->params[p].name);
+    return deft_op_error(entry->op, DEFT_ERR_VALUE, "unknown parameter '%s' (parameters: %s)", key,
+                         entry->num_params ? names : "none");
+}
+
+static int parse_fresh(const deft_op_entry_t *entry, int n, const char *const *keys,
+                       const char *const *vals, deft_params_t *out) {
+    const deft_op_t *op = entry->op;
+    bool given[DEFT_OP_MAX_PARAMS] = {false};
+    *out = entry->defaults;
+    for (int i = 0; i < n; i++) {
+        if (!keys[i] || !vals[i])
+            return deft_op_error(op, DEFT_ERR_VALUE, "parameter %d has a NULL %s", i,
+                                 keys[i] ? "value" : "key");
+        int p = find_param(entry, keys[i]);
+        if (p < 0) return unknown_param(entry, keys[i]);
+        if (given[p])
+            return deft_op_error(op, DEFT_ERR_VALUE, "parameter '%s' is given twice", keys[i]);
+        given[p] = true;
+        if (deft_param_parse(op, &op->params[p], vals[i], &out->v[p])) return -1;
+    }
+    for (int p = 0; entry->has_required && p < entry->num_params; p++) {
+        if (!op->params[p].default_value && !given[p])
+            return deft_op_error(op, DEFT_ERR_VALUE, "required parameter '%s' is missing (%s)",
+                                 op->params[p].name, op->params[p].doc);
+    }
+    return 0;
+}
+
+int deft_op_parse_params(const deft_op_entry_t *entry, int n, const char *const *keys,
+                         const char *const *vals, const deft_params_t **out) {
+    if (n < 0 || (n > 0 && (!keys || !vals)))
+        return deft_op_error(entry->op, DEFT_ERR_VALUE,
+                             "num_params is %d with keys %p and vals %p, expected n >= 0 and "
+                             "both arrays when n > 0",
+                             n, (const void *)keys, (const void *)vals);
+    if (n == 0 && !entry->has_required) {
+        *out = &entry->defaults;
+        return 0;
+    }
+    for (int s = 0; s < CACHE_SLOTS; s++) {
+        if (slot_matches(&cache[s], entry, n, keys, vals)) {
+            *out = &cache[s].params;
+            return 0;
+        }
+    }
+    deft_params_t parsed;
+    if (parse_fresh(entry, n, keys, vals, &parsed)) return -1;
+    slot_store(entry, n, keys, vals, &parsed);
+    /* Stored in the slot just filled, unless it was too long to cache. */
+    int last = (cache_next + CACHE_SLOTS - 1) % CACHE_SLOTS;
+    if (slot_matches(&cache[last], entry, n, keys, vals)) {
+        *out = &cache[last].params;
+        return 0;
+    }
+    static _Thread_local deft_params_t uncached;
+    uncached = parsed;
+    *out = &uncached;
+    return 0;
+}
+
+/* ---- checks shared by infer functions ---- */
+
+int deft_op_check_dtype_float(const deft_op_t *op, int input, deft_dtype_t dtype) {
+    if (deft_dtype_is_float(dtype)) return 0;
+    return deft_op_error(op, DEFT_ERR_TYPE, "input %d has dtype %s, expected float32 or float64",
+                         input, deft_dtype_name(dtype));
+}
+
+int deft_op_check_dtype_arith(const deft_op_t *op, int input, deft_dtype_t dtype) {
+    if (deft_dtype_is_arith(dtype)) return 0;
+    return deft_op_error(op, DEFT_ERR_TYPE,
+                         "input %d has dtype %s, which has no kernel (expected float32, float64, "
+                         "int32, int64 or uint8)",
+                         input, deft_dtype_name(dtype));
+}
+
+int deft_op_check_same_dtype(const deft_op_t *op, int nin, const deft_desc_t *in) {
+    for (int i = 1; i < nin; i++) {
+        if (in[i].dtype != in[0].dtype)
+            return deft_op_error(op, DEFT_ERR_TYPE,
+                                 "input %d has dtype %s, expected %s (the dtype of input 0)", i,
+                                 deft_dtype_name(in[i].dtype), deft_dtype_name(in[0].dtype));
+    }
+    return 0;
+}
+
+int deft_op_axis(const deft_op_t *op, const char *param, int64_t axis, int ndim, int *out) {
+    if (axis < -ndim || axis >= ndim)
+        return deft_op_error(op, DEFT_ERR_INDEX, "%s is %lld, expected an axis in [%d, %d)", param,
+                             (long long)axis, -ndim, ndim);
+    *out = (int)(axis < 0 ? axis + ndim : axis);
+    return 0;
+}

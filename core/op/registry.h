@@ -1,0 +1,42 @@
+/* The operator registry: every family's descriptors, found by name, with parsed defaults. */
+#ifndef DEFT_CORE_REGISTRY_H
+#define DEFT_CORE_REGISTRY_H
+
+#include "core/op/op.h"
+
+typedef struct deft_op_entry {
+    uint32_t magic; /* lets the C API check an operator handle */
+    const deft_op_t *op;
+    int num_params;
+    bool has_required; /* some parameter has no default */
+    deft_params_t defaults;
+} deft_op_entry_t;
+
+#define DEFT_OP_ENTRY_MAGIC 0xDEF70F0Fu
+
+int deft_registry_count(void);
+/* Entries in alphabetical order of name. */
+const deft_op_entry_t *deft_registry_at(int index);
+/* All names, alphabetical, in one array that lives as long as the process. */
+const char *const *deft_registry_names(void);
+/* Write a suggestion for a mistyped name ("did you mean 'dot'?") into buf, or "". */
+void deft_registry_suggest(const char *name, char *buf, size_t len);
+/* NULL when no operator has that name. */
+const deft_op_entry_t *deft_registry_find(const char *name);
+
+/*
+ * Parse string parameters. *out points to defaults or to a per-thread cache
+ * slot that stays valid until this thread's next call. -1 naming the
+ * operator and parameter on an unknown, duplicate, missing or bad value.
+ */
+int deft_op_parse_params(const deft_op_entry_t *entry, int n, const char *const *keys,
+                         const char *const *vals, const deft_params_t **out);
+
+/* Parse one value as `def` says; -1 with an error naming op and parameter. */
+int deft_param_parse(const deft_op_t *op, const deft_param_def_t *def, const char *text,
+                     deft_param_value_t *out);
+
+/* Human-readable type of a parameter for introspection, e.g. "int", "tuple of int". */
+const char *deft_param_type_name(const deft_param_def_t *def);
+
+#endif

@@ -1,0 +1,563 @@
+/*
+ * Shape operators: Reshape, Flatten, transpose, expand_dims, squeeze, slice,
+ * slice_axis, Concat, stack, split and broadcast_to. Each infers its output
+ * shape and moves the data with one strided copy (core/op/strided.h).
+ */
+#include <string.h>
+
+#include "core/op/kernel.h"
+#include "core/op/op.h"
+#include "core/op/strided.h"
+
+static const char *const data_input[] = {"data", NULL};
+static const char *const variadic_input[] = {"data", NULL};
+
+static int too_many_dims(const deft_op_t *op, int ndim) {
+    return deft_op_error(op, DEFT_ERR_VALUE, "the result would have %d dimensions, more than %d",
+                         ndim, DEFT_SHAPE_MAX_NDIM);
+}
+
+/* Same elements, new shape: a plain copy. */
+static int copy_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                        const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)p, (void)nin, (void)nout;
+    size_t nbytes = deft_tensor_nbytes(&in[0]);
+    if (nbytes && deft_tensor_data(&out[0]) != deft_tensor_data(&in[0]))
+        memcpy(deft_tensor_data(&out[0]), deft_tensor_data(&in[0]), nbytes);
+    return 0;
+}
+
+/* ---- Reshape ---- */
+
+static const deft_param_def_t reshape_params[] = {
+    {"shape", DEFT_PARAM_TUPLE, NULL,
+     "new shape; 0 copies the input's dimension, -1 is inferred, -2 copies all remaining", NULL,
+     false},
+    {0}};
+
+static int reshape_infer(const deft_op_t *op, const deft_params_t *p, int nin,
+                         const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)nin;
+    const deft_tuple_t *t = &p->v[0].t;
+    const deft_shape_t *src = &in[0].shape;
+    deft_shape_t shape = {.ndim = 0};
+    int infer_at = -1, src_dim = 0;
+    char s[DEFT_SHAPE_STR_MAX];
+    for (int k = 0; k < t->n; k++) {
+        int64_t v = t->v[k];
+        if (v == -2) {
+            while (src_dim < src->ndim) {
+                if (shape.ndim == DEFT_SHAPE_MAX_NDIM) return too_many_dims(op, shape.ndim + 1);
+                shape.dims[shape.ndim++] = src->dims[src_dim++];
+            }
+            continue;
+        }
+        if (shape.ndim == DEFT_SHAPE_MAX_NDIM) return too_many_dims(op, shape.ndim + 1);
+        if (v == 0) {
+            if (src_dim >= src->ndim)
+                return deft_op_error(op, DEFT_ERR_VALUE,
+                                     "shape[%d] is 0 (copy), but the input %s has no axis %d", k,
+                                     deft_shape_format(src, s, sizeof s), src_dim);
+            v = src->dims[src_dim];
+        } else if (v == -1) {
+            if (infer_at >= 0)
+                return deft_op_error(op, DEFT_ERR_VALUE, "shape has more than one -1");
+            infer_at = shape.ndim;
+            v = 1;
+        } else if (v < 0) {
+            return deft_op_error(op, DEFT_ERR_VALUE, "shape[%d] is %lld, expected >= 0, -1 or -2",
+                                 k, (long long)v);
+        }
+        shape.dims[shape.ndim++] = v;
+        src_dim++;
+    }
+    int64_t want = deft_shape_size(src), have = deft_shape_size(&shape);
+    if (infer_at >= 0) {
+        if (have == 0 || want % have != 0)
+            return deft_op_error(op, DEFT_ERR_VALUE,
+                                 "cannot infer the -1 in shape: %lld elements "
+                                 "do not divide into the given dimensions",
+                                 (long long)want);
+        shape.dims[infer_at] = want / have;
+        have = want;
+    }
+    if (have != want) {
+        char d[DEFT_SHAPE_STR_MAX];
+        return deft_op_error(op, DEFT_ERR_VALUE, "cannot reshape %s (%lld elements) to %s",
+                             deft_shape_format(src, s, sizeof s), (long long)want,
+                             deft_shape_format(&shape, d, sizeof d));
+    }
+    out[0].shape = shape;
+    out[0].dtype = in[0].dtype;
+    *nout = 1;
+    return 0;
+}
+
+static int flatten_infer(const deft_op_t *op, const deft_params_t *p, int nin,
+                         const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)p, (void)nin;
+    if (in[0].shape.ndim == 0)
+        return deft_op_error(op, DEFT_ERR_VALUE, "input 0 is a scalar, expected >= 1-D");
+    int64_t rest = 1;
+    for (int d = 1; d < in[0].shape.ndim; d++) rest *= in[0].shape.dims[d];
+    out[0].shape = (deft_shape_t){2, {in[0].shape.dims[0], rest}};
+    out[0].dtype = in[0].dtype;
+    *nout = 1;
+    return 0;
+}
+
+/* ---- transpose ---- */
+
+static const deft_param_def_t transpose_params[] = {
+    {"axes", DEFT_PARAM_TUPLE, "()", "permutation of the axes; () reverses them", NULL, false},
+    {0}};
+
+static int transpose_axes(const deft_op_t *op, const deft_params_t *p, int ndim, int *perm) {
+    const deft_tuple_t *t = &p->v[0].t;
+    if (t->n == 0) {
+        for (int d = 0; d < ndim; d++) perm[d] = ndim - 1 - d;
+        return 0;
+    }
+    if (t->n != ndim)
+        return deft_op_error(op, DEFT_ERR_VALUE, "axes has %d entries, expected %d (one per axis)",
+                             t->n, ndim);
+    bool seen[DEFT_SHAPE_MAX_NDIM] = {false};
+    for (int d = 0; d < ndim; d++) {
+        if (deft_op_axis(op, "axes entry", t->v[d], ndim, &perm[d])) return -1;
+        if (seen[perm[d]])
+            return deft_op_error(op, DEFT_ERR_VALUE, "axes repeats axis %d", perm[d]);
+        seen[perm[d]] = true;
+    }
+    return 0;
+}
+
+static int transpose_infer(const deft_op_t *op, const deft_params_t *p, int nin,
+                           const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)nin;
+    int perm[DEFT_SHAPE_MAX_NDIM];
+    if (transpose_axes(op, p, in[0].shape.ndim, perm)) return -1;
+    out[0] = in[0];
+    for (int d = 0; d < in[0].shape.ndim; d++) out[0].shape.dims[d] = in[0].shape.dims[perm[d]];
+    *nout = 1;
+    return 0;
+}
+
+static int transpose_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                             const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    int perm[DEFT_SHAPE_MAX_NDIM];
+    int64_t own[DEFT_SHAPE_MAX_NDIM], strides[DEFT_SHAPE_MAX_NDIM];
+    if (transpose_axes(op, p, in[0].shape.ndim, perm)) return -1;
+    deft_contiguous_strides(&in[0].shape, own);
+    for (int d = 0; d < in[0].shape.ndim; d++) strides[d] = own[perm[d]];
+    deft_copy_strided(&out[0].shape, deft_tensor_data(&out[0]), NULL, deft_tensor_data(&in[0]),
+                      strides, deft_dtype_size(in[0].dtype));
+    return 0;
+}
+
+/* ---- expand_dims, squeeze ---- */
+
+static const deft_param_def_t expand_params[] = {
+    {"axis", DEFT_PARAM_INT, NULL, "position of the new axis, in [-ndim-1, ndim]", NULL, false},
+    {0}};
+
+static int expand_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
+                        int *nout, deft_desc_t *out) {
+    (void)nin;
+    int ndim = in[0].shape.ndim, axis;
+    if (ndim == DEFT_SHAPE_MAX_NDIM) return too_many_dims(op, ndim + 1);
+    if (deft_op_axis(op, "axis", p->v[0].i, ndim + 1, &axis)) return -1;
+    out[0] = in[0];
+    out[0].shape.ndim = ndim + 1;
+    for (int d = ndim; d > axis; d--) out[0].shape.dims[d] = in[0].shape.dims[d - 1];
+    out[0].shape.dims[axis] = 1;
+    *nout = 1;
+    return 0;
+}
+
+static const deft_param_def_t squeeze_params[] = {
+    {"axis", DEFT_PARAM_TUPLE, "None", "axes of size 1 to remove; None removes all", NULL, true},
+    {0}};
+
+static int squeeze_infer(const deft_op_t *op, const deft_params_t *p, int nin,
+                         const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)nin;
+    const deft_shape_t *src = &in[0].shape;
+    bool drop[DEFT_SHAPE_MAX_NDIM] = {false};
+    for (int d = 0; p->v[0].none && d < src->ndim; d++) drop[d] = src->dims[d] == 1;
+    for (int k = 0; !p->v[0].none && k < p->v[0].t.n; k++) {
+        int axis;
+        if (deft_op_axis(op, "axis", p->v[0].t.v[k], src->ndim, &axis)) return -1;
+        if (src->dims[axis] != 1)
+            return deft_op_error(op, DEFT_ERR_VALUE, "axis %d has size %lld, expected 1", axis,
+                                 (long long)src->dims[axis]);
+        drop[axis] = true;
+    }
+    out[0] = in[0];
+    out[0].shape.ndim = 0;
+    for (int d = 0; d < src->ndim; d++)
+        if (!drop[d]) out[0].shape.dims[out[0].shape.ndim++] = src->dims[d];
+    *nout = 1;
+    return 0;
+}
+
+/* ---- slice, slice_axis ---- */
+
+/* Python's slice.indices: clamp begin/end for `step` over a dimension of size n. */
+static int64_t slice_length(int64_t n, int64_t *begin, int64_t end, int64_t step, bool has_begin,
+                            bool has_end) {
+    int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? n : n - 1;
+    int64_t b = has_begin ? *begin : (step > 0 ? 0 : n - 1);
+    int64_t e = has_end ? end : (step > 0 ? n : -n - 1);
+    if (has_begin) b = b < 0 ? (b + n < lo ? lo : b + n) : (b > hi ? hi : b);
+    if (has_end)
+        e = e < 0 ? (e + n < lo ? lo : e + n) : (e > hi ? hi : e);
+    else if (step < 0)
+        e = -1;
+    *begin = b;
+    int64_t len = step > 0 ? (e - b + step - 1) / step : (b - e - step - 1) / -step;
+    return len > 0 ? len : 0;
+}
+
+typedef struct slice_plan {
+    int64_t begin[DEFT_SHAPE_MAX_NDIM], step[DEFT_SHAPE_MAX_NDIM];
+    deft_shape_t shape;
+} slice_plan_t;
+
+static const deft_param_def_t slice_params[] = {
+    {"begin", DEFT_PARAM_TUPLE, NULL, "first index per axis (None: from the start)", NULL, true},
+    {"end", DEFT_PARAM_TUPLE, NULL, "end index per axis, excluded (None: to the end)", NULL, true},
+    {"step", DEFT_PARAM_TUPLE, "()", "step per axis (None or missing: 1)", NULL, true},
+    {0}};
+
+static int plan_slice(const deft_op_t *op, const deft_params_t *p, const deft_shape_t *src,
+                      slice_plan_t *plan) {
+    const deft_tuple_t *b = &p->v[0].t, *e = &p->v[1].t, *s = &p->v[2].t;
+    if (b->n > src->ndim || e->n != b->n || s->n > b->n)
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "begin, end and step have %d, %d and %d entries; expected begin and "
+                             "end of equal length <= %d and step no longer",
+                             b->n, e->n, s->n, src->ndim);
+    plan->shape = *src;
+    for (int d = 0; d < src->ndim; d++) {
+        int64_t step = d < s->n && s->v[d] != DEFT_TUPLE_NONE ? s->v[d] : 1;
+        if (step == 0) return deft_op_error(op, DEFT_ERR_VALUE, "step[%d] is 0", d);
+        bool in_range = d < b->n;
+        int64_t begin = in_range ? b->v[d] : 0;
+        bool has_begin = in_range && begin != DEFT_TUPLE_NONE;
+        bool has_end = in_range && e->v[d] != DEFT_TUPLE_NONE;
+        plan->shape.dims[d] =
+            slice_length(src->dims[d], &begin, has_end ? e->v[d] : 0, step, has_begin, has_end);
+        plan->begin[d] = begin;
+        plan->step[d] = step;
+    }
+    return 0;
+}
+
+static void slice_copy(const slice_plan_t *plan, const deft_tensor_t *in,
+                       const deft_tensor_t *out) {
+    int64_t own[DEFT_SHAPE_MAX_NDIM], strides[DEFT_SHAPE_MAX_NDIM], offset = 0;
+    deft_contiguous_strides(&in->shape, own);
+    for (int d = 0; d < in->shape.ndim; d++) {
+        strides[d] = own[d] * plan->step[d];
+        if (plan->shape.dims[d] > 0) offset += plan->begin[d] * own[d];
+    }
+    size_t elem = deft_dtype_size(in->dtype);
+    if (deft_shape_size(&plan->shape) == 0) return;
+    deft_copy_strided(&plan->shape, deft_tensor_data(out), NULL,
+                      (char *)deft_tensor_data(in) + offset * (int64_t)elem, strides, elem);
+}
+
+static int slice_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
+                       int *nout, deft_desc_t *out) {
+    (void)nin;
+    slice_plan_t plan;
+    if (plan_slice(op, p, &in[0].shape, &plan)) return -1;
+    out[0].shape = plan.shape;
+    out[0].dtype = in[0].dtype;
+    *nout = 1;
+    return 0;
+}
+
+static int slice_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    slice_plan_t plan;
+    if (plan_slice(op, p, &in[0].shape, &plan)) return -1;
+    slice_copy(&plan, &in[0], &out[0]);
+    return 0;
+}
+
+static const deft_param_def_t slice_axis_params[] = {
+    {"axis", DEFT_PARAM_INT, NULL, "axis to slice", NULL, false},
+    {"begin", DEFT_PARAM_INT, NULL, "first index (negative counts from the end)", NULL, false},
+    {"end", DEFT_PARAM_INT, NULL, "end index, excluded (None: to the end)", NULL, true},
+    {0}};
+
+static int plan_slice_axis(const deft_op_t *op, const deft_params_t *p, const deft_shape_t *src,
+                           slice_plan_t *plan) {
+    int axis;
+    if (deft_op_axis(op, "axis", p->v[0].i, src->ndim, &axis)) return -1;
+    plan->shape = *src;
+    for (int d = 0; d < src->ndim; d++) plan->begin[d] = 0, plan->step[d] = 1;
+    int64_t begin = p->v[1].i;
+    plan->shape.dims[axis] =
+        slice_length(src->dims[axis], &begin, p->v[2].i, 1, true, !p->v[2].none);
+    plan->begin[axis] = begin;
+    return 0;
+}
+
+static int slice_axis_infer(const deft_op_t *op, const deft_params_t *p, int nin,
+                            const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)nin;
+    slice_plan_t plan;
+    if (plan_slice_axis(op, p, &in[0].shape, &plan)) return -1;
+    out[0].shape = plan.shape;
+    out[0].dtype = in[0].dtype;
+    *nout = 1;
+    return 0;
+}
+
+static int slice_axis_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                              const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    slice_plan_t plan;
+    if (plan_slice_axis(op, p, &in[0].shape, &plan)) return -1;
+    slice_copy(&plan, &in[0], &out[0]);
+    return 0;
+}
+
+/* ---- Concat, stack, split ---- */
+
+static const deft_param_def_t concat_params[] = {
+    {"dim", DEFT_PARAM_INT, "1", "axis to join along", NULL, false},
+    {"num_args", DEFT_PARAM_INT, "None", "number of inputs (checked when given)", NULL, true},
+    {0}};
+static const deft_param_def_t stack_params[] = {
+    {"axis", DEFT_PARAM_INT, "0", "position of the new axis", NULL, false},
+    {"num_args", DEFT_PARAM_INT, "None", "number of inputs (checked when given)", NULL, true},
+    {0}};
+
+static int check_num_args(const deft_op_t *op, const deft_params_t *p, int nin) {
+    if (!p->v[1].none && p->v[1].i != nin)
+        return deft_op_error(op, DEFT_ERR_VALUE, "num_args is %lld but %d inputs were given",
+                             (long long)p->v[1].i, nin);
+    return 0;
+}
+
+static int same_shape_except(const deft_op_t *op, int nin, const deft_desc_t *in, int skip) {
+    for (int i = 1; i < nin; i++) {
+        bool ok = in[i].shape.ndim == in[0].shape.ndim;
+        for (int d = 0; ok && d < in[0].shape.ndim; d++)
+            ok = d == skip || in[i].shape.dims[d] == in[0].shape.dims[d];
+        if (!ok) {
+            char a[DEFT_SHAPE_STR_MAX], b[DEFT_SHAPE_STR_MAX];
+            return deft_op_error(op, DEFT_ERR_VALUE,
+                                 "input %d has shape %s, incompatible with input 0 of shape %s%s",
+                                 i, deft_shape_format(&in[i].shape, b, sizeof b),
+                                 deft_shape_format(&in[0].shape, a, sizeof a),
+                                 skip >= 0 ? " (they may differ only along the joined axis)" : "");
+        }
+    }
+    return 0;
+}
+
+static int concat_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
+                        int *nout, deft_desc_t *out) {
+    int axis;
+    if (check_num_args(op, p, nin) || deft_op_check_same_dtype(op, nin, in)) return -1;
+    if (deft_op_axis(op, "dim", p->v[0].i, in[0].shape.ndim, &axis) ||
+        same_shape_except(op, nin, in, axis))
+        return -1;
+    out[0] = in[0];
+    for (int i = 1; i < nin; i++) out[0].shape.dims[axis] += in[i].shape.dims[axis];
+    *nout = 1;
+    return 0;
+}
+
+/* Copy each input into its place along `axis` of the output (axis < ndim), or of a new axis. */
+static void join(const deft_tensor_t *in, int nin, const deft_tensor_t *out, int axis,
+                 bool new_axis) {
+    int64_t out_strides[DEFT_SHAPE_MAX_NDIM], dst_strides[DEFT_SHAPE_MAX_NDIM];
+    deft_contiguous_strides(&out->shape, out_strides);
+    size_t elem = deft_dtype_size(out->dtype);
+    int64_t position = 0;
+    for (int i = 0; i < nin; i++) {
+        const deft_shape_t *shape = &in[i].shape;
+        for (int d = 0; d < shape->ndim; d++)
+            dst_strides[d] = out_strides[new_axis && d >= axis ? d + 1 : d];
+        char *dst = (char *)deft_tensor_data(out) + position * out_strides[axis] * (int64_t)elem;
+        if (deft_shape_size(shape) > 0)
+            deft_copy_strided(shape, dst, dst_strides, deft_tensor_data(&in[i]), NULL, elem);
+        position += new_axis ? 1 : shape->dims[axis];
+    }
+}
+
+static int concat_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nout;
+    int axis;
+    if (deft_op_axis(op, "dim", p->v[0].i, in[0].shape.ndim, &axis)) return -1;
+    join(in, nin, &out[0], axis, false);
+    return 0;
+}
+
+static int stack_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
+                       int *nout, deft_desc_t *out) {
+    int axis, ndim = in[0].shape.ndim;
+    if (check_num_args(op, p, nin) || deft_op_check_same_dtype(op, nin, in) ||
+        same_shape_except(op, nin, in, -1))
+        return -1;
+    if (ndim == DEFT_SHAPE_MAX_NDIM) return too_many_dims(op, ndim + 1);
+    if (deft_op_axis(op, "axis", p->v[0].i, ndim + 1, &axis)) return -1;
+    out[0].dtype = in[0].dtype;
+    out[0].shape.ndim = ndim + 1;
+    for (int d = 0, s = 0; d <= ndim; d++)
+        out[0].shape.dims[d] = d == axis ? nin : in[0].shape.dims[s++];
+    *nout = 1;
+    return 0;
+}
+
+static int stack_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nout;
+    int axis;
+    if (deft_op_axis(op, "axis", p->v[0].i, in[0].shape.ndim + 1, &axis)) return -1;
+    join(in, nin, &out[0], axis, true);
+    return 0;
+}
+
+static const deft_param_def_t split_params[] = {
+    {"num_outputs", DEFT_PARAM_INT, NULL, "number of equal parts", NULL, false},
+    {"axis", DEFT_PARAM_INT, "1", "axis to split", NULL, false},
+    {"squeeze_axis", DEFT_PARAM_BOOL, "false", "remove the split axis (parts must have size 1)",
+     NULL, false},
+    {0}};
+
+static int split_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
+                       int *nout, deft_desc_t *out) {
+    (void)nin;
+    int64_t parts = p->v[0].i;
+    int axis;
+    if (parts < 1 || parts > DEFT_OP_MAX_OUTPUTS)
+        return deft_op_error(op, DEFT_ERR_VALUE, "num_outputs is %lld, expected 1 to %d",
+                             (long long)parts, DEFT_OP_MAX_OUTPUTS);
+    if (deft_op_axis(op, "axis", p->v[1].i, in[0].shape.ndim, &axis)) return -1;
+    int64_t size = in[0].shape.dims[axis];
+    if (size % parts != 0)
+        return deft_op_error(op, DEFT_ERR_VALUE, "axis %d has size %lld, not divisible by %lld",
+                             axis, (long long)size, (long long)parts);
+    if (p->v[2].i && size / parts != 1)
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "squeeze_axis needs parts of size 1, but they have size %lld",
+                             (long long)(size / parts));
+    for (int64_t k = 0; k < parts; k++) {
+        out[k] = in[0];
+        out[k].shape.dims[axis] = size / parts;
+        if (p->v[2].i) {
+            for (int d = axis; d + 1 < in[0].shape.ndim; d++)
+                out[k].shape.dims[d] = in[0].shape.dims[d + 1];
+            out[k].shape.ndim--;
+        }
+    }
+    *nout = (int)parts;
+    return 0;
+}
+
+static int split_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin;
+    int axis;
+    if (deft_op_axis(op, "axis", p->v[1].i, in[0].shape.ndim, &axis)) return -1;
+    int64_t own[DEFT_SHAPE_MAX_NDIM];
+    deft_contiguous_strides(&in[0].shape, own);
+    deft_shape_t part = in[0].shape;
+    part.dims[axis] /= nout;
+    size_t elem = deft_dtype_size(in[0].dtype);
+    for (int k = 0; k < nout && deft_shape_size(&part) > 0; k++) {
+        const char *src = (const char *)deft_tensor_data(&in[0]) +
+                          (int64_t)k * part.dims[axis] * own[axis] * (int64_t)elem;
+        deft_copy_strided(&part, deft_tensor_data(&out[k]), NULL, src, own, elem);
+    }
+    return 0;
+}
+
+/* ---- broadcast_to ---- */
+
+static const deft_param_def_t broadcast_to_params[] = {
+    {"shape", DEFT_PARAM_TUPLE, NULL, "target shape; 0 keeps the input's dimension", NULL, false},
+    {0}};
+
+static int broadcast_to_infer(const deft_op_t *op, const deft_params_t *p, int nin,
+                              const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)nin;
+    const deft_tuple_t *t = &p->v[0].t;
+    const deft_shape_t *src = &in[0].shape;
+    char s[DEFT_SHAPE_STR_MAX];
+    if (t->n < src->ndim)
+        return deft_op_error(op, DEFT_ERR_VALUE, "shape has %d dimensions, fewer than the input %s",
+                             t->n, deft_shape_format(src, s, sizeof s));
+    out[0].dtype = in[0].dtype;
+    out[0].shape.ndim = t->n;
+    for (int d = 0; d < t->n; d++) {
+        int sd = d - (t->n - src->ndim);
+        int64_t have = sd >= 0 ? src->dims[sd] : 1, want = t->v[d] == 0 ? have : t->v[d];
+        if (want < 0 || (have != 1 && have != want))
+            return deft_op_error(op, DEFT_ERR_VALUE,
+                                 "cannot broadcast %s to shape[%d] = %lld (input size %lld there)",
+                                 deft_shape_format(src, s, sizeof s), d, (long long)t->v[d],
+                                 (long long)have);
+        out[0].shape.dims[d] = want;
+    }
+    *nout = 1;
+    return 0;
+}
+
+static int broadcast_to_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                                const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)p, (void)nin, (void)nout;
+    deft_strided_t it;
+    deft_strided_init(&it, &out[0].shape, 2);
+    deft_strided_set_dense(&it, 0, &out[0]);
+    deft_strided_set_broadcast(&it, 1, &in[0]);
+    deft_strided_run(&it, deft_copy_loop(deft_dtype_size(in[0].dtype)), NULL);
+    return 0;
+}
+
+#define SHAPE_OP(name_, doc, params_, infer_, forward_, inplace)                                   \
+    {                                                                                              \
+        .name = name_, .description = doc, .input_names = data_input, .min_inputs = 1,             \
+        .max_inputs = 1, .params = params_, .infer = infer_, .forward = forward_,                  \
+        .inplace_input = inplace                                                                   \
+    }
+#define JOIN_OP(name_, doc, params_, infer_, forward_)                                             \
+    {                                                                                              \
+        .name = name_, .description = doc, .input_names = variadic_input, .min_inputs = 1,         \
+        .max_inputs = DEFT_OP_MAX_INPUTS, .params = params_, .infer = infer_, .forward = forward_, \
+        .inplace_input = -1                                                                        \
+    }
+
+static const deft_op_t shape_ops[] = {
+    SHAPE_OP("Reshape", "Same elements in a new shape (0 copies a dimension, -1 infers one).",
+             reshape_params, reshape_infer, copy_forward, 0),
+    SHAPE_OP("Flatten", "Collapses all axes but the first: (n, ...) to (n, rest).", NULL,
+             flatten_infer, copy_forward, 0),
+    SHAPE_OP("transpose", "Permutes the axes (reverses them when axes is empty).", transpose_params,
+             transpose_infer, transpose_forward, -1),
+    SHAPE_OP("expand_dims", "Inserts an axis of size 1.", expand_params, expand_infer, copy_forward,
+             0),
+    SHAPE_OP("squeeze", "Removes axes of size 1.", squeeze_params, squeeze_infer, copy_forward, 0),
+    SHAPE_OP("slice", "Python-style slicing with begin, end and step per axis.", slice_params,
+             slice_infer, slice_forward, -1),
+    SHAPE_OP("slice_axis", "Slices one axis from begin to end.", slice_axis_params,
+             slice_axis_infer, slice_axis_forward, -1),
+    JOIN_OP("Concat", "Joins arrays along an existing axis.", concat_params, concat_infer,
+            concat_forward),
+    JOIN_OP("stack", "Joins arrays along a new axis.", stack_params, stack_infer, stack_forward),
+    SHAPE_OP("split", "Splits an array into equal parts along an axis.", split_params, split_infer,
+             split_forward, -1),
+    SHAPE_OP("broadcast_to", "Broadcasts to a larger shape (NumPy rules).", broadcast_to_params,
+             broadcast_to_infer, broadcast_to_forward, -1),
+};
+
+const deft_op_family_t deft_family_shape = {shape_ops, sizeof shape_ops / sizeof shape_ops[0]};

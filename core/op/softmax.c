@@ -1,0 +1,163 @@
+/*
+ * softmax and log_softmax along an axis, and the fused softmax
+ * cross-entropy loss. All subtract the maximum before exponentiating, so
+ * large inputs neither overflow nor lose the answer; accumulation is in
+ * double.
+ */
+#include <math.h>
+
+#include "core/base/parallel.h"
+#include "core/op/kernel.h"
+#include "core/op/op.h"
+
+typedef struct softmax_ctx {
+    const void *x;
+    void *y;
+    deft_dtype_t dtype;
+    int64_t n, inner;
+    bool log;
+} softmax_ctx_t;
+
+/* One softmax over n elements spaced `inner` apart, starting at element `start`. */
+static void softmax_line(const softmax_ctx_t *c, int64_t start) {
+    double max = -INFINITY;
+    for (int64_t k = 0; k < c->n; k++) {
+        double v = deft_load_double(c->x, c->dtype, start + k * c->inner);
+        if (v > max || v != v) max = v;
+    }
+    double sum = 0;
+    for (int64_t k = 0; k < c->n; k++)
+        sum += exp(deft_load_double(c->x, c->dtype, start + k * c->inner) - max);
+    double log_sum = log(sum);
+    for (int64_t k = 0; k < c->n; k++) {
+        int64_t i = start + k * c->inner;
+        double shifted = deft_load_double(c->x, c->dtype, i) - max;
+        deft_store_double(c->y, c->dtype, i, c->log ? shifted - log_sum : exp(shifted) / sum);
+    }
+}
+
+static void softmax_range(void *arg, int64_t begin, int64_t end) {
+    const softmax_ctx_t *c = arg;
+    for (int64_t line = begin; line < end; line++) {
+        int64_t o = line / c->inner, i = line % c->inner;
+        softmax_line(c, o * c->n * c->inner + i);
+    }
+}
+
+static const deft_param_def_t softmax_params[] = {
+    {"axis", DEFT_PARAM_INT, "-1", "axis to normalise over", NULL, false}, {0}};
+
+static int softmax_infer(const deft_op_t *op, const deft_params_t *p, int nin,
+                         const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)nin;
+    int axis;
+    if (deft_op_check_dtype_float(op, 0, in[0].dtype) ||
+        deft_op_axis(op, "axis", p->v[0].i, in[0].shape.ndim, &axis))
+        return -1;
+    out[0] = in[0];
+    *nout = 1;
+    return 0;
+}
+
+static int softmax_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    int axis;
+    if (deft_op_axis(op, "axis", p->v[0].i, in[0].shape.ndim, &axis)) return -1;
+    softmax_ctx_t c = {
+        deft_tensor_data(&in[0]), deft_tensor_data(&out[0]), in[0].dtype, in[0].shape.dims[axis], 1,
+        op->data != NULL};
+    int64_t outer = 1;
+    for (int d = 0; d < axis; d++) outer *= in[0].shape.dims[d];
+    for (int d = axis + 1; d < in[0].shape.ndim; d++) c.inner *= in[0].shape.dims[d];
+    int64_t lines = outer * c.inner;
+    int64_t grain = DEFT_PARALLEL_GRAIN / (c.n ? 4 * c.n : 1);
+    deft_parallel_for(c.n ? lines : 0, grain < 1 ? 1 : grain, softmax_range, &c);
+    return 0;
+}
+
+/* ---- softmax_cross_entropy ---- */
+
+static int xent_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
+                      int *nout, deft_desc_t *out) {
+    (void)p, (void)nin;
+    char sd[DEFT_SHAPE_STR_MAX], sl[DEFT_SHAPE_STR_MAX];
+    if (deft_op_check_dtype_float(op, 0, in[0].dtype) ||
+        deft_op_check_dtype_arith(op, 1, in[1].dtype))
+        return -1;
+    if (in[0].shape.ndim != 2)
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "input 0 (data) has shape %s, expected (batch, classes)",
+                             deft_shape_format(&in[0].shape, sd, sizeof sd));
+    if (in[1].shape.ndim != 1 || in[1].shape.dims[0] != in[0].shape.dims[0])
+        return deft_op_error(op, DEFT_ERR_VALUE, "input 1 (label) has shape %s, expected (%lld,)",
+                             deft_shape_format(&in[1].shape, sl, sizeof sl),
+                             (long long)in[0].shape.dims[0]);
+    out[0].shape.ndim = 1;
+    out[0].shape.dims[0] = 1;
+    out[0].dtype = in[0].dtype;
+    *nout = 1;
+    return 0;
+}
+
+static int xent_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+                        const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)p, (void)nin, (void)nout;
+    int64_t batch = in[0].shape.dims[0], classes = in[0].shape.dims[1];
+    const void *x = deft_tensor_data(&in[0]), *labels = deft_tensor_data(&in[1]);
+    double total = 0;
+    for (int64_t b = 0; b < batch; b++) {
+        double label = deft_load_double(labels, in[1].dtype, b);
+        if (!(label >= 0 && label < (double)classes) || label != floor(label))
+            return deft_op_error(op, DEFT_ERR_VALUE,
+                                 "label[%lld] is %g, expected a class index in [0, %lld)",
+                                 (long long)b, label, (long long)classes);
+        double max = -INFINITY, sum = 0;
+        for (int64_t k = 0; k < classes; k++) {
+            double v = deft_load_double(x, in[0].dtype, b * classes + k);
+            if (v > max || v != v) max = v;
+        }
+        for (int64_t k = 0; k < classes; k++)
+            sum += exp(deft_load_double(x, in[0].dtype, b * classes + k) - max);
+        total += max + log(sum) - deft_load_double(x, in[0].dtype, b * classes + (int64_t)label);
+    }
+    deft_store_double(deft_tensor_data(&out[0]), out[0].dtype, 0, total);
+    return 0;
+}
+
+static const char *const data_input[] = {"data", NULL};
+static const char *const data_label[] = {"data", "label", NULL};
+
+static const deft_op_t softmax_ops[] = {
+    {.name = "softmax",
+     .description = "Softmax along an axis: exp(x) / sum(exp(x)), stably.",
+     .input_names = data_input,
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .params = softmax_params,
+     .infer = softmax_infer,
+     .forward = softmax_forward,
+     .inplace_input = 0},
+    {.name = "log_softmax",
+     .description = "Log of softmax along an axis, computed stably.",
+     .input_names = data_input,
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .params = softmax_params,
+     .infer = softmax_infer,
+     .forward = softmax_forward,
+     .inplace_input = 0,
+     .data = "log"},
+    {.name = "softmax_cross_entropy",
+     .description = "Sum over the batch of -log(softmax(data)[label]), for data (batch, classes) "
+                    "and integer class labels (batch,); the result has shape (1,).",
+     .input_names = data_label,
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .infer = xent_infer,
+     .forward = xent_forward,
+     .inplace_input = -1},
+};
+
+const deft_op_family_t deft_family_softmax = {softmax_ops,
+                                              sizeof softmax_ops / sizeof softmax_ops[0]};

@@ -1,0 +1,123 @@
+#include "core/op/strided.h"
+
+#include <string.h>
+
+#include "core/base/parallel.h"
+
+void deft_contiguous_strides(const deft_shape_t *shape, int64_t *strides) {
+    int64_t step = 1;
+    for (int d = shape->ndim - 1; d >= 0; d--) {
+        strides[d] = step;
+        step *= shape->dims[d];
+    }
+}
+
+void deft_strided_init(deft_strided_t *it, const deft_shape_t *shape, int nops) {
+    memset(it, 0, sizeof *it);
+    it->ndim = shape->ndim;
+    it->nops = nops;
+    memcpy(it->dims, shape->dims, sizeof it->dims);
+}
+
+void deft_strided_set(deft_strided_t *it, int k, void *base, size_t elem, const int64_t *strides) {
+    it->base[k] = base;
+    it->elem[k] = elem;
+    memcpy(it->strides[k], strides, (size_t)it->ndim * sizeof strides[0]);
+}
+
+void deft_strided_set_dense(deft_strided_t *it, int k, const deft_tensor_t *t) {
+    deft_shape_t shape = {.ndim = it->ndim};
+    memcpy(shape.dims, it->dims, sizeof shape.dims);
+    int64_t strides[DEFT_SHAPE_MAX_NDIM];
+    deft_contiguous_strides(&shape, strides);
+    deft_strided_set(it, k, deft_tensor_data(t), deft_dtype_size(t->dtype), strides);
+}
+
+void deft_strided_set_broadcast(deft_strided_t *it, int k, const deft_tensor_t *t) {
+    int64_t own[DEFT_SHAPE_MAX_NDIM], strides[DEFT_SHAPE_MAX_NDIM] = {0};
+    deft_contiguous_strides(&t->shape, own);
+    int shift = it->ndim - t->shape.ndim;
+    for (int d = 0; d < t->shape.ndim; d++) strides[d + shift] = t->shape.dims[d] == 1 ? 0 : own[d];
+    deft_strided_set(it, k, deft_tensor_data(t), deft_dtype_size(t->dtype), strides);
+}
+
+/* Drop size-1 dimensions and merge neighbours that are contiguous for every operand. */
+static void collapse(deft_strided_t *it) {
+    int out = 0;
+    for (int d = 0; d < it->ndim; d++) {
+        if (it->dims[d] == 1) continue;
+        bool merge = out > 0;
+        for (int k = 0; merge && k < it->nops; k++)
+            merge = it->strides[k][out - 1] == it->strides[k][d] * it->dims[d];
+        if (merge) {
+            it->dims[out - 1] *= it->dims[d];
+            for (int k = 0; k < it->nops; k++) it->strides[k][out - 1] = it->strides[k][d];
+            continue;
+        }
+        it->dims[out] = it->dims[d];
+        for (int k = 0; k < it->nops; k++) it->strides[k][out] = it->strides[k][d];
+        out++;
+    }
+    if (out == 0) { /* a single element */
+        it->dims[0] = 1;
+        for (int k = 0; k < it->nops; k++) it->strides[k][0] = 1;
+        out = 1;
+    }
+    it->ndim = out;
+}
+
+typedef struct run_ctx {
+    const deft_strided_t *it;
+    deft_inner_fn fn;
+    const void *ctx;
+    int64_t inner_strides[DEFT_STRIDED_MAX_OPS];
+} run_ctx_t;
+
+/* One dimension: the range is a span of that dimension, split across threads. */
+static void run_flat(void *arg, int64_t begin, int64_t end) {
+    const run_ctx_t *r = arg;
+    char *ptrs[DEFT_STRIDED_MAX_OPS];
+    for (int k = 0; k < r->it->nops; k++)
+        ptrs[k] = r->it->base[k] + begin * r->inner_strides[k] * (int64_t)r->it->elem[k];
+    r->fn(r->ctx, ptrs, r->inner_strides, end - begin);
+}
+
+/* Several dimensions: the range is a span of rows (all but the last dimension). */
+static void run_rows(void *arg, int64_t begin, int64_t end) {
+    const run_ctx_t *r = arg;
+    const deft_strided_t *it = r->it;
+    int last = it->ndim - 1;
+    int64_t index[DEFT_SHAPE_MAX_NDIM];
+    int64_t rem = begin;
+    for (int d = last - 1; d >= 0; d--) {
+        index[d] = rem % it->dims[d];
+        rem /= it->dims[d];
+    }
+    for (int64_t row = begin; row < end; row++) {
+        char *ptrs[DEFT_STRIDED_MAX_OPS];
+        for (int k = 0; k < it->nops; k++) {
+            int64_t offset = 0;
+            for (int d = 0; d < last; d++) offset += index[d] * it->strides[k][d];
+            ptrs[k] = it->base[k] + offset * (int64_t)it->elem[k];
+        }
+        r->fn(r->ctx, ptrs, r->inner_strides, it->dims[last]);
+        for (int d = last - 1; d >= 0 && ++index[d] == it->dims[d]; d--) index[d] = 0;
+    }
+}
+
+void deft_strided_run(deft_strided_t *it, deft_inner_fn fn, const void *ctx) {
+    for (int d = 0; d < it->ndim; d++)
+        if (it->dims[d] == 0) return;
+    collapse(it);
+    run_ctx_t r = {.it = it, .fn = fn, .ctx = ctx};
+    int last = it->ndim - 1;
+    for (int k = 0; k < it->nops; k++) r.inner_strides[k] = it->strides[k][last];
+    if (it->ndim == 1) {
+        deft_parallel_for(it->dims[0], DEFT_PARALLEL_GRAIN, run_flat, &r);
+        return;
+    }
+    int64_t rows = 1;
+    for (int d = 0; d < last; d++) rows *= it->dims[d];
+    int64_t grain = DEFT_PARALLEL_GRAIN / it->dims[last];
+    deft_parallel_for(rows, grain < 1 ? 1 : grain, run_rows, &r);
+}
