@@ -76,6 +76,7 @@ char *deft_shape_format(const deft_shape_t *shape, char *buf, size_t len) {
     text[used++] = '(';
     for (int i = 0; i < shape->ndim; i++)
         used += (size_t)sprintf(text + used, i ? ",%lld" : "%lld", (long long)shape->dims[i]);
+    if (shape->ndim == 1) text[used++] = ','; /* Python's spelling of a 1-tuple: (4,) */
     text[used++] = ')';
     text[used] = '\0';
     if (len > 0) snprintf(buf, len, "%s", text);

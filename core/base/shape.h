@@ -36,10 +36,10 @@ int64_t deft_shape_size(const deft_shape_t *shape);
 
 bool deft_shape_equal(const deft_shape_t *a, const deft_shape_t *b);
 
-/* Write "(2,3,4)" (or "()" for a scalar) into buf; returns buf. */
+/* Write "(2,3,4)", "(4,)" or "()" into buf, as Python prints tuples; returns buf. */
 char *deft_shape_format(const deft_shape_t *shape, char *buf, size_t len);
 
 /* Buffer length that always fits deft_shape_format's output. */
-#define DEFT_SHAPE_STR_MAX (3 + DEFT_SHAPE_MAX_NDIM * 21)
+#define DEFT_SHAPE_STR_MAX (4 + DEFT_SHAPE_MAX_NDIM * 21)
 
 #endif

@@ -208,7 +208,8 @@ static const deft_op_t unary_ops[] = {
      .params = clip_params,
      .infer = clip_infer,
      .forward = clip_forward,
-     .inplace_input = 0},
+     .inplace_input = 0,
+     .data = &k_clip},
 };
 
 const deft_op_family_t deft_family_unary = {unary_ops, sizeof unary_ops / sizeof unary_ops[0]};

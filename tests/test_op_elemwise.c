@@ -1,0 +1,344 @@
+/* Elementwise operators against references computed here with plain loops and libm. */
+#include "op_helpers.h"
+
+static const double float_inputs[] = {-3.5, -1, -0.25, 0, 0.5, 1, 2.75, 50, NAN, INFINITY, -INFINITY};
+#define NUM_FLOAT_INPUTS 11
+
+static double ref_sigmoid(double x) { return 1 / (1 + exp(-x)); }
+static double ref_relu(double x) { return isnan(x) ? x : x > 0 ? x : 0; }
+static double ref_softrelu(double x) { return isinf(x) && x > 0 ? x : log(1 + exp(x)); }
+static double ref_gelu(double x) { return 0.5 * x * (1 + erf(x / sqrt(2.0))); }
+static double ref_sign(double x) { return isnan(x) ? x : (x > 0) - (x < 0); }
+static double ref_negative(double x) { return -x; }
+static double ref_square(double x) { return x * x; }
+static double ref_rsqrt(double x) { return 1 / sqrt(x); }
+
+static const struct {
+    const char *name;
+    double (*ref)(double);
+} unary_float_cases[] = {
+    {"negative", ref_negative}, {"abs", fabs},   {"sign", ref_sign},   {"exp", exp},
+    {"log", log},               {"sqrt", sqrt},  {"square", ref_square}, {"rsqrt", ref_rsqrt},
+    {"sin", sin},               {"cos", cos},    {"tanh", tanh},       {"sigmoid", ref_sigmoid},
+    {"relu", ref_relu},         {"softrelu", ref_softrelu}, {"erf", erf}, {"gelu", ref_gelu},
+};
+
+START_TEST(test_unary_float_ops_match_libm) {
+    for (size_t c = 0; c < sizeof unary_float_cases / sizeof unary_float_cases[0]; c++) {
+        for (int d = 0; d < 2; d++) {
+            int dtype = d ? DEFT_FLOAT64 : DEFT_FLOAT32;
+            DeftNDArrayHandle x = make(dtype, 1, SHAPE(NUM_FLOAT_INPUTS), float_inputs);
+            DeftNDArrayHandle y = call1(unary_float_cases[c].name, 1, &x, NO_PARAMS);
+            double want[NUM_FLOAT_INPUTS];
+            for (int i = 0; i < NUM_FLOAT_INPUTS; i++) {
+                double in = dtype == DEFT_FLOAT32 ? (float)float_inputs[i] : float_inputs[i];
+                want[i] = unary_float_cases[c].ref(in);
+                if (dtype == DEFT_FLOAT32) want[i] = (float)want[i];
+            }
+            int64_t n;
+            double *got = read_all(y, &n);
+            for (int i = 0; i < NUM_FLOAT_INPUTS; i++)
+                ck_assert_msg(close_enough(got[i], want[i], dtype == DEFT_FLOAT32 ? 4e-6 : 1e-13),
+                              "%s(%g) as dtype %d is %.17g, expected %.17g",
+                              unary_float_cases[c].name, float_inputs[i], dtype, got[i], want[i]);
+            free(got);
+            free_all(2, (DeftNDArrayHandle[]){x, y});
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_unary_integer_ops_wrap_like_twos_complement) {
+    const double i32_in[] = {-2147483648.0, -7, -1, 0, 3, 46341, 2147483647.0};
+    const double i32_neg[] = {-2147483648.0, 7, 1, 0, -3, -46341, -2147483647.0};
+    const double i32_abs[] = {-2147483648.0, 7, 1, 0, 3, 46341, 2147483647.0};
+    const double i32_sign[] = {-1, -1, -1, 0, 1, 1, 1};
+    const double i32_relu[] = {0, 0, 0, 0, 3, 46341, 2147483647.0};
+    double i32_sq[7];
+    for (int i = 0; i < 7; i++) {
+        int64_t v = (int64_t)i32_in[i];
+        i32_sq[i] = (double)(int32_t)(uint32_t)((uint64_t)v * (uint64_t)v);
+    }
+    DeftNDArrayHandle x = make(DEFT_INT32, 1, SHAPE(7), i32_in);
+    const char *names[] = {"negative", "abs", "sign", "relu", "square"};
+    const double *wants[] = {i32_neg, i32_abs, i32_sign, i32_relu, i32_sq};
+    for (int k = 0; k < 5; k++) {
+        DeftNDArrayHandle y = call1(names[k], 1, &x, NO_PARAMS);
+        assert_values(y, 7, wants[k], 0);
+        ck_assert_ok(DeftNDArrayFree(y));
+    }
+    DeftNDArrayHandle u = make(DEFT_UINT8, 1, SHAPE(4), VALUES(0, 1, 200, 255));
+    DeftNDArrayHandle un = call1("negative", 1, &u, NO_PARAMS);
+    assert_values(un, 4, VALUES(0, 255, 56, 1), 0);
+    DeftNDArrayHandle us = call1("square", 1, &u, NO_PARAMS);
+    assert_values(us, 4, VALUES(0, 1, 64, 1), 0);
+    DeftNDArrayHandle l = make(DEFT_INT64, 1, SHAPE(2), VALUES(-5, 4));
+    DeftNDArrayHandle la = call1("abs", 1, &l, NO_PARAMS);
+    assert_values(la, 2, VALUES(5, 4), 0);
+    ck_assert_call_fails("exp", 1, &x, NO_PARAMS, DEFT_ERROR_TYPE,
+                         "operator 'exp': input 0 has dtype int32, expected float32 or float64");
+    free_all(6, (DeftNDArrayHandle[]){x, u, un, us, l, la});
+}
+END_TEST
+
+START_TEST(test_activation_and_clip) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 2, SHAPE(2, 3), VALUES(-2, -0.5, 0, 0.5, 2, NAN));
+    const char *acts[] = {"relu", "sigmoid", "softrelu", "tanh"};
+    for (int a = 0; a < 4; a++) {
+        DeftNDArrayHandle via_act = call1("Activation", 1, &x, P("act_type", acts[a]));
+        DeftNDArrayHandle direct = call1(acts[a], 1, &x, NO_PARAMS);
+        int64_t n;
+        double *want = read_all(direct, &n);
+        assert_values(via_act, n, want, 0);
+        free(want);
+        free_all(2, (DeftNDArrayHandle[]){via_act, direct});
+    }
+    DeftNDArrayHandle c = call1("clip", 1, &x, P("a_min", "-1", "a_max", "0.25"));
+    assert_values(c, 6, VALUES(-1, -0.5, 0, 0.25, 0.25, NAN), 0);
+    DeftNDArrayHandle i = make(DEFT_INT32, 1, SHAPE(3), VALUES(-10, 5, 10));
+    DeftNDArrayHandle ic = call1("clip", 1, &i, P("a_min", "-2.5", "a_max", "1e20"));
+    assert_values(ic, 3, VALUES(-2, 5, 10), 0);
+    ck_assert_call_fails("clip", 1, &x, P("a_min", "1", "a_max", "0"), DEFT_ERROR_VALUE,
+                         "a_min (1) must not be greater than a_max (0)");
+    free_all(4, (DeftNDArrayHandle[]){x, c, i, ic});
+}
+END_TEST
+
+/* ---- binary with broadcasting ---- */
+
+/* Flat index into an input broadcast to out_shape. */
+static int64_t source_index(int64_t flat, int ndim, const int64_t *out_shape, int in_ndim,
+                            const int64_t *in_shape) {
+    int64_t index = 0, stride = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        int64_t coord = flat % out_shape[d];
+        flat /= out_shape[d];
+        int id = d - (ndim - in_ndim);
+        if (id >= 0) {
+            if (in_shape[id] != 1) index += coord * stride;
+            stride *= in_shape[id];
+        }
+    }
+    return index;
+}
+
+static double ref_binary(const char *op, double a, double b, int dtype) {
+    bool integer = dtype != DEFT_FLOAT32 && dtype != DEFT_FLOAT64;
+    double r;
+    if (!strcmp(op, "add")) r = a + b;
+    else if (!strcmp(op, "sub")) r = a - b;
+    else if (!strcmp(op, "mul")) r = a * b;
+    else if (!strcmp(op, "div")) r = integer ? (b == 0 ? 0 : trunc(a / b)) : a / b;
+    else if (!strcmp(op, "power")) r = pow(a, b);
+    else if (!strcmp(op, "maximum")) r = isnan(a) || isnan(b) ? NAN : a > b ? a : b;
+    else if (!strcmp(op, "minimum")) r = isnan(a) || isnan(b) ? NAN : a < b ? a : b;
+    else if (!strcmp(op, "equal")) r = a == b;
+    else if (!strcmp(op, "not_equal")) r = a != b;
+    else if (!strcmp(op, "greater")) r = a > b;
+    else if (!strcmp(op, "greater_equal")) r = a >= b;
+    else if (!strcmp(op, "lesser")) r = a < b;
+    else r = a <= b;
+    if (dtype == DEFT_FLOAT32) r = (float)r;
+    if (dtype == DEFT_UINT8) r = (double)(uint8_t)(int64_t)r;
+    return r;
+}
+
+static const char *const binary_names[] = {"add",     "sub",       "mul",     "div",
+                                           "power",   "maximum",   "minimum", "equal",
+                                           "not_equal", "greater", "greater_equal", "lesser",
+                                           "lesser_equal"};
+
+typedef struct bcast_case {
+    int ndim_a, ndim_b, ndim_out;
+    int64_t a[4], b[4], out[4];
+} bcast_case_t;
+
+static const bcast_case_t bcast_cases[] = {
+    {2, 2, 2, {2, 3}, {2, 3}, {2, 3}},       {2, 1, 2, {2, 3}, {3}, {2, 3}},
+    {2, 2, 2, {2, 1}, {1, 3}, {2, 3}},       {3, 2, 3, {4, 1, 3}, {2, 1}, {4, 2, 3}},
+    {0, 2, 2, {0}, {2, 2}, {2, 2}},          {2, 0, 2, {3, 2}, {0}, {3, 2}},
+    {2, 2, 2, {0, 3}, {1, 3}, {0, 3}},       {1, 1, 1, {1}, {5}, {5}},
+    {4, 4, 4, {2, 1, 3, 1}, {1, 2, 1, 2}, {2, 2, 3, 2}},
+};
+
+static void check_broadcast_case(const bcast_case_t *bc, const char *op, int dtype) {
+    int64_t na = count_of(bc->ndim_a, bc->a), nb = count_of(bc->ndim_b, bc->b);
+    int64_t nout = count_of(bc->ndim_out, bc->out);
+    double va[64], vb[64], want[64];
+    bool uns = dtype == DEFT_UINT8;
+    for (int64_t i = 0; i < na; i++) va[i] = uns ? (double)(i % 5 + 1) : (double)(i % 7) - 3;
+    for (int64_t i = 0; i < nb; i++) vb[i] = uns ? (double)(i % 3) : (double)(i % 5) - 2;
+    if (!strcmp(op, "power") && dtype != DEFT_FLOAT32 && dtype != DEFT_FLOAT64)
+        for (int64_t i = 0; i < nb; i++) vb[i] = fabs(vb[i]);
+    for (int64_t i = 0; i < nout; i++)
+        want[i] = ref_binary(op, va[source_index(i, bc->ndim_out, bc->out, bc->ndim_a, bc->a)],
+                             vb[source_index(i, bc->ndim_out, bc->out, bc->ndim_b, bc->b)], dtype);
+    DeftNDArrayHandle a = make(dtype, bc->ndim_a, bc->a, va), b = make(dtype, bc->ndim_b, bc->b, vb);
+    char name[64];
+    snprintf(name, sizeof name, "broadcast_%s", op);
+    DeftNDArrayHandle y = call1(name, 2, (DeftNDArrayHandle[]){a, b}, NO_PARAMS);
+    assert_shape(y, bc->ndim_out, bc->out);
+    assert_values(y, nout, want, tol_for(dtype));
+    free_all(3, (DeftNDArrayHandle[]){a, b, y});
+}
+
+START_TEST(test_broadcast_ops_every_dtype_and_shape_pattern) {
+    for (size_t o = 0; o < sizeof binary_names / sizeof binary_names[0]; o++)
+        for (int d = 0; d < NUM_ARITH_DTYPES; d++)
+            for (size_t c = 0; c < sizeof bcast_cases / sizeof bcast_cases[0]; c++)
+                check_broadcast_case(&bcast_cases[c], binary_names[o], arith_dtypes[d]);
+}
+END_TEST
+
+START_TEST(test_broadcast_rejects_incompatible_shapes) {
+    DeftNDArrayHandle a = make(DEFT_FLOAT32, 2, SHAPE(2, 3), NULL);
+    DeftNDArrayHandle b = make(DEFT_FLOAT32, 2, SHAPE(4, 3), NULL);
+    DeftNDArrayHandle ab[2] = {a, b};
+    ck_assert_call_fails("broadcast_mul", 2, ab, NO_PARAMS, DEFT_ERROR_VALUE,
+                         "operator 'broadcast_mul': input shapes (2,3) and (4,3) cannot be "
+                         "broadcast together (axis -2: 2 vs 4)");
+    ck_assert_call_fails("elemwise_add", 2, ab, NO_PARAMS, DEFT_ERROR_VALUE,
+                         "input 1 has shape (4,3), expected (2,3)");
+    DeftNDArrayHandle f = make(DEFT_FLOAT16, 1, SHAPE(3), NULL);
+    DeftNDArrayHandle ff[2] = {f, f};
+    ck_assert_call_fails("broadcast_add", 2, ff, NO_PARAMS, DEFT_ERROR_TYPE,
+                         "input 0 has dtype float16, which has no kernel");
+    free_all(3, (DeftNDArrayHandle[]){a, b, f});
+}
+END_TEST
+
+START_TEST(test_special_values_propagate) {
+    DeftNDArrayHandle a = make(DEFT_FLOAT64, 1, SHAPE(4), VALUES(NAN, 1, 1, -1));
+    DeftNDArrayHandle b = make(DEFT_FLOAT64, 1, SHAPE(4), VALUES(1, NAN, 0, 0));
+    DeftNDArrayHandle ab[2] = {a, b};
+    DeftNDArrayHandle mx = call1("broadcast_maximum", 2, ab, NO_PARAMS);
+    assert_values(mx, 4, VALUES(NAN, NAN, 1, 0), 0);
+    DeftNDArrayHandle mn = call1("broadcast_minimum", 2, ab, NO_PARAMS);
+    assert_values(mn, 4, VALUES(NAN, NAN, 0, -1), 0);
+    DeftNDArrayHandle dv = call1("broadcast_div", 2, ab, NO_PARAMS);
+    assert_values(dv, 4, VALUES(NAN, NAN, INFINITY, -INFINITY), 0);
+    DeftNDArrayHandle eq = call1("broadcast_equal", 2, (DeftNDArrayHandle[]){a, a}, NO_PARAMS);
+    assert_values(eq, 4, VALUES(0, 1, 1, 1), 0);
+
+    DeftNDArrayHandle i = make(DEFT_INT32, 1, SHAPE(3), VALUES(-2147483648.0, 7, -7));
+    DeftNDArrayHandle j = make(DEFT_INT32, 1, SHAPE(3), VALUES(-1, 0, 2));
+    DeftNDArrayHandle q = call1("broadcast_div", 2, (DeftNDArrayHandle[]){i, j}, NO_PARAMS);
+    assert_values(q, 3, VALUES(-2147483648.0, 0, -3), 0);
+    DeftNDArrayHandle pw = call1("_rpower_scalar", 1, &j, P("scalar", "2"));
+    assert_values(pw, 3, VALUES(0, 1, 4), 0);
+    free_all(9, (DeftNDArrayHandle[]){a, b, mx, mn, dv, eq, i, j, q});
+    ck_assert_ok(DeftNDArrayFree(pw));
+}
+END_TEST
+
+START_TEST(test_scalar_ops_and_reversed_forms) {
+    static const struct {
+        const char *name;
+        double scalar, want[3];
+    } cases[] = {
+        {"_plus_scalar", 2, {3, 4, 6}},     {"_minus_scalar", 2, {-1, 0, 2}},
+        {"_rminus_scalar", 10, {9, 8, 6}},  {"_mul_scalar", 3, {3, 6, 12}},
+        {"_div_scalar", 2, {0.5, 1, 2}},    {"_rdiv_scalar", 8, {8, 4, 2}},
+        {"_power_scalar", 2, {1, 4, 16}},   {"_rpower_scalar", 2, {2, 4, 16}},
+        {"_maximum_scalar", 2, {2, 2, 4}},  {"_minimum_scalar", 2, {1, 2, 2}},
+        {"_equal_scalar", 2, {0, 1, 0}},    {"_not_equal_scalar", 2, {1, 0, 1}},
+        {"_greater_scalar", 2, {0, 0, 1}},  {"_greater_equal_scalar", 2, {0, 1, 1}},
+        {"_lesser_scalar", 2, {1, 0, 0}},   {"_lesser_equal_scalar", 2, {1, 1, 0}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        for (int d = 0; d < NUM_ARITH_DTYPES; d++) {
+            int dtype = arith_dtypes[d];
+            DeftNDArrayHandle x = make(dtype, 1, SHAPE(3), VALUES(1, 2, 4));
+            char text[32];
+            snprintf(text, sizeof text, "%g", cases[c].scalar);
+            DeftNDArrayHandle y = call1(cases[c].name, 1, &x, P("scalar", text));
+            double want[3];
+            for (int i = 0; i < 3; i++) {
+                want[i] = cases[c].want[i];
+                if (dtype != DEFT_FLOAT32 && dtype != DEFT_FLOAT64) want[i] = trunc(want[i]);
+                if (dtype == DEFT_UINT8) want[i] = (uint8_t)(int64_t)want[i];
+            }
+            assert_values(y, 3, want, tol_for(dtype));
+            free_all(2, (DeftNDArrayHandle[]){x, y});
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_large_arrays_use_the_parallel_path_correctly) {
+    const int64_t n = 1000003;
+    double *va = malloc(sizeof(double) * n), *vb = malloc(sizeof(double) * n);
+    double *want = malloc(sizeof(double) * n);
+    for (int64_t i = 0; i < n; i++) {
+        va[i] = (double)(i % 1000) * 0.5;
+        vb[i] = (double)(i % 17);
+        want[i] = (float)(va[i] * vb[i]);
+    }
+    DeftNDArrayHandle a = make(DEFT_FLOAT32, 1, &n, va), b = make(DEFT_FLOAT32, 1, &n, vb);
+    DeftNDArrayHandle y = call1("broadcast_mul", 2, (DeftNDArrayHandle[]){a, b}, NO_PARAMS);
+    assert_values(y, n, want, 0);
+    const int64_t rows[2] = {1001, 999};
+    DeftNDArrayHandle m = make(DEFT_FLOAT64, 2, rows, va);
+    DeftNDArrayHandle r = make(DEFT_FLOAT64, 1, SHAPE(999), vb);
+    DeftNDArrayHandle s = call1("broadcast_sub", 2, (DeftNDArrayHandle[]){m, r}, NO_PARAMS);
+    int64_t got_n;
+    double *got = read_all(s, &got_n);
+    for (int64_t i = 0; i < got_n; i++) ck_assert_double_eq(got[i], va[i] - vb[i % 999]);
+    free(got);
+    free(va), free(vb), free(want);
+    free_all(6, (DeftNDArrayHandle[]){a, b, y, m, r, s});
+}
+END_TEST
+
+START_TEST(test_cast_between_dtypes) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT64, 1, SHAPE(6), VALUES(-1e10, -3.7, 0.5, 300, NAN, 1e10));
+    DeftNDArrayHandle i32 = call1("Cast", 1, &x, P("dtype", "int32"));
+    assert_values(i32, 6, VALUES(-2147483648.0, -3, 0, 300, 0, 2147483647.0), 0);
+    DeftNDArrayHandle u8 = call1("cast", 1, &x, P("dtype", "uint8"));
+    assert_values(u8, 6, VALUES(0, 0, 0, 255, 0, 255), 0);
+    DeftNDArrayHandle b = call1("Cast", 1, &x, P("dtype", "bool"));
+    assert_values(b, 6, VALUES(1, 1, 1, 1, 1, 1), 0);
+    DeftNDArrayHandle small = make(DEFT_FLOAT32, 1, SHAPE(5), VALUES(1.5, -2.25, 65504, 1e-7, 70000));
+    DeftNDArrayHandle h = call1("Cast", 1, &small, P("dtype", "float16"));
+    DeftNDArrayHandle back = call1("Cast", 1, &h, P("dtype", "float32"));
+    assert_values(back, 5, VALUES(1.5, -2.25, 65504, 1.1920928955078125e-07, INFINITY), 0);
+    DeftNDArrayHandle bf = call1("Cast", 1, &small, P("dtype", "bfloat16"));
+    DeftNDArrayHandle bf_back = call1("Cast", 1, &bf, P("dtype", "float64"));
+    assert_values(bf_back, 5, VALUES(1.5, -2.25, 65536, 1.0011717677116394e-07, 70144), 0);
+    free_all(9, (DeftNDArrayHandle[]){x, i32, u8, b, small, h, back, bf, bf_back});
+}
+END_TEST
+
+START_TEST(test_where_broadcasts_condition_and_branches) {
+    DeftNDArrayHandle cond = make(DEFT_INT32, 2, SHAPE(2, 1), VALUES(1, 0));
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(3), VALUES(1, 2, 3));
+    DeftNDArrayHandle y = make(DEFT_FLOAT32, 0, NULL, VALUES(-1));
+    DeftNDArrayHandle w = call1("where", 3, (DeftNDArrayHandle[]){cond, x, y}, NO_PARAMS);
+    assert_shape(w, 2, SHAPE(2, 3));
+    assert_values(w, 6, VALUES(1, 2, 3, -1, -1, -1), 0);
+    DeftNDArrayHandle yd = make(DEFT_FLOAT64, 0, NULL, VALUES(-1));
+    ck_assert_call_fails("where", 3, ((DeftNDArrayHandle[]){cond, x, yd}), NO_PARAMS,
+                         DEFT_ERROR_TYPE, "operator 'where': input 1 has dtype float64");
+    free_all(5, (DeftNDArrayHandle[]){cond, x, y, w, yd});
+}
+END_TEST
+
+static Suite *elemwise_suite(void) {
+    Suite *suite = suite_create("elementwise ops");
+    TCase *tc = tcase_create("elemwise");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_unary_float_ops_match_libm);
+    tcase_add_test(tc, test_unary_integer_ops_wrap_like_twos_complement);
+    tcase_add_test(tc, test_activation_and_clip);
+    tcase_add_test(tc, test_broadcast_ops_every_dtype_and_shape_pattern);
+    tcase_add_test(tc, test_broadcast_rejects_incompatible_shapes);
+    tcase_add_test(tc, test_special_values_propagate);
+    tcase_add_test(tc, test_scalar_ops_and_reversed_forms);
+    tcase_add_test(tc, test_large_arrays_use_the_parallel_path_correctly);
+    tcase_add_test(tc, test_cast_between_dtypes);
+    tcase_add_test(tc, test_where_broadcasts_condition_and_branches);
+    suite_add_tcase(suite, tc);
+    return suite;
+}
+
+int main(void) { return run_suite(elemwise_suite()); }
