@@ -68,6 +68,18 @@ static inline DeftNDArrayHandle make(int dtype, int ndim, const int64_t *shape,
     return h;
 }
 
+/* Overwrite an array's n elements with values converted to its dtype. */
+static inline void set_values(DeftNDArrayHandle h, int64_t n, const double *values) {
+    int dtype;
+    size_t elem;
+    ck_assert_ok(DeftNDArrayGetDType(h, &dtype));
+    ck_assert_ok(DeftDTypeGetSize(dtype, &elem));
+    void *buf = calloc((size_t)(n ? n : 1), elem);
+    for (int64_t i = 0; i < n; i++) put(buf, dtype, i, values[i]);
+    ck_assert_ok(DeftNDArrayCopyFromHost(h, buf, (size_t)n * elem));
+    free(buf);
+}
+
 /* Read an array as doubles into a new buffer; *n receives the count. */
 static inline double *read_all(DeftNDArrayHandle h, int64_t *n) {
     int dtype;

@@ -1,0 +1,255 @@
+/* Reductions, softmax and the cross-entropy loss against plain-loop references. */
+#include "op_helpers.h"
+
+/* Reference reduction of a (2,3,4) array over a mask of axes, row-major output. */
+static void ref_reduce(const char *op, const double *x, const int64_t *shape, const bool *reduce,
+                       double *out, int64_t *nout) {
+    int64_t out_dims[3], out_n = 1;
+    for (int d = 0; d < 3; d++) out_dims[d] = reduce[d] ? 1 : shape[d], out_n *= out_dims[d];
+    for (int64_t o = 0; o < out_n; o++) {
+        int64_t oc[3] = {o / (out_dims[1] * out_dims[2]), o / out_dims[2] % out_dims[1],
+                         o % out_dims[2]};
+        double acc = !strcmp(op, "prod") ? 1 : 0, best = 0;
+        int64_t count = 0, best_i = -1;
+        for (int64_t i = 0; i < shape[0]; i++)
+            for (int64_t j = 0; j < shape[1]; j++)
+                for (int64_t k = 0; k < shape[2]; k++) {
+                    int64_t c[3] = {i, j, k};
+                    bool match = true;
+                    for (int d = 0; d < 3; d++) match = match && (reduce[d] || c[d] == oc[d]);
+                    if (!match) continue;
+                    double v = x[(i * shape[1] + j) * shape[2] + k];
+                    if (!strcmp(op, "sum") || !strcmp(op, "mean")) acc += v;
+                    else if (!strcmp(op, "prod")) acc *= v;
+                    else if (!strcmp(op, "norm")) acc += v * v;
+                    else if (count == 0 || (!strcmp(op, "max") ? v > best : v < best))
+                        best = v, best_i = count;
+                    count++;
+                }
+        if (!strcmp(op, "mean")) acc /= (double)count;
+        if (!strcmp(op, "norm")) acc = sqrt(acc);
+        if (!strcmp(op, "max") || !strcmp(op, "min")) acc = best;
+        (void)best_i;
+        out[o] = acc;
+    }
+    *nout = out_n;
+}
+
+START_TEST(test_reductions_over_every_axis_set) {
+    const int64_t shape[3] = {2, 3, 4};
+    double x[24];
+    for (int i = 0; i < 24; i++) x[i] = (double)((i * 7) % 11) - 4; /* distinct-ish, mixed sign */
+    const char *ops[] = {"sum", "mean", "prod", "max", "min", "norm"};
+    const char *axes[] = {"(0,)", "(1,)", "(2,)", "(0,1)", "(1,2)", "(0,2)", "(0,1,2)", "None"};
+    const bool masks[8][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {1, 1, 0},
+                              {0, 1, 1}, {1, 0, 1}, {1, 1, 1}, {1, 1, 1}};
+    for (int o = 0; o < 6; o++) {
+        for (int d = 0; d < NUM_ARITH_DTYPES; d++) {
+            int dtype = arith_dtypes[d];
+            bool float_only = !strcmp(ops[o], "mean") || !strcmp(ops[o], "norm");
+            if (float_only && dtype != DEFT_FLOAT32 && dtype != DEFT_FLOAT64) continue;
+            double xv[24];
+            for (int i = 0; i < 24; i++) xv[i] = dtype == DEFT_UINT8 ? fabs(x[i]) : x[i];
+            if (!strcmp(ops[o], "prod"))
+                for (int i = 0; i < 24; i++) xv[i] = xv[i] == 0 ? 1 : (xv[i] > 0 ? 1.5 : -1.25);
+            if (!strcmp(ops[o], "prod") && dtype != DEFT_FLOAT32 && dtype != DEFT_FLOAT64)
+                for (int i = 0; i < 24; i++) xv[i] = i % 5 == 0 ? -1 : 1;
+            if (!strcmp(ops[o], "prod") && dtype == DEFT_UINT8)
+                for (int i = 0; i < 24; i++) xv[i] = 1 + (i % 7 == 0);
+            DeftNDArrayHandle a = make(dtype, 3, shape, xv);
+            for (int ax = 0; ax < 8; ax++) {
+                for (int keep = 0; keep < 2; keep++) {
+                    double want[24];
+                    int64_t n;
+                    double in_typed[24];
+                    for (int i = 0; i < 24; i++)
+                        in_typed[i] = dtype == DEFT_FLOAT32 ? (float)xv[i] : xv[i];
+                    ref_reduce(ops[o], in_typed, shape, masks[ax], want, &n);
+                    DeftNDArrayHandle y =
+                        call1(ops[o], 1, &a, P("axis", axes[ax], "keepdims", keep ? "1" : "0"));
+                    int ndim;
+                    ck_assert_ok(DeftNDArrayGetNDim(y, &ndim));
+                    int kept = 0;
+                    for (int dd = 0; dd < 3; dd++) kept += !masks[ax][dd];
+                    ck_assert_int_eq(ndim, keep ? 3 : kept);
+                    assert_values(y, n, want, dtype == DEFT_FLOAT32 ? 1e-6 : 1e-12);
+                    ck_assert_ok(DeftNDArrayFree(y));
+                }
+            }
+            ck_assert_ok(DeftNDArrayFree(a));
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_exclude_negative_axes_and_norm_ord1) {
+    DeftNDArrayHandle a = make(DEFT_FLOAT64, 2, SHAPE(2, 3), VALUES(1, -2, 3, -4, 5, -6));
+    DeftNDArrayHandle ex = call1("sum", 1, &a, P("axis", "(1,)", "exclude", "true"));
+    assert_values(ex, 3, VALUES(-3, 3, -3), 0);
+    DeftNDArrayHandle neg = call1("sum", 1, &a, P("axis", "-1"));
+    assert_values(neg, 2, VALUES(2, -5), 0);
+    DeftNDArrayHandle n1 = call1("norm", 1, &a, P("ord", "1"));
+    assert_values(n1, 1, VALUES(21), 0);
+    DeftNDArrayHandle n2 = call1("norm", 1, &a, P("axis", "(0,)"));
+    assert_values(n2, 3, VALUES(sqrt(17), sqrt(29), sqrt(45)), 1e-15);
+    ck_assert_call_fails("norm", 1, &a, P("ord", "3"), DEFT_ERROR_VALUE, "ord is 3, expected 1 or 2");
+    free_all(5, (DeftNDArrayHandle[]){a, ex, neg, n1, n2});
+}
+END_TEST
+
+START_TEST(test_integer_sums_wrap_and_are_exact) {
+    DeftNDArrayHandle a = make(DEFT_INT64, 1, SHAPE(3), VALUES(9007199254740993.0, 1, -1));
+    /* 2^53 + 1 is not a double: build it exactly from int64 data */
+    int64_t exact[3] = {INT64_C(9007199254740993), 1, -1};
+    ck_assert_ok(DeftNDArrayCopyFromHost(a, exact, sizeof exact));
+    DeftNDArrayHandle s = call1("sum", 1, &a, NO_PARAMS);
+    int64_t got;
+    ck_assert_ok(DeftNDArrayCopyToHost(s, &got, sizeof got));
+    ck_assert_int_eq(got, INT64_C(9007199254740993));
+    DeftNDArrayHandle u = make(DEFT_UINT8, 1, SHAPE(3), VALUES(200, 100, 1));
+    DeftNDArrayHandle us = call1("sum", 1, &u, NO_PARAMS);
+    assert_values(us, 1, VALUES(45), 0);
+    free_all(4, (DeftNDArrayHandle[]){a, s, u, us});
+}
+END_TEST
+
+START_TEST(test_argmax_argmin_first_occurrence_and_nan) {
+    DeftNDArrayHandle a = make(DEFT_FLOAT32, 2, SHAPE(2, 4), VALUES(1, 5, 5, 0, 2, NAN, 9, NAN));
+    DeftNDArrayHandle mx = call1("argmax", 1, &a, P("axis", "1"));
+    int dtype;
+    ck_assert_ok(DeftNDArrayGetDType(mx, &dtype));
+    ck_assert_int_eq(dtype, DEFT_INT64);
+    assert_values(mx, 2, VALUES(1, 1), 0);
+    DeftNDArrayHandle mn = call1("argmin", 1, &a, P("axis", "0", "keepdims", "true"));
+    assert_shape(mn, 2, SHAPE(1, 4));
+    assert_values(mn, 4, VALUES(0, 1, 0, 1), 0);
+    DeftNDArrayHandle flat = call1("argmax", 1, &a, NO_PARAMS);
+    assert_shape(flat, 0, NULL);
+    assert_values(flat, 1, VALUES(5), 0);
+    DeftNDArrayHandle m = call1("max", 1, &a, P("axis", "1"));
+    assert_values(m, 2, VALUES(5, NAN), 0);
+    DeftNDArrayHandle i = make(DEFT_INT32, 1, SHAPE(4), VALUES(3, -7, 8, 8));
+    DeftNDArrayHandle ia = call1("argmax", 1, &i, NO_PARAMS);
+    assert_values(ia, 1, VALUES(2), 0);
+    free_all(7, (DeftNDArrayHandle[]){a, mx, mn, flat, m, i, ia});
+}
+END_TEST
+
+START_TEST(test_zero_size_reductions) {
+    DeftNDArrayHandle e = make(DEFT_FLOAT32, 2, SHAPE(0, 3), NULL);
+    DeftNDArrayHandle s = call1("sum", 1, &e, P("axis", "0"));
+    assert_values(s, 3, VALUES(0, 0, 0), 0);
+    DeftNDArrayHandle p = call1("prod", 1, &e, P("axis", "0"));
+    assert_values(p, 3, VALUES(1, 1, 1), 0);
+    DeftNDArrayHandle m = call1("mean", 1, &e, P("axis", "0"));
+    assert_values(m, 3, VALUES(NAN, NAN, NAN), 0);
+    DeftNDArrayHandle rows = call1("max", 1, &e, P("axis", "1"));
+    assert_shape(rows, 1, SHAPE(0));
+    ck_assert_call_fails("max", 1, &e, P("axis", "0"), DEFT_ERROR_VALUE,
+                         "cannot reduce over a zero-size axis");
+    free_all(5, (DeftNDArrayHandle[]){e, s, p, m, rows});
+}
+END_TEST
+
+START_TEST(test_large_reductions_split_across_threads) {
+    const int64_t n = 3000017;
+    double *x = malloc(sizeof(double) * n);
+    double want = 0, want_max = -1;
+    int64_t want_arg = 0;
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = (double)((i * 2654435761u) % 1000) / 8.0;
+        want += (float)x[i];
+        if (x[i] > want_max) want_max = x[i], want_arg = i;
+    }
+    DeftNDArrayHandle a = make(DEFT_FLOAT32, 1, &n, x);
+    DeftNDArrayHandle s = call1("sum", 1, &a, NO_PARAMS);
+    assert_values(s, 1, (double[]){want}, 1e-6);
+    DeftNDArrayHandle am = call1("argmax", 1, &a, P("axis", "0"));
+    assert_values(am, 1, (double[]){(double)want_arg}, 0);
+    const int64_t cols[2] = {n / 17, 17};
+    DeftNDArrayHandle m = make(DEFT_FLOAT64, 2, cols, x);
+    DeftNDArrayHandle cs = call1("sum", 1, &m, P("axis", "0"));
+    double col_want[17] = {0};
+    for (int64_t i = 0; i < cols[0] * 17; i++) col_want[i % 17] += x[i];
+    assert_values(cs, 17, col_want, 1e-12);
+    free(x);
+    free_all(5, (DeftNDArrayHandle[]){a, s, am, m, cs});
+}
+END_TEST
+
+START_TEST(test_softmax_and_log_softmax_are_stable) {
+    const double x[6] = {1000, 1001, 1002, -5, 0, 5};
+    for (int d = 0; d < 2; d++) {
+        int dtype = d ? DEFT_FLOAT64 : DEFT_FLOAT32;
+        DeftNDArrayHandle a = make(dtype, 2, SHAPE(2, 3), x);
+        DeftNDArrayHandle sm = call1("softmax", 1, &a, NO_PARAMS);
+        DeftNDArrayHandle lsm = call1("log_softmax", 1, &a, P("axis", "1"));
+        DeftNDArrayHandle col = call1("softmax", 1, &a, P("axis", "0"));
+        double want[6], want_log[6], want_col[6];
+        for (int r = 0; r < 2; r++) {
+            double m = fmax(fmax(x[3 * r], x[3 * r + 1]), x[3 * r + 2]), z = 0;
+            for (int c = 0; c < 3; c++) z += exp(x[3 * r + c] - m);
+            for (int c = 0; c < 3; c++) {
+                want[3 * r + c] = exp(x[3 * r + c] - m) / z;
+                want_log[3 * r + c] = x[3 * r + c] - m - log(z);
+            }
+        }
+        for (int c = 0; c < 3; c++) {
+            double m = fmax(x[c], x[3 + c]), z = exp(x[c] - m) + exp(x[3 + c] - m);
+            want_col[c] = exp(x[c] - m) / z;
+            want_col[3 + c] = exp(x[3 + c] - m) / z;
+        }
+        assert_values(sm, 6, want, d ? 1e-14 : 1e-6);
+        assert_values(lsm, 6, want_log, d ? 1e-14 : 1e-6);
+        assert_values(col, 6, want_col, d ? 1e-14 : 1e-6);
+        free_all(4, (DeftNDArrayHandle[]){a, sm, lsm, col});
+    }
+    DeftNDArrayHandle i = make(DEFT_INT32, 1, SHAPE(2), NULL);
+    ck_assert_call_fails("softmax", 1, &i, NO_PARAMS, DEFT_ERROR_TYPE, "expected float32 or float64");
+    ck_assert_call_fails("softmax", 1, &i, P("axis", "1"), DEFT_ERROR_TYPE, "dtype int32");
+    ck_assert_ok(DeftNDArrayFree(i));
+}
+END_TEST
+
+START_TEST(test_softmax_cross_entropy) {
+    const double x[6] = {2, 1, 0.5, -1, 3, 100};
+    DeftNDArrayHandle data = make(DEFT_FLOAT64, 2, SHAPE(2, 3), x);
+    DeftNDArrayHandle label = make(DEFT_INT32, 1, SHAPE(2), VALUES(0, 2));
+    DeftNDArrayHandle loss = call1("softmax_cross_entropy", 2, (DeftNDArrayHandle[]){data, label},
+                                   NO_PARAMS);
+    double want = 0;
+    const int labels[2] = {0, 2};
+    for (int r = 0; r < 2; r++) {
+        double m = fmax(fmax(x[3 * r], x[3 * r + 1]), x[3 * r + 2]), z = 0;
+        for (int c = 0; c < 3; c++) z += exp(x[3 * r + c] - m);
+        want += m + log(z) - x[3 * r + labels[r]];
+    }
+    assert_shape(loss, 1, SHAPE(1));
+    assert_values(loss, 1, &want, 1e-14);
+    DeftNDArrayHandle bad = make(DEFT_INT32, 1, SHAPE(2), VALUES(0, 3));
+    ck_assert_call_fails("softmax_cross_entropy", 2, ((DeftNDArrayHandle[]){data, bad}), NO_PARAMS,
+                         DEFT_ERROR_VALUE, "label[1] is 3, expected a class index in [0, 3)");
+    DeftNDArrayHandle wrong = make(DEFT_INT32, 1, SHAPE(3), NULL);
+    ck_assert_call_fails("softmax_cross_entropy", 2, ((DeftNDArrayHandle[]){data, wrong}),
+                         NO_PARAMS, DEFT_ERROR_VALUE, "input 1 (label) has shape (3,), expected (2,)");
+    free_all(5, (DeftNDArrayHandle[]){data, label, loss, bad, wrong});
+}
+END_TEST
+
+static Suite *reduce_suite(void) {
+    Suite *suite = suite_create("reductions");
+    TCase *tc = tcase_create("reduce");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_reductions_over_every_axis_set);
+    tcase_add_test(tc, test_exclude_negative_axes_and_norm_ord1);
+    tcase_add_test(tc, test_integer_sums_wrap_and_are_exact);
+    tcase_add_test(tc, test_argmax_argmin_first_occurrence_and_nan);
+    tcase_add_test(tc, test_zero_size_reductions);
+    tcase_add_test(tc, test_large_reductions_split_across_threads);
+    tcase_add_test(tc, test_softmax_and_log_softmax_are_stable);
+    tcase_add_test(tc, test_softmax_cross_entropy);
+    suite_add_tcase(suite, tc);
+    return suite;
+}
+
+int main(void) { return run_suite(reduce_suite()); }

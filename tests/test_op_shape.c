@@ -1,0 +1,192 @@
+/* Shape and index operators against explicit expected arrays and index arithmetic. */
+#include "op_helpers.h"
+
+static double iota24[24];
+
+static DeftNDArrayHandle make_iota(int dtype, int ndim, const int64_t *shape) {
+    for (int i = 0; i < 24; i++) iota24[i] = i;
+    return make(dtype, ndim, shape, iota24);
+}
+
+START_TEST(test_reshape_special_values_and_errors) {
+    DeftNDArrayHandle x = make_iota(DEFT_INT32, 3, SHAPE(2, 3, 4));
+    DeftNDArrayHandle a = call1("Reshape", 1, &x, P("shape", "(0,-1)"));
+    assert_shape(a, 2, SHAPE(2, 12));
+    assert_values(a, 24, iota24, 0);
+    DeftNDArrayHandle b = call1("Reshape", 1, &x, P("shape", "(0,-2)"));
+    assert_shape(b, 3, SHAPE(2, 3, 4));
+    DeftNDArrayHandle c = call1("Reshape", 1, &x, P("shape", "(-1,)"));
+    assert_shape(c, 1, SHAPE(24));
+    DeftNDArrayHandle f = call1("Flatten", 1, &x, NO_PARAMS);
+    assert_shape(f, 2, SHAPE(2, 12));
+    ck_assert_call_fails("Reshape", 1, &x, P("shape", "(5,-1)"), DEFT_ERROR_VALUE,
+                         "cannot infer the -1 in shape: 24 elements");
+    ck_assert_call_fails("Reshape", 1, &x, P("shape", "(5,5)"), DEFT_ERROR_VALUE,
+                         "cannot reshape (2,3,4) (24 elements) to (5,5)");
+    ck_assert_call_fails("Reshape", 1, &x, P("shape", "(-1,-1)"), DEFT_ERROR_VALUE,
+                         "more than one -1");
+    ck_assert_call_fails("Reshape", 1, &x, P("shape", "(-7,)"), DEFT_ERROR_VALUE,
+                         "shape[0] is -7");
+    ck_assert_call_fails("Reshape", 1, &x, NO_PARAMS, DEFT_ERROR_VALUE,
+                         "required parameter 'shape' is missing");
+    free_all(5, (DeftNDArrayHandle[]){x, a, b, c, f});
+}
+END_TEST
+
+START_TEST(test_transpose_matches_index_arithmetic) {
+    DeftNDArrayHandle x = make_iota(DEFT_FLOAT64, 3, SHAPE(2, 3, 4));
+    const char *perms[] = {"()", "(1,0,2)", "(2,0,1)", "(0,2,1)", "(-1,0,1)"};
+    const int axes[5][3] = {{2, 1, 0}, {1, 0, 2}, {2, 0, 1}, {0, 2, 1}, {2, 0, 1}};
+    const int64_t dims[3] = {2, 3, 4}, strides[3] = {12, 4, 1};
+    for (int p = 0; p < 5; p++) {
+        DeftNDArrayHandle y = call1("transpose", 1, &x, P("axes", perms[p]));
+        int64_t od[3] = {dims[axes[p][0]], dims[axes[p][1]], dims[axes[p][2]]};
+        assert_shape(y, 3, od);
+        double want[24];
+        for (int64_t i = 0; i < od[0]; i++)
+            for (int64_t j = 0; j < od[1]; j++)
+                for (int64_t k = 0; k < od[2]; k++)
+                    want[(i * od[1] + j) * od[2] + k] =
+                        (double)(i * strides[axes[p][0]] + j * strides[axes[p][1]] +
+                                 k * strides[axes[p][2]]);
+        assert_values(y, 24, want, 0);
+        ck_assert_ok(DeftNDArrayFree(y));
+    }
+    ck_assert_call_fails("transpose", 1, &x, P("axes", "(0,1)"), DEFT_ERROR_VALUE,
+                         "axes has 2 entries, expected 3");
+    ck_assert_call_fails("transpose", 1, &x, P("axes", "(0,1,1)"), DEFT_ERROR_VALUE,
+                         "axes repeats axis 1");
+    ck_assert_ok(DeftNDArrayFree(x));
+}
+END_TEST
+
+START_TEST(test_expand_dims_and_squeeze) {
+    DeftNDArrayHandle x = make_iota(DEFT_FLOAT32, 2, SHAPE(3, 1));
+    DeftNDArrayHandle e0 = call1("expand_dims", 1, &x, P("axis", "0"));
+    assert_shape(e0, 3, SHAPE(1, 3, 1));
+    DeftNDArrayHandle e2 = call1("expand_dims", 1, &x, P("axis", "-1"));
+    assert_shape(e2, 3, SHAPE(3, 1, 1));
+    assert_values(e2, 3, VALUES(0, 1, 2), 0);
+    DeftNDArrayHandle s = call1("squeeze", 1, &e0, NO_PARAMS);
+    assert_shape(s, 1, SHAPE(3));
+    DeftNDArrayHandle s1 = call1("squeeze", 1, &e0, P("axis", "(2,)"));
+    assert_shape(s1, 2, SHAPE(1, 3));
+    ck_assert_call_fails("squeeze", 1, &e0, P("axis", "1"), DEFT_ERROR_VALUE,
+                         "axis 1 has size 3, expected 1");
+    ck_assert_call_fails("expand_dims", 1, &x, P("axis", "3"), DEFT_ERROR_INDEX,
+                         "axis is 3, expected an axis in [-3, 3)");
+    free_all(5, (DeftNDArrayHandle[]){x, e0, e2, s, s1});
+}
+END_TEST
+
+START_TEST(test_slice_like_python) {
+    DeftNDArrayHandle x = make_iota(DEFT_INT64, 2, SHAPE(4, 6));
+    DeftNDArrayHandle a = call1("slice", 1, &x, P("begin", "(1,0)", "end", "(3,6)", "step", "(1,2)"));
+    assert_shape(a, 2, SHAPE(2, 3));
+    assert_values(a, 6, VALUES(6, 8, 10, 12, 14, 16), 0);
+    DeftNDArrayHandle b = call1("slice", 1, &x, P("begin", "(None,-1)", "end", "(None,None)",
+                                                  "step", "(-1,-2)"));
+    assert_shape(b, 2, SHAPE(4, 3));
+    assert_values(b, 12, VALUES(23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1), 0);
+    DeftNDArrayHandle c = call1("slice", 1, &x, P("begin", "(-100,)", "end", "(100,)"));
+    assert_shape(c, 2, SHAPE(4, 6));
+    DeftNDArrayHandle d = call1("slice", 1, &x, P("begin", "(3,)", "end", "(1,)"));
+    assert_shape(d, 2, SHAPE(0, 6));
+    DeftNDArrayHandle e = call1("slice_axis", 1, &x, P("axis", "1", "begin", "-2", "end", "None"));
+    assert_shape(e, 2, SHAPE(4, 2));
+    assert_values(e, 8, VALUES(4, 5, 10, 11, 16, 17, 22, 23), 0);
+    ck_assert_call_fails("slice", 1, &x, P("begin", "(0,0)", "end", "(1,1)", "step", "(0,1)"),
+                         DEFT_ERROR_VALUE, "step[0] is 0");
+    ck_assert_call_fails("slice", 1, &x, P("begin", "(0,0,0)", "end", "(1,1,1)"),
+                         DEFT_ERROR_VALUE, "begin, end and step have 3, 3 and 0 entries");
+    free_all(6, (DeftNDArrayHandle[]){x, a, b, c, d, e});
+}
+END_TEST
+
+START_TEST(test_concat_stack_split_roundtrip) {
+    DeftNDArrayHandle a = make_iota(DEFT_FLOAT32, 2, SHAPE(2, 3));
+    DeftNDArrayHandle b = make(DEFT_FLOAT32, 2, SHAPE(2, 2), VALUES(-1, -2, -3, -4));
+    DeftNDArrayHandle cat = call1("Concat", 2, (DeftNDArrayHandle[]){a, b}, P("dim", "1"));
+    assert_shape(cat, 2, SHAPE(2, 5));
+    assert_values(cat, 10, VALUES(0, 1, 2, -1, -2, 3, 4, 5, -3, -4), 0);
+    DeftNDArrayHandle cat0 = call1("Concat", 3, (DeftNDArrayHandle[]){a, a, a},
+                                   P("dim", "0", "num_args", "3"));
+    assert_shape(cat0, 2, SHAPE(6, 3));
+    DeftNDArrayHandle st = call1("stack", 2, (DeftNDArrayHandle[]){a, a}, P("axis", "2"));
+    assert_shape(st, 3, SHAPE(2, 3, 2));
+    assert_values(st, 12, VALUES(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5), 0);
+    DeftNDArrayHandle parts[3] = {NULL, NULL, NULL};
+    int nout = 3;
+    ck_assert_ok(call("split", 1, &cat0, &nout, parts, P("num_outputs", "3", "axis", "0")));
+    ck_assert_int_eq(nout, 3);
+    for (int k = 0; k < 3; k++) {
+        assert_shape(parts[k], 2, SHAPE(2, 3));
+        assert_values(parts[k], 6, VALUES(0, 1, 2, 3, 4, 5), 0);
+    }
+    DeftNDArrayHandle cols[3] = {NULL, NULL, NULL};
+    ck_assert_ok(call("split", 1, &a, &nout, cols, P("num_outputs", "3", "squeeze_axis", "1")));
+    assert_shape(cols[2], 1, SHAPE(2));
+    assert_values(cols[2], 2, VALUES(2, 5), 0);
+    ck_assert_call_fails("Concat", 2, ((DeftNDArrayHandle[]){a, b}), P("dim", "0"),
+                         DEFT_ERROR_VALUE, "input 1 has shape (2,2), incompatible with input 0");
+    ck_assert_call_fails("Concat", 2, ((DeftNDArrayHandle[]){a, b}), P("num_args", "3"),
+                         DEFT_ERROR_VALUE, "num_args is 3 but 2 inputs were given");
+    ck_assert_call_fails("split", 1, &a, P("num_outputs", "2"), DEFT_ERROR_VALUE,
+                         "axis 1 has size 3, not divisible by 2");
+    free_all(5, (DeftNDArrayHandle[]){a, b, cat, cat0, st});
+    free_all(3, parts);
+    free_all(3, cols);
+}
+END_TEST
+
+START_TEST(test_broadcast_to) {
+    DeftNDArrayHandle x = make(DEFT_UINT8, 2, SHAPE(2, 1), VALUES(7, 9));
+    DeftNDArrayHandle y = call1("broadcast_to", 1, &x, P("shape", "(3,0,2)"));
+    assert_shape(y, 3, SHAPE(3, 2, 2));
+    assert_values(y, 12, VALUES(7, 7, 9, 9, 7, 7, 9, 9, 7, 7, 9, 9), 0);
+    ck_assert_call_fails("broadcast_to", 1, &x, P("shape", "(3,2)"), DEFT_ERROR_VALUE,
+                         "cannot broadcast (2,1) to shape[0] = 3");
+    free_all(2, (DeftNDArrayHandle[]){x, y});
+}
+END_TEST
+
+START_TEST(test_take_modes_and_one_hot) {
+    DeftNDArrayHandle a = make_iota(DEFT_FLOAT32, 2, SHAPE(3, 2));
+    DeftNDArrayHandle idx = make(DEFT_INT64, 2, SHAPE(2, 2), VALUES(2, 0, -1, 5));
+    DeftNDArrayHandle clip = call1("take", 2, (DeftNDArrayHandle[]){a, idx}, NO_PARAMS);
+    assert_shape(clip, 3, SHAPE(2, 2, 2));
+    assert_values(clip, 8, VALUES(4, 5, 0, 1, 0, 1, 4, 5), 0);
+    DeftNDArrayHandle wrap = call1("take", 2, (DeftNDArrayHandle[]){a, idx}, P("mode", "wrap"));
+    assert_values(wrap, 8, VALUES(4, 5, 0, 1, 4, 5, 4, 5), 0);
+    DeftNDArrayHandle cols = make(DEFT_INT32, 1, SHAPE(3), VALUES(1, 1, 0));
+    DeftNDArrayHandle ax1 = call1("take", 2, (DeftNDArrayHandle[]){a, cols}, P("axis", "1"));
+    assert_shape(ax1, 2, SHAPE(3, 3));
+    assert_values(ax1, 9, VALUES(1, 1, 0, 3, 3, 2, 5, 5, 4), 0);
+    DeftNDArrayHandle oh = call1("one_hot", 1, &cols, P("depth", "3", "on_value", "5",
+                                                         "off_value", "-1", "dtype", "int32"));
+    assert_shape(oh, 2, SHAPE(3, 3));
+    assert_values(oh, 9, VALUES(-1, 5, -1, -1, 5, -1, 5, -1, -1), 0);
+    DeftNDArrayHandle out_of_range = make(DEFT_INT32, 1, SHAPE(2), VALUES(3, -1));
+    DeftNDArrayHandle oh2 = call1("one_hot", 1, &out_of_range, P("depth", "2"));
+    assert_values(oh2, 4, VALUES(0, 0, 0, 0), 0);
+    ck_assert_call_fails("one_hot", 1, &cols, P("depth", "0"), DEFT_ERROR_VALUE,
+                         "depth is 0, expected >= 1");
+    free_all(9, (DeftNDArrayHandle[]){a, idx, clip, wrap, cols, ax1, oh, out_of_range, oh2});
+}
+END_TEST
+
+static Suite *shape_suite(void) {
+    Suite *suite = suite_create("shape ops");
+    TCase *tc = tcase_create("shape");
+    tcase_add_test(tc, test_reshape_special_values_and_errors);
+    tcase_add_test(tc, test_transpose_matches_index_arithmetic);
+    tcase_add_test(tc, test_expand_dims_and_squeeze);
+    tcase_add_test(tc, test_slice_like_python);
+    tcase_add_test(tc, test_concat_stack_split_roundtrip);
+    tcase_add_test(tc, test_broadcast_to);
+    tcase_add_test(tc, test_take_modes_and_one_hot);
+    suite_add_tcase(suite, tc);
+    return suite;
+}
+
+int main(void) { return run_suite(shape_suite()); }
