@@ -125,11 +125,15 @@ int DeftRandomSeed(uint64_t seed) {
 static int api_ndarrays(const DeftNDArrayHandle *handles, int n, const char *what, bool allow_null,
                         deft_ndarray_t **out) {
     for (int i = 0; i < n; i++) {
-        char name[48];
-        snprintf(name, sizeof name, "%s[%d]", what, i);
         out[i] = NULL;
         if (allow_null && !handles[i]) continue;
-        if (api_ndarray(handles[i], name, &out[i])) return -1;
+        if (deft_handle_valid(handles[i], DEFT_HANDLE_NDARRAY)) {
+            out[i] = deft_handle_object(handles[i]);
+            continue;
+        }
+        char name[48]; /* formatted only on failure: this loop is on the dispatch path */
+        snprintf(name, sizeof name, "%s[%d]", what, i);
+        return api_ndarray(handles[i], name, &out[i]);
     }
     return 0;
 }

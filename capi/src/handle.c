@@ -103,6 +103,13 @@ int deft_handle_retire(void *handle, deft_handle_kind_t kind, const char *what, 
     return 0;
 }
 
+bool deft_handle_valid(const void *handle, deft_handle_kind_t kind) {
+    return handle && atomic_load_explicit(&((const shell_t *)handle)->magic,
+                                          memory_order_acquire) == magic_of(kind);
+}
+
+void *deft_handle_object(const void *handle) { return ((const shell_t *)handle)->object; }
+
 int64_t deft_handle_live_count(deft_handle_kind_t kind) {
     return (int64_t)atomic_load_explicit(&live[kind], memory_order_relaxed);
 }

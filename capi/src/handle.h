@@ -12,6 +12,7 @@
 #ifndef DEFT_CAPI_HANDLE_H
 #define DEFT_CAPI_HANDLE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef enum deft_handle_kind {
@@ -30,6 +31,10 @@ int deft_handle_get(const void *handle, deft_handle_kind_t kind, const char *wha
  * now drops. Exactly one of two racing frees of one handle succeeds.
  */
 int deft_handle_retire(void *handle, deft_handle_kind_t kind, const char *what, void **object);
+
+/* Fast checks for hot loops; call deft_handle_get for the error message. */
+bool deft_handle_valid(const void *handle, deft_handle_kind_t kind);
+void *deft_handle_object(const void *handle);
 
 int64_t deft_handle_live_count(deft_handle_kind_t kind);
 

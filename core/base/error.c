@@ -1,10 +1,11 @@
 #include "core/base/error.h"
+#include "core/base/tls.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-static _Thread_local const char *tl_function;
+static DEFT_TLS_FAST const char *tl_function; /* set on every API call */
 static _Thread_local deft_error_kind_t tl_kind;
 static _Thread_local char tl_message[DEFT_ERROR_MAX];
 

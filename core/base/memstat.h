@@ -1,4 +1,4 @@
-/* Per-device memory counters behind DeftGetMemoryStat (lock-free atomics). */
+/* Per-device memory counters behind DeftGetMemoryStat. */
 #ifndef DEFT_CORE_MEMSTAT_H
 #define DEFT_CORE_MEMSTAT_H
 
@@ -20,7 +20,8 @@ typedef enum deft_memstat_kind {
 void deft_memstat_buffer_allocated(deft_device_t dev, size_t nbytes);
 void deft_memstat_buffer_freed(deft_device_t dev, size_t nbytes);
 void deft_memstat_cached_add(deft_device_t dev, int64_t delta);
-void deft_memstat_system_alloc(deft_device_t dev);
+/* Bytes held from the system changed (allocators' slow paths); tracks the peak. */
+void deft_memstat_held_add(deft_device_t dev, int64_t delta);
 
 int64_t deft_memstat_get(deft_device_t dev, deft_memstat_kind_t kind);
 

@@ -57,8 +57,9 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
                              produced, *nout);
 
     deft_device_t device = nin ? in[0]->tensor.device : deft_device_cpu();
-    deft_ndarray_t *fresh[DEFT_OP_MAX_OUTPUTS] = {NULL};
+    deft_ndarray_t *fresh[DEFT_OP_MAX_OUTPUTS];
     int staged = 0;
+    for (int k = 0; k < produced; k++) fresh[k] = NULL;
     for (int k = 0; k < produced; k++) {
         if (out[k]) {
             if (check_given_output(op, k, out[k], &out_desc[k])) goto fail;

@@ -9,6 +9,8 @@
  */
 #include "core/op/registry.h"
 
+#include "core/base/tls.h"
+
 #include <ctype.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -152,8 +154,24 @@ typedef struct cache_slot {
     deft_params_t params;
 } cache_slot_t;
 
-static _Thread_local cache_slot_t cache[CACHE_SLOTS];
-static _Thread_local int cache_next;
+typedef struct param_cache {
+    cache_slot_t slot[CACHE_SLOTS];
+    int next;
+    deft_params_t uncached; /* results too long to cache */
+} param_cache_t;
+
+static DEFT_TLS_FAST param_cache_t *tl_params;
+static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t cache_key;
+
+static void make_cache_key(void) { pthread_key_create(&cache_key, free); }
+
+static param_cache_t *param_cache(void) {
+    if (tl_params) return tl_params;
+    pthread_once(&cache_key_once, make_cache_key);
+    if ((tl_params = calloc(1, sizeof *tl_params)) != NULL) pthread_setspecific(cache_key, tl_params);
+    return tl_params;
+}
 
 static bool slot_matches(const cache_slot_t *slot, const deft_op_entry_t *entry, int n,
                          const char *const *keys, const char *const *vals) {
@@ -168,9 +186,10 @@ static bool slot_matches(const cache_slot_t *slot, const deft_op_entry_t *entry,
     return true;
 }
 
-static void slot_store(const deft_op_entry_t *entry, int n, const char *const *keys,
-                       const char *const *vals, const deft_params_t *params) {
-    cache_slot_t *slot = &cache[cache_next];
+static void slot_store(param_cache_t *cache, const deft_op_entry_t *entry, int n,
+                       const char *const *keys, const char *const *vals,
+                       const deft_params_t *params) {
+    cache_slot_t *slot = &cache->slot[cache->next];
     size_t used = 0;
     for (int i = 0; i < n; i++) {
         size_t klen = strlen(keys[i]) + 1, vlen = strlen(vals[i]) + 1;
@@ -183,7 +202,7 @@ static void slot_store(const deft_op_entry_t *entry, int n, const char *const *k
     slot->entry = entry;
     slot->n = n;
     slot->params = *params;
-    cache_next = (cache_next + 1) % CACHE_SLOTS;
+    cache->next = (cache->next + 1) % CACHE_SLOTS;
 }
 
 static int find_param(const deft_op_entry_t *entry, const char *key) {
@@ -237,24 +256,25 @@ int deft_op_parse_params(const deft_op_entry_t *entry, int n, const char *const 
         *out = &entry->defaults;
         return 0;
     }
+    param_cache_t *cache = param_cache();
+    if (!cache) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a parameter cache");
     for (int s = 0; s < CACHE_SLOTS; s++) {
-        if (slot_matches(&cache[s], entry, n, keys, vals)) {
-            *out = &cache[s].params;
+        if (slot_matches(&cache->slot[s], entry, n, keys, vals)) {
+            *out = &cache->slot[s].params;
             return 0;
         }
     }
     deft_params_t parsed;
     if (parse_fresh(entry, n, keys, vals, &parsed)) return -1;
-    slot_store(entry, n, keys, vals, &parsed);
+    slot_store(cache, entry, n, keys, vals, &parsed);
     /* Stored in the slot just filled, unless it was too long to cache. */
-    int last = (cache_next + CACHE_SLOTS - 1) % CACHE_SLOTS;
-    if (slot_matches(&cache[last], entry, n, keys, vals)) {
-        *out = &cache[last].params;
+    cache_slot_t *last = &cache->slot[(cache->next + CACHE_SLOTS - 1) % CACHE_SLOTS];
+    if (slot_matches(last, entry, n, keys, vals)) {
+        *out = &last->params;
         return 0;
     }
-    static _Thread_local deft_params_t uncached;
-    uncached = parsed;
-    *out = &uncached;
+    cache->uncached = parsed;
+    *out = &cache->uncached;
     return 0;
 }
 

@@ -12,11 +12,11 @@ void deft_contiguous_strides(const deft_shape_t *shape, int64_t *strides) {
     }
 }
 
+/* Only the first ndim entries of each array are ever read: no clearing needed. */
 void deft_strided_init(deft_strided_t *it, const deft_shape_t *shape, int nops) {
-    memset(it, 0, sizeof *it);
     it->ndim = shape->ndim;
     it->nops = nops;
-    memcpy(it->dims, shape->dims, sizeof it->dims);
+    for (int d = 0; d < shape->ndim; d++) it->dims[d] = shape->dims[d];
 }
 
 void deft_strided_set(deft_strided_t *it, int k, void *base, size_t elem, const int64_t *strides) {
@@ -26,11 +26,13 @@ void deft_strided_set(deft_strided_t *it, int k, void *base, size_t elem, const 
 }
 
 void deft_strided_set_dense(deft_strided_t *it, int k, const deft_tensor_t *t) {
-    deft_shape_t shape = {.ndim = it->ndim};
-    memcpy(shape.dims, it->dims, sizeof shape.dims);
-    int64_t strides[DEFT_SHAPE_MAX_NDIM];
-    deft_contiguous_strides(&shape, strides);
-    deft_strided_set(it, k, deft_tensor_data(t), deft_dtype_size(t->dtype), strides);
+    it->base[k] = deft_tensor_data(t);
+    it->elem[k] = deft_dtype_size(t->dtype);
+    int64_t step = 1;
+    for (int d = it->ndim - 1; d >= 0; d--) {
+        it->strides[k][d] = step;
+        step *= it->dims[d];
+    }
 }
 
 void deft_strided_set_broadcast(deft_strided_t *it, int k, const deft_tensor_t *t) {
