@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "core/base/error.h"
+#include "core/base/tls.h"
 
 #define MAGIC_BASE      0xDEF70000u
 #define MAGIC_FREED     0xDEF7DEADu
@@ -25,6 +26,24 @@ static pthread_mutex_t shell_lock = PTHREAD_MUTEX_INITIALIZER;
 static shell_t *free_head, *free_tail;
 static atomic_llong live[DEFT_HANDLE_KIND_COUNT];
 
+/*
+ * Each thread also keeps a ring of its recently freed shells, so creating
+ * and freeing handles takes no lock. A shell is reused only once QUARANTINE
+ * newer ones have been freed after it, which keeps a stale handle
+ * detectable for a while even in a tight create/free loop.
+ */
+#define RING 64
+#define QUARANTINE 32
+
+typedef struct shell_ring {
+    shell_t *shells[RING];
+    unsigned head, count;
+} shell_ring_t;
+
+static DEFT_TLS_FAST shell_ring_t *tl_ring;
+static pthread_once_t ring_key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t ring_key;
+
 static uint32_t magic_of(deft_handle_kind_t kind) {
     return MAGIC_BASE | (uint32_t)kind;
 }
@@ -42,17 +61,68 @@ static int grow_free_list(void) {
     return 0;
 }
 
-void *deft_handle_new(deft_handle_kind_t kind, void *object) {
+static void push_global(shell_t *shell) {
+    pthread_mutex_lock(&shell_lock);
+    if (free_tail) free_tail->next_free = shell;
+    else free_head = shell;
+    free_tail = shell;
+    pthread_mutex_unlock(&shell_lock);
+}
+
+static void flush_ring(void *arg) {
+    shell_ring_t *ring = arg;
+    for (; ring->count; ring->count--, ring->head = (ring->head + 1) % RING)
+        push_global(ring->shells[ring->head]);
+    free(ring);
+}
+
+static void make_ring_key(void) { pthread_key_create(&ring_key, flush_ring); }
+
+static shell_ring_t *ring(void) {
+    if (tl_ring) return tl_ring;
+    pthread_once(&ring_key_once, make_ring_key);
+    if ((tl_ring = calloc(1, sizeof *tl_ring)) != NULL) pthread_setspecific(ring_key, tl_ring);
+    return tl_ring;
+}
+
+static shell_t *take_from_ring(void) {
+    shell_ring_t *r = ring();
+    if (!r || r->count <= QUARANTINE) return NULL;
+    shell_t *shell = r->shells[r->head];
+    r->head = (r->head + 1) % RING;
+    r->count--;
+    return shell;
+}
+
+/* Returns false when the ring is full (or missing): the caller uses the global list. */
+static bool put_in_ring(shell_t *shell) {
+    shell_ring_t *r = ring();
+    if (!r || r->count == RING) return false;
+    r->shells[(r->head + r->count) % RING] = shell;
+    r->count++;
+    return true;
+}
+
+static shell_t *take_from_global(void) {
     pthread_mutex_lock(&shell_lock);
     if (!free_head && grow_free_list()) {
         pthread_mutex_unlock(&shell_lock);
-        deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate handles");
         return NULL;
     }
     shell_t *shell = free_head;
     free_head = shell->next_free;
     if (!free_head) free_tail = NULL;
     pthread_mutex_unlock(&shell_lock);
+    return shell;
+}
+
+void *deft_handle_new(deft_handle_kind_t kind, void *object) {
+    shell_t *shell = take_from_ring();
+    if (!shell) shell = take_from_global();
+    if (!shell) {
+        deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate handles");
+        return NULL;
+    }
     shell->object = object;
     shell->next_free = NULL;
     atomic_store_explicit(&shell->magic, magic_of(kind), memory_order_release);
@@ -93,13 +163,7 @@ int deft_handle_retire(void *handle, deft_handle_kind_t kind, const char *what, 
     *object = shell->object;
     shell->object = NULL;
     atomic_fetch_sub_explicit(&live[kind], 1, memory_order_relaxed);
-    pthread_mutex_lock(&shell_lock);
-    if (free_tail)
-        free_tail->next_free = shell;
-    else
-        free_head = shell;
-    free_tail = shell;
-    pthread_mutex_unlock(&shell_lock);
+    if (!put_in_ring(shell)) push_global(shell);
     return 0;
 }
 

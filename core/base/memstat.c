@@ -62,26 +62,30 @@ static thread_counters_t *local(void) {
 }
 
 /* Single writer: a relaxed load and store, no locked instruction. */
-static void bump(deft_device_t dev, int which, long long delta) {
-    thread_counters_t *c = local();
-    if (!c) return;
-    atomic_llong *v = &c->value[deft_device_slot(dev)][which];
+static inline void add(atomic_llong *v, long long delta) {
     atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + delta,
                           memory_order_relaxed);
 }
 
+static inline void bump_buffers(deft_device_t dev, long long bytes, long long buffers) {
+    thread_counters_t *c = tl_counters ? tl_counters : local();
+    if (!c) return;
+    atomic_llong *v = c->value[deft_device_slot(dev)];
+    add(&v[LOCAL_LIVE_BYTES], bytes);
+    add(&v[LOCAL_LIVE_BUFFERS], buffers);
+}
+
 void deft_memstat_buffer_allocated(deft_device_t dev, size_t nbytes) {
-    bump(dev, LOCAL_LIVE_BYTES, (long long)nbytes);
-    bump(dev, LOCAL_LIVE_BUFFERS, 1);
+    bump_buffers(dev, (long long)nbytes, 1);
 }
 
 void deft_memstat_buffer_freed(deft_device_t dev, size_t nbytes) {
-    bump(dev, LOCAL_LIVE_BYTES, -(long long)nbytes);
-    bump(dev, LOCAL_LIVE_BUFFERS, -1);
+    bump_buffers(dev, -(long long)nbytes, -1);
 }
 
 void deft_memstat_cached_add(deft_device_t dev, int64_t delta) {
-    bump(dev, LOCAL_CACHED_BYTES, delta);
+    thread_counters_t *c = tl_counters ? tl_counters : local();
+    if (c) add(&c->value[deft_device_slot(dev)][LOCAL_CACHED_BYTES], delta);
 }
 
 void deft_memstat_held_add(deft_device_t dev, int64_t delta) {

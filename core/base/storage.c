@@ -5,6 +5,7 @@
 #include "core/base/allocator.h"
 #include "core/base/error.h"
 #include "core/base/memstat.h"
+#include "core/base/records.h"
 
 static const deft_allocator_t *_Atomic allocators[DEFT_DEV_GPU + 1] = {
     [DEFT_DEV_CPU] = &deft_cpu_pool,
@@ -22,12 +23,12 @@ int deft_storage_new(deft_device_t dev, size_t nbytes, deft_storage_t **out) {
     const deft_allocator_t *allocator = deft_allocator_get(dev.type);
     if (!allocator)
         return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "no allocator for device type %d", dev.type);
-    deft_storage_t *storage = malloc(sizeof *storage);
+    deft_storage_t *storage = deft_record_alloc();
     if (!storage) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a storage record");
     storage->data = NULL;
     storage->capacity = 0;
     if (nbytes > 0 && allocator->alloc(dev, nbytes, &storage->data, &storage->capacity)) {
-        free(storage);
+        deft_record_free(storage);
         return -1;
     }
     atomic_init(&storage->refcount, 1);
@@ -50,5 +51,5 @@ void deft_storage_release(deft_storage_t *storage) {
         deft_allocator_get(storage->device.type)
             ->free(storage->device, storage->data, storage->capacity);
     deft_memstat_buffer_freed(storage->device, storage->nbytes);
-    free(storage);
+    deft_record_free(storage);
 }

@@ -4,15 +4,16 @@
 #include <string.h>
 
 #include "core/base/error.h"
+#include "core/base/records.h"
 
 int deft_ndarray_new(const deft_shape_t *shape, deft_dtype_t dtype, deft_device_t device, bool zero,
                      deft_ndarray_t **out) {
     size_t nbytes;
     if (deft_shape_nbytes(shape, deft_dtype_size(dtype), &nbytes)) return -1;
-    deft_ndarray_t *arr = malloc(sizeof *arr);
+    deft_ndarray_t *arr = deft_record_alloc();
     if (!arr) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an array record");
     if (deft_storage_new(device, nbytes, &arr->tensor.storage)) {
-        free(arr);
+        deft_record_free(arr);
         return -1;
     }
     atomic_init(&arr->refcount, 1);
@@ -34,7 +35,7 @@ void deft_ndarray_release(deft_ndarray_t *arr) {
     if (!arr) return;
     if (atomic_fetch_sub_explicit(&arr->refcount, 1, memory_order_acq_rel) != 1) return;
     deft_storage_release(arr->tensor.storage);
-    free(arr);
+    deft_record_free(arr);
 }
 
 static int check_host_buffer(const deft_ndarray_t *arr, const void *data, size_t nbytes) {

@@ -9,12 +9,15 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "core/base/records.h"
 #include "core/base/tensor.h"
 
 typedef struct deft_ndarray {
     atomic_int refcount;
     deft_tensor_t tensor;
 } deft_ndarray_t;
+
+_Static_assert(sizeof(deft_ndarray_t) <= DEFT_RECORD_SIZE, "records hold array headers");
 
 /*
  * New array with one reference and fresh storage; zero-filled when `zero`,

@@ -103,12 +103,22 @@ static int binary_forward(const deft_op_t *op, const deft_params_t *p, int nin,
                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)p, (void)nin, (void)nout;
     const binary_kernels_t *k = op->data;
+    deft_inner_fn fn = k->fn[deft_dtype_slot(out[0].dtype)];
+    int64_t n = deft_shape_size(&out[0].shape), na = deft_shape_size(&in[0].shape),
+            nb = deft_shape_size(&in[1].shape);
+    if ((na == n || na == 1) && (nb == n || nb == 1)) { /* same shapes, or a single value */
+        char *ptrs[3] = {deft_tensor_data(&out[0]), deft_tensor_data(&in[0]),
+                         deft_tensor_data(&in[1])};
+        const int64_t strides[3] = {1, na == n ? 1 : 0, nb == n ? 1 : 0};
+        deft_flat_run(fn, NULL, 3, ptrs, strides, deft_dtype_size(out[0].dtype), n);
+        return 0;
+    }
     deft_strided_t it;
     deft_strided_init(&it, &out[0].shape, 3);
     deft_strided_set_dense(&it, 0, &out[0]);
     deft_strided_set_broadcast(&it, 1, &in[0]);
     deft_strided_set_broadcast(&it, 2, &in[1]);
-    deft_strided_run(&it, k->fn[deft_dtype_slot(out[0].dtype)], NULL);
+    deft_strided_run(&it, fn, NULL);
     return 0;
 }
 
@@ -158,14 +168,12 @@ static int scalar_forward(const deft_op_t *op, const deft_params_t *p, int nin,
     const scalar_op_t *s = op->data;
     _Alignas(8) char scalar[8];
     scalar_to_dtype(p->v[0].f, in[0].dtype, scalar);
-    const int64_t zero[DEFT_SHAPE_MAX_NDIM] = {0};
-    size_t elem = deft_dtype_size(in[0].dtype);
-    deft_strided_t it;
-    deft_strided_init(&it, &out[0].shape, 3);
-    deft_strided_set_dense(&it, 0, &out[0]);
-    deft_strided_set_dense(&it, s->reversed ? 2 : 1, &in[0]);
-    deft_strided_set(&it, s->reversed ? 1 : 2, scalar, elem, zero);
-    deft_strided_run(&it, s->kernels->fn[deft_dtype_slot(in[0].dtype)], NULL);
+    char *data = deft_tensor_data(&in[0]);
+    char *ptrs[3] = {deft_tensor_data(&out[0]), s->reversed ? scalar : data,
+                     s->reversed ? data : scalar};
+    const int64_t strides[3] = {1, s->reversed ? 0 : 1, s->reversed ? 1 : 0};
+    deft_flat_run(s->kernels->fn[deft_dtype_slot(in[0].dtype)], NULL, 3, ptrs, strides,
+                  deft_dtype_size(in[0].dtype), deft_shape_size(&out[0].shape));
     return 0;
 }
 

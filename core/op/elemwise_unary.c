@@ -71,11 +71,10 @@ static int check_kernel(const deft_op_t *op, const unary_kernels_t *k, deft_dtyp
 
 static int run_unary(const unary_kernels_t *k, const deft_tensor_t *in, const deft_tensor_t *out,
                      const void *ctx) {
-    deft_strided_t it;
-    deft_strided_init(&it, &out->shape, 2);
-    deft_strided_set_dense(&it, 0, out);
-    deft_strided_set_dense(&it, 1, in);
-    deft_strided_run(&it, k->fn[deft_dtype_slot(in->dtype)], ctx);
+    char *ptrs[2] = {deft_tensor_data(out), deft_tensor_data(in)};
+    static const int64_t dense[2] = {1, 1};
+    deft_flat_run(k->fn[deft_dtype_slot(in->dtype)], ctx, 2, ptrs, dense,
+                  deft_dtype_size(in->dtype), deft_shape_size(&out->shape));
     return 0;
 }
 

@@ -107,6 +107,33 @@ static void run_rows(void *arg, int64_t begin, int64_t end) {
     }
 }
 
+typedef struct flat_ctx {
+    deft_inner_fn fn;
+    const void *ctx;
+    int nops;
+    char *const *ptrs;
+    const int64_t *strides;
+    size_t elem;
+} flat_ctx_t;
+
+static void run_flat_span(void *arg, int64_t begin, int64_t end) {
+    const flat_ctx_t *f = arg;
+    char *ptrs[DEFT_STRIDED_MAX_OPS];
+    for (int k = 0; k < f->nops; k++)
+        ptrs[k] = f->ptrs[k] + begin * f->strides[k] * (int64_t)f->elem;
+    f->fn(f->ctx, ptrs, f->strides, end - begin);
+}
+
+void deft_flat_run(deft_inner_fn fn, const void *ctx, int nops, char *const *ptrs,
+                   const int64_t *strides, size_t elem, int64_t n) {
+    if (n < 2 * DEFT_PARALLEL_GRAIN) {
+        if (n > 0) fn(ctx, ptrs, strides, n);
+        return;
+    }
+    flat_ctx_t f = {fn, ctx, nops, ptrs, strides, elem};
+    deft_parallel_for(n, DEFT_PARALLEL_GRAIN, run_flat_span, &f);
+}
+
 void deft_strided_run(deft_strided_t *it, deft_inner_fn fn, const void *ctx) {
     for (int d = 0; d < it->ndim; d++)
         if (it->dims[d] == 0) return;

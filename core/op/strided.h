@@ -42,4 +42,12 @@ void deft_contiguous_strides(const deft_shape_t *shape, int64_t *strides);
 
 void deft_strided_run(deft_strided_t *it, deft_inner_fn fn, const void *ctx);
 
+/*
+ * The flat case without the planning: n elements, each operand dense
+ * (stride 1) or a single value (stride 0). Tiny arrays take this path on
+ * every operator call, so it is worth skipping the general machinery.
+ */
+void deft_flat_run(deft_inner_fn fn, const void *ctx, int nops, char *const *ptrs,
+                   const int64_t *strides, size_t elem, int64_t n);
+
 #endif
