@@ -13,9 +13,9 @@
 
 #include "check_helpers.h"
 
-#define P(...) ((const char *[]){__VA_ARGS__, NULL})
-#define NO_PARAMS ((const char *[]){NULL})
-#define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
+#define P(...)      ((const char *[]){__VA_ARGS__, NULL})
+#define NO_PARAMS   ((const char *[]){NULL})
+#define SHAPE(...)  ((const int64_t[]){__VA_ARGS__})
 #define VALUES(...) ((const double[]){__VA_ARGS__})
 
 static const int arith_dtypes[] = {DEFT_FLOAT32, DEFT_FLOAT64, DEFT_INT32, DEFT_INT64, DEFT_UINT8};
@@ -30,27 +30,50 @@ static inline int64_t count_of(int ndim, const int64_t *shape) {
 /* Write v into element i of a buffer of `dtype`, as a C cast would (tests use in-range values). */
 static inline void put(void *buf, int dtype, int64_t i, double v) {
     switch (dtype) {
-    case DEFT_FLOAT32: ((float *)buf)[i] = (float)v; break;
-    case DEFT_FLOAT64: ((double *)buf)[i] = v; break;
-    case DEFT_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    case DEFT_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
-    case DEFT_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-    case DEFT_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
-    case DEFT_BOOL: ((uint8_t *)buf)[i] = v != 0; break;
-    default: ck_abort_msg("put: dtype %d not handled by the test helper", dtype);
+    case DEFT_FLOAT32:
+        ((float *)buf)[i] = (float)v;
+        break;
+    case DEFT_FLOAT64:
+        ((double *)buf)[i] = v;
+        break;
+    case DEFT_INT32:
+        ((int32_t *)buf)[i] = (int32_t)v;
+        break;
+    case DEFT_INT64:
+        ((int64_t *)buf)[i] = (int64_t)v;
+        break;
+    case DEFT_UINT8:
+        ((uint8_t *)buf)[i] = (uint8_t)v;
+        break;
+    case DEFT_INT8:
+        ((int8_t *)buf)[i] = (int8_t)v;
+        break;
+    case DEFT_BOOL:
+        ((uint8_t *)buf)[i] = v != 0;
+        break;
+    default:
+        ck_abort_msg("put: dtype %d not handled by the test helper", dtype);
     }
 }
 
 static inline double get(const void *buf, int dtype, int64_t i) {
     switch (dtype) {
-    case DEFT_FLOAT32: return ((const float *)buf)[i];
-    case DEFT_FLOAT64: return ((const double *)buf)[i];
-    case DEFT_INT32: return ((const int32_t *)buf)[i];
-    case DEFT_INT64: return (double)((const int64_t *)buf)[i];
-    case DEFT_UINT8: return ((const uint8_t *)buf)[i];
-    case DEFT_INT8: return ((const int8_t *)buf)[i];
-    case DEFT_BOOL: return ((const uint8_t *)buf)[i];
-    default: ck_abort_msg("get: dtype %d not handled by the test helper", dtype);
+    case DEFT_FLOAT32:
+        return ((const float *)buf)[i];
+    case DEFT_FLOAT64:
+        return ((const double *)buf)[i];
+    case DEFT_INT32:
+        return ((const int32_t *)buf)[i];
+    case DEFT_INT64:
+        return (double)((const int64_t *)buf)[i];
+    case DEFT_UINT8:
+        return ((const uint8_t *)buf)[i];
+    case DEFT_INT8:
+        return ((const int8_t *)buf)[i];
+    case DEFT_BOOL:
+        return ((const uint8_t *)buf)[i];
+    default:
+        ck_abort_msg("get: dtype %d not handled by the test helper", dtype);
     }
     return 0;
 }
@@ -63,7 +86,8 @@ static inline DeftNDArrayHandle make(int dtype, int ndim, const int64_t *shape,
     void *buf = calloc((size_t)(n ? n : 1), elem);
     for (int64_t i = 0; values && i < n; i++) put(buf, dtype, i, values[i]);
     DeftNDArrayHandle h;
-    ck_assert_ok(DeftNDArrayCreateFromData(shape, ndim, dtype, DEFT_CPU, 0, buf, (size_t)n * elem, &h));
+    ck_assert_ok(
+        DeftNDArrayCreateFromData(shape, ndim, dtype, DEFT_CPU, 0, buf, (size_t)n * elem, &h));
     free(buf);
     return h;
 }

@@ -1,26 +1,55 @@
 /* Elementwise operators against references computed here with plain loops and libm. */
 #include "op_helpers.h"
 
-static const double float_inputs[] = {-3.5, -1, -0.25, 0, 0.5, 1, 2.75, 50, NAN, INFINITY, -INFINITY};
+static const double float_inputs[] = {-3.5, -1, -0.25, 0,        0.5,      1,
+                                      2.75, 50, NAN,   INFINITY, -INFINITY};
 #define NUM_FLOAT_INPUTS 11
 
-static double ref_sigmoid(double x) { return 1 / (1 + exp(-x)); }
-static double ref_relu(double x) { return isnan(x) ? x : x > 0 ? x : 0; }
-static double ref_softrelu(double x) { return isinf(x) && x > 0 ? x : log(1 + exp(x)); }
-static double ref_gelu(double x) { return 0.5 * x * (1 + erf(x / sqrt(2.0))); }
-static double ref_sign(double x) { return isnan(x) ? x : (x > 0) - (x < 0); }
-static double ref_negative(double x) { return -x; }
-static double ref_square(double x) { return x * x; }
-static double ref_rsqrt(double x) { return 1 / sqrt(x); }
+static double ref_sigmoid(double x) {
+    return 1 / (1 + exp(-x));
+}
+static double ref_relu(double x) {
+    return isnan(x) ? x : x > 0 ? x : 0;
+}
+static double ref_softrelu(double x) {
+    return isinf(x) && x > 0 ? x : log(1 + exp(x));
+}
+static double ref_gelu(double x) {
+    return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+}
+static double ref_sign(double x) {
+    return isnan(x) ? x : (x > 0) - (x < 0);
+}
+static double ref_negative(double x) {
+    return -x;
+}
+static double ref_square(double x) {
+    return x * x;
+}
+static double ref_rsqrt(double x) {
+    return 1 / sqrt(x);
+}
 
 static const struct {
     const char *name;
     double (*ref)(double);
 } unary_float_cases[] = {
-    {"negative", ref_negative}, {"abs", fabs},   {"sign", ref_sign},   {"exp", exp},
-    {"log", log},               {"sqrt", sqrt},  {"square", ref_square}, {"rsqrt", ref_rsqrt},
-    {"sin", sin},               {"cos", cos},    {"tanh", tanh},       {"sigmoid", ref_sigmoid},
-    {"relu", ref_relu},         {"softrelu", ref_softrelu}, {"erf", erf}, {"gelu", ref_gelu},
+    {"negative", ref_negative},
+    {"abs", fabs},
+    {"sign", ref_sign},
+    {"exp", exp},
+    {"log", log},
+    {"sqrt", sqrt},
+    {"square", ref_square},
+    {"rsqrt", ref_rsqrt},
+    {"sin", sin},
+    {"cos", cos},
+    {"tanh", tanh},
+    {"sigmoid", ref_sigmoid},
+    {"relu", ref_relu},
+    {"softrelu", ref_softrelu},
+    {"erf", erf},
+    {"gelu", ref_gelu},
 };
 
 START_TEST(test_unary_float_ops_match_libm) {
@@ -125,28 +154,40 @@ static int64_t source_index(int64_t flat, int ndim, const int64_t *out_shape, in
 static double ref_binary(const char *op, double a, double b, int dtype) {
     bool integer = dtype != DEFT_FLOAT32 && dtype != DEFT_FLOAT64;
     double r;
-    if (!strcmp(op, "add")) r = a + b;
-    else if (!strcmp(op, "sub")) r = a - b;
-    else if (!strcmp(op, "mul")) r = a * b;
-    else if (!strcmp(op, "div")) r = integer ? (b == 0 ? 0 : trunc(a / b)) : a / b;
-    else if (!strcmp(op, "power")) r = pow(a, b);
-    else if (!strcmp(op, "maximum")) r = isnan(a) || isnan(b) ? NAN : a > b ? a : b;
-    else if (!strcmp(op, "minimum")) r = isnan(a) || isnan(b) ? NAN : a < b ? a : b;
-    else if (!strcmp(op, "equal")) r = a == b;
-    else if (!strcmp(op, "not_equal")) r = a != b;
-    else if (!strcmp(op, "greater")) r = a > b;
-    else if (!strcmp(op, "greater_equal")) r = a >= b;
-    else if (!strcmp(op, "lesser")) r = a < b;
-    else r = a <= b;
+    if (!strcmp(op, "add"))
+        r = a + b;
+    else if (!strcmp(op, "sub"))
+        r = a - b;
+    else if (!strcmp(op, "mul"))
+        r = a * b;
+    else if (!strcmp(op, "div"))
+        r = integer ? (b == 0 ? 0 : trunc(a / b)) : a / b;
+    else if (!strcmp(op, "power"))
+        r = pow(a, b);
+    else if (!strcmp(op, "maximum"))
+        r = isnan(a) || isnan(b) ? NAN : a > b ? a : b;
+    else if (!strcmp(op, "minimum"))
+        r = isnan(a) || isnan(b) ? NAN : a < b ? a : b;
+    else if (!strcmp(op, "equal"))
+        r = a == b;
+    else if (!strcmp(op, "not_equal"))
+        r = a != b;
+    else if (!strcmp(op, "greater"))
+        r = a > b;
+    else if (!strcmp(op, "greater_equal"))
+        r = a >= b;
+    else if (!strcmp(op, "lesser"))
+        r = a < b;
+    else
+        r = a <= b;
     if (dtype == DEFT_FLOAT32) r = (float)r;
     if (dtype == DEFT_UINT8) r = (double)(uint8_t)(int64_t)r;
     return r;
 }
 
-static const char *const binary_names[] = {"add",     "sub",       "mul",     "div",
-                                           "power",   "maximum",   "minimum", "equal",
-                                           "not_equal", "greater", "greater_equal", "lesser",
-                                           "lesser_equal"};
+static const char *const binary_names[] = {
+    "add",   "sub",       "mul",     "div",           "power",  "maximum",     "minimum",
+    "equal", "not_equal", "greater", "greater_equal", "lesser", "lesser_equal"};
 
 typedef struct bcast_case {
     int ndim_a, ndim_b, ndim_out;
@@ -154,10 +195,14 @@ typedef struct bcast_case {
 } bcast_case_t;
 
 static const bcast_case_t bcast_cases[] = {
-    {2, 2, 2, {2, 3}, {2, 3}, {2, 3}},       {2, 1, 2, {2, 3}, {3}, {2, 3}},
-    {2, 2, 2, {2, 1}, {1, 3}, {2, 3}},       {3, 2, 3, {4, 1, 3}, {2, 1}, {4, 2, 3}},
-    {0, 2, 2, {0}, {2, 2}, {2, 2}},          {2, 0, 2, {3, 2}, {0}, {3, 2}},
-    {2, 2, 2, {0, 3}, {1, 3}, {0, 3}},       {1, 1, 1, {1}, {5}, {5}},
+    {2, 2, 2, {2, 3}, {2, 3}, {2, 3}},
+    {2, 1, 2, {2, 3}, {3}, {2, 3}},
+    {2, 2, 2, {2, 1}, {1, 3}, {2, 3}},
+    {3, 2, 3, {4, 1, 3}, {2, 1}, {4, 2, 3}},
+    {0, 2, 2, {0}, {2, 2}, {2, 2}},
+    {2, 0, 2, {3, 2}, {0}, {3, 2}},
+    {2, 2, 2, {0, 3}, {1, 3}, {0, 3}},
+    {1, 1, 1, {1}, {5}, {5}},
     {4, 4, 4, {2, 1, 3, 1}, {1, 2, 1, 2}, {2, 2, 3, 2}},
 };
 
@@ -173,7 +218,8 @@ static void check_broadcast_case(const bcast_case_t *bc, const char *op, int dty
     for (int64_t i = 0; i < nout; i++)
         want[i] = ref_binary(op, va[source_index(i, bc->ndim_out, bc->out, bc->ndim_a, bc->a)],
                              vb[source_index(i, bc->ndim_out, bc->out, bc->ndim_b, bc->b)], dtype);
-    DeftNDArrayHandle a = make(dtype, bc->ndim_a, bc->a, va), b = make(dtype, bc->ndim_b, bc->b, vb);
+    DeftNDArrayHandle a = make(dtype, bc->ndim_a, bc->a, va),
+                      b = make(dtype, bc->ndim_b, bc->b, vb);
     char name[64];
     snprintf(name, sizeof name, "broadcast_%s", op);
     DeftNDArrayHandle y = call1(name, 2, (DeftNDArrayHandle[]){a, b}, NO_PARAMS);
@@ -236,14 +282,14 @@ START_TEST(test_scalar_ops_and_reversed_forms) {
         const char *name;
         double scalar, want[3];
     } cases[] = {
-        {"_plus_scalar", 2, {3, 4, 6}},     {"_minus_scalar", 2, {-1, 0, 2}},
-        {"_rminus_scalar", 10, {9, 8, 6}},  {"_mul_scalar", 3, {3, 6, 12}},
-        {"_div_scalar", 2, {0.5, 1, 2}},    {"_rdiv_scalar", 8, {8, 4, 2}},
-        {"_power_scalar", 2, {1, 4, 16}},   {"_rpower_scalar", 2, {2, 4, 16}},
-        {"_maximum_scalar", 2, {2, 2, 4}},  {"_minimum_scalar", 2, {1, 2, 2}},
-        {"_equal_scalar", 2, {0, 1, 0}},    {"_not_equal_scalar", 2, {1, 0, 1}},
-        {"_greater_scalar", 2, {0, 0, 1}},  {"_greater_equal_scalar", 2, {0, 1, 1}},
-        {"_lesser_scalar", 2, {1, 0, 0}},   {"_lesser_equal_scalar", 2, {1, 1, 0}},
+        {"_plus_scalar", 2, {3, 4, 6}},    {"_minus_scalar", 2, {-1, 0, 2}},
+        {"_rminus_scalar", 10, {9, 8, 6}}, {"_mul_scalar", 3, {3, 6, 12}},
+        {"_div_scalar", 2, {0.5, 1, 2}},   {"_rdiv_scalar", 8, {8, 4, 2}},
+        {"_power_scalar", 2, {1, 4, 16}},  {"_rpower_scalar", 2, {2, 4, 16}},
+        {"_maximum_scalar", 2, {2, 2, 4}}, {"_minimum_scalar", 2, {1, 2, 2}},
+        {"_equal_scalar", 2, {0, 1, 0}},   {"_not_equal_scalar", 2, {1, 0, 1}},
+        {"_greater_scalar", 2, {0, 0, 1}}, {"_greater_equal_scalar", 2, {0, 1, 1}},
+        {"_lesser_scalar", 2, {1, 0, 0}},  {"_lesser_equal_scalar", 2, {1, 1, 0}},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         for (int d = 0; d < NUM_ARITH_DTYPES; d++) {
@@ -298,7 +344,8 @@ START_TEST(test_cast_between_dtypes) {
     assert_values(u8, 6, VALUES(0, 0, 0, 255, 0, 255), 0);
     DeftNDArrayHandle b = call1("Cast", 1, &x, P("dtype", "bool"));
     assert_values(b, 6, VALUES(1, 1, 1, 1, 1, 1), 0);
-    DeftNDArrayHandle small = make(DEFT_FLOAT32, 1, SHAPE(5), VALUES(1.5, -2.25, 65504, 1e-7, 70000));
+    DeftNDArrayHandle small =
+        make(DEFT_FLOAT32, 1, SHAPE(5), VALUES(1.5, -2.25, 65504, 1e-7, 70000));
     DeftNDArrayHandle h = call1("Cast", 1, &small, P("dtype", "float16"));
     DeftNDArrayHandle back = call1("Cast", 1, &h, P("dtype", "float32"));
     assert_values(back, 5, VALUES(1.5, -2.25, 65504, 1.1920928955078125e-07, INFINITY), 0);
@@ -341,4 +388,6 @@ static Suite *elemwise_suite(void) {
     return suite;
 }
 
-int main(void) { return run_suite(elemwise_suite()); }
+int main(void) {
+    return run_suite(elemwise_suite());
+}

@@ -8,7 +8,8 @@ START_TEST(test_zeros_ones_full_in_every_dtype) {
         ck_assert_ok(DeftDTypeGetName(arith_dtypes[d], &name));
         DeftNDArrayHandle z = call1("_zeros", 0, NULL, P("shape", "(2,3)", "dtype", name));
         DeftNDArrayHandle o = call1("_ones", 0, NULL, P("shape", "(2,3)", "dtype", name));
-        DeftNDArrayHandle f = call1("_full", 0, NULL, P("shape", "(70000,)", "dtype", name, "value", "7"));
+        DeftNDArrayHandle f =
+            call1("_full", 0, NULL, P("shape", "(70000,)", "dtype", name, "value", "7"));
         int dtype;
         ck_assert_ok(DeftNDArrayGetDType(f, &dtype));
         ck_assert_int_eq(dtype, arith_dtypes[d]);
@@ -28,8 +29,8 @@ START_TEST(test_zeros_ones_full_in_every_dtype) {
                          "shape[1] is -1, expected >= 0");
     ck_assert_call_fails("_full", 0, NULL, P("shape", "(2,)"), DEFT_ERROR_VALUE,
                          "required parameter 'value' is missing");
-    ck_assert_call_fails("_zeros", 0, NULL, P("shape", "(4294967296,4294967296)"),
-                         DEFT_ERROR_VALUE, "has more elements than fit in int64");
+    ck_assert_call_fails("_zeros", 0, NULL, P("shape", "(4294967296,4294967296)"), DEFT_ERROR_VALUE,
+                         "has more elements than fit in int64");
     ck_assert_ok(DeftNDArrayFree(s));
 }
 END_TEST
@@ -39,8 +40,9 @@ START_TEST(test_arange_forms) {
     assert_values(a, 5, VALUES(0, 1, 2, 3, 4), 0);
     DeftNDArrayHandle b = call1("_arange", 0, NULL, P("start", "1", "stop", "2", "step", "0.25"));
     assert_values(b, 4, VALUES(1, 1.25, 1.5, 1.75), 0);
-    DeftNDArrayHandle c = call1("_arange", 0, NULL,
-                                P("start", "3", "stop", "0", "step", "-1", "repeat", "2", "dtype", "int64"));
+    DeftNDArrayHandle c =
+        call1("_arange", 0, NULL,
+              P("start", "3", "stop", "0", "step", "-1", "repeat", "2", "dtype", "int64"));
     assert_values(c, 6, VALUES(3, 3, 2, 2, 1, 1), 0);
     DeftNDArrayHandle e = call1("_arange", 0, NULL, P("start", "3", "stop", "1"));
     assert_shape(e, 1, SHAPE(0));
@@ -135,9 +137,9 @@ START_TEST(test_optimizer_updates_match_formulas) {
             eff[i] = gi + wd * w[i];
             want_w[i] = w[i] - lr * eff[i];
         }
-        DeftNDArrayHandle sgd = call1("sgd_update", 2, (DeftNDArrayHandle[]){W, G},
-                                      P("lr", "0.1", "wd", "0.01", "rescale_grad", "0.5",
-                                        "clip_gradient", "1"));
+        DeftNDArrayHandle sgd =
+            call1("sgd_update", 2, (DeftNDArrayHandle[]){W, G},
+                  P("lr", "0.1", "wd", "0.01", "rescale_grad", "0.5", "clip_gradient", "1"));
         assert_values(sgd, 4, want_w, tol);
         for (int i = 0; i < 4; i++) {
             want_m[i] = mom * m0[i] - lr * eff[i];
@@ -146,8 +148,8 @@ START_TEST(test_optimizer_updates_match_formulas) {
         DeftNDArrayHandle out[1] = {W};
         int nout = 1;
         ck_assert_ok(call("sgd_mom_update", 3, (DeftNDArrayHandle[]){W, G, M}, &nout, out,
-                          P("lr", "0.1", "wd", "0.01", "rescale_grad", "0.5", "clip_gradient",
-                            "1", "momentum", "0.9")));
+                          P("lr", "0.1", "wd", "0.01", "rescale_grad", "0.5", "clip_gradient", "1",
+                            "momentum", "0.9")));
         assert_values(W, 4, want_w, tol);
         assert_values(M, 4, want_m, tol);
         set_values(W, 4, w);
@@ -158,14 +160,15 @@ START_TEST(test_optimizer_updates_match_formulas) {
             want_w[i] = w[i] - 0.01 * want_m[i] / (sqrt(want_v[i]) + 1e-8);
         }
         set_values(M, 4, m0);
-        DeftNDArrayHandle adam = call1("adam_update", 4, (DeftNDArrayHandle[]){W, G, M, V},
-                                       P("lr", "0.01"));
+        DeftNDArrayHandle adam =
+            call1("adam_update", 4, (DeftNDArrayHandle[]){W, G, M, V}, P("lr", "0.01"));
         assert_values(adam, 4, want_w, d ? 1e-13 : 1e-5);
         assert_values(M, 4, want_m, tol);
         assert_values(V, 4, want_v, d ? 1e-14 : 1e-6);
         free_all(6, (DeftNDArrayHandle[]){W, G, M, V, sgd, adam});
     }
-    DeftNDArrayHandle a = make(DEFT_FLOAT32, 1, SHAPE(4), NULL), b = make(DEFT_FLOAT32, 1, SHAPE(3), NULL);
+    DeftNDArrayHandle a = make(DEFT_FLOAT32, 1, SHAPE(4), NULL),
+                      b = make(DEFT_FLOAT32, 1, SHAPE(3), NULL);
     ck_assert_call_fails("sgd_update", 2, ((DeftNDArrayHandle[]){a, b}), P("lr", "0.1"),
                          DEFT_ERROR_VALUE, "input 1 (grad) has shape (3,), expected (4,)");
     ck_assert_call_fails("sgd_update", 2, ((DeftNDArrayHandle[]){a, a}), NO_PARAMS,
@@ -187,4 +190,6 @@ static Suite *init_suite(void) {
     return suite;
 }
 
-int main(void) { return run_suite(init_suite()); }
+int main(void) {
+    return run_suite(init_suite());
+}

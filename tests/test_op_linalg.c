@@ -28,9 +28,9 @@ START_TEST(test_dot_with_transposes_both_dtypes) {
             for (int tb = 0; tb < 2; tb++) {
                 DeftNDArrayHandle A = make(dtype, 2, ta ? SHAPE(k, m) : SHAPE(m, k), a);
                 DeftNDArrayHandle B = make(dtype, 2, tb ? SHAPE(n, k) : SHAPE(k, n), b);
-                DeftNDArrayHandle C = call1("dot", 2, (DeftNDArrayHandle[]){A, B},
-                                            P("transpose_a", ta ? "true" : "false", "transpose_b",
-                                              tb ? "true" : "false"));
+                DeftNDArrayHandle C = call1(
+                    "dot", 2, (DeftNDArrayHandle[]){A, B},
+                    P("transpose_a", ta ? "true" : "false", "transpose_b", tb ? "true" : "false"));
                 ref_gemm(ta, tb, m, n, k, a, b, want);
                 assert_shape(C, 2, SHAPE(m, n));
                 assert_values(C, m * n, want, d ? 1e-14 : 1e-6);
@@ -77,19 +77,23 @@ START_TEST(test_batch_dot) {
     double a[40], b[60], want[24];
     fill(a, 30, 5);
     fill(b, 60, 6);
-    for (int ta = 0; ta < 2; ta++)
-        for (int tb = 0; tb < 2; tb++) {
-            DeftNDArrayHandle A = make(DEFT_FLOAT32, 3, ta ? SHAPE(batch, k, m) : SHAPE(batch, m, k), a);
-            DeftNDArrayHandle B = make(DEFT_FLOAT32, 3, tb ? SHAPE(batch, n, k) : SHAPE(batch, k, n), b);
-            DeftNDArrayHandle C =
-                call1("batch_dot", 2, (DeftNDArrayHandle[]){A, B},
-                      P("transpose_a", ta ? "1" : "0", "transpose_b", tb ? "1" : "0"));
-            for (int64_t i = 0; i < batch; i++)
-                ref_gemm(ta, tb, m, n, k, a + i * m * k, b + i * k * n, want + i * m * n);
-            assert_shape(C, 3, SHAPE(batch, m, n));
-            assert_values(C, batch * m * n, want, 1e-6);
-            free_all(3, (DeftNDArrayHandle[]){A, B, C});
-        }
+    for (int d = 0; d < 2; d++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                int dtype = d ? DEFT_FLOAT64 : DEFT_FLOAT32;
+                DeftNDArrayHandle A =
+                    make(dtype, 3, ta ? SHAPE(batch, k, m) : SHAPE(batch, m, k), a);
+                DeftNDArrayHandle B =
+                    make(dtype, 3, tb ? SHAPE(batch, n, k) : SHAPE(batch, k, n), b);
+                DeftNDArrayHandle C =
+                    call1("batch_dot", 2, (DeftNDArrayHandle[]){A, B},
+                          P("transpose_a", ta ? "1" : "0", "transpose_b", tb ? "1" : "0"));
+                for (int64_t i = 0; i < batch; i++)
+                    ref_gemm(ta, tb, m, n, k, a + i * m * k, b + i * k * n, want + i * m * n);
+                assert_shape(C, 3, SHAPE(batch, m, n));
+                assert_values(C, batch * m * n, want, d ? 1e-14 : 1e-6);
+                free_all(3, (DeftNDArrayHandle[]){A, B, C});
+            }
     DeftNDArrayHandle A = make(DEFT_FLOAT32, 3, SHAPE(2, 2, 3), NULL);
     DeftNDArrayHandle B = make(DEFT_FLOAT32, 3, SHAPE(3, 3, 2), NULL);
     ck_assert_call_fails("batch_dot", 2, ((DeftNDArrayHandle[]){A, B}), NO_PARAMS, DEFT_ERROR_VALUE,
@@ -103,26 +107,28 @@ START_TEST(test_fully_connected_with_and_without_bias_and_flatten) {
     fill(x, 24, 7);
     fill(w, 12, 8);
     bias[0] = 0.5, bias[1] = -1.5;
-    DeftNDArrayHandle X = make(DEFT_FLOAT64, 3, SHAPE(4, 2, 3), x);
-    DeftNDArrayHandle W = make(DEFT_FLOAT64, 2, SHAPE(2, 6), w);
-    DeftNDArrayHandle Bv = make(DEFT_FLOAT64, 1, SHAPE(2), bias);
-    DeftNDArrayHandle Y = call1("FullyConnected", 3, (DeftNDArrayHandle[]){X, W, Bv},
-                                P("num_hidden", "2"));
+    int dtype = _i ? DEFT_FLOAT32 : DEFT_FLOAT64;
+    double tol = _i ? 1e-6 : 1e-14;
+    DeftNDArrayHandle X = make(dtype, 3, SHAPE(4, 2, 3), x);
+    DeftNDArrayHandle W = make(dtype, 2, SHAPE(2, 6), w);
+    DeftNDArrayHandle Bv = make(dtype, 1, SHAPE(2), bias);
+    DeftNDArrayHandle Y =
+        call1("FullyConnected", 3, (DeftNDArrayHandle[]){X, W, Bv}, P("num_hidden", "2"));
     ref_gemm(false, true, 4, 2, 6, x, w, want);
     for (int i = 0; i < 8; i++) want[i] += bias[i % 2];
     assert_shape(Y, 2, SHAPE(4, 2));
-    assert_values(Y, 8, want, 1e-14);
+    assert_values(Y, 8, want, tol);
     DeftNDArrayHandle Yn = call1("FullyConnected", 2, (DeftNDArrayHandle[]){X, W},
                                  P("num_hidden", "2", "no_bias", "true"));
     ref_gemm(false, true, 4, 2, 6, x, w, want);
-    assert_values(Yn, 8, want, 1e-14);
-    DeftNDArrayHandle W3 = make(DEFT_FLOAT64, 2, SHAPE(2, 3), w);
+    assert_values(Yn, 8, want, tol);
+    DeftNDArrayHandle W3 = make(dtype, 2, SHAPE(2, 3), w);
     DeftNDArrayHandle Yf = call1("FullyConnected", 3, (DeftNDArrayHandle[]){X, W3, Bv},
                                  P("num_hidden", "2", "flatten", "false"));
     ref_gemm(false, true, 8, 2, 3, x, w, want);
     for (int i = 0; i < 16; i++) want[i] += bias[i % 2];
     assert_shape(Yf, 3, SHAPE(4, 2, 2));
-    assert_values(Yf, 16, want, 1e-14);
+    assert_values(Yf, 16, want, tol);
     ck_assert_call_fails("FullyConnected", 3, ((DeftNDArrayHandle[]){X, W3, Bv}),
                          P("num_hidden", "2"), DEFT_ERROR_VALUE,
                          "input 1 (weight) has shape (2,3), expected (2,6)");
@@ -141,9 +147,11 @@ static Suite *linalg_suite(void) {
     tcase_add_test(tc, test_dot_with_transposes_both_dtypes);
     tcase_add_test(tc, test_dot_vectors_and_higher_rank);
     tcase_add_test(tc, test_batch_dot);
-    tcase_add_test(tc, test_fully_connected_with_and_without_bias_and_flatten);
+    tcase_add_loop_test(tc, test_fully_connected_with_and_without_bias_and_flatten, 0, 2);
     suite_add_tcase(suite, tc);
     return suite;
 }
 
-int main(void) { return run_suite(linalg_suite()); }
+int main(void) {
+    return run_suite(linalg_suite());
+}

@@ -19,9 +19,12 @@ static void ref_reduce(const char *op, const double *x, const int64_t *shape, co
                     for (int d = 0; d < 3; d++) match = match && (reduce[d] || c[d] == oc[d]);
                     if (!match) continue;
                     double v = x[(i * shape[1] + j) * shape[2] + k];
-                    if (!strcmp(op, "sum") || !strcmp(op, "mean")) acc += v;
-                    else if (!strcmp(op, "prod")) acc *= v;
-                    else if (!strcmp(op, "norm")) acc += v * v;
+                    if (!strcmp(op, "sum") || !strcmp(op, "mean"))
+                        acc += v;
+                    else if (!strcmp(op, "prod"))
+                        acc *= v;
+                    else if (!strcmp(op, "norm"))
+                        acc += v * v;
                     else if (count == 0 || (!strcmp(op, "max") ? v > best : v < best))
                         best = v, best_i = count;
                     count++;
@@ -92,7 +95,8 @@ START_TEST(test_exclude_negative_axes_and_norm_ord1) {
     assert_values(n1, 1, VALUES(21), 0);
     DeftNDArrayHandle n2 = call1("norm", 1, &a, P("axis", "(0,)"));
     assert_values(n2, 3, VALUES(sqrt(17), sqrt(29), sqrt(45)), 1e-15);
-    ck_assert_call_fails("norm", 1, &a, P("ord", "3"), DEFT_ERROR_VALUE, "ord is 3, expected 1 or 2");
+    ck_assert_call_fails("norm", 1, &a, P("ord", "3"), DEFT_ERROR_VALUE,
+                         "ord is 3, expected 1 or 2");
     free_all(5, (DeftNDArrayHandle[]){a, ex, neg, n1, n2});
 }
 END_TEST
@@ -205,7 +209,8 @@ START_TEST(test_softmax_and_log_softmax_are_stable) {
         free_all(4, (DeftNDArrayHandle[]){a, sm, lsm, col});
     }
     DeftNDArrayHandle i = make(DEFT_INT32, 1, SHAPE(2), NULL);
-    ck_assert_call_fails("softmax", 1, &i, NO_PARAMS, DEFT_ERROR_TYPE, "expected float32 or float64");
+    ck_assert_call_fails("softmax", 1, &i, NO_PARAMS, DEFT_ERROR_TYPE,
+                         "expected float32 or float64");
     ck_assert_call_fails("softmax", 1, &i, P("axis", "1"), DEFT_ERROR_TYPE, "dtype int32");
     ck_assert_ok(DeftNDArrayFree(i));
 }
@@ -215,8 +220,8 @@ START_TEST(test_softmax_cross_entropy) {
     const double x[6] = {2, 1, 0.5, -1, 3, 100};
     DeftNDArrayHandle data = make(DEFT_FLOAT64, 2, SHAPE(2, 3), x);
     DeftNDArrayHandle label = make(DEFT_INT32, 1, SHAPE(2), VALUES(0, 2));
-    DeftNDArrayHandle loss = call1("softmax_cross_entropy", 2, (DeftNDArrayHandle[]){data, label},
-                                   NO_PARAMS);
+    DeftNDArrayHandle loss =
+        call1("softmax_cross_entropy", 2, (DeftNDArrayHandle[]){data, label}, NO_PARAMS);
     double want = 0;
     const int labels[2] = {0, 2};
     for (int r = 0; r < 2; r++) {
@@ -231,7 +236,8 @@ START_TEST(test_softmax_cross_entropy) {
                          DEFT_ERROR_VALUE, "label[1] is 3, expected a class index in [0, 3)");
     DeftNDArrayHandle wrong = make(DEFT_INT32, 1, SHAPE(3), NULL);
     ck_assert_call_fails("softmax_cross_entropy", 2, ((DeftNDArrayHandle[]){data, wrong}),
-                         NO_PARAMS, DEFT_ERROR_VALUE, "input 1 (label) has shape (3,), expected (2,)");
+                         NO_PARAMS, DEFT_ERROR_VALUE,
+                         "input 1 (label) has shape (3,), expected (2,)");
     free_all(5, (DeftNDArrayHandle[]){data, label, loss, bad, wrong});
 }
 END_TEST
@@ -252,4 +258,6 @@ static Suite *reduce_suite(void) {
     return suite;
 }
 
-int main(void) { return run_suite(reduce_suite()); }
+int main(void) {
+    return run_suite(reduce_suite());
+}

@@ -8,14 +8,53 @@ START_TEST(test_lists_sorted_operators_including_mxnet_names) {
     ck_assert_ok(DeftListOperators(&count, &names));
     ck_assert_int_gt(count, 80);
     for (int i = 1; i < count; i++) ck_assert_int_lt(strcmp(names[i - 1], names[i]), 0);
-    static const char *const required[] = {
-        "FullyConnected", "Activation", "dot", "batch_dot", "broadcast_add", "_plus_scalar",
-        "softmax", "log_softmax", "sum", "mean", "max", "min", "prod", "argmax", "argmin",
-        "norm", "Reshape", "Flatten", "transpose", "Concat", "stack", "split", "slice",
-        "slice_axis", "expand_dims", "squeeze", "broadcast_to", "take", "one_hot", "where",
-        "clip", "Cast", "softmax_cross_entropy", "sgd_update", "sgd_mom_update", "adam_update",
-        "_copyto", "_zeros", "_ones", "_full", "_arange", "_random_uniform", "_random_normal",
-        "gelu", "erf", "softrelu", "rsqrt"};
+    static const char *const required[] = {"FullyConnected",
+                                           "Activation",
+                                           "dot",
+                                           "batch_dot",
+                                           "broadcast_add",
+                                           "_plus_scalar",
+                                           "softmax",
+                                           "log_softmax",
+                                           "sum",
+                                           "mean",
+                                           "max",
+                                           "min",
+                                           "prod",
+                                           "argmax",
+                                           "argmin",
+                                           "norm",
+                                           "Reshape",
+                                           "Flatten",
+                                           "transpose",
+                                           "Concat",
+                                           "stack",
+                                           "split",
+                                           "slice",
+                                           "slice_axis",
+                                           "expand_dims",
+                                           "squeeze",
+                                           "broadcast_to",
+                                           "take",
+                                           "one_hot",
+                                           "where",
+                                           "clip",
+                                           "Cast",
+                                           "softmax_cross_entropy",
+                                           "sgd_update",
+                                           "sgd_mom_update",
+                                           "adam_update",
+                                           "_copyto",
+                                           "_zeros",
+                                           "_ones",
+                                           "_full",
+                                           "_arange",
+                                           "_random_uniform",
+                                           "_random_normal",
+                                           "gelu",
+                                           "erf",
+                                           "softrelu",
+                                           "rsqrt"};
     for (size_t r = 0; r < sizeof required / sizeof required[0]; r++) {
         bool found = false;
         for (int i = 0; i < count; i++) found = found || strcmp(names[i], required[r]) == 0;
@@ -35,8 +74,8 @@ START_TEST(test_every_default_parses_and_every_op_is_documented) {
             ck_assert_msg(def->doc && *def->doc, "%s.%s has no doc", e->op->name, def->name);
             deft_param_value_t v;
             if (def->default_value)
-                ck_assert_msg(deft_param_parse(e->op, def, def->default_value, &v) == 0,
-                              "%s", deft_error_message());
+                ck_assert_msg(deft_param_parse(e->op, def, def->default_value, &v) == 0, "%s",
+                              deft_error_message());
         }
     }
 }
@@ -133,8 +172,8 @@ START_TEST(test_invoke_reports_parameter_errors) {
                          "parameter 'dtype' is 'float128', expected a dtype name");
     ck_assert_call_fails("transpose", 1, &x, P("axes", "(1,2,3,4,5,6,7,8,9)"), DEFT_ERROR_PARSE,
                          "parameter 'axes'");
-    ck_assert_call_fails("_arange", 0, NULL, P("start", "9999999999999999999999"),
-                         DEFT_ERROR_VALUE, "too many");
+    ck_assert_call_fails("_arange", 0, NULL, P("start", "9999999999999999999999"), DEFT_ERROR_VALUE,
+                         "too many");
     ck_assert_ok(DeftNDArrayFree(x));
 }
 END_TEST
@@ -160,11 +199,10 @@ START_TEST(test_invoke_reports_input_errors) {
                          "inputs[1] is NULL, expected an NDArray handle");
     ck_assert_ok(DeftNDArrayFree(b));
     DeftNDArrayHandle stale[2] = {a, b};
-    ck_assert_call_fails("broadcast_add", 2, stale, NO_PARAMS, DEFT_ERROR_VALUE,
-                         "inputs[1] (0x");
-    ck_assert_fails(DeftImperativeInvoke(NULL, 0, NULL, &(int){1}, (DeftNDArrayHandle[1]){0}, 0,
-                                         NULL, NULL),
-                    DEFT_ERROR_VALUE, "op is NULL");
+    ck_assert_call_fails("broadcast_add", 2, stale, NO_PARAMS, DEFT_ERROR_VALUE, "inputs[1] (0x");
+    ck_assert_fails(
+        DeftImperativeInvoke(NULL, 0, NULL, &(int){1}, (DeftNDArrayHandle[1]){0}, 0, NULL, NULL),
+        DEFT_ERROR_VALUE, "op is NULL");
     ck_assert_fails(DeftImperativeInvoke(op_named("exp"), 1, &a, NULL, NULL, 0, NULL, NULL),
                     DEFT_ERROR_VALUE, "num_outputs is NULL");
     ck_assert_fails(DeftImperativeInvoke(op_named("exp"), 1, NULL, &(int){1},
@@ -283,4 +321,6 @@ static Suite *registry_suite(void) {
     return suite;
 }
 
-int main(void) { return run_suite(registry_suite()); }
+int main(void) {
+    return run_suite(registry_suite());
+}

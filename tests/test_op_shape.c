@@ -25,16 +25,18 @@ START_TEST(test_reshape_special_values_and_errors) {
                          "cannot reshape (2,3,4) (24 elements) to (5,5)");
     ck_assert_call_fails("Reshape", 1, &x, P("shape", "(-1,-1)"), DEFT_ERROR_VALUE,
                          "more than one -1");
-    ck_assert_call_fails("Reshape", 1, &x, P("shape", "(-7,)"), DEFT_ERROR_VALUE,
-                         "shape[0] is -7");
+    ck_assert_call_fails("Reshape", 1, &x, P("shape", "(-7,)"), DEFT_ERROR_VALUE, "shape[0] is -7");
     ck_assert_call_fails("Reshape", 1, &x, NO_PARAMS, DEFT_ERROR_VALUE,
                          "required parameter 'shape' is missing");
     free_all(5, (DeftNDArrayHandle[]){x, a, b, c, f});
 }
 END_TEST
 
+/* Copies move elements by size: run over 1-, 4- and 8-byte dtypes. */
+static const int copy_dtypes[] = {DEFT_UINT8, DEFT_INT32, DEFT_FLOAT32, DEFT_FLOAT64, DEFT_INT64};
+
 START_TEST(test_transpose_matches_index_arithmetic) {
-    DeftNDArrayHandle x = make_iota(DEFT_FLOAT64, 3, SHAPE(2, 3, 4));
+    DeftNDArrayHandle x = make_iota(copy_dtypes[_i], 3, SHAPE(2, 3, 4));
     const char *perms[] = {"()", "(1,0,2)", "(2,0,1)", "(0,2,1)", "(-1,0,1)"};
     const int axes[5][3] = {{2, 1, 0}, {1, 0, 2}, {2, 0, 1}, {0, 2, 1}, {2, 0, 1}};
     const int64_t dims[3] = {2, 3, 4}, strides[3] = {12, 4, 1};
@@ -81,11 +83,12 @@ END_TEST
 
 START_TEST(test_slice_like_python) {
     DeftNDArrayHandle x = make_iota(DEFT_INT64, 2, SHAPE(4, 6));
-    DeftNDArrayHandle a = call1("slice", 1, &x, P("begin", "(1,0)", "end", "(3,6)", "step", "(1,2)"));
+    DeftNDArrayHandle a =
+        call1("slice", 1, &x, P("begin", "(1,0)", "end", "(3,6)", "step", "(1,2)"));
     assert_shape(a, 2, SHAPE(2, 3));
     assert_values(a, 6, VALUES(6, 8, 10, 12, 14, 16), 0);
-    DeftNDArrayHandle b = call1("slice", 1, &x, P("begin", "(None,-1)", "end", "(None,None)",
-                                                  "step", "(-1,-2)"));
+    DeftNDArrayHandle b =
+        call1("slice", 1, &x, P("begin", "(None,-1)", "end", "(None,None)", "step", "(-1,-2)"));
     assert_shape(b, 2, SHAPE(4, 3));
     assert_values(b, 12, VALUES(23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1), 0);
     DeftNDArrayHandle c = call1("slice", 1, &x, P("begin", "(-100,)", "end", "(100,)"));
@@ -97,20 +100,26 @@ START_TEST(test_slice_like_python) {
     assert_values(e, 8, VALUES(4, 5, 10, 11, 16, 17, 22, 23), 0);
     ck_assert_call_fails("slice", 1, &x, P("begin", "(0,0)", "end", "(1,1)", "step", "(0,1)"),
                          DEFT_ERROR_VALUE, "step[0] is 0");
-    ck_assert_call_fails("slice", 1, &x, P("begin", "(0,0,0)", "end", "(1,1,1)"),
-                         DEFT_ERROR_VALUE, "begin, end and step have 3, 3 and 0 entries");
+    ck_assert_call_fails("slice", 1, &x, P("begin", "(0,0,0)", "end", "(1,1,1)"), DEFT_ERROR_VALUE,
+                         "begin, end and step have 3, 3 and 0 entries");
     free_all(6, (DeftNDArrayHandle[]){x, a, b, c, d, e});
 }
 END_TEST
 
 START_TEST(test_concat_stack_split_roundtrip) {
-    DeftNDArrayHandle a = make_iota(DEFT_FLOAT32, 2, SHAPE(2, 3));
-    DeftNDArrayHandle b = make(DEFT_FLOAT32, 2, SHAPE(2, 2), VALUES(-1, -2, -3, -4));
+    int dtype = copy_dtypes[_i];
+    bool is_unsigned = dtype == DEFT_UINT8;
+    DeftNDArrayHandle a = make_iota(dtype, 2, SHAPE(2, 3));
+    DeftNDArrayHandle b =
+        make(dtype, 2, SHAPE(2, 2), is_unsigned ? VALUES(11, 12, 13, 14) : VALUES(-1, -2, -3, -4));
     DeftNDArrayHandle cat = call1("Concat", 2, (DeftNDArrayHandle[]){a, b}, P("dim", "1"));
     assert_shape(cat, 2, SHAPE(2, 5));
-    assert_values(cat, 10, VALUES(0, 1, 2, -1, -2, 3, 4, 5, -3, -4), 0);
-    DeftNDArrayHandle cat0 = call1("Concat", 3, (DeftNDArrayHandle[]){a, a, a},
-                                   P("dim", "0", "num_args", "3"));
+    assert_values(cat, 10,
+                  is_unsigned ? VALUES(0, 1, 2, 11, 12, 3, 4, 5, 13, 14)
+                              : VALUES(0, 1, 2, -1, -2, 3, 4, 5, -3, -4),
+                  0);
+    DeftNDArrayHandle cat0 =
+        call1("Concat", 3, (DeftNDArrayHandle[]){a, a, a}, P("dim", "0", "num_args", "3"));
     assert_shape(cat0, 2, SHAPE(6, 3));
     DeftNDArrayHandle st = call1("stack", 2, (DeftNDArrayHandle[]){a, a}, P("axis", "2"));
     assert_shape(st, 3, SHAPE(2, 3, 2));
@@ -162,8 +171,8 @@ START_TEST(test_take_modes_and_one_hot) {
     DeftNDArrayHandle ax1 = call1("take", 2, (DeftNDArrayHandle[]){a, cols}, P("axis", "1"));
     assert_shape(ax1, 2, SHAPE(3, 3));
     assert_values(ax1, 9, VALUES(1, 1, 0, 3, 3, 2, 5, 5, 4), 0);
-    DeftNDArrayHandle oh = call1("one_hot", 1, &cols, P("depth", "3", "on_value", "5",
-                                                         "off_value", "-1", "dtype", "int32"));
+    DeftNDArrayHandle oh = call1(
+        "one_hot", 1, &cols, P("depth", "3", "on_value", "5", "off_value", "-1", "dtype", "int32"));
     assert_shape(oh, 2, SHAPE(3, 3));
     assert_values(oh, 9, VALUES(-1, 5, -1, -1, 5, -1, 5, -1, -1), 0);
     DeftNDArrayHandle out_of_range = make(DEFT_INT32, 1, SHAPE(2), VALUES(3, -1));
@@ -179,14 +188,16 @@ static Suite *shape_suite(void) {
     Suite *suite = suite_create("shape ops");
     TCase *tc = tcase_create("shape");
     tcase_add_test(tc, test_reshape_special_values_and_errors);
-    tcase_add_test(tc, test_transpose_matches_index_arithmetic);
+    tcase_add_loop_test(tc, test_transpose_matches_index_arithmetic, 0, 5);
     tcase_add_test(tc, test_expand_dims_and_squeeze);
     tcase_add_test(tc, test_slice_like_python);
-    tcase_add_test(tc, test_concat_stack_split_roundtrip);
+    tcase_add_loop_test(tc, test_concat_stack_split_roundtrip, 0, 5);
     tcase_add_test(tc, test_broadcast_to);
     tcase_add_test(tc, test_take_modes_and_one_hot);
     suite_add_tcase(suite, tc);
     return suite;
 }
 
-int main(void) { return run_suite(shape_suite()); }
+int main(void) {
+    return run_suite(shape_suite());
+}

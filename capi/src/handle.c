@@ -32,7 +32,7 @@ static atomic_llong live[DEFT_HANDLE_KIND_COUNT];
  * newer ones have been freed after it, which keeps a stale handle
  * detectable for a while even in a tight create/free loop.
  */
-#define RING 64
+#define RING       64
 #define QUARANTINE 32
 
 typedef struct shell_ring {
@@ -63,8 +63,10 @@ static int grow_free_list(void) {
 
 static void push_global(shell_t *shell) {
     pthread_mutex_lock(&shell_lock);
-    if (free_tail) free_tail->next_free = shell;
-    else free_head = shell;
+    if (free_tail)
+        free_tail->next_free = shell;
+    else
+        free_head = shell;
     free_tail = shell;
     pthread_mutex_unlock(&shell_lock);
 }
@@ -76,7 +78,9 @@ static void flush_ring(void *arg) {
     free(ring);
 }
 
-static void make_ring_key(void) { pthread_key_create(&ring_key, flush_ring); }
+static void make_ring_key(void) {
+    pthread_key_create(&ring_key, flush_ring);
+}
 
 static shell_ring_t *ring(void) {
     if (tl_ring) return tl_ring;
@@ -172,7 +176,9 @@ bool deft_handle_valid(const void *handle, deft_handle_kind_t kind) {
                                           memory_order_acquire) == magic_of(kind);
 }
 
-void *deft_handle_object(const void *handle) { return ((const shell_t *)handle)->object; }
+void *deft_handle_object(const void *handle) {
+    return ((const shell_t *)handle)->object;
+}
 
 int64_t deft_handle_live_count(deft_handle_kind_t kind) {
     return (int64_t)atomic_load_explicit(&live[kind], memory_order_relaxed);

@@ -24,11 +24,11 @@
 #include "core/base/memstat.h"
 #include "core/base/tls.h"
 
-#define SMALLEST_LOG2 6 /* 64 bytes */
-#define LARGEST_LOG2 40 /* 1 TiB: larger blocks are not cached */
-#define CLASS_COUNT (1 + (LARGEST_LOG2 - SMALLEST_LOG2) * 4)
+#define SMALLEST_LOG2  6  /* 64 bytes */
+#define LARGEST_LOG2   40 /* 1 TiB: larger blocks are not cached */
+#define CLASS_COUNT    (1 + (LARGEST_LOG2 - SMALLEST_LOG2) * 4)
 #define THREAD_CLASSES 25 /* classes up to 4 KiB */
-#define THREAD_DEPTH 16   /* blocks per class in a thread's cache */
+#define THREAD_DEPTH   16 /* blocks per class in a thread's cache */
 
 typedef struct free_block {
     struct free_block *next;

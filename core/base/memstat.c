@@ -26,7 +26,8 @@ typedef struct thread_counters {
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static thread_counters_t *registry;
 static long long retired[DEFT_DEVICE_SLOTS][LOCAL_COUNT]; /* guarded by registry_lock */
-static atomic_llong held[DEFT_DEVICE_SLOTS], peak[DEFT_DEVICE_SLOTS], system_allocs[DEFT_DEVICE_SLOTS];
+static atomic_llong held[DEFT_DEVICE_SLOTS], peak[DEFT_DEVICE_SLOTS],
+    system_allocs[DEFT_DEVICE_SLOTS];
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
 static DEFT_TLS_FAST thread_counters_t *tl_counters;
@@ -36,14 +37,18 @@ static void retire_thread(void *arg) {
     pthread_mutex_lock(&registry_lock);
     for (int s = 0; s < DEFT_DEVICE_SLOTS; s++)
         for (int k = 0; k < LOCAL_COUNT; k++) retired[s][k] += atomic_load(&c->value[s][k]);
-    if (c->prev) c->prev->next = c->next;
-    else registry = c->next;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        registry = c->next;
     if (c->next) c->next->prev = c->prev;
     pthread_mutex_unlock(&registry_lock);
     free(c);
 }
 
-static void make_key(void) { pthread_key_create(&exit_key, retire_thread); }
+static void make_key(void) {
+    pthread_key_create(&exit_key, retire_thread);
+}
 
 /* This thread's counters, registered on first use; NULL only if malloc fails. */
 static thread_counters_t *local(void) {
@@ -109,11 +114,17 @@ static int64_t sum_local(int slot, int which) {
 int64_t deft_memstat_get(deft_device_t dev, deft_memstat_kind_t kind) {
     int slot = deft_device_slot(dev);
     switch (kind) {
-    case DEFT_MEMSTAT_LIVE_BYTES: return sum_local(slot, LOCAL_LIVE_BYTES);
-    case DEFT_MEMSTAT_LIVE_BUFFERS: return sum_local(slot, LOCAL_LIVE_BUFFERS);
-    case DEFT_MEMSTAT_CACHED_BYTES: return sum_local(slot, LOCAL_CACHED_BYTES);
-    case DEFT_MEMSTAT_PEAK_BYTES: return atomic_load(&peak[slot]);
-    case DEFT_MEMSTAT_SYSTEM_ALLOCS: return atomic_load(&system_allocs[slot]);
-    default: return 0;
+    case DEFT_MEMSTAT_LIVE_BYTES:
+        return sum_local(slot, LOCAL_LIVE_BYTES);
+    case DEFT_MEMSTAT_LIVE_BUFFERS:
+        return sum_local(slot, LOCAL_LIVE_BUFFERS);
+    case DEFT_MEMSTAT_CACHED_BYTES:
+        return sum_local(slot, LOCAL_CACHED_BYTES);
+    case DEFT_MEMSTAT_PEAK_BYTES:
+        return atomic_load(&peak[slot]);
+    case DEFT_MEMSTAT_SYSTEM_ALLOCS:
+        return atomic_load(&system_allocs[slot]);
+    default:
+        return 0;
     }
 }

@@ -22,7 +22,9 @@ static void free_list(void *arg) {
     free(list);
 }
 
-static void make_key(void) { pthread_key_create(&key, free_list); }
+static void make_key(void) {
+    pthread_key_create(&key, free_list);
+}
 
 static record_list_t *list(void) {
     if (tl_records) return tl_records;

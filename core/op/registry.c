@@ -164,12 +164,15 @@ static DEFT_TLS_FAST param_cache_t *tl_params;
 static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t cache_key;
 
-static void make_cache_key(void) { pthread_key_create(&cache_key, free); }
+static void make_cache_key(void) {
+    pthread_key_create(&cache_key, free);
+}
 
 static param_cache_t *param_cache(void) {
     if (tl_params) return tl_params;
     pthread_once(&cache_key_once, make_cache_key);
-    if ((tl_params = calloc(1, sizeof *tl_params)) != NULL) pthread_setspecific(cache_key, tl_params);
+    if ((tl_params = calloc(1, sizeof *tl_params)) != NULL)
+        pthread_setspecific(cache_key, tl_params);
     return tl_params;
 }
 
