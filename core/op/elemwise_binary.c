@@ -180,7 +180,6 @@ static int scalar_forward(const deft_op_t *op, const deft_params_t *p, int nin,
 /* ---- the table ---- */
 
 static const char *const lhs_rhs[] = {"lhs", "rhs", NULL};
-static const char *const data_input[] = {"data", NULL};
 
 #define BROADCAST_OP(name_, k, doc)                                                                \
     {                                                                                              \
@@ -196,7 +195,7 @@ static const char *const data_input[] = {"data", NULL};
     }
 #define SCALAR_OP(name_, k, rev, doc)                                                              \
     {                                                                                              \
-        .name = name_, .description = doc, .input_names = data_input, .min_inputs = 1,             \
+        .name = name_, .description = doc, .input_names = deft_op_data_input, .min_inputs = 1,     \
         .max_inputs = 1, .params = scalar_params, .infer = scalar_infer,                           \
         .forward = scalar_forward, .inplace_input = 0, .data = &(const scalar_op_t) {              \
             &k, rev                                                                                \
@@ -239,4 +238,4 @@ static const deft_op_t binary_ops[] = {
     SCALAR_OP("_lesser_equal_scalar", k_lesser_equal, false, "1 where data <= scalar, else 0."),
 };
 
-const deft_op_family_t deft_family_binary = {binary_ops, sizeof binary_ops / sizeof binary_ops[0]};
+DEFT_OP_FAMILY(deft_family_binary, binary_ops);

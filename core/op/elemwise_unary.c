@@ -164,11 +164,9 @@ static int clip_forward(const deft_op_t *op, const deft_params_t *p, int nin,
 
 /* ---- the table ---- */
 
-static const char *const data_input[] = {"data", NULL};
-
 #define UNARY_OP(name_, kernels, doc)                                                              \
     {                                                                                              \
-        .name = name_, .description = doc, .input_names = data_input, .min_inputs = 1,             \
+        .name = name_, .description = doc, .input_names = deft_op_data_input, .min_inputs = 1,     \
         .max_inputs = 1, .infer = unary_infer, .forward = unary_forward, .inplace_input = 0,       \
         .data = &kernels                                                                           \
     }
@@ -192,7 +190,7 @@ static const deft_op_t unary_ops[] = {
     UNARY_OP("gelu", k_gelu, "Gaussian error linear unit (exact): 0.5 x (1 + erf(x / sqrt 2))."),
     {.name = "Activation",
      .description = "Applies an activation function elementwise: relu, sigmoid, softrelu or tanh.",
-     .input_names = data_input,
+     .input_names = deft_op_data_input,
      .min_inputs = 1,
      .max_inputs = 1,
      .params = activation_params,
@@ -201,7 +199,7 @@ static const deft_op_t unary_ops[] = {
      .inplace_input = 0},
     {.name = "clip",
      .description = "Clips values elementwise into [a_min, a_max]; NaN stays NaN.",
-     .input_names = data_input,
+     .input_names = deft_op_data_input,
      .min_inputs = 1,
      .max_inputs = 1,
      .params = clip_params,
@@ -211,4 +209,4 @@ static const deft_op_t unary_ops[] = {
      .data = &k_clip},
 };
 
-const deft_op_family_t deft_family_unary = {unary_ops, sizeof unary_ops / sizeof unary_ops[0]};
+DEFT_OP_FAMILY(deft_family_unary, unary_ops);

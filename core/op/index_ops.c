@@ -197,4 +197,4 @@ static const deft_op_t index_ops[] = {
      .inplace_input = -1},
 };
 
-const deft_op_family_t deft_family_index = {index_ops, sizeof index_ops / sizeof index_ops[0]};
+DEFT_OP_FAMILY(deft_family_index, index_ops);

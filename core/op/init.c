@@ -13,7 +13,6 @@
 #include "core/op/strided.h"
 
 static const char *const no_inputs[] = {NULL};
-static const char *const data_input[] = {"data", NULL};
 
 /* Parameters 0 and 1 of every shaped creation op: shape and dtype. */
 #define SHAPE_PARAM                                                                                \
@@ -288,8 +287,8 @@ static int copy_forward(const deft_op_t *op, const deft_params_t *p, int nin,
 #define CAST_OP(name_)                                                                             \
     {                                                                                              \
         .name = name_, .description = "Converts to another dtype (integers saturate, NaN to 0).",  \
-        .input_names = data_input, .min_inputs = 1, .max_inputs = 1, .params = cast_params,        \
-        .infer = cast_infer, .forward = cast_forward, .inplace_input = -1                          \
+        .input_names = deft_op_data_input, .min_inputs = 1, .max_inputs = 1,                       \
+        .params = cast_params, .infer = cast_infer, .forward = cast_forward, .inplace_input = -1   \
     }
 
 static const deft_op_t init_ops[] = {
@@ -309,7 +308,7 @@ static const deft_op_t init_ops[] = {
     CAST_OP("cast"),
     {.name = "_copyto",
      .description = "Copies data into the output array.",
-     .input_names = data_input,
+     .input_names = deft_op_data_input,
      .min_inputs = 1,
      .max_inputs = 1,
      .infer = copy_infer,
@@ -317,4 +316,4 @@ static const deft_op_t init_ops[] = {
      .inplace_input = -1},
 };
 
-const deft_op_family_t deft_family_init = {init_ops, sizeof init_ops / sizeof init_ops[0]};
+DEFT_OP_FAMILY(deft_family_init, init_ops);

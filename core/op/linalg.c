@@ -267,4 +267,4 @@ static const deft_op_t linalg_ops[] = {
      .inplace_input = -1},
 };
 
-const deft_op_family_t deft_family_linalg = {linalg_ops, sizeof linalg_ops / sizeof linalg_ops[0]};
+DEFT_OP_FAMILY(deft_family_linalg, linalg_ops);

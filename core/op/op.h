@@ -104,6 +104,13 @@ typedef struct deft_op_family {
     int count;
 } deft_op_family_t;
 
+/* Define a family from its table: `DEFT_OP_FAMILY(deft_family_unary, unary_ops);`. */
+#define DEFT_OP_FAMILY(name, table)                                                                \
+    const deft_op_family_t name = {table, (int)(sizeof table / sizeof table[0])}
+
+/* The input list of the many operators that take one array named "data". */
+extern const char *const deft_op_data_input[];
+
 /* -1 with a message that starts with the operator's name. */
 int deft_op_error(const deft_op_t *op, deft_error_kind_t kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

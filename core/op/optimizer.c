@@ -153,5 +153,4 @@ static const deft_op_t optimizer_ops[] = {
      .data = (void *)ADAM},
 };
 
-const deft_op_family_t deft_family_optimizer = {optimizer_ops,
-                                                sizeof optimizer_ops / sizeof optimizer_ops[0]};
+DEFT_OP_FAMILY(deft_family_optimizer, optimizer_ops);

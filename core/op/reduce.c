@@ -382,8 +382,6 @@ static int reduce_forward(const deft_op_t *op, const deft_params_t *p, int nin,
 
 /* ---- the table ---- */
 
-static const char *const data_input[] = {"data", NULL};
-
 #define AXIS_PARAM                                                                                 \
     { "axis", DEFT_PARAM_TUPLE, "None", "axes to reduce; None reduces all", NULL, true }
 #define KEEPDIMS_PARAM                                                                             \
@@ -404,7 +402,7 @@ static const deft_param_def_t arg_params[] = {{"axis", DEFT_PARAM_INT, "None",
 
 #define REDUCE_OP(name_, params_, kind_, float_only_, needs_, doc)                                 \
     {                                                                                              \
-        .name = name_, .description = doc, .input_names = data_input, .min_inputs = 1,             \
+        .name = name_, .description = doc, .input_names = deft_op_data_input, .min_inputs = 1,     \
         .max_inputs = 1, .params = params_, .infer = reduce_infer, .forward = reduce_forward,      \
         .inplace_input = -1, .data = &(const reducer_t) {                                          \
             kind_, float_only_, needs_                                                             \
@@ -425,4 +423,4 @@ static const deft_op_t reduce_ops[] = {
               "Index (int64) of the first minimum along an axis (a NaN counts as the minimum)."),
 };
 
-const deft_op_family_t deft_family_reduce = {reduce_ops, sizeof reduce_ops / sizeof reduce_ops[0]};
+DEFT_OP_FAMILY(deft_family_reduce, reduce_ops);

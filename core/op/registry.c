@@ -133,6 +133,8 @@ void deft_registry_suggest(const char *name, char *buf, size_t len) {
     snprintf(buf, len, match ? " (did you mean '%s'?)" : "", match);
 }
 
+const char *const deft_op_data_input[] = {"data", NULL};
+
 int deft_op_error(const deft_op_t *op, deft_error_kind_t kind, const char *fmt, ...) {
     char detail[DEFT_ERROR_MAX];
     va_list args;

@@ -9,7 +9,6 @@
 #include "core/op/op.h"
 #include "core/op/strided.h"
 
-static const char *const data_input[] = {"data", NULL};
 static const char *const variadic_input[] = {"data", NULL};
 
 static int too_many_dims(const deft_op_t *op, int ndim) {
@@ -526,7 +525,7 @@ static int broadcast_to_forward(const deft_op_t *op, const deft_params_t *p, int
 
 #define SHAPE_OP(name_, doc, params_, infer_, forward_, inplace)                                   \
     {                                                                                              \
-        .name = name_, .description = doc, .input_names = data_input, .min_inputs = 1,             \
+        .name = name_, .description = doc, .input_names = deft_op_data_input, .min_inputs = 1,     \
         .max_inputs = 1, .params = params_, .infer = infer_, .forward = forward_,                  \
         .inplace_input = inplace                                                                   \
     }
@@ -560,4 +559,4 @@ static const deft_op_t shape_ops[] = {
              broadcast_to_infer, broadcast_to_forward, -1),
 };
 
-const deft_op_family_t deft_family_shape = {shape_ops, sizeof shape_ops / sizeof shape_ops[0]};
+DEFT_OP_FAMILY(deft_family_shape, shape_ops);

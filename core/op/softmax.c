@@ -125,13 +125,12 @@ static int xent_forward(const deft_op_t *op, const deft_params_t *p, int nin,
     return 0;
 }
 
-static const char *const data_input[] = {"data", NULL};
 static const char *const data_label[] = {"data", "label", NULL};
 
 static const deft_op_t softmax_ops[] = {
     {.name = "softmax",
      .description = "Softmax along an axis: exp(x) / sum(exp(x)), stably.",
-     .input_names = data_input,
+     .input_names = deft_op_data_input,
      .min_inputs = 1,
      .max_inputs = 1,
      .params = softmax_params,
@@ -140,7 +139,7 @@ static const deft_op_t softmax_ops[] = {
      .inplace_input = 0},
     {.name = "log_softmax",
      .description = "Log of softmax along an axis, computed stably.",
-     .input_names = data_input,
+     .input_names = deft_op_data_input,
      .min_inputs = 1,
      .max_inputs = 1,
      .params = softmax_params,
@@ -159,5 +158,4 @@ static const deft_op_t softmax_ops[] = {
      .inplace_input = -1},
 };
 
-const deft_op_family_t deft_family_softmax = {softmax_ops,
-                                              sizeof softmax_ops / sizeof softmax_ops[0]};
+DEFT_OP_FAMILY(deft_family_softmax, softmax_ops);
