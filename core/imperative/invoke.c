@@ -51,7 +51,7 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
                                  i);
     }
     int produced = 0;
-    if (op->infer(op, params, nin, in_desc, &produced, out_desc)) return -1;
+    if (op->infer(op, params->v, nin, in_desc, &produced, out_desc)) return -1;
     if (produced > *nout)
         return deft_op_error(op, DEFT_ERR_VALUE, "produces %d outputs, but there is room for %d",
                              produced, *nout);
@@ -78,7 +78,7 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
             goto fail;
         out_t[k] = fresh[k]->tensor;
     }
-    if (op->forward(op, params, nin, in_t, produced, out_t)) goto fail;
+    if (op->forward(op, params->v, nin, in_t, produced, out_t)) goto fail;
     for (int k = 0; staged && k < produced; k++) {
         if (out[k] && fresh[k]) {
             deft_ndarray_copy_from_host(out[k], deft_tensor_data(&fresh[k]->tensor),

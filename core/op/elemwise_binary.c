@@ -71,7 +71,7 @@ int deft_broadcast_shape(const deft_op_t *op, const deft_shape_t *a, const deft_
     return 0;
 }
 
-static int broadcast_infer(const deft_op_t *op, const deft_params_t *p, int nin,
+static int broadcast_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                            const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)p;
     if (check_dtype(op, nin, in) ||
@@ -82,7 +82,7 @@ static int broadcast_infer(const deft_op_t *op, const deft_params_t *p, int nin,
     return 0;
 }
 
-static int same_shape_infer(const deft_op_t *op, const deft_params_t *p, int nin,
+static int same_shape_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                             const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)p;
     if (check_dtype(op, nin, in)) return -1;
@@ -99,7 +99,7 @@ static int same_shape_infer(const deft_op_t *op, const deft_params_t *p, int nin
     return 0;
 }
 
-static int binary_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int binary_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)p, (void)nin, (void)nout;
     const binary_kernels_t *k = op->data;
@@ -132,8 +132,8 @@ typedef struct scalar_op {
 static const deft_param_def_t scalar_params[] = {
     {"scalar", DEFT_PARAM_FLOAT, "1", "the scalar operand", NULL, false}, {0}};
 
-static int scalar_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
-                        int *nout, deft_desc_t *out) {
+static int scalar_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                        const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)p, (void)nin;
     if (deft_op_check_dtype_arith(op, 0, in[0].dtype)) return -1;
     out[0] = in[0];
@@ -162,12 +162,12 @@ static void scalar_to_dtype(double value, deft_dtype_t dtype, void *slot) {
     }
 }
 
-static int scalar_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int scalar_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
     const scalar_op_t *s = op->data;
     _Alignas(8) char scalar[8];
-    scalar_to_dtype(p->v[0].f, in[0].dtype, scalar);
+    scalar_to_dtype(p[0].f, in[0].dtype, scalar);
     char *data = deft_tensor_data(&in[0]);
     char *ptrs[3] = {deft_tensor_data(&out[0]), s->reversed ? scalar : data,
                      s->reversed ? data : scalar};

@@ -78,8 +78,8 @@ static int run_unary(const unary_kernels_t *k, const deft_tensor_t *in, const de
     return 0;
 }
 
-static int unary_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
-                       int *nout, deft_desc_t *out) {
+static int unary_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                       const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)p, (void)nin;
     if (check_kernel(op, op->data, in[0].dtype)) return -1;
     out[0] = in[0];
@@ -87,7 +87,7 @@ static int unary_infer(const deft_op_t *op, const deft_params_t *p, int nin, con
     return 0;
 }
 
-static int unary_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int unary_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)p, (void)nin, (void)nout;
     return run_unary(op->data, &in[0], &out[0], NULL);
@@ -100,7 +100,7 @@ static const unary_kernels_t *const act_kernels[] = {&k_relu, &k_sigmoid, &k_sof
 static const deft_param_def_t activation_params[] = {
     {"act_type", DEFT_PARAM_ENUM, NULL, "activation function to apply", act_types, false}, {0}};
 
-static int activation_infer(const deft_op_t *op, const deft_params_t *p, int nin,
+static int activation_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                             const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)p, (void)nin;
     if (check_kernel(op, &k_tanh, in[0].dtype)) return -1;
@@ -109,10 +109,10 @@ static int activation_infer(const deft_op_t *op, const deft_params_t *p, int nin
     return 0;
 }
 
-static int activation_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int activation_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                               const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)nin, (void)nout;
-    return run_unary(act_kernels[p->v[0].i], &in[0], &out[0], NULL);
+    return run_unary(act_kernels[p[0].i], &in[0], &out[0], NULL);
 }
 
 /* ---- clip ---- */
@@ -147,18 +147,18 @@ static const deft_param_def_t clip_params[] = {
     {"a_max", DEFT_PARAM_FLOAT, NULL, "upper bound", NULL, false},
     {0}};
 
-static int clip_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
-                      int *nout, deft_desc_t *out) {
-    if (!(p->v[0].f <= p->v[1].f))
+static int clip_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                      const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    if (!(p[0].f <= p[1].f))
         return deft_op_error(op, DEFT_ERR_VALUE, "a_min (%g) must not be greater than a_max (%g)",
-                             p->v[0].f, p->v[1].f);
+                             p[0].f, p[1].f);
     return unary_infer(op, p, nin, in, nout, out);
 }
 
-static int clip_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int clip_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)nin, (void)nout;
-    clip_bounds_t bounds = {p->v[0].f, p->v[1].f};
+    clip_bounds_t bounds = {p[0].f, p[1].f};
     return run_unary(&k_clip, &in[0], &out[0], &bounds);
 }
 

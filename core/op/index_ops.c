@@ -17,13 +17,13 @@ static const deft_param_def_t take_params[] = {
      "out-of-range indices: clip to the ends, wrap around, or raise an error", take_modes, false},
     {0}};
 
-static int take_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
-                      int *nout, deft_desc_t *out) {
+static int take_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                      const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)nin;
     int axis;
     const deft_shape_t *a = &in[0].shape, *idx = &in[1].shape;
     if (deft_op_check_dtype_arith(op, 1, in[1].dtype) ||
-        deft_op_axis(op, "axis", p->v[0].i, a->ndim, &axis))
+        deft_op_axis(op, "axis", p[0].i, a->ndim, &axis))
         return -1;
     int ndim = a->ndim - 1 + idx->ndim;
     if (ndim > DEFT_SHAPE_MAX_NDIM)
@@ -47,11 +47,11 @@ static int64_t index_at(const void *indices, deft_dtype_t dtype, int64_t j) {
     return raw != raw ? 0 : (int64_t)fmax(fmin(raw, 9e18), -9e18);
 }
 
-static int take_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int take_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
     int axis;
-    if (deft_op_axis(op, "axis", p->v[0].i, in[0].shape.ndim, &axis)) return -1;
+    if (deft_op_axis(op, "axis", p[0].i, in[0].shape.ndim, &axis)) return -1;
     const deft_shape_t *a = &in[0].shape;
     int64_t outer = 1, inner = 1, size = a->dims[axis], count = deft_shape_size(&in[1].shape);
     for (int d = 0; d < axis; d++) outer *= a->dims[d];
@@ -61,7 +61,7 @@ static int take_forward(const deft_op_t *op, const deft_params_t *p, int nin,
     char *dst = deft_tensor_data(&out[0]);
     const void *indices = deft_tensor_data(&in[1]);
     /* Check every index before writing, so a failed call leaves the output untouched. */
-    for (int64_t j = 0; p->v[1].i == TAKE_RAISE && j < count; j++) {
+    for (int64_t j = 0; p[1].i == TAKE_RAISE && j < count; j++) {
         int64_t i = index_at(indices, in[1].dtype, j);
         if (i < 0 || i >= size)
             return deft_op_error(op, DEFT_ERR_INDEX,
@@ -72,7 +72,7 @@ static int take_forward(const deft_op_t *op, const deft_params_t *p, int nin,
     for (int64_t j = 0; j < count; j++) {
         int64_t i = index_at(indices, in[1].dtype, j);
         if (i < 0 || i >= size)
-            i = p->v[1].i == TAKE_WRAP ? ((i % size) + size) % size : (i < 0 ? 0 : size - 1);
+            i = p[1].i == TAKE_WRAP ? ((i % size) + size) % size : (i < 0 ? 0 : size - 1);
         for (int64_t o = 0; o < outer; o++)
             memcpy(dst + (size_t)(o * count + j) * row, src + (size_t)(o * size + i) * row, row);
     }
@@ -88,19 +88,18 @@ static const deft_param_def_t one_hot_params[] = {
     {"dtype", DEFT_PARAM_DTYPE, "float32", "dtype of the result", NULL, false},
     {0}};
 
-static int one_hot_infer(const deft_op_t *op, const deft_params_t *p, int nin,
+static int one_hot_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                          const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)nin;
     if (deft_op_check_dtype_arith(op, 0, in[0].dtype)) return -1;
-    if (p->v[0].i < 1)
-        return deft_op_error(op, DEFT_ERR_VALUE, "depth is %lld, expected >= 1",
-                             (long long)p->v[0].i);
+    if (p[0].i < 1)
+        return deft_op_error(op, DEFT_ERR_VALUE, "depth is %lld, expected >= 1", (long long)p[0].i);
     if (in[0].shape.ndim == DEFT_SHAPE_MAX_NDIM)
         return deft_op_error(op, DEFT_ERR_VALUE, "the result would have more than %d dimensions",
                              DEFT_SHAPE_MAX_NDIM);
     out[0].shape = in[0].shape;
-    out[0].shape.dims[out[0].shape.ndim++] = p->v[0].i;
-    out[0].dtype = (deft_dtype_t)p->v[3].i;
+    out[0].shape.dims[out[0].shape.ndim++] = p[0].i;
+    out[0].dtype = (deft_dtype_t)p[3].i;
     size_t nbytes;
     if (deft_shape_nbytes(&out[0].shape, deft_dtype_size(out[0].dtype), &nbytes)) return -1;
     *nout = 1;
@@ -108,24 +107,23 @@ static int one_hot_infer(const deft_op_t *op, const deft_params_t *p, int nin,
 }
 
 /* Indices outside [0, depth) give a row of off_value, as in MXNet. */
-static int one_hot_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int one_hot_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                            const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)nin, (void)nout;
-    int64_t depth = p->v[0].i, count = deft_shape_size(&in[0].shape);
+    int64_t depth = p[0].i, count = deft_shape_size(&in[0].shape);
     void *y = deft_tensor_data(&out[0]);
     for (int64_t j = 0; j < count; j++) {
         double raw = deft_load_double(deft_tensor_data(&in[0]), in[0].dtype, j);
         for (int64_t k = 0; k < depth; k++)
-            deft_store_double(y, out[0].dtype, j * depth + k,
-                              raw == (double)k ? p->v[1].f : p->v[2].f);
+            deft_store_double(y, out[0].dtype, j * depth + k, raw == (double)k ? p[1].f : p[2].f);
     }
     return 0;
 }
 
 /* ---- where ---- */
 
-static int where_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
-                       int *nout, deft_desc_t *out) {
+static int where_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                       const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)p, (void)nin;
     deft_shape_t xy;
     if (deft_op_check_dtype_arith(op, 0, in[0].dtype) || deft_op_check_same_dtype(op, 2, in + 1) ||
@@ -152,7 +150,7 @@ static void where_loop(const void *ctx, char *const *p, const int64_t *s, int64_
     }
 }
 
-static int where_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int where_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)p, (void)nin, (void)nout;
     where_ctx_t c = {in[0].dtype, deft_dtype_size(out[0].dtype)};

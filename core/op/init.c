@@ -20,10 +20,10 @@ static const char *const no_inputs[] = {NULL};
 #define DTYPE_PARAM                                                                                \
     { "dtype", DEFT_PARAM_DTYPE, "float32", "dtype of the new array", NULL, false }
 
-static int shaped_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
-                        int *nout, deft_desc_t *out) {
+static int shaped_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                        const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)in, (void)nin;
-    const deft_tuple_t *t = &p->v[0].t;
+    const deft_tuple_t *t = &p[0].t;
     for (int d = 0; d < t->n; d++) {
         if (t->v[d] < 0)
             return deft_op_error(op, DEFT_ERR_VALUE, "shape[%d] is %lld, expected >= 0", d,
@@ -31,7 +31,7 @@ static int shaped_infer(const deft_op_t *op, const deft_params_t *p, int nin, co
     }
     out[0].shape.ndim = t->n;
     memcpy(out[0].shape.dims, t->v, sizeof t->v);
-    out[0].dtype = (deft_dtype_t)p->v[1].i;
+    out[0].dtype = (deft_dtype_t)p[1].i;
     size_t nbytes;
     if (deft_shape_nbytes(&out[0].shape, deft_dtype_size(out[0].dtype), &nbytes)) return -1;
     *nout = 1;
@@ -69,24 +69,24 @@ static void fill(const deft_tensor_t *t, double value) {
     deft_parallel_for(deft_shape_size(&t->shape), DEFT_PARALLEL_GRAIN * 4, fill_range, &c);
 }
 
-static int zeros_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int zeros_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)p, (void)nin, (void)in, (void)nout;
     fill(&out[0], 0.0);
     return 0;
 }
 
-static int ones_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int ones_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)p, (void)nin, (void)in, (void)nout;
     fill(&out[0], 1.0);
     return 0;
 }
 
-static int full_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int full_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)nin, (void)in, (void)nout;
-    fill(&out[0], p->v[2].f);
+    fill(&out[0], p[2].f);
     return 0;
 }
 
@@ -107,43 +107,43 @@ static const deft_param_def_t arange_params[] = {
     DTYPE_PARAM,
     {0}};
 
-static void arange_bounds(const deft_params_t *p, double *start, double *stop) {
-    *start = p->v[1].none ? 0.0 : p->v[0].f;
-    *stop = p->v[1].none ? p->v[0].f : p->v[1].f;
+static void arange_bounds(const deft_param_value_t *p, double *start, double *stop) {
+    *start = p[1].none ? 0.0 : p[0].f;
+    *stop = p[1].none ? p[0].f : p[1].f;
 }
 
-static int arange_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
-                        int *nout, deft_desc_t *out) {
+static int arange_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                        const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)nin, (void)in;
-    double start, stop, step = p->v[2].f;
+    double start, stop, step = p[2].f;
     arange_bounds(p, &start, &stop);
     if (step == 0 || !isfinite(step) || !isfinite(start) || !isfinite(stop))
         return deft_op_error(op, DEFT_ERR_VALUE,
                              "start (%g), stop (%g) and step (%g) must be finite, step non-zero",
                              start, stop, step);
-    if (p->v[3].i < 1)
+    if (p[3].i < 1)
         return deft_op_error(op, DEFT_ERR_VALUE, "repeat is %lld, expected >= 1",
-                             (long long)p->v[3].i);
+                             (long long)p[3].i);
     double count = ceil((stop - start) / step);
     if (count < 0) count = 0;
-    if (count * (double)p->v[3].i > 9.0e15)
+    if (count * (double)p[3].i > 9.0e15)
         return deft_op_error(op, DEFT_ERR_VALUE, "the range has %g elements, too many", count);
     out[0].shape.ndim = 1;
-    out[0].shape.dims[0] = (int64_t)count * p->v[3].i;
-    out[0].dtype = (deft_dtype_t)p->v[4].i;
+    out[0].shape.dims[0] = (int64_t)count * p[3].i;
+    out[0].dtype = (deft_dtype_t)p[4].i;
     *nout = 1;
     return 0;
 }
 
-static int arange_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int arange_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)nin, (void)in, (void)nout;
     double start, stop;
     arange_bounds(p, &start, &stop);
-    int64_t n = out[0].shape.dims[0], repeat = p->v[3].i;
+    int64_t n = out[0].shape.dims[0], repeat = p[3].i;
     void *data = deft_tensor_data(&out[0]);
     for (int64_t i = 0; i < n; i++)
-        deft_store_double(data, out[0].dtype, i, start + (double)(i / repeat) * p->v[2].f);
+        deft_store_double(data, out[0].dtype, i, start + (double)(i / repeat) * p[2].f);
     return 0;
 }
 
@@ -173,32 +173,32 @@ static void random_range(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-static int random_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
-                        int *nout, deft_desc_t *out) {
+static int random_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                        const deft_desc_t *in, int *nout, deft_desc_t *out) {
     if (shaped_infer(op, p, nin, in, nout, out)) return -1;
     if (!deft_dtype_is_float(out[0].dtype))
         return deft_op_error(op, DEFT_ERR_TYPE, "dtype is %s, expected float32 or float64",
                              deft_dtype_name(out[0].dtype));
-    if (!isfinite(p->v[2].f) || !isfinite(p->v[3].f))
+    if (!isfinite(p[2].f) || !isfinite(p[3].f))
         return deft_op_error(op, DEFT_ERR_VALUE, "%s (%g) and %s (%g) must be finite",
-                             op->params[2].name, p->v[2].f, op->params[3].name, p->v[3].f);
+                             op->params[2].name, p[2].f, op->params[3].name, p[3].f);
     bool normal = op->data != NULL;
-    if (normal && p->v[3].f < 0)
-        return deft_op_error(op, DEFT_ERR_VALUE, "scale is %g, expected >= 0", p->v[3].f);
-    if (!normal && p->v[2].f > p->v[3].f)
-        return deft_op_error(op, DEFT_ERR_VALUE, "low (%g) is greater than high (%g)", p->v[2].f,
-                             p->v[3].f);
+    if (normal && p[3].f < 0)
+        return deft_op_error(op, DEFT_ERR_VALUE, "scale is %g, expected >= 0", p[3].f);
+    if (!normal && p[2].f > p[3].f)
+        return deft_op_error(op, DEFT_ERR_VALUE, "low (%g) is greater than high (%g)", p[2].f,
+                             p[3].f);
     return 0;
 }
 
-static int random_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int random_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)in, (void)nout;
     int64_t n = deft_shape_size(&out[0].shape);
     random_ctx_t c = {.data = deft_tensor_data(&out[0]),
                       .dtype = out[0].dtype,
-                      .a = p->v[2].f,
-                      .b = p->v[3].f,
+                      .a = p[2].f,
+                      .b = p[3].f,
                       .normal = op->data != NULL};
     c.first = deft_random_reserve((uint64_t)n, &c.seed);
     deft_parallel_for(n, DEFT_PARALLEL_GRAIN / 8, random_range, &c);
@@ -223,11 +223,11 @@ static const deft_param_def_t normal_params[] = {
 static const deft_param_def_t cast_params[] = {
     {"dtype", DEFT_PARAM_DTYPE, NULL, "dtype to convert to", NULL, false}, {0}};
 
-static int cast_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
-                      int *nout, deft_desc_t *out) {
+static int cast_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                      const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)op, (void)nin;
     out[0].shape = in[0].shape;
-    out[0].dtype = (deft_dtype_t)p->v[0].i;
+    out[0].dtype = (deft_dtype_t)p[0].i;
     *nout = 1;
     return 0;
 }
@@ -249,7 +249,7 @@ static void copy_dense(const deft_tensor_t *dst, const deft_tensor_t *src) {
                       deft_dtype_size(src->dtype));
 }
 
-static int cast_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int cast_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)p, (void)nin, (void)nout;
     if (in[0].dtype == out[0].dtype) {
@@ -262,15 +262,15 @@ static int cast_forward(const deft_op_t *op, const deft_params_t *p, int nin,
     return 0;
 }
 
-static int copy_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
-                      int *nout, deft_desc_t *out) {
+static int copy_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                      const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)op, (void)p, (void)nin;
     out[0] = in[0];
     *nout = 1;
     return 0;
 }
 
-static int copy_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int copy_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)p, (void)nin, (void)nout;
     copy_dense(&out[0], &in[0]);

@@ -53,10 +53,10 @@ typedef struct dot_dims {
 } dot_dims_t;
 
 /* lhs (..., k) and rhs (k, ...): m = product of lhs's leading dims, n of rhs's trailing. */
-static int dot_shapes(const deft_op_t *op, const deft_params_t *p, const deft_desc_t *in,
+static int dot_shapes(const deft_op_t *op, const deft_param_value_t *p, const deft_desc_t *in,
                       dot_dims_t *dims, deft_shape_t *out) {
     const deft_shape_t *a = &in[0].shape, *b = &in[1].shape;
-    bool ta = p->v[0].i, tb = p->v[1].i;
+    bool ta = p[0].i, tb = p[1].i;
     char sa[DEFT_SHAPE_STR_MAX], sb[DEFT_SHAPE_STR_MAX];
     if (a->ndim == 0 || b->ndim == 0)
         return deft_op_error(
@@ -99,8 +99,8 @@ static int dot_shapes(const deft_op_t *op, const deft_params_t *p, const deft_de
     return check_blas_size(op, dims->m, dims->n, dims->k);
 }
 
-static int dot_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
-                     int *nout, deft_desc_t *out) {
+static int dot_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                     const deft_desc_t *in, int *nout, deft_desc_t *out) {
     dot_dims_t dims;
     if (check_float_pair(op, nin, in) || dot_shapes(op, p, in, &dims, &out[0].shape)) return -1;
     out[0].dtype = in[0].dtype;
@@ -108,26 +108,26 @@ static int dot_infer(const deft_op_t *op, const deft_params_t *p, int nin, const
     return 0;
 }
 
-static int dot_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int dot_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                        const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
     deft_desc_t desc[2] = {{in[0].shape, in[0].dtype}, {in[1].shape, in[1].dtype}};
     dot_dims_t d;
     deft_shape_t shape;
     if (dot_shapes(op, p, desc, &d, &shape)) return -1;
-    gemm(in[0].dtype, p->v[0].i, p->v[1].i, d.m, d.n, d.k, deft_tensor_data(&in[0]),
+    gemm(in[0].dtype, p[0].i, p[1].i, d.m, d.n, d.k, deft_tensor_data(&in[0]),
          deft_tensor_data(&in[1]), 0.0, deft_tensor_data(&out[0]));
     return 0;
 }
 
 /* ---- batch_dot ---- */
 
-static int batch_dot_infer(const deft_op_t *op, const deft_params_t *p, int nin,
+static int batch_dot_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                            const deft_desc_t *in, int *nout, deft_desc_t *out) {
     if (check_float_pair(op, nin, in)) return -1;
     const deft_shape_t *a = &in[0].shape, *b = &in[1].shape;
     char sa[DEFT_SHAPE_STR_MAX], sb[DEFT_SHAPE_STR_MAX];
-    bool ta = p->v[0].i, tb = p->v[1].i;
+    bool ta = p[0].i, tb = p[1].i;
     if (a->ndim != 3 || b->ndim != 3 || a->dims[0] != b->dims[0] ||
         (ta ? a->dims[1] : a->dims[2]) != (tb ? b->dims[2] : b->dims[1]))
         return deft_op_error(op, DEFT_ERR_VALUE,
@@ -143,10 +143,10 @@ static int batch_dot_infer(const deft_op_t *op, const deft_params_t *p, int nin,
     return 0;
 }
 
-static int batch_dot_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int batch_dot_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                              const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)nin, (void)nout;
-    bool ta = p->v[0].i, tb = p->v[1].i;
+    bool ta = p[0].i, tb = p[1].i;
     const deft_shape_t *a = &in[0].shape;
     int64_t batch = a->dims[0], m = out[0].shape.dims[1], n = out[0].shape.dims[2];
     int64_t k = ta ? a->dims[1] : a->dims[2];
@@ -180,10 +180,10 @@ static void fc_view(const deft_shape_t *data, bool flatten, int64_t *rows, int64
     }
 }
 
-static int fc_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
-                    int *nout, deft_desc_t *out) {
-    int64_t hidden = p->v[0].i, rows, features;
-    bool no_bias = p->v[1].i, flatten = p->v[2].i;
+static int fc_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                    const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    int64_t hidden = p[0].i, rows, features;
+    bool no_bias = p[1].i, flatten = p[2].i;
     char s[DEFT_SHAPE_STR_MAX];
     if (hidden < 1)
         return deft_op_error(op, DEFT_ERR_VALUE, "num_hidden is %lld, expected >= 1",
@@ -215,11 +215,11 @@ static int fc_infer(const deft_op_t *op, const deft_params_t *p, int nin, const 
     return 0;
 }
 
-static int fc_forward(const deft_op_t *op, const deft_params_t *p, int nin, const deft_tensor_t *in,
-                      int nout, const deft_tensor_t *out) {
+static int fc_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                      const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)nout;
-    int64_t rows, features, hidden = p->v[0].i;
-    fc_view(&in[0].shape, p->v[2].i, &rows, &features);
+    int64_t rows, features, hidden = p[0].i;
+    fc_view(&in[0].shape, p[2].i, &rows, &features);
     void *y = deft_tensor_data(&out[0]);
     double beta = 0.0;
     if (nin == 3 && rows > 0) { /* start from the bias in every row, then add data * weight^T */

@@ -59,7 +59,8 @@ typedef struct deft_param_value {
     deft_tuple_t t;
 } deft_param_value_t;
 
-/* Parsed parameters, in the order of the operator's parameter table. */
+/* Parsed parameters, in the order of the operator's parameter table. Kernels
+ * see them as an array (p[k]) so a queued call can keep just the ones it has. */
 typedef struct deft_params {
     deft_param_value_t v[DEFT_OP_MAX_PARAMS];
 } deft_params_t;
@@ -73,12 +74,12 @@ typedef struct deft_desc {
 typedef struct deft_op deft_op_t;
 
 /* Check inputs and fill *nout and out[0..*nout); -1 naming the op and input. */
-typedef int (*deft_infer_fn)(const deft_op_t *op, const deft_params_t *p, int nin,
+typedef int (*deft_infer_fn)(const deft_op_t *op, const deft_param_value_t *p, int nin,
                              const deft_desc_t *in, int *nout, deft_desc_t *out);
 
 /* Compute outputs (already allocated as inferred). Inputs never alias outputs
  * unless the op's inplace hint says that output may reuse that input. */
-typedef int (*deft_forward_fn)(const deft_op_t *op, const deft_params_t *p, int nin,
+typedef int (*deft_forward_fn)(const deft_op_t *op, const deft_param_value_t *p, int nin,
                                const deft_tensor_t *in, int nout, const deft_tensor_t *out);
 
 /* Filled in by the graph layer: how to build this op's gradient as graph nodes. */

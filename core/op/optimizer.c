@@ -33,39 +33,39 @@ typedef enum update_kind { SGD, SGD_MOM, ADAM } update_kind_t;
 
 typedef struct update_ctx {
     update_kind_t kind;
-    const deft_params_t *p;
+    const deft_param_value_t *p;
     deft_dtype_t dtype;
     void *out;
     void *in[4]; /* weight, grad, and state */
 } update_ctx_t;
 
 /* The rescaled, clipped gradient plus weight decay, as MXNet computes it. */
-static inline double effective_grad(const deft_params_t *p, double w, double g) {
-    g *= p->v[P_RESCALE].f;
-    double c = p->v[P_CLIP].f;
+static inline double effective_grad(const deft_param_value_t *p, double w, double g) {
+    g *= p[P_RESCALE].f;
+    double c = p[P_CLIP].f;
     if (c >= 0) g = g > c ? c : g < -c ? -c : g;
-    return g + p->v[P_WD].f * w;
+    return g + p[P_WD].f * w;
 }
 
 #define UPDATE_RANGE(S, T)                                                                         \
     static void update_##S(const update_ctx_t *c, int64_t begin, int64_t end) {                    \
-        const deft_params_t *p = c->p;                                                             \
+        const deft_param_value_t *p = c->p;                                                        \
         T *out = c->out, *w = c->in[0], *g = c->in[1], *s1 = c->in[2], *s2 = c->in[3];             \
-        double lr = p->v[P_LR].f;                                                                  \
+        double lr = p[P_LR].f;                                                                     \
         for (int64_t i = begin; i < end; i++) {                                                    \
             double grad = effective_grad(p, w[i], g[i]), weight = w[i];                            \
             if (c->kind == SGD) {                                                                  \
                 weight -= lr * grad;                                                               \
             } else if (c->kind == SGD_MOM) {                                                       \
-                double mom = p->v[P_MOMENTUM].f * s1[i] - lr * grad;                               \
+                double mom = p[P_MOMENTUM].f * s1[i] - lr * grad;                                  \
                 s1[i] = (T)mom;                                                                    \
                 weight += mom;                                                                     \
             } else {                                                                               \
-                double mean = p->v[P_BETA1].f * s1[i] + (1 - p->v[P_BETA1].f) * grad;              \
-                double var = p->v[P_BETA2].f * s2[i] + (1 - p->v[P_BETA2].f) * grad * grad;        \
+                double mean = p[P_BETA1].f * s1[i] + (1 - p[P_BETA1].f) * grad;                    \
+                double var = p[P_BETA2].f * s2[i] + (1 - p[P_BETA2].f) * grad * grad;              \
                 s1[i] = (T)mean;                                                                   \
                 s2[i] = (T)var;                                                                    \
-                weight -= lr * mean / (sqrt(var) + p->v[P_EPSILON].f);                             \
+                weight -= lr * mean / (sqrt(var) + p[P_EPSILON].f);                                \
             }                                                                                      \
             out[i] = (T)weight;                                                                    \
         }                                                                                          \
@@ -81,8 +81,8 @@ static void update_range(void *arg, int64_t begin, int64_t end) {
         update_f64(c, begin, end);
 }
 
-static int update_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
-                        int *nout, deft_desc_t *out) {
+static int update_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                        const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)p;
     if (deft_op_check_dtype_float(op, 0, in[0].dtype) || deft_op_check_same_dtype(op, nin, in))
         return -1;
@@ -100,7 +100,7 @@ static int update_infer(const deft_op_t *op, const deft_params_t *p, int nin, co
     return 0;
 }
 
-static int update_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int update_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nout;
     update_ctx_t c = {.kind = (update_kind_t)(intptr_t)op->data,

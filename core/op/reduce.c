@@ -230,32 +230,31 @@ static void reduced_shape(const reduce_plan_t *plan, const deft_shape_t *in, boo
 
 /* Parameters: sum-like ops take (axis, keepdims, exclude); norm adds ord;
  * argmax/argmin take (axis, keepdims) with a single optional axis. */
-static void read_axis_params(const deft_op_t *op, const deft_params_t *p, deft_param_value_t *axis,
-                             bool *keepdims, bool *exclude) {
+static void read_axis_params(const deft_op_t *op, const deft_param_value_t *p,
+                             deft_param_value_t *axis, bool *keepdims, bool *exclude) {
     const reducer_t *r = op->data;
-    *axis = p->v[0];
-    *keepdims = p->v[1].i != 0;
+    *axis = p[0];
+    *keepdims = p[1].i != 0;
     *exclude = false;
     if (r->kind == R_ARGMAX || r->kind == R_ARGMIN) {
         if (!axis->none) { /* a single integer axis, as a 1-tuple */
             axis->t.n = 1;
-            axis->t.v[0] = p->v[0].i;
+            axis->t.v[0] = p[0].i;
         }
     } else if (r->kind != R_NORM) {
-        *exclude = p->v[2].i != 0;
+        *exclude = p[2].i != 0;
     }
 }
 
-static int reduce_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
-                        int *nout, deft_desc_t *out) {
+static int reduce_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                        const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)nin;
     const reducer_t *r = op->data;
     if (r->float_only ? deft_op_check_dtype_float(op, 0, in[0].dtype)
                       : deft_op_check_dtype_arith(op, 0, in[0].dtype))
         return -1;
-    if (r->kind == R_NORM && p->v[2].i != 1 && p->v[2].i != 2)
-        return deft_op_error(op, DEFT_ERR_VALUE, "ord is %lld, expected 1 or 2",
-                             (long long)p->v[2].i);
+    if (r->kind == R_NORM && p[2].i != 1 && p[2].i != 2)
+        return deft_op_error(op, DEFT_ERR_VALUE, "ord is %lld, expected 1 or 2", (long long)p[2].i);
     deft_param_value_t axis;
     bool keepdims, exclude;
     read_axis_params(op, p, &axis, &keepdims, &exclude);
@@ -331,7 +330,7 @@ static bool reduced_are_innermost(const reduce_plan_t *plan, const deft_shape_t 
     return true;
 }
 
-static int reduce_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int reduce_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
     deft_param_value_t axis;
@@ -342,7 +341,7 @@ static int reduce_forward(const deft_op_t *op, const deft_params_t *p, int nin,
     if (plan.outer == 0) return 0;
     void *copy = NULL;
     reducer_t r = *(const reducer_t *)op->data;
-    if (r.kind == R_NORM && p->v[2].i == 1) r.kind = R_NORM1;
+    if (r.kind == R_NORM && p[2].i == 1) r.kind = R_NORM1;
     reduce_ctx_t c = {.r = &r,
                       .x = deft_tensor_data(&in[0]),
                       .dtype = in[0].dtype,

@@ -17,7 +17,7 @@ static int too_many_dims(const deft_op_t *op, int ndim) {
 }
 
 /* Same elements, new shape: a plain copy. */
-static int copy_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int copy_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)p, (void)nin, (void)nout;
     size_t nbytes = deft_tensor_nbytes(&in[0]);
@@ -34,10 +34,10 @@ static const deft_param_def_t reshape_params[] = {
      false},
     {0}};
 
-static int reshape_infer(const deft_op_t *op, const deft_params_t *p, int nin,
+static int reshape_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                          const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)nin;
-    const deft_tuple_t *t = &p->v[0].t;
+    const deft_tuple_t *t = &p[0].t;
     const deft_shape_t *src = &in[0].shape;
     deft_shape_t shape = {.ndim = 0};
     int infer_at = -1, src_dim = 0;
@@ -92,7 +92,7 @@ static int reshape_infer(const deft_op_t *op, const deft_params_t *p, int nin,
     return 0;
 }
 
-static int flatten_infer(const deft_op_t *op, const deft_params_t *p, int nin,
+static int flatten_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                          const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)p, (void)nin;
     if (in[0].shape.ndim == 0)
@@ -111,8 +111,8 @@ static const deft_param_def_t transpose_params[] = {
     {"axes", DEFT_PARAM_TUPLE, "()", "permutation of the axes; () reverses them", NULL, false},
     {0}};
 
-static int transpose_axes(const deft_op_t *op, const deft_params_t *p, int ndim, int *perm) {
-    const deft_tuple_t *t = &p->v[0].t;
+static int transpose_axes(const deft_op_t *op, const deft_param_value_t *p, int ndim, int *perm) {
+    const deft_tuple_t *t = &p[0].t;
     if (t->n == 0) {
         for (int d = 0; d < ndim; d++) perm[d] = ndim - 1 - d;
         return 0;
@@ -130,7 +130,7 @@ static int transpose_axes(const deft_op_t *op, const deft_params_t *p, int ndim,
     return 0;
 }
 
-static int transpose_infer(const deft_op_t *op, const deft_params_t *p, int nin,
+static int transpose_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                            const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)nin;
     int perm[DEFT_SHAPE_MAX_NDIM];
@@ -141,7 +141,7 @@ static int transpose_infer(const deft_op_t *op, const deft_params_t *p, int nin,
     return 0;
 }
 
-static int transpose_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int transpose_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                              const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
     int perm[DEFT_SHAPE_MAX_NDIM];
@@ -160,12 +160,12 @@ static const deft_param_def_t expand_params[] = {
     {"axis", DEFT_PARAM_INT, NULL, "position of the new axis, in [-ndim-1, ndim]", NULL, false},
     {0}};
 
-static int expand_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
-                        int *nout, deft_desc_t *out) {
+static int expand_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                        const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)nin;
     int ndim = in[0].shape.ndim, axis;
     if (ndim == DEFT_SHAPE_MAX_NDIM) return too_many_dims(op, ndim + 1);
-    if (deft_op_axis(op, "axis", p->v[0].i, ndim + 1, &axis)) return -1;
+    if (deft_op_axis(op, "axis", p[0].i, ndim + 1, &axis)) return -1;
     out[0] = in[0];
     out[0].shape.ndim = ndim + 1;
     for (int d = ndim; d > axis; d--) out[0].shape.dims[d] = in[0].shape.dims[d - 1];
@@ -178,15 +178,15 @@ static const deft_param_def_t squeeze_params[] = {
     {"axis", DEFT_PARAM_TUPLE, "None", "axes of size 1 to remove; None removes all", NULL, true},
     {0}};
 
-static int squeeze_infer(const deft_op_t *op, const deft_params_t *p, int nin,
+static int squeeze_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                          const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)nin;
     const deft_shape_t *src = &in[0].shape;
     bool drop[DEFT_SHAPE_MAX_NDIM] = {false};
-    for (int d = 0; p->v[0].none && d < src->ndim; d++) drop[d] = src->dims[d] == 1;
-    for (int k = 0; !p->v[0].none && k < p->v[0].t.n; k++) {
+    for (int d = 0; p[0].none && d < src->ndim; d++) drop[d] = src->dims[d] == 1;
+    for (int k = 0; !p[0].none && k < p[0].t.n; k++) {
         int axis;
-        if (deft_op_axis(op, "axis", p->v[0].t.v[k], src->ndim, &axis)) return -1;
+        if (deft_op_axis(op, "axis", p[0].t.v[k], src->ndim, &axis)) return -1;
         if (src->dims[axis] != 1)
             return deft_op_error(op, DEFT_ERR_VALUE, "axis %d has size %lld, expected 1", axis,
                                  (long long)src->dims[axis]);
@@ -229,9 +229,9 @@ static const deft_param_def_t slice_params[] = {
     {"step", DEFT_PARAM_TUPLE, "()", "step per axis (None or missing: 1)", NULL, true},
     {0}};
 
-static int plan_slice(const deft_op_t *op, const deft_params_t *p, const deft_shape_t *src,
+static int plan_slice(const deft_op_t *op, const deft_param_value_t *p, const deft_shape_t *src,
                       slice_plan_t *plan) {
-    const deft_tuple_t *b = &p->v[0].t, *e = &p->v[1].t, *s = &p->v[2].t;
+    const deft_tuple_t *b = &p[0].t, *e = &p[1].t, *s = &p[2].t;
     if (b->n > src->ndim || e->n != b->n || s->n > b->n)
         return deft_op_error(op, DEFT_ERR_VALUE,
                              "begin, end and step have %d, %d and %d entries; expected begin and "
@@ -267,8 +267,8 @@ static void slice_copy(const slice_plan_t *plan, const deft_tensor_t *in,
                       (char *)deft_tensor_data(in) + offset * (int64_t)elem, strides, elem);
 }
 
-static int slice_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
-                       int *nout, deft_desc_t *out) {
+static int slice_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                       const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)nin;
     slice_plan_t plan;
     if (plan_slice(op, p, &in[0].shape, &plan)) return -1;
@@ -278,7 +278,7 @@ static int slice_infer(const deft_op_t *op, const deft_params_t *p, int nin, con
     return 0;
 }
 
-static int slice_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int slice_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
     slice_plan_t plan;
@@ -293,20 +293,19 @@ static const deft_param_def_t slice_axis_params[] = {
     {"end", DEFT_PARAM_INT, NULL, "end index, excluded (None: to the end)", NULL, true},
     {0}};
 
-static int plan_slice_axis(const deft_op_t *op, const deft_params_t *p, const deft_shape_t *src,
-                           slice_plan_t *plan) {
+static int plan_slice_axis(const deft_op_t *op, const deft_param_value_t *p,
+                           const deft_shape_t *src, slice_plan_t *plan) {
     int axis;
-    if (deft_op_axis(op, "axis", p->v[0].i, src->ndim, &axis)) return -1;
+    if (deft_op_axis(op, "axis", p[0].i, src->ndim, &axis)) return -1;
     plan->shape = *src;
     for (int d = 0; d < src->ndim; d++) plan->begin[d] = 0, plan->step[d] = 1;
-    int64_t begin = p->v[1].i;
-    plan->shape.dims[axis] =
-        slice_length(src->dims[axis], &begin, p->v[2].i, 1, true, !p->v[2].none);
+    int64_t begin = p[1].i;
+    plan->shape.dims[axis] = slice_length(src->dims[axis], &begin, p[2].i, 1, true, !p[2].none);
     plan->begin[axis] = begin;
     return 0;
 }
 
-static int slice_axis_infer(const deft_op_t *op, const deft_params_t *p, int nin,
+static int slice_axis_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                             const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)nin;
     slice_plan_t plan;
@@ -317,7 +316,7 @@ static int slice_axis_infer(const deft_op_t *op, const deft_params_t *p, int nin
     return 0;
 }
 
-static int slice_axis_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int slice_axis_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                               const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
     slice_plan_t plan;
@@ -337,10 +336,10 @@ static const deft_param_def_t stack_params[] = {
     {"num_args", DEFT_PARAM_INT, "None", "number of inputs (checked when given)", NULL, true},
     {0}};
 
-static int check_num_args(const deft_op_t *op, const deft_params_t *p, int nin) {
-    if (!p->v[1].none && p->v[1].i != nin)
+static int check_num_args(const deft_op_t *op, const deft_param_value_t *p, int nin) {
+    if (!p[1].none && p[1].i != nin)
         return deft_op_error(op, DEFT_ERR_VALUE, "num_args is %lld but %d inputs were given",
-                             (long long)p->v[1].i, nin);
+                             (long long)p[1].i, nin);
     return 0;
 }
 
@@ -361,11 +360,11 @@ static int same_shape_except(const deft_op_t *op, int nin, const deft_desc_t *in
     return 0;
 }
 
-static int concat_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
-                        int *nout, deft_desc_t *out) {
+static int concat_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                        const deft_desc_t *in, int *nout, deft_desc_t *out) {
     int axis;
     if (check_num_args(op, p, nin) || deft_op_check_same_dtype(op, nin, in)) return -1;
-    if (deft_op_axis(op, "dim", p->v[0].i, in[0].shape.ndim, &axis) ||
+    if (deft_op_axis(op, "dim", p[0].i, in[0].shape.ndim, &axis) ||
         same_shape_except(op, nin, in, axis))
         return -1;
     out[0] = in[0];
@@ -392,23 +391,23 @@ static void join(const deft_tensor_t *in, int nin, const deft_tensor_t *out, int
     }
 }
 
-static int concat_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int concat_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nout;
     int axis;
-    if (deft_op_axis(op, "dim", p->v[0].i, in[0].shape.ndim, &axis)) return -1;
+    if (deft_op_axis(op, "dim", p[0].i, in[0].shape.ndim, &axis)) return -1;
     join(in, nin, &out[0], axis, false);
     return 0;
 }
 
-static int stack_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
-                       int *nout, deft_desc_t *out) {
+static int stack_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                       const deft_desc_t *in, int *nout, deft_desc_t *out) {
     int axis, ndim = in[0].shape.ndim;
     if (check_num_args(op, p, nin) || deft_op_check_same_dtype(op, nin, in) ||
         same_shape_except(op, nin, in, -1))
         return -1;
     if (ndim == DEFT_SHAPE_MAX_NDIM) return too_many_dims(op, ndim + 1);
-    if (deft_op_axis(op, "axis", p->v[0].i, ndim + 1, &axis)) return -1;
+    if (deft_op_axis(op, "axis", p[0].i, ndim + 1, &axis)) return -1;
     out[0].dtype = in[0].dtype;
     out[0].shape.ndim = ndim + 1;
     for (int d = 0, s = 0; d <= ndim; d++)
@@ -417,11 +416,11 @@ static int stack_infer(const deft_op_t *op, const deft_params_t *p, int nin, con
     return 0;
 }
 
-static int stack_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int stack_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nout;
     int axis;
-    if (deft_op_axis(op, "axis", p->v[0].i, in[0].shape.ndim + 1, &axis)) return -1;
+    if (deft_op_axis(op, "axis", p[0].i, in[0].shape.ndim + 1, &axis)) return -1;
     join(in, nin, &out[0], axis, true);
     return 0;
 }
@@ -433,27 +432,27 @@ static const deft_param_def_t split_params[] = {
      NULL, false},
     {0}};
 
-static int split_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
-                       int *nout, deft_desc_t *out) {
+static int split_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                       const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)nin;
-    int64_t parts = p->v[0].i;
+    int64_t parts = p[0].i;
     int axis;
     if (parts < 1 || parts > DEFT_OP_MAX_OUTPUTS)
         return deft_op_error(op, DEFT_ERR_VALUE, "num_outputs is %lld, expected 1 to %d",
                              (long long)parts, DEFT_OP_MAX_OUTPUTS);
-    if (deft_op_axis(op, "axis", p->v[1].i, in[0].shape.ndim, &axis)) return -1;
+    if (deft_op_axis(op, "axis", p[1].i, in[0].shape.ndim, &axis)) return -1;
     int64_t size = in[0].shape.dims[axis];
     if (size % parts != 0)
         return deft_op_error(op, DEFT_ERR_VALUE, "axis %d has size %lld, not divisible by %lld",
                              axis, (long long)size, (long long)parts);
-    if (p->v[2].i && size / parts != 1)
+    if (p[2].i && size / parts != 1)
         return deft_op_error(op, DEFT_ERR_VALUE,
                              "squeeze_axis needs parts of size 1, but they have size %lld",
                              (long long)(size / parts));
     for (int64_t k = 0; k < parts; k++) {
         out[k] = in[0];
         out[k].shape.dims[axis] = size / parts;
-        if (p->v[2].i) {
+        if (p[2].i) {
             for (int d = axis; d + 1 < in[0].shape.ndim; d++)
                 out[k].shape.dims[d] = in[0].shape.dims[d + 1];
             out[k].shape.ndim--;
@@ -463,11 +462,11 @@ static int split_infer(const deft_op_t *op, const deft_params_t *p, int nin, con
     return 0;
 }
 
-static int split_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int split_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin;
     int axis;
-    if (deft_op_axis(op, "axis", p->v[1].i, in[0].shape.ndim, &axis)) return -1;
+    if (deft_op_axis(op, "axis", p[1].i, in[0].shape.ndim, &axis)) return -1;
     int64_t own[DEFT_SHAPE_MAX_NDIM];
     deft_contiguous_strides(&in[0].shape, own);
     deft_shape_t part = in[0].shape;
@@ -487,10 +486,10 @@ static const deft_param_def_t broadcast_to_params[] = {
     {"shape", DEFT_PARAM_TUPLE, NULL, "target shape; 0 keeps the input's dimension", NULL, false},
     {0}};
 
-static int broadcast_to_infer(const deft_op_t *op, const deft_params_t *p, int nin,
+static int broadcast_to_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                               const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)nin;
-    const deft_tuple_t *t = &p->v[0].t;
+    const deft_tuple_t *t = &p[0].t;
     const deft_shape_t *src = &in[0].shape;
     char s[DEFT_SHAPE_STR_MAX];
     if (t->n < src->ndim)
@@ -512,7 +511,7 @@ static int broadcast_to_infer(const deft_op_t *op, const deft_params_t *p, int n
     return 0;
 }
 
-static int broadcast_to_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int broadcast_to_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                                 const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)p, (void)nin, (void)nout;
     deft_strided_t it;

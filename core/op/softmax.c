@@ -47,23 +47,23 @@ static void softmax_range(void *arg, int64_t begin, int64_t end) {
 static const deft_param_def_t softmax_params[] = {
     {"axis", DEFT_PARAM_INT, "-1", "axis to normalise over", NULL, false}, {0}};
 
-static int softmax_infer(const deft_op_t *op, const deft_params_t *p, int nin,
+static int softmax_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                          const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)nin;
     int axis;
     if (deft_op_check_dtype_float(op, 0, in[0].dtype) ||
-        deft_op_axis(op, "axis", p->v[0].i, in[0].shape.ndim, &axis))
+        deft_op_axis(op, "axis", p[0].i, in[0].shape.ndim, &axis))
         return -1;
     out[0] = in[0];
     *nout = 1;
     return 0;
 }
 
-static int softmax_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int softmax_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                            const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
     int axis;
-    if (deft_op_axis(op, "axis", p->v[0].i, in[0].shape.ndim, &axis)) return -1;
+    if (deft_op_axis(op, "axis", p[0].i, in[0].shape.ndim, &axis)) return -1;
     softmax_ctx_t c = {
         deft_tensor_data(&in[0]), deft_tensor_data(&out[0]), in[0].dtype, in[0].shape.dims[axis], 1,
         op->data != NULL};
@@ -78,8 +78,8 @@ static int softmax_forward(const deft_op_t *op, const deft_params_t *p, int nin,
 
 /* ---- softmax_cross_entropy ---- */
 
-static int xent_infer(const deft_op_t *op, const deft_params_t *p, int nin, const deft_desc_t *in,
-                      int *nout, deft_desc_t *out) {
+static int xent_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                      const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)p, (void)nin;
     char sd[DEFT_SHAPE_STR_MAX], sl[DEFT_SHAPE_STR_MAX];
     if (deft_op_check_dtype_float(op, 0, in[0].dtype) ||
@@ -100,7 +100,7 @@ static int xent_infer(const deft_op_t *op, const deft_params_t *p, int nin, cons
     return 0;
 }
 
-static int xent_forward(const deft_op_t *op, const deft_params_t *p, int nin,
+static int xent_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)p, (void)nin, (void)nout;
     int64_t batch = in[0].shape.dims[0], classes = in[0].shape.dims[1];

@@ -1,0 +1,75 @@
+/*
+ * The dependency engine (MXNet's design, in C).
+ *
+ * Every array has an engine variable. An operation is pushed with the
+ * variables it reads and the ones it writes; it runs once every earlier
+ * write to what it reads, and every earlier read and write of what it
+ * writes, is done. Operations on independent variables run in parallel on
+ * a pool of worker threads, so the host thread runs ahead of the work.
+ *
+ * Errors are values: a failing operation's message is attached to the
+ * variables it writes; operations reading such a variable do not run and
+ * pass the same message on; the next wait on a failed variable reports it
+ * once. DEFT_ENGINE=naive runs every operation on the pushing thread.
+ */
+#ifndef DEFT_CORE_ENGINE_H
+#define DEFT_CORE_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct deft_var deft_var_t;
+
+/* A new variable with one reference; NULL (error set) when out of memory. */
+deft_var_t *deft_var_new(void);
+deft_var_t *deft_var_retain(deft_var_t *var);
+/* Drop a reference; never blocks: pending operations hold their own. */
+void deft_var_release(deft_var_t *var);
+
+/* The work: return 0, or -1 with the thread's error set (deft_error). */
+typedef int (*deft_engine_fn)(void *ctx);
+/* Called once after the work ran or was skipped, on any thread. */
+typedef void (*deft_engine_free_fn)(void *ctx);
+
+typedef struct deft_engine_op_desc {
+    deft_engine_fn fn;
+    deft_engine_free_fn free_ctx; /* may be NULL */
+    void *ctx;
+    deft_var_t *const *reads;
+    int num_reads;
+    deft_var_t *const *writes;
+    int num_writes;
+    int priority;       /* larger runs first among ready operations */
+    const char *name;   /* static string, for errors and the profiler */
+    const char *origin; /* the API function that pushed it, named in errors */
+    bool small;         /* cheap enough to run on the pushing thread when ready */
+} deft_engine_op_desc_t;
+
+/*
+ * Schedule an operation. A variable listed twice, or as both read and
+ * written, counts once (as written). Blocks while too many operations are
+ * pending (back-pressure), except on worker threads. On failure (out of
+ * memory) nothing is scheduled and ctx is freed.
+ */
+int deft_engine_push(const deft_engine_op_desc_t *desc);
+
+/* Block until the variable's pending writes (and, for write, reads) are done;
+ * -1 with the failure's message if the variable holds an error (reported once). */
+int deft_engine_wait_to_read(deft_var_t *var);
+int deft_engine_wait_to_write(deft_var_t *var);
+
+/* Block until nothing is pending; -1 with the first error since the last
+ * wait-all, and every variable's error is cleared. */
+int deft_engine_wait_all(void);
+
+/* Wait for pending work and stop the workers; the engine restarts on next use. */
+void deft_engine_shutdown(void);
+
+/* True on an engine worker thread. */
+bool deft_engine_on_worker(void);
+
+/* Engine settings, read once from the environment. */
+bool deft_engine_is_naive(void);
+int deft_engine_num_workers(void);
+
+#endif

@@ -1,0 +1,73 @@
+/* Shared between the engine's files: operations, variables and error values. */
+#ifndef DEFT_CORE_ENGINE_INTERNAL_H
+#define DEFT_CORE_ENGINE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "core/base/error.h"
+#include "core/engine/engine.h"
+
+/* A failure, shared by every variable it reached. */
+typedef struct engine_error {
+    atomic_int refcount;
+    deft_error_kind_t kind;
+    char message[];
+} engine_error_t;
+
+engine_error_t *engine_error_new(deft_error_kind_t kind, const char *message);
+engine_error_t *engine_error_retain(engine_error_t *error);
+void engine_error_release(engine_error_t *error);
+
+#define OP_INLINE_VARS 8
+
+typedef struct engine_op {
+    deft_engine_fn fn;
+    deft_engine_free_fn free_ctx;
+    void *ctx;
+    const char *name, *origin;
+    int priority;
+    bool small;
+    atomic_int wait; /* dependencies not yet satisfied, plus one held by push */
+    int num_reads, num_writes;
+    deft_var_t **vars; /* reads, then writes; each retained */
+    deft_var_t *inline_vars[OP_INLINE_VARS];
+    struct engine_op *next_ready;
+} engine_op_t;
+
+/* A list of operations that became ready, to run or schedule. */
+typedef struct ready_list {
+    engine_op_t *head, *tail;
+} ready_list_t;
+
+void ready_list_add(ready_list_t *list, engine_op_t *op);
+
+/*
+ * Dependency bookkeeping (var.c). var_append registers one variable of an
+ * operation, taking over `entry` (allocated beforehand with var_entry_new,
+ * so that registering cannot fail halfway); operations whose last
+ * dependency is met go to `ready`.
+ */
+typedef struct var_entry var_entry_t;
+var_entry_t *var_entry_new(void);
+void var_append(deft_var_t *var, engine_op_t *op, bool write, var_entry_t *entry,
+                ready_list_t *ready);
+void var_complete_read(deft_var_t *var, ready_list_t *ready);
+void var_complete_write(deft_var_t *var, ready_list_t *ready);
+
+/* True when nothing queued or running would block a read (or a write). */
+bool var_idle(deft_var_t *var, bool for_write);
+
+/* The error a variable holds, retained, or NULL. */
+engine_error_t *var_error(deft_var_t *var);
+/* Attach an error to a variable (replacing none: the first failure wins). */
+void var_set_error(deft_var_t *var, engine_error_t *error);
+/* Take the variable's error (the caller owns the reference), clearing it. */
+engine_error_t *var_take_error(deft_var_t *var);
+/* Clear the error of every variable that holds one. */
+void var_clear_all_errors(void);
+
+/* Count down one dependency of op; adds it to `ready` when none remain. */
+void op_dependency_met(engine_op_t *op, ready_list_t *ready);
+
+#endif
