@@ -116,18 +116,30 @@ int DeftNDArrayGetDevice(DeftNDArrayHandle handle, int *out_type, int *out_id) {
     return 0;
 }
 
-/*
- * Every operation in this version completes before its call returns, so an
- * array that passes the handle check has no pending writes.
- */
 int DeftNDArrayWaitToRead(DeftNDArrayHandle handle) {
     API_BEGIN();
     deft_ndarray_t *arr;
-    return api_ndarray(handle, "handle", &arr);
+    if (api_ndarray(handle, "handle", &arr)) return -1;
+    return deft_ndarray_wait_to_read(arr);
+}
+
+int DeftNDArrayWaitToWrite(DeftNDArrayHandle handle) {
+    API_BEGIN();
+    deft_ndarray_t *arr;
+    if (api_ndarray(handle, "handle", &arr)) return -1;
+    return deft_ndarray_wait_to_write(arr);
 }
 
 int DeftWaitAll(void) {
     API_BEGIN();
+    return deft_engine_wait_all();
+}
+
+int DeftShutdown(void) {
+    API_BEGIN();
+    if (deft_engine_on_worker())
+        return deft_error(DEFT_ERR_VALUE, "cannot shut down from inside an engine operation");
+    deft_engine_shutdown();
     return 0;
 }
 

@@ -13,6 +13,12 @@ void deft_error_enter(const char *function) {
     tl_function = function;
 }
 
+const char *deft_error_swap_function(const char *function) {
+    const char *previous = tl_function;
+    tl_function = function;
+    return previous;
+}
+
 int deft_error(deft_error_kind_t kind, const char *fmt, ...) {
     size_t used = 0;
     if (tl_function) {

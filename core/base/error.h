@@ -27,6 +27,10 @@ typedef enum deft_error_kind {
 /* Name the public function now running on this thread (a static string). */
 void deft_error_enter(const char *function);
 
+/* Name another function (an operation run on behalf of an earlier call) and
+ * return the one named before, to put back afterwards. */
+const char *deft_error_swap_function(const char *function);
+
 /* Record a failure and return -1, so `return deft_error(...)` reads well. */
 int deft_error(deft_error_kind_t kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -127,6 +127,19 @@ static void start_pool(void) {
     atexit(stop_helpers);
 }
 
+static atomic_int running_ops;
+
+void deft_parallel_op_begin(void) { atomic_fetch_add_explicit(&running_ops, 1, memory_order_relaxed); }
+
+void deft_parallel_op_end(void) { atomic_fetch_sub_explicit(&running_ops, 1, memory_order_relaxed); }
+
+int deft_parallel_budget(void) {
+    int threads = deft_parallel_threads();
+    int others = atomic_load_explicit(&running_ops, memory_order_relaxed) - 1;
+    int budget = threads - (others > 0 ? others : 0);
+    return budget < 1 ? 1 : budget;
+}
+
 int deft_parallel_threads(void) {
     pthread_once(&pool.once, start_pool);
     return pool.threads;
@@ -135,7 +148,7 @@ int deft_parallel_threads(void) {
 void deft_parallel_for(int64_t n, int64_t grain, deft_range_fn fn, void *ctx) {
     if (n <= 0) return;
     if (grain < 1) grain = 1;
-    int threads = n >= 2 * grain ? deft_parallel_threads() : 1;
+    int threads = n >= 2 * grain ? deft_parallel_budget() : 1;
     if (threads < 2 || pthread_mutex_trylock(&pool.busy) != 0) {
         fn(ctx, 0, n);
         return;

@@ -24,4 +24,16 @@ void deft_parallel_for(int64_t n, int64_t grain, deft_range_fn fn, void *ctx);
 /* Threads a parallel-for may use: DEFT_NUM_THREADS, or the number of cores. */
 int deft_parallel_threads(void);
 
+/*
+ * The thread policy. DEFT_NUM_THREADS is the number of cores deft may keep
+ * busy. The engine counts the operations running at once; a kernel that
+ * runs alone may use every thread (its own parallel-for, or OpenBLAS's
+ * threads for a GEMM), while concurrent operations share them, so engine
+ * workers, kernel helpers and OpenBLAS never oversubscribe the cores.
+ */
+void deft_parallel_op_begin(void);
+void deft_parallel_op_end(void);
+/* Threads the calling kernel may use now, at least 1. */
+int deft_parallel_budget(void);
+
 #endif

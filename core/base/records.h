@@ -14,6 +14,6 @@
 void *deft_record_alloc(void);
 void deft_record_free(void *record);
 
-#define DEFT_RECORD_SIZE 256
+#define DEFT_RECORD_SIZE 512
 
 #endif

@@ -20,7 +20,7 @@ typedef struct deft_storage {
     size_t capacity; /* bytes the allocator gave */
 } deft_storage_t;
 
-_Static_assert(sizeof(deft_storage_t) <= 256, "records hold storage headers");
+_Static_assert(sizeof(deft_storage_t) <= 512, "records hold storage headers");
 
 /* New storage with one reference, contents undefined; -1 on bad device or OOM. */
 int deft_storage_new(deft_device_t dev, size_t nbytes, deft_storage_t **out);

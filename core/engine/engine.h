@@ -53,6 +53,16 @@ typedef struct deft_engine_op_desc {
  */
 int deft_engine_push(const deft_engine_op_desc_t *desc);
 
+/*
+ * Run a small operation at once on this thread, if none of its variables
+ * is busy or holds an error: the same effect as pushing it and having it
+ * run inline, without queueing it. Returns 0 when it ran (its failure, if
+ * any, is kept on its writes as for a pushed operation) and 1 when it did
+ * not, in which case nothing happened and the caller pushes it. free_ctx is
+ * not called: ctx may live on the caller's stack.
+ */
+int deft_engine_run_now(const deft_engine_op_desc_t *desc);
+
 /* Block until the variable's pending writes (and, for write, reads) are done;
  * -1 with the failure's message if the variable holds an error (reported once). */
 int deft_engine_wait_to_read(deft_var_t *var);
@@ -71,5 +81,8 @@ bool deft_engine_on_worker(void);
 /* Engine settings, read once from the environment. */
 bool deft_engine_is_naive(void);
 int deft_engine_num_workers(void);
+long deft_engine_max_pending(void);
+/* Operations pushed and not yet finished. */
+long deft_engine_pending(void);
 
 #endif

@@ -21,7 +21,17 @@ void engine_error_release(engine_error_t *error);
 
 #define OP_INLINE_VARS 8
 
-typedef struct engine_op {
+typedef struct engine_op engine_op_t;
+
+/* One variable of an operation; also its place in that variable's queue. */
+typedef struct op_var {
+    deft_var_t *var; /* retained */
+    engine_op_t *op;
+    struct op_var *next; /* in the variable's queue while waiting */
+    bool write;
+} op_var_t;
+
+struct engine_op {
     deft_engine_fn fn;
     deft_engine_free_fn free_ctx;
     void *ctx;
@@ -30,10 +40,10 @@ typedef struct engine_op {
     bool small;
     atomic_int wait; /* dependencies not yet satisfied, plus one held by push */
     int num_reads, num_writes;
-    deft_var_t **vars; /* reads, then writes; each retained */
-    deft_var_t *inline_vars[OP_INLINE_VARS];
+    op_var_t *vars; /* reads, then writes */
     struct engine_op *next_ready;
-} engine_op_t;
+    op_var_t inline_vars[OP_INLINE_VARS];
+};
 
 /* A list of operations that became ready, to run or schedule. */
 typedef struct ready_list {
@@ -44,19 +54,17 @@ void ready_list_add(ready_list_t *list, engine_op_t *op);
 
 /*
  * Dependency bookkeeping (var.c). var_append registers one variable of an
- * operation, taking over `entry` (allocated beforehand with var_entry_new,
- * so that registering cannot fail halfway); operations whose last
- * dependency is met go to `ready`.
+ * operation (it cannot fail: the queue link lives in the operation);
+ * operations whose last dependency is met go to `ready`.
  */
-typedef struct var_entry var_entry_t;
-var_entry_t *var_entry_new(void);
-void var_append(deft_var_t *var, engine_op_t *op, bool write, var_entry_t *entry,
-                ready_list_t *ready);
+void var_append(op_var_t *entry, ready_list_t *ready);
 void var_complete_read(deft_var_t *var, ready_list_t *ready);
 void var_complete_write(deft_var_t *var, ready_list_t *ready);
 
 /* True when nothing queued or running would block a read (or a write). */
 bool var_idle(deft_var_t *var, bool for_write);
+/* Start a read (or write) at once if the variable is free and holds no error. */
+bool var_try_start(deft_var_t *var, bool write);
 
 /* The error a variable holds, retained, or NULL. */
 engine_error_t *var_error(deft_var_t *var);

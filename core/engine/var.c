@@ -11,6 +11,9 @@
  * a write when nothing is running and nothing is queued before it. When a
  * write finishes, the reads at the head of the queue start together; when
  * the last read finishes, a write at the head starts.
+ *
+ * The critical sections are a handful of instructions, so a spinlock guards
+ * each variable; a pthread mutex cost more than the rest of a push.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,29 +21,36 @@
 #include "core/base/records.h"
 #include "core/engine/engine_internal.h"
 
-typedef struct var_entry {
-    engine_op_t *op;
-    bool write;
-    struct var_entry *next;
-} var_entry_t;
-
 struct deft_var {
     atomic_int refcount;
-    pthread_mutex_t lock;
-    var_entry_t *head, *tail;
+    atomic_bool locked;
+    op_var_t *head, *tail;
     int pending_reads;
     bool pending_write;
-    engine_error_t *error;
+    _Atomic(engine_error_t *) error; /* read without the lock, changed under it */
     /* membership of the list of variables holding errors (errors_lock) */
     struct deft_var *err_prev, *err_next;
     bool listed;
 };
 
-_Static_assert(sizeof(var_entry_t) <= DEFT_RECORD_SIZE, "records hold queue entries");
 _Static_assert(sizeof(struct deft_var) <= DEFT_RECORD_SIZE, "records hold variables");
 
 static pthread_mutex_t errors_lock = PTHREAD_MUTEX_INITIALIZER;
 static deft_var_t *errored; /* variables holding an error, for wait-all to clear */
+
+static inline void lock(deft_var_t *var) {
+    while (atomic_exchange_explicit(&var->locked, true, memory_order_acquire)) {
+        while (atomic_load_explicit(&var->locked, memory_order_relaxed)) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        }
+    }
+}
+
+static inline void unlock(deft_var_t *var) {
+    atomic_store_explicit(&var->locked, false, memory_order_release);
+}
 
 deft_var_t *deft_var_new(void) {
     deft_var_t *var = deft_record_alloc();
@@ -50,7 +60,8 @@ deft_var_t *deft_var_new(void) {
     }
     memset(var, 0, sizeof *var);
     atomic_init(&var->refcount, 1);
-    pthread_mutex_init(&var->lock, NULL);
+    atomic_init(&var->locked, false);
+    atomic_init(&var->error, NULL);
     return var;
 }
 
@@ -70,69 +81,56 @@ static void unlist(deft_var_t *var) {
 void deft_var_release(deft_var_t *var) {
     if (!var || atomic_fetch_sub_explicit(&var->refcount, 1, memory_order_acq_rel) != 1) return;
     /* Operations hold references, so nothing is queued on a dying variable. */
-    if (var->listed) {
+    if (atomic_load(&var->error)) {
         pthread_mutex_lock(&errors_lock);
         unlist(var);
         pthread_mutex_unlock(&errors_lock);
+        engine_error_release(atomic_load(&var->error));
     }
-    engine_error_release(var->error);
-    pthread_mutex_destroy(&var->lock);
     deft_record_free(var);
 }
 
-static void enqueue(deft_var_t *var, var_entry_t *entry) {
+static void enqueue(deft_var_t *var, op_var_t *entry) {
     entry->next = NULL;
     if (var->tail) var->tail->next = entry;
     else var->head = entry;
     var->tail = entry;
 }
 
-/* Detach the head entry; the caller frees it after releasing the lock. */
-static var_entry_t *detach_head(deft_var_t *var) {
-    var_entry_t *entry = var->head;
+static op_var_t *detach_head(deft_var_t *var) {
+    op_var_t *entry = var->head;
     var->head = entry->next;
     if (!var->head) var->tail = NULL;
     entry->next = NULL;
     return entry;
 }
 
-var_entry_t *var_entry_new(void) { return deft_record_alloc(); }
-
-void var_append(deft_var_t *var, engine_op_t *op, bool write, var_entry_t *entry,
-                ready_list_t *ready) {
-    pthread_mutex_lock(&var->lock);
-    bool start = write ? !var->head && !var->pending_write && var->pending_reads == 0
-                       : !var->head && !var->pending_write;
-    if (start && write) var->pending_write = true;
+void var_append(op_var_t *entry, ready_list_t *ready) {
+    deft_var_t *var = entry->var;
+    lock(var);
+    bool start = entry->write ? !var->head && !var->pending_write && var->pending_reads == 0
+                              : !var->head && !var->pending_write;
+    if (start && entry->write) var->pending_write = true;
     else if (start) var->pending_reads++;
-    else {
-        entry->op = op;
-        entry->write = write;
-        enqueue(var, entry);
-    }
-    pthread_mutex_unlock(&var->lock);
-    if (start) {
-        deft_record_free(entry);
-        op_dependency_met(op, ready);
-    }
+    else enqueue(var, entry);
+    unlock(var);
+    if (start) op_dependency_met(entry->op, ready);
 }
 
 void var_complete_read(deft_var_t *var, ready_list_t *ready) {
-    var_entry_t *next = NULL;
-    pthread_mutex_lock(&var->lock);
+    op_var_t *next = NULL;
+    lock(var);
     if (--var->pending_reads == 0 && var->head && var->head->write) {
         var->pending_write = true;
         next = detach_head(var);
     }
-    pthread_mutex_unlock(&var->lock);
-    if (!next) return;
-    op_dependency_met(next->op, ready);
-    deft_record_free(next);
+    unlock(var);
+    if (next) op_dependency_met(next->op, ready);
 }
 
 void var_complete_write(deft_var_t *var, ready_list_t *ready) {
-    var_entry_t *started = NULL, **tail = &started;
-    pthread_mutex_lock(&var->lock);
+    op_var_t *started = NULL, **tail = &started;
+    lock(var);
     var->pending_write = false;
     while (var->head && !var->head->write) { /* every read waiting at the head */
         var->pending_reads++;
@@ -143,34 +141,46 @@ void var_complete_write(deft_var_t *var, ready_list_t *ready) {
         var->pending_write = true;
         started = detach_head(var);
     }
-    pthread_mutex_unlock(&var->lock);
+    unlock(var);
     while (started) {
-        var_entry_t *entry = started;
-        started = entry->next;
+        op_var_t *entry = started;
+        started = entry->next; /* read before the op may run and be freed */
         op_dependency_met(entry->op, ready);
-        deft_record_free(entry);
     }
 }
 
+bool var_try_start(deft_var_t *var, bool write) {
+    if (atomic_load_explicit(&var->error, memory_order_acquire)) return false;
+    lock(var);
+    bool start = write ? !var->head && !var->pending_write && var->pending_reads == 0
+                       : !var->head && !var->pending_write;
+    if (start && write) var->pending_write = true;
+    else if (start) var->pending_reads++;
+    unlock(var);
+    return start;
+}
+
 bool var_idle(deft_var_t *var, bool for_write) {
-    pthread_mutex_lock(&var->lock);
+    lock(var);
     bool idle = !var->head && !var->pending_write && (!for_write || var->pending_reads == 0);
-    pthread_mutex_unlock(&var->lock);
+    unlock(var);
     return idle;
 }
 
 engine_error_t *var_error(deft_var_t *var) {
-    pthread_mutex_lock(&var->lock);
-    engine_error_t *error = var->error ? engine_error_retain(var->error) : NULL;
-    pthread_mutex_unlock(&var->lock);
+    if (!atomic_load_explicit(&var->error, memory_order_acquire)) return NULL; /* the usual case */
+    lock(var);
+    engine_error_t *error = atomic_load(&var->error);
+    if (error) engine_error_retain(error);
+    unlock(var);
     return error;
 }
 
 void var_set_error(deft_var_t *var, engine_error_t *error) {
     pthread_mutex_lock(&errors_lock);
-    pthread_mutex_lock(&var->lock);
-    if (!var->error) var->error = engine_error_retain(error);
-    pthread_mutex_unlock(&var->lock);
+    lock(var);
+    if (!atomic_load(&var->error)) atomic_store(&var->error, engine_error_retain(error));
+    unlock(var);
     if (!var->listed) {
         var->err_next = errored;
         var->err_prev = NULL;
@@ -182,11 +192,11 @@ void var_set_error(deft_var_t *var, engine_error_t *error) {
 }
 
 engine_error_t *var_take_error(deft_var_t *var) {
+    if (!atomic_load_explicit(&var->error, memory_order_acquire)) return NULL;
     pthread_mutex_lock(&errors_lock);
-    pthread_mutex_lock(&var->lock);
-    engine_error_t *error = var->error;
-    var->error = NULL;
-    pthread_mutex_unlock(&var->lock);
+    lock(var);
+    engine_error_t *error = atomic_exchange(&var->error, NULL);
+    unlock(var);
     unlist(var);
     pthread_mutex_unlock(&errors_lock);
     return error;
@@ -196,10 +206,9 @@ void var_clear_all_errors(void) {
     pthread_mutex_lock(&errors_lock);
     while (errored) {
         deft_var_t *var = errored;
-        pthread_mutex_lock(&var->lock);
-        engine_error_t *error = var->error;
-        var->error = NULL;
-        pthread_mutex_unlock(&var->lock);
+        lock(var);
+        engine_error_t *error = atomic_exchange(&var->error, NULL);
+        unlock(var);
         engine_error_release(error);
         unlist(var);
     }

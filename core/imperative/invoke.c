@@ -1,16 +1,37 @@
+/*
+ * Imperative invoke. Everything that can be checked without data is
+ * checked on the calling thread and reported at once: parameters, input
+ * counts, shapes and dtypes. Outputs are allocated then too, so the caller
+ * gets handles with their shapes immediately. The kernel itself is pushed
+ * to the engine, reading the inputs' variables and writing the outputs'.
+ */
 #include "core/imperative/invoke.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+/* Kernel calls moving fewer bytes than this run on the calling thread when
+ * ready: cheaper than waking a worker (see bench/bench_engine.c). */
+#define INLINE_BYTES (64 * 1024)
+
+typedef struct invoke_call {
+    const deft_op_t *op;
+    int nin, nout;
+    bool on_heap;
+    deft_ndarray_t **in, **out, **final; /* final[k]: where a staged out[k] is copied */
+    deft_param_value_t *params;
+} invoke_call_t;
 
 static int check_given_output(const deft_op_t *op, int k, const deft_ndarray_t *arr,
                               const deft_desc_t *want) {
     const deft_tensor_t *t = &arr->tensor;
     if (deft_shape_equal(&t->shape, &want->shape) && t->dtype == want->dtype) return 0;
     char have_s[DEFT_SHAPE_STR_MAX], want_s[DEFT_SHAPE_STR_MAX];
-    return deft_op_error(
-        op, DEFT_ERR_VALUE, "output %d has shape %s and dtype %s, expected %s %s", k,
-        deft_shape_format(&t->shape, have_s, sizeof have_s), deft_dtype_name(t->dtype),
-        deft_shape_format(&want->shape, want_s, sizeof want_s), deft_dtype_name(want->dtype));
+    return deft_op_error(op, DEFT_ERR_VALUE, "output %d has shape %s and dtype %s, expected %s %s",
+                         k, deft_shape_format(&t->shape, have_s, sizeof have_s),
+                         deft_dtype_name(t->dtype),
+                         deft_shape_format(&want->shape, want_s, sizeof want_s),
+                         deft_dtype_name(want->dtype));
 }
 
 /* A given output sharing storage with an input the kernel does not expect to be
@@ -26,72 +47,193 @@ static bool needs_staging(const deft_op_t *op, int k, const deft_ndarray_t *targ
     return false;
 }
 
-static void release_all(deft_ndarray_t **arrays, int n) {
-    for (int k = 0; k < n; k++) deft_ndarray_release(arrays[k]);
+static size_t call_size(int nin, int nout, int nparams) {
+    size_t arrays = (size_t)(nin + 2 * nout) * sizeof(deft_ndarray_t *);
+    return sizeof(invoke_call_t) + arrays + (size_t)nparams * sizeof(deft_param_value_t);
+}
+
+/* Lay a call out in `memory` (call_size bytes); arrays are filled by the caller. */
+static invoke_call_t *call_init(void *memory, bool on_heap, const deft_op_t *op, int nin,
+                                int nout, int nparams) {
+    invoke_call_t *call = memory;
+    call->op = op;
+    call->nin = nin;
+    call->nout = nout;
+    call->on_heap = on_heap;
+    call->params = (deft_param_value_t *)(call + 1);
+    call->in = (deft_ndarray_t **)(call->params + nparams);
+    call->out = call->in + nin;
+    call->final = call->out + nout;
+    return call;
+}
+
+/* A heap copy of a call that owns a reference to every array, for the engine's queue. */
+static invoke_call_t *call_copy_retained(const invoke_call_t *src, int nparams) {
+    size_t size = call_size(src->nin, src->nout, nparams);
+    bool heap = size > DEFT_RECORD_SIZE;
+    void *memory = heap ? malloc(size) : deft_record_alloc();
+    if (!memory) return NULL;
+    invoke_call_t *call = call_init(memory, heap, src->op, src->nin, src->nout, nparams);
+    memcpy(call->params, src->params, (size_t)nparams * sizeof(deft_param_value_t));
+    for (int i = 0; i < src->nin; i++) call->in[i] = deft_ndarray_retain(src->in[i]);
+    for (int k = 0; k < src->nout; k++) {
+        call->out[k] = deft_ndarray_retain(src->out[k]);
+        call->final[k] = src->final[k] ? deft_ndarray_retain(src->final[k]) : NULL;
+    }
+    return call;
+}
+
+static void call_free(void *arg) {
+    invoke_call_t *call = arg;
+    for (int i = 0; i < call->nin; i++) deft_ndarray_release(call->in[i]);
+    for (int k = 0; k < call->nout; k++) {
+        deft_ndarray_release(call->out[k]);
+        deft_ndarray_release(call->final[k]);
+    }
+    if (call->on_heap) free(call);
+    else deft_record_free(call);
+}
+
+static int call_run(void *arg) {
+    const invoke_call_t *call = arg;
+    deft_tensor_t in_t[DEFT_OP_MAX_INPUTS], out_t[DEFT_OP_MAX_OUTPUTS];
+    for (int i = 0; i < call->nin; i++) in_t[i] = call->in[i]->tensor;
+    for (int k = 0; k < call->nout; k++) out_t[k] = call->out[k]->tensor;
+    if (call->op->forward(call->op, call->params, call->nin, in_t, call->nout, out_t)) return -1;
+    for (int k = 0; k < call->nout; k++) {
+        if (!call->final[k]) continue;
+        size_t nbytes = deft_tensor_nbytes(&out_t[k]);
+        if (nbytes)
+            memcpy(deft_tensor_data(&call->final[k]->tensor), deft_tensor_data(&out_t[k]), nbytes);
+    }
+    return 0;
+}
+
+/* The engine description of a call: it reads the inputs and writes the outputs. */
+static void describe(invoke_call_t *call, deft_var_t **reads, deft_var_t **writes,
+                     deft_engine_op_desc_t *desc) {
+    const deft_op_t *op = call->op;
+    int nreads = 0, nwrites = 0;
+    size_t bytes = 0;
+    for (int i = 0; i < call->nin; i++) {
+        if (op->mutate_inputs & (1u << i)) writes[nwrites++] = call->in[i]->var;
+        else reads[nreads++] = call->in[i]->var;
+        bytes += deft_tensor_nbytes(&call->in[i]->tensor);
+    }
+    for (int k = 0; k < call->nout; k++) {
+        writes[nwrites++] = (call->final[k] ? call->final[k] : call->out[k])->var;
+        bytes += deft_tensor_nbytes(&call->out[k]->tensor);
+    }
+    *desc = (deft_engine_op_desc_t){
+        .fn = call_run,
+        .ctx = call,
+        .reads = reads,
+        .num_reads = nreads,
+        .writes = writes,
+        .num_writes = nwrites,
+        .name = op->name,
+        .origin = "DeftImperativeInvoke",
+        .small = bytes < INLINE_BYTES,
+    };
+}
+
+/*
+ * Run a call whose arrays are borrowed (`call` may be on the stack): at once
+ * when it is small and its arrays are free, which is the common case and
+ * costs no allocation; otherwise as a queued copy owning its references.
+ */
+static int submit(invoke_call_t *call, int nparams) {
+    deft_var_t *reads[DEFT_OP_MAX_INPUTS], *writes[DEFT_OP_MAX_INPUTS + DEFT_OP_MAX_OUTPUTS];
+    deft_engine_op_desc_t desc;
+    describe(call, reads, writes, &desc);
+    if (desc.small && deft_engine_run_now(&desc) == 0) return 0;
+    invoke_call_t *queued = call_copy_retained(call, nparams);
+    if (!queued) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an operator call");
+    desc.ctx = queued;
+    desc.free_ctx = call_free;
+    return deft_engine_push(&desc);
+}
+
+static int check_inputs(const deft_op_t *op, int nin, deft_ndarray_t *const *in,
+                        deft_desc_t *desc) {
+    if (nin < op->min_inputs || nin > op->max_inputs)
+        return deft_op_error(op, DEFT_ERR_VALUE, "got %d inputs, expected %s%d%s%d", nin,
+                             op->min_inputs == op->max_inputs ? "" : "between ", op->min_inputs,
+                             op->min_inputs == op->max_inputs ? "" : " and ", op->max_inputs);
+    for (int i = 0; i < nin; i++) {
+        desc[i] = (deft_desc_t){in[i]->tensor.shape, in[i]->tensor.dtype};
+        if (i > 0 && !deft_device_equal(in[i]->tensor.device, in[0]->tensor.device))
+            return deft_op_error(op, DEFT_ERR_VALUE, "input %d is on another device than input 0",
+                                 i);
+    }
+    return 0;
+}
+
+/* Fill call->out/final for output k with the given array (borrowed) or a new
+ * one (owned by the caller of deft_invoke from here on). */
+static int prepare_output(invoke_call_t *call, int k, deft_ndarray_t *given,
+                          const deft_desc_t *want, deft_device_t device) {
+    const deft_op_t *op = call->op;
+    if (given) {
+        if (check_given_output(op, k, given, want)) return -1;
+        if (!deft_device_equal(given->tensor.device, device))
+            return deft_op_error(op, DEFT_ERR_VALUE, "output %d is on another device than the "
+                                 "inputs", k);
+        if (!needs_staging(op, k, given, call->nin, call->in)) {
+            call->out[k] = given;
+            return 0;
+        }
+        call->final[k] = given;
+    }
+    return deft_ndarray_new(&want->shape, want->dtype, device, false, &call->out[k]);
+}
+
+/* Release the arrays this call created: new outputs on failure, staging buffers always. */
+static void release_created(invoke_call_t *call, deft_ndarray_t **given, bool failed) {
+    for (int k = 0; k < call->nout; k++) {
+        bool created = call->out[k] && call->out[k] != given[k];
+        bool staging = call->final[k] != NULL;
+        if (created && (failed || staging)) deft_ndarray_release(call->out[k]);
+    }
 }
 
 int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in, int *nout,
                 deft_ndarray_t **out, int nparams, const char *const *keys,
                 const char *const *vals) {
     const deft_op_t *op = entry->op;
-    if (nin < op->min_inputs || nin > op->max_inputs)
-        return deft_op_error(op, DEFT_ERR_VALUE, "got %d inputs, expected %s%d%s%d", nin,
-                             op->min_inputs == op->max_inputs ? "" : "between ", op->min_inputs,
-                             op->min_inputs == op->max_inputs ? "" : " and ", op->max_inputs);
     const deft_params_t *params;
-    if (deft_op_parse_params(entry, nparams, keys, vals, &params)) return -1;
-
     deft_desc_t in_desc[DEFT_OP_MAX_INPUTS], out_desc[DEFT_OP_MAX_OUTPUTS];
-    deft_tensor_t in_t[DEFT_OP_MAX_INPUTS], out_t[DEFT_OP_MAX_OUTPUTS];
-    for (int i = 0; i < nin; i++) {
-        in_t[i] = in[i]->tensor;
-        in_desc[i] = (deft_desc_t){in[i]->tensor.shape, in[i]->tensor.dtype};
-        if (i > 0 && !deft_device_equal(in[i]->tensor.device, in[0]->tensor.device))
-            return deft_op_error(op, DEFT_ERR_VALUE, "input %d is on another device than input 0",
-                                 i);
-    }
     int produced = 0;
-    if (op->infer(op, params->v, nin, in_desc, &produced, out_desc)) return -1;
+    if (check_inputs(op, nin, in, in_desc) ||
+        deft_op_parse_params(entry, nparams, keys, vals, &params) ||
+        op->infer(op, params->v, nin, in_desc, &produced, out_desc))
+        return -1;
     if (produced > *nout)
         return deft_op_error(op, DEFT_ERR_VALUE, "produces %d outputs, but there is room for %d",
                              produced, *nout);
 
+    /* The call lives on the stack; submit() copies it only if it must wait. */
+    _Alignas(16) char memory[sizeof(invoke_call_t) +
+                             (DEFT_OP_MAX_INPUTS + 2 * DEFT_OP_MAX_OUTPUTS) * sizeof(void *) +
+                             DEFT_OP_MAX_PARAMS * sizeof(deft_param_value_t)];
+    invoke_call_t *call = call_init(memory, false, op, nin, produced, entry->num_params);
+    memcpy(call->params, params->v, (size_t)entry->num_params * sizeof(deft_param_value_t));
+    memcpy(call->in, in, (size_t)nin * sizeof *in);
+    memset(call->out, 0, (size_t)(2 * produced) * sizeof(deft_ndarray_t *));
     deft_device_t device = nin ? in[0]->tensor.device : deft_device_cpu();
-    deft_ndarray_t *fresh[DEFT_OP_MAX_OUTPUTS];
-    int staged = 0;
-    for (int k = 0; k < produced; k++) fresh[k] = NULL;
     for (int k = 0; k < produced; k++) {
-        if (out[k]) {
-            if (check_given_output(op, k, out[k], &out_desc[k])) goto fail;
-            if (!deft_device_equal(out[k]->tensor.device, device)) {
-                deft_op_error(op, DEFT_ERR_VALUE, "output %d is on another device than the inputs",
-                              k);
-                goto fail;
-            }
-            if (!needs_staging(op, k, out[k], nin, in)) {
-                out_t[k] = out[k]->tensor;
-                continue;
-            }
-            staged++;
-        }
-        if (deft_ndarray_new(&out_desc[k].shape, out_desc[k].dtype, device, false, &fresh[k]))
-            goto fail;
-        out_t[k] = fresh[k]->tensor;
-    }
-    if (op->forward(op, params->v, nin, in_t, produced, out_t)) goto fail;
-    for (int k = 0; staged && k < produced; k++) {
-        if (out[k] && fresh[k]) {
-            deft_ndarray_copy_from_host(out[k], deft_tensor_data(&fresh[k]->tensor),
-                                        deft_tensor_nbytes(&fresh[k]->tensor));
-            deft_ndarray_release(fresh[k]);
-            fresh[k] = NULL;
+        if (prepare_output(call, k, out[k], &out_desc[k], device)) {
+            release_created(call, out, true);
+            return -1;
         }
     }
+    if (submit(call, entry->num_params)) {
+        release_created(call, out, true);
+        return -1;
+    }
+    release_created(call, out, false);
     for (int k = 0; k < produced; k++)
-        if (!out[k]) out[k] = fresh[k];
+        if (!out[k]) out[k] = call->out[k];
     *nout = produced;
     return 0;
-fail:
-    release_all(fresh, produced);
-    return -1;
 }

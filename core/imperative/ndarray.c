@@ -12,7 +12,12 @@ int deft_ndarray_new(const deft_shape_t *shape, deft_dtype_t dtype, deft_device_
     if (deft_shape_nbytes(shape, deft_dtype_size(dtype), &nbytes)) return -1;
     deft_ndarray_t *arr = deft_record_alloc();
     if (!arr) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an array record");
+    if (!(arr->var = deft_var_new())) {
+        deft_record_free(arr);
+        return -1;
+    }
     if (deft_storage_new(device, nbytes, &arr->tensor.storage)) {
+        deft_var_release(arr->var);
         deft_record_free(arr);
         return -1;
     }
@@ -35,6 +40,7 @@ void deft_ndarray_release(deft_ndarray_t *arr) {
     if (!arr) return;
     if (atomic_fetch_sub_explicit(&arr->refcount, 1, memory_order_acq_rel) != 1) return;
     deft_storage_release(arr->tensor.storage);
+    deft_var_release(arr->var);
     deft_record_free(arr);
 }
 
@@ -51,14 +57,18 @@ static int check_host_buffer(const deft_ndarray_t *arr, const void *data, size_t
     return 0;
 }
 
-int deft_ndarray_copy_to_host(const deft_ndarray_t *arr, void *data, size_t nbytes) {
-    if (check_host_buffer(arr, data, nbytes)) return -1;
+int deft_ndarray_wait_to_read(deft_ndarray_t *arr) { return deft_engine_wait_to_read(arr->var); }
+
+int deft_ndarray_wait_to_write(deft_ndarray_t *arr) { return deft_engine_wait_to_write(arr->var); }
+
+int deft_ndarray_copy_to_host(deft_ndarray_t *arr, void *data, size_t nbytes) {
+    if (check_host_buffer(arr, data, nbytes) || deft_ndarray_wait_to_read(arr)) return -1;
     if (nbytes) memcpy(data, deft_tensor_data(&arr->tensor), nbytes);
     return 0;
 }
 
 int deft_ndarray_copy_from_host(deft_ndarray_t *arr, const void *data, size_t nbytes) {
-    if (check_host_buffer(arr, data, nbytes)) return -1;
+    if (check_host_buffer(arr, data, nbytes) || deft_ndarray_wait_to_write(arr)) return -1;
     if (nbytes) memcpy(deft_tensor_data(&arr->tensor), data, nbytes);
     return 0;
 }

@@ -11,10 +11,12 @@
 
 #include "core/base/records.h"
 #include "core/base/tensor.h"
+#include "core/engine/engine.h"
 
 typedef struct deft_ndarray {
     atomic_int refcount;
     deft_tensor_t tensor;
+    deft_var_t *var; /* orders the operations that read and write this array */
 } deft_ndarray_t;
 
 _Static_assert(sizeof(deft_ndarray_t) <= DEFT_RECORD_SIZE, "records hold array headers");
@@ -30,8 +32,13 @@ deft_ndarray_t *deft_ndarray_retain(deft_ndarray_t *arr);
 /* Drop a reference; NULL is a no-op. */
 void deft_ndarray_release(deft_ndarray_t *arr);
 
-/* Copies between an array and host memory; nbytes must match exactly. */
-int deft_ndarray_copy_to_host(const deft_ndarray_t *arr, void *data, size_t nbytes);
+/* Wait for pending writes (and, for write, reads); -1 with an asynchronous failure. */
+int deft_ndarray_wait_to_read(deft_ndarray_t *arr);
+int deft_ndarray_wait_to_write(deft_ndarray_t *arr);
+
+/* Copies between an array and host memory, after waiting for pending work;
+ * nbytes must match exactly. */
+int deft_ndarray_copy_to_host(deft_ndarray_t *arr, void *data, size_t nbytes);
 int deft_ndarray_copy_from_host(deft_ndarray_t *arr, const void *data, size_t nbytes);
 
 #endif

@@ -6,6 +6,7 @@
 #include <cblas.h>
 #include <string.h>
 
+#include "core/base/parallel.h"
 #include "core/op/op.h"
 
 /* C (m x n) = alpha * op(A) * op(B) + beta * C, all row-major and dense. */
@@ -18,6 +19,8 @@ static void gemm(deft_dtype_t dtype, bool ta, bool tb, int64_t m, int64_t n, int
     }
     int lda = (int)(ta ? m : k), ldb = (int)(tb ? k : n), ldc = (int)n;
     enum CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
+    /* OpenBLAS's threads count against the same budget as deft's own. */
+    openblas_set_num_threads(deft_parallel_budget());
     if (dtype == DEFT_DT_FLOAT32)
         cblas_sgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)k, 1.0f, a, lda, b, ldb,
                     (float)beta, c, ldc);

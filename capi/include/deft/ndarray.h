@@ -129,16 +129,40 @@ DEFT_API int DeftNDArrayGetDevice(DeftNDArrayHandle handle, int *out_type, int *
 
 /**
  * @brief Block until every pending write to the array is done.
+ *
+ * Operators run asynchronously: a failure inside one is kept on the arrays it
+ * writes (and on arrays computed from them) and reported here, once per array.
  * @param handle the array.
- * @return 0 when the array can be read; -1 on a bad handle.
+ * @return 0 when the array can be read; -1 on a bad handle, or with the
+ *         message and kind of the asynchronous failure that produced the array.
  */
 DEFT_API int DeftNDArrayWaitToRead(DeftNDArrayHandle handle);
 
 /**
+ * @brief Block until every pending read and write of the array is done.
+ * @param handle the array.
+ * @return 0 when the array can be written; -1 on a bad handle or an
+ *         asynchronous failure kept on the array (reported once).
+ */
+DEFT_API int DeftNDArrayWaitToWrite(DeftNDArrayHandle handle);
+
+/**
  * @brief Block until every pending operation in the library is done.
- * @return 0 on success.
+ * @return 0 on success; -1 with the first asynchronous failure since the last
+ *         DeftWaitAll(), after which every array's kept failure is cleared.
+ *         Arrays that did not depend on a failure are unaffected.
  */
 DEFT_API int DeftWaitAll(void);
+
+/**
+ * @brief Finish pending work and stop the engine's worker threads.
+ *
+ * The library also does this when it is unloaded. Later calls start the
+ * workers again. Call it before fork() if the child will use deft: a forked
+ * child has none of the parent's threads (see the README on fork safety).
+ * @return 0; -1 when called from inside an engine operation.
+ */
+DEFT_API int DeftShutdown(void);
 
 /**
  * @brief Release the caller's reference to an array.

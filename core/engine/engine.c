@@ -1,0 +1,499 @@
+/*
+ * Scheduling: pushing operations, running them on workers or inline, errors
+ * and waiting.
+ *
+ * An operation whose dependencies are met is "ready". A ready operation
+ * that is small runs at once on the thread that made it ready, when that is
+ * the host (a hand-off to a sleeping worker costs 10-50 us, far more than a
+ * small kernel); a large one goes to the ready queue for the workers, so the
+ * host runs ahead. A worker that finishes an operation runs the first
+ * operation it made ready itself, without a trip through the queue, and
+ * queues the rest. Workers poll briefly before sleeping, because work often
+ * arrives in bursts.
+ */
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/base/parallel.h"
+#include "core/base/records.h"
+#include "core/base/tls.h"
+#include "core/engine/engine_internal.h"
+
+#define MAX_WORKERS 64
+#define SPIN_ROUNDS 4000 /* about 20 us of polling before a worker sleeps */
+
+static struct {
+    pthread_once_t config_once;
+    bool naive;
+    int num_workers;
+    long max_pending;
+
+    pthread_mutex_t lock; /* queues, sleeping, started, stopping, progress waiters */
+    pthread_cond_t work;
+    pthread_cond_t progress;
+    engine_op_t *head[2], *tail[2]; /* [1]: priority > 0 */
+    atomic_int queued;
+    int sleeping;
+    int started;
+    bool stopping;
+    pthread_t threads[MAX_WORKERS];
+
+    atomic_long pending;        /* pushed and not yet finished */
+    atomic_int progress_waiters;
+
+    pthread_mutex_t first_lock;
+    engine_error_t *first_error; /* first failure since the last wait-all */
+} engine = {
+    .config_once = PTHREAD_ONCE_INIT,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .work = PTHREAD_COND_INITIALIZER,
+    .progress = PTHREAD_COND_INITIALIZER,
+    .first_lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static DEFT_TLS_FAST bool tl_worker;
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* ---- configuration ---- */
+
+static long env_long(const char *name, long fallback, long lo, long hi) {
+    const char *text = getenv(name);
+    if (!text || !*text) return fallback;
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (*end || v < lo) return fallback;
+    return v > hi ? hi : v;
+}
+
+static void forget_workers_in_child(void);
+
+static void configure(void) {
+    const char *mode = getenv("DEFT_ENGINE");
+    engine.naive = mode && strcmp(mode, "naive") == 0;
+    engine.num_workers =
+        (int)env_long("DEFT_NUM_THREADS", sysconf(_SC_NPROCESSORS_ONLN), 1, MAX_WORKERS);
+    engine.max_pending = env_long("DEFT_ENGINE_MAX_PENDING", 16384, 1, 1L << 30);
+    pthread_atfork(NULL, NULL, forget_workers_in_child);
+}
+
+bool deft_engine_is_naive(void) {
+    pthread_once(&engine.config_once, configure);
+    return engine.naive;
+}
+
+int deft_engine_num_workers(void) {
+    pthread_once(&engine.config_once, configure);
+    return engine.naive ? 0 : engine.num_workers;
+}
+
+long deft_engine_max_pending(void) {
+    pthread_once(&engine.config_once, configure);
+    return engine.max_pending;
+}
+
+long deft_engine_pending(void) { return atomic_load(&engine.pending); }
+
+bool deft_engine_on_worker(void) { return tl_worker; }
+
+/* ---- error values ---- */
+
+/* When even an error cannot be allocated, this one (never freed) is used. */
+static struct {
+    engine_error_t error;
+    char text[64];
+} out_of_memory = {{2, DEFT_ERR_OUT_OF_MEMORY}, "out of memory while recording an error"};
+
+engine_error_t *engine_error_new(deft_error_kind_t kind, const char *message) {
+    size_t len = strlen(message) + 1;
+    engine_error_t *error = malloc(sizeof *error + len);
+    if (!error) return engine_error_retain(&out_of_memory.error);
+    atomic_init(&error->refcount, 1);
+    error->kind = kind;
+    memcpy(error->message, message, len);
+    return error;
+}
+
+engine_error_t *engine_error_retain(engine_error_t *error) {
+    atomic_fetch_add_explicit(&error->refcount, 1, memory_order_relaxed);
+    return error;
+}
+
+void engine_error_release(engine_error_t *error) {
+    if (error && atomic_fetch_sub_explicit(&error->refcount, 1, memory_order_acq_rel) == 1)
+        free(error);
+}
+
+static void record_first_error(engine_error_t *error) {
+    pthread_mutex_lock(&engine.first_lock);
+    if (!engine.first_error) engine.first_error = engine_error_retain(error);
+    pthread_mutex_unlock(&engine.first_lock);
+}
+
+static int report(engine_error_t *error) {
+    deft_error_restore(error->kind, error->message);
+    engine_error_release(error);
+    return -1;
+}
+
+/* ---- ready lists and the queue ---- */
+
+void ready_list_add(ready_list_t *list, engine_op_t *op) {
+    op->next_ready = NULL;
+    if (list->tail) list->tail->next_ready = op;
+    else list->head = op;
+    list->tail = op;
+}
+
+static engine_op_t *ready_list_pop(ready_list_t *list) {
+    engine_op_t *op = list->head;
+    if (op) {
+        list->head = op->next_ready;
+        if (!list->head) list->tail = NULL;
+    }
+    return op;
+}
+
+void op_dependency_met(engine_op_t *op, ready_list_t *ready) {
+    if (atomic_fetch_sub_explicit(&op->wait, 1, memory_order_acq_rel) == 1)
+        ready_list_add(ready, op);
+}
+
+static void *worker_main(void *arg);
+
+/* Called with engine.lock held. */
+static void start_workers(void) {
+    for (; engine.started < engine.num_workers; engine.started++) {
+        if (pthread_create(&engine.threads[engine.started], NULL, worker_main, NULL) != 0) break;
+    }
+}
+
+static void schedule(engine_op_t *op) {
+    int level = op->priority > 0;
+    op->next_ready = NULL;
+    pthread_mutex_lock(&engine.lock);
+    if (engine.started < engine.num_workers) start_workers();
+    if (engine.tail[level]) engine.tail[level]->next_ready = op;
+    else engine.head[level] = op;
+    engine.tail[level] = op;
+    atomic_fetch_add(&engine.queued, 1);
+    if (engine.sleeping > 0) pthread_cond_signal(&engine.work);
+    pthread_mutex_unlock(&engine.lock);
+}
+
+/* Called with engine.lock held. */
+static engine_op_t *dequeue_locked(void) {
+    for (int level = 1; level >= 0; level--) {
+        engine_op_t *op = engine.head[level];
+        if (!op) continue;
+        engine.head[level] = op->next_ready;
+        if (!engine.head[level]) engine.tail[level] = NULL;
+        atomic_fetch_sub(&engine.queued, 1);
+        return op;
+    }
+    return NULL;
+}
+
+/* ---- running an operation ---- */
+
+static void finish_pending(void) {
+    long left = atomic_fetch_sub(&engine.pending, 1) - 1;
+    if ((left == 0 || left == engine.max_pending - 1) && atomic_load(&engine.progress_waiters)) {
+        pthread_mutex_lock(&engine.lock);
+        pthread_cond_broadcast(&engine.progress);
+        pthread_mutex_unlock(&engine.lock);
+    }
+}
+
+static void free_op(engine_op_t *op) {
+    int n = op->num_reads + op->num_writes;
+    for (int i = 0; i < n; i++) deft_var_release(op->vars[i].var);
+    if (op->vars != op->inline_vars) free(op->vars);
+    deft_record_free(op);
+}
+
+/* Call the work; a failure becomes an error value (retained for the caller). */
+static engine_error_t *call_work(deft_engine_fn fn, void *ctx, const char *origin, bool small) {
+    const char *caller = deft_error_swap_function(origin);
+    /* Small operations never split across threads: they do not count against
+     * the budget of the large ones running beside them. */
+    if (!small) deft_parallel_op_begin();
+    int status = fn(ctx);
+    if (!small) deft_parallel_op_end();
+    deft_error_swap_function(caller);
+    if (status == 0) return NULL;
+    engine_error_t *error = engine_error_new(deft_error_kind(), deft_error_message());
+    record_first_error(error);
+    return error;
+}
+
+/* Mark the writes failed (if error) and release the operation's variables in order. */
+static void complete_vars(const op_var_t *vars, int num_reads, int n, engine_error_t *error,
+                          ready_list_t *ready) {
+    for (int i = num_reads; error && i < n; i++) var_set_error(vars[i].var, error);
+    engine_error_release(error);
+    for (int i = 0; i < num_reads; i++) var_complete_read(vars[i].var, ready);
+    for (int i = num_reads; i < n; i++) var_complete_write(vars[i].var, ready);
+}
+
+/* Run (or skip, if an input failed) one ready operation; what it makes ready goes to `ready`. */
+static void execute(engine_op_t *op, ready_list_t *ready) {
+    int n = op->num_reads + op->num_writes;
+    engine_error_t *error = NULL;
+    for (int i = 0; i < n && !error; i++) error = var_error(op->vars[i].var);
+    if (!error && op->fn) error = call_work(op->fn, op->ctx, op->origin, op->small);
+    if (op->free_ctx) op->free_ctx(op->ctx);
+    complete_vars(op->vars, op->num_reads, n, error, ready);
+    free_op(op);
+    finish_pending();
+}
+
+/* Run what became ready on this thread when it is cheap (or the engine is naive); queue the rest. */
+static void dispatch(ready_list_t *ready) {
+    engine_op_t *op;
+    while ((op = ready_list_pop(ready)) != NULL) {
+        if (engine.naive || (op->small && !tl_worker)) execute(op, ready);
+        else schedule(op);
+    }
+}
+
+static engine_op_t *take_work(void) {
+    for (int spin = 0; spin < SPIN_ROUNDS; spin++) {
+        if (atomic_load_explicit(&engine.queued, memory_order_relaxed) > 0) break;
+        cpu_relax();
+    }
+    pthread_mutex_lock(&engine.lock);
+    engine_op_t *op;
+    while (!(op = dequeue_locked()) && !engine.stopping) {
+        engine.sleeping++;
+        pthread_cond_wait(&engine.work, &engine.lock);
+        engine.sleeping--;
+    }
+    pthread_mutex_unlock(&engine.lock);
+    return op;
+}
+
+static void *worker_main(void *arg) {
+    (void)arg;
+    tl_worker = true;
+    engine_op_t *op;
+    while ((op = take_work()) != NULL) {
+        while (op) {
+            ready_list_t ready = {NULL, NULL};
+            execute(op, &ready);
+            op = ready_list_pop(&ready); /* continue with the first made ready */
+            for (engine_op_t *rest; (rest = ready_list_pop(&ready)) != NULL;) schedule(rest);
+        }
+    }
+    return NULL;
+}
+
+/* ---- pushing ---- */
+
+static bool listed(deft_var_t *const *vars, int n, const deft_var_t *var) {
+    for (int i = 0; i < n; i++)
+        if (vars[i] == var) return true;
+    return false;
+}
+
+static bool listed_in_op(const engine_op_t *op, int from, int to, const deft_var_t *var) {
+    for (int i = from; i < to; i++)
+        if (op->vars[i].var == var) return true;
+    return false;
+}
+
+static void add_var(engine_op_t *op, int *n, deft_var_t *var, bool write, bool retain) {
+    op->vars[*n] = (op_var_t){retain ? deft_var_retain(var) : var, op, NULL, write};
+    (*n)++;
+}
+
+/* Reads not also written, and writes, each once: the variables op depends on.
+ * A queued operation holds a reference to each; one run at once borrows them. */
+static int collect_vars(const deft_engine_op_desc_t *d, engine_op_t *op, bool retain) {
+    int total = d->num_reads + d->num_writes;
+    op->vars = total <= OP_INLINE_VARS ? op->inline_vars : malloc((size_t)total * sizeof *op->vars);
+    if (!op->vars) return -1;
+    int n = 0;
+    for (int i = 0; i < d->num_reads; i++) {
+        deft_var_t *v = d->reads[i];
+        if (!listed(d->writes, d->num_writes, v) && !listed_in_op(op, 0, n, v))
+            add_var(op, &n, v, false, retain);
+    }
+    op->num_reads = n;
+    for (int i = 0; i < d->num_writes; i++)
+        if (!listed_in_op(op, op->num_reads, n, d->writes[i]))
+            add_var(op, &n, d->writes[i], true, retain);
+    op->num_writes = n - op->num_reads;
+    return 0;
+}
+
+static void wait_for_room(void) {
+    if (atomic_load(&engine.pending) < engine.max_pending || tl_worker) return;
+    atomic_fetch_add(&engine.progress_waiters, 1);
+    pthread_mutex_lock(&engine.lock);
+    while (atomic_load(&engine.pending) >= engine.max_pending)
+        pthread_cond_wait(&engine.progress, &engine.lock);
+    pthread_mutex_unlock(&engine.lock);
+    atomic_fetch_sub(&engine.progress_waiters, 1);
+}
+
+int deft_engine_run_now(const deft_engine_op_desc_t *d) {
+    pthread_once(&engine.config_once, configure);
+    engine_op_t op; /* only its variable list is used */
+    if (d->num_reads + d->num_writes > OP_INLINE_VARS) return 1;
+    memset(&op, 0, offsetof(engine_op_t, inline_vars));
+    collect_vars(d, &op, false);
+    int n = op.num_reads + op.num_writes, started = 0;
+    while (started < n && var_try_start(op.vars[started].var, op.vars[started].write)) started++;
+    ready_list_t ready = {NULL, NULL};
+    if (started < n) { /* busy: undo what was started, and let the caller push */
+        complete_vars(op.vars, started < op.num_reads ? started : op.num_reads, started, NULL,
+                      &ready);
+        dispatch(&ready);
+        return 1;
+    }
+    /* Not counted as pending: it finishes before the caller's API call returns. */
+    engine_error_t *error = d->fn ? call_work(d->fn, d->ctx, d->origin, d->small) : NULL;
+    complete_vars(op.vars, op.num_reads, n, error, &ready);
+    dispatch(&ready);
+    return 0;
+}
+
+int deft_engine_push(const deft_engine_op_desc_t *d) {
+    pthread_once(&engine.config_once, configure);
+    engine_op_t *op = deft_record_alloc();
+    if (!op || collect_vars(d, memset(op, 0, offsetof(engine_op_t, inline_vars)), true) != 0) {
+        deft_record_free(op);
+        if (d->free_ctx) d->free_ctx(d->ctx);
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an engine operation");
+    }
+    op->fn = d->fn;
+    op->free_ctx = d->free_ctx;
+    op->ctx = d->ctx;
+    op->name = d->name;
+    op->origin = d->origin;
+    op->priority = d->priority;
+    op->small = d->small;
+    int n = op->num_reads + op->num_writes;
+    atomic_init(&op->wait, n + 1);
+
+    wait_for_room();
+    atomic_fetch_add(&engine.pending, 1);
+    ready_list_t ready = {NULL, NULL};
+    for (int i = 0; i < n; i++) var_append(&op->vars[i], &ready);
+    op_dependency_met(op, &ready); /* the hold taken while registering */
+    dispatch(&ready);
+    return 0;
+}
+
+/* ---- waiting ---- */
+
+typedef struct sync_point {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool done;
+} sync_point_t;
+
+static void signal_sync(void *arg) {
+    sync_point_t *s = arg;
+    pthread_mutex_lock(&s->lock);
+    s->done = true;
+    pthread_cond_signal(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static int refuse_on_worker(void) {
+    return deft_error(DEFT_ERR_VALUE,
+                      "waiting from inside an engine operation would deadlock; wait from the "
+                      "host thread");
+}
+
+static int wait_var(deft_var_t *var, bool for_write) {
+    if (!var_idle(var, for_write)) {
+        if (tl_worker) return refuse_on_worker();
+        sync_point_t s = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
+        deft_engine_op_desc_t d = {.free_ctx = signal_sync, .ctx = &s, .name = "WaitForVar",
+                                   .origin = "DeftNDArrayWaitToRead", .small = true};
+        if (for_write) d.writes = &var, d.num_writes = 1;
+        else d.reads = &var, d.num_reads = 1;
+        if (deft_engine_push(&d)) return -1;
+        pthread_mutex_lock(&s.lock);
+        while (!s.done) pthread_cond_wait(&s.cond, &s.lock);
+        pthread_mutex_unlock(&s.lock);
+        pthread_mutex_destroy(&s.lock);
+        pthread_cond_destroy(&s.cond);
+    }
+    engine_error_t *error = var_take_error(var);
+    return error ? report(error) : 0;
+}
+
+int deft_engine_wait_to_read(deft_var_t *var) { return wait_var(var, false); }
+
+int deft_engine_wait_to_write(deft_var_t *var) { return wait_var(var, true); }
+
+static void wait_idle(void) {
+    if (atomic_load(&engine.pending) == 0) return;
+    atomic_fetch_add(&engine.progress_waiters, 1);
+    pthread_mutex_lock(&engine.lock);
+    while (atomic_load(&engine.pending) != 0) pthread_cond_wait(&engine.progress, &engine.lock);
+    pthread_mutex_unlock(&engine.lock);
+    atomic_fetch_sub(&engine.progress_waiters, 1);
+}
+
+int deft_engine_wait_all(void) {
+    pthread_once(&engine.config_once, configure);
+    if (tl_worker) return refuse_on_worker();
+    wait_idle();
+    pthread_mutex_lock(&engine.first_lock);
+    engine_error_t *first = engine.first_error;
+    engine.first_error = NULL;
+    pthread_mutex_unlock(&engine.first_lock);
+    var_clear_all_errors();
+    return first ? report(first) : 0;
+}
+
+void deft_engine_shutdown(void) {
+    pthread_once(&engine.config_once, configure);
+    if (tl_worker) return;
+    wait_idle();
+    pthread_mutex_lock(&engine.lock);
+    engine.stopping = true;
+    pthread_cond_broadcast(&engine.work);
+    int started = engine.started;
+    pthread_mutex_unlock(&engine.lock);
+    for (int i = 0; i < started; i++) pthread_join(engine.threads[i], NULL);
+    pthread_mutex_lock(&engine.lock);
+    engine.started = 0;
+    engine.stopping = false;
+    pthread_mutex_unlock(&engine.lock);
+}
+
+/*
+ * fork() copies only the calling thread: the child has no workers, and any
+ * operation queued or running in the parent never completes in the child.
+ * The child starts with fresh locks and no workers; workers start again on
+ * first use. Fork only with nothing pending (DeftWaitAll first).
+ */
+static void forget_workers_in_child(void) {
+    pthread_mutex_init(&engine.lock, NULL);
+    pthread_cond_init(&engine.work, NULL);
+    pthread_cond_init(&engine.progress, NULL);
+    pthread_mutex_init(&engine.first_lock, NULL);
+    engine.head[0] = engine.head[1] = engine.tail[0] = engine.tail[1] = NULL;
+    atomic_store(&engine.queued, 0);
+    atomic_store(&engine.pending, 0);
+    atomic_store(&engine.progress_waiters, 0);
+    engine.sleeping = 0;
+    engine.started = 0;
+    engine.stopping = false;
+}
+
+__attribute__((destructor)) static void stop_at_unload(void) { deft_engine_shutdown(); }

@@ -1,0 +1,353 @@
+/*
+ * The dependency engine: ordering against a sequential reference, errors,
+ * freeing while pending, waiting from several threads, back-pressure,
+ * shutdown and fork.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/base/error.h"
+#include "core/engine/engine.h"
+#include "op_helpers.h"
+
+/* ---- randomised ordering stress test ---- */
+
+#define VARS 32
+#define OPS 4000
+#define MAX_IO 4
+
+typedef struct stress_op {
+    int reads[MAX_IO], num_reads;
+    int writes[MAX_IO], num_writes;
+    uint64_t salt;
+    bool small;
+} stress_op_t;
+
+typedef struct stress_ctx {
+    const stress_op_t *op;
+    uint64_t *values;
+} stress_ctx_t;
+
+/* Each write becomes a hash of everything read (and of the written value),
+ * so any reordering of conflicting operations changes the final values. */
+static void apply(const stress_op_t *op, uint64_t *values) {
+    uint64_t h = op->salt;
+    for (int i = 0; i < op->num_reads; i++) h = (h ^ values[op->reads[i]]) * 0x100000001B3ull;
+    for (int i = 0; i < op->num_writes; i++) {
+        uint64_t *v = &values[op->writes[i]];
+        *v = (*v ^ h) * 0x9E3779B97F4A7C15ull + (uint64_t)i;
+        h ^= *v;
+    }
+}
+
+static int run_stress_op(void *arg) {
+    stress_ctx_t *c = arg;
+    /* A little work, so operations overlap on the workers. */
+    volatile uint64_t spin = 0;
+    for (int i = 0; i < (c->op->small ? 10 : 2000); i++) spin += (uint64_t)i;
+    apply(c->op, c->values);
+    return 0;
+}
+
+static uint64_t next_random(uint64_t *state) {
+    *state ^= *state << 13, *state ^= *state >> 7, *state ^= *state << 17;
+    return *state;
+}
+
+static void make_ops(stress_op_t *ops, uint64_t seed) {
+    uint64_t r = seed;
+    for (int k = 0; k < OPS; k++) {
+        stress_op_t *op = &ops[k];
+        op->num_reads = (int)(next_random(&r) % (MAX_IO + 1));
+        op->num_writes = (int)(next_random(&r) % MAX_IO) + 1;
+        for (int i = 0; i < op->num_reads; i++) op->reads[i] = (int)(next_random(&r) % VARS);
+        for (int i = 0; i < op->num_writes; i++) op->writes[i] = (int)(next_random(&r) % VARS);
+        op->salt = next_random(&r);
+        op->small = next_random(&r) % 3 == 0;
+    }
+}
+
+START_TEST(test_random_operations_match_sequential_order_bit_for_bit) {
+    static stress_op_t ops[OPS];
+    static stress_ctx_t ctxs[OPS];
+    uint64_t engine_values[VARS], reference[VARS];
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        make_ops(ops, seed * 7919);
+        for (int v = 0; v < VARS; v++) engine_values[v] = reference[v] = (uint64_t)v * 31 + seed;
+        deft_var_t *vars[VARS];
+        for (int v = 0; v < VARS; v++) vars[v] = deft_var_new();
+        for (int k = 0; k < OPS; k++) {
+            deft_var_t *reads[MAX_IO], *writes[MAX_IO];
+            for (int i = 0; i < ops[k].num_reads; i++) reads[i] = vars[ops[k].reads[i]];
+            for (int i = 0; i < ops[k].num_writes; i++) writes[i] = vars[ops[k].writes[i]];
+            ctxs[k] = (stress_ctx_t){&ops[k], engine_values};
+            deft_engine_op_desc_t d = {.fn = run_stress_op, .ctx = &ctxs[k], .reads = reads,
+                                       .num_reads = ops[k].num_reads, .writes = writes,
+                                       .num_writes = ops[k].num_writes, .name = "stress",
+                                       .origin = "test", .small = ops[k].small,
+                                       .priority = (int)(k % 5 == 0)};
+            ck_assert_int_eq(deft_engine_push(&d), 0);
+            /* The same variable twice, or read and written, counts once. */
+            apply(&ops[k], reference);
+        }
+        for (int v = 0; v < VARS; v++) deft_var_release(vars[v]); /* while work is pending */
+        ck_assert_int_eq(deft_engine_wait_all(), 0);
+        for (int v = 0; v < VARS; v++)
+            ck_assert_msg(engine_values[v] == reference[v], "seed %llu var %d differs",
+                          (unsigned long long)seed, v);
+    }
+}
+END_TEST
+
+/* ---- errors ---- */
+
+static int fail_with_index_error(void *arg) {
+    (void)arg;
+    return deft_error(DEFT_ERR_INDEX, "boom %d", 7);
+}
+
+START_TEST(test_failure_reaches_outputs_and_dependents_once) {
+    DeftNDArrayHandle a = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(5, 6));
+    DeftNDArrayHandle bad_index = make(DEFT_INT32, 1, SHAPE(1), VALUES(9));
+    DeftNDArrayHandle ok = call1("_plus_scalar", 1, &a, P("scalar", "1"));
+    DeftNDArrayHandle failed = call1("take", 2, (DeftNDArrayHandle[]){a, bad_index}, P("mode", "raise"));
+    DeftNDArrayHandle derived = call1("exp", 1, &failed, NO_PARAMS);
+    DeftNDArrayHandle derived2 = call1("_mul_scalar", 1, &derived, P("scalar", "2"));
+    ck_assert_fails(DeftNDArrayWaitToRead(derived2), DEFT_ERROR_INDEX,
+                    "operator 'take': index 9 (position 0) is out of range");
+    ck_assert_ok(DeftNDArrayWaitToRead(derived2)); /* reported once */
+    float out[2];
+    ck_assert_fails(DeftNDArrayCopyToHost(failed, out, 4), DEFT_ERROR_INDEX, "index 9");
+    ck_assert_ok(DeftNDArrayWaitToRead(ok));
+    assert_values(ok, 2, VALUES(6, 7), 0);
+    /* WaitAll reports the first failure once and clears what is left. */
+    ck_assert_fails(DeftWaitAll(), DEFT_ERROR_INDEX, "index 9");
+    ck_assert_ok(DeftWaitAll());
+    ck_assert_ok(DeftNDArrayWaitToRead(derived));
+    free_all(6, (DeftNDArrayHandle[]){a, bad_index, ok, failed, derived, derived2});
+}
+END_TEST
+
+START_TEST(test_engine_errors_on_queued_operations) {
+    deft_var_t *x = deft_var_new(), *y = deft_var_new(), *z = deft_var_new();
+    /* A slow writer keeps x busy so the failure and its dependents queue up. */
+    stress_op_t slow = {.num_writes = 1, .writes = {0}, .salt = 1};
+    uint64_t values[VARS] = {0};
+    stress_ctx_t ctx = {&slow, values};
+    deft_engine_op_desc_t first = {.fn = run_stress_op, .ctx = &ctx, .writes = &x, .num_writes = 1,
+                                   .name = "slow", .origin = "test"};
+    deft_engine_op_desc_t fail = {.fn = fail_with_index_error, .reads = &x, .num_reads = 1,
+                                  .writes = &y, .num_writes = 1, .name = "fail",
+                                  .origin = "DeftTestOrigin"};
+    deft_engine_op_desc_t after = {.fn = fail_with_index_error, .reads = &y, .num_reads = 1,
+                                   .writes = &z, .num_writes = 1, .name = "never runs",
+                                   .origin = "test"};
+    ck_assert_int_eq(deft_engine_push(&first), 0);
+    ck_assert_int_eq(deft_engine_push(&fail), 0);
+    deft_error_enter("DeftSomethingElse");
+    ck_assert_int_eq(deft_engine_push(&after), 0);
+    ck_assert_int_eq(deft_engine_wait_to_read(z), -1);
+    ck_assert_str_eq(deft_error_message(), "DeftTestOrigin: boom 7");
+    ck_assert_int_eq(deft_error_kind(), DEFT_ERR_INDEX);
+    ck_assert_int_eq(deft_engine_wait_to_read(x), 0);
+    ck_assert_int_eq(deft_engine_wait_to_write(y), -1);
+    ck_assert_int_eq(deft_engine_wait_to_write(y), 0);
+    ck_assert_int_eq(deft_engine_wait_all(), -1);
+    ck_assert_str_eq(deft_error_message(), "DeftTestOrigin: boom 7");
+    deft_var_release(x), deft_var_release(y), deft_var_release(z);
+}
+END_TEST
+
+/* ---- freeing while pending ---- */
+
+START_TEST(test_free_while_pending_releases_everything) {
+    int64_t arrays_before, bytes_before, arrays_after, bytes_after;
+    ck_assert_ok(DeftWaitAll());
+    ck_assert_ok(DeftGetLiveNDArrayCount(&arrays_before));
+    ck_assert_ok(DeftGetMemoryStat(DEFT_CPU, 0, DEFT_MEM_LIVE_BYTES, &bytes_before));
+    DeftNDArrayHandle x = call1("_random_uniform", 0, NULL, P("shape", "(1000000,)"));
+    for (int i = 0; i < 20; i++) {
+        DeftNDArrayHandle y = call1("exp", 1, &x, NO_PARAMS); /* large: queued for workers */
+        DeftNDArrayHandle z = call1("broadcast_add", 2, (DeftNDArrayHandle[]){x, y}, NO_PARAMS);
+        ck_assert_ok(DeftNDArrayFree(x)); /* freed while operations read it */
+        ck_assert_ok(DeftNDArrayFree(y));
+        x = z;
+    }
+    ck_assert_ok(DeftNDArrayFree(x));
+    ck_assert_ok(DeftWaitAll());
+    ck_assert_ok(DeftGetLiveNDArrayCount(&arrays_after));
+    ck_assert_ok(DeftGetMemoryStat(DEFT_CPU, 0, DEFT_MEM_LIVE_BYTES, &bytes_after));
+    ck_assert_int_eq(arrays_after, arrays_before);
+    ck_assert_int_eq(bytes_after, bytes_before);
+}
+END_TEST
+
+/* ---- several host threads ---- */
+
+typedef struct pusher {
+    int id;
+    DeftNDArrayHandle result;
+    int failures;
+} pusher_t;
+
+static void *push_chain(void *arg) {
+    pusher_t *p = arg;
+    const int64_t shape[1] = {50000};
+    DeftNDArrayHandle x;
+    if (DeftNDArrayCreate(shape, 1, DEFT_FLOAT64, DEFT_CPU, 0, &x)) return NULL;
+    DeftOpHandle plus;
+    DeftGetOperator("_plus_scalar", &plus);
+    const char *keys[1] = {"scalar"}, *vals[1] = {"1"};
+    for (int i = 0; i < 200; i++) {
+        DeftNDArrayHandle out[1] = {NULL};
+        int nout = 1;
+        if (DeftImperativeInvoke(plus, 1, &x, &nout, out, 1, keys, vals)) p->failures++;
+        DeftNDArrayFree(x);
+        x = out[0];
+        if (i % 50 == 0 && DeftWaitAll()) p->failures++;
+    }
+    p->result = x;
+    return NULL;
+}
+
+START_TEST(test_wait_all_with_concurrent_pushes_from_host_threads) {
+    pthread_t threads[4];
+    pusher_t pushers[4] = {{0}};
+    for (int t = 0; t < 4; t++) {
+        pushers[t].id = t;
+        pthread_create(&threads[t], NULL, push_chain, &pushers[t]);
+    }
+    for (int t = 0; t < 4; t++) pthread_join(threads[t], NULL);
+    ck_assert_ok(DeftWaitAll());
+    for (int t = 0; t < 4; t++) {
+        ck_assert_int_eq(pushers[t].failures, 0);
+        int64_t n;
+        double *v = read_all(pushers[t].result, &n);
+        for (int64_t i = 0; i < n; i++) ck_assert_double_eq(v[i], 200);
+        free(v);
+        ck_assert_ok(DeftNDArrayFree(pushers[t].result));
+    }
+}
+END_TEST
+
+/* ---- back-pressure, shutdown, fork ---- */
+
+static atomic_int running_now, most_at_once;
+
+static int count_concurrency(void *arg) {
+    (void)arg;
+    int now = atomic_fetch_add(&running_now, 1) + 1;
+    int seen = atomic_load(&most_at_once);
+    while (now > seen && !atomic_compare_exchange_weak(&most_at_once, &seen, now)) {
+    }
+    usleep(50);
+    atomic_fetch_sub(&running_now, 1);
+    return 0;
+}
+
+START_TEST(test_independent_operations_run_in_parallel) {
+    if (deft_engine_num_workers() < 2) return; /* the naive engine runs one at a time */
+    deft_var_t *vars[64];
+    for (int i = 0; i < 64; i++) {
+        vars[i] = deft_var_new();
+        deft_engine_op_desc_t d = {.fn = count_concurrency, .writes = &vars[i], .num_writes = 1,
+                                   .name = "sleepy", .origin = "test"};
+        ck_assert_int_eq(deft_engine_push(&d), 0);
+    }
+    ck_assert_int_eq(deft_engine_wait_all(), 0);
+    for (int i = 0; i < 64; i++) deft_var_release(vars[i]);
+    ck_assert_int_ge(atomic_load(&most_at_once), 2);
+}
+END_TEST
+
+START_TEST(test_pending_operations_stay_bounded) {
+    deft_var_t *vars[200];
+    long bound = deft_engine_max_pending(), most = 0;
+    for (int i = 0; i < 200; i++) {
+        vars[i] = deft_var_new();
+        deft_engine_op_desc_t d = {.fn = count_concurrency, .writes = &vars[i], .num_writes = 1,
+                                   .name = "sleepy", .origin = "test"};
+        ck_assert_int_eq(deft_engine_push(&d), 0);
+        long now = deft_engine_pending();
+        most = now > most ? now : most;
+    }
+    ck_assert_int_eq(deft_engine_wait_all(), 0);
+    for (int i = 0; i < 200; i++) deft_var_release(vars[i]);
+    ck_assert_int_le(most, bound);
+    ck_assert_int_eq(deft_engine_pending(), 0);
+}
+END_TEST
+
+START_TEST(test_shutdown_then_keep_using_the_library) {
+    DeftNDArrayHandle x = call1("_ones", 0, NULL, P("shape", "(100000,)"));
+    DeftNDArrayHandle y = call1("_mul_scalar", 1, &x, P("scalar", "3"));
+    ck_assert_ok(DeftShutdown());
+    DeftNDArrayHandle z = call1("sum", 1, &y, NO_PARAMS);
+    assert_values(z, 1, VALUES(300000), 0);
+    free_all(3, (DeftNDArrayHandle[]){x, y, z});
+}
+END_TEST
+
+/* TSan cannot start threads in a forked child, so under TSan the child's work
+ * stays small enough to run inline; the other builds make it start workers. */
+#ifdef __SANITIZE_THREAD__
+#define FORK_ELEMENTS "(2000,)"
+#define FORK_TOTAL 2000.0f
+#else
+#define FORK_ELEMENTS "(200000,)"
+#define FORK_TOTAL 200000.0f
+#endif
+
+START_TEST(test_forked_child_can_use_the_library) {
+    DeftNDArrayHandle x = call1("_ones", 0, NULL, P("shape", FORK_ELEMENTS));
+    ck_assert_ok(DeftWaitAll());
+    pid_t child = fork();
+    if (child == 0) {
+        DeftNDArrayHandle y = NULL, in[1] = {x};
+        DeftOpHandle sum;
+        int nout = 1;
+        float total = 0;
+        int bad = DeftGetOperator("sum", &sum) ||
+                  DeftImperativeInvoke(sum, 1, in, &nout, &y, 0, NULL, NULL) ||
+                  DeftNDArrayCopyToHost(y, &total, sizeof total) || total != FORK_TOTAL;
+        _exit(bad);
+    }
+    int status = -1;
+    waitpid(child, &status, 0);
+    ck_assert(WIFEXITED(status));
+    ck_assert_int_eq(WEXITSTATUS(status), 0);
+    ck_assert_ok(DeftNDArrayFree(x));
+}
+END_TEST
+
+START_TEST(test_waiting_rejects_bad_handles) {
+    ck_assert_fails(DeftNDArrayWaitToWrite(NULL), DEFT_ERROR_VALUE,
+                    "DeftNDArrayWaitToWrite: handle is NULL");
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(1), NULL);
+    ck_assert_ok(DeftNDArrayFree(x));
+    ck_assert_fails(DeftNDArrayWaitToWrite(x), DEFT_ERROR_VALUE, "already freed");
+}
+END_TEST
+
+static Suite *engine_suite(void) {
+    Suite *suite = suite_create(deft_engine_is_naive() ? "engine (naive)" : "engine (threaded)");
+    TCase *tc = tcase_create("engine");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_random_operations_match_sequential_order_bit_for_bit);
+    tcase_add_test(tc, test_failure_reaches_outputs_and_dependents_once);
+    tcase_add_test(tc, test_engine_errors_on_queued_operations);
+    tcase_add_test(tc, test_free_while_pending_releases_everything);
+    tcase_add_test(tc, test_wait_all_with_concurrent_pushes_from_host_threads);
+    tcase_add_test(tc, test_independent_operations_run_in_parallel);
+    tcase_add_test(tc, test_pending_operations_stay_bounded);
+    tcase_add_test(tc, test_shutdown_then_keep_using_the_library);
+    tcase_add_test(tc, test_forked_child_can_use_the_library);
+    tcase_add_test(tc, test_waiting_rejects_bad_handles);
+    suite_add_tcase(suite, tc);
+    return suite;
+}
+
+int main(void) { return run_suite(engine_suite()); }
