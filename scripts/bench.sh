@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Benchmarks: install what is missing, build, and print ratios against
-# references measured in the same run (see bench/bench_ops.c).
+# references measured in the same run (see bench/bench_ops.c and
+# bench/bench_engine.c).
 set -euo pipefail
 source "$(dirname "$0")/setup.sh"
 
 deft_install_packages
 deft_build build
 "$DEFT_ROOT/build/bench/bench_ops" "$@"
+"$DEFT_ROOT/build/bench/bench_engine"

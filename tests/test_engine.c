@@ -15,8 +15,8 @@
 
 /* ---- randomised ordering stress test ---- */
 
-#define VARS 32
-#define OPS 4000
+#define VARS   32
+#define OPS    4000
 #define MAX_IO 4
 
 typedef struct stress_op {
@@ -84,10 +84,15 @@ START_TEST(test_random_operations_match_sequential_order_bit_for_bit) {
             for (int i = 0; i < ops[k].num_reads; i++) reads[i] = vars[ops[k].reads[i]];
             for (int i = 0; i < ops[k].num_writes; i++) writes[i] = vars[ops[k].writes[i]];
             ctxs[k] = (stress_ctx_t){&ops[k], engine_values};
-            deft_engine_op_desc_t d = {.fn = run_stress_op, .ctx = &ctxs[k], .reads = reads,
-                                       .num_reads = ops[k].num_reads, .writes = writes,
-                                       .num_writes = ops[k].num_writes, .name = "stress",
-                                       .origin = "test", .small = ops[k].small,
+            deft_engine_op_desc_t d = {.fn = run_stress_op,
+                                       .ctx = &ctxs[k],
+                                       .reads = reads,
+                                       .num_reads = ops[k].num_reads,
+                                       .writes = writes,
+                                       .num_writes = ops[k].num_writes,
+                                       .name = "stress",
+                                       .origin = "test",
+                                       .small = ops[k].small,
                                        .priority = (int)(k % 5 == 0)};
             ck_assert_int_eq(deft_engine_push(&d), 0);
             /* The same variable twice, or read and written, counts once. */
@@ -113,7 +118,8 @@ START_TEST(test_failure_reaches_outputs_and_dependents_once) {
     DeftNDArrayHandle a = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(5, 6));
     DeftNDArrayHandle bad_index = make(DEFT_INT32, 1, SHAPE(1), VALUES(9));
     DeftNDArrayHandle ok = call1("_plus_scalar", 1, &a, P("scalar", "1"));
-    DeftNDArrayHandle failed = call1("take", 2, (DeftNDArrayHandle[]){a, bad_index}, P("mode", "raise"));
+    DeftNDArrayHandle failed =
+        call1("take", 2, (DeftNDArrayHandle[]){a, bad_index}, P("mode", "raise"));
     DeftNDArrayHandle derived = call1("exp", 1, &failed, NO_PARAMS);
     DeftNDArrayHandle derived2 = call1("_mul_scalar", 1, &derived, P("scalar", "2"));
     ck_assert_fails(DeftNDArrayWaitToRead(derived2), DEFT_ERROR_INDEX,
@@ -137,13 +143,25 @@ START_TEST(test_engine_errors_on_queued_operations) {
     stress_op_t slow = {.num_writes = 1, .writes = {0}, .salt = 1};
     uint64_t values[VARS] = {0};
     stress_ctx_t ctx = {&slow, values};
-    deft_engine_op_desc_t first = {.fn = run_stress_op, .ctx = &ctx, .writes = &x, .num_writes = 1,
-                                   .name = "slow", .origin = "test"};
-    deft_engine_op_desc_t fail = {.fn = fail_with_index_error, .reads = &x, .num_reads = 1,
-                                  .writes = &y, .num_writes = 1, .name = "fail",
+    deft_engine_op_desc_t first = {.fn = run_stress_op,
+                                   .ctx = &ctx,
+                                   .writes = &x,
+                                   .num_writes = 1,
+                                   .name = "slow",
+                                   .origin = "test"};
+    deft_engine_op_desc_t fail = {.fn = fail_with_index_error,
+                                  .reads = &x,
+                                  .num_reads = 1,
+                                  .writes = &y,
+                                  .num_writes = 1,
+                                  .name = "fail",
                                   .origin = "DeftTestOrigin"};
-    deft_engine_op_desc_t after = {.fn = fail_with_index_error, .reads = &y, .num_reads = 1,
-                                   .writes = &z, .num_writes = 1, .name = "never runs",
+    deft_engine_op_desc_t after = {.fn = fail_with_index_error,
+                                   .reads = &y,
+                                   .num_reads = 1,
+                                   .writes = &z,
+                                   .num_writes = 1,
+                                   .name = "never runs",
                                    .origin = "test"};
     ck_assert_int_eq(deft_engine_push(&first), 0);
     ck_assert_int_eq(deft_engine_push(&fail), 0);
@@ -253,8 +271,11 @@ START_TEST(test_independent_operations_run_in_parallel) {
     deft_var_t *vars[64];
     for (int i = 0; i < 64; i++) {
         vars[i] = deft_var_new();
-        deft_engine_op_desc_t d = {.fn = count_concurrency, .writes = &vars[i], .num_writes = 1,
-                                   .name = "sleepy", .origin = "test"};
+        deft_engine_op_desc_t d = {.fn = count_concurrency,
+                                   .writes = &vars[i],
+                                   .num_writes = 1,
+                                   .name = "sleepy",
+                                   .origin = "test"};
         ck_assert_int_eq(deft_engine_push(&d), 0);
     }
     ck_assert_int_eq(deft_engine_wait_all(), 0);
@@ -268,8 +289,11 @@ START_TEST(test_pending_operations_stay_bounded) {
     long bound = deft_engine_max_pending(), most = 0;
     for (int i = 0; i < 200; i++) {
         vars[i] = deft_var_new();
-        deft_engine_op_desc_t d = {.fn = count_concurrency, .writes = &vars[i], .num_writes = 1,
-                                   .name = "sleepy", .origin = "test"};
+        deft_engine_op_desc_t d = {.fn = count_concurrency,
+                                   .writes = &vars[i],
+                                   .num_writes = 1,
+                                   .name = "sleepy",
+                                   .origin = "test"};
         ck_assert_int_eq(deft_engine_push(&d), 0);
         long now = deft_engine_pending();
         most = now > most ? now : most;
@@ -295,10 +319,10 @@ END_TEST
  * stays small enough to run inline; the other builds make it start workers. */
 #ifdef __SANITIZE_THREAD__
 #define FORK_ELEMENTS "(2000,)"
-#define FORK_TOTAL 2000.0f
+#define FORK_TOTAL    2000.0f
 #else
 #define FORK_ELEMENTS "(200000,)"
-#define FORK_TOTAL 200000.0f
+#define FORK_TOTAL    200000.0f
 #endif
 
 START_TEST(test_forked_child_can_use_the_library) {
@@ -350,4 +374,6 @@ static Suite *engine_suite(void) {
     return suite;
 }
 
-int main(void) { return run_suite(engine_suite()); }
+int main(void) {
+    return run_suite(engine_suite());
+}

@@ -232,8 +232,8 @@ START_TEST(test_softmax_cross_entropy) {
     assert_shape(loss, 1, SHAPE(1));
     assert_values(loss, 1, &want, 1e-14);
     DeftNDArrayHandle bad = make(DEFT_INT32, 1, SHAPE(2), VALUES(0, 3));
-    DeftNDArrayHandle failed = call1("softmax_cross_entropy", 2, (DeftNDArrayHandle[]){data, bad},
-                                     NO_PARAMS);
+    DeftNDArrayHandle failed =
+        call1("softmax_cross_entropy", 2, (DeftNDArrayHandle[]){data, bad}, NO_PARAMS);
     ck_assert_fails(DeftNDArrayWaitToRead(failed), DEFT_ERROR_VALUE,
                     "label[1] is 3, expected a class index in [0, 3)");
     ck_assert_ok(DeftNDArrayFree(failed));

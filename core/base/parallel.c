@@ -129,9 +129,13 @@ static void start_pool(void) {
 
 static atomic_int running_ops;
 
-void deft_parallel_op_begin(void) { atomic_fetch_add_explicit(&running_ops, 1, memory_order_relaxed); }
+void deft_parallel_op_begin(void) {
+    atomic_fetch_add_explicit(&running_ops, 1, memory_order_relaxed);
+}
 
-void deft_parallel_op_end(void) { atomic_fetch_sub_explicit(&running_ops, 1, memory_order_relaxed); }
+void deft_parallel_op_end(void) {
+    atomic_fetch_sub_explicit(&running_ops, 1, memory_order_relaxed);
+}
 
 int deft_parallel_budget(void) {
     int threads = deft_parallel_threads();

@@ -1,3 +1,10 @@
+/*
+ * Per-thread lists of records, backed by a shared list. Operations are
+ * often created on the host thread and freed on a worker: the worker's list
+ * fills, the host's empties. Rather than pass the surplus through malloc
+ * (whose cross-thread frees are slow), full lists hand half their records
+ * to the shared list in one locked step, and empty ones take a batch back.
+ */
 #include "core/base/records.h"
 
 #include <pthread.h>
@@ -6,24 +13,50 @@
 #include "core/base/tls.h"
 
 #define DEPTH 64
+#define BATCH (DEPTH / 2)
 
 typedef struct record_list {
     int count;
     void *records[DEPTH];
 } record_list_t;
 
+typedef struct shared_record {
+    struct shared_record *next;
+} shared_record_t;
+
 static DEFT_TLS_FAST record_list_t *tl_records;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t key;
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static shared_record_t *shared;
 
-static void free_list(void *arg) {
+static void give_to_shared(record_list_t *list, int count) {
+    pthread_mutex_lock(&shared_lock);
+    while (count-- > 0) {
+        shared_record_t *r = list->records[--list->count];
+        r->next = shared;
+        shared = r;
+    }
+    pthread_mutex_unlock(&shared_lock);
+}
+
+static void take_from_shared(record_list_t *list) {
+    pthread_mutex_lock(&shared_lock);
+    while (shared && list->count < BATCH) {
+        list->records[list->count++] = shared;
+        shared = shared->next;
+    }
+    pthread_mutex_unlock(&shared_lock);
+}
+
+static void retire_list(void *arg) {
     record_list_t *list = arg;
-    while (list->count > 0) free(list->records[--list->count]);
+    give_to_shared(list, list->count);
     free(list);
 }
 
 static void make_key(void) {
-    pthread_key_create(&key, free_list);
+    pthread_key_create(&key, retire_list);
 }
 
 static record_list_t *list(void) {
@@ -35,6 +68,7 @@ static record_list_t *list(void) {
 
 void *deft_record_alloc(void) {
     record_list_t *l = list();
+    if (l && l->count == 0 && shared) take_from_shared(l);
     if (l && l->count > 0) return l->records[--l->count];
     return malloc(DEFT_RECORD_SIZE);
 }
@@ -42,9 +76,10 @@ void *deft_record_alloc(void) {
 void deft_record_free(void *record) {
     if (!record) return;
     record_list_t *l = list();
-    if (l && l->count < DEPTH) {
-        l->records[l->count++] = record;
+    if (!l) {
+        free(record);
         return;
     }
-    free(record);
+    if (l->count == DEPTH) give_to_shared(l, BATCH);
+    l->records[l->count++] = record;
 }

@@ -2,8 +2,9 @@
  * Small fixed-size records (array and storage headers) from per-thread free
  * lists. Every operator call makes an array and usually frees one; malloc
  * and free cost about a hundred instructions each, a list pop or push a
- * few. Records freed on another thread (a finalizer) join that thread's
- * list; lists are bounded, and the excess goes back to malloc.
+ * few. Records freed on another thread (a finalizer, a worker) join that
+ * thread's list; lists are bounded, and the excess goes to a shared list
+ * that other threads refill from (records are never returned to malloc).
  */
 #ifndef DEFT_CORE_RECORDS_H
 #define DEFT_CORE_RECORDS_H

@@ -42,7 +42,7 @@ static struct {
     bool stopping;
     pthread_t threads[MAX_WORKERS];
 
-    atomic_long pending;        /* pushed and not yet finished */
+    atomic_long pending; /* pushed and not yet finished */
     atomic_int progress_waiters;
 
     pthread_mutex_t first_lock;
@@ -100,9 +100,13 @@ long deft_engine_max_pending(void) {
     return engine.max_pending;
 }
 
-long deft_engine_pending(void) { return atomic_load(&engine.pending); }
+long deft_engine_pending(void) {
+    return atomic_load(&engine.pending);
+}
 
-bool deft_engine_on_worker(void) { return tl_worker; }
+bool deft_engine_on_worker(void) {
+    return tl_worker;
+}
 
 /* ---- error values ---- */
 
@@ -148,8 +152,10 @@ static int report(engine_error_t *error) {
 
 void ready_list_add(ready_list_t *list, engine_op_t *op) {
     op->next_ready = NULL;
-    if (list->tail) list->tail->next_ready = op;
-    else list->head = op;
+    if (list->tail)
+        list->tail->next_ready = op;
+    else
+        list->head = op;
     list->tail = op;
 }
 
@@ -181,8 +187,10 @@ static void schedule(engine_op_t *op) {
     op->next_ready = NULL;
     pthread_mutex_lock(&engine.lock);
     if (engine.started < engine.num_workers) start_workers();
-    if (engine.tail[level]) engine.tail[level]->next_ready = op;
-    else engine.head[level] = op;
+    if (engine.tail[level])
+        engine.tail[level]->next_ready = op;
+    else
+        engine.head[level] = op;
     engine.tail[level] = op;
     atomic_fetch_add(&engine.queued, 1);
     if (engine.sleeping > 0) pthread_cond_signal(&engine.work);
@@ -256,12 +264,17 @@ static void execute(engine_op_t *op, ready_list_t *ready) {
     finish_pending();
 }
 
-/* Run what became ready on this thread when it is cheap (or the engine is naive); queue the rest. */
+/* Run what became ready on this thread when it is cheap (or the engine is
+ * naive); queue the rest. An operation without work only wakes a waiting
+ * thread: it runs at once wherever it became ready, so a wait is never
+ * delayed behind queued work. */
 static void dispatch(ready_list_t *ready) {
     engine_op_t *op;
     while ((op = ready_list_pop(ready)) != NULL) {
-        if (engine.naive || (op->small && !tl_worker)) execute(op, ready);
-        else schedule(op);
+        if (engine.naive || !op->fn || (op->small && !tl_worker))
+            execute(op, ready);
+        else
+            schedule(op);
     }
 }
 
@@ -287,10 +300,18 @@ static void *worker_main(void *arg) {
     engine_op_t *op;
     while ((op = take_work()) != NULL) {
         while (op) {
-            ready_list_t ready = {NULL, NULL};
+            ready_list_t ready = {NULL, NULL}, later = {NULL, NULL};
             execute(op, &ready);
-            op = ready_list_pop(&ready); /* continue with the first made ready */
-            for (engine_op_t *rest; (rest = ready_list_pop(&ready)) != NULL;) schedule(rest);
+            op = NULL; /* continue with the first made ready that has work */
+            for (engine_op_t *next; (next = ready_list_pop(&ready)) != NULL;) {
+                if (!next->fn)
+                    execute(next, &ready);
+                else if (!op)
+                    op = next;
+                else
+                    ready_list_add(&later, next);
+            }
+            for (engine_op_t *rest; (rest = ready_list_pop(&later)) != NULL;) schedule(rest);
         }
     }
     return NULL;
@@ -420,10 +441,15 @@ static int wait_var(deft_var_t *var, bool for_write) {
     if (!var_idle(var, for_write)) {
         if (tl_worker) return refuse_on_worker();
         sync_point_t s = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
-        deft_engine_op_desc_t d = {.free_ctx = signal_sync, .ctx = &s, .name = "WaitForVar",
-                                   .origin = "DeftNDArrayWaitToRead", .small = true};
-        if (for_write) d.writes = &var, d.num_writes = 1;
-        else d.reads = &var, d.num_reads = 1;
+        deft_engine_op_desc_t d = {.free_ctx = signal_sync,
+                                   .ctx = &s,
+                                   .name = "WaitForVar",
+                                   .origin = "DeftNDArrayWaitToRead",
+                                   .small = true};
+        if (for_write)
+            d.writes = &var, d.num_writes = 1;
+        else
+            d.reads = &var, d.num_reads = 1;
         if (deft_engine_push(&d)) return -1;
         pthread_mutex_lock(&s.lock);
         while (!s.done) pthread_cond_wait(&s.cond, &s.lock);
@@ -435,9 +461,13 @@ static int wait_var(deft_var_t *var, bool for_write) {
     return error ? report(error) : 0;
 }
 
-int deft_engine_wait_to_read(deft_var_t *var) { return wait_var(var, false); }
+int deft_engine_wait_to_read(deft_var_t *var) {
+    return wait_var(var, false);
+}
 
-int deft_engine_wait_to_write(deft_var_t *var) { return wait_var(var, true); }
+int deft_engine_wait_to_write(deft_var_t *var) {
+    return wait_var(var, true);
+}
 
 static void wait_idle(void) {
     if (atomic_load(&engine.pending) == 0) return;
@@ -496,4 +526,6 @@ static void forget_workers_in_child(void) {
     engine.stopping = false;
 }
 
-__attribute__((destructor)) static void stop_at_unload(void) { deft_engine_shutdown(); }
+__attribute__((destructor)) static void stop_at_unload(void) {
+    deft_engine_shutdown();
+}

@@ -72,8 +72,10 @@ deft_var_t *deft_var_retain(deft_var_t *var) {
 
 static void unlist(deft_var_t *var) {
     if (!var->listed) return;
-    if (var->err_prev) var->err_prev->err_next = var->err_next;
-    else errored = var->err_next;
+    if (var->err_prev)
+        var->err_prev->err_next = var->err_next;
+    else
+        errored = var->err_next;
     if (var->err_next) var->err_next->err_prev = var->err_prev;
     var->listed = false;
 }
@@ -92,8 +94,10 @@ void deft_var_release(deft_var_t *var) {
 
 static void enqueue(deft_var_t *var, op_var_t *entry) {
     entry->next = NULL;
-    if (var->tail) var->tail->next = entry;
-    else var->head = entry;
+    if (var->tail)
+        var->tail->next = entry;
+    else
+        var->head = entry;
     var->tail = entry;
 }
 
@@ -110,9 +114,12 @@ void var_append(op_var_t *entry, ready_list_t *ready) {
     lock(var);
     bool start = entry->write ? !var->head && !var->pending_write && var->pending_reads == 0
                               : !var->head && !var->pending_write;
-    if (start && entry->write) var->pending_write = true;
-    else if (start) var->pending_reads++;
-    else enqueue(var, entry);
+    if (start && entry->write)
+        var->pending_write = true;
+    else if (start)
+        var->pending_reads++;
+    else
+        enqueue(var, entry);
     unlock(var);
     if (start) op_dependency_met(entry->op, ready);
 }
@@ -154,8 +161,10 @@ bool var_try_start(deft_var_t *var, bool write) {
     lock(var);
     bool start = write ? !var->head && !var->pending_write && var->pending_reads == 0
                        : !var->head && !var->pending_write;
-    if (start && write) var->pending_write = true;
-    else if (start) var->pending_reads++;
+    if (start && write)
+        var->pending_write = true;
+    else if (start)
+        var->pending_reads++;
     unlock(var);
     return start;
 }

@@ -27,11 +27,10 @@ static int check_given_output(const deft_op_t *op, int k, const deft_ndarray_t *
     const deft_tensor_t *t = &arr->tensor;
     if (deft_shape_equal(&t->shape, &want->shape) && t->dtype == want->dtype) return 0;
     char have_s[DEFT_SHAPE_STR_MAX], want_s[DEFT_SHAPE_STR_MAX];
-    return deft_op_error(op, DEFT_ERR_VALUE, "output %d has shape %s and dtype %s, expected %s %s",
-                         k, deft_shape_format(&t->shape, have_s, sizeof have_s),
-                         deft_dtype_name(t->dtype),
-                         deft_shape_format(&want->shape, want_s, sizeof want_s),
-                         deft_dtype_name(want->dtype));
+    return deft_op_error(
+        op, DEFT_ERR_VALUE, "output %d has shape %s and dtype %s, expected %s %s", k,
+        deft_shape_format(&t->shape, have_s, sizeof have_s), deft_dtype_name(t->dtype),
+        deft_shape_format(&want->shape, want_s, sizeof want_s), deft_dtype_name(want->dtype));
 }
 
 /* A given output sharing storage with an input the kernel does not expect to be
@@ -53,8 +52,8 @@ static size_t call_size(int nin, int nout, int nparams) {
 }
 
 /* Lay a call out in `memory` (call_size bytes); arrays are filled by the caller. */
-static invoke_call_t *call_init(void *memory, bool on_heap, const deft_op_t *op, int nin,
-                                int nout, int nparams) {
+static invoke_call_t *call_init(void *memory, bool on_heap, const deft_op_t *op, int nin, int nout,
+                                int nparams) {
     invoke_call_t *call = memory;
     call->op = op;
     call->nin = nin;
@@ -90,8 +89,10 @@ static void call_free(void *arg) {
         deft_ndarray_release(call->out[k]);
         deft_ndarray_release(call->final[k]);
     }
-    if (call->on_heap) free(call);
-    else deft_record_free(call);
+    if (call->on_heap)
+        free(call);
+    else
+        deft_record_free(call);
 }
 
 static int call_run(void *arg) {
@@ -116,8 +117,10 @@ static void describe(invoke_call_t *call, deft_var_t **reads, deft_var_t **write
     int nreads = 0, nwrites = 0;
     size_t bytes = 0;
     for (int i = 0; i < call->nin; i++) {
-        if (op->mutate_inputs & (1u << i)) writes[nwrites++] = call->in[i]->var;
-        else reads[nreads++] = call->in[i]->var;
+        if (op->mutate_inputs & (1u << i))
+            writes[nwrites++] = call->in[i]->var;
+        else
+            reads[nreads++] = call->in[i]->var;
         bytes += deft_tensor_nbytes(&call->in[i]->tensor);
     }
     for (int k = 0; k < call->nout; k++) {
@@ -177,8 +180,10 @@ static int prepare_output(invoke_call_t *call, int k, deft_ndarray_t *given,
     if (given) {
         if (check_given_output(op, k, given, want)) return -1;
         if (!deft_device_equal(given->tensor.device, device))
-            return deft_op_error(op, DEFT_ERR_VALUE, "output %d is on another device than the "
-                                 "inputs", k);
+            return deft_op_error(op, DEFT_ERR_VALUE,
+                                 "output %d is on another device than the "
+                                 "inputs",
+                                 k);
         if (!needs_staging(op, k, given, call->nin, call->in)) {
             call->out[k] = given;
             return 0;

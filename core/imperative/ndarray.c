@@ -57,9 +57,13 @@ static int check_host_buffer(const deft_ndarray_t *arr, const void *data, size_t
     return 0;
 }
 
-int deft_ndarray_wait_to_read(deft_ndarray_t *arr) { return deft_engine_wait_to_read(arr->var); }
+int deft_ndarray_wait_to_read(deft_ndarray_t *arr) {
+    return deft_engine_wait_to_read(arr->var);
+}
 
-int deft_ndarray_wait_to_write(deft_ndarray_t *arr) { return deft_engine_wait_to_write(arr->var); }
+int deft_ndarray_wait_to_write(deft_ndarray_t *arr) {
+    return deft_engine_wait_to_write(arr->var);
+}
 
 int deft_ndarray_copy_to_host(deft_ndarray_t *arr, void *data, size_t nbytes) {
     if (check_host_buffer(arr, data, nbytes) || deft_ndarray_wait_to_read(arr)) return -1;

@@ -9,7 +9,46 @@
 #include "core/base/parallel.h"
 #include "core/op/op.h"
 
-/* C (m x n) = alpha * op(A) * op(B) + beta * C, all row-major and dense. */
+/*
+ * Threads. OpenBLAS runs single-threaded inside deft: its own helper threads
+ * spin-wait (sched_yield) for a long while after every call, and on a small
+ * machine they fight deft's threads for the cores, while waking them for the
+ * next GEMM costs tens of microseconds. Instead deft splits a large GEMM into
+ * row blocks, one per thread of its budget, on its own pool (see
+ * core/base/parallel.h): one set of threads for every kernel.
+ */
+typedef struct gemm_job {
+    deft_dtype_t dtype;
+    bool ta, tb;
+    int64_t m, n, k;
+    const char *a, *b;
+    double beta;
+    char *c;
+} gemm_job_t;
+
+/* Rows [begin, end) of C. */
+static void gemm_rows(void *arg, int64_t begin, int64_t end) {
+    const gemm_job_t *g = arg;
+    size_t elem = g->dtype == DEFT_DT_FLOAT32 ? 4 : 8;
+    int64_t rows = end - begin;
+    const char *a = g->a + (size_t)(g->ta ? begin : begin * g->k) * elem;
+    int lda = (int)(g->ta ? g->m : g->k), ldb = (int)(g->tb ? g->k : g->n), ldc = (int)g->n;
+    enum CBLAS_TRANSPOSE opa = g->ta ? CblasTrans : CblasNoTrans;
+    enum CBLAS_TRANSPOSE opb = g->tb ? CblasTrans : CblasNoTrans;
+    char *c = g->c + (size_t)(begin * g->n) * elem;
+    if (g->dtype == DEFT_DT_FLOAT32)
+        cblas_sgemm(CblasRowMajor, opa, opb, (int)rows, (int)g->n, (int)g->k, 1.0f,
+                    (const float *)a, lda, (const float *)g->b, ldb, (float)g->beta, (float *)c,
+                    ldc);
+    else
+        cblas_dgemm(CblasRowMajor, opa, opb, (int)rows, (int)g->n, (int)g->k, 1.0,
+                    (const double *)a, lda, (const double *)g->b, ldb, g->beta, (double *)c, ldc);
+}
+
+/* Below this many multiply-adds a GEMM stays on one thread. */
+#define PARALLEL_GEMM_MACS (1 << 20)
+
+/* C (m x n) = op(A) * op(B) + beta * C, all row-major and dense. */
 static void gemm(deft_dtype_t dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                  const void *a, const void *b, double beta, void *c) {
     if (m == 0 || n == 0) return;
@@ -17,16 +56,18 @@ static void gemm(deft_dtype_t dtype, bool ta, bool tb, int64_t m, int64_t n, int
         if (beta == 0) memset(c, 0, (size_t)(m * n) * (dtype == DEFT_DT_FLOAT32 ? 4 : 8));
         return;
     }
-    int lda = (int)(ta ? m : k), ldb = (int)(tb ? k : n), ldc = (int)n;
-    enum CBLAS_TRANSPOSE opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
-    /* OpenBLAS's threads count against the same budget as deft's own. */
-    openblas_set_num_threads(deft_parallel_budget());
-    if (dtype == DEFT_DT_FLOAT32)
-        cblas_sgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)k, 1.0f, a, lda, b, ldb,
-                    (float)beta, c, ldc);
-    else
-        cblas_dgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)k, 1.0, a, lda, b, ldb, beta, c,
-                    ldc);
+    /* Every call, since the host program may have changed it (a plain store in OpenBLAS). */
+    openblas_set_num_threads(1);
+    gemm_job_t job = {dtype, ta, tb, m, n, k, a, b, beta, c};
+    int threads =
+        (double)m * (double)n * (double)k >= PARALLEL_GEMM_MACS ? deft_parallel_budget() : 1;
+    if (threads < 2 || m < 2 * 16) {
+        gemm_rows(&job, 0, m);
+        return;
+    }
+    /* One block of rows per thread (a multiple of 16, OpenBLAS's kernel height). */
+    int64_t block = ((m + threads - 1) / threads + 15) / 16 * 16;
+    deft_parallel_for(m, block, gemm_rows, &job);
 }
 
 /* BLAS takes int sizes: larger matrices are refused rather than truncated. */
