@@ -8,6 +8,7 @@
 #include "core/base/records.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "core/base/tls.h"
@@ -28,23 +29,25 @@ static DEFT_TLS_FAST record_list_t *tl_records;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t key;
 static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
-static shared_record_t *shared;
+/* Changed under shared_lock; peeked at without it to skip an empty list. */
+static shared_record_t *_Atomic shared;
 
 static void give_to_shared(record_list_t *list, int count) {
     pthread_mutex_lock(&shared_lock);
     while (count-- > 0) {
         shared_record_t *r = list->records[--list->count];
-        r->next = shared;
-        shared = r;
+        r->next = atomic_load_explicit(&shared, memory_order_relaxed);
+        atomic_store_explicit(&shared, r, memory_order_relaxed);
     }
     pthread_mutex_unlock(&shared_lock);
 }
 
 static void take_from_shared(record_list_t *list) {
     pthread_mutex_lock(&shared_lock);
-    while (shared && list->count < BATCH) {
-        list->records[list->count++] = shared;
-        shared = shared->next;
+    shared_record_t *r;
+    while ((r = atomic_load_explicit(&shared, memory_order_relaxed)) && list->count < BATCH) {
+        list->records[list->count++] = r;
+        atomic_store_explicit(&shared, r->next, memory_order_relaxed);
     }
     pthread_mutex_unlock(&shared_lock);
 }
@@ -68,7 +71,8 @@ static record_list_t *list(void) {
 
 void *deft_record_alloc(void) {
     record_list_t *l = list();
-    if (l && l->count == 0 && shared) take_from_shared(l);
+    if (l && l->count == 0 && atomic_load_explicit(&shared, memory_order_relaxed))
+        take_from_shared(l);
     if (l && l->count > 0) return l->records[--l->count];
     return malloc(DEFT_RECORD_SIZE);
 }
