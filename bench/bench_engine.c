@@ -17,27 +17,9 @@
 
 #include <deft/c_api.h>
 
-#define CHECK(call)                                                                                \
-    do {                                                                                           \
-        if ((call) != 0) {                                                                         \
-            fprintf(stderr, "%s failed: %s\n", #call, DeftGetLastError());                         \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "bench_util.h"
 
 #define CHAIN 100000
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static DeftOpHandle op(const char *name) {
-    DeftOpHandle h;
-    CHECK(DeftGetOperator(name, &h));
-    return h;
-}
 
 /* x = x + 1, n times, each result a new array; returns seconds. */
 static double chain(DeftNDArrayHandle start, int n) {

@@ -19,19 +19,7 @@
 
 #include <deft/c_api.h>
 
-#define CHECK(call)                                                                                \
-    do {                                                                                           \
-        if ((call) != 0) {                                                                         \
-            fprintf(stderr, "%s failed: %s\n", #call, DeftGetLastError());                         \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench_util.h"
 
 /* Best of `reps` timings of fn(arg): the least disturbed run. */
 static double best_time(int reps, void (*fn)(void *), void *arg) {
@@ -43,12 +31,6 @@ static double best_time(int reps, void (*fn)(void *), void *arg) {
         if (t < best) best = t;
     }
     return best;
-}
-
-static DeftOpHandle op(const char *name) {
-    DeftOpHandle h;
-    CHECK(DeftGetOperator(name, &h));
-    return h;
 }
 
 /* ---- GEMM ---- */
