@@ -20,6 +20,7 @@ typedef struct shell {
 /* With their article, as messages use them: "expected an NDArray handle". */
 static const char *const kind_names[DEFT_HANDLE_KIND_COUNT] = {
     [DEFT_HANDLE_NDARRAY] = "an NDArray",
+    [DEFT_HANDLE_SYMBOL] = "a Symbol",
 };
 
 static pthread_mutex_t shell_lock = PTHREAD_MUTEX_INITIALIZER;

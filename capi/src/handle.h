@@ -17,6 +17,7 @@
 
 typedef enum deft_handle_kind {
     DEFT_HANDLE_NDARRAY = 0,
+    DEFT_HANDLE_SYMBOL = 1,
     DEFT_HANDLE_KIND_COUNT
 } deft_handle_kind_t;
 

@@ -34,7 +34,7 @@ int deft_error(deft_error_kind_t kind, const char *fmt, ...) {
 }
 
 int deft_error_restore(deft_error_kind_t kind, const char *message) {
-    snprintf(tl_message, sizeof tl_message, "%s", message);
+    if (message != tl_message) snprintf(tl_message, sizeof tl_message, "%s", message);
     tl_kind = kind;
     return -1;
 }

@@ -277,6 +277,8 @@ static int fc_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
     return 0;
 }
 
+static int fc_num_inputs(const deft_param_value_t *p) { return p[1].i ? 2 : 3; }
+
 static const char *const lhs_rhs[] = {"lhs", "rhs", NULL};
 static const char *const fc_inputs[] = {"data", "weight", "bias", NULL};
 
@@ -308,7 +310,8 @@ static const deft_op_t linalg_ops[] = {
      .params = fc_params,
      .infer = fc_infer,
      .forward = fc_forward,
-     .inplace_input = -1},
+     .inplace_input = -1,
+     .num_inputs = fc_num_inputs},
 };
 
 DEFT_OP_FAMILY(deft_family_linalg, linalg_ops);

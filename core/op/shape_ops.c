@@ -462,6 +462,10 @@ static int split_infer(const deft_op_t *op, const deft_param_value_t *p, int nin
     return 0;
 }
 
+static int split_num_outputs(const deft_param_value_t *p) {
+    return p[0].i >= 1 && p[0].i <= DEFT_OP_MAX_OUTPUTS ? (int)p[0].i : 1;
+}
+
 static int split_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin;
@@ -552,8 +556,16 @@ static const deft_op_t shape_ops[] = {
     JOIN_OP("Concat", "Joins arrays along an existing axis.", concat_params, concat_infer,
             concat_forward),
     JOIN_OP("stack", "Joins arrays along a new axis.", stack_params, stack_infer, stack_forward),
-    SHAPE_OP("split", "Splits an array into equal parts along an axis.", split_params, split_infer,
-             split_forward, -1),
+    {.name = "split",
+     .description = "Splits an array into equal parts along an axis.",
+     .input_names = deft_op_data_input,
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .params = split_params,
+     .infer = split_infer,
+     .forward = split_forward,
+     .inplace_input = -1,
+     .num_outputs = split_num_outputs},
     SHAPE_OP("broadcast_to", "Broadcasts to a larger shape (NumPy rules).", broadcast_to_params,
              broadcast_to_infer, broadcast_to_forward, -1),
 };

@@ -12,5 +12,6 @@
 #include "deft/base.h"
 #include "deft/ndarray.h"
 #include "deft/op.h"
+#include "deft/symbol.h"
 
 #endif /* DEFT_C_API_H */

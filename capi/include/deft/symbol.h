@@ -1,0 +1,238 @@
+/**
+ * @file symbol.h
+ * @brief Symbolic graphs: variables, operator symbols and their composition,
+ *        groups, introspection, attributes, MXNet-compatible JSON and DOT.
+ *
+ * A symbol is a handle on one or more outputs of a graph. Graph nodes never
+ * change once made; the calls that "modify" a symbol (compose, set an
+ * attribute) point the handle at new nodes. Nodes without a name get one
+ * from their graph, deterministically ("fullyconnected0",
+ * "fullyconnected0_weight"). Every handle returned is owned by the caller
+ * and released with DeftSymbolFree(). Strings and lists a symbol call
+ * returns belong to that handle and stay valid until the next call on it
+ * that returns strings, or until it is freed.
+ */
+#ifndef DEFT_SYMBOL_H
+#define DEFT_SYMBOL_H
+
+#include "deft/op.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Opaque handle on a symbol. */
+typedef struct DeftSymbol *DeftSymbolHandle;
+
+/**
+ * @brief A variable: a named input of a graph.
+ * @param name a non-empty name.
+ * @param[out] out receives a new handle, owned by the caller.
+ * @return 0 on success; -1 on an empty or NULL name or NULL @p out.
+ */
+DEFT_API int DeftSymbolCreateVariable(const char *name, DeftSymbolHandle *out);
+
+/**
+ * @brief An operator symbol, not yet connected to inputs (see DeftSymbolCompose()).
+ * @param op the operator.
+ * @param num_params number of parameters (and attributes such as "__shape__").
+ * @param keys parameter names.
+ * @param vals parameter values, as strings.
+ * @param[out] out receives a new handle, owned by the caller.
+ * @return 0 on success; -1 on a bad operator handle or a bad parameter, named.
+ */
+DEFT_API int DeftSymbolCreateAtomic(DeftOpHandle op, int num_params, const char *const *keys,
+                                    const char *const *vals, DeftSymbolHandle *out);
+
+/**
+ * @brief Connect an operator symbol to its inputs.
+ *
+ * Inputs not given become variables named after the node and the input
+ * ("fc_weight"). The symbol then stands for the new node's outputs.
+ * @param sym a symbol from DeftSymbolCreateAtomic(), not yet composed.
+ * @param name the node's name, or NULL for a name given by its graph.
+ * @param num_args number of inputs given.
+ * @param keys input names (see DeftOpGetInputs()), or NULL to pass inputs by position.
+ * @param args single-output symbols, the inputs.
+ * @return 0 on success; -1 if @p sym is not an uncomposed operator symbol, an input
+ *         name is unknown or repeated, an input has other than one output, or
+ *         there are too many inputs.
+ */
+DEFT_API int DeftSymbolCompose(DeftSymbolHandle sym, const char *name, int num_args,
+                               const char *const *keys, const DeftSymbolHandle *args);
+
+/**
+ * @brief A symbol with the outputs of several symbols, in order.
+ * @param num_symbols number of symbols.
+ * @param symbols the symbols (each composed).
+ * @param[out] out receives a new handle, owned by the caller.
+ * @return 0 on success; -1 on a bad handle or NULL pointers.
+ */
+DEFT_API int DeftSymbolCreateGroup(int num_symbols, const DeftSymbolHandle *symbols,
+                                   DeftSymbolHandle *out);
+
+/**
+ * @brief Another handle on the same outputs.
+ * @param sym the symbol.
+ * @param[out] out receives a new handle, owned by the caller.
+ * @return 0 on success; -1 on a bad handle or NULL @p out.
+ */
+DEFT_API int DeftSymbolCopy(DeftSymbolHandle sym, DeftSymbolHandle *out);
+
+/**
+ * @brief Release a symbol handle. NULL is a no-op.
+ * @param sym the symbol, or NULL.
+ * @return 0 on success; -1 if @p sym is not a live symbol handle.
+ */
+DEFT_API int DeftSymbolFree(DeftSymbolHandle sym);
+
+/**
+ * @brief Number of outputs of a symbol.
+ * @param sym the symbol.
+ * @param[out] out receives the count.
+ * @return 0 on success; -1 on a bad handle, an uncomposed symbol or NULL @p out.
+ */
+DEFT_API int DeftSymbolGetNumOutputs(DeftSymbolHandle sym, int *out);
+
+/**
+ * @brief One output of a symbol, as a symbol.
+ * @param sym the symbol.
+ * @param index the output, in [0, number of outputs).
+ * @param[out] out receives a new handle, owned by the caller.
+ * @return 0 on success; -1 on a bad handle, an index out of range (DEFT_ERROR_INDEX) or NULL @p
+ * out.
+ */
+DEFT_API int DeftSymbolGetOutput(DeftSymbolHandle sym, int index, DeftSymbolHandle *out);
+
+/**
+ * @brief Every output of every node the symbol reaches, inputs first.
+ * @param sym the symbol.
+ * @param[out] out receives a new handle, owned by the caller.
+ * @return 0 on success; -1 on a bad handle or NULL @p out.
+ */
+DEFT_API int DeftSymbolGetInternals(DeftSymbolHandle sym, DeftSymbolHandle *out);
+
+/**
+ * @brief The inputs of the symbol's (single) node, as a group (empty for a variable).
+ * @param sym a symbol whose outputs all come from one node.
+ * @param[out] out receives a new handle, owned by the caller.
+ * @return 0 on success; -1 on a bad handle, a group of several nodes, or NULL @p out.
+ */
+DEFT_API int DeftSymbolGetChildren(DeftSymbolHandle sym, DeftSymbolHandle *out);
+
+/**
+ * @brief Name of the symbol's first output node.
+ * @param sym the symbol.
+ * @param[out] out receives the name (owned by the handle).
+ * @return 0 on success; -1 on a bad handle or NULL @p out.
+ */
+DEFT_API int DeftSymbolGetName(DeftSymbolHandle sym, const char **out);
+
+/**
+ * @brief Names of the graph's arguments: the variables it reads, in graph order.
+ * @param sym the symbol.
+ * @param[out] out_count receives the number of names.
+ * @param[out] out_names receives the names (owned by the handle).
+ * @return 0 on success; -1 on a bad handle or NULL out-pointers.
+ */
+DEFT_API int DeftSymbolListArguments(DeftSymbolHandle sym, int *out_count,
+                                     const char *const **out_names);
+
+/**
+ * @brief Names of the symbol's outputs ("fc_output", or "split0_output1" for several).
+ * @param sym the symbol.
+ * @param[out] out_count receives the number of names.
+ * @param[out] out_names receives the names (owned by the handle).
+ * @return 0 on success; -1 on a bad handle or NULL out-pointers.
+ */
+DEFT_API int DeftSymbolListOutputs(DeftSymbolHandle sym, int *out_count,
+                                   const char *const **out_names);
+
+/**
+ * @brief Names of the auxiliary states: variables that operators only update
+ *        in place (such as optimizer state), never read as plain arguments.
+ * @param sym the symbol.
+ * @param[out] out_count receives the number of names.
+ * @param[out] out_names receives the names (owned by the handle).
+ * @return 0 on success; -1 on a bad handle or NULL out-pointers.
+ */
+DEFT_API int DeftSymbolListAuxiliaryStates(DeftSymbolHandle sym, int *out_count,
+                                           const char *const **out_names);
+
+/**
+ * @brief An attribute (or operator parameter, as given) of the symbol's node.
+ * @param sym a symbol whose outputs come from one node.
+ * @param key the attribute's name.
+ * @param[out] out_value receives the value (owned by the handle), or NULL.
+ * @param[out] out_found receives 1 if the node has the attribute, else 0.
+ * @return 0 on success; -1 on a bad handle or NULL pointers.
+ */
+DEFT_API int DeftSymbolGetAttr(DeftSymbolHandle sym, const char *key, const char **out_value,
+                               int *out_found);
+
+/**
+ * @brief Set an attribute of the symbol's node ("__shape__", "ctx_group", or a parameter).
+ *
+ * Nodes never change: the symbol is pointed at a copy of its node with the
+ * attribute set; other symbols that share the old node keep it.
+ * @param sym a symbol whose outputs come from one node.
+ * @param key the attribute's name.
+ * @param value its value.
+ * @return 0 on success; -1 on a bad handle, NULL strings, or a parameter value that does not parse.
+ */
+DEFT_API int DeftSymbolSetAttr(DeftSymbolHandle sym, const char *key, const char *value);
+
+/**
+ * @brief The symbol's graph as MXNet-compatible JSON.
+ * @param sym the symbol.
+ * @param[out] out_json receives the text (owned by the handle).
+ * @return 0 on success; -1 on a bad handle, an uncomposed symbol or NULL @p out_json.
+ */
+DEFT_API int DeftSymbolSaveToJSON(DeftSymbolHandle sym, const char **out_json);
+
+/**
+ * @brief Load a symbol from JSON (deft's or MXNet 1.x's symbol layout).
+ * @param json NUL-terminated JSON text; untrusted input is safe.
+ * @param[out] out receives a new handle, owned by the caller.
+ * @return 0 on success; -1 (DEFT_ERROR_PARSE) with the JSON path of the first
+ *         problem: malformed text, wrong types, missing fields, indices out of
+ *         range or pointing forward, unknown operators, bad parameters.
+ */
+DEFT_API int DeftSymbolCreateFromJSON(const char *json, DeftSymbolHandle *out);
+
+/**
+ * @brief Save the symbol's JSON to a file.
+ * @param sym the symbol.
+ * @param path the file to write.
+ * @return 0 on success; -1 on a bad handle or a file that cannot be written.
+ */
+DEFT_API int DeftSymbolSaveToFile(DeftSymbolHandle sym, const char *path);
+
+/**
+ * @brief Load a symbol from a JSON file.
+ * @param path the file to read.
+ * @param[out] out receives a new handle, owned by the caller.
+ * @return 0 on success; -1 on an unreadable file or the errors of DeftSymbolCreateFromJSON().
+ */
+DEFT_API int DeftSymbolCreateFromFile(const char *path, DeftSymbolHandle *out);
+
+/**
+ * @brief The symbol's graph in Graphviz DOT (operators, names, known shapes).
+ * @param sym the symbol.
+ * @param[out] out_dot receives the text (owned by the handle).
+ * @return 0 on success; -1 on a bad handle or NULL @p out_dot.
+ */
+DEFT_API int DeftSymbolToDot(DeftSymbolHandle sym, const char **out_dot);
+
+/**
+ * @brief Number of symbol handles created and not yet freed.
+ * @param[out] out receives the count.
+ * @return 0 on success; -1 if @p out is NULL.
+ */
+DEFT_API int DeftGetLiveSymbolCount(int64_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DEFT_SYMBOL_H */

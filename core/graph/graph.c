@@ -1,0 +1,288 @@
+#define _POSIX_C_SOURCE 200809L
+#include "core/graph/graph.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/base/error.h"
+
+static size_t hash_pointer(const void *p) {
+    uintptr_t x = (uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    return (size_t)(x ^ (x >> 33));
+}
+
+static int map_find(const deft_graph_t *g, const deft_node_t *node) {
+    size_t mask = (size_t)g->map_capacity - 1;
+    for (size_t i = hash_pointer(node) & mask;; i = (i + 1) & mask) {
+        if (!g->map_keys[i]) return -1;
+        if (g->map_keys[i] == node) return g->map_ids[i];
+    }
+}
+
+static void map_put(deft_graph_t *g, const deft_node_t *node, int id) {
+    size_t mask = (size_t)g->map_capacity - 1;
+    size_t i = hash_pointer(node) & mask;
+    while (g->map_keys[i]) i = (i + 1) & mask;
+    g->map_keys[i] = node;
+    g->map_ids[i] = id;
+}
+
+int deft_graph_node_id(const deft_graph_t *graph, const deft_node_t *node) {
+    return map_find(graph, node);
+}
+
+/* Grow the node array and map so `count` more nodes fit. */
+static int reserve(deft_graph_t *g, int count, int *capacity) {
+    if (count <= *capacity && 2 * count <= g->map_capacity) return 0;
+    int cap = *capacity ? *capacity : 16;
+    while (cap < count) cap *= 2;
+    deft_node_t **nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
+    if (!nodes) return -1;
+    g->nodes = nodes;
+    *capacity = cap;
+    if (2 * count <= g->map_capacity) return 0;
+    int map_cap = g->map_capacity ? g->map_capacity : 32;
+    while (map_cap < 2 * count) map_cap *= 2;
+    const deft_node_t **keys = calloc((size_t)map_cap, sizeof *keys);
+    int *ids = malloc((size_t)map_cap * sizeof *ids);
+    if (!keys || !ids) {
+        free(keys), free(ids);
+        return -1;
+    }
+    const deft_node_t **old_keys = g->map_keys;
+    int *old_ids = g->map_ids, old_cap = g->map_capacity;
+    g->map_keys = keys, g->map_ids = ids, g->map_capacity = map_cap;
+    for (int i = 0; i < old_cap; i++)
+        if (old_keys[i]) map_put(g, old_keys[i], old_ids[i]);
+    free(old_keys), free(old_ids);
+    return 0;
+}
+
+/* Post-order over everything the outputs reach, without recursion. */
+static int topo_sort(deft_graph_t *g) {
+    typedef struct frame {
+        deft_node_t *node;
+        int next_input;
+    } frame_t;
+    int capacity = 0, stack_cap = 64, depth = 0;
+    frame_t *stack = malloc((size_t)stack_cap * sizeof *stack);
+    if (!stack || reserve(g, 1, &capacity)) goto oom;
+    for (int o = 0; o < g->num_outputs; o++) {
+        deft_node_t *root = g->outputs[o].node;
+        if (map_find(g, root) >= 0) continue;
+        map_put(g, root, -2); /* on the stack */
+        stack[depth++] = (frame_t){root, 0};
+        while (depth > 0) {
+            frame_t *top = &stack[depth - 1];
+            if (top->next_input < top->node->num_inputs) {
+                deft_node_t *in = top->node->inputs[top->next_input++].node;
+                if (map_find(g, in) != -1) continue; /* done, or on the stack (no cycles exist) */
+                if (depth == stack_cap) {
+                    frame_t *grown = realloc(stack, (size_t)stack_cap * 2 * sizeof *stack);
+                    if (!grown) goto oom;
+                    stack = grown, stack_cap *= 2;
+                }
+                if (reserve(g, g->num_nodes + depth + 1, &capacity)) goto oom;
+                map_put(g, in, -2);
+                stack[depth++] = (frame_t){in, 0};
+                continue;
+            }
+            if (reserve(g, g->num_nodes + depth + 1, &capacity)) goto oom;
+            /* now numbered: overwrite the -2 mark */
+            size_t mask = (size_t)g->map_capacity - 1;
+            for (size_t i = hash_pointer(top->node) & mask;; i = (i + 1) & mask) {
+                if (g->map_keys[i] == top->node) {
+                    g->map_ids[i] = g->num_nodes;
+                    break;
+                }
+            }
+            g->nodes[g->num_nodes++] = deft_node_retain(top->node);
+            depth--;
+        }
+    }
+    free(stack);
+    return 0;
+oom:
+    free(stack);
+    return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph index");
+}
+
+/* ---- names ---- */
+
+typedef struct name_set {
+    int capacity, count;
+    const char **names;
+    /* next number to try per base name, so naming n nodes "op0".."opN" is linear */
+    const char **bases;
+    long *next;
+} name_set_t;
+
+static size_t hash_string(const char *s) {
+    size_t h = 1469598103934665603ull;
+    while (*s) h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+    return h;
+}
+
+static bool set_has(const name_set_t *set, const char *name) {
+    size_t mask = (size_t)set->capacity - 1;
+    for (size_t i = hash_string(name) & mask; set->names[i]; i = (i + 1) & mask)
+        if (strcmp(set->names[i], name) == 0) return true;
+    return false;
+}
+
+static void set_add(name_set_t *set, const char *name) {
+    size_t mask = (size_t)set->capacity - 1;
+    size_t i = hash_string(name) & mask;
+    while (set->names[i]) i = (i + 1) & mask;
+    set->names[i] = name;
+    set->count++;
+}
+
+/* The counter slot of a base name (bases are few: one per operator type). */
+static long *base_counter(name_set_t *set, const char *base) {
+    size_t mask = (size_t)set->capacity - 1;
+    size_t i = hash_string(base) & mask;
+    while (set->bases[i] && strcmp(set->bases[i], base) != 0) i = (i + 1) & mask;
+    if (!set->bases[i]) {
+        if (!(set->bases[i] = strdup(base))) return NULL;
+        set->next[i] = 0;
+    }
+    return &set->next[i];
+}
+
+/* A name not yet used: `base`, else base + "0", "1", ... (always numbered when `numbered`). */
+static char *unique_name(name_set_t *set, const char *base, bool numbered) {
+    size_t len = strlen(base) + 24;
+    char *name = malloc(len);
+    long *k = base_counter(set, base);
+    if (!name || !k) {
+        free(name);
+        return NULL;
+    }
+    if (!numbered) {
+        snprintf(name, len, "%s", base);
+        if (!set_has(set, name)) return name;
+    }
+    for (;; (*k)++) {
+        snprintf(name, len, numbered ? "%s%ld" : "%s_%ld", base, *k);
+        if (!set_has(set, name)) return name;
+    }
+}
+
+static void free_set(name_set_t *set) {
+    for (int i = 0; set->bases && i < set->capacity; i++) free((char *)set->bases[i]);
+    free(set->bases), free(set->next), free(set->names);
+}
+
+static void default_base(const deft_node_t *node, char *buf, size_t len) {
+    const char *op = node->op->op->name;
+    while (*op == '_') op++;
+    size_t i = 0;
+    for (; op[i] && i + 1 < len; i++) buf[i] = (char)tolower((unsigned char)op[i]);
+    buf[i] = '\0';
+}
+
+static int name_nodes(deft_graph_t *g) {
+    name_set_t set = {.capacity = 16};
+    while (set.capacity < 2 * g->num_nodes + 2) set.capacity *= 2;
+    set.names = calloc((size_t)set.capacity, sizeof *set.names);
+    set.bases = calloc((size_t)set.capacity, sizeof *set.bases);
+    set.next = calloc((size_t)set.capacity, sizeof *set.next);
+    g->names = calloc((size_t)(g->num_nodes ? g->num_nodes : 1), sizeof *g->names);
+    if (!set.names || !set.bases || !set.next || !g->names) goto oom;
+    for (int i = 0; i < g->num_nodes; i++) {
+        const char *own = g->nodes[i]->name;
+        if (own && !set_has(&set, own)) set_add(&set, own);
+    }
+    /* Operator nodes first (in order), so variables can take their consumer's name. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < g->num_nodes; i++) {
+            const deft_node_t *node = g->nodes[i];
+            if ((node->op != NULL) != (pass == 0)) continue;
+            if (node->name) {
+                if (!(g->names[i] = strdup(node->name))) goto oom;
+                continue;
+            }
+            char base[160] = "var";
+            bool numbered = true;
+            if (node->op) {
+                default_base(node, base, sizeof base);
+            } else if (node->input_role) {
+                for (int c = i + 1; c < g->num_nodes; c++) {
+                    const deft_node_t *consumer = g->nodes[c];
+                    bool uses = false;
+                    for (int k = 0; k < consumer->num_inputs; k++)
+                        uses = uses || consumer->inputs[k].node == node;
+                    if (uses) {
+                        snprintf(base, sizeof base, "%s_%s", g->names[c], node->input_role);
+                        numbered = false;
+                        break;
+                    }
+                }
+            }
+            if (!(g->names[i] = unique_name(&set, base, numbered))) goto oom;
+            set_add(&set, g->names[i]);
+            /* The name sticks: later views of this node (children, internals, a
+             * bigger graph) see the same name. */
+            if (!(g->nodes[i]->name = strdup(g->names[i]))) goto oom;
+        }
+    }
+    free_set(&set);
+    return 0;
+oom:
+    free_set(&set);
+    return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate node names");
+}
+
+/* Naming writes names into nodes: one graph at a time. */
+static pthread_mutex_t naming_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int deft_graph_build(int num_outputs, const deft_entry_t *outputs, deft_graph_t **out) {
+    deft_graph_t *g = calloc(1, sizeof *g);
+    if (!g) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
+    g->outputs = calloc((size_t)(num_outputs ? num_outputs : 1), sizeof *g->outputs);
+    if (!g->outputs) {
+        free(g);
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
+    }
+    for (int o = 0; o < num_outputs; o++) {
+        g->outputs[o] = outputs[o];
+        deft_node_retain(outputs[o].node);
+        g->num_outputs++;
+    }
+    pthread_mutex_lock(&naming_lock);
+    int status = topo_sort(g) || name_nodes(g) ? -1 : 0;
+    pthread_mutex_unlock(&naming_lock);
+    if (status) {
+        deft_graph_free(g);
+        return -1;
+    }
+    g->row_ptr = malloc((size_t)(g->num_nodes + 1) * sizeof *g->row_ptr);
+    if (!g->row_ptr) {
+        deft_graph_free(g);
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
+    }
+    g->row_ptr[0] = 0;
+    for (int i = 0; i < g->num_nodes; i++)
+        g->row_ptr[i + 1] = g->row_ptr[i] + g->nodes[i]->num_outputs;
+    *out = g;
+    return 0;
+}
+
+void deft_graph_free(deft_graph_t *g) {
+    if (!g) return;
+    for (int i = 0; i < g->num_nodes; i++) {
+        deft_node_release(g->nodes[i]);
+        if (g->names) free(g->names[i]);
+    }
+    for (int o = 0; o < g->num_outputs; o++) deft_node_release(g->outputs[o].node);
+    free(g->nodes), free(g->names), free(g->row_ptr), free(g->outputs);
+    free(g->map_keys), free(g->map_ids);
+    free(g);
+}

@@ -1,0 +1,45 @@
+/*
+ * An indexed graph: the nodes that outputs reach, in post-order (every node
+ * after its inputs), each with an id, a name, and ids for its output
+ * entries (node_row_ptr, as in MXNet's JSON). Passes, JSON and the executor
+ * work on this form; it holds a reference to every node.
+ *
+ * Names: a node's own name if it has one; otherwise an operator node is
+ * named after its operator and its rank among same-named nodes in this order
+ * ("fullyconnected0", "fullyconnected1"), and a variable made for a missing
+ * input after its first consumer and that input ("fullyconnected0_weight").
+ * The same graph is always named the same way. A default name is written
+ * into the node the first time a graph containing it is indexed, so every
+ * later view of the node (its children, a larger graph) agrees with it.
+ */
+#ifndef DEFT_CORE_GRAPH_H
+#define DEFT_CORE_GRAPH_H
+
+#include "core/graph/node.h"
+
+typedef struct deft_graph {
+    int num_nodes;
+    deft_node_t **nodes; /* post-order; retained */
+    char **names;
+    int *row_ptr; /* entry ids of node i are row_ptr[i] .. row_ptr[i+1]-1 */
+    int num_outputs;
+    deft_entry_t *outputs; /* retained */
+    /* node pointer -> id, open addressing */
+    int map_capacity;
+    const deft_node_t **map_keys;
+    int *map_ids;
+} deft_graph_t;
+
+int deft_graph_build(int num_outputs, const deft_entry_t *outputs, deft_graph_t **out);
+void deft_graph_free(deft_graph_t *graph);
+
+/* Id of a node in the graph, or -1. */
+int deft_graph_node_id(const deft_graph_t *graph, const deft_node_t *node);
+static inline int deft_graph_entry_id(const deft_graph_t *g, int node_id, int index) {
+    return g->row_ptr[node_id] + index;
+}
+static inline int deft_graph_num_entries(const deft_graph_t *g) {
+    return g->row_ptr[g->num_nodes];
+}
+
+#endif

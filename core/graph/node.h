@@ -1,0 +1,78 @@
+/*
+ * Graph nodes and entries (NNVM's design).
+ *
+ * A node is an operator with its string attributes and input entries, or a
+ * variable (no operator). An entry is (node, output index). Nodes are
+ * immutable once made and reference counted: an entry holds its node, so a
+ * node keeps its inputs alive, and freeing the last symbol or array that
+ * reaches a node frees it and, transitively, what only it reached.
+ *
+ * Nodes may be unnamed: a graph names them by position when it is indexed
+ * (graph.h), so default names depend on the graph, never on a process-wide
+ * counter.
+ */
+#ifndef DEFT_CORE_NODE_H
+#define DEFT_CORE_NODE_H
+
+#include <stdatomic.h>
+
+#include "core/op/registry.h"
+
+typedef struct deft_node deft_node_t;
+
+typedef struct deft_entry {
+    deft_node_t *node;
+    int index;
+} deft_entry_t;
+
+/* String attributes, sorted by key. */
+typedef struct deft_attrs {
+    int count;
+    char **keys, **vals;
+} deft_attrs_t;
+
+struct deft_node {
+    atomic_int refcount;
+    const deft_op_entry_t *op;  /* NULL: a variable */
+    char *name;                 /* NULL until a graph names it (graph.h), then fixed */
+    char *input_role;           /* variables made for a missing input: the input's name */
+    deft_attrs_t attrs;         /* operator parameters as given, and other attributes */
+    deft_param_value_t *params; /* parsed parameters (op->num_params of them) */
+    int num_inputs, num_outputs;
+    deft_node_t *free_next; /* used only while freeing (no recursion) */
+    deft_entry_t inputs[];  /* each holds a reference to its node */
+};
+
+/* Keys such as "__shape__", "ctx_group" or "lr_mult" are attributes of the
+ * node, not parameters of its operator. */
+bool deft_attr_is_annotation(const char *key);
+
+/*
+ * New variable node with one reference. `name` may be NULL (then `role`
+ * names it after its consumer). Attributes are copied.
+ */
+int deft_node_new_variable(const char *name, const char *role, int num_attrs,
+                           const char *const *keys, const char *const *vals, deft_node_t **out);
+
+/*
+ * New operator node with one reference; the inputs are retained. Keys that
+ * are not annotations must be parameters of the operator; they are parsed
+ * now, so a bad value is an error here. The input count must suit the op.
+ */
+int deft_node_new_op(const deft_op_entry_t *op, const char *name, int num_attrs,
+                     const char *const *keys, const char *const *vals, int num_inputs,
+                     const deft_entry_t *inputs, deft_node_t **out);
+
+/* A copy of `node` with one attribute set (or replaced). */
+int deft_node_with_attr(const deft_node_t *node, const char *key, const char *value,
+                        deft_node_t **out);
+
+deft_node_t *deft_node_retain(deft_node_t *node);
+/* Drop a reference; frees the node (and releases its inputs) at zero.
+ * Iterative, so a long chain of nodes does not overflow the stack. */
+void deft_node_release(deft_node_t *node);
+
+/* The value of an attribute, or NULL. */
+const char *deft_node_attr(const deft_node_t *node, const char *key);
+
+#endif

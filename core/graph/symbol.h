@@ -1,0 +1,42 @@
+/*
+ * Symbols: handles on a list of graph entries (NNVM's design). A symbol made
+ * from an operator starts "atomic" (operator and attributes, no inputs);
+ * composing it with input symbols makes its node. Every other operation
+ * builds new nodes or new symbols; existing nodes are never changed.
+ */
+#ifndef DEFT_CORE_SYMBOL_H
+#define DEFT_CORE_SYMBOL_H
+
+#include "core/graph/graph.h"
+
+typedef struct deft_symbol {
+    int num_outputs;
+    deft_entry_t *outputs; /* retained */
+    /* an atomic symbol: what its node will be once composed */
+    const deft_op_entry_t *atomic_op;
+    int atomic_num_attrs;
+    char **atomic_keys, **atomic_vals;
+} deft_symbol_t;
+
+int deft_symbol_new_variable(const char *name, deft_symbol_t **out);
+/* Parameters are checked now (unknown or unparsable ones are errors). */
+int deft_symbol_new_atomic(const deft_op_entry_t *op, int num_attrs, const char *const *keys,
+                           const char *const *vals, deft_symbol_t **out);
+/* A symbol over the given entries (retained). */
+int deft_symbol_from_entries(int n, const deft_entry_t *entries, deft_symbol_t **out);
+void deft_symbol_free(deft_symbol_t *sym);
+
+/*
+ * Make an atomic symbol's node: inputs by position (keys NULL) or by input
+ * name; inputs not given become variables named after the node and input.
+ */
+int deft_symbol_compose(deft_symbol_t *sym, const char *name, int num_args, const char *const *keys,
+                        deft_symbol_t *const *args);
+
+/* -1 with a clear error when the symbol is still atomic. */
+int deft_symbol_check_composed(const deft_symbol_t *sym, const char *what);
+
+/* Replace the symbol's single output node by one with `key` set to `value`. */
+int deft_symbol_set_attr(deft_symbol_t *sym, const char *key, const char *value);
+
+#endif

@@ -1,0 +1,407 @@
+/* Symbols: composition, deterministic names, introspection, attributes, JSON and DOT. */
+#define _POSIX_C_SOURCE 200809L
+#include <unistd.h>
+
+#include "op_helpers.h"
+
+static DeftSymbolHandle var(const char *name) {
+    DeftSymbolHandle s;
+    ck_assert_ok(DeftSymbolCreateVariable(name, &s));
+    return s;
+}
+
+static DeftSymbolHandle atomic(const char *op, const char *const *params) {
+    int np = count_params(params);
+    const char *keys[16], *vals[16];
+    for (int i = 0; i < np; i++) keys[i] = params[2 * i], vals[i] = params[2 * i + 1];
+    DeftSymbolHandle s;
+    ck_assert_msg(DeftSymbolCreateAtomic(op_named(op), np, keys, vals, &s) == 0, "%s",
+                  DeftGetLastError());
+    return s;
+}
+
+/* An operator symbol composed with positional inputs. */
+static DeftSymbolHandle apply(const char *op, const char *name, int nin, const DeftSymbolHandle *in,
+                              const char *const *params) {
+    DeftSymbolHandle s = atomic(op, params);
+    ck_assert_msg(DeftSymbolCompose(s, name, nin, NULL, in) == 0, "%s", DeftGetLastError());
+    return s;
+}
+
+static void assert_names(int n, const char *const *got, int want_n, const char *const *want) {
+    ck_assert_int_eq(n, want_n);
+    for (int i = 0; i < n; i++) ck_assert_str_eq(got[i], want[i]);
+}
+
+static void free_symbols(int n, DeftSymbolHandle *s) {
+    for (int i = 0; i < n; i++) ck_assert_ok(DeftSymbolFree(s[i]));
+}
+
+START_TEST(test_compose_creates_missing_inputs_with_deterministic_names) {
+    DeftSymbolHandle x = var("x");
+    DeftSymbolHandle fc1 = apply("FullyConnected", NULL, 1, &x, P("num_hidden", "8"));
+    DeftSymbolHandle act = apply("Activation", "relu1", 1, &fc1, P("act_type", "relu"));
+    DeftSymbolHandle fc2 =
+        apply("FullyConnected", NULL, 1, &act, P("num_hidden", "2", "no_bias", "true"));
+    int n;
+    const char *const *names;
+    ck_assert_ok(DeftSymbolListArguments(fc2, &n, &names));
+    assert_names(n, names, 4,
+                 (const char *const[]){"x", "fullyconnected0_weight", "fullyconnected0_bias",
+                                       "fullyconnected1_weight"});
+    ck_assert_ok(DeftSymbolListOutputs(fc2, &n, &names));
+    assert_names(n, names, 1, (const char *const[]){"fullyconnected1_output"});
+    ck_assert_ok(DeftSymbolListAuxiliaryStates(fc2, &n, &names));
+    ck_assert_int_eq(n, 0);
+    const char *name;
+    ck_assert_ok(DeftSymbolGetName(act, &name));
+    ck_assert_str_eq(name, "relu1");
+    /* The same graph built again is named the same way: no process-wide counter. */
+    DeftSymbolHandle x2 = var("x");
+    DeftSymbolHandle again = apply("FullyConnected", NULL, 1, &x2, P("num_hidden", "8"));
+    ck_assert_ok(DeftSymbolListArguments(again, &n, &names));
+    ck_assert_str_eq(names[1], "fullyconnected0_weight");
+    free_symbols(6, (DeftSymbolHandle[]){x, fc1, act, fc2, x2, again});
+}
+END_TEST
+
+START_TEST(test_named_inputs_group_internals_children_outputs) {
+    DeftSymbolHandle a = var("a"), w = var("w");
+    DeftSymbolHandle fc = atomic("FullyConnected", P("num_hidden", "3"));
+    ck_assert_ok(DeftSymbolCompose(fc, "fc", 2, (const char *const[]){"weight", "data"},
+                                   (DeftSymbolHandle[]){w, a}));
+    int n;
+    const char *const *names;
+    ck_assert_ok(DeftSymbolListArguments(fc, &n, &names));
+    assert_names(n, names, 3, (const char *const[]){"a", "w", "fc_bias"});
+    DeftSymbolHandle parts = apply("split", "sp", 1, &a, P("num_outputs", "3", "axis", "0"));
+    ck_assert_ok(DeftSymbolGetNumOutputs(parts, &n));
+    ck_assert_int_eq(n, 3);
+    ck_assert_ok(DeftSymbolListOutputs(parts, &n, &names));
+    assert_names(n, names, 3, (const char *const[]){"sp_output0", "sp_output1", "sp_output2"});
+    DeftSymbolHandle second, group, internals, children;
+    ck_assert_ok(DeftSymbolGetOutput(parts, 1, &second));
+    ck_assert_ok(DeftSymbolCreateGroup(2, (DeftSymbolHandle[]){fc, second}, &group));
+    ck_assert_ok(DeftSymbolListOutputs(group, &n, &names));
+    assert_names(n, names, 2, (const char *const[]){"fc_output", "sp_output1"});
+    ck_assert_ok(DeftSymbolGetInternals(group, &internals));
+    ck_assert_ok(DeftSymbolListOutputs(internals, &n, &names));
+    assert_names(n, names, 7,
+                 (const char *const[]){"a", "w", "fc_bias", "fc_output", "sp_output0", "sp_output1",
+                                       "sp_output2"});
+    ck_assert_ok(DeftSymbolGetChildren(fc, &children));
+    ck_assert_ok(DeftSymbolListOutputs(children, &n, &names));
+    assert_names(n, names, 3, (const char *const[]){"a", "w", "fc_bias"});
+    DeftSymbolHandle bad = NULL;
+    ck_assert_fails(DeftSymbolGetOutput(parts, 3, &bad), DEFT_ERROR_INDEX,
+                    "index is 3, but the symbol has 3 outputs");
+    ck_assert_fails(DeftSymbolGetChildren(group, &bad), DEFT_ERROR_VALUE,
+                    "groups outputs of several nodes");
+    ck_assert_ptr_null(bad);
+    free_symbols(8, (DeftSymbolHandle[]){a, w, fc, parts, second, group, internals, children});
+}
+END_TEST
+
+START_TEST(test_compose_rejects_bad_inputs) {
+    DeftSymbolHandle x = var("x"), y = var("y");
+    DeftSymbolHandle parts = apply("split", NULL, 1, &x, P("num_outputs", "2"));
+    DeftSymbolHandle add = atomic("broadcast_add", NO_PARAMS);
+    ck_assert_fails(DeftSymbolCompose(add, NULL, 1, (const char *const[]){"lhz"}, &x),
+                    DEFT_ERROR_VALUE, "operator 'broadcast_add': has no input named 'lhz'");
+    ck_assert_fails(DeftSymbolCompose(add, NULL, 2, (const char *const[]){"lhs", "lhs"},
+                                      (DeftSymbolHandle[]){x, y}),
+                    DEFT_ERROR_VALUE, "input 'lhs' is given twice");
+    ck_assert_fails(DeftSymbolCompose(add, NULL, 1, NULL, &parts), DEFT_ERROR_VALUE,
+                    "args[0] has 2 outputs, expected exactly 1");
+    ck_assert_fails(DeftSymbolCompose(add, NULL, 3, NULL, (DeftSymbolHandle[]){x, y, x}),
+                    DEFT_ERROR_VALUE, "got 3 inputs, expected at most 2");
+    int n;
+    ck_assert_fails(DeftSymbolGetNumOutputs(add, &n), DEFT_ERROR_VALUE,
+                    "sym is an operator symbol ('broadcast_add') that has not been composed");
+    ck_assert_ok(DeftSymbolCompose(add, NULL, 2, NULL, (DeftSymbolHandle[]){x, y}));
+    ck_assert_fails(DeftSymbolCompose(add, NULL, 2, NULL, (DeftSymbolHandle[]){x, y}),
+                    DEFT_ERROR_VALUE, "the symbol is already composed");
+    DeftSymbolHandle out = NULL;
+    ck_assert_fails(DeftSymbolCreateVariable("", &out), DEFT_ERROR_VALUE, "name is empty");
+    ck_assert_fails(DeftSymbolCreateAtomic(op_named("sum"), 1, (const char *const[]){"axes"},
+                                           (const char *const[]){"0"}, &out),
+                    DEFT_ERROR_VALUE, "unknown parameter 'axes'");
+    ck_assert_fails(DeftSymbolCreateAtomic(NULL, 0, NULL, NULL, &out), DEFT_ERROR_VALUE,
+                    "op ((nil)) is not an operator handle");
+    ck_assert_ptr_null(out);
+    free_symbols(4, (DeftSymbolHandle[]){x, y, parts, add});
+    ck_assert_fails(DeftSymbolFree(x), DEFT_ERROR_VALUE, "a Symbol handle that was already freed");
+    DeftNDArrayHandle arr = make(DEFT_FLOAT32, 1, SHAPE(1), NULL);
+    ck_assert_fails(DeftSymbolFree((DeftSymbolHandle)(void *)arr), DEFT_ERROR_TYPE,
+                    "is an NDArray handle, expected a Symbol handle");
+    ck_assert_ok(DeftNDArrayFree(arr));
+}
+END_TEST
+
+START_TEST(test_attributes_copy_on_write) {
+    DeftSymbolHandle x = var("x");
+    DeftSymbolHandle copy;
+    ck_assert_ok(DeftSymbolCopy(x, &copy));
+    ck_assert_ok(DeftSymbolSetAttr(x, "__shape__", "(2,3)"));
+    const char *value;
+    int found;
+    ck_assert_ok(DeftSymbolGetAttr(x, "__shape__", &value, &found));
+    ck_assert_int_eq(found, 1);
+    ck_assert_str_eq(value, "(2,3)");
+    ck_assert_ok(DeftSymbolGetAttr(copy, "__shape__", &value, &found));
+    ck_assert_int_eq(found, 0);
+    ck_assert_ptr_null(value);
+    DeftSymbolHandle s = apply("sum", "total", 1, &x, P("axis", "(0,)"));
+    ck_assert_ok(DeftSymbolGetAttr(s, "axis", &value, &found));
+    ck_assert_str_eq(value, "(0,)");
+    ck_assert_ok(DeftSymbolSetAttr(s, "keepdims", "true"));
+    ck_assert_fails(DeftSymbolSetAttr(s, "keepdims", "perhaps"), DEFT_ERROR_PARSE,
+                    "parameter 'keepdims' is 'perhaps'");
+    ck_assert_fails(DeftSymbolSetAttr(s, NULL, "1"), DEFT_ERROR_VALUE, "key is NULL");
+    ck_assert_ok(DeftSymbolGetAttr(s, "keepdims", &value, &found));
+    ck_assert_str_eq(value, "true");
+    free_symbols(3, (DeftSymbolHandle[]){x, copy, s});
+}
+END_TEST
+
+/* A valid value for any parameter, by type: enough to build and save a node. */
+static const char *sample_value(const char *type, DeftOpHandle op, int index) {
+    if (!strncmp(type, "int", 3)) return "1";
+    if (!strncmp(type, "float", 5)) return "0.5";
+    if (!strcmp(type, "boolean")) return "true";
+    if (!strncmp(type, "tuple", 5)) return "(1,)";
+    if (!strcmp(type, "dtype")) return "float64";
+    int n;
+    const char *const *words;
+    ck_assert_ok(DeftOpGetParamChoices(op, index, &n, &words));
+    return words[n - 1];
+}
+
+/* Every operator in a graph: save, load, save again gives the same text. */
+START_TEST(test_json_round_trip_for_every_operator) {
+    int count;
+    const char *const *ops;
+    ck_assert_ok(DeftListOperators(&count, &ops));
+    for (int o = 0; o < count; o++) {
+        DeftOpHandle op = op_named(ops[o]);
+        int nparams, min, max, nnames;
+        const char *const *input_names;
+        ck_assert_ok(DeftOpGetNumParams(op, &nparams));
+        ck_assert_ok(DeftOpGetInputs(op, &min, &max, &nnames, &input_names));
+        const char *keys[16], *vals[16];
+        for (int p = 0; p < nparams; p++) {
+            const char *name, *type, *def, *doc;
+            ck_assert_ok(DeftOpGetParam(op, p, &name, &type, &def, &doc));
+            keys[p] = name;
+            vals[p] = sample_value(type, op, p);
+        }
+        DeftSymbolHandle s, in[3], loaded;
+        for (int i = 0; i < 3; i++) in[i] = var(i == 0 ? "a" : i == 1 ? "b" : "c");
+        ck_assert_msg(DeftSymbolCreateAtomic(op, nparams, keys, vals, &s) == 0, "%s: %s", ops[o],
+                      DeftGetLastError());
+        int nin = min == max ? min : (min > 1 ? min : 2);
+        ck_assert_msg(DeftSymbolCompose(s, NULL, nin > 3 ? 3 : nin, NULL, in) == 0, "%s: %s",
+                      ops[o], DeftGetLastError());
+        const char *json;
+        ck_assert_ok(DeftSymbolSaveToJSON(s, &json));
+        char *first = strdup(json);
+        ck_assert_msg(DeftSymbolCreateFromJSON(first, &loaded) == 0, "%s: %s", ops[o],
+                      DeftGetLastError());
+        ck_assert_ok(DeftSymbolSaveToJSON(loaded, &json));
+        ck_assert_msg(strcmp(first, json) == 0, "%s changed in a round trip:\n%s\n---\n%s", ops[o],
+                      first, json);
+        free(first);
+        free_symbols(5, (DeftSymbolHandle[]){s, loaded, in[0], in[1], in[2]});
+    }
+}
+END_TEST
+
+/* A two-layer MLP written by hand in MXNet 1.x's layout: 2-element entries,
+ * no node_row_ptr, capitalised booleans, "attr" spelling on one node. */
+static const char *mxnet_mlp =
+    "{\"nodes\": ["
+    "{\"op\": \"null\", \"name\": \"data\", \"inputs\": []},"
+    "{\"op\": \"null\", \"name\": \"fc1_weight\", \"attrs\": {\"__init__\": \"[\\\"xavier\\\", "
+    "{}]\"}, \"inputs\": []},"
+    "{\"op\": \"null\", \"name\": \"fc1_bias\", \"inputs\": []},"
+    "{\"op\": \"FullyConnected\", \"name\": \"fc1\", \"attrs\": {\"num_hidden\": \"128\", "
+    "\"no_bias\": \"False\", \"flatten\": \"True\"}, \"inputs\": [[0, 0], [1, 0, 0], [2, 0, 0]]},"
+    "{\"op\": \"Activation\", \"name\": \"relu1\", \"attr\": {\"act_type\": \"relu\"}, "
+    "\"inputs\": [[3, 0, 0]]},"
+    "{\"op\": \"null\", \"name\": \"fc2_weight\", \"inputs\": []},"
+    "{\"op\": \"null\", \"name\": \"fc2_bias\", \"inputs\": []},"
+    "{\"op\": \"FullyConnected\", \"name\": \"fc2\", \"attrs\": {\"num_hidden\": \"10\"}, "
+    "\"inputs\": [[4, 0, 0], [5, 0, 0], [6, 0, 0]]},"
+    "{\"op\": \"null\", \"name\": \"label\", \"inputs\": []},"
+    "{\"op\": \"softmax_cross_entropy\", \"name\": \"loss\", \"inputs\": [[7, 0, 0], [8, 0, 0]]}"
+    "], \"arg_nodes\": [0, 1, 2, 5, 6, 8], \"heads\": [[9, 0, 0]],"
+    "\"attrs\": {\"mxnet_version\": [\"int\", 10600]}}";
+
+START_TEST(test_loads_mxnet_layout_mlp) {
+    DeftSymbolHandle s;
+    ck_assert_msg(DeftSymbolCreateFromJSON(mxnet_mlp, &s) == 0, "%s", DeftGetLastError());
+    int n;
+    const char *const *names;
+    ck_assert_ok(DeftSymbolListArguments(s, &n, &names));
+    assert_names(
+        n, names, 6,
+        (const char *const[]){"data", "fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias", "label"});
+    ck_assert_ok(DeftSymbolListOutputs(s, &n, &names));
+    assert_names(n, names, 1, (const char *const[]){"loss_output"});
+    const char *json;
+    ck_assert_ok(DeftSymbolSaveToJSON(s, &json));
+    ck_assert_ptr_nonnull(strstr(json, "\"node_row_ptr\""));
+    ck_assert_ptr_nonnull(strstr(json, "\"mxnet_version\""));
+    ck_assert_ptr_nonnull(strstr(json, "\"__init__\""));
+    const char *dot;
+    ck_assert_ok(DeftSymbolToDot(s, &dot));
+    ck_assert_ptr_nonnull(strstr(dot, "digraph deft"));
+    ck_assert_ptr_nonnull(strstr(dot, "label=\"FullyConnected\\nfc1\""));
+    ck_assert_ptr_nonnull(strstr(dot, "n3 -> n4;"));
+    ck_assert_ok(DeftSymbolFree(s));
+}
+END_TEST
+
+/* Malformed JSON: each must fail with DEFT_ERROR_PARSE and a message naming where. */
+static const struct {
+    const char *json, *message;
+} malformed[] = {
+    {"", "invalid JSON at byte 0"},
+    {"{\"nodes\": [", "invalid JSON"},
+    {"[1, 2]", "(root): is not an object"},
+    {"{\"heads\": []}", "nodes: is missing or not an array"},
+    {"{\"nodes\": {}, \"heads\": []}", "nodes: is missing or not an array"},
+    {"{\"nodes\": [], \"heads\": []}", "nodes: is empty"},
+    {"{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}]}", "heads: is missing or not an array"},
+    {"{\"nodes\": [3], \"heads\": [[0,0]]}", "nodes[0]: is not an object"},
+    {"{\"nodes\": [{\"name\": \"x\"}], \"heads\": [[0,0]]}", "nodes[0]: has no \"op\" string"},
+    {"{\"nodes\": [{\"op\": 7, \"name\": \"x\"}], \"heads\": [[0,0]]}", "has no \"op\" string"},
+    {"{\"nodes\": [{\"op\": \"null\"}], \"heads\": [[0,0]]}", "nodes[0]: has no \"name\" string"},
+    {"{\"nodes\": [{\"op\": \"null\", \"name\": \"x\", \"inputs\": 5}], \"heads\": [[0,0]]}",
+     "\"inputs\" is not an array"},
+    {"{\"nodes\": [{\"op\": \"null\", \"name\": \"x\", \"attrs\": {\"a\": 1}}], \"heads\": "
+     "[[0,0]]}",
+     "attribute \"a\" is not a string"},
+    {"{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}, {\"op\": \"exp\", \"name\": \"e\", "
+     "\"inputs\": [[1, 0]]}], \"heads\": [[1,0]]}",
+     "nodes[1].inputs[0][0]: is 1, expected a node index below 1"},
+    {"{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}, {\"op\": \"exp\", \"name\": \"e\", "
+     "\"inputs\": [[0, 1]]}], \"heads\": [[1,0]]}",
+     "nodes[1].inputs[0][1]: is 1, expected an output of node 0, below 1"},
+    {"{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}, {\"op\": \"exp\", \"name\": \"e\", "
+     "\"inputs\": [[0]]}], \"heads\": [[1,0]]}",
+     "nodes[1].inputs[0]: is not an entry"},
+    {"{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}, {\"op\": \"exp\", \"name\": \"e\", "
+     "\"inputs\": [[-1, 0]]}], \"heads\": [[1,0]]}",
+     "is -1, expected a node index below 1"},
+    {"{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}, {\"op\": \"exp\", \"name\": \"e\", "
+     "\"inputs\": [[0.5, 0]]}], \"heads\": [[1,0]]}",
+     "is 0.5, expected a node index"},
+    {"{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}, {\"op\": \"exp\", \"name\": \"e\", "
+     "\"inputs\": [[1e300, 0]]}], \"heads\": [[1,0]]}",
+     "is 1e+300, expected a node index"},
+    {"{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}, {\"op\": \"Exp\", \"name\": \"e\", "
+     "\"inputs\": [[0, 0]]}], \"heads\": [[1,0]]}",
+     "nodes[1]: unknown operator 'Exp' (did you mean 'exp'?)"},
+    {"{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}, {\"op\": \"sum\", \"name\": \"s\", "
+     "\"attrs\": {\"axis\": \"(0,\"}, \"inputs\": [[0, 0]]}], \"heads\": [[1,0]]}",
+     "nodes[1] (\"s\"): operator 'sum': parameter 'axis' is '(0,'"},
+    {"{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}, {\"op\": \"exp\", \"name\": \"e\", "
+     "\"inputs\": [[0, 0], [0, 0]]}], \"heads\": [[1,0]]}",
+     "nodes[1] (\"e\"): operator 'exp': got 2 inputs, expected 1 to 1"},
+    {"{\"nodes\": [{\"op\": \"null\", \"name\": \"x\", \"inputs\": [[0, 0]]}], \"heads\": [[0,0]]}",
+     "nodes[0].inputs[0][0]: is 0, expected a node index below 0"},
+    {"{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}], \"heads\": [[1, 0]]}",
+     "heads[0][0]: is 1, expected a node index below 1"},
+    {"{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}], \"heads\": []}", "heads: is empty"},
+    {"{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}, {\"op\": \"exp\", \"name\": \"e\", "
+     "\"inputs\": [[0, 0]]}], \"arg_nodes\": [1], \"heads\": [[1,0]]}",
+     "arg_nodes[0]: is node 1, which is not a variable"},
+    {"{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}], \"node_row_ptr\": [0, 2], "
+     "\"heads\": [[0,0]]}",
+     "node_row_ptr[1]: is 2, expected the running count of node outputs"},
+    {"{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}], \"node_row_ptr\": [0], \"heads\": "
+     "[[0,0]]}",
+     "node_row_ptr: is not an array of 2 numbers"},
+};
+
+START_TEST(test_malformed_json_fails_cleanly_with_a_path) {
+    for (size_t i = 0; i < sizeof malformed / sizeof malformed[0]; i++) {
+        DeftSymbolHandle s = NULL;
+        ck_assert_int_eq(DeftSymbolCreateFromJSON(malformed[i].json, &s), -1);
+        ck_assert_msg(DeftGetLastErrorKind() == DEFT_ERROR_PARSE, "case %zu: kind %d (%s)", i,
+                      DeftGetLastErrorKind(), DeftGetLastError());
+        ck_assert_msg(strstr(DeftGetLastError(), malformed[i].message) != NULL,
+                      "case %zu: '%s' does not contain '%s'", i, DeftGetLastError(),
+                      malformed[i].message);
+        ck_assert_ptr_null(s);
+    }
+    int64_t live;
+    ck_assert_ok(DeftGetLiveSymbolCount(&live));
+    ck_assert_int_eq(live, 0);
+}
+END_TEST
+
+START_TEST(test_files_and_file_errors) {
+    DeftSymbolHandle x = var("x"), loaded = NULL;
+    DeftSymbolHandle e = apply("exp", "e", 1, &x, NO_PARAMS);
+    char path[] = "/tmp/deft_symbol_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_ok(DeftSymbolSaveToFile(e, path));
+    ck_assert_ok(DeftSymbolCreateFromFile(path, &loaded));
+    const char *a, *b;
+    ck_assert_ok(DeftSymbolSaveToJSON(e, &a));
+    ck_assert_ok(DeftSymbolSaveToJSON(loaded, &b));
+    ck_assert_str_eq(a, b);
+    unlink(path);
+    DeftSymbolHandle none = NULL;
+    ck_assert_fails(DeftSymbolCreateFromFile("/nonexistent/graph.json", &none), DEFT_ERROR_VALUE,
+                    "cannot open '/nonexistent/graph.json'");
+    ck_assert_fails(DeftSymbolSaveToFile(e, "/nonexistent/dir/g.json"), DEFT_ERROR_VALUE,
+                    "cannot write '/nonexistent/dir/g.json'");
+    ck_assert_fails(DeftSymbolCreateFromJSON(NULL, &none), DEFT_ERROR_VALUE, "json is NULL");
+    ck_assert_ptr_null(none);
+    free_symbols(3, (DeftSymbolHandle[]){x, e, loaded});
+}
+END_TEST
+
+START_TEST(test_long_chain_is_indexed_and_freed_without_recursion) {
+    DeftSymbolHandle cur = var("x");
+    for (int i = 0; i < 100000; i++) {
+        DeftSymbolHandle next = apply("_plus_scalar", NULL, 1, &cur, P("scalar", "1"));
+        ck_assert_ok(DeftSymbolFree(cur));
+        cur = next;
+    }
+    int n;
+    const char *const *names;
+    ck_assert_ok(DeftSymbolListArguments(cur, &n, &names));
+    assert_names(n, names, 1, (const char *const[]){"x"});
+    const char *name;
+    ck_assert_ok(DeftSymbolGetName(cur, &name));
+    ck_assert_str_eq(name, "plus_scalar99999");
+    ck_assert_ok(DeftSymbolFree(cur));
+}
+END_TEST
+
+static Suite *symbol_suite(void) {
+    Suite *suite = suite_create("symbols");
+    TCase *tc = tcase_create("symbol");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_compose_creates_missing_inputs_with_deterministic_names);
+    tcase_add_test(tc, test_named_inputs_group_internals_children_outputs);
+    tcase_add_test(tc, test_compose_rejects_bad_inputs);
+    tcase_add_test(tc, test_attributes_copy_on_write);
+    tcase_add_test(tc, test_json_round_trip_for_every_operator);
+    tcase_add_test(tc, test_loads_mxnet_layout_mlp);
+    tcase_add_test(tc, test_malformed_json_fails_cleanly_with_a_path);
+    tcase_add_test(tc, test_files_and_file_errors);
+    tcase_add_test(tc, test_long_chain_is_indexed_and_freed_without_recursion);
+    suite_add_tcase(suite, tc);
+    return suite;
+}
+
+int main(void) {
+    return run_suite(symbol_suite());
+}
