@@ -385,6 +385,157 @@ START_TEST(test_long_chain_is_indexed_and_freed_without_recursion) {
 }
 END_TEST
 
+static void assert_inferred(DeftSymbolHandle s, int group, int index, int ndim, const int64_t *dims,
+                            int dtype) {
+    int64_t got[DEFT_MAX_NDIM];
+    int got_ndim, got_dtype;
+    ck_assert_ok(
+        DeftSymbolGetInferredShape(s, group, index, got, DEFT_MAX_NDIM, &got_ndim, &got_dtype));
+    ck_assert_int_eq(got_ndim, ndim);
+    ck_assert_int_eq(got_dtype, dtype);
+    for (int d = 0; d < ndim; d++) ck_assert_int_eq(got[d], dims[d]);
+}
+
+START_TEST(test_infer_shape_forward_and_backward) {
+    DeftSymbolHandle x = var("x");
+    DeftSymbolHandle fc1 = apply("FullyConnected", "fc1", 1, &x, P("num_hidden", "8"));
+    DeftSymbolHandle act = apply("Activation", "act", 1, &fc1, P("act_type", "tanh"));
+    DeftSymbolHandle fc2 = apply("FullyConnected", "fc2", 1, &act, P("num_hidden", "3"));
+    int complete = -1;
+    ck_assert_ok(DeftSymbolInferShape(fc2, 1, (const char *const[]){"x"}, (const int[]){3},
+                                      (const int64_t[]){4, 5, 6}, (const int[]){DEFT_FLOAT64},
+                                      &complete));
+    ck_assert_int_eq(complete, 1);
+    assert_inferred(fc2, DEFT_ARGUMENTS, 0, 3, SHAPE(4, 5, 6), DEFT_FLOAT64);
+    assert_inferred(fc2, DEFT_ARGUMENTS, 1, 2, SHAPE(8, 30), DEFT_FLOAT64); /* fc1_weight */
+    assert_inferred(fc2, DEFT_ARGUMENTS, 2, 1, SHAPE(8), DEFT_FLOAT64);     /* fc1_bias */
+    assert_inferred(fc2, DEFT_ARGUMENTS, 3, 2, SHAPE(3, 8), DEFT_FLOAT64);
+    assert_inferred(fc2, DEFT_OUTPUTS, 0, 2, SHAPE(4, 3), DEFT_FLOAT64);
+    /* An elementwise input follows from its sibling; shapes may come from attributes. */
+    DeftSymbolHandle a = var("a"), b = var("b");
+    ck_assert_ok(DeftSymbolSetAttr(a, "__shape__", "(2,7)"));
+    ck_assert_ok(DeftSymbolSetAttr(a, "__dtype__", "int32"));
+    DeftSymbolHandle sum = apply("elemwise_add", "sum", 2, (DeftSymbolHandle[]){a, b}, NO_PARAMS);
+    ck_assert_ok(DeftSymbolInferShape(sum, 0, NULL, NULL, NULL, NULL, &complete));
+    ck_assert_int_eq(complete, 1);
+    assert_inferred(sum, DEFT_ARGUMENTS, 1, 2, SHAPE(2, 7), DEFT_INT32);
+    assert_inferred(sum, DEFT_OUTPUTS, 0, 2, SHAPE(2, 7), DEFT_INT32);
+    /* Nothing known: incomplete, and unknown entries say so. */
+    DeftSymbolHandle c = var("c");
+    DeftSymbolHandle total = apply("sum", NULL, 1, &c, NO_PARAMS);
+    ck_assert_ok(DeftSymbolInferShape(total, 0, NULL, NULL, NULL, NULL, &complete));
+    ck_assert_int_eq(complete, 0);
+    assert_inferred(total, DEFT_OUTPUTS, 0, -1, NULL, -1);
+    free_symbols(9, (DeftSymbolHandle[]){x, fc1, act, fc2, a, b, sum, c, total});
+}
+END_TEST
+
+START_TEST(test_infer_shape_errors_name_the_node) {
+    DeftSymbolHandle x = var("x"), w = var("w");
+    DeftSymbolHandle d = apply("dot", "product", 2, (DeftSymbolHandle[]){x, w}, NO_PARAMS);
+    int complete = -1;
+    ck_assert_fails(
+        DeftSymbolInferShape(d, 2, (const char *const[]){"x", "w"}, (const int[]){2, 2},
+                             (const int64_t[]){3, 4, 5, 6}, NULL, &complete),
+        DEFT_ERROR_VALUE,
+        "DeftSymbolInferShape: node 'product': operator 'dot': input 1 has shape (5,6)");
+    ck_assert_fails(DeftSymbolInferShape(d, 1, (const char *const[]){"y"}, (const int[]){1},
+                                         (const int64_t[]){3}, NULL, &complete),
+                    DEFT_ERROR_VALUE, "names[0] is 'y', which is not an argument");
+    ck_assert_fails(DeftSymbolInferShape(d, 1, (const char *const[]){"x"}, (const int[]){1},
+                                         (const int64_t[]){-3}, NULL, &complete),
+                    DEFT_ERROR_VALUE, "shape of 'x'[0] is -3");
+    ck_assert_int_eq(complete, -1);
+    int64_t dims[8];
+    int ndim, dtype;
+    ck_assert_fails(DeftSymbolGetInferredShape(d, DEFT_OUTPUTS, 0, dims, 8, &ndim, &dtype),
+                    DEFT_ERROR_VALUE, "no inference has run");
+    ck_assert_ok(DeftSymbolInferShape(d, 2, (const char *const[]){"x", "w"}, (const int[]){2, 2},
+                                      (const int64_t[]){3, 4, 4, 6}, NULL, &complete));
+    ck_assert_fails(DeftSymbolGetInferredShape(d, DEFT_OUTPUTS, 1, dims, 8, &ndim, &dtype),
+                    DEFT_ERROR_INDEX, "index is 1, but the group has 1 entries");
+    ck_assert_fails(DeftSymbolGetInferredShape(d, 5, 0, dims, 8, &ndim, &dtype), DEFT_ERROR_VALUE,
+                    "group is 5");
+    ck_assert_fails(DeftSymbolGetInferredShape(d, DEFT_OUTPUTS, 0, dims, 1, &ndim, &dtype),
+                    DEFT_ERROR_VALUE, "capacity is 1, but the shape has 2 dimensions");
+    free_symbols(3, (DeftSymbolHandle[]){x, w, d});
+}
+END_TEST
+
+static int count_nodes(DeftSymbolHandle s) {
+    DeftSymbolHandle internals;
+    int n;
+    ck_assert_ok(DeftSymbolGetInternals(s, &internals));
+    ck_assert_ok(DeftSymbolGetNumOutputs(internals, &n));
+    ck_assert_ok(DeftSymbolFree(internals));
+    return n;
+}
+
+START_TEST(test_cse_merges_duplicates_and_keeps_random_ops) {
+    DeftSymbolHandle x = var("x");
+    DeftSymbolHandle e1 = apply("exp", NULL, 1, &x, NO_PARAMS),
+                     e2 = apply("exp", NULL, 1, &x, NO_PARAMS);
+    DeftSymbolHandle s1 = apply("_plus_scalar", NULL, 1, &e1, P("scalar", "2"));
+    DeftSymbolHandle s2 = apply("_plus_scalar", NULL, 1, &e2, P("scalar", "2"));
+    DeftSymbolHandle s3 = apply("_plus_scalar", NULL, 1, &e2, P("scalar", "3"));
+    DeftSymbolHandle r1 = apply("_random_uniform", NULL, 0, NULL, P("shape", "(2,)"));
+    DeftSymbolHandle r2 = apply("_random_uniform", NULL, 0, NULL, P("shape", "(2,)"));
+    DeftSymbolHandle group, merged;
+    ck_assert_ok(DeftSymbolCreateGroup(5, (DeftSymbolHandle[]){s1, s2, s3, r1, r2}, &group));
+    ck_assert_int_eq(count_nodes(group), 8);
+    ck_assert_ok(DeftSymbolApplyPasses(group, "CSE", &merged));
+    ck_assert_int_eq(count_nodes(merged), 6); /* x, exp, +2, +3, two random */
+    int n;
+    const char *const *names;
+    ck_assert_ok(DeftSymbolListOutputs(merged, &n, &names));
+    ck_assert_int_eq(n, 5);
+    ck_assert_str_eq(names[0], names[1]); /* both outputs are now one node */
+    ck_assert_str_ne(names[3], names[4]);
+    ck_assert_int_eq(count_nodes(group), 8); /* the input symbol is unchanged */
+    DeftSymbolHandle bad = NULL;
+    ck_assert_fails(DeftSymbolApplyPasses(group, "CSE,Fuse", &bad), DEFT_ERROR_VALUE,
+                    "unknown pass 'Fuse' (passes: DCE, CSE, InferShape)");
+    ck_assert_ptr_null(bad);
+    free_symbols(10, (DeftSymbolHandle[]){x, e1, e2, s1, s2, s3, r1, r2, group, merged});
+}
+END_TEST
+
+START_TEST(test_dce_drops_unreachable_json_nodes) {
+    const char *json = "{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"},"
+                       "{\"op\": \"exp\", \"name\": \"unused\", \"inputs\": [[0, 0]]},"
+                       "{\"op\": \"negative\", \"name\": \"kept\", \"inputs\": [[0, 0]]}],"
+                       "\"heads\": [[2, 0]]}";
+    DeftSymbolHandle s, clean;
+    ck_assert_ok(DeftSymbolCreateFromJSON(json, &s));
+    ck_assert_ok(DeftSymbolApplyPasses(s, "DCE", &clean));
+    const char *text;
+    ck_assert_ok(DeftSymbolSaveToJSON(clean, &text));
+    ck_assert_ptr_null(strstr(text, "unused"));
+    ck_assert_ptr_nonnull(strstr(text, "kept"));
+    ck_assert_int_eq(count_nodes(clean), 2);
+    free_symbols(2, (DeftSymbolHandle[]){s, clean});
+}
+END_TEST
+
+START_TEST(test_infer_shape_pass_annotates_variables) {
+    DeftSymbolHandle x = var("x");
+    ck_assert_ok(DeftSymbolSetAttr(x, "__shape__", "(5,3)"));
+    DeftSymbolHandle fc = apply("FullyConnected", "fc", 1, &x, P("num_hidden", "4"));
+    DeftSymbolHandle annotated, internals, weight;
+    ck_assert_ok(DeftSymbolApplyPasses(fc, "InferShape", &annotated));
+    ck_assert_ok(DeftSymbolGetInternals(annotated, &internals));
+    ck_assert_ok(DeftSymbolGetOutput(internals, 1, &weight));
+    const char *value;
+    int found;
+    ck_assert_ok(DeftSymbolGetAttr(weight, "__shape__", &value, &found));
+    ck_assert_int_eq(found, 1);
+    ck_assert_str_eq(value, "(4,3)");
+    ck_assert_ok(DeftSymbolGetAttr(weight, "__dtype__", &value, &found));
+    ck_assert_str_eq(value, "float32");
+    free_symbols(5, (DeftSymbolHandle[]){x, fc, annotated, internals, weight});
+}
+END_TEST
+
 static Suite *symbol_suite(void) {
     Suite *suite = suite_create("symbols");
     TCase *tc = tcase_create("symbol");
@@ -398,6 +549,11 @@ static Suite *symbol_suite(void) {
     tcase_add_test(tc, test_malformed_json_fails_cleanly_with_a_path);
     tcase_add_test(tc, test_files_and_file_errors);
     tcase_add_test(tc, test_long_chain_is_indexed_and_freed_without_recursion);
+    tcase_add_test(tc, test_infer_shape_forward_and_backward);
+    tcase_add_test(tc, test_infer_shape_errors_name_the_node);
+    tcase_add_test(tc, test_cse_merges_duplicates_and_keeps_random_ops);
+    tcase_add_test(tc, test_dce_drops_unreachable_json_nodes);
+    tcase_add_test(tc, test_infer_shape_pass_annotates_variables);
     suite_add_tcase(suite, tc);
     return suite;
 }

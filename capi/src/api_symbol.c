@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "capi/src/api.h"
+#include "core/graph/infer.h"
 #include "core/graph/json.h"
+#include "core/graph/pass.h"
 
 /* A handle's object: the symbol, and the strings last returned through it. */
 typedef struct api_symbol {
@@ -14,7 +16,18 @@ typedef struct api_symbol {
     int num_strings;
     char **strings;
     char *text;
+    /* the last inference: per group, a description and whether it is known */
+    int num_inferred[3];
+    deft_desc_t *inferred[3];
+    bool *inferred_known[3];
 } api_symbol_t;
+
+static void clear_inferred(api_symbol_t *s) {
+    for (int g = 0; g < 3; g++) {
+        free(s->inferred[g]), free(s->inferred_known[g]);
+        s->inferred[g] = NULL, s->inferred_known[g] = NULL, s->num_inferred[g] = 0;
+    }
+}
 
 static void clear_returned(api_symbol_t *s) {
     for (int i = 0; i < s->num_strings; i++) free(s->strings[i]);
@@ -138,6 +151,7 @@ int DeftSymbolFree(DeftSymbolHandle handle) {
     if (deft_handle_retire(handle, DEFT_HANDLE_SYMBOL, "sym", &object)) return -1;
     api_symbol_t *s = object;
     clear_returned(s);
+    clear_inferred(s);
     deft_symbol_free(s->sym);
     free(s);
     return 0;
@@ -407,6 +421,139 @@ int DeftSymbolToDot(DeftSymbolHandle handle, const char **out_dot) {
         deft_symbol_to_dot(s->sym, &dot))
         return -1;
     return return_text(s, dot, out_dot);
+}
+
+/* Variable descriptions given by name, as a table by node id. */
+static int given_args(const deft_graph_t *g, int num_args, const char *const *names,
+                      const int *ndims, const int64_t *dims, const int *dtypes, deft_desc_t *desc,
+                      bool *known) {
+    int64_t offset = 0;
+    for (int a = 0; a < num_args; a++) {
+        int id = -1;
+        for (int i = 0; names[a] && i < g->num_nodes && id < 0; i++)
+            if (!g->nodes[i]->op && strcmp(g->names[i], names[a]) == 0) id = i;
+        if (id < 0)
+            return deft_error(DEFT_ERR_VALUE,
+                              "names[%d] is '%s', which is not an argument of the "
+                              "symbol",
+                              a, names[a] ? names[a] : "(NULL)");
+        char what[32];
+        snprintf(what, sizeof what, "shape of '%.16s'", names[a]);
+        if (deft_shape_init(&desc[id].shape, dims + offset, ndims[a], what)) return -1;
+        desc[id].dtype = DEFT_DT_FLOAT32;
+        if (dtypes) {
+            snprintf(what, sizeof what, "dtypes[%d]", a);
+            if (deft_dtype_check(dtypes[a], what)) return -1;
+            desc[id].dtype = (deft_dtype_t)dtypes[a];
+        }
+        known[id] = true;
+        offset += ndims[a];
+    }
+    return 0;
+}
+
+/* Copy the entries of one group out of an inference table. */
+static int keep_group(api_symbol_t *s, int group, int n, const int *entries,
+                      const deft_graph_types_t *t) {
+    s->inferred[group] = calloc((size_t)(n ? n : 1), sizeof(deft_desc_t));
+    s->inferred_known[group] = calloc((size_t)(n ? n : 1), sizeof(bool));
+    if (!s->inferred[group] || !s->inferred_known[group])
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate inference results");
+    for (int i = 0; i < n; i++) {
+        s->inferred[group][i] = t->desc[entries[i]];
+        s->inferred_known[group][i] = t->known[entries[i]];
+    }
+    s->num_inferred[group] = n;
+    return 0;
+}
+
+static int keep_inferred(api_symbol_t *s, const deft_graph_t *g, const deft_graph_types_t *t) {
+    int *entries = malloc(sizeof(int) * (size_t)(g->num_nodes + g->num_outputs + 1));
+    if (!entries) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate inference results");
+    int status = 0;
+    for (int group = DEFT_ARGUMENTS; status == 0 && group <= DEFT_AUXILIARY_STATES; group++) {
+        int n = 0;
+        if (group == DEFT_OUTPUTS) {
+            for (int o = 0; o < g->num_outputs; o++)
+                entries[n++] = deft_graph_entry_id(g, deft_graph_node_id(g, g->outputs[o].node),
+                                                   g->outputs[o].index);
+        } else {
+            for (int i = 0; i < g->num_nodes; i++)
+                if (!g->nodes[i]->op &&
+                    is_auxiliary(g, g->nodes[i]) == (group == DEFT_AUXILIARY_STATES))
+                    entries[n++] = g->row_ptr[i];
+        }
+        status = keep_group(s, group, n, entries, t);
+    }
+    free(entries);
+    return status;
+}
+
+int DeftSymbolInferShape(DeftSymbolHandle handle, int num_args, const char *const *names,
+                         const int *ndims, const int64_t *dims, const int *dtypes,
+                         int *out_complete) {
+    API_BEGIN();
+    api_symbol_t *s = NULL;
+    deft_graph_t *g;
+    if (composed(handle, "sym", &s) || api_check_out(out_complete, "out_complete")) return -1;
+    if (num_args < 0 || (num_args > 0 && (!names || !ndims || !dims)))
+        return deft_error(DEFT_ERR_VALUE,
+                          "num_args is %d, expected >= 0 with names, ndims and "
+                          "dims when > 0",
+                          num_args);
+    if (deft_graph_build(s->sym->num_outputs, s->sym->outputs, &g)) return -1;
+    deft_desc_t *desc = calloc((size_t)g->num_nodes, sizeof *desc);
+    bool *known = calloc((size_t)g->num_nodes, sizeof *known);
+    deft_graph_types_t t = {0};
+    int status = desc && known ? 0 : deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate");
+    if (status == 0) status = given_args(g, num_args, names, ndims, dims, dtypes, desc, known);
+    if (status == 0) status = deft_graph_infer(g, desc, known, &t);
+    if (status == 0) {
+        clear_inferred(s);
+        status = keep_inferred(s, g, &t);
+        *out_complete = t.num_unknown == 0;
+    }
+    deft_graph_types_free(&t);
+    free(desc), free(known);
+    deft_graph_free(g);
+    return status;
+}
+
+int DeftSymbolGetInferredShape(DeftSymbolHandle handle, int group, int index, int64_t *out_dims,
+                               int capacity, int *out_ndim, int *out_dtype) {
+    API_BEGIN();
+    api_symbol_t *s = NULL;
+    if (api_symbol(handle, "sym", &s) || api_check_out(out_dims, "out_dims") ||
+        api_check_out(out_ndim, "out_ndim") || api_check_out(out_dtype, "out_dtype"))
+        return -1;
+    if (group < DEFT_ARGUMENTS || group > DEFT_AUXILIARY_STATES)
+        return deft_error(DEFT_ERR_VALUE, "group is %d, expected a DeftSymbolGroup (0, 1 or 2)",
+                          group);
+    if (!s->inferred[group])
+        return deft_error(DEFT_ERR_VALUE, "no inference has run on this symbol handle "
+                                          "(call DeftSymbolInferShape first)");
+    if (index < 0 || index >= s->num_inferred[group])
+        return deft_error(DEFT_ERR_INDEX, "index is %d, but the group has %d entries", index,
+                          s->num_inferred[group]);
+    const deft_desc_t *d = &s->inferred[group][index];
+    bool known = s->inferred_known[group][index];
+    if (known && capacity < d->shape.ndim)
+        return deft_error(DEFT_ERR_VALUE, "capacity is %d, but the shape has %d dimensions",
+                          capacity, d->shape.ndim);
+    for (int i = 0; known && i < d->shape.ndim; i++) out_dims[i] = d->shape.dims[i];
+    *out_ndim = known ? d->shape.ndim : -1;
+    *out_dtype = known ? (int)d->dtype : -1;
+    return 0;
+}
+
+int DeftSymbolApplyPasses(DeftSymbolHandle handle, const char *passes, DeftSymbolHandle *out) {
+    API_BEGIN();
+    api_symbol_t *s = NULL;
+    deft_symbol_t *result;
+    if (composed(handle, "sym", &s) || api_check_out(out, "out")) return -1;
+    if (!passes) return deft_error(DEFT_ERR_VALUE, "passes is NULL, expected pass names");
+    if (deft_passes_apply(s->sym, passes, &result)) return -1;
+    return wrap(result, out);
 }
 
 int DeftGetLiveSymbolCount(int64_t *out) {

@@ -191,13 +191,15 @@ static const char *const lhs_rhs[] = {"lhs", "rhs", NULL};
     {                                                                                              \
         .name = "elemwise_" name_, .description = doc " of two arrays of the same shape.",         \
         .input_names = lhs_rhs, .min_inputs = 2, .max_inputs = 2, .infer = same_shape_infer,       \
-        .forward = binary_forward, .inplace_input = 0, .data = &k                                  \
+        .forward = binary_forward, .inplace_input = 0, .data = &k,                                 \
+        .infer_inputs = deft_infer_inputs_like_output                                              \
     }
 #define SCALAR_OP(name_, k, rev, doc)                                                              \
     {                                                                                              \
         .name = name_, .description = doc, .input_names = deft_op_data_input, .min_inputs = 1,     \
         .max_inputs = 1, .params = scalar_params, .infer = scalar_infer,                           \
-        .forward = scalar_forward, .inplace_input = 0, .data = &(const scalar_op_t) {              \
+        .forward = scalar_forward, .inplace_input = 0,                                             \
+        .infer_inputs = deft_infer_inputs_like_output, .data = &(const scalar_op_t) {              \
             &k, rev                                                                                \
         }                                                                                          \
     }

@@ -168,7 +168,7 @@ static int clip_forward(const deft_op_t *op, const deft_param_value_t *p, int ni
     {                                                                                              \
         .name = name_, .description = doc, .input_names = deft_op_data_input, .min_inputs = 1,     \
         .max_inputs = 1, .infer = unary_infer, .forward = unary_forward, .inplace_input = 0,       \
-        .data = &kernels                                                                           \
+        .data = &kernels, .infer_inputs = deft_infer_inputs_like_output                            \
     }
 
 static const deft_op_t unary_ops[] = {
@@ -196,7 +196,8 @@ static const deft_op_t unary_ops[] = {
      .params = activation_params,
      .infer = activation_infer,
      .forward = activation_forward,
-     .inplace_input = 0},
+     .inplace_input = 0,
+     .infer_inputs = deft_infer_inputs_like_output},
     {.name = "clip",
      .description = "Clips values elementwise into [a_min, a_max]; NaN stays NaN.",
      .input_names = deft_op_data_input,
@@ -206,7 +207,8 @@ static const deft_op_t unary_ops[] = {
      .infer = clip_infer,
      .forward = clip_forward,
      .inplace_input = 0,
-     .data = &k_clip},
+     .data = &k_clip,
+     .infer_inputs = deft_infer_inputs_like_output},
 };
 
 DEFT_OP_FAMILY(deft_family_unary, unary_ops);

@@ -277,6 +277,12 @@ static int copy_forward(const deft_op_t *op, const deft_param_value_t *p, int ni
     return 0;
 }
 
+#define RANDOM_OP(name_, params_, data_, doc)                                                      \
+    {                                                                                              \
+        .name = name_, .description = doc, .input_names = no_inputs, .min_inputs = 0,              \
+        .max_inputs = 0, .params = params_, .infer = random_infer, .forward = random_forward,      \
+        .inplace_input = -1, .data = data_, .nondeterministic = true                               \
+    }
 #define CREATE_OP(name_, params_, infer_, forward_, data_, doc)                                    \
     {                                                                                              \
         .name = name_, .description = doc, .input_names = no_inputs, .min_inputs = 0,              \
@@ -300,9 +306,9 @@ static const deft_op_t init_ops[] = {
               "A new array filled with `value`."),
     CREATE_OP("_arange", arange_params, arange_infer, arange_forward, NULL,
               "Evenly spaced values in [start, stop), each repeated `repeat` times."),
-    CREATE_OP("_random_uniform", uniform_params, random_infer, random_forward, NULL,
+    RANDOM_OP("_random_uniform", uniform_params, NULL,
               "Uniform random numbers in [low, high), from the seeded stream (DeftRandomSeed)."),
-    CREATE_OP("_random_normal", normal_params, random_infer, random_forward, "normal",
+    RANDOM_OP("_random_normal", normal_params, "normal",
               "Normal random numbers with mean loc and deviation scale, from the seeded stream."),
     CAST_OP("Cast"),
     CAST_OP("cast"),

@@ -277,7 +277,28 @@ static int fc_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
     return 0;
 }
 
-static int fc_num_inputs(const deft_param_value_t *p) { return p[1].i ? 2 : 3; }
+static int fc_num_inputs(const deft_param_value_t *p) {
+    return p[1].i ? 2 : 3;
+}
+
+/* weight is (num_hidden, features of data) and bias (num_hidden,), once data is known. */
+static int fc_infer_inputs(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                           deft_desc_t *in, bool *known, const deft_desc_t *out,
+                           const bool *out_known) {
+    (void)op, (void)out, (void)out_known;
+    if (!known[0] || in[0].shape.ndim < 1) return 0;
+    int64_t rows, features;
+    fc_view(&in[0].shape, p[2].i, &rows, &features);
+    if (!known[1]) {
+        in[1] = (deft_desc_t){{2, {p[0].i, features}}, in[0].dtype};
+        known[1] = true;
+    }
+    if (nin > 2 && !known[2]) {
+        in[2] = (deft_desc_t){{1, {p[0].i}}, in[0].dtype};
+        known[2] = true;
+    }
+    return 0;
+}
 
 static const char *const lhs_rhs[] = {"lhs", "rhs", NULL};
 static const char *const fc_inputs[] = {"data", "weight", "bias", NULL};
@@ -311,7 +332,8 @@ static const deft_op_t linalg_ops[] = {
      .infer = fc_infer,
      .forward = fc_forward,
      .inplace_input = -1,
-     .num_inputs = fc_num_inputs},
+     .num_inputs = fc_num_inputs,
+     .infer_inputs = fc_infer_inputs},
 };
 
 DEFT_OP_FAMILY(deft_family_linalg, linalg_ops);

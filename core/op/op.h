@@ -82,6 +82,17 @@ typedef int (*deft_infer_fn)(const deft_op_t *op, const deft_param_value_t *p, i
 typedef int (*deft_forward_fn)(const deft_op_t *op, const deft_param_value_t *p, int nin,
                                const deft_tensor_t *in, int nout, const deft_tensor_t *out);
 
+/* Fill in[i] (and set known[i]) for inputs that follow from the known ones
+ * and the outputs; never changes a known input. Returns 0 (nothing to say is fine). */
+typedef int (*deft_infer_inputs_fn)(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                    deft_desc_t *in, bool *known, const deft_desc_t *out,
+                                    const bool *out_known);
+
+/* The rule of elementwise operators: every input has the output's shape and dtype. */
+int deft_infer_inputs_like_output(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                  deft_desc_t *in, bool *known, const deft_desc_t *out,
+                                  const bool *out_known);
+
 /* Filled in by the graph layer: how to build this op's gradient as graph nodes. */
 struct deft_op_gradient;
 
@@ -102,6 +113,11 @@ struct deft_op {
     /* Inputs, when the parameters decide it (FullyConnected without a bias);
      * NULL means max_inputs for fixed-arity operators. */
     int (*num_inputs)(const deft_param_value_t *p);
+    /* Backward inference for graphs: fill unknown inputs from what is known
+     * (other inputs, outputs). NULL: inputs are never inferred. */
+    deft_infer_inputs_fn infer_inputs;
+    /* Two calls with equal inputs may differ (random numbers): never merged by CSE. */
+    bool nondeterministic;
     const struct deft_op_gradient *gradient;
 };
 

@@ -285,6 +285,28 @@ int deft_op_parse_params(const deft_op_entry_t *entry, int n, const char *const 
 
 /* ---- checks shared by infer functions ---- */
 
+int deft_infer_inputs_like_output(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                  deft_desc_t *in, bool *known, const deft_desc_t *out,
+                                  const bool *out_known) {
+    (void)op, (void)p;
+    for (int i = 0; i < nin; i++) {
+        if (known[i]) continue;
+        if (out_known[0]) {
+            in[i] = out[0];
+            known[i] = true;
+            continue;
+        }
+        for (int j = 0; j < nin; j++) { /* a sibling input of the same shape */
+            if (j != i && known[j]) {
+                in[i] = in[j];
+                known[i] = true;
+                break;
+            }
+        }
+    }
+    return 0;
+}
+
 int deft_op_check_dtype_float(const deft_op_t *op, int input, deft_dtype_t dtype) {
     if (deft_dtype_is_float(dtype)) return 0;
     return deft_op_error(op, DEFT_ERR_TYPE, "input %d has dtype %s, expected float32 or float64",

@@ -224,6 +224,65 @@ DEFT_API int DeftSymbolCreateFromFile(const char *path, DeftSymbolHandle *out);
  */
 DEFT_API int DeftSymbolToDot(DeftSymbolHandle sym, const char **out_dot);
 
+/** Groups of a symbol's entries, as listed by the List functions. */
+typedef enum DeftSymbolGroup {
+    DEFT_ARGUMENTS = 0,       /**< DeftSymbolListArguments() order */
+    DEFT_OUTPUTS = 1,         /**< DeftSymbolListOutputs() order */
+    DEFT_AUXILIARY_STATES = 2 /**< DeftSymbolListAuxiliaryStates() order */
+} DeftSymbolGroup;
+
+/**
+ * @brief Infer the shapes and dtypes of every argument, output and auxiliary state.
+ *
+ * Arguments not given use their "__shape__"/"__dtype__" attributes if they
+ * have them. Inference runs forward, and backward where an operator allows
+ * (FullyConnected's weight and bias from its data, elementwise inputs from
+ * their outputs). Read the results with DeftSymbolGetInferredShape().
+ * @param sym the symbol.
+ * @param num_args number of arguments described.
+ * @param names their names.
+ * @param ndims their numbers of dimensions.
+ * @param dims all their dimensions, one argument after another.
+ * @param dtypes their ::DeftDType values, or NULL for float32.
+ * @param[out] out_complete receives 1 if every shape is known, else 0.
+ * @return 0 on success (complete or not); -1 on an unknown argument name, a bad
+ *         shape or dtype, or an operator that rejects its inputs (named by node).
+ */
+DEFT_API int DeftSymbolInferShape(DeftSymbolHandle sym, int num_args, const char *const *names,
+                                  const int *ndims, const int64_t *dims, const int *dtypes,
+                                  int *out_complete);
+
+/**
+ * @brief A shape and dtype found by the last DeftSymbolInferShape() on this handle.
+ * @param sym the symbol.
+ * @param group a ::DeftSymbolGroup value.
+ * @param index position in that group's list.
+ * @param[out] out_dims receives the dimensions; room for @p capacity values.
+ * @param capacity room in @p out_dims (DEFT_MAX_NDIM always suffices).
+ * @param[out] out_ndim receives the number of dimensions, or -1 if still unknown.
+ * @param[out] out_dtype receives the ::DeftDType, or -1 if unknown.
+ * @return 0 on success; -1 if no inference has run, on a bad group, an index out
+ *         of range (DEFT_ERROR_INDEX), too small a capacity, or NULL pointers.
+ */
+DEFT_API int DeftSymbolGetInferredShape(DeftSymbolHandle sym, int group, int index,
+                                        int64_t *out_dims, int capacity, int *out_ndim,
+                                        int *out_dtype);
+
+/**
+ * @brief Run graph passes by name, in order, and get the resulting symbol.
+ *
+ * Passes: "DCE" (drop nodes the outputs do not depend on), "CSE" (merge
+ * equal deterministic nodes), "InferShape" (write inferred shapes and dtypes
+ * into the variables' "__shape__"/"__dtype__" attributes). The input symbol
+ * is unchanged.
+ * @param sym the symbol.
+ * @param passes comma-separated pass names, e.g. "CSE,DCE".
+ * @param[out] out receives a new handle, owned by the caller.
+ * @return 0 on success; -1 on an unknown pass (the message lists the known
+ *         ones) or the failure of a pass.
+ */
+DEFT_API int DeftSymbolApplyPasses(DeftSymbolHandle sym, const char *passes, DeftSymbolHandle *out);
+
 /**
  * @brief Number of symbol handles created and not yet freed.
  * @param[out] out receives the count.

@@ -1,0 +1,156 @@
+#include "core/graph/infer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/base/error.h"
+#include "core/graph/pass.h"
+
+/* A variable's own "__shape__" and "__dtype__" attributes, if it has them. */
+static int annotated(const deft_node_t *var, deft_desc_t *desc, bool *known) {
+    const char *shape = deft_node_attr(var, "__shape__");
+    const char *dtype = deft_node_attr(var, "__dtype__");
+    *known = false;
+    if (!shape) return 0;
+    deft_param_def_t tuple = {"__shape__", DEFT_PARAM_TUPLE, NULL, "shape", NULL, false};
+    deft_param_def_t type = {"__dtype__", DEFT_PARAM_DTYPE, NULL, "dtype", NULL, false};
+    static const deft_op_t var_op = {.name = "variable"};
+    deft_param_value_t v;
+    if (deft_param_parse(&var_op, &tuple, shape, &v)) return -1;
+    if (deft_shape_init(&desc->shape, v.t.v, v.t.n, "__shape__")) return -1;
+    desc->dtype = DEFT_DT_FLOAT32;
+    if (dtype) {
+        /* MXNet writes dtypes as type flags ("0"), deft as names: accept both. */
+        char *end;
+        long code = strtol(dtype, &end, 10);
+        if (*dtype && !*end) {
+            if (deft_dtype_check((int)code, "__dtype__")) return -1;
+            desc->dtype = (deft_dtype_t)code;
+        } else {
+            if (deft_param_parse(&var_op, &type, dtype, &v)) return -1;
+            desc->dtype = (deft_dtype_t)v.i;
+        }
+    }
+    *known = true;
+    return 0;
+}
+
+/* Forward: all inputs known, outputs not yet. Errors name the node. */
+static int infer_node(const deft_graph_t *g, int id, deft_graph_types_t *t, bool *changed) {
+    const deft_node_t *node = g->nodes[id];
+    const deft_op_t *op = node->op->op;
+    deft_desc_t in[DEFT_OP_MAX_INPUTS], out[DEFT_OP_MAX_OUTPUTS];
+    bool in_known[DEFT_OP_MAX_INPUTS], out_known[DEFT_OP_MAX_OUTPUTS];
+    int first = g->row_ptr[id], all_in = 1, all_out = 1;
+    for (int k = 0; k < node->num_inputs; k++) {
+        int e = deft_graph_entry_id(g, deft_graph_node_id(g, node->inputs[k].node),
+                                    node->inputs[k].index);
+        in[k] = t->desc[e], in_known[k] = t->known[e];
+        all_in &= in_known[k];
+    }
+    for (int k = 0; k < node->num_outputs; k++) {
+        out[k] = t->desc[first + k], out_known[k] = t->known[first + k];
+        all_out &= out_known[k];
+    }
+    char context[200];
+    const char *caller = deft_error_swap_function(NULL);
+    snprintf(context, sizeof context, "%s: node '%s'", caller ? caller : "graph", g->names[id]);
+    deft_error_swap_function(context);
+    int status = 0;
+    if (all_in && !all_out) {
+        int produced = 0;
+        status = op->infer(op, node->params, node->num_inputs, in, &produced, out);
+        for (int k = 0; status == 0 && k < produced && k < node->num_outputs; k++) {
+            t->desc[first + k] = out[k], t->known[first + k] = true;
+            *changed = true;
+        }
+    } else if (!all_in && op->infer_inputs) {
+        status = op->infer_inputs(op, node->params, node->num_inputs, in, in_known, out, out_known);
+        for (int k = 0; status == 0 && k < node->num_inputs; k++) {
+            int src = deft_graph_node_id(g, node->inputs[k].node);
+            int e = deft_graph_entry_id(g, src, node->inputs[k].index);
+            if (!t->known[e] && in_known[k]) {
+                t->desc[e] = in[k], t->known[e] = true;
+                *changed = true;
+            }
+        }
+    }
+    deft_error_swap_function(caller);
+    return status;
+}
+
+int deft_graph_infer(const deft_graph_t *g, const deft_desc_t *given, const bool *given_known,
+                     deft_graph_types_t *out) {
+    deft_graph_types_t t = {.num_entries = deft_graph_num_entries(g)};
+    t.desc = calloc((size_t)(t.num_entries ? t.num_entries : 1), sizeof *t.desc);
+    t.known = calloc((size_t)(t.num_entries ? t.num_entries : 1), sizeof *t.known);
+    if (!t.desc || !t.known) {
+        deft_graph_types_free(&t);
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate inference tables");
+    }
+    for (int i = 0; i < g->num_nodes; i++) {
+        if (g->nodes[i]->op) continue;
+        int e = g->row_ptr[i];
+        if (given_known && given_known[i]) {
+            t.desc[e] = given[i], t.known[e] = true;
+        } else if (annotated(g->nodes[i], &t.desc[e], &t.known[e])) {
+            deft_graph_types_free(&t);
+            return -1;
+        }
+    }
+    /* Each round settles at least one node or stops; a bound guards the loop. */
+    bool changed = true;
+    for (int round = 0; changed && round < g->num_nodes + 2; round++) {
+        changed = false;
+        for (int i = 0; i < g->num_nodes; i++) {
+            if (g->nodes[i]->op && infer_node(g, i, &t, &changed)) {
+                deft_graph_types_free(&t);
+                return -1;
+            }
+        }
+    }
+    for (int e = 0; e < t.num_entries; e++) t.num_unknown += !t.known[e];
+    *out = t;
+    return 0;
+}
+
+void deft_graph_types_free(deft_graph_types_t *t) {
+    free(t->desc);
+    free(t->known);
+    t->desc = NULL, t->known = NULL;
+}
+
+/* ---- the InferShape pass: inferred shapes become variable attributes ---- */
+
+static int annotate(const deft_node_t *var, const deft_desc_t *d, deft_node_t **out) {
+    char shape[DEFT_SHAPE_STR_MAX];
+    deft_node_t *with_shape;
+    if (deft_node_with_attr(var, "__shape__", deft_shape_format(&d->shape, shape, sizeof shape),
+                            &with_shape))
+        return -1;
+    int status = deft_node_with_attr(with_shape, "__dtype__", deft_dtype_name(d->dtype), out);
+    deft_node_release(with_shape);
+    return status;
+}
+
+int deft_pass_infer_shape(const deft_symbol_t *in, deft_symbol_t **out) {
+    deft_graph_t *g;
+    deft_graph_types_t t;
+    if (deft_graph_build(in->num_outputs, in->outputs, &g)) return -1;
+    if (deft_graph_infer(g, NULL, NULL, &t)) {
+        deft_graph_free(g);
+        return -1;
+    }
+    deft_node_t **replace = calloc((size_t)g->num_nodes + 1, sizeof *replace);
+    int status = replace ? 0 : deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate");
+    for (int i = 0; status == 0 && i < g->num_nodes; i++)
+        if (!g->nodes[i]->op && t.known[g->row_ptr[i]])
+            status = annotate(g->nodes[i], &t.desc[g->row_ptr[i]], &replace[i]);
+    if (status == 0) status = deft_graph_rebuild(g, NULL, replace, out);
+    for (int i = 0; replace && i < g->num_nodes; i++) deft_node_release(replace[i]);
+    free(replace);
+    deft_graph_types_free(&t);
+    deft_graph_free(g);
+    return status;
+}
