@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+#include <time.h> /* clock_gettime: define _POSIX_C_SOURCE before any include */
 
 #include <deft/c_api.h>
 

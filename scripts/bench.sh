@@ -9,3 +9,4 @@ deft_install_packages
 deft_build build
 "$DEFT_ROOT/build/bench/bench_ops" "$@"
 "$DEFT_ROOT/build/bench/bench_engine"
+"$DEFT_ROOT/build/bench/bench_graph"

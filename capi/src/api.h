@@ -23,6 +23,10 @@ static inline int api_ndarray(DeftNDArrayHandle handle, const char *what, deft_n
     return 0;
 }
 
+/* The composed symbol behind a symbol handle (api_symbol.c). */
+struct deft_symbol;
+int api_symbol_get(DeftSymbolHandle handle, const char *what, struct deft_symbol **out);
+
 /* Wrap an array the caller owns a reference to; on failure the reference is dropped. */
 int api_ndarray_wrap(deft_ndarray_t *arr, DeftNDArrayHandle *out);
 

@@ -43,6 +43,14 @@ static int api_symbol(DeftSymbolHandle handle, const char *what, api_symbol_t **
     return 0;
 }
 
+/* For the other API files: the symbol behind a handle, composed. */
+int api_symbol_get(DeftSymbolHandle handle, const char *what, deft_symbol_t **out) {
+    api_symbol_t *s = NULL;
+    if (api_symbol(handle, what, &s) || deft_symbol_check_composed(s->sym, what)) return -1;
+    *out = s->sym;
+    return 0;
+}
+
 /* Resolve a handle to a composed symbol. */
 static int composed(DeftSymbolHandle handle, const char *what, api_symbol_t **out) {
     return api_symbol(handle, what, out) || deft_symbol_check_composed((*out)->sym, what);

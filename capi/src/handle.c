@@ -21,6 +21,7 @@ typedef struct shell {
 static const char *const kind_names[DEFT_HANDLE_KIND_COUNT] = {
     [DEFT_HANDLE_NDARRAY] = "an NDArray",
     [DEFT_HANDLE_SYMBOL] = "a Symbol",
+    [DEFT_HANDLE_CACHED_OP] = "a CachedOp",
 };
 
 static pthread_mutex_t shell_lock = PTHREAD_MUTEX_INITIALIZER;

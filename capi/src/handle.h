@@ -18,6 +18,7 @@
 typedef enum deft_handle_kind {
     DEFT_HANDLE_NDARRAY = 0,
     DEFT_HANDLE_SYMBOL = 1,
+    DEFT_HANDLE_CACHED_OP = 2,
     DEFT_HANDLE_KIND_COUNT
 } deft_handle_kind_t;
 

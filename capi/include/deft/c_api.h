@@ -13,5 +13,6 @@
 #include "deft/ndarray.h"
 #include "deft/op.h"
 #include "deft/symbol.h"
+#include "deft/executor.h"
 
 #endif /* DEFT_C_API_H */

@@ -1,0 +1,85 @@
+/**
+ * @file executor.h
+ * @brief The executor (CachedOp): run a symbol's graph again and again with
+ *        planned memory.
+ *
+ * For each distinct set of input shapes and dtypes the executor infers every
+ * entry of the graph, plans memory once (reusing buffers whose last reader
+ * has run, writing in place where an operator allows) and allocates one
+ * arena; later runs with the same shapes reuse all of it. A run is one
+ * asynchronous engine operation: it waits for its inputs and its outputs are
+ * ready to read like any operator's.
+ */
+#ifndef DEFT_EXECUTOR_H
+#define DEFT_EXECUTOR_H
+
+#include "deft/symbol.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Opaque handle on an executor. */
+typedef struct DeftCachedOp *DeftCachedOpHandle;
+
+/** Flags of DeftCachedOpCreate(). */
+typedef enum DeftCachedOpFlag {
+    DEFT_CACHED_OP_NO_MEMORY_PLAN = 1 /**< one buffer per entry (for comparison and debugging) */
+} DeftCachedOpFlag;
+
+/** Figures of a memory plan, read with DeftCachedOpGetPlanStat(). */
+typedef enum DeftPlanStat {
+    DEFT_PLAN_ARENA_BYTES = 0,        /**< the arena this executor allocated */
+    DEFT_PLAN_NAIVE_BYTES = 1,        /**< one buffer per intermediate entry */
+    DEFT_PLAN_INPLACE_ONLY_BYTES = 2, /**< with in-place writes but no sharing */
+    DEFT_PLAN_SHARING_ONLY_BYTES = 3  /**< with sharing but no in-place writes */
+} DeftPlanStat;
+
+/**
+ * @brief Make an executor for a symbol's graph.
+ * @param sym the symbol (its graph is captured; the handle may be freed after).
+ * @param flags a combination of ::DeftCachedOpFlag values, or 0.
+ * @param[out] out receives a new handle, owned by the caller (DeftCachedOpFree()).
+ * @return 0 on success; -1 on a bad handle, an uncomposed symbol, unknown flags or NULL @p out.
+ */
+DEFT_API int DeftCachedOpCreate(DeftSymbolHandle sym, int flags, DeftCachedOpHandle *out);
+
+/**
+ * @brief Run the graph.
+ * @param op the executor.
+ * @param num_inputs number of inputs: the symbol's arguments (DeftSymbolListArguments()
+ *        order), then its auxiliary states.
+ * @param inputs the input arrays (CPU).
+ * @param[in,out] num_outputs on entry the room in @p outputs, on success the number of outputs.
+ * @param[in,out] outputs NULL entries receive new arrays (owned by the caller); others
+ *        must have the inferred shape and dtype and are written.
+ * @return 0 on success; -1 on a wrong number of inputs, shapes the graph rejects
+ *         (the message names the node), given outputs of the wrong shape, or too
+ *         little room. Failures while running are reported by the outputs, as for
+ *         DeftImperativeInvoke().
+ */
+DEFT_API int DeftCachedOpInvoke(DeftCachedOpHandle op, int num_inputs,
+                                const DeftNDArrayHandle *inputs, int *num_outputs,
+                                DeftNDArrayHandle *outputs);
+
+/**
+ * @brief A figure of the memory plan used by the last run.
+ * @param op the executor.
+ * @param stat a ::DeftPlanStat value.
+ * @param[out] out receives the number of bytes.
+ * @return 0 on success; -1 if the executor has not run, on an unknown stat or NULL @p out.
+ */
+DEFT_API int DeftCachedOpGetPlanStat(DeftCachedOpHandle op, int stat, int64_t *out);
+
+/**
+ * @brief Release an executor. NULL is a no-op; runs still pending finish first.
+ * @param op the executor, or NULL.
+ * @return 0 on success; -1 if @p op is not a live executor handle.
+ */
+DEFT_API int DeftCachedOpFree(DeftCachedOpHandle op);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DEFT_EXECUTOR_H */

@@ -1,0 +1,91 @@
+/* The executor (CachedOp): creation, runs, plan figures, release. */
+#include <stdio.h>
+
+#include "capi/src/api.h"
+#include "core/graph/executor.h"
+
+static int api_cached_op(DeftCachedOpHandle handle, deft_cached_op_t **out) {
+    void *object;
+    if (deft_handle_get(handle, DEFT_HANDLE_CACHED_OP, "op", &object)) return -1;
+    *out = object;
+    return 0;
+}
+
+int DeftCachedOpCreate(DeftSymbolHandle sym, int flags, DeftCachedOpHandle *out) {
+    API_BEGIN();
+    deft_symbol_t *s = NULL;
+    deft_cached_op_t *op;
+    if (api_symbol_get(sym, "sym", &s) || api_check_out(out, "out")) return -1;
+    if (flags & ~DEFT_CACHED_OP_NO_MEMORY_PLAN)
+        return deft_error(DEFT_ERR_VALUE, "flags is %d, expected DeftCachedOpFlag values", flags);
+    if (deft_cached_op_new(s, !(flags & DEFT_CACHED_OP_NO_MEMORY_PLAN), &op)) return -1;
+    DeftCachedOpHandle handle = deft_handle_new(DEFT_HANDLE_CACHED_OP, op);
+    if (!handle) {
+        deft_cached_op_release(op);
+        return -1;
+    }
+    *out = handle;
+    return 0;
+}
+
+int DeftCachedOpInvoke(DeftCachedOpHandle handle, int num_inputs, const DeftNDArrayHandle *inputs,
+                       int *num_outputs, DeftNDArrayHandle *outputs) {
+    API_BEGIN();
+    deft_cached_op_t *op = NULL;
+    if (api_cached_op(handle, &op) || api_check_out(num_outputs, "num_outputs")) return -1;
+    if (num_inputs < 0 || num_inputs > 4 * DEFT_OP_MAX_INPUTS || (num_inputs > 0 && !inputs))
+        return deft_error(DEFT_ERR_VALUE, "num_inputs is %d with inputs %p", num_inputs,
+                          (const void *)inputs);
+    int room = *num_outputs;
+    if (room < 0 || (room > 0 && !outputs))
+        return deft_error(DEFT_ERR_VALUE, "*num_outputs is %d with outputs %p", room,
+                          (const void *)outputs);
+    if (room > 4 * DEFT_OP_MAX_OUTPUTS) room = 4 * DEFT_OP_MAX_OUTPUTS;
+    deft_ndarray_t *in[4 * DEFT_OP_MAX_INPUTS], *out[4 * DEFT_OP_MAX_OUTPUTS];
+    for (int i = 0; i < num_inputs; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "inputs[%d]", i);
+        if (api_ndarray(inputs[i], what, &in[i])) return -1;
+    }
+    for (int o = 0; o < room; o++) {
+        char what[32];
+        snprintf(what, sizeof what, "outputs[%d]", o);
+        out[o] = NULL;
+        if (outputs[o] && api_ndarray(outputs[o], what, &out[o])) return -1;
+    }
+    int produced = room;
+    if (deft_cached_op_invoke(op, num_inputs, in, &produced, out)) return -1;
+    for (int o = 0; o < produced; o++) {
+        if (outputs[o]) continue;
+        if (api_ndarray_wrap(out[o], &outputs[o])) {
+            for (int j = o + 1; j < produced; j++)
+                if (!outputs[j]) deft_ndarray_release(out[j]);
+            return -1;
+        }
+    }
+    *num_outputs = produced;
+    return 0;
+}
+
+int DeftCachedOpGetPlanStat(DeftCachedOpHandle handle, int stat, int64_t *out) {
+    API_BEGIN();
+    deft_cached_op_t *op = NULL;
+    deft_memory_plan_t plan;
+    if (api_cached_op(handle, &op) || api_check_out(out, "out")) return -1;
+    if (stat < DEFT_PLAN_ARENA_BYTES || stat > DEFT_PLAN_SHARING_ONLY_BYTES)
+        return deft_error(DEFT_ERR_VALUE, "stat is %d, expected a DeftPlanStat (0 to 3)", stat);
+    if (deft_cached_op_last_plan(op, &plan)) return -1;
+    size_t values[] = {plan.arena_bytes, plan.naive_bytes, plan.inplace_only_bytes,
+                       plan.sharing_only_bytes};
+    *out = (int64_t)values[stat];
+    return 0;
+}
+
+int DeftCachedOpFree(DeftCachedOpHandle handle) {
+    API_BEGIN();
+    if (!handle) return 0;
+    void *object;
+    if (deft_handle_retire(handle, DEFT_HANDLE_CACHED_OP, "op", &object)) return -1;
+    deft_cached_op_release(object);
+    return 0;
+}

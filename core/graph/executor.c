@@ -1,0 +1,344 @@
+#include "core/graph/executor.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/base/error.h"
+
+/* Everything that depends on the input signature, made once and kept. */
+typedef struct plan_entry {
+    deft_desc_t *signature; /* one per input */
+    deft_graph_types_t types;
+    deft_memory_plan_t plan;
+    deft_storage_t *arena;
+    deft_tensor_t *tensors; /* per entry: arena entries filled once, the rest per run */
+    struct plan_entry *next;
+} plan_entry_t;
+
+struct deft_cached_op {
+    atomic_int refcount;
+    deft_graph_t *g;
+    bool plan_memory;
+    int num_inputs;
+    int *input_nodes;     /* node ids: arguments, then auxiliary states */
+    int *input_of_node;   /* node id -> input position, -1 for operators */
+    int *output_entries;  /* entry ids of the graph outputs */
+    bool *input_written;  /* auxiliary states are updated in place */
+    deft_var_t *var;      /* runs share the arena: one at a time */
+    pthread_mutex_t lock; /* the plan list */
+    plan_entry_t *plans, *last;
+};
+
+static int node_entry(const deft_graph_t *g, const deft_entry_t *e) {
+    return deft_graph_entry_id(g, deft_graph_node_id(g, e->node), e->index);
+}
+
+/* A variable is auxiliary when every use of it is an in-place update. */
+static bool auxiliary(const deft_graph_t *g, const deft_node_t *var) {
+    bool used = false;
+    for (int i = 0; i < g->num_nodes; i++) {
+        const deft_node_t *n = g->nodes[i];
+        for (int k = 0; k < n->num_inputs; k++) {
+            if (n->inputs[k].node != var) continue;
+            if (!(n->op->op->mutate_inputs & (1u << k))) return false;
+            used = true;
+        }
+    }
+    return used;
+}
+
+int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_op_t **out) {
+    if (deft_symbol_check_composed(sym, "sym")) return -1;
+    deft_cached_op_t *op = calloc(1, sizeof *op);
+    if (!op) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an executor");
+    atomic_init(&op->refcount, 1);
+    pthread_mutex_init(&op->lock, NULL);
+    op->plan_memory = plan_memory;
+    if (deft_graph_build(sym->num_outputs, sym->outputs, &op->g)) {
+        deft_cached_op_release(op);
+        return -1;
+    }
+    const deft_graph_t *g = op->g;
+    size_t n = (size_t)g->num_nodes + 1;
+    op->input_nodes = malloc(n * sizeof(int));
+    op->input_of_node = malloc(n * sizeof(int));
+    op->input_written = calloc(n, sizeof(bool));
+    op->output_entries = malloc(((size_t)g->num_outputs + 1) * sizeof(int));
+    op->var = deft_var_new();
+    if (!op->input_nodes || !op->input_of_node || !op->input_written || !op->output_entries ||
+        !op->var) {
+        deft_cached_op_release(op);
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an executor");
+    }
+    for (int pass = 0; pass < 2; pass++) /* arguments first, then auxiliary states */
+        for (int i = 0; i < g->num_nodes; i++) {
+            if (pass == 0) op->input_of_node[i] = -1;
+            if (g->nodes[i]->op || auxiliary(g, g->nodes[i]) != (pass == 1)) continue;
+            op->input_of_node[i] = op->num_inputs;
+            op->input_written[op->num_inputs] = pass == 1;
+            op->input_nodes[op->num_inputs++] = i;
+        }
+    for (int o = 0; o < g->num_outputs; o++) op->output_entries[o] = node_entry(g, &g->outputs[o]);
+    *out = op;
+    return 0;
+}
+
+static void free_plan(plan_entry_t *p) {
+    free(p->signature);
+    deft_graph_types_free(&p->types);
+    deft_memory_plan_free(&p->plan);
+    deft_storage_release(p->arena);
+    free(p->tensors);
+    free(p);
+}
+
+void deft_cached_op_release(deft_cached_op_t *op) {
+    if (!op || atomic_fetch_sub_explicit(&op->refcount, 1, memory_order_acq_rel) != 1) return;
+    while (op->plans) {
+        plan_entry_t *next = op->plans->next;
+        free_plan(op->plans);
+        op->plans = next;
+    }
+    deft_graph_free(op->g);
+    deft_var_release(op->var);
+    free(op->input_nodes), free(op->input_of_node), free(op->input_written),
+        free(op->output_entries);
+    pthread_mutex_destroy(&op->lock);
+    free(op);
+}
+
+int deft_cached_op_num_inputs(const deft_cached_op_t *op) {
+    return op->num_inputs;
+}
+
+static bool same_signature(const plan_entry_t *p, int nin, deft_ndarray_t *const *in) {
+    for (int i = 0; i < nin; i++)
+        if (p->signature[i].dtype != in[i]->tensor.dtype ||
+            !deft_shape_equal(&p->signature[i].shape, &in[i]->tensor.shape))
+            return false;
+    return true;
+}
+
+static int incomplete(const deft_cached_op_t *op, const deft_graph_types_t *t) {
+    const deft_graph_t *g = op->g;
+    for (int i = 0; i < g->num_nodes; i++)
+        for (int k = 0; k < g->nodes[i]->num_outputs; k++)
+            if (!t->known[g->row_ptr[i] + k])
+                return deft_error(DEFT_ERR_VALUE,
+                                  "cannot infer the shape of output %d of node "
+                                  "'%s' from the inputs",
+                                  k, g->names[i]);
+    return 0;
+}
+
+static int make_plan(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, plan_entry_t **out) {
+    const deft_graph_t *g = op->g;
+    plan_entry_t *p = calloc(1, sizeof *p);
+    deft_desc_t *given = calloc((size_t)g->num_nodes + 1, sizeof *given);
+    bool *known = calloc((size_t)g->num_nodes + 1, sizeof *known);
+    int status = p && given && known ? 0 : -1;
+    if (status == 0 && !(p->signature = malloc(((size_t)nin + 1) * sizeof *p->signature)))
+        status = -1;
+    if (status) {
+        free(p), free(given), free(known);
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a plan");
+    }
+    for (int i = 0; i < nin; i++) {
+        p->signature[i] = (deft_desc_t){in[i]->tensor.shape, in[i]->tensor.dtype};
+        given[op->input_nodes[i]] = p->signature[i];
+        known[op->input_nodes[i]] = true;
+    }
+    status = deft_graph_infer(g, given, known, &p->types);
+    free(given), free(known);
+    if (status == 0) status = incomplete(op, &p->types);
+    if (status == 0) status = deft_plan_memory(g, &p->types, op->plan_memory, &p->plan);
+    if (status == 0) status = deft_storage_new(deft_device_cpu(), p->plan.arena_bytes, &p->arena);
+    if (status == 0 && !(p->tensors = calloc((size_t)p->types.num_entries + 1, sizeof *p->tensors)))
+        status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a plan");
+    for (int e = 0; status == 0 && e < p->types.num_entries; e++) {
+        if (p->plan.offset[e] < 0) continue;
+        p->tensors[e] = (deft_tensor_t){p->types.desc[e].shape, p->types.desc[e].dtype,
+                                        deft_device_cpu(), p->arena, (size_t)p->plan.offset[e]};
+    }
+    if (status) {
+        free_plan(p);
+        return -1;
+    }
+    *out = p;
+    return 0;
+}
+
+/* The plan for these inputs: cached, or made now. */
+static int find_plan(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, plan_entry_t **out) {
+    pthread_mutex_lock(&op->lock);
+    plan_entry_t *p = op->plans;
+    while (p && !same_signature(p, nin, in)) p = p->next;
+    int status = 0;
+    if (!p && (status = make_plan(op, nin, in, &p)) == 0) {
+        p->next = op->plans;
+        op->plans = p;
+    }
+    if (status == 0) op->last = p;
+    pthread_mutex_unlock(&op->lock);
+    *out = p;
+    return status;
+}
+
+int deft_cached_op_last_plan(deft_cached_op_t *op, deft_memory_plan_t *out) {
+    pthread_mutex_lock(&op->lock);
+    plan_entry_t *p = op->last;
+    if (p) *out = p->plan;
+    pthread_mutex_unlock(&op->lock);
+    if (!p) return deft_error(DEFT_ERR_VALUE, "the executor has not run yet");
+    return 0;
+}
+
+/* ---- one run ---- */
+
+typedef struct run {
+    deft_cached_op_t *op;
+    plan_entry_t *plan;
+    int nin, nout;
+    deft_ndarray_t **arrays; /* inputs, then outputs; retained */
+} run_t;
+
+static int run_graph(void *arg) {
+    const run_t *r = arg;
+    const deft_graph_t *g = r->op->g;
+    deft_tensor_t *t = r->plan->tensors;
+    /* Outputs from last to first, so an entry listed twice lands in its first
+     * array; inputs after outputs, so an output that is an input reads the input. */
+    for (int o = r->nout - 1; o >= 0; o--)
+        t[r->op->output_entries[o]] = r->arrays[r->nin + o]->tensor;
+    for (int i = 0; i < r->nin; i++) t[g->row_ptr[r->op->input_nodes[i]]] = r->arrays[i]->tensor;
+    deft_tensor_t in[DEFT_OP_MAX_INPUTS];
+    for (int i = 0; i < g->num_nodes; i++) {
+        const deft_node_t *node = g->nodes[i];
+        if (!node->op) continue;
+        for (int k = 0; k < node->num_inputs; k++) in[k] = t[node_entry(g, &node->inputs[k])];
+        const deft_op_t *op = node->op->op;
+        if (op->forward(op, node->params, node->num_inputs, in, node->num_outputs,
+                        &t[g->row_ptr[i]])) {
+            char detail[DEFT_ERROR_MAX];
+            snprintf(detail, sizeof detail, "%s", deft_error_message());
+            return deft_error_restore(deft_error_kind(), detail);
+        }
+    }
+    /* An output that is an input, or the same entry twice: copy what the walk did not write. */
+    for (int o = 0; o < r->nout; o++) {
+        const deft_entry_t *e = &g->outputs[o];
+        deft_tensor_t *dst = &r->arrays[r->nin + o]->tensor;
+        const deft_tensor_t *src = NULL;
+        int node = deft_graph_node_id(g, e->node);
+        if (!e->node->op) src = &r->arrays[r->op->input_of_node[node]]->tensor;
+        for (int p = 0; p < o && !src; p++)
+            if (r->op->output_entries[p] == r->op->output_entries[o])
+                src = &r->arrays[r->nin + p]->tensor;
+        if (src && deft_tensor_nbytes(dst))
+            memcpy(deft_tensor_data(dst), deft_tensor_data(src), deft_tensor_nbytes(dst));
+    }
+    return 0;
+}
+
+static void free_run(void *arg) {
+    run_t *r = arg;
+    for (int i = 0; i < r->nin + r->nout; i++) deft_ndarray_release(r->arrays[i]);
+    deft_cached_op_release(r->op);
+    free(r->arrays);
+    free(r);
+}
+
+static int check_inputs(const deft_cached_op_t *op, int nin, deft_ndarray_t *const *in) {
+    if (nin != op->num_inputs)
+        return deft_error(DEFT_ERR_VALUE,
+                          "got %d inputs, expected %d (the arguments, then the "
+                          "auxiliary states)",
+                          nin, op->num_inputs);
+    for (int i = 0; i < nin; i++)
+        if (in[i]->tensor.device.type != DEFT_DEV_CPU)
+            return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "input %d is not on the CPU", i);
+    return 0;
+}
+
+static int prepare_outputs(const deft_cached_op_t *op, const plan_entry_t *p, deft_ndarray_t **out,
+                           run_t *r) {
+    for (int o = 0; o < op->g->num_outputs; o++) {
+        const deft_desc_t *want = &p->types.desc[op->output_entries[o]];
+        deft_ndarray_t *given = out[o];
+        if (given && (!deft_shape_equal(&given->tensor.shape, &want->shape) ||
+                      given->tensor.dtype != want->dtype)) {
+            char have[DEFT_SHAPE_STR_MAX], expect[DEFT_SHAPE_STR_MAX];
+            return deft_error(DEFT_ERR_VALUE, "output %d has shape %s and dtype %s, expected %s %s",
+                              o, deft_shape_format(&given->tensor.shape, have, sizeof have),
+                              deft_dtype_name(given->tensor.dtype),
+                              deft_shape_format(&want->shape, expect, sizeof expect),
+                              deft_dtype_name(want->dtype));
+        }
+        if (given)
+            r->arrays[r->nin + o] = deft_ndarray_retain(given);
+        else if (deft_ndarray_new(&want->shape, want->dtype, deft_device_cpu(), false,
+                                  &r->arrays[r->nin + o]))
+            return -1;
+    }
+    return 0;
+}
+
+int deft_cached_op_invoke(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, int *nout,
+                          deft_ndarray_t **out) {
+    const deft_graph_t *g = op->g;
+    plan_entry_t *plan;
+    if (check_inputs(op, nin, in) || find_plan(op, nin, in, &plan)) return -1;
+    if (*nout < g->num_outputs)
+        return deft_error(DEFT_ERR_VALUE, "the graph has %d outputs, but there is room for %d",
+                          g->num_outputs, *nout);
+    run_t *r = calloc(1, sizeof *r);
+    deft_ndarray_t **arrays = calloc((size_t)(nin + g->num_outputs + 1), sizeof *arrays);
+    if (!r || !arrays) {
+        free(r), free(arrays);
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an executor run");
+    }
+    *r = (run_t){op, plan, nin, g->num_outputs, arrays};
+    for (int i = 0; i < nin; i++) arrays[i] = deft_ndarray_retain(in[i]);
+    atomic_fetch_add(&op->refcount, 1);
+    if (prepare_outputs(op, plan, out, r)) {
+        free_run(r);
+        return -1;
+    }
+    deft_var_t *reads[DEFT_OP_MAX_INPUTS * 4], *writes[DEFT_OP_MAX_OUTPUTS * 4];
+    int nreads = 0, nwrites = 0;
+    if (nin > DEFT_OP_MAX_INPUTS * 4 || g->num_outputs + nin + 1 > DEFT_OP_MAX_OUTPUTS * 4) {
+        free_run(r);
+        return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "too many inputs and outputs for one run");
+    }
+    for (int i = 0; i < nin; i++) {
+        if (op->input_written[i])
+            writes[nwrites++] = in[i]->var;
+        else
+            reads[nreads++] = in[i]->var;
+    }
+    for (int o = 0; o < g->num_outputs; o++) writes[nwrites++] = arrays[nin + o]->var;
+    writes[nwrites++] = op->var;
+    deft_ndarray_t *created[DEFT_OP_MAX_OUTPUTS * 4];
+    for (int o = 0; o < g->num_outputs; o++)
+        created[o] = out[o] ? NULL : deft_ndarray_retain(arrays[nin + o]);
+    deft_engine_op_desc_t desc = {.fn = run_graph,
+                                  .free_ctx = free_run,
+                                  .ctx = r,
+                                  .reads = reads,
+                                  .num_reads = nreads,
+                                  .writes = writes,
+                                  .num_writes = nwrites,
+                                  .name = "CachedOp",
+                                  .origin = "DeftCachedOpInvoke",
+                                  .small = plan->plan.arena_bytes < 64 * 1024};
+    if (deft_engine_push(&desc)) {
+        for (int o = 0; o < g->num_outputs; o++) deft_ndarray_release(created[o]);
+        return -1;
+    }
+    for (int o = 0; o < g->num_outputs; o++)
+        if (!out[o]) out[o] = created[o];
+    *nout = g->num_outputs;
+    return 0;
+}

@@ -1,0 +1,30 @@
+/*
+ * The executor (MXNet's CachedOp): runs a symbol's graph again and again.
+ * For each distinct set of input shapes and dtypes it infers every entry,
+ * plans memory once and allocates one arena, then keeps the plan; a run is
+ * one engine operation that reads the inputs, writes the outputs and walks
+ * the nodes in order, with no per-node allocation or dispatch.
+ */
+#ifndef DEFT_CORE_EXECUTOR_H
+#define DEFT_CORE_EXECUTOR_H
+
+#include "core/graph/plan_memory.h"
+#include "core/graph/symbol.h"
+#include "core/imperative/ndarray.h"
+
+typedef struct deft_cached_op deft_cached_op_t;
+
+int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_op_t **out);
+void deft_cached_op_release(deft_cached_op_t *op);
+
+/* Inputs: the arguments in DeftSymbolListArguments order, then the auxiliary
+ * states. Outputs as in deft_invoke: NULL entries are created. */
+int deft_cached_op_invoke(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, int *nout,
+                          deft_ndarray_t **out);
+
+/* The plan of the last invocation; -1 (error set) if there was none. */
+int deft_cached_op_last_plan(deft_cached_op_t *op, deft_memory_plan_t *out);
+
+int deft_cached_op_num_inputs(const deft_cached_op_t *op);
+
+#endif

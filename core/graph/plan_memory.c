@@ -1,0 +1,169 @@
+#include "core/graph/plan_memory.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/base/allocator.h"
+#include "core/base/error.h"
+
+typedef struct block {
+    size_t size;
+    bool free;
+    int owner; /* the entry whose last reader frees the block */
+} block_t;
+
+typedef struct planner {
+    const deft_graph_t *g;
+    const deft_graph_types_t *t;
+    bool inplace, sharing;
+    double match_range;
+    int *refs;     /* readers left, per entry */
+    int *block_of; /* block per entry, -1 none */
+    block_t *blocks;
+    int num_blocks;
+    bool *outside; /* variables and graph outputs */
+} planner_t;
+
+static size_t entry_bytes(const planner_t *p, int e) {
+    size_t n = (size_t)deft_shape_size(&p->t->desc[e].shape) * deft_dtype_size(p->t->desc[e].dtype);
+    return (n + DEFT_CPU_ALIGN - 1) & ~(size_t)(DEFT_CPU_ALIGN - 1);
+}
+
+static int take_block(planner_t *p, size_t size) {
+    int best = -1;
+    for (int b = 0; p->sharing && b < p->num_blocks; b++) {
+        block_t *blk = &p->blocks[b];
+        if (!blk->free || blk->size < size || (double)blk->size > (double)size * p->match_range)
+            continue;
+        if (best < 0 || blk->size < p->blocks[best].size) best = b;
+    }
+    if (best < 0) {
+        best = p->num_blocks++;
+        p->blocks[best].size = size;
+    }
+    p->blocks[best].free = false;
+    return best;
+}
+
+static void release_entry(planner_t *p, int e) {
+    int b = p->block_of[e];
+    if (--p->refs[e] == 0 && b >= 0 && p->blocks[b].owner == e) p->blocks[b].free = true;
+}
+
+/* One planning run; returns the arena size (sum of blocks). */
+static size_t plan_once(planner_t *p) {
+    const deft_graph_t *g = p->g;
+    int entries = deft_graph_num_entries(g);
+    memset(p->refs, 0, (size_t)entries * sizeof *p->refs);
+    for (int e = 0; e < entries; e++) p->block_of[e] = -1;
+    p->num_blocks = 0;
+    for (int i = 0; i < g->num_nodes; i++)
+        for (int k = 0; k < g->nodes[i]->num_inputs; k++) {
+            const deft_node_t *in = g->nodes[i]->inputs[k].node;
+            p->refs[deft_graph_entry_id(g, deft_graph_node_id(g, in),
+                                        g->nodes[i]->inputs[k].index)]++;
+        }
+    for (int i = 0; i < g->num_nodes; i++) {
+        const deft_node_t *node = g->nodes[i];
+        if (!node->op) continue;
+        for (int k = 0; k < node->num_outputs; k++) {
+            int e = g->row_ptr[i] + k;
+            if (p->outside[e]) continue;
+            int hint = node->op->op->inplace_input;
+            if (p->inplace && k == 0 && hint >= 0 && hint < node->num_inputs) {
+                const deft_entry_t *in = &node->inputs[hint];
+                int src = deft_graph_entry_id(g, deft_graph_node_id(g, in->node), in->index);
+                int b = p->block_of[src];
+                if (p->refs[src] == 1 && b >= 0 && p->blocks[b].owner == src &&
+                    entry_bytes(p, src) == entry_bytes(p, e)) {
+                    p->block_of[e] = b;
+                    p->blocks[b].owner = e; /* handed over: freed after e's readers */
+                    continue;
+                }
+            }
+            p->block_of[e] = take_block(p, entry_bytes(p, e));
+            p->blocks[p->block_of[e]].owner = e;
+        }
+        for (int k = 0; k < node->num_inputs; k++) {
+            const deft_entry_t *in = &node->inputs[k];
+            release_entry(p, deft_graph_entry_id(g, deft_graph_node_id(g, in->node), in->index));
+        }
+        for (int k = 0; k < node->num_outputs; k++) /* outputs nobody reads */
+            if (p->refs[g->row_ptr[i] + k] == 0) {
+                p->refs[g->row_ptr[i] + k] = 1;
+                release_entry(p, g->row_ptr[i] + k);
+            }
+    }
+    size_t total = 0;
+    for (int b = 0; b < p->num_blocks; b++) total += p->blocks[b].size;
+    return total;
+}
+
+static int layout(const planner_t *p, deft_memory_plan_t *plan) {
+    int64_t *block_offset =
+        malloc((size_t)(p->num_blocks ? p->num_blocks : 1) * sizeof *block_offset);
+    if (!block_offset) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a memory plan");
+    int64_t at = 0;
+    for (int b = 0; b < p->num_blocks; b++) {
+        block_offset[b] = at;
+        at += (int64_t)p->blocks[b].size;
+    }
+    for (int e = 0; e < plan->num_entries; e++)
+        plan->offset[e] = p->block_of[e] >= 0 ? block_offset[p->block_of[e]] : -1;
+    plan->arena_bytes = (size_t)at;
+    free(block_offset);
+    return 0;
+}
+
+int deft_plan_memory(const deft_graph_t *g, const deft_graph_types_t *t, bool enabled,
+                     deft_memory_plan_t *out) {
+    int entries = deft_graph_num_entries(g);
+    planner_t p = {.g = g, .t = t};
+    size_t n = (size_t)(entries ? entries : 1);
+    p.refs = malloc(n * sizeof *p.refs);
+    p.block_of = malloc(n * sizeof *p.block_of);
+    p.blocks = calloc(n, sizeof *p.blocks);
+    p.outside = calloc(n, sizeof *p.outside);
+    deft_memory_plan_t plan = {.num_entries = entries, .offset = malloc(n * sizeof(int64_t))};
+    if (!p.refs || !p.block_of || !p.blocks || !p.outside || !plan.offset) {
+        free(p.refs), free(p.block_of), free(p.blocks), free(p.outside), free(plan.offset);
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a memory plan");
+    }
+    for (int i = 0; i < g->num_nodes; i++)
+        if (!g->nodes[i]->op) p.outside[g->row_ptr[i]] = true;
+    for (int o = 0; o < g->num_outputs; o++)
+        p.outside[deft_graph_entry_id(g, deft_graph_node_id(g, g->outputs[o].node),
+                                      g->outputs[o].index)] = true;
+
+    p.match_range = 1e300;
+    plan.naive_bytes = plan_once(&p);
+    p.inplace = true;
+    plan.inplace_only_bytes = plan_once(&p);
+    p.inplace = false, p.sharing = true;
+    plan.sharing_only_bytes = plan_once(&p);
+    /* The sweep: keep the match range giving the smallest arena. */
+    static const double ranges[] = {1, 2, 4, 8, 16, 32, 1e300};
+    double best_range = 1e300;
+    size_t best = (size_t)-1;
+    p.inplace = p.sharing = enabled;
+    for (size_t r = 0; enabled && r < sizeof ranges / sizeof ranges[0]; r++) {
+        p.match_range = ranges[r];
+        size_t bytes = plan_once(&p);
+        if (bytes < best) best = bytes, best_range = ranges[r];
+    }
+    p.match_range = best_range;
+    plan_once(&p);
+    int status = layout(&p, &plan);
+    free(p.refs), free(p.block_of), free(p.blocks), free(p.outside);
+    if (status) {
+        free(plan.offset);
+        return -1;
+    }
+    *out = plan;
+    return 0;
+}
+
+void deft_memory_plan_free(deft_memory_plan_t *plan) {
+    free(plan->offset);
+    plan->offset = NULL;
+}

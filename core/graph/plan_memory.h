@@ -1,0 +1,35 @@
+/*
+ * Memory planning (NNVM's PlanMemory): give every intermediate entry of a
+ * graph an offset in one arena, reusing memory as soon as its last reader
+ * has run.
+ *
+ *  - Reference counts: an entry's storage is free once every node reading
+ *    it has run. Graph inputs and outputs live outside the arena.
+ *  - In place: an operator that may write an output over an input (its
+ *    inplace hint) does so when that input has no other reader left and the
+ *    sizes match.
+ *  - Sharing: otherwise the output takes the smallest free block that is
+ *    large enough and not more than `match_range` times too large, else a
+ *    new block. The planner tries several match ranges and keeps the
+ *    smallest arena (MXNet documents this sweep but only runs it when an
+ *    environment variable asks).
+ */
+#ifndef DEFT_CORE_PLAN_MEMORY_H
+#define DEFT_CORE_PLAN_MEMORY_H
+
+#include "core/graph/infer.h"
+
+typedef struct deft_memory_plan {
+    int num_entries;
+    int64_t *offset; /* byte offset in the arena, or -1: not in the arena */
+    size_t arena_bytes;
+    /* what other plans of the same graph would need, for reports */
+    size_t naive_bytes, inplace_only_bytes, sharing_only_bytes;
+} deft_memory_plan_t;
+
+/* `types` must be complete. Entries of variables and graph outputs get -1. */
+int deft_plan_memory(const deft_graph_t *g, const deft_graph_types_t *types, bool enabled,
+                     deft_memory_plan_t *out);
+void deft_memory_plan_free(deft_memory_plan_t *plan);
+
+#endif

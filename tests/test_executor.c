@@ -1,0 +1,179 @@
+/* The executor: results equal imperative invoke, with and without memory planning. */
+#include "op_helpers.h"
+
+static DeftSymbolHandle var(const char *name) {
+    DeftSymbolHandle s;
+    ck_assert_ok(DeftSymbolCreateVariable(name, &s));
+    return s;
+}
+
+static DeftSymbolHandle apply(const char *op, const char *name, int nin, const DeftSymbolHandle *in,
+                              const char *const *params) {
+    int np = count_params(params);
+    const char *keys[16], *vals[16];
+    for (int i = 0; i < np; i++) keys[i] = params[2 * i], vals[i] = params[2 * i + 1];
+    DeftSymbolHandle s;
+    ck_assert_ok(DeftSymbolCreateAtomic(op_named(op), np, keys, vals, &s));
+    ck_assert_msg(DeftSymbolCompose(s, name, nin, NULL, in) == 0, "%s", DeftGetLastError());
+    return s;
+}
+
+static DeftNDArrayHandle run1(DeftCachedOpHandle op, int nin, DeftNDArrayHandle *in) {
+    DeftNDArrayHandle out[1] = {NULL};
+    int nout = 1;
+    ck_assert_msg(DeftCachedOpInvoke(op, nin, in, &nout, out) == 0, "%s", DeftGetLastError());
+    ck_assert_int_eq(nout, 1);
+    return out[0];
+}
+
+static void assert_same(DeftNDArrayHandle a, DeftNDArrayHandle b) {
+    int64_t na, nb;
+    double *va = read_all(a, &na), *vb = read_all(b, &nb);
+    ck_assert_int_eq(na, nb);
+    for (int64_t i = 0; i < na; i++)
+        ck_assert_msg(va[i] == vb[i], "element %lld differs", (long long)i);
+    free(va), free(vb);
+}
+
+/* A 4-layer MLP (FC, tanh) as a graph and as imperative calls on the same data. */
+START_TEST(test_mlp_matches_imperative_with_and_without_planning) {
+    const int layers = 4;
+    DeftSymbolHandle h = var("x"), syms[16];
+    int ns = 0;
+    syms[ns++] = h;
+    for (int l = 0; l < layers; l++) {
+        char name[16];
+        snprintf(name, sizeof name, "fc%d", l);
+        DeftSymbolHandle fc = apply("FullyConnected", name, 1, &h, P("num_hidden", "16"));
+        h = apply("Activation", NULL, 1, &fc, P("act_type", "tanh"));
+        syms[ns++] = fc, syms[ns++] = h;
+    }
+    int nargs;
+    const char *const *names;
+    ck_assert_ok(DeftSymbolListArguments(h, &nargs, &names));
+    ck_assert_int_eq(nargs, 1 + 2 * layers);
+    ck_assert_ok(DeftRandomSeed(7));
+    DeftNDArrayHandle args[9];
+    args[0] = call1("_random_normal", 0, NULL, P("shape", "(8,12)"));
+    for (int l = 0; l < layers; l++) {
+        args[1 + 2 * l] = call1("_random_normal", 0, NULL,
+                                P("shape", l == 0 ? "(16,12)" : "(16,16)", "scale", "0.3"));
+        args[2 + 2 * l] = call1("_random_uniform", 0, NULL, P("shape", "(16,)"));
+    }
+    /* imperative reference */
+    DeftNDArrayHandle x = args[0];
+    DeftNDArrayHandle held[8];
+    for (int l = 0; l < layers; l++) {
+        DeftNDArrayHandle fc =
+            call1("FullyConnected", 3, (DeftNDArrayHandle[]){x, args[1 + 2 * l], args[2 + 2 * l]},
+                  P("num_hidden", "16"));
+        x = call1("Activation", 1, &fc, P("act_type", "tanh"));
+        held[2 * l] = fc, held[2 * l + 1] = x;
+    }
+    DeftCachedOpHandle planned, naive;
+    ck_assert_ok(DeftCachedOpCreate(h, 0, &planned));
+    ck_assert_ok(DeftCachedOpCreate(h, DEFT_CACHED_OP_NO_MEMORY_PLAN, &naive));
+    DeftNDArrayHandle y1 = run1(planned, 9, args), y2 = run1(naive, 9, args);
+    DeftNDArrayHandle y3 = run1(planned, 9, args); /* the cached plan again */
+    assert_same(y1, x);
+    assert_same(y2, x);
+    assert_same(y3, x);
+    int64_t arena, naive_bytes, inplace, sharing;
+    ck_assert_ok(DeftCachedOpGetPlanStat(planned, DEFT_PLAN_ARENA_BYTES, &arena));
+    ck_assert_ok(DeftCachedOpGetPlanStat(planned, DEFT_PLAN_NAIVE_BYTES, &naive_bytes));
+    ck_assert_ok(DeftCachedOpGetPlanStat(planned, DEFT_PLAN_INPLACE_ONLY_BYTES, &inplace));
+    ck_assert_ok(DeftCachedOpGetPlanStat(planned, DEFT_PLAN_SHARING_ONLY_BYTES, &sharing));
+    /* 7 intermediates of 8x16 floats (512 bytes); tanh writes over its input. */
+    ck_assert_int_eq(naive_bytes, 7 * 512);
+    ck_assert_int_eq(inplace, 4 * 512);
+    ck_assert_int_le(arena, 2 * 512);
+    ck_assert_int_le(sharing, 2 * 512);
+    ck_assert_ok(DeftCachedOpGetPlanStat(naive, DEFT_PLAN_ARENA_BYTES, &arena));
+    ck_assert_int_eq(arena, naive_bytes);
+    free_all(9, args);
+    free_all(8, held);
+    free_all(3, (DeftNDArrayHandle[]){y1, y2, y3});
+    ck_assert_ok(DeftCachedOpFree(planned));
+    ck_assert_ok(DeftCachedOpFree(naive));
+    for (int i = 0; i < ns; i++) ck_assert_ok(DeftSymbolFree(syms[i]));
+}
+END_TEST
+
+/* In place never overwrites an input that is still read: a = exp(x) is read by
+ * relu (in-place candidate) and later by the final add. */
+START_TEST(test_in_place_respects_later_readers) {
+    DeftSymbolHandle x = var("x");
+    DeftSymbolHandle a = apply("exp", "a", 1, &x, NO_PARAMS);
+    DeftSymbolHandle r = apply("negative", "r", 1, &a, NO_PARAMS);
+    DeftSymbolHandle s = apply("_plus_scalar", "s", 1, &r, P("scalar", "1"));
+    DeftSymbolHandle y = apply("elemwise_add", "y", 2, (DeftSymbolHandle[]){s, a}, NO_PARAMS);
+    DeftCachedOpHandle op;
+    ck_assert_ok(DeftCachedOpCreate(y, 0, &op));
+    DeftNDArrayHandle in = make(DEFT_FLOAT64, 1, SHAPE(3), VALUES(0, 1, -2));
+    DeftNDArrayHandle out = run1(op, 1, &in);
+    double want[3];
+    const double xs[3] = {0, 1, -2};
+    for (int i = 0; i < 3; i++) want[i] = (-exp(xs[i]) + 1) + exp(xs[i]);
+    assert_values(out, 3, want, 1e-15);
+    free_all(2, (DeftNDArrayHandle[]){in, out});
+    ck_assert_ok(DeftCachedOpFree(op));
+    DeftSymbolHandle all[] = {x, a, r, s, y};
+    for (int i = 0; i < 5; i++) ck_assert_ok(DeftSymbolFree(all[i]));
+}
+END_TEST
+
+START_TEST(test_new_shapes_new_plan_and_errors) {
+    DeftSymbolHandle x = var("x"), w = var("w");
+    DeftSymbolHandle d = apply("dot", "d", 2, (DeftSymbolHandle[]){x, w}, NO_PARAMS);
+    DeftSymbolHandle parts = apply("split", "sp", 1, &d, P("num_outputs", "2", "axis", "1"));
+    DeftCachedOpHandle op;
+    ck_assert_ok(DeftCachedOpCreate(parts, 0, &op));
+    DeftNDArrayHandle a = make(DEFT_FLOAT32, 2, SHAPE(2, 3), VALUES(1, 2, 3, 4, 5, 6));
+    DeftNDArrayHandle b = make(DEFT_FLOAT32, 2, SHAPE(3, 2), VALUES(1, 0, 0, 1, 1, 1));
+    DeftNDArrayHandle outs[2] = {NULL, NULL};
+    int nout = 2;
+    ck_assert_ok(DeftCachedOpInvoke(op, 2, (DeftNDArrayHandle[]){a, b}, &nout, outs));
+    assert_values(outs[0], 2, VALUES(4, 10), 0);
+    assert_values(outs[1], 2, VALUES(5, 11), 0);
+    DeftNDArrayHandle c = make(DEFT_FLOAT32, 2, SHAPE(1, 3), VALUES(1, 1, 1));
+    DeftNDArrayHandle outs2[2] = {NULL, NULL};
+    ck_assert_ok(DeftCachedOpInvoke(op, 2, (DeftNDArrayHandle[]){c, b}, &nout, outs2));
+    assert_values(outs2[0], 1, VALUES(2), 0);
+    DeftNDArrayHandle none[2] = {NULL, NULL};
+    ck_assert_fails(DeftCachedOpInvoke(op, 1, &a, &nout, none), DEFT_ERROR_VALUE,
+                    "DeftCachedOpInvoke: got 1 inputs, expected 2");
+    ck_assert_fails(DeftCachedOpInvoke(op, 2, (DeftNDArrayHandle[]){a, a}, &nout, none),
+                    DEFT_ERROR_VALUE, "node 'd': operator 'dot': input 1 has shape (2,3)");
+    nout = 1;
+    ck_assert_fails(DeftCachedOpInvoke(op, 2, (DeftNDArrayHandle[]){a, b}, &nout, none),
+                    DEFT_ERROR_VALUE, "the graph has 2 outputs, but there is room for 1");
+    ck_assert_ptr_null(none[0]);
+    int64_t v;
+    DeftCachedOpHandle fresh;
+    ck_assert_ok(DeftCachedOpCreate(parts, 0, &fresh));
+    ck_assert_fails(DeftCachedOpGetPlanStat(fresh, DEFT_PLAN_ARENA_BYTES, &v), DEFT_ERROR_VALUE,
+                    "has not run yet");
+    ck_assert_fails(DeftCachedOpCreate(parts, 8, &fresh), DEFT_ERROR_VALUE, "flags is 8");
+    ck_assert_ok(DeftCachedOpFree(fresh));
+    ck_assert_ok(DeftCachedOpFree(op)); /* freed while its outputs are still held */
+    ck_assert_fails(DeftCachedOpFree(op), DEFT_ERROR_VALUE,
+                    "a CachedOp handle that was already freed");
+    free_all(7, (DeftNDArrayHandle[]){a, b, c, outs[0], outs[1], outs2[0], outs2[1]});
+    DeftSymbolHandle all[] = {x, w, d, parts};
+    for (int i = 0; i < 4; i++) ck_assert_ok(DeftSymbolFree(all[i]));
+}
+END_TEST
+
+static Suite *executor_suite(void) {
+    Suite *suite = suite_create("executor");
+    TCase *tc = tcase_create("executor");
+    tcase_add_test(tc, test_mlp_matches_imperative_with_and_without_planning);
+    tcase_add_test(tc, test_in_place_respects_later_readers);
+    tcase_add_test(tc, test_new_shapes_new_plan_and_errors);
+    suite_add_tcase(suite, tc);
+    return suite;
+}
+
+int main(void) {
+    return run_suite(executor_suite());
+}
