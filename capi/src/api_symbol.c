@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "capi/src/api.h"
+#include "core/graph/gradient.h"
 #include "core/graph/infer.h"
 #include "core/graph/json.h"
 #include "core/graph/pass.h"
@@ -562,6 +563,18 @@ int DeftSymbolApplyPasses(DeftSymbolHandle handle, const char *passes, DeftSymbo
     if (!passes) return deft_error(DEFT_ERR_VALUE, "passes is NULL, expected pass names");
     if (deft_passes_apply(s->sym, passes, &result)) return -1;
     return wrap(result, out);
+}
+
+int DeftSymbolGradient(DeftSymbolHandle handle, int num_wrt, const char *const *wrt,
+                       DeftSymbolHandle *out) {
+    API_BEGIN();
+    api_symbol_t *s = NULL;
+    deft_symbol_t *grad;
+    if (composed(handle, "sym", &s) || api_check_out(out, "out")) return -1;
+    if (num_wrt < 0 || (num_wrt > 0 && !wrt))
+        return deft_error(DEFT_ERR_VALUE, "num_wrt is %d with wrt %p", num_wrt, (const void *)wrt);
+    if (deft_symbol_gradient(s->sym, num_wrt, wrt, &grad)) return -1;
+    return wrap(grad, out);
 }
 
 int DeftGetLiveSymbolCount(int64_t *out) {

@@ -4,6 +4,9 @@
  * ...). The scalar math is in scalar_math.h; comparisons return 1 or 0 in
  * the input dtype, as MXNet's do.
  */
+#include <math.h>
+
+#include "core/op/grad.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
 #include "core/op/scalar_math.h"
@@ -177,67 +180,219 @@ static int scalar_forward(const deft_op_t *op, const deft_param_value_t *p, int 
     return 0;
 }
 
+/* ---- gradients (a, b: inputs, y: output, g: output gradient) ---- */
+
+typedef enum binary_kind { B_ADD, B_SUB, B_MUL, B_DIV, B_POWER, B_MAX, B_MIN } binary_kind_t;
+
+/* d y / d a and d y / d b times g, at the broadcast shape. */
+static void binary_terms(deft_grad_builder_t *b, binary_kind_t kind, bool broadcast,
+                         deft_gref_t *ga, deft_gref_t *gb) {
+    deft_gref_t x = b->input(b, 0), z = b->input(b, 1), y = b->output(b, 0), g = b->out_grad(b, 0);
+    const char *mul = broadcast ? "broadcast_mul" : "elemwise_mul";
+    const char *div = broadcast ? "broadcast_div" : "elemwise_div";
+    switch (kind) {
+    case B_ADD:
+        *ga = g, *gb = g;
+        break;
+    case B_SUB:
+        *ga = g, *gb = g_op1(b, "negative", g, GRAD_NONE);
+        break;
+    case B_MUL:
+        *ga = g_op2(b, mul, g, z, GRAD_NONE), *gb = g_op2(b, mul, g, x, GRAD_NONE);
+        break;
+    case B_DIV:
+        *ga = g_op2(b, div, g, z, GRAD_NONE);
+        *gb = g_op1(b, "negative", g_op2(b, div, g_op2(b, mul, g, y, GRAD_NONE), z, GRAD_NONE),
+                    GRAD_NONE);
+        break;
+    case B_POWER: { /* a^b: b a^(b-1), and a^b ln a */
+        deft_gref_t bm1 = g_op1(b, "_minus_scalar", z, GRAD_PARAMS("scalar", "1"));
+        deft_gref_t d =
+            g_op2(b, "broadcast_mul", z, g_op2(b, "broadcast_power", x, bm1, GRAD_NONE), GRAD_NONE);
+        *ga = g_op2(b, "broadcast_mul", g, d, GRAD_NONE);
+        *gb = g_op2(b, "broadcast_mul", g,
+                    g_op2(b, "broadcast_mul", y, g_op1(b, "log", x, GRAD_NONE), GRAD_NONE),
+                    GRAD_NONE);
+        break;
+    }
+    case B_MAX:
+    case B_MIN: {
+        const char *first = kind == B_MAX ? "broadcast_greater_equal" : "broadcast_lesser_equal";
+        const char *second = kind == B_MAX ? "broadcast_lesser" : "broadcast_greater";
+        *ga = g_op2(b, "broadcast_mul", g, g_op2(b, first, x, z, GRAD_NONE), GRAD_NONE);
+        *gb = g_op2(b, "broadcast_mul", g, g_op2(b, second, x, z, GRAD_NONE), GRAD_NONE);
+        break;
+    }
+    }
+}
+
+static int binary_gradient(deft_grad_builder_t *b, binary_kind_t kind, bool broadcast,
+                           deft_gref_t *in_grads) {
+    deft_gref_t ga, gb;
+    binary_terms(b, kind, broadcast, &ga, &gb);
+    if (!broadcast && kind != B_POWER && kind != B_MAX && kind != B_MIN) {
+        in_grads[0] = ga, in_grads[1] = gb;
+        return 0;
+    }
+    /* Sum each term back over the axes its input was broadcast along. */
+    in_grads[0] = g_op2(b, "_reduce_to_like", ga, b->input(b, 0), GRAD_NONE);
+    in_grads[1] = g_op2(b, "_reduce_to_like", gb, b->input(b, 1), GRAD_NONE);
+    return 0;
+}
+
+#define BINARY_GRAD(name, kind, broadcast)                                                         \
+    static int grad_##name(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,           \
+                           deft_gref_t *in_grads) {                                                \
+        (void)p, (void)nin;                                                                        \
+        return binary_gradient(b, kind, broadcast, in_grads);                                      \
+    }
+BINARY_GRAD(broadcast_add, B_ADD, true)
+BINARY_GRAD(broadcast_sub, B_SUB, true)
+BINARY_GRAD(broadcast_mul, B_MUL, true)
+BINARY_GRAD(broadcast_div, B_DIV, true)
+BINARY_GRAD(broadcast_power, B_POWER, true)
+BINARY_GRAD(broadcast_maximum, B_MAX, true)
+BINARY_GRAD(broadcast_minimum, B_MIN, true)
+BINARY_GRAD(elemwise_add, B_ADD, false)
+BINARY_GRAD(elemwise_sub, B_SUB, false)
+BINARY_GRAD(elemwise_mul, B_MUL, false)
+BINARY_GRAD(elemwise_div, B_DIV, false)
+
+/* Comparisons are piecewise constant: no gradient flows. */
+static int grad_none(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                     deft_gref_t *in_grads) {
+    (void)b, (void)p, (void)nin, (void)in_grads;
+    return 0;
+}
+
+/* Scalar forms: s is the scalar, x the input. */
+static int grad_scalar(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                       deft_gref_t *in_grads, binary_kind_t kind, bool reversed) {
+    (void)nin;
+    deft_gref_t x = b->input(b, 0), y = b->output(b, 0), g = b->out_grad(b, 0);
+    const char *s = g_attr(b, "scalar", "1");
+    double v = p[0].f;
+    switch (kind) {
+    case B_ADD:
+        in_grads[0] = g;
+        break;
+    case B_SUB:
+        in_grads[0] = reversed ? g_op1(b, "negative", g, GRAD_NONE) : g;
+        break;
+    case B_MUL:
+        in_grads[0] = g_op1(b, "_mul_scalar", g, GRAD_PARAMS("scalar", s));
+        break;
+    case B_DIV:
+        in_grads[0] = reversed ? /* s/x: -y/x */
+                          g_op1(b, "negative",
+                                g_mul(b, g, g_op2(b, "elemwise_div", y, x, GRAD_NONE)), GRAD_NONE)
+                               : g_op1(b, "_div_scalar", g, GRAD_PARAMS("scalar", s));
+        break;
+    case B_POWER:
+        if (reversed) { /* s^x: y ln s */
+            in_grads[0] = g_scale(b, g_mul(b, g, y), log(v));
+        } else { /* x^s: s x^(s-1) */
+            char sm1[32];
+            snprintf(sm1, sizeof sm1, "%.17g", v - 1);
+            in_grads[0] = g_scale(
+                b, g_mul(b, g, g_op1(b, "_power_scalar", x, GRAD_PARAMS("scalar", sm1))), v);
+        }
+        break;
+    case B_MAX:
+    case B_MIN:
+        in_grads[0] =
+            g_mul(b, g,
+                  g_op1(b, kind == B_MAX ? "_greater_equal_scalar" : "_lesser_equal_scalar", x,
+                        GRAD_PARAMS("scalar", s)));
+        break;
+    }
+    return 0;
+}
+
+#define SCALAR_GRAD(name, kind, reversed)                                                          \
+    static int grad_##name(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,           \
+                           deft_gref_t *in_grads) {                                                \
+        return grad_scalar(b, p, nin, in_grads, kind, reversed);                                   \
+    }
+SCALAR_GRAD(plus_scalar, B_ADD, false)
+SCALAR_GRAD(minus_scalar, B_SUB, false)
+SCALAR_GRAD(rminus_scalar, B_SUB, true)
+SCALAR_GRAD(mul_scalar, B_MUL, false)
+SCALAR_GRAD(div_scalar, B_DIV, false)
+SCALAR_GRAD(rdiv_scalar, B_DIV, true)
+SCALAR_GRAD(power_scalar, B_POWER, false)
+SCALAR_GRAD(rpower_scalar, B_POWER, true)
+SCALAR_GRAD(maximum_scalar, B_MAX, false)
+SCALAR_GRAD(minimum_scalar, B_MIN, false)
+
 /* ---- the table ---- */
 
 static const char *const lhs_rhs[] = {"lhs", "rhs", NULL};
 
-#define BROADCAST_OP(name_, k, doc)                                                                \
+#define BROADCAST_OP(name_, k, doc, grad)                                                          \
     {                                                                                              \
         .name = "broadcast_" name_, .description = doc " with NumPy broadcasting.",                \
         .input_names = lhs_rhs, .min_inputs = 2, .max_inputs = 2, .infer = broadcast_infer,        \
-        .forward = binary_forward, .inplace_input = 0, .data = &k                                  \
+        .forward = binary_forward, .inplace_input = 0, .data = &k, .gradient = grad                \
     }
-#define ELEMWISE_OP(name_, k, doc)                                                                 \
+#define ELEMWISE_OP(name_, k, doc, grad)                                                           \
     {                                                                                              \
         .name = "elemwise_" name_, .description = doc " of two arrays of the same shape.",         \
         .input_names = lhs_rhs, .min_inputs = 2, .max_inputs = 2, .infer = same_shape_infer,       \
         .forward = binary_forward, .inplace_input = 0, .data = &k,                                 \
-        .infer_inputs = deft_infer_inputs_like_output                                              \
+        .infer_inputs = deft_infer_inputs_like_output, .gradient = grad                            \
     }
-#define SCALAR_OP(name_, k, rev, doc)                                                              \
+#define SCALAR_OP(name_, k, rev, doc, grad)                                                        \
     {                                                                                              \
         .name = name_, .description = doc, .input_names = deft_op_data_input, .min_inputs = 1,     \
         .max_inputs = 1, .params = scalar_params, .infer = scalar_infer,                           \
         .forward = scalar_forward, .inplace_input = 0,                                             \
-        .infer_inputs = deft_infer_inputs_like_output, .data = &(const scalar_op_t) {              \
+        .infer_inputs = deft_infer_inputs_like_output, .gradient = grad,                           \
+        .data = &(const scalar_op_t) {                                                             \
             &k, rev                                                                                \
         }                                                                                          \
     }
 
 static const deft_op_t binary_ops[] = {
-    BROADCAST_OP("add", k_add, "Sum lhs + rhs"),
-    BROADCAST_OP("sub", k_sub, "Difference lhs - rhs"),
-    BROADCAST_OP("mul", k_mul, "Product lhs * rhs"),
-    BROADCAST_OP("div", k_div, "Quotient lhs / rhs (integers: truncated, x / 0 = 0)"),
-    BROADCAST_OP("power", k_power, "Power lhs ** rhs"),
-    BROADCAST_OP("maximum", k_maximum, "Maximum (NaN wins)"),
-    BROADCAST_OP("minimum", k_minimum, "Minimum (NaN wins)"),
-    BROADCAST_OP("equal", k_equal, "1 where lhs == rhs, else 0,"),
-    BROADCAST_OP("not_equal", k_not_equal, "1 where lhs != rhs, else 0,"),
-    BROADCAST_OP("greater", k_greater, "1 where lhs > rhs, else 0,"),
-    BROADCAST_OP("greater_equal", k_greater_equal, "1 where lhs >= rhs, else 0,"),
-    BROADCAST_OP("lesser", k_lesser, "1 where lhs < rhs, else 0,"),
-    BROADCAST_OP("lesser_equal", k_lesser_equal, "1 where lhs <= rhs, else 0,"),
-    ELEMWISE_OP("add", k_add, "Sum"),
-    ELEMWISE_OP("sub", k_sub, "Difference"),
-    ELEMWISE_OP("mul", k_mul, "Product"),
-    ELEMWISE_OP("div", k_div, "Quotient"),
-    SCALAR_OP("_plus_scalar", k_add, false, "data + scalar."),
-    SCALAR_OP("_minus_scalar", k_sub, false, "data - scalar."),
-    SCALAR_OP("_rminus_scalar", k_sub, true, "scalar - data."),
-    SCALAR_OP("_mul_scalar", k_mul, false, "data * scalar."),
-    SCALAR_OP("_div_scalar", k_div, false, "data / scalar."),
-    SCALAR_OP("_rdiv_scalar", k_div, true, "scalar / data."),
-    SCALAR_OP("_power_scalar", k_power, false, "data ** scalar."),
-    SCALAR_OP("_rpower_scalar", k_power, true, "scalar ** data."),
-    SCALAR_OP("_maximum_scalar", k_maximum, false, "max(data, scalar), NaN wins."),
-    SCALAR_OP("_minimum_scalar", k_minimum, false, "min(data, scalar), NaN wins."),
-    SCALAR_OP("_equal_scalar", k_equal, false, "1 where data == scalar, else 0."),
-    SCALAR_OP("_not_equal_scalar", k_not_equal, false, "1 where data != scalar, else 0."),
-    SCALAR_OP("_greater_scalar", k_greater, false, "1 where data > scalar, else 0."),
-    SCALAR_OP("_greater_equal_scalar", k_greater_equal, false, "1 where data >= scalar, else 0."),
-    SCALAR_OP("_lesser_scalar", k_lesser, false, "1 where data < scalar, else 0."),
-    SCALAR_OP("_lesser_equal_scalar", k_lesser_equal, false, "1 where data <= scalar, else 0."),
+    BROADCAST_OP("add", k_add, "Sum lhs + rhs", grad_broadcast_add),
+    BROADCAST_OP("sub", k_sub, "Difference lhs - rhs", grad_broadcast_sub),
+    BROADCAST_OP("mul", k_mul, "Product lhs * rhs", grad_broadcast_mul),
+    BROADCAST_OP("div", k_div, "Quotient lhs / rhs (integers: truncated, x / 0 = 0)",
+                 grad_broadcast_div),
+    BROADCAST_OP("power", k_power, "Power lhs ** rhs", grad_broadcast_power),
+    BROADCAST_OP("maximum", k_maximum, "Maximum (NaN wins)", grad_broadcast_maximum),
+    BROADCAST_OP("minimum", k_minimum, "Minimum (NaN wins)", grad_broadcast_minimum),
+    BROADCAST_OP("equal", k_equal, "1 where lhs == rhs, else 0,", grad_none),
+    BROADCAST_OP("not_equal", k_not_equal, "1 where lhs != rhs, else 0,", grad_none),
+    BROADCAST_OP("greater", k_greater, "1 where lhs > rhs, else 0,", grad_none),
+    BROADCAST_OP("greater_equal", k_greater_equal, "1 where lhs >= rhs, else 0,", grad_none),
+    BROADCAST_OP("lesser", k_lesser, "1 where lhs < rhs, else 0,", grad_none),
+    BROADCAST_OP("lesser_equal", k_lesser_equal, "1 where lhs <= rhs, else 0,", grad_none),
+    ELEMWISE_OP("add", k_add, "Sum", grad_elemwise_add),
+    ELEMWISE_OP("sub", k_sub, "Difference", grad_elemwise_sub),
+    ELEMWISE_OP("mul", k_mul, "Product", grad_elemwise_mul),
+    ELEMWISE_OP("div", k_div, "Quotient", grad_elemwise_div),
+    SCALAR_OP("_plus_scalar", k_add, false, "data + scalar.", grad_plus_scalar),
+    SCALAR_OP("_minus_scalar", k_sub, false, "data - scalar.", grad_minus_scalar),
+    SCALAR_OP("_rminus_scalar", k_sub, true, "scalar - data.", grad_rminus_scalar),
+    SCALAR_OP("_mul_scalar", k_mul, false, "data * scalar.", grad_mul_scalar),
+    SCALAR_OP("_div_scalar", k_div, false, "data / scalar.", grad_div_scalar),
+    SCALAR_OP("_rdiv_scalar", k_div, true, "scalar / data.", grad_rdiv_scalar),
+    SCALAR_OP("_power_scalar", k_power, false, "data ** scalar.", grad_power_scalar),
+    SCALAR_OP("_rpower_scalar", k_power, true, "scalar ** data.", grad_rpower_scalar),
+    SCALAR_OP("_maximum_scalar", k_maximum, false, "max(data, scalar), NaN wins.",
+              grad_maximum_scalar),
+    SCALAR_OP("_minimum_scalar", k_minimum, false, "min(data, scalar), NaN wins.",
+              grad_minimum_scalar),
+    SCALAR_OP("_equal_scalar", k_equal, false, "1 where data == scalar, else 0.", grad_none),
+    SCALAR_OP("_not_equal_scalar", k_not_equal, false, "1 where data != scalar, else 0.",
+              grad_none),
+    SCALAR_OP("_greater_scalar", k_greater, false, "1 where data > scalar, else 0.", grad_none),
+    SCALAR_OP("_greater_equal_scalar", k_greater_equal, false, "1 where data >= scalar, else 0.",
+              grad_none),
+    SCALAR_OP("_lesser_scalar", k_lesser, false, "1 where data < scalar, else 0.", grad_none),
+    SCALAR_OP("_lesser_equal_scalar", k_lesser_equal, false, "1 where data <= scalar, else 0.",
+              grad_none),
 };
 
 DEFT_OP_FAMILY(deft_family_binary, binary_ops);

@@ -5,6 +5,7 @@
  * this file turns each into a strided loop per dtype, and describes the
  * operators as data.
  */
+#include "core/op/grad.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
 #include "core/op/scalar_math.h"
@@ -162,32 +163,159 @@ static int clip_forward(const deft_op_t *op, const deft_param_value_t *p, int ni
     return run_unary(&k_clip, &in[0], &out[0], &bounds);
 }
 
+/* ---- gradients, as graph nodes (x: input, y: output, g: output gradient) ---- */
+
+#define X        g_in(b)
+#define Y        b->output(b, 0)
+#define G        b->out_grad(b, 0)
+#define NOPARAMS GRAD_NONE
+
+static deft_gref_t g_in(deft_grad_builder_t *b) {
+    return b->input(b, 0);
+}
+
+typedef deft_gref_t (*local_grad_fn)(deft_grad_builder_t *b); /* dy/dx as a node */
+
+static deft_gref_t d_abs(deft_grad_builder_t *b) {
+    return g_op1(b, "sign", X, NOPARAMS);
+}
+static deft_gref_t d_exp(deft_grad_builder_t *b) {
+    return Y;
+}
+static deft_gref_t d_log(deft_grad_builder_t *b) {
+    return g_op1(b, "_rdiv_scalar", X, GRAD_PARAMS("scalar", "1"));
+}
+static deft_gref_t d_sqrt(deft_grad_builder_t *b) {
+    return g_op1(b, "_rdiv_scalar", Y, GRAD_PARAMS("scalar", "0.5"));
+}
+static deft_gref_t d_square(deft_grad_builder_t *b) {
+    return g_scale(b, X, 2);
+}
+static deft_gref_t d_rsqrt(deft_grad_builder_t *b) { /* -0.5 y^3 */
+    return g_scale(b, g_op1(b, "_power_scalar", Y, GRAD_PARAMS("scalar", "3")), -0.5);
+}
+static deft_gref_t d_sin(deft_grad_builder_t *b) {
+    return g_op1(b, "cos", X, NOPARAMS);
+}
+static deft_gref_t d_cos(deft_grad_builder_t *b) {
+    return g_scale(b, g_op1(b, "sin", X, NOPARAMS), -1);
+}
+static deft_gref_t d_tanh(deft_grad_builder_t *b) { /* 1 - y^2 */
+    return g_op1(b, "_rminus_scalar", g_op1(b, "square", Y, NOPARAMS), GRAD_PARAMS("scalar", "1"));
+}
+static deft_gref_t d_sigmoid(deft_grad_builder_t *b) { /* y (1 - y) */
+    return g_mul(b, Y, g_op1(b, "_rminus_scalar", Y, GRAD_PARAMS("scalar", "1")));
+}
+static deft_gref_t d_relu(deft_grad_builder_t *b) {
+    return g_op1(b, "_greater_scalar", X, GRAD_PARAMS("scalar", "0"));
+}
+static deft_gref_t d_softrelu(deft_grad_builder_t *b) {
+    return g_op1(b, "sigmoid", X, NOPARAMS);
+}
+static deft_gref_t d_erf(deft_grad_builder_t *b) { /* 2/sqrt(pi) exp(-x^2) */
+    deft_gref_t e = g_op1(b, "exp", g_scale(b, g_op1(b, "square", X, NOPARAMS), -1), NOPARAMS);
+    return g_scale(b, e, 1.1283791670955126);
+}
+static deft_gref_t d_gelu(deft_grad_builder_t *b) { /* Phi(x) + x phi(x) */
+    deft_gref_t phi_big = g_scale(
+        b,
+        g_op1(b, "_plus_scalar", g_op1(b, "erf", g_scale(b, X, 0.70710678118654752), NOPARAMS),
+              GRAD_PARAMS("scalar", "1")),
+        0.5);
+    deft_gref_t density =
+        g_scale(b, g_op1(b, "exp", g_scale(b, g_op1(b, "square", X, NOPARAMS), -0.5), NOPARAMS),
+                0.3989422804014327);
+    return g_op2(b, "elemwise_add", phi_big, g_mul(b, X, density), NOPARAMS);
+}
+
+/* The gradient of y = f(x) is g * f'(x). */
+static int chain(deft_grad_builder_t *b, local_grad_fn local, deft_gref_t *in_grads) {
+    in_grads[0] = g_mul(b, G, local(b));
+    return 0;
+}
+
+#define UNARY_GRAD(name)                                                                           \
+    static int grad_##name(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,           \
+                           deft_gref_t *in_grads) {                                                \
+        (void)p, (void)nin;                                                                        \
+        return chain(b, d_##name, in_grads);                                                       \
+    }
+static int grad_negative(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                         deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    in_grads[0] = g_op1(b, "negative", G, NOPARAMS);
+    return 0;
+}
+UNARY_GRAD(abs)
+UNARY_GRAD(exp)
+UNARY_GRAD(log)
+UNARY_GRAD(sqrt)
+UNARY_GRAD(square)
+UNARY_GRAD(rsqrt)
+UNARY_GRAD(sin)
+UNARY_GRAD(cos)
+UNARY_GRAD(tanh)
+UNARY_GRAD(sigmoid)
+UNARY_GRAD(relu)
+UNARY_GRAD(softrelu)
+UNARY_GRAD(erf)
+UNARY_GRAD(gelu)
+
+/* sign's derivative is zero wherever it exists: no gradient flows. */
+static int grad_sign(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                     deft_gref_t *in_grads) {
+    (void)b, (void)p, (void)nin, (void)in_grads;
+    return 0;
+}
+
+static int grad_activation(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                           deft_gref_t *in_grads) {
+    (void)nin;
+    static const local_grad_fn by_type[] = {d_relu, d_sigmoid, d_softrelu, d_tanh};
+    return chain(b, by_type[p[0].i], in_grads);
+}
+
+static int grad_clip(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                     deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    deft_gref_t above =
+        g_op1(b, "_greater_equal_scalar", X, GRAD_PARAMS("scalar", g_attr(b, "a_min", "0")));
+    deft_gref_t below =
+        g_op1(b, "_lesser_equal_scalar", X, GRAD_PARAMS("scalar", g_attr(b, "a_max", "0")));
+    in_grads[0] = g_mul(b, G, g_mul(b, above, below));
+    return 0;
+}
+
+#undef X
+#undef Y
+#undef G
+
 /* ---- the table ---- */
 
 #define UNARY_OP(name_, kernels, doc)                                                              \
     {                                                                                              \
-        .name = name_, .description = doc, .input_names = deft_op_data_input, .min_inputs = 1,     \
+        .name = #name_, .description = doc, .input_names = deft_op_data_input, .min_inputs = 1,    \
         .max_inputs = 1, .infer = unary_infer, .forward = unary_forward, .inplace_input = 0,       \
-        .data = &kernels, .infer_inputs = deft_infer_inputs_like_output                            \
+        .data = &kernels, .infer_inputs = deft_infer_inputs_like_output, .gradient = grad_##name_  \
     }
 
 static const deft_op_t unary_ops[] = {
-    UNARY_OP("negative", k_negative, "Numerical negative, elementwise: -x."),
-    UNARY_OP("abs", k_abs, "Absolute value, elementwise."),
-    UNARY_OP("sign", k_sign, "Sign, elementwise: -1, 0 or 1 (NaN stays NaN)."),
-    UNARY_OP("exp", k_exp, "Exponential, elementwise."),
-    UNARY_OP("log", k_log, "Natural logarithm, elementwise."),
-    UNARY_OP("sqrt", k_sqrt, "Square root, elementwise."),
-    UNARY_OP("square", k_square, "Square, elementwise: x * x."),
-    UNARY_OP("rsqrt", k_rsqrt, "Reciprocal square root, elementwise: 1 / sqrt(x)."),
-    UNARY_OP("sin", k_sin, "Sine, elementwise (radians)."),
-    UNARY_OP("cos", k_cos, "Cosine, elementwise (radians)."),
-    UNARY_OP("tanh", k_tanh, "Hyperbolic tangent, elementwise."),
-    UNARY_OP("sigmoid", k_sigmoid, "Logistic sigmoid, elementwise: 1 / (1 + exp(-x))."),
-    UNARY_OP("relu", k_relu, "Rectified linear unit, elementwise: max(x, 0)."),
-    UNARY_OP("softrelu", k_softrelu, "Softplus, elementwise: log(1 + exp(x)), computed stably."),
-    UNARY_OP("erf", k_erf, "Gauss error function, elementwise."),
-    UNARY_OP("gelu", k_gelu, "Gaussian error linear unit (exact): 0.5 x (1 + erf(x / sqrt 2))."),
+    UNARY_OP(negative, k_negative, "Numerical negative, elementwise: -x."),
+    UNARY_OP(abs, k_abs, "Absolute value, elementwise."),
+    UNARY_OP(sign, k_sign, "Sign, elementwise: -1, 0 or 1 (NaN stays NaN)."),
+    UNARY_OP(exp, k_exp, "Exponential, elementwise."),
+    UNARY_OP(log, k_log, "Natural logarithm, elementwise."),
+    UNARY_OP(sqrt, k_sqrt, "Square root, elementwise."),
+    UNARY_OP(square, k_square, "Square, elementwise: x * x."),
+    UNARY_OP(rsqrt, k_rsqrt, "Reciprocal square root, elementwise: 1 / sqrt(x)."),
+    UNARY_OP(sin, k_sin, "Sine, elementwise (radians)."),
+    UNARY_OP(cos, k_cos, "Cosine, elementwise (radians)."),
+    UNARY_OP(tanh, k_tanh, "Hyperbolic tangent, elementwise."),
+    UNARY_OP(sigmoid, k_sigmoid, "Logistic sigmoid, elementwise: 1 / (1 + exp(-x))."),
+    UNARY_OP(relu, k_relu, "Rectified linear unit, elementwise: max(x, 0)."),
+    UNARY_OP(softrelu, k_softrelu, "Softplus, elementwise: log(1 + exp(x)), computed stably."),
+    UNARY_OP(erf, k_erf, "Gauss error function, elementwise."),
+    UNARY_OP(gelu, k_gelu, "Gaussian error linear unit (exact): 0.5 x (1 + erf(x / sqrt 2))."),
     {.name = "Activation",
      .description = "Applies an activation function elementwise: relu, sigmoid, softrelu or tanh.",
      .input_names = deft_op_data_input,
@@ -197,7 +325,8 @@ static const deft_op_t unary_ops[] = {
      .infer = activation_infer,
      .forward = activation_forward,
      .inplace_input = 0,
-     .infer_inputs = deft_infer_inputs_like_output},
+     .infer_inputs = deft_infer_inputs_like_output,
+     .gradient = grad_activation},
     {.name = "clip",
      .description = "Clips values elementwise into [a_min, a_max]; NaN stays NaN.",
      .input_names = deft_op_data_input,
@@ -208,7 +337,8 @@ static const deft_op_t unary_ops[] = {
      .forward = clip_forward,
      .inplace_input = 0,
      .data = &k_clip,
-     .infer_inputs = deft_infer_inputs_like_output},
+     .infer_inputs = deft_infer_inputs_like_output,
+     .gradient = grad_clip},
 };
 
 DEFT_OP_FAMILY(deft_family_unary, unary_ops);

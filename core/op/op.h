@@ -93,8 +93,32 @@ int deft_infer_inputs_like_output(const deft_op_t *op, const deft_param_value_t 
                                   deft_desc_t *in, bool *known, const deft_desc_t *out,
                                   const bool *out_known);
 
-/* Filled in by the graph layer: how to build this op's gradient as graph nodes. */
-struct deft_op_gradient;
+/*
+ * Gradients are graph nodes, so gradients of gradients come free. An
+ * operator's gradient function builds them through this interface, which
+ * the graph layer implements (the operator layer sits below the graph
+ * layer and never sees its nodes).
+ */
+typedef struct deft_gref {
+    void *node; /* NULL: no value (a zero gradient) */
+    int index;
+} deft_gref_t;
+
+typedef struct deft_grad_builder deft_grad_builder_t;
+struct deft_grad_builder {
+    /* A new node applying `op` (by name) with NULL-terminated key/value
+     * params; its output `output`. Failures are recorded and yield NULL refs. */
+    deft_gref_t (*apply)(deft_grad_builder_t *b, const char *op, int nin, const deft_gref_t *in,
+                         const char *const *params, int output);
+    deft_gref_t (*input)(deft_grad_builder_t *b, int k);          /* the forward node's input k */
+    deft_gref_t (*output)(deft_grad_builder_t *b, int k);         /* its output k */
+    deft_gref_t (*out_grad)(deft_grad_builder_t *b, int k);       /* the gradient of output k */
+    const char *(*attr)(deft_grad_builder_t *b, const char *key); /* a parameter as given */
+};
+
+/* Fill in_grads[k] for each input that has a gradient (leave node NULL for none). */
+typedef int (*deft_gradient_fn)(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                                deft_gref_t *in_grads);
 
 struct deft_op {
     const char *name;
@@ -118,7 +142,7 @@ struct deft_op {
     deft_infer_inputs_fn infer_inputs;
     /* Two calls with equal inputs may differ (random numbers): never merged by CSE. */
     bool nondeterministic;
-    const struct deft_op_gradient *gradient;
+    deft_gradient_fn gradient; /* NULL: not differentiable (or not yet) */
 };
 
 /* A family's table of descriptors, collected by the registry. */

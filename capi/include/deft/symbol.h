@@ -284,6 +284,25 @@ DEFT_API int DeftSymbolGetInferredShape(DeftSymbolHandle sym, int group, int ind
 DEFT_API int DeftSymbolApplyPasses(DeftSymbolHandle sym, const char *passes, DeftSymbolHandle *out);
 
 /**
+ * @brief The gradient graph of a symbol.
+ *
+ * Built in reverse topological order from every operator's gradient, which is
+ * itself made of operators, so the result can be differentiated again.
+ * Gradients that meet at an entry are summed.
+ * @param sym the symbol to differentiate.
+ * @param num_wrt number of arguments to differentiate with respect to.
+ * @param wrt their names (see DeftSymbolListArguments()).
+ * @param[out] out receives a new symbol (owned by the caller) whose outputs are
+ *             the outputs of @p sym, then the gradient of each @p wrt argument,
+ *             and whose arguments add one head gradient per output of @p sym,
+ *             named "<output name>_head_grad".
+ * @return 0 on success; -1 on an unknown argument name, or an operator on the
+ *         path that has no gradient (DEFT_ERROR_NOT_IMPLEMENTED, naming the node).
+ */
+DEFT_API int DeftSymbolGradient(DeftSymbolHandle sym, int num_wrt, const char *const *wrt,
+                                DeftSymbolHandle *out);
+
+/**
  * @brief Number of symbol handles created and not yet freed.
  * @param[out] out receives the count.
  * @return 0 on success; -1 if @p out is NULL.

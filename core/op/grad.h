@@ -1,0 +1,39 @@
+/* Shorthands for operators' gradient functions (see deft_grad_builder_t in op.h). */
+#ifndef DEFT_CORE_GRAD_H
+#define DEFT_CORE_GRAD_H
+
+#include <stdio.h>
+
+#include "core/op/op.h"
+
+#define GRAD_PARAMS(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define GRAD_NONE        ((const char *const[]){NULL})
+
+static inline deft_gref_t g_op1(deft_grad_builder_t *b, const char *op, deft_gref_t x,
+                                const char *const *params) {
+    return b->apply(b, op, 1, &x, params, 0);
+}
+
+static inline deft_gref_t g_op2(deft_grad_builder_t *b, const char *op, deft_gref_t x,
+                                deft_gref_t y, const char *const *params) {
+    deft_gref_t in[2] = {x, y};
+    return b->apply(b, op, 2, in, params, 0);
+}
+
+static inline deft_gref_t g_mul(deft_grad_builder_t *b, deft_gref_t x, deft_gref_t y) {
+    return g_op2(b, "elemwise_mul", x, y, GRAD_NONE);
+}
+
+static inline deft_gref_t g_scale(deft_grad_builder_t *b, deft_gref_t x, double s) {
+    char text[32];
+    snprintf(text, sizeof text, "%.17g", s);
+    return g_op1(b, "_mul_scalar", x, GRAD_PARAMS("scalar", text));
+}
+
+/* A parameter of the forward node as it was given, or its default. */
+static inline const char *g_attr(deft_grad_builder_t *b, const char *key, const char *fallback) {
+    const char *v = b->attr(b, key);
+    return v ? v : fallback;
+}
+
+#endif

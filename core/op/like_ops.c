@@ -1,0 +1,210 @@
+/*
+ * Operators shaped by another input, which gradients need because a graph
+ * is built before shapes are known: zeros_like, ones_like, broadcast_like,
+ * reshape_like, _reduce_to_like (sum a broadcast gradient back to an
+ * input's shape) and add_n (the sum of any number of arrays).
+ */
+#include <string.h>
+
+#include "core/op/kernel.h"
+#include "core/op/op.h"
+#include "core/op/strided.h"
+
+static const char *const data_like[] = {"data", "like", NULL};
+static const char *const any_inputs[] = {"args", NULL};
+
+static int fill_like_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                             const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)p, (void)nin, (void)in, (void)nout;
+    int64_t n = deft_shape_size(&out[0].shape);
+    double value = op->data ? 1.0 : 0.0;
+    for (int64_t i = 0; i < n; i++)
+        deft_store_double(deft_tensor_data(&out[0]), out[0].dtype, i, value);
+    return 0;
+}
+
+static int zeros_like_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                            const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)op, (void)p, (void)nin;
+    out[0] = in[0];
+    *nout = 1;
+    return 0;
+}
+
+/* ---- broadcast_like, reshape_like ---- */
+
+static int broadcast_like_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)p, (void)nin;
+    deft_shape_t shape;
+    if (deft_broadcast_shape(op, &in[0].shape, &in[1].shape, &shape)) return -1;
+    if (!deft_shape_equal(&shape, &in[1].shape)) {
+        char a[DEFT_SHAPE_STR_MAX], b[DEFT_SHAPE_STR_MAX];
+        return deft_op_error(op, DEFT_ERR_VALUE, "cannot broadcast %s to %s",
+                             deft_shape_format(&in[0].shape, a, sizeof a),
+                             deft_shape_format(&in[1].shape, b, sizeof b));
+    }
+    out[0] = (deft_desc_t){in[1].shape, in[0].dtype};
+    *nout = 1;
+    return 0;
+}
+
+static int broadcast_like_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                  const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)p, (void)nin, (void)nout;
+    deft_strided_t it;
+    deft_strided_init(&it, &out[0].shape, 2);
+    deft_strided_set_dense(&it, 0, &out[0]);
+    deft_strided_set_broadcast(&it, 1, &in[0]);
+    deft_strided_run(&it, deft_copy_loop(deft_dtype_size(in[0].dtype)), NULL);
+    return 0;
+}
+
+static int reshape_like_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                              const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)p, (void)nin;
+    if (deft_shape_size(&in[0].shape) != deft_shape_size(&in[1].shape)) {
+        char a[DEFT_SHAPE_STR_MAX], b[DEFT_SHAPE_STR_MAX];
+        return deft_op_error(op, DEFT_ERR_VALUE, "cannot reshape %s to %s (different sizes)",
+                             deft_shape_format(&in[0].shape, a, sizeof a),
+                             deft_shape_format(&in[1].shape, b, sizeof b));
+    }
+    out[0] = (deft_desc_t){in[1].shape, in[0].dtype};
+    *nout = 1;
+    return 0;
+}
+
+static int copy_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                        const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)p, (void)nin, (void)nout;
+    size_t n = deft_tensor_nbytes(&out[0]);
+    if (n && deft_tensor_data(&out[0]) != deft_tensor_data(&in[0]))
+        memcpy(deft_tensor_data(&out[0]), deft_tensor_data(&in[0]), n);
+    return 0;
+}
+
+/* ---- _reduce_to_like: sum over the axes where `like` was broadcast ---- */
+
+static int reduce_to_like_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)p, (void)nin;
+    deft_shape_t shape;
+    if (deft_op_check_dtype_float(op, 0, in[0].dtype) ||
+        deft_broadcast_shape(op, &in[1].shape, &in[0].shape, &shape))
+        return -1;
+    if (!deft_shape_equal(&shape, &in[0].shape)) {
+        char a[DEFT_SHAPE_STR_MAX], b[DEFT_SHAPE_STR_MAX];
+        return deft_op_error(op, DEFT_ERR_VALUE, "%s does not broadcast to %s",
+                             deft_shape_format(&in[1].shape, b, sizeof b),
+                             deft_shape_format(&in[0].shape, a, sizeof a));
+    }
+    out[0] = (deft_desc_t){in[1].shape, in[0].dtype};
+    *nout = 1;
+    return 0;
+}
+
+typedef struct reduce_ctx {
+    const deft_tensor_t *in, *out;
+    int64_t out_strides[DEFT_SHAPE_MAX_NDIM]; /* per input dim; 0 where broadcast */
+} reduce_ctx_t;
+
+static int reduce_to_like_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                  const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)p, (void)nin, (void)nout;
+    const deft_shape_t *big = &in[0].shape, *small = &out[0].shape;
+    int64_t own[DEFT_SHAPE_MAX_NDIM], strides[DEFT_SHAPE_MAX_NDIM] = {0};
+    deft_contiguous_strides(small, own);
+    int shift = big->ndim - small->ndim;
+    for (int d = 0; d < small->ndim; d++) strides[d + shift] = small->dims[d] == 1 ? 0 : own[d];
+    int64_t n_out = deft_shape_size(small), n_in = deft_shape_size(big);
+    void *y = deft_tensor_data(&out[0]);
+    const void *x = deft_tensor_data(&in[0]);
+    for (int64_t i = 0; i < n_out; i++) deft_store_double(y, out[0].dtype, i, 0.0);
+    /* One pass over the input, adding each element into its output slot. */
+    int64_t index[DEFT_SHAPE_MAX_NDIM] = {0}, target = 0;
+    for (int64_t i = 0; i < n_in; i++) {
+        double v = deft_load_double(y, out[0].dtype, target) + deft_load_double(x, in[0].dtype, i);
+        deft_store_double(y, out[0].dtype, target, v);
+        for (int d = big->ndim - 1; d >= 0; d--) {
+            target += strides[d];
+            if (++index[d] < big->dims[d]) break;
+            target -= strides[d] * big->dims[d];
+            index[d] = 0;
+        }
+    }
+    return 0;
+}
+
+/* ---- add_n ---- */
+
+static int add_n_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                       const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)p;
+    if (deft_op_check_same_dtype(op, nin, in) || deft_op_check_dtype_arith(op, 0, in[0].dtype))
+        return -1;
+    for (int i = 1; i < nin; i++) {
+        if (!deft_shape_equal(&in[i].shape, &in[0].shape)) {
+            char a[DEFT_SHAPE_STR_MAX], b[DEFT_SHAPE_STR_MAX];
+            return deft_op_error(op, DEFT_ERR_VALUE, "input %d has shape %s, expected %s", i,
+                                 deft_shape_format(&in[i].shape, b, sizeof b),
+                                 deft_shape_format(&in[0].shape, a, sizeof a));
+        }
+    }
+    out[0] = in[0];
+    *nout = 1;
+    return 0;
+}
+
+static int add_n_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)p, (void)nout;
+    int64_t n = deft_shape_size(&out[0].shape);
+    void *y = deft_tensor_data(&out[0]);
+    for (int64_t i = 0; i < n; i++) {
+        double s = 0;
+        for (int k = 0; k < nin; k++)
+            s += deft_load_double(deft_tensor_data(&in[k]), in[k].dtype, i);
+        deft_store_double(y, out[0].dtype, i, s);
+    }
+    return 0;
+}
+
+#define LIKE_OP(name_, doc, inputs, n, infer_, forward_, data_)                                    \
+    {                                                                                              \
+        .name = name_, .description = doc, .input_names = inputs, .min_inputs = n,                 \
+        .max_inputs = n, .infer = infer_, .forward = forward_, .inplace_input = -1, .data = data_  \
+    }
+
+static const deft_op_t like_ops[] = {
+    LIKE_OP("zeros_like", "An array of zeros with the shape and dtype of the input.",
+            deft_op_data_input, 1, zeros_like_infer, fill_like_forward, NULL),
+    LIKE_OP("ones_like", "An array of ones with the shape and dtype of the input.",
+            deft_op_data_input, 1, zeros_like_infer, fill_like_forward, "ones"),
+    LIKE_OP("broadcast_like", "Broadcasts data to the shape of `like`.", data_like, 2,
+            broadcast_like_infer, broadcast_like_forward, NULL),
+    LIKE_OP("reshape_like", "Data in the shape of `like` (same number of elements).", data_like, 2,
+            reshape_like_infer, copy_forward, NULL),
+    LIKE_OP("_reduce_to_like",
+            "Sums data over the axes along which `like` would be broadcast to data's shape: "
+            "the gradient of broadcasting.",
+            data_like, 2, reduce_to_like_infer, reduce_to_like_forward, NULL),
+    {.name = "add_n",
+     .description =
+         "Elementwise sum of any number of arrays of one shape (MXNet's ElementWiseSum).",
+     .input_names = any_inputs,
+     .min_inputs = 1,
+     .max_inputs = DEFT_OP_MAX_INPUTS,
+     .infer = add_n_infer,
+     .forward = add_n_forward,
+     .inplace_input = 0},
+    {.name = "ElementWiseSum",
+     .description = "Elementwise sum of any number of arrays of one shape (same as add_n).",
+     .input_names = any_inputs,
+     .min_inputs = 1,
+     .max_inputs = DEFT_OP_MAX_INPUTS,
+     .infer = add_n_infer,
+     .forward = add_n_forward,
+     .inplace_input = 0},
+};
+
+DEFT_OP_FAMILY(deft_family_like, like_ops);
