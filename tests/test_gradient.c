@@ -31,35 +31,70 @@ static double uniform(uint64_t *state, double lo, double hi) {
     return lo + (hi - lo) * (double)(*state >> 11) / 9007199254740992.0;
 }
 
-/* f(inputs) = sum(op(inputs) * w), evaluated by the executor. */
-static double objective(DeftCachedOpHandle forward, int nin, DeftNDArrayHandle *in, const double *w,
-                        int64_t nw) {
-    DeftNDArrayHandle out[1] = {NULL};
-    int nout = 1;
+#define MAX_OUT 4
+
+/* f(inputs) = sum over outputs of sum(output * w), evaluated by the executor. */
+static double objective(DeftCachedOpHandle forward, int nin, DeftNDArrayHandle *in,
+                        double *const *w, const int64_t *nw, int nouts) {
+    DeftNDArrayHandle out[MAX_OUT] = {NULL};
+    int nout = MAX_OUT;
     ck_assert_msg(DeftCachedOpInvoke(forward, nin, in, &nout, out) == 0, "%s", DeftGetLastError());
-    int64_t n;
-    double *y = read_all(out[0], &n), f = 0;
-    ck_assert_int_eq(n, nw);
-    for (int64_t i = 0; i < n; i++) f += y[i] * w[i];
-    free(y);
-    ck_assert_ok(DeftNDArrayFree(out[0]));
+    ck_assert_int_eq(nout, nouts);
+    double f = 0;
+    for (int o = 0; o < nout; o++) {
+        int64_t n;
+        double *y = read_all(out[o], &n);
+        ck_assert_int_eq(n, nw[o]);
+        for (int64_t i = 0; i < n; i++) f += y[i] * w[o][i];
+        free(y);
+        ck_assert_ok(DeftNDArrayFree(out[o]));
+    }
     return f;
+}
+
+static DeftSymbolHandle build_op(const grad_case_t *c, DeftSymbolHandle *vars) {
+    int np = count_params(c->params);
+    const char *keys[16], *vals[16];
+    for (int i = 0; i < np; i++) keys[i] = c->params[2 * i], vals[i] = c->params[2 * i + 1];
+    DeftSymbolHandle y;
+    ck_assert_ok(DeftSymbolCreateAtomic(op_named(c->op), np, keys, vals, &y));
+    ck_assert_msg(DeftSymbolCompose(y, "y", c->nin, NULL, vars) == 0, "%s: %s", c->op,
+                  DeftGetLastError());
+    return y;
+}
+
+/* Compare d/d input i of the objective, analytic against central differences. */
+static void compare_input(const grad_case_t *c, int i, DeftCachedOpHandle forward,
+                          DeftNDArrayHandle *in, double *x, int64_t count, const double *analytic,
+                          double *const *w, const int64_t *nw, int nouts) {
+    for (int64_t j = 0; j < count; j++) {
+        const double h = 1e-5 * (1 + fabs(x[j]));
+        double saved = x[j];
+        x[j] = saved + h;
+        set_values(in[i], count, x);
+        double up = objective(forward, c->nin, in, w, nw, nouts);
+        x[j] = saved - h;
+        set_values(in[i], count, x);
+        double down = objective(forward, c->nin, in, w, nw, nouts);
+        x[j] = saved;
+        set_values(in[i], count, x);
+        double numeric = (up - down) / (2 * h);
+        double scale = fmax(1.0, fmax(fabs(numeric), fabs(analytic[j])));
+        ck_assert_msg(fabs(numeric - analytic[j]) <= 1e-6 * scale,
+                      "%s: d/d in%d[%lld] is %.12g, finite differences give %.12g", c->op, i,
+                      (long long)j, analytic[j], numeric);
+    }
 }
 
 static void check_case(const grad_case_t *c) {
     uint64_t rng = 12345;
-    DeftSymbolHandle vars[3], y, grad;
-    char names[3][8];
+    DeftSymbolHandle vars[3], grad;
+    char names[3][16];
     for (int i = 0; i < c->nin; i++) {
         snprintf(names[i], sizeof names[i], "in%d", i);
         vars[i] = var(names[i]);
     }
-    int np = count_params(c->params);
-    const char *keys[16], *vals[16];
-    for (int i = 0; i < np; i++) keys[i] = c->params[2 * i], vals[i] = c->params[2 * i + 1];
-    ck_assert_ok(DeftSymbolCreateAtomic(op_named(c->op), np, keys, vals, &y));
-    ck_assert_msg(DeftSymbolCompose(y, "y", c->nin, NULL, vars) == 0, "%s: %s", c->op,
-                  DeftGetLastError());
+    DeftSymbolHandle y = build_op(c, vars);
     const char *wrt[3];
     int nwrt = 0;
     for (int i = 0; i < c->nin; i++)
@@ -82,57 +117,46 @@ static void check_case(const grad_case_t *c) {
     DeftCachedOpHandle forward, backward;
     ck_assert_ok(DeftCachedOpCreate(y, 0, &forward));
     ck_assert_ok(DeftCachedOpCreate(grad, 0, &backward));
-    /* the output's shape, for the head gradient */
-    DeftNDArrayHandle y0[1] = {NULL};
-    int nout = 1;
-    ck_assert_msg(DeftCachedOpInvoke(forward, c->nin, in, &nout, y0) == 0, "%s: %s", c->op,
+    /* the outputs' shapes, for the head gradients (one weight array per output) */
+    DeftNDArrayHandle y0[MAX_OUT] = {NULL};
+    int nouts = MAX_OUT;
+    ck_assert_msg(DeftCachedOpInvoke(forward, c->nin, in, &nouts, y0) == 0, "%s: %s", c->op,
                   DeftGetLastError());
-    int64_t yshape[DEFT_MAX_NDIM], nw;
-    int yndim;
-    ck_assert_ok(DeftNDArrayGetShape(y0[0], yshape, DEFT_MAX_NDIM, &yndim));
-    nw = count_of(yndim, yshape);
-    double *w = malloc(sizeof(double) * (size_t)(nw ? nw : 1));
-    for (int64_t j = 0; j < nw; j++) w[j] = uniform(&rng, -1, 1);
-    DeftNDArrayHandle head = make(DEFT_FLOAT64, yndim, yshape, w);
-    /* analytic: inputs in the gradient symbol's argument order */
+    double *w[MAX_OUT];
+    int64_t nw[MAX_OUT];
+    DeftNDArrayHandle heads[MAX_OUT];
+    for (int o = 0; o < nouts; o++) {
+        int64_t yshape[DEFT_MAX_NDIM];
+        int yndim;
+        ck_assert_ok(DeftNDArrayGetShape(y0[o], yshape, DEFT_MAX_NDIM, &yndim));
+        nw[o] = count_of(yndim, yshape);
+        w[o] = malloc(sizeof(double) * (size_t)(nw[o] ? nw[o] : 1));
+        for (int64_t j = 0; j < nw[o]; j++) w[o][j] = uniform(&rng, -1, 1);
+        heads[o] = make(DEFT_FLOAT64, yndim, yshape, w[o]);
+    }
+    /* analytic: inputs in the gradient symbol's argument order (head gradients last) */
     int nargs;
     const char *const *arg_names;
     ck_assert_ok(DeftSymbolListArguments(grad, &nargs, &arg_names));
-    ck_assert_int_eq(nargs, c->nin + 1);
-    DeftNDArrayHandle grad_in[4];
-    for (int a = 0; a < nargs; a++) {
-        grad_in[a] = head;
+    ck_assert_int_eq(nargs, c->nin + nouts);
+    DeftNDArrayHandle grad_in[8];
+    for (int a = 0, h = 0; a < nargs; a++) {
+        grad_in[a] = NULL;
         for (int i = 0; i < c->nin; i++)
             if (strcmp(arg_names[a], names[i]) == 0) grad_in[a] = in[i];
+        if (!grad_in[a]) grad_in[a] = heads[h++];
     }
-    DeftNDArrayHandle results[4] = {NULL, NULL, NULL, NULL};
-    nout = 4;
+    DeftNDArrayHandle results[8] = {NULL};
+    int nout = 8;
     ck_assert_msg(DeftCachedOpInvoke(backward, nargs, grad_in, &nout, results) == 0, "%s: %s",
                   c->op, DeftGetLastError());
-    ck_assert_int_eq(nout, 1 + nwrt);
-    int r = 1;
-    for (int i = 0; i < c->nin; i++) {
+    ck_assert_int_eq(nout, nouts + nwrt);
+    for (int i = 0, r = nouts; i < c->nin; i++) {
         if (c->fixed & (1u << i)) continue;
         int64_t n;
         double *analytic = read_all(results[r++], &n);
         ck_assert_int_eq(n, count[i]);
-        for (int64_t j = 0; j < count[i]; j++) {
-            const double h = 1e-5 * (1 + fabs(x[i][j]));
-            double saved = x[i][j];
-            x[i][j] = saved + h;
-            set_values(in[i], count[i], x[i]);
-            double up = objective(forward, c->nin, in, w, nw);
-            x[i][j] = saved - h;
-            set_values(in[i], count[i], x[i]);
-            double down = objective(forward, c->nin, in, w, nw);
-            x[i][j] = saved;
-            set_values(in[i], count[i], x[i]);
-            double numeric = (up - down) / (2 * h);
-            double scale = fmax(1.0, fmax(fabs(numeric), fabs(analytic[j])));
-            ck_assert_msg(fabs(numeric - analytic[j]) <= 1e-6 * scale,
-                          "%s: d/d in%d[%lld] is %.12g, finite differences give %.12g", c->op, i,
-                          (long long)j, analytic[j], numeric);
-        }
+        compare_input(c, i, forward, in, x[i], count[i], analytic, w, nw, nouts);
         free(analytic);
     }
     for (int i = 0; i < c->nin; i++) {
@@ -140,9 +164,11 @@ static void check_case(const grad_case_t *c) {
         ck_assert_ok(DeftNDArrayFree(in[i]));
         ck_assert_ok(DeftSymbolFree(vars[i]));
     }
-    for (int k = 0; k < 1 + nwrt; k++) ck_assert_ok(DeftNDArrayFree(results[k]));
-    free(w);
-    free_all(2, (DeftNDArrayHandle[]){head, y0[0]});
+    for (int k = 0; k < nouts + nwrt; k++) ck_assert_ok(DeftNDArrayFree(results[k]));
+    for (int o = 0; o < nouts; o++) {
+        free(w[o]);
+        free_all(2, (DeftNDArrayHandle[]){heads[o], y0[o]});
+    }
     ck_assert_ok(DeftCachedOpFree(forward));
     ck_assert_ok(DeftCachedOpFree(backward));
     ck_assert_ok(DeftSymbolFree(y));
@@ -198,10 +224,207 @@ static const grad_case_t cases[] = {
     SCALAR("_rpower_scalar", "2", -1, 1),
     SCALAR("_maximum_scalar", "0", 0.1, 1),
     SCALAR("_minimum_scalar", "0", 0.1, 1),
+
+    /* reductions */
+    {"sum", P("axis", "(1,)"), 1, {3}, {{2, 3, 2}}, -1, 1, 0, NULL},
+    {"sum", NO_PARAMS, 1, {2}, {{2, 3}}, -1, 1, 0, NULL},
+    {"sum",
+     P("axis", "(1,)", "exclude", "true", "keepdims", "true"),
+     1,
+     {3},
+     {{2, 3, 2}},
+     -1,
+     1,
+     0,
+     NULL},
+    {"mean", P("axis", "(0,)", "keepdims", "true"), 1, {2}, {{3, 2}}, -1, 1, 0, NULL},
+    {"prod", P("axis", "(1,)"), 1, {2}, {{2, 3}}, 0.5, 2, 0, NULL},
+    {"max", P("axis", "(1,)"), 1, {2}, {{2, 4}}, -1, 1, 0, NULL},
+    {"min", NO_PARAMS, 1, {2}, {{2, 4}}, -1, 1, 0, NULL},
+    {"norm", P("axis", "(1,)"), 1, {2}, {{2, 3}}, 0.2, 1, 0, NULL},
+    {"norm", P("ord", "1"), 1, {2}, {{2, 3}}, 0.2, 1, 0, NULL},
+    /* softmax family */
+    {"softmax", NO_PARAMS, 1, {2}, {{2, 4}}, -2, 2, 0, NULL},
+    {"softmax", P("axis", "0"), 1, {2}, {{3, 2}}, -2, 2, 0, NULL},
+    {"log_softmax", NO_PARAMS, 1, {2}, {{2, 4}}, -2, 2, 0, NULL},
+    {"softmax_cross_entropy", NO_PARAMS, 2, {2, 1}, {{3, 4}, {3}}, -2, 2, 2, VALUES(0, 2, 3)},
+    /* products */
+    {"dot", NO_PARAMS, 2, {2, 2}, {{3, 4}, {4, 2}}, -1, 1, 0, NULL},
+    {"dot", P("transpose_a", "true"), 2, {2, 2}, {{4, 3}, {4, 2}}, -1, 1, 0, NULL},
+    {"dot", P("transpose_b", "true"), 2, {2, 2}, {{3, 4}, {2, 4}}, -1, 1, 0, NULL},
+    {"dot",
+     P("transpose_a", "true", "transpose_b", "true"),
+     2,
+     {2, 2},
+     {{4, 3}, {2, 4}},
+     -1,
+     1,
+     0,
+     NULL},
+    {"dot", NO_PARAMS, 2, {3, 2}, {{2, 3, 4}, {4, 2}}, -1, 1, 0, NULL},
+    {"dot", NO_PARAMS, 2, {1, 1}, {{4}, {4}}, -1, 1, 0, NULL},
+    {"dot", NO_PARAMS, 2, {2, 1}, {{3, 4}, {4}}, -1, 1, 0, NULL},
+    {"batch_dot", NO_PARAMS, 2, {3, 3}, {{2, 3, 4}, {2, 4, 2}}, -1, 1, 0, NULL},
+    {"batch_dot",
+     P("transpose_a", "1", "transpose_b", "1"),
+     2,
+     {3, 3},
+     {{2, 4, 3}, {2, 2, 4}},
+     -1,
+     1,
+     0,
+     NULL},
+    {"FullyConnected", P("num_hidden", "5"), 3, {2, 2, 1}, {{3, 4}, {5, 4}, {5}}, -1, 1, 0, NULL},
+    {"FullyConnected",
+     P("num_hidden", "2", "no_bias", "true"),
+     2,
+     {3, 2},
+     {{2, 3, 2}, {2, 6}},
+     -1,
+     1,
+     0,
+     NULL},
+    {"FullyConnected",
+     P("num_hidden", "2", "flatten", "false"),
+     3,
+     {3, 2, 1},
+     {{2, 3, 4}, {2, 4}, {2}},
+     -1,
+     1,
+     0,
+     NULL},
+    /* shapes */
+    {"Reshape", P("shape", "(3,-1)"), 1, {2}, {{2, 3}}, -1, 1, 0, NULL},
+    {"Flatten", NO_PARAMS, 1, {3}, {{2, 3, 2}}, -1, 1, 0, NULL},
+    {"transpose", P("axes", "(1,2,0)"), 1, {3}, {{2, 3, 4}}, -1, 1, 0, NULL},
+    {"transpose", NO_PARAMS, 1, {3}, {{2, 3, 4}}, -1, 1, 0, NULL},
+    {"expand_dims", P("axis", "1"), 1, {2}, {{2, 3}}, -1, 1, 0, NULL},
+    {"squeeze", NO_PARAMS, 1, {3}, {{2, 1, 3}}, -1, 1, 0, NULL},
+    {"slice",
+     P("begin", "(0,1)", "end", "(2,None)", "step", "(1,2)"),
+     1,
+     {2},
+     {{3, 5}},
+     -1,
+     1,
+     0,
+     NULL},
+    {"slice_axis", P("axis", "1", "begin", "1", "end", "3"), 1, {2}, {{2, 4}}, -1, 1, 0, NULL},
+    {"Concat", P("dim", "1"), 2, {2, 2}, {{2, 3}, {2, 2}}, -1, 1, 0, NULL},
+    {"stack", P("axis", "1"), 2, {2, 2}, {{2, 3}, {2, 3}}, -1, 1, 0, NULL},
+    {"split", P("num_outputs", "2", "axis", "1"), 1, {2}, {{2, 4}}, -1, 1, 0, NULL},
+    {"split",
+     P("num_outputs", "3", "axis", "0", "squeeze_axis", "true"),
+     1,
+     {2},
+     {{3, 2}},
+     -1,
+     1,
+     0,
+     NULL},
+    {"broadcast_to", P("shape", "(2,3)"), 1, {2}, {{1, 3}}, -1, 1, 0, NULL},
+    /* indexing and copies */
+    {"take", NO_PARAMS, 2, {2, 1}, {{4, 3}, {5}}, -1, 1, 2, VALUES(0, 2, 2, 3, 1)},
+    {"take", P("axis", "1", "mode", "wrap"), 2, {2, 1}, {{2, 3}, {3}}, -1, 1, 2, VALUES(4, -1, 0)},
+    {"where", NO_PARAMS, 3, {2, 2, 1}, {{2, 3}, {2, 3}, {3}}, -1, 1, 1, VALUES(1, 0, 1, 0, 0, 1)},
+    {"Cast", P("dtype", "float64"), 1, {2}, {{2, 3}}, -1, 1, 0, NULL},
+    {"_copyto", NO_PARAMS, 1, {2}, {{2, 3}}, -1, 1, 0, NULL},
+    {"broadcast_like", NO_PARAMS, 2, {1, 2}, {{3}, {2, 3}}, -1, 1, 2, VALUES(0, 0, 0, 0, 0, 0)},
+    {"reshape_like", NO_PARAMS, 2, {2, 1}, {{2, 3}, {6}}, -1, 1, 2, VALUES(0, 0, 0, 0, 0, 0)},
+    {"_reduce_to_like", NO_PARAMS, 2, {2, 2}, {{2, 3}, {1, 3}}, -1, 1, 2, VALUES(0, 0, 0)},
+    {"add_n", NO_PARAMS, 3, {2, 2, 2}, {{2, 3}, {2, 3}, {2, 3}}, -1, 1, 0, NULL},
 };
 
 START_TEST(test_gradient_matches_finite_differences) {
     check_case(&cases[_i]);
+}
+END_TEST
+
+/* Second order: differentiate the gradient graph again and compare with the
+ * closed-form second derivative times the first head gradient. */
+static double second_sin(double x) {
+    return -sin(x);
+}
+static double second_tanh(double x) {
+    return -2 * tanh(x) * (1 - tanh(x) * tanh(x));
+}
+static double second_exp(double x) {
+    return exp(x);
+}
+static double second_square(double x) {
+    (void)x;
+    return 2;
+}
+
+START_TEST(test_second_order_gradients) {
+    static const struct {
+        const char *op;
+        double (*second)(double);
+    } ops[] = {
+        {"sin", second_sin}, {"tanh", second_tanh}, {"exp", second_exp}, {"square", second_square}};
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+        DeftSymbolHandle x = var("x"), y, g1, gx, g2;
+        ck_assert_ok(DeftSymbolCreateAtomic(op_named(ops[o].op), 0, NULL, NULL, &y));
+        ck_assert_ok(DeftSymbolCompose(y, "y", 1, NULL, &x));
+        ck_assert_ok(DeftSymbolGradient(y, 1, (const char *const[]){"x"}, &g1));
+        ck_assert_ok(DeftSymbolGetOutput(g1, 1, &gx));
+        ck_assert_ok(DeftSymbolGradient(gx, 1, (const char *const[]){"x"}, &g2));
+        const double xs[4] = {-1.2, -0.3, 0.4, 1.1}, w[4] = {0.5, -1.0, 2.0, 0.25};
+        DeftNDArrayHandle xa = make(DEFT_FLOAT64, 1, SHAPE(4), xs);
+        DeftNDArrayHandle head1 = make(DEFT_FLOAT64, 1, SHAPE(4), w);
+        DeftNDArrayHandle head2 = call1("ones_like", 1, &xa, NO_PARAMS);
+        int nargs;
+        const char *const *names;
+        ck_assert_ok(DeftSymbolListArguments(g2, &nargs, &names));
+        ck_assert_int_eq(nargs, 3);
+        DeftNDArrayHandle args[3];
+        for (int a = 0; a < 3; a++)
+            args[a] = !strcmp(names[a], "x")                    ? xa
+                      : !strcmp(names[a], "y_output_head_grad") ? head1
+                                                                : head2;
+        DeftCachedOpHandle exec;
+        ck_assert_ok(DeftCachedOpCreate(g2, 0, &exec));
+        DeftNDArrayHandle out[2] = {NULL, NULL};
+        int nout = 2;
+        ck_assert_msg(DeftCachedOpInvoke(exec, 3, args, &nout, out) == 0, "%s", DeftGetLastError());
+        double want[4];
+        for (int i = 0; i < 4; i++) want[i] = w[i] * ops[o].second(xs[i]);
+        assert_values(out[1], 4, want, 1e-12);
+        free_all(5, (DeftNDArrayHandle[]){xa, head1, head2, out[0], out[1]});
+        ck_assert_ok(DeftCachedOpFree(exec));
+        DeftSymbolHandle all[] = {x, y, g1, gx, g2};
+        for (int i = 0; i < 5; i++) ck_assert_ok(DeftSymbolFree(all[i]));
+    }
+}
+END_TEST
+
+/* x feeds 12 nodes (more than add_n's 8 terms): its gradient is the sum of all. */
+START_TEST(test_gradients_that_meet_are_summed) {
+    DeftSymbolHandle x = var("x"), terms[12], total, grad;
+    for (int i = 0; i < 12; i++) {
+        char scalar[8];
+        snprintf(scalar, sizeof scalar, "%d", i + 1);
+        ck_assert_ok(DeftSymbolCreateAtomic(op_named("_mul_scalar"), 1,
+                                            (const char *const[]){"scalar"},
+                                            (const char *const[]){scalar}, &terms[i]));
+        ck_assert_ok(DeftSymbolCompose(terms[i], NULL, 1, NULL, &x));
+    }
+    ck_assert_ok(DeftSymbolCreateAtomic(op_named("add_n"), 0, NULL, NULL, &total));
+    ck_assert_ok(DeftSymbolCompose(total, "total", 12, NULL, terms));
+    ck_assert_ok(DeftSymbolGradient(total, 1, (const char *const[]){"x"}, &grad));
+    DeftNDArrayHandle xa = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(3, -4));
+    DeftNDArrayHandle head = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(1, 2));
+    DeftCachedOpHandle exec;
+    ck_assert_ok(DeftCachedOpCreate(grad, 0, &exec));
+    DeftNDArrayHandle out[2] = {NULL, NULL};
+    int nout = 2;
+    ck_assert_ok(DeftCachedOpInvoke(exec, 2, (DeftNDArrayHandle[]){xa, head}, &nout, out));
+    assert_values(out[1], 2, VALUES(78, 156), 0); /* (1 + 2 + ... + 12) * head */
+    free_all(4, (DeftNDArrayHandle[]){xa, head, out[0], out[1]});
+    ck_assert_ok(DeftCachedOpFree(exec));
+    for (int i = 0; i < 12; i++) ck_assert_ok(DeftSymbolFree(terms[i]));
+    DeftSymbolHandle rest[] = {x, total, grad};
+    for (int i = 0; i < 3; i++) ck_assert_ok(DeftSymbolFree(rest[i]));
 }
 END_TEST
 
@@ -222,9 +445,11 @@ END_TEST
 static Suite *gradient_suite(void) {
     Suite *suite = suite_create("gradients");
     TCase *tc = tcase_create("gradient");
-    tcase_set_timeout(tc, 300);
+    tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, test_gradient_matches_finite_differences, 0,
                         (int)(sizeof cases / sizeof cases[0]));
+    tcase_add_test(tc, test_second_order_gradients);
+    tcase_add_test(tc, test_gradients_that_meet_are_summed);
     tcase_add_test(tc, test_gradient_errors);
     suite_add_tcase(suite, tc);
     return suite;

@@ -134,7 +134,7 @@ int deft_node_new_op(const deft_op_entry_t *op, const char *name, int num_attrs,
         free(node);
         return -1;
     }
-    node->num_outputs = deft_op_num_outputs(op->op, node->params);
+    node->num_outputs = deft_op_num_outputs(op->op, node->params, num_inputs);
     node->num_inputs = num_inputs;
     for (int i = 0; i < num_inputs; i++) {
         node->inputs[i] = inputs[i];

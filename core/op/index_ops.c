@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/op/grad.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
 #include "core/op/strided.h"
@@ -162,7 +163,78 @@ static int where_forward(const deft_op_t *op, const deft_param_value_t *p, int n
     return 0;
 }
 
+/* ---- _backward_take: scatter-add of the gradient into zeros shaped like a ---- */
+
+static int take_backward_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                               const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)nin;
+    deft_desc_t taken;
+    int n;
+    if (take_infer(op, p, 2, (deft_desc_t[]){in[2], in[1]}, &n, &taken)) return -1;
+    if (!deft_shape_equal(&taken.shape, &in[0].shape) || taken.dtype != in[0].dtype)
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "input 0 does not have the shape of take's output");
+    out[0] = in[2];
+    *nout = 1;
+    return 0;
+}
+
+static int take_backward_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                 const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    int axis;
+    if (deft_op_axis(op, "axis", p[0].i, in[2].shape.ndim, &axis)) return -1;
+    const deft_shape_t *a = &in[2].shape;
+    int64_t outer = 1, inner = 1, size = a->dims[axis], count = deft_shape_size(&in[1].shape);
+    for (int d = 0; d < axis; d++) outer *= a->dims[d];
+    for (int d = axis + 1; d < a->ndim; d++) inner *= a->dims[d];
+    void *dst = deft_tensor_data(&out[0]);
+    const void *g = deft_tensor_data(&in[0]);
+    for (int64_t i = 0; i < deft_shape_size(a); i++) deft_store_double(dst, out[0].dtype, i, 0.0);
+    for (int64_t j = 0; j < count; j++) {
+        int64_t i = index_at(deft_tensor_data(&in[1]), in[1].dtype, j);
+        if (i < 0 || i >= size) {
+            if (p[1].i == TAKE_RAISE) continue; /* the forward call already failed */
+            i = p[1].i == TAKE_WRAP ? ((i % size) + size) % size : (i < 0 ? 0 : size - 1);
+        }
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t k = 0; k < inner; k++) {
+                int64_t at = (o * size + i) * inner + k, from = (o * count + j) * inner + k;
+                deft_store_double(dst, out[0].dtype, at,
+                                  deft_load_double(dst, out[0].dtype, at) +
+                                      deft_load_double(g, in[0].dtype, from));
+            }
+    }
+    return 0;
+}
+
+/* ---- gradients ---- */
+
+static int grad_take(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                     deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    deft_gref_t in[3] = {b->out_grad(b, 0), b->input(b, 1), b->input(b, 0)};
+    in_grads[0] =
+        b->apply(b, "_backward_take", 3, in,
+                 GRAD_PARAMS("axis", g_attr(b, "axis", "0"), "mode", g_attr(b, "mode", "clip")), 0);
+    return 0; /* indices are not differentiable */
+}
+
+static int grad_where(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                      deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    deft_gref_t cond = b->input(b, 0), g = b->out_grad(b, 0);
+    deft_gref_t zero = g_op1(b, "zeros_like", g, GRAD_NONE);
+    deft_gref_t to_x[3] = {cond, g, zero}, to_y[3] = {cond, zero, g};
+    in_grads[1] = g_op2(b, "_reduce_to_like", b->apply(b, "where", 3, to_x, GRAD_NONE, 0),
+                        b->input(b, 1), GRAD_NONE);
+    in_grads[2] = g_op2(b, "_reduce_to_like", b->apply(b, "where", 3, to_y, GRAD_NONE, 0),
+                        b->input(b, 2), GRAD_NONE);
+    return 0;
+}
+
 static const char *const take_inputs[] = {"a", "indices", NULL};
+static const char *const take_backward_inputs[] = {"grad", "indices", "a", NULL};
 static const char *const indices_input[] = {"indices", NULL};
 static const char *const where_inputs[] = {"condition", "x", "y", NULL};
 
@@ -175,6 +247,17 @@ static const deft_op_t index_ops[] = {
      .params = take_params,
      .infer = take_infer,
      .forward = take_forward,
+     .inplace_input = -1,
+     .gradient = grad_take},
+    {.name = "_backward_take",
+     .description =
+         "Gradient of take: the gradient added into zeros shaped like a, at the indices.",
+     .input_names = take_backward_inputs,
+     .min_inputs = 3,
+     .max_inputs = 3,
+     .params = take_params,
+     .infer = take_backward_infer,
+     .forward = take_backward_forward,
      .inplace_input = -1},
     {.name = "one_hot",
      .description = "One-hot encoding of integer indices along a new last axis.",
@@ -192,7 +275,8 @@ static const deft_op_t index_ops[] = {
      .max_inputs = 3,
      .infer = where_infer,
      .forward = where_forward,
-     .inplace_input = -1},
+     .inplace_input = -1,
+     .gradient = grad_where},
 };
 
 DEFT_OP_FAMILY(deft_family_index, index_ops);

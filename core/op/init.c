@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/base/parallel.h"
+#include "core/op/grad.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
 #include "core/op/philox.h"
@@ -290,11 +291,26 @@ static int copy_forward(const deft_op_t *op, const deft_param_value_t *p, int ni
         .inplace_input = -1, .data = data_                                                         \
     }
 
+static int grad_cast(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                     deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    in_grads[0] = g_op2(b, "_cast_like", b->out_grad(b, 0), b->input(b, 0), GRAD_NONE);
+    return 0;
+}
+
+static int grad_copy(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                     deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    in_grads[0] = b->out_grad(b, 0);
+    return 0;
+}
+
 #define CAST_OP(name_)                                                                             \
     {                                                                                              \
         .name = name_, .description = "Converts to another dtype (integers saturate, NaN to 0).",  \
         .input_names = deft_op_data_input, .min_inputs = 1, .max_inputs = 1,                       \
-        .params = cast_params, .infer = cast_infer, .forward = cast_forward, .inplace_input = -1   \
+        .params = cast_params, .infer = cast_infer, .forward = cast_forward, .inplace_input = -1,  \
+        .gradient = grad_cast                                                                      \
     }
 
 static const deft_op_t init_ops[] = {
@@ -319,7 +335,8 @@ static const deft_op_t init_ops[] = {
      .max_inputs = 1,
      .infer = copy_infer,
      .forward = copy_forward,
-     .inplace_input = -1},
+     .inplace_input = -1,
+     .gradient = grad_copy},
 };
 
 DEFT_OP_FAMILY(deft_family_init, init_ops);

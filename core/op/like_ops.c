@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "core/op/grad.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
 #include "core/op/strided.h"
@@ -169,25 +170,85 @@ static int add_n_forward(const deft_op_t *op, const deft_param_value_t *p, int n
     return 0;
 }
 
-#define LIKE_OP(name_, doc, inputs, n, infer_, forward_, data_)                                    \
+/* ---- _cast_like ---- */
+
+static int cast_like_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                           const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)op, (void)p, (void)nin;
+    out[0] = (deft_desc_t){in[0].shape, in[1].dtype};
+    *nout = 1;
+    return 0;
+}
+
+static int cast_like_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                             const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)p, (void)nin, (void)nout;
+    int64_t n = deft_shape_size(&out[0].shape);
+    for (int64_t i = 0; i < n; i++)
+        deft_store_double(deft_tensor_data(&out[0]), out[0].dtype, i,
+                          deft_load_double(deft_tensor_data(&in[0]), in[0].dtype, i));
+    return 0;
+}
+
+/* ---- gradients ---- */
+
+static int grad_broadcast_like(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                               deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    in_grads[0] = g_op2(b, "_reduce_to_like", b->out_grad(b, 0), b->input(b, 0), GRAD_NONE);
+    return 0;
+}
+
+static int grad_reshape_like(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                             deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    in_grads[0] = g_op2(b, "reshape_like", b->out_grad(b, 0), b->input(b, 0), GRAD_NONE);
+    return 0;
+}
+
+static int grad_reduce_to_like(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                               deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    in_grads[0] = g_op2(b, "broadcast_like", b->out_grad(b, 0), b->input(b, 0), GRAD_NONE);
+    return 0;
+}
+
+static int grad_cast_like(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                          deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    in_grads[0] = g_op2(b, "_cast_like", b->out_grad(b, 0), b->input(b, 0), GRAD_NONE);
+    return 0;
+}
+
+static int grad_add_n(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                      deft_gref_t *in_grads) {
+    (void)p;
+    for (int i = 0; i < nin; i++) in_grads[i] = b->out_grad(b, 0);
+    return 0;
+}
+
+#define LIKE_OP(name_, doc, inputs, n, infer_, forward_, data_, grad)                              \
     {                                                                                              \
         .name = name_, .description = doc, .input_names = inputs, .min_inputs = n,                 \
-        .max_inputs = n, .infer = infer_, .forward = forward_, .inplace_input = -1, .data = data_  \
+        .max_inputs = n, .infer = infer_, .forward = forward_, .inplace_input = -1, .data = data_, \
+        .gradient = grad                                                                           \
     }
 
 static const deft_op_t like_ops[] = {
     LIKE_OP("zeros_like", "An array of zeros with the shape and dtype of the input.",
-            deft_op_data_input, 1, zeros_like_infer, fill_like_forward, NULL),
+            deft_op_data_input, 1, zeros_like_infer, fill_like_forward, NULL, NULL),
     LIKE_OP("ones_like", "An array of ones with the shape and dtype of the input.",
-            deft_op_data_input, 1, zeros_like_infer, fill_like_forward, "ones"),
+            deft_op_data_input, 1, zeros_like_infer, fill_like_forward, "ones", NULL),
     LIKE_OP("broadcast_like", "Broadcasts data to the shape of `like`.", data_like, 2,
-            broadcast_like_infer, broadcast_like_forward, NULL),
+            broadcast_like_infer, broadcast_like_forward, NULL, grad_broadcast_like),
     LIKE_OP("reshape_like", "Data in the shape of `like` (same number of elements).", data_like, 2,
-            reshape_like_infer, copy_forward, NULL),
+            reshape_like_infer, copy_forward, NULL, grad_reshape_like),
     LIKE_OP("_reduce_to_like",
             "Sums data over the axes along which `like` would be broadcast to data's shape: "
             "the gradient of broadcasting.",
-            data_like, 2, reduce_to_like_infer, reduce_to_like_forward, NULL),
+            data_like, 2, reduce_to_like_infer, reduce_to_like_forward, NULL, grad_reduce_to_like),
+    LIKE_OP("_cast_like", "Data converted to the dtype of `like`: the gradient of Cast.", data_like,
+            2, cast_like_infer, cast_like_forward, NULL, grad_cast_like),
     {.name = "add_n",
      .description =
          "Elementwise sum of any number of arrays of one shape (MXNet's ElementWiseSum).",
@@ -196,7 +257,8 @@ static const deft_op_t like_ops[] = {
      .max_inputs = DEFT_OP_MAX_INPUTS,
      .infer = add_n_infer,
      .forward = add_n_forward,
-     .inplace_input = 0},
+     .inplace_input = 0,
+     .gradient = grad_add_n},
     {.name = "ElementWiseSum",
      .description = "Elementwise sum of any number of arrays of one shape (same as add_n).",
      .input_names = any_inputs,
@@ -204,7 +266,8 @@ static const deft_op_t like_ops[] = {
      .max_inputs = DEFT_OP_MAX_INPUTS,
      .infer = add_n_infer,
      .forward = add_n_forward,
-     .inplace_input = 0},
+     .inplace_input = 0,
+     .gradient = grad_add_n},
 };
 
 DEFT_OP_FAMILY(deft_family_like, like_ops);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/base/parallel.h"
+#include "core/op/grad.h"
 #include "core/op/op.h"
 
 /*
@@ -277,6 +278,140 @@ static int fc_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
     return 0;
 }
 
+/* ---- backward of dot and batch_dot: (g, a, b) -> da or db ---- */
+
+/*
+ * With A and B viewed as dot views them (A as (m, k) or, transposed, (k, m);
+ * B as (k, n) or (n, k)) and G as (m, n):
+ *   dA = G B^T  (or B G^T when A was transposed)
+ *   dB = A^T G  (or G^T A when B was transposed)
+ * Views are reinterpretations of contiguous buffers, so any rank dot accepts works.
+ */
+static int backward_dot_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                              const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)nin;
+    dot_dims_t dims;
+    deft_shape_t shape;
+    if (check_float_pair(op, 3, in) || dot_shapes(op, p, in + 1, &dims, &shape)) return -1;
+    if (deft_shape_size(&shape) != deft_shape_size(&in[0].shape))
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "input 0 (the output gradient) has %lld elements, "
+                             "expected %lld",
+                             (long long)deft_shape_size(&in[0].shape),
+                             (long long)deft_shape_size(&shape));
+    out[0] = in[op->data ? 2 : 1];
+    *nout = 1;
+    return 0;
+}
+
+static int backward_dot_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    deft_desc_t desc[2] = {{in[1].shape, in[1].dtype}, {in[2].shape, in[2].dtype}};
+    dot_dims_t d;
+    deft_shape_t shape;
+    if (dot_shapes(op, p, desc, &d, &shape)) return -1;
+    bool ta = p[0].i, tb = p[1].i, rhs = op->data != NULL;
+    const void *g = deft_tensor_data(&in[0]), *a = deft_tensor_data(&in[1]),
+               *b = deft_tensor_data(&in[2]);
+    void *c = deft_tensor_data(&out[0]);
+    if (!rhs) { /* dA: (m,k) = G (m,n) . op(B)^T, or (k,m) = op(B) . G^T */
+        if (!ta)
+            gemm(in[0].dtype, false, !tb, d.m, d.k, d.n, g, b, 0.0, c);
+        else
+            gemm(in[0].dtype, tb, true, d.k, d.m, d.n, b, g, 0.0, c);
+    } else { /* dB: (k,n) = op(A)^T . G, or (n,k) = G^T . op(A) */
+        if (!tb)
+            gemm(in[0].dtype, !ta, false, d.k, d.n, d.m, a, g, 0.0, c);
+        else
+            gemm(in[0].dtype, true, ta, d.n, d.k, d.m, g, a, 0.0, c);
+    }
+    return 0;
+}
+
+static int backward_batch_dot_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                    const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)nin;
+    deft_desc_t y;
+    int n;
+    if (batch_dot_infer(op, p, 2, in + 1, &n, &y)) return -1;
+    if (!deft_shape_equal(&y.shape, &in[0].shape) || y.dtype != in[0].dtype)
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "input 0 (the output gradient) does not match "
+                             "the product's shape and dtype");
+    out[0] = in[op->data ? 2 : 1];
+    *nout = 1;
+    return 0;
+}
+
+static int backward_batch_dot_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                      const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    bool ta = p[0].i, tb = p[1].i, rhs = op->data != NULL;
+    const deft_shape_t *as = &in[1].shape;
+    int64_t batch = as->dims[0], m = in[0].shape.dims[1], n = in[0].shape.dims[2];
+    int64_t k = ta ? as->dims[1] : as->dims[2];
+    size_t elem = deft_dtype_size(in[0].dtype);
+    const char *g = deft_tensor_data(&in[0]), *a = deft_tensor_data(&in[1]),
+               *b = deft_tensor_data(&in[2]);
+    char *c = deft_tensor_data(&out[0]);
+    for (int64_t i = 0; i < batch; i++) {
+        const char *gi = g + (size_t)(i * m * n) * elem, *ai = a + (size_t)(i * m * k) * elem,
+                   *bi = b + (size_t)(i * k * n) * elem;
+        if (!rhs) {
+            char *ci = c + (size_t)(i * m * k) * elem;
+            if (!ta)
+                gemm(in[0].dtype, false, !tb, m, k, n, gi, bi, 0.0, ci);
+            else
+                gemm(in[0].dtype, tb, true, k, m, n, bi, gi, 0.0, ci);
+        } else {
+            char *ci = c + (size_t)(i * k * n) * elem;
+            if (!tb)
+                gemm(in[0].dtype, !ta, false, k, n, m, ai, gi, 0.0, ci);
+            else
+                gemm(in[0].dtype, true, ta, n, k, m, gi, ai, 0.0, ci);
+        }
+    }
+    return 0;
+}
+
+/* The gradients of dot-like operators: both through the backward operators. */
+static int grad_dot_like(deft_grad_builder_t *b, const char *lhs_op, const char *rhs_op,
+                         deft_gref_t *in_grads) {
+    deft_gref_t in[3] = {b->out_grad(b, 0), b->input(b, 0), b->input(b, 1)};
+    const char *const *params = GRAD_PARAMS("transpose_a", g_attr(b, "transpose_a", "false"),
+                                            "transpose_b", g_attr(b, "transpose_b", "false"));
+    in_grads[0] = b->apply(b, lhs_op, 3, in, params, 0);
+    in_grads[1] = b->apply(b, rhs_op, 3, in, params, 0);
+    return 0;
+}
+
+static int grad_dot(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                    deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    return grad_dot_like(b, "_backward_dot_lhs", "_backward_dot_rhs", in_grads);
+}
+
+static int grad_batch_dot(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                          deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    return grad_dot_like(b, "_backward_batch_dot_lhs", "_backward_batch_dot_rhs", in_grads);
+}
+
+/* y = x2 w^T + bias, x2 = x flattened to (batch, features) when flatten is set. */
+static int grad_fully_connected(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                                deft_gref_t *in_grads) {
+    deft_gref_t x = b->input(b, 0), g = b->out_grad(b, 0);
+    deft_gref_t x2 = p[2].i ? g_op1(b, "Flatten", x, GRAD_NONE) : x;
+    deft_gref_t in[3] = {g, x2, b->input(b, 1)};
+    const char *const *params = GRAD_PARAMS("transpose_b", "true");
+    in_grads[0] =
+        g_op2(b, "reshape_like", b->apply(b, "_backward_dot_lhs", 3, in, params, 0), x, GRAD_NONE);
+    in_grads[1] = b->apply(b, "_backward_dot_rhs", 3, in, params, 0);
+    if (nin == 3) in_grads[2] = g_op1(b, "sum", g, GRAD_PARAMS("axis", "(-1,)", "exclude", "true"));
+    return 0;
+}
+
 static int fc_num_inputs(const deft_param_value_t *p) {
     return p[1].i ? 2 : 3;
 }
@@ -303,6 +438,15 @@ static int fc_infer_inputs(const deft_op_t *op, const deft_param_value_t *p, int
 static const char *const lhs_rhs[] = {"lhs", "rhs", NULL};
 static const char *const fc_inputs[] = {"data", "weight", "bias", NULL};
 
+static const char *const grad_lhs_rhs[] = {"grad", "lhs", "rhs", NULL};
+
+#define BACKWARD_OP(name_, doc, infer_, forward_, data_)                                           \
+    {                                                                                              \
+        .name = name_, .description = doc, .input_names = grad_lhs_rhs, .min_inputs = 3,           \
+        .max_inputs = 3, .params = dot_params, .infer = infer_, .forward = forward_,               \
+        .inplace_input = -1, .data = data_                                                         \
+    }
+
 static const deft_op_t linalg_ops[] = {
     {.name = "dot",
      .description = "Matrix product: lhs (..., k) with rhs (k, ...); 1-D inputs give the inner "
@@ -313,7 +457,8 @@ static const deft_op_t linalg_ops[] = {
      .params = dot_params,
      .infer = dot_infer,
      .forward = dot_forward,
-     .inplace_input = -1},
+     .inplace_input = -1,
+     .gradient = grad_dot},
     {.name = "batch_dot",
      .description = "Batched matrix product: (batch, m, k) with (batch, k, n) gives (batch, m, n).",
      .input_names = lhs_rhs,
@@ -322,7 +467,8 @@ static const deft_op_t linalg_ops[] = {
      .params = dot_params,
      .infer = batch_dot_infer,
      .forward = batch_dot_forward,
-     .inplace_input = -1},
+     .inplace_input = -1,
+     .gradient = grad_batch_dot},
     {.name = "FullyConnected",
      .description = "Dense layer: data * weight^T + bias, with weight (num_hidden, features).",
      .input_names = fc_inputs,
@@ -333,7 +479,16 @@ static const deft_op_t linalg_ops[] = {
      .forward = fc_forward,
      .inplace_input = -1,
      .num_inputs = fc_num_inputs,
-     .infer_inputs = fc_infer_inputs},
+     .infer_inputs = fc_infer_inputs,
+     .gradient = grad_fully_connected},
+    BACKWARD_OP("_backward_dot_lhs", "Gradient of dot with respect to lhs.", backward_dot_infer,
+                backward_dot_forward, NULL),
+    BACKWARD_OP("_backward_dot_rhs", "Gradient of dot with respect to rhs.", backward_dot_infer,
+                backward_dot_forward, "rhs"),
+    BACKWARD_OP("_backward_batch_dot_lhs", "Gradient of batch_dot with respect to lhs.",
+                backward_batch_dot_infer, backward_batch_dot_forward, NULL),
+    BACKWARD_OP("_backward_batch_dot_rhs", "Gradient of batch_dot with respect to rhs.",
+                backward_batch_dot_infer, backward_batch_dot_forward, "rhs"),
 };
 
 DEFT_OP_FAMILY(deft_family_linalg, linalg_ops);

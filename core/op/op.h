@@ -131,9 +131,9 @@ struct deft_op {
     int inplace_input;      /* output 0 may be written over this input; -1 none */
     uint32_t mutate_inputs; /* bit k: input k is updated in place (optimizer state) */
     const void *data;       /* family-specific: the scalar function, reduction, ... */
-    /* Outputs, known from the parameters alone (graphs need the count before
-     * shapes are known); NULL means one. */
-    int (*num_outputs)(const deft_param_value_t *p);
+    /* Outputs, known from the parameters and input count alone (graphs need
+     * the count before shapes are known); NULL means one. */
+    int (*num_outputs)(const deft_param_value_t *p, int num_inputs);
     /* Inputs, when the parameters decide it (FullyConnected without a bias);
      * NULL means max_inputs for fixed-arity operators. */
     int (*num_inputs)(const deft_param_value_t *p);
@@ -152,8 +152,9 @@ typedef struct deft_op_family {
 } deft_op_family_t;
 
 /* Number of outputs of `op` with parameters p. */
-static inline int deft_op_num_outputs(const deft_op_t *op, const deft_param_value_t *p) {
-    return op->num_outputs ? op->num_outputs(p) : 1;
+static inline int deft_op_num_outputs(const deft_op_t *op, const deft_param_value_t *p,
+                                      int num_inputs) {
+    return op->num_outputs ? op->num_outputs(p, num_inputs) : 1;
 }
 
 /* Define a family from its table: `DEFT_OP_FAMILY(deft_family_unary, unary_ops);`. */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/base/parallel.h"
+#include "core/op/grad.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
 #include "core/op/strided.h"
@@ -379,6 +380,116 @@ static int reduce_forward(const deft_op_t *op, const deft_param_value_t *p, int 
     return 0;
 }
 
+/* ---- _broadcast_reduced: spread a reduction's result back over its input ---- */
+
+/* Parameters: axis, keepdims, exclude (as sum's), mean (divide by the reduced count). */
+static const deft_param_def_t spread_params[] = {
+    {"axis", DEFT_PARAM_TUPLE, "None", "the reduced axes", NULL, true},
+    {"keepdims", DEFT_PARAM_BOOL, "false", "whether the reduction kept its axes", NULL, false},
+    {"exclude", DEFT_PARAM_BOOL, "false", "whether axis listed the kept axes", NULL, false},
+    {"mean", DEFT_PARAM_BOOL, "false", "divide by the number of reduced elements", NULL, false},
+    {0}};
+
+static int spread_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                        const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)nin;
+    reduce_plan_t plan;
+    deft_shape_t expected;
+    if (deft_op_check_dtype_float(op, 0, in[0].dtype) ||
+        plan_axes(op, &p[0], p[2].i != 0, &in[1].shape, &plan))
+        return -1;
+    reduced_shape(&plan, &in[1].shape, p[1].i != 0, &expected);
+    if (deft_shape_size(&expected) != deft_shape_size(&in[0].shape)) {
+        char a[DEFT_SHAPE_STR_MAX], b[DEFT_SHAPE_STR_MAX];
+        return deft_op_error(op, DEFT_ERR_VALUE, "input 0 has shape %s, expected %s",
+                             deft_shape_format(&in[0].shape, a, sizeof a),
+                             deft_shape_format(&expected, b, sizeof b));
+    }
+    out[0] = (deft_desc_t){in[1].shape, in[0].dtype};
+    *nout = 1;
+    return 0;
+}
+
+static int spread_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    reduce_plan_t plan;
+    if (plan_axes(op, &p[0], p[2].i != 0, &in[1].shape, &plan)) return -1;
+    /* strides of the reduced result over the full shape: 0 along reduced axes */
+    int64_t strides[DEFT_SHAPE_MAX_NDIM], step = 1;
+    for (int d = in[1].shape.ndim - 1; d >= 0; d--) {
+        strides[d] = plan.reduced[d] ? 0 : step;
+        if (!plan.reduced[d]) step *= in[1].shape.dims[d];
+    }
+    double scale = p[3].i && plan.span ? 1.0 / (double)plan.span : 1.0;
+    int64_t n = deft_shape_size(&out[0].shape), index[DEFT_SHAPE_MAX_NDIM] = {0}, src = 0;
+    const void *g = deft_tensor_data(&in[0]);
+    void *y = deft_tensor_data(&out[0]);
+    for (int64_t i = 0; i < n; i++) {
+        deft_store_double(y, out[0].dtype, i, deft_load_double(g, in[0].dtype, src) * scale);
+        for (int d = in[1].shape.ndim - 1; d >= 0; d--) {
+            src += strides[d];
+            if (++index[d] < in[1].shape.dims[d]) break;
+            src -= strides[d] * in[1].shape.dims[d];
+            index[d] = 0;
+        }
+    }
+    return 0;
+}
+
+/* ---- gradients ---- */
+
+/* value (shaped like the reduction's output) spread back over the input x. */
+static deft_gref_t spread(deft_grad_builder_t *b, deft_gref_t value, bool mean) {
+    return g_op2(b, "_broadcast_reduced", value, b->input(b, 0),
+                 GRAD_PARAMS("axis", g_attr(b, "axis", "None"), "keepdims",
+                             g_attr(b, "keepdims", "false"), "exclude",
+                             g_attr(b, "exclude", "false"), "mean", mean ? "true" : "false"));
+}
+
+static int grad_sum(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                    deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    in_grads[0] = spread(b, b->out_grad(b, 0), false);
+    return 0;
+}
+
+static int grad_mean(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                     deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    in_grads[0] = spread(b, b->out_grad(b, 0), true);
+    return 0;
+}
+
+static int grad_prod(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                     deft_gref_t *in_grads) { /* g y / x */
+    (void)p, (void)nin;
+    deft_gref_t gy =
+        g_mul(b, spread(b, b->out_grad(b, 0), false), spread(b, b->output(b, 0), false));
+    in_grads[0] = g_op2(b, "elemwise_div", gy, b->input(b, 0), GRAD_NONE);
+    return 0;
+}
+
+/* max and min: the gradient goes to the elements equal to the result. */
+static int grad_extreme(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                        deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    deft_gref_t hit =
+        g_op2(b, "broadcast_equal", b->input(b, 0), spread(b, b->output(b, 0), false), GRAD_NONE);
+    in_grads[0] = g_mul(b, spread(b, b->out_grad(b, 0), false), hit);
+    return 0;
+}
+
+static int grad_norm(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                     deft_gref_t *in_grads) { /* L2: g x / y; L1: g sign(x) */
+    (void)nin;
+    deft_gref_t g = spread(b, b->out_grad(b, 0), false), x = b->input(b, 0);
+    in_grads[0] = p[2].i == 1 ? g_mul(b, g, g_op1(b, "sign", x, GRAD_NONE))
+                              : g_op2(b, "elemwise_div", g_mul(b, g, x),
+                                      spread(b, b->output(b, 0), false), GRAD_NONE);
+    return 0;
+}
+
 /* ---- the table ---- */
 
 #define AXIS_PARAM                                                                                 \
@@ -399,27 +510,44 @@ static const deft_param_def_t arg_params[] = {{"axis", DEFT_PARAM_INT, "None",
                                               KEEPDIMS_PARAM,
                                               {0}};
 
-#define REDUCE_OP(name_, params_, kind_, float_only_, needs_, doc)                                 \
+#define REDUCE_OP(name_, params_, kind_, float_only_, needs_, doc, grad_)                          \
     {                                                                                              \
         .name = name_, .description = doc, .input_names = deft_op_data_input, .min_inputs = 1,     \
         .max_inputs = 1, .params = params_, .infer = reduce_infer, .forward = reduce_forward,      \
-        .inplace_input = -1, .data = &(const reducer_t) {                                          \
+        .inplace_input = -1, .gradient = grad_, .data = &(const reducer_t) {                       \
             kind_, float_only_, needs_                                                             \
         }                                                                                          \
     }
 
+static const char *const grad_like[] = {"grad", "like", NULL};
+
 static const deft_op_t reduce_ops[] = {
-    REDUCE_OP("sum", reduce_params, R_SUM, false, false, "Sum over axes."),
-    REDUCE_OP("mean", reduce_params, R_MEAN, true, false, "Mean over axes."),
-    REDUCE_OP("prod", reduce_params, R_PROD, false, false, "Product over axes."),
-    REDUCE_OP("max", reduce_params, R_MAX, false, true, "Maximum over axes (NaN wins)."),
-    REDUCE_OP("min", reduce_params, R_MIN, false, true, "Minimum over axes (NaN wins)."),
+    {.name = "_broadcast_reduced",
+     .description = "Spreads a reduction's result (or gradient) back over the reduced input's "
+                    "shape, optionally divided by the reduced count: the gradient of sum and mean.",
+     .input_names = grad_like,
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .params = spread_params,
+     .infer = spread_infer,
+     .forward = spread_forward,
+     .inplace_input = -1},
+    REDUCE_OP("sum", reduce_params, R_SUM, false, false, "Sum over axes.", grad_sum),
+    REDUCE_OP("mean", reduce_params, R_MEAN, true, false, "Mean over axes.", grad_mean),
+    REDUCE_OP("prod", reduce_params, R_PROD, false, false, "Product over axes.", grad_prod),
+    REDUCE_OP("max", reduce_params, R_MAX, false, true, "Maximum over axes (NaN wins).",
+              grad_extreme),
+    REDUCE_OP("min", reduce_params, R_MIN, false, true, "Minimum over axes (NaN wins).",
+              grad_extreme),
     REDUCE_OP("norm", norm_params, R_NORM, true, false,
-              "L2 (ord=2) or L1 (ord=1) norm over axes (all axes: of the flattened array)."),
+              "L2 (ord=2) or L1 (ord=1) norm over axes (all axes: of the flattened array).",
+              grad_norm),
     REDUCE_OP("argmax", arg_params, R_ARGMAX, false, true,
-              "Index (int64) of the first maximum along an axis (a NaN counts as the maximum)."),
+              "Index (int64) of the first maximum along an axis (a NaN counts as the maximum).",
+              NULL),
     REDUCE_OP("argmin", arg_params, R_ARGMIN, false, true,
-              "Index (int64) of the first minimum along an axis (a NaN counts as the minimum)."),
+              "Index (int64) of the first minimum along an axis (a NaN counts as the minimum).",
+              NULL),
 };
 
 DEFT_OP_FAMILY(deft_family_reduce, reduce_ops);

@@ -5,11 +5,13 @@
  */
 #include <string.h>
 
+#include "core/op/grad.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
 #include "core/op/strided.h"
 
 static const char *const variadic_input[] = {"data", NULL};
+static const char *const grad_like[] = {"grad", "like", NULL};
 
 static int too_many_dims(const deft_op_t *op, int ndim) {
     return deft_op_error(op, DEFT_ERR_VALUE, "the result would have %d dimensions, more than %d",
@@ -462,7 +464,8 @@ static int split_infer(const deft_op_t *op, const deft_param_value_t *p, int nin
     return 0;
 }
 
-static int split_num_outputs(const deft_param_value_t *p) {
+static int split_num_outputs(const deft_param_value_t *p, int num_inputs) {
+    (void)num_inputs;
     return p[0].i >= 1 && p[0].i <= DEFT_OP_MAX_OUTPUTS ? (int)p[0].i : 1;
 }
 
@@ -526,36 +529,216 @@ static int broadcast_to_forward(const deft_op_t *op, const deft_param_value_t *p
     return 0;
 }
 
-#define SHAPE_OP(name_, doc, params_, infer_, forward_, inplace)                                   \
+/* ---- backward operators ---- */
+
+/* zeros shaped like input 1, with input 0 (the gradient) written into the slice */
+static int slice_backward_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)nin;
+    slice_plan_t plan;
+    if ((op->data ? plan_slice_axis(op, p, &in[1].shape, &plan)
+                  : plan_slice(op, p, &in[1].shape, &plan)))
+        return -1;
+    if (!deft_shape_equal(&plan.shape, &in[0].shape) || in[0].dtype != in[1].dtype) {
+        char a[DEFT_SHAPE_STR_MAX], b[DEFT_SHAPE_STR_MAX];
+        return deft_op_error(op, DEFT_ERR_VALUE, "input 0 has shape %s, expected the slice's %s",
+                             deft_shape_format(&in[0].shape, a, sizeof a),
+                             deft_shape_format(&plan.shape, b, sizeof b));
+    }
+    out[0] = in[1];
+    *nout = 1;
+    return 0;
+}
+
+static int slice_backward_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                  const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    slice_plan_t plan;
+    if ((op->data ? plan_slice_axis(op, p, &in[1].shape, &plan)
+                  : plan_slice(op, p, &in[1].shape, &plan)))
+        return -1;
+    size_t elem = deft_dtype_size(out[0].dtype);
+    memset(deft_tensor_data(&out[0]), 0, deft_tensor_nbytes(&out[0]));
+    if (deft_shape_size(&plan.shape) == 0) return 0;
+    int64_t own[DEFT_SHAPE_MAX_NDIM], strides[DEFT_SHAPE_MAX_NDIM], offset = 0;
+    deft_contiguous_strides(&in[1].shape, own);
+    for (int d = 0; d < in[1].shape.ndim; d++) {
+        strides[d] = own[d] * plan.step[d];
+        offset += plan.begin[d] * own[d];
+    }
+    deft_copy_strided(&plan.shape, (char *)deft_tensor_data(&out[0]) + offset * (int64_t)elem,
+                      strides, deft_tensor_data(&in[0]), NULL, elem);
+    return 0;
+}
+
+/* _split_like(g, x0, x1, ...): g cut along `dim` into pieces shaped like the x's. */
+static const deft_param_def_t split_like_params[] = {
+    {"dim", DEFT_PARAM_INT, "1", "axis to cut along", NULL, false}, {0}};
+
+static int split_like_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                            const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    int axis;
+    if (nin < 2)
+        return deft_op_error(op, DEFT_ERR_VALUE, "needs the gradient and at least one input");
+    if (deft_op_axis(op, "dim", p[0].i, in[0].shape.ndim, &axis) ||
+        same_shape_except(op, nin, in, axis))
+        return -1;
+    int64_t total = 0;
+    for (int i = 1; i < nin; i++) total += in[i].shape.dims[axis];
+    if (total != in[0].shape.dims[axis])
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "the pieces add up to %lld along axis %d, but the "
+                             "gradient has %lld",
+                             (long long)total, axis, (long long)in[0].shape.dims[axis]);
+    for (int i = 1; i < nin; i++) out[i - 1] = (deft_desc_t){in[i].shape, in[0].dtype};
+    *nout = nin - 1;
+    return 0;
+}
+
+static int split_like_num_outputs(const deft_param_value_t *p, int num_inputs) {
+    (void)p;
+    return num_inputs > 1 ? num_inputs - 1 : 1;
+}
+
+static int split_like_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                              const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin;
+    int axis;
+    if (deft_op_axis(op, "dim", p[0].i, in[0].shape.ndim, &axis)) return -1;
+    int64_t own[DEFT_SHAPE_MAX_NDIM], position = 0;
+    deft_contiguous_strides(&in[0].shape, own);
+    size_t elem = deft_dtype_size(in[0].dtype);
+    for (int k = 0; k < nout; k++) {
+        const char *src =
+            (const char *)deft_tensor_data(&in[0]) + position * own[axis] * (int64_t)elem;
+        if (deft_shape_size(&out[k].shape) > 0)
+            deft_copy_strided(&out[k].shape, deft_tensor_data(&out[k]), NULL, src, own, elem);
+        position += out[k].shape.dims[axis];
+    }
+    return 0;
+}
+
+/* ---- gradients ---- */
+
+static int grad_reshape_like(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                             deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    in_grads[0] = g_op2(b, "reshape_like", b->out_grad(b, 0), b->input(b, 0), GRAD_NONE);
+    return 0;
+}
+
+static int grad_transpose(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                          deft_gref_t *in_grads) {
+    (void)nin;
+    const deft_tuple_t *t = &p[0].t;
+    char axes[8 * 24] = "()"; /* reversing is its own inverse */
+    if (t->n > 0) {
+        int64_t inverse[DEFT_SHAPE_MAX_NDIM];
+        for (int d = 0; d < t->n; d++) inverse[(t->v[d] + t->n) % t->n] = d;
+        size_t used = (size_t)snprintf(axes, sizeof axes, "(");
+        for (int d = 0; d < t->n; d++)
+            used +=
+                (size_t)snprintf(axes + used, sizeof axes - used, "%lld,", (long long)inverse[d]);
+        snprintf(axes + used, sizeof axes - used, ")");
+    }
+    in_grads[0] = g_op1(b, "transpose", b->out_grad(b, 0), GRAD_PARAMS("axes", axes));
+    return 0;
+}
+
+static int grad_slice(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                      deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    in_grads[0] = g_op2(b, "_backward_slice", b->out_grad(b, 0), b->input(b, 0),
+                        GRAD_PARAMS("begin", g_attr(b, "begin", "()"), "end",
+                                    g_attr(b, "end", "()"), "step", g_attr(b, "step", "()")));
+    return 0;
+}
+
+static int grad_slice_axis(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                           deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    in_grads[0] = g_op2(b, "_backward_slice_axis", b->out_grad(b, 0), b->input(b, 0),
+                        GRAD_PARAMS("axis", g_attr(b, "axis", "0"), "begin",
+                                    g_attr(b, "begin", "0"), "end", g_attr(b, "end", "None")));
+    return 0;
+}
+
+static int grad_concat(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                       deft_gref_t *in_grads) {
+    (void)p;
+    deft_gref_t in[DEFT_OP_MAX_INPUTS + 1];
+    in[0] = b->out_grad(b, 0);
+    for (int i = 0; i < nin && i < DEFT_OP_MAX_INPUTS; i++) in[i + 1] = b->input(b, i);
+    deft_gref_t pieces =
+        b->apply(b, "_split_like", nin + 1, in, GRAD_PARAMS("dim", g_attr(b, "dim", "1")), 0);
+    for (int i = 0; i < nin; i++) in_grads[i] = (deft_gref_t){pieces.node, i};
+    return 0;
+}
+
+static int grad_stack(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                      deft_gref_t *in_grads) {
+    (void)p;
+    char count[16];
+    snprintf(count, sizeof count, "%d", nin);
+    deft_gref_t pieces = g_op1(
+        b, "split", b->out_grad(b, 0),
+        GRAD_PARAMS("num_outputs", count, "axis", g_attr(b, "axis", "0"), "squeeze_axis", "true"));
+    for (int i = 0; i < nin; i++) in_grads[i] = (deft_gref_t){pieces.node, i};
+    return 0;
+}
+
+static int grad_split(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                      deft_gref_t *in_grads) {
+    (void)nin;
+    deft_gref_t parts[DEFT_OP_MAX_OUTPUTS];
+    const char *axis = g_attr(b, "axis", "1");
+    for (int k = 0; k < p[0].i && k < DEFT_OP_MAX_OUTPUTS; k++) {
+        parts[k] = b->out_grad(b, k);
+        if (p[2].i) parts[k] = g_op1(b, "expand_dims", parts[k], GRAD_PARAMS("axis", axis));
+    }
+    in_grads[0] = b->apply(b, "Concat", (int)p[0].i, parts, GRAD_PARAMS("dim", axis), 0);
+    return 0;
+}
+
+static int grad_broadcast_to(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                             deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    in_grads[0] = g_op2(b, "_reduce_to_like", b->out_grad(b, 0), b->input(b, 0), GRAD_NONE);
+    return 0;
+}
+
+#define SHAPE_OP(name_, doc, params_, infer_, forward_, inplace, grad)                             \
     {                                                                                              \
         .name = name_, .description = doc, .input_names = deft_op_data_input, .min_inputs = 1,     \
         .max_inputs = 1, .params = params_, .infer = infer_, .forward = forward_,                  \
-        .inplace_input = inplace                                                                   \
+        .inplace_input = inplace, .gradient = grad                                                 \
     }
-#define JOIN_OP(name_, doc, params_, infer_, forward_)                                             \
+#define JOIN_OP(name_, doc, params_, infer_, forward_, grad)                                       \
     {                                                                                              \
         .name = name_, .description = doc, .input_names = variadic_input, .min_inputs = 1,         \
         .max_inputs = DEFT_OP_MAX_INPUTS, .params = params_, .infer = infer_, .forward = forward_, \
-        .inplace_input = -1                                                                        \
+        .inplace_input = -1, .gradient = grad                                                      \
     }
 
 static const deft_op_t shape_ops[] = {
     SHAPE_OP("Reshape", "Same elements in a new shape (0 copies a dimension, -1 infers one).",
-             reshape_params, reshape_infer, copy_forward, 0),
+             reshape_params, reshape_infer, copy_forward, 0, grad_reshape_like),
     SHAPE_OP("Flatten", "Collapses all axes but the first: (n, ...) to (n, rest).", NULL,
-             flatten_infer, copy_forward, 0),
+             flatten_infer, copy_forward, 0, grad_reshape_like),
     SHAPE_OP("transpose", "Permutes the axes (reverses them when axes is empty).", transpose_params,
-             transpose_infer, transpose_forward, -1),
+             transpose_infer, transpose_forward, -1, grad_transpose),
     SHAPE_OP("expand_dims", "Inserts an axis of size 1.", expand_params, expand_infer, copy_forward,
-             0),
-    SHAPE_OP("squeeze", "Removes axes of size 1.", squeeze_params, squeeze_infer, copy_forward, 0),
+             0, grad_reshape_like),
+    SHAPE_OP("squeeze", "Removes axes of size 1.", squeeze_params, squeeze_infer, copy_forward, 0,
+             grad_reshape_like),
     SHAPE_OP("slice", "Python-style slicing with begin, end and step per axis.", slice_params,
-             slice_infer, slice_forward, -1),
+             slice_infer, slice_forward, -1, grad_slice),
     SHAPE_OP("slice_axis", "Slices one axis from begin to end.", slice_axis_params,
-             slice_axis_infer, slice_axis_forward, -1),
+             slice_axis_infer, slice_axis_forward, -1, grad_slice_axis),
     JOIN_OP("Concat", "Joins arrays along an existing axis.", concat_params, concat_infer,
-            concat_forward),
-    JOIN_OP("stack", "Joins arrays along a new axis.", stack_params, stack_infer, stack_forward),
+            concat_forward, grad_concat),
+    JOIN_OP("stack", "Joins arrays along a new axis.", stack_params, stack_infer, stack_forward,
+            grad_stack),
     {.name = "split",
      .description = "Splits an array into equal parts along an axis.",
      .input_names = deft_op_data_input,
@@ -565,9 +748,40 @@ static const deft_op_t shape_ops[] = {
      .infer = split_infer,
      .forward = split_forward,
      .inplace_input = -1,
-     .num_outputs = split_num_outputs},
+     .num_outputs = split_num_outputs,
+     .gradient = grad_split},
+    {.name = "_backward_slice",
+     .description = "Gradient of slice: zeros shaped like `like`, with grad in the slice.",
+     .input_names = grad_like,
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .params = slice_params,
+     .infer = slice_backward_infer,
+     .forward = slice_backward_forward,
+     .inplace_input = -1},
+    {.name = "_backward_slice_axis",
+     .description = "Gradient of slice_axis: zeros shaped like `like`, with grad in the slice.",
+     .input_names = grad_like,
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .params = slice_axis_params,
+     .infer = slice_backward_infer,
+     .forward = slice_backward_forward,
+     .inplace_input = -1,
+     .data = "axis"},
+    {.name = "_split_like",
+     .description = "Cuts grad along dim into pieces shaped like the other inputs: the gradient "
+                    "of Concat.",
+     .input_names = variadic_input,
+     .min_inputs = 2,
+     .max_inputs = DEFT_OP_MAX_INPUTS,
+     .params = split_like_params,
+     .infer = split_like_infer,
+     .forward = split_like_forward,
+     .inplace_input = -1,
+     .num_outputs = split_like_num_outputs},
     SHAPE_OP("broadcast_to", "Broadcasts to a larger shape (NumPy rules).", broadcast_to_params,
-             broadcast_to_infer, broadcast_to_forward, -1),
+             broadcast_to_infer, broadcast_to_forward, -1, grad_broadcast_to),
 };
 
 DEFT_OP_FAMILY(deft_family_shape, shape_ops);

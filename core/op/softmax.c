@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "core/base/parallel.h"
+#include "core/op/grad.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
 
@@ -125,7 +126,82 @@ static int xent_forward(const deft_op_t *op, const deft_param_value_t *p, int ni
     return 0;
 }
 
+/* d data of the summed cross-entropy: g (softmax(data) - one_hot(label)). */
+static int xent_backward_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                               const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    deft_desc_t loss;
+    int n;
+    if (xent_infer(op, p, nin - 1, in + 1, &n, &loss)) return -1;
+    if (deft_shape_size(&in[0].shape) != 1)
+        return deft_op_error(op, DEFT_ERR_VALUE, "input 0 (the loss gradient) must have 1 element");
+    out[0] = in[1];
+    *nout = 1;
+    return 0;
+}
+
+static int xent_backward_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                 const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)p, (void)nin, (void)nout;
+    int64_t batch = in[1].shape.dims[0], classes = in[1].shape.dims[1];
+    const void *x = deft_tensor_data(&in[1]), *labels = deft_tensor_data(&in[2]);
+    void *dx = deft_tensor_data(&out[0]);
+    double g = deft_load_double(deft_tensor_data(&in[0]), in[0].dtype, 0);
+    for (int64_t b = 0; b < batch; b++) {
+        double label = deft_load_double(labels, in[2].dtype, b);
+        if (!(label >= 0 && label < (double)classes) || label != floor(label))
+            return deft_op_error(op, DEFT_ERR_VALUE,
+                                 "label[%lld] is %g, expected a class index in [0, %lld)",
+                                 (long long)b, label, (long long)classes);
+        double max = -INFINITY, sum = 0;
+        for (int64_t k = 0; k < classes; k++) {
+            double v = deft_load_double(x, in[1].dtype, b * classes + k);
+            if (v > max || v != v) max = v;
+        }
+        for (int64_t k = 0; k < classes; k++)
+            sum += exp(deft_load_double(x, in[1].dtype, b * classes + k) - max);
+        for (int64_t k = 0; k < classes; k++) {
+            double prob = exp(deft_load_double(x, in[1].dtype, b * classes + k) - max) / sum;
+            deft_store_double(dx, out[0].dtype, b * classes + k,
+                              g * (prob - (k == (int64_t)label)));
+        }
+    }
+    return 0;
+}
+
+/* ---- gradients ---- */
+
+static int grad_softmax(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                        deft_gref_t *in_grads) { /* y (g - sum(g y, axis)) */
+    (void)p, (void)nin;
+    deft_gref_t y = b->output(b, 0), g = b->out_grad(b, 0);
+    const char *axis = g_attr(b, "axis", "-1");
+    deft_gref_t dot =
+        g_op1(b, "sum", g_mul(b, g, y), GRAD_PARAMS("axis", axis, "keepdims", "true"));
+    in_grads[0] = g_mul(b, y, g_op2(b, "broadcast_sub", g, dot, GRAD_NONE));
+    return 0;
+}
+
+static int grad_log_softmax(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                            deft_gref_t *in_grads) { /* g - exp(y) sum(g, axis) */
+    (void)p, (void)nin;
+    deft_gref_t y = b->output(b, 0), g = b->out_grad(b, 0);
+    const char *axis = g_attr(b, "axis", "-1");
+    deft_gref_t total = g_op1(b, "sum", g, GRAD_PARAMS("axis", axis, "keepdims", "true"));
+    deft_gref_t spread = g_op2(b, "broadcast_mul", g_op1(b, "exp", y, GRAD_NONE), total, GRAD_NONE);
+    in_grads[0] = g_op2(b, "elemwise_sub", g, spread, GRAD_NONE);
+    return 0;
+}
+
+static int grad_xent(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                     deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    deft_gref_t in[3] = {b->out_grad(b, 0), b->input(b, 0), b->input(b, 1)};
+    in_grads[0] = b->apply(b, "_backward_softmax_cross_entropy", 3, in, GRAD_NONE, 0);
+    return 0; /* labels are not differentiable */
+}
+
 static const char *const data_label[] = {"data", "label", NULL};
+static const char *const grad_data_label[] = {"grad", "data", "label", NULL};
 
 static const deft_op_t softmax_ops[] = {
     {.name = "softmax",
@@ -137,7 +213,8 @@ static const deft_op_t softmax_ops[] = {
      .infer = softmax_infer,
      .forward = softmax_forward,
      .inplace_input = 0,
-     .infer_inputs = deft_infer_inputs_like_output},
+     .infer_inputs = deft_infer_inputs_like_output,
+     .gradient = grad_softmax},
     {.name = "log_softmax",
      .description = "Log of softmax along an axis, computed stably.",
      .input_names = deft_op_data_input,
@@ -148,7 +225,8 @@ static const deft_op_t softmax_ops[] = {
      .forward = softmax_forward,
      .inplace_input = 0,
      .data = "log",
-     .infer_inputs = deft_infer_inputs_like_output},
+     .infer_inputs = deft_infer_inputs_like_output,
+     .gradient = grad_log_softmax},
     {.name = "softmax_cross_entropy",
      .description = "Sum over the batch of -log(softmax(data)[label]), for data (batch, classes) "
                     "and integer class labels (batch,); the result has shape (1,).",
@@ -157,6 +235,15 @@ static const deft_op_t softmax_ops[] = {
      .max_inputs = 2,
      .infer = xent_infer,
      .forward = xent_forward,
+     .inplace_input = -1,
+     .gradient = grad_xent},
+    {.name = "_backward_softmax_cross_entropy",
+     .description = "Gradient of softmax_cross_entropy with respect to data.",
+     .input_names = grad_data_label,
+     .min_inputs = 3,
+     .max_inputs = 3,
+     .infer = xent_backward_infer,
+     .forward = xent_backward_forward,
      .inplace_input = -1},
 };
 
