@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L
 /* The executor: results equal imperative invoke, with and without memory planning. */
 #include "op_helpers.h"
 
@@ -164,12 +165,101 @@ START_TEST(test_new_shapes_new_plan_and_errors) {
 }
 END_TEST
 
+/* A 10-layer MLP training graph (forward and backward): the plan needs at
+ * most 60% of one-buffer-per-entry, and planning changes no result. */
+START_TEST(test_mlp_training_graph_plan) {
+    const int layers = 10;
+    DeftSymbolHandle h = var("x"), label = var("label"), made[32];
+    int nmade = 0;
+    made[nmade++] = h, made[nmade++] = label;
+    for (int l = 0; l < layers; l++) {
+        char name[16];
+        snprintf(name, sizeof name, "fc%d", l);
+        DeftSymbolHandle fc =
+            apply("FullyConnected", name, 1, &h, P("num_hidden", l == layers - 1 ? "10" : "32"));
+        made[nmade++] = fc;
+        h = fc;
+        if (l < layers - 1)
+            made[nmade++] = h = apply("Activation", NULL, 1, &fc, P("act_type", "relu"));
+    }
+    DeftSymbolHandle loss =
+        apply("softmax_cross_entropy", "loss", 2, (DeftSymbolHandle[]){h, label}, NO_PARAMS);
+    int nargs;
+    const char *const *names;
+    ck_assert_ok(DeftSymbolListArguments(loss, &nargs, &names));
+    const char *wrt[32];
+    int nwrt = 0;
+    for (int a = 0; a < nargs; a++)
+        if (strcmp(names[a], "x") && strcmp(names[a], "label")) wrt[nwrt++] = strdup(names[a]);
+    DeftSymbolHandle train;
+    ck_assert_ok(DeftSymbolGradient(loss, nwrt, wrt, &train));
+    ck_assert_ok(DeftSymbolListArguments(train, &nargs, &names));
+    /* inputs: x (16, 20), labels, weights and biases, and the loss's head gradient */
+    ck_assert_ok(DeftRandomSeed(3));
+    DeftNDArrayHandle args[40];
+    for (int a = 0; a < nargs; a++) {
+        const char *n = names[a];
+        if (!strcmp(n, "x"))
+            args[a] = call1("_random_normal", 0, NULL, P("shape", "(16,20)"));
+        else if (!strcmp(n, "label"))
+            args[a] = call1("_arange", 0, NULL, P("start", "16", "dtype", "float32"));
+        else if (strstr(n, "head_grad"))
+            args[a] = call1("_ones", 0, NULL, P("shape", "(1,)"));
+        else if (strstr(n, "bias"))
+            args[a] =
+                call1("_zeros", 0, NULL, P("shape", !strcmp(n, "fc9_bias") ? "(10,)" : "(32,)"));
+        else {
+            const char *shape = !strcmp(n, "fc0_weight")   ? "(32,20)"
+                                : !strcmp(n, "fc9_weight") ? "(10,32)"
+                                                           : "(32,32)";
+            args[a] = call1("_random_normal", 0, NULL, P("shape", shape, "scale", "0.2"));
+        }
+    }
+    /* labels 0..15 exceed 10 classes: wrap them into range */
+    for (int a = 0; a < nargs; a++)
+        if (!strcmp(names[a], "label")) {
+            DeftNDArrayHandle wrapped = call1("_minimum_scalar", 1, &args[a], P("scalar", "9"));
+            ck_assert_ok(DeftNDArrayFree(args[a]));
+            args[a] = wrapped;
+        }
+    DeftCachedOpHandle planned, naive;
+    ck_assert_ok(DeftCachedOpCreate(train, 0, &planned));
+    ck_assert_ok(DeftCachedOpCreate(train, DEFT_CACHED_OP_NO_MEMORY_PLAN, &naive));
+    DeftNDArrayHandle a_out[32] = {NULL}, b_out[32] = {NULL};
+    int na = 32, nb = 32;
+    ck_assert_msg(DeftCachedOpInvoke(planned, nargs, args, &na, a_out) == 0, "%s",
+                  DeftGetLastError());
+    ck_assert_ok(DeftCachedOpInvoke(naive, nargs, args, &nb, b_out));
+    ck_assert_int_eq(na, 1 + nwrt);
+    for (int k = 0; k < na; k++) assert_same(a_out[k], b_out[k]);
+    int64_t arena, naive_bytes, inplace, sharing;
+    ck_assert_ok(DeftCachedOpGetPlanStat(planned, DEFT_PLAN_ARENA_BYTES, &arena));
+    ck_assert_ok(DeftCachedOpGetPlanStat(planned, DEFT_PLAN_NAIVE_BYTES, &naive_bytes));
+    ck_assert_ok(DeftCachedOpGetPlanStat(planned, DEFT_PLAN_INPLACE_ONLY_BYTES, &inplace));
+    ck_assert_ok(DeftCachedOpGetPlanStat(planned, DEFT_PLAN_SHARING_ONLY_BYTES, &sharing));
+    ck_assert_msg(arena * 10 <= naive_bytes * 6, "planned %lld of naive %lld bytes",
+                  (long long)arena, (long long)naive_bytes);
+    ck_assert_int_le(arena, inplace);
+    ck_assert_int_le(arena, sharing);
+    free_all(na, a_out);
+    free_all(nb, b_out);
+    free_all(nargs, args);
+    for (int w = 0; w < nwrt; w++) free((char *)wrt[w]);
+    ck_assert_ok(DeftCachedOpFree(planned));
+    ck_assert_ok(DeftCachedOpFree(naive));
+    ck_assert_ok(DeftSymbolFree(loss));
+    ck_assert_ok(DeftSymbolFree(train));
+    for (int i = 0; i < nmade; i++) ck_assert_ok(DeftSymbolFree(made[i]));
+}
+END_TEST
+
 static Suite *executor_suite(void) {
     Suite *suite = suite_create("executor");
     TCase *tc = tcase_create("executor");
     tcase_add_test(tc, test_mlp_matches_imperative_with_and_without_planning);
     tcase_add_test(tc, test_in_place_respects_later_readers);
     tcase_add_test(tc, test_new_shapes_new_plan_and_errors);
+    tcase_add_test(tc, test_mlp_training_graph_plan);
     suite_add_tcase(suite, tc);
     return suite;
 }

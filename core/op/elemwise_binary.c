@@ -258,13 +258,6 @@ BINARY_GRAD(elemwise_sub, B_SUB, false)
 BINARY_GRAD(elemwise_mul, B_MUL, false)
 BINARY_GRAD(elemwise_div, B_DIV, false)
 
-/* Comparisons are piecewise constant: no gradient flows. */
-static int grad_none(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
-                     deft_gref_t *in_grads) {
-    (void)b, (void)p, (void)nin, (void)in_grads;
-    return 0;
-}
-
 /* Scalar forms: s is the scalar, x the input. */
 static int grad_scalar(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
                        deft_gref_t *in_grads, binary_kind_t kind, bool reversed) {
@@ -362,12 +355,13 @@ static const deft_op_t binary_ops[] = {
     BROADCAST_OP("power", k_power, "Power lhs ** rhs", grad_broadcast_power),
     BROADCAST_OP("maximum", k_maximum, "Maximum (NaN wins)", grad_broadcast_maximum),
     BROADCAST_OP("minimum", k_minimum, "Minimum (NaN wins)", grad_broadcast_minimum),
-    BROADCAST_OP("equal", k_equal, "1 where lhs == rhs, else 0,", grad_none),
-    BROADCAST_OP("not_equal", k_not_equal, "1 where lhs != rhs, else 0,", grad_none),
-    BROADCAST_OP("greater", k_greater, "1 where lhs > rhs, else 0,", grad_none),
-    BROADCAST_OP("greater_equal", k_greater_equal, "1 where lhs >= rhs, else 0,", grad_none),
-    BROADCAST_OP("lesser", k_lesser, "1 where lhs < rhs, else 0,", grad_none),
-    BROADCAST_OP("lesser_equal", k_lesser_equal, "1 where lhs <= rhs, else 0,", grad_none),
+    BROADCAST_OP("equal", k_equal, "1 where lhs == rhs, else 0,", deft_gradient_zero),
+    BROADCAST_OP("not_equal", k_not_equal, "1 where lhs != rhs, else 0,", deft_gradient_zero),
+    BROADCAST_OP("greater", k_greater, "1 where lhs > rhs, else 0,", deft_gradient_zero),
+    BROADCAST_OP("greater_equal", k_greater_equal, "1 where lhs >= rhs, else 0,",
+                 deft_gradient_zero),
+    BROADCAST_OP("lesser", k_lesser, "1 where lhs < rhs, else 0,", deft_gradient_zero),
+    BROADCAST_OP("lesser_equal", k_lesser_equal, "1 where lhs <= rhs, else 0,", deft_gradient_zero),
     ELEMWISE_OP("add", k_add, "Sum", grad_elemwise_add),
     ELEMWISE_OP("sub", k_sub, "Difference", grad_elemwise_sub),
     ELEMWISE_OP("mul", k_mul, "Product", grad_elemwise_mul),
@@ -384,15 +378,18 @@ static const deft_op_t binary_ops[] = {
               grad_maximum_scalar),
     SCALAR_OP("_minimum_scalar", k_minimum, false, "min(data, scalar), NaN wins.",
               grad_minimum_scalar),
-    SCALAR_OP("_equal_scalar", k_equal, false, "1 where data == scalar, else 0.", grad_none),
+    SCALAR_OP("_equal_scalar", k_equal, false, "1 where data == scalar, else 0.",
+              deft_gradient_zero),
     SCALAR_OP("_not_equal_scalar", k_not_equal, false, "1 where data != scalar, else 0.",
-              grad_none),
-    SCALAR_OP("_greater_scalar", k_greater, false, "1 where data > scalar, else 0.", grad_none),
+              deft_gradient_zero),
+    SCALAR_OP("_greater_scalar", k_greater, false, "1 where data > scalar, else 0.",
+              deft_gradient_zero),
     SCALAR_OP("_greater_equal_scalar", k_greater_equal, false, "1 where data >= scalar, else 0.",
-              grad_none),
-    SCALAR_OP("_lesser_scalar", k_lesser, false, "1 where data < scalar, else 0.", grad_none),
+              deft_gradient_zero),
+    SCALAR_OP("_lesser_scalar", k_lesser, false, "1 where data < scalar, else 0.",
+              deft_gradient_zero),
     SCALAR_OP("_lesser_equal_scalar", k_lesser_equal, false, "1 where data <= scalar, else 0.",
-              grad_none),
+              deft_gradient_zero),
 };
 
 DEFT_OP_FAMILY(deft_family_binary, binary_ops);

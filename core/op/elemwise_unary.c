@@ -261,13 +261,6 @@ UNARY_GRAD(softrelu)
 UNARY_GRAD(erf)
 UNARY_GRAD(gelu)
 
-/* sign's derivative is zero wherever it exists: no gradient flows. */
-static int grad_sign(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
-                     deft_gref_t *in_grads) {
-    (void)b, (void)p, (void)nin, (void)in_grads;
-    return 0;
-}
-
 static int grad_activation(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
                            deft_gref_t *in_grads) {
     (void)nin;
@@ -292,6 +285,8 @@ static int grad_clip(deft_grad_builder_t *b, const deft_param_value_t *p, int ni
 
 /* ---- the table ---- */
 
+/* sign is piecewise constant: nothing flows back through it */
+#define grad_sign deft_gradient_zero
 #define UNARY_OP(name_, kernels, doc)                                                              \
     {                                                                                              \
         .name = #name_, .description = doc, .input_names = deft_op_data_input, .min_inputs = 1,    \

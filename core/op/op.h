@@ -120,6 +120,11 @@ struct deft_grad_builder {
 typedef int (*deft_gradient_fn)(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
                                 deft_gref_t *in_grads);
 
+/* The gradient of piecewise-constant operators (comparisons, sign, argmax):
+ * zero wherever it exists, so nothing flows back. */
+int deft_gradient_zero(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                       deft_gref_t *in_grads);
+
 struct deft_op {
     const char *name;
     const char *description;

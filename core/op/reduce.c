@@ -544,10 +544,10 @@ static const deft_op_t reduce_ops[] = {
               grad_norm),
     REDUCE_OP("argmax", arg_params, R_ARGMAX, false, true,
               "Index (int64) of the first maximum along an axis (a NaN counts as the maximum).",
-              NULL),
+              deft_gradient_zero),
     REDUCE_OP("argmin", arg_params, R_ARGMIN, false, true,
               "Index (int64) of the first minimum along an axis (a NaN counts as the minimum).",
-              NULL),
+              deft_gradient_zero),
 };
 
 DEFT_OP_FAMILY(deft_family_reduce, reduce_ops);
