@@ -171,6 +171,7 @@ static const char *sample_value(const char *type, DeftOpHandle op, int index) {
     if (!strcmp(type, "boolean")) return "true";
     if (!strncmp(type, "tuple", 5)) return "(1,)";
     if (!strcmp(type, "dtype")) return "float64";
+    if (!strcmp(type, "device")) return "cpu(1)";
     int n;
     const char *const *words;
     ck_assert_ok(DeftOpGetParamChoices(op, index, &n, &words));

@@ -10,6 +10,7 @@
 #include "core/graph/infer.h"
 #include "core/graph/json.h"
 #include "core/graph/pass.h"
+#include "core/graph/place_device.h"
 
 /* A handle's object: the symbol, and the strings last returned through it. */
 typedef struct api_symbol {
@@ -575,6 +576,29 @@ int DeftSymbolGradient(DeftSymbolHandle handle, int num_wrt, const char *const *
         return deft_error(DEFT_ERR_VALUE, "num_wrt is %d with wrt %p", num_wrt, (const void *)wrt);
     if (deft_symbol_gradient(s->sym, num_wrt, wrt, &grad)) return -1;
     return wrap(grad, out);
+}
+
+int DeftSymbolPlaceDevice(DeftSymbolHandle handle, int default_type, int default_id, int num_groups,
+                          const char *const *groups, const int *types, const int *ids,
+                          DeftSymbolHandle *out) {
+    API_BEGIN();
+    api_symbol_t *s = NULL;
+    deft_symbol_t *placed;
+    if (composed(handle, "sym", &s) || api_check_out(out, "out")) return -1;
+    if (num_groups < 0 || (num_groups > 0 && (!groups || !types || !ids)))
+        return deft_error(DEFT_ERR_VALUE,
+                          "num_groups is %d, expected >= 0 with groups, types and "
+                          "ids when > 0",
+                          num_groups);
+    if ((default_type != DEFT_CPU && default_type != DEFT_GPU) || default_id < 0)
+        return deft_error(DEFT_ERR_VALUE, "the default device (%d, %d) is not a device",
+                          default_type, default_id);
+    for (int k = 0; k < num_groups; k++)
+        if (!groups[k] || (types[k] != DEFT_CPU && types[k] != DEFT_GPU) || ids[k] < 0)
+            return deft_error(DEFT_ERR_VALUE, "group %d has no name or no valid device", k);
+    deft_placement_t how = {default_type, default_id, num_groups, groups, types, ids};
+    if (deft_pass_place_device(s->sym, &how, &placed)) return -1;
+    return wrap(placed, out);
 }
 
 int DeftGetLiveSymbolCount(int64_t *out) {

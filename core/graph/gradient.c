@@ -46,11 +46,17 @@ static deft_entry_t make_node(grad_state_t *s, const char *op, int nin, const de
         s->status = deft_error(DEFT_ERR_INTERNAL, "gradient uses unknown operator '%s'", op);
         return none;
     }
-    const char *keys[DEFT_OP_MAX_PARAMS], *vals[DEFT_OP_MAX_PARAMS];
+    const char *keys[DEFT_OP_MAX_PARAMS + 2], *vals[DEFT_OP_MAX_PARAMS + 2];
     int np = 0;
     while (params && params[2 * np] && np < DEFT_OP_MAX_PARAMS) {
         keys[np] = params[2 * np], vals[np] = params[2 * np + 1];
         np++;
+    }
+    /* Backward nodes go where their forward node goes (see place_device.h). */
+    static const char *const placement[] = {"__device__", "ctx_group"};
+    for (int a = 0; s->node && a < 2; a++) {
+        const char *v = deft_node_attr(s->node, placement[a]);
+        if (v) keys[np] = placement[a], vals[np] = v, np++;
     }
     if (s->num_made == s->made_capacity) {
         int cap = s->made_capacity ? 2 * s->made_capacity : 32;
@@ -153,6 +159,7 @@ static int backward_node(grad_state_t *s, int id, const bool *need) {
     const deft_node_t *node = g->nodes[id];
     deft_entry_t summed[DEFT_OP_MAX_OUTPUTS];
     bool any = false;
+    s->node = node; /* sums of its output gradients are placed with it */
     for (int k = 0; k < node->num_outputs; k++) {
         summed[k] = total(s, g->row_ptr[id] + k);
         any = any || summed[k].node;
@@ -240,6 +247,7 @@ int deft_symbol_gradient(const deft_symbol_t *sym, int num_wrt, const char *cons
     int n = 0;
     for (int o = 0; !s.status && o < g->num_outputs; o++) heads[n++] = g->outputs[o];
     for (int w = 0; !s.status && w < num_wrt; w++) {
+        s.node = g->nodes[ids[w]];
         deft_entry_t grad = total(&s, g->row_ptr[ids[w]]);
         if (!grad.node && !s.status) { /* the outputs do not depend on it */
             deft_entry_t var = {g->nodes[ids[w]], 0};

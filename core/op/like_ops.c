@@ -190,6 +190,19 @@ static int cast_like_forward(const deft_op_t *op, const deft_param_value_t *p, i
     return 0;
 }
 
+/* ---- _copy_to_device ---- */
+
+static const deft_param_def_t copy_device_params[] = {
+    {"device", DEFT_PARAM_DEVICE, NULL, "where the copy goes, e.g. gpu(0)", NULL, false}, {0}};
+
+static int copy_device_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                             const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)op, (void)p, (void)nin;
+    out[0] = in[0];
+    *nout = 1;
+    return 0;
+}
+
 /* ---- gradients ---- */
 
 static int grad_broadcast_like(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
@@ -217,6 +230,15 @@ static int grad_cast_like(deft_grad_builder_t *b, const deft_param_value_t *p, i
                           deft_gref_t *in_grads) {
     (void)p, (void)nin;
     in_grads[0] = g_op2(b, "_cast_like", b->out_grad(b, 0), b->input(b, 0), GRAD_NONE);
+    return 0;
+}
+
+static int grad_copy_to_device(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                               deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    /* The placement pass puts a gradient on its forward node's device and
+     * copies it across again where needed. */
+    in_grads[0] = b->out_grad(b, 0);
     return 0;
 }
 
@@ -249,6 +271,18 @@ static const deft_op_t like_ops[] = {
             data_like, 2, reduce_to_like_infer, reduce_to_like_forward, NULL, grad_reduce_to_like),
     LIKE_OP("_cast_like", "Data converted to the dtype of `like`: the gradient of Cast.", data_like,
             2, cast_like_infer, cast_like_forward, NULL, grad_cast_like),
+    {.name = "_copy_to_device",
+     .description = "Copies data to a device; inserted by device placement where an edge "
+                    "crosses devices. (CPU devices share memory, so this is a plain copy.)",
+     .input_names = deft_op_data_input,
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .params = copy_device_params,
+     .infer = copy_device_infer,
+     .forward = copy_forward,
+     .inplace_input = -1,
+     .infer_inputs = deft_infer_inputs_like_output,
+     .gradient = grad_copy_to_device},
     {.name = "add_n",
      .description =
          "Elementwise sum of any number of arrays of one shape (MXNet's ElementWiseSum).",

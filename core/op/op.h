@@ -33,6 +33,7 @@ typedef enum deft_param_type {
     DEFT_PARAM_TUPLE, /* "(2,3)", "[2, 3]", "2", "()"; entries may be "None" if allowed */
     DEFT_PARAM_ENUM,  /* one of a fixed list of words */
     DEFT_PARAM_DTYPE, /* a dtype name: "float32", ... */
+    DEFT_PARAM_DEVICE, /* "cpu(0)", "gpu(1)": t.v[0] the device type, t.v[1] the id */
 } deft_param_type_t;
 
 typedef struct deft_param_def {

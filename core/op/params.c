@@ -94,6 +94,21 @@ static bool parse_tuple(const char *s, bool allow_none, deft_tuple_t *out) {
     return true;
 }
 
+/* "cpu(0)" or "gpu(2)" (ids up to 9999). */
+static bool parse_device(const char *s, deft_tuple_t *out) {
+    s = skip_space(s);
+    int type = strncmp(s, "cpu(", 4) == 0   ? DEFT_DEV_CPU
+               : strncmp(s, "gpu(", 4) == 0 ? DEFT_DEV_GPU
+                                            : 0;
+    if (!type) return false;
+    const char *end;
+    int64_t id;
+    if (!parse_int(s + 4, &end, &id) || *end != ')' || id < 0 || id > 9999) return false;
+    if (*skip_space(end + 1) != '\0') return false;
+    *out = (deft_tuple_t){2, {type, id}};
+    return true;
+}
+
 static const char *expectation(const deft_param_def_t *def) {
     switch (def->type) {
     case DEFT_PARAM_INT:
@@ -108,6 +123,8 @@ static const char *expectation(const deft_param_def_t *def) {
         return "a dtype name such as float32";
     case DEFT_PARAM_ENUM:
         return "one of the listed words";
+    case DEFT_PARAM_DEVICE:
+        return "a device such as cpu(0) or gpu(1)";
     }
     return "a value";
 }
@@ -126,6 +143,8 @@ const char *deft_param_type_name(const deft_param_def_t *def) {
         return "dtype";
     case DEFT_PARAM_ENUM:
         return "enum";
+    case DEFT_PARAM_DEVICE:
+        return "device";
     }
     return "unknown";
 }
@@ -150,6 +169,9 @@ int deft_param_parse(const deft_op_t *op, const deft_param_def_t *def, const cha
         switch (def->type) {
         case DEFT_PARAM_INT:
             ok = parse_whole_int(text, &v.i);
+            break;
+        case DEFT_PARAM_DEVICE:
+            ok = parse_device(text, &v.t);
             break;
         case DEFT_PARAM_FLOAT:
             ok = parse_whole_float(text, &v.f);

@@ -303,6 +303,30 @@ DEFT_API int DeftSymbolGradient(DeftSymbolHandle sym, int num_wrt, const char *c
                                 DeftSymbolHandle *out);
 
 /**
+ * @brief Place every node on a device and insert copies where edges cross devices.
+ *
+ * A node's device is its "__device__" attribute ("cpu(0)", "gpu(1)"), else
+ * the device its "ctx_group" attribute maps to, else the default; a variable
+ * with neither goes where its first reader runs. A "_copy_to_device" node is
+ * inserted on every edge between different devices. Nodes made by
+ * DeftSymbolGradient() carry their forward node's annotations, so a gradient
+ * graph is placed forward and backward.
+ * @param sym the symbol.
+ * @param default_type ::DeftDeviceType of nodes without annotation.
+ * @param default_id its device number.
+ * @param num_groups number of ctx_group names mapped.
+ * @param groups the group names.
+ * @param types their ::DeftDeviceType values.
+ * @param ids their device numbers.
+ * @param[out] out receives a new handle, owned by the caller.
+ * @return 0 on success; -1 on a group without a device, a bad "__device__"
+ *         value (DEFT_ERROR_PARSE) or NULL pointers.
+ */
+DEFT_API int DeftSymbolPlaceDevice(DeftSymbolHandle sym, int default_type, int default_id,
+                                   int num_groups, const char *const *groups, const int *types,
+                                   const int *ids, DeftSymbolHandle *out);
+
+/**
  * @brief Number of symbol handles created and not yet freed.
  * @param[out] out receives the count.
  * @return 0 on success; -1 if @p out is NULL.
