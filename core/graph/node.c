@@ -115,6 +115,10 @@ static int parse_node_params(deft_node_t *node) {
     node->params = malloc((size_t)(op->num_params ? op->num_params : 1) * sizeof *node->params);
     if (!node->params) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate parameters");
     memcpy(node->params, parsed->v, (size_t)op->num_params * sizeof *node->params);
+    /* String parameters point at the node's own attribute, which lives as long as it. */
+    for (int p = 0; p < op->num_params; p++)
+        if (op->op->params[p].type == DEFT_PARAM_STRING)
+            node->params[p].s = deft_node_attr(node, op->op->params[p].name);
     return 0;
 }
 

@@ -209,6 +209,9 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
     const deft_params_t *params;
     deft_desc_t in_desc[DEFT_OP_MAX_INPUTS], out_desc[DEFT_OP_MAX_OUTPUTS];
     int produced = 0;
+    if (op->graph_only)
+        return deft_op_error(op, DEFT_ERR_NOT_IMPLEMENTED,
+                             "is made by graph passes and runs only inside a graph executor");
     if (check_inputs(op, nin, in, in_desc) ||
         deft_op_parse_params(entry, nparams, keys, vals, &params) ||
         op->infer(op, params->v, nin, in_desc, &produced, out_desc))

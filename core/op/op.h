@@ -34,6 +34,7 @@ typedef enum deft_param_type {
     DEFT_PARAM_ENUM,  /* one of a fixed list of words */
     DEFT_PARAM_DTYPE, /* a dtype name: "float32", ... */
     DEFT_PARAM_DEVICE, /* "cpu(0)", "gpu(1)": t.v[0] the device type, t.v[1] the id */
+    DEFT_PARAM_STRING, /* any text; s points at storage owned by whoever owns the params */
 } deft_param_type_t;
 
 typedef struct deft_param_def {
@@ -58,6 +59,7 @@ typedef struct deft_param_value {
     int64_t i; /* INT, BOOL (0/1), ENUM (index into choices), DTYPE (code) */
     double f;  /* FLOAT */
     deft_tuple_t t;
+    const char *s; /* STRING: a graph node's attribute, or the parameter cache's copy */
 } deft_param_value_t;
 
 /* Parsed parameters, in the order of the operator's parameter table. Kernels
@@ -148,6 +150,12 @@ struct deft_op {
     deft_infer_inputs_fn infer_inputs;
     /* Two calls with equal inputs may differ (random numbers): never merged by CSE. */
     bool nondeterministic;
+    /* Elementwise: output k has the broadcast shape of the inputs, element by
+     * element, so the fusion pass may evaluate it in tiles. */
+    bool elementwise;
+    /* Made by passes, with string parameters that only graph nodes keep alive:
+     * imperative invoke refuses it. */
+    bool graph_only;
     deft_gradient_fn gradient; /* NULL: not differentiable (or not yet) */
 };
 

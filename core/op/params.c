@@ -125,6 +125,8 @@ static const char *expectation(const deft_param_def_t *def) {
         return "one of the listed words";
     case DEFT_PARAM_DEVICE:
         return "a device such as cpu(0) or gpu(1)";
+    case DEFT_PARAM_STRING:
+        return "text";
     }
     return "a value";
 }
@@ -145,6 +147,8 @@ const char *deft_param_type_name(const deft_param_def_t *def) {
         return "enum";
     case DEFT_PARAM_DEVICE:
         return "device";
+    case DEFT_PARAM_STRING:
+        return "string";
     }
     return "unknown";
 }
@@ -172,6 +176,9 @@ int deft_param_parse(const deft_op_t *op, const deft_param_def_t *def, const cha
             break;
         case DEFT_PARAM_DEVICE:
             ok = parse_device(text, &v.t);
+            break;
+        case DEFT_PARAM_STRING:
+            v.s = text;
             break;
         case DEFT_PARAM_FLOAT:
             ok = parse_whole_float(text, &v.f);

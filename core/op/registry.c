@@ -191,6 +191,12 @@ static bool slot_matches(const cache_slot_t *slot, const deft_op_entry_t *entry,
     return true;
 }
 
+static int find_param_index(const deft_op_entry_t *entry, const char *key) {
+    for (int p = 0; p < entry->num_params; p++)
+        if (strcmp(entry->op->params[p].name, key) == 0) return p;
+    return -1;
+}
+
 static void slot_store(param_cache_t *cache, const deft_op_entry_t *entry, int n,
                        const char *const *keys, const char *const *vals,
                        const deft_params_t *params) {
@@ -207,14 +213,17 @@ static void slot_store(param_cache_t *cache, const deft_op_entry_t *entry, int n
     slot->entry = entry;
     slot->n = n;
     slot->params = *params;
+    /* String values must point at the slot's own copy, which outlives the caller's. */
+    const char *t = slot->text;
+    for (int i = 0; i < n; i++) {
+        int p = find_param_index(entry, t);
+        t += strlen(t) + 1;
+        if (p >= 0 && entry->op->params[p].type == DEFT_PARAM_STRING) slot->params.v[p].s = t;
+        t += strlen(t) + 1;
+    }
     cache->next = (cache->next + 1) % CACHE_SLOTS;
 }
 
-static int find_param(const deft_op_entry_t *entry, const char *key) {
-    for (int p = 0; p < entry->num_params; p++)
-        if (strcmp(entry->op->params[p].name, key) == 0) return p;
-    return -1;
-}
 
 static int unknown_param(const deft_op_entry_t *entry, const char *key) {
     char names[512] = "";
@@ -235,7 +244,7 @@ static int parse_fresh(const deft_op_entry_t *entry, int n, const char *const *k
         if (!keys[i] || !vals[i])
             return deft_op_error(op, DEFT_ERR_VALUE, "parameter %d has a NULL %s", i,
                                  keys[i] ? "value" : "key");
-        int p = find_param(entry, keys[i]);
+        int p = find_param_index(entry, keys[i]);
         if (p < 0) return unknown_param(entry, keys[i]);
         if (given[p])
             return deft_op_error(op, DEFT_ERR_VALUE, "parameter '%s' is given twice", keys[i]);
