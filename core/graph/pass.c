@@ -11,6 +11,8 @@ static const deft_pass_t passes[] = {
     {"CSE", "common sub-expression elimination: merge equal deterministic nodes", deft_pass_cse},
     {"InferShape", "write inferred shapes and dtypes into the variables' attributes",
      deft_pass_infer_shape},
+    {"Fuse", "fuse chains of elementwise operators into nodes evaluated in cache-sized tiles",
+     deft_pass_fuse},
 };
 
 const deft_pass_t *deft_pass_find(const char *name) {
@@ -69,14 +71,15 @@ int deft_graph_rebuild(const deft_graph_t *g, const int *same_as, deft_node_t *c
             continue;
         }
         deft_node_t *node = replace && replace[i] ? replace[i] : g->nodes[i];
-        if (node != g->nodes[i] || !node->op) {
+        if (!node->op) {
             now[i] = deft_node_retain(node);
             continue;
         }
         deft_entry_t inputs[DEFT_OP_MAX_INPUTS];
         bool changed = false;
         for (int k = 0; k < node->num_inputs; k++) {
-            deft_node_t *src = now[deft_graph_node_id(g, node->inputs[k].node)];
+            int id = deft_graph_node_id(g, node->inputs[k].node);
+            deft_node_t *src = id >= 0 && now[id] ? now[id] : node->inputs[k].node;
             inputs[k] = (deft_entry_t){src, node->inputs[k].index};
             changed = changed || src != node->inputs[k].node;
         }

@@ -25,11 +25,13 @@ int deft_passes_apply(const deft_symbol_t *in, const char *names, deft_symbol_t 
 int deft_pass_dce(const deft_symbol_t *in, deft_symbol_t **out);
 int deft_pass_cse(const deft_symbol_t *in, deft_symbol_t **out);
 int deft_pass_infer_shape(const deft_symbol_t *in, deft_symbol_t **out);
+int deft_pass_fuse(const deft_symbol_t *in, deft_symbol_t **out);
 
 /*
  * A symbol over the outputs of `g`, with nodes substituted: node i becomes
  * what node same_as[i] became (same_as[i] < i; NULL or -1: itself), or
- * replace[i] if given (NULL or NULL entry: itself). Nodes whose inputs
+ * replace[i] if given (NULL or NULL entry: itself). A replacement's inputs
+ * may be nodes of `g`: they are mapped like any node's. Nodes whose inputs
  * changed are rebuilt; the others are shared.
  */
 int deft_graph_rebuild(const deft_graph_t *g, const int *same_as, deft_node_t *const *replace,

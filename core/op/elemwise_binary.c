@@ -326,21 +326,22 @@ static const char *const lhs_rhs[] = {"lhs", "rhs", NULL};
     {                                                                                              \
         .name = "broadcast_" name_, .description = doc " with NumPy broadcasting.",                \
         .input_names = lhs_rhs, .min_inputs = 2, .max_inputs = 2, .infer = broadcast_infer,        \
-        .forward = binary_forward, .inplace_input = 0, .data = &k, .gradient = grad                \
+        .forward = binary_forward, .inplace_input = 0, .data = &k, .gradient = grad,               \
+        .elementwise = true                                                                        \
     }
 #define ELEMWISE_OP(name_, k, doc, grad)                                                           \
     {                                                                                              \
         .name = "elemwise_" name_, .description = doc " of two arrays of the same shape.",         \
         .input_names = lhs_rhs, .min_inputs = 2, .max_inputs = 2, .infer = same_shape_infer,       \
         .forward = binary_forward, .inplace_input = 0, .data = &k,                                 \
-        .infer_inputs = deft_infer_inputs_like_output, .gradient = grad                            \
+        .infer_inputs = deft_infer_inputs_like_output, .gradient = grad, .elementwise = true       \
     }
 #define SCALAR_OP(name_, k, rev, doc, grad)                                                        \
     {                                                                                              \
         .name = name_, .description = doc, .input_names = deft_op_data_input, .min_inputs = 1,     \
         .max_inputs = 1, .params = scalar_params, .infer = scalar_infer,                           \
         .forward = scalar_forward, .inplace_input = 0,                                             \
-        .infer_inputs = deft_infer_inputs_like_output, .gradient = grad,                           \
+        .infer_inputs = deft_infer_inputs_like_output, .gradient = grad, .elementwise = true,      \
         .data = &(const scalar_op_t) {                                                             \
             &k, rev                                                                                \
         }                                                                                          \

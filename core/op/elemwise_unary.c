@@ -291,7 +291,8 @@ static int grad_clip(deft_grad_builder_t *b, const deft_param_value_t *p, int ni
     {                                                                                              \
         .name = #name_, .description = doc, .input_names = deft_op_data_input, .min_inputs = 1,    \
         .max_inputs = 1, .infer = unary_infer, .forward = unary_forward, .inplace_input = 0,       \
-        .data = &kernels, .infer_inputs = deft_infer_inputs_like_output, .gradient = grad_##name_  \
+        .data = &kernels, .infer_inputs = deft_infer_inputs_like_output, .gradient = grad_##name_, \
+        .elementwise = true                                                                        \
     }
 
 static const deft_op_t unary_ops[] = {
@@ -321,6 +322,7 @@ static const deft_op_t unary_ops[] = {
      .forward = activation_forward,
      .inplace_input = 0,
      .infer_inputs = deft_infer_inputs_like_output,
+     .elementwise = true,
      .gradient = grad_activation},
     {.name = "clip",
      .description = "Clips values elementwise into [a_min, a_max]; NaN stays NaN.",
@@ -333,6 +335,7 @@ static const deft_op_t unary_ops[] = {
      .inplace_input = 0,
      .data = &k_clip,
      .infer_inputs = deft_infer_inputs_like_output,
+     .elementwise = true,
      .gradient = grad_clip},
 };
 

@@ -20,12 +20,12 @@
 
 extern const deft_op_family_t deft_family_init, deft_family_unary, deft_family_binary,
     deft_family_reduce, deft_family_softmax, deft_family_linalg, deft_family_shape,
-    deft_family_index, deft_family_optimizer, deft_family_like;
+    deft_family_index, deft_family_optimizer, deft_family_like, deft_family_fused;
 
 static const deft_op_family_t *const families[] = {
     &deft_family_init,      &deft_family_unary,  &deft_family_binary, &deft_family_reduce,
     &deft_family_softmax,   &deft_family_linalg, &deft_family_shape,  &deft_family_index,
-    &deft_family_optimizer, &deft_family_like,
+    &deft_family_optimizer, &deft_family_like,   &deft_family_fused,
 };
 
 static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
@@ -223,7 +223,6 @@ static void slot_store(param_cache_t *cache, const deft_op_entry_t *entry, int n
     }
     cache->next = (cache->next + 1) % CACHE_SLOTS;
 }
-
 
 static int unknown_param(const deft_op_entry_t *entry, const char *key) {
     char names[512] = "";

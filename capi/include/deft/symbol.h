@@ -273,8 +273,10 @@ DEFT_API int DeftSymbolGetInferredShape(DeftSymbolHandle sym, int group, int ind
  *
  * Passes: "DCE" (drop nodes the outputs do not depend on), "CSE" (merge
  * equal deterministic nodes), "InferShape" (write inferred shapes and dtypes
- * into the variables' "__shape__"/"__dtype__" attributes). The input symbol
- * is unchanged.
+ * into the variables' "__shape__"/"__dtype__" attributes), "Fuse" (replace
+ * chains of elementwise operators whose intermediates are read only inside
+ * the chain by one "_fused_elemwise" node, evaluated in cache-sized tiles;
+ * gradients of the result work as before). The input symbol is unchanged.
  * @param sym the symbol.
  * @param passes comma-separated pass names, e.g. "CSE,DCE".
  * @param[out] out receives a new handle, owned by the caller.

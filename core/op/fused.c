@@ -1,0 +1,381 @@
+#define _POSIX_C_SOURCE 200809L
+/*
+ * _fused_elemwise: a chain of elementwise operators evaluated tile by tile.
+ *
+ * Each step runs the real operator's kernel on a tile small enough that the
+ * intermediates stay in cache, so a chain of k operators reads its inputs
+ * and writes its output once instead of k times. There is no code
+ * generation: the operators' own kernels are the interpreter's instructions,
+ * which keeps their results (and NaN rules) identical to the unfused graph.
+ */
+#include "core/op/fused.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/base/parallel.h"
+#include "core/base/storage.h"
+#include "core/op/grad.h"
+#include "core/op/op.h"
+#include "core/op/registry.h"
+
+/* Elements per tile: 16 KiB of float32 per intermediate, so a few fit in L1/L2. */
+#define TILE 4096
+
+typedef struct fused_step {
+    const deft_op_entry_t *entry;
+    int nin;
+    int arg[2]; /* >= 0: the fused node's input; < 0: step -arg - 1 */
+    int nkv;
+    const char *keys[DEFT_FUSED_MAX_STEP_PARAMS], *vals[DEFT_FUSED_MAX_STEP_PARAMS];
+    deft_params_t params;
+} fused_step_t;
+
+typedef struct fused_program {
+    char *text; /* a copy, cut into the tokens the steps point at */
+    int nsteps;
+    fused_step_t steps[DEFT_FUSED_MAX_STEPS];
+    deft_desc_t desc[DEFT_FUSED_MAX_STEPS]; /* each step's result */
+} fused_program_t;
+
+static const deft_op_t *fused_op(void) {
+    return deft_registry_find(DEFT_FUSED_OP_NAME)->op;
+}
+
+static void program_free(fused_program_t *prog) {
+    if (prog) free(prog->text);
+    free(prog);
+}
+
+static int parse_arg(fused_step_t *st, int step, int nin, const char *tok) {
+    char *end;
+    long k = strtol(tok + 1, &end, 10);
+    bool input = tok[0] == 'i', temp = tok[0] == 't';
+    if ((!input && !temp) || end == tok + 1 || *end || k < 0 || (input && k >= nin) ||
+        (temp && k >= step))
+        return deft_op_error(fused_op(), DEFT_ERR_VALUE,
+                             "step %d: argument '%s' is not an input i0..i%d or an earlier step",
+                             step, tok, nin - 1);
+    if (st->nin == 2)
+        return deft_op_error(fused_op(), DEFT_ERR_VALUE, "step %d has more than 2 arguments", step);
+    st->arg[st->nin++] = input ? (int)k : -(int)k - 1;
+    return 0;
+}
+
+static int parse_token(fused_step_t *st, int step, int nin, char *tok) {
+    char *eq = strchr(tok, '=');
+    if (!eq) return parse_arg(st, step, nin, tok);
+    if (st->nkv == DEFT_FUSED_MAX_STEP_PARAMS)
+        return deft_op_error(fused_op(), DEFT_ERR_VALUE, "step %d has too many parameters", step);
+    *eq = '\0';
+    st->keys[st->nkv] = tok;
+    st->vals[st->nkv++] = eq + 1;
+    return 0;
+}
+
+static int parse_step(fused_step_t *st, int step, int nin, char *text) {
+    char *save, *tok = strtok_r(text, " ", &save);
+    if (!tok) return deft_op_error(fused_op(), DEFT_ERR_VALUE, "step %d is empty", step);
+    st->entry = deft_registry_find(tok);
+    if (!st->entry || !st->entry->op->elementwise)
+        return deft_op_error(fused_op(), DEFT_ERR_VALUE,
+                             "step %d: '%s' is not an elementwise operator", step, tok);
+    while ((tok = strtok_r(NULL, " ", &save)))
+        if (parse_token(st, step, nin, tok)) return -1;
+    const deft_op_t *op = st->entry->op;
+    if (st->nin < op->min_inputs || st->nin > op->max_inputs)
+        return deft_op_error(fused_op(), DEFT_ERR_VALUE, "step %d: %s takes %d argument(s), got %d",
+                             step, op->name, op->max_inputs, st->nin);
+    const deft_params_t *params;
+    if (deft_op_parse_params(st->entry, st->nkv, st->keys, st->vals, &params)) return -1;
+    st->params = *params; /* the parser's slot is reused by its next call */
+    return 0;
+}
+
+static int program_parse(const char *text, int nin, fused_program_t **out) {
+    fused_program_t *prog = calloc(1, sizeof *prog);
+    if (!prog || !(prog->text = strdup(text ? text : ""))) {
+        free(prog);
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a fused program");
+    }
+    char *save, *piece = strtok_r(prog->text, ";", &save);
+    for (; piece; piece = strtok_r(NULL, ";", &save)) {
+        if (prog->nsteps == DEFT_FUSED_MAX_STEPS) {
+            program_free(prog);
+            return deft_op_error(fused_op(), DEFT_ERR_VALUE, "more than %d steps",
+                                 DEFT_FUSED_MAX_STEPS);
+        }
+        if (parse_step(&prog->steps[prog->nsteps], prog->nsteps, nin, piece)) {
+            program_free(prog);
+            return -1;
+        }
+        prog->nsteps++;
+    }
+    if (prog->nsteps == 0) {
+        program_free(prog);
+        return deft_op_error(fused_op(), DEFT_ERR_VALUE, "the program has no steps");
+    }
+    *out = prog;
+    return 0;
+}
+
+/* Fill prog->desc from the inputs' descriptions, step by step. */
+static int program_infer(fused_program_t *prog, const deft_desc_t *in) {
+    for (int j = 0; j < prog->nsteps; j++) {
+        const fused_step_t *st = &prog->steps[j];
+        deft_desc_t args[2], outs[DEFT_OP_MAX_OUTPUTS];
+        for (int a = 0; a < st->nin; a++)
+            args[a] = st->arg[a] >= 0 ? in[st->arg[a]] : prog->desc[-st->arg[a] - 1];
+        int nout = 0;
+        const deft_op_t *op = st->entry->op;
+        if (op->infer(op, st->params.v, st->nin, args, &nout, outs)) return -1;
+        prog->desc[j] = outs[0];
+    }
+    return 0;
+}
+
+static const deft_param_def_t fused_params[] = {
+    {"program", DEFT_PARAM_STRING, NULL, "the steps, as the Fuse pass writes them", NULL, false},
+    {0}};
+
+static int fused_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                       const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)op;
+    fused_program_t *prog;
+    if (program_parse(p[0].s, nin, &prog)) return -1;
+    int status = program_infer(prog, in);
+    if (status == 0) out[0] = prog->desc[prog->nsteps - 1];
+    *nout = 1;
+    program_free(prog);
+    return status;
+}
+
+/* ---- evaluation ---- */
+
+typedef struct fused_run {
+    const fused_program_t *prog;
+    const deft_tensor_t *in, *out;
+    int64_t n;
+    atomic_bool failed;
+} fused_run_t;
+
+/* Elements [start, start + len) of t, or all of t when it holds one value (broadcast). */
+static deft_tensor_t tile_view(const deft_tensor_t *t, int64_t size, int64_t start, int64_t len) {
+    deft_tensor_t v = *t;
+    bool whole = size == 1;
+    v.shape = (deft_shape_t){.ndim = 1, .dims = {whole ? 1 : len}};
+    if (!whole) v.offset += (size_t)start * deft_dtype_size(t->dtype);
+    return v;
+}
+
+static int run_tile(const fused_run_t *r, const deft_tensor_t *temps, int64_t start, int64_t len) {
+    const fused_program_t *prog = r->prog;
+    for (int j = 0; j < prog->nsteps; j++) {
+        const fused_step_t *st = &prog->steps[j];
+        deft_tensor_t args[2], result;
+        for (int a = 0; a < st->nin; a++) {
+            int k = st->arg[a];
+            if (k >= 0)
+                args[a] = tile_view(&r->in[k], deft_shape_size(&r->in[k].shape), start, len);
+            else /* temporaries hold just this tile */
+                args[a] =
+                    tile_view(&temps[-k - 1], deft_shape_size(&prog->desc[-k - 1].shape), 0, len);
+        }
+        bool last = j == prog->nsteps - 1;
+        int64_t size = deft_shape_size(&prog->desc[j].shape);
+        result = tile_view(last ? r->out : &temps[j], size, last ? start : 0, len);
+        const deft_op_t *op = st->entry->op;
+        if (op->forward(op, st->params.v, st->nin, args, 1, &result)) return -1;
+    }
+    return 0;
+}
+
+static void run_tiles(void *ctx, int64_t begin, int64_t end) {
+    fused_run_t *r = ctx;
+    const fused_program_t *prog = r->prog;
+    deft_storage_t *buf;
+    if (deft_storage_new(r->out->device, (size_t)prog->nsteps * TILE * 8, &buf)) {
+        atomic_store(&r->failed, true);
+        return;
+    }
+    deft_tensor_t temps[DEFT_FUSED_MAX_STEPS];
+    for (int j = 0; j < prog->nsteps; j++) {
+        bool scalar = deft_shape_size(&prog->desc[j].shape) == 1;
+        temps[j] = (deft_tensor_t){.shape = {.ndim = 1, .dims = {scalar ? 1 : TILE}},
+                                   .dtype = prog->desc[j].dtype,
+                                   .device = r->out->device,
+                                   .storage = buf,
+                                   .offset = (size_t)j * TILE * 8};
+    }
+    for (int64_t t = begin; t < end && !atomic_load(&r->failed); t++) {
+        int64_t start = t * TILE, len = r->n - start < TILE ? r->n - start : TILE;
+        if (run_tile(r, temps, start, len)) atomic_store(&r->failed, true);
+    }
+    deft_storage_release(buf);
+}
+
+/* Tiles work when every value has the output's size or holds one value. */
+static bool tileable(const fused_program_t *prog, const deft_tensor_t *in, int nin, int64_t n) {
+    for (int k = 0; k < nin; k++) {
+        int64_t s = deft_shape_size(&in[k].shape);
+        if (s != n && s != 1) return false;
+    }
+    for (int j = 0; j < prog->nsteps; j++) {
+        int64_t s = deft_shape_size(&prog->desc[j].shape);
+        if (s != n && (s != 1 || j == prog->nsteps - 1)) return false;
+    }
+    return true;
+}
+
+/* Broadcasting inside the chain: whole arrays, one step at a time. */
+static int run_whole(const fused_program_t *prog, const deft_tensor_t *in,
+                     const deft_tensor_t *out) {
+    deft_tensor_t temps[DEFT_FUSED_MAX_STEPS];
+    int made = 0, status = 0;
+    for (int j = 0; j < prog->nsteps && status == 0; j++) {
+        const fused_step_t *st = &prog->steps[j];
+        deft_tensor_t args[2];
+        for (int a = 0; a < st->nin; a++)
+            args[a] = st->arg[a] >= 0 ? in[st->arg[a]] : temps[-st->arg[a] - 1];
+        if (j == prog->nsteps - 1) {
+            status = st->entry->op->forward(st->entry->op, st->params.v, st->nin, args, 1, out);
+            break;
+        }
+        temps[j] = (deft_tensor_t){
+            .shape = prog->desc[j].shape, .dtype = prog->desc[j].dtype, .device = out->device};
+        status = deft_storage_new(out->device, deft_tensor_nbytes(&temps[j]), &temps[j].storage);
+        if (status == 0) made++;
+        if (status == 0)
+            status =
+                st->entry->op->forward(st->entry->op, st->params.v, st->nin, args, 1, &temps[j]);
+    }
+    for (int j = 0; j < made; j++) deft_storage_release(temps[j].storage);
+    return status;
+}
+
+static int fused_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)nout;
+    fused_program_t *prog;
+    deft_desc_t desc[DEFT_OP_MAX_INPUTS];
+    for (int k = 0; k < nin; k++) desc[k] = (deft_desc_t){in[k].shape, in[k].dtype};
+    if (program_parse(p[0].s, nin, &prog)) return -1;
+    int status = program_infer(prog, desc);
+    int64_t n = deft_shape_size(&out[0].shape);
+    if (status == 0 && n > 0 && tileable(prog, in, nin, n)) {
+        fused_run_t run = {.prog = prog, .in = in, .out = out, .n = n};
+        deft_parallel_for((n + TILE - 1) / TILE, DEFT_PARALLEL_GRAIN / TILE, run_tiles, &run);
+        if (atomic_load(&run.failed))
+            status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate fused tiles");
+    } else if (status == 0 && n > 0) {
+        status = run_whole(prog, in, out);
+    }
+    program_free(prog);
+    return status;
+}
+
+/* ---- gradient: each step's own gradient, in reverse ---- */
+
+/* The builder a step's gradient function sees: its inputs, output and
+ * output gradient are values of the expanded chain. */
+typedef struct step_builder {
+    deft_grad_builder_t base;
+    deft_grad_builder_t *parent;
+    const fused_step_t *step;
+    deft_gref_t in[2], out, grad;
+} step_builder_t;
+
+static deft_gref_t sb_apply(deft_grad_builder_t *b, const char *op, int nin, const deft_gref_t *in,
+                            const char *const *params, int output) {
+    deft_grad_builder_t *parent = ((step_builder_t *)b)->parent;
+    return parent->apply(parent, op, nin, in, params, output);
+}
+static deft_gref_t sb_input(deft_grad_builder_t *b, int k) {
+    return ((step_builder_t *)b)->in[k];
+}
+static deft_gref_t sb_output(deft_grad_builder_t *b, int k) {
+    (void)k;
+    return ((step_builder_t *)b)->out;
+}
+static deft_gref_t sb_out_grad(deft_grad_builder_t *b, int k) {
+    (void)k;
+    return ((step_builder_t *)b)->grad;
+}
+static const char *sb_attr(deft_grad_builder_t *b, const char *key) {
+    const fused_step_t *st = ((step_builder_t *)b)->step;
+    for (int i = 0; i < st->nkv; i++)
+        if (strcmp(st->keys[i], key) == 0) return st->vals[i];
+    return NULL;
+}
+
+static void accumulate(deft_grad_builder_t *b, deft_gref_t *sum, deft_gref_t term) {
+    if (!term.node) return;
+    *sum = sum->node ? g_op2(b, "elemwise_add", *sum, term, GRAD_NONE) : term;
+}
+
+/* Recompute the intermediates as ordinary nodes (later passes may fuse them again). */
+static void expand_values(deft_grad_builder_t *b, const fused_program_t *prog, deft_gref_t *val) {
+    for (int j = 0; j < prog->nsteps - 1; j++) {
+        const fused_step_t *st = &prog->steps[j];
+        deft_gref_t args[2];
+        const char *params[2 * DEFT_FUSED_MAX_STEP_PARAMS + 1];
+        for (int a = 0; a < st->nin; a++)
+            args[a] = st->arg[a] >= 0 ? b->input(b, st->arg[a]) : val[-st->arg[a] - 1];
+        for (int i = 0; i < st->nkv; i++)
+            params[2 * i] = st->keys[i], params[2 * i + 1] = st->vals[i];
+        params[2 * st->nkv] = NULL;
+        val[j] = b->apply(b, st->entry->op->name, st->nin, args, params, 0);
+    }
+    val[prog->nsteps - 1] = b->output(b, 0);
+}
+
+static int fused_gradient(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                          deft_gref_t *in_grads) {
+    fused_program_t *prog;
+    if (program_parse(p[0].s, nin, &prog)) return -1;
+    deft_gref_t val[DEFT_FUSED_MAX_STEPS], grad[DEFT_FUSED_MAX_STEPS] = {{0}};
+    expand_values(b, prog, val);
+    grad[prog->nsteps - 1] = b->out_grad(b, 0);
+    int status = 0;
+    for (int j = prog->nsteps - 1; j >= 0 && status == 0; j--) {
+        const fused_step_t *st = &prog->steps[j];
+        if (!grad[j].node) continue;
+        step_builder_t sb = {
+            .base = {sb_apply, sb_input, sb_output, sb_out_grad, sb_attr}, .parent = b, .step = st};
+        for (int a = 0; a < st->nin; a++)
+            sb.in[a] = st->arg[a] >= 0 ? b->input(b, st->arg[a]) : val[-st->arg[a] - 1];
+        sb.out = val[j], sb.grad = grad[j];
+        deft_gref_t g[2] = {{0}};
+        const deft_op_t *op = st->entry->op;
+        if (!op->gradient) {
+            status = deft_op_error(fused_op(), DEFT_ERR_NOT_IMPLEMENTED,
+                                   "step %d: %s has no gradient", j, op->name);
+            break;
+        }
+        status = op->gradient(&sb.base, st->params.v, st->nin, g);
+        for (int a = 0; a < st->nin && status == 0; a++)
+            accumulate(b, st->arg[a] >= 0 ? &in_grads[st->arg[a]] : &grad[-st->arg[a] - 1], g[a]);
+    }
+    program_free(prog);
+    return status;
+}
+
+static const char *const fused_inputs[] = {"data", NULL};
+
+static const deft_op_t fused_ops[] = {
+    {.name = DEFT_FUSED_OP_NAME,
+     .description = "A chain of elementwise operators evaluated in cache-sized tiles; made by the "
+                    "Fuse graph pass.",
+     .input_names = fused_inputs,
+     .min_inputs = 1,
+     .max_inputs = DEFT_OP_MAX_INPUTS,
+     .params = fused_params,
+     .infer = fused_infer,
+     .forward = fused_forward,
+     .inplace_input = -1,
+     .graph_only = true,
+     .gradient = fused_gradient},
+};
+
+DEFT_OP_FAMILY(deft_family_fused, fused_ops);

@@ -1,0 +1,232 @@
+#define _POSIX_C_SOURCE 200809L
+/* Elementwise fusion: which nodes fuse, identical results, gradients through fused nodes. */
+#include "op_helpers.h"
+
+static DeftSymbolHandle var(const char *name) {
+    DeftSymbolHandle s;
+    ck_assert_ok(DeftSymbolCreateVariable(name, &s));
+    return s;
+}
+
+/* op(in...) as a new symbol; the inputs stay owned by the caller. */
+static DeftSymbolHandle apply(const char *op, int nin, const DeftSymbolHandle *in,
+                              const char *const *params) {
+    int np = count_params(params);
+    const char *keys[16], *vals[16];
+    for (int i = 0; i < np; i++) keys[i] = params[2 * i], vals[i] = params[2 * i + 1];
+    DeftSymbolHandle s, copies[4];
+    for (int i = 0; i < nin; i++) ck_assert_ok(DeftSymbolCopy(in[i], &copies[i]));
+    ck_assert_ok(DeftSymbolCreateAtomic(op_named(op), np, keys, vals, &s));
+    ck_assert_msg(DeftSymbolCompose(s, NULL, nin, NULL, copies) == 0, "%s", DeftGetLastError());
+    for (int i = 0; i < nin; i++) ck_assert_ok(DeftSymbolFree(copies[i]));
+    return s;
+}
+
+static int count_text(const char *text, const char *needle) {
+    int n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
+/* How many nodes of `sym` use operator `op`. */
+static int count_op(DeftSymbolHandle sym, const char *op) {
+    const char *json;
+    ck_assert_ok(DeftSymbolSaveToJSON(sym, &json));
+    char quoted[64];
+    snprintf(quoted, sizeof quoted, "\"op\":\t\"%s\"", op); /* cJSON_Print layout */
+    return count_text(json, quoted);
+}
+
+static DeftSymbolHandle fused(DeftSymbolHandle sym) {
+    DeftSymbolHandle out;
+    ck_assert_msg(DeftSymbolApplyPasses(sym, "CSE,Fuse", &out) == 0, "%s", DeftGetLastError());
+    return out;
+}
+
+/* Run `sym` on `in` (by argument order) and return output `index`. */
+static DeftNDArrayHandle run(DeftSymbolHandle sym, int nin, DeftNDArrayHandle *in, int index) {
+    DeftCachedOpHandle op;
+    DeftNDArrayHandle out[4] = {NULL};
+    int nout = 4;
+    ck_assert_ok(DeftCachedOpCreate(sym, 0, &op));
+    ck_assert_msg(DeftCachedOpInvoke(op, nin, in, &nout, out) == 0, "%s", DeftGetLastError());
+    ck_assert_ok(DeftCachedOpFree(op));
+    for (int o = 0; o < nout; o++)
+        if (o != index) ck_assert_ok(DeftNDArrayFree(out[o]));
+    return out[index];
+}
+
+static void assert_identical(DeftNDArrayHandle a, DeftNDArrayHandle b, double tol) {
+    int64_t na, nb;
+    double *va = read_all(a, &na), *vb = read_all(b, &nb);
+    ck_assert_int_eq(na, nb);
+    for (int64_t i = 0; i < na; i++)
+        ck_assert_msg(close_enough(va[i], vb[i], tol), "element %lld: %.17g vs %.17g", (long long)i,
+                      va[i], vb[i]);
+    free(va), free(vb);
+}
+
+/* (x + 5) * (x + 5) * 0.5 - x, with x + 5 written twice (CSE makes it one value read twice). */
+static DeftSymbolHandle benchmark_expr(DeftSymbolHandle x) {
+    DeftSymbolHandle a = apply("_plus_scalar", 1, &x, P("scalar", "5"));
+    DeftSymbolHandle a2 = apply("_plus_scalar", 1, &x, P("scalar", "5"));
+    DeftSymbolHandle b = apply("elemwise_mul", 2, (DeftSymbolHandle[]){a, a2}, NO_PARAMS);
+    DeftSymbolHandle c = apply("_mul_scalar", 1, &b, P("scalar", "0.5"));
+    DeftSymbolHandle d = apply("elemwise_sub", 2, (DeftSymbolHandle[]){c, x}, NO_PARAMS);
+    DeftSymbolHandle tmp[] = {a, a2, b, c};
+    for (int i = 0; i < 4; i++) ck_assert_ok(DeftSymbolFree(tmp[i]));
+    return d;
+}
+
+START_TEST(test_chain_becomes_one_node_with_identical_results) {
+    DeftSymbolHandle x = var("x"), y = benchmark_expr(x), f = fused(y);
+    ck_assert_int_eq(count_op(f, "_fused_elemwise"), 1);
+    ck_assert_int_eq(count_op(f, "elemwise_mul"), 0);
+    ck_assert_int_eq(count_op(f, "_plus_scalar"), 0);
+    /* sizes below one tile, across tiles with a ragged end, and over many parallel chunks */
+    const int64_t sizes[] = {1, 4095, 4096 * 3 + 17, 300001};
+    for (int d = 0; d < 2; d++)
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            ck_assert_ok(DeftRandomSeed(3));
+            char shape[32];
+            snprintf(shape, sizeof shape, "(%lld,)", (long long)sizes[s]);
+            DeftNDArrayHandle in = call1(
+                "_random_uniform", 0, NULL,
+                P("shape", shape, "low", "-9", "high", "9", "dtype", d ? "float64" : "float32"));
+            DeftNDArrayHandle want = run(y, 1, &in, 0), got = run(f, 1, &in, 0);
+            assert_identical(got, want, 0);
+            free_all(3, (DeftNDArrayHandle[]){in, want, got});
+        }
+    DeftSymbolHandle syms[] = {x, y, f};
+    for (int i = 0; i < 3; i++) ck_assert_ok(DeftSymbolFree(syms[i]));
+}
+END_TEST
+
+/* A value that is a graph output, or is read outside the chain, ends a group. */
+START_TEST(test_outputs_and_outside_readers_stay_unfused) {
+    DeftSymbolHandle x = var("x");
+    DeftSymbolHandle a = apply("exp", 1, &x, NO_PARAMS);
+    DeftSymbolHandle b = apply("negative", 1, &a, NO_PARAMS);
+    DeftSymbolHandle c = apply("sigmoid", 1, &b, NO_PARAMS);
+    DeftSymbolHandle t = apply("tanh", 1, &x, NO_PARAMS);
+    DeftSymbolHandle s = apply("sum", 1, &t, NO_PARAMS); /* tanh is read by a reduction */
+    DeftSymbolHandle u = apply("broadcast_add", 2, (DeftSymbolHandle[]){t, s}, NO_PARAMS);
+    DeftSymbolHandle v = apply("square", 1, &u, NO_PARAMS);
+    DeftSymbolHandle g;
+    ck_assert_ok(DeftSymbolCreateGroup(3, (DeftSymbolHandle[]){a, c, v}, &g));
+    DeftSymbolHandle f = fused(g);
+    /* exp is an output; negative+sigmoid fuse; broadcast_add+square fuse; tanh feeds sum */
+    ck_assert_int_eq(count_op(f, "_fused_elemwise"), 2);
+    ck_assert_int_eq(count_op(f, "exp"), 1);
+    ck_assert_int_eq(count_op(f, "tanh"), 1);
+    ck_assert_int_eq(count_op(f, "sigmoid"), 0);
+    ck_assert_ok(DeftRandomSeed(5));
+    DeftNDArrayHandle in = call1("_random_normal", 0, NULL, P("shape", "(7,9)"));
+    for (int o = 0; o < 3; o++) {
+        DeftNDArrayHandle want = run(g, 1, &in, o), got = run(f, 1, &in, o);
+        assert_identical(got, want, 0);
+        free_all(2, (DeftNDArrayHandle[]){want, got});
+    }
+    ck_assert_ok(DeftNDArrayFree(in));
+    DeftSymbolHandle syms[] = {x, a, b, c, t, s, u, v, g, f};
+    for (int i = 0; i < 10; i++) ck_assert_ok(DeftSymbolFree(syms[i]));
+}
+END_TEST
+
+/* Broadcasting inside the chain (3x1 against 1x4) takes the whole-array path. */
+START_TEST(test_broadcasting_chain) {
+    DeftSymbolHandle x = var("x"), z = var("z");
+    DeftSymbolHandle d = apply("broadcast_sub", 2, (DeftSymbolHandle[]){x, z}, NO_PARAMS);
+    DeftSymbolHandle r = apply("relu", 1, &d, NO_PARAMS);
+    DeftSymbolHandle m = apply("broadcast_mul", 2, (DeftSymbolHandle[]){r, z}, NO_PARAMS);
+    DeftSymbolHandle f = fused(m);
+    ck_assert_int_eq(count_op(f, "_fused_elemwise"), 1);
+    DeftNDArrayHandle in[2] = {make(DEFT_FLOAT32, 2, SHAPE(3, 1), VALUES(1, 2, 3)),
+                               make(DEFT_FLOAT32, 2, SHAPE(1, 4), VALUES(0.5, 1.5, 2.5, 3.5))};
+    DeftNDArrayHandle got = run(f, 2, in, 0);
+    assert_shape(got, 2, SHAPE(3, 4));
+    assert_values(got, 12, VALUES(0.25, 0, 0, 0, 0.75, 0.75, 0, 0, 1.25, 2.25, 1.25, 0), 0);
+    free_all(3, (DeftNDArrayHandle[]){in[0], in[1], got});
+    DeftSymbolHandle syms[] = {x, z, d, r, m, f};
+    for (int i = 0; i < 6; i++) ck_assert_ok(DeftSymbolFree(syms[i]));
+}
+END_TEST
+
+/* Gradients of a fused graph equal those of the graph before fusion. */
+START_TEST(test_gradient_through_fused_graph) {
+    DeftSymbolHandle x = var("x"), y = benchmark_expr(x);
+    DeftSymbolHandle t = apply("tanh", 1, &y, NO_PARAMS), f = fused(t);
+    ck_assert_int_eq(count_op(f, "_fused_elemwise"), 1);
+    DeftSymbolHandle gu, gf;
+    const char *wrt[] = {"x"};
+    ck_assert_ok(DeftSymbolGradient(t, 1, wrt, &gu));
+    ck_assert_msg(DeftSymbolGradient(f, 1, wrt, &gf) == 0, "%s", DeftGetLastError());
+    ck_assert_ok(DeftRandomSeed(9));
+    DeftNDArrayHandle in[2];
+    in[0] = call1("_random_normal", 0, NULL, P("shape", "(5,6)", "dtype", "float64"));
+    in[1] = call1("_random_normal", 0, NULL, P("shape", "(5,6)", "dtype", "float64"));
+    int nargs;
+    const char *const *names;
+    ck_assert_ok(DeftSymbolListArguments(gf, &nargs, &names));
+    ck_assert_int_eq(nargs, 2); /* x and the head gradient, in that order */
+    ck_assert_str_eq(names[0], "x");
+    DeftNDArrayHandle want = run(gu, 2, in, 0), got = run(gf, 2, in, 0);
+    assert_identical(got, want, 1e-12);
+    /* fusing the gradient graph too changes nothing */
+    DeftSymbolHandle gff = fused(gf);
+    DeftNDArrayHandle again = run(gff, 2, in, 0);
+    assert_identical(again, want, 1e-12);
+    free_all(5, (DeftNDArrayHandle[]){in[0], in[1], want, got, again});
+    DeftSymbolHandle syms[] = {x, y, t, f, gu, gf, gff};
+    for (int i = 0; i < 7; i++) ck_assert_ok(DeftSymbolFree(syms[i]));
+}
+END_TEST
+
+static void assert_program_fails(const char *program, int nin, int kind, const char *text) {
+    DeftSymbolHandle vars[2] = {var("a"), var("b")};
+    DeftSymbolHandle s = apply("_fused_elemwise", nin, vars, P("program", program));
+    int complete;
+    const int ndims[] = {1, 1};
+    const int64_t dims[] = {4, 4};
+    ck_assert_fails(
+        DeftSymbolInferShape(s, nin, (const char *[]){"a", "b"}, ndims, dims, NULL, &complete),
+        kind, text);
+    DeftSymbolHandle syms[] = {vars[0], vars[1], s};
+    for (int i = 0; i < 3; i++) ck_assert_ok(DeftSymbolFree(syms[i]));
+}
+
+START_TEST(test_bad_programs_and_imperative_use) {
+    assert_program_fails("exp i3", 1, DEFT_ERROR_VALUE, "argument 'i3'");
+    assert_program_fails("exp t0", 1, DEFT_ERROR_VALUE, "argument 't0'");
+    assert_program_fails("nosuch i0", 1, DEFT_ERROR_VALUE,
+                         "'nosuch' is not an elementwise operator");
+    assert_program_fails("sum i0", 1, DEFT_ERROR_VALUE, "'sum' is not an elementwise operator");
+    assert_program_fails("exp i0 i1", 2, DEFT_ERROR_VALUE, "exp takes 1 argument(s), got 2");
+    assert_program_fails("elemwise_add i0 i0 i1", 2, DEFT_ERROR_VALUE, "more than 2 arguments");
+    assert_program_fails(" ; ", 1, DEFT_ERROR_VALUE, "step 0 is empty");
+    assert_program_fails("", 1, DEFT_ERROR_VALUE, "no steps");
+    assert_program_fails("_plus_scalar i0 scalar=x", 1, DEFT_ERROR_PARSE, "scalar");
+    assert_program_fails("_plus_scalar i0 bogus=1", 1, DEFT_ERROR_VALUE, "bogus");
+    DeftNDArrayHandle in = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(1, 2));
+    ck_assert_call_fails("_fused_elemwise", 1, &in, P("program", "exp i0"),
+                         DEFT_ERROR_NOT_IMPLEMENTED, "only inside a graph executor");
+    ck_assert_ok(DeftNDArrayFree(in));
+}
+END_TEST
+
+static Suite *fuse_suite(void) {
+    Suite *s = suite_create("fuse");
+    TCase *tc = tcase_create("fuse");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_chain_becomes_one_node_with_identical_results);
+    tcase_add_test(tc, test_outputs_and_outside_readers_stay_unfused);
+    tcase_add_test(tc, test_broadcasting_chain);
+    tcase_add_test(tc, test_gradient_through_fused_graph);
+    tcase_add_test(tc, test_bad_programs_and_imperative_use);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    return run_suite(fuse_suite());
+}
