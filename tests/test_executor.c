@@ -253,6 +253,58 @@ START_TEST(test_mlp_training_graph_plan) {
 }
 END_TEST
 
+/* The forward+backward flag runs the gradient graph: same values as building it
+ * with DeftSymbolGradient(), with and without fusion. */
+START_TEST(test_forward_backward_mode) {
+    DeftSymbolHandle x = var("x"), label = var("label");
+    DeftSymbolHandle fc0 = apply("FullyConnected", "fc0", 1, &x, P("num_hidden", "6"));
+    DeftSymbolHandle t = apply("tanh", "t", 1, &fc0, NO_PARAMS);
+    DeftSymbolHandle m = apply("_mul_scalar", "m", 1, &t, P("scalar", "0.5"));
+    DeftSymbolHandle h = apply("_plus_scalar", "h", 1, &m, P("scalar", "1"));
+    DeftSymbolHandle fc1 = apply("FullyConnected", "fc1", 1, &h, P("num_hidden", "3"));
+    DeftSymbolHandle loss =
+        apply("softmax_cross_entropy", "loss", 2, (DeftSymbolHandle[]){fc1, label}, NO_PARAMS);
+    int nargs;
+    const char *const *names;
+    ck_assert_ok(DeftSymbolListArguments(loss, &nargs, &names));
+    ck_assert_int_eq(nargs, 6); /* x, fc0 weight and bias, fc1 weight and bias, label */
+    DeftSymbolHandle grad;
+    ck_assert_ok(DeftSymbolGradient(loss, nargs, names, &grad));
+    ck_assert_ok(DeftRandomSeed(11));
+    DeftNDArrayHandle in[7];
+    const char *shapes[] = {"(4,5)", "(6,5)", "(6,)", "(3,6)", "(3,)"};
+    for (int i = 0; i < 5; i++)
+        in[i] = call1("_random_normal", 0, NULL, P("shape", shapes[i], "dtype", "float64"));
+    in[5] = make(DEFT_FLOAT64, 1, SHAPE(4), VALUES(0, 2, 1, 2));
+    in[6] = make(DEFT_FLOAT64, 1, SHAPE(1), VALUES(1)); /* the head gradient of the loss */
+    DeftCachedOpHandle reference, both, fused;
+    ck_assert_ok(DeftCachedOpCreate(grad, 0, &reference));
+    ck_assert_ok(DeftCachedOpCreate(loss, DEFT_CACHED_OP_BACKWARD, &both));
+    ck_assert_ok(DeftCachedOpCreate(loss, DEFT_CACHED_OP_BACKWARD | DEFT_CACHED_OP_FUSE, &fused));
+    DeftNDArrayHandle want[7] = {NULL}, got[7] = {NULL}, got_fused[7] = {NULL};
+    int n1 = 7, n2 = 7, n3 = 7;
+    ck_assert_ok(DeftCachedOpInvoke(reference, 7, in, &n1, want));
+    ck_assert_ok(DeftCachedOpInvoke(both, 7, in, &n2, got));
+    ck_assert_ok(DeftCachedOpInvoke(fused, 7, in, &n3, got_fused));
+    ck_assert_int_eq(n1, 7); /* the loss, then six gradients */
+    ck_assert_int_eq(n2, 7);
+    ck_assert_int_eq(n3, 7);
+    for (int o = 0; o < 7; o++) {
+        assert_same(got[o], want[o]);
+        int64_t n;
+        double *w = read_all(want[o], &n);
+        assert_values(got_fused[o], n, w, 1e-12);
+        free(w);
+    }
+    free_all(7, in), free_all(7, want), free_all(7, got), free_all(7, got_fused);
+    ck_assert_ok(DeftCachedOpFree(reference));
+    ck_assert_ok(DeftCachedOpFree(both));
+    ck_assert_ok(DeftCachedOpFree(fused));
+    DeftSymbolHandle all[] = {x, label, fc0, t, m, h, fc1, loss, grad};
+    for (int i = 0; i < 9; i++) ck_assert_ok(DeftSymbolFree(all[i]));
+}
+END_TEST
+
 static Suite *executor_suite(void) {
     Suite *suite = suite_create("executor");
     TCase *tc = tcase_create("executor");
@@ -260,6 +312,7 @@ static Suite *executor_suite(void) {
     tcase_add_test(tc, test_in_place_respects_later_readers);
     tcase_add_test(tc, test_new_shapes_new_plan_and_errors);
     tcase_add_test(tc, test_mlp_training_graph_plan);
+    tcase_add_test(tc, test_forward_backward_mode);
     suite_add_tcase(suite, tc);
     return suite;
 }

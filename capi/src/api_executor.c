@@ -3,6 +3,8 @@
 
 #include "capi/src/api.h"
 #include "core/graph/executor.h"
+#include "core/graph/gradient.h"
+#include "core/graph/pass.h"
 
 static int api_cached_op(DeftCachedOpHandle handle, deft_cached_op_t **out) {
     void *object;
@@ -11,14 +13,33 @@ static int api_cached_op(DeftCachedOpHandle handle, deft_cached_op_t **out) {
     return 0;
 }
 
+/* The graph the flags ask for: the gradient graph, fused, or `s` itself. */
+static int prepare(deft_symbol_t *s, int flags, deft_symbol_t **out) {
+    deft_symbol_t *grad = s, *fused = NULL;
+    if ((flags & DEFT_CACHED_OP_BACKWARD) && deft_symbol_gradient_all(s, &grad)) return -1;
+    if (!(flags & DEFT_CACHED_OP_FUSE)) {
+        *out = grad;
+        return 0;
+    }
+    int status = deft_passes_apply(grad, "Fuse", &fused);
+    if (grad != s) deft_symbol_free(grad);
+    *out = fused;
+    return status;
+}
+
 int DeftCachedOpCreate(DeftSymbolHandle sym, int flags, DeftCachedOpHandle *out) {
     API_BEGIN();
     deft_symbol_t *s = NULL;
     deft_cached_op_t *op;
     if (api_symbol_get(sym, "sym", &s) || api_check_out(out, "out")) return -1;
-    if (flags & ~DEFT_CACHED_OP_NO_MEMORY_PLAN)
+    const int known = DEFT_CACHED_OP_NO_MEMORY_PLAN | DEFT_CACHED_OP_BACKWARD | DEFT_CACHED_OP_FUSE;
+    if (flags & ~known)
         return deft_error(DEFT_ERR_VALUE, "flags is %d, expected DeftCachedOpFlag values", flags);
-    if (deft_cached_op_new(s, !(flags & DEFT_CACHED_OP_NO_MEMORY_PLAN), &op)) return -1;
+    deft_symbol_t *graph;
+    if (prepare(s, flags, &graph)) return -1;
+    int status = deft_cached_op_new(graph, !(flags & DEFT_CACHED_OP_NO_MEMORY_PLAN), &op);
+    if (graph != s) deft_symbol_free(graph);
+    if (status) return -1;
     DeftCachedOpHandle handle = deft_handle_new(DEFT_HANDLE_CACHED_OP, op);
     if (!handle) {
         deft_cached_op_release(op);

@@ -237,20 +237,6 @@ static int return_strings(api_symbol_t *s, int n, char **names, int *out_count,
 
 typedef enum list_kind { LIST_ARGUMENTS, LIST_AUX, LIST_OUTPUTS } list_kind_t;
 
-/* A variable is auxiliary when every use of it is an in-place update. */
-static bool is_auxiliary(const deft_graph_t *g, const deft_node_t *var) {
-    bool used = false;
-    for (int i = 0; i < g->num_nodes; i++) {
-        const deft_node_t *n = g->nodes[i];
-        for (int k = 0; k < n->num_inputs; k++) {
-            if (n->inputs[k].node != var) continue;
-            if (!(n->op->op->mutate_inputs & (1u << k))) return false;
-            used = true;
-        }
-    }
-    return used;
-}
-
 static char *output_name(const deft_graph_t *g, deft_entry_t e) {
     int id = deft_graph_node_id(g, e.node);
     const char *name = g->names[id];
@@ -281,7 +267,8 @@ static int list_names(DeftSymbolHandle handle, list_kind_t kind, int *out_count,
             status = (names[n++] = output_name(g, g->outputs[o])) ? 0 : -1;
     } else {
         for (int i = 0; status == 0 && i < g->num_nodes; i++) {
-            if (g->nodes[i]->op || is_auxiliary(g, g->nodes[i]) != (kind == LIST_AUX)) continue;
+            if (g->nodes[i]->op || deft_graph_is_auxiliary(g, g->nodes[i]) != (kind == LIST_AUX))
+                continue;
             status = (names[n++] = strdup(g->names[i])) ? 0 : -1;
         }
     }
@@ -490,7 +477,7 @@ static int keep_inferred(api_symbol_t *s, const deft_graph_t *g, const deft_grap
         } else {
             for (int i = 0; i < g->num_nodes; i++)
                 if (!g->nodes[i]->op &&
-                    is_auxiliary(g, g->nodes[i]) == (group == DEFT_AUXILIARY_STATES))
+                    deft_graph_is_auxiliary(g, g->nodes[i]) == (group == DEFT_AUXILIARY_STATES))
                     entries[n++] = g->row_ptr[i];
         }
         status = keep_group(s, group, n, entries, t);

@@ -35,20 +35,6 @@ static int node_entry(const deft_graph_t *g, const deft_entry_t *e) {
     return deft_graph_entry_id(g, deft_graph_node_id(g, e->node), e->index);
 }
 
-/* A variable is auxiliary when every use of it is an in-place update. */
-static bool auxiliary(const deft_graph_t *g, const deft_node_t *var) {
-    bool used = false;
-    for (int i = 0; i < g->num_nodes; i++) {
-        const deft_node_t *n = g->nodes[i];
-        for (int k = 0; k < n->num_inputs; k++) {
-            if (n->inputs[k].node != var) continue;
-            if (!(n->op->op->mutate_inputs & (1u << k))) return false;
-            used = true;
-        }
-    }
-    return used;
-}
-
 int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_op_t **out) {
     if (deft_symbol_check_composed(sym, "sym")) return -1;
     deft_cached_op_t *op = calloc(1, sizeof *op);
@@ -75,7 +61,7 @@ int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_o
     for (int pass = 0; pass < 2; pass++) /* arguments first, then auxiliary states */
         for (int i = 0; i < g->num_nodes; i++) {
             if (pass == 0) op->input_of_node[i] = -1;
-            if (g->nodes[i]->op || auxiliary(g, g->nodes[i]) != (pass == 1)) continue;
+            if (g->nodes[i]->op || deft_graph_is_auxiliary(g, g->nodes[i]) != (pass == 1)) continue;
             op->input_of_node[i] = op->num_inputs;
             op->input_written[op->num_inputs] = pass == 1;
             op->input_nodes[op->num_inputs++] = i;

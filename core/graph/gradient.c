@@ -269,3 +269,18 @@ int deft_symbol_gradient(const deft_symbol_t *sym, int num_wrt, const char *cons
     deft_graph_free(g);
     return s.status;
 }
+
+int deft_symbol_gradient_all(const deft_symbol_t *sym, deft_symbol_t **out) {
+    if (deft_symbol_check_composed(sym, "sym")) return -1;
+    deft_graph_t *g;
+    if (deft_graph_build(sym->num_outputs, sym->outputs, &g)) return -1;
+    const char **names = malloc(((size_t)g->num_nodes + 1) * sizeof *names);
+    int n = 0, status = 0;
+    if (!names) status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate argument names");
+    for (int i = 0; names && i < g->num_nodes; i++)
+        if (!g->nodes[i]->op && !deft_graph_is_auxiliary(g, g->nodes[i])) names[n++] = g->names[i];
+    if (status == 0) status = deft_symbol_gradient(sym, n, names, out);
+    free(names);
+    deft_graph_free(g);
+    return status;
+}

@@ -16,5 +16,7 @@
 
 int deft_symbol_gradient(const deft_symbol_t *sym, int num_wrt, const char *const *wrt,
                          deft_symbol_t **out);
+/* The gradient with respect to every argument (not the auxiliary states), in list order. */
+int deft_symbol_gradient_all(const deft_symbol_t *sym, deft_symbol_t **out);
 
 #endif

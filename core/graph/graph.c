@@ -286,3 +286,17 @@ void deft_graph_free(deft_graph_t *g) {
     free(g->map_keys), free(g->map_ids);
     free(g);
 }
+
+/* A variable is auxiliary when every use of it is an in-place update. */
+bool deft_graph_is_auxiliary(const deft_graph_t *g, const deft_node_t *var) {
+    bool used = false;
+    for (int i = 0; i < g->num_nodes; i++) {
+        const deft_node_t *n = g->nodes[i];
+        for (int k = 0; k < n->num_inputs; k++) {
+            if (n->inputs[k].node != var) continue;
+            if (!(n->op->op->mutate_inputs & (1u << k))) return false;
+            used = true;
+        }
+    }
+    return used;
+}

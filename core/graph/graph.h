@@ -35,6 +35,8 @@ void deft_graph_free(deft_graph_t *graph);
 
 /* Id of a node in the graph, or -1. */
 int deft_graph_node_id(const deft_graph_t *graph, const deft_node_t *node);
+/* An auxiliary state: a variable whose every use is an in-place update (running statistics). */
+bool deft_graph_is_auxiliary(const deft_graph_t *g, const deft_node_t *var);
 static inline int deft_graph_entry_id(const deft_graph_t *g, int node_id, int index) {
     return g->row_ptr[node_id] + index;
 }

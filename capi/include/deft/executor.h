@@ -24,7 +24,15 @@ typedef struct DeftCachedOp *DeftCachedOpHandle;
 
 /** Flags of DeftCachedOpCreate(). */
 typedef enum DeftCachedOpFlag {
-    DEFT_CACHED_OP_NO_MEMORY_PLAN = 1 /**< one buffer per entry (for comparison and debugging) */
+    DEFT_CACHED_OP_NO_MEMORY_PLAN = 1, /**< one buffer per entry (for comparison and debugging) */
+    /** Forward and backward in one run: the executor runs the graph of
+     *  DeftSymbolGradient() with respect to every argument. Inputs are the
+     *  arguments, one head gradient per output of the symbol, then the
+     *  auxiliary states; outputs are the symbol's outputs, then the gradient of
+     *  each argument in DeftSymbolListArguments() order. */
+    DEFT_CACHED_OP_BACKWARD = 2,
+    /** Apply the "Fuse" pass (DeftSymbolApplyPasses()) before planning. */
+    DEFT_CACHED_OP_FUSE = 4
 } DeftCachedOpFlag;
 
 /** Figures of a memory plan, read with DeftCachedOpGetPlanStat(). */
@@ -40,7 +48,8 @@ typedef enum DeftPlanStat {
  * @param sym the symbol (its graph is captured; the handle may be freed after).
  * @param flags a combination of ::DeftCachedOpFlag values, or 0.
  * @param[out] out receives a new handle, owned by the caller (DeftCachedOpFree()).
- * @return 0 on success; -1 on a bad handle, an uncomposed symbol, unknown flags or NULL @p out.
+ * @return 0 on success; -1 on a bad handle, an uncomposed symbol, unknown flags, NULL
+ *         @p out, or (with ::DEFT_CACHED_OP_BACKWARD) an operator without a gradient.
  */
 DEFT_API int DeftCachedOpCreate(DeftSymbolHandle sym, int flags, DeftCachedOpHandle *out);
 
