@@ -432,6 +432,42 @@ START_TEST(test_infer_shape_forward_and_backward) {
 }
 END_TEST
 
+/* Partial shapes: dimensions given as -1 are filled in by inference and checked. */
+START_TEST(test_infer_partial_shapes) {
+    DeftSymbolHandle x = var("x");
+    DeftSymbolHandle fc = apply("FullyConnected", "fc", 1, &x, P("num_hidden", "6"));
+    int complete = -1;
+    const char *const both[] = {"x", "fc_weight"};
+    ck_assert_ok(DeftSymbolInferShape(fc, 2, both, (const int[]){2, 2},
+                                      (const int64_t[]){4, 5, -1, 5}, NULL, &complete));
+    ck_assert_int_eq(complete, 1);
+    assert_inferred(fc, DEFT_ARGUMENTS, 1, 2, SHAPE(6, 5), DEFT_FLOAT32);
+    ck_assert_fails(DeftSymbolInferShape(fc, 2, both, (const int[]){2, 2},
+                                         (const int64_t[]){4, 5, -1, 7}, NULL, &complete),
+                    DEFT_ERROR_VALUE,
+                    "node 'fc': input 1 ('fc_weight') was given shape (-1,7), but the operator "
+                    "needs (6,5)");
+    ck_assert_fails(DeftSymbolInferShape(fc, 1, both, (const int[]){2}, (const int64_t[]){4, -2},
+                                         NULL, &complete),
+                    DEFT_ERROR_VALUE, "shape of 'x'[1] is -2");
+    /* an unknown batch stays unknown, and the partial shape is reported as given */
+    ck_assert_ok(DeftSymbolInferShape(fc, 1, both, (const int[]){2}, (const int64_t[]){-1, 5}, NULL,
+                                      &complete));
+    ck_assert_int_eq(complete, 0);
+    assert_inferred(fc, DEFT_ARGUMENTS, 0, 2, SHAPE(-1, 5), DEFT_FLOAT32);
+    assert_inferred(fc, DEFT_ARGUMENTS, 1, -1, NULL, -1);
+    /* the same through a "__shape__" attribute */
+    DeftSymbolHandle a = var("a"), b = var("b");
+    ck_assert_ok(DeftSymbolSetAttr(a, "__shape__", "(2,-1)"));
+    ck_assert_ok(DeftSymbolSetAttr(b, "__shape__", "(2,3)"));
+    DeftSymbolHandle sum = apply("elemwise_add", "sum", 2, (DeftSymbolHandle[]){b, a}, NO_PARAMS);
+    ck_assert_ok(DeftSymbolInferShape(sum, 0, NULL, NULL, NULL, NULL, &complete));
+    ck_assert_int_eq(complete, 1);
+    assert_inferred(sum, DEFT_ARGUMENTS, 1, 2, SHAPE(2, 3), DEFT_FLOAT32);
+    free_symbols(5, (DeftSymbolHandle[]){x, fc, a, b, sum});
+}
+END_TEST
+
 START_TEST(test_infer_shape_errors_name_the_node) {
     DeftSymbolHandle x = var("x"), w = var("w");
     DeftSymbolHandle d = apply("dot", "product", 2, (DeftSymbolHandle[]){x, w}, NO_PARAMS);
@@ -552,6 +588,7 @@ static Suite *symbol_suite(void) {
     tcase_add_test(tc, test_files_and_file_errors);
     tcase_add_test(tc, test_long_chain_is_indexed_and_freed_without_recursion);
     tcase_add_test(tc, test_infer_shape_forward_and_backward);
+    tcase_add_test(tc, test_infer_partial_shapes);
     tcase_add_test(tc, test_infer_shape_errors_name_the_node);
     tcase_add_test(tc, test_cse_merges_duplicates_and_keeps_random_ops);
     tcase_add_test(tc, test_dce_drops_unreachable_json_nodes);

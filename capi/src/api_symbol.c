@@ -436,7 +436,7 @@ static int given_args(const deft_graph_t *g, int num_args, const char *const *na
                               a, names[a] ? names[a] : "(NULL)");
         char what[32];
         snprintf(what, sizeof what, "shape of '%.16s'", names[a]);
-        if (deft_shape_init(&desc[id].shape, dims + offset, ndims[a], what)) return -1;
+        if (deft_shape_init_partial(&desc[id].shape, dims + offset, ndims[a], what)) return -1;
         desc[id].dtype = DEFT_DT_FLOAT32;
         if (dtypes) {
             snprintf(what, sizeof what, "dtypes[%d]", a);
@@ -533,7 +533,8 @@ int DeftSymbolGetInferredShape(DeftSymbolHandle handle, int group, int index, in
         return deft_error(DEFT_ERR_INDEX, "index is %d, but the group has %d entries", index,
                           s->num_inferred[group]);
     const deft_desc_t *d = &s->inferred[group][index];
-    bool known = s->inferred_known[group][index];
+    /* an unknown entry may still hold a partial shape given for it */
+    bool known = s->inferred_known[group][index] || deft_shape_is_partial(&d->shape);
     if (known && capacity < d->shape.ndim)
         return deft_error(DEFT_ERR_VALUE, "capacity is %d, but the shape has %d dimensions",
                           capacity, d->shape.ndim);

@@ -22,6 +22,23 @@ int deft_shape_init(deft_shape_t *shape, const int64_t *dims, int ndim, const ch
     return 0;
 }
 
+int deft_shape_init_partial(deft_shape_t *shape, const int64_t *dims, int ndim, const char *what) {
+    if (ndim < 0 || ndim > DEFT_SHAPE_MAX_NDIM || (ndim > 0 && !dims))
+        return deft_shape_init(shape, dims, ndim, what); /* its errors */
+    int64_t known[DEFT_SHAPE_MAX_NDIM] = {0};
+    for (int i = 0; i < ndim; i++) known[i] = dims[i] == DEFT_DIM_UNKNOWN ? 0 : dims[i];
+    if (deft_shape_init(shape, known, ndim, what)) return -1;
+    for (int i = 0; i < ndim; i++)
+        if (dims[i] == DEFT_DIM_UNKNOWN) shape->dims[i] = DEFT_DIM_UNKNOWN;
+    return 0;
+}
+
+bool deft_shape_is_partial(const deft_shape_t *shape) {
+    for (int i = 0; i < shape->ndim; i++)
+        if (shape->dims[i] == DEFT_DIM_UNKNOWN) return true;
+    return false;
+}
+
 int deft_shape_count(const deft_shape_t *shape, int64_t *out) {
     int64_t count = 1;
     for (int i = 0; i < shape->ndim; i++) {

@@ -24,6 +24,12 @@ typedef struct deft_shape {
 
 /* Build a shape from a caller's (dims, ndim); -1 with an error naming `what`. */
 int deft_shape_init(deft_shape_t *shape, const int64_t *dims, int ndim, const char *what);
+/* A dimension not known yet, in partial shapes given to shape inference. */
+#define DEFT_DIM_UNKNOWN (-1)
+/* As deft_shape_init, but dimensions may be DEFT_DIM_UNKNOWN. */
+int deft_shape_init_partial(deft_shape_t *shape, const int64_t *dims, int ndim, const char *what);
+/* Some dimension is DEFT_DIM_UNKNOWN. */
+bool deft_shape_is_partial(const deft_shape_t *shape);
 
 /* Number of elements; -1 with an error if the product overflows int64. */
 int deft_shape_count(const deft_shape_t *shape, int64_t *out);

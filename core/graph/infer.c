@@ -18,7 +18,7 @@ static int annotated(const deft_node_t *var, deft_desc_t *desc, bool *known) {
     static const deft_op_t var_op = {.name = "variable"};
     deft_param_value_t v;
     if (deft_param_parse(&var_op, &tuple, shape, &v)) return -1;
-    if (deft_shape_init(&desc->shape, v.t.v, v.t.n, "__shape__")) return -1;
+    if (deft_shape_init_partial(&desc->shape, v.t.v, v.t.n, "__shape__")) return -1;
     desc->dtype = DEFT_DT_FLOAT32;
     if (dtype) {
         /* MXNet writes dtypes as type flags ("0"), deft as names: accept both. */
@@ -32,8 +32,23 @@ static int annotated(const deft_node_t *var, deft_desc_t *desc, bool *known) {
             desc->dtype = (deft_dtype_t)v.i;
         }
     }
-    *known = true;
+    *known = !deft_shape_is_partial(&desc->shape);
     return 0;
+}
+
+/* The known dimensions of a partial shape must agree with what inference found. */
+static int check_partial(const deft_desc_t *given, const deft_desc_t *found, int k,
+                         const char *name) {
+    bool fits = given->shape.ndim == found->shape.ndim;
+    for (int d = 0; fits && d < given->shape.ndim; d++)
+        fits = given->shape.dims[d] == DEFT_DIM_UNKNOWN ||
+               given->shape.dims[d] == found->shape.dims[d];
+    if (fits) return 0;
+    char a[96], b[96];
+    return deft_error(DEFT_ERR_VALUE,
+                      "input %d ('%s') was given shape %s, but the operator needs %s", k, name,
+                      deft_shape_format(&given->shape, a, sizeof a),
+                      deft_shape_format(&found->shape, b, sizeof b));
 }
 
 /* Forward: all inputs known, outputs not yet. Errors name the node. */
@@ -71,7 +86,9 @@ static int infer_node(const deft_graph_t *g, int id, deft_graph_types_t *t, bool
             int src = deft_graph_node_id(g, node->inputs[k].node);
             int e = deft_graph_entry_id(g, src, node->inputs[k].index);
             if (!t->known[e] && in_known[k]) {
-                t->desc[e] = in[k], t->known[e] = true;
+                if (deft_shape_is_partial(&t->desc[e].shape))
+                    status = check_partial(&t->desc[e], &in[k], k, g->names[src]);
+                t->desc[e] = in[k], t->known[e] = status == 0;
                 *changed = true;
             }
         }
@@ -93,7 +110,7 @@ int deft_graph_infer(const deft_graph_t *g, const deft_desc_t *given, const bool
         if (g->nodes[i]->op) continue;
         int e = g->row_ptr[i];
         if (given_known && given_known[i]) {
-            t.desc[e] = given[i], t.known[e] = true;
+            t.desc[e] = given[i], t.known[e] = !deft_shape_is_partial(&given[i].shape);
         } else if (annotated(g->nodes[i], &t.desc[e], &t.known[e])) {
             deft_graph_types_free(&t);
             return -1;

@@ -10,6 +10,11 @@
  * from its data, an elementwise input from its output) fills them in.
  * Entries that stay unknown are reported as such; an operator that rejects
  * its inputs is an error naming the node.
+ *
+ * A variable's shape may be partial (some dimensions DEFT_DIM_UNKNOWN, as in
+ * "(-1,784)"): it stays unknown until inference finds its full shape, which
+ * must agree with the known dimensions. Unknown entries keep the partial
+ * shape in their description.
  */
 #ifndef DEFT_CORE_INFER_H
 #define DEFT_CORE_INFER_H

@@ -242,7 +242,9 @@ typedef enum DeftSymbolGroup {
  * @param num_args number of arguments described.
  * @param names their names.
  * @param ndims their numbers of dimensions.
- * @param dims all their dimensions, one argument after another.
+ * @param dims all their dimensions, one argument after another; -1 marks a
+ *        dimension not known yet (a partial shape such as (-1, 784)), which
+ *        inference fills in and checks against the known ones.
  * @param dtypes their ::DeftDType values, or NULL for float32.
  * @param[out] out_complete receives 1 if every shape is known, else 0.
  * @return 0 on success (complete or not); -1 on an unknown argument name, a bad
@@ -260,6 +262,8 @@ DEFT_API int DeftSymbolInferShape(DeftSymbolHandle sym, int num_args, const char
  * @param[out] out_dims receives the dimensions; room for @p capacity values.
  * @param capacity room in @p out_dims (DEFT_MAX_NDIM always suffices).
  * @param[out] out_ndim receives the number of dimensions, or -1 if still unknown.
+ *             An argument given a partial shape that inference could not
+ *             complete reports that shape, with -1 for the unknown dimensions.
  * @param[out] out_dtype receives the ::DeftDType, or -1 if unknown.
  * @return 0 on success; -1 if no inference has run, on a bad group, an index out
  *         of range (DEFT_ERROR_INDEX), too small a capacity, or NULL pointers.
