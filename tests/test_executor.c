@@ -305,6 +305,29 @@ START_TEST(test_forward_backward_mode) {
 }
 END_TEST
 
+/* The PlanMemory pass writes the executor's plan into the graph. */
+START_TEST(test_plan_memory_pass) {
+    DeftSymbolHandle x = var("x"), bad = NULL, planned;
+    DeftSymbolHandle u = apply("exp", "u", 1, &x, NO_PARAMS);
+    ck_assert_fails(DeftSymbolApplyPasses(u, "CSE,PlanMemory", &bad), DEFT_ERROR_VALUE,
+                    "PlanMemory: the shape of 'x' is unknown");
+    ck_assert_ptr_null(bad);
+    ck_assert_ok(DeftSymbolSetAttr(x, "__shape__", "(4,8)"));
+    DeftSymbolHandle a = apply("exp", "a", 1, &x, NO_PARAMS);
+    DeftSymbolHandle b = apply("negative", "b", 1, &a, NO_PARAMS);
+    DeftSymbolHandle c = apply("sum", "c", 1, &b, NO_PARAMS);
+    ck_assert_ok(DeftSymbolApplyPasses(c, "InferShape,CSE,PlanMemory", &planned));
+    const char *json;
+    ck_assert_ok(DeftSymbolSaveToJSON(planned, &json));
+    /* a at 0, b written over it in place, c an output outside the arena */
+    const char *at0 = "\"__storage_offset__\":\t\"0\"";
+    ck_assert_ptr_nonnull(strstr(strstr(json, at0) + 1, at0));
+    ck_assert_ptr_nonnull(strstr(json, "\"__storage_offset__\":\t\"-1\""));
+    DeftSymbolHandle all[] = {x, u, a, b, c, planned};
+    for (int i = 0; i < 6; i++) ck_assert_ok(DeftSymbolFree(all[i]));
+}
+END_TEST
+
 static Suite *executor_suite(void) {
     Suite *suite = suite_create("executor");
     TCase *tc = tcase_create("executor");
@@ -313,6 +336,7 @@ static Suite *executor_suite(void) {
     tcase_add_test(tc, test_new_shapes_new_plan_and_errors);
     tcase_add_test(tc, test_mlp_training_graph_plan);
     tcase_add_test(tc, test_forward_backward_mode);
+    tcase_add_test(tc, test_plan_memory_pass);
     suite_add_tcase(suite, tc);
     return suite;
 }

@@ -13,6 +13,8 @@ static const deft_pass_t passes[] = {
      deft_pass_infer_shape},
     {"Fuse", "fuse chains of elementwise operators into nodes evaluated in cache-sized tiles",
      deft_pass_fuse},
+    {"PlanMemory", "write each output's arena offset into its node (\"__storage_offset__\")",
+     deft_pass_plan_memory},
 };
 
 const deft_pass_t *deft_pass_find(const char *name) {

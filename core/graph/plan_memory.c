@@ -1,10 +1,12 @@
 #include "core/graph/plan_memory.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/base/allocator.h"
 #include "core/base/error.h"
+#include "core/graph/pass.h"
 
 typedef struct block {
     size_t size;
@@ -166,4 +168,49 @@ int deft_plan_memory(const deft_graph_t *g, const deft_graph_types_t *t, bool en
 void deft_memory_plan_free(deft_memory_plan_t *plan) {
     free(plan->offset);
     plan->offset = NULL;
+}
+
+/* ---- the PlanMemory pass: the plan written into the nodes ---- */
+
+static int first_unknown(const deft_graph_t *g, const deft_graph_types_t *t) {
+    for (int i = 0; i < g->num_nodes; i++)
+        for (int k = 0; k < g->nodes[i]->num_outputs; k++)
+            if (!t->known[g->row_ptr[i] + k]) return i;
+    return -1;
+}
+
+/* "__storage_offset__": each output's byte offset in the arena, -1 outside it. */
+static int annotate_offsets(const deft_graph_t *g, int id, const deft_memory_plan_t *plan,
+                            deft_node_t **out) {
+    char text[DEFT_OP_MAX_OUTPUTS * 24] = "";
+    size_t used = 0;
+    for (int k = 0; k < g->nodes[id]->num_outputs; k++)
+        used += (size_t)snprintf(text + used, sizeof text - used, "%s%lld", k ? "," : "",
+                                 (long long)plan->offset[g->row_ptr[id] + k]);
+    return deft_node_with_attr(g->nodes[id], "__storage_offset__", text, out);
+}
+
+int deft_pass_plan_memory(const deft_symbol_t *in, deft_symbol_t **out) {
+    deft_graph_t *g;
+    deft_graph_types_t t = {0};
+    deft_memory_plan_t plan = {0};
+    if (deft_graph_build(in->num_outputs, in->outputs, &g)) return -1;
+    int status = deft_graph_infer(g, NULL, NULL, &t), unknown = -1;
+    if (status == 0 && (unknown = first_unknown(g, &t)) >= 0)
+        status = deft_error(DEFT_ERR_VALUE,
+                            "PlanMemory: the shape of '%s' is unknown (give the arguments "
+                            "\"__shape__\" attributes, e.g. with the InferShape pass)",
+                            g->names[unknown]);
+    if (status == 0) status = deft_plan_memory(g, &t, true, &plan);
+    deft_node_t **replace = status ? NULL : calloc((size_t)g->num_nodes + 1, sizeof *replace);
+    if (status == 0 && !replace) status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate");
+    for (int i = 0; status == 0 && i < g->num_nodes; i++)
+        if (g->nodes[i]->op) status = annotate_offsets(g, i, &plan, &replace[i]);
+    if (status == 0) status = deft_graph_rebuild(g, NULL, replace, out);
+    for (int i = 0; replace && i < g->num_nodes; i++) deft_node_release(replace[i]);
+    free(replace);
+    deft_memory_plan_free(&plan);
+    deft_graph_types_free(&t);
+    deft_graph_free(g);
+    return status;
 }

@@ -280,9 +280,13 @@ DEFT_API int DeftSymbolGetInferredShape(DeftSymbolHandle sym, int group, int ind
  * into the variables' "__shape__"/"__dtype__" attributes), "Fuse" (replace
  * chains of elementwise operators whose intermediates are read only inside
  * the chain by one "_fused_elemwise" node, evaluated in cache-sized tiles;
- * gradients of the result work as before). The input symbol is unchanged.
+ * gradients of the result work as before), "PlanMemory" (plan memory as
+ * DeftCachedOpCreate() does and write each operator output's byte offset in
+ * the arena, or -1 outside it, into its node's "__storage_offset__"
+ * attribute; every shape must be known from the variables' "__shape__"
+ * attributes). The input symbol is unchanged.
  * @param sym the symbol.
- * @param passes comma-separated pass names, e.g. "CSE,DCE".
+ * @param passes comma-separated pass names, e.g. "InferShape,CSE,PlanMemory".
  * @param[out] out receives a new handle, owned by the caller.
  * @return 0 on success; -1 on an unknown pass (the message lists the known
  *         ones) or the failure of a pass.
