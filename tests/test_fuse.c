@@ -214,6 +214,23 @@ START_TEST(test_bad_programs_and_imperative_use) {
 }
 END_TEST
 
+/* A chain longer than one fused node holds splits into several. */
+START_TEST(test_long_chain_splits) {
+    DeftSymbolHandle x = var("x"), cur = x, made[40];
+    for (int i = 0; i < 40; i++) cur = made[i] = apply("_plus_scalar", 1, &cur, P("scalar", "1"));
+    DeftSymbolHandle f = fused(cur);
+    ck_assert_int_eq(count_op(f, "_fused_elemwise"), 2); /* 32 steps, then 8 */
+    ck_assert_int_eq(count_op(f, "_plus_scalar"), 0);
+    DeftNDArrayHandle in = make(DEFT_FLOAT64, 1, SHAPE(3), VALUES(0, 1, 2));
+    DeftNDArrayHandle got = run(f, 1, &in, 0);
+    assert_values(got, 3, VALUES(40, 41, 42), 0);
+    free_all(2, (DeftNDArrayHandle[]){in, got});
+    for (int i = 0; i < 40; i++) ck_assert_ok(DeftSymbolFree(made[i]));
+    ck_assert_ok(DeftSymbolFree(x));
+    ck_assert_ok(DeftSymbolFree(f));
+}
+END_TEST
+
 static Suite *fuse_suite(void) {
     Suite *s = suite_create("fuse");
     TCase *tc = tcase_create("fuse");
@@ -223,6 +240,7 @@ static Suite *fuse_suite(void) {
     tcase_add_test(tc, test_broadcasting_chain);
     tcase_add_test(tc, test_gradient_through_fused_graph);
     tcase_add_test(tc, test_bad_programs_and_imperative_use);
+    tcase_add_test(tc, test_long_chain_splits);
     suite_add_tcase(s, tc);
     return s;
 }
