@@ -138,11 +138,32 @@ START_TEST(test_placement_errors) {
 }
 END_TEST
 
+/* The named passes: "Gradient,PlaceDevice" places forward and backward by
+ * the nodes' own "__device__" attributes. */
+START_TEST(test_named_passes) {
+    DeftSymbolHandle x = var("x"), placed;
+    DeftSymbolHandle e = apply_in("exp", "e", NULL, 1, &x, NO_PARAMS);
+    ck_assert_ok(DeftSymbolSetAttr(e, "__device__", "cpu(1)"));
+    DeftSymbolHandle t = apply_in("tanh", "t", NULL, 1, &e, NO_PARAMS);
+    ck_assert_ok(DeftSymbolApplyPasses(t, "Gradient,PlaceDevice", &placed));
+    int n;
+    const char *const *names;
+    ck_assert_ok(DeftSymbolListOutputs(placed, &n, &names));
+    ck_assert_int_eq(n, 2); /* t, then d t / d x */
+    /* x follows its reader to cpu(1); e -> t crosses forward, and the gradient
+     * crosses back from tanh's backward (cpu(0)) to exp's (cpu(1)) */
+    ck_assert_int_eq(check_placement(placed), 2);
+    DeftSymbolHandle all[] = {x, e, t, placed};
+    for (int i = 0; i < 4; i++) ck_assert_ok(DeftSymbolFree(all[i]));
+}
+END_TEST
+
 static Suite *placement_suite(void) {
     Suite *suite = suite_create("device placement");
     TCase *tc = tcase_create("placement");
     tcase_add_test(tc, test_copies_on_crossing_edges_forward_and_backward);
     tcase_add_test(tc, test_placement_errors);
+    tcase_add_test(tc, test_named_passes);
     suite_add_tcase(suite, tc);
     return suite;
 }

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "core/base/error.h"
+#include "core/graph/gradient.h"
+#include "core/graph/place_device.h"
 
 static const deft_pass_t passes[] = {
     {"DCE", "dead-code elimination: keep only nodes the outputs depend on", deft_pass_dce},
@@ -15,6 +17,12 @@ static const deft_pass_t passes[] = {
      deft_pass_fuse},
     {"PlanMemory", "write each output's arena offset into its node (\"__storage_offset__\")",
      deft_pass_plan_memory},
+    {"Gradient", "append the gradient of every argument (DeftSymbolGradient over all of them)",
+     deft_symbol_gradient_all},
+    {"PlaceDevice",
+     "place nodes by their \"__device__\" attributes (default cpu(0)), copying "
+     "across devices",
+     deft_pass_place_device_default},
 };
 
 const deft_pass_t *deft_pass_find(const char *name) {

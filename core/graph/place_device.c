@@ -156,3 +156,8 @@ int deft_pass_place_device(const deft_symbol_t *in, const deft_placement_t *how,
     deft_graph_free(g);
     return status;
 }
+
+int deft_pass_place_device_default(const deft_symbol_t *in, deft_symbol_t **out) {
+    const deft_placement_t cpu0 = {.default_type = DEFT_DEV_CPU, .default_id = 0};
+    return deft_pass_place_device(in, &cpu0, out);
+}

@@ -22,5 +22,7 @@ typedef struct deft_placement {
 
 int deft_pass_place_device(const deft_symbol_t *in, const deft_placement_t *how,
                            deft_symbol_t **out);
+/* The named pass: default cpu(0), no groups (nodes' own "__device__" decide). */
+int deft_pass_place_device_default(const deft_symbol_t *in, deft_symbol_t **out);
 
 #endif

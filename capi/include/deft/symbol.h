@@ -284,7 +284,9 @@ DEFT_API int DeftSymbolGetInferredShape(DeftSymbolHandle sym, int group, int ind
  * DeftCachedOpCreate() does and write each operator output's byte offset in
  * the arena, or -1 outside it, into its node's "__storage_offset__"
  * attribute; every shape must be known from the variables' "__shape__"
- * attributes). The input symbol is unchanged.
+ * attributes), "Gradient" (DeftSymbolGradient() with respect to every
+ * argument) and "PlaceDevice" (DeftSymbolPlaceDevice() with default cpu(0)
+ * and no groups). The input symbol is unchanged.
  * @param sym the symbol.
  * @param passes comma-separated pass names, e.g. "InferShape,CSE,PlanMemory".
  * @param[out] out receives a new handle, owned by the caller.
