@@ -6,3 +6,4 @@ source "$(dirname "$0")/setup.sh"
 deft_install_packages
 deft_build build
 "$DEFT_ROOT/build/deft_hello"
+"$DEFT_ROOT/build/deft_train"
