@@ -23,6 +23,11 @@ static inline int api_ndarray(DeftNDArrayHandle handle, const char *what, deft_n
     return 0;
 }
 
+/* The arrays behind n handles (NULL ones too when allow_null); errors name
+ * `what`[i]. The name is formatted only on failure: this is on the dispatch path. */
+int api_ndarrays(const DeftNDArrayHandle *handles, int n, const char *what, bool allow_null,
+                 deft_ndarray_t **out);
+
 /* The composed symbol behind a symbol handle (api_symbol.c). */
 struct deft_symbol;
 int api_symbol_get(DeftSymbolHandle handle, const char *what, struct deft_symbol **out);

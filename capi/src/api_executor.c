@@ -1,5 +1,4 @@
 /* The executor (CachedOp): creation, runs, plan figures, release. */
-#include <stdio.h>
 
 #include "capi/src/api.h"
 #include "core/graph/executor.h"
@@ -63,17 +62,9 @@ int DeftCachedOpInvoke(DeftCachedOpHandle handle, int num_inputs, const DeftNDAr
                           (const void *)outputs);
     if (room > 4 * DEFT_OP_MAX_OUTPUTS) room = 4 * DEFT_OP_MAX_OUTPUTS;
     deft_ndarray_t *in[4 * DEFT_OP_MAX_INPUTS], *out[4 * DEFT_OP_MAX_OUTPUTS];
-    for (int i = 0; i < num_inputs; i++) {
-        char what[32];
-        snprintf(what, sizeof what, "inputs[%d]", i);
-        if (api_ndarray(inputs[i], what, &in[i])) return -1;
-    }
-    for (int o = 0; o < room; o++) {
-        char what[32];
-        snprintf(what, sizeof what, "outputs[%d]", o);
-        out[o] = NULL;
-        if (outputs[o] && api_ndarray(outputs[o], what, &out[o])) return -1;
-    }
+    if (api_ndarrays(inputs, num_inputs, "inputs", false, in) ||
+        api_ndarrays(outputs, room, "outputs", true, out))
+        return -1;
     int produced = room;
     if (deft_cached_op_invoke(op, num_inputs, in, &produced, out)) return -1;
     for (int o = 0; o < produced; o++) {

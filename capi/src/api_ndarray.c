@@ -1,4 +1,6 @@
 /* NDArray handles: creation, host copies, metadata, waiting and release. */
+#include <stdio.h>
+
 #include "capi/src/api.h"
 
 int api_ndarray_wrap(deft_ndarray_t *arr, DeftNDArrayHandle *out) {
@@ -149,5 +151,21 @@ int DeftNDArrayFree(DeftNDArrayHandle handle) {
     void *object;
     if (deft_handle_retire(handle, DEFT_HANDLE_NDARRAY, "handle", &object)) return -1;
     deft_ndarray_release(object);
+    return 0;
+}
+
+int api_ndarrays(const DeftNDArrayHandle *handles, int n, const char *what, bool allow_null,
+                 deft_ndarray_t **out) {
+    for (int i = 0; i < n; i++) {
+        out[i] = NULL;
+        if (allow_null && !handles[i]) continue;
+        if (deft_handle_valid(handles[i], DEFT_HANDLE_NDARRAY)) {
+            out[i] = deft_handle_object(handles[i]);
+            continue;
+        }
+        char name[48]; /* formatted only on failure: this loop is on the dispatch path */
+        snprintf(name, sizeof name, "%s[%d]", what, i);
+        return api_ndarray(handles[i], name, &out[i]);
+    }
     return 0;
 }

@@ -122,21 +122,6 @@ int DeftRandomSeed(uint64_t seed) {
 }
 
 /* Resolve an array of handles, naming the bad one ("inputs[2]"). */
-static int api_ndarrays(const DeftNDArrayHandle *handles, int n, const char *what, bool allow_null,
-                        deft_ndarray_t **out) {
-    for (int i = 0; i < n; i++) {
-        out[i] = NULL;
-        if (allow_null && !handles[i]) continue;
-        if (deft_handle_valid(handles[i], DEFT_HANDLE_NDARRAY)) {
-            out[i] = deft_handle_object(handles[i]);
-            continue;
-        }
-        char name[48]; /* formatted only on failure: this loop is on the dispatch path */
-        snprintf(name, sizeof name, "%s[%d]", what, i);
-        return api_ndarray(handles[i], name, &out[i]);
-    }
-    return 0;
-}
 
 int DeftImperativeInvoke(DeftOpHandle op, int num_inputs, const DeftNDArrayHandle *inputs,
                          int *num_outputs, DeftNDArrayHandle *outputs, int num_params,

@@ -10,6 +10,7 @@
  */
 #include "core/op/fused.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,8 @@ typedef struct fused_step {
 } fused_step_t;
 
 typedef struct fused_program {
+    char *source; /* the program as given, and the input count it was parsed for */
+    int nin;
     char *text; /* a copy, cut into the tokens the steps point at */
     int nsteps;
     fused_step_t steps[DEFT_FUSED_MAX_STEPS];
@@ -44,7 +47,7 @@ static const deft_op_t *fused_op(void) {
 }
 
 static void program_free(fused_program_t *prog) {
-    if (prog) free(prog->text);
+    if (prog) free(prog->text), free(prog->source);
     free(prog);
 }
 
@@ -95,10 +98,12 @@ static int parse_step(fused_step_t *st, int step, int nin, char *text) {
 
 static int program_parse(const char *text, int nin, fused_program_t **out) {
     fused_program_t *prog = calloc(1, sizeof *prog);
-    if (!prog || !(prog->text = strdup(text ? text : ""))) {
-        free(prog);
+    if (!prog || !(prog->text = strdup(text ? text : "")) ||
+        !(prog->source = strdup(text ? text : ""))) {
+        program_free(prog);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a fused program");
     }
+    prog->nin = nin;
     char *save, *piece = strtok_r(prog->text, ";", &save);
     for (; piece; piece = strtok_r(NULL, ";", &save)) {
         if (prog->nsteps == DEFT_FUSED_MAX_STEPS) {
@@ -135,6 +140,54 @@ static int program_infer(fused_program_t *prog, const deft_desc_t *in) {
     return 0;
 }
 
+/*
+ * Parsed programs, per thread: a fused node runs its program on every call,
+ * and parsing it (operator lookups, parameter parsing) would cost more than
+ * running it on small arrays. A program stays valid until this thread has
+ * parsed PROGRAM_CACHE others, so callers use it within one call only.
+ */
+#define PROGRAM_CACHE 16
+
+typedef struct program_cache {
+    int next;
+    fused_program_t *slot[PROGRAM_CACHE];
+} program_cache_t;
+
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+static void cache_free(void *ptr) {
+    program_cache_t *cache = ptr;
+    for (int i = 0; i < PROGRAM_CACHE; i++) program_free(cache->slot[i]);
+    free(cache);
+}
+
+static void cache_init(void) {
+    (void)pthread_key_create(&cache_key, cache_free);
+}
+
+static int program_get(const char *text, int nin, fused_program_t **out) {
+    pthread_once(&cache_once, cache_init);
+    program_cache_t *cache = pthread_getspecific(cache_key);
+    if (!cache && (cache = calloc(1, sizeof *cache)) && pthread_setspecific(cache_key, cache)) {
+        free(cache);
+        cache = NULL;
+    }
+    for (int i = 0; cache && i < PROGRAM_CACHE; i++) {
+        fused_program_t *p = cache->slot[i];
+        if (p && p->nin == nin && strcmp(p->source, text ? text : "") == 0) {
+            *out = p;
+            return 0;
+        }
+    }
+    if (program_parse(text, nin, out)) return -1;
+    if (!cache) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a program cache");
+    program_free(cache->slot[cache->next]);
+    cache->slot[cache->next] = *out;
+    cache->next = (cache->next + 1) % PROGRAM_CACHE;
+    return 0;
+}
+
 static const deft_param_def_t fused_params[] = {
     {"program", DEFT_PARAM_STRING, NULL, "the steps, as the Fuse pass writes them", NULL, false},
     {0}};
@@ -143,11 +196,10 @@ static int fused_infer(const deft_op_t *op, const deft_param_value_t *p, int nin
                        const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)op;
     fused_program_t *prog;
-    if (program_parse(p[0].s, nin, &prog)) return -1;
+    if (program_get(p[0].s, nin, &prog)) return -1;
     int status = program_infer(prog, in);
     if (status == 0) out[0] = prog->desc[prog->nsteps - 1];
     *nout = 1;
-    program_free(prog);
     return status;
 }
 
@@ -195,18 +247,19 @@ static void run_tiles(void *ctx, int64_t begin, int64_t end) {
     fused_run_t *r = ctx;
     const fused_program_t *prog = r->prog;
     deft_storage_t *buf;
-    if (deft_storage_new(r->out->device, (size_t)prog->nsteps * TILE * 8, &buf)) {
+    const int64_t room = r->n < TILE ? r->n : TILE; /* small arrays need small temporaries */
+    if (deft_storage_new(r->out->device, (size_t)(prog->nsteps * room * 8), &buf)) {
         atomic_store(&r->failed, true);
         return;
     }
     deft_tensor_t temps[DEFT_FUSED_MAX_STEPS];
     for (int j = 0; j < prog->nsteps; j++) {
         bool scalar = deft_shape_size(&prog->desc[j].shape) == 1;
-        temps[j] = (deft_tensor_t){.shape = {.ndim = 1, .dims = {scalar ? 1 : TILE}},
+        temps[j] = (deft_tensor_t){.shape = {.ndim = 1, .dims = {scalar ? 1 : room}},
                                    .dtype = prog->desc[j].dtype,
                                    .device = r->out->device,
                                    .storage = buf,
-                                   .offset = (size_t)j * TILE * 8};
+                                   .offset = (size_t)(j * room * 8)};
     }
     for (int64_t t = begin; t < end && !atomic_load(&r->failed); t++) {
         int64_t start = t * TILE, len = r->n - start < TILE ? r->n - start : TILE;
@@ -260,7 +313,7 @@ static int fused_forward(const deft_op_t *op, const deft_param_value_t *p, int n
     fused_program_t *prog;
     deft_desc_t desc[DEFT_OP_MAX_INPUTS];
     for (int k = 0; k < nin; k++) desc[k] = (deft_desc_t){in[k].shape, in[k].dtype};
-    if (program_parse(p[0].s, nin, &prog)) return -1;
+    if (program_get(p[0].s, nin, &prog)) return -1;
     int status = program_infer(prog, desc);
     int64_t n = deft_shape_size(&out[0].shape);
     if (status == 0 && n > 0 && tileable(prog, in, nin, n)) {
@@ -271,7 +324,6 @@ static int fused_forward(const deft_op_t *op, const deft_param_value_t *p, int n
     } else if (status == 0 && n > 0) {
         status = run_whole(prog, in, out);
     }
-    program_free(prog);
     return status;
 }
 
