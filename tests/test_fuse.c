@@ -231,6 +231,31 @@ START_TEST(test_long_chain_splits) {
 }
 END_TEST
 
+/* More fused programs than a thread caches, used in turn: each still runs its own. */
+START_TEST(test_many_programs_in_turn) {
+    enum { N = 20 };
+    DeftSymbolHandle x = var("x"), graphs[N], parts[2 * N];
+    for (int i = 0; i < N; i++) {
+        char s[16];
+        snprintf(s, sizeof s, "%d", i);
+        parts[2 * i] = apply("_plus_scalar", 1, &x, P("scalar", s));
+        parts[2 * i + 1] = apply("square", 1, &parts[2 * i], NO_PARAMS);
+        graphs[i] = fused(parts[2 * i + 1]);
+    }
+    DeftNDArrayHandle in = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(1, -1));
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < N; i++) {
+            DeftNDArrayHandle got = run(graphs[i], 1, &in, 0);
+            assert_values(got, 2, VALUES((1.0 + i) * (1.0 + i), (i - 1.0) * (i - 1.0)), 0);
+            ck_assert_ok(DeftNDArrayFree(got));
+        }
+    ck_assert_ok(DeftNDArrayFree(in));
+    for (int i = 0; i < N; i++) ck_assert_ok(DeftSymbolFree(graphs[i]));
+    for (int i = 0; i < 2 * N; i++) ck_assert_ok(DeftSymbolFree(parts[i]));
+    ck_assert_ok(DeftSymbolFree(x));
+}
+END_TEST
+
 static Suite *fuse_suite(void) {
     Suite *s = suite_create("fuse");
     TCase *tc = tcase_create("fuse");
@@ -241,6 +266,7 @@ static Suite *fuse_suite(void) {
     tcase_add_test(tc, test_gradient_through_fused_graph);
     tcase_add_test(tc, test_bad_programs_and_imperative_use);
     tcase_add_test(tc, test_long_chain_splits);
+    tcase_add_test(tc, test_many_programs_in_turn);
     suite_add_tcase(s, tc);
     return s;
 }
