@@ -427,7 +427,33 @@ START_TEST(test_second_order_gradients) {
 }
 END_TEST
 
-/* x feeds 12 nodes (more than add_n's 8 terms): its gradient is the sum of all. */
+static int count_text(const char *text, const char *needle) {
+    int n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
+/* Three terms meet: one ElementWiseSum. */
+START_TEST(test_few_gradients_meet_in_one_sum) {
+    DeftSymbolHandle x = var("x"), t[3], total, grad;
+    const char *ops[3] = {"exp", "tanh", "square"};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_ok(DeftSymbolCreateAtomic(op_named(ops[i]), 0, NULL, NULL, &t[i]));
+        ck_assert_ok(DeftSymbolCompose(t[i], NULL, 1, NULL, &x));
+    }
+    ck_assert_ok(DeftSymbolCreateAtomic(op_named("add_n"), 0, NULL, NULL, &total));
+    ck_assert_ok(DeftSymbolCompose(total, "total", 3, NULL, t));
+    ck_assert_ok(DeftSymbolGradient(total, 1, (const char *const[]){"x"}, &grad));
+    const char *json;
+    ck_assert_ok(DeftSymbolSaveToJSON(grad, &json));
+    ck_assert_int_eq(count_text(json, "\"op\":\t\"ElementWiseSum\""), 1);
+    ck_assert_int_eq(count_text(json, "\"op\":\t\"_grad_add\""), 0);
+    DeftSymbolHandle all[] = {x, t[0], t[1], t[2], total, grad};
+    for (int i = 0; i < 6; i++) ck_assert_ok(DeftSymbolFree(all[i]));
+}
+END_TEST
+
+/* x feeds 12 nodes (more than ElementWiseSum's 8 terms): its gradient is the sum of all. */
 START_TEST(test_gradients_that_meet_are_summed) {
     DeftSymbolHandle x = var("x"), terms[12], total, grad;
     for (int i = 0; i < 12; i++) {
@@ -441,6 +467,11 @@ START_TEST(test_gradients_that_meet_are_summed) {
     ck_assert_ok(DeftSymbolCreateAtomic(op_named("add_n"), 0, NULL, NULL, &total));
     ck_assert_ok(DeftSymbolCompose(total, "total", 12, NULL, terms));
     ck_assert_ok(DeftSymbolGradient(total, 1, (const char *const[]){"x"}, &grad));
+    /* twelve terms: a chain of eleven _grad_add (MXNet's rule above eight) */
+    const char *json;
+    ck_assert_ok(DeftSymbolSaveToJSON(grad, &json));
+    ck_assert_int_eq(count_text(json, "\"op\":\t\"_grad_add\""), 11);
+    ck_assert_int_eq(count_text(json, "\"op\":\t\"ElementWiseSum\""), 0);
     DeftNDArrayHandle xa = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(3, -4));
     DeftNDArrayHandle head = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(1, 2));
     DeftCachedOpHandle exec;
@@ -481,6 +512,7 @@ static Suite *gradient_suite(void) {
                         (int)(sizeof cases / sizeof cases[0]));
     tcase_add_test(tc, test_second_order_gradients);
     tcase_add_test(tc, test_gradients_that_meet_are_summed);
+    tcase_add_test(tc, test_few_gradients_meet_in_one_sum);
     tcase_add_test(tc, test_gradient_errors);
     suite_add_tcase(suite, tc);
     return suite;

@@ -7,7 +7,7 @@
 #include "core/base/error.h"
 #include "core/graph/graph.h"
 
-#define SUM_LIMIT 8 /* more terms than this are summed by a chain of elemwise_add */
+#define SUM_LIMIT 8 /* more terms than this are summed by a chain of _grad_add */
 
 typedef struct contribution {
     deft_entry_t entry; /* retained */
@@ -123,22 +123,23 @@ static void add_term(grad_state_t *s, int entry_id, deft_entry_t term) {
     s->grads[entry_id] = c;
 }
 
-/* The sum of an entry's terms as one entry (borrowed), or a NULL node. */
+/* The sum of an entry's terms as one entry (borrowed), or a NULL node: one
+ * ElementWiseSum up to SUM_LIMIT terms, else a chain of _grad_add that the
+ * memory planner runs in place (MXNet's rule), so the sum never holds more
+ * than two terms' worth of extra memory. */
 static deft_entry_t total(grad_state_t *s, int entry_id) {
-    deft_entry_t terms[SUM_LIMIT], acc = {NULL, 0};
+    deft_entry_t terms[SUM_LIMIT];
     int n = 0;
+    for (contribution_t *c = s->grads[entry_id]; c && n <= SUM_LIMIT; c = c->next) {
+        if (n < SUM_LIMIT) terms[n] = c->entry;
+        n++;
+    }
+    if (n <= 1 || s->status) return n == 1 && !s->status ? terms[0] : (deft_entry_t){NULL, 0};
+    if (n <= SUM_LIMIT) return make_node(s, "ElementWiseSum", n, terms, NULL, 0);
+    deft_entry_t acc = {NULL, 0};
     for (contribution_t *c = s->grads[entry_id]; c && !s->status; c = c->next) {
-        terms[n++] = c->entry;
-        if (n == SUM_LIMIT || !c->next) {
-            deft_entry_t part = n == 1 ? terms[0] : make_node(s, "add_n", n, terms, NULL, 0);
-            if (!acc.node) {
-                acc = part;
-            } else {
-                deft_entry_t pair[2] = {acc, part};
-                acc = make_node(s, "elemwise_add", 2, pair, NULL, 0);
-            }
-            n = 0;
-        }
+        deft_entry_t pair[2] = {acc, c->entry};
+        acc = acc.node ? make_node(s, "_grad_add", 2, pair, NULL, 0) : c->entry;
     }
     return acc;
 }

@@ -1,9 +1,10 @@
 /*
  * The gradient pass: given a symbol and the arguments to differentiate,
  * build the backward graph in reverse topological order, summing the
- * gradients that meet at an entry (one add_n for up to 8 terms, a chain of
- * elemwise_add above, as MXNet does). Every operator's gradient is built
- * from ordinary operators, so the result can be differentiated again.
+ * gradients that meet at an entry (one ElementWiseSum for up to 8 terms, a
+ * chain of in-place _grad_add above, as MXNet does). Every operator's
+ * gradient is built from ordinary operators, so the result can be
+ * differentiated again.
  *
  * The new symbol's outputs are the original outputs, then the gradient of
  * each requested argument; its extra arguments are the head gradients, one
