@@ -75,7 +75,8 @@ DEFT_API int DeftOpGetNumParams(DeftOpHandle op, int *out);
  * @param index the parameter's position, in [0, DeftOpGetNumParams()).
  * @param[out] out_name receives its name.
  * @param[out] out_type receives its type: "int", "float", "boolean", "tuple of
- *             int", "dtype" or "enum" (with " or None" where None is allowed).
+ *             int", "dtype", "device", "string" or "enum" (with " or None" where
+ *             None is allowed).
  * @param[out] out_default receives its default as a string, or NULL when the
  *             parameter is required.
  * @param[out] out_doc receives a short description.
