@@ -126,6 +126,13 @@ static inline DeftOpHandle op_named(const char *name) {
     return op;
 }
 
+/* Occurrences of `needle` in `text` (counting operators in saved JSON). */
+static inline int count_text(const char *text, const char *needle) {
+    int n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
 static inline int count_params(const char *const *params) {
     int n = 0;
     while (params[2 * n]) n++;

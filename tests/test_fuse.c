@@ -22,12 +22,6 @@ static DeftSymbolHandle apply(const char *op, int nin, const DeftSymbolHandle *i
     return s;
 }
 
-static int count_text(const char *text, const char *needle) {
-    int n = 0;
-    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
-    return n;
-}
-
 /* How many nodes of `sym` use operator `op`. */
 static int count_op(DeftSymbolHandle sym, const char *op) {
     const char *json;

@@ -427,12 +427,6 @@ START_TEST(test_second_order_gradients) {
 }
 END_TEST
 
-static int count_text(const char *text, const char *needle) {
-    int n = 0;
-    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
-    return n;
-}
-
 /* Three terms meet: one ElementWiseSum. */
 START_TEST(test_few_gradients_meet_in_one_sum) {
     DeftSymbolHandle x = var("x"), t[3], total, grad;
