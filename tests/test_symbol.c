@@ -576,6 +576,100 @@ START_TEST(test_infer_shape_pass_annotates_variables) {
 }
 END_TEST
 
+/* Run whatever a mutated graph turned out to be: inference, passes, executor. */
+static void exercise(DeftSymbolHandle s) {
+    int complete, nargs;
+    const char *json;
+    if (DeftSymbolInferShape(s, 0, NULL, NULL, NULL, NULL, &complete))
+        ck_assert_str_ne(DeftGetLastError(), "");
+    ck_assert_ok(DeftSymbolSaveToJSON(s, &json));
+    DeftSymbolHandle passed;
+    if (DeftSymbolApplyPasses(s, "CSE,Fuse,DCE", &passed) == 0)
+        ck_assert_ok(DeftSymbolFree(passed));
+    const char *const *names;
+    DeftCachedOpHandle exec;
+    if (DeftSymbolListArguments(s, &nargs, &names) || nargs > 8 || DeftCachedOpCreate(s, 0, &exec))
+        return;
+    DeftNDArrayHandle in[8], out[8] = {NULL};
+    for (int i = 0; i < nargs; i++)
+        ck_assert_ok(
+            DeftNDArrayCreate((const int64_t[]){2, 3}, 2, DEFT_FLOAT32, DEFT_CPU, 0, &in[i]));
+    int nout = 8;
+    if (DeftCachedOpInvoke(exec, nargs, in, &nout, out) == 0) {
+        (void)DeftWaitAll(); /* a run may fail (a mutated scalar), never crash */
+        for (int o = 0; o < nout; o++) ck_assert_ok(DeftNDArrayFree(out[o]));
+    }
+    for (int i = 0; i < nargs; i++) ck_assert_ok(DeftNDArrayFree(in[i]));
+    ck_assert_ok(DeftCachedOpFree(exec));
+}
+
+/* Random edits of a saved graph (fused nodes and gradients included) either
+ * load or fail with a message; what loads survives inference, passes and a run. */
+START_TEST(test_mutated_json_never_crashes) {
+    DeftSymbolHandle x = var("x");
+    ck_assert_ok(DeftSymbolSetAttr(x, "__shape__", "(2,3)"));
+    DeftSymbolHandle a = apply("_plus_scalar", NULL, 1, &x, P("scalar", "5"));
+    DeftSymbolHandle b = apply("elemwise_mul", NULL, 2, (DeftSymbolHandle[]){a, x}, NO_PARAMS);
+    DeftSymbolHandle c = apply("FullyConnected", NULL, 1, &b, P("num_hidden", "4"));
+    DeftSymbolHandle d = apply("tanh", NULL, 1, &c, NO_PARAMS);
+    DeftSymbolHandle fusedsym, grad;
+    ck_assert_ok(DeftSymbolApplyPasses(d, "CSE,Fuse", &fusedsym));
+    ck_assert_ok(DeftSymbolGradient(fusedsym, 1, (const char *const[]){"x"}, &grad));
+    const char *json;
+    ck_assert_ok(DeftSymbolSaveToJSON(grad, &json));
+    char *base = strdup(json);
+    size_t n = strlen(base);
+    static const char *const pieces[] = {"-1",
+                                         "99999999999",
+                                         "\"",
+                                         "[",
+                                         "]",
+                                         "{",
+                                         "}",
+                                         ",",
+                                         "0",
+                                         "null",
+                                         "\"_fused_elemwise\"",
+                                         "t9",
+                                         "i7",
+                                         ";",
+                                         "=",
+                                         "(",
+                                         ")",
+                                         "1e308",
+                                         "\"op\"",
+                                         "x"};
+    uint64_t rng = 1234;
+    char *m = malloc(n + 64);
+    int loaded = 0;
+    for (int it = 0; it < 5000; it++) {
+        memcpy(m, base, n + 1);
+        for (int k = 0; k < 2; k++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            size_t pos = (size_t)(rng >> 33) % strlen(m);
+            const char *p = pieces[(rng >> 20) % 20];
+            if (rng & 1) { /* insert */
+                memmove(m + pos + strlen(p), m + pos, strlen(m + pos) + 1);
+                memcpy(m + pos, p, strlen(p));
+            } else { /* overwrite one character */
+                m[pos] = p[0];
+            }
+        }
+        DeftSymbolHandle s;
+        if (DeftSymbolCreateFromJSON(m, &s)) {
+            ck_assert_msg(DeftGetLastError()[0] != '\0', "a failed load has no message");
+            continue;
+        }
+        loaded++;
+        exercise(s);
+        ck_assert_ok(DeftSymbolFree(s));
+    }
+    ck_assert_int_gt(loaded, 100); /* the edits also make valid graphs to run */
+    free(m), free(base);
+    free_symbols(7, (DeftSymbolHandle[]){x, a, b, c, d, fusedsym, grad});
+}
+END_TEST
+
 static Suite *symbol_suite(void) {
     Suite *suite = suite_create("symbols");
     TCase *tc = tcase_create("symbol");
@@ -595,6 +689,7 @@ static Suite *symbol_suite(void) {
     tcase_add_test(tc, test_cse_merges_duplicates_and_keeps_random_ops);
     tcase_add_test(tc, test_dce_drops_unreachable_json_nodes);
     tcase_add_test(tc, test_infer_shape_pass_annotates_variables);
+    tcase_add_test(tc, test_mutated_json_never_crashes);
     suite_add_tcase(suite, tc);
     return suite;
 }
