@@ -4,10 +4,12 @@
  * machines are noise:
  *   - dot vs cblas_sgemm called directly (same thread count),
  *   - broadcast_add on 16M floats vs a plain STREAM-add loop (1 and 2 threads),
- *   - imperative dispatch of _plus_scalar on 1 element vs calling the kernel loop.
+ *   - imperative dispatch of _plus_scalar on 1 element vs calling the kernel loop,
+ *   - exp and tanh on float32 vs a loop calling libm's expf and tanhf.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -159,6 +161,48 @@ static void bench_add(void) {
     CHECK(DeftNDArrayFree(x.C));
 }
 
+/* ---- transcendental functions ---- */
+
+#define MATH_N 16384 /* in cache, and below the size deft splits across threads */
+
+typedef struct math_case {
+    const char *op;
+    float (*libm)(float);
+    float *x, *y;
+    DeftNDArrayHandle X, Y;
+} math_case_t;
+
+static void libm_loop(void *arg) {
+    math_case_t *m = arg;
+    for (int i = 0; i < MATH_N; i++) m->y[i] = m->libm(m->x[i]);
+}
+
+static void deft_math(void *arg) {
+    math_case_t *m = arg;
+    DeftNDArrayHandle out[1] = {m->Y};
+    int nout = 1;
+    CHECK(DeftImperativeInvoke(op(m->op), 1, &m->X, &nout, out, 0, NULL, NULL));
+    CHECK(DeftNDArrayWaitToRead(m->Y));
+}
+
+static void bench_math(void) {
+    static float x[MATH_N], y[MATH_N];
+    for (int i = 0; i < MATH_N; i++) x[i] = -5.0f + 10.0f * (float)i / MATH_N;
+    const int64_t shape[1] = {MATH_N};
+    math_case_t cases[2] = {{"exp", expf, x, y, NULL, NULL}, {"tanh", tanhf, x, y, NULL, NULL}};
+    for (int c = 0; c < 2; c++) {
+        math_case_t *m = &cases[c];
+        CHECK(DeftNDArrayCreateFromData(shape, 1, DEFT_FLOAT32, DEFT_CPU, 0, x, sizeof x, &m->X));
+        CHECK(DeftNDArrayCreate(shape, 1, DEFT_FLOAT32, DEFT_CPU, 0, &m->Y));
+        double tl = best_time(300, libm_loop, m), td = best_time(300, deft_math, m);
+        printf("%-4s 16K float32, 1 thread  deft %5.2f ns/element  libm loop %5.2f ns/element "
+               "(ratio %.1f)\n",
+               m->op, td / MATH_N * 1e9, tl / MATH_N * 1e9, tl / td);
+        CHECK(DeftNDArrayFree(m->X));
+        CHECK(DeftNDArrayFree(m->Y));
+    }
+}
+
 /* ---- dispatch ---- */
 
 #define CHAIN 100000
@@ -246,6 +290,7 @@ int main(int argc, char **argv) {
     bench_gemm(256, 2);
     bench_dispatch("right after a GEMM (OpenBLAS threads spinning)");
     bench_add();
+    bench_math();
     const int sizes[] = {64, 256, 1024, 2048};
     for (int i = 0; i < (quick ? 3 : 4); i++) bench_gemm(sizes[i], 2);
     return 0;
