@@ -216,6 +216,37 @@ START_TEST(test_softmax_and_log_softmax_are_stable) {
 }
 END_TEST
 
+/* float32 rows take a vectorised path: long and ragged rows, NaN and
+ * infinities, against the double-precision formula. */
+START_TEST(test_float32_softmax_rows) {
+    enum { ROWS = 4, N = 1037 };
+    static double x[ROWS * N], want[ROWS * N], want_log[ROWS * N];
+    uint64_t state = 99;
+    for (int i = 0; i < ROWS * N; i++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (double)(float)(-20 + 40 * (double)(state >> 11) / 9007199254740992.0);
+    }
+    x[2 * N + 5] = -INFINITY; /* contributes exp(-inf) = 0 */
+    x[3 * N + 7] = NAN;       /* makes its whole row NaN */
+    for (int r = 0; r < ROWS; r++) {
+        const double *row = x + r * N;
+        double m = -INFINITY, z = 0;
+        for (int c = 0; c < N; c++) m = row[c] > m || row[c] != row[c] ? row[c] : m;
+        for (int c = 0; c < N; c++) z += exp(row[c] - m);
+        for (int c = 0; c < N; c++) {
+            want[r * N + c] = exp(row[c] - m) / z;
+            want_log[r * N + c] = row[c] - m - log(z);
+        }
+    }
+    DeftNDArrayHandle a = make(DEFT_FLOAT32, 2, SHAPE(ROWS, N), x);
+    DeftNDArrayHandle sm = call1("softmax", 1, &a, NO_PARAMS);
+    DeftNDArrayHandle lsm = call1("log_softmax", 1, &a, NO_PARAMS);
+    assert_values(sm, ROWS * N, want, 1e-6);
+    assert_values(lsm, ROWS * N, want_log, 1e-6);
+    free_all(3, (DeftNDArrayHandle[]){a, sm, lsm});
+}
+END_TEST
+
 START_TEST(test_softmax_cross_entropy) {
     const double x[6] = {2, 1, 0.5, -1, 3, 100};
     DeftNDArrayHandle data = make(DEFT_FLOAT64, 2, SHAPE(2, 3), x);
@@ -256,6 +287,7 @@ static Suite *reduce_suite(void) {
     tcase_add_test(tc, test_zero_size_reductions);
     tcase_add_test(tc, test_large_reductions_split_across_threads);
     tcase_add_test(tc, test_softmax_and_log_softmax_are_stable);
+    tcase_add_test(tc, test_float32_softmax_rows);
     tcase_add_test(tc, test_softmax_cross_entropy);
     suite_add_tcase(suite, tc);
     return suite;
