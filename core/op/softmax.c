@@ -40,7 +40,7 @@ static void softmax_line(const softmax_ctx_t *c, int64_t start) {
 
 /* A float32 row (softmax over the last axis, the common case): deft's
  * vectorised expf, and the sum in double over eight independent partial sums. */
-static void softmax_row_f32(const float *x, float *y, int64_t n, bool log_form) {
+DEFT_CLONES static void softmax_row_f32(const float *x, float *y, int64_t n, bool log_form) {
     float max = -INFINITY;
     for (int64_t k = 0; k < n; k++)
         if (x[k] > max || x[k] != x[k]) max = x[k];
