@@ -40,15 +40,6 @@ static inline int deft_dtype_slot(deft_dtype_t dtype) {
 #define DEFT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define DEFT_CLONES
-/* Inner loop copying elements of `elem` bytes (1, 2, 4 or 8), for deft_strided_run. */
-struct deft_strided;
-typedef void (*deft_copy_fn)(const void *ctx, char *const *ptrs, const int64_t *strides, int64_t n);
-deft_copy_fn deft_copy_loop(size_t elem);
-
-/* Copy elements between strided layouts over one iteration shape; NULL strides mean dense. */
-void deft_copy_strided(const deft_shape_t *shape, void *dst, const int64_t *dst_strides,
-                       const void *src, const int64_t *src_strides, size_t elem);
-
 #endif
 
 /* double -> integer without undefined behaviour: NaN is 0, out of range saturates. */

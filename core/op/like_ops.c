@@ -50,17 +50,6 @@ static int broadcast_like_infer(const deft_op_t *op, const deft_param_value_t *p
     return 0;
 }
 
-static int broadcast_like_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
-                                  const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
-    (void)op, (void)p, (void)nin, (void)nout;
-    deft_strided_t it;
-    deft_strided_init(&it, &out[0].shape, 2);
-    deft_strided_set_dense(&it, 0, &out[0]);
-    deft_strided_set_broadcast(&it, 1, &in[0]);
-    deft_strided_run(&it, deft_copy_loop(deft_dtype_size(in[0].dtype)), NULL);
-    return 0;
-}
-
 static int reshape_like_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                               const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)p, (void)nin;
@@ -262,7 +251,7 @@ static const deft_op_t like_ops[] = {
     LIKE_OP("ones_like", "An array of ones with the shape and dtype of the input.",
             deft_op_data_input, 1, zeros_like_infer, fill_like_forward, "ones", NULL),
     LIKE_OP("broadcast_like", "Broadcasts data to the shape of `like`.", data_like, 2,
-            broadcast_like_infer, broadcast_like_forward, NULL, grad_broadcast_like),
+            broadcast_like_infer, deft_forward_broadcast_input, NULL, grad_broadcast_like),
     LIKE_OP("reshape_like", "Data in the shape of `like` (same number of elements).", data_like, 2,
             reshape_like_infer, copy_forward, NULL, grad_reshape_like),
     LIKE_OP("_reduce_to_like",

@@ -27,12 +27,12 @@
 #define DEFT_OP_MAX_OUTPUTS 64
 
 typedef enum deft_param_type {
-    DEFT_PARAM_INT,   /* "3", "-1" */
-    DEFT_PARAM_FLOAT, /* "0.5", "1e-3", "inf", "nan" */
-    DEFT_PARAM_BOOL,  /* "true", "false", "1", "0" (any case) */
-    DEFT_PARAM_TUPLE, /* "(2,3)", "[2, 3]", "2", "()"; entries may be "None" if allowed */
-    DEFT_PARAM_ENUM,  /* one of a fixed list of words */
-    DEFT_PARAM_DTYPE, /* a dtype name: "float32", ... */
+    DEFT_PARAM_INT,    /* "3", "-1" */
+    DEFT_PARAM_FLOAT,  /* "0.5", "1e-3", "inf", "nan" */
+    DEFT_PARAM_BOOL,   /* "true", "false", "1", "0" (any case) */
+    DEFT_PARAM_TUPLE,  /* "(2,3)", "[2, 3]", "2", "()"; entries may be "None" if allowed */
+    DEFT_PARAM_ENUM,   /* one of a fixed list of words */
+    DEFT_PARAM_DTYPE,  /* a dtype name: "float32", ... */
     DEFT_PARAM_DEVICE, /* "cpu(0)", "gpu(1)": t.v[0] the device type, t.v[1] the id */
     DEFT_PARAM_STRING, /* any text; s points at storage owned by whoever owns the params */
 } deft_param_type_t;
@@ -90,6 +90,11 @@ typedef int (*deft_forward_fn)(const deft_op_t *op, const deft_param_value_t *p,
 typedef int (*deft_infer_inputs_fn)(const deft_op_t *op, const deft_param_value_t *p, int nin,
                                     deft_desc_t *in, bool *known, const deft_desc_t *out,
                                     const bool *out_known);
+
+/* Forward of operators that broadcast input 0 to output 0's shape (broadcast_to, broadcast_like).
+ */
+int deft_forward_broadcast_input(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                 const deft_tensor_t *in, int nout, const deft_tensor_t *out);
 
 /* The rule of elementwise operators: every input has the output's shape and dtype. */
 int deft_infer_inputs_like_output(const deft_op_t *op, const deft_param_value_t *p, int nin,

@@ -518,8 +518,8 @@ static int broadcast_to_infer(const deft_op_t *op, const deft_param_value_t *p, 
     return 0;
 }
 
-static int broadcast_to_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
-                                const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+int deft_forward_broadcast_input(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                 const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)p, (void)nin, (void)nout;
     deft_strided_t it;
     deft_strided_init(&it, &out[0].shape, 2);
@@ -781,7 +781,7 @@ static const deft_op_t shape_ops[] = {
      .inplace_input = -1,
      .num_outputs = split_like_num_outputs},
     SHAPE_OP("broadcast_to", "Broadcasts to a larger shape (NumPy rules).", broadcast_to_params,
-             broadcast_to_infer, broadcast_to_forward, -1, grad_broadcast_to),
+             broadcast_to_infer, deft_forward_broadcast_input, -1, grad_broadcast_to),
 };
 
 DEFT_OP_FAMILY(deft_family_shape, shape_ops);
