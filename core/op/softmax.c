@@ -20,16 +20,24 @@ typedef struct softmax_ctx {
     bool log;
 } softmax_ctx_t;
 
-/* One softmax over n elements spaced `inner` apart, starting at element `start`. */
-static void softmax_line(const softmax_ctx_t *c, int64_t start) {
-    double max = -INFINITY;
-    for (int64_t k = 0; k < c->n; k++) {
-        double v = deft_load_double(c->x, c->dtype, start + k * c->inner);
+/* The maximum (NaN wins) of n elements spaced `stride` apart from `start`,
+ * and the sum of exp(x - max) over them: what every softmax here needs. */
+static void max_and_sum(const void *x, deft_dtype_t dtype, int64_t start, int64_t n, int64_t stride,
+                        double *max_out, double *sum_out) {
+    double max = -INFINITY, sum = 0;
+    for (int64_t k = 0; k < n; k++) {
+        double v = deft_load_double(x, dtype, start + k * stride);
         if (v > max || v != v) max = v;
     }
-    double sum = 0;
-    for (int64_t k = 0; k < c->n; k++)
-        sum += exp(deft_load_double(c->x, c->dtype, start + k * c->inner) - max);
+    for (int64_t k = 0; k < n; k++)
+        sum += exp(deft_load_double(x, dtype, start + k * stride) - max);
+    *max_out = max, *sum_out = sum;
+}
+
+/* One softmax over n elements spaced `inner` apart, starting at element `start`. */
+static void softmax_line(const softmax_ctx_t *c, int64_t start) {
+    double max, sum;
+    max_and_sum(c->x, c->dtype, start, c->n, c->inner, &max, &sum);
     double log_sum = log(sum);
     for (int64_t k = 0; k < c->n; k++) {
         int64_t i = start + k * c->inner;
@@ -130,26 +138,30 @@ static int xent_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
     return 0;
 }
 
+/* Row b's label, which must be a class index. */
+static int xent_label(const deft_op_t *op, const deft_tensor_t *labels, int64_t b, int64_t classes,
+                      int64_t *out) {
+    double label = deft_load_double(deft_tensor_data(labels), labels->dtype, b);
+    if (!(label >= 0 && label < (double)classes) || label != floor(label))
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "label[%lld] is %g, expected a class index in [0, %lld)", (long long)b,
+                             label, (long long)classes);
+    *out = (int64_t)label;
+    return 0;
+}
+
 static int xent_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)p, (void)nin, (void)nout;
     int64_t batch = in[0].shape.dims[0], classes = in[0].shape.dims[1];
-    const void *x = deft_tensor_data(&in[0]), *labels = deft_tensor_data(&in[1]);
+    const void *x = deft_tensor_data(&in[0]);
     double total = 0;
     for (int64_t b = 0; b < batch; b++) {
-        double label = deft_load_double(labels, in[1].dtype, b);
-        if (!(label >= 0 && label < (double)classes) || label != floor(label))
-            return deft_op_error(op, DEFT_ERR_VALUE,
-                                 "label[%lld] is %g, expected a class index in [0, %lld)",
-                                 (long long)b, label, (long long)classes);
-        double max = -INFINITY, sum = 0;
-        for (int64_t k = 0; k < classes; k++) {
-            double v = deft_load_double(x, in[0].dtype, b * classes + k);
-            if (v > max || v != v) max = v;
-        }
-        for (int64_t k = 0; k < classes; k++)
-            sum += exp(deft_load_double(x, in[0].dtype, b * classes + k) - max);
-        total += max + log(sum) - deft_load_double(x, in[0].dtype, b * classes + (int64_t)label);
+        int64_t label = 0;
+        double max, sum;
+        if (xent_label(op, &in[1], b, classes, &label)) return -1;
+        max_and_sum(x, in[0].dtype, b * classes, classes, 1, &max, &sum);
+        total += max + log(sum) - deft_load_double(x, in[0].dtype, b * classes + label);
     }
     deft_store_double(deft_tensor_data(&out[0]), out[0].dtype, 0, total);
     return 0;
@@ -172,26 +184,17 @@ static int xent_backward_forward(const deft_op_t *op, const deft_param_value_t *
                                  const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)p, (void)nin, (void)nout;
     int64_t batch = in[1].shape.dims[0], classes = in[1].shape.dims[1];
-    const void *x = deft_tensor_data(&in[1]), *labels = deft_tensor_data(&in[2]);
+    const void *x = deft_tensor_data(&in[1]);
     void *dx = deft_tensor_data(&out[0]);
     double g = deft_load_double(deft_tensor_data(&in[0]), in[0].dtype, 0);
     for (int64_t b = 0; b < batch; b++) {
-        double label = deft_load_double(labels, in[2].dtype, b);
-        if (!(label >= 0 && label < (double)classes) || label != floor(label))
-            return deft_op_error(op, DEFT_ERR_VALUE,
-                                 "label[%lld] is %g, expected a class index in [0, %lld)",
-                                 (long long)b, label, (long long)classes);
-        double max = -INFINITY, sum = 0;
-        for (int64_t k = 0; k < classes; k++) {
-            double v = deft_load_double(x, in[1].dtype, b * classes + k);
-            if (v > max || v != v) max = v;
-        }
-        for (int64_t k = 0; k < classes; k++)
-            sum += exp(deft_load_double(x, in[1].dtype, b * classes + k) - max);
+        int64_t label = 0;
+        double max, sum;
+        if (xent_label(op, &in[2], b, classes, &label)) return -1;
+        max_and_sum(x, in[1].dtype, b * classes, classes, 1, &max, &sum);
         for (int64_t k = 0; k < classes; k++) {
             double prob = exp(deft_load_double(x, in[1].dtype, b * classes + k) - max) / sum;
-            deft_store_double(dx, out[0].dtype, b * classes + k,
-                              g * (prob - (k == (int64_t)label)));
+            deft_store_double(dx, out[0].dtype, b * classes + k, g * (prob - (k == label)));
         }
     }
     return 0;
