@@ -1,23 +1,6 @@
 #define _POSIX_C_SOURCE 200809L
 /* The executor: results equal imperative invoke, with and without memory planning. */
-#include "op_helpers.h"
-
-static DeftSymbolHandle var(const char *name) {
-    DeftSymbolHandle s;
-    ck_assert_ok(DeftSymbolCreateVariable(name, &s));
-    return s;
-}
-
-static DeftSymbolHandle apply(const char *op, const char *name, int nin, const DeftSymbolHandle *in,
-                              const char *const *params) {
-    int np = count_params(params);
-    const char *keys[16], *vals[16];
-    for (int i = 0; i < np; i++) keys[i] = params[2 * i], vals[i] = params[2 * i + 1];
-    DeftSymbolHandle s;
-    ck_assert_ok(DeftSymbolCreateAtomic(op_named(op), np, keys, vals, &s));
-    ck_assert_msg(DeftSymbolCompose(s, name, nin, NULL, in) == 0, "%s", DeftGetLastError());
-    return s;
-}
+#include "symbol_helpers.h"
 
 static DeftNDArrayHandle run1(DeftCachedOpHandle op, int nin, DeftNDArrayHandle *in) {
     DeftNDArrayHandle out[1] = {NULL};

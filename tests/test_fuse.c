@@ -1,26 +1,6 @@
 #define _POSIX_C_SOURCE 200809L
 /* Elementwise fusion: which nodes fuse, identical results, gradients through fused nodes. */
-#include "op_helpers.h"
-
-static DeftSymbolHandle var(const char *name) {
-    DeftSymbolHandle s;
-    ck_assert_ok(DeftSymbolCreateVariable(name, &s));
-    return s;
-}
-
-/* op(in...) as a new symbol; the inputs stay owned by the caller. */
-static DeftSymbolHandle apply(const char *op, int nin, const DeftSymbolHandle *in,
-                              const char *const *params) {
-    int np = count_params(params);
-    const char *keys[16], *vals[16];
-    for (int i = 0; i < np; i++) keys[i] = params[2 * i], vals[i] = params[2 * i + 1];
-    DeftSymbolHandle s, copies[4];
-    for (int i = 0; i < nin; i++) ck_assert_ok(DeftSymbolCopy(in[i], &copies[i]));
-    ck_assert_ok(DeftSymbolCreateAtomic(op_named(op), np, keys, vals, &s));
-    ck_assert_msg(DeftSymbolCompose(s, NULL, nin, NULL, copies) == 0, "%s", DeftGetLastError());
-    for (int i = 0; i < nin; i++) ck_assert_ok(DeftSymbolFree(copies[i]));
-    return s;
-}
+#include "symbol_helpers.h"
 
 /* How many nodes of `sym` use operator `op`. */
 static int count_op(DeftSymbolHandle sym, const char *op) {
@@ -62,11 +42,11 @@ static void assert_identical(DeftNDArrayHandle a, DeftNDArrayHandle b, double to
 
 /* (x + 5) * (x + 5) * 0.5 - x, with x + 5 written twice (CSE makes it one value read twice). */
 static DeftSymbolHandle benchmark_expr(DeftSymbolHandle x) {
-    DeftSymbolHandle a = apply("_plus_scalar", 1, &x, P("scalar", "5"));
-    DeftSymbolHandle a2 = apply("_plus_scalar", 1, &x, P("scalar", "5"));
-    DeftSymbolHandle b = apply("elemwise_mul", 2, (DeftSymbolHandle[]){a, a2}, NO_PARAMS);
-    DeftSymbolHandle c = apply("_mul_scalar", 1, &b, P("scalar", "0.5"));
-    DeftSymbolHandle d = apply("elemwise_sub", 2, (DeftSymbolHandle[]){c, x}, NO_PARAMS);
+    DeftSymbolHandle a = apply("_plus_scalar", NULL, 1, &x, P("scalar", "5"));
+    DeftSymbolHandle a2 = apply("_plus_scalar", NULL, 1, &x, P("scalar", "5"));
+    DeftSymbolHandle b = apply("elemwise_mul", NULL, 2, (DeftSymbolHandle[]){a, a2}, NO_PARAMS);
+    DeftSymbolHandle c = apply("_mul_scalar", NULL, 1, &b, P("scalar", "0.5"));
+    DeftSymbolHandle d = apply("elemwise_sub", NULL, 2, (DeftSymbolHandle[]){c, x}, NO_PARAMS);
     DeftSymbolHandle tmp[] = {a, a2, b, c};
     for (int i = 0; i < 4; i++) ck_assert_ok(DeftSymbolFree(tmp[i]));
     return d;
@@ -99,13 +79,13 @@ END_TEST
 /* A value that is a graph output, or is read outside the chain, ends a group. */
 START_TEST(test_outputs_and_outside_readers_stay_unfused) {
     DeftSymbolHandle x = var("x");
-    DeftSymbolHandle a = apply("exp", 1, &x, NO_PARAMS);
-    DeftSymbolHandle b = apply("negative", 1, &a, NO_PARAMS);
-    DeftSymbolHandle c = apply("sigmoid", 1, &b, NO_PARAMS);
-    DeftSymbolHandle t = apply("tanh", 1, &x, NO_PARAMS);
-    DeftSymbolHandle s = apply("sum", 1, &t, NO_PARAMS); /* tanh is read by a reduction */
-    DeftSymbolHandle u = apply("broadcast_add", 2, (DeftSymbolHandle[]){t, s}, NO_PARAMS);
-    DeftSymbolHandle v = apply("square", 1, &u, NO_PARAMS);
+    DeftSymbolHandle a = apply("exp", NULL, 1, &x, NO_PARAMS);
+    DeftSymbolHandle b = apply("negative", NULL, 1, &a, NO_PARAMS);
+    DeftSymbolHandle c = apply("sigmoid", NULL, 1, &b, NO_PARAMS);
+    DeftSymbolHandle t = apply("tanh", NULL, 1, &x, NO_PARAMS);
+    DeftSymbolHandle s = apply("sum", NULL, 1, &t, NO_PARAMS); /* tanh is read by a reduction */
+    DeftSymbolHandle u = apply("broadcast_add", NULL, 2, (DeftSymbolHandle[]){t, s}, NO_PARAMS);
+    DeftSymbolHandle v = apply("square", NULL, 1, &u, NO_PARAMS);
     DeftSymbolHandle g;
     ck_assert_ok(DeftSymbolCreateGroup(3, (DeftSymbolHandle[]){a, c, v}, &g));
     DeftSymbolHandle f = fused(g);
@@ -130,9 +110,9 @@ END_TEST
 /* Broadcasting inside the chain (3x1 against 1x4) takes the whole-array path. */
 START_TEST(test_broadcasting_chain) {
     DeftSymbolHandle x = var("x"), z = var("z");
-    DeftSymbolHandle d = apply("broadcast_sub", 2, (DeftSymbolHandle[]){x, z}, NO_PARAMS);
-    DeftSymbolHandle r = apply("relu", 1, &d, NO_PARAMS);
-    DeftSymbolHandle m = apply("broadcast_mul", 2, (DeftSymbolHandle[]){r, z}, NO_PARAMS);
+    DeftSymbolHandle d = apply("broadcast_sub", NULL, 2, (DeftSymbolHandle[]){x, z}, NO_PARAMS);
+    DeftSymbolHandle r = apply("relu", NULL, 1, &d, NO_PARAMS);
+    DeftSymbolHandle m = apply("broadcast_mul", NULL, 2, (DeftSymbolHandle[]){r, z}, NO_PARAMS);
     DeftSymbolHandle f = fused(m);
     ck_assert_int_eq(count_op(f, "_fused_elemwise"), 1);
     DeftNDArrayHandle in[2] = {make(DEFT_FLOAT32, 2, SHAPE(3, 1), VALUES(1, 2, 3)),
@@ -149,7 +129,7 @@ END_TEST
 /* Gradients of a fused graph equal those of the graph before fusion. */
 START_TEST(test_gradient_through_fused_graph) {
     DeftSymbolHandle x = var("x"), y = benchmark_expr(x);
-    DeftSymbolHandle t = apply("tanh", 1, &y, NO_PARAMS), f = fused(t);
+    DeftSymbolHandle t = apply("tanh", NULL, 1, &y, NO_PARAMS), f = fused(t);
     ck_assert_int_eq(count_op(f, "_fused_elemwise"), 1);
     DeftSymbolHandle gu, gf;
     const char *wrt[] = {"x"};
@@ -178,7 +158,7 @@ END_TEST
 
 static void assert_program_fails(const char *program, int nin, int kind, const char *text) {
     DeftSymbolHandle vars[2] = {var("a"), var("b")};
-    DeftSymbolHandle s = apply("_fused_elemwise", nin, vars, P("program", program));
+    DeftSymbolHandle s = apply("_fused_elemwise", NULL, nin, vars, P("program", program));
     int complete;
     const int ndims[] = {1, 1};
     const int64_t dims[] = {4, 4};
@@ -211,7 +191,8 @@ END_TEST
 /* A chain longer than one fused node holds splits into several. */
 START_TEST(test_long_chain_splits) {
     DeftSymbolHandle x = var("x"), cur = x, made[40];
-    for (int i = 0; i < 40; i++) cur = made[i] = apply("_plus_scalar", 1, &cur, P("scalar", "1"));
+    for (int i = 0; i < 40; i++)
+        cur = made[i] = apply("_plus_scalar", NULL, 1, &cur, P("scalar", "1"));
     DeftSymbolHandle f = fused(cur);
     ck_assert_int_eq(count_op(f, "_fused_elemwise"), 2); /* 32 steps, then 8 */
     ck_assert_int_eq(count_op(f, "_plus_scalar"), 0);
@@ -232,8 +213,8 @@ START_TEST(test_many_programs_in_turn) {
     for (int i = 0; i < N; i++) {
         char s[16];
         snprintf(s, sizeof s, "%d", i);
-        parts[2 * i] = apply("_plus_scalar", 1, &x, P("scalar", s));
-        parts[2 * i + 1] = apply("square", 1, &parts[2 * i], NO_PARAMS);
+        parts[2 * i] = apply("_plus_scalar", NULL, 1, &x, P("scalar", s));
+        parts[2 * i + 1] = apply("square", NULL, 1, &parts[2 * i], NO_PARAMS);
         graphs[i] = fused(parts[2 * i + 1]);
     }
     DeftNDArrayHandle in = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(1, -1));

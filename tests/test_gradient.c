@@ -4,7 +4,7 @@
  * gradient, must match (f(x + h e_j) - f(x - h e_j)) / 2h with f = sum(y * w),
  * to a relative error under 1e-6.
  */
-#include "op_helpers.h"
+#include "symbol_helpers.h"
 
 typedef struct grad_case {
     const char *op;
@@ -19,12 +19,6 @@ typedef struct grad_case {
 
 #define S(...)                                                                                     \
     { __VA_ARGS__ }
-
-static DeftSymbolHandle var(const char *name) {
-    DeftSymbolHandle s;
-    ck_assert_ok(DeftSymbolCreateVariable(name, &s));
-    return s;
-}
 
 static double uniform(uint64_t *state, double lo, double hi) {
     *state = *state * 6364136223846793005ull + 1442695040888963407ull;

@@ -1,22 +1,12 @@
 /* Device placement: copies exactly where edges cross devices, forward and backward. */
 #include <cjson/cJSON.h>
 
-#include "op_helpers.h"
+#include "symbol_helpers.h"
 
-static DeftSymbolHandle var(const char *name) {
-    DeftSymbolHandle s;
-    ck_assert_ok(DeftSymbolCreateVariable(name, &s));
-    return s;
-}
-
+/* apply(), in a ctx_group when one is named. */
 static DeftSymbolHandle apply_in(const char *op, const char *name, const char *group, int nin,
                                  DeftSymbolHandle *in, const char *const *params) {
-    int np = count_params(params);
-    const char *keys[16], *vals[16];
-    for (int i = 0; i < np; i++) keys[i] = params[2 * i], vals[i] = params[2 * i + 1];
-    DeftSymbolHandle s;
-    ck_assert_ok(DeftSymbolCreateAtomic(op_named(op), np, keys, vals, &s));
-    ck_assert_ok(DeftSymbolCompose(s, name, nin, NULL, in));
+    DeftSymbolHandle s = apply(op, name, nin, in, params);
     if (group) ck_assert_ok(DeftSymbolSetAttr(s, "ctx_group", group));
     return s;
 }

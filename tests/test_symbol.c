@@ -2,31 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <unistd.h>
 
-#include "op_helpers.h"
-
-static DeftSymbolHandle var(const char *name) {
-    DeftSymbolHandle s;
-    ck_assert_ok(DeftSymbolCreateVariable(name, &s));
-    return s;
-}
-
-static DeftSymbolHandle atomic(const char *op, const char *const *params) {
-    int np = count_params(params);
-    const char *keys[16], *vals[16];
-    for (int i = 0; i < np; i++) keys[i] = params[2 * i], vals[i] = params[2 * i + 1];
-    DeftSymbolHandle s;
-    ck_assert_msg(DeftSymbolCreateAtomic(op_named(op), np, keys, vals, &s) == 0, "%s",
-                  DeftGetLastError());
-    return s;
-}
-
-/* An operator symbol composed with positional inputs. */
-static DeftSymbolHandle apply(const char *op, const char *name, int nin, const DeftSymbolHandle *in,
-                              const char *const *params) {
-    DeftSymbolHandle s = atomic(op, params);
-    ck_assert_msg(DeftSymbolCompose(s, name, nin, NULL, in) == 0, "%s", DeftGetLastError());
-    return s;
-}
+#include "symbol_helpers.h"
 
 static void assert_names(int n, const char *const *got, int want_n, const char *const *want) {
     ck_assert_int_eq(n, want_n);
