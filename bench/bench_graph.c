@@ -39,21 +39,9 @@ static double run_executor(DeftCachedOpHandle exec, DeftNDArrayHandle x) {
 }
 
 static double run_imperative(DeftNDArrayHandle x) {
-    DeftOpHandle plus = op("_plus_scalar");
-    const char *keys[1] = {"scalar"}, *vals[1] = {"1"};
-    DeftNDArrayHandle cur = x;
     double t0 = now();
-    for (int i = 0; i < NODES; i++) {
-        DeftNDArrayHandle out[1] = {NULL};
-        int nout = 1;
-        CHECK(DeftImperativeInvoke(plus, 1, &cur, &nout, out, 1, keys, vals));
-        if (cur != x) CHECK(DeftNDArrayFree(cur));
-        cur = out[0];
-    }
-    CHECK(DeftNDArrayWaitToRead(cur));
-    double t = now() - t0;
-    CHECK(DeftNDArrayFree(cur));
-    return t;
+    plus_scalar_chain(x, NODES);
+    return now() - t0;
 }
 
 static DeftSymbolHandle apply(const char *name, const char *node, int nin, DeftSymbolHandle *in,

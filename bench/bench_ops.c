@@ -222,19 +222,7 @@ static void bare_kernel_chain(void *arg) {
 }
 
 static void dispatch_chain_new_arrays(void *arg) {
-    DeftNDArrayHandle x = *(DeftNDArrayHandle *)arg;
-    DeftOpHandle plus = op("_plus_scalar");
-    const char *keys[1] = {"scalar"}, *vals[1] = {"1"};
-    DeftNDArrayHandle cur = x;
-    for (int i = 0; i < CHAIN; i++) {
-        DeftNDArrayHandle out[1] = {NULL};
-        int nout = 1;
-        CHECK(DeftImperativeInvoke(plus, 1, &cur, &nout, out, 1, keys, vals));
-        if (cur != x) CHECK(DeftNDArrayFree(cur));
-        cur = out[0];
-    }
-    CHECK(DeftNDArrayWaitToRead(cur));
-    CHECK(DeftNDArrayFree(cur));
+    plus_scalar_chain(*(DeftNDArrayHandle *)arg, CHAIN);
 }
 
 static void dispatch_chain_in_place(void *arg) {

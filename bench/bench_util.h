@@ -28,4 +28,21 @@ static inline DeftOpHandle op(const char *name) {
     return h;
 }
 
+/* n calls of _plus_scalar, each on the previous result (a new array each
+ * time, freed once read), then wait: the imperative dispatch workload. */
+static inline void plus_scalar_chain(DeftNDArrayHandle x, int n) {
+    DeftOpHandle plus = op("_plus_scalar");
+    const char *keys[1] = {"scalar"}, *vals[1] = {"1"};
+    DeftNDArrayHandle cur = x;
+    for (int i = 0; i < n; i++) {
+        DeftNDArrayHandle out[1] = {NULL};
+        int nout = 1;
+        CHECK(DeftImperativeInvoke(plus, 1, &cur, &nout, out, 1, keys, vals));
+        if (cur != x) CHECK(DeftNDArrayFree(cur));
+        cur = out[0];
+    }
+    CHECK(DeftNDArrayWaitToRead(cur));
+    if (cur != x) CHECK(DeftNDArrayFree(cur));
+}
+
 #endif
