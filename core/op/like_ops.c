@@ -4,7 +4,6 @@
  * reshape_like, _reduce_to_like (sum a broadcast gradient back to an
  * input's shape) and add_n (the sum of any number of arrays).
  */
-#include <string.h>
 
 #include "core/op/grad.h"
 #include "core/op/kernel.h"
@@ -61,15 +60,6 @@ static int reshape_like_infer(const deft_op_t *op, const deft_param_value_t *p, 
     }
     out[0] = (deft_desc_t){in[1].shape, in[0].dtype};
     *nout = 1;
-    return 0;
-}
-
-static int copy_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
-                        const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
-    (void)op, (void)p, (void)nin, (void)nout;
-    size_t n = deft_tensor_nbytes(&out[0]);
-    if (n && deft_tensor_data(&out[0]) != deft_tensor_data(&in[0]))
-        memcpy(deft_tensor_data(&out[0]), deft_tensor_data(&in[0]), n);
     return 0;
 }
 
@@ -201,13 +191,6 @@ static int grad_broadcast_like(deft_grad_builder_t *b, const deft_param_value_t 
     return 0;
 }
 
-static int grad_reshape_like(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
-                             deft_gref_t *in_grads) {
-    (void)p, (void)nin;
-    in_grads[0] = g_op2(b, "reshape_like", b->out_grad(b, 0), b->input(b, 0), GRAD_NONE);
-    return 0;
-}
-
 static int grad_reduce_to_like(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
                                deft_gref_t *in_grads) {
     (void)p, (void)nin;
@@ -253,7 +236,7 @@ static const deft_op_t like_ops[] = {
     LIKE_OP("broadcast_like", "Broadcasts data to the shape of `like`.", data_like, 2,
             broadcast_like_infer, deft_forward_broadcast_input, NULL, grad_broadcast_like),
     LIKE_OP("reshape_like", "Data in the shape of `like` (same number of elements).", data_like, 2,
-            reshape_like_infer, copy_forward, NULL, grad_reshape_like),
+            reshape_like_infer, deft_forward_copy, NULL, deft_gradient_reshape_back),
     LIKE_OP("_reduce_to_like",
             "Sums data over the axes along which `like` would be broadcast to data's shape: "
             "the gradient of broadcasting.",
@@ -268,7 +251,7 @@ static const deft_op_t like_ops[] = {
      .max_inputs = 1,
      .params = copy_device_params,
      .infer = copy_device_infer,
-     .forward = copy_forward,
+     .forward = deft_forward_copy,
      .inplace_input = -1,
      .infer_inputs = deft_infer_inputs_like_output,
      .gradient = grad_copy_to_device},

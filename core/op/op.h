@@ -91,8 +91,7 @@ typedef int (*deft_infer_inputs_fn)(const deft_op_t *op, const deft_param_value_
                                     deft_desc_t *in, bool *known, const deft_desc_t *out,
                                     const bool *out_known);
 
-/* Forward of operators that broadcast input 0 to output 0's shape (broadcast_to, broadcast_like).
- */
+/* Forward of broadcast_to and broadcast_like: input 0 broadcast to output 0's shape. */
 int deft_forward_broadcast_input(const deft_op_t *op, const deft_param_value_t *p, int nin,
                                  const deft_tensor_t *in, int nout, const deft_tensor_t *out);
 
@@ -132,6 +131,14 @@ typedef int (*deft_gradient_fn)(deft_grad_builder_t *b, const deft_param_value_t
  * zero wherever it exists, so nothing flows back. */
 int deft_gradient_zero(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
                        deft_gref_t *in_grads);
+
+/* Forward of operators whose output is input 0's bytes in another shape
+ * (Reshape, Flatten, reshape_like, ...), and their gradient: the output
+ * gradient reshaped back like input 0. */
+int deft_forward_copy(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                      const deft_tensor_t *in, int nout, const deft_tensor_t *out);
+int deft_gradient_reshape_back(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                               deft_gref_t *in_grads);
 
 struct deft_op {
     const char *name;

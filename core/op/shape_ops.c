@@ -19,8 +19,8 @@ static int too_many_dims(const deft_op_t *op, int ndim) {
 }
 
 /* Same elements, new shape: a plain copy. */
-static int copy_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
-                        const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+int deft_forward_copy(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                      const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)p, (void)nin, (void)nout;
     size_t nbytes = deft_tensor_nbytes(&in[0]);
     if (nbytes && deft_tensor_data(&out[0]) != deft_tensor_data(&in[0]))
@@ -620,8 +620,8 @@ static int split_like_forward(const deft_op_t *op, const deft_param_value_t *p, 
 
 /* ---- gradients ---- */
 
-static int grad_reshape_like(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
-                             deft_gref_t *in_grads) {
+int deft_gradient_reshape_back(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                               deft_gref_t *in_grads) {
     (void)p, (void)nin;
     in_grads[0] = g_op2(b, "reshape_like", b->out_grad(b, 0), b->input(b, 0), GRAD_NONE);
     return 0;
@@ -722,15 +722,15 @@ static int grad_broadcast_to(deft_grad_builder_t *b, const deft_param_value_t *p
 
 static const deft_op_t shape_ops[] = {
     SHAPE_OP("Reshape", "Same elements in a new shape (0 copies a dimension, -1 infers one).",
-             reshape_params, reshape_infer, copy_forward, 0, grad_reshape_like),
+             reshape_params, reshape_infer, deft_forward_copy, 0, deft_gradient_reshape_back),
     SHAPE_OP("Flatten", "Collapses all axes but the first: (n, ...) to (n, rest).", NULL,
-             flatten_infer, copy_forward, 0, grad_reshape_like),
+             flatten_infer, deft_forward_copy, 0, deft_gradient_reshape_back),
     SHAPE_OP("transpose", "Permutes the axes (reverses them when axes is empty).", transpose_params,
              transpose_infer, transpose_forward, -1, grad_transpose),
-    SHAPE_OP("expand_dims", "Inserts an axis of size 1.", expand_params, expand_infer, copy_forward,
-             0, grad_reshape_like),
-    SHAPE_OP("squeeze", "Removes axes of size 1.", squeeze_params, squeeze_infer, copy_forward, 0,
-             grad_reshape_like),
+    SHAPE_OP("expand_dims", "Inserts an axis of size 1.", expand_params, expand_infer,
+             deft_forward_copy, 0, deft_gradient_reshape_back),
+    SHAPE_OP("squeeze", "Removes axes of size 1.", squeeze_params, squeeze_infer, deft_forward_copy,
+             0, deft_gradient_reshape_back),
     SHAPE_OP("slice", "Python-style slicing with begin, end and step per axis.", slice_params,
              slice_infer, slice_forward, -1, grad_slice),
     SHAPE_OP("slice_axis", "Slices one axis from begin to end.", slice_axis_params,
