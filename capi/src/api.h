@@ -28,9 +28,16 @@ static inline int api_ndarray(DeftNDArrayHandle handle, const char *what, deft_n
 int api_ndarrays(const DeftNDArrayHandle *handles, int n, const char *what, bool allow_null,
                  deft_ndarray_t **out);
 
+/* DeftImperativeInvoke's work, in the calling thread's recording mode (api_op.c). */
+int api_invoke(DeftOpHandle op, int num_inputs, const DeftNDArrayHandle *inputs, int *num_outputs,
+               DeftNDArrayHandle *outputs, int num_params, const char *const *keys,
+               const char *const *vals);
+
 /* The composed symbol behind a symbol handle (api_symbol.c). */
 struct deft_symbol;
 int api_symbol_get(DeftSymbolHandle handle, const char *what, struct deft_symbol **out);
+/* Wrap a symbol the caller owns; on failure it is freed. */
+int api_symbol_wrap(struct deft_symbol *sym, DeftSymbolHandle *out);
 
 /* Wrap an array the caller owns a reference to; on failure the reference is dropped. */
 int api_ndarray_wrap(deft_ndarray_t *arr, DeftNDArrayHandle *out);

@@ -123,10 +123,9 @@ int DeftRandomSeed(uint64_t seed) {
 
 /* Resolve an array of handles, naming the bad one ("inputs[2]"). */
 
-int DeftImperativeInvoke(DeftOpHandle op, int num_inputs, const DeftNDArrayHandle *inputs,
-                         int *num_outputs, DeftNDArrayHandle *outputs, int num_params,
-                         const char *const *keys, const char *const *vals) {
-    API_BEGIN();
+int api_invoke(DeftOpHandle op, int num_inputs, const DeftNDArrayHandle *inputs, int *num_outputs,
+               DeftNDArrayHandle *outputs, int num_params, const char *const *keys,
+               const char *const *vals) {
     const deft_op_entry_t *entry = NULL;
     if (api_op(op, &entry) || api_check_out(num_outputs, "num_outputs")) return -1;
     if (num_inputs < 0 || num_inputs > DEFT_OP_MAX_INPUTS || (num_inputs > 0 && !inputs))
@@ -156,4 +155,11 @@ int DeftImperativeInvoke(DeftOpHandle op, int num_inputs, const DeftNDArrayHandl
     }
     *num_outputs = produced;
     return 0;
+}
+
+int DeftImperativeInvoke(DeftOpHandle op, int num_inputs, const DeftNDArrayHandle *inputs,
+                         int *num_outputs, DeftNDArrayHandle *outputs, int num_params,
+                         const char *const *keys, const char *const *vals) {
+    API_BEGIN();
+    return api_invoke(op, num_inputs, inputs, num_outputs, outputs, num_params, keys, vals);
 }

@@ -58,8 +58,7 @@ static int composed(DeftSymbolHandle handle, const char *what, api_symbol_t **ou
     return api_symbol(handle, what, out) || deft_symbol_check_composed((*out)->sym, what);
 }
 
-/* Wrap a symbol the caller owns; on failure it is freed. */
-static int wrap(deft_symbol_t *sym, DeftSymbolHandle *out) {
+int api_symbol_wrap(deft_symbol_t *sym, DeftSymbolHandle *out) {
     api_symbol_t *s = calloc(1, sizeof *s);
     void *handle = s ? deft_handle_new(DEFT_HANDLE_SYMBOL, s) : NULL;
     if (!handle) {
@@ -75,14 +74,14 @@ static int wrap(deft_symbol_t *sym, DeftSymbolHandle *out) {
 static int wrap_entries(int n, const deft_entry_t *entries, DeftSymbolHandle *out) {
     deft_symbol_t *sym;
     if (deft_symbol_from_entries(n, entries, &sym)) return -1;
-    return wrap(sym, out);
+    return api_symbol_wrap(sym, out);
 }
 
 int DeftSymbolCreateVariable(const char *name, DeftSymbolHandle *out) {
     API_BEGIN();
     deft_symbol_t *sym;
     if (api_check_out(out, "out") || deft_symbol_new_variable(name, &sym)) return -1;
-    return wrap(sym, out);
+    return api_symbol_wrap(sym, out);
 }
 
 int DeftSymbolCreateAtomic(DeftOpHandle op, int num_params, const char *const *keys,
@@ -98,7 +97,7 @@ int DeftSymbolCreateAtomic(DeftOpHandle op, int num_params, const char *const *k
                           (const void *)keys, (const void *)vals);
     deft_symbol_t *sym;
     if (deft_symbol_new_atomic(entry, num_params, keys, vals, &sym)) return -1;
-    return wrap(sym, out);
+    return api_symbol_wrap(sym, out);
 }
 
 int DeftSymbolCompose(DeftSymbolHandle handle, const char *name, int num_args,
@@ -359,7 +358,7 @@ int DeftSymbolCreateFromJSON(const char *json, DeftSymbolHandle *out) {
     deft_symbol_t *sym;
     if (!json) return deft_error(DEFT_ERR_VALUE, "json is NULL, expected JSON text");
     if (api_check_out(out, "out") || deft_symbol_from_json(json, &sym)) return -1;
-    return wrap(sym, out);
+    return api_symbol_wrap(sym, out);
 }
 
 int DeftSymbolSaveToFile(DeftSymbolHandle handle, const char *path) {
@@ -407,7 +406,7 @@ int DeftSymbolCreateFromFile(const char *path, DeftSymbolHandle *out) {
     deft_symbol_t *sym;
     int status = deft_symbol_from_json(text, &sym);
     free(text);
-    return status ? -1 : wrap(sym, out);
+    return status ? -1 : api_symbol_wrap(sym, out);
 }
 
 int DeftSymbolToDot(DeftSymbolHandle handle, const char **out_dot) {
@@ -551,7 +550,7 @@ int DeftSymbolApplyPasses(DeftSymbolHandle handle, const char *passes, DeftSymbo
     if (composed(handle, "sym", &s) || api_check_out(out, "out")) return -1;
     if (!passes) return deft_error(DEFT_ERR_VALUE, "passes is NULL, expected pass names");
     if (deft_passes_apply(s->sym, passes, &result)) return -1;
-    return wrap(result, out);
+    return api_symbol_wrap(result, out);
 }
 
 int DeftSymbolGradient(DeftSymbolHandle handle, int num_wrt, const char *const *wrt,
@@ -563,7 +562,7 @@ int DeftSymbolGradient(DeftSymbolHandle handle, int num_wrt, const char *const *
     if (num_wrt < 0 || (num_wrt > 0 && !wrt))
         return deft_error(DEFT_ERR_VALUE, "num_wrt is %d with wrt %p", num_wrt, (const void *)wrt);
     if (deft_symbol_gradient(s->sym, num_wrt, wrt, &grad)) return -1;
-    return wrap(grad, out);
+    return api_symbol_wrap(grad, out);
 }
 
 int DeftSymbolPlaceDevice(DeftSymbolHandle handle, int default_type, int default_id, int num_groups,
@@ -586,7 +585,7 @@ int DeftSymbolPlaceDevice(DeftSymbolHandle handle, int default_type, int default
             return deft_error(DEFT_ERR_VALUE, "group %d has no name or no valid device", k);
     deft_placement_t how = {default_type, default_id, num_groups, groups, types, ids};
     if (deft_pass_place_device(s->sym, &how, &placed)) return -1;
-    return wrap(placed, out);
+    return api_symbol_wrap(placed, out);
 }
 
 int DeftGetLiveSymbolCount(int64_t *out) {

@@ -406,7 +406,7 @@ int deft_engine_push(const deft_engine_op_desc_t *d) {
     int n = op->num_reads + op->num_writes;
     atomic_init(&op->wait, n + 1);
 
-    wait_for_room();
+    if (!d->never_block) wait_for_room();
     atomic_fetch_add(&engine.pending, 1);
     ready_list_t ready = {NULL, NULL};
     for (int i = 0; i < n; i++) var_append(&op->vars[i], &ready);

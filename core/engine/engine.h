@@ -43,6 +43,7 @@ typedef struct deft_engine_op_desc {
     const char *name;   /* static string, for errors and the profiler */
     const char *origin; /* the API function that pushed it, named in errors */
     bool small;         /* cheap enough to run on the pushing thread when ready */
+    bool never_block;   /* skip back-pressure: pushed under a lock that finishing work may take */
 } deft_engine_op_desc_t;
 
 /*

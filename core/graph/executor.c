@@ -139,7 +139,7 @@ static int make_plan(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, p
     status = deft_graph_infer(g, given, known, &p->types);
     free(given), free(known);
     if (status == 0) status = incomplete(op, &p->types);
-    if (status == 0) status = deft_plan_memory(g, &p->types, op->plan_memory, &p->plan);
+    if (status == 0) status = deft_plan_memory(g, &p->types, op->plan_memory, NULL, &p->plan);
     if (status == 0) status = deft_storage_new(deft_device_cpu(), p->plan.arena_bytes, &p->arena);
     if (status == 0 && !(p->tensors = calloc((size_t)p->types.num_entries + 1, sizeof *p->tensors)))
         status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a plan");
@@ -181,6 +181,23 @@ int deft_cached_op_last_plan(deft_cached_op_t *op, deft_memory_plan_t *out) {
     return 0;
 }
 
+int deft_graph_forward(const deft_graph_t *g, deft_tensor_t *t) {
+    deft_tensor_t in[DEFT_OP_MAX_INPUTS];
+    for (int i = 0; i < g->num_nodes; i++) {
+        const deft_node_t *node = g->nodes[i];
+        if (deft_graph_is_leaf(g, i)) continue;
+        for (int k = 0; k < node->num_inputs; k++) in[k] = t[node_entry(g, &node->inputs[k])];
+        const deft_op_t *op = node->op->op;
+        if (op->forward(op, node->params, node->num_inputs, in, node->num_outputs,
+                        &t[g->row_ptr[i]])) {
+            char detail[DEFT_ERROR_MAX];
+            snprintf(detail, sizeof detail, "%s", deft_error_message());
+            return deft_error_restore(deft_error_kind(), detail);
+        }
+    }
+    return 0;
+}
+
 /* ---- one run ---- */
 
 typedef struct run {
@@ -199,19 +216,7 @@ static int run_graph(void *arg) {
     for (int o = r->nout - 1; o >= 0; o--)
         t[r->op->output_entries[o]] = r->arrays[r->nin + o]->tensor;
     for (int i = 0; i < r->nin; i++) t[g->row_ptr[r->op->input_nodes[i]]] = r->arrays[i]->tensor;
-    deft_tensor_t in[DEFT_OP_MAX_INPUTS];
-    for (int i = 0; i < g->num_nodes; i++) {
-        const deft_node_t *node = g->nodes[i];
-        if (!node->op) continue;
-        for (int k = 0; k < node->num_inputs; k++) in[k] = t[node_entry(g, &node->inputs[k])];
-        const deft_op_t *op = node->op->op;
-        if (op->forward(op, node->params, node->num_inputs, in, node->num_outputs,
-                        &t[g->row_ptr[i]])) {
-            char detail[DEFT_ERROR_MAX];
-            snprintf(detail, sizeof detail, "%s", deft_error_message());
-            return deft_error_restore(deft_error_kind(), detail);
-        }
-    }
+    if (deft_graph_forward(g, t)) return -1;
     /* An output that is an input, or the same entry twice: copy what the walk did not write. */
     for (int o = 0; o < r->nout; o++) {
         const deft_entry_t *e = &g->outputs[o];

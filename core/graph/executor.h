@@ -27,4 +27,8 @@ int deft_cached_op_last_plan(deft_cached_op_t *op, deft_memory_plan_t *out);
 
 int deft_cached_op_num_inputs(const deft_cached_op_t *op);
 
+/* Run every operator node of g that is not a leaf, in order, over the
+ * per-entry tensors t (leaves' entries filled in by the caller). */
+int deft_graph_forward(const deft_graph_t *g, deft_tensor_t *t);
+
 #endif

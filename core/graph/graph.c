@@ -64,8 +64,9 @@ static int reserve(deft_graph_t *g, int count, int *capacity) {
     return 0;
 }
 
-/* Post-order over everything the outputs reach, without recursion. */
-static int topo_sort(deft_graph_t *g) {
+/* Post-order over everything the outputs reach, without recursion; the
+ * inputs of nodes that is_leaf accepts are not followed. */
+static int topo_sort(deft_graph_t *g, deft_graph_leaf_fn is_leaf, void *ctx) {
     typedef struct frame {
         deft_node_t *node;
         int next_input;
@@ -77,7 +78,7 @@ static int topo_sort(deft_graph_t *g) {
         deft_node_t *root = g->outputs[o].node;
         if (map_find(g, root) >= 0) continue;
         map_put(g, root, -2); /* on the stack */
-        stack[depth++] = (frame_t){root, 0};
+        stack[depth++] = (frame_t){root, is_leaf && is_leaf(root, ctx) ? root->num_inputs : 0};
         while (depth > 0) {
             frame_t *top = &stack[depth - 1];
             if (top->next_input < top->node->num_inputs) {
@@ -90,7 +91,7 @@ static int topo_sort(deft_graph_t *g) {
                 }
                 if (reserve(g, g->num_nodes + depth + 1, &capacity)) goto oom;
                 map_put(g, in, -2);
-                stack[depth++] = (frame_t){in, 0};
+                stack[depth++] = (frame_t){in, is_leaf && is_leaf(in, ctx) ? in->num_inputs : 0};
                 continue;
             }
             if (reserve(g, g->num_nodes + depth + 1, &capacity)) goto oom;
@@ -240,10 +241,8 @@ oom:
     return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate node names");
 }
 
-/* Naming writes names into nodes: one graph at a time. */
-static pthread_mutex_t naming_lock = PTHREAD_MUTEX_INITIALIZER;
-
-int deft_graph_build(int num_outputs, const deft_entry_t *outputs, deft_graph_t **out) {
+static int build(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_fn is_leaf,
+                 void *ctx, deft_graph_t **out) {
     deft_graph_t *g = calloc(1, sizeof *g);
     if (!g) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
     g->outputs = calloc((size_t)(num_outputs ? num_outputs : 1), sizeof *g->outputs);
@@ -256,23 +255,44 @@ int deft_graph_build(int num_outputs, const deft_entry_t *outputs, deft_graph_t 
         deft_node_retain(outputs[o].node);
         g->num_outputs++;
     }
-    pthread_mutex_lock(&naming_lock);
-    int status = topo_sort(g) || name_nodes(g) ? -1 : 0;
-    pthread_mutex_unlock(&naming_lock);
+    int status = topo_sort(g, is_leaf, ctx);
+    if (status == 0 && is_leaf && !(g->leaf = calloc((size_t)g->num_nodes + 1, sizeof *g->leaf)))
+        status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
+    for (int i = 0; status == 0 && is_leaf && i < g->num_nodes; i++)
+        g->leaf[i] = is_leaf(g->nodes[i], ctx);
+    if (status == 0 && !(g->row_ptr = malloc((size_t)(g->num_nodes + 1) * sizeof *g->row_ptr)))
+        status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
     if (status) {
         deft_graph_free(g);
         return -1;
-    }
-    g->row_ptr = malloc((size_t)(g->num_nodes + 1) * sizeof *g->row_ptr);
-    if (!g->row_ptr) {
-        deft_graph_free(g);
-        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
     }
     g->row_ptr[0] = 0;
     for (int i = 0; i < g->num_nodes; i++)
         g->row_ptr[i + 1] = g->row_ptr[i] + g->nodes[i]->num_outputs;
     *out = g;
     return 0;
+}
+
+/* Naming writes names into nodes: one graph at a time. */
+static pthread_mutex_t naming_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int deft_graph_build(int num_outputs, const deft_entry_t *outputs, deft_graph_t **out) {
+    deft_graph_t *g;
+    if (build(num_outputs, outputs, NULL, NULL, &g)) return -1;
+    pthread_mutex_lock(&naming_lock);
+    int status = name_nodes(g);
+    pthread_mutex_unlock(&naming_lock);
+    if (status) {
+        deft_graph_free(g);
+        return -1;
+    }
+    *out = g;
+    return 0;
+}
+
+int deft_graph_build_cut(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_fn is_leaf,
+                         void *ctx, deft_graph_t **out) {
+    return build(num_outputs, outputs, is_leaf, ctx, out);
 }
 
 void deft_graph_free(deft_graph_t *g) {
@@ -282,7 +302,7 @@ void deft_graph_free(deft_graph_t *g) {
         if (g->names) free(g->names[i]);
     }
     for (int o = 0; o < g->num_outputs; o++) deft_node_release(g->outputs[o].node);
-    free(g->nodes), free(g->names), free(g->row_ptr), free(g->outputs);
+    free(g->nodes), free(g->names), free(g->row_ptr), free(g->outputs), free(g->leaf);
     free(g->map_keys), free(g->map_ids);
     free(g);
 }

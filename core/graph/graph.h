@@ -24,6 +24,7 @@ typedef struct deft_graph {
     int *row_ptr; /* entry ids of node i are row_ptr[i] .. row_ptr[i+1]-1 */
     int num_outputs;
     deft_entry_t *outputs; /* retained */
+    bool *leaf;            /* cut graphs: per node, its value is given (NULL otherwise) */
     /* node pointer -> id, open addressing */
     int map_capacity;
     const deft_node_t **map_keys;
@@ -31,12 +32,28 @@ typedef struct deft_graph {
 } deft_graph_t;
 
 int deft_graph_build(int num_outputs, const deft_entry_t *outputs, deft_graph_t **out);
+
+/* Whether a node's value is given from outside, so its inputs need not be visited. */
+typedef bool (*deft_graph_leaf_fn)(const deft_node_t *node, void *ctx);
+
+/*
+ * The graph the outputs reach, cut at the operator nodes `is_leaf` accepts:
+ * those are kept as leaves, like variables, and their inputs are not
+ * followed. Nodes are not named (names is NULL): a cut graph is for running,
+ * not for showing. Used to run the not-yet-computed part of a recorded graph.
+ */
+int deft_graph_build_cut(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_fn is_leaf,
+                         void *ctx, deft_graph_t **out);
 void deft_graph_free(deft_graph_t *graph);
 
 /* Id of a node in the graph, or -1. */
 int deft_graph_node_id(const deft_graph_t *graph, const deft_node_t *node);
 /* An auxiliary state: a variable whose every use is an in-place update (running statistics). */
 bool deft_graph_is_auxiliary(const deft_graph_t *g, const deft_node_t *var);
+/* A variable, or an operator node whose value the cut graph is given. */
+static inline bool deft_graph_is_leaf(const deft_graph_t *g, int id) {
+    return !g->nodes[id]->op || (g->leaf && g->leaf[id]);
+}
 static inline int deft_graph_entry_id(const deft_graph_t *g, int node_id, int index) {
     return g->row_ptr[node_id] + index;
 }

@@ -180,6 +180,7 @@ void deft_node_release(deft_node_t *node) {
     deft_node_t *dead = node;
     while (dead) {
         deft_node_t *next = dead->free_next;
+        if (dead->ext_free) dead->ext_free(dead);
         for (int i = 0; i < dead->num_inputs; i++) {
             deft_node_t *in = dead->inputs[i].node;
             if (atomic_fetch_sub_explicit(&in->refcount, 1, memory_order_acq_rel) == 1) {

@@ -39,6 +39,10 @@ struct deft_node {
     deft_attrs_t attrs;         /* operator parameters as given, and other attributes */
     deft_param_value_t *params; /* parsed parameters (op->num_params of them) */
     int num_inputs, num_outputs;
+    /* State that a layer above keeps per node (the imperative layer's record of
+     * a recorded call), freed with the node; set once, before the node is shared. */
+    void *ext;
+    void (*ext_free)(deft_node_t *node);
     deft_node_t *free_next; /* used only while freeing (no recursion) */
     deft_entry_t inputs[];  /* each holds a reference to its node */
 };
@@ -69,7 +73,8 @@ int deft_node_with_attr(const deft_node_t *node, const char *key, const char *va
 
 deft_node_t *deft_node_retain(deft_node_t *node);
 /* Drop a reference; frees the node (and releases its inputs) at zero.
- * Iterative, so a long chain of nodes does not overflow the stack. */
+ * Iterative, so a long chain of nodes does not overflow the stack. ext_free
+ * runs before the inputs are released, so it may still look at them. */
 void deft_node_release(deft_node_t *node);
 
 /* The value of an attribute, or NULL. */

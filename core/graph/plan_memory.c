@@ -67,7 +67,7 @@ static size_t plan_once(planner_t *p) {
         }
     for (int i = 0; i < g->num_nodes; i++) {
         const deft_node_t *node = g->nodes[i];
-        if (!node->op) continue;
+        if (deft_graph_is_leaf(g, i)) continue;
         for (int k = 0; k < node->num_outputs; k++) {
             int e = g->row_ptr[i] + k;
             if (p->outside[e]) continue;
@@ -118,7 +118,7 @@ static int layout(const planner_t *p, deft_memory_plan_t *plan) {
 }
 
 int deft_plan_memory(const deft_graph_t *g, const deft_graph_types_t *t, bool enabled,
-                     deft_memory_plan_t *out) {
+                     const bool *pinned, deft_memory_plan_t *out) {
     int entries = deft_graph_num_entries(g);
     planner_t p = {.g = g, .t = t};
     size_t n = (size_t)(entries ? entries : 1);
@@ -132,7 +132,9 @@ int deft_plan_memory(const deft_graph_t *g, const deft_graph_types_t *t, bool en
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a memory plan");
     }
     for (int i = 0; i < g->num_nodes; i++)
-        if (!g->nodes[i]->op) p.outside[g->row_ptr[i]] = true;
+        for (int k = 0; deft_graph_is_leaf(g, i) && k < g->nodes[i]->num_outputs; k++)
+            p.outside[g->row_ptr[i] + k] = true;
+    for (int e = 0; pinned && e < entries; e++) p.outside[e] = p.outside[e] || pinned[e];
     for (int o = 0; o < g->num_outputs; o++)
         p.outside[deft_graph_entry_id(g, deft_graph_node_id(g, g->outputs[o].node),
                                       g->outputs[o].index)] = true;
@@ -201,7 +203,7 @@ int deft_pass_plan_memory(const deft_symbol_t *in, deft_symbol_t **out) {
                             "PlanMemory: the shape of '%s' is unknown (give the arguments "
                             "\"__shape__\" attributes, e.g. with the InferShape pass)",
                             g->names[unknown]);
-    if (status == 0) status = deft_plan_memory(g, &t, true, &plan);
+    if (status == 0) status = deft_plan_memory(g, &t, true, NULL, &plan);
     deft_node_t **replace = status ? NULL : calloc((size_t)g->num_nodes + 1, sizeof *replace);
     if (status == 0 && !replace) status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate");
     for (int i = 0; status == 0 && i < g->num_nodes; i++)

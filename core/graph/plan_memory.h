@@ -27,9 +27,10 @@ typedef struct deft_memory_plan {
     size_t naive_bytes, inplace_only_bytes, sharing_only_bytes;
 } deft_memory_plan_t;
 
-/* `types` must be complete. Entries of variables and graph outputs get -1. */
+/* `types` must be complete. Entries of leaves and graph outputs get -1, and
+ * so do entries marked in `pinned` (may be NULL): values kept after the run. */
 int deft_plan_memory(const deft_graph_t *g, const deft_graph_types_t *types, bool enabled,
-                     deft_memory_plan_t *out);
+                     const bool *pinned, deft_memory_plan_t *out);
 void deft_memory_plan_free(deft_memory_plan_t *plan);
 
 #endif

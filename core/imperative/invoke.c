@@ -7,6 +7,8 @@
  */
 #include "core/imperative/invoke.h"
 
+#include "core/imperative/deferred.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -202,6 +204,24 @@ static void release_created(invoke_call_t *call, deft_ndarray_t **given, bool fa
     }
 }
 
+/* Lazy arrays have no value to overwrite: as given outputs or updated inputs they are errors. */
+static int check_not_lazy(const deft_op_t *op, int nin, deft_ndarray_t *const *in, int nout,
+                          deft_ndarray_t *const *out) {
+    int k = deft_deferred_find_lazy(nout, out);
+    if (k >= 0)
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "output %d is a lazy array (deferred compute): its value is the "
+                             "result of a recorded operation and cannot be written",
+                             k);
+    for (int i = 0; op->mutate_inputs && i < nin; i++)
+        if ((op->mutate_inputs & (1u << i)) && deft_ndarray_is_lazy(in[i]))
+            return deft_op_error(op, DEFT_ERR_VALUE,
+                                 "input %d is a lazy array (deferred compute), which cannot be "
+                                 "updated in place",
+                                 i);
+    return 0;
+}
+
 int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in, int *nout,
                 deft_ndarray_t **out, int nparams, const char *const *keys,
                 const char *const *vals) {
@@ -219,6 +239,13 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
     if (produced > *nout)
         return deft_op_error(op, DEFT_ERR_VALUE, "produces %d outputs, but there is room for %d",
                              produced, *nout);
+    if (deft_deferred_enabled()) {
+        if (deft_deferred_record(entry, nin, in, produced, out_desc, nparams, keys, vals, out))
+            return -1;
+        *nout = produced;
+        return 0;
+    }
+    if (check_not_lazy(op, nin, in, produced, out) || deft_deferred_compute(nin, in)) return -1;
 
     /* The call lives on the stack; submit() copies it only if it must wait. */
     _Alignas(16) char memory[sizeof(invoke_call_t) +

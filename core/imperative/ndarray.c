@@ -5,6 +5,8 @@
 
 #include "core/base/error.h"
 #include "core/base/records.h"
+#include "core/imperative/deferred.h"
+#include "core/imperative/record.h"
 
 int deft_ndarray_new(const deft_shape_t *shape, deft_dtype_t dtype, deft_device_t device, bool zero,
                      deft_ndarray_t **out) {
@@ -22,6 +24,7 @@ int deft_ndarray_new(const deft_shape_t *shape, deft_dtype_t dtype, deft_device_
         return -1;
     }
     atomic_init(&arr->refcount, 1);
+    arr->entry = (deft_entry_t){NULL, 0};
     arr->tensor.shape = *shape;
     arr->tensor.dtype = dtype;
     arr->tensor.device = device;
@@ -29,6 +32,42 @@ int deft_ndarray_new(const deft_shape_t *shape, deft_dtype_t dtype, deft_device_
     if (zero && nbytes) memset(deft_tensor_data(&arr->tensor), 0, nbytes);
     *out = arr;
     return 0;
+}
+
+int deft_ndarray_new_lazy(const deft_desc_t *desc, deft_device_t device, deft_entry_t entry,
+                          deft_ndarray_t **out) {
+    deft_ndarray_t *arr = deft_record_alloc();
+    if (!arr) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an array record");
+    if (!(arr->var = deft_var_new())) {
+        deft_record_free(arr);
+        return -1;
+    }
+    atomic_init(&arr->refcount, 1);
+    arr->tensor = (deft_tensor_t){desc->shape, desc->dtype, device, NULL, 0};
+    arr->entry = entry;
+    *out = arr;
+    return 0;
+}
+
+int deft_ndarray_alias(deft_ndarray_t *arr, deft_ndarray_t **out) {
+    deft_ndarray_t *alias = deft_record_alloc();
+    if (!alias) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an array record");
+    atomic_init(&alias->refcount, 1);
+    alias->tensor = arr->tensor;
+    deft_storage_retain(alias->tensor.storage);
+    alias->var = deft_var_retain(arr->var);
+    alias->entry = (deft_entry_t){NULL, 0};
+    *out = alias;
+    return 0;
+}
+
+deft_ndarray_t *deft_ndarray_try_retain(deft_ndarray_t *arr) {
+    int n = atomic_load_explicit(&arr->refcount, memory_order_relaxed);
+    while (n > 0)
+        if (atomic_compare_exchange_weak_explicit(&arr->refcount, &n, n + 1, memory_order_acquire,
+                                                  memory_order_relaxed))
+            return arr;
+    return NULL;
 }
 
 deft_ndarray_t *deft_ndarray_retain(deft_ndarray_t *arr) {
@@ -39,6 +78,10 @@ deft_ndarray_t *deft_ndarray_retain(deft_ndarray_t *arr) {
 void deft_ndarray_release(deft_ndarray_t *arr) {
     if (!arr) return;
     if (atomic_fetch_sub_explicit(&arr->refcount, 1, memory_order_acq_rel) != 1) return;
+    if (arr->entry.node) {
+        deft_record_forget(arr);
+        deft_node_release(arr->entry.node);
+    }
     deft_storage_release(arr->tensor.storage);
     deft_var_release(arr->var);
     deft_record_free(arr);
@@ -58,10 +101,12 @@ static int check_host_buffer(const deft_ndarray_t *arr, const void *data, size_t
 }
 
 int deft_ndarray_wait_to_read(deft_ndarray_t *arr) {
+    if (deft_ndarray_is_lazy(arr) && deft_deferred_compute(1, &arr)) return -1;
     return deft_engine_wait_to_read(arr->var);
 }
 
 int deft_ndarray_wait_to_write(deft_ndarray_t *arr) {
+    if (deft_ndarray_is_lazy(arr) && deft_deferred_compute(1, &arr)) return -1;
     return deft_engine_wait_to_write(arr->var);
 }
 
@@ -72,6 +117,10 @@ int deft_ndarray_copy_to_host(deft_ndarray_t *arr, void *data, size_t nbytes) {
 }
 
 int deft_ndarray_copy_from_host(deft_ndarray_t *arr, const void *data, size_t nbytes) {
+    if (deft_ndarray_is_lazy(arr))
+        return deft_error(DEFT_ERR_VALUE,
+                          "the array is lazy (deferred compute): its value is the result of a "
+                          "recorded operation and cannot be overwritten");
     if (check_host_buffer(arr, data, nbytes) || deft_ndarray_wait_to_write(arr)) return -1;
     if (nbytes) memcpy(deft_tensor_data(&arr->tensor), data, nbytes);
     return 0;

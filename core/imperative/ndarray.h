@@ -2,6 +2,11 @@
  * NDArray: a reference-counted tensor. Public handles, views and recorded
  * graph nodes each hold one reference, so freeing a handle never pulls
  * memory from under anything else that still uses the array.
+ *
+ * An array made by a recorded call has an entry: the graph node and output
+ * that produce it (record.h). A lazy array (deferred compute) has an entry
+ * and no storage yet; it gets storage when something needs its value
+ * (deferred.h), and keeps its entry so the recorded graph can be exported.
  */
 #ifndef DEFT_CORE_NDARRAY_H
 #define DEFT_CORE_NDARRAY_H
@@ -11,12 +16,15 @@
 
 #include "core/base/records.h"
 #include "core/base/tensor.h"
+#include "core/op/op.h"
 #include "core/engine/engine.h"
+#include "core/graph/node.h"
 
 typedef struct deft_ndarray {
     atomic_int refcount;
     deft_tensor_t tensor;
-    deft_var_t *var; /* orders the operations that read and write this array */
+    deft_var_t *var;    /* orders the operations that read and write this array */
+    deft_entry_t entry; /* the recorded node producing it (a reference), or none */
 } deft_ndarray_t;
 
 _Static_assert(sizeof(deft_ndarray_t) <= DEFT_RECORD_SIZE, "records hold array headers");
@@ -28,11 +36,28 @@ _Static_assert(sizeof(deft_ndarray_t) <= DEFT_RECORD_SIZE, "records hold array h
 int deft_ndarray_new(const deft_shape_t *shape, deft_dtype_t dtype, deft_device_t device, bool zero,
                      deft_ndarray_t **out);
 
+/* A lazy array: described, with an engine variable and `entry` (the
+ * reference is taken over), but no storage. */
+int deft_ndarray_new_lazy(const deft_desc_t *desc, deft_device_t device, deft_entry_t entry,
+                          deft_ndarray_t **out);
+
+/* Another array on the same storage and engine variable, without an entry:
+ * how recorded nodes keep a value without keeping the array's history. */
+int deft_ndarray_alias(deft_ndarray_t *arr, deft_ndarray_t **out);
+
+/* No storage yet: a lazy array waiting to be computed. */
+static inline bool deft_ndarray_is_lazy(const deft_ndarray_t *arr) {
+    return __atomic_load_n(&arr->tensor.storage, __ATOMIC_ACQUIRE) == NULL;
+}
+
 deft_ndarray_t *deft_ndarray_retain(deft_ndarray_t *arr);
+/* Retain unless the last reference is already gone (for weak pointers); NULL then. */
+deft_ndarray_t *deft_ndarray_try_retain(deft_ndarray_t *arr);
 /* Drop a reference; NULL is a no-op. */
 void deft_ndarray_release(deft_ndarray_t *arr);
 
-/* Wait for pending writes (and, for write, reads); -1 with an asynchronous failure. */
+/* Wait for pending writes (and, for write, reads), computing a lazy array
+ * first; -1 with an asynchronous failure. */
 int deft_ndarray_wait_to_read(deft_ndarray_t *arr);
 int deft_ndarray_wait_to_write(deft_ndarray_t *arr);
 

@@ -14,5 +14,6 @@
 #include "deft/op.h"
 #include "deft/symbol.h"
 #include "deft/executor.h"
+#include "deft/deferred.h"
 
 #endif /* DEFT_C_API_H */

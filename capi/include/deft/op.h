@@ -110,6 +110,11 @@ DEFT_API int DeftRandomSeed(uint64_t seed);
 /**
  * @brief Run an operator now.
  *
+ * The kernel runs asynchronously on the engine; reading an output waits for
+ * it. Lazy inputs (deferred compute) are computed first. While the calling
+ * thread is in deferred-compute mode (DeftSetIsDeferredCompute()) the call
+ * is recorded instead, as by DeftImperativeDeferredInvoke().
+ *
  * @param op the operator.
  * @param num_inputs number of input arrays.
  * @param inputs the input arrays (all on one device).
@@ -124,8 +129,9 @@ DEFT_API int DeftRandomSeed(uint64_t seed);
  * @return 0 on success; -1 on an unknown, duplicate or unparsable parameter, a
  *         missing required one, a wrong number of inputs, or incompatible shapes
  *         or dtypes, with a message naming the operator, the parameter or input,
- *         what was given and what was expected. On failure no output is
- *         created or changed.
+ *         what was given and what was expected; a lazy array given as an
+ *         output or as an input the operator updates in place. On failure no
+ *         output is created or changed.
  */
 DEFT_API int DeftImperativeInvoke(DeftOpHandle op, int num_inputs, const DeftNDArrayHandle *inputs,
                                   int *num_outputs, DeftNDArrayHandle *outputs, int num_params,

@@ -1,0 +1,365 @@
+/*
+ * Deferred compute: recording calls, and computing what lazy arrays need.
+ *
+ * Computing walks back from the requested arrays through recorded nodes
+ * not yet computed (without recursion), stopping at nodes whose values
+ * exist: those are the leaves of a cut graph (graph.h). The cut graph is
+ * memory-planned like the executor's: values that outlive the run (live
+ * lazy arrays, values other recorded nodes still need) get storage of their
+ * own and the rest share one arena. The run is one engine operation that
+ * reads the leaves' values and writes the others.
+ */
+#include "core/imperative/deferred.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/base/error.h"
+#include "core/base/tls.h"
+#include "core/graph/executor.h"
+#include "core/imperative/record.h"
+
+static DEFT_TLS_FAST bool tl_deferred;
+
+bool deft_deferred_enabled(void) {
+    return tl_deferred;
+}
+
+void deft_deferred_set(bool on, bool *prev) {
+    if (prev) *prev = tl_deferred;
+    tl_deferred = on;
+}
+
+/* ---- recording ---- */
+
+static int check_recordable(const deft_op_t *op, int nout, deft_ndarray_t *const *out) {
+    for (int k = 0; k < nout; k++)
+        if (out[k])
+            return deft_op_error(op, DEFT_ERR_VALUE,
+                                 "output %d is given, but in deferred compute mode a call is "
+                                 "recorded and makes new lazy arrays: it writes into none",
+                                 k);
+    if (op->mutate_inputs)
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "updates its inputs in place, which deferred compute cannot record");
+    return 0;
+}
+
+/* The entries of a call's inputs, giving arrays made outside any recording a variable. */
+static int input_entries(int nin, deft_ndarray_t *const *in, deft_entry_t *entries) {
+    for (int i = 0; i < nin; i++) {
+        if (!in[i]->entry.node && deft_record_variable(in[i], NULL)) return -1;
+        entries[i] = in[i]->entry;
+    }
+    return 0;
+}
+
+/* Under the lock: the node of a call, counted in its inputs and keeping their values. */
+static int record_node(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in,
+                       const deft_desc_t *out_desc, int nparams, const char *const *keys,
+                       const char *const *vals, deft_device_t device, deft_node_t **out) {
+    deft_entry_t entries[DEFT_OP_MAX_INPUTS];
+    deft_node_t *node;
+    if (input_entries(nin, in, entries) ||
+        deft_node_new_op(entry, NULL, nparams, keys, vals, nin, entries, &node))
+        return -1;
+    if (deft_record_attach(node, device, out_desc)) {
+        deft_node_release(node);
+        return -1;
+    }
+    for (int i = 0; i < nin; i++) {
+        if (deft_record_use(&entries[i], deft_ndarray_is_lazy(in[i]) ? NULL : in[i])) {
+            for (int j = 0; j < i; j++) deft_record_of(entries[j].node)->pending--;
+            deft_node_release(node);
+            return -1;
+        }
+    }
+    deft_record_of(node)->holds_inputs = true;
+    *out = node;
+    return 0;
+}
+
+int deft_deferred_record(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in, int nout,
+                         const deft_desc_t *out_desc, int nparams, const char *const *keys,
+                         const char *const *vals, deft_ndarray_t **out) {
+    if (check_recordable(entry->op, nout, out)) return -1;
+    deft_device_t device = nin ? in[0]->tensor.device : deft_device_cpu();
+    deft_node_t *node;
+    deft_record_lock();
+    int status = record_node(entry, nin, in, out_desc, nparams, keys, vals, device, &node);
+    if (status) {
+        deft_record_unlock();
+        return -1;
+    }
+    for (int k = 0; status == 0 && k < nout; k++) {
+        deft_entry_t produced = {deft_node_retain(node), k};
+        if ((status = deft_ndarray_new_lazy(&out_desc[k], device, produced, &out[k])) != 0) {
+            deft_node_release(node);
+            for (int j = 0; j < k; j++) {
+                deft_record_of(node)->live[j] = NULL;
+                deft_ndarray_release(out[j]);
+                out[j] = NULL;
+            }
+        } else {
+            deft_record_of(node)->live[k] = out[k];
+        }
+    }
+    deft_node_release(node); /* the lazy arrays hold it now */
+    deft_record_unlock();
+    return status;
+}
+
+int deft_deferred_find_lazy(int n, deft_ndarray_t *const *arrays) {
+    for (int i = 0; i < n; i++)
+        if (arrays[i] && deft_ndarray_is_lazy(arrays[i])) return i;
+    return -1;
+}
+
+/* ---- computing ---- */
+
+typedef struct run {
+    atomic_int refs; /* the engine's and, until it has committed, the pusher's */
+    deft_graph_t *g;
+    deft_graph_types_t types;
+    deft_memory_plan_t plan;
+    deft_storage_t *arena;
+    deft_tensor_t *tensors;  /* per entry */
+    int *consumers;          /* per node: input slots of the run's nodes reading it */
+    deft_storage_t **fresh;  /* per entry: storage made for a live lazy array */
+    deft_ndarray_t **live;   /* per entry: that array (retained) */
+    deft_ndarray_t **values; /* per entry: the array read (leaves) or written (kept) */
+    deft_var_t **reads, **writes;
+    int num_reads, num_writes;
+} run_t;
+
+static bool is_computed(const deft_node_t *node, void *ctx) {
+    (void)ctx;
+    const deft_record_t *rec = deft_record_of(node);
+    return !rec || rec->computed;
+}
+
+static void free_run(void *arg) {
+    run_t *r = arg;
+    if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) != 1) return;
+    int entries = r->g ? deft_graph_num_entries(r->g) : 0;
+    for (int e = 0; e < entries; e++) {
+        if (r->fresh) deft_storage_release(r->fresh[e]);
+        if (r->live) deft_ndarray_release(r->live[e]);
+        if (r->values) deft_ndarray_release(r->values[e]);
+    }
+    deft_graph_free(r->g);
+    deft_graph_types_free(&r->types);
+    deft_memory_plan_free(&r->plan);
+    deft_storage_release(r->arena);
+    free(r->tensors), free(r->consumers), free(r->fresh), free(r->live), free(r->values);
+    free(r->reads), free(r->writes);
+    free(r);
+}
+
+static int run_nodes(void *arg) {
+    run_t *r = arg;
+    return deft_graph_forward(r->g, r->tensors);
+}
+
+static int run_alloc(run_t *r) {
+    const deft_graph_t *g = r->g;
+    size_t nodes = (size_t)g->num_nodes + 1, entries = (size_t)deft_graph_num_entries(g) + 1;
+    r->types.num_entries = (int)entries - 1;
+    r->types.desc = malloc(entries * sizeof *r->types.desc);
+    r->types.known = malloc(entries * sizeof *r->types.known);
+    r->tensors = calloc(entries, sizeof *r->tensors);
+    r->consumers = calloc(nodes, sizeof *r->consumers);
+    r->fresh = calloc(entries, sizeof *r->fresh);
+    r->live = calloc(entries, sizeof *r->live);
+    r->values = calloc(entries, sizeof *r->values);
+    r->reads = malloc(entries * sizeof *r->reads);
+    r->writes = malloc(entries * sizeof *r->writes);
+    if (r->types.desc && r->types.known && r->tensors && r->consumers && r->fresh && r->live &&
+        r->values && r->reads && r->writes)
+        return 0;
+    return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a deferred compute run");
+}
+
+/* Shapes and dtypes come from the records (known since recording); consumers are counted. */
+static void describe_entries(run_t *r) {
+    const deft_graph_t *g = r->g;
+    for (int i = 0; i < g->num_nodes; i++) {
+        const deft_node_t *node = g->nodes[i];
+        const deft_record_t *rec = deft_record_of(node);
+        for (int k = 0; k < node->num_outputs; k++) {
+            r->types.desc[g->row_ptr[i] + k] = rec ? rec->desc[k] : (deft_desc_t){0};
+            r->types.known[g->row_ptr[i] + k] = true;
+        }
+        for (int k = 0; !deft_graph_is_leaf(g, i) && k < node->num_inputs; k++)
+            r->consumers[deft_graph_node_id(g, node->inputs[k].node)]++;
+    }
+}
+
+/* Values that outlive the run: storage for live lazy arrays, new arrays for
+ * values that recorded consumers outside this run still need. */
+static int make_destinations(run_t *r, bool *pinned) {
+    const deft_graph_t *g = r->g;
+    for (int i = 0; i < g->num_nodes; i++) {
+        if (deft_graph_is_leaf(g, i)) continue;
+        const deft_record_t *rec = deft_record_of(g->nodes[i]);
+        bool needed_later = rec->pending > r->consumers[i];
+        for (int k = 0; k < rec->num_outputs; k++) {
+            int e = g->row_ptr[i] + k;
+            const deft_desc_t *d = &rec->desc[k];
+            deft_ndarray_t *live = rec->live[k] ? deft_ndarray_try_retain(rec->live[k]) : NULL;
+            size_t nbytes = (size_t)deft_shape_size(&d->shape) * deft_dtype_size(d->dtype);
+            if (live) {
+                r->live[e] = live;
+                if (deft_storage_new(rec->device, nbytes, &r->fresh[e])) return -1;
+                r->tensors[e] = (deft_tensor_t){d->shape, d->dtype, rec->device, r->fresh[e], 0};
+                r->writes[r->num_writes++] = live->var;
+            } else if (needed_later) {
+                if (deft_ndarray_new(&d->shape, d->dtype, rec->device, false, &r->values[e]))
+                    return -1;
+                r->tensors[e] = r->values[e]->tensor;
+                r->writes[r->num_writes++] = r->values[e]->var;
+            }
+            pinned[e] = live || needed_later;
+        }
+    }
+    return 0;
+}
+
+/* The leaves' values, kept by their records for the consumers being computed. */
+static int gather_leaves(run_t *r) {
+    const deft_graph_t *g = r->g;
+    for (int i = 0; i < g->num_nodes; i++) {
+        if (!deft_graph_is_leaf(g, i) || !r->consumers[i]) continue;
+        const deft_node_t *node = g->nodes[i];
+        const deft_record_t *rec = deft_record_of(node);
+        for (int k = 0; k < node->num_outputs; k++) {
+            int e = g->row_ptr[i] + k;
+            deft_ndarray_t *value = rec ? rec->kept[k] : NULL;
+            if (!value) continue; /* an output of a computed node that nothing here reads */
+            r->values[e] = deft_ndarray_retain(value);
+            r->tensors[e] = value->tensor;
+            r->reads[r->num_reads++] = value->var;
+        }
+    }
+    return 0;
+}
+
+static int plan_arena(run_t *r, const bool *pinned) {
+    const deft_graph_t *g = r->g;
+    if (deft_plan_memory(g, &r->types, true, pinned, &r->plan) ||
+        deft_storage_new(deft_device_cpu(), r->plan.arena_bytes, &r->arena))
+        return -1;
+    for (int e = 0; e < r->types.num_entries; e++)
+        if (r->plan.offset[e] >= 0)
+            r->tensors[e] = (deft_tensor_t){r->types.desc[e].shape, r->types.desc[e].dtype,
+                                            deft_device_cpu(), r->arena, (size_t)r->plan.offset[e]};
+    return 0;
+}
+
+/* Every input of the run's nodes must have a value: computed here or kept. */
+static int check_inputs_present(const run_t *r) {
+    const deft_graph_t *g = r->g;
+    for (int i = 0; i < g->num_nodes; i++) {
+        const deft_node_t *node = g->nodes[i];
+        for (int k = 0; !deft_graph_is_leaf(g, i) && k < node->num_inputs; k++) {
+            int src = deft_graph_node_id(g, node->inputs[k].node);
+            int e = deft_graph_entry_id(g, src, node->inputs[k].index);
+            if (deft_graph_is_leaf(g, src) && !r->values[e])
+                return deft_error(DEFT_ERR_INTERNAL,
+                                  "a recorded '%s' lost the value of its input %d",
+                                  node->op->op->name, k);
+        }
+    }
+    return 0;
+}
+
+/* After the push: the records say what is computed and kept, live arrays get storage. */
+static int commit(run_t *r) {
+    const deft_graph_t *g = r->g;
+    int status = 0;
+    for (int i = 0; i < g->num_nodes; i++) {
+        if (deft_graph_is_leaf(g, i)) continue;
+        deft_record_t *rec = deft_record_of(g->nodes[i]);
+        bool needed_later = rec->pending > r->consumers[i];
+        rec->computed = true;
+        for (int k = 0; k < rec->num_outputs; k++) {
+            int e = g->row_ptr[i] + k;
+            if (r->live[e]) {
+                __atomic_store_n(&r->live[e]->tensor.storage, deft_storage_retain(r->fresh[e]),
+                                 __ATOMIC_RELEASE);
+                if (needed_later && !status) status = deft_ndarray_alias(r->live[e], &rec->kept[k]);
+            } else if (needed_later) {
+                rec->kept[k] = deft_ndarray_retain(r->values[e]);
+            }
+        }
+    }
+    for (int i = 0; i < g->num_nodes; i++)
+        if (!deft_graph_is_leaf(g, i)) deft_record_drop_inputs(g->nodes[i]);
+    return status;
+}
+
+static int push(run_t *r) {
+    size_t bytes = r->plan.arena_bytes;
+    for (int e = 0; e < r->types.num_entries; e++)
+        if (r->fresh[e] || (r->values[e] && r->plan.offset[e] < 0))
+            bytes += deft_tensor_nbytes(&r->tensors[e]);
+    deft_engine_op_desc_t desc = {.fn = run_nodes,
+                                  .free_ctx = free_run,
+                                  .ctx = r,
+                                  .reads = r->reads,
+                                  .num_reads = r->num_reads,
+                                  .writes = r->writes,
+                                  .num_writes = r->num_writes,
+                                  .name = "DeferredCompute",
+                                  .origin = "deferred compute",
+                                  .small = bytes < 64 * 1024,
+                                  .never_block = true};
+    return deft_engine_push(&desc);
+}
+
+/* Under the lock: the uncomputed nodes behind the arrays, as one run. */
+static int compute_locked(int n, deft_ndarray_t *const *arrays) {
+    deft_entry_t roots[64], *heap = NULL, *entries = roots;
+    int count = 0;
+    if (n > 64 && !(entries = heap = malloc((size_t)n * sizeof *heap)))
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a deferred compute run");
+    for (int i = 0; i < n; i++)
+        if (deft_ndarray_is_lazy(arrays[i]) && !is_computed(arrays[i]->entry.node, NULL))
+            entries[count++] = arrays[i]->entry;
+    run_t *r = count ? calloc(1, sizeof *r) : NULL;
+    bool *pinned = NULL;
+    int status = 0;
+    if (count && !r) status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a run");
+    if (r && !status) status = deft_graph_build_cut(count, entries, is_computed, NULL, &r->g);
+    free(heap);
+    if (r && !status) status = run_alloc(r);
+    if (r && !status) {
+        describe_entries(r);
+        pinned = calloc((size_t)r->types.num_entries + 1, sizeof *pinned);
+        if (!pinned) status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a run");
+    }
+    if (r && !status) status = make_destinations(r, pinned);
+    if (r && !status) status = gather_leaves(r);
+    if (r && !status) status = check_inputs_present(r);
+    if (r && !status) status = plan_arena(r, pinned);
+    free(pinned);
+    if (!r || status) {
+        if (r) atomic_init(&r->refs, 1), free_run(r);
+        return status;
+    }
+    /* The run may finish (and be freed by the engine) during the push: hold it till committed. */
+    atomic_init(&r->refs, 2);
+    status = push(r) ? -1 : commit(r);
+    free_run(r);
+    return status;
+}
+
+int deft_deferred_compute(int n, deft_ndarray_t *const *arrays) {
+    int lazy = 0;
+    while (lazy < n && !deft_ndarray_is_lazy(arrays[lazy])) lazy++;
+    if (lazy == n) return 0; /* the common case costs no lock */
+    deft_record_lock();
+    int status = compute_locked(n, arrays);
+    deft_record_unlock();
+    return status;
+}

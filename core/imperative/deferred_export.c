@@ -1,0 +1,230 @@
+/*
+ * Exporting a recorded graph as a symbol, binding arrays to graph
+ * variables, and forgetting recorded history.
+ *
+ * Export copies the recorded nodes between the inputs and the outputs into
+ * new nodes (recorded nodes are shared with live arrays and never change),
+ * with each input entry replaced by a variable named after it. The walk is
+ * a cut graph (graph.h): no recursion, so a chain of a million recorded
+ * calls exports like a short one.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/base/error.h"
+#include "core/imperative/deferred.h"
+#include "core/imperative/record.h"
+
+typedef struct export_state {
+    int nin;
+    deft_ndarray_t *const *in;
+    const char *const *in_names;
+    deft_node_t **in_vars; /* per input: its variable in the symbol */
+    bool *in_used;
+    deft_graph_t *g;
+    deft_node_t **copies; /* per node of g */
+} export_state_t;
+
+static int input_of_entry(const export_state_t *s, const deft_entry_t *e) {
+    for (int i = 0; i < s->nin; i++)
+        if (s->in[i]->entry.node == e->node && s->in[i]->entry.index == e->index) return i;
+    return -1;
+}
+
+static bool is_input_node(const deft_node_t *node, void *ctx) {
+    const export_state_t *s = ctx;
+    for (int i = 0; i < s->nin; i++)
+        if (s->in[i]->entry.node == node) return true;
+    return false;
+}
+
+/* Names (when given) are non-empty and distinct. */
+static int check_names(int n, const char *const *names, const char *what) {
+    for (int i = 0; names && i < n; i++) {
+        if (!names[i] || !*names[i])
+            return deft_error(DEFT_ERR_VALUE, "%s[%d] is empty or NULL, expected a name", what, i);
+        for (int j = 0; j < i; j++)
+            if (strcmp(names[i], names[j]) == 0)
+                return deft_error(DEFT_ERR_VALUE, "%s[%d] and %s[%d] are both named '%s'", what, j,
+                                  what, i, names[i]);
+    }
+    return 0;
+}
+
+static int check_arrays(int nin, deft_ndarray_t *const *in, int nout, deft_ndarray_t *const *out) {
+    for (int k = 0; k < nout; k++)
+        if (!out[k]->entry.node || !out[k]->entry.node->op)
+            return deft_error(DEFT_ERR_VALUE,
+                              "outputs[%d] was not recorded: it was made outside deferred compute",
+                              k);
+    for (int i = 0; i < nin; i++)
+        for (int j = 0; j < i; j++)
+            if (in[i] == in[j] || (in[i]->entry.node && in[i]->entry.node == in[j]->entry.node &&
+                                   in[i]->entry.index == in[j]->entry.index))
+                return deft_error(DEFT_ERR_VALUE, "inputs[%d] and inputs[%d] are the same array", j,
+                                  i);
+    return 0;
+}
+
+/* The entry that stands for `e` in the symbol (borrowed), or a NULL node with an error. */
+static deft_entry_t substitute(export_state_t *s, const deft_entry_t *e) {
+    int input = input_of_entry(s, e);
+    if (input >= 0) {
+        s->in_used[input] = true;
+        return (deft_entry_t){s->in_vars[input], 0};
+    }
+    int id = deft_graph_node_id(s->g, e->node);
+    if (s->copies[id]) return (deft_entry_t){s->copies[id], e->index};
+    if (!e->node->op)
+        deft_error(DEFT_ERR_VALUE,
+                   s->nin == 0 ? "an output depends on an array that is not bound to a variable "
+                                 "(DeftNDArraySetDeferredComputeVariable)"
+                               : "an output depends on an array that is neither computed from "
+                                 "the inputs nor listed as an input");
+    else
+        deft_error(DEFT_ERR_VALUE,
+                   "an output depends on output %d of a '%s' whose other output is an input; "
+                   "list that output as an input too",
+                   e->index, e->node->op->op->name);
+    return (deft_entry_t){NULL, 0};
+}
+
+/* Copy a variable leaf (outputs-only form): a fresh variable of the same name. */
+static int copy_variable(export_state_t *s, int id) {
+    const deft_node_t *node = s->g->nodes[id];
+    return deft_node_new_variable(node->name, NULL, 0, NULL, NULL, &s->copies[id]);
+}
+
+static int copy_node(export_state_t *s, int id, const char *name) {
+    const deft_node_t *node = s->g->nodes[id];
+    deft_entry_t inputs[DEFT_OP_MAX_INPUTS];
+    for (int k = 0; k < node->num_inputs; k++) {
+        inputs[k] = substitute(s, &node->inputs[k]);
+        if (!inputs[k].node) return -1;
+    }
+    return deft_node_new_op(
+        node->op, name, node->attrs.count, (const char *const *)node->attrs.keys,
+        (const char *const *)node->attrs.vals, node->num_inputs, inputs, &s->copies[id]);
+}
+
+/* The name a node's copy takes: the first output name among its outputs. */
+static const char *node_name(const export_state_t *s, int id, int nout, deft_ndarray_t *const *out,
+                             const char *const *out_names) {
+    for (int k = 0; out_names && k < nout; k++)
+        if (deft_graph_node_id(s->g, out[k]->entry.node) == id &&
+            input_of_entry(s, &out[k]->entry) < 0)
+            return out_names[k];
+    return NULL;
+}
+
+static int copy_graph(export_state_t *s, int nout, deft_ndarray_t *const *out,
+                      const char *const *out_names) {
+    const deft_graph_t *g = s->g;
+    for (int i = 0; i < g->num_nodes; i++) {
+        const deft_node_t *node = g->nodes[i];
+        if (deft_graph_is_leaf(g, i)) {
+            if (!node->op && s->nin == 0 && node->name && copy_variable(s, i)) return -1;
+            continue;
+        }
+        if (copy_node(s, i, node_name(s, i, nout, out, out_names))) return -1;
+    }
+    for (int i = 0; i < s->nin; i++)
+        if (!s->in_used[i])
+            return deft_error(DEFT_ERR_VALUE, "inputs[%d] ('%s') is connected to no output", i,
+                              s->in_names[i]);
+    return 0;
+}
+
+static int make_input_vars(export_state_t *s) {
+    for (int i = 0; i < s->nin; i++)
+        if (deft_node_new_variable(s->in_names[i], NULL, 0, NULL, NULL, &s->in_vars[i])) return -1;
+    return 0;
+}
+
+static int export_locked(export_state_t *s, int nout, deft_ndarray_t *const *out,
+                         const char *const *out_names, deft_symbol_t **sym) {
+    deft_entry_t roots[DEFT_OP_MAX_OUTPUTS], *heap = NULL, *entries = roots;
+    if (nout > DEFT_OP_MAX_OUTPUTS && !(entries = heap = malloc((size_t)nout * sizeof *heap)))
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
+    for (int k = 0; k < nout; k++) entries[k] = out[k]->entry;
+    int status = deft_graph_build_cut(nout, entries, is_input_node, s, &s->g);
+    if (status == 0 && !(s->copies = calloc((size_t)s->g->num_nodes + 1, sizeof *s->copies)))
+        status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
+    if (status == 0) status = make_input_vars(s);
+    if (status == 0) status = copy_graph(s, nout, out, out_names);
+    for (int k = 0; status == 0 && k < nout; k++)
+        if (!(entries[k] = substitute(s, &out[k]->entry)).node) status = -1;
+    if (status == 0) status = deft_symbol_from_entries(nout, entries, sym);
+    free(heap);
+    return status;
+}
+
+int deft_deferred_export(int nin, deft_ndarray_t *const *in, const char *const *in_names, int nout,
+                         deft_ndarray_t *const *out, const char *const *out_names,
+                         deft_symbol_t **sym) {
+    if (nin > 0 && !in_names)
+        return deft_error(DEFT_ERR_VALUE, "input_names is NULL, expected a name per input");
+    if (check_names(nin, in_names, "input_names") || check_names(nout, out_names, "output_names"))
+        return -1;
+    export_state_t s = {.nin = nin, .in = in, .in_names = in_names};
+    s.in_vars = calloc((size_t)nin + 1, sizeof *s.in_vars);
+    s.in_used = calloc((size_t)nin + 1, sizeof *s.in_used);
+    if (!s.in_vars || !s.in_used) {
+        free(s.in_vars), free(s.in_used);
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
+    }
+    deft_record_lock();
+    int status =
+        check_arrays(nin, in, nout, out) ? -1 : export_locked(&s, nout, out, out_names, sym);
+    deft_record_unlock();
+    for (int i = 0; s.g && i < s.g->num_nodes; i++)
+        deft_node_release(s.copies ? s.copies[i] : NULL);
+    for (int i = 0; i < nin; i++) deft_node_release(s.in_vars[i]);
+    deft_graph_free(s.g);
+    free(s.copies), free(s.in_vars), free(s.in_used);
+    return status;
+}
+
+/* ---- binding and clearing ---- */
+
+static int bind_one(deft_ndarray_t *arr, const char *name, int i) {
+    deft_node_t *node = arr->entry.node;
+    if (!node) return deft_record_variable(arr, name);
+    if (node->op)
+        return deft_error(DEFT_ERR_VALUE,
+                          "arrays[%d] is the result of a recorded operation; only arrays made "
+                          "outside deferred compute can be bound to variables",
+                          i);
+    if (!node->name)
+        return (node->name = strdup(name))
+                   ? 0
+                   : deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a name");
+    if (strcmp(node->name, name) == 0) return 0;
+    return deft_error(DEFT_ERR_VALUE,
+                      "arrays[%d] is already bound to variable '%s'; it cannot be rebound to '%s'",
+                      i, node->name, name);
+}
+
+int deft_deferred_bind(int n, deft_ndarray_t *const *arrays, const char *const *names) {
+    if (check_names(n, names, "variable names")) return -1;
+    deft_record_lock();
+    int status = 0;
+    for (int i = 0; status == 0 && i < n; i++) status = bind_one(arrays[i], names[i], i);
+    deft_record_unlock();
+    return status;
+}
+
+int deft_deferred_clear(int n, deft_ndarray_t *const *arrays) {
+    if (deft_deferred_compute(n, arrays)) return -1;
+    deft_record_lock();
+    for (int i = 0; i < n; i++) {
+        deft_ndarray_t *arr = arrays[i];
+        if (!arr->entry.node) continue;
+        deft_record_forget(arr);
+        deft_node_release(arr->entry.node);
+        arr->entry = (deft_entry_t){NULL, 0};
+    }
+    deft_record_unlock();
+    return 0;
+}

@@ -1,0 +1,99 @@
+#define _XOPEN_SOURCE 700
+#include "core/imperative/record.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "core/base/error.h"
+
+static pthread_mutex_t lock;
+static pthread_once_t lock_once = PTHREAD_ONCE_INIT;
+
+static void init_lock(void) {
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+}
+
+void deft_record_lock(void) {
+    pthread_once(&lock_once, init_lock);
+    pthread_mutex_lock(&lock);
+}
+
+void deft_record_unlock(void) {
+    pthread_mutex_unlock(&lock);
+}
+
+static void drop_kept(deft_record_t *rec) {
+    for (int k = 0; k < rec->num_outputs; k++) {
+        deft_ndarray_release(rec->kept[k]);
+        rec->kept[k] = NULL;
+    }
+}
+
+void deft_record_drop_inputs(deft_node_t *consumer) {
+    deft_record_t *rec = deft_record_of(consumer);
+    if (!rec || !rec->holds_inputs) return;
+    rec->holds_inputs = false;
+    for (int i = 0; i < consumer->num_inputs; i++) {
+        deft_record_t *in = deft_record_of(consumer->inputs[i].node);
+        if (in && --in->pending == 0) drop_kept(in);
+    }
+}
+
+static void free_record(deft_node_t *node) {
+    deft_record_lock();
+    deft_record_drop_inputs(node);
+    deft_record_t *rec = deft_record_of(node);
+    drop_kept(rec);
+    node->ext = NULL;
+    deft_record_unlock();
+    free(rec);
+}
+
+int deft_record_attach(deft_node_t *node, deft_device_t device, const deft_desc_t *desc) {
+    int n = node->num_outputs;
+    deft_record_t *rec =
+        calloc(1, sizeof *rec + (size_t)n * (sizeof(deft_desc_t) + 2 * sizeof(deft_ndarray_t *)));
+    if (!rec) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a recorded node");
+    rec->device = device;
+    rec->num_outputs = n;
+    rec->desc = (deft_desc_t *)(rec + 1);
+    rec->live = (deft_ndarray_t **)(rec->desc + n);
+    rec->kept = rec->live + n;
+    for (int k = 0; k < n; k++) rec->desc[k] = desc[k];
+    node->ext = rec;
+    node->ext_free = free_record;
+    return 0;
+}
+
+int deft_record_variable(deft_ndarray_t *arr, const char *name) {
+    deft_node_t *node;
+    deft_desc_t desc = {arr->tensor.shape, arr->tensor.dtype};
+    if (deft_node_new_variable(name, NULL, 0, NULL, NULL, &node)) return -1;
+    if (deft_record_attach(node, arr->tensor.device, &desc)) {
+        deft_node_release(node);
+        return -1;
+    }
+    deft_record_of(node)->computed = true;
+    arr->entry = (deft_entry_t){node, 0};
+    return 0;
+}
+
+int deft_record_use(const deft_entry_t *entry, deft_ndarray_t *value) {
+    deft_record_t *rec = deft_record_of(entry->node);
+    if (value && !rec->kept[entry->index] && deft_ndarray_alias(value, &rec->kept[entry->index]))
+        return -1;
+    rec->pending++;
+    return 0;
+}
+
+void deft_record_forget(deft_ndarray_t *arr) {
+    deft_record_t *rec = deft_record_of(arr->entry.node);
+    if (!rec) return;
+    deft_record_lock();
+    if (rec->live[arr->entry.index] == arr) rec->live[arr->entry.index] = NULL;
+    deft_record_unlock();
+}

@@ -1,0 +1,58 @@
+/*
+ * Records: what the imperative layer keeps on each graph node it records
+ * (deferred compute now, autograd later), hung on the node's ext slot.
+ *
+ * The recorded graph is reference counted, not a tape: a lazy array holds its
+ * producing node and a node holds its inputs, so freeing the last array that
+ * reaches a node frees the node and what it kept. A record's values follow
+ * one rule: a node keeps its output values while some consumer that still
+ * needs them (a recorded node not yet computed) exists. Each such consumer
+ * counts once in `pending` of each of its inputs; when the count falls to
+ * zero the values go.
+ *
+ * All records change under one process-wide lock (recursive, because freeing
+ * a node while holding it frees records too). Recording and triggering take
+ * it once per call; nothing waits for computation while holding it.
+ */
+#ifndef DEFT_CORE_RECORD_H
+#define DEFT_CORE_RECORD_H
+
+#include "core/graph/node.h"
+#include "core/imperative/ndarray.h"
+
+typedef struct deft_record {
+    bool computed;     /* its values exist or are being computed by the engine */
+    bool holds_inputs; /* counted in its inputs' pending (until computed or freed) */
+    int pending;       /* recorded consumers that still need its values */
+    deft_device_t device;
+    int num_outputs;
+    deft_desc_t *desc;     /* per output: known when recorded */
+    deft_ndarray_t **live; /* per output: the array handed out, not retained; NULL once freed */
+    deft_ndarray_t **kept; /* per output: the value kept for pending consumers (no entry) */
+} deft_record_t;
+
+void deft_record_lock(void);
+void deft_record_unlock(void);
+
+static inline deft_record_t *deft_record_of(const deft_node_t *node) {
+    return node->ext;
+}
+
+/* Give a node (not yet shared) its record: uncomputed, outputs described by `desc`. */
+int deft_record_attach(deft_node_t *node, deft_device_t device, const deft_desc_t *desc);
+
+/* A variable node with a record standing for an array made outside any
+ * recording (its entry is set to it); NULL name: unnamed. Under the lock. */
+int deft_record_variable(deft_ndarray_t *arr, const char *name);
+
+/* A consumer is recorded on `entry` whose value `value` (NULL while lazy)
+ * has: count it in the producer's pending and keep the value. Under the lock. */
+int deft_record_use(const deft_entry_t *entry, deft_ndarray_t *value);
+
+/* A consumer no longer needs its inputs (it was computed or freed). Under the lock. */
+void deft_record_drop_inputs(deft_node_t *consumer);
+
+/* An array with an entry is being freed: forget it as its node's live output. */
+void deft_record_forget(deft_ndarray_t *arr);
+
+#endif

@@ -1,0 +1,539 @@
+#define _POSIX_C_SOURCE 200809L
+/*
+ * Deferred compute, modelled on the cases of MXNet's test_deferred_compute.py.
+ * Every case runs three times from the same inputs and must agree bit for
+ * bit with the imperative result: lazy outputs read directly, read through a
+ * normal operator, and exported -> JSON -> reloaded -> run by an executor.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#include "check_helpers.h"
+#include "op_helpers.h"
+#include "symbol_helpers.h"
+
+#define MAX_IO 8
+
+typedef int (*build_fn)(DeftNDArrayHandle *in, DeftNDArrayHandle *out);
+
+static void set_deferred(int on) {
+    ck_assert_ok(DeftSetIsDeferredCompute(on, NULL));
+}
+
+static int is_lazy(DeftNDArrayHandle h) {
+    int status = -1;
+    ck_assert_ok(DeftNDArrayGetIsDeferredCompute(&h, 1, &status));
+    return status;
+}
+
+static void *raw_bytes(DeftNDArrayHandle h, size_t *nbytes) {
+    ck_assert_ok(DeftNDArrayGetNBytes(h, nbytes));
+    void *buf = malloc(*nbytes ? *nbytes : 1);
+    ck_assert_ok(DeftNDArrayCopyToHost(h, buf, *nbytes));
+    return buf;
+}
+
+static void assert_same_bytes(DeftNDArrayHandle got, DeftNDArrayHandle want, const char *how,
+                              int k) {
+    int got_dtype, want_dtype;
+    ck_assert_ok(DeftNDArrayGetDType(got, &got_dtype));
+    ck_assert_ok(DeftNDArrayGetDType(want, &want_dtype));
+    ck_assert_int_eq(got_dtype, want_dtype);
+    int64_t shape[DEFT_MAX_NDIM];
+    int ndim;
+    ck_assert_ok(DeftNDArrayGetShape(want, shape, DEFT_MAX_NDIM, &ndim));
+    assert_shape(got, ndim, shape);
+    size_t n1, n2;
+    void *a = raw_bytes(got, &n1), *b = raw_bytes(want, &n2);
+    ck_assert_msg(n1 == n2 && memcmp(a, b, n1) == 0, "output %d differs when %s", k, how);
+    free(a), free(b);
+}
+
+static const char *json_of(DeftSymbolHandle sym) {
+    const char *json;
+    ck_assert_ok(DeftSymbolSaveToJSON(sym, &json));
+    return json;
+}
+
+static DeftSymbolHandle export_symbol(int nin, DeftNDArrayHandle *in, int nout,
+                                      DeftNDArrayHandle *out) {
+    static const char *in_names[] = {"in0", "in1", "in2", "in3", "in4", "in5", "in6", "in7"};
+    static const char *out_names[] = {"out0", "out1", "out2", "out3",
+                                      "out4", "out5", "out6", "out7"};
+    DeftSymbolHandle sym;
+    ck_assert_ok(
+        DeftNDArrayGetDeferredComputeSymbol(in, out, in_names, out_names, nin, nout, &sym));
+    int count;
+    const char *const *names;
+    ck_assert_ok(DeftSymbolListArguments(sym, &count, &names));
+    ck_assert_int_eq(count, nin);
+    for (int i = 0; i < nin; i++) ck_assert_str_eq(names[i], in_names[i]);
+    return sym;
+}
+
+/* Run a saved symbol in an executor on the inputs; compare with the reference outputs. */
+static void check_executor(const char *json, int nin, DeftNDArrayHandle *in, int nout,
+                           DeftNDArrayHandle *ref) {
+    DeftSymbolHandle sym;
+    DeftCachedOpHandle exec;
+    ck_assert_ok(DeftSymbolCreateFromJSON(json, &sym));
+    ck_assert_ok(DeftCachedOpCreate(sym, 0, &exec));
+    DeftNDArrayHandle out[MAX_IO] = {NULL};
+    int produced = MAX_IO;
+    ck_assert_ok(DeftCachedOpInvoke(exec, nin, in, &produced, out));
+    ck_assert_int_eq(produced, nout);
+    for (int k = 0; k < nout; k++) assert_same_bytes(out[k], ref[k], "run by the executor", k);
+    free_all(nout, out);
+    ck_assert_ok(DeftCachedOpFree(exec));
+    ck_assert_ok(DeftSymbolFree(sym));
+}
+
+/* The three readings of a case (see the top of the file). */
+static void check_case(int nin, DeftNDArrayHandle *in, build_fn build) {
+    DeftNDArrayHandle ref[MAX_IO], lazy[MAX_IO], again[MAX_IO];
+    int nout = build(in, ref);
+
+    set_deferred(1);
+    ck_assert_int_eq(build(in, lazy), nout);
+    set_deferred(0);
+    for (int k = 0; k < nout; k++) {
+        int64_t shape[DEFT_MAX_NDIM];
+        int ndim;
+        ck_assert_ok(DeftNDArrayGetShape(ref[k], shape, DEFT_MAX_NDIM, &ndim));
+        assert_shape(lazy[k], ndim, shape); /* known without computing */
+        ck_assert_int_eq(is_lazy(lazy[k]), 1);
+    }
+    DeftSymbolHandle before = export_symbol(nin, in, nout, lazy);
+    char *json = strdup(json_of(before));
+    for (int k = 0; k < nout; k++) assert_same_bytes(lazy[k], ref[k], "read directly", k);
+    for (int k = 0; k < nout; k++) ck_assert_int_eq(is_lazy(lazy[k]), 0);
+    DeftSymbolHandle after = export_symbol(nin, in, nout, lazy);
+    ck_assert_str_eq(json_of(after), json); /* the graph stays after computing */
+
+    set_deferred(1);
+    ck_assert_int_eq(build(in, again), nout);
+    set_deferred(0);
+    for (int k = 0; k < nout; k++) {
+        DeftNDArrayHandle pair[2] = {again[k], again[k]};
+        DeftNDArrayHandle copy = call1("reshape_like", 2, pair, NO_PARAMS);
+        assert_same_bytes(copy, ref[k], "read through an operator", k);
+        ck_assert_ok(DeftNDArrayFree(copy));
+    }
+
+    check_executor(json, nin, in, nout, ref);
+    free(json);
+    ck_assert_ok(DeftSymbolFree(before));
+    ck_assert_ok(DeftSymbolFree(after));
+    free_all(nout, ref), free_all(nout, lazy), free_all(nout, again);
+}
+
+/* ---- the cases ---- */
+
+static int build_no_inputs(DeftNDArrayHandle *in, DeftNDArrayHandle *out) {
+    (void)in;
+    DeftNDArrayHandle a = call1("_arange", 0, NULL, P("start", "0", "stop", "6"));
+    DeftNDArrayHandle b = call1("_mul_scalar", 1, &a, P("scalar", "2.5"));
+    DeftNDArrayHandle c = call1("_plus_scalar", 1, &b, P("scalar", "1"));
+    out[0] = call1("Reshape", 1, &c, P("shape", "(2,3)"));
+    free_all(1, &a), free_all(1, &b), free_all(1, &c);
+    return 1;
+}
+
+START_TEST(no_inputs) {
+    check_case(0, NULL, build_no_inputs);
+}
+END_TEST
+
+static int build_views(DeftNDArrayHandle *in, DeftNDArrayHandle *out) {
+    out[0] = call1("Reshape", 1, &in[0], P("shape", "(6,4)"));
+    out[1] = call1("slice", 1, &out[0], P("begin", "(1,0)", "end", "(5,2)"));
+    DeftNDArrayHandle e = call1("slice_axis", 1, &in[0], P("axis", "1", "begin", "2", "end", "5"));
+    out[2] = call1("exp", 1, &e, NO_PARAMS);
+    free_all(1, &e);
+    return 3;
+}
+
+static DeftNDArrayHandle ramp(int dtype, int ndim, const int64_t *shape, double scale) {
+    int64_t n = count_of(ndim, shape);
+    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) v[i] = (double)(i % 17) * scale - 3;
+    DeftNDArrayHandle h = make(dtype, ndim, shape, v);
+    free(v);
+    return h;
+}
+
+START_TEST(reshape_and_slice) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 2, SHAPE(4, 6), 0.25);
+    check_case(1, &x, build_views);
+    free_all(1, &x);
+}
+END_TEST
+
+static int build_split_subset(DeftNDArrayHandle *in, DeftNDArrayHandle *out) {
+    DeftNDArrayHandle parts[3] = {NULL, NULL, NULL};
+    int n = 3;
+    ck_assert_ok(call("split", 1, in, &n, parts, P("num_outputs", "3", "axis", "1")));
+    out[0] = parts[2];
+    out[1] = call1("tanh", 1, &parts[0], NO_PARAMS);
+    free_all(2, parts); /* parts[1] is never used: its value need not be kept */
+    return 2;
+}
+
+START_TEST(multi_output_subset) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 2, SHAPE(2, 6), 0.5);
+    check_case(1, &x, build_split_subset);
+    free_all(1, &x);
+}
+END_TEST
+
+static int build_input_is_output(DeftNDArrayHandle *in, DeftNDArrayHandle *out) {
+    DeftNDArrayHandle y = call1("_plus_scalar", 1, &in[0], P("scalar", "1"));
+    out[0] = call1("elemwise_mul", 2, (DeftNDArrayHandle[]){y, in[1]}, NO_PARAMS);
+    out[1] = call1("reshape_like", 2, (DeftNDArrayHandle[]){in[0], in[0]}, NO_PARAMS);
+    free_all(1, &y);
+    return 2;
+}
+
+START_TEST(two_inputs) {
+    DeftNDArrayHandle x[2] = {ramp(DEFT_FLOAT64, 1, SHAPE(5), 0.1),
+                              ramp(DEFT_FLOAT64, 1, SHAPE(5), -0.3)};
+    check_case(2, x, build_input_is_output);
+    free_all(2, x);
+}
+END_TEST
+
+static int build_dtype_change(DeftNDArrayHandle *in, DeftNDArrayHandle *out) {
+    DeftNDArrayHandle f = call1("Cast", 1, in, P("dtype", "float64"));
+    out[0] = call1("_mul_scalar", 1, &f, P("scalar", "0.5"));
+    out[1] = call1("Cast", 1, &out[0], P("dtype", "uint8"));
+    free_all(1, &f);
+    return 2;
+}
+
+START_TEST(dtype_change) {
+    DeftNDArrayHandle x = ramp(DEFT_INT32, 2, SHAPE(3, 3), 7);
+    check_case(1, &x, build_dtype_change);
+    free_all(1, &x);
+}
+END_TEST
+
+static int build_zero_size(DeftNDArrayHandle *in, DeftNDArrayHandle *out) {
+    out[0] = call1("_plus_scalar", 1, in, P("scalar", "1"));
+    out[1] = call1("sum", 1, &out[0], P("axis", "0"));
+    return 2;
+}
+
+START_TEST(zero_size) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 2, SHAPE(0, 3), 1);
+    check_case(1, &x, build_zero_size);
+    free_all(1, &x);
+}
+END_TEST
+
+static int build_mlp(DeftNDArrayHandle *in, DeftNDArrayHandle *out) {
+    DeftNDArrayHandle h = call1("FullyConnected", 3, in, P("num_hidden", "8"));
+    DeftNDArrayHandle a = call1("relu", 1, &h, NO_PARAMS);
+    DeftNDArrayHandle o =
+        call1("FullyConnected", 3, (DeftNDArrayHandle[]){a, in[3], in[4]}, P("num_hidden", "3"));
+    out[0] = call1("softmax", 1, &o, NO_PARAMS);
+    out[1] = call1("sum", 1, &a, NO_PARAMS);
+    free_all(1, &h), free_all(1, &a), free_all(1, &o);
+    return 2;
+}
+
+START_TEST(mlp_with_parameters) {
+    DeftNDArrayHandle p[5] = {
+        ramp(DEFT_FLOAT32, 2, SHAPE(4, 5), 0.1), ramp(DEFT_FLOAT32, 2, SHAPE(8, 5), 0.05),
+        ramp(DEFT_FLOAT32, 1, SHAPE(8), 0.2), ramp(DEFT_FLOAT32, 2, SHAPE(3, 8), -0.04),
+        ramp(DEFT_FLOAT32, 1, SHAPE(3), 0.3)};
+    check_case(5, p, build_mlp);
+    free_all(5, p);
+}
+END_TEST
+
+/* ---- what is computed, and when ---- */
+
+static int64_t live_bytes(void) {
+    int64_t v;
+    ck_assert_ok(DeftWaitAll());
+    ck_assert_ok(DeftGetMemoryStat(DEFT_CPU, 0, DEFT_MEM_LIVE_BYTES, &v));
+    return v;
+}
+
+START_TEST(shape_without_compute) {
+    int64_t before = live_bytes();
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 2, SHAPE(64, 64), 1);
+    set_deferred(1);
+    DeftNDArrayHandle y = call1("dot", 2, (DeftNDArrayHandle[]){x, x}, NO_PARAMS);
+    DeftNDArrayHandle z = call1("sum", 1, &y, P("axis", "1"));
+    set_deferred(0);
+    assert_shape(z, 1, SHAPE(64));
+    size_t nbytes;
+    ck_assert_ok(DeftNDArrayGetNBytes(z, &nbytes));
+    ck_assert_uint_eq(nbytes, 64 * 4);
+    int dtype;
+    ck_assert_ok(DeftNDArrayGetDType(z, &dtype));
+    ck_assert_int_eq(dtype, DEFT_FLOAT32);
+    ck_assert_int_eq(is_lazy(y), 1);
+    ck_assert_int_eq(is_lazy(z), 1);
+    ck_assert_int_eq(live_bytes() - before, 64 * 64 * 4); /* only x has storage */
+    ck_assert_ok(DeftNDArrayWaitToRead(z));               /* trigger by waiting */
+    ck_assert_int_eq(is_lazy(z), 0);
+    ck_assert_int_eq(is_lazy(y), 0); /* live, so it got its value in the same run */
+    free_all(1, &x), free_all(1, &y), free_all(1, &z);
+    ck_assert_int_eq(live_bytes(), before);
+}
+END_TEST
+
+START_TEST(only_what_is_needed) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT64, 1, SHAPE(8), 1);
+    set_deferred(1);
+    DeftNDArrayHandle a = call1("_plus_scalar", 1, &x, P("scalar", "1"));
+    DeftNDArrayHandle b = call1("_mul_scalar", 1, &x, P("scalar", "2"));
+    set_deferred(0);
+    assert_values(a, 8, VALUES(-2, -1, 0, 1, 2, 3, 4, 5), 0); /* trigger by reading */
+    ck_assert_int_eq(is_lazy(b), 1);
+    ck_assert_ok(DeftNDArrayTriggerDeferredCompute(&b, 1));
+    ck_assert_int_eq(is_lazy(b), 0);
+    ck_assert_ok(DeftNDArrayTriggerDeferredCompute(&b, 1)); /* computed: nothing to do */
+    assert_values(b, 8, VALUES(-6, -4, -2, 0, 2, 4, 6, 8), 0);
+    free_all(1, &x), free_all(1, &a), free_all(1, &b);
+}
+END_TEST
+
+/* A random node computed twice would give its two consumers different numbers. */
+START_TEST(each_node_once) {
+    set_deferred(1);
+    DeftNDArrayHandle r = call1("_random_uniform", 0, NULL, P("shape", "(32)"));
+    DeftNDArrayHandle a = call1("_plus_scalar", 1, &r, P("scalar", "0"));
+    DeftNDArrayHandle b = call1("_mul_scalar", 1, &r, P("scalar", "1"));
+    set_deferred(0);
+    free_all(1, &r); /* nothing holds its value but the recorded consumers */
+    ck_assert_ok(DeftNDArrayTriggerDeferredCompute(&a, 1));
+    ck_assert_int_eq(is_lazy(b), 1);
+    assert_same_bytes(a, b, "one random draw feeds both", 0);
+    free_all(1, &a), free_all(1, &b);
+}
+END_TEST
+
+START_TEST(lazy_input_to_normal_op) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 1, SHAPE(4), 1);
+    set_deferred(1);
+    DeftNDArrayHandle y = call1("square", 1, &x, NO_PARAMS);
+    set_deferred(0);
+    DeftNDArrayHandle z = call1("elemwise_add", 2, (DeftNDArrayHandle[]){y, x}, NO_PARAMS);
+    assert_values(z, 4, VALUES(6, 2, 0, 0), 0);
+    ck_assert_int_eq(is_lazy(y), 0);
+    free_all(1, &x), free_all(1, &y), free_all(1, &z);
+}
+END_TEST
+
+START_TEST(deferred_invoke_records_in_any_mode) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 1, SHAPE(4), 1);
+    DeftNDArrayHandle y = NULL;
+    int nout = 1, on = -1;
+    const char *keys[] = {"scalar"}, *vals[] = {"3"};
+    ck_assert_ok(
+        DeftImperativeDeferredInvoke(op_named("_plus_scalar"), 1, &x, &nout, &y, 1, keys, vals));
+    ck_assert_ok(DeftIsDeferredCompute(&on));
+    ck_assert_int_eq(on, 0); /* the mode is restored */
+    ck_assert_int_eq(is_lazy(y), 1);
+    assert_values(y, 4, VALUES(0, 1, 2, 3), 0);
+    DeftNDArrayHandle given = ramp(DEFT_FLOAT32, 1, SHAPE(4), 1);
+    nout = 1;
+    ck_assert_fails(
+        DeftImperativeDeferredInvoke(op_named("_plus_scalar"), 1, &x, &nout, &given, 1, keys, vals),
+        DEFT_ERROR_VALUE, "output 0 is given");
+    free_all(1, &x), free_all(1, &y), free_all(1, &given);
+}
+END_TEST
+
+/* ---- errors ---- */
+
+START_TEST(writing_lazy_is_rejected) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 1, SHAPE(4), 1);
+    set_deferred(1);
+    DeftNDArrayHandle y = call1("exp", 1, &x, NO_PARAMS);
+    DeftNDArrayHandle m = call1("zeros_like", 1, &x, NO_PARAMS);
+    ck_assert_call_fails("sgd_mom_update", 3, ((DeftNDArrayHandle[]){x, x, x}), P("lr", "0.1"),
+                         DEFT_ERROR_VALUE, "updates its inputs in place");
+    set_deferred(0);
+    DeftNDArrayHandle out[1] = {y};
+    int nout = 1;
+    ck_assert_fails(call("_copyto", 1, &x, &nout, out, NO_PARAMS), DEFT_ERROR_VALUE,
+                    "output 0 is a lazy array");
+    ck_assert_fails(call("sgd_mom_update", 3, (DeftNDArrayHandle[]){x, x, m}, &nout,
+                         (DeftNDArrayHandle[]){NULL}, P("lr", "0.1")),
+                    DEFT_ERROR_VALUE, "input 2 is a lazy array");
+    float four[4] = {0};
+    ck_assert_fails(DeftNDArrayCopyFromHost(y, four, sizeof four), DEFT_ERROR_VALUE,
+                    "cannot be overwritten");
+    ck_assert_int_eq(is_lazy(y), 1); /* nothing was computed by the failed calls */
+    assert_values(y, 4, VALUES(exp(-3.0), exp(-2.0), exp(-1.0), 1), 2e-6);
+    free_all(1, &x), free_all(1, &y), free_all(1, &m);
+}
+END_TEST
+
+START_TEST(export_errors) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 1, SHAPE(4), 1);
+    DeftNDArrayHandle w = ramp(DEFT_FLOAT32, 1, SHAPE(4), 2);
+    DeftNDArrayHandle unused = ramp(DEFT_FLOAT32, 1, SHAPE(4), 3);
+    set_deferred(1);
+    DeftNDArrayHandle y = call1("elemwise_mul", 2, (DeftNDArrayHandle[]){x, w}, NO_PARAMS);
+    set_deferred(0);
+    DeftSymbolHandle sym = NULL;
+    const char *names[] = {"x", "w", "u"}, *outs[] = {"y", "y"};
+    ck_assert_fails(DeftNDArrayGetDeferredComputeSymbol(&x, &y, names, outs, 1, 1, &sym),
+                    DEFT_ERROR_VALUE, "neither computed from the inputs nor listed");
+    ck_assert_fails(DeftNDArrayGetDeferredComputeSymbol((DeftNDArrayHandle[]){x, w, unused}, &y,
+                                                        names, outs, 3, 1, &sym),
+                    DEFT_ERROR_VALUE, "inputs[2] ('u') is connected to no output");
+    ck_assert_fails(DeftNDArrayGetDeferredComputeSymbol((DeftNDArrayHandle[]){x, w}, &y,
+                                                        (const char *[]){"x", "x"}, outs, 2, 1,
+                                                        &sym),
+                    DEFT_ERROR_VALUE, "both named 'x'");
+    ck_assert_fails(DeftNDArrayGetDeferredComputeSymbol((DeftNDArrayHandle[]){x, w},
+                                                        (DeftNDArrayHandle[]){y, y}, names, outs, 2,
+                                                        2, &sym),
+                    DEFT_ERROR_VALUE, "both named 'y'");
+    ck_assert_fails(DeftNDArrayGetDeferredComputeSymbol((DeftNDArrayHandle[]){x, x}, &y, names,
+                                                        outs, 2, 1, &sym),
+                    DEFT_ERROR_VALUE, "the same array");
+    ck_assert_fails(DeftNDArrayGetDeferredComputeSymbol(&x, &w, names, outs, 1, 1, &sym),
+                    DEFT_ERROR_VALUE, "outputs[0] was not recorded");
+    ck_assert_fails(DeftNDArrayGetDeferredComputeSymbol(NULL, &y, NULL, outs, 0, 1, &sym),
+                    DEFT_ERROR_VALUE, "not bound to a variable");
+    ck_assert_ptr_null(sym);
+    ck_assert_ok(DeftNDArrayGetDeferredComputeSymbol((DeftNDArrayHandle[]){x, w}, &y, names, outs,
+                                                     2, 1, &sym));
+    ck_assert_ok(DeftSymbolFree(sym));
+    ck_assert_ok(DeftNDArrayClearDeferredCompute(&y, 1));
+    ck_assert_fails(DeftNDArrayGetDeferredComputeSymbol((DeftNDArrayHandle[]){x, w}, &y, names,
+                                                        outs, 2, 1, &sym),
+                    DEFT_ERROR_VALUE, "outputs[0] was not recorded");
+    assert_values(y, 4, VALUES(9, 2, -1, 0), 0); /* cleared after computing */
+    free_all(1, &x), free_all(1, &w), free_all(1, &unused), free_all(1, &y);
+}
+END_TEST
+
+START_TEST(bound_variables) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 2, SHAPE(2, 3), 1);
+    DeftNDArrayHandle w = ramp(DEFT_FLOAT32, 2, SHAPE(4, 3), 0.5);
+    DeftSymbolHandle vx = var("data"), vw = var("weight"), other = var("other");
+    ck_assert_ok(DeftNDArraySetDeferredComputeVariable((DeftNDArrayHandle[]){x, w},
+                                                       (DeftSymbolHandle[]){vx, vw}, 2));
+    ck_assert_ok(DeftNDArraySetDeferredComputeVariable(&x, &vx, 1)); /* same name again: fine */
+    ck_assert_fails(DeftNDArraySetDeferredComputeVariable(&x, &other, 1), DEFT_ERROR_VALUE,
+                    "already bound to variable 'data'");
+    set_deferred(1);
+    DeftNDArrayHandle y = call1("FullyConnected", 2, (DeftNDArrayHandle[]){x, w},
+                                P("num_hidden", "4", "no_bias", "true"));
+    set_deferred(0);
+    ck_assert_fails(DeftNDArraySetDeferredComputeVariable(&y, &other, 1), DEFT_ERROR_VALUE,
+                    "result of a recorded operation");
+    DeftSymbolHandle sym;
+    ck_assert_ok(
+        DeftNDArrayGetDeferredComputeSymbol(NULL, &y, NULL, (const char *[]){"fc"}, 0, 1, &sym));
+    int count;
+    const char *const *names;
+    ck_assert_ok(DeftSymbolListArguments(sym, &count, &names));
+    ck_assert_int_eq(count, 2);
+    ck_assert_str_eq(names[0], "data");
+    ck_assert_str_eq(names[1], "weight");
+    ck_assert_ok(DeftSymbolListOutputs(sym, &count, &names));
+    ck_assert_str_eq(names[0], "fc_output");
+    check_executor(json_of(sym), 2, (DeftNDArrayHandle[]){x, w}, 1, &y);
+    ck_assert_ok(DeftSymbolFree(sym));
+    ck_assert_ok(DeftSymbolFree(vx)), ck_assert_ok(DeftSymbolFree(vw));
+    ck_assert_ok(DeftSymbolFree(other));
+    free_all(1, &x), free_all(1, &w), free_all(1, &y);
+}
+END_TEST
+
+/* ---- threads and long chains ---- */
+
+static void *record_on_thread(void *arg) {
+    double scalar = *(double *)arg;
+    char text[32];
+    snprintf(text, sizeof text, "%g", scalar);
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT64, 1, SHAPE(16), 1);
+    for (int round = 0; round < 200; round++) {
+        set_deferred(1);
+        DeftNDArrayHandle y = call1("_mul_scalar", 1, &x, P("scalar", text));
+        DeftNDArrayHandle z = call1("_plus_scalar", 1, &y, P("scalar", text));
+        set_deferred(0);
+        int on = 1;
+        ck_assert_ok(DeftIsDeferredCompute(&on));
+        ck_assert_int_eq(on, 0);
+        int64_t n;
+        double *v = read_all(z, &n);
+        for (int64_t i = 0; i < n; i++)
+            ck_assert_double_eq(v[i], ((double)(i % 17) - 3) * scalar + scalar);
+        free(v);
+        free_all(1, &y), free_all(1, &z);
+    }
+    free_all(1, &x);
+    return NULL;
+}
+
+START_TEST(two_threads) {
+    pthread_t t[2];
+    double scalars[2] = {2, 3};
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, record_on_thread, &scalars[i]);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+}
+END_TEST
+
+START_TEST(million_op_chain) {
+    int64_t before = live_bytes();
+    DeftNDArrayHandle x = ramp(DEFT_INT64, 1, SHAPE(2), 1);
+    DeftNDArrayHandle y = x;
+    set_deferred(1);
+    for (int i = 0; i < 1000000; i++) {
+        DeftNDArrayHandle next = call1("_plus_scalar", 1, &y, P("scalar", "1"));
+        if (y != x) ck_assert_ok(DeftNDArrayFree(y));
+        y = next;
+    }
+    set_deferred(0);
+    ck_assert_int_eq(is_lazy(y), 1);
+    assert_values(y, 2, VALUES(999997, 999998), 0);
+    free_all(1, &y), free_all(1, &x);
+    ck_assert_int_eq(live_bytes(), before); /* the whole chain was released */
+}
+END_TEST
+
+Suite *deferred_suite(void) {
+    Suite *s = suite_create("deferred");
+    TCase *tc = tcase_create("three readings");
+    tcase_add_test(tc, no_inputs);
+    tcase_add_test(tc, reshape_and_slice);
+    tcase_add_test(tc, multi_output_subset);
+    tcase_add_test(tc, two_inputs);
+    tcase_add_test(tc, dtype_change);
+    tcase_add_test(tc, zero_size);
+    tcase_add_test(tc, mlp_with_parameters);
+    suite_add_tcase(s, tc);
+    TCase *when = tcase_create("when");
+    tcase_add_test(when, shape_without_compute);
+    tcase_add_test(when, only_what_is_needed);
+    tcase_add_test(when, each_node_once);
+    tcase_add_test(when, lazy_input_to_normal_op);
+    tcase_add_test(when, deferred_invoke_records_in_any_mode);
+    suite_add_tcase(s, when);
+    TCase *errors = tcase_create("errors");
+    tcase_add_test(errors, writing_lazy_is_rejected);
+    tcase_add_test(errors, export_errors);
+    tcase_add_test(errors, bound_variables);
+    suite_add_tcase(s, errors);
+    TCase *scale = tcase_create("scale");
+    tcase_set_timeout(scale, 120);
+    tcase_add_test(scale, two_threads);
+    tcase_add_test(scale, million_op_chain);
+    suite_add_tcase(s, scale);
+    return s;
+}
+
+int main(void) {
+    return run_suite(deferred_suite());
+}
