@@ -186,7 +186,7 @@ int deft_graph_forward(const deft_graph_t *g, deft_tensor_t *t) {
     for (int i = 0; i < g->num_nodes; i++) {
         const deft_node_t *node = g->nodes[i];
         if (deft_graph_is_leaf(g, i)) continue;
-        for (int k = 0; k < node->num_inputs; k++) in[k] = t[node_entry(g, &node->inputs[k])];
+        for (int k = 0; k < node->num_inputs; k++) in[k] = t[deft_graph_input_entry(g, i, k)];
         const deft_op_t *op = node->op->op;
         if (op->forward(op, node->params, node->num_inputs, in, node->num_outputs,
                         &t[g->row_ptr[i]])) {

@@ -241,6 +241,31 @@ oom:
     return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate node names");
 }
 
+/* Entry ids of outputs (row_ptr) and of what each input reads (in_ptr, in_entry). */
+static int index_entries(deft_graph_t *g) {
+    size_t n = (size_t)g->num_nodes + 1;
+    g->row_ptr = malloc(n * sizeof *g->row_ptr);
+    g->in_ptr = malloc(n * sizeof *g->in_ptr);
+    if (!g->row_ptr || !g->in_ptr) return -1;
+    g->row_ptr[0] = g->in_ptr[0] = 0;
+    for (int i = 0; i < g->num_nodes; i++) {
+        const deft_node_t *node = g->nodes[i];
+        bool leaf = g->leaf && g->leaf[i];
+        g->row_ptr[i + 1] = g->row_ptr[i] + node->num_outputs;
+        g->in_ptr[i + 1] = g->in_ptr[i] + (leaf ? 0 : node->num_inputs);
+    }
+    g->in_entry = malloc(((size_t)g->in_ptr[g->num_nodes] + 1) * sizeof *g->in_entry);
+    if (!g->in_entry) return -1;
+    for (int i = 0; i < g->num_nodes; i++) {
+        const deft_node_t *node = g->nodes[i];
+        for (int k = 0; k < g->in_ptr[i + 1] - g->in_ptr[i]; k++) {
+            int src = map_find(g, node->inputs[k].node);
+            g->in_entry[g->in_ptr[i] + k] = g->row_ptr[src] + node->inputs[k].index;
+        }
+    }
+    return 0;
+}
+
 static int build(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_fn is_leaf,
                  void *ctx, deft_graph_t **out) {
     deft_graph_t *g = calloc(1, sizeof *g);
@@ -260,15 +285,12 @@ static int build(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_f
         status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
     for (int i = 0; status == 0 && is_leaf && i < g->num_nodes; i++)
         g->leaf[i] = is_leaf(g->nodes[i], ctx);
-    if (status == 0 && !(g->row_ptr = malloc((size_t)(g->num_nodes + 1) * sizeof *g->row_ptr)))
+    if (status == 0 && index_entries(g))
         status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
     if (status) {
         deft_graph_free(g);
         return -1;
     }
-    g->row_ptr[0] = 0;
-    for (int i = 0; i < g->num_nodes; i++)
-        g->row_ptr[i + 1] = g->row_ptr[i] + g->nodes[i]->num_outputs;
     *out = g;
     return 0;
 }
@@ -303,6 +325,7 @@ void deft_graph_free(deft_graph_t *g) {
     }
     for (int o = 0; o < g->num_outputs; o++) deft_node_release(g->outputs[o].node);
     free(g->nodes), free(g->names), free(g->row_ptr), free(g->outputs), free(g->leaf);
+    free(g->in_ptr), free(g->in_entry);
     free(g->map_keys), free(g->map_ids);
     free(g);
 }

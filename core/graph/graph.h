@@ -22,6 +22,8 @@ typedef struct deft_graph {
     deft_node_t **nodes; /* post-order; retained */
     char **names;
     int *row_ptr; /* entry ids of node i are row_ptr[i] .. row_ptr[i+1]-1 */
+    /* entry id read by input k of node i: in_entry[in_ptr[i] + k] (no lookups on hot walks) */
+    int *in_ptr, *in_entry;
     int num_outputs;
     deft_entry_t *outputs; /* retained */
     bool *leaf;            /* cut graphs: per node, its value is given (NULL otherwise) */
@@ -56,6 +58,9 @@ static inline bool deft_graph_is_leaf(const deft_graph_t *g, int id) {
 }
 static inline int deft_graph_entry_id(const deft_graph_t *g, int node_id, int index) {
     return g->row_ptr[node_id] + index;
+}
+static inline int deft_graph_input_entry(const deft_graph_t *g, int node_id, int k) {
+    return g->in_entry[g->in_ptr[node_id] + k];
 }
 static inline int deft_graph_num_entries(const deft_graph_t *g) {
     return g->row_ptr[g->num_nodes];

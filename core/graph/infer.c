@@ -59,8 +59,7 @@ static int infer_node(const deft_graph_t *g, int id, deft_graph_types_t *t, bool
     bool in_known[DEFT_OP_MAX_INPUTS], out_known[DEFT_OP_MAX_OUTPUTS];
     int first = g->row_ptr[id], all_in = 1, all_out = 1;
     for (int k = 0; k < node->num_inputs; k++) {
-        int e = deft_graph_entry_id(g, deft_graph_node_id(g, node->inputs[k].node),
-                                    node->inputs[k].index);
+        int e = deft_graph_input_entry(g, id, k);
         in[k] = t->desc[e], in_known[k] = t->known[e];
         all_in &= in_known[k];
     }

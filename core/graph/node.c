@@ -16,13 +16,6 @@ bool deft_attr_is_annotation(const char *key) {
     return false;
 }
 
-static void attrs_free(deft_attrs_t *a) {
-    for (int i = 0; i < a->count; i++) free(a->keys[i]), free(a->vals[i]);
-    free(a->keys);
-    free(a->vals);
-    a->count = 0;
-}
-
 static char *copy_string(const char *s) {
     size_t n = strlen(s) + 1;
     char *c = malloc(n);
@@ -30,65 +23,83 @@ static char *copy_string(const char *s) {
     return c;
 }
 
-/* Sorted copy of (keys, vals); a key given twice is an error. */
-static int attrs_copy(deft_attrs_t *a, int n, const char *const *keys, const char *const *vals) {
-    a->count = 0;
-    a->keys = calloc((size_t)(n ? n : 1), sizeof *a->keys);
-    a->vals = calloc((size_t)(n ? n : 1), sizeof *a->vals);
-    if (!a->keys || !a->vals) goto oom;
+/* Keys and values must be present; the count must be small enough to sort in place. */
+static int check_attrs(int n, const char *const *keys, const char *const *vals, size_t *bytes) {
+    *bytes = 0;
     for (int i = 0; i < n; i++) {
-        if (!keys[i] || !vals[i]) {
-            attrs_free(a);
+        if (!keys[i] || !vals[i])
             return deft_error(DEFT_ERR_VALUE, "attribute %d has a NULL %s", i,
                               keys[i] ? "value" : "key");
-        }
+        *bytes += strlen(keys[i]) + strlen(vals[i]) + 2;
+    }
+    return 0;
+}
+
+/*
+ * One allocation per node: the node, its input entries, its parsed
+ * parameters, and its attributes (pointer arrays and the strings), so
+ * recording a call costs one malloc for the node, not one per string.
+ */
+static deft_node_t *node_alloc(int num_inputs, int num_params, int num_attrs, size_t text_bytes) {
+    size_t size = sizeof(deft_node_t) + (size_t)num_inputs * sizeof(deft_entry_t);
+    size_t params_at = (size + 15) & ~(size_t)15;
+    size_t ptrs_at = params_at + (size_t)num_params * sizeof(deft_param_value_t);
+    size_t text_at = ptrs_at + 2 * (size_t)num_attrs * sizeof(char *);
+    deft_node_t *node = calloc(1, text_at + text_bytes);
+    if (!node) return NULL;
+    atomic_init(&node->refcount, 1);
+    char *base = (char *)node;
+    node->params = num_params ? (deft_param_value_t *)(base + params_at) : NULL;
+    node->attrs.keys = (char **)(base + ptrs_at);
+    node->attrs.vals = node->attrs.keys + num_attrs;
+    node->attrs.text = base + text_at;
+    return node;
+}
+
+/* Sorted copy of (keys, vals) into the node's block; a key given twice is an error. */
+static int fill_attrs(deft_node_t *node, int n, const char *const *keys, const char *const *vals) {
+    deft_attrs_t *a = &node->attrs;
+    char *text = a->text;
+    a->count = 0;
+    for (int i = 0; i < n; i++) {
         int at = a->count;
         while (at > 0 && strcmp(a->keys[at - 1], keys[i]) > 0) at--;
-        if (at > 0 && strcmp(a->keys[at - 1], keys[i]) == 0) {
-            attrs_free(a);
+        if (at > 0 && strcmp(a->keys[at - 1], keys[i]) == 0)
             return deft_error(DEFT_ERR_VALUE, "attribute '%s' is given twice", keys[i]);
-        }
-        char *k = copy_string(keys[i]), *v = copy_string(vals[i]);
-        if (!k || !v) {
-            free(k), free(v);
-            goto oom;
-        }
         memmove(a->keys + at + 1, a->keys + at, (size_t)(a->count - at) * sizeof *a->keys);
         memmove(a->vals + at + 1, a->vals + at, (size_t)(a->count - at) * sizeof *a->vals);
-        a->keys[at] = k, a->vals[at] = v;
+        size_t klen = strlen(keys[i]) + 1, vlen = strlen(vals[i]) + 1;
+        a->keys[at] = memcpy(text, keys[i], klen);
+        a->vals[at] = memcpy(text + klen, vals[i], vlen);
+        text += klen + vlen;
         a->count++;
     }
     return 0;
-oom:
-    attrs_free(a);
-    return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate node attributes");
-}
-
-static deft_node_t *node_alloc(int num_inputs) {
-    deft_node_t *node = calloc(1, sizeof *node + (size_t)num_inputs * sizeof(deft_entry_t));
-    if (node) atomic_init(&node->refcount, 1);
-    return node;
 }
 
 static void node_free_fields(deft_node_t *node) {
     free(node->name);
     free(node->input_role);
-    free(node->params);
-    attrs_free(&node->attrs);
+}
+
+static int oom_node(void) {
+    return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph node");
 }
 
 int deft_node_new_variable(const char *name, const char *role, int num_attrs,
                            const char *const *keys, const char *const *vals, deft_node_t **out) {
-    deft_node_t *node = node_alloc(0);
-    if (!node) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph node");
+    size_t text;
+    if (check_attrs(num_attrs, keys, vals, &text)) return -1;
+    deft_node_t *node = node_alloc(0, 0, num_attrs, text);
+    if (!node) return oom_node();
     node->num_outputs = 1;
     if ((name && !(node->name = copy_string(name))) ||
         (role && !(node->input_role = copy_string(role)))) {
         node_free_fields(node);
         free(node);
-        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph node");
+        return oom_node();
     }
-    if (attrs_copy(&node->attrs, num_attrs, keys, vals)) {
+    if (fill_attrs(node, num_attrs, keys, vals)) {
         node_free_fields(node);
         free(node);
         return -1;
@@ -112,8 +123,6 @@ static int parse_node_params(deft_node_t *node) {
     }
     const deft_params_t *parsed;
     if (deft_op_parse_params(op, n, keys, vals, &parsed)) return -1;
-    node->params = malloc((size_t)(op->num_params ? op->num_params : 1) * sizeof *node->params);
-    if (!node->params) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate parameters");
     memcpy(node->params, parsed->v, (size_t)op->num_params * sizeof *node->params);
     /* String parameters point at the node's own attribute, which lives as long as it. */
     for (int p = 0; p < op->num_params; p++)
@@ -128,12 +137,16 @@ int deft_node_new_op(const deft_op_entry_t *op, const char *name, int num_attrs,
     if (num_inputs < op->op->min_inputs || num_inputs > op->op->max_inputs)
         return deft_op_error(op->op, DEFT_ERR_VALUE, "got %d inputs, expected %d to %d", num_inputs,
                              op->op->min_inputs, op->op->max_inputs);
-    deft_node_t *node = node_alloc(num_inputs);
-    if (!node) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph node");
+    size_t text;
+    if (check_attrs(num_attrs, keys, vals, &text)) return -1;
+    /* at least one slot: kernels get a valid pointer even without parameters */
+    deft_node_t *node =
+        node_alloc(num_inputs, op->num_params ? op->num_params : 1, num_attrs, text);
+    if (!node) return oom_node();
     node->op = op;
-    if ((name && !(node->name = copy_string(name))) ||
-        attrs_copy(&node->attrs, num_attrs, keys, vals) || parse_node_params(node)) {
-        if (name && !node->name) deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a name");
+    if ((name && !(node->name = copy_string(name))) || fill_attrs(node, num_attrs, keys, vals) ||
+        parse_node_params(node)) {
+        if (name && !node->name) oom_node();
         node_free_fields(node);
         free(node);
         return -1;

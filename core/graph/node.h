@@ -25,10 +25,11 @@ typedef struct deft_entry {
     int index;
 } deft_entry_t;
 
-/* String attributes, sorted by key. */
+/* String attributes, sorted by key; stored in the node's own allocation. */
 typedef struct deft_attrs {
     int count;
     char **keys, **vals;
+    char *text; /* the strings */
 } deft_attrs_t;
 
 struct deft_node {
@@ -37,7 +38,7 @@ struct deft_node {
     char *name;                 /* NULL until a graph names it (graph.h), then fixed */
     char *input_role;           /* variables made for a missing input: the input's name */
     deft_attrs_t attrs;         /* operator parameters as given, and other attributes */
-    deft_param_value_t *params; /* parsed parameters (op->num_params of them) */
+    deft_param_value_t *params; /* parsed parameters (op->num_params of them), or NULL */
     int num_inputs, num_outputs;
     /* State that a layer above keeps per node (the imperative layer's record of
      * a recorded call), freed with the node; set once, before the node is shared. */

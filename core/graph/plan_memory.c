@@ -59,12 +59,7 @@ static size_t plan_once(planner_t *p) {
     memset(p->refs, 0, (size_t)entries * sizeof *p->refs);
     for (int e = 0; e < entries; e++) p->block_of[e] = -1;
     p->num_blocks = 0;
-    for (int i = 0; i < g->num_nodes; i++)
-        for (int k = 0; k < g->nodes[i]->num_inputs; k++) {
-            const deft_node_t *in = g->nodes[i]->inputs[k].node;
-            p->refs[deft_graph_entry_id(g, deft_graph_node_id(g, in),
-                                        g->nodes[i]->inputs[k].index)]++;
-        }
+    for (int r = 0; r < g->in_ptr[g->num_nodes]; r++) p->refs[g->in_entry[r]]++;
     for (int i = 0; i < g->num_nodes; i++) {
         const deft_node_t *node = g->nodes[i];
         if (deft_graph_is_leaf(g, i)) continue;
@@ -73,8 +68,7 @@ static size_t plan_once(planner_t *p) {
             if (p->outside[e]) continue;
             int hint = node->op->op->inplace_input;
             if (p->inplace && k == 0 && hint >= 0 && hint < node->num_inputs) {
-                const deft_entry_t *in = &node->inputs[hint];
-                int src = deft_graph_entry_id(g, deft_graph_node_id(g, in->node), in->index);
+                int src = deft_graph_input_entry(g, i, hint);
                 int b = p->block_of[src];
                 if (p->refs[src] == 1 && b >= 0 && p->blocks[b].owner == src &&
                     entry_bytes(p, src) == entry_bytes(p, e)) {
@@ -86,10 +80,8 @@ static size_t plan_once(planner_t *p) {
             p->block_of[e] = take_block(p, entry_bytes(p, e));
             p->blocks[p->block_of[e]].owner = e;
         }
-        for (int k = 0; k < node->num_inputs; k++) {
-            const deft_entry_t *in = &node->inputs[k];
-            release_entry(p, deft_graph_entry_id(g, deft_graph_node_id(g, in->node), in->index));
-        }
+        for (int k = 0; k < node->num_inputs; k++)
+            release_entry(p, deft_graph_input_entry(g, i, k));
         for (int k = 0; k < node->num_outputs; k++) /* outputs nobody reads */
             if (p->refs[g->row_ptr[i] + k] == 0) {
                 p->refs[g->row_ptr[i] + k] = 1;
