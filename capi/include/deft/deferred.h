@@ -48,6 +48,16 @@ DEFT_API int DeftIsDeferredCompute(int *out);
  *
  * Arguments as for DeftImperativeInvoke(), except that every entry of
  * @p outputs must be NULL: a recorded call makes new (lazy) arrays.
+ * @param op the operator.
+ * @param num_inputs number of input arrays.
+ * @param inputs the input arrays, normal or lazy.
+ * @param[in,out] num_outputs on entry, the room in @p outputs; on success, the
+ *        number of outputs recorded.
+ * @param[out] outputs receive new lazy arrays, owned by the caller (each
+ *        entry must be NULL on entry).
+ * @param num_params number of parameters.
+ * @param keys parameter names.
+ * @param vals parameter values, as strings.
  * @return 0 on success; -1 on the errors of DeftImperativeInvoke(), a given
  *         output, or an operator that updates its inputs in place.
  */
