@@ -7,7 +7,11 @@
 #include "core/base/error.h"
 #include "core/graph/graph.h"
 
-#define SUM_LIMIT 8 /* more terms than this are summed by a chain of _grad_add */
+#define SUM_LIMIT 8
+
+/* Backward nodes go where their forward node goes (see place_device.h). */
+static const char *const placement[] = {
+    "__device__", "ctx_group"}; /* more terms than this are summed by a chain of _grad_add */
 
 typedef struct contribution {
     deft_entry_t entry; /* retained */
@@ -52,8 +56,6 @@ static deft_entry_t make_node(grad_state_t *s, const char *op, int nin, const de
         keys[np] = params[2 * np], vals[np] = params[2 * np + 1];
         np++;
     }
-    /* Backward nodes go where their forward node goes (see place_device.h). */
-    static const char *const placement[] = {"__device__", "ctx_group"};
     for (int a = 0; s->node && a < 2; a++) {
         const char *v = deft_node_attr(s->node, placement[a]);
         if (v) keys[np] = placement[a], vals[np] = v, np++;
@@ -144,15 +146,22 @@ static deft_entry_t total(grad_state_t *s, int entry_id) {
     return acc;
 }
 
-/* Nodes that depend on a requested argument: only these need gradients. */
+/* Nodes that depend on a requested node: only these need gradients. Leaves
+ * of a cut graph are constants: nothing flows through them. */
 static bool *needs_gradient(const deft_graph_t *g, const bool *wanted) {
     bool *need = calloc((size_t)g->num_nodes + 1, sizeof *need);
     for (int i = 0; need && i < g->num_nodes; i++) {
         need[i] = wanted[i];
-        for (int k = 0; k < g->nodes[i]->num_inputs && !need[i]; k++)
-            need[i] = need[deft_graph_node_id(g, g->nodes[i]->inputs[k].node)];
+        for (int r = g->in_ptr[i]; r < g->in_ptr[i + 1] && !need[i]; r++)
+            need[i] = need[deft_graph_entry_node(g, g->in_entry[r])];
     }
     return need;
+}
+
+static const char *node_label(const deft_graph_t *g, int id, char *buf, size_t len) {
+    if (g->names) return g->names[id];
+    snprintf(buf, len, "#%d", id);
+    return buf;
 }
 
 static int backward_node(grad_state_t *s, int id, const bool *need) {
@@ -168,9 +177,10 @@ static int backward_node(grad_state_t *s, int id, const bool *need) {
     if (any && !s->status) {
         const deft_op_t *op = node->op->op;
         if (!op->gradient) {
+            char label[32];
             s->status =
                 deft_error(DEFT_ERR_NOT_IMPLEMENTED, "operator '%s' (node '%s') has no gradient",
-                           op->name, g->names[id]);
+                           op->name, node_label(g, id, label, sizeof label));
         } else {
             deft_gref_t in_grads[DEFT_OP_MAX_INPUTS] = {{NULL, 0}};
             s->node = node;
@@ -178,10 +188,8 @@ static int backward_node(grad_state_t *s, int id, const bool *need) {
             if (op->gradient(&s->builder, node->params, node->num_inputs, in_grads) && !s->status)
                 s->status = -1;
             for (int k = 0; k < node->num_inputs; k++) {
-                int src = deft_graph_node_id(g, node->inputs[k].node);
-                if (need[src])
-                    add_term(s, deft_graph_entry_id(g, src, node->inputs[k].index),
-                             entry_of(in_grads[k]));
+                int e = deft_graph_input_entry(g, id, k);
+                if (need[deft_graph_entry_node(g, e)]) add_term(s, e, entry_of(in_grads[k]));
             }
         }
     }
@@ -206,9 +214,9 @@ static int find_wanted(const deft_graph_t *g, int num_wrt, const char *const *wr
     return 0;
 }
 
-static int seed_heads(grad_state_t *s) {
-    const deft_graph_t *g = s->g;
-    for (int o = 0; o < g->num_outputs && !s->status; o++) {
+/* The head gradient of each output: a variable named after it. */
+static int make_heads(const deft_graph_t *g, deft_node_t **heads) {
+    for (int o = 0; o < g->num_outputs; o++) {
         char name[300];
         int id = deft_graph_node_id(g, g->outputs[o].node);
         if (!g->outputs[o].node->op)
@@ -217,12 +225,55 @@ static int seed_heads(grad_state_t *s) {
             snprintf(name, sizeof name, "%s_output_head_grad", g->names[id]);
         else
             snprintf(name, sizeof name, "%s_output%d_head_grad", g->names[id], g->outputs[o].index);
-        deft_node_t *head;
-        if ((s->status = deft_node_new_variable(name, NULL, 0, NULL, NULL, &head)) != 0) break;
-        add_term(s, deft_graph_entry_id(g, id, g->outputs[o].index), (deft_entry_t){head, 0});
-        deft_node_release(head);
+        if (deft_node_new_variable(name, NULL, 0, NULL, NULL, &heads[o])) return -1;
     }
-    return s->status;
+    return 0;
+}
+
+static void free_terms(grad_state_t *s, int entries) {
+    for (int e = 0; s->grads && e < entries; e++) {
+        for (contribution_t *c = s->grads[e], *next; c; c = next) {
+            next = c->next;
+            deft_node_release(c->entry.node);
+            free(c);
+        }
+    }
+    free(s->grads);
+}
+
+int deft_gradient_entries(const deft_graph_t *g, const deft_entry_t *head_grads, int num_wrt,
+                          const int *wrt_ids, deft_entry_t *out) {
+    int entries = deft_graph_num_entries(g);
+    grad_state_t s = {.builder = {cb_apply, cb_input, cb_output, cb_out_grad, cb_attr}, .g = g};
+    s.grads = calloc((size_t)entries + 1, sizeof *s.grads);
+    bool *wanted = calloc((size_t)g->num_nodes + 1, sizeof *wanted), *need = NULL;
+    if (!s.grads || !wanted)
+        s.status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate the gradient pass");
+    for (int w = 0; !s.status && w < num_wrt; w++) wanted[wrt_ids[w]] = true;
+    if (!s.status && !(need = needs_gradient(g, wanted)))
+        s.status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate the gradient pass");
+    for (int o = 0; !s.status && o < g->num_outputs; o++)
+        if (head_grads[o].node)
+            add_term(&s,
+                     deft_graph_entry_id(g, deft_graph_node_id(g, g->outputs[o].node),
+                                         g->outputs[o].index),
+                     head_grads[o]);
+    for (int i = g->num_nodes - 1; i >= 0 && !s.status; i--)
+        if (!deft_graph_is_leaf(g, i) && need[i]) backward_node(&s, i, need);
+    for (int w = 0; w < num_wrt; w++) {
+        out[w] = (deft_entry_t){NULL, 0};
+        if (s.status) continue;
+        s.node = g->nodes[wrt_ids[w]];
+        deft_entry_t grad = total(&s, g->row_ptr[wrt_ids[w]]);
+        if (grad.node) out[w] = (deft_entry_t){deft_node_retain(grad.node), grad.index};
+    }
+    if (s.status)
+        for (int w = 0; w < num_wrt; w++) deft_node_release(out[w].node);
+    release_made(&s);
+    free(s.made);
+    free_terms(&s, entries);
+    free(wanted), free(need);
+    return s.status;
 }
 
 int deft_symbol_gradient(const deft_symbol_t *sym, int num_wrt, const char *const *wrt,
@@ -230,45 +281,39 @@ int deft_symbol_gradient(const deft_symbol_t *sym, int num_wrt, const char *cons
     if (deft_symbol_check_composed(sym, "sym")) return -1;
     deft_graph_t *g;
     if (deft_graph_build(sym->num_outputs, sym->outputs, &g)) return -1;
-    int entries = deft_graph_num_entries(g);
-    grad_state_t s = {.builder = {cb_apply, cb_input, cb_output, cb_out_grad, cb_attr}, .g = g};
-    s.grads = calloc((size_t)entries + 1, sizeof *s.grads);
+    int n = g->num_outputs + num_wrt, status = 0;
     bool *wanted = calloc((size_t)g->num_nodes + 1, sizeof *wanted);
     int *ids = malloc(((size_t)num_wrt + 1) * sizeof *ids);
-    deft_entry_t *heads = calloc((size_t)(g->num_outputs + num_wrt) + 1, sizeof *heads);
-    bool *need = NULL;
-    if (!s.grads || !wanted || !ids || !heads)
-        s.status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate the gradient pass");
-    if (!s.status) s.status = find_wanted(g, num_wrt, wrt, ids, wanted);
-    if (!s.status && !(need = needs_gradient(g, wanted)))
-        s.status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate the gradient pass");
-    if (!s.status) seed_heads(&s);
-    for (int i = g->num_nodes - 1; i >= 0 && !s.status; i--)
-        if (g->nodes[i]->op && need[i]) backward_node(&s, i, need);
-    int n = 0;
-    for (int o = 0; !s.status && o < g->num_outputs; o++) heads[n++] = g->outputs[o];
-    for (int w = 0; !s.status && w < num_wrt; w++) {
-        s.node = g->nodes[ids[w]];
-        deft_entry_t grad = total(&s, g->row_ptr[ids[w]]);
-        if (!grad.node && !s.status) { /* the outputs do not depend on it */
-            deft_entry_t var = {g->nodes[ids[w]], 0};
-            grad = make_node(&s, "zeros_like", 1, &var, NULL, 0);
-        }
-        heads[n++] = grad;
+    deft_node_t **heads = calloc((size_t)g->num_outputs + 1, sizeof *heads);
+    deft_entry_t *head_entries = calloc((size_t)g->num_outputs + 1, sizeof *head_entries);
+    deft_entry_t *result = calloc((size_t)n + 1, sizeof *result);
+    if (!wanted || !ids || !heads || !head_entries || !result)
+        status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate the gradient pass");
+    if (!status) status = find_wanted(g, num_wrt, wrt, ids, wanted);
+    if (!status) status = make_heads(g, heads);
+    for (int o = 0; !status && o < g->num_outputs; o++) {
+        head_entries[o] = (deft_entry_t){heads[o], 0};
+        result[o] = (deft_entry_t){deft_node_retain(g->outputs[o].node), g->outputs[o].index};
     }
-    if (!s.status) s.status = deft_symbol_from_entries(n, heads, out);
-    release_made(&s);
-    free(s.made);
-    for (int e = 0; s.grads && e < entries; e++) {
-        for (contribution_t *c = s.grads[e], *next; c; c = next) {
-            next = c->next;
-            deft_node_release(c->entry.node);
-            free(c);
-        }
+    if (!status)
+        status = deft_gradient_entries(g, head_entries, num_wrt, ids, result + g->num_outputs);
+    for (int w = 0; !status && w < num_wrt; w++) {
+        deft_entry_t *grad = &result[g->num_outputs + w];
+        if (grad->node) continue; /* the outputs do not depend on it: zeros */
+        deft_node_t *var = g->nodes[ids[w]];
+        const char *keys[2], *vals[2];
+        int np = 0;
+        for (int a = 0; a < 2; a++) /* placed with its variable (see place_device.h) */
+            if ((vals[np] = deft_node_attr(var, placement[a])) != NULL) keys[np++] = placement[a];
+        status = deft_node_new_op(deft_registry_find("zeros_like"), NULL, np, keys, vals, 1,
+                                  &(deft_entry_t){var, 0}, &grad->node);
     }
-    free(s.grads), free(wanted), free(ids), free(heads), free(need);
+    if (!status) status = deft_symbol_from_entries(n, result, out);
+    for (int i = 0; result && i < n; i++) deft_node_release(result[i].node);
+    for (int o = 0; heads && o < g->num_outputs; o++) deft_node_release(heads[o]);
+    free(wanted), free(ids), free(heads), free(head_entries), free(result);
     deft_graph_free(g);
-    return s.status;
+    return status;
 }
 
 int deft_symbol_gradient_all(const deft_symbol_t *sym, deft_symbol_t **out) {

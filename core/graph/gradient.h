@@ -15,6 +15,15 @@
 
 #include "core/graph/symbol.h"
 
+/*
+ * The core of the pass, on an indexed graph (which may be cut: its leaves
+ * are constants). head_grads[o] is the gradient of output o (borrowed; a
+ * NULL node: none). out[w] receives the gradient of node wrt_ids[w]'s
+ * output 0 (a new reference), or a NULL node when no output depends on it.
+ */
+int deft_gradient_entries(const deft_graph_t *g, const deft_entry_t *head_grads, int num_wrt,
+                          const int *wrt_ids, deft_entry_t *out);
+
 int deft_symbol_gradient(const deft_symbol_t *sym, int num_wrt, const char *const *wrt,
                          deft_symbol_t **out);
 /* The gradient with respect to every argument (not the auxiliary states), in list order. */

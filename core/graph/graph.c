@@ -330,6 +330,18 @@ void deft_graph_free(deft_graph_t *g) {
     free(g);
 }
 
+int deft_graph_entry_node(const deft_graph_t *g, int e) {
+    int lo = 0, hi = g->num_nodes - 1;
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        if (g->row_ptr[mid] <= e)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
 /* A variable is auxiliary when every use of it is an in-place update. */
 bool deft_graph_is_auxiliary(const deft_graph_t *g, const deft_node_t *var) {
     bool used = false;

@@ -62,6 +62,8 @@ static inline int deft_graph_entry_id(const deft_graph_t *g, int node_id, int in
 static inline int deft_graph_input_entry(const deft_graph_t *g, int node_id, int k) {
     return g->in_entry[g->in_ptr[node_id] + k];
 }
+/* The node producing entry e (a binary search: row_ptr is sorted). */
+int deft_graph_entry_node(const deft_graph_t *g, int e);
 static inline int deft_graph_num_entries(const deft_graph_t *g) {
     return g->row_ptr[g->num_nodes];
 }

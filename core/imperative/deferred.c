@@ -132,19 +132,6 @@ typedef struct run {
     int num_reads, num_writes;
 } run_t;
 
-/* The node producing entry e: row_ptr is sorted, so a binary search (no hashing). */
-static int entry_node(const deft_graph_t *g, int e) {
-    int lo = 0, hi = g->num_nodes - 1;
-    while (lo < hi) {
-        int mid = lo + (hi - lo + 1) / 2;
-        if (g->row_ptr[mid] <= e)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
-}
-
 static bool is_computed(const deft_node_t *node, void *ctx) {
     (void)ctx;
     const deft_record_t *rec = deft_record_of(node);
@@ -204,7 +191,7 @@ static void describe_entries(run_t *r) {
             r->types.known[g->row_ptr[i] + k] = true;
         }
         for (int k = 0; !deft_graph_is_leaf(g, i) && k < node->num_inputs; k++)
-            r->consumers[entry_node(g, deft_graph_input_entry(g, i, k))]++;
+            r->consumers[deft_graph_entry_node(g, deft_graph_input_entry(g, i, k))]++;
     }
 }
 
@@ -276,7 +263,7 @@ static int check_inputs_present(const run_t *r) {
         const deft_node_t *node = g->nodes[i];
         for (int k = 0; !deft_graph_is_leaf(g, i) && k < node->num_inputs; k++) {
             int e = deft_graph_input_entry(g, i, k);
-            if (deft_graph_is_leaf(g, entry_node(g, e)) && !r->values[e])
+            if (deft_graph_is_leaf(g, deft_graph_entry_node(g, e)) && !r->values[e])
                 return deft_error(DEFT_ERR_INTERNAL,
                                   "a recorded '%s' lost the value of its input %d",
                                   node->op->op->name, k);
