@@ -7,11 +7,10 @@
 #include "core/base/error.h"
 #include "core/graph/graph.h"
 
-#define SUM_LIMIT 8
+#define SUM_LIMIT 8 /* more terms than this are summed by a chain of _grad_add */
 
 /* Backward nodes go where their forward node goes (see place_device.h). */
-static const char *const placement[] = {
-    "__device__", "ctx_group"}; /* more terms than this are summed by a chain of _grad_add */
+static const char *const placement[] = {"__device__", "ctx_group"};
 
 typedef struct contribution {
     deft_entry_t entry; /* retained */
