@@ -28,6 +28,10 @@ static inline int api_ndarray(DeftNDArrayHandle handle, const char *what, deft_n
 int api_ndarrays(const DeftNDArrayHandle *handles, int n, const char *what, bool allow_null,
                  deft_ndarray_t **out);
 
+/* Like api_ndarrays, for any count, into a buffer the caller frees (also on failure). */
+int api_ndarray_list(const DeftNDArrayHandle *handles, int n, const char *what, bool allow_null,
+                     deft_ndarray_t ***out);
+
 /* DeftImperativeInvoke's work, in the calling thread's recording mode (api_op.c). */
 int api_invoke(DeftOpHandle op, int num_inputs, const DeftNDArrayHandle *inputs, int *num_outputs,
                DeftNDArrayHandle *outputs, int num_params, const char *const *keys,

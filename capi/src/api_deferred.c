@@ -32,38 +32,23 @@ int DeftImperativeDeferredInvoke(DeftOpHandle op, int num_inputs, const DeftNDAr
     return status;
 }
 
-/* The arrays behind n handles, in a buffer the caller frees. */
-static int arrays_of(const DeftNDArrayHandle *handles, int n, const char *what,
-                     deft_ndarray_t ***out) {
-    if (n < 0 || (n > 0 && !handles))
-        return deft_error(DEFT_ERR_VALUE, "%s is %p with count %d, expected an array of handles",
-                          what, (const void *)handles, n);
-    deft_ndarray_t **arrays = malloc(((size_t)n + 1) * sizeof *arrays);
-    if (!arrays) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate %s", what);
-    if (api_ndarrays(handles, n, what, false, arrays)) {
-        free(arrays);
-        return -1;
-    }
-    *out = arrays;
-    return 0;
-}
-
 int DeftNDArrayGetIsDeferredCompute(const DeftNDArrayHandle *handles, int n, int *status) {
     API_BEGIN();
-    deft_ndarray_t **arrays;
-    if (api_check_out(status, "status") || arrays_of(handles, n, "handles", &arrays)) return -1;
-    for (int i = 0; i < n; i++) status[i] = deft_ndarray_is_lazy(arrays[i]);
+    deft_ndarray_t **arrays = NULL;
+    int failed =
+        api_check_out(status, "status") || api_ndarray_list(handles, n, "handles", false, &arrays);
+    for (int i = 0; !failed && i < n; i++) status[i] = deft_ndarray_is_lazy(arrays[i]);
     free(arrays);
-    return 0;
+    return failed ? -1 : 0;
 }
 
 int DeftNDArrayTriggerDeferredCompute(const DeftNDArrayHandle *handles, int n) {
     API_BEGIN();
-    deft_ndarray_t **arrays;
-    if (arrays_of(handles, n, "handles", &arrays)) return -1;
-    int status = deft_deferred_compute(n, arrays);
+    deft_ndarray_t **arrays = NULL;
+    int status =
+        api_ndarray_list(handles, n, "handles", false, &arrays) || deft_deferred_compute(n, arrays);
     free(arrays);
-    return status;
+    return status ? -1 : 0;
 }
 
 int DeftNDArrayGetDeferredComputeSymbol(const DeftNDArrayHandle *inputs,
@@ -78,8 +63,8 @@ int DeftNDArrayGetDeferredComputeSymbol(const DeftNDArrayHandle *inputs,
     deft_ndarray_t **in = NULL, **outs = NULL;
     deft_symbol_t *sym = NULL;
     int status =
-        arrays_of(inputs, num_inputs, "inputs", &in) ||
-        arrays_of(outputs, num_outputs, "outputs", &outs) ||
+        api_ndarray_list(inputs, num_inputs, "inputs", false, &in) ||
+        api_ndarray_list(outputs, num_outputs, "outputs", false, &outs) ||
         deft_deferred_export(num_inputs, in, input_names, num_outputs, outs, output_names, &sym);
     free(in), free(outs);
     return status ? -1 : api_symbol_wrap(sym, out);
@@ -88,12 +73,12 @@ int DeftNDArrayGetDeferredComputeSymbol(const DeftNDArrayHandle *inputs,
 int DeftNDArraySetDeferredComputeVariable(const DeftNDArrayHandle *arrays,
                                           const DeftSymbolHandle *variables, int n) {
     API_BEGIN();
-    deft_ndarray_t **arrs;
+    deft_ndarray_t **arrs = NULL;
     if (n > 0 && !variables)
         return deft_error(DEFT_ERR_VALUE, "variables is NULL, expected %d symbols", n);
-    if (arrays_of(arrays, n, "arrays", &arrs)) return -1;
     const char **names = malloc(((size_t)n + 1) * sizeof *names);
     int status = names ? 0 : deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate names");
+    if (status == 0) status = api_ndarray_list(arrays, n, "arrays", false, &arrs);
     for (int i = 0; status == 0 && i < n; i++) {
         deft_symbol_t *sym;
         char what[32];
@@ -112,9 +97,9 @@ int DeftNDArraySetDeferredComputeVariable(const DeftNDArrayHandle *arrays,
 
 int DeftNDArrayClearDeferredCompute(const DeftNDArrayHandle *arrays, int n) {
     API_BEGIN();
-    deft_ndarray_t **arrs;
-    if (arrays_of(arrays, n, "arrays", &arrs)) return -1;
-    int status = deft_deferred_clear(n, arrs);
+    deft_ndarray_t **arrs = NULL;
+    int status =
+        api_ndarray_list(arrays, n, "arrays", false, &arrs) || deft_deferred_clear(n, arrs);
     free(arrs);
     return status ? -1 : 0;
 }

@@ -1,5 +1,6 @@
 /* NDArray handles: creation, host copies, metadata, waiting and release. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "capi/src/api.h"
 
@@ -168,4 +169,16 @@ int api_ndarrays(const DeftNDArrayHandle *handles, int n, const char *what, bool
         return api_ndarray(handles[i], name, &out[i]);
     }
     return 0;
+}
+
+int api_ndarray_list(const DeftNDArrayHandle *handles, int n, const char *what, bool allow_null,
+                     deft_ndarray_t ***out) {
+    *out = NULL;
+    if (n < 0 || (n > 0 && !handles))
+        return deft_error(DEFT_ERR_VALUE, "%s is %p with count %d, expected an array of handles",
+                          what, (const void *)handles, n);
+    deft_ndarray_t **arrays = calloc((size_t)n + 1, sizeof *arrays);
+    if (!arrays) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate %s", what);
+    *out = arrays;
+    return api_ndarrays(handles, n, what, allow_null, arrays);
 }

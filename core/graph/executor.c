@@ -99,6 +99,10 @@ int deft_cached_op_num_inputs(const deft_cached_op_t *op) {
     return op->num_inputs;
 }
 
+const char *deft_cached_op_input_name(const deft_cached_op_t *op, int i) {
+    return op->g->names[op->input_nodes[i]];
+}
+
 static bool same_signature(const plan_entry_t *p, int nin, deft_ndarray_t *const *in) {
     for (int i = 0; i < nin; i++)
         if (p->signature[i].dtype != in[i]->tensor.dtype ||

@@ -26,6 +26,8 @@ int deft_cached_op_invoke(deft_cached_op_t *op, int nin, deft_ndarray_t *const *
 int deft_cached_op_last_plan(deft_cached_op_t *op, deft_memory_plan_t *out);
 
 int deft_cached_op_num_inputs(const deft_cached_op_t *op);
+/* The name of input i (a variable of the graph). */
+const char *deft_cached_op_input_name(const deft_cached_op_t *op, int i);
 
 /* Run every operator node of g that is not a leaf, in order, over the
  * per-entry tensors t (leaves' entries filled in by the caller). */

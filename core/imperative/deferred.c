@@ -17,6 +17,7 @@
 #include "core/base/error.h"
 #include "core/base/tls.h"
 #include "core/graph/executor.h"
+#include "core/imperative/autograd.h"
 #include "core/imperative/record.h"
 
 static DEFT_TLS_FAST bool tl_deferred;
@@ -45,25 +46,16 @@ static int check_recordable(const deft_op_t *op, int nout, deft_ndarray_t *const
     return 0;
 }
 
-/* The entries of a call's inputs, giving arrays made outside any recording a variable. */
-static int input_entries(int nin, deft_ndarray_t *const *in, deft_entry_t *entries) {
-    for (int i = 0; i < nin; i++) {
-        if (!in[i]->entry.node && deft_record_variable(in[i], NULL)) return -1;
-        entries[i] = in[i]->entry;
-    }
-    return 0;
-}
-
 /* Under the lock: the node of a call, counted in its inputs and keeping their values. */
 static int record_node(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in,
                        const deft_desc_t *out_desc, int nparams, const char *const *keys,
                        const char *const *vals, deft_device_t device, deft_node_t **out) {
     deft_entry_t entries[DEFT_OP_MAX_INPUTS];
     deft_node_t *node;
-    if (input_entries(nin, in, entries) ||
+    if (deft_record_input_entries(nin, in, entries) ||
         deft_node_new_op(entry, NULL, nparams, keys, vals, nin, entries, &node))
         return -1;
-    if (deft_record_attach(node, device, out_desc)) {
+    if (deft_record_attach(node, device, out_desc) || deft_autograd_prepare_node(node)) {
         deft_node_release(node);
         return -1;
     }
@@ -180,8 +172,9 @@ static int run_alloc(run_t *r) {
     return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a deferred compute run");
 }
 
-/* Shapes and dtypes come from the records (known since recording); consumers are counted. */
-static void describe_entries(run_t *r) {
+/* Shapes and dtypes come from the records (known since recording); consumers
+ * are counted; values that nodes recorded for autograd keep are pinned. */
+static void describe_entries(run_t *r, bool *pinned) {
     const deft_graph_t *g = r->g;
     for (int i = 0; i < g->num_nodes; i++) {
         const deft_node_t *node = g->nodes[i];
@@ -190,8 +183,13 @@ static void describe_entries(run_t *r) {
             r->types.desc[g->row_ptr[i] + k] = rec ? rec->desc[k] : (deft_desc_t){0};
             r->types.known[g->row_ptr[i] + k] = true;
         }
-        for (int k = 0; !deft_graph_is_leaf(g, i) && k < node->num_inputs; k++)
+        if (deft_graph_is_leaf(g, i)) continue;
+        for (int k = 0; k < node->num_inputs; k++) {
             r->consumers[deft_graph_entry_node(g, deft_graph_input_entry(g, i, k))]++;
+            if (rec->save_in & (1ull << k)) pinned[deft_graph_input_entry(g, i, k)] = true;
+        }
+        for (int k = 0; k < node->num_outputs; k++)
+            if (rec->save_out & (1ull << k)) pinned[g->row_ptr[i] + k] = true;
     }
 }
 
@@ -213,13 +211,13 @@ static int make_destinations(run_t *r, bool *pinned) {
                 if (deft_storage_new(rec->device, nbytes, &r->fresh[e])) return -1;
                 r->tensors[e] = (deft_tensor_t){d->shape, d->dtype, rec->device, r->fresh[e], 0};
                 r->writes[r->num_writes++] = live->var;
-            } else if (needed_later) {
+            } else if (needed_later || pinned[e]) { /* pinned here: saved for backward */
                 if (deft_ndarray_new(&d->shape, d->dtype, rec->device, false, &r->values[e]))
                     return -1;
                 r->tensors[e] = r->values[e]->tensor;
                 r->writes[r->num_writes++] = r->values[e]->var;
             }
-            pinned[e] = live || needed_later;
+            pinned[e] = pinned[e] || live || needed_later;
         }
     }
     return 0;
@@ -272,6 +270,31 @@ static int check_inputs_present(const run_t *r) {
     return 0;
 }
 
+/* An array without history holding entry e's value after the run (a new reference). */
+static int value_of(const run_t *r, int e, deft_ndarray_t **out) {
+    if (r->values[e]) {
+        *out = deft_ndarray_retain(r->values[e]);
+        return 0;
+    }
+    if (r->live[e]) return deft_ndarray_alias(r->live[e], out);
+    return deft_error(DEFT_ERR_INTERNAL, "a value saved for backward was not kept");
+}
+
+/* A node recorded for autograd keeps what its gradient reads. */
+static int save_for_backward(const run_t *r, int i) {
+    const deft_graph_t *g = r->g;
+    const deft_node_t *node = g->nodes[i];
+    deft_record_t *rec = deft_record_of(node);
+    int status = 0;
+    for (int k = 0; rec->requires_grad && status == 0 && k < node->num_inputs; k++)
+        if (rec->save_in & (1ull << k))
+            status = value_of(r, deft_graph_input_entry(g, i, k), &rec->saved[k]);
+    for (int k = 0; rec->requires_grad && status == 0 && k < node->num_outputs; k++)
+        if (rec->save_out & (1ull << k))
+            status = value_of(r, g->row_ptr[i] + k, &rec->saved[node->num_inputs + k]);
+    return status;
+}
+
 /* After the push: the records say what is computed and kept, live arrays get storage. */
 static int commit(run_t *r) {
     const deft_graph_t *g = r->g;
@@ -292,6 +315,8 @@ static int commit(run_t *r) {
             }
         }
     }
+    for (int i = 0; status == 0 && i < g->num_nodes; i++)
+        if (!deft_graph_is_leaf(g, i)) status = save_for_backward(r, i);
     for (int i = 0; i < g->num_nodes; i++)
         if (!deft_graph_is_leaf(g, i)) deft_record_drop_inputs(g->nodes[i]);
     return status;
@@ -323,7 +348,8 @@ static int compute_locked(int n, deft_ndarray_t *const *arrays) {
     if (n > 64 && !(entries = heap = malloc((size_t)n * sizeof *heap)))
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a deferred compute run");
     for (int i = 0; i < n; i++)
-        if (deft_ndarray_is_lazy(arrays[i]) && !is_computed(arrays[i]->entry.node, NULL))
+        if (arrays[i] && deft_ndarray_is_lazy(arrays[i]) &&
+            !is_computed(arrays[i]->entry.node, NULL))
             entries[count++] = arrays[i]->entry;
     run_t *r = count ? calloc(1, sizeof *r) : NULL;
     bool *pinned = NULL;
@@ -333,9 +359,11 @@ static int compute_locked(int n, deft_ndarray_t *const *arrays) {
     free(heap);
     if (r && !status) status = run_alloc(r);
     if (r && !status) {
-        describe_entries(r);
         pinned = calloc((size_t)r->types.num_entries + 1, sizeof *pinned);
-        if (!pinned) status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a run");
+        if (!pinned)
+            status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a run");
+        else
+            describe_entries(r, pinned);
     }
     if (r && !status) status = make_destinations(r, pinned);
     if (r && !status) status = gather_leaves(r);
@@ -355,7 +383,7 @@ static int compute_locked(int n, deft_ndarray_t *const *arrays) {
 
 int deft_deferred_compute(int n, deft_ndarray_t *const *arrays) {
     int lazy = 0;
-    while (lazy < n && !deft_ndarray_is_lazy(arrays[lazy])) lazy++;
+    while (lazy < n && (!arrays[lazy] || !deft_ndarray_is_lazy(arrays[lazy]))) lazy++;
     if (lazy == n) return 0; /* the common case costs no lock */
     deft_record_lock();
     int status = compute_locked(n, arrays);

@@ -27,10 +27,9 @@ int deft_deferred_record(const deft_op_entry_t *entry, int nin, deft_ndarray_t *
                          const char *const *vals, deft_ndarray_t **out);
 
 /*
- * Compute the lazy arrays among arrays[0..n): the recorded nodes they depend
- * on that are not computed yet run as one graph run pushed to the engine
- * (each node once; every live lazy array among them gets its value). Wait
- * on the arrays to see the values.
+ * Compute the lazy arrays among arrays[0..n) (NULL entries are skipped): the recorded nodes they
+ * depend on that are not computed yet run as one graph run pushed to the engine (each node once;
+ * every live lazy array among them gets its value). Wait on the arrays to see the values.
  */
 int deft_deferred_compute(int n, deft_ndarray_t *const *arrays);
 

@@ -7,6 +7,7 @@
  */
 #include "core/imperative/invoke.h"
 
+#include "core/imperative/autograd.h"
 #include "core/imperative/deferred.h"
 
 #include <stdlib.h>
@@ -246,6 +247,10 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
         return 0;
     }
     if (check_not_lazy(op, nin, in, produced, out) || deft_deferred_compute(nin, in)) return -1;
+    deft_autograd_call_t grad = {0};
+    if (deft_autograd_recording() &&
+        deft_autograd_plan(entry, params->v, nin, in, produced, out, nparams, keys, vals, &grad))
+        return -1;
 
     /* The call lives on the stack; submit() copies it only if it must wait. */
     _Alignas(16) char memory[sizeof(invoke_call_t) +
@@ -266,9 +271,15 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
         release_created(call, out, true);
         return -1;
     }
+    deft_ndarray_t *results[DEFT_OP_MAX_OUTPUTS];
+    for (int k = 0; k < produced; k++) results[k] = out[k] ? out[k] : call->out[k];
+    if (grad.record && deft_autograd_record(&grad, entry, nin, in, produced, out_desc, nparams,
+                                            keys, vals, results)) {
+        release_created(call, out, true);
+        return -1;
+    }
     release_created(call, out, false);
-    for (int k = 0; k < produced; k++)
-        if (!out[k]) out[k] = call->out[k];
+    for (int k = 0; k < produced; k++) out[k] = results[k];
     *nout = produced;
     return 0;
 }

@@ -43,26 +43,37 @@ void deft_record_drop_inputs(deft_node_t *consumer) {
     }
 }
 
+void deft_record_drop_saved(deft_node_t *node) {
+    deft_record_t *rec = deft_record_of(node);
+    for (int i = 0; i < node->num_inputs + rec->num_outputs; i++) {
+        deft_ndarray_release(rec->saved[i]);
+        rec->saved[i] = NULL;
+    }
+}
+
 static void free_record(deft_node_t *node) {
     deft_record_lock();
     deft_record_drop_inputs(node);
     deft_record_t *rec = deft_record_of(node);
     drop_kept(rec);
+    deft_record_drop_saved(node);
+    deft_ndarray_release(rec->grad);
     node->ext = NULL;
     deft_record_unlock();
     free(rec);
 }
 
 int deft_record_attach(deft_node_t *node, deft_device_t device, const deft_desc_t *desc) {
-    int n = node->num_outputs;
+    int n = node->num_outputs, slots = 3 * n + node->num_inputs; /* live, kept, saved */
     deft_record_t *rec =
-        calloc(1, sizeof *rec + (size_t)n * (sizeof(deft_desc_t) + 2 * sizeof(deft_ndarray_t *)));
+        calloc(1, sizeof *rec + (size_t)n * sizeof(deft_desc_t) + (size_t)slots * sizeof(void *));
     if (!rec) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a recorded node");
     rec->device = device;
     rec->num_outputs = n;
     rec->desc = (deft_desc_t *)(rec + 1);
     rec->live = (deft_ndarray_t **)(rec->desc + n);
     rec->kept = rec->live + n;
+    rec->saved = rec->kept + n;
     for (int k = 0; k < n; k++) rec->desc[k] = desc[k];
     node->ext = rec;
     node->ext_free = free_record;
@@ -82,12 +93,29 @@ int deft_record_variable(deft_ndarray_t *arr, const char *name) {
     return 0;
 }
 
+int deft_record_input_entries(int nin, deft_ndarray_t *const *in, deft_entry_t *entries) {
+    for (int i = 0; i < nin; i++) {
+        if (!in[i]->entry.node && deft_record_variable(in[i], NULL)) return -1;
+        entries[i] = in[i]->entry;
+    }
+    return 0;
+}
+
 int deft_record_use(const deft_entry_t *entry, deft_ndarray_t *value) {
     deft_record_t *rec = deft_record_of(entry->node);
     if (value && !rec->kept[entry->index] && deft_ndarray_alias(value, &rec->kept[entry->index]))
         return -1;
     rec->pending++;
     return 0;
+}
+
+void deft_record_set_entry(deft_ndarray_t *arr, deft_entry_t entry) {
+    deft_entry_t old = arr->entry;
+    arr->entry = (deft_entry_t){deft_node_retain(entry.node), entry.index};
+    if (!old.node) return;
+    deft_record_t *rec = deft_record_of(old.node);
+    if (rec && rec->live[old.index] == arr) rec->live[old.index] = NULL;
+    deft_node_release(old.node);
 }
 
 void deft_record_forget(deft_ndarray_t *arr) {

@@ -21,14 +21,21 @@
 #include "core/imperative/ndarray.h"
 
 typedef struct deft_record {
-    bool computed;     /* its values exist or are being computed by the engine */
-    bool holds_inputs; /* counted in its inputs' pending (until computed or freed) */
-    int pending;       /* recorded consumers that still need its values */
+    bool computed;      /* its values exist or are being computed by the engine */
+    bool requires_grad; /* a marked variable, or recorded from one (autograd.h) */
+    bool holds_inputs;  /* counted in its inputs' pending (until computed or freed) */
+    int pending;        /* recorded consumers that still need its values */
     deft_device_t device;
     int num_outputs;
     deft_desc_t *desc;     /* per output: known when recorded */
     deft_ndarray_t **live; /* per output: the array handed out, not retained; NULL once freed */
     deft_ndarray_t **kept; /* per output: the value kept for pending consumers (no entry) */
+    /* autograd (autograd.h) */
+    int grad_req;               /* variables: DEFT_GRAD_REQ_* */
+    deft_ndarray_t *grad;       /* variables: where backward writes (retained) */
+    uint64_t save_in, save_out; /* the inputs and outputs its gradient reads */
+    deft_ndarray_t **saved;     /* their values (no entry): inputs, then outputs */
+    bool saved_released;        /* a backward without retain_graph dropped them */
 } deft_record_t;
 
 void deft_record_lock(void);
@@ -45,12 +52,22 @@ int deft_record_attach(deft_node_t *node, deft_device_t device, const deft_desc_
  * recording (its entry is set to it); NULL name: unnamed. Under the lock. */
 int deft_record_variable(deft_ndarray_t *arr, const char *name);
 
+/* The entries of a recorded call's inputs, giving arrays made outside any
+ * recording a variable. Under the lock. */
+int deft_record_input_entries(int nin, deft_ndarray_t *const *in, deft_entry_t *entries);
+
 /* A consumer is recorded on `entry` whose value `value` (NULL while lazy)
  * has: count it in the producer's pending and keep the value. Under the lock. */
 int deft_record_use(const deft_entry_t *entry, deft_ndarray_t *value);
 
 /* A consumer no longer needs its inputs (it was computed or freed). Under the lock. */
 void deft_record_drop_inputs(deft_node_t *consumer);
+
+/* Point an array at another recorded entry (retained), dropping its old one. Under the lock. */
+void deft_record_set_entry(deft_ndarray_t *arr, deft_entry_t entry);
+
+/* Drop the values a node keeps for backward. Under the lock. */
+void deft_record_drop_saved(deft_node_t *node);
 
 /* An array with an entry is being freed: forget it as its node's live output. */
 void deft_record_forget(deft_ndarray_t *arr);

@@ -15,5 +15,6 @@
 #include "deft/symbol.h"
 #include "deft/executor.h"
 #include "deft/deferred.h"
+#include "deft/autograd.h"
 
 #endif /* DEFT_C_API_H */

@@ -1,0 +1,237 @@
+/*
+ * Autograd recording: modes, marking variables, and recording calls.
+ *
+ * What a node keeps for backward is found by asking its operator's gradient
+ * definition, through a probing builder that builds nothing and notes which
+ * of the forward node's inputs and outputs it reads (PyTorch's saved
+ * tensors, found without a per-operator table): an add keeps nothing, a
+ * mul its inputs, exp its output.
+ */
+#include "core/imperative/autograd.h"
+
+#include <string.h>
+
+#include "core/base/error.h"
+#include "core/base/tls.h"
+#include "core/imperative/record.h"
+
+static DEFT_TLS_FAST bool tl_recording;
+static DEFT_TLS_FAST bool tl_training;
+
+bool deft_autograd_recording(void) {
+    return tl_recording;
+}
+
+void deft_autograd_set_recording(bool on, bool *prev) {
+    if (prev) *prev = tl_recording;
+    tl_recording = on;
+}
+
+bool deft_autograd_training(void) {
+    return tl_training;
+}
+
+void deft_autograd_set_training(bool on, bool *prev) {
+    if (prev) *prev = tl_training;
+    tl_training = on;
+}
+
+/* ---- what a gradient reads ---- */
+
+typedef struct probe {
+    deft_grad_builder_t builder; /* first: callbacks receive this */
+    int nattrs;
+    const char *const *keys, *const *vals;
+    uint64_t in, out;
+} probe_t;
+
+static char probe_value; /* what probed references point at: any non-NULL value */
+
+static deft_gref_t probe_apply(deft_grad_builder_t *b, const char *op, int nin,
+                               const deft_gref_t *in, const char *const *params, int output) {
+    (void)b, (void)op, (void)nin, (void)in, (void)params;
+    return (deft_gref_t){&probe_value, output};
+}
+
+static deft_gref_t probe_input(deft_grad_builder_t *b, int k) {
+    ((probe_t *)b)->in |= k < 64 ? 1ull << k : 0;
+    return (deft_gref_t){&probe_value, 0};
+}
+
+static deft_gref_t probe_output(deft_grad_builder_t *b, int k) {
+    ((probe_t *)b)->out |= k < 64 ? 1ull << k : 0;
+    return (deft_gref_t){&probe_value, 0};
+}
+
+static deft_gref_t probe_out_grad(deft_grad_builder_t *b, int k) {
+    (void)b, (void)k;
+    return (deft_gref_t){&probe_value, 0};
+}
+
+static const char *probe_attr(deft_grad_builder_t *b, const char *key) {
+    const probe_t *p = (const probe_t *)b;
+    for (int i = 0; i < p->nattrs; i++)
+        if (strcmp(p->keys[i], key) == 0) return p->vals[i];
+    return NULL;
+}
+
+/* Bits of the inputs and outputs the operator's gradient reads; -1 when it has none. */
+static int gradient_reads(const deft_op_entry_t *entry, const deft_param_value_t *params, int nin,
+                          int nattrs, const char *const *keys, const char *const *vals,
+                          uint64_t *in, uint64_t *out) {
+    const deft_op_t *op = entry->op;
+    if (!op->gradient)
+        return deft_op_error(op, DEFT_ERR_NOT_IMPLEMENTED,
+                             "has no gradient, so it cannot be recorded for autograd (call it "
+                             "with recording off, or on arrays that need no gradient)");
+    probe_t p = {{probe_apply, probe_input, probe_output, probe_out_grad, probe_attr},
+                 nattrs,
+                 keys,
+                 vals,
+                 0,
+                 0};
+    deft_gref_t grads[DEFT_OP_MAX_INPUTS];
+    memset(grads, 0, sizeof grads);
+    if (op->gradient(&p.builder, params, nin, grads)) return -1;
+    *in = p.in, *out = p.out;
+    return 0;
+}
+
+/* ---- marking ---- */
+
+static bool requires_grad(const deft_ndarray_t *arr) {
+    return arr->entry.node && deft_record_of(arr->entry.node) &&
+           deft_record_of(arr->entry.node)->requires_grad;
+}
+
+static int mark_one(deft_ndarray_t *arr, int req, deft_ndarray_t *grad) {
+    deft_entry_t old = arr->entry;
+    arr->entry = (deft_entry_t){NULL, 0};
+    if (deft_record_variable(arr, NULL)) {
+        arr->entry = old;
+        return -1;
+    }
+    deft_entry_t fresh = arr->entry;
+    arr->entry = old;
+    deft_record_set_entry(arr, fresh);
+    deft_node_release(fresh.node);
+    deft_record_t *rec = deft_record_of(arr->entry.node);
+    rec->requires_grad = req != DEFT_GRAD_REQ_NULL;
+    rec->grad_req = req;
+    rec->grad = grad ? deft_ndarray_retain(grad) : NULL;
+    return 0;
+}
+
+int deft_autograd_mark(int n, deft_ndarray_t *const *arrays, const int *grad_reqs,
+                       deft_ndarray_t *const *grads) {
+    for (int i = 0; i < n; i++) {
+        int req = grad_reqs ? grad_reqs[i] : DEFT_GRAD_REQ_WRITE;
+        if (req < DEFT_GRAD_REQ_NULL || req > DEFT_GRAD_REQ_ADD)
+            return deft_error(DEFT_ERR_VALUE,
+                              "grad_reqs[%d] is %d, expected 0 (null), 1 (write) "
+                              "or 2 (add)",
+                              i, req);
+        if (req != DEFT_GRAD_REQ_NULL && !grads[i])
+            return deft_error(DEFT_ERR_VALUE,
+                              "grads[%d] is NULL, expected an array for the "
+                              "gradient",
+                              i);
+        const deft_tensor_t *a = &arrays[i]->tensor, *g = grads[i] ? &grads[i]->tensor : NULL;
+        if (g && (!deft_shape_equal(&a->shape, &g->shape) || a->dtype != g->dtype)) {
+            char as[DEFT_SHAPE_STR_MAX], gs[DEFT_SHAPE_STR_MAX];
+            return deft_error(
+                DEFT_ERR_VALUE,
+                "grads[%d] has shape %s %s, expected %s %s like "
+                "the variable",
+                i, deft_shape_format(&g->shape, gs, sizeof gs), deft_dtype_name(g->dtype),
+                deft_shape_format(&a->shape, as, sizeof as), deft_dtype_name(a->dtype));
+        }
+        if (grads[i] && deft_ndarray_is_lazy(grads[i]))
+            return deft_error(DEFT_ERR_VALUE, "grads[%d] is a lazy array, which cannot be written",
+                              i);
+    }
+    int lazy = 0;
+    while (lazy < n && !deft_ndarray_is_lazy(arrays[lazy])) lazy++;
+    if (lazy < n)
+        return deft_error(DEFT_ERR_VALUE,
+                          "arrays[%d] is a lazy array; compute it before "
+                          "marking it as a variable",
+                          lazy);
+    deft_record_lock();
+    int status = 0;
+    for (int i = 0; status == 0 && i < n; i++)
+        status = mark_one(arrays[i], grad_reqs ? grad_reqs[i] : DEFT_GRAD_REQ_WRITE, grads[i]);
+    deft_record_unlock();
+    return status;
+}
+
+/* ---- recording imperative calls ---- */
+
+int deft_autograd_plan(const deft_op_entry_t *entry, const deft_param_value_t *params, int nin,
+                       deft_ndarray_t *const *in, int nout, deft_ndarray_t *const *out, int nparams,
+                       const char *const *keys, const char *const *vals,
+                       deft_autograd_call_t *call) {
+    *call = (deft_autograd_call_t){0};
+    deft_record_lock();
+    for (int i = 0; i < nin && !call->record; i++) call->record = requires_grad(in[i]);
+    deft_record_unlock();
+    if (!call->record) return 0;
+    if (gradient_reads(entry, params, nin, nparams, keys, vals, &call->save_in, &call->save_out))
+        return -1;
+    for (int k = 0; k < nout; k++)
+        for (int i = 0; out[k] && i < nin; i++)
+            if ((call->save_in & (1ull << i)) && out[k]->tensor.storage == in[i]->tensor.storage)
+                return deft_op_error(entry->op, DEFT_ERR_VALUE,
+                                     "would overwrite input %d in place, but recording for "
+                                     "autograd needs its value for the gradient",
+                                     i);
+    return 0;
+}
+
+/* Keep the values the gradient reads, as arrays without history. */
+static int save_values(deft_record_t *rec, int nin, deft_ndarray_t *const *in, int nout,
+                       deft_ndarray_t *const *out) {
+    for (int i = 0; i < nin; i++)
+        if ((rec->save_in & (1ull << i)) && deft_ndarray_alias(in[i], &rec->saved[i])) return -1;
+    for (int k = 0; k < nout; k++)
+        if ((rec->save_out & (1ull << k)) && deft_ndarray_alias(out[k], &rec->saved[nin + k]))
+            return -1;
+    return 0;
+}
+
+int deft_autograd_record(const deft_autograd_call_t *call, const deft_op_entry_t *entry, int nin,
+                         deft_ndarray_t *const *in, int nout, const deft_desc_t *out_desc,
+                         int nparams, const char *const *keys, const char *const *vals,
+                         deft_ndarray_t *const *out) {
+    deft_entry_t entries[DEFT_OP_MAX_INPUTS];
+    deft_node_t *node = NULL;
+    deft_device_t device = nin ? in[0]->tensor.device : deft_device_cpu();
+    deft_record_lock();
+    int status = deft_record_input_entries(nin, in, entries);
+    if (status == 0)
+        status = deft_node_new_op(entry, NULL, nparams, keys, vals, nin, entries, &node);
+    if (status == 0) status = deft_record_attach(node, device, out_desc);
+    if (status == 0) {
+        deft_record_t *rec = deft_record_of(node);
+        rec->computed = rec->requires_grad = true;
+        rec->save_in = call->save_in, rec->save_out = call->save_out;
+        status = save_values(rec, nin, in, nout, out);
+    }
+    for (int k = 0; status == 0 && k < nout; k++)
+        deft_record_set_entry(out[k], (deft_entry_t){node, k});
+    deft_node_release(node);
+    deft_record_unlock();
+    return status;
+}
+
+int deft_autograd_prepare_node(deft_node_t *node) {
+    deft_record_t *rec = deft_record_of(node);
+    for (int i = 0; tl_recording && i < node->num_inputs && !rec->requires_grad; i++) {
+        const deft_record_t *in = deft_record_of(node->inputs[i].node);
+        rec->requires_grad = in && in->requires_grad;
+    }
+    if (!rec->requires_grad) return 0;
+    return gradient_reads(node->op, node->params, node->num_inputs, node->attrs.count,
+                          (const char *const *)node->attrs.keys,
+                          (const char *const *)node->attrs.vals, &rec->save_in, &rec->save_out);
+}

@@ -1,0 +1,615 @@
+/*
+ * Backward through the recorded graph.
+ *
+ * The part of the recorded graph between the heads and the variables (a
+ * graph cut at nodes that need no gradient) goes through the gradient pass;
+ * the backward nodes are copied into a symbol whose arguments are the
+ * forward values they read (saved by the recorded nodes) and the head
+ * gradients, and an executor runs it. The symbol and its executor (with its
+ * memory plan) are kept in a small cache keyed by the forward graph's
+ * shape, so a training loop builds its backward once, not once per step.
+ * With create_graph the backward nodes run as recorded imperative calls
+ * instead, so their results can be differentiated again.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/base/error.h"
+#include "core/graph/executor.h"
+#include "core/graph/gradient.h"
+#include "core/imperative/autograd.h"
+#include "core/imperative/deferred.h"
+#include "core/imperative/invoke.h"
+#include "core/imperative/record.h"
+
+#define PLAN_CACHE_SIZE 64
+
+/* ---- the forward graph and its key ---- */
+
+static bool needs_no_gradient(const deft_node_t *node, void *ctx) {
+    (void)ctx;
+    const deft_record_t *rec = deft_record_of(node);
+    return !rec || !rec->requires_grad;
+}
+
+typedef struct key {
+    unsigned char *bytes;
+    size_t len, cap;
+    int status;
+} key_t;
+
+static void key_put(key_t *k, const void *data, size_t n) {
+    if (k->status) return;
+    if (k->len + n > k->cap) {
+        size_t cap = k->cap ? 2 * k->cap : 1024;
+        while (cap < k->len + n) cap *= 2;
+        unsigned char *grown = realloc(k->bytes, cap);
+        if (!grown) {
+            k->status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a backward key");
+            return;
+        }
+        k->bytes = grown, k->cap = cap;
+    }
+    memcpy(k->bytes + k->len, data, n);
+    k->len += n;
+}
+
+static void key_int(key_t *k, int64_t v) {
+    key_put(k, &v, sizeof v);
+}
+
+static void key_desc(key_t *k, const deft_desc_t *d) {
+    key_int(k, d->shape.ndim);
+    key_put(k, d->shape.dims, (size_t)d->shape.ndim * sizeof d->shape.dims[0]);
+    key_int(k, d->dtype);
+}
+
+/* Everything the backward plan depends on: operators, parameters, wiring,
+ * shapes and dtypes, which nodes are leaves and which are differentiated. */
+static int make_key(const deft_graph_t *g, int nwrt, const int *wrt, key_t *k) {
+    for (int i = 0; i < g->num_nodes; i++) {
+        const deft_node_t *node = g->nodes[i];
+        const deft_record_t *rec = deft_record_of(node);
+        bool leaf = deft_graph_is_leaf(g, i);
+        key_int(k, leaf ? -1 : (int64_t)(intptr_t)node->op);
+        for (int o = 0; o < node->num_outputs; o++) key_desc(k, &rec->desc[o]);
+        if (leaf) continue;
+        for (int r = g->in_ptr[i]; r < g->in_ptr[i + 1]; r++) key_int(k, g->in_entry[r]);
+        key_int(k, node->attrs.count);
+        for (int a = 0; a < node->attrs.count; a++) {
+            key_put(k, node->attrs.keys[a], strlen(node->attrs.keys[a]) + 1);
+            key_put(k, node->attrs.vals[a], strlen(node->attrs.vals[a]) + 1);
+        }
+    }
+    key_int(k, -2);
+    for (int o = 0; o < g->num_outputs; o++)
+        key_int(k, deft_graph_entry_id(g, deft_graph_node_id(g, g->outputs[o].node),
+                                       g->outputs[o].index));
+    key_int(k, -3);
+    for (int w = 0; w < nwrt; w++) key_int(k, wrt[w]);
+    return k->status;
+}
+
+static uint64_t hash_bytes(const unsigned char *p, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* ---- plans ---- */
+
+typedef struct plan {
+    uint64_t hash;
+    size_t key_len;
+    unsigned char *key;
+    deft_symbol_t *sym;     /* arguments "f<entry>" (forward values) and "h<head>" */
+    deft_cached_op_t *exec; /* NULL until first run without create_graph */
+    int num_inputs;
+    int *bind; /* per executor input: forward entry id, or -1 - head index */
+    struct plan *next;
+} plan_t;
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static plan_t *cache;
+static _Atomic long plans_built;
+
+static void plan_free(plan_t *p) {
+    if (!p) return;
+    free(p->key);
+    deft_symbol_free(p->sym);
+    deft_cached_op_release(p->exec);
+    free(p->bind);
+    free(p);
+}
+
+/* The cached plan for this key (moved to the front), or NULL. */
+static plan_t *cache_find(uint64_t hash, const key_t *k) {
+    plan_t **at = &cache;
+    for (; *at; at = &(*at)->next) {
+        plan_t *p = *at;
+        if (p->hash != hash || p->key_len != k->len || memcmp(p->key, k->bytes, k->len)) continue;
+        *at = p->next;
+        p->next = cache;
+        cache = p;
+        return p;
+    }
+    return NULL;
+}
+
+/* Insert a plan; the least recently used one goes when the cache is full. */
+static void cache_insert(plan_t *p) {
+    p->next = cache;
+    cache = p;
+    int n = 0;
+    for (plan_t **at = &cache; *at; at = &(*at)->next)
+        if (++n == PLAN_CACHE_SIZE) {
+            plan_free((*at)->next);
+            (*at)->next = NULL;
+            break;
+        }
+}
+
+/* ---- building a plan: the backward nodes as a standalone symbol ---- */
+
+typedef struct copier {
+    const deft_graph_t *fwd; /* the forward graph */
+    deft_graph_t *bwd;       /* the backward nodes, cut at forward nodes */
+    deft_node_t **copies;    /* per bwd node */
+    deft_node_t **fvars;     /* per forward entry: its variable, made on first use */
+    int status;
+} copier_t;
+
+static bool is_forward(const deft_node_t *node, void *ctx) {
+    return deft_graph_node_id(ctx, node) >= 0;
+}
+
+static const deft_desc_t *forward_desc(const copier_t *c, int e) {
+    int id = deft_graph_entry_node(c->fwd, e);
+    return &deft_record_of(c->fwd->nodes[id])->desc[e - c->fwd->row_ptr[id]];
+}
+
+/* The variable standing for forward entry e. */
+static deft_entry_t forward_var(copier_t *c, int e) {
+    if (!c->fvars[e] && !c->status) {
+        char name[32];
+        snprintf(name, sizeof name, "f%d", e);
+        c->status = deft_node_new_variable(name, NULL, 0, NULL, NULL, &c->fvars[e]);
+    }
+    return (deft_entry_t){c->fvars[e], 0};
+}
+
+/* _zeros or _ones of a forward entry's shape: what zeros_like/ones_like of it
+ * compute, without needing its value. */
+static deft_node_t *filled_like(copier_t *c, const char *op, const deft_desc_t *d) {
+    char shape[DEFT_SHAPE_STR_MAX];
+    const char *keys[] = {"dtype", "shape"};
+    const char *vals[] = {deft_dtype_name(d->dtype),
+                          deft_shape_format(&d->shape, shape, sizeof shape)};
+    deft_node_t *node = NULL;
+    if (!c->status)
+        c->status = deft_node_new_op(deft_registry_find(op), NULL, 2, keys, vals, 0, NULL, &node);
+    return node;
+}
+
+static deft_entry_t substitute(copier_t *c, const deft_entry_t *e) {
+    int id = deft_graph_node_id(c->fwd, e->node);
+    if (id >= 0) return forward_var(c, c->fwd->row_ptr[id] + e->index);
+    return (deft_entry_t){c->copies[deft_graph_node_id(c->bwd, e->node)], e->index};
+}
+
+static void copy_node(copier_t *c, int i) {
+    const deft_node_t *node = c->bwd->nodes[i];
+    if (!node->op) { /* a head gradient variable: shared, it has no record */
+        c->copies[i] = deft_node_retain((deft_node_t *)node);
+        return;
+    }
+    const char *name = node->op->op->name;
+    bool shape_only = strcmp(name, "zeros_like") == 0 || strcmp(name, "ones_like") == 0;
+    int in_fwd = deft_graph_node_id(c->fwd, node->inputs[0].node);
+    if (shape_only && in_fwd >= 0) {
+        int e = c->fwd->row_ptr[in_fwd] + node->inputs[0].index;
+        c->copies[i] = filled_like(c, name[0] == 'z' ? "_zeros" : "_ones", forward_desc(c, e));
+        return;
+    }
+    deft_entry_t inputs[DEFT_OP_MAX_INPUTS];
+    for (int k = 0; k < node->num_inputs; k++) inputs[k] = substitute(c, &node->inputs[k]);
+    if (!c->status)
+        c->status = deft_node_new_op(
+            node->op, NULL, node->attrs.count, (const char *const *)node->attrs.keys,
+            (const char *const *)node->attrs.vals, node->num_inputs, inputs, &c->copies[i]);
+}
+
+/* The symbol computing the gradient of each wrt node of fwd, its outputs in wrt order. */
+static int backward_symbol(const deft_graph_t *fwd, int nwrt, const int *wrt, deft_symbol_t **out) {
+    copier_t c = {.fwd = fwd};
+    int nheads = fwd->num_outputs;
+    deft_node_t **heads = calloc((size_t)nheads + 1, sizeof *heads);
+    deft_entry_t *head_entries = calloc((size_t)nheads + 1, sizeof *head_entries);
+    deft_entry_t *grads = calloc((size_t)nwrt + 1, sizeof *grads);
+    deft_entry_t *result = calloc((size_t)nwrt + 1, sizeof *result);
+    deft_node_t **zeros = calloc((size_t)nwrt + 1, sizeof *zeros);
+    c.fvars = calloc((size_t)deft_graph_num_entries(fwd) + 1, sizeof *c.fvars);
+    if (!heads || !head_entries || !grads || !result || !zeros || !c.fvars)
+        c.status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a backward graph");
+    for (int o = 0; !c.status && o < nheads; o++) {
+        char name[32];
+        snprintf(name, sizeof name, "h%d", o);
+        c.status = deft_node_new_variable(name, NULL, 0, NULL, NULL, &heads[o]);
+        head_entries[o] = (deft_entry_t){heads[o], 0};
+    }
+    if (!c.status) c.status = deft_gradient_entries(fwd, head_entries, nwrt, wrt, grads);
+    int ngrads = 0;
+    deft_entry_t *reached = calloc((size_t)nwrt + 1, sizeof *reached);
+    for (int w = 0; reached && w < nwrt; w++)
+        if (grads[w].node) reached[ngrads++] = grads[w];
+    if (!reached && !c.status) c.status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate");
+    if (!c.status)
+        c.status = deft_graph_build_cut(ngrads, reached, is_forward, (void *)fwd, &c.bwd);
+    if (!c.status && !(c.copies = calloc((size_t)c.bwd->num_nodes + 1, sizeof *c.copies)))
+        c.status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a backward graph");
+    for (int i = 0; !c.status && i < c.bwd->num_nodes; i++)
+        if (!is_forward(c.bwd->nodes[i], (void *)fwd)) copy_node(&c, i);
+    for (int w = 0; !c.status && w < nwrt; w++) {
+        if (grads[w].node) {
+            result[w] = substitute(&c, &grads[w]);
+        } else { /* no head depends on it */
+            zeros[w] = filled_like(&c, "_zeros", forward_desc(&c, fwd->row_ptr[wrt[w]]));
+            result[w] = (deft_entry_t){zeros[w], 0};
+        }
+    }
+    if (!c.status) c.status = deft_symbol_from_entries(nwrt, result, out);
+    for (int i = 0; c.copies && i < c.bwd->num_nodes; i++) deft_node_release(c.copies[i]);
+    for (int e = 0; c.fvars && e < deft_graph_num_entries(fwd); e++) deft_node_release(c.fvars[e]);
+    for (int w = 0; w < nwrt; w++) {
+        if (grads) deft_node_release(grads[w].node);
+        if (zeros) deft_node_release(zeros[w]);
+    }
+    for (int o = 0; heads && o < nheads; o++) deft_node_release(heads[o]);
+    deft_graph_free(c.bwd);
+    free(heads), free(head_entries), free(grads), free(result), free(zeros), free(reached);
+    free(c.copies), free(c.fvars);
+    return c.status;
+}
+
+/* Which forward entry or head each executor input stands for, from its name. */
+static int bind_inputs(plan_t *p) {
+    p->num_inputs = deft_cached_op_num_inputs(p->exec);
+    if (!(p->bind = malloc(((size_t)p->num_inputs + 1) * sizeof *p->bind)))
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a backward plan");
+    for (int i = 0; i < p->num_inputs; i++) {
+        const char *name = deft_cached_op_input_name(p->exec, i);
+        int index = atoi(name + 1);
+        p->bind[i] = name[0] == 'f' ? index : -1 - index;
+    }
+    return 0;
+}
+
+static int build_plan(const deft_graph_t *fwd, int nwrt, const int *wrt, key_t *k, uint64_t hash,
+                      plan_t **out) {
+    plan_t *p = calloc(1, sizeof *p);
+    if (!p) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a backward plan");
+    p->hash = hash, p->key = k->bytes, p->key_len = k->len;
+    k->bytes = NULL;
+    if (backward_symbol(fwd, nwrt, wrt, &p->sym) || deft_cached_op_new(p->sym, true, &p->exec) ||
+        bind_inputs(p)) {
+        plan_free(p);
+        return -1;
+    }
+    plans_built++;
+    *out = p;
+    return 0;
+}
+
+/* ---- running ---- */
+
+typedef struct backward {
+    deft_graph_t *fwd;
+    int nwrt;
+    int *wrt;                /* node ids of the variables */
+    deft_ndarray_t **values; /* per forward entry: the value kept for backward (borrowed) */
+    deft_ndarray_t **heads;  /* per head: its gradient (owned) */
+    deft_ndarray_t **grads;  /* per variable: the result (owned) */
+} backward_t;
+
+static void backward_free(backward_t *b) {
+    for (int o = 0; b->heads && b->fwd && o < b->fwd->num_outputs; o++)
+        deft_ndarray_release(b->heads[o]);
+    for (int w = 0; b->grads && w < b->nwrt; w++) deft_ndarray_release(b->grads[w]);
+    deft_graph_free(b->fwd);
+    free(b->wrt), free(b->values), free(b->heads), free(b->grads);
+}
+
+/* Under the lock: the values the recorded nodes kept, by forward entry. */
+static int collect_values(backward_t *b) {
+    const deft_graph_t *g = b->fwd;
+    for (int i = 0; i < g->num_nodes; i++) {
+        if (deft_graph_is_leaf(g, i)) continue;
+        const deft_node_t *node = g->nodes[i];
+        const deft_record_t *rec = deft_record_of(node);
+        if (rec->saved_released)
+            return deft_error(DEFT_ERR_VALUE,
+                              "the graph was already differentiated and its saved values "
+                              "released; pass retain_graph to differentiate it again");
+        for (int k = 0; k < node->num_inputs; k++)
+            if (rec->saved[k]) b->values[deft_graph_input_entry(g, i, k)] = rec->saved[k];
+        for (int k = 0; k < node->num_outputs; k++)
+            if (rec->saved[node->num_inputs + k])
+                b->values[g->row_ptr[i] + k] = rec->saved[node->num_inputs + k];
+    }
+    return 0;
+}
+
+/* Run a recorded-free imperative call (internal bookkeeping, never recorded). */
+static int run_op(const char *name, int nin, deft_ndarray_t *const *in, deft_ndarray_t **out,
+                  int nparams, const char *const *keys, const char *const *vals) {
+    bool recording;
+    deft_autograd_set_recording(false, &recording);
+    int nout = 1;
+    int status = deft_invoke(deft_registry_find(name), nin, in, &nout, out, nparams, keys, vals);
+    deft_autograd_set_recording(recording, NULL);
+    return status;
+}
+
+/* Under the lock: the forward graph behind the heads, the variables, their values. */
+static int prepare(backward_t *b, int nheads, deft_ndarray_t *const *heads, int nvars,
+                   deft_ndarray_t *const *vars, bool into_marked) {
+    deft_entry_t *roots = malloc(((size_t)nheads + 1) * sizeof *roots);
+    if (!roots) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a backward");
+    for (int o = 0; o < nheads; o++) {
+        const deft_node_t *node = heads[o]->entry.node;
+        if (!node || !deft_record_of(node) || !deft_record_of(node)->requires_grad) {
+            free(roots);
+            return deft_error(DEFT_ERR_VALUE,
+                              "heads[%d] does not depend on any variable marked for gradients "
+                              "(DeftAutogradMarkVariables) through calls recorded while "
+                              "recording was on",
+                              o);
+        }
+        roots[o] = heads[o]->entry;
+    }
+    int status = deft_graph_build_cut(nheads, roots, needs_no_gradient, NULL, &b->fwd);
+    free(roots);
+    if (status) return -1;
+    const deft_graph_t *g = b->fwd;
+    int room = into_marked ? g->num_nodes : nvars;
+    b->wrt = malloc(((size_t)room + 1) * sizeof *b->wrt);
+    b->values = calloc((size_t)deft_graph_num_entries(g) + 1, sizeof *b->values);
+    if (!b->wrt || !b->values) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate");
+    for (int i = 0; into_marked && i < g->num_nodes; i++) {
+        const deft_record_t *rec = deft_record_of(g->nodes[i]);
+        if (!g->nodes[i]->op && rec->requires_grad && rec->grad) b->wrt[b->nwrt++] = i;
+    }
+    for (int w = 0; !into_marked && w < nvars; w++) {
+        const deft_node_t *node = vars[w]->entry.node;
+        if (!node || node->op || !deft_record_of(node)->requires_grad)
+            return deft_error(DEFT_ERR_VALUE,
+                              "variables[%d] is not marked for gradients "
+                              "(DeftAutogradMarkVariables)",
+                              w);
+        b->wrt[b->nwrt++] = deft_graph_node_id(g, node); /* -1: the heads do not use it */
+    }
+    return collect_values(b);
+}
+
+/* Keep the values (and graph) alive outside the lock: another thread may release them. */
+static void retain_values(backward_t *b) {
+    for (int e = 0; e < deft_graph_num_entries(b->fwd); e++)
+        if (b->values[e]) deft_ndarray_retain(b->values[e]);
+}
+
+static void release_values(backward_t *b) {
+    for (int e = 0; b->fwd && b->values && e < deft_graph_num_entries(b->fwd); e++)
+        deft_ndarray_release(b->values[e]);
+}
+
+static int head_gradients(backward_t *b, int nheads, deft_ndarray_t *const *heads,
+                          deft_ndarray_t *const *head_grads) {
+    if (!(b->heads = calloc((size_t)nheads + 1, sizeof *b->heads)))
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate head gradients");
+    for (int o = 0; o < nheads; o++) {
+        const deft_tensor_t *h = &heads[o]->tensor;
+        if (!head_grads || !head_grads[o]) {
+            if (run_op("ones_like", 1, &heads[o], &b->heads[o], 0, NULL, NULL)) return -1;
+            continue;
+        }
+        const deft_tensor_t *hg = &head_grads[o]->tensor;
+        if (!deft_shape_equal(&h->shape, &hg->shape) || h->dtype != hg->dtype) {
+            char hs[DEFT_SHAPE_STR_MAX], gs[DEFT_SHAPE_STR_MAX];
+            return deft_error(
+                DEFT_ERR_VALUE, "head_grads[%d] has shape %s %s, expected %s %s", o,
+                deft_shape_format(&hg->shape, gs, sizeof gs), deft_dtype_name(hg->dtype),
+                deft_shape_format(&h->shape, hs, sizeof hs), deft_dtype_name(h->dtype));
+        }
+        b->heads[o] = deft_ndarray_retain(head_grads[o]);
+    }
+    return 0;
+}
+
+/* The executor's inputs: forward values and head gradients, as the plan binds them. */
+static int plan_inputs(const plan_t *p, const backward_t *b, deft_ndarray_t **in) {
+    for (int i = 0; i < p->num_inputs; i++) {
+        in[i] = p->bind[i] >= 0 ? b->values[p->bind[i]] : b->heads[-1 - p->bind[i]];
+        if (!in[i])
+            return deft_error(DEFT_ERR_INTERNAL,
+                              "backward needs a forward value that was not kept");
+    }
+    return 0;
+}
+
+/* Gradients of nodes ids[0..n) of the forward graph by the cached executor:
+ * into given[j] where not NULL, else into new arrays; out[j] owns a reference. */
+static int run_plan(const backward_t *b, int n, const int *ids, deft_ndarray_t *const *given,
+                    deft_ndarray_t **out) {
+    key_t k = {0};
+    if (make_key(b->fwd, n, ids, &k)) {
+        free(k.bytes);
+        return -1;
+    }
+    uint64_t hash = hash_bytes(k.bytes, k.len);
+    pthread_mutex_lock(&cache_lock); /* the plan stays ours until pushed */
+    plan_t *p = cache_find(hash, &k);
+    int status = 0;
+    if (!p && (status = build_plan(b->fwd, n, ids, &k, hash, &p)) == 0) cache_insert(p);
+    deft_ndarray_t **in = status ? NULL : malloc(((size_t)p->num_inputs + 1) * sizeof *in);
+    if (status == 0 && !in) status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a run");
+    if (status == 0) status = plan_inputs(p, b, in);
+    for (int j = 0; j < n; j++) out[j] = given[j];
+    int nout = n;
+    if (status == 0) status = deft_cached_op_invoke(p->exec, p->num_inputs, in, &nout, out);
+    pthread_mutex_unlock(&cache_lock);
+    for (int j = 0; j < n; j++)
+        if (given[j]) out[j] = status ? NULL : deft_ndarray_retain(given[j]);
+    free(in), free(k.bytes);
+    return status;
+}
+
+/* An array holding forward entry e's value whose history is that entry, so
+ * calls recorded on it connect to the forward graph. */
+static int forward_array(const backward_t *b, int e, deft_ndarray_t **out) {
+    if (!b->values[e])
+        return deft_error(DEFT_ERR_INTERNAL, "backward needs a forward value that was not kept");
+    if (deft_ndarray_alias(b->values[e], out)) return -1;
+    int id = deft_graph_entry_node(b->fwd, e);
+    deft_record_lock();
+    deft_record_set_entry(*out, (deft_entry_t){b->fwd->nodes[id], e - b->fwd->row_ptr[id]});
+    deft_record_unlock();
+    return 0;
+}
+
+static int replay_node(const backward_t *b, const deft_graph_t *g, int i, deft_ndarray_t **arrays) {
+    const deft_node_t *node = g->nodes[i];
+    int first = g->row_ptr[i];
+    if (!node->op) {
+        int index = atoi(g->names[i] + 1);
+        if (g->names[i][0] == 'h') {
+            arrays[first] = deft_ndarray_retain(b->heads[index]);
+            return 0;
+        }
+        return forward_array(b, index, &arrays[first]);
+    }
+    deft_ndarray_t *in[DEFT_OP_MAX_INPUTS];
+    for (int k = 0; k < node->num_inputs; k++) in[k] = arrays[deft_graph_input_entry(g, i, k)];
+    int nout = node->num_outputs;
+    return deft_invoke(node->op, node->num_inputs, in, &nout, &arrays[first], node->attrs.count,
+                       (const char *const *)node->attrs.keys,
+                       (const char *const *)node->attrs.vals);
+}
+
+/* create_graph: run the backward symbol as recorded imperative calls. */
+static int replay(const backward_t *b, int n, const int *ids, deft_ndarray_t **out) {
+    deft_symbol_t *sym = NULL;
+    deft_graph_t *g = NULL;
+    int status = backward_symbol(b->fwd, n, ids, &sym) ||
+                 deft_graph_build(sym->num_outputs, sym->outputs, &g);
+    deft_ndarray_t **arrays =
+        status ? NULL : calloc((size_t)deft_graph_num_entries(g) + 1, sizeof *arrays);
+    if (status == 0 && !arrays) status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate");
+    bool recording;
+    deft_autograd_set_recording(true, &recording);
+    for (int i = 0; status == 0 && i < g->num_nodes; i++) status = replay_node(b, g, i, arrays);
+    deft_autograd_set_recording(recording, NULL);
+    for (int j = 0; j < n; j++) {
+        int e = status ? -1
+                       : deft_graph_entry_id(g, deft_graph_node_id(g, g->outputs[j].node),
+                                             g->outputs[j].index);
+        out[j] = e >= 0 ? deft_ndarray_retain(arrays[e]) : NULL;
+    }
+    for (int e = 0; arrays && e < deft_graph_num_entries(g); e++) deft_ndarray_release(arrays[e]);
+    free(arrays);
+    deft_graph_free(g);
+    deft_symbol_free(sym);
+    return status;
+}
+
+/* Store a variable's gradient by its grad_req (recording the store too when create_graph). */
+static int store_gradient(deft_ndarray_t *var_grad, int req, deft_ndarray_t *grad, bool create) {
+    if (req == DEFT_GRAD_REQ_WRITE && !create) return 0; /* the executor wrote it in place */
+    deft_ndarray_t *value = grad, *sum = NULL;
+    if (req == DEFT_GRAD_REQ_ADD) {
+        bool recording;
+        deft_autograd_set_recording(create, &recording);
+        deft_ndarray_t *in[2] = {var_grad, grad};
+        int nout = 1, status = deft_invoke(deft_registry_find("elemwise_add"), 2, in, &nout, &sum,
+                                           0, NULL, NULL);
+        deft_autograd_set_recording(recording, NULL);
+        if (status) return -1;
+        value = sum;
+    }
+    deft_ndarray_t *target = var_grad;
+    int status = run_op("_copyto", 1, &value, &target, 0, NULL, NULL);
+    if (status == 0 && create && value->entry.node) {
+        deft_record_lock();
+        deft_record_set_entry(var_grad, value->entry);
+        deft_record_unlock();
+    }
+    deft_ndarray_release(sum);
+    return status;
+}
+
+/* Release what backward kept, unless the graph is to be differentiated again. */
+static void release_saved(const backward_t *b) {
+    deft_record_lock();
+    for (int i = 0; i < b->fwd->num_nodes; i++) {
+        if (deft_graph_is_leaf(b->fwd, i)) continue;
+        deft_record_drop_saved(b->fwd->nodes[i]);
+        deft_record_of(b->fwd->nodes[i])->saved_released = true;
+    }
+    deft_record_unlock();
+}
+
+static int compute(backward_t *b, bool into_marked, bool create) {
+    int *ids = malloc(((size_t)b->nwrt + 1) * sizeof *ids);
+    deft_ndarray_t **given = calloc((size_t)b->nwrt + 1, sizeof *given);
+    deft_ndarray_t **out = calloc((size_t)b->nwrt + 1, sizeof *out);
+    b->grads = calloc((size_t)b->nwrt + 1, sizeof *b->grads);
+    int n = 0, status = 0;
+    if (!ids || !given || !out || !b->grads)
+        status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a backward");
+    for (int w = 0; status == 0 && w < b->nwrt; w++) {
+        if (b->wrt[w] < 0) continue;
+        const deft_record_t *rec = deft_record_of(b->fwd->nodes[b->wrt[w]]);
+        given[n] =
+            into_marked && !create && rec->grad_req == DEFT_GRAD_REQ_WRITE ? rec->grad : NULL;
+        ids[n++] = b->wrt[w];
+    }
+    if (status == 0 && n > 0)
+        status = create ? replay(b, n, ids, out) : run_plan(b, n, ids, given, out);
+    for (int w = 0, j = 0; status == 0 && w < b->nwrt; w++)
+        if (b->wrt[w] >= 0) b->grads[w] = out[j++];
+    free(ids), free(given), free(out);
+    return status;
+}
+
+int deft_autograd_backward(int nheads, deft_ndarray_t *const *heads,
+                           deft_ndarray_t *const *head_grads, int nvars,
+                           deft_ndarray_t *const *vars, bool retain_graph, bool create_graph,
+                           deft_ndarray_t **out_grads) {
+    bool into_marked = out_grads == NULL;
+    if (deft_deferred_compute(nheads, heads) ||
+        (head_grads && deft_deferred_compute(nheads, head_grads)))
+        return -1;
+    backward_t b = {0};
+    deft_record_lock();
+    int status = prepare(&b, nheads, heads, nvars, vars, into_marked);
+    if (b.values) retain_values(&b);
+    deft_record_unlock();
+    if (status == 0) status = head_gradients(&b, nheads, heads, head_grads);
+    if (status == 0) status = compute(&b, into_marked, create_graph);
+    for (int w = 0; status == 0 && w < b.nwrt; w++) {
+        if (!into_marked) {
+            status = b.grads[w] ? 0 : run_op("zeros_like", 1, &vars[w], &b.grads[w], 0, NULL, NULL);
+            continue;
+        }
+        const deft_record_t *rec = deft_record_of(b.fwd->nodes[b.wrt[w]]);
+        status = store_gradient(rec->grad, rec->grad_req, b.grads[w], create_graph);
+    }
+    if (status == 0 && !into_marked)
+        for (int w = 0; w < b.nwrt; w++) out_grads[w] = b.grads[w], b.grads[w] = NULL;
+    if (status == 0 && !retain_graph && !create_graph) release_saved(&b);
+    release_values(&b);
+    backward_free(&b);
+    return status;
+}
