@@ -9,6 +9,7 @@
  */
 #include "core/imperative/autograd.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "core/base/error.h"
@@ -45,22 +46,49 @@ typedef struct probe {
     uint64_t in, out;
 } probe_t;
 
-static char probe_value; /* what probed references point at: any non-NULL value */
+/* What probed references point at: the forward node's inputs and outputs, or any other value. */
+static char probe_input_tag, probe_output_tag, probe_value;
+
+/* A value read of a probed reference (not a read of its shape alone). */
+static void note_read(probe_t *p, deft_gref_t r) {
+    uint64_t bit = r.index < 64 ? 1ull << r.index : 0;
+    if (r.node == &probe_input_tag) p->in |= bit;
+    if (r.node == &probe_output_tag) p->out |= bit;
+}
+
+/* The registry entry of an operator a gradient applies; names are string
+ * literals, so a small cache keyed by their address avoids the lookup. */
+static const deft_op_t *probe_find(const char *name) {
+    enum { SLOTS = 64 };
+    static _Thread_local const char *names[SLOTS];
+    static _Thread_local const deft_op_t *ops[SLOTS];
+    size_t slot = ((uintptr_t)name >> 3) % SLOTS;
+    if (names[slot] != name) {
+        const deft_op_entry_t *entry = deft_registry_find(name);
+        names[slot] = name;
+        ops[slot] = entry ? entry->op : NULL;
+    }
+    return ops[slot];
+}
 
 static deft_gref_t probe_apply(deft_grad_builder_t *b, const char *op, int nin,
                                const deft_gref_t *in, const char *const *params, int output) {
-    (void)b, (void)op, (void)nin, (void)in, (void)params;
+    (void)params;
+    const deft_op_t *applied = probe_find(op);
+    uint32_t shape_only = applied ? applied->shape_inputs : 0;
+    for (int i = 0; i < nin; i++)
+        if (i >= 32 || !(shape_only & (1u << i))) note_read((probe_t *)b, in[i]);
     return (deft_gref_t){&probe_value, output};
 }
 
 static deft_gref_t probe_input(deft_grad_builder_t *b, int k) {
-    ((probe_t *)b)->in |= k < 64 ? 1ull << k : 0;
-    return (deft_gref_t){&probe_value, 0};
+    (void)b;
+    return (deft_gref_t){&probe_input_tag, k};
 }
 
 static deft_gref_t probe_output(deft_grad_builder_t *b, int k) {
-    ((probe_t *)b)->out |= k < 64 ? 1ull << k : 0;
-    return (deft_gref_t){&probe_value, 0};
+    (void)b;
+    return (deft_gref_t){&probe_output_tag, k};
 }
 
 static deft_gref_t probe_out_grad(deft_grad_builder_t *b, int k) {
@@ -93,6 +121,7 @@ static int gradient_reads(const deft_op_entry_t *entry, const deft_param_value_t
     deft_gref_t grads[DEFT_OP_MAX_INPUTS];
     memset(grads, 0, sizeof grads);
     if (op->gradient(&p.builder, params, nin, grads)) return -1;
+    for (int i = 0; i < nin; i++) note_read(&p, grads[i]); /* a gradient that is a forward value */
     *in = p.in, *out = p.out;
     return 0;
 }

@@ -67,4 +67,7 @@ int deft_autograd_backward(int nheads, deft_ndarray_t *const *heads,
                            deft_ndarray_t *const *vars, bool retain_graph, bool create_graph,
                            deft_ndarray_t **out_grads);
 
+/* Backward plans built so far (each new graph shape builds one), for tests and reports. */
+long deft_autograd_plans_built(void);
+
 #endif

@@ -116,6 +116,10 @@ static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static plan_t *cache;
 static _Atomic long plans_built;
 
+long deft_autograd_plans_built(void) {
+    return plans_built;
+}
+
 static void plan_free(plan_t *p) {
     if (!p) return;
     free(p->key);
@@ -166,9 +170,10 @@ static bool is_forward(const deft_node_t *node, void *ctx) {
     return deft_graph_node_id(ctx, node) >= 0;
 }
 
-static const deft_desc_t *forward_desc(const copier_t *c, int e) {
-    int id = deft_graph_entry_node(c->fwd, e);
-    return &deft_record_of(c->fwd->nodes[id])->desc[e - c->fwd->row_ptr[id]];
+/* The recorded shape and dtype of forward entry e. */
+static const deft_desc_t *entry_desc(const deft_graph_t *fwd, int e) {
+    int id = deft_graph_entry_node(fwd, e);
+    return &deft_record_of(fwd->nodes[id])->desc[e - fwd->row_ptr[id]];
 }
 
 /* The variable standing for forward entry e. */
@@ -181,16 +186,16 @@ static deft_entry_t forward_var(copier_t *c, int e) {
     return (deft_entry_t){c->fvars[e], 0};
 }
 
-/* _zeros or _ones of a forward entry's shape: what zeros_like/ones_like of it
- * compute, without needing its value. */
-static deft_node_t *filled_like(copier_t *c, const char *op, const deft_desc_t *d) {
+/* Zeros of a forward entry's shape, made without its value. */
+static deft_node_t *zeros_of(copier_t *c, const deft_desc_t *d) {
     char shape[DEFT_SHAPE_STR_MAX];
     const char *keys[] = {"dtype", "shape"};
     const char *vals[] = {deft_dtype_name(d->dtype),
                           deft_shape_format(&d->shape, shape, sizeof shape)};
     deft_node_t *node = NULL;
     if (!c->status)
-        c->status = deft_node_new_op(deft_registry_find(op), NULL, 2, keys, vals, 0, NULL, &node);
+        c->status =
+            deft_node_new_op(deft_registry_find("_zeros"), NULL, 2, keys, vals, 0, NULL, &node);
     return node;
 }
 
@@ -204,14 +209,6 @@ static void copy_node(copier_t *c, int i) {
     const deft_node_t *node = c->bwd->nodes[i];
     if (!node->op) { /* a head gradient variable: shared, it has no record */
         c->copies[i] = deft_node_retain((deft_node_t *)node);
-        return;
-    }
-    const char *name = node->op->op->name;
-    bool shape_only = strcmp(name, "zeros_like") == 0 || strcmp(name, "ones_like") == 0;
-    int in_fwd = deft_graph_node_id(c->fwd, node->inputs[0].node);
-    if (shape_only && in_fwd >= 0) {
-        int e = c->fwd->row_ptr[in_fwd] + node->inputs[0].index;
-        c->copies[i] = filled_like(c, name[0] == 'z' ? "_zeros" : "_ones", forward_desc(c, e));
         return;
     }
     deft_entry_t inputs[DEFT_OP_MAX_INPUTS];
@@ -256,7 +253,7 @@ static int backward_symbol(const deft_graph_t *fwd, int nwrt, const int *wrt, de
         if (grads[w].node) {
             result[w] = substitute(&c, &grads[w]);
         } else { /* no head depends on it */
-            zeros[w] = filled_like(&c, "_zeros", forward_desc(&c, fwd->row_ptr[wrt[w]]));
+            zeros[w] = zeros_of(&c, entry_desc(fwd, fwd->row_ptr[wrt[w]]));
             result[w] = (deft_entry_t){zeros[w], 0};
         }
     }
@@ -309,7 +306,7 @@ typedef struct backward {
     deft_graph_t *fwd;
     int nwrt;
     int *wrt;                /* node ids of the variables */
-    deft_ndarray_t **values; /* per forward entry: the value kept for backward (borrowed) */
+    deft_ndarray_t **values; /* per forward entry: the value kept for backward (retained) */
     deft_ndarray_t **heads;  /* per head: its gradient (owned) */
     deft_ndarray_t **grads;  /* per variable: the result (owned) */
 } backward_t;
@@ -428,20 +425,32 @@ static int head_gradients(backward_t *b, int nheads, deft_ndarray_t *const *head
     return 0;
 }
 
+/* Forward entry e's value, or, where no node kept it because only its shape
+ * is read (op.h, shape_inputs), a placeholder of that shape. Borrowed. */
+static int forward_value(backward_t *b, int e, deft_ndarray_t **out) {
+    if (!b->values[e]) {
+        const deft_record_t *rec = deft_record_of(b->fwd->nodes[deft_graph_entry_node(b->fwd, e)]);
+        if (deft_ndarray_new_placeholder(entry_desc(b->fwd, e), rec->device, &b->values[e]))
+            return -1;
+    }
+    *out = b->values[e];
+    return 0;
+}
+
 /* The executor's inputs: forward values and head gradients, as the plan binds them. */
-static int plan_inputs(const plan_t *p, const backward_t *b, deft_ndarray_t **in) {
+static int plan_inputs(const plan_t *p, backward_t *b, deft_ndarray_t **in) {
     for (int i = 0; i < p->num_inputs; i++) {
-        in[i] = p->bind[i] >= 0 ? b->values[p->bind[i]] : b->heads[-1 - p->bind[i]];
-        if (!in[i])
-            return deft_error(DEFT_ERR_INTERNAL,
-                              "backward needs a forward value that was not kept");
+        if (p->bind[i] < 0)
+            in[i] = b->heads[-1 - p->bind[i]];
+        else if (forward_value(b, p->bind[i], &in[i]))
+            return -1;
     }
     return 0;
 }
 
 /* Gradients of nodes ids[0..n) of the forward graph by the cached executor:
  * into given[j] where not NULL, else into new arrays; out[j] owns a reference. */
-static int run_plan(const backward_t *b, int n, const int *ids, deft_ndarray_t *const *given,
+static int run_plan(backward_t *b, int n, const int *ids, deft_ndarray_t *const *given,
                     deft_ndarray_t **out) {
     key_t k = {0};
     if (make_key(b->fwd, n, ids, &k)) {
@@ -468,10 +477,9 @@ static int run_plan(const backward_t *b, int n, const int *ids, deft_ndarray_t *
 
 /* An array holding forward entry e's value whose history is that entry, so
  * calls recorded on it connect to the forward graph. */
-static int forward_array(const backward_t *b, int e, deft_ndarray_t **out) {
-    if (!b->values[e])
-        return deft_error(DEFT_ERR_INTERNAL, "backward needs a forward value that was not kept");
-    if (deft_ndarray_alias(b->values[e], out)) return -1;
+static int forward_array(backward_t *b, int e, deft_ndarray_t **out) {
+    deft_ndarray_t *value;
+    if (forward_value(b, e, &value) || deft_ndarray_alias(value, out)) return -1;
     int id = deft_graph_entry_node(b->fwd, e);
     deft_record_lock();
     deft_record_set_entry(*out, (deft_entry_t){b->fwd->nodes[id], e - b->fwd->row_ptr[id]});
@@ -479,7 +487,7 @@ static int forward_array(const backward_t *b, int e, deft_ndarray_t **out) {
     return 0;
 }
 
-static int replay_node(const backward_t *b, const deft_graph_t *g, int i, deft_ndarray_t **arrays) {
+static int replay_node(backward_t *b, const deft_graph_t *g, int i, deft_ndarray_t **arrays) {
     const deft_node_t *node = g->nodes[i];
     int first = g->row_ptr[i];
     if (!node->op) {
@@ -499,7 +507,7 @@ static int replay_node(const backward_t *b, const deft_graph_t *g, int i, deft_n
 }
 
 /* create_graph: run the backward symbol as recorded imperative calls. */
-static int replay(const backward_t *b, int n, const int *ids, deft_ndarray_t **out) {
+static int replay(backward_t *b, int n, const int *ids, deft_ndarray_t **out) {
     deft_symbol_t *sym = NULL;
     deft_graph_t *g = NULL;
     int status = backward_symbol(b->fwd, n, ids, &sym) ||

@@ -49,6 +49,27 @@ int deft_ndarray_new_lazy(const deft_desc_t *desc, deft_device_t device, deft_en
     return 0;
 }
 
+int deft_ndarray_new_placeholder(const deft_desc_t *desc, deft_device_t device,
+                                 deft_ndarray_t **out) {
+    deft_ndarray_t *arr = deft_record_alloc();
+    if (!arr) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an array record");
+    if (!(arr->var = deft_var_new())) {
+        deft_record_free(arr);
+        return -1;
+    }
+    deft_storage_t *empty;
+    if (deft_storage_new(device, 0, &empty)) {
+        deft_var_release(arr->var);
+        deft_record_free(arr);
+        return -1;
+    }
+    atomic_init(&arr->refcount, 1);
+    arr->tensor = (deft_tensor_t){desc->shape, desc->dtype, device, empty, 0};
+    arr->entry = (deft_entry_t){NULL, 0};
+    *out = arr;
+    return 0;
+}
+
 int deft_ndarray_alias(deft_ndarray_t *arr, deft_ndarray_t **out) {
     deft_ndarray_t *alias = deft_record_alloc();
     if (!alias) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an array record");

@@ -41,6 +41,11 @@ int deft_ndarray_new(const deft_shape_t *shape, deft_dtype_t dtype, deft_device_
 int deft_ndarray_new_lazy(const deft_desc_t *desc, deft_device_t device, deft_entry_t entry,
                           deft_ndarray_t **out);
 
+/* An array with a shape and dtype but no data: what backward binds for a
+ * forward value of which only the shape is read (op.h, shape_inputs). */
+int deft_ndarray_new_placeholder(const deft_desc_t *desc, deft_device_t device,
+                                 deft_ndarray_t **out);
+
 /* Another array on the same storage and engine variable, without an entry:
  * how recorded nodes keep a value without keeping the array's history. */
 int deft_ndarray_alias(deft_ndarray_t *arr, deft_ndarray_t **out);

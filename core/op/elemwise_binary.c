@@ -187,7 +187,12 @@ typedef enum binary_kind { B_ADD, B_SUB, B_MUL, B_DIV, B_POWER, B_MAX, B_MIN } b
 /* d y / d a and d y / d b times g, at the broadcast shape. */
 static void binary_terms(deft_grad_builder_t *b, binary_kind_t kind, bool broadcast,
                          deft_gref_t *ga, deft_gref_t *gb) {
-    deft_gref_t x = b->input(b, 0), z = b->input(b, 1), y = b->output(b, 0), g = b->out_grad(b, 0);
+    /* Each value is fetched only where its case reads it: autograd keeps
+     * exactly the values a gradient fetches (an add keeps none). */
+#define x b->input(b, 0)
+#define z b->input(b, 1)
+#define y b->output(b, 0)
+    deft_gref_t g = b->out_grad(b, 0);
     const char *mul = broadcast ? "broadcast_mul" : "elemwise_mul";
     const char *div = broadcast ? "broadcast_div" : "elemwise_div";
     switch (kind) {
@@ -224,6 +229,9 @@ static void binary_terms(deft_grad_builder_t *b, binary_kind_t kind, bool broadc
         break;
     }
     }
+#undef x
+#undef z
+#undef y
 }
 
 static int binary_gradient(deft_grad_builder_t *b, binary_kind_t kind, bool broadcast,

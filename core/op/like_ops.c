@@ -221,11 +221,12 @@ static int grad_add_n(deft_grad_builder_t *b, const deft_param_value_t *p, int n
     return 0;
 }
 
+/* The last input is the `like`: only its shape and dtype are read. */
 #define LIKE_OP(name_, doc, inputs, n, infer_, forward_, data_, grad)                              \
     {                                                                                              \
         .name = name_, .description = doc, .input_names = inputs, .min_inputs = n,                 \
         .max_inputs = n, .infer = infer_, .forward = forward_, .inplace_input = -1, .data = data_, \
-        .gradient = grad                                                                           \
+        .gradient = grad, .shape_inputs = 1u << (n - 1)                                            \
     }
 
 static const deft_op_t like_ops[] = {

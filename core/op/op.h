@@ -150,6 +150,9 @@ struct deft_op {
     deft_forward_fn forward;
     int inplace_input;      /* output 0 may be written over this input; -1 none */
     uint32_t mutate_inputs; /* bit k: input k is updated in place (optimizer state) */
+    /* bit k: only input k's shape and dtype are read, never its values (the
+     * `like` of the _like operators), so autograd need not keep that value */
+    uint32_t shape_inputs;
     const void *data;       /* family-specific: the scalar function, reduction, ... */
     /* Outputs, known from the parameters and input count alone (graphs need
      * the count before shapes are known); NULL means one. */

@@ -758,7 +758,8 @@ static const deft_op_t shape_ops[] = {
      .params = slice_params,
      .infer = slice_backward_infer,
      .forward = slice_backward_forward,
-     .inplace_input = -1},
+     .inplace_input = -1,
+     .shape_inputs = 1u << 1},
     {.name = "_backward_slice_axis",
      .description = "Gradient of slice_axis: zeros shaped like `like`, with grad in the slice.",
      .input_names = grad_like,
@@ -768,6 +769,7 @@ static const deft_op_t shape_ops[] = {
      .infer = slice_backward_infer,
      .forward = slice_backward_forward,
      .inplace_input = -1,
+     .shape_inputs = 1u << 1,
      .data = "axis"},
     {.name = "_split_like",
      .description = "Cuts grad along dim into pieces shaped like the other inputs: the gradient "
@@ -779,6 +781,7 @@ static const deft_op_t shape_ops[] = {
      .infer = split_like_infer,
      .forward = split_like_forward,
      .inplace_input = -1,
+     .shape_inputs = ~1u, /* every input but grad */
      .num_outputs = split_like_num_outputs},
     SHAPE_OP("broadcast_to", "Broadcasts to a larger shape (NumPy rules).", broadcast_to_params,
              broadcast_to_infer, deft_forward_broadcast_input, -1, grad_broadcast_to),
