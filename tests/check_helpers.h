@@ -21,6 +21,13 @@
 
 #define ck_assert_ok(call) ck_assert_msg((call) == 0, "%s failed: %s", #call, DeftGetLastError())
 
+/* Length of the million-operation loops: DEFT_TEST_LOOP_OPS overrides it
+ * (the sanitizer builds run shorter loops; the release build runs them all). */
+static inline int loop_ops(void) {
+    const char *text = getenv("DEFT_TEST_LOOP_OPS");
+    return text && atoi(text) > 0 ? atoi(text) : 1000000;
+}
+
 static inline int run_suite(Suite *suite) {
     SRunner *runner = srunner_create(suite);
     srunner_run_all(runner, CK_NORMAL);
