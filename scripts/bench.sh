@@ -10,3 +10,4 @@ deft_build build
 "$DEFT_ROOT/build/bench/bench_ops" "$@"
 "$DEFT_ROOT/build/bench/bench_engine"
 "$DEFT_ROOT/build/bench/bench_graph"
+"$DEFT_ROOT/build/bench/bench_autograd"

@@ -217,7 +217,7 @@ static int single_node(const deft_symbol_t *sym, deft_node_t **out) {
 int DeftSymbolGetChildren(DeftSymbolHandle handle, DeftSymbolHandle *out) {
     API_BEGIN();
     api_symbol_t *s = NULL;
-    deft_node_t *node;
+    deft_node_t *node = NULL;
     if (composed(handle, "sym", &s) || api_check_out(out, "out") || single_node(s->sym, &node))
         return -1;
     return wrap_entries(node->num_inputs, node->inputs, out);
@@ -321,7 +321,7 @@ int DeftSymbolGetAttr(DeftSymbolHandle handle, const char *key, const char **out
                       int *out_found) {
     API_BEGIN();
     api_symbol_t *s = NULL;
-    deft_node_t *node;
+    deft_node_t *node = NULL;
     if (composed(handle, "sym", &s) || api_check_out(out_value, "out_value") ||
         api_check_out(out_found, "out_found") || single_node(s->sym, &node))
         return -1;

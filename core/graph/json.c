@@ -116,7 +116,7 @@ static int read_entry(const loader_t *l, const cJSON *item, const char *path, in
     if (!cJSON_IsArray(item) || (n != 2 && n != 3))
         return bad(path, "is not an entry, expected [node, output] or [node, output, version]");
     char sub[160];
-    int node, index;
+    int node = 0, index = 0; /* set by read_index; initialised for -O3 flow analysis */
     char expected[96];
     snprintf(sub, sizeof sub, "%s[0]", path);
     snprintf(expected, sizeof expected, "a node index below %d (nodes come after their inputs)",
@@ -203,7 +203,7 @@ static int check_optional_tables(const loader_t *l, const cJSON *root) {
         int k = 0;
         for (const cJSON *a = args->child; a; a = a->next, k++) {
             char path[48];
-            int id;
+            int id = 0;
             snprintf(path, sizeof path, "arg_nodes[%d]", k);
             if (read_index(a, path, 0, l->num_nodes, "a node index", &id)) return -1;
             if (l->nodes[id]->op) return bad(path, "is node %d, which is not a variable", id);

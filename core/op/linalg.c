@@ -157,7 +157,7 @@ static int dot_forward(const deft_op_t *op, const deft_param_value_t *p, int nin
                        const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
     deft_desc_t desc[2] = {{in[0].shape, in[0].dtype}, {in[1].shape, in[1].dtype}};
-    dot_dims_t d;
+    dot_dims_t d = {0}; /* set by dot_shapes; initialised for -O3 flow analysis */
     deft_shape_t shape;
     if (dot_shapes(op, p, desc, &d, &shape)) return -1;
     gemm(in[0].dtype, p[0].i, p[1].i, d.m, d.n, d.k, deft_tensor_data(&in[0]),
@@ -308,7 +308,7 @@ static int backward_dot_forward(const deft_op_t *op, const deft_param_value_t *p
                                 const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
     deft_desc_t desc[2] = {{in[1].shape, in[1].dtype}, {in[2].shape, in[2].dtype}};
-    dot_dims_t d;
+    dot_dims_t d = {0}; /* set by dot_shapes; initialised for -O3 flow analysis */
     deft_shape_t shape;
     if (dot_shapes(op, p, desc, &d, &shape)) return -1;
     bool ta = p[0].i, tb = p[1].i, rhs = op->data != NULL;
