@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "capi/src/api.h"
+#include "core/imperative/memo.h"
 #include "core/imperative/invoke.h"
 #include "core/op/random.h"
 
@@ -162,4 +163,18 @@ int DeftImperativeInvoke(DeftOpHandle op, int num_inputs, const DeftNDArrayHandl
                          const char *const *keys, const char *const *vals) {
     API_BEGIN();
     return api_invoke(op, num_inputs, inputs, num_outputs, outputs, num_params, keys, vals);
+}
+
+int DeftSetMemoization(int capacity, int *prev) {
+    API_BEGIN();
+    return deft_memo_set_capacity(capacity, prev);
+}
+
+int DeftGetMemoizationStats(int64_t *hits, int64_t *misses) {
+    API_BEGIN();
+    if (api_check_out(hits, "hits") || api_check_out(misses, "misses")) return -1;
+    long h, m;
+    deft_memo_stats(&h, &m);
+    *hits = h, *misses = m;
+    return 0;
 }

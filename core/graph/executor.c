@@ -332,8 +332,12 @@ int deft_cached_op_invoke(deft_cached_op_t *op, int nin, deft_ndarray_t *const *
         for (int o = 0; o < g->num_outputs; o++) deft_ndarray_release(created[o]);
         return -1;
     }
-    for (int o = 0; o < g->num_outputs; o++)
+    for (int i = 0; i < nin; i++)
+        if (op->input_written[i]) deft_ndarray_touch(in[i]);
+    for (int o = 0; o < g->num_outputs; o++) {
+        if (out[o]) deft_ndarray_touch(out[o]);
         if (!out[o]) out[o] = created[o];
+    }
     *nout = g->num_outputs;
     return 0;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/base/error.h"
+#include "core/base/records.h"
 
 static const char *const annotation_keys[] = {"ctx_group", "lr_mult", "wd_mult", "force_mirroring",
                                               NULL};
@@ -45,8 +46,12 @@ static deft_node_t *node_alloc(int num_inputs, int num_params, int num_attrs, si
     size_t params_at = (size + 15) & ~(size_t)15;
     size_t ptrs_at = params_at + (size_t)num_params * sizeof(deft_param_value_t);
     size_t text_at = ptrs_at + 2 * (size_t)num_attrs * sizeof(char *);
-    deft_node_t *node = calloc(1, text_at + text_bytes);
+    size_t total = text_at + text_bytes;
+    bool record = total <= DEFT_RECORD_SIZE; /* most nodes: a list pop, not malloc */
+    deft_node_t *node = record ? deft_record_alloc() : malloc(total);
     if (!node) return NULL;
+    memset(node, 0, total);
+    node->is_record = record;
     atomic_init(&node->refcount, 1);
     char *base = (char *)node;
     node->params = num_params ? (deft_param_value_t *)(base + params_at) : NULL;
@@ -77,9 +82,13 @@ static int fill_attrs(deft_node_t *node, int n, const char *const *keys, const c
     return 0;
 }
 
-static void node_free_fields(deft_node_t *node) {
+static void node_free(deft_node_t *node) {
     free(node->name);
     free(node->input_role);
+    if (node->is_record)
+        deft_record_free(node);
+    else
+        free(node);
 }
 
 static int oom_node(void) {
@@ -95,13 +104,11 @@ int deft_node_new_variable(const char *name, const char *role, int num_attrs,
     node->num_outputs = 1;
     if ((name && !(node->name = copy_string(name))) ||
         (role && !(node->input_role = copy_string(role)))) {
-        node_free_fields(node);
-        free(node);
+        node_free(node);
         return oom_node();
     }
     if (fill_attrs(node, num_attrs, keys, vals)) {
-        node_free_fields(node);
-        free(node);
+        node_free(node);
         return -1;
     }
     *out = node;
@@ -147,8 +154,7 @@ int deft_node_new_op(const deft_op_entry_t *op, const char *name, int num_attrs,
     if ((name && !(node->name = copy_string(name))) || fill_attrs(node, num_attrs, keys, vals) ||
         parse_node_params(node)) {
         if (name && !node->name) oom_node();
-        node_free_fields(node);
-        free(node);
+        node_free(node);
         return -1;
     }
     node->num_outputs = deft_op_num_outputs(op->op, node->params, num_inputs);
@@ -201,8 +207,7 @@ void deft_node_release(deft_node_t *node) {
                 next = in;
             }
         }
-        node_free_fields(dead);
-        free(dead);
+        node_free(dead);
         dead = next;
     }
 }

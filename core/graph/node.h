@@ -40,6 +40,7 @@ struct deft_node {
     deft_attrs_t attrs;         /* operator parameters as given, and other attributes */
     deft_param_value_t *params; /* parsed parameters (op->num_params of them), or NULL */
     int num_inputs, num_outputs;
+    bool is_record; /* allocated as a record (core/base/records.h), not by malloc */
     /* State that a layer above keeps per node (the imperative layer's record of
      * a recorded call), freed with the node; set once, before the node is shared. */
     void *ext;

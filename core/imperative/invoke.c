@@ -9,6 +9,7 @@
 
 #include "core/imperative/autograd.h"
 #include "core/imperative/deferred.h"
+#include "core/imperative/memo.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +224,25 @@ static int check_not_lazy(const deft_op_t *op, int nin, deft_ndarray_t *const *i
     return 0;
 }
 
+/* A call whose result depends on nothing but its inputs and parameters,
+ * writing no existing array, and not recorded (its history must be its own). */
+static bool memoizable(const deft_op_t *op, int nout, deft_ndarray_t *const *out,
+                       const deft_autograd_call_t *grad) {
+    if (op->nondeterministic || op->mutate_inputs || grad->record) return false;
+    for (int k = 0; k < nout; k++)
+        if (out[k]) return false;
+    return true;
+}
+
+/* Given outputs and updated inputs change: memoised results of them are stale. */
+static void note_writes(const deft_op_t *op, int nin, deft_ndarray_t *const *in, int nout,
+                        deft_ndarray_t *const *given) {
+    for (int k = 0; k < nout; k++)
+        if (given[k]) deft_ndarray_touch(given[k]);
+    for (int i = 0; op->mutate_inputs && i < nin; i++)
+        if (op->mutate_inputs & (1u << i)) deft_ndarray_touch(in[i]);
+}
+
 int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in, int *nout,
                 deft_ndarray_t **out, int nparams, const char *const *keys,
                 const char *const *vals) {
@@ -251,6 +271,11 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
     if (deft_autograd_recording() &&
         deft_autograd_plan(entry, params->v, nin, in, produced, out, nparams, keys, vals, &grad))
         return -1;
+    bool memo = deft_memo_enabled() && memoizable(op, produced, out, &grad);
+    if (memo && deft_memo_lookup(entry, nin, in, nparams, keys, vals, produced, out)) {
+        *nout = produced;
+        return 0;
+    }
 
     /* The call lives on the stack; submit() copies it only if it must wait. */
     _Alignas(16) char memory[sizeof(invoke_call_t) +
@@ -279,6 +304,8 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
         return -1;
     }
     release_created(call, out, false);
+    note_writes(op, nin, in, produced, out);
+    if (memo) deft_memo_insert(entry, nin, in, nparams, keys, vals, produced, results);
     for (int k = 0; k < produced; k++) out[k] = results[k];
     *nout = produced;
     return 0;

@@ -24,6 +24,8 @@ int deft_ndarray_new(const deft_shape_t *shape, deft_dtype_t dtype, deft_device_
         return -1;
     }
     atomic_init(&arr->refcount, 1);
+    atomic_init(&arr->memo_id, 0);
+    atomic_init(&arr->version, 0);
     arr->entry = (deft_entry_t){NULL, 0};
     arr->tensor.shape = *shape;
     arr->tensor.dtype = dtype;
@@ -43,6 +45,8 @@ int deft_ndarray_new_lazy(const deft_desc_t *desc, deft_device_t device, deft_en
         return -1;
     }
     atomic_init(&arr->refcount, 1);
+    atomic_init(&arr->memo_id, 0);
+    atomic_init(&arr->version, 0);
     arr->tensor = (deft_tensor_t){desc->shape, desc->dtype, device, NULL, 0};
     arr->entry = entry;
     *out = arr;
@@ -64,6 +68,8 @@ int deft_ndarray_new_placeholder(const deft_desc_t *desc, deft_device_t device,
         return -1;
     }
     atomic_init(&arr->refcount, 1);
+    atomic_init(&arr->memo_id, 0);
+    atomic_init(&arr->version, 0);
     arr->tensor = (deft_tensor_t){desc->shape, desc->dtype, device, empty, 0};
     arr->entry = (deft_entry_t){NULL, 0};
     *out = arr;
@@ -74,6 +80,8 @@ int deft_ndarray_alias(deft_ndarray_t *arr, deft_ndarray_t **out) {
     deft_ndarray_t *alias = deft_record_alloc();
     if (!alias) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an array record");
     atomic_init(&alias->refcount, 1);
+    atomic_init(&alias->memo_id, 0);
+    atomic_init(&alias->version, 0);
     alias->tensor = arr->tensor;
     deft_storage_retain(alias->tensor.storage);
     alias->var = deft_var_retain(arr->var);
@@ -99,9 +107,11 @@ deft_ndarray_t *deft_ndarray_retain(deft_ndarray_t *arr) {
 void deft_ndarray_release(deft_ndarray_t *arr) {
     if (!arr) return;
     if (atomic_fetch_sub_explicit(&arr->refcount, 1, memory_order_acq_rel) != 1) return;
-    if (arr->entry.node) {
+    if (arr->entry.node) { /* one lock for forgetting it and freeing the nodes it held */
+        deft_record_lock();
         deft_record_forget(arr);
         deft_node_release(arr->entry.node);
+        deft_record_unlock();
     }
     deft_storage_release(arr->tensor.storage);
     deft_var_release(arr->var);
@@ -143,6 +153,7 @@ int deft_ndarray_copy_from_host(deft_ndarray_t *arr, const void *data, size_t nb
                           "the array is lazy (deferred compute): its value is the result of a "
                           "recorded operation and cannot be overwritten");
     if (check_host_buffer(arr, data, nbytes) || deft_ndarray_wait_to_write(arr)) return -1;
+    deft_ndarray_touch(arr);
     if (nbytes) memcpy(deft_tensor_data(&arr->tensor), data, nbytes);
     return 0;
 }

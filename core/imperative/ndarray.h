@@ -23,8 +23,10 @@
 typedef struct deft_ndarray {
     atomic_int refcount;
     deft_tensor_t tensor;
-    deft_var_t *var;    /* orders the operations that read and write this array */
-    deft_entry_t entry; /* the recorded node producing it (a reference), or none */
+    deft_var_t *var;          /* orders the operations that read and write this array */
+    deft_entry_t entry;       /* the recorded node producing it (a reference), or none */
+    _Atomic uint64_t memo_id; /* memo.h: 0 until memoisation first sees it */
+    atomic_uint version;      /* bumped by every write (deft_ndarray_touch) */
 } deft_ndarray_t;
 
 _Static_assert(sizeof(deft_ndarray_t) <= DEFT_RECORD_SIZE, "records hold array headers");
@@ -60,6 +62,11 @@ deft_ndarray_t *deft_ndarray_retain(deft_ndarray_t *arr);
 deft_ndarray_t *deft_ndarray_try_retain(deft_ndarray_t *arr);
 /* Drop a reference; NULL is a no-op. */
 void deft_ndarray_release(deft_ndarray_t *arr);
+
+/* Note a write to the array (its contents are about to change). */
+static inline void deft_ndarray_touch(deft_ndarray_t *arr) {
+    atomic_fetch_add_explicit(&arr->version, 1, memory_order_relaxed);
+}
 
 /* Wait for pending writes (and, for write, reads), computing a lazy array
  * first; -1 with an asynchronous failure. */

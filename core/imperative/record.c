@@ -1,29 +1,24 @@
-#define _XOPEN_SOURCE 700
 #include "core/imperative/record.h"
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/base/error.h"
+#include "core/base/records.h"
+#include "core/base/tls.h"
 
-static pthread_mutex_t lock;
-static pthread_once_t lock_once = PTHREAD_ONCE_INIT;
-
-static void init_lock(void) {
-    pthread_mutexattr_t attr;
-    pthread_mutexattr_init(&attr);
-    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-    pthread_mutex_init(&lock, &attr);
-    pthread_mutexattr_destroy(&attr);
-}
+/* One process-wide lock, reentrant through a per-thread depth (cheaper than a
+ * recursive mutex): freeing nodes while holding it frees records, which take it. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static DEFT_TLS_FAST int tl_depth;
 
 void deft_record_lock(void) {
-    pthread_once(&lock_once, init_lock);
-    pthread_mutex_lock(&lock);
+    if (tl_depth++ == 0) pthread_mutex_lock(&lock);
 }
 
 void deft_record_unlock(void) {
-    pthread_mutex_unlock(&lock);
+    if (--tl_depth == 0) pthread_mutex_unlock(&lock);
 }
 
 static void drop_kept(deft_record_t *rec) {
@@ -60,14 +55,20 @@ static void free_record(deft_node_t *node) {
     deft_ndarray_release(rec->grad);
     node->ext = NULL;
     deft_record_unlock();
-    free(rec);
+    if (rec->is_record)
+        deft_record_free(rec);
+    else
+        free(rec);
 }
 
 int deft_record_attach(deft_node_t *node, deft_device_t device, const deft_desc_t *desc) {
     int n = node->num_outputs, slots = 3 * n + node->num_inputs; /* live, kept, saved */
-    deft_record_t *rec =
-        calloc(1, sizeof *rec + (size_t)n * sizeof(deft_desc_t) + (size_t)slots * sizeof(void *));
+    size_t size =
+        sizeof(deft_record_t) + (size_t)n * sizeof(deft_desc_t) + (size_t)slots * sizeof(void *);
+    deft_record_t *rec = size <= DEFT_RECORD_SIZE ? deft_record_alloc() : malloc(size);
     if (!rec) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a recorded node");
+    memset(rec, 0, size);
+    rec->is_record = size <= DEFT_RECORD_SIZE;
     rec->device = device;
     rec->num_outputs = n;
     rec->desc = (deft_desc_t *)(rec + 1);

@@ -10,7 +10,7 @@
  * counts once in `pending` of each of its inputs; when the count falls to
  * zero the values go.
  *
- * All records change under one process-wide lock (recursive, because freeing
+ * All records change under one process-wide lock (reentrant, because freeing
  * a node while holding it frees records too). Recording and triggering take
  * it once per call; nothing waits for computation while holding it.
  */
@@ -36,6 +36,7 @@ typedef struct deft_record {
     uint64_t save_in, save_out; /* the inputs and outputs its gradient reads */
     deft_ndarray_t **saved;     /* their values (no entry): inputs, then outputs */
     bool saved_released;        /* a backward without retain_graph dropped them */
+    bool is_record;             /* allocated as a record (core/base/records.h), not by malloc */
 } deft_record_t;
 
 void deft_record_lock(void);

@@ -108,6 +108,31 @@ DEFT_API int DeftOpGetParamChoices(DeftOpHandle op, int index, int *out_count,
 DEFT_API int DeftRandomSeed(uint64_t seed);
 
 /**
+ * @brief Turn memoisation of operator calls on (capacity > 0) or off (0).
+ *
+ * While on, an imperative call of a deterministic operator, with no given
+ * outputs and not recorded for autograd, on the same input arrays (unchanged
+ * since) with the same parameters as a call still in the cache returns that
+ * call's results (the same arrays) instead of computing again. Any write to
+ * an input or to a cached result makes the entry stale. The cache holds the
+ * last @p capacity distinct calls, least recently used first out, and keeps
+ * their results allocated while they are cached. Off by default; turning it
+ * off empties the cache. Process-wide.
+ * @param capacity the most calls to remember; 0 turns memoisation off.
+ * @param[out] prev receives the previous capacity (may be NULL).
+ * @return 0 on success; -1 when the cache cannot be allocated.
+ */
+DEFT_API int DeftSetMemoization(int capacity, int *prev);
+
+/**
+ * @brief Calls answered from the memoisation cache, and calls looked up and not found.
+ * @param[out] hits receives the hits since the process started.
+ * @param[out] misses receives the misses.
+ * @return 0 on success; -1 when an out-parameter is NULL.
+ */
+DEFT_API int DeftGetMemoizationStats(int64_t *hits, int64_t *misses);
+
+/**
  * @brief Run an operator now.
  *
  * The kernel runs asynchronously on the engine; reading an output waits for

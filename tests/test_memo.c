@@ -1,0 +1,88 @@
+/* Memoisation of imperative calls: hits, staleness after writes, the bound, what is excluded. */
+#include "check_helpers.h"
+#include "op_helpers.h"
+
+static void stats(int64_t *hits, int64_t *misses) {
+    ck_assert_ok(DeftGetMemoizationStats(hits, misses));
+}
+
+START_TEST(off_by_default) {
+    int prev = -1;
+    ck_assert_ok(DeftSetMemoization(0, &prev));
+    ck_assert_int_eq(prev, 0);
+    int64_t h0, m0, h1, m1;
+    stats(&h0, &m0);
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(3), VALUES(1, 2, 3));
+    DeftNDArrayHandle a = call1("exp", 1, &x, NO_PARAMS), b = call1("exp", 1, &x, NO_PARAMS);
+    stats(&h1, &m1);
+    ck_assert_int_eq(h1, h0);
+    ck_assert_int_eq(m1, m0);
+    free_all(1, &x), free_all(1, &a), free_all(1, &b);
+}
+END_TEST
+
+START_TEST(hits_and_staleness) {
+    ck_assert_ok(DeftSetMemoization(8, NULL));
+    int64_t h0, m0, h, m;
+    stats(&h0, &m0);
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(3), VALUES(1, 2, 3));
+    DeftNDArrayHandle a = call1("_mul_scalar", 1, &x, P("scalar", "2"));
+    DeftNDArrayHandle b = call1("_mul_scalar", 1, &x, P("scalar", "2"));
+    stats(&h, &m);
+    ck_assert_int_eq(h - h0, 1);
+    ck_assert_int_eq(m - m0, 1);
+    assert_values(b, 3, VALUES(2, 4, 6), 0);
+    DeftNDArrayHandle c = call1("_mul_scalar", 1, &x, P("scalar", "3")); /* other parameters */
+    stats(&h, &m);
+    ck_assert_int_eq(h - h0, 1);
+    ck_assert_int_eq(m - m0, 2);
+    set_values(x, 3, VALUES(5, 5, 5)); /* the input changed: computed again */
+    DeftNDArrayHandle d = call1("_mul_scalar", 1, &x, P("scalar", "2"));
+    assert_values(d, 3, VALUES(10, 10, 10), 0);
+    set_values(d, 3, VALUES(0, 0, 0)); /* the cached result changed: computed again */
+    DeftNDArrayHandle e = call1("_mul_scalar", 1, &x, P("scalar", "2"));
+    assert_values(e, 3, VALUES(10, 10, 10), 0);
+    stats(&h, &m);
+    ck_assert_int_eq(h - h0, 1);
+    ck_assert_int_eq(m - m0, 4);
+    ck_assert_ok(DeftSetMemoization(0, NULL));
+    DeftNDArrayHandle all[] = {x, a, b, c, d, e};
+    free_all(6, all);
+}
+END_TEST
+
+START_TEST(bounded_and_selective) {
+    ck_assert_ok(DeftSetMemoization(2, NULL));
+    int64_t h0, m0, h, m;
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(3), VALUES(1, 2, 3));
+    DeftNDArrayHandle r[6];
+    r[0] = call1("exp", 1, &x, NO_PARAMS);
+    r[1] = call1("tanh", 1, &x, NO_PARAMS);
+    r[2] = call1("sin", 1, &x, NO_PARAMS); /* evicts exp */
+    stats(&h0, &m0);
+    r[3] = call1("exp", 1, &x, NO_PARAMS);
+    stats(&h, &m);
+    ck_assert_int_eq(h - h0, 0);
+    ck_assert_int_eq(m - m0, 1);
+    r[4] = call1("_random_uniform", 0, NULL, P("shape", "(4)")); /* never memoised */
+    r[5] = call1("_random_uniform", 0, NULL, P("shape", "(4)"));
+    int64_t n;
+    double *u = read_all(r[4], &n), *v = read_all(r[5], &n);
+    ck_assert(memcmp(u, v, sizeof(double) * 4) != 0);
+    free(u), free(v);
+    stats(&h, &m);
+    ck_assert_int_eq(m - m0, 1);
+    ck_assert_ok(DeftSetMemoization(0, NULL));
+    free_all(1, &x), free_all(6, r);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("memo");
+    TCase *tc = tcase_create("memo");
+    tcase_add_test(tc, off_by_default);
+    tcase_add_test(tc, hits_and_staleness);
+    tcase_add_test(tc, bounded_and_selective);
+    suite_add_tcase(s, tc);
+    return run_suite(s);
+}
