@@ -1,9 +1,10 @@
 /* Autograd through the recorded graph: values, modes, errors, plan reuse, memory. */
 #include <math.h>
 
+#include "capi/src/handle.h"
 #include "check_helpers.h"
 #include "core/imperative/autograd.h"
-#include "op_helpers.h"
+#include "symbol_helpers.h"
 
 static void set_recording(int on) {
     ck_assert_ok(DeftAutogradSetIsRecording(on, NULL));
@@ -182,6 +183,59 @@ START_TEST(deferred_and_autograd_together) {
 }
 END_TEST
 
+/* An executor called while recording is one node, differentiated through its graph. */
+START_TEST(executor_call_is_one_node) {
+    DeftSymbolHandle sx = var("x"), se = apply("exp", NULL, 1, &sx, NO_PARAMS);
+    DeftSymbolHandle sy = apply("elemwise_mul", NULL, 2, (DeftSymbolHandle[]){se, sx}, NO_PARAMS);
+    DeftCachedOpHandle exec;
+    ck_assert_ok(DeftCachedOpCreate(sy, 0, &exec));
+    DeftNDArrayHandle g, x = marked(3, VALUES(0.5, 1, -1), &g, DEFT_GRAD_WRITE);
+    set_recording(1);
+    DeftNDArrayHandle y = NULL;
+    int nout = 1;
+    ck_assert_ok(DeftCachedOpInvoke(exec, 1, &x, &nout, &y));
+    DeftNDArrayHandle s = call1("sum", 1, &y, NO_PARAMS);
+    set_recording(0);
+    const deft_ndarray_t *arr = deft_handle_object(y);
+    ck_assert_str_eq(arr->entry.node->op->op->name, "_CachedOp");
+    ck_assert_ok(DeftAutogradBackward(1, &s, NULL, 0, 0));
+    double xs[3] = {0.5, 1, -1}, want[3];
+    for (int i = 0; i < 3; i++) want[i] = exp(xs[i]) * (1 + xs[i]);
+    assert_values(g, 3, want, 1e-12);
+
+    /* deferred, and deferred with recording: lazy, exported inline, differentiable */
+    ck_assert_ok(DeftSetIsDeferredCompute(1, NULL));
+    set_recording(1);
+    DeftNDArrayHandle z = NULL;
+    nout = 1;
+    ck_assert_ok(DeftCachedOpInvoke(exec, 1, &x, &nout, &z));
+    DeftNDArrayHandle w = call1("_plus_scalar", 1, &z, P("scalar", "1"));
+    set_recording(0);
+    ck_assert_ok(DeftSetIsDeferredCompute(0, NULL));
+    int lazy = 0;
+    ck_assert_ok(DeftNDArrayGetIsDeferredCompute(&w, 1, &lazy));
+    ck_assert_int_eq(lazy, 1);
+    DeftSymbolHandle sym;
+    ck_assert_ok(DeftNDArrayGetDeferredComputeSymbol(&x, &w, (const char *[]){"x"},
+                                                     (const char *[]){"w"}, 1, 1, &sym));
+    const char *json;
+    ck_assert_ok(DeftSymbolSaveToJSON(sym, &json));
+    ck_assert_int_eq(count_text(json, "_CachedOp"), 0);
+    ck_assert_int_eq(count_text(json, "\"exp\""), 1);
+    for (int i = 0; i < 3; i++) want[i] = exp(xs[i]) * xs[i] + 1;
+    assert_values(w, 3, want, 1e-12);
+    ck_assert_ok(DeftAutogradBackward(1, &w, NULL, 0, 0));
+    for (int i = 0; i < 3; i++) want[i] = exp(xs[i]) * (1 + xs[i]);
+    assert_values(g, 3, want, 1e-12);
+    ck_assert_ok(DeftSymbolFree(sym));
+    DeftNDArrayHandle all[] = {y, s, z, w, x, g};
+    free_all(6, all);
+    ck_assert_ok(DeftCachedOpFree(exec));
+    DeftSymbolHandle syms[] = {sx, se, sy};
+    for (int i = 0; i < 3; i++) ck_assert_ok(DeftSymbolFree(syms[i]));
+}
+END_TEST
+
 /* ---- memory ---- */
 
 static int64_t mem_stat(int stat) {
@@ -302,6 +356,7 @@ Suite *autograd_suite(void) {
     tcase_add_test(tc, errors);
     tcase_add_test(tc, backward_plan_is_reused);
     tcase_add_test(tc, deferred_and_autograd_together);
+    tcase_add_test(tc, executor_call_is_one_node);
     suite_add_tcase(s, tc);
     TCase *mem = tcase_create("memory");
     tcase_set_timeout(mem, 300);

@@ -1,6 +1,7 @@
 /* The executor (CachedOp): creation, runs, plan figures, release. */
 
 #include "capi/src/api.h"
+#include "core/imperative/cached_call.h"
 #include "core/imperative/deferred.h"
 #include "core/graph/executor.h"
 #include "core/graph/gradient.h"
@@ -72,9 +73,7 @@ int DeftCachedOpInvoke(DeftCachedOpHandle handle, int num_inputs, const DeftNDAr
                           "outputs[%d] is a lazy array (deferred compute), which cannot be written",
                           lazy);
     int produced = room;
-    if (deft_deferred_compute(num_inputs, in) ||
-        deft_cached_op_invoke(op, num_inputs, in, &produced, out))
-        return -1;
+    if (deft_cached_call(op, num_inputs, in, &produced, out)) return -1;
     for (int o = 0; o < produced; o++) {
         if (outputs[o]) continue;
         if (api_ndarray_wrap(out[o], &outputs[o])) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/base/error.h"
+#include "core/graph/subgraph.h"
 
 /* Everything that depends on the input signature, made once and kept. */
 typedef struct plan_entry {
@@ -22,12 +23,13 @@ struct deft_cached_op {
     deft_graph_t *g;
     bool plan_memory;
     int num_inputs;
-    int *input_nodes;     /* node ids: arguments, then auxiliary states */
-    int *input_of_node;   /* node id -> input position, -1 for operators */
-    int *output_entries;  /* entry ids of the graph outputs */
-    bool *input_written;  /* auxiliary states are updated in place */
-    deft_var_t *var;      /* runs share the arena: one at a time */
-    pthread_mutex_t lock; /* the plan list */
+    int *input_nodes;          /* node ids: arguments, then auxiliary states */
+    int *input_of_node;        /* node id -> input position, -1 for operators */
+    int *output_entries;       /* entry ids of the graph outputs */
+    bool *input_written;       /* auxiliary states are updated in place */
+    deft_var_t *var;           /* runs share the arena: one at a time */
+    deft_subgraph_t *subgraph; /* made when a call is first recorded as one node */
+    pthread_mutex_t lock;      /* the plan list */
     plan_entry_t *plans, *last;
 };
 
@@ -87,6 +89,7 @@ void deft_cached_op_release(deft_cached_op_t *op) {
         free_plan(op->plans);
         op->plans = next;
     }
+    deft_subgraph_release(op->subgraph);
     deft_graph_free(op->g);
     deft_var_release(op->var);
     free(op->input_nodes), free(op->input_of_node), free(op->input_written),
@@ -103,10 +106,14 @@ const char *deft_cached_op_input_name(const deft_cached_op_t *op, int i) {
     return op->g->names[op->input_nodes[i]];
 }
 
-static bool same_signature(const plan_entry_t *p, int nin, deft_ndarray_t *const *in) {
+const deft_node_t *deft_cached_op_input_node(const deft_cached_op_t *op, int i) {
+    return op->g->nodes[op->input_nodes[i]];
+}
+
+static bool same_signature(const plan_entry_t *p, int nin, const deft_desc_t *in) {
     for (int i = 0; i < nin; i++)
-        if (p->signature[i].dtype != in[i]->tensor.dtype ||
-            !deft_shape_equal(&p->signature[i].shape, &in[i]->tensor.shape))
+        if (p->signature[i].dtype != in[i].dtype ||
+            !deft_shape_equal(&p->signature[i].shape, &in[i].shape))
             return false;
     return true;
 }
@@ -123,7 +130,7 @@ static int incomplete(const deft_cached_op_t *op, const deft_graph_types_t *t) {
     return 0;
 }
 
-static int make_plan(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, plan_entry_t **out) {
+static int make_plan(deft_cached_op_t *op, int nin, const deft_desc_t *in, plan_entry_t **out) {
     const deft_graph_t *g = op->g;
     plan_entry_t *p = calloc(1, sizeof *p);
     deft_desc_t *given = calloc((size_t)g->num_nodes + 1, sizeof *given);
@@ -136,7 +143,7 @@ static int make_plan(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, p
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a plan");
     }
     for (int i = 0; i < nin; i++) {
-        p->signature[i] = (deft_desc_t){in[i]->tensor.shape, in[i]->tensor.dtype};
+        p->signature[i] = in[i];
         given[op->input_nodes[i]] = p->signature[i];
         known[op->input_nodes[i]] = true;
     }
@@ -161,7 +168,7 @@ static int make_plan(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, p
 }
 
 /* The plan for these inputs: cached, or made now. */
-static int find_plan(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, plan_entry_t **out) {
+static int find_plan(deft_cached_op_t *op, int nin, const deft_desc_t *in, plan_entry_t **out) {
     pthread_mutex_lock(&op->lock);
     plan_entry_t *p = op->plans;
     while (p && !same_signature(p, nin, in)) p = p->next;
@@ -211,30 +218,36 @@ typedef struct run {
     deft_ndarray_t **arrays; /* inputs, then outputs; retained */
 } run_t;
 
-static int run_graph(void *arg) {
-    const run_t *r = arg;
-    const deft_graph_t *g = r->op->g;
-    deft_tensor_t *t = r->plan->tensors;
+/* Run the graph with per-entry tensors t (the plan's arena entries filled in)
+ * on input and output tensors. */
+static int run_on(const deft_cached_op_t *op, deft_tensor_t *t, int nin, const deft_tensor_t *in,
+                  int nout, const deft_tensor_t *out) {
+    const deft_graph_t *g = op->g;
     /* Outputs from last to first, so an entry listed twice lands in its first
      * array; inputs after outputs, so an output that is an input reads the input. */
-    for (int o = r->nout - 1; o >= 0; o--)
-        t[r->op->output_entries[o]] = r->arrays[r->nin + o]->tensor;
-    for (int i = 0; i < r->nin; i++) t[g->row_ptr[r->op->input_nodes[i]]] = r->arrays[i]->tensor;
+    for (int o = nout - 1; o >= 0; o--) t[op->output_entries[o]] = out[o];
+    for (int i = 0; i < nin; i++) t[g->row_ptr[op->input_nodes[i]]] = in[i];
     if (deft_graph_forward(g, t)) return -1;
     /* An output that is an input, or the same entry twice: copy what the walk did not write. */
-    for (int o = 0; o < r->nout; o++) {
+    for (int o = 0; o < nout; o++) {
         const deft_entry_t *e = &g->outputs[o];
-        deft_tensor_t *dst = &r->arrays[r->nin + o]->tensor;
         const deft_tensor_t *src = NULL;
         int node = deft_graph_node_id(g, e->node);
-        if (!e->node->op) src = &r->arrays[r->op->input_of_node[node]]->tensor;
+        if (!e->node->op) src = &in[op->input_of_node[node]];
         for (int p = 0; p < o && !src; p++)
-            if (r->op->output_entries[p] == r->op->output_entries[o])
-                src = &r->arrays[r->nin + p]->tensor;
-        if (src && deft_tensor_nbytes(dst))
-            memcpy(deft_tensor_data(dst), deft_tensor_data(src), deft_tensor_nbytes(dst));
+            if (op->output_entries[p] == op->output_entries[o]) src = &out[p];
+        if (src && deft_tensor_nbytes(&out[o]))
+            memcpy(deft_tensor_data(&out[o]), deft_tensor_data(src), deft_tensor_nbytes(&out[o]));
     }
     return 0;
+}
+
+static int run_graph(void *arg) {
+    const run_t *r = arg;
+    deft_tensor_t in[DEFT_OP_MAX_INPUTS * 4], out[DEFT_OP_MAX_OUTPUTS * 4];
+    for (int i = 0; i < r->nin; i++) in[i] = r->arrays[i]->tensor;
+    for (int o = 0; o < r->nout; o++) out[o] = r->arrays[r->nin + o]->tensor;
+    return run_on(r->op, r->plan->tensors, r->nin, in, r->nout, out);
 }
 
 static void free_run(void *arg) {
@@ -284,7 +297,10 @@ int deft_cached_op_invoke(deft_cached_op_t *op, int nin, deft_ndarray_t *const *
                           deft_ndarray_t **out) {
     const deft_graph_t *g = op->g;
     plan_entry_t *plan;
-    if (check_inputs(op, nin, in) || find_plan(op, nin, in, &plan)) return -1;
+    deft_desc_t sig[DEFT_OP_MAX_INPUTS * 4];
+    if (check_inputs(op, nin, in)) return -1;
+    for (int i = 0; i < nin; i++) sig[i] = (deft_desc_t){in[i]->tensor.shape, in[i]->tensor.dtype};
+    if (find_plan(op, nin, sig, &plan)) return -1;
     if (*nout < g->num_outputs)
         return deft_error(DEFT_ERR_VALUE, "the graph has %d outputs, but there is room for %d",
                           g->num_outputs, *nout);
@@ -340,4 +356,64 @@ int deft_cached_op_invoke(deft_cached_op_t *op, int nin, deft_ndarray_t *const *
     }
     *nout = g->num_outputs;
     return 0;
+}
+
+int deft_cached_op_infer(deft_cached_op_t *op, int nin, const deft_desc_t *in, int *nout,
+                         deft_desc_t *out) {
+    plan_entry_t *p;
+    if (nin != op->num_inputs)
+        return deft_error(DEFT_ERR_VALUE, "got %d inputs, expected %d", nin, op->num_inputs);
+    if (find_plan(op, nin, in, &p)) return -1;
+    *nout = op->g->num_outputs;
+    for (int o = 0; o < op->g->num_outputs; o++) out[o] = p->types.desc[op->output_entries[o]];
+    return 0;
+}
+
+int deft_cached_op_forward(deft_cached_op_t *op, int nin, const deft_tensor_t *in, int nout,
+                           const deft_tensor_t *out) {
+    deft_desc_t sig[DEFT_OP_MAX_INPUTS * 4];
+    for (int i = 0; i < nin && i < DEFT_OP_MAX_INPUTS * 4; i++)
+        sig[i] = (deft_desc_t){in[i].shape, in[i].dtype};
+    plan_entry_t *p;
+    if (nin != op->num_inputs || nout != op->g->num_outputs)
+        return deft_error(DEFT_ERR_INTERNAL,
+                          "a graph run with %d inputs and %d outputs, not %d, %d", nin, nout,
+                          op->num_inputs, op->g->num_outputs);
+    if (find_plan(op, nin, sig, &p)) return -1;
+    /* Its own arena and entry table: runs of one graph as a node may overlap. */
+    int entries = p->types.num_entries;
+    deft_storage_t *arena;
+    deft_tensor_t *t = malloc(((size_t)entries + 1) * sizeof *t);
+    if (!t) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph run");
+    if (deft_storage_new(deft_device_cpu(), p->plan.arena_bytes, &arena)) {
+        free(t);
+        return -1;
+    }
+    memcpy(t, p->tensors, (size_t)entries * sizeof *t);
+    for (int e = 0; e < entries; e++)
+        if (p->plan.offset[e] >= 0) t[e].storage = arena;
+    int status = run_on(op, t, nin, in, nout, out);
+    deft_storage_release(arena);
+    free(t);
+    return status;
+}
+
+int deft_cached_op_subgraph(deft_cached_op_t *op, deft_subgraph_t **out) {
+    pthread_mutex_lock(&op->lock);
+    int status = 0;
+    if (!op->subgraph) {
+        deft_symbol_t *sym;
+        status = deft_symbol_from_entries(op->g->num_outputs, op->g->outputs, &sym);
+        if (status == 0) status = deft_subgraph_new(sym, &op->subgraph);
+        if (status == 0) deft_symbol_free(sym);
+    }
+    *out = op->subgraph;
+    pthread_mutex_unlock(&op->lock);
+    return status;
+}
+
+bool deft_cached_op_updates_inputs(const deft_cached_op_t *op) {
+    for (int i = 0; i < op->num_inputs; i++)
+        if (op->input_written[i]) return true;
+    return false;
 }

@@ -13,6 +13,7 @@
 #include "core/imperative/ndarray.h"
 
 typedef struct deft_cached_op deft_cached_op_t;
+typedef struct deft_subgraph deft_subgraph_t;
 
 int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_op_t **out);
 void deft_cached_op_release(deft_cached_op_t *op);
@@ -26,8 +27,25 @@ int deft_cached_op_invoke(deft_cached_op_t *op, int nin, deft_ndarray_t *const *
 int deft_cached_op_last_plan(deft_cached_op_t *op, deft_memory_plan_t *out);
 
 int deft_cached_op_num_inputs(const deft_cached_op_t *op);
-/* The name of input i (a variable of the graph). */
+/* The name and the node of input i (a variable of the graph). */
 const char *deft_cached_op_input_name(const deft_cached_op_t *op, int i);
+const deft_node_t *deft_cached_op_input_node(const deft_cached_op_t *op, int i);
+
+/* The outputs' descriptions for inputs described by `in` (planned if new). */
+int deft_cached_op_infer(deft_cached_op_t *op, int nin, const deft_desc_t *in, int *nout,
+                         deft_desc_t *out);
+
+/* Run the graph now, on this thread, on tensors, with an arena of its own:
+ * how a recorded call of the executor (one _CachedOp node) is computed. */
+int deft_cached_op_forward(deft_cached_op_t *op, int nin, const deft_tensor_t *in, int nout,
+                           const deft_tensor_t *out);
+
+/* The executor's graph registered as a subgraph (subgraph.h), made on first
+ * use and kept by the executor (borrowed). */
+int deft_cached_op_subgraph(deft_cached_op_t *op, deft_subgraph_t **out);
+
+/* Whether a run writes some of its inputs (auxiliary states). */
+bool deft_cached_op_updates_inputs(const deft_cached_op_t *op);
 
 /* Run every operator node of g that is not a leaf, in order, over the
  * per-entry tensors t (leaves' entries filled in by the caller). */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/base/error.h"
+#include "core/graph/subgraph.h"
 #include "core/imperative/deferred.h"
 #include "core/imperative/record.h"
 
@@ -23,7 +24,10 @@ typedef struct export_state {
     deft_node_t **in_vars; /* per input: its variable in the symbol */
     bool *in_used;
     deft_graph_t *g;
-    deft_node_t **copies; /* per node of g */
+    deft_node_t **copies;   /* per node of g */
+    deft_entry_t **inlined; /* per node of g: the outputs of an inlined executor call */
+    int num_made, made_cap; /* nodes made by inlining, released at the end */
+    deft_node_t **made;
 } export_state_t;
 
 static int input_of_entry(const export_state_t *s, const deft_entry_t *e) {
@@ -76,6 +80,7 @@ static deft_entry_t substitute(export_state_t *s, const deft_entry_t *e) {
     }
     int id = deft_graph_node_id(s->g, e->node);
     if (s->copies[id]) return (deft_entry_t){s->copies[id], e->index};
+    if (s->inlined[id]) return s->inlined[id][e->index];
     if (!e->node->op)
         deft_error(DEFT_ERR_VALUE,
                    s->nin == 0 ? "an output depends on an array that is not bound to a variable "
@@ -118,6 +123,62 @@ static const char *node_name(const export_state_t *s, int id, int nout, deft_nda
     return NULL;
 }
 
+static int keep_made(export_state_t *s, deft_node_t *node) {
+    if (s->num_made == s->made_cap) {
+        int cap = s->made_cap ? 2 * s->made_cap : 16;
+        deft_node_t **grown = realloc(s->made, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            deft_node_release(node);
+            return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
+        }
+        s->made = grown, s->made_cap = cap;
+    }
+    s->made[s->num_made++] = node;
+    return 0;
+}
+
+/* One node of an executor's graph, inlined: its inputs through `map`. */
+static int inline_node(export_state_t *s, const deft_graph_t *sub, int i, deft_entry_t *map) {
+    const deft_node_t *node = sub->nodes[i];
+    deft_entry_t inputs[DEFT_OP_MAX_INPUTS];
+    deft_node_t *copy;
+    for (int k = 0; k < node->num_inputs; k++) inputs[k] = map[deft_graph_input_entry(sub, i, k)];
+    if (deft_node_new_op(node->op, NULL, node->attrs.count, (const char *const *)node->attrs.keys,
+                         (const char *const *)node->attrs.vals, node->num_inputs, inputs, &copy) ||
+        keep_made(s, copy))
+        return -1;
+    for (int k = 0; k < node->num_outputs; k++) map[sub->row_ptr[i] + k] = (deft_entry_t){copy, k};
+    return 0;
+}
+
+/* A recorded executor call (_CachedOp) exports as its graph, inlined, so
+ * the symbol stands alone (its JSON names no process-local graph). */
+static int inline_call(export_state_t *s, int id) {
+    const deft_node_t *node = s->g->nodes[id];
+    const deft_subgraph_t *sg = deft_record_of(node)->subgraph;
+    const deft_symbol_t *sym = deft_subgraph_symbol(sg);
+    deft_graph_t *sub;
+    if (deft_graph_build_cut(sym->num_outputs, sym->outputs, NULL, NULL, &sub)) return -1;
+    deft_entry_t *map = calloc((size_t)deft_graph_num_entries(sub) + 1, sizeof *map);
+    s->inlined[id] = calloc((size_t)node->num_outputs + 1, sizeof *s->inlined[id]);
+    int status = map && s->inlined[id] ? 0 : deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate");
+    for (int i = 0; status == 0 && i < sub->num_nodes; i++) {
+        const deft_node_t *inner = sub->nodes[i];
+        if (inner->op) {
+            status = inline_node(s, sub, i, map);
+            continue;
+        }
+        map[sub->row_ptr[i]] = substitute(s, &node->inputs[deft_subgraph_input_of(sg, inner)]);
+        if (!map[sub->row_ptr[i]].node) status = -1;
+    }
+    for (int o = 0; status == 0 && o < sym->num_outputs; o++)
+        s->inlined[id][o] = map[deft_graph_entry_id(
+            sub, deft_graph_node_id(sub, sym->outputs[o].node), sym->outputs[o].index)];
+    free(map);
+    deft_graph_free(sub);
+    return status;
+}
+
 static int copy_graph(export_state_t *s, int nout, deft_ndarray_t *const *out,
                       const char *const *out_names) {
     const deft_graph_t *g = s->g;
@@ -127,7 +188,10 @@ static int copy_graph(export_state_t *s, int nout, deft_ndarray_t *const *out,
             if (!node->op && s->nin == 0 && node->name && copy_variable(s, i)) return -1;
             continue;
         }
-        if (copy_node(s, i, node_name(s, i, nout, out, out_names))) return -1;
+        const deft_record_t *rec = deft_record_of(node);
+        int status = rec && rec->subgraph ? inline_call(s, i)
+                                          : copy_node(s, i, node_name(s, i, nout, out, out_names));
+        if (status) return -1;
     }
     for (int i = 0; i < s->nin; i++)
         if (!s->in_used[i])
@@ -149,7 +213,8 @@ static int export_locked(export_state_t *s, int nout, deft_ndarray_t *const *out
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
     for (int k = 0; k < nout; k++) entries[k] = out[k]->entry;
     int status = deft_graph_build_cut(nout, entries, is_input_node, s, &s->g);
-    if (status == 0 && !(s->copies = calloc((size_t)s->g->num_nodes + 1, sizeof *s->copies)))
+    if (status == 0 && (!(s->copies = calloc((size_t)s->g->num_nodes + 1, sizeof *s->copies)) ||
+                        !(s->inlined = calloc((size_t)s->g->num_nodes + 1, sizeof *s->inlined))))
         status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
     if (status == 0) status = make_input_vars(s);
     if (status == 0) status = copy_graph(s, nout, out, out_names);
@@ -178,11 +243,14 @@ int deft_deferred_export(int nin, deft_ndarray_t *const *in, const char *const *
     int status =
         check_arrays(nin, in, nout, out) ? -1 : export_locked(&s, nout, out, out_names, sym);
     deft_record_unlock();
-    for (int i = 0; s.g && i < s.g->num_nodes; i++)
+    for (int i = 0; s.g && i < s.g->num_nodes; i++) {
         deft_node_release(s.copies ? s.copies[i] : NULL);
+        if (s.inlined) free(s.inlined[i]);
+    }
+    for (int i = 0; i < s.num_made; i++) deft_node_release(s.made[i]);
     for (int i = 0; i < nin; i++) deft_node_release(s.in_vars[i]);
     deft_graph_free(s.g);
-    free(s.copies), free(s.in_vars), free(s.in_used);
+    free(s.copies), free(s.inlined), free(s.made), free(s.in_vars), free(s.in_used);
     return status;
 }
 

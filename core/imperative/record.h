@@ -36,6 +36,7 @@ typedef struct deft_record {
     uint64_t save_in, save_out; /* the inputs and outputs its gradient reads */
     deft_ndarray_t **saved;     /* their values (no entry): inputs, then outputs */
     bool saved_released;        /* a backward without retain_graph dropped them */
+    struct deft_subgraph *subgraph; /* _CachedOp nodes: the graph it runs (retained) */
     bool is_record;             /* allocated as a record (core/base/records.h), not by malloc */
 } deft_record_t;
 

@@ -20,12 +20,13 @@
 
 extern const deft_op_family_t deft_family_init, deft_family_unary, deft_family_binary,
     deft_family_reduce, deft_family_softmax, deft_family_linalg, deft_family_shape,
-    deft_family_index, deft_family_optimizer, deft_family_like, deft_family_fused;
+    deft_family_index, deft_family_optimizer, deft_family_like, deft_family_fused,
+    deft_family_subgraph;
 
 static const deft_op_family_t *const families[] = {
     &deft_family_init,      &deft_family_unary,  &deft_family_binary, &deft_family_reduce,
     &deft_family_softmax,   &deft_family_linalg, &deft_family_shape,  &deft_family_index,
-    &deft_family_optimizer, &deft_family_like,   &deft_family_fused,
+    &deft_family_optimizer, &deft_family_like,   &deft_family_fused,  &deft_family_subgraph,
 };
 
 static pthread_once_t registry_once = PTHREAD_ONCE_INIT;

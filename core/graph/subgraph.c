@@ -1,0 +1,229 @@
+#include "core/graph/subgraph.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/base/error.h"
+#include "core/graph/gradient.h"
+#include "core/op/subgraph.h"
+
+struct deft_subgraph {
+    atomic_int refcount;
+    long number; /* its slot in the table; the id is "sg<number>" */
+    char id[32];
+    deft_symbol_t *sym;
+    deft_cached_op_t *exec; /* plans per input signature; runs use arenas of their own */
+    /* the gradient, made on first use: the graph's nodes, head variables, results */
+    bool gradient_made;
+    int grad_status;
+    deft_graph_t *g;
+    deft_node_t **heads;
+    deft_entry_t *grads; /* per argument; NULL node: no output depends on it */
+    deft_graph_t *gg;    /* the nodes the gradients reach */
+};
+
+/* The table: id number -> subgraph, for the operator's callbacks. */
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static deft_subgraph_t **table;
+static long table_size, next_number;
+
+static void install(void);
+
+static deft_subgraph_t *lookup(const char *id) {
+    long n = id && strncmp(id, "sg", 2) == 0 ? strtol(id + 2, NULL, 10) : -1;
+    pthread_mutex_lock(&table_lock);
+    deft_subgraph_t *sg = n >= 0 && n < table_size ? table[n] : NULL;
+    pthread_mutex_unlock(&table_lock);
+    if (!sg) deft_error(DEFT_ERR_VALUE, "no graph is registered as '%s'", id ? id : "(NULL)");
+    return sg;
+}
+
+int deft_subgraph_new(const deft_symbol_t *sym, deft_subgraph_t **out) {
+    install();
+    deft_subgraph_t *sg = calloc(1, sizeof *sg);
+    if (!sg) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a subgraph");
+    atomic_init(&sg->refcount, 1);
+    if (deft_symbol_from_entries(sym->num_outputs, sym->outputs, &sg->sym) ||
+        deft_cached_op_new(sg->sym, true, &sg->exec)) {
+        deft_symbol_free(sg->sym);
+        free(sg);
+        return -1;
+    }
+    pthread_mutex_lock(&table_lock);
+    if (next_number == table_size) {
+        long size = table_size ? 2 * table_size : 16;
+        deft_subgraph_t **grown = realloc(table, (size_t)size * sizeof *grown);
+        if (grown) {
+            memset(grown + table_size, 0, (size_t)(size - table_size) * sizeof *grown);
+            table = grown, table_size = size;
+        }
+    }
+    int status = next_number < table_size ? 0 : -1;
+    if (status == 0) {
+        sg->number = next_number++;
+        table[sg->number] = sg;
+    }
+    pthread_mutex_unlock(&table_lock);
+    if (status) {
+        deft_cached_op_release(sg->exec);
+        deft_symbol_free(sg->sym);
+        free(sg);
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot register a subgraph");
+    }
+    snprintf(sg->id, sizeof sg->id, "sg%ld", sg->number);
+    *out = sg;
+    return 0;
+}
+
+deft_subgraph_t *deft_subgraph_retain(deft_subgraph_t *sg) {
+    atomic_fetch_add_explicit(&sg->refcount, 1, memory_order_relaxed);
+    return sg;
+}
+
+void deft_subgraph_release(deft_subgraph_t *sg) {
+    if (!sg || atomic_fetch_sub_explicit(&sg->refcount, 1, memory_order_acq_rel) != 1) return;
+    pthread_mutex_lock(&table_lock);
+    table[sg->number] = NULL;
+    pthread_mutex_unlock(&table_lock);
+    for (int o = 0; sg->heads && o < sg->sym->num_outputs; o++) deft_node_release(sg->heads[o]);
+    for (int a = 0; sg->grads && a < deft_cached_op_num_inputs(sg->exec); a++)
+        deft_node_release(sg->grads[a].node);
+    free(sg->heads), free(sg->grads);
+    deft_graph_free(sg->g);
+    deft_graph_free(sg->gg);
+    deft_cached_op_release(sg->exec);
+    deft_symbol_free(sg->sym);
+    free(sg);
+}
+
+const char *deft_subgraph_id(const deft_subgraph_t *sg) {
+    return sg->id;
+}
+
+const deft_symbol_t *deft_subgraph_symbol(const deft_subgraph_t *sg) {
+    return sg->sym;
+}
+
+int deft_subgraph_input_of(const deft_subgraph_t *sg, const deft_node_t *var) {
+    for (int a = 0; a < deft_cached_op_num_inputs(sg->exec); a++)
+        if (deft_cached_op_input_node(sg->exec, a) == var) return a;
+    return -1;
+}
+
+/* ---- the operator's callbacks ---- */
+
+static int sg_infer(const char *id, int nin, const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    deft_subgraph_t *sg = lookup(id);
+    return sg ? deft_cached_op_infer(sg->exec, nin, in, nout, out) : -1;
+}
+
+static int sg_forward(const char *id, int nin, const deft_tensor_t *in, int nout,
+                      const deft_tensor_t *out) {
+    deft_subgraph_t *sg = lookup(id);
+    return sg ? deft_cached_op_forward(sg->exec, nin, in, nout, out) : -1;
+}
+
+static int sg_num_outputs(const char *id) {
+    deft_subgraph_t *sg = lookup(id);
+    return sg ? sg->sym->num_outputs : 1;
+}
+
+static pthread_mutex_t gradient_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The graph's gradient with respect to every input, a head variable per output. */
+static int make_gradient(deft_subgraph_t *sg) {
+    int nargs = deft_cached_op_num_inputs(sg->exec), nout = sg->sym->num_outputs;
+    int status = deft_graph_build_cut(nout, sg->sym->outputs, NULL, NULL, &sg->g);
+    int *ids = malloc(((size_t)nargs + 1) * sizeof *ids);
+    deft_entry_t *head_entries = calloc((size_t)nout + 1, sizeof *head_entries);
+    deft_entry_t *roots = calloc((size_t)nargs + 1, sizeof *roots);
+    sg->heads = calloc((size_t)nout + 1, sizeof *sg->heads);
+    sg->grads = calloc((size_t)nargs + 1, sizeof *sg->grads);
+    if (!status && (!ids || !head_entries || !roots || !sg->heads || !sg->grads))
+        status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a gradient");
+    for (int a = 0; !status && a < nargs; a++)
+        ids[a] = deft_graph_node_id(sg->g, deft_cached_op_input_node(sg->exec, a));
+    for (int o = 0; !status && o < nout; o++) {
+        status = deft_node_new_variable("head", NULL, 0, NULL, NULL, &sg->heads[o]);
+        head_entries[o] = (deft_entry_t){sg->heads[o], 0};
+    }
+    if (!status) status = deft_gradient_entries(sg->g, head_entries, nargs, ids, sg->grads);
+    int reached = 0;
+    for (int a = 0; !status && a < nargs; a++)
+        if (sg->grads[a].node) roots[reached++] = sg->grads[a];
+    if (!status) status = deft_graph_build_cut(reached, roots, NULL, NULL, &sg->gg);
+    free(ids), free(head_entries), free(roots);
+    return status;
+}
+
+static int ensure_gradient(deft_subgraph_t *sg) {
+    pthread_mutex_lock(&gradient_lock);
+    if (!sg->gradient_made) {
+        sg->grad_status = make_gradient(sg);
+        sg->gradient_made = true;
+    }
+    pthread_mutex_unlock(&gradient_lock);
+    return sg->grad_status;
+}
+
+/* The reference standing for a variable of the gradient graph: an input of
+ * the node, or the gradient of one of its outputs. */
+static deft_gref_t variable_ref(const deft_subgraph_t *sg, deft_grad_builder_t *b,
+                                const deft_node_t *var) {
+    for (int a = 0; a < deft_cached_op_num_inputs(sg->exec); a++)
+        if (deft_cached_op_input_node(sg->exec, a) == var) return b->input(b, a);
+    for (int o = 0; o < sg->sym->num_outputs; o++)
+        if (sg->heads[o] == var) return b->out_grad(b, o);
+    return (deft_gref_t){NULL, 0};
+}
+
+/* Apply one node of the gradient graph through the builder. */
+static deft_gref_t apply_node(deft_grad_builder_t *b, const deft_graph_t *gg, int i,
+                              const deft_gref_t *refs) {
+    const deft_node_t *node = gg->nodes[i];
+    deft_gref_t in[DEFT_OP_MAX_INPUTS];
+    const char *params[2 * DEFT_OP_MAX_PARAMS + 9];
+    int np = 0;
+    for (int a = 0; a < node->attrs.count && np < 2 * DEFT_OP_MAX_PARAMS + 8; a++) {
+        params[np++] = node->attrs.keys[a];
+        params[np++] = node->attrs.vals[a];
+    }
+    params[np] = NULL;
+    for (int k = 0; k < node->num_inputs; k++) in[k] = refs[deft_graph_input_entry(gg, i, k)];
+    return b->apply(b, node->op->op->name, node->num_inputs, in, params, 0);
+}
+
+/* The gradient of a _CachedOp node: its graph's gradient, inlined. */
+static int sg_gradient(const char *id, deft_grad_builder_t *b, int nin, deft_gref_t *in_grads) {
+    deft_subgraph_t *sg = lookup(id);
+    if (!sg || ensure_gradient(sg)) return -1;
+    const deft_graph_t *gg = sg->gg;
+    deft_gref_t *refs = calloc((size_t)deft_graph_num_entries(gg) + 1, sizeof *refs);
+    if (!refs) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a gradient");
+    for (int i = 0; i < gg->num_nodes; i++) {
+        const deft_node_t *node = gg->nodes[i];
+        if (!node->op) {
+            refs[gg->row_ptr[i]] = variable_ref(sg, b, node);
+            continue;
+        }
+        deft_gref_t r = apply_node(b, gg, i, refs);
+        for (int k = 0; k < node->num_outputs; k++)
+            refs[gg->row_ptr[i] + k] = (deft_gref_t){r.node, k};
+    }
+    for (int a = 0; a < nin; a++) {
+        const deft_entry_t *e = &sg->grads[a];
+        in_grads[a] = e->node
+                          ? refs[deft_graph_entry_id(gg, deft_graph_node_id(gg, e->node), e->index)]
+                          : (deft_gref_t){NULL, 0};
+    }
+    free(refs);
+    return 0;
+}
+
+static const deft_subgraph_impl_t impl = {sg_infer, sg_forward, sg_gradient, sg_num_outputs};
+
+static void install(void) {
+    deft_subgraph_install(&impl);
+}

@@ -1,0 +1,24 @@
+/*
+ * Subgraphs: graphs registered under an id so that one _CachedOp node
+ * (core/op/subgraph_op.c) can stand for a whole recorded executor call. The
+ * graph layer implements that operator here: inference and forward through
+ * the executor's plans, and a gradient that inlines the graph's own
+ * gradient (the forward recomputed from the node's inputs, then backward).
+ */
+#ifndef DEFT_CORE_SUBGRAPH_H
+#define DEFT_CORE_SUBGRAPH_H
+
+#include "core/graph/executor.h"
+
+/* Register a symbol (a copy of its outputs is kept); one reference. */
+int deft_subgraph_new(const deft_symbol_t *sym, deft_subgraph_t **out);
+deft_subgraph_t *deft_subgraph_retain(deft_subgraph_t *sg);
+void deft_subgraph_release(deft_subgraph_t *sg);
+
+/* The id its _CachedOp nodes name it by ("subgraph" parameter). */
+const char *deft_subgraph_id(const deft_subgraph_t *sg);
+const deft_symbol_t *deft_subgraph_symbol(const deft_subgraph_t *sg);
+/* The input position (the executor's order) of one of the symbol's variables, or -1. */
+int deft_subgraph_input_of(const deft_subgraph_t *sg, const deft_node_t *var);
+
+#endif

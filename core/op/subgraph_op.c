@@ -1,0 +1,68 @@
+/*
+ * _CachedOp: a whole graph as one operator, which is how a call of an
+ * executor (a hybridized block) is recorded, by deferred compute and by
+ * autograd: one node, not one per operator of its graph. The operator layer
+ * sits below the graph layer, so the work is done by functions the graph
+ * layer installs (core/graph/subgraph.c) before it makes the first such node.
+ */
+#include <stdatomic.h>
+
+#include "core/op/op.h"
+#include "core/op/subgraph.h"
+
+static _Atomic(const deft_subgraph_impl_t *) impl;
+
+void deft_subgraph_install(const deft_subgraph_impl_t *implementation) {
+    atomic_store(&impl, implementation);
+}
+
+static const deft_subgraph_impl_t *get_impl(const deft_op_t *op) {
+    const deft_subgraph_impl_t *i = atomic_load(&impl);
+    if (!i) deft_op_error(op, DEFT_ERR_INTERNAL, "no graph layer installed");
+    return i;
+}
+
+static int subgraph_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                          const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    const deft_subgraph_impl_t *i = get_impl(op);
+    return i ? i->infer(p[0].s, nin, in, nout, out) : -1;
+}
+
+static int subgraph_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                            const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    const deft_subgraph_impl_t *i = get_impl(op);
+    return i ? i->forward(p[0].s, nin, in, nout, out) : -1;
+}
+
+static int subgraph_gradient(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                             deft_gref_t *in_grads) {
+    const deft_subgraph_impl_t *i = atomic_load(&impl);
+    return i ? i->gradient(p[0].s, b, nin, in_grads) : -1;
+}
+
+static int subgraph_num_outputs(const deft_param_value_t *p, int nin) {
+    (void)nin;
+    const deft_subgraph_impl_t *i = atomic_load(&impl);
+    return i ? i->num_outputs(p[0].s) : 1;
+}
+
+static const deft_param_def_t subgraph_params[] = {
+    {"subgraph", DEFT_PARAM_STRING, NULL, "the graph's id in this process", NULL, false},
+    {0}};
+
+static const deft_op_t subgraph_ops[] = {
+    {.name = "_CachedOp",
+     .description = "A whole graph run as one operator: a recorded call of an executor.",
+     .input_names = (const char *const[]){"args", NULL},
+     .min_inputs = 0,
+     .max_inputs = DEFT_OP_MAX_INPUTS,
+     .params = subgraph_params,
+     .infer = subgraph_infer,
+     .forward = subgraph_forward,
+     .inplace_input = -1,
+     .num_outputs = subgraph_num_outputs,
+     .graph_only = true,
+     .gradient = subgraph_gradient},
+};
+
+DEFT_OP_FAMILY(deft_family_subgraph, subgraph_ops);
