@@ -116,8 +116,14 @@ int deft_node_new_variable(const char *name, const char *role, int num_attrs,
 }
 
 /* Parse the operator parameters among the node's attributes. */
-static int parse_node_params(deft_node_t *node) {
+/* The node's parameters: `parsed` when the caller has them (a recorded call,
+ * already checked), else parsed from its attributes. */
+static int parse_node_params(deft_node_t *node, const deft_param_value_t *parsed_values) {
     const deft_op_entry_t *op = node->op;
+    if (parsed_values) {
+        memcpy(node->params, parsed_values, (size_t)op->num_params * sizeof *node->params);
+        goto strings;
+    }
     const char *keys[DEFT_OP_MAX_PARAMS], *vals[DEFT_OP_MAX_PARAMS];
     int n = 0;
     for (int i = 0; i < node->attrs.count; i++) {
@@ -131,6 +137,7 @@ static int parse_node_params(deft_node_t *node) {
     const deft_params_t *parsed;
     if (deft_op_parse_params(op, n, keys, vals, &parsed)) return -1;
     memcpy(node->params, parsed->v, (size_t)op->num_params * sizeof *node->params);
+strings:
     /* String parameters point at the node's own attribute, which lives as long as it. */
     for (int p = 0; p < op->num_params; p++)
         if (op->op->params[p].type == DEFT_PARAM_STRING)
@@ -138,9 +145,9 @@ static int parse_node_params(deft_node_t *node) {
     return 0;
 }
 
-int deft_node_new_op(const deft_op_entry_t *op, const char *name, int num_attrs,
-                     const char *const *keys, const char *const *vals, int num_inputs,
-                     const deft_entry_t *inputs, deft_node_t **out) {
+static int new_op(const deft_op_entry_t *op, const deft_param_value_t *parsed, const char *name,
+                  int num_attrs, const char *const *keys, const char *const *vals, int num_inputs,
+                  const deft_entry_t *inputs, deft_node_t **out) {
     if (num_inputs < op->op->min_inputs || num_inputs > op->op->max_inputs)
         return deft_op_error(op->op, DEFT_ERR_VALUE, "got %d inputs, expected %d to %d", num_inputs,
                              op->op->min_inputs, op->op->max_inputs);
@@ -152,7 +159,7 @@ int deft_node_new_op(const deft_op_entry_t *op, const char *name, int num_attrs,
     if (!node) return oom_node();
     node->op = op;
     if ((name && !(node->name = copy_string(name))) || fill_attrs(node, num_attrs, keys, vals) ||
-        parse_node_params(node)) {
+        parse_node_params(node, parsed)) {
         if (name && !node->name) oom_node();
         node_free(node);
         return -1;
@@ -165,6 +172,18 @@ int deft_node_new_op(const deft_op_entry_t *op, const char *name, int num_attrs,
     }
     *out = node;
     return 0;
+}
+
+int deft_node_new_op(const deft_op_entry_t *op, const char *name, int num_attrs,
+                     const char *const *keys, const char *const *vals, int num_inputs,
+                     const deft_entry_t *inputs, deft_node_t **out) {
+    return new_op(op, NULL, name, num_attrs, keys, vals, num_inputs, inputs, out);
+}
+
+int deft_node_new_call(const deft_op_entry_t *op, const deft_param_value_t *params, int num_params,
+                       const char *const *keys, const char *const *vals, int num_inputs,
+                       const deft_entry_t *inputs, deft_node_t **out) {
+    return new_op(op, params, NULL, num_params, keys, vals, num_inputs, inputs, out);
 }
 
 int deft_node_with_attr(const deft_node_t *node, const char *key, const char *value,

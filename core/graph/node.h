@@ -69,6 +69,15 @@ int deft_node_new_op(const deft_op_entry_t *op, const char *name, int num_attrs,
                      const char *const *keys, const char *const *vals, int num_inputs,
                      const deft_entry_t *inputs, deft_node_t **out);
 
+/*
+ * The node of a recorded operator call: like deft_node_new_op with keys and
+ * vals the call's parameters as given, and `params` their values, already
+ * parsed and checked by the call (so they are not parsed again).
+ */
+int deft_node_new_call(const deft_op_entry_t *op, const deft_param_value_t *params, int num_params,
+                       const char *const *keys, const char *const *vals, int num_inputs,
+                       const deft_entry_t *inputs, deft_node_t **out);
+
 /* A copy of `node` with one attribute set (or replaced). */
 int deft_node_with_attr(const deft_node_t *node, const char *key, const char *value,
                         deft_node_t **out);

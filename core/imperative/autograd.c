@@ -228,9 +228,10 @@ static int save_values(deft_record_t *rec, int nin, deft_ndarray_t *const *in, i
     return 0;
 }
 
-int deft_autograd_record(const deft_autograd_call_t *call, const deft_op_entry_t *entry, int nin,
-                         deft_ndarray_t *const *in, int nout, const deft_desc_t *out_desc,
-                         int nparams, const char *const *keys, const char *const *vals,
+int deft_autograd_record(const deft_autograd_call_t *call, const deft_op_entry_t *entry,
+                         const deft_param_value_t *params, int nin, deft_ndarray_t *const *in,
+                         int nout, const deft_desc_t *out_desc, int nparams,
+                         const char *const *keys, const char *const *vals,
                          deft_ndarray_t *const *out) {
     deft_entry_t entries[DEFT_OP_MAX_INPUTS];
     deft_node_t *node = NULL;
@@ -238,7 +239,7 @@ int deft_autograd_record(const deft_autograd_call_t *call, const deft_op_entry_t
     deft_record_lock();
     int status = deft_record_input_entries(nin, in, entries);
     if (status == 0)
-        status = deft_node_new_op(entry, NULL, nparams, keys, vals, nin, entries, &node);
+        status = deft_node_new_call(entry, params, nparams, keys, vals, nin, entries, &node);
     if (status == 0) status = deft_record_attach(node, device, out_desc);
     if (status == 0) {
         deft_record_t *rec = deft_record_of(node);

@@ -44,9 +44,10 @@ int deft_autograd_plan(const deft_op_entry_t *entry, const deft_param_value_t *p
                        deft_autograd_call_t *call);
 
 /* After it ran: record its node; the outputs' entries point at it. */
-int deft_autograd_record(const deft_autograd_call_t *call, const deft_op_entry_t *entry, int nin,
-                         deft_ndarray_t *const *in, int nout, const deft_desc_t *out_desc,
-                         int nparams, const char *const *keys, const char *const *vals,
+int deft_autograd_record(const deft_autograd_call_t *call, const deft_op_entry_t *entry,
+                         const deft_param_value_t *params, int nin, deft_ndarray_t *const *in,
+                         int nout, const deft_desc_t *out_desc, int nparams,
+                         const char *const *keys, const char *const *vals,
                          deft_ndarray_t *const *out);
 
 /* A node deferred compute just recorded, under the record lock: whether it

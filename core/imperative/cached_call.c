@@ -35,7 +35,10 @@ static int record_deferred(const deft_op_entry_t *entry, deft_cached_op_t *op, i
     if (produced > *nout)
         return deft_error(DEFT_ERR_VALUE, "the graph has %d outputs, but there is room for %d",
                           produced, *nout);
-    if (deft_deferred_record(entry, nin, in, produced, out_desc, 1, keys, vals, out)) return -1;
+    const deft_params_t *params;
+    if (deft_op_parse_params(entry, 1, keys, vals, &params) ||
+        deft_deferred_record(entry, params->v, nin, in, produced, out_desc, 1, keys, vals, out))
+        return -1;
     *nout = produced;
     return 0;
 }
@@ -55,7 +58,9 @@ static int run_and_record(const deft_op_entry_t *entry, deft_cached_op_t *op, in
     deft_desc_t out_desc[DEFT_OP_MAX_OUTPUTS];
     for (int k = 0; k < *nout; k++)
         out_desc[k] = (deft_desc_t){out[k]->tensor.shape, out[k]->tensor.dtype};
-    if (!deft_autograd_record(&call, entry, nin, in, *nout, out_desc, 1, keys, vals, out)) return 0;
+    if (!deft_autograd_record(&call, entry, params->v, nin, in, *nout, out_desc, 1, keys, vals,
+                              out))
+        return 0;
     for (int k = 0; k < *nout; k++)
         if (!given[k]) deft_ndarray_release(out[k]), out[k] = NULL;
     return -1;

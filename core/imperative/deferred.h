@@ -22,9 +22,10 @@ void deft_deferred_set(bool on, bool *prev);
  * NULL: a recorded call has no arrays to write into). Normal inputs are kept
  * by the node until it is computed.
  */
-int deft_deferred_record(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in, int nout,
-                         const deft_desc_t *out_desc, int nparams, const char *const *keys,
-                         const char *const *vals, deft_ndarray_t **out);
+int deft_deferred_record(const deft_op_entry_t *entry, const deft_param_value_t *params, int nin,
+                         deft_ndarray_t *const *in, int nout, const deft_desc_t *out_desc,
+                         int nparams, const char *const *keys, const char *const *vals,
+                         deft_ndarray_t **out);
 
 /*
  * Compute the lazy arrays among arrays[0..n) (NULL entries are skipped): the recorded nodes they

@@ -261,7 +261,8 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
         return deft_op_error(op, DEFT_ERR_VALUE, "produces %d outputs, but there is room for %d",
                              produced, *nout);
     if (deft_deferred_enabled()) {
-        if (deft_deferred_record(entry, nin, in, produced, out_desc, nparams, keys, vals, out))
+        if (deft_deferred_record(entry, params->v, nin, in, produced, out_desc, nparams, keys, vals,
+                                 out))
             return -1;
         *nout = produced;
         return 0;
@@ -298,8 +299,8 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
     }
     deft_ndarray_t *results[DEFT_OP_MAX_OUTPUTS];
     for (int k = 0; k < produced; k++) results[k] = out[k] ? out[k] : call->out[k];
-    if (grad.record && deft_autograd_record(&grad, entry, nin, in, produced, out_desc, nparams,
-                                            keys, vals, results)) {
+    if (grad.record && deft_autograd_record(&grad, entry, params->v, nin, in, produced, out_desc,
+                                            nparams, keys, vals, results)) {
         release_created(call, out, true);
         return -1;
     }
