@@ -128,26 +128,20 @@ static int gradient_reads(const deft_op_entry_t *entry, const deft_param_value_t
 
 /* ---- marking ---- */
 
-static bool requires_grad(const deft_ndarray_t *arr) {
-    return arr->entry.node && deft_record_of(arr->entry.node) &&
-           deft_record_of(arr->entry.node)->requires_grad;
+bool deft_autograd_requires_grad(const deft_ndarray_t *arr) {
+    const deft_node_t *node = deft_record_entry_node(arr);
+    return node && deft_record_of(node) && deft_record_of(node)->requires_grad;
 }
 
 static int mark_one(deft_ndarray_t *arr, int req, deft_ndarray_t *grad) {
-    deft_entry_t old = arr->entry;
-    arr->entry = (deft_entry_t){NULL, 0};
-    if (deft_record_variable(arr, NULL)) {
-        arr->entry = old;
-        return -1;
-    }
-    deft_entry_t fresh = arr->entry;
-    arr->entry = old;
-    deft_record_set_entry(arr, fresh);
-    deft_node_release(fresh.node);
-    deft_record_t *rec = deft_record_of(arr->entry.node);
+    deft_node_t *fresh;
+    if (deft_record_new_variable(arr, NULL, &fresh)) return -1;
+    deft_record_t *rec = deft_record_of(fresh);
     rec->requires_grad = req != DEFT_GRAD_REQ_NULL;
     rec->grad_req = req;
     rec->grad = grad ? deft_ndarray_retain(grad) : NULL;
+    deft_record_set_entry(arr, (deft_entry_t){fresh, 0});
+    deft_node_release(fresh);
     return 0;
 }
 
@@ -201,9 +195,8 @@ int deft_autograd_plan(const deft_op_entry_t *entry, const deft_param_value_t *p
                        const char *const *keys, const char *const *vals,
                        deft_autograd_call_t *call) {
     *call = (deft_autograd_call_t){0};
-    deft_record_lock();
-    for (int i = 0; i < nin && !call->record; i++) call->record = requires_grad(in[i]);
-    deft_record_unlock();
+    for (int i = 0; i < nin && !call->record; i++)
+        call->record = deft_autograd_requires_grad(in[i]);
     if (!call->record) return 0;
     if (gradient_reads(entry, params, nin, nparams, keys, vals, &call->save_in, &call->save_out))
         return -1;

@@ -7,14 +7,9 @@
 #include "core/imperative/record.h"
 
 static bool any_requires_grad(int nin, deft_ndarray_t *const *in) {
-    bool any = false;
-    deft_record_lock();
-    for (int i = 0; i < nin && !any; i++) {
-        const deft_node_t *node = in[i]->entry.node;
-        any = node && deft_record_of(node) && deft_record_of(node)->requires_grad;
-    }
-    deft_record_unlock();
-    return any;
+    for (int i = 0; i < nin; i++)
+        if (deft_autograd_requires_grad(in[i])) return true;
+    return false;
 }
 
 /* The recorded node's record keeps the subgraph its parameter names. */

@@ -90,12 +90,12 @@ int deft_deferred_record(const deft_op_entry_t *entry, const deft_param_value_t 
         if ((status = deft_ndarray_new_lazy(&out_desc[k], device, produced, &out[k])) != 0) {
             deft_node_release(node);
             for (int j = 0; j < k; j++) {
-                deft_record_of(node)->live[j] = NULL;
+                deft_record_set_live(node, j, NULL);
                 deft_ndarray_release(out[j]);
                 out[j] = NULL;
             }
         } else {
-            deft_record_of(node)->live[k] = out[k];
+            deft_record_set_live(node, k, out[k]);
         }
     }
     deft_node_release(node); /* the lazy arrays hold it now */

@@ -289,9 +289,7 @@ int deft_deferred_clear(int n, deft_ndarray_t *const *arrays) {
     for (int i = 0; i < n; i++) {
         deft_ndarray_t *arr = arrays[i];
         if (!arr->entry.node) continue;
-        deft_record_forget(arr);
-        deft_node_release(arr->entry.node);
-        arr->entry = (deft_entry_t){NULL, 0};
+        deft_record_set_entry(arr, (deft_entry_t){NULL, 0});
     }
     deft_record_unlock();
     return 0;

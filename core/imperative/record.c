@@ -47,16 +47,19 @@ void deft_record_drop_saved(deft_node_t *node) {
     }
 }
 
+/* The node is unreachable: only its pending counts on its inputs are shared. */
 static void free_record(deft_node_t *node) {
-    deft_record_lock();
-    deft_record_drop_inputs(node);
     deft_record_t *rec = deft_record_of(node);
+    if (rec->holds_inputs) {
+        deft_record_lock();
+        deft_record_drop_inputs(node);
+        deft_record_unlock();
+    }
     drop_kept(rec);
     deft_record_drop_saved(node);
     deft_ndarray_release(rec->grad);
     deft_subgraph_release(rec->subgraph);
     node->ext = NULL;
-    deft_record_unlock();
     if (rec->is_record)
         deft_record_free(rec);
     else
@@ -83,7 +86,19 @@ int deft_record_attach(deft_node_t *node, deft_device_t device, const deft_desc_
     return 0;
 }
 
-int deft_record_variable(deft_ndarray_t *arr, const char *name) {
+/* Entries change under the lock but are read without it where only the node
+ * matters (is there history, does it need a gradient): the node pointer is
+ * stored last, with release order, after everything its record says. */
+static void publish_entry(deft_ndarray_t *arr, deft_entry_t entry) {
+    arr->entry.index = entry.index;
+    __atomic_store_n(&arr->entry.node, entry.node, __ATOMIC_RELEASE);
+}
+
+static void set_live(deft_record_t *rec, int k, deft_ndarray_t *arr) {
+    __atomic_store_n(&rec->live[k], arr, __ATOMIC_RELEASE);
+}
+
+int deft_record_new_variable(const deft_ndarray_t *arr, const char *name, deft_node_t **out) {
     deft_node_t *node;
     deft_desc_t desc = {arr->tensor.shape, arr->tensor.dtype};
     if (deft_node_new_variable(name, NULL, 0, NULL, NULL, &node)) return -1;
@@ -92,7 +107,14 @@ int deft_record_variable(deft_ndarray_t *arr, const char *name) {
         return -1;
     }
     deft_record_of(node)->computed = true;
-    arr->entry = (deft_entry_t){node, 0};
+    *out = node;
+    return 0;
+}
+
+int deft_record_variable(deft_ndarray_t *arr, const char *name) {
+    deft_node_t *node;
+    if (deft_record_new_variable(arr, name, &node)) return -1;
+    publish_entry(arr, (deft_entry_t){node, 0});
     return 0;
 }
 
@@ -114,17 +136,23 @@ int deft_record_use(const deft_entry_t *entry, deft_ndarray_t *value) {
 
 void deft_record_set_entry(deft_ndarray_t *arr, deft_entry_t entry) {
     deft_entry_t old = arr->entry;
-    arr->entry = (deft_entry_t){deft_node_retain(entry.node), entry.index};
+    publish_entry(arr,
+                  (deft_entry_t){entry.node ? deft_node_retain(entry.node) : NULL, entry.index});
     if (!old.node) return;
     deft_record_t *rec = deft_record_of(old.node);
-    if (rec && rec->live[old.index] == arr) rec->live[old.index] = NULL;
+    if (rec && rec->live[old.index] == arr) set_live(rec, old.index, NULL);
     deft_node_release(old.node);
+}
+
+void deft_record_set_live(deft_node_t *node, int k, deft_ndarray_t *arr) {
+    set_live(deft_record_of(node), k, arr);
 }
 
 void deft_record_forget(deft_ndarray_t *arr) {
     deft_record_t *rec = deft_record_of(arr->entry.node);
-    if (!rec) return;
+    /* The slot can only hold this array if it was set when the array was made. */
+    if (!rec || __atomic_load_n(&rec->live[arr->entry.index], __ATOMIC_ACQUIRE) != arr) return;
     deft_record_lock();
-    if (rec->live[arr->entry.index] == arr) rec->live[arr->entry.index] = NULL;
+    if (rec->live[arr->entry.index] == arr) set_live(rec, arr->entry.index, NULL);
     deft_record_unlock();
 }

@@ -58,6 +58,17 @@ int deft_record_variable(deft_ndarray_t *arr, const char *name);
  * recording a variable. Under the lock. */
 int deft_record_input_entries(int nin, deft_ndarray_t *const *in, deft_entry_t *entries);
 
+/* A variable node with a record for an array, not attached to it yet. */
+int deft_record_new_variable(const deft_ndarray_t *arr, const char *name, deft_node_t **out);
+
+/* The array handed out for output k of a recorded node (not retained), or NULL. Under the lock. */
+void deft_record_set_live(deft_node_t *node, int k, deft_ndarray_t *arr);
+
+/* The node of an array's entry, read without the lock (NULL: no history). */
+static inline deft_node_t *deft_record_entry_node(const deft_ndarray_t *arr) {
+    return __atomic_load_n(&arr->entry.node, __ATOMIC_ACQUIRE);
+}
+
 /* A consumer is recorded on `entry` whose value `value` (NULL while lazy)
  * has: count it in the producer's pending and keep the value. Under the lock. */
 int deft_record_use(const deft_entry_t *entry, deft_ndarray_t *value);
