@@ -246,6 +246,11 @@ static int gather_leaves(run_t *r) {
 
 static int plan_arena(run_t *r, const bool *pinned) {
     const deft_graph_t *g = r->g;
+    bool transient = false; /* a value living only during the run */
+    for (int i = 0; i < g->num_nodes && !transient; i++)
+        for (int k = 0; !deft_graph_is_leaf(g, i) && k < g->nodes[i]->num_outputs; k++)
+            transient = transient || !pinned[g->row_ptr[i] + k];
+    if (!transient) return 0; /* every value has storage of its own: nothing to plan */
     if (deft_plan_memory(g, &r->types, true, pinned, &r->plan) ||
         deft_storage_new(deft_device_cpu(), r->plan.arena_bytes, &r->arena))
         return -1;
@@ -327,7 +332,7 @@ static int commit(run_t *r) {
 static int push(run_t *r) {
     size_t bytes = r->plan.arena_bytes;
     for (int e = 0; e < r->types.num_entries; e++)
-        if (r->fresh[e] || (r->values[e] && r->plan.offset[e] < 0))
+        if (r->fresh[e] || (r->values[e] && (!r->plan.offset || r->plan.offset[e] < 0)))
             bytes += deft_tensor_nbytes(&r->tensors[e]);
     deft_engine_op_desc_t desc = {.fn = run_nodes,
                                   .free_ctx = free_run,
