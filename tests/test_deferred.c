@@ -15,6 +15,8 @@
 
 #define MAX_IO 8
 
+static const char *current_case = ""; /* named in failures */
+
 typedef int (*build_fn)(DeftNDArrayHandle *in, DeftNDArrayHandle *out);
 
 static void set_deferred(int on) {
@@ -46,7 +48,8 @@ static void assert_same_bytes(DeftNDArrayHandle got, DeftNDArrayHandle want, con
     assert_shape(got, ndim, shape);
     size_t n1, n2;
     void *a = raw_bytes(got, &n1), *b = raw_bytes(want, &n2);
-    ck_assert_msg(n1 == n2 && memcmp(a, b, n1) == 0, "output %d differs when %s", k, how);
+    ck_assert_msg(n1 == n2 && memcmp(a, b, n1) == 0, "%s: output %d differs when %s", current_case,
+                  k, how);
     free(a), free(b);
 }
 
@@ -130,6 +133,15 @@ static void check_case(int nin, DeftNDArrayHandle *in, build_fn build) {
 
 /* ---- the cases ---- */
 
+static DeftNDArrayHandle ramp(int dtype, int ndim, const int64_t *shape, double scale) {
+    int64_t n = count_of(ndim, shape);
+    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) v[i] = (double)(i % 17) * scale - 3;
+    DeftNDArrayHandle h = make(dtype, ndim, shape, v);
+    free(v);
+    return h;
+}
+
 static int build_no_inputs(DeftNDArrayHandle *in, DeftNDArrayHandle *out) {
     (void)in;
     DeftNDArrayHandle a = call1("_arange", 0, NULL, P("start", "0", "stop", "6"));
@@ -140,11 +152,6 @@ static int build_no_inputs(DeftNDArrayHandle *in, DeftNDArrayHandle *out) {
     return 1;
 }
 
-START_TEST(no_inputs) {
-    check_case(0, NULL, build_no_inputs);
-}
-END_TEST
-
 static int build_views(DeftNDArrayHandle *in, DeftNDArrayHandle *out) {
     out[0] = call1("Reshape", 1, &in[0], P("shape", "(6,4)"));
     out[1] = call1("slice", 1, &out[0], P("begin", "(1,0)", "end", "(5,2)"));
@@ -153,22 +160,6 @@ static int build_views(DeftNDArrayHandle *in, DeftNDArrayHandle *out) {
     free_all(1, &e);
     return 3;
 }
-
-static DeftNDArrayHandle ramp(int dtype, int ndim, const int64_t *shape, double scale) {
-    int64_t n = count_of(ndim, shape);
-    double *v = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    for (int64_t i = 0; i < n; i++) v[i] = (double)(i % 17) * scale - 3;
-    DeftNDArrayHandle h = make(dtype, ndim, shape, v);
-    free(v);
-    return h;
-}
-
-START_TEST(reshape_and_slice) {
-    DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 2, SHAPE(4, 6), 0.25);
-    check_case(1, &x, build_views);
-    free_all(1, &x);
-}
-END_TEST
 
 static int build_split_subset(DeftNDArrayHandle *in, DeftNDArrayHandle *out) {
     DeftNDArrayHandle parts[3] = {NULL, NULL, NULL};
@@ -180,13 +171,6 @@ static int build_split_subset(DeftNDArrayHandle *in, DeftNDArrayHandle *out) {
     return 2;
 }
 
-START_TEST(multi_output_subset) {
-    DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 2, SHAPE(2, 6), 0.5);
-    check_case(1, &x, build_split_subset);
-    free_all(1, &x);
-}
-END_TEST
-
 static int build_input_is_output(DeftNDArrayHandle *in, DeftNDArrayHandle *out) {
     DeftNDArrayHandle y = call1("_plus_scalar", 1, &in[0], P("scalar", "1"));
     out[0] = call1("elemwise_mul", 2, (DeftNDArrayHandle[]){y, in[1]}, NO_PARAMS);
@@ -194,14 +178,6 @@ static int build_input_is_output(DeftNDArrayHandle *in, DeftNDArrayHandle *out) 
     free_all(1, &y);
     return 2;
 }
-
-START_TEST(two_inputs) {
-    DeftNDArrayHandle x[2] = {ramp(DEFT_FLOAT64, 1, SHAPE(5), 0.1),
-                              ramp(DEFT_FLOAT64, 1, SHAPE(5), -0.3)};
-    check_case(2, x, build_input_is_output);
-    free_all(2, x);
-}
-END_TEST
 
 static int build_dtype_change(DeftNDArrayHandle *in, DeftNDArrayHandle *out) {
     DeftNDArrayHandle f = call1("Cast", 1, in, P("dtype", "float64"));
@@ -211,25 +187,11 @@ static int build_dtype_change(DeftNDArrayHandle *in, DeftNDArrayHandle *out) {
     return 2;
 }
 
-START_TEST(dtype_change) {
-    DeftNDArrayHandle x = ramp(DEFT_INT32, 2, SHAPE(3, 3), 7);
-    check_case(1, &x, build_dtype_change);
-    free_all(1, &x);
-}
-END_TEST
-
 static int build_zero_size(DeftNDArrayHandle *in, DeftNDArrayHandle *out) {
     out[0] = call1("_plus_scalar", 1, in, P("scalar", "1"));
     out[1] = call1("sum", 1, &out[0], P("axis", "0"));
     return 2;
 }
-
-START_TEST(zero_size) {
-    DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 2, SHAPE(0, 3), 1);
-    check_case(1, &x, build_zero_size);
-    free_all(1, &x);
-}
-END_TEST
 
 static int build_mlp(DeftNDArrayHandle *in, DeftNDArrayHandle *out) {
     DeftNDArrayHandle h = call1("FullyConnected", 3, in, P("num_hidden", "8"));
@@ -242,13 +204,46 @@ static int build_mlp(DeftNDArrayHandle *in, DeftNDArrayHandle *out) {
     return 2;
 }
 
-START_TEST(mlp_with_parameters) {
-    DeftNDArrayHandle p[5] = {
-        ramp(DEFT_FLOAT32, 2, SHAPE(4, 5), 0.1), ramp(DEFT_FLOAT32, 2, SHAPE(8, 5), 0.05),
-        ramp(DEFT_FLOAT32, 1, SHAPE(8), 0.2), ramp(DEFT_FLOAT32, 2, SHAPE(3, 8), -0.04),
-        ramp(DEFT_FLOAT32, 1, SHAPE(3), 0.3)};
-    check_case(5, p, build_mlp);
-    free_all(5, p);
+typedef struct input_spec {
+    int dtype, ndim;
+    int64_t shape[2];
+    double scale;
+} input_spec_t;
+
+static const struct {
+    const char *name;
+    build_fn build;
+    int nin;
+    input_spec_t in[5];
+} cases[] = {
+    {"no inputs (arange)", build_no_inputs, 0, {{0}}},
+    {"reshape and slice", build_views, 1, {{DEFT_FLOAT32, 2, {4, 6}, 0.25}}},
+    {"a subset of split's outputs", build_split_subset, 1, {{DEFT_FLOAT32, 2, {2, 6}, 0.5}}},
+    {"an input that is an output",
+     build_input_is_output,
+     2,
+     {{DEFT_FLOAT64, 1, {5}, 0.1}, {DEFT_FLOAT64, 1, {5}, -0.3}}},
+    {"dtype changes", build_dtype_change, 1, {{DEFT_INT32, 2, {3, 3}, 7}}},
+    {"zero-size dimensions", build_zero_size, 1, {{DEFT_FLOAT32, 2, {0, 3}, 1}}},
+    {"an MLP with parameters",
+     build_mlp,
+     5,
+     {{DEFT_FLOAT32, 2, {4, 5}, 0.1},
+      {DEFT_FLOAT32, 2, {8, 5}, 0.05},
+      {DEFT_FLOAT32, 1, {8}, 0.2},
+      {DEFT_FLOAT32, 2, {3, 8}, -0.04},
+      {DEFT_FLOAT32, 1, {3}, 0.3}}},
+};
+
+START_TEST(three_readings) {
+    DeftNDArrayHandle in[5];
+    current_case = cases[_i].name;
+    for (int i = 0; i < cases[_i].nin; i++) {
+        const input_spec_t *spec = &cases[_i].in[i];
+        in[i] = ramp(spec->dtype, spec->ndim, spec->shape, spec->scale);
+    }
+    check_case(cases[_i].nin, in, cases[_i].build);
+    free_all(cases[_i].nin, in);
 }
 END_TEST
 
@@ -282,6 +277,25 @@ START_TEST(shape_without_compute) {
     ck_assert_int_eq(is_lazy(z), 0);
     ck_assert_int_eq(is_lazy(y), 0); /* live, so it got its value in the same run */
     free_all(1, &x), free_all(1, &y), free_all(1, &z);
+    ck_assert_int_eq(live_bytes(), before);
+}
+END_TEST
+
+/* A normal input is kept by the recording until the call is computed, then let go. */
+START_TEST(captured_inputs_released_after_compute) {
+    int64_t before = live_bytes();
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT64, 1, SHAPE(1024), 1);
+    set_deferred(1);
+    DeftNDArrayHandle y = call1("sum", 1, &x, NO_PARAMS);
+    set_deferred(0);
+    free_all(1, &x);
+    ck_assert_int_eq(live_bytes() - before, 1024 * 8); /* held for y */
+    ck_assert_ok(DeftNDArrayTriggerDeferredCompute(&y, 1));
+    ck_assert_int_eq(live_bytes() - before, 8); /* y only */
+    DeftSymbolHandle sym; /* the structure stays: y still exports, x as a variable */
+    ck_assert_fails(DeftNDArrayGetDeferredComputeSymbol(NULL, &y, NULL, NULL, 0, 1, &sym),
+                    DEFT_ERROR_VALUE, "not bound to a variable");
+    free_all(1, &y);
     ck_assert_int_eq(live_bytes(), before);
 }
 END_TEST
@@ -512,16 +526,11 @@ END_TEST
 Suite *deferred_suite(void) {
     Suite *s = suite_create("deferred");
     TCase *tc = tcase_create("three readings");
-    tcase_add_test(tc, no_inputs);
-    tcase_add_test(tc, reshape_and_slice);
-    tcase_add_test(tc, multi_output_subset);
-    tcase_add_test(tc, two_inputs);
-    tcase_add_test(tc, dtype_change);
-    tcase_add_test(tc, zero_size);
-    tcase_add_test(tc, mlp_with_parameters);
+    tcase_add_loop_test(tc, three_readings, 0, (int)(sizeof cases / sizeof cases[0]));
     suite_add_tcase(s, tc);
     TCase *when = tcase_create("when");
     tcase_add_test(when, shape_without_compute);
+    tcase_add_test(when, captured_inputs_released_after_compute);
     tcase_add_test(when, only_what_is_needed);
     tcase_add_test(when, each_node_once);
     tcase_add_test(when, lazy_input_to_normal_op);

@@ -28,6 +28,25 @@ static inline int api_ndarray(DeftNDArrayHandle handle, const char *what, deft_n
 int api_ndarrays(const DeftNDArrayHandle *handles, int n, const char *what, bool allow_null,
                  deft_ndarray_t **out);
 
+/* A per-thread mode switch (deferred compute, recording, training): set it
+ * and report the previous setting. */
+static inline int api_set_mode(void (*set)(bool on, bool *prev), int on, int *prev) {
+    bool was;
+    set(on != 0, &was);
+    if (prev) *prev = was;
+    return 0;
+}
+
+static inline int api_get_mode(bool value, int *out) {
+    if (api_check_out(out, "out")) return -1;
+    *out = value;
+    return 0;
+}
+
+/* Run fn over the arrays behind n handles (the array functions of deferred compute). */
+int api_with_arrays(const DeftNDArrayHandle *handles, int n, const char *what,
+                    int (*fn)(int n, deft_ndarray_t *const *arrays));
+
 /* Like api_ndarrays, for any count, into a buffer the caller frees (also on failure). */
 int api_ndarray_list(const DeftNDArrayHandle *handles, int n, const char *what, bool allow_null,
                      deft_ndarray_t ***out);

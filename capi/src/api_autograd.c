@@ -7,32 +7,22 @@
 
 int DeftAutogradSetIsRecording(int on, int *prev) {
     API_BEGIN();
-    bool was;
-    deft_autograd_set_recording(on != 0, &was);
-    if (prev) *prev = was;
-    return 0;
+    return api_set_mode(deft_autograd_set_recording, on, prev);
 }
 
 int DeftAutogradIsRecording(int *out) {
     API_BEGIN();
-    if (api_check_out(out, "out")) return -1;
-    *out = deft_autograd_recording();
-    return 0;
+    return api_get_mode(deft_autograd_recording(), out);
 }
 
 int DeftAutogradSetIsTraining(int on, int *prev) {
     API_BEGIN();
-    bool was;
-    deft_autograd_set_training(on != 0, &was);
-    if (prev) *prev = was;
-    return 0;
+    return api_set_mode(deft_autograd_set_training, on, prev);
 }
 
 int DeftAutogradIsTraining(int *out) {
     API_BEGIN();
-    if (api_check_out(out, "out")) return -1;
-    *out = deft_autograd_training();
-    return 0;
+    return api_get_mode(deft_autograd_training(), out);
 }
 
 int DeftAutogradMarkVariables(int num, const DeftNDArrayHandle *variables, const int *grad_reqs,

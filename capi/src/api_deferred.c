@@ -8,17 +8,12 @@
 
 int DeftSetIsDeferredCompute(int on, int *prev) {
     API_BEGIN();
-    bool was;
-    deft_deferred_set(on != 0, &was);
-    if (prev) *prev = was;
-    return 0;
+    return api_set_mode(deft_deferred_set, on, prev);
 }
 
 int DeftIsDeferredCompute(int *out) {
     API_BEGIN();
-    if (api_check_out(out, "out")) return -1;
-    *out = deft_deferred_enabled();
-    return 0;
+    return api_get_mode(deft_deferred_enabled(), out);
 }
 
 int DeftImperativeDeferredInvoke(DeftOpHandle op, int num_inputs, const DeftNDArrayHandle *inputs,
@@ -44,11 +39,7 @@ int DeftNDArrayGetIsDeferredCompute(const DeftNDArrayHandle *handles, int n, int
 
 int DeftNDArrayTriggerDeferredCompute(const DeftNDArrayHandle *handles, int n) {
     API_BEGIN();
-    deft_ndarray_t **arrays = NULL;
-    int status =
-        api_ndarray_list(handles, n, "handles", false, &arrays) || deft_deferred_compute(n, arrays);
-    free(arrays);
-    return status ? -1 : 0;
+    return api_with_arrays(handles, n, "handles", deft_deferred_compute);
 }
 
 int DeftNDArrayGetDeferredComputeSymbol(const DeftNDArrayHandle *inputs,
@@ -97,9 +88,5 @@ int DeftNDArraySetDeferredComputeVariable(const DeftNDArrayHandle *arrays,
 
 int DeftNDArrayClearDeferredCompute(const DeftNDArrayHandle *arrays, int n) {
     API_BEGIN();
-    deft_ndarray_t **arrs = NULL;
-    int status =
-        api_ndarray_list(arrays, n, "arrays", false, &arrs) || deft_deferred_clear(n, arrs);
-    free(arrs);
-    return status ? -1 : 0;
+    return api_with_arrays(arrays, n, "arrays", deft_deferred_clear);
 }

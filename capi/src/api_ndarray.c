@@ -182,3 +182,11 @@ int api_ndarray_list(const DeftNDArrayHandle *handles, int n, const char *what, 
     *out = arrays;
     return api_ndarrays(handles, n, what, allow_null, arrays);
 }
+
+int api_with_arrays(const DeftNDArrayHandle *handles, int n, const char *what,
+                    int (*fn)(int n, deft_ndarray_t *const *arrays)) {
+    deft_ndarray_t **arrays = NULL;
+    int status = api_ndarray_list(handles, n, what, false, &arrays) || fn(n, arrays);
+    free(arrays);
+    return status ? -1 : 0;
+}

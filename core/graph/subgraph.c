@@ -172,8 +172,8 @@ static int ensure_gradient(deft_subgraph_t *sg) {
  * the node, or the gradient of one of its outputs. */
 static deft_gref_t variable_ref(const deft_subgraph_t *sg, deft_grad_builder_t *b,
                                 const deft_node_t *var) {
-    for (int a = 0; a < deft_cached_op_num_inputs(sg->exec); a++)
-        if (deft_cached_op_input_node(sg->exec, a) == var) return b->input(b, a);
+    int a = deft_subgraph_input_of(sg, var);
+    if (a >= 0) return b->input(b, a);
     for (int o = 0; o < sg->sym->num_outputs; o++)
         if (sg->heads[o] == var) return b->out_grad(b, o);
     return (deft_gref_t){NULL, 0};

@@ -8,85 +8,67 @@
 #include "core/imperative/deferred.h"
 #include "core/imperative/record.h"
 
-int deft_ndarray_new(const deft_shape_t *shape, deft_dtype_t dtype, deft_device_t device, bool zero,
-                     deft_ndarray_t **out) {
-    size_t nbytes;
-    if (deft_shape_nbytes(shape, deft_dtype_size(dtype), &nbytes)) return -1;
+/*
+ * The one way an array record is made: one reference, the tensor and entry
+ * given (both taken over), and a fresh engine variable unless `var` (taken
+ * over too) is given. On failure nothing taken over is released.
+ */
+static int make_array(const deft_tensor_t *tensor, deft_entry_t entry, deft_var_t *var,
+                      deft_ndarray_t **out) {
     deft_ndarray_t *arr = deft_record_alloc();
     if (!arr) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an array record");
-    if (!(arr->var = deft_var_new())) {
-        deft_record_free(arr);
-        return -1;
-    }
-    if (deft_storage_new(device, nbytes, &arr->tensor.storage)) {
-        deft_var_release(arr->var);
+    if (!var && !(var = deft_var_new())) {
         deft_record_free(arr);
         return -1;
     }
     atomic_init(&arr->refcount, 1);
     atomic_init(&arr->memo_id, 0);
     atomic_init(&arr->version, 0);
-    arr->entry = (deft_entry_t){NULL, 0};
-    arr->tensor.shape = *shape;
-    arr->tensor.dtype = dtype;
-    arr->tensor.device = device;
-    arr->tensor.offset = 0;
-    if (zero && nbytes) memset(deft_tensor_data(&arr->tensor), 0, nbytes);
-    *out = arr;
-    return 0;
-}
-
-int deft_ndarray_new_lazy(const deft_desc_t *desc, deft_device_t device, deft_entry_t entry,
-                          deft_ndarray_t **out) {
-    deft_ndarray_t *arr = deft_record_alloc();
-    if (!arr) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an array record");
-    if (!(arr->var = deft_var_new())) {
-        deft_record_free(arr);
-        return -1;
-    }
-    atomic_init(&arr->refcount, 1);
-    atomic_init(&arr->memo_id, 0);
-    atomic_init(&arr->version, 0);
-    arr->tensor = (deft_tensor_t){desc->shape, desc->dtype, device, NULL, 0};
+    arr->tensor = *tensor;
+    arr->var = var;
     arr->entry = entry;
     *out = arr;
     return 0;
 }
 
+static const deft_entry_t no_entry = {NULL, 0};
+
+int deft_ndarray_new(const deft_shape_t *shape, deft_dtype_t dtype, deft_device_t device, bool zero,
+                     deft_ndarray_t **out) {
+    size_t nbytes;
+    deft_tensor_t t = {*shape, dtype, device, NULL, 0};
+    if (deft_shape_nbytes(shape, deft_dtype_size(dtype), &nbytes) ||
+        deft_storage_new(device, nbytes, &t.storage))
+        return -1;
+    if (make_array(&t, no_entry, NULL, out)) {
+        deft_storage_release(t.storage);
+        return -1;
+    }
+    if (zero && nbytes) memset(deft_tensor_data(&t), 0, nbytes);
+    return 0;
+}
+
+int deft_ndarray_new_lazy(const deft_desc_t *desc, deft_device_t device, deft_entry_t entry,
+                          deft_ndarray_t **out) {
+    deft_tensor_t t = {desc->shape, desc->dtype, device, NULL, 0};
+    return make_array(&t, entry, NULL, out);
+}
+
 int deft_ndarray_new_placeholder(const deft_desc_t *desc, deft_device_t device,
                                  deft_ndarray_t **out) {
-    deft_ndarray_t *arr = deft_record_alloc();
-    if (!arr) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an array record");
-    if (!(arr->var = deft_var_new())) {
-        deft_record_free(arr);
+    deft_tensor_t t = {desc->shape, desc->dtype, device, NULL, 0};
+    if (deft_storage_new(device, 0, &t.storage)) return -1;
+    if (make_array(&t, no_entry, NULL, out)) {
+        deft_storage_release(t.storage);
         return -1;
     }
-    deft_storage_t *empty;
-    if (deft_storage_new(device, 0, &empty)) {
-        deft_var_release(arr->var);
-        deft_record_free(arr);
-        return -1;
-    }
-    atomic_init(&arr->refcount, 1);
-    atomic_init(&arr->memo_id, 0);
-    atomic_init(&arr->version, 0);
-    arr->tensor = (deft_tensor_t){desc->shape, desc->dtype, device, empty, 0};
-    arr->entry = (deft_entry_t){NULL, 0};
-    *out = arr;
     return 0;
 }
 
 int deft_ndarray_alias(deft_ndarray_t *arr, deft_ndarray_t **out) {
-    deft_ndarray_t *alias = deft_record_alloc();
-    if (!alias) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an array record");
-    atomic_init(&alias->refcount, 1);
-    atomic_init(&alias->memo_id, 0);
-    atomic_init(&alias->version, 0);
-    alias->tensor = arr->tensor;
-    deft_storage_retain(alias->tensor.storage);
-    alias->var = deft_var_retain(arr->var);
-    alias->entry = (deft_entry_t){NULL, 0};
-    *out = alias;
+    if (make_array(&arr->tensor, no_entry, arr->var, out)) return -1;
+    deft_storage_retain(arr->tensor.storage);
+    deft_var_retain(arr->var);
     return 0;
 }
 
