@@ -89,10 +89,7 @@ deft_ndarray_t *deft_ndarray_retain(deft_ndarray_t *arr) {
 void deft_ndarray_release(deft_ndarray_t *arr) {
     if (!arr) return;
     if (atomic_fetch_sub_explicit(&arr->refcount, 1, memory_order_acq_rel) != 1) return;
-    if (arr->entry.node) {
-        deft_record_forget(arr);
-        deft_node_release(arr->entry.node);
-    }
+    if (arr->entry.node) deft_record_release_entry(arr);
     deft_storage_release(arr->tensor.storage);
     deft_var_release(arr->var);
     deft_record_free(arr);

@@ -22,6 +22,17 @@ void deft_record_unlock(void) {
     if (--tl_depth == 0) pthread_mutex_unlock(&lock);
 }
 
+/* Drop the kept values no consumer needs. A value whose array is alive
+ * stays (it costs no memory: the array holds the same storage), so a
+ * parameter used by call after call is not captured afresh each time. */
+static void drop_unneeded(deft_record_t *rec) {
+    for (int k = 0; rec->pending == 0 && k < rec->num_outputs; k++) {
+        if (rec->live[k] && rec->kept[k]) continue;
+        deft_ndarray_release(rec->kept[k]);
+        rec->kept[k] = NULL;
+    }
+}
+
 static void drop_kept(deft_record_t *rec) {
     for (int k = 0; k < rec->num_outputs; k++) {
         deft_ndarray_release(rec->kept[k]);
@@ -35,7 +46,7 @@ void deft_record_drop_inputs(deft_node_t *consumer) {
     rec->holds_inputs = false;
     for (int i = 0; i < consumer->num_inputs; i++) {
         deft_record_t *in = deft_record_of(consumer->inputs[i].node);
-        if (in && --in->pending == 0) drop_kept(in);
+        if (in && --in->pending == 0) drop_unneeded(in);
     }
 }
 
@@ -114,6 +125,7 @@ int deft_record_new_variable(const deft_ndarray_t *arr, const char *name, deft_n
 int deft_record_variable(deft_ndarray_t *arr, const char *name) {
     deft_node_t *node;
     if (deft_record_new_variable(arr, name, &node)) return -1;
+    set_live(deft_record_of(node), 0, arr);
     publish_entry(arr, (deft_entry_t){node, 0});
     return 0;
 }
@@ -140,7 +152,10 @@ void deft_record_set_entry(deft_ndarray_t *arr, deft_entry_t entry) {
                   (deft_entry_t){entry.node ? deft_node_retain(entry.node) : NULL, entry.index});
     if (!old.node) return;
     deft_record_t *rec = deft_record_of(old.node);
-    if (rec && rec->live[old.index] == arr) set_live(rec, old.index, NULL);
+    if (rec && rec->live[old.index] == arr) {
+        set_live(rec, old.index, NULL);
+        drop_unneeded(rec);
+    }
     deft_node_release(old.node);
 }
 
@@ -148,11 +163,17 @@ void deft_record_set_live(deft_node_t *node, int k, deft_ndarray_t *arr) {
     set_live(deft_record_of(node), k, arr);
 }
 
-void deft_record_forget(deft_ndarray_t *arr) {
-    deft_record_t *rec = deft_record_of(arr->entry.node);
+void deft_record_release_entry(deft_ndarray_t *arr) {
+    deft_node_t *node = arr->entry.node;
+    deft_record_t *rec = deft_record_of(node);
     /* The slot can only hold this array if it was set when the array was made. */
-    if (!rec || __atomic_load_n(&rec->live[arr->entry.index], __ATOMIC_ACQUIRE) != arr) return;
-    deft_record_lock();
-    if (rec->live[arr->entry.index] == arr) set_live(rec, arr->entry.index, NULL);
+    if (!rec || __atomic_load_n(&rec->live[arr->entry.index], __ATOMIC_ACQUIRE) != arr) {
+        deft_node_release(node);
+        return;
+    }
+    deft_record_lock(); /* once, for the slot and for freeing what the node held */
+    set_live(rec, arr->entry.index, NULL);
+    drop_unneeded(rec);
+    deft_node_release(node);
     deft_record_unlock();
 }

@@ -82,7 +82,8 @@ void deft_record_set_entry(deft_ndarray_t *arr, deft_entry_t entry);
 /* Drop the values a node keeps for backward. Under the lock. */
 void deft_record_drop_saved(deft_node_t *node);
 
-/* An array with an entry is being freed: forget it as its node's live output. */
-void deft_record_forget(deft_ndarray_t *arr);
+/* An array with an entry is being freed: forget it as its node's live output
+ * and drop its reference to the node. */
+void deft_record_release_entry(deft_ndarray_t *arr);
 
 #endif
