@@ -41,12 +41,14 @@ static int check_attrs(int n, const char *const *keys, const char *const *vals, 
  * parameters, and its attributes (pointer arrays and the strings), so
  * recording a call costs one malloc for the node, not one per string.
  */
-static deft_node_t *node_alloc(int num_inputs, int num_params, int num_attrs, size_t text_bytes) {
+static deft_node_t *node_alloc(int num_inputs, int num_params, int num_attrs, size_t text_bytes,
+                               size_t ext_bytes) {
     size_t size = sizeof(deft_node_t) + (size_t)num_inputs * sizeof(deft_entry_t);
     size_t params_at = (size + 15) & ~(size_t)15;
     size_t ptrs_at = params_at + (size_t)num_params * sizeof(deft_param_value_t);
     size_t text_at = ptrs_at + 2 * (size_t)num_attrs * sizeof(char *);
-    size_t total = text_at + text_bytes;
+    size_t ext_at = (text_at + text_bytes + 15) & ~(size_t)15;
+    size_t total = ext_at + ext_bytes;
     bool record = total <= DEFT_RECORD_SIZE; /* most nodes: a list pop, not malloc */
     deft_node_t *node = record ? deft_record_alloc() : malloc(total);
     if (!node) return NULL;
@@ -58,6 +60,7 @@ static deft_node_t *node_alloc(int num_inputs, int num_params, int num_attrs, si
     node->attrs.keys = (char **)(base + ptrs_at);
     node->attrs.vals = node->attrs.keys + num_attrs;
     node->attrs.text = base + text_at;
+    if (ext_bytes) node->ext = memset(base + ext_at, 0, ext_bytes), node->ext_bytes = ext_bytes;
     return node;
 }
 
@@ -99,7 +102,7 @@ int deft_node_new_variable(const char *name, const char *role, int num_attrs,
                            const char *const *keys, const char *const *vals, deft_node_t **out) {
     size_t text;
     if (check_attrs(num_attrs, keys, vals, &text)) return -1;
-    deft_node_t *node = node_alloc(0, 0, num_attrs, text);
+    deft_node_t *node = node_alloc(0, 0, num_attrs, text, 0);
     if (!node) return oom_node();
     node->num_outputs = 1;
     if ((name && !(node->name = copy_string(name))) ||
@@ -145,9 +148,9 @@ strings:
     return 0;
 }
 
-static int new_op(const deft_op_entry_t *op, const deft_param_value_t *parsed, const char *name,
-                  int num_attrs, const char *const *keys, const char *const *vals, int num_inputs,
-                  const deft_entry_t *inputs, deft_node_t **out) {
+static int new_op(const deft_op_entry_t *op, const deft_param_value_t *parsed, size_t ext_bytes,
+                  const char *name, int num_attrs, const char *const *keys, const char *const *vals,
+                  int num_inputs, const deft_entry_t *inputs, deft_node_t **out) {
     if (num_inputs < op->op->min_inputs || num_inputs > op->op->max_inputs)
         return deft_op_error(op->op, DEFT_ERR_VALUE, "got %d inputs, expected %d to %d", num_inputs,
                              op->op->min_inputs, op->op->max_inputs);
@@ -155,7 +158,7 @@ static int new_op(const deft_op_entry_t *op, const deft_param_value_t *parsed, c
     if (check_attrs(num_attrs, keys, vals, &text)) return -1;
     /* at least one slot: kernels get a valid pointer even without parameters */
     deft_node_t *node =
-        node_alloc(num_inputs, op->num_params ? op->num_params : 1, num_attrs, text);
+        node_alloc(num_inputs, op->num_params ? op->num_params : 1, num_attrs, text, ext_bytes);
     if (!node) return oom_node();
     node->op = op;
     if ((name && !(node->name = copy_string(name))) || fill_attrs(node, num_attrs, keys, vals) ||
@@ -177,13 +180,13 @@ static int new_op(const deft_op_entry_t *op, const deft_param_value_t *parsed, c
 int deft_node_new_op(const deft_op_entry_t *op, const char *name, int num_attrs,
                      const char *const *keys, const char *const *vals, int num_inputs,
                      const deft_entry_t *inputs, deft_node_t **out) {
-    return new_op(op, NULL, name, num_attrs, keys, vals, num_inputs, inputs, out);
+    return new_op(op, NULL, 0, name, num_attrs, keys, vals, num_inputs, inputs, out);
 }
 
 int deft_node_new_call(const deft_op_entry_t *op, const deft_param_value_t *params, int num_params,
                        const char *const *keys, const char *const *vals, int num_inputs,
-                       const deft_entry_t *inputs, deft_node_t **out) {
-    return new_op(op, params, NULL, num_params, keys, vals, num_inputs, inputs, out);
+                       const deft_entry_t *inputs, size_t ext_bytes, deft_node_t **out) {
+    return new_op(op, params, ext_bytes, NULL, num_params, keys, vals, num_inputs, inputs, out);
 }
 
 int deft_node_with_attr(const deft_node_t *node, const char *key, const char *value,

@@ -44,6 +44,7 @@ struct deft_node {
     /* State that a layer above keeps per node (the imperative layer's record of
      * a recorded call), freed with the node; set once, before the node is shared. */
     void *ext;
+    size_t ext_bytes; /* room for ext made with the node (deft_node_new_call), or 0 */
     void (*ext_free)(deft_node_t *node);
     deft_node_t *free_next; /* used only while freeing (no recursion) */
     deft_entry_t inputs[];  /* each holds a reference to its node */
@@ -72,11 +73,13 @@ int deft_node_new_op(const deft_op_entry_t *op, const char *name, int num_attrs,
 /*
  * The node of a recorded operator call: like deft_node_new_op with keys and
  * vals the call's parameters as given, and `params` their values, already
- * parsed and checked by the call (so they are not parsed again).
+ * parsed and checked by the call (so they are not parsed again). With
+ * ext_bytes, ext points at that much zeroed room in the node's own
+ * allocation, for the layer above's state (one allocation per recorded call).
  */
 int deft_node_new_call(const deft_op_entry_t *op, const deft_param_value_t *params, int num_params,
                        const char *const *keys, const char *const *vals, int num_inputs,
-                       const deft_entry_t *inputs, deft_node_t **out);
+                       const deft_entry_t *inputs, size_t ext_bytes, deft_node_t **out);
 
 /* A copy of `node` with one attribute set (or replaced). */
 int deft_node_with_attr(const deft_node_t *node, const char *key, const char *value,

@@ -48,13 +48,14 @@ static int check_recordable(const deft_op_t *op, int nout, deft_ndarray_t *const
 
 /* Under the lock: the node of a call, counted in its inputs and keeping their values. */
 static int record_node(const deft_op_entry_t *entry, const deft_param_value_t *params, int nin,
-                       deft_ndarray_t *const *in, const deft_desc_t *out_desc, int nparams,
-                       const char *const *keys, const char *const *vals, deft_device_t device,
-                       deft_node_t **out) {
+                       deft_ndarray_t *const *in, int nout, const deft_desc_t *out_desc,
+                       int nparams, const char *const *keys, const char *const *vals,
+                       deft_device_t device, deft_node_t **out) {
     deft_entry_t entries[DEFT_OP_MAX_INPUTS];
     deft_node_t *node;
     if (deft_record_input_entries(nin, in, entries) ||
-        deft_node_new_call(entry, params, nparams, keys, vals, nin, entries, &node))
+        deft_node_new_call(entry, params, nparams, keys, vals, nin, entries,
+                           deft_record_size(nin, nout), &node))
         return -1;
     if (deft_record_attach(node, device, out_desc) || deft_autograd_prepare_node(node)) {
         deft_node_release(node);
@@ -80,7 +81,8 @@ int deft_deferred_record(const deft_op_entry_t *entry, const deft_param_value_t 
     deft_device_t device = nin ? in[0]->tensor.device : deft_device_cpu();
     deft_node_t *node;
     deft_record_lock();
-    int status = record_node(entry, params, nin, in, out_desc, nparams, keys, vals, device, &node);
+    int status =
+        record_node(entry, params, nin, in, nout, out_desc, nparams, keys, vals, device, &node);
     if (status) {
         deft_record_unlock();
         return -1;

@@ -71,20 +71,28 @@ static void free_record(deft_node_t *node) {
     deft_ndarray_release(rec->grad);
     deft_subgraph_release(rec->subgraph);
     node->ext = NULL;
-    if (rec->is_record)
+    if (rec->allocation == ALLOC_RECORD)
         deft_record_free(rec);
-    else
+    else if (rec->allocation == ALLOC_MALLOC)
         free(rec);
 }
 
+size_t deft_record_size(int num_inputs, int num_outputs) {
+    int slots = 3 * num_outputs + num_inputs; /* live, kept, saved */
+    return sizeof(deft_record_t) + (size_t)num_outputs * sizeof(deft_desc_t) +
+           (size_t)slots * sizeof(void *);
+}
+
 int deft_record_attach(deft_node_t *node, deft_device_t device, const deft_desc_t *desc) {
-    int n = node->num_outputs, slots = 3 * n + node->num_inputs; /* live, kept, saved */
-    size_t size =
-        sizeof(deft_record_t) + (size_t)n * sizeof(deft_desc_t) + (size_t)slots * sizeof(void *);
-    deft_record_t *rec = size <= DEFT_RECORD_SIZE ? deft_record_alloc() : malloc(size);
-    if (!rec) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a recorded node");
-    memset(rec, 0, size);
-    rec->is_record = size <= DEFT_RECORD_SIZE;
+    int n = node->num_outputs;
+    size_t size = deft_record_size(node->num_inputs, n);
+    deft_record_t *rec = node->ext_bytes >= size ? node->ext : NULL; /* room made with the node */
+    if (!rec) {
+        rec = size <= DEFT_RECORD_SIZE ? deft_record_alloc() : malloc(size);
+        if (!rec) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a recorded node");
+        memset(rec, 0, size);
+        rec->allocation = size <= DEFT_RECORD_SIZE ? ALLOC_RECORD : ALLOC_MALLOC;
+    }
     rec->device = device;
     rec->num_outputs = n;
     rec->desc = (deft_desc_t *)(rec + 1);

@@ -37,7 +37,7 @@ typedef struct deft_record {
     deft_ndarray_t **saved;         /* their values (no entry): inputs, then outputs */
     bool saved_released;            /* a backward without retain_graph dropped them */
     struct deft_subgraph *subgraph; /* _CachedOp nodes: the graph it runs (retained) */
-    bool is_record;                 /* allocated as a record (core/base/records.h), not by malloc */
+    enum { ALLOC_IN_NODE, ALLOC_RECORD, ALLOC_MALLOC } allocation; /* where it lives */
 } deft_record_t;
 
 void deft_record_lock(void);
@@ -47,7 +47,11 @@ static inline deft_record_t *deft_record_of(const deft_node_t *node) {
     return node->ext;
 }
 
-/* Give a node (not yet shared) its record: uncomputed, outputs described by `desc`. */
+/* Bytes of a record: a recorded call makes its node with this much room for it. */
+size_t deft_record_size(int num_inputs, int num_outputs);
+
+/* Give a node (not yet shared) its record (in the room made with the node, if any): uncomputed,
+ * outputs described by `desc`. */
 int deft_record_attach(deft_node_t *node, deft_device_t device, const deft_desc_t *desc);
 
 /* A variable node with a record standing for an array made outside any
