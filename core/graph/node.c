@@ -48,6 +48,8 @@ static deft_node_t *node_alloc(int num_inputs, int num_params, int num_attrs, si
     size_t ptrs_at = params_at + (size_t)num_params * sizeof(deft_param_value_t);
     size_t text_at = ptrs_at + 2 * (size_t)num_attrs * sizeof(char *);
     size_t ext_at = (text_at + text_bytes + 15) & ~(size_t)15;
+    if (ext_at <= DEFT_RECORD_SIZE && ext_at + ext_bytes > DEFT_RECORD_SIZE)
+        ext_bytes = 0; /* two records beat one malloc: ext is allocated apart */
     size_t total = ext_at + ext_bytes;
     bool record = total <= DEFT_RECORD_SIZE; /* most nodes: a list pop, not malloc */
     deft_node_t *node = record ? deft_record_alloc() : malloc(total);

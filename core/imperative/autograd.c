@@ -141,6 +141,7 @@ static int mark_one(deft_ndarray_t *arr, int req, deft_ndarray_t *grad) {
     rec->grad_req = req;
     rec->grad = grad ? deft_ndarray_retain(grad) : NULL;
     deft_record_set_entry(arr, (deft_entry_t){fresh, 0});
+    deft_record_set_live(fresh, 0, arr); /* its captured value stays while it lives */
     deft_node_release(fresh);
     return 0;
 }
