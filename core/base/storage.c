@@ -6,6 +6,7 @@
 #include "core/base/error.h"
 #include "core/base/memstat.h"
 #include "core/base/records.h"
+#include "core/base/refcount.h"
 
 static const deft_allocator_t *_Atomic allocators[DEFT_DEV_GPU + 1] = {
     [DEFT_DEV_CPU] = &deft_cpu_pool,
@@ -46,7 +47,7 @@ deft_storage_t *deft_storage_retain(deft_storage_t *storage) {
 
 void deft_storage_release(deft_storage_t *storage) {
     if (!storage) return;
-    if (atomic_fetch_sub_explicit(&storage->refcount, 1, memory_order_acq_rel) != 1) return;
+    if (!deft_release_last(&storage->refcount)) return;
     if (storage->data)
         deft_allocator_get(storage->device.type)
             ->free(storage->device, storage->data, storage->capacity);

@@ -371,7 +371,11 @@ int deft_engine_run_now(const deft_engine_op_desc_t *d) {
     engine_op_t op; /* only its variable list is used */
     if (d->num_reads + d->num_writes > OP_INLINE_VARS) return 1;
     memset(&op, 0, offsetof(engine_op_t, inline_vars));
-    collect_vars(d, &op, false);
+    /* Fresh variables are idle and private: no locked instruction for them (each
+     * costs as much as the rest of the call). They still get the error, if any. */
+    deft_engine_op_desc_t shared = *d;
+    shared.num_writes -= d->num_fresh_writes;
+    collect_vars(&shared, &op, false);
     int n = op.num_reads + op.num_writes, started = 0;
     while (started < n && var_try_start(op.vars[started].var, op.vars[started].write)) started++;
     ready_list_t ready = {NULL, NULL};
@@ -383,6 +387,8 @@ int deft_engine_run_now(const deft_engine_op_desc_t *d) {
     }
     /* Not counted as pending: it finishes before the caller's API call returns. */
     engine_error_t *error = d->fn ? call_work(d->fn, d->ctx, d->origin, d->small) : NULL;
+    for (int i = shared.num_writes; error && i < d->num_writes; i++)
+        var_set_error(d->writes[i], error);
     complete_vars(op.vars, op.num_reads, n, error, &ready);
     dispatch(&ready);
     return 0;

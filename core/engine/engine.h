@@ -44,6 +44,9 @@ typedef struct deft_engine_op_desc {
     const char *origin; /* the API function that pushed it, named in errors */
     bool small;         /* cheap enough to run on the pushing thread when ready */
     bool never_block;   /* skip back-pressure: pushed under a lock that finishing work may take */
+    /* The last num_fresh_writes writes are variables the pusher just made and
+     * nobody else can see yet: run_now needs no locking for them. */
+    int num_fresh_writes;
 } deft_engine_op_desc_t;
 
 /*

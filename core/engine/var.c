@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/base/refcount.h"
 #include "core/base/records.h"
 #include "core/engine/engine_internal.h"
 
@@ -81,7 +82,7 @@ static void unlist(deft_var_t *var) {
 }
 
 void deft_var_release(deft_var_t *var) {
-    if (!var || atomic_fetch_sub_explicit(&var->refcount, 1, memory_order_acq_rel) != 1) return;
+    if (!var || !deft_release_last(&var->refcount)) return;
     /* Operations hold references, so nothing is queued on a dying variable. */
     if (atomic_load(&var->error)) {
         pthread_mutex_lock(&errors_lock);

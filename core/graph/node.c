@@ -5,6 +5,7 @@
 
 #include "core/base/error.h"
 #include "core/base/records.h"
+#include "core/base/refcount.h"
 
 static const char *const annotation_keys[] = {"ctx_group", "lr_mult", "wd_mult", "force_mirroring",
                                               NULL};
@@ -218,7 +219,7 @@ deft_node_t *deft_node_retain(deft_node_t *node) {
 }
 
 void deft_node_release(deft_node_t *node) {
-    if (!node || atomic_fetch_sub_explicit(&node->refcount, 1, memory_order_acq_rel) != 1) return;
+    if (!node || !deft_release_last(&node->refcount)) return;
     node->free_next = NULL;
     deft_node_t *dead = node;
     while (dead) {

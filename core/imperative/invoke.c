@@ -22,6 +22,7 @@ typedef struct invoke_call {
     const deft_op_t *op;
     int nin, nout;
     bool on_heap;
+    uint64_t fresh; /* bit k: out[k] was made by this call (nobody else sees it yet) */
     deft_ndarray_t **in, **out, **final; /* final[k]: where a staged out[k] is copied */
     deft_param_value_t *params;
 } invoke_call_t;
@@ -63,6 +64,7 @@ static invoke_call_t *call_init(void *memory, bool on_heap, const deft_op_t *op,
     call->nin = nin;
     call->nout = nout;
     call->on_heap = on_heap;
+    call->fresh = 0;
     call->params = (deft_param_value_t *)(call + 1);
     call->in = (deft_ndarray_t **)(call->params + nparams);
     call->out = call->in + nin;
@@ -127,10 +129,15 @@ static void describe(invoke_call_t *call, deft_var_t **reads, deft_var_t **write
             reads[nreads++] = call->in[i]->var;
         bytes += deft_tensor_nbytes(&call->in[i]->tensor);
     }
-    for (int k = 0; k < call->nout; k++) {
-        writes[nwrites++] = (call->final[k] ? call->final[k] : call->out[k])->var;
-        bytes += deft_tensor_nbytes(&call->out[k]->tensor);
-    }
+    int fresh = 0;
+    for (int pass = 0; pass < 2; pass++) /* fresh outputs last (engine.h) */
+        for (int k = 0; k < call->nout; k++) {
+            bool is_fresh = k < 64 && (call->fresh & (1ull << k));
+            if (is_fresh != (pass == 1)) continue;
+            writes[nwrites++] = (call->final[k] ? call->final[k] : call->out[k])->var;
+            bytes += deft_tensor_nbytes(&call->out[k]->tensor);
+            fresh += is_fresh;
+        }
     *desc = (deft_engine_op_desc_t){
         .fn = call_run,
         .ctx = call,
@@ -141,6 +148,7 @@ static void describe(invoke_call_t *call, deft_var_t **reads, deft_var_t **write
         .name = op->name,
         .origin = "DeftImperativeInvoke",
         .small = bytes < INLINE_BYTES,
+        .num_fresh_writes = fresh,
     };
 }
 
@@ -193,6 +201,8 @@ static int prepare_output(invoke_call_t *call, int k, deft_ndarray_t *given,
             return 0;
         }
         call->final[k] = given;
+    } else if (k < 64) {
+        call->fresh |= 1ull << k;
     }
     return deft_ndarray_new(&want->shape, want->dtype, device, false, &call->out[k]);
 }

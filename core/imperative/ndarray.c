@@ -7,6 +7,7 @@
 #include "core/base/records.h"
 #include "core/imperative/deferred.h"
 #include "core/imperative/record.h"
+#include "core/base/refcount.h"
 
 /*
  * The one way an array record is made: one reference, the tensor and entry
@@ -88,7 +89,11 @@ deft_ndarray_t *deft_ndarray_retain(deft_ndarray_t *arr) {
 
 void deft_ndarray_release(deft_ndarray_t *arr) {
     if (!arr) return;
-    if (atomic_fetch_sub_explicit(&arr->refcount, 1, memory_order_acq_rel) != 1) return;
+    /* Lazy arrays can be retained through their node's weak slot: no shortcut. */
+    bool last = arr->entry.node
+                    ? atomic_fetch_sub_explicit(&arr->refcount, 1, memory_order_acq_rel) == 1
+                    : deft_release_last(&arr->refcount);
+    if (!last) return;
     if (arr->entry.node) deft_record_release_entry(arr);
     deft_storage_release(arr->tensor.storage);
     deft_var_release(arr->var);
