@@ -26,7 +26,11 @@ static const char *const kind_names[DEFT_HANDLE_KIND_COUNT] = {
 
 static pthread_mutex_t shell_lock = PTHREAD_MUTEX_INITIALIZER;
 static shell_t *free_head, *free_tail;
-static atomic_llong live[DEFT_HANDLE_KIND_COUNT];
+/* Live handles are counted per thread (a locked add per handle costs more
+ * than the rest of making one); a reader sums the threads' counts, and an
+ * exiting thread's net count moves to `retired`. Handles made on one thread
+ * and freed on another net out in the sum. */
+static long long retired[DEFT_HANDLE_KIND_COUNT]; /* guarded by shell_lock */
 
 /*
  * Each thread also keeps a ring of its recently freed shells, so creating
@@ -40,7 +44,11 @@ static atomic_llong live[DEFT_HANDLE_KIND_COUNT];
 typedef struct shell_ring {
     shell_t *shells[RING];
     unsigned head, count;
+    atomic_llong live[DEFT_HANDLE_KIND_COUNT]; /* written by its thread only */
+    struct shell_ring *next, *prev;             /* all rings, under shell_lock */
 } shell_ring_t;
+
+static shell_ring_t *rings;
 
 static DEFT_TLS_FAST shell_ring_t *tl_ring;
 static pthread_once_t ring_key_once = PTHREAD_ONCE_INIT;
@@ -77,7 +85,32 @@ static void flush_ring(void *arg) {
     shell_ring_t *ring = arg;
     for (; ring->count; ring->count--, ring->head = (ring->head + 1) % RING)
         push_global(ring->shells[ring->head]);
+    pthread_mutex_lock(&shell_lock);
+    for (int k = 0; k < DEFT_HANDLE_KIND_COUNT; k++) retired[k] += atomic_load(&ring->live[k]);
+    if (ring->prev)
+        ring->prev->next = ring->next;
+    else
+        rings = ring->next;
+    if (ring->next) ring->next->prev = ring->prev;
+    pthread_mutex_unlock(&shell_lock);
     free(ring);
+}
+
+/* This thread's count of live handles of a kind changes by delta (one writer:
+ * a relaxed load and store, no locked instruction). */
+static shell_ring_t *ring(void);
+
+static void count_live(deft_handle_kind_t kind, long long delta) {
+    shell_ring_t *r = tl_ring ? tl_ring : ring();
+    if (!r) { /* no ring (out of memory): the exited threads' total takes it */
+        pthread_mutex_lock(&shell_lock);
+        retired[kind] += delta;
+        pthread_mutex_unlock(&shell_lock);
+        return;
+    }
+    atomic_store_explicit(&r->live[kind],
+                          atomic_load_explicit(&r->live[kind], memory_order_relaxed) + delta,
+                          memory_order_relaxed);
 }
 
 static void make_ring_key(void) {
@@ -87,8 +120,15 @@ static void make_ring_key(void) {
 static shell_ring_t *ring(void) {
     if (tl_ring) return tl_ring;
     pthread_once(&ring_key_once, make_ring_key);
-    if ((tl_ring = calloc(1, sizeof *tl_ring)) != NULL) pthread_setspecific(ring_key, tl_ring);
-    return tl_ring;
+    shell_ring_t *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    pthread_mutex_lock(&shell_lock);
+    r->next = rings;
+    if (rings) rings->prev = r;
+    rings = r;
+    pthread_mutex_unlock(&shell_lock);
+    pthread_setspecific(ring_key, r);
+    return tl_ring = r;
 }
 
 static shell_t *take_from_ring(void) {
@@ -132,7 +172,7 @@ void *deft_handle_new(deft_handle_kind_t kind, void *object) {
     shell->object = object;
     shell->next_free = NULL;
     atomic_store_explicit(&shell->magic, magic_of(kind), memory_order_release);
-    atomic_fetch_add_explicit(&live[kind], 1, memory_order_relaxed);
+    count_live(kind, 1);
     return shell;
 }
 
@@ -168,7 +208,7 @@ int deft_handle_retire(void *handle, deft_handle_kind_t kind, const char *what, 
         return bad_handle(handle, expected, kind, what);
     *object = shell->object;
     shell->object = NULL;
-    atomic_fetch_sub_explicit(&live[kind], 1, memory_order_relaxed);
+    count_live(kind, -1);
     if (!put_in_ring(shell)) push_global(shell);
     return 0;
 }
@@ -183,5 +223,9 @@ void *deft_handle_object(const void *handle) {
 }
 
 int64_t deft_handle_live_count(deft_handle_kind_t kind) {
-    return (int64_t)atomic_load_explicit(&live[kind], memory_order_relaxed);
+    pthread_mutex_lock(&shell_lock);
+    long long total = retired[kind];
+    for (const shell_ring_t *r = rings; r; r = r->next) total += atomic_load(&r->live[kind]);
+    pthread_mutex_unlock(&shell_lock);
+    return (int64_t)total;
 }
