@@ -283,11 +283,15 @@ int deft_autograd_record(const deft_autograd_call_t *call, const deft_op_entry_t
                          const deft_param_value_t *params, int nin, deft_ndarray_t *const *in,
                          int nout, const deft_desc_t *out_desc, int nparams,
                          const char *const *keys, const char *const *vals,
-                         deft_ndarray_t *const *out) {
+                         deft_ndarray_t *const *out, bool fresh_outputs) {
     deft_entry_t entries[DEFT_OP_MAX_INPUTS];
     deft_node_t *node = NULL;
     deft_device_t device = nin ? in[0]->tensor.device : deft_device_cpu();
-    deft_record_lock();
+    /* The lock guards arrays' entries: needed only to give an input its first
+     * one or to replace a given output's (new outputs are nobody else's yet). */
+    bool locked = !fresh_outputs;
+    for (int i = 0; i < nin && !locked; i++) locked = !deft_record_entry_node(in[i]);
+    if (locked) deft_record_lock();
     int status = deft_record_input_entries(nin, in, entries);
     if (status == 0)
         status = deft_node_new_call(entry, params, nparams, keys, vals, nin, entries,
@@ -299,10 +303,14 @@ int deft_autograd_record(const deft_autograd_call_t *call, const deft_op_entry_t
         rec->save_in = call->save_in, rec->save_out = call->save_out;
         status = save_values(rec, nin, in, nout, out);
     }
-    for (int k = 0; status == 0 && k < nout; k++)
+    for (int k = 0; status == 0 && k < nout - 1; k++)
         deft_record_set_entry(out[k], (deft_entry_t){node, k});
-    deft_node_release(node);
-    deft_record_unlock();
+    if (status == 0 && nout > 0 && fresh_outputs) /* our reference goes to the last output */
+        deft_record_give_entry(out[nout - 1], (deft_entry_t){node, nout - 1});
+    else if (status == 0 && nout > 0)
+        deft_record_set_entry(out[nout - 1], (deft_entry_t){node, nout - 1});
+    if (status || nout == 0 || !fresh_outputs) deft_node_release(node);
+    if (locked) deft_record_unlock();
     return status;
 }
 

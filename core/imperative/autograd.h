@@ -46,12 +46,13 @@ int deft_autograd_plan(const deft_op_entry_t *entry, const deft_param_value_t *p
                        const char *const *keys, const char *const *vals,
                        deft_autograd_call_t *call);
 
-/* After it ran: record its node; the outputs' entries point at it. */
+/* After it ran: record its node; the outputs' entries point at it.
+ * fresh_outputs: every output was made by the call (none was given). */
 int deft_autograd_record(const deft_autograd_call_t *call, const deft_op_entry_t *entry,
                          const deft_param_value_t *params, int nin, deft_ndarray_t *const *in,
                          int nout, const deft_desc_t *out_desc, int nparams,
                          const char *const *keys, const char *const *vals,
-                         deft_ndarray_t *const *out);
+                         deft_ndarray_t *const *out, bool fresh_outputs);
 
 /* A node deferred compute just recorded, under the record lock: whether it
  * requires a gradient (when recording) and what its gradient reads. */

@@ -45,7 +45,8 @@ static int run_and_record(const deft_op_entry_t *entry, deft_cached_op_t *op, in
     deft_autograd_call_t call;
     deft_ndarray_t *given[DEFT_OP_MAX_OUTPUTS] = {NULL};
     int room = *nout < DEFT_OP_MAX_OUTPUTS ? *nout : DEFT_OP_MAX_OUTPUTS;
-    for (int k = 0; k < room; k++) given[k] = out[k];
+    bool any_given = false;
+    for (int k = 0; k < room; k++) given[k] = out[k], any_given = any_given || out[k];
     if (deft_op_parse_params(entry, 1, keys, vals, &params) ||
         deft_autograd_plan(entry, params->v, nin, in, room, given, 1, keys, vals, &call) ||
         deft_cached_op_invoke(op, nin, in, nout, out))
@@ -53,8 +54,8 @@ static int run_and_record(const deft_op_entry_t *entry, deft_cached_op_t *op, in
     deft_desc_t out_desc[DEFT_OP_MAX_OUTPUTS];
     for (int k = 0; k < *nout; k++)
         out_desc[k] = (deft_desc_t){out[k]->tensor.shape, out[k]->tensor.dtype};
-    if (!deft_autograd_record(&call, entry, params->v, nin, in, *nout, out_desc, 1, keys, vals,
-                              out))
+    if (!deft_autograd_record(&call, entry, params->v, nin, in, *nout, out_desc, 1, keys, vals, out,
+                              !any_given))
         return 0;
     for (int k = 0; k < *nout; k++)
         if (!given[k]) deft_ndarray_release(out[k]), out[k] = NULL;

@@ -234,14 +234,17 @@ static int check_not_lazy(const deft_op_t *op, int nin, deft_ndarray_t *const *i
     return 0;
 }
 
+static bool none_given(int nout, deft_ndarray_t *const *out) {
+    for (int k = 0; k < nout; k++)
+        if (out[k]) return false;
+    return true;
+}
+
 /* A call whose result depends on nothing but its inputs and parameters,
  * writing no existing array, and not recorded (its history must be its own). */
 static bool memoizable(const deft_op_t *op, int nout, deft_ndarray_t *const *out,
                        const deft_autograd_call_t *grad) {
-    if (op->nondeterministic || op->mutate_inputs || grad->record) return false;
-    for (int k = 0; k < nout; k++)
-        if (out[k]) return false;
-    return true;
+    return !op->nondeterministic && !op->mutate_inputs && !grad->record && none_given(nout, out);
 }
 
 /* Given outputs and updated inputs change: memoised results of them are stale. */
@@ -309,8 +312,9 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
     }
     deft_ndarray_t *results[DEFT_OP_MAX_OUTPUTS];
     for (int k = 0; k < produced; k++) results[k] = out[k] ? out[k] : call->out[k];
-    if (grad.record && deft_autograd_record(&grad, entry, params->v, nin, in, produced, out_desc,
-                                            nparams, keys, vals, results)) {
+    if (grad.record &&
+        deft_autograd_record(&grad, entry, params->v, nin, in, produced, out_desc, nparams, keys,
+                             vals, results, none_given(produced, out))) {
         release_created(call, out, true);
         return -1;
     }

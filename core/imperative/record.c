@@ -167,6 +167,10 @@ void deft_record_set_entry(deft_ndarray_t *arr, deft_entry_t entry) {
     deft_node_release(old.node);
 }
 
+void deft_record_give_entry(deft_ndarray_t *arr, deft_entry_t entry) {
+    publish_entry(arr, entry);
+}
+
 void deft_record_set_live(deft_node_t *node, int k, deft_ndarray_t *arr) {
     set_live(deft_record_of(node), k, arr);
 }

@@ -80,6 +80,9 @@ int deft_record_use(const deft_entry_t *entry, deft_ndarray_t *value);
 /* A consumer no longer needs its inputs (it was computed or freed). Under the lock. */
 void deft_record_drop_inputs(deft_node_t *consumer);
 
+/* A new array (no entry, nobody else's yet) takes the caller's reference to entry's node. */
+void deft_record_give_entry(deft_ndarray_t *arr, deft_entry_t entry);
+
 /* Point an array at another recorded entry (retained), dropping its old one. Under the lock. */
 void deft_record_set_entry(deft_ndarray_t *arr, deft_entry_t entry);
 
