@@ -236,6 +236,44 @@ START_TEST(executor_call_is_one_node) {
 }
 END_TEST
 
+/* Record poly by deferred compute, export, run the exported graph in an
+ * executor while recording: its gradient matches the imperative one. */
+START_TEST(gradient_through_exported_graph) {
+    DeftNDArrayHandle g, x = marked(3, VALUES(1, -2, 0.5), &g, DEFT_GRAD_WRITE);
+    set_recording(1);
+    DeftNDArrayHandle s = poly(x);
+    set_recording(0);
+    ck_assert_ok(DeftAutogradBackward(1, &s, NULL, 0, 0));
+    int64_t n;
+    double *imperative = read_all(g, &n);
+    ck_assert_ok(DeftSetIsDeferredCompute(1, NULL));
+    DeftNDArrayHandle lazy = poly(x);
+    ck_assert_ok(DeftSetIsDeferredCompute(0, NULL));
+    DeftSymbolHandle sym;
+    DeftCachedOpHandle exec;
+    ck_assert_ok(DeftNDArrayGetDeferredComputeSymbol(&x, &lazy, (const char *[]){"x"},
+                                                     (const char *[]){"s"}, 1, 1, &sym));
+    const char *json;
+    ck_assert_ok(DeftSymbolSaveToJSON(sym, &json));
+    DeftSymbolHandle loaded;
+    ck_assert_ok(DeftSymbolCreateFromJSON(json, &loaded));
+    ck_assert_ok(DeftCachedOpCreate(loaded, 0, &exec));
+    set_recording(1);
+    DeftNDArrayHandle out = NULL;
+    int nout = 1;
+    ck_assert_ok(DeftCachedOpInvoke(exec, 1, &x, &nout, &out));
+    set_recording(0);
+    ck_assert_ok(DeftAutogradBackward(1, &out, NULL, 0, 0));
+    assert_values(g, 3, imperative, 0);
+    free(imperative);
+    ck_assert_ok(DeftCachedOpFree(exec));
+    ck_assert_ok(DeftSymbolFree(sym));
+    ck_assert_ok(DeftSymbolFree(loaded));
+    DeftNDArrayHandle all[] = {s, lazy, out, x, g};
+    free_all(5, all);
+}
+END_TEST
+
 /* ---- memory ---- */
 
 static int64_t mem_stat(int stat) {
@@ -357,6 +395,7 @@ Suite *autograd_suite(void) {
     tcase_add_test(tc, backward_plan_is_reused);
     tcase_add_test(tc, deferred_and_autograd_together);
     tcase_add_test(tc, executor_call_is_one_node);
+    tcase_add_test(tc, gradient_through_exported_graph);
     suite_add_tcase(s, tc);
     TCase *mem = tcase_create("memory");
     tcase_set_timeout(mem, 300);
