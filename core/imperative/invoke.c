@@ -24,7 +24,7 @@ typedef struct invoke_call {
     bool on_heap;
     uint64_t fresh; /* bit k: out[k] was made by this call (nobody else sees it yet) */
     deft_ndarray_t **in, **out, **final; /* final[k]: where a staged out[k] is copied */
-    deft_param_value_t *params;
+    const deft_param_value_t *params; /* the parse cache's (inline) or a copy (queued) */
 } invoke_call_t;
 
 static int check_given_output(const deft_op_t *op, int k, const deft_ndarray_t *arr,
@@ -66,7 +66,7 @@ static invoke_call_t *call_init(void *memory, bool on_heap, const deft_op_t *op,
     call->on_heap = on_heap;
     call->fresh = 0;
     call->params = (deft_param_value_t *)(call + 1);
-    call->in = (deft_ndarray_t **)(call->params + nparams);
+    call->in = (deft_ndarray_t **)((deft_param_value_t *)(call + 1) + nparams);
     call->out = call->in + nin;
     call->final = call->out + nout;
     return call;
@@ -79,7 +79,7 @@ static invoke_call_t *call_copy_retained(const invoke_call_t *src, int nparams) 
     void *memory = heap ? malloc(size) : deft_record_alloc();
     if (!memory) return NULL;
     invoke_call_t *call = call_init(memory, heap, src->op, src->nin, src->nout, nparams);
-    memcpy(call->params, src->params, (size_t)nparams * sizeof(deft_param_value_t));
+    memcpy((deft_param_value_t *)(call + 1), src->params, (size_t)nparams * sizeof *src->params);
     for (int i = 0; i < src->nin; i++) call->in[i] = deft_ndarray_retain(src->in[i]);
     for (int k = 0; k < src->nout; k++) {
         call->out[k] = deft_ndarray_retain(src->out[k]);
@@ -293,10 +293,10 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
 
     /* The call lives on the stack; submit() copies it only if it must wait. */
     _Alignas(16) char memory[sizeof(invoke_call_t) +
-                             (DEFT_OP_MAX_INPUTS + 2 * DEFT_OP_MAX_OUTPUTS) * sizeof(void *) +
-                             DEFT_OP_MAX_PARAMS * sizeof(deft_param_value_t)];
-    invoke_call_t *call = call_init(memory, false, op, nin, produced, entry->num_params);
-    memcpy(call->params, params->v, (size_t)entry->num_params * sizeof(deft_param_value_t));
+                             (DEFT_OP_MAX_INPUTS + 2 * DEFT_OP_MAX_OUTPUTS) * sizeof(void *)];
+    /* Parameters stay in the parse cache while the call runs here; a queued copy copies them. */
+    invoke_call_t *call = call_init(memory, false, op, nin, produced, 0);
+    call->params = params->v;
     memcpy(call->in, in, (size_t)nin * sizeof *in);
     memset(call->out, 0, (size_t)(2 * produced) * sizeof(deft_ndarray_t *));
     deft_device_t device = nin ? in[0]->tensor.device : deft_device_cpu();
