@@ -145,6 +145,24 @@ START_TEST(errors) {
 }
 END_TEST
 
+/* Writing a value that a recorded node saved for its gradient is caught at backward. */
+START_TEST(saved_value_overwritten) {
+    DeftNDArrayHandle g, x = marked(2, VALUES(1, 2), &g, DEFT_GRAD_WRITE);
+    DeftNDArrayHandle c = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(3, 4));
+    set_recording(1);
+    DeftNDArrayHandle y = call1("elemwise_mul", 2, (DeftNDArrayHandle[]){x, c}, NO_PARAMS);
+    DeftNDArrayHandle z = call1("elemwise_add", 2, (DeftNDArrayHandle[]){x, c}, NO_PARAMS);
+    set_recording(0);
+    set_values(c, 2, VALUES(5, 6)); /* mul saved c; add saved nothing */
+    ck_assert_fails(DeftAutogradBackward(1, &y, NULL, 1, 0), DEFT_ERROR_VALUE,
+                    "input 1 of a recorded 'elemwise_mul' was overwritten in place");
+    ck_assert_ok(DeftAutogradBackward(1, &z, NULL, 0, 0));
+    assert_values(g, 2, VALUES(1, 1), 0);
+    DeftNDArrayHandle all[] = {x, g, c, y, z};
+    free_all(5, all);
+}
+END_TEST
+
 START_TEST(backward_plan_is_reused) {
     DeftNDArrayHandle g, x = marked(4, VALUES(1, 2, 3, 4), &g, DEFT_GRAD_WRITE);
     long before = -1;
@@ -392,6 +410,7 @@ Suite *autograd_suite(void) {
     tcase_add_test(tc, second_derivative);
     tcase_add_test(tc, retain_graph);
     tcase_add_test(tc, errors);
+    tcase_add_test(tc, saved_value_overwritten);
     tcase_add_test(tc, backward_plan_is_reused);
     tcase_add_test(tc, deferred_and_autograd_together);
     tcase_add_test(tc, executor_call_is_one_node);

@@ -33,6 +33,7 @@ int deft_storage_new(deft_device_t dev, size_t nbytes, deft_storage_t **out) {
         return -1;
     }
     atomic_init(&storage->refcount, 1);
+    atomic_init(&storage->version, 0);
     storage->device = dev;
     storage->nbytes = nbytes;
     deft_memstat_buffer_allocated(dev, nbytes);

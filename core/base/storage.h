@@ -18,6 +18,9 @@ typedef struct deft_storage {
     void *data;      /* NULL when nbytes is 0 */
     size_t nbytes;   /* bytes asked for */
     size_t capacity; /* bytes the allocator gave */
+    /* Bumped by every write through an array (deft_ndarray_touch): values kept
+     * for later (memoised results, values saved for backward) notice changes. */
+    atomic_uint version;
 } deft_storage_t;
 
 _Static_assert(sizeof(deft_storage_t) <= 512, "records hold storage headers");

@@ -330,6 +330,14 @@ static int collect_values(backward_t *b) {
             return deft_error(DEFT_ERR_VALUE,
                               "the graph was already differentiated and its saved values "
                               "released; pass retain_graph to differentiate it again");
+        for (int k = 0; k < node->num_inputs + node->num_outputs; k++)
+            if (rec->saved[k] && rec->saved[k]->kept_version != deft_ndarray_version(rec->saved[k]))
+                return deft_error(DEFT_ERR_VALUE,
+                                  "%s %d of a recorded '%s' was overwritten in place after it was "
+                                  "recorded, and its gradient needs the old value",
+                                  k < node->num_inputs ? "input" : "output",
+                                  k < node->num_inputs ? k : k - node->num_inputs,
+                                  node->op->op->name);
         for (int k = 0; k < node->num_inputs; k++)
             if (rec->saved[k]) b->values[deft_graph_input_entry(g, i, k)] = rec->saved[k];
         for (int k = 0; k < node->num_outputs; k++)

@@ -24,7 +24,7 @@ typedef struct invoke_call {
     bool on_heap;
     uint64_t fresh; /* bit k: out[k] was made by this call (nobody else sees it yet) */
     deft_ndarray_t **in, **out, **final; /* final[k]: where a staged out[k] is copied */
-    const deft_param_value_t *params; /* the parse cache's (inline) or a copy (queued) */
+    const deft_param_value_t *params;    /* the parse cache's (inline) or a copy (queued) */
 } invoke_call_t;
 
 static int check_given_output(const deft_op_t *op, int k, const deft_ndarray_t *arr,
@@ -310,6 +310,8 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
         release_created(call, out, true);
         return -1;
     }
+    note_writes(op, nin, in, produced,
+                out); /* before recording: saved values see the new version */
     deft_ndarray_t *results[DEFT_OP_MAX_OUTPUTS];
     for (int k = 0; k < produced; k++) results[k] = out[k] ? out[k] : call->out[k];
     if (grad.record &&
@@ -319,7 +321,6 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
         return -1;
     }
     release_created(call, out, false);
-    note_writes(op, nin, in, produced, out);
     if (memo) deft_memo_insert(entry, nin, in, nparams, keys, vals, produced, results);
     for (int k = 0; k < produced; k++) out[k] = results[k];
     *nout = produced;

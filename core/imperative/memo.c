@@ -144,7 +144,7 @@ static bool make_key(const deft_op_entry_t *entry, int nin, deft_ndarray_t *cons
     put(k, &nin, sizeof nin);
     for (int i = 0; i < nin; i++) {
         uint64_t id = array_id(in[i]);
-        uint32_t version = atomic_load(&in[i]->version);
+        uint32_t version = deft_ndarray_version(in[i]);
         put(k, &id, sizeof id);
         put(k, &version, sizeof version);
     }
@@ -166,7 +166,7 @@ static memo_entry_t *find(uint64_t hash, const key_t *k) {
 
 static bool unchanged(const memo_entry_t *e) {
     for (int i = 0; i < e->nout; i++)
-        if (atomic_load(&e->out[i]->version) != e->out_version[i]) return false;
+        if (deft_ndarray_version(e->out[i]) != e->out_version[i]) return false;
     return true;
 }
 
@@ -210,7 +210,7 @@ void deft_memo_insert(const deft_op_entry_t *entry, int nin, deft_ndarray_t *con
     e->key_len = k.len, e->hash = hash_key(&k), e->nout = nout;
     for (int i = 0; i < nout; i++) {
         e->out[i] = deft_ndarray_retain(out[i]);
-        e->out_version[i] = atomic_load(&out[i]->version);
+        e->out_version[i] = deft_ndarray_version(out[i]);
     }
     pthread_mutex_lock(&lock);
     int cap = atomic_load(&capacity);

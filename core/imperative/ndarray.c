@@ -24,7 +24,7 @@ static int make_array(const deft_tensor_t *tensor, deft_entry_t entry, deft_var_
     }
     atomic_init(&arr->refcount, 1);
     atomic_init(&arr->memo_id, 0);
-    atomic_init(&arr->version, 0);
+    arr->kept_version = 0;
     arr->tensor = *tensor;
     arr->var = var;
     arr->entry = entry;
@@ -70,6 +70,7 @@ int deft_ndarray_alias(deft_ndarray_t *arr, deft_ndarray_t **out) {
     if (make_array(&arr->tensor, no_entry, arr->var, out)) return -1;
     deft_storage_retain(arr->tensor.storage);
     deft_var_retain(arr->var);
+    (*out)->kept_version = deft_ndarray_version(arr);
     return 0;
 }
 

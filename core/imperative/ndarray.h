@@ -26,7 +26,7 @@ typedef struct deft_ndarray {
     deft_var_t *var;          /* orders the operations that read and write this array */
     deft_entry_t entry;       /* the recorded node producing it (a reference), or none */
     _Atomic uint64_t memo_id; /* memo.h: 0 until memoisation first sees it */
-    atomic_uint version;      /* bumped by every write (deft_ndarray_touch) */
+    unsigned kept_version;    /* a kept value: its storage's version when kept */
 } deft_ndarray_t;
 
 _Static_assert(sizeof(deft_ndarray_t) <= DEFT_RECORD_SIZE, "records hold array headers");
@@ -49,7 +49,8 @@ int deft_ndarray_new_placeholder(const deft_desc_t *desc, deft_device_t device,
                                  deft_ndarray_t **out);
 
 /* Another array on the same storage and engine variable, without an entry:
- * how recorded nodes keep a value without keeping the array's history. */
+ * how recorded nodes keep a value without keeping the array's history. Its
+ * kept_version is the contents' version now, so a later write shows. */
 int deft_ndarray_alias(deft_ndarray_t *arr, deft_ndarray_t **out);
 
 /* No storage yet: a lazy array waiting to be computed. */
@@ -65,7 +66,14 @@ void deft_ndarray_release(deft_ndarray_t *arr);
 
 /* Note a write to the array (its contents are about to change). */
 static inline void deft_ndarray_touch(deft_ndarray_t *arr) {
-    atomic_fetch_add_explicit(&arr->version, 1, memory_order_relaxed);
+    if (arr->tensor.storage)
+        atomic_fetch_add_explicit(&arr->tensor.storage->version, 1, memory_order_relaxed);
+}
+
+/* The version of the array's contents (0 while lazy). */
+static inline unsigned deft_ndarray_version(const deft_ndarray_t *arr) {
+    const deft_storage_t *s = __atomic_load_n(&arr->tensor.storage, __ATOMIC_ACQUIRE);
+    return s ? atomic_load_explicit(&s->version, memory_order_relaxed) : 0;
 }
 
 /* Wait for pending writes (and, for write, reads), computing a lazy array
