@@ -10,6 +10,7 @@ START_TEST(off_by_default) {
     int prev = -1;
     ck_assert_ok(DeftSetMemoization(0, &prev));
     ck_assert_int_eq(prev, 0);
+    ck_assert_fails(DeftSetMemoization(-1, NULL), DEFT_ERROR_VALUE, "capacity is -1");
     int64_t h0, m0, h1, m1;
     stats(&h0, &m0);
     DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(3), VALUES(1, 2, 3));

@@ -65,8 +65,11 @@ int DeftNDArraySetDeferredComputeVariable(const DeftNDArrayHandle *arrays,
                                           const DeftSymbolHandle *variables, int n) {
     API_BEGIN();
     deft_ndarray_t **arrs = NULL;
-    if (n > 0 && !variables)
-        return deft_error(DEFT_ERR_VALUE, "variables is NULL, expected %d symbols", n);
+    if (n < 0 || (n > 0 && !variables))
+        return deft_error(DEFT_ERR_VALUE,
+                          "variables is %p with count %d, expected a count >= 0 and that many "
+                          "variable symbols",
+                          (const void *)variables, n);
     const char **names = malloc(((size_t)n + 1) * sizeof *names);
     int status = names ? 0 : deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate names");
     if (status == 0) status = api_ndarray_list(arrays, n, "arrays", false, &arrs);

@@ -167,6 +167,8 @@ int DeftImperativeInvoke(DeftOpHandle op, int num_inputs, const DeftNDArrayHandl
 
 int DeftSetMemoization(int capacity, int *prev) {
     API_BEGIN();
+    if (capacity < 0)
+        return deft_error(DEFT_ERR_VALUE, "capacity is %d, expected 0 (off) or more", capacity);
     return deft_memo_set_capacity(capacity, prev);
 }
 

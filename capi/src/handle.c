@@ -45,7 +45,7 @@ typedef struct shell_ring {
     shell_t *shells[RING];
     unsigned head, count;
     atomic_llong live[DEFT_HANDLE_KIND_COUNT]; /* written by its thread only */
-    struct shell_ring *next, *prev;             /* all rings, under shell_lock */
+    struct shell_ring *next, *prev;            /* all rings, under shell_lock */
 } shell_ring_t;
 
 static shell_ring_t *rings;

@@ -120,7 +120,8 @@ DEFT_API int DeftRandomSeed(uint64_t seed);
  * off empties the cache. Process-wide.
  * @param capacity the most calls to remember; 0 turns memoisation off.
  * @param[out] prev receives the previous capacity (may be NULL).
- * @return 0 on success; -1 when the cache cannot be allocated.
+ * @return 0 on success; -1 on a negative capacity or when the cache cannot be
+ *         allocated.
  */
 DEFT_API int DeftSetMemoization(int capacity, int *prev);
 
