@@ -125,7 +125,9 @@ typedef struct run {
     deft_ndarray_t **live;   /* per entry: that array (retained) */
     deft_ndarray_t **values; /* per entry: the array read (leaves) or written (kept) */
     deft_var_t **reads, **writes;
+    bool *pinned; /* per entry: lives outside the arena */
     int num_reads, num_writes;
+    void *block; /* every per-entry and per-node table above, in one allocation */
 } run_t;
 
 static bool is_computed(const deft_node_t *node, void *ctx) {
@@ -144,11 +146,9 @@ static void free_run(void *arg) {
         if (r->values) deft_ndarray_release(r->values[e]);
     }
     deft_graph_free(r->g);
-    deft_graph_types_free(&r->types);
     deft_memory_plan_free(&r->plan);
     deft_storage_release(r->arena);
-    free(r->tensors), free(r->consumers), free(r->fresh), free(r->live), free(r->values);
-    free(r->reads), free(r->writes);
+    free(r->block);
     free(r);
 }
 
@@ -157,23 +157,36 @@ static int run_nodes(void *arg) {
     return deft_graph_forward(r->g, r->tensors);
 }
 
+/* Carve `count` items of `size` bytes from *at (aligned for any of them). */
+static void *carve(char **at, size_t count, size_t size) {
+    void *p = *at;
+    *at += (count * size + 15) & ~(size_t)15;
+    return p;
+}
+
+/* All the run's tables in one zeroed allocation: a one-node trigger is common,
+ * and a dozen mallocs cost more than computing it. */
 static int run_alloc(run_t *r) {
     const deft_graph_t *g = r->g;
     size_t nodes = (size_t)g->num_nodes + 1, entries = (size_t)deft_graph_num_entries(g) + 1;
+    size_t per_entry = sizeof(deft_desc_t) + sizeof(bool) + sizeof(deft_tensor_t) +
+                       sizeof(deft_storage_t *) + 2 * sizeof(deft_ndarray_t *) +
+                       2 * sizeof(deft_var_t *) + sizeof(bool);
+    size_t bytes = entries * per_entry + nodes * sizeof(int) + 12 * 16;
+    char *at = r->block = calloc(1, bytes);
+    if (!at) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a deferred compute run");
     r->types.num_entries = (int)entries - 1;
-    r->types.desc = malloc(entries * sizeof *r->types.desc);
-    r->types.known = malloc(entries * sizeof *r->types.known);
-    r->tensors = calloc(entries, sizeof *r->tensors);
-    r->consumers = calloc(nodes, sizeof *r->consumers);
-    r->fresh = calloc(entries, sizeof *r->fresh);
-    r->live = calloc(entries, sizeof *r->live);
-    r->values = calloc(entries, sizeof *r->values);
-    r->reads = malloc(entries * sizeof *r->reads);
-    r->writes = malloc(entries * sizeof *r->writes);
-    if (r->types.desc && r->types.known && r->tensors && r->consumers && r->fresh && r->live &&
-        r->values && r->reads && r->writes)
-        return 0;
-    return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a deferred compute run");
+    r->types.desc = carve(&at, entries, sizeof *r->types.desc);
+    r->types.known = carve(&at, entries, sizeof *r->types.known);
+    r->tensors = carve(&at, entries, sizeof *r->tensors);
+    r->consumers = carve(&at, nodes, sizeof *r->consumers);
+    r->fresh = carve(&at, entries, sizeof *r->fresh);
+    r->live = carve(&at, entries, sizeof *r->live);
+    r->values = carve(&at, entries, sizeof *r->values);
+    r->reads = carve(&at, entries, sizeof *r->reads);
+    r->writes = carve(&at, entries, sizeof *r->writes);
+    r->pinned = carve(&at, entries, sizeof *r->pinned);
+    return 0;
 }
 
 /* Shapes and dtypes come from the records (known since recording); consumers
@@ -361,24 +374,16 @@ static int compute_locked(int n, deft_ndarray_t *const *arrays) {
             !is_computed(arrays[i]->entry.node, NULL))
             entries[count++] = arrays[i]->entry;
     run_t *r = count ? calloc(1, sizeof *r) : NULL;
-    bool *pinned = NULL;
     int status = 0;
     if (count && !r) status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a run");
     if (r && !status) status = deft_graph_build_cut(count, entries, is_computed, NULL, &r->g);
     free(heap);
     if (r && !status) status = run_alloc(r);
-    if (r && !status) {
-        pinned = calloc((size_t)r->types.num_entries + 1, sizeof *pinned);
-        if (!pinned)
-            status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a run");
-        else
-            describe_entries(r, pinned);
-    }
-    if (r && !status) status = make_destinations(r, pinned);
+    if (r && !status) describe_entries(r, r->pinned);
+    if (r && !status) status = make_destinations(r, r->pinned);
     if (r && !status) status = gather_leaves(r);
     if (r && !status) status = check_inputs_present(r);
-    if (r && !status) status = plan_arena(r, pinned);
-    free(pinned);
+    if (r && !status) status = plan_arena(r, r->pinned);
     if (!r || status) {
         if (r) atomic_init(&r->refs, 1), free_run(r);
         return status;
