@@ -20,17 +20,17 @@ static size_t hash_pointer(const void *p) {
 static int map_find(const deft_graph_t *g, const deft_node_t *node) {
     size_t mask = (size_t)g->map_capacity - 1;
     for (size_t i = hash_pointer(node) & mask;; i = (i + 1) & mask) {
-        if (!g->map_keys[i]) return -1;
-        if (g->map_keys[i] == node) return g->map_ids[i];
+        if (!g->map[i].key) return -1;
+        if (g->map[i].key == node) return g->map[i].id;
     }
 }
 
 static void map_put(deft_graph_t *g, const deft_node_t *node, int id) {
     size_t mask = (size_t)g->map_capacity - 1;
     size_t i = hash_pointer(node) & mask;
-    while (g->map_keys[i]) i = (i + 1) & mask;
-    g->map_keys[i] = node;
-    g->map_ids[i] = id;
+    while (g->map[i].key) i = (i + 1) & mask;
+    g->map[i].key = node;
+    g->map[i].id = id;
 }
 
 int deft_graph_node_id(const deft_graph_t *graph, const deft_node_t *node) {
@@ -40,27 +40,23 @@ int deft_graph_node_id(const deft_graph_t *graph, const deft_node_t *node) {
 /* Grow the node array and map so `count` more nodes fit. */
 static int reserve(deft_graph_t *g, int count, int *capacity) {
     if (count <= *capacity && 2 * count <= g->map_capacity) return 0;
-    int cap = *capacity ? *capacity : 16;
+    int cap = *capacity ? *capacity : 4;
     while (cap < count) cap *= 2;
     deft_node_t **nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
     if (!nodes) return -1;
     g->nodes = nodes;
     *capacity = cap;
     if (2 * count <= g->map_capacity) return 0;
-    int map_cap = g->map_capacity ? g->map_capacity : 32;
+    int map_cap = g->map_capacity ? g->map_capacity : 8;
     while (map_cap < 2 * count) map_cap *= 2;
-    const deft_node_t **keys = calloc((size_t)map_cap, sizeof *keys);
-    int *ids = malloc((size_t)map_cap * sizeof *ids);
-    if (!keys || !ids) {
-        free(keys), free(ids);
-        return -1;
-    }
-    const deft_node_t **old_keys = g->map_keys;
-    int *old_ids = g->map_ids, old_cap = g->map_capacity;
-    g->map_keys = keys, g->map_ids = ids, g->map_capacity = map_cap;
+    struct deft_graph_slot *map = calloc((size_t)map_cap, sizeof *map);
+    if (!map) return -1;
+    struct deft_graph_slot *old = g->map;
+    int old_cap = g->map_capacity;
+    g->map = map, g->map_capacity = map_cap;
     for (int i = 0; i < old_cap; i++)
-        if (old_keys[i]) map_put(g, old_keys[i], old_ids[i]);
-    free(old_keys), free(old_ids);
+        if (old[i].key) map_put(g, old[i].key, old[i].id);
+    free(old);
     return 0;
 }
 
@@ -71,9 +67,11 @@ static int topo_sort(deft_graph_t *g, deft_graph_leaf_fn is_leaf, void *ctx) {
         deft_node_t *node;
         int next_input;
     } frame_t;
+    /* Shallow graphs (most runs) walk on the C stack; deep ones move to the heap. */
+    frame_t small[64];
     int capacity = 0, stack_cap = 64, depth = 0;
-    frame_t *stack = malloc((size_t)stack_cap * sizeof *stack);
-    if (!stack || reserve(g, 1, &capacity)) goto oom;
+    frame_t *stack = small;
+    if (reserve(g, 1, &capacity)) goto oom;
     for (int o = 0; o < g->num_outputs; o++) {
         deft_node_t *root = g->outputs[o].node;
         if (map_find(g, root) >= 0) continue;
@@ -85,8 +83,11 @@ static int topo_sort(deft_graph_t *g, deft_graph_leaf_fn is_leaf, void *ctx) {
                 deft_node_t *in = top->node->inputs[top->next_input++].node;
                 if (map_find(g, in) != -1) continue; /* done, or on the stack (no cycles exist) */
                 if (depth == stack_cap) {
-                    frame_t *grown = realloc(stack, (size_t)stack_cap * 2 * sizeof *stack);
+                    frame_t *grown = stack == small
+                                         ? malloc(2 * sizeof small)
+                                         : realloc(stack, (size_t)stack_cap * 2 * sizeof *stack);
                     if (!grown) goto oom;
+                    if (stack == small) memcpy(grown, small, sizeof small);
                     stack = grown, stack_cap *= 2;
                 }
                 if (reserve(g, g->num_nodes + depth + 1, &capacity)) goto oom;
@@ -98,8 +99,8 @@ static int topo_sort(deft_graph_t *g, deft_graph_leaf_fn is_leaf, void *ctx) {
             /* now numbered: overwrite the -2 mark */
             size_t mask = (size_t)g->map_capacity - 1;
             for (size_t i = hash_pointer(top->node) & mask;; i = (i + 1) & mask) {
-                if (g->map_keys[i] == top->node) {
-                    g->map_ids[i] = g->num_nodes;
+                if (g->map[i].key == top->node) {
+                    g->map[i].id = g->num_nodes;
                     break;
                 }
             }
@@ -107,10 +108,10 @@ static int topo_sort(deft_graph_t *g, deft_graph_leaf_fn is_leaf, void *ctx) {
             depth--;
         }
     }
-    free(stack);
+    if (stack != small) free(stack);
     return 0;
 oom:
-    free(stack);
+    if (stack != small) free(stack);
     return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph index");
 }
 
@@ -326,7 +327,7 @@ void deft_graph_free(deft_graph_t *g) {
     for (int o = 0; o < g->num_outputs; o++) deft_node_release(g->outputs[o].node);
     free(g->nodes), free(g->names), free(g->row_ptr), free(g->outputs), free(g->leaf);
     free(g->in_ptr), free(g->in_entry);
-    free(g->map_keys), free(g->map_ids);
+    free(g->map);
     free(g);
 }
 

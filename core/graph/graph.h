@@ -29,8 +29,10 @@ typedef struct deft_graph {
     bool *leaf;            /* cut graphs: per node, its value is given (NULL otherwise) */
     /* node pointer -> id, open addressing */
     int map_capacity;
-    const deft_node_t **map_keys;
-    int *map_ids;
+    struct deft_graph_slot {
+        const deft_node_t *key;
+        int id;
+    } * map;
 } deft_graph_t;
 
 int deft_graph_build(int num_outputs, const deft_entry_t *outputs, deft_graph_t **out);
