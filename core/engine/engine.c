@@ -338,18 +338,20 @@ static void add_var(engine_op_t *op, int *n, deft_var_t *var, bool write, bool r
 
 /* Reads not also written, and writes, each once: the variables op depends on.
  * A queued operation holds a reference to each; one run at once borrows them. */
-static int collect_vars(const deft_engine_op_desc_t *d, engine_op_t *op, bool retain) {
-    int total = d->num_reads + d->num_writes;
+/* num_writes: how many of d->writes to take (run_now leaves the fresh ones out). */
+static int collect_vars(const deft_engine_op_desc_t *d, int num_writes, engine_op_t *op,
+                        bool retain) {
+    int total = d->num_reads + num_writes;
     op->vars = total <= OP_INLINE_VARS ? op->inline_vars : malloc((size_t)total * sizeof *op->vars);
     if (!op->vars) return -1;
     int n = 0;
     for (int i = 0; i < d->num_reads; i++) {
         deft_var_t *v = d->reads[i];
-        if (!listed(d->writes, d->num_writes, v) && !listed_in_op(op, 0, n, v))
+        if (!listed(d->writes, num_writes, v) && !listed_in_op(op, 0, n, v))
             add_var(op, &n, v, false, retain);
     }
     op->num_reads = n;
-    for (int i = 0; i < d->num_writes; i++)
+    for (int i = 0; i < num_writes; i++)
         if (!listed_in_op(op, op->num_reads, n, d->writes[i]))
             add_var(op, &n, d->writes[i], true, retain);
     op->num_writes = n - op->num_reads;
@@ -373,9 +375,8 @@ int deft_engine_run_now(const deft_engine_op_desc_t *d) {
     memset(&op, 0, offsetof(engine_op_t, inline_vars));
     /* Fresh variables are idle and private: no locked instruction for them (each
      * costs as much as the rest of the call). They still get the error, if any. */
-    deft_engine_op_desc_t shared = *d;
-    shared.num_writes -= d->num_fresh_writes;
-    collect_vars(&shared, &op, false);
+    int shared = d->num_writes - d->num_fresh_writes;
+    collect_vars(d, shared, &op, false);
     int n = op.num_reads + op.num_writes, started = 0;
     while (started < n && var_try_start(op.vars[started].var, op.vars[started].write)) started++;
     ready_list_t ready = {NULL, NULL};
@@ -387,8 +388,7 @@ int deft_engine_run_now(const deft_engine_op_desc_t *d) {
     }
     /* Not counted as pending: it finishes before the caller's API call returns. */
     engine_error_t *error = d->fn ? call_work(d->fn, d->ctx, d->origin, d->small) : NULL;
-    for (int i = shared.num_writes; error && i < d->num_writes; i++)
-        var_set_error(d->writes[i], error);
+    for (int i = shared; error && i < d->num_writes; i++) var_set_error(d->writes[i], error);
     complete_vars(op.vars, op.num_reads, n, error, &ready);
     dispatch(&ready);
     return 0;
@@ -397,7 +397,8 @@ int deft_engine_run_now(const deft_engine_op_desc_t *d) {
 int deft_engine_push(const deft_engine_op_desc_t *d) {
     pthread_once(&engine.config_once, configure);
     engine_op_t *op = deft_record_alloc();
-    if (!op || collect_vars(d, memset(op, 0, offsetof(engine_op_t, inline_vars)), true) != 0) {
+    if (!op || collect_vars(d, d->num_writes, memset(op, 0, offsetof(engine_op_t, inline_vars)),
+                            true) != 0) {
         deft_record_free(op);
         if (d->free_ctx) d->free_ctx(d->ctx);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an engine operation");

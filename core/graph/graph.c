@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/base/error.h"
+#include "core/base/hash.h"
 
 static size_t hash_pointer(const void *p) {
     uintptr_t x = (uintptr_t)p;
@@ -126,9 +127,7 @@ typedef struct name_set {
 } name_set_t;
 
 static size_t hash_string(const char *s) {
-    size_t h = 1469598103934665603ull;
-    while (*s) h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-    return h;
+    return (size_t)deft_hash_bytes(s, strlen(s));
 }
 
 static bool set_has(const name_set_t *set, const char *name) {

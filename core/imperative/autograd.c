@@ -184,9 +184,12 @@ static int cached_gradient_reads(const deft_op_entry_t *entry, const deft_param_
 
 /* ---- marking ---- */
 
-bool deft_autograd_requires_grad(const deft_ndarray_t *arr) {
-    const deft_node_t *node = deft_record_entry_node(arr);
-    return node && deft_record_of(node) && deft_record_of(node)->requires_grad;
+bool deft_autograd_any_requires_grad(int n, deft_ndarray_t *const *arrays) {
+    for (int i = 0; i < n; i++) {
+        const deft_node_t *node = deft_record_entry_node(arrays[i]);
+        if (node && deft_record_of(node) && deft_record_of(node)->requires_grad) return true;
+    }
+    return false;
 }
 
 static int mark_one(deft_ndarray_t *arr, int req, deft_ndarray_t *grad) {
@@ -252,8 +255,7 @@ int deft_autograd_plan(const deft_op_entry_t *entry, const deft_param_value_t *p
                        const char *const *keys, const char *const *vals,
                        deft_autograd_call_t *call) {
     *call = (deft_autograd_call_t){0};
-    for (int i = 0; i < nin && !call->record; i++)
-        call->record = deft_autograd_requires_grad(in[i]);
+    call->record = deft_autograd_any_requires_grad(nin, in);
     if (!call->record) return 0;
     if (cached_gradient_reads(entry, params, nin, nparams, keys, vals, &call->save_in,
                               &call->save_out))

@@ -21,8 +21,8 @@ void deft_autograd_set_recording(bool on, bool *prev);
 bool deft_autograd_training(void);
 void deft_autograd_set_training(bool on, bool *prev);
 
-/* Whether an array is a marked variable or computed from one while recording (no lock). */
-bool deft_autograd_requires_grad(const deft_ndarray_t *arr);
+/* Whether some array is a marked variable or computed from one while recording (no lock). */
+bool deft_autograd_any_requires_grad(int n, deft_ndarray_t *const *arrays);
 
 /* Make arrays variables that require gradients (a fresh leaf each: earlier
  * history is dropped), with grad_reqs[i] and grads[i] (retained; may be NULL

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/base/error.h"
+#include "core/base/hash.h"
 #include "core/graph/executor.h"
 #include "core/graph/gradient.h"
 #include "core/imperative/autograd.h"
@@ -91,12 +92,6 @@ static int make_key(const deft_graph_t *g, int nwrt, const int *wrt, key_t *k) {
     key_int(k, -3);
     for (int w = 0; w < nwrt; w++) key_int(k, wrt[w]);
     return k->status;
-}
-
-static uint64_t hash_bytes(const unsigned char *p, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
-    return h;
 }
 
 /* ---- plans ---- */
@@ -465,7 +460,7 @@ static int run_plan(backward_t *b, int n, const int *ids, deft_ndarray_t *const 
         free(k.bytes);
         return -1;
     }
-    uint64_t hash = hash_bytes(k.bytes, k.len);
+    uint64_t hash = deft_hash_bytes(k.bytes, k.len);
     pthread_mutex_lock(&cache_lock); /* the plan stays ours until pushed */
     plan_t *p = cache_find(hash, &k);
     int status = 0;

@@ -6,12 +6,6 @@
 #include "core/imperative/deferred.h"
 #include "core/imperative/record.h"
 
-static bool any_requires_grad(int nin, deft_ndarray_t *const *in) {
-    for (int i = 0; i < nin; i++)
-        if (deft_autograd_requires_grad(in[i])) return true;
-    return false;
-}
-
 /* The recorded node's record keeps the subgraph its parameter names. */
 static void keep_subgraph(deft_ndarray_t *out, deft_subgraph_t *sg) {
     deft_record_lock();
@@ -65,7 +59,8 @@ static int run_and_record(const deft_op_entry_t *entry, deft_cached_op_t *op, in
 int deft_cached_call(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, int *nout,
                      deft_ndarray_t **out) {
     bool deferred = deft_deferred_enabled();
-    bool record = !deferred && deft_autograd_recording() && any_requires_grad(nin, in);
+    bool record =
+        !deferred && deft_autograd_recording() && deft_autograd_any_requires_grad(nin, in);
     if (!deferred && !record)
         return deft_deferred_compute(nin, in) || deft_cached_op_invoke(op, nin, in, nout, out);
     if (deft_cached_op_updates_inputs(op))

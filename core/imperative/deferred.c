@@ -191,8 +191,9 @@ static int run_alloc(run_t *r) {
 
 /* Shapes and dtypes come from the records (known since recording); consumers
  * are counted; values that nodes recorded for autograd keep are pinned. */
-static void describe_entries(run_t *r, bool *pinned) {
+static void describe_entries(run_t *r) {
     const deft_graph_t *g = r->g;
+    bool *pinned = r->pinned;
     for (int i = 0; i < g->num_nodes; i++) {
         const deft_node_t *node = g->nodes[i];
         const deft_record_t *rec = deft_record_of(node);
@@ -212,8 +213,9 @@ static void describe_entries(run_t *r, bool *pinned) {
 
 /* Values that outlive the run: storage for live lazy arrays, new arrays for
  * values that recorded consumers outside this run still need. */
-static int make_destinations(run_t *r, bool *pinned) {
+static int make_destinations(run_t *r) {
     const deft_graph_t *g = r->g;
+    bool *pinned = r->pinned;
     for (int i = 0; i < g->num_nodes; i++) {
         if (deft_graph_is_leaf(g, i)) continue;
         const deft_record_t *rec = deft_record_of(g->nodes[i]);
@@ -241,7 +243,7 @@ static int make_destinations(run_t *r, bool *pinned) {
 }
 
 /* The leaves' values, kept by their records for the consumers being computed. */
-static int gather_leaves(run_t *r) {
+static void gather_leaves(run_t *r) {
     const deft_graph_t *g = r->g;
     for (int i = 0; i < g->num_nodes; i++) {
         if (!deft_graph_is_leaf(g, i) || !r->consumers[i]) continue;
@@ -256,11 +258,11 @@ static int gather_leaves(run_t *r) {
             r->reads[r->num_reads++] = value->var;
         }
     }
-    return 0;
 }
 
-static int plan_arena(run_t *r, const bool *pinned) {
+static int plan_arena(run_t *r) {
     const deft_graph_t *g = r->g;
+    const bool *pinned = r->pinned;
     bool transient = false; /* a value living only during the run */
     for (int i = 0; i < g->num_nodes && !transient; i++)
         for (int k = 0; !deft_graph_is_leaf(g, i) && k < g->nodes[i]->num_outputs; k++)
@@ -379,11 +381,11 @@ static int compute_locked(int n, deft_ndarray_t *const *arrays) {
     if (r && !status) status = deft_graph_build_cut(count, entries, is_computed, NULL, &r->g);
     free(heap);
     if (r && !status) status = run_alloc(r);
-    if (r && !status) describe_entries(r, r->pinned);
-    if (r && !status) status = make_destinations(r, r->pinned);
-    if (r && !status) status = gather_leaves(r);
+    if (r && !status) describe_entries(r);
+    if (r && !status) status = make_destinations(r);
+    if (r && !status) gather_leaves(r);
     if (r && !status) status = check_inputs_present(r);
-    if (r && !status) status = plan_arena(r, r->pinned);
+    if (r && !status) status = plan_arena(r);
     if (!r || status) {
         if (r) atomic_init(&r->refs, 1), free_run(r);
         return status;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/base/error.h"
+#include "core/base/hash.h"
 
 typedef struct memo_entry {
     uint64_t hash;
@@ -151,12 +152,6 @@ static bool make_key(const deft_op_entry_t *entry, int nin, deft_ndarray_t *cons
     return !k->overflow;
 }
 
-static uint64_t hash_key(const key_t *k) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < k->len; i++) h = (h ^ k->buf[i]) * 1099511628211ull;
-    return h;
-}
-
 static memo_entry_t *find(uint64_t hash, const key_t *k) {
     for (memo_entry_t *e = *bucket_of(hash); e; e = e->chain)
         if (e->hash == hash && e->key_len == k->len && memcmp(e->key, k->buf, k->len) == 0)
@@ -175,7 +170,7 @@ int deft_memo_lookup(const deft_op_entry_t *entry, int nin, deft_ndarray_t *cons
                      deft_ndarray_t **out) {
     key_t k;
     if (!make_key(entry, nin, in, nparams, keys, vals, &k)) return 0;
-    uint64_t hash = hash_key(&k);
+    uint64_t hash = deft_hash_bytes(k.buf, k.len);
     pthread_mutex_lock(&lock);
     memo_entry_t *e = num_buckets ? find(hash, &k) : NULL;
     if (e && (e->nout != nout || !unchanged(e))) { /* a result was written to since */
@@ -207,7 +202,7 @@ void deft_memo_insert(const deft_op_entry_t *entry, int nin, deft_ndarray_t *con
         return;
     }
     memcpy(e->key, k.buf, k.len);
-    e->key_len = k.len, e->hash = hash_key(&k), e->nout = nout;
+    e->key_len = k.len, e->hash = deft_hash_bytes(k.buf, k.len), e->nout = nout;
     for (int i = 0; i < nout; i++) {
         e->out[i] = deft_ndarray_retain(out[i]);
         e->out_version[i] = deft_ndarray_version(out[i]);
