@@ -353,8 +353,9 @@ static int reduce_forward(const deft_op_t *op, const deft_param_value_t *p, int 
             return deft_op_error(op, DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a %zu-byte buffer",
                                  deft_tensor_nbytes(&in[0]));
     }
-    int threads = deft_parallel_threads();
-    if (plan.outer >= threads || plan.span < 4 * DEFT_PARALLEL_GRAIN) {
+    if (plan.outer * plan.span < DEFT_PARALLEL_GRAIN) { /* one thread's work: no pool */
+        reduce_rows(&c, 0, plan.outer);
+    } else if (plan.outer >= deft_parallel_threads() || plan.span < 4 * DEFT_PARALLEL_GRAIN) {
         int64_t grain = DEFT_PARALLEL_GRAIN / (plan.span ? plan.span : 1);
         deft_parallel_for(plan.outer, grain < 1 ? 1 : grain, reduce_rows, &c);
     } else { /* few long spans: split each across threads, then combine in order */
