@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "capi/src/api.h"
+#include "core/imperative/dlpack.h"
 
 int api_ndarray_wrap(deft_ndarray_t *arr, DeftNDArrayHandle *out) {
     DeftNDArrayHandle handle = deft_handle_new(DEFT_HANDLE_NDARRAY, arr);
@@ -45,6 +46,27 @@ int DeftNDArrayCreateFromData(const int64_t *shape, int ndim, int dtype, int dev
         return -1;
     }
     return api_ndarray_wrap(arr, out);
+}
+
+int DeftNDArrayToDLPack(DeftNDArrayHandle handle, DLManagedTensor **out) {
+    API_BEGIN();
+    deft_ndarray_t *arr;
+    if (api_ndarray(handle, "handle", &arr) || api_check_out(out, "out")) return -1;
+    return deft_dlpack_export(arr, out);
+}
+
+int DeftNDArrayFromDLPack(DLManagedTensor *tensor, DeftNDArrayHandle *out) {
+    API_BEGIN();
+    if (!tensor) return deft_error(DEFT_ERR_VALUE, "tensor is NULL, expected a DLPack tensor");
+    deft_ndarray_t *arr;
+    if (api_check_out(out, "out") || deft_dlpack_import(tensor, &arr)) return -1;
+    DeftNDArrayHandle handle = deft_handle_new(DEFT_HANDLE_NDARRAY, arr);
+    if (!handle) {
+        deft_dlpack_abandon(arr); /* failed: the caller keeps the tensor */
+        return -1;
+    }
+    *out = handle;
+    return 0;
 }
 
 int DeftNDArrayCopyToHost(DeftNDArrayHandle handle, void *data, size_t nbytes) {

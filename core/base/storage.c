@@ -36,7 +36,24 @@ int deft_storage_new(deft_device_t dev, size_t nbytes, deft_storage_t **out) {
     atomic_init(&storage->version, 0);
     storage->device = dev;
     storage->nbytes = nbytes;
+    storage->external_free = NULL;
+    storage->external_ctx = NULL;
     deft_memstat_buffer_allocated(dev, nbytes);
+    *out = storage;
+    return 0;
+}
+
+int deft_storage_wrap(deft_device_t dev, void *data, size_t nbytes, void (*external_free)(void *),
+                      void *ctx, deft_storage_t **out) {
+    deft_storage_t *storage = deft_record_alloc();
+    if (!storage) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a storage record");
+    atomic_init(&storage->refcount, 1);
+    atomic_init(&storage->version, 0);
+    storage->device = dev;
+    storage->data = nbytes ? data : NULL;
+    storage->nbytes = storage->capacity = nbytes;
+    storage->external_free = external_free;
+    storage->external_ctx = ctx;
     *out = storage;
     return 0;
 }
@@ -49,6 +66,11 @@ deft_storage_t *deft_storage_retain(deft_storage_t *storage) {
 void deft_storage_release(deft_storage_t *storage) {
     if (!storage) return;
     if (!deft_release_last(&storage->refcount)) return;
+    if (storage->external_free) {
+        storage->external_free(storage->external_ctx);
+        deft_record_free(storage);
+        return;
+    }
     if (storage->data)
         deft_allocator_get(storage->device.type)
             ->free(storage->device, storage->data, storage->capacity);

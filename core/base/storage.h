@@ -21,12 +21,21 @@ typedef struct deft_storage {
     /* Bumped by every write through an array (deft_ndarray_touch): values kept
      * for later (memoised results, values saved for backward) notice changes. */
     atomic_uint version;
+    /* Memory lent by someone else (DLPack): given back through this instead
+     * of the device's pool, and not counted in the memory statistics. */
+    void (*external_free)(void *ctx);
+    void *external_ctx;
 } deft_storage_t;
 
 _Static_assert(sizeof(deft_storage_t) <= 512, "records hold storage headers");
 
 /* New storage with one reference, contents undefined; -1 on bad device or OOM. */
 int deft_storage_new(deft_device_t dev, size_t nbytes, deft_storage_t **out);
+
+/* Storage over memory the caller lends (`data`, `nbytes` on `dev`): one
+ * reference; external_free(ctx) (not NULL) runs when the last goes. */
+int deft_storage_wrap(deft_device_t dev, void *data, size_t nbytes, void (*external_free)(void *),
+                      void *ctx, deft_storage_t **out);
 
 deft_storage_t *deft_storage_retain(deft_storage_t *storage);
 /* Drop a reference; NULL is a no-op. */

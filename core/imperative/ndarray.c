@@ -49,6 +49,10 @@ int deft_ndarray_new(const deft_shape_t *shape, deft_dtype_t dtype, deft_device_
     return 0;
 }
 
+int deft_ndarray_from_tensor(const deft_tensor_t *tensor, deft_ndarray_t **out) {
+    return make_array(tensor, no_entry, NULL, out);
+}
+
 int deft_ndarray_new_lazy(const deft_desc_t *desc, deft_device_t device, deft_entry_t entry,
                           deft_ndarray_t **out) {
     deft_tensor_t t = {desc->shape, desc->dtype, device, NULL, 0};

@@ -38,6 +38,9 @@ _Static_assert(sizeof(deft_ndarray_t) <= DEFT_RECORD_SIZE, "records hold array h
 int deft_ndarray_new(const deft_shape_t *shape, deft_dtype_t dtype, deft_device_t device, bool zero,
                      deft_ndarray_t **out);
 
+/* An array over `tensor`, whose storage reference it takes over on success. */
+int deft_ndarray_from_tensor(const deft_tensor_t *tensor, deft_ndarray_t **out);
+
 /* A lazy array: described, with an engine variable and `entry` (the
  * reference is taken over), but no storage. */
 int deft_ndarray_new_lazy(const deft_desc_t *desc, deft_device_t device, deft_entry_t entry,

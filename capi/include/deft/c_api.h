@@ -16,5 +16,6 @@
 #include "deft/executor.h"
 #include "deft/deferred.h"
 #include "deft/autograd.h"
+#include "deft/dlpack.h"
 
 #endif /* DEFT_C_API_H */

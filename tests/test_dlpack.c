@@ -1,0 +1,168 @@
+/* DLPack: exports share memory and keep the array alive; imports borrow the
+ * producer's memory and give it back through its deleter exactly once. */
+#include <stdint.h>
+
+#include "check_helpers.h"
+
+static int deleter_calls;
+
+static void count_deleter(DLManagedTensor *managed) {
+    deleter_calls++;
+    (void)managed;
+}
+
+/* A producer's 2x3 float32 tensor over `data` (row-major, strides optional). */
+static DLManagedTensor producer(float *data, int64_t *shape, int64_t *strides) {
+    shape[0] = 2, shape[1] = 3;
+    return (DLManagedTensor){
+        .dl_tensor = {.data = data,
+                      .device = {kDLCPU, 0},
+                      .ndim = 2,
+                      .dtype = {kDLFloat, 32, 1},
+                      .shape = shape,
+                      .strides = strides},
+        .deleter = count_deleter,
+    };
+}
+
+START_TEST(test_export_shares_memory_and_outlives_the_handle) {
+    const int64_t shape[2] = {2, 3};
+    const float values[6] = {1, 2, 3, 4, 5, 6};
+    DeftNDArrayHandle arr;
+    ck_assert_ok(DeftNDArrayCreateFromData(shape, 2, DEFT_FLOAT32, DEFT_CPU, 0, values,
+                                           sizeof values, &arr));
+    DLManagedTensor *t = NULL;
+    ck_assert_ok(DeftNDArrayToDLPack(arr, &t));
+    ck_assert_int_eq(t->dl_tensor.ndim, 2);
+    ck_assert_int_eq(t->dl_tensor.shape[0], 2);
+    ck_assert_int_eq(t->dl_tensor.shape[1], 3);
+    ck_assert_int_eq(t->dl_tensor.strides[0], 3);
+    ck_assert_int_eq(t->dl_tensor.strides[1], 1);
+    ck_assert_int_eq(t->dl_tensor.dtype.code, kDLFloat);
+    ck_assert_int_eq(t->dl_tensor.dtype.bits, 32);
+    ck_assert_int_eq(t->dl_tensor.device.device_type, kDLCPU);
+    float *data = (float *)((char *)t->dl_tensor.data + t->dl_tensor.byte_offset);
+    ck_assert_float_eq(data[4], 5);
+    data[4] = 50; /* writes through the tensor are the array's */
+    float back[6];
+    ck_assert_ok(DeftNDArrayCopyToHost(arr, back, sizeof back));
+    ck_assert_float_eq(back[4], 50);
+    ck_assert_ok(DeftNDArrayFree(arr));
+    ck_assert_float_eq(data[5], 6); /* still valid: the tensor holds the array */
+    t->deleter(t);
+}
+END_TEST
+
+START_TEST(test_export_computes_a_lazy_array) {
+    DeftOpHandle ones;
+    ck_assert_ok(DeftGetOperator("_ones", &ones));
+    const char *keys[1] = {"shape"}, *vals[1] = {"(4,)"};
+    ck_assert_ok(DeftSetIsDeferredCompute(1, NULL));
+    DeftNDArrayHandle lazy = NULL;
+    int n = 1;
+    ck_assert_ok(DeftImperativeInvoke(ones, 0, NULL, &n, &lazy, 1, keys, vals));
+    ck_assert_ok(DeftSetIsDeferredCompute(0, NULL));
+    DLManagedTensor *t = NULL;
+    ck_assert_ok(DeftNDArrayToDLPack(lazy, &t));
+    const float *data = t->dl_tensor.data;
+    for (int i = 0; i < 4; i++) ck_assert_float_eq(data[i], 1);
+    t->deleter(t);
+    ck_assert_ok(DeftNDArrayFree(lazy));
+}
+END_TEST
+
+START_TEST(test_import_borrows_and_calls_the_deleter_once) {
+    float data[6] = {1, 2, 3, 4, 5, 6};
+    int64_t shape[2], strides[2] = {3, 1};
+    DLManagedTensor t = producer(data, shape, strides);
+    deleter_calls = 0;
+    int64_t live_before;
+    ck_assert_ok(DeftGetMemoryStat(DEFT_CPU, 0, DEFT_MEM_LIVE_BYTES, &live_before));
+    DeftNDArrayHandle arr;
+    ck_assert_ok(DeftNDArrayFromDLPack(&t, &arr));
+    int64_t live;
+    ck_assert_ok(DeftGetMemoryStat(DEFT_CPU, 0, DEFT_MEM_LIVE_BYTES, &live));
+    ck_assert_int_eq(live, live_before); /* lent memory is not deft's */
+    DeftOpHandle mul;
+    ck_assert_ok(DeftGetOperator("_mul_scalar", &mul));
+    const char *keys[1] = {"scalar"}, *vals[1] = {"10"};
+    DeftNDArrayHandle y = NULL;
+    int n = 1;
+    ck_assert_ok(DeftImperativeInvoke(mul, 1, &arr, &n, &y, 1, keys, vals));
+    float out[6];
+    ck_assert_ok(DeftNDArrayCopyToHost(y, out, sizeof out));
+    ck_assert_float_eq(out[5], 60);
+    data[0] = 7; /* no copy was made */
+    ck_assert_ok(DeftNDArrayCopyToHost(arr, out, sizeof out));
+    ck_assert_float_eq(out[0], 7);
+    ck_assert_ok(DeftNDArrayFree(y));
+    ck_assert_int_eq(deleter_calls, 0);
+    ck_assert_ok(DeftNDArrayFree(arr));
+    ck_assert_ok(DeftWaitAll());
+    ck_assert_int_eq(deleter_calls, 1);
+}
+END_TEST
+
+START_TEST(test_round_trip_through_dlpack) {
+    const int64_t shape[1] = {3};
+    const int64_t values[3] = {-1, 0, 1LL << 40};
+    DeftNDArrayHandle arr, back;
+    ck_assert_ok(
+        DeftNDArrayCreateFromData(shape, 1, DEFT_INT64, DEFT_CPU, 0, values, sizeof values, &arr));
+    DLManagedTensor *t;
+    ck_assert_ok(DeftNDArrayToDLPack(arr, &t));
+    ck_assert_ok(DeftNDArrayFromDLPack(t, &back)); /* back owns t now */
+    ck_assert_ok(DeftNDArrayFree(arr));
+    int dtype;
+    int64_t got[3];
+    ck_assert_ok(DeftNDArrayGetDType(back, &dtype));
+    ck_assert_int_eq(dtype, DEFT_INT64);
+    ck_assert_ok(DeftNDArrayCopyToHost(back, got, sizeof got));
+    ck_assert_int_eq(got[2], 1LL << 40);
+    ck_assert_ok(DeftNDArrayFree(back));
+}
+END_TEST
+
+START_TEST(test_bad_imports_leave_the_tensor_with_the_caller) {
+    float data[6] = {0};
+    int64_t shape[2], strides[2] = {1, 2}; /* column-major */
+    DeftNDArrayHandle arr = NULL;
+    deleter_calls = 0;
+    DLManagedTensor t = producer(data, shape, strides);
+    ck_assert_fails(DeftNDArrayFromDLPack(&t, &arr), DEFT_ERROR_NOT_IMPLEMENTED, "not compact");
+    t = producer(data, shape, NULL);
+    t.dl_tensor.device.device_type = kDLCUDA;
+    ck_assert_fails(DeftNDArrayFromDLPack(&t, &arr), DEFT_ERROR_NOT_IMPLEMENTED,
+                    "CPU tensors only");
+    t = producer(data, shape, NULL);
+    t.dl_tensor.dtype = (DLDataType){kDLFloat, 32, 4};
+    ck_assert_fails(DeftNDArrayFromDLPack(&t, &arr), DEFT_ERROR_NOT_IMPLEMENTED, "4 lanes");
+    t = producer(data, shape, NULL);
+    shape[1] = -3;
+    ck_assert_fails(DeftNDArrayFromDLPack(&t, &arr), DEFT_ERROR_VALUE, "shape[1] is -3");
+    ck_assert_fails(DeftNDArrayFromDLPack(NULL, &arr), DEFT_ERROR_VALUE, "tensor is NULL");
+    t = producer(data, shape, NULL);
+    ck_assert_fails(DeftNDArrayFromDLPack(&t, NULL), DEFT_ERROR_VALUE, "out is NULL");
+    ck_assert_ptr_null(arr);
+    ck_assert_int_eq(deleter_calls, 0);
+    DLManagedTensor *out = NULL;
+    ck_assert_fails(DeftNDArrayToDLPack(NULL, &out), DEFT_ERROR_VALUE, "handle is NULL");
+    ck_assert_ptr_null(out);
+}
+END_TEST
+
+static Suite *dlpack_suite(void) {
+    Suite *suite = suite_create("dlpack");
+    TCase *tc = tcase_create("dlpack");
+    tcase_add_test(tc, test_export_shares_memory_and_outlives_the_handle);
+    tcase_add_test(tc, test_export_computes_a_lazy_array);
+    tcase_add_test(tc, test_import_borrows_and_calls_the_deleter_once);
+    tcase_add_test(tc, test_round_trip_through_dlpack);
+    tcase_add_test(tc, test_bad_imports_leave_the_tensor_with_the_caller);
+    suite_add_tcase(suite, tc);
+    return suite;
+}
+
+int main(void) {
+    return run_suite(dlpack_suite());
+}
