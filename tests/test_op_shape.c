@@ -106,6 +106,34 @@ START_TEST(test_slice_like_python) {
 }
 END_TEST
 
+START_TEST(test_slice_assign_in_place_and_broadcast) {
+    DeftNDArrayHandle x = make_iota(DEFT_INT64, 2, SHAPE(3, 4));
+    DeftNDArrayHandle row = make_iota(DEFT_INT64, 1, SHAPE(2));
+    set_values(row, 2, VALUES(-1, -2));
+    /* a new array: x itself is untouched */
+    DeftNDArrayHandle in[2] = {x, row};
+    DeftNDArrayHandle y =
+        call1("_slice_assign", 2, in, P("begin", "(0,1)", "end", "(None,None)", "step", "(2,2)"));
+    assert_values(y, 12, VALUES(0, -1, 2, -2, 4, 5, 6, 7, 8, -1, 10, -2), 0);
+    assert_values(x, 12, VALUES(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11), 0);
+    /* x as the output: written in place */
+    DeftNDArrayHandle out[1] = {x};
+    int nout = 1;
+    ck_assert_ok(call("_slice_assign", 2, in, &nout, out,
+                      P("begin", "(1,0)", "end", "(2,None)", "step", "(1,2)")));
+    assert_values(x, 12, VALUES(0, 1, 2, 3, -1, 5, -2, 7, 8, 9, 10, 11), 0);
+    DeftNDArrayHandle z = make_iota(DEFT_INT64, 2, SHAPE(3, 4));
+    DeftNDArrayHandle zz[2] = {z, z};
+    ck_assert_call_fails("_slice_assign", 2, zz, P("begin", "(0,)", "end", "(2,)"),
+                         DEFT_ERROR_VALUE, "does not fit a region of (2,4)");
+    DeftNDArrayHandle f = make(DEFT_FLOAT32, 1, SHAPE(4), NULL);
+    DeftNDArrayHandle mixed[2] = {x, f};
+    ck_assert_call_fails("_slice_assign", 2, mixed, P("begin", "(0,)", "end", "(1,)"),
+                         DEFT_ERROR_TYPE, "value is float32, expected int64");
+    free_all(5, (DeftNDArrayHandle[]){x, row, y, z, f});
+}
+END_TEST
+
 START_TEST(test_concat_stack_split_roundtrip) {
     int dtype = copy_dtypes[_i];
     bool is_unsigned = dtype == DEFT_UINT8;
@@ -191,6 +219,7 @@ static Suite *shape_suite(void) {
     tcase_add_loop_test(tc, test_transpose_matches_index_arithmetic, 0, 5);
     tcase_add_test(tc, test_expand_dims_and_squeeze);
     tcase_add_test(tc, test_slice_like_python);
+    tcase_add_test(tc, test_slice_assign_in_place_and_broadcast);
     tcase_add_loop_test(tc, test_concat_stack_split_roundtrip, 0, 5);
     tcase_add_test(tc, test_broadcast_to);
     tcase_add_test(tc, test_take_modes_and_one_hot);

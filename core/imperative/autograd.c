@@ -58,19 +58,11 @@ static void note_read(probe_t *p, deft_gref_t r) {
     if (r.node == &probe_output_tag) p->out |= bit;
 }
 
-/* The registry entry of an operator a gradient applies; names are string
- * literals, so a small cache keyed by their address avoids the lookup. */
+/* The registry entry of an operator a gradient applies (probes run only on
+ * a miss of the per-thread cache below, so the lookup is not on a hot path). */
 static const deft_op_t *probe_find(const char *name) {
-    enum { SLOTS = 64 };
-    static _Thread_local const char *names[SLOTS];
-    static _Thread_local const deft_op_t *ops[SLOTS];
-    size_t slot = ((uintptr_t)name >> 3) % SLOTS;
-    if (names[slot] != name) {
-        const deft_op_entry_t *entry = deft_registry_find(name);
-        names[slot] = name;
-        ops[slot] = entry ? entry->op : NULL;
-    }
-    return ops[slot];
+    const deft_op_entry_t *entry = deft_registry_find(name);
+    return entry ? entry->op : NULL;
 }
 
 static deft_gref_t probe_apply(deft_grad_builder_t *b, const char *op, int nin,

@@ -289,6 +289,61 @@ static int slice_forward(const deft_op_t *op, const deft_param_value_t *p, int n
     return 0;
 }
 
+/* ---- _slice_assign: the region a slice reads, overwritten ---- */
+
+static const char *const slice_assign_inputs[] = {"data", "value", NULL};
+
+/* The value (input 1) broadcasts to the region: NumPy rules, right-aligned. */
+static int slice_assign_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                              const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)nin;
+    slice_plan_t plan;
+    if (plan_slice(op, p, &in[0].shape, &plan)) return -1;
+    const deft_shape_t *value = &in[1].shape;
+    int lead = plan.shape.ndim - value->ndim;
+    bool fits = lead >= 0;
+    for (int d = 0; fits && d < value->ndim; d++)
+        fits = value->dims[d] == 1 || value->dims[d] == plan.shape.dims[lead + d];
+    if (!fits) {
+        char region[DEFT_SHAPE_STR_MAX], value_s[DEFT_SHAPE_STR_MAX];
+        return deft_op_error(op, DEFT_ERR_VALUE, "a value of shape %s does not fit a region of %s",
+                             deft_shape_format(value, value_s, sizeof value_s),
+                             deft_shape_format(&plan.shape, region, sizeof region));
+    }
+    if (in[1].dtype != in[0].dtype)
+        return deft_op_error(op, DEFT_ERR_TYPE, "value is %s, expected %s like data",
+                             deft_dtype_name(in[1].dtype), deft_dtype_name(in[0].dtype));
+    out[0] = in[0];
+    *nout = 1;
+    return 0;
+}
+
+/* Output = data with the region replaced; given data itself as output, in place. */
+static int slice_assign_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    slice_plan_t plan;
+    if (plan_slice(op, p, &in[0].shape, &plan)) return -1;
+    size_t elem = deft_dtype_size(in[0].dtype), nbytes = deft_tensor_nbytes(&in[0]);
+    char *dst = deft_tensor_data(&out[0]);
+    if (nbytes && dst != deft_tensor_data(&in[0])) memcpy(dst, deft_tensor_data(&in[0]), nbytes);
+    if (deft_shape_size(&plan.shape) == 0) return 0;
+    int64_t own[DEFT_SHAPE_MAX_NDIM], dst_strides[DEFT_SHAPE_MAX_NDIM];
+    int64_t value_own[DEFT_SHAPE_MAX_NDIM], src_strides[DEFT_SHAPE_MAX_NDIM], offset = 0;
+    deft_contiguous_strides(&in[0].shape, own);
+    deft_contiguous_strides(&in[1].shape, value_own);
+    int lead = plan.shape.ndim - in[1].shape.ndim;
+    for (int d = 0; d < plan.shape.ndim; d++) {
+        dst_strides[d] = own[d] * plan.step[d];
+        offset += plan.begin[d] * own[d];
+        bool broadcast = d < lead || in[1].shape.dims[d - lead] == 1;
+        src_strides[d] = broadcast ? 0 : value_own[d - lead];
+    }
+    deft_copy_strided(&plan.shape, dst + offset * (int64_t)elem, dst_strides,
+                      deft_tensor_data(&in[1]), src_strides, elem);
+    return 0;
+}
+
 static const deft_param_def_t slice_axis_params[] = {
     {"axis", DEFT_PARAM_INT, NULL, "axis to slice", NULL, false},
     {"begin", DEFT_PARAM_INT, NULL, "first index (negative counts from the end)", NULL, false},
@@ -733,6 +788,16 @@ static const deft_op_t shape_ops[] = {
              0, deft_gradient_reshape_back),
     SHAPE_OP("slice", "Python-style slicing with begin, end and step per axis.", slice_params,
              slice_infer, slice_forward, -1, grad_slice),
+    {.name = "_slice_assign",
+     .description = "data with the region slice(begin, end, step) would read replaced by value "
+                    "(broadcast); in place when the output given is data itself.",
+     .input_names = slice_assign_inputs,
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .params = slice_params,
+     .infer = slice_assign_infer,
+     .forward = slice_assign_forward,
+     .inplace_input = 0},
     SHAPE_OP("slice_axis", "Slices one axis from begin to end.", slice_axis_params,
              slice_axis_infer, slice_axis_forward, -1, grad_slice_axis),
     JOIN_OP("Concat", "Joins arrays along an existing axis.", concat_params, concat_infer,

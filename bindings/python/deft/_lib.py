@@ -1,0 +1,66 @@
+"""The native module and the small tables every part of the package shares."""
+import numpy as _np
+
+from . import _deft as lib  # noqa: F401  (re-exported to the other modules)
+
+# deft dtype codes (MXNet's type flags) and their NumPy equivalents.
+DTYPES = {
+    "float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4,
+    "int8": 5, "int64": 6, "bool": 7, "bfloat16": 12,
+}
+DTYPE_NAMES = {code: name for name, code in DTYPES.items()}
+NUMPY_OF = {code: _np.dtype(name) for name, code in DTYPES.items() if name != "bfloat16"}
+
+
+def dtype_code(dtype):
+    """The deft code of a dtype given by name, NumPy dtype or Python type."""
+    if dtype is None:
+        return DTYPES["float32"]
+    if isinstance(dtype, int) and not isinstance(dtype, bool) and dtype in DTYPE_NAMES:
+        return dtype
+    name = dtype if isinstance(dtype, str) else _np.dtype(dtype).name
+    try:
+        return DTYPES[name]
+    except KeyError:
+        raise TypeError(f"dtype {dtype!r} is not one deft has "
+                        f"(expected one of {', '.join(DTYPES)})") from None
+
+
+def param_text(value):
+    """An operator parameter as the C API's string: 1, 0.5, True, None, (2, 3)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return "(" + ",".join(param_text(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    if isinstance(value, _np.dtype) or (isinstance(value, type) and issubclass(value, _np.generic)):
+        return _np.dtype(value).name
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+class Device:
+    """Where an array lives: ``deft.cpu()`` or ``deft.gpu(n)``."""
+
+    __slots__ = ("type", "id")
+    _NAMES = {1: "cpu", 2: "gpu"}
+
+    def __init__(self, dev_type=1, dev_id=0):
+        self.type, self.id = dev_type, dev_id
+
+    def __eq__(self, other):
+        return isinstance(other, Device) and (self.type, self.id) == (other.type, other.id)
+
+    def __hash__(self):
+        return hash((self.type, self.id))
+
+    def __repr__(self):
+        return f"{self._NAMES.get(self.type, self.type)}({self.id})"
+
+
+def cpu(dev_id=0):
+    return Device(1, dev_id)
+
+
+def gpu(dev_id=0):
+    return Device(2, dev_id)

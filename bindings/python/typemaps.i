@@ -1,0 +1,459 @@
+/*
+ * How deft's C API looks from Python (included by interface.i).
+ *
+ * - A status of -1 raises the deft exception matching DeftGetLastErrorKind(),
+ *   with DeftGetLastError()'s text, read in the same call; 0 returns None or
+ *   the out-parameters (one value alone, several as a list).
+ * - Out-parameters disappear from the Python signature and come back as
+ *   results; new handles come back owned (freed when Python drops them).
+ * - C arrays are Python sequences (None for NULL); counts stay explicit.
+ *   Objects carrying a handle in a `this` attribute pass as that handle.
+ * - Calls that may wait for the engine release the GIL, so engine threads
+ *   and other Python threads make progress meanwhile.
+ */
+
+%{
+#include <stdlib.h>
+
+/* Exception classes by DeftErrorKind; [0] is the base class DeftError. */
+static PyObject *deft_py_errors[8];
+
+static void deft_py_raise(void) {
+    int kind = DeftGetLastErrorKind();
+    PyObject *type = kind > 0 && kind < 8 && deft_py_errors[kind] ? deft_py_errors[kind]
+                                                                  : deft_py_errors[0];
+    PyErr_SetString(type, DeftGetLastError());
+}
+
+static PyObject *deft_py_error_class(PyObject *module, const char *name, PyObject *bases) {
+    char qualified[64];
+    snprintf(qualified, sizeof qualified, "deft.%s", name);
+    PyObject *cls = PyErr_NewException(qualified, bases, NULL);
+    Py_XDECREF(bases);
+    if (cls && PyModule_AddObjectRef(module, name, cls) != 0) Py_CLEAR(cls);
+    return cls;
+}
+
+static int deft_py_init_errors(PyObject *module) {
+    PyObject *base = deft_py_error_class(module, "DeftError", NULL);
+    if (!base) return -1;
+    deft_py_errors[0] = deft_py_errors[DEFT_ERROR_INTERNAL] = base;
+    static const struct {
+        int kind;
+        const char *name;
+    } kinds[] = {{DEFT_ERROR_VALUE, "DeftValueError"},
+                 {DEFT_ERROR_TYPE, "DeftTypeError"},
+                 {DEFT_ERROR_INDEX, "DeftIndexError"},
+                 {DEFT_ERROR_NOT_IMPLEMENTED, "DeftNotImplementedError"},
+                 {DEFT_ERROR_OUT_OF_MEMORY, "DeftMemoryError"}};
+    PyObject *builtins[] = {PyExc_ValueError, PyExc_TypeError, PyExc_IndexError,
+                            PyExc_NotImplementedError, PyExc_MemoryError};
+    for (int i = 0; i < 5; i++) {
+        PyObject *cls = deft_py_error_class(module, kinds[i].name,
+                                            PyTuple_Pack(2, base, builtins[i]));
+        if (!cls) return -1;
+        deft_py_errors[kinds[i].kind] = cls;
+    }
+    /* A string that did not parse is a bad value, as Python's int("x") is. */
+    PyObject *parse = deft_py_error_class(module, "DeftParseError",
+                                          PyTuple_Pack(1, deft_py_errors[DEFT_ERROR_VALUE]));
+    if (!parse) return -1;
+    deft_py_errors[DEFT_ERROR_PARSE] = parse;
+    return 0;
+}
+
+/*
+ * The handle inside obj: a SWIG handle object, or an object keeping one in
+ * its `this` attribute (deft.NDArray, deft.Symbol, ...); NULL for None. -1
+ * with a TypeError naming the argument (`what`, or `what`[index]).
+ */
+static int deft_py_handle(PyObject *obj, swig_type_info *type, const char *what, Py_ssize_t index,
+                          void **out) {
+    if (obj == Py_None) {
+        *out = NULL;
+        return 0;
+    }
+    if (SWIG_IsOK(SWIG_ConvertPtr(obj, out, type, 0))) return 0;
+    static PyObject *this_name;
+    if (!this_name && !(this_name = PyUnicode_InternFromString("this"))) return -1;
+    PyObject *inner = PyObject_GetAttr(obj, this_name);
+    if (inner) {
+        /* obj keeps inner alive, so the pointer stays valid after the decref */
+        int ok = SWIG_IsOK(SWIG_ConvertPtr(inner, out, type, 0));
+        Py_DECREF(inner);
+        if (ok) return 0;
+    } else {
+        PyErr_Clear();
+    }
+    if (index >= 0)
+        PyErr_Format(PyExc_TypeError, "%s[%zd] is %s, expected a deft %s", what, index,
+                     Py_TYPE(obj)->tp_name, type->str);
+    else
+        PyErr_Format(PyExc_TypeError, "%s is %s, expected a deft %s", what,
+                     Py_TYPE(obj)->tp_name, type->str);
+    return -1;
+}
+
+/* A C array of handles from a sequence; *heap is set when it did not fit `small`. */
+static int deft_py_handles(PyObject *input, swig_type_info *type, const char *what, void **small,
+                           Py_ssize_t room, void ***out, void ***heap) {
+    *out = NULL;
+    if (input == Py_None) return 0;
+    PyObject *seq = PySequence_Fast(input, "expected a sequence of handles");
+    if (!seq) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    void **items = n <= room ? small : (*heap = malloc((size_t)(n ? n : 1) * sizeof(void *)));
+    int status = items ? 0 : (PyErr_NoMemory(), -1);
+    for (Py_ssize_t i = 0; status == 0 && i < n; i++)
+        status = deft_py_handle(PySequence_Fast_GET_ITEM(seq, i), type, what, i, &items[i]);
+    Py_DECREF(seq);
+    if (status == 0) *out = items;
+    return status;
+}
+
+/* A C array of UTF-8 strings; `seq` keeps the Python strings (and so the text) alive. */
+static int deft_py_strings(PyObject *input, const char **small, Py_ssize_t room, PyObject **seq,
+                           const char ***out, const char ***heap) {
+    *out = NULL;
+    if (input == Py_None) return 0;
+    if (!(*seq = PySequence_Fast(input, "expected a sequence of strings"))) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(*seq);
+    const char **items = n <= room ? small : (*heap = malloc((size_t)(n ? n : 1) * sizeof(char *)));
+    if (!items) return PyErr_NoMemory(), -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(*seq, i);
+        if (!PyUnicode_Check(item)) {
+            PyErr_Format(PyExc_TypeError, "item %zd is %s, expected str", i, Py_TYPE(item)->tp_name);
+            return -1;
+        }
+        if (!(items[i] = PyUnicode_AsUTF8(item))) return -1;
+    }
+    *out = items;
+    return 0;
+}
+
+/* A C array of integers (int or int64_t, by `wide`). */
+static int deft_py_ints(PyObject *input, int wide, void *small, Py_ssize_t room, void **out,
+                        void **heap) {
+    *out = NULL;
+    if (input == Py_None) return 0;
+    PyObject *seq = PySequence_Fast(input, "expected a sequence of integers");
+    if (!seq) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    size_t size = wide ? sizeof(int64_t) : sizeof(int);
+    void *items = n <= room ? small : (*heap = malloc((size_t)(n ? n : 1) * size));
+    int status = items ? 0 : (PyErr_NoMemory(), -1);
+    for (Py_ssize_t i = 0; status == 0 && i < n; i++) {
+        long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (v == -1 && PyErr_Occurred()) status = -1;
+        else if (wide) ((int64_t *)items)[i] = v;
+        else if (v < INT32_MIN || v > INT32_MAX)
+            status = (PyErr_Format(PyExc_OverflowError, "item %zd (%lld) does not fit in an int",
+                                   i, v), -1);
+        else ((int *)items)[i] = (int)v;
+    }
+    Py_DECREF(seq);
+    if (status == 0) *out = items;
+    return status;
+}
+
+static PyObject *deft_py_str(const char *s) {
+    return s ? PyUnicode_FromString(s) : SWIG_Py_Void();
+}
+
+static PyObject *deft_py_str_list(int n, const char *const *names) {
+    PyObject *list = PyList_New(n);
+    for (int i = 0; list && i < n; i++) {
+        PyObject *s = deft_py_str(names[i]);
+        if (!s) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, i, s);
+    }
+    return list;
+}
+
+static PyObject *deft_py_tuple64(const int64_t *v, int n) {
+    PyObject *t = PyTuple_New(n < 0 ? 0 : n);
+    for (int i = 0; t && i < n; i++) {
+        PyObject *d = PyLong_FromLongLong(v[i]);
+        if (!d) Py_CLEAR(t);
+        else PyTuple_SET_ITEM(t, i, d);
+    }
+    return t;
+}
+
+/* A capsule over an exported DLPack tensor; runs the deleter unless a consumer took it. */
+static void deft_py_capsule_free(PyObject *capsule) {
+    if (!PyCapsule_IsValid(capsule, "dltensor")) return; /* consumed: "used_dltensor" */
+    DLManagedTensor *t = PyCapsule_GetPointer(capsule, "dltensor");
+    if (t && t->deleter) t->deleter(t);
+}
+%}
+
+%init %{
+    if (deft_py_init_errors(m) != 0) return NULL;
+%}
+
+/* Errors reach Python as exceptions: these two are read inside each call. */
+%ignore DeftGetLastError;
+%ignore DeftGetLastErrorKind;
+
+/* ---- status ---- */
+
+%typemap(out) int {
+    if ($1 != 0) {
+        deft_py_raise();
+        SWIG_fail;
+    }
+    $result = SWIG_Py_Void();
+}
+
+/* ---- scalar out-parameters ---- */
+
+%define DEFT_PY_OUT(TYPE, NAME, TO_PYTHON)
+%typemap(in, numinputs=0) TYPE *NAME (TYPE temp) { $1 = ($1_ltype)&temp; temp = 0; }
+%typemap(argout) TYPE *NAME { $result = SWIG_AppendOutput($result, TO_PYTHON(*$1)); }
+%enddef
+
+DEFT_PY_OUT(int, out, PyLong_FromLong)
+DEFT_PY_OUT(int, prev, PyLong_FromLong)
+DEFT_PY_OUT(int, out_ndim, PyLong_FromLong)
+DEFT_PY_OUT(int, out_type, PyLong_FromLong)
+DEFT_PY_OUT(int, out_id, PyLong_FromLong)
+DEFT_PY_OUT(int, out_min, PyLong_FromLong)
+DEFT_PY_OUT(int, out_max, PyLong_FromLong)
+DEFT_PY_OUT(int, out_found, PyLong_FromLong)
+DEFT_PY_OUT(int, out_complete, PyLong_FromLong)
+DEFT_PY_OUT(int, out_dtype, PyLong_FromLong)
+DEFT_PY_OUT(int64_t, out, PyLong_FromLongLong)
+DEFT_PY_OUT(int64_t, hits, PyLong_FromLongLong)
+DEFT_PY_OUT(int64_t, misses, PyLong_FromLongLong)
+DEFT_PY_OUT(size_t, out, PyLong_FromSize_t)
+DEFT_PY_OUT(const char *, out, deft_py_str)
+DEFT_PY_OUT(const char *, out_name, deft_py_str)
+DEFT_PY_OUT(const char *, out_description, deft_py_str)
+DEFT_PY_OUT(const char *, out_type, deft_py_str)
+DEFT_PY_OUT(const char *, out_default, deft_py_str)
+DEFT_PY_OUT(const char *, out_doc, deft_py_str)
+DEFT_PY_OUT(const char *, out_value, deft_py_str)
+DEFT_PY_OUT(const char *, out_json, deft_py_str)
+DEFT_PY_OUT(const char *, out_dot, deft_py_str)
+
+/* ---- new handles ---- */
+
+%define DEFT_PY_OUT_HANDLE(HANDLE, STRUCT, FLAGS)
+%typemap(in, numinputs=0) HANDLE *out (HANDLE temp) { temp = NULL; $1 = &temp; }
+%typemap(argout) HANDLE *out {
+    $result = SWIG_AppendOutput($result, SWIG_NewPointerObj(*$1, $descriptor(struct STRUCT *), FLAGS));
+}
+%enddef
+
+DEFT_PY_OUT_HANDLE(DeftNDArrayHandle, DeftNDArray, SWIG_POINTER_OWN)
+DEFT_PY_OUT_HANDLE(DeftSymbolHandle, DeftSymbol, SWIG_POINTER_OWN)
+DEFT_PY_OUT_HANDLE(DeftCachedOpHandle, DeftCachedOp, SWIG_POINTER_OWN)
+DEFT_PY_OUT_HANDLE(DeftOpHandle, DeftOp, 0) /* operators are static */
+
+/* ---- handles in ---- */
+
+%define DEFT_PY_HANDLE_IN(HANDLE, STRUCT)
+%typemap(in) HANDLE {
+    void *handle = NULL;
+    if (deft_py_handle($input, $descriptor(struct STRUCT *), "$1_name", -1, &handle)) SWIG_fail;
+    $1 = ($1_ltype)handle;
+}
+%enddef
+
+DEFT_PY_HANDLE_IN(DeftNDArrayHandle, DeftNDArray)
+DEFT_PY_HANDLE_IN(DeftSymbolHandle, DeftSymbol)
+DEFT_PY_HANDLE_IN(DeftCachedOpHandle, DeftCachedOp)
+DEFT_PY_HANDLE_IN(DeftOpHandle, DeftOp)
+
+/* ---- sequences in ---- */
+
+%define DEFT_PY_HANDLES_IN(HANDLE, STRUCT)
+%typemap(in) const HANDLE * (void *small[16], void **heap = NULL, void **items = NULL) {
+    if (deft_py_handles($input, $descriptor(struct STRUCT *), "$1_name", small, 16, &items, &heap))
+        SWIG_fail;
+    $1 = ($1_ltype)items;
+}
+%typemap(freearg) const HANDLE * { free(heap$argnum); }
+%enddef
+
+DEFT_PY_HANDLES_IN(DeftNDArrayHandle, DeftNDArray)
+DEFT_PY_HANDLES_IN(DeftSymbolHandle, DeftSymbol)
+
+%typemap(in) const char *const * (const char *small[16], const char **heap = NULL, PyObject *seq = NULL) {
+    const char **items = NULL;
+    if (deft_py_strings($input, small, 16, &seq, &items, &heap)) SWIG_fail;
+    $1 = ($1_ltype)items;
+}
+%typemap(freearg) const char *const * {
+    free(heap$argnum);
+    Py_XDECREF(seq$argnum);
+}
+
+%typemap(in) const int * (int small[16], void *heap = NULL, void *items = NULL) {
+    if (deft_py_ints($input, 0, small, 16, &items, &heap)) SWIG_fail;
+    $1 = ($1_ltype)items;
+}
+%typemap(freearg) const int * { free(heap$argnum); }
+%typemap(in) const int64_t * (int64_t small[16], void *heap = NULL, void *items = NULL) {
+    if (deft_py_ints($input, 1, small, 16, &items, &heap)) SWIG_fail;
+    $1 = ($1_ltype)items;
+}
+%typemap(freearg) const int64_t * { free(heap$argnum); }
+
+/* ---- buffers ---- */
+
+%typemap(in) (const void *data, size_t nbytes) (Py_buffer view, int have = 0) {
+    if (PyObject_GetBuffer($input, &view, PyBUF_C_CONTIGUOUS) != 0) SWIG_fail;
+    have = 1;
+    $1 = ($1_ltype)view.buf;
+    $2 = (size_t)view.len;
+}
+%typemap(freearg) (const void *data, size_t nbytes) { if (have$argnum) PyBuffer_Release(&view$argnum); }
+%typemap(in) (void *data, size_t nbytes) (Py_buffer view, int have = 0) {
+    if (PyObject_GetBuffer($input, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) != 0) SWIG_fail;
+    have = 1;
+    $1 = ($1_ltype)view.buf;
+    $2 = (size_t)view.len;
+}
+%typemap(freearg) (void *data, size_t nbytes) { if (have$argnum) PyBuffer_Release(&view$argnum); }
+
+/* ---- lists out ---- */
+
+%define DEFT_PY_NAMES_OUT(COUNT, NAMES)
+%typemap(in, numinputs=0) (int *COUNT, const char *const **NAMES) (int n, const char *const *names) {
+    n = 0, names = NULL;
+    $1 = &n;
+    $2 = ($2_ltype)&names;
+}
+%typemap(argout) (int *COUNT, const char *const **NAMES) {
+    $result = SWIG_AppendOutput($result, deft_py_str_list(*$1, (const char *const *)*$2));
+}
+%enddef
+
+DEFT_PY_NAMES_OUT(out_count, out_names)
+DEFT_PY_NAMES_OUT(out_num_names, out_names)
+DEFT_PY_NAMES_OUT(out_count, out_words)
+
+%typemap(in, numinputs=0) (int64_t *out_shape, int capacity, int *out_ndim) (int64_t dims[DEFT_MAX_NDIM], int ndim) {
+    ndim = 0;
+    $1 = dims, $2 = DEFT_MAX_NDIM, $3 = &ndim;
+}
+%typemap(argout) (int64_t *out_shape, int capacity, int *out_ndim) {
+    $result = SWIG_AppendOutput($result, deft_py_tuple64($1, *$3));
+}
+
+/* Inferred shape: (dims, dtype), with None for what is still unknown. */
+%typemap(in, numinputs=0) (int64_t *out_dims, int capacity, int *out_ndim, int *out_dtype)
+    (int64_t dims[DEFT_MAX_NDIM], int ndim, int dtype) {
+    ndim = dtype = -1;
+    $1 = dims, $2 = DEFT_MAX_NDIM, $3 = &ndim, $4 = &dtype;
+}
+%typemap(argout) (int64_t *out_dims, int capacity, int *out_ndim, int *out_dtype) {
+    $result = SWIG_AppendOutput($result, *$3 < 0 ? SWIG_Py_Void() : deft_py_tuple64($1, *$3));
+    $result = SWIG_AppendOutput($result, *$4 < 0 ? SWIG_Py_Void() : PyLong_FromLong(*$4));
+}
+
+/* Invoke: outputs in as a sequence (an array to write, or None for a new
+ * one); out as a list of the produced outputs, None where one was given. */
+%typemap(in) (int *num_outputs, DeftNDArrayHandle *outputs)
+    (int room, void *small[16], void **heap = NULL, void **given = NULL, char gave_small[16],
+     char *gave = NULL, char *gave_heap = NULL) {
+    if (deft_py_handles($input, $descriptor(struct DeftNDArray *), "outputs", small, 16, &given,
+                        &heap))
+        SWIG_fail;
+    room = $input == Py_None ? 0 : (int)PySequence_Size($input);
+    gave = room <= 16 ? gave_small : (gave_heap = malloc((size_t)room));
+    if (!gave) {
+        PyErr_NoMemory();
+        SWIG_fail;
+    }
+    for (int k = 0; k < room; k++) gave[k] = given[k] != NULL;
+    $1 = &room;
+    $2 = ($2_ltype)given;
+}
+%typemap(argout) (int *num_outputs, DeftNDArrayHandle *outputs) {
+    PyObject *list = PyList_New(*$1);
+    for (int k = 0; list && k < *$1; k++)
+        PyList_SET_ITEM(list, k, gave$argnum[k] ? SWIG_Py_Void()
+                                                : SWIG_NewPointerObj($2[k], $descriptor(struct DeftNDArray *), SWIG_POINTER_OWN));
+    $result = SWIG_AppendOutput($result, list);
+}
+%typemap(freearg) (int *num_outputs, DeftNDArrayHandle *outputs) {
+    free(heap$argnum);
+    free(gave_heap$argnum);
+}
+
+/* Gradients out: the Python argument is how many (the number of variables). */
+%typemap(in) DeftNDArrayHandle *out_grads (DeftNDArrayHandle *grads = NULL, Py_ssize_t n = 0) {
+    n = PyLong_AsSsize_t($input);
+    if (n < 0 || n > 1 << 20) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "expected the number of variables");
+        SWIG_fail;
+    }
+    if (!(grads = calloc((size_t)(n ? n : 1), sizeof *grads))) { PyErr_NoMemory(); SWIG_fail; }
+    $1 = grads;
+}
+%typemap(argout) DeftNDArrayHandle *out_grads {
+    PyObject *list = PyList_New(n$argnum);
+    for (Py_ssize_t k = 0; list && k < n$argnum; k++)
+        PyList_SET_ITEM(list, k, $1[k] ? SWIG_NewPointerObj($1[k], $descriptor(struct DeftNDArray *), SWIG_POINTER_OWN)
+                                       : SWIG_Py_Void());
+    $result = SWIG_AppendOutput($result, list);
+}
+%typemap(freearg) DeftNDArrayHandle *out_grads { free(grads$argnum); }
+
+/* Deferred status per array: the Python argument is how many (the number of arrays). */
+%typemap(in) int *status (int *flags = NULL, Py_ssize_t n = 0) {
+    n = PyLong_AsSsize_t($input);
+    if (n < 0 || n > 1 << 20) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "expected the number of arrays");
+        SWIG_fail;
+    }
+    if (!(flags = calloc((size_t)(n ? n : 1), sizeof *flags))) { PyErr_NoMemory(); SWIG_fail; }
+    $1 = flags;
+}
+%typemap(argout) int *status {
+    PyObject *list = PyList_New(n$argnum);
+    for (Py_ssize_t k = 0; list && k < n$argnum; k++) PyList_SET_ITEM(list, k, PyBool_FromLong($1[k]));
+    $result = SWIG_AppendOutput($result, list);
+}
+%typemap(freearg) int *status { free(flags$argnum); }
+
+/* ---- DLPack ---- */
+
+%typemap(in, numinputs=0) DLManagedTensor **out (DLManagedTensor *temp) { temp = NULL; $1 = &temp; }
+%typemap(argout) DLManagedTensor **out {
+    PyObject *capsule = PyCapsule_New(*$1, "dltensor", deft_py_capsule_free);
+    if (!capsule) (*$1)->deleter(*$1);
+    $result = SWIG_AppendOutput($result, capsule);
+}
+/* The array takes the tensor over: the capsule is marked used, as DLPack asks. */
+%typemap(in) DLManagedTensor *tensor {
+    if (!($1 = PyCapsule_GetPointer($input, "dltensor"))) SWIG_fail;
+}
+%typemap(argout) DLManagedTensor *tensor {
+    PyCapsule_SetName($input, "used_dltensor");
+}
+
+/* ---- calls that wait release the GIL ---- */
+
+%define DEFT_PY_ALLOW_THREADS(FN)
+%exception FN {
+    Py_BEGIN_ALLOW_THREADS
+    $action
+    Py_END_ALLOW_THREADS
+}
+%enddef
+
+DEFT_PY_ALLOW_THREADS(DeftNDArrayWaitToRead)
+DEFT_PY_ALLOW_THREADS(DeftNDArrayWaitToWrite)
+DEFT_PY_ALLOW_THREADS(DeftWaitAll)
+DEFT_PY_ALLOW_THREADS(DeftShutdown)
+DEFT_PY_ALLOW_THREADS(DeftNDArrayCopyToHost)
+DEFT_PY_ALLOW_THREADS(DeftNDArrayCopyFromHost)
+DEFT_PY_ALLOW_THREADS(DeftNDArrayToDLPack)
+DEFT_PY_ALLOW_THREADS(DeftNDArrayTriggerDeferredCompute)
+DEFT_PY_ALLOW_THREADS(DeftAutogradBackward)
+DEFT_PY_ALLOW_THREADS(DeftAutogradComputeGradient)
