@@ -9,7 +9,13 @@ DEFT_APT_PACKAGES=(
     gcc make cmake pkg-config
     libopenblas-dev libcjson-dev libdlpack-dev
     check doxygen
+    swig python3 python3-dev python3-venv
 )
+
+# Python packages, from PyPI, in the virtual environment the Python binding
+# is installed and tested in.
+DEFT_PY_PACKAGES=(numpy pytest scikit-learn scikit-build-core)
+DEFT_VENV="$DEFT_ROOT/build/venv"
 
 deft_install_packages() {
     local missing=() pkg
@@ -42,4 +48,22 @@ deft_build() {
         { cat "$dir/configure.log" >&2; return 1; }
     cmake --build "$dir" -j "$DEFT_JOBS" -- --no-print-directory >"$dir/build.log" 2>&1 ||
         { cat "$dir/build.log" >&2; return 1; }
+}
+
+# deft_python_env: make the virtual environment (once), install what it
+# lacks from PyPI, then `pip install .` the binding (incremental: the wheel's
+# CMake build folder persists in build/python-wheel).
+deft_python_env() {
+    if [ ! -x "$DEFT_VENV/bin/python" ]; then
+        python3 -m venv "$DEFT_VENV"
+    fi
+    local stamp="$DEFT_VENV/.deft-packages" want="${DEFT_PY_PACKAGES[*]}"
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+        echo "deft: installing Python packages: $want"
+        "$DEFT_VENV/bin/pip" install -q --disable-pip-version-check "${DEFT_PY_PACKAGES[@]}"
+        echo "$want" >"$stamp"
+    fi
+    "$DEFT_VENV/bin/pip" install -q --disable-pip-version-check --no-build-isolation \
+        "$DEFT_ROOT" >"$DEFT_ROOT/build/pip-install.log" 2>&1 ||
+        { cat "$DEFT_ROOT/build/pip-install.log" >&2; return 1; }
 }

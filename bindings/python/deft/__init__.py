@@ -1,0 +1,31 @@
+"""deft: a deep-learning runtime (C11) — Python binding.
+
+Arrays (`deft.array`, `deft.nd.*`), autograd (`deft.autograd`), deferred
+compute and export (`deft.deferred_compute`, `deft.export`, `deft.Symbol`,
+`deft.CachedOp`), DLPack exchange (`deft.from_dlpack`), and errors raised as
+`deft.DeftError` subclasses that are also the matching Python exceptions
+(`except ValueError` catches a `deft.DeftValueError`).
+"""
+from ._lib import Device, cpu, gpu, lib as _lib  # noqa: F401
+from ._deft import (DeftError, DeftIndexError, DeftMemoryError,  # noqa: F401
+                    DeftNotImplementedError, DeftParseError, DeftTypeError, DeftValueError)
+from .ndarray import (NDArray, arange, array, empty, from_dlpack, full, ones, ones_like,  # noqa: F401
+                      waitall, zeros, zeros_like)
+from .symbol import CachedOp, Symbol, compute, deferred_compute, export, is_deferred_compute  # noqa: F401
+from . import autograd, nd, nn, optim  # noqa: F401
+from .nd import random  # noqa: F401
+
+__version__ = "0.1.0"
+
+
+def live_arrays():
+    """NDArray handles alive in this process (for leak checks)."""
+    return _lib.DeftGetLiveNDArrayCount()
+
+
+def memory_stat(stat="live_bytes", device=None):
+    """A memory counter of a device: live_bytes, live_buffers, peak_bytes, cached_bytes."""
+    codes = {"live_bytes": 0, "live_buffers": 1, "peak_bytes": 2, "cached_bytes": 3,
+             "system_allocs": 4}
+    dev = device or cpu()
+    return _lib.DeftGetMemoryStat(dev.type, dev.id, codes[stat])

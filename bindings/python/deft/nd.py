@@ -1,0 +1,109 @@
+"""Array creation and one Python function per registered deft operator.
+
+The operator functions are generated at import from the operator registry:
+inputs are positional (or by their names), parameters are keyword arguments
+taking Python values (numbers, bools, tuples, None, dtype names), and the
+docstring lists what the registry says of each. Operators whose names start
+with an underscore are in ``deft.nd._internal``.
+"""
+import inspect
+import sys
+import types
+
+from ._lib import lib
+from .ndarray import (NDArray, arange, array, empty, from_dlpack, full, invoke, ones,  # noqa: F401
+                      ones_like, op_handle, waitall, zeros, zeros_like)
+
+_internal = types.ModuleType(__name__ + "._internal", "Operators named with a leading underscore.")
+random = types.ModuleType(__name__ + ".random", "Random arrays (seed with deft.random.seed).")
+
+
+def _describe(name):
+    op = op_handle(name)
+    _, description = lib.DeftOpGetInfo(op)
+    low, high, input_names = lib.DeftOpGetInputs(op)
+    params = [lib.DeftOpGetParam(op, i) for i in range(lib.DeftOpGetNumParams(op))]
+    return description, low, high, input_names, params
+
+
+def _make_function(name):
+    description, low, high, input_names, params = _describe(name)
+    param_names = {p[0] for p in params}
+    variadic = high > len(input_names)
+
+    def call(*inputs, out=None, **kwargs):
+        inputs = list(inputs)
+        for i, input_name in enumerate(input_names):
+            if input_name in kwargs and input_name not in param_names:
+                if i < len(inputs):
+                    raise TypeError(f"{name}() got input '{input_name}' twice")
+                if i > len(inputs):
+                    raise TypeError(f"{name}() got input '{input_name}' without the ones before it")
+                inputs.append(kwargs.pop(input_name))
+        unknown = [k for k in kwargs if k not in param_names]
+        if unknown:
+            raise TypeError(f"{name}() got an unexpected keyword argument '{unknown[0]}' "
+                            f"(parameters: {', '.join(sorted(param_names)) or 'none'})")
+        for i, x in enumerate(inputs):
+            if not isinstance(x, NDArray):
+                inputs[i] = array(x)
+        return invoke(name, inputs, kwargs, out)
+
+    call.__name__ = call.__qualname__ = name
+    lines = [description, ""]
+    if input_names:
+        lines.append("Inputs: " + (", ".join(input_names) + (", ..." if variadic else "")))
+    for pname, ptype, default, doc, in params:
+        text = f"    {pname} ({ptype}" + (f", default {default})" if default else ", required)")
+        lines.append(text + f": {doc}")
+    call.__doc__ = "\n".join(lines)
+    kinds = inspect.Parameter
+    sig = [kinds("inputs", kinds.VAR_POSITIONAL)] if variadic else [
+        kinds(n, kinds.POSITIONAL_OR_KEYWORD) for n in input_names]
+    sig += [kinds(p[0], kinds.KEYWORD_ONLY, default=p[2] if p[2] else inspect.Parameter.empty)
+            for p in params if p[0] not in input_names]
+    sig.append(kinds("out", kinds.KEYWORD_ONLY, default=None))
+    call.__signature__ = inspect.Signature(sig)
+    return call
+
+
+def _generate():
+    module = sys.modules[__name__]
+    for name in lib.DeftListOperators():
+        fn = _make_function(name)
+        if name.startswith("_"):
+            setattr(_internal, name, fn)
+        elif not hasattr(module, name):  # array(), zeros(), ... stay the creation functions
+            setattr(module, name, fn)
+
+
+_generate()
+
+
+def _uniform(low=0.0, high=1.0, shape=(1,), dtype=None):
+    """Samples from [low, high), uniformly."""
+    return invoke("_random_uniform", (), {"low": low, "high": high, "shape": _shape(shape),
+                                          "dtype": _dtype_name(dtype)})
+
+
+def _normal(loc=0.0, scale=1.0, shape=(1,), dtype=None):
+    """Samples from a normal distribution of mean `loc` and deviation `scale`."""
+    return invoke("_random_normal", (), {"loc": loc, "scale": scale, "shape": _shape(shape),
+                                         "dtype": _dtype_name(dtype)})
+
+
+def _seed(value):
+    """Seed deft's random number generator (results repeat for the same seed)."""
+    lib.DeftRandomSeed(int(value))
+
+
+def _shape(shape):
+    return (shape,) if isinstance(shape, int) else tuple(shape)
+
+
+def _dtype_name(dtype):
+    from ._lib import DTYPE_NAMES, dtype_code
+    return DTYPE_NAMES[dtype_code(dtype)]
+
+
+random.uniform, random.normal, random.seed = _uniform, _normal, _seed

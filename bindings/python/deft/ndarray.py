@@ -1,0 +1,532 @@
+"""NDArray: a handle on a deft array, with NumPy-like operators.
+
+Every NDArray owns one C handle (its ``this``); when Python drops the object
+the handle is freed, and deft releases the memory as soon as nothing inside
+the library still needs it. Operators run asynchronously: reading values
+(``asnumpy``, ``item``, printing) waits for them.
+"""
+import numbers
+import threading
+
+import numpy as _np
+
+from ._lib import (DTYPE_NAMES, NUMPY_OF, Device, cpu, dtype_code, lib, param_text)
+
+_invoke = lib.DeftImperativeInvoke
+_get_op = lib.DeftGetOperator
+_ONE_OUTPUT = (None,)
+_SCALAR_KEY = ("scalar",)
+_ops = {}
+
+
+def op_handle(name):
+    """The operator handle for a registered name (cached)."""
+    h = _ops.get(name)
+    if h is None:
+        h = _ops[name] = _get_op(name)
+    return h
+
+
+class DataDependentError(RuntimeError):
+    """A value was read where a recorded graph would freeze it (see deft.nn.HybridBlock)."""
+
+
+_reads = threading.local()
+
+
+def forbid_reads(reason):
+    """Make reading lazy arrays on this thread an error giving `reason` (None allows
+    it again); returns the previous reason."""
+    prev = getattr(_reads, "reason", None)
+    _reads.reason = reason
+    return prev
+
+
+def _check_readable(x, what):
+    reason = getattr(_reads, "reason", None)
+    if reason is not None and x.is_lazy:
+        raise DataDependentError(f"NDArray.{what}() reads a value not computed yet {reason}")
+
+
+def _wrap(handle):
+    arr = _new(NDArray)
+    arr.this = handle
+    arr._grad = None
+    return arr
+
+
+_new = object.__new__
+
+
+def invoke(name, inputs, params=None, out=None):
+    """Run operator `name` on `inputs` (NDArrays) with parameters given as a dict.
+
+    Returns one NDArray, or a list when the operator makes several. `out` (an
+    NDArray or a list of them) receives the results instead of new arrays.
+    """
+    keys = tuple(params) if params else ()
+    vals = tuple(param_text(v) for v in params.values()) if params else ()
+    given = [out] if isinstance(out, NDArray) else (list(out) if out is not None else [None] * 8)
+    made = _invoke(op_handle(name), len(inputs), inputs, given, len(keys), keys, vals)
+    results = [g if h is None else _wrap(h) for h, g in zip(made, given)]
+    return results[0] if len(results) == 1 else results
+
+
+def _scalar_op(name, x, value):
+    handle = _invoke(op_handle(name), 1, (x,), _ONE_OUTPUT, 1, _SCALAR_KEY, (param_text(value),))
+    return _wrap(handle[0])
+
+
+def _binary(array_op, scalar_op, x, other, reverse_scalar_op=None, reverse=False):
+    """x (op) other, or other (op) x when reverse; scalars use the scalar forms."""
+    if isinstance(other, NDArray):
+        inputs = (other, x) if reverse else (x, other)
+        return _wrap(_invoke(op_handle(array_op), 2, inputs, _ONE_OUTPUT, 0, (), ())[0])
+    if isinstance(other, (numbers.Number, _np.generic)):
+        return _scalar_op(reverse_scalar_op if reverse else scalar_op, x, other)
+    if isinstance(other, (_np.ndarray, list, tuple)):
+        return _binary(array_op, scalar_op, x, array(other, dtype=x.dtype), reverse_scalar_op,
+                       reverse)
+    return NotImplemented
+
+
+def _in_place(array_op, scalar_op, x, other):
+    if isinstance(other, NDArray):
+        invoke(array_op, (x, other), out=x)
+    else:
+        invoke(scalar_op, (x,), {"scalar": other}, out=x)
+    return x
+
+
+class NDArray:
+    """An n-dimensional array on a device, computed asynchronously."""
+
+    __slots__ = ("this", "_grad", "__weakref__")
+    __array_priority__ = 100.0  # NumPy defers `ndarray + NDArray` to us
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("make arrays with deft.array, deft.zeros, deft.ones, ... "
+                        "or the operator functions in deft.nd")
+
+    # ---- metadata ----
+
+    @property
+    def shape(self):
+        return lib.DeftNDArrayGetShape(self)
+
+    @property
+    def dtype(self):
+        """The element type's NumPy dtype (bfloat16, which NumPy lacks, as a name)."""
+        code = lib.DeftNDArrayGetDType(self)
+        return NUMPY_OF.get(code, DTYPE_NAMES[code])
+
+    @property
+    def device(self):
+        return Device(*lib.DeftNDArrayGetDevice(self))
+
+    @property
+    def size(self):
+        return lib.DeftNDArrayGetSize(self)
+
+    @property
+    def ndim(self):
+        return lib.DeftNDArrayGetNDim(self)
+
+    @property
+    def is_lazy(self):
+        """True while the array waits for deferred compute."""
+        return lib.DeftNDArrayGetIsDeferredCompute((self,), 1, 1)[0]
+
+    def __len__(self):
+        shape = self.shape
+        if not shape:
+            raise TypeError("len() of a 0-d array")
+        return shape[0]
+
+    # ---- values ----
+
+    def asnumpy(self):
+        """A NumPy copy of the values (waits for pending work)."""
+        _check_readable(self, "asnumpy")
+        code = lib.DeftNDArrayGetDType(self)
+        if code not in NUMPY_OF:
+            return self.astype("float32").asnumpy()
+        out = _np.empty(self.shape, NUMPY_OF[code])
+        lib.DeftNDArrayCopyToHost(self, out)
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        values = self.asnumpy()
+        return values if dtype is None else values.astype(dtype, copy=False)
+
+    def item(self):
+        if self.size != 1:
+            raise ValueError(f"item() needs an array of one element, this one has {self.size}")
+        return self.asnumpy().reshape(()).item()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __bool__(self):
+        return bool(self.item())
+
+    def __index__(self):
+        if self.dtype.kind not in "iu":
+            raise TypeError(f"only integer arrays are indices, this one is {self.dtype}")
+        return int(self.item())
+
+    def tolist(self):
+        return self.asnumpy().tolist()
+
+    def __repr__(self):
+        if self.is_lazy:
+            return f"<NDArray {self.shape} {self.dtype} @{self.device}, lazy (deferred compute)>"
+        return f"{self.asnumpy()!r}\n<NDArray {self.shape} {self.dtype} @{self.device}>"
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule sharing this array's memory (NumPy, PyTorch, ... read it)."""
+        _check_readable(self, "__dlpack__")
+        if copy:
+            return self.copy().__dlpack__()
+        return lib.DeftNDArrayToDLPack(self)
+
+    def __dlpack_device__(self):
+        dev = self.device
+        return (dev.type, dev.id)
+
+    def wait_to_read(self):
+        _check_readable(self, "wait_to_read")
+        lib.DeftNDArrayWaitToRead(self)
+        return self
+
+    def wait_to_write(self):
+        lib.DeftNDArrayWaitToWrite(self)
+        return self
+
+    # ---- arithmetic (broadcasting; scalars use the scalar operators) ----
+
+    def __add__(self, o):
+        return _binary("broadcast_add", "_plus_scalar", self, o)
+
+    def __radd__(self, o):
+        return _binary("broadcast_add", "_plus_scalar", self, o, "_plus_scalar", True)
+
+    def __sub__(self, o):
+        return _binary("broadcast_sub", "_minus_scalar", self, o)
+
+    def __rsub__(self, o):
+        return _binary("broadcast_sub", "_minus_scalar", self, o, "_rminus_scalar", True)
+
+    def __mul__(self, o):
+        return _binary("broadcast_mul", "_mul_scalar", self, o)
+
+    def __rmul__(self, o):
+        return _binary("broadcast_mul", "_mul_scalar", self, o, "_mul_scalar", True)
+
+    def __truediv__(self, o):
+        return _binary("broadcast_div", "_div_scalar", self, o)
+
+    def __rtruediv__(self, o):
+        return _binary("broadcast_div", "_div_scalar", self, o, "_rdiv_scalar", True)
+
+    def __pow__(self, o):
+        return _binary("broadcast_power", "_power_scalar", self, o)
+
+    def __rpow__(self, o):
+        return _binary("broadcast_power", "_power_scalar", self, o, "_rpower_scalar", True)
+
+    def __neg__(self):
+        return invoke("negative", (self,))
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return invoke("abs", (self,))
+
+    def __matmul__(self, o):
+        if not isinstance(o, NDArray):
+            o = array(o, dtype=self.dtype)
+        if self.ndim == 3 and o.ndim == 3:
+            return invoke("batch_dot", (self, o))
+        return invoke("dot", (self, o))
+
+    def __rmatmul__(self, o):
+        return array(o, dtype=self.dtype).__matmul__(self)
+
+    def __iadd__(self, o):
+        return _in_place("broadcast_add", "_plus_scalar", self, o)
+
+    def __isub__(self, o):
+        return _in_place("broadcast_sub", "_minus_scalar", self, o)
+
+    def __imul__(self, o):
+        return _in_place("broadcast_mul", "_mul_scalar", self, o)
+
+    def __itruediv__(self, o):
+        return _in_place("broadcast_div", "_div_scalar", self, o)
+
+    # ---- comparisons: arrays of 0 and 1 in the inputs' dtype, as MXNet ----
+
+    def __eq__(self, o):
+        return _binary("broadcast_equal", "_equal_scalar", self, o)
+
+    def __ne__(self, o):
+        return _binary("broadcast_not_equal", "_not_equal_scalar", self, o)
+
+    def __lt__(self, o):
+        return _binary("broadcast_lesser", "_lesser_scalar", self, o)
+
+    def __le__(self, o):
+        return _binary("broadcast_lesser_equal", "_lesser_equal_scalar", self, o)
+
+    def __gt__(self, o):
+        return _binary("broadcast_greater", "_greater_scalar", self, o)
+
+    def __ge__(self, o):
+        return _binary("broadcast_greater_equal", "_greater_equal_scalar", self, o)
+
+    __hash__ = object.__hash__  # arrays are keys by identity, as in PyTorch
+
+    # ---- shape ----
+
+    def reshape(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return invoke("Reshape", (self,), {"shape": shape})
+
+    @property
+    def T(self):
+        return invoke("transpose", (self,))
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return invoke("transpose", (self,), {"axes": axes})
+
+    def flatten(self):
+        return invoke("Flatten", (self,))
+
+    def expand_dims(self, axis):
+        return invoke("expand_dims", (self,), {"axis": axis})
+
+    def squeeze(self, axis=None):
+        return invoke("squeeze", (self,), {"axis": axis})
+
+    # ---- reductions ----
+
+    def sum(self, axis=None, keepdims=False):
+        return invoke("sum", (self,), _axis_params(axis, keepdims))
+
+    def mean(self, axis=None, keepdims=False):
+        return invoke("mean", (self,), _axis_params(axis, keepdims))
+
+    def max(self, axis=None, keepdims=False):
+        return invoke("max", (self,), _axis_params(axis, keepdims))
+
+    def min(self, axis=None, keepdims=False):
+        return invoke("min", (self,), _axis_params(axis, keepdims))
+
+    def argmax(self, axis=None, keepdims=False):
+        return invoke("argmax", (self,), {"axis": axis, "keepdims": keepdims})
+
+    # ---- conversion and copies ----
+
+    def astype(self, dtype):
+        return invoke("Cast", (self,), {"dtype": DTYPE_NAMES[dtype_code(dtype)]})
+
+    def copy(self):
+        return invoke("_copyto", (self,))
+
+    def to(self, device):
+        """A copy on `device` (deft.cpu() or deft.gpu(n))."""
+        return invoke("_copy_to_device", (self,), {"device": repr(device)})
+
+    def copyto(self, other):
+        """Copy the values into `other` (an NDArray of the same shape) and return it."""
+        if not isinstance(other, NDArray):
+            raise TypeError(f"copyto needs an NDArray to write, got {type(other).__name__}")
+        return invoke("_copyto", (self,), out=other)
+
+    # ---- indexing ----
+
+    def __getitem__(self, key):
+        if isinstance(key, (NDArray, list, _np.ndarray)):
+            index = key if isinstance(key, NDArray) else array(key, dtype="int64")
+            return invoke("take", (self, index))
+        plan = _basic_index(self.shape, key)
+        result = self
+        if plan.sliced:
+            result = invoke("slice", (self,), plan.params())
+        if plan.final_shape != result.shape:
+            result = result.reshape(plan.final_shape)
+        return result if result is not self else self.copy()
+
+    def __setitem__(self, key, value):
+        plan = _basic_index(self.shape, key)
+        if not isinstance(value, NDArray):
+            value = array(value, dtype=self.dtype)
+        # The value broadcasts to the region with the dropped (integer) axes kept as 1s.
+        if value.ndim > len(plan.region_shape) or value.shape != plan.region_shape:
+            squeezed = tuple(d for d in value.shape)
+            if squeezed == plan.final_shape and plan.final_shape != plan.region_shape:
+                value = value.reshape(plan.region_shape)
+        invoke("_slice_assign", (self, value), plan.params(), out=self)
+
+    # ---- autograd ----
+
+    def attach_grad(self, grad_req="write"):
+        """Make this array a variable: backward() fills `.grad` (zeros until then)."""
+        from . import autograd
+        grad = zeros(self.shape, dtype=self.dtype)
+        lib.DeftAutogradMarkVariables(1, (self,), (autograd.GRAD_REQS[grad_req],), (grad,))
+        self._grad = grad
+        return self
+
+    @property
+    def grad(self):
+        return self._grad
+
+    def backward(self, out_grad=None, retain_graph=False, create_graph=False):
+        from . import autograd
+        autograd.backward([self], None if out_grad is None else [out_grad], retain_graph,
+                          create_graph)
+
+    def detach(self):
+        return self.copy() if not self.is_lazy else invoke("_copyto", (self,))
+
+
+def _axis_params(axis, keepdims):
+    if isinstance(axis, int):
+        axis = (axis,)
+    return {"axis": axis, "keepdims": keepdims}
+
+
+class _IndexPlan:
+    """Basic indexing as one slice and a reshape."""
+
+    __slots__ = ("begin", "end", "step", "sliced", "final_shape", "region_shape")
+
+    def params(self):
+        return {"begin": self.begin, "end": self.end, "step": self.step}
+
+
+def _basic_index(shape, key):
+    if not isinstance(key, tuple):
+        key = (key,)
+    if any(k is None for k in key):
+        raise IndexError("indexing with None (new axes) is not supported; use expand_dims")
+    if sum(k is Ellipsis for k in key) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if Ellipsis in key:
+        at = key.index(Ellipsis)
+        fill = len(shape) - (len(key) - 1)
+        key = key[:at] + (slice(None),) * fill + key[at + 1:]
+    if len(key) > len(shape):
+        raise IndexError(f"too many indices: {len(key)} for an array of {len(shape)} dimensions")
+    plan = _IndexPlan()
+    plan.begin, plan.end, plan.step, final, region = [], [], [], [], []
+    plan.sliced = False
+    for axis, (k, dim) in enumerate(zip(key + (slice(None),) * (len(shape) - len(key)), shape)):
+        if isinstance(k, slice):
+            start, stop, step = k.indices(dim)
+            n = len(range(start, stop, step))
+            plan.begin.append(k.start)
+            plan.end.append(k.stop)
+            plan.step.append(k.step)
+            final.append(n)
+            region.append(n)
+            plan.sliced |= n != dim or (k.step not in (None, 1))
+        elif isinstance(k, (numbers.Integral, _np.integer)) or hasattr(k, "__index__"):
+            i = int(k.__index__())
+            if not -dim <= i < dim:
+                raise IndexError(f"index {i} is out of range for axis {axis} of size {dim}")
+            i %= dim
+            plan.begin.append(i)
+            plan.end.append(i + 1)
+            plan.step.append(None)
+            region.append(1)
+            plan.sliced = True
+        else:
+            raise IndexError(f"index {k!r} ({type(k).__name__}) is not an int, slice, "
+                             f"Ellipsis or integer array")
+    plan.final_shape, plan.region_shape = tuple(final), tuple(region)
+    return plan
+
+
+# ---- making arrays ----
+
+def _default_dtype(values):
+    """float32 for Python floats (as PyTorch); NumPy arrays keep theirs."""
+    if isinstance(values, _np.ndarray):
+        return values.dtype
+    inferred = _np.asarray(values).dtype
+    return _np.float32 if inferred == _np.float64 else inferred
+
+
+def array(values, dtype=None, device=None):
+    """An array holding a copy of `values` (a list, scalar, NumPy array or NDArray)."""
+    if isinstance(values, NDArray):
+        result = values.copy() if dtype is None else values.astype(dtype)
+        return result
+    if hasattr(values, "__dlpack__") and not isinstance(values, _np.ndarray) and dtype is None:
+        return from_dlpack(values).copy()
+    code = dtype_code(dtype if dtype is not None else _default_dtype(values))
+    if code not in NUMPY_OF:
+        return array(values, "float32", device).astype(DTYPE_NAMES[code])
+    data = _np.asarray(values, dtype=NUMPY_OF[code])
+    if not data.flags.c_contiguous:  # (ascontiguousarray would make 0-d arrays 1-d)
+        data = data.copy(order="C")
+    result = _wrap(lib.DeftNDArrayCreateFromData(data.shape, data.ndim, code, 1, 0, data))
+    return result if device is None or device == cpu() else result.to(device)
+
+
+def empty(shape, dtype=None, device=None):
+    """An array of zeros (deft never hands out uninitialised memory)."""
+    return zeros(shape, dtype, device)
+
+
+def zeros(shape, dtype=None, device=None):
+    shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+    dev = device or cpu()
+    return _wrap(lib.DeftNDArrayCreate(shape, len(shape), dtype_code(dtype), dev.type, dev.id))
+
+
+def ones(shape, dtype=None, device=None):
+    return full(shape, 1, dtype, device)
+
+
+def full(shape, value, dtype=None, device=None):
+    shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+    params = {"shape": shape, "value": value, "dtype": DTYPE_NAMES[dtype_code(dtype)]}
+    result = invoke("_full", (), params)
+    return result if device is None or device == cpu() else result.to(device)
+
+
+def arange(start, stop=None, step=1, dtype=None):
+    if stop is None:
+        start, stop = 0, start
+    return invoke("_arange", (), {"start": start, "stop": stop, "step": step,
+                                  "dtype": DTYPE_NAMES[dtype_code(dtype)]})
+
+
+def zeros_like(x):
+    return invoke("zeros_like", (x,))
+
+
+def ones_like(x):
+    return invoke("ones_like", (x,))
+
+
+def from_dlpack(obj):
+    """An NDArray sharing the memory of a DLPack producer (a NumPy array, ...), no copy."""
+    capsule = obj.__dlpack__() if hasattr(obj, "__dlpack__") else obj
+    return _wrap(lib.DeftNDArrayFromDLPack(capsule))
+
+
+def waitall():
+    """Block until every pending operation is done."""
+    lib.DeftWaitAll()

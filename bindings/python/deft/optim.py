@@ -1,0 +1,70 @@
+"""Optimizers: each step updates parameters in place from their gradients."""
+from .ndarray import invoke, zeros
+
+
+class Optimizer:
+    def __init__(self, params, lr, wd=0.0, rescale_grad=1.0, clip_gradient=None):
+        if hasattr(params, "values"):
+            params = list(params.values())
+        self.params = list(params)  # NDArrays, or nn.Parameters read at each step
+        if not self.params:
+            raise ValueError("no parameters to optimise")
+        self.states = {}
+        self.lr, self.wd, self.rescale_grad = lr, wd, rescale_grad
+        self.clip_gradient = -1.0 if clip_gradient is None else clip_gradient
+
+    def _common(self):
+        return {"lr": self.lr, "wd": self.wd, "rescale_grad": self.rescale_grad,
+                "clip_gradient": self.clip_gradient}
+
+    def step(self, batch_size=1):
+        """Update every parameter; gradients are divided by batch_size."""
+        self.rescale_grad = 1.0 / batch_size
+        for i, p in enumerate(self.params):
+            arr = p.data() if callable(getattr(p, "data", None)) else p
+            if arr.grad is None:
+                raise ValueError(f"parameter {i} has no gradient: call attach_grad() "
+                                 f"(or initialize the block) first")
+            if i not in self.states:
+                self.states[i] = self._new_state(arr)
+            self._update(arr, arr.grad, self.states[i])
+
+
+class SGD(Optimizer):
+    """SGD, with momentum when momentum > 0."""
+
+    def __init__(self, params, lr=0.01, momentum=0.0, **kwargs):
+        super().__init__(params, lr, **kwargs)
+        self.momentum = momentum
+
+    def _new_state(self, p):
+        return zeros(p.shape, p.dtype) if self.momentum else None
+
+    def _update(self, p, grad, mom):
+        if self.momentum:
+            invoke("sgd_mom_update", (p, grad, mom), dict(self._common(), momentum=self.momentum),
+                   out=p)
+        else:
+            invoke("sgd_update", (p, grad), self._common(), out=p)
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba), bias correction folded into the step size as MXNet does."""
+
+    def __init__(self, params, lr=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, **kwargs):
+        super().__init__(params, lr, **kwargs)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+        self.t = 0
+
+    def _new_state(self, p):
+        return zeros(p.shape, p.dtype), zeros(p.shape, p.dtype)
+
+    def step(self, batch_size=1):
+        self.t += 1
+        super().step(batch_size)
+
+    def _update(self, p, grad, state):
+        corrected = self.lr * (1 - self.beta2 ** self.t) ** 0.5 / (1 - self.beta1 ** self.t)
+        params = dict(self._common(), lr=corrected, beta1=self.beta1, beta2=self.beta2,
+                      epsilon=self.epsilon)
+        invoke("adam_update", (p, grad, state[0], state[1]), params, out=p)

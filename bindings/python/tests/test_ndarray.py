@@ -1,0 +1,196 @@
+import operator
+
+import numpy as np
+import pytest
+
+import deft
+
+
+def test_array_from_lists_numpy_and_scalars():
+    a = deft.array([[1.0, 2.0], [3.0, 4.0]])
+    assert a.shape == (2, 2) and a.dtype == np.float32 and a.ndim == 2 and a.size == 4
+    assert a.device == deft.cpu() and len(a) == 2
+    np.testing.assert_array_equal(a.asnumpy(), [[1, 2], [3, 4]])
+    assert deft.array([1, 2, 3]).dtype == np.int64
+    assert deft.array([True, False]).dtype == np.bool_
+    assert deft.array(np.arange(3, dtype=np.float64)).dtype == np.float64
+    s = deft.array(2.5)
+    assert s.shape == () and s.item() == 2.5 and float(s) == 2.5
+    assert deft.array([1, 2], dtype="float64").dtype == np.float64
+    b = deft.array(a)  # a copy
+    a += 1
+    np.testing.assert_array_equal(b.asnumpy(), [[1, 2], [3, 4]])
+
+
+def test_creation_functions():
+    np.testing.assert_array_equal(deft.zeros((2, 3)).asnumpy(), np.zeros((2, 3)))
+    np.testing.assert_array_equal(deft.ones(4, dtype="int32").asnumpy(), np.ones(4))
+    assert deft.ones(4, dtype="int32").dtype == np.int32
+    np.testing.assert_array_equal(deft.full((2,), 7.5).asnumpy(), [7.5, 7.5])
+    np.testing.assert_array_equal(deft.arange(5).asnumpy(), np.arange(5))
+    np.testing.assert_allclose(deft.arange(1, 2, 0.25).asnumpy(), np.arange(1, 2, 0.25))
+    x = deft.array([[1, 2]])
+    np.testing.assert_array_equal(deft.zeros_like(x).asnumpy(), [[0, 0]])
+    np.testing.assert_array_equal(deft.ones_like(x).asnumpy(), [[1, 1]])
+    assert deft.zeros((0, 3)).shape == (0, 3)
+
+
+def test_random_is_seeded():
+    deft.random.seed(42)
+    a = deft.random.uniform(-1, 1, (100,)).asnumpy()
+    deft.random.seed(42)
+    b = deft.random.uniform(-1, 1, (100,)).asnumpy()
+    np.testing.assert_array_equal(a, b)
+    assert a.min() >= -1 and a.max() < 1
+    n = deft.random.normal(2.0, 0.5, (20000,)).asnumpy()
+    assert abs(n.mean() - 2.0) < 0.02 and abs(n.std() - 0.5) < 0.02
+
+
+BINARY = [operator.add, operator.sub, operator.mul, operator.truediv, operator.pow]
+COMPARE = [operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge]
+
+
+@pytest.mark.parametrize("op", BINARY + COMPARE)
+def test_arithmetic_matches_numpy_with_broadcasting_and_scalars(op, rng):
+    a = rng.uniform(0.5, 2, (3, 4)).astype(np.float32)
+    b = rng.uniform(0.5, 2, (1, 4)).astype(np.float32)
+    da, db = deft.array(a), deft.array(b)
+    expect = lambda v: np.asarray(v, np.float32)  # noqa: E731  comparisons give 0/1 in the dtype
+    np.testing.assert_allclose(op(da, db).asnumpy(), expect(op(a, b)), rtol=1e-5)
+    np.testing.assert_allclose(op(da, 1.5).asnumpy(), expect(op(a, np.float32(1.5))), rtol=1e-5)
+    if op not in COMPARE:
+        np.testing.assert_allclose(op(1.5, da).asnumpy(), expect(op(np.float32(1.5), a)),
+                                   rtol=1e-5)
+    np.testing.assert_allclose(op(da, b).asnumpy(), expect(op(a, b)), rtol=1e-5)
+
+
+def test_unary_matmul_and_in_place(rng):
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    b = rng.standard_normal((4, 2)).astype(np.float32)
+    da = deft.array(a)
+    np.testing.assert_allclose((-da).asnumpy(), -a)
+    np.testing.assert_allclose(abs(da).asnumpy(), np.abs(a))
+    np.testing.assert_allclose((da @ deft.array(b)).asnumpy(), a @ b, rtol=1e-5)
+    np.testing.assert_allclose((da @ b).asnumpy(), a @ b, rtol=1e-5)
+    c = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    d = rng.standard_normal((2, 4, 5)).astype(np.float32)
+    np.testing.assert_allclose((deft.array(c) @ deft.array(d)).asnumpy(), c @ d, rtol=1e-4)
+    x = deft.array(a)
+    same = x
+    x += 1
+    x *= 2
+    x -= deft.array(a)
+    x /= 4
+    assert x is same
+    np.testing.assert_allclose(x.asnumpy(), ((a + 1) * 2 - a) / 4, rtol=1e-6)
+
+
+def test_numpy_on_the_left_defers_to_deft():
+    x = deft.array([1.0, 2.0])
+    r = np.float32(2) * x
+    assert isinstance(r, deft.NDArray)
+    np.testing.assert_array_equal(r.asnumpy(), [2, 4])
+
+
+def test_reading_by_index_and_slice(rng):
+    a = rng.standard_normal((4, 5, 6)).astype(np.float32)
+    x = deft.array(a)
+    for key in [1, -1, (2, 3), (slice(1, 3),), (slice(None), slice(None, None, 2)),
+                (slice(None, None, -1), 0), (Ellipsis, 1), (1, Ellipsis, slice(2, 4)),
+                (slice(3, 1),), (slice(-100, 100),)]:
+        np.testing.assert_array_equal(x[key].asnumpy(), a[key], err_msg=str(key))
+    assert x[1, 2, 3].item() == a[1, 2, 3]
+    np.testing.assert_array_equal(x[[2, 0]].asnumpy(), a[[2, 0]])
+    np.testing.assert_array_equal(x[deft.array([3, 1])].asnumpy(), a[[3, 1]])
+    with pytest.raises(IndexError, match="out of range for axis 0"):
+        x[4]
+    with pytest.raises(IndexError, match="too many indices"):
+        x[0, 0, 0, 0]
+    with pytest.raises(IndexError, match="not an int, slice"):
+        x["a"]
+
+
+def test_writing_by_index_and_slice():
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    x = deft.array(a)
+    x[1] = 0
+    a[1] = 0
+    x[2:, ::2] = deft.array([-1.0, -2.0, -3.0])
+    a[2:, ::2] = [-1, -2, -3]
+    x[0, 5] = 99
+    a[0, 5] = 99
+    x[:, 1] = np.arange(4)
+    a[:, 1] = np.arange(4)
+    np.testing.assert_array_equal(x.asnumpy(), a)
+    with pytest.raises(ValueError, match="does not fit a region"):
+        x[0] = deft.array([1.0, 2.0])
+
+
+def test_shape_reductions_and_conversions(rng):
+    a = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    x = deft.array(a)
+    np.testing.assert_array_equal(x.reshape(6, 4).asnumpy(), a.reshape(6, 4))
+    np.testing.assert_array_equal(x.reshape((4, -1)).asnumpy(), a.reshape(4, -1))
+    np.testing.assert_array_equal(x[0].T.asnumpy(), a[0].T)
+    np.testing.assert_array_equal(x.transpose(1, 0, 2).asnumpy(), a.transpose(1, 0, 2))
+    np.testing.assert_allclose(x.sum().asnumpy(), a.sum(), rtol=1e-5)
+    np.testing.assert_allclose(x.sum(axis=1).asnumpy(), a.sum(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(x.mean(axis=(0, 2), keepdims=True).asnumpy(),
+                               a.mean(axis=(0, 2), keepdims=True), rtol=1e-5)
+    np.testing.assert_array_equal(x.max(axis=2).asnumpy(), a.max(axis=2))
+    np.testing.assert_array_equal(x.min().asnumpy(), a.min())
+    np.testing.assert_array_equal(x.argmax(axis=1).asnumpy(), a.argmax(axis=1))
+    y = x.astype("int32")
+    assert y.dtype == np.int32
+    np.testing.assert_array_equal(y.asnumpy(), a.astype(np.int32))
+    target = deft.zeros((2, 3, 4))
+    assert x.copyto(target) is target
+    np.testing.assert_array_equal(target.asnumpy(), a)
+    np.testing.assert_array_equal(np.asarray(x), a)
+    assert x.wait_to_read() is x
+    assert x.tolist() == a.tolist()
+    assert "NDArray (2, 3, 4) float32 @cpu(0)" in repr(x)
+
+
+def test_dlpack_zero_copy_both_ways():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x = deft.from_dlpack(a)
+    a[0, 0] = 42  # the same memory
+    assert x[0, 0].item() == 42
+    y = deft.array([[1.0, 2.0], [3.0, 4.0]])
+    view = np.from_dlpack(y)  # NumPy marks DLPack 0.x imports read-only
+    y[1, 1] = -1  # written by deft, seen through NumPy: no copy was made
+    assert view[1, 1] == -1
+    del y  # the exported memory stays valid while NumPy holds it
+    assert view[1, 1] == -1
+    assert deft.array([1, 2]).__dlpack_device__() == (1, 0)
+    with pytest.raises(NotImplementedError, match="not compact"):
+        deft.from_dlpack(np.arange(6.0).reshape(2, 3).T)
+
+
+def test_errors_are_the_matching_python_exceptions():
+    with pytest.raises(deft.DeftValueError, match=r"shape\[1\] is -3") as info:
+        deft.zeros((2, -3))
+    assert isinstance(info.value, ValueError) and isinstance(info.value, deft.DeftError)
+    with pytest.raises(IndexError, match="axis is 5"):
+        deft.nd.sum(deft.zeros((2, 2)), axis=5)
+    with pytest.raises(deft.DeftTypeError):
+        deft.nd.dot(deft.zeros((2, 2)), deft.zeros((2, 2), dtype="int32"))
+    with pytest.raises(ValueError, match="cannot be broadcast"):
+        deft.zeros((2, 3)) + deft.zeros((4,))
+    with pytest.raises(deft.DeftParseError):
+        deft.nd.sum(deft.zeros((2,)), axis="x")
+    with pytest.raises(TypeError, match="dtype 'float7' is not one deft has"):
+        deft.zeros(3, dtype="float7")
+    with pytest.raises(TypeError, match="make arrays with deft.array"):
+        deft.NDArray()
+    with pytest.raises(ValueError, match="item\\(\\) needs an array of one element"):
+        deft.zeros(3).item()
+
+
+def test_raw_module_type_errors_name_the_argument():
+    from deft import _deft
+    with pytest.raises(TypeError, match=r"handle is int, expected a deft"):
+        _deft.DeftNDArrayGetNDim(3)
+    with pytest.raises(TypeError, match=r"inputs\[0\] is str"):
+        _deft.DeftImperativeInvoke(_deft.DeftGetOperator("exp"), 1, ["x"], [None], 0, [], [])
