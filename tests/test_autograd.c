@@ -107,6 +107,25 @@ START_TEST(second_derivative) {
 }
 END_TEST
 
+/* The same through a reduction: the gradient of mean is itself differentiated. */
+START_TEST(second_derivative_through_a_reduction) {
+    DeftNDArrayHandle g, x = marked(2, VALUES(1, 2), &g, DEFT_GRAD_WRITE);
+    set_recording(1);
+    DeftNDArrayHandle sq = call1("elemwise_mul", 2, (DeftNDArrayHandle[]){x, x}, NO_PARAMS);
+    DeftNDArrayHandle cube = call1("elemwise_mul", 2, (DeftNDArrayHandle[]){sq, x}, NO_PARAMS);
+    DeftNDArrayHandle m = call1("mean", 1, &cube, NO_PARAMS);
+    DeftNDArrayHandle dx = NULL;
+    ck_assert_ok(DeftAutogradComputeGradient(1, &m, NULL, 1, &x, 0, 1, &dx));
+    assert_values(dx, 2, VALUES(1.5, 6), 1e-12); /* 3x^2 / 2 */
+    DeftNDArrayHandle s = call1("sum", 1, &dx, NO_PARAMS);
+    set_recording(0);
+    ck_assert_ok(DeftAutogradBackward(1, &s, NULL, 0, 0));
+    assert_values(g, 2, VALUES(3, 6), 1e-12); /* 3x */
+    free_all(1, &s), free_all(1, &dx), free_all(1, &m), free_all(1, &cube), free_all(1, &sq);
+    free_all(1, &x), free_all(1, &g);
+}
+END_TEST
+
 START_TEST(retain_graph) {
     DeftNDArrayHandle g, x = marked(2, VALUES(1, 2), &g, DEFT_GRAD_WRITE);
     set_recording(1);
@@ -292,6 +311,37 @@ START_TEST(gradient_through_exported_graph) {
 }
 END_TEST
 
+/* A random operator inside a cached graph would be drawn again by the inlined
+ * gradient: differentiating through it is refused, not silently wrong. */
+START_TEST(random_inside_a_cached_graph_is_refused) {
+    DeftNDArrayHandle g, x = marked(4, VALUES(1, 2, 3, 4), &g, DEFT_GRAD_WRITE);
+    ck_assert_ok(DeftSetIsDeferredCompute(1, NULL));
+    DeftNDArrayHandle noise =
+        call1("_random_uniform", 0, NULL, P("shape", "(4,)", "dtype", "float64"));
+    DeftNDArrayHandle y = call1("elemwise_mul", 2, (DeftNDArrayHandle[]){x, noise}, NO_PARAMS);
+    ck_assert_ok(DeftSetIsDeferredCompute(0, NULL));
+    DeftSymbolHandle sym;
+    DeftCachedOpHandle exec;
+    ck_assert_ok(DeftNDArrayGetDeferredComputeSymbol(&x, &y, (const char *[]){"x"},
+                                                     (const char *[]){"y"}, 1, 1, &sym));
+    ck_assert_ok(DeftCachedOpCreate(sym, 0, &exec));
+    set_recording(1);
+    DeftNDArrayHandle out = NULL;
+    int nout = 1;
+    int status = DeftCachedOpInvoke(exec, 1, &x, &nout, &out);
+    if (status == 0) status = DeftAutogradBackward(1, &out, NULL, 0, 0);
+    set_recording(0);
+    ck_assert_int_eq(status, -1);
+    ck_assert_int_eq(DeftGetLastErrorKind(), DEFT_ERROR_NOT_IMPLEMENTED);
+    ck_assert_ptr_nonnull(strstr(DeftGetLastError(), "'_random_uniform', a random operator"));
+    ck_assert_ok(DeftCachedOpFree(exec));
+    ck_assert_ok(DeftSymbolFree(sym));
+    DeftNDArrayHandle all[] = {noise, y, x, g};
+    free_all(4, all);
+    ck_assert_ok(DeftNDArrayFree(out));
+}
+END_TEST
+
 /* ---- memory ---- */
 
 static int64_t mem_stat(int stat) {
@@ -408,6 +458,7 @@ Suite *autograd_suite(void) {
     tcase_add_test(tc, head_gradients_and_shapes);
     tcase_add_test(tc, compute_gradient_returns_arrays);
     tcase_add_test(tc, second_derivative);
+    tcase_add_test(tc, second_derivative_through_a_reduction);
     tcase_add_test(tc, retain_graph);
     tcase_add_test(tc, errors);
     tcase_add_test(tc, saved_value_overwritten);
@@ -415,6 +466,7 @@ Suite *autograd_suite(void) {
     tcase_add_test(tc, deferred_and_autograd_together);
     tcase_add_test(tc, executor_call_is_one_node);
     tcase_add_test(tc, gradient_through_exported_graph);
+    tcase_add_test(tc, random_inside_a_cached_graph_is_refused);
     suite_add_tcase(s, tc);
     TCase *mem = tcase_create("memory");
     tcase_set_timeout(mem, 300);

@@ -204,6 +204,14 @@ static int build_mlp(DeftNDArrayHandle *in, DeftNDArrayHandle *out) {
     return 2;
 }
 
+/* in[1] is reached first by the graph walk; list_arguments still follows the listing. */
+static int build_reordered(DeftNDArrayHandle *in, DeftNDArrayHandle *out) {
+    DeftNDArrayHandle twice = call1("_mul_scalar", 1, &in[1], P("scalar", "2"));
+    out[0] = call1("elemwise_sub", 2, (DeftNDArrayHandle[]){twice, in[0]}, NO_PARAMS);
+    free_all(1, &twice);
+    return 1;
+}
+
 typedef struct input_spec {
     int dtype, ndim;
     int64_t shape[2];
@@ -224,6 +232,10 @@ static const struct {
      2,
      {{DEFT_FLOAT64, 1, {5}, 0.1}, {DEFT_FLOAT64, 1, {5}, -0.3}}},
     {"dtype changes", build_dtype_change, 1, {{DEFT_INT32, 2, {3, 3}, 7}}},
+    {"inputs used in another order than listed",
+     build_reordered,
+     2,
+     {{DEFT_FLOAT32, 1, {4}, 1}, {DEFT_FLOAT32, 1, {4}, 10}}},
     {"zero-size dimensions", build_zero_size, 1, {{DEFT_FLOAT32, 2, {0, 3}, 1}}},
     {"an MLP with parameters",
      build_mlp,

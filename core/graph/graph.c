@@ -61,6 +61,39 @@ static int reserve(deft_graph_t *g, int count, int *capacity) {
     return 0;
 }
 
+static int by_rank(const void *a, const void *b) {
+    int ra = (*(deft_node_t *const *)a)->arg_rank, rb = (*(deft_node_t *const *)b)->arg_rank;
+    return (ra > rb) - (ra < rb);
+}
+
+/* Ranked variables move to the front, by rank; the rest keep their order.
+ * Variables have no inputs, so the order stays topological. */
+static void put_ranked_first(deft_graph_t *g) {
+    int ranked = 0;
+    for (int i = 0; i < g->num_nodes; i++) ranked += !g->nodes[i]->op && g->nodes[i]->arg_rank > 0;
+    if (ranked == 0) return;
+    deft_node_t **front = malloc((size_t)ranked * sizeof *front);
+    if (!front) return; /* the plain order is still a valid one */
+    int f = 0, rest = g->num_nodes;
+    for (int i = g->num_nodes - 1; i >= 0; i--) { /* others slide to the back, in order */
+        deft_node_t *n = g->nodes[i];
+        if (!n->op && n->arg_rank > 0)
+            front[f++] = n;
+        else
+            g->nodes[--rest] = n;
+    }
+    qsort(front, (size_t)ranked, sizeof *front, by_rank);
+    memcpy(g->nodes, front, (size_t)ranked * sizeof *front);
+    free(front);
+    size_t mask = (size_t)g->map_capacity - 1;
+    for (int id = 0; id < g->num_nodes; id++)
+        for (size_t i = hash_pointer(g->nodes[id]) & mask;; i = (i + 1) & mask)
+            if (g->map[i].key == g->nodes[id]) {
+                g->map[i].id = id;
+                break;
+            }
+}
+
 /* Post-order over everything the outputs reach, without recursion; the
  * inputs of nodes that is_leaf accepts are not followed. */
 static int topo_sort(deft_graph_t *g, deft_graph_leaf_fn is_leaf, void *ctx) {
@@ -110,6 +143,7 @@ static int topo_sort(deft_graph_t *g, deft_graph_leaf_fn is_leaf, void *ctx) {
         }
     }
     if (stack != small) free(stack);
+    put_ranked_first(g);
     return 0;
 oom:
     if (stack != small) free(stack);

@@ -196,6 +196,13 @@ static int load_node(loader_t *l, const cJSON *j, int i) {
     return status;
 }
 
+/* Variables keep the order they were saved in (list_arguments, executor inputs). */
+static void rank_variables(const loader_t *l) {
+    int rank = 0;
+    for (int i = 0; i < l->num_nodes; i++)
+        if (!l->nodes[i]->op) l->nodes[i]->arg_rank = ++rank;
+}
+
 static int check_optional_tables(const loader_t *l, const cJSON *root) {
     const cJSON *args = cJSON_GetObjectItemCaseSensitive(root, "arg_nodes");
     if (args) {
@@ -241,6 +248,7 @@ static int load(const cJSON *root, deft_symbol_t **out) {
     for (const cJSON *j = nodes->child; j && status == 0; j = j->next, i++)
         status = load_node(&l, j, i);
     if (status == 0) status = check_optional_tables(&l, root);
+    if (status == 0) rank_variables(&l);
     int num_heads = cJSON_GetArraySize(heads);
     deft_entry_t *entries = calloc((size_t)(num_heads ? num_heads : 1), sizeof *entries);
     if (!entries && status == 0) status = oom();

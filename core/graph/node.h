@@ -40,6 +40,9 @@ struct deft_node {
     deft_attrs_t attrs;         /* operator parameters as given, and other attributes */
     deft_param_value_t *params; /* parsed parameters (op->num_params of them), or NULL */
     int num_inputs, num_outputs;
+    /* Variables with a rank (> 0) come first in a graph, by rank: how an exported
+     * symbol (and one loaded from JSON) keeps its arguments in the order given. */
+    int arg_rank;
     bool is_record; /* allocated as a record (core/base/records.h), not by malloc */
     /* State that a layer above keeps per node (the imperative layer's record of
      * a recorded call), freed with the node; set once, before the node is shared. */

@@ -195,10 +195,26 @@ static deft_gref_t apply_node(deft_grad_builder_t *b, const deft_graph_t *gg, in
     return b->apply(b, node->op->op->name, node->num_inputs, in, params, 0);
 }
 
+/* The inlined gradient recomputes the forward values it reads from the
+ * node's inputs: a random operator among them would draw new values, and the
+ * gradient would silently belong to another forward. */
+static int check_replayable(const deft_graph_t *gg) {
+    for (int i = 0; i < gg->num_nodes; i++) {
+        const deft_node_t *node = gg->nodes[i];
+        if (node->op && node->op->op->nondeterministic)
+            return deft_error(DEFT_ERR_NOT_IMPLEMENTED,
+                              "the gradient of this cached graph would recompute '%s', a random "
+                              "operator, and get other values than the forward run; make the "
+                              "random values an input of the graph instead",
+                              node->op->op->name);
+    }
+    return 0;
+}
+
 /* The gradient of a _CachedOp node: its graph's gradient, inlined. */
 static int sg_gradient(const char *id, deft_grad_builder_t *b, int nin, deft_gref_t *in_grads) {
     deft_subgraph_t *sg = lookup(id);
-    if (!sg || ensure_gradient(sg)) return -1;
+    if (!sg || ensure_gradient(sg) || check_replayable(sg->gg)) return -1;
     const deft_graph_t *gg = sg->gg;
     deft_gref_t *refs = calloc((size_t)deft_graph_num_entries(gg) + 1, sizeof *refs);
     if (!refs) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a gradient");

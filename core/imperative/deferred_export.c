@@ -201,8 +201,10 @@ static int copy_graph(export_state_t *s, int nout, deft_ndarray_t *const *out,
 }
 
 static int make_input_vars(export_state_t *s) {
-    for (int i = 0; i < s->nin; i++)
+    for (int i = 0; i < s->nin; i++) {
         if (deft_node_new_variable(s->in_names[i], NULL, 0, NULL, NULL, &s->in_vars[i])) return -1;
+        s->in_vars[i]->arg_rank = i + 1; /* list_arguments: the inputs in the order given */
+    }
     return 0;
 }
 

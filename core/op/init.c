@@ -156,22 +156,38 @@ typedef struct random_ctx {
     uint64_t seed, first;
     double a, b; /* low/high or loc/scale */
     bool normal;
+    int64_t n;
 } random_ctx_t;
 
+/* Uniform float32 uses all four words of a block (element i: block i / 4, word
+ * i % 4); the other kinds use a block per element (they need 53 or more bits). */
 static void random_range(void *arg, int64_t begin, int64_t end) {
     const random_ctx_t *c = arg;
+    if (c->dtype == DEFT_DT_FLOAT32 && !c->normal) {
+        float low = (float)c->a, width = (float)(c->b - c->a);
+        for (int64_t i = begin; i < end;) {
+            deft_philox_block_t block = deft_philox(c->seed, c->first + (uint64_t)(i / 4));
+            for (int w = (int)(i % 4); w < 4 && i < end; w++, i++)
+                ((float *)c->data)[i] = low + width * deft_uniform_word_f(block.v[w]);
+        }
+        return;
+    }
     for (int64_t i = begin; i < end; i++) {
         deft_philox_block_t block = deft_philox(c->seed, c->first + (uint64_t)i);
         if (c->dtype == DEFT_DT_FLOAT32) {
-            float v = c->normal ? (float)(c->a + c->b * deft_normal_d(block))
-                                : (float)c->a + (float)(c->b - c->a) * deft_uniform_f(block);
-            ((float *)c->data)[i] = v;
+            ((float *)c->data)[i] = (float)(c->a + c->b * deft_normal_d(block));
         } else {
             double v = c->normal ? c->a + c->b * deft_normal_d(block)
                                  : c->a + (c->b - c->a) * deft_uniform_d(block);
             ((double *)c->data)[i] = v;
         }
     }
+}
+
+/* Elements [4 * begin, 4 * end) (the grain of parallel_for is 4 elements). */
+static void random_blocks(void *arg, int64_t begin, int64_t end) {
+    const random_ctx_t *c = arg;
+    random_range(arg, 4 * begin, 4 * end < c->n ? 4 * end : c->n);
 }
 
 static int random_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
@@ -200,9 +216,12 @@ static int random_forward(const deft_op_t *op, const deft_param_value_t *p, int 
                       .dtype = out[0].dtype,
                       .a = p[2].f,
                       .b = p[3].f,
-                      .normal = op->data != NULL};
-    c.first = deft_random_reserve((uint64_t)n, &c.seed);
-    deft_parallel_for(n, DEFT_PARALLEL_GRAIN / 8, random_range, &c);
+                      .normal = op->data != NULL,
+                      .n = n};
+    bool packed = c.dtype == DEFT_DT_FLOAT32 && !c.normal; /* four numbers a block */
+    c.first = deft_random_reserve(packed ? ((uint64_t)n + 3) / 4 : (uint64_t)n, &c.seed);
+    /* chunks start at multiples of 4, so each block is drawn by one thread only */
+    deft_parallel_for((n + 3) / 4, DEFT_PARALLEL_GRAIN / 32, random_blocks, &c);
     return 0;
 }
 

@@ -1,9 +1,10 @@
 /*
  * Counter-based random numbers (Philox4x32-10, Salmon et al., SC 2011).
  *
- * Element i of a random operator draws from block (seed, offset + i), so the
- * numbers depend only on the seed and on how many were drawn before, never
- * on thread count or device: CPU and GPU kernels share this code and agree.
+ * Element i of a random operator draws from block (seed, offset + i) (or
+ * one word of block offset + i / 4, when 32 bits are enough), so the numbers
+ * depend only on the seed and on how many were drawn before, never on thread
+ * count or device: CPU and GPU kernels share this code and agree.
  */
 #ifndef DEFT_CORE_PHILOX_H
 #define DEFT_CORE_PHILOX_H
@@ -36,9 +37,9 @@ DEFT_DEVICE_FN deft_philox_block_t deft_philox(uint64_t seed, uint64_t counter) 
     return out;
 }
 
-/* Uniform in [0, 1) with 24 (float) or 53 (double) random bits. */
-DEFT_DEVICE_FN float deft_uniform_f(deft_philox_block_t b) {
-    return (float)(b.v[0] >> 8) * (1.0f / 16777216.0f);
+/* Uniform in [0, 1) with 24 (float, from one word of a block) or 53 (double) random bits. */
+DEFT_DEVICE_FN float deft_uniform_word_f(uint32_t word) {
+    return (float)(word >> 8) * (1.0f / 16777216.0f);
 }
 DEFT_DEVICE_FN double deft_uniform_d(deft_philox_block_t b) {
     uint64_t bits = ((uint64_t)b.v[0] << 21) ^ (b.v[1] >> 11);

@@ -471,6 +471,19 @@ static int grad_prod(deft_grad_builder_t *b, const deft_param_value_t *p, int ni
     return 0;
 }
 
+/* The spread's gradient folds back: the same reduction (sum, or mean when the
+ * spread divided) over the same axes; the shape input gets none. This is what
+ * second derivatives through sum and mean need. */
+static int grad_spread(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                       deft_gref_t *in_grads) {
+    (void)nin;
+    in_grads[0] = g_op1(b, p[3].i ? "mean" : "sum", b->out_grad(b, 0),
+                        GRAD_PARAMS("axis", g_attr(b, "axis", "None"), "keepdims",
+                                    g_attr(b, "keepdims", "false"), "exclude",
+                                    g_attr(b, "exclude", "false")));
+    return 0;
+}
+
 /* max and min: the gradient goes to the elements equal to the result. */
 static int grad_extreme(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
                         deft_gref_t *in_grads) {
@@ -533,7 +546,8 @@ static const deft_op_t reduce_ops[] = {
      .infer = spread_infer,
      .forward = spread_forward,
      .inplace_input = -1,
-     .shape_inputs = 1u << 1},
+     .shape_inputs = 1u << 1,
+     .gradient = grad_spread},
     REDUCE_OP("sum", reduce_params, R_SUM, false, false, "Sum over axes.", grad_sum),
     REDUCE_OP("mean", reduce_params, R_MEAN, true, false, "Mean over axes.", grad_mean),
     REDUCE_OP("prod", reduce_params, R_PROD, false, false, "Product over axes.", grad_prod),

@@ -490,16 +490,19 @@ def empty(shape, dtype=None, device=None):
 
 
 def zeros(shape, dtype=None, device=None):
+    """An array of zeros (float32 unless dtype says otherwise)."""
     shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
     dev = device or cpu()
     return _wrap(lib.DeftNDArrayCreate(shape, len(shape), dtype_code(dtype), dev.type, dev.id))
 
 
 def ones(shape, dtype=None, device=None):
+    """An array of ones."""
     return full(shape, 1, dtype, device)
 
 
 def full(shape, value, dtype=None, device=None):
+    """An array with every element `value`."""
     shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
     params = {"shape": shape, "value": value, "dtype": DTYPE_NAMES[dtype_code(dtype)]}
     result = invoke("_full", (), params)
@@ -507,6 +510,7 @@ def full(shape, value, dtype=None, device=None):
 
 
 def arange(start, stop=None, step=1, dtype=None):
+    """Evenly spaced values in [start, stop) (arange(n): 0 .. n-1)."""
     if stop is None:
         start, stop = 0, start
     return invoke("_arange", (), {"start": start, "stop": stop, "step": step,
@@ -514,10 +518,12 @@ def arange(start, stop=None, step=1, dtype=None):
 
 
 def zeros_like(x):
+    """Zeros of x's shape and dtype."""
     return invoke("zeros_like", (x,))
 
 
 def ones_like(x):
+    """Ones of x's shape and dtype."""
     return invoke("ones_like", (x,))
 
 

@@ -1,10 +1,11 @@
 """Blocks, parameters and hybridization through deferred compute."""
 import collections
+import threading
 
 import numpy as _np
 
 from .. import autograd
-from .._lib import dtype_code, DTYPE_NAMES
+from .._lib import DTYPE_NAMES, dtype_code, lib as _lib
 from .. import ndarray as _ndarray
 from ..ndarray import DataDependentError, NDArray, zeros  # noqa: F401
 from ..nd import random as _random
@@ -143,7 +144,8 @@ class HybridBlock(Block):
     def __init__(self):
         super().__init__()
         object.__setattr__(self, "_hybrid", False)
-        object.__setattr__(self, "_graphs", {})  # (shapes, dtypes, training) -> (CachedOp, params)
+        # (input shapes and dtypes, training) -> (CachedOp, parameters, fresh-input makers)
+        object.__setattr__(self, "_graphs", {})
 
     def hybridize(self, active=True):
         object.__setattr__(self, "_hybrid", active)
@@ -155,13 +157,13 @@ class HybridBlock(Block):
     def __call__(self, *inputs):
         if not self._hybrid or _in_deferred():
             return super().__call__(*inputs)
-        self._ensure_all_params(inputs)
-        key = (tuple((x.shape, str(x.dtype)) for x in inputs), autograd.is_training())
+        key = (tuple((_shape(x), _dtype(x)) for x in inputs), _is_training())
         entry = self._graphs.get(key)
         if entry is None:
+            self._ensure_all_params(inputs)
             entry = self._graphs[key] = self._build(inputs)
-        op, params = entry
-        return op(*inputs, *[p.data() for p in params])
+        op, params, fresh = entry
+        return op(*inputs, *[p.data() for p in params], *[make() for make in fresh])
 
     def _ensure_all_params(self, inputs):
         """Parameters of unknown shape get theirs by running forward eagerly once."""
@@ -174,14 +176,20 @@ class HybridBlock(Block):
         params = [p for p in self.collect_params().values()]
         names = {f"data{i}": x for i, x in enumerate(inputs)}
         names.update({f"param:{k}": p.data() for k, p in self.collect_params().items()})
-        with _reading_forbidden(), deferred_compute(), autograd.pause(autograd.is_training()):
-            outputs = self.forward(*inputs)
+        _building.fresh = []
+        try:
+            with _reading_forbidden(), deferred_compute(), autograd.pause(autograd.is_training()):
+                outputs = self.forward(*inputs)
+            fresh = _building.fresh
+        finally:
+            _building.fresh = None
+        names.update({f"fresh{i}": value for i, (value, _) in enumerate(fresh)})
         single = isinstance(outputs, NDArray)
         outs = [outputs] if single else list(outputs)
         sym = export(names, {f"output{i}": y for i, y in enumerate(outs)})
         self._last_symbol = sym
         op = CachedOp(sym)
-        return (_Single(op) if single else op), params
+        return (_Single(op) if single else op), params, [make for _, make in fresh]
 
     def export(self, path):
         """Write the last compiled graph (path-symbol.json) and parameters (path-params.npz)."""
@@ -199,6 +207,31 @@ class _Single:
 
     def __call__(self, *inputs):
         return self.op(*inputs)
+
+
+_shape, _dtype = _lib.DeftNDArrayGetShape, _lib.DeftNDArrayGetDType
+_is_training = _lib.DeftAutogradIsTraining
+_building = threading.local()  # .fresh: values a graph being built takes as inputs
+
+
+def fresh_input(make):
+    """An array made by make() on every run of the graph being built (random masks).
+
+    Outside a hybridized forward this is just make(). Inside one, the value
+    becomes an input of the graph instead of a recorded random operator, so
+    each run draws new values and backward sees the values forward used.
+    """
+    fresh = getattr(_building, "fresh", None)
+    if fresh is None:
+        return make()
+    from .._lib import lib
+    prev = lib.DeftSetIsDeferredCompute(0)
+    try:
+        value = make()
+    finally:
+        lib.DeftSetIsDeferredCompute(prev)
+    fresh.append((value, make))
+    return value
 
 
 def _in_deferred():

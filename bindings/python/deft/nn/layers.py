@@ -2,7 +2,7 @@
 from .. import autograd
 from ..ndarray import invoke
 from ..nd import random as _random
-from .block import Block, HybridBlock, Parameter
+from .block import Block, HybridBlock, Parameter, fresh_input
 
 
 class Dense(HybridBlock):
@@ -61,8 +61,9 @@ class Dropout(HybridBlock):
     def forward(self, x):
         if not autograd.is_training() or self.p == 0:
             return x
-        keep = _random.uniform(0, 1, x.shape, x.dtype) >= self.p
-        return x * keep * (1.0 / (1.0 - self.p))
+        shape, dtype, p = x.shape, x.dtype, self.p
+        mask = fresh_input(lambda: (_random.uniform(0, 1, shape, dtype) >= p) * (1.0 / (1.0 - p)))
+        return x * mask
 
 
 class Sequential(Block):
