@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# deft's main job: install what is missing, build, and run the demo.
+# deft's main job: install what is missing, build deft and its Python
+# package, and train the demo MLP on handwritten digits (eager, then
+# hybridized through deferred compute), writing the exported graph to build/.
 set -euo pipefail
 source "$(dirname "$0")/setup.sh"
 
 deft_install_packages
 deft_build build
-"$DEFT_ROOT/build/deft_hello"
-"$DEFT_ROOT/build/deft_train"
+deft_python_env
+"$DEFT_VENV/bin/python" "$DEFT_ROOT/examples/python/mlp_digits.py" --out "$DEFT_ROOT/build/mlp_digits"

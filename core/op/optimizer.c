@@ -39,35 +39,54 @@ typedef struct update_ctx {
     void *in[4]; /* weight, grad, and state */
 } update_ctx_t;
 
-/* The rescaled, clipped gradient plus weight decay, as MXNet computes it. */
-static inline double effective_grad(const deft_param_value_t *p, double w, double g) {
-    g *= p[P_RESCALE].f;
-    double c = p[P_CLIP].f;
-    if (c >= 0) g = g > c ? c : g < -c ? -c : g;
-    return g + p[P_WD].f * w;
+/* The hyper-parameters as locals: read through `p`, the compiler would reload
+ * them after every store (out may alias anything), and no loop would vectorise. */
+typedef struct hyper {
+    double lr, wd, rescale, clip, momentum, beta1, beta2, epsilon;
+} hyper_t;
+
+static hyper_t read_hyper(const deft_param_value_t *p, update_kind_t kind) {
+    hyper_t h = {p[P_LR].f, p[P_WD].f, p[P_RESCALE].f, p[P_CLIP].f, 0, 0, 0, 0};
+    if (kind == SGD_MOM) h.momentum = p[P_MOMENTUM].f;
+    if (kind == ADAM) h.beta1 = p[P_BETA1].f, h.beta2 = p[P_BETA2].f, h.epsilon = p[P_EPSILON].f;
+    return h;
 }
 
+/* The rescaled, clipped gradient plus weight decay, as MXNet computes it. */
+static inline double effective_grad(const hyper_t *h, double w, double g) {
+    g *= h->rescale;
+    if (h->clip >= 0) g = g > h->clip ? h->clip : g < -h->clip ? -h->clip : g;
+    return g + h->wd * w;
+}
+
+/* One loop per kind (no branch inside), each element read before it is written. */
 #define UPDATE_RANGE(S, T)                                                                         \
     static void update_##S(const update_ctx_t *c, int64_t begin, int64_t end) {                    \
-        const deft_param_value_t *p = c->p;                                                        \
+        const hyper_t h = read_hyper(c->p, c->kind);                                               \
         T *out = c->out, *w = c->in[0], *g = c->in[1], *s1 = c->in[2], *s2 = c->in[3];             \
-        double lr = p[P_LR].f;                                                                     \
-        for (int64_t i = begin; i < end; i++) {                                                    \
-            double grad = effective_grad(p, w[i], g[i]), weight = w[i];                            \
-            if (c->kind == SGD) {                                                                  \
-                weight -= lr * grad;                                                               \
-            } else if (c->kind == SGD_MOM) {                                                       \
-                double mom = p[P_MOMENTUM].f * s1[i] - lr * grad;                                  \
+        switch (c->kind) {                                                                         \
+        case SGD:                                                                                  \
+            for (int64_t i = begin; i < end; i++)                                                  \
+                out[i] = (T)(w[i] - h.lr * effective_grad(&h, w[i], g[i]));                        \
+            break;                                                                                 \
+        case SGD_MOM:                                                                              \
+            for (int64_t i = begin; i < end; i++) {                                                \
+                double weight = w[i];                                                              \
+                double mom = h.momentum * s1[i] - h.lr * effective_grad(&h, weight, g[i]);         \
                 s1[i] = (T)mom;                                                                    \
-                weight += mom;                                                                     \
-            } else {                                                                               \
-                double mean = p[P_BETA1].f * s1[i] + (1 - p[P_BETA1].f) * grad;                    \
-                double var = p[P_BETA2].f * s2[i] + (1 - p[P_BETA2].f) * grad * grad;              \
+                out[i] = (T)(weight + mom);                                                        \
+            }                                                                                      \
+            break;                                                                                 \
+        case ADAM:                                                                                 \
+            for (int64_t i = begin; i < end; i++) {                                                \
+                double weight = w[i], grad = effective_grad(&h, weight, g[i]);                     \
+                double mean = h.beta1 * s1[i] + (1 - h.beta1) * grad;                              \
+                double var = h.beta2 * s2[i] + (1 - h.beta2) * grad * grad;                        \
                 s1[i] = (T)mean;                                                                   \
                 s2[i] = (T)var;                                                                    \
-                weight -= lr * mean / (sqrt(var) + p[P_EPSILON].f);                                \
+                out[i] = (T)(weight - h.lr * mean / (sqrt(var) + h.epsilon));                      \
             }                                                                                      \
-            out[i] = (T)weight;                                                                    \
+            break;                                                                                 \
         }                                                                                          \
     }
 UPDATE_RANGE(f32, float)

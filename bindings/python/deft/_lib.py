@@ -12,10 +12,16 @@ DTYPE_NAMES = {code: name for name, code in DTYPES.items()}
 NUMPY_OF = {code: _np.dtype(name) for name, code in DTYPES.items() if name != "bfloat16"}
 
 
+_CODE_OF_NUMPY = {dt: code for code, dt in NUMPY_OF.items()}
+
+
 def dtype_code(dtype):
     """The deft code of a dtype given by name, NumPy dtype or Python type."""
     if dtype is None:
         return DTYPES["float32"]
+    code = _CODE_OF_NUMPY.get(dtype) if isinstance(dtype, _np.dtype) else DTYPES.get(dtype)
+    if code is not None:
+        return code
     if isinstance(dtype, int) and not isinstance(dtype, bool) and dtype in DTYPE_NAMES:
         return dtype
     name = dtype if isinstance(dtype, str) else _np.dtype(dtype).name
@@ -28,9 +34,12 @@ def dtype_code(dtype):
 
 def param_text(value):
     """An operator parameter as the C API's string: 1, 0.5, True, None, (2, 3)."""
-    if isinstance(value, str):
+    kind = type(value)
+    if kind is float:
+        return repr(value)
+    if kind is str:
         return value
-    if isinstance(value, bool) or value is None:
+    if kind is int or kind is bool or value is None:
         return str(value)
     if isinstance(value, (list, tuple)):
         return "(" + ",".join(param_text(v) for v in value) + ("," if len(value) == 1 else "") + ")"

@@ -64,9 +64,22 @@ def invoke(name, inputs, params=None, out=None):
     Returns one NDArray, or a list when the operator makes several. `out` (an
     NDArray or a list of them) receives the results instead of new arrays.
     """
-    keys = tuple(params) if params else ()
-    vals = tuple(param_text(v) for v in params.values()) if params else ()
-    given = [out] if isinstance(out, NDArray) else (list(out) if out is not None else [None] * 8)
+    if params:
+        keys, vals = tuple(params), tuple([param_text(v) for v in params.values()])
+    else:
+        keys = vals = ()
+    return invoke_text(name, inputs, keys, vals, out)
+
+
+_NO_OUTPUTS = (None,) * 8
+
+
+def invoke_text(name, inputs, keys, vals, out=None):
+    """invoke() with the parameters already as the C API's strings (for hot loops)."""
+    if out is None:
+        made = _invoke(op_handle(name), len(inputs), inputs, _NO_OUTPUTS, len(keys), keys, vals)
+        return _wrap(made[0]) if len(made) == 1 else [_wrap(h) for h in made]
+    given = [out] if isinstance(out, NDArray) else list(out)
     made = _invoke(op_handle(name), len(inputs), inputs, given, len(keys), keys, vals)
     results = [g if h is None else _wrap(h) for h, g in zip(made, given)]
     return results[0] if len(results) == 1 else results

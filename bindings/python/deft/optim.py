@@ -1,5 +1,6 @@
 """Optimizers: each step updates parameters in place from their gradients."""
-from .ndarray import invoke, zeros
+from ._lib import param_text
+from .ndarray import invoke_text, zeros
 
 
 class Optimizer:
@@ -13,13 +14,16 @@ class Optimizer:
         self.lr, self.wd, self.rescale_grad = lr, wd, rescale_grad
         self.clip_gradient = -1.0 if clip_gradient is None else clip_gradient
 
-    def _common(self):
+    def _hyper(self):
+        """The update operator's parameters: names and their C API strings."""
         return {"lr": self.lr, "wd": self.wd, "rescale_grad": self.rescale_grad,
                 "clip_gradient": self.clip_gradient}
 
     def step(self, batch_size=1):
         """Update every parameter; gradients are divided by batch_size."""
         self.rescale_grad = 1.0 / batch_size
+        hyper = self._hyper()  # the same strings for every parameter of this step
+        self._keys, self._vals = tuple(hyper), tuple(param_text(v) for v in hyper.values())
         for i, p in enumerate(self.params):
             arr = p.data() if callable(getattr(p, "data", None)) else p
             if arr.grad is None:
@@ -40,12 +44,17 @@ class SGD(Optimizer):
     def _new_state(self, p):
         return zeros(p.shape, p.dtype) if self.momentum else None
 
+    def _hyper(self):
+        hyper = super()._hyper()
+        if self.momentum:
+            hyper["momentum"] = self.momentum
+        return hyper
+
     def _update(self, p, grad, mom):
         if self.momentum:
-            invoke("sgd_mom_update", (p, grad, mom), dict(self._common(), momentum=self.momentum),
-                   out=p)
+            invoke_text("sgd_mom_update", (p, grad, mom), self._keys, self._vals, out=p)
         else:
-            invoke("sgd_update", (p, grad), self._common(), out=p)
+            invoke_text("sgd_update", (p, grad), self._keys, self._vals, out=p)
 
 
 class Adam(Optimizer):
@@ -63,8 +72,10 @@ class Adam(Optimizer):
         self.t += 1
         super().step(batch_size)
 
-    def _update(self, p, grad, state):
+    def _hyper(self):
         corrected = self.lr * (1 - self.beta2 ** self.t) ** 0.5 / (1 - self.beta1 ** self.t)
-        params = dict(self._common(), lr=corrected, beta1=self.beta1, beta2=self.beta2,
-                      epsilon=self.epsilon)
-        invoke("adam_update", (p, grad, state[0], state[1]), params, out=p)
+        return dict(super()._hyper(), lr=corrected, beta1=self.beta1, beta2=self.beta2,
+                    epsilon=self.epsilon)
+
+    def _update(self, p, grad, state):
+        invoke_text("adam_update", (p, grad, state[0], state[1]), self._keys, self._vals, out=p)
