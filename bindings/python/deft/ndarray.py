@@ -219,37 +219,7 @@ class NDArray:
         lib.DeftNDArrayWaitToWrite(self)
         return self
 
-    # ---- arithmetic (broadcasting; scalars use the scalar operators) ----
-
-    def __add__(self, o):
-        return _binary("broadcast_add", "_plus_scalar", self, o)
-
-    def __radd__(self, o):
-        return _binary("broadcast_add", "_plus_scalar", self, o, "_plus_scalar", True)
-
-    def __sub__(self, o):
-        return _binary("broadcast_sub", "_minus_scalar", self, o)
-
-    def __rsub__(self, o):
-        return _binary("broadcast_sub", "_minus_scalar", self, o, "_rminus_scalar", True)
-
-    def __mul__(self, o):
-        return _binary("broadcast_mul", "_mul_scalar", self, o)
-
-    def __rmul__(self, o):
-        return _binary("broadcast_mul", "_mul_scalar", self, o, "_mul_scalar", True)
-
-    def __truediv__(self, o):
-        return _binary("broadcast_div", "_div_scalar", self, o)
-
-    def __rtruediv__(self, o):
-        return _binary("broadcast_div", "_div_scalar", self, o, "_rdiv_scalar", True)
-
-    def __pow__(self, o):
-        return _binary("broadcast_power", "_power_scalar", self, o)
-
-    def __rpow__(self, o):
-        return _binary("broadcast_power", "_power_scalar", self, o, "_rpower_scalar", True)
+    # ---- arithmetic and comparisons: see _OPERATORS below ----
 
     def __neg__(self):
         return invoke("negative", (self,))
@@ -269,38 +239,6 @@ class NDArray:
 
     def __rmatmul__(self, o):
         return array(o, dtype=self.dtype).__matmul__(self)
-
-    def __iadd__(self, o):
-        return _in_place("broadcast_add", "_plus_scalar", self, o)
-
-    def __isub__(self, o):
-        return _in_place("broadcast_sub", "_minus_scalar", self, o)
-
-    def __imul__(self, o):
-        return _in_place("broadcast_mul", "_mul_scalar", self, o)
-
-    def __itruediv__(self, o):
-        return _in_place("broadcast_div", "_div_scalar", self, o)
-
-    # ---- comparisons: arrays of 0 and 1 in the inputs' dtype, as MXNet ----
-
-    def __eq__(self, o):
-        return _binary("broadcast_equal", "_equal_scalar", self, o)
-
-    def __ne__(self, o):
-        return _binary("broadcast_not_equal", "_not_equal_scalar", self, o)
-
-    def __lt__(self, o):
-        return _binary("broadcast_lesser", "_lesser_scalar", self, o)
-
-    def __le__(self, o):
-        return _binary("broadcast_lesser_equal", "_lesser_equal_scalar", self, o)
-
-    def __gt__(self, o):
-        return _binary("broadcast_greater", "_greater_scalar", self, o)
-
-    def __ge__(self, o):
-        return _binary("broadcast_greater_equal", "_greater_equal_scalar", self, o)
 
     __hash__ = object.__hash__  # arrays are keys by identity, as in PyTorch
 
@@ -410,6 +348,53 @@ class NDArray:
 
     def detach(self):
         return self.copy() if not self.is_lazy else invoke("_copyto", (self,))
+
+
+# Python operator -> (operator on two arrays, with a scalar on the right, with
+# a scalar on the left). Comparisons give 0 and 1 in the inputs' dtype, as MXNet.
+_OPERATORS = {
+    "add": ("broadcast_add", "_plus_scalar", "_plus_scalar"),
+    "sub": ("broadcast_sub", "_minus_scalar", "_rminus_scalar"),
+    "mul": ("broadcast_mul", "_mul_scalar", "_mul_scalar"),
+    "truediv": ("broadcast_div", "_div_scalar", "_rdiv_scalar"),
+    "pow": ("broadcast_power", "_power_scalar", "_rpower_scalar"),
+    "eq": ("broadcast_equal", "_equal_scalar", None),
+    "ne": ("broadcast_not_equal", "_not_equal_scalar", None),
+    "lt": ("broadcast_lesser", "_lesser_scalar", None),
+    "le": ("broadcast_lesser_equal", "_lesser_equal_scalar", None),
+    "gt": ("broadcast_greater", "_greater_scalar", None),
+    "ge": ("broadcast_greater_equal", "_greater_equal_scalar", None),
+}
+
+
+def _operator_methods(array_op, scalar_op, reflected_op):
+    def forward(self, o):
+        kind = type(o)
+        if kind is float or kind is int:  # the common case, straight to the C call
+            made = _invoke(op_handle(scalar_op), 1, (self,), _ONE_OUTPUT, 1, _SCALAR_KEY,
+                           (repr(o) if kind is float else str(o),))
+            return _wrap(made[0])
+        return _binary(array_op, scalar_op, self, o)
+
+    def reflected(self, o):
+        return _binary(array_op, scalar_op, self, o, reflected_op, True)
+
+    def in_place(self, o):
+        return _in_place(array_op, scalar_op, self, o)
+
+    return forward, reflected, in_place
+
+
+def _install_operators():
+    for name, ops in _OPERATORS.items():
+        forward, reflected, in_place = _operator_methods(*ops)
+        setattr(NDArray, f"__{name}__", forward)
+        if ops[2] is not None:
+            setattr(NDArray, f"__r{name}__", reflected)
+            setattr(NDArray, f"__i{name}__", in_place)
+
+
+_install_operators()
 
 
 def _axis_params(axis, keepdims):

@@ -66,13 +66,12 @@ class Dropout(HybridBlock):
         return x * mask
 
 
-class Sequential(Block):
-    """Children applied one after another."""
+class _Chain:
+    """Children applied one after another (Sequential and HybridSequential)."""
 
     def __init__(self, *blocks):
         super().__init__()
-        for b in blocks:
-            self.add(b)
+        self.add(*blocks)
 
     def add(self, *blocks):
         for b in blocks:
@@ -91,19 +90,9 @@ class Sequential(Block):
         return len(self._children)
 
 
-class HybridSequential(HybridBlock):
+class Sequential(_Chain, Block):
+    """Children applied one after another."""
+
+
+class HybridSequential(_Chain, HybridBlock):
     """A Sequential that hybridize() compiles as one graph."""
-
-    def __init__(self, *blocks):
-        super().__init__()
-        for b in blocks:
-            self.add(b)
-
-    def add(self, *blocks):
-        for b in blocks:
-            self.register_child(b)
-        return self
-
-    forward = Sequential.forward
-    __getitem__ = Sequential.__getitem__
-    __len__ = Sequential.__len__

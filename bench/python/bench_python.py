@@ -1,0 +1,67 @@
+"""Python binding benchmarks, each against a reference measured in this run.
+
+- Per-call cost of `x + 1` on a 1-element array: deft.NDArray vs NumPy
+  (target: at most 3x NumPy), with the layers underneath shown apart: the
+  raw SWIG call (_deft.DeftImperativeInvoke) and an empty Python call.
+- A training step of the demo MLP, eager vs hybridized (deferred compute +
+  exported graph + executor), as examples/python/mlp_digits.py measures it.
+
+    build/venv/bin/python bench/python/bench_python.py
+"""
+import os
+import sys
+import timeit
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+import deft  # noqa: E402
+from deft import _deft  # noqa: E402
+
+ROUNDS = 15
+
+
+def per_call(fn, number=20000):
+    """Best of ROUNDS rounds, in microseconds per call."""
+    return min(timeit.repeat(fn, number=number, repeat=ROUNDS)) / number * 1e6
+
+
+def overhead():
+    x = deft.array([1.0])
+    a = np.array([1.0], np.float32)
+    op = _deft.DeftGetOperator("_plus_scalar")
+    keys, vals, outs = ("scalar",), ("1",), (None,)
+    invoke = _deft.DeftImperativeInvoke
+    results = {}
+    for _ in range(3):  # interleave the kinds so noise hits them alike
+        for name, fn in [("numpy a + 1", lambda: a + 1),
+                         ("deft  x + 1", lambda: x + 1),
+                         ("raw SWIG invoke", lambda: invoke(op, 1, (x,), outs, 1, keys, vals)),
+                         ("empty Python call", lambda: None)]:
+            t = per_call(fn)
+            results[name] = min(results.get(name, t), t)
+    deft.waitall()
+    numpy_t = results["numpy a + 1"]
+    print("per-call overhead of x + 1 on a 1-element float32 array (us per call)")
+    for name, t in results.items():
+        print(f"  {name:18s} {t:7.3f} us   {t / numpy_t:5.2f}x NumPy")
+    ratio = results["deft  x + 1"] / numpy_t
+    print(f"  deft/NumPy: {ratio:.2f}x (target: at most 3x)")
+
+
+def hybridize_speedup():
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python"))
+    import mlp_digits
+
+    x_train, _, y_train, _ = mlp_digits.load(0)
+    xb, yb = deft.array(x_train[:32]), deft.array(y_train[:32])
+    eager, hybrid = mlp_digits.compare_speed(xb, yb)
+    print("demo MLP training step (batch 32, 64-128-64-10, dropout, SGD momentum)")
+    print(f"  eager {eager * 1e6:.0f} us, hybridized {hybrid * 1e6:.0f} us: "
+          f"hybridized is {eager / hybrid:.2f}x as fast")
+
+
+if __name__ == "__main__":
+    overhead()
+    hybridize_speedup()
