@@ -1,0 +1,463 @@
+//! deft from Rust: arrays, operators by name, deferred compute and export,
+//! autograd and the executor, over the C library `libdeft`.
+//!
+//! Every fallible call returns `Result<_, Error>` carrying the C message;
+//! dropping an [`NDArray`], [`Symbol`] or [`CachedOp`] frees its handle, and
+//! the library keeps whatever the handle's data still feeds (pending work,
+//! recorded graphs) alive on its own.
+//!
+//! ```no_run
+//! let x = deft::NDArray::from_slice(&[1.0f32, 2.0, 3.0], &[3])?;
+//! let y = x.call("_plus_scalar", &[], &[("scalar", "5")])?;
+//! assert_eq!(y.to_vec::<f32>()?, vec![6.0, 7.0, 8.0]);
+//! # Ok::<(), deft::Error>(())
+//! ```
+use std::ffi::{CStr, CString};
+use std::fmt;
+use std::marker::PhantomData;
+use std::os::raw::{c_char, c_int};
+use std::ptr;
+
+use deft_sys as sys;
+
+/// What kind of failure the C library reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    Value,
+    Type,
+    Index,
+    NotImplemented,
+    OutOfMemory,
+    Parse,
+    Internal,
+    /// A Rust-side argument that cannot cross into C (a string with a NUL byte).
+    Argument,
+}
+
+/// A failed call: its kind and the library's message naming what was wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// The status of the C call just made; its message is read at once, on the
+/// same thread (it is thread-local in C).
+fn check(status: c_int) -> Result<()> {
+    if status == 0 {
+        return Ok(());
+    }
+    // SAFETY: both return the calling thread's error state, valid until its next failure.
+    let (kind, message) = unsafe {
+        (sys::DeftGetLastErrorKind(), CStr::from_ptr(sys::DeftGetLastError()))
+    };
+    let kind = match kind {
+        sys::DEFT_ERROR_VALUE => ErrorKind::Value,
+        sys::DEFT_ERROR_TYPE => ErrorKind::Type,
+        sys::DEFT_ERROR_INDEX => ErrorKind::Index,
+        sys::DEFT_ERROR_NOT_IMPLEMENTED => ErrorKind::NotImplemented,
+        sys::DEFT_ERROR_OUT_OF_MEMORY => ErrorKind::OutOfMemory,
+        sys::DEFT_ERROR_PARSE => ErrorKind::Parse,
+        _ => ErrorKind::Internal,
+    };
+    Err(Error { kind, message: message.to_string_lossy().into_owned() })
+}
+
+fn c_string(text: &str) -> Result<CString> {
+    CString::new(text).map_err(|_| Error {
+        kind: ErrorKind::Argument,
+        message: format!("{text:?} contains a NUL byte"),
+    })
+}
+
+fn c_strings(texts: &[&str]) -> Result<(Vec<CString>, Vec<*const c_char>)> {
+    let owned = texts.iter().map(|t| c_string(t)).collect::<Result<Vec<_>>>()?;
+    let pointers = owned.iter().map(|s| s.as_ptr()).collect();
+    Ok((owned, pointers))
+}
+
+/// A list of strings the library owns (valid until the next call on the handle).
+unsafe fn strings(count: c_int, names: *const *const c_char) -> Vec<String> {
+    (0..count as usize)
+        .map(|i| CStr::from_ptr(*names.add(i)).to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Element types an [`NDArray`] can be read into or made from.
+pub trait Element: Copy + Default {
+    const DTYPE: i32;
+}
+impl Element for f32 {
+    const DTYPE: i32 = sys::DEFT_FLOAT32;
+}
+impl Element for f64 {
+    const DTYPE: i32 = sys::DEFT_FLOAT64;
+}
+impl Element for i32 {
+    const DTYPE: i32 = sys::DEFT_INT32;
+}
+impl Element for i64 {
+    const DTYPE: i32 = sys::DEFT_INT64;
+}
+impl Element for u8 {
+    const DTYPE: i32 = sys::DEFT_UINT8;
+}
+
+/// An n-dimensional array on the CPU, computed asynchronously.
+pub struct NDArray {
+    handle: sys::DeftNDArrayHandle,
+}
+
+// SAFETY: the C library is thread-safe for arrays: any thread may use or free
+// a handle, and the engine orders the work on its data.
+unsafe impl Send for NDArray {}
+unsafe impl Sync for NDArray {}
+
+impl Drop for NDArray {
+    fn drop(&mut self) {
+        // SAFETY: the handle is ours and freed once; freeing never blocks.
+        unsafe { sys::DeftNDArrayFree(self.handle) };
+    }
+}
+
+impl NDArray {
+    fn from_handle(handle: sys::DeftNDArrayHandle) -> NDArray {
+        NDArray { handle }
+    }
+
+    /// The raw handle, for calls deft-sys offers and this crate does not.
+    pub fn as_raw(&self) -> sys::DeftNDArrayHandle {
+        self.handle
+    }
+
+    /// An array holding a copy of `data`, in row-major order.
+    pub fn from_slice<T: Element>(data: &[T], shape: &[i64]) -> Result<NDArray> {
+        let mut handle = ptr::null_mut();
+        check(unsafe {
+            sys::DeftNDArrayCreateFromData(shape.as_ptr(), shape.len() as c_int, T::DTYPE,
+                                           sys::DEFT_CPU, 0, data.as_ptr().cast(),
+                                           std::mem::size_of_val(data), &mut handle)
+        })?;
+        Ok(NDArray::from_handle(handle))
+    }
+
+    /// An array of zeros of type `T`.
+    pub fn zeros<T: Element>(shape: &[i64]) -> Result<NDArray> {
+        let mut handle = ptr::null_mut();
+        check(unsafe {
+            sys::DeftNDArrayCreate(shape.as_ptr(), shape.len() as c_int, T::DTYPE, sys::DEFT_CPU,
+                                   0, &mut handle)
+        })?;
+        Ok(NDArray::from_handle(handle))
+    }
+
+    pub fn shape(&self) -> Result<Vec<i64>> {
+        let mut dims = [0i64; sys::DEFT_MAX_NDIM];
+        let mut ndim = 0;
+        check(unsafe {
+            sys::DeftNDArrayGetShape(self.handle, dims.as_mut_ptr(), dims.len() as c_int, &mut ndim)
+        })?;
+        Ok(dims[..ndim as usize].to_vec())
+    }
+
+    /// The element type, as a DEFT_* dtype code.
+    pub fn dtype(&self) -> Result<i32> {
+        let mut dtype = 0;
+        check(unsafe { sys::DeftNDArrayGetDType(self.handle, &mut dtype) })?;
+        Ok(dtype)
+    }
+
+    pub fn size(&self) -> Result<i64> {
+        let mut size = 0;
+        check(unsafe { sys::DeftNDArrayGetSize(self.handle, &mut size) })?;
+        Ok(size)
+    }
+
+    /// The values, after pending work (and a lazy array's computation).
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        let mut out = vec![T::default(); self.size()? as usize];
+        check(unsafe {
+            sys::DeftNDArrayCopyToHost(self.handle, out.as_mut_ptr().cast(),
+                                       std::mem::size_of_val(out.as_slice()))
+        })?;
+        Ok(out)
+    }
+
+    /// Overwrite the values.
+    pub fn copy_from<T: Element>(&self, data: &[T]) -> Result<()> {
+        check(unsafe {
+            sys::DeftNDArrayCopyFromHost(self.handle, data.as_ptr().cast(),
+                                         std::mem::size_of_val(data))
+        })
+    }
+
+    pub fn wait_to_read(&self) -> Result<()> {
+        check(unsafe { sys::DeftNDArrayWaitToRead(self.handle) })
+    }
+
+    /// True while the array waits for deferred compute.
+    pub fn is_lazy(&self) -> Result<bool> {
+        let mut status = 0;
+        check(unsafe { sys::DeftNDArrayGetIsDeferredCompute(&self.handle, 1, &mut status) })?;
+        Ok(status != 0)
+    }
+
+    /// Run operator `op` with this array as the first input.
+    pub fn call(&self, op: &str, others: &[&NDArray], params: &[(&str, &str)]) -> Result<NDArray> {
+        let mut inputs = vec![self];
+        inputs.extend_from_slice(others);
+        let mut outputs = invoke(op, &inputs, params)?;
+        Ok(outputs.remove(0))
+    }
+
+    /// Make this array a variable for autograd; backward writes its gradient
+    /// into the returned array.
+    pub fn attach_grad(&self) -> Result<NDArray> {
+        let grad = NDArray::zeros_like(self)?;
+        let req = sys::DEFT_GRAD_WRITE;
+        check(unsafe { sys::DeftAutogradMarkVariables(1, &self.handle, &req, &grad.handle) })?;
+        Ok(grad)
+    }
+
+    fn zeros_like(other: &NDArray) -> Result<NDArray> {
+        invoke("zeros_like", &[other], &[]).map(|mut v| v.remove(0))
+    }
+}
+
+/// An operator of the registry (static: nothing to free).
+#[derive(Clone, Copy)]
+pub struct Op {
+    handle: sys::DeftOpHandle,
+}
+
+// SAFETY: operators are immutable, static registry entries.
+unsafe impl Send for Op {}
+unsafe impl Sync for Op {}
+
+impl Op {
+    pub fn find(name: &str) -> Result<Op> {
+        let name = c_string(name)?;
+        let mut handle = ptr::null_mut();
+        check(unsafe { sys::DeftGetOperator(name.as_ptr(), &mut handle) })?;
+        Ok(Op { handle })
+    }
+
+    /// Run the operator; parameters are MXNet-style strings ("axis", "(0,1)").
+    pub fn invoke(&self, inputs: &[&NDArray], params: &[(&str, &str)]) -> Result<Vec<NDArray>> {
+        let handles: Vec<_> = inputs.iter().map(|a| a.handle).collect();
+        let (_keys, key_ptrs) = c_strings(&params.iter().map(|p| p.0).collect::<Vec<_>>())?;
+        let (_vals, val_ptrs) = c_strings(&params.iter().map(|p| p.1).collect::<Vec<_>>())?;
+        let mut outputs = [ptr::null_mut(); 16];
+        let mut count = outputs.len() as c_int;
+        check(unsafe {
+            sys::DeftImperativeInvoke(self.handle, handles.len() as c_int, handles.as_ptr(),
+                                      &mut count, outputs.as_mut_ptr(), params.len() as c_int,
+                                      key_ptrs.as_ptr(), val_ptrs.as_ptr())
+        })?;
+        Ok(outputs[..count as usize].iter().map(|&h| NDArray::from_handle(h)).collect())
+    }
+
+    /// Every registered operator's name.
+    pub fn list() -> Result<Vec<String>> {
+        let mut count = 0;
+        let mut names = ptr::null();
+        check(unsafe { sys::DeftListOperators(&mut count, &mut names) })?;
+        Ok(unsafe { strings(count, names) })
+    }
+}
+
+/// Run operator `name` (see [`Op::invoke`]).
+pub fn invoke(name: &str, inputs: &[&NDArray], params: &[(&str, &str)]) -> Result<Vec<NDArray>> {
+    Op::find(name)?.invoke(inputs, params)
+}
+
+/// While alive, operator calls on this thread record a graph and return lazy
+/// arrays. Deferred mode is per thread, so the guard cannot leave it.
+pub struct DeferredCompute {
+    previous: c_int,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl DeferredCompute {
+    pub fn enter() -> Result<DeferredCompute> {
+        let mut previous = 0;
+        check(unsafe { sys::DeftSetIsDeferredCompute(1, &mut previous) })?;
+        Ok(DeferredCompute { previous, _not_send: PhantomData })
+    }
+}
+
+impl Drop for DeferredCompute {
+    fn drop(&mut self) {
+        unsafe { sys::DeftSetIsDeferredCompute(self.previous, ptr::null_mut()) };
+    }
+}
+
+/// While alive, calls on this thread that read a variable are recorded for
+/// autograd (with the training flag on).
+pub struct Recording {
+    previous: (c_int, c_int),
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Recording {
+    pub fn enter() -> Result<Recording> {
+        let (mut rec, mut train) = (0, 0);
+        check(unsafe { sys::DeftAutogradSetIsRecording(1, &mut rec) })?;
+        check(unsafe { sys::DeftAutogradSetIsTraining(1, &mut train) })?;
+        Ok(Recording { previous: (rec, train), _not_send: PhantomData })
+    }
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        unsafe {
+            sys::DeftAutogradSetIsRecording(self.previous.0, ptr::null_mut());
+            sys::DeftAutogradSetIsTraining(self.previous.1, ptr::null_mut());
+        }
+    }
+}
+
+/// Gradients of `heads` into the arrays attached to each variable.
+pub fn backward(heads: &[&NDArray]) -> Result<()> {
+    let handles: Vec<_> = heads.iter().map(|a| a.handle).collect();
+    check(unsafe {
+        sys::DeftAutogradBackward(handles.len() as c_int, handles.as_ptr(), ptr::null(), 0, 0)
+    })
+}
+
+/// Gradients of `heads` with respect to `variables`, as new arrays.
+pub fn grad(heads: &[&NDArray], variables: &[&NDArray]) -> Result<Vec<NDArray>> {
+    let h: Vec<_> = heads.iter().map(|a| a.handle).collect();
+    let v: Vec<_> = variables.iter().map(|a| a.handle).collect();
+    let mut out = vec![ptr::null_mut(); v.len()];
+    check(unsafe {
+        sys::DeftAutogradComputeGradient(h.len() as c_int, h.as_ptr(), ptr::null(),
+                                         v.len() as c_int, v.as_ptr(), 0, 0, out.as_mut_ptr())
+    })?;
+    Ok(out.into_iter().map(NDArray::from_handle).collect())
+}
+
+/// A symbolic graph (exported from deferred compute, or loaded from JSON).
+pub struct Symbol {
+    handle: sys::DeftSymbolHandle,
+}
+
+// SAFETY: a symbol may be freed or used from another thread, but its handle
+// keeps the strings it returns, so two threads must not share one (not Sync).
+unsafe impl Send for Symbol {}
+
+impl Drop for Symbol {
+    fn drop(&mut self) {
+        unsafe { sys::DeftSymbolFree(self.handle) };
+    }
+}
+
+impl Symbol {
+    pub fn from_json(json: &str) -> Result<Symbol> {
+        let json = c_string(json)?;
+        let mut handle = ptr::null_mut();
+        check(unsafe { sys::DeftSymbolCreateFromJSON(json.as_ptr(), &mut handle) })?;
+        Ok(Symbol { handle })
+    }
+
+    pub fn to_json(&self) -> Result<String> {
+        let mut text = ptr::null();
+        check(unsafe { sys::DeftSymbolSaveToJSON(self.handle, &mut text) })?;
+        Ok(unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned())
+    }
+
+    pub fn list_inputs(&self) -> Result<Vec<String>> {
+        let (mut count, mut names) = (0, ptr::null());
+        check(unsafe { sys::DeftSymbolListArguments(self.handle, &mut count, &mut names) })?;
+        Ok(unsafe { strings(count, names) })
+    }
+
+    pub fn list_outputs(&self) -> Result<Vec<String>> {
+        let (mut count, mut names) = (0, ptr::null());
+        check(unsafe { sys::DeftSymbolListOutputs(self.handle, &mut count, &mut names) })?;
+        Ok(unsafe { strings(count, names) })
+    }
+}
+
+/// The recorded graph from `inputs` to `outputs` (name, array), as a symbol
+/// whose arguments are the input names in order.
+pub fn export(inputs: &[(&str, &NDArray)], outputs: &[(&str, &NDArray)]) -> Result<Symbol> {
+    let in_h: Vec<_> = inputs.iter().map(|p| p.1.handle).collect();
+    let out_h: Vec<_> = outputs.iter().map(|p| p.1.handle).collect();
+    let (_in_names, in_ptrs) = c_strings(&inputs.iter().map(|p| p.0).collect::<Vec<_>>())?;
+    let (_out_names, out_ptrs) = c_strings(&outputs.iter().map(|p| p.0).collect::<Vec<_>>())?;
+    let mut handle = ptr::null_mut();
+    check(unsafe {
+        sys::DeftNDArrayGetDeferredComputeSymbol(in_h.as_ptr(), out_h.as_ptr(), in_ptrs.as_ptr(),
+                                                 out_ptrs.as_ptr(), in_h.len() as c_int,
+                                                 out_h.len() as c_int, &mut handle)
+    })?;
+    Ok(Symbol { handle })
+}
+
+/// A symbol compiled to a memory-planned executor.
+pub struct CachedOp {
+    handle: sys::DeftCachedOpHandle,
+    num_outputs: usize,
+}
+
+// SAFETY: the executor may move between threads; runs are serialised inside.
+unsafe impl Send for CachedOp {}
+
+impl Drop for CachedOp {
+    fn drop(&mut self) {
+        unsafe { sys::DeftCachedOpFree(self.handle) };
+    }
+}
+
+impl CachedOp {
+    pub fn new(symbol: &Symbol) -> Result<CachedOp> {
+        let mut handle = ptr::null_mut();
+        check(unsafe { sys::DeftCachedOpCreate(symbol.handle, 0, &mut handle) })?;
+        let num_outputs = symbol.list_outputs()?.len();
+        Ok(CachedOp { handle, num_outputs })
+    }
+
+    /// Run the graph on its arguments, in `list_inputs()` order.
+    pub fn call(&self, inputs: &[&NDArray]) -> Result<Vec<NDArray>> {
+        let handles: Vec<_> = inputs.iter().map(|a| a.handle).collect();
+        let mut outputs = vec![ptr::null_mut(); self.num_outputs];
+        let mut count = outputs.len() as c_int;
+        check(unsafe {
+            sys::DeftCachedOpInvoke(self.handle, handles.len() as c_int, handles.as_ptr(),
+                                    &mut count, outputs.as_mut_ptr())
+        })?;
+        Ok(outputs[..count as usize].iter().map(|&h| NDArray::from_handle(h)).collect())
+    }
+}
+
+/// Block until every pending operation is done.
+pub fn wait_all() -> Result<()> {
+    check(unsafe { sys::DeftWaitAll() })
+}
+
+/// NDArray handles alive in the process.
+pub fn live_arrays() -> Result<i64> {
+    let mut n = 0;
+    check(unsafe { sys::DeftGetLiveNDArrayCount(&mut n) })?;
+    Ok(n)
+}
+
+/// Bytes of CPU array storage in use.
+pub fn live_bytes() -> Result<i64> {
+    let mut n = 0;
+    check(unsafe {
+        sys::DeftGetMemoryStat(sys::DEFT_CPU, 0, sys::DEFT_MEM_LIVE_BYTES, &mut n)
+    })?;
+    Ok(n)
+}
