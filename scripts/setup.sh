@@ -12,6 +12,10 @@ DEFT_APT_PACKAGES=(
     swig python3 python3-dev python3-venv
 )
 
+# Toolchains of the other bindings: each package is installed only when its
+# command is missing (a toolchain installed another way is used as it is).
+DEFT_APT_TOOLS=(cargo:cargo go:golang-go)
+
 # Python packages, from PyPI, in the virtual environment the Python binding
 # is installed and tested in.
 DEFT_PY_PACKAGES=(numpy pytest scikit-learn scikit-build-core)
@@ -22,6 +26,10 @@ deft_install_packages() {
     for pkg in "${DEFT_APT_PACKAGES[@]}"; do
         dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" ||
             missing+=("$pkg")
+    done
+    local tool
+    for tool in "${DEFT_APT_TOOLS[@]}"; do
+        command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
     echo "deft: installing ${missing[*]}"

@@ -12,8 +12,10 @@ fn main() {
     if dir.join("libdeft.so").exists() {
         let dir = dir.canonicalize().unwrap_or(dir);
         println!("cargo:rustc-link-search=native={}", dir.display());
-        // Tests and examples find the library where it was built.
+        // Tests and examples find the library where it was built; crates
+        // using this one read the folder as DEP_DEFT_LIBDIR.
         println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir.display());
+        println!("cargo:libdir={}", dir.display());
     }
     println!("cargo:rustc-link-lib=dylib=deft");
     // The header folder, for the declaration check (tests/header_match.rs).

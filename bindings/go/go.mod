@@ -1,0 +1,3 @@
+module deft.dev/deft
+
+go 1.19

@@ -1,0 +1,206 @@
+package deft
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"runtime"
+	"unsafe"
+)
+
+// Symbol is a symbolic graph: exported from deferred compute or loaded from JSON.
+type Symbol struct {
+	handle
+	h C.DeftSymbolHandle
+}
+
+func wrapSymbol(h C.DeftSymbolHandle) *Symbol {
+	s := &Symbol{h: h}
+	runtime.SetFinalizer(s, func(s *Symbol) { s.Close() })
+	return s
+}
+
+// Close releases the symbol's handle. A second Close returns ErrClosed.
+func (s *Symbol) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.closed = true
+	runtime.SetFinalizer(s, nil)
+	var st C.go_status
+	if C.go_symbol_free(&st, s.h) != 0 {
+		return fail(&st)
+	}
+	return nil
+}
+
+// Named pairs a name with an array, for Export.
+type Named struct {
+	Name  string
+	Array *NDArray
+}
+
+func split(items []Named) ([]C.DeftNDArrayHandle, []*C.char, func(), error) {
+	arrays := make([]*NDArray, len(items))
+	names := make([]string, len(items))
+	for i, it := range items {
+		arrays[i], names[i] = it.Array, it.Name
+	}
+	hs, err := handles(arrays)
+	if err != nil {
+		return nil, nil, func() {}, err
+	}
+	cnames, free := cStrings(names)
+	return hs, cnames, free, nil
+}
+
+// Export returns the recorded graph from inputs to outputs as a Symbol whose
+// arguments are the input names, in order.
+func Export(inputs, outputs []Named) (*Symbol, error) {
+	in, inNames, freeIn, err := split(inputs)
+	defer freeIn()
+	if err != nil {
+		return nil, err
+	}
+	out, outNames, freeOut, err := split(outputs)
+	defer freeOut()
+	if err != nil {
+		return nil, err
+	}
+	var st C.go_status
+	var h C.DeftSymbolHandle
+	if C.go_export(&st, &in[0], &out[0], &inNames[0], &outNames[0], C.int(len(inputs)),
+		C.int(len(outputs)), &h) != 0 {
+		return nil, fail(&st)
+	}
+	runtime.KeepAlive(inputs)
+	runtime.KeepAlive(outputs)
+	return wrapSymbol(h), nil
+}
+
+// SymbolFromJSON loads a symbol saved by JSON (or MXNet's symbol JSON).
+func SymbolFromJSON(text string) (*Symbol, error) {
+	c := C.CString(text)
+	defer C.free(unsafe.Pointer(c))
+	var st C.go_status
+	var h C.DeftSymbolHandle
+	if C.go_symbol_from_json(&st, c, &h) != 0 {
+		return nil, fail(&st)
+	}
+	return wrapSymbol(h), nil
+}
+
+func (s *Symbol) names(outputs int) ([]string, error) {
+	s.mu.Lock() // the handle keeps the returned strings: one caller at a time
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	var st C.go_status
+	var n C.int
+	var names **C.char
+	if C.go_symbol_names(&st, s.h, C.int(outputs), &n, &names) != 0 {
+		return nil, fail(&st)
+	}
+	list := unsafe.Slice(names, int(n))
+	out := make([]string, n)
+	for i := range out {
+		out[i] = C.GoString(list[i])
+	}
+	return out, nil
+}
+
+// ListInputs returns the argument names, in order.
+func (s *Symbol) ListInputs() ([]string, error) { return s.names(0) }
+
+// ListOutputs returns the output names, in order.
+func (s *Symbol) ListOutputs() ([]string, error) { return s.names(1) }
+
+// JSON returns the graph as MXNet-compatible JSON.
+func (s *Symbol) JSON() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return "", ErrClosed
+	}
+	var st C.go_status
+	var text *C.char
+	if C.go_symbol_json(&st, s.h, &text) != 0 {
+		return "", fail(&st)
+	}
+	return C.GoString(text), nil
+}
+
+// CachedOp is a symbol compiled to a memory-planned executor.
+type CachedOp struct {
+	handle
+	h       C.DeftCachedOpHandle
+	outputs int
+}
+
+// NewCachedOp compiles s.
+func NewCachedOp(s *Symbol) (*CachedOp, error) {
+	outs, err := s.ListOutputs()
+	if err != nil {
+		return nil, err
+	}
+	var st C.go_status
+	var h C.DeftCachedOpHandle
+	s.mu.Lock()
+	status := C.go_cached_op(&st, s.h, &h)
+	s.mu.Unlock()
+	if status != 0 {
+		return nil, fail(&st)
+	}
+	op := &CachedOp{h: h, outputs: len(outs)}
+	runtime.SetFinalizer(op, func(op *CachedOp) { op.Close() })
+	return op, nil
+}
+
+// Close releases the executor. A second Close returns ErrClosed.
+func (op *CachedOp) Close() error {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if op.closed {
+		return ErrClosed
+	}
+	op.closed = true
+	runtime.SetFinalizer(op, nil)
+	var st C.go_status
+	if C.go_cached_op_free(&st, op.h) != 0 {
+		return fail(&st)
+	}
+	return nil
+}
+
+// Call runs the graph on its arguments (ListInputs order).
+func (op *CachedOp) Call(inputs ...*NDArray) ([]*NDArray, error) {
+	in, err := handles(inputs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]C.DeftNDArrayHandle, op.outputs+1)
+	nout := C.int(op.outputs)
+	var st C.go_status
+	op.mu.Lock()
+	if op.closed {
+		op.mu.Unlock()
+		return nil, ErrClosed
+	}
+	status := C.go_cached_op_invoke(&st, op.h, C.int(len(inputs)), &in[0], &nout, &out[0])
+	op.mu.Unlock()
+	if status != 0 {
+		return nil, fail(&st)
+	}
+	runtime.KeepAlive(inputs)
+	results := make([]*NDArray, nout)
+	for i := range results {
+		results[i] = wrapArray(out[i])
+	}
+	return results, nil
+}

@@ -1,0 +1,130 @@
+//! The safe API: export, autograd, errors, and memory that follows ownership.
+use deft::{backward, export, grad, invoke, live_arrays, live_bytes, wait_all, CachedOp,
+           DeferredCompute, ErrorKind, NDArray, Op, Recording, Symbol};
+use std::sync::Mutex;
+
+/// The tests run one at a time: the leak tests read process-wide counters.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn plus(x: &NDArray, s: &str) -> NDArray {
+    x.call("_plus_scalar", &[], &[("scalar", s)]).unwrap()
+}
+
+#[test]
+fn deferred_compute_export_and_executor() {
+    let _one = serial();
+    let x = NDArray::from_slice(&[1.0f32, 2.0, 3.0], &[3]).unwrap();
+    let (y, z) = {
+        let _scope = DeferredCompute::enter().unwrap();
+        let a = plus(&x, "5");
+        let y = a.call("elemwise_mul", &[&a], &[]).unwrap(); // (x+5)*(x+5)
+        let z = x.call("elemwise_mul", &[&x], &[]).unwrap(); // x*x
+        (y, z)
+    };
+    assert!(y.is_lazy().unwrap() && z.is_lazy().unwrap());
+    assert_eq!(y.shape().unwrap(), vec![3]);
+    let sym = export(&[("x", &x)], &[("y", &y), ("z", &z)]).unwrap();
+    assert_eq!(sym.list_inputs().unwrap(), vec!["x"]);
+    assert_eq!(sym.list_outputs().unwrap().len(), 2);
+    assert_eq!(y.to_vec::<f32>().unwrap(), vec![36.0, 49.0, 64.0]);
+    let again = Symbol::from_json(&sym.to_json().unwrap()).unwrap();
+    let run = CachedOp::new(&again).unwrap();
+    let x2 = NDArray::from_slice(&[0.0f32, 1.0, 2.0], &[3]).unwrap();
+    let outs = run.call(&[&x2]).unwrap();
+    assert_eq!(outs[0].to_vec::<f32>().unwrap(), vec![25.0, 36.0, 49.0]);
+    assert_eq!(outs[1].to_vec::<f32>().unwrap(), vec![0.0, 1.0, 4.0]);
+}
+
+#[test]
+fn autograd_of_a_small_function() {
+    let _one = serial();
+    let x = NDArray::from_slice(&[1.0f64, 2.0, 3.0], &[3]).unwrap();
+    let g = x.attach_grad().unwrap();
+    let y = {
+        let _rec = Recording::enter().unwrap();
+        let sq = x.call("elemwise_mul", &[&x], &[]).unwrap();
+        let cube = sq.call("elemwise_mul", &[&x], &[]).unwrap();
+        cube.call("sum", &[], &[]).unwrap() // sum(x^3)
+    };
+    backward(&[&y]).unwrap();
+    assert_eq!(g.to_vec::<f64>().unwrap(), vec![3.0, 12.0, 27.0]);
+    let y2 = {
+        let _rec = Recording::enter().unwrap();
+        x.call("_mul_scalar", &[], &[("scalar", "4")]).unwrap().call("sum", &[], &[]).unwrap()
+    };
+    let dx = grad(&[&y2], &[&x]).unwrap();
+    assert_eq!(dx[0].to_vec::<f64>().unwrap(), vec![4.0, 4.0, 4.0]);
+}
+
+#[test]
+fn errors_carry_the_c_message_and_kind() {
+    let _one = serial();
+    let err = NDArray::zeros::<f32>(&[2, -3]).err().unwrap();
+    assert_eq!(err.kind, ErrorKind::Value);
+    assert!(err.message.contains("shape[1] is -3"), "{}", err.message);
+    let err = Op::find("no_such_op").err().unwrap();
+    assert!(err.message.contains("unknown operator 'no_such_op'"), "{}", err.message);
+    let x = NDArray::zeros::<f32>(&[2, 2]).unwrap();
+    let err = invoke("sum", &[&x], &[("axis", "5")]).err().unwrap();
+    assert_eq!(err.kind, ErrorKind::Index);
+    let err = invoke("sum", &[&x], &[("axis", "a\0b")]).err().unwrap();
+    assert_eq!(err.kind, ErrorKind::Argument);
+    let err = x.to_vec::<f64>().err().unwrap(); // wrong element type: a byte-count mismatch
+    assert!(err.message.contains("nbytes is 32, expected 16"), "{}", err.message);
+    let lazy = {
+        let _scope = DeferredCompute::enter().unwrap();
+        plus(&x, "1")
+    };
+    let err = lazy.copy_from(&[1.0f32; 4]).err().unwrap();
+    assert!(err.message.contains("lazy"), "{}", err.message);
+    assert!(Op::list().unwrap().len() > 100);
+}
+
+#[test]
+fn dropping_100k_arrays_returns_the_counters_to_baseline() {
+    let _one = serial();
+    wait_all().unwrap();
+    let (arrays, bytes) = (live_arrays().unwrap(), live_bytes().unwrap());
+    {
+        let x = NDArray::from_slice(&[1.0f32; 4], &[4]).unwrap();
+        for _ in 0..100_000 {
+            let y = plus(&x, "1");
+            drop(y);
+        }
+        let w = NDArray::from_slice(&[1.0f32; 4], &[4]).unwrap();
+        let _g = w.attach_grad().unwrap();
+        for _ in 0..1000 {
+            let _rec = Recording::enter().unwrap();
+            let _lazy = {
+                let _scope = DeferredCompute::enter().unwrap();
+                plus(&w, "2")
+            };
+        }
+    }
+    wait_all().unwrap();
+    assert_eq!(live_arrays().unwrap(), arrays);
+    assert_eq!(live_bytes().unwrap(), bytes);
+}
+
+#[test]
+fn arrays_freed_on_other_threads_while_this_one_computes() {
+    let _one = serial();
+    wait_all().unwrap();
+    let arrays = live_arrays().unwrap();
+    let x = NDArray::from_slice(&vec![1.0f32; 4096], &[4096]).unwrap();
+    let made: Vec<NDArray> = (0..2000).map(|_| plus(&x, "3")).collect();
+    let dropper = std::thread::spawn(move || drop(made)); // a "finalizer" thread
+    let mut acc = plus(&x, "0");
+    for _ in 0..200 {
+        acc = acc.call("elemwise_add", &[&x], &[]).unwrap();
+    }
+    dropper.join().unwrap();
+    assert_eq!(acc.to_vec::<f32>().unwrap()[0], 201.0);
+    drop((acc, x));
+    wait_all().unwrap();
+    assert_eq!(live_arrays().unwrap(), arrays);
+}
