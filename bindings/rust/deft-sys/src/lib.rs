@@ -83,16 +83,49 @@ extern "C" {
     pub fn DeftGetMemoryStat(dev_type: c_int, dev_id: c_int, stat: c_int, out: *mut i64) -> c_int;
     pub fn DeftGetLiveNDArrayCount(out: *mut i64) -> c_int;
     pub fn DeftMemoryReleaseCached(dev_type: c_int, dev_id: c_int) -> c_int;
-    pub fn DeftNDArrayCreate(shape: *const i64, ndim: c_int, dtype: c_int, dev_type: c_int, dev_id: c_int, out: *mut DeftNDArrayHandle) -> c_int;
-    pub fn DeftNDArrayCreateFromData(shape: *const i64, ndim: c_int, dtype: c_int, dev_type: c_int, dev_id: c_int, data: *const c_void, nbytes: usize, out: *mut DeftNDArrayHandle) -> c_int;
-    pub fn DeftNDArrayCopyToHost(handle: DeftNDArrayHandle, data: *mut c_void, nbytes: usize) -> c_int;
-    pub fn DeftNDArrayCopyFromHost(handle: DeftNDArrayHandle, data: *const c_void, nbytes: usize) -> c_int;
+    pub fn DeftNDArrayCreate(
+        shape: *const i64,
+        ndim: c_int,
+        dtype: c_int,
+        dev_type: c_int,
+        dev_id: c_int,
+        out: *mut DeftNDArrayHandle,
+    ) -> c_int;
+    pub fn DeftNDArrayCreateFromData(
+        shape: *const i64,
+        ndim: c_int,
+        dtype: c_int,
+        dev_type: c_int,
+        dev_id: c_int,
+        data: *const c_void,
+        nbytes: usize,
+        out: *mut DeftNDArrayHandle,
+    ) -> c_int;
+    pub fn DeftNDArrayCopyToHost(
+        handle: DeftNDArrayHandle,
+        data: *mut c_void,
+        nbytes: usize,
+    ) -> c_int;
+    pub fn DeftNDArrayCopyFromHost(
+        handle: DeftNDArrayHandle,
+        data: *const c_void,
+        nbytes: usize,
+    ) -> c_int;
     pub fn DeftNDArrayGetNDim(handle: DeftNDArrayHandle, out: *mut c_int) -> c_int;
-    pub fn DeftNDArrayGetShape(handle: DeftNDArrayHandle, out_shape: *mut i64, capacity: c_int, out_ndim: *mut c_int) -> c_int;
+    pub fn DeftNDArrayGetShape(
+        handle: DeftNDArrayHandle,
+        out_shape: *mut i64,
+        capacity: c_int,
+        out_ndim: *mut c_int,
+    ) -> c_int;
     pub fn DeftNDArrayGetSize(handle: DeftNDArrayHandle, out: *mut i64) -> c_int;
     pub fn DeftNDArrayGetNBytes(handle: DeftNDArrayHandle, out: *mut usize) -> c_int;
     pub fn DeftNDArrayGetDType(handle: DeftNDArrayHandle, out: *mut c_int) -> c_int;
-    pub fn DeftNDArrayGetDevice(handle: DeftNDArrayHandle, out_type: *mut c_int, out_id: *mut c_int) -> c_int;
+    pub fn DeftNDArrayGetDevice(
+        handle: DeftNDArrayHandle,
+        out_type: *mut c_int,
+        out_id: *mut c_int,
+    ) -> c_int;
     pub fn DeftNDArrayWaitToRead(handle: DeftNDArrayHandle) -> c_int;
     pub fn DeftNDArrayWaitToWrite(handle: DeftNDArrayHandle) -> c_int;
     pub fn DeftWaitAll() -> c_int;
@@ -100,61 +133,225 @@ extern "C" {
     pub fn DeftNDArrayFree(handle: DeftNDArrayHandle) -> c_int;
     pub fn DeftListOperators(out_count: *mut c_int, out_names: *mut *const *const c_char) -> c_int;
     pub fn DeftGetOperator(name: *const c_char, out: *mut DeftOpHandle) -> c_int;
-    pub fn DeftOpGetInfo(op: DeftOpHandle, out_name: *mut *const c_char, out_description: *mut *const c_char) -> c_int;
-    pub fn DeftOpGetInputs(op: DeftOpHandle, out_min: *mut c_int, out_max: *mut c_int, out_num_names: *mut c_int, out_names: *mut *const *const c_char) -> c_int;
+    pub fn DeftOpGetInfo(
+        op: DeftOpHandle,
+        out_name: *mut *const c_char,
+        out_description: *mut *const c_char,
+    ) -> c_int;
+    pub fn DeftOpGetInputs(
+        op: DeftOpHandle,
+        out_min: *mut c_int,
+        out_max: *mut c_int,
+        out_num_names: *mut c_int,
+        out_names: *mut *const *const c_char,
+    ) -> c_int;
     pub fn DeftOpGetNumParams(op: DeftOpHandle, out: *mut c_int) -> c_int;
-    pub fn DeftOpGetParam(op: DeftOpHandle, index: c_int, out_name: *mut *const c_char, out_type: *mut *const c_char, out_default: *mut *const c_char, out_doc: *mut *const c_char) -> c_int;
-    pub fn DeftOpGetParamChoices(op: DeftOpHandle, index: c_int, out_count: *mut c_int, out_words: *mut *const *const c_char) -> c_int;
+    pub fn DeftOpGetParam(
+        op: DeftOpHandle,
+        index: c_int,
+        out_name: *mut *const c_char,
+        out_type: *mut *const c_char,
+        out_default: *mut *const c_char,
+        out_doc: *mut *const c_char,
+    ) -> c_int;
+    pub fn DeftOpGetParamChoices(
+        op: DeftOpHandle,
+        index: c_int,
+        out_count: *mut c_int,
+        out_words: *mut *const *const c_char,
+    ) -> c_int;
     pub fn DeftRandomSeed(seed: u64) -> c_int;
     pub fn DeftSetMemoization(capacity: c_int, prev: *mut c_int) -> c_int;
     pub fn DeftGetMemoizationStats(hits: *mut i64, misses: *mut i64) -> c_int;
-    pub fn DeftImperativeInvoke(op: DeftOpHandle, num_inputs: c_int, inputs: *const DeftNDArrayHandle, num_outputs: *mut c_int, outputs: *mut DeftNDArrayHandle, num_params: c_int, keys: *const *const c_char, vals: *const *const c_char) -> c_int;
+    pub fn DeftImperativeInvoke(
+        op: DeftOpHandle,
+        num_inputs: c_int,
+        inputs: *const DeftNDArrayHandle,
+        num_outputs: *mut c_int,
+        outputs: *mut DeftNDArrayHandle,
+        num_params: c_int,
+        keys: *const *const c_char,
+        vals: *const *const c_char,
+    ) -> c_int;
     pub fn DeftSymbolCreateVariable(name: *const c_char, out: *mut DeftSymbolHandle) -> c_int;
-    pub fn DeftSymbolCreateAtomic(op: DeftOpHandle, num_params: c_int, keys: *const *const c_char, vals: *const *const c_char, out: *mut DeftSymbolHandle) -> c_int;
-    pub fn DeftSymbolCompose(sym: DeftSymbolHandle, name: *const c_char, num_args: c_int, keys: *const *const c_char, args: *const DeftSymbolHandle) -> c_int;
-    pub fn DeftSymbolCreateGroup(num_symbols: c_int, symbols: *const DeftSymbolHandle, out: *mut DeftSymbolHandle) -> c_int;
+    pub fn DeftSymbolCreateAtomic(
+        op: DeftOpHandle,
+        num_params: c_int,
+        keys: *const *const c_char,
+        vals: *const *const c_char,
+        out: *mut DeftSymbolHandle,
+    ) -> c_int;
+    pub fn DeftSymbolCompose(
+        sym: DeftSymbolHandle,
+        name: *const c_char,
+        num_args: c_int,
+        keys: *const *const c_char,
+        args: *const DeftSymbolHandle,
+    ) -> c_int;
+    pub fn DeftSymbolCreateGroup(
+        num_symbols: c_int,
+        symbols: *const DeftSymbolHandle,
+        out: *mut DeftSymbolHandle,
+    ) -> c_int;
     pub fn DeftSymbolCopy(sym: DeftSymbolHandle, out: *mut DeftSymbolHandle) -> c_int;
     pub fn DeftSymbolFree(sym: DeftSymbolHandle) -> c_int;
     pub fn DeftSymbolGetNumOutputs(sym: DeftSymbolHandle, out: *mut c_int) -> c_int;
-    pub fn DeftSymbolGetOutput(sym: DeftSymbolHandle, index: c_int, out: *mut DeftSymbolHandle) -> c_int;
+    pub fn DeftSymbolGetOutput(
+        sym: DeftSymbolHandle,
+        index: c_int,
+        out: *mut DeftSymbolHandle,
+    ) -> c_int;
     pub fn DeftSymbolGetInternals(sym: DeftSymbolHandle, out: *mut DeftSymbolHandle) -> c_int;
     pub fn DeftSymbolGetChildren(sym: DeftSymbolHandle, out: *mut DeftSymbolHandle) -> c_int;
     pub fn DeftSymbolGetName(sym: DeftSymbolHandle, out: *mut *const c_char) -> c_int;
-    pub fn DeftSymbolListArguments(sym: DeftSymbolHandle, out_count: *mut c_int, out_names: *mut *const *const c_char) -> c_int;
-    pub fn DeftSymbolListOutputs(sym: DeftSymbolHandle, out_count: *mut c_int, out_names: *mut *const *const c_char) -> c_int;
-    pub fn DeftSymbolListAuxiliaryStates(sym: DeftSymbolHandle, out_count: *mut c_int, out_names: *mut *const *const c_char) -> c_int;
-    pub fn DeftSymbolGetAttr(sym: DeftSymbolHandle, key: *const c_char, out_value: *mut *const c_char, out_found: *mut c_int) -> c_int;
-    pub fn DeftSymbolSetAttr(sym: DeftSymbolHandle, key: *const c_char, value: *const c_char) -> c_int;
+    pub fn DeftSymbolListArguments(
+        sym: DeftSymbolHandle,
+        out_count: *mut c_int,
+        out_names: *mut *const *const c_char,
+    ) -> c_int;
+    pub fn DeftSymbolListOutputs(
+        sym: DeftSymbolHandle,
+        out_count: *mut c_int,
+        out_names: *mut *const *const c_char,
+    ) -> c_int;
+    pub fn DeftSymbolListAuxiliaryStates(
+        sym: DeftSymbolHandle,
+        out_count: *mut c_int,
+        out_names: *mut *const *const c_char,
+    ) -> c_int;
+    pub fn DeftSymbolGetAttr(
+        sym: DeftSymbolHandle,
+        key: *const c_char,
+        out_value: *mut *const c_char,
+        out_found: *mut c_int,
+    ) -> c_int;
+    pub fn DeftSymbolSetAttr(
+        sym: DeftSymbolHandle,
+        key: *const c_char,
+        value: *const c_char,
+    ) -> c_int;
     pub fn DeftSymbolSaveToJSON(sym: DeftSymbolHandle, out_json: *mut *const c_char) -> c_int;
     pub fn DeftSymbolCreateFromJSON(json: *const c_char, out: *mut DeftSymbolHandle) -> c_int;
     pub fn DeftSymbolSaveToFile(sym: DeftSymbolHandle, path: *const c_char) -> c_int;
     pub fn DeftSymbolCreateFromFile(path: *const c_char, out: *mut DeftSymbolHandle) -> c_int;
     pub fn DeftSymbolToDot(sym: DeftSymbolHandle, out_dot: *mut *const c_char) -> c_int;
-    pub fn DeftSymbolInferShape(sym: DeftSymbolHandle, num_args: c_int, names: *const *const c_char, ndims: *const c_int, dims: *const i64, dtypes: *const c_int, out_complete: *mut c_int) -> c_int;
-    pub fn DeftSymbolGetInferredShape(sym: DeftSymbolHandle, group: c_int, index: c_int, out_dims: *mut i64, capacity: c_int, out_ndim: *mut c_int, out_dtype: *mut c_int) -> c_int;
-    pub fn DeftSymbolApplyPasses(sym: DeftSymbolHandle, passes: *const c_char, out: *mut DeftSymbolHandle) -> c_int;
-    pub fn DeftSymbolGradient(sym: DeftSymbolHandle, num_wrt: c_int, wrt: *const *const c_char, out: *mut DeftSymbolHandle) -> c_int;
-    pub fn DeftSymbolPlaceDevice(sym: DeftSymbolHandle, default_type: c_int, default_id: c_int, num_groups: c_int, groups: *const *const c_char, types: *const c_int, ids: *const c_int, out: *mut DeftSymbolHandle) -> c_int;
+    pub fn DeftSymbolInferShape(
+        sym: DeftSymbolHandle,
+        num_args: c_int,
+        names: *const *const c_char,
+        ndims: *const c_int,
+        dims: *const i64,
+        dtypes: *const c_int,
+        out_complete: *mut c_int,
+    ) -> c_int;
+    pub fn DeftSymbolGetInferredShape(
+        sym: DeftSymbolHandle,
+        group: c_int,
+        index: c_int,
+        out_dims: *mut i64,
+        capacity: c_int,
+        out_ndim: *mut c_int,
+        out_dtype: *mut c_int,
+    ) -> c_int;
+    pub fn DeftSymbolApplyPasses(
+        sym: DeftSymbolHandle,
+        passes: *const c_char,
+        out: *mut DeftSymbolHandle,
+    ) -> c_int;
+    pub fn DeftSymbolGradient(
+        sym: DeftSymbolHandle,
+        num_wrt: c_int,
+        wrt: *const *const c_char,
+        out: *mut DeftSymbolHandle,
+    ) -> c_int;
+    pub fn DeftSymbolPlaceDevice(
+        sym: DeftSymbolHandle,
+        default_type: c_int,
+        default_id: c_int,
+        num_groups: c_int,
+        groups: *const *const c_char,
+        types: *const c_int,
+        ids: *const c_int,
+        out: *mut DeftSymbolHandle,
+    ) -> c_int;
     pub fn DeftGetLiveSymbolCount(out: *mut i64) -> c_int;
-    pub fn DeftCachedOpCreate(sym: DeftSymbolHandle, flags: c_int, out: *mut DeftCachedOpHandle) -> c_int;
-    pub fn DeftCachedOpInvoke(op: DeftCachedOpHandle, num_inputs: c_int, inputs: *const DeftNDArrayHandle, num_outputs: *mut c_int, outputs: *mut DeftNDArrayHandle) -> c_int;
+    pub fn DeftCachedOpCreate(
+        sym: DeftSymbolHandle,
+        flags: c_int,
+        out: *mut DeftCachedOpHandle,
+    ) -> c_int;
+    pub fn DeftCachedOpInvoke(
+        op: DeftCachedOpHandle,
+        num_inputs: c_int,
+        inputs: *const DeftNDArrayHandle,
+        num_outputs: *mut c_int,
+        outputs: *mut DeftNDArrayHandle,
+    ) -> c_int;
     pub fn DeftCachedOpGetPlanStat(op: DeftCachedOpHandle, stat: c_int, out: *mut i64) -> c_int;
     pub fn DeftCachedOpFree(op: DeftCachedOpHandle) -> c_int;
     pub fn DeftSetIsDeferredCompute(on: c_int, prev: *mut c_int) -> c_int;
     pub fn DeftIsDeferredCompute(out: *mut c_int) -> c_int;
-    pub fn DeftImperativeDeferredInvoke(op: DeftOpHandle, num_inputs: c_int, inputs: *const DeftNDArrayHandle, num_outputs: *mut c_int, outputs: *mut DeftNDArrayHandle, num_params: c_int, keys: *const *const c_char, vals: *const *const c_char) -> c_int;
-    pub fn DeftNDArrayGetIsDeferredCompute(handles: *const DeftNDArrayHandle, n: c_int, status: *mut c_int) -> c_int;
+    pub fn DeftImperativeDeferredInvoke(
+        op: DeftOpHandle,
+        num_inputs: c_int,
+        inputs: *const DeftNDArrayHandle,
+        num_outputs: *mut c_int,
+        outputs: *mut DeftNDArrayHandle,
+        num_params: c_int,
+        keys: *const *const c_char,
+        vals: *const *const c_char,
+    ) -> c_int;
+    pub fn DeftNDArrayGetIsDeferredCompute(
+        handles: *const DeftNDArrayHandle,
+        n: c_int,
+        status: *mut c_int,
+    ) -> c_int;
     pub fn DeftNDArrayTriggerDeferredCompute(handles: *const DeftNDArrayHandle, n: c_int) -> c_int;
-    pub fn DeftNDArrayGetDeferredComputeSymbol(inputs: *const DeftNDArrayHandle, outputs: *const DeftNDArrayHandle, input_names: *const *const c_char, output_names: *const *const c_char, num_inputs: c_int, num_outputs: c_int, out: *mut DeftSymbolHandle) -> c_int;
-    pub fn DeftNDArraySetDeferredComputeVariable(arrays: *const DeftNDArrayHandle, variables: *const DeftSymbolHandle, n: c_int) -> c_int;
+    pub fn DeftNDArrayGetDeferredComputeSymbol(
+        inputs: *const DeftNDArrayHandle,
+        outputs: *const DeftNDArrayHandle,
+        input_names: *const *const c_char,
+        output_names: *const *const c_char,
+        num_inputs: c_int,
+        num_outputs: c_int,
+        out: *mut DeftSymbolHandle,
+    ) -> c_int;
+    pub fn DeftNDArraySetDeferredComputeVariable(
+        arrays: *const DeftNDArrayHandle,
+        variables: *const DeftSymbolHandle,
+        n: c_int,
+    ) -> c_int;
     pub fn DeftNDArrayClearDeferredCompute(arrays: *const DeftNDArrayHandle, n: c_int) -> c_int;
     pub fn DeftAutogradSetIsRecording(on: c_int, prev: *mut c_int) -> c_int;
     pub fn DeftAutogradIsRecording(out: *mut c_int) -> c_int;
     pub fn DeftAutogradSetIsTraining(on: c_int, prev: *mut c_int) -> c_int;
     pub fn DeftAutogradIsTraining(out: *mut c_int) -> c_int;
-    pub fn DeftAutogradMarkVariables(num: c_int, variables: *const DeftNDArrayHandle, grad_reqs: *const c_int, grads: *const DeftNDArrayHandle) -> c_int;
-    pub fn DeftAutogradBackward(num_heads: c_int, heads: *const DeftNDArrayHandle, head_grads: *const DeftNDArrayHandle, retain_graph: c_int, create_graph: c_int) -> c_int;
-    pub fn DeftAutogradComputeGradient(num_heads: c_int, heads: *const DeftNDArrayHandle, head_grads: *const DeftNDArrayHandle, num_variables: c_int, variables: *const DeftNDArrayHandle, retain_graph: c_int, create_graph: c_int, out_grads: *mut DeftNDArrayHandle) -> c_int;
+    pub fn DeftAutogradMarkVariables(
+        num: c_int,
+        variables: *const DeftNDArrayHandle,
+        grad_reqs: *const c_int,
+        grads: *const DeftNDArrayHandle,
+    ) -> c_int;
+    pub fn DeftAutogradBackward(
+        num_heads: c_int,
+        heads: *const DeftNDArrayHandle,
+        head_grads: *const DeftNDArrayHandle,
+        retain_graph: c_int,
+        create_graph: c_int,
+    ) -> c_int;
+    pub fn DeftAutogradComputeGradient(
+        num_heads: c_int,
+        heads: *const DeftNDArrayHandle,
+        head_grads: *const DeftNDArrayHandle,
+        num_variables: c_int,
+        variables: *const DeftNDArrayHandle,
+        retain_graph: c_int,
+        create_graph: c_int,
+        out_grads: *mut DeftNDArrayHandle,
+    ) -> c_int;
     pub fn DeftNDArrayToDLPack(handle: DeftNDArrayHandle, out: *mut *mut DLManagedTensor) -> c_int;
-    pub fn DeftNDArrayFromDLPack(tensor: *mut DLManagedTensor, out: *mut DeftNDArrayHandle) -> c_int;
+    pub fn DeftNDArrayFromDLPack(
+        tensor: *mut DLManagedTensor,
+        out: *mut DeftNDArrayHandle,
+    ) -> c_int;
 }

@@ -14,7 +14,11 @@ fn declared() -> Vec<(String, Vec<String>, String)> {
     let src = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs"))
         .unwrap();
     let mut out = Vec::new();
-    for line in src.lines().map(str::trim).filter(|l| l.starts_with("pub fn ")) {
+    for line in src
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("pub fn "))
+    {
         let rest = &line["pub fn ".len()..];
         let open = rest.find('(').unwrap();
         let close = rest.rfind(')').unwrap();
@@ -24,7 +28,13 @@ fn declared() -> Vec<(String, Vec<String>, String)> {
             .filter(|p| !p.is_empty())
             .map(|p| c_type(p.split_once(": ").unwrap().1))
             .collect();
-        let ret = c_type(rest[close + 1..].trim().trim_start_matches("->").trim().trim_end_matches(';'));
+        let ret = c_type(
+            rest[close + 1..]
+                .trim()
+                .trim_start_matches("->")
+                .trim()
+                .trim_end_matches(';'),
+        );
         out.push((name, params, ret));
     }
     out
@@ -95,8 +105,14 @@ fn every_header_function_is_declared() {
     let header = header_functions();
     let missing: Vec<_> = header.difference(&declared).collect();
     let extra: Vec<_> = declared.difference(&header).collect();
-    assert!(missing.is_empty(), "in the header, not in deft-sys: {missing:?}");
-    assert!(extra.is_empty(), "in deft-sys, not in the header: {extra:?}");
+    assert!(
+        missing.is_empty(),
+        "in the header, not in deft-sys: {missing:?}"
+    );
+    assert!(
+        extra.is_empty(),
+        "in deft-sys, not in the header: {extra:?}"
+    );
 }
 
 #[test]
@@ -105,7 +121,11 @@ fn declared_types_match_the_header() {
     let c_file = out.join("deft_sys_check.c");
     let mut c = String::from("#include <deft/c_api.h>\n");
     for (i, (name, params, ret)) in declared().iter().enumerate() {
-        let params = if params.is_empty() { "void".to_string() } else { params.join(", ") };
+        let params = if params.is_empty() {
+            "void".to_string()
+        } else {
+            params.join(", ")
+        };
         c.push_str(&format!("{ret} (*const check{i})({params}) = {name};\n"));
     }
     std::fs::write(&c_file, c).unwrap();

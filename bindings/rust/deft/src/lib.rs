@@ -59,7 +59,10 @@ fn check(status: c_int) -> Result<()> {
     }
     // SAFETY: both return the calling thread's error state, valid until its next failure.
     let (kind, message) = unsafe {
-        (sys::DeftGetLastErrorKind(), CStr::from_ptr(sys::DeftGetLastError()))
+        (
+            sys::DeftGetLastErrorKind(),
+            CStr::from_ptr(sys::DeftGetLastError()),
+        )
     };
     let kind = match kind {
         sys::DEFT_ERROR_VALUE => ErrorKind::Value,
@@ -70,7 +73,10 @@ fn check(status: c_int) -> Result<()> {
         sys::DEFT_ERROR_PARSE => ErrorKind::Parse,
         _ => ErrorKind::Internal,
     };
-    Err(Error { kind, message: message.to_string_lossy().into_owned() })
+    Err(Error {
+        kind,
+        message: message.to_string_lossy().into_owned(),
+    })
 }
 
 fn c_string(text: &str) -> Result<CString> {
@@ -81,7 +87,10 @@ fn c_string(text: &str) -> Result<CString> {
 }
 
 fn c_strings(texts: &[&str]) -> Result<(Vec<CString>, Vec<*const c_char>)> {
-    let owned = texts.iter().map(|t| c_string(t)).collect::<Result<Vec<_>>>()?;
+    let owned = texts
+        .iter()
+        .map(|t| c_string(t))
+        .collect::<Result<Vec<_>>>()?;
     let pointers = owned.iter().map(|s| s.as_ptr()).collect();
     Ok((owned, pointers))
 }
@@ -144,9 +153,16 @@ impl NDArray {
     pub fn from_slice<T: Element>(data: &[T], shape: &[i64]) -> Result<NDArray> {
         let mut handle = ptr::null_mut();
         check(unsafe {
-            sys::DeftNDArrayCreateFromData(shape.as_ptr(), shape.len() as c_int, T::DTYPE,
-                                           sys::DEFT_CPU, 0, data.as_ptr().cast(),
-                                           std::mem::size_of_val(data), &mut handle)
+            sys::DeftNDArrayCreateFromData(
+                shape.as_ptr(),
+                shape.len() as c_int,
+                T::DTYPE,
+                sys::DEFT_CPU,
+                0,
+                data.as_ptr().cast(),
+                std::mem::size_of_val(data),
+                &mut handle,
+            )
         })?;
         Ok(NDArray::from_handle(handle))
     }
@@ -155,8 +171,14 @@ impl NDArray {
     pub fn zeros<T: Element>(shape: &[i64]) -> Result<NDArray> {
         let mut handle = ptr::null_mut();
         check(unsafe {
-            sys::DeftNDArrayCreate(shape.as_ptr(), shape.len() as c_int, T::DTYPE, sys::DEFT_CPU,
-                                   0, &mut handle)
+            sys::DeftNDArrayCreate(
+                shape.as_ptr(),
+                shape.len() as c_int,
+                T::DTYPE,
+                sys::DEFT_CPU,
+                0,
+                &mut handle,
+            )
         })?;
         Ok(NDArray::from_handle(handle))
     }
@@ -165,7 +187,12 @@ impl NDArray {
         let mut dims = [0i64; sys::DEFT_MAX_NDIM];
         let mut ndim = 0;
         check(unsafe {
-            sys::DeftNDArrayGetShape(self.handle, dims.as_mut_ptr(), dims.len() as c_int, &mut ndim)
+            sys::DeftNDArrayGetShape(
+                self.handle,
+                dims.as_mut_ptr(),
+                dims.len() as c_int,
+                &mut ndim,
+            )
         })?;
         Ok(dims[..ndim as usize].to_vec())
     }
@@ -187,8 +214,11 @@ impl NDArray {
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         let mut out = vec![T::default(); self.size()? as usize];
         check(unsafe {
-            sys::DeftNDArrayCopyToHost(self.handle, out.as_mut_ptr().cast(),
-                                       std::mem::size_of_val(out.as_slice()))
+            sys::DeftNDArrayCopyToHost(
+                self.handle,
+                out.as_mut_ptr().cast(),
+                std::mem::size_of_val(out.as_slice()),
+            )
         })?;
         Ok(out)
     }
@@ -196,8 +226,11 @@ impl NDArray {
     /// Overwrite the values.
     pub fn copy_from<T: Element>(&self, data: &[T]) -> Result<()> {
         check(unsafe {
-            sys::DeftNDArrayCopyFromHost(self.handle, data.as_ptr().cast(),
-                                         std::mem::size_of_val(data))
+            sys::DeftNDArrayCopyFromHost(
+                self.handle,
+                data.as_ptr().cast(),
+                std::mem::size_of_val(data),
+            )
         })
     }
 
@@ -260,11 +293,21 @@ impl Op {
         let mut outputs = [ptr::null_mut(); 16];
         let mut count = outputs.len() as c_int;
         check(unsafe {
-            sys::DeftImperativeInvoke(self.handle, handles.len() as c_int, handles.as_ptr(),
-                                      &mut count, outputs.as_mut_ptr(), params.len() as c_int,
-                                      key_ptrs.as_ptr(), val_ptrs.as_ptr())
+            sys::DeftImperativeInvoke(
+                self.handle,
+                handles.len() as c_int,
+                handles.as_ptr(),
+                &mut count,
+                outputs.as_mut_ptr(),
+                params.len() as c_int,
+                key_ptrs.as_ptr(),
+                val_ptrs.as_ptr(),
+            )
         })?;
-        Ok(outputs[..count as usize].iter().map(|&h| NDArray::from_handle(h)).collect())
+        Ok(outputs[..count as usize]
+            .iter()
+            .map(|&h| NDArray::from_handle(h))
+            .collect())
     }
 
     /// Every registered operator's name.
@@ -292,7 +335,10 @@ impl DeferredCompute {
     pub fn enter() -> Result<DeferredCompute> {
         let mut previous = 0;
         check(unsafe { sys::DeftSetIsDeferredCompute(1, &mut previous) })?;
-        Ok(DeferredCompute { previous, _not_send: PhantomData })
+        Ok(DeferredCompute {
+            previous,
+            _not_send: PhantomData,
+        })
     }
 }
 
@@ -314,7 +360,10 @@ impl Recording {
         let (mut rec, mut train) = (0, 0);
         check(unsafe { sys::DeftAutogradSetIsRecording(1, &mut rec) })?;
         check(unsafe { sys::DeftAutogradSetIsTraining(1, &mut train) })?;
-        Ok(Recording { previous: (rec, train), _not_send: PhantomData })
+        Ok(Recording {
+            previous: (rec, train),
+            _not_send: PhantomData,
+        })
     }
 }
 
@@ -341,8 +390,16 @@ pub fn grad(heads: &[&NDArray], variables: &[&NDArray]) -> Result<Vec<NDArray>> 
     let v: Vec<_> = variables.iter().map(|a| a.handle).collect();
     let mut out = vec![ptr::null_mut(); v.len()];
     check(unsafe {
-        sys::DeftAutogradComputeGradient(h.len() as c_int, h.as_ptr(), ptr::null(),
-                                         v.len() as c_int, v.as_ptr(), 0, 0, out.as_mut_ptr())
+        sys::DeftAutogradComputeGradient(
+            h.len() as c_int,
+            h.as_ptr(),
+            ptr::null(),
+            v.len() as c_int,
+            v.as_ptr(),
+            0,
+            0,
+            out.as_mut_ptr(),
+        )
     })?;
     Ok(out.into_iter().map(NDArray::from_handle).collect())
 }
@@ -373,7 +430,9 @@ impl Symbol {
     pub fn to_json(&self) -> Result<String> {
         let mut text = ptr::null();
         check(unsafe { sys::DeftSymbolSaveToJSON(self.handle, &mut text) })?;
-        Ok(unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned())
+        Ok(unsafe { CStr::from_ptr(text) }
+            .to_string_lossy()
+            .into_owned())
     }
 
     pub fn list_inputs(&self) -> Result<Vec<String>> {
@@ -398,9 +457,15 @@ pub fn export(inputs: &[(&str, &NDArray)], outputs: &[(&str, &NDArray)]) -> Resu
     let (_out_names, out_ptrs) = c_strings(&outputs.iter().map(|p| p.0).collect::<Vec<_>>())?;
     let mut handle = ptr::null_mut();
     check(unsafe {
-        sys::DeftNDArrayGetDeferredComputeSymbol(in_h.as_ptr(), out_h.as_ptr(), in_ptrs.as_ptr(),
-                                                 out_ptrs.as_ptr(), in_h.len() as c_int,
-                                                 out_h.len() as c_int, &mut handle)
+        sys::DeftNDArrayGetDeferredComputeSymbol(
+            in_h.as_ptr(),
+            out_h.as_ptr(),
+            in_ptrs.as_ptr(),
+            out_ptrs.as_ptr(),
+            in_h.len() as c_int,
+            out_h.len() as c_int,
+            &mut handle,
+        )
     })?;
     Ok(Symbol { handle })
 }
@@ -425,7 +490,10 @@ impl CachedOp {
         let mut handle = ptr::null_mut();
         check(unsafe { sys::DeftCachedOpCreate(symbol.handle, 0, &mut handle) })?;
         let num_outputs = symbol.list_outputs()?.len();
-        Ok(CachedOp { handle, num_outputs })
+        Ok(CachedOp {
+            handle,
+            num_outputs,
+        })
     }
 
     /// Run the graph on its arguments, in `list_inputs()` order.
@@ -434,10 +502,18 @@ impl CachedOp {
         let mut outputs = vec![ptr::null_mut(); self.num_outputs];
         let mut count = outputs.len() as c_int;
         check(unsafe {
-            sys::DeftCachedOpInvoke(self.handle, handles.len() as c_int, handles.as_ptr(),
-                                    &mut count, outputs.as_mut_ptr())
+            sys::DeftCachedOpInvoke(
+                self.handle,
+                handles.len() as c_int,
+                handles.as_ptr(),
+                &mut count,
+                outputs.as_mut_ptr(),
+            )
         })?;
-        Ok(outputs[..count as usize].iter().map(|&h| NDArray::from_handle(h)).collect())
+        Ok(outputs[..count as usize]
+            .iter()
+            .map(|&h| NDArray::from_handle(h))
+            .collect())
     }
 }
 
@@ -456,8 +532,6 @@ pub fn live_arrays() -> Result<i64> {
 /// Bytes of CPU array storage in use.
 pub fn live_bytes() -> Result<i64> {
     let mut n = 0;
-    check(unsafe {
-        sys::DeftGetMemoryStat(sys::DEFT_CPU, 0, sys::DEFT_MEM_LIVE_BYTES, &mut n)
-    })?;
+    check(unsafe { sys::DeftGetMemoryStat(sys::DEFT_CPU, 0, sys::DEFT_MEM_LIVE_BYTES, &mut n) })?;
     Ok(n)
 }

@@ -1,13 +1,17 @@
 //! The safe API: export, autograd, errors, and memory that follows ownership.
-use deft::{backward, export, grad, invoke, live_arrays, live_bytes, wait_all, CachedOp,
-           DeferredCompute, ErrorKind, NDArray, Op, Recording, Symbol};
+use deft::{
+    backward, export, grad, invoke, live_arrays, live_bytes, wait_all, CachedOp, DeferredCompute,
+    ErrorKind, NDArray, Op, Recording, Symbol,
+};
 use std::sync::Mutex;
 
 /// The tests run one at a time: the leak tests read process-wide counters.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn plus(x: &NDArray, s: &str) -> NDArray {
@@ -54,7 +58,10 @@ fn autograd_of_a_small_function() {
     assert_eq!(g.to_vec::<f64>().unwrap(), vec![3.0, 12.0, 27.0]);
     let y2 = {
         let _rec = Recording::enter().unwrap();
-        x.call("_mul_scalar", &[], &[("scalar", "4")]).unwrap().call("sum", &[], &[]).unwrap()
+        x.call("_mul_scalar", &[], &[("scalar", "4")])
+            .unwrap()
+            .call("sum", &[], &[])
+            .unwrap()
     };
     let dx = grad(&[&y2], &[&x]).unwrap();
     assert_eq!(dx[0].to_vec::<f64>().unwrap(), vec![4.0, 4.0, 4.0]);
@@ -67,14 +74,22 @@ fn errors_carry_the_c_message_and_kind() {
     assert_eq!(err.kind, ErrorKind::Value);
     assert!(err.message.contains("shape[1] is -3"), "{}", err.message);
     let err = Op::find("no_such_op").err().unwrap();
-    assert!(err.message.contains("unknown operator 'no_such_op'"), "{}", err.message);
+    assert!(
+        err.message.contains("unknown operator 'no_such_op'"),
+        "{}",
+        err.message
+    );
     let x = NDArray::zeros::<f32>(&[2, 2]).unwrap();
     let err = invoke("sum", &[&x], &[("axis", "5")]).err().unwrap();
     assert_eq!(err.kind, ErrorKind::Index);
     let err = invoke("sum", &[&x], &[("axis", "a\0b")]).err().unwrap();
     assert_eq!(err.kind, ErrorKind::Argument);
     let err = x.to_vec::<f64>().err().unwrap(); // wrong element type: a byte-count mismatch
-    assert!(err.message.contains("nbytes is 32, expected 16"), "{}", err.message);
+    assert!(
+        err.message.contains("nbytes is 32, expected 16"),
+        "{}",
+        err.message
+    );
     let lazy = {
         let _scope = DeferredCompute::enter().unwrap();
         plus(&x, "1")
