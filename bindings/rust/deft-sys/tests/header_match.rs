@@ -14,27 +14,22 @@ fn declared() -> Vec<(String, Vec<String>, String)> {
     let src = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs"))
         .unwrap();
     let mut out = Vec::new();
-    for line in src
-        .lines()
-        .map(str::trim)
-        .filter(|l| l.starts_with("pub fn "))
-    {
-        let rest = &line["pub fn ".len()..];
-        let open = rest.find('(').unwrap();
-        let close = rest.rfind(')').unwrap();
-        let name = rest[..open].to_string();
-        let params = rest[open + 1..close]
-            .split(", ")
+    // Declarations may span lines (rustfmt): take each from "pub fn" to ";".
+    for decl in src.split("pub fn ").skip(1) {
+        let decl = decl[..decl.find(';').unwrap()]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let open = decl.find('(').unwrap();
+        let close = decl.rfind(')').unwrap();
+        let name = decl[..open].to_string();
+        let params = decl[open + 1..close]
+            .split(',')
+            .map(str::trim)
             .filter(|p| !p.is_empty())
             .map(|p| c_type(p.split_once(": ").unwrap().1))
             .collect();
-        let ret = c_type(
-            rest[close + 1..]
-                .trim()
-                .trim_start_matches("->")
-                .trim()
-                .trim_end_matches(';'),
-        );
+        let ret = c_type(decl[close + 1..].trim().trim_start_matches("->").trim());
         out.push((name, params, ret));
     }
     out
