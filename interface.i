@@ -15,6 +15,13 @@
 
 %include <stdint.i>
 
+#ifdef SWIGPYTHON
+%include "bindings/python/typemaps.i"
+#endif
+#ifdef SWIGJAVA
+%include "bindings/java/typemaps.i"
+#endif
+
 /* The handles' structs are opaque in C: SWIG must not make or free them itself. */
 %nodefaultctor DeftNDArray;
 %nodefaultctor DeftSymbol;
@@ -41,9 +48,6 @@ struct DeftOp {};
 %ignore DeftCachedOpFree;
 %ignore DLManagedTensor;
 
-#ifdef SWIGPYTHON
-%include "bindings/python/typemaps.i"
-#endif
 
 %include "deft/base.h"
 %include "deft/ndarray.h"

@@ -10,11 +10,13 @@ DEFT_APT_PACKAGES=(
     libopenblas-dev libcjson-dev libdlpack-dev
     check doxygen
     swig python3 python3-dev python3-venv
+    junit5 libsurefire-java libmaven-compiler-plugin-java libmaven-resources-plugin-java
+    libmaven-jar-plugin-java
 )
 
 # Toolchains of the other bindings: each package is installed only when its
 # command is missing (a toolchain installed another way is used as it is).
-DEFT_APT_TOOLS=(cargo:cargo go:golang-go)
+DEFT_APT_TOOLS=(cargo:cargo go:golang-go javac:default-jdk-headless mvn:maven)
 
 # Python packages, from PyPI, in the virtual environment the Python binding
 # is installed and tested in.

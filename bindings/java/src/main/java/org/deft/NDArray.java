@@ -1,0 +1,121 @@
+package org.deft;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import org.deft.internal.DeftNative;
+
+/**
+ * An n-dimensional array on the CPU, computed asynchronously. close() frees
+ * its handle at once (use try-with-resources); a Cleaner frees it when the
+ * object becomes unreachable otherwise. Methods called after close() throw
+ * IllegalStateException and never reach freed memory.
+ */
+public final class NDArray implements AutoCloseable {
+    static {
+        Deft.load();
+    }
+
+    private final org.deft.internal.DeftNDArray handle;
+    private volatile boolean closed;
+
+    NDArray(org.deft.internal.DeftNDArray handle) {
+        this.handle = handle;
+    }
+
+    org.deft.internal.DeftNDArray handle() {
+        if (closed) throw new IllegalStateException("the NDArray was closed");
+        return handle;
+    }
+
+    static org.deft.internal.DeftNDArray[] raw(NDArray[] arrays) {
+        if (arrays == null) return null;
+        org.deft.internal.DeftNDArray[] out = new org.deft.internal.DeftNDArray[arrays.length];
+        for (int i = 0; i < arrays.length; i++) out[i] = arrays[i] == null ? null : arrays[i].handle();
+        return out;
+    }
+
+    private static ByteBuffer buffer(long bytes) {
+        return ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder());
+    }
+
+    /** A float32 array holding a copy of data, in row-major order. */
+    public static NDArray of(float[] data, long... shape) {
+        ByteBuffer b = buffer(4L * data.length);
+        b.asFloatBuffer().put(data);
+        org.deft.internal.DeftNDArray[] out = new org.deft.internal.DeftNDArray[1];
+        DeftNative.DeftNDArrayCreateFromData(shape, shape.length, 0, 1, 0, b, out);
+        return new NDArray(out[0]);
+    }
+
+    /** A float64 array holding a copy of data, in row-major order. */
+    public static NDArray of(double[] data, long... shape) {
+        ByteBuffer b = buffer(8L * data.length);
+        b.asDoubleBuffer().put(data);
+        org.deft.internal.DeftNDArray[] out = new org.deft.internal.DeftNDArray[1];
+        DeftNative.DeftNDArrayCreateFromData(shape, shape.length, 1, 1, 0, b, out);
+        return new NDArray(out[0]);
+    }
+
+    public long[] shape() {
+        long[] dims = new long[8];
+        int[] ndim = new int[1];
+        DeftNative.DeftNDArrayGetShape(handle(), dims, ndim);
+        return java.util.Arrays.copyOf(dims, ndim[0]);
+    }
+
+    private ByteBuffer read() {
+        long[] nbytes = new long[1];
+        DeftNative.DeftNDArrayGetNBytes(handle(), nbytes);
+        ByteBuffer b = buffer(nbytes[0]);
+        DeftNative.DeftNDArrayCopyToHost(handle(), b);
+        return b;
+    }
+
+    /** The values of a float32 array (waiting for pending work). */
+    public float[] toFloatArray() {
+        ByteBuffer b = read();
+        float[] out = new float[b.capacity() / 4];
+        b.asFloatBuffer().get(out);
+        return out;
+    }
+
+    /** The values of a float64 array (waiting for pending work). */
+    public double[] toDoubleArray() {
+        ByteBuffer b = read();
+        double[] out = new double[b.capacity() / 8];
+        b.asDoubleBuffer().get(out);
+        return out;
+    }
+
+    /** Whether the array waits for deferred compute. */
+    public boolean isLazy() {
+        int[] status = new int[1];
+        DeftNative.DeftNDArrayGetIsDeferredCompute(new org.deft.internal.DeftNDArray[] {handle()},
+                                                   1, status);
+        return status[0] != 0;
+    }
+
+    /** Run operator name with this array as its first input; its first output. */
+    public NDArray call(String name, NDArray[] others, String... params) {
+        NDArray[] inputs = new NDArray[others.length + 1];
+        inputs[0] = this;
+        System.arraycopy(others, 0, inputs, 1, others.length);
+        return Deft.invoke(name, inputs, params)[0];
+    }
+
+    /** Make this a variable; backward writes its gradient into the returned array. */
+    public NDArray attachGrad() {
+        NDArray grad = Deft.invoke("zeros_like", new NDArray[] {this})[0];
+        DeftNative.DeftAutogradMarkVariables(1, raw(new NDArray[] {this}), new int[] {1},
+                                             raw(new NDArray[] {grad}));
+        return grad;
+    }
+
+    /** Free the handle now; a second close() does nothing. */
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        handle.delete();
+    }
+}

@@ -1,0 +1,352 @@
+/*
+ * How deft's C API looks from Java through JNI (included by interface.i).
+ * These classes are internal (org.deft.internal); org.deft is the API.
+ *
+ * - A status of -1 throws org.deft.DeftException with the error kind and
+ *   DeftGetLastError()'s text, read inside the same native call.
+ * - Out-parameters are one-element arrays the caller passes: int[], long[],
+ *   String[], and DeftNDArray[] / DeftSymbol[] / DeftCachedOp[] / DeftOp[]
+ *   for new handles (owned by the object put there).
+ * - C arrays are Java arrays (null for NULL); buffers are direct ByteBuffers.
+ * - The handle classes free their handle through a java.lang.ref.Cleaner:
+ *   delete() (called by close()) runs it at once, and the Cleaner runs it if
+ *   the object becomes unreachable first. SWIG's finalize() is not emitted.
+ */
+
+%{
+#include <stdint.h>
+#include <stdlib.h>
+
+static void deft_java_throw(JNIEnv *env) {
+    jclass cls = (*env)->FindClass(env, "org/deft/DeftException");
+    if (!cls) return; /* NoClassDefFoundError is pending */
+    jmethodID ctor = (*env)->GetMethodID(env, cls, "<init>", "(ILjava/lang/String;)V");
+    jstring text = (*env)->NewStringUTF(env, DeftGetLastError());
+    if (!ctor || !text) return;
+    jobject error = (*env)->NewObject(env, cls, ctor, (jint)DeftGetLastErrorKind(), text);
+    if (error) (*env)->Throw(env, (jthrowable)error);
+}
+
+/* A Java object of an internal handle class owning `ptr` (NULL: null). */
+static jobject deft_java_owned(JNIEnv *env, const char *cls_name, void *ptr) {
+    if (!ptr) return NULL;
+    jclass cls = (*env)->FindClass(env, cls_name);
+    jmethodID ctor = cls ? (*env)->GetMethodID(env, cls, "<init>", "(JZ)V") : NULL;
+    return ctor ? (*env)->NewObject(env, cls, ctor, (jlong)(intptr_t)ptr, JNI_TRUE) : NULL;
+}
+
+/* Handle fields of Java objects, for arrays of handles (null elements: NULL). */
+static int deft_java_handles(JNIEnv *env, jobjectArray arr, void ***out) {
+    *out = NULL;
+    if (!arr) return 0;
+    jsize n = (*env)->GetArrayLength(env, arr);
+    void **items = calloc((size_t)n + 1, sizeof *items);
+    if (!items) return -1;
+    for (jsize i = 0; i < n; i++) {
+        jobject obj = (*env)->GetObjectArrayElement(env, arr, i);
+        if (!obj) continue;
+        jclass cls = (*env)->GetObjectClass(env, obj);
+        jmethodID get = (*env)->GetMethodID(env, cls, "swigPointer", "()J");
+        if (!get) {
+            free(items);
+            return -1;
+        }
+        items[i] = (void *)(intptr_t)(*env)->CallLongMethod(env, obj, get);
+        (*env)->DeleteLocalRef(env, cls); /* long arrays must not exhaust local references */
+        (*env)->DeleteLocalRef(env, obj);
+    }
+    *out = items;
+    return 0;
+}
+%}
+
+%ignore DeftGetLastError;
+%ignore DeftGetLastErrorKind;
+
+/* ---- status ---- */
+
+%typemap(out) int {
+    if ($1 != 0) {
+        deft_java_throw(jenv);
+        return $null;
+    }
+    $result = (jint)$1;
+}
+
+/* ---- handle classes: a Cleaner instead of finalize() ---- */
+
+%typemap(javafinalize) SWIGTYPE ""
+
+%define DEFT_JAVA_HANDLE_CLASS(STRUCT)
+%typemap(javabody) struct STRUCT %{
+  private static final java.lang.ref.Cleaner CLEANER = java.lang.ref.Cleaner.create();
+
+  /** Frees the handle once, from delete() or from the Cleaner's thread. */
+  private static final class Release implements Runnable {
+    private long ptr;
+    Release(long ptr) { this.ptr = ptr; }
+    @Override public synchronized void run() {
+      if (ptr != 0) { $imclassname.delete_$javaclassname(ptr); ptr = 0; }
+    }
+  }
+
+  private transient long swigCPtr;
+  private final transient java.lang.ref.Cleaner.Cleanable cleanable;
+
+  public $javaclassname(long cPtr, boolean cMemoryOwn) {
+    swigCPtr = cPtr;
+    cleanable = cMemoryOwn && cPtr != 0 ? CLEANER.register(this, new Release(cPtr)) : null;
+  }
+
+  public static long getCPtr($javaclassname obj) {
+    return (obj == null) ? 0 : obj.swigCPtr;
+  }
+
+  /** The handle, or 0 after delete(): C then reports a NULL handle. */
+  public synchronized long swigPointer() { return swigCPtr; }
+%}
+%typemap(javadestruct, methodname="delete", methodmodifiers="public synchronized") struct STRUCT {
+    swigCPtr = 0;
+    if (cleanable != null) cleanable.clean();
+  }
+%enddef
+
+DEFT_JAVA_HANDLE_CLASS(DeftNDArray)
+DEFT_JAVA_HANDLE_CLASS(DeftSymbol)
+DEFT_JAVA_HANDLE_CLASS(DeftCachedOp)
+
+/* Operators are static registry entries: nothing to free. */
+%typemap(javabody) struct DeftOp %{
+  private transient long swigCPtr;
+
+  public $javaclassname(long cPtr, boolean cMemoryOwn) {
+    swigCPtr = cPtr;
+  }
+
+  public static long getCPtr($javaclassname obj) {
+    return (obj == null) ? 0 : obj.swigCPtr;
+  }
+
+  public long swigPointer() { return swigCPtr; }
+%}
+%typemap(javadestruct, methodname="delete", methodmodifiers="public") struct DeftOp {
+  }
+
+/* ---- scalar out-parameters: one-element arrays ---- */
+
+%include <typemaps.i>
+%apply int *OUTPUT { int *out, int *prev, int *out_ndim, int *out_type, int *out_id,
+                     int *out_min, int *out_max, int *out_found, int *out_complete,
+                     int *out_dtype, int *num_outputs_out };
+%apply long long *OUTPUT { int64_t *out, int64_t *hits, int64_t *misses };
+
+%define DEFT_JAVA_OUT_STRING(NAME)
+%typemap(jni) const char **NAME "jobjectArray"
+%typemap(jtype) const char **NAME "String[]"
+%typemap(jstype) const char **NAME "String[]"
+%typemap(javain) const char **NAME "$javainput"
+%typemap(in) const char **NAME (const char *temp = NULL) { $1 = ($1_ltype)&temp; }
+%typemap(argout) const char **NAME {
+    if ($input && temp$argnum)
+        (*jenv)->SetObjectArrayElement(jenv, $input, 0, (*jenv)->NewStringUTF(jenv, temp$argnum));
+}
+%enddef
+DEFT_JAVA_OUT_STRING(out)
+DEFT_JAVA_OUT_STRING(out_name)
+DEFT_JAVA_OUT_STRING(out_description)
+DEFT_JAVA_OUT_STRING(out_type)
+DEFT_JAVA_OUT_STRING(out_default)
+DEFT_JAVA_OUT_STRING(out_doc)
+DEFT_JAVA_OUT_STRING(out_value)
+DEFT_JAVA_OUT_STRING(out_json)
+DEFT_JAVA_OUT_STRING(out_dot)
+
+%typemap(jni) size_t *out "jlongArray"
+%typemap(jtype) size_t *out "long[]"
+%typemap(jstype) size_t *out "long[]"
+%typemap(javain) size_t *out "$javainput"
+%typemap(in) size_t *out (size_t temp = 0) { $1 = &temp; }
+%typemap(argout) size_t *out {
+    jlong v = (jlong)temp$argnum;
+    if ($input) (*jenv)->SetLongArrayRegion(jenv, $input, 0, 1, &v);
+}
+
+/* ---- new handles: an array of one element receives an owning object ---- */
+
+%define DEFT_JAVA_OUT_HANDLE(HANDLE, STRUCT, OWNED)
+%typemap(jni) HANDLE *out "jobjectArray"
+%typemap(jtype) HANDLE *out "STRUCT[]"
+%typemap(jstype) HANDLE *out "STRUCT[]"
+%typemap(javain) HANDLE *out "$javainput"
+%typemap(in) HANDLE *out (HANDLE temp = NULL) { $1 = &temp; }
+%typemap(argout) HANDLE *out {
+    if ($input && temp$argnum) {
+        jclass cls = (*jenv)->FindClass(jenv, "org/deft/internal/STRUCT");
+        jmethodID ctor = cls ? (*jenv)->GetMethodID(jenv, cls, "<init>", "(JZ)V") : NULL;
+        jobject obj = ctor ? (*jenv)->NewObject(jenv, cls, ctor, (jlong)(intptr_t)temp$argnum,
+                                                (jboolean)OWNED) : NULL;
+        (*jenv)->SetObjectArrayElement(jenv, $input, 0, obj);
+    }
+}
+%enddef
+DEFT_JAVA_OUT_HANDLE(DeftNDArrayHandle, DeftNDArray, JNI_TRUE)
+DEFT_JAVA_OUT_HANDLE(DeftSymbolHandle, DeftSymbol, JNI_TRUE)
+DEFT_JAVA_OUT_HANDLE(DeftCachedOpHandle, DeftCachedOp, JNI_TRUE)
+DEFT_JAVA_OUT_HANDLE(DeftOpHandle, DeftOp, JNI_FALSE)
+
+/* Invoke: (int[] count, DeftNDArray[] outputs): null entries receive new arrays. */
+%typemap(jni) (int *num_outputs, DeftNDArrayHandle *outputs) "jobjectArray"
+%typemap(jtype) (int *num_outputs, DeftNDArrayHandle *outputs) "DeftNDArray[]"
+%typemap(jstype) (int *num_outputs, DeftNDArrayHandle *outputs) "DeftNDArray[]"
+%typemap(javain) (int *num_outputs, DeftNDArrayHandle *outputs) "$javainput"
+%typemap(in) (int *num_outputs, DeftNDArrayHandle *outputs) (int room = 0, void **given = NULL) {
+    if (deft_java_handles(jenv, $input, &given)) return $null;
+    room = $input ? (int)(*jenv)->GetArrayLength(jenv, $input) : 0;
+    $1 = &room;
+    $2 = (DeftNDArrayHandle *)given;
+}
+%typemap(argout) (int *num_outputs, DeftNDArrayHandle *outputs) {
+    for (int k = 0; k < room$argnum; k++) {
+        jobject old = (*jenv)->GetObjectArrayElement(jenv, $input, k);
+        if (old || k >= *$1) continue; /* given: written in place */
+        (*jenv)->SetObjectArrayElement(jenv, $input, k,
+            deft_java_owned(jenv, "org/deft/internal/DeftNDArray", $2[k]));
+    }
+}
+%typemap(freearg) (int *num_outputs, DeftNDArrayHandle *outputs) { free(given$argnum); }
+
+/* Gradients out (ComputeGradient): an array with room for one per variable. */
+%typemap(jni) DeftNDArrayHandle *out_grads "jobjectArray"
+%typemap(jtype) DeftNDArrayHandle *out_grads "DeftNDArray[]"
+%typemap(jstype) DeftNDArrayHandle *out_grads "DeftNDArray[]"
+%typemap(javain) DeftNDArrayHandle *out_grads "$javainput"
+%typemap(in) DeftNDArrayHandle *out_grads (jsize n = 0) {
+    n = $input ? (*jenv)->GetArrayLength(jenv, $input) : 0;
+    $1 = calloc((size_t)n + 1, sizeof *$1);
+}
+%typemap(argout) DeftNDArrayHandle *out_grads {
+    for (jsize k = 0; k < n$argnum; k++)
+        (*jenv)->SetObjectArrayElement(jenv, $input, k,
+            deft_java_owned(jenv, "org/deft/internal/DeftNDArray", $1[k]));
+}
+%typemap(freearg) DeftNDArrayHandle *out_grads { free($1); }
+
+/* Deferred status per array: an int[] with room for one per array. */
+%typemap(jni) int *status "jintArray"
+%typemap(jtype) int *status "int[]"
+%typemap(jstype) int *status "int[]"
+%typemap(javain) int *status "$javainput"
+%typemap(in) int *status { $1 = $input ? (int *)(*jenv)->GetIntArrayElements(jenv, $input, NULL) : NULL; }
+%typemap(argout) int *status { if ($input) (*jenv)->ReleaseIntArrayElements(jenv, $input, (jint *)$1, 0); }
+
+/* ---- sequences in ---- */
+
+%define DEFT_JAVA_HANDLES_IN(HANDLE, STRUCT)
+%typemap(jni) const HANDLE * "jobjectArray"
+%typemap(jtype) const HANDLE * "STRUCT[]"
+%typemap(jstype) const HANDLE * "STRUCT[]"
+%typemap(javain) const HANDLE * "$javainput"
+%typemap(in) const HANDLE * (void **items = NULL) {
+    if (deft_java_handles(jenv, $input, &items)) return $null;
+    $1 = ($1_ltype)items;
+}
+%typemap(freearg) const HANDLE * { free(items$argnum); }
+%enddef
+DEFT_JAVA_HANDLES_IN(DeftNDArrayHandle, DeftNDArray)
+DEFT_JAVA_HANDLES_IN(DeftSymbolHandle, DeftSymbol)
+
+%typemap(jni) const char *const * "jobjectArray"
+%typemap(jtype) const char *const * "String[]"
+%typemap(jstype) const char *const * "String[]"
+%typemap(javain) const char *const * "$javainput"
+%typemap(in) const char *const * (jsize n = 0, const char **texts = NULL) {
+    n = $input ? (*jenv)->GetArrayLength(jenv, $input) : 0;
+    texts = $input ? calloc((size_t)n + 1, sizeof *texts) : NULL;
+    for (jsize i = 0; texts && i < n; i++) {
+        jstring s = (jstring)(*jenv)->GetObjectArrayElement(jenv, $input, i);
+        texts[i] = s ? (*jenv)->GetStringUTFChars(jenv, s, NULL) : NULL;
+    }
+    $1 = ($1_ltype)texts;
+}
+%typemap(freearg) const char *const * {
+    for (jsize i = 0; texts$argnum && i < n$argnum; i++) {
+        jstring s = (jstring)(*jenv)->GetObjectArrayElement(jenv, $input, i);
+        if (s && texts$argnum[i]) (*jenv)->ReleaseStringUTFChars(jenv, s, texts$argnum[i]);
+    }
+    free(texts$argnum);
+}
+
+%typemap(jni) const int64_t * "jlongArray"
+%typemap(jtype) const int64_t * "long[]"
+%typemap(jstype) const int64_t * "long[]"
+%typemap(javain) const int64_t * "$javainput"
+%typemap(in) const int64_t * { $1 = $input ? ($1_ltype)(*jenv)->GetLongArrayElements(jenv, $input, NULL) : NULL; }
+%typemap(freearg) const int64_t * { if ($input) (*jenv)->ReleaseLongArrayElements(jenv, $input, (jlong *)$1, JNI_ABORT); }
+%typemap(jni) const int * "jintArray"
+%typemap(jtype) const int * "int[]"
+%typemap(jstype) const int * "int[]"
+%typemap(javain) const int * "$javainput"
+%typemap(in) const int * { $1 = $input ? ($1_ltype)(*jenv)->GetIntArrayElements(jenv, $input, NULL) : NULL; }
+%typemap(freearg) const int * { if ($input) (*jenv)->ReleaseIntArrayElements(jenv, $input, (jint *)$1, JNI_ABORT); }
+
+/* ---- buffers: direct ByteBuffers ---- */
+
+%define DEFT_JAVA_BUFFER(QUAL)
+%typemap(jni) (QUAL void *data, size_t nbytes) "jobject"
+%typemap(jtype) (QUAL void *data, size_t nbytes) "java.nio.ByteBuffer"
+%typemap(jstype) (QUAL void *data, size_t nbytes) "java.nio.ByteBuffer"
+%typemap(javain) (QUAL void *data, size_t nbytes) "$javainput"
+%typemap(in) (QUAL void *data, size_t nbytes) {
+    $1 = $input ? (*jenv)->GetDirectBufferAddress(jenv, $input) : NULL;
+    $2 = $input ? (size_t)(*jenv)->GetDirectBufferCapacity(jenv, $input) : 0;
+}
+%enddef
+DEFT_JAVA_BUFFER(const)
+DEFT_JAVA_BUFFER()
+
+/* ---- lists out: String[][] holder ---- */
+
+%define DEFT_JAVA_NAMES_OUT(COUNT, NAMES)
+%typemap(jni) (int *COUNT, const char *const **NAMES) "jobjectArray"
+%typemap(jtype) (int *COUNT, const char *const **NAMES) "String[][]"
+%typemap(jstype) (int *COUNT, const char *const **NAMES) "String[][]"
+%typemap(javain) (int *COUNT, const char *const **NAMES) "$javainput"
+%typemap(in) (int *COUNT, const char *const **NAMES) (int n = 0, const char *const *names = NULL) {
+    $1 = &n;
+    $2 = ($2_ltype)&names;
+}
+%typemap(argout) (int *COUNT, const char *const **NAMES) {
+    jclass string_cls = (*jenv)->FindClass(jenv, "java/lang/String");
+    jobjectArray list = string_cls ? (*jenv)->NewObjectArray(jenv, n$argnum, string_cls, NULL) : NULL;
+    for (int i = 0; list && i < n$argnum; i++)
+        (*jenv)->SetObjectArrayElement(jenv, list, i, (*jenv)->NewStringUTF(jenv, names$argnum[i]));
+    if ($input) (*jenv)->SetObjectArrayElement(jenv, $input, 0, list);
+}
+%enddef
+DEFT_JAVA_NAMES_OUT(out_count, out_names)
+DEFT_JAVA_NAMES_OUT(out_num_names, out_names)
+DEFT_JAVA_NAMES_OUT(out_count, out_words)
+
+/* Shapes out: long[] of room DEFT_MAX_NDIM, then int[] ndim. */
+%typemap(jni) (int64_t *out_shape, int capacity) "jlongArray"
+%typemap(jtype) (int64_t *out_shape, int capacity) "long[]"
+%typemap(jstype) (int64_t *out_shape, int capacity) "long[]"
+%typemap(javain) (int64_t *out_shape, int capacity) "$javainput"
+%typemap(in) (int64_t *out_shape, int capacity) {
+    $1 = $input ? ($1_ltype)(*jenv)->GetLongArrayElements(jenv, $input, NULL) : NULL;
+    $2 = $input ? (int)(*jenv)->GetArrayLength(jenv, $input) : 0;
+}
+%typemap(argout) (int64_t *out_shape, int capacity) { if ($input) (*jenv)->ReleaseLongArrayElements(jenv, $input, (jlong *)$1, 0); }
+%typemap(jni) (int64_t *out_dims, int capacity) "jlongArray"
+%typemap(jtype) (int64_t *out_dims, int capacity) "long[]"
+%typemap(jstype) (int64_t *out_dims, int capacity) "long[]"
+%typemap(javain) (int64_t *out_dims, int capacity) "$javainput"
+%typemap(in) (int64_t *out_dims, int capacity) {
+    $1 = $input ? ($1_ltype)(*jenv)->GetLongArrayElements(jenv, $input, NULL) : NULL;
+    $2 = $input ? (int)(*jenv)->GetArrayLength(jenv, $input) : 0;
+}
+%typemap(argout) (int64_t *out_dims, int capacity) { if ($input) (*jenv)->ReleaseLongArrayElements(jenv, $input, (jlong *)$1, 0); }
+
+/* DLPack has no Java counterpart. */
+%ignore DeftNDArrayToDLPack;
+%ignore DeftNDArrayFromDLPack;
