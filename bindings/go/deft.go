@@ -68,6 +68,23 @@ type handle struct {
 	closed bool
 }
 
+// release runs free once; later calls return ErrClosed. owner is the object
+// whose finalizer is cleared.
+func (h *handle) release(owner interface{}, free func(*C.go_status) C.int) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return ErrClosed
+	}
+	h.closed = true
+	runtime.SetFinalizer(owner, nil)
+	var st C.go_status
+	if free(&st) != 0 {
+		return fail(&st)
+	}
+	return nil
+}
+
 // NDArray is an n-dimensional array on the CPU, computed asynchronously.
 type NDArray struct {
 	handle
@@ -96,18 +113,7 @@ func (a *NDArray) raw() (C.DeftNDArrayHandle, error) {
 // Close releases the array's handle; the data lives on while pending work
 // or recorded graphs still need it. A second Close returns ErrClosed.
 func (a *NDArray) Close() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed {
-		return ErrClosed
-	}
-	a.closed = true
-	runtime.SetFinalizer(a, nil)
-	var st C.go_status
-	if C.go_free(&st, a.h) != 0 {
-		return fail(&st)
-	}
-	return nil
+	return a.release(a, func(st *C.go_status) C.int { return C.go_free(st, a.h) })
 }
 
 func create(dtype DType, data unsafe.Pointer, nbytes int, shape []int64) (*NDArray, error) {

@@ -25,18 +25,7 @@ func wrapSymbol(h C.DeftSymbolHandle) *Symbol {
 
 // Close releases the symbol's handle. A second Close returns ErrClosed.
 func (s *Symbol) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	s.closed = true
-	runtime.SetFinalizer(s, nil)
-	var st C.go_status
-	if C.go_symbol_free(&st, s.h) != 0 {
-		return fail(&st)
-	}
-	return nil
+	return s.release(s, func(st *C.go_status) C.int { return C.go_symbol_free(st, s.h) })
 }
 
 // Named pairs a name with an array, for Export.
@@ -164,18 +153,7 @@ func NewCachedOp(s *Symbol) (*CachedOp, error) {
 
 // Close releases the executor. A second Close returns ErrClosed.
 func (op *CachedOp) Close() error {
-	op.mu.Lock()
-	defer op.mu.Unlock()
-	if op.closed {
-		return ErrClosed
-	}
-	op.closed = true
-	runtime.SetFinalizer(op, nil)
-	var st C.go_status
-	if C.go_cached_op_free(&st, op.h) != 0 {
-		return fail(&st)
-	}
-	return nil
+	return op.release(op, func(st *C.go_status) C.int { return C.go_cached_op_free(st, op.h) })
 }
 
 // Call runs the graph on its arguments (ListInputs order).

@@ -10,21 +10,13 @@ import org.deft.internal.DeftNative;
  * object becomes unreachable otherwise. Methods called after close() throw
  * IllegalStateException and never reach freed memory.
  */
-public final class NDArray implements AutoCloseable {
-    static {
-        Deft.load();
-    }
-
-    private final org.deft.internal.DeftNDArray handle;
-    private volatile boolean closed;
-
+public final class NDArray extends Owned<org.deft.internal.DeftNDArray> {
     NDArray(org.deft.internal.DeftNDArray handle) {
-        this.handle = handle;
+        super(handle, handle::delete);
     }
 
     org.deft.internal.DeftNDArray handle() {
-        if (closed) throw new IllegalStateException("the NDArray was closed");
-        return handle;
+        return get();
     }
 
     static org.deft.internal.DeftNDArray[] raw(NDArray[] arrays) {
@@ -42,17 +34,19 @@ public final class NDArray implements AutoCloseable {
     public static NDArray of(float[] data, long... shape) {
         ByteBuffer b = buffer(4L * data.length);
         b.asFloatBuffer().put(data);
-        org.deft.internal.DeftNDArray[] out = new org.deft.internal.DeftNDArray[1];
-        DeftNative.DeftNDArrayCreateFromData(shape, shape.length, 0, 1, 0, b, out);
-        return new NDArray(out[0]);
+        return create(b, 0, shape);
     }
 
     /** A float64 array holding a copy of data, in row-major order. */
     public static NDArray of(double[] data, long... shape) {
         ByteBuffer b = buffer(8L * data.length);
         b.asDoubleBuffer().put(data);
+        return create(b, 1, shape);
+    }
+
+    private static NDArray create(ByteBuffer data, int dtype, long[] shape) {
         org.deft.internal.DeftNDArray[] out = new org.deft.internal.DeftNDArray[1];
-        DeftNative.DeftNDArrayCreateFromData(shape, shape.length, 1, 1, 0, b, out);
+        DeftNative.DeftNDArrayCreateFromData(shape, shape.length, dtype, 1, 0, data, out);
         return new NDArray(out[0]);
     }
 
@@ -109,13 +103,5 @@ public final class NDArray implements AutoCloseable {
         DeftNative.DeftAutogradMarkVariables(1, raw(new NDArray[] {this}), new int[] {1},
                                              raw(new NDArray[] {grad}));
         return grad;
-    }
-
-    /** Free the handle now; a second close() does nothing. */
-    @Override
-    public void close() {
-        if (closed) return;
-        closed = true;
-        handle.delete();
     }
 }

@@ -3,21 +3,13 @@ package org.deft;
 import org.deft.internal.DeftNative;
 
 /** A symbolic graph: exported from deferred compute, or loaded from JSON. */
-public final class Symbol implements AutoCloseable {
-    static {
-        Deft.load();
-    }
-
-    private final org.deft.internal.DeftSymbol handle;
-    private volatile boolean closed;
-
+public final class Symbol extends Owned<org.deft.internal.DeftSymbol> {
     Symbol(org.deft.internal.DeftSymbol handle) {
-        this.handle = handle;
+        super(handle, handle::delete);
     }
 
     org.deft.internal.DeftSymbol handle() {
-        if (closed) throw new IllegalStateException("the Symbol was closed");
-        return handle;
+        return get();
     }
 
     public static Symbol fromJson(String json) {
@@ -43,12 +35,5 @@ public final class Symbol implements AutoCloseable {
         String[][] out = new String[1][];
         DeftNative.DeftSymbolListOutputs(handle(), out);
         return out[0];
-    }
-
-    @Override
-    public void close() {
-        if (closed) return;
-        closed = true;
-        handle.delete();
     }
 }
