@@ -6,6 +6,7 @@
 #ifndef DEFT_CORE_ALLOCATOR_H
 #define DEFT_CORE_ALLOCATOR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/base/device.h"
@@ -24,6 +25,9 @@ const deft_allocator_t *deft_allocator_get(deft_device_type_t type);
 
 /* The CPU pool: 64-byte aligned blocks in size classes, cached for reuse. */
 extern const deft_allocator_t deft_cpu_pool;
+/* False under DEFT_POOL=off: every buffer then comes from the system, one
+ * allocation each, so memory checkers see each one on its own. */
+bool deft_cpu_pool_caching(void);
 
 /* Alignment of every CPU buffer, enough for AVX-512 loads. */
 #define DEFT_CPU_ALIGN 64

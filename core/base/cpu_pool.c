@@ -99,6 +99,11 @@ static void read_config(void) {
     pthread_key_create(&cache_key, free_thread_cache);
 }
 
+bool deft_cpu_pool_caching(void) {
+    pthread_once(&config_once, read_config);
+    return caching_enabled;
+}
+
 static thread_cache_t *thread_cache(void) {
     if (!tl_cache && (tl_cache = calloc(1, sizeof *tl_cache)) != NULL)
         pthread_setspecific(cache_key, tl_cache);

@@ -1,5 +1,6 @@
 #include "core/base/storage.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "core/base/allocator.h"
@@ -20,6 +21,25 @@ const deft_allocator_t *deft_allocator_get(deft_device_type_t type) {
     return atomic_load(&allocators[type]);
 }
 
+/* Buffers this small sit in the storage record, 64-byte aligned after the
+ * header: scalars and short vectors cost no trip to the pool and back. */
+#define INLINE_MAX 256
+#define DATA_ALIGN 64
+/* AddressSanitizer sees overruns only between separate allocations. */
+#if defined(__SANITIZE_ADDRESS__)
+#define INLINE_ALLOWED false
+#else
+#define INLINE_ALLOWED true
+#endif
+
+static void *inline_buffer(deft_storage_t *storage) {
+    uintptr_t at = ((uintptr_t)(storage + 1) + DATA_ALIGN - 1) & ~(uintptr_t)(DATA_ALIGN - 1);
+    return (void *)at;
+}
+
+_Static_assert(sizeof(deft_storage_t) + DATA_ALIGN - 1 + INLINE_MAX <= DEFT_RECORD_SIZE,
+               "inline buffers fit the storage record");
+
 int deft_storage_new(deft_device_t dev, size_t nbytes, deft_storage_t **out) {
     const deft_allocator_t *allocator = deft_allocator_get(dev.type);
     if (!allocator)
@@ -28,7 +48,12 @@ int deft_storage_new(deft_device_t dev, size_t nbytes, deft_storage_t **out) {
     if (!storage) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a storage record");
     storage->data = NULL;
     storage->capacity = 0;
-    if (nbytes > 0 && allocator->alloc(dev, nbytes, &storage->data, &storage->capacity)) {
+    storage->inline_data = INLINE_ALLOWED && nbytes > 0 && nbytes <= INLINE_MAX &&
+                           dev.type == DEFT_DEV_CPU && deft_cpu_pool_caching();
+    if (storage->inline_data) {
+        storage->data = inline_buffer(storage);
+        storage->capacity = INLINE_MAX;
+    } else if (nbytes > 0 && allocator->alloc(dev, nbytes, &storage->data, &storage->capacity)) {
         deft_record_free(storage);
         return -1;
     }
@@ -54,6 +79,7 @@ int deft_storage_wrap(deft_device_t dev, void *data, size_t nbytes, void (*exter
     storage->nbytes = storage->capacity = nbytes;
     storage->external_free = external_free;
     storage->external_ctx = ctx;
+    storage->inline_data = false;
     *out = storage;
     return 0;
 }
@@ -71,7 +97,7 @@ void deft_storage_release(deft_storage_t *storage) {
         deft_record_free(storage);
         return;
     }
-    if (storage->data)
+    if (storage->data && !storage->inline_data)
         deft_allocator_get(storage->device.type)
             ->free(storage->device, storage->data, storage->capacity);
     deft_memstat_buffer_freed(storage->device, storage->nbytes);

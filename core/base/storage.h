@@ -8,6 +8,7 @@
 #define DEFT_CORE_STORAGE_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/base/device.h"
@@ -25,6 +26,8 @@ typedef struct deft_storage {
      * of the device's pool, and not counted in the memory statistics. */
     void (*external_free)(void *ctx);
     void *external_ctx;
+    /* Small CPU buffers live in the storage record itself (storage.c). */
+    bool inline_data;
 } deft_storage_t;
 
 _Static_assert(sizeof(deft_storage_t) <= 512, "records hold storage headers");

@@ -216,6 +216,13 @@ static void release_created(invoke_call_t *call, deft_ndarray_t **given, bool fa
     }
 }
 
+/* Whether any output went through a staging buffer (release_created has work). */
+static bool staged(const invoke_call_t *call) {
+    for (int k = 0; k < call->nout; k++)
+        if (call->final[k]) return true;
+    return false;
+}
+
 /* Lazy arrays have no value to overwrite: as given outputs or updated inputs they are errors. */
 static int check_not_lazy(const deft_op_t *op, int nin, deft_ndarray_t *const *in, int nout,
                           deft_ndarray_t *const *out) {
@@ -297,8 +304,10 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
     /* Parameters stay in the parse cache while the call runs here; a queued copy copies them. */
     invoke_call_t *call = call_init(memory, false, op, nin, produced, 0);
     call->params = params->v;
-    memcpy(call->in, in, (size_t)nin * sizeof *in);
-    memset(call->out, 0, (size_t)(2 * produced) * sizeof(deft_ndarray_t *));
+    /* plain loops: for the one or two arrays of most calls, libc's memcpy and
+     * memset cost more than the copying */
+    for (int i = 0; i < nin; i++) call->in[i] = in[i];
+    for (int k = 0; k < 2 * produced; k++) call->out[k] = NULL;
     deft_device_t device = nin ? in[0]->tensor.device : deft_device_cpu();
     for (int k = 0; k < produced; k++) {
         if (prepare_output(call, k, out[k], &out_desc[k], device)) {
@@ -320,7 +329,7 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
         release_created(call, out, true);
         return -1;
     }
-    release_created(call, out, false);
+    if (staged(call)) release_created(call, out, false);
     if (memo) deft_memo_insert(entry, nin, in, nparams, keys, vals, produced, results);
     for (int k = 0; k < produced; k++) out[k] = results[k];
     *nout = produced;
