@@ -32,6 +32,10 @@ struct DeftNDArray {};
 struct DeftSymbol {};
 struct DeftCachedOp {};
 struct DeftOp {};
+%nodefaultctor DeftProfileDomain;
+%nodefaultctor DeftProfileObject;
+struct DeftProfileDomain {};
+struct DeftProfileObject {};
 %extend DeftNDArray {
     ~DeftNDArray() { DeftNDArrayFree($self); }
 }
@@ -41,11 +45,19 @@ struct DeftOp {};
 %extend DeftCachedOp {
     ~DeftCachedOp() { DeftCachedOpFree($self); }
 }
+%extend DeftProfileDomain {
+    ~DeftProfileDomain() { DeftProfileDomainFree($self); }
+}
+%extend DeftProfileObject {
+    ~DeftProfileObject() { DeftProfileObjectFree($self); }
+}
 
 /* Freeing is the destructors' job: a second path would free twice. */
 %ignore DeftNDArrayFree;
 %ignore DeftSymbolFree;
 %ignore DeftCachedOpFree;
+%ignore DeftProfileDomainFree;
+%ignore DeftProfileObjectFree;
 %ignore DLManagedTensor;
 
 
@@ -57,3 +69,4 @@ struct DeftOp {};
 %include "deft/deferred.h"
 %include "deft/autograd.h"
 %include "deft/dlpack.h"
+%include "deft/profiler.h"

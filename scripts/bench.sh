@@ -11,5 +11,6 @@ deft_build build
 "$DEFT_ROOT/build/bench/bench_engine"
 "$DEFT_ROOT/build/bench/bench_graph"
 "$DEFT_ROOT/build/bench/bench_autograd"
+"$DEFT_ROOT/build/bench/bench_profiler"
 deft_python_env
 "$DEFT_VENV/bin/python" "$DEFT_ROOT/bench/python/bench_python.py"

@@ -114,6 +114,8 @@ static int deft_java_handles(JNIEnv *env, jobjectArray arr, void ***out) {
 DEFT_JAVA_HANDLE_CLASS(DeftNDArray)
 DEFT_JAVA_HANDLE_CLASS(DeftSymbol)
 DEFT_JAVA_HANDLE_CLASS(DeftCachedOp)
+DEFT_JAVA_HANDLE_CLASS(DeftProfileDomain)
+DEFT_JAVA_HANDLE_CLASS(DeftProfileObject)
 
 /* Operators are static registry entries: nothing to free. */
 %typemap(javabody) struct DeftOp %{
@@ -193,6 +195,8 @@ DEFT_JAVA_OUT_HANDLE(DeftNDArrayHandle, DeftNDArray, JNI_TRUE)
 DEFT_JAVA_OUT_HANDLE(DeftSymbolHandle, DeftSymbol, JNI_TRUE)
 DEFT_JAVA_OUT_HANDLE(DeftCachedOpHandle, DeftCachedOp, JNI_TRUE)
 DEFT_JAVA_OUT_HANDLE(DeftOpHandle, DeftOp, JNI_FALSE)
+DEFT_JAVA_OUT_HANDLE(DeftProfileDomainHandle, DeftProfileDomain, JNI_TRUE)
+DEFT_JAVA_OUT_HANDLE(DeftProfileObjectHandle, DeftProfileObject, JNI_TRUE)
 
 /* Invoke: (int[] count, DeftNDArray[] outputs): null entries receive new arrays. */
 %typemap(jni) (int *num_outputs, DeftNDArrayHandle *outputs) "jobjectArray"

@@ -251,6 +251,8 @@ DEFT_PY_OUT_HANDLE(DeftNDArrayHandle, DeftNDArray, SWIG_POINTER_OWN)
 DEFT_PY_OUT_HANDLE(DeftSymbolHandle, DeftSymbol, SWIG_POINTER_OWN)
 DEFT_PY_OUT_HANDLE(DeftCachedOpHandle, DeftCachedOp, SWIG_POINTER_OWN)
 DEFT_PY_OUT_HANDLE(DeftOpHandle, DeftOp, 0) /* operators are static */
+DEFT_PY_OUT_HANDLE(DeftProfileDomainHandle, DeftProfileDomain, SWIG_POINTER_OWN)
+DEFT_PY_OUT_HANDLE(DeftProfileObjectHandle, DeftProfileObject, SWIG_POINTER_OWN)
 
 /* ---- handles in ---- */
 
@@ -266,6 +268,8 @@ DEFT_PY_HANDLE_IN(DeftNDArrayHandle, DeftNDArray)
 DEFT_PY_HANDLE_IN(DeftSymbolHandle, DeftSymbol)
 DEFT_PY_HANDLE_IN(DeftCachedOpHandle, DeftCachedOp)
 DEFT_PY_HANDLE_IN(DeftOpHandle, DeftOp)
+DEFT_PY_HANDLE_IN(DeftProfileDomainHandle, DeftProfileDomain)
+DEFT_PY_HANDLE_IN(DeftProfileObjectHandle, DeftProfileObject)
 
 /* ---- sequences in ---- */
 
@@ -457,3 +461,4 @@ DEFT_PY_ALLOW_THREADS(DeftNDArrayToDLPack)
 DEFT_PY_ALLOW_THREADS(DeftNDArrayTriggerDeferredCompute)
 DEFT_PY_ALLOW_THREADS(DeftAutogradBackward)
 DEFT_PY_ALLOW_THREADS(DeftAutogradComputeGradient)
+DEFT_PY_ALLOW_THREADS(DeftProfilerDump)

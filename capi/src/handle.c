@@ -22,6 +22,8 @@ static const char *const kind_names[DEFT_HANDLE_KIND_COUNT] = {
     [DEFT_HANDLE_NDARRAY] = "an NDArray",
     [DEFT_HANDLE_SYMBOL] = "a Symbol",
     [DEFT_HANDLE_CACHED_OP] = "a CachedOp",
+    [DEFT_HANDLE_PROFILE_DOMAIN] = "a profile domain",
+    [DEFT_HANDLE_PROFILE_OBJECT] = "a profile object",
 };
 
 static pthread_mutex_t shell_lock = PTHREAD_MUTEX_INITIALIZER;

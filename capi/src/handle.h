@@ -19,6 +19,8 @@ typedef enum deft_handle_kind {
     DEFT_HANDLE_NDARRAY = 0,
     DEFT_HANDLE_SYMBOL = 1,
     DEFT_HANDLE_CACHED_OP = 2,
+    DEFT_HANDLE_PROFILE_DOMAIN = 3,
+    DEFT_HANDLE_PROFILE_OBJECT = 4,
     DEFT_HANDLE_KIND_COUNT
 } deft_handle_kind_t;
 

@@ -6,6 +6,7 @@
 #include "core/base/allocator.h"
 #include "core/base/error.h"
 #include "core/base/memstat.h"
+#include "core/base/profiler.h"
 #include "core/base/records.h"
 #include "core/base/refcount.h"
 
@@ -64,6 +65,8 @@ int deft_storage_new(deft_device_t dev, size_t nbytes, deft_storage_t **out) {
     storage->external_free = NULL;
     storage->external_ctx = NULL;
     deft_memstat_buffer_allocated(dev, nbytes);
+    if (deft_profiling(DEFT_PROF_MEMORY))
+        deft_profiler_instant("memory", "alloc", 't', "bytes", (int64_t)nbytes);
     *out = storage;
     return 0;
 }
@@ -101,5 +104,7 @@ void deft_storage_release(deft_storage_t *storage) {
         deft_allocator_get(storage->device.type)
             ->free(storage->device, storage->data, storage->capacity);
     deft_memstat_buffer_freed(storage->device, storage->nbytes);
+    if (deft_profiling(DEFT_PROF_MEMORY))
+        deft_profiler_instant("memory", "free", 't', "bytes", (int64_t)storage->nbytes);
     deft_record_free(storage);
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "core/base/parallel.h"
+#include "core/base/profiler.h"
 #include "core/base/records.h"
 #include "core/base/tls.h"
 #include "core/engine/engine_internal.h"
@@ -229,12 +230,15 @@ static void free_op(engine_op_t *op) {
 }
 
 /* Call the work; a failure becomes an error value (retained for the caller). */
-static engine_error_t *call_work(deft_engine_fn fn, void *ctx, const char *origin, bool small) {
+static engine_error_t *call_work(deft_engine_fn fn, void *ctx, const char *name, const char *origin,
+                                 bool small) {
     const char *caller = deft_error_swap_function(origin);
     /* Small operations never split across threads: they do not count against
      * the budget of the large ones running beside them. */
     if (!small) deft_parallel_op_begin();
+    double start = deft_profiling(DEFT_PROF_IMPERATIVE) ? deft_profiler_now() : 0;
     int status = fn(ctx);
+    if (start != 0 && name) deft_profiler_span("operator", name, start, deft_profiler_now());
     if (!small) deft_parallel_op_end();
     deft_error_swap_function(caller);
     if (status == 0) return NULL;
@@ -257,7 +261,7 @@ static void execute(engine_op_t *op, ready_list_t *ready) {
     int n = op->num_reads + op->num_writes;
     engine_error_t *error = NULL;
     for (int i = 0; i < n && !error; i++) error = var_error(op->vars[i].var);
-    if (!error && op->fn) error = call_work(op->fn, op->ctx, op->origin, op->small);
+    if (!error && op->fn) error = call_work(op->fn, op->ctx, op->name, op->origin, op->small);
     if (op->free_ctx) op->free_ctx(op->ctx);
     complete_vars(op->vars, op->num_reads, n, error, ready);
     free_op(op);
@@ -297,6 +301,7 @@ static engine_op_t *take_work(void) {
 static void *worker_main(void *arg) {
     (void)arg;
     tl_worker = true;
+    pthread_setname_np(pthread_self(), "deft engine"); /* named in profiler traces */
     engine_op_t *op;
     while ((op = take_work()) != NULL) {
         while (op) {
@@ -387,7 +392,7 @@ int deft_engine_run_now(const deft_engine_op_desc_t *d) {
         return 1;
     }
     /* Not counted as pending: it finishes before the caller's API call returns. */
-    engine_error_t *error = d->fn ? call_work(d->fn, d->ctx, d->origin, d->small) : NULL;
+    engine_error_t *error = d->fn ? call_work(d->fn, d->ctx, d->name, d->origin, d->small) : NULL;
     for (int i = shared; error && i < d->num_writes; i++) var_set_error(d->writes[i], error);
     complete_vars(op.vars, op.num_reads, n, error, &ready);
     dispatch(&ready);
@@ -468,12 +473,22 @@ static int wait_var(deft_var_t *var, bool for_write) {
     return error ? report(error) : 0;
 }
 
+/* An engine wait, as a span in the "engine" domain when the profiler asks for it. */
+static int profiled_wait(const char *name, int (*wait)(deft_var_t *var, bool write),
+                         deft_var_t *var, bool write) {
+    if (!deft_profiling(DEFT_PROF_API)) return wait(var, write);
+    double start = deft_profiler_now();
+    int status = wait(var, write);
+    deft_profiler_span("engine", name, start, deft_profiler_now());
+    return status;
+}
+
 int deft_engine_wait_to_read(deft_var_t *var) {
-    return wait_var(var, false);
+    return profiled_wait("WaitToRead", wait_var, var, false);
 }
 
 int deft_engine_wait_to_write(deft_var_t *var) {
-    return wait_var(var, true);
+    return profiled_wait("WaitToWrite", wait_var, var, true);
 }
 
 static void wait_idle(void) {
@@ -488,7 +503,9 @@ static void wait_idle(void) {
 int deft_engine_wait_all(void) {
     pthread_once(&engine.config_once, configure);
     if (tl_worker) return refuse_on_worker();
+    double start = deft_profiling(DEFT_PROF_API) ? deft_profiler_now() : 0;
     wait_idle();
+    if (start != 0) deft_profiler_span("engine", "WaitAll", start, deft_profiler_now());
     pthread_mutex_lock(&engine.first_lock);
     engine_error_t *first = engine.first_error;
     engine.first_error = NULL;

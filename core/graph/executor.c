@@ -1,4 +1,5 @@
 #include "core/graph/executor.h"
+#include "core/base/profiler.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -199,12 +200,14 @@ int deft_graph_forward(const deft_graph_t *g, deft_tensor_t *t) {
         if (deft_graph_is_leaf(g, i)) continue;
         for (int k = 0; k < node->num_inputs; k++) in[k] = t[deft_graph_input_entry(g, i, k)];
         const deft_op_t *op = node->op->op;
+        double start = deft_profiling(DEFT_PROF_SYMBOLIC) ? deft_profiler_now() : 0;
         if (op->forward(op, node->params, node->num_inputs, in, node->num_outputs,
                         &t[g->row_ptr[i]])) {
             char detail[DEFT_ERROR_MAX];
             snprintf(detail, sizeof detail, "%s", deft_error_message());
             return deft_error_restore(deft_error_kind(), detail);
         }
+        if (start != 0) deft_profiler_span("graph", op->name, start, deft_profiler_now());
     }
     return 0;
 }

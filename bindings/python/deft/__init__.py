@@ -12,7 +12,7 @@ from ._deft import (DeftError, DeftIndexError, DeftMemoryError,  # noqa: F401
 from .ndarray import (NDArray, arange, array, empty, from_dlpack, full, ones, ones_like,  # noqa: F401
                       waitall, zeros, zeros_like)
 from .symbol import CachedOp, Symbol, compute, deferred_compute, export, is_deferred_compute  # noqa: F401
-from . import autograd, nd, nn, optim  # noqa: F401
+from . import autograd, nd, nn, optim, profiler  # noqa: F401
 from .nd import random  # noqa: F401
 
 __version__ = "0.1.0"

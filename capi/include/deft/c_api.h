@@ -17,5 +17,6 @@
 #include "deft/deferred.h"
 #include "deft/autograd.h"
 #include "deft/dlpack.h"
+#include "deft/profiler.h"
 
 #endif /* DEFT_C_API_H */

@@ -29,6 +29,16 @@ pub struct DeftCachedOp {
 pub struct DeftOp {
     _private: [u8; 0],
 }
+/// Opaque profiling domain.
+#[repr(C)]
+pub struct DeftProfileDomain {
+    _private: [u8; 0],
+}
+/// Opaque profiling task, frame, event or counter.
+#[repr(C)]
+pub struct DeftProfileObject {
+    _private: [u8; 0],
+}
 /// A DLPack tensor (dlpack/dlpack.h); deft only passes pointers to it.
 #[repr(C)]
 pub struct DLManagedTensor {
@@ -39,6 +49,8 @@ pub type DeftNDArrayHandle = *mut DeftNDArray;
 pub type DeftSymbolHandle = *mut DeftSymbol;
 pub type DeftCachedOpHandle = *mut DeftCachedOp;
 pub type DeftOpHandle = *mut DeftOp;
+pub type DeftProfileDomainHandle = *mut DeftProfileDomain;
+pub type DeftProfileObjectHandle = *mut DeftProfileObject;
 
 pub const DEFT_ERROR_NONE: c_int = 0;
 pub const DEFT_ERROR_VALUE: c_int = 1;
@@ -354,4 +366,32 @@ extern "C" {
         tensor: *mut DLManagedTensor,
         out: *mut DeftNDArrayHandle,
     ) -> c_int;
+    pub fn DeftProfilerSetConfig(
+        num_params: c_int,
+        keys: *const *const c_char,
+        vals: *const *const c_char,
+    ) -> c_int;
+    pub fn DeftProfilerSetState(running: c_int) -> c_int;
+    pub fn DeftProfilerPause(paused: c_int) -> c_int;
+    pub fn DeftProfilerDump(finished: c_int) -> c_int;
+    pub fn DeftProfilerDumps(reset: c_int, format: c_int, out: *mut *const c_char) -> c_int;
+    pub fn DeftProfilerReset() -> c_int;
+    pub fn DeftProfileCreateDomain(name: *const c_char, out: *mut DeftProfileDomainHandle)
+        -> c_int;
+    pub fn DeftProfileCreateObject(
+        domain: DeftProfileDomainHandle,
+        kind: c_int,
+        name: *const c_char,
+        out: *mut DeftProfileObjectHandle,
+    ) -> c_int;
+    pub fn DeftProfileDurationStart(obj: DeftProfileObjectHandle) -> c_int;
+    pub fn DeftProfileDurationStop(obj: DeftProfileObjectHandle) -> c_int;
+    pub fn DeftProfileSetCounter(obj: DeftProfileObjectHandle, value: i64, add: c_int) -> c_int;
+    pub fn DeftProfileSetMarker(
+        domain: DeftProfileDomainHandle,
+        name: *const c_char,
+        scope: *const c_char,
+    ) -> c_int;
+    pub fn DeftProfileObjectFree(obj: DeftProfileObjectHandle) -> c_int;
+    pub fn DeftProfileDomainFree(domain: DeftProfileDomainHandle) -> c_int;
 }

@@ -1,0 +1,200 @@
+/*
+ * Profiler recording. Each thread appends events to its own buffer under
+ * the buffer's own lock, which only a dump or a statistics read ever
+ * contends; nothing is locked or allocated while the profiler is off.
+ */
+#define _GNU_SOURCE
+#include "core/base/profiler.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/base/error.h"
+#include "core/base/profiler_buffer.h"
+#include "core/base/tls.h"
+
+atomic_int deft_profiler_active;
+pthread_mutex_t deft_prof_buffers_lock = PTHREAD_MUTEX_INITIALIZER;
+prof_buffer_t *deft_prof_buffers;
+prof_options_t deft_prof_options = {"profile.json", 0, 0};
+
+/* What the options ask for, and whether the profiler runs and is not paused. */
+static pthread_mutex_t control_lock = PTHREAD_MUTEX_INITIALIZER; /* guards the three below */
+static int wanted = DEFT_PROF_IMPERATIVE | DEFT_PROF_SYMBOLIC | DEFT_PROF_USER;
+static bool running, paused;
+static DEFT_TLS_FAST prof_buffer_t *tl_buffer;
+
+/* Called with control_lock held. */
+static void publish(void) {
+    atomic_store_explicit(&deft_profiler_active, running && !paused ? wanted : 0,
+                          memory_order_relaxed);
+}
+
+double deft_profiler_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+}
+
+static prof_buffer_t *buffer(void) {
+    if (tl_buffer) return tl_buffer;
+    prof_buffer_t *b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    pthread_mutex_init(&b->lock, NULL);
+    b->tid = (long)syscall(SYS_gettid);
+    if (pthread_getname_np(pthread_self(), b->thread_name, sizeof b->thread_name) != 0)
+        b->thread_name[0] = '\0';
+    pthread_mutex_lock(&deft_prof_buffers_lock);
+    b->next = deft_prof_buffers;
+    deft_prof_buffers = b;
+    pthread_mutex_unlock(&deft_prof_buffers_lock);
+    return tl_buffer = b;
+}
+
+/* Append; an event that finds no memory is dropped (profiling never fails a call). */
+static void record(const prof_event_t *e) {
+    prof_buffer_t *b = buffer();
+    if (!b) return;
+    pthread_mutex_lock(&b->lock);
+    if (b->count == b->capacity) {
+        size_t cap = b->capacity ? 2 * b->capacity : 1024;
+        prof_event_t *grown = realloc(b->events, cap * sizeof *grown);
+        if (!grown) {
+            pthread_mutex_unlock(&b->lock);
+            return;
+        }
+        b->events = grown, b->capacity = cap;
+    }
+    b->events[b->count++] = *e;
+    pthread_mutex_unlock(&b->lock);
+}
+
+void deft_profiler_span(const char *domain, const char *name, double start, double end) {
+    record(&(prof_event_t){
+        .domain = domain, .name = name, .ts = start, .dur = end - start, .phase = 'X'});
+}
+
+void deft_profiler_instant(const char *domain, const char *name, char scope, const char *arg_key,
+                           int64_t arg) {
+    record(&(prof_event_t){.domain = domain,
+                           .name = name,
+                           .ts = deft_profiler_now(),
+                           .phase = 'i',
+                           .scope = scope,
+                           .arg = arg_key,
+                           .value = arg});
+}
+
+void deft_profiler_counter(const char *domain, const char *name, int64_t value) {
+    record(&(prof_event_t){
+        .domain = domain, .name = name, .ts = deft_profiler_now(), .phase = 'C', .value = value});
+}
+
+void deft_profiler_async(char phase, const char *domain, const char *name, uint64_t id, double ts) {
+    record(&(prof_event_t){.domain = domain, .name = name, .ts = ts, .phase = phase, .id = id});
+}
+
+/* ---- interned names: events keep pointers, so user names live forever ---- */
+
+static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
+static char **interned;
+static size_t interned_count, interned_capacity;
+
+const char *deft_profiler_intern(const char *text) {
+    pthread_mutex_lock(&intern_lock);
+    const char *found = NULL;
+    for (size_t i = 0; i < interned_count && !found; i++)
+        if (strcmp(interned[i], text) == 0) found = interned[i];
+    if (!found && interned_count == interned_capacity) {
+        size_t cap = interned_capacity ? 2 * interned_capacity : 64;
+        char **grown = realloc(interned, cap * sizeof *grown);
+        if (grown) interned = grown, interned_capacity = cap;
+    }
+    if (!found && interned_count < interned_capacity && (found = strdup(text)))
+        interned[interned_count++] = (char *)found;
+    pthread_mutex_unlock(&intern_lock);
+    return found;
+}
+
+/* ---- control ---- */
+
+static int apply_option(const char *key, const char *value, bool apply);
+
+static int parse_flag(const char *key, const char *value, bool *out) {
+    if (!strcmp(value, "1") || !strcasecmp(value, "true")) return *out = true, 0;
+    if (!strcmp(value, "0") || !strcasecmp(value, "false")) return *out = false, 0;
+    return deft_error(DEFT_ERR_PARSE, "%s is '%s', expected true, false, 1 or 0", key, value);
+}
+
+int deft_profiler_check_option(const char *key, const char *value) {
+    return apply_option(key, value, false);
+}
+
+int deft_profiler_set_option(const char *key, const char *value) {
+    return apply_option(key, value, true);
+}
+
+/* Validate an option, and set it when `apply`. */
+static int apply_option(const char *key, const char *value, bool apply) {
+    static const struct {
+        const char *key;
+        int bits;
+    } flags[] = {{"profile_all", DEFT_PROF_IMPERATIVE | DEFT_PROF_SYMBOLIC | DEFT_PROF_MEMORY |
+                                     DEFT_PROF_API | DEFT_PROF_USER},
+                 {"profile_imperative", DEFT_PROF_IMPERATIVE},
+                 {"profile_symbolic", DEFT_PROF_SYMBOLIC},
+                 {"profile_memory", DEFT_PROF_MEMORY},
+                 {"profile_api", DEFT_PROF_API}};
+    bool on = false;
+    if (!strcmp(key, "filename")) {
+        if (!value[0] || strlen(value) >= sizeof deft_prof_options.filename)
+            return deft_error(DEFT_ERR_VALUE, "filename is empty or longer than %zu bytes",
+                              sizeof deft_prof_options.filename - 1);
+        if (!apply) return 0;
+        pthread_mutex_lock(&deft_prof_buffers_lock);
+        strcpy(deft_prof_options.filename, value);
+        pthread_mutex_unlock(&deft_prof_buffers_lock);
+        return 0;
+    }
+    if (!strcmp(key, "aggregate_stats") || !strcmp(key, "continuous_dump")) {
+        if (parse_flag(key, value, &on)) return -1;
+        if (!apply) return 0;
+        pthread_mutex_lock(&deft_prof_buffers_lock);
+        *(key[0] == 'a' ? &deft_prof_options.aggregate : &deft_prof_options.continuous) = on;
+        pthread_mutex_unlock(&deft_prof_buffers_lock);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        if (strcmp(key, flags[i].key) != 0) continue;
+        if (parse_flag(key, value, &on)) return -1;
+        if (!apply) return 0;
+        pthread_mutex_lock(&control_lock);
+        wanted = on ? wanted | flags[i].bits : wanted & ~flags[i].bits;
+        publish();
+        pthread_mutex_unlock(&control_lock);
+        return 0;
+    }
+    return deft_error(DEFT_ERR_VALUE,
+                      "unknown option '%s' (expected profile_all, profile_imperative, "
+                      "profile_symbolic, profile_memory, profile_api, aggregate_stats, "
+                      "continuous_dump or filename)",
+                      key);
+}
+
+void deft_profiler_set_running(bool on) {
+    pthread_mutex_lock(&control_lock);
+    running = on;
+    publish();
+    pthread_mutex_unlock(&control_lock);
+}
+
+void deft_profiler_set_paused(bool on) {
+    pthread_mutex_lock(&control_lock);
+    paused = on;
+    publish();
+    pthread_mutex_unlock(&control_lock);
+}
