@@ -70,3 +70,4 @@ struct DeftProfileObject {};
 %include "deft/autograd.h"
 %include "deft/dlpack.h"
 %include "deft/profiler.h"
+%include "deft/extension.h"

@@ -11,7 +11,8 @@ from ._deft import (DeftError, DeftIndexError, DeftMemoryError,  # noqa: F401
                     DeftNotImplementedError, DeftParseError, DeftTypeError, DeftValueError)
 from .ndarray import (NDArray, arange, array, empty, from_dlpack, full, ones, ones_like,  # noqa: F401
                       waitall, zeros, zeros_like)
-from .symbol import CachedOp, Symbol, compute, deferred_compute, export, is_deferred_compute  # noqa: F401
+from .symbol import (CachedOp, Symbol, compute, deferred_compute, export,  # noqa: F401
+                     is_deferred_compute, list_lib_passes, load_lib)
 from . import autograd, nd, nn, optim, profiler  # noqa: F401
 from .nd import random  # noqa: F401
 

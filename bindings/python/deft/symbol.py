@@ -43,6 +43,16 @@ def _named(mapping, what):
     return names, arrays
 
 
+def load_lib(path, verbose=False):
+    """Load an extension library (lib_api.h) and register its graph passes."""
+    lib.DeftLoadLib(str(path), int(verbose))
+
+
+def list_lib_passes():
+    """Names of the passes that loaded libraries registered."""
+    return lib.DeftLibListPasses()
+
+
 def export(inputs, outputs):
     """The recorded graph from `inputs` to `outputs` (dicts of name: array) as a Symbol.
 
@@ -100,6 +110,12 @@ class Symbol:
     def apply_passes(self, passes):
         """A new symbol after the named graph passes ("CSE,Fuse", ...)."""
         return Symbol(lib.DeftSymbolApplyPasses(self, passes))
+
+    def optimize_for(self, backend, **options):
+        """A new symbol rewritten by a pass: built in, or from a library (deft.load_lib)."""
+        keys = tuple(options)
+        vals = tuple(str(v) for v in options.values())
+        return Symbol(lib.DeftSymbolOptimizeFor(self, backend, len(keys), keys, vals))
 
     def bind(self, **flags):
         return CachedOp(self, **flags)

@@ -18,5 +18,6 @@
 #include "deft/autograd.h"
 #include "deft/dlpack.h"
 #include "deft/profiler.h"
+#include "deft/extension.h"
 
 #endif /* DEFT_C_API_H */

@@ -147,8 +147,11 @@ class HybridBlock(Block):
         # (input shapes and dtypes, training) -> (CachedOp, parameters, fresh-input makers)
         object.__setattr__(self, "_graphs", {})
 
-    def hybridize(self, active=True):
+    def hybridize(self, active=True, backend=None, backend_opts=None):
+        """Compile forward to a graph on the next call; `backend` names a graph pass
+        (built in, or from deft.load_lib) applied to it with `backend_opts`."""
         object.__setattr__(self, "_hybrid", active)
+        object.__setattr__(self, "_backend", (backend, dict(backend_opts or {})))
         self._graphs.clear()
         # Children run inside this block's graph: they stay eager themselves.
         for child in self._children.values():
@@ -187,9 +190,17 @@ class HybridBlock(Block):
         single = isinstance(outputs, NDArray)
         outs = [outputs] if single else list(outputs)
         sym = export(names, {f"output{i}": y for i, y in enumerate(outs)})
+        backend, options = getattr(self, "_backend", (None, {}))
+        if backend:
+            sym = sym.optimize_for(backend, **options)
         self._last_symbol = sym
         op = CachedOp(sym)
         return (_Single(op) if single else op), params, [make for _, make in fresh]
+
+    def optimize_for(self, *inputs, backend, **backend_opts):
+        """Hybridize with a graph pass and run once on `inputs` (MXNet's optimize_for)."""
+        self.hybridize(True, backend=backend, backend_opts=backend_opts)
+        return self(*inputs)
 
     def export(self, path):
         """Write the last compiled graph (path-symbol.json) and parameters (path-params.npz)."""

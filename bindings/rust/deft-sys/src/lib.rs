@@ -394,4 +394,14 @@ extern "C" {
     ) -> c_int;
     pub fn DeftProfileObjectFree(obj: DeftProfileObjectHandle) -> c_int;
     pub fn DeftProfileDomainFree(domain: DeftProfileDomainHandle) -> c_int;
+    pub fn DeftLoadLib(path: *const c_char, verbose: c_int) -> c_int;
+    pub fn DeftLibListPasses(out_count: *mut c_int, out_names: *mut *const *const c_char) -> c_int;
+    pub fn DeftSymbolOptimizeFor(
+        sym: DeftSymbolHandle,
+        pass: *const c_char,
+        num_options: c_int,
+        keys: *const *const c_char,
+        vals: *const *const c_char,
+        out: *mut DeftSymbolHandle,
+    ) -> c_int;
 }
