@@ -126,6 +126,7 @@ int deft_node_new_variable(const char *name, const char *role, int num_attrs,
  * already checked), else parsed from its attributes. */
 static int parse_node_params(deft_node_t *node, const deft_param_value_t *parsed_values) {
     const deft_op_entry_t *op = node->op;
+    if (parsed_values == node->params) return 0; /* the operator's defaults, shared */
     if (parsed_values) {
         memcpy(node->params, parsed_values, (size_t)op->num_params * sizeof *node->params);
         goto strings;
@@ -151,6 +152,12 @@ strings:
     return 0;
 }
 
+static bool has_string_params(const deft_op_entry_t *op) {
+    for (int p = 0; p < op->num_params; p++)
+        if (op->op->params[p].type == DEFT_PARAM_STRING) return true;
+    return false;
+}
+
 static int new_op(const deft_op_entry_t *op, const deft_param_value_t *parsed, size_t ext_bytes,
                   const char *name, int num_attrs, const char *const *keys, const char *const *vals,
                   int num_inputs, const deft_entry_t *inputs, deft_node_t **out) {
@@ -159,11 +166,15 @@ static int new_op(const deft_op_entry_t *op, const deft_param_value_t *parsed, s
                              op->op->min_inputs, op->op->max_inputs);
     size_t text;
     if (check_attrs(num_attrs, keys, vals, &text)) return -1;
+    /* A call with the operator's default parameters shares the registry's copy
+     * (read-only, as every node's parameters are) instead of copying it. */
+    bool shared = parsed == op->defaults.v && !has_string_params(op);
     /* at least one slot: kernels get a valid pointer even without parameters */
-    deft_node_t *node =
-        node_alloc(num_inputs, op->num_params ? op->num_params : 1, num_attrs, text, ext_bytes);
+    int slots = shared || op->num_params == 0 ? 1 : op->num_params;
+    deft_node_t *node = node_alloc(num_inputs, slots, num_attrs, text, ext_bytes);
     if (!node) return oom_node();
     node->op = op;
+    if (shared) node->params = (deft_param_value_t *)op->defaults.v;
     if ((name && !(node->name = copy_string(name))) || fill_attrs(node, num_attrs, keys, vals) ||
         parse_node_params(node, parsed)) {
         if (name && !node->name) oom_node();

@@ -130,6 +130,7 @@ enum { MASK_SLOTS = 32 };
 typedef struct mask_slot {
     const deft_op_entry_t *entry;
     int nin;
+    bool defaults; /* the parameters were the operator's defaults (params unused) */
     uint64_t in, out;
     deft_param_value_t params[DEFT_OP_MAX_PARAMS];
 } mask_slot_t;
@@ -161,15 +162,18 @@ static int cached_gradient_reads(const deft_op_entry_t *entry, const deft_param_
     mask_slot_t *masks = cacheable(entry) ? thread_masks() : NULL;
     mask_slot_t *slot =
         masks ? &masks[(((uintptr_t)entry >> 4) + (unsigned)nin) % MASK_SLOTS] : NULL;
+    /* The registry's defaults are one array per operator: no need to compare them. */
+    bool defaults = params == entry->defaults.v;
     if (slot && slot->entry == entry && slot->nin == nin &&
-        memcmp(slot->params, params, bytes) == 0) {
+        (defaults ? slot->defaults : !slot->defaults && memcmp(slot->params, params, bytes) == 0)) {
         *in = slot->in, *out = slot->out;
         return 0;
     }
     if (gradient_reads(entry, params, nin, nattrs, keys, vals, in, out)) return -1;
     if (slot) {
         slot->entry = entry, slot->nin = nin, slot->in = *in, slot->out = *out;
-        memcpy(slot->params, params, bytes);
+        slot->defaults = defaults;
+        if (!defaults) memcpy(slot->params, params, bytes);
     }
     return 0;
 }
