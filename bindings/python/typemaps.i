@@ -462,3 +462,109 @@ DEFT_PY_ALLOW_THREADS(DeftNDArrayTriggerDeferredCompute)
 DEFT_PY_ALLOW_THREADS(DeftAutogradBackward)
 DEFT_PY_ALLOW_THREADS(DeftAutogradComputeGradient)
 DEFT_PY_ALLOW_THREADS(DeftProfilerDump)
+
+/* ---- custom operators: Python handlers behind the C callbacks ---- */
+
+%{
+/* The handler's error, as the operator's message; the Python error is cleared. */
+static int deft_py_callback_failed(void) {
+    PyObject *type, *value, *trace;
+    PyErr_Fetch(&type, &value, &trace);
+    PyObject *text = value ? PyObject_Str(value) : NULL;
+    const char *name = type ? ((PyTypeObject *)type)->tp_name : "error";
+    char message[1024];
+    snprintf(message, sizeof message, "%s: %s", name, text ? PyUnicode_AsUTF8(text) : "");
+    Py_XDECREF(text), Py_XDECREF(type), Py_XDECREF(value), Py_XDECREF(trace);
+    PyErr_Clear();
+    DeftCustomOpSetError(message);
+    return 1;
+}
+
+static PyObject *deft_py_borrowed(DeftNDArrayHandle h) {
+    static swig_type_info *type;
+    if (!type) type = SWIG_TypeQuery("struct DeftNDArray *");
+    return SWIG_Python_NewPointerObj(NULL, h, type, 0); /* not owned: deft frees it after */
+}
+
+static PyObject *deft_py_borrowed_list(int n, const DeftNDArrayHandle *h) {
+    PyObject *list = PyList_New(n);
+    for (int i = 0; list && i < n; i++) PyList_SET_ITEM(list, i, deft_py_borrowed(h[i]));
+    return list;
+}
+
+static int deft_py_infer(void *user, int nin, const int *ndims, const int64_t *shapes,
+                         const int *dtypes, int *out_ndim, int64_t *out_shape, int *out_dtype) {
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject *in_shapes = PyList_New(nin), *in_dtypes = PyList_New(nin);
+    for (int i = 0; in_shapes && in_dtypes && i < nin; i++) {
+        PyList_SET_ITEM(in_shapes, i, deft_py_tuple64(&shapes[i * DEFT_MAX_NDIM], ndims[i]));
+        PyList_SET_ITEM(in_dtypes, i, PyLong_FromLong(dtypes[i]));
+    }
+    PyObject *r = PyObject_CallMethod((PyObject *)user, "infer", "OO", in_shapes, in_dtypes);
+    Py_XDECREF(in_shapes), Py_XDECREF(in_dtypes);
+    int status = 0;
+    PyObject *shape = NULL;
+    long dtype = 0;
+    if (!r || !PyArg_ParseTuple(r, "Ol", &shape, &dtype)) {
+        status = deft_py_callback_failed();
+    } else {
+        PyObject *seq = PySequence_Fast(shape, "the shape must be a sequence");
+        Py_ssize_t n = seq ? PySequence_Fast_GET_SIZE(seq) : -1;
+        if (!seq || n > DEFT_MAX_NDIM) {
+            if (seq) PyErr_SetString(PyExc_ValueError, "the output shape has too many dimensions");
+            status = deft_py_callback_failed();
+        } else {
+            for (Py_ssize_t d = 0; d < n; d++)
+                out_shape[d] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, d));
+            *out_ndim = (int)n, *out_dtype = (int)dtype;
+            if (PyErr_Occurred()) status = deft_py_callback_failed();
+        }
+        Py_XDECREF(seq);
+    }
+    Py_XDECREF(r);
+    PyGILState_Release(gil);
+    return status;
+}
+
+static int deft_py_forward(void *user, int nin, const DeftNDArrayHandle *in,
+                           DeftNDArrayHandle out, int is_train) {
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject *inputs = deft_py_borrowed_list(nin, in), *output = deft_py_borrowed(out);
+    PyObject *r = inputs && output ? PyObject_CallMethod((PyObject *)user, "forward", "OOi",
+                                                         inputs, output, is_train)
+                                   : NULL;
+    int status = r ? 0 : deft_py_callback_failed();
+    Py_XDECREF(r), Py_XDECREF(inputs), Py_XDECREF(output);
+    PyGILState_Release(gil);
+    return status;
+}
+
+static int deft_py_backward(void *user, DeftNDArrayHandle out_grad, int nin,
+                            const DeftNDArrayHandle *in, DeftNDArrayHandle out,
+                            const DeftNDArrayHandle *in_grads) {
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject *dy = deft_py_borrowed(out_grad), *inputs = deft_py_borrowed_list(nin, in);
+    PyObject *y = deft_py_borrowed(out), *grads = deft_py_borrowed_list(nin, in_grads);
+    PyObject *r = dy && inputs && y && grads
+                      ? PyObject_CallMethod((PyObject *)user, "backward", "OOOO", dy, inputs, y,
+                                            grads)
+                      : NULL;
+    int status = r ? 0 : deft_py_callback_failed();
+    Py_XDECREF(r), Py_XDECREF(dy), Py_XDECREF(inputs), Py_XDECREF(y), Py_XDECREF(grads);
+    PyGILState_Release(gil);
+    return status;
+}
+%}
+
+%inline %{
+/* Register a custom operator whose callbacks are the methods infer, forward
+ * and (when has_backward) backward of `handler`, which is kept for good. */
+int DeftPyCustomOpRegister(const char *name, int num_inputs, PyObject *handler,
+                           int has_backward) {
+    DeftCustomOpCallbacks cb = {num_inputs, deft_py_infer, deft_py_forward,
+                                has_backward ? deft_py_backward : NULL, handler};
+    int status = DeftCustomOpRegister(name, &cb);
+    if (status == 0) Py_INCREF(handler);
+    return status;
+}
+%}

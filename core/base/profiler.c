@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "core/base/profiler.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -27,6 +28,7 @@ static pthread_mutex_t control_lock = PTHREAD_MUTEX_INITIALIZER; /* guards the t
 static int wanted = DEFT_PROF_IMPERATIVE | DEFT_PROF_SYMBOLIC | DEFT_PROF_USER;
 static bool running, paused;
 static DEFT_TLS_FAST prof_buffer_t *tl_buffer;
+static DEFT_TLS_FAST const char *tl_prefix; /* the custom operator whose callback runs here */
 
 /* Called with control_lock held. */
 static void publish(void) {
@@ -73,7 +75,25 @@ static void record(const prof_event_t *e) {
     pthread_mutex_unlock(&b->lock);
 }
 
+const char *deft_profiler_set_prefix(const char *prefix) {
+    const char *previous = tl_prefix;
+    tl_prefix = prefix;
+    return previous;
+}
+
+/* Operators a custom operator calls: "Custom Operators" / "custom::operator". */
+static void rename_for_prefix(const char **domain, const char **name) {
+    if (!tl_prefix || strcmp(*domain, "operator") != 0) return;
+    char text[256];
+    snprintf(text, sizeof text, "%s::%s", tl_prefix, *name);
+    const char *interned = deft_profiler_intern(text);
+    if (!interned) return;
+    *domain = "Custom Operators";
+    *name = interned;
+}
+
 void deft_profiler_span(const char *domain, const char *name, double start, double end) {
+    rename_for_prefix(&domain, &name);
     record(&(prof_event_t){
         .domain = domain, .name = name, .ts = start, .dur = end - start, .phase = 'X'});
 }

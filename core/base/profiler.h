@@ -32,6 +32,10 @@ double deft_profiler_now(void);
 /* Names and domains are kept by pointer: static strings, or deft_profiler_intern's. */
 const char *deft_profiler_intern(const char *text);
 
+/* Name the operators this thread runs after `prefix` (a custom operator's
+ * callback); NULL ends it. Returns the previous prefix. */
+const char *deft_profiler_set_prefix(const char *prefix);
+
 /* A span on this thread, from start to end (microseconds). */
 void deft_profiler_span(const char *domain, const char *name, double start, double end);
 /* An instant on this thread; scope 'g' (global), 'p' (process) or 't' (thread). */

@@ -346,7 +346,8 @@ int deft_cached_op_invoke(deft_cached_op_t *op, int nin, deft_ndarray_t *const *
                                   .num_writes = nwrites,
                                   .name = "CachedOp",
                                   .origin = "DeftCachedOpInvoke",
-                                  .small = plan->plan.arena_bytes < 64 * 1024};
+                                  .small = plan->plan.arena_bytes < 64 * 1024 &&
+                                           !deft_graph_has_blocking(g)};
     if (deft_engine_push(&desc)) {
         for (int o = 0; o < g->num_outputs; o++) deft_ndarray_release(created[o]);
         return -1;

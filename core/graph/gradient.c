@@ -184,6 +184,7 @@ static int backward_node(grad_state_t *s, int id, const bool *need) {
             deft_gref_t in_grads[DEFT_OP_MAX_INPUTS] = {{NULL, 0}};
             s->node = node;
             s->summed = summed;
+            s->builder.op = op;
             if (op->gradient(&s->builder, node->params, node->num_inputs, in_grads) && !s->status)
                 s->status = -1;
             for (int k = 0; k < node->num_inputs; k++) {
@@ -243,7 +244,8 @@ static void free_terms(grad_state_t *s, int entries) {
 int deft_gradient_entries(const deft_graph_t *g, const deft_entry_t *head_grads, int num_wrt,
                           const int *wrt_ids, deft_entry_t *out) {
     int entries = deft_graph_num_entries(g);
-    grad_state_t s = {.builder = {cb_apply, cb_input, cb_output, cb_out_grad, cb_attr}, .g = g};
+    grad_state_t s = {.builder = {cb_apply, cb_input, cb_output, cb_out_grad, cb_attr, NULL},
+                      .g = g};
     s.grads = calloc((size_t)entries + 1, sizeof *s.grads);
     bool *wanted = calloc((size_t)g->num_nodes + 1, sizeof *wanted), *need = NULL;
     if (!s.grads || !wanted)

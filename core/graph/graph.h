@@ -54,6 +54,9 @@ void deft_graph_free(deft_graph_t *graph);
 int deft_graph_node_id(const deft_graph_t *graph, const deft_node_t *node);
 /* An auxiliary state: a variable whose every use is an in-place update (running statistics). */
 bool deft_graph_is_auxiliary(const deft_graph_t *g, const deft_node_t *var);
+/* Whether a node to run waits for a host callback (op.h, `blocking`): the run
+ * must then go to an engine worker, never run on the caller's thread. */
+bool deft_graph_has_blocking(const deft_graph_t *g);
 /* A variable, or an operator node whose value the cut graph is given. */
 static inline bool deft_graph_is_leaf(const deft_graph_t *g, int id) {
     return !g->nodes[id]->op || (g->leaf && g->leaf[id]);

@@ -106,7 +106,7 @@ static int gradient_reads(const deft_op_entry_t *entry, const deft_param_value_t
         return deft_op_error(op, DEFT_ERR_NOT_IMPLEMENTED,
                              "has no gradient, so it cannot be recorded for autograd (call it "
                              "with recording off, or on arrays that need no gradient)");
-    probe_t p = {{probe_apply, probe_input, probe_output, probe_out_grad, probe_attr},
+    probe_t p = {{probe_apply, probe_input, probe_output, probe_out_grad, probe_attr, op},
                  nattrs,
                  keys,
                  vals,
@@ -114,6 +114,7 @@ static int gradient_reads(const deft_op_entry_t *entry, const deft_param_value_t
                  0};
     deft_gref_t grads[DEFT_OP_MAX_INPUTS];
     memset(grads, 0, (size_t)nin * sizeof grads[0]);
+    p.builder.op = op;
     if (op->gradient(&p.builder, params, nin, grads)) return -1;
     for (int i = 0; i < nin; i++) note_read(&p, grads[i]); /* a gradient that is a forward value */
     *in = p.in, *out = p.out;

@@ -360,7 +360,7 @@ static int push(run_t *r) {
                                   .num_writes = r->num_writes,
                                   .name = "DeferredCompute",
                                   .origin = "deferred compute",
-                                  .small = bytes < 64 * 1024,
+                                  .small = bytes < 64 * 1024 && !deft_graph_has_blocking(r->g),
                                   .never_block = true};
     return deft_engine_push(&desc);
 }

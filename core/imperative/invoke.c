@@ -8,6 +8,7 @@
 #include "core/imperative/invoke.h"
 
 #include "core/imperative/autograd.h"
+#include "core/imperative/custom_op.h"
 #include "core/imperative/deferred.h"
 #include "core/imperative/memo.h"
 
@@ -147,7 +148,9 @@ static void describe(invoke_call_t *call, deft_var_t **reads, deft_var_t **write
         .num_writes = nwrites,
         .name = op->name,
         .origin = "DeftImperativeInvoke",
-        .small = bytes < INLINE_BYTES,
+        /* custom operators wait for a callback thread: never on the caller's thread;
+         * what a callback calls runs at once on its thread */
+        .small = !op->blocking && (bytes < INLINE_BYTES || deft_custom_on_callback_thread()),
         .num_fresh_writes = fresh,
     };
 }

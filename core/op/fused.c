@@ -393,8 +393,9 @@ static int fused_gradient(deft_grad_builder_t *b, const deft_param_value_t *p, i
     for (int j = prog->nsteps - 1; j >= 0 && status == 0; j--) {
         const fused_step_t *st = &prog->steps[j];
         if (!grad[j].node) continue;
-        step_builder_t sb = {
-            .base = {sb_apply, sb_input, sb_output, sb_out_grad, sb_attr}, .parent = b, .step = st};
+        step_builder_t sb = {.base = {sb_apply, sb_input, sb_output, sb_out_grad, sb_attr, NULL},
+                             .parent = b,
+                             .step = st};
         for (int a = 0; a < st->nin; a++)
             sb.in[a] = st->arg[a] >= 0 ? b->input(b, st->arg[a]) : val[-st->arg[a] - 1];
         sb.out = val[j], sb.grad = grad[j];
@@ -405,6 +406,7 @@ static int fused_gradient(deft_grad_builder_t *b, const deft_param_value_t *p, i
                                    "step %d: %s has no gradient", j, op->name);
             break;
         }
+        sb.base.op = op;
         status = op->gradient(&sb.base, st->params.v, st->nin, g);
         for (int a = 0; a < st->nin && status == 0; a++)
             accumulate(b, st->arg[a] >= 0 ? &in_grads[st->arg[a]] : &grad[-st->arg[a] - 1], g[a]);

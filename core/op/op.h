@@ -121,6 +121,7 @@ struct deft_grad_builder {
     deft_gref_t (*output)(deft_grad_builder_t *b, int k);         /* its output k */
     deft_gref_t (*out_grad)(deft_grad_builder_t *b, int k);       /* the gradient of output k */
     const char *(*attr)(deft_grad_builder_t *b, const char *key); /* a parameter as given */
+    const deft_op_t *op; /* the operator whose gradient is being built (set by the caller) */
 };
 
 /* Fill in_grads[k] for each input that has a gradient (leave node NULL for none). */
@@ -153,7 +154,7 @@ struct deft_op {
     /* bit k: only input k's shape and dtype are read, never its values (the
      * `like` of the _like operators), so autograd need not keep that value */
     uint32_t shape_inputs;
-    const void *data;       /* family-specific: the scalar function, reduction, ... */
+    const void *data; /* family-specific: the scalar function, reduction, ... */
     /* Outputs, known from the parameters and input count alone (graphs need
      * the count before shapes are known); NULL means one. */
     int (*num_outputs)(const deft_param_value_t *p, int num_inputs);
@@ -171,6 +172,10 @@ struct deft_op {
     /* Made by passes, with string parameters that only graph nodes keep alive:
      * imperative invoke refuses it. */
     bool graph_only;
+    /* The kernel waits for a host-language callback (custom operators): it
+     * never runs on a thread that called the API (which may hold the host's
+     * lock the callback needs), only on engine workers. */
+    bool blocking;
     deft_gradient_fn gradient; /* NULL: not differentiable (or not yet) */
 };
 

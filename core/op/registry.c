@@ -9,10 +9,12 @@
  */
 #include "core/op/registry.h"
 
+#include "core/base/error.h"
 #include "core/base/tls.h"
 
 #include <ctype.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +35,15 @@ static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
 static deft_op_entry_t *entries;
 static const char **entry_names;
 static int entry_count;
+/* Operators added at run time: each entry allocated apart (handles point at
+ * it), searched after the table; the name list is rebuilt and the old one
+ * kept, since callers may still hold it. Guarded by added_lock. */
+static pthread_mutex_t added_lock = PTHREAD_MUTEX_INITIALIZER;
+static deft_op_entry_t **added;
+static int added_count;
+static _Atomic(const char **) all_names;
+static const char ***old_names; /* superseded lists, kept: callers may still read them */
+static int num_old_names;
 
 static int compare_entries(const void *a, const void *b) {
     return strcmp(((const deft_op_entry_t *)a)->op->name, ((const deft_op_entry_t *)b)->op->name);
@@ -73,12 +84,62 @@ static void build_registry(void) {
 
 int deft_registry_count(void) {
     pthread_once(&registry_once, build_registry);
-    return entry_count;
+    pthread_mutex_lock(&added_lock);
+    int n = entry_count + added_count;
+    pthread_mutex_unlock(&added_lock);
+    return n;
 }
 
 const deft_op_entry_t *deft_registry_at(int index) {
     pthread_once(&registry_once, build_registry);
-    return index >= 0 && index < entry_count ? &entries[index] : NULL;
+    if (index >= 0 && index < entry_count) return &entries[index];
+    pthread_mutex_lock(&added_lock);
+    const deft_op_entry_t *e = index >= entry_count && index < entry_count + added_count
+                                   ? added[index - entry_count]
+                                   : NULL;
+    pthread_mutex_unlock(&added_lock);
+    return e;
+}
+
+static const deft_op_entry_t *find_added(const char *name) {
+    pthread_mutex_lock(&added_lock);
+    const deft_op_entry_t *found = NULL;
+    for (int i = 0; i < added_count && !found; i++)
+        if (!strcmp(added[i]->op->name, name)) found = added[i];
+    pthread_mutex_unlock(&added_lock);
+    return found;
+}
+
+int deft_registry_add(const deft_op_t *op) {
+    pthread_once(&registry_once, build_registry);
+    if (deft_registry_find(op->name))
+        return deft_error(DEFT_ERR_VALUE, "an operator named '%s' exists already", op->name);
+    deft_op_entry_t *entry = calloc(1, sizeof *entry);
+    if (!entry) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot register '%s'", op->name);
+    entry->magic = DEFT_OP_ENTRY_MAGIC;
+    entry->op = op;
+    parse_defaults(entry);
+    pthread_mutex_lock(&added_lock);
+    deft_op_entry_t **grown = realloc(added, (size_t)(added_count + 1) * sizeof *grown);
+    const char **names = calloc((size_t)(entry_count + added_count + 2), sizeof *names);
+    int status = 0;
+    if (grown) added = grown;
+    if (!grown || !names) {
+        free(names), free(entry);
+        status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot register '%s'", op->name);
+    } else {
+        added[added_count++] = entry;
+        for (int i = 0; i < entry_count; i++) names[i] = entries[i].op->name;
+        for (int i = 0; i < added_count; i++) names[entry_count + i] = added[i]->op->name;
+        const char **previous = atomic_load(&all_names);
+        const char ***kept =
+            previous ? realloc(old_names, (size_t)(num_old_names + 1) * sizeof *kept) : old_names;
+        if (kept) old_names = kept;
+        if (previous && kept) old_names[num_old_names++] = previous;
+        atomic_store(&all_names, names);
+    }
+    pthread_mutex_unlock(&added_lock);
+    return status;
 }
 
 const deft_op_entry_t *deft_registry_find(const char *name) {
@@ -93,12 +154,13 @@ const deft_op_entry_t *deft_registry_find(const char *name) {
         else
             lo = mid + 1;
     }
-    return NULL;
+    return find_added(name);
 }
 
 const char *const *deft_registry_names(void) {
     pthread_once(&registry_once, build_registry);
-    return entry_names;
+    const char **names = atomic_load(&all_names);
+    return names ? names : entry_names;
 }
 
 /* Edit distance, case-insensitive, capped: enough to catch typos in short names. */

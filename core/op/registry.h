@@ -23,6 +23,9 @@ const char *const *deft_registry_names(void);
 void deft_registry_suggest(const char *name, char *buf, size_t len);
 /* NULL when no operator has that name. */
 const deft_op_entry_t *deft_registry_find(const char *name);
+/* Add an operator made at run time (custom operators); `op` must live as long
+ * as the process. -1 when the name is taken or memory runs out. */
+int deft_registry_add(const deft_op_t *op);
 
 /*
  * Parse string parameters. *out points to defaults or to a per-thread cache

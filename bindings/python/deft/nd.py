@@ -67,14 +67,19 @@ def _make_function(name):
     return call
 
 
-def _generate():
+def _add_operator(name):
+    """The function for operator `name`, in this module or in _internal."""
     module = sys.modules[__name__]
+    fn = _make_function(name)
+    if name.startswith("_"):
+        setattr(_internal, name, fn)
+    elif not hasattr(module, name):  # array(), zeros(), ... stay the creation functions
+        setattr(module, name, fn)
+
+
+def _generate():
     for name in lib.DeftListOperators():
-        fn = _make_function(name)
-        if name.startswith("_"):
-            setattr(_internal, name, fn)
-        elif not hasattr(module, name):  # array(), zeros(), ... stay the creation functions
-            setattr(module, name, fn)
+        _add_operator(name)
 
 
 _generate()

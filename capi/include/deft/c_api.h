@@ -19,5 +19,6 @@
 #include "deft/dlpack.h"
 #include "deft/profiler.h"
 #include "deft/extension.h"
+#include "deft/custom_op.h"
 
 #endif /* DEFT_C_API_H */

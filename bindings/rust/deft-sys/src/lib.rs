@@ -39,6 +39,43 @@ pub struct DeftProfileDomain {
 pub struct DeftProfileObject {
     _private: [u8; 0],
 }
+/// A custom operator's callbacks (deft/custom_op.h).
+#[repr(C)]
+pub struct DeftCustomOpCallbacks {
+    pub num_inputs: c_int,
+    pub infer_shape: Option<
+        unsafe extern "C" fn(
+            user: *mut c_void,
+            num_inputs: c_int,
+            in_ndims: *const c_int,
+            in_shapes: *const i64,
+            in_dtypes: *const c_int,
+            out_ndim: *mut c_int,
+            out_shape: *mut i64,
+            out_dtype: *mut c_int,
+        ) -> c_int,
+    >,
+    pub forward: Option<
+        unsafe extern "C" fn(
+            user: *mut c_void,
+            num_inputs: c_int,
+            inputs: *const DeftNDArrayHandle,
+            output: DeftNDArrayHandle,
+            is_train: c_int,
+        ) -> c_int,
+    >,
+    pub backward: Option<
+        unsafe extern "C" fn(
+            user: *mut c_void,
+            out_grad: DeftNDArrayHandle,
+            num_inputs: c_int,
+            inputs: *const DeftNDArrayHandle,
+            output: DeftNDArrayHandle,
+            in_grads: *const DeftNDArrayHandle,
+        ) -> c_int,
+    >,
+    pub user: *mut c_void,
+}
 /// A DLPack tensor (dlpack/dlpack.h); deft only passes pointers to it.
 #[repr(C)]
 pub struct DLManagedTensor {
@@ -404,4 +441,9 @@ extern "C" {
         vals: *const *const c_char,
         out: *mut DeftSymbolHandle,
     ) -> c_int;
+    pub fn DeftCustomOpRegister(
+        name: *const c_char,
+        callbacks: *const DeftCustomOpCallbacks,
+    ) -> c_int;
+    pub fn DeftCustomOpSetError(message: *const c_char) -> c_int;
 }

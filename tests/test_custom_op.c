@@ -1,0 +1,211 @@
+/* Custom operators: a cube written with the C API's callbacks, used the ways
+ * operators are, differentiated, failing, and profiled. */
+#define _GNU_SOURCE
+#include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "check_helpers.h"
+#include "op_helpers.h"
+
+static pthread_t api_thread;
+static int forward_calls, forward_on_api_thread;
+
+static int cube_infer(void *user, int nin, const int *in_ndims, const int64_t *in_shapes,
+                      const int *in_dtypes, int *out_ndim, int64_t *out_shape, int *out_dtype) {
+    (void)user, (void)nin;
+    *out_ndim = in_ndims[0];
+    for (int d = 0; d < in_ndims[0]; d++) out_shape[d] = in_shapes[d];
+    *out_dtype = in_dtypes[0];
+    return 0;
+}
+
+/* y = x * x * x, through deft operators the callback calls. */
+static int cube_forward(void *user, int nin, const DeftNDArrayHandle *in, DeftNDArrayHandle out,
+                        int is_train) {
+    (void)user, (void)nin, (void)is_train;
+    __atomic_add_fetch(&forward_calls, 1, __ATOMIC_RELAXED);
+    if (pthread_equal(pthread_self(), api_thread)) forward_on_api_thread = 1;
+    DeftNDArrayHandle sq = call1("elemwise_mul", 2, (DeftNDArrayHandle[]){in[0], in[0]}, NO_PARAMS);
+    DeftNDArrayHandle given[1] = {out};
+    int nout = 1;
+    int status = call("elemwise_mul", 2, (DeftNDArrayHandle[]){sq, in[0]}, &nout, given, NO_PARAMS);
+    DeftNDArrayFree(sq);
+    return status;
+}
+
+/* dx = dy * 3 x^2 */
+static int cube_backward(void *user, DeftNDArrayHandle dy, int nin, const DeftNDArrayHandle *in,
+                         DeftNDArrayHandle y, const DeftNDArrayHandle *dx) {
+    (void)user, (void)nin, (void)y;
+    DeftNDArrayHandle sq = call1("elemwise_mul", 2, (DeftNDArrayHandle[]){in[0], in[0]}, NO_PARAMS);
+    DeftNDArrayHandle three = call1("_mul_scalar", 1, &sq, P("scalar", "3"));
+    DeftNDArrayHandle given[1] = {dx[0]};
+    int nout = 1;
+    int status = call("elemwise_mul", 2, (DeftNDArrayHandle[]){three, dy}, &nout, given, NO_PARAMS);
+    DeftNDArrayFree(sq), DeftNDArrayFree(three);
+    return status;
+}
+
+static int failing_forward(void *user, int nin, const DeftNDArrayHandle *in, DeftNDArrayHandle out,
+                           int is_train) {
+    (void)user, (void)nin, (void)in, (void)out, (void)is_train;
+    DeftCustomOpSetError("the host raised ZeroDivisionError");
+    return 1;
+}
+
+static void register_ops(void) {
+    static int done;
+    if (done) return;
+    done = 1;
+    DeftCustomOpCallbacks cube = {1, cube_infer, cube_forward, cube_backward, NULL};
+    ck_assert_ok(DeftCustomOpRegister("test_cube", &cube));
+    DeftCustomOpCallbacks bad = {1, cube_infer, failing_forward, NULL, NULL};
+    ck_assert_ok(DeftCustomOpRegister("test_failing", &bad));
+}
+
+START_TEST(imperative_deferred_and_exported) {
+    api_thread = pthread_self();
+    register_ops();
+    DeftNDArrayHandle x = make(DEFT_FLOAT64, 1, SHAPE(3), VALUES(1, 2, -3));
+    DeftNDArrayHandle y = call1("test_cube", 1, &x, NO_PARAMS);
+    assert_values(y, 3, VALUES(1, 8, -27), 0);
+    ck_assert_int_eq(forward_on_api_thread, 0); /* a callback thread ran it */
+    ck_assert_ok(DeftSetIsDeferredCompute(1, NULL));
+    DeftNDArrayHandle lazy = call1("test_cube", 1, &x, NO_PARAMS);
+    DeftNDArrayHandle plus = call1("_plus_scalar", 1, &lazy, P("scalar", "1"));
+    ck_assert_ok(DeftSetIsDeferredCompute(0, NULL));
+    DeftSymbolHandle sym, loaded;
+    ck_assert_ok(DeftNDArrayGetDeferredComputeSymbol(&x, &plus, (const char *[]){"x"},
+                                                     (const char *[]){"y"}, 1, 1, &sym));
+    const char *json;
+    ck_assert_ok(DeftSymbolSaveToJSON(sym, &json));
+    ck_assert_ptr_nonnull(strstr(json, "test_cube"));
+    ck_assert_ok(DeftSymbolCreateFromJSON(json, &loaded));
+    DeftCachedOpHandle exec;
+    ck_assert_ok(DeftCachedOpCreate(loaded, 0, &exec));
+    DeftNDArrayHandle out = NULL;
+    int nout = 1;
+    ck_assert_ok(DeftCachedOpInvoke(exec, 1, &x, &nout, &out));
+    assert_values(out, 3, VALUES(2, 9, -26), 0);
+    assert_values(plus, 3, VALUES(2, 9, -26), 0); /* the lazy reading */
+    ck_assert_int_eq(forward_on_api_thread, 0);
+    ck_assert_ok(DeftCachedOpFree(exec));
+    ck_assert_ok(DeftSymbolFree(sym));
+    ck_assert_ok(DeftSymbolFree(loaded));
+    DeftNDArrayHandle all[] = {x, y, lazy, plus, out};
+    free_all(5, all);
+}
+END_TEST
+
+START_TEST(gradient_matches_finite_differences) {
+    register_ops();
+    const double xs[3] = {0.5, -1.25, 2};
+    DeftNDArrayHandle g = make(DEFT_FLOAT64, 1, SHAPE(3), NULL);
+    DeftNDArrayHandle x = make(DEFT_FLOAT64, 1, SHAPE(3), xs);
+    ck_assert_ok(DeftAutogradMarkVariables(1, &x, NULL, &g));
+    ck_assert_ok(DeftAutogradSetIsRecording(1, NULL));
+    DeftNDArrayHandle y = call1("test_cube", 1, &x, NO_PARAMS);
+    DeftNDArrayHandle s = call1("sum", 1, &y, NO_PARAMS);
+    ck_assert_ok(DeftAutogradSetIsRecording(0, NULL));
+    ck_assert_ok(DeftAutogradBackward(1, &s, NULL, 0, 0));
+    double expected[3];
+    for (int i = 0; i < 3; i++) {
+        double h = 1e-5, up = xs[i] + h, down = xs[i] - h;
+        expected[i] = (up * up * up - down * down * down) / (2 * h);
+    }
+    assert_values(g, 3, expected, 1e-6);
+    DeftNDArrayHandle all[] = {g, x, y, s};
+    free_all(4, all);
+}
+END_TEST
+
+START_TEST(failures_and_registration_errors) {
+    register_ops();
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(1, 2));
+    DeftNDArrayHandle y = call1("test_failing", 1, &x, NO_PARAMS); /* fails on the engine */
+    ck_assert_fails(DeftNDArrayWaitToRead(y), DEFT_ERROR_VALUE,
+                    "forward failed: the host raised ZeroDivisionError");
+    DeftCustomOpCallbacks cube = {1, cube_infer, cube_forward, NULL, NULL};
+    ck_assert_fails(DeftCustomOpRegister("a::b", &cube), DEFT_ERROR_VALUE, "contains '::'");
+    ck_assert_fails(DeftCustomOpRegister("test_cube", &cube), DEFT_ERROR_VALUE, "exists already");
+    ck_assert_fails(DeftCustomOpRegister("exp", &cube), DEFT_ERROR_VALUE, "exists already");
+    cube.num_inputs = 0;
+    ck_assert_fails(DeftCustomOpRegister("no_inputs", &cube), DEFT_ERROR_VALUE, "1 to");
+    cube.num_inputs = 1, cube.forward = NULL;
+    ck_assert_fails(DeftCustomOpRegister("no_forward", &cube), DEFT_ERROR_VALUE, "needs");
+    /* no gradient: recording refuses with the operator's name */
+    DeftNDArrayHandle g = make(DEFT_FLOAT32, 1, SHAPE(2), NULL), out[1] = {NULL};
+    ck_assert_ok(DeftAutogradMarkVariables(1, &x, NULL, &g));
+    ck_assert_ok(DeftAutogradSetIsRecording(1, NULL));
+    int nout = 1;
+    ck_assert_fails(call("test_failing", 1, &x, &nout, out, NO_PARAMS), DEFT_ERROR_NOT_IMPLEMENTED,
+                    "test_failing");
+    ck_assert_ok(DeftAutogradSetIsRecording(0, NULL));
+    DeftWaitAll(); /* reports (and clears) the failure of test_failing above */
+    DeftNDArrayHandle all[] = {x, y, g};
+    free_all(3, all);
+}
+END_TEST
+
+START_TEST(profiled_under_the_custom_domain) {
+    register_ops();
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/deft_custom_trace_%d.json", (int)getpid());
+    ck_assert_ok(DeftProfilerSetConfig(2, (const char *[]){"filename", "profile_imperative"},
+                                       (const char *[]){path, "true"}));
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(1, 2));
+    ck_assert_ok(DeftProfilerSetState(1));
+    DeftNDArrayHandle y = call1("test_cube", 1, &x, NO_PARAMS);
+    ck_assert_ok(DeftNDArrayWaitToRead(y));
+    ck_assert_ok(DeftProfilerSetState(0));
+    ck_assert_ok(DeftProfilerDump(1));
+    FILE *f = fopen(path, "r");
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    unlink(path);
+    text[n] = '\0';
+    cJSON *root = cJSON_Parse(text);
+    ck_assert_ptr_nonnull(root);
+    int callback = 0, inner = 0, outer = 0, misleading = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "traceEvents")) {
+        const cJSON *name = cJSON_GetObjectItem(e, "name"), *cat = cJSON_GetObjectItem(e, "cat");
+        if (!cat) continue;
+        if (!strcmp(cat->valuestring, "Custom Operators") &&
+            !strcmp(name->valuestring, "test_cube"))
+            callback++;
+        if (!strcmp(cat->valuestring, "Custom Operators") &&
+            !strcmp(name->valuestring, "test_cube::elemwise_mul"))
+            inner++;
+        if (!strcmp(cat->valuestring, "operator") && !strcmp(name->valuestring, "test_cube"))
+            outer++;
+        misleading += strstr(name->valuestring, "Dummy") != NULL;
+    }
+    ck_assert_int_eq(callback, 1);
+    ck_assert_int_eq(inner, 2);
+    ck_assert_int_eq(outer, 1);
+    ck_assert_int_eq(misleading, 0);
+    cJSON_Delete(root);
+    DeftNDArrayHandle all[] = {x, y};
+    free_all(2, all);
+}
+END_TEST
+
+static Suite *custom_suite(void) {
+    Suite *suite = suite_create("custom operators");
+    TCase *tc = tcase_create("custom");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, imperative_deferred_and_exported);
+    tcase_add_test(tc, gradient_matches_finite_differences);
+    tcase_add_test(tc, failures_and_registration_errors);
+    tcase_add_test(tc, profiled_under_the_custom_domain);
+    suite_add_tcase(suite, tc);
+    return suite;
+}
+
+int main(void) {
+    return run_suite(custom_suite());
+}
