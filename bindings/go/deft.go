@@ -88,7 +88,8 @@ func (h *handle) release(owner interface{}, free func(*C.go_status) C.int) error
 // NDArray is an n-dimensional array on the CPU, computed asynchronously.
 type NDArray struct {
 	handle
-	h C.DeftNDArrayHandle
+	h    C.DeftNDArrayHandle
+	lent bool // lent to a custom operator's callback: deft frees it, not Close
 }
 
 func wrapArray(h C.DeftNDArrayHandle) *NDArray {
@@ -113,6 +114,9 @@ func (a *NDArray) raw() (C.DeftNDArrayHandle, error) {
 // Close releases the array's handle; the data lives on while pending work
 // or recorded graphs still need it. A second Close returns ErrClosed.
 func (a *NDArray) Close() error {
+	if a.lent {
+		return nil
+	}
 	return a.release(a, func(st *C.go_status) C.int { return C.go_free(st, a.h) })
 }
 
@@ -313,6 +317,38 @@ func Invoke(name string, inputs []*NDArray, params ...Param) ([]*NDArray, error)
 		results[i] = wrapArray(out[i])
 	}
 	return results, nil
+}
+
+// InvokeInto runs the operator called name writing into outputs (existing arrays).
+func InvokeInto(name string, inputs, outputs []*NDArray, params ...Param) error {
+	in, err := handles(inputs)
+	if err != nil {
+		return err
+	}
+	out, err := handles(outputs)
+	if err != nil {
+		return err
+	}
+	keys := make([]string, len(params))
+	vals := make([]string, len(params))
+	for i, p := range params {
+		keys[i], vals[i] = p.Key, p.Value
+	}
+	ckeys, freeKeys := cStrings(keys)
+	defer freeKeys()
+	cvals, freeVals := cStrings(vals)
+	defer freeVals()
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var st C.go_status
+	nout := C.int(len(outputs))
+	if C.go_invoke(&st, cname, C.int(len(inputs)), &in[0], &nout, &out[0], C.int(len(params)),
+		&ckeys[0], &cvals[0]) != 0 {
+		return fail(&st)
+	}
+	runtime.KeepAlive(inputs)
+	runtime.KeepAlive(outputs)
+	return nil
 }
 
 // Call runs operator name with a as its first input and returns its one output.

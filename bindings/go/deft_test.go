@@ -183,3 +183,74 @@ func TestFinalizersWhileOtherGoroutinesCompute(t *testing.T) {
 		t.Fatalf("live arrays %d -> %d", arrays, a)
 	}
 }
+
+type cube struct{}
+
+func (cube) InferShape(s [][]int64, d []DType) ([]int64, DType, error) { return s[0], d[0], nil }
+
+func (cube) Forward(in []*NDArray, out *NDArray, isTrain bool) error {
+	sq, err := in[0].Call("elemwise_mul", []*NDArray{in[0]})
+	if err != nil {
+		return err
+	}
+	c, err := sq.Call("elemwise_mul", []*NDArray{in[0]})
+	if err != nil {
+		return err
+	}
+	return InvokeInto("_copyto", []*NDArray{c}, []*NDArray{out})
+}
+
+func (cube) Backward(dy *NDArray, in []*NDArray, y *NDArray, dx []*NDArray) error {
+	sq, err := in[0].Call("elemwise_mul", []*NDArray{in[0]})
+	if err != nil {
+		return err
+	}
+	three, err := sq.Call("_mul_scalar", nil, Param{"scalar", "3"})
+	if err != nil {
+		return err
+	}
+	return InvokeInto("elemwise_mul", []*NDArray{three, dy}, dx)
+}
+
+type failing struct{ cube }
+
+func (failing) Forward(in []*NDArray, out *NDArray, isTrain bool) error {
+	return errors.New("the Go side said no")
+}
+
+func TestCustomOperatorsInGo(t *testing.T) {
+	if err := RegisterCustomOp("go_cube", 1, cube{}, true); err != nil {
+		t.Fatal(err)
+	}
+	x := must(FromFloat64([]float64{1, -2, 0.5}, 3))
+	y := must(Invoke("go_cube", []*NDArray{x}))[0]
+	if got := must(y.Float64s()); fmt.Sprint(got) != "[1 -8 0.125]" {
+		t.Fatalf("cube = %v", got)
+	}
+	g := must(x.AttachGrad())
+	var s *NDArray
+	if err := WithRecording(func() error {
+		c := must(Invoke("go_cube", []*NDArray{x}))[0]
+		s = must(c.Call("sum", nil))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Backward(s); err != nil {
+		t.Fatal(err)
+	}
+	if got := must(g.Float64s()); fmt.Sprint(got) != "[3 12 0.75]" {
+		t.Fatalf("gradient = %v", got)
+	}
+	if err := RegisterCustomOp("go_failing", 1, failing{}, false); err != nil {
+		t.Fatal(err)
+	}
+	z := must(Invoke("go_failing", []*NDArray{x}))[0]
+	if _, err := z.Float64s(); err == nil || !strings.Contains(err.Error(), "the Go side said no") {
+		t.Fatalf("got %v", err)
+	}
+	WaitAll() // reports the failure once more, and clears it
+	if err := RegisterCustomOp("a::b", 1, cube{}, false); err == nil || !strings.Contains(err.Error(), "'::'") {
+		t.Fatalf("got %v", err)
+	}
+}

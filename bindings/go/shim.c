@@ -91,3 +91,36 @@ int go_counters(go_status *st, int64_t *arrays, int64_t *bytes) {
     return go_check(st, DeftGetLiveNDArrayCount(arrays)) ||
            go_check(st, DeftGetMemoryStat(DEFT_CPU, 0, DEFT_MEM_LIVE_BYTES, bytes));
 }
+
+/* ---- custom operators: the C callbacks call the Go functions exported in custom.go ---- */
+
+#include "_cgo_export.h"
+
+static int custom_infer(void *user, int nin, const int *in_ndims, const int64_t *in_shapes,
+                        const int *in_dtypes, int *out_ndim, int64_t *out_shape, int *out_dtype) {
+    return goCustomInfer((uintptr_t)user, nin, (int *)in_ndims, (int64_t *)in_shapes,
+                         (int *)in_dtypes, out_ndim, out_shape, out_dtype);
+}
+
+static int custom_forward(void *user, int nin, const DeftNDArrayHandle *in,
+                          DeftNDArrayHandle out, int is_train) {
+    return goCustomForward((uintptr_t)user, nin, (DeftNDArrayHandle *)in, out, is_train);
+}
+
+static int custom_backward(void *user, DeftNDArrayHandle out_grad, int nin,
+                           const DeftNDArrayHandle *in, DeftNDArrayHandle out,
+                           const DeftNDArrayHandle *in_grads) {
+    return goCustomBackward((uintptr_t)user, out_grad, nin, (DeftNDArrayHandle *)in, out,
+                            (DeftNDArrayHandle *)in_grads);
+}
+
+int go_custom_register(go_status *st, const char *name, int nin, uintptr_t handle,
+                       int has_backward) {
+    DeftCustomOpCallbacks cb = {nin, custom_infer, custom_forward,
+                                has_backward ? custom_backward : NULL, (void *)handle};
+    return go_check(st, DeftCustomOpRegister(name, &cb));
+}
+
+int go_custom_set_error(const char *message) {
+    return DeftCustomOpSetError(message);
+}

@@ -310,6 +310,32 @@ impl Op {
             .collect())
     }
 
+    /// Run the operator writing into `outputs` (existing arrays of the right shape).
+    pub fn invoke_into(
+        &self,
+        inputs: &[&NDArray],
+        outputs: &[&NDArray],
+        params: &[(&str, &str)],
+    ) -> Result<()> {
+        let handles: Vec<_> = inputs.iter().map(|a| a.handle).collect();
+        let mut outs: Vec<_> = outputs.iter().map(|a| a.handle).collect();
+        let (_keys, key_ptrs) = c_strings(&params.iter().map(|p| p.0).collect::<Vec<_>>())?;
+        let (_vals, val_ptrs) = c_strings(&params.iter().map(|p| p.1).collect::<Vec<_>>())?;
+        let mut count = outs.len() as c_int;
+        check(unsafe {
+            sys::DeftImperativeInvoke(
+                self.handle,
+                handles.len() as c_int,
+                handles.as_ptr(),
+                &mut count,
+                outs.as_mut_ptr(),
+                params.len() as c_int,
+                key_ptrs.as_ptr(),
+                val_ptrs.as_ptr(),
+            )
+        })
+    }
+
     /// Every registered operator's name.
     pub fn list() -> Result<Vec<String>> {
         let mut count = 0;
@@ -534,4 +560,152 @@ pub fn live_bytes() -> Result<i64> {
     let mut n = 0;
     check(unsafe { sys::DeftGetMemoryStat(sys::DEFT_CPU, 0, sys::DEFT_MEM_LIVE_BYTES, &mut n) })?;
     Ok(n)
+}
+
+/// A custom operator written in Rust: shape inference, forward and
+/// (optionally) backward. Callbacks run on deft's callback threads; the
+/// arrays they get are lent for the call.
+pub trait CustomOp: Send + Sync + 'static {
+    /// The output's shape and dtype (a DEFT_* code) from the inputs'.
+    fn infer_shape(&self, in_shapes: &[Vec<i64>], in_dtypes: &[i32]) -> Result<(Vec<i64>, i32)>;
+    /// Fill `output` from `inputs` (write it with an operator's `out`, e.g. `_copyto`).
+    fn forward(&self, inputs: &[&NDArray], output: &NDArray, is_train: bool) -> Result<()>;
+    /// Fill `in_grads` from the output's gradient; only called when `has_backward`.
+    fn backward(
+        &self,
+        out_grad: &NDArray,
+        inputs: &[&NDArray],
+        output: &NDArray,
+        in_grads: &[&NDArray],
+    ) -> Result<()> {
+        let _ = (out_grad, inputs, output, in_grads);
+        Err(Error {
+            kind: ErrorKind::NotImplemented,
+            message: "no backward".into(),
+        })
+    }
+    /// Whether backward is defined (autograd refuses the operator otherwise).
+    fn has_backward(&self) -> bool {
+        false
+    }
+}
+
+/// Lent arrays: NDArrays that never free the handle deft gives a callback.
+fn lend(handles: &[sys::DeftNDArrayHandle]) -> Vec<std::mem::ManuallyDrop<NDArray>> {
+    handles
+        .iter()
+        .map(|&h| std::mem::ManuallyDrop::new(NDArray::from_handle(h)))
+        .collect()
+}
+
+/// Report a callback's failure (or panic) to deft; returns the C status.
+fn callback_status(result: std::thread::Result<Result<()>>) -> c_int {
+    let message = match result {
+        Ok(Ok(())) => return 0,
+        Ok(Err(e)) => e.message,
+        Err(_) => "the Rust callback panicked".to_string(),
+    };
+    let text = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    unsafe { sys::DeftCustomOpSetError(text.as_ptr()) };
+    1
+}
+
+type BoxedOp = Box<dyn CustomOp>;
+
+unsafe extern "C" fn infer_trampoline(
+    user: *mut std::os::raw::c_void,
+    nin: c_int,
+    in_ndims: *const c_int,
+    in_shapes: *const i64,
+    in_dtypes: *const c_int,
+    out_ndim: *mut c_int,
+    out_shape: *mut i64,
+    out_dtype: *mut c_int,
+) -> c_int {
+    let op = &*(user as *const BoxedOp);
+    let n = nin as usize;
+    let shapes: Vec<Vec<i64>> = (0..n)
+        .map(|i| {
+            let dims = std::slice::from_raw_parts(
+                in_shapes.add(i * sys::DEFT_MAX_NDIM),
+                *in_ndims.add(i) as usize,
+            );
+            dims.to_vec()
+        })
+        .collect();
+    let dtypes: Vec<i32> = std::slice::from_raw_parts(in_dtypes, n).to_vec();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let (shape, dtype) = op.infer_shape(&shapes, &dtypes)?;
+        if shape.len() > sys::DEFT_MAX_NDIM {
+            return Err(Error {
+                kind: ErrorKind::Value,
+                message: "too many dimensions".into(),
+            });
+        }
+        *out_ndim = shape.len() as c_int;
+        std::ptr::copy_nonoverlapping(shape.as_ptr(), out_shape, shape.len());
+        *out_dtype = dtype;
+        Ok(())
+    }));
+    callback_status(result)
+}
+
+unsafe extern "C" fn forward_trampoline(
+    user: *mut std::os::raw::c_void,
+    nin: c_int,
+    inputs: *const sys::DeftNDArrayHandle,
+    output: sys::DeftNDArrayHandle,
+    is_train: c_int,
+) -> c_int {
+    let op = &*(user as *const BoxedOp);
+    let lent = lend(std::slice::from_raw_parts(inputs, nin as usize));
+    let out = lend(&[output]);
+    let refs: Vec<&NDArray> = lent.iter().map(|a| &**a).collect();
+    callback_status(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+        || op.forward(&refs, &out[0], is_train != 0),
+    )))
+}
+
+unsafe extern "C" fn backward_trampoline(
+    user: *mut std::os::raw::c_void,
+    out_grad: sys::DeftNDArrayHandle,
+    nin: c_int,
+    inputs: *const sys::DeftNDArrayHandle,
+    output: sys::DeftNDArrayHandle,
+    in_grads: *const sys::DeftNDArrayHandle,
+) -> c_int {
+    let op = &*(user as *const BoxedOp);
+    let lent = lend(std::slice::from_raw_parts(inputs, nin as usize));
+    let grads = lend(std::slice::from_raw_parts(in_grads, nin as usize));
+    let single = lend(&[out_grad, output]);
+    let refs: Vec<&NDArray> = lent.iter().map(|a| &**a).collect();
+    let grad_refs: Vec<&NDArray> = grads.iter().map(|a| &**a).collect();
+    callback_status(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+        || op.backward(&single[0], &refs, &single[1], &grad_refs),
+    )))
+}
+
+/// Register a custom operator called `name` with `num_inputs` inputs and one
+/// output; it is then an operator like any other ([`invoke`], export, autograd).
+pub fn register_custom_op(name: &str, num_inputs: usize, op: impl CustomOp) -> Result<()> {
+    let name = c_string(name)?;
+    let has_backward = op.has_backward();
+    // Operators live as long as the process: the box is never freed.
+    let user = Box::into_raw(Box::new(Box::new(op) as BoxedOp));
+    let callbacks = sys::DeftCustomOpCallbacks {
+        num_inputs: num_inputs as c_int,
+        infer_shape: Some(infer_trampoline),
+        forward: Some(forward_trampoline),
+        backward: if has_backward {
+            Some(backward_trampoline)
+        } else {
+            None
+        },
+        user: user.cast(),
+    };
+    let status = check(unsafe { sys::DeftCustomOpRegister(name.as_ptr(), &callbacks) });
+    if status.is_err() {
+        drop(unsafe { Box::from_raw(user) });
+    }
+    status
 }

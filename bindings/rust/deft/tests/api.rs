@@ -143,3 +143,80 @@ fn arrays_freed_on_other_threads_while_this_one_computes() {
     wait_all().unwrap();
     assert_eq!(live_arrays().unwrap(), arrays);
 }
+
+struct Cube;
+
+impl deft::CustomOp for Cube {
+    fn infer_shape(
+        &self,
+        in_shapes: &[Vec<i64>],
+        in_dtypes: &[i32],
+    ) -> deft::Result<(Vec<i64>, i32)> {
+        Ok((in_shapes[0].clone(), in_dtypes[0]))
+    }
+    fn forward(&self, inputs: &[&NDArray], output: &NDArray, _is_train: bool) -> deft::Result<()> {
+        let x = inputs[0];
+        let cube = x
+            .call("elemwise_mul", &[x], &[])?
+            .call("elemwise_mul", &[x], &[])?;
+        deft::Op::find("_copyto")?.invoke_into(&[&cube], &[output], &[])
+    }
+    fn backward(
+        &self,
+        dy: &NDArray,
+        inputs: &[&NDArray],
+        _y: &NDArray,
+        dx: &[&NDArray],
+    ) -> deft::Result<()> {
+        let x = inputs[0];
+        let three =
+            x.call("elemwise_mul", &[x], &[])?
+                .call("_mul_scalar", &[], &[("scalar", "3")])?;
+        deft::Op::find("elemwise_mul")?.invoke_into(&[&three, dy], &[dx[0]], &[])
+    }
+    fn has_backward(&self) -> bool {
+        true
+    }
+}
+
+struct Failing;
+
+impl deft::CustomOp for Failing {
+    fn infer_shape(&self, s: &[Vec<i64>], d: &[i32]) -> deft::Result<(Vec<i64>, i32)> {
+        Ok((s[0].clone(), d[0]))
+    }
+    fn forward(&self, _: &[&NDArray], _: &NDArray, _: bool) -> deft::Result<()> {
+        panic!("a bug in the callback")
+    }
+}
+
+#[test]
+fn custom_operators_in_rust() {
+    let _one = serial();
+    deft::register_custom_op("rust_cube", 1, Cube).unwrap();
+    let x = NDArray::from_slice(&[1.0f64, -2.0, 0.5], &[3]).unwrap();
+    let y = invoke("rust_cube", &[&x], &[]).unwrap().remove(0);
+    assert_eq!(y.to_vec::<f64>().unwrap(), vec![1.0, -8.0, 0.125]);
+    let g = x.attach_grad().unwrap();
+    let s = {
+        let _rec = Recording::enter().unwrap();
+        invoke("rust_cube", &[&x], &[])
+            .unwrap()
+            .remove(0)
+            .call("sum", &[], &[])
+            .unwrap()
+    };
+    backward(&[&s]).unwrap();
+    assert_eq!(g.to_vec::<f64>().unwrap(), vec![3.0, 12.0, 0.75]);
+    deft::register_custom_op("rust_failing", 1, Failing).unwrap();
+    let z = invoke("rust_failing", &[&x], &[]).unwrap().remove(0);
+    let err = z.to_vec::<f64>().err().unwrap();
+    assert!(
+        err.message.contains("the Rust callback panicked"),
+        "{}",
+        err.message
+    );
+    let _ = wait_all(); // reports the failure once more, and clears it
+    let err = deft::register_custom_op("a::b", 1, Cube).err().unwrap();
+    assert!(err.message.contains("'::'"), "{}", err.message);
+}
