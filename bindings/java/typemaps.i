@@ -354,3 +354,136 @@ DEFT_JAVA_NAMES_OUT(out_count, out_words)
 /* DLPack has no Java counterpart. */
 %ignore DeftNDArrayToDLPack;
 %ignore DeftNDArrayFromDLPack;
+
+/* ---- custom operators: Java handlers behind the C callbacks ---- */
+
+%{
+static JavaVM *deft_java_vm;
+static jclass deft_java_bridge; /* org.deft.CustomOps, a global reference */
+static jmethodID deft_java_infer, deft_java_forward, deft_java_backward;
+
+/* The callback thread's JNIEnv; it is attached once, as a daemon. */
+static JNIEnv *deft_java_env(void) {
+    JNIEnv *env = NULL;
+    if ((*deft_java_vm)->GetEnv(deft_java_vm, (void **)&env, JNI_VERSION_1_8) == JNI_OK) return env;
+    if ((*deft_java_vm)->AttachCurrentThreadAsDaemon(deft_java_vm, (void **)&env, NULL) != JNI_OK)
+        return NULL;
+    return env;
+}
+
+/* A pending Java exception becomes the operator's error (and is cleared). */
+static int deft_java_failed(JNIEnv *env) {
+    jthrowable e = (*env)->ExceptionOccurred(env);
+    if (!e) return 0;
+    (*env)->ExceptionClear(env);
+    jclass cls = (*env)->GetObjectClass(env, e);
+    jmethodID to_string = (*env)->GetMethodID(env, cls, "toString", "()Ljava/lang/String;");
+    jstring text = to_string ? (jstring)(*env)->CallObjectMethod(env, e, to_string) : NULL;
+    const char *c = text ? (*env)->GetStringUTFChars(env, text, NULL) : NULL;
+    DeftCustomOpSetError(c ? c : "a Java exception");
+    if (c) (*env)->ReleaseStringUTFChars(env, text, c);
+    (*env)->ExceptionClear(env);
+    return 1;
+}
+
+static jlongArray deft_java_pointers(JNIEnv *env, int n, const DeftNDArrayHandle *h) {
+    jlongArray a = (*env)->NewLongArray(env, n);
+    for (int i = 0; a && i < n; i++) {
+        jlong v = (jlong)(intptr_t)h[i];
+        (*env)->SetLongArrayRegion(env, a, i, 1, &v);
+    }
+    return a;
+}
+
+static int deft_java_infer_cb(void *user, int nin, const int *ndims, const int64_t *shapes,
+                              const int *dtypes, int *out_ndim, int64_t *out_shape,
+                              int *out_dtype) {
+    JNIEnv *env = deft_java_env();
+    if (!env) return DeftCustomOpSetError("cannot attach the callback thread to the JVM"), 1;
+    (*env)->PushLocalFrame(env, 16 + nin);
+    jclass long_array = (*env)->FindClass(env, "[J");
+    jobjectArray in_shapes = (*env)->NewObjectArray(env, nin, long_array, NULL);
+    for (int i = 0; in_shapes && i < nin; i++) {
+        jlongArray s = (*env)->NewLongArray(env, ndims[i]);
+        (*env)->SetLongArrayRegion(env, s, 0, ndims[i], (const jlong *)&shapes[i * DEFT_MAX_NDIM]);
+        (*env)->SetObjectArrayElement(env, in_shapes, i, s);
+    }
+    jintArray in_dtypes = (*env)->NewIntArray(env, nin);
+    (*env)->SetIntArrayRegion(env, in_dtypes, 0, nin, (const jint *)dtypes);
+    jlongArray r = (jlongArray)(*env)->CallStaticObjectMethod(env, deft_java_bridge, deft_java_infer,
+                                                              (jobject)user, in_shapes, in_dtypes);
+    int status = deft_java_failed(env);
+    if (!status && r) {
+        jsize n = (*env)->GetArrayLength(env, r);
+        jlong *v = (*env)->GetLongArrayElements(env, r, NULL);
+        if (n < 1 || n - 1 > DEFT_MAX_NDIM) {
+            status = 1;
+            DeftCustomOpSetError("inferShape returned a bad shape");
+        } else {
+            *out_dtype = (int)v[0], *out_ndim = (int)(n - 1);
+            for (jsize d = 1; d < n; d++) out_shape[d - 1] = v[d];
+        }
+        (*env)->ReleaseLongArrayElements(env, r, v, JNI_ABORT);
+    }
+    (*env)->PopLocalFrame(env, NULL);
+    return status;
+}
+
+static int deft_java_forward_cb(void *user, int nin, const DeftNDArrayHandle *in,
+                                DeftNDArrayHandle out, int is_train) {
+    JNIEnv *env = deft_java_env();
+    if (!env) return DeftCustomOpSetError("cannot attach the callback thread to the JVM"), 1;
+    (*env)->PushLocalFrame(env, 16);
+    (*env)->CallStaticVoidMethod(env, deft_java_bridge, deft_java_forward, (jobject)user,
+                                 deft_java_pointers(env, nin, in), (jlong)(intptr_t)out,
+                                 (jboolean)(is_train != 0));
+    int status = deft_java_failed(env);
+    (*env)->PopLocalFrame(env, NULL);
+    return status;
+}
+
+static int deft_java_backward_cb(void *user, DeftNDArrayHandle out_grad, int nin,
+                                 const DeftNDArrayHandle *in, DeftNDArrayHandle out,
+                                 const DeftNDArrayHandle *in_grads) {
+    JNIEnv *env = deft_java_env();
+    if (!env) return DeftCustomOpSetError("cannot attach the callback thread to the JVM"), 1;
+    (*env)->PushLocalFrame(env, 16);
+    (*env)->CallStaticVoidMethod(env, deft_java_bridge, deft_java_backward, (jobject)user,
+                                 (jlong)(intptr_t)out_grad, deft_java_pointers(env, nin, in),
+                                 (jlong)(intptr_t)out, deft_java_pointers(env, nin, in_grads));
+    int status = deft_java_failed(env);
+    (*env)->PopLocalFrame(env, NULL);
+    return status;
+}
+%}
+
+%typemap(in, numinputs=0) JNIEnv *env "$1 = jenv;"
+%typemap(jni) jobject handler "jobject"
+%typemap(jtype) jobject handler "Object"
+%typemap(jstype) jobject handler "Object"
+%typemap(javain) jobject handler "$javainput"
+%typemap(in) jobject handler "$1 = $input;"
+
+%inline %{
+/* Register a custom operator whose callbacks are those of `handler` (an
+ * org.deft.CustomOp), called through org.deft.CustomOps; kept for good. */
+int DeftJavaCustomOpRegister(JNIEnv *env, const char *name, int num_inputs, jobject handler,
+                             int has_backward) {
+    if (!deft_java_bridge) {
+        jclass bridge = (*env)->FindClass(env, "org/deft/CustomOps");
+        if (!bridge) return DeftCustomOpSetError("org.deft.CustomOps is missing"), -1;
+        deft_java_bridge = (jclass)(*env)->NewGlobalRef(env, bridge);
+        deft_java_infer = (*env)->GetStaticMethodID(env, bridge, "infer",
+                                                    "(Ljava/lang/Object;[[J[I)[J");
+        deft_java_forward = (*env)->GetStaticMethodID(env, bridge, "forward",
+                                                      "(Ljava/lang/Object;[JJZ)V");
+        deft_java_backward = (*env)->GetStaticMethodID(env, bridge, "backward",
+                                                       "(Ljava/lang/Object;J[JJ[J)V");
+        (*env)->GetJavaVM(env, &deft_java_vm);
+    }
+    DeftCustomOpCallbacks cb = {num_inputs, deft_java_infer_cb, deft_java_forward_cb,
+                                has_backward ? deft_java_backward_cb : NULL,
+                                (*env)->NewGlobalRef(env, handler)};
+    return DeftCustomOpRegister(name, &cb);
+}
+%}

@@ -85,6 +85,18 @@ public final class Deft {
         return result;
     }
 
+    /** Run operator {@code name} writing into {@code outputs} (existing arrays). */
+    public static void invokeInto(String name, NDArray[] inputs, NDArray[] outputs,
+                                  String... params) {
+        String[] keys = new String[params.length / 2], vals = new String[params.length / 2];
+        for (int i = 0; i < keys.length; i++) {
+            keys[i] = params[2 * i];
+            vals[i] = params[2 * i + 1];
+        }
+        DeftNative.DeftImperativeInvoke(op(name), inputs.length, NDArray.raw(inputs),
+                                        NDArray.raw(outputs), keys.length, keys, vals);
+    }
+
     /** Block until every pending operation is done. */
     public static void waitAll() {
         DeftNative.DeftWaitAll();

@@ -123,4 +123,46 @@ class DeftTest {
         } while (Deft.liveArrays() != arrays && System.currentTimeMillis() < deadline);
         assertEquals(arrays, Deft.liveArrays());
     }
+
+    static final class Cube implements CustomOp {
+        @Override public long[] inferShape(long[][] inShapes, int[] inDTypes) { return inShapes[0]; }
+
+        @Override public void forward(NDArray[] in, NDArray out, boolean isTrain) {
+            NDArray c = in[0].call("elemwise_mul", in).call("elemwise_mul", in);
+            Deft.invokeInto("_copyto", new NDArray[] {c}, new NDArray[] {out});
+        }
+
+        @Override public void backward(NDArray dy, NDArray[] in, NDArray y, NDArray[] dx) {
+            NDArray three = in[0].call("elemwise_mul", in).call("_mul_scalar", new NDArray[0],
+                                                               "scalar", "3");
+            Deft.invokeInto("elemwise_mul", new NDArray[] {three, dy}, dx);
+        }
+    }
+
+    @Test
+    void customOperatorsInJava() {
+        CustomOps.register("java_cube", 1, new Cube(), true);
+        NDArray x = NDArray.of(new double[] {1, -2, 0.5}, 3);
+        NDArray y = Deft.invoke("java_cube", new NDArray[] {x})[0];
+        assertArrayEquals(new double[] {1, -8, 0.125}, y.toDoubleArray());
+        NDArray grad = x.attachGrad();
+        NDArray s;
+        try (Deft.Scope rec = Deft.recording()) {
+            s = Deft.invoke("java_cube", new NDArray[] {x})[0].call("sum", new NDArray[0]);
+        }
+        Deft.backward(s);
+        assertArrayEquals(new double[] {3, 12, 0.75}, grad.toDoubleArray());
+        CustomOps.register("java_failing", 1, new CustomOp() {
+            @Override public long[] inferShape(long[][] s2, int[] d) { return s2[0]; }
+            @Override public void forward(NDArray[] in, NDArray out, boolean t) {
+                throw new IllegalStateException("the Java side said no");
+            }
+        }, false);
+        NDArray z = Deft.invoke("java_failing", new NDArray[] {x})[0];
+        DeftException e = assertThrows(DeftException.class, z::toDoubleArray);
+        assertTrue(e.getMessage().contains("the Java side said no"), e.getMessage());
+        assertThrows(DeftException.class, Deft::waitAll); // reported once more, and cleared
+        e = assertThrows(DeftException.class, () -> CustomOps.register("a::b", 1, new Cube(), false));
+        assertTrue(e.getMessage().contains("'::'"), e.getMessage());
+    }
 }
