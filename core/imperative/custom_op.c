@@ -73,6 +73,7 @@ static int wrap(int n, const deft_tensor_t *t, deft_ndarray_t **out) {
             release_all(i, out);
             return -1;
         }
+        out[i]->lent = true;
     }
     return 0;
 }
@@ -84,9 +85,6 @@ static int run_job(job_t *j) {
         release_all(j->nin, in);
         return -1;
     }
-    unsigned versions[DEFT_OP_MAX_INPUTS];
-    for (int k = 0; k < j->nout; k++)
-        versions[k] = atomic_load_explicit(&j->out[k].storage->version, memory_order_relaxed);
     const char *previous = deft_profiler_set_prefix(j->c->name);
     tl_current = j->c->name;
     double start = deft_profiling(DEFT_PROF_IMPERATIVE) ? deft_profiler_now() : 0;
@@ -98,10 +96,6 @@ static int run_job(job_t *j) {
         deft_error(DEFT_ERR_INTERNAL, "the callback failed without a message");
     /* what the callback started on the outputs must be written before the kernel returns */
     for (int k = 0; status == 0 && k < j->nout; k++) status = deft_ndarray_wait_to_write(out[k]);
-    /* Those writes compute the outputs: they are this kernel's own, not changes
-     * after the fact that values saved for backward should notice. */
-    for (int k = 0; k < j->nout; k++)
-        atomic_store_explicit(&j->out[k].storage->version, versions[k], memory_order_relaxed);
     tl_current = NULL;
     deft_profiler_set_prefix(previous);
     release_all(j->nin, in);

@@ -25,6 +25,7 @@ static int make_array(const deft_tensor_t *tensor, deft_entry_t entry, deft_var_
     atomic_init(&arr->refcount, 1);
     atomic_init(&arr->memo_id, 0);
     arr->kept_version = 0;
+    arr->lent = false;
     arr->tensor = *tensor;
     arr->var = var;
     arr->entry = entry;

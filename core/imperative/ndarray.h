@@ -27,6 +27,9 @@ typedef struct deft_ndarray {
     deft_entry_t entry;       /* the recorded node producing it (a reference), or none */
     _Atomic uint64_t memo_id; /* memo.h: 0 until memoisation first sees it */
     unsigned kept_version;    /* a kept value: its storage's version when kept */
+    /* Lent to a custom operator's callback: its writes compute the kernel's
+     * outputs, so they do not count as changes of the contents. */
+    bool lent;
 } deft_ndarray_t;
 
 _Static_assert(sizeof(deft_ndarray_t) <= DEFT_RECORD_SIZE, "records hold array headers");
@@ -69,7 +72,7 @@ void deft_ndarray_release(deft_ndarray_t *arr);
 
 /* Note a write to the array (its contents are about to change). */
 static inline void deft_ndarray_touch(deft_ndarray_t *arr) {
-    if (arr->tensor.storage)
+    if (arr->tensor.storage && !arr->lent)
         atomic_fetch_add_explicit(&arr->tensor.storage->version, 1, memory_order_relaxed);
 }
 
