@@ -55,13 +55,17 @@ static int failing_forward(void *user, int nin, const DeftNDArrayHandle *in, Def
     return 1;
 }
 
+static void count_release(void *user) {
+    ++*(int *)user;
+}
+
 static void register_ops(void) {
     static int done;
     if (done) return;
     done = 1;
-    DeftCustomOpCallbacks cube = {1, cube_infer, cube_forward, cube_backward, NULL};
+    DeftCustomOpCallbacks cube = {1, cube_infer, cube_forward, cube_backward, NULL, NULL};
     ck_assert_ok(DeftCustomOpRegister("test_cube", &cube));
-    DeftCustomOpCallbacks bad = {1, cube_infer, failing_forward, NULL, NULL};
+    DeftCustomOpCallbacks bad = {1, cube_infer, failing_forward, NULL, NULL, NULL};
     ck_assert_ok(DeftCustomOpRegister("test_failing", &bad));
 }
 
@@ -127,8 +131,10 @@ START_TEST(failures_and_registration_errors) {
     DeftNDArrayHandle y = call1("test_failing", 1, &x, NO_PARAMS); /* fails on the engine */
     ck_assert_fails(DeftNDArrayWaitToRead(y), DEFT_ERROR_VALUE,
                     "forward failed: the host raised ZeroDivisionError");
-    DeftCustomOpCallbacks cube = {1, cube_infer, cube_forward, NULL, NULL};
+    static int released;
+    DeftCustomOpCallbacks cube = {1, cube_infer, cube_forward, NULL, &released, count_release};
     ck_assert_fails(DeftCustomOpRegister("a::b", &cube), DEFT_ERROR_VALUE, "contains '::'");
+    ck_assert_int_eq(released, 1); /* a failed registration gives the user data back */
     ck_assert_fails(DeftCustomOpRegister("test_cube", &cube), DEFT_ERROR_VALUE, "exists already");
     ck_assert_fails(DeftCustomOpRegister("exp", &cube), DEFT_ERROR_VALUE, "exists already");
     cube.num_inputs = 0;

@@ -94,6 +94,10 @@ START_TEST(failures_leave_the_graph_alone) {
     ck_assert_ok(DeftSymbolSaveToJSON(sym, &after));
     ck_assert_str_eq(after, copy);
     free(copy);
+    /* the library's custom operator is an operator like any other */
+    DeftNDArrayHandle twice = call1("lib_double", 1, &x, NO_PARAMS);
+    assert_values(twice, 3, VALUES(2, 4, 6), 0);
+    ck_assert_ok(DeftNDArrayFree(twice));
     ck_assert_fails(DeftLoadLib(DEFT_REFUSING_PASS_LIB, 0), DEFT_ERROR_VALUE,
                     "refused to initialize");
     int n;

@@ -105,6 +105,12 @@ static void assert_nested(const cJSON *root) {
             double ts = cJSON_GetObjectItem(meta, "ts")->valuedouble;
             double dur = cJSON_GetObjectItem(meta, "dur")->valuedouble;
             ck_assert(dur >= 0);
+            const char *cat = cJSON_GetObjectItem(meta, "cat")->valuestring;
+            if (!strcmp(cat, "operator") || !strcmp(cat, "graph")) {
+                const cJSON *args = cJSON_GetObjectItem(meta, "args");
+                ck_assert_msg(args && cJSON_GetObjectItem(args, "device"),
+                              "an operator span without its device");
+            }
             spans[n++] = (span_t){ts, ts + dur};
         }
         ck_assert_msg(named > 0, "thread %ld has no thread_name metadata", tids[t]);

@@ -2,7 +2,6 @@
 
 #include <stdio.h>
 
-
 int go_check(go_status *st, int status) {
     if (status == 0) return 0;
     st->kind = DeftGetLastErrorKind();
@@ -11,10 +10,10 @@ int go_check(go_status *st, int status) {
 }
 
 int go_create(go_status *st, const int64_t *shape, int ndim, int dtype, const void *data,
-                     size_t nbytes, DeftNDArrayHandle *out) {
-    return go_check(st, data ? DeftNDArrayCreateFromData(shape, ndim, dtype, DEFT_CPU, 0, data,
-                                                         nbytes, out)
-                             : DeftNDArrayCreate(shape, ndim, dtype, DEFT_CPU, 0, out));
+              size_t nbytes, DeftNDArrayHandle *out) {
+    return go_check(
+        st, data ? DeftNDArrayCreateFromData(shape, ndim, dtype, DEFT_CPU, 0, data, nbytes, out)
+                 : DeftNDArrayCreate(shape, ndim, dtype, DEFT_CPU, 0, out));
 }
 int go_free(go_status *st, DeftNDArrayHandle h) {
     return go_check(st, DeftNDArrayFree(h));
@@ -34,9 +33,8 @@ int go_to_host(go_status *st, DeftNDArrayHandle h, void *data, size_t nbytes) {
 int go_is_lazy(go_status *st, DeftNDArrayHandle h, int *out) {
     return go_check(st, DeftNDArrayGetIsDeferredCompute(&h, 1, out));
 }
-int go_invoke(go_status *st, const char *name, int nin, const DeftNDArrayHandle *in,
-                     int *nout, DeftNDArrayHandle *out, int np, const char *const *keys,
-                     const char *const *vals) {
+int go_invoke(go_status *st, const char *name, int nin, const DeftNDArrayHandle *in, int *nout,
+              DeftNDArrayHandle *out, int np, const char *const *keys, const char *const *vals) {
     DeftOpHandle op;
     if (go_check(st, DeftGetOperator(name, &op))) return -1;
     return go_check(st, DeftImperativeInvoke(op, nin, in, nout, out, np, keys, vals));
@@ -55,16 +53,16 @@ int go_backward(go_status *st, int n, const DeftNDArrayHandle *heads) {
     return go_check(st, DeftAutogradBackward(n, heads, NULL, 0, 0));
 }
 int go_export(go_status *st, const DeftNDArrayHandle *in, const DeftNDArrayHandle *out,
-                     const char *const *in_names, const char *const *out_names, int nin, int nout,
-                     DeftSymbolHandle *sym) {
-    return go_check(st, DeftNDArrayGetDeferredComputeSymbol(in, out, in_names, out_names, nin,
-                                                            nout, sym));
+              const char *const *in_names, const char *const *out_names, int nin, int nout,
+              DeftSymbolHandle *sym) {
+    return go_check(
+        st, DeftNDArrayGetDeferredComputeSymbol(in, out, in_names, out_names, nin, nout, sym));
 }
 int go_symbol_free(go_status *st, DeftSymbolHandle s) {
     return go_check(st, DeftSymbolFree(s));
 }
 int go_symbol_names(go_status *st, DeftSymbolHandle s, int outputs, int *n,
-                           const char *const **names) {
+                    const char *const **names) {
     return go_check(st, outputs ? DeftSymbolListOutputs(s, n, names)
                                 : DeftSymbolListArguments(s, n, names));
 }
@@ -80,8 +78,8 @@ int go_cached_op(go_status *st, DeftSymbolHandle s, DeftCachedOpHandle *out) {
 int go_cached_op_free(go_status *st, DeftCachedOpHandle op) {
     return go_check(st, DeftCachedOpFree(op));
 }
-int go_cached_op_invoke(go_status *st, DeftCachedOpHandle op, int nin,
-                               const DeftNDArrayHandle *in, int *nout, DeftNDArrayHandle *out) {
+int go_cached_op_invoke(go_status *st, DeftCachedOpHandle op, int nin, const DeftNDArrayHandle *in,
+                        int *nout, DeftNDArrayHandle *out) {
     return go_check(st, DeftCachedOpInvoke(op, nin, in, nout, out));
 }
 int go_wait_all(go_status *st) {
@@ -102,8 +100,8 @@ static int custom_infer(void *user, int nin, const int *in_ndims, const int64_t 
                          (int *)in_dtypes, out_ndim, out_shape, out_dtype);
 }
 
-static int custom_forward(void *user, int nin, const DeftNDArrayHandle *in,
-                          DeftNDArrayHandle out, int is_train) {
+static int custom_forward(void *user, int nin, const DeftNDArrayHandle *in, DeftNDArrayHandle out,
+                          int is_train) {
     return goCustomForward((uintptr_t)user, nin, (DeftNDArrayHandle *)in, out, is_train);
 }
 
@@ -116,8 +114,9 @@ static int custom_backward(void *user, DeftNDArrayHandle out_grad, int nin,
 
 int go_custom_register(go_status *st, const char *name, int nin, uintptr_t handle,
                        int has_backward) {
-    DeftCustomOpCallbacks cb = {nin, custom_infer, custom_forward,
-                                has_backward ? custom_backward : NULL, (void *)handle};
+    DeftCustomOpCallbacks cb = {
+        nin, custom_infer, custom_forward, has_backward ? custom_backward : NULL, (void *)handle,
+        NULL};
     return go_check(st, DeftCustomOpRegister(name, &cb));
 }
 

@@ -483,7 +483,9 @@ int DeftJavaCustomOpRegister(JNIEnv *env, const char *name, int num_inputs, jobj
     }
     DeftCustomOpCallbacks cb = {num_inputs, deft_java_infer_cb, deft_java_forward_cb,
                                 has_backward ? deft_java_backward_cb : NULL,
-                                (*env)->NewGlobalRef(env, handler)};
-    return DeftCustomOpRegister(name, &cb);
+                                (*env)->NewGlobalRef(env, handler), NULL};
+    int status = DeftCustomOpRegister(name, &cb);
+    if (status != 0) (*env)->DeleteGlobalRef(env, (jobject)cb.user); /* not kept */
+    return status;
 }
 %}

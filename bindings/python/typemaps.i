@@ -559,12 +559,15 @@ static int deft_py_backward(void *user, DeftNDArrayHandle out_grad, int nin,
 %inline %{
 /* Register a custom operator whose callbacks are the methods infer, forward
  * and (when has_backward) backward of `handler`, which is kept for good. */
+static void deft_py_release(void *user) {
+    Py_DECREF((PyObject *)user); /* a failed registration: called with the GIL held */
+}
+
 int DeftPyCustomOpRegister(const char *name, int num_inputs, PyObject *handler,
                            int has_backward) {
+    Py_INCREF(handler);
     DeftCustomOpCallbacks cb = {num_inputs, deft_py_infer, deft_py_forward,
-                                has_backward ? deft_py_backward : NULL, handler};
-    int status = DeftCustomOpRegister(name, &cb);
-    if (status == 0) Py_INCREF(handler);
-    return status;
+                                has_backward ? deft_py_backward : NULL, handler, deft_py_release};
+    return DeftCustomOpRegister(name, &cb);
 }
 %}

@@ -70,10 +70,8 @@ static int api_run(void *user, bool backward, int nin, deft_ndarray_t *const *in
     return failed ? failure(backward ? "backward" : "forward") : 0;
 }
 
-int DeftCustomOpRegister(const char *name, const DeftCustomOpCallbacks *callbacks) {
-    API_BEGIN();
-    if (!name || !callbacks)
-        return deft_error(DEFT_ERR_VALUE, "name and callbacks must not be NULL");
+static int register_custom(const char *name, const DeftCustomOpCallbacks *callbacks) {
+    if (!name) return deft_error(DEFT_ERR_VALUE, "name is NULL, expected an operator name");
     if (!callbacks->infer_shape || !callbacks->forward)
         return deft_error(DEFT_ERR_VALUE, "'%s' needs infer_shape and forward callbacks", name);
     api_custom_t *c = malloc(sizeof *c);
@@ -86,6 +84,14 @@ int DeftCustomOpRegister(const char *name, const DeftCustomOpCallbacks *callback
         return -1;
     }
     return 0;
+}
+
+int DeftCustomOpRegister(const char *name, const DeftCustomOpCallbacks *callbacks) {
+    API_BEGIN();
+    if (!callbacks) return deft_error(DEFT_ERR_VALUE, "callbacks is NULL");
+    if (register_custom(name, callbacks) == 0) return 0;
+    if (callbacks->release) callbacks->release(callbacks->user); /* ours now: not kept */
+    return -1;
 }
 
 int DeftCustomOpSetError(const char *message) {

@@ -93,9 +93,18 @@ static void rename_for_prefix(const char **domain, const char **name) {
 }
 
 void deft_profiler_span(const char *domain, const char *name, double start, double end) {
+    deft_profiler_op_span(domain, name, NULL, start, end);
+}
+
+void deft_profiler_op_span(const char *domain, const char *name, const char *device, double start,
+                           double end) {
     rename_for_prefix(&domain, &name);
-    record(&(prof_event_t){
-        .domain = domain, .name = name, .ts = start, .dur = end - start, .phase = 'X'});
+    record(&(prof_event_t){.domain = domain,
+                           .name = name,
+                           .ts = start,
+                           .dur = end - start,
+                           .phase = 'X',
+                           .device = device});
 }
 
 void deft_profiler_instant(const char *domain, const char *name, char scope, const char *arg_key,

@@ -38,6 +38,9 @@ const char *deft_profiler_set_prefix(const char *prefix);
 
 /* A span on this thread, from start to end (microseconds). */
 void deft_profiler_span(const char *domain, const char *name, double start, double end);
+/* An operator's span, with the device it ran on ("cpu(0)"). */
+void deft_profiler_op_span(const char *domain, const char *name, const char *device, double start,
+                           double end);
 /* An instant on this thread; scope 'g' (global), 'p' (process) or 't' (thread). */
 void deft_profiler_instant(const char *domain, const char *name, char scope, const char *arg_key,
                            int64_t arg);

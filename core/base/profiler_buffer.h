@@ -8,12 +8,13 @@
 
 typedef struct prof_event {
     const char *domain, *name;
-    double ts, dur;  /* microseconds */
-    int64_t value;   /* counter value, or the instant's argument */
-    uint64_t id;     /* async spans */
-    const char *arg; /* the instant's argument name, or NULL */
-    char phase;      /* 'X' span, 'i' instant, 'C' counter, 'b'/'e' async */
-    char scope;      /* instants: 'g', 'p' or 't' */
+    double ts, dur;     /* microseconds */
+    int64_t value;      /* counter value, or the instant's argument */
+    uint64_t id;        /* async spans */
+    const char *arg;    /* the instant's argument name, or NULL */
+    const char *device; /* spans of operators: where they ran */
+    char phase;         /* 'X' span, 'i' instant, 'C' counter, 'b'/'e' async */
+    char scope;         /* instants: 'g', 'p' or 't' */
 } prof_event_t;
 
 /* One per thread that recorded; they live as long as the process (a thread

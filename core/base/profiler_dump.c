@@ -91,6 +91,11 @@ static void put_event(FILE *f, const prof_event_t *e, long pid, long tid) {
     put_string(f, e->domain);
     fprintf(f, ",\"ph\":\"%c\",\"ts\":%.3f,\"pid\":%ld,\"tid\":%ld", e->phase, e->ts, pid, tid);
     if (e->phase == 'X') fprintf(f, ",\"dur\":%.3f", e->dur);
+    if (e->phase == 'X' && e->device) {
+        fputs(",\"args\":{\"device\":", f);
+        put_string(f, e->device);
+        fputc('}', f);
+    }
     if (e->phase == 'i') fprintf(f, ",\"s\":\"%c\"", e->scope);
     if (e->phase == 'b' || e->phase == 'e') fprintf(f, ",\"id\":%llu", (unsigned long long)e->id);
     if (e->phase == 'C') fprintf(f, ",\"args\":{\"value\":%lld}", (long long)e->value);

@@ -238,7 +238,9 @@ static engine_error_t *call_work(deft_engine_fn fn, void *ctx, const char *name,
     if (!small) deft_parallel_op_begin();
     double start = deft_profiling(DEFT_PROF_IMPERATIVE) ? deft_profiler_now() : 0;
     int status = fn(ctx);
-    if (start != 0 && name) deft_profiler_span("operator", name, start, deft_profiler_now());
+    /* every kernel runs on the CPU for now (core/gpu will name its devices) */
+    if (start != 0 && name)
+        deft_profiler_op_span("operator", name, "cpu(0)", start, deft_profiler_now());
     if (!small) deft_parallel_op_end();
     deft_error_swap_function(caller);
     if (status == 0) return NULL;

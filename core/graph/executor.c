@@ -207,7 +207,8 @@ int deft_graph_forward(const deft_graph_t *g, deft_tensor_t *t) {
             snprintf(detail, sizeof detail, "%s", deft_error_message());
             return deft_error_restore(deft_error_kind(), detail);
         }
-        if (start != 0) deft_profiler_span("graph", op->name, start, deft_profiler_now());
+        if (start != 0)
+            deft_profiler_op_span("graph", op->name, "cpu(0)", start, deft_profiler_now());
     }
     return 0;
 }

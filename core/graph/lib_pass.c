@@ -16,6 +16,7 @@
 #include "core/base/error.h"
 #include "core/graph/json.h"
 #include "core/graph/pass.h"
+#include "core/op/registry.h"
 
 #define ABI_VERSION 1 /* DEFT_ABI_VERSION of capi/include/deft/base.h */
 
@@ -110,7 +111,7 @@ int deft_lib_load(const char *path, bool verbose) {
         dlclose(handle); /* drops the reference this dlopen added */
     } else {
         void **grown = realloc(libraries, (size_t)(num_libraries + 1) * sizeof *grown);
-        int first = num_passes;
+        int first = num_passes, first_op = deft_registry_count();
         status = grown ? initialize(handle, path)
                        : deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot load '%s'", path);
         if (grown) libraries = grown;
@@ -118,8 +119,10 @@ int deft_lib_load(const char *path, bool verbose) {
             libraries[num_libraries++] = handle;
             for (int i = first; verbose && i < num_passes; i++)
                 printf("deft: %s registered pass '%s'\n", path, passes[i]->name);
-        } else {
-            dlclose(handle);
+            for (int i = first_op; verbose && i < deft_registry_count(); i++)
+                printf("deft: %s registered operator '%s'\n", path, deft_registry_at(i)->op->name);
+        } else if (deft_registry_count() == first_op) {
+            dlclose(handle); /* operators it registered before failing still need its code */
         }
     }
     pthread_mutex_unlock(&lock);

@@ -45,8 +45,15 @@ typedef struct DeftCustomOpCallbacks {
     int (*backward)(void *user, DeftNDArrayHandle out_grad, int num_inputs,
                     const DeftNDArrayHandle *inputs, DeftNDArrayHandle output,
                     const DeftNDArrayHandle *in_grads);
-    /** Passed to every callback. Operators live as long as the process. */
+    /** Passed to every callback. */
     void *user;
+    /**
+     * Releases @p user when deft no longer needs it (may be NULL): after a
+     * failed registration. A registered operator lives as long as the
+     * process, since graphs and handles may refer to it, so its user data
+     * is never released.
+     */
+    void (*release)(void *user);
 } DeftCustomOpCallbacks;
 
 /**

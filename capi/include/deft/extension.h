@@ -18,7 +18,8 @@ extern "C" {
  * Loading a library already loaded does nothing. Libraries stay loaded until
  * the process exits: graphs and passes may still refer to them.
  * @param path the shared object's path.
- * @param verbose 1 to print what the library registered on standard output.
+ * @param verbose 1 to print what the library registered (passes and
+ *        operators) on standard output.
  * @return 0 on success; -1 if the file cannot be opened, does not export
  *         ::deft_lib_initialize, refuses this ABI version, or fails to register
  *         (nothing it registered is kept then).

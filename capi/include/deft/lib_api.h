@@ -7,7 +7,8 @@
  * the ABI version of the running libdeft; the library compares it with the
  * ::DEFT_ABI_VERSION it was compiled against, refuses a mismatch by
  * returning nonzero, and otherwise registers its passes with
- * DeftLibRegisterPass(). A pass receives a graph as MXNet-layout symbol JSON
+ * DeftLibRegisterPass(), and its custom operators with DeftCustomOpRegister()
+ * (deft/custom_op.h). A pass receives a graph as MXNet-layout symbol JSON
  * and options as strings, and returns a new graph as JSON; deft parses and
  * checks it, so a failing pass or a malformed result leaves the original
  * graph untouched. See examples/lib_pass/.

@@ -75,6 +75,7 @@ pub struct DeftCustomOpCallbacks {
         ) -> c_int,
     >,
     pub user: *mut c_void,
+    pub release: Option<unsafe extern "C" fn(user: *mut c_void)>,
 }
 /// A DLPack tensor (dlpack/dlpack.h); deft only passes pointers to it.
 #[repr(C)]

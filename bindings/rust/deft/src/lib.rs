@@ -685,6 +685,10 @@ unsafe extern "C" fn backward_trampoline(
     )))
 }
 
+unsafe extern "C" fn release_trampoline(user: *mut std::os::raw::c_void) {
+    drop(Box::from_raw(user as *mut BoxedOp));
+}
+
 /// Register a custom operator called `name` with `num_inputs` inputs and one
 /// output; it is then an operator like any other ([`invoke`], export, autograd).
 pub fn register_custom_op(name: &str, num_inputs: usize, op: impl CustomOp) -> Result<()> {
@@ -702,10 +706,7 @@ pub fn register_custom_op(name: &str, num_inputs: usize, op: impl CustomOp) -> R
             None
         },
         user: user.cast(),
+        release: Some(release_trampoline), // after a failed registration
     };
-    let status = check(unsafe { sys::DeftCustomOpRegister(name.as_ptr(), &callbacks) });
-    if status.is_err() {
-        drop(unsafe { Box::from_raw(user) });
-    }
-    status
+    check(unsafe { sys::DeftCustomOpRegister(name.as_ptr(), &callbacks) })
 }
