@@ -289,30 +289,12 @@ func handles(arrays []*NDArray) ([]C.DeftNDArrayHandle, error) {
 
 // Invoke runs the operator called name on inputs and returns its outputs.
 func Invoke(name string, inputs []*NDArray, params ...Param) ([]*NDArray, error) {
-	in, err := handles(inputs)
+	out := make([]C.DeftNDArrayHandle, 16)
+	n, err := invoke(name, inputs, out, params)
 	if err != nil {
 		return nil, err
 	}
-	keys := make([]string, len(params))
-	vals := make([]string, len(params))
-	for i, p := range params {
-		keys[i], vals[i] = p.Key, p.Value
-	}
-	ckeys, freeKeys := cStrings(keys)
-	defer freeKeys()
-	cvals, freeVals := cStrings(vals)
-	defer freeVals()
-	cname := C.CString(name)
-	defer C.free(unsafe.Pointer(cname))
-	var st C.go_status
-	var out [16]C.DeftNDArrayHandle
-	nout := C.int(len(out))
-	if C.go_invoke(&st, cname, C.int(len(inputs)), &in[0], &nout, &out[0], C.int(len(params)),
-		&ckeys[0], &cvals[0]) != 0 {
-		return nil, fail(&st)
-	}
-	runtime.KeepAlive(inputs)
-	results := make([]*NDArray, nout)
+	results := make([]*NDArray, n)
 	for i := range results {
 		results[i] = wrapArray(out[i])
 	}
@@ -321,13 +303,20 @@ func Invoke(name string, inputs []*NDArray, params ...Param) ([]*NDArray, error)
 
 // InvokeInto runs the operator called name writing into outputs (existing arrays).
 func InvokeInto(name string, inputs, outputs []*NDArray, params ...Param) error {
-	in, err := handles(inputs)
-	if err != nil {
-		return err
-	}
 	out, err := handles(outputs)
 	if err != nil {
 		return err
+	}
+	_, err = invoke(name, inputs, out[:len(outputs)], params)
+	runtime.KeepAlive(outputs)
+	return err
+}
+
+// invoke makes the C call: nil entries of out receive new arrays; it returns their count.
+func invoke(name string, inputs []*NDArray, out []C.DeftNDArrayHandle, params []Param) (int, error) {
+	in, err := handles(inputs)
+	if err != nil {
+		return 0, err
 	}
 	keys := make([]string, len(params))
 	vals := make([]string, len(params))
@@ -341,14 +330,17 @@ func InvokeInto(name string, inputs, outputs []*NDArray, params ...Param) error 
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
 	var st C.go_status
-	nout := C.int(len(outputs))
-	if C.go_invoke(&st, cname, C.int(len(inputs)), &in[0], &nout, &out[0], C.int(len(params)),
+	nout := C.int(len(out))
+	var first *C.DeftNDArrayHandle
+	if len(out) > 0 {
+		first = &out[0]
+	}
+	if C.go_invoke(&st, cname, C.int(len(inputs)), &in[0], &nout, first, C.int(len(params)),
 		&ckeys[0], &cvals[0]) != 0 {
-		return fail(&st)
+		return 0, fail(&st)
 	}
 	runtime.KeepAlive(inputs)
-	runtime.KeepAlive(outputs)
-	return nil
+	return int(nout), nil
 }
 
 // Call runs operator name with a as its first input and returns its one output.

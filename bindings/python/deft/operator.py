@@ -23,7 +23,7 @@ the operator's output. Custom operators have one output.
 """
 from . import nd as _nd
 from ._lib import DTYPE_NAMES, NUMPY_OF, cpu, lib
-from .ndarray import NDArray, _new
+from .ndarray import _wrap as _borrow  # an NDArray over a handle deft lends for one callback
 
 
 class CustomOp:
@@ -69,14 +69,6 @@ class CustomOpProp:
 
     def create_operator(self, ctx, shapes, dtypes):
         raise NotImplementedError(f"{type(self).__name__} must define create_operator")
-
-
-def _borrow(handle):
-    """An NDArray over a handle deft lends for one callback."""
-    arr = _new(NDArray)
-    arr.this = handle
-    arr._grad = None
-    return arr
 
 
 class _Handler:

@@ -287,10 +287,35 @@ impl Op {
 
     /// Run the operator; parameters are MXNet-style strings ("axis", "(0,1)").
     pub fn invoke(&self, inputs: &[&NDArray], params: &[(&str, &str)]) -> Result<Vec<NDArray>> {
+        let mut outputs = [ptr::null_mut(); 16];
+        let count = self.call(inputs, &mut outputs, params)?;
+        Ok(outputs[..count]
+            .iter()
+            .map(|&h| NDArray::from_handle(h))
+            .collect())
+    }
+
+    /// Run the operator writing into `outputs` (existing arrays of the right shape).
+    pub fn invoke_into(
+        &self,
+        inputs: &[&NDArray],
+        outputs: &[&NDArray],
+        params: &[(&str, &str)],
+    ) -> Result<()> {
+        let mut outs: Vec<_> = outputs.iter().map(|a| a.handle).collect();
+        self.call(inputs, &mut outs, params).map(|_| ())
+    }
+
+    /// The C call: null entries of `outputs` receive new arrays; the count produced.
+    fn call(
+        &self,
+        inputs: &[&NDArray],
+        outputs: &mut [sys::DeftNDArrayHandle],
+        params: &[(&str, &str)],
+    ) -> Result<usize> {
         let handles: Vec<_> = inputs.iter().map(|a| a.handle).collect();
         let (_keys, key_ptrs) = c_strings(&params.iter().map(|p| p.0).collect::<Vec<_>>())?;
         let (_vals, val_ptrs) = c_strings(&params.iter().map(|p| p.1).collect::<Vec<_>>())?;
-        let mut outputs = [ptr::null_mut(); 16];
         let mut count = outputs.len() as c_int;
         check(unsafe {
             sys::DeftImperativeInvoke(
@@ -304,36 +329,7 @@ impl Op {
                 val_ptrs.as_ptr(),
             )
         })?;
-        Ok(outputs[..count as usize]
-            .iter()
-            .map(|&h| NDArray::from_handle(h))
-            .collect())
-    }
-
-    /// Run the operator writing into `outputs` (existing arrays of the right shape).
-    pub fn invoke_into(
-        &self,
-        inputs: &[&NDArray],
-        outputs: &[&NDArray],
-        params: &[(&str, &str)],
-    ) -> Result<()> {
-        let handles: Vec<_> = inputs.iter().map(|a| a.handle).collect();
-        let mut outs: Vec<_> = outputs.iter().map(|a| a.handle).collect();
-        let (_keys, key_ptrs) = c_strings(&params.iter().map(|p| p.0).collect::<Vec<_>>())?;
-        let (_vals, val_ptrs) = c_strings(&params.iter().map(|p| p.1).collect::<Vec<_>>())?;
-        let mut count = outs.len() as c_int;
-        check(unsafe {
-            sys::DeftImperativeInvoke(
-                self.handle,
-                handles.len() as c_int,
-                handles.as_ptr(),
-                &mut count,
-                outs.as_mut_ptr(),
-                params.len() as c_int,
-                key_ptrs.as_ptr(),
-                val_ptrs.as_ptr(),
-            )
-        })
+        Ok(count as usize)
     }
 
     /// Every registered operator's name.
