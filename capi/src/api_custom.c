@@ -44,8 +44,7 @@ static int api_infer(void *user, int nin, const deft_desc_t *in, int nout, deft_
 /* Borrowed handles over the arrays, for one callback. */
 static int handles(int n, deft_ndarray_t *const *arrays, DeftNDArrayHandle *out) {
     for (int i = 0; i < n; i++) {
-        if (!(out[i] = deft_handle_new(DEFT_HANDLE_NDARRAY, deft_ndarray_retain(arrays[i])))) {
-            deft_ndarray_release(arrays[i]);
+        if (api_ndarray_wrap(deft_ndarray_retain(arrays[i]), &out[i])) {
             while (i-- > 0) DeftNDArrayFree(out[i]);
             return -1;
         }

@@ -12,7 +12,7 @@ int DeftLibRegisterPass(const char *name, DeftLibPassFn fn, void (*free_json)(vo
 int DeftLoadLib(const char *path, int verbose) {
     API_BEGIN();
     if (!path) return deft_error(DEFT_ERR_VALUE, "path is NULL, expected a shared library's path");
-    return deft_lib_load(path, verbose != 0);
+    return deft_lib_load(path, verbose != 0, DEFT_ABI_VERSION);
 }
 
 int DeftLibListPasses(int *out_count, const char *const **out_names) {

@@ -120,14 +120,12 @@ static void put_thread_name(FILE *f, const prof_buffer_t *b, long pid) {
 static bool file_continues;
 
 /* Open the trace for this dump: a new file, or the continued one positioned before its tail. */
-static FILE *open_trace(bool *first) {
+static FILE *open_trace(void) {
     const char *path = deft_prof_options.filename;
     FILE *f = NULL;
     if (file_continues && deft_prof_options.continuous && (f = fopen(path, "r+")) &&
-        fseek(f, -(long)(sizeof TAIL - 1), SEEK_END) == 0) {
-        *first = false;
+        fseek(f, -(long)(sizeof TAIL - 1), SEEK_END) == 0)
         return f;
-    }
     if (f) fclose(f);
     if (!(f = fopen(path, "w"))) return NULL;
     fprintf(f, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
@@ -135,8 +133,7 @@ static FILE *open_trace(bool *first) {
             "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%ld,\"tid\":0,"
             "\"args\":{\"name\":\"deft\"}}",
             (long)getpid());
-    *first = false; /* the metadata event above is the first element */
-    return f;
+    return f; /* every event after the metadata one starts with ",\n" */
 }
 
 int deft_profiler_dump(bool finished) {
@@ -144,8 +141,7 @@ int deft_profiler_dump(bool finished) {
     pthread_mutex_lock(&stats_lock);
     fold_all();
     pthread_mutex_unlock(&stats_lock);
-    bool first = true;
-    FILE *f = open_trace(&first);
+    FILE *f = open_trace();
     if (!f) {
         pthread_mutex_unlock(&deft_prof_buffers_lock);
         return deft_error(DEFT_ERR_VALUE, "cannot write the trace file '%s'",
@@ -167,7 +163,6 @@ int deft_profiler_dump(bool finished) {
         }
         free(events);
     }
-    (void)first;
     fputs(TAIL, f);
     bool ok = fflush(f) == 0;
     long end = ftell(f);

@@ -23,6 +23,7 @@ struct deft_cached_op {
     atomic_int refcount;
     deft_graph_t *g;
     bool plan_memory;
+    bool blocking; /* a node waits for a host callback: runs never go inline */
     int num_inputs;
     int *input_nodes;          /* node ids: arguments, then auxiliary states */
     int *input_of_node;        /* node id -> input position, -1 for operators */
@@ -50,6 +51,7 @@ int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_o
         return -1;
     }
     const deft_graph_t *g = op->g;
+    op->blocking = deft_graph_has_blocking(g);
     size_t n = (size_t)g->num_nodes + 1;
     op->input_nodes = malloc(n * sizeof(int));
     op->input_of_node = malloc(n * sizeof(int));
@@ -347,8 +349,7 @@ int deft_cached_op_invoke(deft_cached_op_t *op, int nin, deft_ndarray_t *const *
                                   .num_writes = nwrites,
                                   .name = "CachedOp",
                                   .origin = "DeftCachedOpInvoke",
-                                  .small = plan->plan.arena_bytes < 64 * 1024 &&
-                                           !deft_graph_has_blocking(g)};
+                                  .small = plan->plan.arena_bytes < 64 * 1024 && !op->blocking};
     if (deft_engine_push(&desc)) {
         for (int o = 0; o < g->num_outputs; o++) deft_ndarray_release(created[o]);
         return -1;

@@ -18,8 +18,6 @@
 #include "core/graph/pass.h"
 #include "core/op/registry.h"
 
-#define ABI_VERSION 1 /* DEFT_ABI_VERSION of capi/include/deft/base.h */
-
 struct deft_lib_pass {
     char *name;
     deft_lib_pass_fn fn;
@@ -81,25 +79,25 @@ static void drop_from(int first) {
     }
 }
 
-static int initialize(void *handle, const char *path) {
+static int initialize(void *handle, const char *path, int abi_version) {
     int (*init)(int) = (int (*)(int))(size_t)dlsym(handle, "deft_lib_initialize");
     if (!init) return deft_error(DEFT_ERR_VALUE, "'%s' does not export deft_lib_initialize", path);
     int first = num_passes;
     loading = true;
     loading_thread = pthread_self();
-    int status = init(ABI_VERSION);
+    int status = init(abi_version);
     loading = false;
     if (status != 0) {
         drop_from(first);
         return deft_error(DEFT_ERR_VALUE,
                           "'%s' refused to initialize (status %d): it was built for another "
                           "deft ABI version than %d, or its registration failed",
-                          path, status, ABI_VERSION);
+                          path, status, abi_version);
     }
     return 0;
 }
 
-int deft_lib_load(const char *path, bool verbose) {
+int deft_lib_load(const char *path, bool verbose, int abi_version) {
     pthread_mutex_lock(&lock);
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     int status = 0;
@@ -112,7 +110,7 @@ int deft_lib_load(const char *path, bool verbose) {
     } else {
         void **grown = realloc(libraries, (size_t)(num_libraries + 1) * sizeof *grown);
         int first = num_passes, first_op = deft_registry_count();
-        status = grown ? initialize(handle, path)
+        status = grown ? initialize(handle, path, abi_version)
                        : deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot load '%s'", path);
         if (grown) libraries = grown;
         if (status == 0) {

@@ -18,8 +18,9 @@ typedef int (*deft_lib_pass_fn)(const char *graph_json, int num_options, const c
 
 typedef struct deft_lib_pass deft_lib_pass_t;
 
-/* Load `path` and run its deft_lib_initialize; a library loaded before is a no-op. */
-int deft_lib_load(const char *path, bool verbose);
+/* Load `path` and run its deft_lib_initialize(abi_version); a library loaded
+ * before is a no-op. */
+int deft_lib_load(const char *path, bool verbose, int abi_version);
 /* Only while a library initializes, on the loading thread. */
 int deft_lib_register_pass(const char *name, deft_lib_pass_fn fn, void (*free_json)(void *),
                            void *user);

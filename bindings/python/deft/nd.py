@@ -10,7 +10,7 @@ import inspect
 import sys
 import types
 
-from ._lib import lib
+from ._lib import DTYPE_NAMES, dtype_code, lib
 from .ndarray import (NDArray, arange, array, empty, from_dlpack, full, invoke, ones,  # noqa: F401
                       ones_like, op_handle, waitall, zeros, zeros_like)
 
@@ -107,7 +107,6 @@ def _shape(shape):
 
 
 def _dtype_name(dtype):
-    from ._lib import DTYPE_NAMES, dtype_code
     return DTYPE_NAMES[dtype_code(dtype)]
 
 

@@ -320,11 +320,10 @@ class NDArray:
         plan = _basic_index(self.shape, key)
         if not isinstance(value, NDArray):
             value = array(value, dtype=self.dtype)
-        # The value broadcasts to the region with the dropped (integer) axes kept as 1s.
-        if value.ndim > len(plan.region_shape) or value.shape != plan.region_shape:
-            squeezed = tuple(d for d in value.shape)
-            if squeezed == plan.final_shape and plan.final_shape != plan.region_shape:
-                value = value.reshape(plan.region_shape)
+        # A value shaped like the result of reading key gets the integer-indexed
+        # axes back as 1s; other values broadcast to the region as they are.
+        if value.shape == plan.final_shape != plan.region_shape:
+            value = value.reshape(plan.region_shape)
         invoke("_slice_assign", (self, value), plan.params(), out=self)
 
     # ---- autograd ----
@@ -347,7 +346,7 @@ class NDArray:
                           create_graph)
 
     def detach(self):
-        return self.copy() if not self.is_lazy else invoke("_copyto", (self,))
+        return self.copy()
 
 
 # Python operator -> (operator on two arrays, with a scalar on the right, with
@@ -468,8 +467,7 @@ def _default_dtype(values):
 def array(values, dtype=None, device=None):
     """An array holding a copy of `values` (a list, scalar, NumPy array or NDArray)."""
     if isinstance(values, NDArray):
-        result = values.copy() if dtype is None else values.astype(dtype)
-        return result
+        return values.copy() if dtype is None else values.astype(dtype)
     if hasattr(values, "__dlpack__") and not isinstance(values, _np.ndarray) and dtype is None:
         return from_dlpack(values).copy()
     code = dtype_code(dtype if dtype is not None else _default_dtype(values))

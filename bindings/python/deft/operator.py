@@ -22,7 +22,7 @@ run), never on an engine thread; an exception in one becomes an error on
 the operator's output. Custom operators have one output.
 """
 from . import nd as _nd
-from ._lib import DTYPE_NAMES, NUMPY_OF, cpu, lib
+from ._lib import DTYPE_NAMES, NUMPY_OF, cpu, dtype_code, lib
 from .ndarray import _wrap as _borrow  # an NDArray over a handle deft lends for one callback
 
 
@@ -82,7 +82,6 @@ class _Handler:
         _, out_shapes, _ = self.prop.infer_shape([tuple(s) for s in shapes])
         names = [NUMPY_OF.get(d, DTYPE_NAMES[d]) for d in dtypes]
         _, out_types, _ = self.prop.infer_type(names)
-        from ._lib import dtype_code
         return tuple(int(d) for d in out_shapes[0]), dtype_code(out_types[0])
 
     def _op(self, inputs):

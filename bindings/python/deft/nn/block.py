@@ -7,9 +7,9 @@ import numpy as _np
 from .. import autograd
 from .._lib import DTYPE_NAMES, dtype_code, lib as _lib
 from .. import ndarray as _ndarray
-from ..ndarray import DataDependentError, NDArray, zeros  # noqa: F401
+from ..ndarray import DataDependentError, NDArray, array, zeros  # noqa: F401
 from ..nd import random as _random
-from ..symbol import CachedOp, deferred_compute, export
+from ..symbol import CachedOp, deferred_compute, export, is_deferred_compute
 
 
 class Parameter:
@@ -40,7 +40,7 @@ class Parameter:
         return self._data
 
     def set_data(self, value):
-        value = value if isinstance(value, NDArray) else NDArray_from(value, self.dtype)
+        value = value if isinstance(value, NDArray) else array(value, dtype=self.dtype)
         if self._data is None:
             self.shape = value.shape
             self._data = value.copy()
@@ -54,11 +54,6 @@ class Parameter:
 
     def __repr__(self):
         return f"Parameter({self.name!r}, shape={self.shape}, dtype={self.dtype})"
-
-
-def NDArray_from(value, dtype):
-    from ..ndarray import array
-    return array(value, dtype=dtype)
 
 
 def _initial_value(init, shape, dtype):
@@ -158,7 +153,7 @@ class HybridBlock(Block):
             child.hybridize(False)
 
     def __call__(self, *inputs):
-        if not self._hybrid or _in_deferred():
+        if not self._hybrid or is_deferred_compute():
             return super().__call__(*inputs)
         key = (tuple((_shape(x), _dtype(x)) for x in inputs), _is_training())
         entry = self._graphs.get(key)
@@ -187,15 +182,14 @@ class HybridBlock(Block):
         finally:
             _building.fresh = None
         names.update({f"fresh{i}": value for i, (value, _) in enumerate(fresh)})
-        single = isinstance(outputs, NDArray)
-        outs = [outputs] if single else list(outputs)
+        outs = [outputs] if isinstance(outputs, NDArray) else list(outputs)
         sym = export(names, {f"output{i}": y for i, y in enumerate(outs)})
         backend, options = getattr(self, "_backend", (None, {}))
         if backend:
             sym = sym.optimize_for(backend, **options)
         self._last_symbol = sym
         op = CachedOp(sym)
-        return (_Single(op) if single else op), params, [make for _, make in fresh]
+        return op, params, [make for _, make in fresh]  # one output: CachedOp returns it alone
 
     def optimize_for(self, *inputs, backend, **backend_opts):
         """Hybridize with a graph pass and run once on `inputs` (MXNet's optimize_for)."""
@@ -208,16 +202,6 @@ class HybridBlock(Block):
             raise RuntimeError("export() needs a hybridized block that has run at least once")
         self._last_symbol.save(f"{path}-symbol.json")
         self.save_parameters(f"{path}-params.npz")
-
-
-class _Single:
-    """A CachedOp of one output called like a function of one result."""
-
-    def __init__(self, op):
-        self.op = op
-
-    def __call__(self, *inputs):
-        return self.op(*inputs)
 
 
 _shape, _dtype = _lib.DeftNDArrayGetShape, _lib.DeftNDArrayGetDType
@@ -245,9 +229,6 @@ def fresh_input(make):
     return value
 
 
-def _in_deferred():
-    from ..symbol import is_deferred_compute
-    return is_deferred_compute()
 
 
 class _reading_forbidden:
