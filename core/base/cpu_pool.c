@@ -3,10 +3,9 @@
  *
  * Deep-learning loops allocate and free the same few sizes over and over;
  * going to malloc each time costs page faults and zeroing for large blocks.
- * Freed blocks are therefore kept on a free list per size class and handed
- * out again. Classes are four per power of two (64, 80, 96, 112, 128, 160,
- * ...), so a block wastes at most a fifth of its size. Blocks above the
- * largest class go straight to the system. DEFT_POOL=off bypasses the cache,
+ * Freed blocks are therefore kept on a free list per size class
+ * (size_class.h) and handed out again. Blocks above the largest class go
+ * straight to the system. DEFT_POOL=off bypasses the cache,
  * so tools such as ASan see every allocation and free.
  *
  * Small blocks (up to 4 KiB) also pass through a per-thread cache of a few
@@ -22,11 +21,9 @@
 #include "core/base/allocator.h"
 #include "core/base/error.h"
 #include "core/base/memstat.h"
+#include "core/base/size_class.h"
 #include "core/base/tls.h"
 
-#define SMALLEST_LOG2  6  /* 64 bytes */
-#define LARGEST_LOG2   40 /* 1 TiB: larger blocks are not cached */
-#define CLASS_COUNT    (1 + (LARGEST_LOG2 - SMALLEST_LOG2) * 4)
 #define THREAD_CLASSES 25 /* classes up to 4 KiB */
 #define THREAD_DEPTH   16 /* blocks per class in a thread's cache */
 
@@ -40,30 +37,11 @@ typedef struct thread_cache {
 } thread_cache_t;
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static free_block_t *free_lists[CLASS_COUNT];
+static free_block_t *free_lists[DEFT_CLASS_COUNT];
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 static pthread_key_t cache_key;
 static int caching_enabled;
 static DEFT_TLS_FAST thread_cache_t *tl_cache;
-
-static size_t class_capacity(int cls) {
-    if (cls == 0) return (size_t)1 << SMALLEST_LOG2;
-    int log2 = SMALLEST_LOG2 + (cls - 1) / 4;
-    return (size_t)((cls - 1) % 4 + 5) << (log2 - 2);
-}
-
-/* Round nbytes up to its class; -1 when it is too large to cache. */
-static int size_class(size_t nbytes, size_t *capacity) {
-    if (nbytes <= ((size_t)1 << SMALLEST_LOG2)) {
-        *capacity = (size_t)1 << SMALLEST_LOG2;
-        return 0;
-    }
-    int log2 = 63 - __builtin_clzll((unsigned long long)(nbytes - 1)); /* 2^log2 < n */
-    if (log2 >= LARGEST_LOG2) return -1;
-    size_t step = (size_t)1 << (log2 - 2);
-    *capacity = (nbytes + step - 1) & ~(step - 1);
-    return 1 + (log2 - SMALLEST_LOG2) * 4 + (int)(*capacity / step) - 5;
-}
 
 static void push_global(int cls, void *ptr) {
     free_block_t *block = ptr;
@@ -125,7 +103,7 @@ static void system_free(void *ptr, size_t capacity) {
 static void cpu_release_cached(deft_device_t dev) {
     pthread_once(&config_once, read_config);
     if (tl_cache) flush_thread_cache(tl_cache);
-    for (int cls = 0; cls < CLASS_COUNT; cls++) {
+    for (int cls = 0; cls < DEFT_CLASS_COUNT; cls++) {
         pthread_mutex_lock(&pool_lock);
         free_block_t *list = free_lists[cls];
         free_lists[cls] = NULL;
@@ -133,8 +111,8 @@ static void cpu_release_cached(deft_device_t dev) {
         int64_t released = 0;
         while (list) {
             free_block_t *next = list->next;
-            system_free(list, class_capacity(cls));
-            released += (int64_t)class_capacity(cls);
+            system_free(list, deft_class_capacity(cls));
+            released += (int64_t)deft_class_capacity(cls);
             list = next;
         }
         if (released) deft_memstat_cached_add(dev, -released);
@@ -150,7 +128,7 @@ static void *take_cached(int cls) {
 static int cpu_alloc(deft_device_t dev, size_t nbytes, void **out, size_t *capacity) {
     pthread_once(&config_once, read_config);
     size_t cap = (nbytes + DEFT_CPU_ALIGN - 1) & ~(size_t)(DEFT_CPU_ALIGN - 1);
-    int cls = caching_enabled ? size_class(nbytes, &cap) : -1;
+    int cls = caching_enabled ? deft_size_class(nbytes, &cap) : -1;
     void *ptr = cls >= 0 ? take_cached(cls) : NULL;
     if (ptr) deft_memstat_cached_add(dev, -(int64_t)cap);
     if (!ptr) ptr = system_alloc(cap);
@@ -168,7 +146,7 @@ static int cpu_alloc(deft_device_t dev, size_t nbytes, void **out, size_t *capac
 
 static void cpu_free(deft_device_t dev, void *ptr, size_t capacity) {
     size_t cap;
-    int cls = caching_enabled ? size_class(capacity, &cap) : -1;
+    int cls = caching_enabled ? deft_size_class(capacity, &cap) : -1;
     if (cls < 0) {
         system_free(ptr, capacity);
         return;

@@ -1,17 +1,45 @@
 #include "core/base/device.h"
 
-#include <stdatomic.h>
+#include <pthread.h>
+#include <string.h>
 
 #include "core/base/error.h"
 
-static atomic_int gpu_count;
+static const deft_gpu_backend_t *gpu_backend;
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static int gpu_count;
 
-void deft_device_set_gpu_count(int count) {
-    atomic_store(&gpu_count, count < DEFT_MAX_GPUS ? count : DEFT_MAX_GPUS);
+void deft_device_register_gpu(const deft_gpu_backend_t *backend) {
+    gpu_backend = backend;
+}
+
+static void probe(void) {
+    int count = gpu_backend ? gpu_backend->probe() : 0;
+    gpu_count = count < DEFT_MAX_GPUS ? count : DEFT_MAX_GPUS;
 }
 
 int deft_device_gpu_count(void) {
-    return atomic_load(&gpu_count);
+    pthread_once(&probe_once, probe);
+    return gpu_count;
+}
+
+int deft_device_copy(void *dst, deft_device_t dst_dev, const void *src, deft_device_t src_dev,
+                     size_t nbytes) {
+    if (nbytes == 0) return 0;
+    if (dst_dev.type == DEFT_DEV_CPU && src_dev.type == DEFT_DEV_CPU) {
+        memmove(dst, src, nbytes);
+        return 0;
+    }
+    return gpu_backend->copy(dst, dst_dev, src, src_dev, nbytes);
+}
+
+int deft_device_zero(void *dst, deft_device_t dev, size_t nbytes) {
+    if (nbytes == 0) return 0;
+    if (dev.type == DEFT_DEV_CPU) {
+        memset(dst, 0, nbytes);
+        return 0;
+    }
+    return gpu_backend->zero(dst, dev, nbytes);
 }
 
 int deft_device_check(int type, int id, const char *what, deft_device_t *out) {

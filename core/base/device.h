@@ -3,6 +3,7 @@
 #define DEFT_CORE_DEVICE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* Same numbers as the public DeftDeviceType (DLPack's). */
 typedef enum deft_device_type {
@@ -34,8 +35,30 @@ static inline bool deft_device_equal(deft_device_t a, deft_device_t b) {
 /* Validate a (type, id) pair from a caller; -1 with an error naming `what`. */
 int deft_device_check(int type, int id, const char *what, deft_device_t *out);
 
-/* Set by the GPU layer when it finds devices; 0 in a build without CUDA. */
-void deft_device_set_gpu_count(int count);
+/*
+ * What the GPU layer (core/gpu) supplies. It registers this when the library
+ * loads, before any call can run; a build without CUDA registers nothing and
+ * has no GPUs. Base code reaches GPU memory only through these functions.
+ */
+typedef struct deft_gpu_backend {
+    /* Usable GPUs (at most DEFT_MAX_GPUS); called once, when first needed. */
+    int (*probe)(void);
+    /* Copy nbytes between two devices, at least one a GPU, after the work
+     * already queued on them; returns once a host destination holds the data. */
+    int (*copy)(void *dst, deft_device_t dst_dev, const void *src, deft_device_t src_dev,
+                size_t nbytes);
+    /* Fill nbytes of GPU memory with zero bytes. */
+    int (*zero)(void *dst, deft_device_t dev, size_t nbytes);
+} deft_gpu_backend_t;
+
+void deft_device_register_gpu(const deft_gpu_backend_t *backend);
+/* Number of usable GPUs: 0 without the GPU layer or without a GPU. */
 int deft_device_gpu_count(void);
+
+/* Copy nbytes from src on src_dev to dst on dst_dev (any two devices). */
+int deft_device_copy(void *dst, deft_device_t dst_dev, const void *src, deft_device_t src_dev,
+                     size_t nbytes);
+/* Fill nbytes at dst on dev with zero bytes. */
+int deft_device_zero(void *dst, deft_device_t dev, size_t nbytes);
 
 #endif

@@ -1,0 +1,143 @@
+/*
+ * Devices, streams and copies over the CUDA runtime API, which is plain C.
+ */
+#include "core/gpu/gpu.h"
+
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#include "core/base/allocator.h"
+#include "core/base/error.h"
+
+typedef struct gpu_device {
+    char name[256];
+    cudaStream_t stream; /* created on first use */
+} gpu_device_t;
+
+static gpu_device_t devices[DEFT_MAX_GPUS];
+static pthread_mutex_t stream_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int deft_gpu_check(int cuda_status, const char *what) {
+    cudaError_t e = (cudaError_t)cuda_status;
+    if (e == cudaSuccess) return 0;
+    cudaGetLastError(); /* clear it, so that later calls do not report it again */
+    deft_error_kind_t kind =
+        e == cudaErrorMemoryAllocation ? DEFT_ERR_OUT_OF_MEMORY : DEFT_ERR_INTERNAL;
+    return deft_error(kind, "%s failed: %s (CUDA error %d)", what, cudaGetErrorString(e), (int)e);
+}
+
+static int probe(void) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) { /* no driver or no device */
+        cudaGetLastError();
+        return 0;
+    }
+    if (count > DEFT_MAX_GPUS) count = DEFT_MAX_GPUS;
+    for (int d = 0; d < count; d++) {
+        struct cudaDeviceProp prop;
+        if (cudaGetDeviceProperties(&prop, d) == cudaSuccess)
+            snprintf(devices[d].name, sizeof devices[d].name, "%s", prop.name);
+    }
+    return count;
+}
+
+static int check_device(int dev) {
+    int count = deft_device_gpu_count();
+    if (dev < 0 || dev >= count)
+        return deft_error(DEFT_ERR_INDEX, "gpu(%d) does not exist: %d GPU%s found", dev, count,
+                          count == 1 ? "" : "s");
+    return 0;
+}
+
+int deft_gpu_enter(int dev, deft_gpu_stream_t *stream) {
+    if (check_device(dev) || deft_gpu_check(cudaSetDevice(dev), "cudaSetDevice")) return -1;
+    pthread_mutex_lock(&stream_lock);
+    int status = 0;
+    if (!devices[dev].stream)
+        status =
+            deft_gpu_check(cudaStreamCreateWithFlags(&devices[dev].stream, cudaStreamNonBlocking),
+                           "cudaStreamCreate");
+    *stream = devices[dev].stream;
+    pthread_mutex_unlock(&stream_lock);
+    return status;
+}
+
+int deft_gpu_synchronize(int dev) {
+    cudaStream_t stream;
+    if (deft_gpu_enter(dev, &stream)) return -1;
+    return deft_gpu_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+}
+
+int deft_gpu_name(int dev, const char **out) {
+    if (check_device(dev)) return -1;
+    *out = devices[dev].name;
+    return 0;
+}
+
+int deft_gpu_memory(int dev, size_t *free_bytes, size_t *total_bytes) {
+    if (check_device(dev) || deft_gpu_check(cudaSetDevice(dev), "cudaSetDevice")) return -1;
+    return deft_gpu_check(cudaMemGetInfo(free_bytes, total_bytes), "cudaMemGetInfo");
+}
+
+/* ---- copies ---- */
+
+/* Make `later` wait for what is queued on `earlier` so far. */
+static int order_streams(cudaStream_t earlier, int earlier_dev, cudaStream_t later) {
+    cudaEvent_t event;
+    if (deft_gpu_check(cudaSetDevice(earlier_dev), "cudaSetDevice") ||
+        deft_gpu_check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate"))
+        return -1;
+    int status = deft_gpu_check(cudaEventRecord(event, earlier), "cudaEventRecord");
+    if (status == 0)
+        status = deft_gpu_check(cudaStreamWaitEvent(later, event, 0), "cudaStreamWaitEvent");
+    cudaEventDestroy(event); /* released once the stream is past it */
+    return status;
+}
+
+static int copy_between_gpus(void *dst, int dst_id, const void *src, int src_id, size_t n) {
+    cudaStream_t src_stream, dst_stream;
+    if (deft_gpu_enter(dst_id, &dst_stream) || deft_gpu_enter(src_id, &src_stream)) return -1;
+    if (src_id == dst_id)
+        return deft_gpu_check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, src_stream),
+                              "cudaMemcpyAsync (device to device)");
+    if (order_streams(dst_stream, dst_id, src_stream) ||
+        deft_gpu_check(cudaSetDevice(src_id), "cudaSetDevice") ||
+        deft_gpu_check(cudaMemcpyPeerAsync(dst, dst_id, src, src_id, n, src_stream),
+                       "cudaMemcpyPeerAsync"))
+        return -1;
+    return order_streams(src_stream, src_id, dst_stream);
+}
+
+static int copy(void *dst, deft_device_t dst_dev, const void *src, deft_device_t src_dev,
+                size_t n) {
+    cudaStream_t stream;
+    if (dst_dev.type == DEFT_DEV_GPU && src_dev.type == DEFT_DEV_GPU)
+        return copy_between_gpus(dst, dst_dev.id, src, src_dev.id, n);
+    if (src_dev.type == DEFT_DEV_GPU) { /* to the host: wait for the data */
+        if (deft_gpu_enter(src_dev.id, &stream) ||
+            deft_gpu_check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, stream),
+                           "cudaMemcpyAsync (device to host)"))
+            return -1;
+        return deft_gpu_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    }
+    /* From pageable host memory the call returns once it has staged the
+     * source, so the caller may reuse its buffer at once. */
+    if (deft_gpu_enter(dst_dev.id, &stream)) return -1;
+    return deft_gpu_check(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, stream),
+                          "cudaMemcpyAsync (host to device)");
+}
+
+static int zero(void *dst, deft_device_t dev, size_t nbytes) {
+    cudaStream_t stream;
+    if (deft_gpu_enter(dev.id, &stream)) return -1;
+    return deft_gpu_check(cudaMemsetAsync(dst, 0, nbytes, stream), "cudaMemsetAsync");
+}
+
+const deft_gpu_backend_t deft_gpu_backend = {.probe = probe, .copy = copy, .zero = zero};
+
+/* Only pointers are stored here: CUDA itself starts on first use. */
+__attribute__((constructor)) static void register_gpu_layer(void) {
+    deft_device_register_gpu(&deft_gpu_backend);
+    deft_allocator_register(DEFT_DEV_GPU, &deft_gpu_pool);
+}
