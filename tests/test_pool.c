@@ -6,6 +6,8 @@
 
 #include "check_helpers.h"
 #include "core/base/allocator.h"
+#include "core/base/device_pool.h"
+#include "core/base/memstat.h"
 
 static int pool_caches(void) {
     const char *env = getenv("DEFT_POOL");
@@ -109,6 +111,78 @@ START_TEST(test_memory_stat_rejects_bad_arguments) {
 }
 END_TEST
 
+/* ---- the device pool, over a fake device of 1000 bytes ---- */
+
+static struct {
+    size_t limit, used;
+    int allocs, frees;
+} fake;
+
+static size_t *fake_header(void *ptr) {
+    return (size_t *)ptr - 1;
+}
+
+static int fake_alloc(deft_device_t dev, size_t nbytes, void **out) {
+    (void)dev;
+    if (fake.used + nbytes > fake.limit) return DEFT_DEVICE_OUT_OF_MEMORY;
+    size_t *block = malloc(sizeof(size_t) + nbytes);
+    ck_assert_ptr_nonnull(block);
+    *block = nbytes;
+    fake.used += nbytes, fake.allocs++;
+    *out = block + 1;
+    return 0;
+}
+
+static void fake_free(deft_device_t dev, void *ptr) {
+    (void)dev;
+    fake.used -= *fake_header(ptr), fake.frees++;
+    free(fake_header(ptr));
+}
+
+static int fake_info(deft_device_t dev, size_t *free_bytes, size_t *total_bytes) {
+    (void)dev;
+    *free_bytes = fake.limit - fake.used, *total_bytes = fake.limit;
+    return 0;
+}
+
+static const deft_device_memory_t fake_memory = {fake_alloc, fake_free, fake_info};
+static const deft_device_t fake_gpu = {DEFT_DEV_GPU, 3};
+
+START_TEST(test_device_pool_caches_and_gives_back_before_failing) {
+    fake.limit = 1000, fake.used = 0, fake.allocs = fake.frees = 0;
+    int64_t cached_before = deft_memstat_get(fake_gpu, DEFT_MEMSTAT_CACHED_BYTES);
+    deft_device_pool_t *pool = deft_device_pool_new(fake_gpu, &fake_memory);
+    void *a, *again, *b, *c;
+    size_t cap_a, cap_again, cap_b, cap_c;
+    ck_assert_ok(deft_device_pool_alloc(pool, 500, &a, &cap_a));
+    ck_assert_uint_eq(cap_a, 512);
+    deft_device_pool_free(pool, a, cap_a);
+    ck_assert_int_eq(deft_memstat_get(fake_gpu, DEFT_MEMSTAT_CACHED_BYTES), cached_before + 512);
+    ck_assert_ok(deft_device_pool_alloc(pool, 450, &again, &cap_again)); /* same class: reused */
+    ck_assert_ptr_eq(again, a);
+    ck_assert_int_eq(fake.allocs, 1);
+    deft_device_pool_free(pool, again, cap_again);
+
+    /* 512 cached + 640 exceed the device: the cache goes back, then it fits. */
+    ck_assert_ok(deft_device_pool_alloc(pool, 600, &b, &cap_b));
+    ck_assert_uint_eq(cap_b, 640);
+    ck_assert_int_eq(fake.frees, 1);
+    ck_assert_int_eq(deft_memstat_get(fake_gpu, DEFT_MEMSTAT_CACHED_BYTES), cached_before);
+
+    /* Nothing cached is left to give back: a clear error, and nothing lost. */
+    ck_assert_fails(deft_device_pool_alloc(pool, 600, &c, &cap_c), DEFT_ERROR_OUT_OF_MEMORY,
+                    "out of memory on gpu(3): cannot allocate 600 bytes");
+    ck_assert_fails(deft_device_pool_alloc(pool, 600, &c, &cap_c), DEFT_ERROR_OUT_OF_MEMORY,
+                    "360 bytes free of 1000 bytes on the device");
+    ck_assert_uint_eq(fake.used, 640);
+    deft_device_pool_free(pool, b, cap_b);
+    deft_device_pool_destroy(pool);
+    ck_assert_uint_eq(fake.used, 0);
+    ck_assert_int_eq(fake.allocs, fake.frees);
+    ck_assert_int_eq(deft_memstat_get(fake_gpu, DEFT_MEMSTAT_CACHED_BYTES), cached_before);
+}
+END_TEST
+
 static Suite *pool_suite(void) {
     Suite *suite = suite_create(pool_caches() ? "pool" : "pool (DEFT_POOL=off)");
     TCase *tc = tcase_create("pool");
@@ -117,6 +191,7 @@ static Suite *pool_suite(void) {
     tcase_add_test(tc, test_reused_block_is_zeroed_by_create);
     tcase_add_test(tc, test_live_and_peak_bytes_follow_arrays);
     tcase_add_test(tc, test_memory_stat_rejects_bad_arguments);
+    tcase_add_test(tc, test_device_pool_caches_and_gives_back_before_failing);
     suite_add_tcase(suite, tc);
     return suite;
 }

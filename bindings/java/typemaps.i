@@ -163,15 +163,20 @@ DEFT_JAVA_OUT_STRING(out_value)
 DEFT_JAVA_OUT_STRING(out_json)
 DEFT_JAVA_OUT_STRING(out_dot)
 
-%typemap(jni) size_t *out "jlongArray"
-%typemap(jtype) size_t *out "long[]"
-%typemap(jstype) size_t *out "long[]"
-%typemap(javain) size_t *out "$javainput"
-%typemap(in) size_t *out (size_t temp = 0) { $1 = &temp; }
-%typemap(argout) size_t *out {
+%define DEFT_JAVA_OUT_SIZE(NAME)
+%typemap(jni) size_t *NAME "jlongArray"
+%typemap(jtype) size_t *NAME "long[]"
+%typemap(jstype) size_t *NAME "long[]"
+%typemap(javain) size_t *NAME "$javainput"
+%typemap(in) size_t *NAME (size_t temp = 0) { $1 = &temp; }
+%typemap(argout) size_t *NAME {
     jlong v = (jlong)temp$argnum;
     if ($input) (*jenv)->SetLongArrayRegion(jenv, $input, 0, 1, &v);
 }
+%enddef
+DEFT_JAVA_OUT_SIZE(out)
+DEFT_JAVA_OUT_SIZE(free_bytes)
+DEFT_JAVA_OUT_SIZE(total_bytes)
 
 /* ---- new handles: an array of one element receives an owning object ---- */
 

@@ -74,3 +74,23 @@ int DeftMemoryReleaseCached(int dev_type, int dev_id) {
     deft_allocator_get(dev.type)->release_cached(dev);
     return 0;
 }
+
+int DeftGetGPUCount(int *out) {
+    API_BEGIN();
+    if (api_check_out(out, "out")) return -1;
+    *out = deft_device_gpu_count();
+    return 0;
+}
+
+int DeftGetGPUName(int dev_id, const char **out) {
+    API_BEGIN();
+    if (api_check_out(out, "out")) return -1;
+    return deft_device_gpu_name(dev_id, "dev_id", out);
+}
+
+int DeftGetGPUMemoryInfo(int dev_id, size_t *free_bytes, size_t *total_bytes) {
+    API_BEGIN();
+    if (api_check_out(free_bytes, "free_bytes") || api_check_out(total_bytes, "total_bytes"))
+        return -1;
+    return deft_device_gpu_memory(dev_id, "dev_id", free_bytes, total_bytes);
+}

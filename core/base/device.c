@@ -23,6 +23,18 @@ int deft_device_gpu_count(void) {
     return gpu_count;
 }
 
+int deft_device_gpu_name(int id, const char *what, const char **out) {
+    deft_device_t dev;
+    if (deft_device_check(DEFT_DEV_GPU, id, what, &dev)) return -1;
+    return gpu_backend->name(id, out);
+}
+
+int deft_device_gpu_memory(int id, const char *what, size_t *free_bytes, size_t *total_bytes) {
+    deft_device_t dev;
+    if (deft_device_check(DEFT_DEV_GPU, id, what, &dev)) return -1;
+    return gpu_backend->memory(id, free_bytes, total_bytes);
+}
+
 int deft_device_copy(void *dst, deft_device_t dst_dev, const void *src, deft_device_t src_dev,
                      size_t nbytes) {
     if (nbytes == 0) return 0;

@@ -5,6 +5,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Same numbers as the public DeftDeviceType (DLPack's). */
 typedef enum deft_device_type {
     DEFT_DEV_CPU = 1,
@@ -49,16 +53,27 @@ typedef struct deft_gpu_backend {
                 size_t nbytes);
     /* Fill nbytes of GPU memory with zero bytes. */
     int (*zero)(void *dst, deft_device_t dev, size_t nbytes);
+    /* Name ("NVIDIA H100 80GB HBM3", owned by the layer) and memory of a GPU. */
+    int (*name)(int id, const char **out);
+    int (*memory)(int id, size_t *free_bytes, size_t *total_bytes);
 } deft_gpu_backend_t;
 
 void deft_device_register_gpu(const deft_gpu_backend_t *backend);
 /* Number of usable GPUs: 0 without the GPU layer or without a GPU. */
 int deft_device_gpu_count(void);
 
+/* Name and memory of gpu(id); -1 naming `what` when there is no such GPU. */
+int deft_device_gpu_name(int id, const char *what, const char **out);
+int deft_device_gpu_memory(int id, const char *what, size_t *free_bytes, size_t *total_bytes);
+
 /* Copy nbytes from src on src_dev to dst on dst_dev (any two devices). */
 int deft_device_copy(void *dst, deft_device_t dst_dev, const void *src, deft_device_t src_dev,
                      size_t nbytes);
 /* Fill nbytes at dst on dev with zero bytes. */
 int deft_device_zero(void *dst, deft_device_t dev, size_t nbytes);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -5,6 +5,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Same numbers as the public DeftDType (MXNet's type flags). */
 typedef enum deft_dtype {
     DEFT_DT_FLOAT32 = 0,
@@ -28,5 +32,9 @@ const char *deft_dtype_name(deft_dtype_t dtype);
 int deft_dtype_check(int code, const char *what);
 /* Look a dtype up by name; -1 with an error when unknown. */
 int deft_dtype_from_name(const char *name, deft_dtype_t *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -9,6 +9,10 @@
 #ifndef DEFT_CORE_ERROR_H
 #define DEFT_CORE_ERROR_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Same numbers as the public DeftErrorKind (checked in capi/src). */
 typedef enum deft_error_kind {
     DEFT_ERR_NONE = 0,
@@ -39,5 +43,9 @@ int deft_error_restore(deft_error_kind_t kind, const char *message);
 
 const char *deft_error_message(void);
 deft_error_kind_t deft_error_kind(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -12,6 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define DEFT_SHAPE_MAX_NDIM 8
 
 typedef struct deft_shape {
@@ -47,5 +51,9 @@ char *deft_shape_format(const deft_shape_t *shape, char *buf, size_t len);
 
 /* Buffer length that always fits deft_shape_format's output. */
 #define DEFT_SHAPE_STR_MAX (4 + DEFT_SHAPE_MAX_NDIM * 21)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

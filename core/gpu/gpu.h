@@ -20,6 +20,10 @@
 
 #include "core/base/device.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct CUstream_st; /* cudaStream_t is a pointer to this */
 typedef struct CUstream_st *deft_gpu_stream_t;
 
@@ -39,5 +43,9 @@ int deft_gpu_memory(int dev, size_t *free_bytes, size_t *total_bytes);
 /* Registered by gpu_runtime.c when the library loads. */
 extern const deft_gpu_backend_t deft_gpu_backend;
 extern const struct deft_allocator deft_gpu_pool; /* gpu_pool.c */
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

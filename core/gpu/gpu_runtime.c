@@ -134,7 +134,13 @@ static int zero(void *dst, deft_device_t dev, size_t nbytes) {
     return deft_gpu_check(cudaMemsetAsync(dst, 0, nbytes, stream), "cudaMemsetAsync");
 }
 
-const deft_gpu_backend_t deft_gpu_backend = {.probe = probe, .copy = copy, .zero = zero};
+const deft_gpu_backend_t deft_gpu_backend = {
+    .probe = probe,
+    .copy = copy,
+    .zero = zero,
+    .name = deft_gpu_name,
+    .memory = deft_gpu_memory,
+};
 
 /* Only pointers are stored here: CUDA itself starts on first use. */
 __attribute__((constructor)) static void register_gpu_layer(void) {

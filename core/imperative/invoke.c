@@ -107,12 +107,16 @@ static int call_run(void *arg) {
     deft_tensor_t in_t[DEFT_OP_MAX_INPUTS], out_t[DEFT_OP_MAX_OUTPUTS];
     for (int i = 0; i < call->nin; i++) in_t[i] = call->in[i]->tensor;
     for (int k = 0; k < call->nout; k++) out_t[k] = call->out[k]->tensor;
-    if (call->op->forward(call->op, call->params, call->nin, in_t, call->nout, out_t)) return -1;
+    bool on_gpu = call->nout ? out_t[0].device.type == DEFT_DEV_GPU
+                             : call->nin && in_t[0].device.type == DEFT_DEV_GPU;
+    deft_forward_fn forward = on_gpu ? call->op->forward_gpu : call->op->forward;
+    if (forward(call->op, call->params, call->nin, in_t, call->nout, out_t)) return -1;
     for (int k = 0; k < call->nout; k++) {
         if (!call->final[k]) continue;
-        size_t nbytes = deft_tensor_nbytes(&out_t[k]);
-        if (nbytes)
-            memcpy(deft_tensor_data(&call->final[k]->tensor), deft_tensor_data(&out_t[k]), nbytes);
+        const deft_tensor_t *final = &call->final[k]->tensor;
+        if (deft_device_copy(deft_tensor_data(final), final->device, deft_tensor_data(&out_t[k]),
+                             out_t[k].device, deft_tensor_nbytes(&out_t[k])))
+            return -1;
     }
     return 0;
 }
@@ -184,6 +188,11 @@ static int check_inputs(const deft_op_t *op, int nin, deft_ndarray_t *const *in,
             return deft_op_error(op, DEFT_ERR_VALUE, "input %d is on another device than input 0",
                                  i);
     }
+    if (nin > 0 && in[0]->tensor.device.type == DEFT_DEV_GPU && !op->forward_gpu)
+        return deft_op_error(op, DEFT_ERR_NOT_IMPLEMENTED,
+                             "has no GPU kernel (the inputs are on gpu(%d)); copy them to the CPU "
+                             "first",
+                             in[0]->tensor.device.id);
     return 0;
 }
 

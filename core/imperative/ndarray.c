@@ -42,11 +42,11 @@ int deft_ndarray_new(const deft_shape_t *shape, deft_dtype_t dtype, deft_device_
     if (deft_shape_nbytes(shape, deft_dtype_size(dtype), &nbytes) ||
         deft_storage_new(device, nbytes, &t.storage))
         return -1;
-    if (make_array(&t, no_entry, NULL, out)) {
+    if ((zero && deft_device_zero(deft_tensor_data(&t), device, nbytes)) ||
+        make_array(&t, no_entry, NULL, out)) {
         deft_storage_release(t.storage);
         return -1;
     }
-    if (zero && nbytes) memset(deft_tensor_data(&t), 0, nbytes);
     return 0;
 }
 
@@ -131,8 +131,8 @@ int deft_ndarray_wait_to_write(deft_ndarray_t *arr) {
 
 int deft_ndarray_copy_to_host(deft_ndarray_t *arr, void *data, size_t nbytes) {
     if (check_host_buffer(arr, data, nbytes) || deft_ndarray_wait_to_read(arr)) return -1;
-    if (nbytes) memcpy(data, deft_tensor_data(&arr->tensor), nbytes);
-    return 0;
+    return deft_device_copy(data, deft_device_cpu(), deft_tensor_data(&arr->tensor),
+                            arr->tensor.device, nbytes);
 }
 
 int deft_ndarray_copy_from_host(deft_ndarray_t *arr, const void *data, size_t nbytes) {
@@ -142,6 +142,6 @@ int deft_ndarray_copy_from_host(deft_ndarray_t *arr, const void *data, size_t nb
                           "recorded operation and cannot be overwritten");
     if (check_host_buffer(arr, data, nbytes) || deft_ndarray_wait_to_write(arr)) return -1;
     deft_ndarray_touch(arr);
-    if (nbytes) memcpy(deft_tensor_data(&arr->tensor), data, nbytes);
-    return 0;
+    return deft_device_copy(deft_tensor_data(&arr->tensor), arr->tensor.device, data,
+                            deft_device_cpu(), nbytes);
 }

@@ -6,6 +6,7 @@
  */
 #include <math.h>
 
+#include "core/op/gpu_ops.h"
 #include "core/op/grad.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
@@ -14,6 +15,7 @@
 
 typedef struct binary_kernels {
     deft_inner_fn fn[DEFT_SLOTS];
+    deft_gpu_fn_t gpu; /* the same function on the GPU */
 } binary_kernels_t;
 
 /* Special cases for the stride patterns that vectorise: dense, and either side a scalar. */
@@ -44,7 +46,8 @@ typedef struct binary_kernels {
     BINARY_LOOP(deft_##name##_u8, uint8_t)                                                         \
     static const binary_kernels_t k_##name = {{loop_deft_##name##_f, loop_deft_##name##_d,         \
                                                loop_deft_##name##_i32, loop_deft_##name##_i64,     \
-                                               loop_deft_##name##_u8}};
+                                               loop_deft_##name##_u8},                             \
+                                              DEFT_GPU_FN_##name};
 DEFT_BINARY_FLOAT_MATH(ALL_LOOPS)
 
 static int check_dtype(const deft_op_t *op, int nin, const deft_desc_t *in) {
@@ -179,6 +182,26 @@ static int scalar_forward(const deft_op_t *op, const deft_param_value_t *p, int 
                   deft_dtype_size(in[0].dtype), deft_shape_size(&out[0].shape));
     return 0;
 }
+
+#ifdef DEFT_HAVE_CUDA
+static int binary_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                              const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)p, (void)nin, (void)nout;
+    const deft_tensor_t *operands[2] = {&in[0], &in[1]};
+    return deft_gpu_elementwise(((const binary_kernels_t *)op->data)->gpu, &out[0], 2, operands,
+                                NULL);
+}
+
+static int scalar_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                              const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    const scalar_op_t *s = op->data;
+    const deft_tensor_t *operands[2] = {s->reversed ? NULL : &in[0], s->reversed ? &in[0] : NULL};
+    double scalars[DEFT_GPU_MAX_OPS] = {0};
+    scalars[s->reversed ? 1 : 2] = p[0].f;
+    return deft_gpu_elementwise(s->kernels->gpu, &out[0], 2, operands, scalars);
+}
+#endif
 
 /* ---- gradients (a, b: inputs, y: output, g: output gradient) ---- */
 
@@ -334,23 +357,24 @@ static const char *const lhs_rhs[] = {"lhs", "rhs", NULL};
     {                                                                                              \
         .name = "broadcast_" name_, .description = doc " with NumPy broadcasting.",                \
         .input_names = lhs_rhs, .min_inputs = 2, .max_inputs = 2, .infer = broadcast_infer,        \
-        .forward = binary_forward, .inplace_input = 0, .data = &k, .gradient = grad,               \
-        .elementwise = true                                                                        \
+        .forward = binary_forward, .forward_gpu = DEFT_GPU(binary_forward_gpu),                    \
+        .inplace_input = 0, .data = &k, .gradient = grad, .elementwise = true                      \
     }
 #define ELEMWISE_OP(name_, k, doc, grad)                                                           \
     {                                                                                              \
         .name = "elemwise_" name_, .description = doc " of two arrays of the same shape.",         \
         .input_names = lhs_rhs, .min_inputs = 2, .max_inputs = 2, .infer = same_shape_infer,       \
-        .forward = binary_forward, .inplace_input = 0, .data = &k,                                 \
-        .infer_inputs = deft_infer_inputs_like_output, .gradient = grad, .elementwise = true       \
+        .forward = binary_forward, .forward_gpu = DEFT_GPU(binary_forward_gpu),                    \
+        .inplace_input = 0, .data = &k, .infer_inputs = deft_infer_inputs_like_output,             \
+        .gradient = grad, .elementwise = true                                                      \
     }
 #define SCALAR_OP(name_, k, rev, doc, grad)                                                        \
     {                                                                                              \
         .name = name_, .description = doc, .input_names = deft_op_data_input, .min_inputs = 1,     \
         .max_inputs = 1, .params = scalar_params, .infer = scalar_infer,                           \
-        .forward = scalar_forward, .inplace_input = 0,                                             \
-        .infer_inputs = deft_infer_inputs_like_output, .gradient = grad, .elementwise = true,      \
-        .data = &(const scalar_op_t) {                                                             \
+        .forward = scalar_forward, .forward_gpu = DEFT_GPU(scalar_forward_gpu),                    \
+        .inplace_input = 0, .infer_inputs = deft_infer_inputs_like_output, .gradient = grad,       \
+        .elementwise = true, .data = &(const scalar_op_t) {                                        \
             &k, rev                                                                                \
         }                                                                                          \
     }
@@ -380,6 +404,7 @@ static const deft_op_t binary_ops[] = {
      .max_inputs = 2,
      .infer = same_shape_infer,
      .forward = binary_forward,
+     .forward_gpu = DEFT_GPU(binary_forward_gpu),
      .inplace_input = 0,
      .data = &k_add,
      .infer_inputs = deft_infer_inputs_like_output,

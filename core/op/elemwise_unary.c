@@ -5,6 +5,7 @@
  * this file turns each into a strided loop per dtype, and describes the
  * operators as data.
  */
+#include "core/op/gpu_ops.h"
 #include "core/op/grad.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
@@ -13,6 +14,7 @@
 
 typedef struct unary_kernels {
     deft_inner_fn fn[DEFT_SLOTS]; /* NULL: dtype not supported */
+    deft_gpu_fn_t gpu;            /* the same function on the GPU */
 } unary_kernels_t;
 
 #define UNARY_LOOP(fn, T)                                                                          \
@@ -41,15 +43,12 @@ INT_LOOPS(square)
 INT_LOOPS(relu)
 
 #define FLOAT_KERNELS(name)                                                                        \
-    {                                                                                              \
-        { loop_deft_##name##_f, loop_deft_##name##_d, NULL, NULL, NULL }                           \
-    }
+    { {loop_deft_##name##_f, loop_deft_##name##_d, NULL, NULL, NULL}, DEFT_GPU_FN_##name }
 #define ALL_KERNELS(name)                                                                          \
     {                                                                                              \
-        {                                                                                          \
-            loop_deft_##name##_f, loop_deft_##name##_d, loop_deft_##name##_i32,                    \
-                loop_deft_##name##_i64, loop_deft_##name##_u8                                      \
-        }                                                                                          \
+        {loop_deft_##name##_f, loop_deft_##name##_d, loop_deft_##name##_i32,                       \
+         loop_deft_##name##_i64, loop_deft_##name##_u8},                                           \
+            DEFT_GPU_FN_##name                                                                     \
     }
 
 static const unary_kernels_t k_negative = ALL_KERNELS(negative), k_abs = ALL_KERNELS(abs),
@@ -141,7 +140,8 @@ CLIP_LOOP(f64, double, AS_DOUBLE)
 CLIP_LOOP(i32, int32_t, deft_to_i32)
 CLIP_LOOP(i64, int64_t, deft_to_i64)
 CLIP_LOOP(u8, uint8_t, deft_to_u8)
-static const unary_kernels_t k_clip = {{clip_f32, clip_f64, clip_i32, clip_i64, clip_u8}};
+static const unary_kernels_t k_clip = {{clip_f32, clip_f64, clip_i32, clip_i64, clip_u8},
+                                       DEFT_GPU_FN_CLIP};
 
 static const deft_param_def_t clip_params[] = {
     {"a_min", DEFT_PARAM_FLOAT, NULL, "lower bound", NULL, false},
@@ -162,6 +162,34 @@ static int clip_forward(const deft_op_t *op, const deft_param_value_t *p, int ni
     clip_bounds_t bounds = {p[0].f, p[1].f};
     return run_unary(&k_clip, &in[0], &out[0], &bounds);
 }
+
+/* ---- on a GPU: the same functions, queued on the device ---- */
+
+#ifdef DEFT_HAVE_CUDA
+static int run_unary_gpu(const unary_kernels_t *k, const deft_tensor_t *in,
+                         const deft_tensor_t *out, const double *scalars) {
+    return deft_gpu_elementwise(k->gpu, out, 1, &in, scalars);
+}
+
+static int unary_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                             const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)p, (void)nin, (void)nout;
+    return run_unary_gpu(op->data, &in[0], &out[0], NULL);
+}
+
+static int activation_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                  const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)nin, (void)nout;
+    return run_unary_gpu(act_kernels[p[0].i], &in[0], &out[0], NULL);
+}
+
+static int clip_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                            const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)nin, (void)nout;
+    const double bounds[DEFT_GPU_MAX_OPS] = {[2] = p[0].f, [3] = p[1].f};
+    return run_unary_gpu(&k_clip, &in[0], &out[0], bounds);
+}
+#endif
 
 /* ---- gradients, as graph nodes (x: input, y: output, g: output gradient) ---- */
 
@@ -290,8 +318,9 @@ static int grad_clip(deft_grad_builder_t *b, const deft_param_value_t *p, int ni
 #define UNARY_OP(name_, kernels, doc)                                                              \
     {                                                                                              \
         .name = #name_, .description = doc, .input_names = deft_op_data_input, .min_inputs = 1,    \
-        .max_inputs = 1, .infer = unary_infer, .forward = unary_forward, .inplace_input = 0,       \
-        .data = &kernels, .infer_inputs = deft_infer_inputs_like_output, .gradient = grad_##name_, \
+        .max_inputs = 1, .infer = unary_infer, .forward = unary_forward,                           \
+        .forward_gpu = DEFT_GPU(unary_forward_gpu), .inplace_input = 0, .data = &kernels,          \
+        .infer_inputs = deft_infer_inputs_like_output, .gradient = grad_##name_,                   \
         .elementwise = true                                                                        \
     }
 
@@ -320,6 +349,7 @@ static const deft_op_t unary_ops[] = {
      .params = activation_params,
      .infer = activation_infer,
      .forward = activation_forward,
+     .forward_gpu = DEFT_GPU(activation_forward_gpu),
      .inplace_input = 0,
      .infer_inputs = deft_infer_inputs_like_output,
      .elementwise = true,
@@ -332,6 +362,7 @@ static const deft_op_t unary_ops[] = {
      .params = clip_params,
      .infer = clip_infer,
      .forward = clip_forward,
+     .forward_gpu = DEFT_GPU(clip_forward_gpu),
      .inplace_input = 0,
      .data = &k_clip,
      .infer_inputs = deft_infer_inputs_like_output,

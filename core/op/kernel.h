@@ -10,6 +10,7 @@
 
 #include "core/base/dtype.h"
 #include "core/base/shape.h"
+#include "core/op/dtype_math.h"
 
 /* Kernel tables are indexed by slot: the dtypes with arithmetic kernels. */
 enum { DEFT_SLOT_F32, DEFT_SLOT_F64, DEFT_SLOT_I32, DEFT_SLOT_I64, DEFT_SLOT_U8, DEFT_SLOTS };
@@ -41,23 +42,6 @@ static inline int deft_dtype_slot(deft_dtype_t dtype) {
 #else
 #define DEFT_CLONES
 #endif
-
-/* double -> integer without undefined behaviour: NaN is 0, out of range saturates. */
-#define DEFT_DEFINE_SATURATE(name, T, lo, hi)                                                      \
-    static inline T name(double x) {                                                               \
-        if (x != x) return 0;                                                                      \
-        if (x <= (double)(lo)) return (lo);                                                        \
-        if (x >= (double)(hi)) return (hi);                                                        \
-        return (T)x;                                                                               \
-    }
-DEFT_DEFINE_SATURATE(deft_to_i32, int32_t, INT32_MIN, INT32_MAX)
-DEFT_DEFINE_SATURATE(deft_to_i64, int64_t, INT64_MIN, INT64_MAX)
-DEFT_DEFINE_SATURATE(deft_to_u8, uint8_t, 0, UINT8_MAX)
-DEFT_DEFINE_SATURATE(deft_to_i8, int8_t, INT8_MIN, INT8_MAX)
-
-/* Read element i of a buffer of any arithmetic dtype as double, and write one back. */
-double deft_load_double(const void *base, deft_dtype_t dtype, int64_t i);
-void deft_store_double(void *base, deft_dtype_t dtype, int64_t i, double value);
 
 /* Inner loop copying elements of `elem` bytes (1, 2, 4 or 8), for deft_strided_run. */
 struct deft_strided;

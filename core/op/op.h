@@ -177,7 +177,16 @@ struct deft_op {
      * lock the callback needs), only on engine workers. */
     bool blocking;
     deft_gradient_fn gradient; /* NULL: not differentiable (or not yet) */
+    /* The kernel for arrays on a GPU, queued on the device's stream; NULL
+     * when the operator has none (set with DEFT_GPU, NULL without CUDA). */
+    deft_forward_fn forward_gpu;
 };
+
+#ifdef DEFT_HAVE_CUDA
+#define DEFT_GPU(forward) forward
+#else
+#define DEFT_GPU(forward) NULL
+#endif
 
 /* A family's table of descriptors, collected by the registry. */
 typedef struct deft_op_family {

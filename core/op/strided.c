@@ -43,8 +43,7 @@ void deft_strided_set_broadcast(deft_strided_t *it, int k, const deft_tensor_t *
     deft_strided_set(it, k, deft_tensor_data(t), deft_dtype_size(t->dtype), strides);
 }
 
-/* Drop size-1 dimensions and merge neighbours that are contiguous for every operand. */
-static void collapse(deft_strided_t *it) {
+void deft_strided_collapse(deft_strided_t *it) {
     int out = 0;
     for (int d = 0; d < it->ndim; d++) {
         if (it->dims[d] == 1) continue;
@@ -137,7 +136,7 @@ void deft_flat_run(deft_inner_fn fn, const void *ctx, int nops, char *const *ptr
 void deft_strided_run(deft_strided_t *it, deft_inner_fn fn, const void *ctx) {
     for (int d = 0; d < it->ndim; d++)
         if (it->dims[d] == 0) return;
-    collapse(it);
+    deft_strided_collapse(it);
     run_ctx_t r = {.it = it, .fn = fn, .ctx = ctx};
     int last = it->ndim - 1;
     for (int k = 0; k < it->nops; k++) r.inner_strides[k] = it->strides[k][last];
@@ -149,4 +148,19 @@ void deft_strided_run(deft_strided_t *it, deft_inner_fn fn, const void *ctx) {
     for (int d = 0; d < last; d++) rows *= it->dims[d];
     int64_t grain = DEFT_PARALLEL_GRAIN / it->dims[last];
     deft_parallel_for(rows, grain < 1 ? 1 : grain, run_rows, &r);
+}
+
+void deft_strided_to_gpu_map(deft_strided_t *it, deft_gpu_fn_t fn, const deft_dtype_t *dtypes,
+                             const double *scalars, deft_gpu_map_t *m) {
+    int64_t size = 1;
+    for (int d = 0; d < it->ndim; d++) size *= it->dims[d];
+    if (size > 0) deft_strided_collapse(it);
+    *m = (deft_gpu_map_t){.fn = fn, .ndim = it->ndim, .nops = it->nops, .size = size};
+    for (int d = 0; d < it->ndim; d++) m->dims[d] = it->dims[d];
+    for (int k = 0; scalars && k < DEFT_GPU_MAX_OPS; k++) m->scalars[k] = scalars[k];
+    for (int k = 0; k < it->nops; k++) {
+        m->base[k] = it->base[k];
+        m->dtype[k] = dtypes[k];
+        for (int d = 0; d < it->ndim; d++) m->strides[k][d] = it->strides[k][d];
+    }
 }

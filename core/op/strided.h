@@ -14,6 +14,7 @@
 #define DEFT_CORE_STRIDED_H
 
 #include "core/base/tensor.h"
+#include "core/gpu/kernels.h"
 
 #define DEFT_STRIDED_MAX_OPS 4
 
@@ -41,6 +42,15 @@ void deft_strided_set_broadcast(deft_strided_t *it, int k, const deft_tensor_t *
 void deft_contiguous_strides(const deft_shape_t *shape, int64_t *strides);
 
 void deft_strided_run(deft_strided_t *it, deft_inner_fn fn, const void *ctx);
+
+/* Drop size-1 dimensions and merge neighbours that are contiguous for every operand. */
+void deft_strided_collapse(deft_strided_t *it);
+
+/* The same iteration as a GPU map of fn (collapsed here); operand k has
+ * dtypes[k], and is the value scalars[k] where its base is NULL; scalars, when
+ * not NULL, holds DEFT_GPU_MAX_OPS values (clip reads its bounds there too). */
+void deft_strided_to_gpu_map(deft_strided_t *it, deft_gpu_fn_t fn, const deft_dtype_t *dtypes,
+                             const double *scalars, deft_gpu_map_t *m);
 
 /*
  * The flat case without the planning: n elements, each operand dense

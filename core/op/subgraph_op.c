@@ -47,8 +47,7 @@ static int subgraph_num_outputs(const deft_param_value_t *p, int nin) {
 }
 
 static const deft_param_def_t subgraph_params[] = {
-    {"subgraph", DEFT_PARAM_STRING, NULL, "the graph's id in this process", NULL, false},
-    {0}};
+    {"subgraph", DEFT_PARAM_STRING, NULL, "the graph's id in this process", NULL, false}, {0}};
 
 static const deft_op_t subgraph_ops[] = {
     {.name = "_CachedOp",

@@ -30,3 +30,18 @@ def memory_stat(stat="live_bytes", device=None):
              "system_allocs": 4}
     dev = device or cpu()
     return _lib.DeftGetMemoryStat(dev.type, dev.id, codes[stat])
+
+
+def num_gpus():
+    """GPUs deft can use: 0 without CUDA, a driver or a GPU."""
+    return _lib.DeftGetGPUCount()
+
+
+def gpu_name(device_id=0):
+    """The name of GPU `device_id`, such as "NVIDIA H100 80GB HBM3"."""
+    return _lib.DeftGetGPUName(device_id)
+
+
+def gpu_memory_info(device_id=0):
+    """(free, total) bytes of GPU `device_id`, as the CUDA driver reports them."""
+    return _lib.DeftGetGPUMemoryInfo(device_id)

@@ -162,6 +162,37 @@ DEFT_API int DeftGetLiveNDArrayCount(int64_t *out);
  */
 DEFT_API int DeftMemoryReleaseCached(int dev_type, int dev_id);
 
+/**
+ * @brief Number of GPUs deft can use.
+ *
+ * 0 when the library was built without CUDA, when no CUDA driver is
+ * installed, or when the machine has no NVIDIA GPU; never an error.
+ * @param[out] out receives the count; GPUs are numbered 0 to count - 1.
+ * @return 0 on success; -1 if @p out is NULL.
+ */
+DEFT_API int DeftGetGPUCount(int *out);
+
+/**
+ * @brief Name of a GPU, such as "NVIDIA H100 80GB HBM3".
+ * @param dev_id GPU number, 0 to DeftGetGPUCount() - 1.
+ * @param[out] out receives a string owned by the library, valid until it unloads.
+ * @return 0 on success; -1 if there is no such GPU or @p out is NULL.
+ */
+DEFT_API int DeftGetGPUName(int dev_id, const char **out);
+
+/**
+ * @brief Free and total memory of a GPU, as the CUDA driver reports them.
+ *
+ * Memory deft's pool caches counts as used here; see DeftGetMemoryStat()
+ * and DeftMemoryReleaseCached().
+ * @param dev_id GPU number, 0 to DeftGetGPUCount() - 1.
+ * @param[out] free_bytes receives the bytes not allocated on the device.
+ * @param[out] total_bytes receives the device's memory size.
+ * @return 0 on success; -1 if there is no such GPU, an output is NULL, or
+ *         CUDA fails.
+ */
+DEFT_API int DeftGetGPUMemoryInfo(int dev_id, size_t *free_bytes, size_t *total_bytes);
+
 #ifdef __cplusplus
 }
 #endif

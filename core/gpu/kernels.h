@@ -1,0 +1,65 @@
+/*
+ * The GPU kernels' launchers, callable from C. Each queues its work on the
+ * device's stream (gpu.h) and returns at once; -1 with an error when the
+ * launch fails. The operators (core/op) plan the work with the same code as
+ * their CPU kernels (shapes, broadcasting, merged dimensions) and pass the
+ * plan here; the per-element math is the shared scalar_math.h and
+ * dtype_math.h.
+ */
+#ifndef DEFT_CORE_GPU_KERNELS_H
+#define DEFT_CORE_GPU_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/base/dtype.h"
+#include "core/base/shape.h"
+#include "core/op/scalar_math.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a map computes for each element (operand 0 is the output). */
+typedef enum deft_gpu_fn {
+#define DEFT_GPU_FN_ID(name, expr) DEFT_GPU_FN_##name,
+    DEFT_UNARY_FLOAT_MATH(DEFT_GPU_FN_ID)  /* y = f(x) */
+    DEFT_BINARY_FLOAT_MATH(DEFT_GPU_FN_ID) /* y = f(a, b) */
+#undef DEFT_GPU_FN_ID
+    DEFT_GPU_FN_CLIP,  /* y = x clipped to [scalars[2], scalars[3]] */
+    DEFT_GPU_FN_COPY,  /* y = x, any dtype of the output's size */
+    DEFT_GPU_FN_CAST,  /* y = x converted from dtype[1] to dtype[0], as Cast does */
+    DEFT_GPU_FN_FILL,  /* y = scalars[1] */
+    DEFT_GPU_FN_WHERE, /* y = c != 0 ? a : b, c of dtype[1] */
+    DEFT_GPU_FN_ADD_N, /* y = x1 + x2 + ... (nops - 1 inputs) */
+    DEFT_GPU_FN_COUNT
+} deft_gpu_fn_t;
+
+#define DEFT_GPU_MAX_OPS 8
+
+/*
+ * An elementwise map over a strided iteration: `size` elements in `ndim`
+ * (merged) dimensions, the last varying fastest; operand k's element is at
+ * base[k] + its offset (gpu_index.h) in elements of dtype[k]. An operand
+ * whose base is NULL is the value scalars[k] (the scalar operators).
+ */
+typedef struct deft_gpu_map {
+    deft_gpu_fn_t fn;
+    int ndim, nops;
+    int64_t size;
+    int64_t dims[DEFT_SHAPE_MAX_NDIM];
+    int64_t strides[DEFT_GPU_MAX_OPS][DEFT_SHAPE_MAX_NDIM];
+    void *base[DEFT_GPU_MAX_OPS];
+    deft_dtype_t dtype[DEFT_GPU_MAX_OPS];
+    double scalars[DEFT_GPU_MAX_OPS];
+} deft_gpu_map_t;
+
+/* Whether fn has a kernel for dtype (the output's; the input's for casts). */
+bool deft_gpu_map_supports(deft_gpu_fn_t fn, deft_dtype_t dtype);
+int deft_gpu_map(int dev, const deft_gpu_map_t *map);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

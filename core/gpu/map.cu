@@ -1,0 +1,264 @@
+/*
+ * Elementwise maps: every unary, binary, scalar, clip, copy, cast, where
+ * and add_n operator on the GPU. One grid-stride kernel template per
+ * (function, dtype); the function is a functor over the shared scalar math.
+ */
+#define DEFT_DEVICE_FN __host__ __device__ static inline
+#include "core/gpu/gpu.h"
+#include "core/gpu/gpu_index.h"
+#include "core/gpu/kernels.h"
+#include "core/op/dtype_math.h"
+#include "core/op/scalar_math.h"
+
+#include <cuda_runtime_api.h>
+
+#include <type_traits>
+
+#include "core/base/error.h"
+
+namespace {
+
+/* A double in dtype T as the CPU kernels convert it (integers saturate). */
+template <typename T> __host__ __device__ T from_double(double v);
+template <> __host__ __device__ float from_double<float>(double v) { return (float)v; }
+template <> __host__ __device__ double from_double<double>(double v) { return v; }
+template <> __host__ __device__ int32_t from_double<int32_t>(double v) { return deft_to_i32(v); }
+template <> __host__ __device__ int64_t from_double<int64_t>(double v) { return deft_to_i64(v); }
+template <> __host__ __device__ uint8_t from_double<uint8_t>(double v) { return deft_to_u8(v); }
+
+template <typename T> __device__ T operand(const deft_gpu_map_t &m, int k, int64_t off) {
+    return m.base[k] ? static_cast<const T *>(m.base[k])[off] : from_double<T>(m.scalars[k]);
+}
+
+/* ---- functors: overloads per dtype over the shared math ---- */
+
+#define FLOAT_OVERLOADS_1(name, expr)                                                              \
+    __device__ inline float f_##name(float x) { return deft_##name##_f(x); }                       \
+    __device__ inline double f_##name(double x) { return deft_##name##_d(x); }
+DEFT_UNARY_FLOAT_MATH(FLOAT_OVERLOADS_1)
+#define FLOAT_OVERLOADS_2(name, expr)                                                              \
+    __device__ inline float f_##name(float a, float b) { return deft_##name##_f(a, b); }           \
+    __device__ inline double f_##name(double a, double b) { return deft_##name##_d(a, b); }
+DEFT_BINARY_FLOAT_MATH(FLOAT_OVERLOADS_2)
+
+/* The functions integers have, by name (scalar_math.h's integer section). */
+#define INT_UNARY(X) X(negative) X(abs) X(sign) X(square) X(relu)
+#define INT_BINARY(X)                                                                              \
+    X(add) X(sub) X(mul) X(div) X(power) X(maximum) X(minimum) X(equal) X(not_equal) X(greater)    \
+        X(greater_equal) X(lesser) X(lesser_equal)
+#define INT_OVERLOADS_1(name)                                                                      \
+    __device__ inline int32_t f_##name(int32_t x) { return deft_##name##_i32(x); }                 \
+    __device__ inline int64_t f_##name(int64_t x) { return deft_##name##_i64(x); }                 \
+    __device__ inline uint8_t f_##name(uint8_t x) { return deft_##name##_u8(x); }
+INT_UNARY(INT_OVERLOADS_1)
+#define INT_OVERLOADS_2(name)                                                                      \
+    __device__ inline int32_t f_##name(int32_t a, int32_t b) { return deft_##name##_i32(a, b); }   \
+    __device__ inline int64_t f_##name(int64_t a, int64_t b) { return deft_##name##_i64(a, b); }   \
+    __device__ inline uint8_t f_##name(uint8_t a, uint8_t b) { return deft_##name##_u8(a, b); }
+INT_BINARY(INT_OVERLOADS_2)
+
+#define UNARY_FUNCTOR(name, ...)                                                                   \
+    struct U_##name {                                                                              \
+        template <typename T> __device__ T operator()(T x) const { return f_##name(x); }           \
+    };
+DEFT_UNARY_FLOAT_MATH(UNARY_FUNCTOR)
+#define BINARY_FUNCTOR(name, ...)                                                                  \
+    struct B_##name {                                                                              \
+        template <typename T> __device__ T operator()(T a, T b) const { return f_##name(a, b); }   \
+    };
+DEFT_BINARY_FLOAT_MATH(BINARY_FUNCTOR)
+
+/* ---- kernels ---- */
+
+#define GRID_STRIDE(i, n)                                                                          \
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);                      \
+         i += (int64_t)gridDim.x * blockDim.x)
+
+template <typename T, typename F> __global__ void unary_kernel(deft_gpu_map_t m, F f) {
+    GRID_STRIDE(i, m.size) {
+        int64_t off[DEFT_GPU_MAX_OPS];
+        deft_gpu_offsets(&m, i, off);
+        static_cast<T *>(m.base[0])[off[0]] = f(operand<T>(m, 1, off[1]));
+    }
+}
+
+template <typename T, typename F> __global__ void binary_kernel(deft_gpu_map_t m, F f) {
+    GRID_STRIDE(i, m.size) {
+        int64_t off[DEFT_GPU_MAX_OPS];
+        deft_gpu_offsets(&m, i, off);
+        static_cast<T *>(m.base[0])[off[0]] = f(operand<T>(m, 1, off[1]), operand<T>(m, 2, off[2]));
+    }
+}
+
+template <typename T> __global__ void clip_kernel(deft_gpu_map_t m, T lo, T hi) {
+    GRID_STRIDE(i, m.size) {
+        int64_t off[DEFT_GPU_MAX_OPS];
+        deft_gpu_offsets(&m, i, off);
+        T v = operand<T>(m, 1, off[1]);
+        static_cast<T *>(m.base[0])[off[0]] = v < lo ? lo : v > hi ? hi : v;
+    }
+}
+
+template <typename T> __global__ void fill_kernel(deft_gpu_map_t m, T value) {
+    GRID_STRIDE(i, m.size) {
+        int64_t off[DEFT_GPU_MAX_OPS];
+        deft_gpu_offsets(&m, i, off);
+        static_cast<T *>(m.base[0])[off[0]] = value;
+    }
+}
+
+template <typename T> __global__ void copy_kernel(deft_gpu_map_t m) {
+    GRID_STRIDE(i, m.size) {
+        int64_t off[DEFT_GPU_MAX_OPS];
+        deft_gpu_offsets(&m, i, off);
+        static_cast<T *>(m.base[0])[off[0]] = static_cast<const T *>(m.base[1])[off[1]];
+    }
+}
+
+__global__ void cast_kernel(deft_gpu_map_t m) {
+    GRID_STRIDE(i, m.size) {
+        int64_t off[DEFT_GPU_MAX_OPS];
+        deft_gpu_offsets(&m, i, off);
+        deft_store_double(m.base[0], m.dtype[0], off[0],
+                          deft_load_double(m.base[1], m.dtype[1], off[1]));
+    }
+}
+
+template <typename T> __global__ void where_kernel(deft_gpu_map_t m) {
+    GRID_STRIDE(i, m.size) {
+        int64_t off[DEFT_GPU_MAX_OPS];
+        deft_gpu_offsets(&m, i, off);
+        bool c = deft_load_double(m.base[1], m.dtype[1], off[1]) != 0;
+        static_cast<T *>(m.base[0])[off[0]] = c ? operand<T>(m, 2, off[2]) : operand<T>(m, 3, off[3]);
+    }
+}
+
+template <typename T> __global__ void add_n_kernel(deft_gpu_map_t m) {
+    GRID_STRIDE(i, m.size) {
+        int64_t off[DEFT_GPU_MAX_OPS];
+        deft_gpu_offsets(&m, i, off);
+        T sum = operand<T>(m, 1, off[1]);
+        for (int k = 2; k < m.nops; k++) sum = f_add(sum, operand<T>(m, k, off[k]));
+        static_cast<T *>(m.base[0])[off[0]] = sum;
+    }
+}
+
+/* ---- launching ---- */
+
+int grid_for(int64_t n) {
+    int64_t blocks = (n + 255) / 256;
+    return (int)(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535);
+}
+
+#define LAUNCH(kernel, ...)                                                                        \
+    do {                                                                                           \
+        kernel<<<grid_for(m.size), 256, 0, stream>>>(__VA_ARGS__);                                 \
+        return true;                                                                               \
+    } while (0)
+
+template <typename T> bool launch_typed(const deft_gpu_map_t &m, cudaStream_t stream) {
+    switch (m.fn) {
+#define FLOAT_UNARY_CASE(name, ...)                                                                \
+    case DEFT_GPU_FN_##name:                                                                       \
+        if constexpr (!std::is_integral<T>::value) LAUNCH(unary_kernel<T>, m, U_##name());         \
+        return false;
+#define FLOAT_BINARY_CASE(name, ...)                                                               \
+    case DEFT_GPU_FN_##name:                                                                       \
+        LAUNCH(binary_kernel<T>, m, B_##name());
+        DEFT_UNARY_FLOAT_MATH(FLOAT_UNARY_CASE)
+        DEFT_BINARY_FLOAT_MATH(FLOAT_BINARY_CASE)
+    case DEFT_GPU_FN_CLIP:
+        LAUNCH(clip_kernel<T>, m, from_double<T>(m.scalars[2]), from_double<T>(m.scalars[3]));
+    case DEFT_GPU_FN_FILL:
+        LAUNCH(fill_kernel<T>, m, from_double<T>(m.scalars[1]));
+    case DEFT_GPU_FN_WHERE:
+        LAUNCH(where_kernel<T>, m);
+    case DEFT_GPU_FN_ADD_N:
+        LAUNCH(add_n_kernel<T>, m);
+    default:
+        return false;
+    }
+}
+
+/* Integers: only the functions scalar_math.h defines for them. */
+#define INT_UNARY_CASE(name)                                                                       \
+    case DEFT_GPU_FN_##name:                                                                       \
+        return true;
+bool int_supports(deft_gpu_fn_t fn) {
+    switch (fn) {
+        INT_UNARY(INT_UNARY_CASE)
+    default:
+        return fn >= DEFT_GPU_FN_add; /* every binary function, clip, where, add_n */
+    }
+}
+
+template <typename T> bool launch_int(const deft_gpu_map_t &m, cudaStream_t stream) {
+    switch (m.fn) {
+#define INT_UNARY_LAUNCH(name)                                                                     \
+    case DEFT_GPU_FN_##name:                                                                       \
+        LAUNCH(unary_kernel<T>, m, U_##name());
+        INT_UNARY(INT_UNARY_LAUNCH)
+    default:
+        return m.fn >= DEFT_GPU_FN_add && launch_typed<T>(m, stream);
+    }
+}
+
+bool launch_copy(const deft_gpu_map_t &m, cudaStream_t stream) {
+    switch (deft_dtype_size(m.dtype[0])) {
+    case 1:
+        LAUNCH(copy_kernel<uint8_t>, m);
+    case 2:
+        LAUNCH(copy_kernel<uint16_t>, m);
+    case 4:
+        LAUNCH(copy_kernel<uint32_t>, m);
+    default:
+        LAUNCH(copy_kernel<uint64_t>, m);
+    }
+}
+
+bool launch(const deft_gpu_map_t &m, cudaStream_t stream) {
+    if (m.fn == DEFT_GPU_FN_COPY) return launch_copy(m, stream);
+    if (m.fn == DEFT_GPU_FN_CAST) LAUNCH(cast_kernel, m);
+    switch (m.dtype[0]) {
+    case DEFT_DT_FLOAT32:
+        return launch_typed<float>(m, stream);
+    case DEFT_DT_FLOAT64:
+        return launch_typed<double>(m, stream);
+    case DEFT_DT_INT32:
+        return launch_int<int32_t>(m, stream);
+    case DEFT_DT_INT64:
+        return launch_int<int64_t>(m, stream);
+    case DEFT_DT_UINT8:
+        return launch_int<uint8_t>(m, stream);
+    default:
+        return false;
+    }
+}
+
+} // namespace
+
+extern "C" bool deft_gpu_map_supports(deft_gpu_fn_t fn, deft_dtype_t dtype) {
+    if (fn == DEFT_GPU_FN_COPY || fn == DEFT_GPU_FN_CAST) return true;
+    switch (dtype) {
+    case DEFT_DT_FLOAT32:
+    case DEFT_DT_FLOAT64:
+        return true;
+    case DEFT_DT_INT32:
+    case DEFT_DT_INT64:
+    case DEFT_DT_UINT8:
+        return int_supports(fn);
+    default:
+        return false;
+    }
+}
+
+extern "C" int deft_gpu_map(int dev, const deft_gpu_map_t *m) {
+    if (m->size == 0) return 0;
+    if (!deft_gpu_map_supports(m->fn, m->fn == DEFT_GPU_FN_CAST ? m->dtype[1] : m->dtype[0]))
+        return deft_error(DEFT_ERR_TYPE, "no GPU kernel for map %d on %s", (int)m->fn,
+                          deft_dtype_name(m->dtype[0]));
+    deft_gpu_stream_t stream;
+    if (deft_gpu_enter(dev, &stream)) return -1;
+    launch(*m, stream);
+    return deft_gpu_check(cudaGetLastError(), "launching a map kernel");
+}

@@ -1,0 +1,28 @@
+/*
+ * What the operator families share to run on a GPU: plans built by the
+ * CPU code (strided.h) handed to the GPU launchers (core/gpu/kernels.h).
+ * Compiled only with CUDA; families refer to these inside their
+ * DEFT_HAVE_CUDA sections and name their GPU kernels with DEFT_GPU.
+ */
+#ifndef DEFT_CORE_GPU_OPS_H
+#define DEFT_CORE_GPU_OPS_H
+
+#include "core/base/tensor.h"
+#include "core/gpu/kernels.h"
+#include "core/op/strided.h"
+
+/* out = fn(in[0], ...) with each input broadcast to out's shape; a NULL
+ * input is the value scalars[1 + i]; scalars is NULL or DEFT_GPU_MAX_OPS values. */
+int deft_gpu_elementwise(deft_gpu_fn_t fn, const deft_tensor_t *out, int nin,
+                         const deft_tensor_t *const *in, const double *scalars);
+
+/* Run a planned iteration (operand 0 written) as fn on operand 0's GPU. */
+int deft_gpu_run_strided(deft_strided_t *it, deft_gpu_fn_t fn, const deft_dtype_t *dtypes,
+                         const double *scalars, int dev);
+
+/* The GPU a tensor lives on (its device id). */
+static inline int deft_gpu_of(const deft_tensor_t *t) {
+    return t->device.id;
+}
+
+#endif
