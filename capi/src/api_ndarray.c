@@ -4,6 +4,8 @@
 
 #include "capi/src/api.h"
 #include "core/imperative/dlpack.h"
+#include "core/imperative/invoke.h"
+#include "core/op/registry.h"
 
 int api_ndarray_wrap(deft_ndarray_t *arr, DeftNDArrayHandle *out) {
     DeftNDArrayHandle handle = deft_handle_new(DEFT_HANDLE_NDARRAY, arr);
@@ -81,6 +83,14 @@ int DeftNDArrayCopyFromHost(DeftNDArrayHandle handle, const void *data, size_t n
     deft_ndarray_t *arr;
     if (api_ndarray(handle, "handle", &arr)) return -1;
     return deft_ndarray_copy_from_host(arr, data, nbytes);
+}
+
+int DeftNDArrayCopyTo(DeftNDArrayHandle src, DeftNDArrayHandle dst) {
+    API_BEGIN();
+    deft_ndarray_t *from, *to;
+    if (api_ndarray(src, "src", &from) || api_ndarray(dst, "dst", &to)) return -1;
+    int nout = 1;
+    return deft_invoke(deft_registry_find("_copyto"), 1, &from, &nout, &to, 0, NULL, NULL);
 }
 
 int DeftNDArrayGetNDim(DeftNDArrayHandle handle, int *out) {

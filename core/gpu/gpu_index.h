@@ -1,7 +1,8 @@
 /*
- * Where element i of a strided iteration lives in each operand: the index
- * arithmetic of every GPU map kernel, as a __host__ __device__ function so
- * the CPU tests check it against the CPU kernels' iteration.
+ * Where element i of a strided iteration lives in each operand, and element
+ * j of a reduction's result o: the index arithmetic of the GPU kernels, as
+ * __host__ __device__ functions so the CPU tests check them against the CPU
+ * kernels' iteration.
  */
 #ifndef DEFT_CORE_GPU_INDEX_H
 #define DEFT_CORE_GPU_INDEX_H
@@ -10,6 +11,20 @@
 
 #ifndef DEFT_DEVICE_FN
 #define DEFT_DEVICE_FN static inline
+/* Offset in the input of element j of result o of a reduction. */
+DEFT_DEVICE_FN int64_t deft_gpu_reduce_offset(const deft_gpu_reduce_t *r, int64_t o, int64_t j) {
+    int64_t off = 0;
+    for (int d = r->ndim - 1; d >= r->nkept; d--) {
+        off += (j % r->dims[d]) * r->strides[d];
+        j /= r->dims[d];
+    }
+    for (int d = r->nkept - 1; d >= 0; d--) {
+        off += (o % r->dims[d]) * r->strides[d];
+        o /= r->dims[d];
+    }
+    return off;
+}
+
 #endif
 
 /* off[k] = element offset of operand k for linear index i (row-major over dims). */
@@ -20,6 +35,20 @@ DEFT_DEVICE_FN void deft_gpu_offsets(const deft_gpu_map_t *m, int64_t i, int64_t
         i /= dim;
         for (int k = 0; k < m->nops; k++) off[k] += at * m->strides[k][d];
     }
+}
+
+/* Offset in the input of element j of result o of a reduction. */
+DEFT_DEVICE_FN int64_t deft_gpu_reduce_offset(const deft_gpu_reduce_t *r, int64_t o, int64_t j) {
+    int64_t off = 0;
+    for (int d = r->ndim - 1; d >= r->nkept; d--) {
+        off += (j % r->dims[d]) * r->strides[d];
+        j /= r->dims[d];
+    }
+    for (int d = r->nkept - 1; d >= 0; d--) {
+        off += (o % r->dims[d]) * r->strides[d];
+        o /= r->dims[d];
+    }
+    return off;
 }
 
 #endif

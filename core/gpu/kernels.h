@@ -54,6 +54,41 @@ typedef struct deft_gpu_map {
     double scalars[DEFT_GPU_MAX_OPS];
 } deft_gpu_map_t;
 
+/*
+ * A reduction: `outer` results of `span` elements each. The input's
+ * dimensions are listed kept ones first (dims[0..nkept)), then reduced
+ * ones, with the input's strides; result o goes to y[o]. kind is a
+ * deft_reduce_kind_t (core/op/reduce_math.h).
+ */
+typedef struct deft_gpu_reduce {
+    int kind;
+    deft_dtype_t dtype; /* the input's */
+    int64_t outer, span;
+    int ndim, nkept;
+    int64_t dims[DEFT_SHAPE_MAX_NDIM], strides[DEFT_SHAPE_MAX_NDIM];
+    const void *x;
+    void *y;
+} deft_gpu_reduce_t;
+
+int deft_gpu_reduce(int dev, const deft_gpu_reduce_t *reduce);
+
+/*
+ * batch products C = op(A) op(B) + beta C, row-major like the CPU's gemm:
+ * C is m x n, the shared dimension k; float32 or float64. Product i uses
+ * A + i stride_a, B + i stride_b, C + i stride_c (elements). Through cuBLAS.
+ */
+typedef struct deft_gpu_gemm {
+    deft_dtype_t dtype;
+    bool ta, tb;
+    int64_t m, n, k, batch;
+    const void *a, *b;
+    void *c;
+    double beta;
+    long long stride_a, stride_b, stride_c;
+} deft_gpu_gemm_t;
+
+int deft_gpu_gemm(int dev, const deft_gpu_gemm_t *gemm);
+
 /* Whether fn has a kernel for dtype (the output's; the input's for casts). */
 bool deft_gpu_map_supports(deft_gpu_fn_t fn, deft_dtype_t dtype);
 int deft_gpu_map(int dev, const deft_gpu_map_t *map);

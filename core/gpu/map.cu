@@ -20,11 +20,21 @@ namespace {
 
 /* A double in dtype T as the CPU kernels convert it (integers saturate). */
 template <typename T> __host__ __device__ T from_double(double v);
-template <> __host__ __device__ float from_double<float>(double v) { return (float)v; }
-template <> __host__ __device__ double from_double<double>(double v) { return v; }
-template <> __host__ __device__ int32_t from_double<int32_t>(double v) { return deft_to_i32(v); }
-template <> __host__ __device__ int64_t from_double<int64_t>(double v) { return deft_to_i64(v); }
-template <> __host__ __device__ uint8_t from_double<uint8_t>(double v) { return deft_to_u8(v); }
+template <> __host__ __device__ float from_double<float>(double v) {
+    return (float)v;
+}
+template <> __host__ __device__ double from_double<double>(double v) {
+    return v;
+}
+template <> __host__ __device__ int32_t from_double<int32_t>(double v) {
+    return deft_to_i32(v);
+}
+template <> __host__ __device__ int64_t from_double<int64_t>(double v) {
+    return deft_to_i64(v);
+}
+template <> __host__ __device__ uint8_t from_double<uint8_t>(double v) {
+    return deft_to_u8(v);
+}
 
 template <typename T> __device__ T operand(const deft_gpu_map_t &m, int k, int64_t off) {
     return m.base[k] ? static_cast<const T *>(m.base[k])[off] : from_double<T>(m.scalars[k]);
@@ -33,28 +43,49 @@ template <typename T> __device__ T operand(const deft_gpu_map_t &m, int k, int64
 /* ---- functors: overloads per dtype over the shared math ---- */
 
 #define FLOAT_OVERLOADS_1(name, expr)                                                              \
-    __device__ inline float f_##name(float x) { return deft_##name##_f(x); }                       \
-    __device__ inline double f_##name(double x) { return deft_##name##_d(x); }
+    __device__ inline float f_##name(float x) {                                                    \
+        return deft_##name##_f(x);                                                                 \
+    }                                                                                              \
+    __device__ inline double f_##name(double x) {                                                  \
+        return deft_##name##_d(x);                                                                 \
+    }
 DEFT_UNARY_FLOAT_MATH(FLOAT_OVERLOADS_1)
 #define FLOAT_OVERLOADS_2(name, expr)                                                              \
-    __device__ inline float f_##name(float a, float b) { return deft_##name##_f(a, b); }           \
-    __device__ inline double f_##name(double a, double b) { return deft_##name##_d(a, b); }
+    __device__ inline float f_##name(float a, float b) {                                           \
+        return deft_##name##_f(a, b);                                                              \
+    }                                                                                              \
+    __device__ inline double f_##name(double a, double b) {                                        \
+        return deft_##name##_d(a, b);                                                              \
+    }
 DEFT_BINARY_FLOAT_MATH(FLOAT_OVERLOADS_2)
 
 /* The functions integers have, by name (scalar_math.h's integer section). */
 #define INT_UNARY(X) X(negative) X(abs) X(sign) X(square) X(relu)
 #define INT_BINARY(X)                                                                              \
-    X(add) X(sub) X(mul) X(div) X(power) X(maximum) X(minimum) X(equal) X(not_equal) X(greater)    \
+    X(add)                                                                                         \
+    X(sub) X(mul) X(div) X(power) X(maximum) X(minimum) X(equal) X(not_equal) X(greater)           \
         X(greater_equal) X(lesser) X(lesser_equal)
 #define INT_OVERLOADS_1(name)                                                                      \
-    __device__ inline int32_t f_##name(int32_t x) { return deft_##name##_i32(x); }                 \
-    __device__ inline int64_t f_##name(int64_t x) { return deft_##name##_i64(x); }                 \
-    __device__ inline uint8_t f_##name(uint8_t x) { return deft_##name##_u8(x); }
+    __device__ inline int32_t f_##name(int32_t x) {                                                \
+        return deft_##name##_i32(x);                                                               \
+    }                                                                                              \
+    __device__ inline int64_t f_##name(int64_t x) {                                                \
+        return deft_##name##_i64(x);                                                               \
+    }                                                                                              \
+    __device__ inline uint8_t f_##name(uint8_t x) {                                                \
+        return deft_##name##_u8(x);                                                                \
+    }
 INT_UNARY(INT_OVERLOADS_1)
 #define INT_OVERLOADS_2(name)                                                                      \
-    __device__ inline int32_t f_##name(int32_t a, int32_t b) { return deft_##name##_i32(a, b); }   \
-    __device__ inline int64_t f_##name(int64_t a, int64_t b) { return deft_##name##_i64(a, b); }   \
-    __device__ inline uint8_t f_##name(uint8_t a, uint8_t b) { return deft_##name##_u8(a, b); }
+    __device__ inline int32_t f_##name(int32_t a, int32_t b) {                                     \
+        return deft_##name##_i32(a, b);                                                            \
+    }                                                                                              \
+    __device__ inline int64_t f_##name(int64_t a, int64_t b) {                                     \
+        return deft_##name##_i64(a, b);                                                            \
+    }                                                                                              \
+    __device__ inline uint8_t f_##name(uint8_t a, uint8_t b) {                                     \
+        return deft_##name##_u8(a, b);                                                             \
+    }
 INT_BINARY(INT_OVERLOADS_2)
 
 #define UNARY_FUNCTOR(name, ...)                                                                   \
@@ -129,7 +160,8 @@ template <typename T> __global__ void where_kernel(deft_gpu_map_t m) {
         int64_t off[DEFT_GPU_MAX_OPS];
         deft_gpu_offsets(&m, i, off);
         bool c = deft_load_double(m.base[1], m.dtype[1], off[1]) != 0;
-        static_cast<T *>(m.base[0])[off[0]] = c ? operand<T>(m, 2, off[2]) : operand<T>(m, 3, off[3]);
+        static_cast<T *>(m.base[0])[off[0]] =
+            c ? operand<T>(m, 2, off[2]) : operand<T>(m, 3, off[3]);
     }
 }
 

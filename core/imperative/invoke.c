@@ -203,7 +203,7 @@ static int prepare_output(invoke_call_t *call, int k, deft_ndarray_t *given,
     const deft_op_t *op = call->op;
     if (given) {
         if (check_given_output(op, k, given, want)) return -1;
-        if (!deft_device_equal(given->tensor.device, device))
+        if (!op->any_device && !deft_device_equal(given->tensor.device, device))
             return deft_op_error(op, DEFT_ERR_VALUE,
                                  "output %d is on another device than the "
                                  "inputs",
@@ -321,6 +321,7 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
     for (int i = 0; i < nin; i++) call->in[i] = in[i];
     for (int k = 0; k < 2 * produced; k++) call->out[k] = NULL;
     deft_device_t device = nin ? in[0]->tensor.device : deft_device_cpu();
+    if (op->output_device && op->output_device(op, params->v, &device)) return -1;
     for (int k = 0; k < produced; k++) {
         if (prepare_output(call, k, out[k], &out_desc[k], device)) {
             release_created(call, out, true);

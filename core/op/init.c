@@ -290,12 +290,6 @@ static int copy_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
     return 0;
 }
 
-static int copy_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
-                        const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
-    (void)op, (void)p, (void)nin, (void)nout;
-    copy_dense(&out[0], &in[0]);
-    return 0;
-}
 
 #define RANDOM_OP(name_, params_, data_, doc)                                                      \
     {                                                                                              \
@@ -348,12 +342,14 @@ static const deft_op_t init_ops[] = {
     CAST_OP("Cast"),
     CAST_OP("cast"),
     {.name = "_copyto",
-     .description = "Copies data into the output array.",
+     .description = "Copies data into the output array, which may be on another device.",
      .input_names = deft_op_data_input,
      .min_inputs = 1,
      .max_inputs = 1,
      .infer = copy_infer,
-     .forward = copy_forward,
+     .forward = deft_forward_copy,
+     .forward_gpu = DEFT_GPU(deft_forward_copy),
+     .any_device = true,
      .inplace_input = -1,
      .gradient = grad_copy},
 };

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/base/parallel.h"
+#include "core/op/gpu_ops.h"
 #include "core/op/grad.h"
 #include "core/op/op.h"
 
@@ -49,14 +50,9 @@ static void gemm_rows(void *arg, int64_t begin, int64_t end) {
 /* Below this many multiply-adds a GEMM stays on one thread. */
 #define PARALLEL_GEMM_MACS (1 << 20)
 
-/* C (m x n) = op(A) * op(B) + beta * C, all row-major and dense. */
-static void gemm(deft_dtype_t dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                 const void *a, const void *b, double beta, void *c) {
-    if (m == 0 || n == 0) return;
-    if (k == 0) {
-        if (beta == 0) memset(c, 0, (size_t)(m * n) * (dtype == DEFT_DT_FLOAT32 ? 4 : 8));
-        return;
-    }
+/* C (m x n) = op(A) * op(B) + beta * C, all row-major and dense, on the CPU. */
+static void gemm_cpu(deft_dtype_t dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                     const void *a, const void *b, double beta, void *c) {
     /* Every call, since the host program may have changed it (a plain store in OpenBLAS). */
     openblas_set_num_threads(1);
     gemm_job_t job = {dtype, ta, tb, m, n, k, a, b, beta, c};
@@ -69,6 +65,50 @@ static void gemm(deft_dtype_t dtype, bool ta, bool tb, int64_t m, int64_t n, int
     /* One block of rows per thread (a multiple of 16, OpenBLAS's kernel height). */
     int64_t block = ((m + threads - 1) / threads + 15) / 16 * 16;
     deft_parallel_for(m, block, gemm_rows, &job);
+}
+
+/* A batch of products C_i = op(A_i) op(B_i) + beta C_i, operand i at i times
+ * its stride (elements; C's stride is m n), on device `dev`: OpenBLAS on the
+ * CPU, cuBLAS on a GPU. */
+typedef struct gemm_batch {
+    deft_device_t dev;
+    deft_dtype_t dtype;
+    bool ta, tb;
+    int64_t m, n, k, batch;
+    const void *a, *b;
+    int64_t stride_a, stride_b;
+    double beta;
+    void *c;
+} gemm_batch_t;
+
+static int gemm(const gemm_batch_t *g) {
+    size_t elem = g->dtype == DEFT_DT_FLOAT32 ? 4 : 8;
+    if (g->m == 0 || g->n == 0 || g->batch == 0) return 0;
+    if (g->k == 0)
+        return g->beta == 0
+                   ? deft_device_zero(g->c, g->dev, (size_t)(g->batch * g->m * g->n) * elem)
+                   : 0;
+#ifdef DEFT_HAVE_CUDA
+    if (g->dev.type == DEFT_DEV_GPU) {
+        deft_gpu_gemm_t job = {g->dtype, g->ta,       g->tb,       g->m,       g->n,
+                               g->k,     g->batch,    g->a,        g->b,       g->c,
+                               g->beta,  g->stride_a, g->stride_b, g->m * g->n};
+        return deft_gpu_gemm(g->dev.id, &job);
+    }
+#endif
+    for (int64_t i = 0; i < g->batch; i++)
+        gemm_cpu(g->dtype, g->ta, g->tb, g->m, g->n, g->k,
+                 (const char *)g->a + (size_t)(i * g->stride_a) * elem,
+                 (const char *)g->b + (size_t)(i * g->stride_b) * elem, g->beta,
+                 (char *)g->c + (size_t)(i * g->m * g->n) * elem);
+    return 0;
+}
+
+/* One product on the device of tensor `on`. */
+static int gemm1(const deft_tensor_t *on, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                 const void *a, const void *b, double beta, void *c) {
+    gemm_batch_t g = {on->device, on->dtype, ta, tb, m, n, k, 1, a, b, 0, 0, beta, c};
+    return gemm(&g);
 }
 
 /* BLAS takes int sizes: larger matrices are refused rather than truncated. */
@@ -160,9 +200,8 @@ static int dot_forward(const deft_op_t *op, const deft_param_value_t *p, int nin
     dot_dims_t d = {0}; /* set by dot_shapes; initialised for -O3 flow analysis */
     deft_shape_t shape;
     if (dot_shapes(op, p, desc, &d, &shape)) return -1;
-    gemm(in[0].dtype, p[0].i, p[1].i, d.m, d.n, d.k, deft_tensor_data(&in[0]),
-         deft_tensor_data(&in[1]), 0.0, deft_tensor_data(&out[0]));
-    return 0;
+    return gemm1(&in[0], p[0].i, p[1].i, d.m, d.n, d.k, deft_tensor_data(&in[0]),
+                 deft_tensor_data(&in[1]), 0.0, deft_tensor_data(&out[0]));
 }
 
 /* ---- batch_dot ---- */
@@ -195,13 +234,21 @@ static int batch_dot_forward(const deft_op_t *op, const deft_param_value_t *p, i
     const deft_shape_t *a = &in[0].shape;
     int64_t batch = a->dims[0], m = out[0].shape.dims[1], n = out[0].shape.dims[2];
     int64_t k = ta ? a->dims[1] : a->dims[2];
-    size_t elem = deft_dtype_size(in[0].dtype);
-    const char *pa = deft_tensor_data(&in[0]), *pb = deft_tensor_data(&in[1]);
-    char *pc = deft_tensor_data(&out[0]);
-    for (int64_t i = 0; i < batch; i++)
-        gemm(in[0].dtype, ta, tb, m, n, k, pa + (size_t)(i * m * k) * elem,
-             pb + (size_t)(i * k * n) * elem, 0.0, pc + (size_t)(i * m * n) * elem);
-    return 0;
+    gemm_batch_t g = {in[0].device,
+                      in[0].dtype,
+                      ta,
+                      tb,
+                      m,
+                      n,
+                      k,
+                      batch,
+                      deft_tensor_data(&in[0]),
+                      deft_tensor_data(&in[1]),
+                      m * k,
+                      k * n,
+                      0.0,
+                      deft_tensor_data(&out[0])};
+    return gemm(&g);
 }
 
 /* ---- FullyConnected ---- */
@@ -260,6 +307,23 @@ static int fc_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
     return 0;
 }
 
+/* Every row of y (rows x hidden) = the bias. */
+static int copy_bias_rows(const deft_tensor_t *y, const deft_tensor_t *bias, int64_t rows,
+                          int64_t hidden) {
+#ifdef DEFT_HAVE_CUDA
+    if (y->device.type == DEFT_DEV_GPU) {
+        deft_tensor_t matrix = *y;
+        matrix.shape = (deft_shape_t){2, {rows, hidden}};
+        return deft_gpu_elementwise(DEFT_GPU_FN_COPY, &matrix, 1, &bias, NULL);
+    }
+#endif
+    size_t row_bytes = (size_t)hidden * deft_dtype_size(y->dtype);
+    for (int64_t r = 0; r < rows; r++)
+        memcpy((char *)deft_tensor_data(y) + (size_t)r * row_bytes, deft_tensor_data(bias),
+               row_bytes);
+    return 0;
+}
+
 static int fc_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                       const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)nout;
@@ -268,14 +332,11 @@ static int fc_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
     void *y = deft_tensor_data(&out[0]);
     double beta = 0.0;
     if (nin == 3 && rows > 0) { /* start from the bias in every row, then add data * weight^T */
-        size_t row_bytes = (size_t)hidden * deft_dtype_size(out[0].dtype);
-        for (int64_t r = 0; r < rows; r++)
-            memcpy((char *)y + (size_t)r * row_bytes, deft_tensor_data(&in[2]), row_bytes);
+        if (copy_bias_rows(&out[0], &in[2], rows, hidden)) return -1;
         beta = 1.0;
     }
-    gemm(in[0].dtype, false, true, rows, hidden, features, deft_tensor_data(&in[0]),
-         deft_tensor_data(&in[1]), beta, y);
-    return 0;
+    return gemm1(&in[0], false, true, rows, hidden, features, deft_tensor_data(&in[0]),
+                 deft_tensor_data(&in[1]), beta, y);
 }
 
 /* ---- backward of dot and batch_dot: (g, a, b) -> da or db ---- */
@@ -315,18 +376,12 @@ static int backward_dot_forward(const deft_op_t *op, const deft_param_value_t *p
     const void *g = deft_tensor_data(&in[0]), *a = deft_tensor_data(&in[1]),
                *b = deft_tensor_data(&in[2]);
     void *c = deft_tensor_data(&out[0]);
-    if (!rhs) { /* dA: (m,k) = G (m,n) . op(B)^T, or (k,m) = op(B) . G^T */
-        if (!ta)
-            gemm(in[0].dtype, false, !tb, d.m, d.k, d.n, g, b, 0.0, c);
-        else
-            gemm(in[0].dtype, tb, true, d.k, d.m, d.n, b, g, 0.0, c);
-    } else { /* dB: (k,n) = op(A)^T . G, or (n,k) = G^T . op(A) */
-        if (!tb)
-            gemm(in[0].dtype, !ta, false, d.k, d.n, d.m, a, g, 0.0, c);
-        else
-            gemm(in[0].dtype, true, ta, d.n, d.k, d.m, g, a, 0.0, c);
-    }
-    return 0;
+    if (!rhs) /* dA: (m,k) = G (m,n) . op(B)^T, or (k,m) = op(B) . G^T */
+        return !ta ? gemm1(&in[0], false, !tb, d.m, d.k, d.n, g, b, 0.0, c)
+                   : gemm1(&in[0], tb, true, d.k, d.m, d.n, b, g, 0.0, c);
+    /* dB: (k,n) = op(A)^T . G, or (n,k) = G^T . op(A) */
+    return !tb ? gemm1(&in[0], !ta, false, d.k, d.n, d.m, a, g, 0.0, c)
+               : gemm1(&in[0], true, ta, d.n, d.k, d.m, g, a, 0.0, c);
 }
 
 static int backward_batch_dot_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
@@ -351,28 +406,27 @@ static int backward_batch_dot_forward(const deft_op_t *op, const deft_param_valu
     const deft_shape_t *as = &in[1].shape;
     int64_t batch = as->dims[0], m = in[0].shape.dims[1], n = in[0].shape.dims[2];
     int64_t k = ta ? as->dims[1] : as->dims[2];
-    size_t elem = deft_dtype_size(in[0].dtype);
     const char *g = deft_tensor_data(&in[0]), *a = deft_tensor_data(&in[1]),
                *b = deft_tensor_data(&in[2]);
-    char *c = deft_tensor_data(&out[0]);
-    for (int64_t i = 0; i < batch; i++) {
-        const char *gi = g + (size_t)(i * m * n) * elem, *ai = a + (size_t)(i * m * k) * elem,
-                   *bi = b + (size_t)(i * k * n) * elem;
-        if (!rhs) {
-            char *ci = c + (size_t)(i * m * k) * elem;
-            if (!ta)
-                gemm(in[0].dtype, false, !tb, m, k, n, gi, bi, 0.0, ci);
-            else
-                gemm(in[0].dtype, tb, true, k, m, n, bi, gi, 0.0, ci);
-        } else {
-            char *ci = c + (size_t)(i * k * n) * elem;
-            if (!tb)
-                gemm(in[0].dtype, !ta, false, k, n, m, ai, gi, 0.0, ci);
-            else
-                gemm(in[0].dtype, true, ta, n, k, m, gi, ai, 0.0, ci);
-        }
-    }
-    return 0;
+    gemm_batch_t job = {.dev = in[0].device,
+                        .dtype = in[0].dtype,
+                        .batch = batch,
+                        .beta = 0.0,
+                        .c = deft_tensor_data(&out[0])};
+    const int64_t sg = m * n, sa = m * k, sb = k * n;
+    if (!rhs && !ta) /* dA_i = G_i op(B_i)^T */
+        job.ta = false, job.tb = !tb, job.m = m, job.n = k, job.k = n, job.a = g, job.b = b,
+        job.stride_a = sg, job.stride_b = sb;
+    else if (!rhs) /* dA_i^T layout: op(B_i) G_i^T */
+        job.ta = tb, job.tb = true, job.m = k, job.n = m, job.k = n, job.a = b, job.b = g,
+        job.stride_a = sb, job.stride_b = sg;
+    else if (!tb) /* dB_i = op(A_i)^T G_i */
+        job.ta = !ta, job.tb = false, job.m = k, job.n = n, job.k = m, job.a = a, job.b = g,
+        job.stride_a = sa, job.stride_b = sg;
+    else /* dB_i^T layout: G_i^T op(A_i) */
+        job.ta = true, job.tb = ta, job.m = n, job.n = k, job.k = m, job.a = g, job.b = a,
+        job.stride_a = sg, job.stride_b = sa;
+    return gemm(&job);
 }
 
 /* The gradients of dot-like operators: both through the backward operators. */
@@ -444,7 +498,7 @@ static const char *const grad_lhs_rhs[] = {"grad", "lhs", "rhs", NULL};
     {                                                                                              \
         .name = name_, .description = doc, .input_names = grad_lhs_rhs, .min_inputs = 3,           \
         .max_inputs = 3, .params = dot_params, .infer = infer_, .forward = forward_,               \
-        .inplace_input = -1, .data = data_                                                         \
+        .forward_gpu = DEFT_GPU(forward_), .inplace_input = -1, .data = data_                      \
     }
 
 static const deft_op_t linalg_ops[] = {
@@ -457,6 +511,7 @@ static const deft_op_t linalg_ops[] = {
      .params = dot_params,
      .infer = dot_infer,
      .forward = dot_forward,
+     .forward_gpu = DEFT_GPU(dot_forward),
      .inplace_input = -1,
      .gradient = grad_dot},
     {.name = "batch_dot",
@@ -467,6 +522,7 @@ static const deft_op_t linalg_ops[] = {
      .params = dot_params,
      .infer = batch_dot_infer,
      .forward = batch_dot_forward,
+     .forward_gpu = DEFT_GPU(batch_dot_forward),
      .inplace_input = -1,
      .gradient = grad_batch_dot},
     {.name = "FullyConnected",
@@ -477,6 +533,7 @@ static const deft_op_t linalg_ops[] = {
      .params = fc_params,
      .infer = fc_infer,
      .forward = fc_forward,
+     .forward_gpu = DEFT_GPU(fc_forward),
      .inplace_input = -1,
      .num_inputs = fc_num_inputs,
      .infer_inputs = fc_infer_inputs,

@@ -180,7 +180,17 @@ struct deft_op {
     /* The kernel for arrays on a GPU, queued on the device's stream; NULL
      * when the operator has none (set with DEFT_GPU, NULL without CUDA). */
     deft_forward_fn forward_gpu;
+    /* Where the outputs go, when a parameter says (copies to a device,
+     * creation with `ctx`); -1 on a device that does not exist. NULL: on
+     * the inputs' device (the CPU for operators without inputs). */
+    int (*output_device)(const deft_op_t *op, const deft_param_value_t *p, deft_device_t *out);
+    /* Copies: inputs and given outputs may be on different devices. */
+    bool any_device;
 };
+
+/* output_device for operators whose parameter 0 is a DEFT_PARAM_DEVICE. */
+int deft_output_device_param0(const deft_op_t *op, const deft_param_value_t *p,
+                              deft_device_t *out);
 
 #ifdef DEFT_HAVE_CUDA
 #define DEFT_GPU(forward) forward

@@ -13,49 +13,26 @@
 #include <string.h>
 
 #include "core/base/parallel.h"
+#include "core/op/gpu_ops.h"
 #include "core/op/grad.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
+#include "core/op/reduce_math.h"
 #include "core/op/strided.h"
 
-typedef enum reduce_kind {
-    R_SUM,
-    R_MEAN,
-    R_PROD,
-    R_MAX,
-    R_MIN,
-    R_NORM,
-    R_NORM1,
-    R_ARGMAX,
-    R_ARGMIN
-} reduce_kind_t;
-
 typedef struct reducer {
-    reduce_kind_t kind;
+    deft_reduce_kind_t kind;
     bool float_only;     /* mean, norm */
     bool needs_elements; /* max, min, arg*: a zero-size reduction has no answer */
 } reducer_t;
 
-/* Partial result of one span: a float value, an integer value, and an index. */
-typedef struct partial {
-    double f;
-    uint64_t u;
-    int64_t index;
-    int64_t count;
-} partial_t;
-
-static partial_t identity(reduce_kind_t kind) {
-    partial_t p = {.f = 0, .u = 0, .index = -1, .count = 0};
-    if (kind == R_PROD) p.f = 1, p.u = 1;
-    return p;
-}
-
 /* Max/min/argmax/argmin for floats: the first NaN wins, as in NumPy. */
 #define FLOAT_SPAN(S, T)                                                                           \
-    static void span_##S(reduce_kind_t kind, const T *x, int64_t n, int64_t base, partial_t *p) {  \
+    static void span_##S(deft_reduce_kind_t kind, const T *x, int64_t n, int64_t base,             \
+                         deft_partial_t *p) {                                                      \
         switch (kind) {                                                                            \
-        case R_SUM:                                                                                \
-        case R_MEAN: {                                                                             \
+        case DEFT_R_SUM:                                                                           \
+        case DEFT_R_MEAN: {                                                                        \
             double a0 = 0, a1 = 0, a2 = 0, a3 = 0;                                                 \
             int64_t i = 0;                                                                         \
             for (; i + 4 <= n; i += 4) a0 += x[i], a1 += x[i + 1], a2 += x[i + 2], a3 += x[i + 3]; \
@@ -63,13 +40,13 @@ static partial_t identity(reduce_kind_t kind) {
             p->f += (a0 + a1) + (a2 + a3);                                                         \
             break;                                                                                 \
         }                                                                                          \
-        case R_PROD:                                                                               \
+        case DEFT_R_PROD:                                                                          \
             for (int64_t i = 0; i < n; i++) p->f *= x[i];                                          \
             break;                                                                                 \
-        case R_NORM:                                                                               \
+        case DEFT_R_NORM:                                                                          \
             for (int64_t i = 0; i < n; i++) p->f += (double)x[i] * x[i];                           \
             break;                                                                                 \
-        case R_NORM1:                                                                              \
+        case DEFT_R_NORM1:                                                                         \
             for (int64_t i = 0; i < n; i++) p->f += fabs((double)x[i]);                            \
             break;                                                                                 \
         default:                                                                                   \
@@ -77,7 +54,8 @@ static partial_t identity(reduce_kind_t kind) {
                 double v = x[i];                                                                   \
                 bool take = p->count == 0 && i == 0;                                               \
                 if (!take && p->f == p->f)                                                         \
-                    take = v != v || ((kind == R_MAX || kind == R_ARGMAX) ? v > p->f : v < p->f);  \
+                    take = v != v ||                                                               \
+                           ((kind == DEFT_R_MAX || kind == DEFT_R_ARGMAX) ? v > p->f : v < p->f);  \
                 if (take) p->f = v, p->index = base + i;                                           \
             }                                                                                      \
         }                                                                                          \
@@ -85,18 +63,19 @@ static partial_t identity(reduce_kind_t kind) {
     }
 
 #define INT_SPAN(S, T)                                                                             \
-    static void span_##S(reduce_kind_t kind, const T *x, int64_t n, int64_t base, partial_t *p) {  \
+    static void span_##S(deft_reduce_kind_t kind, const T *x, int64_t n, int64_t base,             \
+                         deft_partial_t *p) {                                                      \
         for (int64_t i = 0; i < n; i++) {                                                          \
             int64_t v = x[i];                                                                      \
             switch (kind) {                                                                        \
-            case R_SUM:                                                                            \
+            case DEFT_R_SUM:                                                                       \
                 p->u += (uint64_t)v;                                                               \
                 break;                                                                             \
-            case R_PROD:                                                                           \
+            case DEFT_R_PROD:                                                                      \
                 p->u *= (uint64_t)v;                                                               \
                 break;                                                                             \
             default: {                                                                             \
-                bool big = (kind == R_MAX || kind == R_ARGMAX);                                    \
+                bool big = (kind == DEFT_R_MAX || kind == DEFT_R_ARGMAX);                          \
                 if ((p->count == 0 && i == 0) || (big ? v > (int64_t)p->u : v < (int64_t)p->u))    \
                     p->u = (uint64_t)v, p->index = base + i;                                       \
             }                                                                                      \
@@ -111,8 +90,8 @@ INT_SPAN(i32, int32_t)
 INT_SPAN(i64, int64_t)
 INT_SPAN(u8, uint8_t)
 
-static void reduce_span(reduce_kind_t kind, deft_dtype_t dtype, const void *x, int64_t n,
-                        int64_t base, partial_t *p) {
+static void reduce_span(deft_reduce_kind_t kind, deft_dtype_t dtype, const void *x, int64_t n,
+                        int64_t base, deft_partial_t *p) {
     switch (dtype) {
     case DEFT_DT_FLOAT32:
         span_f32(kind, (const float *)x + base, n, base, p);
@@ -130,60 +109,6 @@ static void reduce_span(reduce_kind_t kind, deft_dtype_t dtype, const void *x, i
         span_u8(kind, (const uint8_t *)x + base, n, base, p);
         break;
     }
-}
-
-/* Merge b (covering later elements) into a. */
-static void combine(reduce_kind_t kind, bool is_float, partial_t *a, const partial_t *b) {
-    if (b->count == 0) return;
-    if (a->count == 0) {
-        *a = *b;
-        return;
-    }
-    switch (kind) {
-    case R_SUM:
-    case R_MEAN:
-    case R_NORM:
-    case R_NORM1:
-        a->f += b->f, a->u += b->u;
-        break;
-    case R_PROD:
-        a->f *= b->f, a->u *= b->u;
-        break;
-    default: {
-        bool big = kind == R_MAX || kind == R_ARGMAX, take;
-        if (is_float)
-            take = a->f == a->f && (b->f != b->f || (big ? b->f > a->f : b->f < a->f));
-        else
-            take = big ? (int64_t)b->u > (int64_t)a->u : (int64_t)b->u < (int64_t)a->u;
-        if (take) a->f = b->f, a->u = b->u, a->index = b->index;
-    }
-    }
-    a->count += b->count;
-}
-
-static void store_result(reduce_kind_t kind, const partial_t *p, int64_t span,
-                         const deft_tensor_t *out, int64_t o, deft_dtype_t in_dtype) {
-    void *data = deft_tensor_data(out);
-    if (kind == R_ARGMAX || kind == R_ARGMIN) {
-        ((int64_t *)data)[o] = p->index;
-        return;
-    }
-    if (!deft_dtype_is_float(in_dtype)) { /* integers: wrap into the dtype */
-        switch (in_dtype) {
-        case DEFT_DT_INT32:
-            ((int32_t *)data)[o] = (int32_t)(uint32_t)p->u;
-            break;
-        case DEFT_DT_INT64:
-            ((int64_t *)data)[o] = (int64_t)p->u;
-            break;
-        default:
-            ((uint8_t *)data)[o] = (uint8_t)p->u;
-            break;
-        }
-        return;
-    }
-    double v = kind == R_MEAN ? p->f / (double)span : kind == R_NORM ? sqrt(p->f) : p->f;
-    deft_store_double(data, in_dtype, o, v);
 }
 
 /* ---- parameters and shapes ---- */
@@ -237,12 +162,12 @@ static void read_axis_params(const deft_op_t *op, const deft_param_value_t *p,
     *axis = p[0];
     *keepdims = p[1].i != 0;
     *exclude = false;
-    if (r->kind == R_ARGMAX || r->kind == R_ARGMIN) {
+    if (r->kind == DEFT_R_ARGMAX || r->kind == DEFT_R_ARGMIN) {
         if (!axis->none) { /* a single integer axis, as a 1-tuple */
             axis->t.n = 1;
             axis->t.v[0] = p[0].i;
         }
-    } else if (r->kind != R_NORM) {
+    } else if (r->kind != DEFT_R_NORM) {
         *exclude = p[2].i != 0;
     }
 }
@@ -254,7 +179,7 @@ static int reduce_infer(const deft_op_t *op, const deft_param_value_t *p, int ni
     if (r->float_only ? deft_op_check_dtype_float(op, 0, in[0].dtype)
                       : deft_op_check_dtype_arith(op, 0, in[0].dtype))
         return -1;
-    if (r->kind == R_NORM && p[2].i != 1 && p[2].i != 2)
+    if (r->kind == DEFT_R_NORM && p[2].i != 1 && p[2].i != 2)
         return deft_op_error(op, DEFT_ERR_VALUE, "ord is %lld, expected 1 or 2", (long long)p[2].i);
     deft_param_value_t axis;
     bool keepdims, exclude;
@@ -265,7 +190,8 @@ static int reduce_infer(const deft_op_t *op, const deft_param_value_t *p, int ni
         return deft_op_error(op, DEFT_ERR_VALUE,
                              "cannot reduce over a zero-size axis (it has no %s)", op->name);
     reduced_shape(&plan, &in[0].shape, keepdims, &out[0].shape);
-    out[0].dtype = (r->kind == R_ARGMAX || r->kind == R_ARGMIN) ? DEFT_DT_INT64 : in[0].dtype;
+    out[0].dtype =
+        (r->kind == DEFT_R_ARGMAX || r->kind == DEFT_R_ARGMIN) ? DEFT_DT_INT64 : in[0].dtype;
     *nout = 1;
     return 0;
 }
@@ -278,17 +204,17 @@ typedef struct reduce_ctx {
     deft_dtype_t dtype;
     int64_t span;
     const deft_tensor_t *out;
-    partial_t *partials; /* one per chunk, when one output is split across threads */
+    deft_partial_t *partials; /* one per chunk, when one output is split across threads */
     int64_t chunk;
 } reduce_ctx_t;
 
 static void reduce_rows(void *arg, int64_t begin, int64_t end) {
     const reduce_ctx_t *c = arg;
     for (int64_t o = begin; o < end; o++) {
-        partial_t p = identity(c->r->kind);
+        deft_partial_t p = deft_reduce_identity(c->r->kind);
         reduce_span(c->r->kind, c->dtype, c->x, c->span, o * c->span, &p);
-        if (c->r->kind == R_ARGMAX || c->r->kind == R_ARGMIN) p.index -= o * c->span;
-        store_result(c->r->kind, &p, c->span, c->out, o, c->dtype);
+        if (c->r->kind == DEFT_R_ARGMAX || c->r->kind == DEFT_R_ARGMIN) p.index -= o * c->span;
+        deft_reduce_store(c->r->kind, &p, c->span, deft_tensor_data(c->out), o, c->dtype);
     }
 }
 
@@ -296,7 +222,7 @@ static void reduce_chunks(void *arg, int64_t begin, int64_t end) {
     const reduce_ctx_t *c = arg;
     for (int64_t k = begin; k < end; k++) {
         int64_t first = k * c->chunk, n = c->span - first < c->chunk ? c->span - first : c->chunk;
-        c->partials[k] = identity(c->r->kind);
+        c->partials[k] = deft_reduce_identity(c->r->kind);
         reduce_span(c->r->kind, c->dtype, c->x, n, first, &c->partials[k]);
     }
 }
@@ -342,7 +268,7 @@ static int reduce_forward(const deft_op_t *op, const deft_param_value_t *p, int 
     if (plan.outer == 0) return 0;
     void *copy = NULL;
     reducer_t r = *(const reducer_t *)op->data;
-    if (r.kind == R_NORM && p[2].i == 1) r.kind = R_NORM1;
+    if (r.kind == DEFT_R_NORM && p[2].i == 1) r.kind = DEFT_R_NORM1;
     reduce_ctx_t c = {.r = &r,
                       .x = deft_tensor_data(&in[0]),
                       .dtype = in[0].dtype,
@@ -370,16 +296,50 @@ static int reduce_forward(const deft_op_t *op, const deft_param_value_t *p, int 
         for (int64_t o = 0; o < plan.outer; o++) {
             c.x = (const char *)base + o * plan.span * (int64_t)deft_dtype_size(in[0].dtype);
             deft_parallel_for(chunks, 1, reduce_chunks, &c);
-            partial_t total = identity(c.r->kind);
+            deft_partial_t total = deft_reduce_identity(c.r->kind);
             for (int64_t k = 0; k < chunks; k++)
-                combine(c.r->kind, deft_dtype_is_float(in[0].dtype), &total, &c.partials[k]);
-            store_result(c.r->kind, &total, plan.span, &out[0], o, in[0].dtype);
+                deft_reduce_combine(c.r->kind, deft_dtype_is_float(in[0].dtype), &total,
+                                    &c.partials[k]);
+            deft_reduce_store(c.r->kind, &total, plan.span, deft_tensor_data(&out[0]), o,
+                              in[0].dtype);
         }
         free(c.partials);
     }
     free(copy);
     return 0;
 }
+
+#ifdef DEFT_HAVE_CUDA
+/* The same reduction on the GPU, reading the input in place: kept axes
+ * index the results, reduced axes the elements of each. */
+static int reduce_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                              const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    deft_param_value_t axis;
+    bool keepdims, exclude;
+    read_axis_params(op, p, &axis, &keepdims, &exclude);
+    reduce_plan_t plan;
+    if (plan_axes(op, &axis, exclude, &in[0].shape, &plan)) return -1;
+    deft_reduce_kind_t kind = ((const reducer_t *)op->data)->kind;
+    if (kind == DEFT_R_NORM && p[2].i == 1) kind = DEFT_R_NORM1;
+    deft_gpu_reduce_t r = {.kind = kind,
+                           .dtype = in[0].dtype,
+                           .outer = plan.outer,
+                           .span = plan.span,
+                           .x = deft_tensor_data(&in[0]),
+                           .y = deft_tensor_data(&out[0])};
+    int64_t own[DEFT_SHAPE_MAX_NDIM];
+    deft_contiguous_strides(&in[0].shape, own);
+    for (int pass = 0; pass < 2; pass++)
+        for (int d = 0; d < in[0].shape.ndim; d++) {
+            if (plan.reduced[d] != (pass == 1)) continue;
+            r.dims[r.ndim] = in[0].shape.dims[d];
+            r.strides[r.ndim++] = own[d];
+            if (pass == 0) r.nkept = r.ndim;
+        }
+    return deft_gpu_reduce(deft_gpu_of(&in[0]), &r);
+}
+#endif
 
 /* ---- _broadcast_reduced: spread a reduction's result back over its input ---- */
 
@@ -528,7 +488,8 @@ static const deft_param_def_t arg_params[] = {{"axis", DEFT_PARAM_INT, "None",
     {                                                                                              \
         .name = name_, .description = doc, .input_names = deft_op_data_input, .min_inputs = 1,     \
         .max_inputs = 1, .params = params_, .infer = reduce_infer, .forward = reduce_forward,      \
-        .inplace_input = -1, .gradient = grad_, .data = &(const reducer_t) {                       \
+        .forward_gpu = DEFT_GPU(reduce_forward_gpu), .inplace_input = -1, .gradient = grad_,       \
+        .data = &(const reducer_t) {                                                               \
             kind_, float_only_, needs_                                                             \
         }                                                                                          \
     }
@@ -548,20 +509,20 @@ static const deft_op_t reduce_ops[] = {
      .inplace_input = -1,
      .shape_inputs = 1u << 1,
      .gradient = grad_spread},
-    REDUCE_OP("sum", reduce_params, R_SUM, false, false, "Sum over axes.", grad_sum),
-    REDUCE_OP("mean", reduce_params, R_MEAN, true, false, "Mean over axes.", grad_mean),
-    REDUCE_OP("prod", reduce_params, R_PROD, false, false, "Product over axes.", grad_prod),
-    REDUCE_OP("max", reduce_params, R_MAX, false, true, "Maximum over axes (NaN wins).",
+    REDUCE_OP("sum", reduce_params, DEFT_R_SUM, false, false, "Sum over axes.", grad_sum),
+    REDUCE_OP("mean", reduce_params, DEFT_R_MEAN, true, false, "Mean over axes.", grad_mean),
+    REDUCE_OP("prod", reduce_params, DEFT_R_PROD, false, false, "Product over axes.", grad_prod),
+    REDUCE_OP("max", reduce_params, DEFT_R_MAX, false, true, "Maximum over axes (NaN wins).",
               grad_extreme),
-    REDUCE_OP("min", reduce_params, R_MIN, false, true, "Minimum over axes (NaN wins).",
+    REDUCE_OP("min", reduce_params, DEFT_R_MIN, false, true, "Minimum over axes (NaN wins).",
               grad_extreme),
-    REDUCE_OP("norm", norm_params, R_NORM, true, false,
+    REDUCE_OP("norm", norm_params, DEFT_R_NORM, true, false,
               "L2 (ord=2) or L1 (ord=1) norm over axes (all axes: of the flattened array).",
               grad_norm),
-    REDUCE_OP("argmax", arg_params, R_ARGMAX, false, true,
+    REDUCE_OP("argmax", arg_params, DEFT_R_ARGMAX, false, true,
               "Index (int64) of the first maximum along an axis (a NaN counts as the maximum).",
               deft_gradient_zero),
-    REDUCE_OP("argmin", arg_params, R_ARGMIN, false, true,
+    REDUCE_OP("argmin", arg_params, DEFT_R_ARGMIN, false, true,
               "Index (int64) of the first minimum along an axis (a NaN counts as the minimum).",
               deft_gradient_zero),
 };

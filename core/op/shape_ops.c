@@ -3,6 +3,7 @@
  * slice_axis, Concat, stack, split and broadcast_to. Each infers its output
  * shape and moves the data with one strided copy (core/op/strided.h).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/op/grad.h"
@@ -22,10 +23,16 @@ static int too_many_dims(const deft_op_t *op, int ndim) {
 int deft_forward_copy(const deft_op_t *op, const deft_param_value_t *p, int nin,
                       const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)p, (void)nin, (void)nout;
-    size_t nbytes = deft_tensor_nbytes(&in[0]);
-    if (nbytes && deft_tensor_data(&out[0]) != deft_tensor_data(&in[0]))
-        memcpy(deft_tensor_data(&out[0]), deft_tensor_data(&in[0]), nbytes);
-    return 0;
+    if (deft_tensor_data(&out[0]) == deft_tensor_data(&in[0])) return 0;
+    return deft_device_copy(deft_tensor_data(&out[0]), out[0].device, deft_tensor_data(&in[0]),
+                            in[0].device, deft_tensor_nbytes(&in[0]));
+}
+
+int deft_output_device_param0(const deft_op_t *op, const deft_param_value_t *p,
+                              deft_device_t *out) {
+    char what[96];
+    snprintf(what, sizeof what, "the device of '%s'", op->name);
+    return deft_device_check((int)p[0].t.v[0], (int)p[0].t.v[1], what, out);
 }
 
 /* ---- Reshape ---- */

@@ -74,6 +74,19 @@ DEFT_API int DeftNDArrayCopyToHost(DeftNDArrayHandle handle, void *data, size_t 
 DEFT_API int DeftNDArrayCopyFromHost(DeftNDArrayHandle handle, const void *data, size_t nbytes);
 
 /**
+ * @brief Copy one array's elements into another, on any two devices.
+ *
+ * Asynchronous like an operator call (it is the `_copyto` operator, and
+ * autograd records it): later reads of @p dst wait for it. Copies between
+ * the CPU and a GPU, and between GPUs, go through the CUDA runtime.
+ * @param src the array to read.
+ * @param dst an array of the same shape and dtype, on any device.
+ * @return 0 on success; -1 on a bad handle, a shape or dtype mismatch, or a
+ *         lazy @p dst (deferred compute), with @p dst unchanged.
+ */
+DEFT_API int DeftNDArrayCopyTo(DeftNDArrayHandle src, DeftNDArrayHandle dst);
+
+/**
  * @brief Number of dimensions of an array.
  * @param handle the array.
  * @param[out] out receives the number of dimensions (0 for a scalar).

@@ -164,6 +164,7 @@ extern "C" {
         data: *const c_void,
         nbytes: usize,
     ) -> c_int;
+    pub fn DeftNDArrayCopyTo(src: DeftNDArrayHandle, dst: DeftNDArrayHandle) -> c_int;
     pub fn DeftNDArrayGetNDim(handle: DeftNDArrayHandle, out: *mut c_int) -> c_int;
     pub fn DeftNDArrayGetShape(
         handle: DeftNDArrayHandle,
