@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/base/parallel.h"
+#include "core/op/gpu_ops.h"
 #include "core/op/grad.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
@@ -264,23 +265,24 @@ static void cast_range(void *arg, int64_t begin, int64_t end) {
         deft_store_double(c->dst, c->to, i, deft_load_double(c->src, c->from, i));
 }
 
-static void copy_dense(const deft_tensor_t *dst, const deft_tensor_t *src) {
-    deft_copy_strided(&src->shape, deft_tensor_data(dst), NULL, deft_tensor_data(src), NULL,
-                      deft_dtype_size(src->dtype));
-}
-
 static int cast_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)p, (void)nin, (void)nout;
-    if (in[0].dtype == out[0].dtype) {
-        copy_dense(&out[0], &in[0]);
-        return 0;
-    }
+    if (in[0].dtype == out[0].dtype) return deft_forward_copy(op, p, nin, in, nout, out);
     /* Through double: exact for every dtype but int64 beyond 2^53. */
     cast_ctx_t c = {deft_tensor_data(&in[0]), deft_tensor_data(&out[0]), in[0].dtype, out[0].dtype};
     deft_parallel_for(deft_shape_size(&in[0].shape), DEFT_PARALLEL_GRAIN / 4, cast_range, &c);
     return 0;
 }
+
+#ifdef DEFT_HAVE_CUDA
+static int cast_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                            const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    if (in[0].dtype == out[0].dtype) return deft_forward_copy(op, p, nin, in, nout, out);
+    const deft_tensor_t *x = &in[0];
+    return deft_gpu_elementwise(DEFT_GPU_FN_CAST, &out[0], 1, &x, NULL);
+}
+#endif
 
 static int copy_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                       const deft_desc_t *in, int *nout, deft_desc_t *out) {
@@ -289,7 +291,6 @@ static int copy_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
     *nout = 1;
     return 0;
 }
-
 
 #define RANDOM_OP(name_, params_, data_, doc)                                                      \
     {                                                                                              \
@@ -322,8 +323,8 @@ static int grad_copy(deft_grad_builder_t *b, const deft_param_value_t *p, int ni
     {                                                                                              \
         .name = name_, .description = "Converts to another dtype (integers saturate, NaN to 0).",  \
         .input_names = deft_op_data_input, .min_inputs = 1, .max_inputs = 1,                       \
-        .params = cast_params, .infer = cast_infer, .forward = cast_forward, .inplace_input = -1,  \
-        .gradient = grad_cast                                                                      \
+        .params = cast_params, .infer = cast_infer, .forward = cast_forward,                       \
+        .forward_gpu = DEFT_GPU(cast_forward_gpu), .inplace_input = -1, .gradient = grad_cast      \
     }
 
 static const deft_op_t init_ops[] = {

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "core/base/device.h"
 #include "core/base/dtype.h"
 #include "core/base/shape.h"
 #include "core/op/dtype_math.h"
@@ -48,8 +49,10 @@ struct deft_strided;
 typedef void (*deft_copy_fn)(const void *ctx, char *const *ptrs, const int64_t *strides, int64_t n);
 deft_copy_fn deft_copy_loop(size_t elem);
 
-/* Copy elements between strided layouts over one iteration shape; NULL strides mean dense. */
-void deft_copy_strided(const deft_shape_t *shape, void *dst, const int64_t *dst_strides,
-                       const void *src, const int64_t *src_strides, size_t elem);
+/* Copy elements between strided layouts over one iteration shape, both on
+ * device `dev` (a GPU copies with a map kernel); NULL strides mean dense. */
+int deft_copy_strided(deft_device_t dev, const deft_shape_t *shape, void *dst,
+                      const int64_t *dst_strides, const void *src, const int64_t *src_strides,
+                      size_t elem);
 
 #endif

@@ -189,8 +189,7 @@ struct deft_op {
 };
 
 /* output_device for operators whose parameter 0 is a DEFT_PARAM_DEVICE. */
-int deft_output_device_param0(const deft_op_t *op, const deft_param_value_t *p,
-                              deft_device_t *out);
+int deft_output_device_param0(const deft_op_t *op, const deft_param_value_t *p, deft_device_t *out);
 
 #ifdef DEFT_HAVE_CUDA
 #define DEFT_GPU(forward) forward

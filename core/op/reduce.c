@@ -241,7 +241,7 @@ static void *move_reduced_last(const deft_tensor_t *x, const reduce_plan_t *plan
         }
     }
     void *copy = malloc(deft_tensor_nbytes(x));
-    if (copy) deft_copy_strided(&order, copy, NULL, deft_tensor_data(x), strides, elem);
+    if (copy) deft_copy_strided(x->device, &order, copy, NULL, deft_tensor_data(x), strides, elem);
     return copy;
 }
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/op/gpu_ops.h"
 #include "core/op/grad.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
@@ -158,9 +159,8 @@ static int transpose_forward(const deft_op_t *op, const deft_param_value_t *p, i
     if (transpose_axes(op, p, in[0].shape.ndim, perm)) return -1;
     deft_contiguous_strides(&in[0].shape, own);
     for (int d = 0; d < in[0].shape.ndim; d++) strides[d] = own[perm[d]];
-    deft_copy_strided(&out[0].shape, deft_tensor_data(&out[0]), NULL, deft_tensor_data(&in[0]),
-                      strides, deft_dtype_size(in[0].dtype));
-    return 0;
+    return deft_copy_strided(out[0].device, &out[0].shape, deft_tensor_data(&out[0]), NULL,
+                             deft_tensor_data(&in[0]), strides, deft_dtype_size(in[0].dtype));
 }
 
 /* ---- expand_dims, squeeze ---- */
@@ -262,8 +262,7 @@ static int plan_slice(const deft_op_t *op, const deft_param_value_t *p, const de
     return 0;
 }
 
-static void slice_copy(const slice_plan_t *plan, const deft_tensor_t *in,
-                       const deft_tensor_t *out) {
+static int slice_copy(const slice_plan_t *plan, const deft_tensor_t *in, const deft_tensor_t *out) {
     int64_t own[DEFT_SHAPE_MAX_NDIM], strides[DEFT_SHAPE_MAX_NDIM], offset = 0;
     deft_contiguous_strides(&in->shape, own);
     for (int d = 0; d < in->shape.ndim; d++) {
@@ -271,9 +270,9 @@ static void slice_copy(const slice_plan_t *plan, const deft_tensor_t *in,
         if (plan->shape.dims[d] > 0) offset += plan->begin[d] * own[d];
     }
     size_t elem = deft_dtype_size(in->dtype);
-    if (deft_shape_size(&plan->shape) == 0) return;
-    deft_copy_strided(&plan->shape, deft_tensor_data(out), NULL,
-                      (char *)deft_tensor_data(in) + offset * (int64_t)elem, strides, elem);
+    if (deft_shape_size(&plan->shape) == 0) return 0;
+    return deft_copy_strided(out->device, &plan->shape, deft_tensor_data(out), NULL,
+                             (char *)deft_tensor_data(in) + offset * (int64_t)elem, strides, elem);
 }
 
 static int slice_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
@@ -292,8 +291,7 @@ static int slice_forward(const deft_op_t *op, const deft_param_value_t *p, int n
     (void)nin, (void)nout;
     slice_plan_t plan;
     if (plan_slice(op, p, &in[0].shape, &plan)) return -1;
-    slice_copy(&plan, &in[0], &out[0]);
-    return 0;
+    return slice_copy(&plan, &in[0], &out[0]);
 }
 
 /* ---- _slice_assign: the region a slice reads, overwritten ---- */
@@ -333,7 +331,9 @@ static int slice_assign_forward(const deft_op_t *op, const deft_param_value_t *p
     if (plan_slice(op, p, &in[0].shape, &plan)) return -1;
     size_t elem = deft_dtype_size(in[0].dtype), nbytes = deft_tensor_nbytes(&in[0]);
     char *dst = deft_tensor_data(&out[0]);
-    if (nbytes && dst != deft_tensor_data(&in[0])) memcpy(dst, deft_tensor_data(&in[0]), nbytes);
+    if (dst != deft_tensor_data(&in[0]) &&
+        deft_device_copy(dst, out[0].device, deft_tensor_data(&in[0]), in[0].device, nbytes))
+        return -1;
     if (deft_shape_size(&plan.shape) == 0) return 0;
     int64_t own[DEFT_SHAPE_MAX_NDIM], dst_strides[DEFT_SHAPE_MAX_NDIM];
     int64_t value_own[DEFT_SHAPE_MAX_NDIM], src_strides[DEFT_SHAPE_MAX_NDIM], offset = 0;
@@ -346,9 +346,8 @@ static int slice_assign_forward(const deft_op_t *op, const deft_param_value_t *p
         bool broadcast = d < lead || in[1].shape.dims[d - lead] == 1;
         src_strides[d] = broadcast ? 0 : value_own[d - lead];
     }
-    deft_copy_strided(&plan.shape, dst + offset * (int64_t)elem, dst_strides,
-                      deft_tensor_data(&in[1]), src_strides, elem);
-    return 0;
+    return deft_copy_strided(out[0].device, &plan.shape, dst + offset * (int64_t)elem, dst_strides,
+                             deft_tensor_data(&in[1]), src_strides, elem);
 }
 
 static const deft_param_def_t slice_axis_params[] = {
@@ -385,8 +384,7 @@ static int slice_axis_forward(const deft_op_t *op, const deft_param_value_t *p, 
     (void)nin, (void)nout;
     slice_plan_t plan;
     if (plan_slice_axis(op, p, &in[0].shape, &plan)) return -1;
-    slice_copy(&plan, &in[0], &out[0]);
-    return 0;
+    return slice_copy(&plan, &in[0], &out[0]);
 }
 
 /* ---- Concat, stack, split ---- */
@@ -438,8 +436,8 @@ static int concat_infer(const deft_op_t *op, const deft_param_value_t *p, int ni
 }
 
 /* Copy each input into its place along `axis` of the output (axis < ndim), or of a new axis. */
-static void join(const deft_tensor_t *in, int nin, const deft_tensor_t *out, int axis,
-                 bool new_axis) {
+static int join(const deft_tensor_t *in, int nin, const deft_tensor_t *out, int axis,
+                bool new_axis) {
     int64_t out_strides[DEFT_SHAPE_MAX_NDIM], dst_strides[DEFT_SHAPE_MAX_NDIM];
     deft_contiguous_strides(&out->shape, out_strides);
     size_t elem = deft_dtype_size(out->dtype);
@@ -449,10 +447,12 @@ static void join(const deft_tensor_t *in, int nin, const deft_tensor_t *out, int
         for (int d = 0; d < shape->ndim; d++)
             dst_strides[d] = out_strides[new_axis && d >= axis ? d + 1 : d];
         char *dst = (char *)deft_tensor_data(out) + position * out_strides[axis] * (int64_t)elem;
-        if (deft_shape_size(shape) > 0)
-            deft_copy_strided(shape, dst, dst_strides, deft_tensor_data(&in[i]), NULL, elem);
+        if (deft_shape_size(shape) > 0 && deft_copy_strided(out->device, shape, dst, dst_strides,
+                                                            deft_tensor_data(&in[i]), NULL, elem))
+            return -1;
         position += new_axis ? 1 : shape->dims[axis];
     }
+    return 0;
 }
 
 static int concat_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
@@ -460,8 +460,7 @@ static int concat_forward(const deft_op_t *op, const deft_param_value_t *p, int 
     (void)nout;
     int axis;
     if (deft_op_axis(op, "dim", p[0].i, in[0].shape.ndim, &axis)) return -1;
-    join(in, nin, &out[0], axis, false);
-    return 0;
+    return join(in, nin, &out[0], axis, false);
 }
 
 static int stack_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
@@ -485,8 +484,7 @@ static int stack_forward(const deft_op_t *op, const deft_param_value_t *p, int n
     (void)nout;
     int axis;
     if (deft_op_axis(op, "axis", p[0].i, in[0].shape.ndim + 1, &axis)) return -1;
-    join(in, nin, &out[0], axis, true);
-    return 0;
+    return join(in, nin, &out[0], axis, true);
 }
 
 static const deft_param_def_t split_params[] = {
@@ -544,7 +542,9 @@ static int split_forward(const deft_op_t *op, const deft_param_value_t *p, int n
     for (int k = 0; k < nout && deft_shape_size(&part) > 0; k++) {
         const char *src = (const char *)deft_tensor_data(&in[0]) +
                           (int64_t)k * part.dims[axis] * own[axis] * (int64_t)elem;
-        deft_copy_strided(&part, deft_tensor_data(&out[k]), NULL, src, own, elem);
+        if (deft_copy_strided(out[k].device, &part, deft_tensor_data(&out[k]), NULL, src, own,
+                              elem))
+            return -1;
     }
     return 0;
 }
@@ -583,6 +583,12 @@ static int broadcast_to_infer(const deft_op_t *op, const deft_param_value_t *p, 
 int deft_forward_broadcast_input(const deft_op_t *op, const deft_param_value_t *p, int nin,
                                  const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)p, (void)nin, (void)nout;
+#ifdef DEFT_HAVE_CUDA
+    if (out[0].device.type == DEFT_DEV_GPU) {
+        const deft_tensor_t *x = &in[0];
+        return deft_gpu_elementwise(DEFT_GPU_FN_COPY, &out[0], 1, &x, NULL);
+    }
+#endif
     deft_strided_t it;
     deft_strided_init(&it, &out[0].shape, 2);
     deft_strided_set_dense(&it, 0, &out[0]);
@@ -620,7 +626,8 @@ static int slice_backward_forward(const deft_op_t *op, const deft_param_value_t 
                   : plan_slice(op, p, &in[1].shape, &plan)))
         return -1;
     size_t elem = deft_dtype_size(out[0].dtype);
-    memset(deft_tensor_data(&out[0]), 0, deft_tensor_nbytes(&out[0]));
+    if (deft_device_zero(deft_tensor_data(&out[0]), out[0].device, deft_tensor_nbytes(&out[0])))
+        return -1;
     if (deft_shape_size(&plan.shape) == 0) return 0;
     int64_t own[DEFT_SHAPE_MAX_NDIM], strides[DEFT_SHAPE_MAX_NDIM], offset = 0;
     deft_contiguous_strides(&in[1].shape, own);
@@ -628,9 +635,9 @@ static int slice_backward_forward(const deft_op_t *op, const deft_param_value_t 
         strides[d] = own[d] * plan.step[d];
         offset += plan.begin[d] * own[d];
     }
-    deft_copy_strided(&plan.shape, (char *)deft_tensor_data(&out[0]) + offset * (int64_t)elem,
-                      strides, deft_tensor_data(&in[0]), NULL, elem);
-    return 0;
+    return deft_copy_strided(out[0].device, &plan.shape,
+                             (char *)deft_tensor_data(&out[0]) + offset * (int64_t)elem, strides,
+                             deft_tensor_data(&in[0]), NULL, elem);
 }
 
 /* _split_like(g, x0, x1, ...): g cut along `dim` into pieces shaped like the x's. */
@@ -673,8 +680,10 @@ static int split_like_forward(const deft_op_t *op, const deft_param_value_t *p, 
     for (int k = 0; k < nout; k++) {
         const char *src =
             (const char *)deft_tensor_data(&in[0]) + position * own[axis] * (int64_t)elem;
-        if (deft_shape_size(&out[k].shape) > 0)
-            deft_copy_strided(&out[k].shape, deft_tensor_data(&out[k]), NULL, src, own, elem);
+        if (deft_shape_size(&out[k].shape) > 0 &&
+            deft_copy_strided(out[k].device, &out[k].shape, deft_tensor_data(&out[k]), NULL, src,
+                              own, elem))
+            return -1;
         position += out[k].shape.dims[axis];
     }
     return 0;
@@ -773,13 +782,13 @@ static int grad_broadcast_to(deft_grad_builder_t *b, const deft_param_value_t *p
     {                                                                                              \
         .name = name_, .description = doc, .input_names = deft_op_data_input, .min_inputs = 1,     \
         .max_inputs = 1, .params = params_, .infer = infer_, .forward = forward_,                  \
-        .inplace_input = inplace, .gradient = grad                                                 \
+        .forward_gpu = DEFT_GPU(forward_), .inplace_input = inplace, .gradient = grad              \
     }
 #define JOIN_OP(name_, doc, params_, infer_, forward_, grad)                                       \
     {                                                                                              \
         .name = name_, .description = doc, .input_names = variadic_input, .min_inputs = 1,         \
         .max_inputs = DEFT_OP_MAX_INPUTS, .params = params_, .infer = infer_, .forward = forward_, \
-        .inplace_input = -1, .gradient = grad                                                      \
+        .forward_gpu = DEFT_GPU(forward_), .inplace_input = -1, .gradient = grad                   \
     }
 
 static const deft_op_t shape_ops[] = {
@@ -804,6 +813,7 @@ static const deft_op_t shape_ops[] = {
      .params = slice_params,
      .infer = slice_assign_infer,
      .forward = slice_assign_forward,
+     .forward_gpu = DEFT_GPU(slice_assign_forward),
      .inplace_input = 0},
     SHAPE_OP("slice_axis", "Slices one axis from begin to end.", slice_axis_params,
              slice_axis_infer, slice_axis_forward, -1, grad_slice_axis),
@@ -819,6 +829,7 @@ static const deft_op_t shape_ops[] = {
      .params = split_params,
      .infer = split_infer,
      .forward = split_forward,
+     .forward_gpu = DEFT_GPU(split_forward),
      .inplace_input = -1,
      .num_outputs = split_num_outputs,
      .gradient = grad_split},
@@ -830,6 +841,7 @@ static const deft_op_t shape_ops[] = {
      .params = slice_params,
      .infer = slice_backward_infer,
      .forward = slice_backward_forward,
+     .forward_gpu = DEFT_GPU(slice_backward_forward),
      .inplace_input = -1,
      .shape_inputs = 1u << 1},
     {.name = "_backward_slice_axis",
@@ -840,6 +852,7 @@ static const deft_op_t shape_ops[] = {
      .params = slice_axis_params,
      .infer = slice_backward_infer,
      .forward = slice_backward_forward,
+     .forward_gpu = DEFT_GPU(slice_backward_forward),
      .inplace_input = -1,
      .shape_inputs = 1u << 1,
      .data = "axis"},
@@ -852,6 +865,7 @@ static const deft_op_t shape_ops[] = {
      .params = split_like_params,
      .infer = split_like_infer,
      .forward = split_like_forward,
+     .forward_gpu = DEFT_GPU(split_like_forward),
      .inplace_input = -1,
      .shape_inputs = ~1u, /* every input but grad */
      .num_outputs = split_like_num_outputs},
