@@ -89,6 +89,33 @@ typedef struct deft_gpu_gemm {
 
 int deft_gpu_gemm(int dev, const deft_gpu_gemm_t *gemm);
 
+/* softmax (or log_softmax) over n elements spaced `inner` apart, for each
+ * of outer * inner lines (softmax_math.h). */
+typedef struct deft_gpu_softmax {
+    deft_dtype_t dtype;
+    const void *x;
+    void *y;
+    int64_t outer, n, inner;
+    bool log_form;
+} deft_gpu_softmax_t;
+
+int deft_gpu_softmax(int dev, const deft_gpu_softmax_t *softmax);
+
+/*
+ * The softmax cross-entropy of data (batch, classes) and labels: with g
+ * NULL, the summed loss into out[0]; otherwise its gradient times g[0]
+ * into out (batch, classes). Waits for the kernel to set *bad_row: the
+ * first row whose label is not a class index, or -1.
+ */
+typedef struct deft_gpu_xent {
+    deft_dtype_t dtype, label_dtype, g_dtype;
+    const void *x, *labels, *g;
+    void *out;
+    int64_t batch, classes;
+} deft_gpu_xent_t;
+
+int deft_gpu_xent(int dev, const deft_gpu_xent_t *xent, int64_t *bad_row);
+
 /* Whether fn has a kernel for dtype (the output's; the input's for casts). */
 bool deft_gpu_map_supports(deft_gpu_fn_t fn, deft_dtype_t dtype);
 int deft_gpu_map(int dev, const deft_gpu_map_t *map);

@@ -7,7 +7,9 @@
 #include <math.h>
 
 #include "core/base/parallel.h"
+#include "core/op/gpu_ops.h"
 #include "core/op/grad.h"
+#include "core/op/softmax_math.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
 #include "core/op/scalar_math.h"
@@ -19,32 +21,6 @@ typedef struct softmax_ctx {
     int64_t n, inner;
     bool log;
 } softmax_ctx_t;
-
-/* The maximum (NaN wins) of n elements spaced `stride` apart from `start`,
- * and the sum of exp(x - max) over them: what every softmax here needs. */
-static void max_and_sum(const void *x, deft_dtype_t dtype, int64_t start, int64_t n, int64_t stride,
-                        double *max_out, double *sum_out) {
-    double max = -INFINITY, sum = 0;
-    for (int64_t k = 0; k < n; k++) {
-        double v = deft_load_double(x, dtype, start + k * stride);
-        if (v > max || v != v) max = v;
-    }
-    for (int64_t k = 0; k < n; k++)
-        sum += exp(deft_load_double(x, dtype, start + k * stride) - max);
-    *max_out = max, *sum_out = sum;
-}
-
-/* One softmax over n elements spaced `inner` apart, starting at element `start`. */
-static void softmax_line(const softmax_ctx_t *c, int64_t start) {
-    double max, sum;
-    max_and_sum(c->x, c->dtype, start, c->n, c->inner, &max, &sum);
-    double log_sum = log(sum);
-    for (int64_t k = 0; k < c->n; k++) {
-        int64_t i = start + k * c->inner;
-        double shifted = deft_load_double(c->x, c->dtype, i) - max;
-        deft_store_double(c->y, c->dtype, i, c->log ? shifted - log_sum : exp(shifted) / sum);
-    }
-}
 
 /* A float32 row (softmax over the last axis, the common case): deft's
  * vectorised expf, and the sum in double over eight independent partial sums. */
@@ -78,7 +54,7 @@ static void softmax_range(void *arg, int64_t begin, int64_t end) {
     }
     for (int64_t line = begin; line < end; line++) {
         int64_t o = line / c->inner, i = line % c->inner;
-        softmax_line(c, o * c->n * c->inner + i);
+        deft_softmax_line(c->x, c->y, c->dtype, o * c->n * c->inner + i, c->n, c->inner, c->log);
     }
 }
 
@@ -116,6 +92,12 @@ static int softmax_forward(const deft_op_t *op, const deft_param_value_t *p, int
 
 /* ---- softmax_cross_entropy ---- */
 
+static int bad_label(const deft_op_t *op, int64_t b, double label, int64_t classes) {
+    return deft_op_error(op, DEFT_ERR_VALUE,
+                         "label[%lld] is %g, expected a class index in [0, %lld)", (long long)b,
+                         label, (long long)classes);
+}
+
 static int xent_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                       const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)p, (void)nin;
@@ -142,10 +124,7 @@ static int xent_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
 static int xent_label(const deft_op_t *op, const deft_tensor_t *labels, int64_t b, int64_t classes,
                       int64_t *out) {
     double label = deft_load_double(deft_tensor_data(labels), labels->dtype, b);
-    if (!(label >= 0 && label < (double)classes) || label != floor(label))
-        return deft_op_error(op, DEFT_ERR_VALUE,
-                             "label[%lld] is %g, expected a class index in [0, %lld)", (long long)b,
-                             label, (long long)classes);
+    if (!deft_xent_label_ok(label, classes)) return bad_label(op, b, label, classes);
     *out = (int64_t)label;
     return 0;
 }
@@ -154,14 +133,11 @@ static int xent_forward(const deft_op_t *op, const deft_param_value_t *p, int ni
                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)p, (void)nin, (void)nout;
     int64_t batch = in[0].shape.dims[0], classes = in[0].shape.dims[1];
-    const void *x = deft_tensor_data(&in[0]);
     double total = 0;
     for (int64_t b = 0; b < batch; b++) {
         int64_t label = 0;
-        double max, sum;
         if (xent_label(op, &in[1], b, classes, &label)) return -1;
-        max_and_sum(x, in[0].dtype, b * classes, classes, 1, &max, &sum);
-        total += max + log(sum) - deft_load_double(x, in[0].dtype, b * classes + label);
+        total += deft_xent_row_loss(deft_tensor_data(&in[0]), in[0].dtype, b, classes, label);
     }
     deft_store_double(deft_tensor_data(&out[0]), out[0].dtype, 0, total);
     return 0;
@@ -184,21 +160,71 @@ static int xent_backward_forward(const deft_op_t *op, const deft_param_value_t *
                                  const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)p, (void)nin, (void)nout;
     int64_t batch = in[1].shape.dims[0], classes = in[1].shape.dims[1];
-    const void *x = deft_tensor_data(&in[1]);
-    void *dx = deft_tensor_data(&out[0]);
     double g = deft_load_double(deft_tensor_data(&in[0]), in[0].dtype, 0);
     for (int64_t b = 0; b < batch; b++) {
         int64_t label = 0;
-        double max, sum;
         if (xent_label(op, &in[2], b, classes, &label)) return -1;
-        max_and_sum(x, in[1].dtype, b * classes, classes, 1, &max, &sum);
-        for (int64_t k = 0; k < classes; k++) {
-            double prob = exp(deft_load_double(x, in[1].dtype, b * classes + k) - max) / sum;
-            deft_store_double(dx, out[0].dtype, b * classes + k, g * (prob - (k == label)));
-        }
+        deft_xent_row_grad(deft_tensor_data(&in[1]), deft_tensor_data(&out[0]), in[1].dtype, b,
+                           classes, label, g);
     }
     return 0;
 }
+
+#ifdef DEFT_HAVE_CUDA
+static int softmax_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                               const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    int axis;
+    if (deft_op_axis(op, "axis", p[0].i, in[0].shape.ndim, &axis)) return -1;
+    deft_gpu_softmax_t s = {.dtype = in[0].dtype,
+                            .x = deft_tensor_data(&in[0]),
+                            .y = deft_tensor_data(&out[0]),
+                            .n = in[0].shape.dims[axis],
+                            .outer = 1,
+                            .inner = 1,
+                            .log_form = op->data != NULL};
+    for (int d = 0; d < axis; d++) s.outer *= in[0].shape.dims[d];
+    for (int d = axis + 1; d < in[0].shape.ndim; d++) s.inner *= in[0].shape.dims[d];
+    return deft_gpu_softmax(deft_gpu_of(&in[0]), &s);
+}
+
+/* Both directions of the loss: the kernels check the labels and report the
+ * first bad row, whose label is then read back for the message. */
+static int xent_gpu(const deft_op_t *op, const deft_tensor_t *grad, const deft_tensor_t *data,
+                    const deft_tensor_t *labels, const deft_tensor_t *out) {
+    deft_gpu_xent_t x = {.dtype = data->dtype,
+                         .x = deft_tensor_data(data),
+                         .labels = deft_tensor_data(labels),
+                         .label_dtype = labels->dtype,
+                         .batch = data->shape.dims[0],
+                         .classes = data->shape.dims[1],
+                         .g = grad ? deft_tensor_data(grad) : NULL,
+                         .g_dtype = grad ? grad->dtype : data->dtype,
+                         .out = deft_tensor_data(out)};
+    int64_t bad = -1;
+    if (deft_gpu_xent(deft_gpu_of(data), &x, &bad)) return -1;
+    if (bad < 0) return 0;
+    double label = 0;
+    char element[8];
+    size_t size = deft_dtype_size(labels->dtype);
+    if (deft_device_copy(element, deft_device_cpu(), (const char *)x.labels + bad * (int64_t)size,
+                         labels->device, size) == 0)
+        label = deft_load_double(element, labels->dtype, 0);
+    return bad_label(op, bad, label, x.classes);
+}
+
+static int xent_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                            const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)p, (void)nin, (void)nout;
+    return xent_gpu(op, NULL, &in[0], &in[1], &out[0]);
+}
+
+static int xent_backward_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                     const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)p, (void)nin, (void)nout;
+    return xent_gpu(op, &in[0], &in[1], &in[2], &out[0]);
+}
+#endif
 
 /* ---- gradients ---- */
 
@@ -244,6 +270,7 @@ static const deft_op_t softmax_ops[] = {
      .params = softmax_params,
      .infer = softmax_infer,
      .forward = softmax_forward,
+     .forward_gpu = DEFT_GPU(softmax_forward_gpu),
      .inplace_input = 0,
      .infer_inputs = deft_infer_inputs_like_output,
      .gradient = grad_softmax},
@@ -255,6 +282,7 @@ static const deft_op_t softmax_ops[] = {
      .params = softmax_params,
      .infer = softmax_infer,
      .forward = softmax_forward,
+     .forward_gpu = DEFT_GPU(softmax_forward_gpu),
      .inplace_input = 0,
      .data = "log",
      .infer_inputs = deft_infer_inputs_like_output,
@@ -267,6 +295,7 @@ static const deft_op_t softmax_ops[] = {
      .max_inputs = 2,
      .infer = xent_infer,
      .forward = xent_forward,
+     .forward_gpu = DEFT_GPU(xent_forward_gpu),
      .inplace_input = -1,
      .gradient = grad_xent},
     {.name = "_backward_softmax_cross_entropy",
@@ -276,6 +305,7 @@ static const deft_op_t softmax_ops[] = {
      .max_inputs = 3,
      .infer = xent_backward_infer,
      .forward = xent_backward_forward,
+     .forward_gpu = DEFT_GPU(xent_backward_forward_gpu),
      .inplace_input = -1},
 };
 
