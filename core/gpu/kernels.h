@@ -116,6 +116,37 @@ typedef struct deft_gpu_xent {
 
 int deft_gpu_xent(int dev, const deft_gpu_xent_t *xent, int64_t *bad_row);
 
+/*
+ * take along an axis: dst[o, j, k] = src[o, index j, k] for o < outer,
+ * j < count, k < inner, the source axis of length `size`; indices resolved
+ * by `mode` (index_math.h). In raise mode it first checks every index and,
+ * finding one out of range, writes nothing and sets *bad to its position
+ * (waiting for the check); otherwise *bad is -1.
+ */
+typedef struct deft_gpu_take {
+    deft_dtype_t dtype, index_dtype;
+    const void *src, *indices;
+    void *dst;
+    int64_t outer, size, count, inner;
+    int mode;
+} deft_gpu_take_t;
+
+int deft_gpu_take(int dev, const deft_gpu_take_t *take, int64_t *bad);
+/* take's gradient: dst (outer, size, inner) = zeros, then src (outer,
+ * count, inner) added at the taken places (float32 and float64). */
+int deft_gpu_take_backward(int dev, const deft_gpu_take_t *take);
+
+/* one_hot: y[j, k] = indices[j] == k ? on : off, in dtype. */
+typedef struct deft_gpu_one_hot {
+    deft_dtype_t dtype, index_dtype;
+    const void *indices;
+    void *y;
+    int64_t count, depth;
+    double on, off;
+} deft_gpu_one_hot_t;
+
+int deft_gpu_one_hot(int dev, const deft_gpu_one_hot_t *one_hot);
+
 /* Whether fn has a kernel for dtype (the output's; the input's for casts). */
 bool deft_gpu_map_supports(deft_gpu_fn_t fn, deft_dtype_t dtype);
 int deft_gpu_map(int dev, const deft_gpu_map_t *map);

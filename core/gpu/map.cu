@@ -63,8 +63,9 @@ DEFT_BINARY_FLOAT_MATH(FLOAT_OVERLOADS_2)
 #define INT_UNARY(X) X(negative) X(abs) X(sign) X(square) X(relu)
 #define INT_BINARY(X)                                                                              \
     X(add)                                                                                         \
-    X(sub) X(mul) X(div) X(power) X(maximum) X(minimum) X(equal) X(not_equal) X(greater)           \
-        X(greater_equal) X(lesser) X(lesser_equal)
+    X(sub)                                                                                         \
+    X(mul) X(div) X(power) X(maximum) X(minimum) X(equal) X(not_equal) X(greater) X(greater_equal) \
+        X(lesser) X(lesser_equal)
 #define INT_OVERLOADS_1(name)                                                                      \
     __device__ inline int32_t f_##name(int32_t x) {                                                \
         return deft_##name##_i32(x);                                                               \

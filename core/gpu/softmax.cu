@@ -3,12 +3,12 @@
  * (or row), each running the shared per-line arithmetic (softmax_math.h).
  */
 #define DEFT_DEVICE_FN __host__ __device__ static inline
+#include "core/gpu/flag.cuh"
 #include "core/gpu/gpu.h"
 #include "core/gpu/kernels.h"
 #include "core/op/softmax_math.h"
 
 #include <cuda_runtime_api.h>
-#include <pthread.h>
 
 #include "core/base/error.h"
 
@@ -36,7 +36,7 @@ __global__ void softmax_lines(deft_gpu_softmax_t s) {
 __device__ int64_t row_label(const deft_gpu_xent_t &x, int64_t b, unsigned long long *bad) {
     double label = deft_load_double(x.labels, x.label_dtype, b);
     if (deft_xent_label_ok(label, x.classes)) return (int64_t)label;
-    atomicMin(bad, (unsigned long long)b);
+    flag_first(bad, b);
     return -1;
 }
 
@@ -75,38 +75,14 @@ extern "C" int deft_gpu_softmax(int dev, const deft_gpu_softmax_t *s) {
     return deft_gpu_check(cudaGetLastError(), "launching softmax");
 }
 
-/* Each device's flag for the first bad row, allocated once; calls that
- * use it take turns (they wait for their kernel anyway). */
-static unsigned long long *bad_flags[DEFT_MAX_GPUS];
-static pthread_mutex_t flag_lock = PTHREAD_MUTEX_INITIALIZER;
-
 extern "C" int deft_gpu_xent(int dev, const deft_gpu_xent_t *x, int64_t *bad_row) {
-    deft_gpu_stream_t stream;
-    if (deft_gpu_enter(dev, &stream)) return -1;
-    pthread_mutex_lock(&flag_lock);
-    unsigned long long none = ~0ull, seen = none;
-    int status = bad_flags[dev] ? 0
-                                : deft_gpu_check(cudaMalloc(&bad_flags[dev], sizeof none),
-                                                 "cudaMalloc (the label check's flag)");
-    unsigned long long *bad = bad_flags[dev];
-    if (status == 0)
-        status =
-            deft_gpu_check(cudaMemcpyAsync(bad, &none, sizeof none, cudaMemcpyHostToDevice, stream),
-                           "cudaMemcpyAsync");
-    if (status == 0) {
-        if (x->g)
-            xent_grad<<<blocks(x->batch), kThreads, 0, stream>>>(*x, bad);
-        else
-            xent_loss<<<1, kThreads, 0, stream>>>(*x, bad);
-        status = deft_gpu_check(cudaGetLastError(), "launching the cross-entropy");
-    }
-    if (status == 0)
-        status =
-            deft_gpu_check(cudaMemcpyAsync(&seen, bad, sizeof seen, cudaMemcpyDeviceToHost, stream),
-                           "cudaMemcpyAsync");
-    if (status == 0)
-        status = deft_gpu_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    pthread_mutex_unlock(&flag_lock);
-    *bad_row = seen == none ? -1 : (int64_t)seen;
-    return status;
+    return run_flagged(
+        dev,
+        [&](cudaStream_t stream, unsigned long long *bad) {
+            if (x->g)
+                xent_grad<<<blocks(x->batch), kThreads, 0, stream>>>(*x, bad);
+            else
+                xent_loss<<<1, kThreads, 0, stream>>>(*x, bad);
+        },
+        bad_row);
 }

@@ -2,7 +2,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/op/gpu_ops.h"
 #include "core/op/grad.h"
+#include "core/op/index_math.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
 #include "core/op/strided.h"
@@ -10,7 +12,6 @@
 /* ---- take ---- */
 
 static const char *const take_modes[] = {"clip", "wrap", "raise", NULL};
-enum { TAKE_CLIP, TAKE_WRAP, TAKE_RAISE };
 
 static const deft_param_def_t take_params[] = {
     {"axis", DEFT_PARAM_INT, "0", "axis to gather along", NULL, false},
@@ -42,10 +43,10 @@ static int take_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
     return 0;
 }
 
-/* Index j as an integer; float indices truncate, NaN reads as 0. */
-static int64_t index_at(const void *indices, deft_dtype_t dtype, int64_t j) {
-    double raw = deft_load_double(indices, dtype, j);
-    return raw != raw ? 0 : (int64_t)fmax(fmin(raw, 9e18), -9e18);
+static int index_out_of_range(const deft_op_t *op, int64_t i, int64_t j, int axis, int64_t size) {
+    return deft_op_error(op, DEFT_ERR_INDEX,
+                         "index %lld (position %lld) is out of range for axis %d of size %lld",
+                         (long long)i, (long long)j, axis, (long long)size);
 }
 
 static int take_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
@@ -62,18 +63,12 @@ static int take_forward(const deft_op_t *op, const deft_param_value_t *p, int ni
     char *dst = deft_tensor_data(&out[0]);
     const void *indices = deft_tensor_data(&in[1]);
     /* Check every index before writing, so a failed call leaves the output untouched. */
-    for (int64_t j = 0; p[1].i == TAKE_RAISE && j < count; j++) {
-        int64_t i = index_at(indices, in[1].dtype, j);
-        if (i < 0 || i >= size)
-            return deft_op_error(op, DEFT_ERR_INDEX,
-                                 "index %lld (position %lld) is out of range for axis %d of size "
-                                 "%lld",
-                                 (long long)i, (long long)j, axis, (long long)size);
+    for (int64_t j = 0; p[1].i == DEFT_TAKE_RAISE && j < count; j++) {
+        int64_t i = deft_index_at(indices, in[1].dtype, j);
+        if (i < 0 || i >= size) return index_out_of_range(op, i, j, axis, size);
     }
     for (int64_t j = 0; j < count; j++) {
-        int64_t i = index_at(indices, in[1].dtype, j);
-        if (i < 0 || i >= size)
-            i = p[1].i == TAKE_WRAP ? ((i % size) + size) % size : (i < 0 ? 0 : size - 1);
+        int64_t i = deft_take_resolve(deft_index_at(indices, in[1].dtype, j), size, (int)p[1].i);
         for (int64_t o = 0; o < outer; o++)
             memcpy(dst + (size_t)(o * count + j) * row, src + (size_t)(o * size + i) * row, row);
     }
@@ -192,11 +187,10 @@ static int take_backward_forward(const deft_op_t *op, const deft_param_value_t *
     const void *g = deft_tensor_data(&in[0]);
     for (int64_t i = 0; i < deft_shape_size(a); i++) deft_store_double(dst, out[0].dtype, i, 0.0);
     for (int64_t j = 0; j < count; j++) {
-        int64_t i = index_at(deft_tensor_data(&in[1]), in[1].dtype, j);
-        if (i < 0 || i >= size) {
-            if (p[1].i == TAKE_RAISE) continue; /* the forward call already failed */
-            i = p[1].i == TAKE_WRAP ? ((i % size) + size) % size : (i < 0 ? 0 : size - 1);
-        }
+        int64_t i = deft_index_at(deft_tensor_data(&in[1]), in[1].dtype, j);
+        if ((i < 0 || i >= size) && p[1].i == DEFT_TAKE_RAISE)
+            continue; /* the forward call already failed */
+        i = deft_take_resolve(i, size, (int)p[1].i);
         for (int64_t o = 0; o < outer; o++)
             for (int64_t k = 0; k < inner; k++) {
                 int64_t at = (o * size + i) * inner + k, from = (o * count + j) * inner + k;
@@ -207,6 +201,76 @@ static int take_backward_forward(const deft_op_t *op, const deft_param_value_t *
     }
     return 0;
 }
+
+#ifdef DEFT_HAVE_CUDA
+/* take's layout, for a (the source, of dtype `dtype`) and the indices. */
+static int plan_take_gpu(const deft_op_t *op, const deft_param_value_t *p, const deft_shape_t *a,
+                         const deft_tensor_t *indices, deft_gpu_take_t *t, int *axis_out) {
+    int axis;
+    if (deft_op_axis(op, "axis", p[0].i, a->ndim, &axis)) return -1;
+    *t = (deft_gpu_take_t){.index_dtype = indices->dtype,
+                           .indices = deft_tensor_data(indices),
+                           .outer = 1,
+                           .size = a->dims[axis],
+                           .count = deft_shape_size(&indices->shape),
+                           .inner = 1,
+                           .mode = (int)p[1].i};
+    for (int d = 0; d < axis; d++) t->outer *= a->dims[d];
+    for (int d = axis + 1; d < a->ndim; d++) t->inner *= a->dims[d];
+    *axis_out = axis;
+    return 0;
+}
+
+static int take_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                            const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    deft_gpu_take_t t;
+    int axis;
+    int64_t bad;
+    if (plan_take_gpu(op, p, &in[0].shape, &in[1], &t, &axis)) return -1;
+    t.dtype = in[0].dtype, t.src = deft_tensor_data(&in[0]), t.dst = deft_tensor_data(&out[0]);
+    if (deft_gpu_take(deft_gpu_of(&in[0]), &t, &bad)) return -1;
+    if (bad < 0) return 0;
+    char element[8];
+    size_t size = deft_dtype_size(in[1].dtype);
+    int64_t i = 0;
+    if (deft_device_copy(element, deft_device_cpu(), (const char *)t.indices + bad * (int64_t)size,
+                         in[1].device, size) == 0)
+        i = deft_index_at(element, in[1].dtype, 0);
+    return index_out_of_range(op, i, bad, axis, t.size);
+}
+
+static int take_backward_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                     const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    deft_gpu_take_t t;
+    int axis;
+    if (plan_take_gpu(op, p, &in[2].shape, &in[1], &t, &axis)) return -1;
+    t.dtype = out[0].dtype, t.src = deft_tensor_data(&in[0]), t.dst = deft_tensor_data(&out[0]);
+    return deft_gpu_take_backward(deft_gpu_of(&out[0]), &t);
+}
+
+static int one_hot_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                               const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)nin, (void)nout;
+    deft_gpu_one_hot_t h = {out[0].dtype,
+                            in[0].dtype,
+                            deft_tensor_data(&in[0]),
+                            deft_tensor_data(&out[0]),
+                            deft_shape_size(&in[0].shape),
+                            p[0].i,
+                            p[1].f,
+                            p[2].f};
+    return deft_gpu_one_hot(deft_gpu_of(&out[0]), &h);
+}
+
+static int where_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                             const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)p, (void)nin, (void)nout;
+    const deft_tensor_t *operands[3] = {&in[0], &in[1], &in[2]};
+    return deft_gpu_elementwise(DEFT_GPU_FN_WHERE, &out[0], 3, operands, NULL);
+}
+#endif
 
 /* ---- gradients ---- */
 
@@ -247,6 +311,7 @@ static const deft_op_t index_ops[] = {
      .params = take_params,
      .infer = take_infer,
      .forward = take_forward,
+     .forward_gpu = DEFT_GPU(take_forward_gpu),
      .inplace_input = -1,
      .gradient = grad_take},
     {.name = "_backward_take",
@@ -258,6 +323,7 @@ static const deft_op_t index_ops[] = {
      .params = take_params,
      .infer = take_backward_infer,
      .forward = take_backward_forward,
+     .forward_gpu = DEFT_GPU(take_backward_forward_gpu),
      .inplace_input = -1},
     {.name = "one_hot",
      .description = "One-hot encoding of integer indices along a new last axis.",
@@ -267,6 +333,7 @@ static const deft_op_t index_ops[] = {
      .params = one_hot_params,
      .infer = one_hot_infer,
      .forward = one_hot_forward,
+     .forward_gpu = DEFT_GPU(one_hot_forward_gpu),
      .inplace_input = -1,
      .gradient = deft_gradient_zero},
     {.name = "where",
@@ -276,6 +343,7 @@ static const deft_op_t index_ops[] = {
      .max_inputs = 3,
      .infer = where_infer,
      .forward = where_forward,
+     .forward_gpu = DEFT_GPU(where_forward_gpu),
      .inplace_input = -1,
      .gradient = grad_where},
 };
