@@ -31,7 +31,7 @@ typedef enum deft_gpu_fn {
     DEFT_GPU_FN_CAST,  /* y = x converted from dtype[1] to dtype[0], as Cast does */
     DEFT_GPU_FN_FILL,  /* y = scalars[1] */
     DEFT_GPU_FN_WHERE, /* y = c != 0 ? a : b, c of dtype[1] */
-    DEFT_GPU_FN_ADD_N, /* y = x1 + x2 + ... (nops - 1 inputs) */
+    DEFT_GPU_FN_ADD_N, /* y = x1 + x2 + ... (nops - 1 inputs), summed in double */
     DEFT_GPU_FN_COUNT
 } deft_gpu_fn_t;
 

@@ -64,7 +64,8 @@ DEFT_BINARY_FLOAT_MATH(FLOAT_OVERLOADS_2)
 #define INT_BINARY(X)                                                                              \
     X(add)                                                                                         \
     X(sub)                                                                                         \
-    X(mul) X(div) X(power) X(maximum) X(minimum) X(equal) X(not_equal) X(greater) X(greater_equal) \
+    X(mul)                                                                                         \
+    X(div) X(power) X(maximum) X(minimum) X(equal) X(not_equal) X(greater) X(greater_equal)        \
         X(lesser) X(lesser_equal)
 #define INT_OVERLOADS_1(name)                                                                      \
     __device__ inline int32_t f_##name(int32_t x) {                                                \
@@ -170,9 +171,9 @@ template <typename T> __global__ void add_n_kernel(deft_gpu_map_t m) {
     GRID_STRIDE(i, m.size) {
         int64_t off[DEFT_GPU_MAX_OPS];
         deft_gpu_offsets(&m, i, off);
-        T sum = operand<T>(m, 1, off[1]);
-        for (int k = 2; k < m.nops; k++) sum = f_add(sum, operand<T>(m, k, off[k]));
-        static_cast<T *>(m.base[0])[off[0]] = sum;
+        double sum = 0; /* in double, as the CPU's add_n */
+        for (int k = 1; k < m.nops; k++) sum += (double)operand<T>(m, k, off[k]);
+        static_cast<T *>(m.base[0])[off[0]] = from_double<T>(sum);
     }
 }
 

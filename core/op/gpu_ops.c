@@ -1,5 +1,7 @@
 #include "core/op/gpu_ops.h"
 
+#include "core/base/error.h"
+
 int deft_gpu_run_strided(deft_strided_t *it, deft_gpu_fn_t fn, const deft_dtype_t *dtypes,
                          const double *scalars, int dev) {
     deft_gpu_map_t map;
@@ -9,6 +11,9 @@ int deft_gpu_run_strided(deft_strided_t *it, deft_gpu_fn_t fn, const deft_dtype_
 
 int deft_gpu_elementwise(deft_gpu_fn_t fn, const deft_tensor_t *out, int nin,
                          const deft_tensor_t *const *in, const double *scalars) {
+    if (nin + 1 > DEFT_STRIDED_MAX_OPS)
+        return deft_error(DEFT_ERR_INTERNAL, "a GPU map of %d inputs (at most %d)", nin,
+                          DEFT_STRIDED_MAX_OPS - 1);
     deft_strided_t it;
     deft_dtype_t dtypes[DEFT_STRIDED_MAX_OPS] = {out->dtype};
     static const int64_t broadcast_scalar[DEFT_SHAPE_MAX_NDIM] = {0};

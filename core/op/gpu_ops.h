@@ -11,8 +11,8 @@
 #include "core/gpu/kernels.h"
 #include "core/op/strided.h"
 
-/* out = fn(in[0], ...) with each input broadcast to out's shape; a NULL
- * input is the value scalars[1 + i]; scalars is NULL or DEFT_GPU_MAX_OPS values. */
+/* out = fn(in[0], ...) (nin < DEFT_STRIDED_MAX_OPS) with each input broadcast to out's shape; a
+ * NULL input is the value scalars[1 + i]; scalars is NULL or DEFT_GPU_MAX_OPS values. */
 int deft_gpu_elementwise(deft_gpu_fn_t fn, const deft_tensor_t *out, int nin,
                          const deft_tensor_t *const *in, const double *scalars);
 

@@ -5,7 +5,9 @@
  * input's shape) and add_n (the sum of any number of arrays).
  */
 
+#include "core/op/gpu_ops.h"
 #include "core/op/grad.h"
+#include "core/op/reduce_math.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
 #include "core/op/strided.h"
@@ -169,6 +171,66 @@ static int cast_like_forward(const deft_op_t *op, const deft_param_value_t *p, i
     return 0;
 }
 
+#ifdef DEFT_HAVE_CUDA
+static int fill_like_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                 const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)p, (void)nin, (void)in, (void)nout;
+    if (!op->data)
+        return deft_device_zero(deft_tensor_data(&out[0]), out[0].device,
+                                deft_tensor_nbytes(&out[0]));
+    const double one[DEFT_GPU_MAX_OPS] = {[1] = 1.0};
+    return deft_gpu_elementwise(DEFT_GPU_FN_FILL, &out[0], 0, NULL, one);
+}
+
+/* A sum over the axes along which out was broadcast to in's shape. */
+static int reduce_to_like_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                      const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)p, (void)nin, (void)nout;
+    const deft_shape_t *big = &in[0].shape, *small = &out[0].shape;
+    int shift = big->ndim - small->ndim;
+    int64_t own[DEFT_SHAPE_MAX_NDIM];
+    deft_contiguous_strides(big, own);
+    deft_gpu_reduce_t r = {.kind = DEFT_R_SUM,
+                           .dtype = in[0].dtype,
+                           .outer = deft_shape_size(small),
+                           .span = 1,
+                           .x = deft_tensor_data(&in[0]),
+                           .y = deft_tensor_data(&out[0])};
+    for (int pass = 0; pass < 2; pass++)
+        for (int d = 0; d < big->ndim; d++) {
+            bool reduced = d < shift || small->dims[d - shift] == 1;
+            if (reduced != (pass == 1)) continue;
+            r.dims[r.ndim] = big->dims[d];
+            r.strides[r.ndim++] = own[d];
+            if (pass == 0) r.nkept = r.ndim;
+            if (reduced) r.span *= big->dims[d];
+        }
+    return deft_gpu_reduce(deft_gpu_of(&in[0]), &r);
+}
+
+/* A few inputs a pass (an iteration has DEFT_STRIDED_MAX_OPS operands);
+ * later passes add to the output. */
+static int add_n_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                             const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)p, (void)nout;
+    const deft_tensor_t *operands[DEFT_STRIDED_MAX_OPS - 1];
+    for (int done = 0, first = 1; done < nin; first = 0) {
+        int n = 0;
+        if (!first) operands[n++] = &out[0];
+        while (n < DEFT_STRIDED_MAX_OPS - 1 && done < nin) operands[n++] = &in[done++];
+        if (deft_gpu_elementwise(DEFT_GPU_FN_ADD_N, &out[0], n, operands, NULL)) return -1;
+    }
+    return 0;
+}
+
+static int cast_like_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                 const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)p, (void)nin, (void)nout;
+    const deft_tensor_t *x = &in[0];
+    return deft_gpu_elementwise(DEFT_GPU_FN_CAST, &out[0], 1, &x, NULL);
+}
+#endif
+
 /* ---- _copy_to_device ---- */
 
 static const deft_param_def_t copy_device_params[] = {
@@ -222,28 +284,33 @@ static int grad_add_n(deft_grad_builder_t *b, const deft_param_value_t *p, int n
 }
 
 /* The last input is the `like`: only its shape and dtype are read. */
-#define LIKE_OP(name_, doc, inputs, n, infer_, forward_, data_, grad)                              \
+#define LIKE_OP(name_, doc, inputs, n, infer_, forward_, gpu_, data_, grad)                        \
     {                                                                                              \
         .name = name_, .description = doc, .input_names = inputs, .min_inputs = n,                 \
-        .max_inputs = n, .infer = infer_, .forward = forward_, .inplace_input = -1, .data = data_, \
-        .gradient = grad, .shape_inputs = 1u << (n - 1)                                            \
+        .max_inputs = n, .infer = infer_, .forward = forward_, .forward_gpu = DEFT_GPU(gpu_),      \
+        .inplace_input = -1, .data = data_, .gradient = grad, .shape_inputs = 1u << (n - 1)        \
     }
 
 static const deft_op_t like_ops[] = {
     LIKE_OP("zeros_like", "An array of zeros with the shape and dtype of the input.",
-            deft_op_data_input, 1, zeros_like_infer, fill_like_forward, NULL, NULL),
+            deft_op_data_input, 1, zeros_like_infer, fill_like_forward, fill_like_forward_gpu, NULL,
+            NULL),
     LIKE_OP("ones_like", "An array of ones with the shape and dtype of the input.",
-            deft_op_data_input, 1, zeros_like_infer, fill_like_forward, "ones", NULL),
+            deft_op_data_input, 1, zeros_like_infer, fill_like_forward, fill_like_forward_gpu,
+            "ones", NULL),
     LIKE_OP("broadcast_like", "Broadcasts data to the shape of `like`.", data_like, 2,
-            broadcast_like_infer, deft_forward_broadcast_input, NULL, grad_broadcast_like),
+            broadcast_like_infer, deft_forward_broadcast_input, deft_forward_broadcast_input, NULL,
+            grad_broadcast_like),
     LIKE_OP("reshape_like", "Data in the shape of `like` (same number of elements).", data_like, 2,
-            reshape_like_infer, deft_forward_copy, NULL, deft_gradient_reshape_back),
+            reshape_like_infer, deft_forward_copy, deft_forward_copy, NULL,
+            deft_gradient_reshape_back),
     LIKE_OP("_reduce_to_like",
             "Sums data over the axes along which `like` would be broadcast to data's shape: "
             "the gradient of broadcasting.",
-            data_like, 2, reduce_to_like_infer, reduce_to_like_forward, NULL, grad_reduce_to_like),
+            data_like, 2, reduce_to_like_infer, reduce_to_like_forward, reduce_to_like_forward_gpu,
+            NULL, grad_reduce_to_like),
     LIKE_OP("_cast_like", "Data converted to the dtype of `like`: the gradient of Cast.", data_like,
-            2, cast_like_infer, cast_like_forward, NULL, grad_cast_like),
+            2, cast_like_infer, cast_like_forward, cast_like_forward_gpu, NULL, grad_cast_like),
     {.name = "_copy_to_device",
      .description = "Copies data to a device; inserted by device placement where an edge "
                     "crosses devices.",
@@ -267,6 +334,7 @@ static const deft_op_t like_ops[] = {
      .max_inputs = DEFT_OP_MAX_INPUTS,
      .infer = add_n_infer,
      .forward = add_n_forward,
+     .forward_gpu = DEFT_GPU(add_n_forward_gpu),
      .inplace_input = 0,
      .gradient = grad_add_n},
     {.name = "ElementWiseSum",
@@ -276,6 +344,7 @@ static const deft_op_t like_ops[] = {
      .max_inputs = DEFT_OP_MAX_INPUTS,
      .infer = add_n_infer,
      .forward = add_n_forward,
+     .forward_gpu = DEFT_GPU(add_n_forward_gpu),
      .inplace_input = 0,
      .gradient = grad_add_n},
 };

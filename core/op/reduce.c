@@ -398,6 +398,29 @@ static int spread_forward(const deft_op_t *op, const deft_param_value_t *p, int 
     return 0;
 }
 
+#ifdef DEFT_HAVE_CUDA
+static int spread_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                              const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    reduce_plan_t plan;
+    if (plan_axes(op, &p[0], p[2].i != 0, &in[1].shape, &plan)) return -1;
+    int64_t strides[DEFT_SHAPE_MAX_NDIM], step = 1;
+    for (int d = in[1].shape.ndim - 1; d >= 0; d--) {
+        strides[d] = plan.reduced[d] ? 0 : step;
+        if (!plan.reduced[d]) step *= in[1].shape.dims[d];
+    }
+    static const int64_t none[DEFT_SHAPE_MAX_NDIM] = {0};
+    double scalars[DEFT_GPU_MAX_OPS] = {[2] = p[3].i && plan.span ? 1.0 / (double)plan.span : 1.0};
+    const deft_dtype_t dtypes[3] = {out[0].dtype, in[0].dtype, out[0].dtype};
+    deft_strided_t it;
+    deft_strided_init(&it, &out[0].shape, 3);
+    deft_strided_set_dense(&it, 0, &out[0]);
+    deft_strided_set(&it, 1, deft_tensor_data(&in[0]), deft_dtype_size(in[0].dtype), strides);
+    deft_strided_set(&it, 2, NULL, deft_dtype_size(out[0].dtype), none);
+    return deft_gpu_run_strided(&it, DEFT_GPU_FN_mul, dtypes, scalars, deft_gpu_of(&out[0]));
+}
+#endif
+
 /* ---- gradients ---- */
 
 /* value (shaped like the reduction's output) spread back over the input x. */
@@ -506,6 +529,7 @@ static const deft_op_t reduce_ops[] = {
      .params = spread_params,
      .infer = spread_infer,
      .forward = spread_forward,
+     .forward_gpu = DEFT_GPU(spread_forward_gpu),
      .inplace_input = -1,
      .shape_inputs = 1u << 1,
      .gradient = grad_spread},
