@@ -147,6 +147,24 @@ typedef struct deft_gpu_one_hot {
 
 int deft_gpu_one_hot(int dev, const deft_gpu_one_hot_t *one_hot);
 
+/* Random numbers as the CPU draws them (philox.h): uniform in [a, b) or
+ * normal (mean a, deviation b), float32 or float64, from blocks reserved
+ * from the global stream starting at `first`. */
+typedef struct deft_gpu_random {
+    deft_dtype_t dtype;
+    void *data;
+    int64_t n;
+    uint64_t seed, first;
+    double a, b;
+    bool normal;
+} deft_gpu_random_t;
+
+int deft_gpu_random(int dev, const deft_gpu_random_t *random);
+
+/* y[i] = start + (i / repeat) * step, computed in double, in dtype. */
+int deft_gpu_arange(int dev, void *y, deft_dtype_t dtype, int64_t n, double start, double step,
+                    int64_t repeat);
+
 /* Whether fn has a kernel for dtype (the output's; the input's for casts). */
 bool deft_gpu_map_supports(deft_gpu_fn_t fn, deft_dtype_t dtype);
 int deft_gpu_map(int dev, const deft_gpu_map_t *map);

@@ -21,6 +21,9 @@ static const char *const no_inputs[] = {NULL};
     { "shape", DEFT_PARAM_TUPLE, "()", "shape of the new array", NULL, false }
 #define DTYPE_PARAM                                                                                \
     { "dtype", DEFT_PARAM_DTYPE, "float32", "dtype of the new array", NULL, false }
+/* The last parameter of every creation op: where the array goes. */
+#define CTX_PARAM                                                                                  \
+    { "ctx", DEFT_PARAM_DEVICE, "cpu(0)", "device of the new array, e.g. gpu(0)", NULL, false }
 
 static int shaped_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_desc_t *in, int *nout, deft_desc_t *out) {
@@ -92,11 +95,12 @@ static int full_forward(const deft_op_t *op, const deft_param_value_t *p, int ni
     return 0;
 }
 
-static const deft_param_def_t shaped_params[] = {SHAPE_PARAM, DTYPE_PARAM, {0}};
+static const deft_param_def_t shaped_params[] = {SHAPE_PARAM, DTYPE_PARAM, CTX_PARAM, {0}};
 static const deft_param_def_t full_params[] = {
     SHAPE_PARAM,
     DTYPE_PARAM,
     {"value", DEFT_PARAM_FLOAT, NULL, "the fill value", NULL, false},
+    CTX_PARAM,
     {0}};
 
 /* ---- arange ---- */
@@ -107,6 +111,7 @@ static const deft_param_def_t arange_params[] = {
     {"step", DEFT_PARAM_FLOAT, "1", "spacing between values", NULL, false},
     {"repeat", DEFT_PARAM_INT, "1", "times each value is repeated", NULL, false},
     DTYPE_PARAM,
+    CTX_PARAM,
     {0}};
 
 static void arange_bounds(const deft_param_value_t *p, double *start, double *stop) {
@@ -169,19 +174,16 @@ static void random_range(void *arg, int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end;) {
             deft_philox_block_t block = deft_philox(c->seed, c->first + (uint64_t)(i / 4));
             for (int w = (int)(i % 4); w < 4 && i < end; w++, i++)
-                ((float *)c->data)[i] = low + width * deft_uniform_word_f(block.v[w]);
+                ((float *)c->data)[i] = deft_random_uniform_f(block.v[w], low, width);
         }
         return;
     }
     for (int64_t i = begin; i < end; i++) {
         deft_philox_block_t block = deft_philox(c->seed, c->first + (uint64_t)i);
-        if (c->dtype == DEFT_DT_FLOAT32) {
-            ((float *)c->data)[i] = (float)(c->a + c->b * deft_normal_d(block));
-        } else {
-            double v = c->normal ? c->a + c->b * deft_normal_d(block)
-                                 : c->a + (c->b - c->a) * deft_uniform_d(block);
-            ((double *)c->data)[i] = v;
-        }
+        if (c->dtype == DEFT_DT_FLOAT32)
+            ((float *)c->data)[i] = deft_random_normal_f(block, c->a, c->b);
+        else
+            ((double *)c->data)[i] = deft_random_d(block, c->normal, c->a, c->b);
     }
 }
 
@@ -226,17 +228,78 @@ static int random_forward(const deft_op_t *op, const deft_param_value_t *p, int 
     return 0;
 }
 
+/* ---- on a GPU (the `ctx` parameter) ---- */
+
+static int ctx_device(const deft_op_t *op, const deft_param_value_t *p, deft_device_t *out) {
+    int k = 0;
+    while (strcmp(op->params[k].name, "ctx") != 0) k++;
+    return deft_output_device_param0(op, &p[k], out);
+}
+
+#ifdef DEFT_HAVE_CUDA
+static int fill_gpu(const deft_tensor_t *t, double value) {
+    if (value == 0 && !signbit(value))
+        return deft_device_zero(deft_tensor_data(t), t->device, deft_tensor_nbytes(t));
+    const double scalars[DEFT_GPU_MAX_OPS] = {[1] = value};
+    return deft_gpu_elementwise(DEFT_GPU_FN_FILL, t, 0, NULL, scalars);
+}
+
+static int zeros_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                             const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)p, (void)nin, (void)in, (void)nout;
+    return fill_gpu(&out[0], 0.0);
+}
+
+static int ones_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                            const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)p, (void)nin, (void)in, (void)nout;
+    return fill_gpu(&out[0], 1.0);
+}
+
+static int full_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                            const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)nin, (void)in, (void)nout;
+    return fill_gpu(&out[0], p[2].f);
+}
+
+static int arange_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                              const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)nin, (void)in, (void)nout;
+    double start, stop;
+    arange_bounds(p, &start, &stop);
+    return deft_gpu_arange(deft_gpu_of(&out[0]), deft_tensor_data(&out[0]), out[0].dtype,
+                           out[0].shape.dims[0], start, p[2].f, p[3].i);
+}
+
+/* The same numbers as the CPU's for the same seed and draws before. */
+static int random_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                              const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)in, (void)nout;
+    deft_gpu_random_t r = {.dtype = out[0].dtype,
+                           .data = deft_tensor_data(&out[0]),
+                           .n = deft_shape_size(&out[0].shape),
+                           .a = p[2].f,
+                           .b = p[3].f,
+                           .normal = op->data != NULL};
+    bool packed = r.dtype == DEFT_DT_FLOAT32 && !r.normal;
+    r.first = deft_random_reserve(packed ? ((uint64_t)r.n + 3) / 4 : (uint64_t)r.n, &r.seed);
+    return deft_gpu_random(deft_gpu_of(&out[0]), &r);
+}
+#endif
+
 static const deft_param_def_t uniform_params[] = {
     SHAPE_PARAM,
     DTYPE_PARAM,
     {"low", DEFT_PARAM_FLOAT, "0", "lower bound, included", NULL, false},
     {"high", DEFT_PARAM_FLOAT, "1", "upper bound, excluded", NULL, false},
+    CTX_PARAM,
     {0}};
 static const deft_param_def_t normal_params[] = {
     SHAPE_PARAM,
     DTYPE_PARAM,
     {"loc", DEFT_PARAM_FLOAT, "0", "mean", NULL, false},
     {"scale", DEFT_PARAM_FLOAT, "1", "standard deviation", NULL, false},
+    CTX_PARAM,
     {0}};
 
 /* ---- Cast and _copyto ---- */
@@ -296,13 +359,15 @@ static int copy_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
     {                                                                                              \
         .name = name_, .description = doc, .input_names = no_inputs, .min_inputs = 0,              \
         .max_inputs = 0, .params = params_, .infer = random_infer, .forward = random_forward,      \
+        .forward_gpu = DEFT_GPU(random_forward_gpu), .output_device = ctx_device,                  \
         .inplace_input = -1, .data = data_, .nondeterministic = true                               \
     }
 #define CREATE_OP(name_, params_, infer_, forward_, data_, doc)                                    \
     {                                                                                              \
         .name = name_, .description = doc, .input_names = no_inputs, .min_inputs = 0,              \
         .max_inputs = 0, .params = params_, .infer = infer_, .forward = forward_,                  \
-        .inplace_input = -1, .data = data_                                                         \
+        .forward_gpu = DEFT_GPU(forward_##_gpu), .output_device = ctx_device, .inplace_input = -1, \
+        .data = data_                                                                              \
     }
 
 static int grad_cast(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,

@@ -9,7 +9,12 @@
 #ifndef DEFT_CORE_PHILOX_H
 #define DEFT_CORE_PHILOX_H
 
+#ifdef __CUDACC__
+#include <cmath>
+#else
 #include <math.h>
+#include <stdbool.h>
+#endif
 #include <stdint.h>
 
 #ifndef DEFT_DEVICE_FN
@@ -52,6 +57,19 @@ DEFT_DEVICE_FN double deft_normal_d(deft_philox_block_t b) {
     u1 = u1 - (double)(b.v[1] >> 11) * (1.0 / 16777216.0 / 2097152.0);
     double u2 = (double)b.v[2] * (1.0 / 4294967296.0);
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* The values of random operators, element by element (init.c explains the
+ * layout of blocks): float32 uniforms from one word, the rest from a block. */
+DEFT_DEVICE_FN float deft_random_uniform_f(uint32_t word, float low, float width) {
+    return low + width * deft_uniform_word_f(word);
+}
+DEFT_DEVICE_FN float deft_random_normal_f(deft_philox_block_t b, double loc, double scale) {
+    return (float)(loc + scale * deft_normal_d(b));
+}
+/* uniform in [a, b) or normal with mean a and deviation b */
+DEFT_DEVICE_FN double deft_random_d(deft_philox_block_t block, bool normal, double a, double b) {
+    return normal ? a + b * deft_normal_d(block) : a + (b - a) * deft_uniform_d(block);
 }
 
 #endif
