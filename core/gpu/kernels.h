@@ -14,6 +14,7 @@
 
 #include "core/base/dtype.h"
 #include "core/base/shape.h"
+#include "core/op/optimizer_math.h"
 #include "core/op/scalar_math.h"
 
 #ifdef __cplusplus
@@ -164,6 +165,20 @@ int deft_gpu_random(int dev, const deft_gpu_random_t *random);
 /* y[i] = start + (i / repeat) * step, computed in double, in dtype. */
 int deft_gpu_arange(int dev, void *y, deft_dtype_t dtype, int64_t n, double start, double step,
                     int64_t repeat);
+
+/* An optimizer step over n elements (optimizer_math.h): kind 0 sgd_update
+ * (in: weight, grad), 1 sgd_mom_update (+ mom), 2 adam_update (+ mean,
+ * var); states are updated in place, the new weight goes to out. */
+typedef struct deft_gpu_update {
+    int kind;
+    deft_hyper_t hyper;
+    deft_dtype_t dtype;
+    int64_t n;
+    void *out;
+    void *in[4];
+} deft_gpu_update_t;
+
+int deft_gpu_update(int dev, const deft_gpu_update_t *update);
 
 /* Whether fn has a kernel for dtype (the output's; the input's for casts). */
 bool deft_gpu_map_supports(deft_gpu_fn_t fn, deft_dtype_t dtype);

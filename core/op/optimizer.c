@@ -7,7 +7,9 @@
 #include <math.h>
 
 #include "core/base/parallel.h"
+#include "core/op/gpu_ops.h"
 #include "core/op/op.h"
+#include "core/op/optimizer_math.h"
 
 enum { P_LR, P_WD, P_RESCALE, P_CLIP, P_MOMENTUM, P_BETA1 = 4, P_BETA2, P_EPSILON };
 
@@ -29,6 +31,7 @@ static const deft_param_def_t adam_params[] = {
     {"epsilon", DEFT_PARAM_FLOAT, "1e-8", "added to the denominator", NULL, false},
     {0}};
 
+/* Same numbers as deft_gpu_update_t's kind. */
 typedef enum update_kind { SGD, SGD_MOM, ADAM } update_kind_t;
 
 typedef struct update_ctx {
@@ -41,50 +44,36 @@ typedef struct update_ctx {
 
 /* The hyper-parameters as locals: read through `p`, the compiler would reload
  * them after every store (out may alias anything), and no loop would vectorise. */
-typedef struct hyper {
-    double lr, wd, rescale, clip, momentum, beta1, beta2, epsilon;
-} hyper_t;
-
-static hyper_t read_hyper(const deft_param_value_t *p, update_kind_t kind) {
-    hyper_t h = {p[P_LR].f, p[P_WD].f, p[P_RESCALE].f, p[P_CLIP].f, 0, 0, 0, 0};
+static deft_hyper_t read_hyper(const deft_param_value_t *p, update_kind_t kind) {
+    deft_hyper_t h = {p[P_LR].f, p[P_WD].f, p[P_RESCALE].f, p[P_CLIP].f, 0, 0, 0, 0};
     if (kind == SGD_MOM) h.momentum = p[P_MOMENTUM].f;
     if (kind == ADAM) h.beta1 = p[P_BETA1].f, h.beta2 = p[P_BETA2].f, h.epsilon = p[P_EPSILON].f;
     return h;
 }
 
-/* The rescaled, clipped gradient plus weight decay, as MXNet computes it. */
-static inline double effective_grad(const hyper_t *h, double w, double g) {
-    g *= h->rescale;
-    if (h->clip >= 0) g = g > h->clip ? h->clip : g < -h->clip ? -h->clip : g;
-    return g + h->wd * w;
-}
-
 /* One loop per kind (no branch inside), each element read before it is written. */
 #define UPDATE_RANGE(S, T)                                                                         \
     static void update_##S(const update_ctx_t *c, int64_t begin, int64_t end) {                    \
-        const hyper_t h = read_hyper(c->p, c->kind);                                               \
+        const deft_hyper_t h = read_hyper(c->p, c->kind);                                          \
         T *out = c->out, *w = c->in[0], *g = c->in[1], *s1 = c->in[2], *s2 = c->in[3];             \
         switch (c->kind) {                                                                         \
         case SGD:                                                                                  \
-            for (int64_t i = begin; i < end; i++)                                                  \
-                out[i] = (T)(w[i] - h.lr * effective_grad(&h, w[i], g[i]));                        \
+            for (int64_t i = begin; i < end; i++) out[i] = (T)deft_sgd_step(&h, w[i], g[i]);       \
             break;                                                                                 \
         case SGD_MOM:                                                                              \
             for (int64_t i = begin; i < end; i++) {                                                \
-                double weight = w[i];                                                              \
-                double mom = h.momentum * s1[i] - h.lr * effective_grad(&h, weight, g[i]);         \
+                double mom = s1[i], weight = deft_sgd_mom_step(&h, w[i], g[i], &mom);              \
                 s1[i] = (T)mom;                                                                    \
-                out[i] = (T)(weight + mom);                                                        \
+                out[i] = (T)weight;                                                                \
             }                                                                                      \
             break;                                                                                 \
         case ADAM:                                                                                 \
             for (int64_t i = begin; i < end; i++) {                                                \
-                double weight = w[i], grad = effective_grad(&h, weight, g[i]);                     \
-                double mean = h.beta1 * s1[i] + (1 - h.beta1) * grad;                              \
-                double var = h.beta2 * s2[i] + (1 - h.beta2) * grad * grad;                        \
+                double mean = s1[i], var = s2[i];                                                  \
+                double weight = deft_adam_step(&h, w[i], g[i], &mean, &var);                       \
                 s1[i] = (T)mean;                                                                   \
                 s2[i] = (T)var;                                                                    \
-                out[i] = (T)(weight - h.lr * mean / (sqrt(var) + h.epsilon));                      \
+                out[i] = (T)weight;                                                                \
             }                                                                                      \
             break;                                                                                 \
         }                                                                                          \
@@ -131,6 +120,21 @@ static int update_forward(const deft_op_t *op, const deft_param_value_t *p, int 
     return 0;
 }
 
+#ifdef DEFT_HAVE_CUDA
+static int update_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                              const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nout;
+    update_kind_t kind = (update_kind_t)(intptr_t)op->data;
+    deft_gpu_update_t u = {.kind = (int)kind,
+                           .hyper = read_hyper(p, kind),
+                           .dtype = in[0].dtype,
+                           .n = deft_shape_size(&in[0].shape),
+                           .out = deft_tensor_data(&out[0])};
+    for (int i = 0; i < nin; i++) u.in[i] = deft_tensor_data(&in[i]);
+    return deft_gpu_update(deft_gpu_of(&in[0]), &u);
+}
+#endif
+
 static const char *const sgd_inputs[] = {"weight", "grad", NULL};
 static const char *const sgd_mom_inputs[] = {"weight", "grad", "mom", NULL};
 static const char *const adam_inputs[] = {"weight", "grad", "mean", "var", NULL};
@@ -144,6 +148,7 @@ static const deft_op_t optimizer_ops[] = {
      .params = sgd_params,
      .infer = update_infer,
      .forward = update_forward,
+     .forward_gpu = DEFT_GPU(update_forward_gpu),
      .inplace_input = 0,
      .data = (void *)SGD},
     {.name = "sgd_mom_update",
@@ -155,6 +160,7 @@ static const deft_op_t optimizer_ops[] = {
      .params = sgd_mom_params,
      .infer = update_infer,
      .forward = update_forward,
+     .forward_gpu = DEFT_GPU(update_forward_gpu),
      .inplace_input = 0,
      .mutate_inputs = 1u << 2,
      .data = (void *)SGD_MOM},
@@ -167,6 +173,7 @@ static const deft_op_t optimizer_ops[] = {
      .params = adam_params,
      .infer = update_infer,
      .forward = update_forward,
+     .forward_gpu = DEFT_GPU(update_forward_gpu),
      .inplace_input = 0,
      .mutate_inputs = (1u << 2) | (1u << 3),
      .data = (void *)ADAM},
