@@ -1,6 +1,7 @@
 #include "core/base/device.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/base/error.h"
@@ -52,6 +53,11 @@ int deft_device_zero(void *dst, deft_device_t dev, size_t nbytes) {
         return 0;
     }
     return gpu_backend->zero(dst, dev, nbytes);
+}
+
+const char *deft_device_format(deft_device_t dev, char *buf, size_t len) {
+    snprintf(buf, len, "%s(%d)", dev.type == DEFT_DEV_GPU ? "gpu" : "cpu", dev.id);
+    return buf;
 }
 
 int deft_device_check(int type, int id, const char *what, deft_device_t *out) {

@@ -36,6 +36,10 @@ static inline bool deft_device_equal(deft_device_t a, deft_device_t b) {
     return a.type == b.type && a.id == b.id;
 }
 
+/* "cpu(0)", "gpu(1)": a device as messages, graph attributes and traces write it. */
+#define DEFT_DEVICE_STR_MAX 24
+const char *deft_device_format(deft_device_t dev, char *buf, size_t len);
+
 /* Validate a (type, id) pair from a caller; -1 with an error naming `what`. */
 int deft_device_check(int type, int id, const char *what, deft_device_t *out);
 

@@ -231,16 +231,19 @@ static void free_op(engine_op_t *op) {
 
 /* Call the work; a failure becomes an error value (retained for the caller). */
 static engine_error_t *call_work(deft_engine_fn fn, void *ctx, const char *name, const char *origin,
-                                 bool small) {
+                                 bool small, deft_device_t device) {
     const char *caller = deft_error_swap_function(origin);
     /* Small operations never split across threads: they do not count against
      * the budget of the large ones running beside them. */
     if (!small) deft_parallel_op_begin();
     double start = deft_profiling(DEFT_PROF_IMPERATIVE) ? deft_profiler_now() : 0;
     int status = fn(ctx);
-    /* every kernel runs on the CPU for now (core/gpu will name its devices) */
-    if (start != 0 && name)
-        deft_profiler_op_span("operator", name, "cpu(0)", start, deft_profiler_now());
+    if (start != 0 && name) {
+        char where[DEFT_DEVICE_STR_MAX];
+        if (device.type != DEFT_DEV_GPU) device = deft_device_cpu();
+        deft_profiler_op_span("operator", name, deft_device_format(device, where, sizeof where),
+                              start, deft_profiler_now());
+    }
     if (!small) deft_parallel_op_end();
     deft_error_swap_function(caller);
     if (status == 0) return NULL;
@@ -263,7 +266,8 @@ static void execute(engine_op_t *op, ready_list_t *ready) {
     int n = op->num_reads + op->num_writes;
     engine_error_t *error = NULL;
     for (int i = 0; i < n && !error; i++) error = var_error(op->vars[i].var);
-    if (!error && op->fn) error = call_work(op->fn, op->ctx, op->name, op->origin, op->small);
+    if (!error && op->fn)
+        error = call_work(op->fn, op->ctx, op->name, op->origin, op->small, op->device);
     if (op->free_ctx) op->free_ctx(op->ctx);
     complete_vars(op->vars, op->num_reads, n, error, ready);
     free_op(op);
@@ -394,7 +398,8 @@ int deft_engine_run_now(const deft_engine_op_desc_t *d) {
         return 1;
     }
     /* Not counted as pending: it finishes before the caller's API call returns. */
-    engine_error_t *error = d->fn ? call_work(d->fn, d->ctx, d->name, d->origin, d->small) : NULL;
+    engine_error_t *error =
+        d->fn ? call_work(d->fn, d->ctx, d->name, d->origin, d->small, d->device) : NULL;
     for (int i = shared; error && i < d->num_writes; i++) var_set_error(d->writes[i], error);
     complete_vars(op.vars, op.num_reads, n, error, &ready);
     dispatch(&ready);
@@ -417,6 +422,7 @@ int deft_engine_push(const deft_engine_op_desc_t *d) {
     op->origin = d->origin;
     op->priority = d->priority;
     op->small = d->small;
+    op->device = d->device;
     int n = op->num_reads + op->num_writes;
     atomic_init(&op->wait, n + 1);
 

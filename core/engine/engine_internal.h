@@ -38,6 +38,7 @@ struct engine_op {
     const char *name, *origin;
     int priority;
     bool small;
+    deft_device_t device;
     atomic_int wait; /* dependencies not yet satisfied, plus one held by push */
     int num_reads, num_writes;
     op_var_t *vars; /* reads, then writes */

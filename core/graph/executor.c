@@ -7,15 +7,26 @@
 #include <string.h>
 
 #include "core/base/error.h"
+#include "core/graph/place_device.h"
 #include "core/graph/subgraph.h"
+
+/* Where a plan's values live when the inputs are on given devices: each
+ * node runs on its placed device ("__device__"), else where its parameters
+ * put it (copies, creation), else where its first input is. */
+typedef struct placement {
+    deft_device_t *inputs;  /* the devices of the inputs it was made for */
+    deft_device_t *devices; /* per entry */
+    deft_storage_t *arenas[DEFT_DEVICE_SLOTS];
+    deft_tensor_t *tensors; /* per entry: arena entries filled once, the rest per run */
+    struct placement *next;
+} placement_t;
 
 /* Everything that depends on the input signature, made once and kept. */
 typedef struct plan_entry {
     deft_desc_t *signature; /* one per input */
     deft_graph_types_t types;
     deft_memory_plan_t plan;
-    deft_storage_t *arena;
-    deft_tensor_t *tensors; /* per entry: arena entries filled once, the rest per run */
+    placement_t *placements;
     struct plan_entry *next;
 } plan_entry_t;
 
@@ -76,12 +87,22 @@ int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_o
     return 0;
 }
 
+static void free_placement(placement_t *pl) {
+    if (!pl) return;
+    deft_plan_arenas_release(pl->arenas);
+    free(pl->inputs), free(pl->devices), free(pl->tensors);
+    free(pl);
+}
+
 static void free_plan(plan_entry_t *p) {
+    while (p->placements) {
+        placement_t *next = p->placements->next;
+        free_placement(p->placements);
+        p->placements = next;
+    }
     free(p->signature);
     deft_graph_types_free(&p->types);
     deft_memory_plan_free(&p->plan);
-    deft_storage_release(p->arena);
-    free(p->tensors);
     free(p);
 }
 
@@ -154,14 +175,6 @@ static int make_plan(deft_cached_op_t *op, int nin, const deft_desc_t *in, plan_
     free(given), free(known);
     if (status == 0) status = incomplete(op, &p->types);
     if (status == 0) status = deft_plan_memory(g, &p->types, op->plan_memory, NULL, &p->plan);
-    if (status == 0) status = deft_storage_new(deft_device_cpu(), p->plan.arena_bytes, &p->arena);
-    if (status == 0 && !(p->tensors = calloc((size_t)p->types.num_entries + 1, sizeof *p->tensors)))
-        status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a plan");
-    for (int e = 0; status == 0 && e < p->types.num_entries; e++) {
-        if (p->plan.offset[e] < 0) continue;
-        p->tensors[e] = (deft_tensor_t){p->types.desc[e].shape, p->types.desc[e].dtype,
-                                        deft_device_cpu(), p->arena, (size_t)p->plan.offset[e]};
-    }
     if (status) {
         free_plan(p);
         return -1;
@@ -186,6 +199,98 @@ static int find_plan(deft_cached_op_t *op, int nin, const deft_desc_t *in, plan_
     return status;
 }
 
+/* The device node i runs on, its inputs' entries already placed. */
+static int node_device(const deft_graph_t *g, int i, const deft_device_t *devices,
+                       deft_device_t *out) {
+    const deft_node_t *node = g->nodes[i];
+    const deft_op_t *op = node->op->op;
+    bool placed;
+    int type = 0, id = 0;
+    char what[160];
+    snprintf(what, sizeof what, "the device of node '%s' (%s)", g->names[i], op->name);
+    if (deft_node_placed_device(node, &placed, &type, &id)) return -1;
+    if (placed && type == DEFT_DEV_CPU) id = 0; /* cpu(n): the one host memory */
+    if (placed) return deft_device_check(type, id, what, out);
+    if (op->output_device) return op->output_device(op, node->params, out);
+    *out = node->num_inputs ? devices[deft_graph_input_entry(g, i, 0)] : deft_device_cpu();
+    return 0;
+}
+
+/* Every entry's device, for inputs on `inputs`; an operator reading an
+ * input from another device (an unplaced graph) is an error. */
+static int entry_devices(const deft_cached_op_t *op, const deft_device_t *inputs,
+                         deft_device_t *devices) {
+    const deft_graph_t *g = op->g;
+    for (int i = 0; i < g->num_nodes; i++) {
+        deft_device_t dev;
+        if (deft_graph_is_leaf(g, i)) {
+            int k = op->input_of_node[i];
+            dev = k >= 0 ? inputs[k] : deft_device_cpu();
+        } else if (node_device(g, i, devices, &dev)) {
+            return -1;
+        }
+        for (int k = 0; !deft_graph_is_leaf(g, i) && !g->nodes[i]->op->op->any_device &&
+                        k < g->nodes[i]->num_inputs;
+             k++) {
+            deft_device_t from = devices[deft_graph_input_entry(g, i, k)];
+            char a[DEFT_DEVICE_STR_MAX], b[DEFT_DEVICE_STR_MAX];
+            if (!deft_device_equal(from, dev))
+                return deft_error(DEFT_ERR_VALUE,
+                                  "node '%s' (%s) runs on %s but its input %d is on %s: place the "
+                                  "graph's devices (DeftSymbolPlaceDevice) or copy the input",
+                                  g->names[i], g->nodes[i]->op->op->name,
+                                  deft_device_format(dev, a, sizeof a), k,
+                                  deft_device_format(from, b, sizeof b));
+        }
+        for (int k = 0; k < g->nodes[i]->num_outputs; k++) devices[g->row_ptr[i] + k] = dev;
+    }
+    return 0;
+}
+
+static int make_placement(const deft_cached_op_t *op, const plan_entry_t *p,
+                          const deft_device_t *inputs, placement_t **out) {
+    size_t entries = (size_t)p->types.num_entries + 1;
+    placement_t *pl = calloc(1, sizeof *pl);
+    if (pl) {
+        pl->inputs = malloc(((size_t)op->num_inputs + 1) * sizeof *pl->inputs);
+        pl->devices = calloc(entries, sizeof *pl->devices);
+        pl->tensors = calloc(entries, sizeof *pl->tensors);
+    }
+    if (!pl || !pl->inputs || !pl->devices || !pl->tensors) {
+        free_placement(pl);
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a placement");
+    }
+    for (int i = 0; i < op->num_inputs; i++) pl->inputs[i] = inputs[i];
+    if (entry_devices(op, inputs, pl->devices) ||
+        deft_plan_arenas(&p->plan, &p->types, pl->devices, pl->arenas, pl->tensors)) {
+        free_placement(pl);
+        return -1;
+    }
+    *out = pl;
+    return 0;
+}
+
+/* The placement of plan p for these input devices: cached, or made now. */
+static int find_placement(deft_cached_op_t *op, plan_entry_t *p, const deft_device_t *inputs,
+                          placement_t **out) {
+    pthread_mutex_lock(&op->lock);
+    placement_t *pl = p->placements;
+    for (; pl; pl = pl->next) {
+        bool same = true;
+        for (int i = 0; same && i < op->num_inputs; i++)
+            same = deft_device_equal(pl->inputs[i], inputs[i]);
+        if (same) break;
+    }
+    int status = 0;
+    if (!pl && (status = make_placement(op, p, inputs, &pl)) == 0) {
+        pl->next = p->placements;
+        p->placements = pl;
+    }
+    pthread_mutex_unlock(&op->lock);
+    *out = pl;
+    return status;
+}
+
 int deft_cached_op_last_plan(deft_cached_op_t *op, deft_memory_plan_t *out) {
     pthread_mutex_lock(&op->lock);
     plan_entry_t *p = op->last;
@@ -202,15 +307,22 @@ int deft_graph_forward(const deft_graph_t *g, deft_tensor_t *t) {
         if (deft_graph_is_leaf(g, i)) continue;
         for (int k = 0; k < node->num_inputs; k++) in[k] = t[deft_graph_input_entry(g, i, k)];
         const deft_op_t *op = node->op->op;
+        deft_device_t dev = node->num_outputs ? t[g->row_ptr[i]].device : deft_device_cpu();
+        deft_forward_fn forward = dev.type == DEFT_DEV_GPU ? op->forward_gpu : op->forward;
+        if (!forward)
+            return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "node '%s' (%s) has no GPU kernel",
+                              g->names[i], op->name);
         double start = deft_profiling(DEFT_PROF_SYMBOLIC) ? deft_profiler_now() : 0;
-        if (op->forward(op, node->params, node->num_inputs, in, node->num_outputs,
-                        &t[g->row_ptr[i]])) {
+        if (forward(op, node->params, node->num_inputs, in, node->num_outputs, &t[g->row_ptr[i]])) {
             char detail[DEFT_ERROR_MAX];
             snprintf(detail, sizeof detail, "%s", deft_error_message());
             return deft_error_restore(deft_error_kind(), detail);
         }
-        if (start != 0)
-            deft_profiler_op_span("graph", op->name, "cpu(0)", start, deft_profiler_now());
+        if (start != 0) {
+            char name[DEFT_DEVICE_STR_MAX];
+            deft_profiler_op_span("graph", op->name, deft_device_format(dev, name, sizeof name),
+                                  start, deft_profiler_now());
+        }
     }
     return 0;
 }
@@ -220,6 +332,7 @@ int deft_graph_forward(const deft_graph_t *g, deft_tensor_t *t) {
 typedef struct run {
     deft_cached_op_t *op;
     plan_entry_t *plan;
+    placement_t *place;
     int nin, nout;
     deft_ndarray_t **arrays; /* inputs, then outputs; retained */
 } run_t;
@@ -242,8 +355,9 @@ static int run_on(const deft_cached_op_t *op, deft_tensor_t *t, int nin, const d
         if (!e->node->op) src = &in[op->input_of_node[node]];
         for (int p = 0; p < o && !src; p++)
             if (op->output_entries[p] == op->output_entries[o]) src = &out[p];
-        if (src && deft_tensor_nbytes(&out[o]))
-            memcpy(deft_tensor_data(&out[o]), deft_tensor_data(src), deft_tensor_nbytes(&out[o]));
+        if (src && deft_device_copy(deft_tensor_data(&out[o]), out[o].device, deft_tensor_data(src),
+                                    src->device, deft_tensor_nbytes(&out[o])))
+            return -1;
     }
     return 0;
 }
@@ -253,7 +367,7 @@ static int run_graph(void *arg) {
     deft_tensor_t in[DEFT_OP_MAX_INPUTS * 4], out[DEFT_OP_MAX_OUTPUTS * 4];
     for (int i = 0; i < r->nin; i++) in[i] = r->arrays[i]->tensor;
     for (int o = 0; o < r->nout; o++) out[o] = r->arrays[r->nin + o]->tensor;
-    return run_on(r->op, r->plan->tensors, r->nin, in, r->nout, out);
+    return run_on(r->op, r->place->tensors, r->nin, in, r->nout, out);
 }
 
 static void free_run(void *arg) {
@@ -264,20 +378,17 @@ static void free_run(void *arg) {
     free(r);
 }
 
-static int check_inputs(const deft_cached_op_t *op, int nin, deft_ndarray_t *const *in) {
+static int check_input_count(const deft_cached_op_t *op, int nin) {
     if (nin != op->num_inputs)
         return deft_error(DEFT_ERR_VALUE,
                           "got %d inputs, expected %d (the arguments, then the "
                           "auxiliary states)",
                           nin, op->num_inputs);
-    for (int i = 0; i < nin; i++)
-        if (in[i]->tensor.device.type != DEFT_DEV_CPU)
-            return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "input %d is not on the CPU", i);
     return 0;
 }
 
-static int prepare_outputs(const deft_cached_op_t *op, const plan_entry_t *p, deft_ndarray_t **out,
-                           run_t *r) {
+static int prepare_outputs(const deft_cached_op_t *op, const plan_entry_t *p,
+                           const placement_t *place, deft_ndarray_t **out, run_t *r) {
     for (int o = 0; o < op->g->num_outputs; o++) {
         const deft_desc_t *want = &p->types.desc[op->output_entries[o]];
         deft_ndarray_t *given = out[o];
@@ -292,8 +403,8 @@ static int prepare_outputs(const deft_cached_op_t *op, const plan_entry_t *p, de
         }
         if (given)
             r->arrays[r->nin + o] = deft_ndarray_retain(given);
-        else if (deft_ndarray_new(&want->shape, want->dtype, deft_device_cpu(), false,
-                                  &r->arrays[r->nin + o]))
+        else if (deft_ndarray_new(&want->shape, want->dtype, place->devices[op->output_entries[o]],
+                                  false, &r->arrays[r->nin + o]))
             return -1;
     }
     return 0;
@@ -304,9 +415,14 @@ int deft_cached_op_invoke(deft_cached_op_t *op, int nin, deft_ndarray_t *const *
     const deft_graph_t *g = op->g;
     plan_entry_t *plan;
     deft_desc_t sig[DEFT_OP_MAX_INPUTS * 4];
-    if (check_inputs(op, nin, in)) return -1;
-    for (int i = 0; i < nin; i++) sig[i] = (deft_desc_t){in[i]->tensor.shape, in[i]->tensor.dtype};
-    if (find_plan(op, nin, sig, &plan)) return -1;
+    deft_device_t devices[DEFT_OP_MAX_INPUTS * 4];
+    placement_t *place;
+    if (check_input_count(op, nin)) return -1;
+    for (int i = 0; i < nin; i++) {
+        sig[i] = (deft_desc_t){in[i]->tensor.shape, in[i]->tensor.dtype};
+        devices[i] = in[i]->tensor.device;
+    }
+    if (find_plan(op, nin, sig, &plan) || find_placement(op, plan, devices, &place)) return -1;
     if (*nout < g->num_outputs)
         return deft_error(DEFT_ERR_VALUE, "the graph has %d outputs, but there is room for %d",
                           g->num_outputs, *nout);
@@ -316,10 +432,10 @@ int deft_cached_op_invoke(deft_cached_op_t *op, int nin, deft_ndarray_t *const *
         free(r), free(arrays);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an executor run");
     }
-    *r = (run_t){op, plan, nin, g->num_outputs, arrays};
+    *r = (run_t){op, plan, place, nin, g->num_outputs, arrays};
     for (int i = 0; i < nin; i++) arrays[i] = deft_ndarray_retain(in[i]);
     atomic_fetch_add(&op->refcount, 1);
-    if (prepare_outputs(op, plan, out, r)) {
+    if (prepare_outputs(op, plan, place, out, r)) {
         free_run(r);
         return -1;
     }
@@ -378,28 +494,30 @@ int deft_cached_op_infer(deft_cached_op_t *op, int nin, const deft_desc_t *in, i
 int deft_cached_op_forward(deft_cached_op_t *op, int nin, const deft_tensor_t *in, int nout,
                            const deft_tensor_t *out) {
     deft_desc_t sig[DEFT_OP_MAX_INPUTS * 4];
-    for (int i = 0; i < nin && i < DEFT_OP_MAX_INPUTS * 4; i++)
+    deft_device_t devices[DEFT_OP_MAX_INPUTS * 4];
+    for (int i = 0; i < nin && i < DEFT_OP_MAX_INPUTS * 4; i++) {
         sig[i] = (deft_desc_t){in[i].shape, in[i].dtype};
+        devices[i] = in[i].device;
+    }
     plan_entry_t *p;
+    placement_t *place;
     if (nin != op->num_inputs || nout != op->g->num_outputs)
         return deft_error(DEFT_ERR_INTERNAL,
                           "a graph run with %d inputs and %d outputs, not %d, %d", nin, nout,
                           op->num_inputs, op->g->num_outputs);
-    if (find_plan(op, nin, sig, &p)) return -1;
-    /* Its own arena and entry table: runs of one graph as a node may overlap. */
+    if (find_plan(op, nin, sig, &p) || find_placement(op, p, devices, &place)) return -1;
+    /* Its own arenas and entry table: runs of one graph as a node may overlap. */
     int entries = p->types.num_entries;
-    deft_storage_t *arena;
+    deft_storage_t *arenas[DEFT_DEVICE_SLOTS];
     deft_tensor_t *t = malloc(((size_t)entries + 1) * sizeof *t);
     if (!t) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph run");
-    if (deft_storage_new(deft_device_cpu(), p->plan.arena_bytes, &arena)) {
+    memcpy(t, place->tensors, (size_t)entries * sizeof *t);
+    if (deft_plan_arenas(&p->plan, &p->types, place->devices, arenas, t)) {
         free(t);
         return -1;
     }
-    memcpy(t, p->tensors, (size_t)entries * sizeof *t);
-    for (int e = 0; e < entries; e++)
-        if (p->plan.offset[e] >= 0) t[e].storage = arena;
     int status = run_on(op, t, nin, in, nout, out);
-    deft_storage_release(arena);
+    deft_plan_arenas_release(arenas);
     free(t);
     return status;
 }

@@ -12,28 +12,32 @@ typedef struct place_dev {
 } place_dev_t;
 
 static void device_text(place_dev_t d, char *buf, size_t len) {
-    snprintf(buf, len, "%s(%d)", d.type == DEFT_DEV_GPU ? "gpu" : "cpu", d.id);
+    deft_device_format((deft_device_t){(deft_device_type_t)d.type, d.id}, buf, len);
 }
 
 static bool same(place_dev_t a, place_dev_t b) {
     return a.type == b.type && a.id == b.id;
 }
 
+int deft_node_placed_device(const deft_node_t *node, bool *found, int *type, int *id) {
+    const char *own = deft_node_attr(node, "__device__");
+    *found = own != NULL;
+    if (!own) return 0;
+    static const deft_param_def_t def = {"__device__", DEFT_PARAM_DEVICE, NULL, "device", NULL,
+                                         false};
+    static const deft_op_t placement = {.name = "placement"};
+    deft_param_value_t v;
+    if (deft_param_parse(&placement, &def, own, &v)) return -1;
+    *type = (int)v.t.v[0], *id = (int)v.t.v[1];
+    return 0;
+}
+
 /* The node's own device or its group's; false when it has neither. */
 static int annotated(const deft_node_t *node, const deft_placement_t *how, place_dev_t *out,
                      bool *found) {
-    const char *own = deft_node_attr(node, "__device__");
     const char *group = deft_node_attr(node, "ctx_group");
-    *found = false;
-    if (own) {
-        static const deft_param_def_t def = {"__device__", DEFT_PARAM_DEVICE, NULL, "device", NULL,
-                                             false};
-        static const deft_op_t placement = {.name = "placement"};
-        deft_param_value_t v;
-        if (deft_param_parse(&placement, &def, own, &v)) return -1;
-        *out = (place_dev_t){(int)v.t.v[0], (int)v.t.v[1]};
-        *found = true;
-    } else if (group) {
+    if (deft_node_placed_device(node, found, &out->type, &out->id)) return -1;
+    if (!*found && group) {
         for (int k = 0; k < how->num_groups; k++)
             if (strcmp(how->groups[k], group) == 0) {
                 *out = (place_dev_t){how->types[k], how->ids[k]};

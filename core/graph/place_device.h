@@ -20,6 +20,9 @@ typedef struct deft_placement {
     const int *types, *ids;
 } deft_placement_t;
 
+/* The node's "__device__" attribute as (type, id); *found false without one. */
+int deft_node_placed_device(const deft_node_t *node, bool *found, int *type, int *id);
+
 int deft_pass_place_device(const deft_symbol_t *in, const deft_placement_t *how,
                            deft_symbol_t **out);
 /* The named pass: default cpu(0), no groups (nodes' own "__device__" decide). */

@@ -208,3 +208,27 @@ int deft_pass_plan_memory(const deft_symbol_t *in, deft_symbol_t **out) {
     deft_graph_free(g);
     return status;
 }
+
+int deft_plan_arenas(const deft_memory_plan_t *plan, const deft_graph_types_t *types,
+                     const deft_device_t *devices, deft_storage_t **arenas,
+                     deft_tensor_t *tensors) {
+    for (int s = 0; s < DEFT_DEVICE_SLOTS; s++) arenas[s] = NULL;
+    for (int e = 0; e < plan->num_entries; e++) {
+        if (plan->offset[e] < 0) continue;
+        deft_storage_t **arena = &arenas[deft_device_slot(devices[e])];
+        if (!*arena && deft_storage_new(devices[e], plan->arena_bytes, arena)) {
+            deft_plan_arenas_release(arenas);
+            return -1;
+        }
+        tensors[e] = (deft_tensor_t){types->desc[e].shape, types->desc[e].dtype, devices[e], *arena,
+                                     (size_t)plan->offset[e]};
+    }
+    return 0;
+}
+
+void deft_plan_arenas_release(deft_storage_t **arenas) {
+    for (int s = 0; s < DEFT_DEVICE_SLOTS; s++) {
+        deft_storage_release(arenas[s]);
+        arenas[s] = NULL;
+    }
+}

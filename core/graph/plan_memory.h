@@ -17,6 +17,8 @@
 #ifndef DEFT_CORE_PLAN_MEMORY_H
 #define DEFT_CORE_PLAN_MEMORY_H
 
+#include "core/base/storage.h"
+#include "core/base/tensor.h"
 #include "core/graph/infer.h"
 
 typedef struct deft_memory_plan {
@@ -32,5 +34,14 @@ typedef struct deft_memory_plan {
 int deft_plan_memory(const deft_graph_t *g, const deft_graph_types_t *types, bool enabled,
                      const bool *pinned, deft_memory_plan_t *out);
 void deft_memory_plan_free(deft_memory_plan_t *plan);
+
+/* An arena on each device that planned entries live on (entry e on
+ * devices[e]), each of the plan's full size, so entries on different devices
+ * never meet; tensors[e] of every planned entry is pointed into its device's
+ * arena (shape and dtype from types). arenas has DEFT_DEVICE_SLOTS slots,
+ * NULL where unused; release them with deft_plan_arenas_release. */
+int deft_plan_arenas(const deft_memory_plan_t *plan, const deft_graph_types_t *types,
+                     const deft_device_t *devices, deft_storage_t **arenas, deft_tensor_t *tensors);
+void deft_plan_arenas_release(deft_storage_t **arenas);
 
 #endif

@@ -285,7 +285,9 @@ int deft_autograd_record(const deft_autograd_call_t *call, const deft_op_entry_t
                          deft_ndarray_t *const *out, bool fresh_outputs) {
     deft_entry_t entries[DEFT_OP_MAX_INPUTS];
     deft_node_t *node = NULL;
-    deft_device_t device = nin ? in[0]->tensor.device : deft_device_cpu();
+    deft_device_t device = nout  ? out[0]->tensor.device
+                           : nin ? in[0]->tensor.device
+                                 : deft_device_cpu();
     /* The lock guards arrays' entries: needed only to give an input its first
      * one or to replace a given output's (new outputs are nobody else's yet). */
     bool locked = !fresh_outputs;

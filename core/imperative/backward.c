@@ -181,16 +181,19 @@ static deft_entry_t forward_var(copier_t *c, int e) {
     return (deft_entry_t){c->fvars[e], 0};
 }
 
-/* Zeros of a forward entry's shape, made without its value. */
-static deft_node_t *zeros_of(copier_t *c, const deft_desc_t *d) {
-    char shape[DEFT_SHAPE_STR_MAX];
-    const char *keys[] = {"dtype", "shape"};
+/* Zeros of forward entry e's shape and device, made without its value. */
+static deft_node_t *zeros_of(copier_t *c, int e) {
+    const deft_desc_t *d = entry_desc(c->fwd, e);
+    deft_device_t dev = deft_record_of(c->fwd->nodes[deft_graph_entry_node(c->fwd, e)])->device;
+    char shape[DEFT_SHAPE_STR_MAX], ctx[DEFT_DEVICE_STR_MAX];
+    deft_device_format(dev, ctx, sizeof ctx);
+    const char *keys[] = {"dtype", "shape", "ctx"};
     const char *vals[] = {deft_dtype_name(d->dtype),
-                          deft_shape_format(&d->shape, shape, sizeof shape)};
+                          deft_shape_format(&d->shape, shape, sizeof shape), ctx};
     deft_node_t *node = NULL;
     if (!c->status)
         c->status =
-            deft_node_new_op(deft_registry_find("_zeros"), NULL, 2, keys, vals, 0, NULL, &node);
+            deft_node_new_op(deft_registry_find("_zeros"), NULL, 3, keys, vals, 0, NULL, &node);
     return node;
 }
 
@@ -248,7 +251,7 @@ static int backward_symbol(const deft_graph_t *fwd, int nwrt, const int *wrt, de
         if (grads[w].node) {
             result[w] = substitute(&c, &grads[w]);
         } else { /* no head depends on it */
-            zeros[w] = zeros_of(&c, entry_desc(fwd, fwd->row_ptr[wrt[w]]));
+            zeros[w] = zeros_of(&c, fwd->row_ptr[wrt[w]]);
             result[w] = (deft_entry_t){zeros[w], 0};
         }
     }

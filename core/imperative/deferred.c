@@ -79,6 +79,7 @@ int deft_deferred_record(const deft_op_entry_t *entry, const deft_param_value_t 
                          deft_ndarray_t **out) {
     if (check_recordable(entry->op, nout, out)) return -1;
     deft_device_t device = nin ? in[0]->tensor.device : deft_device_cpu();
+    if (entry->op->output_device && entry->op->output_device(entry->op, params, &device)) return -1;
     deft_node_t *node;
     deft_record_lock();
     int status =
@@ -118,8 +119,8 @@ typedef struct run {
     deft_graph_t *g;
     deft_graph_types_t types;
     deft_memory_plan_t plan;
-    deft_storage_t *arena;
-    deft_tensor_t *tensors;  /* per entry */
+    deft_storage_t *arenas[DEFT_DEVICE_SLOTS]; /* one per device with transient values */
+    deft_tensor_t *tensors;                    /* per entry */
     int *consumers;          /* per node: input slots of the run's nodes reading it */
     deft_storage_t **fresh;  /* per entry: storage made for a live lazy array */
     deft_ndarray_t **live;   /* per entry: that array (retained) */
@@ -147,7 +148,7 @@ static void free_run(void *arg) {
     }
     deft_graph_free(r->g);
     deft_memory_plan_free(&r->plan);
-    deft_storage_release(r->arena);
+    deft_plan_arenas_release(r->arenas);
     free(r->block);
     free(r);
 }
@@ -268,14 +269,17 @@ static int plan_arena(run_t *r) {
         for (int k = 0; !deft_graph_is_leaf(g, i) && k < g->nodes[i]->num_outputs; k++)
             transient = transient || !pinned[g->row_ptr[i] + k];
     if (!transient) return 0; /* every value has storage of its own: nothing to plan */
-    if (deft_plan_memory(g, &r->types, true, pinned, &r->plan) ||
-        deft_storage_new(deft_device_cpu(), r->plan.arena_bytes, &r->arena))
-        return -1;
-    for (int e = 0; e < r->types.num_entries; e++)
-        if (r->plan.offset[e] >= 0)
-            r->tensors[e] = (deft_tensor_t){r->types.desc[e].shape, r->types.desc[e].dtype,
-                                            deft_device_cpu(), r->arena, (size_t)r->plan.offset[e]};
-    return 0;
+    if (deft_plan_memory(g, &r->types, true, pinned, &r->plan)) return -1;
+    deft_device_t *devices = malloc(((size_t)r->types.num_entries + 1) * sizeof *devices);
+    if (!devices) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a deferred run");
+    for (int i = 0; i < g->num_nodes; i++) { /* a value lives where its node was recorded */
+        const deft_record_t *rec = deft_record_of(g->nodes[i]);
+        for (int k = 0; k < g->nodes[i]->num_outputs; k++)
+            devices[g->row_ptr[i] + k] = rec ? rec->device : deft_device_cpu();
+    }
+    int status = deft_plan_arenas(&r->plan, &r->types, devices, r->arenas, r->tensors);
+    free(devices);
+    return status;
 }
 
 /* Every input of the run's nodes must have a value: computed here or kept. */

@@ -143,6 +143,11 @@ static void describe(invoke_call_t *call, deft_var_t **reads, deft_var_t **write
             bytes += deft_tensor_nbytes(&call->out[k]->tensor);
             fresh += is_fresh;
         }
+    deft_device_t device = call->nout  ? call->out[0]->tensor.device
+                           : call->nin ? call->in[0]->tensor.device
+                                       : deft_device_cpu();
+    /* a GPU kernel only queues its work: always cheap for the caller's thread */
+    bool cheap = bytes < INLINE_BYTES || device.type == DEFT_DEV_GPU;
     *desc = (deft_engine_op_desc_t){
         .fn = call_run,
         .ctx = call,
@@ -154,8 +159,9 @@ static void describe(invoke_call_t *call, deft_var_t **reads, deft_var_t **write
         .origin = "DeftImperativeInvoke",
         /* custom operators wait for a callback thread: never on the caller's thread;
          * what a callback calls runs at once on its thread */
-        .small = !op->blocking && (bytes < INLINE_BYTES || deft_custom_on_callback_thread()),
+        .small = !op->blocking && (cheap || deft_custom_on_callback_thread()),
         .num_fresh_writes = fresh,
+        .device = device,
     };
 }
 

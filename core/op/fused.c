@@ -7,6 +7,8 @@
  * and writes its output once instead of k times. There is no code
  * generation: the operators' own kernels are the interpreter's instructions,
  * which keeps their results (and NaN rules) identical to the unfused graph.
+ * On a GPU the steps run one kernel each over whole arrays: no tiles, and
+ * no saving yet over the unfused graph.
  */
 #include "core/op/fused.h"
 
@@ -281,7 +283,19 @@ static bool tileable(const fused_program_t *prog, const deft_tensor_t *in, int n
     return true;
 }
 
-/* Broadcasting inside the chain: whole arrays, one step at a time. */
+/* A step's kernel for the device of the arrays. */
+static int step_forward(const fused_step_t *st, const deft_tensor_t *args,
+                        const deft_tensor_t *result) {
+    const deft_op_t *op = st->entry->op;
+    deft_forward_fn forward = result->device.type == DEFT_DEV_GPU ? op->forward_gpu : op->forward;
+    if (!forward)
+        return deft_op_error(fused_op(), DEFT_ERR_NOT_IMPLEMENTED, "step %s has no GPU kernel",
+                             op->name);
+    return forward(op, st->params.v, st->nin, args, 1, result);
+}
+
+/* Broadcasting inside the chain, and chains on a GPU: whole arrays, one step
+ * (one kernel) at a time. */
 static int run_whole(const fused_program_t *prog, const deft_tensor_t *in,
                      const deft_tensor_t *out) {
     deft_tensor_t temps[DEFT_FUSED_MAX_STEPS];
@@ -292,16 +306,14 @@ static int run_whole(const fused_program_t *prog, const deft_tensor_t *in,
         for (int a = 0; a < st->nin; a++)
             args[a] = st->arg[a] >= 0 ? in[st->arg[a]] : temps[-st->arg[a] - 1];
         if (j == prog->nsteps - 1) {
-            status = st->entry->op->forward(st->entry->op, st->params.v, st->nin, args, 1, out);
+            status = step_forward(st, args, out);
             break;
         }
         temps[j] = (deft_tensor_t){
             .shape = prog->desc[j].shape, .dtype = prog->desc[j].dtype, .device = out->device};
         status = deft_storage_new(out->device, deft_tensor_nbytes(&temps[j]), &temps[j].storage);
         if (status == 0) made++;
-        if (status == 0)
-            status =
-                st->entry->op->forward(st->entry->op, st->params.v, st->nin, args, 1, &temps[j]);
+        if (status == 0) status = step_forward(st, args, &temps[j]);
     }
     for (int j = 0; j < made; j++) deft_storage_release(temps[j].storage);
     return status;
@@ -326,6 +338,18 @@ static int fused_forward(const deft_op_t *op, const deft_param_value_t *p, int n
     }
     return status;
 }
+
+#ifdef DEFT_HAVE_CUDA
+static int fused_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                             const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)nout;
+    fused_program_t *prog;
+    deft_desc_t desc[DEFT_OP_MAX_INPUTS];
+    for (int k = 0; k < nin; k++) desc[k] = (deft_desc_t){in[k].shape, in[k].dtype};
+    if (program_get(p[0].s, nin, &prog) || program_infer(prog, desc)) return -1;
+    return deft_shape_size(&out[0].shape) > 0 ? run_whole(prog, in, out) : 0;
+}
+#endif
 
 /* ---- gradient: each step's own gradient, in reverse ---- */
 
@@ -427,6 +451,7 @@ static const deft_op_t fused_ops[] = {
      .params = fused_params,
      .infer = fused_infer,
      .forward = fused_forward,
+     .forward_gpu = DEFT_GPU(fused_forward_gpu),
      .inplace_input = -1,
      .graph_only = true,
      .gradient = fused_gradient},

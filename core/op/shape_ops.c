@@ -31,6 +31,10 @@ int deft_forward_copy(const deft_op_t *op, const deft_param_value_t *p, int nin,
 
 int deft_output_device_param0(const deft_op_t *op, const deft_param_value_t *p,
                               deft_device_t *out) {
+    if (p[0].t.v[0] == DEFT_DEV_CPU) { /* cpu(n) of MXNet's graphs: the one host memory */
+        *out = deft_device_cpu();
+        return 0;
+    }
     char what[96];
     snprintf(what, sizeof what, "the device of '%s'", op->name);
     return deft_device_check((int)p[0].t.v[0], (int)p[0].t.v[1], what, out);

@@ -58,6 +58,7 @@ static const deft_op_t subgraph_ops[] = {
      .params = subgraph_params,
      .infer = subgraph_infer,
      .forward = subgraph_forward,
+     .forward_gpu = DEFT_GPU(subgraph_forward), /* the graph layer runs each node on its device */
      .inplace_input = -1,
      .num_outputs = subgraph_num_outputs,
      .graph_only = true,
