@@ -131,9 +131,16 @@ START_TEST(test_bad_imports_leave_the_tensor_with_the_caller) {
     DLManagedTensor t = producer(data, shape, strides);
     ck_assert_fails(DeftNDArrayFromDLPack(&t, &arr), DEFT_ERROR_NOT_IMPLEMENTED, "not compact");
     t = producer(data, shape, NULL);
-    t.dl_tensor.device.device_type = kDLCUDA;
+    t.dl_tensor.device.device_type = kDLOpenCL;
     ck_assert_fails(DeftNDArrayFromDLPack(&t, &arr), DEFT_ERROR_NOT_IMPLEMENTED,
-                    "CPU tensors only");
+                    "deft imports CPU (1) and CUDA (2) tensors");
+    int gpus;
+    ck_assert_ok(DeftGetGPUCount(&gpus));
+    t = producer(data, shape, NULL);
+    t.dl_tensor.device = (DLDevice){kDLCUDA, gpus}; /* one past the last GPU */
+    ck_assert_fails(DeftNDArrayFromDLPack(&t, &arr),
+                    gpus ? DEFT_ERROR_INDEX : DEFT_ERROR_NOT_IMPLEMENTED,
+                    "the tensor's device is gpu(");
     t = producer(data, shape, NULL);
     t.dl_tensor.dtype = (DLDataType){kDLFloat, 32, 4};
     ck_assert_fails(DeftNDArrayFromDLPack(&t, &arr), DEFT_ERROR_NOT_IMPLEMENTED, "4 lanes");

@@ -17,6 +17,7 @@
 #include "core/op/registry.h"
 #include "core/op/strided.h"
 #include "symbol_helpers.h"
+#include <deft/dlpack.h>
 
 /* ---- everywhere: shared index arithmetic ---- */
 
@@ -586,6 +587,24 @@ START_TEST(test_allocator_caches_and_reports) {
 }
 END_TEST
 
+/* A GPU array goes out as a kDLCUDA tensor and comes back sharing its memory. */
+START_TEST(test_dlpack_carries_cuda_tensors) {
+    DeftNDArrayHandle host = make(DEFT_FLOAT32, 2, SHAPE(2, 3), VALUES(1, 2, 3, 4, 5, 6));
+    DeftNDArrayHandle gpu = to_gpu(host), back;
+    DLManagedTensor *t;
+    ck_assert_ok(DeftNDArrayToDLPack(gpu, &t));
+    ck_assert_int_eq(t->dl_tensor.device.device_type, kDLCUDA);
+    ck_assert_int_eq(t->dl_tensor.device.device_id, 0);
+    ck_assert_ok(DeftNDArrayFromDLPack(t, &back));
+    int type, id;
+    ck_assert_ok(DeftNDArrayGetDevice(back, &type, &id));
+    ck_assert_int_eq(type, DEFT_GPU);
+    assert_close_arrays("through DLPack", host, back, 0);
+    DeftNDArrayHandle all[] = {host, gpu, back};
+    for (int i = 0; i < 3; i++) ck_assert_ok(DeftNDArrayFree(all[i]));
+}
+END_TEST
+
 /* Checks the kernels make on the device fail the call's outputs, as on the CPU. */
 START_TEST(test_bad_labels_and_indices_fail_on_the_gpu) {
     DeftNDArrayHandle data, host_labels = make(DEFT_INT32, 1, SHAPE(3), VALUES(1, 7, 2));
@@ -625,6 +644,7 @@ static Suite *gpu_suite(int gpus) {
         tcase_add_test(device, test_autograd_on_the_gpu);
         tcase_add_test(device, test_allocator_caches_and_reports);
         tcase_add_test(device, test_bad_labels_and_indices_fail_on_the_gpu);
+        tcase_add_test(device, test_dlpack_carries_cuda_tensors);
         suite_add_tcase(suite, device);
     }
     return suite;

@@ -55,6 +55,10 @@ int deft_device_zero(void *dst, deft_device_t dev, size_t nbytes) {
     return gpu_backend->zero(dst, dev, nbytes);
 }
 
+int deft_device_synchronize(deft_device_t dev) {
+    return dev.type == DEFT_DEV_GPU ? gpu_backend->synchronize(dev.id) : 0;
+}
+
 const char *deft_device_format(deft_device_t dev, char *buf, size_t len) {
     snprintf(buf, len, "%s(%d)", dev.type == DEFT_DEV_GPU ? "gpu" : "cpu", dev.id);
     return buf;

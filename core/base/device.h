@@ -57,6 +57,8 @@ typedef struct deft_gpu_backend {
                 size_t nbytes);
     /* Fill nbytes of GPU memory with zero bytes. */
     int (*zero)(void *dst, deft_device_t dev, size_t nbytes);
+    /* Wait until everything queued on GPU `id`, by deft or anyone, is done. */
+    int (*synchronize)(int id);
     /* Name ("NVIDIA H100 80GB HBM3", owned by the layer) and memory of a GPU. */
     int (*name)(int id, const char **out);
     int (*memory)(int id, size_t *free_bytes, size_t *total_bytes);
@@ -75,6 +77,9 @@ int deft_device_copy(void *dst, deft_device_t dst_dev, const void *src, deft_dev
                      size_t nbytes);
 /* Fill nbytes at dst on dev with zero bytes. */
 int deft_device_zero(void *dst, deft_device_t dev, size_t nbytes);
+/* Wait for all work queued on a GPU (memory handed to or taken from other
+ * libraries); nothing to do for the CPU. */
+int deft_device_synchronize(deft_device_t dev);
 
 #ifdef __cplusplus
 }

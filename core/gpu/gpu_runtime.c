@@ -128,6 +128,11 @@ static int copy(void *dst, deft_device_t dst_dev, const void *src, deft_device_t
                           "cudaMemcpyAsync (host to device)");
 }
 
+static int synchronize_device(int id) {
+    if (check_device(id) || deft_gpu_check(cudaSetDevice(id), "cudaSetDevice")) return -1;
+    return deft_gpu_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
 static int zero(void *dst, deft_device_t dev, size_t nbytes) {
     cudaStream_t stream;
     if (deft_gpu_enter(dev.id, &stream)) return -1;
@@ -138,6 +143,7 @@ const deft_gpu_backend_t deft_gpu_backend = {
     .probe = probe,
     .copy = copy,
     .zero = zero,
+    .synchronize = synchronize_device,
     .name = deft_gpu_name,
     .memory = deft_gpu_memory,
 };

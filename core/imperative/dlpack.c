@@ -2,7 +2,9 @@
  * DLPack exchange. deft arrays are dense row-major buffers at an offset in
  * their storage, so an export is always compact, and an import accepts only
  * compact tensors (strides NULL or row-major): anything else would need a
- * copy, which the caller can make more cheaply on its own side.
+ * copy, which the caller can make more cheaply on its own side. CUDA
+ * tensors cross too: both directions wait for the device, since the other
+ * library works on streams deft does not know.
  */
 #include "core/imperative/dlpack.h"
 
@@ -37,7 +39,8 @@ static void export_deleter(DLManagedTensor *managed) {
 }
 
 int deft_dlpack_export(deft_ndarray_t *arr, DLManagedTensor **out) {
-    if (deft_ndarray_wait_to_read(arr)) return -1;
+    /* the consumer reads on streams of its own: the data must be there already */
+    if (deft_ndarray_wait_to_read(arr) || deft_device_synchronize(arr->tensor.device)) return -1;
     const deft_tensor_t *t = &arr->tensor;
     int m = 0;
     while (m < DTYPE_COUNT && dtype_map[m].dtype != t->dtype) m++;
@@ -103,13 +106,17 @@ static int import_shape(const DLTensor *dl, deft_shape_t *shape) {
 
 int deft_dlpack_import(DLManagedTensor *managed, deft_ndarray_t **out) {
     const DLTensor *dl = &managed->dl_tensor;
-    if (dl->device.device_type != kDLCPU)
+    if (dl->device.device_type != kDLCPU && dl->device.device_type != kDLCUDA)
         return deft_error(DEFT_ERR_NOT_IMPLEMENTED,
-                          "the tensor is on DLPack device type %d; deft imports CPU tensors only",
+                          "the tensor is on DLPack device type %d; deft imports CPU (1) and CUDA "
+                          "(2) tensors",
                           (int)dl->device.device_type);
-    deft_tensor_t t = {.device = deft_device_cpu()};
+    deft_tensor_t t = {.offset = 0};
     size_t nbytes;
-    if (import_dtype(dl->dtype, &t.dtype) || import_shape(dl, &t.shape) ||
+    if (deft_device_check((int)dl->device.device_type, dl->device.device_id, "the tensor's device",
+                          &t.device) ||
+        deft_device_synchronize(t.device) || /* the producer's writes, on its streams */
+        import_dtype(dl->dtype, &t.dtype) || import_shape(dl, &t.shape) ||
         deft_shape_nbytes(&t.shape, deft_dtype_size(t.dtype), &nbytes))
         return -1;
     if (nbytes && !dl->data) return deft_error(DEFT_ERR_VALUE, "the tensor's data is NULL");
