@@ -167,7 +167,7 @@ int DeftNDArrayWaitToWrite(DeftNDArrayHandle handle) {
 
 int DeftWaitAll(void) {
     API_BEGIN();
-    return deft_engine_wait_all();
+    return deft_engine_wait_all() || deft_device_synchronize_used() ? -1 : 0;
 }
 
 int DeftShutdown(void) {

@@ -55,8 +55,12 @@ int deft_device_zero(void *dst, deft_device_t dev, size_t nbytes) {
     return gpu_backend->zero(dst, dev, nbytes);
 }
 
-int deft_device_synchronize(deft_device_t dev) {
-    return dev.type == DEFT_DEV_GPU ? gpu_backend->synchronize(dev.id) : 0;
+int deft_device_synchronize(deft_device_t dev, bool whole_device) {
+    return dev.type == DEFT_DEV_GPU ? gpu_backend->synchronize(dev.id, whole_device) : 0;
+}
+
+int deft_device_synchronize_used(void) {
+    return gpu_backend ? gpu_backend->synchronize_used() : 0;
 }
 
 const char *deft_device_format(deft_device_t dev, char *buf, size_t len) {

@@ -57,8 +57,11 @@ typedef struct deft_gpu_backend {
                 size_t nbytes);
     /* Fill nbytes of GPU memory with zero bytes. */
     int (*zero)(void *dst, deft_device_t dev, size_t nbytes);
-    /* Wait until everything queued on GPU `id`, by deft or anyone, is done. */
-    int (*synchronize)(int id);
+    /* Wait until what deft queued on GPU `id` is done; with whole_device,
+     * what anyone queued (memory other libraries hand over). */
+    int (*synchronize)(int id, bool whole_device);
+    /* The same for every GPU deft has queued work on (none: no CUDA call). */
+    int (*synchronize_used)(void);
     /* Name ("NVIDIA H100 80GB HBM3", owned by the layer) and memory of a GPU. */
     int (*name)(int id, const char **out);
     int (*memory)(int id, size_t *free_bytes, size_t *total_bytes);
@@ -77,9 +80,11 @@ int deft_device_copy(void *dst, deft_device_t dst_dev, const void *src, deft_dev
                      size_t nbytes);
 /* Fill nbytes at dst on dev with zero bytes. */
 int deft_device_zero(void *dst, deft_device_t dev, size_t nbytes);
-/* Wait for all work queued on a GPU (memory handed to or taken from other
- * libraries); nothing to do for the CPU. */
-int deft_device_synchronize(deft_device_t dev);
+/* Wait for the work deft queued on a GPU (whole_device: anyone's work);
+ * nothing to do for the CPU. */
+int deft_device_synchronize(deft_device_t dev, bool whole_device);
+/* Wait for the work queued on every GPU deft has used (DeftWaitAll). */
+int deft_device_synchronize_used(void);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "core/base/allocator.h"
@@ -128,9 +129,20 @@ static int copy(void *dst, deft_device_t dst_dev, const void *src, deft_device_t
                           "cudaMemcpyAsync (host to device)");
 }
 
-static int synchronize_device(int id) {
+static int synchronize_device(int id, bool whole_device) {
+    if (!whole_device) return deft_gpu_synchronize(id);
     if (check_device(id) || deft_gpu_check(cudaSetDevice(id), "cudaSetDevice")) return -1;
     return deft_gpu_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+static int synchronize_used(void) {
+    for (int d = 0; d < DEFT_MAX_GPUS; d++) {
+        pthread_mutex_lock(&stream_lock);
+        bool used = devices[d].stream != NULL;
+        pthread_mutex_unlock(&stream_lock);
+        if (used && deft_gpu_synchronize(d)) return -1;
+    }
+    return 0;
 }
 
 static int zero(void *dst, deft_device_t dev, size_t nbytes) {
@@ -144,6 +156,7 @@ const deft_gpu_backend_t deft_gpu_backend = {
     .copy = copy,
     .zero = zero,
     .synchronize = synchronize_device,
+    .synchronize_used = synchronize_used,
     .name = deft_gpu_name,
     .memory = deft_gpu_memory,
 };

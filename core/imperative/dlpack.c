@@ -3,8 +3,8 @@
  * their storage, so an export is always compact, and an import accepts only
  * compact tensors (strides NULL or row-major): anything else would need a
  * copy, which the caller can make more cheaply on its own side. CUDA
- * tensors cross too: both directions wait for the device, since the other
- * library works on streams deft does not know.
+ * tensors cross too: an export waits for deft's stream, an import for the
+ * whole device, since the producer works on streams deft does not know.
  */
 #include "core/imperative/dlpack.h"
 
@@ -40,7 +40,7 @@ static void export_deleter(DLManagedTensor *managed) {
 
 int deft_dlpack_export(deft_ndarray_t *arr, DLManagedTensor **out) {
     /* the consumer reads on streams of its own: the data must be there already */
-    if (deft_ndarray_wait_to_read(arr) || deft_device_synchronize(arr->tensor.device)) return -1;
+    if (deft_ndarray_wait_to_read(arr)) return -1;
     const deft_tensor_t *t = &arr->tensor;
     int m = 0;
     while (m < DTYPE_COUNT && dtype_map[m].dtype != t->dtype) m++;
@@ -115,7 +115,7 @@ int deft_dlpack_import(DLManagedTensor *managed, deft_ndarray_t **out) {
     size_t nbytes;
     if (deft_device_check((int)dl->device.device_type, dl->device.device_id, "the tensor's device",
                           &t.device) ||
-        deft_device_synchronize(t.device) || /* the producer's writes, on its streams */
+        deft_device_synchronize(t.device, true) || /* the producer's writes, on its streams */
         import_dtype(dl->dtype, &t.dtype) || import_shape(dl, &t.shape) ||
         deft_shape_nbytes(&t.shape, deft_dtype_size(t.dtype), &nbytes))
         return -1;

@@ -119,14 +119,18 @@ static int check_host_buffer(const deft_ndarray_t *arr, const void *data, size_t
     return 0;
 }
 
+/* On a GPU an operation ends, for the engine, once its kernel is queued: the
+ * waits also wait for the device's stream. */
 int deft_ndarray_wait_to_read(deft_ndarray_t *arr) {
     if (deft_ndarray_is_lazy(arr) && deft_deferred_compute(1, &arr)) return -1;
-    return deft_engine_wait_to_read(arr->var);
+    if (deft_engine_wait_to_read(arr->var)) return -1;
+    return deft_device_synchronize(arr->tensor.device, false);
 }
 
 int deft_ndarray_wait_to_write(deft_ndarray_t *arr) {
     if (deft_ndarray_is_lazy(arr) && deft_deferred_compute(1, &arr)) return -1;
-    return deft_engine_wait_to_write(arr->var);
+    if (deft_engine_wait_to_write(arr->var)) return -1;
+    return deft_device_synchronize(arr->tensor.device, false);
 }
 
 int deft_ndarray_copy_to_host(deft_ndarray_t *arr, void *data, size_t nbytes) {
