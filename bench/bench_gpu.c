@@ -1,0 +1,233 @@
+#define _POSIX_C_SOURCE 200809L
+/*
+ * GPU benchmark, each figure a ratio against a reference measured in the
+ * same run on the same GPU:
+ *  - GEMM through deft's dot against cublasSgemm called directly;
+ *  - an elementwise add against the device's copy bandwidth (cudaMemcpy
+ *    between two device buffers, the best a kernel that reads and writes
+ *    memory can do);
+ *  - a training step of an MLP (imperative, autograd, SGD) on the GPU
+ *    against the same step on the CPU.
+ * Without a GPU it says so and exits 0.
+ */
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <string.h>
+
+#include "bench_util.h"
+
+static DeftNDArrayHandle random_array(const int64_t *shape, int ndim, int dev_type, double scale) {
+    char text[64];
+    int n = snprintf(text, sizeof text, "(");
+    for (int d = 0; d < ndim; d++)
+        n += snprintf(text + n, sizeof text - (size_t)n, "%lld,", (long long)shape[d]);
+    snprintf(text + n, sizeof text - (size_t)n, ")");
+    char scale_text[32];
+    snprintf(scale_text, sizeof scale_text, "%g", scale);
+    const char *keys[4] = {"shape", "loc", "scale", "ctx"};
+    const char *vals[4] = {text, "0", scale_text, dev_type == DEFT_GPU ? "gpu(0)" : "cpu(0)"};
+    DeftNDArrayHandle out = NULL;
+    int nout = 1;
+    CHECK(DeftImperativeInvoke(op("_random_normal"), 0, NULL, &nout, &out, 4, keys, vals));
+    return out;
+}
+
+static DeftNDArrayHandle call(const char *name, int nin, DeftNDArrayHandle *in, int np,
+                              const char **keys, const char **vals) {
+    DeftNDArrayHandle out = NULL;
+    int nout = 1;
+    CHECK(DeftImperativeInvoke(op(name), nin, in, &nout, &out, np, keys, vals));
+    return out;
+}
+
+/* ---- GEMM ---- */
+
+static void gemm(int n) {
+    const int64_t shape[2] = {n, n};
+    DeftNDArrayHandle a = random_array(shape, 2, DEFT_GPU, 1),
+                      b = random_array(shape, 2, DEFT_GPU, 1);
+    float *da, *db, *dc;
+    size_t bytes = (size_t)n * (size_t)n * sizeof(float);
+    if (cudaMalloc((void **)&da, bytes) || cudaMalloc((void **)&db, bytes) ||
+        cudaMalloc((void **)&dc, bytes)) {
+        fprintf(stderr, "cudaMalloc failed\n");
+        exit(1);
+    }
+    cudaMemset(da, 0, bytes), cudaMemset(db, 0, bytes);
+    cublasHandle_t handle;
+    cublasCreate(&handle);
+    const float one = 1, zero = 0;
+    int reps = n <= 1024 ? 200 : n <= 2048 ? 50 : 10;
+    double best_deft = 1e30, best_blas = 1e30;
+    for (int round = 0; round < 5; round++) {
+        double t0 = now();
+        for (int r = 0; r < reps; r++) {
+            DeftNDArrayHandle in[2] = {a, b};
+            DeftNDArrayHandle c = call("dot", 2, in, 0, NULL, NULL);
+            CHECK(DeftNDArrayFree(c));
+        }
+        CHECK(DeftWaitAll());
+        double t = (now() - t0) / reps;
+        if (t < best_deft) best_deft = t;
+        t0 = now();
+        for (int r = 0; r < reps; r++)
+            cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, db, n, da, n, &zero, dc,
+                        n);
+        cudaDeviceSynchronize();
+        t = (now() - t0) / reps;
+        if (t < best_blas) best_blas = t;
+    }
+    double flops = 2.0 * n * n * (double)n;
+    printf("  sgemm %5d: deft %8.1f TFLOP/s, cuBLAS %8.1f TFLOP/s: %.2fx cuBLAS\n", n,
+           flops / best_deft / 1e12, flops / best_blas / 1e12, best_blas / best_deft);
+    cublasDestroy(handle);
+    cudaFree(da), cudaFree(db), cudaFree(dc);
+    CHECK(DeftNDArrayFree(a));
+    CHECK(DeftNDArrayFree(b));
+}
+
+/* ---- elementwise against copy bandwidth ---- */
+
+static void elementwise(int64_t n) {
+    DeftNDArrayHandle a = random_array(&n, 1, DEFT_GPU, 1), b = random_array(&n, 1, DEFT_GPU, 1);
+    size_t bytes = (size_t)n * sizeof(float);
+    void *src, *dst;
+    if (cudaMalloc(&src, bytes) || cudaMalloc(&dst, bytes)) {
+        fprintf(stderr, "cudaMalloc failed\n");
+        exit(1);
+    }
+    const int reps = 20;
+    double best_add = 1e30, best_copy = 1e30;
+    for (int round = 0; round < 5; round++) {
+        double t0 = now();
+        for (int r = 0; r < reps; r++) {
+            DeftNDArrayHandle in[2] = {a, b};
+            CHECK(DeftNDArrayFree(call("elemwise_add", 2, in, 0, NULL, NULL)));
+        }
+        CHECK(DeftWaitAll());
+        double t = (now() - t0) / reps;
+        if (t < best_add) best_add = t;
+        t0 = now();
+        for (int r = 0; r < reps; r++) cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice);
+        cudaDeviceSynchronize();
+        t = (now() - t0) / reps;
+        if (t < best_copy) best_copy = t;
+    }
+    double add_gbs = 3.0 * (double)bytes / best_add / 1e9,
+           copy_gbs = 2.0 * (double)bytes / best_copy / 1e9;
+    printf("  add of %lld floats: %7.0f GB/s; device copy %7.0f GB/s: %.2fx the bandwidth\n",
+           (long long)n, add_gbs, copy_gbs, add_gbs / copy_gbs);
+    cudaFree(src), cudaFree(dst);
+    CHECK(DeftNDArrayFree(a));
+    CHECK(DeftNDArrayFree(b));
+}
+
+/* ---- an MLP training step: CPU against GPU ---- */
+
+typedef struct mlp {
+    DeftNDArrayHandle w[3], b[3], gw[3], gb[3];
+} mlp_t;
+
+static const int64_t widths[4] = {784, 512, 512, 10};
+
+static void mlp_init(mlp_t *m, int dev) {
+    for (int l = 0; l < 3; l++) {
+        const int64_t ws[2] = {widths[l + 1], widths[l]}, bs[1] = {widths[l + 1]};
+        m->w[l] = random_array(ws, 2, dev, 0.05);
+        m->b[l] = random_array(bs, 1, dev, 0.0);
+        CHECK(DeftNDArrayCreate(ws, 2, DEFT_FLOAT32, dev, 0, &m->gw[l]));
+        CHECK(DeftNDArrayCreate(bs, 1, DEFT_FLOAT32, dev, 0, &m->gb[l]));
+        DeftNDArrayHandle vars[2] = {m->w[l], m->b[l]}, grads[2] = {m->gw[l], m->gb[l]};
+        CHECK(DeftAutogradMarkVariables(2, vars, NULL, grads));
+    }
+}
+
+static void mlp_step(mlp_t *m, DeftNDArrayHandle x, DeftNDArrayHandle labels) {
+    char hidden[3][16];
+    CHECK(DeftAutogradSetIsRecording(1, NULL));
+    DeftNDArrayHandle h = x, made[8];
+    int nmade = 0;
+    for (int l = 0; l < 3; l++) {
+        snprintf(hidden[l], sizeof hidden[l], "%lld", (long long)widths[l + 1]);
+        const char *keys[1] = {"num_hidden"}, *vals[1] = {hidden[l]};
+        DeftNDArrayHandle in[3] = {h, m->w[l], m->b[l]};
+        h = made[nmade++] = call("FullyConnected", 3, in, 1, keys, vals);
+        if (l < 2) {
+            const char *k[1] = {"act_type"}, *v[1] = {"relu"};
+            h = made[nmade++] = call("Activation", 1, &h, 1, k, v);
+        }
+    }
+    DeftNDArrayHandle in[2] = {h, labels};
+    DeftNDArrayHandle loss = made[nmade++] = call("softmax_cross_entropy", 2, in, 0, NULL, NULL);
+    CHECK(DeftAutogradSetIsRecording(0, NULL));
+    CHECK(DeftAutogradBackward(1, &loss, NULL, 0, 0));
+    const char *keys[1] = {"lr"}, *vals[1] = {"0.001"};
+    for (int l = 0; l < 3; l++) {
+        DeftNDArrayHandle wg[2] = {m->w[l], m->gw[l]}, bg[2] = {m->b[l], m->gb[l]};
+        int nout = 1;
+        CHECK(DeftImperativeInvoke(op("sgd_update"), 2, wg, &nout, &m->w[l], 1, keys, vals));
+        CHECK(DeftImperativeInvoke(op("sgd_update"), 2, bg, &nout, &m->b[l], 1, keys, vals));
+    }
+    for (int i = 0; i < nmade; i++) CHECK(DeftNDArrayFree(made[i]));
+}
+
+static double step_time(int dev, int batch, int steps) {
+    mlp_t m;
+    mlp_init(&m, dev);
+    const int64_t xs[2] = {batch, widths[0]}, ls[1] = {batch};
+    DeftNDArrayHandle x = random_array(xs, 2, dev, 1);
+    const char *keys[4] = {"shape", "low", "high", "ctx"};
+    char shape[32];
+    snprintf(shape, sizeof shape, "(%d,)", batch);
+    const char *vals[4] = {shape, "0", "10", dev == DEFT_GPU ? "gpu(0)" : "cpu(0)"};
+    DeftNDArrayHandle u = call("_random_uniform", 0, NULL, 4, keys, vals);
+    const char *fk[1] = {"dtype"}, *fv[1] = {"int32"};
+    DeftNDArrayHandle labels = call("Cast", 1, &u, 1, fk, fv);
+    (void)ls;
+    mlp_step(&m, x, labels); /* warm up: plans, pools, cuBLAS */
+    CHECK(DeftWaitAll());
+    double best = 1e30;
+    for (int round = 0; round < 3; round++) {
+        double t0 = now();
+        for (int s = 0; s < steps; s++) mlp_step(&m, x, labels);
+        CHECK(DeftWaitAll());
+        double t = (now() - t0) / steps;
+        if (t < best) best = t;
+    }
+    for (int l = 0; l < 3; l++) {
+        CHECK(DeftNDArrayFree(m.w[l]));
+        CHECK(DeftNDArrayFree(m.b[l]));
+        CHECK(DeftNDArrayFree(m.gw[l]));
+        CHECK(DeftNDArrayFree(m.gb[l]));
+    }
+    CHECK(DeftNDArrayFree(x));
+    CHECK(DeftNDArrayFree(u));
+    CHECK(DeftNDArrayFree(labels));
+    return best;
+}
+
+int main(void) {
+    int gpus = 0;
+    CHECK(DeftGetGPUCount(&gpus));
+    if (gpus == 0) {
+        printf("bench_gpu: skipped: no GPU (no CUDA device or driver on this machine)\n");
+        return 0;
+    }
+    const char *name;
+    CHECK(DeftGetGPUName(0, &name));
+    printf("GPU benchmark on gpu(0): %s\n", name);
+    printf("GEMM, deft dot against cuBLAS called directly (float32, n x n)\n");
+    gemm(1024);
+    gemm(2048);
+    gemm(4096);
+    printf("elementwise add against device copy bandwidth\n");
+    elementwise(1 << 24);
+    elementwise(1 << 26);
+    printf("MLP 784-512-512-10 training step (imperative + autograd + SGD)\n");
+    for (int batch = 64; batch <= 1024; batch *= 4) {
+        double cpu = step_time(DEFT_CPU, batch, 5), gpu = step_time(DEFT_GPU, batch, 20);
+        printf("  batch %4d: CPU %8.2f ms, GPU %8.3f ms: GPU %.1fx faster\n", batch, cpu * 1e3,
+               gpu * 1e3, cpu / gpu);
+    }
+    return 0;
+}
