@@ -331,7 +331,7 @@ class NDArray:
     def attach_grad(self, grad_req="write"):
         """Make this array a variable: backward() fills `.grad` (zeros until then)."""
         from . import autograd
-        grad = zeros(self.shape, dtype=self.dtype)
+        grad = zeros(self.shape, dtype=self.dtype, device=self.device)
         lib.DeftAutogradMarkVariables(1, (self,), (autograd.GRAD_REQS[grad_req],), (grad,))
         self._grad = grad
         return self

@@ -42,7 +42,7 @@ class SGD(Optimizer):
         self.momentum = momentum
 
     def _new_state(self, p):
-        return zeros(p.shape, p.dtype) if self.momentum else None
+        return zeros(p.shape, p.dtype, p.device) if self.momentum else None
 
     def _hyper(self):
         hyper = super()._hyper()
@@ -66,7 +66,7 @@ class Adam(Optimizer):
         self.t = 0
 
     def _new_state(self, p):
-        return zeros(p.shape, p.dtype), zeros(p.shape, p.dtype)
+        return zeros(p.shape, p.dtype, p.device), zeros(p.shape, p.dtype, p.device)
 
     def step(self, batch_size=1):
         self.t += 1
