@@ -10,6 +10,7 @@
  * and the allocator's statistics. Without a GPU those print
  * "skipped: no GPU" with the reason, and only the first part runs.
  */
+#include <cjson/cJSON.h>
 #include <stdlib.h>
 
 #include "core/gpu/gpu_index.h"
@@ -605,6 +606,33 @@ START_TEST(test_dlpack_carries_cuda_tensors) {
 }
 END_TEST
 
+/* Each GPU operator gets a "device" span timed by CUDA events, next to its
+ * host span (the time to queue it). */
+START_TEST(test_profiler_times_kernels_on_the_device) {
+    const char *keys[2] = {"filename", "aggregate_stats"},
+               *vals[2] = {"test_gpu_profile.json", "1"};
+    ck_assert_ok(DeftProfilerSetConfig(2, keys, vals));
+    DeftNDArrayHandle x;
+    ck_assert_ok(DeftNDArrayCreate(SHAPE(1 << 20), 1, DEFT_FLOAT32, DEFT_GPU, 0, &x));
+    ck_assert_ok(DeftProfilerSetState(1));
+    for (int i = 0; i < 5; i++) ck_assert_ok(DeftNDArrayFree(call1("relu", 1, &x, NO_PARAMS)));
+    ck_assert_ok(DeftWaitAll());
+    ck_assert_ok(DeftProfilerSetState(0));
+    const char *json;
+    ck_assert_ok(DeftProfilerDumps(1, DEFT_PROFILER_JSON, &json));
+    cJSON *stats = cJSON_Parse(json);
+    ck_assert_ptr_nonnull(stats);
+    const cJSON *device = cJSON_GetObjectItem(cJSON_GetObjectItem(stats, "device"), "relu");
+    const cJSON *host = cJSON_GetObjectItem(cJSON_GetObjectItem(stats, "operator"), "relu");
+    ck_assert_ptr_nonnull(device);
+    ck_assert_ptr_nonnull(host);
+    ck_assert_int_eq((int)cJSON_GetObjectItem(device, "count")->valuedouble, 5);
+    ck_assert(cJSON_GetObjectItem(device, "min")->valuedouble > 0);
+    cJSON_Delete(stats);
+    ck_assert_ok(DeftNDArrayFree(x));
+}
+END_TEST
+
 /* Checks the kernels make on the device fail the call's outputs, as on the CPU. */
 START_TEST(test_bad_labels_and_indices_fail_on_the_gpu) {
     DeftNDArrayHandle data, host_labels = make(DEFT_INT32, 1, SHAPE(3), VALUES(1, 7, 2));
@@ -645,6 +673,7 @@ static Suite *gpu_suite(int gpus) {
         tcase_add_test(device, test_allocator_caches_and_reports);
         tcase_add_test(device, test_bad_labels_and_indices_fail_on_the_gpu);
         tcase_add_test(device, test_dlpack_carries_cuda_tensors);
+        tcase_add_test(device, test_profiler_times_kernels_on_the_device);
         suite_add_tcase(suite, device);
     }
     return suite;

@@ -63,6 +63,18 @@ int deft_device_synchronize_used(void) {
     return gpu_backend ? gpu_backend->synchronize_used() : 0;
 }
 
+void *deft_device_timer_start(deft_device_t dev, const char *name) {
+    return dev.type == DEFT_DEV_GPU ? gpu_backend->timer_start(dev.id, name) : NULL;
+}
+
+void deft_device_timer_stop(deft_device_t dev, void *timer) {
+    if (dev.type == DEFT_DEV_GPU) gpu_backend->timer_stop(timer);
+}
+
+void deft_device_flush_timings(void) {
+    if (gpu_backend) gpu_backend->flush_timings();
+}
+
 const char *deft_device_format(deft_device_t dev, char *buf, size_t len) {
     snprintf(buf, len, "%s(%d)", dev.type == DEFT_DEV_GPU ? "gpu" : "cpu", dev.id);
     return buf;

@@ -62,6 +62,12 @@ typedef struct deft_gpu_backend {
     int (*synchronize)(int id, bool whole_device);
     /* The same for every GPU deft has queued work on (none: no CUDA call). */
     int (*synchronize_used)(void);
+    /* Time what is queued next on GPU `id` as operator `name`, for the
+     * profiler: a timer (NULL if it cannot), stopped after the kernels. */
+    void *(*timer_start)(int id, const char *name);
+    void (*timer_stop)(void *timer);
+    /* Turn the device timings still pending into profiler spans (waiting for them). */
+    void (*flush_timings)(void);
     /* Name ("NVIDIA H100 80GB HBM3", owned by the layer) and memory of a GPU. */
     int (*name)(int id, const char **out);
     int (*memory)(int id, size_t *free_bytes, size_t *total_bytes);
@@ -85,6 +91,12 @@ int deft_device_zero(void *dst, deft_device_t dev, size_t nbytes);
 int deft_device_synchronize(deft_device_t dev, bool whole_device);
 /* Wait for the work queued on every GPU deft has used (DeftWaitAll). */
 int deft_device_synchronize_used(void);
+/* Device-side timing of an operator's kernels for the profiler: a timer on
+ * a GPU (NULL on the CPU, where the host span says it all), then stop. */
+void *deft_device_timer_start(deft_device_t dev, const char *name);
+void deft_device_timer_stop(deft_device_t dev, void *timer);
+/* Record the GPU kernel timings still pending (the profiler, before it writes). */
+void deft_device_flush_timings(void);
 
 #ifdef __cplusplus
 }

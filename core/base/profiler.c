@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/base/device.h"
 #include "core/base/error.h"
 #include "core/base/profiler_buffer.h"
 #include "core/base/tls.h"
@@ -58,9 +59,7 @@ static prof_buffer_t *buffer(void) {
 }
 
 /* Append; an event that finds no memory is dropped (profiling never fails a call). */
-static void record(const prof_event_t *e) {
-    prof_buffer_t *b = buffer();
-    if (!b) return;
+static void append(prof_buffer_t *b, const prof_event_t *e) {
     pthread_mutex_lock(&b->lock);
     if (b->count == b->capacity) {
         size_t cap = b->capacity ? 2 * b->capacity : 1024;
@@ -73,6 +72,11 @@ static void record(const prof_event_t *e) {
     }
     b->events[b->count++] = *e;
     pthread_mutex_unlock(&b->lock);
+}
+
+static void record(const prof_event_t *e) {
+    prof_buffer_t *b = buffer();
+    if (b) append(b, e);
 }
 
 const char *deft_profiler_set_prefix(const char *prefix) {
@@ -105,6 +109,42 @@ void deft_profiler_op_span(const char *domain, const char *name, const char *dev
                            .dur = end - start,
                            .phase = 'X',
                            .device = device});
+}
+
+/* The buffer of a device's track: one per device, made on first use, with
+ * a made-up thread id past any real one so trace viewers show it apart. */
+static prof_buffer_t *device_buffer(const char *device) {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static prof_buffer_t *tracks[DEFT_DEVICE_SLOTS];
+    static int count;
+    pthread_mutex_lock(&lock);
+    prof_buffer_t *b = NULL;
+    for (int k = 0; k < count && !b; k++)
+        if (strcmp(tracks[k]->thread_name, device) == 0) b = tracks[k];
+    if (!b && count < DEFT_DEVICE_SLOTS && (b = calloc(1, sizeof *b))) {
+        pthread_mutex_init(&b->lock, NULL);
+        b->tid = 0x40000000L + count;
+        snprintf(b->thread_name, sizeof b->thread_name, "%s", device);
+        pthread_mutex_lock(&deft_prof_buffers_lock);
+        b->next = deft_prof_buffers;
+        deft_prof_buffers = b;
+        pthread_mutex_unlock(&deft_prof_buffers_lock);
+        tracks[count++] = b;
+    }
+    pthread_mutex_unlock(&lock);
+    return b;
+}
+
+void deft_profiler_device_span(const char *device, const char *name, double start, double end) {
+    const char *track = deft_profiler_intern(device);
+    prof_buffer_t *b = track ? device_buffer(track) : NULL;
+    if (b)
+        append(b, &(prof_event_t){.domain = "device",
+                                  .name = name,
+                                  .ts = start,
+                                  .dur = end - start,
+                                  .phase = 'X',
+                                  .device = track});
 }
 
 void deft_profiler_instant(const char *domain, const char *name, char scope, const char *arg_key,

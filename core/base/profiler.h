@@ -41,6 +41,10 @@ void deft_profiler_span(const char *domain, const char *name, double start, doub
 /* An operator's span, with the device it ran on ("cpu(0)"). */
 void deft_profiler_op_span(const char *domain, const char *name, const char *device, double start,
                            double end);
+/* A span measured on a device (a GPU kernel's time, from device events), on
+ * that device's own track of the trace ("gpu(0)"), in domain "device". */
+void deft_profiler_device_span(const char *device, const char *name, double start, double end);
+
 /* An instant on this thread; scope 'g' (global), 'p' (process) or 't' (thread). */
 void deft_profiler_instant(const char *domain, const char *name, char scope, const char *arg_key,
                            int64_t arg);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/base/device.h"
 #include "core/base/error.h"
 #include "core/base/profiler.h"
 #include "core/base/profiler_buffer.h"
@@ -137,6 +138,7 @@ static FILE *open_trace(void) {
 }
 
 int deft_profiler_dump(bool finished) {
+    deft_device_flush_timings(); /* kernels' device times, into the buffers first */
     pthread_mutex_lock(&deft_prof_buffers_lock);
     pthread_mutex_lock(&stats_lock);
     fold_all();
@@ -222,6 +224,7 @@ static void put_json(FILE *f) {
 }
 
 int deft_profiler_stats(bool reset, bool json, const char **out) {
+    deft_device_flush_timings();
     pthread_mutex_lock(&deft_prof_buffers_lock);
     pthread_mutex_lock(&stats_lock);
     fold_all();

@@ -2,6 +2,7 @@
  * Devices, streams and copies over the CUDA runtime API, which is plain C.
  */
 #include "core/gpu/gpu.h"
+#include "core/gpu/gpu_timing.h"
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
@@ -151,12 +152,23 @@ static int zero(void *dst, deft_device_t dev, size_t nbytes) {
     return deft_gpu_check(cudaMemsetAsync(dst, 0, nbytes, stream), "cudaMemsetAsync");
 }
 
+static void *timer_start(int id, const char *name) {
+    return deft_gpu_timer_start(id, name);
+}
+
+static void timer_stop(void *timer) {
+    deft_gpu_timer_stop(timer);
+}
+
 const deft_gpu_backend_t deft_gpu_backend = {
     .probe = probe,
     .copy = copy,
     .zero = zero,
     .synchronize = synchronize_device,
     .synchronize_used = synchronize_used,
+    .timer_start = timer_start,
+    .timer_stop = timer_stop,
+    .flush_timings = deft_gpu_flush_timings,
     .name = deft_gpu_name,
     .memory = deft_gpu_memory,
 };

@@ -313,7 +313,11 @@ int deft_graph_forward(const deft_graph_t *g, deft_tensor_t *t) {
             return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "node '%s' (%s) has no GPU kernel",
                               g->names[i], op->name);
         double start = deft_profiling(DEFT_PROF_SYMBOLIC) ? deft_profiler_now() : 0;
-        if (forward(op, node->params, node->num_inputs, in, node->num_outputs, &t[g->row_ptr[i]])) {
+        void *timer = start != 0 ? deft_device_timer_start(dev, op->name) : NULL;
+        int status =
+            forward(op, node->params, node->num_inputs, in, node->num_outputs, &t[g->row_ptr[i]]);
+        if (timer) deft_device_timer_stop(dev, timer);
+        if (status) {
             char detail[DEFT_ERROR_MAX];
             snprintf(detail, sizeof detail, "%s", deft_error_message());
             return deft_error_restore(deft_error_kind(), detail);

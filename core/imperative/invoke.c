@@ -7,6 +7,7 @@
  */
 #include "core/imperative/invoke.h"
 
+#include "core/base/profiler.h"
 #include "core/imperative/autograd.h"
 #include "core/imperative/custom_op.h"
 #include "core/imperative/deferred.h"
@@ -110,7 +111,13 @@ static int call_run(void *arg) {
     bool on_gpu = call->nout ? out_t[0].device.type == DEFT_DEV_GPU
                              : call->nin && in_t[0].device.type == DEFT_DEV_GPU;
     deft_forward_fn forward = on_gpu ? call->op->forward_gpu : call->op->forward;
-    if (forward(call->op, call->params, call->nin, in_t, call->nout, out_t)) return -1;
+    deft_device_t dev = call->nout ? out_t[0].device : on_gpu ? in_t[0].device : deft_device_cpu();
+    void *timer = on_gpu && deft_profiling(DEFT_PROF_IMPERATIVE)
+                      ? deft_device_timer_start(dev, call->op->name)
+                      : NULL;
+    int status = forward(call->op, call->params, call->nin, in_t, call->nout, out_t);
+    if (timer) deft_device_timer_stop(dev, timer);
+    if (status) return -1;
     for (int k = 0; k < call->nout; k++) {
         if (!call->final[k]) continue;
         const deft_tensor_t *final = &call->final[k]->tensor;
