@@ -8,24 +8,7 @@
 #define DEFT_CORE_GPU_INDEX_H
 
 #include "core/gpu/kernels.h"
-
-#ifndef DEFT_DEVICE_FN
-#define DEFT_DEVICE_FN static inline
-/* Offset in the input of element j of result o of a reduction. */
-DEFT_DEVICE_FN int64_t deft_gpu_reduce_offset(const deft_gpu_reduce_t *r, int64_t o, int64_t j) {
-    int64_t off = 0;
-    for (int d = r->ndim - 1; d >= r->nkept; d--) {
-        off += (j % r->dims[d]) * r->strides[d];
-        j /= r->dims[d];
-    }
-    for (int d = r->nkept - 1; d >= 0; d--) {
-        off += (o % r->dims[d]) * r->strides[d];
-        o /= r->dims[d];
-    }
-    return off;
-}
-
-#endif
+#include "core/op/device_fn.h"
 
 /* off[k] = element offset of operand k for linear index i (row-major over dims). */
 DEFT_DEVICE_FN void deft_gpu_offsets(const deft_gpu_map_t *m, int64_t i, int64_t *off) {

@@ -2,6 +2,7 @@
 #define DEFT_DEVICE_FN __host__ __device__ static inline
 #include "core/gpu/flag.cuh"
 #include "core/gpu/gpu.h"
+#include "core/gpu/launch.cuh"
 #include "core/gpu/kernels.h"
 #include "core/op/index_math.h"
 
@@ -10,17 +11,6 @@
 #include "core/base/error.h"
 
 namespace {
-
-constexpr int kThreads = 256;
-
-int blocks(int64_t n) {
-    int64_t b = (n + kThreads - 1) / kThreads;
-    return (int)(b < 65535 ? (b > 0 ? b : 1) : 65535);
-}
-
-#define GRID_STRIDE(i, n)                                                                          \
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);                      \
-         i += (int64_t)gridDim.x * blockDim.x)
 
 __global__ void check_indices(deft_gpu_take_t t, unsigned long long *bad) {
     GRID_STRIDE(j, t.count) {
@@ -58,7 +48,7 @@ __global__ void one_hot_kernel(deft_gpu_one_hot_t h) {
 }
 
 void launch_gather(const deft_gpu_take_t &t, cudaStream_t stream) {
-    int grid = blocks(t.outer * t.count * t.inner);
+    int grid = blocks_for(t.outer * t.count * t.inner);
     switch (deft_dtype_size(t.dtype)) {
     case 1:
         gather<uint8_t><<<grid, kThreads, 0, stream>>>(t);
@@ -83,7 +73,7 @@ extern "C" int deft_gpu_take(int dev, const deft_gpu_take_t *t, int64_t *bad) {
         run_flagged(
             dev,
             [&](cudaStream_t stream, unsigned long long *flag) {
-                check_indices<<<blocks(t->count), kThreads, 0, stream>>>(*t, flag);
+                check_indices<<<blocks_for(t->count), kThreads, 0, stream>>>(*t, flag);
             },
             bad))
         return -1;
@@ -107,9 +97,9 @@ extern "C" int deft_gpu_take_backward(int dev, const deft_gpu_take_t *t) {
     int64_t n = t->outer * t->count * t->inner;
     if (n == 0) return 0;
     if (t->dtype == DEFT_DT_FLOAT32)
-        scatter_add<float><<<blocks(n), kThreads, 0, stream>>>(*t);
+        scatter_add<float><<<blocks_for(n), kThreads, 0, stream>>>(*t);
     else
-        scatter_add<double><<<blocks(n), kThreads, 0, stream>>>(*t);
+        scatter_add<double><<<blocks_for(n), kThreads, 0, stream>>>(*t);
     return deft_gpu_check(cudaGetLastError(), "launching take's gradient");
 }
 
@@ -117,6 +107,6 @@ extern "C" int deft_gpu_one_hot(int dev, const deft_gpu_one_hot_t *h) {
     if (h->count * h->depth == 0) return 0;
     deft_gpu_stream_t stream;
     if (deft_gpu_enter(dev, &stream)) return -1;
-    one_hot_kernel<<<blocks(h->count * h->depth), kThreads, 0, stream>>>(*h);
+    one_hot_kernel<<<blocks_for(h->count * h->depth), kThreads, 0, stream>>>(*h);
     return deft_gpu_check(cudaGetLastError(), "launching one_hot");
 }

@@ -1,6 +1,7 @@
 /* Creation kernels: random numbers (the CPU's Philox stream) and arange. */
 #define DEFT_DEVICE_FN __host__ __device__ static inline
 #include "core/gpu/gpu.h"
+#include "core/gpu/launch.cuh"
 #include "core/gpu/kernels.h"
 #include "core/op/dtype_math.h"
 #include "core/op/philox.h"
@@ -8,17 +9,6 @@
 #include <cuda_runtime_api.h>
 
 namespace {
-
-constexpr int kThreads = 256;
-
-int blocks(int64_t n) {
-    int64_t b = (n + kThreads - 1) / kThreads;
-    return (int)(b < 65535 ? (b > 0 ? b : 1) : 65535);
-}
-
-#define GRID_STRIDE(i, n)                                                                          \
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);                      \
-         i += (int64_t)gridDim.x * blockDim.x)
 
 /* Element i takes the same block and word as on the CPU (init.c). */
 __global__ void random_kernel(deft_gpu_random_t r) {
@@ -46,7 +36,7 @@ extern "C" int deft_gpu_random(int dev, const deft_gpu_random_t *r) {
     if (r->n == 0) return 0;
     deft_gpu_stream_t stream;
     if (deft_gpu_enter(dev, &stream)) return -1;
-    random_kernel<<<blocks(r->n), kThreads, 0, stream>>>(*r);
+    random_kernel<<<blocks_for(r->n), kThreads, 0, stream>>>(*r);
     return deft_gpu_check(cudaGetLastError(), "launching a random kernel");
 }
 
@@ -55,6 +45,6 @@ extern "C" int deft_gpu_arange(int dev, void *y, deft_dtype_t dtype, int64_t n, 
     if (n == 0) return 0;
     deft_gpu_stream_t stream;
     if (deft_gpu_enter(dev, &stream)) return -1;
-    arange_kernel<<<blocks(n), kThreads, 0, stream>>>(y, dtype, n, start, step, repeat);
+    arange_kernel<<<blocks_for(n), kThreads, 0, stream>>>(y, dtype, n, start, step, repeat);
     return deft_gpu_check(cudaGetLastError(), "launching arange");
 }

@@ -5,6 +5,7 @@
  */
 #define DEFT_DEVICE_FN __host__ __device__ static inline
 #include "core/gpu/gpu.h"
+#include "core/gpu/launch.cuh"
 #include "core/gpu/gpu_index.h"
 #include "core/gpu/kernels.h"
 #include "core/op/dtype_math.h"
@@ -65,8 +66,9 @@ DEFT_BINARY_FLOAT_MATH(FLOAT_OVERLOADS_2)
     X(add)                                                                                         \
     X(sub)                                                                                         \
     X(mul)                                                                                         \
-    X(div) X(power) X(maximum) X(minimum) X(equal) X(not_equal) X(greater) X(greater_equal)        \
-        X(lesser) X(lesser_equal)
+    X(div)                                                                                         \
+    X(power) X(maximum) X(minimum) X(equal) X(not_equal) X(greater) X(greater_equal) X(lesser)     \
+        X(lesser_equal)
 #define INT_OVERLOADS_1(name)                                                                      \
     __device__ inline int32_t f_##name(int32_t x) {                                                \
         return deft_##name##_i32(x);                                                               \
@@ -102,10 +104,6 @@ DEFT_UNARY_FLOAT_MATH(UNARY_FUNCTOR)
 DEFT_BINARY_FLOAT_MATH(BINARY_FUNCTOR)
 
 /* ---- kernels ---- */
-
-#define GRID_STRIDE(i, n)                                                                          \
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);                      \
-         i += (int64_t)gridDim.x * blockDim.x)
 
 template <typename T, typename F> __global__ void unary_kernel(deft_gpu_map_t m, F f) {
     GRID_STRIDE(i, m.size) {
@@ -179,14 +177,9 @@ template <typename T> __global__ void add_n_kernel(deft_gpu_map_t m) {
 
 /* ---- launching ---- */
 
-int grid_for(int64_t n) {
-    int64_t blocks = (n + 255) / 256;
-    return (int)(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535);
-}
-
 #define LAUNCH(kernel, ...)                                                                        \
     do {                                                                                           \
-        kernel<<<grid_for(m.size), 256, 0, stream>>>(__VA_ARGS__);                                 \
+        kernel<<<blocks_for(m.size), kThreads, 0, stream>>>(__VA_ARGS__);                          \
         return true;                                                                               \
     } while (0)
 

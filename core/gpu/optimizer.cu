@@ -1,6 +1,7 @@
 /* Optimizer steps, element by element over the shared optimizer_math.h. */
 #define DEFT_DEVICE_FN __host__ __device__ static inline
 #include "core/gpu/gpu.h"
+#include "core/gpu/launch.cuh"
 #include "core/gpu/kernels.h"
 #include "core/op/optimizer_math.h"
 
@@ -8,14 +9,11 @@
 
 namespace {
 
-constexpr int kThreads = 256;
-
 template <typename T> __global__ void update_kernel(deft_gpu_update_t u) {
     T *out = static_cast<T *>(u.out), *w = static_cast<T *>(u.in[0]),
       *g = static_cast<T *>(u.in[1]), *s1 = static_cast<T *>(u.in[2]),
       *s2 = static_cast<T *>(u.in[3]);
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < u.n;
-         i += (int64_t)gridDim.x * blockDim.x) {
+    GRID_STRIDE(i, u.n) {
         if (u.kind == 0) {
             out[i] = (T)deft_sgd_step(&u.hyper, w[i], g[i]);
         } else if (u.kind == 1) {
@@ -38,8 +36,7 @@ extern "C" int deft_gpu_update(int dev, const deft_gpu_update_t *u) {
     if (u->n == 0) return 0;
     deft_gpu_stream_t stream;
     if (deft_gpu_enter(dev, &stream)) return -1;
-    int64_t b = (u->n + kThreads - 1) / kThreads;
-    int grid = (int)(b < 65535 ? b : 65535);
+    int grid = blocks_for(u->n);
     if (u->dtype == DEFT_DT_FLOAT32)
         update_kernel<float><<<grid, kThreads, 0, stream>>>(*u);
     else

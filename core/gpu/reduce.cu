@@ -5,6 +5,7 @@
  */
 #define DEFT_DEVICE_FN __host__ __device__ static inline
 #include "core/gpu/gpu.h"
+#include "core/gpu/launch.cuh"
 #include "core/gpu/gpu_index.h"
 #include "core/gpu/kernels.h"
 #include "core/op/reduce_math.h"
@@ -17,7 +18,6 @@
 
 namespace {
 
-constexpr int kThreads = 256;
 constexpr int64_t kShortSpan = 32; /* spans this short: a thread per result */
 
 template <typename T> __device__ deft_partial_t element(deft_reduce_kind_t kind, T v, int64_t j) {
@@ -55,8 +55,7 @@ template <typename T> __global__ void reduce_threads(deft_gpu_reduce_t r) {
     const deft_reduce_kind_t kind = (deft_reduce_kind_t)r.kind;
     const bool is_float = std::is_floating_point<T>::value;
     const T *x = static_cast<const T *>(r.x);
-    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < r.outer;
-         o += (int64_t)gridDim.x * blockDim.x) {
+    GRID_STRIDE(o, r.outer) {
         deft_partial_t p = deft_reduce_identity(kind);
         for (int64_t j = 0; j < r.span; j++) {
             deft_partial_t e = element<T>(kind, x[deft_gpu_reduce_offset(&r, o, j)], j);
@@ -66,15 +65,11 @@ template <typename T> __global__ void reduce_threads(deft_gpu_reduce_t r) {
     }
 }
 
-int blocks(int64_t n) {
-    return (int)(n < 65535 ? (n > 0 ? n : 1) : 65535);
-}
-
 template <typename T> void launch(const deft_gpu_reduce_t &r, cudaStream_t stream) {
     if (r.span <= kShortSpan)
-        reduce_threads<T><<<blocks((r.outer + kThreads - 1) / kThreads), kThreads, 0, stream>>>(r);
+        reduce_threads<T><<<blocks_for(r.outer), kThreads, 0, stream>>>(r);
     else
-        reduce_blocks<T><<<blocks(r.outer), kThreads, 0, stream>>>(r);
+        reduce_blocks<T><<<grid_of(r.outer), kThreads, 0, stream>>>(r);
 }
 
 } // namespace

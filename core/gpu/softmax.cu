@@ -5,6 +5,7 @@
 #define DEFT_DEVICE_FN __host__ __device__ static inline
 #include "core/gpu/flag.cuh"
 #include "core/gpu/gpu.h"
+#include "core/gpu/launch.cuh"
 #include "core/gpu/kernels.h"
 #include "core/op/softmax_math.h"
 
@@ -13,17 +14,6 @@
 #include "core/base/error.h"
 
 namespace {
-
-constexpr int kThreads = 256;
-
-int blocks(int64_t n) {
-    int64_t b = (n + kThreads - 1) / kThreads;
-    return (int)(b < 65535 ? (b > 0 ? b : 1) : 65535);
-}
-
-#define GRID_STRIDE(i, n)                                                                          \
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n);                      \
-         i += (int64_t)gridDim.x * blockDim.x)
 
 __global__ void softmax_lines(deft_gpu_softmax_t s) {
     GRID_STRIDE(line, s.outer * s.inner) {
@@ -71,7 +61,7 @@ extern "C" int deft_gpu_softmax(int dev, const deft_gpu_softmax_t *s) {
     if (s->outer * s->inner == 0 || s->n == 0) return 0;
     deft_gpu_stream_t stream;
     if (deft_gpu_enter(dev, &stream)) return -1;
-    softmax_lines<<<blocks(s->outer * s->inner), kThreads, 0, stream>>>(*s);
+    softmax_lines<<<blocks_for(s->outer * s->inner), kThreads, 0, stream>>>(*s);
     return deft_gpu_check(cudaGetLastError(), "launching softmax");
 }
 
@@ -80,7 +70,7 @@ extern "C" int deft_gpu_xent(int dev, const deft_gpu_xent_t *x, int64_t *bad_row
         dev,
         [&](cudaStream_t stream, unsigned long long *bad) {
             if (x->g)
-                xent_grad<<<blocks(x->batch), kThreads, 0, stream>>>(*x, bad);
+                xent_grad<<<blocks_for(x->batch), kThreads, 0, stream>>>(*x, bad);
             else
                 xent_loss<<<1, kThreads, 0, stream>>>(*x, bad);
         },

@@ -95,10 +95,12 @@ deft_ndarray_t *deft_ndarray_retain(deft_ndarray_t *arr) {
 
 void deft_ndarray_release(deft_ndarray_t *arr) {
     if (!arr) return;
-    /* Lazy arrays can be retained through their node's weak slot: no shortcut. */
-    bool last = arr->entry.node
-                    ? atomic_fetch_sub_explicit(&arr->refcount, 1, memory_order_acq_rel) == 1
-                    : deft_release_last(&arr->refcount);
+    /* Lazy arrays can be retained through their node's weak slot: no shortcut.
+     * (Autograd may be giving a new output its entry on another thread while
+     * a finished call drops its reference: read the node as it is published.) */
+    bool history = __atomic_load_n(&arr->entry.node, __ATOMIC_ACQUIRE) != NULL;
+    bool last = history ? atomic_fetch_sub_explicit(&arr->refcount, 1, memory_order_acq_rel) == 1
+                        : deft_release_last(&arr->refcount);
     if (!last) return;
     if (arr->entry.node) deft_record_release_entry(arr);
     deft_storage_release(arr->tensor.storage);

@@ -5,17 +5,9 @@
 #ifndef DEFT_CORE_INDEX_MATH_H
 #define DEFT_CORE_INDEX_MATH_H
 
-#ifdef __CUDACC__
-#include <cmath>
-#else
-#include <math.h>
-#endif
+#include "core/op/device_fn.h"
 
 #include "core/op/dtype_math.h"
-
-#ifndef DEFT_DEVICE_FN
-#define DEFT_DEVICE_FN static inline
-#endif
 
 /* take's modes for out-of-range indices (its `mode` parameter, in order). */
 enum { DEFT_TAKE_CLIP, DEFT_TAKE_WRAP, DEFT_TAKE_RAISE };

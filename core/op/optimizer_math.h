@@ -5,15 +5,7 @@
 #ifndef DEFT_CORE_OPTIMIZER_MATH_H
 #define DEFT_CORE_OPTIMIZER_MATH_H
 
-#ifdef __CUDACC__
-#include <cmath>
-#else
-#include <math.h>
-#endif
-
-#ifndef DEFT_DEVICE_FN
-#define DEFT_DEVICE_FN static inline
-#endif
+#include "core/op/device_fn.h"
 
 typedef struct deft_hyper {
     double lr, wd, rescale, clip, momentum, beta1, beta2, epsilon;

@@ -9,17 +9,7 @@
 #ifndef DEFT_CORE_PHILOX_H
 #define DEFT_CORE_PHILOX_H
 
-#ifdef __CUDACC__
-#include <cmath>
-#else
-#include <math.h>
-#include <stdbool.h>
-#endif
-#include <stdint.h>
-
-#ifndef DEFT_DEVICE_FN
-#define DEFT_DEVICE_FN static inline
-#endif
+#include "core/op/device_fn.h"
 
 typedef struct deft_philox_block {
     uint32_t v[4];

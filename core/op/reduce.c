@@ -257,18 +257,25 @@ static bool reduced_are_innermost(const reduce_plan_t *plan, const deft_shape_t 
     return true;
 }
 
-static int reduce_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
-                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
-    (void)nin, (void)nout;
+/* A call's plan over x's shape, and its kind (norm with ord=1 is NORM1). */
+static int plan_reduction(const deft_op_t *op, const deft_param_value_t *p, const deft_shape_t *x,
+                          reduce_plan_t *plan, deft_reduce_kind_t *kind) {
     deft_param_value_t axis;
     bool keepdims, exclude;
     read_axis_params(op, p, &axis, &keepdims, &exclude);
+    *kind = ((const reducer_t *)op->data)->kind;
+    if (*kind == DEFT_R_NORM && p[2].i == 1) *kind = DEFT_R_NORM1;
+    return plan_axes(op, &axis, exclude, x, plan);
+}
+
+static int reduce_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
     reduce_plan_t plan;
-    if (plan_axes(op, &axis, exclude, &in[0].shape, &plan)) return -1;
+    reducer_t r = *(const reducer_t *)op->data;
+    if (plan_reduction(op, p, &in[0].shape, &plan, &r.kind)) return -1;
     if (plan.outer == 0) return 0;
     void *copy = NULL;
-    reducer_t r = *(const reducer_t *)op->data;
-    if (r.kind == DEFT_R_NORM && p[2].i == 1) r.kind = DEFT_R_NORM1;
     reduce_ctx_t c = {.r = &r,
                       .x = deft_tensor_data(&in[0]),
                       .dtype = in[0].dtype,
@@ -315,13 +322,9 @@ static int reduce_forward(const deft_op_t *op, const deft_param_value_t *p, int 
 static int reduce_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
                               const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
-    deft_param_value_t axis;
-    bool keepdims, exclude;
-    read_axis_params(op, p, &axis, &keepdims, &exclude);
     reduce_plan_t plan;
-    if (plan_axes(op, &axis, exclude, &in[0].shape, &plan)) return -1;
-    deft_reduce_kind_t kind = ((const reducer_t *)op->data)->kind;
-    if (kind == DEFT_R_NORM && p[2].i == 1) kind = DEFT_R_NORM1;
+    deft_reduce_kind_t kind;
+    if (plan_reduction(op, p, &in[0].shape, &plan, &kind)) return -1;
     deft_gpu_reduce_t r = {.kind = kind,
                            .dtype = in[0].dtype,
                            .outer = plan.outer,
@@ -371,17 +374,25 @@ static int spread_infer(const deft_op_t *op, const deft_param_value_t *p, int ni
     return 0;
 }
 
+/* The reduction's plan over x's shape, and the strides of its result over
+ * that shape: 0 along reduced axes. */
+static int spread_plan(const deft_op_t *op, const deft_param_value_t *p, const deft_shape_t *x,
+                       reduce_plan_t *plan, int64_t *strides) {
+    if (plan_axes(op, &p[0], p[2].i != 0, x, plan)) return -1;
+    int64_t step = 1;
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        strides[d] = plan->reduced[d] ? 0 : step;
+        if (!plan->reduced[d]) step *= x->dims[d];
+    }
+    return 0;
+}
+
 static int spread_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
     reduce_plan_t plan;
-    if (plan_axes(op, &p[0], p[2].i != 0, &in[1].shape, &plan)) return -1;
-    /* strides of the reduced result over the full shape: 0 along reduced axes */
-    int64_t strides[DEFT_SHAPE_MAX_NDIM], step = 1;
-    for (int d = in[1].shape.ndim - 1; d >= 0; d--) {
-        strides[d] = plan.reduced[d] ? 0 : step;
-        if (!plan.reduced[d]) step *= in[1].shape.dims[d];
-    }
+    int64_t strides[DEFT_SHAPE_MAX_NDIM];
+    if (spread_plan(op, p, &in[1].shape, &plan, strides)) return -1;
     double scale = p[3].i && plan.span ? 1.0 / (double)plan.span : 1.0;
     int64_t n = deft_shape_size(&out[0].shape), index[DEFT_SHAPE_MAX_NDIM] = {0}, src = 0;
     const void *g = deft_tensor_data(&in[0]);
@@ -403,12 +414,8 @@ static int spread_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, 
                               const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
     reduce_plan_t plan;
-    if (plan_axes(op, &p[0], p[2].i != 0, &in[1].shape, &plan)) return -1;
-    int64_t strides[DEFT_SHAPE_MAX_NDIM], step = 1;
-    for (int d = in[1].shape.ndim - 1; d >= 0; d--) {
-        strides[d] = plan.reduced[d] ? 0 : step;
-        if (!plan.reduced[d]) step *= in[1].shape.dims[d];
-    }
+    int64_t strides[DEFT_SHAPE_MAX_NDIM];
+    if (spread_plan(op, p, &in[1].shape, &plan, strides)) return -1;
     static const int64_t none[DEFT_SHAPE_MAX_NDIM] = {0};
     double scalars[DEFT_GPU_MAX_OPS] = {[2] = p[3].i && plan.span ? 1.0 / (double)plan.span : 1.0};
     const deft_dtype_t dtypes[3] = {out[0].dtype, in[0].dtype, out[0].dtype};

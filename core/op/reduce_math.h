@@ -9,19 +9,8 @@
 #ifndef DEFT_CORE_REDUCE_MATH_H
 #define DEFT_CORE_REDUCE_MATH_H
 
-#include <stdbool.h>
-#include <stdint.h>
-#ifdef __CUDACC__
-#include <cmath>
-#else
-#include <math.h>
-#endif
-
+#include "core/op/device_fn.h"
 #include "core/op/dtype_math.h"
-
-#ifndef DEFT_DEVICE_FN
-#define DEFT_DEVICE_FN static inline
-#endif
 
 typedef enum deft_reduce_kind {
     DEFT_R_SUM,

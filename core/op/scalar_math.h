@@ -19,9 +19,7 @@
 #include <tgmath.h>
 #endif
 
-#ifndef DEFT_DEVICE_FN
-#define DEFT_DEVICE_FN static inline
-#endif
+#include "core/op/device_fn.h"
 
 /*
  * expf and tanhf without calls into libm, so loops over float arrays

@@ -7,17 +7,9 @@
 #ifndef DEFT_CORE_SOFTMAX_MATH_H
 #define DEFT_CORE_SOFTMAX_MATH_H
 
-#ifdef __CUDACC__
-#include <cmath>
-#else
-#include <math.h>
-#endif
+#include "core/op/device_fn.h"
 
 #include "core/op/dtype_math.h"
-
-#ifndef DEFT_DEVICE_FN
-#define DEFT_DEVICE_FN static inline
-#endif
 
 /* The maximum of n elements spaced `stride` apart from `start`, and the sum
  * of exp(x - max) over them. */
