@@ -152,12 +152,6 @@ strings:
     return 0;
 }
 
-static bool has_string_params(const deft_op_entry_t *op) {
-    for (int p = 0; p < op->num_params; p++)
-        if (op->op->params[p].type == DEFT_PARAM_STRING) return true;
-    return false;
-}
-
 static int new_op(const deft_op_entry_t *op, const deft_param_value_t *parsed, size_t ext_bytes,
                   const char *name, int num_attrs, const char *const *keys, const char *const *vals,
                   int num_inputs, const deft_entry_t *inputs, deft_node_t **out) {
@@ -168,7 +162,7 @@ static int new_op(const deft_op_entry_t *op, const deft_param_value_t *parsed, s
     if (check_attrs(num_attrs, keys, vals, &text)) return -1;
     /* A call with the operator's default parameters shares the registry's copy
      * (read-only, as every node's parameters are) instead of copying it. */
-    bool shared = parsed == op->defaults.v && !has_string_params(op);
+    bool shared = parsed == op->defaults.v && !op->has_string_params;
     /* at least one slot: kernels get a valid pointer even without parameters */
     int slots = shared || op->num_params == 0 ? 1 : op->num_params;
     deft_node_t *node = node_alloc(num_inputs, slots, num_attrs, text, ext_bytes);

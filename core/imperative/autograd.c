@@ -150,17 +150,11 @@ static mask_slot_t *thread_masks(void) {
     return tl_masks;
 }
 
-static bool cacheable(const deft_op_entry_t *entry) {
-    for (int p = 0; p < entry->num_params; p++)
-        if (entry->op->params[p].type == DEFT_PARAM_STRING) return false;
-    return true;
-}
-
 static int cached_gradient_reads(const deft_op_entry_t *entry, const deft_param_value_t *params,
                                  int nin, int nattrs, const char *const *keys,
                                  const char *const *vals, uint64_t *in, uint64_t *out) {
     size_t bytes = (size_t)entry->num_params * sizeof *params;
-    mask_slot_t *masks = cacheable(entry) ? thread_masks() : NULL;
+    mask_slot_t *masks = !entry->has_string_params ? thread_masks() : NULL;
     mask_slot_t *slot =
         masks ? &masks[(((uintptr_t)entry >> 4) + (unsigned)nin) % MASK_SLOTS] : NULL;
     /* The registry's defaults are one array per operator: no need to compare them. */

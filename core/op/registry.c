@@ -55,6 +55,7 @@ static void parse_defaults(deft_op_entry_t *entry) {
     for (int i = 0; op->params && op->params[i].name; i++) {
         entry->num_params = i + 1;
         const deft_param_def_t *def = &op->params[i];
+        if (def->type == DEFT_PARAM_STRING) entry->has_string_params = true;
         if (!def->default_value)
             entry->has_required = true;
         else if (deft_param_parse(op, def, def->default_value, &entry->defaults.v[i]))

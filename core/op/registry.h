@@ -8,7 +8,8 @@ typedef struct deft_op_entry {
     uint32_t magic; /* lets the C API check an operator handle */
     const deft_op_t *op;
     int num_params;
-    bool has_required; /* some parameter has no default */
+    bool has_required;      /* some parameter has no default */
+    bool has_string_params; /* parsed values point at text their owner keeps */
     deft_params_t defaults;
 } deft_op_entry_t;
 
