@@ -108,8 +108,10 @@ static void assert_nested(const cJSON *root) {
             const char *cat = cJSON_GetObjectItem(meta, "cat")->valuestring;
             if (!strcmp(cat, "operator") || !strcmp(cat, "graph")) {
                 const cJSON *args = cJSON_GetObjectItem(meta, "args");
-                ck_assert_msg(args && cJSON_GetObjectItem(args, "device"),
+                const cJSON *device = args ? cJSON_GetObjectItem(args, "device") : NULL;
+                ck_assert_msg(device && cJSON_IsString(device),
                               "an operator span without its device");
+                ck_assert_str_eq(device->valuestring, "cpu(0)");
             }
             spans[n++] = (span_t){ts, ts + dur};
         }

@@ -135,6 +135,12 @@ static prof_buffer_t *device_buffer(const char *device) {
     return b;
 }
 
+const char *deft_profiler_device_name(deft_device_t dev) {
+    if (dev.type != DEFT_DEV_GPU) return "cpu(0)";
+    char text[DEFT_DEVICE_STR_MAX];
+    return deft_profiler_intern(deft_device_format(dev, text, sizeof text));
+}
+
 void deft_profiler_device_span(const char *device, const char *name, double start, double end) {
     const char *track = deft_profiler_intern(device);
     prof_buffer_t *b = track ? device_buffer(track) : NULL;

@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/base/device.h"
+
 /* What is being recorded now (0 while stopped or paused). */
 enum {
     DEFT_PROF_IMPERATIVE = 1, /* operator calls run one by one */
@@ -31,6 +33,8 @@ double deft_profiler_now(void);
 
 /* Names and domains are kept by pointer: static strings, or deft_profiler_intern's. */
 const char *deft_profiler_intern(const char *text);
+/* A device's name as spans keep it ("cpu(0)", "gpu(1)"). */
+const char *deft_profiler_device_name(deft_device_t dev);
 
 /* Name the operators this thread runs after `prefix` (a custom operator's
  * callback); NULL ends it. Returns the previous prefix. */

@@ -238,12 +238,9 @@ static engine_error_t *call_work(deft_engine_fn fn, void *ctx, const char *name,
     if (!small) deft_parallel_op_begin();
     double start = deft_profiling(DEFT_PROF_IMPERATIVE) ? deft_profiler_now() : 0;
     int status = fn(ctx);
-    if (start != 0 && name) {
-        char where[DEFT_DEVICE_STR_MAX];
-        if (device.type != DEFT_DEV_GPU) device = deft_device_cpu();
-        deft_profiler_op_span("operator", name, deft_device_format(device, where, sizeof where),
-                              start, deft_profiler_now());
-    }
+    if (start != 0 && name)
+        deft_profiler_op_span("operator", name, deft_profiler_device_name(device), start,
+                              deft_profiler_now());
     if (!small) deft_parallel_op_end();
     deft_error_swap_function(caller);
     if (status == 0) return NULL;

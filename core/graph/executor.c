@@ -322,11 +322,9 @@ int deft_graph_forward(const deft_graph_t *g, deft_tensor_t *t) {
             snprintf(detail, sizeof detail, "%s", deft_error_message());
             return deft_error_restore(deft_error_kind(), detail);
         }
-        if (start != 0) {
-            char name[DEFT_DEVICE_STR_MAX];
-            deft_profiler_op_span("graph", op->name, deft_device_format(dev, name, sizeof name),
-                                  start, deft_profiler_now());
-        }
+        if (start != 0)
+            deft_profiler_op_span("graph", op->name, deft_profiler_device_name(dev), start,
+                                  deft_profiler_now());
     }
     return 0;
 }

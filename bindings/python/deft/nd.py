@@ -10,7 +10,7 @@ import inspect
 import sys
 import types
 
-from ._lib import DTYPE_NAMES, dtype_code, lib
+from ._lib import DTYPE_NAMES, cpu, dtype_code, lib
 from .ndarray import (NDArray, arange, array, empty, from_dlpack, full, invoke, ones,  # noqa: F401
                       ones_like, op_handle, waitall, zeros, zeros_like)
 
@@ -85,16 +85,16 @@ def _generate():
 _generate()
 
 
-def _uniform(low=0.0, high=1.0, shape=(1,), dtype=None):
-    """Samples from [low, high), uniformly."""
+def _uniform(low=0.0, high=1.0, shape=(1,), dtype=None, device=None):
+    """Samples from [low, high), uniformly (on `device`, the CPU by default)."""
     return invoke("_random_uniform", (), {"low": low, "high": high, "shape": _shape(shape),
-                                          "dtype": _dtype_name(dtype)})
+                                          "dtype": _dtype_name(dtype), "ctx": repr(device or cpu())})
 
 
-def _normal(loc=0.0, scale=1.0, shape=(1,), dtype=None):
+def _normal(loc=0.0, scale=1.0, shape=(1,), dtype=None, device=None):
     """Samples from a normal distribution of mean `loc` and deviation `scale`."""
     return invoke("_random_normal", (), {"loc": loc, "scale": scale, "shape": _shape(shape),
-                                         "dtype": _dtype_name(dtype)})
+                                         "dtype": _dtype_name(dtype), "ctx": repr(device or cpu())})
 
 
 def _seed(value):

@@ -48,3 +48,27 @@ def test_operators_and_autograd_agree_with_the_cpu():
         grads.append((y.asnumpy(), w.grad.asnumpy()))
     np.testing.assert_allclose(grads[1][0], grads[0][0], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(grads[1][1], grads[0][1], rtol=1e-5, atol=1e-6)
+
+
+@needs_gpu
+def test_a_hybridized_network_trains_on_the_gpu_as_on_the_cpu():
+    rng = np.random.default_rng(4)
+    xs = rng.standard_normal((16, 6), np.float32)
+    labels = rng.integers(0, 3, 16).astype(np.int32)
+    losses = []
+    for dev in (deft.cpu(), deft.gpu(0)):
+        deft.random.seed(1)
+        net = deft.nn.HybridSequential(deft.nn.Dense(8, activation="relu"), deft.nn.Dense(3))
+        net.initialize(device=dev)
+        net.hybridize()
+        trainer = deft.optim.SGD(net.collect_params().values(), lr=0.1)
+        x, y = deft.array(xs, device=dev), deft.array(labels, device=dev)
+        run = []
+        for _ in range(3):
+            with deft.autograd.record():
+                loss = deft.nd.softmax_cross_entropy(net(x), y)
+            loss.backward()
+            trainer.step()
+            run.append(float(loss.asnumpy()[0]))
+        losses.append(run)
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-4)

@@ -5,7 +5,7 @@ import threading
 import numpy as _np
 
 from .. import autograd
-from .._lib import DTYPE_NAMES, dtype_code, lib as _lib
+from .._lib import DTYPE_NAMES, cpu, dtype_code, lib as _lib
 from .. import ndarray as _ndarray
 from ..ndarray import DataDependentError, NDArray, array, zeros  # noqa: F401
 from ..nd import random as _random
@@ -18,18 +18,24 @@ class Parameter:
     def __init__(self, name, shape, dtype="float32", init="uniform", grad_req="write"):
         self.name, self.shape, self.dtype = name, tuple(shape), DTYPE_NAMES[dtype_code(dtype)]
         self.init, self.grad_req = init, grad_req
+        self.device = cpu()
         self._data = None
 
     @property
     def shape_known(self):
         return all(d > 0 for d in self.shape)
 
-    def initialize(self, force=False):
+    def initialize(self, force=False, device=None):
+        """Give the parameter its first value, on `device` (kept for a later
+        initialization when the shape is still unknown)."""
+        if device is not None:
+            self.device = device
         if self._data is not None and not force:
             return
         if not self.shape_known:
             return  # waits for infer_shape on the first forward
-        self._data = _initial_value(self.init, self.shape, self.dtype)
+        value = _initial_value(self.init, self.shape, self.dtype)  # the CPU's numbers anywhere
+        self._data = value if self.device == cpu() else value.to(self.device)
         if self.grad_req != "null":
             self._data.attach_grad(self.grad_req)
 
@@ -43,7 +49,7 @@ class Parameter:
         value = value if isinstance(value, NDArray) else array(value, dtype=self.dtype)
         if self._data is None:
             self.shape = value.shape
-            self._data = value.copy()
+            self._data = value.to(self.device)
             if self.grad_req != "null":
                 self._data.attach_grad(self.grad_req)
         else:
@@ -99,9 +105,10 @@ class Block:
             params.update(child.collect_params(prefix + name + "."))
         return params
 
-    def initialize(self, force=False):
+    def initialize(self, force=False, device=None):
+        """Initialize every parameter, on `device` (deft.gpu(0), ...; the CPU by default)."""
         for p in self.collect_params().values():
-            p.initialize(force)
+            p.initialize(force, device)
         return self
 
     def infer_shape(self, *inputs):

@@ -61,8 +61,9 @@ class Dropout(HybridBlock):
     def forward(self, x):
         if not autograd.is_training() or self.p == 0:
             return x
-        shape, dtype, p = x.shape, x.dtype, self.p
-        mask = fresh_input(lambda: (_random.uniform(0, 1, shape, dtype) >= p) * (1.0 / (1.0 - p)))
+        shape, dtype, device, p = x.shape, x.dtype, x.device, self.p
+        mask = fresh_input(
+            lambda: (_random.uniform(0, 1, shape, dtype, device) >= p) * (1.0 / (1.0 - p)))
         return x * mask
 
 
