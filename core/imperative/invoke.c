@@ -24,7 +24,8 @@ typedef struct invoke_call {
     const deft_op_t *op;
     int nin, nout;
     bool on_heap;
-    uint64_t fresh; /* bit k: out[k] was made by this call (nobody else sees it yet) */
+    deft_device_t device; /* where the kernel runs: the outputs' device */
+    uint64_t fresh;       /* bit k: out[k] was made by this call (nobody else sees it yet) */
     deft_ndarray_t **in, **out, **final; /* final[k]: where a staged out[k] is copied */
     const deft_param_value_t *params;    /* the parse cache's (inline) or a copy (queued) */
 } invoke_call_t;
@@ -81,6 +82,7 @@ static invoke_call_t *call_copy_retained(const invoke_call_t *src, int nparams) 
     void *memory = heap ? malloc(size) : deft_record_alloc();
     if (!memory) return NULL;
     invoke_call_t *call = call_init(memory, heap, src->op, src->nin, src->nout, nparams);
+    call->device = src->device;
     memcpy((deft_param_value_t *)(call + 1), src->params, (size_t)nparams * sizeof *src->params);
     for (int i = 0; i < src->nin; i++) call->in[i] = deft_ndarray_retain(src->in[i]);
     for (int k = 0; k < src->nout; k++) {
@@ -108,16 +110,17 @@ static int call_run(void *arg) {
     deft_tensor_t in_t[DEFT_OP_MAX_INPUTS], out_t[DEFT_OP_MAX_OUTPUTS];
     for (int i = 0; i < call->nin; i++) in_t[i] = call->in[i]->tensor;
     for (int k = 0; k < call->nout; k++) out_t[k] = call->out[k]->tensor;
-    bool on_gpu = call->nout ? out_t[0].device.type == DEFT_DEV_GPU
-                             : call->nin && in_t[0].device.type == DEFT_DEV_GPU;
-    deft_forward_fn forward = on_gpu ? call->op->forward_gpu : call->op->forward;
-    deft_device_t dev = call->nout ? out_t[0].device : on_gpu ? in_t[0].device : deft_device_cpu();
-    void *timer = on_gpu && deft_profiling(DEFT_PROF_IMPERATIVE)
-                      ? deft_device_timer_start(dev, call->op->name)
-                      : NULL;
-    int status = forward(call->op, call->params, call->nin, in_t, call->nout, out_t);
-    if (timer) deft_device_timer_stop(dev, timer);
-    if (status) return -1;
+    if (call->device.type == DEFT_DEV_GPU) {
+        void *timer = deft_profiling(DEFT_PROF_IMPERATIVE)
+                          ? deft_device_timer_start(call->device, call->op->name)
+                          : NULL;
+        int status =
+            call->op->forward_gpu(call->op, call->params, call->nin, in_t, call->nout, out_t);
+        if (timer) deft_device_timer_stop(call->device, timer);
+        if (status) return -1;
+    } else if (call->op->forward(call->op, call->params, call->nin, in_t, call->nout, out_t)) {
+        return -1;
+    }
     for (int k = 0; k < call->nout; k++) {
         if (!call->final[k]) continue;
         const deft_tensor_t *final = &call->final[k]->tensor;
@@ -150,11 +153,8 @@ static void describe(invoke_call_t *call, deft_var_t **reads, deft_var_t **write
             bytes += deft_tensor_nbytes(&call->out[k]->tensor);
             fresh += is_fresh;
         }
-    deft_device_t device = call->nout  ? call->out[0]->tensor.device
-                           : call->nin ? call->in[0]->tensor.device
-                                       : deft_device_cpu();
     /* a GPU kernel only queues its work: always cheap for the caller's thread */
-    bool cheap = bytes < INLINE_BYTES || device.type == DEFT_DEV_GPU;
+    bool cheap = bytes < INLINE_BYTES || call->device.type == DEFT_DEV_GPU;
     *desc = (deft_engine_op_desc_t){
         .fn = call_run,
         .ctx = call,
@@ -168,7 +168,7 @@ static void describe(invoke_call_t *call, deft_var_t **reads, deft_var_t **write
          * what a callback calls runs at once on its thread */
         .small = !op->blocking && (cheap || deft_custom_on_callback_thread()),
         .num_fresh_writes = fresh,
-        .device = device,
+        .device = call->device,
     };
 }
 
@@ -335,6 +335,7 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
     for (int k = 0; k < 2 * produced; k++) call->out[k] = NULL;
     deft_device_t device = nin ? in[0]->tensor.device : deft_device_cpu();
     if (op->output_device && op->output_device(op, params->v, &device)) return -1;
+    call->device = device;
     for (int k = 0; k < produced; k++) {
         if (prepare_output(call, k, out[k], &out_desc[k], device)) {
             release_created(call, out, true);
