@@ -52,7 +52,7 @@ static int gpu_alloc(deft_device_t dev, size_t nbytes, void **out, size_t *capac
 }
 
 static void gpu_free(deft_device_t dev, void *ptr, size_t capacity) {
-    deft_device_pool_free(pools[dev.id], ptr, capacity); /* it allocated ptr, so it exists */
+    deft_device_pool_free(pool_of(dev), ptr, capacity); /* it allocated ptr, so it exists */
 }
 
 static void gpu_release_cached(deft_device_t dev) {

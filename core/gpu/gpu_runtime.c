@@ -52,15 +52,21 @@ static int check_device(int dev) {
     return 0;
 }
 
+/* Every launch asks: the stream, once made, is read without the lock. */
+static cudaStream_t made_stream(int dev) {
+    return __atomic_load_n(&devices[dev].stream, __ATOMIC_ACQUIRE);
+}
+
 int deft_gpu_enter(int dev, deft_gpu_stream_t *stream) {
     if (check_device(dev) || deft_gpu_check(cudaSetDevice(dev), "cudaSetDevice")) return -1;
+    if ((*stream = made_stream(dev)) != NULL) return 0;
     pthread_mutex_lock(&stream_lock);
-    int status = 0;
-    if (!devices[dev].stream)
-        status =
-            deft_gpu_check(cudaStreamCreateWithFlags(&devices[dev].stream, cudaStreamNonBlocking),
-                           "cudaStreamCreate");
-    *stream = devices[dev].stream;
+    cudaStream_t made = devices[dev].stream;
+    int status = made ? 0
+                      : deft_gpu_check(cudaStreamCreateWithFlags(&made, cudaStreamNonBlocking),
+                                       "cudaStreamCreate");
+    if (status == 0) __atomic_store_n(&devices[dev].stream, made, __ATOMIC_RELEASE);
+    *stream = made;
     pthread_mutex_unlock(&stream_lock);
     return status;
 }
@@ -137,12 +143,8 @@ static int synchronize_device(int id, bool whole_device) {
 }
 
 static int synchronize_used(void) {
-    for (int d = 0; d < DEFT_MAX_GPUS; d++) {
-        pthread_mutex_lock(&stream_lock);
-        bool used = devices[d].stream != NULL;
-        pthread_mutex_unlock(&stream_lock);
-        if (used && deft_gpu_synchronize(d)) return -1;
-    }
+    for (int d = 0; d < DEFT_MAX_GPUS; d++)
+        if (made_stream(d) && deft_gpu_synchronize(d)) return -1;
     return 0;
 }
 
