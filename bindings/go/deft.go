@@ -420,6 +420,16 @@ func WaitAll() error {
 	return nil
 }
 
+// GPUCount is the number of GPUs deft can use: 0 without CUDA, a driver or a GPU.
+func GPUCount() (int, error) {
+	var st C.go_status
+	var n C.int
+	if C.go_gpu_count(&st, &n) != 0 {
+		return 0, fail(&st)
+	}
+	return int(n), nil
+}
+
 // Counters returns the live NDArray handles and live bytes of CPU storage.
 func Counters() (arrays, bytes int64, err error) {
 	var st C.go_status

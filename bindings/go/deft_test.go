@@ -254,3 +254,16 @@ func TestCustomOperatorsInGo(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// GPUs are counted everywhere; asking for one past the last names it.
+func TestGPUCountAndMissingGPU(t *testing.T) {
+	n, err := GPUCount()
+	if err != nil || n < 0 {
+		t.Fatalf("GPUCount: %d, %v", n, err)
+	}
+	ctx := fmt.Sprintf("gpu(%d)", n)
+	_, err = Invoke("_zeros", nil, Param{"shape", "(2,)"}, Param{"ctx", ctx})
+	if err == nil || !strings.Contains(err.Error(), ctx) {
+		t.Fatalf("creating on %s: %v", ctx, err)
+	}
+}

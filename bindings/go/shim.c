@@ -85,6 +85,9 @@ int go_cached_op_invoke(go_status *st, DeftCachedOpHandle op, int nin, const Def
 int go_wait_all(go_status *st) {
     return go_check(st, DeftWaitAll());
 }
+int go_gpu_count(go_status *st, int *count) {
+    return go_check(st, DeftGetGPUCount(count));
+}
 int go_counters(go_status *st, int64_t *arrays, int64_t *bytes) {
     return go_check(st, DeftGetLiveNDArrayCount(arrays)) ||
            go_check(st, DeftGetMemoryStat(DEFT_CPU, 0, DEFT_MEM_LIVE_BYTES, bytes));

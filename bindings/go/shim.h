@@ -43,6 +43,7 @@ int go_cached_op_free(go_status *st, DeftCachedOpHandle op);
 int go_cached_op_invoke(go_status *st, DeftCachedOpHandle op, int nin, const DeftNDArrayHandle *in,
                         int *nout, DeftNDArrayHandle *out);
 int go_wait_all(go_status *st);
+int go_gpu_count(go_status *st, int *count);
 int go_counters(go_status *st, int64_t *arrays, int64_t *bytes);
 int go_custom_register(go_status *st, const char *name, int nin, uintptr_t handle,
                        int has_backward);

@@ -135,7 +135,11 @@ extern "C" {
     pub fn DeftMemoryReleaseCached(dev_type: c_int, dev_id: c_int) -> c_int;
     pub fn DeftGetGPUCount(out: *mut c_int) -> c_int;
     pub fn DeftGetGPUName(dev_id: c_int, out: *mut *const c_char) -> c_int;
-    pub fn DeftGetGPUMemoryInfo(dev_id: c_int, free_bytes: *mut usize, total_bytes: *mut usize) -> c_int;
+    pub fn DeftGetGPUMemoryInfo(
+        dev_id: c_int,
+        free_bytes: *mut usize,
+        total_bytes: *mut usize,
+    ) -> c_int;
     pub fn DeftNDArrayCreate(
         shape: *const i64,
         ndim: c_int,

@@ -551,6 +551,13 @@ pub fn live_arrays() -> Result<i64> {
     Ok(n)
 }
 
+/// GPUs deft can use: 0 without CUDA, a driver or a GPU.
+pub fn gpu_count() -> Result<i32> {
+    let mut n = 0;
+    check(unsafe { sys::DeftGetGPUCount(&mut n) })?;
+    Ok(n)
+}
+
 /// Bytes of CPU array storage in use.
 pub fn live_bytes() -> Result<i64> {
     let mut n = 0;

@@ -1,7 +1,7 @@
 //! The safe API: export, autograd, errors, and memory that follows ownership.
 use deft::{
-    backward, export, grad, invoke, live_arrays, live_bytes, wait_all, CachedOp, DeferredCompute,
-    ErrorKind, NDArray, Op, Recording, Symbol,
+    backward, export, gpu_count, grad, invoke, live_arrays, live_bytes, wait_all, CachedOp,
+    DeferredCompute, ErrorKind, NDArray, Op, Recording, Symbol,
 };
 use std::sync::Mutex;
 
@@ -219,4 +219,18 @@ fn custom_operators_in_rust() {
     let _ = wait_all(); // reports the failure once more, and clears it
     let err = deft::register_custom_op("a::b", 1, Cube).err().unwrap();
     assert!(err.message.contains("'::'"), "{}", err.message);
+}
+
+#[test]
+fn gpus_are_counted_and_a_missing_one_is_named() {
+    let n = gpu_count().unwrap();
+    assert!(n >= 0);
+    let ctx = format!("gpu({})", n);
+    match Op::find("_zeros")
+        .unwrap()
+        .invoke(&[], &[("shape", "(2,)"), ("ctx", &ctx)])
+    {
+        Err(err) => assert!(err.message.contains(&ctx), "{}", err.message),
+        Ok(_) => panic!("an array on {} that does not exist", ctx),
+    }
 }

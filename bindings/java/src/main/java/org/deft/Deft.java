@@ -109,6 +109,13 @@ public final class Deft {
         return n[0];
     }
 
+    /** GPUs deft can use: 0 without CUDA, a driver or a GPU. */
+    public static int gpuCount() {
+        int[] n = new int[1];
+        DeftNative.DeftGetGPUCount(n);
+        return n[0];
+    }
+
     /** Bytes of CPU array storage in use. */
     public static long liveBytes() {
         long[] n = new long[1];

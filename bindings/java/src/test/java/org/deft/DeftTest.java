@@ -165,4 +165,15 @@ class DeftTest {
         e = assertThrows(DeftException.class, () -> CustomOps.register("a::b", 1, new Cube(), false));
         assertTrue(e.getMessage().contains("'::'"), e.getMessage());
     }
+
+    @Test
+    void gpusAreCountedAndAMissingOneIsNamed() {
+        int n = Deft.gpuCount();
+        assertTrue(n >= 0);
+        String ctx = "gpu(" + n + ")";
+        DeftException e = assertThrows(DeftException.class,
+                                       () -> Deft.invoke("_zeros", new NDArray[0], "shape", "(2,)",
+                                                         "ctx", ctx));
+        assertTrue(e.getMessage().contains(ctx), e.getMessage());
+    }
 }
