@@ -12,6 +12,10 @@
 
 /* off[k] = element offset of operand k for linear index i (row-major over dims). */
 DEFT_DEVICE_FN void deft_gpu_offsets(const deft_gpu_map_t *m, int64_t i, int64_t *off) {
+    if (m->ndim == 1) { /* merged to one dimension (dense work): no 64-bit division */
+        for (int k = 0; k < m->nops; k++) off[k] = i * m->strides[k][0];
+        return;
+    }
     for (int k = 0; k < m->nops; k++) off[k] = 0;
     for (int d = m->ndim - 1; d >= 0; d--) {
         int64_t dim = m->dims[d], at = i % dim;
