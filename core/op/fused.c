@@ -319,14 +319,19 @@ static int run_whole(const fused_program_t *prog, const deft_tensor_t *in,
     return status;
 }
 
+/* The program of a call, its steps' shapes inferred for these inputs. */
+static int program_for(const deft_param_value_t *p, int nin, const deft_tensor_t *in,
+                       fused_program_t **out) {
+    deft_desc_t desc[DEFT_OP_MAX_INPUTS];
+    for (int k = 0; k < nin; k++) desc[k] = (deft_desc_t){in[k].shape, in[k].dtype};
+    return program_get(p[0].s, nin, out) || program_infer(*out, desc) ? -1 : 0;
+}
+
 static int fused_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)nout;
     fused_program_t *prog;
-    deft_desc_t desc[DEFT_OP_MAX_INPUTS];
-    for (int k = 0; k < nin; k++) desc[k] = (deft_desc_t){in[k].shape, in[k].dtype};
-    if (program_get(p[0].s, nin, &prog)) return -1;
-    int status = program_infer(prog, desc);
+    int status = program_for(p, nin, in, &prog);
     int64_t n = deft_shape_size(&out[0].shape);
     if (status == 0 && n > 0 && tileable(prog, in, nin, n)) {
         fused_run_t run = {.prog = prog, .in = in, .out = out, .n = n};
@@ -344,9 +349,7 @@ static int fused_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, i
                              const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)nout;
     fused_program_t *prog;
-    deft_desc_t desc[DEFT_OP_MAX_INPUTS];
-    for (int k = 0; k < nin; k++) desc[k] = (deft_desc_t){in[k].shape, in[k].dtype};
-    if (program_get(p[0].s, nin, &prog) || program_infer(prog, desc)) return -1;
+    if (program_for(p, nin, in, &prog)) return -1;
     return deft_shape_size(&out[0].shape) > 0 ? run_whole(prog, in, out) : 0;
 }
 #endif

@@ -20,6 +20,14 @@ int deft_gpu_elementwise(deft_gpu_fn_t fn, const deft_tensor_t *out, int nin,
 int deft_gpu_run_strided(deft_strided_t *it, deft_gpu_fn_t fn, const deft_dtype_t *dtypes,
                          const double *scalars, int dev);
 
+/* Element i of a tensor on a GPU, copied into `out` (8 bytes of room), to
+ * name a bad value in an error the kernel found. */
+int deft_gpu_read_element(const deft_tensor_t *t, int64_t i, void *out);
+
+/* The layout of a reduction of x over the axes marked in `reduced`: kept
+ * axes first, then reduced ones, with x's strides; outer and span counted. */
+void deft_gpu_reduce_layout(const deft_shape_t *x, const bool *reduced, deft_gpu_reduce_t *r);
+
 /* The GPU a tensor lives on (its device id). */
 static inline int deft_gpu_of(const deft_tensor_t *t) {
     return t->device.id;

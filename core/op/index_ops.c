@@ -232,10 +232,8 @@ static int take_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, in
     if (deft_gpu_take(deft_gpu_of(&in[0]), &t, &bad)) return -1;
     if (bad < 0) return 0;
     char element[8];
-    size_t size = deft_dtype_size(in[1].dtype);
     int64_t i = 0;
-    if (deft_device_copy(element, deft_device_cpu(), (const char *)t.indices + bad * (int64_t)size,
-                         in[1].device, size) == 0)
+    if (deft_gpu_read_element(&in[1], bad, element) == 0)
         i = deft_index_at(element, in[1].dtype, 0);
     return index_out_of_range(op, i, bad, axis, t.size);
 }

@@ -211,6 +211,12 @@ static int random_infer(const deft_op_t *op, const deft_param_value_t *p, int ni
     return 0;
 }
 
+/* The stream's blocks for n numbers: float32 uniforms take four a block. */
+static uint64_t reserve_blocks(deft_dtype_t dtype, bool normal, int64_t n, uint64_t *seed) {
+    bool packed = dtype == DEFT_DT_FLOAT32 && !normal;
+    return deft_random_reserve(packed ? ((uint64_t)n + 3) / 4 : (uint64_t)n, seed);
+}
+
 static int random_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)in, (void)nout;
@@ -221,8 +227,7 @@ static int random_forward(const deft_op_t *op, const deft_param_value_t *p, int 
                       .b = p[3].f,
                       .normal = op->data != NULL,
                       .n = n};
-    bool packed = c.dtype == DEFT_DT_FLOAT32 && !c.normal; /* four numbers a block */
-    c.first = deft_random_reserve(packed ? ((uint64_t)n + 3) / 4 : (uint64_t)n, &c.seed);
+    c.first = reserve_blocks(c.dtype, c.normal, n, &c.seed);
     /* chunks start at multiples of 4, so each block is drawn by one thread only */
     deft_parallel_for((n + 3) / 4, DEFT_PARALLEL_GRAIN / 32, random_blocks, &c);
     return 0;
@@ -281,8 +286,7 @@ static int random_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, 
                            .a = p[2].f,
                            .b = p[3].f,
                            .normal = op->data != NULL};
-    bool packed = r.dtype == DEFT_DT_FLOAT32 && !r.normal;
-    r.first = deft_random_reserve(packed ? ((uint64_t)r.n + 3) / 4 : (uint64_t)r.n, &r.seed);
+    r.first = reserve_blocks(r.dtype, r.normal, r.n, &r.seed);
     return deft_gpu_random(deft_gpu_of(&out[0]), &r);
 }
 #endif

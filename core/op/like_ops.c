@@ -188,23 +188,13 @@ static int reduce_to_like_forward_gpu(const deft_op_t *op, const deft_param_valu
     (void)op, (void)p, (void)nin, (void)nout;
     const deft_shape_t *big = &in[0].shape, *small = &out[0].shape;
     int shift = big->ndim - small->ndim;
-    int64_t own[DEFT_SHAPE_MAX_NDIM];
-    deft_contiguous_strides(big, own);
+    bool reduced[DEFT_SHAPE_MAX_NDIM];
+    for (int d = 0; d < big->ndim; d++) reduced[d] = d < shift || small->dims[d - shift] == 1;
     deft_gpu_reduce_t r = {.kind = DEFT_R_SUM,
                            .dtype = in[0].dtype,
-                           .outer = deft_shape_size(small),
-                           .span = 1,
                            .x = deft_tensor_data(&in[0]),
                            .y = deft_tensor_data(&out[0])};
-    for (int pass = 0; pass < 2; pass++)
-        for (int d = 0; d < big->ndim; d++) {
-            bool reduced = d < shift || small->dims[d - shift] == 1;
-            if (reduced != (pass == 1)) continue;
-            r.dims[r.ndim] = big->dims[d];
-            r.strides[r.ndim++] = own[d];
-            if (pass == 0) r.nkept = r.ndim;
-            if (reduced) r.span *= big->dims[d];
-        }
+    deft_gpu_reduce_layout(big, reduced, &r);
     return deft_gpu_reduce(deft_gpu_of(&in[0]), &r);
 }
 

@@ -327,19 +327,9 @@ static int reduce_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, 
     if (plan_reduction(op, p, &in[0].shape, &plan, &kind)) return -1;
     deft_gpu_reduce_t r = {.kind = kind,
                            .dtype = in[0].dtype,
-                           .outer = plan.outer,
-                           .span = plan.span,
                            .x = deft_tensor_data(&in[0]),
                            .y = deft_tensor_data(&out[0])};
-    int64_t own[DEFT_SHAPE_MAX_NDIM];
-    deft_contiguous_strides(&in[0].shape, own);
-    for (int pass = 0; pass < 2; pass++)
-        for (int d = 0; d < in[0].shape.ndim; d++) {
-            if (plan.reduced[d] != (pass == 1)) continue;
-            r.dims[r.ndim] = in[0].shape.dims[d];
-            r.strides[r.ndim++] = own[d];
-            if (pass == 0) r.nkept = r.ndim;
-        }
+    deft_gpu_reduce_layout(&in[0].shape, plan.reduced, &r);
     return deft_gpu_reduce(deft_gpu_of(&in[0]), &r);
 }
 #endif

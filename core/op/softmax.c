@@ -206,9 +206,7 @@ static int xent_gpu(const deft_op_t *op, const deft_tensor_t *grad, const deft_t
     if (bad < 0) return 0;
     double label = 0;
     char element[8];
-    size_t size = deft_dtype_size(labels->dtype);
-    if (deft_device_copy(element, deft_device_cpu(), (const char *)x.labels + bad * (int64_t)size,
-                         labels->device, size) == 0)
+    if (deft_gpu_read_element(labels, bad, element) == 0)
         label = deft_load_double(element, labels->dtype, 0);
     return bad_label(op, bad, label, x.classes);
 }
