@@ -11,6 +11,7 @@
  * "skipped: no GPU" with the reason, and only the first part runs.
  */
 #include <cjson/cJSON.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "core/gpu/gpu_index.h"
@@ -467,6 +468,68 @@ START_TEST(test_copies_between_devices_round_trip) {
 }
 END_TEST
 
+/* Each thread queues on a stream of its own: work a second thread queues
+ * after the first's must see the first's results, and memory the first
+ * freed while its kernels were still queued must not be overwritten by
+ * them once the second has it. Long chains of kernels on 16M elements keep
+ * the first stream busy long after the host has moved on. */
+#define STREAM_N     (1 << 24)
+#define STREAM_STEPS 40
+
+typedef struct stream_job {
+    DeftNDArrayHandle in, out;
+} stream_job_t;
+
+static void *read_on_another_thread(void *arg) {
+    stream_job_t *job = arg;
+    job->out = call1("_mul_scalar", 1, &job->in, P("scalar", "2"));
+    return NULL;
+}
+
+static void *reuse_on_another_thread(void *arg) {
+    stream_job_t *job = arg;
+    job->out = call1("_full", 0, NULL, P("shape", "(16777216,)", "value", "7", "ctx", "gpu(0)"));
+    return NULL;
+}
+
+static void assert_all(DeftNDArrayHandle h, double expect) {
+    int64_t n;
+    double *v = read_all(h, &n);
+    ck_assert_int_eq(n, STREAM_N);
+    for (int64_t i = 0; i < n; i += 4099) ck_assert_double_eq(v[i], expect);
+    ck_assert_double_eq(v[n - 1], expect);
+    free(v);
+}
+
+/* x += 1, STREAM_STEPS times, queued on the calling thread's stream. */
+static DeftNDArrayHandle busy_chain(void) {
+    DeftNDArrayHandle x = call1("_zeros", 0, NULL, P("shape", "(16777216,)", "ctx", "gpu(0)"));
+    for (int i = 0; i < STREAM_STEPS; i++) {
+        int nout = 1;
+        ck_assert_ok(call("_plus_scalar", 1, &x, &nout, &x, P("scalar", "1")));
+    }
+    return x;
+}
+
+START_TEST(test_streams_of_two_threads_are_ordered) {
+    stream_job_t job = {busy_chain(), NULL};
+    pthread_t thread;
+    pthread_create(&thread, NULL, read_on_another_thread, &job);
+    pthread_join(thread, NULL);
+    assert_all(job.out, 2.0 * STREAM_STEPS);
+    ck_assert_ok(DeftNDArrayFree(job.in));
+    ck_assert_ok(DeftNDArrayFree(job.out));
+
+    DeftNDArrayHandle busy = busy_chain();
+    ck_assert_ok(DeftNDArrayFree(busy)); /* its block goes back while its kernels are queued */
+    stream_job_t reuse = {NULL, NULL};
+    pthread_create(&thread, NULL, reuse_on_another_thread, &reuse);
+    pthread_join(thread, NULL);
+    assert_all(reuse.out, 7.0);
+    ck_assert_ok(DeftNDArrayFree(reuse.out));
+}
+END_TEST
+
 /* fc1 on the CPU, fc2 on the GPU, placed with copies; forward and gradients
  * agree with the same graph all on the CPU. */
 START_TEST(test_graph_spans_devices_forward_and_backward) {
@@ -668,6 +731,7 @@ static Suite *gpu_suite(int gpus) {
         tcase_set_timeout(device, 120);
         tcase_add_test(device, test_gpu_kernels_match_the_cpu);
         tcase_add_test(device, test_copies_between_devices_round_trip);
+        tcase_add_test(device, test_streams_of_two_threads_are_ordered);
         tcase_add_test(device, test_graph_spans_devices_forward_and_backward);
         tcase_add_test(device, test_autograd_on_the_gpu);
         tcase_add_test(device, test_allocator_caches_and_reports);

@@ -34,12 +34,15 @@ START_TEST(test_blocks_are_aligned_and_rounded_to_classes) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         void *ptr = NULL;
         size_t capacity = 0;
-        ck_assert_int_eq(deft_cpu_pool.alloc(deft_device_cpu(), cases[i].ask, &ptr, &capacity), 0);
+        deft_fences_t *fences = NULL;
+        ck_assert_int_eq(
+            deft_cpu_pool.alloc(deft_device_cpu(), cases[i].ask, &ptr, &capacity, &fences), 0);
+        ck_assert_ptr_null(fences);
         ck_assert_uint_eq((uintptr_t)ptr % 64, 0);
         ck_assert_uint_eq(capacity,
                           pool_caches() ? cases[i].capacity_cached : cases[i].capacity_bypassed);
         memset(ptr, 0xAB, cases[i].ask);
-        deft_cpu_pool.free(deft_device_cpu(), ptr, capacity);
+        deft_cpu_pool.free(deft_device_cpu(), ptr, capacity, NULL);
     }
     ck_assert_ok(DeftMemoryReleaseCached(DEFT_CPU, 0));
 }
@@ -154,28 +157,30 @@ START_TEST(test_device_pool_caches_and_gives_back_before_failing) {
     deft_device_pool_t *pool = deft_device_pool_new(fake_gpu, &fake_memory);
     void *a, *again, *b, *c;
     size_t cap_a, cap_again, cap_b, cap_c;
-    ck_assert_ok(deft_device_pool_alloc(pool, 500, &a, &cap_a));
+    deft_fences_t *fences;
+    ck_assert_ok(deft_device_pool_alloc(pool, 500, &a, &cap_a, &fences));
     ck_assert_uint_eq(cap_a, 512);
-    deft_device_pool_free(pool, a, cap_a);
+    deft_device_pool_free(pool, a, cap_a, NULL);
     ck_assert_int_eq(deft_memstat_get(fake_gpu, DEFT_MEMSTAT_CACHED_BYTES), cached_before + 512);
-    ck_assert_ok(deft_device_pool_alloc(pool, 450, &again, &cap_again)); /* same class: reused */
+    ck_assert_ok(
+        deft_device_pool_alloc(pool, 450, &again, &cap_again, &fences)); /* same class: reused */
     ck_assert_ptr_eq(again, a);
     ck_assert_int_eq(fake.allocs, 1);
-    deft_device_pool_free(pool, again, cap_again);
+    deft_device_pool_free(pool, again, cap_again, NULL);
 
     /* 512 cached + 640 exceed the device: the cache goes back, then it fits. */
-    ck_assert_ok(deft_device_pool_alloc(pool, 600, &b, &cap_b));
+    ck_assert_ok(deft_device_pool_alloc(pool, 600, &b, &cap_b, &fences));
     ck_assert_uint_eq(cap_b, 640);
     ck_assert_int_eq(fake.frees, 1);
     ck_assert_int_eq(deft_memstat_get(fake_gpu, DEFT_MEMSTAT_CACHED_BYTES), cached_before);
 
     /* Nothing cached is left to give back: a clear error, and nothing lost. */
-    ck_assert_fails(deft_device_pool_alloc(pool, 600, &c, &cap_c), DEFT_ERROR_OUT_OF_MEMORY,
-                    "out of memory on gpu(3): cannot allocate 600 bytes");
-    ck_assert_fails(deft_device_pool_alloc(pool, 600, &c, &cap_c), DEFT_ERROR_OUT_OF_MEMORY,
-                    "360 bytes free of 1000 bytes on the device");
+    ck_assert_fails(deft_device_pool_alloc(pool, 600, &c, &cap_c, &fences),
+                    DEFT_ERROR_OUT_OF_MEMORY, "out of memory on gpu(3): cannot allocate 600 bytes");
+    ck_assert_fails(deft_device_pool_alloc(pool, 600, &c, &cap_c, &fences),
+                    DEFT_ERROR_OUT_OF_MEMORY, "360 bytes free of 1000 bytes on the device");
     ck_assert_uint_eq(fake.used, 640);
-    deft_device_pool_free(pool, b, cap_b);
+    deft_device_pool_free(pool, b, cap_b, NULL);
     deft_device_pool_destroy(pool);
     ck_assert_uint_eq(fake.used, 0);
     ck_assert_int_eq(fake.allocs, fake.frees);

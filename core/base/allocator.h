@@ -11,11 +11,16 @@
 
 #include "core/base/device.h"
 
+typedef struct deft_fences deft_fences_t; /* fence.h */
+
 typedef struct deft_allocator {
-    /* Allocate at least nbytes (> 0); report the block's real capacity. */
-    int (*alloc)(deft_device_t dev, size_t nbytes, void **out, size_t *capacity);
-    /* Return a block from alloc with the capacity it reported. */
-    void (*free)(deft_device_t dev, void *ptr, size_t capacity);
+    /* Allocate at least nbytes (> 0); report the block's real capacity and
+     * the fences its last user left (NULL when none: always on the CPU). */
+    int (*alloc)(deft_device_t dev, size_t nbytes, void **out, size_t *capacity,
+                 deft_fences_t **fences);
+    /* Return a block from alloc with the capacity it reported and the
+     * buffer's fences (taken over). */
+    void (*free)(deft_device_t dev, void *ptr, size_t capacity, deft_fences_t *fences);
     /* Give cached free blocks back to the system. */
     void (*release_cached)(deft_device_t dev);
 } deft_allocator_t;

@@ -125,7 +125,9 @@ static void *take_cached(int cls) {
     return pop_global(cls);
 }
 
-static int cpu_alloc(deft_device_t dev, size_t nbytes, void **out, size_t *capacity) {
+static int cpu_alloc(deft_device_t dev, size_t nbytes, void **out, size_t *capacity,
+                     deft_fences_t **fences) {
+    *fences = NULL;
     pthread_once(&config_once, read_config);
     size_t cap = (nbytes + DEFT_CPU_ALIGN - 1) & ~(size_t)(DEFT_CPU_ALIGN - 1);
     int cls = caching_enabled ? deft_size_class(nbytes, &cap) : -1;
@@ -144,7 +146,8 @@ static int cpu_alloc(deft_device_t dev, size_t nbytes, void **out, size_t *capac
     return 0;
 }
 
-static void cpu_free(deft_device_t dev, void *ptr, size_t capacity) {
+static void cpu_free(deft_device_t dev, void *ptr, size_t capacity, deft_fences_t *fences) {
+    (void)fences; /* CPU buffers have none */
     size_t cap;
     int cls = caching_enabled ? deft_size_class(capacity, &cap) : -1;
     if (cls < 0) {

@@ -14,6 +14,10 @@ void deft_device_register_gpu(const deft_gpu_backend_t *backend) {
     gpu_backend = backend;
 }
 
+const deft_gpu_backend_t *deft_device_gpu_backend(void) {
+    return gpu_backend;
+}
+
 static void probe(void) {
     int count = gpu_backend ? gpu_backend->probe() : 0;
     gpu_count = count < DEFT_MAX_GPUS ? count : DEFT_MAX_GPUS;

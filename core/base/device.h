@@ -16,6 +16,8 @@ typedef enum deft_device_type {
 } deft_device_type_t;
 
 #define DEFT_MAX_GPUS 16
+/* Streams per GPU: each thread queues on one of them (fence.h). */
+#define DEFT_GPU_STREAMS 8
 /* Slot 0 is the CPU, slot 1 + n is gpu(n): used to index per-device tables. */
 #define DEFT_DEVICE_SLOTS (1 + DEFT_MAX_GPUS)
 
@@ -71,9 +73,22 @@ typedef struct deft_gpu_backend {
     /* Name ("NVIDIA H100 80GB HBM3", owned by the layer) and memory of a GPU. */
     int (*name)(int id, const char **out);
     int (*memory)(int id, size_t *free_bytes, size_t *total_bytes);
+    /* Streams and events, for the fences (fence.h). The calling thread's
+     * stream number, below DEFT_GPU_STREAMS and the same on every GPU. */
+    int (*stream_slot)(void);
+    /* A new event after the work queued so far on the calling thread's stream of GPU id. */
+    int (*event_record)(int id, void **event);
+    /* The calling thread's stream of GPU id waits for an event (of any GPU). */
+    int (*event_wait)(int id, void *event);
+    /* The host waits for an event to happen. */
+    int (*event_synchronize)(void *event);
+    /* Done with an event: the layer may record it again. */
+    void (*event_release)(void *event);
 } deft_gpu_backend_t;
 
 void deft_device_register_gpu(const deft_gpu_backend_t *backend);
+/* The registered GPU layer; NULL in a build without CUDA. */
+const deft_gpu_backend_t *deft_device_gpu_backend(void);
 /* Number of usable GPUs: 0 without the GPU layer or without a GPU. */
 int deft_device_gpu_count(void);
 

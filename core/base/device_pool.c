@@ -10,6 +10,7 @@
 
 typedef struct cached_block {
     void *ptr;
+    deft_fences_t *fences;
     struct cached_block *next;
 } cached_block_t;
 
@@ -36,13 +37,14 @@ void deft_device_pool_destroy(deft_device_pool_t *pool) {
     free(pool);
 }
 
-static void *take_cached(deft_device_pool_t *pool, int cls) {
+static void *take_cached(deft_device_pool_t *pool, int cls, deft_fences_t **fences) {
     pthread_mutex_lock(&pool->lock);
     cached_block_t *block = pool->lists[cls];
     if (block) pool->lists[cls] = block->next;
     pthread_mutex_unlock(&pool->lock);
     if (!block) return NULL;
     void *ptr = block->ptr;
+    *fences = block->fences;
     free(block);
     deft_memstat_cached_add(pool->device, -(int64_t)deft_class_capacity(cls));
     return ptr;
@@ -54,8 +56,9 @@ static int raw_alloc(deft_device_pool_t *pool, size_t capacity, void **out) {
     return status;
 }
 
-static void raw_free(deft_device_pool_t *pool, void *ptr, size_t capacity) {
+static void raw_free(deft_device_pool_t *pool, void *ptr, size_t capacity, deft_fences_t *fences) {
     pool->memory.free(pool->device, ptr);
+    deft_fences_free(fences); /* the device's free waited for its work */
     deft_memstat_held_add(pool->device, -(int64_t)capacity);
 }
 
@@ -83,10 +86,12 @@ static int out_of_memory(deft_device_pool_t *pool, size_t nbytes) {
                       used, device_free, total);
 }
 
-int deft_device_pool_alloc(deft_device_pool_t *pool, size_t nbytes, void **out, size_t *capacity) {
+int deft_device_pool_alloc(deft_device_pool_t *pool, size_t nbytes, void **out, size_t *capacity,
+                           deft_fences_t **fences) {
     size_t cap = nbytes;
     int cls = deft_size_class(nbytes, &cap);
-    void *ptr = cls >= 0 ? take_cached(pool, cls) : NULL;
+    *fences = NULL;
+    void *ptr = cls >= 0 ? take_cached(pool, cls, fences) : NULL;
     if (ptr) {
         *out = ptr, *capacity = cap;
         return 0;
@@ -103,15 +108,17 @@ int deft_device_pool_alloc(deft_device_pool_t *pool, size_t nbytes, void **out, 
     return 0;
 }
 
-void deft_device_pool_free(deft_device_pool_t *pool, void *ptr, size_t capacity) {
+void deft_device_pool_free(deft_device_pool_t *pool, void *ptr, size_t capacity,
+                           deft_fences_t *fences) {
     size_t cap;
     int cls = deft_size_class(capacity, &cap);
     cached_block_t *block = cls >= 0 ? malloc(sizeof *block) : NULL;
     if (!block) { /* too large to cache, or no room to remember it */
-        raw_free(pool, ptr, capacity);
+        raw_free(pool, ptr, capacity, fences);
         return;
     }
     block->ptr = ptr;
+    block->fences = fences;
     pthread_mutex_lock(&pool->lock);
     block->next = pool->lists[cls];
     pool->lists[cls] = block;
@@ -128,7 +135,7 @@ void deft_device_pool_release_cached(deft_device_pool_t *pool) {
         int64_t released = 0;
         while (list) {
             cached_block_t *next = list->next;
-            raw_free(pool, list->ptr, deft_class_capacity(cls));
+            raw_free(pool, list->ptr, deft_class_capacity(cls), list->fences);
             released += (int64_t)deft_class_capacity(cls);
             free(list);
             list = next;

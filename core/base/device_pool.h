@@ -6,7 +6,10 @@
  * lists per size class (size_class.h) and handed out again, as the CPU
  * pool does. The lists live in host memory, since the blocks cannot hold
  * their own links. When the device runs out, the pool gives its cached
- * blocks back and tries once more before reporting the failure.
+ * blocks back and tries once more before reporting the failure. A cached
+ * block keeps the fences of its last buffer (fence.h), and the next buffer
+ * to get it inherits them; they are dropped when the block goes back to
+ * the device, whose free waits for the device anyway.
  *
  * The pool knows nothing of CUDA: the GPU layer supplies the raw calls, and
  * the CPU tests drive the same code over a fake device with a byte limit.
@@ -17,6 +20,7 @@
 #include <stddef.h>
 
 #include "core/base/device.h"
+#include "core/base/fence.h"
 
 /* What a raw allocation call reports besides success. */
 #define DEFT_DEVICE_OUT_OF_MEMORY 1
@@ -39,9 +43,12 @@ void deft_device_pool_destroy(deft_device_pool_t *pool);
 
 /* At least nbytes (> 0), its capacity in *capacity; -1 with an error naming
  * the device and the sizes when the device cannot supply it. */
-int deft_device_pool_alloc(deft_device_pool_t *pool, size_t nbytes, void **out, size_t *capacity);
-/* A block from deft_device_pool_alloc with the capacity it reported. */
-void deft_device_pool_free(deft_device_pool_t *pool, void *ptr, size_t capacity);
+int deft_device_pool_alloc(deft_device_pool_t *pool, size_t nbytes, void **out, size_t *capacity,
+                           deft_fences_t **fences);
+/* A block from deft_device_pool_alloc with the capacity it reported and its
+ * buffer's fences (taken over). */
+void deft_device_pool_free(deft_device_pool_t *pool, void *ptr, size_t capacity,
+                           deft_fences_t *fences);
 /* Give every cached block back to the device. */
 void deft_device_pool_release_cached(deft_device_pool_t *pool);
 

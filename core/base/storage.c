@@ -5,6 +5,7 @@
 
 #include "core/base/allocator.h"
 #include "core/base/error.h"
+#include "core/base/fence.h"
 #include "core/base/memstat.h"
 #include "core/base/profiler.h"
 #include "core/base/records.h"
@@ -49,17 +50,20 @@ int deft_storage_new(deft_device_t dev, size_t nbytes, deft_storage_t **out) {
     if (!storage) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a storage record");
     storage->data = NULL;
     storage->capacity = 0;
+    deft_fences_t *fences = NULL;
     storage->inline_data = INLINE_ALLOWED && nbytes > 0 && nbytes <= INLINE_MAX &&
                            dev.type == DEFT_DEV_CPU && deft_cpu_pool_caching();
     if (storage->inline_data) {
         storage->data = inline_buffer(storage);
         storage->capacity = INLINE_MAX;
-    } else if (nbytes > 0 && allocator->alloc(dev, nbytes, &storage->data, &storage->capacity)) {
+    } else if (nbytes > 0 &&
+               allocator->alloc(dev, nbytes, &storage->data, &storage->capacity, &fences)) {
         deft_record_free(storage);
         return -1;
     }
     atomic_init(&storage->refcount, 1);
     atomic_init(&storage->version, 0);
+    atomic_init(&storage->fences, fences);
     storage->device = dev;
     storage->nbytes = nbytes;
     storage->external_free = NULL;
@@ -77,6 +81,7 @@ int deft_storage_wrap(deft_device_t dev, void *data, size_t nbytes, void (*exter
     if (!storage) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a storage record");
     atomic_init(&storage->refcount, 1);
     atomic_init(&storage->version, 0);
+    atomic_init(&storage->fences, NULL);
     storage->device = dev;
     storage->data = nbytes ? data : NULL;
     storage->nbytes = storage->capacity = nbytes;
@@ -95,14 +100,18 @@ deft_storage_t *deft_storage_retain(deft_storage_t *storage) {
 void deft_storage_release(deft_storage_t *storage) {
     if (!storage) return;
     if (!deft_release_last(&storage->refcount)) return;
+    deft_fences_t *fences = atomic_load_explicit(&storage->fences, memory_order_acquire);
     if (storage->external_free) {
+        /* The lender may reuse the memory at once: deft's work on it must be done. */
+        deft_fence_host_wait(storage, true);
+        deft_fences_free(fences);
         storage->external_free(storage->external_ctx);
         deft_record_free(storage);
         return;
     }
     if (storage->data && !storage->inline_data)
         deft_allocator_get(storage->device.type)
-            ->free(storage->device, storage->data, storage->capacity);
+            ->free(storage->device, storage->data, storage->capacity, fences);
     deft_memstat_buffer_freed(storage->device, storage->nbytes);
     if (deft_profiling(DEFT_PROF_MEMORY))
         deft_profiler_instant("memory", "free", 't', "bytes", (int64_t)storage->nbytes);

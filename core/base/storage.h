@@ -13,6 +13,8 @@
 
 #include "core/base/device.h"
 
+typedef struct deft_fences deft_fences_t; /* fence.h */
+
 typedef struct deft_storage {
     atomic_int refcount;
     deft_device_t device;
@@ -26,6 +28,9 @@ typedef struct deft_storage {
      * of the device's pool, and not counted in the memory statistics. */
     void (*external_free)(void *ctx);
     void *external_ctx;
+    /* GPU work to wait for before touching the buffer (fence.h); made on
+     * first use, inherited from the pool with a reused block. */
+    _Atomic(deft_fences_t *) fences;
     /* Small CPU buffers live in the storage record itself (storage.c). */
     bool inline_data;
 } deft_storage_t;

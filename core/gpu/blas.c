@@ -1,7 +1,7 @@
 /*
- * GEMM through cuBLAS: one handle per device, on the device's stream, used
- * under a lock (a handle's stream and workspace are not safe to share
- * between threads calling at once).
+ * GEMM through cuBLAS: one handle per device and stream, so that a handle's
+ * workspace is never used by two streams at once, under a lock (threads
+ * that share a stream number share the handle).
  */
 #include <cublas_v2.h>
 #include <pthread.h>
@@ -15,11 +15,12 @@ typedef struct blas_device {
     cublasHandle_t handle;
 } blas_device_t;
 
-static blas_device_t devices[DEFT_MAX_GPUS];
+static blas_device_t devices[DEFT_MAX_GPUS][DEFT_GPU_STREAMS];
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static void init_locks(void) {
-    for (int d = 0; d < DEFT_MAX_GPUS; d++) pthread_mutex_init(&devices[d].lock, NULL);
+    for (int d = 0; d < DEFT_MAX_GPUS; d++)
+        for (int s = 0; s < DEFT_GPU_STREAMS; s++) pthread_mutex_init(&devices[d][s].lock, NULL);
 }
 
 static int blas_check(cublasStatus_t status, const char *what) {
@@ -29,12 +30,12 @@ static int blas_check(cublasStatus_t status, const char *what) {
         "%s failed: %s (cuBLAS status %d)", what, cublasGetStatusString(status), (int)status);
 }
 
-/* The device's handle on its stream, locked; unlock with release(). */
-static int acquire(int dev, cublasHandle_t *out) {
+/* The handle of the calling thread's stream, locked; unlock with release(). */
+static int acquire(int dev, blas_device_t **held, cublasHandle_t *out) {
     deft_gpu_stream_t stream;
     pthread_once(&init_once, init_locks);
     if (deft_gpu_enter(dev, &stream)) return -1;
-    blas_device_t *b = &devices[dev];
+    blas_device_t *b = *held = &devices[dev][deft_gpu_thread_slot()];
     pthread_mutex_lock(&b->lock);
     int status = 0;
     if (!b->handle) status = blas_check(cublasCreate(&b->handle), "cublasCreate");
@@ -47,8 +48,8 @@ static int acquire(int dev, cublasHandle_t *out) {
     return 0;
 }
 
-static void release(int dev) {
-    pthread_mutex_unlock(&devices[dev].lock);
+static void release(blas_device_t *held) {
+    pthread_mutex_unlock(&held->lock);
 }
 
 /*
@@ -59,7 +60,8 @@ static void release(int dev) {
 int deft_gpu_gemm(int dev, const deft_gpu_gemm_t *g) {
     if (g->m == 0 || g->n == 0 || g->batch == 0) return 0;
     cublasHandle_t handle;
-    if (acquire(dev, &handle)) return -1;
+    blas_device_t *held;
+    if (acquire(dev, &held, &handle)) return -1;
     int lda = (int)(g->ta ? g->m : g->k), ldb = (int)(g->tb ? g->k : g->n), ldc = (int)g->n;
     cublasOperation_t opa = g->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t opb = g->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -75,6 +77,6 @@ int deft_gpu_gemm(int dev, const deft_gpu_gemm_t *g) {
                                            &alpha, g->b, ldb, g->stride_b, g->a, lda, g->stride_a,
                                            &beta, g->c, ldc, g->stride_c, (int)g->batch);
     }
-    release(dev);
+    release(held);
     return blas_check(status, "cuBLAS GEMM");
 }

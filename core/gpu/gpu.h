@@ -1,15 +1,14 @@
 /*
- * The CUDA runtime as the rest of deft sees it: devices, one stream per
- * device, error translation, and the kernels' launchers (kernels.h).
+ * The CUDA runtime as the rest of deft sees it: devices, streams, error
+ * translation, and the kernels' launchers (kernels.h).
  *
- * Every GPU operation of a device goes to that device's stream, in the
- * order the engine dispatches it. The engine has already ordered writers
- * and readers of each array, so stream order keeps that order on the
- * device: an operation ends, for the engine, once it is queued, and the
- * host waits only where it reads device memory (copies to the host).
- * Memory freed while queued work may still use it is safe to reuse, since
- * whatever reuses it is queued later on the same stream. Copies between
- * two GPUs order the two streams with events.
+ * Each thread queues its GPU work on a stream of its own per device (one of
+ * DEFT_GPU_STREAMS, taken in turn), so work pushed from different threads
+ * or run by different engine workers overlaps on the device. An operation
+ * ends, for the engine, once it is queued; what it touched carries fences
+ * (core/base/fence.h) that work on other streams waits for, and the host
+ * waits only where it reads device memory. Copies between two GPUs order
+ * the calling thread's streams of the two devices with events.
  *
  * This header has no CUDA types, so C code of any layer above can include it.
  */
@@ -27,13 +26,15 @@ extern "C" {
 struct CUstream_st; /* cudaStream_t is a pointer to this */
 typedef struct CUstream_st *deft_gpu_stream_t;
 
-/* Make `dev` the calling thread's current device and give its stream. */
+/* Make `dev` the calling thread's current device and give the thread's stream of it. */
 int deft_gpu_enter(int dev, deft_gpu_stream_t *stream);
+/* The calling thread's stream number (below DEFT_GPU_STREAMS), the same on every device. */
+int deft_gpu_thread_slot(void);
 
 /* 0 for cudaSuccess; otherwise -1 with an error naming `what` and CUDA's text. */
 int deft_gpu_check(int cuda_status, const char *what);
 
-/* Wait for everything queued on the device's stream. */
+/* Wait for everything queued on the device's streams. */
 int deft_gpu_synchronize(int dev);
 
 /* The device's name ("NVIDIA H100 80GB HBM3"), owned by the library. */

@@ -44,15 +44,17 @@ static deft_device_pool_t *pool_of(deft_device_t dev) {
     return pool;
 }
 
-static int gpu_alloc(deft_device_t dev, size_t nbytes, void **out, size_t *capacity) {
+static int gpu_alloc(deft_device_t dev, size_t nbytes, void **out, size_t *capacity,
+                     deft_fences_t **fences) {
     deft_device_pool_t *pool = pool_of(dev);
     if (!pool)
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate the pool of gpu(%d)", dev.id);
-    return deft_device_pool_alloc(pool, nbytes, out, capacity);
+    return deft_device_pool_alloc(pool, nbytes, out, capacity, fences);
 }
 
-static void gpu_free(deft_device_t dev, void *ptr, size_t capacity) {
-    deft_device_pool_free(pool_of(dev), ptr, capacity); /* it allocated ptr, so it exists */
+static void gpu_free(deft_device_t dev, void *ptr, size_t capacity, deft_fences_t *fences) {
+    /* it allocated ptr, so it exists */
+    deft_device_pool_free(pool_of(dev), ptr, capacity, fences);
 }
 
 static void gpu_release_cached(deft_device_t dev) {

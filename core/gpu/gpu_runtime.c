@@ -6,19 +6,40 @@
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "core/base/allocator.h"
 #include "core/base/error.h"
 
+/* An event of the fences (fence.h), kept for reuse once released. */
+typedef struct gpu_event {
+    cudaEvent_t event;
+    int dev;
+    struct gpu_event *next;
+} gpu_event_t;
+
 typedef struct gpu_device {
     char name[256];
-    cudaStream_t stream; /* created on first use */
+    cudaStream_t streams[DEFT_GPU_STREAMS]; /* created on first use */
+    gpu_event_t *free_events;
 } gpu_device_t;
 
 static gpu_device_t devices[DEFT_MAX_GPUS];
 static pthread_mutex_t stream_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t event_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Threads take stream numbers in turn, so the engine's workers and the
+ * threads calling deft each queue on a stream of their own. */
+static atomic_int next_slot;
+static _Thread_local int thread_slot = -1;
+
+static int stream_slot(void) {
+    if (thread_slot < 0) thread_slot = atomic_fetch_add(&next_slot, 1) % DEFT_GPU_STREAMS;
+    return thread_slot;
+}
 
 int deft_gpu_check(int cuda_status, const char *what) {
     cudaError_t e = (cudaError_t)cuda_status;
@@ -52,29 +73,87 @@ static int check_device(int dev) {
     return 0;
 }
 
-/* Every launch asks: the stream, once made, is read without the lock. */
-static cudaStream_t made_stream(int dev) {
-    return __atomic_load_n(&devices[dev].stream, __ATOMIC_ACQUIRE);
+/* Every launch asks: a stream, once made, is read without the lock. */
+static cudaStream_t made_stream(int dev, int slot) {
+    return __atomic_load_n(&devices[dev].streams[slot], __ATOMIC_ACQUIRE);
 }
 
 int deft_gpu_enter(int dev, deft_gpu_stream_t *stream) {
     if (check_device(dev) || deft_gpu_check(cudaSetDevice(dev), "cudaSetDevice")) return -1;
-    if ((*stream = made_stream(dev)) != NULL) return 0;
+    int slot = stream_slot();
+    if ((*stream = made_stream(dev, slot)) != NULL) return 0;
     pthread_mutex_lock(&stream_lock);
-    cudaStream_t made = devices[dev].stream;
+    cudaStream_t made = devices[dev].streams[slot];
     int status = made ? 0
                       : deft_gpu_check(cudaStreamCreateWithFlags(&made, cudaStreamNonBlocking),
                                        "cudaStreamCreate");
-    if (status == 0) __atomic_store_n(&devices[dev].stream, made, __ATOMIC_RELEASE);
+    if (status == 0) __atomic_store_n(&devices[dev].streams[slot], made, __ATOMIC_RELEASE);
     *stream = made;
     pthread_mutex_unlock(&stream_lock);
     return status;
 }
 
+int deft_gpu_thread_slot(void) {
+    return stream_slot();
+}
+
 int deft_gpu_synchronize(int dev) {
+    if (check_device(dev) || deft_gpu_check(cudaSetDevice(dev), "cudaSetDevice")) return -1;
+    for (int slot = 0; slot < DEFT_GPU_STREAMS; slot++) {
+        cudaStream_t stream = made_stream(dev, slot);
+        if (stream && deft_gpu_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"))
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- events for the fences ---- */
+
+static int event_record(int dev, void **out) {
     cudaStream_t stream;
     if (deft_gpu_enter(dev, &stream)) return -1;
-    return deft_gpu_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    pthread_mutex_lock(&event_lock);
+    gpu_event_t *e = devices[dev].free_events;
+    if (e) devices[dev].free_events = e->next;
+    pthread_mutex_unlock(&event_lock);
+    if (!e) {
+        if (!(e = malloc(sizeof *e)))
+            return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a GPU event");
+        e->dev = dev;
+        if (deft_gpu_check(cudaEventCreateWithFlags(&e->event, cudaEventDisableTiming),
+                           "cudaEventCreate")) {
+            free(e);
+            return -1;
+        }
+    }
+    if (deft_gpu_check(cudaEventRecord(e->event, stream), "cudaEventRecord")) {
+        cudaEventDestroy(e->event);
+        free(e);
+        return -1;
+    }
+    *out = e;
+    return 0;
+}
+
+static int event_wait(int dev, void *event) {
+    cudaStream_t stream;
+    if (deft_gpu_enter(dev, &stream)) return -1;
+    return deft_gpu_check(cudaStreamWaitEvent(stream, ((gpu_event_t *)event)->event, 0),
+                          "cudaStreamWaitEvent");
+}
+
+static int event_synchronize(void *event) {
+    return deft_gpu_check(cudaEventSynchronize(((gpu_event_t *)event)->event),
+                          "cudaEventSynchronize");
+}
+
+/* Waits already queued on it keep what it marked when they were queued. */
+static void event_release(void *event) {
+    gpu_event_t *e = event;
+    pthread_mutex_lock(&event_lock);
+    e->next = devices[e->dev].free_events;
+    devices[e->dev].free_events = e;
+    pthread_mutex_unlock(&event_lock);
 }
 
 int deft_gpu_name(int dev, const char **out) {
@@ -143,8 +222,11 @@ static int synchronize_device(int id, bool whole_device) {
 }
 
 static int synchronize_used(void) {
-    for (int d = 0; d < DEFT_MAX_GPUS; d++)
-        if (made_stream(d) && deft_gpu_synchronize(d)) return -1;
+    for (int d = 0; d < DEFT_MAX_GPUS; d++) {
+        bool used = false;
+        for (int slot = 0; slot < DEFT_GPU_STREAMS; slot++) used |= made_stream(d, slot) != NULL;
+        if (used && deft_gpu_synchronize(d)) return -1;
+    }
     return 0;
 }
 
@@ -173,6 +255,11 @@ const deft_gpu_backend_t deft_gpu_backend = {
     .flush_timings = deft_gpu_flush_timings,
     .name = deft_gpu_name,
     .memory = deft_gpu_memory,
+    .stream_slot = stream_slot,
+    .event_record = event_record,
+    .event_wait = event_wait,
+    .event_synchronize = event_synchronize,
+    .event_release = event_release,
 };
 
 /* Only pointers are stored here: CUDA itself starts on first use. */

@@ -1,6 +1,6 @@
 /*
  * Kernel times for the profiler, from CUDA events: a timer records an event
- * on the device's stream before and after an operator's kernels; the pair
+ * on the calling thread's stream before and after an operator's kernels; the pair
  * becomes a "device" span on the GPU's track once both have happened
  * (checked without waiting as later timers stop, and with waiting when the
  * profiler writes). Device times map to the profiler's clock through a base

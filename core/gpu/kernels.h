@@ -1,6 +1,6 @@
 /*
  * The GPU kernels' launchers, callable from C. Each queues its work on the
- * device's stream (gpu.h) and returns at once; -1 with an error when the
+ * calling thread's stream of the device (gpu.h) and returns at once; -1 with an error when the
  * launch fails. The operators (core/op) plan the work with the same code as
  * their CPU kernels (shapes, broadcasting, merged dimensions) and pass the
  * plan here; the per-element math is the shared scalar_math.h and

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/base/error.h"
+#include "core/base/fence.h"
 #include "core/graph/place_device.h"
 #include "core/graph/subgraph.h"
 
@@ -364,12 +365,31 @@ static int run_on(const deft_cached_op_t *op, deft_tensor_t *t, int nin, const d
     return 0;
 }
 
-static int run_graph(void *arg) {
+static int run_arrays(void *arg) {
     const run_t *r = arg;
     deft_tensor_t in[DEFT_OP_MAX_INPUTS * 4], out[DEFT_OP_MAX_OUTPUTS * 4];
     for (int i = 0; i < r->nin; i++) in[i] = r->arrays[i]->tensor;
     for (int o = 0; o < r->nout; o++) out[o] = r->arrays[r->nin + o]->tensor;
     return run_on(r->op, r->place->tensors, r->nin, in, r->nout, out);
+}
+
+/* Inputs (read, or written when the graph writes them), outputs and arenas. */
+static int run_accesses(const run_t *r, deft_access_t *access) {
+    int n = 0;
+    for (int i = 0; i < r->nin; i++)
+        access[n++] = (deft_access_t){r->arrays[i]->tensor.storage, r->op->input_written[i]};
+    for (int o = 0; o < r->nout; o++)
+        access[n++] = (deft_access_t){r->arrays[r->nin + o]->tensor.storage, true};
+    for (int s = 0; s < DEFT_DEVICE_SLOTS; s++)
+        access[n++] = (deft_access_t){r->place->arenas[s], true};
+    return n;
+}
+
+static int run_graph(void *arg) {
+    deft_access_t access[DEFT_OP_MAX_INPUTS * 4 + DEFT_OP_MAX_OUTPUTS * 4 + DEFT_DEVICE_SLOTS];
+    int n = run_accesses(arg, access);
+    return deft_fence_any_gpu(access, n) ? deft_fence_run(access, n, run_arrays, arg)
+                                         : run_arrays(arg);
 }
 
 static void free_run(void *arg) {

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/base/error.h"
+#include "core/base/fence.h"
 #include "core/base/tls.h"
 #include "core/graph/executor.h"
 #include "core/imperative/autograd.h"
@@ -153,9 +154,25 @@ static void free_run(void *arg) {
     free(r);
 }
 
-static int run_nodes(void *arg) {
+static int forward(void *arg) {
     run_t *r = arg;
     return deft_graph_forward(r->g, r->tensors);
+}
+
+/* A run on a GPU fences every value it touches, all as written: the
+ * executor's finer list is not worth its bookkeeping here. */
+static int run_nodes(void *arg) {
+    run_t *r = arg;
+    int entries = deft_graph_num_entries(r->g);
+    bool on_gpu = false;
+    for (int e = 0; e < entries && !on_gpu; e++) on_gpu = r->tensors[e].device.type == DEFT_DEV_GPU;
+    if (!on_gpu) return forward(r);
+    deft_access_t *access = malloc((size_t)entries * sizeof *access);
+    if (!access) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a deferred run");
+    deft_fence_tensors(r->tensors, entries, true, access);
+    int status = deft_fence_run(access, entries, forward, r);
+    free(access);
+    return status;
 }
 
 /* Carve `count` items of `size` bytes from *at (aligned for any of them). */

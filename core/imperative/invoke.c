@@ -7,6 +7,7 @@
  */
 #include "core/imperative/invoke.h"
 
+#include "core/base/fence.h"
 #include "core/base/profiler.h"
 #include "core/imperative/autograd.h"
 #include "core/imperative/custom_op.h"
@@ -105,7 +106,7 @@ static void call_free(void *arg) {
         deft_record_free(call);
 }
 
-static int call_run(void *arg) {
+static int call_kernel(void *arg) {
     const invoke_call_t *call = arg;
     deft_tensor_t in_t[DEFT_OP_MAX_INPUTS], out_t[DEFT_OP_MAX_OUTPUTS];
     for (int i = 0; i < call->nin; i++) in_t[i] = call->in[i]->tensor;
@@ -129,6 +130,29 @@ static int call_run(void *arg) {
             return -1;
     }
     return 0;
+}
+
+/* What a call touches, for the GPU fences: its inputs (read, or written when
+ * it mutates them), its outputs, and where staged outputs land. */
+static int call_accesses(const invoke_call_t *call, deft_access_t *access) {
+    int n = 0;
+    for (int i = 0; i < call->nin; i++)
+        access[n++] =
+            (deft_access_t){call->in[i]->tensor.storage, (call->op->mutate_inputs >> i) & 1u};
+    for (int k = 0; k < call->nout; k++) {
+        access[n++] = (deft_access_t){call->out[k]->tensor.storage, true};
+        if (call->final[k]) access[n++] = (deft_access_t){call->final[k]->tensor.storage, true};
+    }
+    return n;
+}
+
+static int call_run(void *arg) {
+    const invoke_call_t *call = arg;
+    bool on_gpu = call->device.type == DEFT_DEV_GPU ||
+                  (call->nin > 0 && call->in[0]->tensor.device.type == DEFT_DEV_GPU);
+    if (!on_gpu) return call_kernel(arg);
+    deft_access_t access[DEFT_OP_MAX_INPUTS + 2 * DEFT_OP_MAX_OUTPUTS];
+    return deft_fence_run(access, call_accesses(call, access), call_kernel, arg);
 }
 
 /* The engine description of a call: it reads the inputs and writes the outputs. */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/base/error.h"
+#include "core/base/fence.h"
 #include "core/base/records.h"
 #include "core/imperative/deferred.h"
 #include "core/imperative/record.h"
@@ -35,6 +36,11 @@ static int make_array(const deft_tensor_t *tensor, deft_entry_t entry, deft_var_
 
 static const deft_entry_t no_entry = {NULL, 0};
 
+static int zero_tensor(void *arg) {
+    const deft_tensor_t *t = arg;
+    return deft_device_zero(deft_tensor_data(t), t->device, deft_tensor_nbytes(t));
+}
+
 int deft_ndarray_new(const deft_shape_t *shape, deft_dtype_t dtype, deft_device_t device, bool zero,
                      deft_ndarray_t **out) {
     size_t nbytes;
@@ -42,7 +48,8 @@ int deft_ndarray_new(const deft_shape_t *shape, deft_dtype_t dtype, deft_device_
     if (deft_shape_nbytes(shape, deft_dtype_size(dtype), &nbytes) ||
         deft_storage_new(device, nbytes, &t.storage))
         return -1;
-    if ((zero && deft_device_zero(deft_tensor_data(&t), device, nbytes)) ||
+    deft_access_t written = {t.storage, true}; /* a reused GPU block: after its last work */
+    if ((zero && deft_fence_run(&written, 1, zero_tensor, &t)) ||
         make_array(&t, no_entry, NULL, out)) {
         deft_storage_release(t.storage);
         return -1;
@@ -121,18 +128,18 @@ static int check_host_buffer(const deft_ndarray_t *arr, const void *data, size_t
     return 0;
 }
 
-/* On a GPU an operation ends, for the engine, once its kernel is queued: the
- * waits also wait for the device's stream. */
+/* On a GPU an operation ends, for the engine, once its kernels are queued:
+ * the waits also wait for the array's fences on the device. */
 int deft_ndarray_wait_to_read(deft_ndarray_t *arr) {
     if (deft_ndarray_is_lazy(arr) && deft_deferred_compute(1, &arr)) return -1;
     if (deft_engine_wait_to_read(arr->var)) return -1;
-    return deft_device_synchronize(arr->tensor.device, false);
+    return deft_fence_host_wait(arr->tensor.storage, false);
 }
 
 int deft_ndarray_wait_to_write(deft_ndarray_t *arr) {
     if (deft_ndarray_is_lazy(arr) && deft_deferred_compute(1, &arr)) return -1;
     if (deft_engine_wait_to_write(arr->var)) return -1;
-    return deft_device_synchronize(arr->tensor.device, false);
+    return deft_fence_host_wait(arr->tensor.storage, true);
 }
 
 int deft_ndarray_copy_to_host(deft_ndarray_t *arr, void *data, size_t nbytes) {
@@ -141,13 +148,26 @@ int deft_ndarray_copy_to_host(deft_ndarray_t *arr, void *data, size_t nbytes) {
                             arr->tensor.device, nbytes);
 }
 
+typedef struct host_copy {
+    const deft_tensor_t *dst;
+    const void *src;
+} host_copy_t;
+
+static int copy_from_host(void *arg) {
+    const host_copy_t *c = arg;
+    return deft_device_copy(deft_tensor_data(c->dst), c->dst->device, c->src, deft_device_cpu(),
+                            deft_tensor_nbytes(c->dst));
+}
+
 int deft_ndarray_copy_from_host(deft_ndarray_t *arr, const void *data, size_t nbytes) {
     if (deft_ndarray_is_lazy(arr))
         return deft_error(DEFT_ERR_VALUE,
                           "the array is lazy (deferred compute): its value is the result of a "
                           "recorded operation and cannot be overwritten");
-    if (check_host_buffer(arr, data, nbytes) || deft_ndarray_wait_to_write(arr)) return -1;
+    if (check_host_buffer(arr, data, nbytes) || deft_engine_wait_to_write(arr->var)) return -1;
     deft_ndarray_touch(arr);
-    return deft_device_copy(deft_tensor_data(&arr->tensor), arr->tensor.device, data,
-                            deft_device_cpu(), nbytes);
+    /* On a GPU the copy is queued after the array's last work, not waited for. */
+    host_copy_t copy = {&arr->tensor, data};
+    deft_access_t written = {arr->tensor.storage, true};
+    return deft_fence_run(&written, 1, copy_from_host, &copy);
 }

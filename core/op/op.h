@@ -177,7 +177,7 @@ struct deft_op {
      * lock the callback needs), only on engine workers. */
     bool blocking;
     deft_gradient_fn gradient; /* NULL: not differentiable (or not yet) */
-    /* The kernel for arrays on a GPU, queued on the device's stream; NULL
+    /* The kernel for arrays on a GPU, queued on the calling thread's stream; NULL
      * when the operator has none (set with DEFT_GPU, NULL without CUDA). */
     deft_forward_fn forward_gpu;
     /* Where the outputs go, when a parameter says (copies to a device,

@@ -1,0 +1,57 @@
+/*
+ * Ordering GPU work across streams (MXNet's GPU engine, by events).
+ *
+ * Each thread queues its GPU work on a stream of its own per device (one of
+ * DEFT_GPU_STREAMS), so independent operations overlap on the device. The
+ * engine orders operations on the host, but an operation ends for the
+ * engine once its kernels are queued, not done: work queued on one stream
+ * must still wait for the earlier work on another stream that touched the
+ * same buffers. A buffer remembers that work as fences (events recorded
+ * after it was queued): its last write, and the reads since, at most one
+ * per stream (a later point of a stream covers an earlier one). Before
+ * queueing, a stream waits for the fences of other streams that the access
+ * needs (a read the last write; a write that and every read); after
+ * queueing, one new fence per device replaces them. The host blocks only
+ * where it reads: waiting for a buffer waits for its fences.
+ *
+ * Freed GPU memory keeps its fences in the caching pool, and the next
+ * storage to get the block inherits them, so the first work on the reused
+ * memory waits for the last work on the old. Fences exist only for GPU
+ * storages; CPU work never pays for them.
+ */
+#ifndef DEFT_CORE_FENCE_H
+#define DEFT_CORE_FENCE_H
+
+#include <stdbool.h>
+
+#include "core/base/tensor.h"
+
+/* One access of an operation to a buffer. */
+typedef struct deft_access {
+    deft_storage_t *storage; /* NULL, CPU and zero-size storages are skipped */
+    bool write;
+} deft_access_t;
+
+/* Before queueing GPU work: the calling thread's stream of each GPU storage's
+ * device waits for the earlier work the access must follow. */
+int deft_fence_begin(const deft_access_t *access, int n);
+/* After queueing it: later work on other streams will wait for it. */
+int deft_fence_end(const deft_access_t *access, int n);
+
+/* Queue GPU work: fn(ctx) between the two above. The accesses are fenced
+ * even when fn fails, since part of its work may be queued. */
+int deft_fence_run(const deft_access_t *access, int n, int (*fn)(void *ctx), void *ctx);
+
+/* The host waits until a GPU storage's last write (and, for `write`, every
+ * read since) is done on the device; nothing to do for the CPU. */
+int deft_fence_host_wait(deft_storage_t *storage, bool write);
+
+/* Whether any access is to GPU memory (and so needs fences at all). */
+bool deft_fence_any_gpu(const deft_access_t *access, int n);
+/* Accesses of n tensors, all reads or all writes, into `access` (room for n). */
+void deft_fence_tensors(const deft_tensor_t *t, int n, bool write, deft_access_t *access);
+
+/* Drop a buffer's fences (the pool, when its block goes back to the device). */
+void deft_fences_free(deft_fences_t *fences);
+
+#endif
