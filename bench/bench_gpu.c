@@ -6,12 +6,15 @@
  *  - an elementwise add against the device's copy bandwidth (cudaMemcpy
  *    between two device buffers, the best a kernel that reads and writes
  *    memory can do);
+ *  - two chains of small kernels pushed from two threads, which queue on
+ *    streams of their own, against the same chains pushed from one thread;
  *  - a training step of an MLP (imperative, autograd, SGD) on the GPU
  *    against the same step on the CPU.
  * Without a GPU it says so and exits 0.
  */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "bench_util.h"
@@ -122,6 +125,46 @@ static void elementwise(int64_t n) {
     CHECK(DeftNDArrayFree(b));
 }
 
+/* ---- streams: two threads' work overlaps ---- */
+
+#define CHAIN_STEPS 2000
+
+/* x = x * 1.0001 + 0.5, CHAIN_STEPS times in place: each kernel waits for the last. */
+static void *run_chain(void *arg) {
+    DeftNDArrayHandle x = arg;
+    const char *key = "scalar", *mul = "1.0001", *add = "0.5";
+    for (int i = 0; i < CHAIN_STEPS; i++) {
+        int nout = 1;
+        CHECK(DeftImperativeInvoke(op("_mul_scalar"), 1, &x, &nout, &x, 1, &key, &mul));
+        CHECK(DeftImperativeInvoke(op("_plus_scalar"), 1, &x, &nout, &x, 1, &key, &add));
+    }
+    CHECK(DeftNDArrayWaitToRead(x));
+    return NULL;
+}
+
+static void streams(int64_t n) {
+    DeftNDArrayHandle a = random_array(&n, 1, DEFT_GPU, 1), b = random_array(&n, 1, DEFT_GPU, 1);
+    double best_one = 1e30, best_two = 1e30;
+    for (int round = 0; round < 3; round++) {
+        double t0 = now();
+        run_chain(a), run_chain(b);
+        double t = now() - t0;
+        if (t < best_one) best_one = t;
+        pthread_t thread;
+        t0 = now();
+        pthread_create(&thread, NULL, run_chain, b);
+        run_chain(a);
+        pthread_join(thread, NULL);
+        t = now() - t0;
+        if (t < best_two) best_two = t;
+    }
+    printf("  %d kernels on %lld floats each: one thread %7.1f ms, two threads %7.1f ms: "
+           "%.2fx the throughput\n",
+           4 * CHAIN_STEPS, (long long)n, best_one * 1e3, best_two * 1e3, best_one / best_two);
+    CHECK(DeftNDArrayFree(a));
+    CHECK(DeftNDArrayFree(b));
+}
+
 /* ---- an MLP training step: CPU against GPU ---- */
 
 typedef struct mlp {
@@ -223,6 +266,9 @@ int main(void) {
     printf("elementwise add against device copy bandwidth\n");
     elementwise(1 << 24);
     elementwise(1 << 26);
+    printf("two chains of kernels from two threads (a stream each) against one thread\n");
+    streams(1 << 12);
+    streams(1 << 20);
     printf("MLP 784-512-512-10 training step (imperative + autograd + SGD)\n");
     for (int batch = 64; batch <= 1024; batch *= 4) {
         double cpu = step_time(DEFT_CPU, batch, 5), gpu = step_time(DEFT_GPU, batch, 20);
