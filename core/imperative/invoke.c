@@ -106,11 +106,19 @@ static void call_free(void *arg) {
         deft_record_free(call);
 }
 
+/* The tensors of n arrays side by side, as kernels take them: one array's
+ * own (most calls, no copying), else copies in `room`. */
+static const deft_tensor_t *tensors_of(deft_ndarray_t *const *arrays, int n, deft_tensor_t *room) {
+    if (n == 1) return &arrays[0]->tensor;
+    for (int i = 0; i < n; i++) room[i] = arrays[i]->tensor;
+    return room;
+}
+
 static int call_kernel(void *arg) {
     const invoke_call_t *call = arg;
-    deft_tensor_t in_t[DEFT_OP_MAX_INPUTS], out_t[DEFT_OP_MAX_OUTPUTS];
-    for (int i = 0; i < call->nin; i++) in_t[i] = call->in[i]->tensor;
-    for (int k = 0; k < call->nout; k++) out_t[k] = call->out[k]->tensor;
+    deft_tensor_t in_room[DEFT_OP_MAX_INPUTS], out_room[DEFT_OP_MAX_OUTPUTS];
+    const deft_tensor_t *in_t = tensors_of(call->in, call->nin, in_room);
+    const deft_tensor_t *out_t = tensors_of(call->out, call->nout, out_room);
     if (call->device.type == DEFT_DEV_GPU) {
         void *timer = deft_profiling(DEFT_PROF_IMPERATIVE)
                           ? deft_device_timer_start(call->device, call->op->name)

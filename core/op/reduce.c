@@ -118,19 +118,19 @@ typedef struct reduce_plan {
     int64_t outer, span;
 } reduce_plan_t;
 
-/* Mark reduced axes from an axis tuple (None: all), honouring `exclude`. */
-static int plan_axes(const deft_op_t *op, const deft_param_value_t *axis, bool exclude,
+/* Mark reduced axes from an axis tuple (NULL: all), honouring `exclude`. */
+static int plan_axes(const deft_op_t *op, const deft_tuple_t *axes, bool exclude,
                      const deft_shape_t *shape, reduce_plan_t *plan) {
     memset(plan, 0, sizeof *plan);
-    for (int d = 0; d < shape->ndim; d++) plan->reduced[d] = axis->none;
-    for (int k = 0; !axis->none && k < axis->t.n; k++) {
+    for (int d = 0; !axes && d < shape->ndim; d++) plan->reduced[d] = true;
+    for (int k = 0; axes && k < axes->n; k++) {
         int a;
-        if (deft_op_axis(op, "axis", axis->t.v[k], shape->ndim, &a)) return -1;
+        if (deft_op_axis(op, "axis", axes->v[k], shape->ndim, &a)) return -1;
         if (plan->reduced[a])
             return deft_op_error(op, DEFT_ERR_VALUE, "axis %d is listed twice", a);
         plan->reduced[a] = true;
     }
-    if (exclude && !axis->none)
+    if (exclude && axes)
         for (int d = 0; d < shape->ndim; d++) plan->reduced[d] = !plan->reduced[d];
     plan->outer = plan->span = 1;
     for (int d = 0; d < shape->ndim; d++) {
@@ -155,17 +155,20 @@ static void reduced_shape(const reduce_plan_t *plan, const deft_shape_t *in, boo
 }
 
 /* Parameters: sum-like ops take (axis, keepdims, exclude); norm adds ord;
- * argmax/argmin take (axis, keepdims) with a single optional axis. */
+ * argmax/argmin take (axis, keepdims) with a single optional axis, given
+ * back as a 1-tuple in `one`. The axes are NULL for all of them. */
 static void read_axis_params(const deft_op_t *op, const deft_param_value_t *p,
-                             deft_param_value_t *axis, bool *keepdims, bool *exclude) {
+                             const deft_tuple_t **axes, deft_tuple_t *one, bool *keepdims,
+                             bool *exclude) {
     const reducer_t *r = op->data;
-    *axis = p[0];
+    *axes = p[0].none ? NULL : &p[0].t;
     *keepdims = p[1].i != 0;
     *exclude = false;
     if (r->kind == DEFT_R_ARGMAX || r->kind == DEFT_R_ARGMIN) {
-        if (!axis->none) { /* a single integer axis, as a 1-tuple */
-            axis->t.n = 1;
-            axis->t.v[0] = p[0].i;
+        if (*axes) {
+            one->n = 1;
+            one->v[0] = p[0].i;
+            *axes = one;
         }
     } else if (r->kind != DEFT_R_NORM) {
         *exclude = p[2].i != 0;
@@ -181,11 +184,12 @@ static int reduce_infer(const deft_op_t *op, const deft_param_value_t *p, int ni
         return -1;
     if (r->kind == DEFT_R_NORM && p[2].i != 1 && p[2].i != 2)
         return deft_op_error(op, DEFT_ERR_VALUE, "ord is %lld, expected 1 or 2", (long long)p[2].i);
-    deft_param_value_t axis;
+    const deft_tuple_t *axes;
+    deft_tuple_t one;
     bool keepdims, exclude;
-    read_axis_params(op, p, &axis, &keepdims, &exclude);
+    read_axis_params(op, p, &axes, &one, &keepdims, &exclude);
     reduce_plan_t plan;
-    if (plan_axes(op, &axis, exclude, &in[0].shape, &plan)) return -1;
+    if (plan_axes(op, axes, exclude, &in[0].shape, &plan)) return -1;
     if (r->needs_elements && plan.span == 0 && plan.outer > 0)
         return deft_op_error(op, DEFT_ERR_VALUE,
                              "cannot reduce over a zero-size axis (it has no %s)", op->name);
@@ -260,12 +264,13 @@ static bool reduced_are_innermost(const reduce_plan_t *plan, const deft_shape_t 
 /* A call's plan over x's shape, and its kind (norm with ord=1 is NORM1). */
 static int plan_reduction(const deft_op_t *op, const deft_param_value_t *p, const deft_shape_t *x,
                           reduce_plan_t *plan, deft_reduce_kind_t *kind) {
-    deft_param_value_t axis;
+    const deft_tuple_t *axes;
+    deft_tuple_t one;
     bool keepdims, exclude;
-    read_axis_params(op, p, &axis, &keepdims, &exclude);
+    read_axis_params(op, p, &axes, &one, &keepdims, &exclude);
     *kind = ((const reducer_t *)op->data)->kind;
     if (*kind == DEFT_R_NORM && p[2].i == 1) *kind = DEFT_R_NORM1;
-    return plan_axes(op, &axis, exclude, x, plan);
+    return plan_axes(op, axes, exclude, x, plan);
 }
 
 static int reduce_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
@@ -350,7 +355,7 @@ static int spread_infer(const deft_op_t *op, const deft_param_value_t *p, int ni
     reduce_plan_t plan;
     deft_shape_t expected;
     if (deft_op_check_dtype_float(op, 0, in[0].dtype) ||
-        plan_axes(op, &p[0], p[2].i != 0, &in[1].shape, &plan))
+        plan_axes(op, p[0].none ? NULL : &p[0].t, p[2].i != 0, &in[1].shape, &plan))
         return -1;
     reduced_shape(&plan, &in[1].shape, p[1].i != 0, &expected);
     if (deft_shape_size(&expected) != deft_shape_size(&in[0].shape)) {
@@ -368,7 +373,7 @@ static int spread_infer(const deft_op_t *op, const deft_param_value_t *p, int ni
  * that shape: 0 along reduced axes. */
 static int spread_plan(const deft_op_t *op, const deft_param_value_t *p, const deft_shape_t *x,
                        reduce_plan_t *plan, int64_t *strides) {
-    if (plan_axes(op, &p[0], p[2].i != 0, x, plan)) return -1;
+    if (plan_axes(op, p[0].none ? NULL : &p[0].t, p[2].i != 0, x, plan)) return -1;
     int64_t step = 1;
     for (int d = x->ndim - 1; d >= 0; d--) {
         strides[d] = plan->reduced[d] ? 0 : step;
