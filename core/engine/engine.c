@@ -12,6 +12,7 @@
  * arrives in bursts.
  */
 #define _GNU_SOURCE
+#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +76,8 @@ static long env_long(const char *name, long fallback, long lo, long hi) {
     return v > hi ? hi : v;
 }
 
+static void park_workers_before_fork(void);
+static void resume_workers_after_fork(void);
 static void forget_workers_in_child(void);
 
 static void configure(void) {
@@ -83,7 +86,7 @@ static void configure(void) {
     engine.num_workers =
         (int)env_long("DEFT_NUM_THREADS", sysconf(_SC_NPROCESSORS_ONLN), 1, MAX_WORKERS);
     engine.max_pending = env_long("DEFT_ENGINE_MAX_PENDING", 16384, 1, 1L << 30);
-    pthread_atfork(NULL, NULL, forget_workers_in_child);
+    pthread_atfork(park_workers_before_fork, resume_workers_after_fork, forget_workers_in_child);
 }
 
 bool deft_engine_is_naive(void) {
@@ -532,6 +535,29 @@ void deft_engine_shutdown(void) {
     pthread_mutex_lock(&engine.lock);
     engine.started = 0;
     engine.stopping = false;
+    pthread_mutex_unlock(&engine.lock);
+}
+
+/*
+ * A worker that has just finished an operation may still be freeing what it
+ * held (DeftWaitAll returns as soon as the work is done), and a fork then
+ * would copy into the child a lock the worker holds inside malloc: glibc's
+ * malloc guards against that, a sanitizer's allocator does not. So a fork
+ * waits, briefly and only when nothing is pending, until every worker
+ * sleeps, and keeps the engine's lock so that none wakes until it is done.
+ */
+static void park_workers_before_fork(void) {
+    pthread_mutex_lock(&engine.lock);
+    for (int tries = 0;
+         tries < 100000 && engine.sleeping < engine.started && atomic_load(&engine.pending) == 0;
+         tries++) {
+        pthread_mutex_unlock(&engine.lock);
+        sched_yield();
+        pthread_mutex_lock(&engine.lock);
+    }
+}
+
+static void resume_workers_after_fork(void) {
     pthread_mutex_unlock(&engine.lock);
 }
 
