@@ -55,7 +55,8 @@ static deft_node_t *node_alloc(int num_inputs, int num_params, int num_attrs, si
     bool record = total <= DEFT_RECORD_SIZE; /* most nodes: a list pop, not malloc */
     deft_node_t *node = record ? deft_record_alloc() : malloc(total);
     if (!node) return NULL;
-    memset(node, 0, params_at); /* the rest is written by whoever fills the node */
+    /* the inputs and the rest are written by whoever fills the node */
+    memset(node, 0, sizeof *node);
     node->is_record = record;
     atomic_init(&node->refcount, 1);
     char *base = (char *)node;
