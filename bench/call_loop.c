@@ -1,0 +1,55 @@
+/*
+ * The operator call that bench_autograd times, in a loop and nothing else,
+ * for counting its instructions (bench/instructions.sh): a sum over a 1x1
+ * array marked for autograd, each result freed, N times, in one mode.
+ * Counts do not move with the machine's load, as times on shared machines do.
+ *
+ *   call_loop plain|deferred|autograd N
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <deft/c_api.h>
+
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        if ((call) != 0) {                                                                         \
+            fprintf(stderr, "%s failed: %s\n", #call, DeftGetLastError());                         \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+int main(int argc, char **argv) {
+    const char *mode = argc == 3 ? argv[1] : "";
+    int n = argc == 3 ? atoi(argv[2]) : 0;
+    bool deferred = strcmp(mode, "deferred") == 0, autograd = strcmp(mode, "autograd") == 0;
+    if (n <= 0 || !(deferred || autograd || strcmp(mode, "plain") == 0)) {
+        fprintf(stderr, "usage: call_loop plain|deferred|autograd N\n");
+        return 2;
+    }
+    const int64_t shape[2] = {1, 1};
+    const float one = 1, zero = 0;
+    DeftNDArrayHandle x, grad;
+    CHECK(DeftNDArrayCreateFromData(shape, 2, DEFT_FLOAT32, DEFT_CPU, 0, &one, sizeof one, &x));
+    CHECK(
+        DeftNDArrayCreateFromData(shape, 2, DEFT_FLOAT32, DEFT_CPU, 0, &zero, sizeof zero, &grad));
+    CHECK(DeftAutogradMarkVariables(1, &x, NULL, &grad));
+    DeftOpHandle sum;
+    CHECK(DeftGetOperator("sum", &sum));
+    if (deferred) CHECK(DeftSetIsDeferredCompute(1, NULL));
+    if (autograd) CHECK(DeftAutogradSetIsRecording(1, NULL));
+    for (int i = 0; i < n; i++) {
+        DeftNDArrayHandle y = NULL;
+        int nout = 1;
+        CHECK(DeftImperativeInvoke(sum, 1, &x, &nout, &y, 0, NULL, NULL));
+        CHECK(DeftNDArrayFree(y));
+    }
+    CHECK(DeftWaitAll());
+    CHECK(DeftSetIsDeferredCompute(0, NULL));
+    CHECK(DeftAutogradSetIsRecording(0, NULL));
+    CHECK(DeftNDArrayFree(x));
+    CHECK(DeftNDArrayFree(grad));
+    return 0;
+}
