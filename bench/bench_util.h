@@ -45,4 +45,16 @@ static inline void plus_scalar_chain(DeftNDArrayHandle x, int n) {
     if (cur != x) CHECK(DeftNDArrayFree(cur));
 }
 
+/* n calls of sum on x, each result freed at once, then wait: the recording
+ * workload (bench_autograd times it, call_loop counts its instructions). */
+static inline void sum_calls(DeftOpHandle sum, DeftNDArrayHandle x, int n) {
+    for (int i = 0; i < n; i++) {
+        DeftNDArrayHandle y = NULL;
+        int nout = 1;
+        CHECK(DeftImperativeInvoke(sum, 1, &x, &nout, &y, 0, NULL, NULL));
+        CHECK(DeftNDArrayFree(y));
+    }
+    CHECK(DeftWaitAll());
+}
+
 #endif

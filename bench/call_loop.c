@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L
 /*
  * The operator call that bench_autograd times, in a loop and nothing else,
  * for counting its instructions (bench/instructions.sh): a sum over a 1x1
@@ -7,19 +8,9 @@
  *   call_loop plain|deferred|autograd N
  */
 #include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include <deft/c_api.h>
-
-#define CHECK(call)                                                                                \
-    do {                                                                                           \
-        if ((call) != 0) {                                                                         \
-            fprintf(stderr, "%s failed: %s\n", #call, DeftGetLastError());                         \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "bench_util.h"
 
 int main(int argc, char **argv) {
     const char *mode = argc == 3 ? argv[1] : "";
@@ -36,17 +27,10 @@ int main(int argc, char **argv) {
     CHECK(
         DeftNDArrayCreateFromData(shape, 2, DEFT_FLOAT32, DEFT_CPU, 0, &zero, sizeof zero, &grad));
     CHECK(DeftAutogradMarkVariables(1, &x, NULL, &grad));
-    DeftOpHandle sum;
-    CHECK(DeftGetOperator("sum", &sum));
+    DeftOpHandle sum = op("sum");
     if (deferred) CHECK(DeftSetIsDeferredCompute(1, NULL));
     if (autograd) CHECK(DeftAutogradSetIsRecording(1, NULL));
-    for (int i = 0; i < n; i++) {
-        DeftNDArrayHandle y = NULL;
-        int nout = 1;
-        CHECK(DeftImperativeInvoke(sum, 1, &x, &nout, &y, 0, NULL, NULL));
-        CHECK(DeftNDArrayFree(y));
-    }
-    CHECK(DeftWaitAll());
+    sum_calls(sum, x, n);
     CHECK(DeftSetIsDeferredCompute(0, NULL));
     CHECK(DeftAutogradSetIsRecording(0, NULL));
     CHECK(DeftNDArrayFree(x));

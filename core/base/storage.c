@@ -42,6 +42,17 @@ static void *inline_buffer(deft_storage_t *storage) {
 _Static_assert(sizeof(deft_storage_t) + DATA_ALIGN - 1 + INLINE_MAX <= DEFT_RECORD_SIZE,
                "inline buffers fit the storage record");
 
+static atomic_bool gpu_made;
+
+bool deft_storage_gpu_made(void) {
+    return atomic_load_explicit(&gpu_made, memory_order_acquire);
+}
+
+static void note_device(deft_device_t dev) {
+    if (dev.type == DEFT_DEV_GPU && !deft_storage_gpu_made())
+        atomic_store_explicit(&gpu_made, true, memory_order_release);
+}
+
 int deft_storage_new(deft_device_t dev, size_t nbytes, deft_storage_t **out) {
     const deft_allocator_t *allocator = deft_allocator_get(dev.type);
     if (!allocator)
@@ -65,6 +76,7 @@ int deft_storage_new(deft_device_t dev, size_t nbytes, deft_storage_t **out) {
     atomic_init(&storage->version, 0);
     atomic_init(&storage->fences, fences);
     storage->device = dev;
+    note_device(dev);
     storage->nbytes = nbytes;
     storage->external_free = NULL;
     storage->external_ctx = NULL;
@@ -83,6 +95,7 @@ int deft_storage_wrap(deft_device_t dev, void *data, size_t nbytes, void (*exter
     atomic_init(&storage->version, 0);
     atomic_init(&storage->fences, NULL);
     storage->device = dev;
+    note_device(dev);
     storage->data = nbytes ? data : NULL;
     storage->nbytes = storage->capacity = nbytes;
     storage->external_free = external_free;

@@ -45,6 +45,10 @@ int deft_storage_new(deft_device_t dev, size_t nbytes, deft_storage_t **out);
 int deft_storage_wrap(deft_device_t dev, void *data, size_t nbytes, void (*external_free)(void *),
                       void *ctx, deft_storage_t **out);
 
+/* Whether any GPU buffer has been made in this process: until one is, no
+ * work needs GPU fences (fence.h) and graph runs skip listing their buffers. */
+bool deft_storage_gpu_made(void);
+
 deft_storage_t *deft_storage_retain(deft_storage_t *storage);
 /* Drop a reference; NULL is a no-op. */
 void deft_storage_release(deft_storage_t *storage);

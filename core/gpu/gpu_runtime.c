@@ -36,7 +36,7 @@ static pthread_mutex_t event_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int next_slot;
 static _Thread_local int thread_slot = -1;
 
-static int stream_slot(void) {
+int deft_gpu_thread_slot(void) {
     if (thread_slot < 0) thread_slot = atomic_fetch_add(&next_slot, 1) % DEFT_GPU_STREAMS;
     return thread_slot;
 }
@@ -80,7 +80,7 @@ static cudaStream_t made_stream(int dev, int slot) {
 
 int deft_gpu_enter(int dev, deft_gpu_stream_t *stream) {
     if (check_device(dev) || deft_gpu_check(cudaSetDevice(dev), "cudaSetDevice")) return -1;
-    int slot = stream_slot();
+    int slot = deft_gpu_thread_slot();
     if ((*stream = made_stream(dev, slot)) != NULL) return 0;
     pthread_mutex_lock(&stream_lock);
     cudaStream_t made = devices[dev].streams[slot];
@@ -91,10 +91,6 @@ int deft_gpu_enter(int dev, deft_gpu_stream_t *stream) {
     *stream = made;
     pthread_mutex_unlock(&stream_lock);
     return status;
-}
-
-int deft_gpu_thread_slot(void) {
-    return stream_slot();
 }
 
 int deft_gpu_synchronize(int dev) {
@@ -255,7 +251,7 @@ const deft_gpu_backend_t deft_gpu_backend = {
     .flush_timings = deft_gpu_flush_timings,
     .name = deft_gpu_name,
     .memory = deft_gpu_memory,
-    .stream_slot = stream_slot,
+    .stream_slot = deft_gpu_thread_slot,
     .event_record = event_record,
     .event_wait = event_wait,
     .event_synchronize = event_synchronize,

@@ -386,6 +386,7 @@ static int run_accesses(const run_t *r, deft_access_t *access) {
 }
 
 static int run_graph(void *arg) {
+    if (!deft_storage_gpu_made()) return run_arrays(arg);
     deft_access_t access[DEFT_OP_MAX_INPUTS * 4 + DEFT_OP_MAX_OUTPUTS * 4 + DEFT_DEVICE_SLOTS];
     int n = run_accesses(arg, access);
     return deft_fence_any_gpu(access, n) ? deft_fence_run(access, n, run_arrays, arg)

@@ -163,6 +163,7 @@ static int forward(void *arg) {
  * executor's finer list is not worth its bookkeeping here. */
 static int run_nodes(void *arg) {
     run_t *r = arg;
+    if (!deft_storage_gpu_made()) return forward(r);
     int entries = deft_graph_num_entries(r->g);
     bool on_gpu = false;
     for (int e = 0; e < entries && !on_gpu; e++) on_gpu = r->tensors[e].device.type == DEFT_DEV_GPU;
