@@ -67,7 +67,7 @@ START_TEST(test_map_offsets_follow_broadcasting) {
         ck_assert_int_le(map.ndim, 4); /* merged where contiguous */
         for (int64_t i = 0; i < size; i++) {
             int64_t got[DEFT_GPU_MAX_OPS], want[3];
-            deft_gpu_offsets(&map, i, got);
+            deft_gpu_offsets(&map, map.nops, i, got);
             naive_offsets(4, cases[c].out, cases[c].a, cases[c].b, i, want);
             for (int k = 0; k < 3; k++)
                 ck_assert_msg(got[k] == want[k], "case %zu, element %lld, operand %d: %lld vs %lld",
@@ -338,7 +338,7 @@ static const gpu_case_t cases[] = {
      ROUNDED},
     {"adam_update",
      4,
-     {F64(6), F64(6), F64(6), POS(6)},
+     {F64(6), F64(6), F64(6), IN(DEFT_FLOAT64, 0.25, 3, 6)},
      {"lr", "0.01", "rescale_grad", "0.5", NULL},
      ROUNDED},
 };
@@ -416,8 +416,9 @@ static void run_case(const gpu_case_t *c, unsigned seed) {
     for (int k = 0; k < 2 * np; k++) gpu_params[k] = c->params[k];
     if (c->nin == 0) gpu_params[2 * np++] = "ctx", gpu_params[2 * np - 1] = "gpu(0)";
     gpu_params[2 * np] = NULL;
-    const char *const *cpu_params = c->params;
-    if (strcmp(c->op, "_copy_to_device") == 0) cpu_params = P("device", "cpu(0)");
+    /* the literal lives in this block: one inside the if would end with it */
+    const char *const *to_cpu = P("device", "cpu(0)");
+    const char *const *cpu_params = strcmp(c->op, "_copy_to_device") == 0 ? to_cpu : c->params;
     int n1 = 4, n2 = 4;
     ck_assert_ok(DeftRandomSeed(7));
     ck_assert_msg(call(c->op, c->nin, cpu_in, &n1, cpu_out, cpu_params) == 0, "%s on the CPU: %s",
@@ -710,6 +711,9 @@ START_TEST(test_bad_labels_and_indices_fail_on_the_gpu) {
         call1("take", 2, (DeftNDArrayHandle[]){data, idx}, P("mode", "raise"));
     ck_assert_fails(DeftNDArrayWaitToRead(taken), DEFT_ERROR_INDEX,
                     "index 3 (position 1) is out of range for axis 0 of size 3");
+    /* DeftWaitAll reports the first failure since the last one, once */
+    ck_assert_fails(DeftWaitAll(), DEFT_ERROR_VALUE, "label[1] is 7");
+    ck_assert_ok(DeftWaitAll());
     DeftNDArrayHandle mixed[2] = {host_idx, idx};
     ck_assert_call_fails("broadcast_add", 2, mixed, NO_PARAMS, DEFT_ERROR_VALUE,
                          "input 1 is on another device than input 0");

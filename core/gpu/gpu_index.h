@@ -10,17 +10,22 @@
 #include "core/gpu/kernels.h"
 #include "core/op/device_fn.h"
 
-/* off[k] = element offset of operand k for linear index i (row-major over dims). */
-DEFT_DEVICE_FN void deft_gpu_offsets(const deft_gpu_map_t *m, int64_t i, int64_t *off) {
+/*
+ * off[k] = element offset of operand k < nops for linear index i (row-major
+ * over dims). Kernels pass nops as a constant: the loops over k then unroll
+ * and off[] lives in registers, where an array indexed at run time would sit
+ * in local memory and halve an elementwise kernel's bandwidth.
+ */
+DEFT_DEVICE_FN void deft_gpu_offsets(const deft_gpu_map_t *m, int nops, int64_t i, int64_t *off) {
     if (m->ndim == 1) { /* merged to one dimension (dense work): no 64-bit division */
-        for (int k = 0; k < m->nops; k++) off[k] = i * m->strides[k][0];
+        for (int k = 0; k < nops; k++) off[k] = i * m->strides[k][0];
         return;
     }
-    for (int k = 0; k < m->nops; k++) off[k] = 0;
+    for (int k = 0; k < nops; k++) off[k] = 0;
     for (int d = m->ndim - 1; d >= 0; d--) {
         int64_t dim = m->dims[d], at = i % dim;
         i /= dim;
-        for (int k = 0; k < m->nops; k++) off[k] += at * m->strides[k][d];
+        for (int k = 0; k < nops; k++) off[k] += at * m->strides[k][d];
     }
 }
 

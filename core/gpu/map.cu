@@ -67,7 +67,8 @@ DEFT_BINARY_FLOAT_MATH(FLOAT_OVERLOADS_2)
     X(sub)                                                                                         \
     X(mul)                                                                                         \
     X(div)                                                                                         \
-    X(power) X(maximum) X(minimum) X(equal) X(not_equal) X(greater) X(greater_equal) X(lesser)     \
+    X(power)                                                                                       \
+    X(maximum) X(minimum) X(equal) X(not_equal) X(greater) X(greater_equal) X(lesser)              \
         X(lesser_equal)
 #define INT_OVERLOADS_1(name)                                                                      \
     __device__ inline int32_t f_##name(int32_t x) {                                                \
@@ -107,24 +108,24 @@ DEFT_BINARY_FLOAT_MATH(BINARY_FUNCTOR)
 
 template <typename T, typename F> __global__ void unary_kernel(deft_gpu_map_t m, F f) {
     GRID_STRIDE(i, m.size) {
-        int64_t off[DEFT_GPU_MAX_OPS];
-        deft_gpu_offsets(&m, i, off);
+        int64_t off[2];
+        deft_gpu_offsets(&m, 2, i, off);
         static_cast<T *>(m.base[0])[off[0]] = f(operand<T>(m, 1, off[1]));
     }
 }
 
 template <typename T, typename F> __global__ void binary_kernel(deft_gpu_map_t m, F f) {
     GRID_STRIDE(i, m.size) {
-        int64_t off[DEFT_GPU_MAX_OPS];
-        deft_gpu_offsets(&m, i, off);
+        int64_t off[3];
+        deft_gpu_offsets(&m, 3, i, off);
         static_cast<T *>(m.base[0])[off[0]] = f(operand<T>(m, 1, off[1]), operand<T>(m, 2, off[2]));
     }
 }
 
 template <typename T> __global__ void clip_kernel(deft_gpu_map_t m, T lo, T hi) {
     GRID_STRIDE(i, m.size) {
-        int64_t off[DEFT_GPU_MAX_OPS];
-        deft_gpu_offsets(&m, i, off);
+        int64_t off[2];
+        deft_gpu_offsets(&m, 2, i, off);
         T v = operand<T>(m, 1, off[1]);
         static_cast<T *>(m.base[0])[off[0]] = v < lo ? lo : v > hi ? hi : v;
     }
@@ -132,24 +133,24 @@ template <typename T> __global__ void clip_kernel(deft_gpu_map_t m, T lo, T hi) 
 
 template <typename T> __global__ void fill_kernel(deft_gpu_map_t m, T value) {
     GRID_STRIDE(i, m.size) {
-        int64_t off[DEFT_GPU_MAX_OPS];
-        deft_gpu_offsets(&m, i, off);
+        int64_t off[1];
+        deft_gpu_offsets(&m, 1, i, off);
         static_cast<T *>(m.base[0])[off[0]] = value;
     }
 }
 
 template <typename T> __global__ void copy_kernel(deft_gpu_map_t m) {
     GRID_STRIDE(i, m.size) {
-        int64_t off[DEFT_GPU_MAX_OPS];
-        deft_gpu_offsets(&m, i, off);
+        int64_t off[2];
+        deft_gpu_offsets(&m, 2, i, off);
         static_cast<T *>(m.base[0])[off[0]] = static_cast<const T *>(m.base[1])[off[1]];
     }
 }
 
 __global__ void cast_kernel(deft_gpu_map_t m) {
     GRID_STRIDE(i, m.size) {
-        int64_t off[DEFT_GPU_MAX_OPS];
-        deft_gpu_offsets(&m, i, off);
+        int64_t off[2];
+        deft_gpu_offsets(&m, 2, i, off);
         deft_store_double(m.base[0], m.dtype[0], off[0],
                           deft_load_double(m.base[1], m.dtype[1], off[1]));
     }
@@ -157,8 +158,8 @@ __global__ void cast_kernel(deft_gpu_map_t m) {
 
 template <typename T> __global__ void where_kernel(deft_gpu_map_t m) {
     GRID_STRIDE(i, m.size) {
-        int64_t off[DEFT_GPU_MAX_OPS];
-        deft_gpu_offsets(&m, i, off);
+        int64_t off[4];
+        deft_gpu_offsets(&m, 4, i, off);
         bool c = deft_load_double(m.base[1], m.dtype[1], off[1]) != 0;
         static_cast<T *>(m.base[0])[off[0]] =
             c ? operand<T>(m, 2, off[2]) : operand<T>(m, 3, off[3]);
@@ -168,7 +169,7 @@ template <typename T> __global__ void where_kernel(deft_gpu_map_t m) {
 template <typename T> __global__ void add_n_kernel(deft_gpu_map_t m) {
     GRID_STRIDE(i, m.size) {
         int64_t off[DEFT_GPU_MAX_OPS];
-        deft_gpu_offsets(&m, i, off);
+        deft_gpu_offsets(&m, m.nops, i, off);
         double sum = 0; /* in double, as the CPU's add_n */
         for (int k = 1; k < m.nops; k++) sum += (double)operand<T>(m, k, off[k]);
         static_cast<T *>(m.base[0])[off[0]] = from_double<T>(sum);
