@@ -6,6 +6,8 @@
  *  - an elementwise add against the device's copy bandwidth (cudaMemcpy
  *    between two device buffers, the best a kernel that reads and writes
  *    memory can do);
+ *  - a small in-place scale through deft against cublasSscal: the cost of
+ *    queuing one kernel;
  *  - two chains of small kernels pushed from two threads, which queue on
  *    streams of their own, against the same chains pushed from one thread;
  *  - a training step of an MLP (imperative, autograd, SGD) on the GPU
@@ -123,6 +125,46 @@ static void elementwise(int64_t n) {
     cudaFree(src), cudaFree(dst);
     CHECK(DeftNDArrayFree(a));
     CHECK(DeftNDArrayFree(b));
+}
+
+/* ---- a small kernel's cost: deft's call against cuBLAS's ---- */
+
+/* x *= 1.0001 in place, by deft and by cublasSscal: both are bound by the
+ * host's cost of queuing one kernel, so the ratio is deft's overhead. */
+static void small_kernel(int64_t n) {
+    DeftNDArrayHandle x = random_array(&n, 1, DEFT_GPU, 1);
+    float *dx;
+    if (cudaMalloc((void **)&dx, (size_t)n * sizeof(float))) {
+        fprintf(stderr, "cudaMalloc failed\n");
+        exit(1);
+    }
+    cudaMemset(dx, 0, (size_t)n * sizeof(float));
+    cublasHandle_t handle;
+    cublasCreate(&handle);
+    const float scale = 1.0001f;
+    const char *key = "scalar", *val = "1.0001";
+    const int reps = 20000;
+    double best_deft = 1e30, best_blas = 1e30;
+    for (int round = 0; round < 3; round++) {
+        double t0 = now();
+        for (int r = 0; r < reps; r++) {
+            int nout = 1;
+            CHECK(DeftImperativeInvoke(op("_mul_scalar"), 1, &x, &nout, &x, 1, &key, &val));
+        }
+        CHECK(DeftWaitAll());
+        double t = (now() - t0) / reps;
+        if (t < best_deft) best_deft = t;
+        t0 = now();
+        for (int r = 0; r < reps; r++) cublasSscal(handle, (int)n, &scale, dx, 1);
+        cudaDeviceSynchronize();
+        t = (now() - t0) / reps;
+        if (t < best_blas) best_blas = t;
+    }
+    printf("  x *= a on %lld floats: deft %6.2f us, cublasSscal %6.2f us: %.2fx cuBLAS's time\n",
+           (long long)n, best_deft * 1e6, best_blas * 1e6, best_deft / best_blas);
+    cublasDestroy(handle);
+    cudaFree(dx);
+    CHECK(DeftNDArrayFree(x));
 }
 
 /* ---- streams: two threads' work overlaps ---- */
@@ -266,6 +308,8 @@ int main(void) {
     printf("elementwise add against device copy bandwidth\n");
     elementwise(1 << 24);
     elementwise(1 << 26);
+    printf("one small kernel per call, deft against cuBLAS (host-bound: the cost of queuing)\n");
+    small_kernel(1 << 12);
     printf("two chains of kernels from two threads (a stream each) against one thread\n");
     streams(1 << 12);
     streams(1 << 20);

@@ -26,6 +26,8 @@ extern "C" {
 struct CUstream_st; /* cudaStream_t is a pointer to this */
 typedef struct CUstream_st *deft_gpu_stream_t;
 
+/* Make `dev` the calling thread's current device. */
+int deft_gpu_use(int dev);
 /* Make `dev` the calling thread's current device and give the thread's stream of it. */
 int deft_gpu_enter(int dev, deft_gpu_stream_t *stream);
 /* The calling thread's stream number (below DEFT_GPU_STREAMS), the same on every device. */

@@ -15,7 +15,7 @@ static deft_device_pool_t *pools[DEFT_MAX_GPUS];
 static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int raw_alloc(deft_device_t dev, size_t nbytes, void **out) {
-    if (deft_gpu_check(cudaSetDevice(dev.id), "cudaSetDevice")) return -1;
+    if (deft_gpu_use(dev.id)) return -1;
     cudaError_t e = cudaMalloc(out, nbytes);
     if (e == cudaErrorMemoryAllocation) {
         cudaGetLastError();
@@ -27,7 +27,7 @@ static int raw_alloc(deft_device_t dev, size_t nbytes, void **out) {
 static void raw_free(deft_device_t dev, void *ptr) {
     /* cudaFree waits for the device: this runs only when the cache is
      * given back, not for each array freed. */
-    if (cudaSetDevice(dev.id) == cudaSuccess) cudaFree(ptr);
+    if (deft_gpu_use(dev.id) == 0) cudaFree(ptr);
 }
 
 static int info(deft_device_t dev, size_t *free_bytes, size_t *total_bytes) {

@@ -68,8 +68,8 @@ DEFT_BINARY_FLOAT_MATH(FLOAT_OVERLOADS_2)
     X(mul)                                                                                         \
     X(div)                                                                                         \
     X(power)                                                                                       \
-    X(maximum) X(minimum) X(equal) X(not_equal) X(greater) X(greater_equal) X(lesser)              \
-        X(lesser_equal)
+    X(maximum)                                                                                     \
+    X(minimum) X(equal) X(not_equal) X(greater) X(greater_equal) X(lesser) X(lesser_equal)
 #define INT_OVERLOADS_1(name)                                                                      \
     __device__ inline int32_t f_##name(int32_t x) {                                                \
         return deft_##name##_i32(x);                                                               \
@@ -106,7 +106,42 @@ DEFT_BINARY_FLOAT_MATH(BINARY_FUNCTOR)
 
 /* ---- kernels ---- */
 
+/*
+ * Unary and binary maps are most of the elementwise work. Merged to one
+ * dimension (dense work), each thread takes kUnroll elements a block apart and
+ * loads them all before it stores any: the compiler cannot move a load above
+ * a store that may alias it, and one element per thread keeps too few bytes in
+ * flight to reach the memory's bandwidth.
+ */
+constexpr int kUnroll = 4;
+
+#define DENSE_STEPS(i0, n)                                                                         \
+    for (int64_t i0 = blockIdx.x * (int64_t)blockDim.x * kUnroll + threadIdx.x; i0 < (n);          \
+         i0 += (int64_t)gridDim.x * blockDim.x * kUnroll)
+
+template <typename T, int Inputs, typename F>
+__device__ void dense_map(const deft_gpu_map_t &m, F f) {
+    DENSE_STEPS(i0, m.size) {
+        T x[Inputs][kUnroll];
+        for (int u = 0; u < kUnroll; u++) {
+            int64_t i = i0 + (int64_t)u * blockDim.x;
+            for (int k = 0; k < Inputs; k++)
+                x[k][u] = i < m.size ? operand<T>(m, k + 1, i * m.strides[k + 1][0]) : T();
+        }
+        for (int u = 0; u < kUnroll; u++) {
+            int64_t i = i0 + (int64_t)u * blockDim.x;
+            if (i >= m.size) break;
+            T *out = static_cast<T *>(m.base[0]) + i * m.strides[0][0];
+            if constexpr (Inputs == 1)
+                *out = f(x[0][u]);
+            else
+                *out = f(x[0][u], x[1][u]);
+        }
+    }
+}
+
 template <typename T, typename F> __global__ void unary_kernel(deft_gpu_map_t m, F f) {
+    if (m.ndim == 1) return dense_map<T, 1>(m, f);
     GRID_STRIDE(i, m.size) {
         int64_t off[2];
         deft_gpu_offsets(&m, 2, i, off);
@@ -115,6 +150,7 @@ template <typename T, typename F> __global__ void unary_kernel(deft_gpu_map_t m,
 }
 
 template <typename T, typename F> __global__ void binary_kernel(deft_gpu_map_t m, F f) {
+    if (m.ndim == 1) return dense_map<T, 2>(m, f);
     GRID_STRIDE(i, m.size) {
         int64_t off[3];
         deft_gpu_offsets(&m, 3, i, off);
@@ -178,21 +214,26 @@ template <typename T> __global__ void add_n_kernel(deft_gpu_map_t m) {
 
 /* ---- launching ---- */
 
-#define LAUNCH(kernel, ...)                                                                        \
+#define LAUNCH_ON(blocks, kernel, ...)                                                             \
     do {                                                                                           \
-        kernel<<<blocks_for(m.size), kThreads, 0, stream>>>(__VA_ARGS__);                          \
+        kernel<<<blocks, kThreads, 0, stream>>>(__VA_ARGS__);                                      \
         return true;                                                                               \
     } while (0)
+#define LAUNCH(kernel, ...) LAUNCH_ON(blocks_for(m.size), kernel, __VA_ARGS__)
+/* unary and binary kernels: dense work takes kUnroll elements a thread */
+#define LAUNCH_MAP(kernel, ...)                                                                    \
+    LAUNCH_ON(blocks_for(m.ndim == 1 ? (m.size + kUnroll - 1) / kUnroll : m.size), kernel,         \
+              __VA_ARGS__)
 
 template <typename T> bool launch_typed(const deft_gpu_map_t &m, cudaStream_t stream) {
     switch (m.fn) {
 #define FLOAT_UNARY_CASE(name, ...)                                                                \
     case DEFT_GPU_FN_##name:                                                                       \
-        if constexpr (!std::is_integral<T>::value) LAUNCH(unary_kernel<T>, m, U_##name());         \
+        if constexpr (!std::is_integral<T>::value) LAUNCH_MAP(unary_kernel<T>, m, U_##name());     \
         return false;
 #define FLOAT_BINARY_CASE(name, ...)                                                               \
     case DEFT_GPU_FN_##name:                                                                       \
-        LAUNCH(binary_kernel<T>, m, B_##name());
+        LAUNCH_MAP(binary_kernel<T>, m, B_##name());
         DEFT_UNARY_FLOAT_MATH(FLOAT_UNARY_CASE)
         DEFT_BINARY_FLOAT_MATH(FLOAT_BINARY_CASE)
     case DEFT_GPU_FN_CLIP:
@@ -224,7 +265,7 @@ template <typename T> bool launch_int(const deft_gpu_map_t &m, cudaStream_t stre
     switch (m.fn) {
 #define INT_UNARY_LAUNCH(name)                                                                     \
     case DEFT_GPU_FN_##name:                                                                       \
-        LAUNCH(unary_kernel<T>, m, U_##name());
+        LAUNCH_MAP(unary_kernel<T>, m, U_##name());
         INT_UNARY(INT_UNARY_LAUNCH)
     default:
         return m.fn >= DEFT_GPU_FN_add && launch_typed<T>(m, stream);
