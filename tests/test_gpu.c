@@ -606,12 +606,23 @@ START_TEST(test_autograd_on_the_gpu) {
         DeftNDArrayHandle z = call1("tanh", 1, &y, NO_PARAMS);
         DeftNDArrayHandle s = call1("sum", 1, &z, NO_PARAMS);
         ck_assert_ok(DeftAutogradSetIsRecording(0, NULL));
+        if (on_gpu) { /* a head's gradient lives where the head does */
+            DeftNDArrayHandle head = call1("_copy_to_device", 1, &s, P("device", "cpu(0)"));
+            ck_assert_fails(DeftAutogradBackward(1, &s, &head, 0, 0), DEFT_ERROR_VALUE,
+                            "head_grads[0] is on cpu(0), expected gpu(0) like the head");
+            DeftNDArrayFree(head);
+        }
         ck_assert_ok(DeftAutogradBackward(1, &s, NULL, 0, 0));
         results[on_gpu] = g;
         DeftNDArrayFree(y), DeftNDArrayFree(z), DeftNDArrayFree(s);
         if (on_gpu) DeftNDArrayFree(xx), DeftNDArrayFree(ww);
     }
     assert_close_arrays("d sum(tanh(x w)) / dx", results[0], results[1], ROUNDED);
+    /* a gradient lives where its variable does */
+    DeftNDArrayHandle on_gpu = to_gpu(x);
+    ck_assert_fails(DeftAutogradMarkVariables(1, &on_gpu, NULL, &results[0]), DEFT_ERROR_VALUE,
+                    "grads[0] is on cpu(0), expected gpu(0) like the variable");
+    DeftNDArrayFree(on_gpu);
     DeftNDArrayFree(results[0]), DeftNDArrayFree(results[1]), DeftNDArrayFree(x),
         DeftNDArrayFree(w);
 }

@@ -220,6 +220,12 @@ int deft_autograd_mark(int n, deft_ndarray_t *const *arrays, const int *grad_req
                 i, deft_shape_format(&g->shape, gs, sizeof gs), deft_dtype_name(g->dtype),
                 deft_shape_format(&a->shape, as, sizeof as), deft_dtype_name(a->dtype));
         }
+        if (g && !deft_device_equal(a->device, g->device)) {
+            char ad[32], gd[32];
+            return deft_error(DEFT_ERR_VALUE, "grads[%d] is on %s, expected %s like the variable",
+                              i, deft_device_format(g->device, gd, sizeof gd),
+                              deft_device_format(a->device, ad, sizeof ad));
+        }
         if (grads[i] && deft_ndarray_is_lazy(grads[i]))
             return deft_error(DEFT_ERR_VALUE, "grads[%d] is a lazy array, which cannot be written",
                               i);

@@ -426,6 +426,12 @@ static int head_gradients(backward_t *b, int nheads, deft_ndarray_t *const *head
                 deft_shape_format(&hg->shape, gs, sizeof gs), deft_dtype_name(hg->dtype),
                 deft_shape_format(&h->shape, hs, sizeof hs), deft_dtype_name(h->dtype));
         }
+        if (!deft_device_equal(h->device, hg->device)) {
+            char hd[32], gd[32];
+            return deft_error(DEFT_ERR_VALUE, "head_grads[%d] is on %s, expected %s like the head",
+                              o, deft_device_format(hg->device, gd, sizeof gd),
+                              deft_device_format(h->device, hd, sizeof hd));
+        }
         b->heads[o] = deft_ndarray_retain(head_grads[o]);
     }
     return 0;
