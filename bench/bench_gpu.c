@@ -8,6 +8,7 @@
  *    memory can do);
  *  - a small in-place scale through deft against cublasSscal: the cost of
  *    queuing one kernel;
+ *  - a fused elementwise chain against the same graph unfused;
  *  - two chains of small kernels pushed from two threads, which queue on
  *    streams of their own, against the same chains pushed from one thread;
  *  - a training step of an MLP (imperative, autograd, SGD) on the GPU
@@ -207,6 +208,43 @@ static void streams(int64_t n) {
     CHECK(DeftNDArrayFree(b));
 }
 
+/* ---- a fused chain: one kernel against four ---- */
+
+static double best_invoke(DeftCachedOpHandle exec, DeftNDArrayHandle x, DeftNDArrayHandle y,
+                          int reps) {
+    double best = 1e30;
+    for (int round = 0; round < 5; round++) {
+        double t0 = now();
+        for (int r = 0; r < reps; r++) {
+            int nout = 1;
+            CHECK(DeftCachedOpInvoke(exec, 1, &x, &nout, &y));
+        }
+        CHECK(DeftWaitAll());
+        double t = (now() - t0) / reps;
+        best = t < best ? t : best;
+    }
+    return best;
+}
+
+static void fusion(int64_t n, int reps) {
+    DeftSymbolHandle unfused, fused;
+    fusion_graphs(&unfused, &fused);
+    DeftNDArrayHandle x = random_array(&n, 1, DEFT_GPU, 1), y;
+    CHECK(DeftNDArrayCreate(&n, 1, DEFT_FLOAT32, DEFT_GPU, 0, &y));
+    DeftCachedOpHandle e_unfused, e_fused;
+    CHECK(DeftCachedOpCreate(unfused, 0, &e_unfused));
+    CHECK(DeftCachedOpCreate(fused, 0, &e_fused));
+    double tu = best_invoke(e_unfused, x, y, reps), tf = best_invoke(e_fused, x, y, reps);
+    printf("  %9lld floats: unfused %8.1f us, fused %8.1f us: fused %.2fx faster\n", (long long)n,
+           tu * 1e6, tf * 1e6, tu / tf);
+    CHECK(DeftCachedOpFree(e_unfused));
+    CHECK(DeftCachedOpFree(e_fused));
+    CHECK(DeftNDArrayFree(x));
+    CHECK(DeftNDArrayFree(y));
+    CHECK(DeftSymbolFree(unfused));
+    CHECK(DeftSymbolFree(fused));
+}
+
 /* ---- an MLP training step: CPU against GPU ---- */
 
 typedef struct mlp {
@@ -313,6 +351,9 @@ int main(void) {
     printf("two chains of kernels from two threads (a stream each) against one thread\n");
     streams(1 << 12);
     streams(1 << 20);
+    printf("(x+5)*(x+5)*0.5 - x by the executor, fused (one kernel) against unfused (four)\n");
+    fusion(1 << 12, 2000);
+    fusion(1 << 24, 20);
     printf("MLP 784-512-512-10 training step (imperative + autograd + SGD)\n");
     for (int batch = 64; batch <= 1024; batch *= 4) {
         double cpu = step_time(DEFT_CPU, batch, 5), gpu = step_time(DEFT_GPU, batch, 20);

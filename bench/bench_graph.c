@@ -44,14 +44,6 @@ static double run_imperative(DeftNDArrayHandle x) {
     return now() - t0;
 }
 
-static DeftSymbolHandle apply(const char *name, const char *node, int nin, DeftSymbolHandle *in,
-                              int np, const char *const *keys, const char *const *vals) {
-    DeftSymbolHandle s;
-    CHECK(DeftSymbolCreateAtomic(op(name), np, keys, vals, &s));
-    CHECK(DeftSymbolCompose(s, node, nin, NULL, in));
-    return s;
-}
-
 /* A graph replayed node by node through DeftImperativeInvoke: the same
  * operators and data as the executor runs, without planning or batching. */
 typedef struct replay_node {
@@ -234,17 +226,10 @@ static double best_run(DeftCachedOpHandle exec, DeftNDArrayHandle x, DeftNDArray
 
 /* (x+5)*(x+5)*0.5 - x on 16M floats: four passes over memory unfused, one fused. */
 static void fusion(void) {
-    const char *sk[1] = {"scalar"}, *five[1] = {"5"}, *half[1] = {"0.5"};
-    DeftSymbolHandle x, a, b, c, d, unfused, fused;
-    CHECK(DeftSymbolCreateVariable("x", &x));
-    a = apply("_plus_scalar", NULL, 1, (DeftSymbolHandle[]){x}, 1, sk, five);
-    b = apply("elemwise_mul", NULL, 2, (DeftSymbolHandle[]){a, a}, 0, NULL, NULL);
-    c = apply("_mul_scalar", NULL, 1, (DeftSymbolHandle[]){b}, 1, sk, half);
-    d = apply("elemwise_sub", NULL, 2, (DeftSymbolHandle[]){c, x}, 0, NULL, NULL);
-    CHECK(DeftSymbolApplyPasses(d, "CSE", &unfused));
-    CHECK(DeftSymbolApplyPasses(d, "CSE,Fuse", &fused));
+    DeftSymbolHandle unfused, fused;
+    fusion_graphs(&unfused, &fused);
     const int64_t shape[1] = {16 << 20};
-    DeftNDArrayHandle in, out;
+    DeftNDArrayHandle in = NULL, out;
     const char *rk[3] = {"shape", "low", "high"}, *rv[3] = {"(16777216,)", "-1", "1"};
     int one = 1;
     CHECK(DeftImperativeInvoke(op("_random_uniform"), 0, NULL, &one, &in, 3, rk, rv));
@@ -262,8 +247,8 @@ static void fusion(void) {
     CHECK(DeftCachedOpFree(e_fused));
     CHECK(DeftNDArrayFree(in));
     CHECK(DeftNDArrayFree(out));
-    DeftSymbolHandle syms[] = {x, a, b, c, d, unfused, fused};
-    for (int i = 0; i < 7; i++) CHECK(DeftSymbolFree(syms[i]));
+    CHECK(DeftSymbolFree(unfused));
+    CHECK(DeftSymbolFree(fused));
 }
 
 int main(void) {

@@ -57,4 +57,29 @@ static inline void sum_calls(DeftOpHandle sum, DeftNDArrayHandle x, int n) {
     CHECK(DeftWaitAll());
 }
 
+static inline DeftSymbolHandle apply(const char *name, const char *node, int nin,
+                                     DeftSymbolHandle *in, int np, const char *const *keys,
+                                     const char *const *vals) {
+    DeftSymbolHandle s;
+    CHECK(DeftSymbolCreateAtomic(op(name), np, keys, vals, &s));
+    CHECK(DeftSymbolCompose(s, node, nin, NULL, in));
+    return s;
+}
+
+/* (x+5)*(x+5)*0.5 - x over variable "x", as the CSE pass leaves it and as
+ * the Fuse pass makes it one node: four passes over memory against one. */
+static inline void fusion_graphs(DeftSymbolHandle *unfused, DeftSymbolHandle *fused) {
+    const char *sk[1] = {"scalar"}, *five[1] = {"5"}, *half[1] = {"0.5"};
+    DeftSymbolHandle x, a, b, c, d;
+    CHECK(DeftSymbolCreateVariable("x", &x));
+    a = apply("_plus_scalar", NULL, 1, (DeftSymbolHandle[]){x}, 1, sk, five);
+    b = apply("elemwise_mul", NULL, 2, (DeftSymbolHandle[]){a, a}, 0, NULL, NULL);
+    c = apply("_mul_scalar", NULL, 1, (DeftSymbolHandle[]){b}, 1, sk, half);
+    d = apply("elemwise_sub", NULL, 2, (DeftSymbolHandle[]){c, x}, 0, NULL, NULL);
+    CHECK(DeftSymbolApplyPasses(d, "CSE", unfused));
+    CHECK(DeftSymbolApplyPasses(d, "CSE,Fuse", fused));
+    DeftSymbolHandle made[] = {x, a, b, c, d};
+    for (int i = 0; i < 5; i++) CHECK(DeftSymbolFree(made[i]));
+}
+
 #endif

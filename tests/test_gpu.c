@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "core/gpu/gpu_index.h"
+#include "core/op/fused.h"
 #include "core/op/op.h"
 #include "core/op/registry.h"
 #include "core/op/strided.h"
@@ -681,6 +682,51 @@ START_TEST(test_dlpack_carries_cuda_tensors) {
 }
 END_TEST
 
+/* A run of the graph's `sym` on arrays `in`, output 0. */
+static DeftNDArrayHandle run_symbol(DeftSymbolHandle sym, int nin, DeftNDArrayHandle *in) {
+    DeftCachedOpHandle op;
+    DeftNDArrayHandle out = NULL;
+    int nout = 1;
+    ck_assert_ok(DeftCachedOpCreate(sym, 0, &op));
+    ck_assert_msg(DeftCachedOpInvoke(op, nin, in, &nout, &out) == 0, "%s", DeftGetLastError());
+    ck_assert_ok(DeftCachedOpFree(op));
+    return out;
+}
+
+/* A fused chain on the GPU is one kernel with the unfused graph's results,
+ * bit for bit: scalar operators on either side, an input of one element,
+ * unary math, clip and an activation. */
+START_TEST(test_fused_chains_run_as_one_kernel) {
+    DeftSymbolHandle x = var("x"), s = var("s");
+    DeftSymbolHandle a = apply("_plus_scalar", NULL, 1, &x, P("scalar", "5"));
+    DeftSymbolHandle b = apply("broadcast_mul", NULL, 2, (DeftSymbolHandle[]){a, s}, NO_PARAMS);
+    DeftSymbolHandle c = apply("tanh", NULL, 1, &b, NO_PARAMS);
+    DeftSymbolHandle d = apply("elemwise_sub", NULL, 2, (DeftSymbolHandle[]){c, x}, NO_PARAMS);
+    DeftSymbolHandle e = apply("clip", NULL, 1, &d, P("a_min", "-0.5", "a_max", "0.7"));
+    DeftSymbolHandle f = apply("Activation", NULL, 1, &e, P("act_type", "relu"));
+    DeftSymbolHandle y = apply("_rminus_scalar", NULL, 1, &f, P("scalar", "2")), fused;
+    ck_assert_ok(DeftSymbolApplyPasses(y, "CSE,Fuse", &fused));
+    for (int dtype = 0; dtype < 2; dtype++) {
+        input_spec_t xs = IN(dtype ? DEFT_FLOAT64 : DEFT_FLOAT32, -8, 8, 300001),
+                     ss = IN(dtype ? DEFT_FLOAT64 : DEFT_FLOAT32, -2, 2, 1);
+        unsigned seed = 11;
+        DeftNDArrayHandle host[2] = {random_input(&xs, &seed), random_input(&ss, &seed)};
+        DeftNDArrayHandle dev[2] = {to_gpu(host[0]), to_gpu(host[1])};
+        long chains = deft_fused_gpu_chains();
+        DeftNDArrayHandle got = run_symbol(fused, 2, dev), want = run_symbol(y, 2, dev);
+        ck_assert_ok(DeftNDArrayWaitToRead(got)); /* the run may still be queued */
+        ck_assert_int_eq(deft_fused_gpu_chains(), chains + 1);
+        DeftNDArrayHandle on_cpu = run_symbol(fused, 2, host);
+        assert_close_arrays("fused against unfused, on the GPU", want, got, EXACT);
+        assert_close_arrays("fused on the GPU against the CPU", on_cpu, got, ROUNDED);
+        DeftNDArrayHandle all[] = {host[0], host[1], dev[0], dev[1], got, want, on_cpu};
+        for (int i = 0; i < 7; i++) ck_assert_ok(DeftNDArrayFree(all[i]));
+    }
+    DeftSymbolHandle syms[] = {x, s, a, b, c, d, e, f, y, fused};
+    for (int i = 0; i < 10; i++) ck_assert_ok(DeftSymbolFree(syms[i]));
+}
+END_TEST
+
 /* Each GPU operator gets a "device" span timed by CUDA events, next to its
  * host span (the time to queue it). */
 START_TEST(test_profiler_times_kernels_on_the_device) {
@@ -748,6 +794,7 @@ static Suite *gpu_suite(int gpus) {
         tcase_add_test(device, test_copies_between_devices_round_trip);
         tcase_add_test(device, test_streams_of_two_threads_are_ordered);
         tcase_add_test(device, test_graph_spans_devices_forward_and_backward);
+        tcase_add_test(device, test_fused_chains_run_as_one_kernel);
         tcase_add_test(device, test_autograd_on_the_gpu);
         tcase_add_test(device, test_allocator_caches_and_reports);
         tcase_add_test(device, test_bad_labels_and_indices_fail_on_the_gpu);

@@ -2,6 +2,7 @@
  * Devices, streams and copies over the CUDA runtime API, which is plain C.
  */
 #include "core/gpu/gpu.h"
+#include "core/gpu/kernels.h"
 #include "core/gpu/gpu_timing.h"
 
 #include <cuda_runtime_api.h>
@@ -87,7 +88,30 @@ static cudaStream_t made_stream(int dev, int slot) {
     return __atomic_load_n(&devices[dev].streams[slot], __ATOMIC_ACQUIRE);
 }
 
+/* ---- planning fused chains ---- */
+
+static _Thread_local deft_gpu_capture_t *capture;
+
+void deft_gpu_capture_start(deft_gpu_capture_t *c) {
+    c->count = 0;
+    capture = c;
+}
+
+void deft_gpu_capture_stop(void) {
+    capture = NULL;
+}
+
+bool deft_gpu_capture_map(const deft_gpu_map_t *map) {
+    if (!capture) return false;
+    if (capture->count >= 0 && capture->count++ == 0) capture->map = *map;
+    return true;
+}
+
 int deft_gpu_enter(int dev, deft_gpu_stream_t *stream) {
+    if (capture) { /* a kernel other than a map: the chain cannot take it */
+        capture->count = -1;
+        return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "a fused chain cannot hold this kernel");
+    }
     if (check_device(dev) || deft_gpu_use(dev)) return -1;
     int slot = deft_gpu_thread_slot();
     if ((*stream = made_stream(dev, slot)) != NULL) return 0;

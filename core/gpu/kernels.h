@@ -184,6 +184,53 @@ int deft_gpu_update(int dev, const deft_gpu_update_t *update);
 bool deft_gpu_map_supports(deft_gpu_fn_t fn, deft_dtype_t dtype);
 int deft_gpu_map(int dev, const deft_gpu_map_t *map);
 
+/*
+ * A chain of maps (the fused elementwise operator) as one kernel: each
+ * element runs the steps in registers and only the last is stored. A step
+ * is a unary or binary function, or clip; its operand k (1 or 2, as in a
+ * map) is an input, an earlier step's result or, when src is
+ * DEFT_GPU_FUSED_SCALAR, scalars[k]. Inputs are dense (in_stride 1) or hold
+ * one value (in_stride 0); everything has one float dtype.
+ */
+#define DEFT_GPU_FUSED_MAX_STEPS 32
+#define DEFT_GPU_FUSED_SCALAR    (-128)
+
+typedef struct deft_gpu_fused_step {
+    deft_gpu_fn_t fn;
+    int8_t src[3];     /* per operand: >= 0 input, -1 - j step j's result */
+    double scalars[4]; /* by operand, as in a map (clip's bounds at 2 and 3) */
+} deft_gpu_fused_step_t;
+
+typedef struct deft_gpu_fused {
+    int64_t size;
+    deft_dtype_t dtype;
+    int nin, nsteps;
+    void *out;
+    const void *in[DEFT_GPU_MAX_OPS];
+    int64_t in_stride[DEFT_GPU_MAX_OPS];
+    deft_gpu_fused_step_t steps[DEFT_GPU_FUSED_MAX_STEPS];
+} deft_gpu_fused_t;
+
+/*
+ * Planning a fused chain: from start to stop, the calling thread's maps are
+ * noted in `c` (the first one; count says how many were asked for) instead
+ * of launched, and every other kernel fails, so a step whose operator
+ * launches anything but one map is seen and run unfused.
+ */
+typedef struct deft_gpu_capture {
+    int count;
+    deft_gpu_map_t map;
+} deft_gpu_capture_t;
+
+void deft_gpu_capture_start(deft_gpu_capture_t *c);
+void deft_gpu_capture_stop(void);
+/* In a launcher: true when the map was noted (and must not run). */
+bool deft_gpu_capture_map(const deft_gpu_map_t *map);
+
+/* Whether a fused chain may use fn on dtype. */
+bool deft_gpu_fused_supports(deft_gpu_fn_t fn, deft_dtype_t dtype);
+int deft_gpu_fused(int dev, const deft_gpu_fused_t *chain);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,8 @@
 /*
  * Elementwise maps: every unary, binary, scalar, clip, copy, cast, where
- * and add_n operator on the GPU. One grid-stride kernel template per
- * (function, dtype); the function is a functor over the shared scalar math.
+ * and add_n operator on the GPU, and chains of them fused into one kernel.
+ * One grid-stride kernel template per (function, dtype); the function is a
+ * functor over the shared scalar math.
  */
 #define DEFT_DEVICE_FN __host__ __device__ static inline
 #include "core/gpu/gpu.h"
@@ -304,7 +305,67 @@ bool launch(const deft_gpu_map_t &m, cudaStream_t stream) {
     }
 }
 
+/* ---- fused chains: the steps in registers, one store ---- */
+
+template <typename T>
+__device__ T chain_operand(const deft_gpu_fused_t &c, const deft_gpu_fused_step_t &st, int k,
+                           const T *value, int64_t i) {
+    int src = st.src[k];
+    if (src == DEFT_GPU_FUSED_SCALAR) return from_double<T>(st.scalars[k]);
+    if (src >= 0) return static_cast<const T *>(c.in[src])[i * c.in_stride[src]];
+    return value[-1 - src];
+}
+
+/* The same functions, and clip's comparison, as the maps apply. */
+template <typename T> __device__ T chain_step(const deft_gpu_fused_step_t &st, T a, T b) {
+    switch (st.fn) {
+#define CHAIN_UNARY(name, ...)                                                                     \
+    case DEFT_GPU_FN_##name:                                                                       \
+        return f_##name(a);
+        DEFT_UNARY_FLOAT_MATH(CHAIN_UNARY)
+#define CHAIN_BINARY(name, ...)                                                                    \
+    case DEFT_GPU_FN_##name:                                                                       \
+        return f_##name(a, b);
+        DEFT_BINARY_FLOAT_MATH(CHAIN_BINARY)
+    case DEFT_GPU_FN_CLIP: {
+        T lo = from_double<T>(st.scalars[2]), hi = from_double<T>(st.scalars[3]);
+        return a < lo ? lo : a > hi ? hi : a;
+    }
+    default:
+        return a;
+    }
+}
+
+template <typename T> __global__ void chain_kernel(deft_gpu_fused_t c) {
+    GRID_STRIDE(i, c.size) {
+        T value[DEFT_GPU_FUSED_MAX_STEPS];
+        for (int s = 0; s < c.nsteps; s++) {
+            const deft_gpu_fused_step_t &st = c.steps[s];
+            value[s] = chain_step<T>(st, chain_operand<T>(c, st, 1, value, i),
+                                     chain_operand<T>(c, st, 2, value, i));
+        }
+        static_cast<T *>(c.out)[i] = value[c.nsteps - 1];
+    }
+}
+
 } // namespace
+
+extern "C" bool deft_gpu_fused_supports(deft_gpu_fn_t fn, deft_dtype_t dtype) {
+    return (dtype == DEFT_DT_FLOAT32 || dtype == DEFT_DT_FLOAT64) && fn <= DEFT_GPU_FN_CLIP;
+}
+
+extern "C" int deft_gpu_fused(int dev, const deft_gpu_fused_t *c) {
+    if (c->size == 0) return 0;
+    if (c->nsteps < 1 || c->nsteps > DEFT_GPU_FUSED_MAX_STEPS)
+        return deft_error(DEFT_ERR_INTERNAL, "a fused chain of %d steps", c->nsteps);
+    deft_gpu_stream_t stream;
+    if (deft_gpu_enter(dev, &stream)) return -1;
+    if (c->dtype == DEFT_DT_FLOAT64)
+        chain_kernel<double><<<blocks_for(c->size), kThreads, 0, stream>>>(*c);
+    else
+        chain_kernel<float><<<blocks_for(c->size), kThreads, 0, stream>>>(*c);
+    return deft_gpu_check(cudaGetLastError(), "launching a fused chain");
+}
 
 extern "C" bool deft_gpu_map_supports(deft_gpu_fn_t fn, deft_dtype_t dtype) {
     if (fn == DEFT_GPU_FN_COPY || fn == DEFT_GPU_FN_CAST) return true;
@@ -322,6 +383,7 @@ extern "C" bool deft_gpu_map_supports(deft_gpu_fn_t fn, deft_dtype_t dtype) {
 }
 
 extern "C" int deft_gpu_map(int dev, const deft_gpu_map_t *m) {
+    if (deft_gpu_capture_map(m)) return 0;
     if (m->size == 0) return 0;
     if (!deft_gpu_map_supports(m->fn, m->fn == DEFT_GPU_FN_CAST ? m->dtype[1] : m->dtype[0]))
         return deft_error(DEFT_ERR_TYPE, "no GPU kernel for map %d on %s", (int)m->fn,

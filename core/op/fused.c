@@ -7,13 +7,16 @@
  * and writes its output once instead of k times. There is no code
  * generation: the operators' own kernels are the interpreter's instructions,
  * which keeps their results (and NaN rules) identical to the unfused graph.
- * On a GPU the steps run one kernel each over whole arrays: no tiles, and
- * no saving yet over the unfused graph.
+ * On a GPU each step's operator plans its map as usual, but the plans are
+ * captured instead of launched and run as one kernel that keeps the
+ * intermediates in registers (the same per-element functions, so the same
+ * results); a step that is not one such map runs the chain unfused.
  */
 #include "core/op/fused.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +25,9 @@
 #include "core/op/grad.h"
 #include "core/op/op.h"
 #include "core/op/registry.h"
+#ifdef DEFT_HAVE_CUDA
+#include "core/op/gpu_ops.h"
+#endif
 
 /* Elements per tile: 16 KiB of float32 per intermediate, so a few fit in L1/L2. */
 #define TILE 4096
@@ -344,13 +350,116 @@ static int fused_forward(const deft_op_t *op, const deft_param_value_t *p, int n
     return status;
 }
 
+static atomic_long gpu_chains;
+
+long deft_fused_gpu_chains(void) {
+    return atomic_load(&gpu_chains);
+}
+
 #ifdef DEFT_HAVE_CUDA
+/* ---- on a GPU: the chain as one kernel ---- */
+
+/* The one map a step's operator plans for these arrays (captured: nothing runs). */
+static bool capture_step(const fused_step_t *st, const deft_tensor_t *args,
+                         const deft_tensor_t *result, deft_gpu_map_t *map) {
+    deft_gpu_capture_t capture;
+    deft_gpu_capture_start(&capture);
+    int status = step_forward(st, args, result);
+    deft_gpu_capture_stop();
+    if (status || capture.count != 1) return false;
+    *map = capture.map;
+    return true;
+}
+
+/* Where a map operand's data comes from: an input or an earlier step's
+ * result, read densely (stride 1) or as one value (stride 0). */
+static bool chain_source(const deft_gpu_fused_t *c, const deft_tensor_t *temps, int step,
+                         const deft_gpu_map_t *map, int k, int8_t *src) {
+    int64_t stride = map->ndim == 1 && map->size > 1 ? map->strides[k][0] : -1;
+    for (int i = 0; i < c->nin; i++)
+        if (map->base[k] == c->in[i] && (stride < 0 || stride == c->in_stride[i])) {
+            *src = (int8_t)i;
+            return true;
+        }
+    for (int j = 0; j < step; j++) {
+        bool one = deft_shape_size(&temps[j].shape) == 1;
+        if (map->base[k] == deft_tensor_data(&temps[j]) && (stride < 0 || stride == !one)) {
+            *src = (int8_t)(-1 - j);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The step as a chain step, when its map is one the chain kernel knows. */
+static bool to_chain_step(deft_gpu_fused_t *c, const deft_tensor_t *temps, int step,
+                          const deft_gpu_map_t *map, const deft_tensor_t *result) {
+    if (!deft_gpu_fused_supports(map->fn, c->dtype) || map->ndim > 1 || map->nops > 3 ||
+        map->base[0] != deft_tensor_data(result))
+        return false;
+    deft_gpu_fused_step_t *st = &c->steps[step];
+    st->fn = map->fn;
+    for (int k = 0; k < 4; k++) st->scalars[k] = map->scalars[k];
+    st->src[0] = st->src[1] = st->src[2] = DEFT_GPU_FUSED_SCALAR;
+    for (int k = 1; k < map->nops; k++)
+        if (map->base[k] &&
+            (map->dtype[k] != c->dtype || !chain_source(c, temps, step, map, k, &st->src[k])))
+            return false;
+    return true;
+}
+
+/* The whole chain for one kernel: every step one map of the output's dtype,
+ * every value the output's size or one element. */
+static bool plan_chain(const fused_program_t *prog, const deft_tensor_t *in, int nin,
+                       const deft_tensor_t *out, deft_gpu_fused_t *c) {
+    int64_t n = deft_shape_size(&out->shape);
+    if (!tileable(prog, in, nin, n) || nin > DEFT_GPU_MAX_OPS ||
+        prog->nsteps > DEFT_GPU_FUSED_MAX_STEPS)
+        return false;
+    memset(c, 0, sizeof *c);
+    c->size = n, c->dtype = out->dtype, c->nin = nin, c->nsteps = prog->nsteps;
+    c->out = deft_tensor_data(out);
+    for (int k = 0; k < nin; k++) {
+        if (in[k].dtype != out->dtype) return false;
+        c->in[k] = deft_tensor_data(&in[k]);
+        c->in_stride[k] = deft_shape_size(&in[k].shape) == 1 ? 0 : 1;
+    }
+    /* Stand-ins for the intermediates: distinct addresses that nothing reads,
+     * since planning launches nothing. */
+    deft_storage_t stand_in[DEFT_FUSED_MAX_STEPS];
+    deft_tensor_t temps[DEFT_FUSED_MAX_STEPS];
+    for (int j = 0; j < prog->nsteps; j++) {
+        const fused_step_t *st = &prog->steps[j];
+        bool last = j == prog->nsteps - 1;
+        if (prog->desc[j].dtype != out->dtype) return false;
+        memset(&stand_in[j], 0, sizeof stand_in[j]);
+        stand_in[j].device = out->device;
+        stand_in[j].data = (void *)(uintptr_t)(64 * (j + 1));
+        temps[j] = (deft_tensor_t){.shape = prog->desc[j].shape,
+                                   .dtype = prog->desc[j].dtype,
+                                   .device = out->device,
+                                   .storage = &stand_in[j]};
+        deft_tensor_t args[2];
+        for (int a = 0; a < st->nin; a++)
+            args[a] = st->arg[a] >= 0 ? in[st->arg[a]] : temps[-st->arg[a] - 1];
+        deft_gpu_map_t map;
+        const deft_tensor_t *result = last ? out : &temps[j];
+        if (!capture_step(st, args, result, &map) || !to_chain_step(c, temps, j, &map, result))
+            return false;
+    }
+    return true;
+}
+
 static int fused_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
                              const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)nout;
     fused_program_t *prog;
     if (program_for(p, nin, in, &prog)) return -1;
-    return deft_shape_size(&out[0].shape) > 0 ? run_whole(prog, in, out) : 0;
+    if (deft_shape_size(&out[0].shape) == 0) return 0;
+    deft_gpu_fused_t chain;
+    if (!plan_chain(prog, in, nin, &out[0], &chain)) return run_whole(prog, in, out);
+    atomic_fetch_add(&gpu_chains, 1);
+    return deft_gpu_fused(deft_gpu_of(out), &chain);
 }
 #endif
 

@@ -16,4 +16,7 @@
 /* Parameters one step may carry (clip has two, Activation one). */
 #define DEFT_FUSED_MAX_STEP_PARAMS 4
 
+/* Chains run on a GPU as one kernel so far (the tests check fusion happened). */
+long deft_fused_gpu_chains(void);
+
 #endif
