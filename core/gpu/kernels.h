@@ -197,8 +197,9 @@ int deft_gpu_map(int dev, const deft_gpu_map_t *map);
 
 typedef struct deft_gpu_fused_step {
     deft_gpu_fn_t fn;
-    int8_t src[3];     /* per operand: >= 0 input, -1 - j step j's result */
-    double scalars[4]; /* by operand, as in a map (clip's bounds at 2 and 3) */
+    int8_t src[3];      /* per operand: >= 0 input, -1 - j step j's result */
+    double scalars[4];  /* by operand, as in a map (clip's bounds at 2 and 3) */
+    float scalars_f[4]; /* the same as float: the launcher fills them in */
 } deft_gpu_fused_step_t;
 
 typedef struct deft_gpu_fused {

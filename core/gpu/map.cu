@@ -116,6 +116,11 @@ DEFT_BINARY_FLOAT_MATH(BINARY_FUNCTOR)
  */
 constexpr int kUnroll = 4;
 
+/* Blocks for n elements taken kUnroll a thread. */
+inline int dense_blocks(int64_t n) {
+    return blocks_for((n + kUnroll - 1) / kUnroll);
+}
+
 #define DENSE_STEPS(i0, n)                                                                         \
     for (int64_t i0 = blockIdx.x * (int64_t)blockDim.x * kUnroll + threadIdx.x; i0 < (n);          \
          i0 += (int64_t)gridDim.x * blockDim.x * kUnroll)
@@ -223,8 +228,7 @@ template <typename T> __global__ void add_n_kernel(deft_gpu_map_t m) {
 #define LAUNCH(kernel, ...) LAUNCH_ON(blocks_for(m.size), kernel, __VA_ARGS__)
 /* unary and binary kernels: dense work takes kUnroll elements a thread */
 #define LAUNCH_MAP(kernel, ...)                                                                    \
-    LAUNCH_ON(blocks_for(m.ndim == 1 ? (m.size + kUnroll - 1) / kUnroll : m.size), kernel,         \
-              __VA_ARGS__)
+    LAUNCH_ON(m.ndim == 1 ? dense_blocks(m.size) : blocks_for(m.size), kernel, __VA_ARGS__)
 
 template <typename T> bool launch_typed(const deft_gpu_map_t &m, cudaStream_t stream) {
     switch (m.fn) {
@@ -307,44 +311,69 @@ bool launch(const deft_gpu_map_t &m, cudaStream_t stream) {
 
 /* ---- fused chains: the steps in registers, one store ---- */
 
-template <typename T>
-__device__ T chain_operand(const deft_gpu_fused_t &c, const deft_gpu_fused_step_t &st, int k,
-                           const T *value, int64_t i) {
-    int src = st.src[k];
-    if (src == DEFT_GPU_FUSED_SCALAR) return from_double<T>(st.scalars[k]);
-    if (src >= 0) return static_cast<const T *>(c.in[src])[i * c.in_stride[src]];
-    return value[-1 - src];
+/* A step's scalar k in T (converted on the host: a conversion from double
+ * per element and step would cost more than the chain saves). */
+template <typename T> __device__ T chain_scalar(const deft_gpu_fused_step_t &st, int k);
+template <> __device__ float chain_scalar<float>(const deft_gpu_fused_step_t &st, int k) {
+    return st.scalars_f[k];
+}
+template <> __device__ double chain_scalar<double>(const deft_gpu_fused_step_t &st, int k) {
+    return st.scalars[k];
 }
 
-/* The same functions, and clip's comparison, as the maps apply. */
-template <typename T> __device__ T chain_step(const deft_gpu_fused_step_t &st, T a, T b) {
+/* Operand k of a step for kUnroll elements a block apart from i0 (the
+ * dense maps' layout), each lane of value[] holding those elements. */
+template <typename T>
+__device__ void chain_operand(const deft_gpu_fused_t &c, const deft_gpu_fused_step_t &st, int k,
+                              const T (*value)[kUnroll], int64_t i0, T *out) {
+    int src = st.src[k];
+    for (int u = 0; u < kUnroll; u++) {
+        int64_t i = i0 + (int64_t)u * blockDim.x;
+        out[u] = src == DEFT_GPU_FUSED_SCALAR ? chain_scalar<T>(st, k)
+                 : src < 0                    ? value[-1 - src][u]
+                 : i < c.size ? static_cast<const T *>(c.in[src])[i * c.in_stride[src]]
+                              : T();
+    }
+}
+
+/* The same functions, and clip's comparison, as the maps apply; the switch
+ * is taken once per step for kUnroll elements. */
+template <typename T>
+__device__ void chain_step(const deft_gpu_fused_step_t &st, const T *a, const T *b, T *out) {
     switch (st.fn) {
 #define CHAIN_UNARY(name, ...)                                                                     \
     case DEFT_GPU_FN_##name:                                                                       \
-        return f_##name(a);
+        for (int u = 0; u < kUnroll; u++) out[u] = f_##name(a[u]);                                 \
+        return;
         DEFT_UNARY_FLOAT_MATH(CHAIN_UNARY)
 #define CHAIN_BINARY(name, ...)                                                                    \
     case DEFT_GPU_FN_##name:                                                                       \
-        return f_##name(a, b);
+        for (int u = 0; u < kUnroll; u++) out[u] = f_##name(a[u], b[u]);                           \
+        return;
         DEFT_BINARY_FLOAT_MATH(CHAIN_BINARY)
     case DEFT_GPU_FN_CLIP: {
-        T lo = from_double<T>(st.scalars[2]), hi = from_double<T>(st.scalars[3]);
-        return a < lo ? lo : a > hi ? hi : a;
+        T lo = chain_scalar<T>(st, 2), hi = chain_scalar<T>(st, 3);
+        for (int u = 0; u < kUnroll; u++) out[u] = a[u] < lo ? lo : a[u] > hi ? hi : a[u];
+        return;
     }
     default:
-        return a;
+        for (int u = 0; u < kUnroll; u++) out[u] = a[u];
     }
 }
 
 template <typename T> __global__ void chain_kernel(deft_gpu_fused_t c) {
-    GRID_STRIDE(i, c.size) {
-        T value[DEFT_GPU_FUSED_MAX_STEPS];
+    DENSE_STEPS(i0, c.size) {
+        T value[DEFT_GPU_FUSED_MAX_STEPS][kUnroll], a[kUnroll], b[kUnroll];
         for (int s = 0; s < c.nsteps; s++) {
             const deft_gpu_fused_step_t &st = c.steps[s];
-            value[s] = chain_step<T>(st, chain_operand<T>(c, st, 1, value, i),
-                                     chain_operand<T>(c, st, 2, value, i));
+            chain_operand<T>(c, st, 1, value, i0, a);
+            chain_operand<T>(c, st, 2, value, i0, b);
+            chain_step<T>(st, a, b, value[s]);
         }
-        static_cast<T *>(c.out)[i] = value[c.nsteps - 1];
+        for (int u = 0; u < kUnroll; u++) {
+            int64_t i = i0 + (int64_t)u * blockDim.x;
+            if (i < c.size) static_cast<T *>(c.out)[i] = value[c.nsteps - 1][u];
+        }
     }
 }
 
@@ -358,12 +387,16 @@ extern "C" int deft_gpu_fused(int dev, const deft_gpu_fused_t *c) {
     if (c->size == 0) return 0;
     if (c->nsteps < 1 || c->nsteps > DEFT_GPU_FUSED_MAX_STEPS)
         return deft_error(DEFT_ERR_INTERNAL, "a fused chain of %d steps", c->nsteps);
+    deft_gpu_fused_t chain = *c;
+    for (int s = 0; s < chain.nsteps; s++)
+        for (int k = 0; k < 4; k++)
+            chain.steps[s].scalars_f[k] = from_double<float>(chain.steps[s].scalars[k]);
     deft_gpu_stream_t stream;
     if (deft_gpu_enter(dev, &stream)) return -1;
     if (c->dtype == DEFT_DT_FLOAT64)
-        chain_kernel<double><<<blocks_for(c->size), kThreads, 0, stream>>>(*c);
+        chain_kernel<double><<<dense_blocks(c->size), kThreads, 0, stream>>>(chain);
     else
-        chain_kernel<float><<<blocks_for(c->size), kThreads, 0, stream>>>(*c);
+        chain_kernel<float><<<dense_blocks(c->size), kThreads, 0, stream>>>(chain);
     return deft_gpu_check(cudaGetLastError(), "launching a fused chain");
 }
 
