@@ -3,7 +3,9 @@
  * Deferred compute and autograd benchmark, all in one run:
  *  - cost per call of recording (deferred, and imperative with autograd on)
  *    against the same imperative call without recording, for a 1-element
- *    sum (libccv NNC measured ~450 ns recording, ~150-350 ns no-grad);
+ *    sum (libccv NNC measured ~450 ns recording, ~150-350 ns no-grad, on
+ *    another machine: bench/python/bench_recording.py scales these times to
+ *    it by timing np.add in the same run);
  *  - backward of a 1-op and a 32-op graph called again and again (NNC
  *    rebuilds each time: ~9 us and ~450 us);
  *  - the cost of triggering a lazy array;
@@ -36,39 +38,24 @@ static DeftNDArrayHandle call(const char *name, int nin, DeftNDArrayHandle *in, 
 
 /* ---- recording cost ---- */
 
-typedef enum { PLAIN, DEFERRED, RECORDING } mode_t_;
-
-/* ns per sum call on a 1-element array, each result freed (deferred ones never computed). */
-static double per_call(DeftNDArrayHandle x, mode_t_ mode, int n) {
-    DeftOpHandle sum = op("sum");
-    if (mode == DEFERRED) CHECK(DeftSetIsDeferredCompute(1, NULL));
-    if (mode == RECORDING) CHECK(DeftAutogradSetIsRecording(1, NULL));
-    double t0 = now();
-    sum_calls(sum, x, n);
-    double t = (now() - t0) / n * 1e9;
-    CHECK(DeftSetIsDeferredCompute(0, NULL));
-    CHECK(DeftAutogradSetIsRecording(0, NULL));
-    return t;
-}
-
 /* The modes alternate in short batches and each keeps its best batch, so a
  * noisy neighbour slows them alike instead of skewing the ratios. */
 static void recording_cost(void) {
     DeftNDArrayHandle x = array(1, 1, 1), g = array(1, 1, 0);
     CHECK(DeftAutogradMarkVariables(1, &x, NULL, &g));
     double best[3] = {1e30, 1e30, 1e30};
-    per_call(x, PLAIN, 20000); /* warm up */
+    sum_call_ns(x, CALL_PLAIN, 20000); /* warm up */
     for (int rep = 0; rep < 40; rep++)
         for (int m = 0; m < 3; m++) {
-            double t = per_call(x, (mode_t_)m, 20000);
+            double t = sum_call_ns(x, (call_mode_t)m, 20000);
             if (t < best[m]) best[m] = t;
         }
     printf("recording, 1-element sum (ns per call; NNC: ~450 recording, ~150-350 no-grad)\n");
-    printf("  imperative, not recording %8.0f ns\n", best[PLAIN]);
-    printf("  deferred (recorded only)  %8.0f ns  %.2fx the imperative call\n", best[DEFERRED],
-           best[DEFERRED] / best[PLAIN]);
-    printf("  imperative + autograd     %8.0f ns  %.2fx the imperative call\n", best[RECORDING],
-           best[RECORDING] / best[PLAIN]);
+    printf("  imperative, not recording %8.0f ns\n", best[CALL_PLAIN]);
+    printf("  deferred (recorded only)  %8.0f ns  %.2fx the imperative call\n", best[CALL_DEFERRED],
+           best[CALL_DEFERRED] / best[CALL_PLAIN]);
+    printf("  imperative + autograd     %8.0f ns  %.2fx the imperative call\n", best[CALL_RECORDING],
+           best[CALL_RECORDING] / best[CALL_PLAIN]);
     CHECK(DeftNDArrayFree(x));
     CHECK(DeftNDArrayFree(g));
 }

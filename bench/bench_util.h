@@ -57,6 +57,21 @@ static inline void sum_calls(DeftOpHandle sum, DeftNDArrayHandle x, int n) {
     CHECK(DeftWaitAll());
 }
 
+typedef enum { CALL_PLAIN, CALL_DEFERRED, CALL_RECORDING } call_mode_t;
+
+/* ns per sum call on x in a mode, each result freed (deferred ones never computed). */
+static inline double sum_call_ns(DeftNDArrayHandle x, call_mode_t mode, int n) {
+    DeftOpHandle sum = op("sum");
+    if (mode == CALL_DEFERRED) CHECK(DeftSetIsDeferredCompute(1, NULL));
+    if (mode == CALL_RECORDING) CHECK(DeftAutogradSetIsRecording(1, NULL));
+    double t0 = now();
+    sum_calls(sum, x, n);
+    double t = (now() - t0) / n * 1e9;
+    CHECK(DeftSetIsDeferredCompute(0, NULL));
+    CHECK(DeftAutogradSetIsRecording(0, NULL));
+    return t;
+}
+
 static inline DeftSymbolHandle apply(const char *name, const char *node, int nin,
                                      DeftSymbolHandle *in, int np, const char *const *keys,
                                      const char *const *vals) {

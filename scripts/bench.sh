@@ -16,4 +16,5 @@ deft_build build
 if [[ -x "$DEFT_ROOT/build/bench/bench_gpu" ]]; then "$DEFT_ROOT/build/bench/bench_gpu"; fi
 deft_python_env
 "$DEFT_VENV/bin/python" "$DEFT_ROOT/bench/python/bench_python.py"
+"$DEFT_VENV/bin/python" "$DEFT_ROOT/bench/python/bench_recording.py" "$DEFT_ROOT/build"
 "$DEFT_ROOT/bench/instructions.sh" "$DEFT_ROOT/build"

@@ -99,12 +99,10 @@ static void flush_ring(void *arg) {
 }
 
 /* This thread's count of live handles of a kind changes by delta (one writer:
- * a relaxed load and store, no locked instruction). */
-static shell_ring_t *ring(void);
-
-static void count_live(deft_handle_kind_t kind, long long delta) {
-    shell_ring_t *r = tl_ring ? tl_ring : ring();
-    if (!r) { /* no ring (out of memory): the exited threads' total takes it */
+ * a relaxed load and store, no locked instruction). Without a ring (out of
+ * memory) the exited threads' total takes it. */
+static void count_live(shell_ring_t *r, deft_handle_kind_t kind, long long delta) {
+    if (!r) {
         pthread_mutex_lock(&shell_lock);
         retired[kind] += delta;
         pthread_mutex_unlock(&shell_lock);
@@ -119,8 +117,7 @@ static void make_ring_key(void) {
     pthread_key_create(&ring_key, flush_ring);
 }
 
-static shell_ring_t *ring(void) {
-    if (tl_ring) return tl_ring;
+static shell_ring_t *new_ring(void) {
     pthread_once(&ring_key_once, make_ring_key);
     shell_ring_t *r = calloc(1, sizeof *r);
     if (!r) return NULL;
@@ -133,8 +130,12 @@ static shell_ring_t *ring(void) {
     return tl_ring = r;
 }
 
-static shell_t *take_from_ring(void) {
-    shell_ring_t *r = ring();
+/* This thread's ring; NULL when out of memory. */
+static shell_ring_t *ring(void) {
+    return tl_ring ? tl_ring : new_ring();
+}
+
+static shell_t *take_from_ring(shell_ring_t *r) {
     if (!r || r->count <= QUARANTINE) return NULL;
     shell_t *shell = r->shells[r->head];
     r->head = (r->head + 1) % RING;
@@ -143,8 +144,7 @@ static shell_t *take_from_ring(void) {
 }
 
 /* Returns false when the ring is full (or missing): the caller uses the global list. */
-static bool put_in_ring(shell_t *shell) {
-    shell_ring_t *r = ring();
+static bool put_in_ring(shell_ring_t *r, shell_t *shell) {
     if (!r || r->count == RING) return false;
     r->shells[(r->head + r->count) % RING] = shell;
     r->count++;
@@ -165,7 +165,8 @@ static shell_t *take_from_global(void) {
 }
 
 void *deft_handle_new(deft_handle_kind_t kind, void *object) {
-    shell_t *shell = take_from_ring();
+    shell_ring_t *r = ring();
+    shell_t *shell = take_from_ring(r);
     if (!shell) shell = take_from_global();
     if (!shell) {
         deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate handles");
@@ -174,7 +175,7 @@ void *deft_handle_new(deft_handle_kind_t kind, void *object) {
     shell->object = object;
     shell->next_free = NULL;
     atomic_store_explicit(&shell->magic, magic_of(kind), memory_order_release);
-    count_live(kind, 1);
+    count_live(r, kind, 1);
     return shell;
 }
 
@@ -210,8 +211,9 @@ int deft_handle_retire(void *handle, deft_handle_kind_t kind, const char *what, 
         return bad_handle(handle, expected, kind, what);
     *object = shell->object;
     shell->object = NULL;
-    count_live(kind, -1);
-    if (!put_in_ring(shell)) push_global(shell);
+    shell_ring_t *r = ring();
+    count_live(r, kind, -1);
+    if (!put_in_ring(r, shell)) push_global(shell);
     return 0;
 }
 

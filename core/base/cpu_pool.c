@@ -21,6 +21,7 @@
 #include "core/base/allocator.h"
 #include "core/base/error.h"
 #include "core/base/memstat.h"
+#include "core/base/once.h"
 #include "core/base/size_class.h"
 #include "core/base/tls.h"
 
@@ -38,7 +39,7 @@ typedef struct thread_cache {
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static free_block_t *free_lists[DEFT_CLASS_COUNT];
-static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+static deft_once_t config_once = DEFT_ONCE_INIT;
 static pthread_key_t cache_key;
 static int caching_enabled;
 static DEFT_TLS_FAST thread_cache_t *tl_cache;
@@ -78,7 +79,7 @@ static void read_config(void) {
 }
 
 bool deft_cpu_pool_caching(void) {
-    pthread_once(&config_once, read_config);
+    deft_once(&config_once, read_config);
     return caching_enabled;
 }
 
@@ -101,7 +102,7 @@ static void system_free(void *ptr, size_t capacity) {
 }
 
 static void cpu_release_cached(deft_device_t dev) {
-    pthread_once(&config_once, read_config);
+    deft_once(&config_once, read_config);
     if (tl_cache) flush_thread_cache(tl_cache);
     for (int cls = 0; cls < DEFT_CLASS_COUNT; cls++) {
         pthread_mutex_lock(&pool_lock);
@@ -128,7 +129,7 @@ static void *take_cached(int cls) {
 static int cpu_alloc(deft_device_t dev, size_t nbytes, void **out, size_t *capacity,
                      deft_fences_t **fences) {
     *fences = NULL;
-    pthread_once(&config_once, read_config);
+    deft_once(&config_once, read_config);
     size_t cap = (nbytes + DEFT_CPU_ALIGN - 1) & ~(size_t)(DEFT_CPU_ALIGN - 1);
     int cls = caching_enabled ? deft_size_class(nbytes, &cap) : -1;
     void *ptr = cls >= 0 ? take_cached(cls) : NULL;

@@ -13,19 +13,16 @@
 
 #include "core/base/tls.h"
 
-#define DEPTH 64
+#define DEPTH DEFT_RECORD_DEPTH
 #define BATCH (DEPTH / 2)
 
-typedef struct record_list {
-    int count;
-    void *records[DEPTH];
-} record_list_t;
+typedef deft_record_list_t record_list_t;
 
 typedef struct shared_record {
     struct shared_record *next;
 } shared_record_t;
 
-static DEFT_TLS_FAST record_list_t *tl_records;
+DEFT_TLS_FAST record_list_t *deft_tl_records;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t key;
 static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -63,13 +60,14 @@ static void make_key(void) {
 }
 
 static record_list_t *list(void) {
-    if (tl_records) return tl_records;
+    if (deft_tl_records) return deft_tl_records;
     pthread_once(&key_once, make_key);
-    if ((tl_records = calloc(1, sizeof *tl_records)) != NULL) pthread_setspecific(key, tl_records);
-    return tl_records;
+    if ((deft_tl_records = calloc(1, sizeof *deft_tl_records)) != NULL)
+        pthread_setspecific(key, deft_tl_records);
+    return deft_tl_records;
 }
 
-void *deft_record_alloc(void) {
+void *deft_record_alloc_slow(void) {
     record_list_t *l = list();
     if (l && l->count == 0 && atomic_load_explicit(&shared, memory_order_relaxed))
         take_from_shared(l);
@@ -77,7 +75,7 @@ void *deft_record_alloc(void) {
     return malloc(DEFT_RECORD_SIZE);
 }
 
-void deft_record_free(void *record) {
+void deft_record_free_slow(void *record) {
     if (!record) return;
     record_list_t *l = list();
     if (!l) {

@@ -22,6 +22,7 @@
 #include "core/base/parallel.h"
 #include "core/base/profiler.h"
 #include "core/base/records.h"
+#include "core/base/once.h"
 #include "core/base/tls.h"
 #include "core/engine/engine_internal.h"
 
@@ -29,7 +30,7 @@
 #define SPIN_ROUNDS 4000 /* about 20 us of polling before a worker sleeps */
 
 static struct {
-    pthread_once_t config_once;
+    deft_once_t config_once;
     bool naive;
     int num_workers;
     long max_pending;
@@ -50,7 +51,7 @@ static struct {
     pthread_mutex_t first_lock;
     engine_error_t *first_error; /* first failure since the last wait-all */
 } engine = {
-    .config_once = PTHREAD_ONCE_INIT,
+    .config_once = DEFT_ONCE_INIT,
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .work = PTHREAD_COND_INITIALIZER,
     .progress = PTHREAD_COND_INITIALIZER,
@@ -89,18 +90,22 @@ static void configure(void) {
     pthread_atfork(park_workers_before_fork, resume_workers_after_fork, forget_workers_in_child);
 }
 
+static void ensure_configured(void) {
+    deft_once(&engine.config_once, configure);
+}
+
 bool deft_engine_is_naive(void) {
-    pthread_once(&engine.config_once, configure);
+    ensure_configured();
     return engine.naive;
 }
 
 int deft_engine_num_workers(void) {
-    pthread_once(&engine.config_once, configure);
+    ensure_configured();
     return engine.naive ? 0 : engine.num_workers;
 }
 
 long deft_engine_max_pending(void) {
-    pthread_once(&engine.config_once, configure);
+    ensure_configured();
     return engine.max_pending;
 }
 
@@ -380,10 +385,9 @@ static void wait_for_room(void) {
 }
 
 int deft_engine_run_now(const deft_engine_op_desc_t *d) {
-    pthread_once(&engine.config_once, configure);
-    engine_op_t op; /* only its variable list is used */
+    ensure_configured();
+    engine_op_t op; /* only its variable list is used: never queued, nothing else is read */
     if (d->num_reads + d->num_writes > OP_INLINE_VARS) return 1;
-    memset(&op, 0, offsetof(engine_op_t, inline_vars));
     /* Fresh variables are idle and private: no locked instruction for them (each
      * costs as much as the rest of the call). They still get the error, if any. */
     int shared = d->num_writes - d->num_fresh_writes;
@@ -407,7 +411,7 @@ int deft_engine_run_now(const deft_engine_op_desc_t *d) {
 }
 
 int deft_engine_push(const deft_engine_op_desc_t *d) {
-    pthread_once(&engine.config_once, configure);
+    ensure_configured();
     engine_op_t *op = deft_record_alloc();
     if (!op || collect_vars(d, d->num_writes, memset(op, 0, offsetof(engine_op_t, inline_vars)),
                             true) != 0) {
@@ -509,7 +513,7 @@ static void wait_idle(void) {
 }
 
 int deft_engine_wait_all(void) {
-    pthread_once(&engine.config_once, configure);
+    ensure_configured();
     if (tl_worker) return refuse_on_worker();
     double start = deft_profiling(DEFT_PROF_API) ? deft_profiler_now() : 0;
     wait_idle();
@@ -523,7 +527,7 @@ int deft_engine_wait_all(void) {
 }
 
 void deft_engine_shutdown(void) {
-    pthread_once(&engine.config_once, configure);
+    ensure_configured();
     if (tl_worker) return;
     wait_idle();
     pthread_mutex_lock(&engine.lock);

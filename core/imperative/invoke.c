@@ -177,7 +177,8 @@ static void describe(invoke_call_t *call, deft_var_t **reads, deft_var_t **write
         bytes += deft_tensor_nbytes(&call->in[i]->tensor);
     }
     int fresh = 0;
-    for (int pass = 0; pass < 2; pass++) /* fresh outputs last (engine.h) */
+    bool all_fresh = call->nout < 64 && call->fresh == (1ull << call->nout) - 1;
+    for (int pass = all_fresh; pass < 2; pass++) /* fresh outputs last (engine.h) */
         for (int k = 0; k < call->nout; k++) {
             bool is_fresh = k < 64 && (call->fresh & (1ull << k));
             if (is_fresh != (pass == 1)) continue;
@@ -361,9 +362,7 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
     /* Parameters stay in the parse cache while the call runs here; a queued copy copies them. */
     invoke_call_t *call = call_init(memory, false, op, nin, produced, 0);
     call->params = params->v;
-    /* plain loops: for the one or two arrays of most calls, libc's memcpy and
-     * memset cost more than the copying */
-    for (int i = 0; i < nin; i++) call->in[i] = in[i];
+    call->in = (deft_ndarray_t **)in; /* borrowed, as the call is; a queued copy copies them */
     for (int k = 0; k < 2 * produced; k++) call->out[k] = NULL;
     deft_device_t device = nin ? in[0]->tensor.device : deft_device_cpu();
     if (op->output_device && op->output_device(op, params->v, &device)) return -1;
@@ -380,15 +379,20 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
     }
     note_writes(op, nin, in, produced,
                 out); /* before recording: saved values see the new version */
-    deft_ndarray_t *results[DEFT_OP_MAX_OUTPUTS];
-    for (int k = 0; k < produced; k++) results[k] = out[k] ? out[k] : call->out[k];
+    /* The arrays the caller gets: the call's outputs, unless some went through staging. */
+    bool was_staged = staged(call);
+    deft_ndarray_t *staged_results[DEFT_OP_MAX_OUTPUTS], **results = call->out;
+    if (was_staged) {
+        results = staged_results;
+        for (int k = 0; k < produced; k++) results[k] = out[k] ? out[k] : call->out[k];
+    }
     if (grad.record &&
         deft_autograd_record(&grad, entry, params->v, nin, in, produced, out_desc, nparams, keys,
                              vals, results, none_given(produced, out))) {
         release_created(call, out, true);
         return -1;
     }
-    if (staged(call)) release_created(call, out, false);
+    if (was_staged) release_created(call, out, false);
     if (memo) deft_memo_insert(entry, nin, in, nparams, keys, vals, produced, results);
     for (int k = 0; k < produced; k++) out[k] = results[k];
     *nout = produced;

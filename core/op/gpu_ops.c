@@ -37,14 +37,14 @@ int deft_gpu_read_element(const deft_tensor_t *t, int64_t i, void *out) {
                             (const char *)deft_tensor_data(t) + i * (int64_t)size, t->device, size);
 }
 
-void deft_gpu_reduce_layout(const deft_shape_t *x, const bool *reduced, deft_gpu_reduce_t *r) {
+void deft_gpu_reduce_layout(const deft_shape_t *x, uint32_t reduced, deft_gpu_reduce_t *r) {
     int64_t own[DEFT_SHAPE_MAX_NDIM];
     deft_contiguous_strides(x, own);
     r->ndim = r->nkept = 0;
     r->outer = r->span = 1;
     for (int pass = 0; pass < 2; pass++)
         for (int d = 0; d < x->ndim; d++) {
-            if (reduced[d] != (pass == 1)) continue;
+            if (((reduced >> d) & 1u) != (pass == 1)) continue;
             r->dims[r->ndim] = x->dims[d];
             r->strides[r->ndim++] = own[d];
             if (pass == 0)

@@ -24,9 +24,9 @@ int deft_gpu_run_strided(deft_strided_t *it, deft_gpu_fn_t fn, const deft_dtype_
  * name a bad value in an error the kernel found. */
 int deft_gpu_read_element(const deft_tensor_t *t, int64_t i, void *out);
 
-/* The layout of a reduction of x over the axes marked in `reduced`: kept
+/* The layout of a reduction of x over the axes in `reduced` (bit d: axis d): kept
  * axes first, then reduced ones, with x's strides; outer and span counted. */
-void deft_gpu_reduce_layout(const deft_shape_t *x, const bool *reduced, deft_gpu_reduce_t *r);
+void deft_gpu_reduce_layout(const deft_shape_t *x, uint32_t reduced, deft_gpu_reduce_t *r);
 
 /* The GPU a tensor lives on (its device id). */
 static inline int deft_gpu_of(const deft_tensor_t *t) {

@@ -188,8 +188,9 @@ static int reduce_to_like_forward_gpu(const deft_op_t *op, const deft_param_valu
     (void)op, (void)p, (void)nin, (void)nout;
     const deft_shape_t *big = &in[0].shape, *small = &out[0].shape;
     int shift = big->ndim - small->ndim;
-    bool reduced[DEFT_SHAPE_MAX_NDIM];
-    for (int d = 0; d < big->ndim; d++) reduced[d] = d < shift || small->dims[d - shift] == 1;
+    uint32_t reduced = 0;
+    for (int d = 0; d < big->ndim; d++)
+        if (d < shift || small->dims[d - shift] == 1) reduced |= 1u << d;
     deft_gpu_reduce_t r = {.kind = DEFT_R_SUM,
                            .dtype = in[0].dtype,
                            .x = deft_tensor_data(&in[0]),

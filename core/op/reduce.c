@@ -114,27 +114,42 @@ static void reduce_span(deft_reduce_kind_t kind, deft_dtype_t dtype, const void 
 /* ---- parameters and shapes ---- */
 
 typedef struct reduce_plan {
-    bool reduced[DEFT_SHAPE_MAX_NDIM];
+    uint32_t reduced; /* bit d: axis d is reduced */
     int64_t outer, span;
 } reduce_plan_t;
 
-/* Mark reduced axes from an axis tuple (NULL: all), honouring `exclude`. */
+static bool is_reduced(const reduce_plan_t *plan, int d) {
+    return (plan->reduced >> d) & 1u;
+}
+
+/* The axes listed in a tuple, honouring `exclude`. */
+static int mark_listed_axes(const deft_op_t *op, const deft_tuple_t *axes, bool exclude, int ndim,
+                            uint32_t *reduced) {
+    *reduced = 0;
+    for (int k = 0; k < axes->n; k++) {
+        int a;
+        if (deft_op_axis(op, "axis", axes->v[k], ndim, &a)) return -1;
+        if ((*reduced >> a) & 1u)
+            return deft_op_error(op, DEFT_ERR_VALUE, "axis %d is listed twice", a);
+        *reduced |= 1u << a;
+    }
+    if (exclude) *reduced ^= (1u << ndim) - 1;
+    return 0;
+}
+
+/* Mark reduced axes from an axis tuple (NULL: all, the common case, kept short). */
 static int plan_axes(const deft_op_t *op, const deft_tuple_t *axes, bool exclude,
                      const deft_shape_t *shape, reduce_plan_t *plan) {
-    memset(plan, 0, sizeof *plan);
-    for (int d = 0; !axes && d < shape->ndim; d++) plan->reduced[d] = true;
-    for (int k = 0; axes && k < axes->n; k++) {
-        int a;
-        if (deft_op_axis(op, "axis", axes->v[k], shape->ndim, &a)) return -1;
-        if (plan->reduced[a])
-            return deft_op_error(op, DEFT_ERR_VALUE, "axis %d is listed twice", a);
-        plan->reduced[a] = true;
+    if (!axes) {
+        int64_t span = 1;
+        for (int d = 0; d < shape->ndim; d++) span *= shape->dims[d];
+        *plan = (reduce_plan_t){(1u << shape->ndim) - 1, 1, span};
+        return 0;
     }
-    if (exclude && axes)
-        for (int d = 0; d < shape->ndim; d++) plan->reduced[d] = !plan->reduced[d];
+    if (mark_listed_axes(op, axes, exclude, shape->ndim, &plan->reduced)) return -1;
     plan->outer = plan->span = 1;
     for (int d = 0; d < shape->ndim; d++) {
-        if (plan->reduced[d])
+        if (is_reduced(plan, d))
             plan->span *= shape->dims[d];
         else
             plan->outer *= shape->dims[d];
@@ -147,7 +162,7 @@ static void reduced_shape(const reduce_plan_t *plan, const deft_shape_t *in, boo
     out->ndim = 0;
     memset(out->dims, 0, sizeof out->dims);
     for (int d = 0; d < in->ndim; d++) {
-        if (!plan->reduced[d])
+        if (!is_reduced(plan, d))
             out->dims[out->ndim++] = in->dims[d];
         else if (keepdims)
             out->dims[out->ndim++] = 1;
@@ -239,7 +254,7 @@ static void *move_reduced_last(const deft_tensor_t *x, const reduce_plan_t *plan
     deft_contiguous_strides(&x->shape, own);
     for (int pass = 0; pass < 2; pass++) {
         for (int d = 0; d < x->shape.ndim; d++) {
-            if (plan->reduced[d] != (pass == 1)) continue;
+            if (is_reduced(plan, d) != (pass == 1)) continue;
             strides[order.ndim] = own[d];
             order.dims[order.ndim++] = x->shape.dims[d];
         }
@@ -253,7 +268,7 @@ static bool reduced_are_innermost(const reduce_plan_t *plan, const deft_shape_t 
     bool seen_reduced = false;
     for (int d = 0; d < shape->ndim; d++) {
         if (shape->dims[d] == 1) continue;
-        if (plan->reduced[d])
+        if (is_reduced(plan, d))
             seen_reduced = true;
         else if (seen_reduced)
             return false;
@@ -376,8 +391,8 @@ static int spread_plan(const deft_op_t *op, const deft_param_value_t *p, const d
     if (plan_axes(op, p[0].none ? NULL : &p[0].t, p[2].i != 0, x, plan)) return -1;
     int64_t step = 1;
     for (int d = x->ndim - 1; d >= 0; d--) {
-        strides[d] = plan->reduced[d] ? 0 : step;
-        if (!plan->reduced[d]) step *= x->dims[d];
+        strides[d] = is_reduced(plan, d) ? 0 : step;
+        if (!is_reduced(plan, d)) step *= x->dims[d];
     }
     return 0;
 }
