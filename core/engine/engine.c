@@ -384,30 +384,62 @@ static void wait_for_room(void) {
     atomic_fetch_sub(&engine.progress_waiters, 1);
 }
 
+/* Whether a variable is listed twice among the reads and the first num_writes writes. */
+static bool any_listed_twice(const deft_engine_op_desc_t *d, int num_writes) {
+    for (int i = 0; i < d->num_reads; i++)
+        if (listed(d->reads, i, d->reads[i]) || listed(d->writes, num_writes, d->reads[i]))
+            return true;
+    for (int i = 1; i < num_writes; i++)
+        if (listed(d->writes, i, d->writes[i])) return true;
+    return false;
+}
+
+/* Each variable once, as collect_vars lists them: reads not also written, then writes. */
+static void list_once(const deft_engine_op_desc_t *d, int num_writes, deft_var_t **unique,
+                      int *num_reads, int *num_unique) {
+    int n = 0;
+    for (int i = 0; i < d->num_reads; i++)
+        if (!listed(d->writes, num_writes, d->reads[i]) && !listed(unique, n, d->reads[i]))
+            unique[n++] = d->reads[i];
+    *num_reads = n;
+    for (int i = 0; i < num_writes; i++)
+        if (!listed(unique + *num_reads, n - *num_reads, d->writes[i])) unique[n++] = d->writes[i];
+    *num_unique = n;
+}
+
 int deft_engine_run_now(const deft_engine_op_desc_t *d) {
     ensure_configured();
-    engine_op_t op; /* only its variable list is used: never queued, nothing else is read */
-    if (d->num_reads + d->num_writes > OP_INLINE_VARS) return 1;
     /* Fresh variables are idle and private: no locked instruction for them (each
      * costs as much as the rest of the call). They still get the error, if any. */
     int shared = d->num_writes - d->num_fresh_writes;
-    collect_vars(d, shared, &op, false);
-    int n = op.num_reads + op.num_writes, started = 0;
-    while (started < n && var_try_start(op.vars[started].var, op.vars[started].write)) started++;
-    ready_list_t ready = {NULL, NULL};
-    if (started < n) { /* busy: undo what was started, and let the caller push */
-        complete_vars(op.vars, started < op.num_reads ? started : op.num_reads, started, NULL,
-                      &ready);
-        dispatch(&ready);
-        return 1;
+    deft_var_t *const *reads = d->reads, *const *writes = d->writes;
+    int num_reads = d->num_reads, num_writes = shared;
+    deft_var_t *unique[OP_INLINE_VARS];
+    if (any_listed_twice(d, shared)) { /* rare (an input given as output): list each once */
+        if (d->num_reads + shared > OP_INLINE_VARS) return 1;
+        int n;
+        list_once(d, shared, unique, &num_reads, &n);
+        reads = unique, writes = unique + num_reads, num_writes = n - num_reads;
     }
+    int started_reads = 0, started_writes = 0;
+    while (started_reads < num_reads && var_try_start(reads[started_reads], false)) started_reads++;
+    while (started_reads == num_reads && started_writes < num_writes &&
+           var_try_start(writes[started_writes], true))
+        started_writes++;
+    /* else busy: what was started is undone below, and the caller pushes */
+    bool ready_now = started_reads == num_reads && started_writes == num_writes;
     /* Not counted as pending: it finishes before the caller's API call returns. */
-    engine_error_t *error =
-        d->fn ? call_work(d->fn, d->ctx, d->name, d->origin, d->small, d->device) : NULL;
+    engine_error_t *error = ready_now && d->fn
+                                ? call_work(d->fn, d->ctx, d->name, d->origin, d->small, d->device)
+                                : NULL;
     for (int i = shared; error && i < d->num_writes; i++) var_set_error(d->writes[i], error);
-    complete_vars(op.vars, op.num_reads, n, error, &ready);
+    for (int i = 0; error && i < num_writes; i++) var_set_error(writes[i], error);
+    engine_error_release(error);
+    ready_list_t ready = {NULL, NULL};
+    for (int i = 0; i < started_reads; i++) var_complete_read(reads[i], &ready);
+    for (int i = 0; i < started_writes; i++) var_complete_write(writes[i], &ready);
     dispatch(&ready);
-    return 0;
+    return ready_now ? 0 : 1;
 }
 
 int deft_engine_push(const deft_engine_op_desc_t *d) {

@@ -122,9 +122,10 @@ static bool is_reduced(const reduce_plan_t *plan, int d) {
     return (plan->reduced >> d) & 1u;
 }
 
-/* The axes listed in a tuple, honouring `exclude`. */
-static int mark_listed_axes(const deft_op_t *op, const deft_tuple_t *axes, bool exclude, int ndim,
-                            uint32_t *reduced) {
+/* The axes listed in a tuple, honouring `exclude`. Kept out of line, so that
+ * plan_axes' common case (all axes) does not pay for its frame. */
+__attribute__((noinline)) static int mark_listed_axes(const deft_op_t *op, const deft_tuple_t *axes,
+                                                      bool exclude, int ndim, uint32_t *reduced) {
     *reduced = 0;
     for (int k = 0; k < axes->n; k++) {
         int a;
