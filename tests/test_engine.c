@@ -70,10 +70,23 @@ static void make_ops(stress_op_t *ops, uint64_t seed) {
     }
 }
 
+/* Whether a variable is listed twice among an operation's reads and writes. */
+static bool lists_a_variable_twice(const stress_op_t *op) {
+    int all[2 * MAX_IO], n = 0;
+    for (int i = 0; i < op->num_reads; i++) all[n++] = op->reads[i];
+    for (int i = 0; i < op->num_writes; i++) all[n++] = op->writes[i];
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (all[i] == all[j]) return true;
+    return false;
+}
+
+/* Small operations first try to run at once on this thread, as imperative calls do. */
 START_TEST(test_random_operations_match_sequential_order_bit_for_bit) {
     static stress_op_t ops[OPS];
     static stress_ctx_t ctxs[OPS];
     uint64_t engine_values[VARS], reference[VARS];
+    int ran_now = 0, ran_now_listing_twice = 0;
     for (uint64_t seed = 1; seed <= 3; seed++) {
         make_ops(ops, seed * 7919);
         for (int v = 0; v < VARS; v++) engine_values[v] = reference[v] = (uint64_t)v * 31 + seed;
@@ -94,7 +107,10 @@ START_TEST(test_random_operations_match_sequential_order_bit_for_bit) {
                                        .origin = "test",
                                        .small = ops[k].small,
                                        .priority = (int)(k % 5 == 0)};
-            ck_assert_int_eq(deft_engine_push(&d), 0);
+            bool at_once = ops[k].small && deft_engine_run_now(&d) == 0;
+            if (!at_once) ck_assert_int_eq(deft_engine_push(&d), 0);
+            ran_now += at_once;
+            ran_now_listing_twice += at_once && lists_a_variable_twice(&ops[k]);
             /* The same variable twice, or read and written, counts once. */
             apply(&ops[k], reference);
         }
@@ -104,6 +120,8 @@ START_TEST(test_random_operations_match_sequential_order_bit_for_bit) {
             ck_assert_msg(engine_values[v] == reference[v], "seed %llu var %d differs",
                           (unsigned long long)seed, v);
     }
+    ck_assert_int_gt(ran_now_listing_twice, 0);
+    ck_assert_int_gt(ran_now - ran_now_listing_twice, 0);
 }
 END_TEST
 
