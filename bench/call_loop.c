@@ -3,9 +3,11 @@
  * The operator call that bench_autograd times, in a loop and nothing else,
  * for counting its instructions (bench/instructions.sh): a sum over a 1x1
  * array marked for autograd, each result freed, N times, in one mode.
- * Counts do not move with the machine's load, as times on shared machines do.
+ * In trigger mode each call is recorded in deferred mode and its result read,
+ * which computes it. Counts do not move with the machine's load, as times on
+ * shared machines do.
  *
- *   call_loop plain|deferred|autograd N
+ *   call_loop plain|deferred|autograd|trigger N
  */
 #include <stdbool.h>
 #include <string.h>
@@ -16,8 +18,9 @@ int main(int argc, char **argv) {
     const char *mode = argc == 3 ? argv[1] : "";
     int n = argc == 3 ? atoi(argv[2]) : 0;
     bool deferred = strcmp(mode, "deferred") == 0, autograd = strcmp(mode, "autograd") == 0;
-    if (n <= 0 || !(deferred || autograd || strcmp(mode, "plain") == 0)) {
-        fprintf(stderr, "usage: call_loop plain|deferred|autograd N\n");
+    bool trigger = strcmp(mode, "trigger") == 0;
+    if (n <= 0 || !(deferred || autograd || trigger || strcmp(mode, "plain") == 0)) {
+        fprintf(stderr, "usage: call_loop plain|deferred|autograd|trigger N\n");
         return 2;
     }
     const int64_t shape[2] = {1, 1};
@@ -30,7 +33,18 @@ int main(int argc, char **argv) {
     DeftOpHandle sum = op("sum");
     if (deferred) CHECK(DeftSetIsDeferredCompute(1, NULL));
     if (autograd) CHECK(DeftAutogradSetIsRecording(1, NULL));
-    sum_calls(sum, x, n);
+    if (trigger)
+        for (int i = 0; i < n; i++) {
+            DeftNDArrayHandle y = NULL;
+            int nout = 1;
+            CHECK(DeftSetIsDeferredCompute(1, NULL));
+            CHECK(DeftImperativeInvoke(sum, 1, &x, &nout, &y, 0, NULL, NULL));
+            CHECK(DeftSetIsDeferredCompute(0, NULL));
+            CHECK(DeftNDArrayWaitToRead(y));
+            CHECK(DeftNDArrayFree(y));
+        }
+    else
+        sum_calls(sum, x, n);
     CHECK(DeftSetIsDeferredCompute(0, NULL));
     CHECK(DeftAutogradSetIsRecording(0, NULL));
     CHECK(DeftNDArrayFree(x));

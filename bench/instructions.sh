@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Instructions per operator call (bench/call_loop.c) in each mode, counted by
-# callgrind: the count for 20,000 calls less the count for 10,000, so start-up
-# cancels out. Counts are the same on a loaded machine; times are not.
+# Instructions per operator call (bench/call_loop.c) in each mode (trigger: one
+# call recorded in deferred mode, then read), counted by callgrind: the count
+# for 20,000 calls less the count for 10,000, so start-up cancels out. Counts are the same on a loaded machine; times are not.
 # Usage: bench/instructions.sh [build dir, default build]
 set -euo pipefail
 build="${1:-$(dirname "$0")/../build}"
@@ -14,7 +14,7 @@ count() { # total instructions of one run
         awk '/Collected/ { print $NF }'
 }
 echo "instructions per call, 1-element sum (callgrind)"
-for mode in plain deferred autograd; do
+for mode in plain deferred autograd trigger; do
     a=$(count "$mode" 10000)
     b=$(count "$mode" 20000)
     printf '  %-9s %6d\n' "$mode" $(((b - a) / 10000))

@@ -41,23 +41,27 @@ int deft_graph_node_id(const deft_graph_t *graph, const deft_node_t *node) {
 /* Grow the node array and map so `count` more nodes fit. */
 static int reserve(deft_graph_t *g, int count, int *capacity) {
     if (count <= *capacity && 2 * count <= g->map_capacity) return 0;
-    int cap = *capacity ? *capacity : 4;
-    while (cap < count) cap *= 2;
-    deft_node_t **nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
-    if (!nodes) return -1;
-    g->nodes = nodes;
-    *capacity = cap;
+    if (count > *capacity) {
+        int cap = *capacity;
+        while (cap < count) cap *= 2;
+        bool inline_list = g->nodes == g->small_nodes;
+        deft_node_t **nodes = realloc(inline_list ? NULL : g->nodes, (size_t)cap * sizeof *nodes);
+        if (!nodes) return -1;
+        if (inline_list) memcpy(nodes, g->small_nodes, sizeof g->small_nodes);
+        g->nodes = nodes;
+        *capacity = cap;
+    }
     if (2 * count <= g->map_capacity) return 0;
-    int map_cap = g->map_capacity ? g->map_capacity : 8;
+    int map_cap = g->map_capacity;
     while (map_cap < 2 * count) map_cap *= 2;
-    struct deft_graph_slot *map = calloc((size_t)map_cap, sizeof *map);
+    deft_graph_slot_t *map = calloc((size_t)map_cap, sizeof *map);
     if (!map) return -1;
-    struct deft_graph_slot *old = g->map;
+    deft_graph_slot_t *old = g->map;
     int old_cap = g->map_capacity;
     g->map = map, g->map_capacity = map_cap;
     for (int i = 0; i < old_cap; i++)
         if (old[i].key) map_put(g, old[i].key, old[i].id);
-    free(old);
+    if (old != g->small_map) free(old);
     return 0;
 }
 
@@ -103,9 +107,8 @@ static int topo_sort(deft_graph_t *g, deft_graph_leaf_fn is_leaf, void *ctx) {
     } frame_t;
     /* Shallow graphs (most runs) walk on the C stack; deep ones move to the heap. */
     frame_t small[64];
-    int capacity = 0, stack_cap = 64, depth = 0;
+    int capacity = DEFT_GRAPH_SMALL, stack_cap = 64, depth = 0;
     frame_t *stack = small;
-    if (reserve(g, 1, &capacity)) goto oom;
     for (int o = 0; o < g->num_outputs; o++) {
         deft_node_t *root = g->outputs[o].node;
         if (map_find(g, root) >= 0) continue;
@@ -275,12 +278,20 @@ oom:
     return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate node names");
 }
 
+/* The per-node tables, in one allocation: in_entry is sized for every input,
+ * which the leaves' (not followed) may leave partly unused. */
+static int alloc_tables(deft_graph_t *g, bool cut) {
+    size_t n = (size_t)g->num_nodes + 1, inputs = 1;
+    for (int i = 0; i < g->num_nodes; i++) inputs += (size_t)g->nodes[i]->num_inputs;
+    int *ints = g->tables = malloc((2 * n + inputs) * sizeof(int) + (cut ? n : 0) * sizeof(bool));
+    if (!ints) return -1;
+    g->row_ptr = ints, g->in_ptr = ints + n, g->in_entry = ints + 2 * n;
+    g->leaf = cut ? (bool *)(ints + 2 * n + inputs) : NULL;
+    return 0;
+}
+
 /* Entry ids of outputs (row_ptr) and of what each input reads (in_ptr, in_entry). */
-static int index_entries(deft_graph_t *g) {
-    size_t n = (size_t)g->num_nodes + 1;
-    g->row_ptr = malloc(n * sizeof *g->row_ptr);
-    g->in_ptr = malloc(n * sizeof *g->in_ptr);
-    if (!g->row_ptr || !g->in_ptr) return -1;
+static void index_entries(deft_graph_t *g) {
     g->row_ptr[0] = g->in_ptr[0] = 0;
     for (int i = 0; i < g->num_nodes; i++) {
         const deft_node_t *node = g->nodes[i];
@@ -288,8 +299,6 @@ static int index_entries(deft_graph_t *g) {
         g->row_ptr[i + 1] = g->row_ptr[i] + node->num_outputs;
         g->in_ptr[i + 1] = g->in_ptr[i] + (leaf ? 0 : node->num_inputs);
     }
-    g->in_entry = malloc(((size_t)g->in_ptr[g->num_nodes] + 1) * sizeof *g->in_entry);
-    if (!g->in_entry) return -1;
     for (int i = 0; i < g->num_nodes; i++) {
         const deft_node_t *node = g->nodes[i];
         for (int k = 0; k < g->in_ptr[i + 1] - g->in_ptr[i]; k++) {
@@ -297,30 +306,26 @@ static int index_entries(deft_graph_t *g) {
             g->in_entry[g->in_ptr[i] + k] = g->row_ptr[src] + node->inputs[k].index;
         }
     }
-    return 0;
 }
 
 static int build(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_fn is_leaf,
                  void *ctx, deft_graph_t **out) {
-    deft_graph_t *g = calloc(1, sizeof *g);
+    deft_graph_t *g = calloc(1, sizeof *g + (size_t)num_outputs * sizeof *outputs);
     if (!g) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
-    g->outputs = calloc((size_t)(num_outputs ? num_outputs : 1), sizeof *g->outputs);
-    if (!g->outputs) {
-        free(g);
-        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
-    }
+    g->outputs = (deft_entry_t *)(g + 1);
+    g->nodes = g->small_nodes;
+    g->map = g->small_map, g->map_capacity = 2 * DEFT_GRAPH_SMALL;
     for (int o = 0; o < num_outputs; o++) {
         g->outputs[o] = outputs[o];
         deft_node_retain(outputs[o].node);
         g->num_outputs++;
     }
     int status = topo_sort(g, is_leaf, ctx);
-    if (status == 0 && is_leaf && !(g->leaf = calloc((size_t)g->num_nodes + 1, sizeof *g->leaf)))
+    if (status == 0 && alloc_tables(g, is_leaf != NULL))
         status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
     for (int i = 0; status == 0 && is_leaf && i < g->num_nodes; i++)
         g->leaf[i] = is_leaf(g->nodes[i], ctx);
-    if (status == 0 && index_entries(g))
-        status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
+    if (status == 0) index_entries(g);
     if (status) {
         deft_graph_free(g);
         return -1;
@@ -358,9 +363,9 @@ void deft_graph_free(deft_graph_t *g) {
         if (g->names) free(g->names[i]);
     }
     for (int o = 0; o < g->num_outputs; o++) deft_node_release(g->outputs[o].node);
-    free(g->nodes), free(g->names), free(g->row_ptr), free(g->outputs), free(g->leaf);
-    free(g->in_ptr), free(g->in_entry);
-    free(g->map);
+    if (g->nodes != g->small_nodes) free(g->nodes);
+    if (g->map != g->small_map) free(g->map);
+    free(g->names), free(g->tables);
     free(g);
 }
 

@@ -17,6 +17,15 @@
 
 #include "core/graph/node.h"
 
+/* Small graphs (most deferred runs) keep their node list and map inline:
+ * building one costs two allocations, not eight. */
+#define DEFT_GRAPH_SMALL 8
+
+typedef struct deft_graph_slot {
+    const deft_node_t *key;
+    int id;
+} deft_graph_slot_t;
+
 typedef struct deft_graph {
     int num_nodes;
     deft_node_t **nodes; /* post-order; retained */
@@ -25,14 +34,14 @@ typedef struct deft_graph {
     /* entry id read by input k of node i: in_entry[in_ptr[i] + k] (no lookups on hot walks) */
     int *in_ptr, *in_entry;
     int num_outputs;
-    deft_entry_t *outputs; /* retained */
+    deft_entry_t *outputs; /* retained; allocated with the graph */
     bool *leaf;            /* cut graphs: per node, its value is given (NULL otherwise) */
     /* node pointer -> id, open addressing */
     int map_capacity;
-    struct deft_graph_slot {
-        const deft_node_t *key;
-        int id;
-    } * map;
+    deft_graph_slot_t *map;
+    void *tables; /* row_ptr, in_ptr, in_entry and leaf, in one allocation */
+    deft_node_t *small_nodes[DEFT_GRAPH_SMALL];
+    deft_graph_slot_t small_map[2 * DEFT_GRAPH_SMALL];
 } deft_graph_t;
 
 int deft_graph_build(int num_outputs, const deft_entry_t *outputs, deft_graph_t **out);

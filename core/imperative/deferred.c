@@ -129,7 +129,7 @@ typedef struct run {
     deft_var_t **reads, **writes;
     bool *pinned; /* per entry: lives outside the arena */
     int num_reads, num_writes;
-    void *block; /* every per-entry and per-node table above, in one allocation */
+    /* every per-entry and per-node table above follows, in the run's allocation */
 } run_t;
 
 static bool is_computed(const deft_node_t *node, void *ctx) {
@@ -150,7 +150,6 @@ static void free_run(void *arg) {
     deft_graph_free(r->g);
     deft_memory_plan_free(&r->plan);
     deft_plan_arenas_release(r->arenas);
-    free(r->block);
     free(r);
 }
 
@@ -183,17 +182,23 @@ static void *carve(char **at, size_t count, size_t size) {
     return p;
 }
 
-/* All the run's tables in one zeroed allocation: a one-node trigger is common,
- * and a dozen mallocs cost more than computing it. */
-static int run_alloc(run_t *r) {
-    const deft_graph_t *g = r->g;
+/* A run over `g` (taken over) with all its tables in one zeroed allocation: a
+ * one-node trigger is common, and a dozen mallocs cost more than computing it. */
+static run_t *run_alloc(deft_graph_t *g) {
     size_t nodes = (size_t)g->num_nodes + 1, entries = (size_t)deft_graph_num_entries(g) + 1;
     size_t per_entry = sizeof(deft_desc_t) + sizeof(bool) + sizeof(deft_tensor_t) +
                        sizeof(deft_storage_t *) + 2 * sizeof(deft_ndarray_t *) +
                        2 * sizeof(deft_var_t *) + sizeof(bool);
-    size_t bytes = entries * per_entry + nodes * sizeof(int) + 12 * 16;
-    char *at = r->block = calloc(1, bytes);
-    if (!at) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a deferred compute run");
+    size_t head = (sizeof(run_t) + 15) & ~(size_t)15;
+    run_t *r = calloc(1, head + entries * per_entry + nodes * sizeof(int) + 12 * 16);
+    if (!r) {
+        deft_graph_free(g);
+        deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a deferred compute run");
+        return NULL;
+    }
+    atomic_init(&r->refs, 1);
+    r->g = g;
+    char *at = (char *)r + head;
     r->types.num_entries = (int)entries - 1;
     r->types.desc = carve(&at, entries, sizeof *r->types.desc);
     r->types.known = carve(&at, entries, sizeof *r->types.known);
@@ -205,7 +210,7 @@ static int run_alloc(run_t *r) {
     r->reads = carve(&at, entries, sizeof *r->reads);
     r->writes = carve(&at, entries, sizeof *r->writes);
     r->pinned = carve(&at, entries, sizeof *r->pinned);
-    return 0;
+    return r;
 }
 
 /* Shapes and dtypes come from the records (known since recording); consumers
@@ -397,19 +402,19 @@ static int compute_locked(int n, deft_ndarray_t *const *arrays) {
         if (arrays[i] && deft_ndarray_is_lazy(arrays[i]) &&
             !is_computed(arrays[i]->entry.node, NULL))
             entries[count++] = arrays[i]->entry;
-    run_t *r = count ? calloc(1, sizeof *r) : NULL;
-    int status = 0;
-    if (count && !r) status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a run");
-    if (r && !status) status = deft_graph_build_cut(count, entries, is_computed, NULL, &r->g);
+    deft_graph_t *g = NULL;
+    int status = count ? deft_graph_build_cut(count, entries, is_computed, NULL, &g) : 0;
     free(heap);
-    if (r && !status) status = run_alloc(r);
-    if (r && !status) describe_entries(r);
-    if (r && !status) status = make_destinations(r);
-    if (r && !status) gather_leaves(r);
-    if (r && !status) status = check_inputs_present(r);
-    if (r && !status) status = plan_arena(r);
-    if (!r || status) {
-        if (r) atomic_init(&r->refs, 1), free_run(r);
+    if (!g) return status;
+    run_t *r = run_alloc(g);
+    if (!r) return -1;
+    describe_entries(r);
+    status = make_destinations(r);
+    if (!status) gather_leaves(r);
+    if (!status) status = check_inputs_present(r);
+    if (!status) status = plan_arena(r);
+    if (status) {
+        free_run(r);
         return status;
     }
     /* The run may finish (and be freed by the engine) during the push: hold it till committed. */
