@@ -407,8 +407,9 @@ static void list_once(const deft_engine_op_desc_t *d, int num_writes, deft_var_t
     *num_unique = n;
 }
 
-int deft_engine_run_now(const deft_engine_op_desc_t *d) {
-    ensure_configured();
+/* deft_engine_run_now, inlined into both its callers (imperative calls make
+ * the one outside, and a call's every instruction counts there). */
+static inline __attribute__((always_inline)) int run_now(const deft_engine_op_desc_t *d) {
     /* Fresh variables are idle and private: no locked instruction for them (each
      * costs as much as the rest of the call). They still get the error, if any. */
     int shared = d->num_writes - d->num_fresh_writes;
@@ -442,8 +443,19 @@ int deft_engine_run_now(const deft_engine_op_desc_t *d) {
     return ready_now ? 0 : 1;
 }
 
+int deft_engine_run_now(const deft_engine_op_desc_t *d) {
+    ensure_configured();
+    return run_now(d);
+}
+
 int deft_engine_push(const deft_engine_op_desc_t *d) {
     ensure_configured();
+    /* Pushed, it would run inline when its variables are free (dispatch): then
+     * it may as well run at once, without an operation record. */
+    if (d->small && !tl_worker && run_now(d) == 0) {
+        if (d->free_ctx) d->free_ctx(d->ctx);
+        return 0;
+    }
     engine_op_t *op = deft_record_alloc();
     if (!op || collect_vars(d, d->num_writes, memset(op, 0, offsetof(engine_op_t, inline_vars)),
                             true) != 0) {

@@ -54,9 +54,11 @@ typedef struct deft_engine_op_desc {
 
 /*
  * Schedule an operation. A variable listed twice, or as both read and
- * written, counts once (as written). Blocks while too many operations are
- * pending (back-pressure), except on worker threads. On failure (out of
- * memory) nothing is scheduled and ctx is freed.
+ * written, counts once (as written). A small one pushed from outside the
+ * workers whose variables are free runs before this returns (as
+ * deft_engine_run_now). Blocks while too many operations are pending
+ * (back-pressure), except on worker threads. On failure (out of memory)
+ * nothing is scheduled and ctx is freed.
  */
 int deft_engine_push(const deft_engine_op_desc_t *desc);
 
