@@ -122,8 +122,6 @@ int DeftRandomSeed(uint64_t seed) {
     return 0;
 }
 
-/* Resolve an array of handles, naming the bad one ("inputs[2]"). */
-
 int api_invoke(DeftOpHandle op, int num_inputs, const DeftNDArrayHandle *inputs, int *num_outputs,
                DeftNDArrayHandle *outputs, int num_params, const char *const *keys,
                const char *const *vals) {
