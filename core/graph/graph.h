@@ -17,8 +17,9 @@
 
 #include "core/graph/node.h"
 
-/* Small graphs (most deferred runs) keep their node list and map inline:
- * building one costs two allocations, not eight. */
+/* Small graphs (most deferred runs) keep their node list and map inline,
+ * and live in one record (records.h) with their tables: building one costs
+ * a list pop, not eight mallocs. */
 #define DEFT_GRAPH_SMALL 8
 
 typedef struct deft_graph_slot {
@@ -39,7 +40,8 @@ typedef struct deft_graph {
     /* node pointer -> id, open addressing */
     int map_capacity;
     deft_graph_slot_t *map;
-    void *tables; /* row_ptr, in_ptr, in_entry and leaf, in one allocation */
+    bool is_record; /* the graph lives in a record, else in malloc'd memory */
+    void *tables;   /* row_ptr, in_ptr, in_entry and leaf when malloc'd (NULL: in the record) */
     deft_node_t *small_nodes[DEFT_GRAPH_SMALL];
     deft_graph_slot_t small_map[2 * DEFT_GRAPH_SMALL];
 } deft_graph_t;
