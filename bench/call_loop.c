@@ -14,6 +14,19 @@
 
 #include "bench_util.h"
 
+/* n sums recorded in deferred mode, each read (which computes it) and freed. */
+static void triggered_sum_calls(DeftOpHandle sum, DeftNDArrayHandle x, int n) {
+    for (int i = 0; i < n; i++) {
+        DeftNDArrayHandle y = NULL;
+        int nout = 1;
+        CHECK(DeftSetIsDeferredCompute(1, NULL));
+        CHECK(DeftImperativeInvoke(sum, 1, &x, &nout, &y, 0, NULL, NULL));
+        CHECK(DeftSetIsDeferredCompute(0, NULL));
+        CHECK(DeftNDArrayWaitToRead(y));
+        CHECK(DeftNDArrayFree(y));
+    }
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc == 3 ? argv[1] : "";
     int n = argc == 3 ? atoi(argv[2]) : 0;
@@ -34,15 +47,7 @@ int main(int argc, char **argv) {
     if (deferred) CHECK(DeftSetIsDeferredCompute(1, NULL));
     if (autograd) CHECK(DeftAutogradSetIsRecording(1, NULL));
     if (trigger)
-        for (int i = 0; i < n; i++) {
-            DeftNDArrayHandle y = NULL;
-            int nout = 1;
-            CHECK(DeftSetIsDeferredCompute(1, NULL));
-            CHECK(DeftImperativeInvoke(sum, 1, &x, &nout, &y, 0, NULL, NULL));
-            CHECK(DeftSetIsDeferredCompute(0, NULL));
-            CHECK(DeftNDArrayWaitToRead(y));
-            CHECK(DeftNDArrayFree(y));
-        }
+        triggered_sum_calls(sum, x, n);
     else
         sum_calls(sum, x, n);
     CHECK(DeftSetIsDeferredCompute(0, NULL));

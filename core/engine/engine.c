@@ -407,8 +407,9 @@ static void list_once(const deft_engine_op_desc_t *d, int num_writes, deft_var_t
     *num_unique = n;
 }
 
-/* deft_engine_run_now, inlined into both its callers (imperative calls make
- * the one outside, and a call's every instruction counts there). */
+/* deft_engine_run_now's body, forced inline into it and into deft_engine_push:
+ * with two call sites GCC keeps it out of line, and LTO then no longer inlines
+ * it into imperative invoke, whose every instruction counts. */
 static inline __attribute__((always_inline)) int run_now(const deft_engine_op_desc_t *d) {
     /* Fresh variables are idle and private: no locked instruction for them (each
      * costs as much as the rest of the call). They still get the error, if any. */

@@ -284,6 +284,11 @@ static size_t graph_head(int num_outputs) {
     return sizeof(deft_graph_t) + (size_t)num_outputs * sizeof(deft_entry_t);
 }
 
+/* Whether a graph with this many outputs lives in a record (else in malloc'd memory). */
+static bool in_record(int num_outputs) {
+    return graph_head(num_outputs) <= DEFT_RECORD_SIZE;
+}
+
 /* The per-node tables, together: in the rest of the graph's record when they
  * fit, else one allocation. in_entry is sized for every input, which the
  * leaves' (not followed) may leave partly unused. */
@@ -292,8 +297,8 @@ static int alloc_tables(deft_graph_t *g, bool cut) {
     for (int i = 0; i < g->num_nodes; i++) inputs += (size_t)g->nodes[i]->num_inputs;
     size_t bytes = (2 * n + inputs) * sizeof(int) + (cut ? n : 0) * sizeof(bool);
     size_t head = graph_head(g->num_outputs);
-    bool in_record = g->is_record && head + bytes <= DEFT_RECORD_SIZE;
-    int *ints = in_record ? (int *)((char *)g + head) : (g->tables = malloc(bytes));
+    bool fits = in_record(g->num_outputs) && head + bytes <= DEFT_RECORD_SIZE;
+    int *ints = fits ? (int *)((char *)g + head) : (g->tables = malloc(bytes));
     if (!ints) return -1;
     g->row_ptr = ints, g->in_ptr = ints + n, g->in_entry = ints + 2 * n;
     g->leaf = cut ? (bool *)(ints + 2 * n + inputs) : NULL;
@@ -320,11 +325,10 @@ static void index_entries(deft_graph_t *g) {
 
 static int build(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_fn is_leaf,
                  void *ctx, deft_graph_t **out) {
-    bool record = graph_head(num_outputs) <= DEFT_RECORD_SIZE;
-    deft_graph_t *g = record ? deft_record_alloc() : malloc(graph_head(num_outputs));
+    deft_graph_t *g =
+        in_record(num_outputs) ? deft_record_alloc() : malloc(graph_head(num_outputs));
     if (!g) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
     memset(g, 0, sizeof *g);
-    g->is_record = record;
     g->outputs = (deft_entry_t *)(g + 1);
     g->nodes = g->small_nodes;
     g->map = g->small_map, g->map_capacity = 2 * DEFT_GRAPH_SMALL;
@@ -379,7 +383,7 @@ void deft_graph_free(deft_graph_t *g) {
     if (g->nodes != g->small_nodes) free(g->nodes);
     if (g->map != g->small_map) free(g->map);
     free(g->names), free(g->tables);
-    if (g->is_record)
+    if (in_record(g->num_outputs))
         deft_record_free(g);
     else
         free(g);

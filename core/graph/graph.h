@@ -40,8 +40,7 @@ typedef struct deft_graph {
     /* node pointer -> id, open addressing */
     int map_capacity;
     deft_graph_slot_t *map;
-    bool is_record; /* the graph lives in a record, else in malloc'd memory */
-    void *tables;   /* row_ptr, in_ptr, in_entry and leaf when malloc'd (NULL: in the record) */
+    void *tables; /* row_ptr, in_ptr, in_entry and leaf when malloc'd (NULL: in the record) */
     deft_node_t *small_nodes[DEFT_GRAPH_SMALL];
     deft_graph_slot_t small_map[2 * DEFT_GRAPH_SMALL];
 } deft_graph_t;
