@@ -277,21 +277,42 @@ static bool reduced_are_innermost(const reduce_plan_t *plan, const deft_shape_t 
     return true;
 }
 
-/* A call's plan over x's shape, and its kind (norm with ord=1 is NORM1). */
+/* A call's kind: norm with ord=1 is NORM1. */
+static deft_reduce_kind_t call_kind(const deft_op_t *op, const deft_param_value_t *p) {
+    deft_reduce_kind_t kind = ((const reducer_t *)op->data)->kind;
+    return kind == DEFT_R_NORM && p[2].i == 1 ? DEFT_R_NORM1 : kind;
+}
+
+/* A call's plan over x's shape, and its kind. */
 static int plan_reduction(const deft_op_t *op, const deft_param_value_t *p, const deft_shape_t *x,
                           reduce_plan_t *plan, deft_reduce_kind_t *kind) {
     const deft_tuple_t *axes;
     deft_tuple_t one;
     bool keepdims, exclude;
     read_axis_params(op, p, &axes, &one, &keepdims, &exclude);
-    *kind = ((const reducer_t *)op->data)->kind;
-    if (*kind == DEFT_R_NORM && p[2].i == 1) *kind = DEFT_R_NORM1;
+    *kind = call_kind(op, p);
     return plan_axes(op, axes, exclude, x, plan);
+}
+
+/* The whole array to one value on one thread (a loss, most often): the one
+ * row reduce_rows would make, without planning it. */
+static void reduce_whole(deft_reduce_kind_t kind, const deft_tensor_t *x, int64_t n,
+                         const deft_tensor_t *y) {
+    deft_partial_t p = deft_reduce_identity(kind);
+    reduce_span(kind, x->dtype, deft_tensor_data(x), n, 0, &p);
+    deft_reduce_store(kind, &p, n, deft_tensor_data(y), 0, x->dtype);
 }
 
 static int reduce_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
+    if (p[0].none) { /* every axis */
+        int64_t n = deft_shape_size(&in[0].shape);
+        if (n < DEFT_PARALLEL_GRAIN) {
+            reduce_whole(call_kind(op, p), &in[0], n, &out[0]);
+            return 0;
+        }
+    }
     reduce_plan_t plan;
     reducer_t r = *(const reducer_t *)op->data;
     if (plan_reduction(op, p, &in[0].shape, &plan, &r.kind)) return -1;
