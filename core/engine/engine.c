@@ -440,7 +440,7 @@ static inline __attribute__((always_inline)) int run_now(const deft_engine_op_de
     ready_list_t ready = {NULL, NULL};
     for (int i = 0; i < started_reads; i++) var_complete_read(reads[i], &ready);
     for (int i = 0; i < started_writes; i++) var_complete_write(writes[i], &ready);
-    dispatch(&ready);
+    if (ready.head) dispatch(&ready); /* mostly nothing waited: no call */
     return ready_now ? 0 : 1;
 }
 

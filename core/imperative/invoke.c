@@ -176,16 +176,24 @@ static void describe(invoke_call_t *call, deft_var_t **reads, deft_var_t **write
             reads[nreads++] = call->in[i]->var;
         bytes += deft_tensor_nbytes(&call->in[i]->tensor);
     }
+    /* Fresh outputs go last (engine.h). Usually every output is fresh, and none staged. */
     int fresh = 0;
-    bool all_fresh = call->nout < 64 && call->fresh == (1ull << call->nout) - 1;
-    for (int pass = all_fresh; pass < 2; pass++) /* fresh outputs last (engine.h) */
+    if (call->nout < 64 && call->fresh == (1ull << call->nout) - 1) {
         for (int k = 0; k < call->nout; k++) {
-            bool is_fresh = k < 64 && (call->fresh & (1ull << k));
-            if (is_fresh != (pass == 1)) continue;
-            writes[nwrites++] = (call->final[k] ? call->final[k] : call->out[k])->var;
+            writes[nwrites++] = call->out[k]->var;
             bytes += deft_tensor_nbytes(&call->out[k]->tensor);
-            fresh += is_fresh;
         }
+        fresh = call->nout;
+    } else {
+        for (int pass = 0; pass < 2; pass++)
+            for (int k = 0; k < call->nout; k++) {
+                bool is_fresh = k < 64 && (call->fresh & (1ull << k));
+                if (is_fresh != (pass == 1)) continue;
+                writes[nwrites++] = (call->final[k] ? call->final[k] : call->out[k])->var;
+                bytes += deft_tensor_nbytes(&call->out[k]->tensor);
+                fresh += is_fresh;
+            }
+    }
     /* a GPU kernel only queues its work: always cheap for the caller's thread */
     bool cheap = bytes < INLINE_BYTES || call->device.type == DEFT_DEV_GPU;
     *desc = (deft_engine_op_desc_t){
