@@ -228,14 +228,19 @@ typedef struct reduce_ctx {
     int64_t chunk;
 } reduce_ctx_t;
 
+/* Row o of x (span elements each) to element o of y. */
+static void reduce_row(deft_reduce_kind_t kind, deft_dtype_t dtype, const void *x, int64_t span,
+                       int64_t o, void *y) {
+    deft_partial_t p = deft_reduce_identity(kind);
+    reduce_span(kind, dtype, x, span, o * span, &p);
+    if (kind == DEFT_R_ARGMAX || kind == DEFT_R_ARGMIN) p.index -= o * span;
+    deft_reduce_store(kind, &p, span, y, o, dtype);
+}
+
 static void reduce_rows(void *arg, int64_t begin, int64_t end) {
     const reduce_ctx_t *c = arg;
-    for (int64_t o = begin; o < end; o++) {
-        deft_partial_t p = deft_reduce_identity(c->r->kind);
-        reduce_span(c->r->kind, c->dtype, c->x, c->span, o * c->span, &p);
-        if (c->r->kind == DEFT_R_ARGMAX || c->r->kind == DEFT_R_ARGMIN) p.index -= o * c->span;
-        deft_reduce_store(c->r->kind, &p, c->span, deft_tensor_data(c->out), o, c->dtype);
-    }
+    for (int64_t o = begin; o < end; o++)
+        reduce_row(c->r->kind, c->dtype, c->x, c->span, o, deft_tensor_data(c->out));
 }
 
 static void reduce_chunks(void *arg, int64_t begin, int64_t end) {
@@ -294,22 +299,14 @@ static int plan_reduction(const deft_op_t *op, const deft_param_value_t *p, cons
     return plan_axes(op, axes, exclude, x, plan);
 }
 
-/* The whole array to one value on one thread (a loss, most often): the one
- * row reduce_rows would make, without planning it. */
-static void reduce_whole(deft_reduce_kind_t kind, const deft_tensor_t *x, int64_t n,
-                         const deft_tensor_t *y) {
-    deft_partial_t p = deft_reduce_identity(kind);
-    reduce_span(kind, x->dtype, deft_tensor_data(x), n, 0, &p);
-    deft_reduce_store(kind, &p, n, deft_tensor_data(y), 0, x->dtype);
-}
-
 static int reduce_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
-    if (p[0].none) { /* every axis */
+    if (p[0].none) { /* every axis: a small array (a loss, most often) is one row, no plan */
         int64_t n = deft_shape_size(&in[0].shape);
         if (n < DEFT_PARALLEL_GRAIN) {
-            reduce_whole(call_kind(op, p), &in[0], n, &out[0]);
+            reduce_row(call_kind(op, p), in[0].dtype, deft_tensor_data(&in[0]), n, 0,
+                       deft_tensor_data(&out[0]));
             return 0;
         }
     }
