@@ -164,6 +164,62 @@ START_TEST(errors) {
 }
 END_TEST
 
+/* An import of `n` doubles at data, owned by the caller (no deleter work). */
+static void no_delete(DLManagedTensor *managed) {
+    (void)managed;
+}
+
+static DeftNDArrayHandle borrow(double *data, int64_t *n, DLManagedTensor *t) {
+    *t = (DLManagedTensor){
+        .dl_tensor = {.data = data,
+                      .device = {kDLCPU, 0},
+                      .ndim = 1,
+                      .dtype = {kDLFloat, 64, 1},
+                      .shape = n},
+        .deleter = no_delete,
+    };
+    DeftNDArrayHandle arr;
+    ck_assert_ok(DeftNDArrayFromDLPack(t, &arr));
+    return arr;
+}
+
+/* Backward must not write a gradient over a variable or over another
+ * gradient; disjoint parts of one flat buffer are fine. */
+START_TEST(gradient_memory_must_not_overlap) {
+    double flat[4] = {0}, x_data[2] = {1, 2};
+    int64_t two = 2;
+    DLManagedTensor parts[4];
+    DeftNDArrayHandle x = borrow(x_data, &two, &parts[0]);
+    DeftNDArrayHandle y = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(3, 4));
+    DeftNDArrayHandle low = borrow(flat, &two, &parts[1]), high = borrow(flat + 2, &two, &parts[2]);
+    DeftNDArrayHandle middle = borrow(flat + 1, &two, &parts[3]);
+    DeftNDArrayHandle vars[2] = {x, y};
+    ck_assert_fails(DeftAutogradMarkVariables(1, &x, NULL, &x), DEFT_ERROR_VALUE,
+                    "grads[0] shares memory with variables[0]: backward would overwrite");
+    ck_assert_fails(DeftAutogradMarkVariables(2, vars, NULL, (DeftNDArrayHandle[]){y, low}),
+                    DEFT_ERROR_VALUE, "grads[0] shares memory with variables[1]");
+    ck_assert_fails(DeftAutogradMarkVariables(2, vars, NULL, (DeftNDArrayHandle[]){low, middle}),
+                    DEFT_ERROR_VALUE, "grads[0] and grads[1] share memory");
+    ck_assert_fails(DeftAutogradMarkVariables(2, vars, NULL, (DeftNDArrayHandle[]){low, low}),
+                    DEFT_ERROR_VALUE, "grads[0] and grads[1] share memory");
+    /* through DLPack: another handle on x's memory */
+    DeftNDArrayHandle x_again = borrow(x_data, &two, &parts[3]);
+    ck_assert_fails(DeftAutogradMarkVariables(1, &x, NULL, &x_again), DEFT_ERROR_VALUE,
+                    "grads[0] shares memory with variables[0]");
+    ck_assert_ok(DeftAutogradMarkVariables(2, vars, NULL, (DeftNDArrayHandle[]){low, high}));
+    set_recording(1);
+    DeftNDArrayHandle sx = poly(x), sy = poly(y);
+    DeftNDArrayHandle s = call1("elemwise_add", 2, (DeftNDArrayHandle[]){sx, sy}, NO_PARAMS);
+    set_recording(0);
+    ck_assert_ok(DeftAutogradBackward(1, &s, NULL, 0, 0));
+    ck_assert_ok(DeftNDArrayWaitToRead(low));
+    ck_assert_ok(DeftNDArrayWaitToRead(high));
+    ck_assert(flat[0] == 5 && flat[1] == 7 && flat[2] == 9 && flat[3] == 11); /* 2v + 3 */
+    DeftNDArrayHandle all[] = {s, sx, sy, x_again, middle, high, low, y, x};
+    free_all(9, all);
+}
+END_TEST
+
 /* Writing a value that a recorded node saved for its gradient is caught at backward. */
 START_TEST(saved_value_overwritten) {
     DeftNDArrayHandle g, x = marked(2, VALUES(1, 2), &g, DEFT_GRAD_WRITE);
@@ -462,6 +518,7 @@ Suite *autograd_suite(void) {
     tcase_add_test(tc, retain_graph);
     tcase_add_test(tc, errors);
     tcase_add_test(tc, saved_value_overwritten);
+    tcase_add_test(tc, gradient_memory_must_not_overlap);
     tcase_add_test(tc, backward_plan_is_reused);
     tcase_add_test(tc, deferred_and_autograd_together);
     tcase_add_test(tc, executor_call_is_one_node);

@@ -196,6 +196,71 @@ static int mark_one(deft_ndarray_t *arr, int req, deft_ndarray_t *grad) {
     return 0;
 }
 
+/* A variable's or a gradient array's bytes, for finding overlaps. */
+typedef struct marked_bytes {
+    deft_device_t device;
+    uintptr_t begin, end;
+    int index;
+    bool grad;
+} marked_bytes_t;
+
+static int by_device_then_address(const void *a, const void *b) {
+    const marked_bytes_t *x = a, *y = b;
+    if (x->device.type != y->device.type) return x->device.type < y->device.type ? -1 : 1;
+    if (x->device.id != y->device.id) return x->device.id < y->device.id ? -1 : 1;
+    return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+static int overlap_error(const marked_bytes_t *grad, const marked_bytes_t *other) {
+    if (other->grad) {
+        int first = other->index < grad->index ? other->index : grad->index;
+        return deft_error(DEFT_ERR_VALUE,
+                          "grads[%d] and grads[%d] share memory: each variable needs a gradient "
+                          "array of its own",
+                          first, other->index + grad->index - first);
+    }
+    return deft_error(DEFT_ERR_VALUE,
+                      "grads[%d] shares memory with variables[%d]: backward would overwrite the "
+                      "variable",
+                      grad->index, other->index);
+}
+
+/* A gradient array overlapping a variable or another gradient array would
+ * have backward overwrite one with the other. Memory is compared by address,
+ * which also sees arrays sharing it through DLPack. Variables may overlap
+ * each other, and gradients may be disjoint parts of one buffer (a flat
+ * gradient buffer). Sorted by address, an entry overlaps an earlier one
+ * exactly when it starts before the furthest end seen so far. */
+static int check_gradient_memory(int n, deft_ndarray_t *const *arrays,
+                                 deft_ndarray_t *const *grads) {
+    marked_bytes_t *spans = malloc(2 * (size_t)n * sizeof *spans + 1);
+    if (!spans) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot check %d gradient arrays", n);
+    int count = 0;
+    for (int i = 0; i < 2 * n; i++) {
+        const deft_ndarray_t *arr = i < n ? arrays[i] : grads[i - n];
+        size_t nbytes = arr ? deft_tensor_nbytes(&arr->tensor) : 0;
+        if (nbytes == 0) continue;
+        uintptr_t begin = (uintptr_t)deft_tensor_data(&arr->tensor);
+        spans[count++] = (marked_bytes_t){arr->tensor.device, begin, begin + nbytes, i % n, i >= n};
+    }
+    qsort(spans, (size_t)count, sizeof *spans, by_device_then_address);
+    int status = 0;
+    const marked_bytes_t *furthest = NULL, *furthest_grad = NULL; /* on one device */
+    for (int k = 0; status == 0 && k < count; k++) {
+        const marked_bytes_t *s = &spans[k];
+        if (furthest && !deft_device_equal(furthest->device, s->device))
+            furthest = furthest_grad = NULL;
+        if (s->grad && furthest && s->begin < furthest->end)
+            status = overlap_error(s, furthest);
+        else if (!s->grad && furthest_grad && s->begin < furthest_grad->end)
+            status = overlap_error(furthest_grad, s);
+        if (!furthest || s->end > furthest->end) furthest = s;
+        if (s->grad && (!furthest_grad || s->end > furthest_grad->end)) furthest_grad = s;
+    }
+    free(spans);
+    return status;
+}
+
 int deft_autograd_mark(int n, deft_ndarray_t *const *arrays, const int *grad_reqs,
                        deft_ndarray_t *const *grads) {
     for (int i = 0; i < n; i++) {
@@ -234,9 +299,10 @@ int deft_autograd_mark(int n, deft_ndarray_t *const *arrays, const int *grad_req
     while (lazy < n && !deft_ndarray_is_lazy(arrays[lazy])) lazy++;
     if (lazy < n)
         return deft_error(DEFT_ERR_VALUE,
-                          "arrays[%d] is a lazy array; compute it before "
+                          "variables[%d] is a lazy array; compute it before "
                           "marking it as a variable",
                           lazy);
+    if (check_gradient_memory(n, arrays, grads)) return -1;
     deft_record_lock();
     int status = 0;
     for (int i = 0; status == 0 && i < n; i++)

@@ -73,7 +73,9 @@ DEFT_API int DeftAutogradIsTraining(int *out);
  *        dtype; may be NULL for DEFT_GRAD_NULL). Held until the variable is
  *        marked again or freed.
  * @return 0 on success; -1 on an invalid handle, a bad grad_req, a missing
- *         or mismatched gradient array, or a lazy array.
+ *         or mismatched gradient array, a lazy array, or a gradient array
+ *         sharing memory with a variable or with another gradient array
+ *         (disjoint parts of one buffer are fine).
  */
 DEFT_API int DeftAutogradMarkVariables(int num, const DeftNDArrayHandle *variables,
                                        const int *grad_reqs, const DeftNDArrayHandle *grads);
