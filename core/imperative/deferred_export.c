@@ -9,6 +9,7 @@
  * calls exports like a short one.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,8 +72,10 @@ static int check_arrays(int nin, deft_ndarray_t *const *in, int nout, deft_ndarr
     return 0;
 }
 
-/* The entry that stands for `e` in the symbol (borrowed), or a NULL node with an error. */
-static deft_entry_t substitute(export_state_t *s, const deft_entry_t *e) {
+/* The entry that stands for `e` in the symbol (borrowed), or a NULL node with
+ * an error naming where `e` is used: input k of `consumer`, or outputs[k]. */
+static deft_entry_t substitute(export_state_t *s, const deft_entry_t *e,
+                               const deft_node_t *consumer, int k) {
     int input = input_of_entry(s, e);
     if (input >= 0) {
         s->in_used[input] = true;
@@ -81,17 +84,23 @@ static deft_entry_t substitute(export_state_t *s, const deft_entry_t *e) {
     int id = deft_graph_node_id(s->g, e->node);
     if (s->copies[id]) return (deft_entry_t){s->copies[id], e->index};
     if (s->inlined[id]) return s->inlined[id][e->index];
+    char where[96];
+    if (consumer)
+        snprintf(where, sizeof where, "input %d of a recorded '%s'", k, consumer->op->op->name);
+    else
+        snprintf(where, sizeof where, "outputs[%d]", k);
     if (!e->node->op)
         deft_error(DEFT_ERR_VALUE,
-                   s->nin == 0 ? "an output depends on an array that is not bound to a variable "
+                   s->nin == 0 ? "%s is an array that is not bound to a variable "
                                  "(DeftNDArraySetDeferredComputeVariable)"
-                               : "an output depends on an array that is neither computed from "
-                                 "the inputs nor listed as an input");
+                               : "%s is an array that is neither computed from the inputs nor "
+                                 "listed as an input",
+                   where);
     else
         deft_error(DEFT_ERR_VALUE,
-                   "an output depends on output %d of a '%s' whose other output is an input; "
-                   "list that output as an input too",
-                   e->index, e->node->op->op->name);
+                   "%s is output %d of a '%s' whose other output is an input; list that output "
+                   "as an input too",
+                   where, e->index, e->node->op->op->name);
     return (deft_entry_t){NULL, 0};
 }
 
@@ -105,7 +114,7 @@ static int copy_node(export_state_t *s, int id, const char *name) {
     const deft_node_t *node = s->g->nodes[id];
     deft_entry_t inputs[DEFT_OP_MAX_INPUTS];
     for (int k = 0; k < node->num_inputs; k++) {
-        inputs[k] = substitute(s, &node->inputs[k]);
+        inputs[k] = substitute(s, &node->inputs[k], node, k);
         if (!inputs[k].node) return -1;
     }
     return deft_node_new_op(
@@ -168,7 +177,8 @@ static int inline_call(export_state_t *s, int id) {
             status = inline_node(s, sub, i, map);
             continue;
         }
-        map[sub->row_ptr[i]] = substitute(s, &node->inputs[deft_subgraph_input_of(sg, inner)]);
+        int k = deft_subgraph_input_of(sg, inner);
+        map[sub->row_ptr[i]] = substitute(s, &node->inputs[k], node, k);
         if (!map[sub->row_ptr[i]].node) status = -1;
     }
     for (int o = 0; status == 0 && o < sym->num_outputs; o++)
@@ -221,7 +231,7 @@ static int export_locked(export_state_t *s, int nout, deft_ndarray_t *const *out
     if (status == 0) status = make_input_vars(s);
     if (status == 0) status = copy_graph(s, nout, out, out_names);
     for (int k = 0; status == 0 && k < nout; k++)
-        if (!(entries[k] = substitute(s, &out[k]->entry)).node) status = -1;
+        if (!(entries[k] = substitute(s, &out[k]->entry, NULL, k)).node) status = -1;
     if (status == 0) status = deft_symbol_from_entries(nout, entries, sym);
     free(heap);
     return status;
