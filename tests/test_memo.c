@@ -52,6 +52,31 @@ START_TEST(hits_and_staleness) {
 }
 END_TEST
 
+/* Memory shared through DLPack changes where deft cannot see it. */
+START_TEST(dlpack_shared_memory_is_not_trusted) {
+    ck_assert_ok(DeftSetMemoization(8, NULL));
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(3), VALUES(1, 2, 3));
+    DLManagedTensor *shared_x;
+    ck_assert_ok(DeftNDArrayToDLPack(x, &shared_x));
+    DeftNDArrayHandle a = call1("_mul_scalar", 1, &x, P("scalar", "2"));
+    ((float *)shared_x->dl_tensor.data)[0] = 10; /* a write deft does not see */
+    DeftNDArrayHandle b = call1("_mul_scalar", 1, &x, P("scalar", "2"));
+    assert_values(b, 3, VALUES(20, 4, 6), 0);
+    /* a cached result exported afterwards is not handed out again */
+    DeftNDArrayHandle y = make(DEFT_FLOAT32, 1, SHAPE(3), VALUES(1, 2, 3));
+    DeftNDArrayHandle c = call1("_mul_scalar", 1, &y, P("scalar", "2"));
+    DLManagedTensor *shared_c;
+    ck_assert_ok(DeftNDArrayToDLPack(c, &shared_c));
+    ((float *)shared_c->dl_tensor.data)[1] = 0;
+    DeftNDArrayHandle d = call1("_mul_scalar", 1, &y, P("scalar", "2"));
+    assert_values(d, 3, VALUES(2, 4, 6), 0);
+    ck_assert_ok(DeftSetMemoization(0, NULL));
+    shared_x->deleter(shared_x), shared_c->deleter(shared_c);
+    DeftNDArrayHandle all[] = {x, a, b, y, c, d};
+    free_all(6, all);
+}
+END_TEST
+
 START_TEST(bounded_and_selective) {
     ck_assert_ok(DeftSetMemoization(2, NULL));
     int64_t h0, m0, h, m;
@@ -84,6 +109,7 @@ int main(void) {
     tcase_add_test(tc, off_by_default);
     tcase_add_test(tc, hits_and_staleness);
     tcase_add_test(tc, bounded_and_selective);
+    tcase_add_test(tc, dlpack_shared_memory_is_not_trusted);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

@@ -75,6 +75,7 @@ int deft_storage_new(deft_device_t dev, size_t nbytes, deft_storage_t **out) {
     atomic_init(&storage->refcount, 1);
     atomic_init(&storage->version, 0);
     atomic_init(&storage->fences, fences);
+    atomic_init(&storage->shared, false);
     storage->device = dev;
     note_device(dev);
     storage->nbytes = nbytes;
@@ -94,6 +95,7 @@ int deft_storage_wrap(deft_device_t dev, void *data, size_t nbytes, void (*exter
     atomic_init(&storage->refcount, 1);
     atomic_init(&storage->version, 0);
     atomic_init(&storage->fences, NULL);
+    atomic_init(&storage->shared, true);
     storage->device = dev;
     note_device(dev);
     storage->data = nbytes ? data : NULL;

@@ -33,6 +33,9 @@ typedef struct deft_storage {
     _Atomic(deft_fences_t *) fences;
     /* Small CPU buffers live in the storage record itself (storage.c). */
     bool inline_data;
+    /* Writable outside deft (exported or imported through DLPack): writes
+     * there bump no version, so no value of it can be trusted unchanged. */
+    atomic_bool shared;
 } deft_storage_t;
 
 _Static_assert(sizeof(deft_storage_t) <= 512, "records hold storage headers");
@@ -41,7 +44,7 @@ _Static_assert(sizeof(deft_storage_t) <= 512, "records hold storage headers");
 int deft_storage_new(deft_device_t dev, size_t nbytes, deft_storage_t **out);
 
 /* Storage over memory the caller lends (`data`, `nbytes` on `dev`): one
- * reference; external_free(ctx) (not NULL) runs when the last goes. */
+ * reference, marked shared; external_free(ctx) (not NULL) runs when the last goes. */
 int deft_storage_wrap(deft_device_t dev, void *data, size_t nbytes, void (*external_free)(void *),
                       void *ctx, deft_storage_t **out);
 

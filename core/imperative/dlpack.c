@@ -52,6 +52,7 @@ int deft_dlpack_export(deft_ndarray_t *arr, DLManagedTensor **out) {
     deft_contiguous_strides(&t->shape, ctx->strides);
     for (int d = 0; d < t->shape.ndim; d++) ctx->shape[d] = t->shape.dims[d];
     ctx->arr = deft_ndarray_retain(arr);
+    atomic_store_explicit(&t->storage->shared, true, memory_order_relaxed);
     ctx->managed.manager_ctx = ctx;
     ctx->managed.deleter = export_deleter;
     ctx->managed.dl_tensor = (DLTensor){

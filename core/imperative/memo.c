@@ -134,6 +134,12 @@ static uint64_t array_id(deft_ndarray_t *arr) {
     return atomic_compare_exchange_strong(&arr->memo_id, &none, fresh) ? fresh : none;
 }
 
+/* Memory writable outside deft changes without a version: never trusted. */
+static bool shared(const deft_ndarray_t *arr) {
+    return atomic_load_explicit(&arr->tensor.storage->shared, memory_order_relaxed);
+}
+
+/* False when the call cannot be keyed: too long a key, or an input shared. */
 static bool make_key(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in, int np,
                      const char *const *keys, const char *const *vals, key_t *k) {
     k->len = 0, k->overflow = false;
@@ -144,6 +150,7 @@ static bool make_key(const deft_op_entry_t *entry, int nin, deft_ndarray_t *cons
     }
     put(k, &nin, sizeof nin);
     for (int i = 0; i < nin; i++) {
+        if (shared(in[i])) return false;
         uint64_t id = array_id(in[i]);
         uint32_t version = deft_ndarray_version(in[i]);
         put(k, &id, sizeof id);
@@ -161,7 +168,7 @@ static memo_entry_t *find(uint64_t hash, const key_t *k) {
 
 static bool unchanged(const memo_entry_t *e) {
     for (int i = 0; i < e->nout; i++)
-        if (deft_ndarray_version(e->out[i]) != e->out_version[i]) return false;
+        if (deft_ndarray_version(e->out[i]) != e->out_version[i] || shared(e->out[i])) return false;
     return true;
 }
 

@@ -114,7 +114,10 @@ DEFT_API int DeftRandomSeed(uint64_t seed);
  * outputs and not recorded for autograd, on the same input arrays (unchanged
  * since) with the same parameters as a call still in the cache returns that
  * call's results (the same arrays) instead of computing again. Any write to
- * an input or to a cached result makes the entry stale. The cache holds the
+ * an input or to a cached result makes the entry stale. Arrays whose memory
+ * is shared through DLPack (exported or imported) can be written where deft
+ * does not see it: calls reading them are not memoised, and a cached result
+ * exported since is computed again. The cache holds the
  * last @p capacity distinct calls, least recently used first out, and keeps
  * their results allocated while they are cached. Off by default; turning it
  * off empties the cache. Process-wide.
