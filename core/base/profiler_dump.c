@@ -228,7 +228,7 @@ int deft_profiler_stats(bool reset, bool json, const char **out) {
     pthread_mutex_lock(&deft_prof_buffers_lock);
     pthread_mutex_lock(&stats_lock);
     fold_all();
-    qsort(rows, num_rows, sizeof *rows, by_domain_then_total);
+    if (num_rows) qsort(rows, num_rows, sizeof *rows, by_domain_then_total); /* else rows is NULL */
     char *text = NULL;
     size_t size = 0;
     FILE *f = open_memstream(&text, &size);
