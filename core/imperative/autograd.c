@@ -240,7 +240,7 @@ static int check_gradient_memory(int n, deft_ndarray_t *const *arrays,
         const deft_ndarray_t *arr = i < n ? arrays[i] : grads[i - n];
         size_t nbytes = arr ? deft_tensor_nbytes(&arr->tensor) : 0;
         uintptr_t begin = nbytes ? (uintptr_t)deft_tensor_data(&arr->tensor) : 0;
-        if (!begin) continue; /* no bytes (a placeholder has a shape but none) */
+        if (!begin) continue; /* nothing to overwrite: empty, or a placeholder without a buffer */
         spans[count++] = (marked_bytes_t){arr->tensor.device, begin, begin + nbytes, i % n, i >= n};
     }
     qsort(spans, (size_t)count, sizeof *spans, by_device_then_address);

@@ -142,9 +142,7 @@ __attribute__((noinline)) static int mark_listed_axes(const deft_op_t *op, const
 static int plan_axes(const deft_op_t *op, const deft_tuple_t *axes, bool exclude,
                      const deft_shape_t *shape, reduce_plan_t *plan) {
     if (!axes) {
-        int64_t span = 1;
-        for (int d = 0; d < shape->ndim; d++) span *= shape->dims[d];
-        *plan = (reduce_plan_t){(1u << shape->ndim) - 1, 1, span};
+        *plan = (reduce_plan_t){(1u << shape->ndim) - 1, 1, deft_shape_size(shape)};
         return 0;
     }
     if (mark_listed_axes(op, axes, exclude, shape->ndim, &plan->reduced)) return -1;
