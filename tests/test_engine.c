@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/base/error.h"
@@ -122,6 +123,109 @@ START_TEST(test_random_operations_match_sequential_order_bit_for_bit) {
     }
     ck_assert_int_gt(ran_now_listing_twice, 0);
     ck_assert_int_gt(ran_now - ran_now_listing_twice, 0);
+}
+END_TEST
+
+/* ---- a read run at once holds its variable against writers on other threads ---- */
+
+#define HOLD_ROUNDS 20
+
+/* Round r: the read starts, the other thread pushes a write of x while the
+ * read still runs, and the read looks for that write landing under it. */
+typedef struct hold_race {
+    deft_var_t *x;
+    volatile int64_t value; /* x's contents: the number of writes done */
+    atomic_int writes_done; /* the same, for the threads' hand-over */
+    atomic_int reading, pushing, overlaps;
+} hold_race_t;
+
+typedef struct hold_read {
+    hold_race_t *h;
+    int round;
+} hold_read_t;
+
+static double seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Spin until *flag reaches want or `limit` seconds pass; whether it did. */
+static bool await(atomic_int *flag, int want, double limit) {
+    double end = seconds() + limit;
+    while (atomic_load(flag) != want)
+        if (seconds() > end) return false;
+    return true;
+}
+
+static int increment(void *arg) {
+    hold_race_t *h = arg;
+    h->value++;
+    atomic_fetch_add(&h->writes_done, 1);
+    return 0;
+}
+
+static int read_while_a_write_is_pushed(void *arg) {
+    hold_race_t *h = ((hold_read_t *)arg)->h;
+    int round = ((hold_read_t *)arg)->round;
+    int64_t before = h->value;
+    atomic_store(&h->reading, round);
+    if (!await(&h->pushing, round, 5)) return deft_error(DEFT_ERR_INTERNAL, "no writer came");
+    /* Long enough for the write to run, were it let through. */
+    double end = seconds() + 0.002;
+    while (h->value == before && seconds() < end) {
+    }
+    if (h->value != before) atomic_fetch_add(&h->overlaps, 1);
+    return 0;
+}
+
+static void *push_a_write_per_read(void *arg) {
+    hold_race_t *h = arg;
+    for (int round = 1; round <= HOLD_ROUNDS; round++) {
+        if (!await(&h->reading, round, 5)) return NULL;
+        atomic_store(&h->pushing, round);
+        deft_engine_op_desc_t d = {.fn = increment,
+                                   .ctx = h,
+                                   .writes = &h->x,
+                                   .num_writes = 1,
+                                   .name = "write",
+                                   .origin = "test",
+                                   .small = true};
+        ck_assert_int_eq(deft_engine_push(&d), 0);
+    }
+    return NULL;
+}
+
+START_TEST(test_read_run_at_once_excludes_writers_on_other_threads) {
+    hold_race_t h = {.x = deft_var_new()};
+    pthread_t writer;
+    pthread_create(&writer, NULL, push_a_write_per_read, &h);
+    for (int round = 1; round <= HOLD_ROUNDS; round++) {
+        /* The last round's write pushed and done: x is idle. */
+        ck_assert(await(&h.writes_done, round - 1, 5));
+        ck_assert_int_eq(deft_engine_wait_to_write(h.x), 0);
+        deft_var_t *fresh = deft_var_new(); /* what the read makes: private to this thread */
+        hold_read_t read = {&h, round};
+        deft_engine_op_desc_t d = {.fn = read_while_a_write_is_pushed,
+                                   .ctx = &read,
+                                   .reads = &h.x,
+                                   .num_reads = 1,
+                                   .writes = &fresh,
+                                   .num_writes = 1,
+                                   .num_fresh_writes = 1,
+                                   .name = "read",
+                                   .origin = "test",
+                                   .small = true};
+        ck_assert_int_eq(deft_engine_run_now(&d), 0);
+        ck_assert_int_eq(deft_engine_wait_to_read(fresh), 0);
+        deft_var_release(fresh);
+    }
+    pthread_join(writer, NULL);
+    ck_assert_int_eq(deft_engine_wait_all(), 0);
+    int overlaps = atomic_load(&h.overlaps);
+    ck_assert_msg(overlaps == 0, "%d of %d writes ran under a read", overlaps, HOLD_ROUNDS);
+    ck_assert_int_eq(h.value, HOLD_ROUNDS);
+    deft_var_release(h.x);
 }
 END_TEST
 
@@ -379,6 +483,7 @@ static Suite *engine_suite(void) {
     TCase *tc = tcase_create("engine");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_random_operations_match_sequential_order_bit_for_bit);
+    tcase_add_test(tc, test_read_run_at_once_excludes_writers_on_other_threads);
     tcase_add_test(tc, test_failure_reaches_outputs_and_dependents_once);
     tcase_add_test(tc, test_engine_errors_on_queued_operations);
     tcase_add_test(tc, test_free_while_pending_releases_everything);

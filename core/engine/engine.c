@@ -407,6 +407,27 @@ static void list_once(const deft_engine_op_desc_t *d, int num_writes, deft_var_t
     *num_unique = n;
 }
 
+/*
+ * A small CPU operation that only reads shared variables (its writes are
+ * fresh): each variable's lock is held across the work instead of counting
+ * the read in and out, one locked instruction per variable instead of two.
+ * The work only computes (kernels take no variable's lock). 1 when a
+ * variable is busy: nothing was done, and the counted way waits.
+ */
+static inline __attribute__((always_inline)) int
+run_holding(const deft_engine_op_desc_t *d, deft_var_t *const *reads, int num_reads) {
+    int held = 0;
+    while (held < num_reads && var_try_hold(reads[held])) held++;
+    engine_error_t *error = NULL;
+    if (held == num_reads && d->fn)
+        error = call_work(d->fn, d->ctx, d->name, d->origin, d->small, d->device);
+    int ran = held == num_reads;
+    while (held > 0) var_unhold(reads[--held]);
+    for (int i = 0; error && i < d->num_writes; i++) var_set_error(d->writes[i], error);
+    engine_error_release(error);
+    return ran ? 0 : 1;
+}
+
 /* deft_engine_run_now's body, forced inline into it and into deft_engine_push:
  * with two call sites GCC keeps it out of line, and LTO then no longer inlines
  * it into imperative invoke, whose every instruction counts. */
@@ -423,6 +444,8 @@ static inline __attribute__((always_inline)) int run_now(const deft_engine_op_de
         list_once(d, shared, unique, &num_reads, &n);
         reads = unique, writes = unique + num_reads, num_writes = n - num_reads;
     }
+    if (shared == 0 && d->device.type != DEFT_DEV_GPU && run_holding(d, reads, num_reads) == 0)
+        return 0;
     int started_reads = 0, started_writes = 0;
     while (started_reads < num_reads && var_try_start(reads[started_reads], false)) started_reads++;
     while (started_reads == num_reads && started_writes < num_writes &&

@@ -41,10 +41,12 @@ typedef struct deft_engine_op_desc {
     int num_reads;
     deft_var_t *const *writes;
     int num_writes;
-    int priority;         /* larger runs first among ready operations */
-    const char *name;     /* static string, for errors and the profiler */
-    const char *origin;   /* the API function that pushed it, named in errors */
-    bool small;           /* cheap enough to run on the pushing thread when ready */
+    int priority;       /* larger runs first among ready operations */
+    const char *name;   /* static string, for errors and the profiler */
+    const char *origin; /* the API function that pushed it, named in errors */
+    /* Cheap enough to run on the pushing thread when ready. Its work must not
+     * wait for other threads: run at once, it may hold its reads' locks. */
+    bool small;
     deft_device_t device; /* where the work runs, for the profiler (zero-initialised: the CPU) */
     bool never_block;     /* skip back-pressure: pushed under a lock that finishing work may take */
     /* The last num_fresh_writes writes are variables the pusher just made and

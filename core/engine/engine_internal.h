@@ -67,6 +67,15 @@ bool var_idle(deft_var_t *var, bool for_write);
 /* Start a read (or write) at once if the variable is free and holds no error. */
 bool var_try_start(deft_var_t *var, bool write);
 
+/*
+ * Hold a variable's lock for a read that runs while it is held: true when
+ * the lock was free and no write runs, waits or failed. What would touch the
+ * variable waits meanwhile, so only short work that takes no variable's lock
+ * may run before var_unhold. false: nothing taken (busy, or it must wait).
+ */
+bool var_try_hold(deft_var_t *var);
+void var_unhold(deft_var_t *var);
+
 /* The error a variable holds, retained, or NULL. */
 engine_error_t *var_error(deft_var_t *var);
 /* Attach an error to a variable (replacing none: the first failure wins). */

@@ -15,8 +15,8 @@
  * given (both taken over), and a fresh engine variable unless `var` (taken
  * over too) is given. On failure nothing taken over is released.
  */
-static int make_array(const deft_tensor_t *tensor, deft_entry_t entry, deft_var_t *var,
-                      deft_ndarray_t **out) {
+static inline __attribute__((always_inline)) int
+make_array(const deft_tensor_t *tensor, deft_entry_t entry, deft_var_t *var, deft_ndarray_t **out) {
     deft_ndarray_t *arr = deft_record_alloc();
     if (!arr) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an array record");
     if (!var && !(var = deft_var_new())) {

@@ -322,17 +322,17 @@ static int parse_fresh(const deft_op_entry_t *entry, int n, const char *const *k
     return 0;
 }
 
-int deft_op_parse_params(const deft_op_entry_t *entry, int n, const char *const *keys,
-                         const char *const *vals, const deft_params_t **out) {
+/* Out of line: calls without parameters (most) return before it and do not
+ * pay for the frame its cache walk needs. */
+__attribute__((noinline)) static int parse_through_cache(const deft_op_entry_t *entry, int n,
+                                                         const char *const *keys,
+                                                         const char *const *vals,
+                                                         const deft_params_t **out) {
     if (n < 0 || (n > 0 && (!keys || !vals)))
         return deft_op_error(entry->op, DEFT_ERR_VALUE,
                              "num_params is %d with keys %p and vals %p, expected n >= 0 and "
                              "both arrays when n > 0",
                              n, (const void *)keys, (const void *)vals);
-    if (n == 0 && !entry->has_required) {
-        *out = &entry->defaults;
-        return 0;
-    }
     param_cache_t *cache = param_cache();
     if (!cache) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a parameter cache");
     for (int s = 0; s < CACHE_SLOTS; s++) {
@@ -353,6 +353,15 @@ int deft_op_parse_params(const deft_op_entry_t *entry, int n, const char *const 
     cache->uncached = parsed;
     *out = &cache->uncached;
     return 0;
+}
+
+int deft_op_parse_params(const deft_op_entry_t *entry, int n, const char *const *keys,
+                         const char *const *vals, const deft_params_t **out) {
+    if (n == 0 && !entry->has_required) {
+        *out = &entry->defaults;
+        return 0;
+    }
+    return parse_through_cache(entry, n, keys, vals, out);
 }
 
 int deft_gradient_zero(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
