@@ -52,6 +52,22 @@ START_TEST(hits_and_staleness) {
 }
 END_TEST
 
+/* A freed array's record comes back for the next small array (ndarray.c's
+ * spare): a new array, not the old input with its memoised results. */
+START_TEST(reused_array_is_a_new_input) {
+    ck_assert_ok(DeftSetMemoization(8, NULL));
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(1), VALUES(1));
+    DeftNDArrayHandle b = make(DEFT_FLOAT32, 1, SHAPE(1), VALUES(2));
+    DeftNDArrayHandle exp_x = call1("exp", 1, &x, NO_PARAMS);
+    ck_assert_ok(DeftNDArrayFree(x));
+    DeftNDArrayHandle w = call1("_mul_scalar", 1, &b, P("scalar", "3"));
+    DeftNDArrayHandle exp_w = call1("exp", 1, &w, NO_PARAMS);
+    assert_values(exp_w, 1, VALUES(403.428793), 1e-5);
+    ck_assert_ok(DeftSetMemoization(0, NULL));
+    free_all(4, (DeftNDArrayHandle[]){b, exp_x, w, exp_w});
+}
+END_TEST
+
 /* Memory shared through DLPack changes where deft cannot see it. */
 START_TEST(dlpack_shared_memory_is_not_trusted) {
     ck_assert_ok(DeftSetMemoization(8, NULL));
@@ -110,6 +126,7 @@ int main(void) {
     tcase_add_test(tc, hits_and_staleness);
     tcase_add_test(tc, bounded_and_selective);
     tcase_add_test(tc, dlpack_shared_memory_is_not_trusted);
+    tcase_add_test(tc, reused_array_is_a_new_input);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

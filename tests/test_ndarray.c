@@ -1,7 +1,9 @@
-/* NDArray creation, host copies and metadata, on good input. */
+/* NDArray creation, host copies and metadata, on good input; reuse of freed arrays. */
+#include <pthread.h>
 #include <stdint.h>
 
 #include "check_helpers.h"
+#include "op_helpers.h"
 
 START_TEST(test_create_is_zero_filled_with_metadata) {
     const int64_t shape[3] = {2, 3, 4};
@@ -117,6 +119,78 @@ START_TEST(test_wait_all_succeeds) {
 }
 END_TEST
 
+/* ---- a small array freed is kept for the next one: nothing of it may show ---- */
+
+static int64_t live(int stat) {
+    int64_t v;
+    ck_assert_ok(DeftWaitAll());
+    ck_assert_ok(DeftGetMemoryStat(DEFT_CPU, 0, stat, &v));
+    return v;
+}
+
+START_TEST(test_reused_array_keeps_no_failure) {
+    DeftNDArrayHandle a = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(5, 6));
+    DeftNDArrayHandle bad_index = make(DEFT_INT32, 1, SHAPE(1), VALUES(9));
+    DeftNDArrayHandle failed =
+        call1("take", 2, (DeftNDArrayHandle[]){a, bad_index}, P("mode", "raise"));
+    ck_assert_ok(DeftNDArrayFree(failed)); /* unread: its variable still holds the failure */
+    DeftNDArrayHandle next = call1("_plus_scalar", 1, &a, P("scalar", "1"));
+    assert_values(next, 2, VALUES(6, 7), 0);
+    ck_assert_fails(DeftWaitAll(), DEFT_ERROR_INDEX, "index 9");
+    free_all(3, (DeftNDArrayHandle[]){a, bad_index, next});
+}
+END_TEST
+
+START_TEST(test_reused_array_takes_no_memory_still_in_use) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(1, 2));
+    DLManagedTensor *exported;
+    ck_assert_ok(DeftNDArrayToDLPack(x, &exported));
+    ck_assert_ok(DeftNDArrayFree(x)); /* its memory lives on in the export */
+    DeftNDArrayHandle y = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(7, 8));
+    const float *data = exported->dl_tensor.data;
+    ck_assert(data[0] == 1 && data[1] == 2);
+    exported->deleter(exported);
+    ck_assert_ok(DeftNDArrayFree(y));
+}
+END_TEST
+
+START_TEST(test_reused_array_counts_as_freed_and_new) {
+    int64_t bytes = live(DEFT_MEM_LIVE_BYTES), buffers = live(DEFT_MEM_LIVE_BUFFERS);
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(3), VALUES(1, 2, 3));
+    ck_assert_ok(DeftNDArrayFree(x));
+    ck_assert_int_eq(live(DEFT_MEM_LIVE_BYTES), bytes);
+    ck_assert_int_eq(live(DEFT_MEM_LIVE_BUFFERS), buffers);
+    DeftNDArrayHandle y = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(7, 8));
+    ck_assert_int_eq(live(DEFT_MEM_LIVE_BYTES), bytes + 16);
+    ck_assert_int_eq(live(DEFT_MEM_LIVE_BUFFERS), buffers + 1);
+    assert_values(y, 2, VALUES(7, 8), 0);
+    ck_assert_ok(DeftNDArrayFree(y));
+    ck_assert_int_eq(live(DEFT_MEM_LIVE_BYTES), bytes);
+}
+END_TEST
+
+static void *make_and_free_then_exit(void *arg) {
+    (void)arg;
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(1, 2));
+    DeftNDArrayHandle y = call1("exp", 1, &x, NO_PARAMS);
+    free_all(2, (DeftNDArrayHandle[]){x, y});
+    return NULL;
+}
+
+/* An exiting thread frees what it kept, among the other thread-exit
+ * destructors, whichever order they run in (each leaves its thread-local
+ * state empty, so a later one freeing a record or buffer makes it anew). */
+START_TEST(test_threads_exit_keeping_nothing) {
+    int64_t bytes = live(DEFT_MEM_LIVE_BYTES);
+    for (int round = 0; round < 4; round++) {
+        pthread_t t;
+        pthread_create(&t, NULL, make_and_free_then_exit, NULL);
+        pthread_join(t, NULL);
+    }
+    ck_assert_int_eq(live(DEFT_MEM_LIVE_BYTES), bytes);
+}
+END_TEST
+
 static Suite *ndarray_suite(void) {
     Suite *suite = suite_create("ndarray");
     TCase *tc = tcase_create("ndarray");
@@ -126,6 +200,10 @@ static Suite *ndarray_suite(void) {
     tcase_add_test(tc, test_scalar_and_zero_size_arrays);
     tcase_add_test(tc, test_free_null_is_noop_and_counts_follow_handles);
     tcase_add_test(tc, test_wait_all_succeeds);
+    tcase_add_test(tc, test_reused_array_keeps_no_failure);
+    tcase_add_test(tc, test_reused_array_takes_no_memory_still_in_use);
+    tcase_add_test(tc, test_reused_array_counts_as_freed_and_new);
+    tcase_add_test(tc, test_threads_exit_keeping_nothing);
     suite_add_tcase(suite, tc);
     return suite;
 }

@@ -8,6 +8,7 @@
 #include "core/base/allocator.h"
 #include "core/base/device_pool.h"
 #include "core/base/memstat.h"
+#include "core/base/storage.h"
 
 static int pool_caches(void) {
     const char *env = getenv("DEFT_POOL");
@@ -63,6 +64,36 @@ START_TEST(test_freed_storage_is_reused_or_returned) {
     ck_assert_ok(DeftNDArrayFree(b));
     ck_assert_ok(DeftMemoryReleaseCached(DEFT_CPU, 0));
     ck_assert_int_eq(stat(DEFT_MEM_CACHED_BYTES), 0);
+}
+END_TEST
+
+static void forget(void *ctx) {
+    (void)ctx;
+}
+
+/* What an array may keep whole for the next one (ndarray.c's spare): only a
+ * small CPU buffer of deft's own that nothing else references. */
+START_TEST(test_only_private_small_storage_is_kept_for_reuse) {
+    deft_storage_t *s, *big, *empty, *lent;
+    ck_assert_int_eq(deft_storage_new(deft_device_cpu(), 16, &s), 0);
+    ck_assert_int_eq(deft_storage_parkable(s), pool_caches());
+    deft_storage_retain(s); /* another user: a view, an export */
+    ck_assert(!deft_storage_parkable(s));
+    deft_storage_release(s);
+    atomic_store(&s->shared, true); /* written outside deft */
+    ck_assert(!deft_storage_parkable(s));
+    deft_storage_release(s);
+    ck_assert_int_eq(deft_storage_new(deft_device_cpu(), 4096, &big), 0);
+    ck_assert(!deft_storage_parkable(big));
+    deft_storage_release(big);
+    ck_assert_int_eq(deft_storage_new(deft_device_cpu(), 0, &empty), 0);
+    ck_assert(!deft_storage_parkable(empty));
+    deft_storage_release(empty);
+    float borrowed[4];
+    ck_assert_int_eq(
+        deft_storage_wrap(deft_device_cpu(), borrowed, sizeof borrowed, forget, NULL, &lent), 0);
+    ck_assert(!deft_storage_parkable(lent));
+    deft_storage_release(lent);
 }
 END_TEST
 
@@ -196,6 +227,7 @@ static Suite *pool_suite(void) {
     tcase_add_test(tc, test_blocks_are_aligned_and_rounded_to_classes);
     tcase_add_test(tc, test_freed_storage_is_reused_or_returned);
     tcase_add_test(tc, test_reused_block_is_zeroed_by_create);
+    tcase_add_test(tc, test_only_private_small_storage_is_kept_for_reuse);
     tcase_add_test(tc, test_live_and_peak_bytes_follow_arrays);
     tcase_add_test(tc, test_memory_stat_rejects_bad_arguments);
     tcase_add_test(tc, test_device_pool_caches_and_gives_back_before_failing);

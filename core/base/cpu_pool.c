@@ -67,9 +67,11 @@ static void flush_thread_cache(void *arg) {
         while (cache->count[cls] > 0) push_global(cls, cache->blocks[cls][--cache->count[cls]]);
 }
 
+/* At thread exit; as records.c's lists, made again if a later destructor frees a buffer. */
 static void free_thread_cache(void *arg) {
     flush_thread_cache(arg);
     free(arg);
+    tl_cache = NULL;
 }
 
 static void read_config(void) {

@@ -44,6 +44,7 @@ static void retire_thread(void *arg) {
     if (c->next) c->next->prev = c->prev;
     pthread_mutex_unlock(&registry_lock);
     free(c);
+    tl_counters = NULL; /* a later key destructor counting again registers anew */
 }
 
 static void make_key(void) {

@@ -49,10 +49,13 @@ static void take_from_shared(record_list_t *list) {
     pthread_mutex_unlock(&shared_lock);
 }
 
+/* At thread exit. A later key destructor that frees a record makes a new
+ * list, which the next round of destructors retires in turn. */
 static void retire_list(void *arg) {
     record_list_t *list = arg;
     give_to_shared(list, list->count);
     free(list);
+    deft_tl_records = NULL;
 }
 
 static void make_key(void) {

@@ -53,6 +53,19 @@ static void note_device(deft_device_t dev) {
         atomic_store_explicit(&gpu_made, true, memory_order_release);
 }
 
+/* A buffer coming into use, or going out of it: the memory statistics and the profiler. */
+static void count_allocated(deft_device_t dev, size_t nbytes) {
+    deft_memstat_buffer_allocated(dev, nbytes);
+    if (deft_profiling(DEFT_PROF_MEMORY))
+        deft_profiler_instant("memory", "alloc", 't', "bytes", (int64_t)nbytes);
+}
+
+static void count_freed(deft_device_t dev, size_t nbytes) {
+    deft_memstat_buffer_freed(dev, nbytes);
+    if (deft_profiling(DEFT_PROF_MEMORY))
+        deft_profiler_instant("memory", "free", 't', "bytes", (int64_t)nbytes);
+}
+
 int deft_storage_new(deft_device_t dev, size_t nbytes, deft_storage_t **out) {
     const deft_allocator_t *allocator = deft_allocator_get(dev.type);
     if (!allocator)
@@ -81,9 +94,7 @@ int deft_storage_new(deft_device_t dev, size_t nbytes, deft_storage_t **out) {
     storage->nbytes = nbytes;
     storage->external_free = NULL;
     storage->external_ctx = NULL;
-    deft_memstat_buffer_allocated(dev, nbytes);
-    if (deft_profiling(DEFT_PROF_MEMORY))
-        deft_profiler_instant("memory", "alloc", 't', "bytes", (int64_t)nbytes);
+    count_allocated(dev, nbytes);
     *out = storage;
     return 0;
 }
@@ -127,8 +138,23 @@ void deft_storage_release(deft_storage_t *storage) {
     if (storage->data && !storage->inline_data)
         deft_allocator_get(storage->device.type)
             ->free(storage->device, storage->data, storage->capacity, fences);
-    deft_memstat_buffer_freed(storage->device, storage->nbytes);
-    if (deft_profiling(DEFT_PROF_MEMORY))
-        deft_profiler_instant("memory", "free", 't', "bytes", (int64_t)storage->nbytes);
+    count_freed(storage->device, storage->nbytes);
     deft_record_free(storage);
+}
+
+bool deft_storage_parkable(const deft_storage_t *storage) {
+    return storage->device.type == DEFT_DEV_CPU && storage->capacity <= INLINE_MAX &&
+           storage->data && !storage->external_free &&
+           !atomic_load_explicit(&storage->shared, memory_order_relaxed) &&
+           atomic_load_explicit(&storage->refcount, memory_order_relaxed) == 1 &&
+           deft_cpu_pool_caching();
+}
+
+void deft_storage_park(deft_storage_t *storage) {
+    count_freed(storage->device, storage->nbytes);
+}
+
+void deft_storage_unpark(deft_storage_t *storage, size_t nbytes) {
+    storage->nbytes = nbytes;
+    count_allocated(storage->device, nbytes);
 }

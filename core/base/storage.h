@@ -52,6 +52,16 @@ int deft_storage_wrap(deft_device_t dev, void *data, size_t nbytes, void (*exter
  * work needs GPU fences (fence.h) and graph runs skip listing their buffers. */
 bool deft_storage_gpu_made(void);
 
+/*
+ * Storage an array may keep for its next use (ndarray.c, the spare): a small
+ * CPU buffer of deft's own, reachable only through the caller's reference.
+ * Parked, it counts as released in the memory statistics; unparked for
+ * nbytes (at most its capacity), as new storage of that size.
+ */
+bool deft_storage_parkable(const deft_storage_t *storage);
+void deft_storage_park(deft_storage_t *storage);
+void deft_storage_unpark(deft_storage_t *storage, size_t nbytes);
+
 deft_storage_t *deft_storage_retain(deft_storage_t *storage);
 /* Drop a reference; NULL is a no-op. */
 void deft_storage_release(deft_storage_t *storage);

@@ -27,6 +27,9 @@ deft_var_t *deft_var_new(void);
 deft_var_t *deft_var_retain(deft_var_t *var);
 /* Drop a reference; never blocks: pending operations hold their own. */
 void deft_var_release(deft_var_t *var);
+/* Whether the caller's reference is the only one and no failure is kept:
+ * no operation is pending on it, and it can serve a new array as it is. */
+bool deft_var_reusable(deft_var_t *var);
 
 /* The work: return 0, or -1 with the thread's error set (deft_error). */
 typedef int (*deft_engine_fn)(void *ctx);

@@ -84,6 +84,11 @@ static void unlist(deft_var_t *var) {
     var->listed = false;
 }
 
+bool deft_var_reusable(deft_var_t *var) {
+    return atomic_load_explicit(&var->refcount, memory_order_acquire) == 1 &&
+           !atomic_load_explicit(&var->error, memory_order_acquire);
+}
+
 void deft_var_release(deft_var_t *var) {
     if (!var || !deft_release_last(&var->refcount)) return;
     /* Operations hold references, so nothing is queued on a dying variable. */

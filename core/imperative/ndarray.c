@@ -1,5 +1,6 @@
 #include "core/imperative/ndarray.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,13 +42,82 @@ static int zero_tensor(void *arg) {
     return deft_device_zero(deft_tensor_data(t), t->device, deft_tensor_nbytes(t));
 }
 
+/*
+ * The spare: the last array freed on this thread when it was small and
+ * private (its storage and engine variable reachable through it alone),
+ * kept whole for the next small CPU array made here. Most operator calls
+ * make one array and free one; reusing it skips three records and the
+ * set-up of a storage and a variable, a tenth of a call. CPython keeps
+ * freed floats for the same reason.
+ */
+static DEFT_TLS_FAST deft_ndarray_t *tl_spare;
+static DEFT_TLS_FAST bool tl_spare_registered;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+static pthread_key_t spare_key;
+
+static void free_whole(deft_ndarray_t *arr) {
+    deft_storage_release(arr->tensor.storage);
+    deft_var_release(arr->var);
+    deft_record_free(arr);
+}
+
+/* At thread exit: what this thread kept goes for good. Should a later key
+ * destructor free an array, it registers again and the next round drops it. */
+static void drop_spare(void *unused) {
+    (void)unused;
+    deft_ndarray_t *spare = tl_spare;
+    tl_spare = NULL;
+    tl_spare_registered = false;
+    if (!spare) return;
+    deft_storage_unpark(spare->tensor.storage, spare->tensor.storage->nbytes);
+    free_whole(spare);
+}
+
+static void make_spare_key(void) {
+    pthread_key_create(&spare_key, drop_spare);
+}
+
+/* Keep a dead array (no history) whole when it was private; false: free it. */
+static bool keep_as_spare(deft_ndarray_t *arr) {
+    if (tl_spare || arr->lent || !deft_storage_parkable(arr->tensor.storage) ||
+        !deft_var_reusable(arr->var))
+        return false;
+    if (!tl_spare_registered) {
+        pthread_once(&spare_once, make_spare_key);
+        if (pthread_setspecific(spare_key, &tl_spare)) return false;
+        tl_spare_registered = true;
+    }
+    deft_storage_park(arr->tensor.storage);
+    tl_spare = arr;
+    return true;
+}
+
+/* The spare as a new array of this shape, when its buffer holds nbytes. */
+static deft_ndarray_t *take_spare(const deft_shape_t *shape, deft_dtype_t dtype,
+                                  deft_device_t device, size_t nbytes) {
+    deft_ndarray_t *arr = tl_spare;
+    if (!arr || nbytes == 0 || nbytes > arr->tensor.storage->capacity ||
+        !deft_device_equal(device, arr->tensor.storage->device))
+        return NULL;
+    tl_spare = NULL;
+    deft_storage_unpark(arr->tensor.storage, nbytes);
+    atomic_store_explicit(&arr->refcount, 1, memory_order_relaxed);
+    atomic_store_explicit(&arr->memo_id, 0, memory_order_relaxed);
+    arr->kept_version = 0;
+    arr->tensor = (deft_tensor_t){*shape, dtype, device, arr->tensor.storage, 0};
+    return arr;
+}
+
 int deft_ndarray_new(const deft_shape_t *shape, deft_dtype_t dtype, deft_device_t device, bool zero,
                      deft_ndarray_t **out) {
     size_t nbytes;
+    if (deft_shape_nbytes(shape, deft_dtype_size(dtype), &nbytes)) return -1;
+    if ((*out = take_spare(shape, dtype, device, nbytes)) != NULL) {
+        if (zero) memset(deft_tensor_data(&(*out)->tensor), 0, nbytes);
+        return 0;
+    }
     deft_tensor_t t = {*shape, dtype, device, NULL, 0};
-    if (deft_shape_nbytes(shape, deft_dtype_size(dtype), &nbytes) ||
-        deft_storage_new(device, nbytes, &t.storage))
-        return -1;
+    if (deft_storage_new(device, nbytes, &t.storage)) return -1;
     deft_access_t written = {t.storage, true}; /* a reused GPU block: after its last work */
     if ((zero && deft_fence_run(&written, 1, zero_tensor, &t)) ||
         make_array(&t, no_entry, NULL, out)) {
@@ -109,10 +179,9 @@ void deft_ndarray_release(deft_ndarray_t *arr) {
     bool last = history ? atomic_fetch_sub_explicit(&arr->refcount, 1, memory_order_acq_rel) == 1
                         : deft_release_last(&arr->refcount);
     if (!last) return;
+    if (!history && keep_as_spare(arr)) return;
     if (arr->entry.node) deft_record_release_entry(arr);
-    deft_storage_release(arr->tensor.storage);
-    deft_var_release(arr->var);
-    deft_record_free(arr);
+    free_whole(arr);
 }
 
 static int check_host_buffer(const deft_ndarray_t *arr, const void *data, size_t nbytes) {
