@@ -255,6 +255,7 @@ static int check_inputs(const deft_op_t *op, int nin, deft_ndarray_t *const *in,
 static int prepare_output(invoke_call_t *call, int k, deft_ndarray_t *given,
                           const deft_desc_t *want, deft_device_t device) {
     const deft_op_t *op = call->op;
+    call->out[k] = call->final[k] = NULL;
     if (given) {
         if (check_given_output(op, k, given, want)) return -1;
         if (!op->any_device && !deft_device_equal(given->tensor.device, device))
@@ -273,9 +274,10 @@ static int prepare_output(invoke_call_t *call, int k, deft_ndarray_t *given,
     return deft_ndarray_new(&want->shape, want->dtype, device, false, &call->out[k]);
 }
 
-/* Release the arrays this call created: new outputs on failure, staging buffers always. */
-static void release_created(invoke_call_t *call, deft_ndarray_t **given, bool failed) {
-    for (int k = 0; k < call->nout; k++) {
+/* Release the arrays this call created for outputs [0, n): new outputs on
+ * failure, staging buffers always. */
+static void release_created(invoke_call_t *call, int n, deft_ndarray_t **given, bool failed) {
+    for (int k = 0; k < n; k++) {
         bool created = call->out[k] && call->out[k] != given[k];
         bool staging = call->final[k] != NULL;
         if (created && (failed || staging)) deft_ndarray_release(call->out[k]);
@@ -313,11 +315,10 @@ static bool none_given(int nout, deft_ndarray_t *const *out) {
     return true;
 }
 
-/* A call whose result depends on nothing but its inputs and parameters,
- * writing no existing array, and not recorded (its history must be its own). */
-static bool memoizable(const deft_op_t *op, int nout, deft_ndarray_t *const *out,
-                       const deft_autograd_call_t *grad) {
-    return !op->nondeterministic && !op->mutate_inputs && !grad->record && none_given(nout, out);
+/* A call (writing no existing array) whose result depends on nothing but its
+ * inputs and parameters, and not recorded (its history must be its own). */
+static bool memoizable(const deft_op_t *op, const deft_autograd_call_t *grad) {
+    return !op->nondeterministic && !grad->record;
 }
 
 /* Given outputs and updated inputs change: memoised results of them are stale. */
@@ -353,12 +354,16 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
         *nout = produced;
         return 0;
     }
-    if (check_not_lazy(op, nin, in, produced, out) || deft_deferred_compute(nin, in)) return -1;
+    /* Given outputs and updated inputs are written: the checks and bookkeeping that only
+     * writes need are skipped for the usual call, which makes its outputs. */
+    bool writes = op->mutate_inputs || !none_given(produced, out);
+    if ((writes && check_not_lazy(op, nin, in, produced, out)) || deft_deferred_compute(nin, in))
+        return -1;
     deft_autograd_call_t grad = {0};
     if (deft_autograd_recording() &&
         deft_autograd_plan(entry, params->v, nin, in, produced, out, nparams, keys, vals, &grad))
         return -1;
-    bool memo = deft_memo_enabled() && memoizable(op, produced, out, &grad);
+    bool memo = deft_memo_enabled() && !writes && memoizable(op, &grad);
     if (memo && deft_memo_lookup(entry, nin, in, nparams, keys, vals, produced, out)) {
         *nout = produced;
         return 0;
@@ -371,24 +376,23 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
     invoke_call_t *call = call_init(memory, false, op, nin, produced, 0);
     call->params = params->v;
     call->in = (deft_ndarray_t **)in; /* borrowed, as the call is; a queued copy copies them */
-    for (int k = 0; k < 2 * produced; k++) call->out[k] = NULL;
     deft_device_t device = nin ? in[0]->tensor.device : deft_device_cpu();
     if (op->output_device && op->output_device(op, params->v, &device)) return -1;
     call->device = device;
     for (int k = 0; k < produced; k++) {
         if (prepare_output(call, k, out[k], &out_desc[k], device)) {
-            release_created(call, out, true);
+            release_created(call, k + 1, out, true);
             return -1;
         }
     }
     if (submit(call, entry->num_params)) {
-        release_created(call, out, true);
+        release_created(call, produced, out, true);
         return -1;
     }
-    note_writes(op, nin, in, produced,
-                out); /* before recording: saved values see the new version */
+    /* Before recording: saved values see the new version. */
+    if (writes) note_writes(op, nin, in, produced, out);
     /* The arrays the caller gets: the call's outputs, unless some went through staging. */
-    bool was_staged = staged(call);
+    bool was_staged = writes && staged(call);
     deft_ndarray_t *staged_results[DEFT_OP_MAX_OUTPUTS], **results = call->out;
     if (was_staged) {
         results = staged_results;
@@ -397,10 +401,10 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
     if (grad.record &&
         deft_autograd_record(&grad, entry, params->v, nin, in, produced, out_desc, nparams, keys,
                              vals, results, none_given(produced, out))) {
-        release_created(call, out, true);
+        release_created(call, produced, out, true);
         return -1;
     }
-    if (was_staged) release_created(call, out, false);
+    if (was_staged) release_created(call, produced, out, false);
     if (memo) deft_memo_insert(entry, nin, in, nparams, keys, vals, produced, results);
     for (int k = 0; k < produced; k++) out[k] = results[k];
     *nout = produced;
