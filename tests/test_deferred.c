@@ -445,6 +445,25 @@ START_TEST(export_errors) {
 }
 END_TEST
 
+/* A computed result freed leaves its record for the next small array
+ * (ndarray.c's spare), which must come without the old history. */
+START_TEST(freed_result_lends_no_history) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 1, SHAPE(4), 1);
+    set_deferred(1);
+    DeftNDArrayHandle y = call1("_plus_scalar", 1, &x, P("scalar", "1"));
+    set_deferred(0);
+    ck_assert_ok(DeftNDArrayWaitToRead(y));
+    ck_assert_ok(DeftNDArrayFree(y));
+    DeftNDArrayHandle z = call1("_mul_scalar", 1, &x, P("scalar", "2"));
+    ck_assert_int_eq(is_lazy(z), 0);
+    DeftSymbolHandle sym = NULL;
+    ck_assert_fails(DeftNDArrayGetDeferredComputeSymbol(&x, &z, (const char *[]){"x"},
+                                                        (const char *[]){"z"}, 1, 1, &sym),
+                    DEFT_ERROR_VALUE, "outputs[0] was not recorded");
+    free_all(1, &z), free_all(1, &x);
+}
+END_TEST
+
 /* One output of a multi-output call listed as an input, another used: the
  * call cannot be cut in two. */
 START_TEST(export_half_of_a_split) {
@@ -577,6 +596,7 @@ Suite *deferred_suite(void) {
     tcase_add_test(errors, writing_lazy_is_rejected);
     tcase_add_test(errors, export_errors);
     tcase_add_test(errors, export_half_of_a_split);
+    tcase_add_test(errors, freed_result_lends_no_history);
     tcase_add_test(errors, bound_variables);
     suite_add_tcase(s, errors);
     TCase *scale = tcase_create("scale");

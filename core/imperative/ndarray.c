@@ -79,8 +79,8 @@ static void make_spare_key(void) {
 
 /* Keep a dead array (no history) whole when it was private; false: free it. */
 static bool keep_as_spare(deft_ndarray_t *arr) {
-    if (tl_spare || arr->lent || !deft_storage_parkable(arr->tensor.storage) ||
-        !deft_var_reusable(arr->var))
+    if (tl_spare || arr->lent || !arr->tensor.storage ||
+        !deft_storage_parkable(arr->tensor.storage) || !deft_var_reusable(arr->var))
         return false;
     if (!tl_spare_registered) {
         pthread_once(&spare_once, make_spare_key);
@@ -179,9 +179,11 @@ void deft_ndarray_release(deft_ndarray_t *arr) {
     bool last = history ? atomic_fetch_sub_explicit(&arr->refcount, 1, memory_order_acq_rel) == 1
                         : deft_release_last(&arr->refcount);
     if (!last) return;
-    if (!history && keep_as_spare(arr)) return;
-    if (arr->entry.node) deft_record_release_entry(arr);
-    free_whole(arr);
+    if (arr->entry.node) { /* after this no recorded node reaches it: a spare like any other */
+        deft_record_release_entry(arr);
+        arr->entry = no_entry;
+    }
+    if (!keep_as_spare(arr)) free_whole(arr);
 }
 
 static int check_host_buffer(const deft_ndarray_t *arr, const void *data, size_t nbytes) {
