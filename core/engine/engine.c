@@ -237,24 +237,44 @@ static void free_op(engine_op_t *op) {
     deft_record_free(op);
 }
 
-/* Call the work; a failure becomes an error value (retained for the caller). */
-static engine_error_t *call_work(deft_engine_fn fn, void *ctx, const char *name, const char *origin,
-                                 bool small, deft_device_t device) {
+/* The failure the work just reported on this thread, as an error value. */
+__attribute__((noinline)) static engine_error_t *work_failed(void) {
+    engine_error_t *error = engine_error_new(deft_error_kind(), deft_error_message());
+    record_first_error(error);
+    return error;
+}
+
+/* fn(ctx), its errors named after the API function `origin`. */
+static inline engine_error_t *run_work(deft_engine_fn fn, void *ctx, const char *origin) {
     const char *caller = deft_error_swap_function(origin);
+    int status = fn(ctx);
+    deft_error_swap_function(caller);
+    return status == 0 ? NULL : work_failed();
+}
+
+/* run_work counted against the thread budget and timed for the profiler. */
+__attribute__((noinline)) static engine_error_t *run_work_measured(deft_engine_fn fn, void *ctx,
+                                                                   const char *name,
+                                                                   const char *origin, bool small,
+                                                                   deft_device_t device) {
     /* Small operations never split across threads: they do not count against
      * the budget of the large ones running beside them. */
     if (!small) deft_parallel_op_begin();
     double start = deft_profiling(DEFT_PROF_IMPERATIVE) ? deft_profiler_now() : 0;
-    int status = fn(ctx);
+    engine_error_t *error = run_work(fn, ctx, origin);
     if (start != 0 && name)
         deft_profiler_op_span("operator", name, deft_profiler_device_name(device), start,
                               deft_profiler_now());
     if (!small) deft_parallel_op_end();
-    deft_error_swap_function(caller);
-    if (status == 0) return NULL;
-    engine_error_t *error = engine_error_new(deft_error_kind(), deft_error_message());
-    record_first_error(error);
     return error;
+}
+
+/* Call the work; a failure becomes an error value (retained for the caller).
+ * Small work unprofiled, most imperative calls, takes no frame of its own. */
+static inline engine_error_t *call_work(deft_engine_fn fn, void *ctx, const char *name,
+                                        const char *origin, bool small, deft_device_t device) {
+    if (small && !deft_profiling(DEFT_PROF_IMPERATIVE)) return run_work(fn, ctx, origin);
+    return run_work_measured(fn, ctx, name, origin, small, device);
 }
 
 /* Mark the writes failed (if error) and release the operation's variables in order. */

@@ -196,21 +196,26 @@ static void describe(invoke_call_t *call, deft_var_t **reads, deft_var_t **write
     }
     /* a GPU kernel only queues its work: always cheap for the caller's thread */
     bool cheap = bytes < INLINE_BYTES || call->device.type == DEFT_DEV_GPU;
-    *desc = (deft_engine_op_desc_t){
-        .fn = call_run,
-        .ctx = call,
-        .reads = reads,
-        .num_reads = nreads,
-        .writes = writes,
-        .num_writes = nwrites,
-        .name = op->name,
-        .origin = "DeftImperativeInvoke",
-        /* custom operators wait for a callback thread: never on the caller's thread;
-         * what a callback calls runs at once on its thread */
-        .small = !op->blocking && (cheap || deft_custom_on_callback_thread()),
-        .num_fresh_writes = fresh,
-        .device = call->device,
-    };
+    /* Field by field: a compound literal first zeroes the whole struct (rep stos,
+     * dear on every call), then writes it again. A new field must be set here. */
+    _Static_assert(sizeof(void *) != 8 || sizeof(deft_engine_op_desc_t) == 96,
+                   "describe sets every field");
+    desc->fn = call_run;
+    desc->free_ctx = NULL;
+    desc->ctx = call;
+    desc->reads = reads;
+    desc->num_reads = nreads;
+    desc->writes = writes;
+    desc->num_writes = nwrites;
+    desc->priority = 0;
+    desc->name = op->name;
+    desc->origin = "DeftImperativeInvoke";
+    /* custom operators wait for a callback thread: never on the caller's thread;
+     * what a callback calls runs at once on its thread */
+    desc->small = !op->blocking && (cheap || deft_custom_on_callback_thread());
+    desc->device = call->device;
+    desc->never_block = false;
+    desc->num_fresh_writes = fresh;
 }
 
 /*
