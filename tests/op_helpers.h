@@ -199,6 +199,14 @@ static inline double tol_for(int dtype) {
     return dtype == DEFT_FLOAT32 ? 2e-6 : dtype == DEFT_FLOAT64 ? 1e-13 : 0;
 }
 
+/* A CPU memory statistic (DEFT_MEM_*) once every pending operation is done. */
+static inline int64_t mem_stat(int stat) {
+    int64_t v;
+    ck_assert_ok(DeftWaitAll());
+    ck_assert_ok(DeftGetMemoryStat(DEFT_CPU, 0, stat, &v));
+    return v;
+}
+
 static inline void free_all(int n, DeftNDArrayHandle *h) {
     for (int i = 0; i < n; i++) ck_assert_ok(DeftNDArrayFree(h[i]));
 }

@@ -400,13 +400,6 @@ END_TEST
 
 /* ---- memory ---- */
 
-static int64_t mem_stat(int stat) {
-    int64_t v;
-    ck_assert_ok(DeftWaitAll());
-    ck_assert_ok(DeftGetMemoryStat(DEFT_CPU, 0, stat, &v));
-    return v;
-}
-
 /* An add's gradient reads neither input, so a constant added in is not kept; a mul keeps it. */
 START_TEST(nodes_keep_what_their_gradient_reads) {
     DeftNDArrayHandle g, x = marked(1024, NULL, &g, DEFT_GRAD_WRITE);

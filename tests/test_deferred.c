@@ -261,15 +261,8 @@ END_TEST
 
 /* ---- what is computed, and when ---- */
 
-static int64_t live_bytes(void) {
-    int64_t v;
-    ck_assert_ok(DeftWaitAll());
-    ck_assert_ok(DeftGetMemoryStat(DEFT_CPU, 0, DEFT_MEM_LIVE_BYTES, &v));
-    return v;
-}
-
 START_TEST(shape_without_compute) {
-    int64_t before = live_bytes();
+    int64_t before = mem_stat(DEFT_MEM_LIVE_BYTES);
     DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 2, SHAPE(64, 64), 1);
     set_deferred(1);
     DeftNDArrayHandle y = call1("dot", 2, (DeftNDArrayHandle[]){x, x}, NO_PARAMS);
@@ -284,31 +277,31 @@ START_TEST(shape_without_compute) {
     ck_assert_int_eq(dtype, DEFT_FLOAT32);
     ck_assert_int_eq(is_lazy(y), 1);
     ck_assert_int_eq(is_lazy(z), 1);
-    ck_assert_int_eq(live_bytes() - before, 64 * 64 * 4); /* only x has storage */
-    ck_assert_ok(DeftNDArrayWaitToRead(z));               /* trigger by waiting */
+    ck_assert_int_eq(mem_stat(DEFT_MEM_LIVE_BYTES) - before, 64 * 64 * 4); /* only x has storage */
+    ck_assert_ok(DeftNDArrayWaitToRead(z));                                /* trigger by waiting */
     ck_assert_int_eq(is_lazy(z), 0);
     ck_assert_int_eq(is_lazy(y), 0); /* live, so it got its value in the same run */
     free_all(1, &x), free_all(1, &y), free_all(1, &z);
-    ck_assert_int_eq(live_bytes(), before);
+    ck_assert_int_eq(mem_stat(DEFT_MEM_LIVE_BYTES), before);
 }
 END_TEST
 
 /* A normal input is kept by the recording until the call is computed, then let go. */
 START_TEST(captured_inputs_released_after_compute) {
-    int64_t before = live_bytes();
+    int64_t before = mem_stat(DEFT_MEM_LIVE_BYTES);
     DeftNDArrayHandle x = ramp(DEFT_FLOAT64, 1, SHAPE(1024), 1);
     set_deferred(1);
     DeftNDArrayHandle y = call1("sum", 1, &x, NO_PARAMS);
     set_deferred(0);
     free_all(1, &x);
-    ck_assert_int_eq(live_bytes() - before, 1024 * 8); /* held for y */
+    ck_assert_int_eq(mem_stat(DEFT_MEM_LIVE_BYTES) - before, 1024 * 8); /* held for y */
     ck_assert_ok(DeftNDArrayTriggerDeferredCompute(&y, 1));
-    ck_assert_int_eq(live_bytes() - before, 8); /* y only */
+    ck_assert_int_eq(mem_stat(DEFT_MEM_LIVE_BYTES) - before, 8); /* y only */
     DeftSymbolHandle sym; /* the structure stays: y still exports, x as a variable */
     ck_assert_fails(DeftNDArrayGetDeferredComputeSymbol(NULL, &y, NULL, NULL, 0, 1, &sym),
                     DEFT_ERROR_VALUE, "input 0 of a recorded 'sum' is an array that is not bound");
     free_all(1, &y);
-    ck_assert_int_eq(live_bytes(), before);
+    ck_assert_int_eq(mem_stat(DEFT_MEM_LIVE_BYTES), before);
 }
 END_TEST
 
@@ -556,7 +549,7 @@ START_TEST(two_threads) {
 END_TEST
 
 START_TEST(million_op_chain) {
-    int64_t before = live_bytes();
+    int64_t before = mem_stat(DEFT_MEM_LIVE_BYTES);
     DeftNDArrayHandle x = ramp(DEFT_INT64, 1, SHAPE(2), 1);
     DeftNDArrayHandle y = x;
     DeftOpHandle plus = op_named("_plus_scalar");
@@ -575,7 +568,7 @@ START_TEST(million_op_chain) {
     ck_assert_int_eq(is_lazy(y), 1);
     assert_values(y, 2, VALUES(loop_ops() - 3, loop_ops() - 2), 0);
     free_all(1, &y), free_all(1, &x);
-    ck_assert_int_eq(live_bytes(), before); /* the whole chain was released */
+    ck_assert_int_eq(mem_stat(DEFT_MEM_LIVE_BYTES), before); /* the whole chain was released */
 }
 END_TEST
 

@@ -121,13 +121,6 @@ END_TEST
 
 /* ---- a small array freed is kept for the next one: nothing of it may show ---- */
 
-static int64_t live(int stat) {
-    int64_t v;
-    ck_assert_ok(DeftWaitAll());
-    ck_assert_ok(DeftGetMemoryStat(DEFT_CPU, 0, stat, &v));
-    return v;
-}
-
 START_TEST(test_reused_array_keeps_no_failure) {
     DeftNDArrayHandle a = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(5, 6));
     DeftNDArrayHandle bad_index = make(DEFT_INT32, 1, SHAPE(1), VALUES(9));
@@ -155,17 +148,17 @@ START_TEST(test_reused_array_takes_no_memory_still_in_use) {
 END_TEST
 
 START_TEST(test_reused_array_counts_as_freed_and_new) {
-    int64_t bytes = live(DEFT_MEM_LIVE_BYTES), buffers = live(DEFT_MEM_LIVE_BUFFERS);
+    int64_t bytes = mem_stat(DEFT_MEM_LIVE_BYTES), buffers = mem_stat(DEFT_MEM_LIVE_BUFFERS);
     DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(3), VALUES(1, 2, 3));
     ck_assert_ok(DeftNDArrayFree(x));
-    ck_assert_int_eq(live(DEFT_MEM_LIVE_BYTES), bytes);
-    ck_assert_int_eq(live(DEFT_MEM_LIVE_BUFFERS), buffers);
+    ck_assert_int_eq(mem_stat(DEFT_MEM_LIVE_BYTES), bytes);
+    ck_assert_int_eq(mem_stat(DEFT_MEM_LIVE_BUFFERS), buffers);
     DeftNDArrayHandle y = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(7, 8));
-    ck_assert_int_eq(live(DEFT_MEM_LIVE_BYTES), bytes + 16);
-    ck_assert_int_eq(live(DEFT_MEM_LIVE_BUFFERS), buffers + 1);
+    ck_assert_int_eq(mem_stat(DEFT_MEM_LIVE_BYTES), bytes + 16);
+    ck_assert_int_eq(mem_stat(DEFT_MEM_LIVE_BUFFERS), buffers + 1);
     assert_values(y, 2, VALUES(7, 8), 0);
     ck_assert_ok(DeftNDArrayFree(y));
-    ck_assert_int_eq(live(DEFT_MEM_LIVE_BYTES), bytes);
+    ck_assert_int_eq(mem_stat(DEFT_MEM_LIVE_BYTES), bytes);
 }
 END_TEST
 
@@ -181,13 +174,13 @@ static void *make_and_free_then_exit(void *arg) {
  * destructors, whichever order they run in (each leaves its thread-local
  * state empty, so a later one freeing a record or buffer makes it anew). */
 START_TEST(test_threads_exit_keeping_nothing) {
-    int64_t bytes = live(DEFT_MEM_LIVE_BYTES);
+    int64_t bytes = mem_stat(DEFT_MEM_LIVE_BYTES);
     for (int round = 0; round < 4; round++) {
         pthread_t t;
         pthread_create(&t, NULL, make_and_free_then_exit, NULL);
         pthread_join(t, NULL);
     }
-    ck_assert_int_eq(live(DEFT_MEM_LIVE_BYTES), bytes);
+    ck_assert_int_eq(mem_stat(DEFT_MEM_LIVE_BYTES), bytes);
 }
 END_TEST
 
