@@ -428,7 +428,7 @@ static void list_once(const deft_engine_op_desc_t *d, int num_writes, deft_var_t
 }
 
 /*
- * A small CPU operation that only reads shared variables (its writes are
+ * A small operation off the GPU that only reads shared variables (its writes are
  * fresh): each variable's lock is held across the work instead of counting
  * the read in and out, one locked instruction per variable instead of two.
  * The work only computes (kernels take no variable's lock). 1 when a
