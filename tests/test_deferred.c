@@ -259,6 +259,42 @@ START_TEST(three_readings) {
 }
 END_TEST
 
+/* The MLP case's recording, exported as JSON text (the caller frees it). */
+static char *mlp_json(void) {
+    const int mlp = (int)(sizeof cases / sizeof cases[0]) - 1;
+    DeftNDArrayHandle in[5], out[MAX_IO];
+    for (int i = 0; i < cases[mlp].nin; i++) {
+        const input_spec_t *spec = &cases[mlp].in[i];
+        in[i] = ramp(spec->dtype, spec->ndim, spec->shape, spec->scale);
+    }
+    set_deferred(1);
+    int nout = build_mlp(in, out);
+    set_deferred(0);
+    DeftSymbolHandle sym = export_symbol(cases[mlp].nin, in, nout, out);
+    char *json = strdup(json_of(sym));
+    ck_assert_ok(DeftSymbolFree(sym));
+    free_all(nout, out), free_all(cases[mlp].nin, in);
+    return json;
+}
+
+/* The same program gives the same text: nothing of the process's state (addresses,
+ * counters, what was recorded before) shows in an export. */
+START_TEST(export_is_deterministic) {
+    char *first = mlp_json();
+    void *keep_apart = malloc(12345); /* other addresses for the second recording */
+    for (int i = 0; i < 3; i++) {     /* other recordings in between */
+        DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 1, SHAPE(4), 1), y;
+        set_deferred(1);
+        y = call1("exp", 1, &x, NO_PARAMS);
+        set_deferred(0);
+        free_all(1, &y), free_all(1, &x);
+    }
+    char *second = mlp_json();
+    ck_assert_str_eq(second, first);
+    free(first), free(second), free(keep_apart);
+}
+END_TEST
+
 /* ---- what is computed, and when ---- */
 
 START_TEST(shape_without_compute) {
@@ -576,6 +612,7 @@ Suite *deferred_suite(void) {
     Suite *s = suite_create("deferred");
     TCase *tc = tcase_create("three readings");
     tcase_add_loop_test(tc, three_readings, 0, (int)(sizeof cases / sizeof cases[0]));
+    tcase_add_test(tc, export_is_deterministic);
     suite_add_tcase(s, tc);
     TCase *when = tcase_create("when");
     tcase_add_test(when, shape_without_compute);
