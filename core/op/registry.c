@@ -194,7 +194,10 @@ void deft_registry_suggest(const char *name, char *buf, size_t len) {
         int d = distance(name, entries[i].op->name);
         if (d < best) best = d, match = entries[i].op->name;
     }
-    snprintf(buf, len, match ? " (did you mean '%s'?)" : "", match);
+    if (match)
+        snprintf(buf, len, " (did you mean '%s'?)", match);
+    else if (len > 0)
+        buf[0] = '\0';
 }
 
 const char *const deft_op_data_input[] = {"data", NULL};
