@@ -176,6 +176,42 @@ START_TEST(test_concat_stack_split_roundtrip) {
 }
 END_TEST
 
+/* Zero-size inputs: nothing to copy, and no offsets from the NULL data of an
+ * empty array (undefined behaviour: clang's UBSan stops at "applying zero
+ * offset to null pointer"; GCC's does not check it). */
+START_TEST(test_concat_stack_split_of_zero_size_arrays) {
+    DeftNDArrayHandle e = make(DEFT_FLOAT32, 4, SHAPE(0, 0, 0, 0), NULL);
+    DeftNDArrayHandle four[4] = {e, e, e, e};
+    DeftNDArrayHandle cat = call1("Concat", 4, four, P("dim", "1"));
+    assert_shape(cat, 4, SHAPE(0, 0, 0, 0));
+    DeftNDArrayHandle cat0 = call1("Concat", 4, four, P("dim", "0"));
+    assert_shape(cat0, 4, SHAPE(0, 0, 0, 0));
+    DeftNDArrayHandle st = call1("stack", 4, four, P("axis", "1"));
+    assert_shape(st, 5, SHAPE(0, 4, 0, 0, 0));
+    DeftNDArrayHandle parts[2] = {NULL, NULL};
+    int nout = 2;
+    ck_assert_ok(call("split", 1, &e, &nout, parts, P("num_outputs", "2", "axis", "2")));
+    for (int k = 0; k < 2; k++) assert_shape(parts[k], 4, SHAPE(0, 0, 0, 0));
+    /* rows of zero length: (2,0) split along axis 0 */
+    DeftNDArrayHandle rows = make(DEFT_INT64, 2, SHAPE(2, 0), NULL);
+    DeftNDArrayHandle halves[2] = {NULL, NULL};
+    ck_assert_ok(call("split", 1, &rows, &nout, halves, P("num_outputs", "2", "axis", "0")));
+    for (int k = 0; k < 2; k++) assert_shape(halves[k], 2, SHAPE(1, 0));
+    /* the gradient of Concat cuts a zero-size gradient into zero-size pieces */
+    DeftNDArrayHandle like[3] = {cat, e, e};
+    DeftNDArrayHandle pieces[2] = {NULL, NULL};
+    ck_assert_ok(call("_split_like", 3, like, &nout, pieces, P("dim", "1")));
+    for (int k = 0; k < 2; k++) assert_shape(pieces[k], 4, SHAPE(0, 0, 0, 0));
+    DeftNDArrayHandle flat = call1("Reshape", 1, &e, P("shape", "(0,-2)"));
+    assert_shape(flat, 4, SHAPE(0, 0, 0, 0));
+    ck_assert_ok(DeftWaitAll());
+    free_all(6, (DeftNDArrayHandle[]){e, cat, cat0, st, rows, flat});
+    free_all(2, parts);
+    free_all(2, halves);
+    free_all(2, pieces);
+}
+END_TEST
+
 START_TEST(test_broadcast_to) {
     DeftNDArrayHandle x = make(DEFT_UINT8, 2, SHAPE(2, 1), VALUES(7, 9));
     DeftNDArrayHandle y = call1("broadcast_to", 1, &x, P("shape", "(3,0,2)"));
@@ -221,6 +257,7 @@ static Suite *shape_suite(void) {
     tcase_add_test(tc, test_slice_like_python);
     tcase_add_test(tc, test_slice_assign_in_place_and_broadcast);
     tcase_add_loop_test(tc, test_concat_stack_split_roundtrip, 0, 5);
+    tcase_add_test(tc, test_concat_stack_split_of_zero_size_arrays);
     tcase_add_test(tc, test_broadcast_to);
     tcase_add_test(tc, test_take_modes_and_one_hot);
     suite_add_tcase(suite, tc);

@@ -450,11 +450,13 @@ static int join(const deft_tensor_t *in, int nin, const deft_tensor_t *out, int 
         const deft_shape_t *shape = &in[i].shape;
         for (int d = 0; d < shape->ndim; d++)
             dst_strides[d] = out_strides[new_axis && d >= axis ? d + 1 : d];
-        char *dst = (char *)deft_tensor_data(out) + position * out_strides[axis] * (int64_t)elem;
-        if (deft_shape_size(shape) > 0 && deft_copy_strided(out->device, shape, dst, dst_strides,
-                                                            deft_tensor_data(&in[i]), NULL, elem))
-            return -1;
+        int64_t at = position;
         position += new_axis ? 1 : shape->dims[axis];
+        if (deft_shape_size(shape) == 0) continue; /* its data may be NULL: no offsets from it */
+        char *dst = (char *)deft_tensor_data(out) + at * out_strides[axis] * (int64_t)elem;
+        if (deft_copy_strided(out->device, shape, dst, dst_strides, deft_tensor_data(&in[i]), NULL,
+                              elem))
+            return -1;
     }
     return 0;
 }
@@ -682,13 +684,13 @@ static int split_like_forward(const deft_op_t *op, const deft_param_value_t *p, 
     deft_contiguous_strides(&in[0].shape, own);
     size_t elem = deft_dtype_size(in[0].dtype);
     for (int k = 0; k < nout; k++) {
-        const char *src =
-            (const char *)deft_tensor_data(&in[0]) + position * own[axis] * (int64_t)elem;
-        if (deft_shape_size(&out[k].shape) > 0 &&
-            deft_copy_strided(out[k].device, &out[k].shape, deft_tensor_data(&out[k]), NULL, src,
+        int64_t at = position;
+        position += out[k].shape.dims[axis];
+        if (deft_shape_size(&out[k].shape) == 0) continue; /* no offsets from a NULL pointer */
+        const char *src = (const char *)deft_tensor_data(&in[0]) + at * own[axis] * (int64_t)elem;
+        if (deft_copy_strided(out[k].device, &out[k].shape, deft_tensor_data(&out[k]), NULL, src,
                               own, elem))
             return -1;
-        position += out[k].shape.dims[axis];
     }
     return 0;
 }
