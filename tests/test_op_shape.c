@@ -32,6 +32,76 @@ START_TEST(test_reshape_special_values_and_errors) {
 }
 END_TEST
 
+/* _np_reshape is NumPy's reshape: 0 is a dimension of size 0, not MXNet's "copy". */
+START_TEST(test_np_reshape_takes_the_shape_literally) {
+    DeftNDArrayHandle x = make_iota(DEFT_INT32, 3, SHAPE(2, 3, 4));
+    DeftNDArrayHandle a = call1("_np_reshape", 1, &x, P("newshape", "(4,-1)"));
+    assert_shape(a, 2, SHAPE(4, 6));
+    assert_values(a, 24, iota24, 0);
+    DeftNDArrayHandle b = call1("_np_reshape", 1, &x, P("newshape", "(24,)", "order", "C"));
+    assert_shape(b, 1, SHAPE(24));
+    /* zero-size arrays: 0 is a size, -1 is inferred from the other sizes */
+    DeftNDArrayHandle z = make(DEFT_FLOAT32, 2, SHAPE(2, 0), NULL);
+    DeftNDArrayHandle z1 = call1("_np_reshape", 1, &z, P("newshape", "(0,)"));
+    assert_shape(z1, 1, SHAPE(0));
+    /* as in NumPy, a -1 next to a 0 could be anything */
+    ck_assert_call_fails("_np_reshape", 1, &z, P("newshape", "(0,5,-1)"), DEFT_ERROR_VALUE,
+                         "cannot infer the -1 in newshape: 0 elements");
+    DeftNDArrayHandle z3 = call1("_np_reshape", 1, &z, P("newshape", "(-1,7)"));
+    assert_shape(z3, 2, SHAPE(0, 7));
+    DeftNDArrayHandle z4 = call1("_np_reshape", 1, &z, P("newshape", "(3,0,2)"));
+    assert_shape(z4, 3, SHAPE(3, 0, 2));
+    /* the same text means "copy" to the MXNet operator */
+    DeftNDArrayHandle m = call1("Reshape", 1, &x, P("shape", "(0,-1)"));
+    assert_shape(m, 2, SHAPE(2, 12));
+    ck_assert_call_fails("_np_reshape", 1, &x, P("newshape", "(0,-1)"), DEFT_ERROR_VALUE,
+                         "cannot infer the -1 in newshape: 24 elements");
+    ck_assert_call_fails("_np_reshape", 1, &x, P("newshape", "(2,-2)"), DEFT_ERROR_VALUE,
+                         "newshape[1] is -2, expected >= 0 or -1");
+    ck_assert_call_fails("_np_reshape", 1, &x, P("newshape", "(-1,-1)"), DEFT_ERROR_VALUE,
+                         "newshape has more than one -1");
+    ck_assert_call_fails("_np_reshape", 1, &x, P("newshape", "(5,5)"), DEFT_ERROR_VALUE,
+                         "cannot reshape (2,3,4) (24 elements) to (5,5)");
+    ck_assert_call_fails("_np_reshape", 1, &x, P("newshape", "(24,)", "order", "F"),
+                         DEFT_ERROR_PARSE, "parameter 'order' is 'F', expected one of: C");
+    free_all(7, (DeftNDArrayHandle[]){x, a, b, z, z1, z3, z4});
+    free_all(1, &m);
+}
+END_TEST
+
+/* The gradient of _np_reshape is the output gradient in the input's shape. */
+START_TEST(test_np_reshape_gradient_has_the_input_shape) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT64, 2, SHAPE(2, 3), VALUES(1, 2, 3, 4, 5, 6));
+    DeftNDArrayHandle g = make(DEFT_FLOAT64, 2, SHAPE(2, 3), NULL);
+    ck_assert_ok(DeftAutogradMarkVariables(1, &x, NULL, &g));
+    ck_assert_ok(DeftAutogradSetIsRecording(1, NULL));
+    DeftNDArrayHandle y = call1("_np_reshape", 1, &x, P("newshape", "(3,1,-1)"));
+    ck_assert_ok(DeftAutogradSetIsRecording(0, NULL));
+    assert_shape(y, 3, SHAPE(3, 1, 2));
+    DeftNDArrayHandle head = make(DEFT_FLOAT64, 3, SHAPE(3, 1, 2), VALUES(10, 20, 30, 40, 50, 60));
+    ck_assert_ok(DeftAutogradBackward(1, &y, &head, 0, 0));
+    assert_shape(g, 2, SHAPE(2, 3));
+    assert_values(g, 6, VALUES(10, 20, 30, 40, 50, 60), 0);
+    free_all(4, (DeftNDArrayHandle[]){x, g, y, head});
+}
+END_TEST
+
+/* BlockGrad passes values and stops gradients: d/dx (x * BlockGrad(x)) = x. */
+START_TEST(test_block_grad_stops_the_gradient) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT64, 1, SHAPE(3), VALUES(1, -2, 0.5));
+    DeftNDArrayHandle g = make(DEFT_FLOAT64, 1, SHAPE(3), NULL);
+    ck_assert_ok(DeftAutogradMarkVariables(1, &x, NULL, &g));
+    ck_assert_ok(DeftAutogradSetIsRecording(1, NULL));
+    DeftNDArrayHandle c = call1("BlockGrad", 1, &x, NO_PARAMS);
+    DeftNDArrayHandle y = call1("elemwise_mul", 2, (DeftNDArrayHandle[]){x, c}, NO_PARAMS);
+    ck_assert_ok(DeftAutogradSetIsRecording(0, NULL));
+    assert_values(c, 3, VALUES(1, -2, 0.5), 0);
+    ck_assert_ok(DeftAutogradBackward(1, &y, NULL, 0, 0));
+    assert_values(g, 3, VALUES(1, -2, 0.5), 0);
+    free_all(4, (DeftNDArrayHandle[]){x, g, c, y});
+}
+END_TEST
+
 /* Copies move elements by size: run over 1-, 4- and 8-byte dtypes. */
 static const int copy_dtypes[] = {DEFT_UINT8, DEFT_INT32, DEFT_FLOAT32, DEFT_FLOAT64, DEFT_INT64};
 
@@ -252,6 +322,9 @@ static Suite *shape_suite(void) {
     Suite *suite = suite_create("shape ops");
     TCase *tc = tcase_create("shape");
     tcase_add_test(tc, test_reshape_special_values_and_errors);
+    tcase_add_test(tc, test_np_reshape_takes_the_shape_literally);
+    tcase_add_test(tc, test_np_reshape_gradient_has_the_input_shape);
+    tcase_add_test(tc, test_block_grad_stops_the_gradient);
     tcase_add_loop_test(tc, test_transpose_matches_index_arithmetic, 0, 5);
     tcase_add_test(tc, test_expand_dims_and_squeeze);
     tcase_add_test(tc, test_slice_like_python);

@@ -40,7 +40,7 @@ int deft_output_device_param0(const deft_op_t *op, const deft_param_value_t *p,
     return deft_device_check((int)p[0].t.v[0], (int)p[0].t.v[1], what, out);
 }
 
-/* ---- Reshape ---- */
+/* ---- Reshape (MXNet 1.x's special values), _np_reshape (NumPy's literal shape) ---- */
 
 static const deft_param_def_t reshape_params[] = {
     {"shape", DEFT_PARAM_TUPLE, NULL,
@@ -48,16 +48,28 @@ static const deft_param_def_t reshape_params[] = {
      false},
     {0}};
 
+static const char *const np_orders[] = {"C", NULL};
+static const deft_param_def_t np_reshape_params[] = {
+    {"newshape", DEFT_PARAM_TUPLE, NULL,
+     "new shape, taken literally (0 is a size); one -1 is inferred", NULL, false},
+    {"order", DEFT_PARAM_ENUM, "C", "element order: row-major (C) only", np_orders, false},
+    {0}};
+
+/* One infer for both: op->data marks _np_reshape, whose 0 is a size and not a copy. */
 static int reshape_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                          const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)nin;
     const deft_tuple_t *t = &p[0].t;
     const deft_shape_t *src = &in[0].shape;
+    const bool literal = op->data != NULL;
     deft_shape_t shape = {.ndim = 0};
     int infer_at = -1, src_dim = 0;
     char s[DEFT_SHAPE_STR_MAX];
     for (int k = 0; k < t->n; k++) {
         int64_t v = t->v[k];
+        if (literal && v < -1)
+            return deft_op_error(op, DEFT_ERR_VALUE, "newshape[%d] is %lld, expected >= 0 or -1", k,
+                                 (long long)v);
         if (v == -2) {
             while (src_dim < src->ndim) {
                 if (shape.ndim == DEFT_SHAPE_MAX_NDIM) return too_many_dims(op, shape.ndim + 1);
@@ -66,7 +78,7 @@ static int reshape_infer(const deft_op_t *op, const deft_param_value_t *p, int n
             continue;
         }
         if (shape.ndim == DEFT_SHAPE_MAX_NDIM) return too_many_dims(op, shape.ndim + 1);
-        if (v == 0) {
+        if (v == 0 && !literal) {
             if (src_dim >= src->ndim)
                 return deft_op_error(op, DEFT_ERR_VALUE,
                                      "shape[%d] is 0 (copy), but the input %s has no axis %d", k,
@@ -74,7 +86,8 @@ static int reshape_infer(const deft_op_t *op, const deft_param_value_t *p, int n
             v = src->dims[src_dim];
         } else if (v == -1) {
             if (infer_at >= 0)
-                return deft_op_error(op, DEFT_ERR_VALUE, "shape has more than one -1");
+                return deft_op_error(op, DEFT_ERR_VALUE, "%s has more than one -1",
+                                     op->params[0].name);
             infer_at = shape.ndim;
             v = 1;
         } else if (v < 0) {
@@ -88,9 +101,9 @@ static int reshape_infer(const deft_op_t *op, const deft_param_value_t *p, int n
     if (infer_at >= 0) {
         if (have == 0 || want % have != 0)
             return deft_op_error(op, DEFT_ERR_VALUE,
-                                 "cannot infer the -1 in shape: %lld elements "
+                                 "cannot infer the -1 in %s: %lld elements "
                                  "do not divide into the given dimensions",
-                                 (long long)want);
+                                 op->params[0].name, (long long)want);
         shape.dims[infer_at] = want / have;
         have = want;
     }
@@ -102,6 +115,15 @@ static int reshape_infer(const deft_op_t *op, const deft_param_value_t *p, int n
     }
     out[0].shape = shape;
     out[0].dtype = in[0].dtype;
+    *nout = 1;
+    return 0;
+}
+
+/* BlockGrad: the input unchanged (a copy), as a constant to the gradient. */
+static int same_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                      const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)op, (void)p, (void)nin;
+    out[0] = in[0];
     *nout = 1;
     return 0;
 }
@@ -800,6 +822,23 @@ static int grad_broadcast_to(deft_grad_builder_t *b, const deft_param_value_t *p
 static const deft_op_t shape_ops[] = {
     SHAPE_OP("Reshape", "Same elements in a new shape (0 copies a dimension, -1 infers one).",
              reshape_params, reshape_infer, deft_forward_copy, 0, deft_gradient_reshape_back),
+    {.name = "_np_reshape",
+     .description = "Same elements in a new shape, as NumPy's reshape: every entry of newshape "
+                    "is a size (0 too), one -1 is inferred.",
+     .input_names = deft_op_data_input,
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .params = np_reshape_params,
+     .infer = reshape_infer,
+     .forward = deft_forward_copy,
+     .forward_gpu = DEFT_GPU(deft_forward_copy),
+     .inplace_input = 0,
+     .gradient = deft_gradient_reshape_back,
+     .data = "literal"},
+    SHAPE_OP("BlockGrad",
+             "The input unchanged, with no gradient flowing back through it "
+             "(stop_gradient, detach).",
+             NULL, same_infer, deft_forward_copy, 0, deft_gradient_zero),
     SHAPE_OP("Flatten", "Collapses all axes but the first: (n, ...) to (n, rest).", NULL,
              flatten_infer, deft_forward_copy, 0, deft_gradient_reshape_back),
     SHAPE_OP("transpose", "Permutes the axes (reverses them when axes is empty).", transpose_params,
