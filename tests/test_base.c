@@ -3,6 +3,7 @@
 #include <stdint.h>
 
 #include "check_helpers.h"
+#include "core/base/device.h"
 #include "core/base/error.h"
 #include "core/base/shape.h"
 
@@ -87,6 +88,25 @@ START_TEST(test_error_message_is_truncated_not_overflowed) {
 }
 END_TEST
 
+/* cpu(n) for n > 0 is not a second CPU: an error that says which devices exist. */
+START_TEST(test_device_check_refuses_cpu_n_and_names_the_devices) {
+    deft_device_t dev = {DEFT_DEV_GPU, 5};
+    ck_assert_int_eq(deft_device_check(DEFT_DEV_CPU, 1, "the copy's device", &dev), -1);
+    ck_assert_int_eq(DeftGetLastErrorKind(), DEFT_ERROR_VALUE);
+    const char *text = DeftGetLastError();
+    ck_assert_msg(strstr(text, "the copy's device is cpu(1), expected cpu(0)") != NULL, "%s", text);
+    int gpus = deft_device_gpu_count();
+    const char *rest = gpus == 0   ? "the devices are cpu(0) and no GPU"
+                       : gpus == 1 ? "the devices are cpu(0) and gpu(0)"
+                                   : "the devices are cpu(0) and gpu(0) to gpu(";
+    ck_assert_msg(strstr(text, rest) != NULL, "'%s' does not say '%s'", text, rest);
+    ck_assert_int_eq(dev.type, DEFT_DEV_GPU); /* untouched on failure */
+    ck_assert_int_eq(dev.id, 5);
+    ck_assert_int_eq(deft_device_check(DEFT_DEV_CPU, 0, "device", &dev), 0);
+    ck_assert(deft_device_equal(dev, deft_device_cpu()));
+}
+END_TEST
+
 START_TEST(test_shape_rejects_bad_dims) {
     deft_shape_t shape;
     int64_t dims[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
@@ -154,6 +174,7 @@ static Suite *base_suite(void) {
     tcase_add_test(tc, test_dtype_rejects_unknown_codes_and_names);
     tcase_add_test(tc, test_errors_are_thread_local);
     tcase_add_test(tc, test_error_message_is_truncated_not_overflowed);
+    tcase_add_test(tc, test_device_check_refuses_cpu_n_and_names_the_devices);
     tcase_add_test(tc, test_shape_rejects_bad_dims);
     tcase_add_test(tc, test_shape_sizes_and_overflow);
     tcase_add_test(tc, test_shape_format);

@@ -102,6 +102,20 @@ START_TEST(test_block_grad_stops_the_gradient) {
 }
 END_TEST
 
+/* A device parameter naming cpu(1) is an error, not a silent cpu(0). */
+START_TEST(test_device_parameters_refuse_cpu_n) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(1, 2));
+    ck_assert_call_fails("_copy_to_device", 1, &x, P("device", "cpu(1)"), DEFT_ERROR_VALUE,
+                         "the device of '_copy_to_device' is cpu(1), expected cpu(0): the devices "
+                         "are cpu(0) and ");
+    ck_assert_call_fails("_full", 0, NULL, P("shape", "(2,)", "value", "1", "ctx", "cpu(2)"),
+                         DEFT_ERROR_VALUE, "the device of '_full' is cpu(2), expected cpu(0)");
+    DeftNDArrayHandle y = call1("_copy_to_device", 1, &x, P("device", "cpu(0)"));
+    assert_values(y, 2, VALUES(1, 2), 0);
+    free_all(2, (DeftNDArrayHandle[]){x, y});
+}
+END_TEST
+
 /* Copies move elements by size: run over 1-, 4- and 8-byte dtypes. */
 static const int copy_dtypes[] = {DEFT_UINT8, DEFT_INT32, DEFT_FLOAT32, DEFT_FLOAT64, DEFT_INT64};
 
@@ -325,6 +339,7 @@ static Suite *shape_suite(void) {
     tcase_add_test(tc, test_np_reshape_takes_the_shape_literally);
     tcase_add_test(tc, test_np_reshape_gradient_has_the_input_shape);
     tcase_add_test(tc, test_block_grad_stops_the_gradient);
+    tcase_add_test(tc, test_device_parameters_refuse_cpu_n);
     tcase_add_loop_test(tc, test_transpose_matches_index_arithmetic, 0, 5);
     tcase_add_test(tc, test_expand_dims_and_squeeze);
     tcase_add_test(tc, test_slice_like_python);

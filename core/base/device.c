@@ -86,7 +86,15 @@ const char *deft_device_format(deft_device_t dev, char *buf, size_t len) {
 
 int deft_device_check(int type, int id, const char *what, deft_device_t *out) {
     if (type == DEFT_DEV_CPU) {
-        if (id != 0) return deft_error(DEFT_ERR_VALUE, "%s is cpu(%d), expected cpu(0)", what, id);
+        if (id != 0) { /* say what there is: the one CPU, and the GPUs if any */
+            int gpus = deft_device_gpu_count();
+            char others[48] = "no GPU";
+            if (gpus == 1) snprintf(others, sizeof others, "gpu(0)");
+            if (gpus > 1) snprintf(others, sizeof others, "gpu(0) to gpu(%d)", gpus - 1);
+            return deft_error(DEFT_ERR_VALUE,
+                              "%s is cpu(%d), expected cpu(0): the devices are cpu(0) and %s", what,
+                              id, others);
+        }
         *out = deft_device_cpu();
         return 0;
     }

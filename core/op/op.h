@@ -188,8 +188,8 @@ struct deft_op {
     bool any_device;
 };
 
-/* output_device for operators whose parameter 0 is a DEFT_PARAM_DEVICE; every
- * cpu(n) is cpu(0), as graphs from MXNet may number CPU contexts. */
+/* output_device for operators whose parameter 0 is a DEFT_PARAM_DEVICE; -1 for a
+ * device that does not exist (cpu(n) for n > 0 too: there is one host memory). */
 int deft_output_device_param0(const deft_op_t *op, const deft_param_value_t *p, deft_device_t *out);
 
 #ifdef DEFT_HAVE_CUDA

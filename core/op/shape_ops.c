@@ -29,12 +29,10 @@ int deft_forward_copy(const deft_op_t *op, const deft_param_value_t *p, int nin,
                             in[0].device, deft_tensor_nbytes(&in[0]));
 }
 
+/* cpu(1) is an error, not a silent cpu(0) (a graph's "__device__" placement
+ * of cpu(n) is the executor's business, not this parameter's). */
 int deft_output_device_param0(const deft_op_t *op, const deft_param_value_t *p,
                               deft_device_t *out) {
-    if (p[0].t.v[0] == DEFT_DEV_CPU) { /* cpu(n) of MXNet's graphs: the one host memory */
-        *out = deft_device_cpu();
-        return 0;
-    }
     char what[96];
     snprintf(what, sizeof what, "the device of '%s'", op->name);
     return deft_device_check((int)p[0].t.v[0], (int)p[0].t.v[1], what, out);
