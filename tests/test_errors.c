@@ -6,6 +6,8 @@
 #include <stdint.h>
 
 #include "check_helpers.h"
+#include "core/base/error.h"
+#include "core/base/shape.h"
 
 static DeftNDArrayHandle sentinel(void) {
     return (DeftNDArrayHandle)(uintptr_t)0x5E5E;
@@ -171,6 +173,32 @@ START_TEST(test_stale_handle_is_reported_not_used) {
 }
 END_TEST
 
+/* A freed handle stays freed after its shell serves other arrays: it never
+ * reads, nor frees, an array made since. */
+START_TEST(test_stale_handle_never_aliases_a_new_array) {
+    DeftNDArrayHandle stale = make_2x3();
+    ck_assert_ok(DeftNDArrayFree(stale));
+    enum { LIVE = 300 }; /* far more than the shells' quarantine */
+    DeftNDArrayHandle live[LIVE];
+    for (int i = 0; i < LIVE; i++) {
+        const int64_t shape[1] = {i + 1};
+        ck_assert_ok(DeftNDArrayCreate(shape, 1, DEFT_FLOAT32, DEFT_CPU, 0, &live[i]));
+        DeftNDArrayHandle churn; /* made and freed: shells go round */
+        ck_assert_ok(DeftNDArrayCreate(shape, 1, DEFT_FLOAT32, DEFT_CPU, 0, &churn));
+        ck_assert_ok(DeftNDArrayFree(churn));
+    }
+    int64_t size = -1;
+    ck_assert_fails(DeftNDArrayGetSize(stale, &size), DEFT_ERROR_VALUE, "already freed");
+    ck_assert_fails(DeftNDArrayFree(stale), DEFT_ERROR_VALUE, "already freed");
+    ck_assert_int_eq(size, -1);
+    for (int i = 0; i < LIVE; i++) { /* every new array is intact, and its own */
+        ck_assert_ok(DeftNDArrayGetSize(live[i], &size));
+        ck_assert_int_eq(size, i + 1);
+        ck_assert_ok(DeftNDArrayFree(live[i]));
+    }
+}
+END_TEST
+
 START_TEST(test_foreign_pointer_is_reported) {
     uint64_t not_a_handle[4] = {0x1234, 0, 0, 0};
     int ndim = -1;
@@ -178,6 +206,11 @@ START_TEST(test_foreign_pointer_is_reported) {
     ck_assert_fails(DeftNDArrayGetNDim(fake, &ndim), DEFT_ERROR_VALUE,
                     "is not an NDArray handle from deft");
     ck_assert_fails(DeftNDArrayFree(fake), DEFT_ERROR_VALUE, "is not an NDArray handle from deft");
+    /* Neither memory that cannot be read, nor a handle-like number naming no shell. */
+    DeftNDArrayHandle unreadable = (DeftNDArrayHandle)(uintptr_t)0x10;
+    DeftNDArrayHandle no_shell = (DeftNDArrayHandle)(uintptr_t)UINT64_C(0x800000000FFFFFFF);
+    ck_assert_fails(DeftNDArrayGetNDim(unreadable, &ndim), DEFT_ERROR_VALUE, "is not an NDArray");
+    ck_assert_fails(DeftNDArrayFree(no_shell), DEFT_ERROR_VALUE, "is not an NDArray");
     ck_assert_int_eq(ndim, -1);
 }
 END_TEST
@@ -213,6 +246,29 @@ START_TEST(test_handles_from_many_threads) {
 }
 END_TEST
 
+/* A shape made without deft_shape_init (by an operator, or a callback) with a
+ * negative dimension: its size is refused for what is wrong with it, not as
+ * "needs more than 9223372036854775807 bytes". */
+START_TEST(test_negative_dimension_is_reported_as_negative) {
+    deft_shape_t shape = {.ndim = 2, .dims = {2, -5}};
+    int64_t count = 7;
+    size_t nbytes = 7;
+    deft_error_enter(NULL);
+    ck_assert_int_eq(deft_shape_nbytes(&shape, 4, &nbytes), -1);
+    ck_assert_str_eq(deft_error_message(),
+                     "shape (2,-5): dimension 1 is -5, expected a dimension >= 0");
+    ck_assert_int_eq(deft_error_kind(), DEFT_ERR_VALUE);
+    ck_assert_int_eq(deft_shape_count(&shape, &count), -1);
+    ck_assert_str_eq(deft_error_message(),
+                     "shape (2,-5): dimension 1 is -5, expected a dimension >= 0");
+    /* a zero dimension does not hide a negative one */
+    shape.dims[0] = 0;
+    ck_assert_int_eq(deft_shape_count(&shape, &count), -1);
+    ck_assert_uint_eq(nbytes, 7);
+    ck_assert_int_eq(count, 7);
+}
+END_TEST
+
 static Suite *errors_suite(void) {
     Suite *suite = suite_create("errors");
     TCase *tc = tcase_create("errors");
@@ -223,8 +279,10 @@ static Suite *errors_suite(void) {
     tcase_add_test(tc, test_host_copies_reject_bad_buffers);
     tcase_add_test(tc, test_getters_reject_null_handles_and_outs);
     tcase_add_test(tc, test_stale_handle_is_reported_not_used);
+    tcase_add_test(tc, test_stale_handle_never_aliases_a_new_array);
     tcase_add_test(tc, test_foreign_pointer_is_reported);
     tcase_add_test(tc, test_handles_from_many_threads);
+    tcase_add_test(tc, test_negative_dimension_is_reported_as_negative);
     suite_add_tcase(suite, tc);
     return suite;
 }

@@ -40,21 +40,22 @@ bool deft_shape_is_partial(const deft_shape_t *shape) {
 }
 
 int deft_shape_count(const deft_shape_t *shape, int64_t *out) {
-    int64_t count = 1;
+    char buf[DEFT_SHAPE_STR_MAX];
+    bool empty = false;
     for (int i = 0; i < shape->ndim; i++) {
-        if (shape->dims[i] == 0) {
-            count = 0;
-            break;
-        }
+        if (shape->dims[i] < 0)
+            return deft_error(
+                DEFT_ERR_VALUE, "shape %s: dimension %d is %lld, expected a dimension >= 0",
+                deft_shape_format(shape, buf, sizeof buf), i, (long long)shape->dims[i]);
+        empty |= shape->dims[i] == 0;
     }
-    for (int i = 0; count != 0 && i < shape->ndim; i++) {
-        if (__builtin_mul_overflow(count, shape->dims[i], &count)) {
-            char buf[DEFT_SHAPE_STR_MAX];
+    int64_t count = 1;
+    for (int i = 0; !empty && i < shape->ndim; i++) {
+        if (__builtin_mul_overflow(count, shape->dims[i], &count))
             return deft_error(DEFT_ERR_VALUE, "shape %s has more elements than fit in int64",
                               deft_shape_format(shape, buf, sizeof buf));
-        }
     }
-    *out = count;
+    *out = empty ? 0 : count;
     return 0;
 }
 
@@ -73,9 +74,18 @@ int deft_shape_nbytes(const deft_shape_t *shape, size_t elem_size, size_t *out) 
     return 0;
 }
 
+/* Only a zero dimension after dimensions whose product overflows, or a shape
+ * that deft_shape_count refuses, gets here. */
+__attribute__((noinline, cold)) static int64_t size_past_overflow(const deft_shape_t *shape) {
+    for (int i = 0; i < shape->ndim; i++)
+        if (shape->dims[i] == 0) return 0;
+    return INT64_MAX;
+}
+
 int64_t deft_shape_size(const deft_shape_t *shape) {
     int64_t count = 1;
-    for (int i = 0; i < shape->ndim; i++) count *= shape->dims[i];
+    for (int i = 0; i < shape->ndim; i++)
+        if (__builtin_mul_overflow(count, shape->dims[i], &count)) return size_past_overflow(shape);
     return count;
 }
 

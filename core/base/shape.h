@@ -35,13 +35,18 @@ int deft_shape_init_partial(deft_shape_t *shape, const int64_t *dims, int ndim, 
 /* Some dimension is DEFT_DIM_UNKNOWN. */
 bool deft_shape_is_partial(const deft_shape_t *shape);
 
-/* Number of elements; -1 with an error if the product overflows int64. */
+/* Number of elements; -1 with an error if a dimension is negative or the
+ * product overflows int64 (a zero dimension anywhere makes it 0). */
 int deft_shape_count(const deft_shape_t *shape, int64_t *out);
 
-/* Bytes for elements of `elem_size`; -1 if above DEFT_SHAPE_MAX_BYTES. */
+/* Bytes for elements of `elem_size`; -1 with an error where deft_shape_count
+ * fails or the product is above DEFT_SHAPE_MAX_BYTES. The one place a byte
+ * size is computed from a shape that was not allocated yet. */
 int deft_shape_nbytes(const deft_shape_t *shape, size_t elem_size, size_t *out);
 
-/* Product of dims of a shape already known to be valid (no checks). */
+/* Number of elements of a shape already known to be valid (deft_shape_count
+ * accepted it), without reporting errors. It never overflows: a zero
+ * dimension anywhere gives 0, and a product past int64 gives INT64_MAX. */
 int64_t deft_shape_size(const deft_shape_t *shape);
 
 bool deft_shape_equal(const deft_shape_t *a, const deft_shape_t *b);

@@ -4,12 +4,19 @@
 
 #include "core/base/parallel.h"
 
-void deft_contiguous_strides(const deft_shape_t *shape, int64_t *strides) {
+/* Row-major strides of dims. A zero-size shape may have dimensions whose
+ * product overflows before the zero: their strides saturate at INT64_MAX
+ * (no element is ever reached through them) instead of wrapping. */
+static void contiguous(const int64_t *dims, int ndim, int64_t *strides) {
     int64_t step = 1;
-    for (int d = shape->ndim - 1; d >= 0; d--) {
+    for (int d = ndim - 1; d >= 0; d--) {
         strides[d] = step;
-        step *= shape->dims[d];
+        if (__builtin_mul_overflow(step, dims[d], &step)) step = INT64_MAX;
     }
+}
+
+void deft_contiguous_strides(const deft_shape_t *shape, int64_t *strides) {
+    contiguous(shape->dims, shape->ndim, strides);
 }
 
 /* Only the first ndim entries of each array are ever read: no clearing needed. */
@@ -28,11 +35,7 @@ void deft_strided_set(deft_strided_t *it, int k, void *base, size_t elem, const 
 void deft_strided_set_dense(deft_strided_t *it, int k, const deft_tensor_t *t) {
     it->base[k] = deft_tensor_data(t);
     it->elem[k] = deft_dtype_size(t->dtype);
-    int64_t step = 1;
-    for (int d = it->ndim - 1; d >= 0; d--) {
-        it->strides[k][d] = step;
-        step *= it->dims[d];
-    }
+    contiguous(it->dims, it->ndim, it->strides[k]);
 }
 
 void deft_strided_set_broadcast(deft_strided_t *it, int k, const deft_tensor_t *t) {
@@ -153,7 +156,9 @@ void deft_strided_run(deft_strided_t *it, deft_inner_fn fn, const void *ctx) {
 void deft_strided_to_gpu_map(deft_strided_t *it, deft_gpu_fn_t fn, const deft_dtype_t *dtypes,
                              const double *scalars, deft_gpu_map_t *m) {
     int64_t size = 1;
-    for (int d = 0; d < it->ndim; d++) size *= it->dims[d];
+    for (int d = 0; d < it->ndim; d++)
+        if (it->dims[d] == 0) size = 0;
+    for (int d = 0; size > 0 && d < it->ndim; d++) size *= it->dims[d]; /* fits: a valid shape */
     if (size > 0) deft_strided_collapse(it);
     *m = (deft_gpu_map_t){.fn = fn, .ndim = it->ndim, .nops = it->nops, .size = size};
     for (int d = 0; d < it->ndim; d++) m->dims[d] = it->dims[d];
