@@ -14,6 +14,15 @@ static int always_fail(const char *graph_json, int num_options, const char *cons
     return 1;
 }
 
+/* Fills every byte of the error buffer, leaving no room for a terminating NUL. */
+static int fill_error(const char *graph_json, int num_options, const char *const *keys,
+                      const char *const *vals, char **out_json, char *error, size_t error_len,
+                      void *user) {
+    (void)graph_json, (void)num_options, (void)keys, (void)vals, (void)out_json, (void)user;
+    memset(error, 'x', error_len);
+    return 1;
+}
+
 static int garbage(const char *graph_json, int num_options, const char *const *keys,
                    const char *const *vals, char **out_json, char *error, size_t error_len,
                    void *user) {
@@ -48,7 +57,7 @@ static int double_it(void *user, int nin, const DeftNDArrayHandle *in, DeftNDArr
 
 int deft_lib_initialize(int abi_version) {
 #ifdef REFUSE
-    (void)abi_version, (void)garbage, (void)double_it, (void)same_shape;
+    (void)abi_version, (void)garbage, (void)fill_error, (void)double_it, (void)same_shape;
     DeftLibRegisterPass("from_a_refusing_library", always_fail, NULL, NULL);
     return 1;
 #else
@@ -56,6 +65,7 @@ int deft_lib_initialize(int abi_version) {
     DeftCustomOpCallbacks doubling = {1, same_shape, double_it, NULL, NULL, NULL};
     return DeftLibRegisterPass("always_fail", always_fail, NULL, NULL) ||
            DeftLibRegisterPass("garbage", garbage, free, NULL) ||
+           DeftLibRegisterPass("fill_error", fill_error, NULL, NULL) ||
            DeftCustomOpRegister("lib_double", &doubling);
 #endif
 }

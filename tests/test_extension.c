@@ -114,12 +114,59 @@ START_TEST(failures_leave_the_graph_alone) {
 }
 END_TEST
 
+/* Occurrences of `c` at the end of `text`. */
+static size_t trailing(const char *text, char c) {
+    size_t n = strlen(text), run = 0;
+    while (run < n && text[n - 1 - run] == c) run++;
+    return run;
+}
+
+START_TEST(pass_error_filling_the_whole_buffer_is_cut_not_overread) {
+    ck_assert_ok(DeftLoadLib(DEFT_TESTING_PASS_LIB, 0));
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(3), VALUES(1, 2, 3)), y;
+    DeftSymbolHandle sym = identity_laden(x, &y), out = NULL;
+    ck_assert_fails(DeftSymbolOptimizeFor(sym, "fill_error", 0, NULL, NULL, &out), DEFT_ERROR_VALUE,
+                    "pass 'fill_error' failed: xxxxxxxx");
+    /* all but the last byte of the library's buffer (512 bytes), and nothing read beyond it */
+    ck_assert_uint_eq(trailing(DeftGetLastError(), 'x'), 511);
+    ck_assert_ptr_null(out);
+    ck_assert_ok(DeftSymbolFree(sym));
+    DeftNDArrayHandle all[] = {x, y};
+    free_all(2, all);
+}
+END_TEST
+
+START_TEST(malformed_pass_result_names_the_api_function_once) {
+    ck_assert_ok(DeftLoadLib(DEFT_TESTING_PASS_LIB, 0));
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(3), VALUES(1, 2, 3)), y;
+    DeftSymbolHandle sym = identity_laden(x, &y), out = NULL;
+    ck_assert_fails(DeftSymbolOptimizeFor(sym, "garbage", 0, NULL, NULL, &out), DEFT_ERROR_VALUE,
+                    "DeftSymbolOptimizeFor: pass 'garbage' returned a malformed graph: invalid "
+                    "JSON");
+    ck_assert_int_eq(count_text(DeftGetLastError(), "DeftSymbolOptimizeFor"), 1);
+    ck_assert_ok(DeftSymbolFree(sym));
+    DeftNDArrayHandle all[] = {x, y};
+    free_all(2, all);
+}
+END_TEST
+
+/* The refusing library registers a pass before refusing: the refusal is still DeftLoadLib's. */
+START_TEST(load_lib_refusal_is_reported_by_load_lib) {
+    ck_assert_fails(DeftLoadLib(DEFT_REFUSING_PASS_LIB, 0), DEFT_ERROR_VALUE,
+                    "DeftLoadLib: '" DEFT_REFUSING_PASS_LIB "' refused to initialize");
+    ck_assert_ptr_null(strstr(DeftGetLastError(), "DeftLibRegisterPass"));
+}
+END_TEST
+
 static Suite *extension_suite(void) {
     Suite *suite = suite_create("extension");
     TCase *tc = tcase_create("extension");
     tcase_add_test(tc, fold_pass_rewrites_and_keeps_results);
     tcase_add_test(tc, built_in_passes_by_the_same_call);
     tcase_add_test(tc, failures_leave_the_graph_alone);
+    tcase_add_test(tc, pass_error_filling_the_whole_buffer_is_cut_not_overread);
+    tcase_add_test(tc, malformed_pass_result_names_the_api_function_once);
+    tcase_add_test(tc, load_lib_refusal_is_reported_by_load_lib);
     suite_add_tcase(suite, tc);
     return suite;
 }

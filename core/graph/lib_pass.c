@@ -85,14 +85,22 @@ static int initialize(void *handle, const char *path, int abi_version) {
     int first = num_passes;
     loading = true;
     loading_thread = pthread_self();
+    /* what the library calls (DeftLibRegisterPass ...) names itself in the
+     * thread's error state: a refusal below is the loading call's */
+    const char *caller = deft_error_swap_function(NULL);
+    deft_error_restore(DEFT_ERR_NONE, "");
     int status = init(abi_version);
+    deft_error_swap_function(caller);
     loading = false;
     if (status != 0) {
         drop_from(first);
+        char met[DEFT_ERROR_MAX] = "";
+        if (deft_error_kind() != DEFT_ERR_NONE)
+            snprintf(met, sizeof met, " (the last error it met: %s)", deft_error_message());
         return deft_error(DEFT_ERR_VALUE,
                           "'%s' refused to initialize (status %d): it was built for another "
-                          "deft ABI version than %d, or its registration failed",
-                          path, status, abi_version);
+                          "deft ABI version than %d, or its registration failed%s",
+                          path, status, abi_version, met);
     }
     return 0;
 }
@@ -143,18 +151,23 @@ int deft_lib_pass_run(const deft_lib_pass_t *pass, const deft_symbol_t *in, int 
     int failed =
         pass->fn(json, num_options, keys, vals, &result, message, sizeof message, pass->user);
     free(json);
+    /* a library may fill the whole buffer without a terminating NUL */
+    message[sizeof message - 1] = '\0';
     if (failed || !result) {
         if (result) pass->free_json(result);
         return deft_error(DEFT_ERR_VALUE, "pass '%s' failed: %s", pass->name,
                           message[0] ? message : "(no message)");
     }
+    /* parsed without naming the API function, which the message below names once */
+    const char *caller = deft_error_swap_function(NULL);
     int status = deft_symbol_from_json(result, out);
+    deft_error_swap_function(caller);
     pass->free_json(result);
     if (status) {
         char detail[DEFT_ERROR_MAX];
-        snprintf(detail, sizeof detail, "pass '%s' returned a malformed graph: %s", pass->name,
-                 deft_error_message());
-        return deft_error_restore(DEFT_ERR_VALUE, detail);
+        snprintf(detail, sizeof detail, "%s", deft_error_message());
+        return deft_error(DEFT_ERR_VALUE, "pass '%s' returned a malformed graph: %s", pass->name,
+                          detail);
     }
     return 0;
 }
