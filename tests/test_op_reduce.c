@@ -155,6 +155,55 @@ START_TEST(test_zero_size_reductions) {
 }
 END_TEST
 
+/* Zero-size arrays have no data pointer: reducing them must not offset it
+ * (UBSan: "applying zero offset to null pointer"). */
+START_TEST(test_zero_size_reductions_of_every_dtype_and_layout) {
+    for (int d = 0; d < NUM_ARITH_DTYPES; d++) {
+        int dtype = arith_dtypes[d];
+        bool is_float = dtype == DEFT_FLOAT32 || dtype == DEFT_FLOAT64;
+        DeftNDArrayHandle e = make(dtype, 2, SHAPE(3, 0), NULL);
+        DeftNDArrayHandle all = call1("sum", 1, &e, NO_PARAMS); /* every axis: one row */
+        assert_values(all, 1, VALUES(0), 0);
+        DeftNDArrayHandle rows = call1("prod", 1, &e, P("axis", "1")); /* 3 empty rows */
+        assert_values(rows, 3, VALUES(1, 1, 1), 0);
+        DeftNDArrayHandle moved = call1("sum", 1, &e, P("axis", "0")); /* no rows */
+        assert_shape(moved, 1, SHAPE(0));
+        free_all(3, (DeftNDArrayHandle[]){all, rows, moved});
+        if (is_float) {
+            DeftNDArrayHandle m = call1("mean", 1, &e, NO_PARAMS);
+            DeftNDArrayHandle n = call1("norm", 1, &e, NO_PARAMS);
+            assert_values(m, 1, VALUES(NAN), 0);
+            assert_values(n, 1, VALUES(0), 0);
+            free_all(2, (DeftNDArrayHandle[]){m, n});
+        }
+        ck_assert_call_fails("max", 1, &e, NO_PARAMS, DEFT_ERROR_VALUE,
+                             "cannot reduce over a zero-size axis");
+        ck_assert_ok(DeftNDArrayFree(e));
+    }
+}
+END_TEST
+
+/* take (an index operator, here for its zero-size case): gathering rows of
+ * no elements copies nothing, from and to no data (UBSan: memcpy(NULL, NULL, 0)). */
+START_TEST(test_take_from_zero_size_rows) {
+    DeftNDArrayHandle a = make(DEFT_FLOAT32, 2, SHAPE(2, 0), NULL);
+    DeftNDArrayHandle idx = make(DEFT_INT64, 1, SHAPE(3), VALUES(1, 0, 1));
+    DeftNDArrayHandle taken =
+        call1("take", 2, (DeftNDArrayHandle[]){a, idx}, P("axis", "0", "mode", "raise"));
+    assert_shape(taken, 2, SHAPE(3, 0));
+    DeftNDArrayHandle none = make(DEFT_INT64, 1, SHAPE(0), NULL);
+    DeftNDArrayHandle empty = call1("take", 2, (DeftNDArrayHandle[]){a, none}, P("axis", "1"));
+    assert_shape(empty, 2, SHAPE(2, 0));
+    /* out-of-range indices are still refused, though nothing would be copied */
+    DeftNDArrayHandle bad = make(DEFT_INT64, 1, SHAPE(1), VALUES(2));
+    DeftNDArrayHandle refused =
+        call1("take", 2, (DeftNDArrayHandle[]){a, bad}, P("axis", "0", "mode", "raise"));
+    ck_assert_fails(DeftNDArrayWaitToRead(refused), DEFT_ERROR_INDEX,
+                    "index 2 (position 0) is out of range for axis 0 of size 2");
+    free_all(7, (DeftNDArrayHandle[]){a, idx, taken, none, empty, bad, refused});
+}
+END_TEST
+
 START_TEST(test_large_reductions_split_across_threads) {
     const int64_t n = 3000017;
     double *x = malloc(sizeof(double) * n);
@@ -285,6 +334,8 @@ static Suite *reduce_suite(void) {
     tcase_add_test(tc, test_integer_sums_wrap_and_are_exact);
     tcase_add_test(tc, test_argmax_argmin_first_occurrence_and_nan);
     tcase_add_test(tc, test_zero_size_reductions);
+    tcase_add_test(tc, test_zero_size_reductions_of_every_dtype_and_layout);
+    tcase_add_test(tc, test_take_from_zero_size_rows);
     tcase_add_test(tc, test_large_reductions_split_across_threads);
     tcase_add_test(tc, test_softmax_and_log_softmax_are_stable);
     tcase_add_test(tc, test_float32_softmax_rows);

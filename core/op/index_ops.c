@@ -39,6 +39,8 @@ static int take_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
     for (int d = 0; d < axis; d++) out[0].shape.dims[out[0].shape.ndim++] = a->dims[d];
     for (int d = 0; d < idx->ndim; d++) out[0].shape.dims[out[0].shape.ndim++] = idx->dims[d];
     for (int d = axis + 1; d < a->ndim; d++) out[0].shape.dims[out[0].shape.ndim++] = a->dims[d];
+    size_t nbytes;
+    if (deft_shape_nbytes(&out[0].shape, deft_dtype_size(out[0].dtype), &nbytes)) return -1;
     *nout = 1;
     return 0;
 }
@@ -55,18 +57,22 @@ static int take_forward(const deft_op_t *op, const deft_param_value_t *p, int ni
     int axis;
     if (deft_op_axis(op, "axis", p[0].i, in[0].shape.ndim, &axis)) return -1;
     const deft_shape_t *a = &in[0].shape;
-    int64_t outer = 1, inner = 1, size = a->dims[axis], count = deft_shape_size(&in[1].shape);
-    for (int d = 0; d < axis; d++) outer *= a->dims[d];
-    for (int d = axis + 1; d < a->ndim; d++) inner *= a->dims[d];
-    size_t row = (size_t)inner * deft_dtype_size(in[0].dtype);
-    const char *src = deft_tensor_data(&in[0]);
-    char *dst = deft_tensor_data(&out[0]);
+    int64_t size = a->dims[axis], count = deft_shape_size(&in[1].shape);
     const void *indices = deft_tensor_data(&in[1]);
     /* Check every index before writing, so a failed call leaves the output untouched. */
     for (int64_t j = 0; p[1].i == DEFT_TAKE_RAISE && j < count; j++) {
         int64_t i = deft_index_at(indices, in[1].dtype, j);
         if (i < 0 || i >= size) return index_out_of_range(op, i, j, axis, size);
     }
+    /* A zero-size result has no data (nor, perhaps, the source). Otherwise no
+     * dimension of a is 0, and the products below fit, as a's size does. */
+    if (deft_shape_size(&out[0].shape) == 0) return 0;
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++) outer *= a->dims[d];
+    for (int d = axis + 1; d < a->ndim; d++) inner *= a->dims[d];
+    size_t row = (size_t)inner * deft_dtype_size(in[0].dtype);
+    const char *src = deft_tensor_data(&in[0]);
+    char *dst = deft_tensor_data(&out[0]);
     for (int64_t j = 0; j < count; j++) {
         int64_t i = deft_take_resolve(deft_index_at(indices, in[1].dtype, j), size, (int)p[1].i);
         for (int64_t o = 0; o < outer; o++)
@@ -180,6 +186,7 @@ static int take_backward_forward(const deft_op_t *op, const deft_param_value_t *
     int axis;
     if (deft_op_axis(op, "axis", p[0].i, in[2].shape.ndim, &axis)) return -1;
     const deft_shape_t *a = &in[2].shape;
+    if (deft_shape_size(a) == 0) return 0; /* nothing to write (products below could overflow) */
     int64_t outer = 1, inner = 1, size = a->dims[axis], count = deft_shape_size(&in[1].shape);
     for (int d = 0; d < axis; d++) outer *= a->dims[d];
     for (int d = axis + 1; d < a->ndim; d++) inner *= a->dims[d];

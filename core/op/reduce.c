@@ -92,6 +92,7 @@ INT_SPAN(u8, uint8_t)
 
 static void reduce_span(deft_reduce_kind_t kind, deft_dtype_t dtype, const void *x, int64_t n,
                         int64_t base, deft_partial_t *p) {
+    if (n == 0) return; /* x may be a zero-size array's NULL: no offset from it */
     switch (dtype) {
     case DEFT_DT_FLOAT32:
         span_f32(kind, (const float *)x + base, n, base, p);
@@ -409,7 +410,9 @@ static int spread_plan(const deft_op_t *op, const deft_param_value_t *p, const d
     int64_t step = 1;
     for (int d = x->ndim - 1; d >= 0; d--) {
         strides[d] = is_reduced(plan, d) ? 0 : step;
-        if (!is_reduced(plan, d)) step *= x->dims[d];
+        /* a zero-size x may overflow before its zero: no element uses those strides */
+        if (!is_reduced(plan, d) && __builtin_mul_overflow(step, x->dims[d], &step))
+            step = INT64_MAX;
     }
     return 0;
 }
