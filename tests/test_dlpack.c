@@ -158,6 +158,66 @@ START_TEST(test_bad_imports_leave_the_tensor_with_the_caller) {
 }
 END_TEST
 
+/* A shape whose element count overflows int64 is refused before anything
+ * multiplies it out (UBSan: signed overflow in the size and the strides). */
+START_TEST(test_import_refuses_a_shape_whose_size_overflows) {
+    float data[6] = {0};
+    int64_t shape[3] = {INT64_C(1) << 32, INT64_C(1) << 32, 4};
+    int64_t strides[3] = {INT64_C(1) << 34, 4, 1};
+    DeftNDArrayHandle arr = NULL;
+    deleter_calls = 0;
+    DLManagedTensor t = producer(data, shape, strides);
+    shape[0] = INT64_C(1) << 32, shape[1] = INT64_C(1) << 32; /* producer set (2,3) */
+    t.dl_tensor.ndim = 3;
+    ck_assert_fails(DeftNDArrayFromDLPack(&t, &arr), DEFT_ERROR_VALUE,
+                    "has more elements than fit in int64");
+    t.dl_tensor.strides = NULL;
+    ck_assert_fails(DeftNDArrayFromDLPack(&t, &arr), DEFT_ERROR_VALUE,
+                    "has more elements than fit in int64");
+    /* a zero dimension after the overflowing ones: no elements, nothing to multiply out */
+    shape[2] = 0;
+    t.dl_tensor.strides = strides;
+    ck_assert_ok(DeftNDArrayFromDLPack(&t, &arr));
+    int64_t size;
+    ck_assert_ok(DeftNDArrayGetSize(arr, &size));
+    ck_assert_int_eq(size, 0);
+    ck_assert_ok(DeftNDArrayFree(arr));
+    ck_assert_ok(DeftWaitAll());
+    ck_assert_int_eq(deleter_calls, 1);
+}
+END_TEST
+
+/* data + byte_offset must be aligned for the dtype: deft's kernels load whole elements. */
+START_TEST(test_import_refuses_a_misaligned_byte_offset) {
+    double storage[7] = {0, 1, 2, 3, 4, 5, 6};
+    int64_t shape[2], strides[2] = {3, 1};
+    DeftNDArrayHandle arr = NULL;
+    deleter_calls = 0;
+    DLManagedTensor t = producer((float *)storage, shape, strides);
+    t.dl_tensor.dtype = (DLDataType){kDLFloat, 64, 1};
+    t.dl_tensor.byte_offset = 4; /* half a double */
+    ck_assert_fails(DeftNDArrayFromDLPack(&t, &arr), DEFT_ERROR_VALUE,
+                    "byte_offset 4 leaves the data misaligned for float64");
+    t.dl_tensor.data = (char *)storage + 2; /* misaligned base, offset makes up for nothing */
+    t.dl_tensor.byte_offset = 8;
+    ck_assert_fails(DeftNDArrayFromDLPack(&t, &arr), DEFT_ERROR_VALUE,
+                    "misaligned for float64 (8-byte elements)");
+    ck_assert_ptr_null(arr);
+    ck_assert_int_eq(deleter_calls, 0);
+    /* an aligned offset is a view on the producer's buffer */
+    t.dl_tensor.data = storage;
+    t.dl_tensor.byte_offset = 8;
+    ck_assert_ok(DeftNDArrayFromDLPack(&t, &arr));
+    double got[6];
+    ck_assert_ok(DeftNDArrayCopyToHost(arr, got, sizeof got));
+    ck_assert_double_eq(got[0], 1);
+    ck_assert_double_eq(got[5], 6);
+    ck_assert_ok(DeftNDArrayFree(arr));
+    ck_assert_ok(DeftWaitAll());
+    ck_assert_int_eq(deleter_calls, 1);
+}
+END_TEST
+
 static Suite *dlpack_suite(void) {
     Suite *suite = suite_create("dlpack");
     TCase *tc = tcase_create("dlpack");
@@ -166,6 +226,8 @@ static Suite *dlpack_suite(void) {
     tcase_add_test(tc, test_import_borrows_and_calls_the_deleter_once);
     tcase_add_test(tc, test_round_trip_through_dlpack);
     tcase_add_test(tc, test_bad_imports_leave_the_tensor_with_the_caller);
+    tcase_add_test(tc, test_import_refuses_a_shape_whose_size_overflows);
+    tcase_add_test(tc, test_import_refuses_a_misaligned_byte_offset);
     suite_add_tcase(suite, tc);
     return suite;
 }

@@ -1,13 +1,15 @@
 /*
  * DLPack exchange. deft arrays are dense row-major buffers at an offset in
  * their storage, so an export is always compact, and an import accepts only
- * compact tensors (strides NULL or row-major): anything else would need a
- * copy, which the caller can make more cheaply on its own side. CUDA
+ * compact tensors (strides NULL or row-major) whose data is aligned for their
+ * dtype: anything else would need a copy, which the caller can make more
+ * cheaply on its own side. CUDA
  * tensors cross too: an export waits for deft's stream, an import for the
  * whole device, since the producer works on streams deft does not know.
  */
 #include "core/imperative/dlpack.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "core/base/error.h"
@@ -90,10 +92,13 @@ static int import_dtype(DLDataType dt, deft_dtype_t *out) {
                       (unsigned)dt.code, (unsigned)dt.bits, (unsigned)dt.lanes);
 }
 
-/* Shape checked and copied; strides must describe a compact row-major layout. */
+/* Shape checked (its element count too, before anything multiplies it out)
+ * and copied; strides must describe a compact row-major layout. */
 static int import_shape(const DLTensor *dl, deft_shape_t *shape) {
-    if (deft_shape_init(shape, dl->shape, dl->ndim, "shape")) return -1;
-    if (!dl->strides || deft_shape_size(shape) == 0) return 0;
+    int64_t count;
+    if (deft_shape_init(shape, dl->shape, dl->ndim, "shape") || deft_shape_count(shape, &count))
+        return -1;
+    if (!dl->strides || count == 0) return 0;
     int64_t compact[DEFT_SHAPE_MAX_NDIM];
     deft_contiguous_strides(shape, compact);
     for (int d = 0; d < dl->ndim; d++)
@@ -102,6 +107,26 @@ static int import_shape(const DLTensor *dl, deft_shape_t *shape) {
                               "the tensor is not compact row-major (dimension %d has stride %lld, "
                               "expected %lld); make a contiguous copy first",
                               d, (long long)dl->strides[d], (long long)compact[d]);
+    return 0;
+}
+
+/* data + byte_offset must address whole elements: deft's kernels (CPU and
+ * GPU) load elements of their dtype's size, which a misaligned address
+ * makes undefined or slow. Such a tensor is refused rather than copied,
+ * as a strided one is: the producer can make an aligned copy. */
+static int check_aligned(const DLTensor *dl, deft_dtype_t dtype) {
+    uintptr_t at = (uintptr_t)dl->data;
+    size_t elem = deft_dtype_size(dtype);
+    if (dl->byte_offset > UINTPTR_MAX - at)
+        return deft_error(DEFT_ERR_VALUE, "data %p + byte_offset %llu is past the address space",
+                          dl->data, (unsigned long long)dl->byte_offset);
+    if ((at + dl->byte_offset) % elem != 0)
+        return deft_error(DEFT_ERR_VALUE,
+                          "data %p + byte_offset %llu leaves the data misaligned for %s (%zu-byte "
+                          "elements); deft imports only aligned tensors: make an aligned copy "
+                          "first",
+                          dl->data, (unsigned long long)dl->byte_offset, deft_dtype_name(dtype),
+                          elem);
     return 0;
 }
 
@@ -121,6 +146,7 @@ int deft_dlpack_import(DLManagedTensor *managed, deft_ndarray_t **out) {
         deft_shape_nbytes(&t.shape, deft_dtype_size(t.dtype), &nbytes))
         return -1;
     if (nbytes && !dl->data) return deft_error(DEFT_ERR_VALUE, "the tensor's data is NULL");
+    if (nbytes && check_aligned(dl, t.dtype)) return -1;
     char *data = nbytes ? (char *)dl->data + dl->byte_offset : NULL;
     if (deft_storage_wrap(t.device, data, nbytes, import_deleter, managed, &t.storage)) return -1;
     if (deft_ndarray_from_tensor(&t, out) == 0) return 0;

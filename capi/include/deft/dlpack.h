@@ -38,10 +38,14 @@ DEFT_API int DeftNDArrayToDLPack(DeftNDArrayHandle handle, DLManagedTensor **out
  * On success the array owns @p tensor and calls its deleter when the last
  * user of the memory is gone; on failure the caller still owns it.
  * @param tensor a CPU tensor, compact row-major (strides NULL or matching),
- *        of a dtype deft has (float16/32/64, bfloat16, int8/32/64, uint8).
+ *        of a dtype deft has (float16/32/64, bfloat16, int8/32/64, uint8),
+ *        whose data + byte_offset is aligned for that dtype (a multiple of
+ *        its element size).
  * @param[out] out receives a new handle, owned by the caller (DeftNDArrayFree()).
  * @return 0 on success; -1 on a NULL argument, a non-CPU device, an unknown
- *         dtype, a shape deft cannot hold, non-compact strides, or out of memory.
+ *         dtype, a shape deft cannot hold (its element count or byte size
+ *         overflowing included), non-compact strides, a misaligned
+ *         byte_offset, or out of memory.
  */
 DEFT_API int DeftNDArrayFromDLPack(DLManagedTensor *tensor, DeftNDArrayHandle *out);
 
