@@ -346,6 +346,52 @@ START_TEST(test_files_and_file_errors) {
 }
 END_TEST
 
+/* A temporary file holding `len` bytes of `text` (NULL: a hole of `len` bytes). */
+static void temp_file(char *path, const char *text, off_t len) {
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    if (text)
+        ck_assert_int_eq(write(fd, text, (size_t)len), len);
+    else
+        ck_assert_int_eq(ftruncate(fd, len), 0);
+    close(fd);
+}
+
+/* What is not a symbol file is refused as such, at once, naming the path. */
+START_TEST(test_file_that_is_no_symbol_is_refused_by_what_it_is) {
+    DeftSymbolHandle none = NULL;
+    /* endless: refused without reading (it used to read 1 GiB, then report no memory) */
+    ck_assert_fails(DeftSymbolCreateFromFile("/dev/zero", &none), DEFT_ERROR_VALUE,
+                    "DeftSymbolCreateFromFile: '/dev/zero' is not a regular file");
+    ck_assert_fails(DeftSymbolCreateFromFile("/tmp", &none), DEFT_ERROR_VALUE,
+                    "'/tmp' is not a regular file (a directory)");
+    /* larger than the documented 256 MiB (a hole: nothing is written or read) */
+    char big[] = "/tmp/deft_symbol_big_XXXXXX";
+    temp_file(big, NULL, (off_t)256 * 1024 * 1024 + 1);
+    ck_assert_fails(DeftSymbolCreateFromFile(big, &none), DEFT_ERROR_VALUE,
+                    "is 268435457 bytes, more than the 268435456 (256 MiB) a symbol file may have");
+    ck_assert_ptr_nonnull(strstr(DeftGetLastError(), big));
+    unlink(big);
+    /* text that is not JSON: a parse error naming the file and the byte */
+    char text[] = "/tmp/deft_symbol_text_XXXXXX";
+    temp_file(text, "{\"nodes\": [}", 12);
+    ck_assert_fails(DeftSymbolCreateFromFile(text, &none), DEFT_ERROR_PARSE,
+                    "invalid JSON at byte");
+    ck_assert_ptr_nonnull(strstr(DeftGetLastError(), text));
+    unlink(text);
+    /* a NUL byte would end the text early: what follows would be ignored */
+    static const char nul[] = "{\"nodes\": [{\"op\": \"null\", \"name\": \"x\", \"inputs\": []}], "
+                              "\"heads\": [[0, 0, 0]]}\0 and more";
+    char binary[] = "/tmp/deft_symbol_nul_XXXXXX";
+    temp_file(binary, nul, sizeof nul - 1);
+    ck_assert_fails(DeftSymbolCreateFromFile(binary, &none), DEFT_ERROR_PARSE,
+                    "contains a NUL byte at byte 76");
+    ck_assert_ptr_nonnull(strstr(DeftGetLastError(), binary));
+    unlink(binary);
+    ck_assert_ptr_null(none);
+}
+END_TEST
+
 START_TEST(test_long_chain_is_indexed_and_freed_without_recursion) {
     DeftSymbolHandle cur = var("x");
     for (int i = 0; i < 100000; i++) {
@@ -659,6 +705,7 @@ static Suite *symbol_suite(void) {
     tcase_add_test(tc, test_loads_mxnet_layout_mlp);
     tcase_add_test(tc, test_malformed_json_fails_cleanly_with_a_path);
     tcase_add_test(tc, test_files_and_file_errors);
+    tcase_add_test(tc, test_file_that_is_no_symbol_is_refused_by_what_it_is);
     tcase_add_test(tc, test_long_chain_is_indexed_and_freed_without_recursion);
     tcase_add_test(tc, test_infer_shape_forward_and_backward);
     tcase_add_test(tc, test_infer_partial_shapes);

@@ -379,34 +379,9 @@ int DeftSymbolSaveToFile(DeftSymbolHandle handle, const char *path) {
 int DeftSymbolCreateFromFile(const char *path, DeftSymbolHandle *out) {
     API_BEGIN();
     if (!path) return deft_error(DEFT_ERR_VALUE, "path is NULL, expected a file name");
-    if (api_check_out(out, "out")) return -1;
-    FILE *f = fopen(path, "rb");
-    if (!f) return deft_error(DEFT_ERR_VALUE, "cannot open '%s': %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    char *text = malloc(cap);
-    while (text) {
-        len += fread(text + len, 1, cap - len - 1, f);
-        if (len < cap - 1) break;
-        char *grown = cap < ((size_t)1 << 30) ? realloc(text, cap * 2) : NULL;
-        if (!grown) {
-            free(text);
-            text = NULL;
-            break;
-        }
-        text = grown, cap *= 2;
-    }
-    int read_error = ferror(f);
-    fclose(f);
-    if (!text || read_error) {
-        free(text);
-        return deft_error(read_error ? DEFT_ERR_VALUE : DEFT_ERR_OUT_OF_MEMORY,
-                          "cannot read '%s' (unreadable, or larger than 1 GiB)", path);
-    }
-    text[len] = '\0';
     deft_symbol_t *sym;
-    int status = deft_symbol_from_json(text, &sym);
-    free(text);
-    return status ? -1 : api_symbol_wrap(sym, out);
+    if (api_check_out(out, "out") || deft_symbol_from_json_file(path, &sym)) return -1;
+    return api_symbol_wrap(sym, out);
 }
 
 int DeftSymbolToDot(DeftSymbolHandle handle, const char **out_dot) {

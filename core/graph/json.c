@@ -2,11 +2,16 @@
 #include "core/graph/json.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/base/error.h"
 #include "deft/base.h"
@@ -276,6 +281,83 @@ int deft_symbol_from_json(const char *json, deft_symbol_t **out) {
     int status = load(root, out);
     cJSON_Delete(root);
     return status;
+}
+
+/* ---- files ---- */
+
+static const char *file_kind(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISFIFO(mode)) return "a pipe";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a file";
+}
+
+/* The whole of a regular file of at most DEFT_SYMBOL_FILE_MAX_BYTES, NUL-terminated. */
+static int read_text(const char *path, char **out, size_t *out_len) {
+    /* O_NONBLOCK: opening a pipe must not wait for a writer before it is refused */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return deft_error(DEFT_ERR_VALUE, "cannot open '%s': %s", path, strerror(errno));
+    struct stat st;
+    int status = 0;
+    char *text = NULL;
+    size_t len = 0;
+    if (fstat(fd, &st) != 0)
+        status = deft_error(DEFT_ERR_VALUE, "cannot read '%s': %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        status = deft_error(DEFT_ERR_VALUE,
+                            "'%s' is not a regular file (%s), expected a symbol JSON file", path,
+                            file_kind(st.st_mode));
+    else if ((uintmax_t)st.st_size > DEFT_SYMBOL_FILE_MAX_BYTES)
+        status = deft_error(DEFT_ERR_VALUE,
+                            "'%s' is %jd bytes, more than the %zu (%zu MiB) a symbol file may have",
+                            path, (intmax_t)st.st_size, DEFT_SYMBOL_FILE_MAX_BYTES,
+                            DEFT_SYMBOL_FILE_MAX_BYTES >> 20);
+    else if (!(text = malloc((size_t)st.st_size + 1)))
+        status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate %jd bytes to read '%s'",
+                            (intmax_t)st.st_size, path);
+    /* what the size said, or less if the file shrank meanwhile */
+    while (status == 0 && len < (size_t)st.st_size) {
+        ssize_t n = read(fd, text + len, (size_t)st.st_size - len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0)
+            status = deft_error(DEFT_ERR_VALUE, "cannot read '%s': %s", path, strerror(errno));
+        if (n <= 0) break;
+        len += (size_t)n;
+    }
+    close(fd);
+    if (status) {
+        free(text);
+        return -1;
+    }
+    text[len] = '\0';
+    *out = text, *out_len = len;
+    return 0;
+}
+
+int deft_symbol_from_json_file(const char *path, deft_symbol_t **out) {
+    char *text = NULL;
+    size_t len = 0;
+    if (read_text(path, &text, &len)) return -1;
+    const char *nul = memchr(text, '\0', len);
+    if (nul) {
+        size_t at = (size_t)(nul - text);
+        free(text);
+        return deft_error(DEFT_ERR_PARSE,
+                          "'%s' contains a NUL byte at byte %zu, expected symbol JSON text", path,
+                          at);
+    }
+    /* the loader's message without the API function, which the one below names once */
+    const char *caller = deft_error_swap_function(NULL);
+    int status = deft_symbol_from_json(text, out);
+    deft_error_swap_function(caller);
+    free(text);
+    if (status == 0) return 0;
+    char detail[DEFT_ERROR_MAX];
+    snprintf(detail, sizeof detail, "%s", deft_error_message());
+    deft_error_kind_t kind = deft_error_kind();
+    return deft_error(kind ? kind : DEFT_ERR_PARSE, "'%s': %s", path, detail);
 }
 
 /* ---- Graphviz ---- */

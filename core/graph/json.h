@@ -21,6 +21,16 @@
 int deft_symbol_to_json(const deft_symbol_t *sym, char **out);
 int deft_symbol_from_json(const char *json, deft_symbol_t **out);
 
+/* Largest symbol file read: a generous bound (MXNet's symbol JSON for the
+ * largest published models is a few MiB) that keeps a wrong path from
+ * filling memory. */
+#define DEFT_SYMBOL_FILE_MAX_BYTES ((size_t)256 << 20)
+
+/* Load a symbol from a JSON file: a regular file (not a device, pipe or
+ * directory) of at most DEFT_SYMBOL_FILE_MAX_BYTES, read by its size; every
+ * error names the path. */
+int deft_symbol_from_json_file(const char *path, deft_symbol_t **out);
+
 /* Graphviz DOT text of the graph (free with free()). */
 int deft_symbol_to_dot(const deft_symbol_t *sym, char **out);
 

@@ -210,9 +210,14 @@ DEFT_API int DeftSymbolSaveToFile(DeftSymbolHandle sym, const char *path);
 
 /**
  * @brief Load a symbol from a JSON file.
+ *
+ * The file must be a regular file (not a directory, device or pipe) of at
+ * most 256 MiB; it is read whole, by its size. Every error names the path.
  * @param path the file to read.
  * @param[out] out receives a new handle, owned by the caller.
- * @return 0 on success; -1 on an unreadable file or the errors of DeftSymbolCreateFromJSON().
+ * @return 0 on success; -1 on a file that cannot be opened or read, is not a
+ *         regular file or is larger than 256 MiB (DEFT_ERROR_VALUE), holds a
+ *         NUL byte (DEFT_ERROR_PARSE), or the errors of DeftSymbolCreateFromJSON().
  */
 DEFT_API int DeftSymbolCreateFromFile(const char *path, DeftSymbolHandle *out);
 
