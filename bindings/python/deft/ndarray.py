@@ -346,7 +346,8 @@ class NDArray:
                           create_graph)
 
     def detach(self):
-        return self.copy()
+        """The same values, cut from the recorded graph: no gradient flows back through it."""
+        return invoke("BlockGrad", (self,))
 
 
 # Python operator -> (operator on two arrays, with a scalar on the right, with

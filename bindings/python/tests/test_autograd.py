@@ -70,3 +70,26 @@ def test_head_gradients_and_errors():
         autograd.mark_variables([x], [deft.zeros(2)], "sometimes")
     with pytest.raises(deft.DeftError):
         deft.array([1.0]).backward()  # nothing recorded
+
+
+def test_detach_stops_the_gradient():
+    x = deft.array([1.0, -2.0, 0.5]).attach_grad()
+    with autograd.record():
+        y = (x * x.detach()).sum()
+    y.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), [1.0, -2.0, 0.5])  # not 2x
+    with autograd.record():
+        z = (x.detach() * 3).sum() + (x * 2).sum()
+    z.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), [2, 2, 2])
+    d = x.detach()
+    np.testing.assert_array_equal(d.asnumpy(), x.asnumpy())
+    assert d.shape == x.shape and d.dtype == x.dtype
+
+
+def test_detach_stops_the_gradient_in_a_deferred_recording():
+    x = deft.array([3.0, 4.0]).attach_grad()
+    with autograd.record(), deft.deferred_compute():
+        y = (x * x.detach()).sum()
+    y.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), [3.0, 4.0])
