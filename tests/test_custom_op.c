@@ -55,6 +55,36 @@ static int failing_forward(void *user, int nin, const DeftNDArrayHandle *in, Def
     return 1;
 }
 
+static int failing_infer(void *user, int nin, const int *in_ndims, const int64_t *in_shapes,
+                         const int *in_dtypes, int *out_ndim, int64_t *out_shape, int *out_dtype) {
+    (void)user, (void)nin, (void)in_ndims, (void)in_shapes, (void)in_dtypes, (void)out_ndim;
+    (void)out_shape, (void)out_dtype;
+    DeftCustomOpSetError("the host raised ValueError");
+    return 1;
+}
+
+/* Gives its output the shape (2, -5), or (2^40, 2^40) when user is not NULL. */
+static int bad_shape_infer(void *user, int nin, const int *in_ndims, const int64_t *in_shapes,
+                           const int *in_dtypes, int *out_ndim, int64_t *out_shape,
+                           int *out_dtype) {
+    (void)nin, (void)in_ndims, (void)in_shapes;
+    *out_ndim = 2;
+    out_shape[0] = user ? INT64_C(1) << 40 : 2;
+    out_shape[1] = user ? INT64_C(1) << 40 : -5;
+    *out_dtype = in_dtypes[0];
+    return 0;
+}
+
+/* A backward that frees an array it made before failing, as a host would. */
+static int failing_backward(void *user, DeftNDArrayHandle dy, int nin, const DeftNDArrayHandle *in,
+                            DeftNDArrayHandle y, const DeftNDArrayHandle *dx) {
+    (void)user, (void)nin, (void)y, (void)dx;
+    DeftNDArrayHandle sq = call1("elemwise_mul", 2, (DeftNDArrayHandle[]){in[0], dy}, NO_PARAMS);
+    DeftNDArrayFree(sq);
+    DeftCustomOpSetError("the host raised KeyError");
+    return 1;
+}
+
 static void count_release(void *user) {
     ++*(int *)user;
 }
@@ -130,7 +160,7 @@ START_TEST(failures_and_registration_errors) {
     DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(1, 2));
     DeftNDArrayHandle y = call1("test_failing", 1, &x, NO_PARAMS); /* fails on the engine */
     ck_assert_fails(DeftNDArrayWaitToRead(y), DEFT_ERROR_VALUE,
-                    "forward failed: the host raised ZeroDivisionError");
+                    "the forward callback failed: the host raised ZeroDivisionError");
     static int released;
     DeftCustomOpCallbacks cube = {1, cube_infer, cube_forward, NULL, &released, count_release};
     ck_assert_fails(DeftCustomOpRegister("a::b", &cube), DEFT_ERROR_VALUE, "contains '::'");
@@ -152,6 +182,72 @@ START_TEST(failures_and_registration_errors) {
     DeftWaitAll(); /* reports (and clears) the failure of test_failing above */
     DeftNDArrayHandle all[] = {x, y, g};
     free_all(3, all);
+}
+END_TEST
+
+/* A failed callback is reported as the custom operator's, naming the callback
+ * (not an API function the callback, or deft on its behalf, called last). */
+START_TEST(failed_callbacks_name_the_operator_and_the_callback) {
+    register_ops();
+    static int done;
+    if (!done) {
+        done = 1;
+        DeftCustomOpCallbacks bad_infer = {1, failing_infer, cube_forward, NULL, NULL, NULL};
+        ck_assert_ok(DeftCustomOpRegister("test_bad_infer", &bad_infer));
+        DeftCustomOpCallbacks bad_back = {1,    cube_infer, cube_forward, failing_backward,
+                                          NULL, NULL};
+        ck_assert_ok(DeftCustomOpRegister("test_bad_backward", &bad_back));
+    }
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(1, 2));
+    DeftNDArrayHandle y = call1("test_failing", 1, &x, NO_PARAMS); /* fails on the engine */
+    ck_assert_fails(DeftNDArrayWaitToRead(y), DEFT_ERROR_VALUE,
+                    "operator 'test_failing': the forward callback failed: the host raised "
+                    "ZeroDivisionError");
+    ck_assert_ptr_null(strstr(DeftGetLastError(), "DeftNDArrayFree"));
+    /* shape inference runs in the caller's API call, which the message still names */
+    ck_assert_call_fails("test_bad_infer", 1, &x, NO_PARAMS, DEFT_ERROR_VALUE,
+                         "DeftImperativeInvoke: operator 'test_bad_infer': the shape inference "
+                         "callback failed: the host raised ValueError");
+    /* the backward callback, after API calls of its own */
+    DeftNDArrayHandle g = make(DEFT_FLOAT32, 1, SHAPE(2), NULL);
+    ck_assert_ok(DeftAutogradMarkVariables(1, &x, NULL, &g));
+    ck_assert_ok(DeftAutogradSetIsRecording(1, NULL));
+    DeftNDArrayHandle z = call1("test_bad_backward", 1, &x, NO_PARAMS);
+    ck_assert_ok(DeftAutogradSetIsRecording(0, NULL));
+    int status = DeftAutogradBackward(1, &z, NULL, 0, 0);
+    if (status == 0) status = DeftNDArrayWaitToRead(g);
+    ck_assert_int_eq(status, -1);
+    ck_assert_msg(strstr(DeftGetLastError(), "operator 'test_bad_backward': the backward callback "
+                                             "failed: the host raised KeyError"),
+                  "%s", DeftGetLastError());
+    ck_assert_ptr_null(strstr(DeftGetLastError(), "DeftNDArrayFree"));
+    DeftWaitAll();
+    DeftNDArrayHandle all[] = {x, y, g, z};
+    free_all(4, all);
+}
+END_TEST
+
+/* A shape the inference callback makes up is checked, and refused as the callback's. */
+START_TEST(inferred_shapes_are_checked_with_the_operator_named) {
+    static int done;
+    if (!done) {
+        done = 1;
+        DeftCustomOpCallbacks negative = {1, bad_shape_infer, cube_forward, NULL, NULL, NULL};
+        ck_assert_ok(DeftCustomOpRegister("test_negative_dim", &negative));
+        DeftCustomOpCallbacks huge = {1, bad_shape_infer, cube_forward, NULL, &done, NULL};
+        ck_assert_ok(DeftCustomOpRegister("test_huge_shape", &huge));
+    }
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(1, 2));
+    ck_assert_call_fails("test_negative_dim", 1, &x, NO_PARAMS, DEFT_ERROR_VALUE,
+                         "operator 'test_negative_dim': the shape inference callback gave output 0 "
+                         "an invalid shape: shape (2,-5): dimension 1 is -5, expected a dimension "
+                         ">= 0");
+    ck_assert_ptr_null(strstr(DeftGetLastError(), "bytes"));
+    ck_assert_call_fails("test_huge_shape", 1, &x, NO_PARAMS, DEFT_ERROR_VALUE,
+                         "operator 'test_huge_shape': the shape inference callback gave output 0 "
+                         "an invalid shape: shape (1099511627776,1099511627776) has more elements "
+                         "than fit in int64");
+    ck_assert_ok(DeftNDArrayFree(x));
 }
 END_TEST
 
@@ -207,6 +303,8 @@ static Suite *custom_suite(void) {
     tcase_add_test(tc, imperative_deferred_and_exported);
     tcase_add_test(tc, gradient_matches_finite_differences);
     tcase_add_test(tc, failures_and_registration_errors);
+    tcase_add_test(tc, failed_callbacks_name_the_operator_and_the_callback);
+    tcase_add_test(tc, inferred_shapes_are_checked_with_the_operator_named);
     tcase_add_test(tc, profiled_under_the_custom_domain);
     suite_add_tcase(suite, tc);
     return suite;

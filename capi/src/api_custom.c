@@ -10,12 +10,16 @@ typedef struct api_custom {
     DeftCustomOpCallbacks cb;
 } api_custom_t;
 
-/* A callback failed: its message (DeftCustomOpSetError), if any, after what failed. */
-static int failure(const char *what) {
+/* A callback failed: its message (DeftCustomOpSetError), if any, after the
+ * callback's name. The core names the operator and the API call around it,
+ * so no function is named here: the API functions the callback, or this
+ * file, called last (DeftNDArrayFree ...) are no part of the failure. */
+static int failure(const char *callback) {
     char message[DEFT_ERROR_MAX];
     snprintf(message, sizeof message, "%s", deft_error_message());
     deft_error_kind_t kind = deft_error_kind();
-    return deft_error(kind ? kind : DEFT_ERR_VALUE, "%s failed: %s", what,
+    deft_error_enter(NULL);
+    return deft_error(kind ? kind : DEFT_ERR_VALUE, "the %s callback failed: %s", callback,
                       message[0] ? message : "(no message)");
 }
 

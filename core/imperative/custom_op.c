@@ -157,29 +157,54 @@ static int run_on_callback_thread(job_t *j) {
     pthread_mutex_unlock(&pool_lock);
     pthread_cond_destroy(&j->finished);
     if (status) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot start a callback thread");
-    if (j->status)
-        return deft_op_error(j->backward ? &j->c->backward : &j->c->forward, j->kind, "%s",
-                             j->message);
+    /* named after the custom operator (not its internal _backward_ one): the
+     * message says which of its callbacks failed */
+    if (j->status) return deft_op_error(&j->c->forward, j->kind, "%s", j->message);
     return 0;
 }
 
 /* ---- the two registry operators ---- */
+
+/* Output k as the shape inference callback left it: a shape some array can
+ * have (no negative dimension, a byte size that fits) and a dtype. */
+static int check_inferred(const deft_desc_t *out, int k) {
+    if (out[k].shape.ndim < 0 || out[k].shape.ndim > DEFT_SHAPE_MAX_NDIM ||
+        !deft_dtype_valid(out[k].dtype))
+        return deft_error(DEFT_ERR_VALUE,
+                          "the shape inference callback left output %d without a valid shape "
+                          "and dtype",
+                          k);
+    size_t nbytes;
+    if (deft_shape_nbytes(&out[k].shape, deft_dtype_size(out[k].dtype), &nbytes) == 0) return 0;
+    char detail[DEFT_ERROR_MAX];
+    snprintf(detail, sizeof detail, "%s", deft_error_message());
+    return deft_error(DEFT_ERR_VALUE,
+                      "the shape inference callback gave output %d an invalid shape: %s", k,
+                      detail);
+}
 
 static int custom_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)p;
     const custom_op_t *c = op->data;
     for (int k = 0; k < c->nout; k++) out[k] = (deft_desc_t){.shape = {.ndim = -1}};
-    if (c->host.infer(c->host.user, nin, in, c->nout, out)) return -1;
-    for (int k = 0; k < c->nout; k++)
-        if (out[k].shape.ndim < 0 || out[k].shape.ndim > DEFT_SHAPE_MAX_NDIM ||
-            !deft_dtype_valid(out[k].dtype))
-            return deft_op_error(op, DEFT_ERR_VALUE,
-                                 "the shape inference callback left output %d without a valid "
-                                 "shape and dtype",
-                                 k);
-    *nout = c->nout;
-    return 0;
+    /* Messages without an API function, then named after the operator. The
+     * function is the caller's: the callback may call API functions, which
+     * name themselves. */
+    const char *caller = deft_error_swap_function(NULL);
+    deft_error_restore(DEFT_ERR_NONE, "");
+    int status = c->host.infer(c->host.user, nin, in, c->nout, out);
+    for (int k = 0; status == 0 && k < c->nout; k++) status = check_inferred(out, k);
+    deft_error_swap_function(caller);
+    if (status == 0) {
+        *nout = c->nout;
+        return 0;
+    }
+    deft_error_kind_t kind = deft_error_kind();
+    char detail[DEFT_ERROR_MAX];
+    snprintf(detail, sizeof detail, "%s",
+             kind ? deft_error_message() : "the shape inference callback failed without a message");
+    return deft_op_error(op, kind ? kind : DEFT_ERR_VALUE, "%s", detail);
 }
 
 static int custom_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
