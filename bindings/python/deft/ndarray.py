@@ -245,9 +245,11 @@ class NDArray:
     # ---- shape ----
 
     def reshape(self, *shape):
+        """The same elements in `shape`, as NumPy's reshape (one -1 is inferred; 0 is a
+        size, unlike in the MXNet operator Reshape, where it copies a dimension)."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        return invoke("Reshape", (self,), {"shape": shape})
+        return invoke("_np_reshape", (self,), {"newshape": shape})
 
     @property
     def T(self):
