@@ -307,6 +307,9 @@ class NDArray:
     # ---- indexing ----
 
     def __getitem__(self, key):
+        mask = _boolean_mask(key)
+        if mask is not None:
+            return _take_masked(self, mask)
         if isinstance(key, (NDArray, list, _np.ndarray)):
             index = key if isinstance(key, NDArray) else array(key, dtype="int64")
             return invoke("take", (self, index))
@@ -319,6 +322,10 @@ class NDArray:
         return result if result is not self else self.copy()
 
     def __setitem__(self, key, value):
+        mask = _boolean_mask(key)
+        if mask is not None:
+            _assign_masked(self, mask, value)
+            return
         plan = _basic_index(self.shape, key)
         if not isinstance(value, NDArray):
             value = array(value, dtype=self.dtype)
@@ -353,7 +360,8 @@ class NDArray:
 
 
 # Python operator -> (operator on two arrays, with a scalar on the right, with
-# a scalar on the left). Comparisons give 0 and 1 in the inputs' dtype, as MXNet.
+# a scalar on the left). Comparisons give 0 and 1 in the inputs' dtype, as MXNet;
+# indexing reads their results as boolean masks (x[x > 2]), as NumPy reads its bools.
 _OPERATORS = {
     "add": ("broadcast_add", "_plus_scalar", "_plus_scalar"),
     "sub": ("broadcast_sub", "_minus_scalar", "_rminus_scalar"),
@@ -367,6 +375,43 @@ _OPERATORS = {
     "gt": ("broadcast_greater", "_greater_scalar", None),
     "ge": ("broadcast_greater_equal", "_greater_equal_scalar", None),
 }
+
+
+class _Comparison(NDArray):
+    """The 0/1 result of a comparison (a > 2): an NDArray that indexing reads as a
+    boolean mask, as NumPy reads the bool array its comparisons give. `&`, `|`, `^`
+    and `~` combine such masks into masks."""
+
+    __slots__ = ()
+
+    def __and__(self, o):
+        return _as_comparison(invoke("broadcast_mul", (self, _mask_operand(self, o))))
+
+    def __or__(self, o):
+        return _as_comparison(invoke("broadcast_maximum", (self, _mask_operand(self, o))))
+
+    def __xor__(self, o):
+        return _as_comparison(invoke("broadcast_not_equal", (self, _mask_operand(self, o))))
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    def __invert__(self):
+        return _as_comparison(invoke("_rminus_scalar", (self,), {"scalar": 1}))
+
+
+def _as_comparison(result):
+    if isinstance(result, NDArray):
+        result.__class__ = _Comparison
+    return result
+
+
+def _mask_operand(mask, other):
+    """The other side of `mask & other`, as 0/1 in mask's dtype."""
+    if isinstance(other, NDArray):
+        return other if other.dtype == mask.dtype else other.astype(mask.dtype)
+    if isinstance(other, (bool, _np.bool_, _np.ndarray, list, tuple)):
+        return array(_np.asarray(other, dtype=bool), dtype=mask.dtype)
+    raise TypeError(f"a mask combines with a mask or bools, not {type(other).__name__}")
 
 
 def _operator_methods(array_op, scalar_op, reflected_op):
@@ -384,7 +429,10 @@ def _operator_methods(array_op, scalar_op, reflected_op):
     def in_place(self, o):
         return _in_place(array_op, scalar_op, self, o)
 
-    return forward, reflected, in_place
+    def compare(self, o):
+        return _as_comparison(forward(self, o))
+
+    return (compare if reflected_op is None else forward), reflected, in_place
 
 
 def _install_operators():
@@ -440,6 +488,8 @@ def _basic_index(shape, key):
             final.append(n)
             region.append(n)
             plan.sliced |= n != dim or (k.step not in (None, 1))
+        elif isinstance(k, (bool, _np.bool_)):
+            raise IndexError("a bool inside a tuple index (a new axis, in NumPy) is not supported")
         elif isinstance(k, (numbers.Integral, _np.integer)) or hasattr(k, "__index__"):
             i = int(k.__index__())
             if not -dim <= i < dim:
@@ -455,6 +505,106 @@ def _basic_index(shape, key):
                              f"Ellipsis or integer array")
     plan.final_shape, plan.region_shape = tuple(final), tuple(region)
     return plan
+
+
+# ---- boolean masks ----
+
+def _boolean_mask(key):
+    """The key as a NumPy bool array when it is a boolean mask, else None.
+
+    Masks are bool arrays (NumPy's, deft's, lists of bools), a bool, the 0/1
+    result of a comparison (a > 2), and float arrays of 0s and 1s (the dtype
+    comparisons give for float arrays; NumPy never reads floats as indices).
+    Reading a deft array's values waits for it: the result's shape depends on them.
+    """
+    kind = type(key)
+    if kind is int or kind is slice or kind is tuple:  # the common keys, at once
+        return None
+    if kind is bool or kind is _np.bool_:
+        return _np.array(bool(key))
+    if isinstance(key, NDArray):
+        dtype = key.dtype
+        if dtype == _np.bool_:
+            return key.asnumpy()
+        if type(key) is _Comparison:
+            return key.asnumpy() != 0
+        if isinstance(dtype, str) or dtype.kind == "f":  # bfloat16 (a name) is a float too
+            return _float_mask(key.asnumpy())
+        return None
+    if isinstance(key, list) and len(key) > 0:
+        key = _np.asarray(key)
+    if isinstance(key, _np.ndarray):
+        if key.dtype == _np.bool_:
+            return key
+        if key.dtype.kind == "f":
+            return _float_mask(key)
+    return None
+
+
+def _float_mask(values):
+    ones = values == 1
+    if not (ones | (values == 0)).all():
+        raise IndexError("arrays used as indices must be of integer or boolean type; a float "
+                         "array is read as a mask (as comparisons give) only when its values "
+                         "are 0 and 1")
+    return ones
+
+
+def _mask_split(shape, mask):
+    """Check a mask against the leading axes of shape; the rows it covers (their
+    count, as one axis) and the shape of each row."""
+    if mask.ndim > len(shape):
+        raise IndexError(f"too many indices: a boolean index of {mask.ndim} dimensions for an "
+                         f"array of {len(shape)}")
+    for axis, (m, dim) in enumerate(zip(mask.shape, shape)):
+        if m != dim:
+            raise IndexError(f"boolean index did not match indexed array along axis {axis}; "
+                             f"size of axis is {dim} but size of corresponding boolean axis "
+                             f"is {m}")
+    rows = 1
+    for dim in shape[:mask.ndim]:
+        rows *= dim
+    return rows, tuple(shape[mask.ndim:])
+
+
+def _take_masked(x, mask):
+    """x[mask]: the rows of x (over the mask's axes) where the mask is true."""
+    rows, row_shape = _mask_split(x.shape, mask)
+    flat = x.reshape((rows,) + row_shape)
+    return invoke("take", (flat, array(_np.flatnonzero(mask), dtype="int64")))
+
+
+def _assign_masked(x, mask, value):
+    """x[mask] = value: value broadcasts to (count of true, *row shape), as in NumPy."""
+    rows, row_shape = _mask_split(x.shape, mask)
+    if not isinstance(value, NDArray):
+        value = array(value, dtype=x.dtype)
+    elif value.dtype != x.dtype:
+        value = value.astype(x.dtype)
+    count = int(mask.sum())
+    target = (count,) + row_shape
+    vshape = value.shape
+    while len(vshape) > len(target) and vshape[0] == 1:
+        vshape = vshape[1:]
+    try:
+        fits = _np.broadcast_shapes(vshape, target) == target
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"cannot assign a value of shape {value.shape} to the elements a "
+                         f"boolean index selects, of shape {target}")
+    if count == 0 or x.size == 0:
+        return
+    lead = x.shape[:mask.ndim]
+    cond = array(mask.reshape(lead + (1,) * len(row_shape)), dtype="uint8")
+    if len(vshape) > len(row_shape) and vshape[0] != 1:  # one row of value per selected row
+        if value.shape != target:
+            value = invoke("broadcast_to", (value.reshape(vshape),), {"shape": target})
+        position = _np.maximum(_np.cumsum(mask.reshape(-1)) - 1, 0)
+        value = invoke("take", (value, array(position, dtype="int64"))).reshape(x.shape)
+    else:  # the same for every selected row
+        value = value.reshape(vshape[1:] if len(vshape) > len(row_shape) else vshape)
+    invoke("_copyto", (invoke("where", (cond, value, x)),), out=x)
 
 
 # ---- making arrays ----

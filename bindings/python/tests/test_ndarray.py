@@ -228,3 +228,107 @@ def test_zero_size_indexing_reshape_and_slicing_match_numpy():
     y[0] = 1.0  # writes nothing
     y[:, :] = deft.zeros((0,))
     assert y.shape == (2, 0)
+
+
+def test_zero_size_indexing_reshape_and_slicing_match_numpy():
+    a = np.zeros((2, 0), np.float32)
+    x = deft.zeros((2, 0))
+    for key in [0, -1, (1,), (slice(None), slice(None)), slice(1, 1), (Ellipsis, slice(0, 0)),
+                (0, slice(None)), (slice(None, None, -1),)]:
+        assert x[key].shape == a[key].shape, key
+    z = np.zeros((0, 3, 4), np.float32)
+    w = deft.zeros((0, 3, 4))
+    for shape in [(0,), (3, 0), (0, 12), (-1, 4), (4, 0, 3), (0, -1, 2, 2), ()]:
+        try:
+            want = z.reshape(shape).shape
+        except ValueError:
+            with pytest.raises(ValueError):
+                w.reshape(shape)
+            continue
+        assert w.reshape(shape).shape == want, shape
+    assert w[:, 1].shape == z[:, 1].shape and w[..., 0].shape == z[..., 0].shape
+    assert w[:, 1:2, ::2].shape == z[:, 1:2, ::2].shape
+    assert deft.zeros((3, 2))[2:].shape == (1, 2) and deft.zeros((3, 2))[3:].shape == (0, 2)
+    np.testing.assert_array_equal(deft.zeros((3, 2))[3:, 1].asnumpy(), np.zeros((3, 2))[3:, 1])
+    q = deft.array(np.arange(6, dtype=np.float32))
+    np.testing.assert_array_equal(q.reshape(2, 3).asnumpy(), np.arange(6).reshape(2, 3))
+    with pytest.raises(ValueError, match="cannot reshape"):
+        q.reshape(0, 6)
+    with pytest.raises(IndexError, match="out of range for axis 1 of size 0"):
+        x[0, 0]
+    with pytest.raises(IndexError, match="out of range for axis 0 of size 0"):
+        w[0]
+    y = deft.zeros((2, 0))
+    y[0] = 1.0  # writes nothing
+    y[:, :] = deft.zeros((0,))
+    assert y.shape == (2, 0)
+
+
+def test_boolean_masks_read_like_numpy(rng):
+    a = np.arange(1, 7, dtype=np.float32)
+    x = deft.array(a)
+    np.testing.assert_array_equal(x[x > 2].asnumpy(), a[a > 2])
+    np.testing.assert_array_equal(x[a > 2].asnumpy(), a[a > 2])  # a NumPy mask
+    np.testing.assert_array_equal(x[[True, False] * 3].asnumpy(), a[[True, False] * 3])
+    np.testing.assert_array_equal(x[(x > 1) & (x < 5)].asnumpy(), a[(a > 1) & (a < 5)])
+    np.testing.assert_array_equal(x[(x < 2) | ~(x < 6)].asnumpy(), a[(a < 2) | ~(a < 6)])
+    np.testing.assert_array_equal(x[(x > 1) * (x < 5)].asnumpy(), a[(a > 1) & (a < 5)])
+    assert x[x > 10].shape == (0,)
+    i = deft.array([5, 1, 7, 3])  # int64: its comparisons are masks too, not indices
+    np.testing.assert_array_equal(i[i > 2].asnumpy(), [5, 7, 3])
+    b = rng.standard_normal((3, 4, 2)).astype(np.float32)
+    y = deft.array(b)
+    for mask in [b > 0, b[:, :, 0] > 0, b[:, 0, 0] > 0, np.zeros(3, bool)]:
+        np.testing.assert_array_equal(y[mask].asnumpy(), b[mask])
+        np.testing.assert_array_equal(y[deft.array(mask)].asnumpy(), b[mask])
+    np.testing.assert_array_equal(y[y[:, :, 0] > 0].asnumpy(), b[b[:, :, 0] > 0])
+    np.testing.assert_array_equal(x[True].asnumpy(), a[True])
+    assert x[np.bool_(False)].shape == a[False].shape
+    np.testing.assert_array_equal(x[[3, 1]].asnumpy(), a[[3, 1]])  # integers still index
+
+
+def test_boolean_mask_mismatch_is_an_index_error():
+    x = deft.array(np.arange(6, dtype=np.float32).reshape(3, 2))
+    with pytest.raises(IndexError, match="did not match indexed array along axis 0; size of "
+                                         "axis is 3 but size of corresponding boolean axis is 2"):
+        x[np.array([True, False])]
+    with pytest.raises(IndexError, match="along axis 1"):
+        x[deft.array(np.ones((3, 3), bool))]
+    with pytest.raises(IndexError, match="too many indices"):
+        x[np.ones((3, 2, 1), bool)]
+    with pytest.raises(IndexError, match="must be of integer or boolean type"):
+        x[deft.array([0.5, 1.0, 0.0])]
+    with pytest.raises(IndexError, match="did not match"):
+        x[np.array([True, False])] = 1.0
+
+
+def test_boolean_masks_write_like_numpy(rng):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = deft.array(a)
+    x[x > 6] = 0
+    a[a > 6] = 0
+    np.testing.assert_array_equal(x.asnumpy(), a)
+    x[x == 0] = deft.array([-1.0, -2.0, -3.0, -4.0, -5.0, -6.0])  # one per selected element
+    a[a == 0] = [-1, -2, -3, -4, -5, -6]
+    np.testing.assert_array_equal(x.asnumpy(), a)
+    rows = np.array([True, False, True])
+    x[rows] = np.array([10.0, 20.0, 30.0, 40.0])  # each selected row, broadcast
+    a[rows] = [10, 20, 30, 40]
+    np.testing.assert_array_equal(x.asnumpy(), a)
+    x[rows] = deft.array([[1.0], [2.0]])  # one value per selected row
+    a[rows] = [[1], [2]]
+    np.testing.assert_array_equal(x.asnumpy(), a)
+    x[np.zeros(3, bool)] = 5  # nothing selected
+    np.testing.assert_array_equal(x.asnumpy(), a)
+    i = deft.array([1, 2, 3, 4])
+    i[i > 2] = np.int64(0)
+    np.testing.assert_array_equal(i.asnumpy(), [1, 2, 0, 0])
+    with pytest.raises(ValueError, match="cannot assign a value of shape \\(3,\\) to the "
+                                         "elements a boolean index selects, of shape \\(2, 4\\)"):
+        x[rows] = deft.array([1.0, 2.0, 3.0])
+    b = rng.standard_normal((2, 3, 2)).astype(np.float32)
+    y = deft.array(b)
+    m = b > 0
+    y[m] = y[m] * 10
+    b[m] = b[m] * 10
+    np.testing.assert_allclose(y.asnumpy(), b)
