@@ -230,40 +230,6 @@ def test_zero_size_indexing_reshape_and_slicing_match_numpy():
     assert y.shape == (2, 0)
 
 
-def test_zero_size_indexing_reshape_and_slicing_match_numpy():
-    a = np.zeros((2, 0), np.float32)
-    x = deft.zeros((2, 0))
-    for key in [0, -1, (1,), (slice(None), slice(None)), slice(1, 1), (Ellipsis, slice(0, 0)),
-                (0, slice(None)), (slice(None, None, -1),)]:
-        assert x[key].shape == a[key].shape, key
-    z = np.zeros((0, 3, 4), np.float32)
-    w = deft.zeros((0, 3, 4))
-    for shape in [(0,), (3, 0), (0, 12), (-1, 4), (4, 0, 3), (0, -1, 2, 2), ()]:
-        try:
-            want = z.reshape(shape).shape
-        except ValueError:
-            with pytest.raises(ValueError):
-                w.reshape(shape)
-            continue
-        assert w.reshape(shape).shape == want, shape
-    assert w[:, 1].shape == z[:, 1].shape and w[..., 0].shape == z[..., 0].shape
-    assert w[:, 1:2, ::2].shape == z[:, 1:2, ::2].shape
-    assert deft.zeros((3, 2))[2:].shape == (1, 2) and deft.zeros((3, 2))[3:].shape == (0, 2)
-    np.testing.assert_array_equal(deft.zeros((3, 2))[3:, 1].asnumpy(), np.zeros((3, 2))[3:, 1])
-    q = deft.array(np.arange(6, dtype=np.float32))
-    np.testing.assert_array_equal(q.reshape(2, 3).asnumpy(), np.arange(6).reshape(2, 3))
-    with pytest.raises(ValueError, match="cannot reshape"):
-        q.reshape(0, 6)
-    with pytest.raises(IndexError, match="out of range for axis 1 of size 0"):
-        x[0, 0]
-    with pytest.raises(IndexError, match="out of range for axis 0 of size 0"):
-        w[0]
-    y = deft.zeros((2, 0))
-    y[0] = 1.0  # writes nothing
-    y[:, :] = deft.zeros((0,))
-    assert y.shape == (2, 0)
-
-
 def test_boolean_masks_read_like_numpy(rng):
     a = np.arange(1, 7, dtype=np.float32)
     x = deft.array(a)
