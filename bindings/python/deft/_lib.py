@@ -1,4 +1,6 @@
 """The native module and the small tables every part of the package shares."""
+import numbers
+
 import numpy as _np
 
 from . import _deft as lib  # noqa: F401  (re-exported to the other modules)
@@ -33,7 +35,10 @@ def dtype_code(dtype):
 
 
 def param_text(value):
-    """An operator parameter as the C API's string: 1, 0.5, True, None, (2, 3)."""
+    """An operator parameter as the C API's string: 1, 0.5, True, None, (2, 3).
+
+    NumPy scalars write as the Python numbers they hold, at full precision
+    (np.float32(0.1) as 0.10000000149011612, its exact value)."""
     kind = type(value)
     if kind is float:
         return repr(value)
@@ -41,11 +46,27 @@ def param_text(value):
         return value
     if kind is int or kind is bool or value is None:
         return str(value)
+    if isinstance(value, str):  # np.str_
+        return str(value)
+    if isinstance(value, (_np.generic, numbers.Number)):
+        return _number_text(value)
     if isinstance(value, (list, tuple)):
         return "(" + ",".join(param_text(v) for v in value) + ("," if len(value) == 1 else "") + ")"
     if isinstance(value, _np.dtype) or (isinstance(value, type) and issubclass(value, _np.generic)):
         return _np.dtype(value).name
-    return repr(value) if isinstance(value, float) else str(value)
+    return str(value)
+
+
+def _number_text(value):
+    """A NumPy scalar or other number (a float or int subclass) as the C API's text."""
+    if isinstance(value, (bool, _np.bool_)):
+        return str(bool(value))
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        return repr(float(value))
+    raise TypeError(f"{type(value).__name__} {value!r} is not a parameter deft takes "
+                    f"(expected a real number)")
 
 
 class Device:

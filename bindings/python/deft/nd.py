@@ -7,6 +7,7 @@ docstring lists what the registry says of each. Operators whose names start
 with an underscore are in ``deft.nd._internal``.
 """
 import inspect
+import numbers
 import sys
 import types
 
@@ -60,11 +61,33 @@ def _make_function(name):
     kinds = inspect.Parameter
     sig = [kinds("inputs", kinds.VAR_POSITIONAL)] if variadic else [
         kinds(n, kinds.POSITIONAL_OR_KEYWORD) for n in input_names]
-    sig += [kinds(p[0], kinds.KEYWORD_ONLY, default=p[2] if p[2] else inspect.Parameter.empty)
+    sig += [kinds(p[0], kinds.KEYWORD_ONLY,
+                  default=_default_value(p[1], p[2]) if p[2] else inspect.Parameter.empty)
             for p in params if p[0] not in input_names]
     sig.append(kinds("out", kinds.KEYWORD_ONLY, default=None))
     call.__signature__ = inspect.Signature(sig)
     return call
+
+
+def _default_value(kind, text):
+    """A registry default ("1", "0.5", "true", "(0,1)", "None") as the Python value it
+    stands for, so that signatures show numbers as numbers; other kinds stay text."""
+    try:
+        if text == "None" and kind.endswith("or None"):
+            return None
+        if kind.startswith("int"):
+            return int(text)
+        if kind.startswith("float"):
+            return float(text)
+        if kind == "boolean":
+            return {"true": True, "false": False, "1": True, "0": False}[text.lower()]
+        if kind.startswith("tuple"):
+            inner = text.strip("()[] ")
+            return tuple(None if v.strip() == "None" else int(v)
+                         for v in inner.split(",") if v.strip())
+    except (ValueError, KeyError):
+        pass
+    return text
 
 
 def _add_operator(name):
@@ -103,7 +126,7 @@ def _seed(value):
 
 
 def _shape(shape):
-    return (shape,) if isinstance(shape, int) else tuple(shape)
+    return (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
 
 
 def _dtype_name(dtype):

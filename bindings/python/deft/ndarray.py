@@ -85,8 +85,13 @@ def invoke_text(name, inputs, keys, vals, out=None):
     return results[0] if len(results) == 1 else results
 
 
+def _scalar_text(value):
+    """A scalar operand as the C API's text (a bool counts as 0 or 1, as in NumPy)."""
+    return param_text(int(value) if isinstance(value, (bool, _np.bool_)) else value)
+
+
 def _scalar_op(name, x, value):
-    handle = _invoke(op_handle(name), 1, (x,), _ONE_OUTPUT, 1, _SCALAR_KEY, (param_text(value),))
+    handle = _invoke(op_handle(name), 1, (x,), _ONE_OUTPUT, 1, _SCALAR_KEY, (_scalar_text(value),))
     return _wrap(handle[0])
 
 
@@ -107,7 +112,7 @@ def _in_place(array_op, scalar_op, x, other):
     if isinstance(other, NDArray):
         invoke(array_op, (x, other), out=x)
     else:
-        invoke(scalar_op, (x,), {"scalar": other}, out=x)
+        invoke_text(scalar_op, (x,), _SCALAR_KEY, (_scalar_text(other),), out=x)
     return x
 
 
@@ -448,7 +453,7 @@ _install_operators()
 
 
 def _axis_params(axis, keepdims):
-    if isinstance(axis, int):
+    if isinstance(axis, numbers.Integral):
         axis = (axis,)
     return {"axis": axis, "keepdims": keepdims}
 

@@ -298,3 +298,31 @@ def test_boolean_masks_write_like_numpy(rng):
     y[m] = y[m] * 10
     b[m] = b[m] * 10
     np.testing.assert_allclose(y.asnumpy(), b)
+
+
+def test_numpy_scalars_work_where_python_numbers_do():
+    a = np.array([1.0, 2.0, 4.0])
+    x = deft.array(a, dtype="float64")
+    for s in [np.float16(0.5), np.float32(0.1), np.float64(0.1), np.int8(-3), np.int16(3),
+              np.int32(2), np.int64(-5), np.uint8(7), np.uint16(2), np.uint32(3), np.uint64(9),
+              np.bool_(True), np.bool_(False)]:
+        exact = float(s)  # the scalar's exact value, at float64
+        np.testing.assert_array_equal((x + s).asnumpy(), a + exact, err_msg=repr(s))
+        np.testing.assert_array_equal((s * x).asnumpy(), exact * a, err_msg=repr(s))
+        np.testing.assert_array_equal((x > s).asnumpy(), a > exact, err_msg=repr(s))
+        y = deft.array(a, dtype="float64")
+        y -= s
+        np.testing.assert_array_equal(y.asnumpy(), a - exact, err_msg=repr(s))
+    np.testing.assert_array_equal((x + np.float64(0.5)).asnumpy(), a + 0.5)
+    np.testing.assert_array_equal((x + True).asnumpy(), a + 1)
+    # float32's 0.1 keeps every digit: not "0.1" (str), which would give float64's 0.1
+    assert (deft.full((1,), np.float32(0.1), dtype="float64").item() == float(np.float32(0.1)))
+    assert deft.full((2,), np.float64(1 / 3), dtype="float64").asnumpy()[0] == 1 / 3
+    assert deft.zeros(np.int64(3)).shape == (3,) and deft.ones((np.int32(2), 2)).shape == (2, 2)
+    assert deft.arange(np.int64(4)).shape == (4,)
+    m = deft.array(np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert m.reshape(np.int64(3), np.int64(2)).shape == (3, 2)
+    np.testing.assert_array_equal(m.sum(axis=np.int64(1)).asnumpy(), [3, 12])
+    assert m[np.int64(1), np.uint8(2)].item() == 5
+    assert m.expand_dims(np.int32(0)).shape == (1, 2, 3)
+    assert deft.random.uniform(np.float32(0), np.float64(1), np.int64(5)).shape == (5,)

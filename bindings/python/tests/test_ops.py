@@ -96,3 +96,43 @@ def test_gradients_match_finite_differences(name, f, f_np, rng):
     y.backward(deft.array(w.astype(np.float32)))
     expected = numeric_gradient(lambda v: (f_np(v) * w).sum(), a)
     np.testing.assert_allclose(x.grad.asnumpy(), expected, rtol=2e-2, atol=2e-3)
+
+
+def test_signatures_show_numeric_defaults_as_numbers():
+    sig = inspect.signature(nd.sum)
+    assert sig.parameters["keepdims"].default is False
+    assert sig.parameters["axis"].default is None
+    split = inspect.signature(nd.split).parameters
+    assert split["axis"].default == 1 and type(split["axis"].default) is int
+    assert split["squeeze_axis"].default is False
+    assert split["num_outputs"].default is inspect.Parameter.empty  # required
+    one_hot = inspect.signature(nd.one_hot).parameters
+    assert one_hot["on_value"].default == 1.0 and type(one_hot["on_value"].default) is float
+    assert one_hot["dtype"].default == "float32"
+    assert inspect.signature(nd.transpose).parameters["axes"].default == ()
+    assert inspect.signature(nd.take).parameters["mode"].default == "clip"
+    for name in deft._lib.DeftListOperators():  # every default is a value a call accepts
+        fn = getattr(nd._internal if name.startswith("_") else nd, name)
+        for p in inspect.signature(fn).parameters.values():
+            if p.kind is p.KEYWORD_ONLY and p.default is not p.empty and p.default is not None:
+                assert not isinstance(p.default, str) or not _is_number(p.default), (name, p)
+
+
+def _is_number(text):
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def test_operator_functions_take_numpy_scalars():
+    x = deft.array(np.arange(6, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_array_equal(nd.sum(x, axis=np.int64(0)).asnumpy(), [3, 5, 7])
+    np.testing.assert_allclose(nd._internal._plus_scalar(x, scalar=np.float64(0.5)).asnumpy(),
+                               x.asnumpy() + 0.5)
+    np.testing.assert_array_equal(nd.sum(x, axis=1, keepdims=np.bool_(True)).shape, (2, 1))
+    np.testing.assert_array_equal(nd.slice(x, begin=(np.int32(1),), end=(np.int64(2),)).asnumpy(),
+                                  x.asnumpy()[1:2])
+    oh = nd.one_hot(deft.array([1, 0]), depth=np.uint8(2), on_value=np.float32(0.25))
+    np.testing.assert_array_equal(oh.asnumpy(), [[0, 0.25], [0.25, 0]])
