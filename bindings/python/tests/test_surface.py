@@ -84,3 +84,19 @@ def test_parameters_set_data_and_initializers():
     act = nn.Activation("sigmoid")
     np.testing.assert_allclose(act(deft.array([0.0])).asnumpy(), [0.5])
     assert "Dense(? -> 4" in repr(nn.Dense(4))
+
+
+def test_an_unknown_device_is_a_value_error_naming_it():
+    x = deft.array([1.0, 2.0])
+    with pytest.raises(ValueError, match=r"is cpu\(1\), expected cpu\(0\): the devices are "
+                                         r"cpu\(0\) and "):
+        x.to(deft.cpu(1))
+    with pytest.raises(ValueError, match=r"cpu\(2\)"):
+        deft.zeros((2,), device=deft.cpu(2))
+    with pytest.raises(ValueError, match=r"cpu\(1\)"):
+        deft.array([1.0], device=deft.cpu(1))
+    with pytest.raises(ValueError, match=r"cpu\(3\)"):
+        deft.full((2,), 1.0, device=deft.cpu(3))
+    with pytest.raises(ValueError, match=r"cpu\(1\)"):
+        deft.random.uniform(shape=(2,), device=deft.cpu(1))
+    assert x.to(deft.cpu(0)).device == deft.cpu()
