@@ -7,6 +7,7 @@ DEFT_JOBS="$(nproc 2>/dev/null || echo 2)"
 # Debian packages deft builds and tests with.
 DEFT_APT_PACKAGES=(
     gcc make cmake pkg-config
+    clang libclang-rt-14-dev llvm
     libopenblas-dev libcjson-dev libdlpack-dev
     check doxygen
     swig python3 python3-dev python3-venv
@@ -76,4 +77,18 @@ deft_python_env() {
     "$DEFT_VENV/bin/pip" install -q --disable-pip-version-check --no-build-isolation \
         "$DEFT_ROOT" >"$DEFT_ROOT/build/pip-install.log" 2>&1 ||
         { cat "$DEFT_ROOT/build/pip-install.log" >&2; return 1; }
+}
+
+# deft_fuzz_build: the libFuzzer targets (tests/fuzz) in build-fuzz: clang,
+# coverage, ASan + UBSan; only the fuzz targets are built.
+deft_fuzz_build() {
+    local dir="$DEFT_ROOT/build-fuzz"
+    mkdir -p "$dir"
+    cmake -S "$DEFT_ROOT" -B "$dir" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DDEFT_FUZZ=ON -DDEFT_SANITIZE=address -DDEFT_CUDA=off -DDEFT_BUILD_TESTS=OFF \
+        -DDEFT_BUILD_EXAMPLES=OFF -DDEFT_BUILD_BENCH=OFF -DDEFT_BUILD_PYTHON=OFF \
+        -DDEFT_BUILD_JAVA=OFF >"$dir/configure.log" 2>&1 ||
+        { cat "$dir/configure.log" >&2; return 1; }
+    cmake --build "$dir" --target deft_fuzz -j "$DEFT_JOBS" -- --no-print-directory \
+        >"$dir/build.log" 2>&1 || { cat "$dir/build.log" >&2; return 1; }
 }
