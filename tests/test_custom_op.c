@@ -296,6 +296,55 @@ START_TEST(profiled_under_the_custom_domain) {
 }
 END_TEST
 
+/* What a callback that waits for its own operator saw. */
+static struct {
+    DeftNDArrayHandle target; /* the array the operator is asked to write */
+    int wait_all, wait_own_output, wait_own_input;
+    char wait_all_message[512], wait_message[512];
+} self_wait;
+
+static int forward_waiting_for_itself(void *user, int nin, const DeftNDArrayHandle *in,
+                                      DeftNDArrayHandle out, int is_train) {
+    (void)user, (void)nin, (void)is_train;
+    self_wait.wait_all = DeftWaitAll();
+    snprintf(self_wait.wait_all_message, sizeof self_wait.wait_all_message, "%s",
+             DeftGetLastError());
+    self_wait.wait_own_output = DeftNDArrayWaitToRead(self_wait.target);
+    snprintf(self_wait.wait_message, sizeof self_wait.wait_message, "%s", DeftGetLastError());
+    self_wait.wait_own_input = DeftNDArrayWaitToRead(in[0]); /* read, not written: fine */
+    DeftNDArrayHandle given[1] = {out};
+    int nout = 1;
+    return call("_copyto", 1, in, &nout, given, NO_PARAMS);
+}
+
+/* A callback that waits for all work, or for the array its own operator
+ * writes, gets an error at once instead of waiting forever. */
+START_TEST(callback_waiting_for_its_own_operator_is_refused) {
+    alarm(60); /* a hang fails the test instead of the whole run */
+    DeftCustomOpCallbacks self = {1, cube_infer, forward_waiting_for_itself, NULL, NULL, NULL};
+    ck_assert_ok(DeftCustomOpRegister("test_waits_for_itself", &self));
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(3, 4));
+    self_wait.target = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(0, 0));
+    DeftNDArrayHandle given[1] = {self_wait.target};
+    int nout = 1;
+    ck_assert_ok(call("test_waits_for_itself", 1, &x, &nout, given, NO_PARAMS));
+    assert_values(self_wait.target, 2, VALUES(3, 4), 0);
+    ck_assert_int_eq(self_wait.wait_all, -1);
+    ck_assert_msg(strstr(self_wait.wait_all_message, "DeftWaitAll: waiting for all work from "
+                                                     "inside the callback of operator "
+                                                     "'test_waits_for_itself' would wait forever"),
+                  "%s", self_wait.wait_all_message);
+    ck_assert_int_eq(self_wait.wait_own_output, -1);
+    ck_assert_msg(strstr(self_wait.wait_message, "DeftNDArrayWaitToRead: waiting for an array "
+                                                 "that the operator writes"),
+                  "%s", self_wait.wait_message);
+    ck_assert_int_eq(self_wait.wait_own_input, 0);
+    ck_assert_ok(DeftWaitAll());
+    free_all(2, (DeftNDArrayHandle[]){x, self_wait.target});
+    alarm(0);
+}
+END_TEST
+
 static Suite *custom_suite(void) {
     Suite *suite = suite_create("custom operators");
     TCase *tc = tcase_create("custom");
@@ -306,6 +355,7 @@ static Suite *custom_suite(void) {
     tcase_add_test(tc, failed_callbacks_name_the_operator_and_the_callback);
     tcase_add_test(tc, inferred_shapes_are_checked_with_the_operator_named);
     tcase_add_test(tc, profiled_under_the_custom_domain);
+    tcase_add_test(tc, callback_waiting_for_its_own_operator_is_refused);
     suite_add_tcase(suite, tc);
     return suite;
 }

@@ -4,9 +4,13 @@
  * shutdown and fork.
  */
 #define _GNU_SOURCE
+#include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -236,26 +240,112 @@ static int fail_with_index_error(void *arg) {
     return deft_error(DEFT_ERR_INDEX, "boom %d", 7);
 }
 
-START_TEST(test_failure_reaches_outputs_and_dependents_once) {
+/* A failure stays on its array, and on everything computed from it, until
+ * the array is overwritten; reading it never gives its contents. */
+START_TEST(test_failure_is_sticky_until_overwritten) {
+    ck_assert_ok(DeftWaitAll());
     DeftNDArrayHandle a = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(5, 6));
-    DeftNDArrayHandle bad_index = make(DEFT_INT32, 1, SHAPE(1), VALUES(9));
+    DeftNDArrayHandle bad_index = make(DEFT_INT32, 1, SHAPE(2), VALUES(0, 9));
     DeftNDArrayHandle ok = call1("_plus_scalar", 1, &a, P("scalar", "1"));
     DeftNDArrayHandle failed =
         call1("take", 2, (DeftNDArrayHandle[]){a, bad_index}, P("mode", "raise"));
     DeftNDArrayHandle derived = call1("exp", 1, &failed, NO_PARAMS);
     DeftNDArrayHandle derived2 = call1("_mul_scalar", 1, &derived, P("scalar", "2"));
-    ck_assert_fails(DeftNDArrayWaitToRead(derived2), DEFT_ERROR_INDEX,
-                    "operator 'take': index 9 (position 0) is out of range");
-    ck_assert_ok(DeftNDArrayWaitToRead(derived2)); /* reported once */
-    float out[2];
-    ck_assert_fails(DeftNDArrayCopyToHost(failed, out, 4), DEFT_ERROR_INDEX, "index 9");
-    ck_assert_ok(DeftNDArrayWaitToRead(ok));
+    for (int read = 0; read < 3; read++) /* every read, not once */
+        ck_assert_fails(DeftNDArrayWaitToRead(derived2), DEFT_ERROR_INDEX,
+                        "operator 'take': index 9 (position 1) is out of range");
+    float out[2] = {-1, -1};
+    ck_assert_fails(DeftNDArrayCopyToHost(failed, out, 8), DEFT_ERROR_INDEX, "index 9");
+    ck_assert_fails(DeftNDArrayCopyToHost(failed, out, 8), DEFT_ERROR_INDEX, "index 9");
+    ck_assert(out[0] == -1 && out[1] == -1); /* nothing copied */
     assert_values(ok, 2, VALUES(6, 7), 0);
-    /* WaitAll reports the first failure once and clears what is left. */
+    /* WaitAll reports the failure (the skipped dependents are not failures
+     * of their own) and clears no array's. */
     ck_assert_fails(DeftWaitAll(), DEFT_ERROR_INDEX, "index 9");
     ck_assert_ok(DeftWaitAll());
-    ck_assert_ok(DeftNDArrayWaitToRead(derived));
+    ck_assert_fails(DeftNDArrayWaitToRead(derived), DEFT_ERROR_INDEX, "index 9");
+    /* Updating a failed array in place keeps it failed. */
+    DeftNDArrayHandle inplace[1] = {failed};
+    int nout = 1;
+    ck_assert_ok(call("_plus_scalar", 1, &failed, &nout, inplace, P("scalar", "1")));
+    ck_assert_fails(DeftNDArrayWaitToRead(failed), DEFT_ERROR_INDEX, "index 9");
+    /* Overwritten from the host, or as an operator's output: failure gone. */
+    ck_assert_ok(DeftNDArrayCopyFromHost(failed, (float[]){1, 2}, 8));
+    assert_values(failed, 2, VALUES(1, 2), 0);
+    ck_assert_fails(DeftNDArrayWaitToRead(derived), DEFT_ERROR_INDEX, "index 9");
+    DeftNDArrayHandle given[1] = {derived};
+    ck_assert_ok(call("exp", 1, &ok, &nout, given, NO_PARAMS));
+    assert_values(derived, 2, VALUES(exp(6), exp(7)), 1e-5);
     free_all(6, (DeftNDArrayHandle[]){a, bad_index, ok, failed, derived, derived2});
+}
+END_TEST
+
+/* A failed write into a given output does not leave the old value readable. */
+START_TEST(test_failed_write_into_given_output_fails_its_reads) {
+    DeftNDArrayHandle a = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(5, 6));
+    DeftNDArrayHandle bad_index = make(DEFT_INT32, 1, SHAPE(2), VALUES(0, 9));
+    DeftNDArrayHandle given[1] = {make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(1, 1))};
+    int nout = 1;
+    ck_assert_ok(
+        call("take", 2, (DeftNDArrayHandle[]){a, bad_index}, &nout, given, P("mode", "raise")));
+    for (int read = 0; read < 2; read++)
+        ck_assert_fails(DeftNDArrayWaitToRead(given[0]), DEFT_ERROR_INDEX, "index 9");
+    ck_assert_fails(DeftWaitAll(), DEFT_ERROR_INDEX, "index 9");
+    free_all(3, (DeftNDArrayHandle[]){a, bad_index, given[0]});
+}
+END_TEST
+
+/* WaitAll reports every failure of this thread's work: the first, and how many more. */
+START_TEST(test_wait_all_counts_every_failure) {
+    ck_assert_ok(DeftWaitAll());
+    DeftNDArrayHandle a = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(5, 6));
+    DeftNDArrayHandle bad[2] = {make(DEFT_INT32, 1, SHAPE(1), VALUES(9)),
+                                make(DEFT_INT32, 1, SHAPE(1), VALUES(-7))};
+    DeftNDArrayHandle r[3];
+    for (int i = 0; i < 3; i++)
+        r[i] = call1("take", 2, (DeftNDArrayHandle[]){a, bad[i % 2]}, P("mode", "raise"));
+    ck_assert_fails(DeftWaitAll(), DEFT_ERROR_INDEX, "index 9");
+    ck_assert_msg(strstr(DeftGetLastError(), "(and 2 more failures since the last wait"), "%s",
+                  DeftGetLastError());
+    ck_assert_ok(DeftWaitAll());
+    free_all(3, r);
+    free_all(3, (DeftNDArrayHandle[]){a, bad[0], bad[1]});
+}
+END_TEST
+
+typedef struct failing_thread {
+    DeftNDArrayHandle a, bad, result;
+    atomic_int stage; /* 1: failed work pushed; 2: the main thread waited; 3: done */
+    int wait_all_status;
+    char message[256];
+} failing_thread_t;
+
+static void *push_a_failure_then_wait_all(void *arg) {
+    failing_thread_t *t = arg;
+    t->result = call1("take", 2, (DeftNDArrayHandle[]){t->a, t->bad}, P("mode", "raise"));
+    ck_assert_fails(DeftNDArrayWaitToRead(t->result), DEFT_ERROR_INDEX, "index 9");
+    atomic_store(&t->stage, 1);
+    while (atomic_load(&t->stage) != 2) sched_yield();
+    t->wait_all_status = DeftWaitAll();
+    snprintf(t->message, sizeof t->message, "%s", DeftGetLastError());
+    atomic_store(&t->stage, 3);
+    return NULL;
+}
+
+/* One thread's WaitAll never takes another thread's failures. */
+START_TEST(test_wait_all_reports_only_its_own_threads_failures) {
+    ck_assert_ok(DeftWaitAll());
+    failing_thread_t t = {.a = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(5, 6)),
+                          .bad = make(DEFT_INT32, 1, SHAPE(1), VALUES(9))};
+    pthread_t other;
+    pthread_create(&other, NULL, push_a_failure_then_wait_all, &t);
+    while (atomic_load(&t.stage) != 1) sched_yield();
+    ck_assert_ok(DeftWaitAll()); /* not this thread's failure */
+    atomic_store(&t.stage, 2);
+    pthread_join(other, NULL);
+    ck_assert_int_eq(t.wait_all_status, -1);
+    ck_assert_msg(strstr(t.message, "index 9"), "%s", t.message);
+    free_all(3, (DeftNDArrayHandle[]){t.a, t.bad, t.result});
 }
 END_TEST
 
@@ -294,8 +384,9 @@ START_TEST(test_engine_errors_on_queued_operations) {
     ck_assert_int_eq(deft_error_kind(), DEFT_ERR_INDEX);
     ck_assert_int_eq(deft_engine_wait_to_read(x), 0);
     ck_assert_int_eq(deft_engine_wait_to_write(y), -1);
-    ck_assert_int_eq(deft_engine_wait_to_write(y), 0);
-    ck_assert_int_eq(deft_engine_wait_all(), -1);
+    ck_assert_int_eq(deft_engine_wait_to_write(y), -1); /* sticky */
+    ck_assert_int_eq(deft_engine_wait_to_overwrite(y), 0);
+    ck_assert_int_eq(deft_engine_wait_all(), -1); /* one failure: "after" never ran */
     ck_assert_str_eq(deft_error_message(), "DeftTestOrigin: boom 7");
     deft_var_release(x), deft_var_release(y), deft_var_release(z);
 }
@@ -484,7 +575,10 @@ static Suite *engine_suite(void) {
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_random_operations_match_sequential_order_bit_for_bit);
     tcase_add_test(tc, test_read_run_at_once_excludes_writers_on_other_threads);
-    tcase_add_test(tc, test_failure_reaches_outputs_and_dependents_once);
+    tcase_add_test(tc, test_failure_is_sticky_until_overwritten);
+    tcase_add_test(tc, test_failed_write_into_given_output_fails_its_reads);
+    tcase_add_test(tc, test_wait_all_counts_every_failure);
+    tcase_add_test(tc, test_wait_all_reports_only_its_own_threads_failures);
     tcase_add_test(tc, test_engine_errors_on_queued_operations);
     tcase_add_test(tc, test_free_while_pending_releases_everything);
     tcase_add_test(tc, test_wait_all_with_concurrent_pushes_from_host_threads);

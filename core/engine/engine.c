@@ -48,17 +48,24 @@ static struct {
     atomic_long pending; /* pushed and not yet finished */
     atomic_int progress_waiters;
 
-    pthread_mutex_t first_lock;
-    engine_error_t *first_error; /* first failure since the last wait-all */
+    pthread_mutex_t failures_lock;
+    struct failure_log *failures; /* per thread, since its last wait-all */
+    atomic_uint last_thread_id;
+    pthread_key_t thread_key; /* forgets an exiting thread's failures */
 } engine = {
     .config_once = DEFT_ONCE_INIT,
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .work = PTHREAD_COND_INITIALIZER,
     .progress = PTHREAD_COND_INITIALIZER,
-    .first_lock = PTHREAD_MUTEX_INITIALIZER,
+    .failures_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 static DEFT_TLS_FAST bool tl_worker;
+/* The thread failures are reported to: this thread's own id, or while it
+ * runs a queued operation, the id of the thread that pushed it. 0: none yet. */
+static DEFT_TLS_FAST uint32_t tl_thread;
+static DEFT_TLS_FAST engine_op_t *tl_running;          /* the queued operation this thread runs */
+static DEFT_TLS_FAST const engine_op_t *tl_acting_for; /* the operation this thread works inside */
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -77,6 +84,7 @@ static long env_long(const char *name, long fallback, long lo, long hi) {
     return v > hi ? hi : v;
 }
 
+static void forget_thread_failures(void *id);
 static void park_workers_before_fork(void);
 static void resume_workers_after_fork(void);
 static void forget_workers_in_child(void);
@@ -87,6 +95,7 @@ static void configure(void) {
     engine.num_workers =
         (int)env_long("DEFT_NUM_THREADS", sysconf(_SC_NPROCESSORS_ONLN), 1, MAX_WORKERS);
     engine.max_pending = env_long("DEFT_ENGINE_MAX_PENDING", 16384, 1, 1L << 30);
+    pthread_key_create(&engine.thread_key, forget_thread_failures);
     pthread_atfork(park_workers_before_fork, resume_workers_after_fork, forget_workers_in_child);
 }
 
@@ -119,19 +128,18 @@ bool deft_engine_on_worker(void) {
 
 /* ---- error values ---- */
 
-/* When even an error cannot be allocated, this one (never freed) is used. */
-static struct {
-    engine_error_t error;
-    char text[64];
-} out_of_memory = {{2, DEFT_ERR_OUT_OF_MEMORY}, "out of memory while recording an error"};
+/* When even an error cannot be allocated, this one is used: its one
+ * permanent reference keeps it from ever being freed. */
+static engine_error_t out_of_memory = {1, DEFT_ERR_OUT_OF_MEMORY,
+                                       "out of memory while recording an error"};
 
 engine_error_t *engine_error_new(deft_error_kind_t kind, const char *message) {
     size_t len = strlen(message) + 1;
     engine_error_t *error = malloc(sizeof *error + len);
-    if (!error) return engine_error_retain(&out_of_memory.error);
+    if (!error) return engine_error_retain(&out_of_memory);
     atomic_init(&error->refcount, 1);
     error->kind = kind;
-    memcpy(error->message, message, len);
+    error->message = memcpy(error + 1, message, len); /* the text follows the record */
     return error;
 }
 
@@ -145,16 +153,73 @@ void engine_error_release(engine_error_t *error) {
         free(error);
 }
 
-static void record_first_error(engine_error_t *error) {
-    pthread_mutex_lock(&engine.first_lock);
-    if (!engine.first_error) engine.first_error = engine_error_retain(error);
-    pthread_mutex_unlock(&engine.first_lock);
-}
-
 static int report(engine_error_t *error) {
     deft_error_restore(error->kind, error->message);
     engine_error_release(error);
     return -1;
+}
+
+/* ---- failures, per thread ---- */
+
+/*
+ * Each thread that pushes work has a log of the failures of that work since
+ * its last wait-all: the first failure and how many more. Threads are named
+ * by a number, not a pointer to the log, so that an operation need not hold
+ * a reference; the log goes when its thread exits.
+ */
+typedef struct failure_log {
+    uint32_t thread;
+    engine_error_t *first;
+    long more;
+    struct failure_log *next;
+} failure_log_t;
+
+__attribute__((noinline)) static uint32_t new_thread_id(void) {
+    ensure_configured();
+    uint32_t id = atomic_fetch_add(&engine.last_thread_id, 1) + 1;
+    pthread_setspecific(engine.thread_key, (void *)(uintptr_t)id);
+    return tl_thread = id;
+}
+
+static inline uint32_t this_thread(void) {
+    return tl_thread ? tl_thread : new_thread_id();
+}
+
+/* Called with failures_lock held: the log of a thread and the link to it. */
+static failure_log_t **find_log(uint32_t thread) {
+    failure_log_t **link = &engine.failures;
+    while (*link && (*link)->thread != thread) link = &(*link)->next;
+    return link;
+}
+
+/* Work pushed by `thread` failed with error (a new failure, not one passed on). */
+__attribute__((noinline)) static void log_failure(uint32_t thread, engine_error_t *error) {
+    pthread_mutex_lock(&engine.failures_lock);
+    failure_log_t **link = find_log(thread), *log = *link;
+    if (!log && (log = calloc(1, sizeof *log)) != NULL) {
+        log->thread = thread;
+        *link = log;
+    }
+    if (log && !log->first)
+        log->first = engine_error_retain(error);
+    else if (log)
+        log->more++;
+    pthread_mutex_unlock(&engine.failures_lock);
+}
+
+/* Take a thread's log out of the list (NULL when nothing failed). */
+static failure_log_t *take_log(uint32_t thread) {
+    pthread_mutex_lock(&engine.failures_lock);
+    failure_log_t **link = find_log(thread), *log = *link;
+    if (log) *link = log->next;
+    pthread_mutex_unlock(&engine.failures_lock);
+    return log;
+}
+
+static void forget_thread_failures(void *id) {
+    failure_log_t *log = take_log((uint32_t)(uintptr_t)id);
+    if (log) engine_error_release(log->first);
+    free(log);
 }
 
 /* ---- ready lists and the queue ---- */
@@ -237,10 +302,11 @@ static void free_op(engine_op_t *op) {
     deft_record_free(op);
 }
 
-/* The failure the work just reported on this thread, as an error value. */
+/* The failure the work just reported on this thread, as an error value,
+ * logged for the thread that the work is reported to. */
 __attribute__((noinline)) static engine_error_t *work_failed(void) {
     engine_error_t *error = engine_error_new(deft_error_kind(), deft_error_message());
-    record_first_error(error);
+    log_failure(this_thread(), error);
     return error;
 }
 
@@ -277,22 +343,34 @@ static inline engine_error_t *call_work(deft_engine_fn fn, void *ctx, const char
     return run_work_measured(fn, ctx, name, origin, small, device);
 }
 
-/* Mark the writes failed (if error) and release the operation's variables in order. */
+/* Mark the writes failed (if error) or new (a success overwrote any failure
+ * they held), and release the operation's variables in order. */
 static void complete_vars(const op_var_t *vars, int num_reads, int n, engine_error_t *error,
                           ready_list_t *ready) {
-    for (int i = num_reads; error && i < n; i++) var_set_error(vars[i].var, error);
+    for (int i = num_reads; i < n; i++)
+        if (error)
+            var_set_error(vars[i].var, error);
+        else
+            var_clear_error(vars[i].var);
     engine_error_release(error);
     for (int i = 0; i < num_reads; i++) var_complete_read(vars[i].var, ready);
     for (int i = num_reads; i < n; i++) var_complete_write(vars[i].var, ready);
 }
 
-/* Run (or skip, if an input failed) one ready operation; what it makes ready goes to `ready`. */
+/* Run (or skip, if something it reads failed) one ready operation; what it
+ * makes ready goes to `ready`. Its failure is reported to its pusher. */
 static void execute(engine_op_t *op, ready_list_t *ready) {
     int n = op->num_reads + op->num_writes;
     engine_error_t *error = NULL;
-    for (int i = 0; i < n && !error; i++) error = var_error(op->vars[i].var);
-    if (!error && op->fn)
+    for (int i = 0; i < n && !error; i++)
+        if (i < op->num_reads || op->vars[i].read) error = var_error(op->vars[i].var);
+    if (!error && op->fn) {
+        uint32_t thread = tl_thread;
+        engine_op_t *running = tl_running;
+        tl_thread = op->thread, tl_running = op;
         error = call_work(op->fn, op->ctx, op->name, op->origin, op->small, op->device);
+        tl_thread = thread, tl_running = running;
+    }
     if (op->free_ctx) op->free_ctx(op->ctx);
     complete_vars(op->vars, op->num_reads, n, error, ready);
     free_op(op);
@@ -367,8 +445,8 @@ static bool listed_in_op(const engine_op_t *op, int from, int to, const deft_var
     return false;
 }
 
-static void add_var(engine_op_t *op, int *n, deft_var_t *var, bool write, bool retain) {
-    op->vars[*n] = (op_var_t){retain ? deft_var_retain(var) : var, op, NULL, write};
+static void add_var(engine_op_t *op, int *n, deft_var_t *var, bool write, bool read, bool retain) {
+    op->vars[*n] = (op_var_t){retain ? deft_var_retain(var) : var, op, NULL, write, read};
     (*n)++;
 }
 
@@ -384,12 +462,13 @@ static int collect_vars(const deft_engine_op_desc_t *d, int num_writes, engine_o
     for (int i = 0; i < d->num_reads; i++) {
         deft_var_t *v = d->reads[i];
         if (!listed(d->writes, num_writes, v) && !listed_in_op(op, 0, n, v))
-            add_var(op, &n, v, false, retain);
+            add_var(op, &n, v, false, true, retain);
     }
     op->num_reads = n;
     for (int i = 0; i < num_writes; i++)
         if (!listed_in_op(op, op->num_reads, n, d->writes[i]))
-            add_var(op, &n, d->writes[i], true, retain);
+            add_var(op, &n, d->writes[i], true, listed(d->reads, d->num_reads, d->writes[i]),
+                    retain);
     op->num_writes = n - op->num_reads;
     return 0;
 }
@@ -514,6 +593,7 @@ int deft_engine_push(const deft_engine_op_desc_t *d) {
     op->origin = d->origin;
     op->priority = d->priority;
     op->small = d->small;
+    op->thread = this_thread();
     op->device = d->device;
     int n = op->num_reads + op->num_writes;
     atomic_init(&op->wait, n + 1);
@@ -549,9 +629,33 @@ static int refuse_on_worker(void) {
                       "host thread");
 }
 
-static int wait_var(deft_var_t *var, bool for_write) {
+static int refuse_inside_work(const char *what) {
+    if (tl_worker) return refuse_on_worker();
+    return deft_error(DEFT_ERR_VALUE,
+                      "%s from inside the callback of operator '%s' would wait forever: the "
+                      "operator finishes only when the callback returns",
+                      what, tl_acting_for->name ? tl_acting_for->name : "(unnamed)");
+}
+
+/* Whether waiting for var would wait for the operation this thread works
+ * inside (a custom operator's callback waiting on that operator's output). */
+static bool waits_for_itself(const deft_var_t *var, bool for_write) {
+    const engine_op_t *op = tl_acting_for;
+    for (int i = 0; op && i < op->num_reads + op->num_writes; i++)
+        if (op->vars[i].var == var && (op->vars[i].write || for_write)) return true;
+    return false;
+}
+
+typedef enum wait_mode { WAIT_READ, WAIT_WRITE, WAIT_OVERWRITE } wait_mode_t;
+
+/* Wait until var is free for the mode; then report the failure it keeps,
+ * except to a caller about to overwrite it. */
+static int wait_var(deft_var_t *var, wait_mode_t mode) {
+    bool for_write = mode != WAIT_READ;
     if (!var_idle(var, for_write)) {
         if (tl_worker) return refuse_on_worker();
+        if (waits_for_itself(var, for_write))
+            return refuse_inside_work("waiting for an array that the operator writes");
         sync_point_t s = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
         deft_engine_op_desc_t d = {.free_ctx = signal_sync,
                                    .ctx = &s,
@@ -569,26 +673,33 @@ static int wait_var(deft_var_t *var, bool for_write) {
         pthread_mutex_destroy(&s.lock);
         pthread_cond_destroy(&s.cond);
     }
-    engine_error_t *error = var_take_error(var);
+    engine_error_t *error = mode == WAIT_OVERWRITE ? NULL : var_error(var);
     return error ? report(error) : 0;
 }
 
 /* An engine wait, as a span in the "engine" domain when the profiler asks for it. */
-static int profiled_wait(const char *name, int (*wait)(deft_var_t *var, bool write),
-                         deft_var_t *var, bool write) {
-    if (!deft_profiling(DEFT_PROF_API)) return wait(var, write);
+static int profiled_wait(const char *name, deft_var_t *var, wait_mode_t mode) {
+    if (!deft_profiling(DEFT_PROF_API)) return wait_var(var, mode);
     double start = deft_profiler_now();
-    int status = wait(var, write);
+    int status = wait_var(var, mode);
     deft_profiler_span("engine", name, start, deft_profiler_now());
     return status;
 }
 
 int deft_engine_wait_to_read(deft_var_t *var) {
-    return profiled_wait("WaitToRead", wait_var, var, false);
+    return profiled_wait("WaitToRead", var, WAIT_READ);
 }
 
 int deft_engine_wait_to_write(deft_var_t *var) {
-    return profiled_wait("WaitToWrite", wait_var, var, true);
+    return profiled_wait("WaitToWrite", var, WAIT_WRITE);
+}
+
+int deft_engine_wait_to_overwrite(deft_var_t *var) {
+    return profiled_wait("WaitToWrite", var, WAIT_OVERWRITE);
+}
+
+void deft_engine_overwritten(deft_var_t *var) {
+    var_clear_error(var);
 }
 
 static void wait_idle(void) {
@@ -600,23 +711,41 @@ static void wait_idle(void) {
     atomic_fetch_sub(&engine.progress_waiters, 1);
 }
 
+bool deft_engine_inside_work(void) {
+    return tl_worker || tl_acting_for;
+}
+
 int deft_engine_wait_all(void) {
     ensure_configured();
-    if (tl_worker) return refuse_on_worker();
+    if (deft_engine_inside_work()) return refuse_inside_work("waiting for all work");
     double start = deft_profiling(DEFT_PROF_API) ? deft_profiler_now() : 0;
     wait_idle();
     if (start != 0) deft_profiler_span("engine", "WaitAll", start, deft_profiler_now());
-    pthread_mutex_lock(&engine.first_lock);
-    engine_error_t *first = engine.first_error;
-    engine.first_error = NULL;
-    pthread_mutex_unlock(&engine.first_lock);
-    var_clear_all_errors();
-    return first ? report(first) : 0;
+    failure_log_t *log = tl_thread ? take_log(tl_thread) : NULL;
+    if (!log) return 0;
+    char text[DEFT_ERROR_MAX];
+    if (log->more)
+        snprintf(text, sizeof text, "%s (and %ld more failure%s since the last wait for all work)",
+                 log->first->message, log->more, log->more == 1 ? "" : "s");
+    else
+        snprintf(text, sizeof text, "%s", log->first->message);
+    deft_error_restore(log->first->kind, text);
+    engine_error_release(log->first);
+    free(log);
+    return -1;
+}
+
+const engine_op_t *deft_engine_running(void) {
+    return tl_running;
+}
+
+void deft_engine_act_for(const engine_op_t *op) {
+    tl_acting_for = op;
 }
 
 void deft_engine_shutdown(void) {
     ensure_configured();
-    if (tl_worker) return;
+    if (deft_engine_inside_work()) return;
     wait_idle();
     pthread_mutex_lock(&engine.lock);
     engine.stopping = true;
@@ -663,7 +792,7 @@ static void forget_workers_in_child(void) {
     pthread_mutex_init(&engine.lock, NULL);
     pthread_cond_init(&engine.work, NULL);
     pthread_cond_init(&engine.progress, NULL);
-    pthread_mutex_init(&engine.first_lock, NULL);
+    pthread_mutex_init(&engine.failures_lock, NULL);
     engine.head[0] = engine.head[1] = engine.tail[0] = engine.tail[1] = NULL;
     atomic_store(&engine.queued, 0);
     atomic_store(&engine.pending, 0);

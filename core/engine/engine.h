@@ -9,8 +9,10 @@
  *
  * Errors are values: a failing operation's message is attached to the
  * variables it writes; operations reading such a variable do not run and
- * pass the same message on; the next wait on a failed variable reports it
- * once. DEFT_ENGINE=naive runs every operation on the pushing thread.
+ * pass the same message on; every wait on a failed variable reports it,
+ * until a successful write replaces the value. A wait-all reports the
+ * failures of the waiting thread's own work. DEFT_ENGINE=naive runs every
+ * operation on the pushing thread.
  */
 #ifndef DEFT_CORE_ENGINE_H
 #define DEFT_CORE_ENGINE_H
@@ -77,13 +79,25 @@ int deft_engine_push(const deft_engine_op_desc_t *desc);
  */
 int deft_engine_run_now(const deft_engine_op_desc_t *desc);
 
-/* Block until the variable's pending writes (and, for write, reads) are done;
- * -1 with the failure's message if the variable holds an error (reported once). */
+/*
+ * Block until the variable's pending writes (and, for write, reads) are done;
+ * -1 with the failure's message if the variable holds one. A failure is
+ * sticky: every wait reports it until a write that does not read the
+ * variable succeeds. Waiting, from inside an operator's callback (see
+ * deft_engine_act_for), for a variable that operator writes is an error.
+ */
 int deft_engine_wait_to_read(deft_var_t *var);
 int deft_engine_wait_to_write(deft_var_t *var);
+/* Wait as for a write, without reporting a kept failure: the caller is about
+ * to replace the whole value, and then calls deft_engine_overwritten. */
+int deft_engine_wait_to_overwrite(deft_var_t *var);
+void deft_engine_overwritten(deft_var_t *var);
 
-/* Block until nothing is pending; -1 with the first error since the last
- * wait-all, and every variable's error is cleared. */
+/*
+ * Block until nothing is pending. -1 when work pushed by this thread failed
+ * since its last wait-all: the first failure's message, and how many more
+ * there were. Other threads' failures are theirs; arrays keep their failures.
+ */
 int deft_engine_wait_all(void);
 
 /* Wait for pending work and stop the workers; the engine restarts on next use. */
@@ -91,6 +105,20 @@ void deft_engine_shutdown(void);
 
 /* True on an engine worker thread. */
 bool deft_engine_on_worker(void);
+/* True on a worker, or on a thread working inside an operation (act_for):
+ * waiting for all work, or shutting down, would wait for itself there. */
+bool deft_engine_inside_work(void);
+
+/*
+ * Work done on another thread for a running operation (a custom operator's
+ * callback): the operation's kernel passes deft_engine_running() to the
+ * helper thread, which calls deft_engine_act_for(op) before the work and
+ * deft_engine_act_for(NULL) after it. Meanwhile waits that would wait for
+ * that operation are refused instead of hanging.
+ */
+typedef struct engine_op deft_engine_work_t;
+const deft_engine_work_t *deft_engine_running(void);
+void deft_engine_act_for(const deft_engine_work_t *work);
 
 /* Engine settings, read once from the environment. */
 bool deft_engine_is_naive(void);

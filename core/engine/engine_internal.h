@@ -12,7 +12,7 @@
 typedef struct engine_error {
     atomic_int refcount;
     deft_error_kind_t kind;
-    char message[];
+    const char *message; /* stored after the record, or static */
 } engine_error_t;
 
 engine_error_t *engine_error_new(deft_error_kind_t kind, const char *message);
@@ -29,6 +29,7 @@ typedef struct op_var {
     engine_op_t *op;
     struct op_var *next; /* in the variable's queue while waiting */
     bool write;
+    bool read; /* a write the operation also reads (an in-place update) */
 } op_var_t;
 
 struct engine_op {
@@ -38,6 +39,7 @@ struct engine_op {
     const char *name, *origin;
     int priority;
     bool small;
+    uint32_t thread; /* the thread its failure is reported to (see deft_engine_wait_all) */
     deft_device_t device;
     atomic_int wait; /* dependencies not yet satisfied, plus one held by push */
     int num_reads, num_writes;
@@ -76,14 +78,16 @@ bool var_try_start(deft_var_t *var, bool write);
 bool var_try_hold(deft_var_t *var);
 void var_unhold(deft_var_t *var);
 
+/*
+ * A variable's failure is sticky: it stays until a write that does not read
+ * the variable succeeds (the value is then new), or the variable dies.
+ */
 /* The error a variable holds, retained, or NULL. */
 engine_error_t *var_error(deft_var_t *var);
-/* Attach an error to a variable (replacing none: the first failure wins). */
+/* Attach an error to a variable, replacing the one it held (the newest failure wins). */
 void var_set_error(deft_var_t *var, engine_error_t *error);
-/* Take the variable's error (the caller owns the reference), clearing it. */
-engine_error_t *var_take_error(deft_var_t *var);
-/* Clear the error of every variable that holds one. */
-void var_clear_all_errors(void);
+/* Forget the variable's failure: its value was overwritten. */
+void var_clear_error(deft_var_t *var);
 
 /* Count down one dependency of op; adds it to `ready` when none remain. */
 void op_dependency_met(engine_op_t *op, ready_list_t *ready);

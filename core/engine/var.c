@@ -32,15 +32,9 @@ struct deft_var {
     int pending_reads;
     bool pending_write;
     _Atomic(engine_error_t *) error; /* read without the lock, changed under it */
-    /* membership of the list of variables holding errors (errors_lock) */
-    struct deft_var *err_prev, *err_next;
-    bool listed;
 };
 
 _Static_assert(sizeof(struct deft_var) <= DEFT_RECORD_SIZE, "records hold variables");
-
-static pthread_mutex_t errors_lock = PTHREAD_MUTEX_INITIALIZER;
-static deft_var_t *errored; /* variables holding an error, for wait-all to clear */
 
 static inline void lock(deft_var_t *var) {
     while (atomic_exchange_explicit(&var->locked, true, memory_order_acquire)) {
@@ -74,16 +68,6 @@ deft_var_t *deft_var_retain(deft_var_t *var) {
     return var;
 }
 
-static void unlist(deft_var_t *var) {
-    if (!var->listed) return;
-    if (var->err_prev)
-        var->err_prev->err_next = var->err_next;
-    else
-        errored = var->err_next;
-    if (var->err_next) var->err_next->err_prev = var->err_prev;
-    var->listed = false;
-}
-
 bool deft_var_reusable(deft_var_t *var) {
     return atomic_load_explicit(&var->refcount, memory_order_acquire) == 1 &&
            !atomic_load_explicit(&var->error, memory_order_acquire);
@@ -92,12 +76,7 @@ bool deft_var_reusable(deft_var_t *var) {
 void deft_var_release(deft_var_t *var) {
     if (!var || !deft_release_last(&var->refcount)) return;
     /* Operations hold references, so nothing is queued on a dying variable. */
-    if (atomic_load(&var->error)) {
-        pthread_mutex_lock(&errors_lock);
-        unlist(var);
-        pthread_mutex_unlock(&errors_lock);
-        engine_error_release(atomic_load(&var->error));
-    }
+    engine_error_release(atomic_load(&var->error));
     deft_record_free(var);
 }
 
@@ -207,40 +186,17 @@ engine_error_t *var_error(deft_var_t *var) {
 }
 
 void var_set_error(deft_var_t *var, engine_error_t *error) {
-    pthread_mutex_lock(&errors_lock);
+    engine_error_retain(error);
     lock(var);
-    if (!atomic_load(&var->error)) atomic_store(&var->error, engine_error_retain(error));
+    engine_error_t *old = atomic_exchange(&var->error, error);
     unlock(var);
-    if (!var->listed) {
-        var->err_next = errored;
-        var->err_prev = NULL;
-        if (errored) errored->err_prev = var;
-        errored = var;
-        var->listed = true;
-    }
-    pthread_mutex_unlock(&errors_lock);
+    engine_error_release(old);
 }
 
-engine_error_t *var_take_error(deft_var_t *var) {
-    if (!atomic_load_explicit(&var->error, memory_order_acquire)) return NULL;
-    pthread_mutex_lock(&errors_lock);
+void var_clear_error(deft_var_t *var) {
+    if (!atomic_load_explicit(&var->error, memory_order_acquire)) return; /* the usual case */
     lock(var);
-    engine_error_t *error = atomic_exchange(&var->error, NULL);
+    engine_error_t *old = atomic_exchange(&var->error, NULL);
     unlock(var);
-    unlist(var);
-    pthread_mutex_unlock(&errors_lock);
-    return error;
-}
-
-void var_clear_all_errors(void) {
-    pthread_mutex_lock(&errors_lock);
-    while (errored) {
-        deft_var_t *var = errored;
-        lock(var);
-        engine_error_t *error = atomic_exchange(&var->error, NULL);
-        unlock(var);
-        engine_error_release(error);
-        unlist(var);
-    }
-    pthread_mutex_unlock(&errors_lock);
+    engine_error_release(old);
 }

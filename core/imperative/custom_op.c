@@ -17,6 +17,7 @@
 #include "core/base/error.h"
 #include "core/base/profiler.h"
 #include "core/base/tls.h"
+#include "core/engine/engine.h"
 #include "core/op/grad.h"
 #include "core/op/registry.h"
 
@@ -30,6 +31,7 @@ typedef struct custom_op {
 
 typedef struct job {
     const custom_op_t *c;
+    const deft_engine_work_t *running; /* the engine operation waiting for the job */
     bool backward;
     int nin, nout;
     const deft_tensor_t *in, *out;
@@ -119,7 +121,9 @@ static void *callback_thread(void *arg) {
         if (!queue_head) queue_tail = NULL;
         pthread_mutex_unlock(&pool_lock);
         deft_error_enter(NULL);
+        deft_engine_act_for(j->running); /* waits for the operation itself are refused */
         int status = run_job(j);
+        deft_engine_act_for(NULL);
         pthread_mutex_lock(&pool_lock);
         j->status = status;
         if (status) {
@@ -134,6 +138,7 @@ static void *callback_thread(void *arg) {
 
 /* Hand the job to a callback thread (starting one if none is idle) and wait for it. */
 static int run_on_callback_thread(job_t *j) {
+    j->running = deft_engine_running();
     pthread_cond_init(&j->finished, NULL);
     pthread_mutex_lock(&pool_lock);
     j->next = NULL;

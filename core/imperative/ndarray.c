@@ -235,10 +235,12 @@ int deft_ndarray_copy_from_host(deft_ndarray_t *arr, const void *data, size_t nb
         return deft_error(DEFT_ERR_VALUE,
                           "the array is lazy (deferred compute): its value is the result of a "
                           "recorded operation and cannot be overwritten");
-    if (check_host_buffer(arr, data, nbytes) || deft_engine_wait_to_write(arr->var)) return -1;
+    if (check_host_buffer(arr, data, nbytes) || deft_engine_wait_to_overwrite(arr->var)) return -1;
     deft_ndarray_touch(arr);
     /* On a GPU the copy is queued after the array's last work, not waited for. */
     host_copy_t copy = {&arr->tensor, data};
     deft_access_t written = {arr->tensor.storage, true};
-    return deft_fence_run(&written, 1, copy_from_host, &copy);
+    if (deft_fence_run(&written, 1, copy_from_host, &copy)) return -1;
+    deft_engine_overwritten(arr->var); /* a failure it kept is gone with its old value */
+    return 0;
 }

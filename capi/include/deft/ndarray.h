@@ -143,27 +143,46 @@ DEFT_API int DeftNDArrayGetDevice(DeftNDArrayHandle handle, int *out_type, int *
 /**
  * @brief Block until every pending write to the array is done.
  *
- * Operators run asynchronously: a failure inside one is kept on the arrays it
- * writes (and on arrays computed from them) and reported here, once per array.
+ * Operators run asynchronously. A failure inside one is kept on the arrays
+ * it writes, and is *sticky*:
+ * - every wait on or read of a failed array reports the failure, each time;
+ * - an operator that reads a failed array does not run, and the arrays it
+ *   writes fail with the same message (so does everything computed from them);
+ * - an operator that reads and updates a failed array in place keeps it failed;
+ * - the failure goes only when the array is overwritten: an operator writes
+ *   it as an output without reading it and succeeds, or
+ *   DeftNDArraySyncCopyFromCPU() replaces its contents.
+ *
+ * A failed array's contents are never read as if they were valid.
  * @param handle the array.
  * @return 0 when the array can be read; -1 on a bad handle, or with the
- *         message and kind of the asynchronous failure that produced the array.
+ *         message and kind of the asynchronous failure kept on the array.
+ *         Called from a custom operator's callback for an array that the
+ *         operator itself writes, -1 at once (waiting would never end).
  */
 DEFT_API int DeftNDArrayWaitToRead(DeftNDArrayHandle handle);
 
 /**
  * @brief Block until every pending read and write of the array is done.
  * @param handle the array.
- * @return 0 when the array can be written; -1 on a bad handle or an
- *         asynchronous failure kept on the array (reported once).
+ * @return 0 when the array can be written; -1 on a bad handle or with the
+ *         failure kept on the array (see DeftNDArrayWaitToRead()).
  */
 DEFT_API int DeftNDArrayWaitToWrite(DeftNDArrayHandle handle);
 
 /**
  * @brief Block until every pending operation in the library is done.
- * @return 0 on success; -1 with the first asynchronous failure since the last
- *         DeftWaitAll(), after which every array's kept failure is cleared.
- *         Arrays that did not depend on a failure are unaffected.
+ *
+ * Failures are reported to the thread whose call started the failed work:
+ * each thread's DeftWaitAll() reports the failures of its own work since its
+ * previous DeftWaitAll(), never another thread's. Arrays keep their failures
+ * (see DeftNDArrayWaitToRead()); DeftWaitAll() clears none of them.
+ * @return 0 when none of this thread's work failed since its last
+ *         DeftWaitAll(); -1 with the first such failure's message and kind,
+ *         followed by how many more failed ("... (and 2 more failures since
+ *         the last wait for all work)"). -1 at once when called from inside an
+ *         engine operation or a custom operator's callback, where waiting for
+ *         all work would wait for itself.
  */
 DEFT_API int DeftWaitAll(void);
 
