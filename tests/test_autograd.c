@@ -289,7 +289,7 @@ START_TEST(executor_call_is_one_node) {
     ck_assert_ok(DeftCachedOpInvoke(exec, 1, &x, &nout, &y));
     DeftNDArrayHandle s = call1("sum", 1, &y, NO_PARAMS);
     set_recording(0);
-    const deft_ndarray_t *arr = deft_handle_object(y);
+    const deft_ndarray_t *arr = deft_handle_lookup(y, DEFT_HANDLE_NDARRAY);
     ck_assert_str_eq(arr->entry.node->op->op->name, "_CachedOp");
     ck_assert_ok(DeftAutogradBackward(1, &s, NULL, 0, 0));
     double xs[3] = {0.5, 1, -1}, want[3];

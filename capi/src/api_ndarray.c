@@ -172,8 +172,10 @@ int DeftWaitAll(void) {
 
 int DeftShutdown(void) {
     API_BEGIN();
-    if (deft_engine_on_worker())
-        return deft_error(DEFT_ERR_VALUE, "cannot shut down from inside an engine operation");
+    if (deft_engine_inside_work())
+        return deft_error(DEFT_ERR_VALUE,
+                          "cannot shut down from inside an engine operation or an operator's "
+                          "callback: shutting down waits for that operation");
     deft_engine_shutdown();
     return 0;
 }
@@ -201,9 +203,8 @@ int api_ndarrays(const DeftNDArrayHandle *handles, int n, const char *what, bool
     for (int i = 0; i < n; i++) {
         out[i] = NULL;
         if (allow_null && !handles[i]) continue;
-        if (!deft_handle_valid(handles[i], DEFT_HANDLE_NDARRAY))
+        if (!(out[i] = deft_handle_lookup(handles[i], DEFT_HANDLE_NDARRAY)))
             return bad_ndarray(handles, i, what, &out[i]);
-        out[i] = deft_handle_object(handles[i]);
     }
     return 0;
 }

@@ -7,14 +7,35 @@
 #include "core/base/error.h"
 #include "core/base/tls.h"
 
-#define MAGIC_BASE      0xDEF70000u
-#define MAGIC_FREED     0xDEF7DEADu
+/*
+ * A handle is not a pointer: it is a number with the top bit set (never a
+ * user-space address on the 64-bit targets deft supports), holding a shell's
+ * index and the generation the shell had when the handle was made:
+ *
+ *   bit 63: 1 | bits 28..62: generation | bits 0..27: shell index
+ *
+ * A shell's state holds its current generation, whether it is live and the
+ * kind of its object. Freeing a handle makes its shell's state "freed"; the
+ * shell's next handle has the next generation. So a stale handle never
+ * matches a reused shell (it would take 2^35 reuses of one shell, each
+ * after QUARANTINE others, while the stale handle is kept), and a foreign
+ * pointer is refused by its top bit without reading memory.
+ */
+#define HANDLE_TAG      (UINT64_C(1) << 63)
+#define INDEX_BITS      28
+#define GENERATION_BITS 35
+#define GENERATION_MASK ((UINT64_C(1) << GENERATION_BITS) - 1)
 #define SHELLS_PER_SLAB 1024
+#define MAX_SLABS       ((1u << INDEX_BITS) / SHELLS_PER_SLAB)
+#define STATE_LIVE      0x80u
+
+_Static_assert(sizeof(void *) == 8, "handles encode 64 bits");
 
 typedef struct shell {
-    _Atomic uint32_t magic;
+    _Atomic uint64_t state; /* generation << 8 | STATE_LIVE when live | kind */
     void *object;
     struct shell *next_free;
+    uint32_t index;
 } shell_t;
 
 /* With their article, as messages use them: "expected an NDArray handle". */
@@ -28,6 +49,9 @@ static const char *const kind_names[DEFT_HANDLE_KIND_COUNT] = {
 
 static pthread_mutex_t shell_lock = PTHREAD_MUTEX_INITIALIZER;
 static shell_t *free_head, *free_tail;
+/* Slabs by number; one is published (release) before any of its handles exist. */
+static _Atomic(shell_t *) slabs[MAX_SLABS];
+static unsigned num_slabs; /* guarded by shell_lock */
 /* Live handles are counted per thread (a locked add per handle costs more
  * than the rest of making one); a reader sums the threads' counts, and an
  * exiting thread's net count moves to `retired`. Handles made on one thread
@@ -56,18 +80,39 @@ static DEFT_TLS_FAST shell_ring_t *tl_ring;
 static pthread_once_t ring_key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t ring_key;
 
-static uint32_t magic_of(deft_handle_kind_t kind) {
-    return MAGIC_BASE | (uint32_t)kind;
+static inline uint64_t live_state(deft_handle_kind_t kind, uint64_t generation) {
+    return generation << 8 | STATE_LIVE | (uint64_t)kind;
 }
 
-/* Called with shell_lock held. Slabs are deliberately never freed (see handle.h). */
+static inline void *encode(const shell_t *shell, uint64_t generation) {
+    return (void *)(uintptr_t)(HANDLE_TAG | generation << INDEX_BITS | shell->index);
+}
+
+static inline uint64_t generation_of(const void *handle) {
+    return ((uint64_t)(uintptr_t)handle >> INDEX_BITS) & GENERATION_MASK;
+}
+
+/* The shell a handle names; NULL when it names none (not made by deft). */
+static inline shell_t *shell_of(const void *handle) {
+    uint64_t v = (uint64_t)(uintptr_t)handle;
+    if (!(v & HANDLE_TAG)) return NULL;
+    uint32_t index = (uint32_t)(v & ((1u << INDEX_BITS) - 1));
+    shell_t *slab = atomic_load_explicit(&slabs[index / SHELLS_PER_SLAB], memory_order_acquire);
+    return slab ? &slab[index % SHELLS_PER_SLAB] : NULL;
+}
+
+/* Called with shell_lock held. Slabs are deliberately never freed: a stale
+ * handle's shell stays readable. */
 static int grow_free_list(void) {
+    if (num_slabs == MAX_SLABS) return -1;
     shell_t *slab = calloc(SHELLS_PER_SLAB, sizeof *slab);
     if (!slab) return -1;
-    for (int i = 0; i < SHELLS_PER_SLAB; i++) {
-        atomic_init(&slab[i].magic, MAGIC_FREED);
+    for (unsigned i = 0; i < SHELLS_PER_SLAB; i++) {
+        atomic_init(&slab[i].state, 0); /* generation 0, not live */
+        slab[i].index = num_slabs * SHELLS_PER_SLAB + i;
         slab[i].next_free = i + 1 < SHELLS_PER_SLAB ? &slab[i + 1] : NULL;
     }
+    atomic_store_explicit(&slabs[num_slabs++], slab, memory_order_release);
     free_head = slab;
     free_tail = &slab[SHELLS_PER_SLAB - 1];
     return 0;
@@ -174,30 +219,39 @@ void *deft_handle_new(deft_handle_kind_t kind, void *object) {
     }
     shell->object = object;
     shell->next_free = NULL;
-    atomic_store_explicit(&shell->magic, magic_of(kind), memory_order_release);
+    /* A free shell is this thread's alone: its state changes only here and in retire. */
+    uint64_t generation =
+        ((atomic_load_explicit(&shell->state, memory_order_relaxed) >> 8) + 1) & GENERATION_MASK;
+    atomic_store_explicit(&shell->state, live_state(kind, generation), memory_order_release);
     count_live(r, kind, 1);
-    return shell;
+    return encode(shell, generation);
 }
 
-static int bad_handle(const void *handle, uint32_t magic, deft_handle_kind_t kind,
+/* Why a handle that is not a live one of `kind` was refused. */
+static int bad_handle(const void *handle, const shell_t *shell, deft_handle_kind_t kind,
                       const char *what) {
-    if (magic == MAGIC_FREED)
+    uint64_t state = shell ? atomic_load_explicit(&shell->state, memory_order_acquire) : 0;
+    if (!shell)
+        return deft_error(DEFT_ERR_VALUE, "%s (%p) is not %s handle from deft", what, handle,
+                          kind_names[kind]);
+    if ((state >> 8) != generation_of(handle) || !(state & STATE_LIVE))
         return deft_error(DEFT_ERR_VALUE, "%s (%p) is %s handle that was already freed", what,
                           handle, kind_names[kind]);
-    uint32_t other = magic - MAGIC_BASE;
-    if ((magic & 0xFFFF0000u) == MAGIC_BASE && other < DEFT_HANDLE_KIND_COUNT)
+    unsigned other = (unsigned)(state & 0x7F);
+    if (other < DEFT_HANDLE_KIND_COUNT)
         return deft_error(DEFT_ERR_TYPE, "%s (%p) is %s handle, expected %s handle", what, handle,
                           kind_names[other], kind_names[kind]);
-    return deft_error(DEFT_ERR_VALUE, "%s (%p) is not %s handle from deft", what, handle,
-                      kind_names[kind]);
+    return deft_error(DEFT_ERR_INTERNAL, "%s (%p) names a handle of unknown kind %u", what, handle,
+                      other);
 }
 
 int deft_handle_get(const void *handle, deft_handle_kind_t kind, const char *what, void **object) {
     if (!handle)
         return deft_error(DEFT_ERR_VALUE, "%s is NULL, expected %s handle", what, kind_names[kind]);
-    const shell_t *shell = handle;
-    uint32_t magic = atomic_load_explicit(&shell->magic, memory_order_acquire);
-    if (magic != magic_of(kind)) return bad_handle(handle, magic, kind, what);
+    const shell_t *shell = shell_of(handle);
+    if (!shell || atomic_load_explicit(&shell->state, memory_order_acquire) !=
+                      live_state(kind, generation_of(handle)))
+        return bad_handle(handle, shell, kind, what);
     *object = shell->object;
     return 0;
 }
@@ -205,10 +259,11 @@ int deft_handle_get(const void *handle, deft_handle_kind_t kind, const char *wha
 int deft_handle_retire(void *handle, deft_handle_kind_t kind, const char *what, void **object) {
     if (!handle)
         return deft_error(DEFT_ERR_VALUE, "%s is NULL, expected %s handle", what, kind_names[kind]);
-    shell_t *shell = handle;
-    uint32_t expected = magic_of(kind);
-    if (!atomic_compare_exchange_strong(&shell->magic, &expected, MAGIC_FREED))
-        return bad_handle(handle, expected, kind, what);
+    shell_t *shell = shell_of(handle);
+    uint64_t generation = generation_of(handle), expected = live_state(kind, generation);
+    /* Exactly one of two racing frees turns the state from live to freed. */
+    if (!shell || !atomic_compare_exchange_strong(&shell->state, &expected, generation << 8))
+        return bad_handle(handle, shell, kind, what);
     *object = shell->object;
     shell->object = NULL;
     shell_ring_t *r = ring();
@@ -217,13 +272,12 @@ int deft_handle_retire(void *handle, deft_handle_kind_t kind, const char *what, 
     return 0;
 }
 
-bool deft_handle_valid(const void *handle, deft_handle_kind_t kind) {
-    return handle && atomic_load_explicit(&((const shell_t *)handle)->magic,
-                                          memory_order_acquire) == magic_of(kind);
-}
-
-void *deft_handle_object(const void *handle) {
-    return ((const shell_t *)handle)->object;
+void *deft_handle_lookup(const void *handle, deft_handle_kind_t kind) {
+    const shell_t *shell = shell_of(handle);
+    if (!shell || atomic_load_explicit(&shell->state, memory_order_acquire) !=
+                      live_state(kind, generation_of(handle)))
+        return NULL;
+    return shell->object;
 }
 
 int64_t deft_handle_live_count(deft_handle_kind_t kind) {

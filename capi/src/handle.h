@@ -1,13 +1,12 @@
 /*
  * Handle shells.
  *
- * A public handle points at a small shell that holds one reference to an
- * internal object. Shells come from slabs that are never returned to the
- * system, so reading the magic word of a freed handle is always safe: a
- * stale handle is reported as "already freed" instead of corrupting memory.
- * Freed shells are reused first-in first-out, which keeps a stale handle
- * detectable for as long as possible. A foreign pointer is caught by the
- * magic word when it points to readable memory; that is the cheap check.
+ * A public handle names a small shell that holds one reference to an
+ * internal object. The handle is a generation-tagged index, not an address
+ * (see handle.c): a freed handle stays "already freed" even after its shell
+ * serves a new object, and a foreign pointer is refused without being read.
+ * Shells come from slabs that are never returned to the system, and freed
+ * shells are reused first-in first-out, after a quarantine.
  */
 #ifndef DEFT_CAPI_HANDLE_H
 #define DEFT_CAPI_HANDLE_H
@@ -36,9 +35,9 @@ int deft_handle_get(const void *handle, deft_handle_kind_t kind, const char *wha
  */
 int deft_handle_retire(void *handle, deft_handle_kind_t kind, const char *what, void **object);
 
-/* Fast checks for hot loops; call deft_handle_get for the error message. */
-bool deft_handle_valid(const void *handle, deft_handle_kind_t kind);
-void *deft_handle_object(const void *handle);
+/* The object behind a live handle of `kind`, or NULL: the fast check for hot
+ * loops (call deft_handle_get for the error message). */
+void *deft_handle_lookup(const void *handle, deft_handle_kind_t kind);
 
 int64_t deft_handle_live_count(deft_handle_kind_t kind);
 
