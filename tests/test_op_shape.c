@@ -288,7 +288,28 @@ START_TEST(test_concat_stack_split_of_zero_size_arrays) {
     for (int k = 0; k < 2; k++) assert_shape(pieces[k], 4, SHAPE(0, 0, 0, 0));
     DeftNDArrayHandle flat = call1("Reshape", 1, &e, P("shape", "(0,-2)"));
     assert_shape(flat, 4, SHAPE(0, 0, 0, 0));
+    /* the other shape operators on (2,0) */
+    DeftNDArrayHandle t = call1("transpose", 1, &rows, NO_PARAMS);
+    assert_shape(t, 2, SHAPE(0, 2));
+    DeftNDArrayHandle sl = call1("slice", 1, &rows, P("begin", "(1,0)", "end", "(2,0)"));
+    assert_shape(sl, 2, SHAPE(1, 0));
+    DeftNDArrayHandle sa = call1("slice_axis", 1, &rows, P("axis", "0", "begin", "1", "end", "2"));
+    assert_shape(sa, 2, SHAPE(1, 0));
+    DeftNDArrayHandle bt = call1("broadcast_to", 1, &halves[0], P("shape", "(3,0)"));
+    assert_shape(bt, 2, SHAPE(3, 0));
+    DeftNDArrayHandle ex = call1("expand_dims", 1, &rows, P("axis", "1"));
+    assert_shape(ex, 3, SHAPE(2, 1, 0));
+    DeftNDArrayHandle np = call1("_np_reshape", 1, &rows, P("newshape", "(0,5)"));
+    assert_shape(np, 2, SHAPE(0, 5));
+    DeftNDArrayHandle set[2] = {rows, halves[1]};
+    DeftNDArrayHandle as = call1("_slice_assign", 2, set, P("begin", "(0,)", "end", "(1,)"));
+    assert_shape(as, 2, SHAPE(2, 0));
+    DeftNDArrayHandle back[2] = {sl, rows};
+    DeftNDArrayHandle bs =
+        call1("_backward_slice", 2, back, P("begin", "(1,0)", "end", "(2,0)", "step", "()"));
+    assert_shape(bs, 2, SHAPE(2, 0));
     ck_assert_ok(DeftWaitAll());
+    free_all(8, (DeftNDArrayHandle[]){t, sl, sa, bt, ex, np, as, bs});
     free_all(6, (DeftNDArrayHandle[]){e, cat, cat0, st, rows, flat});
     free_all(2, parts);
     free_all(2, halves);
