@@ -430,6 +430,21 @@ START_TEST(writing_lazy_is_rejected) {
 }
 END_TEST
 
+/* A recorded shape whose byte size does not fit is refused when recorded, as
+ * an imperative call refuses it, not written past its buffer when computed. */
+START_TEST(recording_refuses_an_overflowing_byte_size) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT64, 0, SHAPE(1), VALUES(1.5));
+    const char *huge = "(2305843009213693953,)"; /* 2^61 + 1 elements of 8 bytes */
+    ck_assert_call_fails("broadcast_to", 1, &x, P("shape", huge), DEFT_ERROR_VALUE, "bytes");
+    set_deferred(1);
+    ck_assert_call_fails("broadcast_to", 1, &x, P("shape", huge), DEFT_ERROR_VALUE,
+                         "operator 'broadcast_to': output 0: shape (2305843009213693953,) with "
+                         "8-byte elements needs more than");
+    set_deferred(0);
+    free_all(1, &x);
+}
+END_TEST
+
 START_TEST(export_errors) {
     DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 1, SHAPE(4), 1);
     DeftNDArrayHandle w = ramp(DEFT_FLOAT32, 1, SHAPE(4), 2);
@@ -625,6 +640,7 @@ Suite *deferred_suite(void) {
     TCase *errors = tcase_create("errors");
     tcase_add_test(errors, writing_lazy_is_rejected);
     tcase_add_test(errors, export_errors);
+    tcase_add_test(errors, recording_refuses_an_overflowing_byte_size);
     tcase_add_test(errors, export_half_of_a_split);
     tcase_add_test(errors, freed_result_lends_no_history);
     tcase_add_test(errors, bound_variables);

@@ -246,6 +246,21 @@ START_TEST(test_given_outputs_are_checked_and_written) {
 }
 END_TEST
 
+/* The count is said plainly: not "got 1 inputs, expected 22". */
+START_TEST(test_wrong_input_count_is_said_plainly) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(1), VALUES(1));
+    DeftNDArrayHandle out[1] = {NULL};
+    int nout = 1;
+    ck_assert_int_eq(call("elemwise_add", 1, &x, &nout, out, NO_PARAMS), -1);
+    ck_assert_str_eq(DeftGetLastError(),
+                     "DeftImperativeInvoke: operator 'elemwise_add': got 1 input, expected 2");
+    ck_assert_int_eq(call("add_n", 0, NULL, &nout, out, NO_PARAMS), -1);
+    ck_assert_str_eq(DeftGetLastError(),
+                     "DeftImperativeInvoke: operator 'add_n': got 0 inputs, expected at least 1");
+    free_all(1, &x);
+}
+END_TEST
+
 START_TEST(test_failed_call_creates_and_changes_nothing) {
     int64_t before, after;
     DeftNDArrayHandle a = make(DEFT_FLOAT32, 1, SHAPE(3), VALUES(5, 6, 7));
@@ -320,6 +335,7 @@ static Suite *registry_suite(void) {
     tcase_add_test(tc, test_invoke_reports_input_errors);
     tcase_add_test(tc, test_given_outputs_are_checked_and_written);
     tcase_add_test(tc, test_failed_call_creates_and_changes_nothing);
+    tcase_add_test(tc, test_wrong_input_count_is_said_plainly);
     tcase_add_test(tc, test_parameter_cache_gives_each_call_its_own_values);
     tcase_add_test(tc, test_tuple_syntax_variants);
     suite_add_tcase(suite, tc);

@@ -287,7 +287,7 @@ static const struct {
      "nodes[1] (\"s\"): operator 'sum': parameter 'axis' is '(0,'"},
     {"{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}, {\"op\": \"exp\", \"name\": \"e\", "
      "\"inputs\": [[0, 0], [0, 0]]}], \"heads\": [[1,0]]}",
-     "nodes[1] (\"e\"): operator 'exp': got 2 inputs, expected 1 to 1"},
+     "nodes[1] (\"e\"): operator 'exp': got 2 inputs, expected 1"},
     {"{\"nodes\": [{\"op\": \"null\", \"name\": \"x\", \"inputs\": [[0, 0]]}], \"heads\": [[0,0]]}",
      "nodes[0].inputs[0][0]: is 0, expected a node index below 0"},
     {"{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}], \"heads\": [[1, 0]]}",
@@ -488,6 +488,32 @@ START_TEST(test_infer_partial_shapes) {
     ck_assert_int_eq(complete, 1);
     assert_inferred(sum, DEFT_ARGUMENTS, 1, 2, SHAPE(2, 3), DEFT_FLOAT32);
     free_symbols(5, (DeftSymbolHandle[]){x, fc, a, b, sum});
+}
+END_TEST
+
+/* A graph whose inferred values could not be allocated is refused by
+ * inference, before a plan sizes its arena from them. */
+START_TEST(test_inferred_byte_size_overflow_is_refused) {
+    DeftSymbolHandle x = var("x");
+    DeftSymbolHandle big =
+        apply("broadcast_to", "big", 1, &x, P("shape", "(2305843009213693953,)"));
+    int complete = -1;
+    ck_assert_fails(DeftSymbolInferShape(big, 1, (const char *const[]){"x"}, (const int[]){1},
+                                         (const int64_t[]){1}, (const int[]){DEFT_FLOAT64},
+                                         &complete),
+                    DEFT_ERROR_VALUE,
+                    "node 'big': shape (2305843009213693953,) with 8-byte elements needs more");
+    ck_assert_int_eq(complete, -1);
+    DeftCachedOpHandle op;
+    ck_assert_ok(DeftCachedOpCreate(big, 0, &op));
+    DeftNDArrayHandle in = make(DEFT_FLOAT64, 1, SHAPE(1), VALUES(2));
+    DeftNDArrayHandle out[1] = {NULL};
+    int nout = 1;
+    ck_assert_fails(DeftCachedOpInvoke(op, 1, &in, &nout, out), DEFT_ERROR_VALUE, "needs more");
+    ck_assert_ptr_null(out[0]);
+    ck_assert_ok(DeftCachedOpFree(op));
+    ck_assert_ok(DeftNDArrayFree(in));
+    free_symbols(2, (DeftSymbolHandle[]){x, big});
 }
 END_TEST
 
@@ -710,6 +736,7 @@ static Suite *symbol_suite(void) {
     tcase_add_test(tc, test_infer_shape_forward_and_backward);
     tcase_add_test(tc, test_infer_partial_shapes);
     tcase_add_test(tc, test_infer_shape_errors_name_the_node);
+    tcase_add_test(tc, test_inferred_byte_size_overflow_is_refused);
     tcase_add_test(tc, test_cse_merges_duplicates_and_keeps_random_ops);
     tcase_add_test(tc, test_dce_drops_unreachable_json_nodes);
     tcase_add_test(tc, test_infer_shape_pass_annotates_variables);

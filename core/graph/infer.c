@@ -75,6 +75,9 @@ static int infer_node(const deft_graph_t *g, int id, deft_graph_types_t *t, bool
     if (all_in && !all_out) {
         int produced = 0;
         status = op->infer(op, node->params, node->num_inputs, in, &produced, out);
+        size_t nbytes; /* what the plan will allocate must have a size */
+        for (int k = 0; status == 0 && k < produced; k++)
+            status = deft_shape_nbytes(&out[k].shape, deft_dtype_size(out[k].dtype), &nbytes);
         for (int k = 0; status == 0 && k < produced && k < node->num_outputs; k++) {
             t->desc[first + k] = out[k], t->known[first + k] = true;
             *changed = true;

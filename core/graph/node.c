@@ -157,8 +157,7 @@ static int new_op(const deft_op_entry_t *op, const deft_param_value_t *parsed, s
                   const char *name, int num_attrs, const char *const *keys, const char *const *vals,
                   int num_inputs, const deft_entry_t *inputs, deft_node_t **out) {
     if (num_inputs < op->op->min_inputs || num_inputs > op->op->max_inputs)
-        return deft_op_error(op->op, DEFT_ERR_VALUE, "got %d inputs, expected %d to %d", num_inputs,
-                             op->op->min_inputs, op->op->max_inputs);
+        return deft_op_input_count_error(op->op, num_inputs);
     size_t text;
     if (check_attrs(num_attrs, keys, vals, &text)) return -1;
     /* A call with the operator's default parameters shares the registry's copy

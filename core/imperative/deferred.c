@@ -248,7 +248,8 @@ static int make_destinations(run_t *r) {
             int e = g->row_ptr[i] + k;
             const deft_desc_t *d = &rec->desc[k];
             deft_ndarray_t *live = rec->live[k] ? deft_ndarray_try_retain(rec->live[k]) : NULL;
-            size_t nbytes = (size_t)deft_shape_size(&d->shape) * deft_dtype_size(d->dtype);
+            size_t nbytes; /* checked when recorded: this cannot fail, but says so */
+            if (deft_shape_nbytes(&d->shape, deft_dtype_size(d->dtype), &nbytes)) return -1;
             if (live) {
                 r->live[e] = live;
                 if (deft_storage_new(rec->device, nbytes, &r->fresh[e])) return -1;

@@ -14,6 +14,7 @@
 #include "core/imperative/deferred.h"
 #include "core/imperative/memo.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -237,10 +238,7 @@ static int submit(invoke_call_t *call, int nparams) {
 
 static int check_inputs(const deft_op_t *op, int nin, deft_ndarray_t *const *in,
                         deft_desc_t *desc) {
-    if (nin < op->min_inputs || nin > op->max_inputs)
-        return deft_op_error(op, DEFT_ERR_VALUE, "got %d inputs, expected %s%d%s%d", nin,
-                             op->min_inputs == op->max_inputs ? "" : "between ", op->min_inputs,
-                             op->min_inputs == op->max_inputs ? "" : " and ", op->max_inputs);
+    if (nin < op->min_inputs || nin > op->max_inputs) return deft_op_input_count_error(op, nin);
     for (int i = 0; i < nin; i++) {
         desc[i] = (deft_desc_t){in[i]->tensor.shape, in[i]->tensor.dtype};
         if (i > 0 && !deft_device_equal(in[i]->tensor.device, in[0]->tensor.device))
@@ -314,6 +312,21 @@ static int check_not_lazy(const deft_op_t *op, int nin, deft_ndarray_t *const *i
     return 0;
 }
 
+/* Every output's byte size fits (as deft_ndarray_new would check). */
+static int check_output_sizes(const deft_op_t *op, int nout, const deft_desc_t *out) {
+    for (int k = 0; k < nout; k++) {
+        size_t nbytes;
+        const char *caller = deft_error_swap_function(NULL); /* named once, below */
+        int status = deft_shape_nbytes(&out[k].shape, deft_dtype_size(out[k].dtype), &nbytes);
+        deft_error_swap_function(caller);
+        if (status == 0) continue;
+        char detail[DEFT_ERROR_MAX];
+        snprintf(detail, sizeof detail, "%s", deft_error_message());
+        return deft_op_error(op, DEFT_ERR_VALUE, "output %d: %s", k, detail);
+    }
+    return 0;
+}
+
 static bool none_given(int nout, deft_ndarray_t *const *out) {
     for (int k = 0; k < nout; k++)
         if (out[k]) return false;
@@ -353,6 +366,8 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
         return deft_op_error(op, DEFT_ERR_VALUE, "produces %d outputs, but there is room for %d",
                              produced, *nout);
     if (deft_deferred_enabled()) {
+        /* Nothing is allocated now: the sizes an allocation would check are checked here. */
+        if (check_output_sizes(op, produced, out_desc)) return -1;
         if (deft_deferred_record(entry, params->v, nin, in, produced, out_desc, nparams, keys, vals,
                                  out))
             return -1;

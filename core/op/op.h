@@ -217,6 +217,8 @@ static inline int deft_op_num_outputs(const deft_op_t *op, const deft_param_valu
 /* The input list of the many operators that take one array named "data". */
 extern const char *const deft_op_data_input[];
 
+/* -1 with "operator 'x': got n inputs, expected ..." (nin is outside the op's range). */
+int deft_op_input_count_error(const deft_op_t *op, int nin) __attribute__((cold));
 /* -1 with a message that starts with the operator's name. */
 int deft_op_error(const deft_op_t *op, deft_error_kind_t kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -211,6 +211,18 @@ int deft_op_error(const deft_op_t *op, deft_error_kind_t kind, const char *fmt, 
     return deft_error(kind, "operator '%s': %s", op->name, detail);
 }
 
+int deft_op_input_count_error(const deft_op_t *op, int nin) {
+    const char *inputs = nin == 1 ? "input" : "inputs";
+    if (op->min_inputs == op->max_inputs)
+        return deft_op_error(op, DEFT_ERR_VALUE, "got %d %s, expected %d", nin, inputs,
+                             op->min_inputs);
+    if (op->max_inputs >= DEFT_OP_MAX_INPUTS)
+        return deft_op_error(op, DEFT_ERR_VALUE, "got %d %s, expected at least %d", nin, inputs,
+                             op->min_inputs);
+    return deft_op_error(op, DEFT_ERR_VALUE, "got %d %s, expected %d to %d", nin, inputs,
+                         op->min_inputs, op->max_inputs);
+}
+
 /* ---- parameter parsing with a per-thread cache ---- */
 
 #define CACHE_SLOTS 8

@@ -55,7 +55,7 @@ def test_bad_calls_are_clear():
         nd.sum(x, axes=1)
     with pytest.raises(TypeError, match="got input 'lhs' twice"):
         nd.dot(x, lhs=x)
-    with pytest.raises(ValueError, match="got 1 inputs, expected 2"):
+    with pytest.raises(ValueError, match="got 1 input, expected 2"):
         nd.dot(x)
     with pytest.raises(ValueError, match="act_type"):
         nd.Activation(x, act_type="swish")
