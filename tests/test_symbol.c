@@ -2,6 +2,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include <unistd.h>
 
+#include "capi/src/handle.h"
+#include "core/graph/subgraph.h"
 #include "symbol_helpers.h"
 
 static void assert_names(int n, const char *const *got, int want_n, const char *const *want) {
@@ -155,11 +157,24 @@ static const char *sample_value(const char *type, DeftOpHandle op, int index) {
     return words[n - 1];
 }
 
+/* The id of the graph a CachedOp registers for recorded calls of it. */
+static const char *subgraph_id(DeftCachedOpHandle handle) {
+    deft_cached_op_t *op = deft_handle_lookup(handle, DEFT_HANDLE_CACHED_OP);
+    deft_subgraph_t *sg;
+    ck_assert_ptr_nonnull(op);
+    ck_assert_int_eq(deft_cached_op_subgraph(op, &sg), 0);
+    return deft_subgraph_id(sg);
+}
+
 /* Every operator in a graph: save, load, save again gives the same text. */
 START_TEST(test_json_round_trip_for_every_operator) {
     int count;
     const char *const *ops;
     ck_assert_ok(DeftListOperators(&count, &ops));
+    /* _CachedOp's parameter names a graph registered in this process. */
+    DeftSymbolHandle gx = var("x"), ge = apply("exp", NULL, 1, &gx, NO_PARAMS);
+    DeftCachedOpHandle graph;
+    ck_assert_ok(DeftCachedOpCreate(ge, 0, &graph));
     for (int o = 0; o < count; o++) {
         DeftOpHandle op = op_named(ops[o]);
         int nparams, min, max, nnames;
@@ -171,7 +186,7 @@ START_TEST(test_json_round_trip_for_every_operator) {
             const char *name, *type, *def, *doc;
             ck_assert_ok(DeftOpGetParam(op, p, &name, &type, &def, &doc));
             keys[p] = name;
-            vals[p] = sample_value(type, op, p);
+            vals[p] = strcmp(ops[o], "_CachedOp") ? sample_value(type, op, p) : subgraph_id(graph);
         }
         DeftSymbolHandle s, in[3], loaded;
         for (int i = 0; i < 3; i++) in[i] = var(i == 0 ? "a" : i == 1 ? "b" : "c");
@@ -191,6 +206,8 @@ START_TEST(test_json_round_trip_for_every_operator) {
         free(first);
         free_symbols(5, (DeftSymbolHandle[]){s, loaded, in[0], in[1], in[2]});
     }
+    ck_assert_ok(DeftCachedOpFree(graph));
+    free_symbols(2, (DeftSymbolHandle[]){gx, ge});
 }
 END_TEST
 
@@ -517,6 +534,38 @@ START_TEST(test_inferred_byte_size_overflow_is_refused) {
 }
 END_TEST
 
+/* A _CachedOp node holds the graph it names: the graph outlives the
+ * executor that registered it, for as long as a node needs it. */
+START_TEST(test_cached_op_node_keeps_its_graph) {
+    DeftSymbolHandle x = var("x"), e = apply("exp", NULL, 1, &x, NO_PARAMS);
+    DeftCachedOpHandle inner;
+    ck_assert_ok(DeftCachedOpCreate(e, 0, &inner));
+    char json[512];
+    snprintf(json, sizeof json,
+             "{\"nodes\": [{\"op\": \"null\", \"name\": \"x\", \"inputs\": []},"
+             " {\"op\": \"_CachedOp\", \"name\": \"call\", \"attrs\": {\"subgraph\": \"%s\"},"
+             " \"inputs\": [[0, 0, 0]]}], \"arg_nodes\": [0], \"heads\": [[1, 0, 0]]}",
+             subgraph_id(inner));
+    DeftSymbolHandle loaded;
+    ck_assert_ok(DeftSymbolCreateFromJSON(json, &loaded));
+    DeftCachedOpHandle outer;
+    ck_assert_ok(DeftCachedOpCreate(loaded, 0, &outer));
+    ck_assert_ok(DeftCachedOpFree(inner)); /* the node still holds the graph */
+    free_symbols(2, (DeftSymbolHandle[]){x, e});
+    DeftNDArrayHandle in = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(0, 1));
+    DeftNDArrayHandle out[1] = {NULL};
+    int nout = 1;
+    ck_assert_ok(DeftCachedOpInvoke(outer, 1, &in, &nout, out));
+    assert_values(out[0], 2, VALUES(1, exp(1.0)), 1e-6);
+    ck_assert_ok(DeftCachedOpFree(outer));
+    ck_assert_ok(DeftSymbolFree(loaded));
+    /* Gone with its last node: a graph naming it no longer loads. */
+    ck_assert_fails(DeftSymbolCreateFromJSON(json, &loaded), DEFT_ERROR_PARSE,
+                    "no graph is registered as 'sg");
+    free_all(2, (DeftNDArrayHandle[]){in, out[0]});
+}
+END_TEST
+
 START_TEST(test_infer_shape_errors_name_the_node) {
     DeftSymbolHandle x = var("x"), w = var("w");
     DeftSymbolHandle d = apply("dot", "product", 2, (DeftSymbolHandle[]){x, w}, NO_PARAMS);
@@ -737,6 +786,7 @@ static Suite *symbol_suite(void) {
     tcase_add_test(tc, test_infer_partial_shapes);
     tcase_add_test(tc, test_infer_shape_errors_name_the_node);
     tcase_add_test(tc, test_inferred_byte_size_overflow_is_refused);
+    tcase_add_test(tc, test_cached_op_node_keeps_its_graph);
     tcase_add_test(tc, test_cse_merges_duplicates_and_keeps_random_ops);
     tcase_add_test(tc, test_dce_drops_unreachable_json_nodes);
     tcase_add_test(tc, test_infer_shape_pass_annotates_variables);

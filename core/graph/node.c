@@ -175,6 +175,10 @@ static int new_op(const deft_op_entry_t *op, const deft_param_value_t *parsed, s
         node_free(node);
         return -1;
     }
+    if (op->op->hold && !(node->held = op->op->hold(op->op, node->params))) {
+        node_free(node);
+        return -1;
+    }
     node->num_outputs = deft_op_num_outputs(op->op, node->params, num_inputs);
     node->num_inputs = num_inputs;
     for (int i = 0; i < num_inputs; i++) {
@@ -230,6 +234,7 @@ void deft_node_release(deft_node_t *node) {
     while (dead) {
         deft_node_t *next = dead->free_next;
         if (dead->ext_free) dead->ext_free(dead);
+        if (dead->held) dead->op->op->unhold(dead->held);
         for (int i = 0; i < dead->num_inputs; i++) {
             deft_node_t *in = dead->inputs[i].node;
             if (atomic_fetch_sub_explicit(&in->refcount, 1, memory_order_acq_rel) == 1) {

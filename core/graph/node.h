@@ -49,6 +49,7 @@ struct deft_node {
     void *ext;
     size_t ext_bytes; /* room for ext made with the node (deft_node_new_call), or 0 */
     void (*ext_free)(deft_node_t *node);
+    void *held; /* what the operator's parameters name (deft_op_t hold), kept for the node's life */
     deft_node_t *free_next; /* used only while freeing (no recursion) */
     deft_entry_t inputs[];  /* each holds a reference to its node */
 };

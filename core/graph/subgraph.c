@@ -31,13 +31,24 @@ static long table_size, next_number;
 
 static void install(void);
 
-static deft_subgraph_t *lookup(const char *id) {
-    long n = id && strncmp(id, "sg", 2) == 0 ? strtol(id + 2, NULL, 10) : -1;
+/*
+ * The subgraph registered as `id`, retained (release it after use), or NULL
+ * with the error set. One whose last reference is being dropped counts as
+ * gone: its count is 0 until its release takes it out of the table.
+ */
+static deft_subgraph_t *acquire(const char *id) {
+    char *end = NULL;
+    long n = id && strncmp(id, "sg", 2) == 0 ? strtol(id + 2, &end, 10) : -1;
+    if (end && *end) n = -1;
     pthread_mutex_lock(&table_lock);
     deft_subgraph_t *sg = n >= 0 && n < table_size ? table[n] : NULL;
+    int count = sg ? atomic_load(&sg->refcount) : 0;
+    while (count > 0 && !atomic_compare_exchange_weak(&sg->refcount, &count, count + 1)) {
+    }
     pthread_mutex_unlock(&table_lock);
-    if (!sg) deft_error(DEFT_ERR_VALUE, "no graph is registered as '%s'", id ? id : "(NULL)");
-    return sg;
+    if (count > 0) return sg;
+    deft_error(DEFT_ERR_VALUE, "no graph is registered as '%s'", id ? id : "(NULL)");
+    return NULL;
 }
 
 int deft_subgraph_new(const deft_symbol_t *sym, deft_subgraph_t **out) {
@@ -114,20 +125,40 @@ int deft_subgraph_input_of(const deft_subgraph_t *sg, const deft_node_t *var) {
 
 /* ---- the operator's callbacks ---- */
 
+/* The operator's callbacks each hold the graph while they use it: another
+ * thread may drop what else held it meanwhile. */
 static int sg_infer(const char *id, int nin, const deft_desc_t *in, int *nout, deft_desc_t *out) {
-    deft_subgraph_t *sg = lookup(id);
-    return sg ? deft_cached_op_infer(sg->exec, nin, in, nout, out) : -1;
+    deft_subgraph_t *sg = acquire(id);
+    int status = sg ? deft_cached_op_infer(sg->exec, nin, in, nout, out) : -1;
+    deft_subgraph_release(sg);
+    return status;
 }
 
 static int sg_forward(const char *id, int nin, const deft_tensor_t *in, int nout,
                       const deft_tensor_t *out) {
-    deft_subgraph_t *sg = lookup(id);
-    return sg ? deft_cached_op_forward(sg->exec, nin, in, nout, out) : -1;
+    deft_subgraph_t *sg = acquire(id);
+    int status = sg ? deft_cached_op_forward(sg->exec, nin, in, nout, out) : -1;
+    deft_subgraph_release(sg);
+    return status;
 }
 
 static int sg_num_outputs(const char *id) {
-    deft_subgraph_t *sg = lookup(id);
-    return sg ? sg->sym->num_outputs : 1;
+    deft_subgraph_t *sg = acquire(id);
+    int n = sg ? sg->sym->num_outputs : 1;
+    deft_subgraph_release(sg);
+    return n;
+}
+
+static void *sg_hold(const char *id) {
+    return acquire(id);
+}
+
+static void sg_unhold(void *sg) {
+    deft_subgraph_release(sg);
+}
+
+deft_subgraph_t *deft_subgraph_of_node(const deft_node_t *node) {
+    return node->op && node->op == deft_registry_find("_CachedOp") ? node->held : NULL;
 }
 
 static pthread_mutex_t gradient_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -212,9 +243,9 @@ static int check_replayable(const deft_graph_t *gg) {
 }
 
 /* The gradient of a _CachedOp node: its graph's gradient, inlined. */
-static int sg_gradient(const char *id, deft_grad_builder_t *b, int nin, deft_gref_t *in_grads) {
-    deft_subgraph_t *sg = lookup(id);
-    if (!sg || ensure_gradient(sg) || check_replayable(sg->gg)) return -1;
+static int inline_gradient(deft_subgraph_t *sg, deft_grad_builder_t *b, int nin,
+                           deft_gref_t *in_grads) {
+    if (ensure_gradient(sg) || check_replayable(sg->gg)) return -1;
     const deft_graph_t *gg = sg->gg;
     deft_gref_t *refs = calloc((size_t)deft_graph_num_entries(gg) + 1, sizeof *refs);
     if (!refs) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a gradient");
@@ -238,7 +269,15 @@ static int sg_gradient(const char *id, deft_grad_builder_t *b, int nin, deft_gre
     return 0;
 }
 
-static const deft_subgraph_impl_t impl = {sg_infer, sg_forward, sg_gradient, sg_num_outputs};
+static int sg_gradient(const char *id, deft_grad_builder_t *b, int nin, deft_gref_t *in_grads) {
+    deft_subgraph_t *sg = acquire(id);
+    int status = sg ? inline_gradient(sg, b, nin, in_grads) : -1;
+    deft_subgraph_release(sg);
+    return status;
+}
+
+static const deft_subgraph_impl_t impl = {sg_infer,       sg_forward, sg_gradient,
+                                          sg_num_outputs, sg_hold,    sg_unhold};
 
 static void install(void) {
     deft_subgraph_install(&impl);

