@@ -445,6 +445,46 @@ START_TEST(recording_refuses_an_overflowing_byte_size) {
 }
 END_TEST
 
+/* Every output keeps its name: one array listed under two names, and an
+ * input listed as an output, are outputs of their own. */
+START_TEST(export_keeps_every_output_name) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 1, SHAPE(3), 1);
+    set_deferred(1);
+    DeftNDArrayHandle y = call1("exp", 1, &x, NO_PARAMS);
+    set_deferred(0);
+    DeftSymbolHandle sym, loaded;
+    ck_assert_ok(DeftNDArrayGetDeferredComputeSymbol(
+        &x, (DeftNDArrayHandle[]){y, y, x}, (const char *[]){"x"},
+        (const char *[]){"first", "second", "same"}, 1, 3, &sym));
+    const char *json;
+    ck_assert_ok(DeftSymbolSaveToJSON(sym, &json));
+    ck_assert_ok(DeftSymbolCreateFromJSON(json, &loaded));
+    DeftSymbolHandle both[2] = {sym, loaded};
+    for (int s = 0; s < 2; s++) {
+        int n;
+        const char *const *names;
+        ck_assert_ok(DeftSymbolListOutputs(both[s], &n, &names));
+        ck_assert_int_eq(n, 3);
+        ck_assert_str_eq(names[0], "first_output");
+        ck_assert_str_eq(names[1], "second_output");
+        ck_assert_str_eq(names[2], "same_output");
+        DeftCachedOpHandle exec;
+        ck_assert_ok(DeftCachedOpCreate(both[s], 0, &exec));
+        DeftNDArrayHandle out[3] = {NULL, NULL, NULL};
+        int nout = 3;
+        ck_assert_ok(DeftCachedOpInvoke(exec, 1, &x, &nout, out));
+        ck_assert_int_eq(nout, 3);
+        assert_same_bytes(out[0], y, "first", 0);
+        assert_same_bytes(out[1], y, "second", 1);
+        assert_same_bytes(out[2], x, "same", 2);
+        free_all(3, out);
+        ck_assert_ok(DeftCachedOpFree(exec));
+    }
+    ck_assert_ok(DeftSymbolFree(sym)), ck_assert_ok(DeftSymbolFree(loaded));
+    free_all(1, &y), free_all(1, &x);
+}
+END_TEST
+
 START_TEST(export_errors) {
     DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 1, SHAPE(4), 1);
     DeftNDArrayHandle w = ramp(DEFT_FLOAT32, 1, SHAPE(4), 2);
@@ -641,6 +681,7 @@ Suite *deferred_suite(void) {
     tcase_add_test(errors, writing_lazy_is_rejected);
     tcase_add_test(errors, export_errors);
     tcase_add_test(errors, recording_refuses_an_overflowing_byte_size);
+    tcase_add_test(when, export_keeps_every_output_name);
     tcase_add_test(errors, export_half_of_a_split);
     tcase_add_test(errors, freed_result_lends_no_history);
     tcase_add_test(errors, bound_variables);

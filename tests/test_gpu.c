@@ -232,6 +232,7 @@ static const gpu_case_t cases[] = {
     {"Reshape", 1, {F32(2, 3, 4)}, {"shape", "(4,-1)", NULL}, EXACT},
     {"_np_reshape", 1, {F32(2, 3, 4)}, {"newshape", "(4,-1)", NULL}, EXACT},
     {"BlockGrad", 1, {I32(2, 3)}, {NULL}, EXACT},
+    {"_copy", 1, {I32(2, 3)}, {NULL}, EXACT},
     {"Flatten", 1, {F32(2, 3, 4)}, {NULL}, EXACT},
     {"expand_dims", 1, {F32(2, 3)}, {"axis", "1", NULL}, EXACT},
     {"squeeze", 1, {F32(2, 1, 3)}, {NULL}, EXACT},

@@ -352,6 +352,7 @@ static const grad_case_t cases[] = {
     {"where", NO_PARAMS, 3, {2, 2, 1}, {{2, 3}, {2, 3}, {3}}, -1, 1, 1, VALUES(1, 0, 1, 0, 0, 1)},
     {"Cast", P("dtype", "float64"), 1, {2}, {{2, 3}}, -1, 1, 0, NULL},
     {"_copyto", NO_PARAMS, 1, {2}, {{2, 3}}, -1, 1, 0, NULL},
+    {"_copy", NO_PARAMS, 1, {2}, {{2, 3}}, -1, 1, 0, NULL},
     {"broadcast_like", NO_PARAMS, 2, {1, 2}, {{3}, {2, 3}}, -1, 1, 2, VALUES(0, 0, 0, 0, 0, 0)},
     {"reshape_like", NO_PARAMS, 2, {2, 1}, {{2, 3}, {6}}, -1, 1, 2, VALUES(0, 0, 0, 0, 0, 0)},
     {"_reduce_to_like", NO_PARAMS, 2, {2, 2}, {{2, 3}, {1, 3}}, -1, 1, 2, VALUES(0, 0, 0)},

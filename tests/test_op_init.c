@@ -121,6 +121,16 @@ START_TEST(test_copyto_writes_into_given_array) {
 }
 END_TEST
 
+START_TEST(test_copy_is_a_new_array_with_the_same_values) {
+    DeftNDArrayHandle src = make(DEFT_INT8, 1, SHAPE(3), VALUES(-1, 2, -3));
+    DeftNDArrayHandle copy = call1("_copy", 1, &src, NO_PARAMS);
+    assert_values(copy, 3, VALUES(-1, 2, -3), 0);
+    ck_assert_ok(DeftNDArrayCopyFromHost(src, (int8_t[]){7, 7, 7}, 3));
+    assert_values(copy, 3, VALUES(-1, 2, -3), 0); /* its own storage */
+    free_all(2, (DeftNDArrayHandle[]){src, copy});
+}
+END_TEST
+
 START_TEST(test_optimizer_updates_match_formulas) {
     const double w[4] = {1, -2, 3, -4}, g[4] = {0.5, -10, 2, 0};
     const double lr = 0.1, wd = 0.01, rescale = 0.5, clip = 1, mom = 0.9;
@@ -185,6 +195,7 @@ static Suite *init_suite(void) {
     tcase_add_test(tc, test_philox_matches_random123_known_answer);
     tcase_add_test(tc, test_random_is_seeded_and_has_the_right_distribution);
     tcase_add_test(tc, test_copyto_writes_into_given_array);
+    tcase_add_test(tc, test_copy_is_a_new_array_with_the_same_values);
     tcase_add_test(tc, test_optimizer_updates_match_formulas);
     suite_add_tcase(suite, tc);
     return suite;

@@ -57,11 +57,21 @@ static int check_names(int n, const char *const *names, const char *what) {
     return 0;
 }
 
+/* The input that `arr` is (the same array, or the same recorded value), or -1. */
+static int input_of_array(int nin, deft_ndarray_t *const *in, const deft_ndarray_t *arr) {
+    for (int i = 0; i < nin; i++)
+        if (in[i] == arr || (arr->entry.node && in[i]->entry.node == arr->entry.node &&
+                             in[i]->entry.index == arr->entry.index))
+            return i;
+    return -1;
+}
+
 static int check_arrays(int nin, deft_ndarray_t *const *in, int nout, deft_ndarray_t *const *out) {
     for (int k = 0; k < nout; k++)
-        if (!out[k]->entry.node || !out[k]->entry.node->op)
+        if ((!out[k]->entry.node || !out[k]->entry.node->op) && input_of_array(nin, in, out[k]) < 0)
             return deft_error(DEFT_ERR_VALUE,
-                              "outputs[%d] was not recorded: it was made outside deferred compute",
+                              "outputs[%d] was not recorded: it was made outside deferred compute "
+                              "and is not an input",
                               k);
     for (int i = 0; i < nin; i++)
         for (int j = 0; j < i; j++)
@@ -218,20 +228,48 @@ static int make_input_vars(export_state_t *s) {
     return 0;
 }
 
+/*
+ * Output k stands for entries[k]: a variable (an input listed as an output),
+ * or an entry an earlier output already stands for, becomes a _copy of it
+ * named as asked, so that every output keeps its own name (as MXNet's
+ * export does).
+ */
+static int own_output(export_state_t *s, deft_entry_t *entries, int k,
+                      const char *const *out_names) {
+    bool shared = !entries[k].node->op;
+    for (int j = 0; !shared && j < k; j++)
+        shared = entries[j].node == entries[k].node && entries[j].index == entries[k].index;
+    if (!shared) return 0;
+    deft_node_t *copy;
+    if (deft_node_new_op(deft_registry_find("_copy"), out_names ? out_names[k] : NULL, 0, NULL,
+                         NULL, 1, &entries[k], &copy) ||
+        keep_made(s, copy))
+        return -1;
+    entries[k] = (deft_entry_t){copy, 0};
+    return 0;
+}
+
 static int export_locked(export_state_t *s, int nout, deft_ndarray_t *const *out,
                          const char *const *out_names, deft_symbol_t **sym) {
     deft_entry_t roots[DEFT_OP_MAX_OUTPUTS], *heap = NULL, *entries = roots;
     if (nout > DEFT_OP_MAX_OUTPUTS && !(entries = heap = malloc((size_t)nout * sizeof *heap)))
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
-    for (int k = 0; k < nout; k++) entries[k] = out[k]->entry;
-    int status = deft_graph_build_cut(nout, entries, is_input_node, s, &s->g);
+    int num_roots = 0; /* the outputs to compute: not the inputs listed as outputs */
+    for (int k = 0; k < nout; k++)
+        if (input_of_array(s->nin, s->in, out[k]) < 0) entries[num_roots++] = out[k]->entry;
+    int status = deft_graph_build_cut(num_roots, entries, is_input_node, s, &s->g);
     if (status == 0 && (!(s->copies = calloc((size_t)s->g->num_nodes + 1, sizeof *s->copies)) ||
                         !(s->inlined = calloc((size_t)s->g->num_nodes + 1, sizeof *s->inlined))))
         status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
     if (status == 0) status = make_input_vars(s);
     if (status == 0) status = copy_graph(s, nout, out, out_names);
-    for (int k = 0; status == 0 && k < nout; k++)
-        if (!(entries[k] = substitute(s, &out[k]->entry, NULL, k)).node) status = -1;
+    for (int k = 0; status == 0 && k < nout; k++) {
+        int i = input_of_array(s->nin, s->in, out[k]);
+        if (i >= 0) s->in_used[i] = true;
+        entries[k] =
+            i >= 0 ? (deft_entry_t){s->in_vars[i], 0} : substitute(s, &out[k]->entry, NULL, k);
+        if (!entries[k].node || own_output(s, entries, k, out_names)) status = -1;
+    }
     if (status == 0) status = deft_symbol_from_entries(nout, entries, sym);
     free(heap);
     return status;
