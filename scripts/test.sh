@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: the C suites in a release build, the Python binding's pytest
-# suite, the API docs (doxygen, warnings are errors), and the C suites again
-# under AddressSanitizer + UBSan and under ThreadSanitizer.
+# suite, the API docs (doxygen, warnings are errors), the C suites again
+# under AddressSanitizer + UBSan and under ThreadSanitizer, the C suites
+# built by clang, and the fuzz targets' corpora replayed (clang, ASan + UBSan).
 set -euo pipefail
 source "$(dirname "$0")/setup.sh"
 
@@ -27,3 +28,20 @@ echo "== TSan build: C suites"
 deft_build build-tsan -DCMAKE_BUILD_TYPE=Debug -DDEFT_SANITIZE=thread -DDEFT_BUILD_EXAMPLES=OFF \
     -DDEFT_BUILD_PYTHON=OFF
 ctest --test-dir "$DEFT_ROOT/build-tsan" --output-on-failure -j "$DEFT_JOBS"
+
+echo "== clang release build: C suites"
+deft_build build-clang -DCMAKE_C_COMPILER=clang -DDEFT_BUILD_PYTHON=OFF -DDEFT_BUILD_JAVA=OFF
+ctest --test-dir "$DEFT_ROOT/build-clang" --output-on-failure -j "$DEFT_JOBS" \
+    -E '^(rust_cargo_test|go_test)$' # the bindings' runners: the release build runs them
+
+echo "== fuzz targets (clang, ASan + UBSan): replay the seed corpora and the regressions"
+deft_fuzz_build
+for target in fuzz_symbol_json fuzz_invoke fuzz_dlpack; do
+    # one process per target; on a failure the last "Running:" line names the input
+    mapfile -t inputs < <(find "$DEFT_ROOT/tests/fuzz/corpus/$target" \
+        "$DEFT_ROOT/tests/fuzz/regressions/$target" -type f 2>/dev/null | sort)
+    log="$DEFT_ROOT/build-fuzz/replay-$target.log"
+    "$DEFT_ROOT/build-fuzz/tests/fuzz/$target" "${inputs[@]}" >"$log" 2>&1 ||
+        { grep -E "Running:" "$log" | tail -1; tail -60 "$log"; exit 1; }
+    echo "$target: ${#inputs[@]} inputs"
+done

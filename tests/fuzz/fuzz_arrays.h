@@ -34,7 +34,7 @@ static inline int fuzz_shape(fuzz_reader_t *r, int64_t *shape) {
         int64_t n = 1;
         int largest = 0;
         for (int i = 0; i < ndim; i++) {
-            if (shape[i] > 0) n *= shape[i];
+            if (shape[i] > 0 && n <= FUZZ_MAX_ELEMENTS) n *= shape[i]; /* at most 4096 * 4096 */
             if (shape[i] > shape[largest]) largest = i;
         }
         if (n <= FUZZ_MAX_ELEMENTS) break;
@@ -106,7 +106,7 @@ static inline void fuzz_fill(int dtype, void *buf, int64_t n, int fill, fuzz_rea
         case FUZZ_FILL_RAMP: v = fuzz_is_float(dtype) ? (double)(i % 17) * 0.25 - 2 : (double)(i % 17); break;
         case FUZZ_FILL_SPECIAL:
             v = fuzz_is_float(dtype) ? float_specials[i % 10] : int_specials[i % 10];
-            if (dtype == DEFT_UINT8 || dtype == DEFT_INT8) v = (double)((int)fabs(v) % 128);
+            if (dtype == DEFT_UINT8 || dtype == DEFT_INT8) v = fmod(fabs(v), 128);
             if ((dtype == DEFT_INT32) && (v > 2147483647.0 || v < -2147483648.0)) v = 0;
             break;
         case FUZZ_FILL_ONES: v = 1; break;

@@ -26,12 +26,38 @@ typedef struct call_spec {
 
 static int op_count;
 static const char *const *op_names;
+static int max_chain = 1 << 30;
+static int verbose;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
     fuzz_set_environment();
     FUZZ_OK(DeftListOperators(&op_count, &op_names));
+    /* DEFT_FUZZ_MAX_CHAIN caps the chained calls (to fuzz past a known
+     * defect of long chains); DEFT_FUZZ_VERBOSE prints each decoded call. */
+    const char *text = getenv("DEFT_FUZZ_MAX_CHAIN");
+    if (text && atoi(text) > 0) max_chain = atoi(text);
+    verbose = getenv("DEFT_FUZZ_VERBOSE") != NULL;
     return 0;
+}
+
+/* The operator: byte < 0x80, an index into the list; else a name of
+ * (byte - 0x80) bytes (seeds use names, which stay valid as operators are
+ * added), or an index from the name's bytes if no operator has it. */
+static const char *decode_op(fuzz_reader_t *r) {
+    uint8_t b = fuzz_u8(r);
+    if (b < 0x80) return op_names[b % op_count];
+    char name[128];
+    size_t n = (size_t)(b - 0x80);
+    if (n > fuzz_left(r)) n = fuzz_left(r);
+    memcpy(name, r->data + r->pos, n);
+    name[n] = '\0';
+    r->pos += n;
+    for (int i = 0; i < op_count; i++)
+        if (strcmp(op_names[i], name) == 0) return op_names[i];
+    unsigned h = 0;
+    for (size_t i = 0; i < n; i++) h = h * 31 + (uint8_t)name[i];
+    return op_names[h % (unsigned)op_count];
 }
 
 static void decode_params(fuzz_reader_t *r, call_spec_t *c) {
@@ -268,10 +294,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_reader_t r = {data, size, 0};
     call_spec_t c;
     memset(&c, 0, sizeof c);
-    const char *name = op_names[fuzz_u8(&r) % op_count];
+    const char *name = decode_op(&r);
     FUZZ_OK(DeftGetOperator(name, &c.op));
     uint8_t mode = fuzz_u8(&r), rep = fuzz_u8(&r);
     int reps = rep < 0xF0 ? 1 + rep % 3 : 250 + 2 * (rep - 0xF0);
+    if (reps > max_chain) reps = max_chain;
     int nin = fuzz_u8(&r) % (MAX_IN + 1);
     int room = mode & INVOKE_FLAG_ONE_OUTPUT_SLOT ? 1 : MAX_OUT;
 
@@ -288,6 +315,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         in[i] = fuzz_array(shape, ndim, dtype, fill, &r); /* NULL: a bad handle to pass */
     }
     decode_params(&r, &c);
+    if (verbose) {
+        fprintf(stderr, "fuzz_invoke: %s, mode %d flags 0x%x, %d call(s), %d input(s):", name,
+                mode & 3, mode & ~3, reps, nin);
+        for (int i = 0; i < nin; i++) {
+            int64_t shape[DEFT_MAX_NDIM];
+            int ndim = 0, dtype = -1;
+            const char *dname = "?";
+            if (in[i] && DeftNDArrayGetShape(in[i], shape, DEFT_MAX_NDIM, &ndim) == 0 &&
+                DeftNDArrayGetDType(in[i], &dtype) == 0)
+                DeftDTypeGetName(dtype, &dname);
+            fprintf(stderr, " %s(", in[i] ? dname : "NULL");
+            for (int d = 0; in[i] && d < ndim; d++)
+                fprintf(stderr, "%s%lld", d ? "," : "", (long long)shape[d]);
+            fprintf(stderr, ")");
+        }
+        for (int i = 0; i < c.nparams; i++) fprintf(stderr, " %s='%s'", c.keys[i], c.vals[i]);
+        fprintf(stderr, "\n");
+    }
 
     switch (mode & 3) {
     case INVOKE_MODE_IMPERATIVE: run_imperative(&c, mode, reps, nin, in, room); break;

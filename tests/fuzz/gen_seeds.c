@@ -189,14 +189,11 @@ static void put_string(bytes_t *o, const char *s) {
     for (size_t i = 0; i < n; i++) put(o, s[i]);
 }
 
-static int op_index(const char *name) {
-    int count;
-    const char *const *names;
-    FUZZ_OK(DeftListOperators(&count, &names));
-    for (int i = 0; i < count; i++)
-        if (!strcmp(names[i], name)) return i;
-    fprintf(stderr, "gen_seeds: no operator '%s'\n", name);
-    exit(1);
+/* The operator by name (fuzz_invoke's byte 0x80 + length, then the name). */
+static void put_op(bytes_t *o, const char *name) {
+    size_t n = strlen(name);
+    put(o, 0x80 + (int)n);
+    for (size_t i = 0; i < n; i++) put(o, name[i]);
 }
 
 static int dtype_index(int dtype) {
@@ -239,7 +236,7 @@ static void write_invoke(const char *name, const bytes_t *o) {
 static void invoke_seed(const char *op_name, DeftOpHandle op, int mode, int nin, int cand,
                         const params_t *p) {
     bytes_t o = {.n = 0};
-    put(&o, op_index(op_name));
+    put_op(&o, op_name);
     put(&o, mode);
     put(&o, 0);
     put(&o, nin);
@@ -273,9 +270,14 @@ static void json_seed(const char *op_name, DeftOpHandle op, int nin, int cand, c
         strcat(shape, ndim == 1 ? ",)" : ")");
         FUZZ_OK(DeftSymbolSetAttr(vars[i], "__shape__", shape));
     }
-    FUZZ_OK(DeftSymbolCompose(atom, "node", nin, NULL, vars));
     const char *json;
-    FUZZ_OK(DeftSymbolSaveToJSON(atom, &json));
+    if (DeftSymbolCompose(atom, "node", nin, NULL, vars) != 0 ||
+        DeftSymbolSaveToJSON(atom, &json) != 0) {
+        fprintf(stderr, "gen_seeds: no graph for '%s': %s\n", op_name, DeftGetLastError());
+        for (int i = 0; i < nin; i++) DeftSymbolFree(vars[i]);
+        DeftSymbolFree(atom);
+        return;
+    }
     char file[256];
     snprintf(file, sizeof file, "op-%s.json", op_name);
     write_file("corpus/fuzz_symbol_json", file, json, strlen(json));
@@ -294,29 +296,29 @@ static void issue_seeds(void) {
     /* deferred byte-size overflow: broadcast_to a float64 scalar to 2^61 + 1 elements */
     FUZZ_OK(DeftGetOperator("broadcast_to", &op));
     o.n = 0;
-    put(&o, op_index("broadcast_to")), put(&o, INVOKE_MODE_DEFERRED), put(&o, 0), put(&o, 1);
+    put_op(&o, "broadcast_to"), put(&o, INVOKE_MODE_DEFERRED), put(&o, 0), put(&o, 1);
     put_input(&o, DEFT_FLOAT64, 0, scalar, FUZZ_FILL_ONES);
     put(&o, 1), put_param(&o, op, "shape", "(2305843009213693953,)");
     write_invoke("issue-deferred-broadcast_to-size-overflow", &o);
-    o.b[1] = INVOKE_MODE_IMPERATIVE;
+    o.b[1 + strlen("broadcast_to")] = INVOKE_MODE_IMPERATIVE;
     write_invoke("issue-imperative-broadcast_to-size-overflow", &o);
 
     /* backward through more than 256 recorded calls: 260 chained relu */
     FUZZ_OK(DeftGetOperator("relu", &op));
     o.n = 0;
-    put(&o, op_index("relu")), put(&o, INVOKE_MODE_AUTOGRAD), put(&o, 0xF5), put(&o, 1);
+    put_op(&o, "relu"), put(&o, INVOKE_MODE_AUTOGRAD), put(&o, 0xF5), put(&o, 1);
     put_input(&o, DEFT_FLOAT32, 2, d23, FUZZ_FILL_SMALL_INTS);
     put(&o, 0);
     write_invoke("issue-autograd-260-chained-relu", &o);
-    o.b[1] = INVOKE_MODE_DEFERRED_AUTOGRAD;
+    o.b[1 + strlen("relu")] = INVOKE_MODE_DEFERRED_AUTOGRAD;
     write_invoke("issue-deferred-autograd-260-chained-relu", &o);
-    o.b[1] = INVOKE_MODE_DEFERRED;
+    o.b[1 + strlen("relu")] = INVOKE_MODE_DEFERRED;
     write_invoke("issue-deferred-260-chained-relu", &o);
 
     /* zero-size arrays through concat, split, take and the reductions */
     FUZZ_OK(DeftGetOperator("Concat", &op));
     o.n = 0;
-    put(&o, op_index("Concat")), put(&o, INVOKE_MODE_AUTOGRAD), put(&o, 0), put(&o, 2);
+    put_op(&o, "Concat"), put(&o, INVOKE_MODE_AUTOGRAD), put(&o, 0), put(&o, 2);
     put_input(&o, DEFT_FLOAT32, 2, d03, FUZZ_FILL_ONES);
     put_input(&o, DEFT_FLOAT32, 2, d03, FUZZ_FILL_ONES);
     put(&o, 1), put_param(&o, op, "dim", "0");
@@ -324,20 +326,20 @@ static void issue_seeds(void) {
 
     FUZZ_OK(DeftGetOperator("split", &op));
     o.n = 0;
-    put(&o, op_index("split")), put(&o, INVOKE_MODE_AUTOGRAD), put(&o, 0), put(&o, 1);
+    put_op(&o, "split"), put(&o, INVOKE_MODE_AUTOGRAD), put(&o, 0), put(&o, 1);
     put_input(&o, DEFT_FLOAT32, 2, d20, FUZZ_FILL_ONES);
     put(&o, 2), put_param(&o, op, "num_outputs", "2"), put_param(&o, op, "axis", "0");
     write_invoke("issue-zero-size-split", &o);
 
     FUZZ_OK(DeftGetOperator("take", &op));
     o.n = 0;
-    put(&o, op_index("take")), put(&o, INVOKE_MODE_AUTOGRAD), put(&o, 0), put(&o, 2);
+    put_op(&o, "take"), put(&o, INVOKE_MODE_AUTOGRAD), put(&o, 0), put(&o, 2);
     put_input(&o, DEFT_FLOAT32, 2, d23, FUZZ_FILL_ONES);
     put_input(&o, DEFT_FLOAT32, 1, d0, FUZZ_FILL_ONES);
     put(&o, 0);
     write_invoke("issue-zero-size-take-indices", &o);
     o.n = 0;
-    put(&o, op_index("take")), put(&o, INVOKE_MODE_AUTOGRAD), put(&o, 0), put(&o, 2);
+    put_op(&o, "take"), put(&o, INVOKE_MODE_AUTOGRAD), put(&o, 0), put(&o, 2);
     put_input(&o, DEFT_FLOAT32, 2, d03, FUZZ_FILL_ONES);
     put_input(&o, DEFT_FLOAT32, 1, d2, FUZZ_FILL_ONES);
     put(&o, 1), put_param(&o, op, "mode", "wrap");
@@ -350,7 +352,7 @@ static void issue_seeds(void) {
         for (int a = 0; a < 3; a++) {
             FUZZ_OK(DeftGetOperator(reductions[i], &op));
             o.n = 0;
-            put(&o, op_index(reductions[i])), put(&o, INVOKE_MODE_AUTOGRAD), put(&o, 0), put(&o, 1);
+            put_op(&o, reductions[i]), put(&o, INVOKE_MODE_AUTOGRAD), put(&o, 0), put(&o, 1);
             put_input(&o, DEFT_FLOAT32, 2, d03, FUZZ_FILL_ONES);
             put(&o, axes[a] ? 1 : 0);
             if (axes[a]) put_param(&o, op, "axis", axes[a]);
@@ -363,7 +365,7 @@ static void issue_seeds(void) {
     /* _CachedOp naming a subgraph that is not registered */
     FUZZ_OK(DeftGetOperator("_CachedOp", &op));
     o.n = 0;
-    put(&o, op_index("_CachedOp")), put(&o, INVOKE_MODE_DEFERRED), put(&o, 0), put(&o, 1);
+    put_op(&o, "_CachedOp"), put(&o, INVOKE_MODE_DEFERRED), put(&o, 0), put(&o, 1);
     put_input(&o, DEFT_FLOAT32, 2, d23, FUZZ_FILL_ONES);
     put(&o, 1), put_param(&o, op, "subgraph", "sg0");
     write_invoke("issue-cachedop-unregistered-subgraph", &o);

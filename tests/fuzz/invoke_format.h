@@ -1,7 +1,8 @@
 /* The byte layout fuzz_invoke decodes (and gen_seeds.c writes). Any bytes
  * decode to some call; these are the meanings:
  *
- *   u8  operator: index into DeftListOperators() (modulo the count)
+ *   u8  operator: < 0x80, an index into DeftListOperators() (modulo the
+ *       count); else a name of (byte - 0x80) bytes follows (seeds use names)
  *   u8  mode: bits 0-1 INVOKE_MODE_*, then the INVOKE_FLAG_* bits
  *   u8  repeat: < 0xF0: 1 + r % 3 calls; else 250 + 2 * (r - 0xF0) calls,
  *       each feeding its first output into the next call's first input
