@@ -382,7 +382,7 @@ void deft_graph_free(deft_graph_t *g) {
     for (int o = 0; o < g->num_outputs; o++) deft_node_release(g->outputs[o].node);
     if (g->nodes != g->small_nodes) free(g->nodes);
     if (g->map != g->small_map) free(g->map);
-    free(g->names), free(g->tables);
+    free(g->names), free(g->tables), free(atomic_load(&g->auxiliary));
     if (in_record(g->num_outputs))
         deft_record_free(g);
     else
@@ -401,7 +401,6 @@ int deft_graph_entry_node(const deft_graph_t *g, int e) {
     return lo;
 }
 
-/* A variable is auxiliary when every use of it is an in-place update. */
 bool deft_graph_has_blocking(const deft_graph_t *g) {
     for (int i = 0; i < g->num_nodes; i++)
         if (g->nodes[i]->op && g->nodes[i]->op->op->blocking && !deft_graph_is_leaf(g, i))
@@ -409,15 +408,56 @@ bool deft_graph_has_blocking(const deft_graph_t *g) {
     return false;
 }
 
-bool deft_graph_is_auxiliary(const deft_graph_t *g, const deft_node_t *var) {
+/* Whether input k of node n is updated in place (the mask has 32 bits). */
+static bool mutates(const deft_node_t *n, int k) {
+    return k < 32 && (n->op->op->mutate_inputs & (1u << k));
+}
+
+/* Per node: 0 not read, 1 only updated in place, 2 read otherwise. */
+static unsigned char *make_auxiliary_table(const deft_graph_t *g) {
+    unsigned char *use = calloc((size_t)g->num_nodes + 1, 1);
+    for (int i = 0; use && i < g->num_nodes; i++) {
+        const deft_node_t *n = g->nodes[i];
+        for (int k = 0; k < n->num_inputs; k++) {
+            int src = map_find(g, n->inputs[k].node);
+            if (src < 0) continue; /* behind a leaf of a cut graph */
+            if (!mutates(n, k))
+                use[src] = 2;
+            else if (use[src] == 0)
+                use[src] = 1;
+        }
+    }
+    return use;
+}
+
+/* A scan of every node for one variable: only when the table cannot be allocated. */
+static bool scan_auxiliary(const deft_graph_t *g, const deft_node_t *var) {
     bool used = false;
     for (int i = 0; i < g->num_nodes; i++) {
         const deft_node_t *n = g->nodes[i];
         for (int k = 0; k < n->num_inputs; k++) {
             if (n->inputs[k].node != var) continue;
-            if (!(n->op->op->mutate_inputs & (1u << k))) return false;
+            if (!mutates(n, k)) return false;
             used = true;
         }
     }
     return used;
+}
+
+bool deft_graph_is_auxiliary(const deft_graph_t *g, const deft_node_t *var) {
+    int id = map_find(g, var);
+    if (id < 0) return false;
+    /* Graphs are read by several threads: the first table published wins. */
+    deft_graph_t *shared = (deft_graph_t *)g;
+    unsigned char *table = atomic_load_explicit(&shared->auxiliary, memory_order_acquire);
+    if (!table) {
+        unsigned char *made = make_auxiliary_table(g), *expected = NULL;
+        if (!made) return scan_auxiliary(g, var);
+        if (atomic_compare_exchange_strong_explicit(&shared->auxiliary, &expected, made,
+                                                    memory_order_acq_rel, memory_order_acquire))
+            table = made;
+        else
+            free(made), table = expected;
+    }
+    return table[id] == 1;
 }
