@@ -485,6 +485,36 @@ START_TEST(export_keeps_every_output_name) {
 }
 END_TEST
 
+/* A backward inside a deferred-compute scope computes through the lazy
+ * forward values (it used to run its kernels on their missing buffers). */
+START_TEST(backward_inside_deferred_compute_computes) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT64, 1, SHAPE(3), VALUES(1, -2, 0.5));
+    DeftNDArrayHandle g = make(DEFT_FLOAT64, 1, SHAPE(3), NULL);
+    int req = DEFT_GRAD_WRITE;
+    ck_assert_ok(DeftAutogradMarkVariables(1, &x, &req, &g));
+    set_deferred(1);
+    ck_assert_ok(DeftAutogradSetIsRecording(1, NULL));
+    DeftNDArrayHandle cube = call1("elemwise_mul", 2, (DeftNDArrayHandle[]){x, x}, NO_PARAMS);
+    DeftNDArrayHandle y = call1("elemwise_mul", 2, (DeftNDArrayHandle[]){cube, x}, NO_PARAMS);
+    DeftNDArrayHandle s = call1("sum", 1, &y, NO_PARAMS);
+    ck_assert_ok(DeftAutogradSetIsRecording(0, NULL));
+    ck_assert_int_eq(is_lazy(s), 1);
+    ck_assert_int_eq(is_lazy(cube), 1);
+    ck_assert_ok(DeftAutogradBackward(1, &s, NULL, 1, 0)); /* retain: differentiated twice */
+    assert_values(g, 3, VALUES(3, 12, 0.75), 1e-12);
+    DeftNDArrayHandle dx = NULL;
+    ck_assert_ok(DeftAutogradComputeGradient(1, &s, NULL, 1, &x, 0, 0, &dx));
+    ck_assert_int_eq(is_lazy(dx), 0);
+    assert_values(dx, 3, VALUES(3, 12, 0.75), 1e-12);
+    int deferred = 0;
+    ck_assert_ok(DeftIsDeferredCompute(&deferred));
+    ck_assert_int_eq(deferred, 1); /* the scope goes on */
+    set_deferred(0);
+    assert_values(s, 1, VALUES(1 - 8 + 0.125), 1e-12);
+    free_all(6, (DeftNDArrayHandle[]){x, g, cube, y, s, dx});
+}
+END_TEST
+
 START_TEST(export_errors) {
     DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 1, SHAPE(4), 1);
     DeftNDArrayHandle w = ramp(DEFT_FLOAT32, 1, SHAPE(4), 2);
@@ -682,6 +712,7 @@ Suite *deferred_suite(void) {
     tcase_add_test(errors, export_errors);
     tcase_add_test(errors, recording_refuses_an_overflowing_byte_size);
     tcase_add_test(when, export_keeps_every_output_name);
+    tcase_add_test(when, backward_inside_deferred_compute_computes);
     tcase_add_test(errors, export_half_of_a_split);
     tcase_add_test(errors, freed_result_lends_no_history);
     tcase_add_test(errors, bound_variables);

@@ -603,10 +603,21 @@ static int compute(backward_t *b, bool into_marked, bool create) {
     return status;
 }
 
-int deft_autograd_backward(int nheads, deft_ndarray_t *const *heads,
-                           deft_ndarray_t *const *head_grads, int nvars,
-                           deft_ndarray_t *const *vars, bool retain_graph, bool create_graph,
-                           deft_ndarray_t **out_grads) {
+/* Saved values recorded in deferred compute are lazy: computed now, together. */
+static int compute_lazy_values(backward_t *b) {
+    int n = 0, entries = deft_graph_num_entries(b->fwd);
+    deft_ndarray_t **lazy = malloc(((size_t)entries + 1) * sizeof *lazy);
+    if (!lazy) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a backward");
+    for (int e = 0; e < entries; e++)
+        if (b->values[e] && deft_ndarray_is_lazy(b->values[e])) lazy[n++] = b->values[e];
+    int status = n ? deft_deferred_compute(n, lazy) : 0;
+    free(lazy);
+    return status;
+}
+
+static int backward_now(int nheads, deft_ndarray_t *const *heads, deft_ndarray_t *const *head_grads,
+                        int nvars, deft_ndarray_t *const *vars, bool retain_graph,
+                        bool create_graph, deft_ndarray_t **out_grads) {
     bool into_marked = out_grads == NULL;
     if (deft_deferred_compute(nheads, heads) ||
         (head_grads && deft_deferred_compute(nheads, head_grads)))
@@ -616,6 +627,7 @@ int deft_autograd_backward(int nheads, deft_ndarray_t *const *heads,
     int status = prepare(&b, nheads, heads, nvars, vars, into_marked);
     if (b.values) retain_values(&b);
     deft_record_unlock();
+    if (status == 0) status = compute_lazy_values(&b);
     if (status == 0) status = head_gradients(&b, nheads, heads, head_grads);
     if (status == 0) status = compute(&b, into_marked, create_graph);
     for (int w = 0; status == 0 && w < b.nwrt; w++) {
@@ -631,5 +643,19 @@ int deft_autograd_backward(int nheads, deft_ndarray_t *const *heads,
     if (status == 0 && !retain_graph && !create_graph) release_saved(&b);
     release_values(&b);
     backward_free(&b);
+    return status;
+}
+
+/* A backward inside a deferred-compute scope computes (through the lazy
+ * forward values) instead of recording: gradients are values either way. */
+int deft_autograd_backward(int nheads, deft_ndarray_t *const *heads,
+                           deft_ndarray_t *const *head_grads, int nvars,
+                           deft_ndarray_t *const *vars, bool retain_graph, bool create_graph,
+                           deft_ndarray_t **out_grads) {
+    bool deferred;
+    deft_deferred_set(false, &deferred);
+    int status =
+        backward_now(nheads, heads, head_grads, nvars, vars, retain_graph, create_graph, out_grads);
+    deft_deferred_set(deferred, NULL);
     return status;
 }

@@ -97,3 +97,17 @@ def test_zero_size_and_dtype_changes():
         c = deft.nd.Cast(x + 1, dtype="float64")
     np.testing.assert_array_equal(y.asnumpy(), [0, 0, 0])
     assert c.dtype == np.float64 and c.shape == (0, 3)
+
+
+def test_backward_and_grad_inside_a_deferred_scope_compute():
+    """They used to crash: the kernels ran on lazy values' missing buffers."""
+    x = deft.array([1.0, -2.0, 0.5]).attach_grad()
+    with deft.deferred_compute():
+        with autograd.record():
+            y = (x * x * x).sum()
+        assert y.is_lazy
+        y.backward(retain_graph=True)
+        np.testing.assert_allclose(x.grad.asnumpy(), [3, 12, 0.75])
+        (g,) = autograd.grad(y, [x])
+        np.testing.assert_allclose(g.asnumpy(), [3, 12, 0.75])
+    np.testing.assert_allclose(y.asnumpy(), [1 - 8 + 0.125])
