@@ -249,7 +249,7 @@ func TestCustomOperatorsInGo(t *testing.T) {
 	if _, err := z.Float64s(); err == nil || !strings.Contains(err.Error(), "the Go side said no") {
 		t.Fatalf("got %v", err)
 	}
-	WaitAll() // reports the failure once more, and clears it
+	WaitAll() // reports this thread's failure; z keeps it
 	if err := RegisterCustomOp("a::b", 1, cube{}, false); err == nil || !strings.Contains(err.Error(), "'::'") {
 		t.Fatalf("got %v", err)
 	}

@@ -74,7 +74,7 @@ def test_an_exception_becomes_an_error_on_the_output():
         y.asnumpy()
     assert calls and calls[0] != threading.main_thread().name  # a callback thread ran it
     with pytest.raises(deft.DeftError, match="ZeroDivisionError"):
-        deft.waitall()  # reports the failure once more, and clears it
+        deft.waitall()  # reports this thread's failure; y keeps it
     with pytest.raises(ValueError, match="lists 2 outputs"):
         @operator.register("two_outputs")
         class TwoProp(operator.CustomOpProp):

@@ -151,7 +151,7 @@ DEFT_API int DeftNDArrayGetDevice(DeftNDArrayHandle handle, int *out_type, int *
  * - an operator that reads and updates a failed array in place keeps it failed;
  * - the failure goes only when the array is overwritten: an operator writes
  *   it as an output without reading it and succeeds, or
- *   DeftNDArraySyncCopyFromCPU() replaces its contents.
+ *   DeftNDArrayCopyFromHost() replaces its contents.
  *
  * A failed array's contents are never read as if they were valid.
  * @param handle the array.

@@ -216,7 +216,7 @@ fn custom_operators_in_rust() {
         "{}",
         err.message
     );
-    let _ = wait_all(); // reports the failure once more, and clears it
+    let _ = wait_all(); // reports this thread's failure; z keeps it
     let err = deft::register_custom_op("a::b", 1, Cube).err().unwrap();
     assert!(err.message.contains("'::'"), "{}", err.message);
 }

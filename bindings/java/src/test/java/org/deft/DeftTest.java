@@ -161,7 +161,7 @@ class DeftTest {
         NDArray z = Deft.invoke("java_failing", new NDArray[] {x})[0];
         DeftException e = assertThrows(DeftException.class, z::toDoubleArray);
         assertTrue(e.getMessage().contains("the Java side said no"), e.getMessage());
-        assertThrows(DeftException.class, Deft::waitAll); // reported once more, and cleared
+        assertThrows(DeftException.class, Deft::waitAll); // this thread's failure; z keeps it
         e = assertThrows(DeftException.class, () -> CustomOps.register("a::b", 1, new Cube(), false));
         assertTrue(e.getMessage().contains("'::'"), e.getMessage());
     }
