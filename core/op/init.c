@@ -396,6 +396,14 @@ static int grad_copy(deft_grad_builder_t *b, const deft_param_value_t *p, int ni
         .forward_gpu = DEFT_GPU(cast_forward_gpu), .inplace_input = -1, .gradient = grad_cast      \
     }
 
+#define COPY_OP(name_, any_device_, doc)                                                           \
+    {                                                                                              \
+        .name = name_, .description = doc, .input_names = deft_op_data_input, .min_inputs = 1,     \
+        .max_inputs = 1, .infer = copy_infer, .forward = deft_forward_copy,                        \
+        .forward_gpu = DEFT_GPU(deft_forward_copy), .any_device = any_device_,                     \
+        .inplace_input = -1, .gradient = grad_copy                                                 \
+    }
+
 static const deft_op_t init_ops[] = {
     CREATE_OP("_zeros", shaped_params, shaped_infer, zeros_forward, NULL,
               "A new array filled with zeros."),
@@ -411,28 +419,10 @@ static const deft_op_t init_ops[] = {
               "Normal random numbers with mean loc and deviation scale, from the seeded stream."),
     CAST_OP("Cast"),
     CAST_OP("cast"),
-    {.name = "_copy",
-     .description = "A copy of the input (MXNet's _copy: identity). Export names an output "
-                    "that is an input, or that another output already names, with one.",
-     .input_names = deft_op_data_input,
-     .min_inputs = 1,
-     .max_inputs = 1,
-     .infer = copy_infer,
-     .forward = deft_forward_copy,
-     .forward_gpu = DEFT_GPU(deft_forward_copy),
-     .inplace_input = -1,
-     .gradient = grad_copy},
-    {.name = "_copyto",
-     .description = "Copies data into the output array, which may be on another device.",
-     .input_names = deft_op_data_input,
-     .min_inputs = 1,
-     .max_inputs = 1,
-     .infer = copy_infer,
-     .forward = deft_forward_copy,
-     .forward_gpu = DEFT_GPU(deft_forward_copy),
-     .any_device = true,
-     .inplace_input = -1,
-     .gradient = grad_copy},
+    COPY_OP("_copy", false,
+            "A copy of the input (MXNet's _copy: identity). Export names an output that is an "
+            "input, or that another output already names, with one."),
+    COPY_OP("_copyto", true, "Copies data into the output array, which may be on another device."),
 };
 
 DEFT_OP_FAMILY(deft_family_init, init_ops);
