@@ -1,4 +1,5 @@
 /* Autograd through the recorded graph: values, modes, errors, plan reuse, memory. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 
 #include "capi/src/handle.h"
@@ -499,6 +500,80 @@ START_TEST(million_recording) {
 }
 END_TEST
 
+/* Backward through a chain of `calls` recorded relu calls (more than any
+ * fixed input count): the gradient is 1 where x > 0, else 0. */
+static void backward_through_relu_chain(int calls) {
+    DeftNDArrayHandle g, x = marked(4, VALUES(1, -2, 0.5, 3), &g, DEFT_GRAD_WRITE);
+    DeftNDArrayHandle y = x;
+    set_recording(1);
+    for (int i = 0; i < calls; i++) {
+        DeftNDArrayHandle next = call1("relu", 1, &y, NO_PARAMS);
+        if (y != x) free_all(1, &y);
+        y = next;
+    }
+    set_recording(0);
+    assert_values(y, 4, VALUES(1, 0, 0.5, 3), 0);
+    ck_assert_ok(DeftAutogradBackward(1, &y, NULL, 0, 0));
+    assert_values(g, 4, VALUES(1, 0, 1, 1), 0);
+    free_all(1, &y), free_all(1, &x), free_all(1, &g);
+}
+
+START_TEST(backward_through_300_recorded_calls) {
+    backward_through_relu_chain(300);
+}
+END_TEST
+
+START_TEST(backward_through_2000_recorded_calls) {
+    backward_through_relu_chain(2000);
+}
+END_TEST
+
+/* Backward of sum(relu(relu(relu(x)))) for n float64 values x[i] = i % 3 - 1:
+ * the gradient is 1 where x > 0. Its plan's arena holds n-value intermediates. */
+static void backward_of_shape(int64_t n) {
+    double *xs = malloc((size_t)n * sizeof *xs), *want = malloc((size_t)n * sizeof *want);
+    ck_assert_ptr_nonnull(xs);
+    ck_assert_ptr_nonnull(want);
+    for (int64_t i = 0; i < n; i++) xs[i] = (double)(i % 3) - 1, want[i] = i % 3 == 2;
+    DeftNDArrayHandle g, x = marked((int)n, xs, &g, DEFT_GRAD_WRITE);
+    DeftNDArrayHandle y = x;
+    set_recording(1);
+    for (int i = 0; i < 3; i++) {
+        DeftNDArrayHandle next = call1("relu", 1, &y, NO_PARAMS);
+        if (y != x) free_all(1, &y);
+        y = next;
+    }
+    DeftNDArrayHandle s = call1("sum", 1, &y, NO_PARAMS);
+    set_recording(0);
+    ck_assert_ok(DeftAutogradBackward(1, &s, NULL, 0, 0));
+    assert_values(g, n, want, 0);
+    free_all(1, &s), free_all(1, &y), free_all(1, &x), free_all(1, &g);
+    free(xs), free(want);
+}
+
+/* 100 shapes of backward, each plan with an arena of 512 KiB or more: the
+ * backward cache keeps at most DEFT_PLAN_CACHE_BYTES (4 MiB, set by main) of
+ * arenas, DeftMemoryReleaseCached drops them, and evicted plans are made
+ * again with the same results. */
+START_TEST(backward_plan_cache_is_bounded_and_released) {
+    ck_assert_ok(DeftMemoryReleaseCached(DEFT_CPU, 0));
+    int64_t base = mem_stat(DEFT_MEM_LIVE_BYTES), highest = 0;
+    for (int s = 0; s < 100; s++) {
+        backward_of_shape(65536 + 64 * s);
+        int64_t live = mem_stat(DEFT_MEM_LIVE_BYTES) - base;
+        if (live > highest) highest = live;
+    }
+    ck_assert_msg(highest <= (4 << 20) + 2 * (65536 + 64 * 100) * 8,
+                  "the backward plans kept %lld bytes of arenas", (long long)highest);
+    ck_assert_ok(DeftMemoryReleaseCached(DEFT_CPU, 0));
+    ck_assert_int_eq(mem_stat(DEFT_MEM_LIVE_BYTES), base);
+    backward_of_shape(65536); /* evicted long ago */
+    backward_of_shape(65536 + 64 * 99);
+    ck_assert_ok(DeftMemoryReleaseCached(DEFT_CPU, 0));
+    ck_assert_int_eq(mem_stat(DEFT_MEM_LIVE_BYTES), base);
+}
+END_TEST
+
 Suite *autograd_suite(void) {
     Suite *s = suite_create("autograd");
     TCase *tc = tcase_create("gradients");
@@ -525,10 +600,15 @@ Suite *autograd_suite(void) {
     tcase_add_test(mem, million_imperative);
     tcase_add_test(mem, million_deferred);
     tcase_add_test(mem, million_recording);
+    tcase_add_test(mem, backward_through_300_recorded_calls);
+    tcase_add_test(mem, backward_through_2000_recorded_calls);
+    tcase_add_test(mem, backward_plan_cache_is_bounded_and_released);
     suite_add_tcase(s, mem);
     return s;
 }
 
 int main(void) {
+    /* A small bound on the backward plans' arenas, which the cache test checks. */
+    setenv("DEFT_PLAN_CACHE_BYTES", "4194304", 1);
     return run_suite(autograd_suite());
 }

@@ -311,6 +311,159 @@ START_TEST(test_plan_memory_pass) {
 }
 END_TEST
 
+/* A symbol with n arguments "a<i>", each read by one node: a tree of add_n
+ * nodes of up to 64 inputs. Every symbol made goes into syms (returned). */
+static DeftSymbolHandle *sum_tree(int n, int *count) {
+    DeftSymbolHandle *syms = malloc(((size_t)n * 2 + 8) * sizeof *syms);
+    ck_assert_ptr_nonnull(syms);
+    int ns = 0;
+    for (int i = 0; i < n; i++) {
+        char name[24];
+        snprintf(name, sizeof name, "a%d", i);
+        syms[ns++] = var(name);
+    }
+    int start = 0, level = n;
+    while (level > 1) {
+        int next = ns;
+        for (int i = 0; i < level; i += 64)
+            syms[ns++] =
+                apply("add_n", NULL, level - i < 64 ? level - i : 64, &syms[start + i], NO_PARAMS);
+        start = next, level = ns - next;
+    }
+    *count = ns;
+    return syms;
+}
+
+/* An executor over n arguments (no cap on the count): argument a<i> holds
+ * (i, 1), so the two sums are n(n-1)/2 and n, run twice (the cached plan). */
+static void run_many_arguments(int n) {
+    int ns;
+    DeftSymbolHandle *syms = sum_tree(n, &ns);
+    DeftCachedOpHandle op;
+    ck_assert_ok(DeftCachedOpCreate(syms[ns - 1], 0, &op));
+    int nargs;
+    const char *const *names;
+    ck_assert_ok(DeftSymbolListArguments(syms[ns - 1], &nargs, &names));
+    ck_assert_int_eq(nargs, n);
+    DeftNDArrayHandle *in = malloc((size_t)n * sizeof *in);
+    ck_assert_ptr_nonnull(in);
+    for (int a = 0; a < n; a++)
+        in[a] = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(atoi(names[a] + 1), 1));
+    for (int round = 0; round < 2; round++) {
+        DeftNDArrayHandle out = run1(op, n, in);
+        assert_values(out, 2, VALUES((double)n * (n - 1) / 2, n), 0);
+        free_all(1, &out);
+    }
+    free_all(n, in);
+    free(in);
+    ck_assert_ok(DeftCachedOpFree(op));
+    for (int i = 0; i < ns; i++) ck_assert_ok(DeftSymbolFree(syms[i]));
+    free(syms);
+}
+
+START_TEST(test_executor_takes_300_arguments) {
+    run_many_arguments(300);
+}
+END_TEST
+
+/* 100,000 arguments: creation and runs are linear in the graph (this used to
+ * take minutes: each variable scanned every node to see if it was auxiliary). */
+START_TEST(test_executor_takes_100000_arguments) {
+    run_many_arguments(100000);
+}
+END_TEST
+
+/* A group of 300 outputs x * i: any number of outputs runs (the room used to
+ * be cut at 256). Recorded for autograd the call would be one node with 300
+ * outputs, more than a node has: refused with an error, not a stack overrun. */
+START_TEST(test_executor_returns_300_outputs) {
+    enum { N = 300 };
+    DeftSymbolHandle x = var("x"), parts[N], group;
+    for (int i = 0; i < N; i++) {
+        char scalar[16];
+        snprintf(scalar, sizeof scalar, "%d", i);
+        parts[i] = apply("_mul_scalar", NULL, 1, &x, P("scalar", scalar));
+    }
+    ck_assert_ok(DeftSymbolCreateGroup(N, parts, &group));
+    DeftCachedOpHandle op;
+    ck_assert_ok(DeftCachedOpCreate(group, 0, &op));
+    DeftNDArrayHandle in = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(1, -2)), out[N] = {NULL};
+    int nout = N;
+    ck_assert_ok(DeftCachedOpInvoke(op, 1, &in, &nout, out));
+    ck_assert_int_eq(nout, N);
+    for (int i = 0; i < N; i++) assert_values(out[i], 2, VALUES(i, -2.0 * i), 0);
+    free_all(N, out);
+    DeftNDArrayHandle grad = make(DEFT_FLOAT64, 1, SHAPE(2), NULL), none[N] = {NULL};
+    int req = DEFT_GRAD_WRITE;
+    ck_assert_ok(DeftAutogradMarkVariables(1, &in, &req, &grad));
+    ck_assert_ok(DeftAutogradSetIsRecording(1, NULL));
+    nout = N;
+    int status = DeftCachedOpInvoke(op, 1, &in, &nout, none);
+    ck_assert_ok(DeftAutogradSetIsRecording(0, NULL));
+    ck_assert_int_eq(status, -1);
+    ck_assert_int_eq(DeftGetLastErrorKind(), DEFT_ERROR_NOT_IMPLEMENTED);
+    ck_assert_ptr_nonnull(
+        strstr(DeftGetLastError(), "a graph with 300 outputs cannot be recorded"));
+    ck_assert_ptr_null(none[0]);
+    free_all(2, (DeftNDArrayHandle[]){in, grad});
+    ck_assert_ok(DeftCachedOpFree(op));
+    for (int i = 0; i < N; i++) ck_assert_ok(DeftSymbolFree(parts[i]));
+    ck_assert_ok(DeftSymbolFree(x));
+    ck_assert_ok(DeftSymbolFree(group));
+}
+END_TEST
+
+/* y = relu(-x) on n float64 values x[i] = i % 3 - 1: y is (1, 0, 0, 1, 0, 0, ...). */
+static DeftNDArrayHandle run_neg_relu(DeftCachedOpHandle op, int64_t n) {
+    double *xs = malloc((size_t)n * sizeof *xs), *want = malloc((size_t)n * sizeof *want);
+    ck_assert_ptr_nonnull(xs);
+    ck_assert_ptr_nonnull(want);
+    for (int64_t i = 0; i < n; i++) xs[i] = (double)(i % 3) - 1, want[i] = i % 3 == 0;
+    DeftNDArrayHandle x = make(DEFT_FLOAT64, 1, SHAPE(n), xs);
+    DeftNDArrayHandle y = run1(op, 1, &x);
+    free_all(1, &x);
+    free(xs);
+    assert_values(y, n, want, 0);
+    free(want);
+    return y;
+}
+
+/* 100 input shapes, each planned with a 512 KiB arena (the negated input):
+ * the executor keeps at most DEFT_PLAN_CACHE_BYTES (4 MiB, set by main) of
+ * arenas, DeftMemoryReleaseCached drops them all, and evicted plans are made
+ * again with the same results. Runs are queued while plans are dropped. */
+START_TEST(test_executor_plan_cache_is_bounded_and_released) {
+    DeftSymbolHandle x = var("x");
+    DeftSymbolHandle neg = apply("negative", "neg", 1, &x, NO_PARAMS);
+    DeftSymbolHandle y = apply("relu", "y", 1, &neg, NO_PARAMS);
+    DeftCachedOpHandle op;
+    ck_assert_ok(DeftCachedOpCreate(y, 0, &op));
+    ck_assert_ok(DeftMemoryReleaseCached(DEFT_CPU, 0));
+    int64_t base = mem_stat(DEFT_MEM_LIVE_BYTES), highest = 0;
+    for (int s = 0; s < 100; s++) {
+        DeftNDArrayHandle out = run_neg_relu(op, 65536 + 64 * s);
+        free_all(1, &out);
+        int64_t live = mem_stat(DEFT_MEM_LIVE_BYTES) - base;
+        if (live > highest) highest = live;
+    }
+    ck_assert_msg(highest <= (4 << 20) + (65536 + 64 * 100) * 8,
+                  "the plans kept %lld bytes of arenas", (long long)highest);
+    ck_assert_ok(DeftMemoryReleaseCached(DEFT_CPU, 0));
+    ck_assert_int_eq(mem_stat(DEFT_MEM_LIVE_BYTES), base);
+    DeftNDArrayHandle again[6];
+    for (int k = 0; k < 6; k++) { /* release between queued runs */
+        again[k] = run_neg_relu(op, k % 2 ? 65536 : 65536 + 64 * 99);
+        ck_assert_ok(DeftMemoryReleaseCached(DEFT_CPU, 0));
+    }
+    free_all(6, again);
+    ck_assert_ok(DeftMemoryReleaseCached(DEFT_CPU, 0));
+    ck_assert_int_eq(mem_stat(DEFT_MEM_LIVE_BYTES), base);
+    ck_assert_ok(DeftCachedOpFree(op));
+    DeftSymbolHandle all[] = {x, neg, y};
+    for (int i = 0; i < 3; i++) ck_assert_ok(DeftSymbolFree(all[i]));
+}
+END_TEST
+
 static Suite *executor_suite(void) {
     Suite *suite = suite_create("executor");
     TCase *tc = tcase_create("executor");
@@ -320,10 +473,19 @@ static Suite *executor_suite(void) {
     tcase_add_test(tc, test_mlp_training_graph_plan);
     tcase_add_test(tc, test_forward_backward_mode);
     tcase_add_test(tc, test_plan_memory_pass);
+    tcase_add_test(tc, test_executor_plan_cache_is_bounded_and_released);
     suite_add_tcase(suite, tc);
+    TCase *large = tcase_create("large graphs");
+    tcase_set_timeout(large, 300);
+    tcase_add_test(large, test_executor_takes_300_arguments);
+    tcase_add_test(large, test_executor_takes_100000_arguments);
+    tcase_add_test(large, test_executor_returns_300_outputs);
+    suite_add_tcase(suite, large);
     return suite;
 }
 
 int main(void) {
+    /* A small bound on the arenas an executor keeps, which the cache test checks. */
+    setenv("DEFT_PLAN_CACHE_BYTES", "4194304", 1);
     return run_suite(executor_suite());
 }

@@ -3,6 +3,7 @@
 #include "core/base/allocator.h"
 #include "core/base/dtype.h"
 #include "core/base/memstat.h"
+#include "core/graph/executor.h"
 
 _Static_assert(DEFT_ERROR_INTERNAL == (int)DEFT_ERR_INTERNAL, "error kinds must match");
 _Static_assert(DEFT_BFLOAT16 == (int)DEFT_DT_BFLOAT16 && DEFT_INT64 == (int)DEFT_DT_INT64,
@@ -71,6 +72,8 @@ int DeftMemoryReleaseCached(int dev_type, int dev_id) {
     API_BEGIN();
     deft_device_t dev;
     if (deft_device_check(dev_type, dev_id, "device", &dev)) return -1;
+    /* The executors' kept arenas first: they go back to the pool, then to the system. */
+    deft_cached_ops_release_arenas(dev);
     deft_allocator_get(dev.type)->release_cached(dev);
     return 0;
 }

@@ -1,4 +1,5 @@
 /* The executor (CachedOp): creation, runs, plan figures, release. */
+#include <stdlib.h>
 
 #include "capi/src/api.h"
 #include "core/imperative/cached_call.h"
@@ -50,20 +51,31 @@ int DeftCachedOpCreate(DeftSymbolHandle sym, int flags, DeftCachedOpHandle *out)
     return 0;
 }
 
-int DeftCachedOpInvoke(DeftCachedOpHandle handle, int num_inputs, const DeftNDArrayHandle *inputs,
-                       int *num_outputs, DeftNDArrayHandle *outputs) {
-    API_BEGIN();
-    deft_cached_op_t *op = NULL;
-    if (api_cached_op(handle, &op) || api_check_out(num_outputs, "num_outputs")) return -1;
-    if (num_inputs < 0 || num_inputs > 4 * DEFT_OP_MAX_INPUTS || (num_inputs > 0 && !inputs))
-        return deft_error(DEFT_ERR_VALUE, "num_inputs is %d with inputs %p", num_inputs,
-                          (const void *)inputs);
+/* The call's arrays, looked up: in `room` when they fit, else on the heap. */
+static deft_ndarray_t **array_list(deft_ndarray_t **room, size_t fits, size_t n) {
+    if (n <= fits) return room;
+    deft_ndarray_t **list = malloc(n * sizeof *list);
+    if (!list) deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a list of %zu arrays", n);
+    return list;
+}
+
+/* Wrap the outputs the call created; on failure release those not wrapped. */
+static int wrap_outputs(int produced, deft_ndarray_t **out, DeftNDArrayHandle *outputs) {
+    for (int o = 0; o < produced; o++) {
+        if (outputs[o]) continue;
+        if (api_ndarray_wrap(out[o], &outputs[o])) {
+            for (int j = o + 1; j < produced; j++)
+                if (!outputs[j]) deft_ndarray_release(out[j]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int invoke(deft_cached_op_t *op, int num_inputs, const DeftNDArrayHandle *inputs,
+                  int *num_outputs, DeftNDArrayHandle *outputs, deft_ndarray_t **in,
+                  deft_ndarray_t **out) {
     int room = *num_outputs;
-    if (room < 0 || (room > 0 && !outputs))
-        return deft_error(DEFT_ERR_VALUE, "*num_outputs is %d with outputs %p", room,
-                          (const void *)outputs);
-    if (room > 4 * DEFT_OP_MAX_OUTPUTS) room = 4 * DEFT_OP_MAX_OUTPUTS;
-    deft_ndarray_t *in[4 * DEFT_OP_MAX_INPUTS], *out[4 * DEFT_OP_MAX_OUTPUTS];
     if (api_ndarrays(inputs, num_inputs, "inputs", false, in) ||
         api_ndarrays(outputs, room, "outputs", true, out))
         return -1;
@@ -73,17 +85,34 @@ int DeftCachedOpInvoke(DeftCachedOpHandle handle, int num_inputs, const DeftNDAr
                           "outputs[%d] is a lazy array (deferred compute), which cannot be written",
                           lazy);
     int produced = room;
-    if (deft_cached_call(op, num_inputs, in, &produced, out)) return -1;
-    for (int o = 0; o < produced; o++) {
-        if (outputs[o]) continue;
-        if (api_ndarray_wrap(out[o], &outputs[o])) {
-            for (int j = o + 1; j < produced; j++)
-                if (!outputs[j]) deft_ndarray_release(out[j]);
-            return -1;
-        }
-    }
+    if (deft_cached_call(op, num_inputs, in, &produced, out) ||
+        wrap_outputs(produced, out, outputs))
+        return -1;
     *num_outputs = produced;
     return 0;
+}
+
+/* Any number of inputs and outputs: small calls look their arrays up on the
+ * stack, large ones on the heap. */
+int DeftCachedOpInvoke(DeftCachedOpHandle handle, int num_inputs, const DeftNDArrayHandle *inputs,
+                       int *num_outputs, DeftNDArrayHandle *outputs) {
+    API_BEGIN();
+    deft_cached_op_t *op = NULL;
+    if (api_cached_op(handle, &op) || api_check_out(num_outputs, "num_outputs")) return -1;
+    if (num_inputs < 0 || (num_inputs > 0 && !inputs))
+        return deft_error(DEFT_ERR_VALUE, "num_inputs is %d with inputs %p", num_inputs,
+                          (const void *)inputs);
+    int room = *num_outputs;
+    if (room < 0 || (room > 0 && !outputs))
+        return deft_error(DEFT_ERR_VALUE, "*num_outputs is %d with outputs %p", room,
+                          (const void *)outputs);
+    deft_ndarray_t *in_room[DEFT_OP_MAX_INPUTS], *out_room[DEFT_OP_MAX_OUTPUTS];
+    deft_ndarray_t **in = array_list(in_room, DEFT_OP_MAX_INPUTS, (size_t)num_inputs);
+    deft_ndarray_t **out = array_list(out_room, DEFT_OP_MAX_OUTPUTS, (size_t)room);
+    int status = in && out ? invoke(op, num_inputs, inputs, num_outputs, outputs, in, out) : -1;
+    if (in != in_room) free(in);
+    if (out != out_room) free(out);
+    return status;
 }
 
 int DeftCachedOpGetPlanStat(DeftCachedOpHandle handle, int stat, int64_t *out) {

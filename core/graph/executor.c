@@ -1,6 +1,7 @@
 #include "core/graph/executor.h"
 #include "core/base/profiler.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,12 @@
 #include "core/base/fence.h"
 #include "core/graph/place_device.h"
 #include "core/graph/subgraph.h"
+
+/* Runs with at most this many inputs and outputs (most graphs) keep their
+ * per-run lists on the stack; larger ones take them from the heap. */
+#define RUN_INLINE 16
+
+#define NO_SOURCE INT_MIN
 
 /* Where a plan's values live when the inputs are on given devices: each
  * node runs on its placed device ("__device__"), else where its parameters
@@ -22,13 +29,23 @@ typedef struct placement {
     struct placement *next;
 } placement_t;
 
-/* Everything that depends on the input signature, made once and kept. */
+/*
+ * Everything that depends on the input signature, made once and kept while
+ * the executor's cache has room (executor.h: DEFT_PLAN_CACHE_BYTES and
+ * DEFT_PLAN_CACHE_SIZE). A plan is reference counted: the executor's list
+ * holds one reference while the plan is listed, and every run, forward or
+ * inference using it holds one, so a plan dropped from the list (evicted,
+ * or by DeftMemoryReleaseCached) keeps its arenas until its last queued run
+ * is done with them.
+ */
 typedef struct plan_entry {
+    atomic_int refs;
+    size_t bytes;           /* of its placements' arenas */
     deft_desc_t *signature; /* one per input */
     deft_graph_types_t types;
     deft_memory_plan_t plan;
     placement_t *placements;
-    struct plan_entry *next;
+    struct plan_entry *next; /* the list, most recently used first; or a list of dropped ones */
 } plan_entry_t;
 
 struct deft_cached_op {
@@ -40,15 +57,115 @@ struct deft_cached_op {
     int *input_nodes;          /* node ids: arguments, then auxiliary states */
     int *input_of_node;        /* node id -> input position, -1 for operators */
     int *output_entries;       /* entry ids of the graph outputs */
+    int *output_source;        /* per output: an earlier output o (o >= 0) or input i
+                                  (-1 - i) whose value it copies, or NO_SOURCE */
     bool *input_written;       /* auxiliary states are updated in place */
     deft_var_t *var;           /* runs share the arena: one at a time */
     deft_subgraph_t *subgraph; /* made when a call is first recorded as one node */
-    pthread_mutex_t lock;      /* the plan list */
-    plan_entry_t *plans, *last;
+    pthread_mutex_t lock;      /* the plan list and the figures below */
+    plan_entry_t *plans;
+    int num_plans;
+    size_t plan_bytes;     /* arenas of the listed plans */
+    size_t max_plan_bytes; /* the cache's bounds, read at creation */
+    int max_plans;
+    bool has_run;                       /* last holds the figures of the last plan used */
+    deft_memory_plan_t last;            /* without offsets */
+    struct deft_cached_op *prev, *next; /* every live executor (release_arenas) */
+    bool registered;
 };
 
 static int node_entry(const deft_graph_t *g, const deft_entry_t *e) {
     return deft_graph_entry_id(g, deft_graph_node_id(g, e->node), e->index);
+}
+
+/* ---- the plan cache's bounds and the list of executors ---- */
+
+static pthread_once_t limits_once = PTHREAD_ONCE_INIT;
+static size_t limit_bytes = (size_t)512 << 20;
+static int limit_plans = 64;
+
+/* A non-negative decimal number from the environment, or `fallback`. */
+static long long env_count(const char *name, long long fallback) {
+    const char *text = getenv(name);
+    if (!text || !*text) return fallback;
+    char *end;
+    long long v = strtoll(text, &end, 10);
+    return *end || v < 0 ? fallback : v;
+}
+
+static void read_limits(void) {
+    limit_bytes = (size_t)env_count("DEFT_PLAN_CACHE_BYTES", (long long)limit_bytes);
+    long long plans = env_count("DEFT_PLAN_CACHE_SIZE", limit_plans);
+    limit_plans = plans > 1 << 20 ? 1 << 20 : (int)plans;
+}
+
+void deft_plan_cache_limits(size_t *bytes, int *plans) {
+    pthread_once(&limits_once, read_limits);
+    *bytes = limit_bytes, *plans = limit_plans;
+}
+
+/* Every live executor, so DeftMemoryReleaseCached can reach their arenas.
+ * Lock order: this lock, then an executor's. */
+static pthread_mutex_t executors_lock = PTHREAD_MUTEX_INITIALIZER;
+static deft_cached_op_t *executors;
+
+static void register_op(deft_cached_op_t *op) {
+    pthread_mutex_lock(&executors_lock);
+    op->next = executors;
+    if (executors) executors->prev = op;
+    executors = op;
+    op->registered = true;
+    pthread_mutex_unlock(&executors_lock);
+}
+
+static void unregister_op(deft_cached_op_t *op) {
+    if (!op->registered) return;
+    pthread_mutex_lock(&executors_lock);
+    if (op->prev)
+        op->prev->next = op->next;
+    else
+        executors = op->next;
+    if (op->next) op->next->prev = op->prev;
+    pthread_mutex_unlock(&executors_lock);
+}
+
+/* ---- creation ---- */
+
+/* The inputs: arguments in graph order, then auxiliary states. */
+static void list_inputs(deft_cached_op_t *op) {
+    const deft_graph_t *g = op->g;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < g->num_nodes; i++) {
+            if (pass == 0) op->input_of_node[i] = -1;
+            if (g->nodes[i]->op || deft_graph_is_auxiliary(g, g->nodes[i]) != (pass == 1)) continue;
+            op->input_of_node[i] = op->num_inputs;
+            op->input_written[op->num_inputs] = pass == 1;
+            op->input_nodes[op->num_inputs++] = i;
+        }
+}
+
+/* Which outputs the walk does not write (an input, or an entry an earlier
+ * output already lists) and where their values come from: found once here,
+ * so runs with many outputs stay linear. */
+static int list_outputs(deft_cached_op_t *op) {
+    const deft_graph_t *g = op->g;
+    int *first = malloc(((size_t)deft_graph_num_entries(g) + 1) * sizeof *first);
+    if (!first) return -1;
+    for (int o = 0; o < g->num_outputs; o++) {
+        int e = op->output_entries[o] = node_entry(g, &g->outputs[o]);
+        first[e] = -1;
+    }
+    for (int o = 0; o < g->num_outputs; o++) {
+        int e = op->output_entries[o], node = deft_graph_node_id(g, g->outputs[o].node);
+        op->output_source[o] = NO_SOURCE;
+        if (!g->outputs[o].node->op)
+            op->output_source[o] = -1 - op->input_of_node[node];
+        else if (first[e] >= 0)
+            op->output_source[o] = first[e];
+        if (first[e] < 0) first[e] = o;
+    }
+    free(first);
+    return 0;
 }
 
 int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_op_t **out) {
@@ -58,6 +175,7 @@ int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_o
     atomic_init(&op->refcount, 1);
     pthread_mutex_init(&op->lock, NULL);
     op->plan_memory = plan_memory;
+    deft_plan_cache_limits(&op->max_plan_bytes, &op->max_plans);
     if (deft_graph_build(sym->num_outputs, sym->outputs, &op->g)) {
         deft_cached_op_release(op);
         return -1;
@@ -69,21 +187,16 @@ int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_o
     op->input_of_node = malloc(n * sizeof(int));
     op->input_written = calloc(n, sizeof(bool));
     op->output_entries = malloc(((size_t)g->num_outputs + 1) * sizeof(int));
+    op->output_source = malloc(((size_t)g->num_outputs + 1) * sizeof(int));
     op->var = deft_var_new();
-    if (!op->input_nodes || !op->input_of_node || !op->input_written || !op->output_entries ||
-        !op->var) {
+    bool made = op->input_nodes && op->input_of_node && op->input_written && op->output_entries &&
+                op->output_source && op->var;
+    if (made) list_inputs(op);
+    if (!made || list_outputs(op)) {
         deft_cached_op_release(op);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an executor");
     }
-    for (int pass = 0; pass < 2; pass++) /* arguments first, then auxiliary states */
-        for (int i = 0; i < g->num_nodes; i++) {
-            if (pass == 0) op->input_of_node[i] = -1;
-            if (g->nodes[i]->op || deft_graph_is_auxiliary(g, g->nodes[i]) != (pass == 1)) continue;
-            op->input_of_node[i] = op->num_inputs;
-            op->input_written[op->num_inputs] = pass == 1;
-            op->input_nodes[op->num_inputs++] = i;
-        }
-    for (int o = 0; o < g->num_outputs; o++) op->output_entries[o] = node_entry(g, &g->outputs[o]);
+    register_op(op);
     *out = op;
     return 0;
 }
@@ -107,18 +220,41 @@ static void free_plan(plan_entry_t *p) {
     free(p);
 }
 
+static void release_plan(plan_entry_t *p) {
+    if (p && atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) == 1) free_plan(p);
+}
+
+/* Drop the listed references of plans taken off the list (outside the lock:
+ * freeing arenas is not work to do while runs wait for the list). */
+static void release_dropped(plan_entry_t *dropped) {
+    while (dropped) {
+        plan_entry_t *next = dropped->next;
+        release_plan(dropped);
+        dropped = next;
+    }
+}
+
+/* Under the lock: take the plan at *at off the list onto `dropped`. */
+static void unlist(deft_cached_op_t *op, plan_entry_t **at, plan_entry_t **dropped) {
+    plan_entry_t *p = *at;
+    *at = p->next;
+    op->num_plans--;
+    op->plan_bytes -= p->bytes;
+    p->next = *dropped;
+    *dropped = p;
+}
+
 void deft_cached_op_release(deft_cached_op_t *op) {
     if (!op || atomic_fetch_sub_explicit(&op->refcount, 1, memory_order_acq_rel) != 1) return;
-    while (op->plans) {
-        plan_entry_t *next = op->plans->next;
-        free_plan(op->plans);
-        op->plans = next;
-    }
+    unregister_op(op);
+    plan_entry_t *dropped = NULL;
+    while (op->plans) unlist(op, &op->plans, &dropped);
+    release_dropped(dropped);
     deft_subgraph_release(op->subgraph);
     deft_graph_free(op->g);
     deft_var_release(op->var);
     free(op->input_nodes), free(op->input_of_node), free(op->input_written),
-        free(op->output_entries);
+        free(op->output_entries), free(op->output_source);
     pthread_mutex_destroy(&op->lock);
     free(op);
 }
@@ -182,22 +318,6 @@ static int make_plan(deft_cached_op_t *op, int nin, const deft_desc_t *in, plan_
     }
     *out = p;
     return 0;
-}
-
-/* The plan for these inputs: cached, or made now. */
-static int find_plan(deft_cached_op_t *op, int nin, const deft_desc_t *in, plan_entry_t **out) {
-    pthread_mutex_lock(&op->lock);
-    plan_entry_t *p = op->plans;
-    while (p && !same_signature(p, nin, in)) p = p->next;
-    int status = 0;
-    if (!p && (status = make_plan(op, nin, in, &p)) == 0) {
-        p->next = op->plans;
-        op->plans = p;
-    }
-    if (status == 0) op->last = p;
-    pthread_mutex_unlock(&op->lock);
-    *out = p;
-    return status;
 }
 
 /* The device node i runs on, its inputs' entries already placed. */
@@ -271,10 +391,10 @@ static int make_placement(const deft_cached_op_t *op, const plan_entry_t *p,
     return 0;
 }
 
-/* The placement of plan p for these input devices: cached, or made now. */
+/* Under the lock: the placement of plan p for these input devices, cached
+ * or made now (its arenas then count towards the cache's bytes). */
 static int find_placement(deft_cached_op_t *op, plan_entry_t *p, const deft_device_t *inputs,
                           placement_t **out) {
-    pthread_mutex_lock(&op->lock);
     placement_t *pl = p->placements;
     for (; pl; pl = pl->next) {
         bool same = true;
@@ -282,26 +402,113 @@ static int find_placement(deft_cached_op_t *op, plan_entry_t *p, const deft_devi
             same = deft_device_equal(pl->inputs[i], inputs[i]);
         if (same) break;
     }
-    int status = 0;
-    if (!pl && (status = make_placement(op, p, inputs, &pl)) == 0) {
+    if (!pl) {
+        if (make_placement(op, p, inputs, &pl)) return -1;
         pl->next = p->placements;
         p->placements = pl;
+        size_t bytes = 0;
+        for (int s = 0; s < DEFT_DEVICE_SLOTS; s++)
+            bytes += pl->arenas[s] ? p->plan.arena_bytes : 0;
+        p->bytes += bytes;
+        op->plan_bytes += bytes;
     }
-    pthread_mutex_unlock(&op->lock);
     *out = pl;
+    return 0;
+}
+
+/* Under the lock: drop least recently used plans while the cache is over
+ * its bounds, never `keep` (the one about to run, whatever its size). */
+static void trim(deft_cached_op_t *op, const plan_entry_t *keep, plan_entry_t **dropped) {
+    while (op->num_plans > op->max_plans || op->plan_bytes > op->max_plan_bytes) {
+        plan_entry_t **oldest = NULL;
+        for (plan_entry_t **at = &op->plans; *at; at = &(*at)->next)
+            if (*at != keep) oldest = at;
+        if (!oldest) return;
+        unlist(op, oldest, dropped);
+    }
+}
+
+/* Under the lock: the listed plan for these inputs, moved to the front, or
+ * a new one put there. */
+static int find_plan(deft_cached_op_t *op, int nin, const deft_desc_t *in, plan_entry_t **out) {
+    plan_entry_t **at = &op->plans;
+    while (*at && !same_signature(*at, nin, in)) at = &(*at)->next;
+    plan_entry_t *p = *at;
+    if (p) {
+        *at = p->next;
+    } else {
+        if (make_plan(op, nin, in, &p)) return -1;
+        atomic_init(&p->refs, 1); /* the list's */
+        op->num_plans++;
+    }
+    p->next = op->plans;
+    op->plans = p;
+    *out = p;
+    return 0;
+}
+
+/* The plan for inputs described by `in`, and with `devices` its placement
+ * for inputs on those devices: held for the caller (release_plan). */
+static int acquire(deft_cached_op_t *op, int nin, const deft_desc_t *in,
+                   const deft_device_t *devices, plan_entry_t **plan, placement_t **place) {
+    plan_entry_t *p = NULL, *dropped = NULL;
+    pthread_mutex_lock(&op->lock);
+    int status = find_plan(op, nin, in, &p);
+    if (status == 0 && devices) status = find_placement(op, p, devices, place);
+    if (status == 0) {
+        atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
+        op->has_run = true;
+        op->last = p->plan;
+        op->last.offset = NULL;
+    }
+    if (p) trim(op, p, &dropped);
+    pthread_mutex_unlock(&op->lock);
+    release_dropped(dropped);
+    if (status == 0) *plan = p;
     return status;
 }
 
 int deft_cached_op_last_plan(deft_cached_op_t *op, deft_memory_plan_t *out) {
     pthread_mutex_lock(&op->lock);
-    plan_entry_t *p = op->last;
-    if (p) *out = p->plan;
+    bool has_run = op->has_run;
+    if (has_run) *out = op->last;
     pthread_mutex_unlock(&op->lock);
-    if (!p) return deft_error(DEFT_ERR_VALUE, "the executor has not run yet");
+    if (!has_run) return deft_error(DEFT_ERR_VALUE, "the executor has not run yet");
     return 0;
 }
 
+size_t deft_cached_op_cached_bytes(deft_cached_op_t *op) {
+    pthread_mutex_lock(&op->lock);
+    size_t bytes = op->plan_bytes;
+    pthread_mutex_unlock(&op->lock);
+    return bytes;
+}
+
+/* Drop the listed plans with an arena on `dev`. */
+static void drop_plans(deft_cached_op_t *op, deft_device_t dev) {
+    plan_entry_t *dropped = NULL;
+    pthread_mutex_lock(&op->lock);
+    for (plan_entry_t **at = &op->plans; *at;) {
+        bool on_dev = false;
+        for (placement_t *pl = (*at)->placements; pl && !on_dev; pl = pl->next)
+            on_dev = pl->arenas[deft_device_slot(dev)] != NULL;
+        if (on_dev)
+            unlist(op, at, &dropped);
+        else
+            at = &(*at)->next;
+    }
+    pthread_mutex_unlock(&op->lock);
+    release_dropped(dropped);
+}
+
+void deft_cached_ops_release_arenas(deft_device_t dev) {
+    pthread_mutex_lock(&executors_lock);
+    for (deft_cached_op_t *op = executors; op; op = op->next) drop_plans(op, dev);
+    pthread_mutex_unlock(&executors_lock);
+}
+
 int deft_graph_forward(const deft_graph_t *g, deft_tensor_t *t) {
+    /* Per node: no node has more inputs (node.c checks the operator's maximum). */
     deft_tensor_t in[DEFT_OP_MAX_INPUTS];
     for (int i = 0; i < g->num_nodes; i++) {
         const deft_node_t *node = g->nodes[i];
@@ -333,33 +540,42 @@ int deft_graph_forward(const deft_graph_t *g, deft_tensor_t *t) {
 /* ---- one run ---- */
 
 typedef struct run {
-    deft_cached_op_t *op;
-    plan_entry_t *plan;
-    placement_t *place;
+    deft_cached_op_t *op; /* held */
+    plan_entry_t *plan;   /* held */
+    placement_t *place;   /* the plan's */
     int nin, nout;
-    deft_ndarray_t **arrays; /* inputs, then outputs; retained */
+    deft_ndarray_t **arrays; /* inputs, then outputs; retained; allocated with the run */
 } run_t;
 
+/* Input i's tensor, from a list of arrays or of tensors. */
+typedef const deft_tensor_t *(*tensor_at_fn)(const void *list, int i);
+
+static const deft_tensor_t *array_tensor(const void *list, int i) {
+    return &((deft_ndarray_t *const *)list)[i]->tensor;
+}
+
+static const deft_tensor_t *plain_tensor(const void *list, int i) {
+    return &((const deft_tensor_t *)list)[i];
+}
+
 /* Run the graph with per-entry tensors t (the plan's arena entries filled in)
- * on input and output tensors. */
-static int run_on(const deft_cached_op_t *op, deft_tensor_t *t, int nin, const deft_tensor_t *in,
-                  int nout, const deft_tensor_t *out) {
+ * on the tensors of the inputs and outputs (lists of arrays or of tensors,
+ * read in place: no per-run copy, whatever their number). */
+static int run_on(const deft_cached_op_t *op, deft_tensor_t *t, int nin, const void *in, int nout,
+                  const void *out, tensor_at_fn at) {
     const deft_graph_t *g = op->g;
     /* Outputs from last to first, so an entry listed twice lands in its first
      * array; inputs after outputs, so an output that is an input reads the input. */
-    for (int o = nout - 1; o >= 0; o--) t[op->output_entries[o]] = out[o];
-    for (int i = 0; i < nin; i++) t[g->row_ptr[op->input_nodes[i]]] = in[i];
+    for (int o = nout - 1; o >= 0; o--) t[op->output_entries[o]] = *at(out, o);
+    for (int i = 0; i < nin; i++) t[g->row_ptr[op->input_nodes[i]]] = *at(in, i);
     if (deft_graph_forward(g, t)) return -1;
     /* An output that is an input, or the same entry twice: copy what the walk did not write. */
     for (int o = 0; o < nout; o++) {
-        const deft_entry_t *e = &g->outputs[o];
-        const deft_tensor_t *src = NULL;
-        int node = deft_graph_node_id(g, e->node);
-        if (!e->node->op) src = &in[op->input_of_node[node]];
-        for (int p = 0; p < o && !src; p++)
-            if (op->output_entries[p] == op->output_entries[o]) src = &out[p];
-        if (src && deft_device_copy(deft_tensor_data(&out[o]), out[o].device, deft_tensor_data(src),
-                                    src->device, deft_tensor_nbytes(&out[o])))
+        int from = op->output_source[o];
+        if (from == NO_SOURCE) continue;
+        const deft_tensor_t *dst = at(out, o), *src = from >= 0 ? at(out, from) : at(in, -1 - from);
+        if (deft_device_copy(deft_tensor_data(dst), dst->device, deft_tensor_data(src), src->device,
+                             deft_tensor_nbytes(dst)))
             return -1;
     }
     return 0;
@@ -367,10 +583,8 @@ static int run_on(const deft_cached_op_t *op, deft_tensor_t *t, int nin, const d
 
 static int run_arrays(void *arg) {
     const run_t *r = arg;
-    deft_tensor_t in[DEFT_OP_MAX_INPUTS * 4], out[DEFT_OP_MAX_OUTPUTS * 4];
-    for (int i = 0; i < r->nin; i++) in[i] = r->arrays[i]->tensor;
-    for (int o = 0; o < r->nout; o++) out[o] = r->arrays[r->nin + o]->tensor;
-    return run_on(r->op, r->place->tensors, r->nin, in, r->nout, out);
+    return run_on(r->op, r->place->tensors, r->nin, r->arrays, r->nout, r->arrays + r->nin,
+                  array_tensor);
 }
 
 /* Inputs (read, or written when the graph writes them), outputs and arenas. */
@@ -387,17 +601,26 @@ static int run_accesses(const run_t *r, deft_access_t *access) {
 
 static int run_graph(void *arg) {
     if (!deft_storage_gpu_made()) return run_arrays(arg);
-    deft_access_t access[DEFT_OP_MAX_INPUTS * 4 + DEFT_OP_MAX_OUTPUTS * 4 + DEFT_DEVICE_SLOTS];
-    int n = run_accesses(arg, access);
-    return deft_fence_any_gpu(access, n) ? deft_fence_run(access, n, run_arrays, arg)
-                                         : run_arrays(arg);
+    const run_t *r = arg;
+    deft_access_t room[2 * RUN_INLINE + DEFT_DEVICE_SLOTS];
+    size_t most = (size_t)r->nin + (size_t)r->nout + DEFT_DEVICE_SLOTS;
+    deft_access_t *access =
+        most <= sizeof room / sizeof room[0] ? room : malloc(most * sizeof *access);
+    if (!access)
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph run of %d inputs",
+                          r->nin);
+    int n = run_accesses(r, access);
+    int status = deft_fence_any_gpu(access, n) ? deft_fence_run(access, n, run_arrays, arg)
+                                               : run_arrays(arg);
+    if (access != room) free(access);
+    return status;
 }
 
 static void free_run(void *arg) {
     run_t *r = arg;
     for (int i = 0; i < r->nin + r->nout; i++) deft_ndarray_release(r->arrays[i]);
+    release_plan(r->plan);
     deft_cached_op_release(r->op);
-    free(r->arrays);
     free(r);
 }
 
@@ -433,52 +656,74 @@ static int prepare_outputs(const deft_cached_op_t *op, const plan_entry_t *p,
     return 0;
 }
 
-int deft_cached_op_invoke(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, int *nout,
-                          deft_ndarray_t **out) {
-    const deft_graph_t *g = op->g;
-    plan_entry_t *plan;
-    deft_desc_t sig[DEFT_OP_MAX_INPUTS * 4];
-    deft_device_t devices[DEFT_OP_MAX_INPUTS * 4];
-    placement_t *place;
-    if (check_input_count(op, nin)) return -1;
-    for (int i = 0; i < nin; i++) {
-        sig[i] = (deft_desc_t){in[i]->tensor.shape, in[i]->tensor.dtype};
-        devices[i] = in[i]->tensor.device;
+/* The plan and placement for these inputs, held for the caller. */
+static int acquire_for(deft_cached_op_t *op, int nin, const void *list, tensor_at_fn at,
+                       plan_entry_t **plan, placement_t **place) {
+    deft_desc_t sig_room[RUN_INLINE];
+    deft_device_t dev_room[RUN_INLINE];
+    bool fits = nin <= RUN_INLINE;
+    deft_desc_t *sig = fits ? sig_room : malloc((size_t)nin * sizeof *sig);
+    deft_device_t *devices = fits ? dev_room : malloc((size_t)nin * sizeof *devices);
+    int status = sig && devices ? 0
+                                : deft_error(DEFT_ERR_OUT_OF_MEMORY,
+                                             "cannot allocate the signature of %d inputs", nin);
+    for (int i = 0; status == 0 && i < nin; i++) {
+        const deft_tensor_t *t = at(list, i);
+        sig[i] = (deft_desc_t){t->shape, t->dtype};
+        devices[i] = t->device;
     }
-    if (find_plan(op, nin, sig, &plan) || find_placement(op, plan, devices, &place)) return -1;
-    if (*nout < g->num_outputs)
-        return deft_error(DEFT_ERR_VALUE, "the graph has %d outputs, but there is room for %d",
-                          g->num_outputs, *nout);
-    run_t *r = calloc(1, sizeof *r);
-    deft_ndarray_t **arrays = calloc((size_t)(nin + g->num_outputs + 1), sizeof *arrays);
-    if (!r || !arrays) {
-        free(r), free(arrays);
+    if (status == 0) status = acquire(op, nin, sig, devices, plan, place);
+    if (!fits) free(sig), free(devices);
+    return status;
+}
+
+/* A run of op on inputs `in`, holding its plan, the inputs and the executor. */
+static int new_run(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, run_t **out) {
+    plan_entry_t *plan;
+    placement_t *place;
+    if (acquire_for(op, nin, in, array_tensor, &plan, &place)) return -1;
+    int nout = op->g->num_outputs;
+    /* one allocation: the run, then its arrays */
+    run_t *r = calloc(1, sizeof *r + ((size_t)nin + (size_t)nout + 1) * sizeof(deft_ndarray_t *));
+    if (!r) {
+        release_plan(plan);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an executor run");
     }
-    *r = (run_t){op, plan, place, nin, g->num_outputs, arrays};
-    for (int i = 0; i < nin; i++) arrays[i] = deft_ndarray_retain(in[i]);
+    *r = (run_t){op, plan, place, nin, nout, (deft_ndarray_t **)(r + 1)};
+    for (int i = 0; i < nin; i++) r->arrays[i] = deft_ndarray_retain(in[i]);
     atomic_fetch_add(&op->refcount, 1);
-    if (prepare_outputs(op, plan, place, out, r)) {
+    *out = r;
+    return 0;
+}
+
+/* Push run r (consumed) reading and writing the arrays' variables; out[o]
+ * receives the outputs created. */
+static int push_run(deft_cached_op_t *op, run_t *r, deft_ndarray_t *const *in,
+                    deft_ndarray_t **out) {
+    int nin = r->nin, nout = r->nout;
+    deft_var_t *var_room[3 * RUN_INLINE + 1];
+    deft_ndarray_t *created_room[RUN_INLINE];
+    size_t nvars = 2 * (size_t)nin + (size_t)nout + 1;
+    deft_var_t **vars = nvars <= 3 * RUN_INLINE + 1 ? var_room : malloc(nvars * sizeof *vars);
+    deft_ndarray_t **created =
+        nout <= RUN_INLINE ? created_room : malloc((size_t)nout * sizeof *created);
+    if (!vars || !created) {
+        if (vars != var_room) free(vars);
         free_run(r);
-        return -1;
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a run of %d inputs", nin);
     }
-    deft_var_t *reads[DEFT_OP_MAX_INPUTS * 4], *writes[DEFT_OP_MAX_OUTPUTS * 4];
+    deft_var_t **reads = vars, **writes = vars + nin;
     int nreads = 0, nwrites = 0;
-    if (nin > DEFT_OP_MAX_INPUTS * 4 || g->num_outputs + nin + 1 > DEFT_OP_MAX_OUTPUTS * 4) {
-        free_run(r);
-        return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "too many inputs and outputs for one run");
-    }
     for (int i = 0; i < nin; i++) {
         if (op->input_written[i])
             writes[nwrites++] = in[i]->var;
         else
             reads[nreads++] = in[i]->var;
     }
-    for (int o = 0; o < g->num_outputs; o++) writes[nwrites++] = arrays[nin + o]->var;
+    for (int o = 0; o < nout; o++) writes[nwrites++] = r->arrays[nin + o]->var;
     writes[nwrites++] = op->var;
-    deft_ndarray_t *created[DEFT_OP_MAX_OUTPUTS * 4];
-    for (int o = 0; o < g->num_outputs; o++)
-        created[o] = out[o] ? NULL : deft_ndarray_retain(arrays[nin + o]);
+    for (int o = 0; o < nout; o++)
+        created[o] = out[o] ? NULL : deft_ndarray_retain(r->arrays[nin + o]);
     deft_engine_op_desc_t desc = {.fn = run_graph,
                                   .free_ctx = free_run,
                                   .ctx = r,
@@ -488,17 +733,38 @@ int deft_cached_op_invoke(deft_cached_op_t *op, int nin, deft_ndarray_t *const *
                                   .num_writes = nwrites,
                                   .name = "CachedOp",
                                   .origin = "DeftCachedOpInvoke",
-                                  .small = plan->plan.arena_bytes < 64 * 1024 && !op->blocking};
-    if (deft_engine_push(&desc)) {
-        for (int o = 0; o < g->num_outputs; o++) deft_ndarray_release(created[o]);
+                                  .small = r->plan->plan.arena_bytes < 64 * 1024 && !op->blocking};
+    int status = deft_engine_push(&desc);
+    for (int o = 0; o < nout; o++) {
+        if (status) {
+            deft_ndarray_release(created[o]);
+        } else {
+            if (out[o]) deft_ndarray_touch(out[o]);
+            if (!out[o]) out[o] = created[o];
+        }
+    }
+    for (int i = 0; status == 0 && i < nin; i++)
+        if (op->input_written[i]) deft_ndarray_touch(in[i]);
+    if (vars != var_room) free(vars);
+    if (created != created_room) free(created);
+    return status;
+}
+
+int deft_cached_op_invoke(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, int *nout,
+                          deft_ndarray_t **out) {
+    const deft_graph_t *g = op->g;
+    run_t *r = NULL;
+    if (check_input_count(op, nin) || new_run(op, nin, in, &r)) return -1;
+    if (*nout < g->num_outputs) {
+        free_run(r);
+        return deft_error(DEFT_ERR_VALUE, "the graph has %d outputs, but there is room for %d",
+                          g->num_outputs, *nout);
+    }
+    if (prepare_outputs(op, r->plan, r->place, out, r)) {
+        free_run(r);
         return -1;
     }
-    for (int i = 0; i < nin; i++)
-        if (op->input_written[i]) deft_ndarray_touch(in[i]);
-    for (int o = 0; o < g->num_outputs; o++) {
-        if (out[o]) deft_ndarray_touch(out[o]);
-        if (!out[o]) out[o] = created[o];
-    }
+    if (push_run(op, r, in, out)) return -1;
     *nout = g->num_outputs;
     return 0;
 }
@@ -508,51 +774,62 @@ int deft_cached_op_infer(deft_cached_op_t *op, int nin, const deft_desc_t *in, i
     plan_entry_t *p;
     if (nin != op->num_inputs)
         return deft_error(DEFT_ERR_VALUE, "got %d inputs, expected %d", nin, op->num_inputs);
-    if (find_plan(op, nin, in, &p)) return -1;
+    if (acquire(op, nin, in, NULL, &p, NULL)) return -1;
     *nout = op->g->num_outputs;
     for (int o = 0; o < op->g->num_outputs; o++) out[o] = p->types.desc[op->output_entries[o]];
+    release_plan(p);
     return 0;
 }
 
-int deft_cached_op_forward(deft_cached_op_t *op, int nin, const deft_tensor_t *in, int nout,
-                           const deft_tensor_t *out) {
-    deft_desc_t sig[DEFT_OP_MAX_INPUTS * 4];
-    deft_device_t devices[DEFT_OP_MAX_INPUTS * 4];
-    for (int i = 0; i < nin && i < DEFT_OP_MAX_INPUTS * 4; i++) {
-        sig[i] = (deft_desc_t){in[i].shape, in[i].dtype};
-        devices[i] = in[i].device;
-    }
-    plan_entry_t *p;
-    placement_t *place;
-    if (nin != op->num_inputs || nout != op->g->num_outputs)
-        return deft_error(DEFT_ERR_INTERNAL,
-                          "a graph run with %d inputs and %d outputs, not %d, %d", nin, nout,
-                          op->num_inputs, op->g->num_outputs);
-    if (find_plan(op, nin, sig, &p) || find_placement(op, p, devices, &place)) return -1;
-    /* Its own arenas and entry table: runs of one graph as a node may overlap. */
+/* Run on tensors with placement pl of plan p, in arenas of its own: runs of
+ * one graph as a node may overlap. */
+static int forward_in_own_arenas(deft_cached_op_t *op, const plan_entry_t *p, const placement_t *pl,
+                                 int nin, const deft_tensor_t *in, int nout,
+                                 const deft_tensor_t *out) {
     int entries = p->types.num_entries;
     deft_storage_t *arenas[DEFT_DEVICE_SLOTS];
     deft_tensor_t *t = malloc(((size_t)entries + 1) * sizeof *t);
     if (!t) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph run");
-    memcpy(t, place->tensors, (size_t)entries * sizeof *t);
-    if (deft_plan_arenas(&p->plan, &p->types, place->devices, arenas, t)) {
+    memcpy(t, pl->tensors, (size_t)entries * sizeof *t);
+    if (deft_plan_arenas(&p->plan, &p->types, pl->devices, arenas, t)) {
         free(t);
         return -1;
     }
-    int status = run_on(op, t, nin, in, nout, out);
+    int status = run_on(op, t, nin, in, nout, out, plain_tensor);
     deft_plan_arenas_release(arenas);
     free(t);
     return status;
 }
 
+int deft_cached_op_forward(deft_cached_op_t *op, int nin, const deft_tensor_t *in, int nout,
+                           const deft_tensor_t *out) {
+    if (nin != op->num_inputs || nout != op->g->num_outputs)
+        return deft_error(DEFT_ERR_INTERNAL,
+                          "a graph run with %d inputs and %d outputs, not %d, %d", nin, nout,
+                          op->num_inputs, op->g->num_outputs);
+    plan_entry_t *p;
+    placement_t *place;
+    if (acquire_for(op, nin, in, plain_tensor, &p, &place)) return -1;
+    int status = forward_in_own_arenas(op, p, place, nin, in, nout, out);
+    release_plan(p);
+    return status;
+}
+
 int deft_cached_op_subgraph(deft_cached_op_t *op, deft_subgraph_t **out) {
+    /* One node has at most DEFT_OP_MAX_OUTPUTS outputs: every per-node pass
+     * (inference, gradient) sizes its buffers by that. */
+    if (op->g->num_outputs > DEFT_OP_MAX_OUTPUTS)
+        return deft_error(DEFT_ERR_NOT_IMPLEMENTED,
+                          "a graph with %d outputs cannot be recorded as one node (at most %d); "
+                          "call it with deferred compute and autograd recording off",
+                          op->g->num_outputs, DEFT_OP_MAX_OUTPUTS);
     pthread_mutex_lock(&op->lock);
     int status = 0;
     if (!op->subgraph) {
-        deft_symbol_t *sym;
+        deft_symbol_t *sym = NULL;
         status = deft_symbol_from_entries(op->g->num_outputs, op->g->outputs, &sym);
         if (status == 0) status = deft_subgraph_new(sym, &op->subgraph);
-        if (status == 0) deft_symbol_free(sym);
+        deft_symbol_free(sym);
     }
     *out = op->subgraph;
     pthread_mutex_unlock(&op->lock);

@@ -4,6 +4,13 @@
  * plans memory once and allocates one arena, then keeps the plan; a run is
  * one engine operation that reads the inputs, writes the outputs and walks
  * the nodes in order, with no per-node allocation or dispatch.
+ *
+ * Kept plans are bounded: an executor keeps at most DEFT_PLAN_CACHE_SIZE
+ * plans (environment, default 64) and DEFT_PLAN_CACHE_BYTES bytes of their
+ * arenas (default 512 MiB), dropping the least recently used first; the
+ * plan a run is about to use is kept whatever its size. Both are read once,
+ * when the first executor is made. A dropped plan's arenas go when the runs
+ * queued on it are done; it is made again when its shapes come back.
  */
 #ifndef DEFT_CORE_EXECUTOR_H
 #define DEFT_CORE_EXECUTOR_H
@@ -23,8 +30,17 @@ void deft_cached_op_release(deft_cached_op_t *op);
 int deft_cached_op_invoke(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, int *nout,
                           deft_ndarray_t **out);
 
-/* The plan of the last invocation; -1 (error set) if there was none. */
+/* The figures of the last invocation's plan (offset is NULL); -1 (error
+ * set) if there was none. */
 int deft_cached_op_last_plan(deft_cached_op_t *op, deft_memory_plan_t *out);
+
+/* The bounds of a plan cache (DEFT_PLAN_CACHE_BYTES, DEFT_PLAN_CACHE_SIZE). */
+void deft_plan_cache_limits(size_t *bytes, int *plans);
+/* Bytes of arenas the executor keeps in its plans. */
+size_t deft_cached_op_cached_bytes(deft_cached_op_t *op);
+/* Every executor drops its plans with an arena on `dev`
+ * (DeftMemoryReleaseCached); runs queued on them keep them until done. */
+void deft_cached_ops_release_arenas(deft_device_t dev);
 
 int deft_cached_op_num_inputs(const deft_cached_op_t *op);
 /* The name and the node of input i (a variable of the graph). */

@@ -8,6 +8,10 @@
  * gradients, and an executor runs it. The symbol and its executor (with its
  * memory plan) are kept in a small cache keyed by the forward graph's
  * shape, so a training loop builds its backward once, not once per step.
+ * The cache is bounded like an executor's plans (executor.h): at most
+ * DEFT_PLAN_CACHE_SIZE plans and DEFT_PLAN_CACHE_BYTES bytes of arenas in
+ * all, least recently used dropped first; DeftMemoryReleaseCached drops the
+ * executors' arenas (they are planned again on the next backward).
  * With create_graph the backward nodes run as recorded imperative calls
  * instead, so their results can be differentiated again.
  */
@@ -25,8 +29,6 @@
 #include "core/imperative/deferred.h"
 #include "core/imperative/invoke.h"
 #include "core/imperative/record.h"
-
-#define PLAN_CACHE_SIZE 64
 
 /* ---- the forward graph and its key ---- */
 
@@ -100,8 +102,8 @@ typedef struct plan {
     uint64_t hash;
     size_t key_len;
     unsigned char *key;
-    deft_symbol_t *sym;     /* arguments "f<entry>" (forward values) and "h<head>" */
-    deft_cached_op_t *exec; /* NULL until first run without create_graph */
+    deft_symbol_t *sym; /* arguments "f<entry>" (forward values) and "h<head>" */
+    deft_cached_op_t *exec;
     int num_inputs;
     int *bind; /* per executor input: forward entry id, or -1 - head index */
     struct plan *next;
@@ -138,17 +140,27 @@ static plan_t *cache_find(uint64_t hash, const key_t *k) {
     return NULL;
 }
 
-/* Insert a plan; the least recently used one goes when the cache is full. */
-static void cache_insert(plan_t *p) {
-    p->next = cache;
-    cache = p;
-    int n = 0;
-    for (plan_t **at = &cache; *at; at = &(*at)->next)
-        if (++n == PLAN_CACHE_SIZE) {
-            plan_free((*at)->next);
-            (*at)->next = NULL;
-            break;
+/* Under the lock: drop least recently used plans while the cache is over
+ * its bounds, never `keep` (the one just run). A dropped plan's executor
+ * stays alive while runs queued on it need it (they hold it). */
+static void cache_trim(const plan_t *keep) {
+    size_t max_bytes;
+    int max_plans;
+    deft_plan_cache_limits(&max_bytes, &max_plans);
+    for (;;) {
+        int n = 0;
+        size_t bytes = 0;
+        plan_t **oldest = NULL;
+        for (plan_t **at = &cache; *at; at = &(*at)->next) {
+            n++;
+            bytes += deft_cached_op_cached_bytes((*at)->exec);
+            if (*at != keep) oldest = at;
         }
+        if ((n <= max_plans && bytes <= max_bytes) || !oldest) return;
+        plan_t *p = *oldest;
+        *oldest = p->next;
+        plan_free(p);
+    }
 }
 
 /* ---- building a plan: the backward nodes as a standalone symbol ---- */
@@ -473,13 +485,17 @@ static int run_plan(backward_t *b, int n, const int *ids, deft_ndarray_t *const 
     pthread_mutex_lock(&cache_lock); /* the plan stays ours until pushed */
     plan_t *p = cache_find(hash, &k);
     int status = 0;
-    if (!p && (status = build_plan(b->fwd, n, ids, &k, hash, &p)) == 0) cache_insert(p);
+    if (!p && (status = build_plan(b->fwd, n, ids, &k, hash, &p)) == 0) {
+        p->next = cache;
+        cache = p;
+    }
     deft_ndarray_t **in = status ? NULL : malloc(((size_t)p->num_inputs + 1) * sizeof *in);
     if (status == 0 && !in) status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a run");
     if (status == 0) status = plan_inputs(p, b, in);
     for (int j = 0; j < n; j++) out[j] = given[j];
     int nout = n;
     if (status == 0) status = deft_cached_op_invoke(p->exec, p->num_inputs, in, &nout, out);
+    if (p) cache_trim(p);
     pthread_mutex_unlock(&cache_lock);
     for (int j = 0; j < n; j++)
         if (given[j]) out[j] = status ? NULL : deft_ndarray_retain(given[j]);

@@ -155,7 +155,13 @@ DEFT_API int DeftGetLiveNDArrayCount(int64_t *out);
 /**
  * @brief Return the free blocks a device's memory pool caches to the system.
  *
- * Memory in use is not affected. Afterwards DEFT_MEM_CACHED_BYTES is 0.
+ * First every executor (DeftCachedOpCreate(), and autograd's backward
+ * executors) drops the memory plans whose arenas are on the device, so
+ * their arenas return too (see executor.h; the sizes of these caches are
+ * set by DEFT_PLAN_CACHE_BYTES and DEFT_PLAN_CACHE_SIZE). An arena a run
+ * still uses, queued or running, goes when that run is done; plans are made
+ * again when next needed. Other memory in use is not affected. Afterwards
+ * DEFT_MEM_CACHED_BYTES is 0 (until such a run returns its arena).
  * @param dev_type a ::DeftDeviceType value.
  * @param dev_id device number (0 for the CPU).
  * @return 0 on success; -1 on an unknown device.

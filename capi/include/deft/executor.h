@@ -9,6 +9,15 @@
  * arena; later runs with the same shapes reuse all of it. A run is one
  * asynchronous engine operation: it waits for its inputs and its outputs are
  * ready to read like any operator's.
+ *
+ * The plans kept are bounded. Each executor keeps at most
+ * DEFT_PLAN_CACHE_SIZE plans (environment variable, default 64) and
+ * DEFT_PLAN_CACHE_BYTES bytes of arenas (default 536870912, 512 MiB),
+ * dropping the least recently used plan first; the plan of the current run
+ * is kept whatever its size. Autograd's cache of backward executors has the
+ * same bounds in all. Both variables are read once, when the first executor
+ * is made. DeftMemoryReleaseCached() drops every executor's arenas; a
+ * dropped plan is made again when its shapes come back.
  */
 #ifndef DEFT_EXECUTOR_H
 #define DEFT_EXECUTOR_H
@@ -57,7 +66,8 @@ DEFT_API int DeftCachedOpCreate(DeftSymbolHandle sym, int flags, DeftCachedOpHan
  * @brief Run the graph.
  * @param op the executor.
  * @param num_inputs number of inputs: the symbol's arguments (DeftSymbolListArguments()
- *        order), then its auxiliary states.
+ *        order), then its auxiliary states. Any number: a graph with 100,000
+ *        arguments runs like one with two.
  * @param inputs the input arrays (CPU).
  * @param[in,out] num_outputs on entry the room in @p outputs, on success the number of outputs.
  * @param[in,out] outputs NULL entries receive new arrays (owned by the caller); others
