@@ -105,7 +105,8 @@ void deft_plan_cache_limits(size_t *bytes, int *plans) {
 }
 
 /* Every live executor, so DeftMemoryReleaseCached can reach their arenas.
- * Lock order: this lock, then an executor's. */
+ * Lock order: this lock, then an executor's; nothing holding an executor's
+ * lock makes or frees an executor. */
 static pthread_mutex_t executors_lock = PTHREAD_MUTEX_INITIALIZER;
 static deft_cached_op_t *executors;
 
@@ -824,16 +825,27 @@ int deft_cached_op_subgraph(deft_cached_op_t *op, deft_subgraph_t **out) {
                           "call it with deferred compute and autograd recording off",
                           op->g->num_outputs, DEFT_OP_MAX_OUTPUTS);
     pthread_mutex_lock(&op->lock);
-    int status = 0;
-    if (!op->subgraph) {
-        deft_symbol_t *sym = NULL;
-        status = deft_symbol_from_entries(op->g->num_outputs, op->g->outputs, &sym);
-        if (status == 0) status = deft_subgraph_new(sym, &op->subgraph);
-        deft_symbol_free(sym);
+    deft_subgraph_t *sg = op->subgraph;
+    pthread_mutex_unlock(&op->lock);
+    if (sg) {
+        *out = sg;
+        return 0;
     }
+    /* Made outside the lock: making one makes an executor, which takes the
+     * list of executors' lock, and DeftMemoryReleaseCached takes that lock
+     * before this one. Of two made at once, the first kept wins. */
+    deft_symbol_t *sym = NULL;
+    deft_subgraph_t *made = NULL;
+    int status = deft_symbol_from_entries(op->g->num_outputs, op->g->outputs, &sym);
+    if (status == 0) status = deft_subgraph_new(sym, &made);
+    deft_symbol_free(sym);
+    if (status) return -1;
+    pthread_mutex_lock(&op->lock);
+    if (!op->subgraph) op->subgraph = made, made = NULL;
     *out = op->subgraph;
     pthread_mutex_unlock(&op->lock);
-    return status;
+    deft_subgraph_release(made);
+    return 0;
 }
 
 bool deft_cached_op_updates_inputs(const deft_cached_op_t *op) {
