@@ -9,33 +9,34 @@
 
 /*
  * A handle is not a pointer: it is a number with the top bit set (never a
- * user-space address on the 64-bit targets deft supports), holding a shell's
- * index and the generation the shell had when the handle was made:
+ * user-space address on the 64-bit targets deft supports) that names a
+ * shell by its index, with the kind of its object and the shell's
+ * generation when the handle was made:
  *
- *   bit 63: 1 | bits 28..62: generation | bits 0..27: shell index
+ *   bit 63: 1 | bits 60..62: kind | bits 27..59: generation | bits 0..26: index
  *
- * A shell's state holds its current generation, whether it is live and the
- * kind of its object. Freeing a handle makes its shell's state "freed"; the
- * shell's next handle has the next generation. So a stale handle never
- * matches a reused shell (it would take 2^35 reuses of one shell, each
- * after QUARANTINE others, while the stale handle is kept), and a foreign
- * pointer is refused by its top bit without reading memory.
+ * A live shell's state is its handle's value; freeing clears the top bit,
+ * and the shell's next handle has the next generation. So checking a handle
+ * is one comparison, a stale handle never matches a reused shell (that
+ * would take 2^33 reuses of one shell, each after QUARANTINE others, while
+ * the stale handle is kept), and a foreign pointer is refused by its top
+ * bit, or by naming no shell, without reading memory it points to.
  */
 #define HANDLE_TAG      (UINT64_C(1) << 63)
-#define INDEX_BITS      28
-#define GENERATION_BITS 35
-#define GENERATION_MASK ((UINT64_C(1) << GENERATION_BITS) - 1)
+#define KIND_SHIFT      60
+#define INDEX_BITS      27
+#define INDEX_MASK      ((UINT64_C(1) << INDEX_BITS) - 1)
+#define GENERATION_MASK ((UINT64_C(1) << (KIND_SHIFT - INDEX_BITS)) - 1)
 #define SHELLS_PER_SLAB 1024
 #define MAX_SLABS       ((1u << INDEX_BITS) / SHELLS_PER_SLAB)
-#define STATE_LIVE      0x80u
 
 _Static_assert(sizeof(void *) == 8, "handles encode 64 bits");
+_Static_assert(DEFT_HANDLE_KIND_COUNT <= 8, "a kind takes 3 bits");
 
 typedef struct shell {
-    _Atomic uint64_t state; /* generation << 8 | STATE_LIVE when live | kind */
+    _Atomic uint64_t state; /* live: the handle's value; free: the same, top bit clear */
     void *object;
     struct shell *next_free;
-    uint32_t index;
 } shell_t;
 
 /* With their article, as messages use them: "expected an NDArray handle". */
@@ -80,25 +81,16 @@ static DEFT_TLS_FAST shell_ring_t *tl_ring;
 static pthread_once_t ring_key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t ring_key;
 
-static inline uint64_t live_state(deft_handle_kind_t kind, uint64_t generation) {
-    return generation << 8 | STATE_LIVE | (uint64_t)kind;
-}
-
-static inline void *encode(const shell_t *shell, uint64_t generation) {
-    return (void *)(uintptr_t)(HANDLE_TAG | generation << INDEX_BITS | shell->index);
-}
-
-static inline uint64_t generation_of(const void *handle) {
-    return ((uint64_t)(uintptr_t)handle >> INDEX_BITS) & GENERATION_MASK;
-}
-
 /* The shell a handle names; NULL when it names none (not made by deft). */
-static inline shell_t *shell_of(const void *handle) {
-    uint64_t v = (uint64_t)(uintptr_t)handle;
-    if (!(v & HANDLE_TAG)) return NULL;
-    uint32_t index = (uint32_t)(v & ((1u << INDEX_BITS) - 1));
+static inline shell_t *shell_of(uint64_t handle) {
+    if (!(handle & HANDLE_TAG)) return NULL;
+    uint64_t index = handle & INDEX_MASK;
     shell_t *slab = atomic_load_explicit(&slabs[index / SHELLS_PER_SLAB], memory_order_acquire);
     return slab ? &slab[index % SHELLS_PER_SLAB] : NULL;
+}
+
+static inline uint64_t value_of(const void *handle) {
+    return (uint64_t)(uintptr_t)handle;
 }
 
 /* Called with shell_lock held. Slabs are deliberately never freed: a stale
@@ -108,8 +100,7 @@ static int grow_free_list(void) {
     shell_t *slab = calloc(SHELLS_PER_SLAB, sizeof *slab);
     if (!slab) return -1;
     for (unsigned i = 0; i < SHELLS_PER_SLAB; i++) {
-        atomic_init(&slab[i].state, 0); /* generation 0, not live */
-        slab[i].index = num_slabs * SHELLS_PER_SLAB + i;
+        atomic_init(&slab[i].state, num_slabs * SHELLS_PER_SLAB + i); /* generation 0, free */
         slab[i].next_free = i + 1 < SHELLS_PER_SLAB ? &slab[i + 1] : NULL;
     }
     atomic_store_explicit(&slabs[num_slabs++], slab, memory_order_release);
@@ -118,7 +109,10 @@ static int grow_free_list(void) {
     return 0;
 }
 
-static void push_global(shell_t *shell) {
+/* The rare paths stay out of line: the hot ones then keep no registers to save. */
+#define COLD __attribute__((noinline, cold))
+
+COLD static void push_global(shell_t *shell) {
     pthread_mutex_lock(&shell_lock);
     if (free_tail)
         free_tail->next_free = shell;
@@ -146,11 +140,15 @@ static void flush_ring(void *arg) {
 /* This thread's count of live handles of a kind changes by delta (one writer:
  * a relaxed load and store, no locked instruction). Without a ring (out of
  * memory) the exited threads' total takes it. */
+COLD static void count_retired(deft_handle_kind_t kind, long long delta) {
+    pthread_mutex_lock(&shell_lock);
+    retired[kind] += delta;
+    pthread_mutex_unlock(&shell_lock);
+}
+
 static void count_live(shell_ring_t *r, deft_handle_kind_t kind, long long delta) {
     if (!r) {
-        pthread_mutex_lock(&shell_lock);
-        retired[kind] += delta;
-        pthread_mutex_unlock(&shell_lock);
+        count_retired(kind, delta);
         return;
     }
     atomic_store_explicit(&r->live[kind],
@@ -162,7 +160,7 @@ static void make_ring_key(void) {
     pthread_key_create(&ring_key, flush_ring);
 }
 
-static shell_ring_t *new_ring(void) {
+COLD static shell_ring_t *new_ring(void) {
     pthread_once(&ring_key_once, make_ring_key);
     shell_ring_t *r = calloc(1, sizeof *r);
     if (!r) return NULL;
@@ -196,7 +194,7 @@ static bool put_in_ring(shell_ring_t *r, shell_t *shell) {
     return true;
 }
 
-static shell_t *take_from_global(void) {
+COLD static shell_t *take_from_global(void) {
     pthread_mutex_lock(&shell_lock);
     if (!free_head && grow_free_list()) {
         pthread_mutex_unlock(&shell_lock);
@@ -220,38 +218,44 @@ void *deft_handle_new(deft_handle_kind_t kind, void *object) {
     shell->object = object;
     shell->next_free = NULL;
     /* A free shell is this thread's alone: its state changes only here and in retire. */
-    uint64_t generation =
-        ((atomic_load_explicit(&shell->state, memory_order_relaxed) >> 8) + 1) & GENERATION_MASK;
-    atomic_store_explicit(&shell->state, live_state(kind, generation), memory_order_release);
+    uint64_t old = atomic_load_explicit(&shell->state, memory_order_relaxed);
+    uint64_t generation = ((old >> INDEX_BITS) + 1) & GENERATION_MASK;
+    uint64_t handle =
+        HANDLE_TAG | (uint64_t)kind << KIND_SHIFT | generation << INDEX_BITS | (old & INDEX_MASK);
+    atomic_store_explicit(&shell->state, handle, memory_order_release);
     count_live(r, kind, 1);
-    return encode(shell, generation);
+    return (void *)(uintptr_t)handle;
 }
 
 /* Why a handle that is not a live one of `kind` was refused. */
-static int bad_handle(const void *handle, const shell_t *shell, deft_handle_kind_t kind,
-                      const char *what) {
-    uint64_t state = shell ? atomic_load_explicit(&shell->state, memory_order_acquire) : 0;
+COLD static int bad_handle(const void *handle, const shell_t *shell, deft_handle_kind_t kind,
+                           const char *what) {
     if (!shell)
         return deft_error(DEFT_ERR_VALUE, "%s (%p) is not %s handle from deft", what, handle,
                           kind_names[kind]);
-    if ((state >> 8) != generation_of(handle) || !(state & STATE_LIVE))
+    uint64_t v = value_of(handle);
+    if (atomic_load_explicit(&shell->state, memory_order_acquire) != v)
         return deft_error(DEFT_ERR_VALUE, "%s (%p) is %s handle that was already freed", what,
                           handle, kind_names[kind]);
-    unsigned other = (unsigned)(state & 0x7F);
-    if (other < DEFT_HANDLE_KIND_COUNT)
-        return deft_error(DEFT_ERR_TYPE, "%s (%p) is %s handle, expected %s handle", what, handle,
-                          kind_names[other], kind_names[kind]);
-    return deft_error(DEFT_ERR_INTERNAL, "%s (%p) names a handle of unknown kind %u", what, handle,
-                      other);
+    return deft_error(DEFT_ERR_TYPE, "%s (%p) is %s handle, expected %s handle", what, handle,
+                      kind_names[(v >> KIND_SHIFT) & 7], kind_names[kind]);
+}
+
+/* The live shell of a handle of `kind`, or NULL. */
+static inline shell_t *live_shell(const void *handle, deft_handle_kind_t kind) {
+    uint64_t v = value_of(handle);
+    shell_t *shell = shell_of(v);
+    if (!shell || ((v >> KIND_SHIFT) & 7) != (uint64_t)kind ||
+        atomic_load_explicit(&shell->state, memory_order_acquire) != v)
+        return NULL;
+    return shell;
 }
 
 int deft_handle_get(const void *handle, deft_handle_kind_t kind, const char *what, void **object) {
     if (!handle)
         return deft_error(DEFT_ERR_VALUE, "%s is NULL, expected %s handle", what, kind_names[kind]);
-    const shell_t *shell = shell_of(handle);
-    if (!shell || atomic_load_explicit(&shell->state, memory_order_acquire) !=
-                      live_state(kind, generation_of(handle)))
-        return bad_handle(handle, shell, kind, what);
+    const shell_t *shell = live_shell(handle, kind);
+    if (!shell) return bad_handle(handle, shell_of(value_of(handle)), kind, what);
     *object = shell->object;
     return 0;
 }
@@ -259,10 +263,11 @@ int deft_handle_get(const void *handle, deft_handle_kind_t kind, const char *wha
 int deft_handle_retire(void *handle, deft_handle_kind_t kind, const char *what, void **object) {
     if (!handle)
         return deft_error(DEFT_ERR_VALUE, "%s is NULL, expected %s handle", what, kind_names[kind]);
-    shell_t *shell = shell_of(handle);
-    uint64_t generation = generation_of(handle), expected = live_state(kind, generation);
-    /* Exactly one of two racing frees turns the state from live to freed. */
-    if (!shell || !atomic_compare_exchange_strong(&shell->state, &expected, generation << 8))
+    uint64_t v = value_of(handle), expected = v;
+    shell_t *shell = shell_of(v);
+    /* Exactly one of two racing frees clears the top bit. */
+    if (!shell || ((v >> KIND_SHIFT) & 7) != (uint64_t)kind ||
+        !atomic_compare_exchange_strong(&shell->state, &expected, v & ~HANDLE_TAG))
         return bad_handle(handle, shell, kind, what);
     *object = shell->object;
     shell->object = NULL;
@@ -273,11 +278,8 @@ int deft_handle_retire(void *handle, deft_handle_kind_t kind, const char *what, 
 }
 
 void *deft_handle_lookup(const void *handle, deft_handle_kind_t kind) {
-    const shell_t *shell = shell_of(handle);
-    if (!shell || atomic_load_explicit(&shell->state, memory_order_acquire) !=
-                      live_state(kind, generation_of(handle)))
-        return NULL;
-    return shell->object;
+    const shell_t *shell = live_shell(handle, kind);
+    return shell ? shell->object : NULL;
 }
 
 int64_t deft_handle_live_count(deft_handle_kind_t kind) {
