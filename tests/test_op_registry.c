@@ -69,6 +69,12 @@ START_TEST(test_every_default_parses_and_every_op_is_documented) {
         ck_assert_msg(e->op->description && strlen(e->op->description) > 5, "%s has no description",
                       e->op->name);
         ck_assert_msg(e->op->infer && e->op->forward, "%s lacks infer or forward", e->op->name);
+        ck_assert_msg(e->op->min_inputs >= 0 && e->op->min_inputs <= e->op->max_inputs &&
+                          e->op->max_inputs <= DEFT_OP_MAX_INPUTS,
+                      "%s takes %d to %d inputs", e->op->name, e->op->min_inputs,
+                      e->op->max_inputs);
+        ck_assert_msg(e->num_params <= DEFT_OP_MAX_PARAMS, "%s has too many parameters",
+                      e->op->name);
         for (int p = 0; p < e->num_params; p++) {
             const deft_param_def_t *def = &e->op->params[p];
             ck_assert_msg(def->doc && *def->doc, "%s.%s has no doc", e->op->name, def->name);
@@ -78,6 +84,31 @@ START_TEST(test_every_default_parses_and_every_op_is_documented) {
                               deft_error_message());
         }
     }
+}
+END_TEST
+
+static int never_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                       const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)op, (void)p, (void)nin, (void)in, (void)nout, (void)out;
+    return -1;
+}
+
+/* An operator added at run time that the per-node tables could not hold is refused. */
+START_TEST(test_added_operators_are_checked) {
+    static const deft_op_t wide = {.name = "test_wide",
+                                   .min_inputs = 1,
+                                   .max_inputs = 65,
+                                   .infer = never_infer,
+                                   .forward = deft_forward_copy};
+    static const deft_op_t no_kernel = {
+        .name = "test_no_kernel", .max_inputs = 1, .infer = never_infer};
+    ck_assert_int_eq(deft_registry_add(&wide), -1);
+    ck_assert_msg(strstr(deft_error_message(), "operator 'test_wide' takes 1 to 65 inputs"), "%s",
+                  deft_error_message());
+    ck_assert_int_eq(deft_registry_add(&no_kernel), -1);
+    ck_assert_msg(strstr(deft_error_message(), "needs shape inference and a kernel"), "%s",
+                  deft_error_message());
+    ck_assert_ptr_null(deft_registry_find("test_wide"));
 }
 END_TEST
 
@@ -336,6 +367,7 @@ static Suite *registry_suite(void) {
     tcase_add_test(tc, test_given_outputs_are_checked_and_written);
     tcase_add_test(tc, test_failed_call_creates_and_changes_nothing);
     tcase_add_test(tc, test_wrong_input_count_is_said_plainly);
+    tcase_add_test(tc, test_added_operators_are_checked);
     tcase_add_test(tc, test_parameter_cache_gives_each_call_its_own_values);
     tcase_add_test(tc, test_tuple_syntax_variants);
     suite_add_tcase(suite, tc);

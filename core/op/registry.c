@@ -111,8 +111,30 @@ static const deft_op_entry_t *find_added(const char *name) {
     return found;
 }
 
+/* What the per-node and per-call tables rely on, checked for operators
+ * added at run time (the built-in tables are checked by the tests). */
+static int check_added(const deft_op_t *op) {
+    int num_params = 0;
+    while (op->params && op->params[num_params].name) num_params++;
+    if (!op->name || !*op->name)
+        return deft_error(DEFT_ERR_VALUE, "an operator needs a non-empty name");
+    if (op->min_inputs < 0 || op->min_inputs > op->max_inputs ||
+        op->max_inputs > DEFT_OP_MAX_INPUTS)
+        return deft_error(DEFT_ERR_VALUE,
+                          "operator '%s' takes %d to %d inputs, expected 0 <= min <= max <= %d",
+                          op->name, op->min_inputs, op->max_inputs, DEFT_OP_MAX_INPUTS);
+    if (num_params > DEFT_OP_MAX_PARAMS)
+        return deft_error(DEFT_ERR_VALUE, "operator '%s' has %d parameters, expected at most %d",
+                          op->name, num_params, DEFT_OP_MAX_PARAMS);
+    if (!op->infer || !op->forward)
+        return deft_error(DEFT_ERR_VALUE, "operator '%s' needs shape inference and a kernel",
+                          op->name);
+    return 0;
+}
+
 int deft_registry_add(const deft_op_t *op) {
     pthread_once(&registry_once, build_registry);
+    if (check_added(op)) return -1;
     if (deft_registry_find(op->name))
         return deft_error(DEFT_ERR_VALUE, "an operator named '%s' exists already", op->name);
     deft_op_entry_t *entry = calloc(1, sizeof *entry);
