@@ -23,10 +23,11 @@
 #define VARS   32
 #define OPS    4000
 #define MAX_IO 4
+#define WIDE   40 /* variables an operation lists at most in the wide variant */
 
 typedef struct stress_op {
-    int reads[MAX_IO], num_reads;
-    int writes[MAX_IO], num_writes;
+    int reads[WIDE], num_reads;
+    int writes[WIDE], num_writes;
     uint64_t salt;
     bool small;
 } stress_op_t;
@@ -62,12 +63,12 @@ static uint64_t next_random(uint64_t *state) {
     return *state;
 }
 
-static void make_ops(stress_op_t *ops, uint64_t seed) {
+static void make_ops(stress_op_t *ops, uint64_t seed, int max_io) {
     uint64_t r = seed;
     for (int k = 0; k < OPS; k++) {
         stress_op_t *op = &ops[k];
-        op->num_reads = (int)(next_random(&r) % (MAX_IO + 1));
-        op->num_writes = (int)(next_random(&r) % MAX_IO) + 1;
+        op->num_reads = (int)(next_random(&r) % (uint64_t)(max_io + 1));
+        op->num_writes = (int)(next_random(&r) % (uint64_t)max_io) + 1;
         for (int i = 0; i < op->num_reads; i++) op->reads[i] = (int)(next_random(&r) % VARS);
         for (int i = 0; i < op->num_writes; i++) op->writes[i] = (int)(next_random(&r) % VARS);
         op->salt = next_random(&r);
@@ -77,7 +78,7 @@ static void make_ops(stress_op_t *ops, uint64_t seed) {
 
 /* Whether a variable is listed twice among an operation's reads and writes. */
 static bool lists_a_variable_twice(const stress_op_t *op) {
-    int all[2 * MAX_IO], n = 0;
+    int all[2 * WIDE], n = 0;
     for (int i = 0; i < op->num_reads; i++) all[n++] = op->reads[i];
     for (int i = 0; i < op->num_writes; i++) all[n++] = op->writes[i];
     for (int i = 0; i < n; i++)
@@ -87,18 +88,20 @@ static bool lists_a_variable_twice(const stress_op_t *op) {
 }
 
 /* Small operations first try to run at once on this thread, as imperative calls do. */
+/* _i: 0, operations of up to MAX_IO variables; 1, of up to WIDE, which the
+ * engine deduplicates by sorting rather than pairwise. */
 START_TEST(test_random_operations_match_sequential_order_bit_for_bit) {
     static stress_op_t ops[OPS];
     static stress_ctx_t ctxs[OPS];
     uint64_t engine_values[VARS], reference[VARS];
     int ran_now = 0, ran_now_listing_twice = 0;
     for (uint64_t seed = 1; seed <= 3; seed++) {
-        make_ops(ops, seed * 7919);
+        make_ops(ops, seed * 7919, _i ? WIDE : MAX_IO);
         for (int v = 0; v < VARS; v++) engine_values[v] = reference[v] = (uint64_t)v * 31 + seed;
         deft_var_t *vars[VARS];
         for (int v = 0; v < VARS; v++) vars[v] = deft_var_new();
         for (int k = 0; k < OPS; k++) {
-            deft_var_t *reads[MAX_IO], *writes[MAX_IO];
+            deft_var_t *reads[WIDE], *writes[WIDE];
             for (int i = 0; i < ops[k].num_reads; i++) reads[i] = vars[ops[k].reads[i]];
             for (int i = 0; i < ops[k].num_writes; i++) writes[i] = vars[ops[k].writes[i]];
             ctxs[k] = (stress_ctx_t){&ops[k], engine_values};
@@ -125,8 +128,10 @@ START_TEST(test_random_operations_match_sequential_order_bit_for_bit) {
             ck_assert_msg(engine_values[v] == reference[v], "seed %llu var %d differs",
                           (unsigned long long)seed, v);
     }
-    ck_assert_int_gt(ran_now_listing_twice, 0);
-    ck_assert_int_gt(ran_now - ran_now_listing_twice, 0);
+    if (_i == 0) { /* wide operations listing a variable twice are always queued */
+        ck_assert_int_gt(ran_now_listing_twice, 0);
+        ck_assert_int_gt(ran_now - ran_now_listing_twice, 0);
+    }
 }
 END_TEST
 
@@ -573,7 +578,7 @@ static Suite *engine_suite(void) {
     Suite *suite = suite_create(deft_engine_is_naive() ? "engine (naive)" : "engine (threaded)");
     TCase *tc = tcase_create("engine");
     tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, test_random_operations_match_sequential_order_bit_for_bit);
+    tcase_add_loop_test(tc, test_random_operations_match_sequential_order_bit_for_bit, 0, 2);
     tcase_add_test(tc, test_read_run_at_once_excludes_writers_on_other_threads);
     tcase_add_test(tc, test_failure_is_sticky_until_overwritten);
     tcase_add_test(tc, test_failed_write_into_given_output_fails_its_reads);

@@ -450,12 +450,73 @@ static void add_var(engine_op_t *op, int *n, deft_var_t *var, bool write, bool r
     (*n)++;
 }
 
+/*
+ * Operations with many variables (a graph run with thousands of inputs) find
+ * the ones listed twice by sorting them, not by comparing every pair.
+ */
+#define PAIRWISE_VARS 32
+
+typedef struct var_use {
+    deft_var_t *var;
+    bool write, read;
+} var_use_t;
+
+static int compare_uses(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)((const var_use_t *)a)->var,
+              y = (uintptr_t)((const var_use_t *)b)->var;
+    return (x > y) - (x < y);
+}
+
+/* The reads and first num_writes writes of d, each variable once (a write if
+ * any use writes it), in *n; NULL when out of memory. The caller frees it. */
+static var_use_t *unique_uses(const deft_engine_op_desc_t *d, int num_writes, int *n) {
+    int total = d->num_reads + num_writes, m = 0;
+    var_use_t *u = malloc((size_t)total * sizeof *u);
+    if (!u) return NULL;
+    for (int i = 0; i < d->num_reads; i++) u[i] = (var_use_t){d->reads[i], false, true};
+    for (int i = 0; i < num_writes; i++)
+        u[d->num_reads + i] = (var_use_t){d->writes[i], true, false};
+    qsort(u, (size_t)total, sizeof *u, compare_uses);
+    for (int i = 0; i < total; i++) {
+        if (m > 0 && u[m - 1].var == u[i].var) {
+            u[m - 1].write |= u[i].write, u[m - 1].read |= u[i].read;
+            continue;
+        }
+        u[m++] = u[i];
+    }
+    *n = m;
+    return u;
+}
+
+static void add_var(engine_op_t *op, int *n, deft_var_t *var, bool write, bool read, bool retain);
+
+static int collect_many_vars(const deft_engine_op_desc_t *d, int num_writes, engine_op_t *op,
+                             bool retain) {
+    int m, n = 0;
+    var_use_t *u = unique_uses(d, num_writes, &m);
+    if (!u) return -1;
+    op->vars = m <= OP_INLINE_VARS ? op->inline_vars : malloc((size_t)m * sizeof *op->vars);
+    if (!op->vars) {
+        free(u);
+        return -1;
+    }
+    for (int i = 0; i < m; i++)
+        if (!u[i].write) add_var(op, &n, u[i].var, false, true, retain);
+    op->num_reads = n;
+    for (int i = 0; i < m; i++)
+        if (u[i].write) add_var(op, &n, u[i].var, true, u[i].read, retain);
+    op->num_writes = n - op->num_reads;
+    free(u);
+    return 0;
+}
+
 /* Reads not also written, and writes, each once: the variables op depends on.
  * A queued operation holds a reference to each; one run at once borrows them. */
 /* num_writes: how many of d->writes to take (run_now leaves the fresh ones out). */
 static int collect_vars(const deft_engine_op_desc_t *d, int num_writes, engine_op_t *op,
                         bool retain) {
     int total = d->num_reads + num_writes;
+    if (total > PAIRWISE_VARS) return collect_many_vars(d, num_writes, op, retain);
     op->vars = total <= OP_INLINE_VARS ? op->inline_vars : malloc((size_t)total * sizeof *op->vars);
     if (!op->vars) return -1;
     int n = 0;
@@ -483,8 +544,16 @@ static void wait_for_room(void) {
     atomic_fetch_sub(&engine.progress_waiters, 1);
 }
 
-/* Whether a variable is listed twice among the reads and the first num_writes writes. */
+/* Whether a variable is listed twice among the reads and the first num_writes
+ * writes (out of memory: true, which takes the careful way). */
 static bool any_listed_twice(const deft_engine_op_desc_t *d, int num_writes) {
+    if (d->num_reads + num_writes > PAIRWISE_VARS) {
+        int m = 0;
+        var_use_t *u = unique_uses(d, num_writes, &m);
+        bool twice = !u || m < d->num_reads + num_writes;
+        free(u);
+        return twice;
+    }
     for (int i = 0; i < d->num_reads; i++)
         if (listed(d->reads, i, d->reads[i]) || listed(d->writes, num_writes, d->reads[i]))
             return true;
