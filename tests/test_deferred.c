@@ -480,7 +480,8 @@ START_TEST(export_keeps_every_output_name) {
         free_all(3, out);
         ck_assert_ok(DeftCachedOpFree(exec));
     }
-    ck_assert_ok(DeftSymbolFree(sym)), ck_assert_ok(DeftSymbolFree(loaded));
+    ck_assert_ok(DeftSymbolFree(sym));
+    ck_assert_ok(DeftSymbolFree(loaded));
     free_all(1, &y), free_all(1, &x);
 }
 END_TEST
@@ -629,7 +630,8 @@ START_TEST(bound_variables) {
     ck_assert_str_eq(names[0], "fc_output");
     check_executor(json_of(sym), 2, (DeftNDArrayHandle[]){x, w}, 1, &y);
     ck_assert_ok(DeftSymbolFree(sym));
-    ck_assert_ok(DeftSymbolFree(vx)), ck_assert_ok(DeftSymbolFree(vw));
+    ck_assert_ok(DeftSymbolFree(vx));
+    ck_assert_ok(DeftSymbolFree(vw));
     ck_assert_ok(DeftSymbolFree(other));
     free_all(1, &x), free_all(1, &w), free_all(1, &y);
 }
