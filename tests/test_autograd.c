@@ -108,6 +108,33 @@ START_TEST(second_derivative) {
 }
 END_TEST
 
+/* backward with create_graph writes a gradient with history into the
+ * variable's gradient array; that history reaches the variable, whose
+ * record holds the gradient array: a cycle, broken when the variable goes. */
+START_TEST(create_graph_into_a_variable_leaks_nothing) {
+    int64_t arrays = 0, bytes = mem_stat(DEFT_MEM_LIVE_BYTES);
+    ck_assert_ok(DeftGetLiveNDArrayCount(&arrays));
+    for (int round = 0; round < 3; round++) {
+        DeftNDArrayHandle g, x = marked(3, VALUES(1, -2, 0.5), &g, DEFT_GRAD_WRITE);
+        set_recording(1);
+        DeftNDArrayHandle sq = call1("elemwise_mul", 2, (DeftNDArrayHandle[]){x, x}, NO_PARAMS);
+        DeftNDArrayHandle cube = call1("elemwise_mul", 2, (DeftNDArrayHandle[]){sq, x}, NO_PARAMS);
+        DeftNDArrayHandle s = call1("sum", 1, &cube, NO_PARAMS);
+        set_recording(0);
+        ck_assert_ok(DeftAutogradBackward(1, &s, NULL, 0, 1)); /* create_graph */
+        assert_values(g, 3, VALUES(3, 12, 0.75), 1e-12);
+        /* freed in either order: the gradient array before its variable, or after */
+        if (round % 2) free_all(1, &g);
+        free_all(4, (DeftNDArrayHandle[]){s, cube, sq, x});
+        if (round % 2 == 0) free_all(1, &g);
+    }
+    int64_t arrays_after;
+    ck_assert_int_eq(mem_stat(DEFT_MEM_LIVE_BYTES), bytes);
+    ck_assert_ok(DeftGetLiveNDArrayCount(&arrays_after));
+    ck_assert_int_eq(arrays_after, arrays);
+}
+END_TEST
+
 /* The same through a reduction: the gradient of mean is itself differentiated. */
 START_TEST(second_derivative_through_a_reduction) {
     DeftNDArrayHandle g, x = marked(2, VALUES(1, 2), &g, DEFT_GRAD_WRITE);
@@ -583,6 +610,7 @@ Suite *autograd_suite(void) {
     tcase_add_test(tc, compute_gradient_returns_arrays);
     tcase_add_test(tc, second_derivative);
     tcase_add_test(tc, second_derivative_through_a_reduction);
+    tcase_add_test(tc, create_graph_into_a_variable_leaks_nothing);
     tcase_add_test(tc, retain_graph);
     tcase_add_test(tc, errors);
     tcase_add_test(tc, saved_value_overwritten);

@@ -7,6 +7,7 @@
 #include "core/base/error.h"
 #include "core/base/records.h"
 #include "core/base/tls.h"
+#include "core/imperative/autograd.h"
 
 /* One process-wide lock, reentrant through a per-thread depth (cheaper than a
  * recursive mutex): freeing nodes while holding it frees records, which take it. */
@@ -184,6 +185,12 @@ void deft_record_release_entry(deft_ndarray_t *arr) {
     deft_record_lock(); /* once, for the slot and for freeing what the node held */
     set_live(rec, arr->entry.index, NULL);
     drop_unneeded(rec);
+    /* A variable's gradient array is its array's: with create_graph, that
+     * gradient's history reaches the variable's node, whose record holds the
+     * gradient, a cycle that only the variable's own array going can break. */
+    deft_ndarray_t *grad = node->op ? NULL : rec->grad;
+    if (grad) rec->grad = NULL, rec->grad_req = DEFT_GRAD_REQ_NULL;
     deft_node_release(node);
+    deft_ndarray_release(grad);
     deft_record_unlock();
 }
