@@ -36,12 +36,25 @@ ctest --test-dir "$DEFT_ROOT/build-clang" --output-on-failure -j "$DEFT_JOBS" \
 
 echo "== fuzz targets (clang, ASan + UBSan): replay the seed corpora and the regressions"
 deft_fuzz_build
+# deft_fuzz_replay TARGET NAME FILES...: the files in one process; on a
+# failure the last "Running:" line names the input
+deft_fuzz_replay() {
+    local target="$1" log="$DEFT_ROOT/build-fuzz/replay-$1-$2.log"
+    shift 2
+    "$DEFT_ROOT/build-fuzz/tests/fuzz/$target" "$@" >"$log" 2>&1 ||
+        { grep -E "Running:" "$log" | tail -1; tail -60 "$log"; return 1; }
+}
 for target in fuzz_symbol_json fuzz_invoke fuzz_dlpack; do
-    # one process per target; on a failure the last "Running:" line names the input
-    mapfile -t inputs < <(find "$DEFT_ROOT/tests/fuzz/corpus/$target" \
-        "$DEFT_ROOT/tests/fuzz/regressions/$target" -type f 2>/dev/null | sort)
-    log="$DEFT_ROOT/build-fuzz/replay-$target.log"
-    "$DEFT_ROOT/build-fuzz/tests/fuzz/$target" "${inputs[@]}" >"$log" 2>&1 ||
-        { grep -E "Running:" "$log" | tail -1; tail -60 "$log"; exit 1; }
-    echo "$target: ${#inputs[@]} inputs"
+    mapfile -t seeds < <(find "$DEFT_ROOT/tests/fuzz/corpus/$target" -type f | sort)
+    deft_fuzz_replay "$target" corpus "${seeds[@]}"
+    # a regression runs in a process of its own: a file alone, a folder's
+    # files together in name order (a defect that takes several calls)
+    regressions=0
+    for entry in "$DEFT_ROOT/tests/fuzz/regressions/$target"/*; do
+        [ -e "$entry" ] || continue
+        mapfile -t inputs < <(find "$entry" -type f | sort)
+        deft_fuzz_replay "$target" "$(basename "$entry")" "${inputs[@]}"
+        regressions=$((regressions + 1))
+    done
+    echo "$target: ${#seeds[@]} seeds, $regressions regressions"
 done
