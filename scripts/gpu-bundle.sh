@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Build on a CPU machine with nvcc everything a GPU check runs, and pack it
+# with the shared libraries a bare CUDA machine lacks:
+#   build-gpu/deft-gpu-bundle.tar.xz   (run it there with scripts/gpu-check.sh)
+# Contents: bin/ the C suites (stripped) and bench_gpu; lib/ libdeft and the
+# libraries they load (OpenBLAS, cJSON, libgfortran, libquadmath, libsubunit,
+# libcudart; cuBLAS comes with the CUDA install there); suites.tsv, what ctest
+# runs (name, environment, binary). The suites embed the same device code each,
+# which xz's large window stores once: ~200 MB of binaries pack to a few MB.
+set -euo pipefail
+source "$(dirname "$0")/setup.sh"
+deft_install_packages
+command -v nvcc > /dev/null || [ -x /usr/local/cuda/bin/nvcc ] ||
+    { echo "gpu-bundle: nvcc not found: the CUDA toolkit is needed to build the GPU kernels" >&2; exit 1; }
+
+build="$DEFT_ROOT/build-gpu"
+deft_build build-gpu -DCMAKE_BUILD_TYPE=Release -DDEFT_BUILD_PYTHON=OFF -DDEFT_BUILD_JAVA=OFF \
+    -DDEFT_BUILD_EXAMPLES=OFF
+[ -x "$build/bench/bench_gpu" ] ||
+    { echo "gpu-bundle: the build found no CUDA toolkit (no bench/bench_gpu)" >&2; exit 1; }
+
+stage="$build/bundle"
+rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib"
+# What ctest runs, less what needs the source tree, cmake or another toolchain.
+ctest --test-dir "$build" --show-only=json-v1 | python3 -c '
+import json, os, sys
+skip = {"install_consumer", "test_extension", "rust_cargo_test", "go_test", "java_junit"}
+for t in json.load(sys.stdin)["tests"]:
+    if t["name"] in skip: continue
+    env = [v for p in t.get("properties", []) if p["name"] == "ENVIRONMENT" for v in p["value"]]
+    print(t["name"], " ".join(env), os.path.basename(t["command"][0]), sep="\t")
+' > "$stage/suites.tsv"
+cut -f3 "$stage/suites.tsv" | sort -u | while read -r suite; do
+    strip -o "$stage/bin/$suite" "$build/tests/$suite"
+done
+strip -o "$stage/bin/bench_gpu" "$build/bench/bench_gpu"
+cp -L "$build/libdeft.so.0" "$stage/lib/" && strip "$stage/lib/libdeft.so.0"
+for lib in libopenblas.so.0 libcjson.so.1 libgfortran.so.5 libquadmath.so.0 libsubunit.so.0 libcudart.so.13; do
+    path=$(ldd "$build/tests/test_gpu" | awk -v l="$lib" '$1 == l { print $3 }')
+    [ -n "$path" ] && cp -L "$path" "$stage/lib/"
+done
+git -C "$DEFT_ROOT" rev-parse --short HEAD > "$stage/commit" 2>/dev/null || echo unknown > "$stage/commit"
+tar -C "$stage" -cf - . | xz -9 -T"$DEFT_JOBS" > "$build/deft-gpu-bundle.tar.xz"
+echo "gpu-bundle: $(du -h "$build/deft-gpu-bundle.tar.xz" | cut -f1) in build-gpu/deft-gpu-bundle.tar.xz" \
+    "($(wc -l < "$stage/suites.tsv") suites, commit $(cat "$stage/commit"))"

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Run on a GPU machine, from the bundle scripts/gpu-bundle.sh made, alone:
+#   scripts/gpu-check.sh [build-gpu/deft-gpu-bundle.tar.xz]
+# Every C suite as ctest runs it, compute-sanitizer memcheck over the GPU
+# suite (where the CUDA install has it), then the GPU benchmark. Prints a
+# line per suite and ends with "N passed, N failed".
+set -uo pipefail
+bundle="${1:-$(dirname "$0")/../build-gpu/deft-gpu-bundle.tar.xz}"
+[ -f "$bundle" ] || { echo "gpu-check: no bundle at $bundle (run scripts/gpu-bundle.sh)" >&2; exit 2; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+tar -C "$work" -xJf "$bundle"
+export LD_LIBRARY_PATH="$work/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+echo "gpu-check: commit $(cat "$work/commit"), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+cd "$work"
+passed=0 failed=0
+while IFS=$'\t' read -r name env suite; do
+    start=$(date +%s%N)
+    if env $env timeout 600 "bin/$suite" > "log-$name" 2>&1; then
+        passed=$((passed + 1)) result=ok
+    else
+        failed=$((failed + 1)) result=FAILED
+    fi
+    printf '%-28s %-6s %5d ms\n' "$name" "$result" $((($(date +%s%N) - start) / 1000000))
+    [ "$result" = ok ] || tail -25 "log-$name"
+done < suites.tsv
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+if [ -n "$sanitizer" ]; then
+    # API errors are not reported: the suite runs out of device memory on purpose.
+    if CK_FORK=no "$sanitizer" --tool memcheck --report-api-errors no --error-exitcode 1 \
+        bin/test_gpu > log-memcheck 2>&1; then
+        passed=$((passed + 1)) result=ok
+    else
+        failed=$((failed + 1)) result=FAILED
+    fi
+    echo "memcheck test_gpu             $result ($(grep -m1 "ERROR SUMMARY" log-memcheck))"
+    [ "$result" = ok ] || tail -40 log-memcheck
+else
+    echo "memcheck: skipped, compute-sanitizer is not installed here"
+fi
+echo "== bench_gpu"
+timeout 300 bin/bench_gpu 2>&1 | tail -40
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
