@@ -121,6 +121,26 @@ static inline const char *fuzz_string(fuzz_reader_t *r, char *buf, size_t max) {
     return buf;
 }
 
+/* An operator: byte < 0x80, an index into `names` (modulo `count`); else a
+ * name of (byte - 0x80) bytes follows (seeds and reproducers use names, which
+ * stay valid as operators are added), or, when no operator has it, an index
+ * made from its bytes. */
+static inline const char *fuzz_op_name(fuzz_reader_t *r, const char *const *names, int count) {
+    uint8_t b = fuzz_u8(r);
+    if (b < 0x80) return names[b % count];
+    char name[128];
+    size_t n = (size_t)(b - 0x80);
+    if (n > fuzz_left(r)) n = fuzz_left(r);
+    memcpy(name, r->data + r->pos, n);
+    name[n] = '\0';
+    r->pos += n;
+    for (int i = 0; i < count; i++)
+        if (strcmp(names[i], name) == 0) return names[i];
+    unsigned h = 0;
+    for (size_t i = 0; i < n; i++) h = h * 31 + (uint8_t)name[i];
+    return names[h % (unsigned)count];
+}
+
 /* Strings that parameter parsers, names and attributes have trouble with. */
 static const char *const fuzz_words[] = {
     "", "0", "1", "-1", "2", "3", "4", "7", "-2", "255", "256", "65536", "2147483647",

@@ -12,8 +12,9 @@
  *   1 profiler configuration keys and values, then a profiled call;
  *   2 dtype names (a name that parses names a dtype whose name parses back);
  *   3 symbol names, attributes (what is set reads back, also after a JSON
- *     round trip), operator names, atomic symbols with fuzzed parameters,
- *     pass lists and device-placement groups.
+ *     round trip), operator names, atomic symbols with fuzzed parameters
+ *     (the operator as fuzz_op_name() reads it), pass lists and
+ *     device-placement groups.
  */
 #include <limits.h>
 
@@ -309,7 +310,7 @@ static void fuzz_symbol_strings(fuzz_reader_t *r) {
 
     /* An atomic symbol with fuzzed parameters, composed, saved and loaded. */
     DeftOpHandle op;
-    FUZZ_OK(DeftGetOperator(op_names[fuzz_u8(r) % op_count], &op));
+    FUZZ_OK(DeftGetOperator(fuzz_op_name(r, op_names, op_count), &op));
     int np = 0;
     FUZZ_OK(DeftOpGetNumParams(op, &np));
     const char *keys[4], *vals[4];

@@ -41,25 +41,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     return 0;
 }
 
-/* The operator: byte < 0x80, an index into the list; else a name of
- * (byte - 0x80) bytes (seeds use names, which stay valid as operators are
- * added), or an index from the name's bytes if no operator has it. */
-static const char *decode_op(fuzz_reader_t *r) {
-    uint8_t b = fuzz_u8(r);
-    if (b < 0x80) return op_names[b % op_count];
-    char name[128];
-    size_t n = (size_t)(b - 0x80);
-    if (n > fuzz_left(r)) n = fuzz_left(r);
-    memcpy(name, r->data + r->pos, n);
-    name[n] = '\0';
-    r->pos += n;
-    for (int i = 0; i < op_count; i++)
-        if (strcmp(op_names[i], name) == 0) return op_names[i];
-    unsigned h = 0;
-    for (size_t i = 0; i < n; i++) h = h * 31 + (uint8_t)name[i];
-    return op_names[h % (unsigned)op_count];
-}
-
 static void decode_params(fuzz_reader_t *r, call_spec_t *c) {
     int np = 0;
     FUZZ_OK(DeftOpGetNumParams(c->op, &np));
@@ -294,7 +275,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_reader_t r = {data, size, 0};
     call_spec_t c;
     memset(&c, 0, sizeof c);
-    const char *name = decode_op(&r);
+    const char *name = fuzz_op_name(&r, op_names, op_count);
     FUZZ_OK(DeftGetOperator(name, &c.op));
     uint8_t mode = fuzz_u8(&r), rep = fuzz_u8(&r);
     int reps = rep < 0xF0 ? 1 + rep % 3 : 250 + 2 * (rep - 0xF0);
