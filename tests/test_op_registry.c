@@ -2,6 +2,20 @@
 #include "core/op/registry.h"
 #include "op_helpers.h"
 
+/* Before any executor registers a graph (this suite makes none), a
+ * _CachedOp names nothing: a value error, not an internal one. */
+START_TEST(test_cached_op_naming_no_graph_is_a_value_error) {
+    DeftSymbolHandle atomic, x;
+    ck_assert_ok(DeftSymbolCreateVariable("x", &x));
+    ck_assert_ok(DeftSymbolCreateAtomic(op_named("_CachedOp"), 1, (const char *[]){"subgraph"},
+                                        (const char *[]){"sg0"}, &atomic));
+    ck_assert_fails(DeftSymbolCompose(atomic, NULL, 1, NULL, &x), DEFT_ERROR_VALUE,
+                    "operator '_CachedOp': no graph is registered as 'sg0'");
+    ck_assert_ok(DeftSymbolFree(atomic));
+    ck_assert_ok(DeftSymbolFree(x));
+}
+END_TEST
+
 START_TEST(test_lists_sorted_operators_including_mxnet_names) {
     int count = 0;
     const char *const *names = NULL;
@@ -358,6 +372,7 @@ END_TEST
 static Suite *registry_suite(void) {
     Suite *suite = suite_create("op registry");
     TCase *tc = tcase_create("registry");
+    tcase_add_test(tc, test_cached_op_naming_no_graph_is_a_value_error); /* first: no graph yet */
     tcase_add_test(tc, test_lists_sorted_operators_including_mxnet_names);
     tcase_add_test(tc, test_every_default_parses_and_every_op_is_documented);
     tcase_add_test(tc, test_introspection_describes_fully_connected);

@@ -16,27 +16,33 @@ void deft_subgraph_install(const deft_subgraph_impl_t *implementation) {
     atomic_store(&impl, implementation);
 }
 
-static const deft_subgraph_impl_t *get_impl(const deft_op_t *op) {
+/* The graph layer installs itself when it registers its first graph: until
+ * then no id names a graph. */
+static const deft_subgraph_impl_t *get_impl(const char *id) {
     const deft_subgraph_impl_t *i = atomic_load(&impl);
-    if (!i) deft_op_error(op, DEFT_ERR_INTERNAL, "no graph layer installed");
+    if (!i)
+        deft_error(DEFT_ERR_VALUE, "operator '_CachedOp': no graph is registered as '%s'",
+                   id ? id : "(NULL)");
     return i;
 }
 
 static int subgraph_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                           const deft_desc_t *in, int *nout, deft_desc_t *out) {
-    const deft_subgraph_impl_t *i = get_impl(op);
+    (void)op;
+    const deft_subgraph_impl_t *i = get_impl(p[0].s);
     return i ? i->infer(p[0].s, nin, in, nout, out) : -1;
 }
 
 static int subgraph_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                             const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
-    const deft_subgraph_impl_t *i = get_impl(op);
+    (void)op;
+    const deft_subgraph_impl_t *i = get_impl(p[0].s);
     return i ? i->forward(p[0].s, nin, in, nout, out) : -1;
 }
 
 static int subgraph_gradient(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
                              deft_gref_t *in_grads) {
-    const deft_subgraph_impl_t *i = atomic_load(&impl);
+    const deft_subgraph_impl_t *i = get_impl(p[0].s);
     return i ? i->gradient(p[0].s, b, nin, in_grads) : -1;
 }
 
@@ -47,7 +53,8 @@ static int subgraph_num_outputs(const deft_param_value_t *p, int nin) {
 }
 
 static void *subgraph_hold(const deft_op_t *op, const deft_param_value_t *p) {
-    const deft_subgraph_impl_t *i = get_impl(op);
+    (void)op;
+    const deft_subgraph_impl_t *i = get_impl(p[0].s);
     return i ? i->hold(p[0].s) : NULL;
 }
 
