@@ -190,6 +190,30 @@ START_TEST(test_slice_like_python) {
 }
 END_TEST
 
+/* Steps as large as int64 holds take one element, as Python's do: no
+ * overflow in the length or in the strides (found by fuzz_invoke). */
+START_TEST(test_slice_with_huge_steps) {
+    DeftNDArrayHandle x = make_iota(DEFT_FLOAT32, 3, SHAPE(1, 5, 1));
+    const char *steps[] = {"(1,2305843009213693953,1)", "(1,9223372036854775807,1)",
+                           "(1,-9223372036854775807,1)", "(1,-2305843009213693953,1)"};
+    const double first[] = {0, 0, 4, 4};
+    for (int i = 0; i < 4; i++) {
+        DeftNDArrayHandle s =
+            call1("slice", 1, &x,
+                  P("begin", "(None,None,None)", "end", "(None,None,None)", "step", steps[i]));
+        assert_shape(s, 3, SHAPE(1, 1, 1));
+        assert_values(s, 1, &first[i], 0);
+        DeftNDArrayHandle grad_in[2] = {s, x};
+        DeftNDArrayHandle g =
+            call1("_backward_slice", 2, grad_in,
+                  P("begin", "(None,None,None)", "end", "(None,None,None)", "step", steps[i]));
+        assert_shape(g, 3, SHAPE(1, 5, 1));
+        free_all(2, (DeftNDArrayHandle[]){s, g});
+    }
+    free_all(1, &x);
+}
+END_TEST
+
 START_TEST(test_slice_assign_in_place_and_broadcast) {
     DeftNDArrayHandle x = make_iota(DEFT_INT64, 2, SHAPE(3, 4));
     DeftNDArrayHandle row = make_iota(DEFT_INT64, 1, SHAPE(2));
@@ -364,6 +388,7 @@ static Suite *shape_suite(void) {
     tcase_add_loop_test(tc, test_transpose_matches_index_arithmetic, 0, 5);
     tcase_add_test(tc, test_expand_dims_and_squeeze);
     tcase_add_test(tc, test_slice_like_python);
+    tcase_add_test(tc, test_slice_with_huge_steps);
     tcase_add_test(tc, test_slice_assign_in_place_and_broadcast);
     tcase_add_loop_test(tc, test_concat_stack_split_roundtrip, 0, 5);
     tcase_add_test(tc, test_concat_stack_split_of_zero_size_arrays);

@@ -247,8 +247,10 @@ static int64_t slice_length(int64_t n, int64_t *begin, int64_t end, int64_t step
     else if (step < 0)
         e = -1;
     *begin = b;
-    int64_t len = step > 0 ? (e - b + step - 1) / step : (b - e - step - 1) / -step;
-    return len > 0 ? len : 0;
+    /* Unsigned: any step, INT64_MIN and INT64_MAX included, without overflow. */
+    int64_t span = step > 0 ? e - b : b - e; /* within [-n-1, n+1] */
+    uint64_t magnitude = step > 0 ? (uint64_t)step : 0 - (uint64_t)step;
+    return span > 0 ? (int64_t)(((uint64_t)span - 1) / magnitude + 1) : 0;
 }
 
 typedef struct slice_plan {
@@ -281,7 +283,9 @@ static int plan_slice(const deft_op_t *op, const deft_param_value_t *p, const de
         plan->shape.dims[d] =
             slice_length(src->dims[d], &begin, has_end ? e->v[d] : 0, step, has_begin, has_end);
         plan->begin[d] = begin;
-        plan->step[d] = step;
+        /* Taking at most one element, the step moves nowhere: 1 keeps the
+         * strides computed from it (size * step) from overflowing. */
+        plan->step[d] = plan->shape.dims[d] > 1 ? step : 1;
     }
     return 0;
 }
