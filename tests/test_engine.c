@@ -54,6 +54,7 @@ static int run_stress_op(void *arg) {
     /* A little work, so operations overlap on the workers. */
     volatile uint64_t spin = 0;
     for (int i = 0; i < (c->op->small ? 10 : 2000); i++) spin += (uint64_t)i;
+    (void)spin; /* only written: clang's -Wunused-but-set-variable */
     apply(c->op, c->values);
     return 0;
 }
