@@ -65,4 +65,18 @@ int api_symbol_wrap(struct deft_symbol *sym, DeftSymbolHandle *out);
 /* Wrap an array the caller owns a reference to; on failure the reference is dropped. */
 int api_ndarray_wrap(deft_ndarray_t *arr, DeftNDArrayHandle *out);
 
+/* Wrap the outputs a call created (outputs[k] NULL: out[k] is new and owned);
+ * on failure the ones not wrapped yet are released. */
+static inline int api_wrap_outputs(int produced, deft_ndarray_t **out, DeftNDArrayHandle *outputs) {
+    for (int k = 0; k < produced; k++) {
+        if (outputs[k]) continue;
+        if (api_ndarray_wrap(out[k], &outputs[k])) {
+            for (int j = k + 1; j < produced; j++)
+                if (!outputs[j]) deft_ndarray_release(out[j]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 #endif

@@ -59,19 +59,6 @@ static deft_ndarray_t **array_list(deft_ndarray_t **room, size_t fits, size_t n)
     return list;
 }
 
-/* Wrap the outputs the call created; on failure release those not wrapped. */
-static int wrap_outputs(int produced, deft_ndarray_t **out, DeftNDArrayHandle *outputs) {
-    for (int o = 0; o < produced; o++) {
-        if (outputs[o]) continue;
-        if (api_ndarray_wrap(out[o], &outputs[o])) {
-            for (int j = o + 1; j < produced; j++)
-                if (!outputs[j]) deft_ndarray_release(out[j]);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 static int invoke(deft_cached_op_t *op, int num_inputs, const DeftNDArrayHandle *inputs,
                   int *num_outputs, DeftNDArrayHandle *outputs, deft_ndarray_t **in,
                   deft_ndarray_t **out) {
@@ -86,7 +73,7 @@ static int invoke(deft_cached_op_t *op, int num_inputs, const DeftNDArrayHandle 
                           lazy);
     int produced = room;
     if (deft_cached_call(op, num_inputs, in, &produced, out) ||
-        wrap_outputs(produced, out, outputs))
+        api_wrap_outputs(produced, out, outputs))
         return -1;
     *num_outputs = produced;
     return 0;

@@ -144,14 +144,7 @@ int api_invoke(DeftOpHandle op, int num_inputs, const DeftNDArrayHandle *inputs,
         return -1;
     int produced = room;
     if (deft_invoke(entry, num_inputs, in, &produced, out, num_params, keys, vals)) return -1;
-    for (int k = 0; k < produced; k++) {
-        if (outputs[k]) continue;
-        if (api_ndarray_wrap(out[k], &outputs[k])) {
-            for (int j = k + 1; j < produced; j++)
-                if (!outputs[j]) deft_ndarray_release(out[j]);
-            return -1;
-        }
-    }
+    if (api_wrap_outputs(produced, out, outputs)) return -1;
     *num_outputs = produced;
     return 0;
 }
