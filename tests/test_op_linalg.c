@@ -72,6 +72,20 @@ START_TEST(test_dot_vectors_and_higher_rank) {
 }
 END_TEST
 
+/* A result of more than 8 dimensions is refused before any is written
+ * (dot wrote past the shape's 8, found by fuzz_invoke under UBSan). */
+START_TEST(test_dot_result_rank_is_checked_first) {
+    DeftNDArrayHandle a = make(DEFT_FLOAT32, 8, SHAPE(1, 1, 1, 1, 1, 1, 1, 2), NULL);
+    DeftNDArrayHandle b = make(DEFT_FLOAT32, 8, SHAPE(2, 1, 1, 1, 1, 1, 1, 1), NULL);
+    ck_assert_call_fails("dot", 2, ((DeftNDArrayHandle[]){a, b}), NO_PARAMS, DEFT_ERROR_VALUE,
+                         "the result would have 14 dimensions, more than 8");
+    DeftNDArrayHandle g = make(DEFT_FLOAT32, 1, SHAPE(1), NULL);
+    ck_assert_call_fails("_backward_dot_lhs", 3, ((DeftNDArrayHandle[]){g, a, b}), NO_PARAMS,
+                         DEFT_ERROR_VALUE, "the result would have 14 dimensions");
+    free_all(3, (DeftNDArrayHandle[]){a, b, g});
+}
+END_TEST
+
 START_TEST(test_batch_dot) {
     const int64_t batch = 3, m = 2, n = 4, k = 5;
     double a[40], b[60], want[24];
@@ -147,6 +161,7 @@ static Suite *linalg_suite(void) {
     tcase_add_test(tc, test_dot_with_transposes_both_dtypes);
     tcase_add_test(tc, test_dot_vectors_and_higher_rank);
     tcase_add_test(tc, test_batch_dot);
+    tcase_add_test(tc, test_dot_result_rank_is_checked_first);
     tcase_add_loop_test(tc, test_fully_connected_with_and_without_bias_and_flatten, 0, 2);
     suite_add_tcase(suite, tc);
     return suite;

@@ -566,6 +566,29 @@ START_TEST(test_cached_op_node_keeps_its_graph) {
 }
 END_TEST
 
+/* Values that each fit but together overflow the arena's size are refused
+ * when planned (the layout's sum used to overflow, found by fuzz_invoke). */
+START_TEST(test_arena_size_overflow_is_refused) {
+    DeftSymbolHandle x = var("x");
+    const char *const *shape = P("shape", "(576460752303423488,)"); /* 2^59 float64: 2^62 bytes */
+    DeftSymbolHandle a = apply("broadcast_to", "a", 1, &x, shape);
+    DeftSymbolHandle b = apply("broadcast_to", "b", 1, &x, shape);
+    DeftSymbolHandle c = apply("elemwise_add", "c", 2, (DeftSymbolHandle[]){a, b}, NO_PARAMS);
+    DeftSymbolHandle s = apply("sum", "s", 1, &c, NO_PARAMS);
+    DeftCachedOpHandle op;
+    ck_assert_ok(DeftCachedOpCreate(s, 0, &op));
+    DeftNDArrayHandle in = make(DEFT_FLOAT64, 1, SHAPE(1), VALUES(2));
+    DeftNDArrayHandle out[1] = {NULL};
+    int nout = 1;
+    ck_assert_fails(DeftCachedOpInvoke(op, 1, &in, &nout, out), DEFT_ERROR_VALUE,
+                    "the graph's intermediate values need more than");
+    ck_assert_ptr_null(out[0]);
+    ck_assert_ok(DeftCachedOpFree(op));
+    ck_assert_ok(DeftNDArrayFree(in));
+    free_symbols(5, (DeftSymbolHandle[]){x, a, b, c, s});
+}
+END_TEST
+
 START_TEST(test_infer_shape_errors_name_the_node) {
     DeftSymbolHandle x = var("x"), w = var("w");
     DeftSymbolHandle d = apply("dot", "product", 2, (DeftSymbolHandle[]){x, w}, NO_PARAMS);
@@ -787,6 +810,7 @@ static Suite *symbol_suite(void) {
     tcase_add_test(tc, test_infer_shape_errors_name_the_node);
     tcase_add_test(tc, test_inferred_byte_size_overflow_is_refused);
     tcase_add_test(tc, test_cached_op_node_keeps_its_graph);
+    tcase_add_test(tc, test_arena_size_overflow_is_refused);
     tcase_add_test(tc, test_cse_merges_duplicates_and_keeps_random_ops);
     tcase_add_test(tc, test_dce_drops_unreachable_json_nodes);
     tcase_add_test(tc, test_infer_shape_pass_annotates_variables);

@@ -88,8 +88,9 @@ static size_t plan_once(planner_t *p) {
                 release_entry(p, g->row_ptr[i] + k);
             }
     }
-    size_t total = 0;
-    for (int b = 0; b < p->num_blocks; b++) total += p->blocks[b].size;
+    size_t total = 0; /* saturating: it only ranks the sweep's plans */
+    for (int b = 0; b < p->num_blocks; b++)
+        if (__builtin_add_overflow(total, p->blocks[b].size, &total)) return SIZE_MAX;
     return total;
 }
 
@@ -97,14 +98,20 @@ static int layout(const planner_t *p, deft_memory_plan_t *plan) {
     int64_t *block_offset =
         malloc((size_t)(p->num_blocks ? p->num_blocks : 1) * sizeof *block_offset);
     if (!block_offset) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a memory plan");
-    int64_t at = 0;
+    size_t at = 0;
     for (int b = 0; b < p->num_blocks; b++) {
-        block_offset[b] = at;
-        at += (int64_t)p->blocks[b].size;
+        block_offset[b] = (int64_t)at;
+        /* Each value fits (inference checks it); together they may not. */
+        if (__builtin_add_overflow(at, p->blocks[b].size, &at) || at > DEFT_SHAPE_MAX_BYTES) {
+            free(block_offset);
+            return deft_error(DEFT_ERR_VALUE,
+                              "the graph's intermediate values need more than %zu bytes in all",
+                              DEFT_SHAPE_MAX_BYTES);
+        }
     }
     for (int e = 0; e < plan->num_entries; e++)
         plan->offset[e] = p->block_of[e] >= 0 ? block_offset[p->block_of[e]] : -1;
-    plan->arena_bytes = (size_t)at;
+    plan->arena_bytes = at;
     free(block_offset);
     return 0;
 }

@@ -160,6 +160,11 @@ static int dot_shapes(const deft_op_t *op, const deft_param_value_t *p, const de
                              deft_shape_format(b, sb, sizeof sb), (long long)ka,
                              deft_shape_format(a, sa, sizeof sa),
                              ta || tb ? " (after the requested transposes)" : "");
+    int rank = (ta ? 1 : a->ndim - 1) + (tb ? 1 : b->ndim - 1);
+    if (rank > DEFT_SHAPE_MAX_NDIM)
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "the result would have %d dimensions, more than %d", rank,
+                             DEFT_SHAPE_MAX_NDIM);
     out->ndim = 0;
     dims->m = dims->n = 1;
     dims->k = ka;
@@ -177,10 +182,6 @@ static int dot_shapes(const deft_op_t *op, const deft_param_value_t *p, const de
         for (int d = 1; d < b->ndim; d++)
             dims->n *= b->dims[d], out->dims[out->ndim++] = b->dims[d];
     }
-    if (out->ndim > DEFT_SHAPE_MAX_NDIM)
-        return deft_op_error(op, DEFT_ERR_VALUE,
-                             "the result would have %d dimensions, more than %d", out->ndim,
-                             DEFT_SHAPE_MAX_NDIM);
     return check_blas_size(op, dims->m, dims->n, dims->k);
 }
 
