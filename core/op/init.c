@@ -351,8 +351,8 @@ static int cast_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, in
 }
 #endif
 
-static int copy_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
-                      const deft_desc_t *in, int *nout, deft_desc_t *out) {
+int deft_infer_same(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                    const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)op, (void)p, (void)nin;
     out[0] = in[0];
     *nout = 1;
@@ -399,7 +399,7 @@ static int grad_copy(deft_grad_builder_t *b, const deft_param_value_t *p, int ni
 #define COPY_OP(name_, any_device_, doc)                                                           \
     {                                                                                              \
         .name = name_, .description = doc, .input_names = deft_op_data_input, .min_inputs = 1,     \
-        .max_inputs = 1, .infer = copy_infer, .forward = deft_forward_copy,                        \
+        .max_inputs = 1, .infer = deft_infer_same, .forward = deft_forward_copy,                   \
         .forward_gpu = DEFT_GPU(deft_forward_copy), .any_device = any_device_,                     \
         .inplace_input = -1, .gradient = grad_copy                                                 \
     }

@@ -223,6 +223,9 @@ static inline int deft_op_num_outputs(const deft_op_t *op, const deft_param_valu
 /* The input list of the many operators that take one array named "data". */
 extern const char *const deft_op_data_input[];
 
+/* Inference of one output with its input's shape and dtype (copies, BlockGrad). */
+int deft_infer_same(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                    const deft_desc_t *in, int *nout, deft_desc_t *out);
 /* -1 with "operator 'x': got n inputs, expected ..." (nin is outside the op's range). */
 int deft_op_input_count_error(const deft_op_t *op, int nin) __attribute__((cold));
 /* -1 with a message that starts with the operator's name. */

@@ -117,15 +117,6 @@ static int reshape_infer(const deft_op_t *op, const deft_param_value_t *p, int n
     return 0;
 }
 
-/* BlockGrad: the input unchanged (a copy), as a constant to the gradient. */
-static int same_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
-                      const deft_desc_t *in, int *nout, deft_desc_t *out) {
-    (void)op, (void)p, (void)nin;
-    out[0] = in[0];
-    *nout = 1;
-    return 0;
-}
-
 static int flatten_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                          const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)p, (void)nin;
@@ -840,7 +831,7 @@ static const deft_op_t shape_ops[] = {
     SHAPE_OP("BlockGrad",
              "The input unchanged, with no gradient flowing back through it "
              "(stop_gradient, detach).",
-             NULL, same_infer, deft_forward_copy, 0, deft_gradient_zero),
+             NULL, deft_infer_same, deft_forward_copy, 0, deft_gradient_zero),
     SHAPE_OP("Flatten", "Collapses all axes but the first: (n, ...) to (n, rest).", NULL,
              flatten_infer, deft_forward_copy, 0, deft_gradient_reshape_back),
     SHAPE_OP("transpose", "Permutes the axes (reverses them when axes is empty).", transpose_params,
