@@ -3,18 +3,30 @@
  * for y = op(x...), the gradient graph's d/dx of sum(y * w), with w the head
  * gradient, must match (f(x + h e_j) - f(x - h e_j)) / 2h with f = sum(y * w),
  * to a relative error under 1e-6.
+ *
+ * The cases of the core families are below; every other family keeps its
+ * cases in tests/gradients/<family>.inc (a list of grad_case_t
+ * initialisers), which CMake collects into gradient_cases.inc. Every
+ * operator with a gradient must have a case here (or say why not in
+ * `untested`): test_every_gradient_has_a_case fails otherwise.
  */
 #include "symbol_helpers.h"
+
+#include "core/op/registry.h"
+
+#define GRAD_MAX_IN  6
+#define GRAD_MAX_DIM 5
 
 typedef struct grad_case {
     const char *op;
     const char *const *params;
     int nin;
-    int ndim[3];
-    int64_t shape[3][4];
+    int ndim[GRAD_MAX_IN];
+    int64_t shape[GRAD_MAX_IN][GRAD_MAX_DIM];
     double lo, hi;        /* inputs drawn from [lo, hi) */
-    unsigned fixed;       /* bit k: input k is not differentiated (labels, indices) */
+    unsigned fixed;       /* bit k: input k is not differentiated (labels, indices, states) */
     const double *values; /* exact values for fixed inputs, if any (in order) */
+    bool train;           /* run in training mode (DeftAutogradSetIsTraining) */
 } grad_case_t;
 
 #define S(...)                                                                                     \
@@ -82,23 +94,25 @@ static void compare_input(const grad_case_t *c, int i, DeftCachedOpHandle forwar
 
 static void check_case(const grad_case_t *c) {
     uint64_t rng = 12345;
-    DeftSymbolHandle vars[3], grad;
-    char names[3][16];
+    DeftSymbolHandle vars[GRAD_MAX_IN], grad;
+    char names[GRAD_MAX_IN][16];
+    int was_training;
+    ck_assert_ok(DeftAutogradSetIsTraining(c->train, &was_training));
     for (int i = 0; i < c->nin; i++) {
         snprintf(names[i], sizeof names[i], "in%d", i);
         vars[i] = var(names[i]);
     }
     DeftSymbolHandle y = build_op(c, vars);
-    const char *wrt[3];
+    const char *wrt[GRAD_MAX_IN];
     int nwrt = 0;
     for (int i = 0; i < c->nin; i++)
         if (!(c->fixed & (1u << i))) wrt[nwrt++] = names[i];
     ck_assert_msg(DeftSymbolGradient(y, nwrt, wrt, &grad) == 0, "%s: %s", c->op,
                   DeftGetLastError());
 
-    DeftNDArrayHandle in[3];
-    double *x[3];
-    int64_t count[3];
+    DeftNDArrayHandle in[GRAD_MAX_IN];
+    double *x[GRAD_MAX_IN];
+    int64_t count[GRAD_MAX_IN];
     const double *fixed_values = c->values;
     for (int i = 0; i < c->nin; i++) {
         count[i] = count_of(c->ndim[i], c->shape[i]);
@@ -133,15 +147,15 @@ static void check_case(const grad_case_t *c) {
     const char *const *arg_names;
     ck_assert_ok(DeftSymbolListArguments(grad, &nargs, &arg_names));
     ck_assert_int_eq(nargs, c->nin + nouts);
-    DeftNDArrayHandle grad_in[8];
+    DeftNDArrayHandle grad_in[GRAD_MAX_IN + MAX_OUT];
     for (int a = 0, h = 0; a < nargs; a++) {
         grad_in[a] = NULL;
-        for (int i = 0; i < c->nin && i < 3; i++)
+        for (int i = 0; i < c->nin; i++)
             if (strcmp(arg_names[a], names[i]) == 0) grad_in[a] = in[i];
         if (!grad_in[a]) grad_in[a] = heads[h++];
     }
-    DeftNDArrayHandle results[8] = {NULL};
-    int nout = 8;
+    DeftNDArrayHandle results[GRAD_MAX_IN + MAX_OUT] = {NULL};
+    int nout = GRAD_MAX_IN + MAX_OUT;
     ck_assert_msg(DeftCachedOpInvoke(backward, nargs, grad_in, &nout, results) == 0, "%s: %s",
                   c->op, DeftGetLastError());
     ck_assert_int_eq(nout, nouts + nwrt);
@@ -167,6 +181,7 @@ static void check_case(const grad_case_t *c) {
     ck_assert_ok(DeftCachedOpFree(backward));
     ck_assert_ok(DeftSymbolFree(y));
     ck_assert_ok(DeftSymbolFree(grad));
+    ck_assert_ok(DeftAutogradSetIsTraining(was_training, NULL));
 }
 
 #define UNARY(name, lo, hi)                                                                        \
@@ -357,7 +372,38 @@ static const grad_case_t cases[] = {
     {"reshape_like", NO_PARAMS, 2, {2, 1}, {{2, 3}, {6}}, -1, 1, 2, VALUES(0, 0, 0, 0, 0, 0)},
     {"_reduce_to_like", NO_PARAMS, 2, {2, 2}, {{2, 3}, {1, 3}}, -1, 1, 2, VALUES(0, 0, 0)},
     {"add_n", NO_PARAMS, 3, {2, 2, 2}, {{2, 3}, {2, 3}, {2, 3}}, -1, 1, 0, NULL},
+#include "gradient_cases.inc"
 };
+
+/* Operators with a gradient but no finite-difference case, and why. */
+static const char *const untested[] = {
+    "_CachedOp",       /* a recorded graph: its gradient is its graph's (test_autograd) */
+    "_copy_to_device", /* needs a second device (test_gpu) */
+    NULL,
+};
+
+static bool has_case(const char *name) {
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (strcmp(cases[i].op, name) == 0) return true;
+    for (int i = 0; untested[i]; i++)
+        if (strcmp(untested[i], name) == 0) return true;
+    return false;
+}
+
+START_TEST(test_every_gradient_has_a_case) {
+    char missing[4096] = "";
+    for (int i = 0; i < deft_registry_count(); i++) {
+        const deft_op_t *op = deft_registry_at(i)->op;
+        /* piecewise constant (comparisons, argmax, sign): nothing flows back by construction */
+        bool zero = op->gradient == deft_gradient_zero;
+        if (op->gradient && !zero && !has_case(op->name) &&
+            strlen(missing) + strlen(op->name) + 3 < sizeof missing)
+            strcat(strcat(missing, " "), op->name);
+    }
+    ck_assert_msg(missing[0] == 0, "operators with a gradient but no case in tests/gradients:%s",
+                  missing);
+}
+END_TEST
 
 START_TEST(test_gradient_matches_finite_differences) {
     check_case(&cases[_i]);
@@ -503,6 +549,7 @@ static Suite *gradient_suite(void) {
     tcase_add_test(tc, test_gradients_that_meet_are_summed);
     tcase_add_test(tc, test_few_gradients_meet_in_one_sum);
     tcase_add_test(tc, test_gradient_errors);
+    tcase_add_test(tc, test_every_gradient_has_a_case);
     suite_add_tcase(suite, tc);
     return suite;
 }

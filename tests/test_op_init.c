@@ -1,5 +1,5 @@
 /* Creation, random numbers, copies and optimizer updates. */
-#include "core/op/philox.h"
+#include "core/math/philox.h"
 #include "op_helpers.h"
 
 START_TEST(test_zeros_ones_full_in_every_dtype) {

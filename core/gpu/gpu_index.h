@@ -8,7 +8,7 @@
 #define DEFT_CORE_GPU_INDEX_H
 
 #include "core/gpu/kernels.h"
-#include "core/op/device_fn.h"
+#include "core/math/device_fn.h"
 
 /*
  * off[k] = element offset of operand k < nops for linear index i (row-major

@@ -4,7 +4,7 @@
 #include "core/gpu/gpu.h"
 #include "core/gpu/launch.cuh"
 #include "core/gpu/kernels.h"
-#include "core/op/index_math.h"
+#include "core/math/index_math.h"
 
 #include <cuda_runtime_api.h>
 

@@ -3,8 +3,8 @@
 #include "core/gpu/gpu.h"
 #include "core/gpu/launch.cuh"
 #include "core/gpu/kernels.h"
-#include "core/op/dtype_math.h"
-#include "core/op/philox.h"
+#include "core/math/dtype_math.h"
+#include "core/math/philox.h"
 
 #include <cuda_runtime_api.h>
 

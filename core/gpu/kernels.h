@@ -14,8 +14,8 @@
 
 #include "core/base/dtype.h"
 #include "core/base/shape.h"
-#include "core/op/optimizer_math.h"
-#include "core/op/scalar_math.h"
+#include "core/math/optimizer_math.h"
+#include "core/math/scalar_math.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -59,7 +59,7 @@ typedef struct deft_gpu_map {
  * A reduction: `outer` results of `span` elements each. The input's
  * dimensions are listed kept ones first (dims[0..nkept)), then reduced
  * ones, with the input's strides; result o goes to y[o]. kind is a
- * deft_reduce_kind_t (core/op/reduce_math.h).
+ * deft_reduce_kind_t (core/math/reduce_math.h).
  */
 typedef struct deft_gpu_reduce {
     int kind;

@@ -9,8 +9,8 @@
 #include "core/gpu/launch.cuh"
 #include "core/gpu/gpu_index.h"
 #include "core/gpu/kernels.h"
-#include "core/op/dtype_math.h"
-#include "core/op/scalar_math.h"
+#include "core/math/dtype_math.h"
+#include "core/math/scalar_math.h"
 
 #include <cuda_runtime_api.h>
 

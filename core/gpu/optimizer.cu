@@ -3,7 +3,7 @@
 #include "core/gpu/gpu.h"
 #include "core/gpu/launch.cuh"
 #include "core/gpu/kernels.h"
-#include "core/op/optimizer_math.h"
+#include "core/math/optimizer_math.h"
 
 #include <cuda_runtime_api.h>
 

@@ -8,7 +8,7 @@
 #include "core/gpu/launch.cuh"
 #include "core/gpu/gpu_index.h"
 #include "core/gpu/kernels.h"
-#include "core/op/reduce_math.h"
+#include "core/math/reduce_math.h"
 
 #include <cuda_runtime_api.h>
 

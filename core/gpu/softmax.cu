@@ -7,7 +7,7 @@
 #include "core/gpu/gpu.h"
 #include "core/gpu/launch.cuh"
 #include "core/gpu/kernels.h"
-#include "core/op/softmax_math.h"
+#include "core/math/softmax_math.h"
 
 #include <cuda_runtime_api.h>
 

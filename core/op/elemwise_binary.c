@@ -10,7 +10,7 @@
 #include "core/op/grad.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
-#include "core/op/scalar_math.h"
+#include "core/math/scalar_math.h"
 #include "core/op/strided.h"
 
 typedef struct binary_kernels {

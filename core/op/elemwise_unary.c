@@ -9,7 +9,7 @@
 #include "core/op/grad.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
-#include "core/op/scalar_math.h"
+#include "core/math/scalar_math.h"
 #include "core/op/strided.h"
 
 typedef struct unary_kernels {

@@ -4,7 +4,7 @@
 
 #include "core/op/gpu_ops.h"
 #include "core/op/grad.h"
-#include "core/op/index_math.h"
+#include "core/math/index_math.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
 #include "core/op/strided.h"

@@ -10,7 +10,7 @@
 #include "core/op/grad.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
-#include "core/op/philox.h"
+#include "core/math/philox.h"
 #include "core/op/random.h"
 #include "core/op/strided.h"
 

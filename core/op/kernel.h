@@ -11,7 +11,7 @@
 #include "core/base/device.h"
 #include "core/base/dtype.h"
 #include "core/base/shape.h"
-#include "core/op/dtype_math.h"
+#include "core/math/dtype_math.h"
 
 /* Kernel tables are indexed by slot: the dtypes with arithmetic kernels. */
 enum { DEFT_SLOT_F32, DEFT_SLOT_F64, DEFT_SLOT_I32, DEFT_SLOT_I64, DEFT_SLOT_U8, DEFT_SLOTS };

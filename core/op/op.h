@@ -216,9 +216,14 @@ static inline int deft_op_num_outputs(const deft_op_t *op, const deft_param_valu
     return op->num_outputs ? op->num_outputs(p, num_inputs) : 1;
 }
 
-/* Define a family from its table: `DEFT_OP_FAMILY(deft_family_unary, unary_ops);`. */
+/* Define a family from its table: `DEFT_OP_FAMILY(deft_family_unary, unary_ops);`.
+ * That is all it takes to register it: a pointer to the family goes into
+ * the linker section deft_op_families, which the registry walks. */
 #define DEFT_OP_FAMILY(name, table)                                                                \
-    const deft_op_family_t name = {table, (int)(sizeof table / sizeof table[0])}
+    const deft_op_family_t name = {table, (int)(sizeof table / sizeof table[0])};                  \
+    __attribute__((                                                                                \
+        used, section("deft_op_families"))) static const deft_op_family_t *const name##_entry =    \
+        &name
 
 /* The input list of the many operators that take one array named "data". */
 extern const char *const deft_op_data_input[];

@@ -9,7 +9,7 @@
 #include "core/base/parallel.h"
 #include "core/op/gpu_ops.h"
 #include "core/op/op.h"
-#include "core/op/optimizer_math.h"
+#include "core/math/optimizer_math.h"
 
 enum { P_LR, P_WD, P_RESCALE, P_CLIP, P_MOMENTUM, P_BETA1 = 4, P_BETA2, P_EPSILON };
 

@@ -17,7 +17,7 @@
 #include "core/op/grad.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
-#include "core/op/reduce_math.h"
+#include "core/math/reduce_math.h"
 #include "core/op/strided.h"
 
 typedef struct reducer {

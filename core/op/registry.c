@@ -20,16 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const deft_op_family_t deft_family_init, deft_family_unary, deft_family_binary,
-    deft_family_reduce, deft_family_softmax, deft_family_linalg, deft_family_shape,
-    deft_family_index, deft_family_optimizer, deft_family_like, deft_family_fused,
-    deft_family_subgraph;
-
-static const deft_op_family_t *const families[] = {
-    &deft_family_init,      &deft_family_unary,  &deft_family_binary, &deft_family_reduce,
-    &deft_family_softmax,   &deft_family_linalg, &deft_family_shape,  &deft_family_index,
-    &deft_family_optimizer, &deft_family_like,   &deft_family_fused,  &deft_family_subgraph,
-};
+/* Every family's DEFT_OP_FAMILY puts a pointer to it in this section, which
+ * the linker brackets with these symbols: a new family is found by being
+ * compiled in, with no list to edit. Their order does not matter (the
+ * table is sorted by name). */
+extern const deft_op_family_t *const __start_deft_op_families[];
+extern const deft_op_family_t *const __stop_deft_op_families[];
 
 static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
 static deft_op_entry_t *entries;
@@ -65,14 +61,17 @@ static void parse_defaults(deft_op_entry_t *entry) {
 
 static void build_registry(void) {
     int total = 0;
-    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) total += families[f]->count;
+    for (const deft_op_family_t *const *f = __start_deft_op_families; f < __stop_deft_op_families;
+         f++)
+        total += (*f)->count;
     entries = calloc((size_t)total, sizeof *entries);
     if (!entries) return;
-    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
-        for (int i = 0; i < families[f]->count; i++) {
+    for (const deft_op_family_t *const *f = __start_deft_op_families; f < __stop_deft_op_families;
+         f++) {
+        for (int i = 0; i < (*f)->count; i++) {
             deft_op_entry_t *entry = &entries[entry_count++];
             entry->magic = DEFT_OP_ENTRY_MAGIC;
-            entry->op = &families[f]->ops[i];
+            entry->op = &(*f)->ops[i];
         }
     }
     qsort(entries, (size_t)entry_count, sizeof *entries, compare_entries);

@@ -9,10 +9,10 @@
 #include "core/base/parallel.h"
 #include "core/op/gpu_ops.h"
 #include "core/op/grad.h"
-#include "core/op/softmax_math.h"
+#include "core/math/softmax_math.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
-#include "core/op/scalar_math.h"
+#include "core/math/scalar_math.h"
 
 typedef struct softmax_ctx {
     const void *x;

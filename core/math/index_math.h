@@ -5,9 +5,9 @@
 #ifndef DEFT_CORE_INDEX_MATH_H
 #define DEFT_CORE_INDEX_MATH_H
 
-#include "core/op/device_fn.h"
+#include "core/math/device_fn.h"
 
-#include "core/op/dtype_math.h"
+#include "core/math/dtype_math.h"
 
 /* take's modes for out-of-range indices (its `mode` parameter, in order). */
 enum { DEFT_TAKE_CLIP, DEFT_TAKE_WRAP, DEFT_TAKE_RAISE };

@@ -9,7 +9,7 @@
 #ifndef DEFT_CORE_PHILOX_H
 #define DEFT_CORE_PHILOX_H
 
-#include "core/op/device_fn.h"
+#include "core/math/device_fn.h"
 
 typedef struct deft_philox_block {
     uint32_t v[4];

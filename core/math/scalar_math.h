@@ -19,7 +19,7 @@
 #include <tgmath.h>
 #endif
 
-#include "core/op/device_fn.h"
+#include "core/math/device_fn.h"
 
 /*
  * expf and tanhf without calls into libm, so loops over float arrays

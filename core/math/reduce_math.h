@@ -9,8 +9,8 @@
 #ifndef DEFT_CORE_REDUCE_MATH_H
 #define DEFT_CORE_REDUCE_MATH_H
 
-#include "core/op/device_fn.h"
-#include "core/op/dtype_math.h"
+#include "core/math/device_fn.h"
+#include "core/math/dtype_math.h"
 
 typedef enum deft_reduce_kind {
     DEFT_R_SUM,

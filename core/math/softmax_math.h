@@ -7,9 +7,9 @@
 #ifndef DEFT_CORE_SOFTMAX_MATH_H
 #define DEFT_CORE_SOFTMAX_MATH_H
 
-#include "core/op/device_fn.h"
+#include "core/math/device_fn.h"
 
-#include "core/op/dtype_math.h"
+#include "core/math/dtype_math.h"
 
 /* The maximum of n elements spaced `stride` apart from `start`, and the sum
  * of exp(x - max) over them. */

@@ -5,7 +5,7 @@
 #ifndef DEFT_CORE_OPTIMIZER_MATH_H
 #define DEFT_CORE_OPTIMIZER_MATH_H
 
-#include "core/op/device_fn.h"
+#include "core/math/device_fn.h"
 
 typedef struct deft_hyper {
     double lr, wd, rescale, clip, momentum, beta1, beta2, epsilon;

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "core/base/dtype.h"
-#include "core/op/device_fn.h"
+#include "core/math/device_fn.h"
 
 /* double -> integer without undefined behaviour: NaN is 0, out of range saturates. */
 #define DEFT_DEFINE_SATURATE(name, T, lo, hi)                                                      \
