@@ -4,11 +4,10 @@
  * Everywhere: the index arithmetic the GPU kernels share with the CPU
  * iteration (gpu_index.h) against independent loops, the device queries'
  * errors, and that every operator with a GPU kernel has a case in the table
- * below (so a kernel cannot land untested). Where a GPU is present: every
- * GPU kernel against the CPU kernel on random data, copies between devices,
- * a graph spanning both devices forward and backward, autograd on the GPU,
- * and the allocator's statistics. Without a GPU those print
- * "skipped: no GPU" with the reason, and only the first part runs.
+ * below or in tests/gpu_cases/<family>.inc (so a kernel cannot land untested). Where a GPU is
+ * present: every GPU kernel against the CPU kernel on random data, copies between devices, a graph
+ * spanning both devices forward and backward, autograd on the GPU, and the allocator's statistics.
+ * Without a GPU those print "skipped: no GPU" with the reason, and only the first part runs.
  */
 #include <cjson/cJSON.h>
 #include <pthread.h>
@@ -117,7 +116,7 @@ END_TEST
 
 typedef struct input_spec {
     int ndim;
-    int64_t shape[4];
+    int64_t shape[5];
     int dtype;
     double low, high; /* uniform values in [low, high), rounded down for integer dtypes */
 } input_spec_t;
@@ -345,6 +344,8 @@ static const gpu_case_t cases[] = {
      {F64(6), F64(6), F64(6), IN(DEFT_FLOAT64, 0.25, 3, 6)},
      {"lr", "0.01", "rescale_grad", "0.5", NULL},
      ROUNDED},
+/* each family's own cases: tests/gpu_cases/<family>.inc */
+#include "gpu_cases.inc"
 };
 
 /* Operators made by graph passes, run by the graph tests below instead. */

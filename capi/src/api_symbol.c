@@ -244,7 +244,7 @@ static char *output_name(const deft_graph_t *g, deft_entry_t e) {
     if (!text) return NULL;
     if (!e.node->op)
         snprintf(text, len, "%s", name);
-    else if (e.node->num_outputs == 1)
+    else if (deft_node_num_visible_outputs(e.node) == 1)
         snprintf(text, len, "%s_output", name);
     else
         snprintf(text, len, "%s_output%d", name, e.index);

@@ -508,7 +508,7 @@ void deft_cached_ops_release_arenas(deft_device_t dev) {
     pthread_mutex_unlock(&executors_lock);
 }
 
-int deft_graph_forward(const deft_graph_t *g, deft_tensor_t *t) {
+static int graph_forward(const deft_graph_t *g, deft_tensor_t *t) {
     /* Per node: no node has more inputs (node.c checks the operator's maximum). */
     deft_tensor_t in[DEFT_OP_MAX_INPUTS];
     for (int i = 0; i < g->num_nodes; i++) {
@@ -538,6 +538,14 @@ int deft_graph_forward(const deft_graph_t *g, deft_tensor_t *t) {
     return 0;
 }
 
+int deft_graph_forward(const deft_graph_t *g, deft_tensor_t *t, bool training) {
+    bool was_training;
+    deft_op_set_training(training, &was_training);
+    int status = graph_forward(g, t);
+    deft_op_set_training(was_training, NULL);
+    return status;
+}
+
 /* ---- one run ---- */
 
 typedef struct run {
@@ -546,6 +554,7 @@ typedef struct run {
     placement_t *place;   /* the plan's */
     int nin, nout;
     deft_ndarray_t **arrays; /* inputs, then outputs; retained; allocated with the run */
+    bool training;           /* the caller's training flag when it asked for the run */
 } run_t;
 
 /* Input i's tensor, from a list of arrays or of tensors. */
@@ -563,13 +572,13 @@ static const deft_tensor_t *plain_tensor(const void *list, int i) {
  * on the tensors of the inputs and outputs (lists of arrays or of tensors,
  * read in place: no per-run copy, whatever their number). */
 static int run_on(const deft_cached_op_t *op, deft_tensor_t *t, int nin, const void *in, int nout,
-                  const void *out, tensor_at_fn at) {
+                  const void *out, tensor_at_fn at, bool training) {
     const deft_graph_t *g = op->g;
     /* Outputs from last to first, so an entry listed twice lands in its first
      * array; inputs after outputs, so an output that is an input reads the input. */
     for (int o = nout - 1; o >= 0; o--) t[op->output_entries[o]] = *at(out, o);
     for (int i = 0; i < nin; i++) t[g->row_ptr[op->input_nodes[i]]] = *at(in, i);
-    if (deft_graph_forward(g, t)) return -1;
+    if (deft_graph_forward(g, t, training)) return -1;
     /* An output that is an input, or the same entry twice: copy what the walk did not write. */
     for (int o = 0; o < nout; o++) {
         int from = op->output_source[o];
@@ -585,7 +594,7 @@ static int run_on(const deft_cached_op_t *op, deft_tensor_t *t, int nin, const v
 static int run_arrays(void *arg) {
     const run_t *r = arg;
     return run_on(r->op, r->place->tensors, r->nin, r->arrays, r->nout, r->arrays + r->nin,
-                  array_tensor);
+                  array_tensor, r->training);
 }
 
 /* Inputs (read, or written when the graph writes them), outputs and arenas. */
@@ -690,7 +699,7 @@ static int new_run(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, run
         release_plan(plan);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an executor run");
     }
-    *r = (run_t){op, plan, place, nin, nout, (deft_ndarray_t **)(r + 1)};
+    *r = (run_t){op, plan, place, nin, nout, (deft_ndarray_t **)(r + 1), deft_op_training()};
     for (int i = 0; i < nin; i++) r->arrays[i] = deft_ndarray_retain(in[i]);
     atomic_fetch_add(&op->refcount, 1);
     *out = r;
@@ -796,7 +805,8 @@ static int forward_in_own_arenas(deft_cached_op_t *op, const plan_entry_t *p, co
         free(t);
         return -1;
     }
-    int status = run_on(op, t, nin, in, nout, out, plain_tensor);
+    /* a node of an enclosing run: in that run's mode, which this thread has now */
+    int status = run_on(op, t, nin, in, nout, out, plain_tensor, deft_op_training());
     deft_plan_arenas_release(arenas);
     free(t);
     return status;

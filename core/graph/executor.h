@@ -64,7 +64,8 @@ int deft_cached_op_subgraph(deft_cached_op_t *op, deft_subgraph_t **out);
 bool deft_cached_op_updates_inputs(const deft_cached_op_t *op);
 
 /* Run every operator node of g that is not a leaf, in order, over the
- * per-entry tensors t (leaves' entries filled in by the caller). */
-int deft_graph_forward(const deft_graph_t *g, deft_tensor_t *t);
+ * per-entry tensors t (leaves' entries filled in by the caller), in training
+ * mode or not (deft_op_training). */
+int deft_graph_forward(const deft_graph_t *g, deft_tensor_t *t, bool training);
 
 #endif

@@ -221,7 +221,7 @@ static int make_heads(const deft_graph_t *g, deft_node_t **heads) {
         int id = deft_graph_node_id(g, g->outputs[o].node);
         if (!g->outputs[o].node->op)
             snprintf(name, sizeof name, "%s_head_grad", g->names[id]);
-        else if (g->outputs[o].node->num_outputs == 1)
+        else if (deft_node_num_visible_outputs(g->outputs[o].node) == 1)
             snprintf(name, sizeof name, "%s_output_head_grad", g->names[id]);
         else
             snprintf(name, sizeof name, "%s_output%d_head_grad", g->names[id], g->outputs[o].index);

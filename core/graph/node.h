@@ -54,6 +54,12 @@ struct deft_node {
     deft_entry_t inputs[];  /* each holds a reference to its node */
 };
 
+/* The outputs of an operator node that callers see (a variable has one). */
+static inline int deft_node_num_visible_outputs(const deft_node_t *node) {
+    return node->op ? deft_op_num_visible_outputs(node->op->op, node->params, node->num_outputs)
+                    : node->num_outputs;
+}
+
 /* Keys such as "__shape__", "ctx_group" or "lr_mult" are attributes of the
  * node, not parameters of its operator. */
 bool deft_attr_is_annotation(const char *key);

@@ -181,18 +181,19 @@ int deft_symbol_compose(deft_symbol_t *sym, const char *name, int num_args, cons
                                   (const char *const *)sym->atomic_vals, n, inputs, &node);
     for (int i = 0; i < n; i++) deft_node_release(made[i]);
     if (status) return -1;
-    deft_entry_t *outputs = calloc((size_t)node->num_outputs, sizeof *outputs);
+    /* the symbol lists the outputs callers see; hidden ones stay the node's */
+    int visible = deft_node_num_visible_outputs(node);
+    deft_entry_t *outputs = calloc((size_t)visible + 1, sizeof *outputs);
     if (!outputs) {
         deft_node_release(node);
         return oom();
     }
-    for (int k = 0; k < node->num_outputs; k++)
-        outputs[k] = (deft_entry_t){deft_node_retain(node), k};
+    for (int k = 0; k < visible; k++) outputs[k] = (deft_entry_t){deft_node_retain(node), k};
     deft_node_release(node);
     free(sym->outputs);
     free_atomic(sym);
     sym->outputs = outputs;
-    sym->num_outputs = outputs[0].node->num_outputs;
+    sym->num_outputs = visible;
     return 0;
 }
 

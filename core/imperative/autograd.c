@@ -19,7 +19,6 @@
 #include "core/imperative/record.h"
 
 static DEFT_TLS_FAST bool tl_recording;
-static DEFT_TLS_FAST bool tl_training;
 
 bool deft_autograd_recording(void) {
     return tl_recording;
@@ -30,13 +29,13 @@ void deft_autograd_set_recording(bool on, bool *prev) {
     tl_recording = on;
 }
 
+/* The flag is the operator layer's: kernels read it (mode.c). */
 bool deft_autograd_training(void) {
-    return tl_training;
+    return deft_op_training();
 }
 
 void deft_autograd_set_training(bool on, bool *prev) {
-    if (prev) *prev = tl_training;
-    tl_training = on;
+    deft_op_set_training(on, prev);
 }
 
 /* ---- what a gradient reads ---- */

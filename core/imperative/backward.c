@@ -494,7 +494,12 @@ static int run_plan(backward_t *b, int n, const int *ids, deft_ndarray_t *const 
     if (status == 0) status = plan_inputs(p, b, in);
     for (int j = 0; j < n; j++) out[j] = given[j];
     int nout = n;
+    /* Gradient kernels run in training mode, as MXNet's backward(train_mode=True),
+     * its default: BatchNorm's gradient goes through the batch's statistics. */
+    bool was_training;
+    deft_op_set_training(true, &was_training);
     if (status == 0) status = deft_cached_op_invoke(p->exec, p->num_inputs, in, &nout, out);
+    deft_op_set_training(was_training, NULL);
     if (p) cache_trim(p);
     pthread_mutex_unlock(&cache_lock);
     for (int j = 0; j < n; j++)

@@ -127,7 +127,8 @@ typedef struct run {
     deft_ndarray_t **live;   /* per entry: that array (retained) */
     deft_ndarray_t **values; /* per entry: the array read (leaves) or written (kept) */
     deft_var_t **reads, **writes;
-    bool *pinned; /* per entry: lives outside the arena */
+    bool *pinned;  /* per entry: lives outside the arena */
+    bool training; /* the training flag of the thread that asked for the values */
     int num_reads, num_writes;
     /* every per-entry and per-node table above follows, in the run's allocation */
 } run_t;
@@ -155,7 +156,7 @@ static void free_run(void *arg) {
 
 static int forward(void *arg) {
     run_t *r = arg;
-    return deft_graph_forward(r->g, r->tensors);
+    return deft_graph_forward(r->g, r->tensors, r->training);
 }
 
 /* A run on a GPU fences every value it touches, all as written: the
@@ -409,6 +410,7 @@ static int compute_locked(int n, deft_ndarray_t *const *arrays) {
     if (!g) return status;
     run_t *r = run_alloc(g);
     if (!r) return -1;
+    r->training = deft_op_training();
     describe_entries(r);
     status = make_destinations(r);
     if (!status) gather_leaves(r);

@@ -26,6 +26,7 @@ typedef struct invoke_call {
     const deft_op_t *op;
     int nin, nout;
     bool on_heap;
+    bool training;        /* the caller's training flag when it made the call */
     deft_device_t device; /* where the kernel runs: the outputs' device */
     uint64_t fresh;       /* bit k: out[k] was made by this call (nobody else sees it yet) */
     deft_ndarray_t **in, **out, **final; /* final[k]: where a staged out[k] is copied */
@@ -85,6 +86,7 @@ static invoke_call_t *call_copy_retained(const invoke_call_t *src, int nparams) 
     if (!memory) return NULL;
     invoke_call_t *call = call_init(memory, heap, src->op, src->nin, src->nout, nparams);
     call->device = src->device;
+    call->training = src->training;
     memcpy((deft_param_value_t *)(call + 1), src->params, (size_t)nparams * sizeof *src->params);
     for (int i = 0; i < src->nin; i++) call->in[i] = deft_ndarray_retain(src->in[i]);
     for (int k = 0; k < src->nout; k++) {
@@ -115,22 +117,31 @@ static const deft_tensor_t *tensors_of(deft_ndarray_t *const *arrays, int n, def
     return room;
 }
 
+/* The operator's kernel for the call's device, in the call's training mode. */
+static int call_forward(const invoke_call_t *call, const deft_tensor_t *in_t,
+                        const deft_tensor_t *out_t) {
+    bool was_training;
+    deft_op_set_training(call->training, &was_training);
+    int status;
+    if (call->device.type == DEFT_DEV_GPU) {
+        void *timer = deft_profiling(DEFT_PROF_IMPERATIVE)
+                          ? deft_device_timer_start(call->device, call->op->name)
+                          : NULL;
+        status = call->op->forward_gpu(call->op, call->params, call->nin, in_t, call->nout, out_t);
+        if (timer) deft_device_timer_stop(call->device, timer);
+    } else {
+        status = call->op->forward(call->op, call->params, call->nin, in_t, call->nout, out_t);
+    }
+    deft_op_set_training(was_training, NULL);
+    return status;
+}
+
 static int call_kernel(void *arg) {
     const invoke_call_t *call = arg;
     deft_tensor_t in_room[DEFT_OP_MAX_INPUTS], out_room[DEFT_OP_MAX_OUTPUTS];
     const deft_tensor_t *in_t = tensors_of(call->in, call->nin, in_room);
     const deft_tensor_t *out_t = tensors_of(call->out, call->nout, out_room);
-    if (call->device.type == DEFT_DEV_GPU) {
-        void *timer = deft_profiling(DEFT_PROF_IMPERATIVE)
-                          ? deft_device_timer_start(call->device, call->op->name)
-                          : NULL;
-        int status =
-            call->op->forward_gpu(call->op, call->params, call->nin, in_t, call->nout, out_t);
-        if (timer) deft_device_timer_stop(call->device, timer);
-        if (status) return -1;
-    } else if (call->op->forward(call->op, call->params, call->nin, in_t, call->nout, out_t)) {
-        return -1;
-    }
+    if (call_forward(call, in_t, out_t)) return -1;
     for (int k = 0; k < call->nout; k++) {
         if (!call->final[k]) continue;
         const deft_tensor_t *final = &call->final[k]->tensor;
@@ -348,8 +359,21 @@ static void note_writes(const deft_op_t *op, int nin, deft_ndarray_t *const *in,
         if (op->mutate_inputs & (1u << i)) deft_ndarray_touch(in[i]);
 }
 
+/* The caller gets the visible outputs; hidden ones (made in `all`, the
+ * caller's `out` being too short for them) are let go: the recorded node
+ * and a queued kernel keep references of their own. */
+static int hand_over(deft_ndarray_t **all, deft_ndarray_t **out, int visible, int produced,
+                     int *nout) {
+    if (all != out) {
+        for (int k = 0; k < visible; k++) out[k] = all[k];
+        for (int k = visible; k < produced; k++) deft_ndarray_release(all[k]);
+    }
+    *nout = visible;
+    return 0;
+}
+
 int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in, int *nout,
-                deft_ndarray_t **out, int nparams, const char *const *keys,
+                deft_ndarray_t **caller_out, int nparams, const char *const *keys,
                 const char *const *vals) {
     const deft_op_t *op = entry->op;
     const deft_params_t *params;
@@ -362,17 +386,23 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
         deft_op_parse_params(entry, nparams, keys, vals, &params) ||
         op->infer(op, params->v, nin, in_desc, &produced, out_desc))
         return -1;
-    if (produced > *nout)
+    int visible = deft_op_num_visible_outputs(op, params->v, produced);
+    if (visible > *nout)
         return deft_op_error(op, DEFT_ERR_VALUE, "produces %d outputs, but there is room for %d",
-                             produced, *nout);
+                             visible, *nout);
+    /* Hidden outputs are never given: the call makes every one of them. */
+    deft_ndarray_t *all[DEFT_OP_MAX_OUTPUTS], **out = caller_out;
+    if (visible < produced) {
+        for (int k = 0; k < produced; k++) all[k] = k < visible ? caller_out[k] : NULL;
+        out = all;
+    }
     if (deft_deferred_enabled()) {
         /* Nothing is allocated now: the sizes an allocation would check are checked here. */
         if (check_output_sizes(op, produced, out_desc)) return -1;
         if (deft_deferred_record(entry, params->v, nin, in, produced, out_desc, nparams, keys, vals,
                                  out))
             return -1;
-        *nout = produced;
-        return 0;
+        return hand_over(out, caller_out, visible, produced, nout);
     }
     /* Given outputs and updated inputs are written: the checks and bookkeeping that only
      * writes need are skipped for the usual call, which makes its outputs. */
@@ -384,10 +414,8 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
         deft_autograd_plan(entry, params->v, nin, in, produced, out, nparams, keys, vals, &grad))
         return -1;
     bool memo = deft_memo_enabled() && !writes && memoizable(op, &grad);
-    if (memo && deft_memo_lookup(entry, nin, in, nparams, keys, vals, produced, out)) {
-        *nout = produced;
-        return 0;
-    }
+    if (memo && deft_memo_lookup(entry, nin, in, nparams, keys, vals, produced, out))
+        return hand_over(out, caller_out, visible, produced, nout);
 
     /* The call lives on the stack; submit() copies it only if it must wait. */
     _Alignas(16) char memory[sizeof(invoke_call_t) +
@@ -395,6 +423,7 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
     /* Parameters stay in the parse cache while the call runs here; a queued copy copies them. */
     invoke_call_t *call = call_init(memory, false, op, nin, produced, 0);
     call->params = params->v;
+    call->training = deft_op_training();
     call->in = (deft_ndarray_t **)in; /* borrowed, as the call is; a queued copy copies them */
     deft_device_t device = nin ? in[0]->tensor.device : deft_device_cpu();
     if (op->output_device && op->output_device(op, params->v, &device)) return -1;
@@ -427,6 +456,5 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
     if (was_staged) release_created(call, produced, out, false);
     if (memo) deft_memo_insert(entry, nin, in, nparams, keys, vals, produced, results);
     for (int k = 0; k < produced; k++) out[k] = results[k];
-    *nout = produced;
-    return 0;
+    return hand_over(out, caller_out, visible, produced, nout);
 }

@@ -57,6 +57,11 @@ DEFT_DEVICE_FN float deft_random_uniform_f(uint32_t word, float low, float width
 DEFT_DEVICE_FN float deft_random_normal_f(deft_philox_block_t b, double loc, double scale) {
     return (float)(loc + scale * deft_normal_d(b));
 }
+/* Dropout's mask element from one word: 1 / keep with probability keep, else 0. */
+DEFT_DEVICE_FN double deft_dropout_mask(uint32_t word, double keep) {
+    return (double)deft_uniform_word_f(word) < keep ? 1.0 / keep : 0.0;
+}
+
 /* uniform in [a, b) or normal with mean a and deviation b */
 DEFT_DEVICE_FN double deft_random_d(deft_philox_block_t block, bool normal, double a, double b) {
     return normal ? a + b * deft_normal_d(block) : a + (b - a) * deft_uniform_d(block);

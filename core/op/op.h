@@ -158,6 +158,10 @@ struct deft_op {
     /* Outputs, known from the parameters and input count alone (graphs need
      * the count before shapes are known); NULL means one. */
     int (*num_outputs)(const deft_param_value_t *p, int num_inputs);
+    /* Outputs that callers see, the first ones (MXNet's FNumVisibleOutputs): the
+     * rest are kept for the gradient (Dropout's mask, BatchNorm's batch
+     * statistics), listed by no symbol and returned by no call. NULL: all. */
+    int (*num_visible_outputs)(const deft_param_value_t *p);
     /* Inputs, when the parameters decide it (FullyConnected without a bias);
      * NULL means max_inputs for fixed-arity operators. */
     int (*num_inputs)(const deft_param_value_t *p);
@@ -194,6 +198,11 @@ struct deft_op {
     void (*unhold)(void *held);
 };
 
+/* The training flag of the calling thread (mode.c): kernels read it to
+ * behave as in training; runners set it to their call's flag around them. */
+bool deft_op_training(void);
+void deft_op_set_training(bool on, bool *prev);
+
 /* output_device for operators whose parameter 0 is a DEFT_PARAM_DEVICE; -1 for a
  * device that does not exist (cpu(n) for n > 0 too: there is one host memory). */
 int deft_output_device_param0(const deft_op_t *op, const deft_param_value_t *p, deft_device_t *out);
@@ -214,6 +223,13 @@ typedef struct deft_op_family {
 static inline int deft_op_num_outputs(const deft_op_t *op, const deft_param_value_t *p,
                                       int num_inputs) {
     return op->num_outputs ? op->num_outputs(p, num_inputs) : 1;
+}
+
+/* Number of the outputs that callers see (num_visible_outputs), of nout. */
+static inline int deft_op_num_visible_outputs(const deft_op_t *op, const deft_param_value_t *p,
+                                              int nout) {
+    int visible = op->num_visible_outputs ? op->num_visible_outputs(p) : nout;
+    return visible < nout ? visible : nout;
 }
 
 /* Define a family from its table: `DEFT_OP_FAMILY(deft_family_unary, unary_ops);`.

@@ -48,6 +48,11 @@ DEFT_API int DeftAutogradIsRecording(int *out);
 /**
  * @brief Set the calling thread's training flag (read by layers that behave
  *        differently when training).
+ *
+ * Operators such as Dropout and BatchNorm compute in training mode when the
+ * thread that makes the call (an imperative call, a cached op's run, a
+ * deferred compute trigger) has the flag set at that moment, wherever and
+ * whenever their kernels run later.
  * @param on nonzero for training.
  * @param[out] prev receives the previous setting (may be NULL).
  * @return 0.
@@ -91,6 +96,10 @@ DEFT_API int DeftAutogradMarkVariables(int num, const DeftNDArrayHandle *variabl
  *        differentiated again; otherwise they are released.
  * @param create_graph nonzero to record the gradient computation itself, so
  *        the gradients can be differentiated again (implies retain_graph).
+ *
+ * The gradient kernels run in training mode whatever the calling thread's
+ * flag, as MXNet's backward(train_mode=True): BatchNorm's gradient goes
+ * through the batch's statistics unless use_global_stats is set.
  * @return 0 on success; -1 when a head does not depend on a marked variable,
  *         a head gradient does not match, an operator on the way has no
  *         gradient, or the graph's values were released by an earlier
