@@ -11,7 +11,9 @@
 namespace {
 
 __global__ void sequence_kernel(deft_seq_plan_t p, int kind, int64_t count, size_t elem) {
-    GRID_STRIDE(at, count) { deft_seq_apply(&p, kind, at, elem); }
+    GRID_STRIDE(at, count) {
+        deft_seq_apply(&p, kind, at, elem);
+    }
 }
 
 } // namespace
