@@ -168,6 +168,21 @@ static inline DeftNDArrayHandle call1(const char *name, int nin, const DeftNDArr
         ck_assert_ptr_null(out_[0]);                                                               \
     } while (0)
 
+/* Assert that invoking fails when it runs, with the given kind and message text: a
+ * kernel's error (a bad index) is reported by the call, or, when the operation ran
+ * asynchronously, by the first read of its output. */
+#define ck_assert_run_fails(name, nin, in, params, kind, text)                                     \
+    do {                                                                                           \
+        DeftNDArrayHandle out_[4] = {NULL, NULL, NULL, NULL};                                      \
+        int nout_ = 4;                                                                             \
+        if (call(name, nin, in, &nout_, out_, params) == 0) {                                      \
+            ck_assert_fails(DeftNDArrayWaitToRead(out_[0]), kind, text);                           \
+            for (int k_ = 0; k_ < nout_; k_++) DeftNDArrayFree(out_[k_]);                          \
+        } else {                                                                                   \
+            ck_assert_fails(-1, kind, text);                                                       \
+        }                                                                                          \
+    } while (0)
+
 static inline void assert_shape(DeftNDArrayHandle h, int ndim, const int64_t *shape) {
     int64_t got[DEFT_MAX_NDIM];
     int got_ndim;
