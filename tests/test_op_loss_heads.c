@@ -63,8 +63,8 @@ START_TEST(test_softmax_output_forward_views) {
     DeftNDArrayHandle A = call1("Softmax", 2, (DeftNDArrayHandle[]){X, L2}, NO_PARAMS);
     assert_values(A, 12, want, tol_for(dtype));
     /* preserve_shape: along the last axis */
-    DeftNDArrayHandle P = call1("SoftmaxOutput", 2, (DeftNDArrayHandle[]){X, L2},
-                                P("preserve_shape", "true"));
+    DeftNDArrayHandle P =
+        call1("SoftmaxOutput", 2, (DeftNDArrayHandle[]){X, L2}, P("preserve_shape", "true"));
     ref_softmax(x, want, 6, 2, 1);
     assert_values(P, 12, want, tol_for(dtype));
     /* multi_output: along axis 1, a label per (sample, position) */
@@ -115,8 +115,7 @@ START_TEST(test_softmax_output_gradient_closed_forms) {
     const double ignores[] = {-1, -1, -1, 2, 2, -1, 0};
     for (int dt = 0; dt < 2; dt++) {
         int dtype = float_dtypes[dt];
-        DeftNDArrayHandle in[2] = {make(dtype, 2, SHAPE(5, 4), x),
-                                   make(dtype, 1, SHAPE(5), label)};
+        DeftNDArrayHandle in[2] = {make(dtype, 2, SHAPE(5, 4), x), make(dtype, 1, SHAPE(5), label)};
         DeftNDArrayHandle H = make(dtype, 2, SHAPE(5, 4), head);
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             ref_softmax_output_grad(p, label, want, 5, 4, cases[c].scale, cases[c].alpha,
@@ -143,13 +142,14 @@ START_TEST(test_softmax_output_out_grad_and_probability_labels) {
                                make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(1, 0))};
     DeftNDArrayHandle H = make(DEFT_FLOAT64, 2, SHAPE(2, 3), head);
     /* out_grad: the gradient times the head gradient */
-    DeftNDArrayHandle g = grad_of("SoftmaxOutput", 2, in, P("out_grad", "true", "grad_scale", "3"),
-                                  H, NULL);
+    DeftNDArrayHandle g =
+        grad_of("SoftmaxOutput", 2, in, P("out_grad", "true", "grad_scale", "3"), H, NULL);
     const double label[] = {1, 0};
     ref_softmax_output_grad(p, label, want, 2, 3, 3, 0, false, -1);
     for (int i = 0; i < 6; i++) want[i] *= head[i];
     assert_values(g, 6, want, 1e-13);
-    /* a label of the data's shape holds probabilities: grad_scale (out - label), never normalised */
+    /* a label of the data's shape holds probabilities: grad_scale (out - label), never normalised
+     */
     DeftNDArrayHandle Q = make(DEFT_FLOAT64, 2, SHAPE(2, 3), prob);
     DeftNDArrayHandle pin[2] = {in[0], Q};
     DeftNDArrayHandle gq = grad_of(
@@ -188,7 +188,8 @@ START_TEST(test_softmax_output_multi_output_gradient) {
                 for (int i = 0; i < 2; i++) {
                     double l = label[o * 2 + i];
                     double v = p[(o * 3 + k) * 2 + i] - (k == (int)l);
-                    want[(o * 3 + k) * 2 + i] = cases[c].ignore_one && l == 1 ? 0 : v * cases[c].scale;
+                    want[(o * 3 + k) * 2 + i] =
+                        cases[c].ignore_one && l == 1 ? 0 : v * cases[c].scale;
                 }
         const char *kv[16];
         int n = 0;
@@ -209,6 +210,41 @@ START_TEST(test_softmax_output_multi_output_gradient) {
 }
 END_TEST
 
+/* In a graph, the gradient needs no head gradient: the gradient symbol's
+ * arguments are the data and the label only. */
+START_TEST(test_softmax_output_gradient_graph) {
+    double x[6], p[6], want[6];
+    const double label[] = {2, 0};
+    fill(x, 6, 0.5);
+    ref_softmax(x, p, 2, 3, 1);
+    ref_softmax_output_grad(p, label, want, 2, 3, 0.5, 0, false, -1);
+    DeftSymbolHandle in[2] = {var("data"), var("label")}, grad;
+    DeftSymbolHandle y = apply("SoftmaxOutput", "y", 2, in, P("normalization", "batch"));
+    ck_assert_ok(DeftSymbolGradient(y, 1, (const char *const[]){"data"}, &grad));
+    int nargs;
+    const char *const *names;
+    ck_assert_ok(DeftSymbolListArguments(grad, &nargs, &names));
+    ck_assert_int_eq(nargs, 2);
+    ck_assert_str_eq(names[0], "data");
+    ck_assert_str_eq(names[1], "label");
+    DeftCachedOpHandle exec;
+    ck_assert_ok(DeftCachedOpCreate(grad, 0, &exec));
+    DeftNDArrayHandle args[2] = {make(DEFT_FLOAT64, 2, SHAPE(2, 3), x),
+                                 make(DEFT_FLOAT64, 1, SHAPE(2), label)};
+    DeftNDArrayHandle outs[2] = {NULL, NULL};
+    int nout = 2;
+    ck_assert_msg(DeftCachedOpInvoke(exec, 2, args, &nout, outs) == 0, "%s", DeftGetLastError());
+    ck_assert_int_eq(nout, 2); /* the output, then d data */
+    assert_values(outs[0], 6, p, 1e-13);
+    assert_values(outs[1], 6, want, 1e-13);
+    free_all(4, (DeftNDArrayHandle[]){args[0], args[1], outs[0], outs[1]});
+    ck_assert_ok(DeftCachedOpFree(exec));
+    for (int i = 0; i < 2; i++) ck_assert_ok(DeftSymbolFree(in[i]));
+    ck_assert_ok(DeftSymbolFree(y));
+    ck_assert_ok(DeftSymbolFree(grad));
+}
+END_TEST
+
 START_TEST(test_softmax_output_rejects_bad_inputs) {
     DeftNDArrayHandle X = make(DEFT_FLOAT32, 2, SHAPE(4, 3), NULL);
     DeftNDArrayHandle L = make(DEFT_FLOAT32, 1, SHAPE(4), NULL);
@@ -223,14 +259,15 @@ START_TEST(test_softmax_output_rejects_bad_inputs) {
                          "(or (4,3), the data's shape, for probabilities)");
     ck_assert_call_fails("SoftmaxOutput", 2, ((DeftNDArrayHandle[]){X, Li}), NO_PARAMS,
                          DEFT_ERROR_TYPE, "input 1 (label) has dtype int32, expected float32");
-    ck_assert_call_fails("Softmax", 2, ((DeftNDArrayHandle[]){Xi, Li}), NO_PARAMS,
-                         DEFT_ERROR_TYPE, "operator 'Softmax': input 0 has dtype int32");
+    ck_assert_call_fails("Softmax", 2, ((DeftNDArrayHandle[]){Xi, Li}), NO_PARAMS, DEFT_ERROR_TYPE,
+                         "operator 'Softmax': input 0 has dtype int32");
     ck_assert_call_fails("SoftmaxOutput", 2, ((DeftNDArrayHandle[]){X, L}),
                          P("smooth_alpha", "1.5"), DEFT_ERROR_VALUE,
                          "smooth_alpha is 1.5, expected a value in [0, 1]");
-    ck_assert_call_fails("SoftmaxOutput", 2, ((DeftNDArrayHandle[]){X, L}),
-                         P("normalization", "mean"), DEFT_ERROR_PARSE,
-                         "parameter 'normalization' is 'mean', expected one of: null, batch, valid");
+    ck_assert_call_fails(
+        "SoftmaxOutput", 2, ((DeftNDArrayHandle[]){X, L}), P("normalization", "mean"),
+        DEFT_ERROR_PARSE,
+        "parameter 'normalization' is 'mean', expected one of: null, batch, valid");
     ck_assert_call_fails("SoftmaxOutput", 2, ((DeftNDArrayHandle[]){V, L3}), NO_PARAMS,
                          DEFT_ERROR_VALUE, "input 0 (data) has shape (4,): class labels need");
     ck_assert_call_fails("SoftmaxOutput", 2, ((DeftNDArrayHandle[]){S, S}), NO_PARAMS,
@@ -293,8 +330,8 @@ START_TEST(test_zero_size_heads) {
     const char *heads[] = {"LinearRegressionOutput", "LogisticRegressionOutput",
                            "MAERegressionOutput"};
     for (int h = 0; h < 3; h++) {
-        DeftNDArrayHandle g = grad_of(heads[h], 2, (DeftNDArrayHandle[]){R, R2}, NO_PARAMS, NULL,
-                                      NULL);
+        DeftNDArrayHandle g =
+            grad_of(heads[h], 2, (DeftNDArrayHandle[]){R, R2}, NO_PARAMS, NULL, NULL);
         assert_shape(g, 2, SHAPE(0, 2));
         free_all(1, &g);
     }
@@ -325,8 +362,8 @@ START_TEST(test_regression_outputs_forward_and_gradient) {
     const char *names[] = {"LinearRegressionOutput", "LogisticRegressionOutput",
                            "MAERegressionOutput"};
     for (int h = 0; h < 3; h++) {
-        DeftNDArrayHandle y, g = grad_of(names[h], 2, (DeftNDArrayHandle[]){X, Lb},
-                                         P("grad_scale", "1.5"), H, &y);
+        DeftNDArrayHandle y,
+            g = grad_of(names[h], 2, (DeftNDArrayHandle[]){X, Lb}, P("grad_scale", "1.5"), H, &y);
         double out[6];
         for (int i = 0; i < 6; i++) out[i] = h == 1 ? 1 / (1 + exp(-x[i])) : x[i];
         assert_values(y, 6, out, tol_for(dtype));
@@ -345,8 +382,8 @@ START_TEST(test_regression_label_shapes) {
     double x[4] = {0.5, -1, 2, 0}, label[4] = {1, 1, 1, 1};
     DeftNDArrayHandle X = make(DEFT_FLOAT64, 2, SHAPE(4, 1), x);
     DeftNDArrayHandle L = make(DEFT_FLOAT64, 1, SHAPE(4), label); /* (n,) for (n, 1) */
-    DeftNDArrayHandle g = grad_of("LinearRegressionOutput", 2, (DeftNDArrayHandle[]){X, L},
-                                  NO_PARAMS, NULL, NULL);
+    DeftNDArrayHandle g =
+        grad_of("LinearRegressionOutput", 2, (DeftNDArrayHandle[]){X, L}, NO_PARAMS, NULL, NULL);
     assert_values(g, 4, VALUES(-0.5, -2, 1, -1), 1e-15);
     DeftNDArrayHandle Y = make(DEFT_FLOAT64, 2, SHAPE(2, 2), x);
     DeftNDArrayHandle Lf = make(DEFT_FLOAT32, 1, SHAPE(4), label);
@@ -382,7 +419,7 @@ START_TEST(test_make_loss_gradients) {
         {X, NO_PARAMS, 1, 24},
         {X, P("grad_scale", "3"), 3, 24},
         {X, P("normalization", "batch", "grad_scale", "3"), 3.0 / 6, 24}, /* rows of (6, 4) */
-        {V, P("normalization", "batch", "grad_scale", "3"), 3, 5},       /* a 1-D loss: 1 row */
+        {V, P("normalization", "batch", "grad_scale", "3"), 3, 5},        /* a 1-D loss: 1 row */
         {X, P("normalization", "valid", "valid_thresh", "0.5"), 1.0 / above, 24},
         {X, P("normalization", "valid", "valid_thresh", "100"), 1, 24}, /* none: divide by 1 */
     };
@@ -461,6 +498,7 @@ static Suite *loss_heads_suite(void) {
     tcase_add_test(tc, test_softmax_output_gradient_closed_forms);
     tcase_add_test(tc, test_softmax_output_out_grad_and_probability_labels);
     tcase_add_test(tc, test_softmax_output_multi_output_gradient);
+    tcase_add_test(tc, test_softmax_output_gradient_graph);
     tcase_add_test(tc, test_softmax_output_rejects_bad_inputs);
     tcase_add_test(tc, test_label_shapes_are_inferred);
     tcase_add_test(tc, test_zero_size_heads);

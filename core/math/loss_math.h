@@ -46,8 +46,8 @@ typedef struct deft_softmax_output_rule {
  * the others when smoothing, and zeros for an ignored label. A label that is
  * no class index subtracts nothing (as MXNet's CPU kernel). */
 DEFT_DEVICE_FN void deft_softmax_output_line(const void *out, void *grad, deft_dtype_t dtype,
-                                             int64_t start, int64_t n, int64_t stride,
-                                             double label, const deft_softmax_output_rule_t *r) {
+                                             int64_t start, int64_t n, int64_t stride, double label,
+                                             const deft_softmax_output_rule_t *r) {
     int64_t k = deft_loss_label(label);
     bool ignored = r->use_ignore && k == r->ignore;
     double spread = n > 1 ? r->smooth_alpha / (double)(n - 1) : 0;

@@ -232,9 +232,8 @@ static void run_lines(deft_softmax_output_plan_t *c, deft_range_fn fn) {
 }
 
 /* The plan of SoftmaxOutput's lines over data (or its softmax) x into y. */
-static deft_softmax_output_plan_t softmax_output_plan(const deft_param_value_t *p,
-                                                      const deft_tensor_t *x,
-                                                      const deft_tensor_t *y) {
+static deft_softmax_output_plan_t
+softmax_output_plan(const deft_param_value_t *p, const deft_tensor_t *x, const deft_tensor_t *y) {
     deft_softmax_output_plan_t plan = {
         .x = deft_tensor_data(x), .y = deft_tensor_data(y), .dtype = x->dtype};
     const deft_shape_t *s = &x->shape;
@@ -265,8 +264,8 @@ static deft_softmax_output_rule_t softmax_output_rule(const deft_param_value_t *
     double scale = p[SO_GRAD_SCALE].f, positions = (double)(v->inner ? v->inner : 1);
     switch (p[SO_NORMALIZATION].i) {
     case NORM_BATCH: /* the label's first axis: the batch with multi_output, else all labels */
-        scale /= multi ? positions * (double)(v->outer ? v->outer : 1)
-                       : (double)(labels ? labels : 1);
+        scale /=
+            multi ? positions * (double)(v->outer ? v->outer : 1) : (double)(labels ? labels : 1);
         break;
     case NORM_VALID: /* labels other than ignore_label, whether or not use_ignore is set */
         scale /= (double)(valid > 0 ? valid : 1);
@@ -418,8 +417,8 @@ static int grad_regression(deft_grad_builder_t *b, const deft_param_value_t *p, 
     (void)p, (void)nin;
     const char *kv[2 * DEFT_OP_MAX_PARAMS + 1];
     deft_gref_t in[2] = {b->input(b, 1), b->output(b, 0)};
-    in_grads[0] = b->apply(b, ((const regression_t *)b->op->data)->backward, 2, in,
-                           given_params(b, kv), 0);
+    in_grads[0] =
+        b->apply(b, ((const regression_t *)b->op->data)->backward, 2, in, given_params(b, kv), 0);
     return 0;
 }
 
@@ -533,8 +532,7 @@ static int grad_smooth_l1(deft_grad_builder_t *b, const deft_param_value_t *p, i
 
 #ifdef DEFT_HAVE_CUDA
 static int softmax_output_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
-                                      const deft_tensor_t *in, int nout,
-                                      const deft_tensor_t *out) {
+                                      const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)nin, (void)nout;
     deft_softmax_output_plan_t v = softmax_output_plan(p, &in[0], &out[0]);
     deft_gpu_softmax_t s = {
