@@ -401,6 +401,7 @@ static int regression_backward(const deft_op_t *op, const deft_param_value_t *p,
                                const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
     int64_t n = deft_shape_size(&in[0].shape), rows = in[0].shape.dims[0];
+    int64_t per_sample = rows ? n / rows : 0;
     deft_loss_map_t m = {.kind = ((const regression_t *)op->data)->sign ? DEFT_LOSS_SIGN_DIFF
                                                                         : DEFT_LOSS_DIFF,
                          .dtype = in[1].dtype,
@@ -408,7 +409,7 @@ static int regression_backward(const deft_op_t *op, const deft_param_value_t *p,
                          .a = deft_tensor_data(&in[1]),
                          .b = deft_tensor_data(&in[0]),
                          .y = deft_tensor_data(&out[0]),
-                         .s = p[0].f / (double)(rows ? n / rows : 1)};
+                         .s = p[0].f / (double)(per_sample ? per_sample : 1)};
     return loss_map(&in[1], &m);
 }
 
