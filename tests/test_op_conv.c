@@ -272,6 +272,86 @@ START_TEST(test_deconvolution_is_the_adjoint_of_convolution) {
 }
 END_TEST
 
+/* The three gradients of a convolution by one scatter loop: each product
+ * dy[n, f, o] w[f, c, k] x[n, c, at] feeds dx, dW and db. */
+static void ref_conv_grads(const conv_case_t *c, const double *x, const double *w, const double *dy,
+                           double *dx, double *dw, double *db) {
+    int64_t out[3], o[3], kk[3], at[3];
+    conv_out(c, out);
+    const int64_t cg = c->chan / c->groups, fg = c->filt / c->groups;
+    const int64_t osz = prod(c->nd, out), isz = prod(c->nd, c->in), ksz = prod(c->nd, c->k);
+    memset(dx, 0, sizeof(double) * (size_t)(c->batch * c->chan * isz));
+    memset(dw, 0, sizeof(double) * (size_t)(c->filt * cg * ksz));
+    memset(db, 0, sizeof(double) * (size_t)c->filt);
+    for (int64_t n = 0; n < c->batch; n++)
+        for (int64_t f = 0; f < c->filt; f++)
+            for (int64_t oi = 0; oi < osz; oi++) {
+                unflatten(c->nd, out, oi, o);
+                double g = dy[(n * c->filt + f) * osz + oi];
+                db[f] += g;
+                for (int64_t ci = 0; ci < cg; ci++)
+                    for (int64_t ki = 0; ki < ksz; ki++) {
+                        unflatten(c->nd, c->k, ki, kk);
+                        bool inside = true;
+                        for (int i = 0; i < c->nd; i++) {
+                            at[i] = o[i] * c->s[i] - c->p[i] + kk[i] * c->d[i];
+                            inside = inside && at[i] >= 0 && at[i] < c->in[i];
+                        }
+                        if (!inside) continue;
+                        int64_t xi =
+                            (n * c->chan + f / fg * cg + ci) * isz + flatten(c->nd, c->in, at);
+                        int64_t wi = (f * cg + ci) * ksz + ki;
+                        dx[xi] += g * w[wi];
+                        dw[wi] += g * x[xi];
+                    }
+            }
+}
+
+/* Large enough that the work is split between threads (the weight gradient
+ * into partial sums), in both dtypes. */
+START_TEST(test_backward_convolution_matches_scatter_loops) {
+    const conv_case_t c = {.nd = 2,
+                           .batch = 4,
+                           .chan = 32,
+                           .filt = 16,
+                           .groups = 2,
+                           .in = DIMS(32, 33),
+                           .k = DIMS(3, 3),
+                           .s = DIMS(1, 2),
+                           .p = DIMS(1, 1),
+                           .d = DIMS(1, 1),
+                           .bias = true};
+    int64_t out[3];
+    conv_out(&c, out);
+    const int64_t xs[4] = {4, 32, 32, 33}, ws[4] = {16, 16, 3, 3}, ys[4] = {4, 16, out[0], out[1]};
+    const int64_t nx = count_of(4, xs), nw = count_of(4, ws), ny = count_of(4, ys);
+    double *x = malloc(sizeof(double) * (size_t)nx), *w = malloc(sizeof(double) * (size_t)nw);
+    double *dy = malloc(sizeof(double) * (size_t)ny), *dx = malloc(sizeof(double) * (size_t)nx);
+    double *dw = malloc(sizeof(double) * (size_t)nw), db[16];
+    fill(x, nx, 9);
+    fill(w, nw, 10);
+    fill(dy, ny, 11);
+    ref_conv_grads(&c, x, w, dy, dx, dw, db);
+    for (int d = 0; d < 2; d++) {
+        int dtype = d ? DEFT_FLOAT64 : DEFT_FLOAT32;
+        DeftNDArrayHandle in[4] = {make(dtype, 4, ys, dy), make(dtype, 4, xs, x),
+                                   make(dtype, 4, ws, w), make(dtype, 1, SHAPE(16), NULL)};
+        DeftNDArrayHandle grads[3] = {NULL, NULL, NULL};
+        int nout = 3;
+        ck_assert_ok(call("_backward_Convolution", 4, in, &nout, grads,
+                          P("kernel", "(3,3)", "stride", "(1,2)", "pad", "(1,1)", "num_filter",
+                            "16", "num_group", "2")));
+        double tol = d ? 1e-12 : 1e-4;
+        assert_values(grads[0], nx, dx, tol);
+        assert_values(grads[1], nw, dw, tol);
+        assert_values(grads[2], 16, db, tol);
+        free_all(4, in);
+        free_all(3, grads);
+    }
+    free(x), free(w), free(dy), free(dx), free(dw);
+}
+END_TEST
+
 START_TEST(test_zero_size_batch) {
     DeftNDArrayHandle x = make(DEFT_FLOAT32, 4, SHAPE(0, 3, 5, 5), NULL);
     DeftNDArrayHandle w = make(DEFT_FLOAT32, 4, SHAPE(2, 3, 3, 3), NULL);
@@ -469,6 +549,7 @@ int main(void) {
     tcase_add_test(tc, test_convolution_matches_direct_loops);
     tcase_add_test(tc, test_deconvolution_matches_scatter_loops);
     tcase_add_test(tc, test_deconvolution_is_the_adjoint_of_convolution);
+    tcase_add_test(tc, test_backward_convolution_matches_scatter_loops);
     tcase_add_test(tc, test_zero_size_batch);
     tcase_add_test(tc, test_zero_size_batch_gradient);
     tcase_add_test(tc, test_infer_weight_and_bias_from_data);

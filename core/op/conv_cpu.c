@@ -302,19 +302,10 @@ int deft_conv_wgrad_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const voi
     j.image = image, j.colside = colside, j.out = sum, j.parts = parts;
     deft_parallel_for(parts, 1, wgrad_parts, &j);
     if (sum != dw) {
-        if (!atomic_load(&j.failed)) {
-            /* dw = the parts' sum, in the order of the parts */
-            for (int64_t i = 0; i < wsize; i++)
-                if (dtype == DEFT_DT_FLOAT32) {
-                    float s = 0;
-                    for (int64_t p = 0; p < parts; p++) s += ((const float *)sum)[p * wsize + i];
-                    ((float *)dw)[i] = s;
-                } else {
-                    double s = 0;
-                    for (int64_t p = 0; p < parts; p++) s += ((const double *)sum)[p * wsize + i];
-                    ((double *)dw)[i] = s;
-                }
-        }
+        if (!atomic_load(&j.failed) && dtype == DEFT_DT_FLOAT32)
+            sum_parts_f((const float *)sum, parts, wsize, dw);
+        else if (!atomic_load(&j.failed))
+            sum_parts_d((const double *)sum, parts, wsize, dw);
         free(sum);
     }
     return finish(&j);

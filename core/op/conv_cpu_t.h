@@ -119,6 +119,15 @@ static void CONV_FN(depthwise)(const deft_conv_geom_t *g, const T *x, const T *w
     }
 }
 
+/* out[i] = the sum of parts[p n + i] over the parts, in order. */
+static void CONV_FN(sum_parts)(const T *parts, int64_t count, int64_t n, T *out) {
+    for (int64_t i = 0; i < n; i++) {
+        T s = 0;
+        for (int64_t p = 0; p < count; p++) s += parts[p * n + i];
+        out[i] = s;
+    }
+}
+
 /* db[c] = sum of y[n, c, :] over n, in double. */
 static void CONV_FN(bias_grad)(int64_t batch, int64_t channels, int64_t space, const T *y, T *db) {
     for (int64_t c = 0; c < channels; c++) {
