@@ -22,7 +22,7 @@
 #include "core/base/error.h"
 #include "core/base/tensor.h"
 
-#define DEFT_OP_MAX_PARAMS  12
+#define DEFT_OP_MAX_PARAMS  16
 #define DEFT_OP_MAX_INPUTS  64
 #define DEFT_OP_MAX_OUTPUTS 64
 

@@ -1,0 +1,84 @@
+/*
+ * Convolution and Deconvolution: what the operators (conv.c) share with
+ * their CPU kernels (conv_cpu.c) and GPU kernels (conv.cu).
+ *
+ * Both operators are described by one geometry, in the convolution's terms:
+ * an "image" (channels x img spatial) is lowered by im2col into columns, one
+ * per position of the "column side" (filt x col spatial), and
+ *   lower:  colside = W . im2col(image)       (Convolution forward)
+ *   raise:  image   = col2im(W^T . colside)   (its data gradient)
+ *   wgrad:  dW      = colside . im2col(image)^T
+ * with W (filt, chan / groups, k...). A Deconvolution is the same three with
+ * the roles swapped: its output is the image and its input the column side,
+ * so its forward is `raise` and its data gradient `lower`.
+ *
+ * Every geometry is three-dimensional: 1-D and 2-D ones lead with spatial
+ * dimensions of size 1 (kernel 1, stride 1, no padding), so each kernel has
+ * one loop nest for all ranks.
+ */
+#ifndef DEFT_CORE_OP_CONV_H
+#define DEFT_CORE_OP_CONV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/base/dtype.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct deft_conv_geom {
+    int64_t batch, groups;
+    int64_t chan;                   /* image channels */
+    int64_t filt;                   /* column-side channels (rows of W) */
+    int64_t img[3], col[3];         /* spatial sizes of the image and the column side */
+    int64_t k[3], s[3], p[3], d[3]; /* kernel, stride, padding, dilation */
+} deft_conv_geom_t;
+
+static inline int64_t deft_conv_img_size(const deft_conv_geom_t *g) {
+    return g->img[0] * g->img[1] * g->img[2];
+}
+static inline int64_t deft_conv_col_size(const deft_conv_geom_t *g) {
+    return g->col[0] * g->col[1] * g->col[2];
+}
+static inline int64_t deft_conv_kernel_size(const deft_conv_geom_t *g) {
+    return g->k[0] * g->k[1] * g->k[2];
+}
+/* Rows of one group's im2col matrix: its channels times the kernel's positions. */
+static inline int64_t deft_conv_col_rows(const deft_conv_geom_t *g) {
+    return g->chan / g->groups * deft_conv_kernel_size(g);
+}
+
+/* The three products, on the CPU (float32 or float64, contiguous arrays).
+ * bias (or NULL) is added to each column-side channel by lower, to each
+ * image channel by raise. */
+int deft_conv_lower_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
+                        const void *w, const void *bias, void *colside);
+int deft_conv_raise_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *colside,
+                        const void *w, const void *bias, void *image);
+int deft_conv_wgrad_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
+                        const void *colside, void *dw);
+/* db[c] = the sum of y over the batch and space of channel c; y (batch, channels, space). */
+void deft_conv_bias_grad_cpu(deft_dtype_t dtype, int64_t batch, int64_t channels, int64_t space,
+                             const void *y, void *db);
+
+#ifdef DEFT_HAVE_CUDA
+/* The same on a GPU (conv.cu), queued on the calling thread's stream of
+ * device dev; `cols` is room on that GPU for one image's im2col matrix
+ * (chan x kernel size x col spatial elements). */
+int deft_conv_lower_gpu(int dev, const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
+                        const void *w, const void *bias, void *colside, void *cols);
+int deft_conv_raise_gpu(int dev, const deft_conv_geom_t *g, deft_dtype_t dtype, const void *colside,
+                        const void *w, const void *bias, void *image, void *cols);
+int deft_conv_wgrad_gpu(int dev, const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
+                        const void *colside, void *dw, void *cols);
+int deft_conv_bias_grad_gpu(int dev, deft_dtype_t dtype, int64_t batch, int64_t channels,
+                            int64_t space, const void *y, void *db);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

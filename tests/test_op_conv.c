@@ -1,0 +1,560 @@
+/* Convolution and Deconvolution against direct loops written here. */
+#include "symbol_helpers.h"
+
+/* A case in up to three spatial dimensions (nd of them used). */
+typedef struct conv_case {
+    int nd;
+    int64_t batch, chan, filt, groups; /* filt: num_filter */
+    int64_t in[3], k[3], s[3], p[3], d[3], adj[3];
+    bool bias;
+    int64_t target[3]; /* Deconvolution's target_shape, when target[0] > 0 */
+} conv_case_t;
+
+static void fill(double *v, int64_t n, int seed) {
+    for (int64_t i = 0; i < n; i++) v[i] = (double)(((i + 3) * (seed * 29 + 13)) % 23) / 8.0 - 1.4;
+}
+
+static int64_t prod(int nd, const int64_t *v) {
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++) n *= v[i];
+    return n;
+}
+
+/* Position `flat` of a row-major box `dims` as coordinates. */
+static void unflatten(int nd, const int64_t *dims, int64_t flat, int64_t *at) {
+    for (int i = nd - 1; i >= 0; i--) at[i] = flat % dims[i], flat /= dims[i];
+}
+
+static int64_t flatten(int nd, const int64_t *dims, const int64_t *at) {
+    int64_t f = 0;
+    for (int i = 0; i < nd; i++) f = f * dims[i] + at[i];
+    return f;
+}
+
+/* Convolution's output size: (in + 2p - (k - 1) d - 1) / s + 1. */
+static void conv_out(const conv_case_t *c, int64_t *out) {
+    for (int i = 0; i < c->nd; i++)
+        out[i] = (c->in[i] + 2 * c->p[i] - (c->k[i] - 1) * c->d[i] - 1) / c->s[i] + 1;
+}
+
+/* y[n, f, o] = bias[f] + sum over the group's channels and taps of x[n, c, o s - p + k d] w. */
+static void ref_conv(const conv_case_t *c, const double *x, const double *w, const double *b,
+                     double *y) {
+    int64_t out[3], o[3], kk[3], at[3];
+    conv_out(c, out);
+    const int64_t cg = c->chan / c->groups, fg = c->filt / c->groups;
+    const int64_t osz = prod(c->nd, out), isz = prod(c->nd, c->in), ksz = prod(c->nd, c->k);
+    for (int64_t n = 0; n < c->batch; n++)
+        for (int64_t f = 0; f < c->filt; f++)
+            for (int64_t oi = 0; oi < osz; oi++) {
+                unflatten(c->nd, out, oi, o);
+                double sum = c->bias ? b[f] : 0;
+                for (int64_t ci = 0; ci < cg; ci++)
+                    for (int64_t ki = 0; ki < ksz; ki++) {
+                        unflatten(c->nd, c->k, ki, kk);
+                        bool inside = true;
+                        for (int i = 0; i < c->nd; i++) {
+                            at[i] = o[i] * c->s[i] - c->p[i] + kk[i] * c->d[i];
+                            inside = inside && at[i] >= 0 && at[i] < c->in[i];
+                        }
+                        if (!inside) continue;
+                        int64_t ch = f / fg * cg + ci;
+                        sum += x[(n * c->chan + ch) * isz + flatten(c->nd, c->in, at)] *
+                               w[(f * cg + ci) * ksz + ki];
+                    }
+                y[(n * c->filt + f) * osz + oi] = sum;
+            }
+}
+
+/* Deconvolution's padding and adjustment (from target_shape as MXNet computes them). */
+static void deconv_pad(const conv_case_t *c, int64_t *pad, int64_t *adj, int64_t *out) {
+    for (int i = 0; i < c->nd; i++) {
+        int64_t full = c->s[i] * (c->in[i] - 1) + (c->k[i] - 1) * c->d[i] + 1;
+        pad[i] = c->p[i], adj[i] = c->adj[i];
+        if (c->target[0] > 0)
+            adj[i] = (full - c->target[i]) % 2, pad[i] = (full - c->target[i] + 1) / 2;
+        out[i] = full - 2 * pad[i] + adj[i];
+    }
+}
+
+/* Each input element scatters x w into y[n, f, i s - p + k d], inside the output. */
+static void ref_deconv(const conv_case_t *c, const double *x, const double *w, const double *b,
+                       double *y) {
+    int64_t pad[3], adj[3], out[3], ii[3], kk[3], at[3];
+    deconv_pad(c, pad, adj, out);
+    const int64_t cg = c->chan / c->groups, fg = c->filt / c->groups;
+    const int64_t osz = prod(c->nd, out), isz = prod(c->nd, c->in), ksz = prod(c->nd, c->k);
+    for (int64_t n = 0; n < c->batch; n++)
+        for (int64_t f = 0; f < c->filt; f++)
+            for (int64_t oi = 0; oi < osz; oi++)
+                y[(n * c->filt + f) * osz + oi] = c->bias ? b[f] : 0;
+    for (int64_t n = 0; n < c->batch; n++)
+        for (int64_t ch = 0; ch < c->chan; ch++)
+            for (int64_t xi = 0; xi < isz; xi++) {
+                unflatten(c->nd, c->in, xi, ii);
+                double xv = x[(n * c->chan + ch) * isz + xi];
+                for (int64_t fi = 0; fi < fg; fi++)
+                    for (int64_t ki = 0; ki < ksz; ki++) {
+                        unflatten(c->nd, c->k, ki, kk);
+                        bool inside = true;
+                        for (int i = 0; i < c->nd; i++) {
+                            at[i] = ii[i] * c->s[i] - pad[i] + kk[i] * c->d[i];
+                            inside = inside && at[i] >= 0 && at[i] < out[i];
+                        }
+                        if (!inside) continue;
+                        int64_t f = ch / cg * fg + fi;
+                        y[(n * c->filt + f) * osz + flatten(c->nd, out, at)] +=
+                            xv * w[(ch * fg + fi) * ksz + ki];
+                    }
+            }
+}
+
+static void tuple_text(int nd, const int64_t *v, char *buf, size_t len) {
+    snprintf(buf, len,
+             nd == 1   ? "(%lld,)"
+             : nd == 2 ? "(%lld,%lld)"
+                       : "(%lld,%lld,%lld)",
+             (long long)v[0], (long long)v[1], (long long)v[2]);
+}
+
+/* Run the case through the operator in dtype and compare with the reference. */
+static void check_case(const conv_case_t *c, bool deconv, int dtype) {
+    char kernel[64], stride[64], dilate[64], pad[64], adj[64], target[64], nf[16], ng[16];
+    tuple_text(c->nd, c->k, kernel, sizeof kernel);
+    tuple_text(c->nd, c->s, stride, sizeof stride);
+    tuple_text(c->nd, c->d, dilate, sizeof dilate);
+    tuple_text(c->nd, c->p, pad, sizeof pad);
+    tuple_text(c->nd, c->adj, adj, sizeof adj);
+    tuple_text(c->nd, c->target, target, sizeof target);
+    snprintf(nf, sizeof nf, "%lld", (long long)c->filt);
+    snprintf(ng, sizeof ng, "%lld", (long long)c->groups);
+    int64_t xshape[5] = {c->batch, c->chan}, wshape[5], yshape[5] = {c->batch, c->filt}, out[3];
+    int64_t pads[3], adjs[3];
+    wshape[0] = deconv ? c->chan : c->filt;
+    wshape[1] = (deconv ? c->filt : c->chan) / c->groups;
+    if (deconv)
+        deconv_pad(c, pads, adjs, out);
+    else
+        conv_out(c, out);
+    for (int i = 0; i < c->nd; i++)
+        xshape[2 + i] = c->in[i], wshape[2 + i] = c->k[i], yshape[2 + i] = out[i];
+    const int nd = c->nd + 2;
+    int64_t nx = count_of(nd, xshape), nw = count_of(nd, wshape), ny = count_of(nd, yshape);
+    double *x = malloc(sizeof(double) * (size_t)(nx + 1)), *w = malloc(sizeof(double) * (size_t)nw);
+    double *b = malloc(sizeof(double) * (size_t)c->filt),
+           *want = malloc(sizeof(double) * (size_t)(ny + 1));
+    fill(x, nx, 1);
+    fill(w, nw, 2);
+    fill(b, c->filt, 3);
+    (deconv ? ref_deconv : ref_conv)(c, x, w, b, want);
+    DeftNDArrayHandle in[3] = {make(dtype, nd, xshape, x), make(dtype, nd, wshape, w),
+                               make(dtype, 1, (int64_t[]){c->filt}, b)};
+    const char *no_bias = c->bias ? "false" : "true";
+    DeftNDArrayHandle y =
+        deconv ? call1("Deconvolution", c->bias ? 3 : 2, in,
+                       c->target[0] > 0
+                           ? P("kernel", kernel, "stride", stride, "dilate", dilate, "target_shape",
+                               target, "num_filter", nf, "num_group", ng, "no_bias", no_bias)
+                           : P("kernel", kernel, "stride", stride, "dilate", dilate, "pad", pad,
+                               "adj", adj, "num_filter", nf, "num_group", ng, "no_bias", no_bias))
+               : call1("Convolution", c->bias ? 3 : 2, in,
+                       P("kernel", kernel, "stride", stride, "dilate", dilate, "pad", pad,
+                         "num_filter", nf, "num_group", ng, "no_bias", no_bias));
+    assert_shape(y, nd, yshape);
+    assert_values(y, ny, want, dtype == DEFT_FLOAT32 ? 2e-5 : 1e-12);
+    free_all(3, in);
+    free_all(1, &y);
+    free(x), free(w), free(b), free(want);
+}
+
+/* Shorthand for the cases: 1 in unused dimensions keeps tuple_text's output valid. */
+#define DIMS(...)                                                                                  \
+    { __VA_ARGS__ }
+
+static const conv_case_t conv_cases[] = {
+    /* 1-D: plain, then stride, padding and dilation together */
+    {1, 2, 3, 4, 1, DIMS(9), DIMS(3), DIMS(1), DIMS(0), DIMS(1), DIMS(0), true, DIMS(0)},
+    {1, 2, 3, 4, 1, DIMS(11), DIMS(3), DIMS(2), DIMS(1), DIMS(2), DIMS(0), true, DIMS(0)},
+    /* 2-D: 3x3 same padding, stride 2, dilation, a rectangular kernel */
+    {2, 2, 3, 5, 1, DIMS(7, 6), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 3, 2, 4, 1, DIMS(9, 8), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 2, 2, 3, 1, DIMS(9, 10), DIMS(3, 2), DIMS(1, 1), DIMS(2, 0), DIMS(2, 3), DIMS(0), false,
+     DIMS(0)},
+    {2, 2, 3, 2, 1, DIMS(6, 9), DIMS(2, 3), DIMS(1, 2), DIMS(0, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    /* groups, depthwise, depthwise with a multiplier, 1x1 */
+    {2, 2, 4, 6, 2, DIMS(5, 6), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 2, 3, 3, 3, DIMS(7, 8), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 2, 3, 3, 3, DIMS(9, 8), DIMS(3, 3), DIMS(2, 2), DIMS(1, 0), DIMS(2, 1), DIMS(0), false,
+     DIMS(0)},
+    {2, 2, 2, 4, 2, DIMS(6, 6), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 3, 4, 5, 1, DIMS(5, 7), DIMS(1, 1), DIMS(1, 1), DIMS(0, 0), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 2, 4, 6, 2, DIMS(5, 7), DIMS(1, 1), DIMS(2, 1), DIMS(0, 0), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    /* many channels: the im2col matrix spans several tiles */
+    {2, 2, 64, 8, 1, DIMS(14, 40), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    /* 3-D */
+    {3, 2, 2, 3, 1, DIMS(4, 5, 6), DIMS(2, 3, 2), DIMS(1, 2, 1), DIMS(1, 0, 1), DIMS(1, 1, 2),
+     DIMS(0), true, DIMS(0)},
+    {3, 1, 4, 4, 2, DIMS(3, 4, 4), DIMS(3, 3, 3), DIMS(1, 1, 1), DIMS(1, 1, 1), DIMS(1, 1, 1),
+     DIMS(0), false, DIMS(0)},
+};
+
+static const conv_case_t deconv_cases[] = {
+    /* 1-D with stride, padding and adj */
+    {1, 2, 3, 2, 1, DIMS(5), DIMS(3), DIMS(2), DIMS(1), DIMS(1), DIMS(1), true, DIMS(0)},
+    {1, 2, 2, 3, 1, DIMS(6), DIMS(4), DIMS(1), DIMS(0), DIMS(2), DIMS(0), false, DIMS(0)},
+    /* 2-D: stride 2 with adj, groups, dilation, depthwise, 1x1 */
+    {2, 2, 3, 4, 1, DIMS(4, 5), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(1, 0), true,
+     DIMS(0)},
+    {2, 2, 4, 6, 2, DIMS(4, 3), DIMS(3, 2), DIMS(2, 3), DIMS(1, 0), DIMS(1, 1), DIMS(0, 2), true,
+     DIMS(0)},
+    {2, 1, 2, 3, 1, DIMS(5, 5), DIMS(3, 3), DIMS(1, 1), DIMS(2, 1), DIMS(2, 2), DIMS(0, 0), false,
+     DIMS(0)},
+    {2, 2, 3, 3, 3, DIMS(5, 4), DIMS(3, 3), DIMS(2, 1), DIMS(1, 1), DIMS(1, 1), DIMS(1, 0), true,
+     DIMS(0)},
+    {2, 2, 3, 5, 1, DIMS(4, 6), DIMS(1, 1), DIMS(1, 1), DIMS(0, 0), DIMS(1, 1), DIMS(0, 0), true,
+     DIMS(0)},
+    /* target_shape: pad and adj follow from it (one even and one odd difference) */
+    {2, 2, 2, 3, 1, DIMS(4, 4), DIMS(3, 3), DIMS(2, 2), DIMS(0, 0), DIMS(1, 1), DIMS(0, 0), true,
+     DIMS(8, 7)},
+    /* 3-D */
+    {3, 2, 2, 3, 1, DIMS(2, 3, 3), DIMS(2, 3, 2), DIMS(2, 1, 2), DIMS(0, 1, 1), DIMS(1, 1, 1),
+     DIMS(1, 0, 1), true, DIMS(0)},
+};
+
+START_TEST(test_convolution_matches_direct_loops) {
+    for (size_t i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++)
+        for (int d = 0; d < 2; d++)
+            check_case(&conv_cases[i], false, d ? DEFT_FLOAT64 : DEFT_FLOAT32);
+}
+END_TEST
+
+START_TEST(test_deconvolution_matches_scatter_loops) {
+    for (size_t i = 0; i < sizeof deconv_cases / sizeof deconv_cases[0]; i++)
+        for (int d = 0; d < 2; d++)
+            check_case(&deconv_cases[i], true, d ? DEFT_FLOAT64 : DEFT_FLOAT32);
+}
+END_TEST
+
+/* A Deconvolution is Convolution's data gradient: with the same weight, it is
+ * the adjoint, <conv(x), y> = <x, deconv(y)>. */
+START_TEST(test_deconvolution_is_the_adjoint_of_convolution) {
+    double x[2 * 3 * 7 * 6], w[4 * 3 * 9], y[2 * 4 * 4 * 3];
+    fill(x, 252, 4);
+    fill(w, 108, 5);
+    fill(y, 96, 6);
+    DeftNDArrayHandle X = make(DEFT_FLOAT64, 4, SHAPE(2, 3, 7, 6), x);
+    DeftNDArrayHandle W = make(DEFT_FLOAT64, 4, SHAPE(4, 3, 3, 3), w);
+    DeftNDArrayHandle Y = make(DEFT_FLOAT64, 4, SHAPE(2, 4, 4, 3), y);
+    const char *const *geom = P("kernel", "(3,3)", "stride", "(2,2)", "pad", "(1,1)", "num_filter",
+                                "4", "no_bias", "true");
+    DeftNDArrayHandle CX = call1("Convolution", 2, (DeftNDArrayHandle[]){X, W}, geom);
+    DeftNDArrayHandle DY = call1(
+        "Deconvolution", 2, (DeftNDArrayHandle[]){Y, W},
+        P("kernel", "(3,3)", "stride", "(2,2)", "pad", "(1,1)", "adj", "(0,1)", "num_filter", "3"));
+    assert_shape(CX, 4, SHAPE(2, 4, 4, 3));
+    assert_shape(DY, 4, SHAPE(2, 3, 7, 6));
+    int64_t n1, n2;
+    double *cx = read_all(CX, &n1), *dy = read_all(DY, &n2), lhs = 0, rhs = 0;
+    for (int64_t i = 0; i < n1; i++) lhs += cx[i] * y[i];
+    for (int64_t i = 0; i < n2; i++) rhs += x[i] * dy[i];
+    ck_assert_msg(fabs(lhs - rhs) < 1e-9 * (1 + fabs(lhs)), "%.17g != %.17g", lhs, rhs);
+    free(cx), free(dy);
+    free_all(5, (DeftNDArrayHandle[]){X, W, Y, CX, DY});
+}
+END_TEST
+
+/* The three gradients of a convolution by one scatter loop: each product
+ * dy[n, f, o] w[f, c, k] x[n, c, at] feeds dx, dW and db. */
+static void ref_conv_grads(const conv_case_t *c, const double *x, const double *w, const double *dy,
+                           double *dx, double *dw, double *db) {
+    int64_t out[3], o[3], kk[3], at[3];
+    conv_out(c, out);
+    const int64_t cg = c->chan / c->groups, fg = c->filt / c->groups;
+    const int64_t osz = prod(c->nd, out), isz = prod(c->nd, c->in), ksz = prod(c->nd, c->k);
+    memset(dx, 0, sizeof(double) * (size_t)(c->batch * c->chan * isz));
+    memset(dw, 0, sizeof(double) * (size_t)(c->filt * cg * ksz));
+    memset(db, 0, sizeof(double) * (size_t)c->filt);
+    for (int64_t n = 0; n < c->batch; n++)
+        for (int64_t f = 0; f < c->filt; f++)
+            for (int64_t oi = 0; oi < osz; oi++) {
+                unflatten(c->nd, out, oi, o);
+                double g = dy[(n * c->filt + f) * osz + oi];
+                db[f] += g;
+                for (int64_t ci = 0; ci < cg; ci++)
+                    for (int64_t ki = 0; ki < ksz; ki++) {
+                        unflatten(c->nd, c->k, ki, kk);
+                        bool inside = true;
+                        for (int i = 0; i < c->nd; i++) {
+                            at[i] = o[i] * c->s[i] - c->p[i] + kk[i] * c->d[i];
+                            inside = inside && at[i] >= 0 && at[i] < c->in[i];
+                        }
+                        if (!inside) continue;
+                        int64_t xi =
+                            (n * c->chan + f / fg * cg + ci) * isz + flatten(c->nd, c->in, at);
+                        int64_t wi = (f * cg + ci) * ksz + ki;
+                        dx[xi] += g * w[wi];
+                        dw[wi] += g * x[xi];
+                    }
+            }
+}
+
+/* Large enough that the work is split between threads (the weight gradient
+ * into partial sums), in both dtypes. */
+START_TEST(test_backward_convolution_matches_scatter_loops) {
+    const conv_case_t c = {.nd = 2,
+                           .batch = 4,
+                           .chan = 32,
+                           .filt = 16,
+                           .groups = 2,
+                           .in = DIMS(32, 33),
+                           .k = DIMS(3, 3),
+                           .s = DIMS(1, 2),
+                           .p = DIMS(1, 1),
+                           .d = DIMS(1, 1),
+                           .bias = true};
+    int64_t out[3];
+    conv_out(&c, out);
+    const int64_t xs[4] = {4, 32, 32, 33}, ws[4] = {16, 16, 3, 3}, ys[4] = {4, 16, out[0], out[1]};
+    const int64_t nx = count_of(4, xs), nw = count_of(4, ws), ny = count_of(4, ys);
+    double *x = malloc(sizeof(double) * (size_t)nx), *w = malloc(sizeof(double) * (size_t)nw);
+    double *dy = malloc(sizeof(double) * (size_t)ny), *dx = malloc(sizeof(double) * (size_t)nx);
+    double *dw = malloc(sizeof(double) * (size_t)nw), db[16];
+    fill(x, nx, 9);
+    fill(w, nw, 10);
+    fill(dy, ny, 11);
+    ref_conv_grads(&c, x, w, dy, dx, dw, db);
+    for (int d = 0; d < 2; d++) {
+        int dtype = d ? DEFT_FLOAT64 : DEFT_FLOAT32;
+        DeftNDArrayHandle in[4] = {make(dtype, 4, ys, dy), make(dtype, 4, xs, x),
+                                   make(dtype, 4, ws, w), make(dtype, 1, SHAPE(16), NULL)};
+        DeftNDArrayHandle grads[3] = {NULL, NULL, NULL};
+        int nout = 3;
+        ck_assert_ok(call("_backward_Convolution", 4, in, &nout, grads,
+                          P("kernel", "(3,3)", "stride", "(1,2)", "pad", "(1,1)", "num_filter",
+                            "16", "num_group", "2")));
+        double tol = d ? 1e-12 : 1e-4;
+        assert_values(grads[0], nx, dx, tol);
+        assert_values(grads[1], nw, dw, tol);
+        assert_values(grads[2], 16, db, tol);
+        free_all(4, in);
+        free_all(3, grads);
+    }
+    free(x), free(w), free(dy), free(dx), free(dw);
+}
+END_TEST
+
+START_TEST(test_zero_size_batch) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 4, SHAPE(0, 3, 5, 5), NULL);
+    DeftNDArrayHandle w = make(DEFT_FLOAT32, 4, SHAPE(2, 3, 3, 3), NULL);
+    DeftNDArrayHandle b = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(1, 2));
+    DeftNDArrayHandle y = call1("Convolution", 3, (DeftNDArrayHandle[]){x, w, b},
+                                P("kernel", "(3,3)", "num_filter", "2"));
+    assert_shape(y, 4, SHAPE(0, 2, 3, 3));
+    DeftNDArrayHandle wd = make(DEFT_FLOAT32, 4, SHAPE(3, 2, 3, 3), NULL);
+    DeftNDArrayHandle yd = call1("Deconvolution", 2, (DeftNDArrayHandle[]){x, wd},
+                                 P("kernel", "(3,3)", "stride", "(2,2)", "num_filter", "2"));
+    assert_shape(yd, 4, SHAPE(0, 2, 11, 11));
+    free_all(6, (DeftNDArrayHandle[]){x, w, b, y, wd, yd});
+}
+END_TEST
+
+/* The gradients through autograd, on a batch of zero, keep their shapes. */
+START_TEST(test_zero_size_batch_gradient) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT64, 3, SHAPE(0, 2, 6), NULL);
+    DeftNDArrayHandle w = make(DEFT_FLOAT64, 3, SHAPE(3, 2, 3),
+                               VALUES(1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9));
+    DeftNDArrayHandle b = make(DEFT_FLOAT64, 1, SHAPE(3), VALUES(1, 2, 3));
+    DeftNDArrayHandle g = make(DEFT_FLOAT64, 3, SHAPE(0, 3, 4), NULL);
+    DeftNDArrayHandle out[3] = {NULL, NULL, NULL};
+    int nout = 3;
+    ck_assert_ok(call("_backward_Convolution", 4, (DeftNDArrayHandle[]){g, x, w, b}, &nout, out,
+                      P("kernel", "(3,)", "num_filter", "3")));
+    ck_assert_int_eq(nout, 3);
+    assert_shape(out[0], 3, SHAPE(0, 2, 6));
+    assert_shape(out[1], 3, SHAPE(3, 2, 3));
+    assert_values(out[1], 18, (double[18]){0}, 0);
+    assert_values(out[2], 3, VALUES(0, 0, 0), 0);
+    free_all(7, (DeftNDArrayHandle[]){x, w, b, g, out[0], out[1], out[2]});
+}
+END_TEST
+
+static void assert_inferred(DeftSymbolHandle s, int group, int index, int ndim,
+                            const int64_t *dims) {
+    int64_t got[DEFT_MAX_NDIM];
+    int got_ndim, got_dtype;
+    ck_assert_ok(
+        DeftSymbolGetInferredShape(s, group, index, got, DEFT_MAX_NDIM, &got_ndim, &got_dtype));
+    ck_assert_int_eq(got_ndim, ndim);
+    ck_assert_int_eq(got_dtype, DEFT_FLOAT32);
+    for (int d = 0; d < ndim; d++) ck_assert_int_eq(got[d], dims[d]);
+}
+
+/* From the data's shape alone, as MXNet infers them: weight, bias and output. */
+START_TEST(test_infer_weight_and_bias_from_data) {
+    DeftSymbolHandle x = var("x");
+    DeftSymbolHandle conv = apply("Convolution", "conv", 1, &x,
+                                  P("kernel", "(3,3)", "stride", "(2,2)", "pad", "(1,1)",
+                                    "num_filter", "8", "num_group", "2"));
+    DeftSymbolHandle deconv = apply("Deconvolution", "deconv", 1, &conv,
+                                    P("kernel", "(4,4)", "stride", "(2,2)", "pad", "(1,1)",
+                                      "num_filter", "6", "num_group", "2", "no_bias", "false"));
+    int complete = -1;
+    ck_assert_ok(DeftSymbolInferShape(deconv, 1, (const char *const[]){"x"}, (const int[]){4},
+                                      (const int64_t[]){5, 4, 9, 10}, NULL, &complete));
+    ck_assert_int_eq(complete, 1);
+    assert_inferred(deconv, DEFT_ARGUMENTS, 1, 4, SHAPE(8, 2, 3, 3)); /* conv_weight */
+    assert_inferred(deconv, DEFT_ARGUMENTS, 2, 1, SHAPE(8));          /* conv_bias */
+    assert_inferred(deconv, DEFT_ARGUMENTS, 3, 4, SHAPE(8, 3, 4, 4)); /* deconv_weight */
+    assert_inferred(deconv, DEFT_ARGUMENTS, 4, 1, SHAPE(6));          /* deconv_bias */
+    ck_assert_ok(DeftSymbolInferShape(conv, 1, (const char *const[]){"x"}, (const int[]){4},
+                                      (const int64_t[]){5, 4, 9, 10}, NULL, &complete));
+    assert_inferred(conv, DEFT_OUTPUTS, 0, 4, SHAPE(5, 8, 5, 5));
+    assert_inferred(deconv, DEFT_OUTPUTS, 0, 4, SHAPE(5, 6, 10, 10));
+    /* no_bias (Deconvolution's default): two arguments */
+    DeftSymbolHandle y = var("y");
+    DeftSymbolHandle d1 =
+        apply("Deconvolution", "d1", 1, &y, P("kernel", "(3,)", "num_filter", "2"));
+    ck_assert_ok(DeftSymbolInferShape(d1, 1, (const char *const[]){"y"}, (const int[]){3},
+                                      (const int64_t[]){1, 5, 7}, NULL, &complete));
+    ck_assert_int_eq(complete, 1);
+    assert_inferred(d1, DEFT_ARGUMENTS, 1, 3, SHAPE(5, 2, 3));
+    assert_inferred(d1, DEFT_OUTPUTS, 0, 3, SHAPE(1, 2, 9));
+    int nargs;
+    const char *const *names;
+    ck_assert_ok(DeftSymbolListArguments(d1, &nargs, &names));
+    ck_assert_int_eq(nargs, 2);
+    ck_assert_ok(DeftSymbolFree(x));
+    ck_assert_ok(DeftSymbolFree(conv));
+    ck_assert_ok(DeftSymbolFree(deconv));
+    ck_assert_ok(DeftSymbolFree(y));
+    ck_assert_ok(DeftSymbolFree(d1));
+}
+END_TEST
+
+#define CONV_FAILS(op, nin, in, params, kind, text)                                                \
+    ck_assert_call_fails(op, nin, in, params, kind, text)
+
+START_TEST(test_bad_parameters_are_named) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 4, SHAPE(2, 4, 5, 5), NULL);
+    DeftNDArrayHandle w = make(DEFT_FLOAT32, 4, SHAPE(6, 4, 3, 3), NULL);
+    DeftNDArrayHandle in[2] = {x, w};
+    const int V = DEFT_ERROR_VALUE;
+    CONV_FAILS("Convolution", 2, in, P("kernel", "(3,)", "num_filter", "6", "no_bias", "true"), V,
+               "operator 'Convolution': input 0 (data) has shape (2,4,5,5), expected 3 "
+               "dimensions (batch, channel, w) for a 1-D kernel");
+    CONV_FAILS("Convolution", 2, in, P("kernel", "(3,3,3,3)", "num_filter", "6", "no_bias", "true"),
+               V, "kernel (3,3,3,3) has 4 dimensions, expected 1, 2 or 3");
+    CONV_FAILS("Convolution", 2, in,
+               P("kernel", "(3,3)", "num_filter", "6", "num_group", "4", "no_bias", "true"), V,
+               "num_filter 6 is not divisible by num_group 4");
+    CONV_FAILS("Convolution", 2, in,
+               P("kernel", "(3,3)", "num_filter", "6", "num_group", "3", "no_bias", "true"), V,
+               "input 0 (data) has 4 channels, not divisible by num_group 3");
+    CONV_FAILS("Convolution", 2, in,
+               P("kernel", "(3,3)", "stride", "(1,0)", "num_filter", "6", "no_bias", "true"), V,
+               "stride (1,0) has an entry below 1");
+    CONV_FAILS("Convolution", 2, in,
+               P("kernel", "(3,3)", "stride", "(1,1,1)", "num_filter", "6", "no_bias", "true"), V,
+               "stride (1,1,1) has 3 dimensions, but kernel has 2");
+    CONV_FAILS("Convolution", 2, in,
+               P("kernel", "(3,3)", "pad", "(-1,0)", "num_filter", "6", "no_bias", "true"), V,
+               "pad (-1,0) has an entry below 0");
+    CONV_FAILS("Convolution", 2, in,
+               P("kernel", "(3,3)", "dilate", "(3,1)", "num_filter", "6", "no_bias", "true"), V,
+               "kernel (3,3) (dilated 7) is larger than input 0 (data)'s spatial dimension 0 "
+               "padded (5 + 2 x 0)");
+    CONV_FAILS("Convolution", 2, in, P("kernel", "(3,3)", "num_filter", "0", "no_bias", "true"), V,
+               "num_filter is 0, expected >= 1");
+    CONV_FAILS("Convolution", 2, in,
+               P("kernel", "(3,3)", "num_filter", "6", "no_bias", "true", "layout", "NHWC"),
+               DEFT_ERROR_NOT_IMPLEMENTED,
+               "layout NHWC is not supported: only channels-first data (NCW, NCHW, NCDHW)");
+    CONV_FAILS("Convolution", 2, in,
+               P("kernel", "(3,3)", "num_filter", "6", "no_bias", "true", "layout", "NCW"), V,
+               "layout NCW does not fit a 2-D kernel (expected NCHW)");
+    CONV_FAILS("Convolution", 2, in, P("kernel", "(3,3)", "num_filter", "6", "layout", "NWHC"),
+               DEFT_ERROR_PARSE, "parameter 'layout' is 'NWHC', expected one of: NCW, NCHW");
+    CONV_FAILS("Convolution", 2, in, P("kernel", "(3,3)", "num_filter", "6"), V,
+               "got 2 inputs, expected 3 (data, weight, bias)");
+    CONV_FAILS("Convolution", 2, in, P("kernel", "(2,2)", "num_filter", "6", "no_bias", "true"), V,
+               "input 1 (weight) has shape (6,4,3,3), expected (6,4,2,2)");
+    /* Deconvolution: weight (channels, num_filter / groups, kernel...) */
+    DeftNDArrayHandle wd = make(DEFT_FLOAT32, 4, SHAPE(4, 3, 3, 3), NULL);
+    DeftNDArrayHandle ind[2] = {x, wd};
+    CONV_FAILS("Deconvolution", 2, ind, P("kernel", "(3,3)", "pad", "(4,1)", "num_filter", "3"), V,
+               "operator 'Deconvolution': the output's spatial dimension 0 would be -1 (input 5, "
+               "pad 4): expected >= 1");
+    CONV_FAILS("Deconvolution", 2, ind,
+               P("kernel", "(3,3)", "stride", "(2,2)", "adj", "(2,0)", "num_filter", "3"), V,
+               "adj[0] is 2, expected less than stride[0] (2)");
+    CONV_FAILS(
+        "Deconvolution", 2, ind,
+        P("kernel", "(3,3)", "stride", "(2,2)", "target_shape", "(12,11)", "num_filter", "3"), V,
+        "target_shape[0] is 12, more than the largest output 11");
+    CONV_FAILS("Deconvolution", 2, ind,
+               P("kernel", "(3,3)", "target_shape", "(6,)", "num_filter", "3"), V,
+               "target_shape (6,) has 1 dimensions, but kernel has 2");
+    CONV_FAILS("Deconvolution", 2, ind, P("kernel", "(3,3)", "num_filter", "6"), V,
+               "input 1 (weight) has shape (4,3,3,3), expected (4,6,3,3)");
+    DeftNDArrayHandle x3 = make(DEFT_FLOAT32, 5, SHAPE(1, 4, 2, 2, 2), NULL);
+    DeftNDArrayHandle w3 = make(DEFT_FLOAT32, 5, SHAPE(4, 3, 1, 1, 1), NULL);
+    CONV_FAILS("Deconvolution", 2, ((DeftNDArrayHandle[]){x3, w3}),
+               P("kernel", "(1,1,1)", "dilate", "(1,2,1)", "num_filter", "3"),
+               DEFT_ERROR_NOT_IMPLEMENTED, "3-D Deconvolution has no dilation");
+    /* dtypes */
+    DeftNDArrayHandle xi = make(DEFT_INT32, 4, SHAPE(2, 4, 5, 5), NULL);
+    CONV_FAILS("Convolution", 2, ((DeftNDArrayHandle[]){xi, w}),
+               P("kernel", "(3,3)", "num_filter", "6", "no_bias", "true"), DEFT_ERROR_TYPE,
+               "input 0 has dtype int32, expected float32 or float64");
+    free_all(6, (DeftNDArrayHandle[]){x, w, wd, x3, w3, xi});
+}
+END_TEST
+
+/* MXNet's accepted-but-unused parameters and its alias names work. */
+START_TEST(test_mxnet_parameters_and_aliases) {
+    double x[1 * 2 * 4], w[3 * 2 * 2], want[1 * 3 * 3];
+    fill(x, 8, 7);
+    fill(w, 12, 8);
+    conv_case_t c = {1,       1,       2,       3,       1,     DIMS(4), DIMS(2),
+                     DIMS(1), DIMS(0), DIMS(1), DIMS(0), false, DIMS(0)};
+    ref_conv(&c, x, w, NULL, want);
+    DeftNDArrayHandle in[2] = {make(DEFT_FLOAT64, 3, SHAPE(1, 2, 4), x),
+                               make(DEFT_FLOAT64, 3, SHAPE(3, 2, 2), w)};
+    DeftNDArrayHandle y =
+        call1("_npx_convolution", 2, in,
+              P("kernel", "2", "num_filter", "3", "no_bias", "1", "workspace", "256", "cudnn_tune",
+                "fastest", "cudnn_off", "true", "layout", "NCW"));
+    assert_values(y, 9, want, 1e-14);
+    DeftNDArrayHandle wd = make(DEFT_FLOAT64, 3, SHAPE(2, 3, 2), w);
+    DeftNDArrayHandle yd = call1("_npx_deconvolution", 2, (DeftNDArrayHandle[]){in[0], wd},
+                                 P("kernel", "(2,)", "num_filter", "3", "cudnn_tune", "None"));
+    assert_shape(yd, 3, SHAPE(1, 3, 5));
+    free_all(5, (DeftNDArrayHandle[]){in[0], in[1], y, wd, yd});
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("op_conv");
+    TCase *tc = tcase_create("conv");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_convolution_matches_direct_loops);
+    tcase_add_test(tc, test_deconvolution_matches_scatter_loops);
+    tcase_add_test(tc, test_deconvolution_is_the_adjoint_of_convolution);
+    tcase_add_test(tc, test_backward_convolution_matches_scatter_loops);
+    tcase_add_test(tc, test_zero_size_batch);
+    tcase_add_test(tc, test_zero_size_batch_gradient);
+    tcase_add_test(tc, test_infer_weight_and_bias_from_data);
+    tcase_add_test(tc, test_bad_parameters_are_named);
+    tcase_add_test(tc, test_mxnet_parameters_and_aliases);
+    suite_add_tcase(s, tc);
+    return run_suite(s);
+}
