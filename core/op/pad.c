@@ -220,24 +220,12 @@ static int unpad_forward(const deft_op_t *op, const deft_param_value_t *p, int n
     return 0;
 }
 
-/* Forward every parameter given to the forward node (by the table's names). */
-static const char *const *copy_attrs(deft_grad_builder_t *b, const deft_param_def_t *defs,
-                                     const char **params) {
-    int n = 0;
-    for (int k = 0; defs[k].name; k++) {
-        const char *v = b->attr(b, defs[k].name);
-        if (v) params[n++] = defs[k].name, params[n++] = v;
-    }
-    params[n] = NULL;
-    return params;
-}
-
 static int grad_pad(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
                     deft_gref_t *in_grads) {
     (void)p, (void)nin;
     const char *params[2 * 3 + 1];
     in_grads[0] = g_op2(b, "_backward_Pad", b->out_grad(b, 0), b->input(b, 0),
-                        copy_attrs(b, pad_params, params));
+                        g_forward_params(b, pad_params, params));
     return 0;
 }
 
@@ -391,7 +379,7 @@ static int grad_crop(deft_grad_builder_t *b, const deft_param_value_t *p, int ni
     deft_gref_t in[3] = {b->out_grad(b, 0), b->input(b, 0), {NULL, 0}};
     if (nin > 1) in[2] = b->input(b, 1);
     deft_gref_t r =
-        b->apply(b, "_backward_Crop", nin + 1, in, copy_attrs(b, crop_params, params), 0);
+        b->apply(b, "_backward_Crop", nin + 1, in, g_forward_params(b, crop_params, params), 0);
     in_grads[0] = r;
     if (nin > 1) in_grads[1] = (deft_gref_t){r.node, 1}; /* zeros: only its shape is used */
     return 0;

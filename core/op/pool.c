@@ -393,14 +393,9 @@ static int grad_pooling(deft_grad_builder_t *b, const deft_param_value_t *p, int
                         deft_gref_t *in_grads) {
     (void)p, (void)nin;
     const char *params[2 * P_COUNT + 1];
-    int n = 0;
-    for (int k = 0; k < P_COUNT; k++) {
-        const char *v = b->attr(b, pool_params[k].name);
-        if (v) params[n++] = pool_params[k].name, params[n++] = v;
-    }
-    params[n] = NULL;
     deft_gref_t in[3] = {b->out_grad(b, 0), b->input(b, 0), b->output(b, 0)};
-    in_grads[0] = b->apply(b, "_backward_Pooling", 3, in, params, 0);
+    in_grads[0] =
+        b->apply(b, "_backward_Pooling", 3, in, g_forward_params(b, pool_params, params), 0);
     return 0;
 }
 

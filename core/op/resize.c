@@ -13,18 +13,6 @@
 #include "core/op/kernel.h"
 #include "core/op/op.h"
 
-/* Forward every parameter given to the forward node (by the table's names). */
-static const char *const *copy_attrs(deft_grad_builder_t *b, const deft_param_def_t *defs,
-                                     const char **params) {
-    int n = 0;
-    for (int k = 0; defs[k].name; k++) {
-        const char *v = b->attr(b, defs[k].name);
-        if (v) params[n++] = defs[k].name, params[n++] = v;
-    }
-    params[n] = NULL;
-    return params;
-}
-
 static int64_t plane_size(const deft_shape_t *s) {
     return s->dims[2] * s->dims[3];
 }
@@ -364,7 +352,7 @@ static int grad_upsampling(deft_grad_builder_t *b, const deft_param_value_t *p, 
     in[0] = b->out_grad(b, 0);
     for (int i = 0; i < nin && i + 1 < DEFT_OP_MAX_INPUTS; i++) in[i + 1] = b->input(b, i);
     deft_gref_t r =
-        b->apply(b, "_backward_UpSampling", nin + 1, in, copy_attrs(b, up_params, params), 0);
+        b->apply(b, "_backward_UpSampling", nin + 1, in, g_forward_params(b, up_params, params), 0);
     for (int i = 0; i < nin; i++) in_grads[i] = (deft_gref_t){r.node, i};
     return 0;
 }
@@ -598,7 +586,7 @@ static int grad_resize(deft_grad_builder_t *b, const deft_param_value_t *p, int 
     deft_gref_t in[3] = {b->out_grad(b, 0), b->input(b, 0), {NULL, 0}};
     if (nin > 1) in[2] = b->input(b, 1);
     deft_gref_t r = b->apply(b, "_backward_contrib_BilinearResize2D", nin + 1, in,
-                             copy_attrs(b, resize_params, params), 0);
+                             g_forward_params(b, resize_params, params), 0);
     for (int i = 0; i < nin; i++) in_grads[i] = (deft_gref_t){r.node, i};
     return 0;
 }
