@@ -275,6 +275,8 @@ START_TEST(test_pooling_rejects_bad_parameters) {
                          "kernel is required unless global_pool is true");
     ck_assert_call_fails("Pooling", 1, &X, P("kernel", "(2,2)", "stride", "(0,1)"),
                          DEFT_ERROR_VALUE, "expected kernel and stride >= 1");
+    ck_assert_call_fails("Pooling", 1, &X, P("kernel", "(2,2)", "pad", "(1,4000000000000000000)"),
+                         DEFT_ERROR_VALUE, "(at most 2^31 - 1)");
     ck_assert_call_fails("Pooling", 1, &X, P("kernel", "(2,2)", "stride", "(1,1,1)"),
                          DEFT_ERROR_VALUE, "stride has 3 and pad 0 entries, expected 2");
     ck_assert_call_fails("Pooling", 1, &X, P("kernel", "(2,2)", "pool_type", "lp"),

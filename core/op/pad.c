@@ -88,9 +88,9 @@ static int pad_plan(const deft_op_t *op, const deft_param_value_t *p, const deft
     plan->ndim = x->ndim;
     for (int d = 0; d < x->ndim; d++) {
         int64_t before = w[2 * d], after = w[2 * d + 1], size = x->dims[d];
-        if (before < 0 || after < 0)
-            return deft_op_error(op, DEFT_ERR_VALUE, "pad_width has a negative entry for axis %d",
-                                 d);
+        if (before < 0 || after < 0 || before > INT32_MAX || after > INT32_MAX)
+            return deft_op_error(op, DEFT_ERR_VALUE,
+                                 "pad_width has an entry for axis %d outside [0, 2^31 - 1]", d);
         if (p[0].i == PAD_REFLECT && (before >= size || after >= size))
             return deft_op_error(op, DEFT_ERR_VALUE,
                                  "reflect padding of axis %d by (%lld, %lld) needs the axis to be "

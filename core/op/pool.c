@@ -86,10 +86,11 @@ static int check_window_params(const deft_op_t *op, const deft_param_value_t *p,
                              st->n, pd->n, n);
     for (int i = 0; i < n; i++) {
         int64_t kernel = k->v[i], stride = st->n ? st->v[i] : 1, pad = pd->n ? pd->v[i] : 0;
-        if (kernel < 1 || stride < 1 || pad < 0)
+        if (kernel < 1 || stride < 1 || pad < 0 || kernel > INT32_MAX || stride > INT32_MAX ||
+            pad > INT32_MAX) /* MXNet holds them as int; so the sums below cannot overflow */
             return deft_op_error(op, DEFT_ERR_VALUE,
                                  "kernel %lld, stride %lld and pad %lld on axis %d; expected "
-                                 "kernel and stride >= 1 and pad >= 0",
+                                 "kernel and stride >= 1 and pad >= 0 (at most 2^31 - 1)",
                                  (long long)kernel, (long long)stride, (long long)pad, i);
         /* A window that could lie wholly in the padding has nothing to pool. */
         if (pad >= kernel)

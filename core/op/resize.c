@@ -114,8 +114,12 @@ static int up_check_nearest(const deft_op_t *op, const deft_param_value_t *p, in
 static int up_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                     const deft_desc_t *in, int *nout, deft_desc_t *out) {
     int64_t scale = p[UP_SCALE].i, channels = 0;
-    if (scale < 1)
-        return deft_op_error(op, DEFT_ERR_VALUE, "scale is %lld, expected >= 1", (long long)scale);
+    if (scale < 1 || scale > INT32_MAX)
+        return deft_op_error(op, DEFT_ERR_VALUE, "scale is %lld, expected 1 to 2^31 - 1",
+                             (long long)scale);
+    if (in[0].shape.ndim == 4 &&
+        (in[0].shape.dims[2] > INT32_MAX || in[0].shape.dims[3] > INT32_MAX))
+        return deft_op_error(op, DEFT_ERR_VALUE, "input 0 is too large to upsample");
     if (p[UP_NUM_ARGS].i < 1)
         return deft_op_error(op, DEFT_ERR_VALUE, "num_args is %lld, expected >= 1",
                              (long long)p[UP_NUM_ARGS].i);
@@ -382,9 +386,10 @@ static int resize_num_inputs(const deft_param_value_t *p) {
     return p[BR_MODE].i == BR_LIKE ? 2 : 1;
 }
 
-/* MXNet scales in float32 and truncates. */
+/* MXNet scales in float32 and truncates; -1 (refused) when the result is out of int range. */
 static int64_t scaled(int64_t size, double scale) {
-    return (int64_t)((float)scale * (float)size);
+    float v = (float)scale * (float)size;
+    return v >= 0 && v < 2147483648.0f ? (int64_t)v : -1;
 }
 
 /* An axis of `size` resized by mode (not size or like): odd_scale or the parities. */
@@ -392,7 +397,8 @@ static int64_t resize_axis(int mode, int64_t size, double scale) {
     bool odd = size % 2 == 1;
     switch (mode) {
     case BR_ODD_SCALE:
-        return odd ? scaled(size - 1, scale) + 1 : scaled(size, scale);
+        if (!odd) return scaled(size, scale);
+        return scaled(size - 1, scale) < 0 ? -1 : scaled(size - 1, scale) + 1;
     case BR_EVEN_DOWN:
         return odd ? size - 1 : size;
     case BR_EVEN_UP:
@@ -412,9 +418,10 @@ static int resize_out_size(const deft_op_t *op, const deft_param_value_t *p, int
     if (nin != resize_num_inputs(p))
         return deft_op_error(op, DEFT_ERR_VALUE, "got %d inputs, expected %d for mode %s", nin,
                              resize_num_inputs(p), resize_modes[mode]);
-    if (p[BR_HEIGHT].i < 1 || p[BR_WIDTH].i < 1)
+    if (p[BR_HEIGHT].i < 1 || p[BR_WIDTH].i < 1 || p[BR_HEIGHT].i > INT32_MAX ||
+        p[BR_WIDTH].i > INT32_MAX)
         return deft_op_error(op, DEFT_ERR_VALUE,
-                             "height and width are %lld and %lld, expected >= 1",
+                             "height and width are %lld and %lld, expected 1 to 2^31 - 1",
                              (long long)p[BR_HEIGHT].i, (long long)p[BR_WIDTH].i);
     if ((mode == BR_SIZE && sh && !sw) || (mode == BR_ODD_SCALE && !(sh && sw)))
         return deft_op_error(op, DEFT_ERR_VALUE, "mode %s with scale_height needs scale_width too",
