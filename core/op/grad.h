@@ -36,4 +36,17 @@ static inline const char *g_attr(deft_grad_builder_t *b, const char *key, const 
     return v ? v : fallback;
 }
 
+/* The forward node's parameters named in `defs`, as given, into `params` (room for
+ * 2 * len(defs) + 1), NULL-terminated: for a backward operator that takes them all. */
+static inline const char *const *
+g_forward_params(deft_grad_builder_t *b, const deft_param_def_t *defs, const char **params) {
+    int n = 0;
+    for (int k = 0; defs[k].name; k++) {
+        const char *v = b->attr(b, defs[k].name);
+        if (v) params[n++] = defs[k].name, params[n++] = v;
+    }
+    params[n] = NULL;
+    return params;
+}
+
 #endif

@@ -1,0 +1,430 @@
+/*
+ * Pooling (MXNet's operator): max, average, sum and Lp pooling over 1, 2 or
+ * 3 spatial axes of NCW / NCHW / NCDHW data, and its gradient
+ * _backward_Pooling. The window arithmetic lives in core/math/pool_math.h,
+ * shared with the GPU kernel; this file checks parameters, computes output
+ * shapes exactly as MXNet (valid, full = ceil mode, same), and runs the CPU
+ * loops. float32 2-D max and average pooling take a row kernel that the
+ * compiler vectorises across the output width.
+ */
+#include <string.h>
+
+#include "core/base/parallel.h"
+#include "core/math/pool_math.h"
+#include "core/op/grad.h"
+#include "core/op/kernel.h"
+#include "core/op/op.h"
+
+enum {
+    P_KERNEL,
+    P_TYPE,
+    P_GLOBAL,
+    P_CUDNN_OFF,
+    P_CONVENTION,
+    P_STRIDE,
+    P_PAD,
+    P_P_VALUE,
+    P_COUNT_PAD,
+    P_LAYOUT,
+    P_COUNT
+};
+enum { CONV_VALID, CONV_FULL, CONV_SAME };
+
+static const char *const pool_types[] = {"max", "avg", "sum", "lp", NULL};
+static const char *const conventions[] = {"valid", "full", "same", NULL};
+/* MXNet's layouts; the channel-last ones parse but are refused by inference. */
+static const char *const layouts[] = {"NCW", "NCHW", "NCDHW", "NWC", "NHWC", "NDHWC", NULL};
+
+static const deft_param_def_t pool_params[] = {
+    {"kernel", DEFT_PARAM_TUPLE, "()", "window size: (x,), (y, x) or (d, y, x)", NULL, false},
+    {"pool_type", DEFT_PARAM_ENUM, "max", "max, avg, sum or lp", pool_types, false},
+    {"global_pool", DEFT_PARAM_BOOL, "false", "pool over the whole spatial extent", NULL, false},
+    {"cudnn_off", DEFT_PARAM_BOOL, "false", "accepted for MXNet compatibility", NULL, false},
+    {"pooling_convention", DEFT_PARAM_ENUM, "valid",
+     "valid (floor), full (ceil) or same (1-D only)", conventions, false},
+    {"stride", DEFT_PARAM_TUPLE, "()", "step per spatial axis (default 1)", NULL, false},
+    {"pad", DEFT_PARAM_TUPLE, "()", "zero padding per spatial axis (default 0)", NULL, false},
+    {"p_value", DEFT_PARAM_INT, "None", "power of Lp pooling: 1, 2 or 3", NULL, true},
+    {"count_include_pad", DEFT_PARAM_BOOL, "None",
+     "average pooling counts padded elements (default true)", NULL, true},
+    {"layout", DEFT_PARAM_ENUM, "None", "NCW, NCHW or NCDHW (default from the rank)", layouts,
+     true},
+    {0}};
+
+/* The spatial rank of a layout, by its index in `layouts`. */
+static int layout_rank(int64_t layout) {
+    return (int)(layout % 3) + 1;
+}
+
+static int check_layout(const deft_op_t *op, const deft_param_value_t *p, const deft_shape_t *x) {
+    if (p[P_LAYOUT].none) return 0;
+    const char *name = layouts[p[P_LAYOUT].i];
+    if (p[P_LAYOUT].i >= 3)
+        return deft_op_error(op, DEFT_ERR_NOT_IMPLEMENTED,
+                             "layout %s is not supported; only NCW, NCHW and NCDHW are", name);
+    char s[DEFT_SHAPE_STR_MAX];
+    if (layout_rank(p[P_LAYOUT].i) + 2 != x->ndim)
+        return deft_op_error(op, DEFT_ERR_VALUE, "layout %s needs %d-D data, got shape %s", name,
+                             layout_rank(p[P_LAYOUT].i) + 2, deft_shape_format(x, s, sizeof s));
+    return 0;
+}
+
+/* kernel, stride and pad of a non-global pooling over n spatial axes. */
+static int check_window_params(const deft_op_t *op, const deft_param_value_t *p, int n,
+                               const deft_shape_t *x) {
+    char s[DEFT_SHAPE_STR_MAX];
+    const deft_tuple_t *k = &p[P_KERNEL].t, *st = &p[P_STRIDE].t, *pd = &p[P_PAD].t;
+    if (k->n == 0)
+        return deft_op_error(op, DEFT_ERR_VALUE, "kernel is required unless global_pool is true");
+    if (k->n != n)
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "kernel has %d entries but data has shape %s, expected %d-D data",
+                             k->n, deft_shape_format(x, s, sizeof s), k->n + 2);
+    if ((st->n && st->n != n) || (pd->n && pd->n != n))
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "stride has %d and pad %d entries, expected %d like kernel (or none)",
+                             st->n, pd->n, n);
+    for (int i = 0; i < n; i++) {
+        int64_t kernel = k->v[i], stride = st->n ? st->v[i] : 1, pad = pd->n ? pd->v[i] : 0;
+        if (kernel < 1 || stride < 1 || pad < 0 || kernel > INT32_MAX || stride > INT32_MAX ||
+            pad > INT32_MAX) /* MXNet holds them as int; so the sums below cannot overflow */
+            return deft_op_error(op, DEFT_ERR_VALUE,
+                                 "kernel %lld, stride %lld and pad %lld on axis %d; expected "
+                                 "kernel and stride >= 1 and pad >= 0 (at most 2^31 - 1)",
+                                 (long long)kernel, (long long)stride, (long long)pad, i);
+        /* A window that could lie wholly in the padding has nothing to pool. */
+        if (pad >= kernel)
+            return deft_op_error(op, DEFT_ERR_VALUE,
+                                 "pad (%lld) must be smaller than kernel (%lld) on axis %d",
+                                 (long long)pad, (long long)kernel, i);
+        int64_t size = x->dims[2 + i];
+        if (kernel > size + 2 * pad)
+            return deft_op_error(op, DEFT_ERR_VALUE,
+                                 "kernel size (%lld) exceeds input (%lld padded to %lld) on axis "
+                                 "%d",
+                                 (long long)kernel, (long long)size, (long long)(size + 2 * pad),
+                                 i);
+    }
+    return 0;
+}
+
+/* The output length of one axis under the convention (the window fits: checked). */
+static int64_t out_length(int convention, int64_t size, int64_t kernel, int64_t stride,
+                          int64_t pad) {
+    int64_t span = size + 2 * pad;
+    if (convention == CONV_SAME) return (span + stride - 1) / stride;
+    if (convention == CONV_FULL) return 1 + (span - kernel + stride - 1) / stride;
+    return 1 + (span - kernel) / stride;
+}
+
+/* Check everything and describe the pooling of data shape x; out gets the result's shape. */
+static int pool_geometry(const deft_op_t *op, const deft_param_value_t *p, const deft_shape_t *x,
+                         deft_pool_geom_t *g, deft_shape_t *out) {
+    char s[DEFT_SHAPE_STR_MAX];
+    int type = (int)p[P_TYPE].i, convention = (int)p[P_CONVENTION].i;
+    if (type == DEFT_POOL_LP && p[P_P_VALUE].none)
+        return deft_op_error(op, DEFT_ERR_VALUE, "pool_type 'lp' needs p_value");
+    if (type == DEFT_POOL_LP && (p[P_P_VALUE].i < 1 || p[P_P_VALUE].i > 3))
+        return deft_op_error(op, DEFT_ERR_VALUE, "p_value is %lld, expected 1, 2 or 3",
+                             (long long)p[P_P_VALUE].i);
+    if (x->ndim < 3 || x->ndim > 5)
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "data has shape %s, expected 3-D (batch, channel, x), 4-D (batch, "
+                             "channel, y, x) or 5-D (batch, channel, d, y, x)",
+                             deft_shape_format(x, s, sizeof s));
+    if (check_layout(op, p, x)) return -1;
+    int n = x->ndim - 2;
+    bool global = p[P_GLOBAL].i;
+    if (convention == CONV_SAME) {
+        bool padded = false;
+        for (int i = 0; i < p[P_PAD].t.n; i++) padded |= p[P_PAD].t.v[i] != 0;
+        if (n != 1)
+            return deft_op_error(op, DEFT_ERR_VALUE,
+                                 "pooling_convention 'same' supports 1-D pooling only (3-D data), "
+                                 "got shape %s",
+                                 deft_shape_format(x, s, sizeof s));
+        if (padded)
+            return deft_op_error(op, DEFT_ERR_VALUE, "pooling_convention 'same' does not take pad");
+    }
+    if (!global && check_window_params(op, p, n, x)) return -1;
+    *g = (deft_pool_geom_t){.planes = x->dims[0] * x->dims[1],
+                            .type = type,
+                            .p = type == DEFT_POOL_LP ? (int)p[P_P_VALUE].i : 1,
+                            .count_include_pad = p[P_COUNT_PAD].none || p[P_COUNT_PAD].i};
+    *out = *x;
+    for (int a = 0; a < 3; a++) {
+        int i = a - (3 - n); /* the spatial axis of data behind axis a, if any */
+        int64_t size = i >= 0 ? x->dims[2 + i] : 1;
+        g->in[a] = size;
+        g->kernel[a] = i < 0 ? 1 : global ? size : p[P_KERNEL].t.v[i];
+        g->stride[a] = i < 0 || global || !p[P_STRIDE].t.n ? 1 : p[P_STRIDE].t.v[i];
+        g->pad[a] = i < 0 || global || !p[P_PAD].t.n ? 0 : p[P_PAD].t.v[i];
+        g->out[a] =
+            global ? 1 : out_length(convention, size, g->kernel[a], g->stride[a], g->pad[a]);
+        if (i >= 0) out->dims[2 + i] = g->out[a];
+    }
+    return 0;
+}
+
+static int pool_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                      const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)nin;
+    deft_pool_geom_t g;
+    if (deft_op_check_dtype_float(op, 0, in[0].dtype) ||
+        pool_geometry(op, p, &in[0].shape, &g, &out[0].shape))
+        return -1;
+    out[0].dtype = in[0].dtype;
+    *nout = 1;
+    return 0;
+}
+
+/* ---- forward on the CPU ---- */
+
+typedef struct pool_job {
+    deft_pool_geom_t g;
+    deft_dtype_t dtype;
+    const void *x;
+    void *y;
+} pool_job_t;
+
+/* Output columns [*lo, *hi) whose windows lie inside the input along w. */
+static void interior_columns(const deft_pool_geom_t *g, int64_t *lo, int64_t *hi) {
+    int64_t s = g->stride[2], first = (g->pad[2] + s - 1) / s;
+    int64_t room = g->in[2] - g->kernel[2] + g->pad[2]; /* the last start + pad that fits */
+    int64_t last = room < 0 ? -1 : room / s;
+    *lo = first < g->out[2] ? first : g->out[2];
+    *hi = last + 1 > *lo ? (last + 1 < g->out[2] ? last + 1 : g->out[2]) : *lo;
+}
+
+/*
+ * One output row of a float32 2-D max or average pooling. The columns whose
+ * windows lie inside the input are accumulated kernel tap by tap across the
+ * whole row, a loop the compiler vectorises; the few border columns take the
+ * general window code.
+ */
+DEFT_CLONES static void pool_row_f32(const deft_pool_geom_t *g, const float *plane, float *row,
+                                     int64_t oh) {
+    int64_t lo, hi, width = g->in[2], stride = g->stride[2], pad = g->pad[2];
+    interior_columns(g, &lo, &hi);
+    bool max = g->type == DEFT_POOL_MAX;
+    for (int64_t ow = 0; ow < g->out[2]; ow++) {
+        if (ow == lo && hi > lo) ow = hi;
+        if (ow >= g->out[2]) break;
+        deft_pool_window_t w = deft_pool_window(g, (const int64_t[]){0, oh, ow});
+        row[ow] = (float)deft_pool_value(g, plane, DEFT_DT_FLOAT32, 0, &w);
+    }
+    if (hi <= lo) return;
+    deft_pool_window_t w = deft_pool_window(g, (const int64_t[]){0, oh, lo});
+    float init = max ? -3.40282347e38f : 0.0f;
+    for (int64_t ow = lo; ow < hi; ow++) row[ow] = init;
+    for (int64_t h = w.lo[1]; h < w.hi[1]; h++) {
+        const float *in = plane + h * width;
+        for (int64_t k = 0; k < g->kernel[2]; k++) {
+            int64_t tap = k - pad; /* >= -ow * stride for interior columns */
+            if (max)
+                for (int64_t ow = lo; ow < hi; ow++) {
+                    float v = in[ow * stride + tap];
+                    row[ow] = v > row[ow] ? v : row[ow];
+                }
+            else
+                for (int64_t ow = lo; ow < hi; ow++) row[ow] += in[ow * stride + tap];
+        }
+    }
+    if (!max) {
+        float scale = (float)(1 / w.divisor);
+        for (int64_t ow = lo; ow < hi; ow++) row[ow] *= scale;
+    }
+}
+
+/* Output rows [begin, end), a row being (plane, od, oh). */
+static void pool_rows(void *arg, int64_t begin, int64_t end) {
+    const pool_job_t *j = arg;
+    const deft_pool_geom_t *g = &j->g;
+    int64_t in_plane = g->in[0] * g->in[1] * g->in[2];
+    bool fast = j->dtype == DEFT_DT_FLOAT32 && g->in[0] == 1 && g->kernel[0] == 1 &&
+                (g->type == DEFT_POOL_MAX || g->type == DEFT_POOL_AVG);
+    for (int64_t r = begin; r < end; r++) {
+        int64_t oh = r % g->out[1], od = r / g->out[1] % g->out[0];
+        int64_t plane = r / (g->out[0] * g->out[1]);
+        int64_t out_at = r * g->out[2];
+        if (fast) {
+            pool_row_f32(g, (const float *)j->x + plane * in_plane, (float *)j->y + out_at, oh);
+            continue;
+        }
+        for (int64_t ow = 0; ow < g->out[2]; ow++) {
+            deft_pool_window_t w = deft_pool_window(g, (const int64_t[]){od, oh, ow});
+            double v = deft_pool_value(g, j->x, j->dtype, plane * in_plane, &w);
+            deft_store_double(j->y, j->dtype, out_at + ow, v);
+        }
+    }
+}
+
+static int pool_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                        const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    pool_job_t j = {
+        .dtype = in[0].dtype, .x = deft_tensor_data(&in[0]), .y = deft_tensor_data(&out[0])};
+    deft_shape_t shape;
+    if (pool_geometry(op, p, &in[0].shape, &j.g, &shape)) return -1;
+    int64_t rows = j.g.planes * j.g.out[0] * j.g.out[1];
+    if (rows == 0 || j.g.out[2] == 0) return 0;
+    int64_t window = j.g.kernel[0] * j.g.kernel[1] * j.g.kernel[2];
+    int64_t grain = DEFT_PARALLEL_GRAIN / (j.g.out[2] * window) + 1;
+    deft_parallel_for(rows, grain, pool_rows, &j);
+    return 0;
+}
+
+/* ---- backward: (out_grad, data, output) -> d data ---- */
+
+typedef struct unpool_job {
+    deft_pool_geom_t g;
+    deft_dtype_t dtype;
+    const void *dy, *x, *y;
+    void *dx;
+} unpool_job_t;
+
+/* d output / d input of Lp pooling at input v, for output value out (MXNet's lp_grad). */
+static double lp_factor(int p, double v, double out) {
+    if (p == 1) return 1;
+    if (out == 0) return 0; /* underflowed output: no inf or NaN */
+    return p == 2 ? v / out : (v / out) * (v / out);
+}
+
+/* Max pooling sends the gradient to the first input equal to the output, as MXNet. */
+static void unpool_max(const unpool_job_t *j, const deft_pool_window_t *w, int64_t in_base,
+                       double out, double dy) {
+    const deft_pool_geom_t *g = &j->g;
+    for (int64_t d = w->lo[0]; d < w->hi[0]; d++)
+        for (int64_t h = w->lo[1]; h < w->hi[1]; h++)
+            for (int64_t c = w->lo[2]; c < w->hi[2]; c++) {
+                int64_t i = in_base + (d * g->in[1] + h) * g->in[2] + c;
+                if (deft_load_double(j->x, j->dtype, i) != out) continue;
+                deft_store_double(j->dx, j->dtype, i, deft_load_double(j->dx, j->dtype, i) + dy);
+                return;
+            }
+}
+
+static void unpool_spread(const unpool_job_t *j, const deft_pool_window_t *w, int64_t in_base,
+                          double out, double dy) {
+    const deft_pool_geom_t *g = &j->g;
+    int p = g->type == DEFT_POOL_LP ? g->p : 1;
+    for (int64_t d = w->lo[0]; d < w->hi[0]; d++)
+        for (int64_t h = w->lo[1]; h < w->hi[1]; h++)
+            for (int64_t c = w->lo[2]; c < w->hi[2]; c++) {
+                int64_t i = in_base + (d * g->in[1] + h) * g->in[2] + c;
+                double v = deft_load_double(j->x, j->dtype, i);
+                double add = dy * lp_factor(p, v, out) / w->divisor;
+                deft_store_double(j->dx, j->dtype, i, deft_load_double(j->dx, j->dtype, i) + add);
+            }
+}
+
+/* Planes [begin, end): each plane's gradient depends on that plane alone. */
+static void unpool_planes(void *arg, int64_t begin, int64_t end) {
+    const unpool_job_t *j = arg;
+    const deft_pool_geom_t *g = &j->g;
+    int64_t in_plane = g->in[0] * g->in[1] * g->in[2];
+    int64_t out_plane = g->out[0] * g->out[1] * g->out[2];
+    size_t elem = deft_dtype_size(j->dtype);
+    memset((char *)j->dx + (size_t)(begin * in_plane) * elem, 0,
+           (size_t)((end - begin) * in_plane) * elem);
+    for (int64_t i = begin * out_plane; i < end * out_plane; i++) {
+        int64_t in_base, out_base;
+        deft_pool_window_t w = deft_pool_locate(g, i, &in_base, &out_base);
+        double out = deft_load_double(j->y, j->dtype, i);
+        double dy = deft_load_double(j->dy, j->dtype, i);
+        if (g->type == DEFT_POOL_MAX)
+            unpool_max(j, &w, in_base, out, dy);
+        else
+            unpool_spread(j, &w, in_base, out, dy);
+    }
+}
+
+static int unpool_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                        const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)nin;
+    deft_desc_t y;
+    int n;
+    if (pool_infer(op, p, 1, &in[1], &n, &y)) return -1;
+    for (int k = 0; k < 3; k += 2)
+        if (!deft_shape_equal(&in[k].shape, &y.shape) || in[k].dtype != y.dtype) {
+            char s[DEFT_SHAPE_STR_MAX], want[DEFT_SHAPE_STR_MAX];
+            return deft_op_error(
+                op, DEFT_ERR_VALUE,
+                "input %d (%s) has shape %s, expected %s like the pooling's output", k,
+                k ? "output" : "out_grad", deft_shape_format(&in[k].shape, s, sizeof s),
+                deft_shape_format(&y.shape, want, sizeof want));
+        }
+    out[0] = in[1];
+    *nout = 1;
+    return 0;
+}
+
+static int unpool_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    unpool_job_t j = {.dtype = in[1].dtype,
+                      .dy = deft_tensor_data(&in[0]),
+                      .x = deft_tensor_data(&in[1]),
+                      .y = deft_tensor_data(&in[2]),
+                      .dx = deft_tensor_data(&out[0])};
+    deft_shape_t shape;
+    if (pool_geometry(op, p, &in[1].shape, &j.g, &shape)) return -1;
+    if (deft_shape_size(&in[1].shape) == 0) return 0;
+    int64_t plane_work = j.g.in[0] * j.g.in[1] * j.g.in[2] + j.g.out[0] * j.g.out[1] * j.g.out[2] *
+                                                                 j.g.kernel[0] * j.g.kernel[1] *
+                                                                 j.g.kernel[2];
+    deft_parallel_for(j.g.planes, DEFT_PARALLEL_GRAIN / (plane_work + 1) + 1, unpool_planes, &j);
+    return 0;
+}
+
+#ifdef DEFT_HAVE_CUDA
+static int pool_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                            const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    deft_pool_geom_t g;
+    deft_shape_t shape;
+    if (pool_geometry(op, p, &in[0].shape, &g, &shape)) return -1;
+    return deft_gpu_pooling(in[0].device.id, &g, in[0].dtype, deft_tensor_data(&in[0]),
+                            deft_tensor_data(&out[0]));
+}
+#endif
+
+/* d data through _backward_Pooling, which reads the output gradient, the data and the output. */
+static int grad_pooling(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                        deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    const char *params[2 * P_COUNT + 1];
+    deft_gref_t in[3] = {b->out_grad(b, 0), b->input(b, 0), b->output(b, 0)};
+    in_grads[0] =
+        b->apply(b, "_backward_Pooling", 3, in, g_forward_params(b, pool_params, params), 0);
+    return 0;
+}
+
+static const char *const unpool_inputs[] = {"out_grad", "data", "output", NULL};
+
+static const deft_op_t pool_ops[] = {
+    {.name = "Pooling",
+     .description = "Max, average, sum or Lp pooling over the spatial axes of NCW, NCHW or NCDHW "
+                    "data; pooling_convention valid floors the output length, full ceils it.",
+     .input_names = deft_op_data_input,
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .params = pool_params,
+     .infer = pool_infer,
+     .forward = pool_forward,
+     .forward_gpu = DEFT_GPU(pool_forward_gpu),
+     .inplace_input = -1,
+     .gradient = grad_pooling},
+    {.name = "_backward_Pooling",
+     .description = "Gradient of Pooling with respect to data, from the output gradient, the data "
+                    "and the output; max pooling routes each gradient to the first maximum.",
+     .input_names = unpool_inputs,
+     .min_inputs = 3,
+     .max_inputs = 3,
+     .params = pool_params,
+     .infer = unpool_infer,
+     .forward = unpool_forward,
+     .inplace_input = -1},
+};
+
+DEFT_OP_FAMILY(deft_family_pool, pool_ops);

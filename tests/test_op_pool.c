@@ -1,0 +1,325 @@
+/* Pooling and _backward_Pooling against naive loops written from MXNet's definitions. */
+#include "op_helpers.h"
+
+/* One pooling, as the test's reference sees it (spatial axes padded to 3 with size 1). */
+typedef struct ref_pool {
+    int nsp;                          /* spatial axes: 1, 2 or 3 */
+    int64_t batch, ch, in[3];         /* data (batch, ch, in[3 - nsp] ...) */
+    int64_t k[3], s[3], p[3], out[3]; /* out filled by ref_shape */
+    const char *type;                 /* max avg sum lp */
+    int power;
+    bool include_pad;
+    const char *convention;
+} ref_pool_t;
+
+static void ref_shape(ref_pool_t *r) {
+    for (int a = 0; a < 3; a++) {
+        double span = (double)(r->in[a] + 2 * r->p[a]);
+        if (!strcmp(r->convention, "same"))
+            r->out[a] = (int64_t)ceil(span / (double)r->s[a]);
+        else if (!strcmp(r->convention, "full"))
+            r->out[a] = 1 + (int64_t)ceil((span - (double)r->k[a]) / (double)r->s[a]);
+        else
+            r->out[a] = 1 + (int64_t)floor((span - (double)r->k[a]) / (double)r->s[a]);
+    }
+}
+
+static int64_t ref_in_count(const ref_pool_t *r) {
+    return r->batch * r->ch * r->in[0] * r->in[1] * r->in[2];
+}
+
+static int64_t ref_out_count(const ref_pool_t *r) {
+    return r->batch * r->ch * r->out[0] * r->out[1] * r->out[2];
+}
+
+/* Visit the taps of output o of plane `plane`: pos inside the data or not, and whether a
+ * padded average counts it (taps past the padded end never count). */
+typedef struct tap {
+    int64_t index; /* -1: in the padding */
+    bool counted;  /* inside the padded input */
+} tap_t;
+
+static int ref_taps(const ref_pool_t *r, int64_t plane, const int64_t *o, tap_t *taps) {
+    int n = 0;
+    for (int64_t a = 0; a < r->k[0]; a++)
+        for (int64_t b = 0; b < r->k[1]; b++)
+            for (int64_t c = 0; c < r->k[2]; c++) {
+                int64_t pos[3] = {o[0] * r->s[0] - r->p[0] + a, o[1] * r->s[1] - r->p[1] + b,
+                                  o[2] * r->s[2] - r->p[2] + c};
+                bool inside = true, counted = true;
+                for (int d = 0; d < 3; d++) {
+                    inside &= pos[d] >= 0 && pos[d] < r->in[d];
+                    counted &= pos[d] < r->in[d] + r->p[d];
+                }
+                taps[n].index =
+                    inside ? ((plane * r->in[0] + pos[0]) * r->in[1] + pos[1]) * r->in[2] + pos[2]
+                           : -1;
+                taps[n++].counted = counted;
+            }
+    return n;
+}
+
+static void out_position(const ref_pool_t *r, int64_t i, int64_t *plane, int64_t *o) {
+    o[2] = i % r->out[2];
+    o[1] = i / r->out[2] % r->out[1];
+    o[0] = i / (r->out[2] * r->out[1]) % r->out[0];
+    *plane = i / (r->out[0] * r->out[1] * r->out[2]);
+}
+
+static void ref_forward(const ref_pool_t *r, const double *x, double lowest, double *y) {
+    tap_t taps[512];
+    for (int64_t i = 0; i < ref_out_count(r); i++) {
+        int64_t plane, o[3];
+        out_position(r, i, &plane, o);
+        int n = ref_taps(r, plane, o, taps), counted = 0, inside = 0;
+        double max = lowest, sum = 0;
+        for (int t = 0; t < n; t++) {
+            counted += taps[t].counted;
+            if (taps[t].index < 0) continue;
+            double v = x[taps[t].index];
+            inside++;
+            if (v > max) max = v;
+            sum += !strcmp(r->type, "lp") ? pow(v, r->power) : v;
+        }
+        if (!strcmp(r->type, "max"))
+            y[i] = max;
+        else if (!strcmp(r->type, "avg"))
+            y[i] = inside ? sum / (r->include_pad ? counted : inside) : 0; /* empty: 0 */
+        else if (!strcmp(r->type, "lp"))
+            y[i] = r->power == 1 ? sum : r->power == 2 ? sqrt(sum) : cbrt(sum);
+        else
+            y[i] = sum;
+    }
+}
+
+/* d data: max to the first maximal tap, the others spread (Lp through x/y powers). */
+static void ref_backward(const ref_pool_t *r, const double *x, const double *y, const double *dy,
+                         double *dx) {
+    tap_t taps[512];
+    memset(dx, 0, sizeof(double) * (size_t)ref_in_count(r));
+    for (int64_t i = 0; i < ref_out_count(r); i++) {
+        int64_t plane, o[3];
+        out_position(r, i, &plane, o);
+        int n = ref_taps(r, plane, o, taps), counted = 0, inside = 0;
+        for (int t = 0; t < n; t++) counted += taps[t].counted, inside += taps[t].index >= 0;
+        double size = !strcmp(r->type, "avg") ? (r->include_pad ? counted : inside) : 1;
+        for (int t = 0; t < n; t++) {
+            int64_t at = taps[t].index;
+            if (at < 0) continue;
+            if (!strcmp(r->type, "max")) {
+                if (x[at] == y[i]) {
+                    dx[at] += dy[i];
+                    break;
+                }
+                continue;
+            }
+            double factor = 1;
+            if (!strcmp(r->type, "lp") && r->power > 1)
+                factor = y[i] == 0 ? 0 : pow(x[at] / y[i], r->power - 1);
+            dx[at] += dy[i] * factor / size;
+        }
+    }
+}
+
+static void fill_distinct(double *v, int64_t n, int seed) {
+    for (int64_t i = 0; i < n; i++)
+        v[i] = (double)(((i + 3) * (7919 + seed * 104729)) % 2003) / 200.0 - 5;
+}
+
+static void tuple_text(char *buf, size_t size, const int64_t *v, int nsp) {
+    int used = snprintf(buf, size, "(");
+    for (int a = 3 - nsp; a < 3; a++)
+        used += snprintf(buf + used, size - (size_t)used, "%lld,", (long long)v[a]);
+    snprintf(buf + used, size - (size_t)used, ")");
+}
+
+/* Run Pooling and _backward_Pooling on r in `dtype` and compare with the references. */
+static void check_pool(ref_pool_t r, int dtype) {
+    ref_shape(&r);
+    int64_t shape[5] = {r.batch, r.ch}, oshape[5] = {r.batch, r.ch};
+    for (int i = 0; i < r.nsp; i++)
+        shape[2 + i] = r.in[3 - r.nsp + i], oshape[2 + i] = r.out[3 - r.nsp + i];
+    int64_t nin = ref_in_count(&r), nout = ref_out_count(&r);
+    double *x = malloc(sizeof(double) * (size_t)nin), *y = malloc(sizeof(double) * (size_t)nout);
+    double *dy = malloc(sizeof(double) * (size_t)nout), *dx = malloc(sizeof(double) * (size_t)nin);
+    fill_distinct(x, nin, 1);
+    fill_distinct(dy, nout, 2);
+    if (dtype == DEFT_FLOAT32)
+        for (int64_t i = 0; i < nin; i++) x[i] = (float)x[i];
+    char kernel[64], stride[64], pad[64], power[8];
+    tuple_text(kernel, sizeof kernel, r.k, r.nsp);
+    tuple_text(stride, sizeof stride, r.s, r.nsp);
+    tuple_text(pad, sizeof pad, r.p, r.nsp);
+    snprintf(power, sizeof power, "%d", r.power);
+    const char *const *params = P(
+        "kernel", kernel, "stride", stride, "pad", pad, "pool_type", r.type, "p_value", power,
+        "count_include_pad", r.include_pad ? "true" : "false", "pooling_convention", r.convention);
+    DeftNDArrayHandle X = make(dtype, 2 + r.nsp, shape, x);
+    DeftNDArrayHandle Y = call1("Pooling", 1, &X, params);
+    ref_forward(&r, x, dtype == DEFT_FLOAT32 ? -3.4028234663852886e38 : -1.7976931348623157e308, y);
+    assert_shape(Y, 2 + r.nsp, oshape);
+    assert_values(Y, nout, y, dtype == DEFT_FLOAT32 ? 1e-5 : 1e-12);
+    double *got_y = read_all(Y, &nout); /* the backward sees the output as computed */
+    DeftNDArrayHandle DY = make(dtype, 2 + r.nsp, oshape, dy);
+    DeftNDArrayHandle DX = call1("_backward_Pooling", 3, (DeftNDArrayHandle[]){DY, X, Y}, params);
+    ref_backward(&r, x, got_y, dy, dx);
+    assert_shape(DX, 2 + r.nsp, shape);
+    assert_values(DX, nin, dx, dtype == DEFT_FLOAT32 ? 1e-5 : 1e-12);
+    free_all(4, (DeftNDArrayHandle[]){X, Y, DY, DX});
+    free(x), free(y), free(dy), free(dx), free(got_y);
+}
+
+static const char *const types[] = {"max", "avg", "sum", "lp"};
+
+/* Every type and convention, with and without counting the padding, 1-D to 3-D, both dtypes. */
+START_TEST(test_pooling_matches_reference) {
+    int dtype = _i % 2 ? DEFT_FLOAT64 : DEFT_FLOAT32;
+    const char *convention = _i / 2 % 2 ? "full" : "valid";
+    for (int t = 0; t < 4; t++)
+        for (int include = 0; include < 2; include++) {
+            for (int power = 1; power <= (t == 3 ? 3 : 1); power++) {
+                ref_pool_t one = {1,         2,   3,        {1, 1, 11}, {1, 1, 3}, {1, 1, 2},
+                                  {0, 0, 1}, {0}, types[t], power,      include,   convention};
+                ref_pool_t two = {2,         2,   2,        {1, 7, 9}, {1, 3, 2}, {1, 2, 3},
+                                  {0, 1, 1}, {0}, types[t], power,     include,   convention};
+                ref_pool_t three = {3,         1,   2,        {5, 4, 6}, {2, 3, 2}, {2, 1, 2},
+                                    {1, 1, 0}, {0}, types[t], power,     include,   convention};
+                check_pool(one, dtype);
+                check_pool(two, dtype);
+                check_pool(three, dtype);
+            }
+        }
+}
+END_TEST
+
+/* The float32 row kernel: wide rows with interior and border columns, strides 1 and 2. */
+START_TEST(test_pooling_float32_rows_match_reference) {
+    for (int t = 0; t < 2; t++)
+        for (int s = 1; s <= 2; s++)
+            for (int p = 0; p <= 2; p++) {
+                ref_pool_t r = {2,         2,         3,         {1, 6, 41},
+                                {1, 3, 3}, {1, s, s}, {0, 1, p}, {0},
+                                types[t],  1,         p != 1,    s == 2 ? "full" : "valid"};
+                check_pool(r, DEFT_FLOAT32);
+            }
+}
+END_TEST
+
+START_TEST(test_pooling_same_convention_and_global) {
+    ref_pool_t same = {1,         1,   2,     {1, 1, 7}, {1, 1, 3}, {1, 1, 2},
+                       {0, 0, 0}, {0}, "avg", 1,         true,      "same"};
+    check_pool(same, DEFT_FLOAT64);
+    double x[2 * 3 * 4];
+    fill_distinct(x, 24, 3);
+    DeftNDArrayHandle X = make(DEFT_FLOAT64, 4, SHAPE(1, 2, 3, 4), x);
+    /* global pooling ignores kernel, stride and pad */
+    DeftNDArrayHandle G = call1("Pooling", 1, &X,
+                                P("global_pool", "true", "pool_type", "avg", "kernel", "(9,9)",
+                                  "pad", "(5,5)", "stride", "(3,3)"));
+    assert_shape(G, 4, SHAPE(1, 2, 1, 1));
+    double mean[2] = {0, 0};
+    for (int i = 0; i < 24; i++) mean[i / 12] += x[i] / 12;
+    assert_values(G, 2, mean, 1e-12);
+    DeftNDArrayHandle M = call1("Pooling", 1, &X, P("global_pool", "1", "layout", "NCHW"));
+    double max[2] = {-1e300, -1e300};
+    for (int i = 0; i < 24; i++) max[i / 12] = fmax(max[i / 12], x[i]);
+    assert_values(M, 2, max, 0);
+    /* cudnn_off is accepted; full rounds up where valid rounds down */
+    DeftNDArrayHandle V = call1("Pooling", 1, &X, P("kernel", "(2,2)", "stride", "(2,3)"));
+    assert_shape(V, 4, SHAPE(1, 2, 1, 1));
+    DeftNDArrayHandle F = call1(
+        "Pooling", 1, &X,
+        P("kernel", "(2,2)", "stride", "(2,3)", "pooling_convention", "full", "cudnn_off", "true"));
+    assert_shape(F, 4, SHAPE(1, 2, 2, 2));
+    free_all(5, (DeftNDArrayHandle[]){X, G, M, V, F});
+}
+END_TEST
+
+/* Max pooling's gradient goes to the first maximum of each window, as MXNet's. */
+START_TEST(test_max_pooling_gradient_goes_to_the_first_maximum) {
+    DeftNDArrayHandle X = make(DEFT_FLOAT32, 3, SHAPE(1, 1, 4), VALUES(3, 3, 1, 3));
+    DeftNDArrayHandle Y = call1("Pooling", 1, &X, P("kernel", "(2,)", "stride", "(1,)"));
+    assert_values(Y, 3, VALUES(3, 3, 3), 0);
+    DeftNDArrayHandle DY = make(DEFT_FLOAT32, 3, SHAPE(1, 1, 3), VALUES(1, 10, 100));
+    DeftNDArrayHandle DX = call1("_backward_Pooling", 3, (DeftNDArrayHandle[]){DY, X, Y},
+                                 P("kernel", "(2,)", "stride", "(1,)"));
+    assert_values(DX, 4, VALUES(1, 10, 0, 100), 0);
+    free_all(4, (DeftNDArrayHandle[]){X, Y, DY, DX});
+}
+END_TEST
+
+START_TEST(test_pooling_zero_size_batch) {
+    DeftNDArrayHandle X = make(DEFT_FLOAT32, 4, SHAPE(0, 3, 5, 5), NULL);
+    DeftNDArrayHandle Y = call1("Pooling", 1, &X, P("kernel", "(3,3)", "pool_type", "avg"));
+    assert_shape(Y, 4, SHAPE(0, 3, 3, 3));
+    DeftNDArrayHandle DX = call1("_backward_Pooling", 3, (DeftNDArrayHandle[]){Y, X, Y},
+                                 P("kernel", "(3,3)", "pool_type", "avg"));
+    assert_shape(DX, 4, SHAPE(0, 3, 5, 5));
+    free_all(3, (DeftNDArrayHandle[]){X, Y, DX});
+}
+END_TEST
+
+START_TEST(test_pooling_rejects_bad_parameters) {
+    DeftNDArrayHandle X = make(DEFT_FLOAT32, 4, SHAPE(1, 1, 4, 4), NULL);
+    DeftNDArrayHandle V = make(DEFT_FLOAT32, 2, SHAPE(4, 4), NULL);
+    DeftNDArrayHandle I = make(DEFT_INT32, 4, SHAPE(1, 1, 4, 4), NULL);
+    ck_assert_call_fails("Pooling", 1, &X, P("kernel", "(5,5)"), DEFT_ERROR_VALUE,
+                         "operator 'Pooling': kernel size (5) exceeds input (4 padded to 4)");
+    ck_assert_call_fails("Pooling", 1, &X, P("kernel", "(2,2)", "pad", "(2,0)"), DEFT_ERROR_VALUE,
+                         "pad (2) must be smaller than kernel (2) on axis 0");
+    ck_assert_call_fails("Pooling", 1, &X, P("kernel", "(2,)"), DEFT_ERROR_VALUE,
+                         "kernel has 1 entries but data has shape (1,1,4,4), expected 3-D data");
+    ck_assert_call_fails("Pooling", 1, &V, P("kernel", "(2,)"), DEFT_ERROR_VALUE,
+                         "data has shape (4,4), expected 3-D (batch, channel, x)");
+    ck_assert_call_fails("Pooling", 1, &X, NO_PARAMS, DEFT_ERROR_VALUE,
+                         "kernel is required unless global_pool is true");
+    ck_assert_call_fails("Pooling", 1, &X, P("kernel", "(2,2)", "stride", "(0,1)"),
+                         DEFT_ERROR_VALUE, "expected kernel and stride >= 1");
+    ck_assert_call_fails("Pooling", 1, &X, P("kernel", "(2,2)", "pad", "(1,4000000000000000000)"),
+                         DEFT_ERROR_VALUE, "(at most 2^31 - 1)");
+    ck_assert_call_fails("Pooling", 1, &X, P("kernel", "(2,2)", "stride", "(1,1,1)"),
+                         DEFT_ERROR_VALUE, "stride has 3 and pad 0 entries, expected 2");
+    ck_assert_call_fails("Pooling", 1, &X, P("kernel", "(2,2)", "pool_type", "lp"),
+                         DEFT_ERROR_VALUE, "pool_type 'lp' needs p_value");
+    ck_assert_call_fails("Pooling", 1, &X, P("kernel", "(2,2)", "pool_type", "lp", "p_value", "4"),
+                         DEFT_ERROR_VALUE, "p_value is 4, expected 1, 2 or 3");
+    ck_assert_call_fails("Pooling", 1, &X, P("kernel", "(2,2)", "layout", "NHWC"),
+                         DEFT_ERROR_NOT_IMPLEMENTED,
+                         "layout NHWC is not supported; only NCW, NCHW and NCDHW are");
+    ck_assert_call_fails("Pooling", 1, &X, P("kernel", "(2,2)", "layout", "NCW"), DEFT_ERROR_VALUE,
+                         "layout NCW needs 3-D data, got shape (1,1,4,4)");
+    ck_assert_call_fails("Pooling", 1, &X, P("kernel", "(2,2)", "pooling_convention", "same"),
+                         DEFT_ERROR_VALUE, "'same' supports 1-D pooling only");
+    ck_assert_call_fails("Pooling", 1, &X, P("kernel", "(2,2)", "pool_type", "median"),
+                         DEFT_ERROR_PARSE, "expected one of: max, avg, sum, lp");
+    ck_assert_call_fails("Pooling", 1, &I, P("kernel", "(2,2)"), DEFT_ERROR_TYPE,
+                         "input 0 has dtype int32, expected float32 or float64");
+    DeftNDArrayHandle X1 = make(DEFT_FLOAT32, 3, SHAPE(1, 1, 4), NULL);
+    ck_assert_call_fails("Pooling", 1, &X1,
+                         P("kernel", "(2,)", "pad", "(1,)", "pooling_convention", "same"),
+                         DEFT_ERROR_VALUE, "'same' does not take pad");
+    DeftNDArrayHandle Y = make(DEFT_FLOAT32, 4, SHAPE(1, 1, 2, 2), NULL);
+    ck_assert_call_fails("_backward_Pooling", 3, ((DeftNDArrayHandle[]){Y, X, X}),
+                         P("kernel", "(3,3)"), DEFT_ERROR_VALUE,
+                         "input 2 (output) has shape (1,1,4,4), expected (1,1,2,2)");
+    free_all(5, (DeftNDArrayHandle[]){X, V, I, X1, Y});
+}
+END_TEST
+
+static Suite *pool_suite(void) {
+    Suite *suite = suite_create("pooling");
+    TCase *tc = tcase_create("pool");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, test_pooling_matches_reference, 0, 4);
+    tcase_add_test(tc, test_pooling_float32_rows_match_reference);
+    tcase_add_test(tc, test_pooling_same_convention_and_global);
+    tcase_add_test(tc, test_max_pooling_gradient_goes_to_the_first_maximum);
+    tcase_add_test(tc, test_pooling_zero_size_batch);
+    tcase_add_test(tc, test_pooling_rejects_bad_parameters);
+    suite_add_tcase(suite, tc);
+    return suite;
+}
+
+int main(void) {
+    return run_suite(pool_suite());
+}
