@@ -11,6 +11,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${DEFT_MXNET_VENV:-/work/venv-mxnet}"
 PYTHON="${PYTHON:-python3}"
+# one thread, naive engine: the same bits on every run
+export OMP_NUM_THREADS=1 MXNET_ENGINE_TYPE=NaiveEngine
 
 make_venv() {
     if [ ! -x "$VENV/bin/python" ]; then
