@@ -14,7 +14,7 @@ ctest --test-dir "$DEFT_ROOT/build" --output-on-failure -j "$DEFT_JOBS"
 
 echo "== Python binding: pip install . into build/venv, then pytest"
 deft_python_env
-"$DEFT_VENV/bin/python" -m pytest -q "$DEFT_ROOT/bindings/python/tests"
+"$DEFT_VENV/bin/python" -m pytest -q "$DEFT_ROOT/bindings/python/tests" "$DEFT_ROOT/tests/mxnet"
 
 echo "== API documentation (doxygen)"
 cmake --build "$DEFT_ROOT/build" --target docs

@@ -391,6 +391,31 @@ DEFT_PY_NAMES_OUT(out_count, out_words)
     free(gave_heap$argnum);
 }
 
+/* A loaded NDArray file: [arrays, names or None]; Python owns the arrays,
+ * whose entries are cleared before DeftNDArrayListFree frees the lists. */
+%typemap(in, numinputs=0) (int *out_count, DeftNDArrayHandle **out_arrays, const char ***out_names)
+    (int n, DeftNDArrayHandle *arrays, const char **names) {
+    n = 0, arrays = NULL, names = NULL;
+    $1 = &n, $2 = &arrays, $3 = &names;
+}
+%typemap(argout) (int *out_count, DeftNDArrayHandle **out_arrays, const char ***out_names) {
+    PyObject *list = PyList_New(*$1);
+    for (int k = 0; list && k < *$1; k++) {
+        PyObject *h = SWIG_NewPointerObj((*$2)[k], $descriptor(struct DeftNDArray *), SWIG_POINTER_OWN);
+        if (!h) Py_CLEAR(list);
+        else PyList_SET_ITEM(list, k, h), (*$2)[k] = NULL;
+    }
+    PyObject *names = list && *$3 ? deft_py_str_list(*$1, *$3) : SWIG_Py_Void();
+    DeftNDArrayListFree(*$1, *$2, *$3);
+    if (!list || !names) {
+        Py_XDECREF(list), Py_XDECREF(names);
+        SWIG_fail;
+    }
+    /* one value, [arrays, names]: appended apart, names would join the arrays' list */
+    $result = SWIG_AppendOutput($result, Py_BuildValue("[NN]", list, names));
+}
+%ignore DeftNDArrayListFree;
+
 /* Gradients out: the Python argument is how many (the number of variables). */
 %typemap(in) DeftNDArrayHandle *out_grads (DeftNDArrayHandle *grads = NULL, Py_ssize_t n = 0) {
     n = PyLong_AsSsize_t($input);
@@ -459,6 +484,7 @@ DEFT_PY_ALLOW_THREADS(DeftWaitAll)
 DEFT_PY_ALLOW_THREADS(DeftShutdown)
 DEFT_PY_ALLOW_THREADS(DeftNDArrayCopyToHost)
 DEFT_PY_ALLOW_THREADS(DeftNDArrayCopyFromHost)
+DEFT_PY_ALLOW_THREADS(DeftNDArraySave)
 DEFT_PY_ALLOW_THREADS(DeftNDArrayToDLPack)
 DEFT_PY_ALLOW_THREADS(DeftNDArrayTriggerDeferredCompute)
 DEFT_PY_ALLOW_THREADS(DeftAutogradBackward)

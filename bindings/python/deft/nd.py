@@ -14,6 +14,7 @@ import types
 from ._lib import DTYPE_NAMES, cpu, dtype_code, lib
 from .ndarray import (NDArray, arange, array, empty, from_dlpack, full, invoke, ones,  # noqa: F401
                       ones_like, op_handle, waitall, zeros, zeros_like)
+from .serialize import load, load_frombuffer, save  # noqa: F401
 
 _internal = types.ModuleType(__name__ + "._internal", "Operators named with a leading underscore.")
 random = types.ModuleType(__name__ + ".random", "Random arrays (seed with deft.random.seed).")

@@ -206,6 +206,75 @@ DEFT_API int DeftShutdown(void);
  */
 DEFT_API int DeftNDArrayFree(DeftNDArrayHandle handle);
 
+/**
+ * @brief Read a list of arrays from a file in MXNet's NDArray format
+ *        (`.params` files, `mx.nd.save`).
+ *
+ * Dense arrays of every dtype deft has are read, from the format of MXNet
+ * 1.x (and the older array records it still reads). They land on the CPU,
+ * whichever device they were saved from. The file is checked as it is read:
+ * a truncated or damaged file, a wrong magic number, more than DEFT_MAX_NDIM
+ * dimensions, sizes larger than the file, a dtype deft lacks (int16, uint16,
+ * uint32, uint64) or sparse storage is an error naming the file and the array.
+ * @param path the file.
+ * @param[out] out_count receives the number of arrays.
+ * @param[out] out_arrays receives @p out_count new handles, owned by the caller.
+ * @param[out] out_names receives @p out_count names ("arg:fc1_weight",
+ *        "aux:bn_moving_mean", ...), or NULL when the file has none (saved
+ *        from a list rather than a dictionary).
+ * @return 0 on success; -1 on NULL arguments, a file that cannot be read or
+ *         is not a valid NDArray file, or when memory runs out, with nothing
+ *         returned. Free what it returns with DeftNDArrayListFree().
+ */
+DEFT_API int DeftNDArrayLoad(const char *path, int *out_count, DeftNDArrayHandle **out_arrays,
+                             const char ***out_names);
+
+/**
+ * @brief Read a list of arrays from the bytes of an NDArray file in memory
+ *        (as `mx.nd.load_frombuffer`).
+ * @param data the file's @p nbytes bytes; the arrays copy what they need.
+ * @param nbytes size of @p data.
+ * @param[out] out_count receives the number of arrays.
+ * @param[out] out_arrays receives @p out_count new handles, owned by the caller.
+ * @param[out] out_names receives the names, or NULL (see DeftNDArrayLoad()).
+ * @return 0 on success; -1 on the errors of DeftNDArrayLoad() (naming "buffer").
+ */
+DEFT_API int DeftNDArrayLoadFromBuffer(const void *data, size_t nbytes, int *out_count,
+                                       DeftNDArrayHandle **out_arrays, const char ***out_names);
+
+/**
+ * @brief Free what DeftNDArrayLoad() or DeftNDArrayLoadFromBuffer() returned.
+ *
+ * Frees every non-NULL handle of @p arrays, then the two lists. A caller that
+ * keeps some of the arrays sets their entries to NULL first (and frees those
+ * handles itself later with DeftNDArrayFree()).
+ * @param count the number of arrays returned.
+ * @param arrays the handles returned, or NULL.
+ * @param names the names returned, or NULL.
+ * @return 0 on success; -1 when an entry is not a live NDArray handle (the
+ *         others and the lists are freed all the same).
+ */
+DEFT_API int DeftNDArrayListFree(int count, DeftNDArrayHandle *arrays, const char **names);
+
+/**
+ * @brief Write arrays to a file in MXNet's NDArray format, which
+ *        `mx.nd.load` and `gluon.SymbolBlock.imports` read.
+ *
+ * Waits for pending writes to the arrays. Arrays of one or more dimensions
+ * are written as MXNet 1.x writes them; a 0-d array in the record of NumPy
+ * shape semantics, the only one that can hold it (MXNet reads such a file
+ * with `npx.load`).
+ * @param path the file, created or replaced.
+ * @param count number of arrays, >= 0.
+ * @param arrays @p count handles.
+ * @param names @p count names (parameter files name them "arg:NAME" and
+ *        "aux:NAME"), or NULL to write the list without names.
+ * @return 0 on success; -1 on a bad handle, a NULL name, an array whose
+ *         computation failed, or a write error, with no file left at @p path.
+ */
+DEFT_API int DeftNDArraySave(const char *path, int count, const DeftNDArrayHandle *arrays,
+                             const char *const *names);
+
 #ifdef __cplusplus
 }
 #endif
