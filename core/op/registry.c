@@ -468,6 +468,13 @@ int deft_op_check_same_dtype(const deft_op_t *op, int nin, const deft_desc_t *in
     return 0;
 }
 
+int deft_op_check_num_args(const deft_op_t *op, const deft_param_value_t *num_args, int nin) {
+    if (!num_args->none && num_args->i != nin)
+        return deft_op_error(op, DEFT_ERR_VALUE, "num_args is %lld but %d inputs were given",
+                             (long long)num_args->i, nin);
+    return 0;
+}
+
 int deft_op_axis(const deft_op_t *op, const char *param, int64_t axis, int ndim, int *out) {
     if (axis < -ndim || axis >= ndim)
         return deft_op_error(op, DEFT_ERR_INDEX, "%s is %lld, expected an axis in [%d, %d)", param,
