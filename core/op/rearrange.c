@@ -18,10 +18,6 @@
 #include "core/op/registry.h"
 #include "core/op/strided.h"
 
-static void *data_of(const deft_tensor_t *t) {
-    return deft_tensor_data(t);
-}
-
 /* Output shape checks shared by tile and repeat: the result must fit in memory's size_t. */
 static int check_fits(const deft_op_t *op, const deft_shape_t *shape, deft_dtype_t dtype) {
     size_t nbytes;
@@ -80,8 +76,8 @@ static int swapaxis_forward(const deft_op_t *op, const deft_param_value_t *p, in
     if (swap_perm(op, p, in[0].shape.ndim, perm)) return -1;
     deft_contiguous_strides(&in[0].shape, own);
     for (int d = 0; d < in[0].shape.ndim; d++) strides[d] = own[perm[d]];
-    return deft_copy_strided(out[0].device, &out[0].shape, data_of(&out[0]), NULL, data_of(&in[0]),
-                             strides, deft_dtype_size(in[0].dtype));
+    return deft_copy_strided(out[0].device, &out[0].shape, deft_tensor_data(&out[0]), NULL,
+                             deft_tensor_data(&in[0]), strides, deft_dtype_size(in[0].dtype));
 }
 
 static int grad_swapaxis(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
@@ -137,8 +133,9 @@ static int reverse_forward(const deft_op_t *op, const deft_param_value_t *p, int
         strides[d] = -strides[d];
     }
     size_t elem = deft_dtype_size(in[0].dtype);
-    return deft_copy_strided(out[0].device, shape, data_of(&out[0]), NULL,
-                             (char *)data_of(&in[0]) + start * (int64_t)elem, strides, elem);
+    return deft_copy_strided(out[0].device, shape, deft_tensor_data(&out[0]), NULL,
+                             (char *)deft_tensor_data(&in[0]) + start * (int64_t)elem, strides,
+                             elem);
 }
 
 static int grad_reverse(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
@@ -208,8 +205,8 @@ static int tile_forward(const deft_op_t *op, const deft_param_value_t *p, int ni
     int64_t strides[DEFT_SHAPE_MAX_NDIM];
     deft_contiguous_strides(full, strides);
     size_t elem = deft_dtype_size(in[0].dtype);
-    char *y = data_of(&out[0]);
-    if (deft_copy_strided(out[0].device, &block, y, strides, data_of(&in[0]), NULL, elem))
+    char *y = deft_tensor_data(&out[0]);
+    if (deft_copy_strided(out[0].device, &block, y, strides, deft_tensor_data(&in[0]), NULL, elem))
         return -1;
     for (int d = full->ndim - 1; d >= 0; d--) {
         for (int64_t filled = block.dims[d]; filled < full->dims[d];) {
@@ -383,8 +380,8 @@ static int repeat_forward(const deft_op_t *op, const deft_param_value_t *p, int 
     if (deft_shape_size(&out[0].shape) == 0) return 0;
     const deft_shape_t it = {3, {outer, p[0].i, inner}};
     const int64_t src[3] = {inner, 0, 1};
-    return deft_copy_strided(out[0].device, &it, data_of(&out[0]), NULL, data_of(&in[0]), src,
-                             deft_dtype_size(in[0].dtype));
+    return deft_copy_strided(out[0].device, &it, deft_tensor_data(&out[0]), NULL,
+                             deft_tensor_data(&in[0]), src, deft_dtype_size(in[0].dtype));
 }
 
 /* _backward_repeat(grad; repeats, axis): grad summed over the repeats; without an axis, 1-D. */
@@ -527,8 +524,8 @@ static int block_forward(const deft_op_t *op, const deft_param_value_t *p, int n
         memcpy(it.dims, (int64_t[]){x[0], bs, bs, x[1], x[2] / bs, x[3] / bs}, sizeof(int64_t[6]));
         memcpy(src, (int64_t[]){s[0], s[2], s[3], s[1], bs * s[2], bs * s[3]}, sizeof src);
     }
-    return deft_copy_strided(out[0].device, &it, data_of(&out[0]), NULL, data_of(&in[0]), src,
-                             deft_dtype_size(in[0].dtype));
+    return deft_copy_strided(out[0].device, &it, deft_tensor_data(&out[0]), NULL,
+                             deft_tensor_data(&in[0]), src, deft_dtype_size(in[0].dtype));
 }
 
 static int grad_block(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
