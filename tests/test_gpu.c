@@ -345,6 +345,24 @@ static const gpu_case_t cases[] = {
      {F64(6), F64(6), F64(6), IN(DEFT_FLOAT64, 0.25, 3, 6)},
      {"lr", "0.01", "rescale_grad", "0.5", NULL},
      ROUNDED},
+    /* rearranging (strided copies) and the sums of their gradients */
+    {"SwapAxis", 1, {F32(2, 3, 4)}, {"dim1", "0", "dim2", "2", NULL}, EXACT},
+    {"swapaxes", 1, {I32(3, 4)}, {"dim1", "-1", "dim2", "0", NULL}, EXACT},
+    {"reverse", 1, {F32(3, 4, 5)}, {"axis", "(0,2)", NULL}, EXACT},
+    {"flip", 1, {F64(4, 3)}, {"axis", "1", NULL}, EXACT},
+    {"tile", 1, {F32(2, 3)}, {"reps", "(2,1,3)", NULL}, EXACT},
+    {"tile", 1, {I32(3)}, {"reps", "(5,)", NULL}, EXACT},
+    {"_backward_tile", 1, {F32(4, 9)}, {"reps", "(2,3)", NULL}, SUMMED},
+    {"repeat", 1, {F32(2, 3)}, {"repeats", "2", "axis", "1", NULL}, EXACT},
+    {"repeat", 1, {I32(2, 3)}, {"repeats", "3", NULL}, EXACT},
+    {"_backward_repeat", 1, {F32(2, 6)}, {"repeats", "2", "axis", "1", NULL}, SUMMED},
+    {"broadcast_axis", 1, {F32(2, 1, 3)}, {"axis", "1", "size", "4", NULL}, EXACT},
+    {"broadcast_axes", 1, {I32(1, 3)}, {"axis", "0", "size", "2", NULL}, EXACT},
+    {"depth_to_space", 1, {F32(2, 8, 2, 3)}, {"block_size", "2", NULL}, EXACT},
+    {"space_to_depth", 1, {F32(1, 2, 4, 6)}, {"block_size", "2", NULL}, EXACT},
+    {"_contrib_arange_like", 1, {F32(3, 4)}, {"start", "1", "step", "0.5", NULL}, EXACT},
+    {"_npx_arange_like", 1, {F64(3, 4)}, {"axis", "1", "repeat", "2", NULL}, EXACT},
+    {"_contrib_div_sqrt_dim", 1, {F32(3, 5)}, {NULL}, ROUNDED},
 };
 
 /* Operators made by graph passes, run by the graph tests below instead. */
