@@ -30,16 +30,35 @@ static cJSON *entry_json(const deft_graph_t *g, deft_entry_t e) {
     return cJSON_CreateIntArray(ids, 3);
 }
 
+/* MXNet cannot load a variadic operator (Concat, stack, add_n) without its
+ * num_args: an operator that declares the parameter gets it written from its
+ * input count when it was not given. */
+static bool lacks_num_args(const deft_node_t *node) {
+    if (!node->op || deft_node_attr(node, "num_args")) return false;
+    for (const deft_param_def_t *p = node->op->op->params; p && p->name; p++)
+        if (strcmp(p->name, "num_args") == 0) return true;
+    return false;
+}
+
 static cJSON *node_json(const deft_graph_t *g, int i) {
     const deft_node_t *node = g->nodes[i];
     cJSON *j = cJSON_CreateObject();
     if (!j) return NULL;
     cJSON_AddStringToObject(j, "op", node->op ? node->op->op->name : "null");
     cJSON_AddStringToObject(j, "name", g->names[i]);
-    if (node->attrs.count > 0) {
+    bool count_inputs = lacks_num_args(node);
+    if (node->attrs.count > 0 || count_inputs) {
         cJSON *attrs = cJSON_AddObjectToObject(j, "attrs");
-        for (int a = 0; attrs && a < node->attrs.count; a++)
-            cJSON_AddStringToObject(attrs, node->attrs.keys[a], node->attrs.vals[a]);
+        char count[16];
+        snprintf(count, sizeof count, "%d", node->num_inputs);
+        for (int a = 0; attrs && a <= node->attrs.count; a++) { /* keys stay sorted */
+            bool last = a == node->attrs.count;
+            if (count_inputs && (last || strcmp(node->attrs.keys[a], "num_args") > 0)) {
+                cJSON_AddStringToObject(attrs, "num_args", count);
+                count_inputs = false;
+            }
+            if (!last) cJSON_AddStringToObject(attrs, node->attrs.keys[a], node->attrs.vals[a]);
+        }
     }
     cJSON *inputs = cJSON_AddArrayToObject(j, "inputs");
     for (int k = 0; inputs && k < node->num_inputs; k++)

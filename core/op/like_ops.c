@@ -119,10 +119,12 @@ static int reduce_to_like_forward(const deft_op_t *op, const deft_param_value_t 
 
 /* ---- add_n ---- */
 
+static const deft_param_def_t add_n_params[] = {DEFT_NUM_ARGS_PARAM, {0}};
+
 static int add_n_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                        const deft_desc_t *in, int *nout, deft_desc_t *out) {
-    (void)p;
-    if (deft_op_check_same_dtype(op, nin, in) || deft_op_check_dtype_arith(op, 0, in[0].dtype))
+    if (deft_op_check_num_args(op, &p[0], nin) || deft_op_check_same_dtype(op, nin, in) ||
+        deft_op_check_dtype_arith(op, 0, in[0].dtype))
         return -1;
     for (int i = 1; i < nin; i++) {
         if (!deft_shape_equal(&in[i].shape, &in[0].shape)) {
@@ -323,6 +325,7 @@ static const deft_op_t like_ops[] = {
      .input_names = any_inputs,
      .min_inputs = 1,
      .max_inputs = DEFT_OP_MAX_INPUTS,
+     .params = add_n_params,
      .infer = add_n_infer,
      .forward = add_n_forward,
      .forward_gpu = DEFT_GPU(add_n_forward_gpu),
@@ -333,6 +336,7 @@ static const deft_op_t like_ops[] = {
      .input_names = any_inputs,
      .min_inputs = 1,
      .max_inputs = DEFT_OP_MAX_INPUTS,
+     .params = add_n_params,
      .infer = add_n_infer,
      .forward = add_n_forward,
      .forward_gpu = DEFT_GPU(add_n_forward_gpu),

@@ -256,6 +256,13 @@ int deft_op_error(const deft_op_t *op, deft_error_kind_t kind, const char *fmt, 
 /* Common checks for infer functions. */
 int deft_op_check_dtype_float(const deft_op_t *op, int input, deft_dtype_t dtype);
 int deft_op_check_same_dtype(const deft_op_t *op, int nin, const deft_desc_t *in);
+/* Variadic operators' input count, as MXNet names it: MXNet requires it (its
+ * loader needs it in a graph, and export writes it, core/graph/json.c);
+ * deft takes the inputs given when it is missing. */
+#define DEFT_NUM_ARGS_PARAM                                                                        \
+    { "num_args", DEFT_PARAM_INT, "None", "number of inputs (checked when given)", NULL, true }
+/* -1 when num_args was given and differs from the nin inputs. */
+int deft_op_check_num_args(const deft_op_t *op, const deft_param_value_t *num_args, int nin);
 /* Normalise a possibly negative axis against ndim; -1 (IndexError) when out of range. */
 int deft_op_axis(const deft_op_t *op, const char *param, int64_t axis, int ndim, int *out);
 

@@ -179,6 +179,20 @@ const deft_op_entry_t *deft_registry_find(const char *name) {
     return find_added(name);
 }
 
+int deft_registry_run_kernel(const char *name, const char *key, const char *value,
+                             const deft_tensor_t *in, const deft_tensor_t *out) {
+    const deft_op_entry_t *e = deft_registry_find(name);
+    if (!e) return deft_error(DEFT_ERR_INTERNAL, "operator '%s' is not registered", name);
+    deft_params_t params = e->defaults; /* a local copy: the cache may hold the caller's */
+    for (int k = 0; k < e->num_params; k++)
+        if (strcmp(e->op->params[k].name, key) == 0 &&
+            deft_param_parse(e->op, &e->op->params[k], value, &params.v[k]))
+            return -1;
+    deft_forward_fn fn = out->device.type == DEFT_DEV_GPU ? e->op->forward_gpu : e->op->forward;
+    if (!fn) return deft_op_error(e->op, DEFT_ERR_NOT_IMPLEMENTED, "has no kernel for this device");
+    return fn(e->op, params.v, 1, in, 1, out);
+}
+
 const char *const *deft_registry_names(void) {
     pthread_once(&registry_once, build_registry);
     const char **names = atomic_load(&all_names);
@@ -451,6 +465,13 @@ int deft_op_check_same_dtype(const deft_op_t *op, int nin, const deft_desc_t *in
                                  "input %d has dtype %s, expected %s (the dtype of input 0)", i,
                                  deft_dtype_name(in[i].dtype), deft_dtype_name(in[0].dtype));
     }
+    return 0;
+}
+
+int deft_op_check_num_args(const deft_op_t *op, const deft_param_value_t *num_args, int nin) {
+    if (!num_args->none && num_args->i != nin)
+        return deft_op_error(op, DEFT_ERR_VALUE, "num_args is %lld but %d inputs were given",
+                             (long long)num_args->i, nin);
     return 0;
 }
 

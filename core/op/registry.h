@@ -24,6 +24,11 @@ const char *const *deft_registry_names(void);
 void deft_registry_suggest(const char *name, char *buf, size_t len);
 /* NULL when no operator has that name. */
 const deft_op_entry_t *deft_registry_find(const char *name);
+/* Run operator `name`'s kernel (its GPU one for an output on a GPU) on one
+ * input into one output, with parameter `key` parsed from `value` and the
+ * others at their defaults: how a family reuses another's kernel. */
+int deft_registry_run_kernel(const char *name, const char *key, const char *value,
+                             const deft_tensor_t *in, const deft_tensor_t *out);
 /* Add an operator made at run time (custom operators); `op` must live as long
  * as the process. -1 when the name is taken or memory runs out. */
 int deft_registry_add(const deft_op_t *op);

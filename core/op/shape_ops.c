@@ -409,20 +409,11 @@ static int slice_axis_forward(const deft_op_t *op, const deft_param_value_t *p, 
 /* ---- Concat, stack, split ---- */
 
 static const deft_param_def_t concat_params[] = {
-    {"dim", DEFT_PARAM_INT, "1", "axis to join along", NULL, false},
-    {"num_args", DEFT_PARAM_INT, "None", "number of inputs (checked when given)", NULL, true},
-    {0}};
+    {"dim", DEFT_PARAM_INT, "1", "axis to join along", NULL, false}, DEFT_NUM_ARGS_PARAM, {0}};
 static const deft_param_def_t stack_params[] = {
     {"axis", DEFT_PARAM_INT, "0", "position of the new axis", NULL, false},
-    {"num_args", DEFT_PARAM_INT, "None", "number of inputs (checked when given)", NULL, true},
+    DEFT_NUM_ARGS_PARAM,
     {0}};
-
-static int check_num_args(const deft_op_t *op, const deft_param_value_t *p, int nin) {
-    if (!p[1].none && p[1].i != nin)
-        return deft_op_error(op, DEFT_ERR_VALUE, "num_args is %lld but %d inputs were given",
-                             (long long)p[1].i, nin);
-    return 0;
-}
 
 static int same_shape_except(const deft_op_t *op, int nin, const deft_desc_t *in, int skip) {
     for (int i = 1; i < nin; i++) {
@@ -444,7 +435,7 @@ static int same_shape_except(const deft_op_t *op, int nin, const deft_desc_t *in
 static int concat_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_desc_t *in, int *nout, deft_desc_t *out) {
     int axis;
-    if (check_num_args(op, p, nin) || deft_op_check_same_dtype(op, nin, in)) return -1;
+    if (deft_op_check_num_args(op, &p[1], nin) || deft_op_check_same_dtype(op, nin, in)) return -1;
     if (deft_op_axis(op, "dim", p[0].i, in[0].shape.ndim, &axis) ||
         same_shape_except(op, nin, in, axis))
         return -1;
@@ -487,7 +478,7 @@ static int concat_forward(const deft_op_t *op, const deft_param_value_t *p, int 
 static int stack_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                        const deft_desc_t *in, int *nout, deft_desc_t *out) {
     int axis, ndim = in[0].shape.ndim;
-    if (check_num_args(op, p, nin) || deft_op_check_same_dtype(op, nin, in) ||
+    if (deft_op_check_num_args(op, &p[1], nin) || deft_op_check_same_dtype(op, nin, in) ||
         same_shape_except(op, nin, in, -1))
         return -1;
     if (ndim == DEFT_SHAPE_MAX_NDIM) return too_many_dims(op, ndim + 1);
