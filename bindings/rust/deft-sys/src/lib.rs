@@ -189,6 +189,30 @@ extern "C" {
     pub fn DeftWaitAll() -> c_int;
     pub fn DeftShutdown() -> c_int;
     pub fn DeftNDArrayFree(handle: DeftNDArrayHandle) -> c_int;
+    pub fn DeftNDArrayLoad(
+        path: *const c_char,
+        out_count: *mut c_int,
+        out_arrays: *mut *mut DeftNDArrayHandle,
+        out_names: *mut *mut *const c_char,
+    ) -> c_int;
+    pub fn DeftNDArrayLoadFromBuffer(
+        data: *const c_void,
+        nbytes: usize,
+        out_count: *mut c_int,
+        out_arrays: *mut *mut DeftNDArrayHandle,
+        out_names: *mut *mut *const c_char,
+    ) -> c_int;
+    pub fn DeftNDArrayListFree(
+        count: c_int,
+        arrays: *mut DeftNDArrayHandle,
+        names: *mut *const c_char,
+    ) -> c_int;
+    pub fn DeftNDArraySave(
+        path: *const c_char,
+        count: c_int,
+        arrays: *const DeftNDArrayHandle,
+        names: *const *const c_char,
+    ) -> c_int;
     pub fn DeftListOperators(out_count: *mut c_int, out_names: *mut *const *const c_char) -> c_int;
     pub fn DeftGetOperator(name: *const c_char, out: *mut DeftOpHandle) -> c_int;
     pub fn DeftOpGetInfo(
