@@ -1,5 +1,5 @@
 /*
- * Shape operators: Reshape, Flatten, transpose, expand_dims, squeeze, slice,
+ * Shape operators: Flatten, transpose, expand_dims, squeeze, slice,
  * slice_axis, Concat, stack, split and broadcast_to. Each infers its output
  * shape and moves the data with one strided copy (core/op/strided.h).
  */
@@ -36,85 +36,6 @@ int deft_output_device_param0(const deft_op_t *op, const deft_param_value_t *p,
     char what[96];
     snprintf(what, sizeof what, "the device of '%s'", op->name);
     return deft_device_check((int)p[0].t.v[0], (int)p[0].t.v[1], what, out);
-}
-
-/* ---- Reshape (MXNet 1.x's special values), _np_reshape (NumPy's literal shape) ---- */
-
-static const deft_param_def_t reshape_params[] = {
-    {"shape", DEFT_PARAM_TUPLE, NULL,
-     "new shape; 0 copies the input's dimension, -1 is inferred, -2 copies all remaining", NULL,
-     false},
-    {0}};
-
-static const char *const np_orders[] = {"C", NULL};
-static const deft_param_def_t np_reshape_params[] = {
-    {"newshape", DEFT_PARAM_TUPLE, NULL,
-     "new shape, taken literally (0 is a size); one -1 is inferred", NULL, false},
-    {"order", DEFT_PARAM_ENUM, "C", "element order: row-major (C) only", np_orders, false},
-    {0}};
-
-/* One infer for both: op->data marks _np_reshape, whose 0 is a size and not a copy. */
-static int reshape_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
-                         const deft_desc_t *in, int *nout, deft_desc_t *out) {
-    (void)nin;
-    const deft_tuple_t *t = &p[0].t;
-    const deft_shape_t *src = &in[0].shape;
-    const bool literal = op->data != NULL;
-    deft_shape_t shape = {.ndim = 0};
-    int infer_at = -1, src_dim = 0;
-    char s[DEFT_SHAPE_STR_MAX];
-    for (int k = 0; k < t->n; k++) {
-        int64_t v = t->v[k];
-        if (literal && v < -1)
-            return deft_op_error(op, DEFT_ERR_VALUE, "newshape[%d] is %lld, expected >= 0 or -1", k,
-                                 (long long)v);
-        if (v == -2) {
-            while (src_dim < src->ndim) {
-                if (shape.ndim == DEFT_SHAPE_MAX_NDIM) return too_many_dims(op, shape.ndim + 1);
-                shape.dims[shape.ndim++] = src->dims[src_dim++];
-            }
-            continue;
-        }
-        if (shape.ndim == DEFT_SHAPE_MAX_NDIM) return too_many_dims(op, shape.ndim + 1);
-        if (v == 0 && !literal) {
-            if (src_dim >= src->ndim)
-                return deft_op_error(op, DEFT_ERR_VALUE,
-                                     "shape[%d] is 0 (copy), but the input %s has no axis %d", k,
-                                     deft_shape_format(src, s, sizeof s), src_dim);
-            v = src->dims[src_dim];
-        } else if (v == -1) {
-            if (infer_at >= 0)
-                return deft_op_error(op, DEFT_ERR_VALUE, "%s has more than one -1",
-                                     op->params[0].name);
-            infer_at = shape.ndim;
-            v = 1;
-        } else if (v < 0) {
-            return deft_op_error(op, DEFT_ERR_VALUE, "shape[%d] is %lld, expected >= 0, -1 or -2",
-                                 k, (long long)v);
-        }
-        shape.dims[shape.ndim++] = v;
-        src_dim++;
-    }
-    int64_t want = deft_shape_size(src), have = deft_shape_size(&shape);
-    if (infer_at >= 0) {
-        if (have == 0 || want % have != 0)
-            return deft_op_error(op, DEFT_ERR_VALUE,
-                                 "cannot infer the -1 in %s: %lld elements "
-                                 "do not divide into the given dimensions",
-                                 op->params[0].name, (long long)want);
-        shape.dims[infer_at] = want / have;
-        have = want;
-    }
-    if (have != want) {
-        char d[DEFT_SHAPE_STR_MAX];
-        return deft_op_error(op, DEFT_ERR_VALUE, "cannot reshape %s (%lld elements) to %s",
-                             deft_shape_format(src, s, sizeof s), (long long)want,
-                             deft_shape_format(&shape, d, sizeof d));
-    }
-    out[0].shape = shape;
-    out[0].dtype = in[0].dtype;
-    *nout = 1;
-    return 0;
 }
 
 static int flatten_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
@@ -804,21 +725,6 @@ static int grad_broadcast_to(deft_grad_builder_t *b, const deft_param_value_t *p
     }
 
 static const deft_op_t shape_ops[] = {
-    SHAPE_OP("Reshape", "Same elements in a new shape (0 copies a dimension, -1 infers one).",
-             reshape_params, reshape_infer, deft_forward_copy, 0, deft_gradient_reshape_back),
-    {.name = "_np_reshape",
-     .description = "Same elements in a new shape, as NumPy's reshape: every entry of newshape "
-                    "is a size (0 too), one -1 is inferred.",
-     .input_names = deft_op_data_input,
-     .min_inputs = 1,
-     .max_inputs = 1,
-     .params = np_reshape_params,
-     .infer = reshape_infer,
-     .forward = deft_forward_copy,
-     .forward_gpu = DEFT_GPU(deft_forward_copy),
-     .inplace_input = 0,
-     .gradient = deft_gradient_reshape_back,
-     .data = "literal"},
     SHAPE_OP("BlockGrad",
              "The input unchanged, with no gradient flowing back through it "
              "(stop_gradient, detach).",

@@ -60,11 +60,13 @@ def _make_function(name):
         lines.append(text + f": {doc}")
     call.__doc__ = "\n".join(lines)
     kinds = inspect.Parameter
-    sig = [kinds("inputs", kinds.VAR_POSITIONAL)] if variadic else [
+    # an input named like the `out` keyword (a backward operator's "out") is positional only
+    positional = variadic or "out" in input_names
+    sig = [kinds("inputs", kinds.VAR_POSITIONAL)] if positional else [
         kinds(n, kinds.POSITIONAL_OR_KEYWORD) for n in input_names]
     sig += [kinds(p[0], kinds.KEYWORD_ONLY,
                   default=_default_value(p[1], p[2]) if p[2] else inspect.Parameter.empty)
-            for p in params if p[0] not in input_names]
+            for p in params if p[0] not in input_names and p[0] != "out"]
     sig.append(kinds("out", kinds.KEYWORD_ONLY, default=None))
     call.__signature__ = inspect.Signature(sig)
     return call
