@@ -24,8 +24,10 @@ extern "C" {
 /* What a map computes for each element (operand 0 is the output). */
 typedef enum deft_gpu_fn {
 #define DEFT_GPU_FN_ID(name, expr) DEFT_GPU_FN_##name,
-    DEFT_UNARY_FLOAT_MATH(DEFT_GPU_FN_ID)  /* y = f(x) */
-    DEFT_BINARY_FLOAT_MATH(DEFT_GPU_FN_ID) /* y = f(a, b) */
+    DEFT_UNARY_FLOAT_MATH(DEFT_GPU_FN_ID)       /* y = f(x) */
+    DEFT_ACTIVATION_UNARY_MATH(DEFT_GPU_FN_ID)  /* y = f(x), floats only */
+    DEFT_ACTIVATION_BINARY_MATH(DEFT_GPU_FN_ID) /* y = f(a, b), floats only */
+    DEFT_BINARY_FLOAT_MATH(DEFT_GPU_FN_ID)      /* y = f(a, b); from add on, integers too */
 #undef DEFT_GPU_FN_ID
     DEFT_GPU_FN_CLIP,  /* y = x clipped to [scalars[2], scalars[3]] */
     DEFT_GPU_FN_COPY,  /* y = x, any dtype of the output's size */
