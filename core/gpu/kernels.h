@@ -16,6 +16,7 @@
 #include "core/base/shape.h"
 #include "core/math/optimizer_math.h"
 #include "core/math/scalar_math.h"
+#include "core/math/softmax_math.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -92,15 +93,8 @@ typedef struct deft_gpu_gemm {
 
 int deft_gpu_gemm(int dev, const deft_gpu_gemm_t *gemm);
 
-/* softmax (or log_softmax) over n elements spaced `inner` apart, for each
- * of outer * inner lines (softmax_math.h). */
-typedef struct deft_gpu_softmax {
-    deft_dtype_t dtype;
-    const void *x;
-    void *y;
-    int64_t outer, n, inner;
-    bool log_form;
-} deft_gpu_softmax_t;
+/* A softmax-family plan (softmax_math.h), one thread per line. */
+typedef deft_softmax_plan_t deft_gpu_softmax_t;
 
 int deft_gpu_softmax(int dev, const deft_gpu_softmax_t *softmax);
 
