@@ -72,8 +72,9 @@ START_TEST(test_prelu_gamma_per_channel_or_scalar) {
                          "match axis 1 (or 0 and 1) of the data's (2,3,2)");
     ck_assert_call_fails("LeakyReLU", 1, &data, P("act_type", "prelu"), DEFT_ERROR_VALUE,
                          "got 1 inputs, expected 2 for act_type=prelu");
-    ck_assert_call_fails("LeakyReLU", 1, &data, P("act_type", "swish"), DEFT_ERROR_VALUE,
-                         "act_type");
+    ck_assert_call_fails("LeakyReLU", 1, &data, P("act_type", "swish"), DEFT_ERROR_PARSE,
+                         "parameter 'act_type' is 'swish', expected one of: rrelu, leaky, prelu, "
+                         "elu, selu, gelu");
     DeftNDArrayHandle i = make(DEFT_INT32, 1, SHAPE(2), VALUES(1, -1));
     ck_assert_call_fails("LeakyReLU", 1, &i, NO_PARAMS, DEFT_ERROR_TYPE,
                          "input 0 has dtype int32");
