@@ -16,8 +16,9 @@ START_TEST(test_leaky_relu_types_match_formulas) {
     static const struct {
         const char *type, *slope;
         double used_slope;
-    } cases[] = {{"leaky", "0.1", 0.1}, {"leaky", NULL, 0.25}, {"elu", "0.7", 0.7},
-                 {"selu", NULL, 0},     {"gelu", NULL, 0},     {"rrelu", NULL, (0.125f + 0.334f) / 2.0f}};
+    } cases[] = {{"leaky", "0.1", 0.1}, {"leaky", NULL, 0.25},
+                 {"elu", "0.7", 0.7},   {"selu", NULL, 0},
+                 {"gelu", NULL, 0},     {"rrelu", NULL, (0.125f + 0.334f) / 2.0f}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         for (int d = 0; d < 2; d++) {
             int dtype = d ? DEFT_FLOAT64 : DEFT_FLOAT32;
@@ -73,11 +74,10 @@ START_TEST(test_prelu_gamma_per_channel_or_scalar) {
     ck_assert_call_fails("LeakyReLU", 1, &data, P("act_type", "prelu"), DEFT_ERROR_VALUE,
                          "got 1 inputs, expected 2 for act_type=prelu");
     ck_assert_call_fails("LeakyReLU", 1, &data, P("act_type", "swish"), DEFT_ERROR_PARSE,
-                         "parameter 'act_type' is 'swish', expected one of: rrelu, leaky, prelu, "
-                         "elu, selu, gelu");
+                         "parameter 'act_type' is 'swish', expected one of: rrelu, leaky, elu, "
+                         "selu, gelu, prelu");
     DeftNDArrayHandle i = make(DEFT_INT32, 1, SHAPE(2), VALUES(1, -1));
-    ck_assert_call_fails("LeakyReLU", 1, &i, NO_PARAMS, DEFT_ERROR_TYPE,
-                         "input 0 has dtype int32");
+    ck_assert_call_fails("LeakyReLU", 1, &i, NO_PARAMS, DEFT_ERROR_TYPE, "input 0 has dtype int32");
     DeftNDArrayHandle e = make(DEFT_FLOAT32, 2, SHAPE(0, 3), NULL);
     DeftNDArrayHandle eg = make(DEFT_FLOAT32, 1, SHAPE(3), VALUES(1, 1, 1));
     DeftNDArrayHandle ein[2] = {e, eg};

@@ -472,9 +472,9 @@ START_TEST(test_rounding_ties_follow_mxnet) {
         const char *name;
         double want[6];
     } cases[] = {
-        {"round", {3, -3, 1, -1, 2, -2}},  {"rint", {2, -3, 0, -1, 1, -2}},
-        {"fix", {2, -2, 0, 0, 1, -1}},     {"trunc", {2, -2, 0, 0, 1, -1}},
-        {"floor", {2, -3, 0, -1, 1, -2}},  {"ceil", {3, -2, 1, 0, 2, -1}},
+        {"round", {3, -3, 1, -1, 2, -2}}, {"rint", {2, -3, 0, -1, 1, -2}},
+        {"fix", {2, -2, 0, 0, 1, -1}},    {"trunc", {2, -2, 0, 0, 1, -1}},
+        {"floor", {2, -3, 0, -1, 1, -2}}, {"ceil", {3, -2, 1, 0, 2, -1}},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         DeftNDArrayHandle y = call1(cases[c].name, 1, &x, NO_PARAMS);
@@ -511,15 +511,16 @@ static double ref_math2(const char *op, double a, double b) {
 }
 
 START_TEST(test_same_shape_binary_forms_match_c) {
-    const char *ops[] = {"_maximum",     "_minimum",     "_power",       "_hypot",
-                         "_equal",       "_not_equal",   "_greater",     "_greater_equal",
-                         "_lesser",      "_lesser_equal", "_logical_and", "_logical_or",
+    const char *ops[] = {"_maximum",    "_minimum",      "_power",       "_hypot",
+                         "_equal",      "_not_equal",    "_greater",     "_greater_equal",
+                         "_lesser",     "_lesser_equal", "_logical_and", "_logical_or",
                          "_logical_xor"};
     const double a[6] = {0.5, -1, 2, 0, 3, 1.5}, b[6] = {2, -1, 0.5, 0, -0.25, 1.5};
     for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
         for (int d = 0; d < 2; d++) {
             int dtype = d ? DEFT_FLOAT64 : DEFT_FLOAT32;
-            DeftNDArrayHandle in[2] = {make(dtype, 2, SHAPE(2, 3), a), make(dtype, 2, SHAPE(2, 3), b)};
+            DeftNDArrayHandle in[2] = {make(dtype, 2, SHAPE(2, 3), a),
+                                       make(dtype, 2, SHAPE(2, 3), b)};
             DeftNDArrayHandle y = call1(ops[o], 2, in, NO_PARAMS);
             double want[6];
             for (int i = 0; i < 6; i++) want[i] = ref_math2(ops[o], a[i], b[i]);

@@ -166,8 +166,11 @@ START_TEST(test_linalg_gemm_and_gemm2_batched) {
         int64_t ashape[3] = {2, ta ? k : m, ta ? m : k}, bshape[3] = {2, tb ? n : k, tb ? k : n};
         DeftNDArrayHandle in[3] = {make(dtype, 3, ashape, a), make(dtype, 3, bshape, b),
                                    make(dtype, 3, SHAPE(2, m, n), c)};
-        const char *params[] = {"transpose_a", ta ? "True" : "False", "transpose_b",
-                                tb ? "1" : "0", "alpha", "0.5", "beta", "-2", NULL};
+        const char *params[] = {"transpose_a", ta ? "True" : "False",
+                                "transpose_b", tb ? "1" : "0",
+                                "alpha",       "0.5",
+                                "beta",        "-2",
+                                NULL};
         DeftNDArrayHandle y = call1("_linalg_gemm", 3, in, params);
         params[6] = NULL; /* gemm2: no beta */
         DeftNDArrayHandle y2 = call1("_linalg_gemm2", 2, in, params);

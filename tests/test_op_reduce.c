@@ -406,8 +406,8 @@ START_TEST(test_softmax_temperature_length_and_softmin) {
     assert_values(ll, 8, want, 1e-14);
     /* lengths along axis 0: one per column */
     DeftNDArrayHandle cl = make(DEFT_FLOAT32, 1, SHAPE(4), VALUES(1, 2, 2, 0));
-    DeftNDArrayHandle c = call1("softmax", 2, (DeftNDArrayHandle[]){a, cl},
-                                P("axis", "0", "use_length", "True"));
+    DeftNDArrayHandle c =
+        call1("softmax", 2, (DeftNDArrayHandle[]){a, cl}, P("axis", "0", "use_length", "True"));
     assert_values(c, 8,
                   VALUES(1, 1 / (1 + exp(2.0)), 1 / (1 + exp(-4.0)), 0, 0, 1 / (1 + exp(-2.0)),
                          1 / (1 + exp(4.0)), 0),
@@ -417,8 +417,8 @@ START_TEST(test_softmax_temperature_length_and_softmin) {
 END_TEST
 
 START_TEST(test_softmax_dtype_and_activation_modes) {
-    DeftNDArrayHandle a = make(DEFT_FLOAT32, 3, SHAPE(2, 3, 2),
-                               VALUES(1, 2, 3, 4, 5, 6, -1, 0, 1, 0.5, 2, -3));
+    DeftNDArrayHandle a =
+        make(DEFT_FLOAT32, 3, SHAPE(2, 3, 2), VALUES(1, 2, 3, 4, 5, 6, -1, 0, 1, 0.5, 2, -3));
     DeftNDArrayHandle d = call1("softmax", 1, &a, P("dtype", "float64"));
     int dtype;
     ck_assert_ok(DeftNDArrayGetDType(d, &dtype));
@@ -450,8 +450,7 @@ START_TEST(test_softmax_dtype_and_activation_modes) {
                          "got 1 inputs, expected 2 (use_length=True)");
     DeftNDArrayHandle bad = make(DEFT_INT32, 1, SHAPE(3), VALUES(1, 2, 3));
     DeftNDArrayHandle with_bad[2] = {a, bad};
-    ck_assert_call_fails("softmax", 2, with_bad, P("use_length", "True"),
-                         DEFT_ERROR_VALUE,
+    ck_assert_call_fails("softmax", 2, with_bad, P("use_length", "True"), DEFT_ERROR_VALUE,
                          "input 1 (length) has shape (3,), expected (2,3) (the data's shape "
                          "without axis 2)");
     DeftNDArrayHandle big = make(DEFT_INT32, 1, SHAPE(2), VALUES(1, 5));
@@ -463,8 +462,8 @@ START_TEST(test_softmax_dtype_and_activation_modes) {
     DeftNDArrayHandle empty = make(DEFT_FLOAT32, 2, SHAPE(0, 3), NULL);
     DeftNDArrayHandle ez = call1("softmin", 1, &empty, P("temperature", "2"));
     assert_shape(ez, 2, SHAPE(0, 3));
-    free_all(13,
-             (DeftNDArrayHandle[]){a, d, same, inst, ch, ax1, flat, bad, big, rows, failed, empty, ez});
+    free_all(13, (DeftNDArrayHandle[]){a, d, same, inst, ch, ax1, flat, bad, big, rows, failed,
+                                       empty, ez});
 }
 END_TEST
 

@@ -146,7 +146,7 @@ DEFT_DEVICE_FN double deft_tanh(double x) {
 #define DEFT_SELU_ALPHA  1.6732632423543772848170429916717
 #define DEFT_SELU_LAMBDA 1.0507009873554804934193349852946
 #define DEFT_ACTIVATION_UNARY_MATH(X)                                                              \
-    X(selu, (T)DEFT_SELU_LAMBDA * (x > 0 ? x : (T)DEFT_SELU_ALPHA * expm1(x)))
+    X(selu, (T)DEFT_SELU_LAMBDA *(x > 0 ? x : (T)DEFT_SELU_ALPHA * expm1(x)))
 #define DEFT_ACTIVATION_BINARY_MATH(X)                                                             \
     X(xelu, a > 0 ? a : a * b)                                                                     \
     X(elu, a > 0 ? a : b * expm1(a))

@@ -20,8 +20,10 @@
 #include "core/op/strided.h"
 #include "core/math/scalar_math.h"
 
-enum { ACT_RRELU, ACT_LEAKY, ACT_PRELU, ACT_ELU, ACT_SELU, ACT_GELU };
-static const char *const act_types[] = {"rrelu", "leaky", "prelu", "elu", "selu", "gelu", NULL};
+/* prelu, the one type with a second input, is listed last (tools that try
+ * each operator with its last choice then exercise the gamma input). */
+enum { ACT_RRELU, ACT_LEAKY, ACT_ELU, ACT_SELU, ACT_GELU, ACT_PRELU };
+static const char *const act_types[] = {"rrelu", "leaky", "elu", "selu", "gelu", "prelu", NULL};
 
 /* p[0] act_type, p[1] slope, p[2] lower_bound, p[3] upper_bound. */
 static const deft_param_def_t leaky_params[] = {
@@ -74,8 +76,8 @@ static int leaky_infer(const deft_op_t *op, const deft_param_value_t *p, int nin
                        const deft_desc_t *in, int *nout, deft_desc_t *out) {
     int want = leaky_num_inputs(p);
     if (nin != want)
-        return deft_op_error(op, DEFT_ERR_VALUE, "got %d inputs, expected %d for act_type=%s",
-                             nin, want, act_types[p[0].i]);
+        return deft_op_error(op, DEFT_ERR_VALUE, "got %d inputs, expected %d for act_type=%s", nin,
+                             want, act_types[p[0].i]);
     if (deft_op_check_dtype_float(op, 0, in[0].dtype)) return -1;
     if (nin == 2) {
         deft_shape_t aligned;
@@ -166,7 +168,8 @@ static int aligned_gamma(const deft_op_t *op, const deft_tensor_t *in, deft_tens
 
 static void fill_slope(const deft_tensor_t *mask, double slope) {
     int64_t n = deft_shape_size(&mask->shape);
-    for (int64_t i = 0; i < n; i++) deft_store_double(deft_tensor_data(mask), mask->dtype, i, slope);
+    for (int64_t i = 0; i < n; i++)
+        deft_store_double(deft_tensor_data(mask), mask->dtype, i, slope);
 }
 
 static int leaky_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
@@ -299,9 +302,11 @@ static int grad_leaky(deft_grad_builder_t *b, const deft_param_value_t *p, int n
     case ACT_GELU: /* the gelu operator's own gradient: same input, output and head */
         return deft_registry_find("gelu")->op->gradient(b, p, nin, in_grads);
     case ACT_ELU: /* y > 0 ? 1 : y + slope */
-        d = by_sign(b, y, g_op1(b, "ones_like", y, GRAD_NONE), scalar_op(b, "_plus_scalar", y, p[1].f));
+        d = by_sign(b, y, g_op1(b, "ones_like", y, GRAD_NONE),
+                    scalar_op(b, "_plus_scalar", y, p[1].f));
         break;
-    case ACT_SELU: /* lambda for y > 0, else y + lambda alpha (the derivative of lambda alpha (e^x - 1)) */
+    case ACT_SELU: /* lambda for y > 0, else y + lambda alpha (the derivative of lambda alpha (e^x -
+                      1)) */
         d = by_sign(b, y, g_scale(b, g_op1(b, "ones_like", y, GRAD_NONE), DEFT_SELU_LAMBDA),
                     scalar_op(b, "_plus_scalar", y, DEFT_SELU_LAMBDA * DEFT_SELU_ALPHA));
         break;

@@ -254,8 +254,8 @@ static void binary_terms(deft_grad_builder_t *b, binary_kind_t kind, bool broadc
         deft_gref_t bm1 = g_op1(b, "_minus_scalar", z, GRAD_PARAMS("scalar", "1"));
         deft_gref_t d = g_op2(b, mul, z, g_op2(b, power, x, bm1, GRAD_NONE), GRAD_NONE);
         *ga = g_op2(b, mul, g, d, GRAD_NONE);
-        *gb = g_op2(b, mul, g, g_op2(b, mul, y, g_op1(b, "log", x, GRAD_NONE), GRAD_NONE),
-                    GRAD_NONE);
+        *gb =
+            g_op2(b, mul, g, g_op2(b, mul, y, g_op1(b, "log", x, GRAD_NONE), GRAD_NONE), GRAD_NONE);
         break;
     }
     case B_MAX:

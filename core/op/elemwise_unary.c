@@ -62,7 +62,19 @@ static const unary_kernels_t k_negative = ALL_KERNELS(negative), k_abs = ALL_KER
                              k_sigmoid = FLOAT_KERNELS(sigmoid),
                              k_softrelu = FLOAT_KERNELS(softrelu), k_erf = FLOAT_KERNELS(erf),
                              k_gelu = FLOAT_KERNELS(gelu), k_logical_not = ALL_KERNELS(logical_not);
-static const unary_kernels_t k_softsign = FLOAT_KERNELS(softsign), k_log1p = FLOAT_KERNELS(log1p), k_expm1 = FLOAT_KERNELS(expm1), k_log2 = FLOAT_KERNELS(log2), k_log10 = FLOAT_KERNELS(log10), k_reciprocal = FLOAT_KERNELS(reciprocal), k_cbrt = FLOAT_KERNELS(cbrt), k_rcbrt = FLOAT_KERNELS(rcbrt), k_tan = FLOAT_KERNELS(tan), k_arcsin = FLOAT_KERNELS(arcsin), k_arccos = FLOAT_KERNELS(arccos), k_arctan = FLOAT_KERNELS(arctan), k_sinh = FLOAT_KERNELS(sinh), k_cosh = FLOAT_KERNELS(cosh), k_arcsinh = FLOAT_KERNELS(arcsinh), k_arccosh = FLOAT_KERNELS(arccosh), k_arctanh = FLOAT_KERNELS(arctanh), k_degrees = FLOAT_KERNELS(degrees), k_radians = FLOAT_KERNELS(radians), k_round = FLOAT_KERNELS(round), k_rint = FLOAT_KERNELS(rint), k_ceil = FLOAT_KERNELS(ceil), k_floor = FLOAT_KERNELS(floor), k_trunc = FLOAT_KERNELS(trunc), k_fix = FLOAT_KERNELS(fix);
+static const unary_kernels_t k_softsign = FLOAT_KERNELS(softsign), k_log1p = FLOAT_KERNELS(log1p),
+                             k_expm1 = FLOAT_KERNELS(expm1), k_log2 = FLOAT_KERNELS(log2),
+                             k_log10 = FLOAT_KERNELS(log10),
+                             k_reciprocal = FLOAT_KERNELS(reciprocal), k_cbrt = FLOAT_KERNELS(cbrt),
+                             k_rcbrt = FLOAT_KERNELS(rcbrt), k_tan = FLOAT_KERNELS(tan),
+                             k_arcsin = FLOAT_KERNELS(arcsin), k_arccos = FLOAT_KERNELS(arccos),
+                             k_arctan = FLOAT_KERNELS(arctan), k_sinh = FLOAT_KERNELS(sinh),
+                             k_cosh = FLOAT_KERNELS(cosh), k_arcsinh = FLOAT_KERNELS(arcsinh),
+                             k_arccosh = FLOAT_KERNELS(arccosh), k_arctanh = FLOAT_KERNELS(arctanh),
+                             k_degrees = FLOAT_KERNELS(degrees), k_radians = FLOAT_KERNELS(radians),
+                             k_round = FLOAT_KERNELS(round), k_rint = FLOAT_KERNELS(rint),
+                             k_ceil = FLOAT_KERNELS(ceil), k_floor = FLOAT_KERNELS(floor),
+                             k_trunc = FLOAT_KERNELS(trunc), k_fix = FLOAT_KERNELS(fix);
 
 static int check_kernel(const deft_op_t *op, const unary_kernels_t *k, deft_dtype_t dtype) {
     int slot = deft_dtype_slot(dtype);
@@ -323,8 +335,7 @@ static deft_gref_t d_arccosh(deft_grad_builder_t *b) { /* 1 / sqrt(x^2 - 1) */
     return g_op1(b, "rsqrt", g_plus(b, g_square(b, X), "-1"), NOPARAMS);
 }
 static deft_gref_t d_arctanh(deft_grad_builder_t *b) { /* 1 / (1 - x^2) */
-    return g_over(
-        b, 1, g_op1(b, "_rminus_scalar", g_square(b, X), GRAD_PARAMS("scalar", "1")));
+    return g_over(b, 1, g_op1(b, "_rminus_scalar", g_square(b, X), GRAD_PARAMS("scalar", "1")));
 }
 
 /* The gradient of y = f(x) is g * f'(x). */

@@ -20,9 +20,10 @@
 #define GEMM_COMMON_PARAMS                                                                         \
     {"transpose_a", DEFT_PARAM_BOOL, "False", "use A's transpose", NULL, false},                   \
         {"transpose_b", DEFT_PARAM_BOOL, "False", "use B's transpose", NULL, false},               \
-        {"alpha", DEFT_PARAM_FLOAT, "1.0", "scale of the product", NULL, false},                   \
-        {"axis", DEFT_PARAM_INT, "-2", "axis of the matrices' rows (columns: the last)", NULL,     \
-         false}
+        {"alpha", DEFT_PARAM_FLOAT, "1.0", "scale of the product", NULL, false}, {                 \
+        "axis", DEFT_PARAM_INT, "-2", "axis of the matrices' rows (columns: the last)", NULL,      \
+            false                                                                                  \
+    }
 static const deft_param_def_t gemm2_params[] = {GEMM_COMMON_PARAMS, {0}};
 static const deft_param_def_t gemm_params[] = {
     GEMM_COMMON_PARAMS, {"beta", DEFT_PARAM_FLOAT, "1.0", "scale of C", NULL, false}, {0}};
@@ -43,8 +44,8 @@ static int shape_error(const deft_op_t *op, int input, const deft_shape_t *got,
                        const deft_shape_t *want, const char *why) {
     char sg[DEFT_SHAPE_STR_MAX], sw[DEFT_SHAPE_STR_MAX];
     return deft_op_error(op, DEFT_ERR_VALUE, "input %d has shape %s, expected %s (%s)", input,
-                         deft_shape_format(got, sg, sizeof sg), deft_shape_format(want, sw, sizeof sw),
-                         why);
+                         deft_shape_format(got, sg, sizeof sg),
+                         deft_shape_format(want, sw, sizeof sw), why);
 }
 
 static int gemm_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,

@@ -514,7 +514,8 @@ static int grad_nansum(deft_grad_builder_t *b, const deft_param_value_t *p, int 
                        deft_gref_t *in_grads) {
     (void)p, (void)nin;
     deft_gref_t x = b->input(b, 0);
-    in_grads[0] = g_mul(b, spread(b, b->out_grad(b, 0), false), g_op2(b, "_equal", x, x, GRAD_NONE));
+    in_grads[0] =
+        g_mul(b, spread(b, b->out_grad(b, 0), false), g_op2(b, "_equal", x, x, GRAD_NONE));
     return 0;
 }
 

@@ -59,8 +59,10 @@ static void softmax_range(void *arg, int64_t begin, int64_t end) {
 static const deft_param_def_t softmax_params[] = {
     {"axis", DEFT_PARAM_INT, "-1", "axis to normalise over", NULL, false},
     {"temperature", DEFT_PARAM_FLOAT, "None", "divides the input first (None: 1)", NULL, true},
-    {"dtype", DEFT_PARAM_DTYPE, "None", "output dtype: float16, float32 or float64 (None: the "
-                                        "input's)", NULL, true},
+    {"dtype", DEFT_PARAM_DTYPE, "None",
+     "output dtype: float16, float32 or float64 (None: the "
+     "input's)",
+     NULL, true},
     {"use_length", DEFT_PARAM_BOOL, "False", "input 1 (length) masks each line after its length",
      NULL, true},
     {0}};
@@ -153,8 +155,7 @@ static int softmax_infer_inputs(const deft_op_t *op, const deft_param_value_t *p
 
 /* The plan of a call on these tensors (axis already checked by infer). */
 static int softmax_plan(const deft_op_t *op, const deft_param_value_t *p, int nin,
-                        const deft_tensor_t *in, const deft_tensor_t *out,
-                        deft_softmax_plan_t *s) {
+                        const deft_tensor_t *in, const deft_tensor_t *out, deft_softmax_plan_t *s) {
     const softmax_kind_t *kind = op->data;
     int axis;
     if (softmax_axis(op, p, in[0].shape.ndim, &axis)) return -1;
@@ -390,8 +391,8 @@ static const char *const data_length[] = {"data", "length", NULL};
 static const char *const grad_data_label[] = {"grad", "data", "label", NULL};
 
 static const deft_op_t softmax_ops[] = {
-    SOFTMAX_OP("softmax", "Softmax along an axis: exp(x / t) / sum(exp(x / t)), stably.",
-               false, false),
+    SOFTMAX_OP("softmax", "Softmax along an axis: exp(x / t) / sum(exp(x / t)), stably.", false,
+               false),
     SOFTMAX_OP("log_softmax", "Log of softmax along an axis, computed stably.", true, false),
     SOFTMAX_OP("softmin", "Softmax of -x along an axis: exp(-x / t) / sum(exp(-x / t)).", false,
                true),
