@@ -32,10 +32,59 @@ static double ref_rsqrt(double x) {
     return 1 / sqrt(x);
 }
 
+static double ref_softsign(double x) {
+    return x / (1 + fabs(x));
+}
+static double ref_reciprocal(double x) {
+    return 1 / x;
+}
+static double ref_rcbrt(double x) {
+    return 1 / cbrt(x);
+}
+static double ref_degrees(double x) {
+    return x * (180 / 3.14159265358979323846);
+}
+static double ref_radians(double x) {
+    return x * (3.14159265358979323846 / 180);
+}
+/* MXNet's rint takes the lower neighbour on a tie; fix rounds towards zero */
+static double ref_rint(double x) {
+    return x - floor(x) <= ceil(x) - x ? floor(x) : ceil(x);
+}
+static double ref_logical_not(double x) {
+    return x == 0;
+}
+
 static const struct {
     const char *name;
     double (*ref)(double);
 } unary_float_cases[] = {
+    {"softsign", ref_softsign},
+    {"log1p", log1p},
+    {"expm1", expm1},
+    {"log2", log2},
+    {"log10", log10},
+    {"reciprocal", ref_reciprocal},
+    {"cbrt", cbrt},
+    {"rcbrt", ref_rcbrt},
+    {"tan", tan},
+    {"arcsin", asin},
+    {"arccos", acos},
+    {"arctan", atan},
+    {"sinh", sinh},
+    {"cosh", cosh},
+    {"arcsinh", asinh},
+    {"arccosh", acosh},
+    {"arctanh", atanh},
+    {"degrees", ref_degrees},
+    {"radians", ref_radians},
+    {"round", round},
+    {"rint", ref_rint},
+    {"ceil", ceil},
+    {"floor", floor},
+    {"trunc", trunc},
+    {"fix", trunc},
+    {"logical_not", ref_logical_not},
     {"negative", ref_negative},
     {"abs", fabs},
     {"sign", ref_sign},
@@ -417,6 +466,109 @@ START_TEST(test_float32_exp_tanh_sigmoid_accuracy) {
 }
 END_TEST
 
+START_TEST(test_rounding_ties_follow_mxnet) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(6), VALUES(2.5, -2.5, 0.5, -0.5, 1.5, -1.7));
+    static const struct {
+        const char *name;
+        double want[6];
+    } cases[] = {
+        {"round", {3, -3, 1, -1, 2, -2}}, {"rint", {2, -3, 0, -1, 1, -2}},
+        {"fix", {2, -2, 0, 0, 1, -1}},    {"trunc", {2, -2, 0, 0, 1, -1}},
+        {"floor", {2, -3, 0, -1, 1, -2}}, {"ceil", {3, -2, 1, 0, 2, -1}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        DeftNDArrayHandle y = call1(cases[c].name, 1, &x, NO_PARAMS);
+        assert_values(y, 6, cases[c].want, 0);
+        ck_assert_ok(DeftNDArrayFree(y));
+    }
+    DeftNDArrayHandle i = make(DEFT_INT32, 1, SHAPE(3), VALUES(0, 3, -2));
+    DeftNDArrayHandle n = call1("logical_not", 1, &i, NO_PARAMS);
+    assert_values(n, 3, VALUES(1, 0, 0), 0);
+    ck_assert_call_fails("round", 1, &i, NO_PARAMS, DEFT_ERROR_TYPE,
+                         "operator 'round': input 0 has dtype int32, expected float32 or float64");
+    DeftNDArrayHandle e = make(DEFT_FLOAT64, 2, SHAPE(0, 3), NULL);
+    DeftNDArrayHandle ez = call1("expm1", 1, &e, NO_PARAMS);
+    assert_shape(ez, 2, SHAPE(0, 3));
+    free_all(5, (DeftNDArrayHandle[]){x, i, n, e, ez});
+}
+END_TEST
+
+/* The same-shape binary forms, hypot and the logical operators, against C. */
+static double ref_math2(const char *op, double a, double b) {
+    if (!strcmp(op, "_maximum")) return isnan(a) || a > b ? a : b;
+    if (!strcmp(op, "_minimum")) return isnan(a) || a < b ? a : b;
+    if (!strcmp(op, "_power")) return pow(a, b);
+    if (!strcmp(op, "_hypot") || !strcmp(op, "broadcast_hypot")) return hypot(a, b);
+    if (!strcmp(op, "_equal")) return a == b;
+    if (!strcmp(op, "_not_equal")) return a != b;
+    if (!strcmp(op, "_greater")) return a > b;
+    if (!strcmp(op, "_greater_equal")) return a >= b;
+    if (!strcmp(op, "_lesser")) return a < b;
+    if (!strcmp(op, "_lesser_equal")) return a <= b;
+    if (strstr(op, "logical_and")) return a != 0 && b != 0;
+    if (strstr(op, "logical_or")) return a != 0 || b != 0;
+    return (a != 0) != (b != 0); /* logical_xor */
+}
+
+START_TEST(test_same_shape_binary_forms_match_c) {
+    const char *ops[] = {"_maximum",    "_minimum",      "_power",       "_hypot",
+                         "_equal",      "_not_equal",    "_greater",     "_greater_equal",
+                         "_lesser",     "_lesser_equal", "_logical_and", "_logical_or",
+                         "_logical_xor"};
+    const double a[6] = {0.5, -1, 2, 0, 3, 1.5}, b[6] = {2, -1, 0.5, 0, -0.25, 1.5};
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+        for (int d = 0; d < 2; d++) {
+            int dtype = d ? DEFT_FLOAT64 : DEFT_FLOAT32;
+            DeftNDArrayHandle in[2] = {make(dtype, 2, SHAPE(2, 3), a),
+                                       make(dtype, 2, SHAPE(2, 3), b)};
+            DeftNDArrayHandle y = call1(ops[o], 2, in, NO_PARAMS);
+            double want[6];
+            for (int i = 0; i < 6; i++) want[i] = ref_math2(ops[o], a[i], b[i]);
+            assert_values(y, 6, want, d ? 1e-15 : 1e-6);
+            free_all(3, (DeftNDArrayHandle[]){in[0], in[1], y});
+        }
+    }
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(3), NULL);
+    DeftNDArrayHandle z = make(DEFT_FLOAT32, 1, SHAPE(2), NULL);
+    DeftNDArrayHandle xz[2] = {x, z};
+    ck_assert_call_fails("_maximum", 2, xz, NO_PARAMS, DEFT_ERROR_VALUE,
+                         "operator '_maximum': input 1 has shape (2,), expected (3,)");
+    free_all(2, xz);
+}
+END_TEST
+
+START_TEST(test_hypot_and_logical_broadcast_and_scalar_forms) {
+    DeftNDArrayHandle a = make(DEFT_FLOAT64, 2, SHAPE(2, 2), VALUES(3, -5, 0, 1e300));
+    DeftNDArrayHandle b = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(4, 12));
+    DeftNDArrayHandle ab[2] = {a, b};
+    DeftNDArrayHandle h = call1("broadcast_hypot", 2, ab, NO_PARAMS);
+    assert_values(h, 4, VALUES(5, 13, 4, 1e300), 1e-15); /* no overflow */
+    DeftNDArrayHandle hs = call1("_hypot_scalar", 1, &a, P("scalar", "4", "is_int", "False"));
+    assert_values(hs, 4, VALUES(5, sqrt(41), 4, 1e300), 1e-15);
+    DeftNDArrayHandle i = make(DEFT_INT32, 2, SHAPE(2, 2), VALUES(3, 0, -2, 0));
+    DeftNDArrayHandle j = make(DEFT_INT32, 1, SHAPE(2), VALUES(0, 7));
+    DeftNDArrayHandle ij[2] = {i, j};
+    DeftNDArrayHandle land = call1("broadcast_logical_and", 2, ij, NO_PARAMS);
+    assert_values(land, 4, VALUES(0, 0, 0, 0), 0);
+    DeftNDArrayHandle lor = call1("broadcast_logical_or", 2, ij, NO_PARAMS);
+    assert_values(lor, 4, VALUES(1, 1, 1, 1), 0);
+    DeftNDArrayHandle lxor = call1("broadcast_logical_xor", 2, ij, NO_PARAMS);
+    assert_values(lxor, 4, VALUES(1, 1, 1, 1), 0);
+    DeftNDArrayHandle sand = call1("_logical_and_scalar", 1, &i, P("scalar", "1"));
+    assert_values(sand, 4, VALUES(1, 0, 1, 0), 0);
+    DeftNDArrayHandle sor = call1("_logical_or_scalar", 1, &i, P("scalar", "0"));
+    assert_values(sor, 4, VALUES(1, 0, 1, 0), 0);
+    DeftNDArrayHandle sxor = call1("_logical_xor_scalar", 1, &i, P("scalar", "2"));
+    assert_values(sxor, 4, VALUES(0, 1, 0, 1), 0);
+    DeftNDArrayHandle ih = call1("_hypot", 2, (DeftNDArrayHandle[]){i, i}, NO_PARAMS);
+    assert_values(ih, 4, VALUES(4, 0, 2, 0), 0); /* sqrt(18), sqrt(8) truncated */
+    ck_assert_call_fails("_hypot_scalar", 1, &a, P("is_int", "maybe"), DEFT_ERROR_PARSE,
+                         "parameter 'is_int' is 'maybe', expected true or false");
+    free_all(12, (DeftNDArrayHandle[]){a, b, h, hs, i, j, land, lor, lxor, sand, sor, sxor});
+    ck_assert_ok(DeftNDArrayFree(ih));
+}
+END_TEST
+
 static Suite *elemwise_suite(void) {
     Suite *suite = suite_create("elementwise ops");
     TCase *tc = tcase_create("elemwise");
@@ -432,6 +584,9 @@ static Suite *elemwise_suite(void) {
     tcase_add_test(tc, test_large_arrays_use_the_parallel_path_correctly);
     tcase_add_test(tc, test_cast_between_dtypes);
     tcase_add_test(tc, test_where_broadcasts_condition_and_branches);
+    tcase_add_test(tc, test_rounding_ties_follow_mxnet);
+    tcase_add_test(tc, test_same_shape_binary_forms_match_c);
+    tcase_add_test(tc, test_hypot_and_logical_broadcast_and_scalar_forms);
     suite_add_tcase(suite, tc);
     return suite;
 }

@@ -1,4 +1,4 @@
-/* dot, batch_dot and FullyConnected against triple loops. */
+/* dot, batch_dot, FullyConnected and the _linalg_gemm products against triple loops. */
 #include "op_helpers.h"
 
 static void fill(double *v, int64_t n, int seed) {
@@ -155,6 +155,84 @@ START_TEST(test_fully_connected_with_and_without_bias_and_flatten) {
 }
 END_TEST
 
+/* _linalg_gemm over a batch of 2 (the leading axis), every transpose pair, both dtypes. */
+START_TEST(test_linalg_gemm_and_gemm2_batched) {
+    const int64_t m = 3, n = 2, k = 4;
+    for (int t = 0; t < 8; t++) {
+        bool ta = t & 1, tb = t & 2, f64 = t & 4;
+        int dtype = f64 ? DEFT_FLOAT64 : DEFT_FLOAT32;
+        double a[24], b[16], c[12], want[12];
+        fill(a, 24, 1), fill(b, 16, 2), fill(c, 12, 3);
+        int64_t ashape[3] = {2, ta ? k : m, ta ? m : k}, bshape[3] = {2, tb ? n : k, tb ? k : n};
+        DeftNDArrayHandle in[3] = {make(dtype, 3, ashape, a), make(dtype, 3, bshape, b),
+                                   make(dtype, 3, SHAPE(2, m, n), c)};
+        const char *params[] = {"transpose_a", ta ? "True" : "False",
+                                "transpose_b", tb ? "1" : "0",
+                                "alpha",       "0.5",
+                                "beta",        "-2",
+                                NULL};
+        DeftNDArrayHandle y = call1("_linalg_gemm", 3, in, params);
+        params[6] = NULL; /* gemm2: no beta */
+        DeftNDArrayHandle y2 = call1("_linalg_gemm2", 2, in, params);
+        assert_shape(y, 3, SHAPE(2, m, n));
+        double want2[12];
+        for (int bt = 0; bt < 2; bt++) {
+            ref_gemm(ta, tb, m, n, k, a + bt * 12, b + bt * 8, want2 + bt * 6);
+            for (int i = 0; i < 6; i++) {
+                want2[bt * 6 + i] *= 0.5;
+                want[bt * 6 + i] = want2[bt * 6 + i] - 2 * c[bt * 6 + i];
+            }
+        }
+        assert_values(y, 12, want, f64 ? 1e-14 : 1e-6);
+        assert_values(y2, 12, want2, f64 ? 1e-14 : 1e-6);
+        free_all(5, (DeftNDArrayHandle[]){in[0], in[1], in[2], y, y2});
+    }
+}
+END_TEST
+
+/* axis=0: rows along axis 0, columns along the last, the batch in between. */
+START_TEST(test_linalg_gemm2_row_axis_and_errors) {
+    double a[12], b[12];
+    fill(a, 12, 4), fill(b, 12, 5);
+    DeftNDArrayHandle in[2] = {make(DEFT_FLOAT64, 3, SHAPE(2, 2, 3), a),
+                               make(DEFT_FLOAT64, 3, SHAPE(3, 2, 2), b)};
+    DeftNDArrayHandle y = call1("_linalg_gemm2", 2, in, P("axis", "0"));
+    assert_shape(y, 3, SHAPE(2, 2, 2));
+    double want[8];
+    for (int bt = 0; bt < 2; bt++)
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++) {
+                double s = 0;
+                for (int p = 0; p < 3; p++) s += a[i * 6 + bt * 3 + p] * b[p * 4 + bt * 2 + j];
+                want[i * 4 + bt * 2 + j] = s;
+            }
+    assert_values(y, 8, want, 1e-14);
+    ck_assert_call_fails("_linalg_gemm2", 2, in, P("axis", "2"), DEFT_ERROR_VALUE,
+                         "operator '_linalg_gemm2': axis is 2, expected a row axis in [-3, 2) for "
+                         "inputs of rank 3");
+    ck_assert_call_fails("_linalg_gemm2", 2, in, NO_PARAMS, DEFT_ERROR_VALUE,
+                         "input 1 has shape (3,2,2), expected (2,3,2) (A's batch axes, and B's "
+                         "rows A's columns)");
+    DeftNDArrayHandle c = make(DEFT_FLOAT64, 3, SHAPE(2, 2, 3), NULL);
+    DeftNDArrayHandle abc[3] = {in[0], in[1], c};
+    ck_assert_call_fails("_linalg_gemm", 3, abc, P("axis", "0"), DEFT_ERROR_VALUE,
+                         "input 2 has shape (2,2,3), expected (2,2,2) (the product's shape)");
+    DeftNDArrayHandle v = make(DEFT_FLOAT64, 1, SHAPE(3), NULL);
+    DeftNDArrayHandle vv[2] = {v, v};
+    ck_assert_call_fails("_linalg_gemm2", 2, vv, NO_PARAMS, DEFT_ERROR_VALUE,
+                         "input 0 has rank 1, expected 2 or more");
+    DeftNDArrayHandle e[2] = {make(DEFT_FLOAT32, 3, SHAPE(0, 2, 3), NULL),
+                              make(DEFT_FLOAT32, 3, SHAPE(0, 3, 4), NULL)};
+    DeftNDArrayHandle ey = call1("_linalg_gemm2", 2, e, NO_PARAMS);
+    assert_shape(ey, 3, SHAPE(0, 2, 4));
+    DeftNDArrayHandle k0[2] = {make(DEFT_FLOAT32, 2, SHAPE(2, 0), NULL),
+                               make(DEFT_FLOAT32, 2, SHAPE(0, 2), NULL)};
+    DeftNDArrayHandle kz = call1("_linalg_gemm2", 2, k0, NO_PARAMS);
+    assert_values(kz, 4, VALUES(0, 0, 0, 0), 0);
+    free_all(11, (DeftNDArrayHandle[]){in[0], in[1], y, c, v, e[0], e[1], ey, k0[0], k0[1], kz});
+}
+END_TEST
+
 static Suite *linalg_suite(void) {
     Suite *suite = suite_create("linear algebra");
     TCase *tc = tcase_create("linalg");
@@ -162,6 +240,8 @@ static Suite *linalg_suite(void) {
     tcase_add_test(tc, test_dot_vectors_and_higher_rank);
     tcase_add_test(tc, test_batch_dot);
     tcase_add_test(tc, test_dot_result_rank_is_checked_first);
+    tcase_add_test(tc, test_linalg_gemm_and_gemm2_batched);
+    tcase_add_test(tc, test_linalg_gemm2_row_axis_and_errors);
     tcase_add_loop_test(tc, test_fully_connected_with_and_without_bias_and_flatten, 0, 2);
     suite_add_tcase(suite, tc);
     return suite;

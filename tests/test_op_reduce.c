@@ -74,7 +74,8 @@ START_TEST(test_reductions_over_every_axis_set) {
                     ck_assert_ok(DeftNDArrayGetNDim(y, &ndim));
                     int kept = 0;
                     for (int dd = 0; dd < 3; dd++) kept += !masks[ax][dd];
-                    ck_assert_int_eq(ndim, keep ? 3 : kept);
+                    /* MXNet 1.x: reducing every axis leaves (1,), not a rank-0 array */
+                    ck_assert_int_eq(ndim, keep ? 3 : kept ? kept : 1);
                     assert_values(y, n, want, dtype == DEFT_FLOAT32 ? 1e-6 : 1e-12);
                     ck_assert_ok(DeftNDArrayFree(y));
                 }
@@ -122,13 +123,13 @@ START_TEST(test_argmax_argmin_first_occurrence_and_nan) {
     DeftNDArrayHandle mx = call1("argmax", 1, &a, P("axis", "1"));
     int dtype;
     ck_assert_ok(DeftNDArrayGetDType(mx, &dtype));
-    ck_assert_int_eq(dtype, DEFT_INT64);
+    ck_assert_int_eq(dtype, DEFT_FLOAT32); /* MXNet 1.x: indices in the input's dtype */
     assert_values(mx, 2, VALUES(1, 1), 0);
     DeftNDArrayHandle mn = call1("argmin", 1, &a, P("axis", "0", "keepdims", "true"));
     assert_shape(mn, 2, SHAPE(1, 4));
     assert_values(mn, 4, VALUES(0, 1, 0, 1), 0);
     DeftNDArrayHandle flat = call1("argmax", 1, &a, NO_PARAMS);
-    assert_shape(flat, 0, NULL);
+    assert_shape(flat, 1, SHAPE(1));
     assert_values(flat, 1, VALUES(5), 0);
     DeftNDArrayHandle m = call1("max", 1, &a, P("axis", "1"));
     assert_values(m, 2, VALUES(5, NAN), 0);
@@ -325,6 +326,147 @@ START_TEST(test_softmax_cross_entropy) {
 }
 END_TEST
 
+START_TEST(test_nansum_nanprod_skip_nan) {
+    const double x[6] = {1, NAN, 3, NAN, NAN, -2};
+    for (int d = 0; d < 2; d++) {
+        int dtype = d ? DEFT_FLOAT64 : DEFT_FLOAT32;
+        DeftNDArrayHandle a = make(dtype, 2, SHAPE(2, 3), x);
+        DeftNDArrayHandle rows = call1("nansum", 1, &a, P("axis", "1"));
+        assert_values(rows, 2, VALUES(4, -2), 0);
+        DeftNDArrayHandle cols = call1("nanprod", 1, &a, P("axis", "0", "keepdims", "true"));
+        assert_shape(cols, 2, SHAPE(1, 3));
+        assert_values(cols, 3, VALUES(1, 1, -6), 0);
+        DeftNDArrayHandle all = call1("nanprod", 1, &a, NO_PARAMS);
+        assert_shape(all, 1, SHAPE(1));
+        assert_values(all, 1, VALUES(-6), 0);
+        DeftNDArrayHandle ex = call1("nansum", 1, &a, P("axis", "(1,)", "exclude", "true"));
+        assert_values(ex, 3, VALUES(1, 0, 1), 0);
+        free_all(5, (DeftNDArrayHandle[]){a, rows, cols, all, ex});
+    }
+    DeftNDArrayHandle i = make(DEFT_INT32, 1, SHAPE(3), VALUES(2, -3, 4)); /* no NaN: sum/prod */
+    DeftNDArrayHandle is = call1("nansum", 1, &i, NO_PARAMS);
+    assert_values(is, 1, VALUES(3), 0);
+    DeftNDArrayHandle ip = call1("nanprod", 1, &i, NO_PARAMS);
+    assert_values(ip, 1, VALUES(-24), 0);
+    DeftNDArrayHandle e = make(DEFT_FLOAT32, 2, SHAPE(0, 2), NULL);
+    DeftNDArrayHandle es = call1("nansum", 1, &e, P("axis", "0"));
+    assert_values(es, 2, VALUES(0, 0), 0);
+    DeftNDArrayHandle ep = call1("nanprod", 1, &e, P("axis", "0"));
+    assert_values(ep, 2, VALUES(1, 1), 0);
+    ck_assert_call_fails("nansum", 1, &i, P("axis", "(0,0)"), DEFT_ERROR_VALUE,
+                         "operator 'nansum': axis 0 is listed twice");
+    free_all(6, (DeftNDArrayHandle[]){i, is, ip, e, es, ep});
+}
+END_TEST
+
+START_TEST(test_empty_axis_tuple_reduces_every_axis) {
+    DeftNDArrayHandle a = make(DEFT_FLOAT64, 2, SHAPE(2, 2), VALUES(1, 2, 3, 4));
+    DeftNDArrayHandle s = call1("sum", 1, &a, P("axis", "()"));
+    assert_shape(s, 1, SHAPE(1));
+    assert_values(s, 1, VALUES(10), 0);
+    DeftNDArrayHandle k = call1("max", 1, &a, P("axis", "()", "keepdims", "true"));
+    assert_shape(k, 2, SHAPE(1, 1));
+    assert_values(k, 1, VALUES(4), 0);
+    free_all(3, (DeftNDArrayHandle[]){a, s, k});
+}
+END_TEST
+
+/* Reference: softmax of x * scale over lines of a (rows, n) array, masked to lengths. */
+static void ref_softmax_rows(const double *x, int64_t rows, int64_t n, double scale,
+                             const double *lengths, bool log_form, double *out) {
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t len = lengths ? (int64_t)lengths[r] : n;
+        double max = -INFINITY, sum = 0;
+        for (int64_t k = 0; k < len; k++) max = fmax(max, x[r * n + k] * scale);
+        for (int64_t k = 0; k < len; k++) sum += exp(x[r * n + k] * scale - max);
+        for (int64_t k = 0; k < n; k++) {
+            double z = x[r * n + k] * scale - max;
+            out[r * n + k] = k >= len ? 0 : log_form ? z - log(sum) : exp(z) / sum;
+        }
+    }
+}
+
+START_TEST(test_softmax_temperature_length_and_softmin) {
+    const double x[8] = {0.5, -1, 2, 3, 1, 1, -2, 0.25};
+    DeftNDArrayHandle a = make(DEFT_FLOAT64, 2, SHAPE(2, 4), x);
+    double want[8];
+    DeftNDArrayHandle t = call1("softmax", 1, &a, P("temperature", "2"));
+    ref_softmax_rows(x, 2, 4, 0.5, NULL, false, want);
+    assert_values(t, 8, want, 1e-14);
+    DeftNDArrayHandle m = call1("softmin", 1, &a, P("temperature", "0.5"));
+    ref_softmax_rows(x, 2, 4, -2, NULL, false, want);
+    assert_values(m, 8, want, 1e-14);
+    DeftNDArrayHandle len = make(DEFT_INT32, 1, SHAPE(2), VALUES(3, 0));
+    DeftNDArrayHandle in[2] = {a, len};
+    DeftNDArrayHandle l = call1("softmax", 2, in, P("use_length", "True"));
+    ref_softmax_rows(x, 2, 4, 1, VALUES(3, 0), false, want);
+    assert_values(l, 8, want, 1e-14);
+    DeftNDArrayHandle ll = call1("log_softmax", 2, in, P("use_length", "1", "temperature", "4"));
+    ref_softmax_rows(x, 2, 4, 0.25, VALUES(3, 0), true, want);
+    assert_values(ll, 8, want, 1e-14);
+    /* lengths along axis 0: one per column */
+    DeftNDArrayHandle cl = make(DEFT_FLOAT32, 1, SHAPE(4), VALUES(1, 2, 2, 0));
+    DeftNDArrayHandle c =
+        call1("softmax", 2, (DeftNDArrayHandle[]){a, cl}, P("axis", "0", "use_length", "True"));
+    assert_values(c, 8,
+                  VALUES(1, 1 / (1 + exp(2.0)), 1 / (1 + exp(-4.0)), 0, 0, 1 / (1 + exp(-2.0)),
+                         1 / (1 + exp(4.0)), 0),
+                  1e-14);
+    free_all(8, (DeftNDArrayHandle[]){a, t, m, len, l, ll, cl, c});
+}
+END_TEST
+
+START_TEST(test_softmax_dtype_and_activation_modes) {
+    DeftNDArrayHandle a =
+        make(DEFT_FLOAT32, 3, SHAPE(2, 3, 2), VALUES(1, 2, 3, 4, 5, 6, -1, 0, 1, 0.5, 2, -3));
+    DeftNDArrayHandle d = call1("softmax", 1, &a, P("dtype", "float64"));
+    int dtype;
+    ck_assert_ok(DeftNDArrayGetDType(d, &dtype));
+    ck_assert_int_eq(dtype, DEFT_FLOAT64);
+    DeftNDArrayHandle same = call1("softmax", 1, &a, NO_PARAMS);
+    int64_t n;
+    double *want = read_all(same, &n);
+    assert_values(d, n, want, 1e-7);
+    free(want);
+    /* instance: the last axis (MXNet flattens to (rows, last)); channel: axis 1 */
+    DeftNDArrayHandle inst = call1("SoftmaxActivation", 1, &a, NO_PARAMS);
+    want = read_all(same, &n);
+    assert_values(inst, n, want, 1e-7);
+    free(want);
+    DeftNDArrayHandle ch = call1("SoftmaxActivation", 1, &a, P("mode", "channel"));
+    DeftNDArrayHandle ax1 = call1("softmax", 1, &a, P("axis", "1"));
+    want = read_all(ax1, &n);
+    assert_values(ch, n, want, 1e-7);
+    free(want);
+    DeftNDArrayHandle flat = make(DEFT_FLOAT32, 2, SHAPE(2, 3), NULL);
+    ck_assert_call_fails("SoftmaxActivation", 1, &flat, P("mode", "channel"), DEFT_ERROR_VALUE,
+                         "operator 'SoftmaxActivation': mode=channel needs an input of 3 or more "
+                         "dimensions, got 2");
+    ck_assert_call_fails("softmax", 1, &a, P("temperature", "0"), DEFT_ERROR_VALUE,
+                         "operator 'softmax': temperature must not be 0");
+    ck_assert_call_fails("softmax", 1, &a, P("dtype", "int32"), DEFT_ERROR_VALUE,
+                         "dtype is int32, expected float16, float32 or float64");
+    ck_assert_call_fails("softmax", 1, &a, P("use_length", "True"), DEFT_ERROR_VALUE,
+                         "got 1 inputs, expected 2 (use_length=True)");
+    DeftNDArrayHandle bad = make(DEFT_INT32, 1, SHAPE(3), VALUES(1, 2, 3));
+    DeftNDArrayHandle with_bad[2] = {a, bad};
+    ck_assert_call_fails("softmax", 2, with_bad, P("use_length", "True"), DEFT_ERROR_VALUE,
+                         "input 1 (length) has shape (3,), expected (2,3) (the data's shape "
+                         "without axis 2)");
+    DeftNDArrayHandle big = make(DEFT_INT32, 1, SHAPE(2), VALUES(1, 5));
+    DeftNDArrayHandle rows = make(DEFT_FLOAT32, 2, SHAPE(2, 3), NULL);
+    DeftNDArrayHandle with_big[2] = {rows, big};
+    DeftNDArrayHandle failed = call1("softmax", 2, with_big, P("use_length", "True"));
+    ck_assert_fails(DeftNDArrayWaitToRead(failed), DEFT_ERROR_VALUE,
+                    "operator 'softmax': length[1] is 5, expected 0 to 3");
+    DeftNDArrayHandle empty = make(DEFT_FLOAT32, 2, SHAPE(0, 3), NULL);
+    DeftNDArrayHandle ez = call1("softmin", 1, &empty, P("temperature", "2"));
+    assert_shape(ez, 2, SHAPE(0, 3));
+    free_all(13, (DeftNDArrayHandle[]){a, d, same, inst, ch, ax1, flat, bad, big, rows, failed,
+                                       empty, ez});
+}
+END_TEST
+
 static Suite *reduce_suite(void) {
     Suite *suite = suite_create("reductions");
     TCase *tc = tcase_create("reduce");
@@ -340,6 +482,10 @@ static Suite *reduce_suite(void) {
     tcase_add_test(tc, test_softmax_and_log_softmax_are_stable);
     tcase_add_test(tc, test_float32_softmax_rows);
     tcase_add_test(tc, test_softmax_cross_entropy);
+    tcase_add_test(tc, test_nansum_nanprod_skip_nan);
+    tcase_add_test(tc, test_empty_axis_tuple_reduces_every_axis);
+    tcase_add_test(tc, test_softmax_temperature_length_and_softmin);
+    tcase_add_test(tc, test_softmax_dtype_and_activation_modes);
     suite_add_tcase(suite, tc);
     return suite;
 }

@@ -16,6 +16,7 @@
 #include "core/base/shape.h"
 #include "core/math/optimizer_math.h"
 #include "core/math/scalar_math.h"
+#include "core/math/softmax_math.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -24,8 +25,10 @@ extern "C" {
 /* What a map computes for each element (operand 0 is the output). */
 typedef enum deft_gpu_fn {
 #define DEFT_GPU_FN_ID(name, expr) DEFT_GPU_FN_##name,
-    DEFT_UNARY_FLOAT_MATH(DEFT_GPU_FN_ID)  /* y = f(x) */
-    DEFT_BINARY_FLOAT_MATH(DEFT_GPU_FN_ID) /* y = f(a, b) */
+    DEFT_UNARY_FLOAT_MATH(DEFT_GPU_FN_ID)       /* y = f(x) */
+    DEFT_ACTIVATION_UNARY_MATH(DEFT_GPU_FN_ID)  /* y = f(x), floats only */
+    DEFT_ACTIVATION_BINARY_MATH(DEFT_GPU_FN_ID) /* y = f(a, b), floats only */
+    DEFT_BINARY_FLOAT_MATH(DEFT_GPU_FN_ID)      /* y = f(a, b); from add on, integers too */
 #undef DEFT_GPU_FN_ID
     DEFT_GPU_FN_CLIP,  /* y = x clipped to [scalars[2], scalars[3]] */
     DEFT_GPU_FN_COPY,  /* y = x, any dtype of the output's size */
@@ -90,15 +93,8 @@ typedef struct deft_gpu_gemm {
 
 int deft_gpu_gemm(int dev, const deft_gpu_gemm_t *gemm);
 
-/* softmax (or log_softmax) over n elements spaced `inner` apart, for each
- * of outer * inner lines (softmax_math.h). */
-typedef struct deft_gpu_softmax {
-    deft_dtype_t dtype;
-    const void *x;
-    void *y;
-    int64_t outer, n, inner;
-    bool log_form;
-} deft_gpu_softmax_t;
+/* A softmax-family plan (softmax_math.h), one thread per line. */
+typedef deft_softmax_plan_t deft_gpu_softmax_t;
 
 int deft_gpu_softmax(int dev, const deft_gpu_softmax_t *softmax);
 

@@ -52,6 +52,7 @@ template <typename T> __device__ T operand(const deft_gpu_map_t &m, int k, int64
         return deft_##name##_d(x);                                                                 \
     }
 DEFT_UNARY_FLOAT_MATH(FLOAT_OVERLOADS_1)
+DEFT_ACTIVATION_UNARY_MATH(FLOAT_OVERLOADS_1)
 #define FLOAT_OVERLOADS_2(name, expr)                                                              \
     __device__ inline float f_##name(float a, float b) {                                           \
         return deft_##name##_f(a, b);                                                              \
@@ -60,9 +61,10 @@ DEFT_UNARY_FLOAT_MATH(FLOAT_OVERLOADS_1)
         return deft_##name##_d(a, b);                                                              \
     }
 DEFT_BINARY_FLOAT_MATH(FLOAT_OVERLOADS_2)
+DEFT_ACTIVATION_BINARY_MATH(FLOAT_OVERLOADS_2)
 
 /* The functions integers have, by name (scalar_math.h's integer section). */
-#define INT_UNARY(X) X(negative) X(abs) X(sign) X(square) X(relu)
+#define INT_UNARY(X) X(negative) X(abs) X(sign) X(square) X(relu) X(logical_not)
 #define INT_BINARY(X)                                                                              \
     X(add)                                                                                         \
     X(sub)                                                                                         \
@@ -70,7 +72,13 @@ DEFT_BINARY_FLOAT_MATH(FLOAT_OVERLOADS_2)
     X(div)                                                                                         \
     X(power)                                                                                       \
     X(maximum)                                                                                     \
-    X(minimum) X(equal) X(not_equal) X(greater) X(greater_equal) X(lesser) X(lesser_equal)
+    X(minimum)                                                                                     \
+    X(equal)                                                                                       \
+    X(not_equal)                                                                                   \
+    X(greater)                                                                                     \
+    X(greater_equal)                                                                               \
+    X(lesser)                                                                                      \
+    X(lesser_equal) X(hypot) X(logical_and) X(logical_or) X(logical_xor)
 #define INT_OVERLOADS_1(name)                                                                      \
     __device__ inline int32_t f_##name(int32_t x) {                                                \
         return deft_##name##_i32(x);                                                               \
@@ -99,11 +107,13 @@ INT_BINARY(INT_OVERLOADS_2)
         template <typename T> __device__ T operator()(T x) const { return f_##name(x); }           \
     };
 DEFT_UNARY_FLOAT_MATH(UNARY_FUNCTOR)
+DEFT_ACTIVATION_UNARY_MATH(UNARY_FUNCTOR)
 #define BINARY_FUNCTOR(name, ...)                                                                  \
     struct B_##name {                                                                              \
         template <typename T> __device__ T operator()(T a, T b) const { return f_##name(a, b); }   \
     };
 DEFT_BINARY_FLOAT_MATH(BINARY_FUNCTOR)
+DEFT_ACTIVATION_BINARY_MATH(BINARY_FUNCTOR)
 
 /* ---- kernels ---- */
 
@@ -239,7 +249,13 @@ template <typename T> bool launch_typed(const deft_gpu_map_t &m, cudaStream_t st
 #define FLOAT_BINARY_CASE(name, ...)                                                               \
     case DEFT_GPU_FN_##name:                                                                       \
         LAUNCH_MAP(binary_kernel<T>, m, B_##name());
+#define FLOAT_ONLY_BINARY_CASE(name, ...)                                                          \
+    case DEFT_GPU_FN_##name:                                                                       \
+        if constexpr (!std::is_integral<T>::value) LAUNCH_MAP(binary_kernel<T>, m, B_##name());    \
+        return false;
         DEFT_UNARY_FLOAT_MATH(FLOAT_UNARY_CASE)
+        DEFT_ACTIVATION_UNARY_MATH(FLOAT_UNARY_CASE)
+        DEFT_ACTIVATION_BINARY_MATH(FLOAT_ONLY_BINARY_CASE)
         DEFT_BINARY_FLOAT_MATH(FLOAT_BINARY_CASE)
     case DEFT_GPU_FN_CLIP:
         LAUNCH(clip_kernel<T>, m, from_double<T>(m.scalars[2]), from_double<T>(m.scalars[3]));
@@ -346,11 +362,13 @@ __device__ void chain_step(const deft_gpu_fused_step_t &st, const T *a, const T 
         for (int u = 0; u < kUnroll; u++) out[u] = f_##name(a[u]);                                 \
         return;
         DEFT_UNARY_FLOAT_MATH(CHAIN_UNARY)
+        DEFT_ACTIVATION_UNARY_MATH(CHAIN_UNARY)
 #define CHAIN_BINARY(name, ...)                                                                    \
     case DEFT_GPU_FN_##name:                                                                       \
         for (int u = 0; u < kUnroll; u++) out[u] = f_##name(a[u], b[u]);                           \
         return;
         DEFT_BINARY_FLOAT_MATH(CHAIN_BINARY)
+        DEFT_ACTIVATION_BINARY_MATH(CHAIN_BINARY)
     case DEFT_GPU_FN_CLIP: {
         T lo = chain_scalar<T>(st, 2), hi = chain_scalar<T>(st, 3);
         for (int u = 0; u < kUnroll; u++) out[u] = a[u] < lo ? lo : a[u] > hi ? hi : a[u];

@@ -1,5 +1,5 @@
 /*
- * softmax, log_softmax and the softmax cross-entropy: one thread per line
+ * softmax, log_softmax, softmin and the softmax cross-entropy: one thread per line
  * (or row), each running the shared per-line arithmetic (softmax_math.h).
  */
 #define DEFT_DEVICE_FN __host__ __device__ static inline
@@ -16,10 +16,7 @@
 namespace {
 
 __global__ void softmax_lines(deft_gpu_softmax_t s) {
-    GRID_STRIDE(line, s.outer * s.inner) {
-        int64_t o = line / s.inner, i = line % s.inner;
-        deft_softmax_line(s.x, s.y, s.dtype, o * s.n * s.inner + i, s.n, s.inner, s.log_form);
-    }
+    GRID_STRIDE(line, s.outer * s.inner) deft_softmax_plan_line(&s, line);
 }
 
 /* The label of row b, or -1 (and the row noted in *bad) when it is not a class index. */

@@ -21,7 +21,9 @@ typedef enum deft_reduce_kind {
     DEFT_R_NORM,
     DEFT_R_NORM1,
     DEFT_R_ARGMAX,
-    DEFT_R_ARGMIN
+    DEFT_R_ARGMIN,
+    DEFT_R_NANSUM, /* sum and prod that skip NaN (as if it were 0, or 1) */
+    DEFT_R_NANPROD
 } deft_reduce_kind_t;
 
 /* Partial result of some elements: a float value (floats accumulate in
@@ -35,7 +37,7 @@ typedef struct deft_partial {
 
 DEFT_DEVICE_FN deft_partial_t deft_reduce_identity(deft_reduce_kind_t kind) {
     deft_partial_t p = {0, 0, -1, 0};
-    if (kind == DEFT_R_PROD) p.f = 1, p.u = 1;
+    if (kind == DEFT_R_PROD || kind == DEFT_R_NANPROD) p.f = 1, p.u = 1;
     return p;
 }
 
@@ -45,6 +47,8 @@ DEFT_DEVICE_FN deft_partial_t deft_reduce_element(deft_reduce_kind_t kind, doubl
     deft_partial_t p = {f, u, index, 1};
     if (kind == DEFT_R_NORM) p.f = f * f;
     if (kind == DEFT_R_NORM1) p.f = f < 0 ? -f : f;
+    if (f != f && kind == DEFT_R_NANSUM) p.f = 0;
+    if (f != f && kind == DEFT_R_NANPROD) p.f = 1;
     return p;
 }
 
@@ -75,9 +79,11 @@ DEFT_DEVICE_FN void deft_reduce_combine(deft_reduce_kind_t kind, bool is_float, 
     case DEFT_R_MEAN:
     case DEFT_R_NORM:
     case DEFT_R_NORM1:
+    case DEFT_R_NANSUM:
         a->f += b->f, a->u += b->u;
         break;
     case DEFT_R_PROD:
+    case DEFT_R_NANPROD:
         a->f *= b->f, a->u *= b->u;
         break;
     default:
@@ -86,12 +92,13 @@ DEFT_DEVICE_FN void deft_reduce_combine(deft_reduce_kind_t kind, bool is_float, 
     a->count += b->count;
 }
 
-/* Store the finished result of `span` elements as element o of `data`
- * (int64 indices for the arg forms, else the input's dtype). */
+/* Store the finished result of `span` elements as element o of `data`, in
+ * the input's dtype: the arg forms too, whose indices MXNet 1.x gives as
+ * values of the input's dtype (float32 for float32 data). */
 DEFT_DEVICE_FN void deft_reduce_store(deft_reduce_kind_t kind, const deft_partial_t *p,
                                       int64_t span, void *data, int64_t o, deft_dtype_t in_dtype) {
     if (kind == DEFT_R_ARGMAX || kind == DEFT_R_ARGMIN) {
-        ((int64_t *)data)[o] = p->index;
+        deft_store_double(data, in_dtype, o, (double)p->index);
         return;
     }
     switch (in_dtype) { /* integers wrap into the dtype */

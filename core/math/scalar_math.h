@@ -20,6 +20,7 @@
 #endif
 
 #include "core/math/device_fn.h"
+#include "core/math/dtype_math.h"
 
 /*
  * expf and tanhf without calls into libm, so loops over float arrays
@@ -89,9 +90,13 @@ DEFT_DEVICE_FN double deft_tanh(double x) {
 #define deft_tanh(x) _Generic((x), float : deft_tanhf, default : tanh)(x)
 #endif
 
-#define DEFT_M_SQRT1_2 0.70710678118654752440
+#define DEFT_M_SQRT1_2          0.70710678118654752440
+#define DEFT_DEGREES_PER_RADIAN 57.295779513082320877
 
-/* X(name, expression in x). NaN propagates through every one of them. */
+/* X(name, expression in x). NaN propagates through every one of them. The
+ * rounding functions follow MXNet: round halves away from zero, rint takes
+ * the lower neighbour on a tie (rint(2.5) is 2, rint(-2.5) is -3), fix
+ * rounds towards zero. */
 #define DEFT_UNARY_FLOAT_MATH(X)                                                                   \
     X(negative, -x)                                                                                \
     X(abs, fabs(x))                                                                                \
@@ -108,7 +113,43 @@ DEFT_DEVICE_FN double deft_tanh(double x) {
     X(relu, x < 0 ? (T)0 : x)                                                                      \
     X(softrelu, x > (T)20 ? x : log1p(deft_exp(x)))                                                \
     X(erf, erf(x))                                                                                 \
-    X(gelu, (T)0.5 * x * ((T)1 + erf(x * (T)DEFT_M_SQRT1_2)))
+    X(gelu, (T)0.5 * x * ((T)1 + erf(x * (T)DEFT_M_SQRT1_2)))                                      \
+    X(softsign, x / ((T)1 + fabs(x)))                                                              \
+    X(log1p, log1p(x))                                                                             \
+    X(expm1, expm1(x))                                                                             \
+    X(log2, log2(x))                                                                               \
+    X(log10, log10(x))                                                                             \
+    X(reciprocal, (T)1 / x)                                                                        \
+    X(cbrt, cbrt(x))                                                                               \
+    X(rcbrt, (T)1 / cbrt(x))                                                                       \
+    X(tan, tan(x))                                                                                 \
+    X(arcsin, asin(x))                                                                             \
+    X(arccos, acos(x))                                                                             \
+    X(arctan, atan(x))                                                                             \
+    X(sinh, sinh(x))                                                                               \
+    X(cosh, cosh(x))                                                                               \
+    X(arcsinh, asinh(x))                                                                           \
+    X(arccosh, acosh(x))                                                                           \
+    X(arctanh, atanh(x))                                                                           \
+    X(degrees, x *(T)DEFT_DEGREES_PER_RADIAN)                                                      \
+    X(radians, x *(T)(1 / DEFT_DEGREES_PER_RADIAN))                                                \
+    X(round, round(x))                                                                             \
+    X(rint, (x - floor(x)) <= (ceil(x) - x) ? floor(x) : ceil(x))                                  \
+    X(ceil, ceil(x))                                                                               \
+    X(floor, floor(x))                                                                             \
+    X(trunc, trunc(x))                                                                             \
+    X(fix, fabs(floor(x)) < fabs(ceil(x)) ? floor(x) : ceil(x))                                    \
+    X(logical_not, (T)(x == 0))
+
+/* The elementwise modes of LeakyReLU (activation.c), b the slope: leaky
+ * (xelu) and elu take it as their second operand, selu has none. */
+#define DEFT_SELU_ALPHA  1.6732632423543772848170429916717
+#define DEFT_SELU_LAMBDA 1.0507009873554804934193349852946
+#define DEFT_ACTIVATION_UNARY_MATH(X)                                                              \
+    X(selu, (T)DEFT_SELU_LAMBDA *(x > 0 ? x : (T)DEFT_SELU_ALPHA * expm1(x)))
+#define DEFT_ACTIVATION_BINARY_MATH(X)                                                             \
+    X(xelu, a > 0 ? a : a * b)                                                                     \
+    X(elu, a > 0 ? a : b * expm1(a))
 
 /* X(name, expression in a and b). Comparisons give 1 or 0; maximum and
  * minimum propagate NaN from either side, as NumPy's do. */
@@ -125,7 +166,11 @@ DEFT_DEVICE_FN double deft_tanh(double x) {
     X(greater, (T)(a > b))                                                                         \
     X(greater_equal, (T)(a >= b))                                                                  \
     X(lesser, (T)(a < b))                                                                          \
-    X(lesser_equal, (T)(a <= b))
+    X(lesser_equal, (T)(a <= b))                                                                   \
+    X(hypot, hypot(a, b))                                                                          \
+    X(logical_and, (T)(a != 0 && b != 0))                                                          \
+    X(logical_or, (T)(a != 0 || b != 0))                                                           \
+    X(logical_xor, (T)((a != 0) != (b != 0)))
 
 #define DEFT_DEFINE_UNARY_F(name, expr)                                                            \
     DEFT_DEVICE_FN float deft_##name##_f(float x) {                                                \
@@ -137,6 +182,7 @@ DEFT_DEVICE_FN double deft_tanh(double x) {
         return expr;                                                                               \
     }
 DEFT_UNARY_FLOAT_MATH(DEFT_DEFINE_UNARY_F)
+DEFT_ACTIVATION_UNARY_MATH(DEFT_DEFINE_UNARY_F)
 
 #define DEFT_DEFINE_BINARY_F(name, expr)                                                           \
     DEFT_DEVICE_FN float deft_##name##_f(float a, float b) {                                       \
@@ -148,6 +194,7 @@ DEFT_UNARY_FLOAT_MATH(DEFT_DEFINE_UNARY_F)
         return expr;                                                                               \
     }
 DEFT_BINARY_FLOAT_MATH(DEFT_DEFINE_BINARY_F)
+DEFT_ACTIVATION_BINARY_MATH(DEFT_DEFINE_BINARY_F)
 
 /* Integer arithmetic wraps (through unsigned), and never traps: x / 0 is 0,
  * and INT_MIN / -1 wraps, where C would have undefined behaviour. */
@@ -190,6 +237,18 @@ DEFT_BINARY_FLOAT_MATH(DEFT_DEFINE_BINARY_F)
     }                                                                                              \
     DEFT_DEVICE_FN T deft_lesser_equal_##S(T a, T b) {                                             \
         return (T)(a <= b);                                                                        \
+    }                                                                                              \
+    DEFT_DEVICE_FN T deft_logical_and_##S(T a, T b) {                                              \
+        return (T)(a != 0 && b != 0);                                                              \
+    }                                                                                              \
+    DEFT_DEVICE_FN T deft_logical_or_##S(T a, T b) {                                               \
+        return (T)(a != 0 || b != 0);                                                              \
+    }                                                                                              \
+    DEFT_DEVICE_FN T deft_logical_xor_##S(T a, T b) {                                              \
+        return (T)((a != 0) != (b != 0));                                                          \
+    }                                                                                              \
+    DEFT_DEVICE_FN T deft_logical_not_##S(T x) {                                                   \
+        return (T)(x == 0);                                                                        \
     }                                                                                              \
     DEFT_DEVICE_FN T deft_negative_##S(T x) {                                                      \
         return (T)(0 - (U)x);                                                                      \
@@ -234,6 +293,17 @@ DEFT_DEVICE_FN uint8_t deft_sign_u8(uint8_t x) {
 }
 DEFT_DEVICE_FN uint8_t deft_relu_u8(uint8_t x) {
     return x;
+}
+
+/* hypot of integers: the float result truncated into the dtype (saturating). */
+DEFT_DEVICE_FN int32_t deft_hypot_i32(int32_t a, int32_t b) {
+    return deft_to_i32(hypot((double)a, (double)b));
+}
+DEFT_DEVICE_FN int64_t deft_hypot_i64(int64_t a, int64_t b) {
+    return deft_to_i64(hypot((double)a, (double)b));
+}
+DEFT_DEVICE_FN uint8_t deft_hypot_u8(uint8_t a, uint8_t b) {
+    return deft_to_u8(hypot((double)a, (double)b));
 }
 
 #endif

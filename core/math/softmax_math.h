@@ -1,5 +1,5 @@
 /*
- * The per-line arithmetic of softmax, log_softmax and the softmax
+ * The per-line arithmetic of softmax, log_softmax, softmin and the softmax
  * cross-entropy, shared by the CPU and GPU kernels like scalar_math.h:
  * subtract the maximum (NaN wins) before exponentiating, accumulate in
  * double.
@@ -25,16 +25,48 @@ DEFT_DEVICE_FN void deft_max_and_sum(const void *x, deft_dtype_t dtype, int64_t 
     *max_out = max, *sum_out = sum;
 }
 
-/* One softmax (or log_softmax) over n elements spaced `stride` apart from `start`. */
-DEFT_DEVICE_FN void deft_softmax_line(const void *x, void *y, deft_dtype_t dtype, int64_t start,
-                                      int64_t n, int64_t stride, bool log_form) {
-    double max, sum;
-    deft_max_and_sum(x, dtype, start, n, stride, &max, &sum);
+/*
+ * A softmax-family call (softmax, log_softmax, softmin, SoftmaxActivation):
+ * outer * inner lines of n elements, each spaced `inner` apart. Each
+ * element is first multiplied by `scale` (1 / temperature, negated for
+ * softmin). With a `length` array (one value per line, the data's shape
+ * without the axis), only a line's first length elements take part; the
+ * rest of the line is 0, as in MXNet.
+ */
+typedef struct deft_softmax_plan {
+    const void *x, *length; /* length NULL: whole lines */
+    void *y;
+    deft_dtype_t x_dtype, y_dtype, length_dtype;
+    int64_t outer, n, inner;
+    double scale;
+    bool log_form;
+} deft_softmax_plan_t;
+
+/* The length of a line, read as MXNet does (truncated), clamped into [0, n]
+ * (the CPU operator refuses lengths outside it before it gets here). */
+DEFT_DEVICE_FN int64_t deft_softmax_line_length(const deft_softmax_plan_t *s, int64_t line) {
+    if (!s->length) return s->n;
+    double len = deft_load_double(s->length, s->length_dtype, line);
+    return len != len || len < 0 ? 0 : len > (double)s->n ? s->n : (int64_t)len;
+}
+
+/* One line of the plan. */
+DEFT_DEVICE_FN void deft_softmax_plan_line(const deft_softmax_plan_t *s, int64_t line) {
+    int64_t start = line / s->inner * s->n * s->inner + line % s->inner;
+    int64_t len = deft_softmax_line_length(s, line);
+    double max = -INFINITY, sum = 0;
+    for (int64_t k = 0; k < len; k++) {
+        double v = deft_load_double(s->x, s->x_dtype, start + k * s->inner) * s->scale;
+        if (v > max || v != v) max = v;
+    }
+    for (int64_t k = 0; k < len; k++)
+        sum += exp(deft_load_double(s->x, s->x_dtype, start + k * s->inner) * s->scale - max);
     double log_sum = log(sum);
-    for (int64_t k = 0; k < n; k++) {
-        int64_t i = start + k * stride;
-        double shifted = deft_load_double(x, dtype, i) - max;
-        deft_store_double(y, dtype, i, log_form ? shifted - log_sum : exp(shifted) / sum);
+    for (int64_t k = 0; k < s->n; k++) {
+        int64_t i = start + k * s->inner;
+        double shifted = deft_load_double(s->x, s->x_dtype, i) * s->scale - max;
+        double v = k >= len ? 0 : s->log_form ? shifted - log_sum : exp(shifted) / sum;
+        deft_store_double(s->y, s->y_dtype, i, v);
     }
 }
 

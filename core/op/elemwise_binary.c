@@ -1,8 +1,9 @@
 /*
  * Elementwise binary operators with NumPy broadcasting (broadcast_add ...),
- * their same-shape forms (elemwise_add ...) and scalar forms (_plus_scalar
- * ...). The scalar math is in scalar_math.h; comparisons return 1 or 0 in
- * the input dtype, as MXNet's do.
+ * their same-shape forms (elemwise_add, _maximum, _greater ...) and scalar
+ * forms (_plus_scalar ...). The scalar math is in scalar_math.h;
+ * comparisons and logical operators return 1 or 0 in the input dtype, as
+ * MXNet's do.
  */
 #include <math.h>
 
@@ -135,8 +136,14 @@ typedef struct scalar_op {
     bool reversed; /* scalar is the left operand: _rminus_scalar is scalar - x */
 } scalar_op_t;
 
+/* is_int is MXNet 1.9's hint that the scalar was a Python int; the legacy
+ * operators convert the scalar to the input's dtype either way, so it is
+ * accepted (graphs exported by MXNet carry it) and changes nothing. */
 static const deft_param_def_t scalar_params[] = {
-    {"scalar", DEFT_PARAM_FLOAT, "1", "the scalar operand", NULL, false}, {0}};
+    {"scalar", DEFT_PARAM_FLOAT, "1", "the scalar operand", NULL, false},
+    {"is_int", DEFT_PARAM_BOOL, "true", "whether the scalar is an integer (no effect)", NULL,
+     false},
+    {0}};
 
 static int scalar_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_desc_t *in, int *nout, deft_desc_t *out) {
@@ -205,7 +212,16 @@ static int scalar_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, 
 
 /* ---- gradients (a, b: inputs, y: output, g: output gradient) ---- */
 
-typedef enum binary_kind { B_ADD, B_SUB, B_MUL, B_DIV, B_POWER, B_MAX, B_MIN } binary_kind_t;
+typedef enum binary_kind {
+    B_ADD,
+    B_SUB,
+    B_MUL,
+    B_DIV,
+    B_POWER,
+    B_MAX,
+    B_MIN,
+    B_HYPOT
+} binary_kind_t;
 
 /* d y / d a and d y / d b times g, at the broadcast shape. */
 static void binary_terms(deft_grad_builder_t *b, binary_kind_t kind, bool broadcast,
@@ -218,6 +234,7 @@ static void binary_terms(deft_grad_builder_t *b, binary_kind_t kind, bool broadc
     deft_gref_t g = b->out_grad(b, 0);
     const char *mul = broadcast ? "broadcast_mul" : "elemwise_mul";
     const char *div = broadcast ? "broadcast_div" : "elemwise_div";
+    const char *power = broadcast ? "broadcast_power" : "_power";
     switch (kind) {
     case B_ADD:
         *ga = g, *gb = g;
@@ -235,22 +252,26 @@ static void binary_terms(deft_grad_builder_t *b, binary_kind_t kind, bool broadc
         break;
     case B_POWER: { /* a^b: b a^(b-1), and a^b ln a */
         deft_gref_t bm1 = g_op1(b, "_minus_scalar", z, GRAD_PARAMS("scalar", "1"));
-        deft_gref_t d =
-            g_op2(b, "broadcast_mul", z, g_op2(b, "broadcast_power", x, bm1, GRAD_NONE), GRAD_NONE);
-        *ga = g_op2(b, "broadcast_mul", g, d, GRAD_NONE);
-        *gb = g_op2(b, "broadcast_mul", g,
-                    g_op2(b, "broadcast_mul", y, g_op1(b, "log", x, GRAD_NONE), GRAD_NONE),
-                    GRAD_NONE);
+        deft_gref_t d = g_op2(b, mul, z, g_op2(b, power, x, bm1, GRAD_NONE), GRAD_NONE);
+        *ga = g_op2(b, mul, g, d, GRAD_NONE);
+        *gb =
+            g_op2(b, mul, g, g_op2(b, mul, y, g_op1(b, "log", x, GRAD_NONE), GRAD_NONE), GRAD_NONE);
         break;
     }
     case B_MAX:
-    case B_MIN: {
-        const char *first = kind == B_MAX ? "broadcast_greater_equal" : "broadcast_lesser_equal";
-        const char *second = kind == B_MAX ? "broadcast_lesser" : "broadcast_greater";
-        *ga = g_op2(b, "broadcast_mul", g, g_op2(b, first, x, z, GRAD_NONE), GRAD_NONE);
-        *gb = g_op2(b, "broadcast_mul", g, g_op2(b, second, x, z, GRAD_NONE), GRAD_NONE);
+    case B_MIN: { /* ties go to the left operand, as MXNet's ge / lt masks */
+        static const char *const masks[2][2][2] = {
+            {{"_lesser_equal", "_greater"}, {"broadcast_lesser_equal", "broadcast_greater"}},
+            {{"_greater_equal", "_lesser"}, {"broadcast_greater_equal", "broadcast_lesser"}}};
+        const char *const *mask = masks[kind == B_MAX][broadcast];
+        *ga = g_op2(b, mul, g, g_op2(b, mask[0], x, z, GRAD_NONE), GRAD_NONE);
+        *gb = g_op2(b, mul, g, g_op2(b, mask[1], x, z, GRAD_NONE), GRAD_NONE);
         break;
     }
+    case B_HYPOT: /* a / y and b / y */
+        *ga = g_op2(b, div, g_op2(b, mul, g, x, GRAD_NONE), y, GRAD_NONE);
+        *gb = g_op2(b, div, g_op2(b, mul, g, z, GRAD_NONE), y, GRAD_NONE);
+        break;
     }
 #undef x
 #undef z
@@ -261,7 +282,7 @@ static int binary_gradient(deft_grad_builder_t *b, binary_kind_t kind, bool broa
                            deft_gref_t *in_grads) {
     deft_gref_t ga, gb;
     binary_terms(b, kind, broadcast, &ga, &gb);
-    if (!broadcast && kind != B_POWER && kind != B_MAX && kind != B_MIN) {
+    if (!broadcast) {
         in_grads[0] = ga, in_grads[1] = gb;
         return 0;
     }
@@ -284,6 +305,11 @@ BINARY_GRAD(broadcast_div, B_DIV, true)
 BINARY_GRAD(broadcast_power, B_POWER, true)
 BINARY_GRAD(broadcast_maximum, B_MAX, true)
 BINARY_GRAD(broadcast_minimum, B_MIN, true)
+BINARY_GRAD(broadcast_hypot, B_HYPOT, true)
+BINARY_GRAD(power, B_POWER, false)
+BINARY_GRAD(maximum, B_MAX, false)
+BINARY_GRAD(minimum, B_MIN, false)
+BINARY_GRAD(hypot, B_HYPOT, false)
 BINARY_GRAD(elemwise_add, B_ADD, false)
 BINARY_GRAD(elemwise_sub, B_SUB, false)
 BINARY_GRAD(elemwise_mul, B_MUL, false)
@@ -329,6 +355,9 @@ static int grad_scalar(deft_grad_builder_t *b, const deft_param_value_t *p, int 
                   g_op1(b, kind == B_MAX ? "_greater_equal_scalar" : "_lesser_equal_scalar", x,
                         GRAD_PARAMS("scalar", s)));
         break;
+    case B_HYPOT: /* x / y */
+        in_grads[0] = g_mul(b, g, g_op2(b, "elemwise_div", x, y, GRAD_NONE));
+        break;
     }
     return 0;
 }
@@ -348,6 +377,7 @@ SCALAR_GRAD(power_scalar, B_POWER, false)
 SCALAR_GRAD(rpower_scalar, B_POWER, true)
 SCALAR_GRAD(maximum_scalar, B_MAX, false)
 SCALAR_GRAD(minimum_scalar, B_MIN, false)
+SCALAR_GRAD(hypot_scalar, B_HYPOT, false)
 
 /* ---- the table ---- */
 
@@ -360,9 +390,10 @@ static const char *const lhs_rhs[] = {"lhs", "rhs", NULL};
         .forward = binary_forward, .forward_gpu = DEFT_GPU(binary_forward_gpu),                    \
         .inplace_input = 0, .data = &k, .gradient = grad, .elementwise = true                      \
     }
-#define ELEMWISE_OP(name_, k, doc, grad)                                                           \
+#define ELEMWISE_OP(name_, k, doc, grad) SAME_SHAPE_OP("elemwise_" name_, k, doc, grad)
+#define SAME_SHAPE_OP(name_, k, doc, grad)                                                         \
     {                                                                                              \
-        .name = "elemwise_" name_, .description = doc " of two arrays of the same shape.",         \
+        .name = name_, .description = doc " of two arrays of the same shape.",                     \
         .input_names = lhs_rhs, .min_inputs = 2, .max_inputs = 2, .infer = same_shape_infer,       \
         .forward = binary_forward, .forward_gpu = DEFT_GPU(binary_forward_gpu),                    \
         .inplace_input = 0, .data = &k, .infer_inputs = deft_infer_inputs_like_output,             \
@@ -395,6 +426,32 @@ static const deft_op_t binary_ops[] = {
                  deft_gradient_zero),
     BROADCAST_OP("lesser", k_lesser, "1 where lhs < rhs, else 0,", deft_gradient_zero),
     BROADCAST_OP("lesser_equal", k_lesser_equal, "1 where lhs <= rhs, else 0,", deft_gradient_zero),
+    BROADCAST_OP("hypot", k_hypot, "sqrt(lhs^2 + rhs^2), without overflow,", grad_broadcast_hypot),
+    BROADCAST_OP("logical_and", k_logical_and, "1 where lhs and rhs are non-zero, else 0,",
+                 deft_gradient_zero),
+    BROADCAST_OP("logical_or", k_logical_or, "1 where lhs or rhs is non-zero, else 0,",
+                 deft_gradient_zero),
+    BROADCAST_OP("logical_xor", k_logical_xor, "1 where exactly one of lhs, rhs is non-zero,",
+                 deft_gradient_zero),
+    /* MXNet's same-shape forms behind the symbol API's maximum, power, ==, ... */
+    SAME_SHAPE_OP("_maximum", k_maximum, "Maximum (NaN wins)", grad_maximum),
+    SAME_SHAPE_OP("_minimum", k_minimum, "Minimum (NaN wins)", grad_minimum),
+    SAME_SHAPE_OP("_power", k_power, "Power lhs ** rhs", grad_power),
+    SAME_SHAPE_OP("_hypot", k_hypot, "sqrt(lhs^2 + rhs^2)", grad_hypot),
+    SAME_SHAPE_OP("_equal", k_equal, "1 where lhs == rhs, else 0,", deft_gradient_zero),
+    SAME_SHAPE_OP("_not_equal", k_not_equal, "1 where lhs != rhs, else 0,", deft_gradient_zero),
+    SAME_SHAPE_OP("_greater", k_greater, "1 where lhs > rhs, else 0,", deft_gradient_zero),
+    SAME_SHAPE_OP("_greater_equal", k_greater_equal, "1 where lhs >= rhs, else 0,",
+                  deft_gradient_zero),
+    SAME_SHAPE_OP("_lesser", k_lesser, "1 where lhs < rhs, else 0,", deft_gradient_zero),
+    SAME_SHAPE_OP("_lesser_equal", k_lesser_equal, "1 where lhs <= rhs, else 0,",
+                  deft_gradient_zero),
+    SAME_SHAPE_OP("_logical_and", k_logical_and, "1 where lhs and rhs are non-zero, else 0,",
+                  deft_gradient_zero),
+    SAME_SHAPE_OP("_logical_or", k_logical_or, "1 where lhs or rhs is non-zero, else 0,",
+                  deft_gradient_zero),
+    SAME_SHAPE_OP("_logical_xor", k_logical_xor, "1 where exactly one of lhs, rhs is non-zero,",
+                  deft_gradient_zero),
     ELEMWISE_OP("add", k_add, "Sum", grad_elemwise_add),
     /* MXNet's name for the additions that sum gradients, each written over its first input */
     {.name = "_grad_add",
@@ -437,6 +494,13 @@ static const deft_op_t binary_ops[] = {
               deft_gradient_zero),
     SCALAR_OP("_lesser_equal_scalar", k_lesser_equal, false, "1 where data <= scalar, else 0.",
               deft_gradient_zero),
+    SCALAR_OP("_hypot_scalar", k_hypot, false, "sqrt(data^2 + scalar^2).", grad_hypot_scalar),
+    SCALAR_OP("_logical_and_scalar", k_logical_and, false,
+              "1 where data and scalar are non-zero, else 0.", deft_gradient_zero),
+    SCALAR_OP("_logical_or_scalar", k_logical_or, false,
+              "1 where data or scalar is non-zero, else 0.", deft_gradient_zero),
+    SCALAR_OP("_logical_xor_scalar", k_logical_xor, false,
+              "1 where exactly one of data, scalar is non-zero, else 0.", deft_gradient_zero),
 };
 
 DEFT_OP_FAMILY(deft_family_binary, binary_ops);

@@ -1,5 +1,6 @@
 /*
- * Elementwise unary operators: negative ... gelu, Activation and clip.
+ * Elementwise unary operators: negative ... gelu, MXNet's rounding,
+ * logarithm, power and trigonometric functions, Activation and clip.
  *
  * The scalar formulas live in scalar_math.h (shared with the GPU kernels);
  * this file turns each into a strided loop per dtype, and describes the
@@ -41,6 +42,7 @@ INT_LOOPS(abs)
 INT_LOOPS(sign)
 INT_LOOPS(square)
 INT_LOOPS(relu)
+INT_LOOPS(logical_not)
 
 #define FLOAT_KERNELS(name)                                                                        \
     { {loop_deft_##name##_f, loop_deft_##name##_d, NULL, NULL, NULL}, DEFT_GPU_FN_##name }
@@ -59,7 +61,20 @@ static const unary_kernels_t k_negative = ALL_KERNELS(negative), k_abs = ALL_KER
                              k_cos = FLOAT_KERNELS(cos), k_tanh = FLOAT_KERNELS(tanh),
                              k_sigmoid = FLOAT_KERNELS(sigmoid),
                              k_softrelu = FLOAT_KERNELS(softrelu), k_erf = FLOAT_KERNELS(erf),
-                             k_gelu = FLOAT_KERNELS(gelu);
+                             k_gelu = FLOAT_KERNELS(gelu), k_logical_not = ALL_KERNELS(logical_not);
+static const unary_kernels_t k_softsign = FLOAT_KERNELS(softsign), k_log1p = FLOAT_KERNELS(log1p),
+                             k_expm1 = FLOAT_KERNELS(expm1), k_log2 = FLOAT_KERNELS(log2),
+                             k_log10 = FLOAT_KERNELS(log10),
+                             k_reciprocal = FLOAT_KERNELS(reciprocal), k_cbrt = FLOAT_KERNELS(cbrt),
+                             k_rcbrt = FLOAT_KERNELS(rcbrt), k_tan = FLOAT_KERNELS(tan),
+                             k_arcsin = FLOAT_KERNELS(arcsin), k_arccos = FLOAT_KERNELS(arccos),
+                             k_arctan = FLOAT_KERNELS(arctan), k_sinh = FLOAT_KERNELS(sinh),
+                             k_cosh = FLOAT_KERNELS(cosh), k_arcsinh = FLOAT_KERNELS(arcsinh),
+                             k_arccosh = FLOAT_KERNELS(arccosh), k_arctanh = FLOAT_KERNELS(arctanh),
+                             k_degrees = FLOAT_KERNELS(degrees), k_radians = FLOAT_KERNELS(radians),
+                             k_round = FLOAT_KERNELS(round), k_rint = FLOAT_KERNELS(rint),
+                             k_ceil = FLOAT_KERNELS(ceil), k_floor = FLOAT_KERNELS(floor),
+                             k_trunc = FLOAT_KERNELS(trunc), k_fix = FLOAT_KERNELS(fix);
 
 static int check_kernel(const deft_op_t *op, const unary_kernels_t *k, deft_dtype_t dtype) {
     int slot = deft_dtype_slot(dtype);
@@ -95,8 +110,9 @@ static int unary_forward(const deft_op_t *op, const deft_param_value_t *p, int n
 
 /* ---- Activation ---- */
 
-static const char *const act_types[] = {"relu", "sigmoid", "softrelu", "tanh", NULL};
-static const unary_kernels_t *const act_kernels[] = {&k_relu, &k_sigmoid, &k_softrelu, &k_tanh};
+static const char *const act_types[] = {"relu", "sigmoid", "softrelu", "tanh", "softsign", NULL};
+static const unary_kernels_t *const act_kernels[] = {&k_relu, &k_sigmoid, &k_softrelu, &k_tanh,
+                                                     &k_softsign};
 static const deft_param_def_t activation_params[] = {
     {"act_type", DEFT_PARAM_ENUM, NULL, "activation function to apply", act_types, false}, {0}};
 
@@ -256,6 +272,72 @@ static deft_gref_t d_gelu(deft_grad_builder_t *b) { /* Phi(x) + x phi(x) */
     return g_op2(b, "elemwise_add", phi_big, g_mul(b, X, density), NOPARAMS);
 }
 
+/* s / v, and v + s, as nodes. */
+static deft_gref_t g_over(deft_grad_builder_t *b, double s, deft_gref_t v) {
+    char text[32];
+    snprintf(text, sizeof text, "%.17g", s);
+    return g_op1(b, "_rdiv_scalar", v, GRAD_PARAMS("scalar", text));
+}
+static deft_gref_t g_plus(deft_grad_builder_t *b, deft_gref_t v, const char *s) {
+    return g_op1(b, "_plus_scalar", v, GRAD_PARAMS("scalar", s));
+}
+static deft_gref_t g_square(deft_grad_builder_t *b, deft_gref_t v) {
+    return g_op1(b, "square", v, NOPARAMS);
+}
+
+static deft_gref_t d_softsign(deft_grad_builder_t *b) { /* 1 / (1 + |x|)^2 */
+    return g_over(b, 1, g_square(b, g_plus(b, g_op1(b, "abs", X, NOPARAMS), "1")));
+}
+static deft_gref_t d_log1p(deft_grad_builder_t *b) {
+    return g_over(b, 1, g_plus(b, X, "1"));
+}
+static deft_gref_t d_expm1(deft_grad_builder_t *b) {
+    return g_plus(b, Y, "1");
+}
+static deft_gref_t d_log2(deft_grad_builder_t *b) {
+    return g_over(b, 1.4426950408889634074, X); /* 1 / (x ln 2) */
+}
+static deft_gref_t d_log10(deft_grad_builder_t *b) {
+    return g_over(b, 0.43429448190325182765, X); /* 1 / (x ln 10) */
+}
+static deft_gref_t d_reciprocal(deft_grad_builder_t *b) { /* -y^2 */
+    return g_scale(b, g_square(b, Y), -1);
+}
+static deft_gref_t d_cbrt(deft_grad_builder_t *b) { /* 1 / (3 y^2) */
+    return g_over(b, 1.0 / 3, g_square(b, Y));
+}
+static deft_gref_t d_rcbrt(deft_grad_builder_t *b) { /* -y / (3 x) */
+    return g_scale(b, g_op2(b, "elemwise_div", Y, X, NOPARAMS), -1.0 / 3);
+}
+static deft_gref_t d_tan(deft_grad_builder_t *b) { /* 1 + y^2 */
+    return g_plus(b, g_square(b, Y), "1");
+}
+static deft_gref_t d_arcsin(deft_grad_builder_t *b) { /* 1 / sqrt(1 - x^2) */
+    return g_op1(b, "rsqrt", g_op1(b, "_rminus_scalar", g_square(b, X), GRAD_PARAMS("scalar", "1")),
+                 NOPARAMS);
+}
+static deft_gref_t d_arccos(deft_grad_builder_t *b) {
+    return g_scale(b, d_arcsin(b), -1);
+}
+static deft_gref_t d_arctan(deft_grad_builder_t *b) { /* 1 / (1 + x^2) */
+    return g_over(b, 1, g_plus(b, g_square(b, X), "1"));
+}
+static deft_gref_t d_sinh(deft_grad_builder_t *b) {
+    return g_op1(b, "cosh", X, NOPARAMS);
+}
+static deft_gref_t d_cosh(deft_grad_builder_t *b) {
+    return g_op1(b, "sinh", X, NOPARAMS);
+}
+static deft_gref_t d_arcsinh(deft_grad_builder_t *b) { /* 1 / sqrt(x^2 + 1) */
+    return g_op1(b, "rsqrt", g_plus(b, g_square(b, X), "1"), NOPARAMS);
+}
+static deft_gref_t d_arccosh(deft_grad_builder_t *b) { /* 1 / sqrt(x^2 - 1) */
+    return g_op1(b, "rsqrt", g_plus(b, g_square(b, X), "-1"), NOPARAMS);
+}
+static deft_gref_t d_arctanh(deft_grad_builder_t *b) { /* 1 / (1 - x^2) */
+    return g_over(b, 1, g_op1(b, "_rminus_scalar", g_square(b, X), GRAD_PARAMS("scalar", "1")));
+}
+
 /* The gradient of y = f(x) is g * f'(x). */
 static int chain(deft_grad_builder_t *b, local_grad_fn local, deft_gref_t *in_grads) {
     in_grads[0] = g_mul(b, G, local(b));
@@ -288,11 +370,42 @@ UNARY_GRAD(relu)
 UNARY_GRAD(softrelu)
 UNARY_GRAD(erf)
 UNARY_GRAD(gelu)
+UNARY_GRAD(softsign)
+UNARY_GRAD(log1p)
+UNARY_GRAD(expm1)
+UNARY_GRAD(log2)
+UNARY_GRAD(log10)
+UNARY_GRAD(reciprocal)
+UNARY_GRAD(cbrt)
+UNARY_GRAD(rcbrt)
+UNARY_GRAD(tan)
+UNARY_GRAD(arcsin)
+UNARY_GRAD(arccos)
+UNARY_GRAD(arctan)
+UNARY_GRAD(sinh)
+UNARY_GRAD(cosh)
+UNARY_GRAD(arcsinh)
+UNARY_GRAD(arccosh)
+UNARY_GRAD(arctanh)
+
+/* degrees and radians are linear: the gradient is g times the constant. */
+static int grad_degrees(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                        deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    in_grads[0] = g_scale(b, G, DEFT_DEGREES_PER_RADIAN);
+    return 0;
+}
+static int grad_radians(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                        deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    in_grads[0] = g_scale(b, G, 1 / DEFT_DEGREES_PER_RADIAN);
+    return 0;
+}
 
 static int grad_activation(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
                            deft_gref_t *in_grads) {
     (void)nin;
-    static const local_grad_fn by_type[] = {d_relu, d_sigmoid, d_softrelu, d_tanh};
+    static const local_grad_fn by_type[] = {d_relu, d_sigmoid, d_softrelu, d_tanh, d_softsign};
     return chain(b, by_type[p[0].i], in_grads);
 }
 
@@ -313,8 +426,16 @@ static int grad_clip(deft_grad_builder_t *b, const deft_param_value_t *p, int ni
 
 /* ---- the table ---- */
 
-/* sign is piecewise constant: nothing flows back through it */
-#define grad_sign deft_gradient_zero
+/* sign, the rounding functions and logical_not are piecewise constant:
+ * nothing flows back through them (MXNet's zero gradients) */
+#define grad_sign        deft_gradient_zero
+#define grad_round       deft_gradient_zero
+#define grad_rint        deft_gradient_zero
+#define grad_ceil        deft_gradient_zero
+#define grad_floor       deft_gradient_zero
+#define grad_trunc       deft_gradient_zero
+#define grad_fix         deft_gradient_zero
+#define grad_logical_not deft_gradient_zero
 #define UNARY_OP(name_, kernels, doc)                                                              \
     {                                                                                              \
         .name = #name_, .description = doc, .input_names = deft_op_data_input, .min_inputs = 1,    \
@@ -341,8 +462,35 @@ static const deft_op_t unary_ops[] = {
     UNARY_OP(softrelu, k_softrelu, "Softplus, elementwise: log(1 + exp(x)), computed stably."),
     UNARY_OP(erf, k_erf, "Gauss error function, elementwise."),
     UNARY_OP(gelu, k_gelu, "Gaussian error linear unit (exact): 0.5 x (1 + erf(x / sqrt 2))."),
+    UNARY_OP(softsign, k_softsign, "Softsign, elementwise: x / (1 + |x|)."),
+    UNARY_OP(log1p, k_log1p, "log(1 + x), elementwise, accurate for small x."),
+    UNARY_OP(expm1, k_expm1, "exp(x) - 1, elementwise, accurate for small x."),
+    UNARY_OP(log2, k_log2, "Base-2 logarithm, elementwise."),
+    UNARY_OP(log10, k_log10, "Base-10 logarithm, elementwise."),
+    UNARY_OP(reciprocal, k_reciprocal, "Reciprocal, elementwise: 1 / x."),
+    UNARY_OP(cbrt, k_cbrt, "Cube root, elementwise."),
+    UNARY_OP(rcbrt, k_rcbrt, "Reciprocal cube root, elementwise: 1 / cbrt(x)."),
+    UNARY_OP(tan, k_tan, "Tangent, elementwise (radians)."),
+    UNARY_OP(arcsin, k_arcsin, "Inverse sine, elementwise, in [-pi/2, pi/2]."),
+    UNARY_OP(arccos, k_arccos, "Inverse cosine, elementwise, in [0, pi]."),
+    UNARY_OP(arctan, k_arctan, "Inverse tangent, elementwise, in (-pi/2, pi/2)."),
+    UNARY_OP(sinh, k_sinh, "Hyperbolic sine, elementwise."),
+    UNARY_OP(cosh, k_cosh, "Hyperbolic cosine, elementwise."),
+    UNARY_OP(arcsinh, k_arcsinh, "Inverse hyperbolic sine, elementwise."),
+    UNARY_OP(arccosh, k_arccosh, "Inverse hyperbolic cosine, elementwise."),
+    UNARY_OP(arctanh, k_arctanh, "Inverse hyperbolic tangent, elementwise."),
+    UNARY_OP(degrees, k_degrees, "Radians to degrees, elementwise."),
+    UNARY_OP(radians, k_radians, "Degrees to radians, elementwise."),
+    UNARY_OP(round, k_round, "Round to the nearest integer, halves away from zero."),
+    UNARY_OP(rint, k_rint, "Round to the nearest integer, halves down (MXNet's rint: 2.5 -> 2)."),
+    UNARY_OP(ceil, k_ceil, "Ceiling, elementwise."),
+    UNARY_OP(floor, k_floor, "Floor, elementwise."),
+    UNARY_OP(trunc, k_trunc, "Round towards zero, elementwise."),
+    UNARY_OP(fix, k_fix, "Round towards zero, elementwise (MXNet's fix)."),
+    UNARY_OP(logical_not, k_logical_not, "1 where x is zero, else 0, in the input's dtype."),
     {.name = "Activation",
-     .description = "Applies an activation function elementwise: relu, sigmoid, softrelu or tanh.",
+     .description = "Applies an activation function elementwise: relu, sigmoid, softrelu, tanh or "
+                    "softsign.",
      .input_names = deft_op_data_input,
      .min_inputs = 1,
      .max_inputs = 1,

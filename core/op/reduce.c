@@ -1,5 +1,8 @@
 /*
- * Reductions over axes: sum, mean, prod, max, min, norm, argmax, argmin.
+ * Reductions over axes: sum, mean, prod, nansum, nanprod, max, min, norm,
+ * argmax, argmin. Shapes and dtypes are MXNet 1.x's: a reduction over every
+ * axis has shape (1,), never (), and argmax/argmin give indices in the
+ * input's dtype.
  *
  * Every reduction is computed on a (outer, inner) layout where the inner
  * span holds the reduced elements contiguously. When the reduced axes are
@@ -43,6 +46,12 @@ typedef struct reducer {
         case DEFT_R_PROD:                                                                          \
             for (int64_t i = 0; i < n; i++) p->f *= x[i];                                          \
             break;                                                                                 \
+        case DEFT_R_NANSUM:                                                                        \
+            for (int64_t i = 0; i < n; i++) p->f += x[i] == x[i] ? (double)x[i] : 0.0;             \
+            break;                                                                                 \
+        case DEFT_R_NANPROD:                                                                       \
+            for (int64_t i = 0; i < n; i++) p->f *= x[i] == x[i] ? (double)x[i] : 1.0;             \
+            break;                                                                                 \
         case DEFT_R_NORM:                                                                          \
             for (int64_t i = 0; i < n; i++) p->f += (double)x[i] * x[i];                           \
             break;                                                                                 \
@@ -69,9 +78,11 @@ typedef struct reducer {
             int64_t v = x[i];                                                                      \
             switch (kind) {                                                                        \
             case DEFT_R_SUM:                                                                       \
+            case DEFT_R_NANSUM:                                                                    \
                 p->u += (uint64_t)v;                                                               \
                 break;                                                                             \
             case DEFT_R_PROD:                                                                      \
+            case DEFT_R_NANPROD:                                                                   \
                 p->u *= (uint64_t)v;                                                               \
                 break;                                                                             \
             default: {                                                                             \
@@ -157,6 +168,7 @@ static int plan_axes(const deft_op_t *op, const deft_tuple_t *axes, bool exclude
     return 0;
 }
 
+/* MXNet 1.x has no rank-0 arrays: what would be one is (1,). */
 static void reduced_shape(const reduce_plan_t *plan, const deft_shape_t *in, bool keepdims,
                           deft_shape_t *out) {
     out->ndim = 0;
@@ -167,6 +179,12 @@ static void reduced_shape(const reduce_plan_t *plan, const deft_shape_t *in, boo
         else if (keepdims)
             out->dims[out->ndim++] = 1;
     }
+    if (out->ndim == 0) out->ndim = 1, out->dims[0] = 1;
+}
+
+/* A tuple `axis` parameter: NULL (every axis) for None and for (), as MXNet. */
+static const deft_tuple_t *listed_axes(const deft_param_value_t *p) {
+    return p[0].none || p[0].t.n == 0 ? NULL : &p[0].t;
 }
 
 /* Parameters: sum-like ops take (axis, keepdims, exclude); norm adds ord;
@@ -185,9 +203,10 @@ static void read_axis_params(const deft_op_t *op, const deft_param_value_t *p,
             one->v[0] = p[0].i;
             *axes = one;
         }
-    } else if (r->kind != DEFT_R_NORM) {
-        *exclude = p[2].i != 0;
+        return;
     }
+    *axes = listed_axes(p);
+    if (r->kind != DEFT_R_NORM) *exclude = p[2].i != 0;
 }
 
 static int reduce_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
@@ -209,8 +228,7 @@ static int reduce_infer(const deft_op_t *op, const deft_param_value_t *p, int ni
         return deft_op_error(op, DEFT_ERR_VALUE,
                              "cannot reduce over a zero-size axis (it has no %s)", op->name);
     reduced_shape(&plan, &in[0].shape, keepdims, &out[0].shape);
-    out[0].dtype =
-        (r->kind == DEFT_R_ARGMAX || r->kind == DEFT_R_ARGMIN) ? DEFT_DT_INT64 : in[0].dtype;
+    out[0].dtype = in[0].dtype;
     *nout = 1;
     return 0;
 }
@@ -388,7 +406,7 @@ static int spread_infer(const deft_op_t *op, const deft_param_value_t *p, int ni
     reduce_plan_t plan;
     deft_shape_t expected;
     if (deft_op_check_dtype_float(op, 0, in[0].dtype) ||
-        plan_axes(op, p[0].none ? NULL : &p[0].t, p[2].i != 0, &in[1].shape, &plan))
+        plan_axes(op, listed_axes(p), p[2].i != 0, &in[1].shape, &plan))
         return -1;
     reduced_shape(&plan, &in[1].shape, p[1].i != 0, &expected);
     if (deft_shape_size(&expected) != deft_shape_size(&in[0].shape)) {
@@ -406,7 +424,7 @@ static int spread_infer(const deft_op_t *op, const deft_param_value_t *p, int ni
  * that shape: 0 along reduced axes. */
 static int spread_plan(const deft_op_t *op, const deft_param_value_t *p, const deft_shape_t *x,
                        reduce_plan_t *plan, int64_t *strides) {
-    if (plan_axes(op, p[0].none ? NULL : &p[0].t, p[2].i != 0, x, plan)) return -1;
+    if (plan_axes(op, listed_axes(p), p[2].i != 0, x, plan)) return -1;
     int64_t step = 1;
     for (int d = x->ndim - 1; d >= 0; d--) {
         strides[d] = is_reduced(plan, d) ? 0 : step;
@@ -488,6 +506,30 @@ static int grad_prod(deft_grad_builder_t *b, const deft_param_value_t *p, int ni
     deft_gref_t gy =
         g_mul(b, spread(b, b->out_grad(b, 0), false), spread(b, b->output(b, 0), false));
     in_grads[0] = g_op2(b, "elemwise_div", gy, b->input(b, 0), GRAD_NONE);
+    return 0;
+}
+
+/* nansum: g where x is a number, 0 at NaN (x == x is the mask). */
+static int grad_nansum(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                       deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    deft_gref_t x = b->input(b, 0);
+    in_grads[0] =
+        g_mul(b, spread(b, b->out_grad(b, 0), false), g_op2(b, "_equal", x, x, GRAD_NONE));
+    return 0;
+}
+
+/* nanprod: g y / x where x is a number, 0 at NaN (selected, since y / NaN is NaN). */
+static int grad_nanprod(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                        deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    deft_gref_t x = b->input(b, 0);
+    deft_gref_t gy =
+        g_mul(b, spread(b, b->out_grad(b, 0), false), spread(b, b->output(b, 0), false));
+    deft_gref_t in[3] = {g_op2(b, "_equal", x, x, GRAD_NONE),
+                         g_op2(b, "elemwise_div", gy, x, GRAD_NONE),
+                         g_op1(b, "zeros_like", x, GRAD_NONE)};
+    in_grads[0] = b->apply(b, "where", 3, in, GRAD_NONE, 0);
     return 0;
 }
 
@@ -573,6 +615,10 @@ static const deft_op_t reduce_ops[] = {
     REDUCE_OP("sum", reduce_params, DEFT_R_SUM, false, false, "Sum over axes.", grad_sum),
     REDUCE_OP("mean", reduce_params, DEFT_R_MEAN, true, false, "Mean over axes.", grad_mean),
     REDUCE_OP("prod", reduce_params, DEFT_R_PROD, false, false, "Product over axes.", grad_prod),
+    REDUCE_OP("nansum", reduce_params, DEFT_R_NANSUM, false, false,
+              "Sum over axes, NaN counted as 0.", grad_nansum),
+    REDUCE_OP("nanprod", reduce_params, DEFT_R_NANPROD, false, false,
+              "Product over axes, NaN counted as 1.", grad_nanprod),
     REDUCE_OP("max", reduce_params, DEFT_R_MAX, false, true, "Maximum over axes (NaN wins).",
               grad_extreme),
     REDUCE_OP("min", reduce_params, DEFT_R_MIN, false, true, "Minimum over axes (NaN wins).",
@@ -581,10 +627,12 @@ static const deft_op_t reduce_ops[] = {
               "L2 (ord=2) or L1 (ord=1) norm over axes (all axes: of the flattened array).",
               grad_norm),
     REDUCE_OP("argmax", arg_params, DEFT_R_ARGMAX, false, true,
-              "Index (int64) of the first maximum along an axis (a NaN counts as the maximum).",
+              "Index of the first maximum along an axis, in the input's dtype (a NaN counts as "
+              "the maximum).",
               deft_gradient_zero),
     REDUCE_OP("argmin", arg_params, DEFT_R_ARGMIN, false, true,
-              "Index (int64) of the first minimum along an axis (a NaN counts as the minimum).",
+              "Index of the first minimum along an axis, in the input's dtype (a NaN counts as "
+              "the minimum).",
               deft_gradient_zero),
 };
 

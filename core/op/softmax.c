@@ -14,13 +14,12 @@
 #include "core/op/op.h"
 #include "core/math/scalar_math.h"
 
-typedef struct softmax_ctx {
-    const void *x;
-    void *y;
-    deft_dtype_t dtype;
-    int64_t n, inner;
-    bool log;
-} softmax_ctx_t;
+/* What distinguishes the operators sharing the softmax kernel. */
+typedef struct softmax_kind {
+    bool log_form;
+    bool negate;     /* softmin: the softmax of -x */
+    bool activation; /* SoftmaxActivation: `mode` picks the axis, no other parameter */
+} softmax_kind_t;
 
 /* A float32 row (softmax over the last axis, the common case): deft's
  * vectorised expf, and the sum in double over eight independent partial sums. */
@@ -45,48 +44,158 @@ DEFT_CLONES static void softmax_row_f32(const float *x, float *y, int64_t n, boo
 }
 
 static void softmax_range(void *arg, int64_t begin, int64_t end) {
-    const softmax_ctx_t *c = arg;
-    if (c->dtype == DEFT_DT_FLOAT32 && c->inner == 1) {
+    const deft_softmax_plan_t *s = arg;
+    if (s->x_dtype == DEFT_DT_FLOAT32 && s->y_dtype == DEFT_DT_FLOAT32 && s->inner == 1 &&
+        s->scale == 1 && !s->length) {
         for (int64_t line = begin; line < end; line++)
-            softmax_row_f32((const float *)c->x + line * c->n, (float *)c->y + line * c->n, c->n,
-                            c->log);
+            softmax_row_f32((const float *)s->x + line * s->n, (float *)s->y + line * s->n, s->n,
+                            s->log_form);
         return;
     }
-    for (int64_t line = begin; line < end; line++) {
-        int64_t o = line / c->inner, i = line % c->inner;
-        deft_softmax_line(c->x, c->y, c->dtype, o * c->n * c->inner + i, c->n, c->inner, c->log);
-    }
+    for (int64_t line = begin; line < end; line++) deft_softmax_plan_line(s, line);
 }
 
+/* softmax, log_softmax, softmin: p[0] axis, p[1] temperature, p[2] dtype, p[3] use_length. */
 static const deft_param_def_t softmax_params[] = {
-    {"axis", DEFT_PARAM_INT, "-1", "axis to normalise over", NULL, false}, {0}};
+    {"axis", DEFT_PARAM_INT, "-1", "axis to normalise over", NULL, false},
+    {"temperature", DEFT_PARAM_FLOAT, "None", "divides the input first (None: 1)", NULL, true},
+    {"dtype", DEFT_PARAM_DTYPE, "None",
+     "output dtype: float16, float32 or float64 (None: the "
+     "input's)",
+     NULL, true},
+    {"use_length", DEFT_PARAM_BOOL, "False", "input 1 (length) masks each line after its length",
+     NULL, true},
+    {0}};
+
+static const char *const activation_modes[] = {"instance", "channel", NULL};
+static const deft_param_def_t activation_params[] = {
+    {"mode", DEFT_PARAM_ENUM, "instance",
+     "instance: softmax over the last axis; channel: over axis 1", activation_modes, false},
+    {0}};
+
+static bool uses_length(const deft_op_t *op, const deft_param_value_t *p) {
+    return !((const softmax_kind_t *)op->data)->activation && !p[3].none && p[3].i;
+}
+
+static int softmax_num_inputs(const deft_param_value_t *p) {
+    return !p[3].none && p[3].i ? 2 : 1;
+}
+
+/* The axis of a call, normalised. */
+static int softmax_axis(const deft_op_t *op, const deft_param_value_t *p, int ndim, int *axis) {
+    if (!((const softmax_kind_t *)op->data)->activation)
+        return deft_op_axis(op, "axis", p[0].i, ndim, axis);
+    if (p[0].i == 0) { /* instance: each row of the input flattened to 2-D (n, last) */
+        *axis = ndim - 1;
+        return ndim > 0 ? 0 : deft_op_error(op, DEFT_ERR_VALUE, "input 0 must have an axis");
+    }
+    if (ndim < 3)
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "mode=channel needs an input of 3 or more dimensions, got %d", ndim);
+    *axis = 1;
+    return 0;
+}
+
+static int check_length(const deft_op_t *op, const deft_desc_t *in, int axis) {
+    deft_shape_t want = {.ndim = 0};
+    for (int d = 0; d < in[0].shape.ndim; d++)
+        if (d != axis) want.dims[want.ndim++] = in[0].shape.dims[d];
+    if (want.ndim == 0) want.ndim = 1, want.dims[0] = 1;
+    if (deft_op_check_dtype_arith(op, 1, in[1].dtype)) return -1;
+    if (deft_shape_equal(&want, &in[1].shape)) return 0;
+    char sl[DEFT_SHAPE_STR_MAX], sw[DEFT_SHAPE_STR_MAX];
+    return deft_op_error(op, DEFT_ERR_VALUE,
+                         "input 1 (length) has shape %s, expected %s (the data's shape without "
+                         "axis %d)",
+                         deft_shape_format(&in[1].shape, sl, sizeof sl),
+                         deft_shape_format(&want, sw, sizeof sw), axis);
+}
 
 static int softmax_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                          const deft_desc_t *in, int *nout, deft_desc_t *out) {
-    (void)nin;
+    const softmax_kind_t *kind = op->data;
     int axis;
     if (deft_op_check_dtype_float(op, 0, in[0].dtype) ||
-        deft_op_axis(op, "axis", p[0].i, in[0].shape.ndim, &axis))
+        softmax_axis(op, p, in[0].shape.ndim, &axis))
         return -1;
     out[0] = in[0];
+    if (!kind->activation) {
+        if (!p[1].none && p[1].f == 0)
+            return deft_op_error(op, DEFT_ERR_VALUE, "temperature must not be 0");
+        if (!p[2].none) {
+            deft_dtype_t dt = (deft_dtype_t)p[2].i;
+            if (dt != DEFT_DT_FLOAT16 && !deft_dtype_is_float(dt))
+                return deft_op_error(op, DEFT_ERR_VALUE,
+                                     "dtype is %s, expected float16, float32 or float64",
+                                     deft_dtype_name(dt));
+            out[0].dtype = dt;
+        }
+        int want = uses_length(op, p) ? 2 : 1;
+        if (nin != want)
+            return deft_op_error(op, DEFT_ERR_VALUE, "got %d inputs, expected %d (use_length=%s)",
+                                 nin, want, want == 2 ? "True" : "False");
+        if (want == 2 && check_length(op, in, axis)) return -1;
+    }
     *nout = 1;
+    return 0;
+}
+
+/* Backward inference: the data has the output's shape (and dtype, unless
+ * `dtype` set the output's); lengths are not inferred. */
+static int softmax_infer_inputs(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                deft_desc_t *in, bool *known, const deft_desc_t *out,
+                                const bool *out_known) {
+    (void)nin;
+    bool own_dtype = ((const softmax_kind_t *)op->data)->activation || p[2].none;
+    if (known[0] || !out_known[0] || !own_dtype) return 0;
+    in[0] = out[0];
+    known[0] = true;
+    return 0;
+}
+
+/* The plan of a call on these tensors (axis already checked by infer). */
+static int softmax_plan(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                        const deft_tensor_t *in, const deft_tensor_t *out, deft_softmax_plan_t *s) {
+    const softmax_kind_t *kind = op->data;
+    int axis;
+    if (softmax_axis(op, p, in[0].shape.ndim, &axis)) return -1;
+    double temperature = kind->activation || p[1].none ? 1 : p[1].f;
+    *s = (deft_softmax_plan_t){.x = deft_tensor_data(&in[0]),
+                               .y = deft_tensor_data(&out[0]),
+                               .x_dtype = in[0].dtype,
+                               .y_dtype = out[0].dtype,
+                               .length = nin > 1 ? deft_tensor_data(&in[1]) : NULL,
+                               .length_dtype = nin > 1 ? in[1].dtype : DEFT_DT_INT32,
+                               .n = in[0].shape.dims[axis],
+                               .outer = 1,
+                               .inner = 1,
+                               .scale = (kind->negate ? -1 : 1) / temperature,
+                               .log_form = kind->log_form};
+    for (int d = 0; d < axis; d++) s->outer *= in[0].shape.dims[d];
+    for (int d = axis + 1; d < in[0].shape.ndim; d++) s->inner *= in[0].shape.dims[d];
+    return 0;
+}
+
+/* Lengths must be counts of elements of their line (MXNet reads past the line otherwise). */
+static int check_length_values(const deft_op_t *op, const deft_softmax_plan_t *s) {
+    for (int64_t line = 0; line < s->outer * s->inner; line++) {
+        double len = deft_load_double(s->length, s->length_dtype, line);
+        if (!(len >= 0 && len <= (double)s->n))
+            return deft_op_error(op, DEFT_ERR_VALUE, "length[%lld] is %g, expected 0 to %lld",
+                                 (long long)line, len, (long long)s->n);
+    }
     return 0;
 }
 
 static int softmax_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                            const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
-    (void)nin, (void)nout;
-    int axis;
-    if (deft_op_axis(op, "axis", p[0].i, in[0].shape.ndim, &axis)) return -1;
-    softmax_ctx_t c = {
-        deft_tensor_data(&in[0]), deft_tensor_data(&out[0]), in[0].dtype, in[0].shape.dims[axis], 1,
-        op->data != NULL};
-    int64_t outer = 1;
-    for (int d = 0; d < axis; d++) outer *= in[0].shape.dims[d];
-    for (int d = axis + 1; d < in[0].shape.ndim; d++) c.inner *= in[0].shape.dims[d];
-    int64_t lines = outer * c.inner;
-    int64_t grain = DEFT_PARALLEL_GRAIN / (c.n ? 4 * c.n : 1);
-    deft_parallel_for(c.n ? lines : 0, grain < 1 ? 1 : grain, softmax_range, &c);
+    (void)nout;
+    deft_softmax_plan_t s;
+    if (softmax_plan(op, p, nin, in, out, &s)) return -1;
+    int64_t lines = s.outer * s.inner;
+    if (s.length && s.n && check_length_values(op, &s)) return -1;
+    int64_t grain = DEFT_PARALLEL_GRAIN / (s.n ? 4 * s.n : 1);
+    deft_parallel_for(s.n ? lines : 0, grain < 1 ? 1 : grain, softmax_range, &s);
     return 0;
 }
 
@@ -173,18 +282,9 @@ static int xent_backward_forward(const deft_op_t *op, const deft_param_value_t *
 #ifdef DEFT_HAVE_CUDA
 static int softmax_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
                                const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
-    (void)nin, (void)nout;
-    int axis;
-    if (deft_op_axis(op, "axis", p[0].i, in[0].shape.ndim, &axis)) return -1;
-    deft_gpu_softmax_t s = {.dtype = in[0].dtype,
-                            .x = deft_tensor_data(&in[0]),
-                            .y = deft_tensor_data(&out[0]),
-                            .n = in[0].shape.dims[axis],
-                            .outer = 1,
-                            .inner = 1,
-                            .log_form = op->data != NULL};
-    for (int d = 0; d < axis; d++) s.outer *= in[0].shape.dims[d];
-    for (int d = axis + 1; d < in[0].shape.ndim; d++) s.inner *= in[0].shape.dims[d];
+    (void)nout;
+    deft_softmax_plan_t s;
+    if (softmax_plan(op, p, nin, in, out, &s)) return -1;
     return deft_gpu_softmax(deft_gpu_of(&in[0]), &s);
 }
 
@@ -226,25 +326,43 @@ static int xent_backward_forward_gpu(const deft_op_t *op, const deft_param_value
 
 /* ---- gradients ---- */
 
-static int grad_softmax(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
-                        deft_gref_t *in_grads) { /* y (g - sum(g y, axis)) */
-    (void)p, (void)nin;
-    deft_gref_t y = b->output(b, 0), g = b->out_grad(b, 0);
-    const char *axis = g_attr(b, "axis", "-1");
-    deft_gref_t dot =
-        g_op1(b, "sum", g_mul(b, g, y), GRAD_PARAMS("axis", axis, "keepdims", "true"));
-    in_grads[0] = g_mul(b, y, g_op2(b, "broadcast_sub", g, dot, GRAD_NONE));
-    return 0;
+/* 1 where a line's element takes part (before its length), else 0: the
+ * softmax of zeros under the same lengths is 1/length there and 0 after. */
+static deft_gref_t length_mask(deft_grad_builder_t *b, const char *axis) {
+    deft_gref_t in[2] = {g_op1(b, "zeros_like", b->input(b, 0), GRAD_NONE), b->input(b, 1)};
+    deft_gref_t even =
+        b->apply(b, "softmax", 2, in, GRAD_PARAMS("axis", axis, "use_length", "True"), 0);
+    return g_op1(b, "_greater_scalar", even, GRAD_PARAMS("scalar", "0"));
 }
 
-static int grad_log_softmax(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
-                            deft_gref_t *in_grads) { /* g - exp(y) sum(g, axis) */
-    (void)p, (void)nin;
-    deft_gref_t y = b->output(b, 0), g = b->out_grad(b, 0);
-    const char *axis = g_attr(b, "axis", "-1");
-    deft_gref_t total = g_op1(b, "sum", g, GRAD_PARAMS("axis", axis, "keepdims", "true"));
-    deft_gref_t spread = g_op2(b, "broadcast_mul", g_op1(b, "exp", y, GRAD_NONE), total, GRAD_NONE);
-    in_grads[0] = g_op2(b, "elemwise_sub", g, spread, GRAD_NONE);
+/*
+ * softmax, softmin and SoftmaxActivation: s y (g - sum(g y, axis)), where s
+ * is 1 / temperature, negated for softmin (y is 0 after a line's length, so
+ * those elements get nothing). log_softmax: s (g - exp(y) sum(g, axis)),
+ * masked to the lengths when there are some. The gradient is cast back to
+ * the input's dtype when `dtype` gave the output another. Lengths get none.
+ */
+static int grad_softmax(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                        deft_gref_t *in_grads) {
+    const softmax_kind_t *kind = b->op->data;
+    deft_gref_t y = b->output(b, 0), g = b->out_grad(b, 0), dx;
+    const char *axis = kind->activation ? (p[0].i ? "1" : "-1") : g_attr(b, "axis", "-1");
+    const char *const *keep = GRAD_PARAMS("axis", axis, "keepdims", "true");
+    if (kind->log_form) {
+        deft_gref_t mask = {NULL, 0};
+        if (nin > 1) g = g_mul(b, g, mask = length_mask(b, axis));
+        deft_gref_t spread = g_op2(b, "broadcast_mul", g_op1(b, "exp", y, GRAD_NONE),
+                                   g_op1(b, "sum", g, keep), GRAD_NONE);
+        dx = g_op2(b, "elemwise_sub", g, spread, GRAD_NONE);
+        if (nin > 1) dx = g_mul(b, dx, mask);
+    } else {
+        deft_gref_t dot = g_op1(b, "sum", g_mul(b, g, y), keep);
+        dx = g_mul(b, y, g_op2(b, "broadcast_sub", g, dot, GRAD_NONE));
+    }
+    double scale = (kind->negate ? -1 : 1) / (kind->activation || p[1].none ? 1 : p[1].f);
+    if (scale != 1) dx = g_scale(b, dx, scale);
+    if (!kind->activation && !p[2].none) dx = g_op2(b, "_cast_like", dx, b->input(b, 0), GRAD_NONE);
+    in_grads[0] = dx;
     return 0;
 }
 
@@ -257,34 +375,41 @@ static int grad_xent(deft_grad_builder_t *b, const deft_param_value_t *p, int ni
 }
 
 static const char *const data_label[] = {"data", "label", NULL};
+static const char *const data_length[] = {"data", "length", NULL};
+
+#define SOFTMAX_OP(name_, doc, log_, negate_)                                                      \
+    {                                                                                              \
+        .name = name_, .description = doc " With use_length, input 1 holds each line's length.",   \
+        .input_names = data_length, .min_inputs = 1, .max_inputs = 2,                              \
+        .num_inputs = softmax_num_inputs, .params = softmax_params, .infer = softmax_infer,        \
+        .forward = softmax_forward, .forward_gpu = DEFT_GPU(softmax_forward_gpu),                  \
+        .inplace_input = 0, .infer_inputs = softmax_infer_inputs, .gradient = grad_softmax,        \
+        .data = &(const softmax_kind_t) {                                                          \
+            .log_form = log_, .negate = negate_                                                    \
+        }                                                                                          \
+    }
 static const char *const grad_data_label[] = {"grad", "data", "label", NULL};
 
 static const deft_op_t softmax_ops[] = {
-    {.name = "softmax",
-     .description = "Softmax along an axis: exp(x) / sum(exp(x)), stably.",
+    SOFTMAX_OP("softmax", "Softmax along an axis: exp(x / t) / sum(exp(x / t)), stably.", false,
+               false),
+    SOFTMAX_OP("log_softmax", "Log of softmax along an axis, computed stably.", true, false),
+    SOFTMAX_OP("softmin", "Softmax of -x along an axis: exp(-x / t) / sum(exp(-x / t)).", false,
+               true),
+    {.name = "SoftmaxActivation",
+     .description = "Softmax of each instance (over the last axis) or, with mode=channel, across "
+                    "the channels (axis 1) at each position.",
      .input_names = deft_op_data_input,
      .min_inputs = 1,
      .max_inputs = 1,
-     .params = softmax_params,
+     .params = activation_params,
      .infer = softmax_infer,
      .forward = softmax_forward,
      .forward_gpu = DEFT_GPU(softmax_forward_gpu),
      .inplace_input = 0,
-     .infer_inputs = deft_infer_inputs_like_output,
+     .data = &(const softmax_kind_t){.activation = true},
+     .infer_inputs = softmax_infer_inputs,
      .gradient = grad_softmax},
-    {.name = "log_softmax",
-     .description = "Log of softmax along an axis, computed stably.",
-     .input_names = deft_op_data_input,
-     .min_inputs = 1,
-     .max_inputs = 1,
-     .params = softmax_params,
-     .infer = softmax_infer,
-     .forward = softmax_forward,
-     .forward_gpu = DEFT_GPU(softmax_forward_gpu),
-     .inplace_input = 0,
-     .data = "log",
-     .infer_inputs = deft_infer_inputs_like_output,
-     .gradient = grad_log_softmax},
     {.name = "softmax_cross_entropy",
      .description = "Sum over the batch of -log(softmax(data)[label]), for data (batch, classes) "
                     "and integer class labels (batch,); the result has shape (1,).",
