@@ -213,12 +213,21 @@ static int softmax_output_infer_inputs(const deft_op_t *op, const deft_param_val
     return 0;
 }
 
+/* The softmax family's plan for SoftmaxOutput's forward: whole lines, no temperature. */
+static deft_softmax_plan_t softmax_plan_of(const deft_softmax_output_plan_t *c) {
+    return (deft_softmax_plan_t){.x = c->x,
+                                 .y = c->y,
+                                 .x_dtype = c->dtype,
+                                 .y_dtype = c->dtype,
+                                 .outer = c->outer,
+                                 .n = c->n,
+                                 .inner = c->inner,
+                                 .scale = 1};
+}
+
 static void softmax_lines(void *arg, int64_t begin, int64_t end) {
-    const deft_softmax_output_plan_t *c = arg;
-    for (int64_t line = begin; line < end; line++) {
-        int64_t o = line / c->inner, i = line % c->inner;
-        deft_softmax_line(c->x, c->y, c->dtype, o * c->n * c->inner + i, c->n, c->inner, false);
-    }
+    deft_softmax_plan_t s = softmax_plan_of(arg);
+    for (int64_t line = begin; line < end; line++) deft_softmax_plan_line(&s, line);
 }
 
 static void softmax_output_grad_lines(void *arg, int64_t begin, int64_t end) {
@@ -536,8 +545,7 @@ static int softmax_output_forward_gpu(const deft_op_t *op, const deft_param_valu
                                       const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)nin, (void)nout;
     deft_softmax_output_plan_t v = softmax_output_plan(p, &in[0], &out[0]);
-    deft_gpu_softmax_t s = {
-        .dtype = v.dtype, .x = v.x, .y = v.y, .outer = v.outer, .n = v.n, .inner = v.inner};
+    deft_gpu_softmax_t s = softmax_plan_of(&v);
     return deft_gpu_softmax(deft_gpu_of(&in[0]), &s);
 }
 
