@@ -260,7 +260,7 @@ START_TEST(test_softmax_output_rejects_bad_inputs) {
     ck_assert_call_fails("SoftmaxOutput", 2, ((DeftNDArrayHandle[]){X, Li}), NO_PARAMS,
                          DEFT_ERROR_TYPE, "input 1 (label) has dtype int32, expected float32");
     ck_assert_call_fails("Softmax", 2, ((DeftNDArrayHandle[]){Xi, Li}), NO_PARAMS, DEFT_ERROR_TYPE,
-                         "operator 'Softmax': input 0 has dtype int32");
+                         "operator 'SoftmaxOutput': input 0 has dtype int32");
     ck_assert_call_fails("SoftmaxOutput", 2, ((DeftNDArrayHandle[]){X, L}),
                          P("smooth_alpha", "1.5"), DEFT_ERROR_VALUE,
                          "smooth_alpha is 1.5, expected a value in [0, 1]");

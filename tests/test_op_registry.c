@@ -16,6 +16,29 @@ START_TEST(test_cached_op_naming_no_graph_is_a_value_error) {
 }
 END_TEST
 
+/* Each alias names an operator of the tables, is no operator's own name, and
+ * finds that very operator. */
+START_TEST(test_aliases_find_their_operators) {
+    for (int a = 0; deft_op_aliases[a].alias; a++) {
+        const deft_op_alias_t *al = &deft_op_aliases[a];
+        const deft_op_entry_t *named = deft_registry_find(al->name);
+        const deft_op_entry_t *aliased = deft_registry_find(al->alias);
+        ck_assert_msg(named && named->op && !strcmp(named->op->name, al->name),
+                      "alias '%s' names '%s', which is no operator", al->alias, al->name);
+        ck_assert_msg(aliased && aliased->op == named->op, "'%s' does not find '%s'", al->alias,
+                      al->name);
+        ck_assert_msg(strcmp(aliased->op->name, al->alias) != 0, "'%s' is an operator's own name",
+                      al->alias);
+        ck_assert_str_eq(aliased->name, al->alias);
+    }
+    /* called by an alias, an operator computes as itself */
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 2, SHAPE(2, 2), VALUES(1, 2, 3, 4));
+    DeftNDArrayHandle y = call1("_Plus", 2, (DeftNDArrayHandle[]){x, x}, NO_PARAMS);
+    assert_values(y, 4, VALUES(2, 4, 6, 8), 0);
+    free_all(2, (DeftNDArrayHandle[]){x, y});
+}
+END_TEST
+
 START_TEST(test_lists_sorted_operators_including_mxnet_names) {
     int count = 0;
     const char *const *names = NULL;
@@ -374,6 +397,7 @@ static Suite *registry_suite(void) {
     TCase *tc = tcase_create("registry");
     tcase_add_test(tc, test_cached_op_naming_no_graph_is_a_value_error); /* first: no graph yet */
     tcase_add_test(tc, test_lists_sorted_operators_including_mxnet_names);
+    tcase_add_test(tc, test_aliases_find_their_operators);
     tcase_add_test(tc, test_every_default_parses_and_every_op_is_documented);
     tcase_add_test(tc, test_introspection_describes_fully_connected);
     tcase_add_test(tc, test_introspection_rejects_bad_arguments);

@@ -105,7 +105,6 @@ static int grad_div_sqrt_dim(deft_grad_builder_t *b, const deft_param_value_t *p
 
 static const deft_op_t contrib_helper_ops[] = {
     ARANGE_LIKE_OP("_contrib_arange_like"),
-    ARANGE_LIKE_OP("_npx_arange_like"),
     {.name = "_contrib_div_sqrt_dim",
      .description = "data / sqrt(data.shape[-1]): attention scores scaled by their depth.",
      .input_names = deft_op_data_input,

@@ -519,9 +519,7 @@ static const char *const backward_inputs[] = {"grad", "data", "weight", "bias", 
 
 static const deft_op_t conv_ops[] = {
     CONV_OP("Convolution", CONV_DOC, conv_params, &conv_kind, conv_num_inputs),
-    CONV_OP("_npx_convolution", CONV_DOC, conv_params, &conv_kind, conv_num_inputs),
     CONV_OP("Deconvolution", DECONV_DOC, deconv_params, &deconv_kind, deconv_num_inputs),
-    CONV_OP("_npx_deconvolution", DECONV_DOC, deconv_params, &deconv_kind, deconv_num_inputs),
     BACKWARD_OP("_backward_Convolution",
                 "Gradients of Convolution's data, weight and bias from its output's gradient.",
                 conv_params, &conv_kind, conv_backward_num_inputs, conv_backward_num_outputs),

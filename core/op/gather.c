@@ -465,7 +465,6 @@ static const char *const slice_like_backward_inputs[] = {"grad", "data", NULL};
 
 static const deft_op_t gather_ops[] = {
     PICK_OP("pick"),
-    PICK_OP("choose_element_0index"), /* MXNet's older name */
     {.name = "_backward_pick",
      .description = "Gradient of pick: zeros shaped like data, with grad at the picked places.",
      .input_names = pick_backward_inputs,

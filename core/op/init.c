@@ -418,7 +418,6 @@ static const deft_op_t init_ops[] = {
     RANDOM_OP("_random_normal", normal_params, "normal",
               "Normal random numbers with mean loc and deviation scale, from the seeded stream."),
     CAST_OP("Cast"),
-    CAST_OP("cast"),
     COPY_OP("_copy", false,
             "A copy of the input (MXNet's _copy: identity). Export names an output that is an "
             "input, or that another output already names, with one."),

@@ -331,17 +331,6 @@ static const deft_op_t like_ops[] = {
      .forward_gpu = DEFT_GPU(add_n_forward_gpu),
      .inplace_input = 0,
      .gradient = grad_add_n},
-    {.name = "ElementWiseSum",
-     .description = "Elementwise sum of any number of arrays of one shape (same as add_n).",
-     .input_names = any_inputs,
-     .min_inputs = 1,
-     .max_inputs = DEFT_OP_MAX_INPUTS,
-     .params = add_n_params,
-     .infer = add_n_infer,
-     .forward = add_n_forward,
-     .forward_gpu = DEFT_GPU(add_n_forward_gpu),
-     .inplace_input = 0,
-     .gradient = grad_add_n},
 };
 
 DEFT_OP_FAMILY(deft_family_like, like_ops);

@@ -589,7 +589,6 @@ static const char *const grad_data[] = {"grad", "data", NULL};
 
 static const deft_op_t loss_head_ops[] = {
     SOFTMAX_OUTPUT("SoftmaxOutput"),
-    SOFTMAX_OUTPUT("Softmax"),
     {.name = "_backward_SoftmaxOutput",
      .description = "Gradient of SoftmaxOutput with respect to its data, from its output and "
                     "label.",
@@ -651,17 +650,6 @@ static const deft_op_t loss_head_ops[] = {
      .inplace_input = 0,
      .infer_inputs = deft_infer_inputs_like_output,
      .gradient = grad_ones},
-    {.name = "stop_gradient",
-     .description = "The input unchanged, with no gradient flowing back through it (BlockGrad).",
-     .input_names = deft_op_data_input,
-     .min_inputs = 1,
-     .max_inputs = 1,
-     .infer = deft_infer_same,
-     .forward = deft_forward_copy,
-     .forward_gpu = DEFT_GPU(deft_forward_copy),
-     .inplace_input = 0,
-     .infer_inputs = deft_infer_inputs_like_output,
-     .gradient = deft_gradient_zero},
     {.name = "smooth_l1",
      .description = "Smooth L1 with sigma = scalar: 0.5 (sigma x)^2 where |x| <= 1/sigma^2, "
                     "else |x| - 0.5/sigma^2.",

@@ -42,7 +42,7 @@ static const char ***old_names; /* superseded lists, kept: callers may still rea
 static int num_old_names;
 
 static int compare_entries(const void *a, const void *b) {
-    return strcmp(((const deft_op_entry_t *)a)->op->name, ((const deft_op_entry_t *)b)->op->name);
+    return strcmp(((const deft_op_entry_t *)a)->name, ((const deft_op_entry_t *)b)->name);
 }
 
 /* A default that does not parse is a bug in an op table, caught by the tests. */
@@ -59,26 +59,44 @@ static void parse_defaults(deft_op_entry_t *entry) {
     }
 }
 
+/* The operator named `name` in the families' tables, or NULL. */
+static const deft_op_t *table_op(const char *name) {
+    for (const deft_op_family_t *const *f = __start_deft_op_families; f < __stop_deft_op_families;
+         f++)
+        for (int i = 0; i < (*f)->count; i++)
+            if (!strcmp((*f)->ops[i].name, name)) return &(*f)->ops[i];
+    return NULL;
+}
+
+static void add_entry(const char *name, const deft_op_t *op) {
+    deft_op_entry_t *entry = &entries[entry_count++];
+    entry->magic = DEFT_OP_ENTRY_MAGIC;
+    entry->name = name;
+    entry->op = op;
+}
+
+/* Every operator under its name, and each alias as an entry of its own for
+ * the same descriptor (an alias of nothing is a bug the tests catch). */
 static void build_registry(void) {
     int total = 0;
     for (const deft_op_family_t *const *f = __start_deft_op_families; f < __stop_deft_op_families;
          f++)
         total += (*f)->count;
+    for (int a = 0; deft_op_aliases[a].alias; a++) total++;
     entries = calloc((size_t)total, sizeof *entries);
     if (!entries) return;
     for (const deft_op_family_t *const *f = __start_deft_op_families; f < __stop_deft_op_families;
-         f++) {
-        for (int i = 0; i < (*f)->count; i++) {
-            deft_op_entry_t *entry = &entries[entry_count++];
-            entry->magic = DEFT_OP_ENTRY_MAGIC;
-            entry->op = &(*f)->ops[i];
-        }
+         f++)
+        for (int i = 0; i < (*f)->count; i++) add_entry((*f)->ops[i].name, &(*f)->ops[i]);
+    for (int a = 0; deft_op_aliases[a].alias; a++) {
+        const deft_op_t *op = table_op(deft_op_aliases[a].name);
+        if (op) add_entry(deft_op_aliases[a].alias, op);
     }
     qsort(entries, (size_t)entry_count, sizeof *entries, compare_entries);
     entry_names = calloc((size_t)total + 1, sizeof *entry_names);
     for (int i = 0; i < entry_count; i++) {
         parse_defaults(&entries[i]);
-        if (entry_names) entry_names[i] = entries[i].op->name;
+        if (entry_names) entry_names[i] = entries[i].name;
     }
 }
 
@@ -105,7 +123,7 @@ static const deft_op_entry_t *find_added(const char *name) {
     pthread_mutex_lock(&added_lock);
     const deft_op_entry_t *found = NULL;
     for (int i = 0; i < added_count && !found; i++)
-        if (!strcmp(added[i]->op->name, name)) found = added[i];
+        if (!strcmp(added[i]->name, name)) found = added[i];
     pthread_mutex_unlock(&added_lock);
     return found;
 }
@@ -139,6 +157,7 @@ int deft_registry_add(const deft_op_t *op) {
     deft_op_entry_t *entry = calloc(1, sizeof *entry);
     if (!entry) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot register '%s'", op->name);
     entry->magic = DEFT_OP_ENTRY_MAGIC;
+    entry->name = op->name;
     entry->op = op;
     parse_defaults(entry);
     pthread_mutex_lock(&added_lock);
@@ -151,8 +170,8 @@ int deft_registry_add(const deft_op_t *op) {
         status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot register '%s'", op->name);
     } else {
         added[added_count++] = entry;
-        for (int i = 0; i < entry_count; i++) names[i] = entries[i].op->name;
-        for (int i = 0; i < added_count; i++) names[entry_count + i] = added[i]->op->name;
+        for (int i = 0; i < entry_count; i++) names[i] = entries[i].name;
+        for (int i = 0; i < added_count; i++) names[entry_count + i] = added[i]->name;
         const char **previous = atomic_load(&all_names);
         const char ***kept =
             previous ? realloc(old_names, (size_t)(num_old_names + 1) * sizeof *kept) : old_names;
@@ -169,7 +188,7 @@ const deft_op_entry_t *deft_registry_find(const char *name) {
     int lo = 0, hi = entry_count - 1;
     while (lo <= hi) {
         int mid = (lo + hi) / 2;
-        int cmp = strcmp(name, entries[mid].op->name);
+        int cmp = strcmp(name, entries[mid].name);
         if (cmp == 0) return &entries[mid];
         if (cmp < 0)
             hi = mid - 1;
@@ -226,8 +245,8 @@ void deft_registry_suggest(const char *name, char *buf, size_t len) {
     int best = 3;
     const char *match = NULL;
     for (int i = 0; i < entry_count; i++) {
-        int d = distance(name, entries[i].op->name);
-        if (d < best) best = d, match = entries[i].op->name;
+        int d = distance(name, entries[i].name);
+        if (d < best) best = d, match = entries[i].name;
     }
     if (match)
         snprintf(buf, len, " (did you mean '%s'?)", match);

@@ -5,7 +5,8 @@
 #include "core/op/op.h"
 
 typedef struct deft_op_entry {
-    uint32_t magic; /* lets the C API check an operator handle */
+    uint32_t magic;   /* lets the C API check an operator handle */
+    const char *name; /* what it is found by: op->name, or one of MXNet's aliases of it */
     const deft_op_t *op;
     int num_params;
     bool has_required;      /* some parameter has no default */
@@ -14,6 +15,12 @@ typedef struct deft_op_entry {
 } deft_op_entry_t;
 
 #define DEFT_OP_ENTRY_MAGIC 0xDEF70F0Fu
+
+/* Another name of an operator (aliases.c): MXNet registers many under two. */
+typedef struct deft_op_alias {
+    const char *alias, *name;
+} deft_op_alias_t;
+extern const deft_op_alias_t deft_op_aliases[]; /* ends with {NULL, NULL} */
 
 int deft_registry_count(void);
 /* Entries in alphabetical order of name. */

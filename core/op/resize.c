@@ -637,7 +637,6 @@ static const deft_op_t resize_ops[] = {
      .inplace_input = -1,
      .num_outputs = up_backward_num_outputs},
     RESIZE_OP("_contrib_BilinearResize2D"),
-    RESIZE_OP("BilinearResize2D"),
     {.name = "_backward_contrib_BilinearResize2D",
      .description = "Gradient of BilinearResize2D: each output gradient split over its four "
                     "sources; zero for like.",
