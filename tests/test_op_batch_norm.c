@@ -283,6 +283,49 @@ START_TEST(test_autograd_training_gradient) {
 }
 END_TEST
 
+/* Training mode on a GPU (where there is one): the same result, statistics and moving
+ * statistics as on the CPU, for a batch larger than a block. */
+START_TEST(test_gpu_training_matches_cpu) {
+    int gpus;
+    ck_assert_ok(DeftGetGPUCount(&gpus));
+    if (gpus == 0) {
+        printf("test_gpu_training_matches_cpu: skipped: no GPU\n");
+        return;
+    }
+    int64_t n = 8 * 3 * 17 * 5;
+    double *x = wavy(n);
+    DeftNDArrayHandle cpu[5] = {make(DEFT_FLOAT32, 4, SHAPE(8, 3, 17, 5), x),
+                                make(DEFT_FLOAT32, 1, SHAPE(3), VALUES(1, 2, 3)),
+                                make(DEFT_FLOAT32, 1, SHAPE(3), VALUES(0, 1, -1)),
+                                make(DEFT_FLOAT32, 1, SHAPE(3), VALUES(0.5, 0, 1)),
+                                make(DEFT_FLOAT32, 1, SHAPE(3), VALUES(1, 2, 3))};
+    DeftNDArrayHandle gpu[5], out[2][3] = {{NULL}};
+    for (int i = 0; i < 5; i++) {
+        int64_t shape[DEFT_MAX_NDIM];
+        int ndim;
+        ck_assert_ok(DeftNDArrayGetShape(cpu[i], shape, DEFT_MAX_NDIM, &ndim));
+        ck_assert_ok(DeftNDArrayCreate(shape, ndim, DEFT_FLOAT32, DEFT_GPU, 0, &gpu[i]));
+        ck_assert_ok(DeftNDArrayCopyTo(cpu[i], gpu[i]));
+    }
+    set_training(true);
+    for (int d = 0; d < 2; d++) {
+        int nout = 3;
+        ck_assert_msg(call("BatchNorm", 5, d ? gpu : cpu, &nout, out[d],
+                           P("fix_gamma", "false", "output_mean_var", "true")) == 0,
+                      "%s", DeftGetLastError());
+    }
+    set_training(false);
+    for (int k = 0; k < 5; k++) {
+        int64_t count;
+        double *want = read_all(k < 3 ? out[0][k] : cpu[k], &count);
+        assert_values(k < 3 ? out[1][k] : gpu[k], count, want, 1e-5);
+        free(want);
+    }
+    free(x);
+    free_all(3, out[0]), free_all(3, out[1]), free_all(5, cpu), free_all(5, gpu);
+}
+END_TEST
+
 static Suite *batch_norm_suite(void) {
     Suite *suite = suite_create("BatchNorm");
     TCase *tc = tcase_create("batch_norm");
@@ -295,6 +338,7 @@ static Suite *batch_norm_suite(void) {
     tcase_add_test(tc, test_moving_stats_are_auxiliary_states);
     tcase_add_test(tc, test_bad_inputs_and_parameters);
     tcase_add_test(tc, test_autograd_training_gradient);
+    tcase_add_test(tc, test_gpu_training_matches_cpu);
     suite_add_tcase(suite, tc);
     return suite;
 }
