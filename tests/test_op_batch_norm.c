@@ -30,9 +30,9 @@ typedef struct bn_case {
 } bn_case_t;
 
 /* The reference: y, the mean and inverse std used, per channel. */
-static void reference(const bn_case_t *c, const double *x, const double *gamma,
-                      const double *beta, const double *moving_mean, const double *moving_var,
-                      double *y, double *mean, double *invstd) {
+static void reference(const bn_case_t *c, const double *x, const double *gamma, const double *beta,
+                      const double *moving_mean, const double *moving_var, double *y, double *mean,
+                      double *invstd) {
     int64_t outer = 1, inner = 1, channels = c->shape[c->axis];
     for (int d = 0; d < c->axis; d++) outer *= c->shape[d];
     for (int d = c->axis + 1; d < c->ndim; d++) inner *= c->shape[d];
@@ -69,11 +69,10 @@ static void check_case(const bn_case_t *c, int dtype, const char *const *params)
         gamma[ch] = 0.5 + 0.25 * (double)ch, beta[ch] = 0.1 * (double)ch - 0.2,
         mm[ch] = 0.3 * (double)ch, mv[ch] = 1 + 0.5 * (double)ch;
     reference(c, x, gamma, beta, mm, mv, y, mean, invstd);
-    DeftNDArrayHandle in[5] = {make(dtype, c->ndim, c->shape, x),
-                               make(dtype, 1, SHAPE(channels), gamma),
-                               make(dtype, 1, SHAPE(channels), beta),
-                               make(dtype, 1, SHAPE(channels), mm),
-                               make(dtype, 1, SHAPE(channels), mv)};
+    DeftNDArrayHandle in[5] = {
+        make(dtype, c->ndim, c->shape, x), make(dtype, 1, SHAPE(channels), gamma),
+        make(dtype, 1, SHAPE(channels), beta), make(dtype, 1, SHAPE(channels), mm),
+        make(dtype, 1, SHAPE(channels), mv)};
     set_training(true);
     double tol = dtype == DEFT_FLOAT32 ? 1e-5 : 1e-12;
     for (int round = 0; round < 2; round++) {
@@ -138,9 +137,10 @@ START_TEST(test_predict_mode_uses_moving_stats) {
     double gamma[3] = {1.5, -1, 2}, beta[3] = {0, 1, -1}, mm[3] = {0.5, -0.5, 1},
            mv[3] = {2, 0.5, 1};
     reference(&c, x, gamma, beta, mm, mv, y, mean, invstd);
-    DeftNDArrayHandle in[5] = {make(DEFT_FLOAT32, 4, c.shape, x), make(DEFT_FLOAT32, 1, SHAPE(3), gamma),
-                               make(DEFT_FLOAT32, 1, SHAPE(3), beta), make(DEFT_FLOAT32, 1, SHAPE(3), mm),
-                               make(DEFT_FLOAT32, 1, SHAPE(3), mv)};
+    DeftNDArrayHandle in[5] = {
+        make(DEFT_FLOAT32, 4, c.shape, x), make(DEFT_FLOAT32, 1, SHAPE(3), gamma),
+        make(DEFT_FLOAT32, 1, SHAPE(3), beta), make(DEFT_FLOAT32, 1, SHAPE(3), mm),
+        make(DEFT_FLOAT32, 1, SHAPE(3), mv)};
     set_training(false);
     DeftNDArrayHandle out[3] = {NULL, NULL, NULL};
     int nout = 3;
@@ -233,22 +233,19 @@ START_TEST(test_bad_inputs_and_parameters) {
                          "operator 'BatchNorm': axis is 3, expected an axis in [-3, 3)");
     ck_assert_call_fails("BatchNorm", 5, good, P("eps", "-1"), DEFT_ERROR_VALUE,
                          "operator 'BatchNorm': eps is -1, expected >= 0");
-    ck_assert_call_fails("BatchNorm", 5, good, P("momentum", "fast"), DEFT_ERROR_PARSE,
-                         "momentum");
-    ck_assert_call_fails("BatchNorm", 5, bad_gamma, NO_PARAMS,
-                         DEFT_ERROR_VALUE,
+    ck_assert_call_fails("BatchNorm", 5, good, P("momentum", "fast"), DEFT_ERROR_PARSE, "momentum");
+    ck_assert_call_fails("BatchNorm", 5, bad_gamma, NO_PARAMS, DEFT_ERROR_VALUE,
                          "operator 'BatchNorm': input 1 (gamma) has shape (4,), expected (3,)");
-    ck_assert_call_fails("BatchNorm", 5, bad_var, NO_PARAMS,
-                         DEFT_ERROR_VALUE,
-                         "operator 'BatchNorm': input 4 (moving_var) has shape (4,), expected (3,)");
-    ck_assert_call_fails("BatchNorm", 5, bad_dtype, NO_PARAMS,
-                         DEFT_ERROR_TYPE, "input 2 has dtype float64, expected float32");
-    ck_assert_call_fails("BatchNorm", 5, int_data, NO_PARAMS,
-                         DEFT_ERROR_TYPE, "input 0 has dtype int32, expected float32 or float64");
+    ck_assert_call_fails(
+        "BatchNorm", 5, bad_var, NO_PARAMS, DEFT_ERROR_VALUE,
+        "operator 'BatchNorm': input 4 (moving_var) has shape (4,), expected (3,)");
+    ck_assert_call_fails("BatchNorm", 5, bad_dtype, NO_PARAMS, DEFT_ERROR_TYPE,
+                         "input 2 has dtype float64, expected float32");
+    ck_assert_call_fails("BatchNorm", 5, int_data, NO_PARAMS, DEFT_ERROR_TYPE,
+                         "input 0 has dtype int32, expected float32 or float64");
     ck_assert_call_fails("BatchNorm", 3, good, NO_PARAMS, DEFT_ERROR_VALUE, "BatchNorm");
     /* the backward operator checks its statistics against data */
-    ck_assert_call_fails("_backward_BatchNorm", 5, bad_mean,
-                         NO_PARAMS, DEFT_ERROR_VALUE,
+    ck_assert_call_fails("_backward_BatchNorm", 5, bad_mean, NO_PARAMS, DEFT_ERROR_VALUE,
                          "operator '_backward_BatchNorm': input 3 (mean) has shape (4,), "
                          "expected (3,)");
     free_all(5, (DeftNDArrayHandle[]){x, c3, c4, c3d, xi});

@@ -72,9 +72,9 @@ START_TEST(test_layer_norm_last_and_middle_axis) {
                                make(DEFT_FLOAT64, 1, SHAPE(3), gamma),
                                make(DEFT_FLOAT64, 1, SHAPE(3), beta)};
     DeftNDArrayHandle out[3];
-    ck_assert_int_eq(invoke("LayerNorm", 3, in, out,
-                            P("axis", "1", "eps", "0.01", "output_mean_var", "true")),
-                     3);
+    ck_assert_int_eq(
+        invoke("LayerNorm", 3, in, out, P("axis", "1", "eps", "0.01", "output_mean_var", "true")),
+        3);
     assert_values(out[0], 24, y, 1e-12);
     assert_shape(out[2], 3, SHAPE(2, 1, 4));
     assert_values(out[1], 8, mean, 1e-12);
@@ -146,7 +146,8 @@ START_TEST(test_l2_normalization_modes) {
             double sum = 0;
             for (int64_t k = 0; k < modes[m].count; k++) sum += x[base + k * s] * x[base + k * s];
             norms[j] = sqrt(sum + 1e-10);
-            for (int64_t k = 0; k < modes[m].count; k++) y[base + k * s] = x[base + k * s] / norms[j];
+            for (int64_t k = 0; k < modes[m].count; k++)
+                y[base + k * s] = x[base + k * s] / norms[j];
         }
         DeftNDArrayHandle data = make(DEFT_FLOAT64, 3, SHAPE(2, 3, 2), x), out[3];
         ck_assert_int_eq(invoke("L2Normalization", 1, &data, out, P("mode", modes[m].mode)), 1);
@@ -173,8 +174,8 @@ START_TEST(test_lrn_windows) {
                 y[i] = x[i] * pow(k + alpha / 3 * sum, -beta);
             }
     DeftNDArrayHandle data = make(DEFT_FLOAT32, 4, SHAPE(2, 5, 3, 1), x), out[3];
-    ck_assert_int_eq(
-        invoke("LRN", 1, &data, out, P("nsize", "3", "alpha", "0.5", "knorm", "1.5")), 1);
+    ck_assert_int_eq(invoke("LRN", 1, &data, out, P("nsize", "3", "alpha", "0.5", "knorm", "1.5")),
+                     1);
     assert_values(out[0], 30, y, 1e-5);
     free_all(1, out);
     free_all(1, &data);
@@ -262,9 +263,8 @@ START_TEST(test_empty_inputs) {
     ck_assert_int_eq(invoke("InstanceNorm", 3, in, out, NO_PARAMS), 1);
     assert_shape(out[0], 3, SHAPE(0, 4, 3));
     free_all(1, out);
-    ck_assert_int_eq(invoke("GroupNorm", 3, (DeftNDArrayHandle[]){x, c4, c4}, out,
-                            P("num_groups", "4")),
-                     1);
+    ck_assert_int_eq(
+        invoke("GroupNorm", 3, (DeftNDArrayHandle[]){x, c4, c4}, out, P("num_groups", "4")), 1);
     free_all(1, out);
     ck_assert_int_eq(invoke("L2Normalization", 1, &x, out, P("mode", "spatial")), 1);
     free_all(1, out);

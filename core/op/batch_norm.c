@@ -26,11 +26,9 @@
 #include "core/op/op.h"
 
 static const deft_param_def_t bn_params[] = {
-    {"eps", DEFT_PARAM_FLOAT, "0.001", "added to the variance before its square root", NULL,
-     false},
+    {"eps", DEFT_PARAM_FLOAT, "0.001", "added to the variance before its square root", NULL, false},
     {"momentum", DEFT_PARAM_FLOAT, "0.9", "momentum of the moving averages", NULL, false},
-    {"fix_gamma", DEFT_PARAM_BOOL, "true", "treat gamma as 1 (and its gradient as 0)", NULL,
-     false},
+    {"fix_gamma", DEFT_PARAM_BOOL, "true", "treat gamma as 1 (and its gradient as 0)", NULL, false},
     {"use_global_stats", DEFT_PARAM_BOOL, "false",
      "normalise with the moving statistics in training mode too", NULL, false},
     {"output_mean_var", DEFT_PARAM_BOOL, "false",
@@ -86,8 +84,7 @@ static int visible_outputs(const deft_param_value_t *p) {
 }
 
 static deft_norm_plan_t bn_plan(const deft_param_value_t *p, const deft_shape_t *data) {
-    int64_t axis = p[P_AXIS].i < 0 ? p[P_AXIS].i + data->ndim : p[P_AXIS].i, outer, channels,
-            inner;
+    int64_t axis = p[P_AXIS].i < 0 ? p[P_AXIS].i + data->ndim : p[P_AXIS].i, outer, channels, inner;
     deft_norm_split(data, (int)axis, &outer, &channels, &inner);
     return deft_norm_plan_channels(outer, channels, inner);
 }
@@ -161,10 +158,9 @@ static int bn_gradient(deft_grad_builder_t *b, const deft_param_value_t *p, int 
     return deft_norm_gradient(b, "_backward_BatchNorm", keys, in_grads);
 }
 
-static const char *const bn_inputs[] = {"data", "gamma", "beta", "moving_mean", "moving_var",
-                                        NULL};
-static const char *const bn_backward_inputs[] = {"out_grad", "data", "gamma", "mean", "invstd",
-                                                 NULL};
+static const char *const bn_inputs[] = {"data", "gamma", "beta", "moving_mean", "moving_var", NULL};
+static const char *const bn_backward_inputs[] = {"out_grad", "data",   "gamma",
+                                                 "mean",     "invstd", NULL};
 
 static const deft_op_t bn_ops[] = {
     {.name = "BatchNorm",

@@ -20,8 +20,8 @@ static const char *const l2_modes[] = {"instance", "spatial", "channel", NULL};
 enum { MODE_INSTANCE, MODE_SPATIAL, MODE_CHANNEL };
 
 static const deft_param_def_t l2_params[] = {
-    {"eps", DEFT_PARAM_FLOAT, "1e-10", "added to the sum of squares before its square root",
-     NULL, false},
+    {"eps", DEFT_PARAM_FLOAT, "1e-10", "added to the sum of squares before its square root", NULL,
+     false},
     {"mode", DEFT_PARAM_ENUM, "instance", "the slices normalised: instance, spatial or channel",
      l2_modes, false},
     {0}};
@@ -74,8 +74,8 @@ typedef struct l2_call {
 } l2_call_t;
 
 /* The sum over slice j (from start) of a[i] * b[i]. */
-static inline double slice_dot(const l2_call_t *c, deft_dtype_t dtype, int64_t start,
-                               const void *a, const void *b) {
+static inline double slice_dot(const l2_call_t *c, deft_dtype_t dtype, int64_t start, const void *a,
+                               const void *b) {
     const deft_norm_plan_t *p = &c->plan;
     double sum = 0;
     for (int64_t k = 0; k < deft_norm_count(p); k++) {
@@ -145,8 +145,7 @@ static int l2_backward_infer(const deft_op_t *op, const deft_param_value_t *p, i
                              const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)nin;
     deft_desc_t forward[2];
-    if (l2_infer(op, p, 1, &in[1], nout, forward) || deft_op_check_same_dtype(op, 3, in))
-        return -1;
+    if (l2_infer(op, p, 1, &in[1], nout, forward) || deft_op_check_same_dtype(op, 3, in)) return -1;
     char have[DEFT_SHAPE_STR_MAX], want[DEFT_SHAPE_STR_MAX];
     for (int k = 0; k < 3; k += 2) {
         const deft_shape_t *expected = k ? &forward[1].shape : &in[1].shape;
@@ -178,10 +177,9 @@ static int l2_gradient(deft_grad_builder_t *b, const deft_param_value_t *p, int 
                        deft_gref_t *in_grads) {
     (void)p, (void)nin;
     deft_gref_t in[3] = {b->out_grad(b, 0), b->output(b, 0), b->output(b, 1)};
-    in_grads[0] = b->apply(b, "_backward_L2Normalization", 3, in,
-                           GRAD_PARAMS("eps", g_attr(b, "eps", "1e-10"), "mode",
-                                       g_attr(b, "mode", "instance")),
-                           0);
+    in_grads[0] = b->apply(
+        b, "_backward_L2Normalization", 3, in,
+        GRAD_PARAMS("eps", g_attr(b, "eps", "1e-10"), "mode", g_attr(b, "mode", "instance")), 0);
     return 0;
 }
 

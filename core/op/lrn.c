@@ -49,10 +49,10 @@ static int lrn_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
 typedef struct lrn_call {
     deft_norm_plan_t lines; /* one per (sample, position), across the channels */
     deft_dtype_t dtype;
-    int64_t half;                 /* nsize / 2 */
-    double salpha, beta, knorm;   /* salpha = alpha / nsize */
-    const void *x, *g;            /* g: backward's output gradient, else NULL */
-    void *y, *norm;               /* backward: y is d data, norm is read */
+    int64_t half;               /* nsize / 2 */
+    double salpha, beta, knorm; /* salpha = alpha / nsize */
+    const void *x, *g;          /* g: backward's output gradient, else NULL */
+    void *y, *norm;             /* backward: y is d data, norm is read */
 } lrn_call_t;
 
 /* Channel ch's window [*lo, *hi] among n. */

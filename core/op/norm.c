@@ -29,21 +29,18 @@ typedef struct norm_kind {
 
 static const deft_param_def_t layer_norm_params[] = {
     {"axis", DEFT_PARAM_INT, "-1", "the axis normalised along", NULL, false},
-    {"eps", DEFT_PARAM_FLOAT, "1e-05", "added to the variance before its square root", NULL,
-     false},
+    {"eps", DEFT_PARAM_FLOAT, "1e-05", "added to the variance before its square root", NULL, false},
     {"output_mean_var", DEFT_PARAM_BOOL, "false", "also output the mean and standard deviation",
      NULL, false},
     {0}};
 
 static const deft_param_def_t instance_norm_params[] = {
-    {"eps", DEFT_PARAM_FLOAT, "0.001", "added to the variance before its square root", NULL,
-     false},
+    {"eps", DEFT_PARAM_FLOAT, "0.001", "added to the variance before its square root", NULL, false},
     {0}};
 
 static const deft_param_def_t group_norm_params[] = {
     {"num_groups", DEFT_PARAM_INT, "1", "groups the channels are split into", NULL, false},
-    {"eps", DEFT_PARAM_FLOAT, "1e-05", "added to the variance before its square root", NULL,
-     false},
+    {"eps", DEFT_PARAM_FLOAT, "1e-05", "added to the variance before its square root", NULL, false},
     {"output_mean_var", DEFT_PARAM_BOOL, "false", "also output the mean and standard deviation",
      NULL, false},
     {0}};
@@ -280,7 +277,7 @@ static const char *const var_backward_inputs[] = {"out_grad", "data", "gamma", "
         .infer_inputs = infer_inputs_, .data = kind, .gradient = norm_gradient                     \
     }
 
-#define BACKWARD_OP(name_, forward_name, inputs, params_, forward_op)                                 \
+#define BACKWARD_OP(name_, forward_name, inputs, params_, forward_op)                              \
     {                                                                                              \
         .name = name_,                                                                             \
         .description = "Gradient of " forward_name " with respect to data, gamma and beta.",       \
@@ -295,22 +292,22 @@ static const deft_op_t norm_ops[] = {
     [LAYER_NORM] = NORM_OP("LayerNorm",
                            "Layer normalisation: each line along axis by its mean and variance, "
                            "then gamma and beta (channels,).",
-                           layer_norm_params, layer_norm_infer, layer_norm_infer_inputs,
-                           ln_visible, &layer_norm),
+                           layer_norm_params, layer_norm_infer, layer_norm_infer_inputs, ln_visible,
+                           &layer_norm),
     [INSTANCE_NORM] = NORM_OP("InstanceNorm",
                               "Instance normalisation of (N, C, ...): each sample's channel by "
                               "its mean and variance, then gamma and beta (C,).",
-                              instance_norm_params, instance_norm_infer,
-                              instance_norm_infer_inputs, one_visible, &instance_norm),
+                              instance_norm_params, instance_norm_infer, instance_norm_infer_inputs,
+                              one_visible, &instance_norm),
     [GROUP_NORM] = NORM_OP("GroupNorm",
                            "Group normalisation of (N, C, ...): each sample's group of channels "
                            "by its mean and variance, then gamma and beta (num_groups,).",
-                           group_norm_params, group_norm_infer, group_norm_infer_inputs,
-                           gn_visible, &group_norm),
+                           group_norm_params, group_norm_infer, group_norm_infer_inputs, gn_visible,
+                           &group_norm),
     BACKWARD_OP("_backward_LayerNorm", "LayerNorm", std_backward_inputs, layer_norm_params,
                 &norm_ops[LAYER_NORM]),
-    BACKWARD_OP("_backward_InstanceNorm", "InstanceNorm", var_backward_inputs,
-                instance_norm_params, &norm_ops[INSTANCE_NORM]),
+    BACKWARD_OP("_backward_InstanceNorm", "InstanceNorm", var_backward_inputs, instance_norm_params,
+                &norm_ops[INSTANCE_NORM]),
     BACKWARD_OP("_backward_GroupNorm", "GroupNorm", std_backward_inputs, group_norm_params,
                 &norm_ops[GROUP_NORM]),
 };

@@ -30,11 +30,8 @@ deft_norm_plan_t deft_norm_plan_channels(int64_t outer, int64_t channels, int64_
 }
 
 deft_norm_plan_t deft_norm_plan_lines(int64_t outer, int64_t channels, int64_t inner) {
-    deft_norm_plan_t p = {.slices = outer * inner,
-                          .q = inner ? inner : 1,
-                          .hi = channels * inner,
-                          .lo = 1,
-                          .gq = 1};
+    deft_norm_plan_t p = {
+        .slices = outer * inner, .q = inner ? inner : 1, .hi = channels * inner, .lo = 1, .gq = 1};
     if (inner == 1) /* lines along the last axis are contiguous: walk them as one run */
         p.na = 1, p.stride = 0, p.nb = channels, p.gb = 1;
     else
@@ -43,12 +40,8 @@ deft_norm_plan_t deft_norm_plan_lines(int64_t outer, int64_t channels, int64_t i
 }
 
 deft_norm_plan_t deft_norm_plan_blocks(int64_t slices, int64_t size, int64_t gq) {
-    return (deft_norm_plan_t){.slices = slices,
-                              .q = 1,
-                              .hi = size,
-                              .na = 1,
-                              .nb = size,
-                              .gq = gq ? gq : 1};
+    return (deft_norm_plan_t){
+        .slices = slices, .q = 1, .hi = size, .na = 1, .nb = size, .gq = gq ? gq : 1};
 }
 
 /* ---- forward ---- */
@@ -62,7 +55,8 @@ static inline void slice_moments(const deft_norm_plan_t *p, const void *x, deft_
         return;
     }
     for (int64_t a = 0; a < p->na; a++)
-        for (int64_t b = 0; b < p->nb; b++) sum += deft_load_double(x, dtype, start + a * p->stride + b);
+        for (int64_t b = 0; b < p->nb; b++)
+            sum += deft_load_double(x, dtype, start + a * p->stride + b);
     *mean = sum / n;
     for (int64_t a = 0; a < p->na; a++)
         for (int64_t b = 0; b < p->nb; b++) {
@@ -122,7 +116,8 @@ static inline slice_sums_t backward_sums(const deft_norm_backward_t *b, deft_dty
             int64_t i = start + a * p->stride + c;
             double g = deft_load_double(b->g, dtype, i);
             double xhat = (deft_load_double(b->x, dtype, i) - mean) * invstd;
-            double scale = b->gamma ? deft_load_double(b->gamma, dtype, e0 + a * p->ga + c * p->gb) : 1;
+            double scale =
+                b->gamma ? deft_load_double(b->gamma, dtype, e0 + a * p->ga + c * p->gb) : 1;
             s.dy += g * scale, s.dy_xhat += g * scale * xhat;
             s.g += g, s.g_xhat += g * xhat;
         }
@@ -151,8 +146,8 @@ static inline void backward_slice(const deft_norm_backward_t *b, deft_dtype_t dt
         for (int64_t c = 0; c < p->nb; c++) {
             int64_t i = start + a * p->stride + c;
             deft_store_double(b->dx, dtype, i,
-                              deft_norm_dx(b, dtype, i, e0 + a * p->ga + c * p->gb, mean, invstd,
-                                           n, s.dy, s.dy_xhat));
+                              deft_norm_dx(b, dtype, i, e0 + a * p->ga + c * p->gb, mean, invstd, n,
+                                           s.dy, s.dy_xhat));
         }
     if (b->dgamma && slices_own_params(p)) {
         deft_store_double(b->dgamma, dtype, e0, b->gamma ? s.g_xhat : 0);
@@ -225,7 +220,8 @@ int deft_norm_backward_infer(const deft_op_t *op, const deft_param_value_t *p, i
         const deft_shape_t *expected = k ? &forward_out[k - 2].shape : &in[1].shape;
         if (!deft_shape_equal(&in[k].shape, expected))
             return deft_op_error(op, DEFT_ERR_VALUE, "input %d (%s) has shape %s, expected %s", k,
-                                 op->input_names[k], deft_shape_format(&in[k].shape, have, sizeof have),
+                                 op->input_names[k],
+                                 deft_shape_format(&in[k].shape, have, sizeof have),
                                  deft_shape_format(expected, want, sizeof want));
     }
     out[0] = in[1];
