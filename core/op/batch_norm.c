@@ -68,15 +68,9 @@ static int bn_infer_inputs(const deft_op_t *op, const deft_param_value_t *p, int
                            deft_desc_t *in, bool *known, const deft_desc_t *out,
                            const bool *out_known) {
     (void)op, (void)out, (void)out_known;
-    int ndim = in[0].shape.ndim;
-    int64_t axis = p[P_AXIS].i < 0 ? p[P_AXIS].i + ndim : p[P_AXIS].i;
-    if (!known[0] || axis < 0 || axis >= ndim) return 0; /* infer names the bad axis */
-    for (int k = 1; k < nin; k++)
-        if (!known[k]) {
-            in[k] = (deft_desc_t){{1, {in[0].shape.dims[axis]}}, in[0].dtype};
-            known[k] = true;
-        }
-    return 0;
+    int axis = deft_norm_axis(p[P_AXIS].i, in[0].shape.ndim);
+    if (known[0] && axis >= 0) deft_norm_infer_params(nin, in, known, in[0].shape.dims[axis]);
+    return 0; /* a bad axis: infer names it */
 }
 
 static int visible_outputs(const deft_param_value_t *p) {
@@ -84,8 +78,8 @@ static int visible_outputs(const deft_param_value_t *p) {
 }
 
 static deft_norm_plan_t bn_plan(const deft_param_value_t *p, const deft_shape_t *data) {
-    int64_t axis = p[P_AXIS].i < 0 ? p[P_AXIS].i + data->ndim : p[P_AXIS].i, outer, channels, inner;
-    deft_norm_split(data, (int)axis, &outer, &channels, &inner);
+    int64_t outer, channels, inner;
+    deft_norm_split(data, deft_norm_axis(p[P_AXIS].i, data->ndim), &outer, &channels, &inner);
     return deft_norm_plan_channels(outer, channels, inner);
 }
 

@@ -91,9 +91,8 @@ static int layer_norm_infer(const deft_op_t *op, const deft_param_value_t *p, in
 }
 
 static deft_norm_plan_t layer_norm_plan(const deft_param_value_t *p, const deft_shape_t *data) {
-    int64_t axis = p[LN_AXIS].i < 0 ? p[LN_AXIS].i + data->ndim : p[LN_AXIS].i, outer, channels,
-            inner;
-    deft_norm_split(data, (int)axis, &outer, &channels, &inner);
+    int64_t outer, channels, inner;
+    deft_norm_split(data, deft_norm_axis(p[LN_AXIS].i, data->ndim), &outer, &channels, &inner);
     return deft_norm_plan_lines(outer, channels, inner);
 }
 
@@ -101,15 +100,9 @@ static int layer_norm_infer_inputs(const deft_op_t *op, const deft_param_value_t
                                    deft_desc_t *in, bool *known, const deft_desc_t *out,
                                    const bool *out_known) {
     (void)op, (void)out, (void)out_known;
-    int ndim = in[0].shape.ndim;
-    int64_t axis = p[LN_AXIS].i < 0 ? p[LN_AXIS].i + ndim : p[LN_AXIS].i;
-    if (!known[0] || axis < 0 || axis >= ndim) return 0; /* infer names the bad axis */
-    for (int k = 1; k < nin; k++)
-        if (!known[k]) {
-            in[k] = (deft_desc_t){{1, {in[0].shape.dims[axis]}}, in[0].dtype};
-            known[k] = true;
-        }
-    return 0;
+    int axis = deft_norm_axis(p[LN_AXIS].i, in[0].shape.ndim);
+    if (known[0] && axis >= 0) deft_norm_infer_params(nin, in, known, in[0].shape.dims[axis]);
+    return 0; /* a bad axis: infer names it */
 }
 
 /* ---- InstanceNorm ---- */
@@ -158,11 +151,7 @@ static int group_norm_infer_inputs(const deft_op_t *op, const deft_param_value_t
                                    deft_desc_t *in, bool *known, const deft_desc_t *out,
                                    const bool *out_known) {
     (void)op, (void)out, (void)out_known;
-    for (int k = 1; known[0] && k < nin; k++)
-        if (!known[k]) {
-            in[k] = (deft_desc_t){{1, {p[GN_GROUPS].i}}, in[0].dtype};
-            known[k] = true;
-        }
+    deft_norm_infer_params(nin, in, known, p[GN_GROUPS].i);
     return 0;
 }
 
@@ -171,11 +160,8 @@ static int instance_norm_infer_inputs(const deft_op_t *op, const deft_param_valu
                                       deft_desc_t *in, bool *known, const deft_desc_t *out,
                                       const bool *out_known) {
     (void)op, (void)p, (void)out, (void)out_known;
-    for (int k = 1; known[0] && in[0].shape.ndim >= 2 && k < nin; k++)
-        if (!known[k]) {
-            in[k] = (deft_desc_t){{1, {in[0].shape.dims[1]}}, in[0].dtype};
-            known[k] = true;
-        }
+    if (known[0] && in[0].shape.ndim >= 2)
+        deft_norm_infer_params(nin, in, known, in[0].shape.dims[1]);
     return 0;
 }
 

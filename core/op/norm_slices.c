@@ -251,6 +251,19 @@ int deft_norm_three_outputs(const deft_param_value_t *p, int num_inputs) {
     return 3;
 }
 
+int deft_norm_axis(int64_t axis, int ndim) {
+    int64_t a = axis < 0 ? axis + ndim : axis;
+    return a >= 0 && a < ndim ? (int)a : -1;
+}
+
+void deft_norm_infer_params(int nin, deft_desc_t *in, bool *known, int64_t n) {
+    for (int k = 1; known[0] && k < nin; k++)
+        if (!known[k]) {
+            in[k] = (deft_desc_t){{1, {n}}, in[0].dtype};
+            known[k] = true;
+        }
+}
+
 int deft_norm_check_param(const deft_op_t *op, const deft_desc_t *in, int k, int64_t n) {
     if (in[k].shape.ndim == 1 && in[k].shape.dims[0] == n) return 0;
     char s[DEFT_SHAPE_STR_MAX];

@@ -44,6 +44,13 @@ int deft_norm_gradient(deft_grad_builder_t *b, const char *backward_op, const ch
 /* Three outputs, as the normalisations have; the first one or all three visible. */
 int deft_norm_three_outputs(const deft_param_value_t *p, int num_inputs);
 
+/* A channel axis normalised against ndim, or -1 when out of range (infer names it). */
+int deft_norm_axis(int64_t axis, int ndim);
+
+/* infer_inputs of the normalisations: once data (input 0) is known, the unknown
+ * inputs after it (gamma, beta, moving statistics) are (n,) of its dtype. */
+void deft_norm_infer_params(int nin, deft_desc_t *in, bool *known, int64_t n);
+
 /* Inputs (data, gamma, beta, ...): "input k (name) has shape s, expected (n,)". */
 int deft_norm_check_param(const deft_op_t *op, const deft_desc_t *in, int k, int64_t n);
 
