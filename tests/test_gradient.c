@@ -142,18 +142,25 @@ static void check_case(const grad_case_t *c) {
         for (int64_t j = 0; j < nw[o]; j++) w[o][j] = uniform(&rng, -1, 1);
         heads[o] = make(DEFT_FLOAT64, yndim, yshape, w[o]);
     }
-    /* analytic: inputs in the gradient symbol's argument order (head gradients last) */
-    int nargs;
-    const char *const *arg_names;
-    ck_assert_ok(DeftSymbolListArguments(grad, &nargs, &arg_names));
-    ck_assert_int_eq(nargs, c->nin + nouts);
+    /* analytic: inputs in the gradient symbol's argument order (head gradients last),
+     * then its auxiliary states (BatchNorm's moving statistics); each List call
+     * replaces the names the last one returned */
+    int nargs = 0, h = 0;
     DeftNDArrayHandle grad_in[GRAD_MAX_IN + MAX_OUT];
-    for (int a = 0, h = 0; a < nargs; a++) {
-        grad_in[a] = NULL;
-        for (int i = 0; i < c->nin; i++)
-            if (strcmp(arg_names[a], names[i]) == 0) grad_in[a] = in[i];
-        if (!grad_in[a]) grad_in[a] = heads[h++];
+    for (int group = 0; group < 2; group++) {
+        int n;
+        const char *const *group_names;
+        ck_assert_ok(group ? DeftSymbolListAuxiliaryStates(grad, &n, &group_names)
+                           : DeftSymbolListArguments(grad, &n, &group_names));
+        ck_assert_int_le(nargs + n, c->nin + nouts);
+        for (int a = 0; a < n; a++, nargs++) {
+            grad_in[nargs] = NULL;
+            for (int i = 0; i < c->nin; i++)
+                if (strcmp(group_names[a], names[i]) == 0) grad_in[nargs] = in[i];
+            if (!grad_in[nargs]) grad_in[nargs] = heads[h++];
+        }
     }
+    ck_assert_int_eq(nargs, c->nin + nouts);
     DeftNDArrayHandle results[GRAD_MAX_IN + MAX_OUT] = {NULL};
     int nout = GRAD_MAX_IN + MAX_OUT;
     ck_assert_msg(DeftCachedOpInvoke(backward, nargs, grad_in, &nout, results) == 0, "%s: %s",
