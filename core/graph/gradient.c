@@ -136,7 +136,7 @@ static deft_entry_t total(grad_state_t *s, int entry_id) {
         n++;
     }
     if (n <= 1 || s->status) return n == 1 && !s->status ? terms[0] : (deft_entry_t){NULL, 0};
-    if (n <= SUM_LIMIT) return make_node(s, "ElementWiseSum", n, terms, NULL, 0);
+    if (n <= SUM_LIMIT) return make_node(s, "add_n", n, terms, NULL, 0);
     deft_entry_t acc = {NULL, 0};
     for (contribution_t *c = s->grads[entry_id]; c && !s->status; c = c->next) {
         deft_entry_t pair[2] = {acc, c->entry};
