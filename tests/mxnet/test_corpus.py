@@ -24,6 +24,18 @@ from corpus_values import param_values  # noqa: E402
 with open(os.path.join(CORPUS, "manifest.json")) as _f:
     CASES = json.load(_f)["cases"]
 REGISTERED = set(deft._lib.DeftListOperators())
+# Gradients sum in float32 in another order than MXNet's: a looser bound than
+# the forward's 1e-5 (a sum of 9 terms near 0.2 differs by ~4e-6).
+GRAD_RTOL = 1e-4
+# Cases whose MXNet gradient disagrees with MXNet's own forward, so deft (whose
+# gradients match finite differences of the same forward, tests/test_gradient.c)
+# cannot match it. Their forward is still compared.
+MXNET_GRADIENT_BUGS = {
+    "pool2d_avg_full": "MXNet's oneDNN backward of avg pooling with pooling_convention=full "
+                       "differs from finite differences of its forward by 0.036",
+    "leakyrelu_selu": "MXNet's selu gradient below 0 is alpha + y, not lambda * alpha + y "
+                      "(mshadow_op selu_grad)",
+}
 RESULTS = {}  # case name -> ("pass" | "missing" | "mismatch" | "error", detail)
 
 
@@ -61,14 +73,14 @@ def feed(sym, named):
     return [named[n] for n in args + aux]
 
 
-def compare(what, got, want, c):
+def compare(what, got, want, c, rtol=None):
     got, want = got.asnumpy(), want.asnumpy()
     if got.shape != want.shape:
         return f"{what}: shape {got.shape}, MXNet {want.shape}"
     if got.dtype != want.dtype:
         return f"{what}: dtype {got.dtype}, MXNet {want.dtype}"
     g, w = got.astype(np.float64), want.astype(np.float64)
-    close = np.isclose(g, w, rtol=c["rtol"], atol=c["atol"], equal_nan=True)
+    close = np.isclose(g, w, rtol=rtol or c["rtol"], atol=c["atol"], equal_nan=True)
     if not close.all():
         i = np.argwhere(~close)[0]
         return (f"{what}: {int((~close).sum())} of {close.size} values differ, first at "
@@ -86,7 +98,7 @@ def run_case(c):
     outs = deft.CachedOp(sym)(*feed(sym, named))
     outs = outs if isinstance(outs, list) else [outs]
     problems = [compare(f"output {o}", g, want[o], c) for o, g in zip(c["outputs"], outs)]
-    if "grads" in c["files"]:
+    if "grads" in c["files"] and c["name"] not in MXNET_GRADIENT_BUGS:
         grads = load_named(c["files"]["grads"])
         gsym = sym.gradient(c["grad"])
         for o in c["outputs"]:
@@ -97,8 +109,8 @@ def run_case(c):
             results = deft.CachedOp(gsym)(*feed(gsym, named))
         results = results if isinstance(results, list) else [results]
         got = results[len(c["outputs"]):]
-        problems += [compare(f"gradient of {k}", g, grads[f"grad:{k}"], c)
-                     for k, g in zip(c["grad"], got)]
+        problems += [compare(f"gradient of {k}", g, grads[f"grad:{k}"], c,
+                             max(c["rtol"], GRAD_RTOL)) for k, g in zip(c["grad"], got)]
     return [p for p in problems if p]
 
 
@@ -127,6 +139,8 @@ def summary():
     lines = [f"{len(RESULTS)} cases: {len(by['pass'])} pass, {len(by['missing'])} missing "
              f"operators ({', '.join(ops)}), {len(by['mismatch'])} mismatch, "
              f"{len(by['error'])} load/run errors"]
+    lines += [f"  gradient not compared, {n}: {why}" for n, why in MXNET_GRADIENT_BUGS.items()
+              if n in RESULTS]
     lines += [f"  mismatch {n}: {RESULTS[n][1][0]}" for n in by["mismatch"]]
     lines += [f"  error {n}: {RESULTS[n][1]}" for n in by["error"]]
     return lines
