@@ -244,15 +244,18 @@ static int check_optional_tables(const loader_t *l, const cJSON *root) {
     if (rows) {
         if (!cJSON_IsArray(rows) || cJSON_GetArraySize(rows) != l->num_nodes + 1)
             return bad("node_row_ptr", "is not an array of %d numbers", l->num_nodes + 1);
-        int expected = 0;
+        /* A node counts its outputs, all of them (deft, and MXNet for Dropout's mask) or
+         * only those callers see (MXNet's RNN keeps its reserve out of its outputs). */
+        int lo = 0, hi = 0, v = 0;
         for (int i = 0; i <= l->num_nodes; i++) {
             char path[48];
-            int v;
             snprintf(path, sizeof path, "node_row_ptr[%d]", i);
-            if (read_index(cJSON_GetArrayItem(rows, i), path, expected, expected + 1,
+            if (read_index(cJSON_GetArrayItem(rows, i), path, lo, hi + 1,
                            "the running count of node outputs", &v))
                 return -1;
-            if (i < l->num_nodes) expected += l->nodes[i]->num_outputs;
+            if (i == l->num_nodes) break;
+            lo = v + deft_node_num_visible_outputs(l->nodes[i]);
+            hi = v + l->nodes[i]->num_outputs;
         }
     }
     return 0;
