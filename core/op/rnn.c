@@ -64,6 +64,7 @@ enum {
     P_USE_LENGTHS
 };
 
+static const char *const rnn_outputs[] = {"output", "state_output", "statecell_output", NULL};
 static const char *const rnn_inputs[] = {"data", "parameters", "state", "state_cell",
                                          "sequence_length", NULL};
 
@@ -596,6 +597,7 @@ static const deft_op_t rnn_ops[] = {
      .num_inputs = rnn_num_inputs,
      .num_outputs = rnn_num_outputs,
      .num_visible_outputs = rnn_num_visible,
+     .output_names = rnn_outputs,
      .infer_inputs = rnn_infer_inputs,
      .nondeterministic = true,
      .gradient = rnn_gradient},
