@@ -48,8 +48,10 @@ static void reference(const cfg_t *c, const double *x, const double *w, const do
     int64_t T = c->T, N = c->N, H = c->H, G = gates(c->mode), DH = c->D * H;
     double *input = malloc(sizeof(double) * (size_t)(T * N * (c->I > DH ? c->I : DH) + 1));
     double *out = malloc(sizeof(double) * (size_t)(T * N * DH + 1));
-    double *h = malloc(sizeof(double) * (size_t)(N * H + 1)), *cell = malloc(sizeof(double) * (size_t)(N * H + 1));
-    double *ax = malloc(sizeof(double) * (size_t)(G * H)), *ah = malloc(sizeof(double) * (size_t)(G * H));
+    double *h = malloc(sizeof(double) * (size_t)(N * H + 1)),
+           *cell = malloc(sizeof(double) * (size_t)(N * H + 1));
+    double *ax = malloc(sizeof(double) * (size_t)(G * H)),
+           *ah = malloc(sizeof(double) * (size_t)(G * H));
     memcpy(input, x, sizeof(double) * (size_t)(T * N * c->I));
     for (int l = 0; l < c->L; l++) {
         int64_t in = layer_in(c, l);
@@ -69,7 +71,8 @@ static void reference(const cfg_t *c, const double *x, const double *w, const do
                     }
                     for (int64_t r = 0; r < G * H; r++) {
                         ax[r] = bi[r], ah[r] = bh[r];
-                        for (int64_t j = 0; j < in; j++) ax[r] += wi[r * in + j] * input[(t * N + b) * in + j];
+                        for (int64_t j = 0; j < in; j++)
+                            ax[r] += wi[r * in + j] * input[(t * N + b) * in + j];
                         for (int64_t j = 0; j < H; j++) ah[r] += wh[r * H + j] * h[b * H + j];
                     }
                     for (int64_t k = 0; k < H; k++) {
@@ -136,7 +139,8 @@ static void check_against_reference(const cfg_t *c, int dtype, double tol) {
     double *hx = uniform_values(ns, &rng), *cx = uniform_values(ns, &rng);
     int64_t ny = c->T * c->N * c->D * c->H;
     double *y = malloc(sizeof(double) * (size_t)(ny + 1));
-    double *hy = malloc(sizeof(double) * (size_t)(ns + 1)), *cy = malloc(sizeof(double) * (size_t)(ns + 1));
+    double *hy = malloc(sizeof(double) * (size_t)(ns + 1)),
+           *cy = malloc(sizeof(double) * (size_t)(ns + 1));
     reference(c, x, w, hx, cx, y, hy, cy);
     DeftNDArrayHandle in[5];
     int nin = 0;
@@ -195,21 +199,24 @@ START_TEST(test_shapes_are_inferred) {
                                  "bidirectional", "true", "state_outputs", "true"));
     const char *names[] = {"data"};
     int complete;
-    ck_assert_ok(DeftSymbolInferShape(r, 1, names, (const int[]){3}, SHAPE(7, 3, 4), NULL,
-                                      &complete));
+    ck_assert_ok(
+        DeftSymbolInferShape(r, 1, names, (const int[]){3}, SHAPE(7, 3, 4), NULL, &complete));
     ck_assert_int_eq(complete, 1);
     int64_t dims[DEFT_MAX_NDIM];
     int ndim, dtype;
     /* layer 0: 4 (5) (4 + 5) + 2 (4 5) = 220 per direction; layer 1: 20 (10 + 5) + 40 = 340 */
-    ck_assert_ok(DeftSymbolGetInferredShape(r, DEFT_ARGUMENTS, 1, dims, DEFT_MAX_NDIM, &ndim, &dtype));
+    ck_assert_ok(
+        DeftSymbolGetInferredShape(r, DEFT_ARGUMENTS, 1, dims, DEFT_MAX_NDIM, &ndim, &dtype));
     ck_assert_int_eq(ndim, 1);
     ck_assert_int_eq(dims[0], 2 * 220 + 2 * 340);
     for (int k = 2; k < 4; k++) {
-        ck_assert_ok(DeftSymbolGetInferredShape(r, DEFT_ARGUMENTS, k, dims, DEFT_MAX_NDIM, &ndim, &dtype));
+        ck_assert_ok(
+            DeftSymbolGetInferredShape(r, DEFT_ARGUMENTS, k, dims, DEFT_MAX_NDIM, &ndim, &dtype));
         ck_assert_int_eq(ndim, 3);
         ck_assert(dims[0] == 4 && dims[1] == 3 && dims[2] == 5);
     }
-    ck_assert_ok(DeftSymbolGetInferredShape(r, DEFT_OUTPUTS, 0, dims, DEFT_MAX_NDIM, &ndim, &dtype));
+    ck_assert_ok(
+        DeftSymbolGetInferredShape(r, DEFT_OUTPUTS, 0, dims, DEFT_MAX_NDIM, &ndim, &dtype));
     ck_assert(ndim == 3 && dims[0] == 7 && dims[1] == 3 && dims[2] == 10);
     /* MXNet's output names */
     int n;
@@ -227,7 +234,8 @@ END_TEST
 START_TEST(test_bad_parameters_and_shapes) {
     double zeros[64] = {0};
     DeftNDArrayHandle x = make(DEFT_FLOAT32, 3, SHAPE(2, 1, 2), zeros);
-    DeftNDArrayHandle w = make(DEFT_FLOAT32, 1, SHAPE(12), zeros); /* rnn_tanh, H = 2: 2 (2 + 2) + 4 */
+    DeftNDArrayHandle w =
+        make(DEFT_FLOAT32, 1, SHAPE(12), zeros); /* rnn_tanh, H = 2: 2 (2 + 2) + 4 */
     DeftNDArrayHandle s = make(DEFT_FLOAT32, 3, SHAPE(1, 1, 2), zeros);
     DeftNDArrayHandle in[4] = {x, w, s, s};
 #define BASE "state_size", "2", "num_layers", "1"
@@ -239,34 +247,36 @@ START_TEST(test_bad_parameters_and_shapes) {
                          DEFT_ERROR_VALUE, "num_layers is 0");
     ck_assert_call_fails("RNN", 4, in, P(BASE, "mode", "lstm", "projection_size", "1"),
                          DEFT_ERROR_NOT_IMPLEMENTED, "projection_size (LSTM with projection)");
-    ck_assert_call_fails("RNN", 3, in,
-                         P(BASE, "mode", "gru", "lstm_state_clip_min", "0", "lstm_state_clip_max", "1"),
-                         DEFT_ERROR_VALUE, "state clipping is only supported for LSTM");
+    ck_assert_call_fails(
+        "RNN", 3, in,
+        P(BASE, "mode", "gru", "lstm_state_clip_min", "0", "lstm_state_clip_max", "1"),
+        DEFT_ERROR_VALUE, "state clipping is only supported for LSTM");
     ck_assert_call_fails("RNN", 4, in, P(BASE, "mode", "lstm", "lstm_state_clip_min", "0"),
                          DEFT_ERROR_VALUE, "must be given together");
-    ck_assert_call_fails("RNN", 4, in,
-                         P(BASE, "mode", "lstm", "lstm_state_clip_min", "1", "lstm_state_clip_max", "0"),
-                         DEFT_ERROR_VALUE, "greater than or equal to lstm_state_clip_min");
+    ck_assert_call_fails(
+        "RNN", 4, in,
+        P(BASE, "mode", "lstm", "lstm_state_clip_min", "1", "lstm_state_clip_max", "0"),
+        DEFT_ERROR_VALUE, "greater than or equal to lstm_state_clip_min");
     ck_assert_call_fails("RNN", 3, in, P(BASE, "mode", "rnn_tanh", "bidirectional", "true"),
                          DEFT_ERROR_VALUE, "input 1 (parameters) has shape (12,), expected (24,)");
     ck_assert_call_fails("RNN", 3, in, P("state_size", "2", "num_layers", "2", "mode", "rnn_tanh"),
                          DEFT_ERROR_VALUE, "input 1 (parameters) has shape (12,), expected (24,)");
     DeftNDArrayHandle state_bad[3] = {x, w, w}, data_bad[3] = {w, w, s};
-    ck_assert_call_fails("RNN", 3, state_bad, P(BASE, "mode", "rnn_tanh"),
-                         DEFT_ERROR_VALUE, "input 2 (state) has shape (12,), expected (1,1,2)");
-    ck_assert_call_fails("RNN", 3, data_bad, P(BASE, "mode", "rnn_tanh"),
-                         DEFT_ERROR_VALUE, "input 0 (data) has shape (12,), expected (sequence");
+    ck_assert_call_fails("RNN", 3, state_bad, P(BASE, "mode", "rnn_tanh"), DEFT_ERROR_VALUE,
+                         "input 2 (state) has shape (12,), expected (1,1,2)");
+    ck_assert_call_fails("RNN", 3, data_bad, P(BASE, "mode", "rnn_tanh"), DEFT_ERROR_VALUE,
+                         "input 0 (data) has shape (12,), expected (sequence");
     DeftNDArrayHandle s64 = make(DEFT_FLOAT64, 3, SHAPE(1, 1, 2), zeros);
     DeftNDArrayHandle dtype_bad[3] = {x, w, s64};
-    ck_assert_call_fails("RNN", 3, dtype_bad, P(BASE, "mode", "rnn_tanh"),
-                         DEFT_ERROR_TYPE, "input 2 (state) is float64, expected float32");
+    ck_assert_call_fails("RNN", 3, dtype_bad, P(BASE, "mode", "rnn_tanh"), DEFT_ERROR_TYPE,
+                         "input 2 (state) is float64, expected float32");
     DeftNDArrayHandle bad_len = make(DEFT_INT32, 1, SHAPE(1), VALUES(3));
     /* (LSTM: without state_cell, RNN's input names put "state_cell" at sequence_length's place) */
     DeftNDArrayHandle w_lstm = make(DEFT_FLOAT32, 1, SHAPE(48), zeros);
     DeftNDArrayHandle with_length[5] = {x, w_lstm, s, s, bad_len};
     ck_assert_run_fails("RNN", 5, with_length,
-                        P(BASE, "mode", "lstm", "use_sequence_length", "true"),
-                        DEFT_ERROR_INDEX, "input 4 (sequence_length) has 3 at position 0");
+                        P(BASE, "mode", "lstm", "use_sequence_length", "true"), DEFT_ERROR_INDEX,
+                        "input 4 (sequence_length) has 3 at position 0");
     free_all(6, (DeftNDArrayHandle[]){x, w, s, s64, bad_len, w_lstm});
 #undef BASE
 }
@@ -288,12 +298,13 @@ START_TEST(test_dropout_between_layers) {
     int64_t np = param_size(&c), ns = 2 * c.N * c.H, ny = c.T * c.N * c.H;
     double *x = uniform_values(c.T * c.N * c.I, &rng), *w = uniform_values(np, &rng);
     double *h = uniform_values(ns, &rng);
-    DeftNDArrayHandle in[4] = {make(DEFT_FLOAT64, 3, SHAPE(c.T, c.N, c.I), x),
-                               make(DEFT_FLOAT64, 1, SHAPE(np), w),
-                               make(DEFT_FLOAT64, 3, SHAPE(2, c.N, c.H), h),
-                               make(DEFT_FLOAT64, 3, SHAPE(2, c.N, c.H), h)};
-    const char *const *dropped = P("state_size", "8", "num_layers", "2", "mode", "lstm", "p", "0.5");
-    DeftNDArrayHandle plain = call1("RNN", 4, in, P("state_size", "8", "num_layers", "2", "mode", "lstm"));
+    DeftNDArrayHandle in[4] = {
+        make(DEFT_FLOAT64, 3, SHAPE(c.T, c.N, c.I), x), make(DEFT_FLOAT64, 1, SHAPE(np), w),
+        make(DEFT_FLOAT64, 3, SHAPE(2, c.N, c.H), h), make(DEFT_FLOAT64, 3, SHAPE(2, c.N, c.H), h)};
+    const char *const *dropped =
+        P("state_size", "8", "num_layers", "2", "mode", "lstm", "p", "0.5");
+    DeftNDArrayHandle plain =
+        call1("RNN", 4, in, P("state_size", "8", "num_layers", "2", "mode", "lstm"));
     DeftNDArrayHandle predict = call1("RNN", 4, in, dropped);
     int64_t n;
     double *want = read_all(plain, &n);
@@ -319,8 +330,8 @@ END_TEST
 START_TEST(test_param_concat) {
     DeftNDArrayHandle a = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(1, 2));
     DeftNDArrayHandle b = make(DEFT_FLOAT32, 1, SHAPE(3), VALUES(3, 4, 5));
-    DeftNDArrayHandle y = call1("_rnn_param_concat", 2, (DeftNDArrayHandle[]){a, b},
-                                P("dim", "0", "num_args", "2"));
+    DeftNDArrayHandle y =
+        call1("_rnn_param_concat", 2, (DeftNDArrayHandle[]){a, b}, P("dim", "0", "num_args", "2"));
     assert_values(y, 5, VALUES(1, 2, 3, 4, 5), 0);
     free_all(3, (DeftNDArrayHandle[]){a, b, y});
 
@@ -335,7 +346,8 @@ START_TEST(test_param_concat) {
     ck_assert_int_eq(complete, 1);
     int64_t dims[DEFT_MAX_NDIM];
     int ndim, dtype;
-    ck_assert_ok(DeftSymbolGetInferredShape(sum, DEFT_ARGUMENTS, 2, dims, DEFT_MAX_NDIM, &ndim, &dtype));
+    ck_assert_ok(
+        DeftSymbolGetInferredShape(sum, DEFT_ARGUMENTS, 2, dims, DEFT_MAX_NDIM, &ndim, &dtype));
     ck_assert_int_eq(ndim, 1);
     ck_assert_int_eq(dims[0], 10);
     for (int k = 0; k < 3; k++) ck_assert_ok(DeftSymbolFree(in[k]));

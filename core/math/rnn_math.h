@@ -28,9 +28,9 @@ typedef struct deft_rnn_step {
     const void *xproj, *hproj; /* N x G H each: the two projections, without biases */
     const void *bx, *bh;       /* G H each: b_i2h, b_h2h */
     const void *h_prev, *c_prev;
-    void *h, *c;    /* N x H: the state after the step (c: LSTM) */
-    void *gates;    /* N x 4 H (LSTM: i f g o; GRU: r z n and W_hn h_prev + b_hn); NULL */
-    void *y;        /* row b at y + b * y_stride: the layer's output at time t */
+    void *h, *c; /* N x H: the state after the step (c: LSTM) */
+    void *gates; /* N x 4 H (LSTM: i f g o; GRU: r z n and W_hn h_prev + b_hn); NULL */
+    void *y;     /* row b at y + b * y_stride: the layer's output at time t */
     int64_t y_stride;
     const void *lengths; /* NULL: every sequence has all T steps */
     deft_dtype_t length_dtype;
@@ -69,7 +69,7 @@ DEFT_DEVICE_FN bool deft_rnn_row_valid(const deft_rnn_step_t *s, int64_t b) {
         *c = f * c_prev + i * g;                                                                   \
         return o;                                                                                  \
     }                                                                                              \
-    DEFT_DEVICE_FN T deft_rnn_gru_##sfx(T xr, T xz, T xn, T hr, T hz, T hn, T h_prev, T *gates) { \
+    DEFT_DEVICE_FN T deft_rnn_gru_##sfx(T xr, T xz, T xn, T hr, T hz, T hn, T h_prev, T *gates) {  \
         T r = deft_rnn_sigmoid_##sfx(xr + hr), z = deft_rnn_sigmoid_##sfx(xz + hz);                \
         T n = deft_tanh(xn + r * hn);                                                              \
         gates[0] = r, gates[1] = z, gates[2] = n, gates[3] = hn;                                   \
@@ -104,13 +104,13 @@ DEFT_DEVICE_FN bool deft_rnn_row_valid(const deft_rnn_step_t *s, int64_t b) {
             if (s->clip) c = deft_rnn_clip_##sfx(c, s);                                            \
             ((T *)s->c)[b * H + k] = c;                                                            \
             h = o * deft_tanh(c);                                                                  \
-            for (int g = 0; g < 4; g++) ((T *)s->gates)[b * 4 * H + g * H + k] = gates[g];        \
+            for (int g = 0; g < 4; g++) ((T *)s->gates)[b * 4 * H + g * H + k] = gates[g];         \
         } else if (s->mode == DEFT_RNN_GRU) {                                                      \
             T gates[4];                                                                            \
-            h = deft_rnn_gru_##sfx(x[k] + bx[k], x[H + k] + bx[H + k], x[2 * H + k] + bx[2 * H + k], \
-                                   hp[k] + bh[k], hp[H + k] + bh[H + k],                           \
-                                   hp[2 * H + k] + bh[2 * H + k], h_prev, gates);                  \
-            for (int g = 0; g < 4; g++) ((T *)s->gates)[b * 4 * H + g * H + k] = gates[g];        \
+            h = deft_rnn_gru_##sfx(                                                                \
+                x[k] + bx[k], x[H + k] + bx[H + k], x[2 * H + k] + bx[2 * H + k], hp[k] + bh[k],   \
+                hp[H + k] + bh[H + k], hp[2 * H + k] + bh[2 * H + k], h_prev, gates);              \
+            for (int g = 0; g < 4; g++) ((T *)s->gates)[b * 4 * H + g * H + k] = gates[g];         \
         } else {                                                                                   \
             h = deft_rnn_act_##sfx(pre[0], s->mode);                                               \
         }                                                                                          \

@@ -40,10 +40,8 @@ static const deft_param_def_t rnn_params[] = {
      false},
     {"projection_size", DEFT_PARAM_INT, "None", "size of the LSTM projection (not implemented)",
      NULL, true},
-    {"lstm_state_clip_min", DEFT_PARAM_FLOAT, "None", "minimum of the LSTM cell state", NULL,
-     true},
-    {"lstm_state_clip_max", DEFT_PARAM_FLOAT, "None", "maximum of the LSTM cell state", NULL,
-     true},
+    {"lstm_state_clip_min", DEFT_PARAM_FLOAT, "None", "minimum of the LSTM cell state", NULL, true},
+    {"lstm_state_clip_max", DEFT_PARAM_FLOAT, "None", "maximum of the LSTM cell state", NULL, true},
     {"lstm_state_clip_nan", DEFT_PARAM_BOOL, "false",
      "clip NaN cell states to the minimum instead of propagating them", NULL, false},
     {"use_sequence_length", DEFT_PARAM_BOOL, "false",
@@ -65,8 +63,8 @@ enum {
 };
 
 static const char *const rnn_outputs[] = {"output", "state_output", "statecell_output", NULL};
-static const char *const rnn_inputs[] = {"data", "parameters", "state", "state_cell",
-                                         "sequence_length", NULL};
+static const char *const rnn_inputs[] = {"data",       "parameters",      "state",
+                                         "state_cell", "sequence_length", NULL};
 
 /* ---- geometry (rnn.h) ---- */
 
@@ -231,8 +229,8 @@ static int rnn_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
         if (k == io.lengths) {
             if (deft_op_check_index_dtype(op, k, in[k].dtype)) return -1;
         } else if (in[k].dtype != in[0].dtype) {
-            return deft_op_error(op, DEFT_ERR_TYPE, "input %d (%s) is %s, expected %s like data",
-                                 k, input_name(&io, k), deft_dtype_name(in[k].dtype),
+            return deft_op_error(op, DEFT_ERR_TYPE, "input %d (%s) is %s, expected %s like data", k,
+                                 input_name(&io, k), deft_dtype_name(in[k].dtype),
                                  deft_dtype_name(in[0].dtype));
         }
         if (check_shape(op, &io, in, k, &want[k])) return -1;
@@ -297,7 +295,8 @@ static int copy_state(const rnn_run_t *r, char *dst, const char *src) {
     return bytes ? deft_device_copy(dst, r->dev, src, r->dev, bytes) : 0;
 }
 
-/* Layer l, direction d over every time step: x (T N x in) in, column block d of y (T N x D H) out. */
+/* Layer l, direction d over every time step: x (T N x in) in, column block d of y (T N x D H) out.
+ */
 static int run_direction(const rnn_run_t *r, int64_t l, int64_t d, const char *x, char *y) {
     const deft_rnn_geom_t *g = r->g;
     int64_t ld = l * g->D + d, in = l ? g->D * g->H : g->In, GH = g->G * g->H, NH = g->N * g->H;
@@ -479,11 +478,10 @@ static int backward_infer(const deft_op_t *op, const deft_param_value_t *p, int 
         const deft_desc_t *want = &fwd[k == nfwd ? nf - 1 : k - nfwd - 1];
         if (!deft_shape_equal(&in[k].shape, &want->shape) || in[k].dtype != want->dtype) {
             char a[DEFT_SHAPE_STR_MAX], w[DEFT_SHAPE_STR_MAX];
-            return deft_op_error(op, DEFT_ERR_VALUE, "input %d is %s %s, expected %s %s", k,
-                                 deft_dtype_name(in[k].dtype),
-                                 deft_shape_format(&in[k].shape, a, sizeof a),
-                                 deft_dtype_name(want->dtype),
-                                 deft_shape_format(&want->shape, w, sizeof w));
+            return deft_op_error(
+                op, DEFT_ERR_VALUE, "input %d is %s %s, expected %s %s", k,
+                deft_dtype_name(in[k].dtype), deft_shape_format(&in[k].shape, a, sizeof a),
+                deft_dtype_name(want->dtype), deft_shape_format(&want->shape, w, sizeof w));
         }
     }
     *nout = backward_num_outputs(p, nin);

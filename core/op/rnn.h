@@ -26,7 +26,7 @@
 typedef struct deft_rnn_geom {
     int mode;
     int64_t T, N, In, H, L, D, G; /* In: the input size (I is complex.h's) */
-    double p; /* dropout between layers */
+    double p;                     /* dropout between layers */
     bool state_outputs, lengths;
     bool clip, clip_nan;
     double clip_min, clip_max;
@@ -40,7 +40,7 @@ int64_t deft_rnn_b_offset(const deft_rnn_geom_t *g, int64_t ld);
 
 /* Where a layer-direction's reserve pieces are (elements from the reserve's start). */
 typedef struct deft_rnn_slots {
-    int64_t gates, h, c; /* per layer-direction; gates, c are -1 where the mode has none */
+    int64_t gates, h, c;   /* per layer-direction; gates, c are -1 where the mode has none */
     int64_t y, mask, drop; /* per layer below the top; mask, drop -1 without dropout */
     int64_t xproj, hproj;  /* the working space */
 } deft_rnn_slots_t;

@@ -45,11 +45,10 @@ static int64_t row_grain(int64_t H) {
         bool clip = s->clip;                                                                       \
         for (int64_t k = 0; k < H; k++) {                                                          \
             T g[4], cell;                                                                          \
-            T o = deft_rnn_lstm_##sfx(x[k] + bx[k] + hp[k] + bh[k],                                \
-                                      x[H + k] + bx[H + k] + hp[H + k] + bh[H + k],                \
-                                      x[2 * H + k] + bx[2 * H + k] + hp[2 * H + k] + bh[2 * H + k], \
-                                      x[3 * H + k] + bx[3 * H + k] + hp[3 * H + k] + bh[3 * H + k], \
-                                      cp[k], g, &cell);                                            \
+            T o = deft_rnn_lstm_##sfx(                                                             \
+                x[k] + bx[k] + hp[k] + bh[k], x[H + k] + bx[H + k] + hp[H + k] + bh[H + k],        \
+                x[2 * H + k] + bx[2 * H + k] + hp[2 * H + k] + bh[2 * H + k],                      \
+                x[3 * H + k] + bx[3 * H + k] + hp[3 * H + k] + bh[3 * H + k], cp[k], g, &cell);    \
             if (clip) cell = deft_rnn_clip_##sfx(cell, s);                                         \
             T out = o * deft_tanh(cell);                                                           \
             gt[k] = g[0], gt[H + k] = g[1], gt[2 * H + k] = g[2], gt[3 * H + k] = g[3];            \
@@ -127,8 +126,8 @@ typedef struct back_step {
     const void *gates, *h, *c, *h_prev, *c_prev; /* the forward's, at t */
     const void *dy;                              /* row b at dy + b * dy_stride */
     int64_t dy_stride;
-    void *dh, *dc;     /* N x H: in, the state's gradient after t; out, before it (dh: direct part) */
-    void *dgx, *dgh;   /* N x G H: the gradient of the gates' pre-activations (i2h, h2h) */
+    void *dh, *dc;   /* N x H: in, the state's gradient after t; out, before it (dh: direct part) */
+    void *dgx, *dgh; /* N x G H: the gradient of the gates' pre-activations (i2h, h2h) */
     const void *lengths;
     deft_dtype_t length_dtype;
 } back_step_t;
@@ -261,10 +260,14 @@ static int back_steps(back_run_t *r, int64_t l, int64_t d, const char *dy) {
     const char *w_h2h = at(b->w, deft_rnn_w_offset(g, ld) + GH * in, es);
     const char *hs = at(b->reserve, slot.h, es), *cs = slot.c >= 0 ? at(b->reserve, slot.c, es) : 0;
     if (state_bytes) {
-        if (b->dhy) memcpy(r->w.dh, at(b->dhy, ld * NH, es), state_bytes);
-        else memset(r->w.dh, 0, state_bytes);
-        if (b->dcy) memcpy(r->w.dc, at(b->dcy, ld * NH, es), state_bytes);
-        else if (cs) memset(r->w.dc, 0, state_bytes);
+        if (b->dhy)
+            memcpy(r->w.dh, at(b->dhy, ld * NH, es), state_bytes);
+        else
+            memset(r->w.dh, 0, state_bytes);
+        if (b->dcy)
+            memcpy(r->w.dc, at(b->dcy, ld * NH, es), state_bytes);
+        else if (cs)
+            memset(r->w.dc, 0, state_bytes);
     }
     back_step_t s = {.g = g,
                      .dy = NULL,
@@ -313,8 +316,9 @@ static int back_weights(back_run_t *r, int64_t l, int64_t d, const char *x, char
      * states after for direction 1), and the initial state at the first step */
     const char *dg_later = at(r->w.dgh, d ? 0 : g->N * GH, es), *h_earlier = at(hs, d ? NH : 0, es);
     if (gemm(r, true, false, GH, g->H, steps * g->N, dg_later, h_earlier, 0.0, dw_h2h)) return -1;
-    if (g->T > 0 && gemm(r, true, false, GH, g->H, g->N, at(r->w.dgh, (d ? g->T - 1 : 0) * g->N * GH, es),
-                         at(b->hx, ld * NH, es), 1.0, dw_h2h))
+    if (g->T > 0 &&
+        gemm(r, true, false, GH, g->H, g->N, at(r->w.dgh, (d ? g->T - 1 : 0) * g->N * GH, es),
+             at(b->hx, ld * NH, es), 1.0, dw_h2h))
         return -1;
     void (*sums)(const void *, int64_t, int64_t, void *) = r->f32 ? column_sums_f : column_sums_d;
     sums(r->w.dgx, TN, GH, db);
@@ -329,7 +333,8 @@ static void free_space(back_space_t *w) {
 }
 
 static int alloc_space(const deft_rnn_geom_t *g, size_t es, back_space_t *w) {
-    size_t gates = (size_t)(g->T * g->N * g->G * g->H) * es + 1, state = (size_t)(g->N * g->H) * es + 1;
+    size_t gates = (size_t)(g->T * g->N * g->G * g->H) * es + 1,
+           state = (size_t)(g->N * g->H) * es + 1;
     size_t layer = (size_t)(g->T * g->N * g->D * g->H) * es + 1;
     memset(w, 0, sizeof *w);
     w->dgx = malloc(gates);
@@ -344,7 +349,10 @@ static int alloc_space(const deft_rnn_geom_t *g, size_t es, back_space_t *w) {
 
 int deft_rnn_backward_cpu(const deft_rnn_backward_t *b) {
     const deft_rnn_geom_t *g = b->g;
-    back_run_t r = {.b = b, .g = g, .es = deft_dtype_size(b->dtype), .cpu = deft_device_cpu(),
+    back_run_t r = {.b = b,
+                    .g = g,
+                    .es = deft_dtype_size(b->dtype),
+                    .cpu = deft_device_cpu(),
                     .f32 = b->dtype == DEFT_DT_FLOAT32};
     if (alloc_space(g, r.es, &r.w)) return -1;
     int status = 0;
