@@ -36,23 +36,28 @@ static int64_t row_grain(int64_t H) {
         if (s->c) memcpy((T *)s->c + b * H, (const T *)s->c_prev + b * H, (size_t)H * sizeof(T));  \
         memset((T *)s->y + b * s->y_stride, 0, (size_t)H * sizeof(T));                             \
     }                                                                                              \
+    /* Three passes over the row, so the first and last have no branches and vectorise:            \
+     * gates and cell, the clipping (if any), the output. */                                       \
     DEFT_CLONES static void lstm_row_##sfx(const deft_rnn_step_t *s, int64_t b) {                  \
         int64_t H = s->H;                                                                          \
         const T *x = (const T *)s->xproj + b * 4 * H, *hp = (const T *)s->hproj + b * 4 * H;       \
         const T *bx = s->bx, *bh = s->bh, *cp = (const T *)s->c_prev + b * H;                      \
         T *c = (T *)s->c + b * H, *h = (T *)s->h + b * H, *gt = (T *)s->gates + b * 4 * H;         \
         T *y = (T *)s->y + b * s->y_stride;                                                        \
-        bool clip = s->clip;                                                                       \
         for (int64_t k = 0; k < H; k++) {                                                          \
             T g[4], cell;                                                                          \
-            T o = deft_rnn_lstm_##sfx(                                                             \
+            deft_rnn_lstm_##sfx(                                                                   \
                 x[k] + bx[k] + hp[k] + bh[k], x[H + k] + bx[H + k] + hp[H + k] + bh[H + k],        \
                 x[2 * H + k] + bx[2 * H + k] + hp[2 * H + k] + bh[2 * H + k],                      \
                 x[3 * H + k] + bx[3 * H + k] + hp[3 * H + k] + bh[3 * H + k], cp[k], g, &cell);    \
-            if (clip) cell = deft_rnn_clip_##sfx(cell, s);                                         \
-            T out = o * deft_tanh(cell);                                                           \
             gt[k] = g[0], gt[H + k] = g[1], gt[2 * H + k] = g[2], gt[3 * H + k] = g[3];            \
-            c[k] = cell, h[k] = out, y[k] = out;                                                   \
+            c[k] = cell;                                                                           \
+        }                                                                                          \
+        if (s->clip)                                                                               \
+            for (int64_t k = 0; k < H; k++) c[k] = deft_rnn_clip_##sfx(c[k], s);                   \
+        for (int64_t k = 0; k < H; k++) {                                                          \
+            T out = gt[3 * H + k] * deft_tanh(c[k]);                                               \
+            h[k] = out, y[k] = out;                                                                \
         }                                                                                          \
     }                                                                                              \
     DEFT_CLONES static void gru_row_##sfx(const deft_rnn_step_t *s, int64_t b) {                   \
