@@ -219,8 +219,12 @@ static int make_heads(const deft_graph_t *g, deft_node_t **heads) {
     for (int o = 0; o < g->num_outputs; o++) {
         char name[300];
         int id = deft_graph_node_id(g, g->outputs[o].node);
-        if (!g->outputs[o].node->op)
+        const deft_node_t *node = g->outputs[o].node;
+        if (!node->op)
             snprintf(name, sizeof name, "%s_head_grad", g->names[id]);
+        else if (node->op->op->output_names)
+            snprintf(name, sizeof name, "%s_%s_head_grad", g->names[id],
+                     node->op->op->output_names[g->outputs[o].index]);
         else if (deft_node_num_visible_outputs(g->outputs[o].node) == 1)
             snprintf(name, sizeof name, "%s_output_head_grad", g->names[id]);
         else

@@ -248,7 +248,8 @@ static int check_optional_tables(const loader_t *l, const cJSON *root) {
         /* A running count of node outputs, each node at least one. The
          * counts are the writer's: MXNet's may differ from deft's where an
          * operator keeps other hidden outputs (sort's indices, the pooling
-         * workspace of MKL-DNN builds), so only the table's form is checked;
+         * workspace of MKL-DNN builds) or fewer (RNN's reserve space is not
+         * among MXNet's outputs), so only the table's form is checked;
          * heads and inputs are checked against deft's own counts. */
         int prev = -1;
         for (int i = 0; i <= l->num_nodes; i++) {

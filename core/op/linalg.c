@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/base/parallel.h"
+#include "core/op/gemm.h"
 #include "core/op/gpu_ops.h"
 #include "core/op/grad.h"
 #include "core/op/op.h"
@@ -108,6 +109,12 @@ static int gemm(const gemm_batch_t *g) {
 static int gemm1(const deft_tensor_t *on, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                  const void *a, const void *b, double beta, void *c) {
     gemm_batch_t g = {on->device, on->dtype, ta, tb, m, n, k, 1, a, b, 0, 0, beta, c};
+    return gemm(&g);
+}
+
+int deft_gemm(deft_device_t dev, deft_dtype_t dtype, bool ta, bool tb, int64_t m, int64_t n,
+              int64_t k, const void *a, const void *b, double beta, void *c) {
+    gemm_batch_t g = {dev, dtype, ta, tb, m, n, k, 1, a, b, 0, 0, beta, c};
     return gemm(&g);
 }
 

@@ -162,6 +162,10 @@ struct deft_op {
      * rest are kept for the gradient (Dropout's mask, BatchNorm's batch
      * statistics), listed by no symbol and returned by no call. NULL: all. */
     int (*num_visible_outputs)(const deft_param_value_t *p);
+    /* Names of the visible outputs, in order (MXNet's FListOutputNames: RNN's
+     * output, state_output, ...); symbols list output k of node x as x_name.
+     * NULL: x_output for one output, x_output0, x_output1, ... for several. */
+    const char *const *output_names;
     /* Inputs, when the parameters decide it (FullyConnected without a bias);
      * NULL means max_inputs for fixed-arity operators. */
     int (*num_inputs)(const deft_param_value_t *p);

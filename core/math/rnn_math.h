@@ -1,0 +1,124 @@
+/*
+ * One time step of the RNN operator, element by element, shared by the CPU
+ * kernels (core/op/rnn_cpu.c) and the GPU kernels (core/op/rnn.cu), so the
+ * CPU tests check the formulas the GPU runs.
+ *
+ * A step of layer l, direction d at time t works on the batch (N rows) and
+ * the state (H columns). The input projection x W_i2h^T and the hidden one
+ * h_prev W_h2h^T come from GEMMs; the step adds the biases, applies the gates
+ * and writes the new state, the output and what the gradient needs (the
+ * activated gates). Gates are laid out as MXNet's (rnn_impl.h): LSTM i, f, g,
+ * o; GRU r, z, n, each H wide. A row whose sequence has ended (t at or past
+ * its length) keeps its state and outputs zeros, as cuDNN's variable-length
+ * sequences do.
+ */
+#ifndef DEFT_CORE_RNN_MATH_H
+#define DEFT_CORE_RNN_MATH_H
+
+#include "core/math/device_fn.h"
+#include "core/math/index_math.h"
+#include "core/math/scalar_math.h"
+
+/* The modes, in the order of MXNet's `mode` parameter. */
+enum { DEFT_RNN_RELU, DEFT_RNN_TANH, DEFT_RNN_LSTM, DEFT_RNN_GRU };
+
+typedef struct deft_rnn_step {
+    int mode;
+    int64_t N, H, t;
+    const void *xproj, *hproj; /* N x G H each: the two projections, without biases */
+    const void *bx, *bh;       /* G H each: b_i2h, b_h2h */
+    const void *h_prev, *c_prev;
+    void *h, *c; /* N x H: the state after the step (c: LSTM) */
+    void *gates; /* N x 4 H (LSTM: i f g o; GRU: r z n and W_hn h_prev + b_hn); NULL */
+    void *y;     /* row b at y + b * y_stride: the layer's output at time t */
+    int64_t y_stride;
+    const void *lengths; /* NULL: every sequence has all T steps */
+    deft_dtype_t length_dtype;
+    bool clip, clip_nan; /* LSTM: clip the cell state to [clip_min, clip_max] */
+    double clip_min, clip_max;
+} deft_rnn_step_t;
+
+/* Gate columns per unit of state: G. */
+DEFT_DEVICE_FN int deft_rnn_gates(int mode) {
+    return mode == DEFT_RNN_LSTM ? 4 : mode == DEFT_RNN_GRU ? 3 : 1;
+}
+
+/* Whether batch row b is still inside its sequence at time t. */
+DEFT_DEVICE_FN bool deft_rnn_row_valid(const deft_rnn_step_t *s, int64_t b) {
+    return !s->lengths || s->t < deft_index_at(s->lengths, s->length_dtype, b);
+}
+
+/*
+ * The cell of each mode for element type T (suffix _f, _d). pre_* include
+ * both biases; GRU's hn is W_hn h_prev + b_hn, which r scales.
+ */
+#define DEFT_RNN_CELLS(T, sfx)                                                                     \
+    DEFT_DEVICE_FN T deft_rnn_sigmoid_##sfx(T x) {                                                 \
+        return (T)1 / ((T)1 + deft_exp(-x));                                                       \
+    }                                                                                              \
+    /* clip_nan: NaN becomes clip_min (fmax takes the number); else NaN stays */                   \
+    DEFT_DEVICE_FN T deft_rnn_clip_##sfx(T c, const deft_rnn_step_t *s) {                          \
+        T lo = (T)s->clip_min, hi = (T)s->clip_max;                                                \
+        if (s->clip_nan) return fmin(fmax(c, lo), hi);                                             \
+        return c < lo ? lo : c > hi ? hi : c;                                                      \
+    }                                                                                              \
+    DEFT_DEVICE_FN T deft_rnn_lstm_##sfx(T pi, T pf, T pg, T po, T c_prev, T *gates, T *c) {       \
+        T i = deft_rnn_sigmoid_##sfx(pi), f = deft_rnn_sigmoid_##sfx(pf);                          \
+        T g = deft_tanh(pg), o = deft_rnn_sigmoid_##sfx(po);                                       \
+        gates[0] = i, gates[1] = f, gates[2] = g, gates[3] = o;                                    \
+        *c = f * c_prev + i * g;                                                                   \
+        return o;                                                                                  \
+    }                                                                                              \
+    DEFT_DEVICE_FN T deft_rnn_gru_##sfx(T xr, T xz, T xn, T hr, T hz, T hn, T h_prev, T *gates) {  \
+        T r = deft_rnn_sigmoid_##sfx(xr + hr), z = deft_rnn_sigmoid_##sfx(xz + hz);                \
+        T n = deft_tanh(xn + r * hn);                                                              \
+        gates[0] = r, gates[1] = z, gates[2] = n, gates[3] = hn;                                   \
+        return ((T)1 - z) * n + z * h_prev;                                                        \
+    }                                                                                              \
+    DEFT_DEVICE_FN T deft_rnn_act_##sfx(T pre, int mode) {                                         \
+        return mode == DEFT_RNN_RELU ? (pre > 0 ? pre : (T)0) : deft_tanh(pre);                    \
+    }                                                                                              \
+    /* Element (b, k) of a step (used where a loop per element is natural: the GPU). */            \
+    DEFT_DEVICE_FN void deft_rnn_step_elem_##sfx(const deft_rnn_step_t *s, int64_t b, int64_t k) { \
+        int64_t H = s->H, G = deft_rnn_gates(s->mode), row = b * G * H;                            \
+        const T *x = (const T *)s->xproj + row, *hp = (const T *)s->hproj + row;                   \
+        const T *bx = (const T *)s->bx, *bh = (const T *)s->bh;                                    \
+        T h_prev = ((const T *)s->h_prev)[b * H + k], h;                                           \
+        T *y = (T *)s->y + b * s->y_stride + k;                                                    \
+        if (!deft_rnn_row_valid(s, b)) {                                                           \
+            ((T *)s->h)[b * H + k] = h_prev;                                                       \
+            if (s->mode == DEFT_RNN_LSTM)                                                          \
+                ((T *)s->c)[b * H + k] = ((const T *)s->c_prev)[b * H + k];                        \
+            *y = 0;                                                                                \
+            return;                                                                                \
+        }                                                                                          \
+        T pre[4];                                                                                  \
+        for (int g = 0; g < G; g++) {                                                              \
+            int64_t j = g * H + k;                                                                 \
+            pre[g] = x[j] + bx[j] + hp[j] + bh[j];                                                 \
+        }                                                                                          \
+        if (s->mode == DEFT_RNN_LSTM) {                                                            \
+            T gates[4], c;                                                                         \
+            T o = deft_rnn_lstm_##sfx(pre[0], pre[1], pre[2], pre[3],                              \
+                                      ((const T *)s->c_prev)[b * H + k], gates, &c);               \
+            if (s->clip) c = deft_rnn_clip_##sfx(c, s);                                            \
+            ((T *)s->c)[b * H + k] = c;                                                            \
+            h = o * deft_tanh(c);                                                                  \
+            for (int g = 0; g < 4; g++) ((T *)s->gates)[b * 4 * H + g * H + k] = gates[g];         \
+        } else if (s->mode == DEFT_RNN_GRU) {                                                      \
+            T gates[4];                                                                            \
+            h = deft_rnn_gru_##sfx(                                                                \
+                x[k] + bx[k], x[H + k] + bx[H + k], x[2 * H + k] + bx[2 * H + k], hp[k] + bh[k],   \
+                hp[H + k] + bh[H + k], hp[2 * H + k] + bh[2 * H + k], h_prev, gates);              \
+            for (int g = 0; g < 4; g++) ((T *)s->gates)[b * 4 * H + g * H + k] = gates[g];         \
+        } else {                                                                                   \
+            h = deft_rnn_act_##sfx(pre[0], s->mode);                                               \
+        }                                                                                          \
+        ((T *)s->h)[b * H + k] = h;                                                                \
+        *y = h;                                                                                    \
+    }
+
+DEFT_RNN_CELLS(float, f)
+DEFT_RNN_CELLS(double, d)
+
+#endif

@@ -1,0 +1,88 @@
+/*
+ * The RNN operator's geometry and memory layout, shared by its descriptor
+ * (rnn.c: parameters, inference, the forward driver), its CPU kernels and
+ * backward (rnn_cpu.c) and its GPU kernels (rnn.cu).
+ *
+ * Parameters are one flat vector, MXNet's layout (rnn_impl.h): first every
+ * weight, per layer l and direction d (in the order l * D + d), W_i2h (G H x
+ * in_l) then W_h2h (G H x H), with in_0 = I and in_l = D H after; then every
+ * bias in the same order, b_i2h (G H) then b_h2h (G H).
+ *
+ * The reserve (the hidden last output) keeps what backward needs, per
+ * layer-direction in the order l * D + d: the activated gates per time step
+ * (LSTM and GRU: T N 4H), the state after each time step (T N H) and the
+ * LSTM's cell (T N H); then per layer below the top one its output (T N DH)
+ * and, with dropout, its mask and the next layer's input (dropped output);
+ * last the forward's working space, the input projection of one
+ * layer-direction and one hidden projection ((T + 1) N G H), so the forward
+ * allocates nothing on either device.
+ */
+#ifndef DEFT_CORE_OP_RNN_H
+#define DEFT_CORE_OP_RNN_H
+
+#include "core/math/rnn_math.h"
+#include "core/op/op.h"
+
+typedef struct deft_rnn_geom {
+    int mode;
+    int64_t T, N, In, H, L, D, G; /* In: the input size (I is complex.h's) */
+    double p;                     /* dropout between layers */
+    bool state_outputs, lengths;
+    bool clip, clip_nan;
+    double clip_min, clip_max;
+} deft_rnn_geom_t;
+
+/* The parameter vector's size: MXNet's GetRnnParamSize without projection. */
+int64_t deft_rnn_param_size(const deft_rnn_geom_t *g);
+/* Offsets (elements) of layer-direction ld's weights and biases in the vector. */
+int64_t deft_rnn_w_offset(const deft_rnn_geom_t *g, int64_t ld);
+int64_t deft_rnn_b_offset(const deft_rnn_geom_t *g, int64_t ld);
+
+/* Where a layer-direction's reserve pieces are (elements from the reserve's start). */
+typedef struct deft_rnn_slots {
+    int64_t gates, h, c;   /* per layer-direction; gates, c are -1 where the mode has none */
+    int64_t y, mask, drop; /* per layer below the top; mask, drop -1 without dropout */
+    int64_t xproj, hproj;  /* the working space */
+} deft_rnn_slots_t;
+
+void deft_rnn_slots(const deft_rnn_geom_t *g, int64_t l, int64_t d, deft_rnn_slots_t *s);
+int64_t deft_rnn_reserve_size(const deft_rnn_geom_t *g);
+
+/* The geometry from the operator's parameters and the data's shape (T, N, I). */
+void deft_rnn_geom(const deft_param_value_t *p, const deft_shape_t *data, deft_rnn_geom_t *g);
+
+/* Where the inputs and outputs of RNN are, from its parameters. */
+typedef struct deft_rnn_io {
+    int state_cell, lengths; /* input index, -1 when absent */
+    int hy, cy, reserve;     /* output index, -1 when absent */
+} deft_rnn_io_t;
+void deft_rnn_io(const deft_param_value_t *p, deft_rnn_io_t *io);
+
+/* CPU kernels (rnn_cpu.c). */
+void deft_rnn_step_cpu(const deft_rnn_step_t *s, deft_dtype_t dtype);
+/* y * mask into drop, mask drawn (keep probability keep) or all ones when !drawing. */
+void deft_rnn_dropout_cpu(deft_dtype_t dtype, const void *y, void *mask, void *drop, int64_t n,
+                          double keep, bool drawing);
+
+/* What _backward_RNN reads and writes (NULL: absent head gradient, or not wanted). */
+typedef struct deft_rnn_backward {
+    const deft_rnn_geom_t *g;
+    deft_dtype_t dtype;
+    const void *x, *w, *hx, *cx, *lengths, *reserve;
+    deft_dtype_t length_dtype;
+    const void *dy, *dhy, *dcy;
+    void *dx, *dw, *dhx, *dcx;
+} deft_rnn_backward_t;
+
+/* -1 only when memory runs out. */
+int deft_rnn_backward_cpu(const deft_rnn_backward_t *b);
+
+#ifdef DEFT_HAVE_CUDA
+/* rnn.cu: one step on GPU dev, on the calling thread's stream. */
+int deft_gpu_rnn_step(int dev, const deft_rnn_step_t *s, deft_dtype_t dtype);
+/* dropout.cu: Dropout's mask of n elements on GPU dev. */
+int deft_gpu_dropout_mask(int dev, void *mask, deft_dtype_t dtype, int64_t n, uint64_t seed,
+                          uint64_t first, double keep);
+#endif
+
+#endif
