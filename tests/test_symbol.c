@@ -686,6 +686,19 @@ START_TEST(test_cse_merges_duplicates_and_keeps_random_ops) {
 }
 END_TEST
 
+/* Two identical momentum updates are two updates of the momentum (a merge would do one). */
+START_TEST(test_cse_keeps_operators_that_update_inputs) {
+    DeftSymbolHandle w = var("w"), g = var("g"), m = var("mom"), in[3] = {w, g, m};
+    DeftSymbolHandle u1 = apply("sgd_mom_update", NULL, 3, in, P("lr", "0.1", "momentum", "0.9"));
+    DeftSymbolHandle u2 = apply("sgd_mom_update", NULL, 3, in, P("lr", "0.1", "momentum", "0.9"));
+    DeftSymbolHandle group, merged;
+    ck_assert_ok(DeftSymbolCreateGroup(2, (DeftSymbolHandle[]){u1, u2}, &group));
+    ck_assert_ok(DeftSymbolApplyPasses(group, "CSE", &merged));
+    ck_assert_int_eq(count_nodes(merged), 5); /* w, g, mom, two updates */
+    free_symbols(7, (DeftSymbolHandle[]){w, g, m, u1, u2, group, merged});
+}
+END_TEST
+
 START_TEST(test_dce_drops_unreachable_json_nodes) {
     const char *json = "{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"},"
                        "{\"op\": \"exp\", \"name\": \"unused\", \"inputs\": [[0, 0]]},"
@@ -838,6 +851,7 @@ static Suite *symbol_suite(void) {
     tcase_add_test(tc, test_cached_op_node_keeps_its_graph);
     tcase_add_test(tc, test_arena_size_overflow_is_refused);
     tcase_add_test(tc, test_cse_merges_duplicates_and_keeps_random_ops);
+    tcase_add_test(tc, test_cse_keeps_operators_that_update_inputs);
     tcase_add_test(tc, test_dce_drops_unreachable_json_nodes);
     tcase_add_test(tc, test_infer_shape_pass_annotates_variables);
     tcase_add_test(tc, test_mutated_json_never_crashes);

@@ -2,8 +2,10 @@
  * Common sub-expression elimination: two operator nodes with the same
  * operator, the same attributes and the same inputs (after merging their
  * inputs) compute the same values, so the later one is replaced by the
- * earlier. Random operators are never merged. Variables are never merged:
- * two variables are two arguments, whatever their names.
+ * earlier. Random operators are never merged, nor operators that update an
+ * input in place (BatchNorm's moving statistics, optimizer updates): two
+ * such calls are two updates. Variables are never merged: two variables are
+ * two arguments, whatever their names.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -64,7 +66,7 @@ int deft_pass_cse(const deft_symbol_t *in, deft_symbol_t **out) {
     for (int i = 0; i < g->num_nodes; i++) {
         same_as[i] = -1;
         const deft_node_t *n = g->nodes[i];
-        if (!n->op || n->op->op->nondeterministic) continue;
+        if (!n->op || n->op->op->nondeterministic || n->op->op->mutate_inputs) continue;
         size_t slot = node_hash(g, same_as, n) & (size_t)(cap - 1);
         for (; table[slot] >= 0; slot = (slot + 1) & (size_t)(cap - 1)) {
             if (equivalent(g, same_as, g->nodes[table[slot]], n)) {
