@@ -65,7 +65,8 @@ def _make_function(name):
     sig += [kinds(p[0], kinds.KEYWORD_ONLY,
                   default=_default_value(p[1], p[2]) if p[2] else inspect.Parameter.empty)
             for p in params if p[0] not in input_names]
-    sig.append(kinds("out", kinds.KEYWORD_ONLY, default=None))
+    if "out" not in input_names:  # an input named out (_backward_*RegressionOutput) is positional
+        sig.append(kinds("out", kinds.KEYWORD_ONLY, default=None))
     call.__signature__ = inspect.Signature(sig)
     return call
 
