@@ -166,7 +166,7 @@ class Block:
     def load_parameters(self, path, allow_missing=False, ignore_extra=False):
         """Read parameters from an MXNet .params file: one written by save_parameters
         (dotted names) or by export ("arg:" and "aux:" names)."""
-        loaded = _serialize.load(path)
+        loaded = _serialize.load(path) or {}  # a file of no arrays loads as []
         if not isinstance(loaded, dict):
             raise ValueError(f"load_parameters: '{path}' holds unnamed arrays, not parameters")
         loaded = {_strip_kind(k): v for k, v in loaded.items()}
