@@ -316,7 +316,7 @@ def test_leaky_relu_family(rng):
 def bn_ref(x, gamma, beta, mean, var, eps, axis=1):
     shape = [1] * x.ndim
     shape[axis] = -1
-    r = lambda v: v.reshape(shape)  # noqa: E731
+    r = lambda v: np.asarray(v).reshape(shape) if np.ndim(v) else v  # noqa: E731
     return (x - r(mean)) / np.sqrt(r(var) + eps) * r(gamma) + r(beta)
 
 
