@@ -134,9 +134,9 @@ def test_convolution_matches_numpy_and_infers_in_channels(layer, shape, kwargs, 
     w = conv.weight.data().asnumpy()
     b = conv.bias.data().asnumpy() if kwargs.get("use_bias", True) else None
     assert b is None or not b.any()  # biases start at zero
-    tup = lambda v, one: (v,) * dims if isinstance(v, int) else tuple(v)  # noqa: E731
-    want = conv_ref(x, w, b, tup(kwargs.get("strides", 1), 1), tup(kwargs.get("padding", 0), 0),
-                    tup(kwargs.get("dilation", 1), 1), groups)
+    tup = lambda v: (v,) * dims if isinstance(v, int) else tuple(v)  # noqa: E731
+    want = conv_ref(x, w, b, tup(kwargs.get("strides", 1)), tup(kwargs.get("padding", 0)),
+                    tup(kwargs.get("dilation", 1)), groups)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 

@@ -22,13 +22,13 @@ class _LeakyReLU(HybridBlock):
 
     def __init__(self, act_type, **params):
         super().__init__()
-        self._params_of_op = {"act_type": act_type, **params}
+        self._kwargs = {"act_type": act_type, **params}
 
     def forward(self, x):
-        return invoke("LeakyReLU", (x,), self._params_of_op)
+        return invoke("LeakyReLU", (x,), self._kwargs)
 
     def __repr__(self):
-        return f"{type(self).__name__}({self._params_of_op})"
+        return f"{type(self).__name__}({self._kwargs})"
 
 
 class LeakyReLU(_LeakyReLU):

@@ -65,7 +65,8 @@ class Dropout(HybridBlock):
 
 
 class Embedding(HybridBlock):
-    """Rows of a (input_dim, output_dim) table picked by integer indices: (...) -> (..., output_dim)."""
+    """Rows of an (input_dim, output_dim) table picked by integer indices:
+    (...) -> (..., output_dim)."""
 
     def __init__(self, input_dim, output_dim, dtype="float32", weight_initializer=None,
                  sparse_grad=False):

@@ -7,7 +7,7 @@ import numpy as _np
 from .. import autograd, serialize as _serialize
 from .._lib import DTYPE_NAMES, cpu, dtype_code, lib as _lib
 from .. import ndarray as _ndarray
-from ..ndarray import DataDependentError, NDArray, array, zeros  # noqa: F401
+from ..ndarray import DataDependentError, NDArray, array, full, zeros  # noqa: F401
 from ..nd import random as _random
 from ..symbol import CachedOp, Symbol, deferred_compute, export, is_deferred_compute
 
@@ -77,7 +77,6 @@ class Parameter:
 
 
 def _initial_value(init, shape, dtype):
-    from ..ndarray import full
     if isinstance(init, (int, float)):
         return full(shape, init, dtype)
     if init == "zeros":
@@ -220,8 +219,7 @@ class HybridBlock(Block):
         if not self._hybrid or is_deferred_compute():
             return super().__call__(*inputs)
         if not self._replays and autograd.is_recording():
-            self._ensure_all_params(inputs)
-            return super().__call__(*inputs)
+            return super().__call__(*inputs)  # op by op (see replayable)
         key = (tuple((_shape(x), _dtype(x)) for x in inputs), _is_training())
         entry = self._graphs.get(key)
         if entry is None:
