@@ -122,8 +122,8 @@ def main():
 
     test_acc = accuracy(net, x_test, y_test)
     print(f"final test accuracy: {test_acc:.3f}")
-    net.export(args.out)
-    print(f"exported {args.out}-symbol.json and {args.out}-params.npz")
+    sym_file, params_file = net.export(args.out)
+    print(f"exported {sym_file} and {params_file} (MXNet's files: SymbolBlock.imports loads them)")
 
     xb, yb = next(batches(x_train, y_train, args.batch, rng))
     eager, hybrid = compare_speed(xb, yb)

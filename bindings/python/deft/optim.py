@@ -7,7 +7,9 @@ class Optimizer:
     def __init__(self, params, lr, wd=0.0, rescale_grad=1.0, clip_gradient=None):
         if hasattr(params, "values"):
             params = list(params.values())
-        self.params = list(params)  # NDArrays, or nn.Parameters read at each step
+        # NDArrays, or nn.Parameters read at each step; those with grad_req "null"
+        # (BatchNorm's running statistics, frozen ones) are not trained, as in MXNet's Trainer
+        self.params = [p for p in params if getattr(p, "grad_req", "write") != "null"]
         if not self.params:
             raise ValueError("no parameters to optimise")
         self.states = {}

@@ -97,6 +97,11 @@ class Symbol:
 
     list_arguments = list_inputs
 
+    def list_auxiliary_states(self):
+        """Variables operators update in place (BatchNorm's moving statistics); a CachedOp
+        takes them after the arguments."""
+        return lib.DeftSymbolListAuxiliaryStates(self)
+
     def list_outputs(self):
         return lib.DeftSymbolListOutputs(self)
 

@@ -88,7 +88,7 @@ def test_dropout_only_while_training():
     with autograd.train_mode():
         kept = drop(x).asnumpy()
     assert set(np.unique(kept)) <= {0.0, 2.0} and 300 < (kept > 0).sum() < 700
-    with pytest.raises(ValueError, match="expected 0 <= p < 1"):
+    with pytest.raises(ValueError, match="expected 0 <= rate < 1"):
         nn.Dropout(1.5)
 
 
@@ -122,14 +122,17 @@ def test_export_writes_symbol_and_parameters(batch, tmp_path):
         net.export(tmp_path / "m")
     net.hybridize()
     expected = net(x).asnumpy()
-    net.export(tmp_path / "m")
+    files = net.export(tmp_path / "m", epoch=3)
+    assert files == (f"{tmp_path}/m-symbol.json", f"{tmp_path}/m-0003.params")
     sym = deft.Symbol.load(tmp_path / "m-symbol.json")
-    params = np.load(tmp_path / "m-params.npz")
-    assert sym.list_inputs() == ["data0"] + [f"param:{k}" for k in params.files]
-    (out,) = [deft.CachedOp(sym)(x, *[deft.array(params[k]) for k in params.files])]
+    params = deft.nd.load(tmp_path / "m-0003.params")  # MXNet's names: arg:<parameter>
+    names = list(net.collect_params())
+    assert sym.list_inputs() == ["data"] + names
+    assert list(params) == [f"arg:{k}" for k in names]
+    out = deft.CachedOp(sym)(x, *[params[f"arg:{k}"] for k in names])
     np.testing.assert_allclose(out.asnumpy(), expected, rtol=1e-6)
     other = make_net(seed=9)
-    other.load_parameters(tmp_path / "m-params.npz")
+    other.load_parameters(tmp_path / "m-0003.params")
     np.testing.assert_allclose(other(x).asnumpy(), expected, rtol=1e-6)
 
 

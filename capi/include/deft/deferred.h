@@ -59,7 +59,9 @@ DEFT_API int DeftIsDeferredCompute(int *out);
  * @param keys parameter names.
  * @param vals parameter values, as strings.
  * @return 0 on success; -1 on the errors of DeftImperativeInvoke(), a given
- *         output, or an operator that updates its inputs in place.
+ *         output, or a lazy array as an input the operator updates in place (an
+ *         array with a value is fine: it becomes an auxiliary state of the exported
+ *         graph, and computing the call updates it).
  */
 DEFT_API int DeftImperativeDeferredInvoke(DeftOpHandle op, int num_inputs,
                                           const DeftNDArrayHandle *inputs, int *num_outputs,
