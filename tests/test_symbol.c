@@ -346,6 +346,31 @@ START_TEST(test_json_rows_may_count_other_hidden_outputs) {
 }
 END_TEST
 
+/* MXNet 1.x graphs: a 0 in a creation operator's shape is found from its
+ * consumers (Gluon's begin states); a 0 nobody fills is a zero size. */
+START_TEST(test_zero_dims_of_creation_operators_are_inferred) {
+    DeftSymbolHandle data = var("data");
+    DeftSymbolHandle z = apply("_zeros", "z", 0, NULL, P("shape", "(0,4)"));
+    DeftSymbolHandle sum =
+        apply("elemwise_add", "sum", 2, (DeftSymbolHandle[]){data, z}, NO_PARAMS);
+    DeftSymbolHandle alone = apply("_ones", "alone", 0, NULL, P("shape", "(0,3)"));
+    DeftSymbolHandle group;
+    ck_assert_ok(DeftSymbolCreateGroup(2, (DeftSymbolHandle[]){sum, alone}, &group));
+    DeftCachedOpHandle exec;
+    ck_assert_ok(DeftCachedOpCreate(group, 1, &exec));
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 2, SHAPE(2, 4), VALUES(1, 2, 3, 4, 5, 6, 7, 8));
+    DeftNDArrayHandle out[2] = {NULL, NULL};
+    int nout = 2;
+    ck_assert_msg(DeftCachedOpInvoke(exec, 1, &x, &nout, out) == 0, "%s", DeftGetLastError());
+    assert_shape(out[0], 2, SHAPE(2, 4));
+    assert_values(out[0], 8, VALUES(1, 2, 3, 4, 5, 6, 7, 8), 0);
+    assert_shape(out[1], 2, SHAPE(0, 3));
+    free_all(3, (DeftNDArrayHandle[]){x, out[0], out[1]});
+    ck_assert_ok(DeftCachedOpFree(exec));
+    free_symbols(5, (DeftSymbolHandle[]){data, z, sum, alone, group});
+}
+END_TEST
+
 START_TEST(test_malformed_json_fails_cleanly_with_a_path) {
     for (size_t i = 0; i < sizeof malformed / sizeof malformed[0]; i++) {
         DeftSymbolHandle s = NULL;
@@ -841,6 +866,7 @@ static Suite *symbol_suite(void) {
     tcase_add_test(tc, test_loads_mxnet_layout_mlp);
     tcase_add_test(tc, test_malformed_json_fails_cleanly_with_a_path);
     tcase_add_test(tc, test_json_rows_may_count_other_hidden_outputs);
+    tcase_add_test(tc, test_zero_dims_of_creation_operators_are_inferred);
     tcase_add_test(tc, test_files_and_file_errors);
     tcase_add_test(tc, test_file_that_is_no_symbol_is_refused_by_what_it_is);
     tcase_add_test(tc, test_long_chain_is_indexed_and_freed_without_recursion);

@@ -242,15 +242,7 @@ static char *output_name(const deft_graph_t *g, deft_entry_t e) {
     size_t len = strlen(name) + 32;
     char *text = malloc(len);
     if (!text) return NULL;
-    const char *const *names = e.node->op ? e.node->op->op->output_names : NULL;
-    if (!e.node->op)
-        snprintf(text, len, "%s", name);
-    else if (names)
-        snprintf(text, len, "%s_%s", name, names[e.index]);
-    else if (deft_node_num_visible_outputs(e.node) == 1)
-        snprintf(text, len, "%s_output", name);
-    else
-        snprintf(text, len, "%s_output%d", name, e.index);
+    deft_node_output_name(e.node, name, e.index, text, len);
     return text;
 }
 

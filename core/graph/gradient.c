@@ -217,18 +217,11 @@ static int find_wanted(const deft_graph_t *g, int num_wrt, const char *const *wr
 /* The head gradient of each output: a variable named after it. */
 static int make_heads(const deft_graph_t *g, deft_node_t **heads) {
     for (int o = 0; o < g->num_outputs; o++) {
-        char name[300];
+        char output[300], name[320];
         int id = deft_graph_node_id(g, g->outputs[o].node);
-        const deft_node_t *node = g->outputs[o].node;
-        if (!node->op)
-            snprintf(name, sizeof name, "%s_head_grad", g->names[id]);
-        else if (node->op->op->output_names)
-            snprintf(name, sizeof name, "%s_%s_head_grad", g->names[id],
-                     node->op->op->output_names[g->outputs[o].index]);
-        else if (deft_node_num_visible_outputs(g->outputs[o].node) == 1)
-            snprintf(name, sizeof name, "%s_output_head_grad", g->names[id]);
-        else
-            snprintf(name, sizeof name, "%s_output%d_head_grad", g->names[id], g->outputs[o].index);
+        deft_node_output_name(g->outputs[o].node, g->names[id], g->outputs[o].index, output,
+                              sizeof output);
+        snprintf(name, sizeof name, "%s_head_grad", output);
         if (deft_node_new_variable(name, NULL, 0, NULL, NULL, &heads[o])) return -1;
     }
     return 0;

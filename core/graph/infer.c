@@ -51,6 +51,24 @@ static int check_partial(const deft_desc_t *given, const deft_desc_t *found, int
                       deft_shape_format(&found->shape, b, sizeof b));
 }
 
+/*
+ * In an MXNet 1.x graph a 0 in a shape means "not known yet": Gluon's RNN
+ * layers make their begin state with _zeros(shape=(0, hidden)) and let the
+ * graph find the batch size. So the zero dimensions of an operator without
+ * inputs (the creation operators) stay open for its consumers to fill; what
+ * nobody fills is taken as 0, a zero-size dimension, at the end.
+ */
+static bool open_zero_dims(const deft_node_t *node, deft_desc_t *out) {
+    bool open = false;
+    for (int d = 0; node->num_inputs == 0 && d < out->shape.ndim; d++)
+        if (out->shape.dims[d] == 0) out->shape.dims[d] = DEFT_DIM_UNKNOWN, open = true;
+    return open;
+}
+
+static bool same_desc(const deft_desc_t *a, const deft_desc_t *b) {
+    return a->dtype == b->dtype && deft_shape_equal(&a->shape, &b->shape);
+}
+
 /* Forward: all inputs known, outputs not yet. Errors name the node. */
 static int infer_node(const deft_graph_t *g, int id, deft_graph_types_t *t, bool *changed) {
     const deft_node_t *node = g->nodes[id];
@@ -79,7 +97,9 @@ static int infer_node(const deft_graph_t *g, int id, deft_graph_types_t *t, bool
         for (int k = 0; status == 0 && k < produced; k++)
             status = deft_shape_nbytes(&out[k].shape, deft_dtype_size(out[k].dtype), &nbytes);
         for (int k = 0; status == 0 && k < produced && k < node->num_outputs; k++) {
-            t->desc[first + k] = out[k], t->known[first + k] = true;
+            bool open = open_zero_dims(node, &out[k]);
+            if (open && same_desc(&t->desc[first + k], &out[k])) continue; /* still open */
+            t->desc[first + k] = out[k], t->known[first + k] = !open;
             *changed = true;
         }
     } else if (!all_in && op->infer_inputs) {
@@ -97,6 +117,35 @@ static int infer_node(const deft_graph_t *g, int id, deft_graph_types_t *t, bool
     }
     deft_error_swap_function(caller);
     return status;
+}
+
+/* Infer node by node until nothing changes. Each round settles at least one
+ * node or stops; a bound guards the loop. */
+static int settle(const deft_graph_t *g, deft_graph_types_t *t) {
+    bool changed = true;
+    for (int round = 0; changed && round < g->num_nodes + 2; round++) {
+        changed = false;
+        for (int i = 0; i < g->num_nodes; i++)
+            if (g->nodes[i]->op && infer_node(g, i, t, &changed)) return -1;
+    }
+    return 0;
+}
+
+/* Zero dimensions of creation operators that no consumer filled are zero
+ * after all; whether there were any (then inference goes on from them). */
+static bool close_zero_dims(const deft_graph_t *g, deft_graph_types_t *t) {
+    bool closed = false;
+    for (int i = 0; i < g->num_nodes; i++) {
+        if (!g->nodes[i]->op || g->nodes[i]->num_inputs) continue;
+        for (int k = 0; k < g->nodes[i]->num_outputs; k++) {
+            deft_desc_t *d = &t->desc[g->row_ptr[i] + k];
+            if (t->known[g->row_ptr[i] + k] || !deft_shape_is_partial(&d->shape)) continue;
+            for (int j = 0; j < d->shape.ndim; j++)
+                if (d->shape.dims[j] == DEFT_DIM_UNKNOWN) d->shape.dims[j] = 0;
+            t->known[g->row_ptr[i] + k] = closed = true;
+        }
+    }
+    return closed;
 }
 
 int deft_graph_infer(const deft_graph_t *g, const deft_desc_t *given, const bool *given_known,
@@ -118,16 +167,9 @@ int deft_graph_infer(const deft_graph_t *g, const deft_desc_t *given, const bool
             return -1;
         }
     }
-    /* Each round settles at least one node or stops; a bound guards the loop. */
-    bool changed = true;
-    for (int round = 0; changed && round < g->num_nodes + 2; round++) {
-        changed = false;
-        for (int i = 0; i < g->num_nodes; i++) {
-            if (g->nodes[i]->op && infer_node(g, i, &t, &changed)) {
-                deft_graph_types_free(&t);
-                return -1;
-            }
-        }
+    if (settle(g, &t) || (close_zero_dims(g, &t) && settle(g, &t))) {
+        deft_graph_types_free(&t);
+        return -1;
     }
     for (int e = 0; e < t.num_entries; e++) t.num_unknown += !t.known[e];
     *out = t;

@@ -1,5 +1,6 @@
 #include "core/graph/node.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -251,4 +252,17 @@ const char *deft_node_attr(const deft_node_t *node, const char *key) {
     for (int i = 0; i < node->attrs.count; i++)
         if (strcmp(node->attrs.keys[i], key) == 0) return node->attrs.vals[i];
     return NULL;
+}
+
+void deft_node_output_name(const deft_node_t *node, const char *name, int index, char *buf,
+                           size_t len) {
+    const char *const *names = node->op ? node->op->op->output_names : NULL;
+    if (!node->op)
+        snprintf(buf, len, "%s", name);
+    else if (names)
+        snprintf(buf, len, "%s_%s", name, names[index]);
+    else if (deft_node_num_visible_outputs(node) == 1)
+        snprintf(buf, len, "%s_output", name);
+    else
+        snprintf(buf, len, "%s_output%d", name, index);
 }

@@ -60,6 +60,12 @@ static inline int deft_node_num_visible_outputs(const deft_node_t *node) {
                     : node->num_outputs;
 }
 
+/* The name of output `index` of `node` named `name`, as MXNet lists it: the
+ * variable's own name; name_<output_names[index]>; name_output for a node
+ * with one visible output; else name_output<index>. Cut to fit len. */
+void deft_node_output_name(const deft_node_t *node, const char *name, int index, char *buf,
+                           size_t len);
+
 /* Keys such as "__shape__", "ctx_group" or "lr_mult" are attributes of the
  * node, not parameters of its operator. */
 bool deft_attr_is_annotation(const char *key);

@@ -314,6 +314,13 @@ static int grad_sort(deft_grad_builder_t *b, const deft_param_value_t *p, int ni
 static const int op_topk = OP_TOPK, op_sort = OP_SORT, op_argsort = OP_ARGSORT;
 static const char *const topk_backward_inputs[] = {"grad", "indices", "data", NULL};
 
+/* MXNet's sort and topk (values, or both) have two outputs, the indices hidden
+ * where only values are asked for, so MXNet names them x_output0, x_output1;
+ * deft's sort keeps no hidden indices (its gradient sorts again) but is named
+ * alike. topk with ret_typ=indices or mask, one output in MXNet, lists
+ * x_output0 here where MXNet lists x_output. */
+static const char *const two_output_names[] = {"output0", "output1", NULL};
+
 static const deft_op_t sort_ops[] = {
     {.name = "topk",
      .description = "The k largest (or smallest) elements along an axis, in order: their values, "
@@ -327,6 +334,7 @@ static const deft_op_t sort_ops[] = {
      .inplace_input = -1,
      .data = &op_topk,
      .num_outputs = topk_num_outputs,
+     .output_names = two_output_names,
      .gradient = grad_topk},
     {.name = "sort",
      .description = "A sorted copy along an axis (of the flattened array when axis is None).",
@@ -338,6 +346,7 @@ static const deft_op_t sort_ops[] = {
      .forward = topk_forward,
      .inplace_input = -1,
      .data = &op_sort,
+     .output_names = two_output_names,
      .gradient = grad_sort},
     {.name = "argsort",
      .description = "The indices that sort an array along an axis (the flattened array when axis "

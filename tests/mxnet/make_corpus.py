@@ -98,7 +98,9 @@ def run(c, seed):
                  zip(out_names, outs)}
         if grad_is_train:
             exe.forward(is_train=True)
-        exe.backward([heads[o] for o in out_names])
+        # the backward in the forward's mode: a training backward after a predict
+        # forward would read BatchNorm's batch statistics, which that forward never wrote
+        exe.backward([heads[o] for o in out_names], is_train=grad_is_train)
         files["grads"] = f"{name}-grads.params"
         mx.nd.save(os.path.join(OUT, files["grads"]),
                    {**{"head:" + o: h for o, h in heads.items()},
