@@ -479,10 +479,26 @@ static int fc_num_inputs(const deft_param_value_t *p) {
 }
 
 /* weight is (num_hidden, features of data) and bias (num_hidden,), once data is known. */
+/* Data whose leading dimensions are open (a 0 in an MXNet graph's shape, the
+ * batch of Gluon's begin state): they are the output's, and the features are
+ * the weight's columns. Only a data of known rank, flat (2-D) unless
+ * flatten=false. */
+static void fc_data_from_output(const deft_param_value_t *p, deft_desc_t *in, bool *known,
+                                const deft_desc_t *out) {
+    deft_shape_t s = in[0].shape;
+    if (s.ndim < 1 || s.ndim != out[0].shape.ndim || (p[2].i && s.ndim != 2)) return;
+    for (int d = 0; d + 1 < s.ndim; d++) s.dims[d] = out[0].shape.dims[d];
+    s.dims[s.ndim - 1] = in[1].shape.dims[1];
+    in[0] = (deft_desc_t){s, in[1].dtype};
+    known[0] = true;
+}
+
 static int fc_infer_inputs(const deft_op_t *op, const deft_param_value_t *p, int nin,
                            deft_desc_t *in, bool *known, const deft_desc_t *out,
                            const bool *out_known) {
-    (void)op, (void)out, (void)out_known;
+    (void)op;
+    if (!known[0] && known[1] && out_known[0] && in[1].shape.ndim == 2)
+        fc_data_from_output(p, in, known, out);
     if (!known[0] || in[0].shape.ndim < 1) return 0;
     int64_t rows, features;
     fc_view(&in[0].shape, p[2].i, &rows, &features);
