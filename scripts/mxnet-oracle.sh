@@ -6,7 +6,9 @@
 #   - tests/mxnet/make_corpus.py: the conformance corpus (tests/mxnet/corpus)
 #   - tests/mxnet/check_writer.py: MXNet reads back what deft's writer wrote
 #     (needs the deft binding, build/venv: scripts/setup.sh deft_python_env)
-# Usage: scripts/mxnet-oracle.sh [venv|format|corpus|check|all]   (default all)
+#   - tests/mxnet/mxnet-1.9.1-operators.txt: every operator name MXNet registers
+#     (tests/mxnet/operator_count.py counts deft's against it)
+# Usage: scripts/mxnet-oracle.sh [venv|format|corpus|check|ops|all]   (default all)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${DEFT_MXNET_VENV:-/work/venv-mxnet}"
@@ -40,6 +42,15 @@ if [ "$step" = format ] || [ "$step" = all ]; then
 fi
 if [ "$step" = corpus ] || [ "$step" = all ]; then
     in_scratch "$VENV/bin/python" "$ROOT/tests/mxnet/make_corpus.py"
+fi
+if [ "$step" = ops ] || [ "$step" = all ]; then
+    in_scratch "$VENV/bin/python" -c '
+import ctypes, sys
+from mxnet.base import _LIB, check_call, py_str
+n, names = ctypes.c_uint(), ctypes.POINTER(ctypes.c_char_p)()
+check_call(_LIB.MXListAllOpNames(ctypes.byref(n), ctypes.byref(names)))
+print("\n".join(sorted(py_str(names[i]) for i in range(n.value))), end="")
+' >"$ROOT/tests/mxnet/mxnet-1.9.1-operators.txt"
 fi
 if [ "$step" = check ] || [ "$step" = all ]; then
     out="$(mktemp -d)"
