@@ -36,9 +36,11 @@ typedef enum DeftCachedOpFlag {
     DEFT_CACHED_OP_NO_MEMORY_PLAN = 1, /**< one buffer per entry (for comparison and debugging) */
     /** Forward and backward in one run: the executor runs the graph of
      *  DeftSymbolGradient() with respect to every argument. Inputs are the
-     *  arguments, one head gradient per output of the symbol, then the
-     *  auxiliary states; outputs are the symbol's outputs, then the gradient of
-     *  each argument in DeftSymbolListArguments() order. */
+     *  arguments, a head gradient for each output whose gradient reads one
+     *  (none for loss heads such as SoftmaxOutput and MakeLoss, whose gradient
+     *  is their own), then the auxiliary states: DeftSymbolListArguments() of
+     *  the gradient symbol lists them in order. Outputs are the symbol's
+     *  outputs, then the gradient of each argument in that order. */
     DEFT_CACHED_OP_BACKWARD = 2,
     /** Apply the "Fuse" pass (DeftSymbolApplyPasses()) before planning. */
     DEFT_CACHED_OP_FUSE = 4
