@@ -137,6 +137,9 @@ static int up_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
     return 0;
 }
 
+_Static_assert(DEFT_UP_MAX_INPUTS == DEFT_OP_MAX_INPUTS - 1,
+               "a nearest upsampling call holds every input UpSampling takes");
+
 /* Nearest: the inputs and output of a call. */
 static deft_up_nearest_t up_nearest(int nin, const deft_tensor_t *in, const deft_tensor_t *out,
                                     bool sum) {
