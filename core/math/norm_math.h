@@ -169,4 +169,43 @@ DEFT_DEVICE_FN double deft_norm_dx(const deft_norm_backward_t *b, deft_dtype_t d
     return (dy - sum_dy / n - xhat * sum_dy_xhat / n) * invstd;
 }
 
+/* The statistics slice j was normalised with, as the backward reads them. */
+DEFT_DEVICE_FN void deft_norm_slice_stats(const deft_norm_backward_t *b, deft_dtype_t dtype,
+                                          int64_t j, double *mean, double *invstd) {
+    *mean = deft_load_double(b->mean, dtype, j);
+    *invstd = deft_norm_invstd_of(b->stat_kind, deft_load_double(b->stat, dtype, j), b->eps);
+}
+
+/* What the backward sums over a slice: dy = g * gamma and dy * xhat for the
+ * gradient of x, g and g * xhat for those of beta and gamma. */
+typedef struct deft_norm_sums {
+    double dy, dy_xhat, g, g_xhat;
+} deft_norm_sums_t;
+
+/* Add element i (gamma element e) of a slice to its sums. */
+DEFT_DEVICE_FN void deft_norm_add_sums(const deft_norm_backward_t *b, deft_dtype_t dtype, int64_t i,
+                                       int64_t e, double mean, double invstd, deft_norm_sums_t *s) {
+    double g = deft_load_double(b->g, dtype, i);
+    double xhat = (deft_load_double(b->x, dtype, i) - mean) * invstd;
+    double scale = b->gamma ? deft_load_double(b->gamma, dtype, e) : 1;
+    s->dy += g * scale, s->dy_xhat += g * scale * xhat;
+    s->g += g, s->g_xhat += g * xhat;
+}
+
+/* Whether each gamma element belongs to one slice (BatchNorm's channels), so
+ * slices in parallel can write its gradient. */
+DEFT_DEVICE_FN bool deft_norm_slices_own_params(const deft_norm_plan_t *p) {
+    return p->gq == p->slices && p->ga == 0 && p->gb == 0;
+}
+
+/* Whether a whole slice takes one gamma element, j % gq (InstanceNorm, GroupNorm). */
+DEFT_DEVICE_FN bool deft_norm_params_by_slice(const deft_norm_plan_t *p) {
+    return p->ga == 0 && p->gb == 0;
+}
+
+/* Whether element k of every slice takes gamma element k (LayerNorm's lines). */
+DEFT_DEVICE_FN bool deft_norm_params_by_element(const deft_norm_plan_t *p) {
+    return p->gq == 1 && (p->na == 1 || p->ga == p->nb) && (p->nb == 1 || p->gb == 1);
+}
+
 #endif

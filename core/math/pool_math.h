@@ -101,6 +101,70 @@ DEFT_DEVICE_FN deft_pool_window_t deft_pool_locate(const deft_pool_geom_t *g, in
     return deft_pool_window(g, o);
 }
 
+/* A gradient call: dx from the output gradient dy, the data x and the output y. */
+typedef struct deft_pool_grad {
+    deft_pool_geom_t g;
+    deft_dtype_t dtype;
+    const void *dy, *x, *y;
+    void *dx;
+} deft_pool_grad_t;
+
+/* d output / d input of Lp pooling at input v, for output value out (MXNet's lp_grad). */
+DEFT_DEVICE_FN double deft_pool_lp_factor(int p, double v, double out) {
+    if (p == 1) return 1;
+    if (out == 0) return 0; /* underflowed output: no inf or NaN */
+    return p == 2 ? v / out : (v / out) * (v / out);
+}
+
+/* Max pooling sends the gradient to the first input equal to the output, as MXNet. */
+DEFT_DEVICE_FN void deft_pool_unpool_max(const deft_pool_grad_t *j, const deft_pool_window_t *w,
+                                         int64_t in_base, double out, double dy) {
+    const deft_pool_geom_t *g = &j->g;
+    for (int64_t d = w->lo[0]; d < w->hi[0]; d++)
+        for (int64_t h = w->lo[1]; h < w->hi[1]; h++)
+            for (int64_t c = w->lo[2]; c < w->hi[2]; c++) {
+                int64_t i = in_base + (d * g->in[1] + h) * g->in[2] + c;
+                if (deft_load_double(j->x, j->dtype, i) != out) continue;
+                deft_store_double(j->dx, j->dtype, i, deft_load_double(j->dx, j->dtype, i) + dy);
+                return;
+            }
+}
+
+/* The other types spread the gradient over the window (Lp weighting each input). */
+DEFT_DEVICE_FN void deft_pool_unpool_spread(const deft_pool_grad_t *j, const deft_pool_window_t *w,
+                                            int64_t in_base, double out, double dy) {
+    const deft_pool_geom_t *g = &j->g;
+    int p = g->type == DEFT_POOL_LP ? g->p : 1;
+    for (int64_t d = w->lo[0]; d < w->hi[0]; d++)
+        for (int64_t h = w->lo[1]; h < w->hi[1]; h++)
+            for (int64_t c = w->lo[2]; c < w->hi[2]; c++) {
+                int64_t i = in_base + (d * g->in[1] + h) * g->in[2] + c;
+                double v = deft_load_double(j->x, j->dtype, i);
+                double add = dy * deft_pool_lp_factor(p, v, out) / w->divisor;
+                deft_store_double(j->dx, j->dtype, i, deft_load_double(j->dx, j->dtype, i) + add);
+            }
+}
+
+/* The gradient of one plane, which depends on that plane alone: its dx zeroed,
+ * then each output's gradient added to its window's inputs, outputs in order. */
+DEFT_DEVICE_FN void deft_pool_unpool_plane(const deft_pool_grad_t *j, int64_t plane) {
+    const deft_pool_geom_t *g = &j->g;
+    int64_t in_plane = g->in[0] * g->in[1] * g->in[2];
+    int64_t out_plane = g->out[0] * g->out[1] * g->out[2];
+    for (int64_t i = plane * in_plane; i < (plane + 1) * in_plane; i++)
+        deft_store_double(j->dx, j->dtype, i, 0);
+    for (int64_t i = plane * out_plane; i < (plane + 1) * out_plane; i++) {
+        int64_t in_base, out_base;
+        deft_pool_window_t w = deft_pool_locate(g, i, &in_base, &out_base);
+        double out = deft_load_double(j->y, j->dtype, i);
+        double dy = deft_load_double(j->dy, j->dtype, i);
+        if (g->type == DEFT_POOL_MAX)
+            deft_pool_unpool_max(j, &w, in_base, out, dy);
+        else
+            deft_pool_unpool_spread(j, &w, in_base, out, dy);
+    }
+}
+
 #ifdef DEFT_HAVE_CUDA
 #ifdef __cplusplus
 extern "C" {
@@ -108,6 +172,8 @@ extern "C" {
 /* Pooling forward on GPU `dev`: y (planes, out...) from x (planes, in...), both of dtype. */
 int deft_gpu_pooling(int dev, const deft_pool_geom_t *g, deft_dtype_t dtype, const void *x,
                      void *y);
+/* _backward_Pooling on GPU `dev`: a thread per plane. */
+int deft_gpu_unpooling(int dev, const deft_pool_grad_t *j);
 #ifdef __cplusplus
 }
 #endif

@@ -18,6 +18,7 @@
 #include "core/op/op.h"
 #include "core/op/registry.h"
 #include "core/op/strided.h"
+#include "core/math/prelu_math.h"
 #include "core/math/scalar_math.h"
 
 /* prelu, the one type with a second input, is listed last (tools that try
@@ -240,38 +241,45 @@ static int prelu_backward_num_outputs(const deft_param_value_t *p, int num_input
 }
 
 /* d data = g (x > 0 ? 1 : gamma); d gamma = the sum, over the axes gamma is
- * broadcast along, of g (x > 0 ? 0 : x). In double, element by element. */
-static int prelu_backward_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
-                                  const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
-    (void)p, (void)nin, (void)nout;
+ * broadcast along, of g (x > 0 ? 0 : x). In double, element by element
+ * (prelu_math.h). The call of (grad, data, gamma) into d data and d gamma. */
+static int prelu_backward_call(const deft_op_t *op, const deft_tensor_t *in,
+                               const deft_tensor_t *out, deft_prelu_grad_t *p) {
     deft_shape_t gshape;
     if (gamma_shape(op, &in[1].shape, &in[2].shape, &gshape)) return -1;
     const deft_shape_t *xs = &in[1].shape;
-    deft_dtype_t dt = in[1].dtype;
-    int64_t n = deft_shape_size(xs), ng = deft_shape_size(&gshape);
-    int64_t gstride[DEFT_SHAPE_MAX_NDIM], index[DEFT_SHAPE_MAX_NDIM] = {0}, gi = 0;
-    deft_contiguous_strides(&gshape, gstride);
-    for (int d = 0; d < xs->ndim; d++)
-        if (gshape.dims[d] == 1) gstride[d] = 0;
-    for (int64_t j = 0; j < ng; j++) deft_store_double(deft_tensor_data(&out[1]), dt, j, 0);
-    for (int64_t i = 0; i < n; i++) {
-        double g = deft_load_double(deft_tensor_data(&in[0]), dt, i);
-        double x = deft_load_double(deft_tensor_data(&in[1]), dt, i);
-        double gamma = deft_load_double(deft_tensor_data(&in[2]), dt, gi);
-        deft_store_double(deft_tensor_data(&out[0]), dt, i, x > 0 ? g : g * gamma);
-        if (!(x > 0)) {
-            double sum = deft_load_double(deft_tensor_data(&out[1]), dt, gi);
-            deft_store_double(deft_tensor_data(&out[1]), dt, gi, sum + g * x);
-        }
-        for (int d = xs->ndim - 1; d >= 0; d--) { /* next index; gi follows gamma's strides */
-            gi += gstride[d];
-            if (++index[d] < xs->dims[d]) break;
-            gi -= gstride[d] * xs->dims[d];
-            index[d] = 0;
-        }
-    }
+    *p = (deft_prelu_grad_t){.dtype = in[1].dtype,
+                             .ndim = xs->ndim,
+                             .n = deft_shape_size(xs),
+                             .ng = deft_shape_size(&gshape),
+                             .g = deft_tensor_data(&in[0]),
+                             .x = deft_tensor_data(&in[1]),
+                             .gamma = deft_tensor_data(&in[2]),
+                             .dx = deft_tensor_data(&out[0]),
+                             .dgamma = deft_tensor_data(&out[1])};
+    for (int d = 0; d < xs->ndim; d++) p->dims[d] = xs->dims[d], p->gdims[d] = gshape.dims[d];
     return 0;
 }
+
+static int prelu_backward_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                  const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)p, (void)nin, (void)nout;
+    deft_prelu_grad_t call;
+    if (prelu_backward_call(op, in, out, &call)) return -1;
+    for (int64_t i = 0; i < call.n; i++) deft_prelu_dx_at(&call, i);
+    for (int64_t e = 0; e < call.ng; e++) deft_prelu_dgamma_at(&call, e);
+    return 0;
+}
+
+#ifdef DEFT_HAVE_CUDA
+static int prelu_backward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                              const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)p, (void)nin, (void)nout;
+    deft_prelu_grad_t call;
+    if (prelu_backward_call(op, in, out, &call)) return -1;
+    return deft_gpu_prelu_backward(in[1].device.id, &call);
+}
+#endif
 
 /* ---- gradients (y: output, g: its gradient) ---- */
 
@@ -345,6 +353,7 @@ static const deft_op_t activation_ops[] = {
      .params = leaky_params,
      .infer = prelu_backward_infer,
      .forward = prelu_backward_forward,
+     .forward_gpu = DEFT_GPU(prelu_backward_gpu),
      .inplace_input = -1,
      .num_outputs = prelu_backward_num_outputs},
 };

@@ -125,25 +125,39 @@ static int bn_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int 
 #endif
 
 /* _backward_BatchNorm: (out_grad, data, gamma, mean, invstd) -> d data, d gamma, d beta. */
+static deft_norm_backward_t bn_backward_call(const deft_param_value_t *p, const deft_tensor_t *in,
+                                             const deft_tensor_t *out) {
+    return (deft_norm_backward_t){.plan = bn_plan(p, &in[1].shape),
+                                  .dtype = in[1].dtype,
+                                  .g = deft_tensor_data(&in[0]),
+                                  .x = deft_tensor_data(&in[1]),
+                                  .gamma = p[P_FIX_GAMMA].i ? NULL : deft_tensor_data(&in[2]),
+                                  .nparams = deft_shape_size(&in[2].shape),
+                                  .mean = deft_tensor_data(&in[3]),
+                                  .stat = deft_tensor_data(&in[4]),
+                                  .stat_kind = DEFT_NORM_INVSTD,
+                                  .eps = p[P_EPS].f,
+                                  .batch_stats = batch_stats(p),
+                                  .dx = deft_tensor_data(&out[0]),
+                                  .dgamma = deft_tensor_data(&out[1]),
+                                  .dbeta = deft_tensor_data(&out[2])};
+}
+
 static int bn_backward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                        const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)nin, (void)nout;
-    deft_norm_backward_t b = {.plan = bn_plan(p, &in[1].shape),
-                              .dtype = in[1].dtype,
-                              .g = deft_tensor_data(&in[0]),
-                              .x = deft_tensor_data(&in[1]),
-                              .gamma = p[P_FIX_GAMMA].i ? NULL : deft_tensor_data(&in[2]),
-                              .nparams = deft_shape_size(&in[2].shape),
-                              .mean = deft_tensor_data(&in[3]),
-                              .stat = deft_tensor_data(&in[4]),
-                              .stat_kind = DEFT_NORM_INVSTD,
-                              .eps = p[P_EPS].f,
-                              .batch_stats = batch_stats(p),
-                              .dx = deft_tensor_data(&out[0]),
-                              .dgamma = deft_tensor_data(&out[1]),
-                              .dbeta = deft_tensor_data(&out[2])};
+    deft_norm_backward_t b = bn_backward_call(p, in, out);
     return deft_norm_backward_cpu(&b);
 }
+
+#ifdef DEFT_HAVE_CUDA
+static int bn_backward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)nin, (void)nout;
+    deft_norm_backward_t b = bn_backward_call(p, in, out);
+    return deft_gpu_norm_backward(deft_gpu_of(&in[1]), &b);
+}
+#endif
 
 static int bn_gradient(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
                        deft_gref_t *in_grads) {
@@ -181,6 +195,7 @@ static const deft_op_t bn_ops[] = {
      .params = bn_params,
      .infer = deft_norm_backward_infer,
      .forward = bn_backward,
+     .forward_gpu = DEFT_GPU(bn_backward_gpu),
      .inplace_input = -1,
      .num_outputs = deft_norm_three_outputs,
      .data = &bn_ops[0]},

@@ -7,11 +7,14 @@
  *   spatial   each (sample, channel) of (N, C, ...); the norm is (N, C).
  * The norm is a second, hidden output; the gradient reads it and the
  * result: d data = (g - y * sum(g * y)) / norm over each slice.
- * The slices are norm_math.h's plans, as the mean-variance normalisations'.
+ * The slices are norm_math.h's plans, as the mean-variance normalisations';
+ * the per-element arithmetic is core/math/l2_norm_math.h, shared with the
+ * GPU kernel (norm_slices.cu).
  */
 #include <math.h>
 
 #include "core/base/parallel.h"
+#include "core/math/l2_norm_math.h"
 #include "core/op/grad.h"
 #include "core/op/norm_slices.h"
 #include "core/op/op.h"
@@ -65,77 +68,47 @@ static deft_norm_plan_t l2_plan(const deft_param_value_t *p, const deft_shape_t 
                                        : deft_norm_plan_lines(outer, channels, inner);
 }
 
-typedef struct l2_call {
-    deft_norm_plan_t plan;
-    deft_dtype_t dtype;
-    double eps;
-    const void *x, *g; /* backward: x is the forward's result */
-    void *y, *norm;    /* backward: y is d data, norm is read */
-} l2_call_t;
-
-/* The sum over slice j (from start) of a[i] * b[i]. */
-static inline double slice_dot(const l2_call_t *c, deft_dtype_t dtype, int64_t start, const void *a,
-                               const void *b) {
+/* Slice j: its sum (of x^2, or of g * y backward), then each element. */
+static inline void l2_slice(const deft_l2_call_t *c, deft_dtype_t dtype, int64_t j) {
     const deft_norm_plan_t *p = &c->plan;
+    int64_t start = deft_norm_start(p, j), n = deft_norm_count(p);
     double sum = 0;
-    for (int64_t k = 0; k < deft_norm_count(p); k++) {
-        int64_t i = deft_norm_at(p, start, k);
-        sum += deft_load_double(a, dtype, i) * deft_load_double(b, dtype, i);
-    }
-    return sum;
-}
-
-static inline void forward_slice(const l2_call_t *c, deft_dtype_t dtype, int64_t j) {
-    int64_t start = deft_norm_start(&c->plan, j);
-    double norm = sqrt(slice_dot(c, dtype, start, c->x, c->x) + c->eps);
-    deft_store_double(c->norm, dtype, j, norm);
-    for (int64_t k = 0; k < deft_norm_count(&c->plan); k++) {
-        int64_t i = deft_norm_at(&c->plan, start, k);
-        deft_store_double(c->y, dtype, i, deft_load_double(c->x, dtype, i) / norm);
-    }
-}
-
-static inline void backward_slice(const l2_call_t *c, deft_dtype_t dtype, int64_t j) {
-    int64_t start = deft_norm_start(&c->plan, j);
-    double norm = deft_load_double(c->norm, dtype, j), dot = slice_dot(c, dtype, start, c->g, c->x);
-    for (int64_t k = 0; k < deft_norm_count(&c->plan); k++) {
-        int64_t i = deft_norm_at(&c->plan, start, k);
-        double g = deft_load_double(c->g, dtype, i), y = deft_load_double(c->x, dtype, i);
-        deft_store_double(c->y, dtype, i, (g - y * dot) / norm);
-    }
+    for (int64_t k = 0; k < n; k++) sum += deft_l2_term(c, dtype, deft_norm_at(p, start, k));
+    double norm = c->g ? deft_load_double(c->norm, dtype, j) : deft_l2_norm(c, dtype, j, sum);
+    for (int64_t k = 0; k < n; k++) deft_l2_finish(c, dtype, deft_norm_at(p, start, k), norm, sum);
 }
 
 /* Slices [begin, end), forward or backward (g set), each dtype its own typed loop. */
 static void l2_range(void *arg, int64_t begin, int64_t end) {
-    const l2_call_t *c = arg;
-    bool f32 = c->dtype == DEFT_DT_FLOAT32;
+    const deft_l2_call_t *c = arg;
     for (int64_t j = begin; j < end; j++) {
-        if (c->g && f32)
-            backward_slice(c, DEFT_DT_FLOAT32, j);
-        else if (c->g)
-            backward_slice(c, DEFT_DT_FLOAT64, j);
-        else if (f32)
-            forward_slice(c, DEFT_DT_FLOAT32, j);
+        if (c->dtype == DEFT_DT_FLOAT32)
+            l2_slice(c, DEFT_DT_FLOAT32, j);
         else
-            forward_slice(c, DEFT_DT_FLOAT64, j);
+            l2_slice(c, DEFT_DT_FLOAT64, j);
     }
 }
 
-static void l2_run(const l2_call_t *c) {
+static void l2_run(const deft_l2_call_t *c) {
     int64_t n = deft_norm_count(&c->plan);
     int64_t grain = n >= DEFT_PARALLEL_GRAIN ? 1 : DEFT_PARALLEL_GRAIN / (n ? n : 1);
     deft_parallel_for(c->plan.slices, grain, l2_range, (void *)c);
 }
 
+static deft_l2_call_t l2_call(const deft_param_value_t *p, const deft_tensor_t *in,
+                              const deft_tensor_t *out) {
+    return (deft_l2_call_t){.plan = l2_plan(p, &in[0].shape),
+                            .dtype = in[0].dtype,
+                            .eps = p[P_EPS].f,
+                            .x = deft_tensor_data(&in[0]),
+                            .y = deft_tensor_data(&out[0]),
+                            .norm = deft_tensor_data(&out[1])};
+}
+
 static int l2_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                       const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)nin, (void)nout;
-    l2_call_t c = {.plan = l2_plan(p, &in[0].shape),
-                   .dtype = in[0].dtype,
-                   .eps = p[P_EPS].f,
-                   .x = deft_tensor_data(&in[0]),
-                   .y = deft_tensor_data(&out[0]),
-                   .norm = deft_tensor_data(&out[1])};
+    deft_l2_call_t c = l2_call(p, in, out);
     l2_run(&c);
     return 0;
 }
@@ -160,18 +133,40 @@ static int l2_backward_infer(const deft_op_t *op, const deft_param_value_t *p, i
     return 0;
 }
 
+/* The gradient's call: (out_grad, output, norm) in, d data out. */
+static deft_l2_call_t l2_backward_call(const deft_param_value_t *p, const deft_tensor_t *in,
+                                       const deft_tensor_t *out) {
+    return (deft_l2_call_t){.plan = l2_plan(p, &in[1].shape),
+                            .dtype = in[1].dtype,
+                            .g = deft_tensor_data(&in[0]),
+                            .x = deft_tensor_data(&in[1]),
+                            .norm = deft_tensor_data(&in[2]),
+                            .y = deft_tensor_data(&out[0])};
+}
+
 static int l2_backward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                        const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)nin, (void)nout;
-    l2_call_t c = {.plan = l2_plan(p, &in[1].shape),
-                   .dtype = in[1].dtype,
-                   .g = deft_tensor_data(&in[0]),
-                   .x = deft_tensor_data(&in[1]),
-                   .norm = deft_tensor_data(&in[2]),
-                   .y = deft_tensor_data(&out[0])};
+    deft_l2_call_t c = l2_backward_call(p, in, out);
     l2_run(&c);
     return 0;
 }
+
+#ifdef DEFT_HAVE_CUDA
+static int l2_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)nin, (void)nout;
+    deft_l2_call_t c = l2_call(p, in, out);
+    return deft_gpu_l2_normalization(in[0].device.id, &c);
+}
+
+static int l2_backward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)nin, (void)nout;
+    deft_l2_call_t c = l2_backward_call(p, in, out);
+    return deft_gpu_l2_normalization(in[1].device.id, &c);
+}
+#endif
 
 static int l2_gradient(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
                        deft_gref_t *in_grads) {
@@ -204,6 +199,7 @@ static const deft_op_t l2_ops[] = {
      .params = l2_params,
      .infer = l2_infer,
      .forward = l2_forward,
+     .forward_gpu = DEFT_GPU(l2_forward_gpu),
      .inplace_input = -1,
      .num_outputs = two_outputs,
      .num_visible_outputs = one_visible,
@@ -216,6 +212,7 @@ static const deft_op_t l2_ops[] = {
      .params = l2_params,
      .infer = l2_backward_infer,
      .forward = l2_backward,
+     .forward_gpu = DEFT_GPU(l2_backward_gpu),
      .inplace_input = 0},
 };
 

@@ -8,13 +8,15 @@
  * The kernel is a plain loop accumulating in double, parallel over the
  * rows of all products: these operators are rare in models (deft's dot and
  * batch_dot, through BLAS, carry the common products), and a row axis other
- * than -2 leaves the matrices strided.
+ * than -2 leaves the matrices strided. The per-element arithmetic is
+ * core/math/gemm_math.h, shared with the GPU kernel (linalg_gemm.cu), which
+ * takes an output element per thread.
  */
 #include "core/base/parallel.h"
+#include "core/math/gemm_math.h"
 #include "core/op/grad.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
-#include "core/op/strided.h"
 
 /* p[0] transpose_a, p[1] transpose_b, p[2] alpha, p[3] axis, then beta for gemm. */
 #define GEMM_COMMON_PARAMS                                                                         \
@@ -73,83 +75,71 @@ static int gemm_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
     return 0;
 }
 
-/* A matrix inside a batch: element (i, j) of batch b at b's offset + i rs + j cs. */
-typedef struct gemm_ctx {
-    const deft_tensor_t *a, *b, *c, *y;
-    int axis, ndim;
-    bool ta, tb;
-    double alpha, beta;
-    int64_t m, n, k;
-} gemm_ctx_t;
-
-/* The offset of batch `index` (over the axes other than axis and the last)
- * in a contiguous array of `shape`. */
-static int64_t batch_offset(const deft_shape_t *shape, int axis, int64_t index) {
-    int64_t strides[DEFT_SHAPE_MAX_NDIM], offset = 0;
-    deft_contiguous_strides(shape, strides);
-    for (int d = shape->ndim - 2; d >= 0; d--) {
-        if (d == axis) continue;
-        offset += index % shape->dims[d] * strides[d];
-        index /= shape->dims[d];
-    }
-    return offset;
+static deft_gemm_layout_t layout(const deft_shape_t *shape, int axis) {
+    deft_gemm_layout_t l = {.row_stride = 1};
+    for (int d = 0; d < shape->ndim; d++) l.dims[d] = shape->dims[d];
+    for (int d = axis + 1; d < shape->ndim; d++) l.row_stride *= shape->dims[d];
+    return l;
 }
 
-/* Element (i, j) of op(X) for X of `shape` at batch offset `base`. */
-static double matrix_at(const deft_tensor_t *x, int axis, int64_t base, bool t, int64_t i,
-                        int64_t j) {
-    int64_t row_stride = 1;
-    for (int d = axis + 1; d < x->shape.ndim; d++) row_stride *= x->shape.dims[d];
-    int64_t r = t ? j : i, c = t ? i : j;
-    return deft_load_double(deft_tensor_data(x), x->dtype, base + r * row_stride + c);
+/* The plan of a call; -1 naming the parameter on a bad axis. */
+static int gemm_plan(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                     const deft_tensor_t *in, const deft_tensor_t *out, deft_gemm_plan_t *g) {
+    int ndim = in[0].shape.ndim, axis;
+    if (row_axis(op, p, ndim, &axis)) return -1;
+    *g = (deft_gemm_plan_t){.dtype = out[0].dtype,
+                            .ndim = ndim,
+                            .axis = axis,
+                            .ta = p[0].i != 0,
+                            .tb = p[1].i != 0,
+                            .alpha = p[2].f,
+                            .beta = nin == 3 ? p[4].f : 0,
+                            .m = out[0].shape.dims[axis],
+                            .n = out[0].shape.dims[ndim - 1],
+                            .k = p[0].i ? in[0].shape.dims[axis] : in[0].shape.dims[ndim - 1],
+                            .la = layout(&in[0].shape, axis),
+                            .lb = layout(&in[1].shape, axis),
+                            .ly = layout(&out[0].shape, axis),
+                            .a = deft_tensor_data(&in[0]),
+                            .b = deft_tensor_data(&in[1]),
+                            .c = nin == 3 ? deft_tensor_data(&in[2]) : NULL,
+                            .y = deft_tensor_data(&out[0])};
+    return 0;
 }
 
+/* Rows [begin, end) of all products, a row being (batch, i). */
 static void gemm_rows(void *arg, int64_t begin, int64_t end) {
-    const gemm_ctx_t *g = arg;
-    int64_t y_row_stride = 1;
-    for (int d = g->axis + 1; d < g->ndim; d++) y_row_stride *= g->y->shape.dims[d];
+    const deft_gemm_plan_t *g = arg;
     for (int64_t r = begin; r < end; r++) {
         int64_t batch = r / g->m, i = r % g->m;
-        int64_t ba = batch_offset(&g->a->shape, g->axis, batch),
-                bb = batch_offset(&g->b->shape, g->axis, batch),
-                by = batch_offset(&g->y->shape, g->axis, batch);
-        for (int64_t j = 0; j < g->n; j++) {
-            double sum = 0;
-            for (int64_t k = 0; k < g->k; k++)
-                sum += matrix_at(g->a, g->axis, ba, g->ta, i, k) *
-                       matrix_at(g->b, g->axis, bb, g->tb, k, j);
-            double v = g->alpha * sum;
-            int64_t at = by + i * y_row_stride + j;
-            if (g->c) v += g->beta * deft_load_double(deft_tensor_data(g->c), g->c->dtype, at);
-            deft_store_double(deft_tensor_data(g->y), g->y->dtype, at, v);
-        }
+        int64_t ba = deft_gemm_batch_offset(g, &g->la, batch),
+                bb = deft_gemm_batch_offset(g, &g->lb, batch),
+                by = deft_gemm_batch_offset(g, &g->ly, batch);
+        for (int64_t j = 0; j < g->n; j++) deft_gemm_element(g, ba, bb, by, i, j);
     }
 }
 
 static int gemm_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nout;
-    int ndim = in[0].shape.ndim, axis;
-    if (row_axis(op, p, ndim, &axis)) return -1;
-    gemm_ctx_t g = {.a = &in[0],
-                    .b = &in[1],
-                    .c = nin == 3 ? &in[2] : NULL,
-                    .y = &out[0],
-                    .axis = axis,
-                    .ndim = ndim,
-                    .ta = p[0].i != 0,
-                    .tb = p[1].i != 0,
-                    .alpha = p[2].f,
-                    .beta = nin == 3 ? p[4].f : 0,
-                    .m = out[0].shape.dims[axis],
-                    .n = out[0].shape.dims[ndim - 1],
-                    .k = p[0].i ? in[0].shape.dims[axis] : in[0].shape.dims[ndim - 1]};
+    deft_gemm_plan_t g;
+    if (gemm_plan(op, p, nin, in, out, &g)) return -1;
     int64_t rows = g.m ? deft_shape_size(&out[0].shape) / (g.n ? g.n : 1) : 0;
     if (g.n == 0) return 0;
     int64_t grain = DEFT_PARALLEL_GRAIN / (g.n * (g.k ? g.k : 1));
     deft_parallel_for(rows, grain < 1 ? 1 : grain, gemm_rows, &g);
     return 0;
 }
+
+#ifdef DEFT_HAVE_CUDA
+static int gemm_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                            const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nout;
+    deft_gemm_plan_t g;
+    if (gemm_plan(op, p, nin, in, out, &g)) return -1;
+    return deft_gpu_linalg_gemm(out[0].device.id, &g, deft_shape_size(&out[0].shape));
+}
+#endif
 
 /* ---- gradients: products of the head gradient g with the other operand ---- */
 
@@ -182,6 +172,7 @@ static const deft_op_t gemm_ops[] = {
      .params = gemm2_params,
      .infer = gemm_infer,
      .forward = gemm_forward,
+     .forward_gpu = DEFT_GPU(gemm_forward_gpu),
      .inplace_input = -1,
      .gradient = grad_gemm},
     {.name = "_linalg_gemm",
@@ -193,6 +184,7 @@ static const deft_op_t gemm_ops[] = {
      .params = gemm_params,
      .infer = gemm_infer,
      .forward = gemm_forward,
+     .forward_gpu = DEFT_GPU(gemm_forward_gpu),
      .inplace_input = -1,
      .gradient = grad_gemm},
 };

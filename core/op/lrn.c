@@ -8,10 +8,12 @@
  *   d x = g * tmp_norm^(-beta)
  *         - 2 beta alpha / nsize * x * sum over the window of g x tmp_norm^(-beta - 1)
  * (the window is symmetric, so the channels whose windows hold c are c's own).
+ * The per-element arithmetic is core/math/lrn_math.h, shared with lrn.cu.
  */
 #include <math.h>
 
 #include "core/base/parallel.h"
+#include "core/math/lrn_math.h"
 #include "core/op/grad.h"
 #include "core/op/norm_slices.h"
 #include "core/op/op.h"
@@ -46,57 +48,16 @@ static int lrn_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
     return 0;
 }
 
-typedef struct lrn_call {
-    deft_norm_plan_t lines; /* one per (sample, position), across the channels */
-    deft_dtype_t dtype;
-    int64_t half;               /* nsize / 2 */
-    double salpha, beta, knorm; /* salpha = alpha / nsize */
-    const void *x, *g;          /* g: backward's output gradient, else NULL */
-    void *y, *norm;             /* backward: y is d data, norm is read */
-} lrn_call_t;
-
-/* Channel ch's window [*lo, *hi] among n. */
-static inline void window(int64_t ch, int64_t n, int64_t half, int64_t *lo, int64_t *hi) {
-    *lo = ch - half > 0 ? ch - half : 0;
-    *hi = ch + half < n - 1 ? ch + half : n - 1;
+static inline void forward_line(const deft_lrn_call_t *c, deft_dtype_t dtype, int64_t j) {
+    for (int64_t ch = 0; ch < c->lines.na; ch++) deft_lrn_forward_at(c, dtype, j, ch);
 }
 
-static inline void forward_line(const lrn_call_t *c, deft_dtype_t dtype, int64_t j) {
-    int64_t start = deft_norm_start(&c->lines, j), n = c->lines.na, step = c->lines.stride, lo, hi;
-    for (int64_t ch = 0; ch < n; ch++) {
-        double squares = 0;
-        window(ch, n, c->half, &lo, &hi);
-        for (int64_t k = lo; k <= hi; k++) {
-            double v = deft_load_double(c->x, dtype, start + k * step);
-            squares += v * v;
-        }
-        double norm = c->knorm + c->salpha * squares;
-        int64_t i = start + ch * step;
-        deft_store_double(c->norm, dtype, i, norm);
-        deft_store_double(c->y, dtype, i, deft_load_double(c->x, dtype, i) * pow(norm, -c->beta));
-    }
-}
-
-static inline void backward_line(const lrn_call_t *c, deft_dtype_t dtype, int64_t j) {
-    int64_t start = deft_norm_start(&c->lines, j), n = c->lines.na, step = c->lines.stride, lo, hi;
-    for (int64_t ch = 0; ch < n; ch++) {
-        double terms = 0; /* sum of g x tmp_norm^(-beta - 1) over the window */
-        window(ch, n, c->half, &lo, &hi);
-        for (int64_t k = lo; k <= hi; k++) {
-            int64_t i = start + k * step;
-            terms += deft_load_double(c->g, dtype, i) * deft_load_double(c->x, dtype, i) *
-                     pow(deft_load_double(c->norm, dtype, i), -c->beta - 1);
-        }
-        int64_t i = start + ch * step;
-        double x = deft_load_double(c->x, dtype, i), g = deft_load_double(c->g, dtype, i);
-        double norm = deft_load_double(c->norm, dtype, i);
-        deft_store_double(c->y, dtype, i,
-                          g * pow(norm, -c->beta) - 2 * c->beta * c->salpha * x * terms);
-    }
+static inline void backward_line(const deft_lrn_call_t *c, deft_dtype_t dtype, int64_t j) {
+    for (int64_t ch = 0; ch < c->lines.na; ch++) deft_lrn_backward_at(c, dtype, j, ch);
 }
 
 static void lrn_range(void *arg, int64_t begin, int64_t end) {
-    const lrn_call_t *c = arg;
+    const deft_lrn_call_t *c = arg;
     bool f32 = c->dtype == DEFT_DT_FLOAT32;
     for (int64_t j = begin; j < end; j++) {
         if (c->g && f32)
@@ -110,8 +71,8 @@ static void lrn_range(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-/* A call on data of `shape`: lines across the channels, in parallel. */
-static void lrn_run(lrn_call_t *c, const deft_param_value_t *p, const deft_shape_t *shape) {
+/* Set up a call on data of `shape`: lines across the channels. */
+static void lrn_plan(deft_lrn_call_t *c, const deft_param_value_t *p, const deft_shape_t *shape) {
     int64_t outer, channels, inner;
     deft_norm_split(shape, 1, &outer, &channels, &inner);
     /* lines strided by inner: never the contiguous form, which needs inner == 1 */
@@ -127,18 +88,43 @@ static void lrn_run(lrn_call_t *c, const deft_param_value_t *p, const deft_shape
     c->salpha = p[P_ALPHA].f / (double)p[P_NSIZE].i;
     c->beta = p[P_BETA].f;
     c->knorm = p[P_KNORM].f;
+}
+
+/* Run a planned call on the CPU, lines in parallel. */
+static void lrn_run(const deft_lrn_call_t *c) {
+    int64_t channels = c->lines.na;
     int64_t grain = DEFT_PARALLEL_GRAIN / (4 * (channels ? channels : 1)) + 1;
-    deft_parallel_for(c->lines.slices, grain, lrn_range, c);
+    deft_parallel_for(c->lines.slices, grain, lrn_range, (void *)c);
+}
+
+/* LRN's call: data in, the output and tmp_norm out. */
+static deft_lrn_call_t lrn_call(const deft_param_value_t *p, const deft_tensor_t *in,
+                                const deft_tensor_t *out) {
+    deft_lrn_call_t c = {.dtype = in[0].dtype,
+                         .x = deft_tensor_data(&in[0]),
+                         .y = deft_tensor_data(&out[0]),
+                         .norm = deft_tensor_data(&out[1])};
+    lrn_plan(&c, p, &in[0].shape);
+    return c;
+}
+
+/* _backward_LRN's call: (out_grad, data, tmp_norm) in, d data out. */
+static deft_lrn_call_t lrn_backward_call(const deft_param_value_t *p, const deft_tensor_t *in,
+                                         const deft_tensor_t *out) {
+    deft_lrn_call_t c = {.dtype = in[1].dtype,
+                         .g = deft_tensor_data(&in[0]),
+                         .x = deft_tensor_data(&in[1]),
+                         .norm = deft_tensor_data(&in[2]),
+                         .y = deft_tensor_data(&out[0])};
+    lrn_plan(&c, p, &in[1].shape);
+    return c;
 }
 
 static int lrn_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                        const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)nin, (void)nout;
-    lrn_call_t c = {.dtype = in[0].dtype,
-                    .x = deft_tensor_data(&in[0]),
-                    .y = deft_tensor_data(&out[0]),
-                    .norm = deft_tensor_data(&out[1])};
-    lrn_run(&c, p, &in[0].shape);
+    deft_lrn_call_t c = lrn_call(p, in, out);
+    lrn_run(&c);
     return 0;
 }
 
@@ -164,14 +150,26 @@ static int lrn_backward_infer(const deft_op_t *op, const deft_param_value_t *p, 
 static int lrn_backward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)nin, (void)nout;
-    lrn_call_t c = {.dtype = in[1].dtype,
-                    .g = deft_tensor_data(&in[0]),
-                    .x = deft_tensor_data(&in[1]),
-                    .norm = deft_tensor_data(&in[2]),
-                    .y = deft_tensor_data(&out[0])};
-    lrn_run(&c, p, &in[1].shape);
+    deft_lrn_call_t c = lrn_backward_call(p, in, out);
+    lrn_run(&c);
     return 0;
 }
+
+#ifdef DEFT_HAVE_CUDA
+static int lrn_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)nin, (void)nout;
+    deft_lrn_call_t c = lrn_call(p, in, out);
+    return deft_gpu_lrn(in[0].device.id, &c);
+}
+
+static int lrn_backward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                            const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)nin, (void)nout;
+    deft_lrn_call_t c = lrn_backward_call(p, in, out);
+    return deft_gpu_lrn(in[1].device.id, &c);
+}
+#endif
 
 static int lrn_gradient(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
                         deft_gref_t *in_grads) {
@@ -206,6 +204,7 @@ static const deft_op_t lrn_ops[] = {
      .params = lrn_params,
      .infer = lrn_infer,
      .forward = lrn_forward,
+     .forward_gpu = DEFT_GPU(lrn_forward_gpu),
      .inplace_input = -1,
      .num_outputs = two_outputs,
      .num_visible_outputs = one_visible,
@@ -218,6 +217,7 @@ static const deft_op_t lrn_ops[] = {
      .params = lrn_params,
      .infer = lrn_backward_infer,
      .forward = lrn_backward,
+     .forward_gpu = DEFT_GPU(lrn_backward_gpu),
      .inplace_input = -1},
 };
 

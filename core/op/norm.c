@@ -199,26 +199,40 @@ static int norm_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, in
 
 /* The backward operators: (out_grad, data, gamma, mean, stat) -> d data, d gamma, d beta;
  * `data` is the forward operator. */
+static deft_norm_backward_t norm_backward_call(const deft_op_t *op, const deft_param_value_t *p,
+                                               const deft_tensor_t *in, const deft_tensor_t *out) {
+    const norm_kind_t *kind = ((const deft_op_t *)op->data)->data;
+    return (deft_norm_backward_t){.plan = kind->plan(p, &in[1].shape),
+                                  .dtype = in[1].dtype,
+                                  .g = deft_tensor_data(&in[0]),
+                                  .x = deft_tensor_data(&in[1]),
+                                  .gamma = deft_tensor_data(&in[2]),
+                                  .nparams = deft_shape_size(&in[2].shape),
+                                  .mean = deft_tensor_data(&in[3]),
+                                  .stat = deft_tensor_data(&in[4]),
+                                  .stat_kind = kind->stat,
+                                  .eps = p[kind->eps_param].f,
+                                  .batch_stats = true,
+                                  .dx = deft_tensor_data(&out[0]),
+                                  .dgamma = deft_tensor_data(&out[1]),
+                                  .dbeta = deft_tensor_data(&out[2])};
+}
+
 static int norm_backward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
-    const norm_kind_t *kind = ((const deft_op_t *)op->data)->data;
-    deft_norm_backward_t b = {.plan = kind->plan(p, &in[1].shape),
-                              .dtype = in[1].dtype,
-                              .g = deft_tensor_data(&in[0]),
-                              .x = deft_tensor_data(&in[1]),
-                              .gamma = deft_tensor_data(&in[2]),
-                              .nparams = deft_shape_size(&in[2].shape),
-                              .mean = deft_tensor_data(&in[3]),
-                              .stat = deft_tensor_data(&in[4]),
-                              .stat_kind = kind->stat,
-                              .eps = p[kind->eps_param].f,
-                              .batch_stats = true,
-                              .dx = deft_tensor_data(&out[0]),
-                              .dgamma = deft_tensor_data(&out[1]),
-                              .dbeta = deft_tensor_data(&out[2])};
+    deft_norm_backward_t b = norm_backward_call(op, p, in, out);
     return deft_norm_backward_cpu(&b);
 }
+
+#ifdef DEFT_HAVE_CUDA
+static int norm_backward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                             const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    deft_norm_backward_t b = norm_backward_call(op, p, in, out);
+    return deft_gpu_norm_backward(deft_gpu_of(&in[1]), &b);
+}
+#endif
 
 static int norm_gradient(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
                          deft_gref_t *in_grads) {
@@ -268,7 +282,8 @@ static const char *const var_backward_inputs[] = {"out_grad", "data", "gamma", "
         .name = name_,                                                                             \
         .description = "Gradient of " forward_name " with respect to data, gamma and beta.",       \
         .input_names = inputs, .min_inputs = 5, .max_inputs = 5, .params = params_,                \
-        .infer = deft_norm_backward_infer, .forward = norm_backward, .inplace_input = -1,          \
+        .infer = deft_norm_backward_infer, .forward = norm_backward,                               \
+        .forward_gpu = DEFT_GPU(norm_backward_gpu), .inplace_input = -1,                           \
         .num_outputs = deft_norm_three_outputs, .data = forward_op                                 \
     }
 

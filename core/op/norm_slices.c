@@ -101,47 +101,24 @@ int deft_norm_forward_cpu(const deft_norm_forward_t *f) {
 
 /* ---- backward ---- */
 
-typedef struct slice_sums {
-    double dy, dy_xhat; /* dy = g * gamma, over the slice */
-    double g, g_xhat;   /* for the gradients of beta and gamma */
-} slice_sums_t;
-
-static inline slice_sums_t backward_sums(const deft_norm_backward_t *b, deft_dtype_t dtype,
-                                         int64_t j, int64_t start, double mean, double invstd) {
+static inline deft_norm_sums_t backward_sums(const deft_norm_backward_t *b, deft_dtype_t dtype,
+                                             int64_t j, int64_t start, double mean, double invstd) {
     const deft_norm_plan_t *p = &b->plan;
-    slice_sums_t s = {0, 0, 0, 0};
+    deft_norm_sums_t s = {0, 0, 0, 0};
     int64_t e0 = j % p->gq;
     for (int64_t a = 0; a < p->na; a++)
-        for (int64_t c = 0; c < p->nb; c++) {
-            int64_t i = start + a * p->stride + c;
-            double g = deft_load_double(b->g, dtype, i);
-            double xhat = (deft_load_double(b->x, dtype, i) - mean) * invstd;
-            double scale =
-                b->gamma ? deft_load_double(b->gamma, dtype, e0 + a * p->ga + c * p->gb) : 1;
-            s.dy += g * scale, s.dy_xhat += g * scale * xhat;
-            s.g += g, s.g_xhat += g * xhat;
-        }
+        for (int64_t c = 0; c < p->nb; c++)
+            deft_norm_add_sums(b, dtype, start + a * p->stride + c, e0 + a * p->ga + c * p->gb,
+                               mean, invstd, &s);
     return s;
-}
-
-static inline void slice_stats(const deft_norm_backward_t *b, deft_dtype_t dtype, int64_t j,
-                               double *mean, double *invstd) {
-    *mean = deft_load_double(b->mean, dtype, j);
-    *invstd = deft_norm_invstd_of(b->stat_kind, deft_load_double(b->stat, dtype, j), b->eps);
-}
-
-/* Whether each gamma element belongs to one slice (BatchNorm's channels), so
- * slices in parallel can write its gradient. */
-static bool slices_own_params(const deft_norm_plan_t *p) {
-    return p->gq == p->slices && p->ga == 0 && p->gb == 0;
 }
 
 static inline void backward_slice(const deft_norm_backward_t *b, deft_dtype_t dtype, int64_t j) {
     const deft_norm_plan_t *p = &b->plan;
     int64_t start = deft_norm_start(p, j), e0 = j % p->gq;
     double mean, invstd, n = (double)deft_norm_count(p);
-    slice_stats(b, dtype, j, &mean, &invstd);
-    slice_sums_t s = backward_sums(b, dtype, j, start, mean, invstd);
+    deft_norm_slice_stats(b, dtype, j, &mean, &invstd);
+    deft_norm_sums_t s = backward_sums(b, dtype, j, start, mean, invstd);
     for (int64_t a = 0; a < p->na; a++)
         for (int64_t c = 0; c < p->nb; c++) {
             int64_t i = start + a * p->stride + c;
@@ -149,7 +126,7 @@ static inline void backward_slice(const deft_norm_backward_t *b, deft_dtype_t dt
                               deft_norm_dx(b, dtype, i, e0 + a * p->ga + c * p->gb, mean, invstd, n,
                                            s.dy, s.dy_xhat));
         }
-    if (b->dgamma && slices_own_params(p)) {
+    if (b->dgamma && deft_norm_slices_own_params(p)) {
         deft_store_double(b->dgamma, dtype, e0, b->gamma ? s.g_xhat : 0);
         deft_store_double(b->dbeta, dtype, e0, s.g);
     }
@@ -177,7 +154,7 @@ static int shared_param_grads(const deft_norm_backward_t *b) {
     for (int64_t j = 0; j < p->slices; j++) {
         int64_t start = deft_norm_start(p, j), e0 = j % p->gq;
         double mean, invstd;
-        slice_stats(b, b->dtype, j, &mean, &invstd);
+        deft_norm_slice_stats(b, b->dtype, j, &mean, &invstd);
         for (int64_t a = 0; a < p->na; a++)
             for (int64_t c = 0; c < p->nb; c++) {
                 int64_t i = start + a * p->stride + c, e = e0 + a * p->ga + c * p->gb;
@@ -196,7 +173,7 @@ static int shared_param_grads(const deft_norm_backward_t *b) {
 
 int deft_norm_backward_cpu(const deft_norm_backward_t *b) {
     deft_parallel_for(b->plan.slices, slice_grain(&b->plan), backward_range, (void *)b);
-    if (!b->dgamma || slices_own_params(&b->plan)) return 0;
+    if (!b->dgamma || deft_norm_slices_own_params(&b->plan)) return 0;
     return shared_param_grads(b);
 }
 

@@ -28,6 +28,7 @@ int deft_norm_backward_cpu(const deft_norm_backward_t *b);
 
 /* The same on GPU dev (norm_slices.cu): a block per slice. */
 int deft_gpu_norm_forward(int dev, const deft_norm_forward_t *f);
+int deft_gpu_norm_backward(int dev, const deft_norm_backward_t *b);
 
 /* Inference of the backward operators: inputs (out_grad, data, gamma, mean,
  * stat), outputs the gradients of data, gamma and beta. The operator's

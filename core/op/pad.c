@@ -9,9 +9,9 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "core/base/parallel.h"
+#include "core/math/pad_math.h"
 #include "core/op/grad.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
@@ -19,7 +19,7 @@
 
 /* ---- Pad ---- */
 
-enum { PAD_CONSTANT, PAD_EDGE, PAD_REFLECT };
+/* In the order of DEFT_PAD_CONSTANT, DEFT_PAD_EDGE, DEFT_PAD_REFLECT (pad_math.h). */
 static const char *const pad_modes[] = {"constant", "edge", "reflect", NULL};
 
 /* pad_width has 2 entries per axis, 10 for 5-D data: more than a tuple
@@ -32,11 +32,6 @@ static const deft_param_def_t pad_params[] = {
     {0}};
 
 #define PAD_MAX_WIDTHS 10
-
-typedef struct pad_plan {
-    int ndim;
-    int64_t before[5], in[5], out[5];
-} pad_plan_t;
 
 /* "(0,0,0,0,1,1,2,2)" or "[...]" into widths; the count in *n. */
 static int parse_widths(const deft_op_t *op, const char *text, int64_t *widths, int *n) {
@@ -69,7 +64,7 @@ bad:
 }
 
 static int pad_plan(const deft_op_t *op, const deft_param_value_t *p, const deft_shape_t *x,
-                    pad_plan_t *plan) {
+                    deft_pad_plan_t *plan) {
     char s[DEFT_SHAPE_STR_MAX];
     int64_t w[PAD_MAX_WIDTHS];
     int n;
@@ -91,12 +86,12 @@ static int pad_plan(const deft_op_t *op, const deft_param_value_t *p, const deft
         if (before < 0 || after < 0 || before > INT32_MAX || after > INT32_MAX)
             return deft_op_error(op, DEFT_ERR_VALUE,
                                  "pad_width has an entry for axis %d outside [0, 2^31 - 1]", d);
-        if (p[0].i == PAD_REFLECT && (before >= size || after >= size))
+        if (p[0].i == DEFT_PAD_REFLECT && (before >= size || after >= size))
             return deft_op_error(op, DEFT_ERR_VALUE,
                                  "reflect padding of axis %d by (%lld, %lld) needs the axis to be "
                                  "longer than either, but it has size %lld",
                                  d, (long long)before, (long long)after, (long long)size);
-        if (p[0].i == PAD_EDGE && size == 0 && before + after > 0)
+        if (p[0].i == DEFT_PAD_EDGE && size == 0 && before + after > 0)
             return deft_op_error(op, DEFT_ERR_VALUE, "edge padding of axis %d, which is empty", d);
         plan->before[d] = before, plan->in[d] = size, plan->out[d] = size + before + after;
     }
@@ -106,7 +101,7 @@ static int pad_plan(const deft_op_t *op, const deft_param_value_t *p, const deft
 static int pad_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                      const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)nin;
-    pad_plan_t plan = {0};
+    deft_pad_plan_t plan = {0};
     if (deft_op_check_dtype_arith(op, 0, in[0].dtype) || pad_plan(op, p, &in[0].shape, &plan))
         return -1;
     out[0].dtype = in[0].dtype;
@@ -116,75 +111,35 @@ static int pad_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
     return 0;
 }
 
-/* The input coordinate of output coordinate o along axis d, or -1 in constant padding. */
-static int64_t pad_source(const pad_plan_t *plan, int mode, int d, int64_t o) {
-    int64_t i = o - plan->before[d], size = plan->in[d];
-    if (i >= 0 && i < size) return i;
-    if (mode == PAD_CONSTANT) return -1;
-    if (mode == PAD_EDGE) return i < 0 ? 0 : size - 1;
-    return i < 0 ? -i : 2 * (size - 1) - i; /* reflect: widths < size, checked */
-}
-
-/* The input element behind output element o (flat), or -1 in constant padding. */
-static int64_t pad_source_index(const pad_plan_t *plan, int mode, int64_t o) {
-    int64_t coord[5], index = 0;
-    for (int d = plan->ndim - 1; d >= 0; d--) coord[d] = o % plan->out[d], o /= plan->out[d];
-    for (int d = 0; d < plan->ndim; d++) {
-        int64_t i = pad_source(plan, mode, d, coord[d]);
-        if (i < 0) return -1;
-        index = index * plan->in[d] + i;
-    }
-    return index;
-}
-
-typedef struct pad_job {
-    pad_plan_t plan;
-    int mode;
-    deft_dtype_t dtype;
-    double constant;
-    const void *x;
-    void *y;
-} pad_job_t;
-
 static void pad_range(void *arg, int64_t begin, int64_t end) {
-    const pad_job_t *j = arg;
+    const deft_pad_job_t *j = arg;
     size_t elem = deft_dtype_size(j->dtype);
-    for (int64_t o = begin; o < end; o++) {
-        int64_t i = pad_source_index(&j->plan, j->mode, o);
-        if (i < 0)
-            deft_store_double(j->y, j->dtype, o, j->constant);
-        else
-            memcpy((char *)j->y + (size_t)o * elem, (const char *)j->x + (size_t)i * elem, elem);
-    }
+    for (int64_t o = begin; o < end; o++) deft_pad_element(j, o, elem);
+}
+
+/* Pad's call: data into the output; -1 on bad parameters. */
+static int pad_call(const deft_op_t *op, const deft_param_value_t *p, const deft_tensor_t *in,
+                    const deft_tensor_t *out, deft_pad_job_t *j) {
+    *j = (deft_pad_job_t){.mode = (int)p[0].i,
+                          .dtype = in[0].dtype,
+                          .constant = p[2].f,
+                          .x = deft_tensor_data(&in[0]),
+                          .y = deft_tensor_data(&out[0])};
+    return pad_plan(op, p, &in[0].shape, &j->plan);
 }
 
 static int pad_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                        const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
-    pad_job_t j = {.mode = (int)p[0].i,
-                   .dtype = in[0].dtype,
-                   .constant = p[2].f,
-                   .x = deft_tensor_data(&in[0]),
-                   .y = deft_tensor_data(&out[0])};
-    if (pad_plan(op, p, &in[0].shape, &j.plan)) return -1;
+    deft_pad_job_t j;
+    if (pad_call(op, p, in, out, &j)) return -1;
     deft_parallel_for(deft_shape_size(&out[0].shape), DEFT_PARALLEL_GRAIN / 4, pad_range, &j);
     return 0;
 }
 
 /* _backward_Pad: (out_grad, data) -> d data; every output adds into its source. */
 static void unpad_planes(void *arg, int64_t begin, int64_t end) {
-    const pad_job_t *j = arg; /* x: the output gradient, y: d data */
-    const pad_plan_t *plan = &j->plan;
-    int64_t in_plane = 1, out_plane = 1;
-    for (int d = 2; d < plan->ndim; d++) in_plane *= plan->in[d], out_plane *= plan->out[d];
-    memset((char *)j->y + (size_t)(begin * in_plane) * deft_dtype_size(j->dtype), 0,
-           (size_t)((end - begin) * in_plane) * deft_dtype_size(j->dtype));
-    for (int64_t o = begin * out_plane; o < end * out_plane; o++) {
-        int64_t i = pad_source_index(plan, j->mode, o);
-        if (i < 0) continue;
-        double sum = deft_load_double(j->y, j->dtype, i) + deft_load_double(j->x, j->dtype, o);
-        deft_store_double(j->y, j->dtype, i, sum);
-    }
+    for (int64_t plane = begin; plane < end; plane++) deft_unpad_plane(arg, plane);
 }
 
 static int unpad_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
@@ -205,20 +160,46 @@ static int unpad_infer(const deft_op_t *op, const deft_param_value_t *p, int nin
     return 0;
 }
 
+/* _backward_Pad's call: (out_grad, data) into d data; -1 on bad parameters. */
+static int unpad_call(const deft_op_t *op, const deft_param_value_t *p, const deft_tensor_t *in,
+                      const deft_tensor_t *out, deft_pad_job_t *j) {
+    *j = (deft_pad_job_t){.mode = (int)p[0].i,
+                          .dtype = in[0].dtype,
+                          .x = deft_tensor_data(&in[0]),
+                          .y = deft_tensor_data(&out[0])};
+    return pad_plan(op, p, &in[1].shape, &j->plan);
+}
+
 static int unpad_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
-    pad_job_t j = {.mode = (int)p[0].i,
-                   .dtype = in[0].dtype,
-                   .x = deft_tensor_data(&in[0]),
-                   .y = deft_tensor_data(&out[0])};
-    if (pad_plan(op, p, &in[1].shape, &j.plan)) return -1;
+    deft_pad_job_t j;
+    if (unpad_call(op, p, in, out, &j)) return -1;
     int64_t planes = j.plan.in[0] * j.plan.in[1];
     int64_t plane_work = deft_shape_size(&in[0].shape) / (planes ? planes : 1) + 1;
     if (deft_shape_size(&in[1].shape) > 0)
         deft_parallel_for(planes, DEFT_PARALLEL_GRAIN / plane_work + 1, unpad_planes, &j);
     return 0;
 }
+
+#ifdef DEFT_HAVE_CUDA
+static int pad_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    deft_pad_job_t j;
+    if (pad_call(op, p, in, out, &j)) return -1;
+    return deft_gpu_pad(in[0].device.id, &j, false);
+}
+
+static int unpad_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                             const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    deft_pad_job_t j;
+    if (unpad_call(op, p, in, out, &j)) return -1;
+    if (deft_shape_size(&in[1].shape) == 0) return 0;
+    return deft_gpu_pad(in[1].device.id, &j, true);
+}
+#endif
 
 static int grad_pad(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
                     deft_gref_t *in_grads) {
@@ -399,6 +380,7 @@ static const deft_op_t pad_ops[] = {
      .params = pad_params,
      .infer = pad_infer,
      .forward = pad_forward,
+     .forward_gpu = DEFT_GPU(pad_forward_gpu),
      .inplace_input = -1,
      .gradient = grad_pad},
     {.name = "_backward_Pad",
@@ -409,6 +391,7 @@ static const deft_op_t pad_ops[] = {
      .params = pad_params,
      .infer = unpad_infer,
      .forward = unpad_forward,
+     .forward_gpu = DEFT_GPU(unpad_forward_gpu),
      .inplace_input = -1,
      .shape_inputs = 1u << 1},
     {.name = "Crop",

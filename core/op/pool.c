@@ -7,7 +7,6 @@
  * loops. float32 2-D max and average pooling take a row kernel that the
  * compiler vectorises across the output width.
  */
-#include <string.h>
 
 #include "core/base/parallel.h"
 #include "core/math/pool_math.h"
@@ -276,67 +275,9 @@ static int pool_forward(const deft_op_t *op, const deft_param_value_t *p, int ni
 
 /* ---- backward: (out_grad, data, output) -> d data ---- */
 
-typedef struct unpool_job {
-    deft_pool_geom_t g;
-    deft_dtype_t dtype;
-    const void *dy, *x, *y;
-    void *dx;
-} unpool_job_t;
-
-/* d output / d input of Lp pooling at input v, for output value out (MXNet's lp_grad). */
-static double lp_factor(int p, double v, double out) {
-    if (p == 1) return 1;
-    if (out == 0) return 0; /* underflowed output: no inf or NaN */
-    return p == 2 ? v / out : (v / out) * (v / out);
-}
-
-/* Max pooling sends the gradient to the first input equal to the output, as MXNet. */
-static void unpool_max(const unpool_job_t *j, const deft_pool_window_t *w, int64_t in_base,
-                       double out, double dy) {
-    const deft_pool_geom_t *g = &j->g;
-    for (int64_t d = w->lo[0]; d < w->hi[0]; d++)
-        for (int64_t h = w->lo[1]; h < w->hi[1]; h++)
-            for (int64_t c = w->lo[2]; c < w->hi[2]; c++) {
-                int64_t i = in_base + (d * g->in[1] + h) * g->in[2] + c;
-                if (deft_load_double(j->x, j->dtype, i) != out) continue;
-                deft_store_double(j->dx, j->dtype, i, deft_load_double(j->dx, j->dtype, i) + dy);
-                return;
-            }
-}
-
-static void unpool_spread(const unpool_job_t *j, const deft_pool_window_t *w, int64_t in_base,
-                          double out, double dy) {
-    const deft_pool_geom_t *g = &j->g;
-    int p = g->type == DEFT_POOL_LP ? g->p : 1;
-    for (int64_t d = w->lo[0]; d < w->hi[0]; d++)
-        for (int64_t h = w->lo[1]; h < w->hi[1]; h++)
-            for (int64_t c = w->lo[2]; c < w->hi[2]; c++) {
-                int64_t i = in_base + (d * g->in[1] + h) * g->in[2] + c;
-                double v = deft_load_double(j->x, j->dtype, i);
-                double add = dy * lp_factor(p, v, out) / w->divisor;
-                deft_store_double(j->dx, j->dtype, i, deft_load_double(j->dx, j->dtype, i) + add);
-            }
-}
-
 /* Planes [begin, end): each plane's gradient depends on that plane alone. */
 static void unpool_planes(void *arg, int64_t begin, int64_t end) {
-    const unpool_job_t *j = arg;
-    const deft_pool_geom_t *g = &j->g;
-    int64_t in_plane = g->in[0] * g->in[1] * g->in[2];
-    int64_t out_plane = g->out[0] * g->out[1] * g->out[2];
-    size_t elem = deft_dtype_size(j->dtype);
-    memset((char *)j->dx + (size_t)(begin * in_plane) * elem, 0,
-           (size_t)((end - begin) * in_plane) * elem);
-    for (int64_t i = begin * out_plane; i < end * out_plane; i++) {
-        int64_t in_base, out_base;
-        deft_pool_window_t w = deft_pool_locate(g, i, &in_base, &out_base);
-        double out = deft_load_double(j->y, j->dtype, i);
-        double dy = deft_load_double(j->dy, j->dtype, i);
-        if (g->type == DEFT_POOL_MAX)
-            unpool_max(j, &w, in_base, out, dy);
-        else
-            unpool_spread(j, &w, in_base, out, dy);
-    }
+    for (int64_t plane = begin; plane < end; plane++) deft_pool_unpool_plane(arg, plane);
 }
 
 static int unpool_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
@@ -359,16 +300,23 @@ static int unpool_infer(const deft_op_t *op, const deft_param_value_t *p, int ni
     return 0;
 }
 
+/* A gradient call on (out_grad, data, output) into d data; -1 on bad parameters. */
+static int unpool_call(const deft_op_t *op, const deft_param_value_t *p, const deft_tensor_t *in,
+                       const deft_tensor_t *out, deft_pool_grad_t *j) {
+    *j = (deft_pool_grad_t){.dtype = in[1].dtype,
+                            .dy = deft_tensor_data(&in[0]),
+                            .x = deft_tensor_data(&in[1]),
+                            .y = deft_tensor_data(&in[2]),
+                            .dx = deft_tensor_data(&out[0])};
+    deft_shape_t shape;
+    return pool_geometry(op, p, &in[1].shape, &j->g, &shape);
+}
+
 static int unpool_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
-    unpool_job_t j = {.dtype = in[1].dtype,
-                      .dy = deft_tensor_data(&in[0]),
-                      .x = deft_tensor_data(&in[1]),
-                      .y = deft_tensor_data(&in[2]),
-                      .dx = deft_tensor_data(&out[0])};
-    deft_shape_t shape;
-    if (pool_geometry(op, p, &in[1].shape, &j.g, &shape)) return -1;
+    deft_pool_grad_t j;
+    if (unpool_call(op, p, in, out, &j)) return -1;
     if (deft_shape_size(&in[1].shape) == 0) return 0;
     int64_t plane_work = j.g.in[0] * j.g.in[1] * j.g.in[2] + j.g.out[0] * j.g.out[1] * j.g.out[2] *
                                                                  j.g.kernel[0] * j.g.kernel[1] *
@@ -386,6 +334,15 @@ static int pool_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, in
     if (pool_geometry(op, p, &in[0].shape, &g, &shape)) return -1;
     return deft_gpu_pooling(in[0].device.id, &g, in[0].dtype, deft_tensor_data(&in[0]),
                             deft_tensor_data(&out[0]));
+}
+
+static int unpool_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                              const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    deft_pool_grad_t j;
+    if (unpool_call(op, p, in, out, &j)) return -1;
+    if (deft_shape_size(&in[1].shape) == 0) return 0;
+    return deft_gpu_unpooling(in[1].device.id, &j);
 }
 #endif
 
@@ -424,6 +381,7 @@ static const deft_op_t pool_ops[] = {
      .params = pool_params,
      .infer = unpool_infer,
      .forward = unpool_forward,
+     .forward_gpu = DEFT_GPU(unpool_forward_gpu),
      .inplace_input = -1},
 };
 

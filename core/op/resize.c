@@ -3,12 +3,14 @@
  * inputs, or bilinear through a learned depthwise kernel as MXNet's
  * deconvolution does it) and BilinearResize2D (MXNet's
  * _contrib_BilinearResize2D), with their gradients. All run per image plane
- * (one batch item's channel), in parallel over planes.
+ * (one batch item's channel), in parallel over planes. The arithmetic is
+ * core/math/resize_math.h, shared with the GPU kernels (resize.cu).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/base/parallel.h"
+#include "core/math/resize_math.h"
 #include "core/op/grad.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
@@ -135,122 +137,57 @@ static int up_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
     return 0;
 }
 
-/* Nearest: plane `plane` of the output, from whichever input feeds it. */
-typedef struct up_job {
-    int nin;
-    const deft_tensor_t *in;
-    const deft_tensor_t *out;
-    bool sum;
-} up_job_t;
+_Static_assert(DEFT_UP_MAX_INPUTS == DEFT_OP_MAX_INPUTS - 1,
+               "a nearest upsampling call holds every input UpSampling takes");
 
-/* Output plane (n, c) as the sum (or copy) of each input's contribution. */
-static void up_nearest_planes(void *arg, int64_t begin, int64_t end) {
-    const up_job_t *j = arg;
-    const deft_shape_t *os = &j->out->shape;
-    deft_dtype_t dt = j->out->dtype;
-    int64_t OH = os->dims[2], OW = os->dims[3], C = os->dims[1];
-    for (int64_t plane = begin; plane < end; plane++) {
-        int64_t n = plane / C, c = plane % C, first = 0;
-        int64_t out_base = plane * OH * OW;
-        for (int i = 0; i < j->nin; i++) {
-            const deft_shape_t *xs = &j->in[i].shape;
-            int64_t ch = xs->dims[1], ic = j->sum ? c : c - first;
-            first += ch;
-            if (ic < 0 || ic >= ch) continue;
-            int64_t H = xs->dims[2], W = xs->dims[3], scale = OH / H;
-            int64_t in_base = (n * ch + ic) * H * W;
-            const void *x = deft_tensor_data(&j->in[i]);
-            for (int64_t y = 0; y < OH; y++)
-                for (int64_t xo = 0; xo < OW; xo++) {
-                    double v = deft_load_double(x, dt, in_base + y / scale * W + xo / scale);
-                    int64_t at = out_base + y * OW + xo;
-                    if (j->sum && i > 0) v += deft_load_double(deft_tensor_data(j->out), dt, at);
-                    deft_store_double(deft_tensor_data(j->out), dt, at, v);
-                }
-        }
+/* Nearest: the inputs and output of a call. */
+static deft_up_nearest_t up_nearest(int nin, const deft_tensor_t *in, const deft_tensor_t *out,
+                                    bool sum) {
+    const deft_shape_t *os = &out->shape;
+    deft_up_nearest_t u = {.nin = nin,
+                           .sum = sum,
+                           .dtype = out->dtype,
+                           .C = os->dims[1],
+                           .OH = os->dims[2],
+                           .OW = os->dims[3],
+                           .y = deft_tensor_data(out)};
+    for (int i = 0; i < nin; i++) {
+        u.x[i] = deft_tensor_data(&in[i]);
+        u.channels[i] = in[i].shape.dims[1];
+        u.H[i] = in[i].shape.dims[2], u.W[i] = in[i].shape.dims[3];
     }
+    return u;
 }
 
-/*
- * Bilinear: MXNet runs a depthwise deconvolution, kernel 2 scale - scale % 2,
- * stride scale, padding ceil((scale - 1) / 2): input pixel (iy, ix) of
- * channel c adds x * w[c][ky][kx] to output (iy s - pad + ky, ix s - pad + kx).
- */
-typedef struct deconv_job {
-    deft_dtype_t dtype;
-    int64_t batch, C, H, W, OH, OW, k, stride, pad;
-    const void *x, *w, *dy; /* dy: the backward's output gradient */
-    void *y, *dx, *dw;      /* y: the forward's output; dx, dw: the backward's */
-} deconv_job_t;
-
-static double load(const void *buf, deft_dtype_t dtype, int64_t i) {
-    return deft_load_double(buf, dtype, i);
-}
-
-static void add_to(void *buf, deft_dtype_t dtype, int64_t i, double v) {
-    deft_store_double(buf, dtype, i, deft_load_double(buf, dtype, i) + v);
-}
-
-/* One plane (n, c), forward (y += x w) or backward (dx = dy w, dw[c] += x dy). */
-static void deconv_plane(const deconv_job_t *j, int64_t plane, bool backward) {
-    const int64_t c = plane % j->C, in_base = plane * j->H * j->W;
-    const int64_t out_base = plane * j->OH * j->OW, w_base = c * j->k * j->k;
-    for (int64_t iy = 0; iy < j->H; iy++)
-        for (int64_t ix = 0; ix < j->W; ix++) {
-            int64_t i = in_base + iy * j->W + ix;
-            double x = load(j->x, j->dtype, i), dx = 0;
-            for (int64_t ky = 0; ky < j->k; ky++) {
-                int64_t oy = iy * j->stride - j->pad + ky;
-                if (oy < 0 || oy >= j->OH) continue;
-                for (int64_t kx = 0; kx < j->k; kx++) {
-                    int64_t ox = ix * j->stride - j->pad + kx;
-                    if (ox < 0 || ox >= j->OW) continue;
-                    int64_t o = out_base + oy * j->OW + ox, t = w_base + ky * j->k + kx;
-                    double w = load(j->w, j->dtype, t);
-                    if (!backward) {
-                        add_to(j->y, j->dtype, o, x * w);
-                        continue;
-                    }
-                    double g = load(j->dy, j->dtype, o);
-                    dx += g * w;
-                    add_to(j->dw, j->dtype, t, x * g);
-                }
-            }
-            if (backward) deft_store_double(j->dx, j->dtype, i, dx);
-        }
+static void up_nearest_planes(void *arg, int64_t begin, int64_t end) {
+    const deft_up_nearest_t *u = arg;
+    for (int64_t plane = begin; plane < end; plane++)
+        for (int64_t y = 0; y < u->OH; y++)
+            for (int64_t x = 0; x < u->OW; x++) deft_up_nearest_at(u, plane, y, x);
 }
 
 static void deconv_planes(void *arg, int64_t begin, int64_t end) {
-    const deconv_job_t *j = arg;
-    size_t elem = deft_dtype_size(j->dtype);
-    memset((char *)j->y + (size_t)(begin * j->OH * j->OW) * elem, 0,
-           (size_t)((end - begin) * j->OH * j->OW) * elem);
-    for (int64_t plane = begin; plane < end; plane++) deconv_plane(j, plane, false);
+    for (int64_t plane = begin; plane < end; plane++) deft_deconv_forward_plane(arg, plane);
 }
 
-/* The backward by channel: a channel's kernel gradient sums over the whole batch. */
 static void deconv_grad_channels(void *arg, int64_t begin, int64_t end) {
-    const deconv_job_t *j = arg;
-    size_t kernel_bytes = (size_t)(j->k * j->k) * deft_dtype_size(j->dtype);
-    memset((char *)j->dw + (size_t)begin * kernel_bytes, 0, (size_t)(end - begin) * kernel_bytes);
-    for (int64_t c = begin; c < end; c++)
-        for (int64_t n = 0; n < j->batch; n++) deconv_plane(j, n * j->C + c, true);
+    for (int64_t c = begin; c < end; c++) deft_deconv_grad_channel(arg, c);
 }
 
-static deconv_job_t deconv_job(const deft_tensor_t *x, const deft_tensor_t *w, int64_t scale) {
+static deft_deconv_job_t deconv_job(const deft_tensor_t *x, const deft_tensor_t *w, int64_t scale) {
     const deft_shape_t *s = &x->shape;
-    return (deconv_job_t){.dtype = x->dtype,
-                          .batch = s->dims[0],
-                          .C = s->dims[1],
-                          .H = s->dims[2],
-                          .W = s->dims[3],
-                          .OH = s->dims[2] * scale,
-                          .OW = s->dims[3] * scale,
-                          .k = bilinear_kernel(scale),
-                          .stride = scale,
-                          .pad = bilinear_pad(scale),
-                          .x = deft_tensor_data(x),
-                          .w = deft_tensor_data(w)};
+    return (deft_deconv_job_t){.dtype = x->dtype,
+                               .batch = s->dims[0],
+                               .C = s->dims[1],
+                               .H = s->dims[2],
+                               .W = s->dims[3],
+                               .OH = s->dims[2] * scale,
+                               .OW = s->dims[3] * scale,
+                               .k = bilinear_kernel(scale),
+                               .stride = scale,
+                               .pad = bilinear_pad(scale),
+                               .x = deft_tensor_data(x),
+                               .w = deft_tensor_data(w)};
 }
 
 static int64_t grain_for(int64_t work_per_item) {
@@ -264,15 +201,31 @@ static int up_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
     int64_t planes = os->dims[0] * os->dims[1];
     if (deft_shape_size(os) == 0) return 0;
     if (p[UP_TYPE].i == UP_NEAREST) {
-        up_job_t j = {nin, in, &out[0], p[UP_MODE].i == 1};
-        deft_parallel_for(planes, grain_for(plane_size(os) * nin), up_nearest_planes, &j);
+        deft_up_nearest_t u = up_nearest(nin, in, &out[0], p[UP_MODE].i == 1);
+        deft_parallel_for(planes, grain_for(plane_size(os) * nin), up_nearest_planes, &u);
         return 0;
     }
-    deconv_job_t j = deconv_job(&in[0], &in[1], p[UP_SCALE].i);
+    deft_deconv_job_t j = deconv_job(&in[0], &in[1], p[UP_SCALE].i);
     j.y = deft_tensor_data(&out[0]);
     deft_parallel_for(planes, grain_for(plane_size(&in[0].shape) * j.k * j.k), deconv_planes, &j);
     return 0;
 }
+
+#ifdef DEFT_HAVE_CUDA
+static int up_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)nout;
+    const deft_shape_t *os = &out[0].shape;
+    if (deft_shape_size(os) == 0) return 0;
+    if (p[UP_TYPE].i == UP_NEAREST) {
+        deft_up_nearest_t u = up_nearest(nin, in, &out[0], p[UP_MODE].i == 1);
+        return deft_gpu_up_nearest(in[0].device.id, &u, os->dims[0] * os->dims[1]);
+    }
+    deft_deconv_job_t j = deconv_job(&in[0], &in[1], p[UP_SCALE].i);
+    j.y = deft_tensor_data(&out[0]);
+    return deft_gpu_deconv(in[0].device.id, &j, false);
+}
+#endif
 
 /*
  * _backward_UpSampling: (out_grad, the forward's inputs...) -> their
@@ -296,36 +249,34 @@ static int up_backward_infer(const deft_op_t *op, const deft_param_value_t *p, i
     return 0;
 }
 
-typedef struct up_grad_job {
-    const deft_tensor_t *dy, *dx;
-    int64_t first; /* dx's first channel in dy (concat), or 0 (sum) */
-} up_grad_job_t;
+/* The gradient of input `i` of a nearest upsampling: dx (out) from dy, its
+ * planes `first` channels on in dy (concat) or level with them (sum). */
+static deft_up_nearest_grad_t up_nearest_grad(const deft_tensor_t *dy, const deft_tensor_t *dx,
+                                              int64_t first) {
+    return (deft_up_nearest_grad_t){.dtype = dx->dtype,
+                                    .C = dx->shape.dims[1],
+                                    .H = dx->shape.dims[2],
+                                    .W = dx->shape.dims[3],
+                                    .GC = dy->shape.dims[1],
+                                    .OH = dy->shape.dims[2],
+                                    .OW = dy->shape.dims[3],
+                                    .first = first,
+                                    .dy = deft_tensor_data(dy),
+                                    .dx = deft_tensor_data(dx)};
+}
 
 static void up_nearest_grad_planes(void *arg, int64_t begin, int64_t end) {
-    const up_grad_job_t *j = arg;
-    const deft_shape_t *gs = &j->dy->shape, *xs = &j->dx->shape;
-    deft_dtype_t dt = j->dx->dtype;
-    int64_t OH = gs->dims[2], OW = gs->dims[3], H = xs->dims[2], W = xs->dims[3];
-    int64_t C = xs->dims[1], scale = OH / H;
-    for (int64_t plane = begin; plane < end; plane++) {
-        int64_t g_base = ((plane / C) * gs->dims[1] + j->first + plane % C) * OH * OW;
-        for (int64_t y = 0; y < H; y++)
-            for (int64_t x = 0; x < W; x++) {
-                double sum = 0;
-                for (int64_t a = 0; a < scale; a++)
-                    for (int64_t b = 0; b < scale; b++)
-                        sum += load(deft_tensor_data(j->dy), dt,
-                                    g_base + (y * scale + a) * OW + x * scale + b);
-                deft_store_double(deft_tensor_data(j->dx), dt, plane * H * W + y * W + x, sum);
-            }
-    }
+    const deft_up_nearest_grad_t *u = arg;
+    for (int64_t plane = begin; plane < end; plane++)
+        for (int64_t y = 0; y < u->H; y++)
+            for (int64_t x = 0; x < u->W; x++) deft_up_nearest_grad_at(u, plane, y, x);
 }
 
 static int up_backward_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                                const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)nin;
     if (p[UP_TYPE].i == UP_BILINEAR) {
-        deconv_job_t j = deconv_job(&in[1], &in[2], p[UP_SCALE].i);
+        deft_deconv_job_t j = deconv_job(&in[1], &in[2], p[UP_SCALE].i);
         j.dy = deft_tensor_data(&in[0]);
         j.dx = deft_tensor_data(&out[0]), j.dw = deft_tensor_data(&out[1]);
         int64_t work = j.batch * plane_size(&in[1].shape) * j.k * j.k;
@@ -334,14 +285,35 @@ static int up_backward_forward(const deft_op_t *op, const deft_param_value_t *p,
     }
     for (int i = 0, first = 0; i < nout; i++) {
         const deft_shape_t *xs = &out[i].shape;
-        up_grad_job_t j = {&in[0], &out[i], p[UP_MODE].i == 1 ? 0 : first};
+        deft_up_nearest_grad_t u = up_nearest_grad(&in[0], &out[i], p[UP_MODE].i == 1 ? 0 : first);
         first += (int)xs->dims[1];
         if (deft_shape_size(xs) == 0) continue;
         int64_t work = deft_shape_size(&in[0].shape) / (in[0].shape.dims[0] * in[0].shape.dims[1]);
-        deft_parallel_for(xs->dims[0] * xs->dims[1], grain_for(work), up_nearest_grad_planes, &j);
+        deft_parallel_for(xs->dims[0] * xs->dims[1], grain_for(work), up_nearest_grad_planes, &u);
     }
     return 0;
 }
+
+#ifdef DEFT_HAVE_CUDA
+static int up_backward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)nin;
+    int dev = in[0].device.id;
+    if (p[UP_TYPE].i == UP_BILINEAR) {
+        deft_deconv_job_t j = deconv_job(&in[1], &in[2], p[UP_SCALE].i);
+        j.dy = deft_tensor_data(&in[0]);
+        j.dx = deft_tensor_data(&out[0]), j.dw = deft_tensor_data(&out[1]);
+        return deft_gpu_deconv(dev, &j, true);
+    }
+    for (int i = 0, first = 0; i < nout; i++) {
+        deft_up_nearest_grad_t u = up_nearest_grad(&in[0], &out[i], p[UP_MODE].i == 1 ? 0 : first);
+        first += (int)out[i].shape.dims[1];
+        int64_t planes = out[i].shape.dims[0] * out[i].shape.dims[1];
+        if (deft_gpu_up_nearest_grad(dev, &u, planes)) return -1;
+    }
+    return 0;
+}
+#endif
 
 static int up_backward_num_outputs(const deft_param_value_t *p, int num_inputs) {
     (void)p;
@@ -455,104 +427,91 @@ static int resize_infer(const deft_op_t *op, const deft_param_value_t *p, int ni
     return 0;
 }
 
-/* Where output coordinate o reads along one axis: i0 and i0 + step, weighted l0 and l1.
- * In float32 as MXNet, so results match its rounding of the source position. */
-typedef struct lerp {
-    int64_t i0, step;
-    double l0, l1;
-} lerp_t;
-
-static lerp_t lerp_at(int64_t in, int64_t out, bool align, int64_t o) {
-    float scale =
-        out > 1 ? (align ? (float)(in - 1) / (float)(out - 1) : (float)in / (float)out) : 0.0f;
-    float src = align ? scale * (float)o : (float)((double)scale * ((double)o + 0.5) - 0.5);
-    if (src < 0) src = 0;
-    lerp_t l = {(int64_t)src, 0, 0, 0};
-    l.step = l.i0 < in - 1 ? 1 : 0;
-    l.l1 = (double)(src - (float)l.i0);
-    l.l0 = 1 - l.l1;
-    return l;
-}
-
-typedef struct resize_job {
-    deft_dtype_t dtype;
-    int64_t H, W, OH, OW;
-    const lerp_t *rows, *cols;
-    const void *src; /* forward: x; backward: dy */
-    void *dst;       /* forward: y; backward: dx */
-} resize_job_t;
+/* A call on the CPU, with each output row's and column's lerps tabled. */
+typedef struct resize_tables {
+    deft_resize_job_t j;
+    const deft_lerp_t *rows, *cols;
+} resize_tables_t;
 
 static void resize_planes(void *arg, int64_t begin, int64_t end) {
-    const resize_job_t *j = arg;
-    for (int64_t plane = begin; plane < end; plane++) {
-        int64_t in = plane * j->H * j->W, out = plane * j->OH * j->OW;
-        for (int64_t y = 0; y < j->OH; y++) {
-            lerp_t r = j->rows[y];
-            int64_t top = in + r.i0 * j->W, bottom = top + r.step * j->W;
-            for (int64_t x = 0; x < j->OW; x++) {
-                lerp_t c = j->cols[x];
-                double v = r.l0 * (c.l0 * load(j->src, j->dtype, top + c.i0) +
-                                   c.l1 * load(j->src, j->dtype, top + c.i0 + c.step)) +
-                           r.l1 * (c.l0 * load(j->src, j->dtype, bottom + c.i0) +
-                                   c.l1 * load(j->src, j->dtype, bottom + c.i0 + c.step));
-                deft_store_double(j->dst, j->dtype, out + y * j->OW + x, v);
-            }
-        }
-    }
+    const resize_tables_t *t = arg;
+    for (int64_t plane = begin; plane < end; plane++)
+        for (int64_t y = 0; y < t->j.OH; y++)
+            for (int64_t x = 0; x < t->j.OW; x++)
+                deft_resize_at(&t->j, plane, y, x, t->rows[y], t->cols[x]);
 }
 
 /* The backward scatters each output gradient to its four sources, plane by plane. */
 static void unresize_planes(void *arg, int64_t begin, int64_t end) {
-    const resize_job_t *j = arg;
-    size_t elem = deft_dtype_size(j->dtype);
-    memset((char *)j->dst + (size_t)(begin * j->H * j->W) * elem, 0,
-           (size_t)((end - begin) * j->H * j->W) * elem);
-    for (int64_t plane = begin; plane < end; plane++) {
-        int64_t in = plane * j->H * j->W, out = plane * j->OH * j->OW;
-        for (int64_t y = 0; y < j->OH; y++) {
-            lerp_t r = j->rows[y];
-            int64_t top = in + r.i0 * j->W, bottom = top + r.step * j->W;
-            for (int64_t x = 0; x < j->OW; x++) {
-                lerp_t c = j->cols[x];
-                double g = load(j->src, j->dtype, out + y * j->OW + x);
-                add_to(j->dst, j->dtype, top + c.i0, r.l0 * c.l0 * g);
-                add_to(j->dst, j->dtype, top + c.i0 + c.step, r.l0 * c.l1 * g);
-                add_to(j->dst, j->dtype, bottom + c.i0, r.l1 * c.l0 * g);
-                add_to(j->dst, j->dtype, bottom + c.i0 + c.step, r.l1 * c.l1 * g);
-            }
-        }
-    }
+    const resize_tables_t *t = arg;
+    size_t elem = deft_dtype_size(t->j.dtype);
+    memset((char *)t->j.dst + (size_t)(begin * t->j.H * t->j.W) * elem, 0,
+           (size_t)((end - begin) * t->j.H * t->j.W) * elem);
+    for (int64_t plane = begin; plane < end; plane++)
+        for (int64_t y = 0; y < t->j.OH; y++)
+            for (int64_t x = 0; x < t->j.OW; x++)
+                deft_unresize_at(&t->j, plane, y, x, t->rows[y], t->cols[x]);
 }
 
-/* Run the forward (small = x, big = y) or the backward (big = dy, small = dx). */
+/* The call of the forward (small = x, big = y) or the backward (big = dy, small = dx). */
+static deft_resize_job_t resize_job(const deft_tensor_t *small, const deft_tensor_t *big,
+                                    bool align, bool backward) {
+    const deft_shape_t *s = &small->shape, *b = &big->shape;
+    return (deft_resize_job_t){.dtype = small->dtype,
+                               .H = s->dims[2],
+                               .W = s->dims[3],
+                               .OH = b->dims[2],
+                               .OW = b->dims[3],
+                               .align = align,
+                               .src = deft_tensor_data(backward ? big : small),
+                               .dst = deft_tensor_data(backward ? small : big)};
+}
+
+/* Whether a call has nothing to do: no input, or (forward) no output. */
+static bool resize_empty(const deft_tensor_t *small, const deft_tensor_t *big, bool backward) {
+    return (deft_shape_size(&big->shape) == 0 && !backward) || deft_shape_size(&small->shape) == 0;
+}
+
 static int run_resize(const deft_op_t *op, const deft_tensor_t *small, const deft_tensor_t *big,
                       bool align, bool backward) {
-    const deft_shape_t *s = &small->shape, *b = &big->shape;
-    if (deft_shape_size(b) == 0 && !backward) return 0;
-    if (deft_shape_size(s) == 0) return 0;
-    resize_job_t j = {.dtype = small->dtype,
-                      .H = s->dims[2],
-                      .W = s->dims[3],
-                      .OH = b->dims[2],
-                      .OW = b->dims[3]};
-    lerp_t *table = malloc(sizeof *table * (size_t)(j.OH + j.OW + 1));
+    if (resize_empty(small, big, backward)) return 0;
+    resize_tables_t t = {.j = resize_job(small, big, align, backward)};
+    int64_t OH = t.j.OH, OW = t.j.OW;
+    deft_lerp_t *table = malloc(sizeof *table * (size_t)(OH + OW + 1));
     if (!table) return deft_op_error(op, DEFT_ERR_OUT_OF_MEMORY, "no memory for the row tables");
-    for (int64_t y = 0; y < j.OH; y++) table[y] = lerp_at(j.H, j.OH, align, y);
-    for (int64_t x = 0; x < j.OW; x++) table[j.OH + x] = lerp_at(j.W, j.OW, align, x);
-    j.rows = table, j.cols = table + j.OH;
-    j.src = deft_tensor_data(backward ? big : small);
-    j.dst = deft_tensor_data(backward ? small : big);
-    deft_parallel_for(s->dims[0] * s->dims[1], grain_for(4 * plane_size(b)),
-                      backward ? unresize_planes : resize_planes, &j);
+    for (int64_t y = 0; y < OH; y++) table[y] = deft_lerp_at(t.j.H, OH, align, y);
+    for (int64_t x = 0; x < OW; x++) table[OH + x] = deft_lerp_at(t.j.W, OW, align, x);
+    t.rows = table, t.cols = table + OH;
+    const deft_shape_t *s = &small->shape;
+    deft_parallel_for(s->dims[0] * s->dims[1], grain_for(4 * plane_size(&big->shape)),
+                      backward ? unresize_planes : resize_planes, &t);
     free(table);
     return 0;
 }
+
+#ifdef DEFT_HAVE_CUDA
+static int run_resize_gpu(const deft_tensor_t *small, const deft_tensor_t *big, bool align,
+                          bool backward) {
+    if (resize_empty(small, big, backward)) return 0;
+    deft_resize_job_t j = resize_job(small, big, align, backward);
+    return deft_gpu_resize(small->device.id, &j, small->shape.dims[0] * small->shape.dims[1],
+                           backward);
+}
+#endif
 
 static int resize_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
     return run_resize(op, &in[0], &out[0], p[BR_ALIGN].i, false);
 }
+
+#ifdef DEFT_HAVE_CUDA
+static int resize_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                              const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)nin, (void)nout;
+    return run_resize_gpu(&in[0], &out[0], p[BR_ALIGN].i, false);
+}
+#endif
 
 /* _backward_contrib_BilinearResize2D: (out_grad, data[, like]) -> d data[, zeros for like]. */
 static int unresize_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
@@ -572,14 +531,27 @@ static int unresize_infer(const deft_op_t *op, const deft_param_value_t *p, int 
     return 0;
 }
 
+/* The gradient of like (when given) is zero: only its shape is read. */
+static int zero_like_grad(int nout, const deft_tensor_t *out) {
+    if (nout < 2 || !deft_tensor_nbytes(&out[1])) return 0;
+    return deft_device_zero(deft_tensor_data(&out[1]), out[1].device, deft_tensor_nbytes(&out[1]));
+}
+
 static int unresize_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                             const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin;
-    if (nout > 1 && deft_tensor_nbytes(&out[1]) &&
-        deft_device_zero(deft_tensor_data(&out[1]), out[1].device, deft_tensor_nbytes(&out[1])))
-        return -1;
+    if (zero_like_grad(nout, out)) return -1;
     return run_resize(op, &out[0], &in[0], p[BR_ALIGN].i, true);
 }
+
+#ifdef DEFT_HAVE_CUDA
+static int unresize_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)nin;
+    if (zero_like_grad(nout, out)) return -1;
+    return run_resize_gpu(&out[0], &in[0], p[BR_ALIGN].i, true);
+}
+#endif
 
 static int unresize_num_outputs(const deft_param_value_t *p, int num_inputs) {
     (void)num_inputs;
@@ -609,8 +581,9 @@ static const char *const resize_grad_inputs[] = {"out_grad", "data", "like", NUL
         .description = "Bilinear resizing of NCHW data to a size, a scale or input 1's size "      \
                        "(mode like); align_corners maps corner pixels onto each other.",           \
         .input_names = resize_inputs, .min_inputs = 1, .max_inputs = 2, .params = resize_params,   \
-        .infer = resize_infer, .forward = resize_forward, .inplace_input = -1,                     \
-        .shape_inputs = 1u << 1, .num_inputs = resize_num_inputs, .gradient = grad_resize          \
+        .infer = resize_infer, .forward = resize_forward,                                          \
+        .forward_gpu = DEFT_GPU(resize_forward_gpu), .inplace_input = -1, .shape_inputs = 1u << 1, \
+        .num_inputs = resize_num_inputs, .gradient = grad_resize                                   \
     }
 
 static const deft_op_t resize_ops[] = {
@@ -623,6 +596,7 @@ static const deft_op_t resize_ops[] = {
      .params = up_params,
      .infer = up_infer,
      .forward = up_forward,
+     .forward_gpu = DEFT_GPU(up_forward_gpu),
      .inplace_input = -1,
      .num_inputs = up_num_inputs,
      .gradient = grad_upsampling},
@@ -634,6 +608,7 @@ static const deft_op_t resize_ops[] = {
      .params = up_params,
      .infer = up_backward_infer,
      .forward = up_backward_forward,
+     .forward_gpu = DEFT_GPU(up_backward_gpu),
      .inplace_input = -1,
      .num_outputs = up_backward_num_outputs},
     RESIZE_OP("_contrib_BilinearResize2D"),
@@ -646,6 +621,7 @@ static const deft_op_t resize_ops[] = {
      .params = resize_params,
      .infer = unresize_infer,
      .forward = unresize_forward,
+     .forward_gpu = DEFT_GPU(unresize_forward_gpu),
      .inplace_input = -1,
      .shape_inputs = (1u << 1) | (1u << 2),
      .num_outputs = unresize_num_outputs},

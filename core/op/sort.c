@@ -7,7 +7,9 @@
  * (a stable sort), in both directions. MXNet leaves the order of ties
  * unspecified (std::sort on the CPU; its GPU full sort is stable, as here).
  *
- * CPU only: there are no GPU kernels for these operators yet.
+ * The ordering and the writing of results are core/math/sort_math.h, shared
+ * with the GPU kernels (core/op/sort.cu), which sort rows of up to
+ * DEFT_GPU_SORT_MAX elements.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 
 #include "core/base/parallel.h"
 #include "core/math/gather_math.h"
+#include "core/math/sort_math.h"
 #include "core/op/grad.h"
 #include "core/op/index_check.h"
 #include "core/op/kernel.h"
@@ -148,34 +151,20 @@ static int topk_num_outputs(const deft_param_value_t *p, int num_inputs) {
 /* ---- the kernel: a stable merge sort of positions, one row (o, i) at a time ---- */
 
 typedef struct sort_run {
-    const topk_view_t *v;
-    const void *x; /* the data */
-    deft_dtype_t dtype;
-    void *values, *indices, *mask; /* the outputs asked for (NULL: not) */
-    atomic_int failed;             /* scratch could not be allocated */
+    deft_sort_call_t c;
+    atomic_int failed; /* scratch could not be allocated */
 } sort_run_t;
 
-/* -1, 0 or 1 as x[a] is below, equal to or above x[b]; NaN above every number. */
-static int compare(const sort_run_t *s, int64_t a, int64_t b) {
-    if (s->dtype == DEFT_DT_INT64) {
-        int64_t x = ((const int64_t *)s->x)[a], y = ((const int64_t *)s->x)[b];
-        return (x > y) - (x < y);
-    }
-    double x = deft_load_double(s->x, s->dtype, a), y = deft_load_double(s->x, s->dtype, b);
-    if (x != x || y != y) return (x != x) - (y != y);
-    return (x > y) - (x < y);
-}
-
 /* Sort pos[0..n) (element offsets) in the requested order, stably, using tmp. */
-static void merge_sort(const sort_run_t *s, int64_t *pos, int64_t *tmp, int64_t n) {
+static void merge_sort(const deft_sort_call_t *c, int64_t *pos, int64_t *tmp, int64_t n) {
     for (int64_t width = 1; width < n; width *= 2) {
         for (int64_t lo = 0; lo < n; lo += 2 * width) {
             int64_t mid = lo + width < n ? lo + width : n,
                     hi = lo + 2 * width < n ? lo + 2 * width : n;
             int64_t a = lo, b = mid, t = lo;
             while (a < mid && b < hi) {
-                int c = compare(s, pos[b], pos[a]);
-                bool b_first = s->v->ascend ? c < 0 : c > 0; /* ties: a, the earlier, first */
+                int order = deft_sort_compare(c, pos[b], pos[a]);
+                bool b_first = c->ascend ? order < 0 : order > 0; /* ties: a, the earlier, first */
                 tmp[t++] = b_first ? pos[b++] : pos[a++];
             }
             while (a < mid) tmp[t++] = pos[a++];
@@ -187,42 +176,47 @@ static void merge_sort(const sort_run_t *s, int64_t *pos, int64_t *tmp, int64_t 
 
 static void sort_rows(void *ctx, int64_t begin, int64_t end) {
     sort_run_t *s = ctx;
-    const topk_view_t *v = s->v;
-    int64_t *pos = malloc(2 * (size_t)v->n * sizeof *pos);
+    const deft_sort_call_t *c = &s->c;
+    int64_t *pos = malloc(2 * (size_t)c->n * sizeof *pos);
     if (!pos) {
         atomic_store(&s->failed, 1);
         return;
     }
     for (int64_t row = begin; row < end; row++) {
-        int64_t o = row / v->inner, i = row % v->inner, base = o * v->n * v->inner + i;
-        for (int64_t j = 0; j < v->n; j++) pos[j] = base + j * v->inner;
-        merge_sort(s, pos, pos + v->n, v->n);
-        for (int64_t r = 0; r < v->k; r++) {
-            int64_t at = (o * v->k + r) * v->inner + i; /* in the selected shape */
-            if (s->values)
-                deft_copy_element(s->values, at, s->x, pos[r], deft_dtype_size(s->dtype));
-            if (s->indices)
-                deft_store_double(s->indices, v->index_dtype, at,
-                                  (double)((pos[r] - base) / v->inner));
-            if (s->mask) deft_store_double(s->mask, s->dtype, pos[r], 1);
-        }
+        int64_t base = deft_sort_row_base(c, row);
+        for (int64_t j = 0; j < c->n; j++) pos[j] = base + j * c->inner;
+        merge_sort(c, pos, pos + c->n, c->n);
+        for (int64_t r = 0; r < c->k; r++) deft_sort_emit(c, row, r, pos[r]);
     }
     free(pos);
+}
+
+/* A sort's call: the view, data and the outputs ret_typ asks for; the mask is zeroed. */
+static int sort_call(const topk_view_t *v, const deft_tensor_t *in, const deft_tensor_t *out,
+                     deft_sort_call_t *c) {
+    *c = (deft_sort_call_t){.outer = v->outer,
+                            .n = v->n,
+                            .inner = v->inner,
+                            .k = v->k,
+                            .ascend = v->ascend,
+                            .dtype = in[0].dtype,
+                            .index_dtype = v->index_dtype,
+                            .elem = deft_dtype_size(in[0].dtype),
+                            .x = deft_tensor_data(&in[0])};
+    if (v->ret == RET_VALUE || v->ret == RET_BOTH) c->values = deft_tensor_data(&out[0]);
+    if (v->ret == RET_INDICES) c->indices = deft_tensor_data(&out[0]);
+    if (v->ret == RET_BOTH) c->indices = deft_tensor_data(&out[1]);
+    if (v->ret != RET_MASK || !deft_tensor_nbytes(&out[0])) return 0;
+    c->mask = deft_tensor_data(&out[0]);
+    return deft_device_zero(c->mask, out[0].device, deft_tensor_nbytes(&out[0]));
 }
 
 static int topk_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
     topk_view_t v;
-    if (topk_view(op, p, &in[0].shape, &v)) return -1;
-    sort_run_t s = {.v = &v, .x = deft_tensor_data(&in[0]), .dtype = in[0].dtype};
-    if (v.ret == RET_VALUE || v.ret == RET_BOTH) s.values = deft_tensor_data(&out[0]);
-    if (v.ret == RET_INDICES) s.indices = deft_tensor_data(&out[0]);
-    if (v.ret == RET_BOTH) s.indices = deft_tensor_data(&out[1]);
-    if (v.ret == RET_MASK) {
-        s.mask = deft_tensor_data(&out[0]);
-        if (s.mask) memset(s.mask, 0, deft_tensor_nbytes(&out[0]));
-    }
+    sort_run_t s = {.failed = 0};
+    if (topk_view(op, p, &in[0].shape, &v) || sort_call(&v, in, out, &s.c)) return -1;
     int64_t rows = v.outer * v.inner;
     if (rows == 0 || v.n == 0) return 0;
     int64_t grain = DEFT_PARALLEL_GRAIN / (8 * v.n) + 1;
@@ -232,6 +226,22 @@ static int topk_forward(const deft_op_t *op, const deft_param_value_t *p, int ni
                              "cannot allocate the scratch to sort %lld elements", (long long)v.n);
     return 0;
 }
+
+#ifdef DEFT_HAVE_CUDA
+static int topk_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                            const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    topk_view_t v;
+    deft_sort_call_t c;
+    if (topk_view(op, p, &in[0].shape, &v)) return -1;
+    if (v.n > DEFT_GPU_SORT_MAX && v.outer * v.inner > 0)
+        return deft_op_error(op, DEFT_ERR_NOT_IMPLEMENTED,
+                             "sorting %lld elements on a GPU: at most %d per row are supported",
+                             (long long)v.n, DEFT_GPU_SORT_MAX);
+    if (sort_call(&v, in, out, &c)) return -1;
+    return deft_gpu_sort(in[0].device.id, &c);
+}
+#endif
 
 /* ---- _backward_topk(grad, indices, data): zeros like data, grad at the indices ---- */
 
@@ -256,24 +266,46 @@ static int topk_backward_infer(const deft_op_t *op, const deft_param_value_t *p,
     return 0;
 }
 
-static int topk_backward_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
-                                 const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
-    (void)nin, (void)nout;
+/* _backward_topk's call on (grad, indices, data): indices checked, d data zeroed. */
+static int topk_backward_call(const deft_op_t *op, const deft_param_value_t *p,
+                              const deft_tensor_t *in, const deft_tensor_t *out,
+                              deft_sort_call_t *c) {
     topk_view_t v;
     deft_index_check_t check;
     if (topk_view(op, p, &in[2].shape, &v)) return -1;
     deft_index_check_init(&check, &in[1], 0, v.n - 1);
     if (deft_check_indices(op, 1, &in[1], &check)) return -1;
-    void *dx = deft_tensor_data(&out[0]);
-    const void *g = deft_tensor_data(&in[0]), *indices = deft_tensor_data(&in[1]);
-    if (dx) memset(dx, 0, deft_tensor_nbytes(&out[0]));
-    for (int64_t at = 0; at < deft_shape_size(&v.selected); at++) {
-        int64_t o = at / (v.k * v.inner), i = at % v.inner;
-        int64_t j = deft_index_at(indices, in[1].dtype, at);
-        deft_copy_element(dx, (o * v.n + j) * v.inner + i, g, at, deft_dtype_size(out[0].dtype));
-    }
+    *c = (deft_sort_call_t){.outer = v.outer,
+                            .n = v.n,
+                            .inner = v.inner,
+                            .k = v.k,
+                            .dtype = out[0].dtype,
+                            .elem = deft_dtype_size(out[0].dtype)};
+    size_t bytes = deft_tensor_nbytes(&out[0]);
+    return bytes ? deft_device_zero(deft_tensor_data(&out[0]), out[0].device, bytes) : 0;
+}
+
+static int topk_backward_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                 const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    deft_sort_call_t c;
+    if (topk_backward_call(op, p, in, out, &c)) return -1;
+    for (int64_t row = 0; row < c.outer * c.inner; row++)
+        deft_topk_unsort_row(&c, row, deft_tensor_data(&in[0]), deft_tensor_data(&in[1]),
+                             in[1].dtype, deft_tensor_data(&out[0]));
     return 0;
 }
+
+#ifdef DEFT_HAVE_CUDA
+static int topk_backward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                             const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    deft_sort_call_t c;
+    if (topk_backward_call(op, p, in, out, &c)) return -1;
+    return deft_gpu_topk_backward(in[2].device.id, &c, deft_tensor_data(&in[0]),
+                                  deft_tensor_data(&in[1]), in[1].dtype, deft_tensor_data(&out[0]));
+}
+#endif
 
 /* ---- gradients ---- */
 
@@ -331,6 +363,7 @@ static const deft_op_t sort_ops[] = {
      .params = topk_params,
      .infer = topk_infer,
      .forward = topk_forward,
+     .forward_gpu = DEFT_GPU(topk_forward_gpu),
      .inplace_input = -1,
      .data = &op_topk,
      .num_outputs = topk_num_outputs,
@@ -344,6 +377,7 @@ static const deft_op_t sort_ops[] = {
      .params = sort_params,
      .infer = topk_infer,
      .forward = topk_forward,
+     .forward_gpu = DEFT_GPU(topk_forward_gpu),
      .inplace_input = -1,
      .data = &op_sort,
      .output_names = two_output_names,
@@ -357,6 +391,7 @@ static const deft_op_t sort_ops[] = {
      .params = argsort_params,
      .infer = topk_infer,
      .forward = topk_forward,
+     .forward_gpu = DEFT_GPU(topk_forward_gpu),
      .inplace_input = -1,
      .data = &op_argsort,
      .gradient = deft_gradient_zero},
@@ -369,6 +404,7 @@ static const deft_op_t sort_ops[] = {
      .params = topk_params,
      .infer = topk_backward_infer,
      .forward = topk_backward_forward,
+     .forward_gpu = DEFT_GPU(topk_backward_gpu),
      .inplace_input = -1,
      .shape_inputs = 1u << 2,
      .data = &op_topk},
