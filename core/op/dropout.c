@@ -54,16 +54,6 @@ static int dropout_infer(const deft_op_t *op, const deft_param_value_t *p, int n
     return 0;
 }
 
-static int two_outputs(const deft_param_value_t *p, int num_inputs) {
-    (void)p, (void)num_inputs;
-    return 2;
-}
-
-static int one_visible(const deft_param_value_t *p) {
-    (void)p;
-    return 1;
-}
-
 /* Whether this call drops: in training mode, or always. */
 static bool dropping(const deft_param_value_t *p) {
     return p[P_MODE].i == 1 || deft_op_training();
@@ -221,8 +211,8 @@ static const deft_op_t dropout_ops[] = {
      .forward = dropout_forward,
      .forward_gpu = DEFT_GPU(dropout_forward_gpu),
      .inplace_input = 0,
-     .num_outputs = two_outputs,
-     .num_visible_outputs = one_visible,
+     .num_outputs = deft_op_two_outputs,
+     .num_visible_outputs = deft_op_one_visible,
      .nondeterministic = true,
      .gradient = dropout_gradient},
 };

@@ -178,16 +178,6 @@ static int l2_gradient(deft_grad_builder_t *b, const deft_param_value_t *p, int 
     return 0;
 }
 
-static int two_outputs(const deft_param_value_t *p, int num_inputs) {
-    (void)p, (void)num_inputs;
-    return 2;
-}
-
-static int one_visible(const deft_param_value_t *p) {
-    (void)p;
-    return 1;
-}
-
 static const char *const l2_backward_inputs[] = {"out_grad", "output", "norm", NULL};
 
 static const deft_op_t l2_ops[] = {
@@ -201,8 +191,8 @@ static const deft_op_t l2_ops[] = {
      .forward = l2_forward,
      .forward_gpu = DEFT_GPU(l2_forward_gpu),
      .inplace_input = -1,
-     .num_outputs = two_outputs,
-     .num_visible_outputs = one_visible,
+     .num_outputs = deft_op_two_outputs,
+     .num_visible_outputs = deft_op_one_visible,
      .gradient = l2_gradient},
     {.name = "_backward_L2Normalization",
      .description = "Gradient of L2Normalization from its result and norm.",

@@ -183,16 +183,6 @@ static int lrn_gradient(deft_grad_builder_t *b, const deft_param_value_t *p, int
     return 0;
 }
 
-static int two_outputs(const deft_param_value_t *p, int num_inputs) {
-    (void)p, (void)num_inputs;
-    return 2;
-}
-
-static int one_visible(const deft_param_value_t *p) {
-    (void)p;
-    return 1;
-}
-
 static const char *const lrn_backward_inputs[] = {"out_grad", "data", "tmp_norm", NULL};
 
 static const deft_op_t lrn_ops[] = {
@@ -206,8 +196,8 @@ static const deft_op_t lrn_ops[] = {
      .forward = lrn_forward,
      .forward_gpu = DEFT_GPU(lrn_forward_gpu),
      .inplace_input = -1,
-     .num_outputs = two_outputs,
-     .num_visible_outputs = one_visible,
+     .num_outputs = deft_op_two_outputs,
+     .num_visible_outputs = deft_op_one_visible,
      .gradient = lrn_gradient},
     {.name = "_backward_LRN",
      .description = "Gradient of LRN from data and its hidden tmp_norm.",

@@ -249,11 +249,6 @@ static int gn_visible(const deft_param_value_t *p) {
     return p[GN_MEAN_VAR].i ? 3 : 1;
 }
 
-static int one_visible(const deft_param_value_t *p) {
-    (void)p;
-    return 1;
-}
-
 static const norm_kind_t layer_norm = {DEFT_NORM_STD, LN_EPS, layer_norm_plan,
                                        "_backward_LayerNorm",
                                        (const char *const[]){"axis", "eps", NULL}};
@@ -299,7 +294,7 @@ static const deft_op_t norm_ops[] = {
                               "Instance normalisation of (N, C, ...): each sample's channel by "
                               "its mean and variance, then gamma and beta (C,).",
                               instance_norm_params, instance_norm_infer, instance_norm_infer_inputs,
-                              one_visible, &instance_norm),
+                              deft_op_one_visible, &instance_norm),
     [GROUP_NORM] = NORM_OP("GroupNorm",
                            "Group normalisation of (N, C, ...): each sample's group of channels "
                            "by its mean and variance, then gamma and beta (num_groups,).",

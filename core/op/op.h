@@ -229,6 +229,11 @@ static inline int deft_op_num_outputs(const deft_op_t *op, const deft_param_valu
     return op->num_outputs ? op->num_outputs(p, num_inputs) : 1;
 }
 
+/* num_outputs and num_visible_outputs of an operator with a result and one
+ * hidden output its gradient reads (Dropout's mask, LRN's tmp_norm). */
+int deft_op_two_outputs(const deft_param_value_t *p, int num_inputs);
+int deft_op_one_visible(const deft_param_value_t *p);
+
 /* Number of the outputs that callers see (num_visible_outputs), of nout. */
 static inline int deft_op_num_visible_outputs(const deft_op_t *op, const deft_param_value_t *p,
                                               int nout) {
