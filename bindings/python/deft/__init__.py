@@ -2,7 +2,8 @@
 
 Arrays (`deft.array`, `deft.nd.*`), autograd (`deft.autograd`), deferred
 compute and export (`deft.deferred_compute`, `deft.export`, `deft.Symbol`,
-`deft.CachedOp`), DLPack exchange (`deft.from_dlpack`), and errors raised as
+`deft.CachedOp`), Gluon-style layers (`deft.nn`) and a model zoo (`deft.vision`),
+DLPack exchange (`deft.from_dlpack`), and errors raised as
 `deft.DeftError` subclasses that are also the matching Python exceptions
 (`except ValueError` catches a `deft.DeftValueError`).
 """
