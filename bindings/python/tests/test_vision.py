@@ -61,12 +61,13 @@ def test_classes_and_batch(name):
     assert net(deft.array(input_array((3, 3, 64, 64)))).shape == (3, 7)
 
 
-def test_thumbnail_resnet_keeps_the_size_until_the_stages():
+def test_thumbnail_resnet_starts_with_one_3x3_convolution():
     net = vision.resnet18_v1(thumbnail=True, classes=10)
     net.initialize()
     assert net(deft.array(input_array((2, 3, 8, 8)))).shape == (2, 10)
     assert net.features[0].weight.shape == (64, 3, 3, 3)
-    assert isinstance(net.features[1], nn.HybridSequential)  # the first stage follows at once
+    assert len(net.features) == 1 + 4 + 1  # the convolution, the stages, the pooling
+    assert len(vision.resnet18_v1().features) == 4 + 4 + 1  # 7x7 conv, BN, ReLU, max pool
 
 
 def test_parameters_have_gluons_names():
@@ -155,7 +156,7 @@ def test_mxnet_imports_the_exports(tmp_path):
               f"for name, (sym_file, params_file) in {files!r}.items():\n"
               "    net = mx.gluon.SymbolBlock.imports(sym_file, ['data'], params_file)\n"
               "    np.save(name + '.npy', net(x).asnumpy())\n", tmp_path)
-    for name, (x, y, _, _) in runs.items():
+    for name, (_, y, _, _) in runs.items():
         np.testing.assert_allclose(np.load(tmp_path / f"{name}.npy"), y, rtol=1e-4, atol=1e-4,
                                    err_msg=name)
 
