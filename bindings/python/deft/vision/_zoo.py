@@ -1,4 +1,4 @@
-"""What every model constructor of deft.vision shares: refusing pretrained weights."""
+"""What deft.vision's model families share: refusing pretrained weights, named constructors."""
 
 
 def no_pretrained(name, pretrained):
