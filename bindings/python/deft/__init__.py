@@ -2,7 +2,8 @@
 
 Arrays (`deft.array`, `deft.nd.*`), autograd (`deft.autograd`), deferred
 compute and export (`deft.deferred_compute`, `deft.export`, `deft.Symbol`,
-`deft.CachedOp`), DLPack exchange (`deft.from_dlpack`), and errors raised as
+`deft.CachedOp`), Gluon-style layers (`deft.nn`) and a model zoo (`deft.vision`),
+DLPack exchange (`deft.from_dlpack`), and errors raised as
 `deft.DeftError` subclasses that are also the matching Python exceptions
 (`except ValueError` catches a `deft.DeftValueError`).
 """
@@ -13,7 +14,7 @@ from .ndarray import (NDArray, arange, array, empty, from_dlpack, full, ones, on
                       waitall, zeros, zeros_like)
 from .symbol import (CachedOp, Symbol, compute, deferred_compute, export,  # noqa: F401
                      is_deferred_compute, list_lib_passes, load_lib)
-from . import autograd, nd, nn, operator, optim, profiler  # noqa: F401
+from . import autograd, nd, nn, operator, optim, profiler, vision  # noqa: F401
 from .nd import random  # noqa: F401
 
 __version__ = "0.1.0"
