@@ -411,8 +411,8 @@ START_TEST(writing_lazy_is_rejected) {
     set_deferred(1);
     DeftNDArrayHandle y = call1("exp", 1, &x, NO_PARAMS);
     DeftNDArrayHandle m = call1("zeros_like", 1, &x, NO_PARAMS);
-    ck_assert_call_fails("sgd_mom_update", 3, ((DeftNDArrayHandle[]){x, x, x}), P("lr", "0.1"),
-                         DEFT_ERROR_VALUE, "updates its inputs in place");
+    ck_assert_call_fails("sgd_mom_update", 3, ((DeftNDArrayHandle[]){x, x, m}), P("lr", "0.1"),
+                         DEFT_ERROR_VALUE, "input 2 is a lazy array");
     set_deferred(0);
     DeftNDArrayHandle out[1] = {y};
     int nout = 1;
@@ -427,6 +427,43 @@ START_TEST(writing_lazy_is_rejected) {
     ck_assert_int_eq(is_lazy(y), 1); /* nothing was computed by the failed calls */
     assert_values(y, 4, VALUES(exp(-3.0), exp(-2.0), exp(-1.0), 1), 2e-6);
     free_all(1, &x), free_all(1, &y), free_all(1, &m);
+}
+END_TEST
+
+/* An input updated in place (sgd_mom_update's mom, as BatchNorm's moving
+ * statistics) is recorded as an auxiliary state: the exported graph's
+ * executor updates the array it is given, computing the lazy result updates
+ * the array recorded, and neither happens before. */
+START_TEST(update_in_place_is_recorded) {
+    DeftNDArrayHandle w = ramp(DEFT_FLOAT32, 1, SHAPE(4), 1),
+                      g = ramp(DEFT_FLOAT32, 1, SHAPE(4), 0.5);
+    DeftNDArrayHandle mom = ramp(DEFT_FLOAT32, 1, SHAPE(4), 0.25);
+    DeftNDArrayHandle mom2 = ramp(DEFT_FLOAT32, 1, SHAPE(4), 0.25);
+    set_deferred(1);
+    DeftNDArrayHandle y = call1("sgd_mom_update", 3, ((DeftNDArrayHandle[]){w, g, mom}),
+                                P("lr", "0.1", "momentum", "0.9"));
+    set_deferred(0);
+    DeftSymbolHandle sym;
+    ck_assert_ok(DeftNDArrayGetDeferredComputeSymbol((DeftNDArrayHandle[]){w, g, mom}, &y,
+                                                     (const char *[]){"weight", "grad", "mom"},
+                                                     (const char *[]){"step"}, 3, 1, &sym));
+    int count;
+    const char *const *names;
+    ck_assert_ok(DeftSymbolListArguments(sym, &count, &names));
+    ck_assert_int_eq(count, 2);
+    ck_assert_str_eq(names[1], "grad");
+    ck_assert_ok(DeftSymbolListAuxiliaryStates(sym, &count, &names));
+    ck_assert_int_eq(count, 1);
+    ck_assert_str_eq(names[0], "mom");
+    assert_values(mom, 4, VALUES(-3, -2.75, -2.5, -2.25), 0); /* recorded, not run */
+    /* mom = 0.9 mom - 0.1 grad; the result is weight + mom */
+    const double new_mom[] = {-2.4, -2.225, -2.05, -1.875};
+    check_executor(json_of(sym), 3, (DeftNDArrayHandle[]){w, g, mom2}, 1, &y);
+    assert_values(mom2, 4, new_mom, 1e-6);
+    assert_values(mom, 4, new_mom, 1e-6); /* computing y (above) updated the recorded mom */
+    assert_values(y, 4, VALUES(-5.4, -4.225, -3.05, -1.875), 1e-6);
+    ck_assert_ok(DeftSymbolFree(sym));
+    free_all(1, &w), free_all(1, &g), free_all(1, &mom), free_all(1, &mom2), free_all(1, &y);
 }
 END_TEST
 
@@ -708,6 +745,7 @@ Suite *deferred_suite(void) {
     tcase_add_test(when, each_node_once);
     tcase_add_test(when, lazy_input_to_normal_op);
     tcase_add_test(when, deferred_invoke_records_in_any_mode);
+    tcase_add_test(when, update_in_place_is_recorded);
     suite_add_tcase(s, when);
     TCase *errors = tcase_create("errors");
     tcase_add_test(errors, writing_lazy_is_rejected);

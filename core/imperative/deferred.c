@@ -34,16 +34,23 @@ void deft_deferred_set(bool on, bool *prev) {
 
 /* ---- recording ---- */
 
-static int check_recordable(const deft_op_t *op, int nout, deft_ndarray_t *const *out) {
+/* An input the operator updates in place (BatchNorm's moving statistics) must
+ * be an array with a value: it becomes an auxiliary state of an exported graph,
+ * and computing the call updates it. */
+static int check_recordable(const deft_op_t *op, int nin, deft_ndarray_t *const *in, int nout,
+                            deft_ndarray_t *const *out) {
     for (int k = 0; k < nout; k++)
         if (out[k])
             return deft_op_error(op, DEFT_ERR_VALUE,
                                  "output %d is given, but in deferred compute mode a call is "
                                  "recorded and makes new lazy arrays: it writes into none",
                                  k);
-    if (op->mutate_inputs)
-        return deft_op_error(op, DEFT_ERR_VALUE,
-                             "updates its inputs in place, which deferred compute cannot record");
+    for (int i = 0; op->mutate_inputs && i < nin; i++)
+        if ((op->mutate_inputs & (1u << i)) && deft_ndarray_is_lazy(in[i]))
+            return deft_op_error(op, DEFT_ERR_VALUE,
+                                 "input %d is a lazy array (deferred compute), which cannot be "
+                                 "updated in place",
+                                 i);
     return 0;
 }
 
@@ -78,7 +85,7 @@ int deft_deferred_record(const deft_op_entry_t *entry, const deft_param_value_t 
                          deft_ndarray_t *const *in, int nout, const deft_desc_t *out_desc,
                          int nparams, const char *const *keys, const char *const *vals,
                          deft_ndarray_t **out) {
-    if (check_recordable(entry->op, nout, out)) return -1;
+    if (check_recordable(entry->op, nin, in, nout, out)) return -1;
     deft_device_t device = nin ? in[0]->tensor.device : deft_device_cpu();
     if (entry->op->output_device && entry->op->output_device(entry->op, params, &device)) return -1;
     deft_node_t *node;
@@ -286,6 +293,24 @@ static void gather_leaves(run_t *r) {
     }
 }
 
+/* A leaf that a node of the run updates in place is written by the run, not read. */
+static void mark_updated_leaves(run_t *r) {
+    const deft_graph_t *g = r->g;
+    for (int i = 0; i < g->num_nodes; i++) {
+        const deft_node_t *node = g->nodes[i];
+        uint32_t mutates = deft_graph_is_leaf(g, i) ? 0 : node->op->op->mutate_inputs;
+        for (int k = 0; mutates && k < node->num_inputs; k++) {
+            int e = deft_graph_input_entry(g, i, k);
+            if (!(mutates & (1u << k)) || !r->values[e]) continue;
+            deft_var_t *var = r->values[e]->var;
+            bool read = false; /* the array may be read through other entries too */
+            for (int j = r->num_reads - 1; j >= 0; j--)
+                if (r->reads[j] == var) r->reads[j] = r->reads[--r->num_reads], read = true;
+            if (read) r->writes[r->num_writes++] = var;
+        }
+    }
+}
+
 static int plan_arena(run_t *r) {
     const deft_graph_t *g = r->g;
     const bool *pinned = r->pinned;
@@ -413,7 +438,7 @@ static int compute_locked(int n, deft_ndarray_t *const *arrays) {
     r->training = deft_op_training();
     describe_entries(r);
     status = make_destinations(r);
-    if (!status) gather_leaves(r);
+    if (!status) gather_leaves(r), mark_updated_leaves(r);
     if (!status) status = check_inputs_present(r);
     if (!status) status = plan_arena(r);
     if (status) {
