@@ -1,15 +1,15 @@
 #define _POSIX_C_SOURCE 200809L
 /*
- * Every operator case of the gradient suite (tests/gradients/<family>.inc) through
- * a deferred-compute round trip: the call, recorded in deferred compute,
+ * Every operator case of the gradient suite (tests/gradients/<family>.inc)
+ * through a deferred-compute round trip: the call, recorded in deferred compute,
  * exported as a symbol, saved to JSON, loaded back and run by an executor,
  * and the recorded call computed in place, must both give what the same
  * call gives imperatively (deferred compute off). Each of the three runs
  * starts from fresh inputs of the same values (an operator may update one in
  * place, BatchNorm's moving statistics: the updated inputs must agree too),
- * in the case's training mode, from the same random seed. float64 values
- * agree to 1e-12 (an executor may evaluate a chain in another order), other
- * dtypes exactly.
+ * in the case's training mode, from the same random seed. Floating-point
+ * values agree to 1e-12, relative (an executor may evaluate a chain in
+ * another order), integers exactly.
  *
  * Then the inference export: a graph recorded in predict mode exports
  * without its Dropout nodes that drop in training only.
