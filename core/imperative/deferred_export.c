@@ -7,6 +7,10 @@
  * with each input entry replaced by a variable named after it. The walk is
  * a cut graph (graph.h): no recursion, so a chain of a million recorded
  * calls exports like a short one.
+ *
+ * A graph recorded in predict mode exports as an inference graph: a Dropout
+ * that drops in training only (mode=training) is the identity there, and is
+ * left out, its output standing for its input (mode=always stays).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -114,6 +118,35 @@ static deft_entry_t substitute(export_state_t *s, const deft_entry_t *e,
     return (deft_entry_t){NULL, 0};
 }
 
+/* A Dropout that drops in training mode only (mode=training, the default). */
+static bool drops_in_training_only(const deft_node_t *node) {
+    if (!node->op || strcmp(node->op->op->name, "Dropout") != 0) return false;
+    const char *mode = deft_node_attr(node, "mode");
+    return !mode || strcmp(mode, "training") == 0;
+}
+
+static bool recorded_in_predict_mode(const deft_node_t *node) {
+    const deft_record_t *rec = deft_record_of(node);
+    return rec && !rec->training;
+}
+
+static bool is_skipped(const deft_node_t *node) {
+    return recorded_in_predict_mode(node) && drops_in_training_only(node);
+}
+
+/* A recorded Dropout left out of an inference graph: its outputs stand for
+ * its input (its hidden mask output, all ones in predict mode, has no reader
+ * in a recorded forward graph). */
+static int skip_dropout(export_state_t *s, int id) {
+    const deft_node_t *node = s->g->nodes[id];
+    deft_entry_t data = substitute(s, &node->inputs[0], node, 0);
+    if (!data.node) return -1;
+    s->inlined[id] = calloc((size_t)node->num_outputs, sizeof *s->inlined[id]);
+    if (!s->inlined[id]) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
+    for (int k = 0; k < node->num_outputs; k++) s->inlined[id][k] = data;
+    return 0;
+}
+
 /* Copy a variable leaf (outputs-only form): a fresh variable of the same name. */
 static int copy_variable(export_state_t *s, int id) {
     const deft_node_t *node = s->g->nodes[id];
@@ -156,12 +189,18 @@ static int keep_made(export_state_t *s, deft_node_t *node) {
     return 0;
 }
 
-/* One node of an executor's graph, inlined: its inputs through `map`. */
-static int inline_node(export_state_t *s, const deft_graph_t *sub, int i, deft_entry_t *map) {
+/* One node of an executor's graph, inlined: its inputs through `map`
+ * (`predict`: the executor's call was recorded in predict mode). */
+static int inline_node(export_state_t *s, const deft_graph_t *sub, int i, deft_entry_t *map,
+                       bool predict) {
     const deft_node_t *node = sub->nodes[i];
     deft_entry_t inputs[DEFT_OP_MAX_INPUTS];
     deft_node_t *copy;
     for (int k = 0; k < node->num_inputs; k++) inputs[k] = map[deft_graph_input_entry(sub, i, k)];
+    if (predict && drops_in_training_only(node)) {
+        for (int k = 0; k < node->num_outputs; k++) map[sub->row_ptr[i] + k] = inputs[0];
+        return 0;
+    }
     if (deft_node_new_op(node->op, NULL, node->attrs.count, (const char *const *)node->attrs.keys,
                          (const char *const *)node->attrs.vals, node->num_inputs, inputs, &copy) ||
         keep_made(s, copy))
@@ -184,7 +223,7 @@ static int inline_call(export_state_t *s, int id) {
     for (int i = 0; status == 0 && i < sub->num_nodes; i++) {
         const deft_node_t *inner = sub->nodes[i];
         if (inner->op) {
-            status = inline_node(s, sub, i, map);
+            status = inline_node(s, sub, i, map, recorded_in_predict_mode(node));
             continue;
         }
         int k = deft_subgraph_input_of(sg, inner);
@@ -208,9 +247,9 @@ static int copy_graph(export_state_t *s, int nout, deft_ndarray_t *const *out,
             if (!node->op && s->nin == 0 && node->name && copy_variable(s, i)) return -1;
             continue;
         }
-        int status = deft_subgraph_of_node(node)
-                         ? inline_call(s, i)
-                         : copy_node(s, i, node_name(s, i, nout, out, out_names));
+        int status = deft_subgraph_of_node(node) ? inline_call(s, i)
+                     : is_skipped(node)          ? skip_dropout(s, i)
+                                        : copy_node(s, i, node_name(s, i, nout, out, out_names));
         if (status) return -1;
     }
     for (int i = 0; i < s->nin; i++)
@@ -230,13 +269,13 @@ static int make_input_vars(export_state_t *s) {
 
 /*
  * Output k stands for entries[k]: a variable (an input listed as an output),
- * or an entry an earlier output already stands for, becomes a _copy of it
- * named as asked, so that every output keeps its own name (as MXNet's
- * export does).
+ * an entry an earlier output already stands for, or (with names) the input
+ * of a Dropout left out, becomes a _copy of it named as asked, so that every
+ * output keeps its own name (as MXNet's export does).
  */
-static int own_output(export_state_t *s, deft_entry_t *entries, int k,
+static int own_output(export_state_t *s, deft_entry_t *entries, int k, bool skipped,
                       const char *const *out_names) {
-    bool shared = !entries[k].node->op;
+    bool shared = !entries[k].node->op || (skipped && out_names);
     for (int j = 0; !shared && j < k; j++)
         shared = entries[j].node == entries[k].node && entries[j].index == entries[k].index;
     if (!shared) return 0;
@@ -268,7 +307,9 @@ static int export_locked(export_state_t *s, int nout, deft_ndarray_t *const *out
         if (i >= 0) s->in_used[i] = true;
         entries[k] =
             i >= 0 ? (deft_entry_t){s->in_vars[i], 0} : substitute(s, &out[k]->entry, NULL, k);
-        if (!entries[k].node || own_output(s, entries, k, out_names)) status = -1;
+        if (!entries[k].node ||
+            own_output(s, entries, k, i < 0 && is_skipped(out[k]->entry.node), out_names))
+            status = -1;
     }
     if (status == 0) status = deft_symbol_from_entries(nout, entries, sym);
     free(heap);

@@ -8,6 +8,7 @@
 #include "core/base/records.h"
 #include "core/base/tls.h"
 #include "core/imperative/autograd.h"
+#include "core/op/op.h"
 
 /* One process-wide lock, reentrant through a per-thread depth (cheaper than a
  * recursive mutex): freeing nodes while holding it frees records, which take it. */
@@ -93,6 +94,7 @@ int deft_record_attach(deft_node_t *node, deft_device_t device, const deft_desc_
         rec->allocation = size <= DEFT_RECORD_SIZE ? ALLOC_RECORD : ALLOC_MALLOC;
     }
     rec->device = device;
+    rec->training = deft_op_training();
     rec->num_outputs = n;
     rec->desc = (deft_desc_t *)(rec + 1);
     rec->live = (deft_ndarray_t **)(rec->desc + n);

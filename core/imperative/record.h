@@ -24,6 +24,7 @@ typedef struct deft_record {
     bool computed;      /* its values exist or are being computed by the engine */
     bool requires_grad; /* a marked variable, or recorded from one (autograd.h) */
     bool holds_inputs;  /* counted in its inputs' pending (until computed or freed) */
+    bool training;      /* the caller's training flag when the call was recorded */
     int pending;        /* recorded consumers that still need its values */
     deft_device_t device;
     int num_outputs;

@@ -98,6 +98,11 @@ DEFT_API int DeftNDArrayTriggerDeferredCompute(const DeftNDArrayHandle *handles,
  * inputs, every array the outputs depend on must be bound to a variable
  * (DeftNDArraySetDeferredComputeVariable()); those variables are the
  * arguments. Works before and after the outputs are computed.
+ *
+ * A graph recorded in predict mode (DeftAutogradSetIsTraining() off) exports
+ * as an inference graph: its Dropout calls of mode "training", the identity
+ * in predict mode, are left out, each standing for its input (an output one
+ * made becomes a _copy of that input, keeping its name).
  * @param inputs the input arrays (may be NULL when @p num_inputs is 0).
  * @param outputs the output arrays: results of recorded calls.
  * @param input_names a distinct name per input.
