@@ -12,7 +12,7 @@ graph. The script prints loss and accuracy per epoch, the test accuracy
 times (median and best of alternating rounds, measured in this run), and
 writes the exported graph.
 
-    python examples/python/cnn_digits.py [--epochs 10] [--out cnn_digits]
+    python examples/python/cnn_digits.py [--epochs 15] [--lr 0.2] [--out cnn_digits]
 
 DEFT_DEMO_QUICK=1 trains 3 epochs, times fewer rounds and accepts 0.9 (the tests'
 short run).
