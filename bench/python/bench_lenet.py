@@ -93,7 +93,7 @@ def run_deft(rounds, steps):
 
 
 def breakdown(step, steps):
-    """Where a hybridized step goes: [(operator, ms per step)] from the profiler's
+    """Where a hybridized step goes: [(operator, ms, calls) per step] from the profiler's
     aggregate statistics, each operator's calls at its fastest (robust to a noisy
     neighbour), largest first. CachedOp and engine waits only contain the others."""
     from deft import profiler
@@ -104,12 +104,14 @@ def breakdown(step, steps):
         step().wait_to_read()
     profiler.set_state("stop")
     stats = profiler.dumps(reset=True, format="json")
-    per_step = {}
+    per_step = {}  # name -> [ms, calls] per step
     for domain in ("operator", "graph"):
         for name, s in stats.get(domain, {}).items():
             if name != "CachedOp":
-                per_step[name] = per_step.get(name, 0) + s["min"] * s["count"] / steps / 1e3
-    return sorted(per_step.items(), key=lambda kv: -kv[1])
+                row = per_step.setdefault(name, [0.0, 0.0])
+                row[0] += s["min"] * s["count"] / steps / 1e3
+                row[1] += s["count"] / steps
+    return sorted(([k] + v for k, v in per_step.items()), key=lambda row: -row[1])
 
 
 def run_torch(rounds, steps, threads):
@@ -149,7 +151,7 @@ def run_torch(rounds, steps, threads):
 def child(args):
     """Run one side at one thread count; print its results as JSON."""
     if args.side == "torch":
-        result = run_torch(args.rounds, args.steps, args.threads)
+        result = run_torch(args.rounds, args.steps, args.threads[0])
     else:
         result = run_deft(args.rounds, args.steps)
     print(json.dumps(result))
@@ -192,9 +194,9 @@ def report(threads, deft_ms, torch_ms):
     col = THREADS_INDEX.get(threads)
     best = min(deft_ms["eager"]["min"], deft_ms["hybridized"]["min"])
     ops = deft_ms["breakdown"]
-    print(f"  hybridized step by operator (profiler, fastest calls: "
-          f"{sum(ms for _, ms in ops):.3f} ms in all): "
-          + ", ".join(f"{name} {ms:.3f}" for name, ms in ops[:6]))
+    print(f"  hybridized step by operator (profiler, ms at each call's fastest, calls; "
+          f"{sum(ms for _, ms, _ in ops):.3f} ms in all): "
+          + ", ".join(f"{name} {ms:.3f} ({calls:g})" for name, ms, calls in ops[:6]))
     if col is not None:
         peers = {name: ms[col] for name, ms in PEERS.items()}
         for name, ms in peers.items():
@@ -229,7 +231,11 @@ def main():
     load = os.getloadavg()
     print(f"LeNet training step, batch {BATCH} of 1x{SIZE}x{SIZE}, float32, SGD; "
           f"best and median of {args.rounds} rounds of {args.steps} steps; "
-          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
+          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores",
+          flush=True)
+    if load[0] > os.cpu_count():
+        print(f"the machine is busy (load {load[0]:.1f} on {os.cpu_count()} cores): every "
+              f"time below is inflated, the multi-threaded ones most")
     python = torch_python()
     if python is None:
         print("PyTorch: not importable here (set DEFT_TORCH_PYTHON to a Python that has it); "
