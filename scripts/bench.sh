@@ -17,4 +17,6 @@ if [[ -x "$DEFT_ROOT/build/bench/bench_gpu" ]]; then "$DEFT_ROOT/build/bench/ben
 deft_python_env
 "$DEFT_VENV/bin/python" "$DEFT_ROOT/bench/python/bench_python.py"
 "$DEFT_VENV/bin/python" "$DEFT_ROOT/bench/python/bench_recording.py" "$DEFT_ROOT/build"
+# PyTorch beside it when DEFT_TORCH_PYTHON names a Python that has torch
+"$DEFT_VENV/bin/python" "$DEFT_ROOT/bench/python/bench_lenet.py"
 "$DEFT_ROOT/bench/instructions.sh" "$DEFT_ROOT/build"

@@ -1,0 +1,254 @@
+"""LeNet training step (28x28, batch 32): deft eager and hybridized, and PyTorch.
+
+The case of issue 25's performance table: LeNet (Conv 5x5 6 -> max pool 2 ->
+Conv 5x5 16 -> max pool 2 -> Dense 120 -> 84 -> 10, relu, softmax cross
+entropy, plain SGD), one training step on a batch of 32 images of 28x28
+(about 56 MFLOP: nearly all of a framework's time here is overhead).
+
+Each thread count runs in its own process (DEFT_NUM_THREADS is read when deft
+starts). deft's eager and hybridized copies of the network alternate round by
+round, so a noisy neighbour slows both alike; each prints the best and the
+median of its rounds (a round is `steps` steps, waited for at its end).
+PyTorch runs the same step in a process of its own when this interpreter can
+import torch, or the one DEFT_TORCH_PYTHON names can (deft's venv has no
+torch): the ratios deft / PyTorch compare best times at the same thread count.
+The goal (deft <= 0.3x the peers' time) is checked against the best peer of
+the issue's table (measured on this machine class) and against PyTorch
+measured here.
+
+    python bench/python/bench_lenet.py [--threads 1 2] [--rounds 15] [--steps 20]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+BATCH, SIZE, CLASSES = 32, 28, 10
+LR = 0.01
+GOAL = 0.3
+# Issue 25's peers, best of N at 1 / 2 threads, ms per step.
+PEERS = {"MXNet eager": (3.56, 3.15), "MXNet hybridized": (3.17, 3.04),
+         "PyTorch": (3.07, 2.13)}
+THREADS_INDEX = {1: 0, 2: 1}
+
+
+def summary(seconds):
+    return {"min": min(seconds) * 1e3, "median": statistics.median(seconds) * 1e3}
+
+
+def data(rng):
+    import numpy as np
+    x = rng.standard_normal((BATCH, 1, SIZE, SIZE)).astype(np.float32)
+    y = rng.integers(0, CLASSES, BATCH).astype(np.int64)
+    return x, y
+
+
+def run_deft(rounds, steps):
+    """{mode: {min, median}} in ms per step, eager and hybridized alternating."""
+    import numpy as np
+
+    import deft
+    from deft import autograd, nn
+    from deft.optim import SGD
+
+    x, y = data(np.random.default_rng(0))
+    xb, yb = deft.array(x), deft.array(y)
+    loss_fn = nn.SoftmaxCrossEntropyLoss()
+    runs = {}
+    for mode in ("eager", "hybridized"):
+        deft.random.seed(1)
+        net = nn.HybridSequential(
+            nn.Conv2D(6, 5, activation="relu", in_channels=1), nn.MaxPool2D(2),
+            nn.Conv2D(16, 5, activation="relu", in_channels=6), nn.MaxPool2D(2),
+            nn.Flatten(), nn.Dense(120, activation="relu", in_units=256),
+            nn.Dense(84, activation="relu", in_units=120), nn.Dense(CLASSES, in_units=84))
+        net.initialize()
+        net.hybridize(mode == "hybridized")
+        runs[mode] = (net, SGD(net.collect_params(), lr=LR))
+
+    def step(net, opt):
+        with autograd.record():
+            loss = loss_fn(net(xb), yb)
+        loss.backward()
+        opt.step(BATCH)
+        return loss
+
+    for net, opt in runs.values():  # warm up: shapes, graphs, buffers
+        for _ in range(3):
+            step(net, opt).wait_to_read()
+    times = {mode: [] for mode in runs}
+    for _ in range(rounds):
+        for mode, (net, opt) in runs.items():
+            start = time.perf_counter()
+            for _ in range(steps):
+                loss = step(net, opt)
+            loss.wait_to_read()
+            times[mode].append((time.perf_counter() - start) / steps)
+    result = {mode: summary(t) for mode, t in times.items()}
+    result["breakdown"] = breakdown(lambda: step(*runs["hybridized"]), steps)
+    return result
+
+
+def breakdown(step, steps):
+    """Where a hybridized step goes: [(operator, ms, calls) per step] from the profiler's
+    aggregate statistics, each operator's calls at its fastest (robust to a noisy
+    neighbour), largest first. CachedOp and engine waits only contain the others."""
+    from deft import profiler
+
+    profiler.set_config(profile_all=True, aggregate_stats=True)
+    profiler.set_state("run")
+    for _ in range(steps):
+        step().wait_to_read()
+    profiler.set_state("stop")
+    stats = profiler.dumps(reset=True, format="json")
+    per_step = {}  # name -> [ms, calls] per step
+    for domain in ("operator", "graph"):
+        for name, s in stats.get(domain, {}).items():
+            if name != "CachedOp":
+                row = per_step.setdefault(name, [0.0, 0.0])
+                row[0] += s["min"] * s["count"] / steps / 1e3
+                row[1] += s["count"] / steps
+    return sorted(([k] + v for k, v in per_step.items()), key=lambda row: -row[1])
+
+
+def run_torch(rounds, steps, threads):
+    """{"PyTorch": {min, median}} in ms per step, the same network and step."""
+    import numpy as np
+    import torch
+    from torch import nn
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    x, y = data(np.random.default_rng(0))
+    xb, yb = torch.from_numpy(x), torch.from_numpy(y)
+    net = nn.Sequential(nn.Conv2d(1, 6, 5), nn.ReLU(), nn.MaxPool2d(2),
+                        nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                        nn.Linear(256, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
+                        nn.Linear(84, CLASSES))
+    opt = torch.optim.SGD(net.parameters(), lr=LR)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(net(xb), yb)
+        loss.backward()
+        opt.step()
+
+    for _ in range(3):
+        step()
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        times.append((time.perf_counter() - start) / steps)
+    return {"PyTorch": summary(times), "version": torch.__version__}
+
+
+def child(args):
+    """Run one side at one thread count; print its results as JSON."""
+    if args.side == "torch":
+        result = run_torch(args.rounds, args.steps, args.threads[0])
+    else:
+        result = run_deft(args.rounds, args.steps)
+    print(json.dumps(result))
+
+
+def torch_python():
+    """An interpreter that can import torch: DEFT_TORCH_PYTHON, or this one; else None."""
+    for python in (os.environ.get("DEFT_TORCH_PYTHON"), sys.executable):
+        if python and subprocess.run([python, "-c", "import torch"],
+                                     capture_output=True).returncode == 0:
+            return python
+    return None
+
+
+def measure(python, side, threads, args):
+    env = dict(os.environ, DEFT_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
+               OPENBLAS_NUM_THREADS="1")
+    cmd = [python, os.path.abspath(__file__), "--child", side, "--threads", str(threads),
+           "--rounds", str(args.rounds), "--steps", str(args.steps)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{side} at {threads} thread(s) failed:\n{done.stderr}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def report(threads, deft_ms, torch_ms):
+    """Print one thread count's times, ratios and goals; True where every goal is met."""
+    print(f"threads {threads}:")
+    for mode in ("eager", "hybridized"):
+        t = deft_ms[mode]
+        print(f"  deft {mode:10s}  min {t['min']:6.3f} ms  median {t['median']:6.3f} ms")
+    if torch_ms:
+        t = torch_ms["PyTorch"]
+        print(f"  PyTorch {torch_ms['version']:9s} min {t['min']:6.3f} ms  "
+              f"median {t['median']:6.3f} ms")
+        for mode in ("eager", "hybridized"):
+            d = deft_ms[mode]
+            print(f"  deft {mode} / PyTorch (here): {d['min'] / t['min']:.3f}")
+    met = True
+    col = THREADS_INDEX.get(threads)
+    best = min(deft_ms["eager"]["min"], deft_ms["hybridized"]["min"])
+    ops = deft_ms["breakdown"]
+    print(f"  hybridized step by operator (profiler, ms at each call's fastest, calls; "
+          f"{sum(ms for _, ms, _ in ops):.3f} ms in all): "
+          + ", ".join(f"{name} {ms:.3f} ({calls:g})" for name, ms, calls in ops[:6]))
+    if col is not None:
+        peers = {name: ms[col] for name, ms in PEERS.items()}
+        for name, ms in peers.items():
+            mine = deft_ms["hybridized" if "hybridized" in name else "eager"]["min"]
+            print(f"  deft {'hybridized' if 'hybridized' in name else 'eager'} / "
+                  f"{name} (issue, {ms} ms): {mine / ms:.3f}")
+        peer = min(peers.values())
+        ok = best <= GOAL * peer
+        met &= ok
+        print(f"  goal deft <= {GOAL}x the best peer ({peer} ms, issue): deft's best "
+              f"{best:.3f} ms is {best / peer:.3f}x: {'met' if ok else 'NOT met'}")
+    if torch_ms:
+        peer = torch_ms["PyTorch"]["min"]
+        ok = best <= GOAL * peer
+        met &= ok
+        print(f"  goal deft <= {GOAL}x PyTorch measured here ({peer:.3f} ms): "
+              f"{best / peer:.3f}x: {'met' if ok else 'NOT met'}")
+    return met
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--child", choices=("deft", "torch"), dest="side",
+                        help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.side:
+        return child(args)
+
+    load = os.getloadavg()
+    print(f"LeNet training step, batch {BATCH} of 1x{SIZE}x{SIZE}, float32, SGD; "
+          f"best and median of {args.rounds} rounds of {args.steps} steps; "
+          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores",
+          flush=True)
+    if load[0] > os.cpu_count():
+        print(f"the machine is busy (load {load[0]:.1f} on {os.cpu_count()} cores): every "
+              f"time below is inflated, the multi-threaded ones most")
+    python = torch_python()
+    if python is None:
+        print("PyTorch: not importable here (set DEFT_TORCH_PYTHON to a Python that has it); "
+              "comparing with the issue's figures only")
+    met = True
+    for threads in args.threads:
+        deft_ms = measure(sys.executable, "deft", threads, args)
+        torch_ms = measure(python, "torch", threads, args) if python else None
+        met &= report(threads, deft_ms, torch_ms)
+    load = os.getloadavg()
+    print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"goal (deft <= {GOAL}x the peers' time): {'met' if met else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""The Python examples run to the end and reach their goals (examples/python)."""
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import deft
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[3] / "examples" / "python"
+
+
+def run_example(name, *args, env=None):
+    """Run an example with this interpreter; its output (it must exit 0)."""
+    done = subprocess.run([sys.executable, str(EXAMPLES / name), *args], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, **(env or {})})
+    assert done.returncode == 0, f"{name} failed:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def test_import_mxnet_matches_mxnet():
+    out = run_example("import_mxnet.py")
+    diffs = [float(d) for d in re.findall(r"max \|deft - MXNet\| = (\S+)", out)]
+    assert len(diffs) == 2, out  # LeNet, and ResNet-18 from parameters rebuilt from the seed
+    assert max(diffs) < 1e-5, out
+    assert "all 2 models match MXNet" in out
+
+
+def test_import_mxnet_fails_on_an_unknown_model():
+    done = subprocess.run([sys.executable, str(EXAMPLES / "import_mxnet.py"), "--models",
+                           "model_nonexistent"], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "model_nonexistent is not in the corpus" in done.stderr
+
+
+def test_cnn_digits_learns_quickly(tmp_path):
+    pytest.importorskip("sklearn")
+    out = run_example("cnn_digits.py", "--out", str(tmp_path / "cnn"),
+                      env={"DEFT_DEMO_QUICK": "1"})
+    acc = float(re.search(r"final test accuracy: (\S+)", out).group(1))
+    assert acc >= 0.9, out
+    for what in ("training step", "inference"):
+        assert re.search(rf"{what} \(batch 32\): eager \d+ us median, \d+ us best; "
+                         rf"hybridized \d+ us median, \d+ us best", out), out
+    # the exported graph loads back and classifies as the trained network did
+    net = deft.nn.SymbolBlock.imports(str(tmp_path / "cnn-symbol.json"), ["data"],
+                                      str(tmp_path / "cnn-0000.params"))
+    from sklearn.datasets import load_digits
+    digits = load_digits()
+    x = deft.array((digits.images[:200] / 16.0).astype(np.float32)[:, None])
+    with deft.autograd.predict_mode():
+        pred = net(x).asnumpy().argmax(axis=1)
+    assert (pred == digits.target[:200]).mean() >= 0.9
