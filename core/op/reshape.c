@@ -41,8 +41,8 @@ typedef struct builder {
 
 static int push(builder_t *b, int64_t v) {
     if (b->shape.ndim == DEFT_SHAPE_MAX_NDIM)
-        return deft_op_error(b->op, DEFT_ERR_VALUE,
-                             "the result would have more than %d dimensions", DEFT_SHAPE_MAX_NDIM);
+        return deft_op_error(b->op, DEFT_ERR_VALUE, "the result would have more than %d dimensions",
+                             DEFT_SHAPE_MAX_NDIM);
     b->shape.dims[b->shape.ndim++] = v;
     return 0;
 }
