@@ -470,38 +470,51 @@ START_TEST(test_direct_kernels_leave_the_rest_to_im2col) {
 }
 END_TEST
 
-/* The backward of a direct-path convolution: the data gradient through the
- * direct kernel (stride 1), with it and without it. */
-START_TEST(test_direct_backward_matches_scatter_loops) {
-    const conv_case_t c = direct_cases[0];
+/* The backward of direct-path convolutions: the data gradient through the
+ * direct kernel at stride 1 (im2col at stride 2), the weight gradient
+ * through its own direct kernel, with them and without them. */
+static void check_direct_backward(const conv_case_t *c) {
+    char kernel[64], stride[64], pad[64], nf[16];
+    tuple_text(2, c->k, kernel, sizeof kernel);
+    tuple_text(2, c->s, stride, sizeof stride);
+    tuple_text(2, c->p, pad, sizeof pad);
+    snprintf(nf, sizeof nf, "%lld", (long long)c->filt);
     int64_t out[3];
-    conv_out(&c, out);
-    const int64_t xs[4] = {2, 32, 9, 15}, ws[4] = {64, 32, 3, 3}, ys[4] = {2, 64, out[0], out[1]};
+    conv_out(c, out);
+    const int64_t xs[4] = {c->batch, c->chan, c->in[0], c->in[1]};
+    const int64_t ws[4] = {c->filt, c->chan, c->k[0], c->k[1]};
+    const int64_t ys[4] = {c->batch, c->filt, out[0], out[1]};
     const int64_t nx = count_of(4, xs), nw = count_of(4, ws), ny = count_of(4, ys);
     double *x = malloc(sizeof(double) * (size_t)nx), *w = malloc(sizeof(double) * (size_t)nw);
     double *dy = malloc(sizeof(double) * (size_t)ny), *dx = malloc(sizeof(double) * (size_t)nx);
-    double *dw = malloc(sizeof(double) * (size_t)nw), db[64];
+    double *dw = malloc(sizeof(double) * (size_t)nw),
+           *db = malloc(sizeof(double) * (size_t)c->filt);
     fill(x, nx, 12);
     fill(w, nw, 13);
     fill(dy, ny, 14);
-    ref_conv_grads(&c, x, w, dy, dx, dw, db);
+    ref_conv_grads(c, x, w, dy, dx, dw, db);
     for (int on = 1; on >= 0; on--) {
         deft_conv_direct_enable(on);
         DeftNDArrayHandle in[4] = {make(DEFT_FLOAT32, 4, ys, dy), make(DEFT_FLOAT32, 4, xs, x),
                                    make(DEFT_FLOAT32, 4, ws, w),
-                                   make(DEFT_FLOAT32, 1, SHAPE(64), NULL)};
+                                   make(DEFT_FLOAT32, 1, (int64_t[]){c->filt}, NULL)};
         DeftNDArrayHandle grads[3] = {NULL, NULL, NULL};
         int nout = 3;
         ck_assert_ok(call("_backward_Convolution", 4, in, &nout, grads,
-                          P("kernel", "(3,3)", "pad", "(1,1)", "num_filter", "64")));
+                          P("kernel", kernel, "stride", stride, "pad", pad, "num_filter", nf)));
         assert_values(grads[0], nx, dx, DIRECT_TOL);
         assert_values(grads[1], nw, dw, DIRECT_TOL);
-        assert_values(grads[2], 64, db, DIRECT_TOL);
+        assert_values(grads[2], c->filt, db, DIRECT_TOL);
         free_all(4, in);
         free_all(3, grads);
     }
     deft_conv_direct_enable(true);
-    free(x), free(w), free(dy), free(dx), free(dw);
+    free(x), free(w), free(dy), free(dx), free(dw), free(db);
+}
+
+START_TEST(test_direct_backward_matches_scatter_loops) {
+    for (size_t i = 0; i < sizeof direct_cases / sizeof direct_cases[0]; i++)
+        check_direct_backward(&direct_cases[i]);
 }
 END_TEST
 

@@ -9,9 +9,9 @@
  * output pixels of one row times 32 output channels: 28 zmm accumulators,
  * two weight vectors and one broadcast input value per step, 28 FMAs for
  * 2 vector loads and 14 scalar broadcasts. The tile's pixels sit at fixed
- * offsets from one pointer (the stride is a compile-time constant), so every
- * broadcast folds into its FMA. The tile is written back to the channels-first
- * output through a small transposing buffer.
+ * offsets from one pointer (the stride is a compile-time constant), so the
+ * loop keeps no per-pixel pointers. The tile is written back to the
+ * channels-first output through a small transposing buffer.
  *
  * Work items are (image, band of output rows); each packs its own band
  * (which then stays in L2) and runs every output-channel block over it.
@@ -25,6 +25,7 @@
 #include "core/base/error.h"
 #include "core/base/parallel.h"
 #include "core/op/conv.h"
+#include "core/op/conv_direct.h"
 
 static atomic_bool direct_off;
 
@@ -32,40 +33,7 @@ void deft_conv_direct_enable(bool on) {
     atomic_store(&direct_off, !on);
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-
-#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
-#define ALWAYS __attribute__((always_inline)) inline
-
-enum {
-    CB = 16,        /* channels per block (one zmm of float32) */
-    MAX_PIX = 14,   /* output pixels per register tile */
-    MAX_BLOCKS = 2, /* output-channel blocks per register tile */
-};
-
-/* Input bands hold about this many bytes (an L2 share). */
-#define BAND_BYTES (192 << 10)
-/* Below this many multiply-adds per work item, items are merged into chunks. */
-#define ITEM_MACS (1 << 20)
-
-/* The shape of one call, and its operands. */
-typedef struct direct_job {
-    int64_t ic, oc, icp, icb, ocp;  /* channels; icp, ocp rounded up to CB; icp / CB */
-    int64_t ih, iw, oh, ow;         /* spatial sizes */
-    int64_t kh, kw, sh, sw, ph, pw; /* kernel, stride, padding */
-    int64_t wp;                     /* packed columns: those the row's taps read */
-    int64_t band, nbands;           /* output rows per work item */
-    const float *image, *bias;      /* bias: NULL, or ocp entries */
-    const float *wpk;               /* packed weights */
-    float *out;
-    atomic_bool failed;
-} direct_job_t;
-
-static int64_t round_up(int64_t n, int64_t to) {
-    return (n + to - 1) / to * to;
-}
-
+#if DEFT_CONV_DIRECT_X86
 bool deft_conv_direct_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     if (atomic_load(&direct_off) || dtype != DEFT_DT_FLOAT32 || g->groups != 1) return false;
     /* 2-D: no depth, no dilation; the width stride is compiled in */
@@ -74,8 +42,28 @@ bool deft_conv_direct_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     /* Channels rounded up to blocks of 16: at most a quarter more work. */
     if (round_up(g->chan, CB) * 4 > g->chan * 5 || round_up(g->filt, CB) * 4 > g->filt * 5)
         return false;
-    if (g->batch == 0 || g->col[1] == 0 || g->col[2] == 0) return false;
+    if (g->batch == 0 || g->chan == 0 || g->col[1] == 0 || g->col[2] == 0) return false;
     return __builtin_cpu_supports("avx512f");
+}
+
+void deft_direct_job_init(direct_job_t *j, const deft_conv_geom_t *g) {
+    memset(j, 0, sizeof *j);
+    j->batch = g->batch, j->ic = g->chan, j->oc = g->filt;
+    j->icp = round_up(j->ic, CB), j->icb = j->icp / CB, j->ocp = round_up(j->oc, CB);
+    j->ih = g->img[1], j->iw = g->img[2], j->oh = g->col[1], j->ow = g->col[2];
+    j->kh = g->k[1], j->kw = g->k[2], j->sh = g->s[1], j->sw = g->s[2];
+    j->ph = g->p[1], j->pw = g->p[2];
+    j->wp = (j->ow - 1) * j->sw + j->kw;
+    /* bands: an L2 share of input, and enough items for every thread */
+    int64_t row_bytes = j->sh * j->icp * j->wp * 4;
+    j->band = BAND_BYTES / (row_bytes > 0 ? row_bytes : 1);
+    if (j->band < 1) j->band = 1;
+    int64_t per_image = (4 * deft_parallel_budget() + g->batch - 1) / g->batch;
+    if (j->band > (j->oh + per_image - 1) / per_image)
+        j->band = (j->oh + per_image - 1) / per_image;
+    if (j->band > j->oh) j->band = j->oh;
+    j->nbands = (j->oh + j->band - 1) / j->band;
+    atomic_init(&j->failed, false);
 }
 
 /* ---- packing ---- */
@@ -109,13 +97,13 @@ static void pack_weights(const direct_job_t *j, const float *w, bool flip, float
 }
 
 /* The input rows of output rows [r0, r1): from r0 sh - ph, (r1 - r0 - 1) sh + kh of them. */
-static int64_t band_rows(const direct_job_t *j, int64_t r0, int64_t r1) {
+int64_t deft_direct_band_rows(const direct_job_t *j, int64_t r0, int64_t r1) {
     return (r1 - r0 - 1) * j->sh + j->kh;
 }
 
 /* buf (rows, icb, wp, CB) = image rows from `first` on, zero outside the image. */
-static void pack_band(const direct_job_t *j, const float *img, int64_t first, int64_t rows,
-                      float *buf) {
+void deft_direct_pack_band(const direct_job_t *j, const float *img, int64_t first, int64_t rows,
+                           float *buf) {
     const int64_t plane = j->ih * j->iw, blk = j->wp * CB;
     const int64_t lo = j->pw, hi = j->pw + j->iw < j->wp ? j->pw + j->iw : j->wp;
     for (int64_t r = 0; r < rows; r++) {
@@ -249,7 +237,7 @@ typedef void (*row_fn)(const direct_job_t *, const float *, int64_t, int64_t, in
 
 static void band_items(void *ctx, int64_t begin, int64_t end) {
     direct_job_t *j = ctx;
-    const int64_t rows = band_rows(j, 0, j->band);
+    const int64_t rows = deft_direct_band_rows(j, 0, j->band);
     float *band = aligned_alloc(64, (size_t)round_up(rows * j->icb * j->wp * CB * 4, 64));
     if (!band) {
         atomic_store(&j->failed, true);
@@ -259,34 +247,14 @@ static void band_items(void *ctx, int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; item++) {
         int64_t n = item / j->nbands, r0 = item % j->nbands * j->band;
         int64_t r1 = r0 + j->band < j->oh ? r0 + j->band : j->oh;
-        pack_band(j, j->image + n * j->ic * j->ih * j->iw, r0 * j->sh - j->ph, band_rows(j, r0, r1),
-                  band);
+        deft_direct_pack_band(j, j->image + n * j->ic * j->ih * j->iw, r0 * j->sh - j->ph,
+                              deft_direct_band_rows(j, r0, r1), band);
         float *out = j->out + n * j->oc * j->oh * j->ow;
         for (int64_t o0 = 0; o0 < j->ocp; o0 += MAX_BLOCKS * CB)
             for (int64_t y = r0; y < r1; y++)
                 (j->ocp - o0 >= MAX_BLOCKS * CB ? two : one)(j, band, r0, y, o0, out);
     }
     free(band);
-}
-
-static void job_init(direct_job_t *j, const deft_conv_geom_t *g) {
-    memset(j, 0, sizeof *j);
-    j->ic = g->chan, j->oc = g->filt;
-    j->icp = round_up(j->ic, CB), j->icb = j->icp / CB, j->ocp = round_up(j->oc, CB);
-    j->ih = g->img[1], j->iw = g->img[2], j->oh = g->col[1], j->ow = g->col[2];
-    j->kh = g->k[1], j->kw = g->k[2], j->sh = g->s[1], j->sw = g->s[2];
-    j->ph = g->p[1], j->pw = g->p[2];
-    j->wp = (j->ow - 1) * j->sw + j->kw;
-    /* bands: an L2 share of input, and enough items for every thread */
-    int64_t row_bytes = j->sh * j->icp * j->wp * 4;
-    j->band = BAND_BYTES / (row_bytes > 0 ? row_bytes : 1);
-    if (j->band < 1) j->band = 1;
-    int64_t per_image = (4 * deft_parallel_budget() + g->batch - 1) / g->batch;
-    if (j->band > (j->oh + per_image - 1) / per_image)
-        j->band = (j->oh + per_image - 1) / per_image;
-    if (j->band > j->oh) j->band = j->oh;
-    j->nbands = (j->oh + j->band - 1) / j->band;
-    atomic_init(&j->failed, false);
 }
 
 /* Convolve with packed weights (bias NULL or rounded up to ocp entries). */
@@ -319,7 +287,7 @@ static int pack_and_run(direct_job_t *j, const deft_conv_geom_t *g, const float 
 int deft_conv_direct_lower(const deft_conv_geom_t *g, const float *image, const float *w,
                            const float *bias, float *colside) {
     direct_job_t j;
-    job_init(&j, g);
+    deft_direct_job_init(&j, g);
     j.image = image, j.out = colside;
     return pack_and_run(&j, g, w, false, bias);
 }
@@ -349,7 +317,7 @@ int deft_conv_direct_raise(const deft_conv_geom_t *g, const float *colside, cons
     if (!raise_geometry(g, &t))
         return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct data gradient here");
     direct_job_t j;
-    job_init(&j, &t);
+    deft_direct_job_init(&j, &t);
     j.image = colside, j.out = image;
     return pack_and_run(&j, &t, w, true, bias);
 }
