@@ -102,8 +102,8 @@ int64_t deft_direct_band_rows(const direct_job_t *j, int64_t r0, int64_t r1) {
 }
 
 /* buf (rows, icb, wp, CB) = image rows from `first` on, zero outside the image. */
-void deft_direct_pack_band(const direct_job_t *j, const float *img, int64_t first, int64_t rows,
-                           float *buf) {
+AVX512 void deft_direct_pack_band(const direct_job_t *j, const float *img, int64_t first,
+                                  int64_t rows, float *buf) {
     const int64_t plane = j->ih * j->iw, blk = j->wp * CB;
     const int64_t lo = j->pw, hi = j->pw + j->iw < j->wp ? j->pw + j->iw : j->wp;
     for (int64_t r = 0; r < rows; r++) {
@@ -113,10 +113,11 @@ void deft_direct_pack_band(const direct_job_t *j, const float *img, int64_t firs
             if (y < 0 || y >= j->ih || b * CB + CB > j->ic || lo > 0 || hi < j->wp)
                 memset(dst, 0, (size_t)blk * sizeof(float));
             if (y < 0 || y >= j->ih) continue;
-            for (int64_t i = 0; i < CB && b * CB + i < j->ic; i++) {
-                const float *src = img + (b * CB + i) * plane + y * j->iw;
-                for (int64_t x = lo; x < hi; x++) dst[x * CB + i] = src[x - j->pw];
-            }
+            const float *src = img + b * CB * plane + y * j->iw;
+            int rows = j->ic - b * CB < CB ? (int)(j->ic - b * CB) : CB;
+            for (int64_t x = lo; x < hi; x += CB)
+                transpose_block(src + x - j->pw, plane, rows, hi - x < CB ? (int)(hi - x) : CB,
+                                dst + x * CB, CB);
         }
     }
 }
@@ -163,15 +164,15 @@ static ALWAYS AVX512 void tile(const direct_job_t *j, const float *band, int64_t
     const float *x = band + (y - y0) * j->sh * j->icb * j->wp * CB + x0 * SW * CB;
     tile_macs(j, x, j->wpk + o0 * j->kh * j->kw * j->icp, P, NB, SW, acc);
     /* acc holds pixels by channel; the output is channels first */
-    float t[MAX_PIX][MAX_BLOCKS * CB] __attribute__((aligned(64)));
-    for (int b = 0; b < NB; b++)
-#pragma GCC unroll 14
-        for (int p = 0; p < P; p++) _mm512_store_ps(&t[p][b * CB], acc[b][p]);
     const int64_t plane = j->oh * j->ow;
-    int64_t n = j->oc - o0 < NB * CB ? j->oc - o0 : NB * CB;
-    for (int64_t o = 0; o < n; o++) {
-        float *dst = out + (o0 + o) * plane + y * j->ow + x0;
-        for (int p = 0; p < P; p++) dst[p] = t[p][o];
+    const __mmask16 pm = (__mmask16)((1u << P) - 1);
+    for (int b = 0; b < NB; b++) {
+        __m512 r[16], cols[16];
+        for (int p = 0; p < 16; p++) r[p] = p < P ? acc[b][p] : _mm512_setzero_ps();
+        transpose16(r, cols);
+        int64_t n = j->oc - o0 - b * CB < CB ? j->oc - o0 - b * CB : CB;
+        float *dst = out + (o0 + b * CB) * plane + y * j->ow + x0;
+        for (int64_t o = 0; o < n; o++) _mm512_mask_storeu_ps(dst + o * plane, pm, cols[o]);
     }
 }
 

@@ -51,13 +51,51 @@ static inline int64_t round_up(int64_t n, int64_t to) {
     return (n + to - 1) / to * to;
 }
 
+/* out[c] = lane c of r[0..15]: a 16 x 16 transpose in registers (unpacks
+ * within 128-bit lanes, then lane shuffles). */
+static ALWAYS AVX512 void transpose16(const __m512 r[16], __m512 out[16]) {
+    __m512 t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 16; g += 4) { /* u[g + j]: column j of each lane, rows g .. g + 3 */
+        u[g] = _mm512_shuffle_ps(t[g], t[g + 2], 0x44);
+        u[g + 1] = _mm512_shuffle_ps(t[g], t[g + 2], 0xEE);
+        u[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+        u[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+    }
+    for (int j = 0; j < 4; j++) {
+        __m512 ab_lo = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x44);
+        __m512 ab_hi = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xEE);
+        __m512 cd_lo = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x44);
+        __m512 cd_hi = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xEE);
+        out[j] = _mm512_shuffle_f32x4(ab_lo, cd_lo, 0x88);
+        out[4 + j] = _mm512_shuffle_f32x4(ab_lo, cd_lo, 0xDD);
+        out[8 + j] = _mm512_shuffle_f32x4(ab_hi, cd_hi, 0x88);
+        out[12 + j] = _mm512_shuffle_f32x4(ab_hi, cd_hi, 0xDD);
+    }
+}
+
+/* dst row c (c < cols, stride dld, 16 lanes) = column c of `rows` rows of src
+ * (stride sld), zero in the lanes past rows. */
+static ALWAYS AVX512 void transpose_block(const float *src, int64_t sld, int rows, int cols,
+                                          float *dst, int64_t dld) {
+    __m512 r[16], out[16];
+    const __mmask16 cm = (__mmask16)((1u << cols) - 1);
+    for (int i = 0; i < 16; i++)
+        r[i] = i < rows ? _mm512_maskz_loadu_ps(cm, src + i * sld) : _mm512_setzero_ps();
+    transpose16(r, out);
+    for (int c = 0; c < cols; c++) _mm512_storeu_ps(dst + c * dld, out[c]);
+}
+
 /* Shape, bands and operands for geometry g (2-D, groups 1). */
 void deft_direct_job_init(direct_job_t *j, const deft_conv_geom_t *g);
 /* The input rows of output rows [r0, r1): from r0 sh - ph, (r1 - r0 - 1) sh + kh of them. */
 int64_t deft_direct_band_rows(const direct_job_t *j, int64_t r0, int64_t r1);
 /* buf (rows, icb, wp, CB) = image rows from `first` on, zero outside the image. */
-void deft_direct_pack_band(const direct_job_t *j, const float *img, int64_t first, int64_t rows,
-                           float *buf);
+AVX512 void deft_direct_pack_band(const direct_job_t *j, const float *img, int64_t first,
+                                  int64_t rows, float *buf);
 
 #endif
 #endif

@@ -68,16 +68,16 @@ PAIR_KERNEL(2, 2)
 typedef void (*pair_fn)(const direct_job_t *, const float *, const float *, int64_t, float *);
 
 /* dyb (rows, ow, width) = dy's channels o0 .. o0 + width of rows r0 .., zero past oc. */
-static void pack_dy(const direct_job_t *j, const float *dy, int64_t r0, int64_t rows, int64_t o0,
-                    int64_t width, float *dyb) {
+static AVX512 void pack_dy(const direct_job_t *j, const float *dy, int64_t r0, int64_t rows,
+                           int64_t o0, int64_t width, float *dyb) {
     const int64_t plane = j->oh * j->ow, n = rows * j->ow;
-    for (int64_t o = 0; o < width; o++) {
-        if (o0 + o >= j->oc) {
-            for (int64_t q = 0; q < n; q++) dyb[q * width + o] = 0;
-            continue;
-        }
-        const float *src = dy + (o0 + o) * plane + r0 * j->ow;
-        for (int64_t q = 0; q < n; q++) dyb[q * width + o] = src[q];
+    for (int64_t b = 0; b < width; b += CB) {
+        int64_t left = j->oc - o0 - b;
+        int nch = left <= 0 ? 0 : left < CB ? (int)left : CB;
+        const float *src = dy + (nch ? (o0 + b) * plane + r0 * j->ow : 0);
+        for (int64_t q = 0; q < n; q += CB)
+            transpose_block(src + q, plane, nch, n - q < CB ? (int)(n - q) : CB,
+                            dyb + q * width + b, width);
     }
 }
 
