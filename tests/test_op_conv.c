@@ -362,21 +362,21 @@ END_TEST
 /*
  * The direct AVX-512 kernels (conv_direct.c) take 2-D float32 convolutions
  * with groups 1, no dilation, width stride 1 or 2 and channels that round up
- * to blocks of 16 with little waste. The cases cover full and partial
- * register tiles (widths 15, 29, 11), one and two output blocks and a
- * partial one (72 channels), input channels not a multiple of 16 (70),
- * stride 2 in either dimension, 1x1 and 7x7 kernels, padding, and bands of
- * rows split between threads (60 rows, one image). Deconvolution at stride 1
- * runs them as its data-gradient form (raise).
+ * to blocks of 16 with little waste, but not 1x1 kernels. The cases cover
+ * full and partial register tiles (widths 15, 29, 11), one and two output
+ * blocks and a partial one (72 channels), input channels not a multiple of
+ * 16 (70), stride 2 in either dimension, 2x2 and 7x7 kernels, padding, and
+ * bands of rows split between threads (60 rows, one image). Deconvolution
+ * at stride 1 runs them as its data-gradient form (raise).
  */
 static const conv_case_t direct_cases[] = {
     {2, 2, 32, 64, 1, DIMS(9, 15), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
     {2, 2, 70, 72, 1, DIMS(11, 30), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
      DIMS(0)},
-    {2, 1, 48, 16, 1, DIMS(5, 29), DIMS(1, 1), DIMS(1, 1), DIMS(0, 0), DIMS(1, 1), DIMS(0), true,
+    {2, 1, 48, 16, 1, DIMS(5, 29), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
-    {2, 2, 16, 32, 1, DIMS(8, 9), DIMS(1, 1), DIMS(2, 2), DIMS(0, 0), DIMS(1, 1), DIMS(0), true,
+    {2, 2, 16, 32, 1, DIMS(8, 9), DIMS(2, 2), DIMS(2, 2), DIMS(0, 0), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
     {2, 1, 16, 32, 1, DIMS(20, 21), DIMS(7, 7), DIMS(2, 2), DIMS(3, 3), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
@@ -449,7 +449,7 @@ START_TEST(test_direct_kernels_match_direct_loops) {
 END_TEST
 
 /* What the dispatch leaves to im2col: groups, dilation, width stride 3,
- * few channels, and (for the data gradient) stride 2. */
+ * few channels, 1x1 kernels, and (for the data gradient) stride 2. */
 START_TEST(test_direct_kernels_leave_the_rest_to_im2col) {
     conv_case_t c = direct_cases[0];
     deft_conv_geom_t g = geom_2d(&c, false);
@@ -463,6 +463,8 @@ START_TEST(test_direct_kernels_leave_the_rest_to_im2col) {
     bad = g, bad.s[2] = 3;
     ck_assert(!deft_conv_direct_fits(&bad, DEFT_DT_FLOAT32));
     bad = g, bad.chan = 3;
+    ck_assert(!deft_conv_direct_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.k[1] = bad.k[2] = 1, bad.p[1] = bad.p[2] = 0;
     ck_assert(!deft_conv_direct_fits(&bad, DEFT_DT_FLOAT32));
     bad = g, bad.s[1] = 2;
     ck_assert_int_eq(deft_conv_direct_fits(&bad, DEFT_DT_FLOAT32), have_avx512());

@@ -43,10 +43,13 @@ bool deft_conv_direct_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     if (round_up(g->chan, CB) * 4 > g->chan * 5 || round_up(g->filt, CB) * 4 > g->filt * 5)
         return false;
     if (g->batch == 0 || g->chan == 0 || g->col[1] == 0 || g->col[2] == 0) return false;
+    /* 1x1: im2col's GEMM reads the image itself (or a strided copy), and
+     * with one tap per channel the tiles are too short to win (measured). */
+    if (g->k[1] * g->k[2] == 1) return false;
     return __builtin_cpu_supports("avx512f");
 }
 
-void deft_direct_job_init(direct_job_t *j, const deft_conv_geom_t *g) {
+void deft_direct_job_init(direct_job_t *j, const deft_conv_geom_t *g, int64_t items) {
     memset(j, 0, sizeof *j);
     j->batch = g->batch, j->ic = g->chan, j->oc = g->filt;
     j->icp = round_up(j->ic, CB), j->icb = j->icp / CB, j->ocp = round_up(j->oc, CB);
@@ -54,11 +57,11 @@ void deft_direct_job_init(direct_job_t *j, const deft_conv_geom_t *g) {
     j->kh = g->k[1], j->kw = g->k[2], j->sh = g->s[1], j->sw = g->s[2];
     j->ph = g->p[1], j->pw = g->p[2];
     j->wp = (j->ow - 1) * j->sw + j->kw;
-    /* bands: an L2 share of input, and enough items for every thread */
+    /* bands: an L2 share of input, and at least `items` of them in all */
     int64_t row_bytes = j->sh * j->icp * j->wp * 4;
     j->band = BAND_BYTES / (row_bytes > 0 ? row_bytes : 1);
     if (j->band < 1) j->band = 1;
-    int64_t per_image = (4 * deft_parallel_budget() + g->batch - 1) / g->batch;
+    int64_t per_image = (items + g->batch - 1) / g->batch;
     if (j->band > (j->oh + per_image - 1) / per_image)
         j->band = (j->oh + per_image - 1) / per_image;
     if (j->band > j->oh) j->band = j->oh;
@@ -288,7 +291,7 @@ static int pack_and_run(direct_job_t *j, const deft_conv_geom_t *g, const float 
 int deft_conv_direct_lower(const deft_conv_geom_t *g, const float *image, const float *w,
                            const float *bias, float *colside) {
     direct_job_t j;
-    deft_direct_job_init(&j, g);
+    deft_direct_job_init(&j, g, 4 * deft_parallel_budget());
     j.image = image, j.out = colside;
     return pack_and_run(&j, g, w, false, bias);
 }
@@ -318,7 +321,7 @@ int deft_conv_direct_raise(const deft_conv_geom_t *g, const float *colside, cons
     if (!raise_geometry(g, &t))
         return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct data gradient here");
     direct_job_t j;
-    deft_direct_job_init(&j, &t);
+    deft_direct_job_init(&j, &t, 4 * deft_parallel_budget());
     j.image = colside, j.out = image;
     return pack_and_run(&j, &t, w, true, bias);
 }

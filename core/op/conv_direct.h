@@ -89,8 +89,9 @@ static ALWAYS AVX512 void transpose_block(const float *src, int64_t sld, int row
     for (int c = 0; c < cols; c++) _mm512_storeu_ps(dst + c * dld, out[c]);
 }
 
-/* Shape, bands and operands for geometry g (2-D, groups 1). */
-void deft_direct_job_init(direct_job_t *j, const deft_conv_geom_t *g);
+/* Shape, bands and operands for geometry g (2-D, groups 1), with bands of
+ * rows small enough to make at least `items` (image, band) work items. */
+void deft_direct_job_init(direct_job_t *j, const deft_conv_geom_t *g, int64_t items);
 /* The input rows of output rows [r0, r1): from r0 sh - ph, (r1 - r0 - 1) sh + kh of them. */
 int64_t deft_direct_band_rows(const direct_job_t *j, int64_t r0, int64_t r1);
 /* buf (rows, icb, wp, CB) = image rows from `first` on, zero outside the image. */

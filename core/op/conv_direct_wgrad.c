@@ -134,7 +134,8 @@ static void unpack_sum(const direct_job_t *j, float *dw) {
 int deft_conv_direct_wgrad(const deft_conv_geom_t *g, const float *image, const float *colside,
                            float *dw) {
     direct_job_t j;
-    deft_direct_job_init(&j, g);
+    /* long bands: each tile sums a band's pixels between loading and storing dW */
+    deft_direct_job_init(&j, g, deft_parallel_budget());
     j.image = image, j.dy = colside;
     const int64_t items = g->batch * j.nbands;
     j.parts = deft_parallel_budget();
