@@ -384,6 +384,11 @@ static const conv_case_t direct_cases[] = {
      DIMS(0)},
     {2, 1, 16, 16, 1, DIMS(60, 20), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
+    /* enough output pixels (>= 1024) for the direct weight gradient too */
+    {2, 2, 70, 16, 1, DIMS(64, 33), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 2, 16, 48, 1, DIMS(32, 33), DIMS(3, 3), DIMS(1, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
+     DIMS(0)},
 };
 static const conv_case_t direct_deconv_cases[] = {
     {2, 2, 32, 16, 1, DIMS(9, 15), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0, 0), true,
@@ -474,7 +479,8 @@ END_TEST
 
 /* The backward of direct-path convolutions: the data gradient through the
  * direct kernel at stride 1 (im2col at stride 2), the weight gradient
- * through its own direct kernel, with them and without them. */
+ * through its own direct kernel where the batch has 1024 output pixels or
+ * more, with them and without them. */
 static void check_direct_backward(const conv_case_t *c) {
     char kernel[64], stride[64], pad[64], nf[16];
     tuple_text(2, c->k, kernel, sizeof kernel);
@@ -495,8 +501,11 @@ static void check_direct_backward(const conv_case_t *c) {
     fill(w, nw, 13);
     fill(dy, ny, 14);
     ref_conv_grads(c, x, w, dy, dx, dw, db);
+    deft_conv_geom_t g = geom_2d(c, false);
+    bool wgrad_direct = have_avx512() && c->batch * out[0] * out[1] >= 1024;
     for (int on = 1; on >= 0; on--) {
         deft_conv_direct_enable(on);
+        ck_assert_int_eq(deft_conv_direct_wgrad_fits(&g, DEFT_DT_FLOAT32), on && wgrad_direct);
         DeftNDArrayHandle in[4] = {make(DEFT_FLOAT32, 4, ys, dy), make(DEFT_FLOAT32, 4, xs, x),
                                    make(DEFT_FLOAT32, 4, ws, w),
                                    make(DEFT_FLOAT32, 1, (int64_t[]){c->filt}, NULL)};

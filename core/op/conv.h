@@ -75,7 +75,9 @@ int deft_conv_direct_lower(const deft_conv_geom_t *g, const float *image, const 
                            const float *bias, float *colside);
 int deft_conv_direct_raise(const deft_conv_geom_t *g, const float *colside, const float *w,
                            const float *bias, float *image);
-/* dw from the image and the column side, where deft_conv_direct_fits. */
+/* dw from the image and the column side: where deft_conv_direct_fits and
+ * the batch has enough output pixels per weight. */
+bool deft_conv_direct_wgrad_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);
 int deft_conv_direct_wgrad(const deft_conv_geom_t *g, const float *image, const float *colside,
                            float *dw);
 void deft_conv_direct_enable(bool on);

@@ -295,7 +295,7 @@ static void wgrad_parts(void *ctx, int64_t begin, int64_t end) {
 
 int deft_conv_wgrad_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
                         const void *colside, void *dw) {
-    if (deft_conv_direct_fits(g, dtype)) return deft_conv_direct_wgrad(g, image, colside, dw);
+    if (deft_conv_direct_wgrad_fits(g, dtype)) return deft_conv_direct_wgrad(g, image, colside, dw);
     conv_job_t j;
     job_init(&j, g, dtype);
     const int64_t wsize = g->filt * j.rows, macs = wsize * j.space;
