@@ -1,6 +1,8 @@
 /* Convolution and Deconvolution against direct loops written here. */
 #include "symbol_helpers.h"
 
+#include "core/op/conv.h"
+
 /* A case in up to three spatial dimensions (nd of them used). */
 typedef struct conv_case {
     int nd;
@@ -117,8 +119,9 @@ static void tuple_text(int nd, const int64_t *v, char *buf, size_t len) {
              (long long)v[0], (long long)v[1], (long long)v[2]);
 }
 
-/* Run the case through the operator in dtype and compare with the reference. */
-static void check_case(const conv_case_t *c, bool deconv, int dtype) {
+/* Run the case through the operator in dtype and compare with the reference,
+ * to within tol (relative, plus as much absolute). */
+static void check_case_within(const conv_case_t *c, bool deconv, int dtype, double tol) {
     char kernel[64], stride[64], dilate[64], pad[64], adj[64], target[64], nf[16], ng[16];
     tuple_text(c->nd, c->k, kernel, sizeof kernel);
     tuple_text(c->nd, c->s, stride, sizeof stride);
@@ -161,10 +164,14 @@ static void check_case(const conv_case_t *c, bool deconv, int dtype) {
                        P("kernel", kernel, "stride", stride, "dilate", dilate, "pad", pad,
                          "num_filter", nf, "num_group", ng, "no_bias", no_bias));
     assert_shape(y, nd, yshape);
-    assert_values(y, ny, want, dtype == DEFT_FLOAT32 ? 2e-5 : 1e-12);
+    assert_values(y, ny, want, tol);
     free_all(3, in);
     free_all(1, &y);
     free(x), free(w), free(b), free(want);
+}
+
+static void check_case(const conv_case_t *c, bool deconv, int dtype) {
+    check_case_within(c, deconv, dtype, dtype == DEFT_FLOAT32 ? 2e-5 : 1e-12);
 }
 
 /* Shorthand for the cases: 1 in unused dimensions keeps tuple_text's output valid. */
@@ -349,6 +356,176 @@ START_TEST(test_backward_convolution_matches_scatter_loops) {
         free_all(3, grads);
     }
     free(x), free(w), free(dy), free(dx), free(dw);
+}
+END_TEST
+
+/*
+ * The direct AVX-512 kernels (conv_direct.c) take 2-D float32 convolutions
+ * with groups 1, no dilation, width stride 1 or 2 and channels that round up
+ * to blocks of 16 with little waste, but not 1x1 kernels. The cases cover
+ * full and partial register tiles (widths 15, 29, 11), one and two output
+ * blocks and a partial one (72 channels), input channels not a multiple of
+ * 16 (70), stride 2 in either dimension, 2x2 and 7x7 kernels, padding, and
+ * bands of rows split between threads (60 rows, one image). Deconvolution
+ * at stride 1 runs them as its data-gradient form (raise).
+ */
+static const conv_case_t direct_cases[] = {
+    {2, 2, 32, 64, 1, DIMS(9, 15), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 2, 70, 72, 1, DIMS(11, 30), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
+     DIMS(0)},
+    {2, 1, 48, 16, 1, DIMS(5, 29), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 2, 16, 32, 1, DIMS(8, 9), DIMS(2, 2), DIMS(2, 2), DIMS(0, 0), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 1, 16, 32, 1, DIMS(20, 21), DIMS(7, 7), DIMS(2, 2), DIMS(3, 3), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 2, 32, 16, 1, DIMS(9, 17), DIMS(3, 5), DIMS(2, 1), DIMS(0, 2), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 1, 16, 16, 1, DIMS(60, 20), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    /* enough output pixels (>= 1024) for the direct weight gradient too */
+    {2, 2, 70, 16, 1, DIMS(64, 33), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 2, 16, 48, 1, DIMS(32, 33), DIMS(3, 3), DIMS(1, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
+     DIMS(0)},
+};
+static const conv_case_t direct_deconv_cases[] = {
+    {2, 2, 32, 16, 1, DIMS(9, 15), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0, 0), true,
+     DIMS(0)},
+    {2, 1, 16, 48, 1, DIMS(6, 11), DIMS(3, 2), DIMS(1, 1), DIMS(0, 1), DIMS(1, 1), DIMS(0, 0),
+     false, DIMS(0)},
+};
+
+/* The kernels' geometry of a 2-D case (conv.h): a Deconvolution's image is its output. */
+static deft_conv_geom_t geom_2d(const conv_case_t *c, bool deconv) {
+    int64_t out[3], pads[3], adjs[3];
+    if (deconv)
+        deconv_pad(c, pads, adjs, out);
+    else
+        conv_out(c, out);
+    deft_conv_geom_t g = {.batch = c->batch,
+                          .groups = c->groups,
+                          .chan = deconv ? c->filt : c->chan,
+                          .filt = deconv ? c->chan : c->filt,
+                          .img = {1, deconv ? out[0] : c->in[0], deconv ? out[1] : c->in[1]},
+                          .col = {1, deconv ? c->in[0] : out[0], deconv ? c->in[1] : out[1]},
+                          .k = {1, c->k[0], c->k[1]},
+                          .s = {1, c->s[0], c->s[1]},
+                          .p = {0, c->p[0], c->p[1]},
+                          .d = {1, c->d[0], c->d[1]}};
+    return g;
+}
+
+/* Sums of hundreds of float32 terms with cancellation (in either path). */
+#define DIRECT_TOL 1e-4
+
+/* Whether this machine runs the direct kernels (AVX-512). */
+static bool have_avx512(void) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    return __builtin_cpu_supports("avx512f");
+#else
+    return false;
+#endif
+}
+
+/* Each case through the direct kernels (where the CPU has them), then with
+ * them turned off (im2col), both against the reference loops. */
+START_TEST(test_direct_kernels_match_direct_loops) {
+    for (int on = 1; on >= 0; on--) {
+        deft_conv_direct_enable(on);
+        for (size_t i = 0; i < sizeof direct_cases / sizeof direct_cases[0]; i++) {
+            deft_conv_geom_t g = geom_2d(&direct_cases[i], false);
+            ck_assert_msg(deft_conv_direct_fits(&g, DEFT_DT_FLOAT32) == (on && have_avx512()),
+                          "case %zu: the direct kernel is %s", i, on ? "not taken" : "taken");
+            ck_assert(!deft_conv_direct_fits(&g, DEFT_DT_FLOAT64));
+            check_case_within(&direct_cases[i], false, DEFT_FLOAT32, DIRECT_TOL);
+        }
+        for (size_t i = 0; i < sizeof direct_deconv_cases / sizeof direct_deconv_cases[0]; i++) {
+            deft_conv_geom_t g = geom_2d(&direct_deconv_cases[i], true);
+            ck_assert_msg(deft_conv_direct_raise_fits(&g, DEFT_DT_FLOAT32) == (on && have_avx512()),
+                          "deconvolution case %zu: the direct kernel is %s", i,
+                          on ? "not taken" : "taken");
+            check_case_within(&direct_deconv_cases[i], true, DEFT_FLOAT32, DIRECT_TOL);
+        }
+    }
+    deft_conv_direct_enable(true);
+}
+END_TEST
+
+/* What the dispatch leaves to im2col: groups, dilation, width stride 3,
+ * few channels, 1x1 kernels, and (for the data gradient) stride 2. */
+START_TEST(test_direct_kernels_leave_the_rest_to_im2col) {
+    conv_case_t c = direct_cases[0];
+    deft_conv_geom_t g = geom_2d(&c, false);
+    ck_assert_int_eq(deft_conv_direct_fits(&g, DEFT_DT_FLOAT32), have_avx512());
+    ck_assert_int_eq(deft_conv_direct_raise_fits(&g, DEFT_DT_FLOAT32), have_avx512());
+    deft_conv_geom_t bad = g;
+    bad.groups = 2;
+    ck_assert(!deft_conv_direct_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.d[2] = 2;
+    ck_assert(!deft_conv_direct_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.s[2] = 3;
+    ck_assert(!deft_conv_direct_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.chan = 3;
+    ck_assert(!deft_conv_direct_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.k[1] = bad.k[2] = 1, bad.p[1] = bad.p[2] = 0;
+    ck_assert(!deft_conv_direct_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.s[1] = 2;
+    ck_assert_int_eq(deft_conv_direct_fits(&bad, DEFT_DT_FLOAT32), have_avx512());
+    ck_assert(!deft_conv_direct_raise_fits(&bad, DEFT_DT_FLOAT32));
+}
+END_TEST
+
+/* The backward of direct-path convolutions: the data gradient through the
+ * direct kernel at stride 1 (im2col at stride 2), the weight gradient
+ * through its own direct kernel where the batch has 1024 output pixels or
+ * more, with them and without them. */
+static void check_direct_backward(const conv_case_t *c) {
+    char kernel[64], stride[64], pad[64], nf[16];
+    tuple_text(2, c->k, kernel, sizeof kernel);
+    tuple_text(2, c->s, stride, sizeof stride);
+    tuple_text(2, c->p, pad, sizeof pad);
+    snprintf(nf, sizeof nf, "%lld", (long long)c->filt);
+    int64_t out[3];
+    conv_out(c, out);
+    const int64_t xs[4] = {c->batch, c->chan, c->in[0], c->in[1]};
+    const int64_t ws[4] = {c->filt, c->chan, c->k[0], c->k[1]};
+    const int64_t ys[4] = {c->batch, c->filt, out[0], out[1]};
+    const int64_t nx = count_of(4, xs), nw = count_of(4, ws), ny = count_of(4, ys);
+    double *x = malloc(sizeof(double) * (size_t)nx), *w = malloc(sizeof(double) * (size_t)nw);
+    double *dy = malloc(sizeof(double) * (size_t)ny), *dx = malloc(sizeof(double) * (size_t)nx);
+    double *dw = malloc(sizeof(double) * (size_t)nw),
+           *db = malloc(sizeof(double) * (size_t)c->filt);
+    fill(x, nx, 12);
+    fill(w, nw, 13);
+    fill(dy, ny, 14);
+    ref_conv_grads(c, x, w, dy, dx, dw, db);
+    deft_conv_geom_t g = geom_2d(c, false);
+    bool wgrad_direct = have_avx512() && c->batch * out[0] * out[1] >= 1024;
+    for (int on = 1; on >= 0; on--) {
+        deft_conv_direct_enable(on);
+        ck_assert_int_eq(deft_conv_direct_wgrad_fits(&g, DEFT_DT_FLOAT32), on && wgrad_direct);
+        DeftNDArrayHandle in[4] = {make(DEFT_FLOAT32, 4, ys, dy), make(DEFT_FLOAT32, 4, xs, x),
+                                   make(DEFT_FLOAT32, 4, ws, w),
+                                   make(DEFT_FLOAT32, 1, (int64_t[]){c->filt}, NULL)};
+        DeftNDArrayHandle grads[3] = {NULL, NULL, NULL};
+        int nout = 3;
+        ck_assert_ok(call("_backward_Convolution", 4, in, &nout, grads,
+                          P("kernel", kernel, "stride", stride, "pad", pad, "num_filter", nf)));
+        assert_values(grads[0], nx, dx, DIRECT_TOL);
+        assert_values(grads[1], nw, dw, DIRECT_TOL);
+        assert_values(grads[2], c->filt, db, DIRECT_TOL);
+        free_all(4, in);
+        free_all(3, grads);
+    }
+    deft_conv_direct_enable(true);
+    free(x), free(w), free(dy), free(dx), free(dw), free(db);
+}
+
+START_TEST(test_direct_backward_matches_scatter_loops) {
+    for (size_t i = 0; i < sizeof direct_cases / sizeof direct_cases[0]; i++)
+        check_direct_backward(&direct_cases[i]);
 }
 END_TEST
 
@@ -550,6 +727,9 @@ int main(void) {
     tcase_add_test(tc, test_deconvolution_matches_scatter_loops);
     tcase_add_test(tc, test_deconvolution_is_the_adjoint_of_convolution);
     tcase_add_test(tc, test_backward_convolution_matches_scatter_loops);
+    tcase_add_test(tc, test_direct_kernels_match_direct_loops);
+    tcase_add_test(tc, test_direct_kernels_leave_the_rest_to_im2col);
+    tcase_add_test(tc, test_direct_backward_matches_scatter_loops);
     tcase_add_test(tc, test_zero_size_batch);
     tcase_add_test(tc, test_zero_size_batch_gradient);
     tcase_add_test(tc, test_infer_weight_and_bias_from_data);

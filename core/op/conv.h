@@ -63,6 +63,25 @@ int deft_conv_wgrad_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const voi
 void deft_conv_bias_grad_cpu(deft_dtype_t dtype, int64_t batch, int64_t channels, int64_t space,
                              const void *y, void *db);
 
+/*
+ * The direct float32 kernels (conv_direct.c), where they fit: 2-D, groups 1,
+ * no dilation, width stride 1 or 2, on a CPU with AVX-512 (chosen at run
+ * time). deft_conv_lower_cpu and deft_conv_raise_cpu call them when they
+ * fit; deft_conv_direct_enable(false) turns them off (tests of the im2col path).
+ */
+bool deft_conv_direct_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);
+bool deft_conv_direct_raise_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);
+int deft_conv_direct_lower(const deft_conv_geom_t *g, const float *image, const float *w,
+                           const float *bias, float *colside);
+int deft_conv_direct_raise(const deft_conv_geom_t *g, const float *colside, const float *w,
+                           const float *bias, float *image);
+/* dw from the image and the column side: where deft_conv_direct_fits and
+ * the batch has enough output pixels per weight. */
+bool deft_conv_direct_wgrad_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);
+int deft_conv_direct_wgrad(const deft_conv_geom_t *g, const float *image, const float *colside,
+                           float *dw);
+void deft_conv_direct_enable(bool on);
+
 #ifdef DEFT_HAVE_CUDA
 /* The same on a GPU (conv.cu), queued on the calling thread's stream of
  * device dev; `cols` is room on that GPU for one image's im2col matrix

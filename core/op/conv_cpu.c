@@ -197,6 +197,7 @@ static int finish(conv_job_t *j) {
 
 int deft_conv_lower_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
                         const void *w, const void *bias, void *colside) {
+    if (deft_conv_direct_fits(g, dtype)) return deft_conv_direct_lower(g, image, w, bias, colside);
     conv_job_t j;
     job_init(&j, g, dtype);
     j.image = image, j.w = w, j.bias = bias, j.out = colside;
@@ -245,6 +246,8 @@ static void raise_items(void *ctx, int64_t begin, int64_t end) {
 
 int deft_conv_raise_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *colside,
                         const void *w, const void *bias, void *image) {
+    if (deft_conv_direct_raise_fits(g, dtype))
+        return deft_conv_direct_raise(g, colside, w, bias, image);
     conv_job_t j;
     job_init(&j, g, dtype);
     j.colside = colside, j.w = w, j.bias = bias, j.out = image;
@@ -292,6 +295,7 @@ static void wgrad_parts(void *ctx, int64_t begin, int64_t end) {
 
 int deft_conv_wgrad_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
                         const void *colside, void *dw) {
+    if (deft_conv_direct_wgrad_fits(g, dtype)) return deft_conv_direct_wgrad(g, image, colside, dw);
     conv_job_t j;
     job_init(&j, g, dtype);
     const int64_t wsize = g->filt * j.rows, macs = wsize * j.space;

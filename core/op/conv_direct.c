@@ -1,0 +1,350 @@
+/*
+ * Direct 2-D float32 convolution on AVX-512, for the shapes where it beats
+ * im2col + GEMM (conv_cpu.c): groups 1, dilation 1, width stride 1 or 2.
+ *
+ * Per call, the weights are packed into blocks of 16 output channels
+ * (kh, kw, input channel, 16 outputs); per work item, a band of input rows
+ * is packed with zero padding into blocks of 16 input channels
+ * (row, channel block, column, 16 channels). The register tile is up to 14
+ * output pixels of one row times 32 output channels: 28 zmm accumulators,
+ * two weight vectors and one broadcast input value per step, 28 FMAs for
+ * 2 vector loads and 14 scalar broadcasts. The tile's pixels sit at fixed
+ * offsets from one pointer (the stride is a compile-time constant), so the
+ * loop keeps no per-pixel pointers. The tile is written back to the
+ * channels-first output through a small transposing buffer.
+ *
+ * Work items are (image, band of output rows); each packs its own band
+ * (which then stays in L2) and runs every output-channel block over it.
+ * The kernels are compiled for AVX-512 alone (target attributes) and chosen
+ * at run time; other machines keep the im2col path.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/base/error.h"
+#include "core/base/parallel.h"
+#include "core/op/conv.h"
+#include "core/op/conv_direct.h"
+
+static atomic_bool direct_off;
+
+void deft_conv_direct_enable(bool on) {
+    atomic_store(&direct_off, !on);
+}
+
+#if DEFT_CONV_DIRECT_X86
+bool deft_conv_direct_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
+    if (atomic_load(&direct_off) || dtype != DEFT_DT_FLOAT32 || g->groups != 1) return false;
+    /* 2-D: no depth, no dilation; the width stride is compiled in */
+    if (g->img[0] != 1 || g->k[0] != 1 || g->p[0] != 0 || g->s[0] != 1) return false;
+    if (g->d[1] != 1 || g->d[2] != 1 || (g->s[2] != 1 && g->s[2] != 2)) return false;
+    /* Channels rounded up to blocks of 16: at most a quarter more work. */
+    if (round_up(g->chan, CB) * 4 > g->chan * 5 || round_up(g->filt, CB) * 4 > g->filt * 5)
+        return false;
+    if (g->batch == 0 || g->chan == 0 || g->col[1] == 0 || g->col[2] == 0) return false;
+    /* 1x1: im2col's GEMM reads the image itself (or a strided copy), and
+     * with one tap per channel the tiles are too short to win (measured). */
+    if (g->k[1] * g->k[2] == 1) return false;
+    return __builtin_cpu_supports("avx512f");
+}
+
+void deft_direct_job_init(direct_job_t *j, const deft_conv_geom_t *g, int64_t items) {
+    memset(j, 0, sizeof *j);
+    j->batch = g->batch, j->ic = g->chan, j->oc = g->filt;
+    j->icp = round_up(j->ic, CB), j->icb = j->icp / CB, j->ocp = round_up(j->oc, CB);
+    j->ih = g->img[1], j->iw = g->img[2], j->oh = g->col[1], j->ow = g->col[2];
+    j->kh = g->k[1], j->kw = g->k[2], j->sh = g->s[1], j->sw = g->s[2];
+    j->ph = g->p[1], j->pw = g->p[2];
+    j->wp = (j->ow - 1) * j->sw + j->kw;
+    /* bands: an L2 share of input, and at least `items` of them in all */
+    int64_t row_bytes = j->sh * j->icp * j->wp * 4;
+    j->band = BAND_BYTES / (row_bytes > 0 ? row_bytes : 1);
+    if (j->band < 1) j->band = 1;
+    int64_t per_image = (items + g->batch - 1) / g->batch;
+    if (j->band > (j->oh + per_image - 1) / per_image)
+        j->band = (j->oh + per_image - 1) / per_image;
+    if (j->band > j->oh) j->band = j->oh;
+    j->nbands = (j->oh + j->band - 1) / j->band;
+    atomic_init(&j->failed, false);
+}
+
+/* ---- packing ---- */
+
+/*
+ * wpk[ob][r][c][i][o] = the weight of output channel ob CB + o, input
+ * channel i, tap (r, c); zero for the padding channels. The blocks of a
+ * register tile's MAX_BLOCKS blocks lie side by side: a tile of nb blocks
+ * starting at block ob reads (nb CB) weights per tap and channel.
+ * flip: the weights are (ic, oc, kh, kw), read transposed and rotated by
+ * 180 degrees (the data gradient as a convolution).
+ */
+static void pack_weights(const direct_job_t *j, const float *w, bool flip, float *wpk) {
+    const int64_t taps = j->kh * j->kw;
+    for (int64_t o0 = 0; o0 < j->ocp; o0 += MAX_BLOCKS * CB) {
+        int64_t width = j->ocp - o0 < MAX_BLOCKS * CB ? j->ocp - o0 : MAX_BLOCKS * CB;
+        float *dst = wpk + o0 * taps * j->icp;
+        for (int64_t t = 0; t < taps; t++)
+            for (int64_t i = 0; i < j->icp; i++)
+                for (int64_t o = 0; o < width; o++, dst++) {
+                    int64_t oc = o0 + o;
+                    if (oc >= j->oc || i >= j->ic) {
+                        *dst = 0;
+                    } else if (!flip) {
+                        *dst = w[(oc * j->ic + i) * taps + t];
+                    } else {
+                        *dst = w[(i * j->oc + oc) * taps + taps - 1 - t];
+                    }
+                }
+    }
+}
+
+/* The input rows of output rows [r0, r1): from r0 sh - ph, (r1 - r0 - 1) sh + kh of them. */
+int64_t deft_direct_band_rows(const direct_job_t *j, int64_t r0, int64_t r1) {
+    return (r1 - r0 - 1) * j->sh + j->kh;
+}
+
+/* buf (rows, icb, wp, CB) = image rows from `first` on, zero outside the image. */
+AVX512 void deft_direct_pack_band(const direct_job_t *j, const float *img, int64_t first,
+                                  int64_t rows, float *buf) {
+    const int64_t plane = j->ih * j->iw, blk = j->wp * CB;
+    const int64_t lo = j->pw, hi = j->pw + j->iw < j->wp ? j->pw + j->iw : j->wp;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t y = first + r;
+        for (int64_t b = 0; b < j->icb; b++) {
+            float *dst = buf + (r * j->icb + b) * blk;
+            if (y < 0 || y >= j->ih || b * CB + CB > j->ic || lo > 0 || hi < j->wp)
+                memset(dst, 0, (size_t)blk * sizeof(float));
+            if (y < 0 || y >= j->ih) continue;
+            const float *src = img + b * CB * plane + y * j->iw;
+            int rows = j->ic - b * CB < CB ? (int)(j->ic - b * CB) : CB;
+            for (int64_t x = lo; x < hi; x += CB)
+                transpose_block(src + x - j->pw, plane, rows, hi - x < CB ? (int)(hi - x) : CB,
+                                dst + x * CB, CB);
+        }
+    }
+}
+
+/* ---- the register tile ---- */
+
+/*
+ * acc[b][p] (output channels b CB .. of pixel p) = the taps of P pixels,
+ * SW columns apart, NB blocks of output channels. x: the packed band at the
+ * tile's first input row and column; w: the packed weights of the blocks.
+ */
+static ALWAYS AVX512 void tile_macs(const direct_job_t *j, const float *x, const float *w, int P,
+                                    int NB, int SW, __m512 acc[MAX_BLOCKS][MAX_PIX]) {
+    const int64_t row = j->icb * j->wp * CB, blk = j->wp * CB;
+    for (int64_t r = 0; r < j->kh; r++)
+        for (int64_t c = 0; c < j->kw; c++) {
+            const float *xc = x + r * row + c * CB;
+            for (int64_t b = 0; b < j->icb; b++, xc += blk) {
+#pragma GCC unroll 4
+                for (int i = 0; i < CB; i++, w += NB * CB) {
+                    __m512 w0 = _mm512_load_ps(w), w1 = w0;
+                    if (NB == 2) w1 = _mm512_load_ps(w + CB);
+#pragma GCC unroll 14
+                    for (int p = 0; p < P; p++) {
+                        __m512 v = _mm512_set1_ps(xc[p * SW * CB + i]);
+                        acc[0][p] = _mm512_fmadd_ps(v, w0, acc[0][p]);
+                        if (NB == 2) acc[1][p] = _mm512_fmadd_ps(v, w1, acc[1][p]);
+                    }
+                }
+            }
+        }
+}
+
+/* One tile of image out: P pixels of output row y from column x0, channels
+ * o0 .. o0 + NB CB; the band's rows start at input row y0 sh - ph. */
+static ALWAYS AVX512 void tile(const direct_job_t *j, const float *band, int64_t y0, int64_t y,
+                               int64_t x0, int64_t o0, float *out, int P, int NB, int SW) {
+    __m512 acc[MAX_BLOCKS][MAX_PIX];
+    for (int b = 0; b < NB; b++) {
+        __m512 init = j->bias ? _mm512_loadu_ps(j->bias + o0 + b * CB) : _mm512_setzero_ps();
+#pragma GCC unroll 14
+        for (int p = 0; p < P; p++) acc[b][p] = init;
+    }
+    const float *x = band + (y - y0) * j->sh * j->icb * j->wp * CB + x0 * SW * CB;
+    tile_macs(j, x, j->wpk + o0 * j->kh * j->kw * j->icp, P, NB, SW, acc);
+    /* acc holds pixels by channel; the output is channels first */
+    const int64_t plane = j->oh * j->ow;
+    const __mmask16 pm = (__mmask16)((1u << P) - 1);
+    for (int b = 0; b < NB; b++) {
+        __m512 r[16], cols[16];
+        for (int p = 0; p < 16; p++) r[p] = p < P ? acc[b][p] : _mm512_setzero_ps();
+        transpose16(r, cols);
+        int64_t n = j->oc - o0 - b * CB < CB ? j->oc - o0 - b * CB : CB;
+        float *dst = out + (o0 + b * CB) * plane + y * j->ow + x0;
+        for (int64_t o = 0; o < n; o++) _mm512_mask_storeu_ps(dst + o * plane, pm, cols[o]);
+    }
+}
+
+/* The tiles of output row y for channels o0 .., in NB blocks, stride SW. */
+#define ROW_KERNEL(NB, SW)                                                                         \
+    static AVX512 void row_##NB##_##SW(const direct_job_t *j, const float *band, int64_t y0,       \
+                                       int64_t y, int64_t o0, float *out) {                        \
+        int64_t x0 = 0;                                                                            \
+        for (; x0 + MAX_PIX <= j->ow; x0 += MAX_PIX)                                               \
+            tile(j, band, y0, y, x0, o0, out, MAX_PIX, NB, SW);                                    \
+        switch (j->ow - x0) {                                                                      \
+        case 13:                                                                                   \
+            tile(j, band, y0, y, x0, o0, out, 13, NB, SW);                                         \
+            break;                                                                                 \
+        case 12:                                                                                   \
+            tile(j, band, y0, y, x0, o0, out, 12, NB, SW);                                         \
+            break;                                                                                 \
+        case 11:                                                                                   \
+            tile(j, band, y0, y, x0, o0, out, 11, NB, SW);                                         \
+            break;                                                                                 \
+        case 10:                                                                                   \
+            tile(j, band, y0, y, x0, o0, out, 10, NB, SW);                                         \
+            break;                                                                                 \
+        case 9:                                                                                    \
+            tile(j, band, y0, y, x0, o0, out, 9, NB, SW);                                          \
+            break;                                                                                 \
+        case 8:                                                                                    \
+            tile(j, band, y0, y, x0, o0, out, 8, NB, SW);                                          \
+            break;                                                                                 \
+        case 7:                                                                                    \
+            tile(j, band, y0, y, x0, o0, out, 7, NB, SW);                                          \
+            break;                                                                                 \
+        case 6:                                                                                    \
+            tile(j, band, y0, y, x0, o0, out, 6, NB, SW);                                          \
+            break;                                                                                 \
+        case 5:                                                                                    \
+            tile(j, band, y0, y, x0, o0, out, 5, NB, SW);                                          \
+            break;                                                                                 \
+        case 4:                                                                                    \
+            tile(j, band, y0, y, x0, o0, out, 4, NB, SW);                                          \
+            break;                                                                                 \
+        case 3:                                                                                    \
+            tile(j, band, y0, y, x0, o0, out, 3, NB, SW);                                          \
+            break;                                                                                 \
+        case 2:                                                                                    \
+            tile(j, band, y0, y, x0, o0, out, 2, NB, SW);                                          \
+            break;                                                                                 \
+        case 1:                                                                                    \
+            tile(j, band, y0, y, x0, o0, out, 1, NB, SW);                                          \
+            break;                                                                                 \
+        default:                                                                                   \
+            break;                                                                                 \
+        }                                                                                          \
+    }
+ROW_KERNEL(1, 1)
+ROW_KERNEL(2, 1)
+ROW_KERNEL(1, 2)
+ROW_KERNEL(2, 2)
+
+typedef void (*row_fn)(const direct_job_t *, const float *, int64_t, int64_t, int64_t, float *);
+
+/* ---- work items: (image, band of output rows) ---- */
+
+static void band_items(void *ctx, int64_t begin, int64_t end) {
+    direct_job_t *j = ctx;
+    const int64_t rows = deft_direct_band_rows(j, 0, j->band);
+    float *band = aligned_alloc(64, (size_t)round_up(rows * j->icb * j->wp * CB * 4, 64));
+    if (!band) {
+        atomic_store(&j->failed, true);
+        return;
+    }
+    row_fn two = j->sw == 1 ? row_2_1 : row_2_2, one = j->sw == 1 ? row_1_1 : row_1_2;
+    for (int64_t item = begin; item < end; item++) {
+        int64_t n = item / j->nbands, r0 = item % j->nbands * j->band;
+        int64_t r1 = r0 + j->band < j->oh ? r0 + j->band : j->oh;
+        deft_direct_pack_band(j, j->image + n * j->ic * j->ih * j->iw, r0 * j->sh - j->ph,
+                              deft_direct_band_rows(j, r0, r1), band);
+        float *out = j->out + n * j->oc * j->oh * j->ow;
+        for (int64_t o0 = 0; o0 < j->ocp; o0 += MAX_BLOCKS * CB)
+            for (int64_t y = r0; y < r1; y++)
+                (j->ocp - o0 >= MAX_BLOCKS * CB ? two : one)(j, band, r0, y, o0, out);
+    }
+    free(band);
+}
+
+/* Convolve with packed weights (bias NULL or rounded up to ocp entries). */
+static int run(direct_job_t *j, const deft_conv_geom_t *g) {
+    int64_t macs = j->band * j->ow * j->ocp * j->icp * j->kh * j->kw;
+    int64_t grain = macs >= ITEM_MACS ? 1 : ITEM_MACS / (macs > 0 ? macs : 1);
+    deft_parallel_for(g->batch * j->nbands, grain, band_items, j);
+    if (atomic_load(&j->failed))
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "convolution: no memory for an input band");
+    return 0;
+}
+
+/* Pack weights (and bias, to ocp entries) and run; flip for the data gradient. */
+static int pack_and_run(direct_job_t *j, const deft_conv_geom_t *g, const float *w, bool flip,
+                        const float *bias) {
+    size_t wbytes = (size_t)round_up(j->ocp * j->kh * j->kw * j->icp * 4, 64);
+    float *wpk = aligned_alloc(64, wbytes), *bpk = NULL;
+    if (!wpk || (bias && !(bpk = calloc((size_t)j->ocp, sizeof(float))))) {
+        free(wpk);
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "convolution: no memory for packed weights");
+    }
+    pack_weights(j, w, flip, wpk);
+    if (bias) memcpy(bpk, bias, (size_t)j->oc * sizeof(float));
+    j->wpk = wpk, j->bias = bpk;
+    int status = run(j, g);
+    free(wpk), free(bpk);
+    return status;
+}
+
+int deft_conv_direct_lower(const deft_conv_geom_t *g, const float *image, const float *w,
+                           const float *bias, float *colside) {
+    direct_job_t j;
+    deft_direct_job_init(&j, g, 4 * deft_parallel_budget());
+    j.image = image, j.out = colside;
+    return pack_and_run(&j, g, w, false, bias);
+}
+
+/* The data gradient at stride 1 is a convolution of the column side with the
+ * weights transposed and flipped, padded by k - 1 - p. */
+static bool raise_geometry(const deft_conv_geom_t *g, deft_conv_geom_t *t) {
+    if (g->s[1] != 1 || g->s[2] != 1) return false;
+    *t = *g;
+    t->chan = g->filt, t->filt = g->chan;
+    for (int i = 0; i < 3; i++) {
+        t->img[i] = g->col[i], t->col[i] = g->img[i];
+        t->p[i] = g->k[i] - 1 - g->p[i];
+        if (t->p[i] < 0) return false;
+    }
+    return deft_conv_direct_fits(t, DEFT_DT_FLOAT32);
+}
+
+bool deft_conv_direct_raise_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
+    deft_conv_geom_t t;
+    return deft_conv_direct_fits(g, dtype) && raise_geometry(g, &t);
+}
+
+int deft_conv_direct_raise(const deft_conv_geom_t *g, const float *colside, const float *w,
+                           const float *bias, float *image) {
+    deft_conv_geom_t t;
+    if (!raise_geometry(g, &t))
+        return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct data gradient here");
+    direct_job_t j;
+    deft_direct_job_init(&j, &t, 4 * deft_parallel_budget());
+    j.image = colside, j.out = image;
+    return pack_and_run(&j, &t, w, true, bias);
+}
+
+#else /* no AVX-512 kernels on this compiler or architecture */
+
+bool deft_conv_direct_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
+    (void)g, (void)dtype;
+    return false;
+}
+bool deft_conv_direct_raise_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
+    (void)g, (void)dtype;
+    return false;
+}
+int deft_conv_direct_lower(const deft_conv_geom_t *g, const float *image, const float *w,
+                           const float *bias, float *colside) {
+    (void)g, (void)image, (void)w, (void)bias, (void)colside;
+    return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct kernel here");
+}
+int deft_conv_direct_raise(const deft_conv_geom_t *g, const float *colside, const float *w,
+                           const float *bias, float *image) {
+    (void)g, (void)colside, (void)w, (void)bias, (void)image;
+    return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct kernel here");
+}
+
+#endif

@@ -1,0 +1,102 @@
+/*
+ * What the direct AVX-512 convolution kernels share (conv_direct.c: forward
+ * and data gradient; conv_direct_wgrad.c: weight gradient): the shape of a
+ * call, and the input band packed into blocks of 16 channels,
+ * (row, channel block, column, 16 channels), zero-padded.
+ */
+#ifndef DEFT_CORE_OP_CONV_DIRECT_H
+#define DEFT_CORE_OP_CONV_DIRECT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "core/op/conv.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define DEFT_CONV_DIRECT_X86 1
+#include <immintrin.h>
+
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
+#define ALWAYS __attribute__((always_inline)) inline
+
+enum {
+    CB = 16,        /* channels per block (one zmm of float32) */
+    MAX_PIX = 14,   /* output pixels per register tile */
+    MAX_BLOCKS = 2, /* output-channel blocks per register tile */
+};
+
+/* Input bands hold about this many bytes (an L2 share). */
+#define BAND_BYTES (192 << 10)
+/* Below this many multiply-adds per work item, items are merged into chunks. */
+#define ITEM_MACS (1 << 20)
+
+/* The shape of one call, and its operands. */
+typedef struct direct_job {
+    int64_t batch;
+    int64_t ic, oc, icp, icb, ocp;  /* channels; icp, ocp rounded up to CB; icp / CB */
+    int64_t ih, iw, oh, ow;         /* spatial sizes */
+    int64_t kh, kw, sh, sw, ph, pw; /* kernel, stride, padding */
+    int64_t wp;                     /* packed columns: those the row's taps read */
+    int64_t band, nbands;           /* output rows per work item */
+    const float *image, *bias;      /* bias: NULL, or ocp entries */
+    const float *wpk;               /* packed weights */
+    float *out;
+    const float *dy; /* the weight gradient's: output gradient, */
+    float *dwp;      /* its packed partial sums, one per part */
+    int64_t parts;
+    atomic_bool failed;
+} direct_job_t;
+
+static inline int64_t round_up(int64_t n, int64_t to) {
+    return (n + to - 1) / to * to;
+}
+
+/* out[c] = lane c of r[0..15]: a 16 x 16 transpose in registers (unpacks
+ * within 128-bit lanes, then lane shuffles). */
+static ALWAYS AVX512 void transpose16(const __m512 r[16], __m512 out[16]) {
+    __m512 t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 16; g += 4) { /* u[g + j]: column j of each lane, rows g .. g + 3 */
+        u[g] = _mm512_shuffle_ps(t[g], t[g + 2], 0x44);
+        u[g + 1] = _mm512_shuffle_ps(t[g], t[g + 2], 0xEE);
+        u[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+        u[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+    }
+    for (int j = 0; j < 4; j++) {
+        __m512 ab_lo = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x44);
+        __m512 ab_hi = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xEE);
+        __m512 cd_lo = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x44);
+        __m512 cd_hi = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xEE);
+        out[j] = _mm512_shuffle_f32x4(ab_lo, cd_lo, 0x88);
+        out[4 + j] = _mm512_shuffle_f32x4(ab_lo, cd_lo, 0xDD);
+        out[8 + j] = _mm512_shuffle_f32x4(ab_hi, cd_hi, 0x88);
+        out[12 + j] = _mm512_shuffle_f32x4(ab_hi, cd_hi, 0xDD);
+    }
+}
+
+/* dst row c (c < cols, stride dld, 16 lanes) = column c of `rows` rows of src
+ * (stride sld), zero in the lanes past rows. */
+static ALWAYS AVX512 void transpose_block(const float *src, int64_t sld, int rows, int cols,
+                                          float *dst, int64_t dld) {
+    __m512 r[16], out[16];
+    const __mmask16 cm = (__mmask16)((1u << cols) - 1);
+    for (int i = 0; i < 16; i++)
+        r[i] = i < rows ? _mm512_maskz_loadu_ps(cm, src + i * sld) : _mm512_setzero_ps();
+    transpose16(r, out);
+    for (int c = 0; c < cols; c++) _mm512_storeu_ps(dst + c * dld, out[c]);
+}
+
+/* Shape, bands and operands for geometry g (2-D, groups 1), with bands of
+ * rows small enough to make at least `items` (image, band) work items. */
+void deft_direct_job_init(direct_job_t *j, const deft_conv_geom_t *g, int64_t items);
+/* The input rows of output rows [r0, r1): from r0 sh - ph, (r1 - r0 - 1) sh + kh of them. */
+int64_t deft_direct_band_rows(const direct_job_t *j, int64_t r0, int64_t r1);
+/* buf (rows, icb, wp, CB) = image rows from `first` on, zero outside the image. */
+AVX512 void deft_direct_pack_band(const direct_job_t *j, const float *img, int64_t first,
+                                  int64_t rows, float *buf);
+
+#endif
+#endif
