@@ -39,6 +39,18 @@ START_TEST(test_aliases_find_their_operators) {
 }
 END_TEST
 
+/* Input names past an operator's list are the first name, never a read past it
+ * (_backward_RNN takes up to 10 inputs and names 5; ASan caught the over-read). */
+START_TEST(test_input_names_past_the_list) {
+    const deft_op_t *rnn = deft_registry_find("_backward_RNN")->op;
+    ck_assert_str_eq(deft_op_input_name(rnn, 1), "parameters");
+    ck_assert_str_eq(deft_op_input_name(rnn, 9), "data");
+    const deft_op_t *concat = deft_registry_find("Concat")->op;
+    ck_assert_str_eq(deft_op_input_name(concat, 30), "data");
+    ck_assert_ptr_null(deft_op_input_name(deft_registry_find("_zeros")->op, 0));
+}
+END_TEST
+
 START_TEST(test_lists_sorted_operators_including_mxnet_names) {
     int count = 0;
     const char *const *names = NULL;
@@ -398,6 +410,7 @@ static Suite *registry_suite(void) {
     tcase_add_test(tc, test_cached_op_naming_no_graph_is_a_value_error); /* first: no graph yet */
     tcase_add_test(tc, test_lists_sorted_operators_including_mxnet_names);
     tcase_add_test(tc, test_aliases_find_their_operators);
+    tcase_add_test(tc, test_input_names_past_the_list);
     tcase_add_test(tc, test_every_default_parses_and_every_op_is_documented);
     tcase_add_test(tc, test_introspection_describes_fully_connected);
     tcase_add_test(tc, test_introspection_rejects_bad_arguments);

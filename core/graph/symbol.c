@@ -170,7 +170,7 @@ int deft_symbol_compose(deft_symbol_t *sym, const char *name, int num_args, cons
     int status = 0;
     for (int i = 0; i < n && status == 0; i++) {
         if (inputs[i].node) continue;
-        const char *role = op->input_names[i] ? op->input_names[i] : op->input_names[0];
+        const char *role = deft_op_input_name(op, i);
         status = deft_node_new_variable(NULL, role, 0, NULL, NULL, &made[i]);
         inputs[i] = (deft_entry_t){made[i], 0};
     }

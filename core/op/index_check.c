@@ -30,7 +30,7 @@ static double element_at(const deft_tensor_t *t, int64_t j) {
 
 static int report(const deft_op_t *op, int input, const deft_index_check_t *c, int64_t j,
                   double v) {
-    const char *name = op->input_names && input < op->max_inputs ? op->input_names[input] : NULL;
+    const char *name = deft_op_input_name(op, input);
     int64_t g = j / c->group;
     bool whole = v == floor(v);
     char range[64] = "";

@@ -250,6 +250,11 @@ static inline int deft_op_num_visible_outputs(const deft_op_t *op, const deft_pa
         used, section("deft_op_families"))) static const deft_op_family_t *const name##_entry =    \
         &name
 
+/* The name of input i: its own, or for an input past the operator's list (a
+ * variadic operator's one name, _backward_RNN's heads) the first; NULL for
+ * an operator without inputs. */
+const char *deft_op_input_name(const deft_op_t *op, int i);
+
 /* The input list of the many operators that take one array named "data". */
 extern const char *const deft_op_data_input[];
 

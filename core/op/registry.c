@@ -511,3 +511,10 @@ int deft_op_one_visible(const deft_param_value_t *p) {
     (void)p;
     return 1;
 }
+
+const char *deft_op_input_name(const deft_op_t *op, int i) {
+    if (!op->input_names || !op->input_names[0]) return NULL;
+    for (int k = 1; k <= i; k++)
+        if (!op->input_names[k]) return op->input_names[0];
+    return op->input_names[i];
+}
