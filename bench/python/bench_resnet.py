@@ -17,9 +17,10 @@ turn for one round (`iters` inferences, waited for), so the rounds alternate
 and a noisy neighbour slows every framework alike. A short pause between two
 rounds lets the previous process's spinning OpenMP threads go to sleep. The
 best and the median of the rounds are printed, and the ratios deft / peer of
-the best times. MXNet runs with DEFT_MXNET_PYTHON (default
-/work/venv-mxnet/bin/python), PyTorch with DEFT_TORCH_PYTHON; a peer whose
-interpreter cannot import it is skipped with a message.
+the best times. MXNet runs with the Python DEFT_MXNET_PYTHON names, PyTorch
+with DEFT_TORCH_PYTHON's (or this interpreter where it has them); a peer no
+interpreter can import is skipped with a message. deft sets OpenBLAS to one
+thread itself (its own pool splits the work).
 
 Memory: resnet18_v1 hybridized, exported (symbol JSON and .params) and loaded
 back as a deft.Symbol; a CachedOp of it (inference) and one with backward=True
@@ -49,7 +50,8 @@ PAUSE_S = 0.3  # between rounds of different processes (OpenMP spin-wait, KMP_BL
 ISSUE_PEERS = {1: {"MXNet": (28.0, 15.4), "PyTorch": (36.4, 23.8)},
                16: {"MXNet": (383, 230), "PyTorch": (581, 360)}}
 # Peer: (the variable naming an interpreter that has it, its module).
-PEER_PYTHONS = {"MXNet": ("DEFT_MXNET_PYTHON", "mxnet"), "PyTorch": ("DEFT_TORCH_PYTHON", "torch")}
+PEER_PYTHONS = {"MXNet": ("DEFT_MXNET_PYTHON", "mxnet"),
+                "PyTorch": ("DEFT_TORCH_PYTHON", "torch")}
 
 
 # --- the servers: each builds its ResNet-18, warms it up, then answers rounds ---
@@ -272,7 +274,8 @@ def plan_child(batch):
     for name, backward in (("inference", False), ("training", True)):
         op = deft.CachedOp(sym, backward=backward)
         if backward:  # arguments, a head gradient per output, then the auxiliary states
-            order = sym.gradient(sym.list_inputs()).list_inputs()
+            order = (sym.gradient(sym.list_inputs()).list_inputs()
+                     + sym.list_auxiliary_states())
             heads = {n: deft.ones((batch, CLASSES)) for n in order if n not in params}
             inputs = [params[n] if n in params else heads[n] for n in order]
         else:
