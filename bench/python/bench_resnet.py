@@ -316,6 +316,38 @@ def report_plan(batch):
     return ok
 
 
+# --- where deft's time goes ---
+
+def profile_child(batch):
+    """deft's hybridized inference by operator (bench_lenet's breakdown), as JSON."""
+    import numpy as np
+
+    import deft
+    from bench_lenet import breakdown
+
+    deft.random.seed(0)
+    net = deft.vision.resnet18_v1()
+    net.initialize()
+    net.hybridize()
+    x = deft.array(np.random.default_rng(0).standard_normal(
+        (batch, 3, SIZE, SIZE)).astype(np.float32))
+    net(x).wait_to_read()
+    print(json.dumps(breakdown(lambda: net(x), 2)))
+
+
+def report_profile(batch):
+    """Print deft's slowest operators at one thread (the profiler's fastest calls)."""
+    env = dict(os.environ, DEFT_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, SCRIPT, "--profile-child", str(batch)], env=env,
+                          capture_output=True, text=True, cwd=HERE)
+    if done.returncode != 0:
+        raise SystemExit(f"profile failed:\n{done.stderr[-4000:]}")
+    ops = json.loads(done.stdout.splitlines()[-1])
+    total = sum(ms for _, ms, _ in ops)
+    print(f"deft at batch {batch}, 1 thread, by operator (profiler; {total:.1f} ms in all): "
+          + ", ".join(f"{name} {ms:.1f} ms ({calls:g} calls)" for name, ms, calls in ops[:8]))
+
+
 def load_line(when):
     load = os.getloadavg()
     return (f"load average {when}{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
@@ -333,12 +365,15 @@ def main():
     parser.add_argument("--serve", choices=tuple(RUNNERS), help=argparse.SUPPRESS)
     parser.add_argument("--batches", type=int, nargs="+", help=argparse.SUPPRESS)
     parser.add_argument("--plan-child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--profile-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         info, run = RUNNERS[args.serve](args.threads[0], args.batches)
         return serve(run, info, args.batches)
     if args.plan_child:
         return plan_child(args.plan_child)
+    if args.profile_child:
+        return profile_child(args.profile_child)
 
     cases = [(1, args.rounds1, args.iters1), (16, args.rounds16, args.iters16)]
     print(f"ResNet-18 v1 inference, 3x{SIZE}x{SIZE} float32, predict mode, hybridized; "
@@ -357,6 +392,7 @@ def main():
         results, versions = time_inference(threads, pythons, cases)
         met &= report_inference(threads, results, versions, cases)
         print(f"  {load_line('now ')}", flush=True)
+    report_profile(16)
     if "MXNet" in pythons:
         print(f"goal (ResNet-18 inference no longer than MXNet's): {'met' if met else 'NOT met'}")
     met_plan = report_plan(args.plan_batch)
