@@ -318,12 +318,14 @@ def report_plan(batch):
 
 # --- where deft's time goes ---
 
-def profile_child(batch):
-    """deft's hybridized inference by operator (bench_lenet's breakdown), as JSON."""
+def profile_child(batch, runs=2):
+    """deft's hybridized inference by operator: [(name, ms, calls) per run], largest
+    first, as JSON. Totals, not each call's fastest as bench_lenet.py takes them: the
+    calls of one operator here differ in size (Convolution: 3x3 @56 and 1x1 @14)."""
     import numpy as np
 
     import deft
-    from bench_lenet import breakdown
+    from deft import profiler
 
     deft.random.seed(0)
     net = deft.vision.resnet18_v1()
@@ -332,11 +334,18 @@ def profile_child(batch):
     x = deft.array(np.random.default_rng(0).standard_normal(
         (batch, 3, SIZE, SIZE)).astype(np.float32))
     net(x).wait_to_read()
-    print(json.dumps(breakdown(lambda: net(x), 2)))
+    profiler.set_config(profile_all=True, aggregate_stats=True)
+    profiler.set_state("run")
+    for _ in range(runs):
+        net(x).wait_to_read()
+    profiler.set_state("stop")
+    stats = profiler.dumps(reset=True, format="json").get("graph", {})
+    ops = [(name, s["total"] / runs / 1e3, s["count"] / runs) for name, s in stats.items()]
+    print(json.dumps(sorted(ops, key=lambda row: -row[1])))
 
 
 def report_profile(batch):
-    """Print deft's slowest operators at one thread (the profiler's fastest calls)."""
+    """Print where deft's time goes at one thread, operator by operator."""
     env = dict(os.environ, DEFT_NUM_THREADS="1", OMP_NUM_THREADS="1")
     done = subprocess.run([sys.executable, SCRIPT, "--profile-child", str(batch)], env=env,
                           capture_output=True, text=True, cwd=HERE)
@@ -346,6 +355,9 @@ def report_profile(batch):
     total = sum(ms for _, ms, _ in ops)
     print(f"deft at batch {batch}, 1 thread, by operator (profiler; {total:.1f} ms in all): "
           + ", ".join(f"{name} {ms:.1f} ms ({calls:g} calls)" for name, ms, calls in ops[:8]))
+    conv = sum(ms for name, ms, _ in ops if name == "Convolution")
+    print(f"  Convolution is {conv / total:.0%} of it: bench_conv_peers.py times each of "
+          f"ResNet-18's convolution shapes against the peers")
 
 
 def load_line(when):
