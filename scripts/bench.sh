@@ -19,4 +19,7 @@ deft_python_env
 "$DEFT_VENV/bin/python" "$DEFT_ROOT/bench/python/bench_recording.py" "$DEFT_ROOT/build"
 # PyTorch beside it when DEFT_TORCH_PYTHON names a Python that has torch
 "$DEFT_VENV/bin/python" "$DEFT_ROOT/bench/python/bench_lenet.py"
+# MXNet and PyTorch beside deft when DEFT_MXNET_PYTHON / DEFT_TORCH_PYTHON name Pythons that have them
+"$DEFT_VENV/bin/python" "$DEFT_ROOT/bench/python/bench_resnet.py"
+"$DEFT_VENV/bin/python" "$DEFT_ROOT/bench/python/bench_conv_peers.py"
 "$DEFT_ROOT/bench/instructions.sh" "$DEFT_ROOT/build"
