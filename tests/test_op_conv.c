@@ -529,6 +529,40 @@ START_TEST(test_direct_backward_matches_scatter_loops) {
 }
 END_TEST
 
+/*
+ * Small outputs with a large W take the batched im2col path: several images'
+ * columns in one GEMM (conv_cpu.c: under 256 output pixels per image, at
+ * least 512 KiB of W per group, at least two images). The blocks hold
+ * ceil(256 / pixels) images, so batches of 6 at 8x8 (blocks of 4), 8 at 7x7
+ * (6) and 13 at 5x5 (11) end in a short block; groups 1 and 2, stride 1 and
+ * 2, a 1x1 kernel (its im2col is the image) and a rectangular output.
+ */
+static const conv_case_t batched_f32_cases[] = {
+    {2, 6, 128, 128, 1, DIMS(8, 8), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 3, 256, 256, 2, DIMS(9, 10), DIMS(3, 3), DIMS(2, 2), DIMS(1, 0), DIMS(1, 1), DIMS(0), false,
+     DIMS(0)},
+};
+static const conv_case_t batched_f64_cases[] = {
+    {2, 8, 192, 192, 2, DIMS(13, 13), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 13, 96, 96, 1, DIMS(5, 5), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
+     DIMS(0)},
+    {2, 5, 512, 160, 1, DIMS(7, 7), DIMS(1, 1), DIMS(1, 1), DIMS(0, 0), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+};
+
+/* float32 with the direct kernels off, which would take groups 1 otherwise. */
+START_TEST(test_batched_small_outputs_match_direct_loops) {
+    deft_conv_direct_enable(false);
+    for (size_t i = 0; i < sizeof batched_f32_cases / sizeof batched_f32_cases[0]; i++)
+        check_case_within(&batched_f32_cases[i], false, DEFT_FLOAT32, DIRECT_TOL);
+    deft_conv_direct_enable(true);
+    for (size_t i = 0; i < sizeof batched_f64_cases / sizeof batched_f64_cases[0]; i++)
+        check_case(&batched_f64_cases[i], false, DEFT_FLOAT64);
+}
+END_TEST
+
 START_TEST(test_zero_size_batch) {
     DeftNDArrayHandle x = make(DEFT_FLOAT32, 4, SHAPE(0, 3, 5, 5), NULL);
     DeftNDArrayHandle w = make(DEFT_FLOAT32, 4, SHAPE(2, 3, 3, 3), NULL);
@@ -730,6 +764,7 @@ int main(void) {
     tcase_add_test(tc, test_direct_kernels_match_direct_loops);
     tcase_add_test(tc, test_direct_kernels_leave_the_rest_to_im2col);
     tcase_add_test(tc, test_direct_backward_matches_scatter_loops);
+    tcase_add_test(tc, test_batched_small_outputs_match_direct_loops);
     tcase_add_test(tc, test_zero_size_batch);
     tcase_add_test(tc, test_zero_size_batch_gradient);
     tcase_add_test(tc, test_infer_weight_and_bias_from_data);

@@ -34,18 +34,20 @@ static inline int64_t CONV_FN(tap_row)(const deft_conv_geom_t *g, int64_t r, int
     return id * g->img[1] + ih;
 }
 
-/* col (rows (c, kd, kh, kw) of one group, (r1 - r0) col[2] columns) = the image's taps. */
-static void CONV_FN(im2col)(const deft_conv_geom_t *g, const T *img, int64_t r0, int64_t r1,
-                            T *col) {
+/* col (rows (c, kd, kh, kw) of one group, (r1 - r0) col[2] columns, leading
+ * dimension ld) = the image's taps. */
+static void CONV_FN(im2col)(const deft_conv_geom_t *g, const T *img, int64_t r0, int64_t r1, T *col,
+                            int64_t ld) {
     const int64_t cg = g->chan / g->groups, ow_n = g->col[2], iw_n = g->img[2];
     const int64_t plane = deft_conv_img_size(g), sw = g->s[2];
-    T *dst = col;
+    T *row_start = col;
     for (int64_t c = 0; c < cg; c++)
         for (int64_t kd = 0; kd < g->k[0]; kd++)
             for (int64_t kh = 0; kh < g->k[1]; kh++)
-                for (int64_t kw = 0; kw < g->k[2]; kw++) {
+                for (int64_t kw = 0; kw < g->k[2]; kw++, row_start += ld) {
                     int64_t off = kw * g->d[2] - g->p[2], lo, hi;
                     tap_range(off, sw, iw_n, ow_n, &lo, &hi);
+                    T *dst = row_start;
                     for (int64_t r = r0; r < r1; r++, dst += ow_n) {
                         int64_t row = CONV_FN(tap_row)(g, r, kd, kh);
                         if (row < 0) {
@@ -90,6 +92,19 @@ static void CONV_FN(fill_rows)(T *c, int64_t rows, int64_t cols, int64_t ld, con
         T v = bias ? bias[i] : 0;
         for (int64_t x = 0; x < cols; x++) c[i * ld + x] = v;
     }
+}
+
+/* Image i's rows of out (at out + i stride, rows x space) = columns
+ * [i space, (i + 1) space) of c (rows x images space) + bias (or 0 without). */
+static void CONV_FN(scatter_images)(const T *c, int64_t rows, int64_t images, int64_t space,
+                                    const T *bias, T *out, int64_t stride) {
+    for (int64_t i = 0; i < images; i++)
+        for (int64_t f = 0; f < rows; f++) {
+            const T *src = c + (f * images + i) * space;
+            T *dst = out + i * stride + f * space;
+            T v = bias ? bias[f] : 0;
+            for (int64_t x = 0; x < space; x++) dst[x] = src[x] + v;
+        }
 }
 
 /* One channel of a depthwise convolution (a group of one channel and one
