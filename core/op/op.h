@@ -261,6 +261,11 @@ extern const char *const deft_op_data_input[];
 /* Inference of one output with its input's shape and dtype (copies, BlockGrad). */
 int deft_infer_same(const deft_op_t *op, const deft_param_value_t *p, int nin,
                     const deft_desc_t *in, int *nout, deft_desc_t *out);
+/* Inference of a backward operator taking (out_grad, the forward's inputs...)
+ * and giving the inputs' gradients: the forward's inference on those inputs
+ * must give out_grad's shape and dtype; the gradients are shaped like them. */
+int deft_infer_backward(const deft_op_t *op, deft_infer_fn forward, const deft_param_value_t *p,
+                        int nin, const deft_desc_t *in, int *nout, deft_desc_t *out);
 /* -1 with "operator 'x': got n inputs, expected ..." (nin is outside the op's range). */
 int deft_op_input_count_error(const deft_op_t *op, int nin) __attribute__((cold));
 /* -1 with a message that starts with the operator's name. */

@@ -144,20 +144,8 @@ static void unpad_planes(void *arg, int64_t begin, int64_t end) {
 
 static int unpad_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                        const deft_desc_t *in, int *nout, deft_desc_t *out) {
-    (void)nin;
-    deft_desc_t y;
-    int n;
-    if (deft_op_check_dtype_float(op, 0, in[0].dtype) || pad_infer(op, p, 1, &in[1], &n, &y))
-        return -1;
-    if (!deft_shape_equal(&y.shape, &in[0].shape) || y.dtype != in[0].dtype) {
-        char s[DEFT_SHAPE_STR_MAX], want[DEFT_SHAPE_STR_MAX];
-        return deft_op_error(op, DEFT_ERR_VALUE, "input 0 (out_grad) has shape %s, expected %s",
-                             deft_shape_format(&in[0].shape, s, sizeof s),
-                             deft_shape_format(&y.shape, want, sizeof want));
-    }
-    out[0] = in[1];
-    *nout = 1;
-    return 0;
+    if (deft_op_check_dtype_float(op, 0, in[0].dtype)) return -1;
+    return deft_infer_backward(op, pad_infer, p, nin, in, nout, out);
 }
 
 /* _backward_Pad's call: (out_grad, data) into d data; -1 on bad parameters. */
@@ -314,18 +302,7 @@ static int crop_forward(const deft_op_t *op, const deft_param_value_t *p, int ni
 /* _backward_Crop: (out_grad, data[, crop_like]) -> d data (zero outside the crop)[, 0]. */
 static int uncrop_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_desc_t *in, int *nout, deft_desc_t *out) {
-    deft_desc_t y;
-    int n;
-    if (crop_infer(op, p, nin - 1, in + 1, &n, &y)) return -1;
-    if (!deft_shape_equal(&y.shape, &in[0].shape) || y.dtype != in[0].dtype) {
-        char s[DEFT_SHAPE_STR_MAX], want[DEFT_SHAPE_STR_MAX];
-        return deft_op_error(op, DEFT_ERR_VALUE, "input 0 (out_grad) has shape %s, expected %s",
-                             deft_shape_format(&in[0].shape, s, sizeof s),
-                             deft_shape_format(&y.shape, want, sizeof want));
-    }
-    for (int k = 1; k < nin; k++) out[k - 1] = in[k];
-    *nout = nin - 1;
-    return 0;
+    return deft_infer_backward(op, crop_infer, p, nin, in, nout, out);
 }
 
 static int uncrop_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,

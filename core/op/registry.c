@@ -518,3 +518,20 @@ const char *deft_op_input_name(const deft_op_t *op, int i) {
         if (!op->input_names[k]) return op->input_names[0];
     return op->input_names[i];
 }
+
+int deft_infer_backward(const deft_op_t *op, deft_infer_fn forward, const deft_param_value_t *p,
+                        int nin, const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    deft_desc_t y[DEFT_OP_MAX_OUTPUTS];
+    int n;
+    if (nin < 2) return deft_op_input_count_error(op, nin);
+    if (forward(op, p, nin - 1, in + 1, &n, y)) return -1;
+    if (!deft_shape_equal(&y[0].shape, &in[0].shape) || y[0].dtype != in[0].dtype) {
+        char s[DEFT_SHAPE_STR_MAX], want[DEFT_SHAPE_STR_MAX];
+        return deft_op_error(op, DEFT_ERR_VALUE, "input 0 (out_grad) has shape %s, expected %s",
+                             deft_shape_format(&in[0].shape, s, sizeof s),
+                             deft_shape_format(&y[0].shape, want, sizeof want));
+    }
+    for (int k = 1; k < nin; k++) out[k - 1] = in[k];
+    *nout = nin - 1;
+    return 0;
+}

@@ -234,19 +234,7 @@ static int up_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int 
  */
 static int up_backward_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                              const deft_desc_t *in, int *nout, deft_desc_t *out) {
-    deft_desc_t y;
-    int n;
-    if (nin < 2) return deft_op_input_count_error(op, nin);
-    if (up_infer(op, p, nin - 1, in + 1, &n, &y)) return -1;
-    if (!deft_shape_equal(&y.shape, &in[0].shape) || y.dtype != in[0].dtype) {
-        char s[DEFT_SHAPE_STR_MAX], want[DEFT_SHAPE_STR_MAX];
-        return deft_op_error(op, DEFT_ERR_VALUE, "input 0 (out_grad) has shape %s, expected %s",
-                             deft_shape_format(&in[0].shape, s, sizeof s),
-                             deft_shape_format(&y.shape, want, sizeof want));
-    }
-    for (int k = 1; k < nin; k++) out[k - 1] = in[k];
-    *nout = nin - 1;
-    return 0;
+    return deft_infer_backward(op, up_infer, p, nin, in, nout, out);
 }
 
 /* The gradient of input `i` of a nearest upsampling: dx (out) from dy, its
@@ -516,19 +504,7 @@ static int resize_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, 
 /* _backward_contrib_BilinearResize2D: (out_grad, data[, like]) -> d data[, zeros for like]. */
 static int unresize_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                           const deft_desc_t *in, int *nout, deft_desc_t *out) {
-    deft_desc_t y;
-    int n;
-    if (nin < 2) return deft_op_input_count_error(op, nin);
-    if (resize_infer(op, p, nin - 1, in + 1, &n, &y)) return -1;
-    if (!deft_shape_equal(&y.shape, &in[0].shape) || y.dtype != in[0].dtype) {
-        char s[DEFT_SHAPE_STR_MAX], want[DEFT_SHAPE_STR_MAX];
-        return deft_op_error(op, DEFT_ERR_VALUE, "input 0 (out_grad) has shape %s, expected %s",
-                             deft_shape_format(&in[0].shape, s, sizeof s),
-                             deft_shape_format(&y.shape, want, sizeof want));
-    }
-    for (int k = 1; k < nin; k++) out[k - 1] = in[k];
-    *nout = nin - 1;
-    return 0;
+    return deft_infer_backward(op, resize_infer, p, nin, in, nout, out);
 }
 
 /* The gradient of like (when given) is zero: only its shape is read. */
