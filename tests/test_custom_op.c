@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "check_helpers.h"
-#include "op_helpers.h"
+#include "symbol_helpers.h"
 
 static pthread_t api_thread;
 static int forward_calls, forward_on_api_thread;
@@ -152,6 +152,36 @@ START_TEST(gradient_matches_finite_differences) {
     assert_values(g, 3, expected, 1e-6);
     DeftNDArrayHandle all[] = {g, x, y, s};
     free_all(4, all);
+}
+END_TEST
+
+/* A hybridized block's call recorded by autograd keeps the values its
+ * gradient reads: backward runs the cube's forward callback no second time. */
+START_TEST(recorded_graph_call_keeps_its_activations) {
+    register_ops();
+    DeftSymbolHandle sx = var("x"), sy = apply("test_cube", "cube", 1, &sx, NO_PARAMS);
+    DeftSymbolHandle ss = apply("_plus_scalar", "plus", 1, &sy, P("scalar", "1"));
+    DeftCachedOpHandle exec;
+    ck_assert_ok(DeftCachedOpCreate(ss, 0, &exec));
+    DeftNDArrayHandle g = make(DEFT_FLOAT64, 1, SHAPE(2), NULL);
+    DeftNDArrayHandle x = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(2, -1));
+    ck_assert_ok(DeftAutogradMarkVariables(1, &x, NULL, &g));
+    int before = __atomic_load_n(&forward_calls, __ATOMIC_RELAXED);
+    ck_assert_ok(DeftAutogradSetIsRecording(1, NULL));
+    DeftNDArrayHandle y = NULL;
+    int nout = 1;
+    ck_assert_ok(DeftCachedOpInvoke(exec, 1, &x, &nout, &y));
+    ck_assert_int_eq(nout, 1); /* the kept values are not the caller's */
+    ck_assert_ok(DeftAutogradSetIsRecording(0, NULL));
+    ck_assert_ok(DeftAutogradBackward(1, &y, NULL, 0, 0));
+    assert_values(g, 2, VALUES(12, 3), 0);
+    assert_values(y, 2, VALUES(9, 0), 0);
+    ck_assert_int_eq(__atomic_load_n(&forward_calls, __ATOMIC_RELAXED) - before, 1);
+    ck_assert_ok(DeftCachedOpFree(exec));
+    DeftSymbolHandle syms[] = {sx, sy, ss};
+    for (int i = 0; i < 3; i++) ck_assert_ok(DeftSymbolFree(syms[i]));
+    DeftNDArrayHandle all[] = {g, x, y};
+    free_all(3, all);
 }
 END_TEST
 
@@ -351,6 +381,7 @@ static Suite *custom_suite(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, imperative_deferred_and_exported);
     tcase_add_test(tc, gradient_matches_finite_differences);
+    tcase_add_test(tc, recorded_graph_call_keeps_its_activations);
     tcase_add_test(tc, failures_and_registration_errors);
     tcase_add_test(tc, failed_callbacks_name_the_operator_and_the_callback);
     tcase_add_test(tc, inferred_shapes_are_checked_with_the_operator_named);

@@ -162,7 +162,7 @@ static const char *subgraph_id(DeftCachedOpHandle handle) {
     deft_cached_op_t *op = deft_handle_lookup(handle, DEFT_HANDLE_CACHED_OP);
     deft_subgraph_t *sg;
     ck_assert_ptr_nonnull(op);
-    ck_assert_int_eq(deft_cached_op_subgraph(op, &sg), 0);
+    ck_assert_int_eq(deft_cached_op_subgraph(op, false, &sg), 0);
     return deft_subgraph_id(sg);
 }
 

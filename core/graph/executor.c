@@ -54,15 +54,17 @@ struct deft_cached_op {
     bool plan_memory;
     bool blocking; /* a node waits for a host callback: runs never go inline */
     int num_inputs;
-    int *input_nodes;          /* node ids: arguments, then auxiliary states */
-    int *input_of_node;        /* node id -> input position, -1 for operators */
-    int *output_entries;       /* entry ids of the graph outputs */
-    int *output_source;        /* per output: an earlier output o (o >= 0) or input i
-                                  (-1 - i) whose value it copies, or NO_SOURCE */
-    bool *input_written;       /* auxiliary states are updated in place */
-    deft_var_t *var;           /* runs share the arena: one at a time */
-    deft_subgraph_t *subgraph; /* made when a call is first recorded as one node */
-    pthread_mutex_t lock;      /* the plan list and the figures below */
+    int *input_nodes;             /* node ids: arguments, then auxiliary states */
+    int *input_of_node;           /* node id -> input position, -1 for operators */
+    int *output_entries;          /* entry ids of the graph outputs */
+    int *output_source;           /* per output: an earlier output o (o >= 0) or input i
+                                     (-1 - i) whose value it copies, or NO_SOURCE */
+    bool *input_written;          /* auxiliary states are updated in place */
+    deft_var_t *var;              /* runs share the arena: one at a time */
+    deft_subgraph_t *subgraph[2]; /* made when a call is first recorded as one node: by
+                                     deferred compute [0], by autograd, keeping activations [1] */
+    bool subgraph_failed[2];      /* making it failed once: it would again */
+    pthread_mutex_t lock;         /* the plan list and the figures below */
     plan_entry_t *plans;
     int num_plans;
     size_t plan_bytes;     /* arenas of the listed plans */
@@ -251,7 +253,8 @@ void deft_cached_op_release(deft_cached_op_t *op) {
     plan_entry_t *dropped = NULL;
     while (op->plans) unlist(op, &op->plans, &dropped);
     release_dropped(dropped);
-    deft_subgraph_release(op->subgraph);
+    deft_subgraph_release(op->subgraph[0]);
+    deft_subgraph_release(op->subgraph[1]);
     deft_graph_free(op->g);
     deft_var_release(op->var);
     free(op->input_nodes), free(op->input_of_node), free(op->input_written),
@@ -826,36 +829,46 @@ int deft_cached_op_forward(deft_cached_op_t *op, int nin, const deft_tensor_t *i
     return status;
 }
 
-int deft_cached_op_subgraph(deft_cached_op_t *op, deft_subgraph_t **out) {
-    /* One node has at most DEFT_OP_MAX_OUTPUTS outputs: every per-node pass
-     * (inference, gradient) sizes its buffers by that. */
-    if (op->g->num_outputs > DEFT_OP_MAX_OUTPUTS)
-        return deft_error(DEFT_ERR_NOT_IMPLEMENTED,
-                          "a graph with %d outputs cannot be recorded as one node (at most %d); "
-                          "call it with deferred compute and autograd recording off",
-                          op->g->num_outputs, DEFT_OP_MAX_OUTPUTS);
+int deft_cached_op_subgraph(deft_cached_op_t *op, bool keep, deft_subgraph_t **out) {
     pthread_mutex_lock(&op->lock);
-    deft_subgraph_t *sg = op->subgraph;
+    deft_subgraph_t *sg = op->subgraph[keep];
+    bool failed = op->subgraph_failed[keep];
     pthread_mutex_unlock(&op->lock);
     if (sg) {
         *out = sg;
         return 0;
     }
+    if (failed)
+        return deft_error(DEFT_ERR_NOT_IMPLEMENTED,
+                          "this graph cannot be recorded as one node (as its first try said)");
     /* Made outside the lock: making one makes an executor, which takes the
      * list of executors' lock, and DeftMemoryReleaseCached takes that lock
      * before this one. Of two made at once, the first kept wins. */
     deft_symbol_t *sym = NULL;
     deft_subgraph_t *made = NULL;
     int status = deft_symbol_from_entries(op->g->num_outputs, op->g->outputs, &sym);
-    if (status == 0) status = deft_subgraph_new(sym, &made);
+    if (status == 0) status = deft_subgraph_new(sym, keep, &made);
     deft_symbol_free(sym);
-    if (status) return -1;
+    if (status) {
+        pthread_mutex_lock(&op->lock);
+        op->subgraph_failed[keep] = true;
+        pthread_mutex_unlock(&op->lock);
+        return -1;
+    }
     pthread_mutex_lock(&op->lock);
-    if (!op->subgraph) op->subgraph = made, made = NULL;
-    *out = op->subgraph;
+    if (!op->subgraph[keep]) op->subgraph[keep] = made, made = NULL;
+    *out = op->subgraph[keep];
     pthread_mutex_unlock(&op->lock);
     deft_subgraph_release(made);
     return 0;
+}
+
+int deft_cached_op_num_outputs(const deft_cached_op_t *op) {
+    return op->g->num_outputs;
+}
+
+const deft_graph_t *deft_cached_op_graph(const deft_cached_op_t *op) {
+    return op->g;
 }
 
 bool deft_cached_op_updates_inputs(const deft_cached_op_t *op) {

@@ -56,9 +56,14 @@ int deft_cached_op_infer(deft_cached_op_t *op, int nin, const deft_desc_t *in, i
 int deft_cached_op_forward(deft_cached_op_t *op, int nin, const deft_tensor_t *in, int nout,
                            const deft_tensor_t *out);
 
-/* The executor's graph registered as a subgraph (subgraph.h), made on first
+/* The executor's graph registered as a subgraph (subgraph.h), keeping the
+ * activations its gradient reads or not (deft_subgraph_new), made on first
  * use and kept by the executor (borrowed). */
-int deft_cached_op_subgraph(deft_cached_op_t *op, deft_subgraph_t **out);
+int deft_cached_op_subgraph(deft_cached_op_t *op, bool keep, deft_subgraph_t **out);
+/* The number of the graph's outputs. */
+int deft_cached_op_num_outputs(const deft_cached_op_t *op);
+/* The graph it runs (the executor's). */
+const deft_graph_t *deft_cached_op_graph(const deft_cached_op_t *op);
 
 /* Whether a run writes some of its inputs (auxiliary states). */
 bool deft_cached_op_updates_inputs(const deft_cached_op_t *op);

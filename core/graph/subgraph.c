@@ -13,8 +13,14 @@ struct deft_subgraph {
     atomic_int refcount;
     long number; /* its slot in the table; the id is "sg<number>" */
     char id[32];
-    deft_symbol_t *sym;
+    deft_symbol_t *sym;     /* what it computes: its outputs are the node's visible ones */
     deft_cached_op_t *exec; /* plans per input signature; runs use arenas of their own */
+    /* A subgraph that keeps activations runs a graph with more outputs: after
+     * the visible ones, the forward values its gradient reads (hidden outputs
+     * of the node), so backward recomputes nothing. kept_at maps an entry of
+     * gg to the output holding it, or -1. */
+    bool keeps;
+    int *kept_at;
     /* the gradient, made on first use: the graph's nodes, head variables, results */
     bool gradient_made;
     int grad_status;
@@ -51,17 +57,23 @@ static deft_subgraph_t *acquire(const char *id) {
     return NULL;
 }
 
-int deft_subgraph_new(const deft_symbol_t *sym, deft_subgraph_t **out) {
-    install();
-    deft_subgraph_t *sg = calloc(1, sizeof *sg);
-    if (!sg) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a subgraph");
-    atomic_init(&sg->refcount, 1);
-    if (deft_symbol_from_entries(sym->num_outputs, sym->outputs, &sg->sym) ||
-        deft_cached_op_new(sg->sym, true, &sg->exec)) {
-        deft_symbol_free(sg->sym);
-        free(sg);
-        return -1;
-    }
+static int keep_activations(deft_subgraph_t *sg);
+
+/* What a subgraph owns besides its slot in the table. */
+static void free_parts(deft_subgraph_t *sg) {
+    for (int o = 0; sg->heads && o < sg->sym->num_outputs; o++) deft_node_release(sg->heads[o]);
+    for (int a = 0; sg->grads && a < deft_cached_op_num_inputs(sg->exec); a++)
+        deft_node_release(sg->grads[a].node);
+    free(sg->heads), free(sg->grads), free(sg->kept_at);
+    deft_graph_free(sg->g);
+    deft_graph_free(sg->gg);
+    deft_cached_op_release(sg->exec);
+    deft_symbol_free(sg->sym);
+    free(sg);
+}
+
+/* Put a made subgraph in the table, where its id finds it. */
+static int register_subgraph(deft_subgraph_t *sg) {
     pthread_mutex_lock(&table_lock);
     if (next_number == table_size) {
         long size = table_size ? 2 * table_size : 16;
@@ -77,13 +89,33 @@ int deft_subgraph_new(const deft_symbol_t *sym, deft_subgraph_t **out) {
         table[sg->number] = sg;
     }
     pthread_mutex_unlock(&table_lock);
-    if (status) {
-        deft_cached_op_release(sg->exec);
-        deft_symbol_free(sg->sym);
-        free(sg);
-        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot register a subgraph");
-    }
+    if (status) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot register a subgraph");
     snprintf(sg->id, sizeof sg->id, "sg%ld", sg->number);
+    return 0;
+}
+
+int deft_subgraph_new(const deft_symbol_t *sym, bool keep, deft_subgraph_t **out) {
+    install();
+    deft_subgraph_t *sg = calloc(1, sizeof *sg);
+    if (!sg) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a subgraph");
+    atomic_init(&sg->refcount, 1);
+    int status = deft_symbol_from_entries(sym->num_outputs, sym->outputs, &sg->sym);
+    if (status == 0) status = deft_cached_op_new(sg->sym, true, &sg->exec);
+    if (status == 0 && keep) status = keep_activations(sg);
+    /* One node has at most DEFT_OP_MAX_OUTPUTS outputs: every per-node pass
+     * (inference, gradient) sizes its buffers by that. */
+    int nout = status ? 0 : deft_cached_op_num_outputs(sg->exec);
+    if (status == 0 && nout > DEFT_OP_MAX_OUTPUTS)
+        status = deft_error(DEFT_ERR_NOT_IMPLEMENTED,
+                            "a graph with %d outputs%s cannot be recorded as one node (at most "
+                            "%d)",
+                            nout, keep ? " (counting the values its gradient keeps)" : "",
+                            DEFT_OP_MAX_OUTPUTS);
+    if (status == 0) status = register_subgraph(sg);
+    if (status) {
+        free_parts(sg);
+        return -1;
+    }
     *out = sg;
     return 0;
 }
@@ -98,15 +130,7 @@ void deft_subgraph_release(deft_subgraph_t *sg) {
     pthread_mutex_lock(&table_lock);
     table[sg->number] = NULL;
     pthread_mutex_unlock(&table_lock);
-    for (int o = 0; sg->heads && o < sg->sym->num_outputs; o++) deft_node_release(sg->heads[o]);
-    for (int a = 0; sg->grads && a < deft_cached_op_num_inputs(sg->exec); a++)
-        deft_node_release(sg->grads[a].node);
-    free(sg->heads), free(sg->grads);
-    deft_graph_free(sg->g);
-    deft_graph_free(sg->gg);
-    deft_cached_op_release(sg->exec);
-    deft_symbol_free(sg->sym);
-    free(sg);
+    free_parts(sg);
 }
 
 const char *deft_subgraph_id(const deft_subgraph_t *sg) {
@@ -115,6 +139,10 @@ const char *deft_subgraph_id(const deft_subgraph_t *sg) {
 
 const deft_symbol_t *deft_subgraph_symbol(const deft_subgraph_t *sg) {
     return sg->sym;
+}
+
+deft_cached_op_t *deft_subgraph_executor(const deft_subgraph_t *sg) {
+    return sg->exec;
 }
 
 int deft_subgraph_input_of(const deft_subgraph_t *sg, const deft_node_t *var) {
@@ -143,6 +171,13 @@ static int sg_forward(const char *id, int nin, const deft_tensor_t *in, int nout
 }
 
 static int sg_num_outputs(const char *id) {
+    deft_subgraph_t *sg = acquire(id);
+    int n = sg ? deft_cached_op_num_outputs(sg->exec) : 1;
+    deft_subgraph_release(sg);
+    return n;
+}
+
+static int sg_num_visible(const char *id) {
     deft_subgraph_t *sg = acquire(id);
     int n = sg ? sg->sym->num_outputs : 1;
     deft_subgraph_release(sg);
@@ -199,6 +234,84 @@ static int ensure_gradient(deft_subgraph_t *sg) {
     return sg->grad_status;
 }
 
+/* An operator node of the forward graph (the gradient graph holds the ones it reads). */
+static bool is_forward(const deft_subgraph_t *sg, const deft_node_t *node) {
+    return node->op && deft_graph_node_id(sg->g, node) >= 0;
+}
+
+/* Keep entry e of the gradient graph if a forward operator makes it: a
+ * visible output already holds it, or it becomes the next output. */
+static void keep_entry(deft_subgraph_t *sg, deft_entry_t *outs, int *n, int e) {
+    const deft_graph_t *gg = sg->gg;
+    int id = deft_graph_entry_node(gg, e);
+    deft_entry_t entry = {gg->nodes[id], e - gg->row_ptr[id]};
+    if (sg->kept_at[e] >= 0 || !is_forward(sg, entry.node)) return;
+    for (int o = 0; o < sg->sym->num_outputs; o++)
+        if (outs[o].node == entry.node && outs[o].index == entry.index) {
+            sg->kept_at[e] = o;
+            return;
+        }
+    sg->kept_at[e] = *n;
+    outs[(*n)++] = entry;
+}
+
+/* The gradient's own nodes may not update a forward input: the forward ran
+ * once, and its updates are the only ones. */
+static int check_gradient_node(const deft_node_t *node) {
+    if (node->op->op->mutate_inputs)
+        return deft_error(DEFT_ERR_NOT_IMPLEMENTED,
+                          "the gradient of this graph updates an input in place ('%s'), so a call "
+                          "of it cannot be recorded as one node",
+                          node->op->op->name);
+    return 0;
+}
+
+/* Outputs for the forward values the gradient reads: kept_at, and an
+ * executor of the graph with them as outputs after the visible ones. */
+static int keep_activations(deft_subgraph_t *sg) {
+    sg->keeps = sg->gradient_made = true;
+    if ((sg->grad_status = make_gradient(sg))) return -1;
+    const deft_graph_t *gg = sg->gg;
+    int nargs = deft_cached_op_num_inputs(sg->exec), entries = deft_graph_num_entries(gg);
+    int n = sg->sym->num_outputs, status = 0;
+    deft_entry_t *outs = malloc(((size_t)n + (size_t)entries + 1) * sizeof *outs);
+    sg->kept_at = malloc(((size_t)entries + 1) * sizeof *sg->kept_at);
+    if (!outs || !sg->kept_at) {
+        free(outs);
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a gradient");
+    }
+    memcpy(outs, sg->sym->outputs, (size_t)n * sizeof *outs);
+    for (int e = 0; e < entries; e++) sg->kept_at[e] = -1;
+    for (int i = 0; status == 0 && i < gg->num_nodes; i++) {
+        const deft_node_t *node = gg->nodes[i];
+        if (!node->op || is_forward(sg, node)) continue;
+        status = check_gradient_node(node);
+        for (int k = 0; status == 0 && k < node->num_inputs; k++)
+            keep_entry(sg, outs, &n, deft_graph_input_entry(gg, i, k));
+    }
+    for (int a = 0; status == 0 && a < nargs; a++) /* a gradient that is a forward value */
+        if (sg->grads[a].node)
+            keep_entry(sg, outs, &n,
+                       deft_graph_entry_id(gg, deft_graph_node_id(gg, sg->grads[a].node),
+                                           sg->grads[a].index));
+    deft_symbol_t *kept = NULL;
+    deft_cached_op_t *exec = NULL;
+    if (status == 0 && n > sg->sym->num_outputs)
+        status = deft_symbol_from_entries(n, outs, &kept) || deft_cached_op_new(kept, true, &exec);
+    /* The extra outputs are values of the same graph: its inputs are the same, in order. */
+    for (int a = 0; status == 0 && exec && a < nargs; a++)
+        if (deft_cached_op_input_node(exec, a) != deft_cached_op_input_node(sg->exec, a))
+            status = deft_error(DEFT_ERR_INTERNAL, "keeping activations reordered the inputs");
+    if (status == 0 && exec) {
+        deft_cached_op_release(sg->exec);
+        sg->exec = exec, exec = NULL;
+    }
+    deft_cached_op_release(exec);
+    deft_symbol_free(kept);
+    free(outs);
+    return status;
+}
+
 /* The reference standing for a variable of the gradient graph: an input of
  * the node, or the gradient of one of its outputs. */
 static deft_gref_t variable_ref(const deft_subgraph_t *sg, deft_grad_builder_t *b,
@@ -242,10 +355,18 @@ static int check_replayable(const deft_graph_t *gg) {
     return 0;
 }
 
-/* The gradient of a _CachedOp node: its graph's gradient, inlined. */
+/* A forward value the gradient reads: the node's hidden output keeping it
+ * (keeping subgraphs), or NULL, for a value nothing reads. */
+static deft_gref_t kept_ref(const deft_subgraph_t *sg, deft_grad_builder_t *b, int e) {
+    return sg->kept_at[e] >= 0 ? b->output(b, sg->kept_at[e]) : (deft_gref_t){NULL, 0};
+}
+
+/* The gradient of a _CachedOp node: its graph's gradient, inlined. A
+ * keeping subgraph reads the forward values from the node's outputs; any
+ * other recomputes them from the node's inputs. */
 static int inline_gradient(deft_subgraph_t *sg, deft_grad_builder_t *b, int nin,
                            deft_gref_t *in_grads) {
-    if (ensure_gradient(sg) || check_replayable(sg->gg)) return -1;
+    if (ensure_gradient(sg) || (!sg->keeps && check_replayable(sg->gg))) return -1;
     const deft_graph_t *gg = sg->gg;
     deft_gref_t *refs = calloc((size_t)deft_graph_num_entries(gg) + 1, sizeof *refs);
     if (!refs) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a gradient");
@@ -253,11 +374,14 @@ static int inline_gradient(deft_subgraph_t *sg, deft_grad_builder_t *b, int nin,
         const deft_node_t *node = gg->nodes[i];
         if (!node->op) {
             refs[gg->row_ptr[i]] = variable_ref(sg, b, node);
-            continue;
+        } else if (sg->keeps && is_forward(sg, node)) {
+            for (int k = 0; k < node->num_outputs; k++)
+                refs[gg->row_ptr[i] + k] = kept_ref(sg, b, gg->row_ptr[i] + k);
+        } else {
+            deft_gref_t r = apply_node(b, gg, i, refs);
+            for (int k = 0; k < node->num_outputs; k++)
+                refs[gg->row_ptr[i] + k] = (deft_gref_t){r.node, k};
         }
-        deft_gref_t r = apply_node(b, gg, i, refs);
-        for (int k = 0; k < node->num_outputs; k++)
-            refs[gg->row_ptr[i] + k] = (deft_gref_t){r.node, k};
     }
     for (int a = 0; a < nin; a++) {
         const deft_entry_t *e = &sg->grads[a];
@@ -276,8 +400,8 @@ static int sg_gradient(const char *id, deft_grad_builder_t *b, int nin, deft_gre
     return status;
 }
 
-static const deft_subgraph_impl_t impl = {sg_infer,       sg_forward, sg_gradient,
-                                          sg_num_outputs, sg_hold,    sg_unhold};
+static const deft_subgraph_impl_t impl = {sg_infer,       sg_forward, sg_gradient, sg_num_outputs,
+                                          sg_num_visible, sg_hold,    sg_unhold};
 
 static void install(void) {
     deft_subgraph_install(&impl);

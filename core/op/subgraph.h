@@ -10,7 +10,8 @@ typedef struct deft_subgraph_impl {
                    const deft_tensor_t *out);
     int (*gradient)(const char *id, deft_grad_builder_t *b, int nin, deft_gref_t *in_grads);
     int (*num_outputs)(const char *id);
-    void *(*hold)(const char *id); /* a reference to the graph, or NULL (error set) */
+    int (*num_visible_outputs)(const char *id); /* the rest are kept for the gradient */
+    void *(*hold)(const char *id);              /* a reference to the graph, or NULL (error set) */
     void (*unhold)(void *graph);
 } deft_subgraph_impl_t;
 

@@ -52,6 +52,11 @@ static int subgraph_num_outputs(const deft_param_value_t *p, int nin) {
     return i ? i->num_outputs(p[0].s) : 1;
 }
 
+static int subgraph_num_visible(const deft_param_value_t *p) {
+    const deft_subgraph_impl_t *i = atomic_load(&impl);
+    return i ? i->num_visible_outputs(p[0].s) : 1;
+}
+
 static void *subgraph_hold(const deft_op_t *op, const deft_param_value_t *p) {
     (void)op;
     const deft_subgraph_impl_t *i = get_impl(p[0].s);
@@ -77,6 +82,7 @@ static const deft_op_t subgraph_ops[] = {
      .forward_gpu = DEFT_GPU(subgraph_forward), /* the graph layer runs each node on its device */
      .inplace_input = -1,
      .num_outputs = subgraph_num_outputs,
+     .num_visible_outputs = subgraph_num_visible,
      .graph_only = true,
      .hold = subgraph_hold,
      .unhold = subgraph_unhold,

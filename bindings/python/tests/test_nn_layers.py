@@ -260,6 +260,20 @@ def test_hybridized_dropout_uses_the_operator_and_draws_new_masks(rng):
     assert ops == ["null", "_copy"]
 
 
+def test_hybridized_dropout_trains_with_the_mask_it_drew(rng):
+    """Recorded as one node, the graph keeps its mask: the gradient is that mask."""
+    net = nn.HybridSequential(nn.Dropout(0.5))
+    net.hybridize()
+    x = deft.array(arr(rng, 300))
+    x.attach_grad()
+    with autograd.record():
+        y = net(x)
+    y.backward()
+    mask = y.asnumpy() / x.asnumpy()
+    assert set(np.round(np.unique(mask), 5)) == {0.0, 2.0}
+    np.testing.assert_allclose(x.grad.asnumpy(), mask, rtol=1e-6)
+
+
 def test_embedding_picks_rows(rng):
     emb = nn.Embedding(10, 3)
     emb.initialize()

@@ -5,8 +5,9 @@ the first call with given input shapes runs forward under deferred compute,
 exports the recorded graph (inputs and parameters as its arguments), and
 builds a CachedOp; later calls with the same shapes run only the CachedOp,
 and new shapes record and compile again. Autograd records the CachedOp as
-one node, so hybridized blocks train like eager ones; a graph with Dropout or
-BatchNorm runs op by op while autograd records (HybridBlock.replayable).
+one node that keeps the values its gradient reads (Dropout's mask, the
+activations), so hybridized blocks train like eager ones and backward
+recomputes nothing.
 
 The layers are MXNet Gluon 1.x's, with its parameters and defaults; models
 move between the two as MXNet files (save_parameters / load_parameters,

@@ -47,8 +47,6 @@ class Dropout(HybridBlock):
     """Zeroes each element with probability `rate` in training mode, scaling the rest by
     1 / (1 - rate); the identity in predict mode. `axes` share one mask value along them."""
 
-    replayable = False  # a recomputed forward would draw another mask
-
     def __init__(self, rate=0.5, axes=()):
         super().__init__()
         if not 0 <= rate < 1:

@@ -191,12 +191,6 @@ def _strip_kind(name):
 class HybridBlock(Block):
     """A Block whose forward can be compiled to a graph by hybridize()."""
 
-    # Whether a graph of this block may be recorded by autograd as one node. Its
-    # gradient recomputes the forward from the graph's inputs, which would draw
-    # new random values (Dropout) or update statistics again (BatchNorm):
-    # blocks that say False run op by op while autograd records.
-    replayable = True
-
     def __init__(self):
         super().__init__()
         object.__setattr__(self, "_hybrid", False)
@@ -208,8 +202,6 @@ class HybridBlock(Block):
         (built in, or from deft.load_lib) applied to it with `backend_opts`."""
         object.__setattr__(self, "_hybrid", active)
         object.__setattr__(self, "_backend", (backend, dict(backend_opts or {})))
-        object.__setattr__(self, "_replays", all(
-            type(b).replayable for b in _descendants(self)))
         self._graphs.clear()
         # Children run inside this block's graph: they stay eager themselves.
         for child in self._children.values():
@@ -218,8 +210,6 @@ class HybridBlock(Block):
     def __call__(self, *inputs):
         if not self._hybrid or is_deferred_compute():
             return super().__call__(*inputs)
-        if not self._replays and autograd.is_recording():
-            return super().__call__(*inputs)  # op by op (see replayable)
         key = (tuple((_shape(x), _dtype(x)) for x in inputs), _is_training())
         entry = self._graphs.get(key)
         if entry is None:
@@ -286,12 +276,6 @@ class HybridBlock(Block):
 def _input_names(n):
     """MXNet's names for a hybridized block's inputs: data, or data0, data1, ..."""
     return ["data"] if n == 1 else [f"data{i}" for i in range(n)]
-
-
-def _descendants(block):
-    yield block
-    for child in block._children.values():
-        yield from _descendants(child)
 
 
 class SymbolBlock(HybridBlock):

@@ -24,8 +24,6 @@ class BatchNorm(HybridBlock):
     graph they are its auxiliary states.
     """
 
-    replayable = False  # a recomputed forward would update the running statistics again
-
     def __init__(self, axis=1, momentum=0.9, epsilon=1e-5, center=True, scale=True,
                  use_global_stats=False, beta_initializer="zeros", gamma_initializer="ones",
                  running_mean_initializer="zeros", running_variance_initializer="ones",
