@@ -3,11 +3,13 @@
  * pool caching, and with DEFT_POOL=off, where every free goes to the system.
  */
 #include <stdint.h>
+#include <string.h>
 
 #include "check_helpers.h"
 #include "core/base/allocator.h"
 #include "core/base/device_pool.h"
 #include "core/base/memstat.h"
+#include "core/base/scratch.h"
 #include "core/base/storage.h"
 
 static int pool_caches(void) {
@@ -64,6 +66,28 @@ START_TEST(test_freed_storage_is_reused_or_returned) {
     ck_assert_ok(DeftNDArrayFree(b));
     ck_assert_ok(DeftMemoryReleaseCached(DEFT_CPU, 0));
     ck_assert_int_eq(stat(DEFT_MEM_CACHED_BYTES), 0);
+}
+END_TEST
+
+/* Kernel workspaces come from the pool: a second of the same size is the
+ * first block again, with no system allocation (no fresh pages to fault in). */
+START_TEST(test_scratch_blocks_are_pooled) {
+    ck_assert_ok(DeftMemoryReleaseCached(DEFT_CPU, 0));
+    int64_t allocs_before = stat(DEFT_MEM_SYSTEM_ALLOCS);
+    char *a = deft_scratch_alloc(300000);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_int_eq((uintptr_t)a % DEFT_CPU_ALIGN, 0);
+    memset(a, 1, 300000);
+    deft_scratch_free(a);
+    char *b = deft_scratch_alloc(290000);
+    ck_assert_int_eq(stat(DEFT_MEM_SYSTEM_ALLOCS), allocs_before + (pool_caches() ? 1 : 2));
+    if (pool_caches()) ck_assert_ptr_eq(a, b);
+    deft_scratch_free(b);
+    deft_scratch_free(NULL);
+    char *empty = deft_scratch_alloc(0);
+    ck_assert_ptr_nonnull(empty);
+    deft_scratch_free(empty);
+    ck_assert_ok(DeftMemoryReleaseCached(DEFT_CPU, 0));
 }
 END_TEST
 
@@ -226,6 +250,7 @@ static Suite *pool_suite(void) {
     TCase *tc = tcase_create("pool");
     tcase_add_test(tc, test_blocks_are_aligned_and_rounded_to_classes);
     tcase_add_test(tc, test_freed_storage_is_reused_or_returned);
+    tcase_add_test(tc, test_scratch_blocks_are_pooled);
     tcase_add_test(tc, test_reused_block_is_zeroed_by_create);
     tcase_add_test(tc, test_only_private_small_storage_is_kept_for_reuse);
     tcase_add_test(tc, test_live_and_peak_bytes_follow_arrays);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/base/parallel.h"
+#include "core/base/scratch.h"
 #include "core/op/gpu_ops.h"
 #include "core/op/grad.h"
 #include "core/op/kernel.h"
@@ -282,7 +283,7 @@ static void *move_reduced_last(const deft_tensor_t *x, const reduce_plan_t *plan
             order.dims[order.ndim++] = x->shape.dims[d];
         }
     }
-    void *copy = malloc(deft_tensor_nbytes(x));
+    void *copy = deft_scratch_alloc(deft_tensor_nbytes(x));
     if (copy) deft_copy_strided(x->device, &order, copy, NULL, deft_tensor_data(x), strides, elem);
     return copy;
 }
@@ -352,7 +353,7 @@ static int reduce_forward(const deft_op_t *op, const deft_param_value_t *p, int 
         int64_t chunks = (plan.span + c.chunk - 1) / c.chunk;
         c.partials = malloc((size_t)chunks * sizeof *c.partials);
         if (!c.partials) {
-            free(copy);
+            deft_scratch_free(copy);
             return deft_op_error(op, DEFT_ERR_OUT_OF_MEMORY, "cannot allocate partial results");
         }
         const void *base = c.x;
@@ -368,7 +369,7 @@ static int reduce_forward(const deft_op_t *op, const deft_param_value_t *p, int 
         }
         free(c.partials);
     }
-    free(copy);
+    deft_scratch_free(copy);
     return 0;
 }
 
