@@ -96,6 +96,11 @@ static const grad_case_t more_cases[] = {
      1,
      8,
      VALUES(0.1, 0.3)},
+    /* a training step's updates (weight, grad, states, hyper: positive values) */
+    {"_step_sgd", NO_PARAMS, 3, {1, 1, 1}, {{4}, {4}, {7}}, 0.1, 0.9},
+    {"_step_sgd_mom", NO_PARAMS, 4, {1, 1, 1, 1}, {{4}, {4}, {4}, {7}}, 0.1, 0.9},
+    {"_step_adam", NO_PARAMS, 5, {1, 1, 1, 1, 1}, {{2}, {2}, {2}, {2}, {7}}, 0.1, 0.9},
+    {"_step_adamw", NO_PARAMS, 5, {1, 1, 1, 1, 1}, {{2}, {2}, {2}, {2}, {8}}, 0.1, 0.9},
     /* loss heads: their forward */
     {"SoftmaxOutput", NO_PARAMS, 2, {2, 1}, {{2, 3}, {2}}, -1, 1, 2, VALUES(0, 2)},
     BINARY("LinearRegressionOutput", -1, 1),

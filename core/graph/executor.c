@@ -142,7 +142,7 @@ static void list_inputs(deft_cached_op_t *op) {
             if (pass == 0) op->input_of_node[i] = -1;
             if (g->nodes[i]->op || deft_graph_is_auxiliary(g, g->nodes[i]) != (pass == 1)) continue;
             op->input_of_node[i] = op->num_inputs;
-            op->input_written[op->num_inputs] = pass == 1;
+            op->input_written[op->num_inputs] = pass == 1 || deft_graph_is_updated(g, g->nodes[i]);
             op->input_nodes[op->num_inputs++] = i;
         }
 }

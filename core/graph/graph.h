@@ -41,8 +41,8 @@ typedef struct deft_graph {
     int map_capacity;
     deft_graph_slot_t *map;
     void *tables; /* row_ptr, in_ptr, in_entry and leaf when malloc'd (NULL: in the record) */
-    /* per node, 1 for an auxiliary state: made on first use (graph.c) */
-    _Atomic(unsigned char *) auxiliary;
+    /* per node, how it is used (read, updated in place): made on first use (graph.c) */
+    _Atomic(unsigned char *) uses;
     deft_node_t *small_nodes[DEFT_GRAPH_SMALL];
     deft_graph_slot_t small_map[2 * DEFT_GRAPH_SMALL];
 } deft_graph_t;
@@ -69,6 +69,9 @@ int deft_graph_node_id(const deft_graph_t *graph, const deft_node_t *node);
  * pass over the inputs; later calls look it up, so asking for every variable
  * is linear in the graph. */
 bool deft_graph_is_auxiliary(const deft_graph_t *g, const deft_node_t *var);
+/* A variable some node updates in place (an auxiliary state, or a weight of
+ * a training-step graph, also read by others). */
+bool deft_graph_is_updated(const deft_graph_t *g, const deft_node_t *var);
 /* Whether a node to run waits for a host callback (op.h, `blocking`): the run
  * must then go to an engine worker, never run on the caller's thread. */
 bool deft_graph_has_blocking(const deft_graph_t *g);
