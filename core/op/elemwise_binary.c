@@ -239,6 +239,11 @@ typedef enum binary_kind {
     B_MOD
 } binary_kind_t;
 
+/* -floor(q): mod's derivative in its divisor, q the quotient. */
+static deft_gref_t g_minus_floor(deft_grad_builder_t *b, deft_gref_t q) {
+    return g_op1(b, "negative", g_op1(b, "floor", q, GRAD_NONE), GRAD_NONE);
+}
+
 /* d y / d a and d y / d b times g, at the broadcast shape. */
 static void binary_terms(deft_grad_builder_t *b, binary_kind_t kind, bool broadcast,
                          deft_gref_t *ga, deft_gref_t *gb) {
@@ -290,10 +295,7 @@ static void binary_terms(deft_grad_builder_t *b, binary_kind_t kind, bool broadc
         break;
     case B_MOD: /* a - b floor(a / b): 1 and -floor(a / b), as MXNet's mod_grad, mod_rgrad */
         *ga = g;
-        *gb = g_op2(b, mul, g,
-                    g_op1(b, "negative",
-                          g_op1(b, "floor", g_op2(b, div, x, z, GRAD_NONE), GRAD_NONE), GRAD_NONE),
-                    GRAD_NONE);
+        *gb = g_op2(b, mul, g, g_minus_floor(b, g_op2(b, div, x, z, GRAD_NONE)), GRAD_NONE);
         break;
     }
 #undef x
@@ -384,14 +386,11 @@ static int grad_scalar(deft_grad_builder_t *b, const deft_param_value_t *p, int 
         in_grads[0] = g_mul(b, g, g_op2(b, "elemwise_div", x, y, GRAD_NONE));
         break;
     case B_MOD: /* x mod s: 1; s mod x: -floor(s / x) */
-        in_grads[0] = reversed
-                          ? g_mul(b, g,
-                                  g_op1(b, "negative",
-                                        g_op1(b, "floor",
-                                              g_op1(b, "_rdiv_scalar", x, GRAD_PARAMS("scalar", s)),
-                                              GRAD_NONE),
-                                        GRAD_NONE))
-                          : g;
+        in_grads[0] =
+            reversed
+                ? g_mul(b, g,
+                        g_minus_floor(b, g_op1(b, "_rdiv_scalar", x, GRAD_PARAMS("scalar", s))))
+                : g;
         break;
     }
     return 0;
