@@ -28,6 +28,7 @@ typedef enum deft_gpu_fn {
     DEFT_UNARY_FLOAT_MATH(DEFT_GPU_FN_ID)       /* y = f(x) */
     DEFT_ACTIVATION_UNARY_MATH(DEFT_GPU_FN_ID)  /* y = f(x), floats only */
     DEFT_ACTIVATION_BINARY_MATH(DEFT_GPU_FN_ID) /* y = f(a, b), floats only */
+    DEFT_GRAD_BINARY_MATH(DEFT_GPU_FN_ID)       /* y = f(a, b), floats only */
     DEFT_BINARY_FLOAT_MATH(DEFT_GPU_FN_ID)      /* y = f(a, b); from add on, integers too */
 #undef DEFT_GPU_FN_ID
     DEFT_GPU_FN_CLIP,  /* y = x clipped to [scalars[2], scalars[3]] */

@@ -62,6 +62,7 @@ DEFT_ACTIVATION_UNARY_MATH(FLOAT_OVERLOADS_1)
     }
 DEFT_BINARY_FLOAT_MATH(FLOAT_OVERLOADS_2)
 DEFT_ACTIVATION_BINARY_MATH(FLOAT_OVERLOADS_2)
+DEFT_GRAD_BINARY_MATH(FLOAT_OVERLOADS_2)
 
 /* The functions integers have, by name (scalar_math.h's integer section). */
 #define INT_UNARY(X) X(negative) X(abs) X(sign) X(square) X(relu) X(logical_not)
@@ -78,7 +79,7 @@ DEFT_ACTIVATION_BINARY_MATH(FLOAT_OVERLOADS_2)
     X(greater)                                                                                     \
     X(greater_equal)                                                                               \
     X(lesser)                                                                                      \
-    X(lesser_equal) X(hypot) X(logical_and) X(logical_or) X(logical_xor)
+    X(lesser_equal) X(hypot) X(logical_and) X(logical_or) X(logical_xor) X(mod)
 #define INT_OVERLOADS_1(name)                                                                      \
     __device__ inline int32_t f_##name(int32_t x) {                                                \
         return deft_##name##_i32(x);                                                               \
@@ -114,6 +115,7 @@ DEFT_ACTIVATION_UNARY_MATH(UNARY_FUNCTOR)
     };
 DEFT_BINARY_FLOAT_MATH(BINARY_FUNCTOR)
 DEFT_ACTIVATION_BINARY_MATH(BINARY_FUNCTOR)
+DEFT_GRAD_BINARY_MATH(BINARY_FUNCTOR)
 
 /* ---- kernels ---- */
 
@@ -256,6 +258,7 @@ template <typename T> bool launch_typed(const deft_gpu_map_t &m, cudaStream_t st
         DEFT_UNARY_FLOAT_MATH(FLOAT_UNARY_CASE)
         DEFT_ACTIVATION_UNARY_MATH(FLOAT_UNARY_CASE)
         DEFT_ACTIVATION_BINARY_MATH(FLOAT_ONLY_BINARY_CASE)
+        DEFT_GRAD_BINARY_MATH(FLOAT_ONLY_BINARY_CASE)
         DEFT_BINARY_FLOAT_MATH(FLOAT_BINARY_CASE)
     case DEFT_GPU_FN_CLIP:
         LAUNCH(clip_kernel<T>, m, from_double<T>(m.scalars[2]), from_double<T>(m.scalars[3]));
@@ -369,6 +372,7 @@ __device__ void chain_step(const deft_gpu_fused_step_t &st, const T *a, const T 
         return;
         DEFT_BINARY_FLOAT_MATH(CHAIN_BINARY)
         DEFT_ACTIVATION_BINARY_MATH(CHAIN_BINARY)
+        DEFT_GRAD_BINARY_MATH(CHAIN_BINARY)
     case DEFT_GPU_FN_CLIP: {
         T lo = chain_scalar<T>(st, 2), hi = chain_scalar<T>(st, 3);
         for (int u = 0; u < kUnroll; u++) out[u] = a[u] < lo ? lo : a[u] > hi ? hi : a[u];

@@ -21,6 +21,7 @@
 
 #include "core/math/device_fn.h"
 #include "core/math/dtype_math.h"
+#include "core/math/special_math.h"
 
 /*
  * expf and tanhf without calls into libm, so loops over float arrays
@@ -139,7 +140,9 @@ DEFT_DEVICE_FN double deft_tanh(double x) {
     X(floor, floor(x))                                                                             \
     X(trunc, trunc(x))                                                                             \
     X(fix, fabs(floor(x)) < fabs(ceil(x)) ? floor(x) : ceil(x))                                    \
-    X(logical_not, (T)(x == 0))
+    X(logical_not, (T)(x == 0))                                                                    \
+    X(gamma, tgamma(x))                                                                            \
+    X(gammaln, deft_lgamma(x))
 
 /* The elementwise modes of LeakyReLU (activation.c), b the slope: leaky
  * (xelu) and elu take it as their second operand, selu has none. */
@@ -151,8 +154,16 @@ DEFT_DEVICE_FN double deft_tanh(double x) {
     X(xelu, a > 0 ? a : a * b)                                                                     \
     X(elu, a > 0 ? a : b * expm1(a))
 
+/* The backward of unary functions whose derivative no other operator
+ * computes, X(name, expression in a, the output gradient, and b, the
+ * input): _backward_gamma and _backward_gammaln (elemwise_binary.c). */
+#define DEFT_GRAD_BINARY_MATH(X)                                                                   \
+    X(gamma_grad, a *(tgamma(b) * deft_digamma(b)))                                                \
+    X(gammaln_grad, a *deft_digamma(b))
+
 /* X(name, expression in a and b). Comparisons give 1 or 0; maximum and
- * minimum propagate NaN from either side, as NumPy's do. */
+ * minimum propagate NaN from either side, as NumPy's do; mod is MXNet's
+ * (special_math.h). */
 #define DEFT_BINARY_FLOAT_MATH(X)                                                                  \
     X(add, a + b)                                                                                  \
     X(sub, a - b)                                                                                  \
@@ -170,7 +181,8 @@ DEFT_DEVICE_FN double deft_tanh(double x) {
     X(hypot, hypot(a, b))                                                                          \
     X(logical_and, (T)(a != 0 && b != 0))                                                          \
     X(logical_or, (T)(a != 0 || b != 0))                                                           \
-    X(logical_xor, (T)((a != 0) != (b != 0)))
+    X(logical_xor, (T)((a != 0) != (b != 0)))                                                      \
+    X(mod, (T)deft_mod_double(a, b))
 
 #define DEFT_DEFINE_UNARY_F(name, expr)                                                            \
     DEFT_DEVICE_FN float deft_##name##_f(float x) {                                                \
@@ -195,6 +207,7 @@ DEFT_ACTIVATION_UNARY_MATH(DEFT_DEFINE_UNARY_F)
     }
 DEFT_BINARY_FLOAT_MATH(DEFT_DEFINE_BINARY_F)
 DEFT_ACTIVATION_BINARY_MATH(DEFT_DEFINE_BINARY_F)
+DEFT_GRAD_BINARY_MATH(DEFT_DEFINE_BINARY_F)
 
 /* Integer arithmetic wraps (through unsigned), and never traps: x / 0 is 0,
  * and INT_MIN / -1 wraps, where C would have undefined behaviour. */
@@ -293,6 +306,17 @@ DEFT_DEVICE_FN uint8_t deft_sign_u8(uint8_t x) {
 }
 DEFT_DEVICE_FN uint8_t deft_relu_u8(uint8_t x) {
     return x;
+}
+
+/* mod of integers: MXNet's, through double (exact below 2^53), saturating. */
+DEFT_DEVICE_FN int32_t deft_mod_i32(int32_t a, int32_t b) {
+    return deft_to_i32(deft_mod_double(a, b));
+}
+DEFT_DEVICE_FN int64_t deft_mod_i64(int64_t a, int64_t b) {
+    return deft_to_i64(deft_mod_double((double)a, (double)b));
+}
+DEFT_DEVICE_FN uint8_t deft_mod_u8(uint8_t a, uint8_t b) {
+    return deft_to_u8(deft_mod_double(a, b));
 }
 
 /* hypot of integers: the float result truncated into the dtype (saturating). */

@@ -23,6 +23,7 @@ const deft_op_alias_t deft_op_aliases[] = {
     {"_Minimum", "_minimum"},
     {"_Power", "_power"},
     {"_Hypot", "_hypot"},
+    {"_Mod", "_mod"},
     {"_Equal", "_equal"},
     {"_Not_Equal", "_not_equal"},
     {"_Greater", "_greater"},
@@ -46,6 +47,8 @@ const deft_op_alias_t deft_op_aliases[] = {
     {"_MaximumScalar", "_maximum_scalar"},
     {"_MinimumScalar", "_minimum_scalar"},
     {"_HypotScalar", "_hypot_scalar"},
+    {"_ModScalar", "_mod_scalar"},
+    {"_RModScalar", "_rmod_scalar"},
     {"_EqualScalar", "_equal_scalar"},
     {"_NotEqualScalar", "_not_equal_scalar"},
     {"_GreaterScalar", "_greater_scalar"},
@@ -75,6 +78,10 @@ const deft_op_alias_t deft_op_aliases[] = {
     {"sum_axis", "sum"},
     {"max_axis", "max"},
     {"min_axis", "min"},
+    /* special functions, and the NumPy front end's cumsum under its legacy name */
+    {"_npx_gamma", "gamma"},
+    {"_npx_gammaln", "gammaln"},
+    {"cumsum", "_np_cumsum"},
     /* random numbers */
     {"uniform", "_random_uniform"},
     {"random_uniform", "_random_uniform"},

@@ -1,9 +1,9 @@
 /*
  * Elementwise binary operators with NumPy broadcasting (broadcast_add ...),
  * their same-shape forms (elemwise_add, _maximum, _greater ...) and scalar
- * forms (_plus_scalar ...). The scalar math is in scalar_math.h;
- * comparisons and logical operators return 1 or 0 in the input dtype, as
- * MXNet's do.
+ * forms (_plus_scalar ...), and the backward operators of gamma and gammaln.
+ * The scalar math is in scalar_math.h; comparisons and logical operators
+ * return 1 or 0 in the input dtype, as MXNet's do.
  */
 #include <math.h>
 
@@ -50,6 +50,13 @@ typedef struct binary_kernels {
                                                loop_deft_##name##_u8},                             \
                                               DEFT_GPU_FN_##name};
 DEFT_BINARY_FLOAT_MATH(ALL_LOOPS)
+
+#define FLOAT_LOOPS(name, expr)                                                                    \
+    BINARY_LOOP(deft_##name##_f, float)                                                            \
+    BINARY_LOOP(deft_##name##_d, double)                                                           \
+    static const binary_kernels_t k_##name = {                                                     \
+        {loop_deft_##name##_f, loop_deft_##name##_d, NULL, NULL, NULL}, DEFT_GPU_FN_##name};
+DEFT_GRAD_BINARY_MATH(FLOAT_LOOPS)
 
 static int check_dtype(const deft_op_t *op, int nin, const deft_desc_t *in) {
     if (deft_op_check_same_dtype(op, nin, in)) return -1;
@@ -104,6 +111,14 @@ static int same_shape_infer(const deft_op_t *op, const deft_param_value_t *p, in
     out[0] = in[0];
     *nout = 1;
     return 0;
+}
+
+/* The backward operators (out_grad, input) of float-only functions. */
+static int float_same_shape_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                                  const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    if (deft_op_check_same_dtype(op, nin, in) || deft_op_check_dtype_float(op, 0, in[0].dtype))
+        return -1;
+    return same_shape_infer(op, p, nin, in, nout, out);
 }
 
 static int binary_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
@@ -220,8 +235,14 @@ typedef enum binary_kind {
     B_POWER,
     B_MAX,
     B_MIN,
-    B_HYPOT
+    B_HYPOT,
+    B_MOD
 } binary_kind_t;
+
+/* -floor(q): mod's derivative in its divisor, q the quotient. */
+static deft_gref_t g_minus_floor(deft_grad_builder_t *b, deft_gref_t q) {
+    return g_op1(b, "negative", g_op1(b, "floor", q, GRAD_NONE), GRAD_NONE);
+}
 
 /* d y / d a and d y / d b times g, at the broadcast shape. */
 static void binary_terms(deft_grad_builder_t *b, binary_kind_t kind, bool broadcast,
@@ -272,6 +293,10 @@ static void binary_terms(deft_grad_builder_t *b, binary_kind_t kind, bool broadc
         *ga = g_op2(b, div, g_op2(b, mul, g, x, GRAD_NONE), y, GRAD_NONE);
         *gb = g_op2(b, div, g_op2(b, mul, g, z, GRAD_NONE), y, GRAD_NONE);
         break;
+    case B_MOD: /* a - b floor(a / b): 1 and -floor(a / b), as MXNet's mod_grad, mod_rgrad */
+        *ga = g;
+        *gb = g_op2(b, mul, g, g_minus_floor(b, g_op2(b, div, x, z, GRAD_NONE)), GRAD_NONE);
+        break;
     }
 #undef x
 #undef z
@@ -306,6 +331,8 @@ BINARY_GRAD(broadcast_power, B_POWER, true)
 BINARY_GRAD(broadcast_maximum, B_MAX, true)
 BINARY_GRAD(broadcast_minimum, B_MIN, true)
 BINARY_GRAD(broadcast_hypot, B_HYPOT, true)
+BINARY_GRAD(broadcast_mod, B_MOD, true)
+BINARY_GRAD(mod, B_MOD, false)
 BINARY_GRAD(power, B_POWER, false)
 BINARY_GRAD(maximum, B_MAX, false)
 BINARY_GRAD(minimum, B_MIN, false)
@@ -358,6 +385,13 @@ static int grad_scalar(deft_grad_builder_t *b, const deft_param_value_t *p, int 
     case B_HYPOT: /* x / y */
         in_grads[0] = g_mul(b, g, g_op2(b, "elemwise_div", x, y, GRAD_NONE));
         break;
+    case B_MOD: /* x mod s: 1; s mod x: -floor(s / x) */
+        in_grads[0] =
+            reversed
+                ? g_mul(b, g,
+                        g_minus_floor(b, g_op1(b, "_rdiv_scalar", x, GRAD_PARAMS("scalar", s))))
+                : g;
+        break;
     }
     return 0;
 }
@@ -378,6 +412,8 @@ SCALAR_GRAD(rpower_scalar, B_POWER, true)
 SCALAR_GRAD(maximum_scalar, B_MAX, false)
 SCALAR_GRAD(minimum_scalar, B_MIN, false)
 SCALAR_GRAD(hypot_scalar, B_HYPOT, false)
+SCALAR_GRAD(mod_scalar, B_MOD, false)
+SCALAR_GRAD(rmod_scalar, B_MOD, true)
 
 /* ---- the table ---- */
 
@@ -427,6 +463,8 @@ static const deft_op_t binary_ops[] = {
     BROADCAST_OP("lesser", k_lesser, "1 where lhs < rhs, else 0,", deft_gradient_zero),
     BROADCAST_OP("lesser_equal", k_lesser_equal, "1 where lhs <= rhs, else 0,", deft_gradient_zero),
     BROADCAST_OP("hypot", k_hypot, "sqrt(lhs^2 + rhs^2), without overflow,", grad_broadcast_hypot),
+    BROADCAST_OP("mod", k_mod, "Remainder lhs mod rhs, with the sign of rhs (x mod 0 = 0),",
+                 grad_broadcast_mod),
     BROADCAST_OP("logical_and", k_logical_and, "1 where lhs and rhs are non-zero, else 0,",
                  deft_gradient_zero),
     BROADCAST_OP("logical_or", k_logical_or, "1 where lhs or rhs is non-zero, else 0,",
@@ -438,6 +476,8 @@ static const deft_op_t binary_ops[] = {
     SAME_SHAPE_OP("_minimum", k_minimum, "Minimum (NaN wins)", grad_minimum),
     SAME_SHAPE_OP("_power", k_power, "Power lhs ** rhs", grad_power),
     SAME_SHAPE_OP("_hypot", k_hypot, "sqrt(lhs^2 + rhs^2)", grad_hypot),
+    SAME_SHAPE_OP("_mod", k_mod, "Remainder lhs mod rhs, with the sign of rhs (x mod 0 = 0),",
+                  grad_mod),
     SAME_SHAPE_OP("_equal", k_equal, "1 where lhs == rhs, else 0,", deft_gradient_zero),
     SAME_SHAPE_OP("_not_equal", k_not_equal, "1 where lhs != rhs, else 0,", deft_gradient_zero),
     SAME_SHAPE_OP("_greater", k_greater, "1 where lhs > rhs, else 0,", deft_gradient_zero),
@@ -495,12 +535,43 @@ static const deft_op_t binary_ops[] = {
     SCALAR_OP("_lesser_equal_scalar", k_lesser_equal, false, "1 where data <= scalar, else 0.",
               deft_gradient_zero),
     SCALAR_OP("_hypot_scalar", k_hypot, false, "sqrt(data^2 + scalar^2).", grad_hypot_scalar),
+    SCALAR_OP("_mod_scalar", k_mod, false,
+              "data mod scalar, with the sign of scalar (x mod 0 = 0).", grad_mod_scalar),
+    SCALAR_OP("_rmod_scalar", k_mod, true, "scalar mod data, with the sign of data (x mod 0 = 0).",
+              grad_rmod_scalar),
     SCALAR_OP("_logical_and_scalar", k_logical_and, false,
               "1 where data and scalar are non-zero, else 0.", deft_gradient_zero),
     SCALAR_OP("_logical_or_scalar", k_logical_or, false,
               "1 where data or scalar is non-zero, else 0.", deft_gradient_zero),
     SCALAR_OP("_logical_xor_scalar", k_logical_xor, false,
               "1 where exactly one of data, scalar is non-zero, else 0.", deft_gradient_zero),
+    /* MXNet's backward operators of gamma and gammaln, (out_grad, input) */
+    {.name = "_backward_gamma",
+     .description = "The gradient of gamma: lhs * gamma(rhs) * digamma(rhs), lhs the output "
+                    "gradient and rhs gamma's input.",
+     .input_names = lhs_rhs,
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .infer = float_same_shape_infer,
+     .forward = binary_forward,
+     .forward_gpu = DEFT_GPU(binary_forward_gpu),
+     .inplace_input = 0,
+     .data = &k_gamma_grad,
+     .infer_inputs = deft_infer_inputs_like_output,
+     .elementwise = true},
+    {.name = "_backward_gammaln",
+     .description = "The gradient of gammaln: lhs * digamma(rhs), lhs the output gradient and rhs "
+                    "gammaln's input.",
+     .input_names = lhs_rhs,
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .infer = float_same_shape_infer,
+     .forward = binary_forward,
+     .forward_gpu = DEFT_GPU(binary_forward_gpu),
+     .inplace_input = 0,
+     .data = &k_gammaln_grad,
+     .infer_inputs = deft_infer_inputs_like_output,
+     .elementwise = true},
 };
 
 DEFT_OP_FAMILY(deft_family_binary, binary_ops);

@@ -1,6 +1,6 @@
 /*
  * Elementwise unary operators: negative ... gelu, MXNet's rounding,
- * logarithm, power and trigonometric functions, Activation and clip.
+ * logarithm, power, trigonometric and gamma functions, Activation and clip.
  *
  * The scalar formulas live in scalar_math.h (shared with the GPU kernels);
  * this file turns each into a strided loop per dtype, and describes the
@@ -74,7 +74,8 @@ static const unary_kernels_t k_softsign = FLOAT_KERNELS(softsign), k_log1p = FLO
                              k_degrees = FLOAT_KERNELS(degrees), k_radians = FLOAT_KERNELS(radians),
                              k_round = FLOAT_KERNELS(round), k_rint = FLOAT_KERNELS(rint),
                              k_ceil = FLOAT_KERNELS(ceil), k_floor = FLOAT_KERNELS(floor),
-                             k_trunc = FLOAT_KERNELS(trunc), k_fix = FLOAT_KERNELS(fix);
+                             k_trunc = FLOAT_KERNELS(trunc), k_fix = FLOAT_KERNELS(fix),
+                             k_gamma = FLOAT_KERNELS(gamma), k_gammaln = FLOAT_KERNELS(gammaln);
 
 static int check_kernel(const deft_op_t *op, const unary_kernels_t *k, deft_dtype_t dtype) {
     int slot = deft_dtype_slot(dtype);
@@ -388,6 +389,21 @@ UNARY_GRAD(arcsinh)
 UNARY_GRAD(arccosh)
 UNARY_GRAD(arctanh)
 
+/* gamma' = gamma * digamma and gammaln' = digamma: no other operator
+ * computes digamma, so each has MXNet's backward operator (g, x). */
+static int grad_gamma(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                      deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    in_grads[0] = g_op2(b, "_backward_gamma", G, X, NOPARAMS);
+    return 0;
+}
+static int grad_gammaln(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                        deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    in_grads[0] = g_op2(b, "_backward_gammaln", G, X, NOPARAMS);
+    return 0;
+}
+
 /* degrees and radians are linear: the gradient is g times the constant. */
 static int grad_degrees(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
                         deft_gref_t *in_grads) {
@@ -488,6 +504,8 @@ static const deft_op_t unary_ops[] = {
     UNARY_OP(trunc, k_trunc, "Round towards zero, elementwise."),
     UNARY_OP(fix, k_fix, "Round towards zero, elementwise (MXNet's fix)."),
     UNARY_OP(logical_not, k_logical_not, "1 where x is zero, else 0, in the input's dtype."),
+    UNARY_OP(gamma, k_gamma, "The gamma function, elementwise (tgamma)."),
+    UNARY_OP(gammaln, k_gammaln, "ln |gamma(x)|, elementwise."),
     {.name = "Activation",
      .description = "Applies an activation function elementwise: relu, sigmoid, softrelu, tanh or "
                     "softsign.",
