@@ -25,11 +25,13 @@ enum { DEFT_RNN_RELU, DEFT_RNN_TANH, DEFT_RNN_LSTM, DEFT_RNN_GRU };
 typedef struct deft_rnn_step {
     int mode;
     int64_t N, H, t;
-    const void *xproj, *hproj; /* N x G H each: the two projections, without biases */
+    const void *xproj, *hproj; /* N x G H each: the two projections, without biases; hproj
+                                  NULL: xproj holds their sum (not GRU, whose r scales one) */
     const void *bx, *bh;       /* G H each: b_i2h, b_h2h */
     const void *h_prev, *c_prev;
     void *h, *c; /* N x H: the state after the step (c: LSTM) */
-    void *gates; /* N x 4 H (LSTM: i f g o; GRU: r z n and W_hn h_prev + b_hn); NULL */
+    void *gates; /* N x 4 H (LSTM: i f g o; GRU: r z n and W_hn h_prev + b_hn); NULL: not
+                    kept (predict mode, or the mode has none) */
     void *y;     /* row b at y + b * y_stride: the layer's output at time t */
     int64_t y_stride;
     const void *lengths; /* NULL: every sequence has all T steps */
@@ -81,7 +83,8 @@ DEFT_DEVICE_FN bool deft_rnn_row_valid(const deft_rnn_step_t *s, int64_t b) {
     /* Element (b, k) of a step (used where a loop per element is natural: the GPU). */            \
     DEFT_DEVICE_FN void deft_rnn_step_elem_##sfx(const deft_rnn_step_t *s, int64_t b, int64_t k) { \
         int64_t H = s->H, G = deft_rnn_gates(s->mode), row = b * G * H;                            \
-        const T *x = (const T *)s->xproj + row, *hp = (const T *)s->hproj + row;                   \
+        const T *x = (const T *)s->xproj + row;                                                    \
+        const T *hp = s->hproj ? (const T *)s->hproj + row : NULL;                                 \
         const T *bx = (const T *)s->bx, *bh = (const T *)s->bh;                                    \
         T h_prev = ((const T *)s->h_prev)[b * H + k], h;                                           \
         T *y = (T *)s->y + b * s->y_stride + k;                                                    \
@@ -95,7 +98,7 @@ DEFT_DEVICE_FN bool deft_rnn_row_valid(const deft_rnn_step_t *s, int64_t b) {
         T pre[4];                                                                                  \
         for (int g = 0; g < G; g++) {                                                              \
             int64_t j = g * H + k;                                                                 \
-            pre[g] = x[j] + bx[j] + hp[j] + bh[j];                                                 \
+            pre[g] = x[j] + bx[j] + (hp ? hp[j] : (T)0) + bh[j];                                   \
         }                                                                                          \
         if (s->mode == DEFT_RNN_LSTM) {                                                            \
             T gates[4], c;                                                                         \
@@ -104,13 +107,15 @@ DEFT_DEVICE_FN bool deft_rnn_row_valid(const deft_rnn_step_t *s, int64_t b) {
             if (s->clip) c = deft_rnn_clip_##sfx(c, s);                                            \
             ((T *)s->c)[b * H + k] = c;                                                            \
             h = o * deft_tanh(c);                                                                  \
-            for (int g = 0; g < 4; g++) ((T *)s->gates)[b * 4 * H + g * H + k] = gates[g];         \
+            if (s->gates)                                                                          \
+                for (int g = 0; g < 4; g++) ((T *)s->gates)[b * 4 * H + g * H + k] = gates[g];     \
         } else if (s->mode == DEFT_RNN_GRU) {                                                      \
             T gates[4];                                                                            \
             h = deft_rnn_gru_##sfx(                                                                \
                 x[k] + bx[k], x[H + k] + bx[H + k], x[2 * H + k] + bx[2 * H + k], hp[k] + bh[k],   \
                 hp[H + k] + bh[H + k], hp[2 * H + k] + bh[2 * H + k], h_prev, gates);              \
-            for (int g = 0; g < 4; g++) ((T *)s->gates)[b * 4 * H + g * H + k] = gates[g];         \
+            if (s->gates)                                                                          \
+                for (int g = 0; g < 4; g++) ((T *)s->gates)[b * 4 * H + g * H + k] = gates[g];     \
         } else {                                                                                   \
             h = deft_rnn_act_##sfx(pre[0], s->mode);                                               \
         }                                                                                          \

@@ -15,7 +15,8 @@
  * and, with dropout, its mask and the next layer's input (dropped output);
  * last the forward's working space, the input projection of one
  * layer-direction and one hidden projection ((T + 1) N G H), so the forward
- * allocates nothing on either device.
+ * allocates nothing on either device. (The CPU adds each step's hidden
+ * projection to its input projection there, but GRU's, which a gate scales.)
  */
 #ifndef DEFT_CORE_OP_RNN_H
 #define DEFT_CORE_OP_RNN_H
@@ -58,8 +59,27 @@ typedef struct deft_rnn_io {
 } deft_rnn_io_t;
 void deft_rnn_io(const deft_param_value_t *p, deft_rnn_io_t *io);
 
-/* CPU kernels (rnn_cpu.c). */
-void deft_rnn_step_cpu(const deft_rnn_step_t *s, deft_dtype_t dtype);
+/* The forward's operands: the driver's (rnn.c), handed to the devices' kernels. */
+typedef struct deft_rnn_run {
+    const deft_rnn_geom_t *g;
+    deft_device_t dev;
+    deft_dtype_t dtype;
+    size_t elem;
+    const char *x, *w, *hx, *cx;
+    const void *lengths;
+    deft_dtype_t length_dtype;
+    char *y, *hy, *cy, *rs;
+    const deft_tensor_t *reserve;
+} deft_rnn_run_t;
+
+/* Step i (time step T - 1 - i for d = 1) of layer l, direction d: where it reads and writes, y
+ * the layer's output (rnn.c). */
+void deft_rnn_step_at(const deft_rnn_run_t *r, int64_t l, int64_t d, int64_t i, char *y,
+                      deft_rnn_step_t *s);
+
+/* CPU kernels (rnn_cpu.c). The time steps of layer l, direction d, its input projection in the
+ * reserve's xproj: column block d of y (T N x D H) and the layer-direction's reserve pieces out. */
+void deft_rnn_steps_cpu(const deft_rnn_run_t *r, int64_t l, int64_t d, char *y);
 /* y * mask into drop, mask drawn (keep probability keep) or all ones when !drawing. */
 void deft_rnn_dropout_cpu(deft_dtype_t dtype, const void *y, void *mask, void *drop, int64_t n,
                           double keep, bool drawing);
