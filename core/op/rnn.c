@@ -8,8 +8,8 @@
  * the hidden projection and one fused kernel for the gates (rnn_math.h),
  * on the CPU (rnn_cpu.c) or a GPU (rnn.cu, cuBLAS for the GEMMs). It always
  * keeps the gates and states in its hidden reserve output (rnn.h), so the
- * gradient, built as one _backward_RNN node (CPU), never runs the forward
- * again. Dropout between layers (p) draws from the seeded Philox stream in
+ * gradient, built as one _backward_RNN node (rnn_backward.c, either device),
+ * never runs the forward again. Dropout between layers (p) draws from the seeded Philox stream in
  * training mode only, as Dropout does.
  *
  * Beyond MXNet's CPU kernels (but as its cuDNN ones): sequence_length and
@@ -500,7 +500,7 @@ static int backward_infer(const deft_op_t *op, const deft_param_value_t *p, int 
 
 static int backward_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                             const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
-    (void)op, (void)nin, (void)nout;
+    (void)nin, (void)nout;
     deft_rnn_geom_t g;
     deft_rnn_geom(p, &in[0].shape, &g);
     deft_rnn_io_t io;
@@ -508,6 +508,7 @@ static int backward_forward(const deft_op_t *op, const deft_param_value_t *p, in
     int heads = rnn_num_inputs(p) + 1;
     deft_rnn_backward_t b = {
         .g = &g,
+        .dev = in[0].device,
         .dtype = in[0].dtype,
         .x = deft_tensor_data(&in[0]),
         .w = deft_tensor_data(&in[1]),
@@ -524,9 +525,7 @@ static int backward_forward(const deft_op_t *op, const deft_param_value_t *p, in
         .dhx = deft_tensor_data(&out[2]),
         .dcx = io.state_cell >= 0 ? deft_tensor_data(&out[3]) : NULL,
     };
-    if (deft_rnn_backward_cpu(&b))
-        return deft_op_error(op, DEFT_ERR_OUT_OF_MEMORY, "cannot allocate the working space");
-    return 0;
+    return deft_rnn_backward(op, &b);
 }
 
 /* ---- _rnn_param_concat ---- */
@@ -617,6 +616,7 @@ static const deft_op_t rnn_ops[] = {
      .params = rnn_params,
      .infer = backward_infer,
      .forward = backward_forward,
+     .forward_gpu = DEFT_GPU(backward_forward),
      .inplace_input = -1,
      .num_inputs = backward_num_inputs,
      .num_outputs = backward_num_outputs},

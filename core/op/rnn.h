@@ -84,9 +84,10 @@ void deft_rnn_steps_cpu(const deft_rnn_run_t *r, int64_t l, int64_t d, char *y);
 void deft_rnn_dropout_cpu(deft_dtype_t dtype, const void *y, void *mask, void *drop, int64_t n,
                           double keep, bool drawing);
 
-/* What _backward_RNN reads and writes (NULL: absent head gradient, or not wanted). */
+/* What _backward_RNN reads and writes (NULL: absent head gradient, or not wanted), on dev. */
 typedef struct deft_rnn_backward {
     const deft_rnn_geom_t *g;
+    deft_device_t dev;
     deft_dtype_t dtype;
     const void *x, *w, *hx, *cx, *lengths, *reserve;
     deft_dtype_t length_dtype;
@@ -94,12 +95,37 @@ typedef struct deft_rnn_backward {
     void *dx, *dw, *dhx, *dcx;
 } deft_rnn_backward_t;
 
-/* -1 only when memory runs out. */
-int deft_rnn_backward_cpu(const deft_rnn_backward_t *b);
+/* The backward's working memory, on its device. */
+typedef struct deft_rnn_back_space {
+    char *dgx, *dgh; /* T N G H each: the gates' gradients (dgh is dgx but for GRU) */
+    char *dh, *dc;   /* N H each: the state's gradient, carried back step by step */
+    char *dlayer[2]; /* T N D H: a layer's input gradient, the output gradient of the one below */
+} deft_rnn_back_space_t;
+
+/* _backward_RNN on either device (rnn_backward.c): -1 with op's error set. */
+int deft_rnn_backward(const deft_op_t *op, const deft_rnn_backward_t *b);
+
+/* Step i (time T - 1 - i for d = 1) backwards of layer l, direction d, dy the layer output's
+ * gradient (T N x D H): where it reads and writes. */
+void deft_rnn_back_step_at(const deft_rnn_backward_t *b, const deft_rnn_back_space_t *w, int64_t l,
+                           int64_t d, int64_t i, const char *dy, deft_rnn_back_step_t *s);
+
+/* The CPU's backward kernels (rnn_cpu.c): every step of (l, d) backwards, the weights' W_h2h;
+ * column sums of a rows x cols matrix; x *= m elementwise. */
+void deft_rnn_back_steps_cpu(const deft_rnn_backward_t *b, const deft_rnn_back_space_t *w,
+                             int64_t l, int64_t d, const char *dy, const void *w_h2h);
+void deft_rnn_column_sums_cpu(deft_dtype_t dtype, const void *m, int64_t rows, int64_t cols,
+                              void *sum);
+void deft_rnn_multiply_cpu(deft_dtype_t dtype, void *x, const void *m, int64_t n);
 
 #ifdef DEFT_HAVE_CUDA
-/* rnn.cu: one step on GPU dev, on the calling thread's stream. */
+/* rnn.cu, on GPU dev and the calling thread's stream: one step forward, one backward; column
+ * sums; x *= m. */
 int deft_gpu_rnn_step(int dev, const deft_rnn_step_t *s, deft_dtype_t dtype);
+int deft_gpu_rnn_back_step(int dev, const deft_rnn_back_step_t *s, deft_dtype_t dtype);
+int deft_gpu_rnn_column_sums(int dev, deft_dtype_t dtype, const void *m, int64_t rows, int64_t cols,
+                             void *sum);
+int deft_gpu_rnn_multiply(int dev, deft_dtype_t dtype, void *x, const void *m, int64_t n);
 /* dropout.cu: Dropout's mask of n elements on GPU dev. */
 int deft_gpu_dropout_mask(int dev, void *mask, deft_dtype_t dtype, int64_t n, uint64_t seed,
                           uint64_t first, double keep);
