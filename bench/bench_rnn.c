@@ -1,7 +1,8 @@
 /*
  * RNN on the CPU: a 2-layer LSTM (input 128, hidden 256, 35 steps, batch 32),
- * forward alone and forward + backward (the gradient graph: _backward_RNN),
- * through cached ops as a training loop runs them. Rounds alternate the two,
+ * forward alone in predict mode and forward + backward (the gradient graph:
+ * _backward_RNN) in training mode, through cached ops, as inference and a
+ * training loop run them. Rounds alternate the two,
  * min and median reported, with the load average (a shared machine's figures
  * need it). DEFT_NUM_THREADS sets the threads. bench/python/bench_rnn.py times
  * PyTorch's nn.LSTM and MXNet's fused LSTM in the same run, with the Pythons
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "bench_util.h"
+#include <deft/autograd.h>
 
 enum { T = 35, N = 32, I = 128, H = 256, L = 2 };
 
@@ -38,10 +40,11 @@ static DeftNDArrayHandle filled(int ndim, const int64_t *shape, float scale) {
     return h;
 }
 
-/* Run a cached op once and free its outputs. */
-static double run(DeftCachedOpHandle op, int nin, DeftNDArrayHandle *in) {
+/* Run a cached op once, in training mode or predict mode, and free its outputs. */
+static double run(DeftCachedOpHandle op, int training, int nin, DeftNDArrayHandle *in) {
     DeftNDArrayHandle out[8] = {NULL};
     int nout = 8;
+    CHECK(DeftAutogradSetIsTraining(training, NULL));
     double t0 = now();
     CHECK(DeftCachedOpInvoke(op, nin, in, &nout, out));
     CHECK(DeftWaitAll());
@@ -69,12 +72,12 @@ int main(int argc, char **argv) {
         filled(3, (int64_t[]){T, N, I}, 2.0f), filled(1, (int64_t[]){params}, 0.1f),
         filled(3, (int64_t[]){L, N, H}, 1.0f), filled(3, (int64_t[]){L, N, H}, 1.0f),
         filled(3, (int64_t[]){T, N, H}, 1.0f)};
-    run(forward, 4, in), run(backward, 5, in); /* warm up: pools, plans */
+    run(forward, 0, 4, in), run(backward, 1, 5, in); /* warm up: pools, plans */
     double *fw = malloc(sizeof(double) * (size_t)rounds),
            *fb = malloc(sizeof(double) * (size_t)rounds);
     for (int r = 0; r < rounds; r++) {
-        fw[r] = run(forward, 4, in);
-        fb[r] = run(backward, 5, in);
+        fw[r] = run(forward, 0, 4, in);  /* inference */
+        fb[r] = run(backward, 1, 5, in); /* a training step */
     }
     qsort(fw, (size_t)rounds, sizeof(double), compare);
     qsort(fb, (size_t)rounds, sizeof(double), compare);

@@ -193,8 +193,9 @@ START_TEST(test_wide_forward_matches_reference) {
 }
 END_TEST
 
-/* The gradients of every input of RNN through autograd, head gradient `head`. */
-static void rnn_gradients(const cfg_t *c, int dtype, const double *const *values,
+/* The gradients of every input of RNN through autograd, head gradient `head`, the forward in
+ * training mode (it keeps the gates) or predict mode (an LSTM's backward runs it again). */
+static void rnn_gradients(const cfg_t *c, int dtype, bool train, const double *const *values,
                           const double *head, double **grads) {
     int64_t LD = c->L * c->D;
     int64_t shapes[4][3] = {
@@ -208,11 +209,13 @@ static void rnn_gradients(const cfg_t *c, int dtype, const double *const *values
         req[k] = DEFT_GRAD_WRITE;
     }
     ck_assert_ok(DeftAutogradMarkVariables(nin, in, req, g));
+    ck_assert_ok(DeftAutogradSetIsTraining(train, NULL));
     ck_assert_ok(DeftAutogradSetIsRecording(1, NULL));
     DeftNDArrayHandle out[3] = {NULL};
     int nout = 3;
     ck_assert_msg(call("RNN", nin, in, &nout, out, params_of(c)) == 0, "%s", DeftGetLastError());
     ck_assert_ok(DeftAutogradSetIsRecording(0, NULL));
+    ck_assert_ok(DeftAutogradSetIsTraining(0, NULL));
     DeftNDArrayHandle dy = make(dtype, 3, SHAPE(c->T, c->N, c->D * c->H), head);
     ck_assert_ok(DeftAutogradBackward(1, &out[0], &dy, 0, 0));
     for (int k = 0; k < nin; k++) {
@@ -257,7 +260,7 @@ static void gradients_row_by_row(const cfg_t *c, const double *const *values, co
         for (int k = 0; k < 4; k++)
             if (k != 1) batch_row(c, leads[k], widths[k], b, (double *)values[k], v[k], false);
         batch_row(c, c->T, DH, b, (double *)head, h1, false);
-        rnn_gradients(&one, DEFT_FLOAT64, (const double *const *)v, h1, g);
+        rnn_gradients(&one, DEFT_FLOAT64, true, (const double *const *)v, h1, g);
         for (int k = 0; k < (c->mode == LSTM ? 4 : 3); k++)
             if (k == 1)
                 for (int64_t i = 0; i < np; i++) want[1][i] += g[1][i];
@@ -283,23 +286,28 @@ static void assert_gradients_close(const cfg_t *c, const int64_t *sizes, double 
 }
 
 /* The batch split between threads and the vectorised cells: float64's gradients of the whole
- * batch are the rows' (each a batch of one, computed whole), and float32's agree with them. */
+ * batch are the rows' (each a batch of one, computed whole), and float32's agree with them,
+ * after a forward in training mode and in predict mode. */
 START_TEST(test_wide_backward_matches_row_by_row) {
     const cfg_t *c = &wide_cases[_i];
     uint64_t rng = 7;
     int64_t LD = c->L * c->D, ns = LD * c->N * c->H, ny = c->T * c->N * c->D * c->H;
     int64_t sizes[4] = {c->T * c->N * c->I, param_size(c), ns, ns};
     double *values[4], *head = uniform_values(ny, &rng);
-    double *want[4] = {NULL}, *g64[4] = {NULL}, *g32[4] = {NULL};
+    double *want[4] = {NULL};
     for (int k = 0; k < 4; k++) values[k] = uniform_values(sizes[k], &rng);
     for (int64_t i = 0; i < sizes[1]; i++) values[1][i] *= 0.3; /* keep the cells unsaturated */
     const double *const *v = (const double *const *)values;
     gradients_row_by_row(c, v, head, want);
-    rnn_gradients(c, DEFT_FLOAT64, v, head, g64);
-    rnn_gradients(c, DEFT_FLOAT32, v, head, g32);
-    assert_gradients_close(c, sizes, g64, want, 1e-12, "float64");
-    assert_gradients_close(c, sizes, g32, want, 1e-4, "float32");
-    for (int k = 0; k < 4; k++) free(values[k]), free(want[k]), free(g64[k]), free(g32[k]);
+    for (int train = 0; train < 2; train++) {
+        double *g64[4] = {NULL}, *g32[4] = {NULL};
+        rnn_gradients(c, DEFT_FLOAT64, train, v, head, g64);
+        rnn_gradients(c, DEFT_FLOAT32, train, v, head, g32);
+        assert_gradients_close(c, sizes, g64, want, 1e-12, train ? "float64" : "float64, predict");
+        assert_gradients_close(c, sizes, g32, want, 1e-4, train ? "float32" : "float32, predict");
+        for (int k = 0; k < 4; k++) free(g64[k]), free(g32[k]);
+    }
+    for (int k = 0; k < 4; k++) free(values[k]), free(want[k]);
     free(head);
 }
 END_TEST

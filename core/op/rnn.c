@@ -21,6 +21,7 @@
 #include "core/op/gemm.h"
 #include "core/op/gpu_ops.h"
 #include "core/op/grad.h"
+#include "core/math/dtype_math.h"
 #include "core/op/index_check.h"
 #include "core/op/op.h"
 #include "core/op/random.h"
@@ -124,12 +125,13 @@ void deft_rnn_slots(const deft_rnn_geom_t *g, int64_t l, int64_t d, deft_rnn_slo
     s->drop = g->p > 0 ? s->y + 2 * g->D * tnh : -1;
     s->xproj = layers + (g->L - 1) * layer;
     s->hproj = s->xproj + g->T * g->N * g->G * g->H;
+    s->kept = s->hproj + g->N * g->G * g->H;
 }
 
 int64_t deft_rnn_reserve_size(const deft_rnn_geom_t *g) {
     deft_rnn_slots_t s;
     deft_rnn_slots(g, 0, 0, &s);
-    return s.hproj + g->N * g->G * g->H;
+    return s.kept + 1;
 }
 
 /* ---- inference ---- */
@@ -372,7 +374,7 @@ static int run_dropout(const deft_rnn_run_t *r, int64_t l) {
     deft_rnn_slots_t slot;
     deft_rnn_slots(g, l, 0, &slot);
     int64_t n = g->T * g->N * g->D * g->H;
-    bool drawing = deft_op_training();
+    bool drawing = r->drawing;
     if (r->dev.type == DEFT_DEV_CPU) {
         deft_rnn_dropout_cpu(r->dtype, at(r->rs, slot.y, r->elem), at(r->rs, slot.mask, r->elem),
                              at(r->rs, slot.drop, r->elem), n, 1 - g->p, drawing);
@@ -429,19 +431,36 @@ static int rnn_forward(const deft_op_t *op, const deft_param_value_t *p, int nin
                         .hy = io.hy > 0 ? deft_tensor_data(&out[io.hy]) : NULL,
                         .cy = io.cy > 0 ? deft_tensor_data(&out[io.cy]) : NULL,
                         .rs = deft_tensor_data(&out[io.reserve]),
-                        .reserve = &out[io.reserve]};
-    const char *x = r.x;
-    for (int64_t l = 0; l < g.L; l++) {
+                        .reserve = &out[io.reserve],
+                        /* a predict-mode forward on the CPU leaves the LSTM's gates out (backward
+                         * runs it again if it must); the GPU's and the other modes keep them */
+                        .keep = deft_op_training() || in[0].device.type == DEFT_DEV_GPU ||
+                                g.mode != DEFT_RNN_LSTM,
+                        .drawing = deft_op_training()};
+    return deft_rnn_run(&r);
+}
+
+int deft_rnn_run(const deft_rnn_run_t *r) {
+    const deft_rnn_geom_t *g = r->g;
+    const char *x = r->x;
+    for (int64_t l = 0; l < g->L; l++) {
         deft_rnn_slots_t slot;
-        deft_rnn_slots(&g, l, 0, &slot);
-        char *y = l == g.L - 1 ? r.y : at(r.rs, slot.y, r.elem);
-        for (int64_t d = 0; d < g.D; d++)
-            if (run_direction(&r, l, d, x, y)) return -1;
-        if (l == g.L - 1) break;
-        if (g.p > 0 && run_dropout(&r, l)) return -1;
-        x = g.p > 0 ? at(r.rs, slot.drop, r.elem) : y;
+        deft_rnn_slots(g, l, 0, &slot);
+        char *y = l == g->L - 1 ? r->y : at(r->rs, slot.y, r->elem);
+        for (int64_t d = 0; d < g->D; d++)
+            if (run_direction(r, l, d, x, y)) return -1;
+        if (l == g->L - 1) break;
+        if (g->p > 0 && run_dropout(r, l)) return -1;
+        x = g->p > 0 ? at(r->rs, slot.drop, r->elem) : y;
     }
-    return 0;
+    /* the reserve's last element says whether the gates are there for backward */
+    deft_rnn_slots_t slot;
+    deft_rnn_slots(g, 0, 0, &slot);
+    double flag = r->keep ? 1.0 : 0.0;
+    char value[8];
+    deft_store_double(value, r->dtype, 0, flag);
+    return deft_device_copy(at(r->rs, slot.kept, r->elem), r->dev, value, deft_device_cpu(),
+                            r->elem);
 }
 
 /* ---- gradient ---- */

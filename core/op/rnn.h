@@ -17,6 +17,10 @@
  * layer-direction and one hidden projection ((T + 1) N G H), so the forward
  * allocates nothing on either device. (The CPU adds each step's hidden
  * projection to its input projection there, but GRU's, which a gate scales.)
+ * Its last element is a flag: 1 where the gates are there, 0 where a
+ * predict-mode forward on the CPU left the LSTM's out (the largest piece,
+ * which only backward reads; a backward after such a forward, as a symbolic
+ * gradient graph run in predict mode does, runs the forward again).
  */
 #ifndef DEFT_CORE_OP_RNN_H
 #define DEFT_CORE_OP_RNN_H
@@ -44,6 +48,7 @@ typedef struct deft_rnn_slots {
     int64_t gates, h, c;   /* per layer-direction; gates, c are -1 where the mode has none */
     int64_t y, mask, drop; /* per layer below the top; mask, drop -1 without dropout */
     int64_t xproj, hproj;  /* the working space */
+    int64_t kept;          /* the flag: 1 where the gates were kept, 0 where they were not */
 } deft_rnn_slots_t;
 
 void deft_rnn_slots(const deft_rnn_geom_t *g, int64_t l, int64_t d, deft_rnn_slots_t *s);
@@ -70,7 +75,12 @@ typedef struct deft_rnn_run {
     deft_dtype_t length_dtype;
     char *y, *hy, *cy, *rs;
     const deft_tensor_t *reserve;
+    bool keep;    /* write the gates (LSTM's may be left out in predict mode) */
+    bool drawing; /* draw dropout masks (training mode), else masks of ones */
 } deft_rnn_run_t;
+
+/* Every layer forward (rnn.c), on r->dev: -1 with the error set (only a GPU's fails). */
+int deft_rnn_run(const deft_rnn_run_t *r);
 
 /* Step i (time step T - 1 - i for d = 1) of layer l, direction d: where it reads and writes, y
  * the layer's output (rnn.c). */

@@ -5,10 +5,13 @@
  * GEMM per step, rnn.cu), then each weight gradient as one GEMM over every
  * step, and the layer input's gradient as one more, as the forward's input
  * projection was. It reads the gates and states the forward kept in its
- * reserve (rnn.h) and runs no forward step again.
+ * reserve (rnn.h) and runs no forward step again, unless a predict-mode
+ * forward left the gates out: then it runs the forward once more, keeping
+ * them, into its working memory.
  */
 #include "core/base/fence.h"
 #include "core/base/storage.h"
+#include "core/math/dtype_math.h"
 #include "core/op/gemm.h"
 #include "core/op/rnn.h"
 
@@ -156,11 +159,41 @@ static int back_weights(const deft_rnn_backward_t *b, const deft_rnn_back_space_
 typedef struct back_run {
     const deft_rnn_backward_t *b;
     deft_rnn_back_space_t w;
+    deft_storage_t *redone; /* NULL, or room for the forward again: a reserve and an output */
 } back_run_t;
+
+/* The forward again, into r->redone, with the gates kept and the masks of a predict-mode
+ * forward (ones): the reserve backward reads instead of the one given. */
+static int redo_forward(const back_run_t *r, deft_rnn_backward_t *with) {
+    const deft_rnn_backward_t *b = r->b;
+    const deft_rnn_geom_t *g = b->g;
+    size_t es = deft_dtype_size(b->dtype);
+    int64_t size = deft_rnn_reserve_size(g);
+    deft_tensor_t reserve = {{1, {size}}, b->dtype, b->dev, r->redone, 0};
+    deft_rnn_run_t f = {.g = g,
+                        .dev = b->dev,
+                        .dtype = b->dtype,
+                        .elem = es,
+                        .x = b->x,
+                        .w = b->w,
+                        .hx = b->hx,
+                        .cx = b->cx,
+                        .lengths = b->lengths,
+                        .length_dtype = b->length_dtype,
+                        .y = (char *)r->redone->data + (size_t)size * es,
+                        .rs = r->redone->data,
+                        .reserve = &reserve,
+                        .keep = true,
+                        .drawing = false};
+    with->reserve = f.rs;
+    return deft_rnn_run(&f);
+}
 
 static int run_layers(void *arg) {
     const back_run_t *r = arg;
-    const deft_rnn_backward_t *b = r->b;
+    deft_rnn_backward_t with = *r->b;
+    if (r->redone && redo_forward(r, &with)) return -1;
+    const deft_rnn_backward_t *b = &with;
     const deft_rnn_geom_t *g = b->g;
     size_t es = deft_dtype_size(b->dtype);
     const char *dy = b->dy;
@@ -196,17 +229,43 @@ static size_t lay_out_space(const deft_rnn_geom_t *g, size_t es, char *base,
     return used;
 }
 
-int deft_rnn_backward(const deft_op_t *op, const deft_rnn_backward_t *b) {
-    back_run_t r = {.b = b};
-    size_t es = deft_dtype_size(b->dtype), bytes = lay_out_space(b->g, es, NULL, &r.w);
+/* Whether the forward kept the gates: the reserve's flag (a copy to the host from a GPU). */
+static int gates_kept(const deft_rnn_backward_t *b, bool *kept) {
+    deft_rnn_slots_t slot;
+    deft_rnn_slots(b->g, 0, 0, &slot);
+    size_t es = deft_dtype_size(b->dtype);
+    char value[8];
+    if (deft_device_copy(value, deft_device_cpu(), at(b->reserve, slot.kept, es), b->dev, es))
+        return -1;
+    *kept = deft_load_double(value, b->dtype, 0) > 0;
+    return 0;
+}
+
+static deft_storage_t *new_space(const deft_op_t *op, deft_device_t dev, size_t bytes) {
     deft_storage_t *space;
-    if (deft_storage_new(b->dev, bytes, &space))
-        return deft_op_error(op, DEFT_ERR_OUT_OF_MEMORY,
-                             "cannot allocate %zu bytes of working space", bytes);
-    lay_out_space(b->g, es, space->data, &r.w);
-    /* on a GPU the work on the buffer waits for its block's last user, and its next for this */
-    deft_access_t access = {space, true};
-    int status = deft_fence_run(&access, 1, run_layers, &r);
+    if (deft_storage_new(dev, bytes, &space) == 0) return space;
+    deft_op_error(op, DEFT_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of working space", bytes);
+    return NULL;
+}
+
+int deft_rnn_backward(const deft_op_t *op, const deft_rnn_backward_t *b) {
+    const deft_rnn_geom_t *g = b->g;
+    back_run_t r = {.b = b};
+    size_t es = deft_dtype_size(b->dtype), bytes = lay_out_space(g, es, NULL, &r.w);
+    bool kept;
+    if (gates_kept(b, &kept)) return -1;
+    size_t redo = (size_t)(deft_rnn_reserve_size(g) + g->T * g->N * g->D * g->H) * es;
+    deft_storage_t *space = new_space(op, b->dev, bytes);
+    if (!space || (!kept && !(r.redone = new_space(op, b->dev, redo)))) {
+        if (space) deft_storage_release(space);
+        return -1;
+    }
+    lay_out_space(g, es, space->data, &r.w);
+    /* on a GPU the work on the buffers waits for their blocks' last users, and their next for
+     * this */
+    deft_access_t access[2] = {{space, true}, {r.redone, true}};
+    int status = deft_fence_run(access, r.redone ? 2 : 1, run_layers, &r);
     deft_storage_release(space);
+    if (r.redone) deft_storage_release(r.redone);
     return status;
 }

@@ -1,16 +1,14 @@
 /*
- * RNN's CPU kernels: a time step's gates (forward), the dropout between
- * layers, and the whole backward (_backward_RNN).
+ * RNN's CPU kernels: the time steps forward and backward, and the dropout
+ * between layers (rnn_backward.c drives the backward, rnn.c the forward).
  *
- * A step's gate kernel runs row by row (a batch element), each row a loop
- * over the state that the compiler vectorises (the float exp and tanh of
- * scalar_math.h are polynomials, not libm calls). Backward walks each
- * layer-direction's steps in reverse: per step one fused kernel for the
- * gate gradients and one GEMM for the hidden state's gradient; the weight
- * gradients are then one GEMM over every step, and the input gradient one
- * more, as the forward's input projection was.
+ * Each thread takes a block of batch rows through every time step of a
+ * layer-direction (batch_chunk): per step a GEMM for the rows' hidden
+ * projection (forward) or state gradient (backward), and the cells, row by
+ * row, each row a loop over the state that the compiler vectorises (the
+ * float exp and tanh of scalar_math.h are polynomials, not libm calls; the
+ * cells' formulas are rnn_math.h's, which the GPU's kernels run too).
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/base/parallel.h"
