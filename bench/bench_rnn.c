@@ -1,18 +1,21 @@
 /*
  * RNN on the CPU: a 2-layer LSTM (input 128, hidden 256, 35 steps, batch 32),
- * forward alone and forward + backward (the gradient graph: _backward_RNN),
- * through cached ops as a training loop runs them. Rounds alternate the two,
+ * forward alone in predict mode and forward + backward (the gradient graph:
+ * _backward_RNN) in training mode, through cached ops, as inference and a
+ * training loop run them. Rounds alternate the two,
  * min and median reported, with the load average (a shared machine's figures
- * need it). DEFT_NUM_THREADS sets the threads. If python3 can import torch,
- * bench/python/bench_rnn.py times PyTorch's nn.LSTM in the same run.
+ * need it). DEFT_NUM_THREADS sets the threads. bench/python/bench_rnn.py times
+ * PyTorch's nn.LSTM and MXNet's fused LSTM in the same run, with the Pythons
+ * DEFT_TORCH_PYTHON and DEFT_MXNET_PYTHON name (python3 by default).
  *
- *   DEFT_NUM_THREADS=1 build/bench/bench_rnn [rounds]
+ *   DEFT_NUM_THREADS=1 DEFT_TORCH_PYTHON=... DEFT_MXNET_PYTHON=... build/bench/bench_rnn [rounds]
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench_util.h"
+#include <deft/autograd.h>
 
 enum { T = 35, N = 32, I = 128, H = 256, L = 2 };
 
@@ -37,10 +40,11 @@ static DeftNDArrayHandle filled(int ndim, const int64_t *shape, float scale) {
     return h;
 }
 
-/* Run a cached op once and free its outputs. */
-static double run(DeftCachedOpHandle op, int nin, DeftNDArrayHandle *in) {
+/* Run a cached op once, in training mode or predict mode, and free its outputs. */
+static double run(DeftCachedOpHandle op, int training, int nin, DeftNDArrayHandle *in) {
     DeftNDArrayHandle out[8] = {NULL};
     int nout = 8;
+    CHECK(DeftAutogradSetIsTraining(training, NULL));
     double t0 = now();
     CHECK(DeftCachedOpInvoke(op, nin, in, &nout, out));
     CHECK(DeftWaitAll());
@@ -68,12 +72,12 @@ int main(int argc, char **argv) {
         filled(3, (int64_t[]){T, N, I}, 2.0f), filled(1, (int64_t[]){params}, 0.1f),
         filled(3, (int64_t[]){L, N, H}, 1.0f), filled(3, (int64_t[]){L, N, H}, 1.0f),
         filled(3, (int64_t[]){T, N, H}, 1.0f)};
-    run(forward, 4, in), run(backward, 5, in); /* warm up: pools, plans */
+    run(forward, 0, 4, in), run(backward, 1, 5, in); /* warm up: pools, plans */
     double *fw = malloc(sizeof(double) * (size_t)rounds),
            *fb = malloc(sizeof(double) * (size_t)rounds);
     for (int r = 0; r < rounds; r++) {
-        fw[r] = run(forward, 4, in);
-        fb[r] = run(backward, 5, in);
+        fw[r] = run(forward, 0, 4, in);  /* inference */
+        fb[r] = run(backward, 1, 5, in); /* a training step */
     }
     qsort(fw, (size_t)rounds, sizeof(double), compare);
     qsort(fb, (size_t)rounds, sizeof(double), compare);
@@ -92,14 +96,23 @@ int main(int argc, char **argv) {
     printf("deft     forward+backward min %7.2f ms  median %7.2f ms\n", fb[0] * 1e3,
            fb[rounds / 2] * 1e3);
     fflush(stdout);
-    /* PyTorch's nn.LSTM on the same sizes, in this run, where it is installed */
-    if (system("python3 -c 'import torch' >/dev/null 2>&1") == 0) {
-        char cmd[512];
-        snprintf(cmd, sizeof cmd, "python3 %s/python/bench_rnn.py %s %d %g", BENCH_DIR,
-                 threads ? threads : "0", rounds, fb[0] * 1e3);
-        if (system(cmd) != 0) fprintf(stderr, "bench_rnn.py failed\n");
-    } else {
-        printf("PyTorch: not importable by python3, no comparison\n");
+    /* the peers' fused LSTMs on the same sizes, in this run, where they are installed */
+    const char *peers[][3] = {{"DEFT_TORCH_PYTHON", "torch", "PyTorch"},
+                              {"DEFT_MXNET_PYTHON", "mxnet", "MXNet"}};
+    for (int k = 0; k < 2; k++) {
+        const char *python = getenv(peers[k][0]);
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "%s -c 'import %s' >/dev/null 2>&1", python ? python : "python3",
+                 peers[k][1]);
+        if (system(cmd) != 0) {
+            printf("%s: not importable (set %s to a Python that has it)\n", peers[k][2],
+                   peers[k][0]);
+            continue;
+        }
+        snprintf(cmd, sizeof cmd, "%s %s/python/bench_rnn.py %s %s %d %g",
+                 python ? python : "python3", BENCH_DIR, peers[k][1], threads ? threads : "0",
+                 rounds, fb[0] * 1e3);
+        if (system(cmd) != 0) fprintf(stderr, "bench_rnn.py (%s) failed\n", peers[k][2]);
     }
     free(fw), free(fb);
     for (int k = 0; k < 5; k++) CHECK(DeftNDArrayFree(in[k]));

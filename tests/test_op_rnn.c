@@ -177,6 +177,141 @@ START_TEST(test_forward_matches_reference) {
 }
 END_TEST
 
+/* Sizes where the CPU splits the batch between threads (with two or more) and runs the cells'
+ * vector loops with a scalar tail (H = 100 is six 16-wide vectors and 4 more). */
+static const cfg_t wide_cases[] = {
+    {LSTM, 2, 2, 3, 10, 5, 100, true, NULL, 0},
+    {GRU, 1, 2, 3, 10, 5, 100, true, NULL, 0},
+    {TANH, 2, 1, 6, 10, 5, 100, true, NULL, 0},
+    {LSTM, 1, 1, 4, 10, 5, 100, true, NULL, 0.25},
+};
+
+START_TEST(test_wide_forward_matches_reference) {
+    check_against_reference(&wide_cases[_i], DEFT_FLOAT64, 1e-12);
+    /* sums of 200 float32 products over six steps */
+    check_against_reference(&wide_cases[_i], DEFT_FLOAT32, 1e-4);
+}
+END_TEST
+
+/* The gradients of every input of RNN through autograd, head gradient `head`, the forward in
+ * training mode (it keeps the gates) or predict mode (an LSTM's backward runs it again). */
+static void rnn_gradients(const cfg_t *c, int dtype, bool train, const double *const *values,
+                          const double *head, double **grads) {
+    int64_t LD = c->L * c->D;
+    int64_t shapes[4][3] = {
+        {c->T, c->N, c->I}, {param_size(c)}, {LD, c->N, c->H}, {LD, c->N, c->H}};
+    int ndims[4] = {3, 1, 3, 3}, nin = c->mode == LSTM ? 4 : 3;
+    DeftNDArrayHandle in[4], g[4];
+    int req[4];
+    for (int k = 0; k < nin; k++) {
+        in[k] = make(dtype, ndims[k], shapes[k], values[k]);
+        g[k] = make(dtype, ndims[k], shapes[k], NULL);
+        req[k] = DEFT_GRAD_WRITE;
+    }
+    ck_assert_ok(DeftAutogradMarkVariables(nin, in, req, g));
+    ck_assert_ok(DeftAutogradSetIsTraining(train, NULL));
+    ck_assert_ok(DeftAutogradSetIsRecording(1, NULL));
+    DeftNDArrayHandle out[3] = {NULL};
+    int nout = 3;
+    ck_assert_msg(call("RNN", nin, in, &nout, out, params_of(c)) == 0, "%s", DeftGetLastError());
+    ck_assert_ok(DeftAutogradSetIsRecording(0, NULL));
+    ck_assert_ok(DeftAutogradSetIsTraining(0, NULL));
+    DeftNDArrayHandle dy = make(dtype, 3, SHAPE(c->T, c->N, c->D * c->H), head);
+    ck_assert_ok(DeftAutogradBackward(1, &out[0], &dy, 0, 0));
+    for (int k = 0; k < nin; k++) {
+        int64_t n;
+        grads[k] = read_all(g[k], &n);
+    }
+    free_all(nin, in);
+    free_all(nin, g);
+    free_all(nout, out);
+    free_all(1, &dy);
+}
+
+/* Rows [b, b + 1) of a (lead, N, width) array into dst (lead, 1, width), or back (to_rows). */
+static void batch_row(const cfg_t *c, int64_t lead, int64_t width, int64_t b, double *rows,
+                      double *one, bool to_rows) {
+    for (int64_t i = 0; i < lead; i++)
+        for (int64_t k = 0; k < width; k++) {
+            double *full = &rows[(i * c->N + b) * width + k], *single = &one[i * width + k];
+            if (to_rows)
+                *full = *single;
+            else
+                *single = *full;
+        }
+}
+
+/* The gradients of the whole batch from batches of one row each (one thread, no split): the
+ * rows' data and state gradients side by side, their parameter gradients summed. */
+static void gradients_row_by_row(const cfg_t *c, const double *const *values, const double *head,
+                                 double **want) {
+    cfg_t one = *c;
+    one.N = 1;
+    int64_t LD = c->L * c->D, DH = c->D * c->H, np = param_size(c);
+    int64_t widths[4] = {c->I, 0, c->H, c->H}, leads[4] = {c->T, 0, LD, LD};
+    double *v[4], *h1 = malloc(sizeof(double) * (size_t)(c->T * DH));
+    for (int k = 0; k < 4; k++) {
+        want[k] = calloc((size_t)(k == 1 ? np : leads[k] * c->N * widths[k]), sizeof(double));
+        v[k] =
+            k == 1 ? (double *)values[1] : malloc(sizeof(double) * (size_t)(leads[k] * widths[k]));
+    }
+    for (int64_t b = 0; b < c->N; b++) {
+        double *g[4] = {NULL};
+        for (int k = 0; k < 4; k++)
+            if (k != 1) batch_row(c, leads[k], widths[k], b, (double *)values[k], v[k], false);
+        batch_row(c, c->T, DH, b, (double *)head, h1, false);
+        rnn_gradients(&one, DEFT_FLOAT64, true, (const double *const *)v, h1, g);
+        for (int k = 0; k < (c->mode == LSTM ? 4 : 3); k++)
+            if (k == 1)
+                for (int64_t i = 0; i < np; i++) want[1][i] += g[1][i];
+            else
+                batch_row(c, leads[k], widths[k], b, want[k], g[k], true);
+        for (int k = 0; k < 4; k++) free(g[k]);
+    }
+    for (int k = 0; k < 4; k++)
+        if (k != 1) free(v[k]);
+    free(h1);
+}
+
+static void assert_gradients_close(const cfg_t *c, const int64_t *sizes, double *const *got,
+                                   double *const *want, double tol, const char *what) {
+    for (int k = 0; k < (c->mode == LSTM ? 4 : 3); k++) {
+        double scale = 0;
+        for (int64_t i = 0; i < sizes[k]; i++) scale = fmax(scale, fabs(want[k][i]));
+        for (int64_t i = 0; i < sizes[k]; i++)
+            ck_assert_msg(fabs(got[k][i] - want[k][i]) <= tol * (1 + scale),
+                          "%s: gradient of input %d, element %lld: %.10g, expected %.10g", what, k,
+                          (long long)i, got[k][i], want[k][i]);
+    }
+}
+
+/* The batch split between threads and the vectorised cells: float64's gradients of the whole
+ * batch are the rows' (each a batch of one, computed whole), and float32's agree with them,
+ * after a forward in training mode and in predict mode. */
+START_TEST(test_wide_backward_matches_row_by_row) {
+    const cfg_t *c = &wide_cases[_i];
+    uint64_t rng = 7;
+    int64_t LD = c->L * c->D, ns = LD * c->N * c->H, ny = c->T * c->N * c->D * c->H;
+    int64_t sizes[4] = {c->T * c->N * c->I, param_size(c), ns, ns};
+    double *values[4], *head = uniform_values(ny, &rng);
+    double *want[4] = {NULL};
+    for (int k = 0; k < 4; k++) values[k] = uniform_values(sizes[k], &rng);
+    for (int64_t i = 0; i < sizes[1]; i++) values[1][i] *= 0.3; /* keep the cells unsaturated */
+    const double *const *v = (const double *const *)values;
+    gradients_row_by_row(c, v, head, want);
+    for (int train = 0; train < 2; train++) {
+        double *g64[4] = {NULL}, *g32[4] = {NULL};
+        rnn_gradients(c, DEFT_FLOAT64, train, v, head, g64);
+        rnn_gradients(c, DEFT_FLOAT32, train, v, head, g32);
+        assert_gradients_close(c, sizes, g64, want, 1e-12, train ? "float64" : "float64, predict");
+        assert_gradients_close(c, sizes, g32, want, 1e-4, train ? "float32" : "float32, predict");
+        for (int k = 0; k < 4; k++) free(g64[k]), free(g32[k]);
+    }
+    for (int k = 0; k < 4; k++) free(values[k]), free(want[k]);
+    free(head);
+}
+END_TEST
+
 /* Sequences of lengths 4, 1, 0 and 3 of 4 steps: outputs past the end are zero, the final
  * state is the one at each sequence's end (and the initial one for an empty sequence). */
 START_TEST(test_sequence_lengths) {
@@ -362,6 +497,9 @@ static Suite *rnn_suite(void) {
     TCase *tc = tcase_create("rnn");
     tcase_add_loop_test(tc, test_forward_matches_reference, 0,
                         (int)(sizeof forward_cases / sizeof forward_cases[0]));
+    int wide = (int)(sizeof wide_cases / sizeof wide_cases[0]);
+    tcase_add_loop_test(tc, test_wide_forward_matches_reference, 0, wide);
+    tcase_add_loop_test(tc, test_wide_backward_matches_row_by_row, 0, wide);
     tcase_add_test(tc, test_sequence_lengths);
     tcase_add_test(tc, test_shapes_are_inferred);
     tcase_add_test(tc, test_bad_parameters_and_shapes);

@@ -8,8 +8,8 @@
  * the hidden projection and one fused kernel for the gates (rnn_math.h),
  * on the CPU (rnn_cpu.c) or a GPU (rnn.cu, cuBLAS for the GEMMs). It always
  * keeps the gates and states in its hidden reserve output (rnn.h), so the
- * gradient, built as one _backward_RNN node (CPU), never runs the forward
- * again. Dropout between layers (p) draws from the seeded Philox stream in
+ * gradient, built as one _backward_RNN node (rnn_backward.c, either device),
+ * never runs the forward again. Dropout between layers (p) draws from the seeded Philox stream in
  * training mode only, as Dropout does.
  *
  * Beyond MXNet's CPU kernels (but as its cuDNN ones): sequence_length and
@@ -21,6 +21,7 @@
 #include "core/op/gemm.h"
 #include "core/op/gpu_ops.h"
 #include "core/op/grad.h"
+#include "core/math/dtype_math.h"
 #include "core/op/index_check.h"
 #include "core/op/op.h"
 #include "core/op/random.h"
@@ -124,12 +125,13 @@ void deft_rnn_slots(const deft_rnn_geom_t *g, int64_t l, int64_t d, deft_rnn_slo
     s->drop = g->p > 0 ? s->y + 2 * g->D * tnh : -1;
     s->xproj = layers + (g->L - 1) * layer;
     s->hproj = s->xproj + g->T * g->N * g->G * g->H;
+    s->kept = s->hproj + g->N * g->G * g->H;
 }
 
 int64_t deft_rnn_reserve_size(const deft_rnn_geom_t *g) {
     deft_rnn_slots_t s;
     deft_rnn_slots(g, 0, 0, &s);
-    return s.hproj + g->N * g->G * g->H;
+    return s.kept + 1;
 }
 
 /* ---- inference ---- */
@@ -265,78 +267,87 @@ static int rnn_infer_inputs(const deft_op_t *op, const deft_param_value_t *p, in
 
 /* ---- forward ---- */
 
-typedef struct rnn_run {
-    const deft_rnn_geom_t *g;
-    deft_device_t dev;
-    deft_dtype_t dtype;
-    size_t elem;
-    const char *x, *w, *hx, *cx;
-    const void *lengths;
-    deft_dtype_t length_dtype;
-    char *y, *hy, *cy, *rs;
-    const deft_tensor_t *reserve;
-} rnn_run_t;
-
 /* Element `elems` of an array (NULL for an empty one, which nothing reads). */
 static char *at(const void *base, int64_t elems, size_t elem) {
     return base ? (char *)base + (size_t)elems * elem : NULL;
 }
 
-static int run_step(const rnn_run_t *r, const deft_rnn_step_t *s) {
-#ifdef DEFT_HAVE_CUDA
-    if (r->dev.type == DEFT_DEV_GPU) return deft_gpu_rnn_step(r->dev.id, s, r->dtype);
-#endif
-    deft_rnn_step_cpu(s, r->dtype);
-    return 0;
+void deft_rnn_step_at(const deft_rnn_run_t *r, int64_t l, int64_t d, int64_t i, char *y,
+                      deft_rnn_step_t *s) {
+    const deft_rnn_geom_t *g = r->g;
+    int64_t ld = l * g->D + d, GH = g->G * g->H, NH = g->N * g->H;
+    int64_t t = d ? g->T - 1 - i : i, prev = d ? t + 1 : t - 1;
+    size_t es = r->elem;
+    deft_rnn_slots_t slot;
+    deft_rnn_slots(g, l, d, &slot);
+    const char *bx = at(r->w, deft_rnn_b_offset(g, ld), es), *hs = at(r->rs, slot.h, es);
+    const char *cs = slot.c >= 0 ? at(r->rs, slot.c, es) : NULL;
+    *s = (deft_rnn_step_t){.mode = g->mode,
+                           .N = g->N,
+                           .H = g->H,
+                           .t = t,
+                           .xproj = at(r->rs, slot.xproj + t * g->N * GH, es),
+                           .hproj = at(r->rs, slot.hproj, es),
+                           .bx = bx,
+                           .bh = at(bx, GH, es),
+                           .h_prev = i ? at(hs, prev * NH, es) : at(r->hx, ld * NH, es),
+                           .c_prev =
+                               cs ? (i ? at(cs, prev * NH, es) : at(r->cx, ld * NH, es)) : NULL,
+                           .h = at(hs, t * NH, es),
+                           .c = cs ? at(cs, t * NH, es) : NULL,
+                           .gates = slot.gates >= 0 ? at(r->rs, slot.gates + t * 4 * NH, es) : NULL,
+                           .y = at(y, t * g->N * g->D * g->H + d * g->H, es),
+                           .y_stride = g->D * g->H,
+                           .lengths = r->lengths,
+                           .length_dtype = r->length_dtype,
+                           .clip = g->clip,
+                           .clip_nan = g->clip_nan,
+                           .clip_min = g->clip_min,
+                           .clip_max = g->clip_max};
 }
 
-static int copy_state(const rnn_run_t *r, char *dst, const char *src) {
+#ifdef DEFT_HAVE_CUDA
+/* The GPU's steps: a GEMM for the hidden projection, then the step kernel. */
+static int gpu_steps(const deft_rnn_run_t *r, int64_t l, int64_t d, char *y) {
+    const deft_rnn_geom_t *g = r->g;
+    int64_t ld = l * g->D + d, in = l ? g->D * g->H : g->In, GH = g->G * g->H;
+    const char *w_h2h = at(r->w, deft_rnn_w_offset(g, ld) + GH * in, r->elem);
+    for (int64_t i = 0; i < g->T; i++) {
+        deft_rnn_step_t s;
+        deft_rnn_step_at(r, l, d, i, y, &s);
+        if (deft_gemm(r->dev, r->dtype, false, true, g->N, GH, g->H, s.h_prev, w_h2h, 0.0,
+                      (void *)s.hproj) ||
+            deft_gpu_rnn_step(r->dev.id, &s, r->dtype))
+            return -1;
+    }
+    return 0;
+}
+#endif
+
+static int copy_state(const deft_rnn_run_t *r, char *dst, const char *src) {
     size_t bytes = (size_t)(r->g->N * r->g->H) * r->elem;
     return bytes ? deft_device_copy(dst, r->dev, src, r->dev, bytes) : 0;
 }
 
 /* Layer l, direction d over every time step: x (T N x in) in, column block d of y (T N x D H) out.
- */
-static int run_direction(const rnn_run_t *r, int64_t l, int64_t d, const char *x, char *y) {
+ * One GEMM projects every step's input, then the device runs the steps. */
+static int run_direction(const deft_rnn_run_t *r, int64_t l, int64_t d, const char *x, char *y) {
     const deft_rnn_geom_t *g = r->g;
     int64_t ld = l * g->D + d, in = l ? g->D * g->H : g->In, GH = g->G * g->H, NH = g->N * g->H;
     size_t es = r->elem;
     deft_rnn_slots_t slot;
     deft_rnn_slots(g, l, d, &slot);
-    const char *w_i2h = at(r->w, deft_rnn_w_offset(g, ld), es), *w_h2h = at(w_i2h, GH * in, es);
-    const char *bx = at(r->w, deft_rnn_b_offset(g, ld), es);
-    char *xproj = at(r->rs, slot.xproj, es), *hs = at(r->rs, slot.h, es);
-    char *cs = slot.c >= 0 ? at(r->rs, slot.c, es) : NULL;
-    if (deft_gemm(r->dev, r->dtype, false, true, g->T * g->N, GH, in, x, w_i2h, 0.0, xproj))
+    const char *w_i2h = at(r->w, deft_rnn_w_offset(g, ld), es);
+    char *hs = at(r->rs, slot.h, es), *cs = slot.c >= 0 ? at(r->rs, slot.c, es) : NULL;
+    if (deft_gemm(r->dev, r->dtype, false, true, g->T * g->N, GH, in, x, w_i2h, 0.0,
+                  at(r->rs, slot.xproj, es)))
         return -1;
-    deft_rnn_step_t s = {.mode = g->mode,
-                         .N = g->N,
-                         .H = g->H,
-                         .hproj = at(r->rs, slot.hproj, es),
-                         .bx = bx,
-                         .bh = at(bx, GH, es),
-                         .y_stride = g->D * g->H,
-                         .lengths = r->lengths,
-                         .length_dtype = r->length_dtype,
-                         .clip = g->clip,
-                         .clip_nan = g->clip_nan,
-                         .clip_min = g->clip_min,
-                         .clip_max = g->clip_max};
-    for (int64_t i = 0; i < g->T; i++) {
-        int64_t t = d ? g->T - 1 - i : i, prev = d ? t + 1 : t - 1;
-        s.t = t;
-        s.h_prev = i ? at(hs, prev * NH, es) : at(r->hx, ld * NH, es);
-        s.c_prev = cs ? (i ? at(cs, prev * NH, es) : at(r->cx, ld * NH, es)) : NULL;
-        if (deft_gemm(r->dev, r->dtype, false, true, g->N, GH, g->H, s.h_prev, w_h2h, 0.0,
-                      (void *)s.hproj))
-            return -1;
-        s.xproj = at(xproj, t * g->N * GH, es);
-        s.h = at(hs, t * NH, es);
-        s.c = cs ? at(cs, t * NH, es) : NULL;
-        s.gates = slot.gates >= 0 ? at(r->rs, slot.gates + t * 4 * NH, es) : NULL;
-        s.y = at(y, t * g->N * g->D * g->H + d * g->H, es);
-        if (run_step(r, &s)) return -1;
-    }
+#ifdef DEFT_HAVE_CUDA
+    if (r->dev.type == DEFT_DEV_GPU) {
+        if (gpu_steps(r, l, d, y)) return -1;
+    } else
+#endif
+        deft_rnn_steps_cpu(r, l, d, y);
     /* the final state: after the last step, or the initial one when there are no steps */
     int64_t last = d ? 0 : g->T - 1;
     if (r->hy && copy_state(r, at(r->hy, ld * NH, es),
@@ -349,7 +360,7 @@ static int run_direction(const rnn_run_t *r, int64_t l, int64_t d, const char *x
 }
 
 /* A piece of the reserve as a 1-d tensor (for the GPU's elementwise kernels). */
-static deft_tensor_t reserve_piece(const rnn_run_t *r, int64_t slot, int64_t n) {
+static deft_tensor_t reserve_piece(const deft_rnn_run_t *r, int64_t slot, int64_t n) {
     deft_tensor_t t = *r->reserve;
     t.offset += (size_t)slot * r->elem;
     t.shape = (deft_shape_t){1, {n}};
@@ -358,12 +369,12 @@ static deft_tensor_t reserve_piece(const rnn_run_t *r, int64_t slot, int64_t n) 
 
 /* The next layer's input: layer l's output times a dropout mask, drawn in training mode
  * (ones in predict mode, so backward reads one mask either way). */
-static int run_dropout(const rnn_run_t *r, int64_t l) {
+static int run_dropout(const deft_rnn_run_t *r, int64_t l) {
     const deft_rnn_geom_t *g = r->g;
     deft_rnn_slots_t slot;
     deft_rnn_slots(g, l, 0, &slot);
     int64_t n = g->T * g->N * g->D * g->H;
-    bool drawing = deft_op_training();
+    bool drawing = r->drawing;
     if (r->dev.type == DEFT_DEV_CPU) {
         deft_rnn_dropout_cpu(r->dtype, at(r->rs, slot.y, r->elem), at(r->rs, slot.mask, r->elem),
                              at(r->rs, slot.drop, r->elem), n, 1 - g->p, drawing);
@@ -406,33 +417,50 @@ static int rnn_forward(const deft_op_t *op, const deft_param_value_t *p, int nin
     deft_rnn_io_t io;
     deft_rnn_io(p, &io);
     if (check_lengths(op, &g, &io, in)) return -1;
-    rnn_run_t r = {.g = &g,
-                   .dev = in[0].device,
-                   .dtype = in[0].dtype,
-                   .elem = deft_dtype_size(in[0].dtype),
-                   .x = deft_tensor_data(&in[0]),
-                   .w = deft_tensor_data(&in[1]),
-                   .hx = deft_tensor_data(&in[2]),
-                   .cx = io.state_cell >= 0 ? deft_tensor_data(&in[io.state_cell]) : NULL,
-                   .lengths = io.lengths >= 0 ? deft_tensor_data(&in[io.lengths]) : NULL,
-                   .length_dtype = io.lengths >= 0 ? in[io.lengths].dtype : DEFT_DT_INT32,
-                   .y = deft_tensor_data(&out[0]),
-                   .hy = io.hy > 0 ? deft_tensor_data(&out[io.hy]) : NULL,
-                   .cy = io.cy > 0 ? deft_tensor_data(&out[io.cy]) : NULL,
-                   .rs = deft_tensor_data(&out[io.reserve]),
-                   .reserve = &out[io.reserve]};
-    const char *x = r.x;
-    for (int64_t l = 0; l < g.L; l++) {
+    deft_rnn_run_t r = {.g = &g,
+                        .dev = in[0].device,
+                        .dtype = in[0].dtype,
+                        .elem = deft_dtype_size(in[0].dtype),
+                        .x = deft_tensor_data(&in[0]),
+                        .w = deft_tensor_data(&in[1]),
+                        .hx = deft_tensor_data(&in[2]),
+                        .cx = io.state_cell >= 0 ? deft_tensor_data(&in[io.state_cell]) : NULL,
+                        .lengths = io.lengths >= 0 ? deft_tensor_data(&in[io.lengths]) : NULL,
+                        .length_dtype = io.lengths >= 0 ? in[io.lengths].dtype : DEFT_DT_INT32,
+                        .y = deft_tensor_data(&out[0]),
+                        .hy = io.hy > 0 ? deft_tensor_data(&out[io.hy]) : NULL,
+                        .cy = io.cy > 0 ? deft_tensor_data(&out[io.cy]) : NULL,
+                        .rs = deft_tensor_data(&out[io.reserve]),
+                        .reserve = &out[io.reserve],
+                        /* a predict-mode forward on the CPU leaves the LSTM's gates out (backward
+                         * runs it again if it must); the GPU's and the other modes keep them */
+                        .keep = deft_op_training() || in[0].device.type == DEFT_DEV_GPU ||
+                                g.mode != DEFT_RNN_LSTM,
+                        .drawing = deft_op_training()};
+    return deft_rnn_run(&r);
+}
+
+int deft_rnn_run(const deft_rnn_run_t *r) {
+    const deft_rnn_geom_t *g = r->g;
+    const char *x = r->x;
+    for (int64_t l = 0; l < g->L; l++) {
         deft_rnn_slots_t slot;
-        deft_rnn_slots(&g, l, 0, &slot);
-        char *y = l == g.L - 1 ? r.y : at(r.rs, slot.y, r.elem);
-        for (int64_t d = 0; d < g.D; d++)
-            if (run_direction(&r, l, d, x, y)) return -1;
-        if (l == g.L - 1) break;
-        if (g.p > 0 && run_dropout(&r, l)) return -1;
-        x = g.p > 0 ? at(r.rs, slot.drop, r.elem) : y;
+        deft_rnn_slots(g, l, 0, &slot);
+        char *y = l == g->L - 1 ? r->y : at(r->rs, slot.y, r->elem);
+        for (int64_t d = 0; d < g->D; d++)
+            if (run_direction(r, l, d, x, y)) return -1;
+        if (l == g->L - 1) break;
+        if (g->p > 0 && run_dropout(r, l)) return -1;
+        x = g->p > 0 ? at(r->rs, slot.drop, r->elem) : y;
     }
-    return 0;
+    /* the reserve's last element says whether the gates are there for backward */
+    deft_rnn_slots_t slot;
+    deft_rnn_slots(g, 0, 0, &slot);
+    double flag = r->keep ? 1.0 : 0.0;
+    char value[8];
+    deft_store_double(value, r->dtype, 0, flag);
+    return deft_device_copy(at(r->rs, slot.kept, r->elem), r->dev, value, deft_device_cpu(),
+                            r->elem);
 }
 
 /* ---- gradient ---- */
@@ -491,7 +519,7 @@ static int backward_infer(const deft_op_t *op, const deft_param_value_t *p, int 
 
 static int backward_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                             const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
-    (void)op, (void)nin, (void)nout;
+    (void)nin, (void)nout;
     deft_rnn_geom_t g;
     deft_rnn_geom(p, &in[0].shape, &g);
     deft_rnn_io_t io;
@@ -499,6 +527,7 @@ static int backward_forward(const deft_op_t *op, const deft_param_value_t *p, in
     int heads = rnn_num_inputs(p) + 1;
     deft_rnn_backward_t b = {
         .g = &g,
+        .dev = in[0].device,
         .dtype = in[0].dtype,
         .x = deft_tensor_data(&in[0]),
         .w = deft_tensor_data(&in[1]),
@@ -515,9 +544,7 @@ static int backward_forward(const deft_op_t *op, const deft_param_value_t *p, in
         .dhx = deft_tensor_data(&out[2]),
         .dcx = io.state_cell >= 0 ? deft_tensor_data(&out[3]) : NULL,
     };
-    if (deft_rnn_backward_cpu(&b))
-        return deft_op_error(op, DEFT_ERR_OUT_OF_MEMORY, "cannot allocate the working space");
-    return 0;
+    return deft_rnn_backward(op, &b);
 }
 
 /* ---- _rnn_param_concat ---- */
@@ -608,6 +635,7 @@ static const deft_op_t rnn_ops[] = {
      .params = rnn_params,
      .infer = backward_infer,
      .forward = backward_forward,
+     .forward_gpu = DEFT_GPU(backward_forward),
      .inplace_input = -1,
      .num_inputs = backward_num_inputs,
      .num_outputs = backward_num_outputs},

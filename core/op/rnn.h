@@ -15,7 +15,12 @@
  * and, with dropout, its mask and the next layer's input (dropped output);
  * last the forward's working space, the input projection of one
  * layer-direction and one hidden projection ((T + 1) N G H), so the forward
- * allocates nothing on either device.
+ * allocates nothing on either device. (The CPU adds each step's hidden
+ * projection to its input projection there, but GRU's, which a gate scales.)
+ * Its last element is a flag: 1 where the gates are there, 0 where a
+ * predict-mode forward on the CPU left the LSTM's out (the largest piece,
+ * which only backward reads; a backward after such a forward, as a symbolic
+ * gradient graph run in predict mode does, runs the forward again).
  */
 #ifndef DEFT_CORE_OP_RNN_H
 #define DEFT_CORE_OP_RNN_H
@@ -43,6 +48,7 @@ typedef struct deft_rnn_slots {
     int64_t gates, h, c;   /* per layer-direction; gates, c are -1 where the mode has none */
     int64_t y, mask, drop; /* per layer below the top; mask, drop -1 without dropout */
     int64_t xproj, hproj;  /* the working space */
+    int64_t kept;          /* the flag: 1 where the gates were kept, 0 where they were not */
 } deft_rnn_slots_t;
 
 void deft_rnn_slots(const deft_rnn_geom_t *g, int64_t l, int64_t d, deft_rnn_slots_t *s);
@@ -58,15 +64,40 @@ typedef struct deft_rnn_io {
 } deft_rnn_io_t;
 void deft_rnn_io(const deft_param_value_t *p, deft_rnn_io_t *io);
 
-/* CPU kernels (rnn_cpu.c). */
-void deft_rnn_step_cpu(const deft_rnn_step_t *s, deft_dtype_t dtype);
+/* The forward's operands: the driver's (rnn.c), handed to the devices' kernels. */
+typedef struct deft_rnn_run {
+    const deft_rnn_geom_t *g;
+    deft_device_t dev;
+    deft_dtype_t dtype;
+    size_t elem;
+    const char *x, *w, *hx, *cx;
+    const void *lengths;
+    deft_dtype_t length_dtype;
+    char *y, *hy, *cy, *rs;
+    const deft_tensor_t *reserve;
+    bool keep;    /* write the gates (LSTM's may be left out in predict mode) */
+    bool drawing; /* draw dropout masks (training mode), else masks of ones */
+} deft_rnn_run_t;
+
+/* Every layer forward (rnn.c), on r->dev: -1 with the error set (only a GPU's fails). */
+int deft_rnn_run(const deft_rnn_run_t *r);
+
+/* Step i (time step T - 1 - i for d = 1) of layer l, direction d: where it reads and writes, y
+ * the layer's output (rnn.c). */
+void deft_rnn_step_at(const deft_rnn_run_t *r, int64_t l, int64_t d, int64_t i, char *y,
+                      deft_rnn_step_t *s);
+
+/* CPU kernels (rnn_cpu.c). The time steps of layer l, direction d, its input projection in the
+ * reserve's xproj: column block d of y (T N x D H) and the layer-direction's reserve pieces out. */
+void deft_rnn_steps_cpu(const deft_rnn_run_t *r, int64_t l, int64_t d, char *y);
 /* y * mask into drop, mask drawn (keep probability keep) or all ones when !drawing. */
 void deft_rnn_dropout_cpu(deft_dtype_t dtype, const void *y, void *mask, void *drop, int64_t n,
                           double keep, bool drawing);
 
-/* What _backward_RNN reads and writes (NULL: absent head gradient, or not wanted). */
+/* What _backward_RNN reads and writes (NULL: absent head gradient, or not wanted), on dev. */
 typedef struct deft_rnn_backward {
     const deft_rnn_geom_t *g;
+    deft_device_t dev;
     deft_dtype_t dtype;
     const void *x, *w, *hx, *cx, *lengths, *reserve;
     deft_dtype_t length_dtype;
@@ -74,12 +105,37 @@ typedef struct deft_rnn_backward {
     void *dx, *dw, *dhx, *dcx;
 } deft_rnn_backward_t;
 
-/* -1 only when memory runs out. */
-int deft_rnn_backward_cpu(const deft_rnn_backward_t *b);
+/* The backward's working memory, on its device. */
+typedef struct deft_rnn_back_space {
+    char *dgx, *dgh; /* T N G H each: the gates' gradients (dgh is dgx but for GRU) */
+    char *dh, *dc;   /* N H each: the state's gradient, carried back step by step */
+    char *dlayer[2]; /* T N D H: a layer's input gradient, the output gradient of the one below */
+} deft_rnn_back_space_t;
+
+/* _backward_RNN on either device (rnn_backward.c): -1 with op's error set. */
+int deft_rnn_backward(const deft_op_t *op, const deft_rnn_backward_t *b);
+
+/* Step i (time T - 1 - i for d = 1) backwards of layer l, direction d, dy the layer output's
+ * gradient (T N x D H): where it reads and writes. */
+void deft_rnn_back_step_at(const deft_rnn_backward_t *b, const deft_rnn_back_space_t *w, int64_t l,
+                           int64_t d, int64_t i, const char *dy, deft_rnn_back_step_t *s);
+
+/* The CPU's backward kernels (rnn_cpu.c): every step of (l, d) backwards, the weights' W_h2h;
+ * column sums of a rows x cols matrix; x *= m elementwise. */
+void deft_rnn_back_steps_cpu(const deft_rnn_backward_t *b, const deft_rnn_back_space_t *w,
+                             int64_t l, int64_t d, const char *dy, const void *w_h2h);
+void deft_rnn_column_sums_cpu(deft_dtype_t dtype, const void *m, int64_t rows, int64_t cols,
+                              void *sum);
+void deft_rnn_multiply_cpu(deft_dtype_t dtype, void *x, const void *m, int64_t n);
 
 #ifdef DEFT_HAVE_CUDA
-/* rnn.cu: one step on GPU dev, on the calling thread's stream. */
+/* rnn.cu, on GPU dev and the calling thread's stream: one step forward, one backward; column
+ * sums; x *= m. */
 int deft_gpu_rnn_step(int dev, const deft_rnn_step_t *s, deft_dtype_t dtype);
+int deft_gpu_rnn_back_step(int dev, const deft_rnn_back_step_t *s, deft_dtype_t dtype);
+int deft_gpu_rnn_column_sums(int dev, deft_dtype_t dtype, const void *m, int64_t rows, int64_t cols,
+                             void *sum);
+int deft_gpu_rnn_multiply(int dev, deft_dtype_t dtype, void *x, const void *m, int64_t n);
 /* dropout.cu: Dropout's mask of n elements on GPU dev. */
 int deft_gpu_dropout_mask(int dev, void *mask, deft_dtype_t dtype, int64_t n, uint64_t seed,
                           uint64_t first, double keep);
