@@ -7,6 +7,7 @@
 
 #include "capi/src/api.h"
 #include "core/graph/gradient.h"
+#include "core/graph/train_step.h"
 #include "core/graph/infer.h"
 #include "core/graph/json.h"
 #include "core/graph/pass.h"
@@ -533,6 +534,16 @@ int DeftSymbolGradient(DeftSymbolHandle handle, int num_wrt, const char *const *
         return deft_error(DEFT_ERR_VALUE, "num_wrt is %d with wrt %p", num_wrt, (const void *)wrt);
     if (deft_symbol_gradient(s->sym, num_wrt, wrt, &grad)) return -1;
     return api_symbol_wrap(grad, out);
+}
+
+int DeftSymbolTrainStep(DeftSymbolHandle handle, int num_params, const char *const *params,
+                        const char *optimizer, DeftSymbolHandle *out) {
+    API_BEGIN();
+    api_symbol_t *s = NULL;
+    deft_symbol_t *step;
+    if (composed(handle, "loss", &s) || api_check_out(out, "out")) return -1;
+    if (deft_symbol_train_step(s->sym, num_params, params, optimizer, &step)) return -1;
+    return api_symbol_wrap(step, out);
 }
 
 int DeftSymbolPlaceDevice(DeftSymbolHandle handle, int default_type, int default_id, int num_groups,

@@ -87,126 +87,6 @@ static int by_rank(const void *a, const void *b) {
     return (ra > rb) - (ra < rb);
 }
 
-/* ---- in-place updates after the reads of the old value ---- */
-
-typedef struct edge {
-    int from, to;
-} edge_t;
-
-typedef struct edges {
-    edge_t *e;
-    int n, cap;
-} edges_t;
-
-static int add_edge(edges_t *es, int from, int to) {
-    if (es->n == es->cap) {
-        int cap = es->cap ? 2 * es->cap : 64;
-        edge_t *grown = realloc(es->e, (size_t)cap * sizeof *grown);
-        if (!grown) return -1;
-        es->e = grown, es->cap = cap;
-    }
-    es->e[es->n++] = (edge_t){from, to};
-    return 0;
-}
-
-static int by_from(const void *a, const void *b) {
-    int x = ((const edge_t *)a)->from, y = ((const edge_t *)b)->from;
-    return (x > y) - (x < y);
-}
-
-/* The graph's edges (input -> node), and reader -> update for every value
- * some node updates in place, sorted by their source. */
-static int collect_edges(const deft_graph_t *g, edges_t *es) {
-    edges_t updates = {0}; /* value -> its updater */
-    int status = 0;
-    for (int i = 0; status == 0 && i < g->num_nodes; i++)
-        for (int k = 0; status == 0 && g->nodes[i]->op && k < g->nodes[i]->num_inputs; k++) {
-            int src = map_find(g, g->nodes[i]->inputs[k].node);
-            if (src < 0) continue;
-            status = add_edge(es, src, i);
-            if (status == 0 && mutates(g->nodes[i], k)) status = add_edge(&updates, src, i);
-        }
-    if (updates.n) qsort(updates.e, (size_t)updates.n, sizeof *updates.e, by_from);
-    int plain = es->n;
-    for (int j = 0; status == 0 && j < plain; j++) {
-        edge_t read = es->e[j];
-        const deft_node_t *reader = g->nodes[read.to];
-        bool is_update = false;
-        for (int k = 0; k < reader->num_inputs; k++)
-            is_update |= map_find(g, reader->inputs[k].node) == read.from && mutates(reader, k);
-        if (is_update) continue;
-        edge_t key = {read.from, 0};
-        edge_t *hit =
-            updates.n ? bsearch(&key, updates.e, (size_t)updates.n, sizeof key, by_from) : NULL;
-        while (hit && hit > updates.e && hit[-1].from == read.from) hit--;
-        for (; status == 0 && hit && hit < updates.e + updates.n && hit->from == read.from; hit++)
-            status = add_edge(es, read.to, hit->to);
-    }
-    free(updates.e);
-    if (status == 0) qsort(es->e, (size_t)es->n, sizeof *es->e, by_from);
-    return status;
-}
-
-/* A binary min-heap of node positions: the earliest ready node runs first. */
-static void heap_push(int *heap, int *n, int v) {
-    int i = (*n)++;
-    for (; i > 0 && heap[(i - 1) / 2] > v; i = (i - 1) / 2) heap[i] = heap[(i - 1) / 2];
-    heap[i] = v;
-}
-
-static int heap_pop(int *heap, int *n) {
-    int top = heap[0], v = heap[--*n], i = 0;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= *n) break;
-        if (c + 1 < *n && heap[c + 1] < heap[c]) c++;
-        if (heap[c] >= v) break;
-        heap[i] = heap[c], i = c;
-    }
-    heap[i] = v;
-    return top;
-}
-
-/* Kahn's sort over collect_edges' edges; an update that a reader of the old
- * value depends on is a cycle: an error naming it. */
-static int sort_with_update_edges(deft_graph_t *g) {
-    int n = g->num_nodes, ready_n = 0, done = 0, status = 0;
-    edges_t es = {0};
-    int *indeg = calloc((size_t)n + 1, sizeof *indeg),
-        *first = malloc(((size_t)n + 2) * sizeof *first);
-    int *heap = malloc(((size_t)n + 1) * sizeof *heap);
-    deft_node_t **order = malloc(((size_t)n + 1) * sizeof *order);
-    if (!indeg || !first || !heap || !order || collect_edges(g, &es))
-        status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph index");
-    for (int j = 0; status == 0 && j < es.n; j++) indeg[es.e[j].to]++;
-    for (int i = 0, j = 0; status == 0 && i <= n; i++) { /* first[i]: i's first out-edge */
-        while (j < es.n && es.e[j].from < i) j++;
-        first[i] = j;
-    }
-    for (int i = 0; status == 0 && i < n; i++)
-        if (indeg[i] == 0) heap_push(heap, &ready_n, i);
-    while (status == 0 && ready_n > 0) {
-        int i = heap_pop(heap, &ready_n);
-        order[done++] = g->nodes[i];
-        for (int j = first[i]; j < first[i + 1]; j++)
-            if (--indeg[es.e[j].to] == 0) heap_push(heap, &ready_n, es.e[j].to);
-    }
-    if (status == 0 && done < n) {
-        int stuck = 0;
-        while (indeg[stuck] == 0) stuck++;
-        status = deft_error(DEFT_ERR_VALUE,
-                            "a '%s' node updates an input in place, but a node reading that "
-                            "input's old value depends on the update: no order runs both",
-                            g->nodes[stuck]->op ? g->nodes[stuck]->op->op->name : "variable");
-    }
-    if (status == 0) {
-        memcpy(g->nodes, order, (size_t)n * sizeof *order);
-        renumber(g);
-    }
-    free(indeg), free(first), free(heap), free(order), free(es.e);
-    return status;
-}
-
 /* Ranked variables move to the front, by rank; the rest keep their order.
  * Variables have no inputs, so the order stays topological. */
 static void put_ranked_first(deft_graph_t *g) {
@@ -227,47 +107,6 @@ static void put_ranked_first(deft_graph_t *g) {
     memcpy(g->nodes, front, (size_t)ranked * sizeof *front);
     free(front);
     renumber(g);
-}
-
-/* Per node: the position of its last reader that does not update it, or -1. */
-static int *last_plain_reads(const deft_graph_t *g) {
-    int *last = malloc(((size_t)g->num_nodes + 1) * sizeof *last);
-    for (int i = 0; last && i < g->num_nodes; i++) last[i] = -1;
-    for (int i = 0; last && i < g->num_nodes; i++)
-        for (int k = 0; g->nodes[i]->op && k < g->nodes[i]->num_inputs; k++) {
-            int src = map_find(g, g->nodes[i]->inputs[k].node);
-            if (src >= 0 && !mutates(g->nodes[i], k)) last[src] = i;
-        }
-    return last;
-}
-
-/* Whether some in-place update comes before a plain read of what it updates. */
-static bool update_before_read(const deft_graph_t *g, const int *last) {
-    for (int i = 0; i < g->num_nodes; i++)
-        for (int k = 0; g->nodes[i]->op && k < g->nodes[i]->num_inputs; k++) {
-            int src = map_find(g, g->nodes[i]->inputs[k].node);
-            if (mutates(g->nodes[i], k) && src >= 0 && last[src] > i) return true;
-        }
-    return false;
-}
-
-/*
- * A node that updates an input in place (an optimizer step on a weight of a
- * training-step graph) must run after every node that reads the old value.
- * Post-order does not see that order: it is no edge of the graph. Sort again
- * with an edge from each such reader to the update, keeping the post-order
- * wherever the edges allow (the earliest ready node first).
- */
-static int order_updates_after_reads(deft_graph_t *g) {
-    bool any = false;
-    for (int i = 0; i < g->num_nodes && !any; i++)
-        any = g->nodes[i]->op && g->nodes[i]->op->op->mutate_inputs;
-    if (!any) return 0;
-    int *last = last_plain_reads(g);
-    if (!last) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph index");
-    int status = update_before_read(g, last) ? sort_with_update_edges(g) : 0;
-    free(last);
-    return status;
 }
 
 /* Post-order over everything the outputs reach, without recursion; the
@@ -318,7 +157,6 @@ static int topo_sort(deft_graph_t *g, deft_graph_leaf_fn is_leaf, void *ctx) {
         }
     }
     if (stack != small) free(stack);
-    if (order_updates_after_reads(g)) return -1;
     put_ranked_first(g);
     return 0;
 oom:

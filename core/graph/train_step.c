@@ -9,8 +9,12 @@
  *
  * The updates are _step_* operators (core/op/step_update.c) that read their
  * hyper-parameters from an input tensor, so a learning-rate schedule changes
- * numbers, not the graph. Each update runs after every node reading the
- * parameter's old value: the graph orders in-place updates so (graph.c).
+ * numbers, not the graph. Each update must run after every node reading the
+ * parameter's old value. The updates form a chain, each taking the one
+ * before as its last input, and the graph's one extra output is the last:
+ * the post-order walk (graph.c) reaches every update through that chain,
+ * after the gradients its other inputs lead to, so every gradient, and every
+ * read of a weight they make, comes before the first update.
  */
 #include "core/graph/train_step.h"
 

@@ -4,10 +4,9 @@
  * the optimizer states in place, reading the hyper-parameters from a tensor
  * (step_math.h) so that a learning-rate schedule does not change the graph.
  *
- * The graph orders an in-place update after every node reading the old
- * value (graph.c). Each step's output is an empty array: its only use is an
- * optional last input ("after") that chains the steps of one graph, so the
- * graph has one output for all of them.
+ * Each step's output is an empty array: its only use is an optional last
+ * input ("after") that chains the steps of one graph, which orders them after
+ * every gradient (train_step.c) and gives the graph one output for all.
  */
 #include "core/base/parallel.h"
 #include "core/math/step_math.h"

@@ -320,6 +320,42 @@ DEFT_API int DeftSymbolGradient(DeftSymbolHandle sym, int num_wrt, const char *c
                                 DeftSymbolHandle *out);
 
 /**
+ * @brief The training step of a loss: loss, gradient and optimizer updates as one graph.
+ *
+ * Run it with a CachedOp (DeftCachedOpCreate(), DeftCachedOpInvoke()): one
+ * call per step computes the loss, differentiates output 0 of @p loss (with
+ * a head gradient of ones, as DeftAutogradBackward() without head gradients)
+ * with respect to @p params, and updates each parameter and its optimizer
+ * states in place. The forward values the backward reads are planned with
+ * the run, so nothing is recomputed and nothing outlives the step. Dropout
+ * draws its masks inside the run, in the caller's training mode
+ * (DeftAutogradSetIsTraining()).
+ *
+ * The step's arguments are those of @p loss, then "step_hyper": a 1-D float
+ * array of at least 7 values, read at every run (a schedule changes values,
+ * not the graph): lr, wd, rescale_grad, clip_gradient (negative: none),
+ * momentum ("sgd_mom") or beta1 ("adam", "adamw"), beta2, epsilon. As
+ * MXNet's adam_update, "adam" folds its bias correction into lr. Its
+ * auxiliary states are those of @p loss, then each parameter's optimizer
+ * states, named "<param>_mom" ("sgd_mom"), or "<param>_mean" and
+ * "<param>_var" ("adam", "adamw"): arrays of the parameter's shape and dtype,
+ * zeros before the first step. A parameter that the loss does not depend on
+ * is not updated and has no states.
+ * @param loss the loss symbol: output 0 is the loss, any others are passed on.
+ * @param num_params number of parameters to train (at least 1).
+ * @param params their names, arguments of @p loss.
+ * @param optimizer "sgd", "sgd_mom" (momentum), "adam" or "adamw" (Adam with
+ *        decoupled weight decay).
+ * @param[out] out receives a new symbol (owned by the caller) whose outputs are
+ *             those of @p loss, then one empty array.
+ * @return 0 on success; -1 on an unknown optimizer, a name that is not an
+ *         argument of @p loss (or is an auxiliary state, or is listed twice),
+ *         a loss that depends on no parameter, or an operator without a gradient.
+ */
+DEFT_API int DeftSymbolTrainStep(DeftSymbolHandle loss, int num_params, const char *const *params,
+                                 const char *optimizer, DeftSymbolHandle *out);
+
+/**
  * @brief Place every node on a device and insert copies where edges cross devices.
  *
  * A node's device is its "__device__" attribute ("cpu(0)", "gpu(1)"), else

@@ -346,6 +346,13 @@ extern "C" {
         wrt: *const *const c_char,
         out: *mut DeftSymbolHandle,
     ) -> c_int;
+    pub fn DeftSymbolTrainStep(
+        loss: DeftSymbolHandle,
+        num_params: c_int,
+        params: *const *const c_char,
+        optimizer: *const c_char,
+        out: *mut DeftSymbolHandle,
+    ) -> c_int;
     pub fn DeftSymbolPlaceDevice(
         sym: DeftSymbolHandle,
         default_type: c_int,

@@ -1,0 +1,242 @@
+#define _GNU_SOURCE
+/* Training-step graphs (DeftSymbolTrainStep): one executor run per step
+ * gives the same losses and weights as eager autograd plus the optimizer
+ * operators, whatever order the parameters are listed in. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_helpers.h"
+#include "symbol_helpers.h"
+
+enum { BATCH = 4, IN = 3, HIDDEN = 5, OUT = 2, PARAMS = 4, STEPS = 3 };
+static const char *const param_names[PARAMS] = {"w1", "b1", "w2", "b2"};
+static const int64_t param_shapes[PARAMS][2] = {{HIDDEN, IN}, {HIDDEN, 0}, {OUT, HIDDEN}, {OUT, 0}};
+
+/* Per-sample squared error of a 2-layer tanh MLP, as a symbol. */
+static DeftSymbolHandle mlp_loss(DeftSymbolHandle *made) {
+    DeftSymbolHandle x = var("x"), t = var("t"), w1 = var("w1"), b1 = var("b1"), w2 = var("w2"),
+                     b2 = var("b2");
+    DeftSymbolHandle h =
+        apply("FullyConnected", "fc1", 3, (DeftSymbolHandle[]){x, w1, b1}, P("num_hidden", "5"));
+    DeftSymbolHandle a = apply("tanh", "act", 1, &h, NO_PARAMS);
+    DeftSymbolHandle y =
+        apply("FullyConnected", "fc2", 3, (DeftSymbolHandle[]){a, w2, b2}, P("num_hidden", "2"));
+    DeftSymbolHandle d = apply("elemwise_sub", "err", 2, (DeftSymbolHandle[]){y, t}, NO_PARAMS);
+    DeftSymbolHandle sq = apply("square", "sq", 1, &d, NO_PARAMS);
+    DeftSymbolHandle l = apply("sum", "loss", 1, &sq, P("axis", "1"));
+    DeftSymbolHandle all[] = {x, t, w1, b1, w2, b2, h, a, y, d, sq};
+    memcpy(made, all, sizeof all);
+    return l;
+}
+
+static DeftNDArrayHandle param_array(int p, double scale) {
+    int ndim = param_shapes[p][1] ? 2 : 1;
+    int64_t n = param_shapes[p][0] * (ndim == 2 ? param_shapes[p][1] : 1);
+    double *v = malloc((size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++) v[i] = scale * sin(1.0 + (double)(p * 31 + i));
+    DeftNDArrayHandle h = make(DEFT_FLOAT64, ndim, param_shapes[p], v);
+    free(v);
+    return h;
+}
+
+static DeftNDArrayHandle zeros_like_param(int p) {
+    int ndim = param_shapes[p][1] ? 2 : 1;
+    return make(DEFT_FLOAT64, ndim, param_shapes[p], NULL);
+}
+
+/* The eager reference: record, backward, then sgd_mom_update per parameter. */
+static void eager_steps(DeftNDArrayHandle x, DeftNDArrayHandle t, DeftNDArrayHandle *w,
+                        double *losses) {
+    DeftNDArrayHandle grads[PARAMS], moms[PARAMS];
+    for (int p = 0; p < PARAMS; p++) grads[p] = zeros_like_param(p), moms[p] = zeros_like_param(p);
+    ck_assert_ok(DeftAutogradMarkVariables(PARAMS, w, NULL, grads));
+    for (int s = 0; s < STEPS; s++) {
+        ck_assert_ok(DeftAutogradSetIsRecording(1, NULL));
+        DeftNDArrayHandle h =
+            call1("FullyConnected", 3, (DeftNDArrayHandle[]){x, w[0], w[1]}, P("num_hidden", "5"));
+        DeftNDArrayHandle a = call1("tanh", 1, &h, NO_PARAMS);
+        DeftNDArrayHandle y =
+            call1("FullyConnected", 3, (DeftNDArrayHandle[]){a, w[2], w[3]}, P("num_hidden", "2"));
+        DeftNDArrayHandle d = call1("elemwise_sub", 2, (DeftNDArrayHandle[]){y, t}, NO_PARAMS);
+        DeftNDArrayHandle sq = call1("square", 1, &d, NO_PARAMS);
+        DeftNDArrayHandle l = call1("sum", 1, &sq, P("axis", "1"));
+        ck_assert_ok(DeftAutogradSetIsRecording(0, NULL));
+        ck_assert_ok(DeftAutogradBackward(1, &l, NULL, 0, 0));
+        int64_t n;
+        double *lv = read_all(l, &n);
+        losses[s] = lv[0] + lv[1] + lv[2] + lv[3];
+        free(lv);
+        for (int p = 0; p < PARAMS; p++) {
+            DeftNDArrayHandle out[1] = {w[p]};
+            int nout = 1;
+            ck_assert_ok(call(
+                "sgd_mom_update", 3, (DeftNDArrayHandle[]){w[p], grads[p], moms[p]}, &nout, out,
+                P("lr", "0.05", "momentum", "0.9", "wd", "0.01", "rescale_grad", "0.25")));
+        }
+        free_all(6, (DeftNDArrayHandle[]){h, a, y, d, sq, l});
+    }
+    free_all(PARAMS, grads), free_all(PARAMS, moms);
+}
+
+/* The step graph's inputs by name: data, parameters, hyper-parameters, states. */
+static DeftNDArrayHandle input_named(const char *name, DeftNDArrayHandle x, DeftNDArrayHandle t,
+                                     DeftNDArrayHandle *w, DeftNDArrayHandle hyper,
+                                     DeftNDArrayHandle *moms) {
+    if (!strcmp(name, "x")) return x;
+    if (!strcmp(name, "t")) return t;
+    if (!strcmp(name, "step_hyper")) return hyper;
+    for (int p = 0; p < PARAMS; p++) {
+        char mom[32];
+        snprintf(mom, sizeof mom, "%s_mom", param_names[p]);
+        if (!strcmp(name, param_names[p])) return w[p];
+        if (!strcmp(name, mom)) return moms[p];
+    }
+    ck_abort_msg("unexpected input '%s'", name);
+    return NULL;
+}
+
+static void step_runs(DeftSymbolHandle step, DeftNDArrayHandle x, DeftNDArrayHandle t,
+                      DeftNDArrayHandle *w, double *losses) {
+    int nargs, naux;
+    const char *const *args, *const *aux;
+    ck_assert_ok(DeftSymbolListArguments(step, &nargs, &args));
+    char *names[16]; /* copies: the next list call reuses the buffer */
+    for (int i = 0; i < nargs; i++) names[i] = strdup(args[i]);
+    ck_assert_ok(DeftSymbolListAuxiliaryStates(step, &naux, &aux));
+    for (int i = 0; i < naux; i++) names[nargs + i] = strdup(aux[i]);
+    ck_assert_int_eq(nargs, 7); /* x, t, four parameters, step_hyper */
+    ck_assert_int_eq(naux, PARAMS);
+    DeftNDArrayHandle moms[PARAMS], in[16];
+    for (int p = 0; p < PARAMS; p++) moms[p] = zeros_like_param(p);
+    DeftNDArrayHandle hyper =
+        make(DEFT_FLOAT64, 1, SHAPE(7), VALUES(0.05, 0.01, 0.25, -1, 0.9, 0, 0));
+    for (int i = 0; i < nargs + naux; i++) {
+        in[i] = input_named(names[i], x, t, w, hyper, moms);
+        free(names[i]);
+    }
+    DeftCachedOpHandle exec;
+    ck_assert_ok(DeftCachedOpCreate(step, 0, &exec));
+    for (int s = 0; s < STEPS; s++) {
+        DeftNDArrayHandle out[2] = {NULL, NULL};
+        int nout = 2;
+        ck_assert_ok(DeftCachedOpInvoke(exec, nargs + naux, in, &nout, out));
+        ck_assert_int_eq(nout, 2);
+        int64_t n;
+        double *lv = read_all(out[0], &n);
+        ck_assert_int_eq(n, BATCH);
+        losses[s] = lv[0] + lv[1] + lv[2] + lv[3];
+        free(lv);
+        free_all(2, out);
+    }
+    ck_assert_ok(DeftCachedOpFree(exec));
+    free_all(PARAMS, moms), free_all(1, &hyper);
+}
+
+static void check_order(const char *const *order) {
+    double xs[BATCH * IN], ts[BATCH * OUT];
+    for (int i = 0; i < BATCH * IN; i++) xs[i] = cos(0.7 * i);
+    for (int i = 0; i < BATCH * OUT; i++) ts[i] = sin(0.3 * i);
+    DeftNDArrayHandle x = make(DEFT_FLOAT64, 2, SHAPE(BATCH, IN), xs);
+    DeftNDArrayHandle t = make(DEFT_FLOAT64, 2, SHAPE(BATCH, OUT), ts);
+    DeftNDArrayHandle eager[PARAMS], stepped[PARAMS];
+    for (int p = 0; p < PARAMS; p++)
+        eager[p] = param_array(p, 0.5), stepped[p] = param_array(p, 0.5);
+    double eager_loss[STEPS], step_loss[STEPS];
+    eager_steps(x, t, eager, eager_loss);
+    DeftSymbolHandle made[11], loss = mlp_loss(made), step;
+    ck_assert_ok(DeftSymbolTrainStep(loss, PARAMS, order, "sgd_mom", &step));
+    step_runs(step, x, t, stepped, step_loss);
+    for (int s = 0; s < STEPS; s++) ck_assert_double_eq_tol(step_loss[s], eager_loss[s], 1e-12);
+    ck_assert_double_lt(step_loss[STEPS - 1], step_loss[0]);
+    for (int p = 0; p < PARAMS; p++) {
+        int64_t n;
+        double *want = read_all(eager[p], &n);
+        assert_values(stepped[p], n, want, 1e-12);
+        free(want);
+    }
+    ck_assert_ok(DeftSymbolFree(step));
+    ck_assert_ok(DeftSymbolFree(loss));
+    for (int i = 0; i < 11; i++) ck_assert_ok(DeftSymbolFree(made[i]));
+    free_all(PARAMS, eager), free_all(PARAMS, stepped), free_all(2, (DeftNDArrayHandle[]){x, t});
+}
+
+/* Listed first to last, the first layer's update follows its whole backward. */
+START_TEST(step_matches_eager_training) {
+    check_order(param_names);
+}
+END_TEST
+
+/* Listed last layer first: w2's update must still wait for the backward to
+ * read w2 for the first layer's gradient (the chain of updates sees to it). */
+START_TEST(update_waits_for_every_read_of_the_old_weight) {
+    check_order((const char *const[]){"w2", "b2", "w1", "b1"});
+}
+END_TEST
+
+START_TEST(bad_steps_name_what_is_wrong) {
+    DeftSymbolHandle made[11], loss = mlp_loss(made), step = NULL;
+    ck_assert_fails(DeftSymbolTrainStep(loss, 1, (const char *[]){"w1"}, "lbfgs", &step),
+                    DEFT_ERROR_VALUE, "optimizer is 'lbfgs', expected one of sgd, sgd_mom");
+    ck_assert_fails(DeftSymbolTrainStep(loss, 1, (const char *[]){"w9"}, "sgd", &step),
+                    DEFT_ERROR_VALUE, "params[0] is 'w9', which is not an argument of the loss");
+    ck_assert_fails(DeftSymbolTrainStep(loss, 2, (const char *[]){"w1", "w1"}, "adam", &step),
+                    DEFT_ERROR_VALUE, "params[0] and params[1] are both 'w1'");
+    ck_assert_fails(DeftSymbolTrainStep(loss, 0, NULL, "sgd", &step), DEFT_ERROR_VALUE,
+                    "at least one parameter");
+    ck_assert_fails(DeftSymbolTrainStep(loss, 1, (const char *[]){"w1"}, NULL, &step),
+                    DEFT_ERROR_VALUE, "optimizer is '(NULL)'");
+    ck_assert_ptr_null(step);
+    /* a hyper tensor too short is refused by the update operator */
+    ck_assert_ok(DeftSymbolTrainStep(loss, 1, (const char *[]){"b2"}, "sgd", &step));
+    DeftNDArrayHandle w = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(1, 2));
+    DeftNDArrayHandle g = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(1, 2));
+    DeftNDArrayHandle short_hyper = make(DEFT_FLOAT64, 1, SHAPE(3), VALUES(1, 2, 3)), out = NULL;
+    int nout = 1;
+    ck_assert_fails(
+        call("_step_sgd", 3, (DeftNDArrayHandle[]){w, g, short_hyper}, &nout, &out, NO_PARAMS),
+        DEFT_ERROR_VALUE, "input 2 (hyper) has shape (3,), expected (7,)");
+    free_all(3, (DeftNDArrayHandle[]){w, g, short_hyper});
+    ck_assert_ok(DeftSymbolFree(step));
+    ck_assert_ok(DeftSymbolFree(loss));
+    for (int i = 0; i < 11; i++) ck_assert_ok(DeftSymbolFree(made[i]));
+}
+END_TEST
+
+/* The step operators against their formulas: SGD, AdamW's decoupled decay. */
+START_TEST(update_operators_follow_their_formulas) {
+    DeftNDArrayHandle w = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(1, -2));
+    DeftNDArrayHandle g = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(4, 8));
+    DeftNDArrayHandle m = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(0, 0));
+    DeftNDArrayHandle v = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(0, 0));
+    /* lr 0.1, wd 0.5, rescale 0.5, clip 3: g' = clip(0.5 g) = (2, 3) */
+    DeftNDArrayHandle hyper =
+        make(DEFT_FLOAT64, 1, SHAPE(7), VALUES(0.1, 0.5, 0.5, 3, 0.9, 0.99, 1e-8));
+    DeftNDArrayHandle out = NULL;
+    int nout = 1;
+    ck_assert_ok(call("_step_sgd", 3, (DeftNDArrayHandle[]){w, g, hyper}, &nout, &out, NO_PARAMS));
+    assert_shape(out, 1, SHAPE(0));
+    /* w - lr (g' + wd w) = 1 - 0.1 (2 + 0.5), -2 - 0.1 (3 - 1) */
+    assert_values(w, 2, VALUES(0.75, -2.2), 1e-15);
+    ck_assert_ok(DeftNDArrayFree(out));
+    out = NULL;
+    ck_assert_ok(
+        call("_step_adamw", 5, (DeftNDArrayHandle[]){w, g, m, v, hyper}, &nout, &out, NO_PARAMS));
+    /* mean = 0.1 g', var = 0.01 g'^2: mean / sqrt(var) = 1 (to 1e-8); w - lr (1 + wd w) */
+    assert_values(w, 2, VALUES(0.75 - 0.1 * (1 + 0.5 * 0.75), -2.2 - 0.1 * (1 - 0.5 * 2.2)), 1e-7);
+    assert_values(m, 2, VALUES(0.2, 0.3), 1e-15);
+    assert_values(v, 2, VALUES(0.04, 0.09), 1e-15);
+    free_all(6, (DeftNDArrayHandle[]){w, g, m, v, hyper, out});
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("training step");
+    TCase *tc = tcase_create("step");
+    tcase_add_test(tc, step_matches_eager_training);
+    tcase_add_test(tc, update_waits_for_every_read_of_the_old_weight);
+    tcase_add_test(tc, bad_steps_name_what_is_wrong);
+    tcase_add_test(tc, update_operators_follow_their_formulas);
+    suite_add_tcase(s, tc);
+    return run_suite(s);
+}
