@@ -201,10 +201,11 @@ static inline float reduce_plane(const float *x, int64_t n, bool max) {
     for (; i + 16 <= n; i += 16)
         for (int l = 0; l < 16; l++)
             lanes[l] = max ? max_f32(x[i + l], lanes[l]) : lanes[l] + x[i + l];
-    for (; i < n; i++) lanes[0] = max ? max_f32(x[i], lanes[0]) : lanes[0] + x[i];
-    float acc = lanes[0];
-    for (int l = 1; l < 16; l++) acc = max ? max_f32(lanes[l], acc) : acc + lanes[l];
-    return acc;
+    for (int l = 0; i < n; i++, l++) lanes[l] = max ? max_f32(x[i], lanes[l]) : lanes[l] + x[i];
+    for (int half = 8; half > 0; half /= 2) /* a tree, not a chain of 15 dependent steps */
+        for (int l = 0; l < half; l++)
+            lanes[l] = max ? max_f32(lanes[l + half], lanes[l]) : lanes[l] + lanes[l + half];
+    return lanes[0];
 }
 
 static bool window_is_plane(const deft_pool_geom_t *g) {
@@ -251,18 +252,54 @@ static inline int64_t first_max(const float *x, int64_t width, int64_t hlo, int6
     return -1;
 }
 
-/* Output row oh's gradient, max pooling: each output's to its window's first maximum. */
-static inline void unpool_max_row(const fast_job_t *j, const float *x, const float *y,
-                                  const float *dy, float *dx, int64_t oh) {
+enum { CHUNK = 128 }; /* interior outputs whose first maxima are found at once */
+
+/*
+ * The interior outputs [from, from + n) of row oh send their gradients to
+ * their windows' first maxima. The maxima are found for the whole chunk at
+ * once, tap by tap in reverse row-major order so that the first one found
+ * last wins (a vectorised select, no branch), then the gradients are added.
+ */
+static inline void unpool_max_chunk(const fast_job_t *j, const float *x, const float *y,
+                                    const float *dy, float *dx, int64_t hlo, int64_t hhi,
+                                    int64_t from, int64_t n) {
     const deft_pool_geom_t *g = j->g;
-    int64_t hlo, hhi, s = g->stride[2], kw = g->kernel[2];
-    deft_pool_span(g, 1, oh, &hlo, &hhi);
-    for (int64_t ow = 0; ow < g->out[2]; ow++) {
-        int64_t lo = ow * s - g->pad[2], hi = lo + kw;
-        if (ow < j->lo || ow >= j->hi) border_window(g, ow, &lo, &hi);
-        int64_t at = first_max(x, g->in[2], hlo, hhi, lo, hi, y[ow]);
+    int64_t s = g->stride[2], width = g->in[2], at[CHUNK];
+    for (int64_t o = 0; o < n; o++) at[o] = -1;
+    for (int64_t h = hhi - 1; h >= hlo; h--)
+        for (int64_t k = g->kernel[2] - 1; k >= 0; k--) {
+            int64_t base = h * width + from * s - g->pad[2] + k;
+            const float *tap = x + base;
+            for (int64_t o = 0; o < n; o++) at[o] = tap[o * s] == y[o] ? base + o * s : at[o];
+        }
+    for (int64_t o = 0; o < n; o++)
+        if (at[o] >= 0) dx[at[o]] += dy[o];
+}
+
+/* The border outputs [from, to) of row oh: each window clipped, then searched. */
+static inline void unpool_max_border(const fast_job_t *j, const float *x, const float *y,
+                                     const float *dy, float *dx, int64_t hlo, int64_t hhi,
+                                     int64_t from, int64_t to) {
+    for (int64_t ow = from; ow < to; ow++) {
+        int64_t lo, hi;
+        border_window(j->g, ow, &lo, &hi);
+        int64_t at = first_max(x, j->g->in[2], hlo, hhi, lo, hi, y[ow]);
         if (at >= 0) dx[at] += dy[ow];
     }
+}
+
+/* Output row oh's gradient, max pooling: each output's to its window's first
+ * maximum, outputs in order as in the general loops. */
+static inline void unpool_max_row(const fast_job_t *j, const float *x, const float *y,
+                                  const float *dy, float *dx, int64_t oh) {
+    int64_t hlo, hhi;
+    deft_pool_span(j->g, 1, oh, &hlo, &hhi);
+    unpool_max_border(j, x, y, dy, dx, hlo, hhi, 0, j->lo);
+    for (int64_t ow = j->lo; ow < j->hi; ow += CHUNK) {
+        int64_t n = j->hi - ow < CHUNK ? j->hi - ow : CHUNK;
+        unpool_max_chunk(j, x, y + ow, dy + ow, dx, hlo, hhi, ow, n);
+    }
+    unpool_max_border(j, x, y, dy, dx, hlo, hhi, j->hi, j->g->out[2]);
 }
 
 /*
@@ -279,12 +316,13 @@ static inline void unpool_max_2x2(const fast_job_t *j, const float *x, const flo
         const float *x0 = x + 2 * oh * width, *x1 = x0 + width, *t = y + oh * ow_n;
         const float *d = dy + oh * ow_n;
         float *d0 = dx + 2 * oh * width, *d1 = d0 + width;
-        for (int64_t o = 0; o < ow_n; o++) {
-            bool e0 = x0[2 * o] == t[o], e1 = !e0 && x0[2 * o + 1] == t[o];
-            bool e2 = !e0 && !e1 && x1[2 * o] == t[o];
-            bool e3 = !e0 && !e1 && !e2 && x1[2 * o + 1] == t[o];
-            d0[2 * o] = e0 ? d[o] : 0, d0[2 * o + 1] = e1 ? d[o] : 0;
-            d1[2 * o] = e2 ? d[o] : 0, d1[2 * o + 1] = e3 ? d[o] : 0;
+        for (int64_t o = 0; o < ow_n; o++) { /* the gradient left after each tap */
+            float left = d[o], g0, g1, g2, g3;
+            g0 = x0[2 * o] == t[o] ? left : 0, left = x0[2 * o] == t[o] ? 0 : left;
+            g1 = x0[2 * o + 1] == t[o] ? left : 0, left = x0[2 * o + 1] == t[o] ? 0 : left;
+            g2 = x1[2 * o] == t[o] ? left : 0, left = x1[2 * o] == t[o] ? 0 : left;
+            g3 = x1[2 * o + 1] == t[o] ? left : 0;
+            d0[2 * o] = g0, d0[2 * o + 1] = g1, d1[2 * o] = g2, d1[2 * o + 1] = g3;
         }
         for (int64_t w = 2 * ow_n; w < width; w++) d0[w] = d1[w] = 0;
     }
