@@ -212,8 +212,8 @@ START_TEST(test_pooling_float32_rows_match_reference) {
 END_TEST
 
 /*
- * The float32 plane kernels (and, with them turned off, the general loops on
- * float32) against the reference: the 2x2/2 windows that tile a plane, odd
+ * The float32 plane kernels, with and without their AVX-512 rows, and the
+ * general loops on float32, against the reference: the 2x2/2 windows that tile a plane, odd
  * sizes whose last row and column no window reads, 3x3/2 with padding, full
  * windows past the end, strides wider than the kernel, wide rows with vector
  * tails, 1-D, windows the size of the plane, and ties.
@@ -233,8 +233,8 @@ START_TEST(test_pooling_float32_planes_match_reference) {
         {1, {1, 1, 50}, {1, 1, 3}, {1, 1, 2}, {0, 0, 1}},  /* 1-D */
     };
     static const char *const conventions[] = {"valid", "full"};
-    for (int fast = 1; fast >= 0; fast--) {
-        deft_pool_fast_enable(fast);
+    for (int kernels = DEFT_POOL_AVX512; kernels >= DEFT_POOL_GENERAL; kernels--) {
+        deft_pool_kernels_set(kernels);
         for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++)
             for (int t = 0; t < 3; t++)
                 for (int v = 0; v < 4; v++) {
@@ -254,7 +254,7 @@ START_TEST(test_pooling_float32_planes_match_reference) {
                 }
     }
     ties = false;
-    deft_pool_fast_enable(true);
+    deft_pool_kernels_set(DEFT_POOL_AVX512);
 }
 END_TEST
 
@@ -262,8 +262,8 @@ END_TEST
  * value and passes no gradient, on both the plane kernels and the general loops. */
 START_TEST(test_max_pooling_skips_nan) {
     float nan = NAN;
-    for (int fast = 1; fast >= 0; fast--) {
-        deft_pool_fast_enable(fast);
+    for (int kernels = DEFT_POOL_AVX512; kernels >= DEFT_POOL_GENERAL; kernels--) {
+        deft_pool_kernels_set(kernels);
         DeftNDArrayHandle X =
             make(DEFT_FLOAT32, 4, SHAPE(1, 1, 2, 4), VALUES(nan, 1, nan, nan, 2, nan, nan, nan));
         DeftNDArrayHandle Y = call1("Pooling", 1, &X, P("kernel", "(2,2)", "stride", "(2,2)"));
@@ -274,7 +274,7 @@ START_TEST(test_max_pooling_skips_nan) {
         assert_values(DX, 8, VALUES(0, 0, 0, 0, 5, 0, 0, 0), 0);
         free_all(4, (DeftNDArrayHandle[]){X, Y, DY, DX});
     }
-    deft_pool_fast_enable(true);
+    deft_pool_kernels_set(DEFT_POOL_AVX512);
 }
 END_TEST
 

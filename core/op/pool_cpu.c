@@ -21,14 +21,18 @@
 #include "core/op/kernel.h"
 #include "core/op/pool_cpu.h"
 
-static atomic_bool fast_off;
+/* The helpers of the cloned plane kernels: inlined into each clone, so that they are
+ * compiled for its target too (a helper left out of line gets the baseline's). */
+#define CLONED_HELPER static inline __attribute__((always_inline))
 
-void deft_pool_fast_enable(bool enable) {
-    atomic_store(&fast_off, !enable);
+static _Atomic int kernels = DEFT_POOL_AVX512;
+
+void deft_pool_kernels_set(deft_pool_kernels_t k) {
+    atomic_store(&kernels, (int)k);
 }
 
 bool deft_pool_fast_fits(const deft_pool_geom_t *g, deft_dtype_t dtype) {
-    return !atomic_load(&fast_off) && dtype == DEFT_DT_FLOAT32 && g->in[0] == 1 &&
+    return atomic_load(&kernels) >= DEFT_POOL_PLANES && dtype == DEFT_DT_FLOAT32 && g->in[0] == 1 &&
            g->kernel[0] == 1 && g->type != DEFT_POOL_LP;
 }
 
@@ -75,6 +79,7 @@ typedef struct fast_job {
     const deft_pool_geom_t *g;
     int64_t lo, hi; /* the interior output columns: windows inside the input */
     bool max;
+    bool rows_2x2; /* 2x2/2 windows all inside the input, and AVX-512 rows to run them */
     const float *x, *y, *dy;
     float *out; /* y forward, dx backward */
 } fast_job_t;
@@ -88,15 +93,25 @@ static void interior_columns(const deft_pool_geom_t *g, int64_t *lo, int64_t *hi
     *hi = last + 1 > *lo ? (last + 1 < g->out[2] ? last + 1 : g->out[2]) : *lo;
 }
 
+/* 2x2 windows with stride 2 inside the input: each input is in one window at most. */
+static bool tiles_2x2(const deft_pool_geom_t *g) {
+    return g->in[1] >= 2 * g->out[1] && g->in[2] >= 2 * g->out[2] && g->kernel[1] == 2 &&
+           g->kernel[2] == 2 && g->stride[1] == 2 && g->stride[2] == 2 && g->pad[1] == 0 &&
+           g->pad[2] == 0;
+}
+
 static fast_job_t fast_job(const deft_pool_geom_t *g) {
     fast_job_t j = {.g = g, .max = g->type == DEFT_POOL_MAX};
     interior_columns(g, &j.lo, &j.hi);
+#if DEFT_POOL_X86
+    j.rows_2x2 = atomic_load(&kernels) >= DEFT_POOL_AVX512 && tiles_2x2(g) && deft_pool_avx512();
+#endif
     return j;
 }
 
 #define LOWEST_F32 (-3.40282347e38f) /* an empty max window's value, as the general loops' */
 
-static inline float max_f32(float v, float acc) {
+CLONED_HELPER float max_f32(float v, float acc) {
     return v > acc ? v : acc; /* NaN never wins, as in the general loops */
 }
 
@@ -105,9 +120,8 @@ static inline float max_f32(float v, float acc) {
  * reads row[o * s + k], k < kw. Inlined with constant s and kw, the tap loop
  * unrolls and the column loop vectorises.
  */
-static inline __attribute__((always_inline)) void fold_row(float *restrict acc,
-                                                           const float *restrict row, int64_t n,
-                                                           int64_t s, int64_t kw, bool max) {
+CLONED_HELPER void fold_row(float *restrict acc, const float *restrict row, int64_t n, int64_t s,
+                            int64_t kw, bool max) {
     for (int64_t o = 0; o < n; o++) {
         float a = acc[o];
         for (int64_t k = 0; k < kw; k++) a = max ? max_f32(row[o * s + k], a) : a + row[o * s + k];
@@ -116,15 +130,14 @@ static inline __attribute__((always_inline)) void fold_row(float *restrict acc,
 }
 
 /* The same for any s and kw: taps outer, so the column loop still vectorises. */
-static inline void fold_row_any(float *restrict acc, const float *restrict row, int64_t n,
+CLONED_HELPER void fold_row_any(float *restrict acc, const float *restrict row, int64_t n,
                                 int64_t s, int64_t kw, bool max) {
     for (int64_t k = 0; k < kw; k++)
         for (int64_t o = 0; o < n; o++)
             acc[o] = max ? max_f32(row[o * s + k], acc[o]) : acc[o] + row[o * s + k];
 }
 
-static inline __attribute__((always_inline)) void fold_interior(const fast_job_t *j, float *acc,
-                                                                const float *row) {
+CLONED_HELPER void fold_interior(const fast_job_t *j, float *acc, const float *row) {
     int64_t s = j->g->stride[2], kw = j->g->kernel[2], n = j->hi - j->lo;
     if (n <= 0) return;
     acc += j->lo, row += j->lo * s - j->g->pad[2];
@@ -145,14 +158,14 @@ static int64_t border_window(const deft_pool_geom_t *g, int64_t ow, int64_t *lo,
 }
 
 /* What an average divides output (oh's rows counted hcount, column of wcount) by. */
-static inline float avg_scale(const deft_pool_geom_t *g, int64_t hcount, int64_t wcount) {
+CLONED_HELPER float avg_scale(const deft_pool_geom_t *g, int64_t hcount, int64_t wcount) {
     if (g->type != DEFT_POOL_AVG) return 1;
     double divisor = (double)hcount * (double)wcount;
     return divisor != 0 ? (float)(1 / divisor) : 1; /* an empty window sums to 0 */
 }
 
 /* Fold one input row into the border outputs [from, to), each window clipped to the row. */
-static inline void fold_border(const fast_job_t *j, float *y, const float *row, int64_t from,
+CLONED_HELPER void fold_border(const fast_job_t *j, float *y, const float *row, int64_t from,
                                int64_t to) {
     for (int64_t ow = from; ow < to; ow++) {
         int64_t lo, hi;
@@ -161,7 +174,7 @@ static inline void fold_border(const fast_job_t *j, float *y, const float *row, 
     }
 }
 
-static inline void scale_border(const deft_pool_geom_t *g, float *y, int64_t hcount, int64_t from,
+CLONED_HELPER void scale_border(const deft_pool_geom_t *g, float *y, int64_t hcount, int64_t from,
                                 int64_t to) {
     for (int64_t ow = from; ow < to; ow++) {
         int64_t lo, hi;
@@ -170,7 +183,7 @@ static inline void scale_border(const deft_pool_geom_t *g, float *y, int64_t hco
 }
 
 /* Output row oh of one plane: its window's input rows folded in one by one. */
-static inline void pool_row(const fast_job_t *j, const float *x, float *y, int64_t oh) {
+CLONED_HELPER void pool_row(const fast_job_t *j, const float *x, float *y, int64_t oh) {
     const deft_pool_geom_t *g = j->g;
     int64_t hlo, hhi, width = g->in[2], padded = deft_pool_span(g, 1, oh, &hlo, &hhi);
     int64_t hcount = g->count_include_pad ? padded : hhi - hlo;
@@ -194,7 +207,7 @@ static inline void pool_row(const fast_job_t *j, const float *x, float *y, int64
  * of the unpadded input): one reduction over the contiguous plane, in 16
  * independent lanes so that it vectorises.
  */
-static inline float reduce_plane(const float *x, int64_t n, bool max) {
+CLONED_HELPER float reduce_plane(const float *x, int64_t n, bool max) {
     float lanes[16];
     for (int l = 0; l < 16; l++) lanes[l] = max ? LOWEST_F32 : 0;
     int64_t i = 0;
@@ -224,7 +237,17 @@ DEFT_CLONES static void fast_planes(void *arg, int64_t begin, int64_t end) {
             *y = reduce_plane(x, in_plane, j->max) * avg_scale(g, g->in[1], g->in[2]);
             continue;
         }
-        for (int64_t oh = 0; oh < g->out[1]; oh++) pool_row(j, x, y + oh * g->out[2], oh);
+        for (int64_t oh = 0; oh < g->out[1]; oh++) {
+#if DEFT_POOL_X86
+            if (j->rows_2x2) {
+                const float *x0 = x + 2 * oh * g->in[2];
+                deft_pool2x2_row_avx512(x0, x0 + g->in[2], y + oh * g->out[2], g->out[2], j->max,
+                                        avg_scale(g, 2, 2));
+                continue;
+            }
+#endif
+            pool_row(j, x, y + oh * g->out[2], oh);
+        }
     }
 }
 
@@ -244,7 +267,7 @@ void deft_pool_cpu_forward(const deft_pool_geom_t *g, deft_dtype_t dtype, const 
 
 /* The first input of the window [hlo, hhi) x [wlo, whi) equal to the maximum target,
  * in row-major order, or NULL (every input NaN, or below float's lowest). */
-static inline int64_t first_max(const float *x, int64_t width, int64_t hlo, int64_t hhi,
+CLONED_HELPER int64_t first_max(const float *x, int64_t width, int64_t hlo, int64_t hhi,
                                 int64_t wlo, int64_t whi, float target) {
     for (int64_t h = hlo; h < hhi; h++)
         for (int64_t w = wlo; w < whi; w++)
@@ -252,100 +275,74 @@ static inline int64_t first_max(const float *x, int64_t width, int64_t hlo, int6
     return -1;
 }
 
-enum { CHUNK = 128 }; /* interior outputs whose first maxima are found at once */
-
 /*
- * The interior outputs [from, from + n) of row oh send their gradients to
- * their windows' first maxima. The maxima are found for the whole chunk at
- * once, tap by tap in reverse row-major order so that the first one found
- * last wins (a vectorised select, no branch), then the gradients are added.
+ * Output row oh's gradient, max pooling: each output's to its window's first
+ * maximum, outputs in order as in the general loops. A plain search: with
+ * overlapping windows (3x3/2) a vectorised one over the row's outputs
+ * followed by a scatter measured 2-3x slower.
  */
-static inline void unpool_max_chunk(const fast_job_t *j, const float *x, const float *y,
-                                    const float *dy, float *dx, int64_t hlo, int64_t hhi,
-                                    int64_t from, int64_t n) {
+CLONED_HELPER void unpool_max_row(const fast_job_t *j, const float *x, const float *y,
+                                  const float *dy, float *dx, int64_t oh) {
     const deft_pool_geom_t *g = j->g;
-    int64_t s = g->stride[2], width = g->in[2], at[CHUNK];
-    for (int64_t o = 0; o < n; o++) at[o] = -1;
-    for (int64_t h = hhi - 1; h >= hlo; h--)
-        for (int64_t k = g->kernel[2] - 1; k >= 0; k--) {
-            int64_t base = h * width + from * s - g->pad[2] + k;
-            const float *tap = x + base;
-            for (int64_t o = 0; o < n; o++) at[o] = tap[o * s] == y[o] ? base + o * s : at[o];
-        }
-    for (int64_t o = 0; o < n; o++)
-        if (at[o] >= 0) dx[at[o]] += dy[o];
-}
-
-/* The border outputs [from, to) of row oh: each window clipped, then searched. */
-static inline void unpool_max_border(const fast_job_t *j, const float *x, const float *y,
-                                     const float *dy, float *dx, int64_t hlo, int64_t hhi,
-                                     int64_t from, int64_t to) {
-    for (int64_t ow = from; ow < to; ow++) {
-        int64_t lo, hi;
-        border_window(j->g, ow, &lo, &hi);
-        int64_t at = first_max(x, j->g->in[2], hlo, hhi, lo, hi, y[ow]);
+    int64_t hlo, hhi;
+    deft_pool_span(g, 1, oh, &hlo, &hhi);
+    for (int64_t ow = 0; ow < g->out[2]; ow++) {
+        int64_t lo = ow * g->stride[2] - g->pad[2], hi = lo + g->kernel[2];
+        if (ow < j->lo || ow >= j->hi) border_window(g, ow, &lo, &hi);
+        int64_t at = first_max(x, g->in[2], hlo, hhi, lo, hi, y[ow]);
         if (at >= 0) dx[at] += dy[ow];
     }
 }
 
-/* Output row oh's gradient, max pooling: each output's to its window's first
- * maximum, outputs in order as in the general loops. */
-static inline void unpool_max_row(const fast_job_t *j, const float *x, const float *y,
-                                  const float *dy, float *dx, int64_t oh) {
-    int64_t hlo, hhi;
-    deft_pool_span(j->g, 1, oh, &hlo, &hhi);
-    unpool_max_border(j, x, y, dy, dx, hlo, hhi, 0, j->lo);
-    for (int64_t ow = j->lo; ow < j->hi; ow += CHUNK) {
-        int64_t n = j->hi - ow < CHUNK ? j->hi - ow : CHUNK;
-        unpool_max_chunk(j, x, y + ow, dy + ow, dx, hlo, hhi, ow, n);
-    }
-    unpool_max_border(j, x, y, dy, dx, hlo, hhi, j->hi, j->g->out[2]);
-}
-
 /*
- * Max pooling's gradient when the windows tile the plane, 2x2 with stride 2
- * and no padding (the usual CNN pooling): every input belongs to at most one
- * window, so each is written once, its window's gradient or 0, with no
- * search; the column loop vectorises. Inputs past the last window are zeroed.
+ * The gradient when 2x2/2 windows tile the plane (tiles_2x2): every input
+ * belongs to one window at most, so each is written once, with no search
+ * and no zeroing first; inputs past the last window are zeroed. Max
+ * pooling's gradient goes to the first tap equal to the output, as the
+ * gradient left after each tap; on AVX-512 the rows run in
+ * pool_avx512.c, average pooling's too.
  */
-static inline void unpool_max_2x2(const fast_job_t *j, const float *x, const float *y,
-                                  const float *dy, float *dx) {
+CLONED_HELPER void unpool_2x2(const fast_job_t *j, const float *x, const float *y, const float *dy,
+                              float *dx) {
     const deft_pool_geom_t *g = j->g;
     int64_t width = g->in[2], ow_n = g->out[2];
     for (int64_t oh = 0; oh < g->out[1]; oh++) {
         const float *x0 = x + 2 * oh * width, *x1 = x0 + width, *t = y + oh * ow_n;
         const float *d = dy + oh * ow_n;
         float *d0 = dx + 2 * oh * width, *d1 = d0 + width;
-        for (int64_t o = 0; o < ow_n; o++) { /* the gradient left after each tap */
-            float left = d[o], g0, g1, g2, g3;
-            g0 = x0[2 * o] == t[o] ? left : 0, left = x0[2 * o] == t[o] ? 0 : left;
-            g1 = x0[2 * o + 1] == t[o] ? left : 0, left = x0[2 * o + 1] == t[o] ? 0 : left;
-            g2 = x1[2 * o] == t[o] ? left : 0, left = x1[2 * o] == t[o] ? 0 : left;
-            g3 = x1[2 * o + 1] == t[o] ? left : 0;
-            d0[2 * o] = g0, d0[2 * o + 1] = g1, d1[2 * o] = g2, d1[2 * o + 1] = g3;
-        }
+#if DEFT_POOL_X86
+        if (j->rows_2x2)
+            deft_unpool2x2_row_avx512(x0, x1, t, d, d0, d1, ow_n, j->max, avg_scale(g, 2, 2));
+        else
+#endif
+            for (int64_t o = 0; o < ow_n; o++) { /* max only: see unpool_tiles */
+                float left = d[o], g0, g1, g2, g3;
+                g0 = x0[2 * o] == t[o] ? left : 0, left = x0[2 * o] == t[o] ? 0 : left;
+                g1 = x0[2 * o + 1] == t[o] ? left : 0, left = x0[2 * o + 1] == t[o] ? 0 : left;
+                g2 = x1[2 * o] == t[o] ? left : 0, left = x1[2 * o] == t[o] ? 0 : left;
+                g3 = x1[2 * o + 1] == t[o] ? left : 0;
+                d0[2 * o] = g0, d0[2 * o + 1] = g1, d1[2 * o] = g2, d1[2 * o + 1] = g3;
+            }
         for (int64_t w = 2 * ow_n; w < width; w++) d0[w] = d1[w] = 0;
     }
     memset(dx + 2 * g->out[1] * width, 0,
            sizeof(float) * (size_t)((g->in[1] - 2 * g->out[1]) * width));
 }
 
-static bool tiles_2x2(const deft_pool_geom_t *g) {
-    return g->type == DEFT_POOL_MAX && g->in[1] >= 2 * g->out[1] && g->in[2] >= 2 * g->out[2] &&
-           g->kernel[1] == 2 && g->kernel[2] == 2 && g->stride[1] == 2 && g->stride[2] == 2 &&
-           g->pad[1] == 0 && g->pad[2] == 0;
+/* Whether unpool_2x2 takes the gradient: any type on AVX-512 rows, else max only. */
+static bool unpool_tiles(const fast_job_t *j) {
+    return j->rows_2x2 || (j->max && tiles_2x2(j->g));
 }
 
 /* Spread dy[o] * scale over the taps of n interior outputs on one row of dx. */
-static inline __attribute__((always_inline)) void spread_row(float *restrict drow,
-                                                             const float *restrict dy, float scale,
-                                                             int64_t n, int64_t s, int64_t kw) {
+CLONED_HELPER void spread_row(float *restrict drow, const float *restrict dy, float scale,
+                              int64_t n, int64_t s, int64_t kw) {
     for (int64_t k = 0; k < kw; k++)
         for (int64_t o = 0; o < n; o++) drow[o * s + k] += dy[o] * scale;
 }
 
 /* The border outputs [from, to) of one row spread over their clipped windows. */
-static inline void spread_border(const deft_pool_geom_t *g, float *drow, const float *dy,
+CLONED_HELPER void spread_border(const deft_pool_geom_t *g, float *drow, const float *dy,
                                  int64_t hcount, int64_t from, int64_t to) {
     for (int64_t ow = from; ow < to; ow++) {
         int64_t lo, hi;
@@ -355,7 +352,7 @@ static inline void spread_border(const deft_pool_geom_t *g, float *drow, const f
 }
 
 /* Output row oh's gradient, average and sum pooling: spread over the window. */
-static inline void unpool_spread_row(const fast_job_t *j, const float *dy, float *dx, int64_t oh) {
+CLONED_HELPER void unpool_spread_row(const fast_job_t *j, const float *dy, float *dx, int64_t oh) {
     const deft_pool_geom_t *g = j->g;
     int64_t hlo, hhi, width = g->in[2], s = g->stride[2], kw = g->kernel[2];
     int64_t padded = deft_pool_span(g, 1, oh, &hlo, &hhi);
@@ -380,8 +377,13 @@ DEFT_CLONES static void fast_unpool_planes(void *arg, int64_t begin, int64_t end
         const float *x = j->x + plane * in_plane, *y = j->y + plane * out_plane;
         const float *dy = j->dy + plane * out_plane;
         float *dx = j->out + plane * in_plane;
-        if (tiles_2x2(g)) {
-            unpool_max_2x2(j, x, y, dy, dx);
+        if (unpool_tiles(j)) {
+            unpool_2x2(j, x, y, dy, dx);
+            continue;
+        }
+        if (!j->max && window_is_plane(g)) { /* global average: one value everywhere */
+            float share = *dy * avg_scale(g, g->in[1], g->in[2]);
+            for (int64_t i = 0; i < in_plane; i++) dx[i] = share;
             continue;
         }
         memset(dx, 0, sizeof(float) * (size_t)in_plane);

@@ -15,9 +15,27 @@ void deft_pool_cpu_forward(const deft_pool_geom_t *g, deft_dtype_t dtype, const 
 /* _backward_Pooling: j->dx from j->dy, j->x and j->y, in parallel over planes. */
 void deft_pool_cpu_backward(const deft_pool_grad_t *j);
 
-/* Whether the float32 plane kernels take this pooling (else the general loops);
- * `enable` false sends every call to the general loops (the tests compare both). */
+/* The kernels pooling may use, for the tests to run each: the general loops alone,
+ * also the float32 plane kernels, or also their AVX-512 rows (the default). */
+typedef enum { DEFT_POOL_GENERAL, DEFT_POOL_PLANES, DEFT_POOL_AVX512 } deft_pool_kernels_t;
+void deft_pool_kernels_set(deft_pool_kernels_t kernels);
+
+/* Whether the float32 plane kernels take this pooling (else the general loops). */
 bool deft_pool_fast_fits(const deft_pool_geom_t *g, deft_dtype_t dtype);
-void deft_pool_fast_enable(bool enable);
+
+/* pool_avx512.c: rows of 2x2 stride-2 windows that lie inside the input, the
+ * n outputs of input rows x0 and x1, when the CPU has AVX-512F. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define DEFT_POOL_X86 1
+bool deft_pool_avx512(void);
+/* y[o] = max, sum or scaled sum of x0[2o], x0[2o + 1], x1[2o], x1[2o + 1]. */
+void deft_pool2x2_row_avx512(const float *x0, const float *x1, float *y, int64_t n, bool max,
+                             float scale);
+/* Their gradient from y and dy into the inputs' d0 and d1, each input written once. */
+void deft_unpool2x2_row_avx512(const float *x0, const float *x1, const float *y, const float *dy,
+                               float *d0, float *d1, int64_t n, bool max, float scale);
+#else
+#define DEFT_POOL_X86 0
+#endif
 
 #endif

@@ -1,0 +1,101 @@
+/*
+ * Rows of 2x2 stride-2 pooling, the pooling of most CNNs, in AVX-512
+ * (pool_cpu.h): 16 outputs at a time from two input rows of 32, whose even
+ * and odd columns two permutes pull apart, so no per-element index work;
+ * row tails are masked. They compute exactly what the plane kernels of
+ * pool_cpu.c compute (the same taps in the same order), which the tests
+ * check by running both. Selected at run time when the CPU has AVX-512F,
+ * as core/op/conv_direct.c's kernels.
+ */
+#include "core/op/pool_cpu.h"
+
+#if DEFT_POOL_X86
+
+#include <immintrin.h>
+
+bool deft_pool_avx512(void) {
+    return __builtin_cpu_supports("avx512f");
+}
+
+#define AVX512 __attribute__((target("avx512f")))
+
+/* The first n (<= 16) lanes. */
+static inline __mmask16 lanes(int64_t n) {
+    return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+}
+
+/* The even and odd elements of the n (<= 32) floats at p; lanes past them read as 0. */
+AVX512 static inline void deinterleave(const float *p, int64_t n, __m512 *even, __m512 *odd) {
+    const __m512i evens =
+        _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odds =
+        _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    __m512 a = _mm512_maskz_loadu_ps(lanes(n), p);
+    __m512 b = _mm512_maskz_loadu_ps(lanes(n > 16 ? n - 16 : 0), p + 16);
+    *even = _mm512_permutex2var_ps(a, evens, b);
+    *odd = _mm512_permutex2var_ps(a, odds, b);
+}
+
+/* Store the first n (<= 32) elements of even[0], odd[0], even[1], odd[1], ... at p. */
+AVX512 static inline void interleave(float *p, int64_t n, const __m512 *even, const __m512 *odd) {
+    const __m512i low = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i high =
+        _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+    _mm512_mask_storeu_ps(p, lanes(n), _mm512_permutex2var_ps(*even, low, *odd));
+    _mm512_mask_storeu_ps(p + 16, lanes(n > 16 ? n - 16 : 0),
+                          _mm512_permutex2var_ps(*even, high, *odd));
+}
+
+/*
+ * y[o] from the window x0[2o], x0[2o + 1], x1[2o], x1[2o + 1], o < n: max
+ * folds the taps in that order into float's lowest value (max_ps(v, acc)
+ * is v > acc ? v : acc, so NaN never wins), the others sum them in that
+ * order and scale the sum.
+ */
+AVX512 void deft_pool2x2_row_avx512(const float *x0, const float *x1, float *y, int64_t n, bool max,
+                                    float scale) {
+    const __m512 lowest = _mm512_set1_ps(-3.40282347e38f), factor = _mm512_set1_ps(scale);
+    for (int64_t o = 0; o < n; o += 16) {
+        int64_t m = n - o < 16 ? n - o : 16;
+        __m512 e0, d0, e1, d1, r;
+        deinterleave(x0 + 2 * o, 2 * m, &e0, &d0);
+        deinterleave(x1 + 2 * o, 2 * m, &e1, &d1);
+        if (max)
+            r = _mm512_max_ps(d1, _mm512_max_ps(e1, _mm512_max_ps(d0, _mm512_max_ps(e0, lowest))));
+        else
+            r = _mm512_mul_ps(_mm512_add_ps(_mm512_add_ps(_mm512_add_ps(e0, d0), e1), d1), factor);
+        _mm512_mask_storeu_ps(y + o, lanes(m), r);
+    }
+}
+
+/*
+ * The gradient of such a row into the two input rows, each of whose 2n
+ * inputs belongs to one window: max pooling's goes to the first tap equal
+ * to the output (the gradient left after each tap), the others' is
+ * dy * scale on every tap.
+ */
+AVX512 void deft_unpool2x2_row_avx512(const float *x0, const float *x1, const float *y,
+                                      const float *dy, float *d0, float *d1, int64_t n, bool max,
+                                      float scale) {
+    const __m512 factor = _mm512_set1_ps(scale);
+    for (int64_t o = 0; o < n; o += 16) {
+        int64_t m = n - o < 16 ? n - o : 16;
+        __m512 left = _mm512_maskz_loadu_ps(lanes(m), dy + o), g[4];
+        if (max) {
+            __m512 t = _mm512_maskz_loadu_ps(lanes(m), y + o), taps[4];
+            deinterleave(x0 + 2 * o, 2 * m, &taps[0], &taps[1]);
+            deinterleave(x1 + 2 * o, 2 * m, &taps[2], &taps[3]);
+            for (int k = 0; k < 4; k++) {
+                __mmask16 hit = _mm512_cmp_ps_mask(taps[k], t, _CMP_EQ_OQ);
+                g[k] = _mm512_maskz_mov_ps(hit, left);
+                left = _mm512_maskz_mov_ps((__mmask16)~hit, left);
+            }
+        } else {
+            g[0] = g[1] = g[2] = g[3] = _mm512_mul_ps(left, factor);
+        }
+        interleave(d0 + 2 * o, 2 * m, &g[0], &g[1]);
+        interleave(d1 + 2 * o, 2 * m, &g[2], &g[3]);
+    }
+}
+
+#endif
