@@ -69,6 +69,26 @@ AVX512 void deft_pool2x2_row_avx512(const float *x0, const float *x1, float *y, 
 }
 
 /*
+ * Fold one input row into n outputs of 3-wide stride-2 windows (3x3/2, the
+ * ResNet stem's pooling, row by row): acc[o] takes row[2o], row[2o + 1],
+ * row[2o + 2] in that order, as pool_cpu.c's fold_row. The third tap is
+ * the even elements one pair on, read no further than row[2n].
+ */
+AVX512 void deft_pool3x2_fold_avx512(float *acc, const float *row, int64_t n, bool max) {
+    for (int64_t o = 0; o < n; o += 16) {
+        int64_t m = n - o < 16 ? n - o : 16;
+        __m512 e, d, next, unused, a = _mm512_maskz_loadu_ps(lanes(m), acc + o);
+        deinterleave(row + 2 * o, 2 * m, &e, &d);
+        deinterleave(row + 2 * o + 2, 2 * m - 1, &next, &unused);
+        if (max)
+            a = _mm512_max_ps(next, _mm512_max_ps(d, _mm512_max_ps(e, a)));
+        else
+            a = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a, e), d), next);
+        _mm512_mask_storeu_ps(acc + o, lanes(m), a);
+    }
+}
+
+/*
  * The gradient of such a row into the two input rows, each of whose 2n
  * inputs belongs to one window: max pooling's goes to the first tap equal
  * to the output (the gradient left after each tap), the others' is

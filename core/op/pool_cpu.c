@@ -41,11 +41,14 @@ static int64_t plane_size(const deft_pool_geom_t *g, const int64_t *dims) {
     return dims[0] * dims[1] * dims[2];
 }
 
-/* Planes per parallel chunk: about a grain of reads and writes. */
-static int64_t plane_grain(const deft_pool_geom_t *g) {
+/* Planes per parallel chunk: about a grain of reads and writes for the general
+ * loops; the plane kernels move data some ten times faster, so they take chunks
+ * of several grains (waking a thread costs 10-50 us: LeNet's poolings, 10-30 us
+ * on one thread, ran slower on two). */
+static int64_t plane_grain(const deft_pool_geom_t *g, bool fast) {
     int64_t window = g->kernel[0] * g->kernel[1] * g->kernel[2];
     int64_t work = plane_size(g, g->in) + plane_size(g, g->out) * window;
-    return DEFT_PARALLEL_GRAIN / (work + 1) + 1;
+    return (fast ? 8 : 1) * DEFT_PARALLEL_GRAIN / (work + 1) + 1;
 }
 
 /* ---- the general loops ---- */
@@ -79,7 +82,9 @@ typedef struct fast_job {
     const deft_pool_geom_t *g;
     int64_t lo, hi; /* the interior output columns: windows inside the input */
     bool max;
-    bool rows_2x2; /* 2x2/2 windows all inside the input, and AVX-512 rows to run them */
+    bool rows_2x2;   /* 2x2/2 windows all inside the input, and AVX-512 rows to run them */
+    float scale_2x2; /* what an average of such a window is scaled by */
+    bool fold_3x2;   /* 3-wide stride-2 windows along w, and AVX-512 to fold them */
     const float *x, *y, *dy;
     float *out; /* y forward, dx backward */
 } fast_job_t;
@@ -93,6 +98,13 @@ static void interior_columns(const deft_pool_geom_t *g, int64_t *lo, int64_t *hi
     *hi = last + 1 > *lo ? (last + 1 < g->out[2] ? last + 1 : g->out[2]) : *lo;
 }
 
+/* What an average divides output (oh's rows counted hcount, column of wcount) by. */
+CLONED_HELPER float avg_scale(const deft_pool_geom_t *g, int64_t hcount, int64_t wcount) {
+    if (g->type != DEFT_POOL_AVG) return 1;
+    double divisor = (double)hcount * (double)wcount;
+    return divisor != 0 ? (float)(1 / divisor) : 1; /* an empty window sums to 0 */
+}
+
 /* 2x2 windows with stride 2 inside the input: each input is in one window at most. */
 static bool tiles_2x2(const deft_pool_geom_t *g) {
     return g->in[1] >= 2 * g->out[1] && g->in[2] >= 2 * g->out[2] && g->kernel[1] == 2 &&
@@ -104,8 +116,11 @@ static fast_job_t fast_job(const deft_pool_geom_t *g) {
     fast_job_t j = {.g = g, .max = g->type == DEFT_POOL_MAX};
     interior_columns(g, &j.lo, &j.hi);
 #if DEFT_POOL_X86
-    j.rows_2x2 = atomic_load(&kernels) >= DEFT_POOL_AVX512 && tiles_2x2(g) && deft_pool_avx512();
+    bool avx512 = atomic_load(&kernels) >= DEFT_POOL_AVX512 && deft_pool_avx512();
+    j.rows_2x2 = avx512 && tiles_2x2(g);
+    j.fold_3x2 = avx512 && g->kernel[2] == 3 && g->stride[2] == 2;
 #endif
+    j.scale_2x2 = avg_scale(g, 2, 2);
     return j;
 }
 
@@ -141,6 +156,12 @@ CLONED_HELPER void fold_interior(const fast_job_t *j, float *acc, const float *r
     int64_t s = j->g->stride[2], kw = j->g->kernel[2], n = j->hi - j->lo;
     if (n <= 0) return;
     acc += j->lo, row += j->lo * s - j->g->pad[2];
+#if DEFT_POOL_X86
+    if (j->fold_3x2) {
+        deft_pool3x2_fold_avx512(acc, row, n, j->max);
+        return;
+    }
+#endif
     if (s == 2 && kw == 2)
         j->max ? fold_row(acc, row, n, 2, 2, true) : fold_row(acc, row, n, 2, 2, false);
     else if (s == 2 && kw == 3)
@@ -155,13 +176,6 @@ CLONED_HELPER void fold_interior(const fast_job_t *j, float *acc, const float *r
 static int64_t border_window(const deft_pool_geom_t *g, int64_t ow, int64_t *lo, int64_t *hi) {
     int64_t padded = deft_pool_span(g, 2, ow, lo, hi);
     return g->count_include_pad ? padded : *hi - *lo;
-}
-
-/* What an average divides output (oh's rows counted hcount, column of wcount) by. */
-CLONED_HELPER float avg_scale(const deft_pool_geom_t *g, int64_t hcount, int64_t wcount) {
-    if (g->type != DEFT_POOL_AVG) return 1;
-    double divisor = (double)hcount * (double)wcount;
-    return divisor != 0 ? (float)(1 / divisor) : 1; /* an empty window sums to 0 */
 }
 
 /* Fold one input row into the border outputs [from, to), each window clipped to the row. */
@@ -242,7 +256,7 @@ DEFT_CLONES static void fast_planes(void *arg, int64_t begin, int64_t end) {
             if (j->rows_2x2) {
                 const float *x0 = x + 2 * oh * g->in[2];
                 deft_pool2x2_row_avx512(x0, x0 + g->in[2], y + oh * g->out[2], g->out[2], j->max,
-                                        avg_scale(g, 2, 2));
+                                        j->scale_2x2);
                 continue;
             }
 #endif
@@ -256,11 +270,11 @@ void deft_pool_cpu_forward(const deft_pool_geom_t *g, deft_dtype_t dtype, const 
     if (deft_pool_fast_fits(g, dtype)) {
         fast_job_t j = fast_job(g);
         j.x = x, j.out = y;
-        deft_parallel_for(g->planes, plane_grain(g), fast_planes, &j);
+        deft_parallel_for(g->planes, plane_grain(g, true), fast_planes, &j);
         return;
     }
     general_job_t j = {g, dtype, x, y};
-    deft_parallel_for(g->planes, plane_grain(g), general_planes, &j);
+    deft_parallel_for(g->planes, plane_grain(g, false), general_planes, &j);
 }
 
 /* ---- backward ---- */
@@ -312,7 +326,7 @@ CLONED_HELPER void unpool_2x2(const fast_job_t *j, const float *x, const float *
         float *d0 = dx + 2 * oh * width, *d1 = d0 + width;
 #if DEFT_POOL_X86
         if (j->rows_2x2)
-            deft_unpool2x2_row_avx512(x0, x1, t, d, d0, d1, ow_n, j->max, avg_scale(g, 2, 2));
+            deft_unpool2x2_row_avx512(x0, x1, t, d, d0, d1, ow_n, j->max, j->scale_2x2);
         else
 #endif
             for (int64_t o = 0; o < ow_n; o++) { /* max only: see unpool_tiles */
@@ -325,8 +339,8 @@ CLONED_HELPER void unpool_2x2(const fast_job_t *j, const float *x, const float *
             }
         for (int64_t w = 2 * ow_n; w < width; w++) d0[w] = d1[w] = 0;
     }
-    memset(dx + 2 * g->out[1] * width, 0,
-           sizeof(float) * (size_t)((g->in[1] - 2 * g->out[1]) * width));
+    int64_t rest = (g->in[1] - 2 * g->out[1]) * width; /* the rows below the last window */
+    if (rest) memset(dx + 2 * g->out[1] * width, 0, sizeof(float) * (size_t)rest);
 }
 
 /* Whether unpool_2x2 takes the gradient: any type on AVX-512 rows, else max only. */
@@ -403,8 +417,8 @@ void deft_pool_cpu_backward(const deft_pool_grad_t *j) {
     if (deft_pool_fast_fits(g, j->dtype)) {
         fast_job_t f = fast_job(g);
         f.x = j->x, f.y = j->y, f.dy = j->dy, f.out = j->dx;
-        deft_parallel_for(g->planes, plane_grain(g), fast_unpool_planes, &f);
+        deft_parallel_for(g->planes, plane_grain(g, true), fast_unpool_planes, &f);
         return;
     }
-    deft_parallel_for(g->planes, plane_grain(g), general_unpool_planes, (void *)j);
+    deft_parallel_for(g->planes, plane_grain(g, false), general_unpool_planes, (void *)j);
 }

@@ -23,14 +23,16 @@ void deft_pool_kernels_set(deft_pool_kernels_t kernels);
 /* Whether the float32 plane kernels take this pooling (else the general loops). */
 bool deft_pool_fast_fits(const deft_pool_geom_t *g, deft_dtype_t dtype);
 
-/* pool_avx512.c: rows of 2x2 stride-2 windows that lie inside the input, the
- * n outputs of input rows x0 and x1, when the CPU has AVX-512F. */
+/* pool_avx512.c, when the CPU has AVX-512F: rows of 2x2 stride-2 windows that lie
+ * inside the input, the n outputs of input rows x0 and x1; rows of 3x3/2 ones. */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define DEFT_POOL_X86 1
 bool deft_pool_avx512(void);
 /* y[o] = max, sum or scaled sum of x0[2o], x0[2o + 1], x1[2o], x1[2o + 1]. */
 void deft_pool2x2_row_avx512(const float *x0, const float *x1, float *y, int64_t n, bool max,
                              float scale);
+/* Fold a row into n outputs of 3-wide, stride-2 windows: acc[o] with row[2o .. 2o + 2]. */
+void deft_pool3x2_fold_avx512(float *acc, const float *row, int64_t n, bool max);
 /* Their gradient from y and dy into the inputs' d0 and d1, each input written once. */
 void deft_unpool2x2_row_avx512(const float *x0, const float *x1, const float *y, const float *dy,
                                float *d0, float *d1, int64_t n, bool max, float scale);
