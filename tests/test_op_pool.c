@@ -252,6 +252,21 @@ START_TEST(test_pooling_float32_planes_match_reference) {
                     ties = true;
                     check_pool(r, DEFT_FLOAT32);
                 }
+        /* 1-D 'same': windows run past the end without padding */
+        ref_pool_t same = {.nsp = 1,
+                           .batch = 2,
+                           .ch = 2,
+                           .in = {1, 1, 23},
+                           .k = {1, 1, 3},
+                           .s = {1, 1, 2},
+                           .p = {0, 0, 0},
+                           .type = "avg",
+                           .power = 1,
+                           .include_pad = true,
+                           .convention = "same"};
+        check_pool(same, DEFT_FLOAT32);
+        same.type = "max";
+        check_pool(same, DEFT_FLOAT32);
     }
     ties = false;
     deft_pool_kernels_set(DEFT_POOL_AVX512);

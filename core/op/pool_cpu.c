@@ -31,7 +31,8 @@ void deft_pool_kernels_set(deft_pool_kernels_t k) {
     atomic_store(&kernels, (int)k);
 }
 
-bool deft_pool_fast_fits(const deft_pool_geom_t *g, deft_dtype_t dtype) {
+/* Whether the float32 plane kernels take this pooling (else the general loops). */
+static bool fast_fits(const deft_pool_geom_t *g, deft_dtype_t dtype) {
     return atomic_load(&kernels) >= DEFT_POOL_PLANES && dtype == DEFT_DT_FLOAT32 && g->in[0] == 1 &&
            g->kernel[0] == 1 && g->type != DEFT_POOL_LP;
 }
@@ -267,7 +268,7 @@ DEFT_CLONES static void fast_planes(void *arg, int64_t begin, int64_t end) {
 
 void deft_pool_cpu_forward(const deft_pool_geom_t *g, deft_dtype_t dtype, const void *x, void *y) {
     if (g->planes == 0 || plane_size(g, g->out) == 0) return;
-    if (deft_pool_fast_fits(g, dtype)) {
+    if (fast_fits(g, dtype)) {
         fast_job_t j = fast_job(g);
         j.x = x, j.out = y;
         deft_parallel_for(g->planes, plane_grain(g, true), fast_planes, &j);
@@ -414,7 +415,7 @@ DEFT_CLONES static void fast_unpool_planes(void *arg, int64_t begin, int64_t end
 void deft_pool_cpu_backward(const deft_pool_grad_t *j) {
     const deft_pool_geom_t *g = &j->g;
     if (g->planes == 0 || plane_size(g, g->in) == 0) return;
-    if (deft_pool_fast_fits(g, j->dtype)) {
+    if (fast_fits(g, j->dtype)) {
         fast_job_t f = fast_job(g);
         f.x = j->x, f.y = j->y, f.dy = j->dy, f.out = j->dx;
         deft_parallel_for(g->planes, plane_grain(g, true), fast_unpool_planes, &f);

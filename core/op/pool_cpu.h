@@ -20,9 +20,6 @@ void deft_pool_cpu_backward(const deft_pool_grad_t *j);
 typedef enum { DEFT_POOL_GENERAL, DEFT_POOL_PLANES, DEFT_POOL_AVX512 } deft_pool_kernels_t;
 void deft_pool_kernels_set(deft_pool_kernels_t kernels);
 
-/* Whether the float32 plane kernels take this pooling (else the general loops). */
-bool deft_pool_fast_fits(const deft_pool_geom_t *g, deft_dtype_t dtype);
-
 /* pool_avx512.c, when the CPU has AVX-512F: rows of 2x2 stride-2 windows that lie
  * inside the input, the n outputs of input rows x0 and x1; rows of 3x3/2 ones. */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
