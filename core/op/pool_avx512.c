@@ -52,8 +52,8 @@ AVX512 static inline void interleave(float *p, int64_t n, const __m512 *even, co
  * is v > acc ? v : acc, so NaN never wins), the others sum them in that
  * order and scale the sum.
  */
-AVX512 void deft_pool2x2_row_avx512(const float *x0, const float *x1, float *y, int64_t n, bool max,
-                                    float scale) {
+AVX512 static inline void pool2x2_row(const float *x0, const float *x1, float *y, int64_t n,
+                                      bool max, float scale) {
     const __m512 lowest = _mm512_set1_ps(-3.40282347e38f), factor = _mm512_set1_ps(scale);
     for (int64_t o = 0; o < n; o += 16) {
         int64_t m = n - o < 16 ? n - o : 16;
@@ -94,9 +94,9 @@ AVX512 void deft_pool3x2_fold_avx512(float *acc, const float *row, int64_t n, bo
  * to the output (the gradient left after each tap), the others' is
  * dy * scale on every tap.
  */
-AVX512 void deft_unpool2x2_row_avx512(const float *x0, const float *x1, const float *y,
-                                      const float *dy, float *d0, float *d1, int64_t n, bool max,
-                                      float scale) {
+AVX512 static inline void unpool2x2_row(const float *x0, const float *x1, const float *y,
+                                        const float *dy, float *d0, float *d1, int64_t n, bool max,
+                                        float scale) {
     const __m512 factor = _mm512_set1_ps(scale);
     for (int64_t o = 0; o < n; o += 16) {
         int64_t m = n - o < 16 ? n - o : 16;
@@ -116,6 +116,41 @@ AVX512 void deft_unpool2x2_row_avx512(const float *x0, const float *x1, const fl
         interleave(d0 + 2 * o, 2 * m, &g[0], &g[1]);
         interleave(d1 + 2 * o, 2 * m, &g[2], &g[3]);
     }
+}
+
+/* Whole planes, so that a plane of short rows (LeNet's 4 outputs) costs one call. */
+AVX512 void deft_pool2x2_plane_avx512(const float *x, float *y, int64_t width, int64_t oh_n,
+                                      int64_t ow_n, bool max, float scale) {
+    for (int64_t oh = 0; oh < oh_n; oh++) {
+        const float *x0 = x + 2 * oh * width;
+        pool2x2_row(x0, x0 + width, y + oh * ow_n, ow_n, max, scale);
+    }
+}
+
+AVX512 void deft_unpool2x2_plane_avx512(const float *x, const float *y, const float *dy, float *dx,
+                                        int64_t width, int64_t oh_n, int64_t ow_n, bool max,
+                                        float scale) {
+    for (int64_t oh = 0; oh < oh_n; oh++) {
+        const float *x0 = x + 2 * oh * width;
+        float *d0 = dx + 2 * oh * width;
+        unpool2x2_row(x0, x0 + width, y + oh * ow_n, dy + oh * ow_n, d0, d0 + width, ow_n, max,
+                      scale);
+    }
+}
+
+/*
+ * The max or the sum of n floats (a window that covers the plane: global
+ * pooling), in 16 lanes: max_ps(v, acc) keeps float's lowest value over NaN
+ * as pool_cpu.c's reduce_plane, and lanes past the end read as the start.
+ */
+AVX512 float deft_pool_reduce_avx512(const float *x, int64_t n, bool max) {
+    const __m512 start = _mm512_set1_ps(max ? -3.40282347e38f : 0);
+    __m512 acc = start;
+    for (int64_t i = 0; i < n; i += 16) {
+        __m512 v = _mm512_mask_loadu_ps(start, lanes(n - i), x + i);
+        acc = max ? _mm512_max_ps(v, acc) : _mm512_add_ps(acc, v);
+    }
+    return max ? _mm512_reduce_max_ps(acc) : _mm512_reduce_add_ps(acc);
 }
 
 #endif

@@ -83,9 +83,11 @@ typedef struct fast_job {
     const deft_pool_geom_t *g;
     int64_t lo, hi; /* the interior output columns: windows inside the input */
     bool max;
-    bool rows_2x2;   /* 2x2/2 windows all inside the input, and AVX-512 rows to run them */
-    float scale_2x2; /* what an average of such a window is scaled by */
-    bool fold_3x2;   /* 3-wide stride-2 windows along w, and AVX-512 to fold them */
+    bool rows_2x2;     /* 2x2/2 windows all inside the input, and AVX-512 rows to run them */
+    float scale_2x2;   /* what an average of such a window is scaled by */
+    bool fold_3x2;     /* 3-wide stride-2 windows along w, and AVX-512 to fold them */
+    bool avx512;       /* the CPU has AVX-512F, and the kernels level allows it */
+    float scale_plane; /* what an average of a window the size of the plane is scaled by */
     const float *x, *y, *dy;
     float *out; /* y forward, dx backward */
 } fast_job_t;
@@ -117,11 +119,11 @@ static fast_job_t fast_job(const deft_pool_geom_t *g) {
     fast_job_t j = {.g = g, .max = g->type == DEFT_POOL_MAX};
     interior_columns(g, &j.lo, &j.hi);
 #if DEFT_POOL_X86
-    bool avx512 = atomic_load(&kernels) >= DEFT_POOL_AVX512 && deft_pool_avx512();
-    j.rows_2x2 = avx512 && tiles_2x2(g);
-    j.fold_3x2 = avx512 && g->kernel[2] == 3 && g->stride[2] == 2;
+    j.avx512 = atomic_load(&kernels) >= DEFT_POOL_AVX512 && deft_pool_avx512();
+    j.rows_2x2 = j.avx512 && tiles_2x2(g);
+    j.fold_3x2 = j.avx512 && g->kernel[2] == 3 && g->stride[2] == 2;
 #endif
-    j.scale_2x2 = avg_scale(g, 2, 2);
+    j.scale_2x2 = avg_scale(g, 2, 2), j.scale_plane = avg_scale(g, g->in[1], g->in[2]);
     return j;
 }
 
@@ -249,20 +251,22 @@ DEFT_CLONES static void fast_planes(void *arg, int64_t begin, int64_t end) {
         const float *x = j->x + plane * in_plane;
         float *y = j->out + plane * out_plane;
         if (window_is_plane(g)) {
-            *y = reduce_plane(x, in_plane, j->max) * avg_scale(g, g->in[1], g->in[2]);
-            continue;
-        }
-        for (int64_t oh = 0; oh < g->out[1]; oh++) {
 #if DEFT_POOL_X86
-            if (j->rows_2x2) {
-                const float *x0 = x + 2 * oh * g->in[2];
-                deft_pool2x2_row_avx512(x0, x0 + g->in[2], y + oh * g->out[2], g->out[2], j->max,
-                                        j->scale_2x2);
+            if (j->avx512) {
+                *y = deft_pool_reduce_avx512(x, in_plane, j->max) * j->scale_plane;
                 continue;
             }
 #endif
-            pool_row(j, x, y + oh * g->out[2], oh);
+            *y = reduce_plane(x, in_plane, j->max) * j->scale_plane;
+            continue;
         }
+#if DEFT_POOL_X86
+        if (j->rows_2x2) {
+            deft_pool2x2_plane_avx512(x, y, g->in[2], g->out[1], g->out[2], j->max, j->scale_2x2);
+            continue;
+        }
+#endif
+        for (int64_t oh = 0; oh < g->out[1]; oh++) pool_row(j, x, y + oh * g->out[2], oh);
     }
 }
 
@@ -321,15 +325,15 @@ CLONED_HELPER void unpool_2x2(const fast_job_t *j, const float *x, const float *
                               float *dx) {
     const deft_pool_geom_t *g = j->g;
     int64_t width = g->in[2], ow_n = g->out[2];
+#if DEFT_POOL_X86
+    if (j->rows_2x2)
+        deft_unpool2x2_plane_avx512(x, y, dy, dx, width, g->out[1], ow_n, j->max, j->scale_2x2);
+#endif
     for (int64_t oh = 0; oh < g->out[1]; oh++) {
         const float *x0 = x + 2 * oh * width, *x1 = x0 + width, *t = y + oh * ow_n;
         const float *d = dy + oh * ow_n;
         float *d0 = dx + 2 * oh * width, *d1 = d0 + width;
-#if DEFT_POOL_X86
-        if (j->rows_2x2)
-            deft_unpool2x2_row_avx512(x0, x1, t, d, d0, d1, ow_n, j->max, j->scale_2x2);
-        else
-#endif
+        if (!j->rows_2x2)
             for (int64_t o = 0; o < ow_n; o++) { /* max only: see unpool_tiles */
                 float left = d[o], g0, g1, g2, g3;
                 g0 = x0[2 * o] == t[o] ? left : 0, left = x0[2 * o] == t[o] ? 0 : left;

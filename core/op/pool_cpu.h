@@ -25,14 +25,18 @@ void deft_pool_kernels_set(deft_pool_kernels_t kernels);
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define DEFT_POOL_X86 1
 bool deft_pool_avx512(void);
-/* y[o] = max, sum or scaled sum of x0[2o], x0[2o + 1], x1[2o], x1[2o + 1]. */
-void deft_pool2x2_row_avx512(const float *x0, const float *x1, float *y, int64_t n, bool max,
-                             float scale);
+/* The oh_n x ow_n outputs of a plane of rows of `width`: y[oh][o] = max, sum or
+ * scaled sum of x[2oh][2o], x[2oh][2o + 1], x[2oh + 1][2o], x[2oh + 1][2o + 1]. */
+void deft_pool2x2_plane_avx512(const float *x, float *y, int64_t width, int64_t oh_n, int64_t ow_n,
+                               bool max, float scale);
+/* Their gradient from y and dy into dx, each input of a window written once
+ * (the inputs past the last window are not touched). */
+void deft_unpool2x2_plane_avx512(const float *x, const float *y, const float *dy, float *dx,
+                                 int64_t width, int64_t oh_n, int64_t ow_n, bool max, float scale);
 /* Fold a row into n outputs of 3-wide, stride-2 windows: acc[o] with row[2o .. 2o + 2]. */
 void deft_pool3x2_fold_avx512(float *acc, const float *row, int64_t n, bool max);
-/* Their gradient from y and dy into the inputs' d0 and d1, each input written once. */
-void deft_unpool2x2_row_avx512(const float *x0, const float *x1, const float *y, const float *dy,
-                               float *d0, float *d1, int64_t n, bool max, float scale);
+/* The max or sum of x[0 .. n). */
+float deft_pool_reduce_avx512(const float *x, int64_t n, bool max);
 #else
 #define DEFT_POOL_X86 0
 #endif
