@@ -9,6 +9,7 @@
 #include "symbol_helpers.h"
 
 #include "deft/autograd.h"
+#include "deft/executor.h"
 
 static void set_training(bool on) {
     ck_assert_ok(DeftAutogradSetIsTraining(on, NULL));
@@ -220,6 +221,50 @@ START_TEST(test_empty_batch_leaves_moving_stats) {
 }
 END_TEST
 
+/* In a graph, BatchNorm writes over its data when nothing else reads it: exp(x) ->
+ * BatchNorm -> negative, as imperative calls give, in predict and training mode. */
+START_TEST(test_batch_norm_in_place_in_a_graph) {
+    DeftSymbolHandle data = var("data");
+    DeftSymbolHandle a = apply("exp", "a", 1, &data, NO_PARAMS);
+    DeftSymbolHandle bn = apply("BatchNorm", "bn", 1, &a, P("fix_gamma", "false"));
+    DeftSymbolHandle y = apply("negative", "y", 1, &bn, NO_PARAMS);
+    int64_t n = 2 * 3 * 4 * 5;
+    double *x = wavy(n), gamma[3] = {0.5, 2, -1}, beta[3] = {0, 1, -0.5}, mm[3] = {1, 2, 3};
+    double mv[3] = {1, 4, 0.25};
+    DeftNDArrayHandle in[5] = {
+        make(DEFT_FLOAT32, 4, SHAPE(2, 3, 4, 5), x), make(DEFT_FLOAT32, 1, SHAPE(3), gamma),
+        make(DEFT_FLOAT32, 1, SHAPE(3), beta), make(DEFT_FLOAT32, 1, SHAPE(3), mm),
+        make(DEFT_FLOAT32, 1, SHAPE(3), mv)};
+    for (int training = 0; training < 2; training++) {
+        set_training(training);
+        DeftCachedOpHandle op;
+        ck_assert_ok(DeftCachedOpCreate(y, 0, &op));
+        DeftNDArrayHandle got[1] = {NULL};
+        int nout = 1;
+        ck_assert_msg(DeftCachedOpInvoke(op, 5, in, &nout, got) == 0, "%s", DeftGetLastError());
+        int64_t naive, inplace; /* the plan wrote BatchNorm's output over exp's */
+        ck_assert_ok(DeftCachedOpGetPlanStat(op, DEFT_PLAN_NAIVE_BYTES, &naive));
+        ck_assert_ok(DeftCachedOpGetPlanStat(op, DEFT_PLAN_INPLACE_ONLY_BYTES, &inplace));
+        ck_assert_int_ge(naive - inplace, n * (int64_t)sizeof(float)); /* rounded to blocks */
+        DeftNDArrayHandle e = call1("exp", 1, &in[0], NO_PARAMS);
+        DeftNDArrayHandle bn_in[5] = {e, in[1], in[2], in[3], in[4]};
+        DeftNDArrayHandle b = call1("BatchNorm", 5, bn_in, P("fix_gamma", "false"));
+        DeftNDArrayHandle want = call1("negative", 1, &b, NO_PARAMS);
+        int64_t count;
+        double *expected = read_all(want, &count);
+        assert_values(got[0], n, expected, 0);
+        free(expected);
+        free_all(4, (DeftNDArrayHandle[]){got[0], e, b, want});
+        ck_assert_ok(DeftCachedOpFree(op));
+    }
+    set_training(false);
+    free_all(5, in);
+    free(x);
+    DeftSymbolHandle made[4] = {data, a, bn, y};
+    for (int i = 0; i < 4; i++) ck_assert_ok(DeftSymbolFree(made[i]));
+}
+END_TEST
+
 START_TEST(test_moving_stats_are_auxiliary_states) {
     DeftSymbolHandle data = var("data");
     DeftSymbolHandle bn = apply("BatchNorm", "bn", 1, &data, NO_PARAMS);
@@ -379,6 +424,7 @@ static Suite *batch_norm_suite(void) {
     tcase_add_test(tc, test_use_global_stats_keeps_moving_stats);
     tcase_add_test(tc, test_predict_mode_uses_moving_stats);
     tcase_add_test(tc, test_empty_batch_leaves_moving_stats);
+    tcase_add_test(tc, test_batch_norm_in_place_in_a_graph);
     tcase_add_test(tc, test_moving_stats_are_auxiliary_states);
     tcase_add_test(tc, test_bad_inputs_and_parameters);
     tcase_add_test(tc, test_autograd_training_gradient);
