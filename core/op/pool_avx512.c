@@ -153,4 +153,42 @@ AVX512 float deft_pool_reduce_avx512(const float *x, int64_t n, bool max) {
     return max ? _mm512_reduce_max_ps(acc) : _mm512_reduce_add_ps(acc);
 }
 
+/*
+ * Max pooling's gradient over n interior outputs of 3-wide stride-2 windows
+ * (the 3x3/2 stem pool) whose windows cover input rows [hlo, hhi) of plane
+ * x and start at column col0 + 2o: each output's gradient is added at its
+ * window's first maximum in row-major order. The first maxima of 16 outputs
+ * are found at once (a tap counts where it equals the output and no earlier
+ * tap did), then the gradients are added one by one, outputs in order, as
+ * neighbouring windows share a column. Plane offsets fit 32 bits (checked).
+ */
+AVX512 void deft_unpool3x2_max_avx512(const float *x, int64_t width, int64_t hlo, int64_t hhi,
+                                      int64_t col0, const float *y, const float *dy, float *dx,
+                                      int64_t n) {
+    const __m512i pairs =
+        _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    for (int64_t o = 0; o < n; o += 16) {
+        int64_t m = n - o < 16 ? n - o : 16;
+        __m512 t = _mm512_maskz_loadu_ps(lanes(m), y + o);
+        __m512i at = _mm512_set1_epi32(-1);
+        __mmask16 open = lanes(m); /* outputs whose maximum is not found yet */
+        for (int64_t h = hlo; h < hhi; h++) {
+            const float *row = x + h * width + col0 + 2 * o;
+            __m512 taps[3], unused;
+            deinterleave(row, 2 * m, &taps[0], &taps[1]);
+            deinterleave(row + 2, 2 * m - 1, &taps[2], &unused);
+            for (int k = 0; k < 3; k++) {
+                __mmask16 hit = _mm512_mask_cmp_ps_mask(open, taps[k], t, _CMP_EQ_OQ);
+                __m512i first = _mm512_set1_epi32((int32_t)(h * width + col0 + 2 * o + k));
+                at = _mm512_mask_add_epi32(at, hit, pairs, first);
+                open = (__mmask16)(open & ~hit);
+            }
+        }
+        int32_t where[16];
+        _mm512_storeu_si512(where, at);
+        for (int64_t l = 0; l < m; l++)
+            if (where[l] >= 0) dx[where[l]] += dy[o + l];
+    }
+}
+
 #endif

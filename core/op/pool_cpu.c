@@ -87,6 +87,7 @@ typedef struct fast_job {
     float scale_2x2;   /* what an average of such a window is scaled by */
     bool fold_3x2;     /* 3-wide stride-2 windows along w, and AVX-512 to fold them */
     bool avx512;       /* the CPU has AVX-512F, and the kernels level allows it */
+    bool unpool_3x2;   /* fold_3x2's max gradient, planes small enough for 32-bit offsets */
     float scale_plane; /* what an average of a window the size of the plane is scaled by */
     const float *x, *y, *dy;
     float *out; /* y forward, dx backward */
@@ -122,6 +123,7 @@ static fast_job_t fast_job(const deft_pool_geom_t *g) {
     j.avx512 = atomic_load(&kernels) >= DEFT_POOL_AVX512 && deft_pool_avx512();
     j.rows_2x2 = j.avx512 && tiles_2x2(g);
     j.fold_3x2 = j.avx512 && g->kernel[2] == 3 && g->stride[2] == 2;
+    j.unpool_3x2 = j.fold_3x2 && j.max && j.hi > j.lo && plane_size(g, g->in) <= INT32_MAX;
 #endif
     j.scale_2x2 = avg_scale(g, 2, 2), j.scale_plane = avg_scale(g, g->in[1], g->in[2]);
     return j;
@@ -306,6 +308,14 @@ CLONED_HELPER void unpool_max_row(const fast_job_t *j, const float *x, const flo
     int64_t hlo, hhi;
     deft_pool_span(g, 1, oh, &hlo, &hhi);
     for (int64_t ow = 0; ow < g->out[2]; ow++) {
+#if DEFT_POOL_X86
+        if (ow == j->lo && j->unpool_3x2) { /* the interior at once, then the right border */
+            deft_unpool3x2_max_avx512(x, g->in[2], hlo, hhi, j->lo * 2 - g->pad[2], y + j->lo,
+                                      dy + j->lo, dx, j->hi - j->lo);
+            ow = j->hi;
+            if (ow >= g->out[2]) break;
+        }
+#endif
         int64_t lo = ow * g->stride[2] - g->pad[2], hi = lo + g->kernel[2];
         if (ow < j->lo || ow >= j->hi) border_window(g, ow, &lo, &hi);
         int64_t at = first_max(x, g->in[2], hlo, hhi, lo, hi, y[ow]);

@@ -35,6 +35,10 @@ void deft_unpool2x2_plane_avx512(const float *x, const float *y, const float *dy
                                  int64_t width, int64_t oh_n, int64_t ow_n, bool max, float scale);
 /* Fold a row into n outputs of 3-wide, stride-2 windows: acc[o] with row[2o .. 2o + 2]. */
 void deft_pool3x2_fold_avx512(float *acc, const float *row, int64_t n, bool max);
+/* Max pooling's gradient over n interior outputs of 3-wide stride-2 windows: rows
+ * [hlo, hhi) of plane x, output o's window from column col0 + 2o, plane offsets < 2^31. */
+void deft_unpool3x2_max_avx512(const float *x, int64_t width, int64_t hlo, int64_t hhi,
+                               int64_t col0, const float *y, const float *dy, float *dx, int64_t n);
 /* The max or sum of x[0 .. n). */
 float deft_pool_reduce_avx512(const float *x, int64_t n, bool max);
 #else
