@@ -9,6 +9,7 @@
 #include "symbol_helpers.h"
 
 #include "deft/autograd.h"
+#include "deft/executor.h"
 
 static void set_training(bool on) {
     ck_assert_ok(DeftAutogradSetIsTraining(on, NULL));
@@ -103,6 +104,52 @@ START_TEST(test_training_normalises_with_the_batch_and_updates_moving_stats) {
 }
 END_TEST
 
+/* BatchNorm and _backward_BatchNorm on (3, 4, 5, 7) data of `dtype`, all six results. */
+static void bn_both_ways(int dtype, const double *x, const double *dy, double **results) {
+    double gamma[4] = {0.5, -1.5, 2, 0.25}, beta[4] = {0.1, -0.2, 0.3, 0}, mm[4] = {0.2, -1, 3, 0};
+    double mv[4] = {1, 0.5, 2, 4};
+    const int64_t *shape = SHAPE(3, 4, 5, 7);
+    DeftNDArrayHandle in[5] = {make(dtype, 4, shape, x), make(dtype, 1, SHAPE(4), gamma),
+                               make(dtype, 1, SHAPE(4), beta), make(dtype, 1, SHAPE(4), mm),
+                               make(dtype, 1, SHAPE(4), mv)};
+    const char *const *params = P("fix_gamma", "false", "output_mean_var", "true");
+    DeftNDArrayHandle out[3] = {NULL, NULL, NULL}, grads[3] = {NULL, NULL, NULL};
+    int nout = 3;
+    ck_assert_msg(call("BatchNorm", 5, in, &nout, out, params) == 0, "%s", DeftGetLastError());
+    DeftNDArrayHandle back_in[5] = {make(dtype, 4, shape, dy), in[0], in[1], out[1], out[2]};
+    ck_assert_msg(call("_backward_BatchNorm", 5, back_in, &nout, grads, params) == 0, "%s",
+                  DeftGetLastError());
+    int64_t n;
+    for (int k = 0; k < 3; k++)
+        results[k] = read_all(out[k], &n), results[3 + k] = read_all(grads[k], &n);
+    free_all(3, out), free_all(3, grads), free_all(5, in), free_all(1, back_in);
+}
+
+/* float32 takes typed loops over runs of a channel (vector bodies and tails of
+ * 35 elements); float64 the general loops: both agree, forward and backward,
+ * with batch statistics (training) and moving ones (predict mode). */
+START_TEST(test_float32_runs_match_float64) {
+    int64_t n = 3 * 4 * 5 * 7, counts[6] = {n, 4, 4, n, 4, 4};
+    double *x = wavy(n), *dy = wavy(n);
+    for (int64_t i = 0; i < n; i++) dy[i] = dy[n - 1 - i] * 0.5 + 1;
+    for (int training = 0; training < 2; training++) {
+        double *f32[6], *f64[6];
+        set_training(training);
+        bn_both_ways(DEFT_FLOAT32, x, dy, f32);
+        bn_both_ways(DEFT_FLOAT64, x, dy, f64);
+        for (int k = 0; k < 6; k++) {
+            for (int64_t i = 0; i < counts[k]; i++)
+                ck_assert_msg(close_enough(f32[k][i], f64[k][i], 1e-5),
+                              "training %d, result %d, element %lld: %.9g, expected %.9g", training,
+                              k, (long long)i, f32[k][i], f64[k][i]);
+            free(f32[k]), free(f64[k]);
+        }
+    }
+    set_training(false);
+    free(x), free(dy);
+}
+END_TEST
+
 START_TEST(test_fix_gamma_treats_gamma_as_one) {
     bn_case_t c = {3, {3, 2, 4}, 1, true, true, 1e-3};
     check_case(&c, DEFT_FLOAT64, P("output_mean_var", "true"));
@@ -171,6 +218,50 @@ START_TEST(test_empty_batch_leaves_moving_stats) {
     assert_values(in[4], 2, VALUES(2, 3), 0);
     free_all(1, &y);
     free_all(5, in);
+}
+END_TEST
+
+/* In a graph, BatchNorm writes over its data when nothing else reads it: exp(x) ->
+ * BatchNorm -> negative, as imperative calls give, in predict and training mode. */
+START_TEST(test_batch_norm_in_place_in_a_graph) {
+    DeftSymbolHandle data = var("data");
+    DeftSymbolHandle a = apply("exp", "a", 1, &data, NO_PARAMS);
+    DeftSymbolHandle bn = apply("BatchNorm", "bn", 1, &a, P("fix_gamma", "false"));
+    DeftSymbolHandle y = apply("negative", "y", 1, &bn, NO_PARAMS);
+    int64_t n = 2 * 3 * 4 * 5;
+    double *x = wavy(n), gamma[3] = {0.5, 2, -1}, beta[3] = {0, 1, -0.5}, mm[3] = {1, 2, 3};
+    double mv[3] = {1, 4, 0.25};
+    DeftNDArrayHandle in[5] = {
+        make(DEFT_FLOAT32, 4, SHAPE(2, 3, 4, 5), x), make(DEFT_FLOAT32, 1, SHAPE(3), gamma),
+        make(DEFT_FLOAT32, 1, SHAPE(3), beta), make(DEFT_FLOAT32, 1, SHAPE(3), mm),
+        make(DEFT_FLOAT32, 1, SHAPE(3), mv)};
+    for (int training = 0; training < 2; training++) {
+        set_training(training);
+        DeftCachedOpHandle op;
+        ck_assert_ok(DeftCachedOpCreate(y, 0, &op));
+        DeftNDArrayHandle got[1] = {NULL};
+        int nout = 1;
+        ck_assert_msg(DeftCachedOpInvoke(op, 5, in, &nout, got) == 0, "%s", DeftGetLastError());
+        int64_t naive, inplace; /* the plan wrote BatchNorm's output over exp's */
+        ck_assert_ok(DeftCachedOpGetPlanStat(op, DEFT_PLAN_NAIVE_BYTES, &naive));
+        ck_assert_ok(DeftCachedOpGetPlanStat(op, DEFT_PLAN_INPLACE_ONLY_BYTES, &inplace));
+        ck_assert_int_ge(naive - inplace, n * (int64_t)sizeof(float)); /* rounded to blocks */
+        DeftNDArrayHandle e = call1("exp", 1, &in[0], NO_PARAMS);
+        DeftNDArrayHandle bn_in[5] = {e, in[1], in[2], in[3], in[4]};
+        DeftNDArrayHandle b = call1("BatchNorm", 5, bn_in, P("fix_gamma", "false"));
+        DeftNDArrayHandle want = call1("negative", 1, &b, NO_PARAMS);
+        int64_t count;
+        double *expected = read_all(want, &count);
+        assert_values(got[0], n, expected, 0);
+        free(expected);
+        free_all(4, (DeftNDArrayHandle[]){got[0], e, b, want});
+        ck_assert_ok(DeftCachedOpFree(op));
+    }
+    set_training(false);
+    free_all(5, in);
+    free(x);
+    DeftSymbolHandle made[4] = {data, a, bn, y};
+    for (int i = 0; i < 4; i++) ck_assert_ok(DeftSymbolFree(made[i]));
 }
 END_TEST
 
@@ -327,11 +418,13 @@ static Suite *batch_norm_suite(void) {
     Suite *suite = suite_create("BatchNorm");
     TCase *tc = tcase_create("batch_norm");
     tcase_add_test(tc, test_training_normalises_with_the_batch_and_updates_moving_stats);
+    tcase_add_test(tc, test_float32_runs_match_float64);
     tcase_add_test(tc, test_fix_gamma_treats_gamma_as_one);
     tcase_add_test(tc, test_channel_axis_last_first_and_middle);
     tcase_add_test(tc, test_use_global_stats_keeps_moving_stats);
     tcase_add_test(tc, test_predict_mode_uses_moving_stats);
     tcase_add_test(tc, test_empty_batch_leaves_moving_stats);
+    tcase_add_test(tc, test_batch_norm_in_place_in_a_graph);
     tcase_add_test(tc, test_moving_stats_are_auxiliary_states);
     tcase_add_test(tc, test_bad_inputs_and_parameters);
     tcase_add_test(tc, test_autograd_training_gradient);

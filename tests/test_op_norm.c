@@ -129,6 +129,66 @@ START_TEST(test_group_norm_per_sample_and_group) {
 }
 END_TEST
 
+/* One of InstanceNorm and GroupNorm on x, forward and backward, in `dtype`: the output,
+ * then the gradients of data, gamma and beta. */
+typedef struct slices_case {
+    const char *op;
+    int64_t shape[4], slices, size, params; /* `slices` blocks of `size`, gamma (params,) */
+    int64_t stats[2];                       /* the statistics' shape: (N, slices / N) */
+    bool std;                               /* the statistic: std (else var) */
+    const char *const *params_text;
+} slices_case_t;
+
+static void slices_both_ways(const slices_case_t *c, int dtype, double **results) {
+    int64_t n = c->slices * c->size;
+    double *x = wavy(n), *dy = wavy(n), gamma[4] = {1.5, -0.5, 2, 0.75}, beta[4] = {0.25, 1, 0, -2};
+    double mean[8], stat[8], y[512];
+    for (int64_t i = 0; i < n; i++) dy[i] = x[n - 1 - i] - 0.5;
+    for (int64_t j = 0; j < c->slices; j++) { /* the statistics, as the forward makes them */
+        normalise(x, y, j * c->size, c->size, 1, gamma, beta, j % c->params, false, 1e-3, &mean[j],
+                  &stat[j]);
+        if (c->std) stat[j] = sqrt(stat[j] + 1e-3);
+    }
+    DeftNDArrayHandle in[3] = {make(dtype, 4, c->shape, x), make(dtype, 1, SHAPE(c->params), gamma),
+                               make(dtype, 1, SHAPE(c->params), beta)};
+    DeftNDArrayHandle out[3], grads[3];
+    invoke(c->op, 3, in, out, c->params_text);
+    char backward[64];
+    snprintf(backward, sizeof backward, "_backward_%s", c->op);
+    DeftNDArrayHandle back_in[5] = {make(dtype, 4, c->shape, dy), in[0], in[1],
+                                    make(dtype, 2, c->stats, mean), make(dtype, 2, c->stats, stat)};
+    ck_assert_int_eq(invoke(backward, 5, back_in, grads, c->params_text), 3);
+    int64_t got;
+    results[0] = read_all(out[0], &got);
+    for (int k = 0; k < 3; k++) results[1 + k] = read_all(grads[k], &got);
+    free_all(1, out), free_all(3, grads), free_all(3, in);
+    free_all(1, back_in), free_all(2, back_in + 3);
+    free(x), free(dy);
+}
+
+/* float32 takes typed loops over each block (vector bodies and tails); float64 the
+ * general loops: both agree, forward and backward. */
+START_TEST(test_float32_blocks_match_float64) {
+    const slices_case_t cases[2] = {
+        {"InstanceNorm", {2, 3, 5, 7}, 6, 35, 3, {2, 3}, false, P("eps", "1e-3")},
+        {"GroupNorm", {2, 4, 37, 1}, 4, 74, 2, {2, 2}, true, P("num_groups", "2", "eps", "1e-3")}};
+    for (int c = 0; c < 2; c++) {
+        double *f32[4], *f64[4];
+        int64_t counts[4] = {cases[c].slices * cases[c].size, cases[c].slices * cases[c].size,
+                             cases[c].params, cases[c].params};
+        slices_both_ways(&cases[c], DEFT_FLOAT32, f32);
+        slices_both_ways(&cases[c], DEFT_FLOAT64, f64);
+        for (int k = 0; k < 4; k++) {
+            for (int64_t i = 0; i < counts[k]; i++)
+                ck_assert_msg(close_enough(f32[k][i], f64[k][i], 1e-5),
+                              "%s result %d, element %lld: %.9g, expected %.9g", cases[c].op, k,
+                              (long long)i, f32[k][i], f64[k][i]);
+            free(f32[k]), free(f64[k]);
+        }
+    }
+}
+END_TEST
+
 /* x / sqrt(sum(x^2) + eps) over each instance, channel vector or spatial map of (2, 3, 2). */
 START_TEST(test_l2_normalization_modes) {
     double *x = wavy(12), y[12];
@@ -282,6 +342,7 @@ static Suite *norm_suite(void) {
     tcase_add_test(tc, test_layer_norm_last_and_middle_axis);
     tcase_add_test(tc, test_instance_norm_per_sample_and_channel);
     tcase_add_test(tc, test_group_norm_per_sample_and_group);
+    tcase_add_test(tc, test_float32_blocks_match_float64);
     tcase_add_test(tc, test_l2_normalization_modes);
     tcase_add_test(tc, test_lrn_windows);
     tcase_add_test(tc, test_gamma_and_beta_shapes_inferred);

@@ -1,6 +1,8 @@
 /* Pooling and _backward_Pooling against naive loops written from MXNet's definitions. */
 #include "op_helpers.h"
 
+#include "core/op/pool_cpu.h"
+
 /* One pooling, as the test's reference sees it (spatial axes padded to 3 with size 1). */
 typedef struct ref_pool {
     int nsp;                          /* spatial axes: 1, 2 or 3 */
@@ -133,6 +135,9 @@ static void tuple_text(char *buf, size_t size, const int64_t *v, int nsp) {
     snprintf(buf + used, size - (size_t)used, ")");
 }
 
+/* Data with many equal values: max windows with ties, whose gradient goes to the first. */
+static bool ties;
+
 /* Run Pooling and _backward_Pooling on r in `dtype` and compare with the references. */
 static void check_pool(ref_pool_t r, int dtype) {
     ref_shape(&r);
@@ -144,6 +149,7 @@ static void check_pool(ref_pool_t r, int dtype) {
     double *dy = malloc(sizeof(double) * (size_t)nout), *dx = malloc(sizeof(double) * (size_t)nin);
     fill_distinct(x, nin, 1);
     fill_distinct(dy, nout, 2);
+    for (int64_t i = 0; ties && i < nin; i++) x[i] = floor(x[i] / 4);
     if (dtype == DEFT_FLOAT32)
         for (int64_t i = 0; i < nin; i++) x[i] = (float)x[i];
     char kernel[64], stride[64], pad[64], power[8];
@@ -202,6 +208,88 @@ START_TEST(test_pooling_float32_rows_match_reference) {
                                 types[t],  1,         p != 1,    s == 2 ? "full" : "valid"};
                 check_pool(r, DEFT_FLOAT32);
             }
+}
+END_TEST
+
+/*
+ * The float32 plane kernels, with and without their AVX-512 rows, and the
+ * general loops on float32, against the reference: the 2x2/2 windows that tile a plane, odd
+ * sizes whose last row and column no window reads, 3x3/2 with padding, full
+ * windows past the end, strides wider than the kernel, wide rows with vector
+ * tails, 1-D, windows the size of the plane, and ties.
+ */
+START_TEST(test_pooling_float32_planes_match_reference) {
+    static const struct {
+        int nsp;
+        int64_t in[3], k[3], s[3], p[3];
+    } shapes[] = {
+        {2, {1, 8, 10}, {1, 2, 2}, {1, 2, 2}, {0, 0, 0}},  /* LeNet's: tiles the plane */
+        {2, {1, 7, 37}, {1, 2, 2}, {1, 2, 2}, {0, 0, 0}},  /* odd: last row, column unread */
+        {2, {1, 13, 35}, {1, 3, 3}, {1, 2, 2}, {0, 1, 1}}, /* ResNet's stem pool */
+        {2, {1, 9, 21}, {1, 3, 3}, {1, 1, 1}, {0, 1, 1}},  /* 3x3/1 */
+        {2, {1, 10, 19}, {1, 2, 3}, {1, 3, 4}, {0, 1, 0}}, /* gaps between windows */
+        {2, {1, 6, 5}, {1, 6, 5}, {1, 1, 1}, {0, 0, 0}},   /* one window: the plane */
+        {2, {1, 5, 4}, {1, 3, 2}, {1, 1, 2}, {0, 2, 1}},   /* windows mostly padding */
+        {1, {1, 1, 50}, {1, 1, 3}, {1, 1, 2}, {0, 0, 1}},  /* 1-D */
+    };
+    static const char *const conventions[] = {"valid", "full"};
+    for (int kernels = DEFT_POOL_AVX512; kernels >= DEFT_POOL_GENERAL; kernels--) {
+        deft_pool_kernels_set(kernels);
+        for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++)
+            for (int t = 0; t < 3; t++)
+                for (int v = 0; v < 4; v++) {
+                    ref_pool_t r = {.nsp = shapes[c].nsp,
+                                    .batch = 2,
+                                    .ch = 3,
+                                    .type = types[t],
+                                    .power = 1,
+                                    .include_pad = v % 2,
+                                    .convention = conventions[v / 2]};
+                    memcpy(r.in, shapes[c].in, sizeof r.in), memcpy(r.k, shapes[c].k, sizeof r.k);
+                    memcpy(r.s, shapes[c].s, sizeof r.s), memcpy(r.p, shapes[c].p, sizeof r.p);
+                    ties = false;
+                    check_pool(r, DEFT_FLOAT32);
+                    ties = true;
+                    check_pool(r, DEFT_FLOAT32);
+                }
+        /* 1-D 'same': windows run past the end without padding */
+        ref_pool_t same = {.nsp = 1,
+                           .batch = 2,
+                           .ch = 2,
+                           .in = {1, 1, 23},
+                           .k = {1, 1, 3},
+                           .s = {1, 1, 2},
+                           .p = {0, 0, 0},
+                           .type = "avg",
+                           .power = 1,
+                           .include_pad = true,
+                           .convention = "same"};
+        check_pool(same, DEFT_FLOAT32);
+        same.type = "max";
+        check_pool(same, DEFT_FLOAT32);
+    }
+    ties = false;
+    deft_pool_kernels_set(DEFT_POOL_AVX512);
+}
+END_TEST
+
+/* NaN never wins a max window, and a window of NaNs alone gives float's lowest
+ * value and passes no gradient, on both the plane kernels and the general loops. */
+START_TEST(test_max_pooling_skips_nan) {
+    float nan = NAN;
+    for (int kernels = DEFT_POOL_AVX512; kernels >= DEFT_POOL_GENERAL; kernels--) {
+        deft_pool_kernels_set(kernels);
+        DeftNDArrayHandle X =
+            make(DEFT_FLOAT32, 4, SHAPE(1, 1, 2, 4), VALUES(nan, 1, nan, nan, 2, nan, nan, nan));
+        DeftNDArrayHandle Y = call1("Pooling", 1, &X, P("kernel", "(2,2)", "stride", "(2,2)"));
+        assert_values(Y, 2, VALUES(2, -3.4028234663852886e38), 0);
+        DeftNDArrayHandle DY = make(DEFT_FLOAT32, 4, SHAPE(1, 1, 1, 2), VALUES(5, 7));
+        DeftNDArrayHandle DX = call1("_backward_Pooling", 3, (DeftNDArrayHandle[]){DY, X, Y},
+                                     P("kernel", "(2,2)", "stride", "(2,2)"));
+        assert_values(DX, 8, VALUES(0, 0, 0, 0, 5, 0, 0, 0), 0);
+        free_all(4, (DeftNDArrayHandle[]){X, Y, DY, DX});
+    }
+    deft_pool_kernels_set(DEFT_POOL_AVX512);
 }
 END_TEST
 
@@ -312,6 +400,8 @@ static Suite *pool_suite(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_pooling_matches_reference, 0, 4);
     tcase_add_test(tc, test_pooling_float32_rows_match_reference);
+    tcase_add_test(tc, test_pooling_float32_planes_match_reference);
+    tcase_add_test(tc, test_max_pooling_skips_nan);
     tcase_add_test(tc, test_pooling_same_convention_and_global);
     tcase_add_test(tc, test_max_pooling_gradient_goes_to_the_first_maximum);
     tcase_add_test(tc, test_pooling_zero_size_batch);

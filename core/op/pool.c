@@ -3,16 +3,14 @@
  * 3 spatial axes of NCW / NCHW / NCDHW data, and its gradient
  * _backward_Pooling. The window arithmetic lives in core/math/pool_math.h,
  * shared with the GPU kernel; this file checks parameters, computes output
- * shapes exactly as MXNet (valid, full = ceil mode, same), and runs the CPU
- * loops. float32 2-D max and average pooling take a row kernel that the
- * compiler vectorises across the output width.
+ * shapes exactly as MXNet (valid, full = ceil mode, same) and builds the
+ * gradient; the CPU loops are in pool_cpu.c, the GPU's in pool.cu.
  */
 
-#include "core/base/parallel.h"
 #include "core/math/pool_math.h"
 #include "core/op/grad.h"
-#include "core/op/kernel.h"
 #include "core/op/op.h"
+#include "core/op/pool_cpu.h"
 
 enum {
     P_KERNEL,
@@ -177,108 +175,17 @@ static int pool_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
     return 0;
 }
 
-/* ---- forward on the CPU ---- */
-
-typedef struct pool_job {
-    deft_pool_geom_t g;
-    deft_dtype_t dtype;
-    const void *x;
-    void *y;
-} pool_job_t;
-
-/* Output columns [*lo, *hi) whose windows lie inside the input along w. */
-static void interior_columns(const deft_pool_geom_t *g, int64_t *lo, int64_t *hi) {
-    int64_t s = g->stride[2], first = (g->pad[2] + s - 1) / s;
-    int64_t room = g->in[2] - g->kernel[2] + g->pad[2]; /* the last start + pad that fits */
-    int64_t last = room < 0 ? -1 : room / s;
-    *lo = first < g->out[2] ? first : g->out[2];
-    *hi = last + 1 > *lo ? (last + 1 < g->out[2] ? last + 1 : g->out[2]) : *lo;
-}
-
-/*
- * One output row of a float32 2-D max or average pooling. The columns whose
- * windows lie inside the input are accumulated kernel tap by tap across the
- * whole row, a loop the compiler vectorises; the few border columns take the
- * general window code.
- */
-DEFT_CLONES static void pool_row_f32(const deft_pool_geom_t *g, const float *plane, float *row,
-                                     int64_t oh) {
-    int64_t lo, hi, width = g->in[2], stride = g->stride[2], pad = g->pad[2];
-    interior_columns(g, &lo, &hi);
-    bool max = g->type == DEFT_POOL_MAX;
-    for (int64_t ow = 0; ow < g->out[2]; ow++) {
-        if (ow == lo && hi > lo) ow = hi;
-        if (ow >= g->out[2]) break;
-        deft_pool_window_t w = deft_pool_window(g, (const int64_t[]){0, oh, ow});
-        row[ow] = (float)deft_pool_value(g, plane, DEFT_DT_FLOAT32, 0, &w);
-    }
-    if (hi <= lo) return;
-    deft_pool_window_t w = deft_pool_window(g, (const int64_t[]){0, oh, lo});
-    float init = max ? -3.40282347e38f : 0.0f;
-    for (int64_t ow = lo; ow < hi; ow++) row[ow] = init;
-    for (int64_t h = w.lo[1]; h < w.hi[1]; h++) {
-        const float *in = plane + h * width;
-        for (int64_t k = 0; k < g->kernel[2]; k++) {
-            int64_t tap = k - pad; /* >= -ow * stride for interior columns */
-            if (max)
-                for (int64_t ow = lo; ow < hi; ow++) {
-                    float v = in[ow * stride + tap];
-                    row[ow] = v > row[ow] ? v : row[ow];
-                }
-            else
-                for (int64_t ow = lo; ow < hi; ow++) row[ow] += in[ow * stride + tap];
-        }
-    }
-    if (!max) {
-        float scale = (float)(1 / w.divisor);
-        for (int64_t ow = lo; ow < hi; ow++) row[ow] *= scale;
-    }
-}
-
-/* Output rows [begin, end), a row being (plane, od, oh). */
-static void pool_rows(void *arg, int64_t begin, int64_t end) {
-    const pool_job_t *j = arg;
-    const deft_pool_geom_t *g = &j->g;
-    int64_t in_plane = g->in[0] * g->in[1] * g->in[2];
-    bool fast = j->dtype == DEFT_DT_FLOAT32 && g->in[0] == 1 && g->kernel[0] == 1 &&
-                (g->type == DEFT_POOL_MAX || g->type == DEFT_POOL_AVG);
-    for (int64_t r = begin; r < end; r++) {
-        int64_t oh = r % g->out[1], od = r / g->out[1] % g->out[0];
-        int64_t plane = r / (g->out[0] * g->out[1]);
-        int64_t out_at = r * g->out[2];
-        if (fast) {
-            pool_row_f32(g, (const float *)j->x + plane * in_plane, (float *)j->y + out_at, oh);
-            continue;
-        }
-        for (int64_t ow = 0; ow < g->out[2]; ow++) {
-            deft_pool_window_t w = deft_pool_window(g, (const int64_t[]){od, oh, ow});
-            double v = deft_pool_value(g, j->x, j->dtype, plane * in_plane, &w);
-            deft_store_double(j->y, j->dtype, out_at + ow, v);
-        }
-    }
-}
-
 static int pool_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
-    pool_job_t j = {
-        .dtype = in[0].dtype, .x = deft_tensor_data(&in[0]), .y = deft_tensor_data(&out[0])};
+    deft_pool_geom_t g;
     deft_shape_t shape;
-    if (pool_geometry(op, p, &in[0].shape, &j.g, &shape)) return -1;
-    int64_t rows = j.g.planes * j.g.out[0] * j.g.out[1];
-    if (rows == 0 || j.g.out[2] == 0) return 0;
-    int64_t window = j.g.kernel[0] * j.g.kernel[1] * j.g.kernel[2];
-    int64_t grain = DEFT_PARALLEL_GRAIN / (j.g.out[2] * window) + 1;
-    deft_parallel_for(rows, grain, pool_rows, &j);
+    if (pool_geometry(op, p, &in[0].shape, &g, &shape)) return -1;
+    deft_pool_cpu_forward(&g, in[0].dtype, deft_tensor_data(&in[0]), deft_tensor_data(&out[0]));
     return 0;
 }
 
 /* ---- backward: (out_grad, data, output) -> d data ---- */
-
-/* Planes [begin, end): each plane's gradient depends on that plane alone. */
-static void unpool_planes(void *arg, int64_t begin, int64_t end) {
-    for (int64_t plane = begin; plane < end; plane++) deft_pool_unpool_plane(arg, plane);
-}
 
 static int unpool_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_desc_t *in, int *nout, deft_desc_t *out) {
@@ -317,11 +224,7 @@ static int unpool_forward(const deft_op_t *op, const deft_param_value_t *p, int 
     (void)nin, (void)nout;
     deft_pool_grad_t j;
     if (unpool_call(op, p, in, out, &j)) return -1;
-    if (deft_shape_size(&in[1].shape) == 0) return 0;
-    int64_t plane_work = j.g.in[0] * j.g.in[1] * j.g.in[2] + j.g.out[0] * j.g.out[1] * j.g.out[2] *
-                                                                 j.g.kernel[0] * j.g.kernel[1] *
-                                                                 j.g.kernel[2];
-    deft_parallel_for(j.g.planes, DEFT_PARALLEL_GRAIN / (plane_work + 1) + 1, unpool_planes, &j);
+    deft_pool_cpu_backward(&j);
     return 0;
 }
 
