@@ -86,11 +86,12 @@ START_TEST(test_reductions_over_every_axis_set) {
 }
 END_TEST
 
-/* Reference reduction of a 4-D array over the axes in `mask` (bit d: axis d). */
-static void ref_reduce4(const char *op, const double *x, const int64_t *shape, unsigned mask,
+/* Reference reduction of a 5-D array over the axes in `mask` (bit d: axis d). */
+static void ref_reduce5(const char *op, const double *x, const int64_t *shape, unsigned mask,
                         double *out, int64_t *nout) {
-    int64_t n = shape[0] * shape[1] * shape[2] * shape[3], out_n = 1, out_strides[4], count = 1;
-    for (int d = 3; d >= 0; d--) {
+    int64_t n = 1, out_n = 1, out_strides[5], count = 1;
+    for (int d = 4; d >= 0; d--) {
+        n *= shape[d];
         out_strides[d] = mask >> d & 1 ? 0 : out_n;
         if (mask >> d & 1)
             count *= shape[d];
@@ -101,7 +102,7 @@ static void ref_reduce4(const char *op, const double *x, const int64_t *shape, u
     for (int64_t o = 0; o < out_n; o++) out[o] = mul ? 1 : extreme ? -INFINITY : 0;
     for (int64_t i = 0; i < n; i++) {
         int64_t rest = i, o = 0;
-        for (int d = 3; d >= 0; d--) o += rest % shape[d] * out_strides[d], rest /= shape[d];
+        for (int d = 4; d >= 0; d--) o += rest % shape[d] * out_strides[d], rest /= shape[d];
         out[o] = mul ? out[o] * x[i] : extreme ? fmax(out[o], x[i]) : out[o] + x[i];
     }
     if (!strcmp(op, "mean"))
@@ -109,31 +110,32 @@ static void ref_reduce4(const char *op, const double *x, const int64_t *shape, u
     *nout = out_n;
 }
 
-/* Every axis set of 4-D arrays, so every layout of the kernel: reduced axes
+/* Every axis set of 5-D arrays, so every layout of the kernel: reduced axes
  * innermost (rows), innermost reduced after kept ones (spans, as conv bias
- * gradients), innermost kept (columns, as FC bias gradients, 600 wide: two
- * blocks of accumulators), and the transposed copy (max, prod, integers). */
+ * gradients, with up to three reduced runs), innermost kept (columns, as FC
+ * bias gradients, 600 wide: two blocks of accumulators), and the transposed
+ * copy (max, prod, integers). */
 START_TEST(test_reductions_read_layouts_in_place) {
-    const int64_t shapes[2][4] = {{2, 3, 5, 7}, {3, 2, 1, 600}};
+    const int64_t shapes[3][5] = {{1, 2, 3, 5, 7}, {3, 2, 1, 1, 600}, {2, 3, 2, 5, 3}};
     const char *ops[] = {"sum", "mean", "max", "prod"};
     const int dtypes[] = {DEFT_FLOAT32, DEFT_FLOAT64, DEFT_INT32};
     static double x[3600], want[3600];
-    for (int sh = 0; sh < 2; sh++) {
+    for (int sh = 0; sh < 3; sh++) {
         const int64_t *shape = shapes[sh];
-        int64_t n = shape[0] * shape[1] * shape[2] * shape[3];
+        int64_t n = shape[0] * shape[1] * shape[2] * shape[3] * shape[4];
         for (int o = 0; o < 4; o++) {
             for (int i = 0; i < n; i++)
                 x[i] = !strcmp(ops[o], "prod") ? (i % 3 ? 1 : -1) : (double)((i * 37) % 23 - 11);
             for (int d = 0; d < 3; d++) {
                 if (!strcmp(ops[o], "mean") && dtypes[d] == DEFT_INT32) continue;
-                DeftNDArrayHandle a = make(dtypes[d], 4, shape, x);
-                for (unsigned mask = 1; mask < 16; mask++) {
+                DeftNDArrayHandle a = make(dtypes[d], 5, shape, x);
+                for (unsigned mask = 1; mask < 32; mask++) {
                     char axes[32] = "(";
-                    for (int ax = 0; ax < 4; ax++)
+                    for (int ax = 0; ax < 5; ax++)
                         if (mask >> ax & 1) snprintf(axes + strlen(axes), 8, "%d,", ax);
                     strcat(axes, ")");
                     int64_t nout;
-                    ref_reduce4(ops[o], x, shape, mask, want, &nout);
+                    ref_reduce5(ops[o], x, shape, mask, want, &nout);
                     DeftNDArrayHandle y = call1(ops[o], 1, &a, P("axis", axes));
                     assert_values(y, nout, want, dtypes[d] == DEFT_FLOAT32 ? 1e-6 : 1e-12);
                     ck_assert_ok(DeftNDArrayFree(y));

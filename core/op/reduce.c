@@ -31,20 +31,33 @@ typedef struct reducer {
     bool needs_elements; /* max, min, arg*: a zero-size reduction has no answer */
 } reducer_t;
 
+/* A float sum in double of `spans` spans of n elements, `stride` apart,
+ * over 16 partial sums: vector lanes. */
+#define SUM_SPAN(S, T)                                                                             \
+    DEFT_CLONES static double sum_##S(const T *x, int64_t n, int64_t spans, int64_t stride) {      \
+        double part[16] = {0}, sum = 0;                                                            \
+        for (int64_t s = 0; s < spans; s++, x += stride) {                                         \
+            int64_t i = 0;                                                                         \
+            for (; i + 16 <= n; i += 16)                                                           \
+                for (int j = 0; j < 16; j++) part[j] += x[i + j];                                  \
+            for (; i < n; i++) sum += x[i];                                                        \
+        }                                                                                          \
+        for (int width = 8; width > 0; width /= 2) /* a tree: no chain of 16 dependent adds */     \
+            for (int j = 0; j < width; j++) part[j] += part[j + width];                            \
+        return sum + part[0];                                                                      \
+    }
+SUM_SPAN(f32, float)
+SUM_SPAN(f64, double)
+
 /* Max/min/argmax/argmin for floats: the first NaN wins, as in NumPy. */
 #define FLOAT_SPAN(S, T)                                                                           \
     static void span_##S(deft_reduce_kind_t kind, const T *x, int64_t n, int64_t base,             \
                          deft_partial_t *p) {                                                      \
         switch (kind) {                                                                            \
         case DEFT_R_SUM:                                                                           \
-        case DEFT_R_MEAN: {                                                                        \
-            double a0 = 0, a1 = 0, a2 = 0, a3 = 0;                                                 \
-            int64_t i = 0;                                                                         \
-            for (; i + 4 <= n; i += 4) a0 += x[i], a1 += x[i + 1], a2 += x[i + 2], a3 += x[i + 3]; \
-            for (; i < n; i++) a0 += x[i];                                                         \
-            p->f += (a0 + a1) + (a2 + a3);                                                         \
+        case DEFT_R_MEAN:                                                                          \
+            p->f += sum_##S(x, n, 1, 0);                                                           \
             break;                                                                                 \
-        }                                                                                          \
         case DEFT_R_PROD:                                                                          \
             for (int64_t i = 0; i < n; i++) p->f *= x[i];                                          \
             break;                                                                                 \
@@ -370,6 +383,34 @@ static int64_t run_offset(const axis_run_t *runs, int n, int64_t i) {
     return offset;
 }
 
+/* An odometer over the runs' indices, with their offset (no division a step). */
+typedef struct run_walk {
+    int64_t index[DEFT_SHAPE_MAX_NDIM], offset;
+} run_walk_t;
+
+static void run_next(const axis_run_t *runs, int n, run_walk_t *w) {
+    for (int k = 0; k < n; k++) {
+        w->offset += runs[k].stride;
+        if (++w->index[k] < runs[k].len) return;
+        w->offset -= runs[k].stride * runs[k].len;
+        w->index[k] = 0;
+    }
+}
+
+/* `spans` spans of n elements from base, `stride` apart, into p. */
+static void reduce_strided_spans(deft_reduce_kind_t kind, deft_dtype_t dtype, const void *x,
+                                 int64_t n, int64_t spans, int64_t stride, int64_t base,
+                                 deft_partial_t *p) {
+    if ((kind == DEFT_R_SUM || kind == DEFT_R_MEAN) && n > 0 &&
+        (dtype == DEFT_DT_FLOAT32 || dtype == DEFT_DT_FLOAT64)) { /* one call, one tree */
+        p->f += dtype == DEFT_DT_FLOAT32 ? sum_f32((const float *)x + base, n, spans, stride)
+                                         : sum_f64((const double *)x + base, n, spans, stride);
+        p->count += n * spans;
+        return;
+    }
+    for (int64_t s = 0; s < spans; s++) reduce_span(kind, dtype, x, n, base + s * stride, p);
+}
+
 enum { COLUMN_BLOCK = 512 }; /* accumulators of the rows layout, 4 KB on the stack */
 
 typedef struct in_place_ctx {
@@ -382,17 +423,21 @@ typedef struct in_place_ctx {
     int64_t blocks; /* rows layout: column blocks per row of results */
 } in_place_ctx_t;
 
-/* Spans layout: results [begin, end). */
+/* Spans layout: results [begin, end). The spans of the next reduced run
+ * go to one call; further reduced runs are walked. */
 static void reduce_spans(void *arg, int64_t begin, int64_t end) {
     const in_place_ctx_t *c = arg;
     const run_layout_t *l = c->l;
-    int64_t len = l->reduced[0].len, others = c->count / len; /* len: stride 1 */
+    int64_t len = l->reduced[0].len; /* stride 1 */
+    axis_run_t next = l->nreduced > 1 ? l->reduced[1] : (axis_run_t){1, 0};
+    int64_t walks = c->count / len / next.len;
     for (int64_t o = begin; o < end; o++) {
         int64_t base = run_offset(l->kept, l->nkept, o);
         deft_partial_t p = deft_reduce_identity(c->kind);
-        for (int64_t r = 0; r < others; r++)
-            reduce_span(c->kind, c->dtype, c->x, len,
-                        base + run_offset(l->reduced + 1, l->nreduced - 1, r), &p);
+        run_walk_t w = {{0}, 0};
+        for (int64_t r = 0; r < walks; r++, run_next(l->reduced + 2, l->nreduced - 2, &w))
+            reduce_strided_spans(c->kind, c->dtype, c->x, len, next.len, next.stride,
+                                 base + w.offset, &p);
         deft_reduce_store(c->kind, &p, c->count, c->y, o, c->dtype);
     }
 }
@@ -421,9 +466,9 @@ static void reduce_columns(void *arg, int64_t begin, int64_t end) {
         int64_t n = width - first < COLUMN_BLOCK ? width - first : COLUMN_BLOCK;
         int64_t base = run_offset(l->kept + 1, l->nkept - 1, q) + first;
         memset(acc, 0, (size_t)n * sizeof *acc);
-        for (int64_t r = 0; r < others; r++) {
-            const char *x = (const char *)c->x +
-                            (base + run_offset(l->reduced + 1, l->nreduced - 1, r)) * (int64_t)elem;
+        run_walk_t w = {{0}, 0};
+        for (int64_t r = 0; r < others; r++, run_next(l->reduced + 1, l->nreduced - 1, &w)) {
+            const char *x = (const char *)c->x + (base + w.offset) * (int64_t)elem;
             if (c->dtype == DEFT_DT_FLOAT32)
                 add_rows_f32(acc, (const float *)x, n, rows->len, rows->stride);
             else
