@@ -7,11 +7,12 @@
  *   NT       sgemm(N, T) on x and W as stored (FullyConnected's call)
  *   NN       sgemm(N, N) on x and W^T (W transposed beforehand: the time excludes it)
  *   NN+tr    the same, W transposed on every call (the time includes it)
- *   TT+tr    sgemm(T, T) on x^T and W, x transposed on every call
+ *   TT       sgemm(T, T) on x^T and W (x transposed beforehand)
+ *   TT+tr    the same, x transposed on every call
  *   TN       sgemm(T, N) on x^T and W^T, both transposed beforehand
  *   y^T+tr   y^T = W . x^T, sgemm(N, T) with the operands swapped, then y transposed
  * GFLOP/s per layout (2 batch hidden features per product), best of rounds
- * that alternate the layouts, one OpenBLAS thread. Run: bench_gemm_layout.
+ * that alternate the layouts, one OpenBLAS thread. Run: bench_gemm_layout [batch].
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
@@ -48,6 +49,10 @@ static void nn_tr(problem_t *p) {
     transpose(p->w, p->n, p->k, p->wt);
     nn(p);
 }
+static void tt(problem_t *p) {
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasTrans, p->m, p->n, p->k, 1, p->xt, p->m, p->w, p->k,
+                0, p->y, p->n);
+}
 static void tt_tr(problem_t *p) {
     transpose(p->x, p->m, p->k, p->xt);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasTrans, p->m, p->n, p->k, 1, p->xt, p->m, p->w, p->k,
@@ -68,7 +73,7 @@ typedef struct layout {
     void (*run)(problem_t *);
 } layout_t;
 
-static const layout_t layouts[] = {{"NT", nt},       {"NN", nn}, {"NN+tr", nn_tr},
+static const layout_t layouts[] = {{"NT", nt},       {"NN", nn}, {"NN+tr", nn_tr}, {"TT", tt},
                                    {"TT+tr", tt_tr}, {"TN", tn}, {"y^T+tr", yt_tr}};
 enum { LAYOUTS = sizeof layouts / sizeof layouts[0] };
 
@@ -87,6 +92,7 @@ static void bench(int m, int n, int k, int reps) {
     transpose(p.w, n, k, p.wt);
     /* every layout computes the same y */
     float *want = malloc((size_t)m * n * sizeof(float));
+    memset(p.y, 0, (size_t)m * n * sizeof(float));
     nt(&p);
     memcpy(want, p.y, (size_t)m * n * sizeof(float));
     double best[LAYOUTS];
@@ -116,7 +122,9 @@ static void bench(int m, int n, int k, int reps) {
     free(p.x), free(p.w), free(p.xt), free(p.wt), free(p.y), free(p.yt), free(want);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    int batch = argc > 1 ? atoi(argv[1]) : 32;
+    if (batch < 1) batch = 32;
     openblas_set_num_threads(1);
     double load[3] = {0};
     FILE *f = fopen("/proc/loadavg", "r");
@@ -130,7 +138,7 @@ int main(void) {
     for (int l = 0; l < LAYOUTS; l++) printf(" %8s", layouts[l].name);
     printf("\n");
     const int shapes[][2] = {{128, 64}, {64, 128}, {10, 64}, {120, 256}, {84, 120}, {10, 84}};
-    for (int s = 0; s < 6; s++) bench(32, shapes[s][0], shapes[s][1], 2000);
-    bench(32, 1024, 1024, 20);
+    for (int s = 0; s < 6; s++) bench(batch, shapes[s][0], shapes[s][1], 64000 / batch);
+    bench(batch, 1024, 1024, 640 / batch > 0 ? 640 / batch : 1);
     return 0;
 }
