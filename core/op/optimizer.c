@@ -95,8 +95,8 @@ static inline float clip_f32(float g, float c) {
 }
 
 /* Adam's loop is cut in blocks: the square roots get a loop of their own,
- * because sqrtf sets errno and so never vectorises; SQRT_BLOCK does it with
- * the SIMD instruction. */
+ * because sqrtf sets errno and so never vectorises; sqrt_* use the SIMD
+ * instruction. */
 enum { ADAM_BLOCK = 256 };
 
 #if DEFT_SIMD_X86
@@ -118,19 +118,22 @@ static void sqrt_plain(float *x, int n) {
 #endif
 
 #define UPDATE_F32(S, TARGET, SQRT)                                                                \
-    TARGET static void sgd_f32_##S(const hyper_f32_t *h, float *w, const float *g, int64_t n) {    \
+    TARGET static void sgd_f32_##S(hyper_f32_t hyper, float *w, const float *g, int64_t n) {       \
+        const hyper_f32_t *h = &hyper; /* a local: no store in the loop can change it */           \
         for (int64_t i = 0; i < n; i++) w[i] = w[i] - h->lr * EFFECTIVE_GRAD(h, w[i], g[i]);       \
     }                                                                                              \
-    TARGET static void sgd_mom_f32_##S(const hyper_f32_t *h, float *w, const float *g, float *mom, \
+    TARGET static void sgd_mom_f32_##S(hyper_f32_t hyper, float *w, const float *g, float *mom,    \
                                        int64_t n) {                                                \
+        const hyper_f32_t *h = &hyper;                                                             \
         for (int64_t i = 0; i < n; i++) {                                                          \
             float m = h->momentum * mom[i] - h->lr * EFFECTIVE_GRAD(h, w[i], g[i]);                \
             mom[i] = m;                                                                            \
             w[i] = w[i] + m;                                                                       \
         }                                                                                          \
     }                                                                                              \
-    TARGET static void adam_f32_##S(const hyper_f32_t *h, float *w, const float *g, float *mean,   \
+    TARGET static void adam_f32_##S(hyper_f32_t hyper, float *w, const float *g, float *mean,      \
                                     float *var, int64_t n) {                                       \
+        const hyper_f32_t *h = &hyper;                                                             \
         float root[ADAM_BLOCK];                                                                    \
         for (int64_t at = 0; at < n; at += ADAM_BLOCK) {                                           \
             int b = n - at < ADAM_BLOCK ? (int)(n - at) : ADAM_BLOCK;                              \
@@ -165,15 +168,15 @@ static void update_f32(const update_ctx_t *c, int64_t begin, int64_t end) {
     if (c->out != c->in[0]) memcpy(w, (const float *)c->in[0] + begin, (size_t)n * sizeof *w);
 #if DEFT_SIMD_X86
     if (c->avx512) {
-        if (c->kind == SGD) sgd_f32_avx512(&h, w, g, n);
-        if (c->kind == SGD_MOM) sgd_mom_f32_avx512(&h, w, g, s1 + begin, n);
-        if (c->kind == ADAM) adam_f32_avx512(&h, w, g, s1 + begin, s2 + begin, n);
+        if (c->kind == SGD) sgd_f32_avx512(h, w, g, n);
+        if (c->kind == SGD_MOM) sgd_mom_f32_avx512(h, w, g, s1 + begin, n);
+        if (c->kind == ADAM) adam_f32_avx512(h, w, g, s1 + begin, s2 + begin, n);
         return;
     }
 #endif
-    if (c->kind == SGD) sgd_f32_base(&h, w, g, n);
-    if (c->kind == SGD_MOM) sgd_mom_f32_base(&h, w, g, s1 + begin, n);
-    if (c->kind == ADAM) adam_f32_base(&h, w, g, s1 + begin, s2 + begin, n);
+    if (c->kind == SGD) sgd_f32_base(h, w, g, n);
+    if (c->kind == SGD_MOM) sgd_mom_f32_base(h, w, g, s1 + begin, n);
+    if (c->kind == ADAM) adam_f32_base(h, w, g, s1 + begin, s2 + begin, n);
 }
 
 static void update_range(void *arg, int64_t begin, int64_t end) {
