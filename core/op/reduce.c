@@ -5,11 +5,13 @@
  * input's dtype.
  *
  * Every reduction is computed on a (outer, inner) layout where the inner
- * span holds the reduced elements contiguously. When the reduced axes are
- * not already the innermost, the input is first copied with the reduced
- * axes moved last (one strided pass), which keeps one simple, fast loop per
- * reduction instead of a loop nest per axis pattern. Float sums accumulate
- * in double; integer sums and products wrap in 64 bits.
+ * span holds the reduced elements contiguously. Where the reduced axes are
+ * not all innermost, float sums and means, and every kind but arg* whose
+ * innermost axis is reduced, read the input in place (see "reductions that
+ * read the input in place"); the rest first copy it with the reduced axes
+ * moved last (one strided pass), which keeps one simple loop per reduction
+ * instead of a loop nest per axis pattern. Float sums
+ * accumulate in double; integer sums and products wrap in 64 bits.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -334,8 +336,8 @@ static int plan_reduction(const deft_op_t *op, const deft_param_value_t *p, cons
 /* ---- reductions that read the input in place ----
  *
  * When the reduced axes are not innermost, copying the input transposed
- * costs more than the reduction (8 us of a bias gradient's 9 for a (32,128)
- * sum over axis 0). Two layouts read it where it is:
+ * costs more than the reduction (a (32,128) sum over axis 0, a dense bias
+ * gradient: 3.0 us with the copy, 0.65 without). Two layouts read it in place:
  *  - the innermost run of axes is reduced (conv bias gradients: axes (0,2,3)
  *    of NCHW): each result sums contiguous spans, one per other reduced index;
  *  - the innermost run is kept (a sum over leading axes): each block of
