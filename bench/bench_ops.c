@@ -9,7 +9,7 @@
  *   - the small kernels of an MLP training step (batch 32: optimizer update,
  *     bias-gradient sums, Dropout, softmax cross-entropy, FullyConnected) vs
  *     plain C loops (or cblas_sgemm) doing the same math on the same buffers.
- *     `bench_ops small` runs only these.
+ *     `bench_ops small` runs only these, `bench_ops dispatch` only the dispatch figures.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
@@ -404,10 +404,11 @@ static void bench_small(void) {
                             .ref = ref_sgd_mom,
                             .n = 128 * 64};
         c->in[0] = small_array(2, w_shape, 1.0);
-        c->in[1] = small_array(2, w_shape, denormal ? 0.0 : 0.5);
+        /* a gradient of ~1e-38 keeps the momentum at a steady ~1e-39, a denormal */
+        c->in[1] = small_array(2, w_shape, denormal ? 2e-38 : 0.5);
         c->in[2] = small_array(2, w_shape, denormal ? 1e-39 : 0.1);
         c->out[0] = c->in[0];
-        c->buf[0] = small_buffer(c->n, 1.0), c->buf[1] = small_buffer(c->n, denormal ? 0 : 0.5);
+        c->buf[0] = small_buffer(c->n, 1.0), c->buf[1] = small_buffer(c->n, denormal ? 2e-38 : 0.5);
         c->buf[2] = small_buffer(c->n, denormal ? 1e-39 : 0.1);
     }
     { /* _reduce_to_like of one shape: Dropout's x * mask gradient */
@@ -562,6 +563,10 @@ int main(int argc, char **argv) {
     printf("deft operator benchmarks (ratios > 1: deft is faster than the reference)\n");
     if (argc > 1 && strcmp(argv[1], "small") == 0) {
         bench_small();
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "dispatch") == 0) {
+        bench_dispatch("OpenBLAS threads asleep");
         return 0;
     }
     bench_gemm_one_thread_child();
