@@ -332,6 +332,14 @@ static int copy_bias_rows(const deft_tensor_t *y, const deft_tensor_t *bias, int
     return 0;
 }
 
+/*
+ * The layout: y = x W^T is OpenBLAS's (N, T) call, its slowest for small
+ * batches (bench/bench_gemm_layout: at batch 32 and hidden >= 64, about 60
+ * GFLOP/s against 80 for (T, T) on a transposed x and 110 for (N, N) on a
+ * transposed W). Transposing either operand on every call costs what it
+ * gains or more (NN+tr, TT+tr there) except in a narrow band of shapes, so the
+ * call stays (N, T); the fast layout needs the weight kept as W^T.
+ */
 static int fc_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                       const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)nout;
