@@ -304,6 +304,28 @@ START_TEST(test_optimizer_vector_loops_match_formulas) {
 }
 END_TEST
 
+/* An update big enough to be split across threads, into another array and in place. */
+START_TEST(test_large_optimizer_update_split_across_threads) {
+    enum { N = 50001 };
+    static double w[N], g[N], m0[N], want_w[N], want_m[N];
+    for (int i = 0; i < N; i++) w[i] = cos(i * 0.01), g[i] = sin(i * 0.03), m0[i] = 0.01 * (i % 5);
+    for (int i = 0; i < N; i++) want_m[i] = 0.5 * m0[i] - 0.1 * g[i], want_w[i] = w[i] + want_m[i];
+    DeftNDArrayHandle W = make(DEFT_FLOAT32, 1, SHAPE(N), w),
+                      G = make(DEFT_FLOAT32, 1, SHAPE(N), g);
+    DeftNDArrayHandle M = make(DEFT_FLOAT32, 1, SHAPE(N), m0);
+    DeftNDArrayHandle y = call1("sgd_mom_update", 3, (DeftNDArrayHandle[]){W, G, M},
+                                P("lr", "0.1", "momentum", "0.5"));
+    assert_values(y, N, want_w, 1e-6);
+    assert_values(M, N, want_m, 1e-6);
+    DeftNDArrayHandle out[1] = {W};
+    int nout = 1;
+    ck_assert_ok(call("sgd_update", 2, (DeftNDArrayHandle[]){W, G}, &nout, out, P("lr", "0.1")));
+    for (int i = 0; i < N; i++) want_w[i] = w[i] - 0.1 * g[i];
+    assert_values(W, N, want_w, 1e-6);
+    free_all(4, (DeftNDArrayHandle[]){W, G, M, y});
+}
+END_TEST
+
 /* A momentum decaying below FLT_MIN is flushed to zero (FTZ/DAZ: see
  * core/base/fpmode.h) rather than kept as a denormal, which would slow every
  * later step tenfold; the caller's own floating-point mode is left as it was. */
@@ -338,6 +360,7 @@ static Suite *init_suite(void) {
     tcase_add_test(tc, test_copy_is_a_new_array_with_the_same_values);
     tcase_add_test(tc, test_optimizer_updates_match_formulas);
     tcase_add_test(tc, test_optimizer_vector_loops_match_formulas);
+    tcase_add_test(tc, test_large_optimizer_update_split_across_threads);
     tcase_add_test(tc, test_optimizer_flushes_denormals_and_restores_the_callers_mode);
     suite_add_tcase(suite, tc);
     return suite;

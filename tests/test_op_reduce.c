@@ -147,6 +147,26 @@ START_TEST(test_reductions_read_layouts_in_place) {
 }
 END_TEST
 
+/* Arrays big enough to be split across threads, in both in-place layouts. */
+START_TEST(test_large_in_place_reductions) {
+    const int64_t shapes[2][5] = {{1, 1, 1, 300, 301}, {1, 1, 66, 31, 37}};
+    const unsigned masks[2] = {1u << 3, (1u << 2) | (1u << 4)};
+    static double x[300 * 301], want[300 * 301];
+    for (int k = 0; k < 2; k++) {
+        int64_t n = shapes[k][2] * shapes[k][3] * shapes[k][4], nout;
+        for (int64_t i = 0; i < n; i++) x[i] = (double)((i * 13) % 29) - 14;
+        const char *ops[2] = {"sum", "max"};
+        for (int o = 0; o < 2; o++) {
+            DeftNDArrayHandle a = make(k ? DEFT_FLOAT64 : DEFT_FLOAT32, 5, shapes[k], x);
+            ref_reduce5(ops[o], x, shapes[k], masks[k], want, &nout);
+            DeftNDArrayHandle y = call1(ops[o], 1, &a, P("axis", k ? "(2,4)" : "(3,)"));
+            assert_values(y, nout, want, 1e-6);
+            free_all(2, (DeftNDArrayHandle[]){a, y});
+        }
+    }
+}
+END_TEST
+
 /* _reduce_to_like: a same-size "sum" is the data; real sums go through the
  * reduction kernel (leading, inner and middle axes). */
 START_TEST(test_reduce_to_like) {
@@ -621,6 +641,7 @@ static Suite *reduce_suite(void) {
     tcase_add_test(tc, test_softmax_cross_entropy_float32);
     tcase_add_test(tc, test_reductions_read_layouts_in_place);
     tcase_add_test(tc, test_reduce_to_like);
+    tcase_add_test(tc, test_large_in_place_reductions);
     tcase_add_test(tc, test_nansum_nanprod_skip_nan);
     tcase_add_test(tc, test_empty_axis_tuple_reduces_every_axis);
     tcase_add_test(tc, test_softmax_temperature_length_and_softmin);

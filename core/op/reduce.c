@@ -413,7 +413,7 @@ static void reduce_strided_spans(deft_reduce_kind_t kind, deft_dtype_t dtype, co
     for (int64_t s = 0; s < spans; s++) reduce_span(kind, dtype, x, n, base + s * stride, p);
 }
 
-enum { COLUMN_BLOCK = 512 }; /* accumulators of the rows layout, 4 KB on the stack */
+enum { COLUMN_BLOCK = 512 }; /* accumulators of the columns layout, 4 KB on the stack */
 
 typedef struct in_place_ctx {
     deft_reduce_kind_t kind;
@@ -421,8 +421,8 @@ typedef struct in_place_ctx {
     const void *x;
     void *y;
     const run_layout_t *l;
-    int64_t count;  /* elements per result */
-    int64_t blocks; /* rows layout: column blocks per row of results */
+    int64_t count;         /* elements per result */
+    int64_t block, blocks; /* columns layout: results per block, blocks per row of results */
 } in_place_ctx_t;
 
 /* Spans layout: results [begin, end). The spans of the next reduced run
@@ -454,7 +454,7 @@ static void reduce_spans(void *arg, int64_t begin, int64_t end) {
 ADD_ROWS(f32, float)
 ADD_ROWS(f64, double)
 
-/* Rows layout: units [begin, end), each a block of up to COLUMN_BLOCK
+/* Columns layout: units [begin, end), each a block of up to c->block
  * consecutive results (one row of results has kept[0].len of them). */
 static void reduce_columns(void *arg, int64_t begin, int64_t end) {
     const in_place_ctx_t *c = arg;
@@ -464,8 +464,8 @@ static void reduce_columns(void *arg, int64_t begin, int64_t end) {
     size_t elem = deft_dtype_size(c->dtype);
     double acc[COLUMN_BLOCK];
     for (int64_t u = begin; u < end; u++) {
-        int64_t q = u / c->blocks, first = u % c->blocks * COLUMN_BLOCK;
-        int64_t n = width - first < COLUMN_BLOCK ? width - first : COLUMN_BLOCK;
+        int64_t q = u / c->blocks, first = u % c->blocks * c->block;
+        int64_t n = width - first < c->block ? width - first : c->block;
         int64_t base = run_offset(l->kept + 1, l->nkept - 1, q) + first;
         memset(acc, 0, (size_t)n * sizeof *acc);
         run_walk_t w = {{0}, 0};
@@ -501,12 +501,17 @@ static void reduce_in_place(deft_reduce_kind_t kind, const deft_tensor_t *x, con
                         .count = span};
     int64_t units = outer;
     deft_range_fn fn = reduce_spans;
-    if (!l->inner_reduced) {
-        c.blocks = (l->kept[0].len + COLUMN_BLOCK - 1) / COLUMN_BLOCK;
-        units = outer / l->kept[0].len * c.blocks;
+    int64_t per_unit = span;
+    if (!l->inner_reduced) { /* narrower blocks where too few would keep threads idle */
+        int64_t width = l->kept[0].len, rows = outer / width,
+                min_units = 2 * deft_parallel_threads();
+        c.block = COLUMN_BLOCK;
+        while (c.block > 64 && rows * ((width + c.block - 1) / c.block) < min_units) c.block /= 2;
+        c.blocks = (width + c.block - 1) / c.block;
+        units = rows * c.blocks;
+        per_unit = span * c.block;
         fn = reduce_columns;
     }
-    int64_t per_unit = span * (l->inner_reduced ? 1 : COLUMN_BLOCK);
     int64_t grain = DEFT_PARALLEL_GRAIN / (per_unit ? per_unit : 1);
     if (outer * span < DEFT_PARALLEL_GRAIN)
         fn(&c, 0, units);
