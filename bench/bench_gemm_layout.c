@@ -8,7 +8,8 @@
  *   NN       sgemm(N, N) on x and W^T (W transposed beforehand: the time excludes it)
  *   NN+tr    the same, W transposed on every call (the time includes it)
  *   TT       sgemm(T, T) on x^T and W (x transposed beforehand)
- *   TT+tr    the same, x transposed on every call
+ *   TT+tr    the same, x transposed on every call (plain loops)
+ *   TT+tr4   the same, x transposed on every call in SSE 4x4 tiles
  *   TN       sgemm(T, N) on x^T and W^T, both transposed beforehand
  *   y^T+tr   y^T = W . x^T, sgemm(N, T) with the operands swapped, then y transposed
  * GFLOP/s per layout (2 batch hidden features per product), best of rounds
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <xmmintrin.h>
 
 static double now(void) {
     struct timespec ts;
@@ -35,6 +37,26 @@ typedef struct problem {
 static void transpose(const float *a, int rows, int cols, float *t) {
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) t[(size_t)c * rows + r] = a[(size_t)r * cols + c];
+}
+
+/* The same with SSE 4x4 tiles (rows and cols multiples of 4, else plain). */
+static void transpose4(const float *a, int rows, int cols, float *t) {
+    if (rows % 4 || cols % 4) {
+        transpose(a, rows, cols, t);
+        return;
+    }
+    for (int r = 0; r < rows; r += 4)
+        for (int c = 0; c < cols; c += 4) {
+            __m128 r0 = _mm_loadu_ps(a + (size_t)r * cols + c);
+            __m128 r1 = _mm_loadu_ps(a + (size_t)(r + 1) * cols + c);
+            __m128 r2 = _mm_loadu_ps(a + (size_t)(r + 2) * cols + c);
+            __m128 r3 = _mm_loadu_ps(a + (size_t)(r + 3) * cols + c);
+            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+            _mm_storeu_ps(t + (size_t)c * rows + r, r0);
+            _mm_storeu_ps(t + (size_t)(c + 1) * rows + r, r1);
+            _mm_storeu_ps(t + (size_t)(c + 2) * rows + r, r2);
+            _mm_storeu_ps(t + (size_t)(c + 3) * rows + r, r3);
+        }
 }
 
 static void nt(problem_t *p) {
@@ -58,6 +80,11 @@ static void tt_tr(problem_t *p) {
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasTrans, p->m, p->n, p->k, 1, p->xt, p->m, p->w, p->k,
                 0, p->y, p->n);
 }
+static void tt_tr4(problem_t *p) {
+    transpose4(p->x, p->m, p->k, p->xt);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasTrans, p->m, p->n, p->k, 1, p->xt, p->m, p->w, p->k,
+                0, p->y, p->n);
+}
 static void tn(problem_t *p) {
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, p->m, p->n, p->k, 1, p->xt, p->m, p->wt,
                 p->n, 0, p->y, p->n);
@@ -73,8 +100,9 @@ typedef struct layout {
     void (*run)(problem_t *);
 } layout_t;
 
-static const layout_t layouts[] = {{"NT", nt},       {"NN", nn}, {"NN+tr", nn_tr}, {"TT", tt},
-                                   {"TT+tr", tt_tr}, {"TN", tn}, {"y^T+tr", yt_tr}};
+static const layout_t layouts[] = {{"NT", nt}, {"NN", nn},       {"NN+tr", nn_tr},
+                                   {"TT", tt}, {"TT+tr", tt_tr}, {"TT+tr4", tt_tr4},
+                                   {"TN", tn}, {"y^T+tr", yt_tr}};
 enum { LAYOUTS = sizeof layouts / sizeof layouts[0] };
 
 static float *filled(size_t n, float scale) {
