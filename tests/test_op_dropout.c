@@ -6,6 +6,8 @@
  */
 #include "symbol_helpers.h"
 
+#include "core/math/philox.h"
+
 #include "deft/autograd.h"
 #include "deft/deferred.h"
 #include "deft/executor.h"
@@ -88,6 +90,36 @@ START_TEST(test_seed_repeats_the_mask) {
     ck_assert_msg(same < n, "two calls drew the same mask");
     free(av), free(bv);
     free_all(4, (DeftNDArrayHandle[]){x, a, b, c});
+    set_training(false);
+}
+END_TEST
+
+/* Mask element i is deft_dropout_mask of word i % 4 of block i / 4 of the
+ * seeded stream, bit for bit, in both dtypes (odd sizes: a partial last
+ * block; the large one is split across threads). */
+START_TEST(test_mask_is_the_philox_stream) {
+    set_training(true);
+    const int64_t rows[] = {1, 37, 3001}, cols = 37;
+    for (int d = 0; d < 2; d++) {
+        int dtype = d ? DEFT_FLOAT64 : DEFT_FLOAT32;
+        for (int k = 0; k < 3; k++) {
+            int64_t n = rows[k] * cols;
+            double *ones = malloc(sizeof(double) * (size_t)n);
+            for (int64_t i = 0; i < n; i++) ones[i] = 1;
+            DeftNDArrayHandle x = make(dtype, 2, SHAPE(rows[k], cols), ones);
+            ck_assert_ok(DeftRandomSeed(5));
+            DeftNDArrayHandle y = call1("Dropout", 1, &x, P("p", "0.3"));
+            double *got = read_all(y, &n);
+            for (int64_t i = 0; i < n; i++) {
+                double want = deft_dropout_mask(deft_philox(5, (uint64_t)i / 4).v[i % 4], 1 - 0.3);
+                if (d == 0) want = (float)want;
+                if (got[i] != want)
+                    ck_abort_msg("element %lld: %.17g, expected %.17g", (long long)i, got[i], want);
+            }
+            free(got), free(ones);
+            free_all(2, (DeftNDArrayHandle[]){x, y});
+        }
+    }
     set_training(false);
 }
 END_TEST
@@ -228,6 +260,7 @@ static Suite *dropout_suite(void) {
     tcase_add_test(tc, test_training_mode_drops_a_fraction_p);
     tcase_add_test(tc, test_mode_always_drops_in_predict_mode);
     tcase_add_test(tc, test_seed_repeats_the_mask);
+    tcase_add_test(tc, test_mask_is_the_philox_stream);
     tcase_add_test(tc, test_axes_share_one_mask_value);
     tcase_add_test(tc, test_the_mask_is_not_returned);
     tcase_add_test(tc, test_bad_parameters);

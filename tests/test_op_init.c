@@ -1,5 +1,7 @@
 /* Creation, random numbers, copies and optimizer updates. */
 #include "core/math/philox.h"
+#include "core/op/random.h"
+#include "core/op/simd.h"
 #include "op_helpers.h"
 
 START_TEST(test_zeros_ones_full_in_every_dtype) {
@@ -58,6 +60,55 @@ START_TEST(test_philox_matches_random123_known_answer) {
     ck_assert_uint_eq(b.v[1], 0xe169c58du);
     ck_assert_uint_eq(b.v[2], 0xbc57ac4cu);
     ck_assert_uint_eq(b.v[3], 0x9b00dbd8u);
+}
+END_TEST
+
+/* The vectorised generator gives deft_philox's words exactly: across the
+ * 2^32 carry of the counter, for vector groups and tails, with and without
+ * AVX-512. */
+START_TEST(test_philox_words_match_the_scalar_generator) {
+    const uint64_t seeds[] = {0, 7, 0x123456789abcdefull};
+    const uint64_t firsts[] = {0, 5, 0xfffffff9ull};
+    const int64_t counts[] = {0, 1, 15, 16, 17, 100};
+    uint32_t words[400];
+    for (int simd = 0; simd < 2; simd++) {
+        deft_simd_enable(simd);
+        for (int s = 0; s < 3; s++)
+            for (int f = 0; f < 3; f++)
+                for (int c = 0; c < 6; c++) {
+                    deft_philox_words(seeds[s], firsts[f], counts[c], words);
+                    for (int64_t b = 0; b < counts[c]; b++) {
+                        deft_philox_block_t want = deft_philox(seeds[s], firsts[f] + (uint64_t)b);
+                        for (int w = 0; w < 4; w++) ck_assert_uint_eq(words[4 * b + w], want.v[w]);
+                    }
+                }
+    }
+    deft_simd_enable(true);
+}
+END_TEST
+
+/* float32 uniforms are word i % 4 of block i / 4 of the seeded stream, bit
+ * for bit (odd sizes: a last partial block; large ones: split across threads). */
+START_TEST(test_uniform_float32_is_the_philox_stream) {
+    const char *shapes[] = {"(1,)", "(1001,)", "(100003,)"};
+    const int64_t sizes[] = {1, 1001, 100003};
+    for (int k = 0; k < 3; k++) {
+        ck_assert_ok(DeftRandomSeed(11));
+        DeftNDArrayHandle h =
+            call1("_random_uniform", 0, NULL,
+                  P("shape", shapes[k], "dtype", "float32", "low", "-2", "high", "3"));
+        int64_t n;
+        double *v = read_all(h, &n);
+        ck_assert_int_eq(n, sizes[k]);
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t word = deft_philox(11, (uint64_t)i / 4).v[i % 4];
+            float want = deft_random_uniform_f(word, -2.0f, 5.0f);
+            if (v[i] != want)
+                ck_abort_msg("element %lld: %.9g, expected %.9g", (long long)i, v[i], (double)want);
+        }
+        free(v);
+        ck_assert_ok(DeftNDArrayFree(h));
+    }
 }
 END_TEST
 
@@ -187,16 +238,130 @@ START_TEST(test_optimizer_updates_match_formulas) {
 }
 END_TEST
 
+/* Long arrays (vector loops and an odd tail), AVX-512 on and off, the
+ * weight updated in place or into another array, against the formulas in
+ * double: float32 computes in float, within float rounding. */
+START_TEST(test_optimizer_vector_loops_match_formulas) {
+    enum { N = 1037 };
+    static double w[N], g[N], m0[N], v0[N], want_w[N], want_m[N], want_v[N];
+    for (int i = 0; i < N; i++) {
+        w[i] = sin(i * 0.37), g[i] = 3 * cos(i * 0.11), m0[i] = 0.1 * sin(i * 0.05);
+        v0[i] = 0.01 + 0.001 * (i % 17);
+    }
+    const double lr = 0.05, wd = 0.001, rescale = 0.5, clip = 1.2, mom = 0.9;
+    const char *const common[] = {"lr",  "0.05",          "wd", "0.001", "rescale_grad",
+                                  "0.5", "clip_gradient", "1.2"};
+    for (int simd = 0; simd < 2; simd++) {
+        deft_simd_enable(simd);
+        for (int d = 0; d < 2; d++) {
+            int dtype = d ? DEFT_FLOAT64 : DEFT_FLOAT32;
+            double tol = d ? 1e-13 : 1e-5;
+            DeftNDArrayHandle W = make(dtype, 1, SHAPE(N), w), G = make(dtype, 1, SHAPE(N), g);
+            DeftNDArrayHandle M = make(dtype, 1, SHAPE(N), m0), V = make(dtype, 1, SHAPE(N), v0);
+            for (int i = 0; i < N; i++) {
+                double gi = g[i] * rescale;
+                gi = (gi > clip ? clip : gi < -clip ? -clip : gi) + wd * w[i];
+                want_w[i] = w[i] - lr * gi;
+            }
+            DeftNDArrayHandle sgd = call1("sgd_update", 2, (DeftNDArrayHandle[]){W, G},
+                                          P(common[0], common[1], common[2], common[3], common[4],
+                                            common[5], common[6], common[7]));
+            assert_values(sgd, N, want_w, tol);
+            assert_values(W, N, w, d ? 0 : 1e-7); /* into another array: the weight is left alone */
+            for (int i = 0; i < N; i++) {
+                double gi = g[i] * rescale;
+                gi = (gi > clip ? clip : gi < -clip ? -clip : gi) + wd * w[i];
+                want_m[i] = mom * m0[i] - lr * gi;
+                want_w[i] = w[i] + want_m[i];
+            }
+            DeftNDArrayHandle out[1] = {W};
+            int nout = 1;
+            ck_assert_ok(call("sgd_mom_update", 3, (DeftNDArrayHandle[]){W, G, M}, &nout, out,
+                              P(common[0], common[1], common[2], common[3], common[4], common[5],
+                                common[6], common[7], "momentum", "0.9")));
+            assert_values(W, N, want_w, tol);
+            assert_values(M, N, want_m, tol);
+            set_values(W, N, w);
+            set_values(M, N, m0);
+            for (int i = 0; i < N; i++) {
+                double gi = g[i] * rescale;
+                gi = (gi > clip ? clip : gi < -clip ? -clip : gi) + wd * w[i];
+                want_m[i] = 0.8 * m0[i] + 0.2 * gi;
+                want_v[i] = 0.99 * v0[i] + 0.01 * gi * gi;
+                want_w[i] = w[i] - lr * want_m[i] / (sqrt(want_v[i]) + 1e-6);
+            }
+            ck_assert_ok(
+                call("adam_update", 4, (DeftNDArrayHandle[]){W, G, M, V}, &nout, out,
+                     P(common[0], common[1], common[2], common[3], common[4], common[5], common[6],
+                       common[7], "beta1", "0.8", "beta2", "0.99", "epsilon", "1e-6")));
+            assert_values(W, N, want_w, tol);
+            assert_values(M, N, want_m, tol);
+            assert_values(V, N, want_v, tol);
+            free_all(5, (DeftNDArrayHandle[]){W, G, M, V, sgd});
+        }
+    }
+    deft_simd_enable(true);
+}
+END_TEST
+
+/* An update big enough to be split across threads, into another array and in place. */
+START_TEST(test_large_optimizer_update_split_across_threads) {
+    enum { N = 50001 };
+    static double w[N], g[N], m0[N], want_w[N], want_m[N];
+    for (int i = 0; i < N; i++) w[i] = cos(i * 0.01), g[i] = sin(i * 0.03), m0[i] = 0.01 * (i % 5);
+    for (int i = 0; i < N; i++) want_m[i] = 0.5 * m0[i] - 0.1 * g[i], want_w[i] = w[i] + want_m[i];
+    DeftNDArrayHandle W = make(DEFT_FLOAT32, 1, SHAPE(N), w),
+                      G = make(DEFT_FLOAT32, 1, SHAPE(N), g);
+    DeftNDArrayHandle M = make(DEFT_FLOAT32, 1, SHAPE(N), m0);
+    DeftNDArrayHandle y = call1("sgd_mom_update", 3, (DeftNDArrayHandle[]){W, G, M},
+                                P("lr", "0.1", "momentum", "0.5"));
+    assert_values(y, N, want_w, 1e-6);
+    assert_values(M, N, want_m, 1e-6);
+    DeftNDArrayHandle out[1] = {W};
+    int nout = 1;
+    ck_assert_ok(call("sgd_update", 2, (DeftNDArrayHandle[]){W, G}, &nout, out, P("lr", "0.1")));
+    for (int i = 0; i < N; i++) want_w[i] = w[i] - 0.1 * g[i];
+    assert_values(W, N, want_w, 1e-6);
+    free_all(4, (DeftNDArrayHandle[]){W, G, M, y});
+}
+END_TEST
+
+/* A momentum decaying below FLT_MIN is flushed to zero (FTZ/DAZ: see
+ * core/base/fpmode.h) rather than kept as a denormal, which would slow every
+ * later step tenfold; the caller's own floating-point mode is left as it was. */
+START_TEST(test_optimizer_flushes_denormals_and_restores_the_callers_mode) {
+    enum { N = 100 };
+    double w[N], zero[N], tiny[N];
+    for (int i = 0; i < N; i++) w[i] = 1, zero[i] = 0, tiny[i] = 2e-38; /* 0.5 of it: denormal */
+    DeftNDArrayHandle W = make(DEFT_FLOAT32, 1, SHAPE(N), w);
+    DeftNDArrayHandle G = make(DEFT_FLOAT32, 1, SHAPE(N), zero);
+    DeftNDArrayHandle M = make(DEFT_FLOAT32, 1, SHAPE(N), tiny);
+    DeftNDArrayHandle out[1] = {W};
+    int nout = 1;
+    ck_assert_ok(call("sgd_mom_update", 3, (DeftNDArrayHandle[]){W, G, M}, &nout, out,
+                      P("lr", "0.1", "momentum", "0.5")));
+    assert_values(M, N, zero, 0);
+    volatile float small = 2e-38f, half = 0.5f;
+    ck_assert_msg(small * half > 0, "the caller's thread now flushes denormals");
+    free_all(3, (DeftNDArrayHandle[]){W, G, M});
+}
+END_TEST
+
 static Suite *init_suite(void) {
     Suite *suite = suite_create("creation, random, copy, optimizers");
     TCase *tc = tcase_create("init");
     tcase_add_test(tc, test_zeros_ones_full_in_every_dtype);
     tcase_add_test(tc, test_arange_forms);
     tcase_add_test(tc, test_philox_matches_random123_known_answer);
+    tcase_add_test(tc, test_philox_words_match_the_scalar_generator);
+    tcase_add_test(tc, test_uniform_float32_is_the_philox_stream);
     tcase_add_test(tc, test_random_is_seeded_and_has_the_right_distribution);
     tcase_add_test(tc, test_copyto_writes_into_given_array);
     tcase_add_test(tc, test_copy_is_a_new_array_with_the_same_values);
     tcase_add_test(tc, test_optimizer_updates_match_formulas);
+    tcase_add_test(tc, test_optimizer_vector_loops_match_formulas);
+    tcase_add_test(tc, test_large_optimizer_update_split_across_threads);
+    tcase_add_test(tc, test_optimizer_flushes_denormals_and_restores_the_callers_mode);
     suite_add_tcase(suite, tc);
     return suite;
 }

@@ -156,6 +156,47 @@ START_TEST(test_fully_connected_with_and_without_bias_and_flatten) {
 END_TEST
 
 /* _linalg_gemm over a batch of 2 (the leading axis), every transpose pair, both dtypes. */
+/* Small batches with many outputs transpose the data for a faster GEMM
+ * layout: every shape around that band (odd sizes: the transpose's tails),
+ * with and without bias, against triple loops. */
+START_TEST(test_fully_connected_layouts) {
+    const int64_t shapes[][3] = {{32, 64, 128}, {16, 67, 64}, {33, 5, 65}, {64, 128, 10},
+                                 {15, 8, 64},   {65, 9, 64},  {17, 1, 70}, {64, 256, 128}};
+    for (int k = 0; k < 8; k++) { /* the last one splits the GEMM's rows across threads */
+        int64_t rows = shapes[k][0], features = shapes[k][1], hidden = shapes[k][2];
+        double *x = malloc(sizeof(double) * (size_t)(rows * features));
+        double *w = malloc(sizeof(double) * (size_t)(hidden * features));
+        double *b = malloc(sizeof(double) * (size_t)hidden);
+        double *want = malloc(sizeof(double) * (size_t)(rows * hidden));
+        for (int64_t i = 0; i < rows * features; i++) x[i] = (double)((i * 7) % 13) - 6;
+        for (int64_t i = 0; i < hidden * features; i++) w[i] = (double)((i * 5) % 11) * 0.25 - 1;
+        for (int64_t i = 0; i < hidden; i++) b[i] = (double)i * 0.5;
+        char num_hidden[16];
+        snprintf(num_hidden, sizeof num_hidden, "%lld", (long long)hidden);
+        DeftNDArrayHandle X = make(DEFT_FLOAT32, 2, SHAPE(rows, features), x);
+        DeftNDArrayHandle W = make(DEFT_FLOAT32, 2, SHAPE(hidden, features), w);
+        DeftNDArrayHandle B = make(DEFT_FLOAT32, 1, SHAPE(hidden), b);
+        for (int bias = 0; bias < 2; bias++) {
+            for (int64_t r = 0; r < rows; r++)
+                for (int64_t h = 0; h < hidden; h++) {
+                    double acc = bias ? b[h] : 0;
+                    for (int64_t f = 0; f < features; f++)
+                        acc += x[r * features + f] * w[h * features + f];
+                    want[r * hidden + h] = acc;
+                }
+            DeftNDArrayHandle Y = bias ? call1("FullyConnected", 3, (DeftNDArrayHandle[]){X, W, B},
+                                               P("num_hidden", num_hidden))
+                                       : call1("FullyConnected", 2, (DeftNDArrayHandle[]){X, W},
+                                               P("num_hidden", num_hidden, "no_bias", "true"));
+            assert_values(Y, rows * hidden, want, 1e-5);
+            ck_assert_ok(DeftNDArrayFree(Y));
+        }
+        free_all(3, (DeftNDArrayHandle[]){X, W, B});
+        free(x), free(w), free(b), free(want);
+    }
+}
+END_TEST
+
 START_TEST(test_linalg_gemm_and_gemm2_batched) {
     const int64_t m = 3, n = 2, k = 4;
     for (int t = 0; t < 8; t++) {
@@ -240,6 +281,7 @@ static Suite *linalg_suite(void) {
     tcase_add_test(tc, test_dot_vectors_and_higher_rank);
     tcase_add_test(tc, test_batch_dot);
     tcase_add_test(tc, test_dot_result_rank_is_checked_first);
+    tcase_add_test(tc, test_fully_connected_layouts);
     tcase_add_test(tc, test_linalg_gemm_and_gemm2_batched);
     tcase_add_test(tc, test_linalg_gemm2_row_axis_and_errors);
     tcase_add_loop_test(tc, test_fully_connected_with_and_without_bias_and_flatten, 0, 2);

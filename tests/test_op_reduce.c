@@ -86,6 +86,121 @@ START_TEST(test_reductions_over_every_axis_set) {
 }
 END_TEST
 
+/* Reference reduction of a 5-D array over the axes in `mask` (bit d: axis d). */
+static void ref_reduce5(const char *op, const double *x, const int64_t *shape, unsigned mask,
+                        double *out, int64_t *nout) {
+    int64_t n = 1, out_n = 1, out_strides[5], count = 1;
+    for (int d = 4; d >= 0; d--) {
+        n *= shape[d];
+        out_strides[d] = mask >> d & 1 ? 0 : out_n;
+        if (mask >> d & 1)
+            count *= shape[d];
+        else
+            out_n *= shape[d];
+    }
+    bool mul = !strcmp(op, "prod"), extreme = !strcmp(op, "max");
+    for (int64_t o = 0; o < out_n; o++) out[o] = mul ? 1 : extreme ? -INFINITY : 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t rest = i, o = 0;
+        for (int d = 4; d >= 0; d--) o += rest % shape[d] * out_strides[d], rest /= shape[d];
+        out[o] = mul ? out[o] * x[i] : extreme ? fmax(out[o], x[i]) : out[o] + x[i];
+    }
+    if (!strcmp(op, "mean"))
+        for (int64_t o = 0; o < out_n; o++) out[o] /= (double)count;
+    *nout = out_n;
+}
+
+/* Every axis set of 5-D arrays, so every layout of the kernel: reduced axes
+ * innermost (rows), innermost reduced after kept ones (spans, as conv bias
+ * gradients, with up to three reduced runs), innermost kept (columns, as FC
+ * bias gradients, 600 wide: two blocks of accumulators), and the transposed
+ * copy (max, prod, integers). */
+START_TEST(test_reductions_read_layouts_in_place) {
+    const int64_t shapes[3][5] = {{1, 2, 3, 5, 7}, {3, 2, 1, 1, 600}, {2, 3, 2, 5, 3}};
+    const char *ops[] = {"sum", "mean", "max", "prod"};
+    const int dtypes[] = {DEFT_FLOAT32, DEFT_FLOAT64, DEFT_INT32};
+    static double x[3600], want[3600];
+    for (int sh = 0; sh < 3; sh++) {
+        const int64_t *shape = shapes[sh];
+        int64_t n = shape[0] * shape[1] * shape[2] * shape[3] * shape[4];
+        for (int o = 0; o < 4; o++) {
+            for (int i = 0; i < n; i++)
+                x[i] = !strcmp(ops[o], "prod") ? (i % 3 ? 1 : -1) : (double)((i * 37) % 23 - 11);
+            for (int d = 0; d < 3; d++) {
+                if (!strcmp(ops[o], "mean") && dtypes[d] == DEFT_INT32) continue;
+                DeftNDArrayHandle a = make(dtypes[d], 5, shape, x);
+                for (unsigned mask = 1; mask < 32; mask++) {
+                    char axes[32] = "(";
+                    for (int ax = 0; ax < 5; ax++)
+                        if (mask >> ax & 1) snprintf(axes + strlen(axes), 8, "%d,", ax);
+                    strcat(axes, ")");
+                    int64_t nout;
+                    ref_reduce5(ops[o], x, shape, mask, want, &nout);
+                    DeftNDArrayHandle y = call1(ops[o], 1, &a, P("axis", axes));
+                    assert_values(y, nout, want, dtypes[d] == DEFT_FLOAT32 ? 1e-6 : 1e-12);
+                    ck_assert_ok(DeftNDArrayFree(y));
+                }
+                ck_assert_ok(DeftNDArrayFree(a));
+            }
+        }
+    }
+}
+END_TEST
+
+/* Arrays big enough to be split across threads, in both in-place layouts. */
+START_TEST(test_large_in_place_reductions) {
+    const int64_t shapes[2][5] = {{1, 1, 1, 300, 301}, {1, 1, 66, 31, 37}};
+    const unsigned masks[2] = {1u << 3, (1u << 2) | (1u << 4)};
+    static double x[300 * 301], want[300 * 301];
+    for (int k = 0; k < 2; k++) {
+        int64_t n = shapes[k][2] * shapes[k][3] * shapes[k][4], nout;
+        for (int64_t i = 0; i < n; i++) x[i] = (double)((i * 13) % 29) - 14;
+        const char *ops[2] = {"sum", "max"};
+        for (int o = 0; o < 2; o++) {
+            DeftNDArrayHandle a = make(k ? DEFT_FLOAT64 : DEFT_FLOAT32, 5, shapes[k], x);
+            ref_reduce5(ops[o], x, shapes[k], masks[k], want, &nout);
+            DeftNDArrayHandle y = call1(ops[o], 1, &a, P("axis", k ? "(2,4)" : "(3,)"));
+            assert_values(y, nout, want, 1e-6);
+            free_all(2, (DeftNDArrayHandle[]){a, y});
+        }
+    }
+}
+END_TEST
+
+/* _reduce_to_like: a same-size "sum" is the data; real sums go through the
+ * reduction kernel (leading, inner and middle axes). */
+START_TEST(test_reduce_to_like) {
+    double x[60];
+    for (int i = 0; i < 60; i++) x[i] = i * 0.5 - 7;
+    DeftNDArrayHandle a = make(DEFT_FLOAT32, 3, SHAPE(3, 4, 5), x);
+    const int64_t likes[][3] = {{3, 4, 5}, {1, 4, 5}, {3, 1, 5}, {3, 4, 1}, {1, 1, 5}, {1, 1, 1}};
+    for (int k = 0; k < 6; k++) {
+        DeftNDArrayHandle like = make(DEFT_FLOAT32, 3, likes[k], NULL);
+        DeftNDArrayHandle y =
+            call1("_reduce_to_like", 2, (DeftNDArrayHandle[]){a, like}, NO_PARAMS);
+        double want[60] = {0};
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 4; j++)
+                for (int l = 0; l < 5; l++) {
+                    int64_t o =
+                        ((likes[k][0] > 1 ? i : 0) * likes[k][1] + (likes[k][1] > 1 ? j : 0)) *
+                            likes[k][2] +
+                        (likes[k][2] > 1 ? l : 0);
+                    want[o] += x[(i * 4 + j) * 5 + l];
+                }
+        assert_shape(y, 3, likes[k]);
+        assert_values(y, likes[k][0] * likes[k][1] * likes[k][2], want, 1e-5);
+        free_all(2, (DeftNDArrayHandle[]){like, y});
+    }
+    DeftNDArrayHandle flat = make(DEFT_FLOAT64, 1, SHAPE(20), NULL); /* fewer dims, same size */
+    DeftNDArrayHandle b = make(DEFT_FLOAT64, 2, SHAPE(1, 20), x);
+    DeftNDArrayHandle y = call1("_reduce_to_like", 2, (DeftNDArrayHandle[]){b, flat}, NO_PARAMS);
+    assert_shape(y, 1, SHAPE(20));
+    assert_values(y, 20, x, 0);
+    free_all(4, (DeftNDArrayHandle[]){a, flat, b, y});
+}
+END_TEST
+
 START_TEST(test_exclude_negative_axes_and_norm_ord1) {
     DeftNDArrayHandle a = make(DEFT_FLOAT64, 2, SHAPE(2, 3), VALUES(1, -2, 3, -4, 5, -6));
     DeftNDArrayHandle ex = call1("sum", 1, &a, P("axis", "(1,)", "exclude", "true"));
@@ -326,6 +441,47 @@ START_TEST(test_softmax_cross_entropy) {
 }
 END_TEST
 
+/* float32 losses and gradients (a vectorised path) against double
+ * references: 10 classes (many rows a chunk), 1000 (one row a chunk) and
+ * 3000 (the double path). */
+START_TEST(test_softmax_cross_entropy_float32) {
+    const int64_t shapes[3][2] = {{37, 10}, {3, 1000}, {2, 3000}};
+    for (int k = 0; k < 3; k++) {
+        int64_t rows = shapes[k][0], classes = shapes[k][1], n = rows * classes;
+        double *x = malloc(sizeof(double) * (size_t)n),
+               *want_dx = malloc(sizeof(double) * (size_t)n);
+        double labels[37], want = 0, g = 0.25;
+        for (int64_t i = 0; i < n; i++) x[i] = (float)(3 * sin((double)i * 0.7) + (i % 5));
+        for (int64_t r = 0; r < rows; r++) {
+            labels[r] = (double)((r * 7) % classes);
+            double m = -INFINITY, z = 0;
+            for (int64_t c = 0; c < classes; c++) m = fmax(m, x[r * classes + c]);
+            for (int64_t c = 0; c < classes; c++) z += exp(x[r * classes + c] - m);
+            want += m + log(z) - x[r * classes + (int64_t)labels[r]];
+            for (int64_t c = 0; c < classes; c++)
+                want_dx[r * classes + c] =
+                    g * (exp(x[r * classes + c] - m) / z - (c == (int64_t)labels[r]));
+        }
+        DeftNDArrayHandle data = make(DEFT_FLOAT32, 2, shapes[k], x);
+        DeftNDArrayHandle label = make(DEFT_FLOAT32, 1, SHAPE(rows), labels);
+        DeftNDArrayHandle head = make(DEFT_FLOAT32, 1, SHAPE(1), VALUES(g));
+        DeftNDArrayHandle loss =
+            call1("softmax_cross_entropy", 2, (DeftNDArrayHandle[]){data, label}, NO_PARAMS);
+        assert_values(loss, 1, &want, 1e-5 * fabs(want));
+        DeftNDArrayHandle dx = call1("_backward_softmax_cross_entropy", 3,
+                                     (DeftNDArrayHandle[]){head, data, label}, NO_PARAMS);
+        assert_values(dx, n, want_dx, 1e-6);
+        labels[rows - 1] = -1;
+        DeftNDArrayHandle bad = make(DEFT_FLOAT32, 1, SHAPE(rows), labels);
+        DeftNDArrayHandle failed = call1("_backward_softmax_cross_entropy", 3,
+                                         (DeftNDArrayHandle[]){head, data, bad}, NO_PARAMS);
+        ck_assert_fails(DeftNDArrayWaitToRead(failed), DEFT_ERROR_VALUE, "is -1, expected a class");
+        free_all(7, (DeftNDArrayHandle[]){data, label, head, loss, dx, bad, failed});
+        free(x), free(want_dx);
+    }
+}
+END_TEST
+
 START_TEST(test_nansum_nanprod_skip_nan) {
     const double x[6] = {1, NAN, 3, NAN, NAN, -2};
     for (int d = 0; d < 2; d++) {
@@ -482,6 +638,10 @@ static Suite *reduce_suite(void) {
     tcase_add_test(tc, test_softmax_and_log_softmax_are_stable);
     tcase_add_test(tc, test_float32_softmax_rows);
     tcase_add_test(tc, test_softmax_cross_entropy);
+    tcase_add_test(tc, test_softmax_cross_entropy_float32);
+    tcase_add_test(tc, test_reductions_read_layouts_in_place);
+    tcase_add_test(tc, test_reduce_to_like);
+    tcase_add_test(tc, test_large_in_place_reductions);
     tcase_add_test(tc, test_nansum_nanprod_skip_nan);
     tcase_add_test(tc, test_empty_axis_tuple_reduces_every_axis);
     tcase_add_test(tc, test_softmax_temperature_length_and_softmin);

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "core/base/parallel.h"
+#include "core/base/fpmode.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -78,7 +79,10 @@ static unsigned long wait_for_generation(unsigned long seen) {
 
 static void *helper_main(void *arg) {
     (void)arg;
-    unsigned long seen = atomic_load(&pool.generation);
+    deft_fpmode_flush_denormals(); /* see fpmode.h */
+    /* 0, not the current generation: the first job may be published before
+     * this thread gets here, and it would then wait for the next one. */
+    unsigned long seen = 0;
     for (;;) {
         seen = wait_for_generation(seen);
         if (atomic_load(&pool.stopping)) return NULL;

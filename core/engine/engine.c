@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/base/fpmode.h"
 #include "core/base/parallel.h"
 #include "core/base/profiler.h"
 #include "core/base/records.h"
@@ -313,7 +314,9 @@ __attribute__((noinline)) static engine_error_t *work_failed(void) {
 /* fn(ctx), its errors named after the API function `origin`. */
 static inline engine_error_t *run_work(deft_engine_fn fn, void *ctx, const char *origin) {
     const char *caller = deft_error_swap_function(origin);
+    unsigned fpmode = deft_fpmode_enter(); /* inline on a caller's thread: flush denormals */
     int status = fn(ctx);
+    deft_fpmode_leave(fpmode);
     deft_error_swap_function(caller);
     return status == 0 ? NULL : work_failed();
 }
@@ -410,6 +413,7 @@ static engine_op_t *take_work(void) {
 static void *worker_main(void *arg) {
     (void)arg;
     tl_worker = true;
+    deft_fpmode_flush_denormals(); /* see core/base/fpmode.h */
     pthread_setname_np(pthread_self(), "deft engine"); /* named in profiler traces */
     engine_op_t *op;
     while ((op = take_work()) != NULL) {

@@ -12,6 +12,7 @@
  * Masks draw from the global Philox stream (DeftRandomSeed): mask element i
  * takes word i % 4 of block first + i / 4, on the CPU and the GPU alike.
  */
+#include <math.h>
 #include <string.h>
 
 #include "core/base/parallel.h"
@@ -64,17 +65,42 @@ typedef struct mask_ctx {
     deft_dtype_t dtype;
     uint64_t seed, first;
     double keep;
+    uint32_t below; /* keep exactly when a word's top 24 bits are below this */
     int64_t n;
 } mask_ctx_t;
+
+/* deft_dropout_mask's test, (word >> 8) / 2^24 < keep, as an integer
+ * compare: for an integer t, t < keep * 2^24 exactly when t < ceil(keep * 2^24)
+ * (the product is exact: 2^24 is a power of two). */
+static uint32_t keep_below(double keep) {
+    return (uint32_t)ceil(keep * 16777216.0);
+}
+
+#define MASK_WORDS(S, T)                                                                           \
+    DEFT_CLONES static void mask_words_##S(T *mask, const uint32_t *words, int64_t n,              \
+                                           uint32_t below, T scale) {                              \
+        for (int64_t i = 0; i < n; i++) mask[i] = words[i] >> 8 < below ? scale : (T)0;            \
+    }
+MASK_WORDS(f32, float)
+MASK_WORDS(f64, double)
+
+enum { CHUNK_BLOCKS = 64 }; /* words drawn at a time: 1 KB, in L1 */
 
 /* Mask elements [4 * begin, 4 * end): a block of four words each. */
 static void mask_blocks(void *arg, int64_t begin, int64_t end) {
     const mask_ctx_t *c = arg;
-    int64_t stop = 4 * end < c->n ? 4 * end : c->n;
-    for (int64_t b = begin; b < end; b++) {
-        deft_philox_block_t block = deft_philox(c->seed, c->first + (uint64_t)b);
-        for (int w = 0; w < 4 && 4 * b + w < stop; w++)
-            deft_store_double(c->mask, c->dtype, 4 * b + w, deft_dropout_mask(block.v[w], c->keep));
+    uint32_t words[4 * CHUNK_BLOCKS];
+    for (int64_t b = begin; b < end; b += CHUNK_BLOCKS) {
+        int64_t blocks = end - b < CHUNK_BLOCKS ? end - b : CHUNK_BLOCKS;
+        int64_t at = 4 * b, n = 4 * blocks < c->n - at ? 4 * blocks : c->n - at;
+        deft_philox_words(c->seed, c->first + (uint64_t)b, blocks, words);
+        if (c->dtype == DEFT_DT_FLOAT32)
+            mask_words_f32((float *)c->mask + at, words, n, c->below, (float)(1.0 / c->keep));
+        else if (c->dtype == DEFT_DT_FLOAT64)
+            mask_words_f64((double *)c->mask + at, words, n, c->below, 1.0 / c->keep);
+        else
+            for (int64_t i = 0; i < n; i++)
+                deft_store_double(c->mask, c->dtype, at + i, deft_dropout_mask(words[i], c->keep));
     }
 }
 
@@ -145,6 +171,7 @@ static int dropout_forward(const deft_op_t *op, const deft_param_value_t *p, int
     mask_ctx_t m = {.mask = deft_tensor_data(&out[1]),
                     .dtype = out[1].dtype,
                     .keep = 1 - p[P_P].f,
+                    .below = keep_below(1 - p[P_P].f),
                     .n = deft_shape_size(&out[1].shape)};
     m.first = deft_random_reserve(((uint64_t)m.n + 3) / 4, &m.seed);
     deft_parallel_for((m.n + 3) / 4, DEFT_PARALLEL_GRAIN / 32, mask_blocks, &m);

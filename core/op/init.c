@@ -165,16 +165,27 @@ typedef struct random_ctx {
     int64_t n;
 } random_ctx_t;
 
+enum { CHUNK_BLOCKS = 64 }; /* words drawn at a time: 1 KB, in L1 */
+
+DEFT_CLONES static void uniform_words_f32(float *out, const uint32_t *words, int64_t n, float low,
+                                          float width) {
+    for (int64_t i = 0; i < n; i++) out[i] = deft_random_uniform_f(words[i], low, width);
+}
+
 /* Uniform float32 uses all four words of a block (element i: block i / 4, word
  * i % 4); the other kinds use a block per element (they need 53 or more bits). */
 static void random_range(void *arg, int64_t begin, int64_t end) {
     const random_ctx_t *c = arg;
     if (c->dtype == DEFT_DT_FLOAT32 && !c->normal) {
         float low = (float)c->a, width = (float)(c->b - c->a);
+        uint32_t words[4 * CHUNK_BLOCKS];
         for (int64_t i = begin; i < end;) {
-            deft_philox_block_t block = deft_philox(c->seed, c->first + (uint64_t)(i / 4));
-            for (int w = (int)(i % 4); w < 4 && i < end; w++, i++)
-                ((float *)c->data)[i] = deft_random_uniform_f(block.v[w], low, width);
+            int64_t b = i / 4, blocks = (end + 3) / 4 - b;
+            if (blocks > CHUNK_BLOCKS) blocks = CHUNK_BLOCKS;
+            int64_t n = 4 * (b + blocks) < end ? 4 * (b + blocks) - i : end - i;
+            deft_philox_words(c->seed, c->first + (uint64_t)b, blocks, words);
+            uniform_words_f32((float *)c->data + i, words + i % 4, n, low, width);
+            i += n;
         }
         return;
     }

@@ -10,6 +10,7 @@
 #include "core/math/reduce_math.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
+#include "core/op/reduce.h"
 #include "core/op/strided.h"
 
 static const char *const data_like[] = {"data", "like", NULL};
@@ -85,36 +86,21 @@ static int reduce_to_like_infer(const deft_op_t *op, const deft_param_value_t *p
     return 0;
 }
 
-typedef struct reduce_ctx {
-    const deft_tensor_t *in, *out;
-    int64_t out_strides[DEFT_SHAPE_MAX_NDIM]; /* per input dim; 0 where broadcast */
-} reduce_ctx_t;
-
+/* Most calls come from gradients of broadcasting ops whose inputs had one
+ * shape after all (Dropout's x * mask): the sum is then the data itself, a
+ * copy, or nothing where the output was planned over the input. Real sums
+ * run the reduction kernel over the axes that `like` broadcast along. */
 static int reduce_to_like_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                                   const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
-    (void)op, (void)p, (void)nin, (void)nout;
+    (void)nin;
     const deft_shape_t *big = &in[0].shape, *small = &out[0].shape;
-    int64_t own[DEFT_SHAPE_MAX_NDIM], strides[DEFT_SHAPE_MAX_NDIM] = {0};
-    deft_contiguous_strides(small, own);
+    if (deft_shape_size(big) == deft_shape_size(small))
+        return deft_forward_copy(op, p, nin, in, nout, out);
     int shift = big->ndim - small->ndim;
-    for (int d = 0; d < small->ndim; d++) strides[d + shift] = small->dims[d] == 1 ? 0 : own[d];
-    int64_t n_out = deft_shape_size(small), n_in = deft_shape_size(big);
-    void *y = deft_tensor_data(&out[0]);
-    const void *x = deft_tensor_data(&in[0]);
-    for (int64_t i = 0; i < n_out; i++) deft_store_double(y, out[0].dtype, i, 0.0);
-    /* One pass over the input, adding each element into its output slot. */
-    int64_t index[DEFT_SHAPE_MAX_NDIM] = {0}, target = 0;
-    for (int64_t i = 0; i < n_in; i++) {
-        double v = deft_load_double(y, out[0].dtype, target) + deft_load_double(x, in[0].dtype, i);
-        deft_store_double(y, out[0].dtype, target, v);
-        for (int d = big->ndim - 1; d >= 0; d--) {
-            target += strides[d];
-            if (++index[d] < big->dims[d]) break;
-            target -= strides[d] * big->dims[d];
-            index[d] = 0;
-        }
-    }
-    return 0;
+    uint32_t reduced = 0;
+    for (int d = 0; d < big->ndim; d++)
+        if (d < shift || small->dims[d - shift] == 1) reduced |= 1u << d;
+    return deft_reduce_sum_axes(op, &in[0], reduced, &out[0]);
 }
 
 /* ---- add_n ---- */
@@ -187,8 +173,9 @@ static int fill_like_forward_gpu(const deft_op_t *op, const deft_param_value_t *
 /* A sum over the axes along which out was broadcast to in's shape. */
 static int reduce_to_like_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
                                       const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
-    (void)op, (void)p, (void)nin, (void)nout;
     const deft_shape_t *big = &in[0].shape, *small = &out[0].shape;
+    if (deft_shape_size(big) == deft_shape_size(small))
+        return deft_forward_copy(op, p, nin, in, nout, out);
     int shift = big->ndim - small->ndim;
     uint32_t reduced = 0;
     for (int d = 0; d < big->ndim; d++)
@@ -278,10 +265,13 @@ static int grad_add_n(deft_grad_builder_t *b, const deft_param_value_t *p, int n
 
 /* The last input is the `like`: only its shape and dtype are read. */
 #define LIKE_OP(name_, doc, inputs, n, infer_, forward_, gpu_, data_, grad)                        \
+    LIKE_OP_INPLACE(name_, doc, inputs, n, infer_, forward_, gpu_, data_, grad, -1)
+/* ... whose output may be written over input `inplace` (of the same size) */
+#define LIKE_OP_INPLACE(name_, doc, inputs, n, infer_, forward_, gpu_, data_, grad, inplace)       \
     {                                                                                              \
         .name = name_, .description = doc, .input_names = inputs, .min_inputs = n,                 \
         .max_inputs = n, .infer = infer_, .forward = forward_, .forward_gpu = DEFT_GPU(gpu_),      \
-        .inplace_input = -1, .data = data_, .gradient = grad, .shape_inputs = 1u << (n - 1)        \
+        .inplace_input = inplace, .data = data_, .gradient = grad, .shape_inputs = 1u << (n - 1)   \
     }
 
 static const deft_op_t like_ops[] = {
@@ -297,11 +287,12 @@ static const deft_op_t like_ops[] = {
     LIKE_OP("reshape_like", "Data in the shape of `like` (same number of elements).", data_like, 2,
             reshape_like_infer, deft_forward_copy, deft_forward_copy, NULL,
             deft_gradient_reshape_back),
-    LIKE_OP("_reduce_to_like",
-            "Sums data over the axes along which `like` would be broadcast to data's shape: "
-            "the gradient of broadcasting.",
-            data_like, 2, reduce_to_like_infer, reduce_to_like_forward, reduce_to_like_forward_gpu,
-            NULL, grad_reduce_to_like),
+    LIKE_OP_INPLACE(
+        "_reduce_to_like",
+        "Sums data over the axes along which `like` would be broadcast to data's shape: "
+        "the gradient of broadcasting.",
+        data_like, 2, reduce_to_like_infer, reduce_to_like_forward, reduce_to_like_forward_gpu,
+        NULL, grad_reduce_to_like, 0 /* a same-size sum: nothing to do */),
     LIKE_OP("_cast_like", "Data converted to the dtype of `like`: the gradient of Cast.", data_like,
             2, cast_like_infer, cast_like_forward, cast_like_forward_gpu, NULL, grad_cast_like),
     {.name = "_copy_to_device",

@@ -5,11 +5,13 @@
  * input's dtype.
  *
  * Every reduction is computed on a (outer, inner) layout where the inner
- * span holds the reduced elements contiguously. When the reduced axes are
- * not already the innermost, the input is first copied with the reduced
- * axes moved last (one strided pass), which keeps one simple, fast loop per
- * reduction instead of a loop nest per axis pattern. Float sums accumulate
- * in double; integer sums and products wrap in 64 bits.
+ * span holds the reduced elements contiguously. Where the reduced axes are
+ * not all innermost, float sums and means, and every kind but arg* whose
+ * innermost axis is reduced, read the input in place (see "reductions that
+ * read the input in place"); the rest first copy it with the reduced axes
+ * moved last (one strided pass), which keeps one simple loop per reduction
+ * instead of a loop nest per axis pattern. Float sums
+ * accumulate in double; integer sums and products wrap in 64 bits.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@
 #include "core/op/grad.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
+#include "core/op/reduce.h"
 #include "core/math/reduce_math.h"
 #include "core/op/strided.h"
 
@@ -30,20 +33,33 @@ typedef struct reducer {
     bool needs_elements; /* max, min, arg*: a zero-size reduction has no answer */
 } reducer_t;
 
+/* A float sum in double of `spans` spans of n elements, `stride` apart,
+ * over 16 partial sums: vector lanes. */
+#define SUM_SPAN(S, T)                                                                             \
+    DEFT_CLONES static double sum_##S(const T *x, int64_t n, int64_t spans, int64_t stride) {      \
+        double part[16] = {0}, sum = 0;                                                            \
+        for (int64_t s = 0; s < spans; s++, x += stride) {                                         \
+            int64_t i = 0;                                                                         \
+            for (; i + 16 <= n; i += 16)                                                           \
+                for (int j = 0; j < 16; j++) part[j] += x[i + j];                                  \
+            for (; i < n; i++) sum += x[i];                                                        \
+        }                                                                                          \
+        for (int width = 8; width > 0; width /= 2) /* a tree: no chain of 16 dependent adds */     \
+            for (int j = 0; j < width; j++) part[j] += part[j + width];                            \
+        return sum + part[0];                                                                      \
+    }
+SUM_SPAN(f32, float)
+SUM_SPAN(f64, double)
+
 /* Max/min/argmax/argmin for floats: the first NaN wins, as in NumPy. */
 #define FLOAT_SPAN(S, T)                                                                           \
     static void span_##S(deft_reduce_kind_t kind, const T *x, int64_t n, int64_t base,             \
                          deft_partial_t *p) {                                                      \
         switch (kind) {                                                                            \
         case DEFT_R_SUM:                                                                           \
-        case DEFT_R_MEAN: {                                                                        \
-            double a0 = 0, a1 = 0, a2 = 0, a3 = 0;                                                 \
-            int64_t i = 0;                                                                         \
-            for (; i + 4 <= n; i += 4) a0 += x[i], a1 += x[i + 1], a2 += x[i + 2], a3 += x[i + 3]; \
-            for (; i < n; i++) a0 += x[i];                                                         \
-            p->f += (a0 + a1) + (a2 + a3);                                                         \
+        case DEFT_R_MEAN:                                                                          \
+            p->f += sum_##S(x, n, 1, 0);                                                           \
             break;                                                                                 \
-        }                                                                                          \
         case DEFT_R_PROD:                                                                          \
             for (int64_t i = 0; i < n; i++) p->f *= x[i];                                          \
             break;                                                                                 \
@@ -317,31 +333,209 @@ static int plan_reduction(const deft_op_t *op, const deft_param_value_t *p, cons
     return plan_axes(op, axes, exclude, x, plan);
 }
 
-static int reduce_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
-                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
-    (void)nin, (void)nout;
-    if (p[0].none) { /* every axis: a small array (a loss, most often) is one row, no plan */
-        int64_t n = deft_shape_size(&in[0].shape);
-        if (n < DEFT_PARALLEL_GRAIN) {
-            reduce_row(call_kind(op, p), in[0].dtype, deft_tensor_data(&in[0]), n, 0,
-                       deft_tensor_data(&out[0]));
-            return 0;
+/* ---- reductions that read the input in place ----
+ *
+ * When the reduced axes are not innermost, copying the input transposed
+ * costs more than the reduction (a (32,128) sum over axis 0, a dense bias
+ * gradient: 3.0 us with the copy, 0.65 without). Two layouts read it in place:
+ *  - the innermost run of axes is reduced (conv bias gradients: axes (0,2,3)
+ *    of NCHW): each result sums contiguous spans, one per other reduced index;
+ *  - the innermost run is kept (a sum over leading axes): each block of
+ *    results adds whole rows into a block of accumulators, a vector loop.
+ */
+
+/* Axes with neighbours of the same kind merged (size-1 axes dropped),
+ * innermost first, each with its stride in the input. */
+typedef struct axis_run {
+    int64_t len, stride;
+} axis_run_t;
+
+typedef struct run_layout {
+    int nkept, nreduced;
+    axis_run_t kept[DEFT_SHAPE_MAX_NDIM], reduced[DEFT_SHAPE_MAX_NDIM];
+    bool inner_reduced; /* whether the innermost run is a reduced one */
+} run_layout_t;
+
+static void plan_runs(const deft_shape_t *shape, const reduce_plan_t *plan, run_layout_t *l) {
+    l->nkept = l->nreduced = 0;
+    int64_t stride = 1;
+    int last = -1; /* the kind of the run being built: -1 none, 0 kept, 1 reduced */
+    for (int d = shape->ndim - 1; d >= 0; stride *= shape->dims[d], d--) {
+        if (shape->dims[d] == 1) continue;
+        int r = is_reduced(plan, d);
+        axis_run_t *runs = r ? l->reduced : l->kept;
+        int *n = r ? &l->nreduced : &l->nkept;
+        if (last == r) {
+            runs[*n - 1].len *= shape->dims[d];
+        } else {
+            if (last < 0) l->inner_reduced = r;
+            runs[(*n)++] = (axis_run_t){shape->dims[d], stride};
+        }
+        last = r;
+    }
+}
+
+/* The input offset of index i of the runs (innermost fastest). */
+static int64_t run_offset(const axis_run_t *runs, int n, int64_t i) {
+    int64_t offset = 0;
+    for (int k = 0; k < n && i > 0; k++) {
+        offset += i % runs[k].len * runs[k].stride;
+        i /= runs[k].len;
+    }
+    return offset;
+}
+
+/* An odometer over the runs' indices, with their offset (no division a step). */
+typedef struct run_walk {
+    int64_t index[DEFT_SHAPE_MAX_NDIM], offset;
+} run_walk_t;
+
+static void run_next(const axis_run_t *runs, int n, run_walk_t *w) {
+    for (int k = 0; k < n; k++) {
+        w->offset += runs[k].stride;
+        if (++w->index[k] < runs[k].len) return;
+        w->offset -= runs[k].stride * runs[k].len;
+        w->index[k] = 0;
+    }
+}
+
+/* `spans` spans of n elements from base, `stride` apart, into p. */
+static void reduce_strided_spans(deft_reduce_kind_t kind, deft_dtype_t dtype, const void *x,
+                                 int64_t n, int64_t spans, int64_t stride, int64_t base,
+                                 deft_partial_t *p) {
+    if ((kind == DEFT_R_SUM || kind == DEFT_R_MEAN) && n > 0 &&
+        (dtype == DEFT_DT_FLOAT32 || dtype == DEFT_DT_FLOAT64)) { /* one call, one tree */
+        p->f += dtype == DEFT_DT_FLOAT32 ? sum_f32((const float *)x + base, n, spans, stride)
+                                         : sum_f64((const double *)x + base, n, spans, stride);
+        p->count += n * spans;
+        return;
+    }
+    for (int64_t s = 0; s < spans; s++) reduce_span(kind, dtype, x, n, base + s * stride, p);
+}
+
+enum { COLUMN_BLOCK = 512 }; /* accumulators of the columns layout, 4 KB on the stack */
+
+typedef struct in_place_ctx {
+    deft_reduce_kind_t kind;
+    deft_dtype_t dtype;
+    const void *x;
+    void *y;
+    const run_layout_t *l;
+    int64_t count;         /* elements per result */
+    int64_t block, blocks; /* columns layout: results per block, blocks per row of results */
+} in_place_ctx_t;
+
+/* Spans layout: results [begin, end). The spans of the next reduced run
+ * go to one call; further reduced runs are walked. */
+static void reduce_spans(void *arg, int64_t begin, int64_t end) {
+    const in_place_ctx_t *c = arg;
+    const run_layout_t *l = c->l;
+    int64_t len = l->reduced[0].len; /* stride 1 */
+    axis_run_t next = l->nreduced > 1 ? l->reduced[1] : (axis_run_t){1, 0};
+    int64_t walks = c->count / len / next.len;
+    for (int64_t o = begin; o < end; o++) {
+        int64_t base = run_offset(l->kept, l->nkept, o);
+        deft_partial_t p = deft_reduce_identity(c->kind);
+        run_walk_t w = {{0}, 0};
+        for (int64_t r = 0; r < walks; r++, run_next(l->reduced + 2, l->nreduced - 2, &w))
+            reduce_strided_spans(c->kind, c->dtype, c->x, len, next.len, next.stride,
+                                 base + w.offset, &p);
+        deft_reduce_store(c->kind, &p, c->count, c->y, o, c->dtype);
+    }
+}
+
+/* acc[j] += x[i * stride + j] over `rows` rows. */
+#define ADD_ROWS(S, T)                                                                             \
+    DEFT_CLONES static void add_rows_##S(double *acc, const T *x, int64_t n, int64_t rows,         \
+                                         int64_t stride) {                                         \
+        for (int64_t i = 0; i < rows; i++, x += stride)                                            \
+            for (int64_t j = 0; j < n; j++) acc[j] += x[j];                                        \
+    }
+ADD_ROWS(f32, float)
+ADD_ROWS(f64, double)
+
+/* Columns layout: units [begin, end), each a block of up to c->block
+ * consecutive results (one row of results has kept[0].len of them). */
+static void reduce_columns(void *arg, int64_t begin, int64_t end) {
+    const in_place_ctx_t *c = arg;
+    const run_layout_t *l = c->l;
+    const axis_run_t *rows = &l->reduced[0];
+    int64_t width = l->kept[0].len, others = c->count / rows->len;
+    size_t elem = deft_dtype_size(c->dtype);
+    double acc[COLUMN_BLOCK];
+    for (int64_t u = begin; u < end; u++) {
+        int64_t q = u / c->blocks, first = u % c->blocks * c->block;
+        int64_t n = width - first < c->block ? width - first : c->block;
+        int64_t base = run_offset(l->kept + 1, l->nkept - 1, q) + first;
+        memset(acc, 0, (size_t)n * sizeof *acc);
+        run_walk_t w = {{0}, 0};
+        for (int64_t r = 0; r < others; r++, run_next(l->reduced + 1, l->nreduced - 1, &w)) {
+            const char *x = (const char *)c->x + (base + w.offset) * (int64_t)elem;
+            if (c->dtype == DEFT_DT_FLOAT32)
+                add_rows_f32(acc, (const float *)x, n, rows->len, rows->stride);
+            else
+                add_rows_f64(acc, (const double *)x, n, rows->len, rows->stride);
+        }
+        for (int64_t j = 0; j < n; j++) {
+            deft_partial_t p = {acc[j], 0, -1, c->count};
+            deft_reduce_store(c->kind, &p, c->count, c->y, q * width + first + j, c->dtype);
         }
     }
-    reduce_plan_t plan;
-    reducer_t r = *(const reducer_t *)op->data;
-    if (plan_reduction(op, p, &in[0].shape, &plan, &r.kind)) return -1;
+}
+
+/* Whether a reduction whose reduced axes are not innermost reads x in place. */
+static bool reads_in_place(deft_reduce_kind_t kind, deft_dtype_t dtype, const run_layout_t *l) {
+    if (kind == DEFT_R_ARGMAX || kind == DEFT_R_ARGMIN) return false; /* indices need order */
+    if (l->inner_reduced) return true;
+    return (kind == DEFT_R_SUM || kind == DEFT_R_MEAN) &&
+           (dtype == DEFT_DT_FLOAT32 || dtype == DEFT_DT_FLOAT64);
+}
+
+static void reduce_in_place(deft_reduce_kind_t kind, const deft_tensor_t *x, const run_layout_t *l,
+                            int64_t outer, int64_t span, const deft_tensor_t *y) {
+    in_place_ctx_t c = {.kind = kind,
+                        .dtype = x->dtype,
+                        .x = deft_tensor_data(x),
+                        .y = deft_tensor_data(y),
+                        .l = l,
+                        .count = span};
+    int64_t units = outer;
+    deft_range_fn fn = reduce_spans;
+    int64_t per_unit = span;
+    if (!l->inner_reduced) { /* narrower blocks where too few would keep threads idle */
+        int64_t width = l->kept[0].len, rows = outer / width,
+                min_units = 2 * deft_parallel_threads();
+        c.block = COLUMN_BLOCK;
+        while (c.block > 64 && rows * ((width + c.block - 1) / c.block) < min_units) c.block /= 2;
+        c.blocks = (width + c.block - 1) / c.block;
+        units = rows * c.blocks;
+        per_unit = span * c.block;
+        fn = reduce_columns;
+    }
+    int64_t grain = DEFT_PARALLEL_GRAIN / (per_unit ? per_unit : 1);
+    if (outer * span < DEFT_PARALLEL_GRAIN)
+        fn(&c, 0, units);
+    else
+        deft_parallel_for(units, grain < 1 ? 1 : grain, fn, &c);
+}
+
+/* The reduction of x to y by plan (outer results of span elements each). */
+static int reduce_planned(const deft_op_t *op, const reducer_t *r, reduce_plan_t plan,
+                          const deft_tensor_t *x, const deft_tensor_t *y) {
     if (plan.outer == 0) return 0;
     void *copy = NULL;
-    reduce_ctx_t c = {.r = &r,
-                      .x = deft_tensor_data(&in[0]),
-                      .dtype = in[0].dtype,
-                      .span = plan.span,
-                      .out = &out[0]};
-    if (plan.span > 0 && !reduced_are_innermost(&plan, &in[0].shape)) {
-        if (!(c.x = copy = move_reduced_last(&in[0], &plan)))
+    reduce_ctx_t c = {
+        .r = r, .x = deft_tensor_data(x), .dtype = x->dtype, .span = plan.span, .out = y};
+    if (plan.span > 0 && !reduced_are_innermost(&plan, &x->shape)) {
+        run_layout_t l;
+        plan_runs(&x->shape, &plan, &l);
+        if (reads_in_place(r->kind, x->dtype, &l)) {
+            reduce_in_place(r->kind, x, &l, plan.outer, plan.span, y);
+            return 0;
+        }
+        if (!(c.x = copy = move_reduced_last(x, &plan)))
             return deft_op_error(op, DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a %zu-byte buffer",
-                                 deft_tensor_nbytes(&in[0]));
+                                 deft_tensor_nbytes(x));
     }
     if (plan.outer * plan.span < DEFT_PARALLEL_GRAIN) { /* one thread's work: no pool */
         reduce_rows(&c, 0, plan.outer);
@@ -358,19 +552,48 @@ static int reduce_forward(const deft_op_t *op, const deft_param_value_t *p, int 
         }
         const void *base = c.x;
         for (int64_t o = 0; o < plan.outer; o++) {
-            c.x = (const char *)base + o * plan.span * (int64_t)deft_dtype_size(in[0].dtype);
+            c.x = (const char *)base + o * plan.span * (int64_t)deft_dtype_size(x->dtype);
             deft_parallel_for(chunks, 1, reduce_chunks, &c);
             deft_partial_t total = deft_reduce_identity(c.r->kind);
             for (int64_t k = 0; k < chunks; k++)
-                deft_reduce_combine(c.r->kind, deft_dtype_is_float(in[0].dtype), &total,
+                deft_reduce_combine(c.r->kind, deft_dtype_is_float(x->dtype), &total,
                                     &c.partials[k]);
-            deft_reduce_store(c.r->kind, &total, plan.span, deft_tensor_data(&out[0]), o,
-                              in[0].dtype);
+            deft_reduce_store(c.r->kind, &total, plan.span, deft_tensor_data(y), o, x->dtype);
         }
         free(c.partials);
     }
     deft_scratch_free(copy);
     return 0;
+}
+
+static int reduce_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nin, (void)nout;
+    if (p[0].none) { /* every axis: a small array (a loss, most often) is one row, no plan */
+        int64_t n = deft_shape_size(&in[0].shape);
+        if (n < DEFT_PARALLEL_GRAIN) {
+            reduce_row(call_kind(op, p), in[0].dtype, deft_tensor_data(&in[0]), n, 0,
+                       deft_tensor_data(&out[0]));
+            return 0;
+        }
+    }
+    reduce_plan_t plan;
+    reducer_t r = *(const reducer_t *)op->data;
+    if (plan_reduction(op, p, &in[0].shape, &plan, &r.kind)) return -1;
+    return reduce_planned(op, &r, plan, &in[0], &out[0]);
+}
+
+int deft_reduce_sum_axes(const deft_op_t *op, const deft_tensor_t *x, uint32_t reduced,
+                         const deft_tensor_t *y) {
+    static const reducer_t sum = {DEFT_R_SUM, false, false};
+    reduce_plan_t plan = {reduced, 1, 1};
+    for (int d = 0; d < x->shape.ndim; d++) {
+        if (is_reduced(&plan, d))
+            plan.span *= x->shape.dims[d];
+        else
+            plan.outer *= x->shape.dims[d];
+    }
+    return reduce_planned(op, &sum, plan, x, y);
 }
 
 #ifdef DEFT_HAVE_CUDA
