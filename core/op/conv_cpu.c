@@ -268,6 +268,7 @@ int deft_conv_lower_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const voi
     /* first: at 1 thread the direct kernel beat the batched GEMM at every
      * small output measured (512->512 at 7x7: 97 against 85 GFLOP/s) */
     if (deft_conv_direct_fits(g, dtype)) return deft_conv_direct_lower(g, image, w, bias, colside);
+    if (deft_conv_small_fits(g, dtype)) return deft_conv_small_lower(g, image, w, bias, colside);
     conv_job_t j;
     job_init(&j, g, dtype);
     j.image = image, j.w = w, j.bias = bias, j.out = colside;
@@ -324,6 +325,8 @@ int deft_conv_raise_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const voi
                         const void *w, const void *bias, void *image) {
     if (deft_conv_direct_raise_fits(g, dtype))
         return deft_conv_direct_raise(g, colside, w, bias, image);
+    if (deft_conv_small_raise_fits(g, dtype))
+        return deft_conv_small_raise(g, colside, w, bias, image);
     conv_job_t j;
     job_init(&j, g, dtype);
     j.colside = colside, j.w = w, j.bias = bias, j.out = image;
@@ -372,6 +375,7 @@ static void wgrad_parts(void *ctx, int64_t begin, int64_t end) {
 int deft_conv_wgrad_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
                         const void *colside, void *dw) {
     if (deft_conv_direct_wgrad_fits(g, dtype)) return deft_conv_direct_wgrad(g, image, colside, dw);
+    if (deft_conv_small_fits(g, dtype)) return deft_conv_small_wgrad(g, image, colside, dw);
     conv_job_t j;
     job_init(&j, g, dtype);
     const int64_t wsize = g->filt * j.rows, macs = wsize * j.space;

@@ -33,6 +33,10 @@ void deft_conv_direct_enable(bool on) {
     atomic_store(&direct_off, !on);
 }
 
+bool deft_conv_direct_on(void) {
+    return !atomic_load(&direct_off);
+}
+
 #if DEFT_CONV_DIRECT_X86
 bool deft_conv_direct_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     if (atomic_load(&direct_off) || dtype != DEFT_DT_FLOAT32 || g->groups != 1) return false;
