@@ -252,24 +252,37 @@ static void band_items(void *ctx, int64_t begin, int64_t end) {
         return;
     }
     row_fn two = j->sw == 1 ? row_2_1 : row_2_2, one = j->sw == 1 ? row_1_1 : row_1_2;
+    const int64_t step = MAX_BLOCKS * CB, pairs = (j->ocp + step - 1) / step;
+    int64_t packed = -1; /* the band in the buffer, as item / osplits */
     for (int64_t item = begin; item < end; item++) {
-        int64_t n = item / j->nbands, r0 = item % j->nbands * j->band;
+        int64_t nb = item / j->osplits, s = item % j->osplits;
+        int64_t n = nb / j->nbands, r0 = nb % j->nbands * j->band;
         int64_t r1 = r0 + j->band < j->oh ? r0 + j->band : j->oh;
-        deft_direct_pack_band(j, j->image + n * j->ic * j->ih * j->iw, r0 * j->sh - j->ph,
-                              deft_direct_band_rows(j, r0, r1), band);
+        if (packed != nb)
+            deft_direct_pack_band(j, j->image + n * j->ic * j->ih * j->iw, r0 * j->sh - j->ph,
+                                  deft_direct_band_rows(j, r0, r1), band);
+        packed = nb;
         float *out = j->out + n * j->oc * j->oh * j->ow;
-        for (int64_t o0 = 0; o0 < j->ocp; o0 += MAX_BLOCKS * CB)
+        const int64_t o1 = pairs * (s + 1) / j->osplits * step;
+        for (int64_t o0 = pairs * s / j->osplits * step; o0 < o1 && o0 < j->ocp; o0 += step)
             for (int64_t y = r0; y < r1; y++)
-                (j->ocp - o0 >= MAX_BLOCKS * CB ? two : one)(j, band, r0, y, o0, out);
+                (j->ocp - o0 >= step ? two : one)(j, band, r0, y, o0, out);
     }
     free(band);
 }
 
-/* Convolve with packed weights (bias NULL or rounded up to ocp entries). */
+/* Convolve with packed weights (bias NULL or rounded up to ocp entries).
+ * Where the batch's bands give the threads few items (one image at 7x7
+ * gives 7), each band's output channels are split too, in runs of block
+ * pairs, so that no thread waits long for another's last item. */
 static int run(direct_job_t *j, const deft_conv_geom_t *g) {
-    int64_t macs = j->band * j->ow * j->ocp * j->icp * j->kh * j->kw;
+    const int64_t bands = g->batch * j->nbands, want = 8 * deft_parallel_budget();
+    const int64_t pairs = (j->ocp + MAX_BLOCKS * CB - 1) / (MAX_BLOCKS * CB);
+    j->osplits = bands < want ? (want + bands - 1) / bands : 1;
+    if (j->osplits > pairs) j->osplits = pairs;
+    int64_t macs = j->band * j->ow * j->ocp * j->icp * j->kh * j->kw / j->osplits;
     int64_t grain = macs >= ITEM_MACS ? 1 : ITEM_MACS / (macs > 0 ? macs : 1);
-    deft_parallel_for(g->batch * j->nbands, grain, band_items, j);
+    deft_parallel_for(bands * j->osplits, grain, band_items, j);
     if (atomic_load(&j->failed))
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "convolution: no memory for an input band");
     return 0;

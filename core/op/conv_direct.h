@@ -38,6 +38,7 @@ typedef struct direct_job {
     int64_t kh, kw, sh, sw, ph, pw; /* kernel, stride, padding */
     int64_t wp;                     /* packed columns: those the row's taps read */
     int64_t band, nbands;           /* output rows per work item */
+    int64_t osplits;                /* runs of output channels per band (forward items) */
     const float *image, *bias;      /* bias: NULL, or ocp entries */
     const float *wpk;               /* packed weights */
     float *out;

@@ -35,7 +35,7 @@
 enum {
     VL = 16,    /* floats per vector */
     MAX_OB = 6, /* output channels per register tile */
-    MAX_NV = 4, /* pixel vectors per forward tile */
+    MAX_NV = 8, /* pixel vectors per forward tile (fewer for more channels) */
     MAX_TB = 4, /* (channel, tap) pairs per weight-gradient tile */
 };
 
@@ -121,11 +121,11 @@ static ALWAYS AVX512 void lower_tile(const small_job_t *j, const float *xp, int6
     const float *w = j->wpk + o0 * pairs;
     for (int64_t k = 0; k < pairs; k++) {
         const float *xk = xp + j->off[k] + q0;
-        __m512 xv[MAX_NV];
-        for (int v = 0; v < NV; v++) xv[v] = _mm512_loadu_ps(xk + v * VL);
-        for (int o = 0; o < OB; o++) {
-            __m512 wv = _mm512_set1_ps(w[o * pairs + k]);
-            for (int v = 0; v < NV; v++) acc[o][v] = _mm512_fmadd_ps(wv, xv[v], acc[o][v]);
+        __m512 wv[MAX_OB];
+        for (int o = 0; o < OB; o++) wv[o] = _mm512_set1_ps(w[o * pairs + k]);
+        for (int v = 0; v < NV; v++) {
+            __m512 xv = _mm512_loadu_ps(xk + v * VL);
+            for (int o = 0; o < OB; o++) acc[o][v] = _mm512_fmadd_ps(wv[o], xv, acc[o][v]);
         }
     }
     for (int o = 0; o < OB; o++)
@@ -139,7 +139,11 @@ typedef void (*lower_fn)(const small_job_t *, const float *, int64_t, int64_t, f
                                          int64_t q0, float *yw) {                                  \
         lower_tile(j, xp, o0, q0, yw, OB, NV);                                                     \
     }
-#define LOWER_ROW(OB) LOWER_FN(OB, 1) LOWER_FN(OB, 2) LOWER_FN(OB, 3) LOWER_FN(OB, 4)
+#define LOWER_ROW(OB)                                                                              \
+    LOWER_FN(OB, 1)                                                                                \
+    LOWER_FN(OB, 2)                                                                                \
+    LOWER_FN(OB, 3)                                                                                \
+    LOWER_FN(OB, 4) LOWER_FN(OB, 5) LOWER_FN(OB, 6) LOWER_FN(OB, 7) LOWER_FN(OB, 8)
 LOWER_ROW(1)
 LOWER_ROW(2)
 LOWER_ROW(3)
@@ -147,9 +151,16 @@ LOWER_ROW(4)
 LOWER_ROW(5)
 LOWER_ROW(6)
 #define LOWER_ENTRY(OB)                                                                            \
-    { lower_##OB##_1, lower_##OB##_2, lower_##OB##_3, lower_##OB##_4 }
+    {                                                                                              \
+        lower_##OB##_1, lower_##OB##_2, lower_##OB##_3, lower_##OB##_4, lower_##OB##_5,            \
+            lower_##OB##_6, lower_##OB##_7, lower_##OB##_8                                         \
+    }
 static const lower_fn lower_fns[MAX_OB][MAX_NV] = {LOWER_ENTRY(1), LOWER_ENTRY(2), LOWER_ENTRY(3),
                                                    LOWER_ENTRY(4), LOWER_ENTRY(5), LOWER_ENTRY(6)};
+/* Pixel vectors per tile of OB channels: OB NV accumulators, OB weights and
+ * one input vector within the 32 registers, and at least 8 accumulators
+ * (chains of FMAs: two units of 4 cycles' latency). */
+static const int nv_cap[MAX_OB] = {8, 8, 8, 6, 4, 4};
 
 /* Output channels o0 .. by blocks of MAX_OB (the last block the rest). */
 static int64_t block_of(int64_t oc, int64_t o0) {
@@ -176,8 +187,8 @@ static void lower_items(void *ctx, int64_t begin, int64_t end) {
         if (packed != n) pack_image(j, j->x + n * j->ic * j->ih * j->iw, xp), packed = n;
         for (int64_t o0 = 0; o0 < j->oc; o0 += MAX_OB) {
             const int64_t ob = block_of(j->oc, o0);
-            for (int64_t v = v0; v < v1; v += MAX_NV) {
-                const int64_t nv = v1 - v < MAX_NV ? v1 - v : MAX_NV;
+            for (int64_t v = v0; v < v1; v += nv_cap[ob - 1]) {
+                const int64_t nv = v1 - v < nv_cap[ob - 1] ? v1 - v : nv_cap[ob - 1];
                 lower_fns[ob - 1][nv - 1](j, xp, o0, v * VL, yw + o0 * j->nq);
             }
         }
