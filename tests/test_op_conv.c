@@ -365,8 +365,9 @@ END_TEST
  * to blocks of 16 with little waste, but not 1x1 kernels. The cases cover
  * full and partial register tiles (widths 15, 29, 11), one and two output
  * blocks and a partial one (72 channels), input channels not a multiple of
- * 16 (70), stride 2 in either dimension, 2x2 and 7x7 kernels, padding, and
- * bands of rows split between threads (60 rows, one image). Deconvolution
+ * 16 (70), stride 2 in either dimension, 2x2 and 7x7 kernels, padding,
+ * bands of rows split between threads (60 rows, one image), and weights
+ * packed by each work item (a large W at one image). Deconvolution
  * at stride 1 runs them as its data-gradient form (raise).
  */
 static const conv_case_t direct_cases[] = {
@@ -383,6 +384,10 @@ static const conv_case_t direct_cases[] = {
     {2, 2, 32, 16, 1, DIMS(9, 17), DIMS(3, 5), DIMS(2, 1), DIMS(0, 2), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
     {2, 1, 16, 16, 1, DIMS(60, 20), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    /* W over 512 KiB at one image: one band, each item packing its own block
+     * pair's weights (and a partial pair: 136 channels) */
+    {2, 1, 128, 136, 1, DIMS(5, 7), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
     /* enough output pixels (>= 1024) for the direct weight gradient too */
     {2, 2, 70, 16, 1, DIMS(64, 33), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
