@@ -19,8 +19,10 @@
  *  - wgrad: a tile of OB output channels by TB (input channel, tap) pairs,
  *    summing dy (wide, zero past ow) times the shifted input over the
  *    pixels of a run of images, then across the vector's lanes.
- * Work is split over images (lower, raise: and over runs of pixels when
- * there are fewer images than threads; wgrad: into per-thread sums).
+ * Work is split over images (lower, raise: and over runs of output rows
+ * when there are fewer images than threads; wgrad: into per-thread sums).
+ * Tiles skip the kernel rows that would read only the padding above or
+ * below the image (most of the data gradient's padding at small images).
  */
 #include <stdlib.h>
 #include <string.h>
