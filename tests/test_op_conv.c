@@ -365,8 +365,9 @@ END_TEST
  * to blocks of 16 with little waste, but not 1x1 kernels. The cases cover
  * full and partial register tiles (widths 15, 29, 11), one and two output
  * blocks and a partial one (72 channels), input channels not a multiple of
- * 16 (70), stride 2 in either dimension, 2x2 and 7x7 kernels, padding, and
- * bands of rows split between threads (60 rows, one image). Deconvolution
+ * 16 (70), stride 2 in either dimension, 2x2 and 7x7 kernels, padding,
+ * bands of rows split between threads (60 rows, one image), and weights
+ * packed by each work item (a large W at one image). Deconvolution
  * at stride 1 runs them as its data-gradient form (raise).
  */
 static const conv_case_t direct_cases[] = {
@@ -383,6 +384,10 @@ static const conv_case_t direct_cases[] = {
     {2, 2, 32, 16, 1, DIMS(9, 17), DIMS(3, 5), DIMS(2, 1), DIMS(0, 2), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
     {2, 1, 16, 16, 1, DIMS(60, 20), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    /* W over 512 KiB at one image: one band, each item packing its own block
+     * pair's weights (and a partial pair: 136 channels) */
+    {2, 1, 128, 136, 1, DIMS(5, 7), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
     /* enough output pixels (>= 1024) for the direct weight gradient too */
     {2, 2, 70, 16, 1, DIMS(64, 33), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
@@ -481,11 +486,12 @@ END_TEST
  * direct kernel at stride 1 (im2col at stride 2), the weight gradient
  * through its own direct kernel where the batch has 1024 output pixels or
  * more, with them and without them. */
-static void check_direct_backward(const conv_case_t *c) {
-    char kernel[64], stride[64], pad[64], nf[16];
+static void check_f32_backward(const conv_case_t *c) {
+    char kernel[64], stride[64], pad[64], dilate[64], nf[16];
     tuple_text(2, c->k, kernel, sizeof kernel);
     tuple_text(2, c->s, stride, sizeof stride);
     tuple_text(2, c->p, pad, sizeof pad);
+    tuple_text(2, c->d, dilate, sizeof dilate);
     snprintf(nf, sizeof nf, "%lld", (long long)c->filt);
     int64_t out[3];
     conv_out(c, out);
@@ -501,18 +507,16 @@ static void check_direct_backward(const conv_case_t *c) {
     fill(w, nw, 13);
     fill(dy, ny, 14);
     ref_conv_grads(c, x, w, dy, dx, dw, db);
-    deft_conv_geom_t g = geom_2d(c, false);
-    bool wgrad_direct = have_avx512() && c->batch * out[0] * out[1] >= 1024;
     for (int on = 1; on >= 0; on--) {
         deft_conv_direct_enable(on);
-        ck_assert_int_eq(deft_conv_direct_wgrad_fits(&g, DEFT_DT_FLOAT32), on && wgrad_direct);
         DeftNDArrayHandle in[4] = {make(DEFT_FLOAT32, 4, ys, dy), make(DEFT_FLOAT32, 4, xs, x),
                                    make(DEFT_FLOAT32, 4, ws, w),
                                    make(DEFT_FLOAT32, 1, (int64_t[]){c->filt}, NULL)};
         DeftNDArrayHandle grads[3] = {NULL, NULL, NULL};
         int nout = 3;
-        ck_assert_ok(call("_backward_Convolution", 4, in, &nout, grads,
-                          P("kernel", kernel, "stride", stride, "pad", pad, "num_filter", nf)));
+        ck_assert_ok(call(
+            "_backward_Convolution", 4, in, &nout, grads,
+            P("kernel", kernel, "stride", stride, "pad", pad, "dilate", dilate, "num_filter", nf)));
         assert_values(grads[0], nx, dx, DIRECT_TOL);
         assert_values(grads[1], nw, dw, DIRECT_TOL);
         assert_values(grads[2], c->filt, db, DIRECT_TOL);
@@ -524,8 +528,110 @@ static void check_direct_backward(const conv_case_t *c) {
 }
 
 START_TEST(test_direct_backward_matches_scatter_loops) {
-    for (size_t i = 0; i < sizeof direct_cases / sizeof direct_cases[0]; i++)
-        check_direct_backward(&direct_cases[i]);
+    for (size_t i = 0; i < sizeof direct_cases / sizeof direct_cases[0]; i++) {
+        const conv_case_t *c = &direct_cases[i];
+        int64_t out[3];
+        conv_out(c, out);
+        deft_conv_geom_t g = geom_2d(c, false);
+        bool wgrad_direct = have_avx512() && c->batch * out[0] * out[1] >= 1024;
+        ck_assert_int_eq(deft_conv_direct_wgrad_fits(&g, DEFT_DT_FLOAT32), wgrad_direct);
+        check_f32_backward(c);
+    }
+}
+END_TEST
+
+/*
+ * The kernels for few channels (conv_direct_small.c): 2-D float32, groups 1,
+ * stride 1, fewer than 16 channels on one side. The cases: LeNet's two
+ * layers; partial register tiles in every direction (7 and 13 output
+ * channels: blocks of 6 and a rest; 1 to 3 input channels times 9 or 25
+ * taps: pairs in fours and a rest; wide rows not a multiple of 16);
+ * padding, dilation, rectangular kernels, one image (its rows split between
+ * threads) and wide rows of under 16 pixels.
+ */
+static const conv_case_t small_cases[] = {
+    {2, 3, 1, 6, 1, DIMS(28, 28), DIMS(5, 5), DIMS(1, 1), DIMS(0, 0), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 3, 6, 16, 1, DIMS(12, 12), DIMS(5, 5), DIMS(1, 1), DIMS(0, 0), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 2, 3, 7, 1, DIMS(11, 13), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
+     DIMS(0)},
+    {2, 1, 2, 13, 1, DIMS(9, 19), DIMS(3, 2), DIMS(1, 1), DIMS(2, 0), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 2, 5, 3, 1, DIMS(10, 12), DIMS(3, 3), DIMS(1, 1), DIMS(2, 1), DIMS(2, 3), DIMS(0), true,
+     DIMS(0)},
+    {2, 1, 1, 1, 1, DIMS(7, 5), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 1, 12, 40, 1, DIMS(23, 17), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+};
+/* Deconvolution at stride 1 with few channels: the small kernels' raise. */
+static const conv_case_t small_deconv_cases[] = {
+    {2, 2, 6, 3, 1, DIMS(8, 9), DIMS(5, 5), DIMS(1, 1), DIMS(0, 0), DIMS(1, 1), DIMS(0, 0), true,
+     DIMS(0)},
+    {2, 1, 16, 6, 1, DIMS(6, 7), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(2, 1), DIMS(0, 0), false,
+     DIMS(0)},
+};
+
+START_TEST(test_small_channel_kernels_match_direct_loops) {
+    for (int on = 1; on >= 0; on--) {
+        deft_conv_direct_enable(on);
+        for (size_t i = 0; i < sizeof small_cases / sizeof small_cases[0]; i++) {
+            deft_conv_geom_t g = geom_2d(&small_cases[i], false);
+            ck_assert_msg(deft_conv_small_fits(&g, DEFT_DT_FLOAT32) == (on && have_avx512()),
+                          "case %zu: the small kernel is %s", i, on ? "not taken" : "taken");
+            ck_assert(!deft_conv_direct_fits(&g, DEFT_DT_FLOAT32));
+            ck_assert(!deft_conv_small_fits(&g, DEFT_DT_FLOAT64));
+            check_case_within(&small_cases[i], false, DEFT_FLOAT32, DIRECT_TOL);
+        }
+        for (size_t i = 0; i < sizeof small_deconv_cases / sizeof small_deconv_cases[0]; i++) {
+            deft_conv_geom_t g = geom_2d(&small_deconv_cases[i], true);
+            ck_assert_msg(deft_conv_small_raise_fits(&g, DEFT_DT_FLOAT32) == (on && have_avx512()),
+                          "deconvolution case %zu: the small kernel is %s", i,
+                          on ? "not taken" : "taken");
+            check_case_within(&small_deconv_cases[i], true, DEFT_FLOAT32, DIRECT_TOL);
+        }
+    }
+    deft_conv_direct_enable(true);
+}
+END_TEST
+
+/* The data gradient through the small kernels where its padding allows
+ * ((k - 1) d - p >= 0: all the cases), the weight gradient always; with
+ * them and without them. */
+START_TEST(test_small_channel_backward_matches_scatter_loops) {
+    for (size_t i = 0; i < sizeof small_cases / sizeof small_cases[0]; i++) {
+        deft_conv_geom_t g = geom_2d(&small_cases[i], false);
+        ck_assert_int_eq(deft_conv_small_raise_fits(&g, DEFT_DT_FLOAT32), have_avx512());
+        check_f32_backward(&small_cases[i]);
+    }
+}
+END_TEST
+
+/* What the small kernels leave to the others: stride 2, groups, 16 channels
+ * on both sides, 1x1 kernels, wide rows mostly padding, and (for the data
+ * gradient) padding beyond the kernel's reach. */
+START_TEST(test_small_channel_kernels_leave_the_rest) {
+    deft_conv_geom_t g = geom_2d(&small_cases[1], false), bad;
+    ck_assert_int_eq(deft_conv_small_fits(&g, DEFT_DT_FLOAT32), have_avx512());
+    bad = g, bad.s[2] = 2;
+    ck_assert(!deft_conv_small_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.s[1] = 2;
+    ck_assert(!deft_conv_small_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.groups = 2;
+    ck_assert(!deft_conv_small_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.chan = 16;
+    ck_assert(!deft_conv_small_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.k[1] = bad.k[2] = 1, bad.col[1] = bad.col[2] = 12;
+    ck_assert(!deft_conv_small_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.img[2] = 2, bad.p[2] = 3, bad.col[2] = 4; /* wide rows of 8, 4 real: fits */
+    ck_assert_int_eq(deft_conv_small_fits(&bad, DEFT_DT_FLOAT32), have_avx512());
+    bad.img[2] = 1, bad.col[2] = 3; /* 3 of 7 */
+    ck_assert(!deft_conv_small_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.img[2] = 1, bad.p[2] = 5, bad.col[2] = 7; /* 7 of 11, but its data */
+    ck_assert_int_eq(deft_conv_small_fits(&bad, DEFT_DT_FLOAT32), have_avx512());
+    /* gradient would pad by 4 - 5 */
+    ck_assert(!deft_conv_small_raise_fits(&bad, DEFT_DT_FLOAT32));
 }
 END_TEST
 
@@ -764,6 +870,9 @@ int main(void) {
     tcase_add_test(tc, test_direct_kernels_match_direct_loops);
     tcase_add_test(tc, test_direct_kernels_leave_the_rest_to_im2col);
     tcase_add_test(tc, test_direct_backward_matches_scatter_loops);
+    tcase_add_test(tc, test_small_channel_kernels_match_direct_loops);
+    tcase_add_test(tc, test_small_channel_backward_matches_scatter_loops);
+    tcase_add_test(tc, test_small_channel_kernels_leave_the_rest);
     tcase_add_test(tc, test_batched_small_outputs_match_direct_loops);
     tcase_add_test(tc, test_zero_size_batch);
     tcase_add_test(tc, test_zero_size_batch_gradient);

@@ -10,10 +10,11 @@ count and the rounds alternate between them (bench_resnet.py's servers); the
 best and median of the rounds are printed with GFLOP/s (2*N*K*C*R*S*H*W for
 the forward, three times that for forward + backward) and the ratios of
 deft's GFLOP/s to each peer's. The goal: deft >= 0.9x the best peer's GFLOP/s.
-Then each of ResNet-18's convolution shapes at batch 16 (forward): where
-bench_resnet.py's time goes.
+Then each of ResNet-18's convolution shapes at batch 16 (forward; other
+batches with --resnet-batches): where bench_resnet.py's time goes.
 
     python bench/python/bench_conv_peers.py [--threads 1 2] [--rounds 7] [--iters 3]
+        [--resnet-rounds 3] [--resnet-batches 1 16]
 """
 import argparse
 import os
@@ -25,13 +26,20 @@ from bench_resnet import PEER_PYTHONS, Server, alternate, load_line, peer_python
 ISSUE_SPEC = (32, 64, 64, 3, 1, 56)
 ISSUE_CASES = {"forward": f"forward:{','.join(map(str, ISSUE_SPEC))}",
                "forward+backward": f"forward+backward:{','.join(map(str, ISSUE_SPEC))}"}
-# ResNet-18's convolutions at batch 16, 224x224 (C, K, R, stride, H; count in the net):
+# ResNet-18's convolutions at 224x224 (C, K, R, stride, H; count in the net), at each batch
+# of --resnet-batches:
 # where bench_resnet.py's time goes, shape by shape.
 RESNET18 = [((3, 64, 7, 2, 224), 1), ((64, 64, 3, 1, 56), 4), ((64, 128, 3, 2, 56), 1),
             ((64, 128, 1, 2, 56), 1), ((128, 128, 3, 1, 28), 3), ((128, 256, 3, 2, 28), 1),
             ((128, 256, 1, 2, 28), 1), ((256, 256, 3, 1, 14), 3), ((256, 512, 3, 2, 14), 1),
             ((256, 512, 1, 2, 14), 1), ((512, 512, 3, 1, 7), 3)]
-RESNET_CASES = {f"forward:16,{','.join(map(str, spec))}": count for spec, count in RESNET18}
+
+
+def resnet_cases(batch):
+    """{case: count in the net} of ResNet-18's convolutions at this batch."""
+    return {f"forward:{batch},{','.join(map(str, spec))}": count for spec, count in RESNET18}
+
+
 GOAL = 0.9
 # Issue 25's peers (this machine class, best of N) at 1 / 2 threads, ms.
 ISSUE_PEERS = {"forward": {"MXNet": (50.9, 27.3), "PyTorch": (73.7, 45.1)},
@@ -184,12 +192,12 @@ def report(threads, name, result, versions):
     return ok
 
 
-def report_resnet(results):
+def report_resnet(batch, results):
     """Print ResNet-18's convolutions, GFLOP/s each and ms in the whole net (x count)."""
-    print("  ResNet-18's convolutions, forward, batch 16 (C->K RxR /stride @H, x count in "
+    print(f"  ResNet-18's convolutions, forward, batch {batch} (C->K RxR /stride @H, x count in "
           "the net): GFLOP/s, and ms in the net")
     totals = {}
-    for case, count in RESNET_CASES.items():
+    for case, count in resnet_cases(batch).items():
         result = results[case]
         gflops = gflops_of(case, result)
         _, (_, c, k, r, stride, h) = parse(case)
@@ -206,10 +214,14 @@ def report_resnet(results):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=7,
+                        help="rounds of the issue's case (0: skip it)")
     parser.add_argument("--iters", type=int, default=3, help="calls a round")
     parser.add_argument("--resnet-rounds", type=int, default=3,
                         help="rounds of one call for ResNet-18's shapes (0: skip them)")
+    parser.add_argument("--resnet-batches", type=int, nargs="+", default=[16],
+                        help="batches of ResNet-18's shapes (1 shows how one image's work "
+                             "is split between threads)")
     parser.add_argument("--serve", choices=tuple(RUNNERS), help=argparse.SUPPRESS)
     parser.add_argument("--cases", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -229,7 +241,10 @@ def main():
         else:
             print(f"{side}: not importable (set {PEER_PYTHONS[side][0]} to a Python that has "
                   f"it): skipped")
-    cases = list(ISSUE_CASES.values()) + (list(RESNET_CASES) if args.resnet_rounds else [])
+    issue = list(ISSUE_CASES.items()) if args.rounds else []
+    resnet = {batch: resnet_cases(batch) for batch in args.resnet_batches} if args.resnet_rounds \
+        else {}
+    cases = [case for _, case in issue] + [case for c in resnet.values() for case in c]
     met = True
     script = os.path.abspath(__file__)
     for threads in args.threads:
@@ -237,16 +252,17 @@ def main():
         servers = {side: Server(python, script, side, threads, ["--cases", *cases])
                    for side, python in pythons.items()}
         versions = {side: s.read()["version"] for side, s in servers.items()}
-        for name, case in ISSUE_CASES.items():
+        for name, case in issue:
             met &= report(threads, name, alternate(servers, case, args.rounds, args.iters),
                           versions)
-        if args.resnet_rounds:
-            report_resnet({case: alternate(servers, case, args.resnet_rounds, 1)
-                           for case in RESNET_CASES})
+        for batch, batch_cases in resnet.items():
+            report_resnet(batch, {case: alternate(servers, case, args.resnet_rounds, 1)
+                                  for case in batch_cases})
         for server in servers.values():
             server.close()
         print(f"  {load_line('now ')}", flush=True)
-    print(f"goal (deft >= {GOAL}x the best peer's GFLOP/s): {'met' if met else 'NOT met'}")
+    if issue:
+        print(f"goal (deft >= {GOAL}x the best peer's GFLOP/s): {'met' if met else 'NOT met'}")
 
 
 if __name__ == "__main__":

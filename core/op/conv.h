@@ -81,6 +81,23 @@ bool deft_conv_direct_wgrad_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);
 int deft_conv_direct_wgrad(const deft_conv_geom_t *g, const float *image, const float *colside,
                            float *dw);
 void deft_conv_direct_enable(bool on);
+bool deft_conv_direct_on(void);
+
+/*
+ * The direct float32 kernels for few channels (conv_direct_small.c): 2-D,
+ * groups 1, stride 1, fewer than 16 channels on one side, where the kernels
+ * above do not fit, on a CPU with AVX-512; deft_conv_direct_enable turns
+ * them off too. The data gradient's fit is its own (padding at most
+ * (k - 1) d); the weight gradient fits where the forward does.
+ */
+bool deft_conv_small_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);
+bool deft_conv_small_raise_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);
+int deft_conv_small_lower(const deft_conv_geom_t *g, const float *image, const float *w,
+                          const float *bias, float *colside);
+int deft_conv_small_raise(const deft_conv_geom_t *g, const float *colside, const float *w,
+                          const float *bias, float *image);
+int deft_conv_small_wgrad(const deft_conv_geom_t *g, const float *image, const float *colside,
+                          float *dw);
 
 #ifdef DEFT_HAVE_CUDA
 /* The same on a GPU (conv.cu), queued on the calling thread's stream of

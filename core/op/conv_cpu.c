@@ -97,6 +97,7 @@ typedef struct conv_job {
     int64_t outer, tile;   /* outer rows of the column side, and per tile */
     int64_t ntiles, parts; /* tiles per (image, group); wgrad's partial sums */
     int64_t per;           /* images per GEMM in lower_batched_items */
+    int64_t msplits;       /* runs of W's rows per tile in lower_items */
     bool pointwise;        /* im2col is the image itself (1x1 kernel, stride 1, no padding) */
     atomic_bool failed;    /* a chunk could not allocate its buffer */
 } conv_job_t;
@@ -157,23 +158,29 @@ static void lower_items(void *ctx, int64_t begin, int64_t end) {
     const int64_t ow_n = g->col[2];
     void *buf;
     if (!tile_buffer(j, &buf)) return;
+    int64_t packed = -1; /* the tile in buf, as item / msplits */
     for (int64_t item = begin; item < end; item++) {
-        int64_t t = item % j->ntiles, gi = item / j->ntiles % g->groups;
-        int64_t n = item / j->ntiles / g->groups;
+        int64_t tile = item / j->msplits, s = item % j->msplits;
+        int64_t t = tile % j->ntiles, gi = tile / j->ntiles % g->groups;
+        int64_t n = tile / j->ntiles / g->groups;
         int64_t r0 = t * j->tile, r1 = r0 + j->tile < j->outer ? r0 + j->tile : j->outer;
         int64_t cols = (r1 - r0) * ow_n;
+        /* this item's rows of W: [f0, f1) of the group's */
+        int64_t f0 = j->fg * s / j->msplits, f1 = j->fg * (s + 1) / j->msplits;
         const char *img = at(j->image, (n * g->chan + gi * j->cg) * j->plane, es);
-        char *c = (char *)at(j->out, (n * g->filt + gi * j->fg) * j->space + r0 * ow_n, es);
-        const void *bias = j->bias ? at(j->bias, gi * j->fg, es) : NULL;
-        if (bias) j->loops->fill_rows(c, j->fg, cols, j->space, bias);
+        char *c = (char *)at(j->out, (n * g->filt + gi * j->fg + f0) * j->space + r0 * ow_n, es);
+        const void *bias = j->bias ? at(j->bias, gi * j->fg + f0, es) : NULL;
+        if (bias) j->loops->fill_rows(c, f1 - f0, cols, j->space, bias);
         const void *b = buf;
         int64_t ldb = cols;
         if (j->pointwise)
             b = at(img, r0 * ow_n, es), ldb = j->plane;
-        else
+        else if (packed != tile)
             j->loops->im2col(g, img, r0, r1, buf, cols);
-        gemm(j->dtype, false, false, j->fg, cols, j->rows, at(j->w, gi * j->fg * j->rows, es),
-             j->rows, b, ldb, bias ? 1.0 : 0.0, c, j->space);
+        packed = tile;
+        gemm(j->dtype, false, false, f1 - f0, cols, j->rows,
+             at(j->w, (gi * j->fg + f0) * j->rows, es), j->rows, b, ldb, bias ? 1.0 : 0.0, c,
+             j->space);
     }
     free(buf);
 }
@@ -268,6 +275,7 @@ int deft_conv_lower_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const voi
     /* first: at 1 thread the direct kernel beat the batched GEMM at every
      * small output measured (512->512 at 7x7: 97 against 85 GFLOP/s) */
     if (deft_conv_direct_fits(g, dtype)) return deft_conv_direct_lower(g, image, w, bias, colside);
+    if (deft_conv_small_fits(g, dtype)) return deft_conv_small_lower(g, image, w, bias, colside);
     conv_job_t j;
     job_init(&j, g, dtype);
     j.image = image, j.w = w, j.bias = bias, j.out = colside;
@@ -282,8 +290,13 @@ int deft_conv_lower_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const voi
         deft_parallel_for(blocks * g->groups, grain_for(macs), lower_batched_items, &j);
         return finish(&j);
     }
-    int64_t macs = j.fg * j.rows * j.tile * g->col[2];
-    deft_parallel_for(g->batch * g->groups * j.ntiles, grain_for(macs), lower_items, &j);
+    /* Few tiles (one image at 7x7 is one tile): W's rows are split too, in
+     * runs of 16 or more, so that every thread has work. */
+    const int64_t tiles = g->batch * g->groups * j.ntiles, want = 4 * deft_parallel_budget();
+    j.msplits = tiles > 0 && tiles < want ? (want + tiles - 1) / tiles : 1;
+    if (j.msplits > j.fg / 16) j.msplits = j.fg / 16 > 1 ? j.fg / 16 : 1;
+    int64_t macs = j.fg * j.rows * j.tile * g->col[2] / j.msplits;
+    deft_parallel_for(tiles * j.msplits, grain_for(macs), lower_items, &j);
     return finish(&j);
 }
 
@@ -324,6 +337,8 @@ int deft_conv_raise_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const voi
                         const void *w, const void *bias, void *image) {
     if (deft_conv_direct_raise_fits(g, dtype))
         return deft_conv_direct_raise(g, colside, w, bias, image);
+    if (deft_conv_small_raise_fits(g, dtype))
+        return deft_conv_small_raise(g, colside, w, bias, image);
     conv_job_t j;
     job_init(&j, g, dtype);
     j.colside = colside, j.w = w, j.bias = bias, j.out = image;
@@ -372,6 +387,7 @@ static void wgrad_parts(void *ctx, int64_t begin, int64_t end) {
 int deft_conv_wgrad_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
                         const void *colside, void *dw) {
     if (deft_conv_direct_wgrad_fits(g, dtype)) return deft_conv_direct_wgrad(g, image, colside, dw);
+    if (deft_conv_small_fits(g, dtype)) return deft_conv_small_wgrad(g, image, colside, dw);
     conv_job_t j;
     job_init(&j, g, dtype);
     const int64_t wsize = g->filt * j.rows, macs = wsize * j.space;

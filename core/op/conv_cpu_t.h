@@ -143,14 +143,22 @@ static void CONV_FN(sum_parts)(const T *parts, int64_t count, int64_t n, T *out)
     }
 }
 
-/* db[c] = sum of y[n, c, :] over n, in double. */
+/* db[c] = sum of y[n, c, :] over n, in double: in 8 partial sums, which
+ * need not wait for each other's adds (one sum was latency-bound: 0.15 ms
+ * of LeNet's 32 x 6 x 24 x 24 output gradient). */
 static void CONV_FN(bias_grad)(int64_t batch, int64_t channels, int64_t space, const T *y, T *db) {
+    enum { LANES = 8 };
     for (int64_t c = 0; c < channels; c++) {
-        double sum = 0;
+        double part[LANES] = {0};
         for (int64_t n = 0; n < batch; n++) {
             const T *plane = y + (n * channels + c) * space;
-            for (int64_t i = 0; i < space; i++) sum += plane[i];
+            int64_t i = 0;
+            for (; i + LANES <= space; i += LANES)
+                for (int k = 0; k < LANES; k++) part[k] += plane[i + k];
+            for (; i < space; i++) part[i % LANES] += plane[i];
         }
+        double sum = 0;
+        for (int k = 0; k < LANES; k++) sum += part[k];
         db[c] = (T)sum;
     }
 }

@@ -33,6 +33,10 @@ void deft_conv_direct_enable(bool on) {
     atomic_store(&direct_off, !on);
 }
 
+bool deft_conv_direct_on(void) {
+    return !atomic_load(&direct_off);
+}
+
 #if DEFT_CONV_DIRECT_X86
 bool deft_conv_direct_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     if (atomic_load(&direct_off) || dtype != DEFT_DT_FLOAT32 || g->groups != 1) return false;
@@ -66,10 +70,56 @@ void deft_direct_job_init(direct_job_t *j, const deft_conv_geom_t *g, int64_t it
         j->band = (j->oh + per_image - 1) / per_image;
     if (j->band > j->oh) j->band = j->oh;
     j->nbands = (j->oh + j->band - 1) / j->band;
+    j->band = (j->oh + j->nbands - 1) / j->nbands; /* even bands: 7 and 7, not 12 and 2 */
     atomic_init(&j->failed, false);
 }
 
 /* ---- packing ---- */
+
+typedef struct pack_job {
+    const direct_job_t *j;
+    const float *w;
+    bool flip;
+    float *wpk;
+} pack_job_t;
+
+/* dst = the packed weights of the block pair from output channel o0 (see
+ * pack_weights below): per input channel, the pair's (output channel, tap)
+ * weights gathered in registers' order on the stack, then stored as taps
+ * runs of the pair's width. (Stored weight by
+ * weight, 64 KiB apart, W's 9 MB at 512 -> 512 3x3 took 3 ms: longer than
+ * the convolution of one 7x7 image.) */
+static void pack_pair(const direct_job_t *j, const float *w, bool flip, int64_t o0, float *dst) {
+    const int64_t taps = j->kh * j->kw, step = MAX_BLOCKS * CB;
+    float tmp[MAX_BLOCKS * CB * 64]; /* (tap, output channel), for up to 64 taps */
+    const int64_t width = j->ocp - o0 < step ? j->ocp - o0 : step;
+    for (int64_t i = 0; i < j->icp; i++)
+        for (int64_t t0 = 0; t0 < taps; t0 += 64) {
+            int64_t nt = taps - t0 < 64 ? taps - t0 : 64;
+            for (int64_t o = 0; o < width; o++) {
+                int64_t oc = o0 + o;
+                if (oc >= j->oc || i >= j->ic) {
+                    for (int64_t t = 0; t < nt; t++) tmp[t * width + o] = 0;
+                } else if (!flip) {
+                    const float *src = w + (oc * j->ic + i) * taps + t0;
+                    for (int64_t t = 0; t < nt; t++) tmp[t * width + o] = src[t];
+                } else {
+                    const float *src = w + (i * j->oc + oc) * taps + taps - 1 - t0;
+                    for (int64_t t = 0; t < nt; t++) tmp[t * width + o] = src[-t];
+                }
+            }
+            for (int64_t t = 0; t < nt; t++)
+                memcpy(dst + ((t0 + t) * j->icp + i) * width, tmp + t * width,
+                       (size_t)width * sizeof(float));
+        }
+}
+
+static void pack_pairs(void *ctx, int64_t begin, int64_t end) {
+    const pack_job_t *p = ctx;
+    const int64_t step = MAX_BLOCKS * CB, per = step * p->j->kh * p->j->kw * p->j->icp;
+    for (int64_t k = begin; k < end; k++)
+        pack_pair(p->j, p->w, p->flip, k * step, p->wpk + k * per);
+}
 
 /*
  * wpk[ob][r][c][i][o] = the weight of output channel ob CB + o, input
@@ -80,23 +130,10 @@ void deft_direct_job_init(direct_job_t *j, const deft_conv_geom_t *g, int64_t it
  * 180 degrees (the data gradient as a convolution).
  */
 static void pack_weights(const direct_job_t *j, const float *w, bool flip, float *wpk) {
-    const int64_t taps = j->kh * j->kw;
-    for (int64_t o0 = 0; o0 < j->ocp; o0 += MAX_BLOCKS * CB) {
-        int64_t width = j->ocp - o0 < MAX_BLOCKS * CB ? j->ocp - o0 : MAX_BLOCKS * CB;
-        float *dst = wpk + o0 * taps * j->icp;
-        for (int64_t t = 0; t < taps; t++)
-            for (int64_t i = 0; i < j->icp; i++)
-                for (int64_t o = 0; o < width; o++, dst++) {
-                    int64_t oc = o0 + o;
-                    if (oc >= j->oc || i >= j->ic) {
-                        *dst = 0;
-                    } else if (!flip) {
-                        *dst = w[(oc * j->ic + i) * taps + t];
-                    } else {
-                        *dst = w[(i * j->oc + oc) * taps + taps - 1 - t];
-                    }
-                }
-    }
+    pack_job_t p = {j, w, flip, wpk};
+    const int64_t pairs = (j->ocp + MAX_BLOCKS * CB - 1) / (MAX_BLOCKS * CB);
+    const int64_t per_pair = MAX_BLOCKS * CB * j->icp * j->kh * j->kw;
+    deft_parallel_for(pairs, per_pair >= (1 << 16) ? 1 : pairs, pack_pairs, &p);
 }
 
 /* The input rows of output rows [r0, r1): from r0 sh - ph, (r1 - r0 - 1) sh + kh of them. */
@@ -156,8 +193,9 @@ static ALWAYS AVX512 void tile_macs(const direct_job_t *j, const float *x, const
 
 /* One tile of image out: P pixels of output row y from column x0, channels
  * o0 .. o0 + NB CB; the band's rows start at input row y0 sh - ph. */
-static ALWAYS AVX512 void tile(const direct_job_t *j, const float *band, int64_t y0, int64_t y,
-                               int64_t x0, int64_t o0, float *out, int P, int NB, int SW) {
+static ALWAYS AVX512 void tile(const direct_job_t *j, const float *band, const float *wo,
+                               int64_t y0, int64_t y, int64_t x0, int64_t o0, float *out, int P,
+                               int NB, int SW) {
     __m512 acc[MAX_BLOCKS][MAX_PIX];
     for (int b = 0; b < NB; b++) {
         __m512 init = j->bias ? _mm512_loadu_ps(j->bias + o0 + b * CB) : _mm512_setzero_ps();
@@ -165,7 +203,7 @@ static ALWAYS AVX512 void tile(const direct_job_t *j, const float *band, int64_t
         for (int p = 0; p < P; p++) acc[b][p] = init;
     }
     const float *x = band + (y - y0) * j->sh * j->icb * j->wp * CB + x0 * SW * CB;
-    tile_macs(j, x, j->wpk + o0 * j->kh * j->kw * j->icp, P, NB, SW, acc);
+    tile_macs(j, x, wo, P, NB, SW, acc);
     /* acc holds pixels by channel; the output is channels first */
     const int64_t plane = j->oh * j->ow;
     const __mmask16 pm = (__mmask16)((1u << P) - 1);
@@ -181,50 +219,50 @@ static ALWAYS AVX512 void tile(const direct_job_t *j, const float *band, int64_t
 
 /* The tiles of output row y for channels o0 .., in NB blocks, stride SW. */
 #define ROW_KERNEL(NB, SW)                                                                         \
-    static AVX512 void row_##NB##_##SW(const direct_job_t *j, const float *band, int64_t y0,       \
-                                       int64_t y, int64_t o0, float *out) {                        \
+    static AVX512 void row_##NB##_##SW(const direct_job_t *j, const float *band, const float *wo,  \
+                                       int64_t y0, int64_t y, int64_t o0, float *out) {            \
         int64_t x0 = 0;                                                                            \
         for (; x0 + MAX_PIX <= j->ow; x0 += MAX_PIX)                                               \
-            tile(j, band, y0, y, x0, o0, out, MAX_PIX, NB, SW);                                    \
+            tile(j, band, wo, y0, y, x0, o0, out, MAX_PIX, NB, SW);                                \
         switch (j->ow - x0) {                                                                      \
         case 13:                                                                                   \
-            tile(j, band, y0, y, x0, o0, out, 13, NB, SW);                                         \
+            tile(j, band, wo, y0, y, x0, o0, out, 13, NB, SW);                                     \
             break;                                                                                 \
         case 12:                                                                                   \
-            tile(j, band, y0, y, x0, o0, out, 12, NB, SW);                                         \
+            tile(j, band, wo, y0, y, x0, o0, out, 12, NB, SW);                                     \
             break;                                                                                 \
         case 11:                                                                                   \
-            tile(j, band, y0, y, x0, o0, out, 11, NB, SW);                                         \
+            tile(j, band, wo, y0, y, x0, o0, out, 11, NB, SW);                                     \
             break;                                                                                 \
         case 10:                                                                                   \
-            tile(j, band, y0, y, x0, o0, out, 10, NB, SW);                                         \
+            tile(j, band, wo, y0, y, x0, o0, out, 10, NB, SW);                                     \
             break;                                                                                 \
         case 9:                                                                                    \
-            tile(j, band, y0, y, x0, o0, out, 9, NB, SW);                                          \
+            tile(j, band, wo, y0, y, x0, o0, out, 9, NB, SW);                                      \
             break;                                                                                 \
         case 8:                                                                                    \
-            tile(j, band, y0, y, x0, o0, out, 8, NB, SW);                                          \
+            tile(j, band, wo, y0, y, x0, o0, out, 8, NB, SW);                                      \
             break;                                                                                 \
         case 7:                                                                                    \
-            tile(j, band, y0, y, x0, o0, out, 7, NB, SW);                                          \
+            tile(j, band, wo, y0, y, x0, o0, out, 7, NB, SW);                                      \
             break;                                                                                 \
         case 6:                                                                                    \
-            tile(j, band, y0, y, x0, o0, out, 6, NB, SW);                                          \
+            tile(j, band, wo, y0, y, x0, o0, out, 6, NB, SW);                                      \
             break;                                                                                 \
         case 5:                                                                                    \
-            tile(j, band, y0, y, x0, o0, out, 5, NB, SW);                                          \
+            tile(j, band, wo, y0, y, x0, o0, out, 5, NB, SW);                                      \
             break;                                                                                 \
         case 4:                                                                                    \
-            tile(j, band, y0, y, x0, o0, out, 4, NB, SW);                                          \
+            tile(j, band, wo, y0, y, x0, o0, out, 4, NB, SW);                                      \
             break;                                                                                 \
         case 3:                                                                                    \
-            tile(j, band, y0, y, x0, o0, out, 3, NB, SW);                                          \
+            tile(j, band, wo, y0, y, x0, o0, out, 3, NB, SW);                                      \
             break;                                                                                 \
         case 2:                                                                                    \
-            tile(j, band, y0, y, x0, o0, out, 2, NB, SW);                                          \
+            tile(j, band, wo, y0, y, x0, o0, out, 2, NB, SW);                                      \
             break;                                                                                 \
         case 1:                                                                                    \
-            tile(j, band, y0, y, x0, o0, out, 1, NB, SW);                                          \
+            tile(j, band, wo, y0, y, x0, o0, out, 1, NB, SW);                                      \
             break;                                                                                 \
         default:                                                                                   \
             break;                                                                                 \
@@ -235,52 +273,82 @@ ROW_KERNEL(2, 1)
 ROW_KERNEL(1, 2)
 ROW_KERNEL(2, 2)
 
-typedef void (*row_fn)(const direct_job_t *, const float *, int64_t, int64_t, int64_t, float *);
+typedef void (*row_fn)(const direct_job_t *, const float *, const float *, int64_t, int64_t,
+                       int64_t, float *);
 
 /* ---- work items: (image, band of output rows) ---- */
 
 static void band_items(void *ctx, int64_t begin, int64_t end) {
     direct_job_t *j = ctx;
     const int64_t rows = deft_direct_band_rows(j, 0, j->band);
-    float *band = aligned_alloc(64, (size_t)round_up(rows * j->icb * j->wp * CB * 4, 64));
+    const int64_t band_floats = round_up(rows * j->icb * j->wp * CB, 16);
+    const int64_t pair_floats = j->wpk ? 0 : MAX_BLOCKS * CB * j->kh * j->kw * j->icp;
+    float *band = aligned_alloc(64, (size_t)(band_floats + pair_floats) * 4);
     if (!band) {
         atomic_store(&j->failed, true);
         return;
     }
+    float *own = band + band_floats; /* the pair's weights, packed here without j->wpk */
     row_fn two = j->sw == 1 ? row_2_1 : row_2_2, one = j->sw == 1 ? row_1_1 : row_1_2;
+    const int64_t step = MAX_BLOCKS * CB, pairs = (j->ocp + step - 1) / step;
+    int64_t packed = -1; /* the band in the buffer, as item / osplits */
     for (int64_t item = begin; item < end; item++) {
-        int64_t n = item / j->nbands, r0 = item % j->nbands * j->band;
+        int64_t nb = item / j->osplits, s = item % j->osplits;
+        int64_t n = nb / j->nbands, r0 = nb % j->nbands * j->band;
         int64_t r1 = r0 + j->band < j->oh ? r0 + j->band : j->oh;
-        deft_direct_pack_band(j, j->image + n * j->ic * j->ih * j->iw, r0 * j->sh - j->ph,
-                              deft_direct_band_rows(j, r0, r1), band);
+        if (packed != nb)
+            deft_direct_pack_band(j, j->image + n * j->ic * j->ih * j->iw, r0 * j->sh - j->ph,
+                                  deft_direct_band_rows(j, r0, r1), band);
+        packed = nb;
         float *out = j->out + n * j->oc * j->oh * j->ow;
-        for (int64_t o0 = 0; o0 < j->ocp; o0 += MAX_BLOCKS * CB)
+        const int64_t o1 = pairs * (s + 1) / j->osplits * step;
+        for (int64_t o0 = pairs * s / j->osplits * step; o0 < o1 && o0 < j->ocp; o0 += step) {
+            const float *wo = j->wpk ? j->wpk + o0 * j->kh * j->kw * j->icp : own;
+            if (!j->wpk) pack_pair(j, j->w, j->flip, o0, own);
             for (int64_t y = r0; y < r1; y++)
-                (j->ocp - o0 >= MAX_BLOCKS * CB ? two : one)(j, band, r0, y, o0, out);
+                (j->ocp - o0 >= step ? two : one)(j, band, wo, r0, y, o0, out);
+        }
     }
     free(band);
 }
 
-/* Convolve with packed weights (bias NULL or rounded up to ocp entries). */
+/* Convolve with packed weights j->wpk, or where that is NULL, with each
+ * item packing its own (bias NULL or rounded up to ocp entries). Where the
+ * batch's bands give the threads few items (one image at 7x7 gives 7), each
+ * band's output channels are split too, in runs of block pairs, so that no
+ * thread waits long for another's last item. */
 static int run(direct_job_t *j, const deft_conv_geom_t *g) {
-    int64_t macs = j->band * j->ow * j->ocp * j->icp * j->kh * j->kw;
+    const int64_t bands = g->batch * j->nbands, want = 8 * deft_parallel_budget();
+    const int64_t pairs = (j->ocp + MAX_BLOCKS * CB - 1) / (MAX_BLOCKS * CB);
+    j->osplits = bands < want ? (want + bands - 1) / bands : 1;
+    if (j->osplits > pairs || !j->wpk) j->osplits = pairs;
+    int64_t macs = j->band * j->ow * j->ocp * j->icp * j->kh * j->kw / j->osplits;
     int64_t grain = macs >= ITEM_MACS ? 1 : ITEM_MACS / (macs > 0 ? macs : 1);
-    deft_parallel_for(g->batch * j->nbands, grain, band_items, j);
+    deft_parallel_for(bands * j->osplits, grain, band_items, j);
     if (atomic_load(&j->failed))
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "convolution: no memory for an input band");
     return 0;
 }
 
+/* Bands at most this many in the batch: each item packs its block pair's
+ * weights itself, rather than all of them being packed first. A large W's
+ * packed copy then stays in the L2 cache of the core that uses it, and
+ * none goes back to memory: at one image of 512 -> 512 3x3 at 7x7, packing
+ * W (9.4 MB, read and written) had taken longer than the convolution. */
+#define OWN_PACK_BANDS 2
+
 /* Pack weights (and bias, to ocp entries) and run; flip for the data gradient. */
 static int pack_and_run(direct_job_t *j, const deft_conv_geom_t *g, const float *w, bool flip,
                         const float *bias) {
+    const bool own = g->batch * j->nbands <= OWN_PACK_BANDS;
     size_t wbytes = (size_t)round_up(j->ocp * j->kh * j->kw * j->icp * 4, 64);
-    float *wpk = aligned_alloc(64, wbytes), *bpk = NULL;
-    if (!wpk || (bias && !(bpk = calloc((size_t)j->ocp, sizeof(float))))) {
+    float *wpk = own ? NULL : aligned_alloc(64, wbytes), *bpk = NULL;
+    if ((!own && !wpk) || (bias && !(bpk = calloc((size_t)j->ocp, sizeof(float))))) {
         free(wpk);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "convolution: no memory for packed weights");
     }
-    pack_weights(j, w, flip, wpk);
+    j->w = w, j->flip = flip;
+    if (!own) pack_weights(j, w, flip, wpk);
     if (bias) memcpy(bpk, bias, (size_t)j->oc * sizeof(float));
     j->wpk = wpk, j->bias = bpk;
     int status = run(j, g);
@@ -288,10 +356,23 @@ static int pack_and_run(direct_job_t *j, const deft_conv_geom_t *g, const float 
     return status;
 }
 
+/* Where the packed weights have more bytes than this (an L2 share), each
+ * band reads them all from L3 or memory again: bands are then as large as
+ * BAND_BYTES allows and the threads share the output channels instead
+ * (512 -> 512 at 7x7, one image: 7 bands of a row read 66 MB of weights, one
+ * band 9.4 MB). */
+#define BAND_MAX_W_BYTES (512 << 10)
+
+/* Bands for geometry g: at least 4 items per thread, unless W is large. */
+static void job_for(direct_job_t *j, const deft_conv_geom_t *g) {
+    int64_t wbytes = round_up(g->filt, CB) * round_up(g->chan, CB) * g->k[1] * g->k[2] * 4;
+    deft_direct_job_init(j, g, wbytes > BAND_MAX_W_BYTES ? 1 : 4 * deft_parallel_budget());
+}
+
 int deft_conv_direct_lower(const deft_conv_geom_t *g, const float *image, const float *w,
                            const float *bias, float *colside) {
     direct_job_t j;
-    deft_direct_job_init(&j, g, 4 * deft_parallel_budget());
+    job_for(&j, g);
     j.image = image, j.out = colside;
     return pack_and_run(&j, g, w, false, bias);
 }
@@ -321,7 +402,7 @@ int deft_conv_direct_raise(const deft_conv_geom_t *g, const float *colside, cons
     if (!raise_geometry(g, &t))
         return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct data gradient here");
     direct_job_t j;
-    deft_direct_job_init(&j, &t, 4 * deft_parallel_budget());
+    job_for(&j, &t);
     j.image = colside, j.out = image;
     return pack_and_run(&j, &t, w, true, bias);
 }

@@ -8,6 +8,7 @@
 #define DEFT_CORE_OP_CONV_DIRECT_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/op/conv.h"
@@ -38,8 +39,11 @@ typedef struct direct_job {
     int64_t kh, kw, sh, sw, ph, pw; /* kernel, stride, padding */
     int64_t wp;                     /* packed columns: those the row's taps read */
     int64_t band, nbands;           /* output rows per work item */
+    int64_t osplits;                /* runs of output channels per band (forward items) */
     const float *image, *bias;      /* bias: NULL, or ocp entries */
-    const float *wpk;               /* packed weights */
+    const float *wpk;               /* packed weights, or NULL: items pack their own */
+    const float *w;                 /* the weights as given, */
+    bool flip;                      /* read for the data gradient */
     float *out;
     const float *dy; /* the weight gradient's: output gradient, */
     float *dwp;      /* its packed partial sums, one per part */

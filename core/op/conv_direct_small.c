@@ -1,0 +1,456 @@
+/*
+ * Direct 2-D float32 convolution on AVX-512 for few channels (LeNet's 1 -> 6
+ * and 6 -> 16 at 5x5): where blocks of 16 channels (conv_direct.c) would be
+ * mostly padding and im2col's GEMM has 6 or 16 rows.
+ *
+ * The vectors run along the pixels instead, on "wide rows": an image padded
+ * to wp columns is one flat array per channel, and output pixel q = y wp + x
+ * (x < wp, of which the first ow are real) reads tap (r, c) at
+ * q + r dh wp + c dw, the same offset for every pixel. So a vector of 16
+ * output pixels is 16 consecutive floats of the packed input, whatever rows
+ * they span; the columns past ow are computed and dropped (ow / wp of the
+ * work is used: 24 / 28 for LeNet's first layer, 8 / 12 for its second).
+ *
+ * Stride 1 only (any dilation), groups 1. Three products:
+ *  - lower: a register tile of OB output channels by NV vectors of pixels,
+ *    per (input channel, tap) NV loads, OB broadcast weights, OB NV FMAs;
+ *  - raise (the data gradient): the same kernel on the column side padded
+ *    by (k - 1) d - p, with the weights transposed and rotated;
+ *  - wgrad: a tile of OB output channels by TB (input channel, tap) pairs,
+ *    summing dy (wide, zero past ow) times the shifted input over the
+ *    pixels of a run of images, then across the vector's lanes.
+ * Work is split over images (lower, raise: and over runs of output rows
+ * when there are fewer images than threads; wgrad: into per-thread sums).
+ * Tiles skip the kernel rows that would read only the padding above or
+ * below the image (most of the data gradient's padding at small images).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/base/error.h"
+#include "core/base/parallel.h"
+#include "core/op/conv.h"
+#include "core/op/conv_direct.h"
+
+#if DEFT_CONV_DIRECT_X86
+
+enum {
+    VL = 16,    /* floats per vector */
+    MAX_OB = 6, /* output channels per register tile */
+    MAX_NV = 8, /* pixel vectors per forward tile (fewer for more channels) */
+    MAX_TB = 4, /* (channel, tap) pairs per weight-gradient tile */
+};
+
+/* Packed input (or dy) runs hold about this many bytes per thread. */
+#define RUN_BYTES (512 << 10)
+
+/* The shape of one call on wide rows. */
+typedef struct small_job {
+    int64_t batch, ic, oc, ih, iw, oh, ow, ph, pw;
+    int64_t kh, kw, dh;   /* kernel, height dilation */
+    int64_t taps;         /* kernel positions */
+    int64_t wp;           /* padded width: the wide row */
+    int64_t nq;           /* wide output pixels, oh wp rounded up to VL */
+    int64_t plane;        /* floats per packed input channel, a multiple of VL */
+    int64_t *off;         /* ic taps offsets: channel c, tap t at c plane + off of t */
+    const float *x, *wpk; /* input; weights (oc, ic, taps), packed */
+    const float *bias;    /* NULL or oc entries */
+    float *y;             /* lower, raise: output */
+    const float *dy;      /* wgrad: output gradient, */
+    float *dwp;           /* its per-part sums (parts, oc, ic taps) */
+    int64_t splits;       /* lower: runs of output rows per image */
+    int64_t parts, per_run;
+    atomic_bool failed;
+} small_job_t;
+
+/* Whether g's shape suits the kernels (before the dtype and CPU checks). */
+static bool small_shape(const deft_conv_geom_t *g) {
+    if (g->groups != 1 || g->img[0] != 1 || g->k[0] != 1 || g->p[0] != 0 || g->s[0] != 1)
+        return false;
+    if (g->s[1] != 1 || g->s[2] != 1 || g->k[1] * g->k[2] == 1) return false;
+    if (g->batch == 0 || g->chan == 0 || g->filt == 0 || g->col[1] == 0 || g->col[2] == 0)
+        return false;
+    /* few channels on one side (else blocks of 16 or im2col's GEMM serve), and at
+     * least half of each wide row real */
+    const int64_t few = g->chan < g->filt ? g->chan : g->filt;
+    const int64_t wp = g->img[2] + 2 * g->p[2];
+    return few < 16 && g->chan <= 64 && g->filt <= 64 && 2 * g->col[2] >= wp;
+}
+
+static void small_init(small_job_t *j, const deft_conv_geom_t *g) {
+    memset(j, 0, sizeof *j);
+    j->batch = g->batch, j->ic = g->chan, j->oc = g->filt;
+    j->ih = g->img[1], j->iw = g->img[2], j->oh = g->col[1], j->ow = g->col[2];
+    j->ph = g->p[1], j->pw = g->p[2];
+    j->kh = g->k[1], j->kw = g->k[2], j->dh = g->d[1];
+    j->taps = j->kh * j->kw;
+    j->wp = j->iw + 2 * j->pw;
+    j->nq = round_up(j->oh * j->wp, VL);
+    const int64_t reach = (g->k[1] - 1) * g->d[1] * j->wp + (g->k[2] - 1) * g->d[2];
+    j->plane = round_up(j->nq + reach, VL);
+    atomic_init(&j->failed, false);
+}
+
+/* The tap offsets of every (channel, tap) pair; false when out of memory. */
+static bool small_offsets(small_job_t *j, const deft_conv_geom_t *g) {
+    j->off = malloc((size_t)(j->ic * j->taps) * sizeof *j->off);
+    if (!j->off) return false;
+    for (int64_t c = 0; c < j->ic; c++)
+        for (int64_t r = 0; r < g->k[1]; r++)
+            for (int64_t s = 0; s < g->k[2]; s++)
+                j->off[c * j->taps + r * g->k[2] + s] =
+                    c * j->plane + r * g->d[1] * j->wp + s * g->d[2];
+    return true;
+}
+
+/* xp (ic, plane) = image channels padded by (ph, pw), zero elsewhere. */
+static void pack_image(const small_job_t *j, const float *img, float *xp) {
+    memset(xp, 0, (size_t)(j->ic * j->plane) * sizeof(float));
+    for (int64_t c = 0; c < j->ic; c++)
+        for (int64_t y = 0; y < j->ih; y++)
+            memcpy(xp + c * j->plane + (y + j->ph) * j->wp + j->pw, img + (c * j->ih + y) * j->iw,
+                   (size_t)j->iw * sizeof(float));
+}
+
+/* ---- lower: the forward tile ---- */
+
+/* yw (OB rows of nq) at pixel q0 = the taps of OB output channels from o0 on,
+ * NV vectors of pixels; only kernel rows [r0, r1) (the others read padding). */
+static ALWAYS AVX512 void lower_tile(const small_job_t *j, const float *xp, int64_t o0, int64_t q0,
+                                     int64_t r0, int64_t r1, float *yw, int OB, int NV) {
+    __m512 acc[MAX_OB][MAX_NV];
+    for (int o = 0; o < OB; o++)
+        for (int v = 0; v < NV; v++) acc[o][v] = _mm512_setzero_ps();
+    const int64_t pairs = j->ic * j->taps;
+    const float *w = j->wpk + o0 * pairs;
+    for (int64_t c = 0; c < j->ic; c++)
+        for (int64_t k = c * j->taps + r0 * j->kw; k < c * j->taps + r1 * j->kw; k++) {
+            const float *xk = xp + j->off[k] + q0;
+            __m512 wv[MAX_OB];
+            for (int o = 0; o < OB; o++) wv[o] = _mm512_set1_ps(w[o * pairs + k]);
+            for (int v = 0; v < NV; v++) {
+                __m512 xv = _mm512_loadu_ps(xk + v * VL);
+                for (int o = 0; o < OB; o++) acc[o][v] = _mm512_fmadd_ps(wv[o], xv, acc[o][v]);
+            }
+        }
+    for (int o = 0; o < OB; o++)
+        for (int v = 0; v < NV; v++) _mm512_storeu_ps(yw + o * j->nq + q0 + v * VL, acc[o][v]);
+}
+
+typedef void (*lower_fn)(const small_job_t *, const float *, int64_t, int64_t, int64_t, int64_t,
+                         float *);
+
+#define LOWER_FN(OB, NV)                                                                           \
+    static AVX512 void lower_##OB##_##NV(const small_job_t *j, const float *xp, int64_t o0,        \
+                                         int64_t q0, int64_t r0, int64_t r1, float *yw) {          \
+        lower_tile(j, xp, o0, q0, r0, r1, yw, OB, NV);                                             \
+    }
+#define LOWER_ROW(OB)                                                                              \
+    LOWER_FN(OB, 1)                                                                                \
+    LOWER_FN(OB, 2)                                                                                \
+    LOWER_FN(OB, 3)                                                                                \
+    LOWER_FN(OB, 4) LOWER_FN(OB, 5) LOWER_FN(OB, 6) LOWER_FN(OB, 7) LOWER_FN(OB, 8)
+LOWER_ROW(1)
+LOWER_ROW(2)
+LOWER_ROW(3)
+LOWER_ROW(4)
+LOWER_ROW(5)
+LOWER_ROW(6)
+#define LOWER_ENTRY(OB)                                                                            \
+    {                                                                                              \
+        lower_##OB##_1, lower_##OB##_2, lower_##OB##_3, lower_##OB##_4, lower_##OB##_5,            \
+            lower_##OB##_6, lower_##OB##_7, lower_##OB##_8                                         \
+    }
+static const lower_fn lower_fns[MAX_OB][MAX_NV] = {LOWER_ENTRY(1), LOWER_ENTRY(2), LOWER_ENTRY(3),
+                                                   LOWER_ENTRY(4), LOWER_ENTRY(5), LOWER_ENTRY(6)};
+/* Pixel vectors per tile of OB channels: OB NV accumulators, OB weights and
+ * one input vector within the 32 registers, and at least 8 accumulators
+ * (chains of FMAs: two units of 4 cycles' latency). */
+static const int nv_cap[MAX_OB] = {8, 8, 8, 6, 4, 4};
+
+/* Pixel vectors per tile of OB channels in job j. With padding above and
+ * below, tiles of about one row (at least 8 accumulators) skip more kernel
+ * rows that read only padding (LeNet's second data gradient: 27% of its taps). */
+static int64_t tile_vectors(const small_job_t *j, int64_t ob) {
+    if (j->ph == 0) return nv_cap[ob - 1];
+    int64_t nv = (j->wp + VL - 1) / VL, least = (8 + ob - 1) / ob;
+    if (nv < least) nv = least;
+    return nv < nv_cap[ob - 1] ? nv : nv_cap[ob - 1];
+}
+
+/* The kernel rows [*r0, *r1) that reach the image (not only its padding)
+ * from output rows [y0, y1]. */
+static void live_rows(const small_job_t *j, int64_t y0, int64_t y1, int64_t *r0, int64_t *r1) {
+    /* row y reads padded row y + r dh; the image's rows are [ph, ph + ih) */
+    int64_t lo = j->ph - y1 > 0 ? (j->ph - y1 + j->dh - 1) / j->dh : 0;
+    int64_t hi = (j->ph + j->ih - 1 - y0) / j->dh + 1;
+    *r0 = lo < j->kh ? lo : j->kh;
+    *r1 = hi < j->kh ? hi : j->kh;
+    if (*r1 < *r0) *r1 = *r0;
+}
+
+/* Output channels o0 .. by blocks of MAX_OB (the last block the rest). */
+static int64_t block_of(int64_t oc, int64_t o0) {
+    return oc - o0 < MAX_OB ? oc - o0 : MAX_OB;
+}
+
+/* Items (image, run of output rows): pack the image, run the tiles over the
+ * run's pixel vectors into a wide buffer, copy its real columns out (plus
+ * bias). Neighbouring runs may both compute a vector that spans their
+ * boundary, each into its own buffer. */
+static void lower_items(void *ctx, int64_t begin, int64_t end) {
+    small_job_t *j = ctx;
+    float *xp = aligned_alloc(64, (size_t)(j->ic * j->plane + j->oc * j->nq) * sizeof(float));
+    if (!xp) {
+        atomic_store(&j->failed, true);
+        return;
+    }
+    float *yw = xp + j->ic * j->plane;
+    int64_t packed = -1;
+    for (int64_t item = begin; item < end; item++) {
+        const int64_t n = item / j->splits, s = item % j->splits;
+        const int64_t y0 = j->oh * s / j->splits, y1 = j->oh * (s + 1) / j->splits;
+        const int64_t v0 = y0 * j->wp / VL, v1 = (y1 * j->wp + VL - 1) / VL;
+        if (packed != n) pack_image(j, j->x + n * j->ic * j->ih * j->iw, xp), packed = n;
+        for (int64_t o0 = 0; o0 < j->oc; o0 += MAX_OB) {
+            const int64_t ob = block_of(j->oc, o0);
+            const int64_t cap = tile_vectors(j, ob);
+            for (int64_t v = v0; v < v1; v += cap) {
+                const int64_t nv = v1 - v < cap ? v1 - v : cap;
+                /* the tile's real rows: those past oh are the tail's */
+                int64_t ya = v * VL / j->wp, yb = ((v + nv) * VL - 1) / j->wp, r0, r1;
+                live_rows(j, ya, yb < j->oh ? yb : j->oh - 1, &r0, &r1);
+                lower_fns[ob - 1][nv - 1](j, xp, o0, v * VL, r0, r1, yw + o0 * j->nq);
+            }
+        }
+        float *out = j->y + n * j->oc * j->oh * j->ow;
+        for (int64_t o = 0; o < j->oc; o++) {
+            const float b = j->bias ? j->bias[o] : 0.0f;
+            for (int64_t y = y0; y < y1; y++) {
+                const float *src = yw + o * j->nq + y * j->wp;
+                float *dst = out + (o * j->oh + y) * j->ow;
+                for (int64_t x = 0; x < j->ow; x++) dst[x] = src[x] + b;
+            }
+        }
+    }
+    free(xp);
+}
+
+/* Run lower on weights wpk (oc, ic, taps). */
+static int lower_run(small_job_t *j, const deft_conv_geom_t *g) {
+    if (!small_offsets(j, g))
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "convolution: no memory for tap offsets");
+    /* runs of rows: an item for every thread when the batch is short */
+    const int64_t threads = deft_parallel_budget();
+    j->splits = j->batch < threads ? (threads + j->batch - 1) / j->batch : 1;
+    if (j->splits > j->oh) j->splits = j->oh;
+    const int64_t macs = j->oc * j->ic * j->taps * j->nq / j->splits;
+    const int64_t grain = macs >= ITEM_MACS ? 1 : ITEM_MACS / (macs > 0 ? macs : 1);
+    deft_parallel_for(j->batch * j->splits, grain, lower_items, j);
+    free(j->off);
+    if (atomic_load(&j->failed))
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "convolution: no memory for a packed image");
+    return 0;
+}
+
+bool deft_conv_small_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
+    if (dtype != DEFT_DT_FLOAT32 || !deft_conv_direct_on() || !small_shape(g)) return false;
+    return !deft_conv_direct_fits(g, dtype) && __builtin_cpu_supports("avx512f");
+}
+
+int deft_conv_small_lower(const deft_conv_geom_t *g, const float *image, const float *w,
+                          const float *bias, float *colside) {
+    small_job_t j;
+    small_init(&j, g);
+    j.x = image, j.wpk = w, j.bias = bias, j.y = colside;
+    return lower_run(&j, g);
+}
+
+/* ---- raise: lower on the column side with the weights turned around ---- */
+
+/* The data gradient as a convolution: the column side padded by (k - 1) d - p. */
+static bool small_raise_geometry(const deft_conv_geom_t *g, deft_conv_geom_t *t) {
+    *t = *g;
+    t->chan = g->filt, t->filt = g->chan;
+    for (int i = 0; i < 3; i++) {
+        t->img[i] = g->col[i], t->col[i] = g->img[i];
+        t->p[i] = (g->k[i] - 1) * g->d[i] - g->p[i];
+        if (t->p[i] < 0) return false;
+    }
+    return small_shape(t);
+}
+
+bool deft_conv_small_raise_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
+    deft_conv_geom_t t;
+    if (dtype != DEFT_DT_FLOAT32 || !deft_conv_direct_on() || !small_raise_geometry(g, &t))
+        return false;
+    return !deft_conv_direct_raise_fits(g, dtype) && __builtin_cpu_supports("avx512f");
+}
+
+int deft_conv_small_raise(const deft_conv_geom_t *g, const float *colside, const float *w,
+                          const float *bias, float *image) {
+    deft_conv_geom_t t;
+    if (!small_raise_geometry(g, &t))
+        return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct data gradient here");
+    /* wt (chan, filt, taps) = w (filt, chan, taps) transposed, taps reversed */
+    const int64_t taps = g->k[1] * g->k[2];
+    float *wt = malloc((size_t)(g->chan * g->filt * taps) * sizeof(float));
+    if (!wt) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "convolution: no memory for weights");
+    for (int64_t o = 0; o < g->filt; o++)
+        for (int64_t c = 0; c < g->chan; c++)
+            for (int64_t k = 0; k < taps; k++)
+                wt[(c * g->filt + o) * taps + k] = w[(o * g->chan + c) * taps + taps - 1 - k];
+    small_job_t j;
+    small_init(&j, &t);
+    j.x = colside, j.wpk = wt, j.bias = bias, j.y = image;
+    int status = lower_run(&j, &t);
+    free(wt);
+    return status;
+}
+
+/* ---- wgrad ---- */
+
+/* dw[o][k] (OB output channels from o0, TB pairs from k0) += the sum over
+ * `images` packed images of dy times the shifted input. */
+static ALWAYS AVX512 void wgrad_tile(const small_job_t *j, const float *xp, const float *dyw,
+                                     int64_t images, int64_t o0, int64_t k0, float *dw, int OB,
+                                     int TB) {
+    __m512 acc[MAX_OB][MAX_TB];
+    for (int o = 0; o < OB; o++)
+        for (int t = 0; t < TB; t++) acc[o][t] = _mm512_setzero_ps();
+    const int64_t nvec = j->nq / VL, pairs = j->ic * j->taps;
+    int64_t off[MAX_TB];
+    for (int t = 0; t < TB; t++) off[t] = j->off[k0 + t];
+    for (int64_t n = 0; n < images; n++) {
+        const float *x = xp + n * j->ic * j->plane, *d = dyw + (n * j->oc + o0) * j->nq;
+        for (int64_t v = 0; v < nvec; v++, x += VL, d += VL) {
+            __m512 dv[MAX_OB];
+            for (int o = 0; o < OB; o++) dv[o] = _mm512_load_ps(d + o * j->nq);
+            for (int t = 0; t < TB; t++) {
+                __m512 xv = _mm512_loadu_ps(x + off[t]);
+                for (int o = 0; o < OB; o++) acc[o][t] = _mm512_fmadd_ps(dv[o], xv, acc[o][t]);
+            }
+        }
+    }
+    for (int o = 0; o < OB; o++)
+        for (int t = 0; t < TB; t++)
+            dw[(o0 + o) * pairs + k0 + t] += _mm512_reduce_add_ps(acc[o][t]);
+}
+
+typedef void (*wgrad_fn)(const small_job_t *, const float *, const float *, int64_t, int64_t,
+                         int64_t, float *);
+
+#define WGRAD_FN(OB, TB)                                                                           \
+    static AVX512 void wgrad_##OB##_##TB(const small_job_t *j, const float *xp, const float *dyw,  \
+                                         int64_t images, int64_t o0, int64_t k0, float *dw) {      \
+        wgrad_tile(j, xp, dyw, images, o0, k0, dw, OB, TB);                                        \
+    }
+#define WGRAD_ROW(OB) WGRAD_FN(OB, 1) WGRAD_FN(OB, 2) WGRAD_FN(OB, 3) WGRAD_FN(OB, 4)
+WGRAD_ROW(1)
+WGRAD_ROW(2)
+WGRAD_ROW(3)
+WGRAD_ROW(4)
+WGRAD_ROW(5)
+WGRAD_ROW(6)
+#define WGRAD_ENTRY(OB)                                                                            \
+    { wgrad_##OB##_1, wgrad_##OB##_2, wgrad_##OB##_3, wgrad_##OB##_4 }
+static const wgrad_fn wgrad_fns[MAX_OB][MAX_TB] = {WGRAD_ENTRY(1), WGRAD_ENTRY(2), WGRAD_ENTRY(3),
+                                                   WGRAD_ENTRY(4), WGRAD_ENTRY(5), WGRAD_ENTRY(6)};
+
+/* dyw (oc, nq) = dy's channels on wide rows, zero past ow and past oh rows. */
+static void pack_dy(const small_job_t *j, const float *dy, float *dyw) {
+    memset(dyw, 0, (size_t)(j->oc * j->nq) * sizeof(float));
+    for (int64_t o = 0; o < j->oc; o++)
+        for (int64_t y = 0; y < j->oh; y++)
+            memcpy(dyw + o * j->nq + y * j->wp, dy + (o * j->oh + y) * j->ow,
+                   (size_t)j->ow * sizeof(float));
+}
+
+/* Part p: images [p batch / parts, (p + 1) batch / parts) into its own sums,
+ * packed per_run images at a time. */
+static void wgrad_parts(void *ctx, int64_t begin, int64_t end) {
+    small_job_t *j = ctx;
+    const int64_t xsize = j->ic * j->plane, dsize = j->oc * j->nq, pairs = j->ic * j->taps;
+    float *xp = aligned_alloc(64, (size_t)(j->per_run * (xsize + dsize)) * sizeof(float));
+    if (!xp) {
+        atomic_store(&j->failed, true);
+        return;
+    }
+    float *dyw = xp + j->per_run * xsize;
+    for (int64_t p = begin; p < end; p++) {
+        float *dw = j->dwp + p * j->oc * pairs;
+        memset(dw, 0, (size_t)(j->oc * pairs) * sizeof(float));
+        const int64_t n1 = (p + 1) * j->batch / j->parts;
+        for (int64_t n0 = p * j->batch / j->parts; n0 < n1; n0 += j->per_run) {
+            const int64_t images = n1 - n0 < j->per_run ? n1 - n0 : j->per_run;
+            for (int64_t i = 0; i < images; i++) {
+                pack_image(j, j->x + (n0 + i) * j->ic * j->ih * j->iw, xp + i * xsize);
+                pack_dy(j, j->dy + (n0 + i) * j->oc * j->oh * j->ow, dyw + i * dsize);
+            }
+            for (int64_t o0 = 0; o0 < j->oc; o0 += MAX_OB)
+                for (int64_t k0 = 0; k0 < pairs; k0 += MAX_TB) {
+                    const int64_t tb = pairs - k0 < MAX_TB ? pairs - k0 : MAX_TB;
+                    wgrad_fns[block_of(j->oc, o0) - 1][tb - 1](j, xp, dyw, images, o0, k0, dw);
+                }
+        }
+    }
+    free(xp);
+}
+
+int deft_conv_small_wgrad(const deft_conv_geom_t *g, const float *image, const float *colside,
+                          float *dw) {
+    small_job_t j;
+    small_init(&j, g);
+    if (!small_offsets(&j, g))
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "convolution: no memory for tap offsets");
+    j.x = image, j.dy = colside;
+    const int64_t pairs = j.ic * j.taps, wsize = j.oc * pairs;
+    /* per-thread sums where each thread gets a few images' worth of work */
+    const int64_t macs = wsize * j.nq * j.batch;
+    j.parts = macs >= 2 * ITEM_MACS ? deft_parallel_budget() : 1;
+    if (j.parts > j.batch) j.parts = j.batch;
+    j.per_run = RUN_BYTES / ((j.ic * j.plane + j.oc * j.nq) * (int64_t)sizeof(float));
+    if (j.per_run < 1) j.per_run = 1;
+    int status = 0;
+    j.dwp = malloc((size_t)(j.parts * wsize) * sizeof(float));
+    if (j.dwp) {
+        deft_parallel_for(j.parts, 1, wgrad_parts, &j);
+        for (int64_t i = 0; i < wsize && !atomic_load(&j.failed); i++) {
+            float sum = 0;
+            for (int64_t p = 0; p < j.parts; p++) sum += j.dwp[p * wsize + i];
+            dw[i] = sum;
+        }
+    }
+    if (!j.dwp || atomic_load(&j.failed))
+        status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "convolution: no memory for dW sums");
+    free(j.dwp), free(j.off);
+    return status;
+}
+
+#else /* no AVX-512 kernels on this compiler or architecture */
+
+bool deft_conv_small_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
+    (void)g, (void)dtype;
+    return false;
+}
+bool deft_conv_small_raise_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
+    (void)g, (void)dtype;
+    return false;
+}
+int deft_conv_small_lower(const deft_conv_geom_t *g, const float *image, const float *w,
+                          const float *bias, float *colside) {
+    (void)g, (void)image, (void)w, (void)bias, (void)colside;
+    return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct kernel here");
+}
+int deft_conv_small_raise(const deft_conv_geom_t *g, const float *colside, const float *w,
+                          const float *bias, float *image) {
+    (void)g, (void)colside, (void)w, (void)bias, (void)image;
+    return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct kernel here");
+}
+int deft_conv_small_wgrad(const deft_conv_geom_t *g, const float *image, const float *colside,
+                          float *dw) {
+    (void)g, (void)image, (void)colside, (void)dw;
+    return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct kernel here");
+}
+
+#endif
