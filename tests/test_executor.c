@@ -2,6 +2,8 @@
 /* The executor: results equal imperative invoke, with and without memory planning. */
 #include "symbol_helpers.h"
 
+#include "core/op/op.h"
+
 static DeftNDArrayHandle run1(DeftCachedOpHandle op, int nin, DeftNDArrayHandle *in) {
     DeftNDArrayHandle out[1] = {NULL};
     int nout = 1;
@@ -289,6 +291,71 @@ START_TEST(test_forward_backward_mode) {
 END_TEST
 
 /* The PlanMemory pass writes the executor's plan into the graph. */
+/* ---- outputs nobody reads ---- */
+
+/* A test operator reporting which of its two outputs its caller wanted. */
+static int wanted_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                        const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)op, (void)p, (void)nin, (void)in;
+    out[0] = out[1] = (deft_desc_t){{1, {2}}, DEFT_DT_FLOAT32};
+    *nout = 2;
+    return 0;
+}
+
+static int wanted_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                          const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)op, (void)p, (void)nin, (void)in, (void)nout;
+    float *flags = deft_tensor_data(&out[0]), *second = deft_tensor_data(&out[1]);
+    flags[0] = deft_op_output_wanted(0), flags[1] = deft_op_output_wanted(1);
+    if (deft_op_output_wanted(1)) second[0] = second[1] = 7;
+    return 0;
+}
+
+static int two_outputs(const deft_param_value_t *p, int nin) {
+    (void)p, (void)nin;
+    return 2;
+}
+
+static const deft_op_t wanted_ops[] = {{.name = "_test_wanted_outputs",
+                                        .description = "reports deft_op_output_wanted",
+                                        .min_inputs = 1,
+                                        .max_inputs = 1,
+                                        .infer = wanted_infer,
+                                        .forward = wanted_forward,
+                                        .num_outputs = two_outputs,
+                                        .inplace_input = -1}};
+DEFT_OP_FAMILY(deft_family_test_wanted, wanted_ops);
+
+/* A graph run tells a kernel which outputs someone reads; a call, all. */
+START_TEST(test_kernels_know_which_outputs_are_read) {
+    DeftSymbolHandle x = var("x"), both = apply("_test_wanted_outputs", "w", 1, &x, NO_PARAMS);
+    DeftSymbolHandle first;
+    ck_assert_ok(DeftSymbolGetOutput(both, 0, &first));
+    DeftNDArrayHandle in = make(DEFT_FLOAT32, 1, SHAPE(1), VALUES(0));
+    double want[2][4] = {{1, 0}, {1, 1, 7, 7}};
+    DeftSymbolHandle graphs[2] = {first, both};
+    for (int c = 0; c < 2; c++) {
+        DeftCachedOpHandle op;
+        ck_assert_ok(DeftCachedOpCreate(graphs[c], 0, &op));
+        DeftNDArrayHandle out[2] = {NULL, NULL};
+        int nout = 2;
+        ck_assert_ok(DeftCachedOpInvoke(op, 1, &in, &nout, out));
+        ck_assert_int_eq(nout, c + 1);
+        assert_values(out[0], 2, want[c], 0);
+        if (c == 1) assert_values(out[1], 2, want[c] + 2, 0);
+        free_all(nout, out);
+        ck_assert_ok(DeftCachedOpFree(op));
+    }
+    DeftNDArrayHandle out[2] = {NULL, NULL};
+    int nout = 2;
+    ck_assert_ok(call("_test_wanted_outputs", 1, &in, &nout, out, NO_PARAMS));
+    assert_values(out[0], 2, VALUES(1, 1), 0);
+    free_all(2, out), free_all(1, &in);
+    DeftSymbolHandle syms[] = {x, both, first};
+    for (int i = 0; i < 3; i++) ck_assert_ok(DeftSymbolFree(syms[i]));
+}
+END_TEST
+
 START_TEST(test_plan_memory_pass) {
     DeftSymbolHandle x = var("x"), bad = NULL, planned;
     DeftSymbolHandle u = apply("exp", "u", 1, &x, NO_PARAMS);
@@ -475,6 +542,7 @@ static Suite *executor_suite(void) {
     tcase_add_test(tc, test_mlp_training_graph_plan);
     tcase_add_test(tc, test_forward_backward_mode);
     tcase_add_test(tc, test_plan_memory_pass);
+    tcase_add_test(tc, test_kernels_know_which_outputs_are_read);
     tcase_add_test(tc, test_executor_plan_cache_is_bounded_and_released);
     suite_add_tcase(suite, tc);
     TCase *large = tcase_create("large graphs");

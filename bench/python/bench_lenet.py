@@ -33,6 +33,9 @@ GOAL = 0.3
 PEERS = {"MXNet eager": (3.56, 3.15), "MXNet hybridized": (3.17, 3.04),
          "PyTorch": (3.07, 2.13)}
 THREADS_INDEX = {1: 0, 2: 1}
+# deft's ways to train: op by op, a hybridized net under autograd, the whole step as one
+# graph (deft.compile_step: forward, loss, backward and SGD in one executor run)
+MODES = ("eager", "hybridized", "compiled")
 
 
 def summary(seconds):
@@ -57,8 +60,15 @@ def run_deft(rounds, steps):
     x, y = data(np.random.default_rng(0))
     xb, yb = deft.array(x), deft.array(y)
     loss_fn = nn.SoftmaxCrossEntropyLoss()
+    def step(net, opt):
+        with autograd.record():
+            loss = loss_fn(net(xb), yb)
+        loss.backward()
+        opt.step(BATCH)
+        return loss
+
     runs = {}
-    for mode in ("eager", "hybridized"):
+    for mode in MODES:
         deft.random.seed(1)
         net = nn.HybridSequential(
             nn.Conv2D(6, 5, activation="relu", in_channels=1), nn.MaxPool2D(2),
@@ -67,28 +77,26 @@ def run_deft(rounds, steps):
             nn.Dense(84, activation="relu", in_units=120), nn.Dense(CLASSES, in_units=84))
         net.initialize()
         net.hybridize(mode == "hybridized")
-        runs[mode] = (net, SGD(net.collect_params(), lr=LR))
+        opt = SGD(net.collect_params(), lr=LR)
+        if mode == "compiled":  # the whole step as one graph (deft.compile_step)
+            compiled = deft.compile_step(net, loss_fn, opt)
+            runs[mode] = lambda compiled=compiled: compiled(xb, yb)
+        else:
+            runs[mode] = lambda net=net, opt=opt: step(net, opt)
 
-    def step(net, opt):
-        with autograd.record():
-            loss = loss_fn(net(xb), yb)
-        loss.backward()
-        opt.step(BATCH)
-        return loss
-
-    for net, opt in runs.values():  # warm up: shapes, graphs, buffers
+    for run in runs.values():  # warm up: shapes, graphs, buffers
         for _ in range(3):
-            step(net, opt).wait_to_read()
+            run().wait_to_read()
     times = {mode: [] for mode in runs}
     for _ in range(rounds):
-        for mode, (net, opt) in runs.items():
+        for mode, run in runs.items():
             start = time.perf_counter()
             for _ in range(steps):
-                loss = step(net, opt)
+                loss = run()
             loss.wait_to_read()
             times[mode].append((time.perf_counter() - start) / steps)
     result = {mode: summary(t) for mode, t in times.items()}
-    result["breakdown"] = breakdown(lambda: step(*runs["hybridized"]), steps)
+    result["breakdown"] = breakdown(runs["compiled"], steps)
     return result
 
 
@@ -180,21 +188,21 @@ def measure(python, side, threads, args):
 def report(threads, deft_ms, torch_ms):
     """Print one thread count's times, ratios and goals; True where every goal is met."""
     print(f"threads {threads}:")
-    for mode in ("eager", "hybridized"):
+    for mode in MODES:
         t = deft_ms[mode]
         print(f"  deft {mode:10s}  min {t['min']:6.3f} ms  median {t['median']:6.3f} ms")
     if torch_ms:
         t = torch_ms["PyTorch"]
         print(f"  PyTorch {torch_ms['version']:9s} min {t['min']:6.3f} ms  "
               f"median {t['median']:6.3f} ms")
-        for mode in ("eager", "hybridized"):
+        for mode in MODES:
             d = deft_ms[mode]
             print(f"  deft {mode} / PyTorch (here): {d['min'] / t['min']:.3f}")
     met = True
     col = THREADS_INDEX.get(threads)
-    best = min(deft_ms["eager"]["min"], deft_ms["hybridized"]["min"])
+    best = min(deft_ms[mode]["min"] for mode in MODES)
     ops = deft_ms["breakdown"]
-    print(f"  hybridized step by operator (profiler, ms at each call's fastest, calls; "
+    print(f"  compiled step by operator (profiler, ms at each call's fastest, calls; "
           f"{sum(ms for _, ms, _ in ops):.3f} ms in all): "
           + ", ".join(f"{name} {ms:.3f} ({calls:g})" for name, ms, calls in ops[:6]))
     if col is not None:

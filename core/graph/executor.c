@@ -526,8 +526,10 @@ static int graph_forward(const deft_graph_t *g, deft_tensor_t *t) {
                               g->names[i], op->name);
         double start = deft_profiling(DEFT_PROF_SYMBOLIC) ? deft_profiler_now() : 0;
         void *timer = start != 0 ? deft_device_timer_start(dev, op->name) : NULL;
+        deft_op_set_unwanted(deft_graph_unwanted_outputs(g, i));
         int status =
             forward(op, node->params, node->num_inputs, in, node->num_outputs, &t[g->row_ptr[i]]);
+        deft_op_set_unwanted(0);
         if (timer) deft_device_timer_stop(dev, timer);
         if (status) {
             char detail[DEFT_ERROR_MAX];

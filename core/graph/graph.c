@@ -393,6 +393,7 @@ void deft_graph_free(deft_graph_t *g) {
     if (g->nodes != g->small_nodes) free(g->nodes);
     if (g->map != g->small_map) free(g->map);
     free(g->names), free(g->tables), free(atomic_load(&g->uses));
+    free(atomic_load(&g->unwanted));
     if (in_record(g->num_outputs))
         deft_record_free(g);
     else
@@ -470,4 +471,39 @@ bool deft_graph_is_auxiliary(const deft_graph_t *g, const deft_node_t *var) {
 
 bool deft_graph_is_updated(const deft_graph_t *g, const deft_node_t *var) {
     return use_of(g, var) & USE_UPDATED;
+}
+
+/* Per node, the outputs nobody reads (deft_graph_unwanted_outputs). */
+static uint64_t *make_unwanted_table(const deft_graph_t *g) {
+    int entries = deft_graph_num_entries(g);
+    bool *read = calloc((size_t)entries + 1, sizeof *read);
+    uint64_t *unwanted = calloc((size_t)g->num_nodes + 1, sizeof *unwanted);
+    for (int i = 0; read && unwanted && i < g->num_nodes; i++)
+        for (int k = 0; k < g->in_ptr[i + 1] - g->in_ptr[i]; k++)
+            read[deft_graph_input_entry(g, i, k)] = true;
+    for (int o = 0; read && unwanted && o < g->num_outputs; o++) {
+        int id = map_find(g, g->outputs[o].node);
+        if (id >= 0) read[g->row_ptr[id] + g->outputs[o].index] = true;
+    }
+    for (int i = 0; read && unwanted && i < g->num_nodes; i++)
+        for (int k = 0; k < g->row_ptr[i + 1] - g->row_ptr[i] && k < 64; k++)
+            if (!read[g->row_ptr[i] + k]) unwanted[i] |= (uint64_t)1 << k;
+    free(read);
+    if (!read) free(unwanted), unwanted = NULL;
+    return unwanted;
+}
+
+uint64_t deft_graph_unwanted_outputs(const deft_graph_t *g, int id) {
+    deft_graph_t *shared = (deft_graph_t *)g;
+    uint64_t *table = atomic_load_explicit(&shared->unwanted, memory_order_acquire);
+    if (!table) {
+        uint64_t *made = make_unwanted_table(g), *expected = NULL;
+        if (!made) return 0; /* every output wanted: only slower */
+        if (atomic_compare_exchange_strong_explicit(&shared->unwanted, &expected, made,
+                                                    memory_order_acq_rel, memory_order_acquire))
+            table = made;
+        else
+            free(made), table = expected;
+    }
+    return table[id];
 }

@@ -15,6 +15,8 @@
 #ifndef DEFT_CORE_GRAPH_H
 #define DEFT_CORE_GRAPH_H
 
+#include <stdint.h>
+
 #include "core/graph/node.h"
 
 /* Small graphs (most deferred runs) keep their node list and map inline,
@@ -43,6 +45,8 @@ typedef struct deft_graph {
     void *tables; /* row_ptr, in_ptr, in_entry and leaf when malloc'd (NULL: in the record) */
     /* per node, how it is used (read, updated in place): made on first use (graph.c) */
     _Atomic(unsigned char *) uses;
+    /* per node, bit k: output k is read by no node and is no graph output (made on first use) */
+    _Atomic(uint64_t *) unwanted;
     deft_node_t *small_nodes[DEFT_GRAPH_SMALL];
     deft_graph_slot_t small_map[2 * DEFT_GRAPH_SMALL];
 } deft_graph_t;
@@ -72,6 +76,9 @@ bool deft_graph_is_auxiliary(const deft_graph_t *g, const deft_node_t *var);
 /* A variable some node updates in place (an auxiliary state, or a weight of
  * a training-step graph, also read by others). */
 bool deft_graph_is_updated(const deft_graph_t *g, const deft_node_t *var);
+/* Node id's outputs that no node reads and the graph does not return (bit k:
+ * output k; outputs past 63 are always wanted): kernels may skip them. */
+uint64_t deft_graph_unwanted_outputs(const deft_graph_t *g, int id);
 /* Whether a node to run waits for a host callback (op.h, `blocking`): the run
  * must then go to an engine worker, never run on the caller's thread. */
 bool deft_graph_has_blocking(const deft_graph_t *g);

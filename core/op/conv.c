@@ -445,10 +445,13 @@ static int backward_forward(const deft_op_t *op, const deft_param_value_t *p, in
     const bool dc = ((const conv_kind_t *)op->data)->deconv;
     const void *dy = deft_tensor_data(&in[0]), *x = deft_tensor_data(&in[1]),
                *w = deft_tensor_data(&in[2]);
-    if (run(dc ? LOWER : RAISE, &out[0], &g, dy, w, NULL, deft_tensor_data(&out[0])) ||
-        run(WGRAD, &out[1], &g, dc ? dy : x, dc ? x : dy, NULL, deft_tensor_data(&out[1])))
+    /* The data gradient of a network's first layer is read by no one: skipped. */
+    if ((deft_op_output_wanted(0) &&
+         run(dc ? LOWER : RAISE, &out[0], &g, dy, w, NULL, deft_tensor_data(&out[0]))) ||
+        (deft_op_output_wanted(1) &&
+         run(WGRAD, &out[1], &g, dc ? dy : x, dc ? x : dy, NULL, deft_tensor_data(&out[1]))))
         return -1;
-    return nin == 4 ? bias_grad(&in[0], deft_tensor_data(&out[2])) : 0;
+    return nin == 4 && deft_op_output_wanted(2) ? bias_grad(&in[0], deft_tensor_data(&out[2])) : 0;
 }
 
 /* The gradients of data, weight and bias, from one backward node with the forward's parameters. */

@@ -7,12 +7,15 @@
  * (DeftAutogradSetIsTraining), and whoever runs the call's kernels later,
  * perhaps on an engine worker, sets the worker's flag to the one the call
  * was made with while they run. Kernels read it with deft_op_training().
+ * The outputs a kernel's caller reads are a thread's state too (below).
  */
 #include "core/op/op.h"
 
 #include "core/base/tls.h"
 
 static DEFT_TLS_FAST bool tl_training;
+/* Inverted, so that a thread's zero start means every output is wanted. */
+static DEFT_TLS_FAST uint64_t tl_unwanted;
 
 bool deft_op_training(void) {
     return tl_training;
@@ -21,4 +24,19 @@ bool deft_op_training(void) {
 void deft_op_set_training(bool on, bool *prev) {
     if (prev) *prev = tl_training;
     tl_training = on;
+}
+
+/*
+ * Which outputs of the running kernel someone reads. A graph run knows: an
+ * output no node consumes and the graph does not return (the data gradient
+ * of a network's first convolution, in a training step) is written nowhere
+ * that matters, and a kernel making several outputs may skip its work.
+ * Everywhere else every output is wanted.
+ */
+bool deft_op_output_wanted(int k) {
+    return k >= 64 || !(tl_unwanted >> k & 1u);
+}
+
+void deft_op_set_unwanted(uint64_t mask) {
+    tl_unwanted = mask;
 }

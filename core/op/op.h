@@ -206,6 +206,11 @@ struct deft_op {
  * behave as in training; runners set it to their call's flag around them. */
 bool deft_op_training(void);
 void deft_op_set_training(bool on, bool *prev);
+/* Whether output k of the kernel running on this thread is read by anyone: a
+ * kernel may skip making an unwanted one (its buffer then holds garbage). */
+bool deft_op_output_wanted(int k);
+/* Set by the graph runner around a kernel: bit k, output k is unwanted. */
+void deft_op_set_unwanted(uint64_t mask);
 
 /* output_device for operators whose parameter 0 is a DEFT_PARAM_DEVICE; -1 for a
  * device that does not exist (cpu(n) for n > 0 too: there is one host memory). */

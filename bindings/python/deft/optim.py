@@ -13,7 +13,8 @@ class Optimizer:
         if not self.params:
             raise ValueError("no parameters to optimise")
         self.states = {}
-        self.lr, self.wd, self.rescale_grad = lr, wd, rescale_grad
+        # rescale_grad scales the gradients on top of step()'s 1 / batch_size
+        self.lr, self.wd, self.scale, self.rescale_grad = lr, wd, rescale_grad, rescale_grad
         self.clip_gradient = -1.0 if clip_gradient is None else clip_gradient
 
     def _hyper(self):
@@ -22,8 +23,8 @@ class Optimizer:
                 "clip_gradient": self.clip_gradient}
 
     def step(self, batch_size=1):
-        """Update every parameter; gradients are divided by batch_size."""
-        self.rescale_grad = 1.0 / batch_size
+        """Update every parameter; gradients are multiplied by rescale_grad / batch_size."""
+        self.rescale_grad = self.scale / batch_size
         hyper = self._hyper()  # the same strings for every parameter of this step
         self._keys, self._vals = tuple(hyper), tuple(param_text(v) for v in hyper.values())
         for i, p in enumerate(self.params):
