@@ -22,8 +22,8 @@ static DeftNDArrayHandle array(int64_t rows, int64_t cols, float value) {
     float *data = malloc(n * sizeof *data);
     for (size_t i = 0; i < n; i++) data[i] = value * (float)((i % 7) + 1) / 7.0f;
     DeftNDArrayHandle h;
-    CHECK(DeftNDArrayCreateFromData(shape, 2, DEFT_FLOAT32, DEFT_CPU, 0, data, n * sizeof *data,
-                                    &h));
+    CHECK(
+        DeftNDArrayCreateFromData(shape, 2, DEFT_FLOAT32, DEFT_CPU, 0, data, n * sizeof *data, &h));
     free(data);
     return h;
 }
@@ -54,8 +54,8 @@ static void recording_cost(void) {
     printf("  imperative, not recording %8.0f ns\n", best[CALL_PLAIN]);
     printf("  deferred (recorded only)  %8.0f ns  %.2fx the imperative call\n", best[CALL_DEFERRED],
            best[CALL_DEFERRED] / best[CALL_PLAIN]);
-    printf("  imperative + autograd     %8.0f ns  %.2fx the imperative call\n", best[CALL_RECORDING],
-           best[CALL_RECORDING] / best[CALL_PLAIN]);
+    printf("  imperative + autograd     %8.0f ns  %.2fx the imperative call\n",
+           best[CALL_RECORDING], best[CALL_RECORDING] / best[CALL_PLAIN]);
     CHECK(DeftNDArrayFree(x));
     CHECK(DeftNDArrayFree(g));
 }
@@ -92,7 +92,8 @@ static double backward_us(DeftNDArrayHandle x, int ops, double *record_us) {
 static void backward_cost(void) {
     DeftNDArrayHandle x = array(1, 16, 0.5), g = array(1, 16, 0);
     CHECK(DeftAutogradMarkVariables(1, &x, NULL, &g));
-    printf("backward, repeated on the same graph shape (NNC rebuilds: ~9 us 1-op, ~450 us 32-op)\n");
+    printf(
+        "backward, repeated on the same graph shape (NNC rebuilds: ~9 us 1-op, ~450 us 32-op)\n");
     for (int ops = 1; ops <= 32; ops *= 32) {
         double record, back = backward_us(x, ops, &record);
         printf("  %2d-op graph: backward %7.1f us   (recording it: %6.1f us)\n", ops, back, record);
@@ -156,11 +157,11 @@ static DeftNDArrayHandle square_chain(DeftNDArrayHandle *p) {
 
 /* A 2-layer MLP on a batch of 32: 64 -> 128 -> 10, softmax. */
 static DeftNDArrayHandle mlp(DeftNDArrayHandle *p) {
-    DeftNDArrayHandle h = call("FullyConnected", 3, (DeftNDArrayHandle[]){p[0], p[1], p[2]},
-                               "num_hidden", "128");
+    DeftNDArrayHandle h =
+        call("FullyConnected", 3, (DeftNDArrayHandle[]){p[0], p[1], p[2]}, "num_hidden", "128");
     DeftNDArrayHandle a = call("relu", 1, &h, NULL, NULL);
-    DeftNDArrayHandle o = call("FullyConnected", 3, (DeftNDArrayHandle[]){a, p[3], p[4]},
-                               "num_hidden", "10");
+    DeftNDArrayHandle o =
+        call("FullyConnected", 3, (DeftNDArrayHandle[]){a, p[3], p[4]}, "num_hidden", "10");
     DeftNDArrayHandle s = call("softmax", 1, &o, NULL, NULL);
     CHECK(DeftNDArrayFree(h));
     CHECK(DeftNDArrayFree(a));

@@ -236,17 +236,10 @@ int main(void) {
     double per_flop[MAX_ROUNDS];
     for (int r = 0; r < rounds; r++) per_flop[r] = t_ref[r] / fwd_flops;
     qsort(per_flop, (size_t)rounds, sizeof *per_flop, by_value);
-    char load[64] = "?";
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (!fgets(load, sizeof load, f)) strcpy(load, "?");
-        load[strcspn(load, "\n")] = 0;
-        fclose(f);
-    }
     printf("Conv2D 3x3 pad 1, %dx%d, %d -> %d channels, batch %d, float32; DEFT_NUM_THREADS=%d "
-           "OPENBLAS_NUM_THREADS=%d; %d rounds; load average %s\n",
+           "OPENBLAS_NUM_THREADS=%d; %d rounds; load average %.2f\n",
            SIZE, SIZE, CHANNELS, FILTERS, BATCH, env_threads("DEFT_NUM_THREADS"), ref_threads,
-           rounds, load);
+           rounds, load_average());
     qsort(t_ref, (size_t)rounds, sizeof *t_ref, by_value);
     printf("FMA peak of one core (AVX-512, measured): %.1f GFLOP/s; x %d threads: %.1f\n", peak,
            threads, peak * threads);

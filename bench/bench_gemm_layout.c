@@ -20,14 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <xmmintrin.h>
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench_util.h"
 
 typedef struct problem {
     int m, n, k; /* batch, hidden, features */
@@ -154,14 +149,8 @@ int main(int argc, char **argv) {
     int batch = argc > 1 ? atoi(argv[1]) : 32;
     if (batch < 1) batch = 32;
     openblas_set_num_threads(1);
-    double load[3] = {0};
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3) load[0] = -1;
-        fclose(f);
-    }
     printf("FullyConnected layouts, GFLOP/s (best of 5 rounds), 1 OpenBLAS thread, load %.2f\n",
-           load[0]);
+           load_average());
     printf("batch x hidden x features");
     for (int l = 0; l < LAYOUTS; l++) printf(" %8s", layouts[l].name);
     printf("\n");

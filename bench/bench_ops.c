@@ -352,16 +352,6 @@ static int compare_doubles(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static double load_average(void) {
-    double load = -1;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (fscanf(f, "%lf", &load) != 1) load = -1;
-        fclose(f);
-    }
-    return load;
-}
-
 static void report_small(small_case_t *c, double *deft_t, double *ref_t, int rounds) {
     qsort(deft_t, (size_t)rounds, sizeof *deft_t, compare_doubles);
     printf("  %-34s %7.2f us (median %7.2f)", c->name, deft_t[0] * 1e6 / SMALL_CALLS,

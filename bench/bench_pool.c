@@ -185,14 +185,7 @@ static int env_int(const char *name) {
 }
 
 static void print_load(const char *when) {
-    char load[64] = "?";
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (!fgets(load, sizeof load, f)) strcpy(load, "?");
-        load[strcspn(load, "\n")] = 0;
-        fclose(f);
-    }
-    printf("load average %s: %s\n", when, load);
+    printf("load average %s: %.2f\n", when, load_average());
 }
 
 static void run_case(int i, int rounds, peer_t *peer) {

@@ -81,16 +81,9 @@ int main(int argc, char **argv) {
     }
     qsort(fw, (size_t)rounds, sizeof(double), compare);
     qsort(fb, (size_t)rounds, sizeof(double), compare);
-    char load[64] = "?";
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (!fgets(load, sizeof load, f)) strcpy(load, "?");
-        load[strcspn(load, "\n")] = 0;
-        fclose(f);
-    }
     const char *threads = getenv("DEFT_NUM_THREADS");
-    printf("LSTM %d layers, input %d, hidden %d, seq %d, batch %d; threads %s; load %s\n", L, I, H,
-           T, N, threads ? threads : "(all)", load);
+    printf("LSTM %d layers, input %d, hidden %d, seq %d, batch %d; threads %s; load %.2f\n", L, I,
+           H, T, N, threads ? threads : "(all)", load_average());
     printf("deft     forward          min %7.2f ms  median %7.2f ms\n", fw[0] * 1e3,
            fw[rounds / 2] * 1e3);
     printf("deft     forward+backward min %7.2f ms  median %7.2f ms\n", fb[0] * 1e3,

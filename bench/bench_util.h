@@ -22,6 +22,17 @@ static inline double now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The 1-minute load average (every benchmark prints it), or -1 when unknown. */
+static inline double load_average(void) {
+    double load = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &load) != 1) load = -1;
+        fclose(f);
+    }
+    return load;
+}
+
 static inline DeftOpHandle op(const char *name) {
     DeftOpHandle h;
     CHECK(DeftGetOperator(name, &h));

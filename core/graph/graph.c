@@ -423,7 +423,7 @@ bool deft_graph_has_blocking(const deft_graph_t *g) {
 enum { USE_UPDATED = 1, USE_READ = 2 };
 
 /* Per node, its uses (USE_* bits). */
-static unsigned char *make_use_table(const deft_graph_t *g) {
+static void *make_use_table(const deft_graph_t *g) {
     unsigned char *use = calloc((size_t)g->num_nodes + 1, 1);
     for (int i = 0; use && i < g->num_nodes; i++) {
         const deft_node_t *n = g->nodes[i];
@@ -447,22 +447,26 @@ static unsigned char scan_use(const deft_graph_t *g, const deft_node_t *var) {
     return use;
 }
 
+/* A table of g's made on first use: graphs are read by several threads, and
+ * the first table published wins. NULL when it cannot be made. */
+static void *lazy_table(const deft_graph_t *g, _Atomic(void *) *slot,
+                        void *(*make)(const deft_graph_t *g)) {
+    void *table = atomic_load_explicit(slot, memory_order_acquire), *expected = NULL;
+    if (table) return table;
+    void *made = make(g);
+    if (!made) return NULL;
+    if (atomic_compare_exchange_strong_explicit(slot, &expected, made, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return made;
+    free(made);
+    return expected;
+}
+
 static unsigned char use_of(const deft_graph_t *g, const deft_node_t *var) {
     int id = map_find(g, var);
     if (id < 0) return 0;
-    /* Graphs are read by several threads: the first table published wins. */
-    deft_graph_t *shared = (deft_graph_t *)g;
-    unsigned char *table = atomic_load_explicit(&shared->uses, memory_order_acquire);
-    if (!table) {
-        unsigned char *made = make_use_table(g), *expected = NULL;
-        if (!made) return scan_use(g, var);
-        if (atomic_compare_exchange_strong_explicit(&shared->uses, &expected, made,
-                                                    memory_order_acq_rel, memory_order_acquire))
-            table = made;
-        else
-            free(made), table = expected;
-    }
-    return table[id];
+    unsigned char *table = lazy_table(g, &((deft_graph_t *)g)->uses, make_use_table);
+    return table ? table[id] : scan_use(g, var);
 }
 
 bool deft_graph_is_auxiliary(const deft_graph_t *g, const deft_node_t *var) {
@@ -474,7 +478,7 @@ bool deft_graph_is_updated(const deft_graph_t *g, const deft_node_t *var) {
 }
 
 /* Per node, the outputs nobody reads (deft_graph_unwanted_outputs). */
-static uint64_t *make_unwanted_table(const deft_graph_t *g) {
+static void *make_unwanted_table(const deft_graph_t *g) {
     int entries = deft_graph_num_entries(g);
     bool *read = calloc((size_t)entries + 1, sizeof *read);
     uint64_t *unwanted = calloc((size_t)g->num_nodes + 1, sizeof *unwanted);
@@ -494,16 +498,6 @@ static uint64_t *make_unwanted_table(const deft_graph_t *g) {
 }
 
 uint64_t deft_graph_unwanted_outputs(const deft_graph_t *g, int id) {
-    deft_graph_t *shared = (deft_graph_t *)g;
-    uint64_t *table = atomic_load_explicit(&shared->unwanted, memory_order_acquire);
-    if (!table) {
-        uint64_t *made = make_unwanted_table(g), *expected = NULL;
-        if (!made) return 0; /* every output wanted: only slower */
-        if (atomic_compare_exchange_strong_explicit(&shared->unwanted, &expected, made,
-                                                    memory_order_acq_rel, memory_order_acquire))
-            table = made;
-        else
-            free(made), table = expected;
-    }
-    return table[id];
+    uint64_t *table = lazy_table(g, &((deft_graph_t *)g)->unwanted, make_unwanted_table);
+    return table ? table[id] : 0; /* no table: every output wanted, only slower */
 }

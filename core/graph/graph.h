@@ -44,9 +44,9 @@ typedef struct deft_graph {
     deft_graph_slot_t *map;
     void *tables; /* row_ptr, in_ptr, in_entry and leaf when malloc'd (NULL: in the record) */
     /* per node, how it is used (read, updated in place): made on first use (graph.c) */
-    _Atomic(unsigned char *) uses;
+    _Atomic(void *) uses; /* unsigned char per node */
     /* per node, bit k: output k is read by no node and is no graph output (made on first use) */
-    _Atomic(uint64_t *) unwanted;
+    _Atomic(void *) unwanted; /* uint64_t per node */
     deft_node_t *small_nodes[DEFT_GRAPH_SMALL];
     deft_graph_slot_t small_map[2 * DEFT_GRAPH_SMALL];
 } deft_graph_t;

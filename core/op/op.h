@@ -280,6 +280,9 @@ int deft_op_error(const deft_op_t *op, deft_error_kind_t kind, const char *fmt, 
 /* Common checks for infer functions. */
 int deft_op_check_dtype_float(const deft_op_t *op, int input, deft_dtype_t dtype);
 int deft_op_check_same_dtype(const deft_op_t *op, int nin, const deft_desc_t *in);
+/* An optimizer's first n inputs (weight, gradient, states): float, of one
+ * dtype, each of the weight's shape. */
+int deft_op_check_optimizer_inputs(const deft_op_t *op, int n, const deft_desc_t *in);
 /* Variadic operators' input count, as MXNet names it: MXNet requires it (its
  * loader needs it in a graph, and export writes it, core/graph/json.c);
  * deft takes the inputs given when it is missing. */

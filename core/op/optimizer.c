@@ -190,17 +190,7 @@ static void update_range(void *arg, int64_t begin, int64_t end) {
 static int update_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)p;
-    if (deft_op_check_dtype_float(op, 0, in[0].dtype) || deft_op_check_same_dtype(op, nin, in))
-        return -1;
-    for (int i = 1; i < nin; i++) {
-        if (!deft_shape_equal(&in[i].shape, &in[0].shape)) {
-            char a[DEFT_SHAPE_STR_MAX], b[DEFT_SHAPE_STR_MAX];
-            return deft_op_error(op, DEFT_ERR_VALUE,
-                                 "input %d (%s) has shape %s, expected %s (the weight's shape)", i,
-                                 op->input_names[i], deft_shape_format(&in[i].shape, b, sizeof b),
-                                 deft_shape_format(&in[0].shape, a, sizeof a));
-        }
-    }
+    if (deft_op_check_optimizer_inputs(op, nin, in)) return -1;
     out[0] = in[0];
     *nout = 1;
     return 0;

@@ -487,6 +487,21 @@ int deft_op_check_same_dtype(const deft_op_t *op, int nin, const deft_desc_t *in
     return 0;
 }
 
+int deft_op_check_optimizer_inputs(const deft_op_t *op, int n, const deft_desc_t *in) {
+    if (deft_op_check_dtype_float(op, 0, in[0].dtype) || deft_op_check_same_dtype(op, n, in))
+        return -1;
+    for (int i = 1; i < n; i++) {
+        if (!deft_shape_equal(&in[i].shape, &in[0].shape)) {
+            char a[DEFT_SHAPE_STR_MAX], b[DEFT_SHAPE_STR_MAX];
+            return deft_op_error(op, DEFT_ERR_VALUE,
+                                 "input %d (%s) has shape %s, expected %s (the weight's shape)", i,
+                                 op->input_names[i], deft_shape_format(&in[i].shape, b, sizeof b),
+                                 deft_shape_format(&in[0].shape, a, sizeof a));
+        }
+    }
+    return 0;
+}
+
 int deft_op_check_num_args(const deft_op_t *op, const deft_param_value_t *num_args, int nin) {
     if (!num_args->none && num_args->i != nin)
         return deft_op_error(op, DEFT_ERR_VALUE, "num_args is %lld but %d inputs were given",

@@ -40,18 +40,8 @@ static int step_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
     (void)p;
     int hyper = 2 + num_states(kind_of(op));
     if (nin < hyper + 1) return deft_op_input_count_error(op, nin);
-    if (deft_op_check_dtype_float(op, 0, in[0].dtype) || deft_op_check_same_dtype(op, hyper, in) ||
-        check_hyper(op, hyper, &in[hyper]))
+    if (deft_op_check_optimizer_inputs(op, hyper, in) || check_hyper(op, hyper, &in[hyper]))
         return -1;
-    for (int i = 1; i < hyper; i++) {
-        if (!deft_shape_equal(&in[i].shape, &in[0].shape)) {
-            char a[DEFT_SHAPE_STR_MAX], b[DEFT_SHAPE_STR_MAX];
-            return deft_op_error(op, DEFT_ERR_VALUE,
-                                 "input %d (%s) has shape %s, expected %s (the weight's shape)", i,
-                                 op->input_names[i], deft_shape_format(&in[i].shape, b, sizeof b),
-                                 deft_shape_format(&in[0].shape, a, sizeof a));
-        }
-    }
     out[0] = (deft_desc_t){{1, {0}}, DEFT_DT_FLOAT32};
     *nout = 1;
     return 0;
