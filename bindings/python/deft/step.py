@@ -18,6 +18,7 @@ import numpy as np
 from . import autograd
 from ._lib import lib
 from .ndarray import NDArray, array, zeros
+from .nn.block import Parameter, _reading_forbidden
 from .symbol import CachedOp, Symbol, deferred_compute, export
 
 # step_math.h's order: lr, wd, rescale_grad, clip_gradient, momentum or beta1, beta2, epsilon
@@ -52,7 +53,7 @@ class CompiledStep:
         self.net, self.loss_fn, self.optimizer = net, loss_fn, optimizer
         self.kind, self._hyper_values = _optimizer_kind(optimizer)
         self.states = {}   # "<param>_mom", "<param>_mean", "<param>_var" -> NDArray
-        self._graphs = {}  # (shapes, dtypes) -> (CachedOp, input names)
+        self._graphs = {}  # (shapes, dtypes) -> (CachedOp, its inputs' sources)
         self._hyper = (None, None)
 
     def __call__(self, data, label, batch_size=None):
@@ -62,18 +63,15 @@ class CompiledStep:
         key = (data.shape, data.dtype, label.shape, label.dtype)
         if key not in self._graphs:
             self._graphs[key] = self._build(data, label)
-        op, names = self._graphs[key]
+        op, sources = self._graphs[key]
         self.optimizer.rescale_grad = self.optimizer.scale / (batch_size or data.shape[0])
-        arrays = self._arrays(names, data, label)
+        given = {"data": data, "label": label, "step_hyper": self._hyper_array(data.device)}
+        # parameters are read at each call: set_data may have given one a new array
+        arrays = [given[s] if isinstance(s, str) else s.data() if isinstance(s, Parameter) else s
+                  for s in sources]
         with autograd.train_mode():
             loss, _ = op(*arrays)
         return loss
-
-    def _arrays(self, names, data, label):
-        params = self.net.collect_params()
-        given = {"data": data, "label": label, "step_hyper": self._hyper_array(data.device)}
-        return [given[n] if n in given else self.states[n] if n in self.states
-                else params[n].data() for n in names]
 
     def _hyper_array(self, device):
         values = tuple(float(v) for v in self._hyper_values())
@@ -82,7 +80,6 @@ class CompiledStep:
         return self._hyper[1]
 
     def _build(self, data, label):
-        from .nn.block import _reading_forbidden
         net, params = self.net, self.net.collect_params()
         ensure = getattr(net, "_ensure_all_params", None)
         if ensure:
@@ -105,13 +102,18 @@ class CompiledStep:
         inputs = set(sym.list_inputs())
         trained = [k for k, p in params.items() if p.grad_req != "null" and k in inputs]
         step = Symbol(lib.DeftSymbolTrainStep(sym, len(trained), trained, self.kind))
-        order = step.list_inputs() + step.list_auxiliary_states()
-        for name in order:
-            if name in self.states or name in params or name in ("data", "label", "step_hyper"):
-                continue
-            owner = params[name.rsplit("_", 1)[0]].data()  # an optimizer state of a parameter
-            self.states[name] = zeros(owner.shape, owner.dtype, owner.device)
-        return CachedOp(step), order
+        sources = []  # per input: its name (data, label, step_hyper), Parameter or state
+        for name in step.list_inputs() + step.list_auxiliary_states():
+            if name in ("data", "label", "step_hyper"):
+                sources.append(name)
+            elif name in params:
+                sources.append(params[name])
+            else:  # an optimizer state of a parameter: "<param>_mom", ...
+                if name not in self.states:
+                    owner = params[name.rsplit("_", 1)[0]].data()
+                    self.states[name] = zeros(owner.shape, owner.dtype, owner.device)
+                sources.append(self.states[name])
+        return CachedOp(step), sources
 
 
 def compile_step(net, loss_fn, optimizer):
