@@ -438,6 +438,21 @@ START_TEST(test_tile_gradient_over_many_axes) {
 }
 END_TEST
 
+/* Reps of 1 sum nothing: the gradient is the head itself. It used to be
+ * summed over every axis (sum's empty axis tuple) into the first element,
+ * and an empty head wrote through a NULL buffer (found by fuzz_invoke). */
+START_TEST(test_backward_tile_with_unit_reps_copies) {
+    DeftNDArrayHandle head = make(DEFT_FLOAT32, 2, SHAPE(2, 3), VALUES(1, 2, 3, 4, 5, 6));
+    DeftNDArrayHandle got = call1("_backward_tile", 1, &head, P("reps", "(1,1)"));
+    assert_shape(got, 2, SHAPE(2, 3));
+    assert_values(got, 6, VALUES(1, 2, 3, 4, 5, 6), 0);
+    DeftNDArrayHandle empty = make(DEFT_FLOAT32, 5, SHAPE(2, 2, 1, 0, 2), NULL);
+    DeftNDArrayHandle none = call1("_backward_tile", 1, &empty, P("reps", "(1,)"));
+    assert_shape(none, 5, SHAPE(2, 2, 1, 0, 2));
+    free_all(4, (DeftNDArrayHandle[]){head, got, empty, none});
+}
+END_TEST
+
 /* No copies (a 0 in reps, repeats=0): the result is empty and the gradient is zeros. */
 START_TEST(test_gradient_of_no_copies_is_zero) {
     const char *const *params[2] = {P("reps", "(2,0)"), P("repeats", "0", "axis", "1")};
@@ -474,6 +489,7 @@ static Suite *rearrange_suite(void) {
     tcase_add_test(tc, test_arange_like);
     tcase_add_test(tc, test_div_sqrt_dim);
     tcase_add_test(tc, test_tile_gradient_over_many_axes);
+    tcase_add_test(tc, test_backward_tile_with_unit_reps_copies);
     tcase_add_test(tc, test_gradient_of_no_copies_is_zero);
     suite_add_tcase(suite, tc);
     return suite;

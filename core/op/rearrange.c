@@ -30,6 +30,12 @@ static int check_fits(const deft_op_t *op, const deft_shape_t *shape, deft_dtype
 /* sum of `g` seen with shape `view` over the axes whose bits are set in `reduced`, into out. */
 static int sum_view(const deft_tensor_t *g, const deft_shape_t *view, uint32_t reduced,
                     const deft_tensor_t *out) {
+    /* Nothing to sum (every rep 1): a copy. sum's empty axis tuple would mean every axis. */
+    if (reduced == 0)
+        return deft_tensor_nbytes(out) == 0
+                   ? 0
+                   : deft_device_copy(deft_tensor_data(out), out->device, deft_tensor_data(g),
+                                      g->device, deft_tensor_nbytes(out));
     char axes[8 * 4 + 3] = "(";
     for (int d = 0; d < view->ndim; d++)
         if ((reduced >> d) & 1u)
