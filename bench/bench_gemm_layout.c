@@ -72,13 +72,11 @@ static void tt(problem_t *p) {
 }
 static void tt_tr(problem_t *p) {
     transpose(p->x, p->m, p->k, p->xt);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasTrans, p->m, p->n, p->k, 1, p->xt, p->m, p->w, p->k,
-                0, p->y, p->n);
+    tt(p);
 }
 static void tt_tr4(problem_t *p) {
     transpose4(p->x, p->m, p->k, p->xt);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasTrans, p->m, p->n, p->k, 1, p->xt, p->m, p->w, p->k,
-                0, p->y, p->n);
+    tt(p);
 }
 static void tn(problem_t *p) {
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, p->m, p->n, p->k, 1, p->xt, p->m, p->wt,
