@@ -13,6 +13,10 @@ tar -C "$work" -xJf "$bundle"
 export LD_LIBRARY_PATH="$work/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "gpu-check: commit $(cat "$work/commit"), $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
 cd "$work"
+# OpenBLAS falls back to its oldest kernels (Prescott) on a CPU it does not
+# know, which changes float32 results' rounding: say which it chose.
+echo "gpu-check: CPU $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)," \
+    "OpenBLAS $(OPENBLAS_VERBOSE=2 bin/test_base 2>&1 | grep -m1 '^Core:' || echo 'core unknown')"
 passed=0 failed=0
 while IFS=$'\t' read -r name env suite; do
     start=$(date +%s%N)

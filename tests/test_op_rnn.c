@@ -137,6 +137,10 @@ static void check_against_reference(const cfg_t *c, int dtype, double tol) {
     int64_t LD = c->L * c->D, np = param_size(c), ns = LD * c->N * c->H;
     double *x = uniform_values(c->T * c->N * c->I, &rng), *w = uniform_values(np, &rng);
     double *hx = uniform_values(ns, &rng), *cx = uniform_values(ns, &rng);
+    /* Weights in [-1, 1] make a wide recurrence chaotic: each step multiplies rounding
+     * differences by up to sqrt(H), so float32 results would depend on the BLAS kernel's
+     * summation order. Scaled by 1/sqrt(H) the recurrence contracts, as trained ones do. */
+    for (int64_t k = 0; k < np; k++) w[k] /= sqrt((double)c->H);
     int64_t ny = c->T * c->N * c->D * c->H;
     double *y = malloc(sizeof(double) * (size_t)(ny + 1));
     double *hy = malloc(sizeof(double) * (size_t)(ns + 1)),
@@ -189,7 +193,7 @@ static const cfg_t wide_cases[] = {
 START_TEST(test_wide_forward_matches_reference) {
     check_against_reference(&wide_cases[_i], DEFT_FLOAT64, 1e-12);
     /* sums of 200 float32 products over six steps */
-    check_against_reference(&wide_cases[_i], DEFT_FLOAT32, 1e-4);
+    check_against_reference(&wide_cases[_i], DEFT_FLOAT32, 2e-5);
 }
 END_TEST
 
