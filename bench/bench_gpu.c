@@ -11,6 +11,9 @@
  *  - a fused elementwise chain against the same graph unfused;
  *  - two chains of small kernels pushed from two threads, which queue on
  *    streams of their own, against the same chains pushed from one thread;
+ *  - reductions and softmax against PyTorch's times for the same cases,
+ *    measured just before on the same GPU (bench/python/bench_gpu_peers.py,
+ *    which scripts/gpu-check.sh runs and names in DEFT_GPU_PEERS);
  *  - a training step of an MLP (imperative, autograd, SGD) on the GPU
  *    against the same step on the CPU.
  * Without a GPU it says so and exits 0.
@@ -329,6 +332,81 @@ static double step_time(int dev, int batch, int steps) {
     return best;
 }
 
+/* ---- reductions and softmax against PyTorch ---- */
+
+/* bench/python/bench_gpu_peers.py's cases, by the names it prints. */
+typedef struct peer_case {
+    const char *name, *op, *axis;
+    int64_t rows, cols;
+} peer_case_t;
+
+static const peer_case_t peer_cases[] = {
+    {"sum_4096x4096_a1", "sum", "1", 4096, 4096},
+    {"sum_4096x4096_a0", "sum", "0", 4096, 4096},
+    {"sum_64x262144_a0", "sum", "0", 64, 262144},
+    {"sum_64x262144_a1", "sum", "1", 64, 262144},
+    {"sum_262144x64_a1", "sum", "1", 262144, 64},
+    {"sum_262144x64_a0", "sum", "0", 262144, 64},
+    {"max_4096x4096_a1", "max", "1", 4096, 4096},
+    {"argmax_4096x4096_a1", "argmax", "1", 4096, 4096},
+    {"softmax_4096x4096", "softmax", "-1", 4096, 4096},
+    {"softmax_64x262144", "softmax", "-1", 64, 262144},
+    {"softmax_262144x64", "softmax", "-1", 262144, 64},
+    {"softmax_32x50000", "softmax", "-1", 32, 50000},
+    {"softmax_50000x32", "softmax", "-1", 50000, 32},
+    {"log_softmax_4096x4096", "log_softmax", "-1", 4096, 4096},
+    {"softmax_4096x4096_a0", "softmax", "0", 4096, 4096},
+};
+
+/* PyTorch's milliseconds for a case from the file DEFT_GPU_PEERS names
+ * (lines "name<TAB>ms"), or 0 when it has none. */
+static double peer_ms(const char *name) {
+    const char *path = getenv("DEFT_GPU_PEERS");
+    FILE *f = path ? fopen(path, "r") : NULL;
+    if (!f) return 0;
+    char line[256], key[128];
+    double ms = 0, value;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "%127s %lf", key, &value) == 2 && strcmp(key, name) == 0) ms = value;
+    fclose(f);
+    return ms;
+}
+
+/* The best of 5 rounds of 20 calls, in ms per call. */
+static double op_ms(const peer_case_t *c, DeftNDArrayHandle x) {
+    const char *keys[1] = {"axis"}, *vals[1] = {c->axis};
+    double best = 1e30;
+    for (int round = 0; round < 6; round++) {
+        const int reps = 20;
+        double t0 = now();
+        for (int r = 0; r < reps; r++) CHECK(DeftNDArrayFree(call(c->op, 1, &x, 1, keys, vals)));
+        CHECK(DeftWaitAll());
+        double t = (now() - t0) / reps;
+        if (round > 0 && t < best) best = t; /* round 0 warms up */
+    }
+    return best * 1e3;
+}
+
+static void versus_torch(void) {
+    int measured = 0, within = 0;
+    for (size_t i = 0; i < sizeof peer_cases / sizeof peer_cases[0]; i++) {
+        const peer_case_t *c = &peer_cases[i];
+        const int64_t shape[2] = {c->rows, c->cols};
+        DeftNDArrayHandle x = random_array(shape, 2, DEFT_GPU, 1);
+        double ms = op_ms(c, x), peer = peer_ms(c->name);
+        CHECK(DeftNDArrayFree(x));
+        if (peer <= 0) {
+            printf("  %-22s deft %8.4f ms, PyTorch not measured\n", c->name, ms);
+            continue;
+        }
+        measured++, within += ms <= 1.5 * peer;
+        printf("  %-22s deft %8.4f ms, PyTorch %8.4f ms: %5.2fx PyTorch's time\n", c->name, ms,
+               peer, ms / peer);
+    }
+    if (measured)
+        printf("  %d of %d cases within 1.5x PyTorch's time (the goal)\n", within, measured);
+}
+
 int main(void) {
     int gpus = 0;
     CHECK(DeftGetGPUCount(&gpus));
@@ -354,6 +432,8 @@ int main(void) {
     printf("(x+5)*(x+5)*0.5 - x by the executor, fused (one kernel) against unfused (four)\n");
     fusion(1 << 12, 2000);
     fusion(1 << 24, 20);
+    printf("reductions and softmax (float32) against PyTorch on the same GPU, same run\n");
+    versus_torch();
     printf("MLP 784-512-512-10 training step (imperative + autograd + SGD)\n");
     for (int batch = 64; batch <= 1024; batch *= 4) {
         double cpu = step_time(DEFT_CPU, batch, 5), gpu = step_time(DEFT_GPU, batch, 20);

@@ -2,11 +2,11 @@
 # Build on a CPU machine with nvcc everything a GPU check runs, and pack it
 # with the shared libraries a bare CUDA machine lacks:
 #   build-gpu/deft-gpu-bundle.tar.xz   (run it there with scripts/gpu-check.sh)
-# Contents: bin/ the C suites (stripped) and bench_gpu; lib/ libdeft and the
+# Contents: bin/ the C suites (stripped), bench_gpu and its PyTorch peer script; lib/ libdeft and the
 # libraries they load (OpenBLAS, cJSON, libgfortran, libquadmath, libsubunit,
 # libcudart; cuBLAS comes with the CUDA install there); suites.tsv, what ctest
 # runs (name, environment, binary). The suites embed the same device code each,
-# which xz's large window stores once: ~200 MB of binaries pack to a few MB.
+# which xz's large window stores once per block: ~1 GB of binaries pack to ~20 MB.
 set -euo pipefail
 source "$(dirname "$0")/setup.sh"
 deft_install_packages
@@ -34,12 +34,15 @@ cut -f3 "$stage/suites.tsv" | sort -u | while read -r suite; do
     strip -o "$stage/bin/$suite" "$build/tests/$suite"
 done
 strip -o "$stage/bin/bench_gpu" "$build/bench/bench_gpu"
+cp "$DEFT_ROOT/bench/python/bench_gpu_peers.py" "$stage/bin/"
 cp -L "$build/libdeft.so.0" "$stage/lib/" && strip "$stage/lib/libdeft.so.0"
 for lib in libopenblas.so.0 libcjson.so.1 libgfortran.so.5 libquadmath.so.0 libsubunit.so.0 libcudart.so.13; do
     path=$(ldd "$build/tests/test_gpu" | awk -v l="$lib" '$1 == l { print $3 }')
     [ -n "$path" ] && cp -L "$path" "$stage/lib/"
 done
 git -C "$DEFT_ROOT" rev-parse --short HEAD > "$stage/commit" 2>/dev/null || echo unknown > "$stage/commit"
-tar -C "$stage" -cf - . | xz -9 -T"$DEFT_JOBS" > "$build/deft-gpu-bundle.tar.xz"
+# xz's threads each start a block afresh: blocks of 512 MiB keep the copies
+# of the device code few (192 MiB blocks, the default, made 31 MB).
+tar -C "$stage" -cf - . | xz -9 -T"$DEFT_JOBS" --block-size=$((512 << 20)) > "$build/deft-gpu-bundle.tar.xz"
 echo "gpu-bundle: $(du -h "$build/deft-gpu-bundle.tar.xz" | cut -f1) in build-gpu/deft-gpu-bundle.tar.xz" \
     "($(wc -l < "$stage/suites.tsv") suites, commit $(cat "$stage/commit"))"

@@ -2,8 +2,9 @@
 # Run on a GPU machine, from the bundle scripts/gpu-bundle.sh made, alone:
 #   scripts/gpu-check.sh [build-gpu/deft-gpu-bundle.tar.xz]
 # Every C suite as ctest runs it, compute-sanitizer memcheck over the GPU
-# suite (where the CUDA install has it), then the GPU benchmark. Prints a
-# line per suite and ends with "N passed, N failed".
+# suite (where the CUDA install has it), then the GPU benchmark, with
+# PyTorch's times for its reductions and softmax where torch is installed.
+# Prints a line per suite and ends with "N passed, N failed".
 set -uo pipefail
 bundle="${1:-$(dirname "$0")/../build-gpu/deft-gpu-bundle.tar.xz}"
 [ -f "$bundle" ] || { echo "gpu-check: no bundle at $bundle (run scripts/gpu-bundle.sh)" >&2; exit 2; }
@@ -43,6 +44,10 @@ else
     echo "memcheck: skipped, compute-sanitizer is not installed here"
 fi
 echo "== bench_gpu"
-timeout 300 bin/bench_gpu 2>&1 | tail -40
+# PyTorch's times for the same cases on this GPU, where it is installed.
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2> /dev/null; then
+    timeout 120 python3 bin/bench_gpu_peers.py > peers.tsv && export DEFT_GPU_PEERS="$work/peers.tsv"
+fi
+timeout 300 bin/bench_gpu 2>&1 | tail -60
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

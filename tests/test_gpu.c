@@ -12,6 +12,8 @@
 #include <cjson/cJSON.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/gpu/gpu_index.h"
 #include "core/op/fused.h"
@@ -753,6 +755,33 @@ START_TEST(test_allocator_caches_and_reports) {
 END_TEST
 
 /* A GPU array goes out as a kDLCUDA tensor and comes back sharing its memory. */
+/* A child forked after the parent used CUDA cannot use it: its first GPU call says why
+ * (not CUDA's "initialization error"), and the child's CPU work goes on. */
+START_TEST(test_forked_child_is_told_why_it_cannot_use_the_gpu) {
+    DeftNDArrayHandle parent;
+    ck_assert_ok(DeftNDArrayCreate(SHAPE(4), 1, DEFT_FLOAT32, DEFT_GPU, 0, &parent));
+    ck_assert_ok(DeftWaitAll());
+    fflush(NULL);
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        alarm(20); /* a hang fails the test instead of stalling it */
+        DeftNDArrayHandle h = NULL, c = NULL;
+        int gpu = DeftNDArrayCreate(SHAPE(4), 1, DEFT_FLOAT32, DEFT_GPU, 0, &h);
+        const char *why = DeftGetLastError();
+        bool told = gpu != 0 && strstr(why, "forked") && strstr(why, "spawn");
+        bool cpu = DeftNDArrayCreate(SHAPE(4), 1, DEFT_FLOAT32, DEFT_CPU, 0, &c) == 0;
+        if (!told) fprintf(stderr, "child: GPU call returned %d: %s\n", gpu, why);
+        _exit(told && cpu ? 0 : 1);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(child, &status, 0), child);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child was not told (%d)",
+                  status);
+    ck_assert_ok(DeftNDArrayFree(parent));
+}
+END_TEST
+
 START_TEST(test_dlpack_carries_cuda_tensors) {
     DeftNDArrayHandle host = make(DEFT_FLOAT32, 2, SHAPE(2, 3), VALUES(1, 2, 3, 4, 5, 6));
     DeftNDArrayHandle gpu = to_gpu(host), back;
@@ -887,6 +916,7 @@ static Suite *gpu_suite(int gpus) {
         tcase_add_test(device, test_allocator_caches_and_reports);
         tcase_add_test(device, test_bad_labels_and_indices_fail_on_the_gpu);
         tcase_add_test(device, test_dlpack_carries_cuda_tensors);
+        tcase_add_test(device, test_forked_child_is_told_why_it_cannot_use_the_gpu);
         tcase_add_test(device, test_profiler_times_kernels_on_the_device);
         suite_add_tcase(suite, device);
     }

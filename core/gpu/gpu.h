@@ -36,6 +36,12 @@ int deft_gpu_thread_slot(void);
 /* 0 for cudaSuccess; otherwise -1 with an error naming `what` and CUDA's text. */
 int deft_gpu_check(int cuda_status, const char *what);
 
+/* Working memory of at least `bytes` for kernels queued on the calling
+ * thread's stream of `dev` (gpu_workspace.c), held until released: take it,
+ * queue the kernels that use it, release it. Out of memory is an error. */
+int deft_gpu_workspace_hold(int dev, size_t bytes, void **out);
+void deft_gpu_workspace_release(int dev);
+
 /* Wait for everything queued on the device's streams. */
 int deft_gpu_synchronize(int dev);
 

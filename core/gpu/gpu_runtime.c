@@ -51,10 +51,31 @@ int deft_gpu_check(int cuda_status, const char *what) {
     return deft_error(kind, "%s failed: %s (CUDA error %d)", what, cudaGetErrorString(e), (int)e);
 }
 
+/*
+ * CUDA cannot be used in a child forked after the parent started it: every
+ * call there fails with "initialization error". The child learns why from
+ * the first deft call that needs a GPU instead, as PyTorch's users do.
+ */
+static bool started;            /* the driver answered in this process */
+static bool forked_after_start; /* this process is such a child */
+
+static void note_fork_in_child(void) {
+    forked_after_start = started;
+}
+
+static int refuse_in_forked_child(int dev) {
+    return deft_error(DEFT_ERR_VALUE,
+                      "gpu(%d) cannot be used in a process forked after its parent used CUDA "
+                      "(CUDA cannot start again in a forked child): start worker processes with "
+                      "'spawn' rather than 'fork', or fork before the first GPU call",
+                      dev);
+}
+
 /* Each kernel makes its device current twice (the launch, its fence); asking
  * which is current costs about half of setting it (0.07 against 0.13 us on an
  * H100), and the device rarely changes. */
 int deft_gpu_use(int dev) {
+    if (forked_after_start) return refuse_in_forked_child(dev);
     int current;
     if (cudaGetDevice(&current) == cudaSuccess && current == dev) return 0;
     return deft_gpu_check(cudaSetDevice(dev), "cudaSetDevice");
@@ -67,6 +88,8 @@ static int probe(void) {
         return 0;
     }
     if (count > DEFT_MAX_GPUS) count = DEFT_MAX_GPUS;
+    started = true;
+    pthread_atfork(NULL, NULL, note_fork_in_child);
     for (int d = 0; d < count; d++) {
         struct cudaDeviceProp prop;
         if (cudaGetDeviceProperties(&prop, d) == cudaSuccess)

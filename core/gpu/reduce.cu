@@ -1,7 +1,20 @@
 /*
- * Reductions: one block per result, its threads striding over the span
- * and merging partials in shared memory (reduce_math.h, shared with the
- * CPU kernels); results of short spans take one thread each instead.
+ * Reductions. Most reduce adjacent axes of a contiguous array, which makes
+ * the input [a, s, b]: a * b results of s elements each, b apart. Three
+ * kernels serve that form, chosen by its shape:
+ *  - lanes: a group of up to 32 lanes of a warp per result, for short spans;
+ *  - blocks: a block per result, or per piece of one when there are too
+ *    few results to fill the GPU (a split reduction);
+ *  - columns: a thread per result (b >= 16: neighbouring threads read
+ *    neighbouring elements), or per piece of one, split likewise.
+ * A split writes partial results to working memory, and a block per
+ * result merges them. Other reductions (non-adjacent axes) take a block
+ * per result, indexing through the general offset.
+ *
+ * The arithmetic is reduce_math.h's, shared with the CPU: floats add in
+ * double, and partials carry the index of the element they chose, so the
+ * result does not depend on the order they meet. Sum-like reductions of
+ * floats keep only the double total.
  */
 #define DEFT_DEVICE_FN __host__ __device__ static inline
 #include "core/gpu/gpu.h"
@@ -18,7 +31,16 @@
 
 namespace {
 
-constexpr int64_t kShortSpan = 32; /* spans this short: a thread per result */
+constexpr int kWarp = 32;
+constexpr int64_t kShortSpan = 32;        /* general form: spans this short, a thread per result */
+constexpr int64_t kBusyBlocks = 1024;     /* blocks that keep every multiprocessor busy */
+constexpr int64_t kBusyThreads = 1 << 18; /* threads likewise */
+constexpr int64_t kLanesSpan = 512;       /* spans up to this: a group of lanes per result */
+
+/* The input as [a, s, b]: result o = ai * b + bi reads x[ai * s * b + j * b + bi]. */
+struct Layout {
+    int64_t a, s, b;
+};
 
 template <typename T> __device__ deft_partial_t element(deft_reduce_kind_t kind, T v, int64_t j) {
     if constexpr (std::is_floating_point<T>::value)
@@ -27,49 +49,263 @@ template <typename T> __device__ deft_partial_t element(deft_reduce_kind_t kind,
         return deft_reduce_element(kind, (double)v, (uint64_t)(int64_t)v, j);
 }
 
-template <typename T> __global__ void reduce_blocks(deft_gpu_reduce_t r) {
-    __shared__ deft_partial_t parts[kThreads];
+/* One thread's running result: a whole partial, or for sums of floats
+ * (Sum) only its double total. */
+template <typename T, bool Sum> struct Acc {
+    static constexpr bool is_float = std::is_floating_point<T>::value;
+    deft_partial_t p;
+
+    __device__ static Acc start(deft_reduce_kind_t kind) { return {deft_reduce_identity(kind)}; }
+    __device__ static Acc of(const deft_partial_t &p) { return {p}; }
+    __device__ void add(deft_reduce_kind_t kind, T v, int64_t j) {
+        deft_partial_t e = element<T>(kind, v, j);
+        deft_reduce_combine(kind, is_float, &p, &e);
+    }
+    __device__ void merge(deft_reduce_kind_t kind, const Acc &o) {
+        deft_reduce_combine(kind, is_float, &p, &o.p);
+    }
+    /* The running result of the lane `delta` away within a group of `width`. */
+    __device__ Acc other(unsigned mask, int delta, int width) const {
+        deft_partial_t q;
+        q.f = __shfl_xor_sync(mask, p.f, delta, width);
+        q.u = __shfl_xor_sync(mask, (unsigned long long)p.u, delta, width);
+        q.index = __shfl_xor_sync(mask, (long long)p.index, delta, width);
+        q.count = __shfl_xor_sync(mask, (long long)p.count, delta, width);
+        return {q};
+    }
+    __device__ deft_partial_t partial() const { return p; }
+};
+
+template <typename T> struct Acc<T, true> {
+    double f;
+
+    __device__ static Acc start(deft_reduce_kind_t) { return {0}; }
+    __device__ static Acc of(const deft_partial_t &p) { return {p.f}; }
+    __device__ void add(deft_reduce_kind_t kind, T v, int64_t j) {
+        f += deft_reduce_element(kind, (double)v, 0, j).f;
+    }
+    __device__ void merge(deft_reduce_kind_t, const Acc &o) { f += o.f; }
+    __device__ Acc other(unsigned mask, int delta, int width) const {
+        return {__shfl_xor_sync(mask, f, delta, width)};
+    }
+    __device__ deft_partial_t partial() const { return {f, 0, -1, 1}; }
+};
+
+/* Merge the running results of a group of `width` lanes: each ends with the whole. */
+template <typename A>
+__device__ A merge_lanes(deft_reduce_kind_t kind, A acc, unsigned mask, int width) {
+    for (int delta = width / 2; delta > 0; delta /= 2)
+        acc.merge(kind, acc.other(mask, delta, width));
+    return acc;
+}
+
+/* Merge the block's running results: thread 0 ends with the whole. Every
+ * thread of the block calls it. */
+template <typename A> __device__ A merge_block(deft_reduce_kind_t kind, A acc) {
+    __shared__ deft_partial_t warps[kWarp];
+    int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+    acc = merge_lanes(kind, acc, ~0u, kWarp);
+    if (lane == 0) warps[warp] = acc.partial();
+    __syncthreads();
+    if (warp == 0) {
+        int nwarps = (blockDim.x + kWarp - 1) / kWarp;
+        acc = lane < nwarps ? A::of(warps[lane]) : A::start(kind);
+        acc = merge_lanes(kind, acc, ~0u, kWarp);
+    }
+    __syncthreads(); /* warps[] is free for the next call */
+    return acc;
+}
+
+/* Where a result or a piece of it goes: y, or working memory when split. */
+struct Out {
+    void *y;
+    deft_partial_t *parts; /* NULL: not split */
+    int64_t chunks, chunk; /* pieces per result, elements per piece */
+};
+
+template <typename A>
+__device__ void finish(const deft_gpu_reduce_t &r, const Out &out, const A &acc, int64_t o,
+                       int64_t part) {
+    deft_partial_t p = acc.partial();
+    if (out.parts)
+        out.parts[part] = p;
+    else
+        deft_reduce_store((deft_reduce_kind_t)r.kind, &p, r.span, r.y, o, r.dtype);
+}
+
+/* A group of `lanes` lanes (a power of two up to 32) per result. */
+template <typename T, bool Sum>
+__global__ void reduce_lanes(deft_gpu_reduce_t r, Layout l, int lanes) {
     const deft_reduce_kind_t kind = (deft_reduce_kind_t)r.kind;
-    const bool is_float = std::is_floating_point<T>::value;
+    const T *x = static_cast<const T *>(r.x);
+    int lane = threadIdx.x % lanes;
+    unsigned mask = lanes == kWarp ? ~0u : ((1u << lanes) - 1) << (threadIdx.x % kWarp - lane);
+    int64_t groups = (int64_t)gridDim.x * blockDim.x / lanes;
+    for (int64_t o = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / lanes; o < r.outer;
+         o += groups) {
+        const T *base = x + o / l.b * l.s * l.b + o % l.b;
+        auto acc = Acc<T, Sum>::start(kind);
+#pragma unroll 4
+        for (int64_t j = lane; j < l.s; j += lanes) acc.add(kind, base[j * l.b], j);
+        acc = merge_lanes(kind, acc, mask, lanes);
+        if (lane == 0) finish(r, Out{}, acc, o, 0);
+    }
+}
+
+/* A block per result, or per piece t % chunks of result t / chunks. */
+template <typename T, bool Sum>
+__global__ void reduce_blocks(deft_gpu_reduce_t r, Layout l, Out out) {
+    const deft_reduce_kind_t kind = (deft_reduce_kind_t)r.kind;
+    const T *x = static_cast<const T *>(r.x);
+    for (int64_t t = blockIdx.x; t < r.outer * out.chunks; t += gridDim.x) {
+        int64_t o = t / out.chunks, begin = t % out.chunks * out.chunk;
+        int64_t end = begin + out.chunk < l.s ? begin + out.chunk : l.s;
+        const T *base = x + o / l.b * l.s * l.b + o % l.b;
+        auto acc = Acc<T, Sum>::start(kind);
+#pragma unroll 4
+        for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x)
+            acc.add(kind, base[j * l.b], j);
+        acc = merge_block(kind, acc);
+        if (threadIdx.x == 0) finish(r, out, acc, o, t);
+    }
+}
+
+/* A thread per result, or per piece t / outer of result t % outer: the
+ * threads of a warp read neighbouring elements. */
+template <typename T, bool Sum>
+__global__ void reduce_columns(deft_gpu_reduce_t r, Layout l, Out out) {
+    const deft_reduce_kind_t kind = (deft_reduce_kind_t)r.kind;
+    const T *x = static_cast<const T *>(r.x);
+    GRID_STRIDE(t, r.outer * out.chunks) {
+        int64_t o = t % r.outer, begin = t / r.outer * out.chunk;
+        int64_t end = begin + out.chunk < l.s ? begin + out.chunk : l.s;
+        const T *base = x + o / l.b * l.s * l.b + o % l.b;
+        auto acc = Acc<T, Sum>::start(kind);
+#pragma unroll 4
+        for (int64_t j = begin; j < end; j++) acc.add(kind, base[j * l.b], j);
+        finish(r, out, acc, o, o * out.chunks + t / r.outer);
+    }
+}
+
+/* A block per result, merging its pieces (parts[o * chunks ...]) in a tree
+ * (as whole partials, whatever the pieces kept). */
+template <typename T> __global__ void merge_parts(deft_gpu_reduce_t r, Out out) {
+    const deft_reduce_kind_t kind = (deft_reduce_kind_t)r.kind;
+    for (int64_t o = blockIdx.x; o < r.outer; o += gridDim.x) {
+        auto acc = Acc<T, false>::start(kind);
+        for (int64_t c = threadIdx.x; c < out.chunks; c += blockDim.x)
+            acc.merge(kind, Acc<T, false>::of(out.parts[o * out.chunks + c]));
+        acc = merge_block(kind, acc);
+        if (threadIdx.x == 0) finish(r, Out{}, acc, o, 0);
+    }
+}
+
+/* ---- the general form: any reduced axes, through the general offset ---- */
+
+template <typename T> __global__ void reduce_any_blocks(deft_gpu_reduce_t r) {
+    const deft_reduce_kind_t kind = (deft_reduce_kind_t)r.kind;
     const T *x = static_cast<const T *>(r.x);
     for (int64_t o = blockIdx.x; o < r.outer; o += gridDim.x) {
-        deft_partial_t p = deft_reduce_identity(kind);
-        for (int64_t j = threadIdx.x; j < r.span; j += blockDim.x) {
-            deft_partial_t e = element<T>(kind, x[deft_gpu_reduce_offset(&r, o, j)], j);
-            deft_reduce_combine(kind, is_float, &p, &e);
-        }
-        parts[threadIdx.x] = p;
-        __syncthreads();
-        for (int half = blockDim.x / 2; half > 0; half /= 2) {
-            if (threadIdx.x < half)
-                deft_reduce_combine(kind, is_float, &parts[threadIdx.x],
-                                    &parts[threadIdx.x + half]);
-            __syncthreads();
-        }
-        if (threadIdx.x == 0) deft_reduce_store(kind, &parts[0], r.span, r.y, o, r.dtype);
-        __syncthreads();
+        auto acc = Acc<T, false>::start(kind);
+        for (int64_t j = threadIdx.x; j < r.span; j += blockDim.x)
+            acc.add(kind, x[deft_gpu_reduce_offset(&r, o, j)], j);
+        acc = merge_block(kind, acc);
+        if (threadIdx.x == 0) finish(r, Out{}, acc, o, 0);
     }
 }
 
-template <typename T> __global__ void reduce_threads(deft_gpu_reduce_t r) {
+template <typename T> __global__ void reduce_any_threads(deft_gpu_reduce_t r) {
     const deft_reduce_kind_t kind = (deft_reduce_kind_t)r.kind;
-    const bool is_float = std::is_floating_point<T>::value;
     const T *x = static_cast<const T *>(r.x);
     GRID_STRIDE(o, r.outer) {
-        deft_partial_t p = deft_reduce_identity(kind);
-        for (int64_t j = 0; j < r.span; j++) {
-            deft_partial_t e = element<T>(kind, x[deft_gpu_reduce_offset(&r, o, j)], j);
-            deft_reduce_combine(kind, is_float, &p, &e);
-        }
-        deft_reduce_store(kind, &p, r.span, r.y, o, r.dtype);
+        auto acc = Acc<T, false>::start(kind);
+        for (int64_t j = 0; j < r.span; j++) acc.add(kind, x[deft_gpu_reduce_offset(&r, o, j)], j);
+        finish(r, Out{}, acc, o, 0);
     }
 }
 
-template <typename T> void launch(const deft_gpu_reduce_t &r, cudaStream_t stream) {
-    if (r.span <= kShortSpan)
-        reduce_threads<T><<<blocks_for(r.outer), kThreads, 0, stream>>>(r);
+/* ---- choosing ---- */
+
+/* Whether the reduced axes (those longer than 1) are adjacent, which makes
+ * the contiguous input [a, s, b]. */
+bool as_layout(const deft_gpu_reduce_t &r, Layout *l) {
+    int64_t b = 1;
+    bool any = false;
+    for (int d = r.nkept; d < r.ndim; d++) {
+        if (r.dims[d] == 1) continue;
+        if (any && b != r.strides[d] * r.dims[d]) return false;
+        b = r.strides[d], any = true;
+    }
+    if (r.span == 0) b = 1;
+    *l = {r.outer / b, r.span, b};
+    return l->a * b == r.outer;
+}
+
+int64_t ceil_div(int64_t n, int64_t d) {
+    return (n + d - 1) / d;
+}
+
+/* Split each result's span into pieces of at least `least` elements, as
+ * many as make `busy` workers of `results`. */
+Out split(int64_t results, int64_t span, int64_t busy, int64_t least) {
+    int64_t chunks = results >= busy ? 1 : ceil_div(busy, results);
+    int64_t most = ceil_div(span, least);
+    chunks = chunks < most ? chunks : most;
+    if (chunks < 1) chunks = 1;
+    int64_t chunk = ceil_div(span, chunks);
+    return Out{nullptr, nullptr, chunk ? ceil_div(span, chunk) : 1, chunk};
+}
+
+int lanes_for(int64_t span) {
+    int lanes = 1;
+    while (lanes < kWarp && lanes < span) lanes *= 2;
+    return lanes;
+}
+
+template <typename T, bool Sum>
+int launch_layout(int dev, const deft_gpu_reduce_t &r, const Layout &l, cudaStream_t stream) {
+    bool columns = l.b >= 16;
+    if (!columns && l.s <= kLanesSpan) {
+        int lanes = lanes_for(l.s);
+        reduce_lanes<T, Sum>
+            <<<grid_of(ceil_div(r.outer * lanes, kThreads)), kThreads, 0, stream>>>(r, l, lanes);
+        return 0;
+    }
+    Out out =
+        columns ? split(r.outer, l.s, kBusyThreads, 16) : split(r.outer, l.s, kBusyBlocks, 4096);
+    if (out.chunks > 1 &&
+        deft_gpu_workspace_hold(dev, sizeof(deft_partial_t) * (size_t)(r.outer * out.chunks),
+                                (void **)&out.parts))
+        return -1;
+    if (columns)
+        reduce_columns<T, Sum>
+            <<<blocks_for(r.outer * out.chunks), kThreads, 0, stream>>>(r, l, out);
     else
-        reduce_blocks<T><<<grid_of(r.outer), kThreads, 0, stream>>>(r);
+        reduce_blocks<T, Sum><<<grid_of(r.outer * out.chunks), kThreads, 0, stream>>>(r, l, out);
+    if (out.chunks > 1) {
+        merge_parts<T><<<grid_of(r.outer), kThreads, 0, stream>>>(r, out);
+        deft_gpu_workspace_release(dev);
+    }
+    return 0;
+}
+
+bool sum_like(deft_reduce_kind_t kind) {
+    return kind == DEFT_R_SUM || kind == DEFT_R_MEAN || kind == DEFT_R_NORM ||
+           kind == DEFT_R_NORM1 || kind == DEFT_R_NANSUM;
+}
+
+template <typename T> int launch(int dev, const deft_gpu_reduce_t &r, cudaStream_t stream) {
+    Layout l;
+    if (!as_layout(r, &l)) {
+        if (r.span <= kShortSpan)
+            reduce_any_threads<T><<<blocks_for(r.outer), kThreads, 0, stream>>>(r);
+        else
+            reduce_any_blocks<T><<<grid_of(r.outer), kThreads, 0, stream>>>(r);
+        return 0;
+    }
+    if constexpr (std::is_floating_point<T>::value)
+        if (sum_like((deft_reduce_kind_t)r.kind)) return launch_layout<T, true>(dev, r, l, stream);
+    return launch_layout<T, false>(dev, r, l, stream);
 }
 
 } // namespace
@@ -78,24 +314,25 @@ extern "C" int deft_gpu_reduce(int dev, const deft_gpu_reduce_t *r) {
     if (r->outer == 0) return 0;
     deft_gpu_stream_t stream;
     if (deft_gpu_enter(dev, &stream)) return -1;
+    int status;
     switch (r->dtype) {
     case DEFT_DT_FLOAT32:
-        launch<float>(*r, stream);
+        status = launch<float>(dev, *r, stream);
         break;
     case DEFT_DT_FLOAT64:
-        launch<double>(*r, stream);
+        status = launch<double>(dev, *r, stream);
         break;
     case DEFT_DT_INT32:
-        launch<int32_t>(*r, stream);
+        status = launch<int32_t>(dev, *r, stream);
         break;
     case DEFT_DT_INT64:
-        launch<int64_t>(*r, stream);
+        status = launch<int64_t>(dev, *r, stream);
         break;
     case DEFT_DT_UINT8:
-        launch<uint8_t>(*r, stream);
+        status = launch<uint8_t>(dev, *r, stream);
         break;
     default:
         return deft_error(DEFT_ERR_TYPE, "no GPU reduction for %s", deft_dtype_name(r->dtype));
     }
-    return deft_gpu_check(cudaGetLastError(), "launching a reduction kernel");
+    return status ? status : deft_gpu_check(cudaGetLastError(), "launching a reduction kernel");
 }

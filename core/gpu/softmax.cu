@@ -1,12 +1,25 @@
 /*
- * softmax, log_softmax, softmin and the softmax cross-entropy: one thread per line
- * (or row), each running the shared per-line arithmetic (softmax_math.h).
+ * softmax, log_softmax, softmin and the softmax cross-entropy.
+ *
+ * Lines along the last axis (inner 1) take a team per line: a group of up
+ * to 32 lanes of a warp for short lines, a block for long ones, and for
+ * long lines too few to fill the GPU, a block per piece of a line in three
+ * launches (the pieces' maxima, then their sums, then the outputs; the
+ * pieces' results go through working memory). A team finds the line's
+ * maximum, then the sum of exp(x - max), then writes.
+ *
+ * The arithmetic is the CPU's (softmax.c): float32 lines without a
+ * temperature or lengths in float with deft_expf and the sum in double;
+ * everything else in double (softmax_math.h), which is also how lines
+ * along other axes go, a thread per line. Only the order of the additions
+ * differs.
  */
 #define DEFT_DEVICE_FN __host__ __device__ static inline
 #include "core/gpu/flag.cuh"
 #include "core/gpu/gpu.h"
 #include "core/gpu/launch.cuh"
 #include "core/gpu/kernels.h"
+#include "core/math/scalar_math.h"
 #include "core/math/softmax_math.h"
 
 #include <cuda_runtime_api.h>
@@ -14,6 +27,192 @@
 #include "core/base/error.h"
 
 namespace {
+
+constexpr int kWarp = 32;
+constexpr int64_t kBusyBlocks = 1024; /* blocks that keep every multiprocessor busy */
+constexpr int64_t kLeastPiece = 4096; /* elements of a line piece: 16 per thread */
+
+/* float32 lines with no temperature and no lengths: the CPU's float path. */
+struct Float32Line {
+    typedef float C;
+    const float *x;
+    float *y;
+    int64_t n;
+
+    __device__ float value(int64_t i) const { return x[i]; }
+    __device__ int64_t length(int64_t) const { return n; }
+    __device__ float expo(float v) const { return deft_expf(v); }
+    /* What a line's outputs need of its sum, worked out once per line. */
+    __device__ float of_sum(double sum, bool log_form) const {
+        return log_form ? (float)log(sum) : (float)(1 / sum);
+    }
+    __device__ void write(int64_t i, int64_t, int64_t, bool log_form, float max,
+                          float of_sum) const {
+        float shifted = x[i] - max;
+        y[i] = log_form ? shifted - of_sum : deft_expf(shifted) * of_sum;
+    }
+};
+
+/* Any other line: in double, as deft_softmax_plan_line. */
+struct AnyLine {
+    typedef double C;
+    deft_softmax_plan_t s;
+    int64_t n;
+
+    __device__ double value(int64_t i) const {
+        return deft_load_double(s.x, s.x_dtype, i) * s.scale;
+    }
+    __device__ int64_t length(int64_t line) const { return deft_softmax_line_length(&s, line); }
+    __device__ double expo(double v) const { return exp(v); }
+    __device__ double of_sum(double sum, bool log_form) const { return log_form ? log(sum) : sum; }
+    __device__ void write(int64_t i, int64_t k, int64_t len, bool log_form, double max,
+                          double of_sum) const {
+        double shifted = value(i) - max;
+        double v = k >= len ? 0 : log_form ? shifted - of_sum : exp(shifted) / of_sum;
+        deft_store_double(s.y, s.y_dtype, i, v);
+    }
+};
+
+/* max for softmax: NaN wins, as in the CPU's scan. */
+template <typename C> __device__ C nan_max(C a, C b) {
+    return a > b || a != a ? a : b;
+}
+
+struct MaxOp {
+    template <typename C> __device__ C operator()(C a, C b) const { return nan_max(a, b); }
+};
+
+struct SumOp {
+    __device__ double operator()(double a, double b) const { return a + b; }
+};
+
+/* A team: `size` threads (a power of two up to 32 lanes of a warp, or the
+ * whole block), this thread's rank among them, and the lanes' mask. */
+struct Team {
+    int size, rank;
+    unsigned mask;
+};
+
+__device__ Team team_of(int size) {
+    int rank = threadIdx.x % size;
+    if (size >= (int)blockDim.x) return {size, rank, ~0u};
+    unsigned mask = size == kWarp ? ~0u : ((1u << size) - 1) << (threadIdx.x % kWarp - rank);
+    return {size, rank, mask};
+}
+
+/* Every thread of the team ends with op over the team's values. */
+template <typename V, typename Op> __device__ V team_reduce(const Team &t, V v, Op op) {
+    int width = t.size < kWarp ? t.size : kWarp;
+    for (int delta = width / 2; delta > 0; delta /= 2)
+        v = op(v, __shfl_xor_sync(t.mask, v, delta, width));
+    if (t.size <= kWarp) return v;
+    __shared__ V warps[kWarp];
+    __syncthreads(); /* the last call's readers are done with warps[] */
+    if (threadIdx.x % kWarp == 0) warps[threadIdx.x / kWarp] = v;
+    __syncthreads();
+    v = warps[0];
+    for (int w = 1; w < (int)blockDim.x / kWarp; w++) v = op(v, warps[w]);
+    return v;
+}
+
+/* What a launch does with its pieces (piece t % chunks of line t / chunks). */
+enum Stage { kWhole, kMaxima, kSums, kWrite };
+
+template <typename C> struct Pieces {
+    int64_t chunks, chunk;
+    C *maxima; /* per piece; NULL when lines are whole */
+    double *sums;
+    Stage stage;
+};
+
+template <typename L>
+__global__ void softmax_rows(L line, int64_t lines, bool log_form, int team_size,
+                             Pieces<typename L::C> p) {
+    typedef typename L::C C;
+    Team team = team_of(team_size);
+    int64_t teams = (int64_t)gridDim.x * blockDim.x / team.size;
+    for (int64_t t = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / team.size;
+         t < lines * p.chunks; t += teams) {
+        int64_t row = t / p.chunks, begin = t % p.chunks * p.chunk, start = row * line.n;
+        int64_t len = line.length(row), end = begin + p.chunk;
+        int64_t used = end < len ? end : len; /* elements of the piece that take part */
+        C max = -INFINITY;
+        if (p.stage == kWhole || p.stage == kMaxima) {
+#pragma unroll 4
+            for (int64_t k = begin + team.rank; k < used; k += team.size)
+                max = nan_max(max, line.value(start + k));
+            max = team_reduce(team, max, MaxOp());
+            if (p.stage == kMaxima) {
+                if (team.rank == 0) p.maxima[t] = max;
+                continue;
+            }
+        } else {
+            for (int64_t c = team.rank; c < p.chunks; c += team.size)
+                max = nan_max(max, p.maxima[row * p.chunks + c]);
+            max = team_reduce(team, max, MaxOp());
+        }
+        double sum = 0;
+        if (p.stage == kWhole || p.stage == kSums) {
+#pragma unroll 4
+            for (int64_t k = begin + team.rank; k < used; k += team.size)
+                sum += line.expo(line.value(start + k) - max);
+            sum = team_reduce(team, sum, SumOp());
+            if (p.stage == kSums) {
+                if (team.rank == 0) p.sums[t] = sum;
+                continue;
+            }
+        } else {
+            for (int64_t c = team.rank; c < p.chunks; c += team.size)
+                sum += p.sums[row * p.chunks + c];
+            sum = team_reduce(team, sum, SumOp());
+        }
+        int64_t last = end < line.n ? end : line.n;
+        C of_sum = line.of_sum(sum, log_form);
+#pragma unroll 4
+        for (int64_t k = begin + team.rank; k < last; k += team.size)
+            line.write(start + k, k, len, log_form, max, of_sum);
+    }
+}
+
+int64_t ceil_div(int64_t n, int64_t d) {
+    return (n + d - 1) / d;
+}
+
+template <typename L>
+int launch_rows(int dev, const L &line, int64_t lines, int64_t n, bool log_form,
+                cudaStream_t stream) {
+    typedef typename L::C C;
+    Pieces<C> p = {1, n, nullptr, nullptr, kWhole};
+    if (n <= 1024) { /* a group of lanes per line */
+        int lanes = 1;
+        while (lanes < kWarp && lanes < n) lanes *= 2;
+        softmax_rows<<<grid_of(ceil_div(lines * lanes, kThreads)), kThreads, 0, stream>>>(
+            line, lines, log_form, lanes, p);
+        return 0;
+    }
+    if (lines < kBusyBlocks) { /* too few lines to fill the GPU: split them */
+        int64_t chunks = ceil_div(kBusyBlocks, lines), most = ceil_div(n, kLeastPiece);
+        p.chunk = ceil_div(n, chunks < most ? chunks : most);
+        p.chunks = ceil_div(n, p.chunk);
+    }
+    if (p.chunks == 1) {
+        softmax_rows<<<grid_of(lines), kThreads, 0, stream>>>(line, lines, log_form, kThreads, p);
+        return 0;
+    }
+    size_t pieces = (size_t)(lines * p.chunks);
+    void *space;
+    if (deft_gpu_workspace_hold(dev, pieces * (sizeof(C) + sizeof(double)), &space)) return -1;
+    p.sums = static_cast<double *>(space);
+    p.maxima = reinterpret_cast<C *>(p.sums + pieces);
+    static const Stage stages[3] = {kMaxima, kSums, kWrite};
+    for (Stage stage : stages) {
+        p.stage = stage;
+        softmax_rows<<<grid_of(lines * p.chunks), kThreads, 0, stream>>>(line, lines, log_form,
+                                                                         kThreads, p);
+    }
+    deft_gpu_workspace_release(dev);
+    return 0;
+}
 
 __global__ void softmax_lines(deft_gpu_softmax_t s) {
     GRID_STRIDE(line, s.outer * s.inner) deft_softmax_plan_line(&s, line);
@@ -58,8 +257,16 @@ extern "C" int deft_gpu_softmax(int dev, const deft_gpu_softmax_t *s) {
     if (s->outer * s->inner == 0 || s->n == 0) return 0;
     deft_gpu_stream_t stream;
     if (deft_gpu_enter(dev, &stream)) return -1;
-    softmax_lines<<<blocks_for(s->outer * s->inner), kThreads, 0, stream>>>(*s);
-    return deft_gpu_check(cudaGetLastError(), "launching softmax");
+    int status = 0;
+    if (s->inner != 1)
+        softmax_lines<<<blocks_for(s->outer * s->inner), kThreads, 0, stream>>>(*s);
+    else if (s->x_dtype == DEFT_DT_FLOAT32 && s->y_dtype == DEFT_DT_FLOAT32 && s->scale == 1 &&
+             !s->length)
+        status = launch_rows(dev, Float32Line{(const float *)s->x, (float *)s->y, s->n}, s->outer,
+                             s->n, s->log_form, stream);
+    else
+        status = launch_rows(dev, AnyLine{*s, s->n}, s->outer, s->n, s->log_form, stream);
+    return status ? status : deft_gpu_check(cudaGetLastError(), "launching softmax");
 }
 
 extern "C" int deft_gpu_xent(int dev, const deft_gpu_xent_t *x, int64_t *bad_row) {
