@@ -49,9 +49,16 @@ template <typename T> __device__ deft_partial_t element(deft_reduce_kind_t kind,
         return deft_reduce_element(kind, (double)v, (uint64_t)(int64_t)v, j);
 }
 
-/* One thread's running result: a whole partial, or for sums of floats
- * (Sum) only its double total. */
-template <typename T, bool Sum> struct Acc {
+/* What a thread keeps of the elements it has seen. */
+enum Mode {
+    kAny,     /* a whole partial (reduce_math.h): integers, products */
+    kSum,     /* floats' sum-like kinds: the double total */
+    kExtreme, /* floats' max and min: the value */
+    kArg      /* floats' argmax and argmin: the value and its index */
+};
+
+/* One thread's running result. */
+template <typename T, Mode M> struct Acc {
     static constexpr bool is_float = std::is_floating_point<T>::value;
     deft_partial_t p;
 
@@ -76,7 +83,7 @@ template <typename T, bool Sum> struct Acc {
     __device__ deft_partial_t partial() const { return p; }
 };
 
-template <typename T> struct Acc<T, true> {
+template <typename T> struct Acc<T, kSum> {
     double f;
 
     __device__ static Acc start(deft_reduce_kind_t) { return {0}; }
@@ -89,6 +96,51 @@ template <typename T> struct Acc<T, true> {
         return {__shfl_xor_sync(mask, f, delta, width)};
     }
     __device__ deft_partial_t partial() const { return {f, 0, -1, 1}; }
+};
+
+/* Whether x replaces v as the maximum (big) or minimum: any NaN wins, and
+ * among NaNs the first, which is the earlier element within one thread. */
+template <typename T> __device__ bool replaces(bool big, T x, T v) {
+    return x != x ? v == v : big ? x > v : x < v;
+}
+
+template <typename T> struct Acc<T, kExtreme> {
+    T v; /* starts at the identity, -inf or inf */
+
+    __device__ static Acc start(deft_reduce_kind_t kind) {
+        return {kind == DEFT_R_MAX ? -(T)INFINITY : (T)INFINITY};
+    }
+    __device__ static Acc of(const deft_partial_t &p) { return {(T)p.f}; }
+    __device__ void add(deft_reduce_kind_t kind, T x, int64_t) {
+        if (replaces(kind == DEFT_R_MAX, x, v)) v = x;
+    }
+    __device__ void merge(deft_reduce_kind_t kind, const Acc &o) { add(kind, o.v, 0); }
+    __device__ Acc other(unsigned mask, int delta, int width) const {
+        return {__shfl_xor_sync(mask, v, delta, width)};
+    }
+    __device__ deft_partial_t partial() const { return {(double)v, 0, -1, 1}; }
+};
+
+template <typename T> struct Acc<T, kArg> {
+    T v;
+    int64_t index; /* -1: no element yet */
+
+    __device__ static Acc start(deft_reduce_kind_t) { return {0, -1}; }
+    __device__ static Acc of(const deft_partial_t &p) { return {(T)p.f, p.count ? p.index : -1}; }
+    __device__ void add(deft_reduce_kind_t kind, T x, int64_t j) {
+        if (index < 0 || replaces(kind == DEFT_R_ARGMAX, x, v)) v = x, index = j;
+    }
+    /* Across threads the lower index wins ties, as in deft_reduce_takes. */
+    __device__ void merge(deft_reduce_kind_t kind, const Acc &o) {
+        if (o.index < 0) return;
+        deft_partial_t a = partial(), b = o.partial();
+        if (index < 0 || deft_reduce_takes(kind, true, &a, &b)) *this = o;
+    }
+    __device__ Acc other(unsigned mask, int delta, int width) const {
+        return {__shfl_xor_sync(mask, v, delta, width),
+                (int64_t)__shfl_xor_sync(mask, (long long)index, delta, width)};
+    }
+    __device__ deft_partial_t partial() const { return {(double)v, 0, index, index >= 0 ? 1 : 0}; }
 };
 
 /* Merge the running results of a group of `width` lanes: each ends with the whole. */
@@ -116,25 +168,30 @@ template <typename A> __device__ A merge_block(deft_reduce_kind_t kind, A acc) {
     return acc;
 }
 
-/* Where a result or a piece of it goes: y, or working memory when split. */
+/* Where a result or a piece of it goes: y, or working memory when split,
+ * piece c of result o at parts[o * by_result + c * by_piece]. */
 struct Out {
-    void *y;
     deft_partial_t *parts; /* NULL: not split */
     int64_t chunks, chunk; /* pieces per result, elements per piece */
+    int64_t by_result, by_piece;
+
+    __device__ deft_partial_t &part(int64_t o, int64_t c) const {
+        return parts[o * by_result + c * by_piece];
+    }
 };
 
 template <typename A>
 __device__ void finish(const deft_gpu_reduce_t &r, const Out &out, const A &acc, int64_t o,
-                       int64_t part) {
+                       int64_t c) {
     deft_partial_t p = acc.partial();
     if (out.parts)
-        out.parts[part] = p;
+        out.part(o, c) = p;
     else
         deft_reduce_store((deft_reduce_kind_t)r.kind, &p, r.span, r.y, o, r.dtype);
 }
 
 /* A group of `lanes` lanes (a power of two up to 32) per result. */
-template <typename T, bool Sum>
+template <typename T, Mode M>
 __global__ void reduce_lanes(deft_gpu_reduce_t r, Layout l, int lanes) {
     const deft_reduce_kind_t kind = (deft_reduce_kind_t)r.kind;
     const T *x = static_cast<const T *>(r.x);
@@ -144,7 +201,7 @@ __global__ void reduce_lanes(deft_gpu_reduce_t r, Layout l, int lanes) {
     for (int64_t o = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / lanes; o < r.outer;
          o += groups) {
         const T *base = x + o / l.b * l.s * l.b + o % l.b;
-        auto acc = Acc<T, Sum>::start(kind);
+        auto acc = Acc<T, M>::start(kind);
 #pragma unroll 4
         for (int64_t j = lane; j < l.s; j += lanes) acc.add(kind, base[j * l.b], j);
         acc = merge_lanes(kind, acc, mask, lanes);
@@ -153,7 +210,7 @@ __global__ void reduce_lanes(deft_gpu_reduce_t r, Layout l, int lanes) {
 }
 
 /* A block per result, or per piece t % chunks of result t / chunks. */
-template <typename T, bool Sum>
+template <typename T, Mode M>
 __global__ void reduce_blocks(deft_gpu_reduce_t r, Layout l, Out out) {
     const deft_reduce_kind_t kind = (deft_reduce_kind_t)r.kind;
     const T *x = static_cast<const T *>(r.x);
@@ -161,18 +218,18 @@ __global__ void reduce_blocks(deft_gpu_reduce_t r, Layout l, Out out) {
         int64_t o = t / out.chunks, begin = t % out.chunks * out.chunk;
         int64_t end = begin + out.chunk < l.s ? begin + out.chunk : l.s;
         const T *base = x + o / l.b * l.s * l.b + o % l.b;
-        auto acc = Acc<T, Sum>::start(kind);
+        auto acc = Acc<T, M>::start(kind);
 #pragma unroll 4
         for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x)
             acc.add(kind, base[j * l.b], j);
         acc = merge_block(kind, acc);
-        if (threadIdx.x == 0) finish(r, out, acc, o, t);
+        if (threadIdx.x == 0) finish(r, out, acc, o, t % out.chunks);
     }
 }
 
 /* A thread per result, or per piece t / outer of result t % outer: the
  * threads of a warp read neighbouring elements. */
-template <typename T, bool Sum>
+template <typename T, Mode M>
 __global__ void reduce_columns(deft_gpu_reduce_t r, Layout l, Out out) {
     const deft_reduce_kind_t kind = (deft_reduce_kind_t)r.kind;
     const T *x = static_cast<const T *>(r.x);
@@ -180,23 +237,33 @@ __global__ void reduce_columns(deft_gpu_reduce_t r, Layout l, Out out) {
         int64_t o = t % r.outer, begin = t / r.outer * out.chunk;
         int64_t end = begin + out.chunk < l.s ? begin + out.chunk : l.s;
         const T *base = x + o / l.b * l.s * l.b + o % l.b;
-        auto acc = Acc<T, Sum>::start(kind);
+        auto acc = Acc<T, M>::start(kind);
 #pragma unroll 4
         for (int64_t j = begin; j < end; j++) acc.add(kind, base[j * l.b], j);
-        finish(r, out, acc, o, o * out.chunks + t / r.outer);
+        finish(r, out, acc, o, t / r.outer);
     }
 }
 
-/* A block per result, merging its pieces (parts[o * chunks ...]) in a tree
- * (as whole partials, whatever the pieces kept). */
-template <typename T> __global__ void merge_parts(deft_gpu_reduce_t r, Out out) {
+/* Merging a split reduction's pieces, as whole partials whatever the
+ * pieces kept: a block per result when the pieces are many, a thread per
+ * result otherwise. */
+template <typename T> __global__ void merge_blocks(deft_gpu_reduce_t r, Out out) {
     const deft_reduce_kind_t kind = (deft_reduce_kind_t)r.kind;
     for (int64_t o = blockIdx.x; o < r.outer; o += gridDim.x) {
-        auto acc = Acc<T, false>::start(kind);
+        auto acc = Acc<T, kAny>::start(kind);
         for (int64_t c = threadIdx.x; c < out.chunks; c += blockDim.x)
-            acc.merge(kind, Acc<T, false>::of(out.parts[o * out.chunks + c]));
+            acc.merge(kind, Acc<T, kAny>::of(out.part(o, c)));
         acc = merge_block(kind, acc);
         if (threadIdx.x == 0) finish(r, Out{}, acc, o, 0);
+    }
+}
+
+template <typename T> __global__ void merge_threads(deft_gpu_reduce_t r, Out out) {
+    const deft_reduce_kind_t kind = (deft_reduce_kind_t)r.kind;
+    GRID_STRIDE(o, r.outer) {
+        auto acc = Acc<T, kAny>::start(kind);
+        for (int64_t c = 0; c < out.chunks; c++) acc.merge(kind, Acc<T, kAny>::of(out.part(o, c)));
+        finish(r, Out{}, acc, o, 0);
     }
 }
 
@@ -206,7 +273,7 @@ template <typename T> __global__ void reduce_any_blocks(deft_gpu_reduce_t r) {
     const deft_reduce_kind_t kind = (deft_reduce_kind_t)r.kind;
     const T *x = static_cast<const T *>(r.x);
     for (int64_t o = blockIdx.x; o < r.outer; o += gridDim.x) {
-        auto acc = Acc<T, false>::start(kind);
+        auto acc = Acc<T, kAny>::start(kind);
         for (int64_t j = threadIdx.x; j < r.span; j += blockDim.x)
             acc.add(kind, x[deft_gpu_reduce_offset(&r, o, j)], j);
         acc = merge_block(kind, acc);
@@ -218,7 +285,7 @@ template <typename T> __global__ void reduce_any_threads(deft_gpu_reduce_t r) {
     const deft_reduce_kind_t kind = (deft_reduce_kind_t)r.kind;
     const T *x = static_cast<const T *>(r.x);
     GRID_STRIDE(o, r.outer) {
-        auto acc = Acc<T, false>::start(kind);
+        auto acc = Acc<T, kAny>::start(kind);
         for (int64_t j = 0; j < r.span; j++) acc.add(kind, x[deft_gpu_reduce_offset(&r, o, j)], j);
         finish(r, Out{}, acc, o, 0);
     }
@@ -253,37 +320,43 @@ Out split(int64_t results, int64_t span, int64_t busy, int64_t least) {
     chunks = chunks < most ? chunks : most;
     if (chunks < 1) chunks = 1;
     int64_t chunk = ceil_div(span, chunks);
-    return Out{nullptr, nullptr, chunk ? ceil_div(span, chunk) : 1, chunk};
+    return Out{nullptr, chunk ? ceil_div(span, chunk) : 1, chunk, 0, 0};
 }
 
+/* Lanes enough for eight elements each: fewer lanes, fewer shuffles. */
 int lanes_for(int64_t span) {
     int lanes = 1;
-    while (lanes < kWarp && lanes < span) lanes *= 2;
+    while (lanes < kWarp && lanes * 8 < span) lanes *= 2;
     return lanes;
 }
 
-template <typename T, bool Sum>
+template <typename T, Mode M>
 int launch_layout(int dev, const deft_gpu_reduce_t &r, const Layout &l, cudaStream_t stream) {
     bool columns = l.b >= 16;
     if (!columns && l.s <= kLanesSpan) {
         int lanes = lanes_for(l.s);
-        reduce_lanes<T, Sum>
+        reduce_lanes<T, M>
             <<<grid_of(ceil_div(r.outer * lanes, kThreads)), kThreads, 0, stream>>>(r, l, lanes);
         return 0;
     }
     Out out =
         columns ? split(r.outer, l.s, kBusyThreads, 16) : split(r.outer, l.s, kBusyBlocks, 4096);
+    /* pieces in the order their kernel writes them: a result's together
+     * from blocks, a piece's together from columns */
+    out.by_result = columns ? 1 : out.chunks, out.by_piece = columns ? r.outer : 1;
     if (out.chunks > 1 &&
         deft_gpu_workspace_hold(dev, sizeof(deft_partial_t) * (size_t)(r.outer * out.chunks),
                                 (void **)&out.parts))
         return -1;
     if (columns)
-        reduce_columns<T, Sum>
-            <<<blocks_for(r.outer * out.chunks), kThreads, 0, stream>>>(r, l, out);
+        reduce_columns<T, M><<<blocks_for(r.outer * out.chunks), kThreads, 0, stream>>>(r, l, out);
     else
-        reduce_blocks<T, Sum><<<grid_of(r.outer * out.chunks), kThreads, 0, stream>>>(r, l, out);
+        reduce_blocks<T, M><<<grid_of(r.outer * out.chunks), kThreads, 0, stream>>>(r, l, out);
     if (out.chunks > 1) {
-        merge_parts<T><<<grid_of(r.outer), kThreads, 0, stream>>>(r, out);
+        if (out.chunks > 64)
+            merge_blocks<T><<<grid_of(r.outer), kThreads, 0, stream>>>(r, out);
+        else
+            merge_threads<T><<<blocks_for(r.outer), kThreads, 0, stream>>>(r, out);
         deft_gpu_workspace_release(dev);
     }
     return 0;
@@ -303,9 +376,16 @@ template <typename T> int launch(int dev, const deft_gpu_reduce_t &r, cudaStream
             reduce_any_blocks<T><<<grid_of(r.outer), kThreads, 0, stream>>>(r);
         return 0;
     }
-    if constexpr (std::is_floating_point<T>::value)
-        if (sum_like((deft_reduce_kind_t)r.kind)) return launch_layout<T, true>(dev, r, l, stream);
-    return launch_layout<T, false>(dev, r, l, stream);
+    const deft_reduce_kind_t kind = (deft_reduce_kind_t)r.kind;
+    if constexpr (std::is_floating_point<T>::value) {
+        if (sum_like(kind)) return launch_layout<T, kSum>(dev, r, l, stream);
+        /* an empty span's max is the CPU's identity, not -inf */
+        if ((kind == DEFT_R_MAX || kind == DEFT_R_MIN) && r.span > 0)
+            return launch_layout<T, kExtreme>(dev, r, l, stream);
+        if (kind == DEFT_R_ARGMAX || kind == DEFT_R_ARGMIN)
+            return launch_layout<T, kArg>(dev, r, l, stream);
+    }
+    return launch_layout<T, kAny>(dev, r, l, stream);
 }
 
 } // namespace

@@ -2,11 +2,12 @@
  * softmax, log_softmax, softmin and the softmax cross-entropy.
  *
  * Lines along the last axis (inner 1) take a team per line: a group of up
- * to 32 lanes of a warp for short lines, a block for long ones, and for
- * long lines too few to fill the GPU, a block per piece of a line in three
+ * to 32 lanes of a warp for short lines, a block for long ones. A team
+ * finds the line's maximum, then the sum of exp(x - max), then writes;
+ * lines up to 32 elements a thread stay in registers meanwhile. Long lines
+ * too few to fill the GPU take a block per piece of a line in three
  * launches (the pieces' maxima, then their sums, then the outputs; the
- * pieces' results go through working memory). A team finds the line's
- * maximum, then the sum of exp(x - max), then writes.
+ * pieces' results go through working memory).
  *
  * The arithmetic is the CPU's (softmax.c): float32 lines without a
  * temperature or lengths in float with deft_expf and the sum in double;
@@ -46,9 +47,10 @@ struct Float32Line {
     __device__ float of_sum(double sum, bool log_form) const {
         return log_form ? (float)log(sum) : (float)(1 / sum);
     }
-    __device__ void write(int64_t i, int64_t, int64_t, bool log_form, float max,
-                          float of_sum) const {
-        float shifted = x[i] - max;
+    /* Output i, element k of its line, of value v (its input). */
+    __device__ void put(int64_t i, int64_t, int64_t, bool log_form, float v, float max,
+                        float of_sum) const {
+        float shifted = v - max;
         y[i] = log_form ? shifted - of_sum : deft_expf(shifted) * of_sum;
     }
 };
@@ -65,11 +67,11 @@ struct AnyLine {
     __device__ int64_t length(int64_t line) const { return deft_softmax_line_length(&s, line); }
     __device__ double expo(double v) const { return exp(v); }
     __device__ double of_sum(double sum, bool log_form) const { return log_form ? log(sum) : sum; }
-    __device__ void write(int64_t i, int64_t k, int64_t len, bool log_form, double max,
-                          double of_sum) const {
-        double shifted = value(i) - max;
-        double v = k >= len ? 0 : log_form ? shifted - of_sum : exp(shifted) / of_sum;
-        deft_store_double(s.y, s.y_dtype, i, v);
+    __device__ void put(int64_t i, int64_t k, int64_t len, bool log_form, double v, double max,
+                        double of_sum) const {
+        double shifted = v - max;
+        double out = k >= len ? 0 : log_form ? shifted - of_sum : exp(shifted) / of_sum;
+        deft_store_double(s.y, s.y_dtype, i, out);
     }
 };
 
@@ -170,7 +172,39 @@ __global__ void softmax_rows(L line, int64_t lines, bool log_form, int team_size
         C of_sum = line.of_sum(sum, log_form);
 #pragma unroll 4
         for (int64_t k = begin + team.rank; k < last; k += team.size)
-            line.write(start + k, k, len, log_form, max, of_sum);
+            line.put(start + k, k, len, log_form, line.value(start + k), max, of_sum);
+    }
+}
+
+/* Whole lines that a team can hold: each thread keeps its `Per` elements in
+ * registers, so a line is read once. */
+template <typename L, int Per>
+__global__ void softmax_held(L line, int64_t lines, bool log_form, int team_size) {
+    typedef typename L::C C;
+    Team team = team_of(team_size);
+    int64_t teams = (int64_t)gridDim.x * blockDim.x / team.size;
+    for (int64_t row = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / team.size; row < lines;
+         row += teams) {
+        int64_t start = row * line.n, len = line.length(row);
+        C v[Per], max = -INFINITY;
+#pragma unroll
+        for (int i = 0; i < Per; i++) {
+            int64_t k = team.rank + (int64_t)i * team.size;
+            v[i] = k < len ? line.value(start + k) : (C)0;
+            if (k < len) max = nan_max(max, v[i]);
+        }
+        max = team_reduce(team, max, MaxOp());
+        double sum = 0;
+#pragma unroll
+        for (int i = 0; i < Per; i++)
+            if (team.rank + (int64_t)i * team.size < len) sum += line.expo(v[i] - max);
+        sum = team_reduce(team, sum, SumOp());
+        C of_sum = line.of_sum(sum, log_form);
+#pragma unroll
+        for (int i = 0; i < Per; i++) {
+            int64_t k = team.rank + (int64_t)i * team.size;
+            if (k < line.n) line.put(start + k, k, len, log_form, v[i], max, of_sum);
+        }
     }
 }
 
@@ -183,11 +217,21 @@ int launch_rows(int dev, const L &line, int64_t lines, int64_t n, bool log_form,
                 cudaStream_t stream) {
     typedef typename L::C C;
     Pieces<C> p = {1, n, nullptr, nullptr, kWhole};
-    if (n <= 1024) { /* a group of lanes per line */
-        int lanes = 1;
-        while (lanes < kWarp && lanes < n) lanes *= 2;
-        softmax_rows<<<grid_of(ceil_div(lines * lanes, kThreads)), kThreads, 0, stream>>>(
-            line, lines, log_form, lanes, p);
+    /* a group of lanes per short line (eight elements a lane), a block per long one */
+    int team = 1;
+    while (team < kWarp && team * 8 < n) team *= 2;
+    if (n > 1024) team = kThreads;
+    int64_t blocks = grid_of(ceil_div(lines * team, kThreads));
+    if (n <= 8 * team) {
+        softmax_held<L, 8><<<blocks, kThreads, 0, stream>>>(line, lines, log_form, team);
+        return 0;
+    }
+    if (n <= 16 * team && (lines >= kBusyBlocks || n <= kLeastPiece)) {
+        softmax_held<L, 16><<<blocks, kThreads, 0, stream>>>(line, lines, log_form, team);
+        return 0;
+    }
+    if (n <= 32 * team && (lines >= kBusyBlocks || n <= kLeastPiece)) {
+        softmax_held<L, 32><<<blocks, kThreads, 0, stream>>>(line, lines, log_form, team);
         return 0;
     }
     if (lines < kBusyBlocks) { /* too few lines to fill the GPU: split them */
