@@ -3,17 +3,19 @@
  *
  * Lines along the last axis (inner 1) take a team per line: a group of up
  * to 32 lanes of a warp for short lines, a block for long ones. A team
- * finds the line's maximum, then the sum of exp(x - max), then writes;
- * lines up to 32 elements a thread stay in registers meanwhile. Long lines
- * too few to fill the GPU take a block per piece of a line in three
- * launches (the pieces' maxima, then their sums, then the outputs; the
+ * finds the line's maximum, then the sum of exp(x - max), then writes.
+ * Lines up to 1024 elements stay in the lanes' registers meanwhile, and
+ * lines up to 48 KB in the block's shared memory; longer ones are read
+ * again. Long lines too few to fill the GPU take a block per piece of a
+ * line in two launches (each piece's maximum and sum of exponentials, then
+ * the outputs, the pieces' sums rescaled to the line's maximum; the
  * pieces' results go through working memory).
  *
  * The arithmetic is the CPU's (softmax.c): float32 lines without a
  * temperature or lengths in float with deft_expf and the sum in double;
  * everything else in double (softmax_math.h), which is also how lines
  * along other axes go, a thread per line. Only the order of the additions
- * differs.
+ * differs, and for lines in pieces, the rescaling of the pieces' sums.
  */
 #define DEFT_DEVICE_FN __host__ __device__ static inline
 #include "core/gpu/flag.cuh"
@@ -30,8 +32,9 @@
 namespace {
 
 constexpr int kWarp = 32;
-constexpr int64_t kBusyBlocks = 1024; /* blocks that keep every multiprocessor busy */
-constexpr int64_t kLeastPiece = 4096; /* elements of a line piece: 16 per thread */
+constexpr int64_t kBusyBlocks = 1024;     /* blocks that keep every multiprocessor busy */
+constexpr int64_t kLeastPiece = 4096;     /* elements of a line piece: 16 per thread */
+constexpr size_t kStagedBytes = 48 << 10; /* shared memory a block may take unasked */
 
 /* float32 lines with no temperature and no lengths: the CPU's float path. */
 struct Float32Line {
@@ -117,7 +120,10 @@ template <typename V, typename Op> __device__ V team_reduce(const Team &t, V v, 
 }
 
 /* What a launch does with its pieces (piece t % chunks of line t / chunks). */
-enum Stage { kWhole, kMaxima, kSums, kWrite };
+/* What a launch does with its pieces (piece t % chunks of line t / chunks):
+ * whole lines; each piece's maximum and its sum of exp(x - that maximum);
+ * or the outputs, from the pieces' results. */
+enum Stage { kWhole, kPieces, kWrite };
 
 template <typename C> struct Pieces {
     int64_t chunks, chunk;
@@ -125,6 +131,15 @@ template <typename C> struct Pieces {
     double *sums;
     Stage stage;
 };
+
+/* A piece's share of its line's sum: its own sum rescaled from its maximum
+ * m to the line's, max. A piece of -inf alone adds exp(-inf - max), 0,
+ * unless the line's max is -inf too, where the CPU's exp(-inf + inf) is NaN. */
+template <typename C> __device__ double share_of(C m, double sum, C max) {
+    if (sum == 0) return 0; /* no element of the line */
+    if (m == -(C)INFINITY) return max == -(C)INFINITY ? (double)NAN : 0;
+    return sum * exp((double)m - (double)max);
+}
 
 template <typename L>
 __global__ void softmax_rows(L line, int64_t lines, bool log_form, int team_size,
@@ -138,33 +153,27 @@ __global__ void softmax_rows(L line, int64_t lines, bool log_form, int team_size
         int64_t len = line.length(row), end = begin + p.chunk;
         int64_t used = end < len ? end : len; /* elements of the piece that take part */
         C max = -INFINITY;
-        if (p.stage == kWhole || p.stage == kMaxima) {
+        double sum = 0;
+        if (p.stage != kWrite) {
 #pragma unroll 4
             for (int64_t k = begin + team.rank; k < used; k += team.size)
                 max = nan_max(max, line.value(start + k));
             max = team_reduce(team, max, MaxOp());
-            if (p.stage == kMaxima) {
-                if (team.rank == 0) p.maxima[t] = max;
-                continue;
-            }
-        } else {
-            for (int64_t c = team.rank; c < p.chunks; c += team.size)
-                max = nan_max(max, p.maxima[row * p.chunks + c]);
-            max = team_reduce(team, max, MaxOp());
-        }
-        double sum = 0;
-        if (p.stage == kWhole || p.stage == kSums) {
 #pragma unroll 4
             for (int64_t k = begin + team.rank; k < used; k += team.size)
                 sum += line.expo(line.value(start + k) - max);
             sum = team_reduce(team, sum, SumOp());
-            if (p.stage == kSums) {
-                if (team.rank == 0) p.sums[t] = sum;
+            if (p.stage == kPieces) {
+                if (team.rank == 0) p.maxima[t] = max, p.sums[t] = sum;
                 continue;
             }
         } else {
+            const C *maxima = p.maxima + row * p.chunks;
+            const double *sums = p.sums + row * p.chunks;
+            for (int64_t c = team.rank; c < p.chunks; c += team.size) max = nan_max(max, maxima[c]);
+            max = team_reduce(team, max, MaxOp());
             for (int64_t c = team.rank; c < p.chunks; c += team.size)
-                sum += p.sums[row * p.chunks + c];
+                sum += share_of(maxima[c], sums[c], max);
             sum = team_reduce(team, sum, SumOp());
         }
         int64_t last = end < line.n ? end : line.n;
@@ -180,8 +189,8 @@ __global__ void softmax_rows(L line, int64_t lines, bool log_form, int team_size
 /* Whole lines that a group of lanes can hold: each thread keeps its `Per`
  * elements, then their exponentials, in registers, so a line is read once
  * and each exponential computed once. (Blocks holding 4096-element lines
- * ran 1.7x slower than streaming them: their 88 registers a thread let
- * half as many blocks overlap their barriers.) */
+ * in registers ran 1.7x slower than streaming them: their 88 registers a
+ * thread let half as many blocks overlap their barriers.) */
 template <typename L, int Per>
 __global__ void softmax_held(L line, int64_t lines, bool log_form, int team_size) {
     typedef typename L::C C;
@@ -216,6 +225,35 @@ __global__ void softmax_held(L line, int64_t lines, bool log_form, int team_size
     }
 }
 
+/* Lines a block can stage in shared memory (up to 48 KB of them): read
+ * once, each exponential computed once. Thread t keeps elements t, t +
+ * blockDim.x, ... of every line it serves, so only the reductions meet. */
+template <typename L> __global__ void softmax_staged(L line, int64_t lines, bool log_form) {
+    typedef typename L::C C;
+    extern __shared__ double staged_space[]; /* double: aligned for either type */
+    C *v = reinterpret_cast<C *>(staged_space);
+    Team team = team_of(blockDim.x);
+    for (int64_t row = blockIdx.x; row < lines; row += gridDim.x) {
+        int64_t start = row * line.n, len = line.length(row);
+        C max = -INFINITY;
+        for (int64_t k = threadIdx.x; k < len; k += blockDim.x) {
+            v[k] = line.value(start + k);
+            max = nan_max(max, v[k]);
+        }
+        max = team_reduce(team, max, MaxOp());
+        double sum = 0;
+        for (int64_t k = threadIdx.x; k < len; k += blockDim.x) {
+            C e = line.expo(v[k] - max);
+            sum += e;
+            if (!log_form) v[k] = e;
+        }
+        sum = team_reduce(team, sum, SumOp());
+        C of_sum = line.of_sum(sum, log_form);
+        for (int64_t k = threadIdx.x; k < line.n; k += blockDim.x)
+            line.put(start + k, k, len, log_form, k < len ? v[k] : (C)0, max, of_sum);
+    }
+}
+
 int64_t ceil_div(int64_t n, int64_t d) {
     return (n + d - 1) / d;
 }
@@ -241,6 +279,11 @@ int launch_rows(int dev, const L &line, int64_t lines, int64_t n, bool log_form,
         softmax_held<L, 32><<<blocks, kThreads, 0, stream>>>(line, lines, log_form, team);
         return 0;
     }
+    size_t staged = (size_t)n * sizeof(C);
+    if (staged <= kStagedBytes && (lines >= kBusyBlocks || n <= kLeastPiece)) {
+        softmax_staged<<<grid_of(lines), kThreads, staged, stream>>>(line, lines, log_form);
+        return 0;
+    }
     if (lines < kBusyBlocks) { /* too few lines to fill the GPU: split them */
         int64_t chunks = ceil_div(kBusyBlocks, lines), most = ceil_div(n, kLeastPiece);
         p.chunk = ceil_div(n, chunks < most ? chunks : most);
@@ -255,7 +298,7 @@ int launch_rows(int dev, const L &line, int64_t lines, int64_t n, bool log_form,
     if (deft_gpu_workspace_hold(dev, pieces * (sizeof(C) + sizeof(double)), &space)) return -1;
     p.sums = static_cast<double *>(space);
     p.maxima = reinterpret_cast<C *>(p.sums + pieces);
-    static const Stage stages[3] = {kMaxima, kSums, kWrite};
+    static const Stage stages[2] = {kPieces, kWrite};
     for (Stage stage : stages) {
         p.stage = stage;
         softmax_rows<<<grid_of(lines * p.chunks), kThreads, 0, stream>>>(line, lines, log_form,
