@@ -669,6 +669,105 @@ START_TEST(test_batched_small_outputs_match_direct_loops) {
 }
 END_TEST
 
+/*
+ * Kept packed weights (conv_packed.c) follow every write to the weights. A
+ * graph run keys its bound weights when it is pushed; these runs are queued
+ * without waiting, with writes queued between them (a copy from the host,
+ * an in-place operator), so a run may start after a later write was queued.
+ * A weight computed inside the graph (an arena value) is never keyed. The
+ * second case's W (over 512 KiB) at one image packed per work item unkept.
+ */
+static const conv_case_t kept_cases[] = {
+    {2, 1, 32, 64, 1, DIMS(9, 15), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 1, 128, 136, 1, DIMS(5, 7), DIMS(3, 3), DIMS(2, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
+     DIMS(0)},
+};
+
+/* A 2-D case's parameters as text. */
+typedef struct conv_text {
+    char kernel[64], stride[64], pad[64], nf[16];
+    const char *no_bias;
+} conv_text_t;
+
+static conv_text_t text_of(const conv_case_t *c) {
+    conv_text_t t = {.no_bias = c->bias ? "false" : "true"};
+    tuple_text(2, c->k, t.kernel, sizeof t.kernel);
+    tuple_text(2, c->s, t.stride, sizeof t.stride);
+    tuple_text(2, c->p, t.pad, sizeof t.pad);
+    snprintf(t.nf, sizeof t.nf, "%lld", (long long)c->filt);
+    return t;
+}
+
+#define CONV_TEXT_PARAMS(t)                                                                        \
+    P("kernel", (t).kernel, "stride", (t).stride, "pad", (t).pad, "num_filter", (t).nf, "no_bias", \
+      (t).no_bias)
+
+/* Convolution of the case on variables data, weight (through _mul_scalar
+ * by 1 inside the graph when `computed`) and bias. */
+static DeftSymbolHandle kept_symbol(const conv_case_t *c, bool computed) {
+    conv_text_t t = text_of(c);
+    DeftSymbolHandle in[3] = {var("data"), var("weight"), var("bias")}, weight = in[1];
+    if (computed) in[1] = apply("_mul_scalar", "scaled", 1, &weight, P("scalar", "1"));
+    DeftSymbolHandle y = apply("Convolution", "conv", c->bias ? 3 : 2, in, CONV_TEXT_PARAMS(t));
+    for (int k = 0; k < 3; k++) ck_assert_ok(DeftSymbolFree(in[k]));
+    if (computed) ck_assert_ok(DeftSymbolFree(weight));
+    return y;
+}
+
+static void check_kept(const conv_case_t *c, bool computed) {
+    int64_t out[3];
+    conv_out(c, out);
+    int64_t xs[4] = {c->batch, c->chan, c->in[0], c->in[1]};
+    int64_t ws[4] = {c->filt, c->chan, c->k[0], c->k[1]};
+    int64_t nx = count_of(4, xs), nw = count_of(4, ws), ny = c->batch * c->filt * out[0] * out[1];
+    double *x = malloc(sizeof(double) * (size_t)nx), *b = malloc(sizeof(double) * (size_t)c->filt);
+    double *w[3], *want[3];
+    fill(x, nx, 1), fill(b, c->filt, 3);
+    for (int v = 0; v < 3; v++) {
+        w[v] = malloc(sizeof(double) * (size_t)nw);
+        want[v] = malloc(sizeof(double) * (size_t)ny);
+        fill(w[v], nw, 2 + 3 * (v % 2)); /* w2 = 2 w1 is made in place below */
+        for (int64_t i = 0; v == 2 && i < nw; i++) w[v][i] = 2 * w[1][i];
+        ref_conv(c, x, w[v], b, want[v]);
+    }
+    DeftNDArrayHandle in[3] = {make(DEFT_FLOAT32, 4, xs, x), make(DEFT_FLOAT32, 4, ws, w[0]),
+                               make(DEFT_FLOAT32, 1, (int64_t[]){c->filt}, b)};
+    DeftSymbolHandle sym = kept_symbol(c, computed);
+    DeftCachedOpHandle exec;
+    ck_assert_ok(DeftCachedOpCreate(sym, 0, &exec));
+    DeftNDArrayHandle y[4] = {NULL, NULL, NULL, NULL};
+    const int nin = c->bias ? 3 : 2;
+    int nout = 1;
+    for (int run = 0; run < 3; run++) {
+        nout = 1;
+        ck_assert_ok(DeftCachedOpInvoke(exec, nin, in, &nout, &y[run]));
+        if (run == 0) set_values(in[1], nw, w[1]);
+        DeftNDArrayHandle doubled[1] = {in[1]};
+        nout = 1;
+        if (run == 1)
+            ck_assert_ok(call("_mul_scalar", 1, in + 1, &nout, doubled, P("scalar", "2")));
+    }
+    conv_text_t t = text_of(c);
+    y[3] = call1("Convolution", nin, in, CONV_TEXT_PARAMS(t));
+    /* 1152 float32 terms of up to 5.6 (the doubled weights) round to about
+     * 7e-4 here, imperative or not; a stale result would be off by O(1). */
+    for (int run = 0; run < 4; run++) assert_values(y[run], ny, want[run < 3 ? run : 2], 2e-3);
+    ck_assert_ok(DeftCachedOpFree(exec));
+    ck_assert_ok(DeftSymbolFree(sym));
+    free_all(4, y), free_all(3, in);
+    for (int v = 0; v < 3; v++) free(w[v]), free(want[v]);
+    free(x), free(b);
+}
+
+START_TEST(test_kept_weights_follow_writes) {
+    for (size_t i = 0; i < sizeof kept_cases / sizeof kept_cases[0]; i++) {
+        check_kept(&kept_cases[i], false);
+        check_kept(&kept_cases[i], true);
+    }
+}
+END_TEST
+
 START_TEST(test_zero_size_batch) {
     DeftNDArrayHandle x = make(DEFT_FLOAT32, 4, SHAPE(0, 3, 5, 5), NULL);
     DeftNDArrayHandle w = make(DEFT_FLOAT32, 4, SHAPE(2, 3, 3, 3), NULL);
@@ -874,6 +973,7 @@ int main(void) {
     tcase_add_test(tc, test_small_channel_backward_matches_scatter_loops);
     tcase_add_test(tc, test_small_channel_kernels_leave_the_rest);
     tcase_add_test(tc, test_batched_small_outputs_match_direct_loops);
+    tcase_add_test(tc, test_kept_weights_follow_writes);
     tcase_add_test(tc, test_zero_size_batch);
     tcase_add_test(tc, test_zero_size_batch_gradient);
     tcase_add_test(tc, test_infer_weight_and_bias_from_data);

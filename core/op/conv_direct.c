@@ -337,22 +337,42 @@ static int run(direct_job_t *j, const deft_conv_geom_t *g) {
  * W (9.4 MB, read and written) had taken longer than the convolution. */
 #define OWN_PACK_BANDS 2
 
-/* Pack weights (and bias, to ocp entries) and run; flip for the data gradient. */
+static void pack_kept(void *ctx, float *dst) {
+    const direct_job_t *j = ctx;
+    pack_weights(j, j->w, false, dst);
+}
+
+/* The weights packed for the forward, kept for later calls with the same
+ * contents (conv_packed.c); NULL when out of memory. */
+static const float *kept_weights(direct_job_t *j, const float *w, const deft_content_key_t *wkey,
+                                 deft_conv_packed_t **held) {
+    deft_conv_pack_key_t key = {*wkey, w, {j->oc, j->ic, j->kh, j->kw}};
+    j->w = w, j->flip = false;
+    return deft_conv_packed_get(&key, (size_t)(j->ocp * j->kh * j->kw * j->icp), pack_kept, j,
+                                held);
+}
+
+/* Pack weights (and bias, to ocp entries) and run; flip for the data gradient.
+ * With wkey (the forward's weights' contents), the packed weights are kept. */
 static int pack_and_run(direct_job_t *j, const deft_conv_geom_t *g, const float *w, bool flip,
-                        const float *bias) {
-    const bool own = g->batch * j->nbands <= OWN_PACK_BANDS;
+                        const float *bias, const deft_content_key_t *wkey) {
+    deft_conv_packed_t *held = NULL;
+    const float *kept = wkey && !flip ? kept_weights(j, w, wkey, &held) : NULL;
+    const bool own = !kept && g->batch * j->nbands <= OWN_PACK_BANDS;
     size_t wbytes = (size_t)round_up(j->ocp * j->kh * j->kw * j->icp * 4, 64);
-    float *wpk = own ? NULL : aligned_alloc(64, wbytes), *bpk = NULL;
-    if ((!own && !wpk) || (bias && !(bpk = calloc((size_t)j->ocp, sizeof(float))))) {
+    float *wpk = own || kept ? NULL : aligned_alloc(64, wbytes), *bpk = NULL;
+    if ((!own && !kept && !wpk) || (bias && !(bpk = calloc((size_t)j->ocp, sizeof(float))))) {
         free(wpk);
+        deft_conv_packed_release(held);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "convolution: no memory for packed weights");
     }
     j->w = w, j->flip = flip;
-    if (!own) pack_weights(j, w, flip, wpk);
+    if (wpk) pack_weights(j, w, flip, wpk);
     if (bias) memcpy(bpk, bias, (size_t)j->oc * sizeof(float));
-    j->wpk = wpk, j->bias = bpk;
+    j->wpk = kept ? kept : wpk, j->bias = bpk;
     int status = run(j, g);
     free(wpk), free(bpk);
+    deft_conv_packed_release(held);
     return status;
 }
 
@@ -370,11 +390,11 @@ static void job_for(direct_job_t *j, const deft_conv_geom_t *g) {
 }
 
 int deft_conv_direct_lower(const deft_conv_geom_t *g, const float *image, const float *w,
-                           const float *bias, float *colside) {
+                           const float *bias, float *colside, const deft_content_key_t *wkey) {
     direct_job_t j;
     job_for(&j, g);
     j.image = image, j.out = colside;
-    return pack_and_run(&j, g, w, false, bias);
+    return pack_and_run(&j, g, w, false, bias, wkey);
 }
 
 /* The data gradient at stride 1 is a convolution of the column side with the
@@ -404,7 +424,7 @@ int deft_conv_direct_raise(const deft_conv_geom_t *g, const float *colside, cons
     direct_job_t j;
     job_for(&j, &t);
     j.image = colside, j.out = image;
-    return pack_and_run(&j, &t, w, true, bias);
+    return pack_and_run(&j, &t, w, true, bias, NULL);
 }
 
 #else /* no AVX-512 kernels on this compiler or architecture */
@@ -418,8 +438,8 @@ bool deft_conv_direct_raise_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) 
     return false;
 }
 int deft_conv_direct_lower(const deft_conv_geom_t *g, const float *image, const float *w,
-                           const float *bias, float *colside) {
-    (void)g, (void)image, (void)w, (void)bias, (void)colside;
+                           const float *bias, float *colside, const deft_content_key_t *wkey) {
+    (void)g, (void)image, (void)w, (void)bias, (void)colside, (void)wkey;
     return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct kernel here");
 }
 int deft_conv_direct_raise(const deft_conv_geom_t *g, const float *colside, const float *w,
