@@ -669,6 +669,47 @@ START_TEST(test_batched_small_outputs_match_direct_loops) {
 }
 END_TEST
 
+/* Images of at most 4 channels at a stride the small-channel kernels leave
+ * (conv_direct_stem.c): ResNet's RGB stem (7x7 at stride 2, a tail of one
+ * pixel after 14), a pair and a part-filled block of outputs at width
+ * stride 2, one channel into one block. */
+static const conv_case_t stem_cases[] = {
+    {2, 2, 3, 64, 1, DIMS(23, 30), DIMS(7, 7), DIMS(2, 2), DIMS(3, 3), DIMS(1, 1), DIMS(0), false,
+     DIMS(0)},
+    {2, 1, 4, 40, 1, DIMS(9, 33), DIMS(5, 5), DIMS(1, 2), DIMS(2, 2), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 3, 1, 16, 1, DIMS(8, 8), DIMS(3, 3), DIMS(2, 2), DIMS(0, 0), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+};
+
+START_TEST(test_stem_kernel_matches_direct_loops) {
+    for (int on = 1; on >= 0; on--) {
+        deft_conv_direct_enable(on);
+        for (size_t i = 0; i < sizeof stem_cases / sizeof stem_cases[0]; i++) {
+            deft_conv_geom_t g = geom_2d(&stem_cases[i], false);
+            ck_assert_msg(deft_conv_stem_fits(&g, DEFT_DT_FLOAT32) == (on && have_avx512()),
+                          "case %zu: the stem kernel is %s", i, on ? "not taken" : "taken");
+            ck_assert(!deft_conv_small_fits(&g, DEFT_DT_FLOAT32));
+            ck_assert(!deft_conv_direct_fits(&g, DEFT_DT_FLOAT32));
+            check_case_within(&stem_cases[i], false, DEFT_FLOAT32, DIRECT_TOL);
+        }
+    }
+    deft_conv_direct_enable(true);
+    deft_conv_geom_t g = geom_2d(&stem_cases[0], false), bad;
+    bad = g, bad.chan = 5;
+    ck_assert(!deft_conv_stem_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.s[2] = 3;
+    ck_assert(!deft_conv_stem_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.d[1] = 2;
+    ck_assert(!deft_conv_stem_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.groups = 3, bad.filt = 48;
+    ck_assert(!deft_conv_stem_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.filt = 6; /* 16 computed for 6 */
+    ck_assert(!deft_conv_stem_fits(&bad, DEFT_DT_FLOAT32));
+    ck_assert(!deft_conv_stem_fits(&g, DEFT_DT_FLOAT64));
+}
+END_TEST
+
 /*
  * Kept packed weights (conv_packed.c) follow every write to the weights. A
  * graph run keys its bound weights when it is pushed; these runs are queued
@@ -973,6 +1014,7 @@ int main(void) {
     tcase_add_test(tc, test_small_channel_backward_matches_scatter_loops);
     tcase_add_test(tc, test_small_channel_kernels_leave_the_rest);
     tcase_add_test(tc, test_batched_small_outputs_match_direct_loops);
+    tcase_add_test(tc, test_stem_kernel_matches_direct_loops);
     tcase_add_test(tc, test_kept_weights_follow_writes);
     tcase_add_test(tc, test_zero_size_batch);
     tcase_add_test(tc, test_zero_size_batch_gradient);

@@ -103,6 +103,16 @@ int deft_conv_small_raise(const deft_conv_geom_t *g, const float *colside, const
 int deft_conv_small_wgrad(const deft_conv_geom_t *g, const float *image, const float *colside,
                           float *dw);
 
+/*
+ * The direct float32 forward for images of at most four channels
+ * (conv_direct_stem.c: a network's first layer on RGB): 2-D, groups 1, no
+ * dilation, width stride 1 or 2, where the small-channel kernels do not
+ * fit, on a CPU with AVX-512; deft_conv_direct_enable turns it off too.
+ */
+bool deft_conv_stem_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);
+int deft_conv_stem_lower(const deft_conv_geom_t *g, const float *image, const float *w,
+                         const float *bias, float *colside);
+
 #ifdef DEFT_HAVE_CUDA
 /* The same on a GPU (conv.cu), queued on the calling thread's stream of
  * device dev; `cols` is room on that GPU for one image's im2col matrix

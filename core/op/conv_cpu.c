@@ -278,6 +278,7 @@ int deft_conv_lower_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const voi
     if (deft_conv_direct_fits(g, dtype))
         return deft_conv_direct_lower(g, image, w, bias, colside, wkey);
     if (deft_conv_small_fits(g, dtype)) return deft_conv_small_lower(g, image, w, bias, colside);
+    if (deft_conv_stem_fits(g, dtype)) return deft_conv_stem_lower(g, image, w, bias, colside);
     conv_job_t j;
     job_init(&j, g, dtype);
     j.image = image, j.w = w, j.bias = bias, j.out = colside;

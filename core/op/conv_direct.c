@@ -204,70 +204,12 @@ static ALWAYS AVX512 void tile(const direct_job_t *j, const float *band, const f
     }
     const float *x = band + (y - y0) * j->sh * j->icb * j->wp * CB + x0 * SW * CB;
     tile_macs(j, x, wo, P, NB, SW, acc);
-    /* acc holds pixels by channel; the output is channels first */
-    const int64_t plane = j->oh * j->ow;
-    const __mmask16 pm = (__mmask16)((1u << P) - 1);
-    for (int b = 0; b < NB; b++) {
-        __m512 r[16], cols[16];
-        for (int p = 0; p < 16; p++) r[p] = p < P ? acc[b][p] : _mm512_setzero_ps();
-        transpose16(r, cols);
-        int64_t n = j->oc - o0 - b * CB < CB ? j->oc - o0 - b * CB : CB;
-        float *dst = out + (o0 + b * CB) * plane + y * j->ow + x0;
-        for (int64_t o = 0; o < n; o++) _mm512_mask_storeu_ps(dst + o * plane, pm, cols[o]);
-    }
+    deft_direct_store_tile(acc, P, NB, j->oc - o0, j->oh * j->ow,
+                           out + o0 * j->oh * j->ow + y * j->ow + x0);
 }
 
 /* The tiles of output row y for channels o0 .., in NB blocks, stride SW. */
-#define ROW_KERNEL(NB, SW)                                                                         \
-    static AVX512 void row_##NB##_##SW(const direct_job_t *j, const float *band, const float *wo,  \
-                                       int64_t y0, int64_t y, int64_t o0, float *out) {            \
-        int64_t x0 = 0;                                                                            \
-        for (; x0 + MAX_PIX <= j->ow; x0 += MAX_PIX)                                               \
-            tile(j, band, wo, y0, y, x0, o0, out, MAX_PIX, NB, SW);                                \
-        switch (j->ow - x0) {                                                                      \
-        case 13:                                                                                   \
-            tile(j, band, wo, y0, y, x0, o0, out, 13, NB, SW);                                     \
-            break;                                                                                 \
-        case 12:                                                                                   \
-            tile(j, band, wo, y0, y, x0, o0, out, 12, NB, SW);                                     \
-            break;                                                                                 \
-        case 11:                                                                                   \
-            tile(j, band, wo, y0, y, x0, o0, out, 11, NB, SW);                                     \
-            break;                                                                                 \
-        case 10:                                                                                   \
-            tile(j, band, wo, y0, y, x0, o0, out, 10, NB, SW);                                     \
-            break;                                                                                 \
-        case 9:                                                                                    \
-            tile(j, band, wo, y0, y, x0, o0, out, 9, NB, SW);                                      \
-            break;                                                                                 \
-        case 8:                                                                                    \
-            tile(j, band, wo, y0, y, x0, o0, out, 8, NB, SW);                                      \
-            break;                                                                                 \
-        case 7:                                                                                    \
-            tile(j, band, wo, y0, y, x0, o0, out, 7, NB, SW);                                      \
-            break;                                                                                 \
-        case 6:                                                                                    \
-            tile(j, band, wo, y0, y, x0, o0, out, 6, NB, SW);                                      \
-            break;                                                                                 \
-        case 5:                                                                                    \
-            tile(j, band, wo, y0, y, x0, o0, out, 5, NB, SW);                                      \
-            break;                                                                                 \
-        case 4:                                                                                    \
-            tile(j, band, wo, y0, y, x0, o0, out, 4, NB, SW);                                      \
-            break;                                                                                 \
-        case 3:                                                                                    \
-            tile(j, band, wo, y0, y, x0, o0, out, 3, NB, SW);                                      \
-            break;                                                                                 \
-        case 2:                                                                                    \
-            tile(j, band, wo, y0, y, x0, o0, out, 2, NB, SW);                                      \
-            break;                                                                                 \
-        case 1:                                                                                    \
-            tile(j, band, wo, y0, y, x0, o0, out, 1, NB, SW);                                      \
-            break;                                                                                 \
-        default:                                                                                   \
-            break;                                                                                 \
-        }                                                                                          \
-    }
+#define ROW_KERNEL(NB, SW) DEFT_DIRECT_ROW_KERNEL(row_##NB##_##SW, direct_job_t, tile, NB, SW)
 ROW_KERNEL(1, 1)
 ROW_KERNEL(2, 1)
 ROW_KERNEL(1, 2)
