@@ -809,6 +809,115 @@ START_TEST(test_kept_weights_follow_writes) {
 }
 END_TEST
 
+/*
+ * Executors fold a BatchNorm into the Convolution it alone reads (_conv_bn,
+ * core/graph/fold_bn.c). Predict mode: the per-channel affine map against
+ * the loops here (the direct kernel's epilogue for 32 -> 64, both kernels
+ * one after the other for the RGB stem's 3 channels). Training mode: the
+ * same values and moving statistics as Convolution then BatchNorm invoked
+ * one by one.
+ */
+static const conv_case_t folded_cases[] = {
+    {2, 2, 32, 64, 1, DIMS(9, 15), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
+     DIMS(0)},
+    {2, 2, 3, 16, 1, DIMS(12, 13), DIMS(7, 7), DIMS(2, 2), DIMS(3, 3), DIMS(1, 1), DIMS(0), false,
+     DIMS(0)},
+};
+
+/* BatchNorm(Convolution(data, weight), gamma, beta, mean, var); conv_out: also a graph output. */
+static DeftSymbolHandle conv_bn_symbol(const conv_case_t *c, bool conv_out) {
+    conv_text_t t = text_of(c);
+    const char *names[6] = {"data", "weight", "gamma", "beta", "mean", "var"};
+    DeftSymbolHandle v[6];
+    for (int k = 0; k < 6; k++) v[k] = var(names[k]);
+    DeftSymbolHandle conv = apply("Convolution", "conv", 2, v, CONV_TEXT_PARAMS(t));
+    DeftSymbolHandle bn_in[5] = {conv, v[2], v[3], v[4], v[5]};
+    DeftSymbolHandle bn = apply("BatchNorm", "bn", 5, bn_in, P("fix_gamma", "false"));
+    DeftSymbolHandle both[2] = {bn, conv}, out = bn;
+    if (conv_out) ck_assert_ok(DeftSymbolCreateGroup(2, both, &out));
+    for (int k = 0; k < 6; k++) ck_assert_ok(DeftSymbolFree(v[k]));
+    if (conv_out) ck_assert_ok(DeftSymbolFree(bn));
+    ck_assert_ok(DeftSymbolFree(conv));
+    return out;
+}
+
+/* Whether the executors' pass folds the symbol (its result names _conv_bn). */
+static bool folds(DeftSymbolHandle sym) {
+    DeftSymbolHandle folded;
+    const char *json;
+    ck_assert_ok(DeftSymbolApplyPasses(sym, "FoldBatchNorm", &folded));
+    ck_assert_ok(DeftSymbolSaveToJSON(folded, &json));
+    bool found = strstr(json, "_conv_bn") != NULL;
+    ck_assert_ok(DeftSymbolFree(folded));
+    return found;
+}
+
+static void check_folded(const conv_case_t *c, int dtype) {
+    conv_text_t t = text_of(c);
+    int64_t out[3];
+    conv_out(c, out);
+    int64_t xs[4] = {c->batch, c->chan, c->in[0], c->in[1]};
+    int64_t ws[4] = {c->filt, c->chan, c->k[0], c->k[1]}, fs[1] = {c->filt};
+    int64_t nx = count_of(4, xs), nw = count_of(4, ws), space = out[0] * out[1];
+    int64_t ny = c->batch * c->filt * space;
+    double *x = malloc(sizeof(double) * (size_t)nx), *w = malloc(sizeof(double) * (size_t)nw);
+    double *want = malloc(sizeof(double) * (size_t)ny), stats[4][64];
+    fill(x, nx, 1), fill(w, nw, 2);
+    for (int64_t f = 0; f < c->filt; f++) /* gamma, beta, mean, var > 0 */
+        stats[0][f] = 0.5 + 0.03 * (double)f, stats[1][f] = 0.1 * (double)(f % 7) - 0.3,
+        stats[2][f] = 0.2 * (double)(f % 5) - 0.4, stats[3][f] = 0.5 + 0.1 * (double)(f % 9);
+    ref_conv(c, x, w, NULL, want);
+    for (int64_t i = 0; i < ny; i++) {
+        int64_t f = i / space % c->filt;
+        want[i] = (want[i] - stats[2][f]) / sqrt(stats[3][f] + 1e-3) * stats[0][f] + stats[1][f];
+    }
+    DeftNDArrayHandle in[6] = {make(dtype, 4, xs, x), make(dtype, 4, ws, w)};
+    for (int k = 0; k < 4; k++) in[2 + k] = make(dtype, 1, fs, stats[k]);
+    DeftSymbolHandle sym = conv_bn_symbol(c, false);
+    ck_assert(folds(sym));
+    DeftCachedOpHandle exec;
+    ck_assert_ok(DeftCachedOpCreate(sym, 0, &exec));
+    DeftNDArrayHandle y[2] = {NULL, NULL};
+    int nout = 1;
+    ck_assert_ok(DeftCachedOpInvoke(exec, 6, in, &nout, &y[0]));
+    assert_values(y[0], ny, want, dtype == DEFT_FLOAT32 ? DIRECT_TOL : 1e-10);
+    /* training mode: batch statistics, moving ones updated, as the two operators do */
+    DeftNDArrayHandle moving[2] = {make(dtype, 1, fs, stats[2]), make(dtype, 1, fs, stats[3])};
+    int prev;
+    ck_assert_ok(DeftAutogradSetIsTraining(1, &prev));
+    nout = 1;
+    ck_assert_ok(DeftCachedOpInvoke(exec, 6, in, &nout, &y[1]));
+    DeftNDArrayHandle conv = call1("Convolution", 2, in, CONV_TEXT_PARAMS(t));
+    DeftNDArrayHandle bn_in[5] = {conv, in[2], in[3], moving[0], moving[1]};
+    DeftNDArrayHandle bn = call1("BatchNorm", 5, bn_in, P("fix_gamma", "false"));
+    ck_assert_ok(DeftAutogradSetIsTraining(prev, NULL));
+    int64_t n;
+    double *expect = read_all(bn, &n);
+    assert_values(y[1], ny, expect, 1e-6);
+    free(expect);
+    for (int k = 0; k < 2; k++) {
+        expect = read_all(moving[k], &n);
+        assert_values(in[4 + k], c->filt, expect, 1e-6);
+        free(expect);
+    }
+    /* the convolution's output read elsewhere too: left alone */
+    DeftSymbolHandle both = conv_bn_symbol(c, true);
+    ck_assert(!folds(both));
+    ck_assert_ok(DeftSymbolFree(both));
+    ck_assert_ok(DeftCachedOpFree(exec));
+    ck_assert_ok(DeftSymbolFree(sym));
+    free_all(6, in), free_all(2, y), free_all(2, moving), free_all(1, &conv), free_all(1, &bn);
+    free(x), free(w), free(want);
+}
+
+START_TEST(test_batch_norm_folded_by_executors) {
+    for (size_t i = 0; i < sizeof folded_cases / sizeof folded_cases[0]; i++) {
+        check_folded(&folded_cases[i], DEFT_FLOAT32);
+        check_folded(&folded_cases[i], DEFT_FLOAT64);
+    }
+}
+END_TEST
+
 START_TEST(test_zero_size_batch) {
     DeftNDArrayHandle x = make(DEFT_FLOAT32, 4, SHAPE(0, 3, 5, 5), NULL);
     DeftNDArrayHandle w = make(DEFT_FLOAT32, 4, SHAPE(2, 3, 3, 3), NULL);
@@ -1016,6 +1125,7 @@ int main(void) {
     tcase_add_test(tc, test_batched_small_outputs_match_direct_loops);
     tcase_add_test(tc, test_stem_kernel_matches_direct_loops);
     tcase_add_test(tc, test_kept_weights_follow_writes);
+    tcase_add_test(tc, test_batch_norm_folded_by_executors);
     tcase_add_test(tc, test_zero_size_batch);
     tcase_add_test(tc, test_zero_size_batch_gradient);
     tcase_add_test(tc, test_infer_weight_and_bias_from_data);

@@ -9,6 +9,7 @@
 
 #include "core/base/error.h"
 #include "core/base/fence.h"
+#include "core/graph/pass.h"
 #include "core/graph/place_device.h"
 #include "core/graph/subgraph.h"
 
@@ -171,6 +172,16 @@ static int list_outputs(deft_cached_op_t *op) {
     return 0;
 }
 
+/* The graph an executor runs: sym's, with BatchNorm folded into the
+ * convolutions it follows (fold_bn.c); symbols and exports keep both. */
+static int build_graph(const deft_symbol_t *sym, deft_graph_t **g) {
+    deft_symbol_t *folded;
+    if (deft_pass_fold_bn(sym, &folded)) return -1;
+    int status = deft_graph_build(folded->num_outputs, folded->outputs, g);
+    deft_symbol_free(folded);
+    return status;
+}
+
 int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_op_t **out) {
     if (deft_symbol_check_composed(sym, "sym")) return -1;
     deft_cached_op_t *op = calloc(1, sizeof *op);
@@ -179,7 +190,7 @@ int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_o
     pthread_mutex_init(&op->lock, NULL);
     op->plan_memory = plan_memory;
     deft_plan_cache_limits(&op->max_plan_bytes, &op->max_plans);
-    if (deft_graph_build(sym->num_outputs, sym->outputs, &op->g)) {
+    if (build_graph(sym, &op->g)) {
         deft_cached_op_release(op);
         return -1;
     }

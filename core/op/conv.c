@@ -10,8 +10,10 @@
 #include <string.h>
 
 #include "core/op/conv.h"
+#include "core/op/conv_op.h"
 #include "core/op/grad.h"
 #include "core/op/op.h"
+#include "core/op/registry.h"
 
 #ifdef DEFT_HAVE_CUDA
 #include "core/base/fence.h"
@@ -287,6 +289,13 @@ static int conv_check(const deft_op_t *op, const deft_param_value_t *p, int nin,
                              deft_shape_format(&in[2].shape, s1, sizeof s1),
                              (long long)a->num_filter);
     return 0;
+}
+
+int deft_conv_forward_geometry(const deft_param_value_t *p, const deft_desc_t *in,
+                               deft_conv_geom_t *g) {
+    conv_args_t a;
+    deft_shape_t out;
+    return conv_check(deft_registry_find("Convolution")->op, p, 2, in, &a, g, &out);
 }
 
 static int conv_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,

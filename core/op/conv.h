@@ -77,6 +77,12 @@ bool deft_conv_direct_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);
 bool deft_conv_direct_raise_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);
 int deft_conv_direct_lower(const deft_conv_geom_t *g, const float *image, const float *w,
                            const float *bias, float *colside, const struct deft_content_key *wkey);
+/* The forward with an affine map per output channel after the sum:
+ * colside = (W . im2col(image)) scale + shift (scale, shift: filt entries),
+ * where deft_conv_direct_fits (BatchNorm folded into the convolution). */
+int deft_conv_direct_lower_scaled(const deft_conv_geom_t *g, const float *image, const float *w,
+                                  const float *scale, const float *shift, float *colside,
+                                  const struct deft_content_key *wkey);
 int deft_conv_direct_raise(const deft_conv_geom_t *g, const float *colside, const float *w,
                            const float *bias, float *image);
 /* dw from the image and the column side: where deft_conv_direct_fits and

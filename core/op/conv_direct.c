@@ -198,12 +198,19 @@ static ALWAYS AVX512 void tile(const direct_job_t *j, const float *band, const f
                                int NB, int SW) {
     __m512 acc[MAX_BLOCKS][MAX_PIX];
     for (int b = 0; b < NB; b++) {
-        __m512 init = j->bias ? _mm512_loadu_ps(j->bias + o0 + b * CB) : _mm512_setzero_ps();
+        __m512 init =
+            j->bias && !j->scale ? _mm512_loadu_ps(j->bias + o0 + b * CB) : _mm512_setzero_ps();
 #pragma GCC unroll 14
         for (int p = 0; p < P; p++) acc[b][p] = init;
     }
     const float *x = band + (y - y0) * j->sh * j->icb * j->wp * CB + x0 * SW * CB;
     tile_macs(j, x, wo, P, NB, SW, acc);
+    for (int b = 0; j->scale && b < NB; b++) {
+        __m512 s = _mm512_loadu_ps(j->scale + o0 + b * CB),
+               t = _mm512_loadu_ps(j->bias + o0 + b * CB);
+#pragma GCC unroll 14
+        for (int p = 0; p < P; p++) acc[b][p] = _mm512_fmadd_ps(acc[b][p], s, t);
+    }
     deft_direct_store_tile(acc, P, NB, j->oc - o0, j->oh * j->ow,
                            out + o0 * j->oh * j->ow + y * j->ow + x0);
 }
@@ -339,6 +346,20 @@ int deft_conv_direct_lower(const deft_conv_geom_t *g, const float *image, const 
     return pack_and_run(&j, g, w, false, bias, wkey);
 }
 
+int deft_conv_direct_lower_scaled(const deft_conv_geom_t *g, const float *image, const float *w,
+                                  const float *scale, const float *shift, float *colside,
+                                  const deft_content_key_t *wkey) {
+    direct_job_t j;
+    job_for(&j, g);
+    float *spk = calloc((size_t)j.ocp, sizeof(float));
+    if (!spk) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "convolution: no memory for scales");
+    memcpy(spk, scale, (size_t)j.oc * sizeof(float));
+    j.image = image, j.out = colside, j.scale = spk;
+    int status = pack_and_run(&j, g, w, false, shift, wkey);
+    free(spk);
+    return status;
+}
+
 /* The data gradient at stride 1 is a convolution of the column side with the
  * weights transposed and flipped, padded by k - 1 - p. */
 static bool raise_geometry(const deft_conv_geom_t *g, deft_conv_geom_t *t) {
@@ -382,6 +403,12 @@ bool deft_conv_direct_raise_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) 
 int deft_conv_direct_lower(const deft_conv_geom_t *g, const float *image, const float *w,
                            const float *bias, float *colside, const deft_content_key_t *wkey) {
     (void)g, (void)image, (void)w, (void)bias, (void)colside, (void)wkey;
+    return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct kernel here");
+}
+int deft_conv_direct_lower_scaled(const deft_conv_geom_t *g, const float *image, const float *w,
+                                  const float *scale, const float *shift, float *colside,
+                                  const deft_content_key_t *wkey) {
+    (void)g, (void)image, (void)w, (void)scale, (void)shift, (void)colside, (void)wkey;
     return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct kernel here");
 }
 int deft_conv_direct_raise(const deft_conv_geom_t *g, const float *colside, const float *w,

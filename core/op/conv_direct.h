@@ -42,6 +42,7 @@ typedef struct direct_job {
     int64_t band, nbands;           /* output rows per work item */
     int64_t osplits;                /* runs of output channels per band (forward items) */
     const float *image, *bias;      /* bias: NULL, or ocp entries */
+    const float *scale;             /* NULL, or ocp entries: out = sum scale + bias */
     const float *wpk;               /* packed weights, or NULL: items pack their own */
     const float *w;                 /* the weights as given, */
     bool flip;                      /* read for the data gradient */
