@@ -810,12 +810,12 @@ START_TEST(test_kept_weights_follow_writes) {
 END_TEST
 
 /*
- * Executors fold a BatchNorm into the Convolution it alone reads (_conv_bn,
+ * Executors fold a BatchNorm into the Convolution it alone reads, and the
+ * relu that alone reads the BatchNorm (_conv_bn, _conv_bn_relu,
  * core/graph/fold_bn.c). Predict mode: the per-channel affine map against
- * the loops here (the direct kernel's epilogue for 32 -> 64, both kernels
+ * the loops here (the direct kernel's epilogue for 32 -> 64, the kernels
  * one after the other for the RGB stem's 3 channels). Training mode: the
- * same values and moving statistics as Convolution then BatchNorm invoked
- * one by one.
+ * same values and moving statistics as the operators invoked one by one.
  */
 static const conv_case_t folded_cases[] = {
     {2, 2, 32, 64, 1, DIMS(9, 15), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
@@ -824,35 +824,40 @@ static const conv_case_t folded_cases[] = {
      DIMS(0)},
 };
 
-/* BatchNorm(Convolution(data, weight), gamma, beta, mean, var); conv_out: also a graph output. */
-static DeftSymbolHandle conv_bn_symbol(const conv_case_t *c, bool conv_out) {
+/* BatchNorm(Convolution(data, weight), gamma, beta, mean, var), then relu
+ * with `relu`; conv_out: the convolution's output is a graph output too. */
+static DeftSymbolHandle conv_bn_symbol(const conv_case_t *c, bool conv_out, bool relu) {
     conv_text_t t = text_of(c);
     const char *names[6] = {"data", "weight", "gamma", "beta", "mean", "var"};
     DeftSymbolHandle v[6];
     for (int k = 0; k < 6; k++) v[k] = var(names[k]);
     DeftSymbolHandle conv = apply("Convolution", "conv", 2, v, CONV_TEXT_PARAMS(t));
     DeftSymbolHandle bn_in[5] = {conv, v[2], v[3], v[4], v[5]};
-    DeftSymbolHandle bn = apply("BatchNorm", "bn", 5, bn_in, P("fix_gamma", "false"));
-    DeftSymbolHandle both[2] = {bn, conv}, out = bn;
+    DeftSymbolHandle bn = apply("BatchNorm", "bn", 5, bn_in, P("fix_gamma", "false")), y = bn;
+    if (relu) y = apply("Activation", "relu", 1, &bn, P("act_type", "relu"));
+    DeftSymbolHandle both[2] = {y, conv}, out = y;
     if (conv_out) ck_assert_ok(DeftSymbolCreateGroup(2, both, &out));
     for (int k = 0; k < 6; k++) ck_assert_ok(DeftSymbolFree(v[k]));
-    if (conv_out) ck_assert_ok(DeftSymbolFree(bn));
+    if (conv_out) ck_assert_ok(DeftSymbolFree(y));
+    if (relu) ck_assert_ok(DeftSymbolFree(bn));
     ck_assert_ok(DeftSymbolFree(conv));
     return out;
 }
 
-/* Whether the executors' pass folds the symbol (its result names _conv_bn). */
-static bool folds(DeftSymbolHandle sym) {
+/* Whether the executors' pass folds the symbol (its result names `op`). */
+static bool folds(DeftSymbolHandle sym, const char *op) {
     DeftSymbolHandle folded;
     const char *json;
     ck_assert_ok(DeftSymbolApplyPasses(sym, "FoldBatchNorm", &folded));
     ck_assert_ok(DeftSymbolSaveToJSON(folded, &json));
-    bool found = strstr(json, "_conv_bn") != NULL;
+    char quoted[32];
+    snprintf(quoted, sizeof quoted, "\"%s\"", op);
+    bool found = strstr(json, quoted) != NULL;
     ck_assert_ok(DeftSymbolFree(folded));
     return found;
 }
 
-static void check_folded(const conv_case_t *c, int dtype) {
+static void check_folded(const conv_case_t *c, int dtype, bool relu) {
     conv_text_t t = text_of(c);
     int64_t out[3];
     conv_out(c, out);
@@ -870,11 +875,12 @@ static void check_folded(const conv_case_t *c, int dtype) {
     for (int64_t i = 0; i < ny; i++) {
         int64_t f = i / space % c->filt;
         want[i] = (want[i] - stats[2][f]) / sqrt(stats[3][f] + 1e-3) * stats[0][f] + stats[1][f];
+        want[i] = relu && want[i] < 0 ? 0 : want[i];
     }
     DeftNDArrayHandle in[6] = {make(dtype, 4, xs, x), make(dtype, 4, ws, w)};
     for (int k = 0; k < 4; k++) in[2 + k] = make(dtype, 1, fs, stats[k]);
-    DeftSymbolHandle sym = conv_bn_symbol(c, false);
-    ck_assert(folds(sym));
+    DeftSymbolHandle sym = conv_bn_symbol(c, false, relu);
+    ck_assert(folds(sym, relu ? "_conv_bn_relu" : "_conv_bn"));
     DeftCachedOpHandle exec;
     ck_assert_ok(DeftCachedOpCreate(sym, 0, &exec));
     DeftNDArrayHandle y[2] = {NULL, NULL};
@@ -889,10 +895,11 @@ static void check_folded(const conv_case_t *c, int dtype) {
     ck_assert_ok(DeftCachedOpInvoke(exec, 6, in, &nout, &y[1]));
     DeftNDArrayHandle conv = call1("Convolution", 2, in, CONV_TEXT_PARAMS(t));
     DeftNDArrayHandle bn_in[5] = {conv, in[2], in[3], moving[0], moving[1]};
-    DeftNDArrayHandle bn = call1("BatchNorm", 5, bn_in, P("fix_gamma", "false"));
+    DeftNDArrayHandle bn = call1("BatchNorm", 5, bn_in, P("fix_gamma", "false")), act = NULL;
+    if (relu) act = call1("Activation", 1, &bn, P("act_type", "relu"));
     ck_assert_ok(DeftAutogradSetIsTraining(prev, NULL));
     int64_t n;
-    double *expect = read_all(bn, &n);
+    double *expect = read_all(relu ? act : bn, &n);
     assert_values(y[1], ny, expect, 1e-6);
     free(expect);
     for (int k = 0; k < 2; k++) {
@@ -901,19 +908,22 @@ static void check_folded(const conv_case_t *c, int dtype) {
         free(expect);
     }
     /* the convolution's output read elsewhere too: left alone */
-    DeftSymbolHandle both = conv_bn_symbol(c, true);
-    ck_assert(!folds(both));
+    DeftSymbolHandle both = conv_bn_symbol(c, true, relu);
+    ck_assert(!folds(both, "_conv_bn") && !folds(both, "_conv_bn_relu"));
     ck_assert_ok(DeftSymbolFree(both));
     ck_assert_ok(DeftCachedOpFree(exec));
     ck_assert_ok(DeftSymbolFree(sym));
     free_all(6, in), free_all(2, y), free_all(2, moving), free_all(1, &conv), free_all(1, &bn);
+    if (relu) free_all(1, &act);
     free(x), free(w), free(want);
 }
 
 START_TEST(test_batch_norm_folded_by_executors) {
     for (size_t i = 0; i < sizeof folded_cases / sizeof folded_cases[0]; i++) {
-        check_folded(&folded_cases[i], DEFT_FLOAT32);
-        check_folded(&folded_cases[i], DEFT_FLOAT64);
+        for (int relu = 0; relu < 2; relu++) {
+            check_folded(&folded_cases[i], DEFT_FLOAT32, relu);
+            check_folded(&folded_cases[i], DEFT_FLOAT64, relu);
+        }
     }
 }
 END_TEST

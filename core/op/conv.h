@@ -79,9 +79,10 @@ int deft_conv_direct_lower(const deft_conv_geom_t *g, const float *image, const 
                            const float *bias, float *colside, const struct deft_content_key *wkey);
 /* The forward with an affine map per output channel after the sum:
  * colside = (W . im2col(image)) scale + shift (scale, shift: filt entries),
- * where deft_conv_direct_fits (BatchNorm folded into the convolution). */
+ * then max(colside, 0) with relu, where deft_conv_direct_fits (BatchNorm
+ * and relu folded into the convolution). */
 int deft_conv_direct_lower_scaled(const deft_conv_geom_t *g, const float *image, const float *w,
-                                  const float *scale, const float *shift, float *colside,
+                                  const float *scale, const float *shift, bool relu, float *colside,
                                   const struct deft_content_key *wkey);
 int deft_conv_direct_raise(const deft_conv_geom_t *g, const float *colside, const float *w,
                            const float *bias, float *image);

@@ -2,6 +2,8 @@
  * _conv_bn: a Convolution without bias and the BatchNorm over its output
  * channels as one node, made by the FoldBatchNorm pass (core/graph/fold_bn.c)
  * for executors; never exported (graphs keep the two MXNet operators).
+ * _conv_bn_relu: the same, then Activation relu (max(y, 0)), as the kernel's
+ * last step too.
  *
  * Where BatchNorm normalises with its moving statistics (predict mode, or
  * use_global_stats), it is an affine map per channel,
@@ -55,6 +57,7 @@ static const deft_param_def_t conv_bn_params[] = {
 typedef struct parts {
     const deft_op_t *conv, *bn;
     deft_params_t bn_params;
+    bool relu; /* _conv_bn_relu */
 } parts_t;
 
 static int parts_of(const deft_op_t *op, const deft_param_value_t *p, parts_t *pt) {
@@ -64,7 +67,7 @@ static int parts_of(const deft_op_t *op, const deft_param_value_t *p, parts_t *p
     if (!conv || !bn || deft_op_parse_params(bn, 0, NULL, NULL, &defaults))
         return deft_op_error(op, DEFT_ERR_INTERNAL, "needs Convolution and BatchNorm");
     if (!p[7].i) return deft_op_error(op, DEFT_ERR_VALUE, "no_bias must be true");
-    pt->conv = conv->op, pt->bn = bn->op;
+    pt->conv = conv->op, pt->bn = bn->op, pt->relu = op->data != NULL;
     pt->bn_params = *defaults;
     /* BatchNorm's order: eps, momentum, fix_gamma, use_global_stats, output_mean_var, axis */
     deft_param_value_t *bn_p = pt->bn_params.v;
@@ -92,8 +95,9 @@ static int run_both(const parts_t *pt, const deft_param_value_t *p, const deft_t
     deft_forward_fn conv = gpu ? pt->conv->forward_gpu : pt->conv->forward;
     deft_forward_fn bn = gpu ? pt->bn->forward_gpu : pt->bn->forward;
     deft_tensor_t bn_in[5] = {out[0], in[2], in[3], in[4], in[5]};
-    if (conv(pt->conv, p, 2, in, 1, out)) return -1;
-    return bn(pt->bn, pt->bn_params.v, 5, bn_in, nout, out);
+    if (conv(pt->conv, p, 2, in, 1, out) || bn(pt->bn, pt->bn_params.v, 5, bn_in, nout, out))
+        return -1;
+    return pt->relu ? deft_registry_run_kernel("Activation", "act_type", "relu", out, out) : 0;
 }
 
 /* s = gamma / sqrt(var + eps) (gamma 1 with fix_gamma), t = beta - mean s, as BatchNorm's
@@ -129,9 +133,9 @@ static int conv_bn_forward(const deft_op_t *op, const deft_param_value_t *p, int
     affine(p, in, g.filt, st, st + g.filt);
     deft_content_key_t wkey;
     bool keyed = !deft_op_training() && deft_op_content_key(&in[1], &wkey);
-    int status =
-        deft_conv_direct_lower_scaled(&g, deft_tensor_data(&in[0]), deft_tensor_data(&in[1]), st,
-                                      st + g.filt, deft_tensor_data(&out[0]), keyed ? &wkey : NULL);
+    int status = deft_conv_direct_lower_scaled(&g, deft_tensor_data(&in[0]),
+                                               deft_tensor_data(&in[1]), st, st + g.filt, pt.relu,
+                                               deft_tensor_data(&out[0]), keyed ? &wkey : NULL);
     free(st);
     return status;
 }
@@ -164,6 +168,22 @@ static const deft_op_t conv_bn_ops[] = {
      .mutate_inputs = (1u << 4) | (1u << 5),
      .num_outputs = conv_bn_num_outputs,
      .num_visible_outputs = conv_bn_visible,
+     .graph_only = true},
+    {.name = "_conv_bn_relu",
+     .description = "Convolution without bias, BatchNorm over its channels, then relu (made by the "
+                    "FoldBatchNorm pass).",
+     .input_names = conv_bn_inputs,
+     .min_inputs = 6,
+     .max_inputs = 6,
+     .params = conv_bn_params,
+     .infer = conv_bn_infer,
+     .forward = conv_bn_forward,
+     .forward_gpu = DEFT_GPU(conv_bn_forward),
+     .inplace_input = -1,
+     .mutate_inputs = (1u << 4) | (1u << 5),
+     .num_outputs = conv_bn_num_outputs,
+     .num_visible_outputs = conv_bn_visible,
+     .data = "relu",
      .graph_only = true},
 };
 

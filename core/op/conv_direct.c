@@ -211,6 +211,9 @@ static ALWAYS AVX512 void tile(const direct_job_t *j, const float *band, const f
 #pragma GCC unroll 14
         for (int p = 0; p < P; p++) acc[b][p] = _mm512_fmadd_ps(acc[b][p], s, t);
     }
+    for (int b = 0; j->relu && b < NB; b++)
+#pragma GCC unroll 14
+        for (int p = 0; p < P; p++) acc[b][p] = _mm512_max_ps(acc[b][p], _mm512_setzero_ps());
     deft_direct_store_tile(acc, P, NB, j->oc - o0, j->oh * j->ow,
                            out + o0 * j->oh * j->ow + y * j->ow + x0);
 }
@@ -347,14 +350,14 @@ int deft_conv_direct_lower(const deft_conv_geom_t *g, const float *image, const 
 }
 
 int deft_conv_direct_lower_scaled(const deft_conv_geom_t *g, const float *image, const float *w,
-                                  const float *scale, const float *shift, float *colside,
+                                  const float *scale, const float *shift, bool relu, float *colside,
                                   const deft_content_key_t *wkey) {
     direct_job_t j;
     job_for(&j, g);
     float *spk = calloc((size_t)j.ocp, sizeof(float));
     if (!spk) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "convolution: no memory for scales");
     memcpy(spk, scale, (size_t)j.oc * sizeof(float));
-    j.image = image, j.out = colside, j.scale = spk;
+    j.image = image, j.out = colside, j.scale = spk, j.relu = relu;
     int status = pack_and_run(&j, g, w, false, shift, wkey);
     free(spk);
     return status;
@@ -406,9 +409,9 @@ int deft_conv_direct_lower(const deft_conv_geom_t *g, const float *image, const 
     return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct kernel here");
 }
 int deft_conv_direct_lower_scaled(const deft_conv_geom_t *g, const float *image, const float *w,
-                                  const float *scale, const float *shift, float *colside,
+                                  const float *scale, const float *shift, bool relu, float *colside,
                                   const deft_content_key_t *wkey) {
-    (void)g, (void)image, (void)w, (void)scale, (void)shift, (void)colside, (void)wkey;
+    (void)g, (void)image, (void)w, (void)scale, (void)shift, (void)relu, (void)colside, (void)wkey;
     return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct kernel here");
 }
 int deft_conv_direct_raise(const deft_conv_geom_t *g, const float *colside, const float *w,

@@ -43,6 +43,7 @@ typedef struct direct_job {
     int64_t osplits;                /* runs of output channels per band (forward items) */
     const float *image, *bias;      /* bias: NULL, or ocp entries */
     const float *scale;             /* NULL, or ocp entries: out = sum scale + bias */
+    bool relu;                      /* then out = max(out, 0) */
     const float *wpk;               /* packed weights, or NULL: items pack their own */
     const float *w;                 /* the weights as given, */
     bool flip;                      /* read for the data gradient */
