@@ -25,8 +25,13 @@
 /* BatchNorm's parameters the fused node takes (the others have no effect or forbid folding). */
 static const char *const bn_keys[] = {"eps", "momentum", "fix_gamma", "use_global_stats", "axis"};
 
+/* An operator node of that name without annotations (a device to run on,
+ * a profiler scope: which the one node could not honour for both). */
 static bool is_op(const deft_node_t *n, const char *name) {
-    return n->op && strcmp(n->op->op->name, name) == 0;
+    if (!n->op || strcmp(n->op->op->name, name) != 0) return false;
+    for (int a = 0; a < n->attrs.count; a++)
+        if (deft_attr_is_annotation(n->attrs.keys[a])) return false;
+    return true;
 }
 
 /* readers[e]: the node inputs reading entry e, plus 2 for a graph output;
@@ -76,8 +81,7 @@ static int fused_node(const deft_node_t *conv, const deft_node_t *bn, const deft
     const char *keys[DEFT_OP_MAX_PARAMS], *vals[DEFT_OP_MAX_PARAMS];
     int n = 0;
     for (int a = 0; a < conv->attrs.count && n < DEFT_OP_MAX_PARAMS; a++)
-        if (!deft_attr_is_annotation(conv->attrs.keys[a]))
-            keys[n] = conv->attrs.keys[a], vals[n++] = conv->attrs.vals[a];
+        keys[n] = conv->attrs.keys[a], vals[n++] = conv->attrs.vals[a];
     for (size_t b = 0; b < sizeof bn_keys / sizeof bn_keys[0]; b++) {
         const char *v = deft_node_attr(bn, bn_keys[b]);
         if (v && n < DEFT_OP_MAX_PARAMS) keys[n] = bn_keys[b], vals[n++] = v;
