@@ -355,8 +355,9 @@ def report_profile(batch):
     total = sum(ms for _, ms, _ in ops)
     print(f"deft at batch {batch}, 1 thread, by operator (profiler; {total:.1f} ms in all): "
           + ", ".join(f"{name} {ms:.1f} ms ({calls:g} calls)" for name, ms, calls in ops[:8]))
-    # executors fold each BatchNorm into its convolution (_conv_bn, core/graph/fold_bn.c)
-    conv = sum(ms for name, ms, _ in ops if name in ("Convolution", "_conv_bn"))
+    # executors fold each BatchNorm (and a relu after it) into its convolution
+    # (_conv_bn, _conv_bn_relu: core/graph/fold_bn.c)
+    conv = sum(ms for name, ms, _ in ops if name == "Convolution" or name.startswith("_conv_bn"))
     print(f"  Convolution (with the BatchNorm folded into it) is {conv / total:.0%} of it: "
           f"bench_conv_peers.py times each of ResNet-18's convolution shapes against the peers")
 
