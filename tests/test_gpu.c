@@ -435,7 +435,8 @@ static const gpu_case_t cases[] = {
 };
 
 /* Operators made by graph passes, run by the graph tests below instead. */
-static const char *const graph_only[] = {"_CachedOp", "_fused_elemwise"};
+static const char *const graph_only[] = {"_CachedOp", "_fused_elemwise", "_conv_bn",
+                                         "_conv_bn_relu"};
 
 START_TEST(test_every_gpu_kernel_has_a_case) {
     for (int i = 0; i < deft_registry_count(); i++) {

@@ -669,6 +669,265 @@ START_TEST(test_batched_small_outputs_match_direct_loops) {
 }
 END_TEST
 
+/* Images of at most 4 channels at a stride the small-channel kernels leave
+ * (conv_direct_stem.c): ResNet's RGB stem (7x7 at stride 2, a tail of one
+ * pixel after 14), a pair and a part-filled block of outputs at width
+ * stride 2, one channel into one block. */
+static const conv_case_t stem_cases[] = {
+    {2, 2, 3, 64, 1, DIMS(23, 30), DIMS(7, 7), DIMS(2, 2), DIMS(3, 3), DIMS(1, 1), DIMS(0), false,
+     DIMS(0)},
+    {2, 1, 4, 40, 1, DIMS(9, 33), DIMS(5, 5), DIMS(1, 2), DIMS(2, 2), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 3, 1, 16, 1, DIMS(8, 8), DIMS(3, 3), DIMS(2, 2), DIMS(0, 0), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+};
+
+START_TEST(test_stem_kernel_matches_direct_loops) {
+    for (int on = 1; on >= 0; on--) {
+        deft_conv_direct_enable(on);
+        for (size_t i = 0; i < sizeof stem_cases / sizeof stem_cases[0]; i++) {
+            deft_conv_geom_t g = geom_2d(&stem_cases[i], false);
+            ck_assert_msg(deft_conv_stem_fits(&g, DEFT_DT_FLOAT32) == (on && have_avx512()),
+                          "case %zu: the stem kernel is %s", i, on ? "not taken" : "taken");
+            ck_assert(!deft_conv_small_fits(&g, DEFT_DT_FLOAT32));
+            ck_assert(!deft_conv_direct_fits(&g, DEFT_DT_FLOAT32));
+            check_case_within(&stem_cases[i], false, DEFT_FLOAT32, DIRECT_TOL);
+        }
+    }
+    deft_conv_direct_enable(true);
+    deft_conv_geom_t g = geom_2d(&stem_cases[0], false), bad;
+    bad = g, bad.chan = 5;
+    ck_assert(!deft_conv_stem_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.s[2] = 3;
+    ck_assert(!deft_conv_stem_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.d[1] = 2;
+    ck_assert(!deft_conv_stem_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.groups = 3, bad.filt = 48;
+    ck_assert(!deft_conv_stem_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.filt = 6; /* 16 computed for 6 */
+    ck_assert(!deft_conv_stem_fits(&bad, DEFT_DT_FLOAT32));
+    ck_assert(!deft_conv_stem_fits(&g, DEFT_DT_FLOAT64));
+}
+END_TEST
+
+/*
+ * Kept packed weights (conv_packed.c) follow every write to the weights. A
+ * graph run keys its bound weights when it is pushed; these runs are queued
+ * without waiting, with writes queued between them (a copy from the host,
+ * an in-place operator), so a run may start after a later write was queued.
+ * A weight computed inside the graph (an arena value) is never keyed. The
+ * second case's W (over 512 KiB) at one image packed per work item unkept.
+ */
+static const conv_case_t kept_cases[] = {
+    {2, 1, 32, 64, 1, DIMS(9, 15), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 1, 128, 136, 1, DIMS(5, 7), DIMS(3, 3), DIMS(2, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
+     DIMS(0)},
+};
+
+/* A 2-D case's parameters as text. */
+typedef struct conv_text {
+    char kernel[64], stride[64], pad[64], nf[16];
+    const char *no_bias;
+} conv_text_t;
+
+static conv_text_t text_of(const conv_case_t *c) {
+    conv_text_t t = {.no_bias = c->bias ? "false" : "true"};
+    tuple_text(2, c->k, t.kernel, sizeof t.kernel);
+    tuple_text(2, c->s, t.stride, sizeof t.stride);
+    tuple_text(2, c->p, t.pad, sizeof t.pad);
+    snprintf(t.nf, sizeof t.nf, "%lld", (long long)c->filt);
+    return t;
+}
+
+#define CONV_TEXT_PARAMS(t)                                                                        \
+    P("kernel", (t).kernel, "stride", (t).stride, "pad", (t).pad, "num_filter", (t).nf, "no_bias", \
+      (t).no_bias)
+
+/* Convolution of the case on variables data, weight (through _mul_scalar
+ * by 1 inside the graph when `computed`) and bias. */
+static DeftSymbolHandle kept_symbol(const conv_case_t *c, bool computed) {
+    conv_text_t t = text_of(c);
+    DeftSymbolHandle in[3] = {var("data"), var("weight"), var("bias")}, weight = in[1];
+    if (computed) in[1] = apply("_mul_scalar", "scaled", 1, &weight, P("scalar", "1"));
+    DeftSymbolHandle y = apply("Convolution", "conv", c->bias ? 3 : 2, in, CONV_TEXT_PARAMS(t));
+    for (int k = 0; k < 3; k++) ck_assert_ok(DeftSymbolFree(in[k]));
+    if (computed) ck_assert_ok(DeftSymbolFree(weight));
+    return y;
+}
+
+static void check_kept(const conv_case_t *c, bool computed) {
+    int64_t out[3];
+    conv_out(c, out);
+    int64_t xs[4] = {c->batch, c->chan, c->in[0], c->in[1]};
+    int64_t ws[4] = {c->filt, c->chan, c->k[0], c->k[1]};
+    int64_t nx = count_of(4, xs), nw = count_of(4, ws), ny = c->batch * c->filt * out[0] * out[1];
+    double *x = malloc(sizeof(double) * (size_t)nx), *b = malloc(sizeof(double) * (size_t)c->filt);
+    double *w[3], *want[3];
+    fill(x, nx, 1), fill(b, c->filt, 3);
+    for (int v = 0; v < 3; v++) {
+        w[v] = malloc(sizeof(double) * (size_t)nw);
+        want[v] = malloc(sizeof(double) * (size_t)ny);
+        fill(w[v], nw, 2 + 3 * (v % 2)); /* w2 = 2 w1 is made in place below */
+        for (int64_t i = 0; v == 2 && i < nw; i++) w[v][i] = 2 * w[1][i];
+        ref_conv(c, x, w[v], b, want[v]);
+    }
+    DeftNDArrayHandle in[3] = {make(DEFT_FLOAT32, 4, xs, x), make(DEFT_FLOAT32, 4, ws, w[0]),
+                               make(DEFT_FLOAT32, 1, (int64_t[]){c->filt}, b)};
+    DeftSymbolHandle sym = kept_symbol(c, computed);
+    DeftCachedOpHandle exec;
+    ck_assert_ok(DeftCachedOpCreate(sym, 0, &exec));
+    DeftNDArrayHandle y[4] = {NULL, NULL, NULL, NULL};
+    const int nin = c->bias ? 3 : 2;
+    int nout = 1;
+    for (int run = 0; run < 3; run++) {
+        nout = 1;
+        ck_assert_ok(DeftCachedOpInvoke(exec, nin, in, &nout, &y[run]));
+        if (run == 0) set_values(in[1], nw, w[1]);
+        DeftNDArrayHandle doubled[1] = {in[1]};
+        nout = 1;
+        if (run == 1)
+            ck_assert_ok(call("_mul_scalar", 1, in + 1, &nout, doubled, P("scalar", "2")));
+    }
+    conv_text_t t = text_of(c);
+    y[3] = call1("Convolution", nin, in, CONV_TEXT_PARAMS(t));
+    /* 1152 float32 terms of up to 5.6 (the doubled weights) round to about
+     * 7e-4 here, imperative or not; a stale result would be off by O(1). */
+    for (int run = 0; run < 4; run++) assert_values(y[run], ny, want[run < 3 ? run : 2], 2e-3);
+    ck_assert_ok(DeftCachedOpFree(exec));
+    ck_assert_ok(DeftSymbolFree(sym));
+    free_all(4, y), free_all(3, in);
+    for (int v = 0; v < 3; v++) free(w[v]), free(want[v]);
+    free(x), free(b);
+}
+
+START_TEST(test_kept_weights_follow_writes) {
+    for (size_t i = 0; i < sizeof kept_cases / sizeof kept_cases[0]; i++) {
+        check_kept(&kept_cases[i], false);
+        check_kept(&kept_cases[i], true);
+    }
+}
+END_TEST
+
+/*
+ * Executors fold a BatchNorm into the Convolution it alone reads, and the
+ * relu that alone reads the BatchNorm (_conv_bn, _conv_bn_relu,
+ * core/graph/fold_bn.c). Predict mode: the per-channel affine map against
+ * the loops here (the direct kernel's epilogue for 32 -> 64, the kernels
+ * one after the other for the RGB stem's 3 channels). Training mode: the
+ * same values and moving statistics as the operators invoked one by one.
+ */
+static const conv_case_t folded_cases[] = {
+    {2, 2, 32, 64, 1, DIMS(9, 15), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
+     DIMS(0)},
+    {2, 2, 3, 16, 1, DIMS(12, 13), DIMS(7, 7), DIMS(2, 2), DIMS(3, 3), DIMS(1, 1), DIMS(0), false,
+     DIMS(0)},
+};
+
+/* BatchNorm(Convolution(data, weight), gamma, beta, mean, var), then relu
+ * with `relu`; conv_out: the convolution's output is a graph output too. */
+static DeftSymbolHandle conv_bn_symbol(const conv_case_t *c, bool conv_out, bool relu) {
+    conv_text_t t = text_of(c);
+    const char *names[6] = {"data", "weight", "gamma", "beta", "mean", "var"};
+    DeftSymbolHandle v[6];
+    for (int k = 0; k < 6; k++) v[k] = var(names[k]);
+    DeftSymbolHandle conv = apply("Convolution", "conv", 2, v, CONV_TEXT_PARAMS(t));
+    DeftSymbolHandle bn_in[5] = {conv, v[2], v[3], v[4], v[5]};
+    DeftSymbolHandle bn = apply("BatchNorm", "bn", 5, bn_in, P("fix_gamma", "false")), y = bn;
+    if (relu) y = apply("Activation", "relu", 1, &bn, P("act_type", "relu"));
+    DeftSymbolHandle both[2] = {y, conv}, out = y;
+    if (conv_out) ck_assert_ok(DeftSymbolCreateGroup(2, both, &out));
+    for (int k = 0; k < 6; k++) ck_assert_ok(DeftSymbolFree(v[k]));
+    if (conv_out) ck_assert_ok(DeftSymbolFree(y));
+    if (relu) ck_assert_ok(DeftSymbolFree(bn));
+    ck_assert_ok(DeftSymbolFree(conv));
+    return out;
+}
+
+/* Whether the executors' pass folds the symbol (its result names `op`). */
+static bool folds(DeftSymbolHandle sym, const char *op) {
+    DeftSymbolHandle folded;
+    const char *json;
+    ck_assert_ok(DeftSymbolApplyPasses(sym, "FoldBatchNorm", &folded));
+    ck_assert_ok(DeftSymbolSaveToJSON(folded, &json));
+    char quoted[32];
+    snprintf(quoted, sizeof quoted, "\"%s\"", op);
+    bool found = strstr(json, quoted) != NULL;
+    ck_assert_ok(DeftSymbolFree(folded));
+    return found;
+}
+
+static void check_folded(const conv_case_t *c, int dtype, bool relu) {
+    conv_text_t t = text_of(c);
+    int64_t out[3];
+    conv_out(c, out);
+    int64_t xs[4] = {c->batch, c->chan, c->in[0], c->in[1]};
+    int64_t ws[4] = {c->filt, c->chan, c->k[0], c->k[1]}, fs[1] = {c->filt};
+    int64_t nx = count_of(4, xs), nw = count_of(4, ws), space = out[0] * out[1];
+    int64_t ny = c->batch * c->filt * space;
+    double *x = malloc(sizeof(double) * (size_t)nx), *w = malloc(sizeof(double) * (size_t)nw);
+    double *want = malloc(sizeof(double) * (size_t)ny), stats[4][64];
+    fill(x, nx, 1), fill(w, nw, 2);
+    for (int64_t f = 0; f < c->filt; f++) /* gamma, beta, mean, var > 0 */
+        stats[0][f] = 0.5 + 0.03 * (double)f, stats[1][f] = 0.1 * (double)(f % 7) - 0.3,
+        stats[2][f] = 0.2 * (double)(f % 5) - 0.4, stats[3][f] = 0.5 + 0.1 * (double)(f % 9);
+    ref_conv(c, x, w, NULL, want);
+    for (int64_t i = 0; i < ny; i++) {
+        int64_t f = i / space % c->filt;
+        want[i] = (want[i] - stats[2][f]) / sqrt(stats[3][f] + 1e-3) * stats[0][f] + stats[1][f];
+        want[i] = relu && want[i] < 0 ? 0 : want[i];
+    }
+    DeftNDArrayHandle in[6] = {make(dtype, 4, xs, x), make(dtype, 4, ws, w)};
+    for (int k = 0; k < 4; k++) in[2 + k] = make(dtype, 1, fs, stats[k]);
+    DeftSymbolHandle sym = conv_bn_symbol(c, false, relu);
+    ck_assert(folds(sym, relu ? "_conv_bn_relu" : "_conv_bn"));
+    DeftCachedOpHandle exec;
+    ck_assert_ok(DeftCachedOpCreate(sym, 0, &exec));
+    DeftNDArrayHandle y[2] = {NULL, NULL};
+    int nout = 1;
+    ck_assert_ok(DeftCachedOpInvoke(exec, 6, in, &nout, &y[0]));
+    assert_values(y[0], ny, want, dtype == DEFT_FLOAT32 ? DIRECT_TOL : 1e-10);
+    /* training mode: batch statistics, moving ones updated, as the two operators do */
+    DeftNDArrayHandle moving[2] = {make(dtype, 1, fs, stats[2]), make(dtype, 1, fs, stats[3])};
+    int prev;
+    ck_assert_ok(DeftAutogradSetIsTraining(1, &prev));
+    nout = 1;
+    ck_assert_ok(DeftCachedOpInvoke(exec, 6, in, &nout, &y[1]));
+    DeftNDArrayHandle conv = call1("Convolution", 2, in, CONV_TEXT_PARAMS(t));
+    DeftNDArrayHandle bn_in[5] = {conv, in[2], in[3], moving[0], moving[1]};
+    DeftNDArrayHandle bn = call1("BatchNorm", 5, bn_in, P("fix_gamma", "false")), act = NULL;
+    if (relu) act = call1("Activation", 1, &bn, P("act_type", "relu"));
+    ck_assert_ok(DeftAutogradSetIsTraining(prev, NULL));
+    int64_t n;
+    double *expect = read_all(relu ? act : bn, &n);
+    assert_values(y[1], ny, expect, 1e-6);
+    free(expect);
+    for (int k = 0; k < 2; k++) {
+        expect = read_all(moving[k], &n);
+        assert_values(in[4 + k], c->filt, expect, 1e-6);
+        free(expect);
+    }
+    /* the convolution's output read elsewhere too: left alone */
+    DeftSymbolHandle both = conv_bn_symbol(c, true, relu);
+    ck_assert(!folds(both, "_conv_bn") && !folds(both, "_conv_bn_relu"));
+    ck_assert_ok(DeftSymbolFree(both));
+    ck_assert_ok(DeftCachedOpFree(exec));
+    ck_assert_ok(DeftSymbolFree(sym));
+    free_all(6, in), free_all(2, y), free_all(2, moving), free_all(1, &conv), free_all(1, &bn);
+    if (relu) free_all(1, &act);
+    free(x), free(w), free(want);
+}
+
+START_TEST(test_batch_norm_folded_by_executors) {
+    for (size_t i = 0; i < sizeof folded_cases / sizeof folded_cases[0]; i++) {
+        for (int relu = 0; relu < 2; relu++) {
+            check_folded(&folded_cases[i], DEFT_FLOAT32, relu);
+            check_folded(&folded_cases[i], DEFT_FLOAT64, relu);
+        }
+    }
+}
+END_TEST
+
 START_TEST(test_zero_size_batch) {
     DeftNDArrayHandle x = make(DEFT_FLOAT32, 4, SHAPE(0, 3, 5, 5), NULL);
     DeftNDArrayHandle w = make(DEFT_FLOAT32, 4, SHAPE(2, 3, 3, 3), NULL);
@@ -874,6 +1133,9 @@ int main(void) {
     tcase_add_test(tc, test_small_channel_backward_matches_scatter_loops);
     tcase_add_test(tc, test_small_channel_kernels_leave_the_rest);
     tcase_add_test(tc, test_batched_small_outputs_match_direct_loops);
+    tcase_add_test(tc, test_stem_kernel_matches_direct_loops);
+    tcase_add_test(tc, test_kept_weights_follow_writes);
+    tcase_add_test(tc, test_batch_norm_folded_by_executors);
     tcase_add_test(tc, test_zero_size_batch);
     tcase_add_test(tc, test_zero_size_batch_gradient);
     tcase_add_test(tc, test_infer_weight_and_bias_from_data);

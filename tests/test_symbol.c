@@ -708,7 +708,7 @@ START_TEST(test_cse_merges_duplicates_and_keeps_random_ops) {
     ck_assert_fails(
         DeftSymbolApplyPasses(group, "CSE,Fusion", &bad), DEFT_ERROR_VALUE,
         "unknown pass 'Fusion' (passes: DCE, CSE, InferShape, Fuse, PlanMemory, Gradient, "
-        "PlaceDevice)");
+        "PlaceDevice, FoldBatchNorm)");
     ck_assert_ptr_null(bad);
     free_symbols(10, (DeftSymbolHandle[]){x, e1, e2, s1, s2, s3, r1, r2, group, merged});
 }

@@ -355,9 +355,11 @@ def report_profile(batch):
     total = sum(ms for _, ms, _ in ops)
     print(f"deft at batch {batch}, 1 thread, by operator (profiler; {total:.1f} ms in all): "
           + ", ".join(f"{name} {ms:.1f} ms ({calls:g} calls)" for name, ms, calls in ops[:8]))
-    conv = sum(ms for name, ms, _ in ops if name == "Convolution")
-    print(f"  Convolution is {conv / total:.0%} of it: bench_conv_peers.py times each of "
-          f"ResNet-18's convolution shapes against the peers")
+    # executors fold each BatchNorm (and a relu after it) into its convolution
+    # (_conv_bn, _conv_bn_relu: core/graph/fold_bn.c)
+    conv = sum(ms for name, ms, _ in ops if name == "Convolution" or name.startswith("_conv_bn"))
+    print(f"  Convolution (with the BatchNorm folded into it) is {conv / total:.0%} of it: "
+          f"bench_conv_peers.py times each of ResNet-18's convolution shapes against the peers")
 
 
 def load_line(when):

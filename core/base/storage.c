@@ -43,6 +43,11 @@ _Static_assert(sizeof(deft_storage_t) + DATA_ALIGN - 1 + INLINE_MAX <= DEFT_RECO
                "inline buffers fit the storage record");
 
 static atomic_bool gpu_made;
+static _Atomic uint64_t last_id;
+
+static uint64_t new_id(void) {
+    return atomic_fetch_add_explicit(&last_id, 1, memory_order_relaxed) + 1;
+}
 
 bool deft_storage_gpu_made(void) {
     return atomic_load_explicit(&gpu_made, memory_order_acquire);
@@ -87,6 +92,7 @@ int deft_storage_new(deft_device_t dev, size_t nbytes, deft_storage_t **out) {
     }
     atomic_init(&storage->refcount, 1);
     atomic_init(&storage->version, 0);
+    storage->id = new_id();
     atomic_init(&storage->fences, fences);
     atomic_init(&storage->shared, false);
     storage->device = dev;
@@ -105,6 +111,7 @@ int deft_storage_wrap(deft_device_t dev, void *data, size_t nbytes, void (*exter
     if (!storage) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a storage record");
     atomic_init(&storage->refcount, 1);
     atomic_init(&storage->version, 0);
+    storage->id = new_id();
     atomic_init(&storage->fences, NULL);
     atomic_init(&storage->shared, true);
     storage->device = dev;
@@ -155,6 +162,7 @@ void deft_storage_park(deft_storage_t *storage) {
 }
 
 void deft_storage_unpark(deft_storage_t *storage, size_t nbytes) {
+    storage->id = new_id(); /* new contents: nothing kept of the old may match */
     storage->nbytes = nbytes;
     count_allocated(storage->device, nbytes);
 }

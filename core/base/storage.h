@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/base/device.h"
 
@@ -24,6 +25,10 @@ typedef struct deft_storage {
     /* Bumped by every write through an array (deft_ndarray_touch): values kept
      * for later (memoised results, values saved for backward) notice changes. */
     atomic_uint version;
+    /* Unique to this buffer's life (a recycled record or a spare reused gets a
+     * new one): with version, a key for what a kernel derives from the
+     * contents and keeps (the convolution's packed weights, op.h). */
+    uint64_t id;
     /* Memory lent by someone else (DLPack): given back through this instead
      * of the device's pool, and not counted in the memory statistics. */
     void (*external_free)(void *ctx);

@@ -9,6 +9,7 @@
 
 #include "core/base/error.h"
 #include "core/base/fence.h"
+#include "core/graph/pass.h"
 #include "core/graph/place_device.h"
 #include "core/graph/subgraph.h"
 
@@ -171,6 +172,16 @@ static int list_outputs(deft_cached_op_t *op) {
     return 0;
 }
 
+/* The graph an executor runs: sym's, with BatchNorm folded into the
+ * convolutions it follows (fold_bn.c); symbols and exports keep both. */
+static int build_graph(const deft_symbol_t *sym, deft_graph_t **g) {
+    deft_symbol_t *folded;
+    if (deft_pass_fold_bn(sym, &folded)) return -1;
+    int status = deft_graph_build(folded->num_outputs, folded->outputs, g);
+    deft_symbol_free(folded);
+    return status;
+}
+
 int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_op_t **out) {
     if (deft_symbol_check_composed(sym, "sym")) return -1;
     deft_cached_op_t *op = calloc(1, sizeof *op);
@@ -179,7 +190,7 @@ int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_o
     pthread_mutex_init(&op->lock, NULL);
     op->plan_memory = plan_memory;
     deft_plan_cache_limits(&op->max_plan_bytes, &op->max_plans);
-    if (deft_graph_build(sym->num_outputs, sym->outputs, &op->g)) {
+    if (build_graph(sym, &op->g)) {
         deft_cached_op_release(op);
         return -1;
     }
@@ -560,6 +571,10 @@ typedef struct run {
     int nin, nout;
     deft_ndarray_t **arrays; /* inputs, then outputs; retained; allocated with the run */
     bool training;           /* the caller's training flag when it asked for the run */
+    /* The inputs whose contents the run vouches for (op.h), keyed when it was
+     * pushed; allocated with the run. */
+    deft_vouched_t *vouched;
+    int num_vouched;
 } run_t;
 
 /* Input i's tensor, from a list of arrays or of tensors. */
@@ -598,8 +613,29 @@ static int run_on(const deft_cached_op_t *op, deft_tensor_t *t, int nin, const v
 
 static int run_arrays(void *arg) {
     const run_t *r = arg;
-    return run_on(r->op, r->place->tensors, r->nin, r->arrays, r->nout, r->arrays + r->nin,
-                  array_tensor, r->training);
+    const deft_vouched_t *prev;
+    int prev_n;
+    deft_op_set_vouched(r->vouched, r->num_vouched, &prev, &prev_n);
+    int status = run_on(r->op, r->place->tensors, r->nin, r->arrays, r->nout, r->arrays + r->nin,
+                        array_tensor, r->training);
+    deft_op_set_vouched(prev, prev_n, NULL, NULL);
+    return status;
+}
+
+/* Key the inputs nothing can write unseen while the run waits or runs: not
+ * written by the graph, not an output's storage, not writable outside deft.
+ * At push time, in the caller's order of calls: a write queued later bumps
+ * the version only after this (and runs after the run). */
+static void vouch_inputs(run_t *r) {
+    r->num_vouched = 0;
+    for (int i = 0; i < r->nin; i++) {
+        deft_storage_t *s = r->arrays[i]->tensor.storage;
+        bool safe = s && !r->op->input_written[i] && !atomic_load(&s->shared);
+        for (int o = 0; safe && o < r->nout; o++) safe = r->arrays[r->nin + o]->tensor.storage != s;
+        if (safe)
+            r->vouched[r->num_vouched++] = (deft_vouched_t){
+                s, {s->id, atomic_load_explicit(&s->version, memory_order_relaxed)}};
+    }
 }
 
 /* Inputs (read, or written when the graph writes them), outputs and arenas. */
@@ -699,12 +735,21 @@ static int new_run(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, run
     if (acquire_for(op, nin, in, array_tensor, &plan, &place)) return -1;
     int nout = op->g->num_outputs;
     /* one allocation: the run, then its arrays */
-    run_t *r = calloc(1, sizeof *r + ((size_t)nin + (size_t)nout + 1) * sizeof(deft_ndarray_t *));
+    size_t arrays = ((size_t)nin + (size_t)nout + 1) * sizeof(deft_ndarray_t *);
+    run_t *r = calloc(1, sizeof *r + arrays + (size_t)nin * sizeof(deft_vouched_t));
     if (!r) {
         release_plan(plan);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an executor run");
     }
-    *r = (run_t){op, plan, place, nin, nout, (deft_ndarray_t **)(r + 1), deft_op_training()};
+    *r = (run_t){op,
+                 plan,
+                 place,
+                 nin,
+                 nout,
+                 (deft_ndarray_t **)(r + 1),
+                 deft_op_training(),
+                 (deft_vouched_t *)((char *)(r + 1) + arrays),
+                 0};
     for (int i = 0; i < nin; i++) r->arrays[i] = deft_ndarray_retain(in[i]);
     atomic_fetch_add(&op->refcount, 1);
     *out = r;
@@ -739,6 +784,7 @@ static int push_run(deft_cached_op_t *op, run_t *r, deft_ndarray_t *const *in,
     writes[nwrites++] = op->var;
     for (int o = 0; o < nout; o++)
         created[o] = out[o] ? NULL : deft_ndarray_retain(r->arrays[nin + o]);
+    vouch_inputs(r);
     deft_engine_op_desc_t desc = {.fn = run_graph,
                                   .free_ctx = free_run,
                                   .ctx = r,

@@ -23,6 +23,10 @@ static const deft_pass_t passes[] = {
      "place nodes by their \"__device__\" attributes (default cpu(0)), copying "
      "across devices",
      deft_pass_place_device_default},
+    {"FoldBatchNorm",
+     "fold each BatchNorm into the Convolution (without bias) it alone reads (_conv_bn); "
+     "executors do it to their graphs",
+     deft_pass_fold_bn},
 };
 
 const deft_pass_t *deft_pass_find(const char *name) {

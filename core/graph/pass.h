@@ -27,6 +27,7 @@ int deft_pass_cse(const deft_symbol_t *in, deft_symbol_t **out);
 int deft_pass_infer_shape(const deft_symbol_t *in, deft_symbol_t **out);
 int deft_pass_fuse(const deft_symbol_t *in, deft_symbol_t **out);
 int deft_pass_plan_memory(const deft_symbol_t *in, deft_symbol_t **out);
+int deft_pass_fold_bn(const deft_symbol_t *in, deft_symbol_t **out);
 
 /*
  * A symbol over the outputs of `g`, with nodes substituted: node i becomes

@@ -10,8 +10,10 @@
 #include <string.h>
 
 #include "core/op/conv.h"
+#include "core/op/conv_op.h"
 #include "core/op/grad.h"
 #include "core/op/op.h"
+#include "core/op/registry.h"
 
 #ifdef DEFT_HAVE_CUDA
 #include "core/base/fence.h"
@@ -289,6 +291,13 @@ static int conv_check(const deft_op_t *op, const deft_param_value_t *p, int nin,
     return 0;
 }
 
+int deft_conv_forward_geometry(const deft_param_value_t *p, const deft_desc_t *in,
+                               deft_conv_geom_t *g) {
+    conv_args_t a;
+    deft_shape_t out;
+    return conv_check(deft_registry_find("Convolution")->op, p, 2, in, &a, g, &out);
+}
+
 static int conv_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                       const deft_desc_t *in, int *nout, deft_desc_t *out) {
     conv_args_t a;
@@ -348,7 +357,8 @@ static int queue_gpu_product(void *ctx) {
  * column side as w, and writes dW to dst.
  */
 static int run(conv_product_t what, const deft_tensor_t *on, const deft_conv_geom_t *g,
-               const void *src, const void *w, const void *bias, void *dst) {
+               const void *src, const void *w, const void *bias, void *dst,
+               const deft_content_key_t *wkey) {
 #ifdef DEFT_HAVE_CUDA
     if (on->device.type == DEFT_DEV_GPU) {
         /* Room for one image's im2col matrix, fenced as every GPU buffer is:
@@ -363,7 +373,7 @@ static int run(conv_product_t what, const deft_tensor_t *on, const deft_conv_geo
         return status;
     }
 #endif
-    if (what == LOWER) return deft_conv_lower_cpu(g, on->dtype, src, w, bias, dst);
+    if (what == LOWER) return deft_conv_lower_cpu(g, on->dtype, src, w, bias, dst, wkey);
     if (what == RAISE) return deft_conv_raise_cpu(g, on->dtype, src, w, bias, dst);
     return deft_conv_wgrad_cpu(g, on->dtype, src, w, dst);
 }
@@ -395,9 +405,13 @@ static int conv_forward(const deft_op_t *op, const deft_param_value_t *p, int ni
     deft_desc_t desc[3];
     descs_of(nin, in, desc);
     if (conv_check(op, p, nin, desc, &a, &g, &shape)) return -1;
+    /* In predict mode the weights are likely the same next call: a kernel may
+     * keep what it derives from them. In training they change every step. */
+    deft_content_key_t wkey;
+    bool keyed = !deft_op_training() && deft_op_content_key(&in[1], &wkey);
     return run(a.kind->deconv ? RAISE : LOWER, &out[0], &g, deft_tensor_data(&in[0]),
                deft_tensor_data(&in[1]), nin == 3 ? deft_tensor_data(&in[2]) : NULL,
-               deft_tensor_data(&out[0]));
+               deft_tensor_data(&out[0]), keyed ? &wkey : NULL);
 }
 
 /* ---- _backward_Convolution, _backward_Deconvolution: (grad, data, weight[, bias]) ---- */
@@ -447,9 +461,9 @@ static int backward_forward(const deft_op_t *op, const deft_param_value_t *p, in
                *w = deft_tensor_data(&in[2]);
     /* The data gradient of a network's first layer is read by no one: skipped. */
     if ((deft_op_output_wanted(0) &&
-         run(dc ? LOWER : RAISE, &out[0], &g, dy, w, NULL, deft_tensor_data(&out[0]))) ||
+         run(dc ? LOWER : RAISE, &out[0], &g, dy, w, NULL, deft_tensor_data(&out[0]), NULL)) ||
         (deft_op_output_wanted(1) &&
-         run(WGRAD, &out[1], &g, dc ? dy : x, dc ? x : dy, NULL, deft_tensor_data(&out[1]))))
+         run(WGRAD, &out[1], &g, dc ? dy : x, dc ? x : dy, NULL, deft_tensor_data(&out[1]), NULL)))
         return -1;
     return nin == 4 && deft_op_output_wanted(2) ? bias_grad(&in[0], deft_tensor_data(&out[2])) : 0;
 }

@@ -28,6 +28,8 @@
 extern "C" {
 #endif
 
+struct deft_content_key; /* op.h */
+
 typedef struct deft_conv_geom {
     int64_t batch, groups;
     int64_t chan;                   /* image channels */
@@ -52,9 +54,11 @@ static inline int64_t deft_conv_col_rows(const deft_conv_geom_t *g) {
 
 /* The three products, on the CPU (float32 or float64, contiguous arrays).
  * bias (or NULL) is added to each column-side channel by lower, to each
- * image channel by raise. */
+ * image channel by raise. wkey (or NULL): the key of W's contents (op.h),
+ * where a kernel may keep what it derives from W for later calls. */
 int deft_conv_lower_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
-                        const void *w, const void *bias, void *colside);
+                        const void *w, const void *bias, void *colside,
+                        const struct deft_content_key *wkey);
 int deft_conv_raise_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *colside,
                         const void *w, const void *bias, void *image);
 int deft_conv_wgrad_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
@@ -72,7 +76,14 @@ void deft_conv_bias_grad_cpu(deft_dtype_t dtype, int64_t batch, int64_t channels
 bool deft_conv_direct_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);
 bool deft_conv_direct_raise_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);
 int deft_conv_direct_lower(const deft_conv_geom_t *g, const float *image, const float *w,
-                           const float *bias, float *colside);
+                           const float *bias, float *colside, const struct deft_content_key *wkey);
+/* The forward with an affine map per output channel after the sum:
+ * colside = (W . im2col(image)) scale + shift (scale, shift: filt entries),
+ * then max(colside, 0) with relu, where deft_conv_direct_fits (BatchNorm
+ * and relu folded into the convolution). */
+int deft_conv_direct_lower_scaled(const deft_conv_geom_t *g, const float *image, const float *w,
+                                  const float *scale, const float *shift, bool relu, float *colside,
+                                  const struct deft_content_key *wkey);
 int deft_conv_direct_raise(const deft_conv_geom_t *g, const float *colside, const float *w,
                            const float *bias, float *image);
 /* dw from the image and the column side: where deft_conv_direct_fits and
@@ -98,6 +109,16 @@ int deft_conv_small_raise(const deft_conv_geom_t *g, const float *colside, const
                           const float *bias, float *image);
 int deft_conv_small_wgrad(const deft_conv_geom_t *g, const float *image, const float *colside,
                           float *dw);
+
+/*
+ * The direct float32 forward for images of at most four channels
+ * (conv_direct_stem.c: a network's first layer on RGB): 2-D, groups 1, no
+ * dilation, width stride 1 or 2, where the small-channel kernels do not
+ * fit, on a CPU with AVX-512; deft_conv_direct_enable turns it off too.
+ */
+bool deft_conv_stem_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);
+int deft_conv_stem_lower(const deft_conv_geom_t *g, const float *image, const float *w,
+                         const float *bias, float *colside);
 
 #ifdef DEFT_HAVE_CUDA
 /* The same on a GPU (conv.cu), queued on the calling thread's stream of

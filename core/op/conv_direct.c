@@ -198,76 +198,28 @@ static ALWAYS AVX512 void tile(const direct_job_t *j, const float *band, const f
                                int NB, int SW) {
     __m512 acc[MAX_BLOCKS][MAX_PIX];
     for (int b = 0; b < NB; b++) {
-        __m512 init = j->bias ? _mm512_loadu_ps(j->bias + o0 + b * CB) : _mm512_setzero_ps();
+        __m512 init =
+            j->bias && !j->scale ? _mm512_loadu_ps(j->bias + o0 + b * CB) : _mm512_setzero_ps();
 #pragma GCC unroll 14
         for (int p = 0; p < P; p++) acc[b][p] = init;
     }
     const float *x = band + (y - y0) * j->sh * j->icb * j->wp * CB + x0 * SW * CB;
     tile_macs(j, x, wo, P, NB, SW, acc);
-    /* acc holds pixels by channel; the output is channels first */
-    const int64_t plane = j->oh * j->ow;
-    const __mmask16 pm = (__mmask16)((1u << P) - 1);
-    for (int b = 0; b < NB; b++) {
-        __m512 r[16], cols[16];
-        for (int p = 0; p < 16; p++) r[p] = p < P ? acc[b][p] : _mm512_setzero_ps();
-        transpose16(r, cols);
-        int64_t n = j->oc - o0 - b * CB < CB ? j->oc - o0 - b * CB : CB;
-        float *dst = out + (o0 + b * CB) * plane + y * j->ow + x0;
-        for (int64_t o = 0; o < n; o++) _mm512_mask_storeu_ps(dst + o * plane, pm, cols[o]);
+    for (int b = 0; j->scale && b < NB; b++) {
+        __m512 s = _mm512_loadu_ps(j->scale + o0 + b * CB),
+               t = _mm512_loadu_ps(j->bias + o0 + b * CB);
+#pragma GCC unroll 14
+        for (int p = 0; p < P; p++) acc[b][p] = _mm512_fmadd_ps(acc[b][p], s, t);
     }
+    for (int b = 0; j->relu && b < NB; b++)
+#pragma GCC unroll 14
+        for (int p = 0; p < P; p++) acc[b][p] = _mm512_max_ps(acc[b][p], _mm512_setzero_ps());
+    deft_direct_store_tile(acc, P, NB, j->oc - o0, j->oh * j->ow,
+                           out + o0 * j->oh * j->ow + y * j->ow + x0);
 }
 
 /* The tiles of output row y for channels o0 .., in NB blocks, stride SW. */
-#define ROW_KERNEL(NB, SW)                                                                         \
-    static AVX512 void row_##NB##_##SW(const direct_job_t *j, const float *band, const float *wo,  \
-                                       int64_t y0, int64_t y, int64_t o0, float *out) {            \
-        int64_t x0 = 0;                                                                            \
-        for (; x0 + MAX_PIX <= j->ow; x0 += MAX_PIX)                                               \
-            tile(j, band, wo, y0, y, x0, o0, out, MAX_PIX, NB, SW);                                \
-        switch (j->ow - x0) {                                                                      \
-        case 13:                                                                                   \
-            tile(j, band, wo, y0, y, x0, o0, out, 13, NB, SW);                                     \
-            break;                                                                                 \
-        case 12:                                                                                   \
-            tile(j, band, wo, y0, y, x0, o0, out, 12, NB, SW);                                     \
-            break;                                                                                 \
-        case 11:                                                                                   \
-            tile(j, band, wo, y0, y, x0, o0, out, 11, NB, SW);                                     \
-            break;                                                                                 \
-        case 10:                                                                                   \
-            tile(j, band, wo, y0, y, x0, o0, out, 10, NB, SW);                                     \
-            break;                                                                                 \
-        case 9:                                                                                    \
-            tile(j, band, wo, y0, y, x0, o0, out, 9, NB, SW);                                      \
-            break;                                                                                 \
-        case 8:                                                                                    \
-            tile(j, band, wo, y0, y, x0, o0, out, 8, NB, SW);                                      \
-            break;                                                                                 \
-        case 7:                                                                                    \
-            tile(j, band, wo, y0, y, x0, o0, out, 7, NB, SW);                                      \
-            break;                                                                                 \
-        case 6:                                                                                    \
-            tile(j, band, wo, y0, y, x0, o0, out, 6, NB, SW);                                      \
-            break;                                                                                 \
-        case 5:                                                                                    \
-            tile(j, band, wo, y0, y, x0, o0, out, 5, NB, SW);                                      \
-            break;                                                                                 \
-        case 4:                                                                                    \
-            tile(j, band, wo, y0, y, x0, o0, out, 4, NB, SW);                                      \
-            break;                                                                                 \
-        case 3:                                                                                    \
-            tile(j, band, wo, y0, y, x0, o0, out, 3, NB, SW);                                      \
-            break;                                                                                 \
-        case 2:                                                                                    \
-            tile(j, band, wo, y0, y, x0, o0, out, 2, NB, SW);                                      \
-            break;                                                                                 \
-        case 1:                                                                                    \
-            tile(j, band, wo, y0, y, x0, o0, out, 1, NB, SW);                                      \
-            break;                                                                                 \
-        default:                                                                                   \
-            break;                                                                                 \
-        }                                                                                          \
-    }
+#define ROW_KERNEL(NB, SW) DEFT_DIRECT_ROW_KERNEL(row_##NB##_##SW, direct_job_t, tile, NB, SW)
 ROW_KERNEL(1, 1)
 ROW_KERNEL(2, 1)
 ROW_KERNEL(1, 2)
@@ -337,22 +289,42 @@ static int run(direct_job_t *j, const deft_conv_geom_t *g) {
  * W (9.4 MB, read and written) had taken longer than the convolution. */
 #define OWN_PACK_BANDS 2
 
-/* Pack weights (and bias, to ocp entries) and run; flip for the data gradient. */
+static void pack_kept(void *ctx, float *dst) {
+    const direct_job_t *j = ctx;
+    pack_weights(j, j->w, false, dst);
+}
+
+/* The weights packed for the forward, kept for later calls with the same
+ * contents (conv_packed.c); NULL when out of memory. */
+static const float *kept_weights(direct_job_t *j, const float *w, const deft_content_key_t *wkey,
+                                 deft_conv_packed_t **held) {
+    deft_conv_pack_key_t key = {*wkey, w, {j->oc, j->ic, j->kh, j->kw}};
+    j->w = w, j->flip = false;
+    return deft_conv_packed_get(&key, (size_t)(j->ocp * j->kh * j->kw * j->icp), pack_kept, j,
+                                held);
+}
+
+/* Pack weights (and bias, to ocp entries) and run; flip for the data gradient.
+ * With wkey (the forward's weights' contents), the packed weights are kept. */
 static int pack_and_run(direct_job_t *j, const deft_conv_geom_t *g, const float *w, bool flip,
-                        const float *bias) {
-    const bool own = g->batch * j->nbands <= OWN_PACK_BANDS;
+                        const float *bias, const deft_content_key_t *wkey) {
+    deft_conv_packed_t *held = NULL;
+    const float *kept = wkey && !flip ? kept_weights(j, w, wkey, &held) : NULL;
+    const bool own = !kept && g->batch * j->nbands <= OWN_PACK_BANDS;
     size_t wbytes = (size_t)round_up(j->ocp * j->kh * j->kw * j->icp * 4, 64);
-    float *wpk = own ? NULL : aligned_alloc(64, wbytes), *bpk = NULL;
-    if ((!own && !wpk) || (bias && !(bpk = calloc((size_t)j->ocp, sizeof(float))))) {
+    float *wpk = own || kept ? NULL : aligned_alloc(64, wbytes), *bpk = NULL;
+    if ((!own && !kept && !wpk) || (bias && !(bpk = calloc((size_t)j->ocp, sizeof(float))))) {
         free(wpk);
+        deft_conv_packed_release(held);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "convolution: no memory for packed weights");
     }
     j->w = w, j->flip = flip;
-    if (!own) pack_weights(j, w, flip, wpk);
+    if (wpk) pack_weights(j, w, flip, wpk);
     if (bias) memcpy(bpk, bias, (size_t)j->oc * sizeof(float));
-    j->wpk = wpk, j->bias = bpk;
+    j->wpk = kept ? kept : wpk, j->bias = bpk;
     int status = run(j, g);
     free(wpk), free(bpk);
+    deft_conv_packed_release(held);
     return status;
 }
 
@@ -370,11 +342,25 @@ static void job_for(direct_job_t *j, const deft_conv_geom_t *g) {
 }
 
 int deft_conv_direct_lower(const deft_conv_geom_t *g, const float *image, const float *w,
-                           const float *bias, float *colside) {
+                           const float *bias, float *colside, const deft_content_key_t *wkey) {
     direct_job_t j;
     job_for(&j, g);
     j.image = image, j.out = colside;
-    return pack_and_run(&j, g, w, false, bias);
+    return pack_and_run(&j, g, w, false, bias, wkey);
+}
+
+int deft_conv_direct_lower_scaled(const deft_conv_geom_t *g, const float *image, const float *w,
+                                  const float *scale, const float *shift, bool relu, float *colside,
+                                  const deft_content_key_t *wkey) {
+    direct_job_t j;
+    job_for(&j, g);
+    float *spk = calloc((size_t)j.ocp, sizeof(float));
+    if (!spk) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "convolution: no memory for scales");
+    memcpy(spk, scale, (size_t)j.oc * sizeof(float));
+    j.image = image, j.out = colside, j.scale = spk, j.relu = relu;
+    int status = pack_and_run(&j, g, w, false, shift, wkey);
+    free(spk);
+    return status;
 }
 
 /* The data gradient at stride 1 is a convolution of the column side with the
@@ -404,7 +390,7 @@ int deft_conv_direct_raise(const deft_conv_geom_t *g, const float *colside, cons
     direct_job_t j;
     job_for(&j, &t);
     j.image = colside, j.out = image;
-    return pack_and_run(&j, &t, w, true, bias);
+    return pack_and_run(&j, &t, w, true, bias, NULL);
 }
 
 #else /* no AVX-512 kernels on this compiler or architecture */
@@ -418,8 +404,14 @@ bool deft_conv_direct_raise_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) 
     return false;
 }
 int deft_conv_direct_lower(const deft_conv_geom_t *g, const float *image, const float *w,
-                           const float *bias, float *colside) {
-    (void)g, (void)image, (void)w, (void)bias, (void)colside;
+                           const float *bias, float *colside, const deft_content_key_t *wkey) {
+    (void)g, (void)image, (void)w, (void)bias, (void)colside, (void)wkey;
+    return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct kernel here");
+}
+int deft_conv_direct_lower_scaled(const deft_conv_geom_t *g, const float *image, const float *w,
+                                  const float *scale, const float *shift, bool relu, float *colside,
+                                  const deft_content_key_t *wkey) {
+    (void)g, (void)image, (void)w, (void)scale, (void)shift, (void)relu, (void)colside, (void)wkey;
     return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct kernel here");
 }
 int deft_conv_direct_raise(const deft_conv_geom_t *g, const float *colside, const float *w,

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "core/op/conv.h"
+#include "core/op/op.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define DEFT_CONV_DIRECT_X86 1
@@ -41,6 +42,8 @@ typedef struct direct_job {
     int64_t band, nbands;           /* output rows per work item */
     int64_t osplits;                /* runs of output channels per band (forward items) */
     const float *image, *bias;      /* bias: NULL, or ocp entries */
+    const float *scale;             /* NULL, or ocp entries: out = sum scale + bias */
+    bool relu;                      /* then out = max(out, 0) */
     const float *wpk;               /* packed weights, or NULL: items pack their own */
     const float *w;                 /* the weights as given, */
     bool flip;                      /* read for the data gradient */
@@ -92,6 +95,93 @@ static ALWAYS AVX512 void transpose_block(const float *src, int64_t sld, int row
     transpose16(r, out);
     for (int c = 0; c < cols; c++) _mm512_storeu_ps(dst + c * dld, out[c]);
 }
+
+/* A register tile out to the channels-first output: acc[b][p], pixel p < P
+ * of output channel b CB + lane, goes to dst[(b CB + lane) plane + p], for
+ * the first `chans` channels (the rest are padding). */
+static ALWAYS AVX512 void deft_direct_store_tile(__m512 acc[MAX_BLOCKS][MAX_PIX], int P, int NB,
+                                                 int64_t chans, int64_t plane, float *dst) {
+    const __mmask16 pm = (__mmask16)((1u << P) - 1);
+    for (int b = 0; b < NB; b++) {
+        __m512 r[16], cols[16];
+        for (int p = 0; p < 16; p++) r[p] = p < P ? acc[b][p] : _mm512_setzero_ps();
+        transpose16(r, cols);
+        int64_t n = chans - b * CB < CB ? chans - b * CB : CB;
+        float *at = dst + b * CB * plane;
+        for (int64_t o = 0; o < n; o++) _mm512_mask_storeu_ps(at + o * plane, pm, cols[o]);
+    }
+}
+
+/* A row kernel `name`: the tiles of output row y for channels o0 .., in NB
+ * blocks, width stride SW, from tile_fn(j, band, wo, y0, y, x0, o0, out, P,
+ * NB, SW) with its pixel count P a constant (MAX_PIX, then the tail's). */
+#define DEFT_DIRECT_ROW_KERNEL(name, job_t, tile_fn, NB, SW)                                       \
+    static AVX512 void name(const job_t *j, const float *band, const float *wo, int64_t y0,        \
+                            int64_t y, int64_t o0, float *out) {                                   \
+        int64_t x0 = 0;                                                                            \
+        for (; x0 + MAX_PIX <= j->ow; x0 += MAX_PIX)                                               \
+            tile_fn(j, band, wo, y0, y, x0, o0, out, MAX_PIX, NB, SW);                             \
+        switch (j->ow - x0) {                                                                      \
+        case 13:                                                                                   \
+            tile_fn(j, band, wo, y0, y, x0, o0, out, 13, NB, SW);                                  \
+            break;                                                                                 \
+        case 12:                                                                                   \
+            tile_fn(j, band, wo, y0, y, x0, o0, out, 12, NB, SW);                                  \
+            break;                                                                                 \
+        case 11:                                                                                   \
+            tile_fn(j, band, wo, y0, y, x0, o0, out, 11, NB, SW);                                  \
+            break;                                                                                 \
+        case 10:                                                                                   \
+            tile_fn(j, band, wo, y0, y, x0, o0, out, 10, NB, SW);                                  \
+            break;                                                                                 \
+        case 9:                                                                                    \
+            tile_fn(j, band, wo, y0, y, x0, o0, out, 9, NB, SW);                                   \
+            break;                                                                                 \
+        case 8:                                                                                    \
+            tile_fn(j, band, wo, y0, y, x0, o0, out, 8, NB, SW);                                   \
+            break;                                                                                 \
+        case 7:                                                                                    \
+            tile_fn(j, band, wo, y0, y, x0, o0, out, 7, NB, SW);                                   \
+            break;                                                                                 \
+        case 6:                                                                                    \
+            tile_fn(j, band, wo, y0, y, x0, o0, out, 6, NB, SW);                                   \
+            break;                                                                                 \
+        case 5:                                                                                    \
+            tile_fn(j, band, wo, y0, y, x0, o0, out, 5, NB, SW);                                   \
+            break;                                                                                 \
+        case 4:                                                                                    \
+            tile_fn(j, band, wo, y0, y, x0, o0, out, 4, NB, SW);                                   \
+            break;                                                                                 \
+        case 3:                                                                                    \
+            tile_fn(j, band, wo, y0, y, x0, o0, out, 3, NB, SW);                                   \
+            break;                                                                                 \
+        case 2:                                                                                    \
+            tile_fn(j, band, wo, y0, y, x0, o0, out, 2, NB, SW);                                   \
+            break;                                                                                 \
+        case 1:                                                                                    \
+            tile_fn(j, band, wo, y0, y, x0, o0, out, 1, NB, SW);                                   \
+            break;                                                                                 \
+        default:                                                                                   \
+            break;                                                                                 \
+        }                                                                                          \
+    }
+
+/* What a packed copy of weights is kept by (conv_packed.c): the weights'
+ * contents, and their layout: where they are, and the packed shape. */
+typedef struct deft_conv_pack_key {
+    deft_content_key_t content;
+    const float *w;
+    int64_t dims[4]; /* output and input channels, kernel height and width */
+} deft_conv_pack_key_t;
+typedef struct deft_conv_packed deft_conv_packed_t;
+
+/* The kept copy of weights for key, or one that pack(ctx, dst) makes now
+ * (`floats` of them) and that is kept for later calls; NULL when out of
+ * memory. The caller lets *held go when it is done reading. */
+const float *deft_conv_packed_get(const deft_conv_pack_key_t *key, size_t floats,
+                                  void (*pack)(void *ctx, float *dst), void *ctx,
+                                  deft_conv_packed_t **held);
+void deft_conv_packed_release(deft_conv_packed_t *held);
 
 /* Shape, bands and operands for geometry g (2-D, groups 1), with bands of
  * rows small enough to make at least `items` (image, band) work items. */

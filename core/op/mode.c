@@ -40,3 +40,26 @@ bool deft_op_output_wanted(int k) {
 void deft_op_set_unwanted(uint64_t mask) {
     tl_unwanted = mask;
 }
+
+/*
+ * The storages whose contents the running kernel's runner vouches for
+ * (op.h): a short list, searched by the few kernels that keep derived values.
+ */
+static DEFT_TLS_FAST const deft_vouched_t *tl_vouched;
+static DEFT_TLS_FAST int tl_num_vouched;
+
+bool deft_op_content_key(const deft_tensor_t *t, deft_content_key_t *key) {
+    for (int i = 0; i < tl_num_vouched; i++)
+        if (tl_vouched[i].storage == t->storage) {
+            *key = tl_vouched[i].key;
+            return true;
+        }
+    return false;
+}
+
+void deft_op_set_vouched(const deft_vouched_t *list, int n, const deft_vouched_t **prev,
+                         int *prev_n) {
+    if (prev) *prev = tl_vouched, *prev_n = tl_num_vouched;
+    tl_vouched = list;
+    tl_num_vouched = n;
+}

@@ -212,6 +212,29 @@ bool deft_op_output_wanted(int k);
 /* Set by the graph runner around a kernel: bit k, output k is unwanted. */
 void deft_op_set_unwanted(uint64_t mask);
 
+/*
+ * Contents a kernel may derive something from and keep (the convolution's
+ * packed weights): a key of an input's contents as of when its call was
+ * made, its storage's id and version (storage.h). Only a runner knows that
+ * no write reaches the storage unseen between the call and the kernel (a
+ * graph run's bound input arrays, which the graph itself does not write),
+ * so runners list the storages they vouch for around their kernels; for
+ * any other (an arena's intermediate values) there is no key.
+ */
+typedef struct deft_content_key {
+    uint64_t id;
+    unsigned version;
+} deft_content_key_t;
+typedef struct deft_vouched {
+    const deft_storage_t *storage;
+    deft_content_key_t key;
+} deft_vouched_t;
+/* The key of t's contents: false where no runner vouches for its storage. */
+bool deft_op_content_key(const deft_tensor_t *t, deft_content_key_t *key);
+/* Set by a runner around kernels (NULL, 0: none); the list before in *prev, *prev_n. */
+void deft_op_set_vouched(const deft_vouched_t *list, int n, const deft_vouched_t **prev,
+                         int *prev_n);
+
 /* output_device for operators whose parameter 0 is a DEFT_PARAM_DEVICE; -1 for a
  * device that does not exist (cpu(n) for n > 0 too: there is one host memory). */
 int deft_output_device_param0(const deft_op_t *op, const deft_param_value_t *p, deft_device_t *out);
