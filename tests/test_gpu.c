@@ -845,6 +845,35 @@ START_TEST(test_fused_chains_run_as_one_kernel) {
 }
 END_TEST
 
+/* The executors' FoldBatchNorm pass (core/graph/fold_bn.c) on the GPU: Convolution,
+ * BatchNorm in predict mode and relu as one _conv_bn_relu node, which runs the three GPU
+ * kernels in turn, against the CPU's folded kernel. */
+START_TEST(test_folded_conv_batch_norm_runs_on_the_gpu) {
+    DeftSymbolHandle x = var("x"), w = var("w"), gamma = var("gamma"), beta = var("beta");
+    DeftSymbolHandle mean = var("mean"), variance = var("var");
+    DeftSymbolHandle conv = apply("Convolution", NULL, 2, (DeftSymbolHandle[]){x, w},
+                                  P("kernel", "(3,3)", "num_filter", "4", "no_bias", "True"));
+    DeftSymbolHandle bn =
+        apply("BatchNorm", NULL, 5, (DeftSymbolHandle[]){conv, gamma, beta, mean, variance},
+              P("fix_gamma", "False"));
+    DeftSymbolHandle y = apply("Activation", NULL, 1, &bn, P("act_type", "relu"));
+    input_spec_t specs[6] = {F32(2, 3, 9, 9), F32(4, 3, 3, 3), F32(4), F32(4), F32(4), POS(4)};
+    unsigned seed = 5;
+    DeftNDArrayHandle host[6], dev[6];
+    for (int k = 0; k < 6; k++) host[k] = random_input(&specs[k], &seed), dev[k] = to_gpu(host[k]);
+    DeftNDArrayHandle got = run_symbol(y, 6, dev), want = run_symbol(y, 6, host);
+    assert_close_arrays("conv, BatchNorm, relu folded, GPU against CPU", want, got, SUMMED);
+    for (int k = 0; k < 6; k++) {
+        ck_assert_ok(DeftNDArrayFree(host[k]));
+        ck_assert_ok(DeftNDArrayFree(dev[k]));
+    }
+    ck_assert_ok(DeftNDArrayFree(got));
+    ck_assert_ok(DeftNDArrayFree(want));
+    DeftSymbolHandle syms[] = {x, w, gamma, beta, mean, variance, conv, bn, y};
+    for (int i = 0; i < 9; i++) ck_assert_ok(DeftSymbolFree(syms[i]));
+}
+END_TEST
+
 /* Each GPU operator gets a "device" span timed by CUDA events, next to its
  * host span (the time to queue it). */
 START_TEST(test_profiler_times_kernels_on_the_device) {
@@ -913,6 +942,7 @@ static Suite *gpu_suite(int gpus) {
         tcase_add_test(device, test_streams_of_two_threads_are_ordered);
         tcase_add_test(device, test_graph_spans_devices_forward_and_backward);
         tcase_add_test(device, test_fused_chains_run_as_one_kernel);
+        tcase_add_test(device, test_folded_conv_batch_norm_runs_on_the_gpu);
         tcase_add_test(device, test_autograd_on_the_gpu);
         tcase_add_test(device, test_allocator_caches_and_reports);
         tcase_add_test(device, test_bad_labels_and_indices_fail_on_the_gpu);
