@@ -58,7 +58,9 @@ typedef struct small_job {
     const float *x, *wpk;        /* input; weights (oc, ic, taps), packed */
     const float *bias;           /* NULL or oc entries */
     float *y;                    /* lower, raise: output */
-    const deft_conv_geom_t *fwd; /* raise: the forward's geometry (items add up planes) */
+    const deft_conv_geom_t *fwd; /* raise: the forward's geometry (items add up planes), */
+    __mmask16 *lanes;            /* per (16 image columns, kernel column): the lanes and */
+    int64_t *from;               /* the plane offset that add_planes reads */
     const float *dy;             /* wgrad: output gradient, */
     float *dwp;                  /* its per-part sums (parts, oc, ic taps) */
     int64_t splits;              /* lower: runs of output rows per image */
@@ -248,33 +250,25 @@ static int64_t plane_margin(const small_job_t *j) {
  * of a row are summed in a register (adding each plane into memory in turn
  * would load what the last masked store just wrote, at another alignment,
  * which the store buffer cannot forward), from loads at the columns' own
- * lanes: those outside the plane's reach are masked off, and the margin
- * around yw keeps their addresses inside its buffer. */
+ * lanes (plane_reads): those outside the plane's reach are masked off, and
+ * the margin around yw keeps their addresses inside its buffer. */
 static AVX512 void add_planes(const small_job_t *j, int64_t n, int64_t y0, int64_t y1,
                               const float *yw) {
-    small_job_t f; /* the forward's packing */
-    small_init(&f, j->fwd);
-    for (int64_t c = 0; c < f.ic; c++)
+    const deft_conv_geom_t *g = j->fwd;
+    const int64_t chan = g->chan, kw = g->k[2], ih = g->img[1], iw = g->img[2];
+    for (int64_t c = 0; c < chan; c++)
         for (int64_t y = y0; y < y1; y++) {
-            float *row = j->y + ((n * f.ic + c) * f.ih + y) * f.iw;
-            for (int64_t cx = 0; cx < f.iw; cx += VL) {
+            float *row = j->y + ((n * chan + c) * ih + y) * iw;
+            const float *planes = yw + c * kw * j->nq + y * j->ow;
+            for (int64_t cx = 0, i = 0; cx < iw; cx += VL, i += kw) {
                 __m512 acc = _mm512_set1_ps(j->bias ? j->bias[c] : 0.0f);
-                for (int64_t s = 0; s < f.kw; s++) {
-                    int64_t x0, x1;
-                    const int64_t shift = live_columns(&f, s, &x0, &x1);
-                    /* this chunk's columns [a, b) that plane s reaches */
-                    const int64_t a = x0 + shift > cx ? x0 + shift : cx;
-                    const int64_t b = x1 + shift < cx + VL ? x1 + shift : cx + VL;
-                    if (a >= b) continue;
-                    const __mmask16 m = (__mmask16)(first_lanes(b - a) << (a - cx));
-                    const float *src = yw + (c * f.kw + s) * j->nq + y * f.ow + cx - shift;
-                    acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(m, src));
-                }
-                const int64_t left = f.iw - cx;
-                if (left >= VL)
+                for (int64_t s = 0; s < kw; s++)
+                    acc = _mm512_add_ps(
+                        acc, _mm512_maskz_loadu_ps(j->lanes[i + s], planes + j->from[i + s]));
+                if (iw - cx >= VL)
                     _mm512_storeu_ps(row + cx, acc);
                 else
-                    _mm512_mask_storeu_ps(row + cx, first_lanes(left), acc);
+                    _mm512_mask_storeu_ps(row + cx, first_lanes(iw - cx), acc);
             }
         }
 }
@@ -384,6 +378,28 @@ bool deft_conv_small_raise_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
            __builtin_cpu_supports("avx512f");
 }
 
+/* add_planes' reads: for 16 image columns from cx and kernel column s, the
+ * lanes whose columns x read plane s (at x - shift, within [x0, x1)), and
+ * the offset of lane 0's read, cx - shift + s nq; false when out of memory. */
+static bool plane_reads(small_job_t *j) {
+    small_job_t f; /* the forward's packing */
+    small_init(&f, j->fwd);
+    const int64_t chunks = (f.iw + VL - 1) / VL;
+    j->lanes = malloc((size_t)(chunks * f.kw) * sizeof *j->lanes);
+    j->from = malloc((size_t)(chunks * f.kw) * sizeof *j->from);
+    if (!j->lanes || !j->from) return false;
+    for (int64_t i = 0; i < chunks; i++)
+        for (int64_t s = 0; s < f.kw; s++) {
+            int64_t x0, x1;
+            const int64_t shift = live_columns(&f, s, &x0, &x1), cx = i * VL;
+            const int64_t a = x0 + shift > cx ? x0 + shift : cx;
+            const int64_t b = x1 + shift < cx + VL ? x1 + shift : cx + VL;
+            j->lanes[i * f.kw + s] = a < b ? (__mmask16)(first_lanes(b - a) << (a - cx)) : 0;
+            j->from[i * f.kw + s] = s * j->nq + cx - shift;
+        }
+    return true;
+}
+
 int deft_conv_small_raise(const deft_conv_geom_t *g, const float *colside, const float *w,
                           const float *bias, float *image) {
     deft_conv_geom_t t;
@@ -402,8 +418,10 @@ int deft_conv_small_raise(const deft_conv_geom_t *g, const float *colside, const
     small_job_t j;
     small_init(&j, &t);
     j.x = colside, j.wpk = wt, j.bias = bias, j.y = image, j.fwd = g;
-    int status = lower_run(&j);
-    free(wt);
+    int status = plane_reads(&j) ? lower_run(&j)
+                                 : deft_error(DEFT_ERR_OUT_OF_MEMORY,
+                                              "convolution: no memory for the plane reads");
+    free(wt), free(j.lanes), free(j.from);
     return status;
 }
 
