@@ -157,13 +157,19 @@ static AVX512 void pack_image(const small_job_t *j, const float *img, float *xp)
 
 /* ---- lower: the forward tile ---- */
 
+/* What output channel o's tiles start from: its bias in the forward, zero
+ * in the raise's planes (add_planes adds the bias to their sum). */
+static inline float tile_bias(const small_job_t *j, int64_t o) {
+    return j->bias && !j->fwd ? j->bias[o] : 0.0f;
+}
+
 /* yw (OB rows of nq) at pixel q0 = the taps of OB output channels from o0 on,
  * NV vectors of pixels; only kernel rows [r0, r1) (the others read padding). */
 static ALWAYS AVX512 void lower_tile(const small_job_t *j, const float *xp, int64_t o0, int64_t q0,
                                      int64_t r0, int64_t r1, float *yw, int OB, int NV) {
     __m512 acc[MAX_OB][MAX_NV];
     for (int o = 0; o < OB; o++)
-        for (int v = 0; v < NV; v++) acc[o][v] = _mm512_setzero_ps();
+        for (int v = 0; v < NV; v++) acc[o][v] = _mm512_set1_ps(tile_bias(j, o0 + o));
     const int64_t pairs = j->ic * j->taps;
     const float *w = j->wpk + o0 * pairs;
     for (int64_t c = 0; c < j->ic; c++)
@@ -274,8 +280,10 @@ static AVX512 void add_planes(const small_job_t *j, int64_t n, int64_t y0, int64
 }
 
 /* Items (image, run of output rows): pack the image, run the tiles over the
- * run's pixel vectors into a buffer, copy its rows out (plus bias). Neighbouring runs may both
- * compute a vector that spans their boundary, each into its own buffer. */
+ * run's pixel vectors into a buffer, copy its rows out (or add up the
+ * raise's planes). Neighbouring runs may both compute a vector that spans
+ * their boundary, each into its own buffer; an image in one item whose
+ * pixels fill whole vectors is written in place. */
 static void lower_items(void *ctx, int64_t begin, int64_t end) {
     small_job_t *j = ctx;
     const int64_t margin = plane_margin(j);
@@ -291,7 +299,10 @@ static void lower_items(void *ctx, int64_t begin, int64_t end) {
         const int64_t n = item / j->splits, s = item % j->splits;
         const int64_t y0 = j->oh * s / j->splits, y1 = j->oh * (s + 1) / j->splits;
         const int64_t v0 = y0 * j->ow / VL, v1 = (y1 * j->ow + VL - 1) / VL;
+        float *out = j->y + n * j->oc * j->oh * j->ow;
         if (packed != n) pack_image(j, j->x + n * j->ic * j->ih * j->iw, xp), packed = n;
+        /* whole images of whole vectors go straight to the output */
+        float *dst = !j->fwd && j->splits == 1 && j->nq == j->oh * j->ow ? out : yw;
         for (int64_t o0 = 0; o0 < j->oc; o0 += MAX_OB) {
             const int64_t ob = block_of(j->oc, o0);
             const int64_t cap = tile_vectors(j, ob);
@@ -300,20 +311,15 @@ static void lower_items(void *ctx, int64_t begin, int64_t end) {
                 /* the tile's real rows: those past oh are the tail's */
                 int64_t ya = v * VL / j->ow, yb = ((v + nv) * VL - 1) / j->ow, r0, r1;
                 live_rows(j, ya, yb < j->oh ? yb : j->oh - 1, &r0, &r1);
-                lower_fns[ob - 1][nv - 1](j, xp, o0, v * VL, r0, r1, yw + o0 * j->nq);
+                lower_fns[ob - 1][nv - 1](j, xp, o0, v * VL, r0, r1, dst + o0 * j->nq);
             }
         }
-        if (j->fwd) {
+        if (j->fwd)
             add_planes(j, n, y0, y1, yw);
-            continue;
-        }
-        float *out = j->y + n * j->oc * j->oh * j->ow;
-        for (int64_t o = 0; o < j->oc; o++) {
-            const float b = j->bias ? j->bias[o] : 0.0f;
-            const float *src = yw + o * j->nq + y0 * j->ow;
-            float *dst = out + (o * j->oh + y0) * j->ow;
-            for (int64_t i = 0; i < (y1 - y0) * j->ow; i++) dst[i] = src[i] + b;
-        }
+        else if (dst == yw)
+            for (int64_t o = 0; o < j->oc; o++)
+                memcpy(out + (o * j->oh + y0) * j->ow, yw + o * j->nq + y0 * j->ow,
+                       (size_t)((y1 - y0) * j->ow) * sizeof(float));
     }
     free(xp);
 }
