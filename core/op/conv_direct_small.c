@@ -448,7 +448,7 @@ static ALWAYS AVX512 void wgrad_tile(const small_job_t *j, const float *xp, cons
         const float *x = xp + n * packed_size(j), *d = dyw + (n * j->oc + o0) * j->nq;
         for (int64_t v = 0; v < nvec; v++, x += VL, d += VL) {
             __m512 dv[MAX_OB];
-            for (int o = 0; o < OB; o++) dv[o] = _mm512_load_ps(d + o * j->nq);
+            for (int o = 0; o < OB; o++) dv[o] = _mm512_loadu_ps(d + o * j->nq);
             for (int t = 0; t < TB; t++) {
                 __m512 xv = _mm512_loadu_ps(x + off[t]);
                 for (int o = 0; o < OB; o++) acc[o][t] = _mm512_fmadd_ps(dv[o], xv, acc[o][t]);
@@ -499,16 +499,19 @@ static void wgrad_parts(void *ctx, int64_t begin, int64_t end) {
         atomic_store(&j->failed, true);
         return;
     }
-    float *dyw = xp + j->per_run * xsize;
+    /* dy whose channels fill whole vectors is read in place */
+    const bool in_place = j->nq == j->oh * j->ow;
+    float *dyp = xp + j->per_run * xsize;
     for (int64_t p = begin; p < end; p++) {
         float *dw = j->dwp + p * j->oc * pairs;
         memset(dw, 0, (size_t)(j->oc * pairs) * sizeof(float));
         const int64_t n1 = (p + 1) * j->batch / j->parts;
         for (int64_t n0 = p * j->batch / j->parts; n0 < n1; n0 += j->per_run) {
             const int64_t images = n1 - n0 < j->per_run ? n1 - n0 : j->per_run;
+            const float *dy = j->dy + n0 * j->oc * j->oh * j->ow, *dyw = in_place ? dy : dyp;
             for (int64_t i = 0; i < images; i++) {
                 pack_image(j, j->x + (n0 + i) * j->ic * j->ih * j->iw, xp + i * xsize);
-                pack_dy(j, j->dy + (n0 + i) * j->oc * j->oh * j->ow, dyw + i * dsize);
+                if (!in_place) pack_dy(j, dy + i * j->oc * j->oh * j->ow, dyp + i * dsize);
             }
             for (int64_t o0 = 0; o0 < j->oc; o0 += MAX_OB)
                 for (int64_t k0 = 0; k0 < pairs; k0 += MAX_TB) {
