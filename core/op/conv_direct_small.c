@@ -218,11 +218,14 @@ static const lower_fn lower_fns[MAX_OB][MAX_NV] = {LOWER_ENTRY(1), LOWER_ENTRY(2
 static const int nv_cap[MAX_OB] = {8, 8, 8, 6, 4, 4};
 
 /* Pixel vectors per tile of OB channels in job j. With padding above and
- * below, tiles of about one row (at least 8 accumulators) skip more kernel
- * rows that read only padding (LeNet's second data gradient: 27% of its taps). */
+ * below, tiles of about one row skip more kernel rows that read only
+ * padding (LeNet's second data gradient by column planes: 27% of its taps
+ * with one vector, two rows, per tile; 13% with two). There, at least 4
+ * accumulators: one FMA unit's latency (measured on Zen 4, whose 512-bit
+ * FMAs issue one a cycle: 151 -> 130 us against 8 accumulators). */
 static int64_t tile_vectors(const small_job_t *j, int64_t ob) {
     if (j->ph == 0) return nv_cap[ob - 1];
-    int64_t nv = (j->ow + VL - 1) / VL, least = (8 + ob - 1) / ob;
+    int64_t nv = (j->ow + VL - 1) / VL, least = (4 + ob - 1) / ob;
     if (nv < least) nv = least;
     return nv < nv_cap[ob - 1] ? nv : nv_cap[ob - 1];
 }
