@@ -16,15 +16,18 @@
  * Stride 1 only (any dilation), groups 1. Three products:
  *  - lower: a register tile of OB output channels by NV vectors of pixels,
  *    per (input channel, tap) NV loads, OB broadcast weights, OB NV FMAs;
- *  - raise (the data gradient): the same kernel on the column side padded
- *    by (k - 1) d - p, with the weights transposed and rotated;
+ *  - raise (the data gradient): the same kernel as a (kh x 1) convolution
+ *    of dy into a plane per (input channel, kernel column), whose shifted
+ *    rows add up to the image (column planes, below);
  *  - wgrad: a tile of OB output channels by TB (input channel, tap) pairs,
- *    summing dy (wide, zero past ow) times the shifted input over the
+ *    summing dy (zero past its pixels) times the shifted input over the
  *    pixels of a run of images, then across the vector's lanes.
  * Work is split over images (lower, raise: and over runs of output rows
  * when there are fewer images than threads; wgrad: into per-thread sums).
  * Tiles skip the kernel rows that would read only the padding above or
  * below the image (most of the data gradient's padding at small images).
+ * The measured figures in comments are LeNet's at batch 32, one thread
+ * (AMD EPYC, Zen 4).
  */
 #include <stdlib.h>
 #include <string.h>
