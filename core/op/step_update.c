@@ -56,7 +56,7 @@ typedef struct step_ctx {
 
 /* One loop per kind, the kind a constant in each: no branch inside. Cloned
  * per instruction set: the math is in double, two to a vector in the
- * baseline's SSE2, eight in AVX-512 (LeNet's step: 17 -> 5 us of updates). */
+ * baseline's SSE2, eight in AVX-512 (LeNet's step: 17 -> 11 us of updates). */
 #define STEP_RANGE(S, T)                                                                           \
     DEFT_CLONES static void step_##S(const step_ctx_t *c, int64_t begin, int64_t end) {            \
         const deft_hyper_t h = c->h;                                                               \
