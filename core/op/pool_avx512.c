@@ -1,8 +1,9 @@
 /*
  * Rows of 2x2 stride-2 pooling, the pooling of most CNNs, in AVX-512
  * (pool_cpu.h): 16 outputs at a time from two input rows of 32, whose even
- * and odd columns two permutes pull apart, so no per-element index work;
- * row tails are masked. They compute exactly what the plane kernels of
+ * and odd columns two permutes pull apart, so no per-element index work
+ * (the max gradient keeps them in place, 8 outputs at a time); row tails
+ * are masked. They compute exactly what the plane kernels of
  * pool_cpu.c compute (the same taps in the same order), which the tests
  * check by running both. Selected at run time when the CPU has AVX-512F,
  * as core/op/conv_direct.c's kernels.
@@ -34,16 +35,6 @@ AVX512 static inline void deinterleave(const float *p, int64_t n, __m512 *even, 
     __m512 b = _mm512_maskz_loadu_ps(lanes(n > 16 ? n - 16 : 0), p + 16);
     *even = _mm512_permutex2var_ps(a, evens, b);
     *odd = _mm512_permutex2var_ps(a, odds, b);
-}
-
-/* Store the first n (<= 32) elements of even[0], odd[0], even[1], odd[1], ... at p. */
-AVX512 static inline void interleave(float *p, int64_t n, const __m512 *even, const __m512 *odd) {
-    const __m512i low = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-    const __m512i high =
-        _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
-    _mm512_mask_storeu_ps(p, lanes(n), _mm512_permutex2var_ps(*even, low, *odd));
-    _mm512_mask_storeu_ps(p + 16, lanes(n > 16 ? n - 16 : 0),
-                          _mm512_permutex2var_ps(*even, high, *odd));
 }
 
 /*
