@@ -1,8 +1,9 @@
 /*
  * Rows of 2x2 stride-2 pooling, the pooling of most CNNs, in AVX-512
  * (pool_cpu.h): 16 outputs at a time from two input rows of 32, whose even
- * and odd columns two permutes pull apart, so no per-element index work;
- * row tails are masked. They compute exactly what the plane kernels of
+ * and odd columns two permutes pull apart, so no per-element index work
+ * (the max gradient keeps them in place, 8 outputs at a time); row tails
+ * are masked. They compute exactly what the plane kernels of
  * pool_cpu.c compute (the same taps in the same order), which the tests
  * check by running both. Selected at run time when the CPU has AVX-512F,
  * as core/op/conv_direct.c's kernels.
@@ -34,16 +35,6 @@ AVX512 static inline void deinterleave(const float *p, int64_t n, __m512 *even, 
     __m512 b = _mm512_maskz_loadu_ps(lanes(n > 16 ? n - 16 : 0), p + 16);
     *even = _mm512_permutex2var_ps(a, evens, b);
     *odd = _mm512_permutex2var_ps(a, odds, b);
-}
-
-/* Store the first n (<= 32) elements of even[0], odd[0], even[1], odd[1], ... at p. */
-AVX512 static inline void interleave(float *p, int64_t n, const __m512 *even, const __m512 *odd) {
-    const __m512i low = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-    const __m512i high =
-        _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
-    _mm512_mask_storeu_ps(p, lanes(n), _mm512_permutex2var_ps(*even, low, *odd));
-    _mm512_mask_storeu_ps(p + 16, lanes(n > 16 ? n - 16 : 0),
-                          _mm512_permutex2var_ps(*even, high, *odd));
 }
 
 /*
@@ -91,30 +82,38 @@ AVX512 void deft_pool3x2_fold_avx512(float *acc, const float *row, int64_t n, bo
 /*
  * The gradient of such a row into the two input rows, each of whose 2n
  * inputs belongs to one window: max pooling's goes to the first tap equal
- * to the output (the gradient left after each tap), the others' is
- * dy * scale on every tap.
+ * to the output (in the order x0[2o], x0[2o + 1], x1[2o], x1[2o + 1]), the
+ * others' is dy * scale on every tap. The inputs stay where they are: 8
+ * outputs at a time, each output and its gradient copied to the two lanes
+ * of its window's columns, and the first tap found on the compare masks
+ * (bit 2k of a mask is a window's left tap, bit 2k + 1 its right one).
  */
 AVX512 static inline void unpool2x2_row(const float *x0, const float *x1, const float *y,
                                         const float *dy, float *d0, float *d1, int64_t n, bool max,
                                         float scale) {
+    const __m512i pairs = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
     const __m512 factor = _mm512_set1_ps(scale);
-    for (int64_t o = 0; o < n; o += 16) {
-        int64_t m = n - o < 16 ? n - o : 16;
-        __m512 left = _mm512_maskz_loadu_ps(lanes(m), dy + o), g[4];
-        if (max) {
-            __m512 t = _mm512_maskz_loadu_ps(lanes(m), y + o), taps[4];
-            deinterleave(x0 + 2 * o, 2 * m, &taps[0], &taps[1]);
-            deinterleave(x1 + 2 * o, 2 * m, &taps[2], &taps[3]);
-            for (int k = 0; k < 4; k++) {
-                __mmask16 hit = _mm512_cmp_ps_mask(taps[k], t, _CMP_EQ_OQ);
-                g[k] = _mm512_maskz_mov_ps(hit, left);
-                left = _mm512_maskz_mov_ps((__mmask16)~hit, left);
-            }
-        } else {
-            g[0] = g[1] = g[2] = g[3] = _mm512_mul_ps(left, factor);
+    for (int64_t o = 0; o < n; o += 8) {
+        const int64_t m = n - o < 8 ? n - o : 8;
+        const __mmask16 in = lanes(2 * m);
+        const __m512 g = _mm512_permutexvar_ps(pairs, _mm512_maskz_loadu_ps(lanes(m), dy + o));
+        if (!max) {
+            _mm512_mask_storeu_ps(d0 + 2 * o, in, _mm512_mul_ps(g, factor));
+            _mm512_mask_storeu_ps(d1 + 2 * o, in, _mm512_mul_ps(g, factor));
+            continue;
         }
-        interleave(d0 + 2 * o, 2 * m, &g[0], &g[1]);
-        interleave(d1 + 2 * o, 2 * m, &g[2], &g[3]);
+        const __m512 t = _mm512_permutexvar_ps(pairs, _mm512_maskz_loadu_ps(lanes(m), y + o));
+        const unsigned a =
+            _mm512_mask_cmp_ps_mask(in, _mm512_maskz_loadu_ps(in, x0 + 2 * o), t, _CMP_EQ_OQ);
+        const unsigned b =
+            _mm512_mask_cmp_ps_mask(in, _mm512_maskz_loadu_ps(in, x1 + 2 * o), t, _CMP_EQ_OQ);
+        /* the right tap only where the left missed; row 1 only where row 0 missed */
+        const unsigned first0 = a & ~((a & 0x5555u) << 1);
+        unsigned taken = (a | a >> 1) & 0x5555u;
+        taken |= taken << 1;
+        const unsigned rest = b & ~taken, first1 = rest & ~((rest & 0x5555u) << 1);
+        _mm512_mask_storeu_ps(d0 + 2 * o, in, _mm512_maskz_mov_ps((__mmask16)first0, g));
+        _mm512_mask_storeu_ps(d1 + 2 * o, in, _mm512_maskz_mov_ps((__mmask16)first1, g));
     }
 }
 

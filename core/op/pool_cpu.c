@@ -245,10 +245,25 @@ static bool window_is_plane(const deft_pool_geom_t *g) {
            g->kernel[2] == g->in[2] && g->pad[1] == 0 && g->pad[2] == 0;
 }
 
+/* Whether the AVX-512 rows take 2x2/2 windows that tile the planes exactly:
+ * then planes follow each other as more rows of one plane, and a run of
+ * them is one call (LeNet's second pool: 512 planes of 4 rows). */
+static bool rows_span_planes(const fast_job_t *j) {
+    const deft_pool_geom_t *g = j->g;
+    return j->rows_2x2 && g->in[1] == 2 * g->out[1] && g->in[2] == 2 * g->out[2];
+}
+
 DEFT_CLONES static void fast_planes(void *arg, int64_t begin, int64_t end) {
     const fast_job_t *j = arg;
     const deft_pool_geom_t *g = j->g;
     int64_t in_plane = plane_size(g, g->in), out_plane = plane_size(g, g->out);
+#if DEFT_POOL_X86
+    if (rows_span_planes(j) && !window_is_plane(g)) {
+        deft_pool2x2_plane_avx512(j->x + begin * in_plane, j->out + begin * out_plane, g->in[2],
+                                  (end - begin) * g->out[1], g->out[2], j->max, j->scale_2x2);
+        return;
+    }
+#endif
     for (int64_t plane = begin; plane < end; plane++) {
         const float *x = j->x + plane * in_plane;
         float *y = j->out + plane * out_plane;
@@ -402,6 +417,14 @@ DEFT_CLONES static void fast_unpool_planes(void *arg, int64_t begin, int64_t end
     const fast_job_t *j = arg;
     const deft_pool_geom_t *g = j->g;
     int64_t in_plane = plane_size(g, g->in), out_plane = plane_size(g, g->out);
+#if DEFT_POOL_X86
+    if (rows_span_planes(j) && !window_is_plane(g)) {
+        deft_unpool2x2_plane_avx512(j->x + begin * in_plane, j->y + begin * out_plane,
+                                    j->dy + begin * out_plane, j->out + begin * in_plane, g->in[2],
+                                    (end - begin) * g->out[1], g->out[2], j->max, j->scale_2x2);
+        return;
+    }
+#endif
     for (int64_t plane = begin; plane < end; plane++) {
         const float *x = j->x + plane * in_plane, *y = j->y + plane * out_plane;
         const float *dy = j->dy + plane * out_plane;

@@ -11,6 +11,7 @@
 #include "core/base/parallel.h"
 #include "core/math/step_math.h"
 #include "core/op/gpu_ops.h"
+#include "core/op/kernel.h"
 #include "core/op/op.h"
 
 /* Inputs: weight, grad, the kind's states, hyper, then optionally "after". */
@@ -53,9 +54,11 @@ typedef struct step_ctx {
     void *w, *g, *s1, *s2;
 } step_ctx_t;
 
-/* One loop per kind, the kind a constant in each: no branch inside. */
+/* One loop per kind, the kind a constant in each: no branch inside. Cloned
+ * per instruction set: the math is in double, two to a vector in the
+ * baseline's SSE2, eight in AVX-512 (LeNet's step: 17 -> 11 us of updates). */
 #define STEP_RANGE(S, T)                                                                           \
-    static void step_##S(const step_ctx_t *c, int64_t begin, int64_t end) {                        \
+    DEFT_CLONES static void step_##S(const step_ctx_t *c, int64_t begin, int64_t end) {            \
         const deft_hyper_t h = c->h;                                                               \
         T *w = c->w, *g = c->g, *s1 = c->s1, *s2 = c->s2;                                          \
         switch (c->kind) {                                                                         \
