@@ -51,7 +51,8 @@ typedef struct plan_entry {
 
 struct deft_cached_op {
     atomic_int refcount;
-    deft_graph_t *g;
+    deft_graph_t *g;       /* what runs: the symbol after the executor's own passes */
+    deft_symbol_t *source; /* the symbol as given: what autograd records */
     bool plan_memory;
     bool blocking; /* a node waits for a host callback: runs never go inline */
     int num_inputs;
@@ -190,7 +191,8 @@ int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_o
     pthread_mutex_init(&op->lock, NULL);
     op->plan_memory = plan_memory;
     deft_plan_cache_limits(&op->max_plan_bytes, &op->max_plans);
-    if (build_graph(sym, &op->g)) {
+    if (deft_symbol_from_entries(sym->num_outputs, sym->outputs, &op->source) ||
+        build_graph(sym, &op->g)) {
         deft_cached_op_release(op);
         return -1;
     }
@@ -267,6 +269,7 @@ void deft_cached_op_release(deft_cached_op_t *op) {
     deft_subgraph_release(op->subgraph[0]);
     deft_subgraph_release(op->subgraph[1]);
     deft_graph_free(op->g);
+    deft_symbol_free(op->source);
     deft_var_release(op->var);
     free(op->input_nodes), free(op->input_of_node), free(op->input_written),
         free(op->output_entries), free(op->output_source);
@@ -894,7 +897,7 @@ int deft_cached_op_subgraph(deft_cached_op_t *op, bool keep, deft_subgraph_t **o
      * before this one. Of two made at once, the first kept wins. */
     deft_symbol_t *sym = NULL;
     deft_subgraph_t *made = NULL;
-    int status = deft_symbol_from_entries(op->g->num_outputs, op->g->outputs, &sym);
+    int status = deft_symbol_from_entries(op->source->num_outputs, op->source->outputs, &sym);
     if (status == 0) status = deft_subgraph_new(sym, keep, &made);
     deft_symbol_free(sym);
     if (status) {
@@ -917,6 +920,10 @@ int deft_cached_op_num_outputs(const deft_cached_op_t *op) {
 
 const deft_graph_t *deft_cached_op_graph(const deft_cached_op_t *op) {
     return op->g;
+}
+
+const deft_symbol_t *deft_cached_op_source(const deft_cached_op_t *op) {
+    return op->source;
 }
 
 bool deft_cached_op_updates_inputs(const deft_cached_op_t *op) {

@@ -62,8 +62,11 @@ int deft_cached_op_forward(deft_cached_op_t *op, int nin, const deft_tensor_t *i
 int deft_cached_op_subgraph(deft_cached_op_t *op, bool keep, deft_subgraph_t **out);
 /* The number of the graph's outputs. */
 int deft_cached_op_num_outputs(const deft_cached_op_t *op);
-/* The graph it runs (the executor's). */
+/* The graph it runs (the executor's, after its own passes such as FoldBatchNorm). */
 const deft_graph_t *deft_cached_op_graph(const deft_cached_op_t *op);
+/* The symbol it was made from, before those passes: what autograd records,
+ * as one node or node by node (its variables are the graph's). */
+const deft_symbol_t *deft_cached_op_source(const deft_cached_op_t *op);
 
 /* Whether a run writes some of its inputs (auxiliary states). */
 bool deft_cached_op_updates_inputs(const deft_cached_op_t *op);

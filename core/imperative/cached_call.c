@@ -88,10 +88,17 @@ static int output_value(const deft_graph_t *g, deft_ndarray_t **val, int o, bool
  * inputs or kept values, or a gradient that cannot keep its activations). */
 static int run_node_by_node(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, int *nout,
                             deft_ndarray_t **out) {
-    const deft_graph_t *g = deft_cached_op_graph(op);
-    if (g->num_outputs > *nout)
-        return deft_error(DEFT_ERR_VALUE, "the graph has %d outputs, but there is room for %d",
-                          g->num_outputs, *nout);
+    /* the symbol as given: the executor's graph has nodes (folded
+     * BatchNorms) that have no gradient and run only inside it */
+    const deft_symbol_t *source = deft_cached_op_source(op);
+    deft_graph_t *g;
+    if (deft_graph_build(source->num_outputs, source->outputs, &g)) return -1;
+    if (g->num_outputs > *nout) {
+        int n = g->num_outputs;
+        deft_graph_free(g);
+        return deft_error(DEFT_ERR_VALUE, "the graph has %d outputs, but there is room for %d", n,
+                          *nout);
+    }
     int entries = deft_graph_num_entries(g), status = 0, made = 0;
     deft_ndarray_t **val = calloc((size_t)entries + 1, sizeof *val);
     bool *handed = calloc((size_t)entries + 1, sizeof *handed);
@@ -115,6 +122,7 @@ static int run_node_by_node(deft_cached_op_t *op, int nin, deft_ndarray_t *const
     for (int o = 0; status && o < made; o++) deft_ndarray_release(out[o]), out[o] = NULL;
     free(val), free(handed);
     if (status == 0) *nout = g->num_outputs;
+    deft_graph_free(g);
     return status;
 }
 

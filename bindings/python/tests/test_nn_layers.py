@@ -401,6 +401,30 @@ def test_batch_norm_trains_hybridized_like_eager(rng):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
 
 
+def test_folded_conv_batch_norm_trains_and_predicts_like_eager(rng):
+    """Executors fold a BatchNorm and relu into the convolution before them
+    (_conv_bn_relu, which has no gradient): autograd records the graph as given."""
+    x, y = deft.array(arr(rng, 4, 3, 7, 7)), deft.array(np.arange(4) % 2)
+    results = []
+    for hybrid in (False, True):
+        deft.random.seed(1)
+        net = nn.HybridSequential(nn.Conv2D(4, 3, in_channels=3, use_bias=False), nn.BatchNorm(),
+                                  nn.Activation("relu"), nn.Flatten(), nn.Dense(2))
+        net.initialize()
+        if hybrid:
+            net.hybridize()
+        opt = SGD(net.collect_params(), lr=0.1)
+        for _ in range(3):
+            with autograd.record():
+                loss = nn.SoftmaxCrossEntropyLoss()(net(x), y)
+            loss.backward()
+            opt.step()
+        results.append([p.data().asnumpy() for p in net.collect_params().values()])
+        results[-1].append(net(x).asnumpy())
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
 @needs("LayerNorm")
 def test_layer_norm(rng):
     x = arr(rng, 2, 3, 5)
