@@ -380,36 +380,13 @@ def test_hybridized_batch_norm_updates_its_auxiliary_states_once_per_call(rng, t
 
 
 @needs("BatchNorm")
-def test_batch_norm_trains_hybridized_like_eager(rng):
-    x, y = deft.array(arr(rng, 8, 3, 6)), deft.array(np.arange(8) % 2)
+def trained_eager_and_hybridized(make_net, x, y):
+    """The parameters (and predict-mode outputs) of a net after three SGD
+    steps, eager and hybridized, from the same seed."""
     results = []
     for hybrid in (False, True):
         deft.random.seed(1)
-        net = nn.HybridSequential(nn.Conv1D(4, 3, in_channels=3), nn.BatchNorm(),
-                                  nn.Activation("relu"), nn.Flatten(), nn.Dense(2))
-        net.initialize()
-        if hybrid:
-            net.hybridize()
-        opt = SGD(net.collect_params(), lr=0.1)
-        for _ in range(3):
-            with autograd.record():
-                loss = nn.SoftmaxCrossEntropyLoss()(net(x), y)
-            loss.backward()
-            opt.step()
-        results.append([p.data().asnumpy() for p in net.collect_params().values()])
-    for a, b in zip(*results):
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
-
-
-def test_folded_conv_batch_norm_trains_and_predicts_like_eager(rng):
-    """Executors fold a BatchNorm and relu into the convolution before them
-    (_conv_bn_relu, which has no gradient): autograd records the graph as given."""
-    x, y = deft.array(arr(rng, 4, 3, 7, 7)), deft.array(np.arange(4) % 2)
-    results = []
-    for hybrid in (False, True):
-        deft.random.seed(1)
-        net = nn.HybridSequential(nn.Conv2D(4, 3, in_channels=3, use_bias=False), nn.BatchNorm(),
-                                  nn.Activation("relu"), nn.Flatten(), nn.Dense(2))
+        net = make_net()
         net.initialize()
         if hybrid:
             net.hybridize()
@@ -421,7 +398,27 @@ def test_folded_conv_batch_norm_trains_and_predicts_like_eager(rng):
             opt.step()
         results.append([p.data().asnumpy() for p in net.collect_params().values()])
         results[-1].append(net(x).asnumpy())
-    for a, b in zip(*results):
+    return results
+
+
+def test_batch_norm_trains_hybridized_like_eager(rng):
+    x, y = deft.array(arr(rng, 8, 3, 6)), deft.array(np.arange(8) % 2)
+    eager, hybrid = trained_eager_and_hybridized(
+        lambda: nn.HybridSequential(nn.Conv1D(4, 3, in_channels=3), nn.BatchNorm(),
+                                    nn.Activation("relu"), nn.Flatten(), nn.Dense(2)), x, y)
+    for a, b in zip(eager, hybrid):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_folded_conv_batch_norm_trains_and_predicts_like_eager(rng):
+    """Executors fold a BatchNorm and relu into the convolution before them
+    (_conv_bn_relu, which has no gradient): autograd records the graph as given."""
+    x, y = deft.array(arr(rng, 4, 3, 7, 7)), deft.array(np.arange(4) % 2)
+    eager, hybrid = trained_eager_and_hybridized(
+        lambda: nn.HybridSequential(nn.Conv2D(4, 3, in_channels=3, use_bias=False),
+                                    nn.BatchNorm(), nn.Activation("relu"), nn.Flatten(),
+                                    nn.Dense(2)), x, y)
+    for a, b in zip(eager, hybrid):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
 
 
