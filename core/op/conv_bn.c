@@ -153,38 +153,25 @@ static int conv_bn_visible(const deft_param_value_t *p) {
     return 1;
 }
 
+/* The two operators differ in their name, description and the relu (data). */
+#define CONV_BN_OP(op_name, text, relu)                                                            \
+    {                                                                                              \
+        .name = op_name, .description = text, .input_names = conv_bn_inputs, .min_inputs = 6,      \
+        .max_inputs = 6, .params = conv_bn_params, .infer = conv_bn_infer,                         \
+        .forward = conv_bn_forward, .forward_gpu = DEFT_GPU(conv_bn_forward), .inplace_input = -1, \
+        .mutate_inputs = (1u << 4) | (1u << 5), .num_outputs = conv_bn_num_outputs,                \
+        .num_visible_outputs = conv_bn_visible, .data = relu, .graph_only = true                   \
+    }
+
 static const deft_op_t conv_bn_ops[] = {
-    {.name = "_conv_bn",
-     .description = "Convolution without bias, then BatchNorm over its channels (made by the "
-                    "FoldBatchNorm pass).",
-     .input_names = conv_bn_inputs,
-     .min_inputs = 6,
-     .max_inputs = 6,
-     .params = conv_bn_params,
-     .infer = conv_bn_infer,
-     .forward = conv_bn_forward,
-     .forward_gpu = DEFT_GPU(conv_bn_forward),
-     .inplace_input = -1,
-     .mutate_inputs = (1u << 4) | (1u << 5),
-     .num_outputs = conv_bn_num_outputs,
-     .num_visible_outputs = conv_bn_visible,
-     .graph_only = true},
-    {.name = "_conv_bn_relu",
-     .description = "Convolution without bias, BatchNorm over its channels, then relu (made by the "
-                    "FoldBatchNorm pass).",
-     .input_names = conv_bn_inputs,
-     .min_inputs = 6,
-     .max_inputs = 6,
-     .params = conv_bn_params,
-     .infer = conv_bn_infer,
-     .forward = conv_bn_forward,
-     .forward_gpu = DEFT_GPU(conv_bn_forward),
-     .inplace_input = -1,
-     .mutate_inputs = (1u << 4) | (1u << 5),
-     .num_outputs = conv_bn_num_outputs,
-     .num_visible_outputs = conv_bn_visible,
-     .data = "relu",
-     .graph_only = true},
+    CONV_BN_OP("_conv_bn",
+               "Convolution without bias, then BatchNorm over its channels (made by the "
+               "FoldBatchNorm pass).",
+               NULL),
+    CONV_BN_OP("_conv_bn_relu",
+               "Convolution without bias, BatchNorm over its channels, then relu (made by the "
+               "FoldBatchNorm pass).",
+               "relu"),
 };
 
 DEFT_OP_FAMILY(deft_family_conv_bn, conv_bn_ops);
