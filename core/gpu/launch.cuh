@@ -8,6 +8,12 @@
 namespace {
 
 constexpr int kThreads = 256;
+constexpr int kWarp = 32;
+constexpr int64_t kBusyBlocks = 1024; /* blocks that keep every multiprocessor busy */
+
+inline int64_t ceil_div(int64_t n, int64_t d) {
+    return (n + d - 1) / d;
+}
 
 /* A grid of `blocks` blocks, at least one and at most CUDA's limit. */
 inline int grid_of(int64_t blocks) {
@@ -16,7 +22,20 @@ inline int grid_of(int64_t blocks) {
 
 /* Blocks for n elements, a thread each. */
 inline int blocks_for(int64_t n) {
-    return grid_of((n + kThreads - 1) / kThreads);
+    return grid_of(ceil_div(n, kThreads));
+}
+
+/* Lanes of a warp (a power of two up to 32) for a line of n elements,
+ * enough for eight elements each: fewer lanes, fewer shuffles. */
+inline int lanes_for(int64_t n) {
+    int lanes = 1;
+    while (lanes < kWarp && lanes * 8 < n) lanes *= 2;
+    return lanes;
+}
+
+/* The mask of this thread's group of `lanes` lanes within its warp. */
+__device__ inline unsigned group_mask(int lanes) {
+    return lanes == kWarp ? ~0u : ((1u << lanes) - 1) << (threadIdx.x % kWarp / lanes * lanes);
 }
 
 } // namespace

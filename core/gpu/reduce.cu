@@ -31,10 +31,8 @@
 
 namespace {
 
-constexpr int kWarp = 32;
 constexpr int64_t kShortSpan = 32;        /* general form: spans this short, a thread per result */
-constexpr int64_t kBusyBlocks = 1024;     /* blocks that keep every multiprocessor busy */
-constexpr int64_t kBusyThreads = 1 << 18; /* threads likewise */
+constexpr int64_t kBusyThreads = 1 << 18; /* threads that keep every multiprocessor busy */
 constexpr int64_t kLanesSpan = 512;       /* spans up to this: a group of lanes per result */
 
 /* The input as [a, s, b]: result o = ai * b + bi reads x[ai * s * b + j * b + bi]. */
@@ -196,7 +194,7 @@ __global__ void reduce_lanes(deft_gpu_reduce_t r, Layout l, int lanes) {
     const deft_reduce_kind_t kind = (deft_reduce_kind_t)r.kind;
     const T *x = static_cast<const T *>(r.x);
     int lane = threadIdx.x % lanes;
-    unsigned mask = lanes == kWarp ? ~0u : ((1u << lanes) - 1) << (threadIdx.x % kWarp - lane);
+    unsigned mask = group_mask(lanes);
     int64_t groups = (int64_t)gridDim.x * blockDim.x / lanes;
     for (int64_t o = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / lanes; o < r.outer;
          o += groups) {
@@ -308,10 +306,6 @@ bool as_layout(const deft_gpu_reduce_t &r, Layout *l) {
     return l->a * b == r.outer;
 }
 
-int64_t ceil_div(int64_t n, int64_t d) {
-    return (n + d - 1) / d;
-}
-
 /* Split each result's span into pieces of at least `least` elements, as
  * many as make `busy` workers of `results`. */
 Out split(int64_t results, int64_t span, int64_t busy, int64_t least) {
@@ -321,13 +315,6 @@ Out split(int64_t results, int64_t span, int64_t busy, int64_t least) {
     if (chunks < 1) chunks = 1;
     int64_t chunk = ceil_div(span, chunks);
     return Out{nullptr, chunk ? ceil_div(span, chunk) : 1, chunk, 0, 0};
-}
-
-/* Lanes enough for eight elements each: fewer lanes, fewer shuffles. */
-int lanes_for(int64_t span) {
-    int lanes = 1;
-    while (lanes < kWarp && lanes * 8 < span) lanes *= 2;
-    return lanes;
 }
 
 template <typename T, Mode M>

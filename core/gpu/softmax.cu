@@ -31,8 +31,6 @@
 
 namespace {
 
-constexpr int kWarp = 32;
-constexpr int64_t kBusyBlocks = 1024;     /* blocks that keep every multiprocessor busy */
 constexpr int64_t kLeastPiece = 4096;     /* elements of a line piece: 16 per thread */
 constexpr size_t kStagedBytes = 48 << 10; /* shared memory a block may take unasked */
 
@@ -100,8 +98,7 @@ struct Team {
 __device__ Team team_of(int size) {
     int rank = threadIdx.x % size;
     if (size >= (int)blockDim.x) return {size, rank, ~0u};
-    unsigned mask = size == kWarp ? ~0u : ((1u << size) - 1) << (threadIdx.x % kWarp - rank);
-    return {size, rank, mask};
+    return {size, rank, group_mask(size)};
 }
 
 /* Every thread of the team ends with op over the team's values. */
@@ -142,10 +139,9 @@ template <typename C> __device__ double share_of(C m, double sum, C max) {
 }
 
 template <typename L>
-__global__ void softmax_rows(L line, int64_t lines, bool log_form, int team_size,
-                             Pieces<typename L::C> p) {
+__global__ void softmax_rows(L line, int64_t lines, bool log_form, Pieces<typename L::C> p) {
     typedef typename L::C C;
-    Team team = team_of(team_size);
+    Team team = team_of(blockDim.x); /* a block per line, or per piece of one */
     int64_t teams = (int64_t)gridDim.x * blockDim.x / team.size;
     for (int64_t t = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / team.size;
          t < lines * p.chunks; t += teams) {
@@ -254,18 +250,13 @@ template <typename L> __global__ void softmax_staged(L line, int64_t lines, bool
     }
 }
 
-int64_t ceil_div(int64_t n, int64_t d) {
-    return (n + d - 1) / d;
-}
-
 template <typename L>
 int launch_rows(int dev, const L &line, int64_t lines, int64_t n, bool log_form,
                 cudaStream_t stream) {
     typedef typename L::C C;
     Pieces<C> p = {1, n, nullptr, nullptr, kWhole};
     /* a group of lanes per short line (eight elements a lane), a block per long one */
-    int team = 1;
-    while (team < kWarp && team * 8 < n) team *= 2;
+    int team = lanes_for(n);
     int64_t blocks = grid_of(ceil_div(lines * team, kThreads));
     if (n <= 8 * team) {
         softmax_held<L, 8><<<blocks, kThreads, 0, stream>>>(line, lines, log_form, team);
@@ -290,7 +281,7 @@ int launch_rows(int dev, const L &line, int64_t lines, int64_t n, bool log_form,
         p.chunks = ceil_div(n, p.chunk);
     }
     if (p.chunks == 1) {
-        softmax_rows<<<grid_of(lines), kThreads, 0, stream>>>(line, lines, log_form, kThreads, p);
+        softmax_rows<<<grid_of(lines), kThreads, 0, stream>>>(line, lines, log_form, p);
         return 0;
     }
     size_t pieces = (size_t)(lines * p.chunks);
@@ -301,8 +292,7 @@ int launch_rows(int dev, const L &line, int64_t lines, int64_t n, bool log_form,
     static const Stage stages[2] = {kPieces, kWrite};
     for (Stage stage : stages) {
         p.stage = stage;
-        softmax_rows<<<grid_of(lines * p.chunks), kThreads, 0, stream>>>(line, lines, log_form,
-                                                                         kThreads, p);
+        softmax_rows<<<grid_of(lines * p.chunks), kThreads, 0, stream>>>(line, lines, log_form, p);
     }
     deft_gpu_workspace_release(dev);
     return 0;
