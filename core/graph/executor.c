@@ -22,12 +22,14 @@
 /* Where a plan's values live when the inputs are on given devices: each
  * node runs on its placed device ("__device__"), else where its parameters
  * put it (copies, creation), else where its first input is. */
-typedef struct placement {
+typedef struct deft_cached_plan {
     deft_device_t *inputs;  /* the devices of the inputs it was made for */
     deft_device_t *devices; /* per entry */
     deft_storage_t *arenas[DEFT_DEVICE_SLOTS];
     deft_tensor_t *tensors; /* per entry: arena entries filled once, the rest per run */
-    struct placement *next;
+    struct deft_cached_plan *next;
+    struct plan_entry *plan;   /* the plan it places */
+    struct deft_cached_op *op; /* the plan's executor */
 } placement_t;
 
 /*
@@ -386,8 +388,8 @@ static int entry_devices(const deft_cached_op_t *op, const deft_device_t *inputs
     return 0;
 }
 
-static int make_placement(const deft_cached_op_t *op, const plan_entry_t *p,
-                          const deft_device_t *inputs, placement_t **out) {
+static int make_placement(deft_cached_op_t *op, plan_entry_t *p, const deft_device_t *inputs,
+                          placement_t **out) {
     size_t entries = (size_t)p->types.num_entries + 1;
     placement_t *pl = calloc(1, sizeof *pl);
     if (pl) {
@@ -399,6 +401,8 @@ static int make_placement(const deft_cached_op_t *op, const plan_entry_t *p,
         free_placement(pl);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a placement");
     }
+    pl->plan = p;
+    pl->op = op;
     for (int i = 0; i < op->num_inputs; i++) pl->inputs[i] = inputs[i];
     if (entry_devices(op, inputs, pl->devices) ||
         deft_plan_arenas(&p->plan, &p->types, pl->devices, pl->arenas, pl->tensors)) {
@@ -567,35 +571,15 @@ int deft_graph_forward(const deft_graph_t *g, deft_tensor_t *t, bool training) {
 
 /* ---- one run ---- */
 
-typedef struct run {
-    deft_cached_op_t *op; /* held */
-    plan_entry_t *plan;   /* held */
-    placement_t *place;   /* the plan's */
-    int nin, nout;
-    deft_ndarray_t **arrays; /* inputs, then outputs; retained; allocated with the run */
-    bool training;           /* the caller's training flag when it asked for the run */
-    /* The inputs whose contents the run vouches for (op.h), keyed when it was
-     * pushed; allocated with the run. */
-    deft_vouched_t *vouched;
-    int num_vouched;
-} run_t;
-
-/* Input i's tensor, from a list of arrays or of tensors. */
-typedef const deft_tensor_t *(*tensor_at_fn)(const void *list, int i);
-
-static const deft_tensor_t *array_tensor(const void *list, int i) {
-    return &((deft_ndarray_t *const *)list)[i]->tensor;
-}
-
-static const deft_tensor_t *plain_tensor(const void *list, int i) {
+const deft_tensor_t *deft_tensor_list_at(const void *list, int i) {
     return &((const deft_tensor_t *)list)[i];
 }
 
 /* Run the graph with per-entry tensors t (the plan's arena entries filled in)
- * on the tensors of the inputs and outputs (lists of arrays or of tensors,
- * read in place: no per-run copy, whatever their number). */
+ * on the tensors of the inputs and outputs (lists read through `at` in place:
+ * no per-run copy, whatever their number). */
 static int run_on(const deft_cached_op_t *op, deft_tensor_t *t, int nin, const void *in, int nout,
-                  const void *out, tensor_at_fn at, bool training) {
+                  const void *out, deft_tensor_at_fn at, bool training) {
     const deft_graph_t *g = op->g;
     /* Outputs from last to first, so an entry listed twice lands in its first
      * array; inputs after outputs, so an output that is an input reads the input. */
@@ -614,104 +598,8 @@ static int run_on(const deft_cached_op_t *op, deft_tensor_t *t, int nin, const v
     return 0;
 }
 
-static int run_arrays(void *arg) {
-    const run_t *r = arg;
-    const deft_vouched_t *prev;
-    int prev_n;
-    deft_op_set_vouched(r->vouched, r->num_vouched, &prev, &prev_n);
-    int status = run_on(r->op, r->place->tensors, r->nin, r->arrays, r->nout, r->arrays + r->nin,
-                        array_tensor, r->training);
-    deft_op_set_vouched(prev, prev_n, NULL, NULL);
-    return status;
-}
-
-/* Key the inputs nothing can write unseen while the run waits or runs: not
- * written by the graph, not an output's storage, not writable outside deft.
- * At push time, in the caller's order of calls: a write queued later bumps
- * the version only after this (and runs after the run). */
-static void vouch_inputs(run_t *r) {
-    r->num_vouched = 0;
-    for (int i = 0; i < r->nin; i++) {
-        deft_storage_t *s = r->arrays[i]->tensor.storage;
-        bool safe = s && !r->op->input_written[i] && !atomic_load(&s->shared);
-        for (int o = 0; safe && o < r->nout; o++) safe = r->arrays[r->nin + o]->tensor.storage != s;
-        if (safe)
-            r->vouched[r->num_vouched++] = (deft_vouched_t){
-                s, {s->id, atomic_load_explicit(&s->version, memory_order_relaxed)}};
-    }
-}
-
-/* Inputs (read, or written when the graph writes them), outputs and arenas. */
-static int run_accesses(const run_t *r, deft_access_t *access) {
-    int n = 0;
-    for (int i = 0; i < r->nin; i++)
-        access[n++] = (deft_access_t){r->arrays[i]->tensor.storage, r->op->input_written[i]};
-    for (int o = 0; o < r->nout; o++)
-        access[n++] = (deft_access_t){r->arrays[r->nin + o]->tensor.storage, true};
-    for (int s = 0; s < DEFT_DEVICE_SLOTS; s++)
-        access[n++] = (deft_access_t){r->place->arenas[s], true};
-    return n;
-}
-
-static int run_graph(void *arg) {
-    if (!deft_storage_gpu_made()) return run_arrays(arg);
-    const run_t *r = arg;
-    deft_access_t room[2 * RUN_INLINE + DEFT_DEVICE_SLOTS];
-    size_t most = (size_t)r->nin + (size_t)r->nout + DEFT_DEVICE_SLOTS;
-    deft_access_t *access =
-        most <= sizeof room / sizeof room[0] ? room : malloc(most * sizeof *access);
-    if (!access)
-        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph run of %d inputs",
-                          r->nin);
-    int n = run_accesses(r, access);
-    int status = deft_fence_any_gpu(access, n) ? deft_fence_run(access, n, run_arrays, arg)
-                                               : run_arrays(arg);
-    if (access != room) free(access);
-    return status;
-}
-
-static void free_run(void *arg) {
-    run_t *r = arg;
-    for (int i = 0; i < r->nin + r->nout; i++) deft_ndarray_release(r->arrays[i]);
-    release_plan(r->plan);
-    deft_cached_op_release(r->op);
-    free(r);
-}
-
-static int check_input_count(const deft_cached_op_t *op, int nin) {
-    if (nin != op->num_inputs)
-        return deft_error(DEFT_ERR_VALUE,
-                          "got %d inputs, expected %d (the arguments, then the "
-                          "auxiliary states)",
-                          nin, op->num_inputs);
-    return 0;
-}
-
-static int prepare_outputs(const deft_cached_op_t *op, const plan_entry_t *p,
-                           const placement_t *place, deft_ndarray_t **out, run_t *r) {
-    for (int o = 0; o < op->g->num_outputs; o++) {
-        const deft_desc_t *want = &p->types.desc[op->output_entries[o]];
-        deft_ndarray_t *given = out[o];
-        if (given && (!deft_shape_equal(&given->tensor.shape, &want->shape) ||
-                      given->tensor.dtype != want->dtype)) {
-            char have[DEFT_SHAPE_STR_MAX], expect[DEFT_SHAPE_STR_MAX];
-            return deft_error(DEFT_ERR_VALUE, "output %d has shape %s and dtype %s, expected %s %s",
-                              o, deft_shape_format(&given->tensor.shape, have, sizeof have),
-                              deft_dtype_name(given->tensor.dtype),
-                              deft_shape_format(&want->shape, expect, sizeof expect),
-                              deft_dtype_name(want->dtype));
-        }
-        if (given)
-            r->arrays[r->nin + o] = deft_ndarray_retain(given);
-        else if (deft_ndarray_new(&want->shape, want->dtype, place->devices[op->output_entries[o]],
-                                  false, &r->arrays[r->nin + o]))
-            return -1;
-    }
-    return 0;
-}
-
 /* The plan and placement for these inputs, held for the caller. */
-static int acquire_for(deft_cached_op_t *op, int nin, const void *list, tensor_at_fn at,
+static int acquire_for(deft_cached_op_t *op, int nin, const void *list, deft_tensor_at_fn at,
                        plan_entry_t **plan, placement_t **place) {
     deft_desc_t sig_room[RUN_INLINE];
     deft_device_t dev_room[RUN_INLINE];
@@ -731,106 +619,45 @@ static int acquire_for(deft_cached_op_t *op, int nin, const void *list, tensor_a
     return status;
 }
 
-/* A run of op on inputs `in`, holding its plan, the inputs and the executor. */
-static int new_run(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, run_t **out) {
+int deft_cached_op_acquire(deft_cached_op_t *op, int nin, const void *in, deft_tensor_at_fn at,
+                           deft_cached_plan_t **out) {
+    if (nin != op->num_inputs)
+        return deft_error(DEFT_ERR_VALUE,
+                          "got %d inputs, expected %d (the arguments, then the "
+                          "auxiliary states)",
+                          nin, op->num_inputs);
     plan_entry_t *plan;
     placement_t *place;
-    if (acquire_for(op, nin, in, array_tensor, &plan, &place)) return -1;
-    int nout = op->g->num_outputs;
-    /* one allocation: the run, then its arrays */
-    size_t arrays = ((size_t)nin + (size_t)nout + 1) * sizeof(deft_ndarray_t *);
-    run_t *r = calloc(1, sizeof *r + arrays + (size_t)nin * sizeof(deft_vouched_t));
-    if (!r) {
-        release_plan(plan);
-        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an executor run");
-    }
-    *r = (run_t){op,
-                 plan,
-                 place,
-                 nin,
-                 nout,
-                 (deft_ndarray_t **)(r + 1),
-                 deft_op_training(),
-                 (deft_vouched_t *)((char *)(r + 1) + arrays),
-                 0};
-    for (int i = 0; i < nin; i++) r->arrays[i] = deft_ndarray_retain(in[i]);
-    atomic_fetch_add(&op->refcount, 1);
-    *out = r;
+    if (acquire_for(op, nin, in, at, &plan, &place)) return -1;
+    atomic_fetch_add_explicit(&op->refcount, 1, memory_order_relaxed);
+    *out = place;
     return 0;
 }
 
-/* Push run r (consumed) reading and writing the arrays' variables; out[o]
- * receives the outputs created. */
-static int push_run(deft_cached_op_t *op, run_t *r, deft_ndarray_t *const *in,
-                    deft_ndarray_t **out) {
-    int nin = r->nin, nout = r->nout;
-    deft_var_t *var_room[3 * RUN_INLINE + 1];
-    deft_ndarray_t *created_room[RUN_INLINE];
-    size_t nvars = 2 * (size_t)nin + (size_t)nout + 1;
-    deft_var_t **vars = nvars <= 3 * RUN_INLINE + 1 ? var_room : malloc(nvars * sizeof *vars);
-    deft_ndarray_t **created =
-        nout <= RUN_INLINE ? created_room : malloc((size_t)nout * sizeof *created);
-    if (!vars || !created) {
-        if (vars != var_room) free(vars);
-        free_run(r);
-        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a run of %d inputs", nin);
-    }
-    deft_var_t **reads = vars, **writes = vars + nin;
-    int nreads = 0, nwrites = 0;
-    for (int i = 0; i < nin; i++) {
-        if (op->input_written[i])
-            writes[nwrites++] = in[i]->var;
-        else
-            reads[nreads++] = in[i]->var;
-    }
-    for (int o = 0; o < nout; o++) writes[nwrites++] = r->arrays[nin + o]->var;
-    writes[nwrites++] = op->var;
-    for (int o = 0; o < nout; o++)
-        created[o] = out[o] ? NULL : deft_ndarray_retain(r->arrays[nin + o]);
-    vouch_inputs(r);
-    deft_engine_op_desc_t desc = {.fn = run_graph,
-                                  .free_ctx = free_run,
-                                  .ctx = r,
-                                  .reads = reads,
-                                  .num_reads = nreads,
-                                  .writes = writes,
-                                  .num_writes = nwrites,
-                                  .name = "CachedOp",
-                                  .origin = "DeftCachedOpInvoke",
-                                  .small = r->plan->plan.arena_bytes < 64 * 1024 && !op->blocking};
-    int status = deft_engine_push(&desc);
-    for (int o = 0; o < nout; o++) {
-        if (status) {
-            deft_ndarray_release(created[o]);
-        } else {
-            if (out[o]) deft_ndarray_touch(out[o]);
-            if (!out[o]) out[o] = created[o];
-        }
-    }
-    for (int i = 0; status == 0 && i < nin; i++)
-        if (op->input_written[i]) deft_ndarray_touch(in[i]);
-    if (vars != var_room) free(vars);
-    if (created != created_room) free(created);
-    return status;
+void deft_cached_plan_release(deft_cached_plan_t *p) {
+    if (!p) return;
+    deft_cached_op_t *op = p->op;
+    release_plan(p->plan);
+    deft_cached_op_release(op);
 }
 
-int deft_cached_op_invoke(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, int *nout,
-                          deft_ndarray_t **out) {
-    const deft_graph_t *g = op->g;
-    run_t *r = NULL;
-    if (check_input_count(op, nin) || new_run(op, nin, in, &r)) return -1;
-    if (*nout < g->num_outputs) {
-        free_run(r);
-        return deft_error(DEFT_ERR_VALUE, "the graph has %d outputs, but there is room for %d",
-                          g->num_outputs, *nout);
-    }
-    if (prepare_outputs(op, r->plan, r->place, out, r)) {
-        free_run(r);
-        return -1;
-    }
-    if (push_run(op, r, in, out)) return -1;
-    *nout = g->num_outputs;
-    return 0;
+deft_desc_t deft_cached_plan_output(const deft_cached_plan_t *p, int o, deft_device_t *device) {
+    int e = p->op->output_entries[o];
+    *device = p->devices[e];
+    return p->plan->types.desc[e];
+}
+
+size_t deft_cached_plan_arena_bytes(const deft_cached_plan_t *p) {
+    return p->plan->plan.arena_bytes;
+}
+
+deft_storage_t *deft_cached_plan_arena(const deft_cached_plan_t *p, int slot) {
+    return p->arenas[slot];
+}
+
+int deft_cached_plan_run(const deft_cached_plan_t *p, int nin, const void *in, int nout,
+                         const void *out, deft_tensor_at_fn at, bool training) {
+    return run_on(p->op, p->tensors, nin, in, nout, out, at, training);
 }
 
 int deft_cached_op_infer(deft_cached_op_t *op, int nin, const deft_desc_t *in, int *nout,
@@ -860,7 +687,7 @@ static int forward_in_own_arenas(deft_cached_op_t *op, const plan_entry_t *p, co
         return -1;
     }
     /* a node of an enclosing run: in that run's mode, which this thread has now */
-    int status = run_on(op, t, nin, in, nout, out, plain_tensor, deft_op_training());
+    int status = run_on(op, t, nin, in, nout, out, deft_tensor_list_at, deft_op_training());
     deft_plan_arenas_release(arenas);
     free(t);
     return status;
@@ -874,7 +701,7 @@ int deft_cached_op_forward(deft_cached_op_t *op, int nin, const deft_tensor_t *i
                           op->num_inputs, op->g->num_outputs);
     plan_entry_t *p;
     placement_t *place;
-    if (acquire_for(op, nin, in, plain_tensor, &p, &place)) return -1;
+    if (acquire_for(op, nin, in, deft_tensor_list_at, &p, &place)) return -1;
     int status = forward_in_own_arenas(op, p, place, nin, in, nout, out);
     release_plan(p);
     return status;
@@ -924,6 +751,18 @@ const deft_graph_t *deft_cached_op_graph(const deft_cached_op_t *op) {
 
 const deft_symbol_t *deft_cached_op_source(const deft_cached_op_t *op) {
     return op->source;
+}
+
+bool deft_cached_op_input_written(const deft_cached_op_t *op, int i) {
+    return op->input_written[i];
+}
+
+bool deft_cached_op_blocking(const deft_cached_op_t *op) {
+    return op->blocking;
+}
+
+deft_var_t *deft_cached_op_var(const deft_cached_op_t *op) {
+    return op->var;
 }
 
 bool deft_cached_op_updates_inputs(const deft_cached_op_t *op) {

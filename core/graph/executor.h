@@ -2,8 +2,9 @@
  * The executor (MXNet's CachedOp): runs a symbol's graph again and again.
  * For each distinct set of input shapes and dtypes it infers every entry,
  * plans memory once and allocates one arena, then keeps the plan; a run is
- * one engine operation that reads the inputs, writes the outputs and walks
- * the nodes in order, with no per-node allocation or dispatch.
+ * a walk of the nodes in order over tensors, with no per-node allocation or
+ * dispatch. This layer runs graphs on tensors; calling an executor on arrays
+ * through the engine is the imperative layer's (core/imperative/cached_call.h).
  *
  * Kept plans are bounded: an executor keeps at most DEFT_PLAN_CACHE_SIZE
  * plans (environment, default 64) and DEFT_PLAN_CACHE_BYTES bytes of their
@@ -16,19 +17,40 @@
 #define DEFT_CORE_EXECUTOR_H
 
 #include "core/graph/plan_memory.h"
+#include "core/engine/engine.h"
 #include "core/graph/symbol.h"
-#include "core/imperative/ndarray.h"
 
 typedef struct deft_cached_op deft_cached_op_t;
 typedef struct deft_subgraph deft_subgraph_t;
+/* An executor's plan for one input signature on given devices: shapes,
+ * memory plan and arenas. Held by whoever acquired it, it keeps its executor
+ * and its arenas alive (a run queued on it outlives the plan cache's trims). */
+typedef struct deft_cached_plan deft_cached_plan_t;
+
+/* Input i's tensor in a list of the caller's (of tensors, of arrays, ...). */
+typedef const deft_tensor_t *(*deft_tensor_at_fn)(const void *list, int i);
+/* deft_tensor_at_fn over an array of deft_tensor_t. */
+const deft_tensor_t *deft_tensor_list_at(const void *list, int i);
 
 int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_op_t **out);
 void deft_cached_op_release(deft_cached_op_t *op);
 
-/* Inputs: the arguments in DeftSymbolListArguments order, then the auxiliary
- * states. Outputs as in deft_invoke: NULL entries are created. */
-int deft_cached_op_invoke(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, int *nout,
-                          deft_ndarray_t **out);
+/* The plan for inputs `in` (the arguments in DeftSymbolListArguments order,
+ * then the auxiliary states; read through `at`), made if new: held for the
+ * caller until deft_cached_plan_release. */
+int deft_cached_op_acquire(deft_cached_op_t *op, int nin, const void *in, deft_tensor_at_fn at,
+                           deft_cached_plan_t **out);
+void deft_cached_plan_release(deft_cached_plan_t *p);
+/* Output o's description, and in *device where it lives. */
+deft_desc_t deft_cached_plan_output(const deft_cached_plan_t *p, int o, deft_device_t *device);
+size_t deft_cached_plan_arena_bytes(const deft_cached_plan_t *p);
+/* The arena on device slot `slot`, or NULL. */
+deft_storage_t *deft_cached_plan_arena(const deft_cached_plan_t *p, int slot);
+/* Run the graph now, on this thread, in the plan's arenas (so one run of a
+ * plan at a time: deft_cached_op_var orders them), on the inputs and outputs
+ * read through `at`, in training mode or not. */
+int deft_cached_plan_run(const deft_cached_plan_t *p, int nin, const void *in, int nout,
+                         const void *out, deft_tensor_at_fn at, bool training);
 
 /* The figures of the last invocation's plan (offset is NULL); -1 (error
  * set) if there was none. */
@@ -68,8 +90,13 @@ const deft_graph_t *deft_cached_op_graph(const deft_cached_op_t *op);
  * as one node or node by node (its variables are the graph's). */
 const deft_symbol_t *deft_cached_op_source(const deft_cached_op_t *op);
 
-/* Whether a run writes some of its inputs (auxiliary states). */
+/* Whether a run writes some of its inputs (auxiliary states), or input i. */
 bool deft_cached_op_updates_inputs(const deft_cached_op_t *op);
+bool deft_cached_op_input_written(const deft_cached_op_t *op, int i);
+/* Whether a node waits for a host callback (runs must not go inline). */
+bool deft_cached_op_blocking(const deft_cached_op_t *op);
+/* The engine variable every run writes: runs share their plan's arenas. */
+deft_var_t *deft_cached_op_var(const deft_cached_op_t *op);
 
 /* Run every operator node of g that is not a leaf, in order, over the
  * per-entry tensors t (leaves' entries filled in by the caller), in training

@@ -23,9 +23,9 @@
 
 #include "core/base/error.h"
 #include "core/base/hash.h"
-#include "core/graph/executor.h"
 #include "core/graph/gradient.h"
 #include "core/imperative/autograd.h"
+#include "core/imperative/cached_call.h"
 #include "core/imperative/deferred.h"
 #include "core/imperative/invoke.h"
 #include "core/imperative/record.h"
