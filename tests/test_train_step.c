@@ -230,6 +230,52 @@ START_TEST(update_operators_follow_their_formulas) {
 }
 END_TEST
 
+/* Every step kind in float32 (the vectorised loops, with their tails) gives
+ * the float64 step's numbers to float rounding, clipping or not. */
+START_TEST(float32_steps_match_float64) {
+    static const char *const kinds[] = {"_step_sgd", "_step_sgd_mom", "_step_adam", "_step_adamw"};
+    enum { N = 1003 };
+    double w0[N], g0[N], s0[N], v0[N];
+    for (int i = 0; i < N; i++)
+        w0[i] = sin(i * 0.37), g0[i] = 3 * cos(i * 0.11), s0[i] = 0.1 * sin(i * 0.05),
+        v0[i] = 0.5 + 0.4 * cos(i * 0.03);
+    for (int clip = 0; clip < 2; clip++)
+        for (int k = 0; k < 4; k++) {
+            int states = k == 0 ? 0 : k == 1 ? 1 : 2;
+            double *got[2][3];
+            for (int t = 0; t < 2; t++) {
+                int dtype = t ? DEFT_FLOAT64 : DEFT_FLOAT32;
+                DeftNDArrayHandle w = make(dtype, 1, SHAPE(N), w0),
+                                  g = make(dtype, 1, SHAPE(N), g0);
+                DeftNDArrayHandle s1 = make(dtype, 1, SHAPE(N), s0),
+                                  s2 = make(dtype, 1, SHAPE(N), v0);
+                /* lr, wd, rescale, clip (1: about half the rescaled gradients), momentum or
+                 * beta1, beta2, epsilon */
+                DeftNDArrayHandle hyper =
+                    make(DEFT_FLOAT64, 1, SHAPE(7),
+                         VALUES(0.05, 0.01, 0.5, clip ? 1 : -1, 0.9, 0.99, 1e-8));
+                DeftNDArrayHandle in[5] = {w, g}, updated[3] = {w, s1, s2}, out = NULL;
+                int nin = 2, nout = 1;
+                if (states > 0) in[nin++] = s1;
+                if (states > 1) in[nin++] = s2;
+                in[nin++] = hyper;
+                ck_assert_ok(call(kinds[k], nin, in, &nout, &out, NO_PARAMS));
+                int64_t n;
+                for (int a = 0; a <= states; a++) got[t][a] = read_all(updated[a], &n);
+                free_all(6, (DeftNDArrayHandle[]){w, g, s1, s2, hyper, out});
+            }
+            for (int a = 0; a <= states; a++) {
+                for (int i = 0; i < N; i++)
+                    if (fabs(got[0][a][i] - got[1][a][i]) > 2e-6 * (1 + fabs(got[1][a][i])))
+                        ck_abort_msg(
+                            "%s (clip %d): float32 array %d element %d is %.9g, float64 %.9g",
+                            kinds[k], clip, a, i, got[0][a][i], got[1][a][i]);
+                free(got[0][a]), free(got[1][a]);
+            }
+        }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("training step");
     TCase *tc = tcase_create("step");
@@ -237,6 +283,7 @@ int main(void) {
     tcase_add_test(tc, update_waits_for_every_read_of_the_old_weight);
     tcase_add_test(tc, bad_steps_name_what_is_wrong);
     tcase_add_test(tc, update_operators_follow_their_formulas);
+    tcase_add_test(tc, float32_steps_match_float64);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

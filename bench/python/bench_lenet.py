@@ -21,10 +21,9 @@ measured here.
 import argparse
 import json
 import os
-import statistics
-import subprocess
 import sys
-import time
+
+from step_bench import measure, print_load, time_rounds, torch_python
 
 BATCH, SIZE, CLASSES = 32, 28, 10
 LR = 0.01
@@ -36,10 +35,6 @@ THREADS_INDEX = {1: 0, 2: 1}
 # deft's ways to train: op by op, a hybridized net under autograd, the whole step as one
 # graph (deft.compile_step: forward, loss, backward and SGD in one executor run)
 MODES = ("eager", "hybridized", "compiled")
-
-
-def summary(seconds):
-    return {"min": min(seconds) * 1e3, "median": statistics.median(seconds) * 1e3}
 
 
 def data(rng):
@@ -84,18 +79,7 @@ def run_deft(rounds, steps):
         else:
             runs[mode] = lambda net=net, opt=opt: step(net, opt)
 
-    for run in runs.values():  # warm up: shapes, graphs, buffers
-        for _ in range(3):
-            run().wait_to_read()
-    times = {mode: [] for mode in runs}
-    for _ in range(rounds):
-        for mode, run in runs.items():
-            start = time.perf_counter()
-            for _ in range(steps):
-                loss = run()
-            loss.wait_to_read()
-            times[mode].append((time.perf_counter() - start) / steps)
-    result = {mode: summary(t) for mode, t in times.items()}
+    result = time_rounds(runs, rounds, steps)
     result["breakdown"] = breakdown(runs["compiled"], steps)
     return result
 
@@ -145,15 +129,11 @@ def run_torch(rounds, steps, threads):
         loss.backward()
         opt.step()
 
-    for _ in range(3):
+    def run():
         step()
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(steps):
-            step()
-        times.append((time.perf_counter() - start) / steps)
-    return {"PyTorch": summary(times), "version": torch.__version__}
+
+    result = time_rounds({"PyTorch": run}, rounds, steps, wait=lambda _: None)
+    return dict(result, version=torch.__version__)
 
 
 def child(args):
@@ -163,26 +143,6 @@ def child(args):
     else:
         result = run_deft(args.rounds, args.steps)
     print(json.dumps(result))
-
-
-def torch_python():
-    """An interpreter that can import torch: DEFT_TORCH_PYTHON, or this one; else None."""
-    for python in (os.environ.get("DEFT_TORCH_PYTHON"), sys.executable):
-        if python and subprocess.run([python, "-c", "import torch"],
-                                     capture_output=True).returncode == 0:
-            return python
-    return None
-
-
-def measure(python, side, threads, args):
-    env = dict(os.environ, DEFT_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
-               OPENBLAS_NUM_THREADS="1")
-    cmd = [python, os.path.abspath(__file__), "--child", side, "--threads", str(threads),
-           "--rounds", str(args.rounds), "--steps", str(args.steps)]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"{side} at {threads} thread(s) failed:\n{done.stderr}")
-    return json.loads(done.stdout.splitlines()[-1])
 
 
 def report(threads, deft_ms, torch_ms):
@@ -236,22 +196,16 @@ def main():
     if args.side:
         return child(args)
 
-    load = os.getloadavg()
-    print(f"LeNet training step, batch {BATCH} of 1x{SIZE}x{SIZE}, float32, SGD; "
-          f"best and median of {args.rounds} rounds of {args.steps} steps; "
-          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores",
-          flush=True)
-    if load[0] > os.cpu_count():
-        print(f"the machine is busy (load {load[0]:.1f} on {os.cpu_count()} cores): every "
-              f"time below is inflated, the multi-threaded ones most")
+    print_load(f"LeNet training step, batch {BATCH} of 1x{SIZE}x{SIZE}, float32, SGD",
+               args.rounds, args.steps)
     python = torch_python()
     if python is None:
         print("PyTorch: not importable here (set DEFT_TORCH_PYTHON to a Python that has it); "
               "comparing with the issue's figures only")
     met = True
     for threads in args.threads:
-        deft_ms = measure(sys.executable, "deft", threads, args)
-        torch_ms = measure(python, "torch", threads, args) if python else None
+        deft_ms = measure(__file__, sys.executable, "deft", threads, args)
+        torch_ms = measure(__file__, python, "torch", threads, args) if python else None
         met &= report(threads, deft_ms, torch_ms)
     load = os.getloadavg()
     print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")

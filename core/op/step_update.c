@@ -13,6 +13,7 @@
 #include "core/op/gpu_ops.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
+#include "core/op/update_f32.h"
 
 /* Inputs: weight, grad, the kind's states, hyper, then optionally "after". */
 static int num_states(deft_step_kind_t kind) {
@@ -54,41 +55,38 @@ typedef struct step_ctx {
     void *w, *g, *s1, *s2;
 } step_ctx_t;
 
-/* One loop per kind, the kind a constant in each: no branch inside. Cloned
- * per instruction set: the math is in double, two to a vector in the
- * baseline's SSE2, eight in AVX-512 (LeNet's step: 17 -> 11 us of updates). */
-#define STEP_RANGE(S, T)                                                                           \
-    DEFT_CLONES static void step_##S(const step_ctx_t *c, int64_t begin, int64_t end) {            \
-        const deft_hyper_t h = c->h;                                                               \
-        T *w = c->w, *g = c->g, *s1 = c->s1, *s2 = c->s2;                                          \
-        switch (c->kind) {                                                                         \
-        case DEFT_STEP_SGD:                                                                        \
-            for (int64_t i = begin; i < end; i++)                                                  \
-                DEFT_STEP_ELEMENT(T, DEFT_STEP_SGD, &h, w, g, s1, s2, i);                          \
-            break;                                                                                 \
-        case DEFT_STEP_SGD_MOM:                                                                    \
-            for (int64_t i = begin; i < end; i++)                                                  \
-                DEFT_STEP_ELEMENT(T, DEFT_STEP_SGD_MOM, &h, w, g, s1, s2, i);                      \
-            break;                                                                                 \
-        case DEFT_STEP_ADAM:                                                                       \
-            for (int64_t i = begin; i < end; i++)                                                  \
-                DEFT_STEP_ELEMENT(T, DEFT_STEP_ADAM, &h, w, g, s1, s2, i);                         \
-            break;                                                                                 \
-        case DEFT_STEP_ADAMW:                                                                      \
-            for (int64_t i = begin; i < end; i++)                                                  \
-                DEFT_STEP_ELEMENT(T, DEFT_STEP_ADAMW, &h, w, g, s1, s2, i);                        \
-            break;                                                                                 \
-        }                                                                                          \
-    }
-STEP_RANGE(f32, float)
-STEP_RANGE(f64, double)
-
+/* float32: the update operators' vectorised loops (update_f32.c). */
 static void step_f32_range(void *arg, int64_t begin, int64_t end) {
-    step_f32(arg, begin, end);
+    const step_ctx_t *c = arg;
+    float *s1 = c->s1, *s2 = c->s2;
+    deft_update_f32(c->kind, &c->h, (float *)c->w + begin, (const float *)c->g + begin,
+                    s1 ? s1 + begin : NULL, s2 ? s2 + begin : NULL, end - begin);
 }
 
+/* float64: in double, as the GPU computes it; one loop per kind, the kind a
+ * constant in each, no branch inside. */
 static void step_f64_range(void *arg, int64_t begin, int64_t end) {
-    step_f64(arg, begin, end);
+    const step_ctx_t *c = arg;
+    const deft_hyper_t h = c->h;
+    double *w = c->w, *g = c->g, *s1 = c->s1, *s2 = c->s2;
+    switch (c->kind) {
+    case DEFT_STEP_SGD:
+        for (int64_t i = begin; i < end; i++)
+            DEFT_STEP_ELEMENT(double, DEFT_STEP_SGD, &h, w, g, s1, s2, i);
+        break;
+    case DEFT_STEP_SGD_MOM:
+        for (int64_t i = begin; i < end; i++)
+            DEFT_STEP_ELEMENT(double, DEFT_STEP_SGD_MOM, &h, w, g, s1, s2, i);
+        break;
+    case DEFT_STEP_ADAM:
+        for (int64_t i = begin; i < end; i++)
+            DEFT_STEP_ELEMENT(double, DEFT_STEP_ADAM, &h, w, g, s1, s2, i);
+        break;
+    case DEFT_STEP_ADAMW:
+        for (int64_t i = begin; i < end; i++)
+            DEFT_STEP_ELEMENT(double, DEFT_STEP_ADAMW, &h, w, g, s1, s2, i);
+        break;
+    }
 }
 
 static step_ctx_t step_context(const deft_op_t *op, const deft_tensor_t *in, deft_hyper_t h) {

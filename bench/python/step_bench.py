@@ -1,0 +1,67 @@
+"""What the training-step benchmarks share (bench_lenet.py, bench_mlp_step.py).
+
+Each side of a comparison (deft, PyTorch) runs in a process of its own per
+thread count, because DEFT_NUM_THREADS is read when deft starts; the child
+prints its results as one JSON line. Within a process the ways of training
+alternate round by round, so a noisy neighbour slows them alike.
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+def summary(seconds):
+    """{min, median} in ms of a list of seconds."""
+    return {"min": min(seconds) * 1e3, "median": statistics.median(seconds) * 1e3}
+
+
+def time_rounds(runs, rounds, steps, wait=lambda result: result.wait_to_read()):
+    """{name: {min, median}} in ms per step: each of `runs` (name -> a function doing
+    one step and returning something `wait` waits for) does `steps` steps a round,
+    the runs alternating, after a warm-up of 3 steps each."""
+    for run in runs.values():
+        for _ in range(3):
+            wait(run())
+    times = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            for _ in range(steps):
+                result = run()
+            wait(result)
+            times[name].append((time.perf_counter() - start) / steps)
+    return {name: summary(t) for name, t in times.items()}
+
+
+def torch_python():
+    """An interpreter that can import torch: DEFT_TORCH_PYTHON, or this one; else None."""
+    for python in (os.environ.get("DEFT_TORCH_PYTHON"), sys.executable):
+        if python and subprocess.run([python, "-c", "import torch"],
+                                     capture_output=True).returncode == 0:
+            return python
+    return None
+
+
+def measure(script, python, side, threads, args):
+    """Run `script --child side` at `threads` threads under `python`; its JSON result."""
+    env = dict(os.environ, DEFT_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
+               OPENBLAS_NUM_THREADS="1")
+    cmd = [python, os.path.abspath(script), "--child", side, "--threads", str(threads),
+           "--rounds", str(args.rounds), "--steps", str(args.steps)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{side} at {threads} thread(s) failed:\n{done.stderr}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def print_load(what, rounds, steps):
+    """The header line with the load average, and a warning when the machine is busy."""
+    load = os.getloadavg()
+    print(f"{what}; best and median of {rounds} rounds of {steps} steps; load average "
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores", flush=True)
+    if load[0] > os.cpu_count():
+        print(f"the machine is busy (load {load[0]:.1f} on {os.cpu_count()} cores): every "
+              f"time below is inflated, the multi-threaded ones most")
