@@ -17,6 +17,8 @@ if [[ -x "$DEFT_ROOT/build/bench/bench_gpu" ]]; then "$DEFT_ROOT/build/bench/ben
 deft_python_env
 "$DEFT_VENV/bin/python" "$DEFT_ROOT/bench/python/bench_python.py"
 "$DEFT_VENV/bin/python" "$DEFT_ROOT/bench/python/bench_recording.py" "$DEFT_ROOT/build"
+# the demo MLP's step: eager, hybridized, compiled, the bare-C floor (and PyTorch, as below)
+"$DEFT_VENV/bin/python" "$DEFT_ROOT/bench/python/bench_mlp_step.py"
 # PyTorch beside it when DEFT_TORCH_PYTHON names a Python that has torch
 "$DEFT_VENV/bin/python" "$DEFT_ROOT/bench/python/bench_lenet.py"
 # MXNet and PyTorch beside deft when DEFT_MXNET_PYTHON / DEFT_TORCH_PYTHON name Pythons that have them

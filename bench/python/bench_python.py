@@ -3,13 +3,11 @@
 - Per-call cost of `x + 1` on a 1-element array: deft.NDArray vs NumPy
   (target: at most 3x NumPy), with the layers underneath shown apart: the
   raw SWIG call (_deft.DeftImperativeInvoke) and an empty Python call.
-- A training step of the demo MLP, eager vs hybridized (deferred compute +
-  exported graph + executor), as examples/python/mlp_digits.py measures it.
+(The demo MLP's training step is bench_mlp_step.py's.)
 
     build/venv/bin/python bench/python/bench_python.py
 """
 import os
-import sys
 import timeit
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -50,18 +48,5 @@ def overhead():
     print(f"  deft/NumPy: {ratio:.2f}x (target: at most 3x)")
 
 
-def hybridize_speedup():
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python"))
-    import mlp_digits
-
-    x_train, _, y_train, _ = mlp_digits.load(0)
-    xb, yb = deft.array(x_train[:32]), deft.array(y_train[:32])
-    eager, hybrid = mlp_digits.compare_speed(xb, yb)
-    print("demo MLP training step (batch 32, 64-128-64-10, dropout, SGD momentum)")
-    print(f"  eager {eager * 1e6:.0f} us, hybridized {hybrid * 1e6:.0f} us: "
-          f"hybridized is {eager / hybrid:.2f}x as fast")
-
-
 if __name__ == "__main__":
     overhead()
-    hybridize_speedup()

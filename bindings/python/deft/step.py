@@ -18,7 +18,7 @@ import numpy as np
 from . import autograd
 from ._lib import lib
 from .ndarray import NDArray, array, zeros
-from .nn.block import Parameter, _reading_forbidden
+from .nn.block import _reading_forbidden
 from .symbol import CachedOp, Symbol, deferred_compute, export
 
 # step_math.h's order: lr, wd, rescale_grad, clip_gradient, momentum or beta1, beta2, epsilon
@@ -53,25 +53,33 @@ class CompiledStep:
         self.net, self.loss_fn, self.optimizer = net, loss_fn, optimizer
         self.kind, self._hyper_values = _optimizer_kind(optimizer)
         self.states = {}   # "<param>_mom", "<param>_mean", "<param>_var" -> NDArray
-        self._graphs = {}  # (shapes, dtypes) -> (CachedOp, its inputs' sources)
+        self._graphs = {}  # (shapes, dtypes) -> what _build returns
         self._hyper = (None, None)
 
     def __call__(self, data, label, batch_size=None):
         """Run one step on a batch; returns the loss (per sample, as loss_fn gives it).
         Gradients are divided by batch_size (default: data's first dimension)."""
-        data, label = (x if isinstance(x, NDArray) else array(x) for x in (data, label))
+        if not isinstance(data, NDArray):
+            data = array(data)
+        if not isinstance(label, NDArray):
+            label = array(label)
         key = (data.shape, data.dtype, label.shape, label.dtype)
-        if key not in self._graphs:
-            self._graphs[key] = self._build(data, label)
-        op, sources = self._graphs[key]
-        self.optimizer.rescale_grad = self.optimizer.scale / (batch_size or data.shape[0])
-        given = {"data": data, "label": label, "step_hyper": self._hyper_array(data.device)}
-        # parameters are read at each call: set_data may have given one a new array
-        arrays = [given[s] if isinstance(s, str) else s.data() if isinstance(s, Parameter) else s
-                  for s in sources]
-        with autograd.train_mode():
-            loss, _ = op(*arrays)
-        return loss
+        graph = self._graphs.get(key)
+        if graph is None:
+            graph = self._graphs[key] = self._build(data, label)
+        op, inputs, named, params = graph
+        self.optimizer.rescale_grad = self.optimizer.scale / (batch_size or key[0][0])
+        arrays = list(inputs)  # the states in place; the rest filled in below
+        given = (data, label, self._hyper_array(data.device))
+        for at, k in named:
+            arrays[at] = given[k]
+        for at, param in params:  # read at each call: set_data may have given one a new array
+            arrays[at] = param.data()
+        was_training = lib.DeftAutogradSetIsTraining(1)
+        try:
+            return op(*arrays)[0]
+        finally:
+            lib.DeftAutogradSetIsTraining(was_training)
 
     def _hyper_array(self, device):
         values = tuple(float(v) for v in self._hyper_values())
@@ -102,18 +110,22 @@ class CompiledStep:
         inputs = set(sym.list_inputs())
         trained = [k for k, p in params.items() if p.grad_req != "null" and k in inputs]
         step = Symbol(lib.DeftSymbolTrainStep(sym, len(trained), trained, self.kind))
-        sources = []  # per input: its name (data, label, step_hyper), Parameter or state
-        for name in step.list_inputs() + step.list_auxiliary_states():
+        # per input: a state's array in place; where data, label and step_hyper go
+        # (0, 1, 2 in __call__'s `given`), and where each parameter's array goes
+        inputs, named, trained = [], [], []
+        for at, name in enumerate(step.list_inputs() + step.list_auxiliary_states()):
+            state = None
             if name in ("data", "label", "step_hyper"):
-                sources.append(name)
+                named.append((at, ("data", "label", "step_hyper").index(name)))
             elif name in params:
-                sources.append(params[name])
+                trained.append((at, params[name]))
             else:  # an optimizer state of a parameter: "<param>_mom", ...
                 if name not in self.states:
                     owner = params[name.rsplit("_", 1)[0]].data()
                     self.states[name] = zeros(owner.shape, owner.dtype, owner.device)
-                sources.append(self.states[name])
-        return CachedOp(step), sources
+                state = self.states[name]
+            inputs.append(state)
+        return CachedOp(step), inputs, named, trained
 
 
 def compile_step(net, loss_fn, optimizer):

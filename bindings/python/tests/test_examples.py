@@ -36,6 +36,20 @@ def test_import_mxnet_fails_on_an_unknown_model():
     assert "model_nonexistent is not in the corpus" in done.stderr
 
 
+def test_mlp_digits_trains_compiled_and_reports_its_speed(tmp_path):
+    pytest.importorskip("sklearn")
+    out = run_example("mlp_digits.py", "--out", str(tmp_path / "mlp"))
+    assert float(re.search(r"final test accuracy: (\S+)", out).group(1)) >= 0.95, out
+    assert re.search(r"epoch 12 \(hybridized\) loss", out), out
+    # timed, not asserted: tests never assert on time
+    assert re.search(r"best and median of 15 alternating rounds: eager \d+ us \(\d+\), "
+                     r"hybridized \d+ us \(\d+\): hybridized is \S+x as fast", out), out
+    net = deft.nn.SymbolBlock.imports(str(tmp_path / "mlp-symbol.json"), ["data"],
+                                      str(tmp_path / "mlp-0000.params"))
+    with deft.autograd.predict_mode():
+        assert net(deft.array(np.zeros((2, 64), np.float32))).shape == (2, 10)
+
+
 def test_cnn_digits_learns_quickly(tmp_path):
     pytest.importorskip("sklearn")
     out = run_example("cnn_digits.py", "--out", str(tmp_path / "cnn"),
