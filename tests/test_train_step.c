@@ -276,6 +276,108 @@ START_TEST(float32_steps_match_float64) {
 }
 END_TEST
 
+/* 45 parameters, loss = sum of their squares: with momentum, 20 fit one
+ * update node, so the step has 3 (20, 20, 5), and two steps give every
+ * parameter 0.46 of its value (grad 2p, lr 0.1, momentum 0.9: 0.8p, then
+ * 0.8p + 0.9 (-0.2p) - 0.1 (1.6p)). */
+START_TEST(many_parameters_update_in_few_nodes) {
+    enum { N = 45 };
+    DeftSymbolHandle p[N], sums[N], made[2 * N];
+    char names[N][8];
+    const char *list[N];
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "p%d", i);
+        list[i] = names[i];
+        p[i] = var(names[i]);
+        DeftSymbolHandle sq = apply("square", NULL, 1, &p[i], NO_PARAMS);
+        sums[i] = apply("sum", NULL, 1, &sq, NO_PARAMS);
+        made[2 * i] = sq, made[2 * i + 1] = sums[i];
+    }
+    DeftSymbolHandle loss = apply("add_n", "loss", N, sums, NO_PARAMS), step;
+    ck_assert_ok(DeftSymbolTrainStep(loss, N, list, "sgd_mom", &step));
+    const char *json;
+    ck_assert_ok(DeftSymbolSaveToJSON(step, &json));
+    int updates = 0;
+    for (const char *at = json; (at = strstr(at, "\"_step_sgd_mom\"")); at++) updates++;
+    ck_assert_int_eq(updates, 3);
+
+    int nargs, naux;
+    const char *const *args, *const *aux;
+    ck_assert_ok(DeftSymbolListArguments(step, &nargs, &args));
+    ck_assert_int_eq(nargs, N + 1); /* the parameters, step_hyper */
+    DeftNDArrayHandle in[2 * N + 1], w[N];
+    for (int i = 0; i < nargs; i++) {
+        int k = -1;
+        sscanf(args[i], "p%d", &k);
+        in[i] = k >= 0 ? (w[k] = make(DEFT_FLOAT32, 1, SHAPE(3), VALUES(k + 1, -k, 0.5)))
+                       : make(DEFT_FLOAT64, 1, SHAPE(7), VALUES(0.1, 0, 1, -1, 0.9, 0, 0));
+    }
+    ck_assert_ok(DeftSymbolListAuxiliaryStates(step, &naux, &aux));
+    ck_assert_int_eq(naux, N); /* a momentum each */
+    for (int i = 0; i < naux; i++) in[nargs + i] = make(DEFT_FLOAT32, 1, SHAPE(3), NULL);
+    DeftCachedOpHandle exec;
+    ck_assert_ok(DeftCachedOpCreate(step, 0, &exec));
+    for (int s = 0; s < 2; s++) {
+        DeftNDArrayHandle out[2] = {NULL, NULL};
+        int nout = 2;
+        ck_assert_ok(DeftCachedOpInvoke(exec, nargs + naux, in, &nout, out));
+        free_all(2, out);
+    }
+    for (int k = 0; k < N; k++)
+        assert_values(w[k], 3, VALUES(0.46 * (k + 1), -0.46 * k, 0.23), 1e-6);
+    ck_assert_ok(DeftCachedOpFree(exec));
+    free_all(nargs + naux, in);
+    ck_assert_ok(DeftSymbolFree(step));
+    ck_assert_ok(DeftSymbolFree(loss));
+    for (int i = 0; i < N; i++) ck_assert_ok(DeftSymbolFree(p[i]));
+    for (int i = 0; i < 2 * N; i++) ck_assert_ok(DeftSymbolFree(made[i]));
+}
+END_TEST
+
+/* One call updating groups of either dtype and any size gives each group
+ * what a call of its own gives; a bad group is named. */
+START_TEST(one_step_updates_every_group) {
+    enum { A = 40000, B = 7 }; /* A spans parallel chunks; B is all tail */
+    double *a = malloc(A * sizeof *a), b[B];
+    for (int i = 0; i < A; i++) a[i] = sin(i * 0.1);
+    for (int i = 0; i < B; i++) b[i] = cos(i * 0.7);
+    DeftNDArrayHandle hyper = make(DEFT_FLOAT64, 1, SHAPE(7), VALUES(0.1, 0.01, 1, -1, 0.9, 0, 0));
+    DeftNDArrayHandle w[2][2], g[2][2], m[2][2], out = NULL;
+    for (int c = 0; c < 2; c++) { /* c 0: both groups in one call; c 1: a call each */
+        w[c][0] = make(DEFT_FLOAT32, 1, SHAPE(A), a), w[c][1] = make(DEFT_FLOAT64, 1, SHAPE(B), b);
+        g[c][0] = make(DEFT_FLOAT32, 1, SHAPE(A), a), g[c][1] = make(DEFT_FLOAT64, 1, SHAPE(B), b);
+        m[c][0] = make(DEFT_FLOAT32, 1, SHAPE(A), a), m[c][1] = make(DEFT_FLOAT64, 1, SHAPE(B), b);
+    }
+    int nout = 1;
+    DeftNDArrayHandle both[7] = {w[0][0], g[0][0], m[0][0], w[0][1], g[0][1], m[0][1], hyper};
+    ck_assert_ok(call("_step_sgd_mom", 7, both, &nout, &out, NO_PARAMS));
+    ck_assert_ok(DeftNDArrayFree(out));
+    for (int j = 0; j < 2; j++) {
+        out = NULL;
+        ck_assert_ok(call("_step_sgd_mom", 4,
+                          (DeftNDArrayHandle[]){w[1][j], g[1][j], m[1][j], hyper}, &nout, &out,
+                          NO_PARAMS));
+        ck_assert_ok(DeftNDArrayFree(out));
+    }
+    for (int j = 0; j < 2; j++) {
+        int64_t n;
+        double *want = read_all(w[1][j], &n), *mom = read_all(m[1][j], &n);
+        assert_values(w[0][j], n, want, 0), assert_values(m[0][j], n, mom, 0);
+        free(want), free(mom);
+    }
+    DeftNDArrayHandle bad[7] = {w[0][0], g[0][0], m[0][0], w[0][1], g[0][0], m[0][1], hyper};
+    out = NULL;
+    ck_assert_fails(call("_step_sgd_mom", 7, bad, &nout, &out, NO_PARAMS), DEFT_ERROR_VALUE,
+                    "input 4 (the grad of parameter 1) is float32 (40000,), expected float64 (7,)");
+    ck_assert_fails(call("_step_sgd_mom", 6, both, &nout, &out, NO_PARAMS), DEFT_ERROR_VALUE,
+                    "got 6 inputs, expected groups of 3 (weight, grad, mom)");
+    for (int c = 0; c < 2; c++)
+        free_all(6, (DeftNDArrayHandle[]){w[c][0], w[c][1], g[c][0], g[c][1], m[c][0], m[c][1]});
+    free_all(1, &hyper);
+    free(a);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("training step");
     TCase *tc = tcase_create("step");
@@ -284,6 +386,8 @@ int main(void) {
     tcase_add_test(tc, bad_steps_name_what_is_wrong);
     tcase_add_test(tc, update_operators_follow_their_formulas);
     tcase_add_test(tc, float32_steps_match_float64);
+    tcase_add_test(tc, many_parameters_update_in_few_nodes);
+    tcase_add_test(tc, one_step_updates_every_group);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

@@ -66,7 +66,7 @@ int deft_pass_cse(const deft_symbol_t *in, deft_symbol_t **out) {
     for (int i = 0; i < g->num_nodes; i++) {
         same_as[i] = -1;
         const deft_node_t *n = g->nodes[i];
-        if (!n->op || n->op->op->nondeterministic || n->op->op->mutate_inputs) continue;
+        if (!n->op || n->op->op->nondeterministic || deft_op_mutates_any(n->op->op)) continue;
         size_t slot = node_hash(g, same_as, n) & (size_t)(cap - 1);
         for (; table[slot] >= 0; slot = (slot + 1) & (size_t)(cap - 1)) {
             if (equivalent(g, same_as, g->nodes[table[slot]], n)) {

@@ -66,9 +66,9 @@ static int reserve(deft_graph_t *g, int count, int *capacity) {
     return 0;
 }
 
-/* Whether input k of node n is updated in place (the mask has 32 bits). */
+/* Whether input k of node n is updated in place. */
 static bool mutates(const deft_node_t *n, int k) {
-    return k < 32 && (n->op->op->mutate_inputs & (1u << k));
+    return deft_op_mutates(n->op->op, n->num_inputs, k);
 }
 
 /* The map's ids after the node list was reordered. */

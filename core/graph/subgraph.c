@@ -258,7 +258,7 @@ static void keep_entry(deft_subgraph_t *sg, deft_entry_t *outs, int *n, int e) {
 /* The gradient's own nodes may not update a forward input: the forward ran
  * once, and its updates are the only ones. */
 static int check_gradient_node(const deft_node_t *node) {
-    if (node->op->op->mutate_inputs)
+    if (deft_op_mutates_any(node->op->op))
         return deft_error(DEFT_ERR_NOT_IMPLEMENTED,
                           "the gradient of this graph updates an input in place ('%s'), so a call "
                           "of it cannot be recorded as one node",

@@ -9,9 +9,11 @@
  *
  * The updates are _step_* operators (core/op/step_update.c) that read their
  * hyper-parameters from an input tensor, so a learning-rate schedule changes
- * numbers, not the graph. Each update must run after every node reading the
- * parameter's old value. The updates form a chain, each taking the one
- * before as its last input, and the graph's one extra output is the last:
+ * numbers, not the graph. Each updates as many parameters as a node's inputs
+ * hold (20 with momentum), in one loop over all their elements. Each update
+ * must run after every node reading its parameters' old values. The updates
+ * form a chain, each taking the one before as its last input, and the
+ * graph's one extra output is the last:
  * the post-order walk (graph.c) reaches every update through that chain,
  * after the gradients its other inputs lead to, so every gradient, and every
  * read of a weight they make, comes before the first update.
@@ -73,43 +75,62 @@ static int find_params(const deft_graph_t *g, int n, const char *const *names, i
     return 0;
 }
 
-/* The update of one parameter, chained after `prev` (NULL for the first). */
-static int make_update(const optimizer_t *opt, const deft_graph_t *g, int id, deft_entry_t grad,
-                       deft_node_t *hyper, deft_node_t *prev, deft_node_t **out) {
-    deft_entry_t in[6];
-    deft_node_t *states[2] = {NULL, NULL};
-    int n = 0, status = 0;
-    in[n++] = (deft_entry_t){g->nodes[id], 0};
-    in[n++] = grad;
-    for (int s = 0; status == 0 && s < opt->num_states; s++) {
-        char name[320];
-        snprintf(name, sizeof name, "%s_%s", g->names[id], opt->states[s]);
-        status = deft_node_new_variable(name, NULL, 0, NULL, NULL, &states[s]);
-        in[n++] = (deft_entry_t){states[s], 0};
+/* The most parameters one update node takes: its groups (weight, grad,
+ * states), hyper and the previous update fit in a node's inputs. */
+static int group_limit(const optimizer_t *opt) {
+    return (DEFT_OP_MAX_INPUTS - 2) / (2 + opt->num_states);
+}
+
+/* One update node of the n parameters ids[] (their gradients grads[]),
+ * chained after `prev` (NULL for the first); named after its first. */
+static int make_update(const optimizer_t *opt, const deft_graph_t *g, int n, const int *ids,
+                       const deft_entry_t *grads, deft_node_t *hyper, deft_node_t *prev,
+                       deft_node_t **out) {
+    deft_entry_t in[DEFT_OP_MAX_INPUTS];
+    deft_node_t *states[DEFT_OP_MAX_INPUTS];
+    int nin = 0, made = 0, status = 0;
+    for (int p = 0; status == 0 && p < n; p++) {
+        in[nin++] = (deft_entry_t){g->nodes[ids[p]], 0};
+        in[nin++] = grads[p];
+        for (int s = 0; status == 0 && s < opt->num_states; s++) {
+            char name[320];
+            snprintf(name, sizeof name, "%s_%s", g->names[ids[p]], opt->states[s]);
+            status = deft_node_new_variable(name, NULL, 0, NULL, NULL, &states[made]);
+            if (status == 0) in[nin++] = (deft_entry_t){states[made++], 0};
+        }
     }
-    in[n++] = (deft_entry_t){hyper, 0};
-    if (prev) in[n++] = (deft_entry_t){prev, 0};
+    in[nin++] = (deft_entry_t){hyper, 0};
+    if (prev) in[nin++] = (deft_entry_t){prev, 0};
     char name[320];
-    snprintf(name, sizeof name, "%s_update", g->names[id]);
+    snprintf(name, sizeof name, "%s_update", g->names[ids[0]]);
     if (status == 0)
-        status = deft_node_new_op(deft_registry_find(opt->op), name, 0, NULL, NULL, n, in, out);
-    for (int s = 0; s < opt->num_states; s++) deft_node_release(states[s]);
+        status = deft_node_new_op(deft_registry_find(opt->op), name, 0, NULL, NULL, nin, in, out);
+    for (int s = 0; s < made; s++) deft_node_release(states[s]);
     return status;
 }
 
-/* The updates of the parameters that have a gradient, chained; the last in *last. */
+/* The updates of the parameters that have a gradient, as few nodes as fit
+ * them, chained; the last in *last. */
 static int make_updates(const optimizer_t *opt, const deft_graph_t *g, int n, const int *ids,
                         const deft_entry_t *grads, deft_node_t **last) {
     deft_node_t *hyper = NULL, *prev = NULL;
-    int status = deft_node_new_variable("step_hyper", NULL, 0, NULL, NULL, &hyper);
-    for (int p = 0; status == 0 && p < n; p++) {
-        if (!grads[p].node) continue; /* the loss does not depend on it: nothing to update */
+    int *group_ids = malloc(((size_t)n + 1) * sizeof *group_ids);
+    deft_entry_t *group_grads = malloc(((size_t)n + 1) * sizeof *group_grads);
+    int status = group_ids && group_grads
+                     ? deft_node_new_variable("step_hyper", NULL, 0, NULL, NULL, &hyper)
+                     : deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a training step");
+    int trained = 0; /* the loss does not depend on the others: nothing to update */
+    for (int p = 0; p < n; p++)
+        if (grads[p].node) group_ids[trained] = ids[p], group_grads[trained++] = grads[p];
+    for (int at = 0; status == 0 && at < trained; at += group_limit(opt)) {
+        int count = trained - at < group_limit(opt) ? trained - at : group_limit(opt);
         deft_node_t *made = NULL;
-        status = make_update(opt, g, ids[p], grads[p], hyper, prev, &made);
+        status = make_update(opt, g, count, group_ids + at, group_grads + at, hyper, prev, &made);
         deft_node_release(prev);
         prev = made;
     }
     deft_node_release(hyper);
+    free(group_ids), free(group_grads);
     if (status == 0 && !prev)
         status = deft_error(DEFT_ERR_VALUE, "the loss depends on none of the parameters");
     if (status) deft_node_release(prev), prev = NULL;

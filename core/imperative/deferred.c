@@ -45,8 +45,8 @@ static int check_recordable(const deft_op_t *op, int nin, deft_ndarray_t *const 
                                  "output %d is given, but in deferred compute mode a call is "
                                  "recorded and makes new lazy arrays: it writes into none",
                                  k);
-    for (int i = 0; op->mutate_inputs && i < nin; i++)
-        if ((op->mutate_inputs & (1u << i)) && deft_ndarray_is_lazy(in[i]))
+    for (int i = 0; deft_op_mutates_any(op) && i < nin; i++)
+        if (deft_op_mutates(op, nin, i) && deft_ndarray_is_lazy(in[i]))
             return deft_op_error(op, DEFT_ERR_VALUE,
                                  "input %d is a lazy array (deferred compute), which cannot be "
                                  "updated in place",
@@ -298,10 +298,10 @@ static void mark_updated_leaves(run_t *r) {
     const deft_graph_t *g = r->g;
     for (int i = 0; i < g->num_nodes; i++) {
         const deft_node_t *node = g->nodes[i];
-        uint32_t mutates = deft_graph_is_leaf(g, i) ? 0 : node->op->op->mutate_inputs;
+        bool mutates = !deft_graph_is_leaf(g, i) && deft_op_mutates_any(node->op->op);
         for (int k = 0; mutates && k < node->num_inputs; k++) {
             int e = deft_graph_input_entry(g, i, k);
-            if (!(mutates & (1u << k)) || !r->values[e]) continue;
+            if (!deft_op_mutates(node->op->op, node->num_inputs, k) || !r->values[e]) continue;
             deft_var_t *var = r->values[e]->var;
             bool read = false; /* the array may be read through other entries too */
             for (int j = r->num_reads - 1; j >= 0; j--)

@@ -158,7 +158,7 @@ static int call_accesses(const invoke_call_t *call, deft_access_t *access) {
     int n = 0;
     for (int i = 0; i < call->nin; i++)
         access[n++] =
-            (deft_access_t){call->in[i]->tensor.storage, (call->op->mutate_inputs >> i) & 1u};
+            (deft_access_t){call->in[i]->tensor.storage, deft_op_mutates(call->op, call->nin, i)};
     for (int k = 0; k < call->nout; k++) {
         access[n++] = (deft_access_t){call->out[k]->tensor.storage, true};
         if (call->final[k]) access[n++] = (deft_access_t){call->final[k]->tensor.storage, true};
@@ -182,7 +182,7 @@ static void describe(invoke_call_t *call, deft_var_t **reads, deft_var_t **write
     int nreads = 0, nwrites = 0;
     size_t bytes = 0;
     for (int i = 0; i < call->nin; i++) {
-        if (op->mutate_inputs & (1u << i))
+        if (deft_op_mutates(op, call->nin, i))
             writes[nwrites++] = call->in[i]->var;
         else
             reads[nreads++] = call->in[i]->var;
@@ -314,8 +314,8 @@ static int check_not_lazy(const deft_op_t *op, int nin, deft_ndarray_t *const *i
                              "output %d is a lazy array (deferred compute): its value is the "
                              "result of a recorded operation and cannot be written",
                              k);
-    for (int i = 0; op->mutate_inputs && i < nin; i++)
-        if ((op->mutate_inputs & (1u << i)) && deft_ndarray_is_lazy(in[i]))
+    for (int i = 0; deft_op_mutates_any(op) && i < nin; i++)
+        if (deft_op_mutates(op, nin, i) && deft_ndarray_is_lazy(in[i]))
             return deft_op_error(op, DEFT_ERR_VALUE,
                                  "input %d is a lazy array (deferred compute), which cannot be "
                                  "updated in place",
@@ -355,8 +355,8 @@ static void note_writes(const deft_op_t *op, int nin, deft_ndarray_t *const *in,
                         deft_ndarray_t *const *given) {
     for (int k = 0; k < nout; k++)
         if (given[k]) deft_ndarray_touch(given[k]);
-    for (int i = 0; op->mutate_inputs && i < nin; i++)
-        if (op->mutate_inputs & (1u << i)) deft_ndarray_touch(in[i]);
+    for (int i = 0; deft_op_mutates_any(op) && i < nin; i++)
+        if (deft_op_mutates(op, nin, i)) deft_ndarray_touch(in[i]);
 }
 
 /* The caller gets the visible outputs; hidden ones (made in `all`, the
@@ -406,7 +406,7 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
     }
     /* Given outputs and updated inputs are written: the checks and bookkeeping that only
      * writes need are skipped for the usual call, which makes its outputs. */
-    bool writes = op->mutate_inputs || !none_given(produced, out);
+    bool writes = deft_op_mutates_any(op) || !none_given(produced, out);
     if ((writes && check_not_lazy(op, nin, in, produced, out)) || deft_deferred_compute(nin, in))
         return -1;
     deft_autograd_call_t grad = {0};

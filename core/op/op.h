@@ -151,6 +151,10 @@ struct deft_op {
     deft_forward_fn forward;
     int inplace_input;      /* output 0 may be written over this input; -1 none */
     uint32_t mutate_inputs; /* bit k: input k is updated in place (optimizer state) */
+    /* Whether input k of a call with nin inputs is updated in place, for
+     * operators whose updated inputs depend on their count (the multi-tensor
+     * steps); NULL: mutate_inputs says. Ask deft_op_mutates. */
+    bool (*mutates)(int nin, int k);
     /* bit k: only input k's shape and dtype are read, never its values (the
      * `like` of the _like operators), so autograd need not keep that value */
     uint32_t shape_inputs;
@@ -201,6 +205,16 @@ struct deft_op {
     void *(*hold)(const deft_op_t *op, const deft_param_value_t *p);
     void (*unhold)(void *held);
 };
+
+/* Whether input k of a call of op with nin inputs is updated in place. */
+static inline bool deft_op_mutates(const deft_op_t *op, int nin, int k) {
+    return op->mutates ? op->mutates(nin, k) : k < 32 && (op->mutate_inputs >> k) & 1u;
+}
+
+/* Whether some call of op updates an input in place. */
+static inline bool deft_op_mutates_any(const deft_op_t *op) {
+    return op->mutate_inputs || op->mutates;
+}
 
 /* The training flag of the calling thread (mode.c): kernels read it to
  * behave as in training; runners set it to their call's flag around them. */

@@ -4,7 +4,13 @@
  * the optimizer states in place, reading the hyper-parameters from a tensor
  * (step_math.h) so that a learning-rate schedule does not change the graph.
  *
- * Each step's output is an empty array: its only use is an optional last
+ * One step updates many parameters, a multi-tensor kernel: its inputs are
+ * groups of weight, grad and the kind's states, one group per parameter,
+ * then hyper, then optionally "after". One parallel loop runs over the
+ * elements of every group, so a model's many small tensors cost one call
+ * and split across threads as one large one.
+ *
+ * Each step's output is an empty array: its only use is the optional last
  * input ("after") that chains the steps of one graph, which orders them after
  * every gradient (train_step.c) and gives the graph one output for all.
  */
@@ -15,14 +21,43 @@
 #include "core/op/op.h"
 #include "core/op/update_f32.h"
 
-/* Inputs: weight, grad, the kind's states, hyper, then optionally "after". */
+/* The most parameters one step updates: its groups and hyper fit in a node. */
+#define MAX_GROUPS ((DEFT_OP_MAX_INPUTS - 1) / 2)
+
+/* The optimizer states per parameter: none, the momentum, or Adam's two moments. */
+#define NUM_STATES(kind) ((kind) == DEFT_STEP_SGD ? 0 : (kind) == DEFT_STEP_SGD_MOM ? 1 : 2)
+
 static int num_states(deft_step_kind_t kind) {
-    return kind == DEFT_STEP_SGD ? 0 : kind == DEFT_STEP_SGD_MOM ? 1 : 2;
+    return NUM_STATES(kind);
 }
 
 static deft_step_kind_t kind_of(const deft_op_t *op) {
     return (deft_step_kind_t)(intptr_t)op->data;
 }
+
+/* Inputs per group: weight, grad, the states. */
+static int group_size(deft_step_kind_t kind) {
+    return 2 + num_states(kind);
+}
+
+/* The groups of a call with nin inputs: nin is k groups + hyper, or that and
+ * "after" (a group has at least 2 inputs, so the two never meet); 0 if neither. */
+static int groups_of(deft_step_kind_t kind, int nin) {
+    int k = group_size(kind);
+    return nin > k && (nin - 1) % k == 0       ? (nin - 1) / k
+           : nin > k + 1 && (nin - 2) % k == 0 ? (nin - 2) / k
+                                               : 0;
+}
+
+/* Updated in place: every group's weight and states, not its grad. */
+#define STEP_MUTATES(kind, fn)                                                                     \
+    static bool fn(int nin, int i) {                                                               \
+        return i < groups_of(kind, nin) * group_size(kind) && i % group_size(kind) != 1;           \
+    }
+STEP_MUTATES(DEFT_STEP_SGD, sgd_mutates)
+STEP_MUTATES(DEFT_STEP_SGD_MOM, sgd_mom_mutates)
+STEP_MUTATES(DEFT_STEP_ADAM, adam_mutates)
+STEP_MUTATES(DEFT_STEP_ADAMW, adamw_mutates)
 
 static int check_hyper(const deft_op_t *op, int input, const deft_desc_t *hyper) {
     if (deft_op_check_dtype_float(op, input, hyper->dtype)) return -1;
@@ -37,18 +72,46 @@ static int check_hyper(const deft_op_t *op, int input, const deft_desc_t *hyper)
     return 0;
 }
 
+/* Group j's inputs from `first`: a float weight, the rest of its shape and dtype. */
+static int check_group(const deft_op_t *op, int j, int first, int k, const deft_desc_t *in) {
+    static const char *const roles[] = {"weight", "grad", "first state", "second state"};
+    if (deft_op_check_dtype_float(op, first, in[0].dtype)) return -1;
+    for (int i = 1; i < k; i++)
+        if (in[i].dtype != in[0].dtype || !deft_shape_equal(&in[i].shape, &in[0].shape)) {
+            char a[DEFT_SHAPE_STR_MAX], b[DEFT_SHAPE_STR_MAX];
+            return deft_op_error(op, DEFT_ERR_VALUE,
+                                 "input %d (the %s of parameter %d) is %s %s, expected %s %s (its "
+                                 "weight's)",
+                                 first + i, roles[i], j, deft_dtype_name(in[i].dtype),
+                                 deft_shape_format(&in[i].shape, b, sizeof b),
+                                 deft_dtype_name(in[0].dtype),
+                                 deft_shape_format(&in[0].shape, a, sizeof a));
+        }
+    return 0;
+}
+
 static int step_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                       const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)p;
-    int hyper = 2 + num_states(kind_of(op));
-    if (nin < hyper + 1) return deft_op_input_count_error(op, nin);
-    if (deft_op_check_optimizer_inputs(op, hyper, in) || check_hyper(op, hyper, &in[hyper]))
-        return -1;
+    int k = group_size(kind_of(op)), groups = groups_of(kind_of(op), nin);
+    if (groups == 0)
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "got %d inputs, expected groups of %d (weight, grad%s) for 1 to %d "
+                             "parameters, then hyper, then optionally after",
+                             nin, k,
+                             k == 2   ? ""
+                             : k == 3 ? ", mom"
+                                      : ", mean, var",
+                             MAX_GROUPS);
+    for (int j = 0; j < groups; j++)
+        if (check_group(op, j, j * k, k, in + j * k)) return -1;
+    if (check_hyper(op, groups * k, &in[groups * k])) return -1;
     out[0] = (deft_desc_t){{1, {0}}, DEFT_DT_FLOAT32};
     *nout = 1;
     return 0;
 }
 
+/* One group's arrays, with the step's kind and hyper-parameters. */
 typedef struct step_ctx {
     deft_step_kind_t kind;
     deft_hyper_t h;
@@ -56,8 +119,7 @@ typedef struct step_ctx {
 } step_ctx_t;
 
 /* float32: the update operators' vectorised loops (update_f32.c). */
-static void step_f32_range(void *arg, int64_t begin, int64_t end) {
-    const step_ctx_t *c = arg;
+static void step_f32_range(const step_ctx_t *c, int64_t begin, int64_t end) {
     float *s1 = c->s1, *s2 = c->s2;
     deft_update_f32(c->kind, &c->h, (float *)c->w + begin, (const float *)c->g + begin,
                     s1 ? s1 + begin : NULL, s2 ? s2 + begin : NULL, end - begin);
@@ -65,8 +127,7 @@ static void step_f32_range(void *arg, int64_t begin, int64_t end) {
 
 /* float64: in double, as the GPU computes it; one loop per kind, the kind a
  * constant in each, no branch inside. */
-static void step_f64_range(void *arg, int64_t begin, int64_t end) {
-    const step_ctx_t *c = arg;
+static void step_f64_range(const step_ctx_t *c, int64_t begin, int64_t end) {
     const deft_hyper_t h = c->h;
     double *w = c->w, *g = c->g, *s1 = c->s1, *s2 = c->s2;
     switch (c->kind) {
@@ -89,25 +150,45 @@ static void step_f64_range(void *arg, int64_t begin, int64_t end) {
     }
 }
 
-static step_ctx_t step_context(const deft_op_t *op, const deft_tensor_t *in, deft_hyper_t h) {
-    deft_step_kind_t kind = kind_of(op);
-    int states = num_states(kind);
-    return (step_ctx_t){kind,
-                        h,
-                        deft_tensor_data(&in[0]),
-                        deft_tensor_data(&in[1]),
-                        states > 0 ? deft_tensor_data(&in[2]) : NULL,
-                        states > 1 ? deft_tensor_data(&in[3]) : NULL};
+/* Every group's elements as one range: group j holds [start[j], start[j+1]). */
+typedef struct steps {
+    int groups;
+    int64_t start[MAX_GROUPS + 1];
+    step_ctx_t group[MAX_GROUPS];
+    bool f64[MAX_GROUPS];
+} steps_t;
+
+static void steps_range(void *arg, int64_t begin, int64_t end) {
+    const steps_t *s = arg;
+    for (int j = 0; j < s->groups && begin < end; j++) {
+        if (s->start[j + 1] <= begin) continue;
+        int64_t lo = begin - s->start[j],
+                hi = (end < s->start[j + 1] ? end : s->start[j + 1]) - s->start[j];
+        (s->f64[j] ? step_f64_range : step_f32_range)(&s->group[j], lo, hi);
+        begin = s->start[j] + hi;
+    }
 }
 
 static int step_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
-    (void)p, (void)nin, (void)nout, (void)out;
-    const deft_tensor_t *hyper = &in[2 + num_states(kind_of(op))];
-    step_ctx_t c = step_context(op, in, deft_step_hyper(deft_tensor_data(hyper), hyper->dtype));
-    int64_t n = deft_shape_size(&in[0].shape);
-    deft_parallel_for(n, 16384, in[0].dtype == DEFT_DT_FLOAT32 ? step_f32_range : step_f64_range,
-                      &c);
+    (void)p, (void)nout, (void)out;
+    deft_step_kind_t kind = kind_of(op);
+    int k = group_size(kind), states = num_states(kind);
+    steps_t s = {.groups = groups_of(kind, nin)};
+    const deft_tensor_t *hyper = &in[s.groups * k];
+    deft_hyper_t h = deft_step_hyper(deft_tensor_data(hyper), hyper->dtype);
+    for (int j = 0; j < s.groups; j++) {
+        const deft_tensor_t *t = in + j * k;
+        s.group[j] = (step_ctx_t){kind,
+                                  h,
+                                  deft_tensor_data(&t[0]),
+                                  deft_tensor_data(&t[1]),
+                                  states > 0 ? deft_tensor_data(&t[2]) : NULL,
+                                  states > 1 ? deft_tensor_data(&t[3]) : NULL};
+        s.f64[j] = t[0].dtype == DEFT_DT_FLOAT64;
+        s.start[j + 1] = s.start[j] + deft_shape_size(&t[0].shape);
+    }
+    deft_parallel_for(s.start[s.groups], 16384, steps_range, &s);
     return 0;
 }
 
@@ -118,47 +199,49 @@ int deft_gpu_step(int dev, int kind, deft_dtype_t dtype, int64_t n, void *w, con
 
 static int step_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
                             const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
-    (void)p, (void)nin, (void)nout, (void)out;
-    int states = num_states(kind_of(op));
-    const deft_tensor_t *hyper = &in[2 + states];
-    return deft_gpu_step(deft_gpu_of(&in[0]), (int)kind_of(op), in[0].dtype,
-                         deft_shape_size(&in[0].shape), deft_tensor_data(&in[0]),
-                         deft_tensor_data(&in[1]), states > 0 ? deft_tensor_data(&in[2]) : NULL,
-                         states > 1 ? deft_tensor_data(&in[3]) : NULL, deft_tensor_data(hyper),
-                         hyper->dtype);
+    (void)p, (void)nout, (void)out;
+    deft_step_kind_t kind = kind_of(op);
+    int k = group_size(kind), states = num_states(kind), groups = groups_of(kind, nin);
+    const deft_tensor_t *hyper = &in[groups * k];
+    for (int j = 0; j < groups; j++) { /* a launch per parameter */
+        const deft_tensor_t *t = in + j * k;
+        if (deft_gpu_step(deft_gpu_of(&t[0]), (int)kind, t[0].dtype, deft_shape_size(&t[0].shape),
+                          deft_tensor_data(&t[0]), deft_tensor_data(&t[1]),
+                          states > 0 ? deft_tensor_data(&t[2]) : NULL,
+                          states > 1 ? deft_tensor_data(&t[3]) : NULL, deft_tensor_data(hyper),
+                          hyper->dtype))
+            return -1;
+    }
+    return 0;
 }
 #endif
 
 #define STEP_OP(op_name, text, kind, inputs, mutated)                                              \
     {                                                                                              \
         .name = op_name, .description = text, .input_names = inputs,                               \
-        .min_inputs = 3 + (kind == DEFT_STEP_SGD       ? 0                                         \
-                           : kind == DEFT_STEP_SGD_MOM ? 1                                         \
-                                                       : 2),                                       \
-        .max_inputs = 4 + (kind == DEFT_STEP_SGD       ? 0                                         \
-                           : kind == DEFT_STEP_SGD_MOM ? 1                                         \
-                                                       : 2),                                       \
-        .infer = step_infer, .forward = step_forward, .forward_gpu = DEFT_GPU(step_forward_gpu),   \
-        .inplace_input = -1, .mutate_inputs = mutated, .data = (void *)kind                        \
+        .min_inputs = 3 + NUM_STATES(kind), .max_inputs = DEFT_OP_MAX_INPUTS, .infer = step_infer, \
+        .forward = step_forward, .forward_gpu = DEFT_GPU(step_forward_gpu), .inplace_input = -1,   \
+        .mutates = mutated, .data = (void *)kind                                                   \
     }
 
 static const deft_op_t step_ops[] = {
-    STEP_OP("_step_sgd", "A training step's SGD update of weight, in place.", DEFT_STEP_SGD,
-            ((const char *const[]){"weight", "grad", "hyper", "after", NULL}), 1u),
+    STEP_OP("_step_sgd", "A training step's SGD update of weights, in place.", DEFT_STEP_SGD,
+            ((const char *const[]){"weight", "grad", "hyper", "after", NULL}), sgd_mutates),
     STEP_OP("_step_sgd_mom",
-            "A training step's SGD update with momentum of weight and mom, in place.",
+            "A training step's SGD update with momentum of weights and moms, in place.",
             DEFT_STEP_SGD_MOM,
-            ((const char *const[]){"weight", "grad", "mom", "hyper", "after", NULL}), 1u | 1u << 2),
-    STEP_OP("_step_adam", "A training step's Adam update of weight, mean and var, in place.",
+            ((const char *const[]){"weight", "grad", "mom", "hyper", "after", NULL}),
+            sgd_mom_mutates),
+    STEP_OP("_step_adam", "A training step's Adam update of weights, means and vars, in place.",
             DEFT_STEP_ADAM,
             ((const char *const[]){"weight", "grad", "mean", "var", "hyper", "after", NULL}),
-            1u | 1u << 2 | 1u << 3),
+            adam_mutates),
     STEP_OP("_step_adamw",
-            "A training step's AdamW update (decoupled weight decay) of weight, mean and var, in "
-            "place.",
+            "A training step's AdamW update (decoupled weight decay) of weights, means and vars, "
+            "in place.",
             DEFT_STEP_ADAMW,
             ((const char *const[]){"weight", "grad", "mean", "var", "hyper", "after", NULL}),
-            1u | 1u << 2 | 1u << 3),
+            adamw_mutates),
 };
 
 DEFT_OP_FAMILY(deft_family_step_update, step_ops);
