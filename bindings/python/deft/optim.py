@@ -1,9 +1,24 @@
-"""Optimizers: each step updates parameters in place from their gradients."""
-from ._lib import param_text
-from .ndarray import invoke_text, zeros
+"""Optimizers: each step updates parameters in place from their gradients.
+
+A step is one call of a multi-tensor update operator (_step_sgd, _step_sgd_mom,
+_step_adam) per group of parameters that fits one call (20 with momentum), not
+one call per parameter: the update of a whole model is one loop over all its
+elements. The hyper-parameters travel as a small array (step_math.h's order),
+made again only when a value changes, so a learning-rate schedule costs no
+new parsing. deft.compile_step reads the same values for its step graph.
+"""
+import numpy as np
+
+from .ndarray import array, invoke_text, zeros
+
+# step_math.h's order: lr, wd, rescale_grad, clip_gradient, momentum or beta1, beta2, epsilon
+HYPER_COUNT = 7
+_MAX_INPUTS = 64  # DEFT_OP_MAX_INPUTS: groups and hyper share one call's inputs
 
 
 class Optimizer:
+    kind = None  # the step operator's kind: "sgd", "sgd_mom", "adam"
+
     def __init__(self, params, lr, wd=0.0, rescale_grad=1.0, clip_gradient=None):
         if hasattr(params, "values"):
             params = list(params.values())
@@ -16,17 +31,26 @@ class Optimizer:
         # rescale_grad scales the gradients on top of step()'s 1 / batch_size
         self.lr, self.wd, self.scale, self.rescale_grad = lr, wd, rescale_grad, rescale_grad
         self.clip_gradient = -1.0 if clip_gradient is None else clip_gradient
+        self._hyper = {}  # device -> (values, their array)
 
-    def _hyper(self):
-        """The update operator's parameters: names and their C API strings."""
-        return {"lr": self.lr, "wd": self.wd, "rescale_grad": self.rescale_grad,
-                "clip_gradient": self.clip_gradient}
+    def next_hyper(self):
+        """The next step's hyper-parameters, in step_math.h's order (Adam counts the step)."""
+        return (self.lr, self.wd, self.rescale_grad, self.clip_gradient, 0.0, 0.0, 0.0)
+
+    def hyper_array(self, values, device):
+        """`values` as a float64 array on `device`, the one made last time if they are equal."""
+        values = tuple(float(v) for v in values)
+        kept = self._hyper.get(device)
+        if kept is None or kept[0] != values:
+            kept = self._hyper[device] = (values, array(np.array(values, np.float64),
+                                                        device=device))
+        return kept[1]
 
     def step(self, batch_size=1):
         """Update every parameter; gradients are multiplied by rescale_grad / batch_size."""
         self.rescale_grad = self.scale / batch_size
-        hyper = self._hyper()  # the same strings for every parameter of this step
-        self._keys, self._vals = tuple(hyper), tuple(param_text(v) for v in hyper.values())
+        values = self.next_hyper()
+        groups = {}  # device -> the flat inputs of its parameters' groups
         for i, p in enumerate(self.params):
             arr = p.data() if callable(getattr(p, "data", None)) else p
             if arr.grad is None:
@@ -34,7 +58,19 @@ class Optimizer:
                                  f"(or initialize the block) first")
             if i not in self.states:
                 self.states[i] = self._new_state(arr)
-            self._update(arr, arr.grad, self.states[i])
+            groups.setdefault(arr.device, []).extend((arr, arr.grad) + self.states[i])
+        name, size = "_step_" + self.kind, 2 + self._num_states()
+        per_call = (_MAX_INPUTS - 1) // size * size
+        for device, inputs in groups.items():
+            hyper = self.hyper_array(values, device)
+            for at in range(0, len(inputs), per_call):
+                invoke_text(name, inputs[at:at + per_call] + [hyper], (), ())
+
+    def _num_states(self):
+        return 0
+
+    def _new_state(self, p):
+        return ()
 
 
 class SGD(Optimizer):
@@ -44,41 +80,38 @@ class SGD(Optimizer):
         super().__init__(params, lr, **kwargs)
         self.momentum = momentum
 
+    @property
+    def kind(self):
+        return "sgd_mom" if self.momentum else "sgd"
+
+    def next_hyper(self):
+        return super().next_hyper()[:4] + (self.momentum, 0.0, 0.0)
+
+    def _num_states(self):
+        return 1 if self.momentum else 0
+
     def _new_state(self, p):
-        return zeros(p.shape, p.dtype, p.device) if self.momentum else None
-
-    def _hyper(self):
-        hyper = super()._hyper()
-        if self.momentum:
-            hyper["momentum"] = self.momentum
-        return hyper
-
-    def _update(self, p, grad, mom):
-        if self.momentum:
-            invoke_text("sgd_mom_update", (p, grad, mom), self._keys, self._vals, out=p)
-        else:
-            invoke_text("sgd_update", (p, grad), self._keys, self._vals, out=p)
+        return (zeros(p.shape, p.dtype, p.device),) if self.momentum else ()
 
 
 class Adam(Optimizer):
     """Adam (Kingma & Ba), bias correction folded into the step size as MXNet does."""
+
+    kind = "adam"
 
     def __init__(self, params, lr=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, **kwargs):
         super().__init__(params, lr, **kwargs)
         self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
         self.t = 0
 
+    def next_hyper(self):
+        self.t += 1
+        t, b1, b2 = self.t, self.beta1, self.beta2
+        corrected = self.lr * (1 - b2 ** t) ** 0.5 / (1 - b1 ** t)
+        return (corrected, self.wd, self.rescale_grad, self.clip_gradient, b1, b2, self.epsilon)
+
+    def _num_states(self):
+        return 2
+
     def _new_state(self, p):
         return zeros(p.shape, p.dtype, p.device), zeros(p.shape, p.dtype, p.device)
-
-    def step(self, batch_size=1):
-        self.t += 1
-        super().step(batch_size)
-
-    def _hyper(self):
-        corrected = self.lr * (1 - self.beta2 ** self.t) ** 0.5 / (1 - self.beta1 ** self.t)
-        return dict(super()._hyper(), lr=corrected, beta1=self.beta1, beta2=self.beta2,
-                    epsilon=self.epsilon)
-
-    def _update(self, p, grad, state):
-        invoke_text("adam_update", (p, grad, state[0], state[1]), self._keys, self._vals, out=p)

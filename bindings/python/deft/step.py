@@ -11,50 +11,24 @@ step), Dropout draws its masks inside the graph, BatchNorm updates its
 running statistics, and the update runs as soon as each gradient is ready.
 The optimizer's hyper-parameters are read at every call, so changing
 `optimizer.lr` (a schedule) changes numbers, not the graph. The optimizer
-states (momentum, Adam's moments) belong to the step: `step.states`.
+states (momentum, Adam's moments) are the optimizer's own, so eager steps
+(optimizer.step()) and compiled ones can take turns on one training run.
 """
-import numpy as np
-
 from . import autograd
 from ._lib import lib
-from .ndarray import NDArray, array, zeros
+from .ndarray import NDArray, array
 from .nn.block import _reading_forbidden
 from .symbol import CachedOp, Symbol, deferred_compute, export
-
-# step_math.h's order: lr, wd, rescale_grad, clip_gradient, momentum or beta1, beta2, epsilon
-_HYPER_COUNT = 7
-
-
-def _optimizer_kind(optimizer):
-    """The step optimizer's name and a function giving its hyper-parameters now."""
-    from .optim import SGD, Adam
-
-    def common(lr):
-        return [lr, optimizer.wd, optimizer.rescale_grad, optimizer.clip_gradient]
-
-    if isinstance(optimizer, SGD):
-        kind = "sgd_mom" if optimizer.momentum else "sgd"
-        return kind, lambda: common(optimizer.lr) + [optimizer.momentum, 0.0, 0.0]
-    if isinstance(optimizer, Adam):
-        def adam():
-            optimizer.t += 1  # bias correction folded into lr, as adam_update's callers do
-            t, b1, b2 = optimizer.t, optimizer.beta1, optimizer.beta2
-            lr = optimizer.lr * (1 - b2 ** t) ** 0.5 / (1 - b1 ** t)
-            return common(lr) + [b1, b2, optimizer.epsilon]
-        return "adam", adam
-    raise TypeError(f"compile_step: optimizer {type(optimizer).__name__} has no step graph "
-                    "(SGD and Adam do)")
-
 
 class CompiledStep:
     """A net's training step as one graph per input signature (see the module)."""
 
     def __init__(self, net, loss_fn, optimizer):
+        if getattr(optimizer, "kind", None) not in ("sgd", "sgd_mom", "adam"):
+            raise TypeError(f"compile_step: optimizer {type(optimizer).__name__} has no step "
+                            "graph (SGD and Adam do)")
         self.net, self.loss_fn, self.optimizer = net, loss_fn, optimizer
-        self.kind, self._hyper_values = _optimizer_kind(optimizer)
-        self.states = {}   # "<param>_mom", "<param>_mean", "<param>_var" -> NDArray
-        self._graphs = {}  # (shapes, dtypes) -> what _build returns
-        self._hyper = (None, None)
+        self._graphs = {}  # (shapes, dtypes, kind) -> what _build returns
 
     def __call__(self, data, label, batch_size=None):
         """Run one step on a batch; returns the loss (per sample, as loss_fn gives it).
@@ -63,14 +37,15 @@ class CompiledStep:
             data = array(data)
         if not isinstance(label, NDArray):
             label = array(label)
-        key = (data.shape, data.dtype, label.shape, label.dtype)
+        opt = self.optimizer
+        key = (data.shape, data.dtype, label.shape, label.dtype, opt.kind)
         graph = self._graphs.get(key)
         if graph is None:
             graph = self._graphs[key] = self._build(data, label)
         op, inputs, named, params = graph
-        self.optimizer.rescale_grad = self.optimizer.scale / (batch_size or key[0][0])
+        opt.rescale_grad = opt.scale / (batch_size or key[0][0])
         arrays = list(inputs)  # the states in place; the rest filled in below
-        given = (data, label, self._hyper_array(data.device))
+        given = (data, label, opt.hyper_array(opt.next_hyper(), data.device))
         for at, k in named:
             arrays[at] = given[k]
         for at, param in params:  # read at each call: set_data may have given one a new array
@@ -80,12 +55,6 @@ class CompiledStep:
             return op(*arrays)[0]
         finally:
             lib.DeftAutogradSetIsTraining(was_training)
-
-    def _hyper_array(self, device):
-        values = tuple(float(v) for v in self._hyper_values())
-        if values != self._hyper[0]:
-            self._hyper = (values, array(np.array(values, np.float64), device=device))
-        return self._hyper[1]
 
     def _build(self, data, label):
         net, params = self.net, self.net.collect_params()
@@ -109,7 +78,7 @@ class CompiledStep:
         sym = export(names, {"loss": loss})
         inputs = set(sym.list_inputs())
         trained = [k for k, p in params.items() if p.grad_req != "null" and k in inputs]
-        step = Symbol(lib.DeftSymbolTrainStep(sym, len(trained), trained, self.kind))
+        step = Symbol(lib.DeftSymbolTrainStep(sym, len(trained), trained, self.optimizer.kind))
         # per input: a state's array in place; where data, label and step_hyper go
         # (0, 1, 2 in __call__'s `given`), and where each parameter's array goes
         inputs, named, trained = [], [], []
@@ -119,13 +88,22 @@ class CompiledStep:
                 named.append((at, ("data", "label", "step_hyper").index(name)))
             elif name in params:
                 trained.append((at, params[name]))
-            else:  # an optimizer state of a parameter: "<param>_mom", ...
-                if name not in self.states:
-                    owner = params[name.rsplit("_", 1)[0]].data()
-                    self.states[name] = zeros(owner.shape, owner.dtype, owner.device)
-                state = self.states[name]
+            else:  # an optimizer state of a parameter: "<param>_mom", "_mean", "_var"
+                owner, which = name.rsplit("_", 1)
+                state = self._state(owner, params[owner], {"mom": 0, "mean": 0, "var": 1}[which])
             inputs.append(state)
         return CachedOp(step), inputs, named, trained
+
+    def _state(self, name, param, k):
+        """State k of `param`, the optimizer's (made now if its first step is this one)."""
+        opt = self.optimizer
+        i = next((i for i, p in enumerate(opt.params) if p is param), None)
+        if i is None:
+            raise ValueError(f"compile_step: parameter '{name}' of the net is not one the "
+                             "optimizer trains: make the optimizer over net.collect_params()")
+        if i not in opt.states:
+            opt.states[i] = opt._new_state(param.data())
+        return opt.states[i][k]
 
 
 def compile_step(net, loss_fn, optimizer):

@@ -94,7 +94,7 @@ def test_learning_rate_changes_numbers_not_the_graph():
     step(x, y)
     for got, want in zip(weights(net), before):
         np.testing.assert_array_equal(got, want)
-    assert len(step._graphs) == 1 and set(step.states) == set()
+    assert len(step._graphs) == 1 and all(s == () for s in opt.states.values())
 
 
 def test_optimizer_keeps_its_rescale_grad():
@@ -117,3 +117,43 @@ def test_bad_optimizer_is_refused():
 
     with pytest.raises(TypeError, match="optimizer Other has no step graph"):
         deft.compile_step(net, nn.SoftmaxCrossEntropyLoss(), Other())
+
+
+def test_eager_and_compiled_steps_share_the_optimizer_states():
+    """A compiled step continues the momentum eager steps built (it used to start its own,
+    so switching to compile_step mid-training silently reset the momentum)."""
+    rng = np.random.default_rng(5)
+    batches = [batch(rng) for _ in range(4)]
+    nets = [make_net(7), make_net(7)]
+    opts = [SGD(n.collect_params(), lr=0.1, momentum=0.9) for n in nets]
+    eager_train(nets[0], opts[0], batches)
+    eager_train(nets[1], opts[1], batches[:2])
+    step = deft.compile_step(nets[1], nn.SoftmaxCrossEntropyLoss(), opts[1])
+    for x, y in batches[2:]:
+        step(x, y)
+    for got, want in zip(weights(nets[1]), weights(nets[0])):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_optimizer_updates_many_parameters_in_few_calls():
+    """45 parameters: three calls of the multi-tensor update (20, 20, 5), every one updated."""
+    ws = [deft.array(np.full(5, i + 1.0, np.float32)) for i in range(45)]
+    for w in ws:
+        w.attach_grad()
+    with autograd.record():
+        loss = sum((w * w).sum() for w in ws)
+    loss.backward()  # grad 2w
+    opt = SGD(ws, lr=0.1, momentum=0.9)
+    opt.step()
+    for i, w in enumerate(ws):
+        np.testing.assert_allclose(w.asnumpy(), np.full(5, 0.8 * (i + 1)), rtol=1e-6)
+        np.testing.assert_allclose(opt.states[i][0].asnumpy(), np.full(5, -0.2 * (i + 1)),
+                                   rtol=1e-6)
+
+
+def test_compile_step_refuses_an_optimizer_of_other_parameters():
+    net, other = make_net(1), make_net(2)
+    step = deft.compile_step(net, nn.SoftmaxCrossEntropyLoss(), SGD(other.collect_params(),
+                                                                    momentum=0.9))
+    with pytest.raises(ValueError, match="is not one the optimizer trains"):
+        step(*batch(np.random.default_rng(0)))
