@@ -18,12 +18,9 @@ measured here.
 
     python bench/python/bench_lenet.py [--threads 1 2] [--rounds 15] [--steps 20]
 """
-import argparse
 import json
-import os
-import sys
 
-from step_bench import measure, print_load, time_rounds, torch_python
+from step_bench import compare, parse_args, print_load, time_rounds
 
 BATCH, SIZE, CLASSES = 32, 28, 10
 LR = 0.01
@@ -186,30 +183,13 @@ def report(threads, deft_ms, torch_ms):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--child", choices=("deft", "torch"), dest="side",
-                        help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parse_args(__doc__, steps=20)
     if args.side:
         return child(args)
 
     print_load(f"LeNet training step, batch {BATCH} of 1x{SIZE}x{SIZE}, float32, SGD",
                args.rounds, args.steps)
-    python = torch_python()
-    if python is None:
-        print("PyTorch: not importable here (set DEFT_TORCH_PYTHON to a Python that has it); "
-              "comparing with the issue's figures only")
-    met = True
-    for threads in args.threads:
-        deft_ms = measure(__file__, sys.executable, "deft", threads, args)
-        torch_ms = measure(__file__, python, "torch", threads, args) if python else None
-        met &= report(threads, deft_ms, torch_ms)
-    load = os.getloadavg()
-    print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"goal (deft <= {GOAL}x the peers' time): {'met' if met else 'NOT met'}")
+    compare(__file__, args, report, f"goal (deft <= {GOAL}x the peers' time)")
 
 
 if __name__ == "__main__":

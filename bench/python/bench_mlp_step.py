@@ -16,13 +16,12 @@ Goals: compiled (deft's hybridized step) >= 2x eager, and <= 1.3x the floor.
 
     python bench/python/bench_mlp_step.py [--threads 1 2] [--rounds 15] [--steps 200]
 """
-import argparse
 import ctypes
 import json
 import os
 import sys
 
-from step_bench import measure, print_load, time_rounds, torch_python
+from step_bench import compare, parse_args, print_load, time_rounds
 
 BATCH, FEATURES, CLASSES = 32, 64, 10
 LR, MOMENTUM = 0.01, 0.9
@@ -131,13 +130,7 @@ def report(threads, deft_ms, torch_ms):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--child", choices=("deft", "torch"), dest="side",
-                        help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parse_args(__doc__, steps=200)
     if args.side == "torch":
         return print(json.dumps(run_torch(args.rounds, args.steps, args.threads[0])))
     if args.side == "deft":
@@ -145,17 +138,7 @@ def main():
 
     print_load(f"demo MLP training step, batch {BATCH} of {FEATURES}, 64-128-64-10, "
                "dropout 0.1, SGD momentum", args.rounds, args.steps)
-    python = torch_python()
-    if python is None:
-        print("PyTorch: not importable here (set DEFT_TORCH_PYTHON to a Python that has it)")
-    met = True
-    for threads in args.threads:
-        deft_ms = measure(__file__, sys.executable, "deft", threads, args)
-        torch_ms = measure(__file__, python, "torch", threads, args) if python else None
-        met &= report(threads, deft_ms, torch_ms)
-    load = os.getloadavg()
-    print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"goals (compiled >= 2x eager, <= 1.3x the C floor): {'met' if met else 'NOT met'}")
+    compare(__file__, args, report, "goals (compiled >= 2x eager, <= 1.3x the C floor)")
 
 
 if __name__ == "__main__":

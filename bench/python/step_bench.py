@@ -65,3 +65,31 @@ def print_load(what, rounds, steps):
     if load[0] > os.cpu_count():
         print(f"the machine is busy (load {load[0]:.1f} on {os.cpu_count()} cores): every "
               f"time below is inflated, the multi-threaded ones most")
+
+
+def parse_args(doc, steps):
+    """The step benchmarks' command line: --threads, --rounds, --steps (and --child)."""
+    import argparse
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--steps", type=int, default=steps)
+    parser.add_argument("--child", choices=("deft", "torch"), dest="side",
+                        help=argparse.SUPPRESS)
+    return parser.parse_args()
+
+
+def compare(script, args, report, goal):
+    """Per thread count: deft's side and PyTorch's (when some Python has torch), each in
+    a process of its own, then report(threads, deft, torch or None) -> goals met."""
+    python = torch_python()
+    if python is None:
+        print("PyTorch: not importable here (set DEFT_TORCH_PYTHON to a Python that has it)")
+    met = True
+    for threads in args.threads:
+        deft_ms = measure(script, sys.executable, "deft", threads, args)
+        torch_ms = measure(script, python, "torch", threads, args) if python else None
+        met &= report(threads, deft_ms, torch_ms)
+    load = os.getloadavg()
+    print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"{goal}: {'met' if met else 'NOT met'}")
