@@ -20,7 +20,7 @@ measured here.
 """
 import json
 
-from step_bench import compare, parse_args, print_load, time_rounds
+from step_bench import compare, parse_args, print_load, time_rounds, time_torch
 
 BATCH, SIZE, CLASSES = 32, 28, 10
 LR = 0.01
@@ -118,19 +118,7 @@ def run_torch(rounds, steps, threads):
                         nn.Linear(256, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
                         nn.Linear(84, CLASSES))
     opt = torch.optim.SGD(net.parameters(), lr=LR)
-    loss_fn = nn.CrossEntropyLoss()
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn(net(xb), yb)
-        loss.backward()
-        opt.step()
-
-    def run():
-        step()
-
-    result = time_rounds({"PyTorch": run}, rounds, steps, wait=lambda _: None)
-    return dict(result, version=torch.__version__)
+    return time_torch(net, opt, xb, yb, rounds, steps)
 
 
 def child(args):

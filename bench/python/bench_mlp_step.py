@@ -21,7 +21,7 @@ import json
 import os
 import sys
 
-from step_bench import compare, parse_args, print_load, time_rounds
+from step_bench import compare, parse_args, print_load, time_rounds, time_torch
 
 BATCH, FEATURES, CLASSES = 32, 64, 10
 LR, MOMENTUM = 0.01, 0.9
@@ -45,36 +45,28 @@ def run_deft(rounds, steps):
     import numpy as np
 
     import deft
-    from deft import autograd, nn
+    from deft import nn
     from deft.optim import SGD
 
     sys.path.insert(0, os.path.join(ROOT, "examples", "python"))
-    from mlp_digits import build_net
+    from mlp_digits import build_net, compiled_step, eager_step  # the demo's own steps
 
     rng = np.random.default_rng(0)
     xb = deft.array(rng.random((BATCH, FEATURES), dtype=np.float32))
     yb = deft.array(rng.integers(0, CLASSES, BATCH).astype(np.int64))
     loss_fn = nn.SoftmaxCrossEntropyLoss()
-
-    def step(net, opt):
-        with autograd.record():
-            loss = loss_fn(net(xb), yb)
-        loss.backward()
-        opt.step()
-        return loss
-
     runs = {}
     for mode in MODES:
         deft.random.seed(1)
         net = build_net(in_units=FEATURES)
         net.initialize()
-        net.hybridize(mode != "eager")
         opt = SGD(net.collect_params(), lr=LR, momentum=MOMENTUM)
         if mode == "compiled":
-            compiled = deft.compile_step(net, loss_fn, opt)
-            runs[mode] = lambda compiled=compiled: compiled(xb, yb)
+            step = compiled_step(net, loss_fn, opt)
         else:
-            runs[mode] = lambda net=net, opt=opt: step(net, opt)
+            net.hybridize(mode == "hybridized")
+            step = eager_step(net, loss_fn, opt)
+        runs[mode] = lambda step=step: step(xb, yb)
     floor = floor_library()
     runs["C floor"] = lambda: floor.deft_mlp_floor_run(1, None)
     return time_rounds(runs, rounds, steps,
@@ -94,16 +86,7 @@ def run_torch(rounds, steps, threads):
     net = nn.Sequential(nn.Linear(FEATURES, 128), nn.ReLU(), nn.Dropout(0.1),
                         nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, CLASSES))
     opt = torch.optim.SGD(net.parameters(), lr=LR, momentum=MOMENTUM)
-    loss_fn = nn.CrossEntropyLoss()
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = loss_fn(net(xb), yb)
-        loss.backward()
-        opt.step()
-
-    result = time_rounds({"PyTorch": step}, rounds, steps, wait=lambda _: None)
-    return dict(result, version=torch.__version__)
+    return time_torch(net, opt, xb, yb, rounds, steps)
 
 
 def report(threads, deft_ms, torch_ms):

@@ -93,3 +93,17 @@ def compare(script, args, report, goal):
     load = os.getloadavg()
     print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"{goal}: {'met' if met else 'NOT met'}")
+
+
+def time_torch(net, opt, xb, yb, rounds, steps):
+    """{"PyTorch": {min, median}, "version"}: PyTorch's step of net under cross-entropy."""
+    import torch
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss_fn(net(xb), yb).backward()
+        opt.step()
+
+    result = time_rounds({"PyTorch": step}, rounds, steps, wait=lambda _: None)
+    return dict(result, version=torch.__version__)

@@ -49,7 +49,8 @@ def accuracy(net, x, y):
 
 
 def eager_step(net, loss_fn, opt):
-    """A training step op by op: record the forward, backward, update."""
+    """A training step under autograd: record the forward (op by op, or one graph call
+    when net is hybridized), backward, then the optimizer's update."""
     def step(xb, yb):
         with autograd.record():
             loss = loss_fn(net(xb), yb)
