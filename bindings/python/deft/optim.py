@@ -32,6 +32,7 @@ class Optimizer:
         self.lr, self.wd, self.scale, self.rescale_grad = lr, wd, rescale_grad, rescale_grad
         self.clip_gradient = -1.0 if clip_gradient is None else clip_gradient
         self._hyper = {}  # device -> (values, their array)
+        self._arrays, self._devices = [], []  # as _lay_out made them
 
     def next_hyper(self):
         """The next step's hyper-parameters, in step_math.h's order (Adam counts the step)."""
@@ -50,21 +51,32 @@ class Optimizer:
         """Update every parameter; gradients are multiplied by rescale_grad / batch_size."""
         self.rescale_grad = self.scale / batch_size
         values = self.next_hyper()
-        groups = {}  # device -> the flat inputs of its parameters' groups
-        for i, p in enumerate(self.params):
-            arr = p.data() if callable(getattr(p, "data", None)) else p
-            if arr.grad is None:
-                raise ValueError(f"parameter {i} has no gradient: call attach_grad() "
-                                 f"(or initialize the block) first")
-            if i not in self.states:
-                self.states[i] = self._new_state(arr)
-            groups.setdefault(arr.device, []).extend((arr, arr.grad) + self.states[i])
+        arrays = [p.data() if callable(getattr(p, "data", None)) else p for p in self.params]
+        if len(arrays) != len(self._arrays) or any(a is not b for a, b in zip(arrays,
+                                                                              self._arrays)):
+            self._lay_out(arrays)  # first step, or set_data gave a parameter a new array
         name, size = "_step_" + self.kind, 2 + self._num_states()
         per_call = (_MAX_INPUTS - 1) // size * size
-        for device, inputs in groups.items():
+        for device, indices in self._devices:
+            inputs = []
+            for i in indices:
+                arr = arrays[i]
+                if arr.grad is None:
+                    raise ValueError(f"parameter {i} has no gradient: call attach_grad() "
+                                     f"(or initialize the block) first")
+                inputs.extend((arr, arr.grad) + self.states[i])
             hyper = self.hyper_array(values, device)
             for at in range(0, len(inputs), per_call):
                 invoke_text(name, inputs[at:at + per_call] + [hyper], (), ())
+
+    def _lay_out(self, arrays):
+        """The parameters' arrays by device (one call per device), with their states."""
+        devices = {}
+        for i, arr in enumerate(arrays):
+            if i not in self.states:
+                self.states[i] = self._new_state(arr)
+            devices.setdefault(arr.device, []).append(i)
+        self._arrays, self._devices = arrays, list(devices.items())
 
     def _num_states(self):
         return 0
