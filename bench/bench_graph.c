@@ -2,7 +2,9 @@
 /*
  * Executor benchmark: a 10,000-node chain of 1-element _plus_scalar run by
  * the executor (one engine operation for the whole graph, memory planned),
- * against the same chain of imperative calls, in the same run.
+ * against the same chain of imperative calls, in the same run; the same chain
+ * recorded by deferred compute and triggered (a shape seen before reuses its
+ * plan), and recorded, exported and run once as a one-off graph.
  */
 #include <string.h>
 
@@ -42,6 +44,80 @@ static double run_imperative(DeftNDArrayHandle x) {
     double t0 = now();
     plus_scalar_chain(x, NODES);
     return now() - t0;
+}
+
+static int by_value(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The chain recorded by deferred compute, intermediates freed (the last result, lazy, returned);
+ * *record: seconds spent recording. */
+static DeftNDArrayHandle record_chain(DeftNDArrayHandle x, double *record) {
+    DeftOpHandle plus = op("_plus_scalar");
+    const char *keys[1] = {"scalar"}, *vals[1] = {"1"};
+    DeftNDArrayHandle cur = x;
+    double t0 = now();
+    CHECK(DeftSetIsDeferredCompute(1, NULL));
+    for (int i = 0; i < NODES; i++) {
+        DeftNDArrayHandle out[1] = {NULL};
+        int nout = 1;
+        CHECK(DeftImperativeInvoke(plus, 1, &cur, &nout, out, 1, keys, vals));
+        if (cur != x) CHECK(DeftNDArrayFree(cur));
+        cur = out[0];
+    }
+    CHECK(DeftSetIsDeferredCompute(0, NULL));
+    *record = now() - t0;
+    return cur;
+}
+
+/* Record, then trigger by reading: seconds of each. */
+static void deferred_trigger(DeftNDArrayHandle x, double *record, double *trigger) {
+    DeftNDArrayHandle y = record_chain(x, record);
+    double t0 = now();
+    CHECK(DeftNDArrayWaitToRead(y));
+    *trigger = now() - t0;
+    CHECK(DeftNDArrayFree(y));
+}
+
+/* Record, export, make an executor, run it once: the seconds of all of it. */
+static double one_off(DeftNDArrayHandle x) {
+    double record, t0 = now();
+    DeftNDArrayHandle y = record_chain(x, &record);
+    DeftSymbolHandle sym;
+    DeftCachedOpHandle exec;
+    CHECK(DeftNDArrayGetDeferredComputeSymbol(&x, &y, (const char *[]){"x"}, (const char *[]){"y"},
+                                              1, 1, &sym));
+    CHECK(DeftCachedOpCreate(sym, 0, &exec));
+    run_executor(exec, x);
+    double t = now() - t0;
+    CHECK(DeftCachedOpFree(exec));
+    CHECK(DeftSymbolFree(sym));
+    CHECK(DeftNDArrayFree(y));
+    return t;
+}
+
+/* Deferred compute against the cached executor, rounds alternating: min and median ns/node. */
+static void deferred_chain(DeftCachedOpHandle exec, DeftNDArrayHandle x) {
+    enum { ROUNDS = 15 };
+    double t[4][ROUNDS]; /* executor run, record, trigger, one-off graph */
+    double record, trigger;
+    deferred_trigger(x, &record, &trigger); /* the first trigger of the shape plans it */
+    for (int r = 0; r < ROUNDS; r++) {
+        t[0][r] = run_executor(exec, x);
+        deferred_trigger(x, &t[1][r], &t[2][r]);
+        t[3][r] = one_off(x);
+    }
+    for (int k = 0; k < 4; k++) qsort(t[k], ROUNDS, sizeof(double), by_value);
+    double per = 1e9 / NODES;
+    printf("deferred compute of the same chain (ns/node, min / median of %d rounds):\n"
+           "    executor run %.1f / %.1f; record %.1f / %.1f; trigger of a seen shape (compute "
+           "and run) %.1f / %.1f = %.2fx the executor run (min)\n"
+           "    one-off graph (record, export, executor, first run) %.0f / %.0f; first trigger "
+           "of the shape %.0f\n",
+           ROUNDS, t[0][0] * per, t[0][ROUNDS / 2] * per, t[1][0] * per, t[1][ROUNDS / 2] * per,
+           t[2][0] * per, t[2][ROUNDS / 2] * per, t[2][0] / t[0][0], t[3][0] * per,
+           t[3][ROUNDS / 2] * per, trigger * per);
 }
 
 /* A graph replayed node by node through DeftImperativeInvoke: the same
@@ -252,7 +328,7 @@ static void fusion(void) {
 }
 
 int main(void) {
-    printf("deft graph benchmarks\n");
+    printf("deft graph benchmarks (load average %.2f)\n", load_average());
     double t0 = now();
     DeftSymbolHandle sym = chain_symbol();
     double build = now() - t0;
@@ -280,6 +356,7 @@ int main(void) {
            "    memory plan: arena %lld bytes, naive %lld bytes\n",
            NODES, best_exec / NODES * 1e9, best_imp / NODES * 1e9, best_imp / best_exec,
            build / NODES * 1e9, first / NODES * 1e9, (long long)arena, (long long)naive);
+    deferred_chain(exec, x);
     CHECK(DeftNDArrayFree(x));
     CHECK(DeftCachedOpFree(exec));
     CHECK(DeftSymbolFree(sym));
