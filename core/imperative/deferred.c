@@ -200,7 +200,7 @@ static int run_nodes(void *arg) {
 
 /* A run of plan p over the walked cut, its per-run tables in one allocation
  * (a one-node trigger is common, and a dozen mallocs cost more than computing it). */
-static run_t *run_alloc(deft_trigger_plan_t *p, const deft_cut_t *cut, int nroots,
+static run_t *run_alloc(deft_trigger_plan_t *p, const deft_trigger_cut_t *cut, int nroots,
                         const deft_entry_t *roots) {
     size_t nodes = (size_t)cut->num_nodes + 1, entries = (size_t)p->types.num_entries + 1;
     size_t dest = (size_t)p->num_dest + 1, leaf = (size_t)p->num_leaf + 1;
@@ -391,7 +391,7 @@ static int push(run_t *r) {
 /* Under the lock: the uncomputed nodes behind the roots, as one run of their shape's plan. */
 static int run_roots(int count, const deft_entry_t *roots) {
     deft_trigger_plan_t *p;
-    deft_cut_t cut;
+    deft_trigger_cut_t cut;
     int status = deft_trigger_plan_get(count, roots, &cut, &p);
     if (status) return status > 0 ? 0 : -1;
     run_t *r = run_alloc(p, &cut, count, roots);

@@ -77,18 +77,18 @@ typedef struct deft_trigger_plan {
 
 /* The cut a trigger walked (the module's scratch, valid until the next walk):
  * nodes in post-order, not retained (the requested arrays hold them). */
-typedef struct deft_cut {
+typedef struct deft_trigger_cut {
     int num_nodes;
     deft_node_t **nodes;
     deft_ndarray_t **live; /* per dest of the plan: the live array (retained) or NULL */
-} deft_cut_t;
+} deft_trigger_cut_t;
 
 /*
  * Under the record lock: walk the uncomputed nodes behind roots[0..n) and
  * find or make the plan of that shape (a new reference in *plan). 1 when
  * nothing needs computing, 0 on success, -1 on error.
  */
-int deft_trigger_plan_get(int n, const deft_entry_t *roots, deft_cut_t *cut,
+int deft_trigger_plan_get(int n, const deft_entry_t *roots, deft_trigger_cut_t *cut,
                           deft_trigger_plan_t **plan);
 
 void deft_trigger_plan_release(deft_trigger_plan_t *plan);
