@@ -64,8 +64,7 @@ static int reserve_sig(int need) {
 
 static inline void put(uint64_t w) {
     cut.sig[cut.sig_len++] = w;
-    /* rotate-xor of independent products: cheap, and collisions only cost a comparison */
-    cut.hash = (cut.hash << 7 | cut.hash >> 57) ^ (w * 0x9E3779B97F4A7C15ull);
+    cut.hash = deft_cut_mix(cut.hash, w);
 }
 
 int deft_cut_sign(deft_cut_t *c, int n, const uint64_t *words) {

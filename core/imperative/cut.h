@@ -38,6 +38,12 @@ typedef struct deft_cut {
     uint64_t hash;
 } deft_cut_t;
 
+/* How a word joins a signature's hash: a rotate-xor of independent products, cheap,
+ * and collisions only cost a comparison. */
+static inline uint64_t deft_cut_mix(uint64_t h, uint64_t w) {
+    return (h << 7 | h >> 57) ^ (w * 0x9E3779B97F4A7C15ull);
+}
+
 /* Walk back from roots[0..n) (their nodes must have records). */
 int deft_cut_walk(deft_cut_kind_t kind, int n, const deft_entry_t *roots, deft_cut_t **out);
 
