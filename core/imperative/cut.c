@@ -108,44 +108,61 @@ static int sign_attrs(const deft_node_t *node) {
     return 0;
 }
 
-static void sign_outputs(const deft_node_t *node, const deft_record_t *rec) {
+/* Words being written: kept in locals (the compiler cannot keep the globals in registers
+ * across stores through the table, which may alias them). */
+typedef struct signer {
+    uint64_t *at, hash;
+} signer_t;
+
+static inline void sign_word(signer_t *s, uint64_t w) {
+    *s->at++ = w;
+    s->hash = deft_cut_mix(s->hash, w);
+}
+
+static inline void sign_outputs(signer_t *s, const deft_node_t *node, const deft_record_t *rec) {
     for (int k = 0; k < node->num_outputs; k++) {
         const deft_desc_t *d = &rec->desc[k];
-        put((uint64_t)d->shape.ndim | (uint64_t)d->dtype << 8);
-        for (int j = 0; j < d->shape.ndim; j++) put((uint64_t)d->shape.dims[j]);
+        sign_word(s, (uint64_t)d->shape.ndim | (uint64_t)d->dtype << 8);
+        for (int j = 0; j < d->shape.ndim; j++) sign_word(s, (uint64_t)d->shape.dims[j]);
     }
 }
 
 /* All inputs finished: number the node, its entries and input slots, and sign it. */
 static int finish(deft_node_t *node, deft_record_t *rec, bool leaf) {
-    int words = 2 + node->num_inputs + node->num_outputs * (1 + DEFT_SHAPE_MAX_NDIM);
+    int words = 3 + node->num_inputs + node->num_outputs * (1 + DEFT_SHAPE_MAX_NDIM);
     if (reserve_inputs(cut.num_inputs + node->num_inputs) || reserve_sig(cut.sig_len + words))
         return -1;
-    int id = cut.num_nodes++;
+    int id = cut.num_nodes++, first = cut.num_entries;
     rec->walk_id = id;
     cut.nodes[id] = node;
     cut.leaf[id] = leaf;
-    cut.row_ptr[id] = cut.num_entries;
+    cut.row_ptr[id] = first;
     cut.in_ptr[id] = cut.num_inputs;
     cut.consumers[id] = 0;
-    cut.num_entries += node->num_outputs;
+    cut.num_entries = first + node->num_outputs;
+    signer_t s = {cut.sig + cut.sig_len, cut.hash};
     uint64_t where = (uint64_t)rec->device.type << 32 | (uint64_t)rec->device.id << 40;
     if (leaf) {
-        put((uint64_t)node->num_outputs << 1 | 1);
-        if (cut.kind == DEFT_CUT_NEEDS_GRADIENT) put(where), sign_outputs(node, rec);
-        return 0;
+        sign_word(&s, (uint64_t)node->num_outputs << 1 | 1);
+        if (cut.kind == DEFT_CUT_NEEDS_GRADIENT) sign_word(&s, where), sign_outputs(&s, node, rec);
+    } else {
+        sign_word(&s, (uint64_t)(uintptr_t)node->op);
+        sign_word(&s, (uint64_t)node->num_inputs | (uint64_t)node->num_outputs << 16 | where);
+        int *in_entry = cut.in_entry + cut.num_inputs, *row_ptr = cut.row_ptr;
+        int *consumers = cut.consumers;
+        for (int k = 0; k < node->num_inputs; k++) {
+            int src = deft_record_of(node->inputs[k].node)->walk_id;
+            int e = row_ptr[src] + node->inputs[k].index;
+            in_entry[k] = e;
+            consumers[src]++;
+            sign_word(&s, (uint64_t)e << 1 | (rec->save_in >> k & 1));
+        }
+        cut.num_inputs += node->num_inputs;
+        sign_outputs(&s, node, rec);
     }
-    put((uint64_t)(uintptr_t)node->op);
-    put((uint64_t)node->num_inputs | (uint64_t)node->num_outputs << 16 | where);
-    for (int k = 0; k < node->num_inputs; k++) {
-        int src = deft_record_of(node->inputs[k].node)->walk_id;
-        int e = cut.row_ptr[src] + node->inputs[k].index;
-        cut.in_entry[cut.num_inputs++] = e;
-        cut.consumers[src]++;
-        put((uint64_t)e << 1 | (rec->save_in >> k & 1));
-    }
-    sign_outputs(node, rec);
-    return cut.kind == DEFT_CUT_NEEDS_GRADIENT ? sign_attrs(node) : 0;
+    cut.sig_len = (int)(s.at - cut.sig);
+    cut.hash = s.hash;
+    return !leaf && cut.kind == DEFT_CUT_NEEDS_GRADIENT ? sign_attrs(node) : 0;
 }
 
 /* Reached for the first time: mark it; a leaf is finished at once. 1: visit its inputs. */
