@@ -501,8 +501,13 @@ static int build_walked_plan(backward_t *b, int n, const int *ids, key_t *k, uin
              : deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a backward plan");
     if (!status && !(walk_of = malloc(((size_t)g->num_nodes + 1) * sizeof *walk_of)))
         status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a backward plan");
-    for (int i = 0; !status && i < fwd->num_nodes; i++)
-        walk_of[deft_graph_node_id(g, fwd->nodes[i])] = i;
+    for (int i = 0; !status && i < fwd->num_nodes; i++) {
+        int id = deft_graph_node_id(g, fwd->nodes[i]); /* the same nodes, in another order */
+        if (id < 0)
+            status = deft_error(DEFT_ERR_INTERNAL, "a backward's two forward graphs differ");
+        else
+            walk_of[id] = i;
+    }
     for (int j = 0; !status && j < n; j++) real[j] = deft_graph_node_id(g, fwd->nodes[ids[j]]);
     if (!status) status = build_plan(g, n, real, k, hash, out);
     for (int i = 0; !status && i < (*out)->num_inputs; i++) {

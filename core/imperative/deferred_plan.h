@@ -13,7 +13,8 @@
  * it: the run calls each node's kernel with that node's own parameters, and
  * the plan depends only on the shapes they produced. Equal signatures share
  * a plan; the signature is compared in full, so a hash collision only costs
- * a comparison.
+ * a comparison. The cache keeps the 64 most recently used plans (plans hold
+ * no memory for values: each run allocates its arena).
  *
  * Everything here runs under the record lock (record.h), which also guards
  * the walk's scratch tables and the cache. A plan is immutable once made and
