@@ -853,6 +853,34 @@ START_TEST(trigger_plan_tells_kept_values_apart) {
 }
 END_TEST
 
+/* An output nobody in the run reads is still computed when a live array holds it:
+ * _backward_Convolution skips the outputs a graph does not want, and a trigger of
+ * its weight gradient alone once skipped the data gradient held by dx. */
+START_TEST(live_output_not_read_is_computed) {
+    DeftNDArrayHandle dy = ramp(DEFT_FLOAT32, 4, SHAPE(1, 1, 3, 3), 1);
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 4, SHAPE(1, 1, 3, 3), 2);
+    DeftNDArrayHandle w = ramp(DEFT_FLOAT32, 4, SHAPE(1, 1, 1, 1), 5);
+    DeftNDArrayHandle in[3] = {dy, x, w}, want[2] = {NULL}, got[2] = {NULL};
+    const char *const *params = P("kernel", "(1,1)", "num_filter", "1", "no_bias", "True");
+    int nparams = 0;
+    while (params[2 * nparams]) nparams++;
+    const char *keys[3], *vals[3];
+    for (int i = 0; i < nparams; i++) keys[i] = params[2 * i], vals[i] = params[2 * i + 1];
+    int nout = 2;
+    DeftOpHandle bwd = op_named("_backward_Convolution");
+    ck_assert_ok(DeftImperativeInvoke(bwd, 3, in, &nout, want, nparams, keys, vals));
+    set_deferred(1);
+    nout = 2;
+    ck_assert_ok(DeftImperativeInvoke(bwd, 3, in, &nout, got, nparams, keys, vals));
+    set_deferred(0);
+    ck_assert_ok(DeftNDArrayWaitToRead(got[1])); /* the weight gradient alone */
+    assert_same_bytes(got[0], want[0], "the data gradient was held but not read", 0);
+    assert_same_bytes(got[1], want[1], "read", 1);
+    DeftNDArrayHandle all[] = {dy, x, w, want[0], want[1], got[0], got[1]};
+    free_all(7, all);
+}
+END_TEST
+
 Suite *deferred_suite(void) {
     Suite *s = suite_create("deferred");
     TCase *tc = tcase_create("three readings");
@@ -870,6 +898,7 @@ Suite *deferred_suite(void) {
     tcase_add_test(when, trigger_reuses_plan_of_seen_shape);
     tcase_add_test(when, trigger_plans_off_and_bounded);
     tcase_add_test(when, trigger_plan_tells_kept_values_apart);
+    tcase_add_test(when, live_output_not_read_is_computed);
     suite_add_tcase(s, when);
     TCase *errors = tcase_create("errors");
     tcase_add_test(errors, writing_lazy_is_rejected);
