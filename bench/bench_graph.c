@@ -2,7 +2,9 @@
 /*
  * Executor benchmark: a 10,000-node chain of 1-element _plus_scalar run by
  * the executor (one engine operation for the whole graph, memory planned),
- * against the same chain of imperative calls, in the same run.
+ * against the same chain of imperative calls, in the same run; the same chain
+ * recorded by deferred compute and triggered (a shape seen before reuses its
+ * plan), and recorded, exported and run once as a one-off graph.
  */
 #include <string.h>
 
@@ -13,11 +15,11 @@
 
 #define NODES 10000
 
-static DeftSymbolHandle chain_symbol(void) {
+static DeftSymbolHandle chain_symbol(int nodes) {
     DeftSymbolHandle cur;
     CHECK(DeftSymbolCreateVariable("x", &cur));
     const char *keys[1] = {"scalar"}, *vals[1] = {"1"};
-    for (int i = 0; i < NODES; i++) {
+    for (int i = 0; i < nodes; i++) {
         DeftSymbolHandle next;
         CHECK(DeftSymbolCreateAtomic(op("_plus_scalar"), 1, keys, vals, &next));
         CHECK(DeftSymbolCompose(next, NULL, 1, NULL, &cur));
@@ -42,6 +44,93 @@ static double run_imperative(DeftNDArrayHandle x) {
     double t0 = now();
     plus_scalar_chain(x, NODES);
     return now() - t0;
+}
+
+static int by_value(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The chain recorded by deferred compute, intermediates freed (the last result, lazy, returned);
+ * *record: seconds spent recording. */
+static DeftNDArrayHandle record_chain(DeftNDArrayHandle x, int nodes, double *record) {
+    DeftOpHandle plus = op("_plus_scalar");
+    const char *keys[1] = {"scalar"}, *vals[1] = {"1"};
+    DeftNDArrayHandle cur = x;
+    double t0 = now();
+    CHECK(DeftSetIsDeferredCompute(1, NULL));
+    for (int i = 0; i < nodes; i++) {
+        DeftNDArrayHandle out[1] = {NULL};
+        int nout = 1;
+        CHECK(DeftImperativeInvoke(plus, 1, &cur, &nout, out, 1, keys, vals));
+        if (cur != x) CHECK(DeftNDArrayFree(cur));
+        cur = out[0];
+    }
+    CHECK(DeftSetIsDeferredCompute(0, NULL));
+    *record = now() - t0;
+    return cur;
+}
+
+/* Record, then trigger by reading: seconds of each. */
+static void deferred_trigger(DeftNDArrayHandle x, int nodes, double *record, double *trigger) {
+    DeftNDArrayHandle y = record_chain(x, nodes, record);
+    double t0 = now();
+    CHECK(DeftNDArrayWaitToRead(y));
+    *trigger = now() - t0;
+    CHECK(DeftNDArrayFree(y));
+}
+
+/* Record, export, make an executor, run it once: the seconds of all of it. */
+static double one_off(DeftNDArrayHandle x, int nodes) {
+    double record, t0 = now();
+    DeftNDArrayHandle y = record_chain(x, nodes, &record);
+    DeftSymbolHandle sym;
+    DeftCachedOpHandle exec;
+    CHECK(DeftNDArrayGetDeferredComputeSymbol(&x, &y, (const char *[]){"x"}, (const char *[]){"y"},
+                                              1, 1, &sym));
+    CHECK(DeftCachedOpCreate(sym, 0, &exec));
+    run_executor(exec, x);
+    double t = now() - t0;
+    CHECK(DeftCachedOpFree(exec));
+    CHECK(DeftSymbolFree(sym));
+    CHECK(DeftNDArrayFree(y));
+    return t;
+}
+
+/* Deferred compute of an n-node chain against its cached executor, rounds alternating: min and
+ * median ns/node. */
+static void deferred_chain(int nodes, int rounds) {
+    DeftSymbolHandle sym = chain_symbol(nodes);
+    DeftCachedOpHandle exec;
+    CHECK(DeftCachedOpCreate(sym, 0, &exec));
+    DeftNDArrayHandle x;
+    const int64_t shape[1] = {1};
+    CHECK(DeftNDArrayCreate(shape, 1, DEFT_FLOAT32, DEFT_CPU, 0, &x));
+    double *t[4]; /* executor run, record, trigger, one-off graph */
+    for (int k = 0; k < 4; k++) t[k] = malloc((size_t)rounds * sizeof *t[k]);
+    double record, trigger;
+    run_executor(exec, x);
+    deferred_trigger(x, nodes, &record, &trigger); /* the first trigger of the shape plans it */
+    for (int r = 0; r < rounds; r++) {
+        t[0][r] = run_executor(exec, x);
+        deferred_trigger(x, nodes, &t[1][r], &t[2][r]);
+        t[3][r] = one_off(x, nodes);
+    }
+    for (int k = 0; k < 4; k++) qsort(t[k], (size_t)rounds, sizeof(double), by_value);
+    double per = 1e9 / nodes;
+    int mid = rounds / 2;
+    printf("deferred compute of a %d-node chain (ns/node, min / median of %d rounds):\n"
+           "    executor run %.1f / %.1f; record %.1f / %.1f; trigger of a seen shape (compute "
+           "and run) %.1f / %.1f = %.2fx the executor run (min)\n"
+           "    one-off graph (record, export, executor, first run) %.0f / %.0f; first trigger "
+           "of the shape %.0f\n",
+           nodes, rounds, t[0][0] * per, t[0][mid] * per, t[1][0] * per, t[1][mid] * per,
+           t[2][0] * per, t[2][mid] * per, t[2][0] / t[0][0], t[3][0] * per, t[3][mid] * per,
+           trigger * per);
+    for (int k = 0; k < 4; k++) free(t[k]);
+    CHECK(DeftNDArrayFree(x));
+    CHECK(DeftCachedOpFree(exec));
+    CHECK(DeftSymbolFree(sym));
 }
 
 /* A graph replayed node by node through DeftImperativeInvoke: the same
@@ -252,9 +341,9 @@ static void fusion(void) {
 }
 
 int main(void) {
-    printf("deft graph benchmarks\n");
+    printf("deft graph benchmarks (load average %.2f)\n", load_average());
     double t0 = now();
-    DeftSymbolHandle sym = chain_symbol();
+    DeftSymbolHandle sym = chain_symbol(NODES);
     double build = now() - t0;
     DeftCachedOpHandle exec;
     CHECK(DeftCachedOpCreate(sym, 0, &exec));
@@ -283,6 +372,8 @@ int main(void) {
     CHECK(DeftNDArrayFree(x));
     CHECK(DeftCachedOpFree(exec));
     CHECK(DeftSymbolFree(sym));
+    deferred_chain(100, 201);
+    deferred_chain(NODES, 15);
     mlp_training_plan();
     fusion();
     return 0;

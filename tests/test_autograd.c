@@ -283,6 +283,52 @@ START_TEST(backward_plan_is_reused) {
 }
 END_TEST
 
+/* x * a + x * x: a's value is part of the plan (the plan runs copies of the nodes). */
+static DeftNDArrayHandle scaled(DeftNDArrayHandle x, const char *a) {
+    DeftNDArrayHandle xa = call1("_mul_scalar", 1, &x, P("scalar", a));
+    DeftNDArrayHandle xx = call1("elemwise_mul", 2, (DeftNDArrayHandle[]){x, x}, NO_PARAMS);
+    DeftNDArrayHandle s = call1("elemwise_add", 2, (DeftNDArrayHandle[]){xa, xx}, NO_PARAMS);
+    free_all(1, &xa), free_all(1, &xx);
+    return s;
+}
+
+START_TEST(backward_plan_hits_and_misses) {
+    DeftNDArrayHandle g, x = marked(2, VALUES(1, 2), &g, DEFT_GRAD_WRITE);
+    DeftNDArrayHandle h, y = marked(2, VALUES(3, 5), &h, DEFT_GRAD_WRITE);
+    const char *scalars[] = {"3", "3", "4", "3"};
+    for (int step = 0; step < 4; step++) {
+        long built = deft_autograd_plans_built(), hits = deft_autograd_plan_hits();
+        set_recording(1);
+        DeftNDArrayHandle s = scaled(x, scalars[step]);
+        set_recording(0);
+        ck_assert_ok(DeftAutogradBackward(1, &s, NULL, 0, 0));
+        double a = atof(scalars[step]);
+        assert_values(g, 2, VALUES(a + 2, a + 4), 1e-12);
+        if (step == 1 || step == 3) { /* seen: walked, found, nothing rebuilt */
+            ck_assert_int_eq(deft_autograd_plan_hits(), hits + 1);
+            ck_assert_int_eq(deft_autograd_plans_built(), built);
+        }
+        if (step == 2) ck_assert_int_eq(deft_autograd_plans_built(), built + 1); /* a new a */
+        free_all(1, &s);
+    }
+    /* The same graph differentiated for (x, y) and for (y, x): two plans, each right. */
+    for (int order = 0; order < 4; order++) {
+        set_recording(1);
+        DeftNDArrayHandle xy = call1("elemwise_mul", 2, (DeftNDArrayHandle[]){x, y}, NO_PARAMS);
+        DeftNDArrayHandle s = call1("_mul_scalar", 1, &xy, P("scalar", "2"));
+        set_recording(0);
+        DeftNDArrayHandle vars[2] = {order % 2 ? y : x, order % 2 ? x : y}, grads[2] = {NULL};
+        ck_assert_ok(DeftAutogradComputeGradient(1, &s, NULL, 2, vars, 0, 0, grads));
+        assert_values(grads[0], 2, order % 2 ? VALUES(2, 4) : VALUES(6, 10), 1e-12);
+        assert_values(grads[1], 2, order % 2 ? VALUES(6, 10) : VALUES(2, 4), 1e-12);
+        DeftNDArrayHandle all[] = {xy, s, grads[0], grads[1]};
+        free_all(4, all);
+    }
+    DeftNDArrayHandle all[] = {x, g, y, h};
+    free_all(4, all);
+}
+END_TEST
+
 START_TEST(deferred_and_autograd_together) {
     DeftNDArrayHandle g, x = marked(3, VALUES(1, -2, 0.5), &g, DEFT_GRAD_WRITE);
     ck_assert_ok(DeftSetIsDeferredCompute(1, NULL));
@@ -632,6 +678,7 @@ Suite *autograd_suite(void) {
     tcase_add_test(tc, saved_value_overwritten);
     tcase_add_test(tc, gradient_memory_must_not_overlap);
     tcase_add_test(tc, backward_plan_is_reused);
+    tcase_add_test(tc, backward_plan_hits_and_misses);
     tcase_add_test(tc, deferred_and_autograd_together);
     tcase_add_test(tc, executor_call_is_one_node);
     tcase_add_test(tc, gradient_through_exported_graph);

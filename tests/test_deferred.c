@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "check_helpers.h"
+#include "core/imperative/deferred_plan.h"
 #include "op_helpers.h"
 #include "symbol_helpers.h"
 
@@ -732,6 +733,154 @@ START_TEST(million_op_chain) {
 }
 END_TEST
 
+/* ---- trigger plans ---- */
+
+/* ((x + a) * 2) - x on a float64 ramp of n elements, recorded and read. */
+static double *chain_values(int64_t n, const char *a, const char *mul_op) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT64, 1, SHAPE(n), 1);
+    set_deferred(1);
+    DeftNDArrayHandle y = call1("_plus_scalar", 1, &x, P("scalar", a));
+    DeftNDArrayHandle z = call1(mul_op, 1, &y, P("scalar", "2"));
+    DeftNDArrayHandle w = call1("elemwise_sub", 2, (DeftNDArrayHandle[]){z, x}, NO_PARAMS);
+    set_deferred(0);
+    free_all(1, &y), free_all(1, &z);
+    int64_t count;
+    double *v = read_all(w, &count);
+    ck_assert_int_eq(count, n);
+    free_all(1, &w), free_all(1, &x);
+    return v;
+}
+
+static void stats(long *hits, long *misses) {
+    deft_trigger_plan_stats(hits, misses, NULL);
+}
+
+START_TEST(trigger_reuses_plan_of_seen_shape) {
+    long h0, m0, h1, m1;
+    double *first = chain_values(5, "1", "_mul_scalar");
+    stats(&h0, &m0);
+    double *again = chain_values(5, "1", "_mul_scalar");
+    stats(&h1, &m1);
+    ck_assert_int_eq(h1, h0 + 1); /* the same shape: planned once */
+    ck_assert_int_eq(m1, m0);
+    for (int i = 0; i < 5; i++) ck_assert_double_eq(again[i], first[i]);
+    for (int i = 0; i < 5; i++)
+        ck_assert_double_eq(first[i], ((i % 17) - 3 + 1) * 2.0 - ((i % 17) - 3));
+    /* Parameters are not part of a plan: a new value reuses it, and is used. */
+    double *other = chain_values(5, "7", "_mul_scalar");
+    stats(&h0, &m0);
+    ck_assert_int_eq(h0, h1 + 1);
+    for (int i = 0; i < 5; i++)
+        ck_assert_double_eq(other[i], ((i % 17) - 3 + 7) * 2.0 - ((i % 17) - 3));
+    /* A new shape or operator is a new plan. */
+    free(chain_values(6, "1", "_mul_scalar"));
+    stats(&h1, &m1);
+    ck_assert_int_eq(m1, m0 + 1);
+    double *divided = chain_values(5, "1", "_div_scalar");
+    stats(&h0, &m0);
+    ck_assert_int_eq(m0, m1 + 1);
+    for (int i = 0; i < 5; i++)
+        ck_assert_double_eq(divided[i], ((i % 17) - 3 + 1) / 2.0 - ((i % 17) - 3));
+    free(first), free(again), free(other), free(divided);
+}
+END_TEST
+
+START_TEST(trigger_plans_off_and_bounded) {
+    int prev;
+    double *cached = chain_values(4, "3", "_mul_scalar");
+    deft_trigger_plan_set_capacity(0, &prev);
+    long h0, m0, h1, m1;
+    int count;
+    deft_trigger_plan_stats(&h0, &m0, &count);
+    ck_assert_int_eq(count, 0); /* emptied */
+    double *uncached = chain_values(4, "3", "_mul_scalar");
+    free(chain_values(4, "3", "_mul_scalar"));
+    stats(&h1, &m1);
+    ck_assert_int_eq(h1, h0); /* nothing kept, nothing hit */
+    ck_assert_int_eq(m1, m0 + 2);
+    for (int i = 0; i < 4; i++) ck_assert_double_eq(uncached[i], cached[i]);
+    deft_trigger_plan_set_capacity(1, NULL); /* two shapes in turn: each evicts the other */
+    for (int round = 0; round < 2; round++) {
+        free(chain_values(4, "3", "_mul_scalar"));
+        free(chain_values(3, "3", "_mul_scalar"));
+    }
+    deft_trigger_plan_stats(&h0, &m0, &count);
+    ck_assert_int_eq(count, 1);
+    ck_assert_int_eq(h0, h1);
+    ck_assert_int_eq(m0, m1 + 4);
+    deft_trigger_plan_set_capacity(prev, NULL);
+    free(cached), free(uncached);
+}
+END_TEST
+
+static void *trigger_on_thread(void *arg) {
+    (void)arg;
+    for (int round = 0; round < 300; round++) {
+        double *v = chain_values(8, "2", "_mul_scalar");
+        for (int i = 0; i < 8; i++)
+            ck_assert_double_eq(v[i], ((i % 17) - 3 + 2) * 2.0 - ((i % 17) - 3));
+        free(v);
+    }
+    return NULL;
+}
+
+START_TEST(two_threads_trigger_one_shape) {
+    long h0, h1;
+    stats(&h0, NULL);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, trigger_on_thread, NULL);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    stats(&h1, NULL);
+    ck_assert_int_ge(h1 - h0, 598); /* one plan for both threads (at most the first two miss) */
+}
+END_TEST
+
+/* A plan made while a value was needed later does not serve a run where it is not. */
+START_TEST(trigger_plan_tells_kept_values_apart) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT64, 1, SHAPE(3), 1);
+    for (int keep = 0; keep < 2; keep++) {
+        set_deferred(1);
+        DeftNDArrayHandle y = call1("_plus_scalar", 1, &x, P("scalar", "1"));
+        DeftNDArrayHandle z = call1("_mul_scalar", 1, &y, P("scalar", "2"));
+        DeftNDArrayHandle later = keep ? call1("_mul_scalar", 1, &y, P("scalar", "3")) : NULL;
+        set_deferred(0);
+        free_all(1, &y);
+        assert_values(z, 3, VALUES(-2 * 2, -1 * 2, 0), 0); /* later still needs y's value */
+        if (later) assert_values(later, 3, VALUES(-2 * 3, -1 * 3, 0), 0), free_all(1, &later);
+        free_all(1, &z);
+    }
+    free_all(1, &x);
+}
+END_TEST
+
+/* An output nobody in the run reads is still computed when a live array holds it:
+ * _backward_Convolution skips the outputs a graph does not want, and a trigger of
+ * its weight gradient alone once skipped the data gradient held by dx. */
+START_TEST(live_output_not_read_is_computed) {
+    DeftNDArrayHandle dy = ramp(DEFT_FLOAT32, 4, SHAPE(1, 1, 3, 3), 1);
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 4, SHAPE(1, 1, 3, 3), 2);
+    DeftNDArrayHandle w = ramp(DEFT_FLOAT32, 4, SHAPE(1, 1, 1, 1), 5);
+    DeftNDArrayHandle in[3] = {dy, x, w}, want[2] = {NULL}, got[2] = {NULL};
+    const char *const *params = P("kernel", "(1,1)", "num_filter", "1", "no_bias", "True");
+    int nparams = 0;
+    while (params[2 * nparams]) nparams++;
+    const char *keys[3], *vals[3];
+    for (int i = 0; i < nparams; i++) keys[i] = params[2 * i], vals[i] = params[2 * i + 1];
+    int nout = 2;
+    DeftOpHandle bwd = op_named("_backward_Convolution");
+    ck_assert_ok(DeftImperativeInvoke(bwd, 3, in, &nout, want, nparams, keys, vals));
+    set_deferred(1);
+    nout = 2;
+    ck_assert_ok(DeftImperativeInvoke(bwd, 3, in, &nout, got, nparams, keys, vals));
+    set_deferred(0);
+    ck_assert_ok(DeftNDArrayWaitToRead(got[1])); /* the weight gradient alone */
+    assert_same_bytes(got[0], want[0], "the data gradient was held but not read", 0);
+    assert_same_bytes(got[1], want[1], "read", 1);
+    DeftNDArrayHandle all[] = {dy, x, w, want[0], want[1], got[0], got[1]};
+    free_all(7, all);
+}
+END_TEST
+
 Suite *deferred_suite(void) {
     Suite *s = suite_create("deferred");
     TCase *tc = tcase_create("three readings");
@@ -746,6 +895,10 @@ Suite *deferred_suite(void) {
     tcase_add_test(when, lazy_input_to_normal_op);
     tcase_add_test(when, deferred_invoke_records_in_any_mode);
     tcase_add_test(when, update_in_place_is_recorded);
+    tcase_add_test(when, trigger_reuses_plan_of_seen_shape);
+    tcase_add_test(when, trigger_plans_off_and_bounded);
+    tcase_add_test(when, trigger_plan_tells_kept_values_apart);
+    tcase_add_test(when, live_output_not_read_is_computed);
     suite_add_tcase(s, when);
     TCase *errors = tcase_create("errors");
     tcase_add_test(errors, writing_lazy_is_rejected);
@@ -760,6 +913,7 @@ Suite *deferred_suite(void) {
     TCase *scale = tcase_create("scale");
     tcase_set_timeout(scale, 120);
     tcase_add_test(scale, two_threads);
+    tcase_add_test(scale, two_threads_trigger_one_shape);
     tcase_add_test(scale, million_op_chain);
     suite_add_tcase(s, scale);
     return s;

@@ -74,5 +74,7 @@ int deft_autograd_backward(int nheads, deft_ndarray_t *const *heads,
 
 /* Backward plans built so far (each new graph shape builds one), for tests and reports. */
 long deft_autograd_plans_built(void);
+/* Backwards that found their plan cached (walking the forward graph, nothing rebuilt). */
+long deft_autograd_plan_hits(void);
 
 #endif

@@ -26,6 +26,8 @@
 #include "core/graph/gradient.h"
 #include "core/imperative/autograd.h"
 #include "core/imperative/cached_call.h"
+#include "core/imperative/cut.h"
+#include "core/imperative/deferred_plan.h"
 #include "core/imperative/deferred.h"
 #include "core/imperative/invoke.h"
 #include "core/imperative/record.h"
@@ -38,63 +40,12 @@ static bool needs_no_gradient(const deft_node_t *node, void *ctx) {
     return !rec || !rec->requires_grad;
 }
 
+/* A plan's key: the words of the forward cut's signature (cut.h), then the heads' entries and
+ * the differentiated nodes. */
 typedef struct key {
     unsigned char *bytes;
-    size_t len, cap;
-    int status;
+    size_t len;
 } key_t;
-
-static void key_put(key_t *k, const void *data, size_t n) {
-    if (k->status) return;
-    if (k->len + n > k->cap) {
-        size_t cap = k->cap ? 2 * k->cap : 1024;
-        while (cap < k->len + n) cap *= 2;
-        unsigned char *grown = realloc(k->bytes, cap);
-        if (!grown) {
-            k->status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a backward key");
-            return;
-        }
-        k->bytes = grown, k->cap = cap;
-    }
-    memcpy(k->bytes + k->len, data, n);
-    k->len += n;
-}
-
-static void key_int(key_t *k, int64_t v) {
-    key_put(k, &v, sizeof v);
-}
-
-static void key_desc(key_t *k, const deft_desc_t *d) {
-    key_int(k, d->shape.ndim);
-    key_put(k, d->shape.dims, (size_t)d->shape.ndim * sizeof d->shape.dims[0]);
-    key_int(k, d->dtype);
-}
-
-/* Everything the backward plan depends on: operators, parameters, wiring,
- * shapes and dtypes, which nodes are leaves and which are differentiated. */
-static int make_key(const deft_graph_t *g, int nwrt, const int *wrt, key_t *k) {
-    for (int i = 0; i < g->num_nodes; i++) {
-        const deft_node_t *node = g->nodes[i];
-        const deft_record_t *rec = deft_record_of(node);
-        bool leaf = deft_graph_is_leaf(g, i);
-        key_int(k, leaf ? -1 : (int64_t)(intptr_t)node->op);
-        for (int o = 0; o < node->num_outputs; o++) key_desc(k, &rec->desc[o]);
-        if (leaf) continue;
-        for (int r = g->in_ptr[i]; r < g->in_ptr[i + 1]; r++) key_int(k, g->in_entry[r]);
-        key_int(k, node->attrs.count);
-        for (int a = 0; a < node->attrs.count; a++) {
-            key_put(k, node->attrs.keys[a], strlen(node->attrs.keys[a]) + 1);
-            key_put(k, node->attrs.vals[a], strlen(node->attrs.vals[a]) + 1);
-        }
-    }
-    key_int(k, -2);
-    for (int o = 0; o < g->num_outputs; o++)
-        key_int(k, deft_graph_entry_id(g, deft_graph_node_id(g, g->outputs[o].node),
-                                       g->outputs[o].index));
-    key_int(k, -3);
-    for (int w = 0; w < nwrt; w++) key_int(k, wrt[w]);
-    return k->status;
-}
 
 /* ---- plans ---- */
 
@@ -111,10 +62,14 @@ typedef struct plan {
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static plan_t *cache;
-static _Atomic long plans_built;
+static _Atomic long plans_built, plan_hits;
 
 long deft_autograd_plans_built(void) {
     return plans_built;
+}
+
+long deft_autograd_plan_hits(void) {
+    return plan_hits;
 }
 
 static void plan_free(plan_t *p) {
@@ -313,7 +268,11 @@ static int build_plan(const deft_graph_t *fwd, int nwrt, const int *wrt, key_t *
 /* ---- running ---- */
 
 typedef struct backward {
-    deft_graph_t *fwd;
+    deft_graph_t *fwd; /* as walked (a view, heads retained), or indexed when create_graph */
+    bool view;
+    uint64_t *key; /* the plan's key so far (owned), with room for the wrt ids */
+    int key_len;
+    uint64_t hash;
     int nwrt;
     int *wrt;                /* node ids of the variables */
     deft_ndarray_t **values; /* per forward entry: the value kept for backward (retained) */
@@ -321,12 +280,46 @@ typedef struct backward {
     deft_ndarray_t **grads;  /* per variable: the result (owned) */
 } backward_t;
 
+/* Under the lock: the walked cut as a forward graph of this backward's own (the tables copied,
+ * the heads' nodes retained: they hold every node of it). */
+static int view_of(const deft_cut_t *c, int nheads, const deft_entry_t *roots, deft_graph_t **out) {
+    size_t n = (size_t)c->num_nodes + 1, in = (size_t)c->num_inputs + 1;
+    size_t head = (sizeof(deft_graph_t) + 15) & ~(size_t)15;
+    size_t bytes = head + n * (sizeof(deft_node_t *) + 2 * sizeof(int) + sizeof(bool)) +
+                   in * sizeof(int) + ((size_t)nheads + 1) * sizeof(deft_entry_t) + 6 * 16;
+    deft_graph_t *g = calloc(1, bytes);
+    if (!g) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a backward");
+    char *at = (char *)g + head;
+    g->num_nodes = c->num_nodes;
+    g->nodes = memcpy(deft_carve(&at, n, sizeof *g->nodes), c->nodes,
+                      (size_t)c->num_nodes * sizeof *g->nodes);
+    g->row_ptr = memcpy(deft_carve(&at, n, sizeof(int)), c->row_ptr, n * sizeof(int));
+    g->in_ptr = memcpy(deft_carve(&at, n, sizeof(int)), c->in_ptr, n * sizeof(int));
+    g->in_entry = deft_carve(&at, in, sizeof(int));
+    if (c->num_inputs) memcpy(g->in_entry, c->in_entry, (size_t)c->num_inputs * sizeof(int));
+    g->leaf = memcpy(deft_carve(&at, n, sizeof *g->leaf), c->leaf, (size_t)c->num_nodes);
+    g->outputs = deft_carve(&at, (size_t)nheads + 1, sizeof *g->outputs);
+    for (int o = 0; o < nheads; o++)
+        g->outputs[g->num_outputs++] =
+            (deft_entry_t){deft_node_retain(roots[o].node), roots[o].index};
+    *out = g;
+    return 0;
+}
+
+static void view_free(deft_graph_t *g) {
+    for (int o = 0; g && o < g->num_outputs; o++) deft_node_release(g->outputs[o].node);
+    free(g);
+}
+
 static void backward_free(backward_t *b) {
     for (int o = 0; b->heads && b->fwd && o < b->fwd->num_outputs; o++)
         deft_ndarray_release(b->heads[o]);
     for (int w = 0; b->grads && w < b->nwrt; w++) deft_ndarray_release(b->grads[w]);
-    deft_graph_free(b->fwd);
-    free(b->wrt), free(b->values), free(b->heads), free(b->grads);
+    if (b->view)
+        view_free(b->fwd);
+    else
+        deft_graph_free(b->fwd);
+    free(b->key), free(b->wrt), free(b->values), free(b->heads), free(b->grads);
 }
 
 /* Under the lock: the values the recorded nodes kept, by forward entry. */
@@ -368,9 +361,31 @@ static int run_op(const char *name, int nin, deft_ndarray_t *const *in, deft_nda
     return status;
 }
 
-/* Under the lock: the forward graph behind the heads, the variables, their values. */
+/* Under the lock: the cut behind the heads as walked, and the start of its plan's key. */
+static int walk_forward(backward_t *b, int nheads, const deft_entry_t *roots, int nvars) {
+    deft_cut_t *c;
+    if (deft_cut_walk(DEFT_CUT_NEEDS_GRADIENT, nheads, roots, &c) ||
+        view_of(c, nheads, roots, &b->fwd))
+        return -1;
+    b->view = true;
+    int room = c->sig_len + 2 + nheads + (nvars > c->num_nodes ? nvars : c->num_nodes);
+    if (!(b->key = malloc((size_t)room * sizeof *b->key)))
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a backward key");
+    memcpy(b->key, c->sig, (size_t)c->sig_len * sizeof *b->key);
+    b->key_len = c->sig_len;
+    b->hash = c->hash;
+    b->key[b->key_len++] = (uint64_t)-2;
+    for (int o = 0; o < nheads; o++)
+        b->key[b->key_len++] =
+            (uint64_t)(b->fwd->row_ptr[deft_cut_id(roots[o].node)] + roots[o].index);
+    for (int i = c->sig_len; i < b->key_len; i++) b->hash = deft_cut_mix(b->hash, b->key[i]);
+    return 0;
+}
+
+/* Under the lock: the forward graph behind the heads (walked, or indexed for create_graph,
+ * which replays the gradient pass's graph), the variables, their values. */
 static int prepare(backward_t *b, int nheads, deft_ndarray_t *const *heads, int nvars,
-                   deft_ndarray_t *const *vars, bool into_marked) {
+                   deft_ndarray_t *const *vars, bool into_marked, bool create) {
     deft_entry_t *roots = malloc(((size_t)nheads + 1) * sizeof *roots);
     if (!roots) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a backward");
     for (int o = 0; o < nheads; o++) {
@@ -385,7 +400,8 @@ static int prepare(backward_t *b, int nheads, deft_ndarray_t *const *heads, int 
         }
         roots[o] = heads[o]->entry;
     }
-    int status = deft_graph_build_cut(nheads, roots, needs_no_gradient, NULL, &b->fwd);
+    int status = create ? deft_graph_build_cut(nheads, roots, needs_no_gradient, NULL, &b->fwd)
+                        : walk_forward(b, nheads, roots, nvars);
     free(roots);
     if (status) return -1;
     const deft_graph_t *g = b->fwd;
@@ -404,7 +420,8 @@ static int prepare(backward_t *b, int nheads, deft_ndarray_t *const *heads, int 
                               "variables[%d] is not marked for gradients "
                               "(DeftAutogradMarkVariables)",
                               w);
-        b->wrt[b->nwrt++] = deft_graph_node_id(g, node); /* -1: the heads do not use it */
+        /* -1: the heads do not use it */
+        b->wrt[b->nwrt++] = b->view ? deft_cut_id(node) : deft_graph_node_id(g, node);
     }
     return collect_values(b);
 }
@@ -472,23 +489,57 @@ static int plan_inputs(const plan_t *p, backward_t *b, deft_ndarray_t **in) {
     return 0;
 }
 
+/* A plan made on the forward graph indexed as the gradient pass needs it, its inputs then bound
+ * to the walked graph's entries (the key's numbering). */
+static int build_walked_plan(backward_t *b, int n, const int *ids, key_t *k, uint64_t hash,
+                             plan_t **out) {
+    const deft_graph_t *fwd = b->fwd;
+    deft_graph_t *g = NULL;
+    int *walk_of = NULL, *real = malloc(((size_t)n + 1) * sizeof *real);
+    int status =
+        real ? deft_graph_build_cut(fwd->num_outputs, fwd->outputs, needs_no_gradient, NULL, &g)
+             : deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a backward plan");
+    if (!status && !(walk_of = malloc(((size_t)g->num_nodes + 1) * sizeof *walk_of)))
+        status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a backward plan");
+    for (int i = 0; !status && i < fwd->num_nodes; i++) {
+        int id = deft_graph_node_id(g, fwd->nodes[i]); /* the same nodes, in another order */
+        if (id < 0)
+            status = deft_error(DEFT_ERR_INTERNAL, "a backward's two forward graphs differ");
+        else
+            walk_of[id] = i;
+    }
+    for (int j = 0; !status && j < n; j++) real[j] = deft_graph_node_id(g, fwd->nodes[ids[j]]);
+    if (!status) status = build_plan(g, n, real, k, hash, out);
+    for (int i = 0; !status && i < (*out)->num_inputs; i++) {
+        int e = (*out)->bind[i];
+        if (e < 0) continue;
+        int id = deft_graph_entry_node(g, e);
+        (*out)->bind[i] = fwd->row_ptr[walk_of[id]] + e - g->row_ptr[id];
+    }
+    deft_graph_free(g);
+    free(real), free(walk_of);
+    return status;
+}
+
 /* Gradients of nodes ids[0..n) of the forward graph by the cached executor:
  * into given[j] where not NULL, else into new arrays; out[j] owns a reference. */
 static int run_plan(backward_t *b, int n, const int *ids, deft_ndarray_t *const *given,
                     deft_ndarray_t **out) {
-    key_t k = {0};
-    if (make_key(b->fwd, n, ids, &k)) {
-        free(k.bytes);
-        return -1;
-    }
-    uint64_t hash = deft_hash_bytes(k.bytes, k.len);
+    uint64_t hash = b->hash;
+    b->key[b->key_len++] = (uint64_t)-3;
+    for (int j = 0; j < n; j++) b->key[b->key_len++] = (uint64_t)ids[j];
+    for (int i = b->key_len - n - 1; i < b->key_len; i++) hash = deft_cut_mix(hash, b->key[i]);
+    hash ^= hash >> 29;
+    key_t k = {(unsigned char *)b->key, (size_t)b->key_len * sizeof *b->key};
     pthread_mutex_lock(&cache_lock); /* the plan stays ours until pushed */
     plan_t *p = cache_find(hash, &k);
     int status = 0;
-    if (!p && (status = build_plan(b->fwd, n, ids, &k, hash, &p)) == 0) {
+    if (p) plan_hits++;
+    if (!p && (status = build_walked_plan(b, n, ids, &k, hash, &p)) == 0) {
         p->next = cache;
         cache = p;
     }
+    if (!k.bytes) b->key = NULL; /* the plan keeps it */
     deft_ndarray_t **in = status ? NULL : malloc(((size_t)p->num_inputs + 1) * sizeof *in);
     if (status == 0 && !in) status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a run");
     if (status == 0) status = plan_inputs(p, b, in);
@@ -504,7 +555,7 @@ static int run_plan(backward_t *b, int n, const int *ids, deft_ndarray_t *const 
     pthread_mutex_unlock(&cache_lock);
     for (int j = 0; j < n; j++)
         if (given[j]) out[j] = status ? NULL : deft_ndarray_retain(given[j]);
-    free(in), free(k.bytes);
+    free(in);
     return status;
 }
 
@@ -645,7 +696,7 @@ static int backward_now(int nheads, deft_ndarray_t *const *heads, deft_ndarray_t
         return -1;
     backward_t b = {0};
     deft_record_lock();
-    int status = prepare(&b, nheads, heads, nvars, vars, into_marked);
+    int status = prepare(&b, nheads, heads, nvars, vars, into_marked, create_graph);
     if (b.values) retain_values(&b);
     deft_record_unlock();
     if (status == 0) status = compute_lazy_values(&b);

@@ -19,6 +19,7 @@
 #include "core/base/tls.h"
 #include "core/graph/executor.h"
 #include "core/imperative/autograd.h"
+#include "core/imperative/deferred_plan.h"
 #include "core/imperative/record.h"
 
 static DEFT_TLS_FAST bool tl_deferred;
@@ -124,46 +125,51 @@ int deft_deferred_find_lazy(int n, deft_ndarray_t *const *arrays) {
 
 typedef struct run {
     atomic_int refs; /* the engine's and, until it has committed, the pusher's */
-    deft_graph_t *g;
-    deft_graph_types_t types;
-    deft_memory_plan_t plan;
-    deft_storage_t *arenas[DEFT_DEVICE_SLOTS]; /* one per device with transient values */
-    deft_tensor_t *tensors;                    /* per entry */
-    int *consumers;          /* per node: input slots of the run's nodes reading it */
-    deft_storage_t **fresh;  /* per entry: storage made for a live lazy array */
-    deft_ndarray_t **live;   /* per entry: that array (retained) */
-    deft_ndarray_t **values; /* per entry: the array read (leaves) or written (kept) */
+    deft_trigger_plan_t *plan;
+    deft_graph_t g; /* the plan's tables over this run's nodes */
+    bool training;  /* the training flag of the thread that asked for the values */
+    int num_roots;
+    deft_node_t **roots;    /* retained: they hold every node of the run */
+    deft_tensor_t *tensors; /* per entry; only the entries the run touches are set */
+    deft_storage_t *arenas[DEFT_DEVICE_SLOTS]; /* per plan arena device */
+    deft_storage_t **fresh; /* per destination: storage made for a live lazy array */
+    deft_ndarray_t **live;  /* per destination: that array (retained) */
+    deft_ndarray_t **kept;  /* per destination: a new array for a value kept after the run */
+    deft_ndarray_t **leaf;  /* per leaf value read (retained) */
     deft_var_t **reads, **writes;
-    bool *pinned;  /* per entry: lives outside the arena */
-    bool training; /* the training flag of the thread that asked for the values */
     int num_reads, num_writes;
-    /* every per-entry and per-node table above follows, in the run's allocation */
+    size_t bytes; /* that the run reads and writes */
 } run_t;
-
-static bool is_computed(const deft_node_t *node, void *ctx) {
-    (void)ctx;
-    const deft_record_t *rec = deft_record_of(node);
-    return !rec || rec->computed;
-}
 
 static void free_run(void *arg) {
     run_t *r = arg;
     if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) != 1) return;
-    int entries = r->g ? deft_graph_num_entries(r->g) : 0;
-    for (int e = 0; e < entries; e++) {
-        if (r->fresh) deft_storage_release(r->fresh[e]);
-        if (r->live) deft_ndarray_release(r->live[e]);
-        if (r->values) deft_ndarray_release(r->values[e]);
+    const deft_trigger_plan_t *p = r->plan;
+    for (int d = 0; d < p->num_dest; d++) {
+        deft_storage_release(r->fresh[d]);
+        deft_ndarray_release(r->live[d]);
+        deft_ndarray_release(r->kept[d]);
     }
-    deft_graph_free(r->g);
-    deft_memory_plan_free(&r->plan);
-    deft_plan_arenas_release(r->arenas);
+    for (int l = 0; l < p->num_leaf; l++) deft_ndarray_release(r->leaf[l]);
+    for (int s = 0; s < DEFT_DEVICE_SLOTS; s++) deft_storage_release(r->arenas[s]);
+    for (int i = 0; i < r->num_roots; i++) deft_node_release(r->roots[i]);
+    deft_trigger_plan_release(r->plan);
     free(r);
 }
 
 static int forward(void *arg) {
     run_t *r = arg;
-    return deft_graph_forward(r->g, r->tensors, r->training);
+    return deft_graph_forward(&r->g, r->tensors, r->training);
+}
+
+/* The tensors the run touches, for fences: leaves, destinations, the arena. */
+static int touched_tensors(const run_t *r, deft_tensor_t *out) {
+    const deft_trigger_plan_t *p = r->plan;
+    int n = 0;
+    for (int l = 0; l < p->num_leaf; l++) out[n++] = r->tensors[p->leaf[l].entry];
+    for (int d = 0; d < p->num_dest; d++) out[n++] = r->tensors[p->dest[d].entry];
+    for (int a = 0; a < p->num_arena; a++) out[n++] = r->tensors[p->arena[a]];
+    return n;
 }
 
 /* A run on a GPU fences every value it touches, all as written: the
@@ -171,138 +177,118 @@ static int forward(void *arg) {
 static int run_nodes(void *arg) {
     run_t *r = arg;
     if (!deft_storage_gpu_made()) return forward(r);
-    int entries = deft_graph_num_entries(r->g);
+    const deft_trigger_plan_t *p = r->plan;
+    size_t count = (size_t)p->num_leaf + (size_t)p->num_dest + (size_t)p->num_arena + 1;
+    deft_tensor_t *t = malloc(count * sizeof *t);
+    deft_access_t *access = malloc(count * sizeof *access);
+    if (!t || !access) {
+        free(t), free(access);
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a deferred run");
+    }
+    int n = touched_tensors(r, t), status;
     bool on_gpu = false;
-    for (int e = 0; e < entries && !on_gpu; e++) on_gpu = r->tensors[e].device.type == DEFT_DEV_GPU;
-    if (!on_gpu) return forward(r);
-    deft_access_t *access = malloc((size_t)entries * sizeof *access);
-    if (!access) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a deferred run");
-    deft_fence_tensors(r->tensors, entries, true, access);
-    int status = deft_fence_run(access, entries, forward, r);
-    free(access);
+    for (int i = 0; i < n && !on_gpu; i++) on_gpu = t[i].device.type == DEFT_DEV_GPU;
+    if (on_gpu) {
+        deft_fence_tensors(t, n, true, access);
+        status = deft_fence_run(access, n, forward, r);
+    } else {
+        status = forward(r);
+    }
+    free(t), free(access);
     return status;
 }
 
-/* Carve `count` items of `size` bytes from *at (aligned for any of them). */
-static void *carve(char **at, size_t count, size_t size) {
-    void *p = *at;
-    *at += (count * size + 15) & ~(size_t)15;
-    return p;
-}
-
-/* A run over `g` (taken over) with all its tables in one zeroed allocation: a
- * one-node trigger is common, and a dozen mallocs cost more than computing it. */
-static run_t *run_alloc(deft_graph_t *g) {
-    size_t nodes = (size_t)g->num_nodes + 1, entries = (size_t)deft_graph_num_entries(g) + 1;
-    size_t per_entry = sizeof(deft_desc_t) + sizeof(bool) + sizeof(deft_tensor_t) +
-                       sizeof(deft_storage_t *) + 2 * sizeof(deft_ndarray_t *) +
-                       2 * sizeof(deft_var_t *) + sizeof(bool);
+/* A run of plan p over the walked cut, its per-run tables in one allocation
+ * (a one-node trigger is common, and a dozen mallocs cost more than computing it). */
+static run_t *run_alloc(deft_trigger_plan_t *p, const deft_trigger_cut_t *cut, int nroots,
+                        const deft_entry_t *roots) {
+    size_t nodes = (size_t)cut->num_nodes + 1, entries = (size_t)p->types.num_entries + 1;
+    size_t dest = (size_t)p->num_dest + 1, leaf = (size_t)p->num_leaf + 1;
     size_t head = (sizeof(run_t) + 15) & ~(size_t)15;
-    run_t *r = calloc(1, head + entries * per_entry + nodes * sizeof(int) + 12 * 16);
+    size_t lists = dest * (sizeof(deft_storage_t *) + 2 * sizeof(deft_ndarray_t *)) +
+                   leaf * sizeof(deft_ndarray_t *) + 8 * 16;
+    size_t bytes = head + lists + (nodes + (size_t)nroots + 1) * sizeof(deft_node_t *) +
+                   entries * sizeof(deft_tensor_t) + (leaf + dest + leaf) * sizeof(deft_var_t *) +
+                   8 * 16;
+    run_t *r = malloc(bytes);
     if (!r) {
-        deft_graph_free(g);
         deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a deferred compute run");
         return NULL;
     }
-    atomic_init(&r->refs, 1);
-    r->g = g;
+    memset(r, 0, head + lists); /* what free_run releases; the rest is written before it is read */
     char *at = (char *)r + head;
-    r->types.num_entries = (int)entries - 1;
-    r->types.desc = carve(&at, entries, sizeof *r->types.desc);
-    r->types.known = carve(&at, entries, sizeof *r->types.known);
-    r->tensors = carve(&at, entries, sizeof *r->tensors);
-    r->consumers = carve(&at, nodes, sizeof *r->consumers);
-    r->fresh = carve(&at, entries, sizeof *r->fresh);
-    r->live = carve(&at, entries, sizeof *r->live);
-    r->values = carve(&at, entries, sizeof *r->values);
-    r->reads = carve(&at, entries, sizeof *r->reads);
-    r->writes = carve(&at, entries, sizeof *r->writes);
-    r->pinned = carve(&at, entries, sizeof *r->pinned);
+    r->fresh = deft_carve(&at, dest, sizeof *r->fresh);
+    r->live = deft_carve(&at, dest, sizeof *r->live);
+    r->kept = deft_carve(&at, dest, sizeof *r->kept);
+    r->leaf = deft_carve(&at, leaf, sizeof *r->leaf);
+    at = (char *)r + head + lists;
+    r->g = p->graph;
+    r->g.nodes = memcpy(deft_carve(&at, nodes, sizeof(deft_node_t *)), cut->nodes,
+                        (size_t)cut->num_nodes * sizeof(deft_node_t *));
+    r->roots = deft_carve(&at, (size_t)nroots + 1, sizeof *r->roots);
+    r->tensors = deft_carve(&at, entries, sizeof *r->tensors);
+    r->reads = deft_carve(&at, leaf, sizeof *r->reads);
+    r->writes = deft_carve(&at, dest + leaf, sizeof *r->writes);
+    atomic_init(&r->refs, 1);
+    r->plan = p;
+    for (int i = 0; i < nroots; i++) r->roots[r->num_roots++] = deft_node_retain(roots[i].node);
+    for (int d = 0; d < p->num_dest; d++) r->live[d] = cut->live[d];
     return r;
 }
 
-/* Shapes and dtypes come from the records (known since recording); consumers
- * are counted; values that nodes recorded for autograd keep are pinned. */
-static void describe_entries(run_t *r) {
-    const deft_graph_t *g = r->g;
-    bool *pinned = r->pinned;
-    for (int i = 0; i < g->num_nodes; i++) {
-        const deft_node_t *node = g->nodes[i];
-        const deft_record_t *rec = deft_record_of(node);
-        for (int k = 0; k < node->num_outputs; k++) {
-            r->types.desc[g->row_ptr[i] + k] = rec ? rec->desc[k] : (deft_desc_t){0};
-            r->types.known[g->row_ptr[i] + k] = true;
-        }
-        if (deft_graph_is_leaf(g, i)) continue;
-        for (int k = 0; k < node->num_inputs; k++) {
-            r->consumers[deft_graph_entry_node(g, deft_graph_input_entry(g, i, k))]++;
-            if (rec->save_in & (1ull << k)) pinned[deft_graph_input_entry(g, i, k)] = true;
-        }
-        for (int k = 0; k < node->num_outputs; k++)
-            if (rec->save_out & (1ull << k)) pinned[g->row_ptr[i] + k] = true;
-    }
-}
-
 /* Values that outlive the run: storage for live lazy arrays, new arrays for
- * values that recorded consumers outside this run still need. */
+ * values that recorded consumers outside the run still need or that are saved. */
 static int make_destinations(run_t *r) {
-    const deft_graph_t *g = r->g;
-    bool *pinned = r->pinned;
-    for (int i = 0; i < g->num_nodes; i++) {
-        if (deft_graph_is_leaf(g, i)) continue;
-        const deft_record_t *rec = deft_record_of(g->nodes[i]);
-        bool needed_later = rec->pending > r->consumers[i];
-        for (int k = 0; k < rec->num_outputs; k++) {
-            int e = g->row_ptr[i] + k;
-            const deft_desc_t *d = &rec->desc[k];
-            deft_ndarray_t *live = rec->live[k] ? deft_ndarray_try_retain(rec->live[k]) : NULL;
-            size_t nbytes; /* checked when recorded: this cannot fail, but says so */
-            if (deft_shape_nbytes(&d->shape, deft_dtype_size(d->dtype), &nbytes)) return -1;
-            if (live) {
-                r->live[e] = live;
-                if (deft_storage_new(rec->device, nbytes, &r->fresh[e])) return -1;
-                r->tensors[e] = (deft_tensor_t){d->shape, d->dtype, rec->device, r->fresh[e], 0};
-                r->writes[r->num_writes++] = live->var;
-            } else if (needed_later || pinned[e]) { /* pinned here: saved for backward */
-                if (deft_ndarray_new(&d->shape, d->dtype, rec->device, false, &r->values[e]))
-                    return -1;
-                r->tensors[e] = r->values[e]->tensor;
-                r->writes[r->num_writes++] = r->values[e]->var;
-            }
-            pinned[e] = pinned[e] || live || needed_later;
+    const deft_trigger_plan_t *p = r->plan;
+    for (int d = 0; d < p->num_dest; d++) {
+        const deft_plan_value_t *v = &p->dest[d];
+        const deft_desc_t *desc = &p->types.desc[v->entry];
+        deft_device_t device = p->devices[v->entry];
+        if (r->live[d]) {
+            if (deft_storage_new(device, v->nbytes, &r->fresh[d])) return -1;
+            r->tensors[v->entry] =
+                (deft_tensor_t){desc->shape, desc->dtype, device, r->fresh[d], 0};
+            r->writes[r->num_writes++] = r->live[d]->var;
+        } else {
+            if (deft_ndarray_new(&desc->shape, desc->dtype, device, false, &r->kept[d])) return -1;
+            r->tensors[v->entry] = r->kept[d]->tensor;
+            r->writes[r->num_writes++] = r->kept[d]->var;
         }
     }
+    r->bytes += p->own_bytes;
     return 0;
 }
 
 /* The leaves' values, kept by their records for the consumers being computed. */
-static void gather_leaves(run_t *r) {
-    const deft_graph_t *g = r->g;
-    for (int i = 0; i < g->num_nodes; i++) {
-        if (!deft_graph_is_leaf(g, i) || !r->consumers[i]) continue;
-        const deft_node_t *node = g->nodes[i];
-        const deft_record_t *rec = deft_record_of(node);
-        for (int k = 0; k < node->num_outputs; k++) {
-            int e = g->row_ptr[i] + k;
-            deft_ndarray_t *value = rec ? rec->kept[k] : NULL;
-            if (!value) continue; /* an output of a computed node that nothing here reads */
-            r->values[e] = deft_ndarray_retain(value);
-            r->tensors[e] = value->tensor;
-            r->reads[r->num_reads++] = value->var;
-        }
+static int gather_leaves(run_t *r) {
+    const deft_trigger_plan_t *p = r->plan;
+    for (int l = 0; l < p->num_leaf; l++) {
+        const deft_plan_value_t *v = &p->leaf[l];
+        const deft_node_t *node = r->g.nodes[v->node];
+        deft_ndarray_t *value = deft_record_of(node)->kept[v->index];
+        if (!value)
+            return deft_error(DEFT_ERR_INTERNAL,
+                              "a recorded call lost the value of its input (output %d of a '%s')",
+                              v->index, node->op ? node->op->op->name : "variable");
+        r->leaf[l] = deft_ndarray_retain(value);
+        r->tensors[v->entry] = value->tensor;
+        r->reads[r->num_reads++] = value->var;
+        r->bytes += deft_tensor_nbytes(&value->tensor);
     }
+    return 0;
 }
 
 /* A leaf that a node of the run updates in place is written by the run, not read. */
 static void mark_updated_leaves(run_t *r) {
-    const deft_graph_t *g = r->g;
-    for (int i = 0; i < g->num_nodes; i++) {
+    const deft_trigger_plan_t *p = r->plan;
+    const deft_graph_t *g = &r->g;
+    for (int i = 0; p->mutates && i < g->num_nodes; i++) {
         const deft_node_t *node = g->nodes[i];
         bool mutates = !deft_graph_is_leaf(g, i) && deft_op_mutates_any(node->op->op);
         for (int k = 0; mutates && k < node->num_inputs; k++) {
-            int e = deft_graph_input_entry(g, i, k);
-            if (!deft_op_mutates(node->op->op, node->num_inputs, k) || !r->values[e]) continue;
-            deft_var_t *var = r->values[e]->var;
+            int l = p->leaf_of[deft_graph_input_entry(g, i, k)];
+            if (!deft_op_mutates(node->op->op, node->num_inputs, k) || l < 0) continue;
+            deft_var_t *var = r->leaf[l]->var;
             bool read = false; /* the array may be read through other entries too */
             for (int j = r->num_reads - 1; j >= 0; j--)
                 if (r->reads[j] == var) r->reads[j] = r->reads[--r->num_reads], read = true;
@@ -311,63 +297,46 @@ static void mark_updated_leaves(run_t *r) {
     }
 }
 
-static int plan_arena(run_t *r) {
-    const deft_graph_t *g = r->g;
-    const bool *pinned = r->pinned;
-    bool transient = false; /* a value living only during the run */
-    for (int i = 0; i < g->num_nodes && !transient; i++)
-        for (int k = 0; !deft_graph_is_leaf(g, i) && k < g->nodes[i]->num_outputs; k++)
-            transient = transient || !pinned[g->row_ptr[i] + k];
-    if (!transient) return 0; /* every value has storage of its own: nothing to plan */
-    if (deft_plan_memory(g, &r->types, true, pinned, &r->plan)) return -1;
-    deft_device_t *devices = malloc(((size_t)r->types.num_entries + 1) * sizeof *devices);
-    if (!devices) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a deferred run");
-    for (int i = 0; i < g->num_nodes; i++) { /* a value lives where its node was recorded */
-        const deft_record_t *rec = deft_record_of(g->nodes[i]);
-        for (int k = 0; k < g->nodes[i]->num_outputs; k++)
-            devices[g->row_ptr[i] + k] = rec ? rec->device : deft_device_cpu();
-    }
-    int status = deft_plan_arenas(&r->plan, &r->types, devices, r->arenas, r->tensors);
-    free(devices);
-    return status;
-}
-
-/* Every input of the run's nodes must have a value: computed here or kept. */
-static int check_inputs_present(const run_t *r) {
-    const deft_graph_t *g = r->g;
-    for (int i = 0; i < g->num_nodes; i++) {
-        const deft_node_t *node = g->nodes[i];
-        for (int k = 0; !deft_graph_is_leaf(g, i) && k < node->num_inputs; k++) {
-            int e = deft_graph_input_entry(g, i, k);
-            if (deft_graph_is_leaf(g, deft_graph_entry_node(g, e)) && !r->values[e])
-                return deft_error(DEFT_ERR_INTERNAL,
-                                  "a recorded '%s' lost the value of its input %d",
-                                  node->op->op->name, k);
-        }
+/* The arena of each device the plan puts transient values on. */
+static int make_arenas(run_t *r) {
+    const deft_trigger_plan_t *p = r->plan;
+    for (int s = 0; s < p->num_slots; s++)
+        if (deft_storage_new(p->slot_device[s], p->memory.arena_bytes, &r->arenas[s])) return -1;
+    for (int a = 0; a < p->num_arena; a++) {
+        int e = p->arena[a];
+        const deft_desc_t *d = &p->types.desc[e];
+        r->tensors[e] = (deft_tensor_t){d->shape, d->dtype, p->devices[e],
+                                        r->arenas[p->arena_slot[a]], (size_t)p->memory.offset[e]};
     }
     return 0;
 }
 
 /* An array without history holding entry e's value after the run (a new reference). */
 static int value_of(const run_t *r, int e, deft_ndarray_t **out) {
-    if (r->values[e]) {
-        *out = deft_ndarray_retain(r->values[e]);
+    const deft_trigger_plan_t *p = r->plan;
+    int d = p->dest_of[e], l = p->leaf_of[e];
+    if (d >= 0 && r->kept[d]) {
+        *out = deft_ndarray_retain(r->kept[d]);
         return 0;
     }
-    if (r->live[e]) return deft_ndarray_alias(r->live[e], out);
+    if (d >= 0) return deft_ndarray_alias(r->live[d], out);
+    if (l >= 0) {
+        *out = deft_ndarray_retain(r->leaf[l]);
+        return 0;
+    }
     return deft_error(DEFT_ERR_INTERNAL, "a value saved for backward was not kept");
 }
 
 /* A node recorded for autograd keeps what its gradient reads. */
 static int save_for_backward(const run_t *r, int i) {
-    const deft_graph_t *g = r->g;
+    const deft_graph_t *g = &r->g;
     const deft_node_t *node = g->nodes[i];
     deft_record_t *rec = deft_record_of(node);
     int status = 0;
-    for (int k = 0; rec->requires_grad && status == 0 && k < node->num_inputs; k++)
+    for (int k = 0; status == 0 && k < node->num_inputs; k++)
         if (rec->save_in & (1ull << k))
             status = value_of(r, deft_graph_input_entry(g, i, k), &rec->saved[k]);
-    for (int k = 0; rec->requires_grad && status == 0 && k < node->num_outputs; k++)
+    for (int k = 0; status == 0 && k < node->num_outputs; k++)
         if (rec->save_out & (1ull << k))
             status = value_of(r, g->row_ptr[i] + k, &rec->saved[node->num_inputs + k]);
     return status;
@@ -375,36 +344,36 @@ static int save_for_backward(const run_t *r, int i) {
 
 /* After the push: the records say what is computed and kept, live arrays get storage. */
 static int commit(run_t *r) {
-    const deft_graph_t *g = r->g;
+    const deft_trigger_plan_t *p = r->plan;
+    const deft_graph_t *g = &r->g;
     int status = 0;
-    for (int i = 0; i < g->num_nodes; i++) {
-        if (deft_graph_is_leaf(g, i)) continue;
-        deft_record_t *rec = deft_record_of(g->nodes[i]);
-        bool needed_later = rec->pending > r->consumers[i];
-        rec->computed = true;
-        for (int k = 0; k < rec->num_outputs; k++) {
-            int e = g->row_ptr[i] + k;
-            if (r->live[e]) {
-                __atomic_store_n(&r->live[e]->tensor.storage, deft_storage_retain(r->fresh[e]),
-                                 __ATOMIC_RELEASE);
-                if (needed_later && !status) status = deft_ndarray_alias(r->live[e], &rec->kept[k]);
-            } else if (needed_later) {
-                rec->kept[k] = deft_ndarray_retain(r->values[e]);
-            }
+    for (int d = 0; d < p->num_dest; d++) {
+        const deft_plan_value_t *v = &p->dest[d];
+        deft_record_t *rec = deft_record_of(g->nodes[v->node]);
+        bool needed_later = v->why & DEFT_OUT_NEEDED;
+        if (r->live[d]) {
+            __atomic_store_n(&r->live[d]->tensor.storage, deft_storage_retain(r->fresh[d]),
+                             __ATOMIC_RELEASE);
+            if (needed_later && !status)
+                status = deft_ndarray_alias(r->live[d], &rec->kept[v->index]);
+        } else if (needed_later) {
+            rec->kept[v->index] = deft_ndarray_retain(r->kept[d]);
         }
     }
-    for (int i = 0; status == 0 && i < g->num_nodes; i++)
-        if (!deft_graph_is_leaf(g, i)) status = save_for_backward(r, i);
-    for (int i = 0; i < g->num_nodes; i++)
-        if (!deft_graph_is_leaf(g, i)) deft_record_drop_inputs(g->nodes[i]);
+    for (int i = 0; status == 0 && p->saves && i < g->num_nodes; i++) {
+        const deft_record_t *rec = deft_record_of(g->nodes[i]);
+        if (!g->leaf[i] && rec->requires_grad && (rec->save_in | rec->save_out))
+            status = save_for_backward(r, i);
+    }
+    for (int i = 0; i < g->num_nodes; i++) {
+        if (g->leaf[i]) continue;
+        deft_record_of(g->nodes[i])->computed = true;
+        deft_record_drop_inputs(g->nodes[i]);
+    }
     return status;
 }
 
 static int push(run_t *r) {
-    size_t bytes = r->plan.arena_bytes;
-    for (int e = 0; e < r->types.num_entries; e++)
-        if (r->fresh[e] || (r->values[e] && (!r->plan.offset || r->plan.offset[e] < 0)))
-            bytes += deft_tensor_nbytes(&r->tensors[e]);
     deft_engine_op_desc_t desc = {.fn = run_nodes,
                                   .free_ctx = free_run,
                                   .ctx = r,
@@ -414,33 +383,28 @@ static int push(run_t *r) {
                                   .num_writes = r->num_writes,
                                   .name = "DeferredCompute",
                                   .origin = "deferred compute",
-                                  .small = bytes < 64 * 1024 && !deft_graph_has_blocking(r->g),
+                                  .small = r->bytes < 64 * 1024 && !r->plan->blocking,
                                   .never_block = true};
     return deft_engine_push(&desc);
 }
 
-/* Under the lock: the uncomputed nodes behind the arrays, as one run. */
-static int compute_locked(int n, deft_ndarray_t *const *arrays) {
-    deft_entry_t roots[64], *heap = NULL, *entries = roots;
-    int count = 0;
-    if (n > 64 && !(entries = heap = malloc((size_t)n * sizeof *heap)))
-        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a deferred compute run");
-    for (int i = 0; i < n; i++)
-        if (arrays[i] && deft_ndarray_is_lazy(arrays[i]) &&
-            !is_computed(arrays[i]->entry.node, NULL))
-            entries[count++] = arrays[i]->entry;
-    deft_graph_t *g = NULL;
-    int status = count ? deft_graph_build_cut(count, entries, is_computed, NULL, &g) : 0;
-    free(heap);
-    if (!g) return status;
-    run_t *r = run_alloc(g);
-    if (!r) return -1;
+/* Under the lock: the uncomputed nodes behind the roots, as one run of their shape's plan. */
+static int run_roots(int count, const deft_entry_t *roots) {
+    deft_trigger_plan_t *p;
+    deft_trigger_cut_t cut;
+    int status = deft_trigger_plan_get(count, roots, &cut, &p);
+    if (status) return status > 0 ? 0 : -1;
+    run_t *r = run_alloc(p, &cut, count, roots);
+    if (!r) {
+        for (int d = 0; d < p->num_dest; d++) deft_ndarray_release(cut.live[d]);
+        deft_trigger_plan_release(p);
+        return -1;
+    }
     r->training = deft_op_training();
-    describe_entries(r);
     status = make_destinations(r);
-    if (!status) gather_leaves(r), mark_updated_leaves(r);
-    if (!status) status = check_inputs_present(r);
-    if (!status) status = plan_arena(r);
+    if (!status) status = gather_leaves(r);
+    if (!status) mark_updated_leaves(r);
+    if (!status) status = make_arenas(r);
     if (status) {
         free_run(r);
         return status;
@@ -449,6 +413,22 @@ static int compute_locked(int n, deft_ndarray_t *const *arrays) {
     atomic_init(&r->refs, 2);
     status = push(r) ? -1 : commit(r);
     free_run(r);
+    return status;
+}
+
+/* Under the lock: the uncomputed nodes behind the arrays. */
+static int compute_locked(int n, deft_ndarray_t *const *arrays) {
+    deft_entry_t roots[64], *heap = NULL, *entries = roots;
+    int count = 0;
+    if (n > 64 && !(entries = heap = malloc((size_t)n * sizeof *heap)))
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a deferred compute run");
+    for (int i = 0; i < n; i++) {
+        const deft_record_t *rec = arrays[i] ? deft_record_of(arrays[i]->entry.node) : NULL;
+        if (arrays[i] && deft_ndarray_is_lazy(arrays[i]) && rec && !rec->computed)
+            entries[count++] = arrays[i]->entry;
+    }
+    int status = count ? run_roots(count, entries) : 0;
+    free(heap);
     return status;
 }
 

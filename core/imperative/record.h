@@ -38,6 +38,9 @@ typedef struct deft_record {
     deft_ndarray_t **saved;     /* their values (no entry): inputs, then outputs */
     bool saved_released;        /* a backward without retain_graph dropped them */
     enum { ALLOC_IN_NODE, ALLOC_RECORD, ALLOC_MALLOC } allocation; /* where it lives */
+    /* a trigger's walk (deferred_plan.c): the walk that reached it last, and its id there */
+    uint64_t walk;
+    int walk_id;
 } deft_record_t;
 
 void deft_record_lock(void);

@@ -1,0 +1,212 @@
+/* The cut a trigger or a backward works on, and its signature (cut.h). */
+#include "core/imperative/cut.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/base/error.h"
+#include "core/imperative/record.h"
+
+typedef struct frame {
+    deft_node_t *node;
+    int k; /* the next input to visit */
+} frame_t;
+
+/* The walk's tables, grown as needed and kept between walks (under the record lock). */
+static uint64_t epoch; /* marks the records the current walk has reached */
+static deft_cut_t cut;
+static frame_t *frames;
+static int cap_nodes, cap_inputs, cap_sig;
+
+static int resize(void *table, int cap, size_t size) {
+    void *grown = realloc(*(void **)table, (size_t)cap * size);
+    if (!grown) return -1;
+    *(void **)table = grown;
+    return 0;
+}
+
+static int next_cap(int cap, int need) {
+    cap = cap ? cap : 64;
+    while (cap < need) cap *= 2;
+    return cap;
+}
+
+static int oom(void) {
+    return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate the walk of a recorded graph");
+}
+
+static int reserve_nodes(int need) {
+    if (need + 1 <= cap_nodes) return 0;
+    int cap = next_cap(cap_nodes, need + 1);
+    if (resize(&cut.nodes, cap, sizeof *cut.nodes) || resize(&frames, cap, sizeof *frames) ||
+        resize(&cut.leaf, cap, sizeof *cut.leaf) || resize(&cut.row_ptr, cap, sizeof(int)) ||
+        resize(&cut.in_ptr, cap, sizeof(int)) || resize(&cut.consumers, cap, sizeof(int)))
+        return oom();
+    cap_nodes = cap;
+    return 0;
+}
+
+static int reserve_inputs(int need) {
+    if (need <= cap_inputs) return 0;
+    int cap = next_cap(cap_inputs, need);
+    if (resize(&cut.in_entry, cap, sizeof *cut.in_entry)) return oom();
+    cap_inputs = cap;
+    return 0;
+}
+
+static int reserve_sig(int need) {
+    if (need <= cap_sig) return 0;
+    int cap = next_cap(cap_sig, need);
+    if (resize(&cut.sig, cap, sizeof *cut.sig)) return oom();
+    cap_sig = cap;
+    return 0;
+}
+
+static inline void put(uint64_t w) {
+    cut.sig[cut.sig_len++] = w;
+    cut.hash = deft_cut_mix(cut.hash, w);
+}
+
+int deft_cut_sign(deft_cut_t *c, int n, const uint64_t *words) {
+    (void)c;
+    if (reserve_sig(cut.sig_len + n)) return -1;
+    for (int i = 0; i < n; i++) put(words[i]);
+    return 0;
+}
+
+uint64_t deft_cut_hash(const deft_cut_t *c) {
+    return c->hash ^ c->hash >> 29;
+}
+
+int deft_cut_id(const deft_node_t *node) {
+    const deft_record_t *rec = deft_record_of(node);
+    return rec && rec->walk == epoch ? rec->walk_id : -1;
+}
+
+static bool is_leaf(const deft_record_t *rec) {
+    return cut.kind == DEFT_CUT_UNCOMPUTED ? rec->computed : !rec->requires_grad;
+}
+
+/* A string, 8 bytes a word, then its length. */
+static int sign_string(const char *text) {
+    size_t len = strlen(text);
+    if (reserve_sig(cut.sig_len + (int)(len / 8) + 2)) return -1;
+    for (size_t at = 0; at < len; at += 8) {
+        uint64_t w = 0;
+        memcpy(&w, text + at, len - at < 8 ? len - at : 8);
+        put(w);
+    }
+    put(len);
+    return 0;
+}
+
+/* A backward runs copies of the nodes: their attributes, as given, are part of its plan. */
+static int sign_attrs(const deft_node_t *node) {
+    put((uint64_t)node->attrs.count);
+    for (int a = 0; a < node->attrs.count; a++)
+        if (sign_string(node->attrs.keys[a]) || sign_string(node->attrs.vals[a])) return -1;
+    return 0;
+}
+
+/* Words being written: kept in locals (the compiler cannot keep the globals in registers
+ * across stores through the table, which may alias them). */
+typedef struct signer {
+    uint64_t *at, hash;
+} signer_t;
+
+static inline void sign_word(signer_t *s, uint64_t w) {
+    *s->at++ = w;
+    s->hash = deft_cut_mix(s->hash, w);
+}
+
+static inline void sign_outputs(signer_t *s, const deft_node_t *node, const deft_record_t *rec) {
+    for (int k = 0; k < node->num_outputs; k++) {
+        const deft_desc_t *d = &rec->desc[k];
+        sign_word(s, (uint64_t)d->shape.ndim | (uint64_t)d->dtype << 8);
+        for (int j = 0; j < d->shape.ndim; j++) sign_word(s, (uint64_t)d->shape.dims[j]);
+    }
+}
+
+/* All inputs finished: number the node, its entries and input slots, and sign it. */
+static int finish(deft_node_t *node, deft_record_t *rec, bool leaf) {
+    int words = 3 + node->num_inputs + node->num_outputs * (1 + DEFT_SHAPE_MAX_NDIM);
+    if (reserve_inputs(cut.num_inputs + node->num_inputs) || reserve_sig(cut.sig_len + words))
+        return -1;
+    int id = cut.num_nodes++, first = cut.num_entries;
+    rec->walk_id = id;
+    cut.nodes[id] = node;
+    cut.leaf[id] = leaf;
+    cut.row_ptr[id] = first;
+    cut.in_ptr[id] = cut.num_inputs;
+    cut.consumers[id] = 0;
+    cut.num_entries = first + node->num_outputs;
+    signer_t s = {cut.sig + cut.sig_len, cut.hash};
+    uint64_t where = (uint64_t)rec->device.type << 32 | (uint64_t)rec->device.id << 40;
+    if (leaf) {
+        sign_word(&s, (uint64_t)node->num_outputs << 1 | 1);
+        if (cut.kind == DEFT_CUT_NEEDS_GRADIENT) sign_word(&s, where), sign_outputs(&s, node, rec);
+    } else {
+        sign_word(&s, (uint64_t)(uintptr_t)node->op);
+        sign_word(&s, (uint64_t)node->num_inputs | (uint64_t)node->num_outputs << 16 | where);
+        int *in_entry = cut.in_entry + cut.num_inputs, *row_ptr = cut.row_ptr;
+        int *consumers = cut.consumers;
+        for (int k = 0; k < node->num_inputs; k++) {
+            int src = deft_record_of(node->inputs[k].node)->walk_id;
+            int e = row_ptr[src] + node->inputs[k].index;
+            in_entry[k] = e;
+            consumers[src]++;
+            sign_word(&s, (uint64_t)e << 1 | (rec->save_in >> k & 1));
+        }
+        cut.num_inputs += node->num_inputs;
+        sign_outputs(&s, node, rec);
+    }
+    cut.sig_len = (int)(s.at - cut.sig);
+    cut.hash = s.hash;
+    return !leaf && cut.kind == DEFT_CUT_NEEDS_GRADIENT ? sign_attrs(node) : 0;
+}
+
+/* Reached for the first time: mark it; a leaf is finished at once. 1: visit its inputs. */
+static int reach(deft_node_t *node, int depth) {
+    deft_record_t *rec = deft_record_of(node);
+    if (!rec) return deft_error(DEFT_ERR_INTERNAL, "a recorded call has an input with no record");
+    if (rec->walk == epoch) return 0;
+    rec->walk = epoch;
+    if (reserve_nodes(cut.num_nodes + depth + 1)) return -1;
+    if (is_leaf(rec)) return finish(node, rec, true);
+    frames[depth] = (frame_t){node, 0};
+    return 1;
+}
+
+static int walk_from(deft_node_t *start) {
+    int top = reach(start, 0);
+    if (top < 0) return -1;
+    while (top > 0) {
+        deft_node_t *node = frames[top - 1].node;
+        int pushed = 0;
+        while (!pushed && frames[top - 1].k < node->num_inputs) { /* reach may move frames */
+            pushed = reach(node->inputs[frames[top - 1].k++].node, top);
+            if (pushed < 0) return -1;
+        }
+        if (pushed) {
+            top++;
+            continue;
+        }
+        top--;
+        if (finish(node, deft_record_of(node), false)) return -1;
+    }
+    return 0;
+}
+
+int deft_cut_walk(deft_cut_kind_t kind, int n, const deft_entry_t *roots, deft_cut_t **out) {
+    epoch++;
+    cut.kind = kind;
+    cut.num_nodes = cut.num_inputs = cut.num_entries = cut.sig_len = 0;
+    cut.hash = kind;
+    if (reserve_nodes(1)) return -1;
+    for (int i = 0; i < n; i++)
+        if (walk_from(roots[i].node)) return -1;
+    cut.row_ptr[cut.num_nodes] = cut.num_entries;
+    cut.in_ptr[cut.num_nodes] = cut.num_inputs;
+    *out = &cut;
+    return 0;
+}
