@@ -347,11 +347,13 @@ static int node_device(const deft_graph_t *g, int i, const deft_device_t *device
     const deft_op_t *op = node->op->op;
     bool placed;
     int type = 0, id = 0;
-    char what[160];
-    snprintf(what, sizeof what, "the device of node '%s' (%s)", g->names[i], op->name);
     if (deft_node_placed_device(node, &placed, &type, &id)) return -1;
-    if (placed && type == DEFT_DEV_CPU) id = 0; /* cpu(n): the one host memory */
-    if (placed) return deft_device_check(type, id, what, out);
+    if (placed) {
+        char what[160];
+        snprintf(what, sizeof what, "the device of node '%s' (%s)", g->names[i], op->name);
+        /* cpu(n): the one host memory */
+        return deft_device_check(type, type == DEFT_DEV_CPU ? 0 : id, what, out);
+    }
     if (op->output_device) return op->output_device(op, node->params, out);
     *out = node->num_inputs ? devices[deft_graph_input_entry(g, i, 0)] : deft_device_cpu();
     return 0;

@@ -69,6 +69,24 @@ static bool same_desc(const deft_desc_t *a, const deft_desc_t *b) {
     return a->dtype == b->dtype && deft_shape_equal(&a->shape, &b->shape);
 }
 
+/* The error just set, as "<caller>: node '<name>': <what>" ("graph" when no
+ * API call is the caller): made only on failure, since formatting the node's
+ * context for every node would cost more than inferring most of them. */
+static int name_the_node(const char *name) {
+    const char *caller = deft_error_swap_function(NULL);
+    deft_error_swap_function(caller);
+    const char *message = deft_error_message();
+    size_t skip = caller ? strlen(caller) : 0;
+    if (skip && (strncmp(message, caller, skip) != 0 || strncmp(message + skip, ": ", 2) != 0))
+        skip = 0; /* not prefixed by the caller after all */
+    else if (skip)
+        skip += 2;
+    char detail[DEFT_ERROR_MAX];
+    snprintf(detail, sizeof detail, "%s: node '%s': %s", caller ? caller : "graph", name,
+             message + skip);
+    return deft_error_restore(deft_error_kind(), detail);
+}
+
 /* Forward: all inputs known, outputs not yet. Errors name the node. */
 static int infer_node(const deft_graph_t *g, int id, deft_graph_types_t *t, bool *changed) {
     const deft_node_t *node = g->nodes[id];
@@ -85,10 +103,6 @@ static int infer_node(const deft_graph_t *g, int id, deft_graph_types_t *t, bool
         out[k] = t->desc[first + k], out_known[k] = t->known[first + k];
         all_out &= out_known[k];
     }
-    char context[200];
-    const char *caller = deft_error_swap_function(NULL);
-    snprintf(context, sizeof context, "%s: node '%s'", caller ? caller : "graph", g->names[id]);
-    deft_error_swap_function(context);
     int status = 0;
     if (all_in && !all_out) {
         int produced = 0;
@@ -115,8 +129,7 @@ static int infer_node(const deft_graph_t *g, int id, deft_graph_types_t *t, bool
             }
         }
     }
-    deft_error_swap_function(caller);
-    return status;
+    return status ? name_the_node(g->names[id]) : 0;
 }
 
 /* Infer node by node until nothing changes. Each round settles at least one
