@@ -61,13 +61,18 @@ int go_export(go_status *st, const DeftNDArrayHandle *in, const DeftNDArrayHandl
 int go_symbol_free(go_status *st, DeftSymbolHandle s) {
     return go_check(st, DeftSymbolFree(s));
 }
-int go_symbol_names(go_status *st, DeftSymbolHandle s, int outputs, int *n,
+int go_symbol_names(go_status *st, DeftSymbolHandle s, int which, int *n,
                     const char *const **names) {
-    return go_check(st, outputs ? DeftSymbolListOutputs(s, n, names)
-                                : DeftSymbolListArguments(s, n, names));
+    return go_check(st, which == 2   ? DeftSymbolListAuxiliaryStates(s, n, names)
+                        : which == 1 ? DeftSymbolListOutputs(s, n, names)
+                                     : DeftSymbolListArguments(s, n, names));
 }
 int go_symbol_json(go_status *st, DeftSymbolHandle s, const char **out) {
     return go_check(st, DeftSymbolSaveToJSON(s, out));
+}
+int go_symbol_train_step(go_status *st, DeftSymbolHandle loss, int n, const char *const *params,
+                         const char *optimizer, DeftSymbolHandle *out) {
+    return go_check(st, DeftSymbolTrainStep(loss, n, params, optimizer, out));
 }
 int go_symbol_from_json(go_status *st, const char *json, DeftSymbolHandle *out) {
     return go_check(st, DeftSymbolCreateFromJSON(json, out));

@@ -34,9 +34,12 @@ int go_export(go_status *st, const DeftNDArrayHandle *in, const DeftNDArrayHandl
               const char *const *in_names, const char *const *out_names, int nin, int nout,
               DeftSymbolHandle *sym);
 int go_symbol_free(go_status *st, DeftSymbolHandle s);
-int go_symbol_names(go_status *st, DeftSymbolHandle s, int outputs, int *n,
+/* which: 0 arguments, 1 outputs, 2 auxiliary states */
+int go_symbol_names(go_status *st, DeftSymbolHandle s, int which, int *n,
                     const char *const **names);
 int go_symbol_json(go_status *st, DeftSymbolHandle s, const char **out);
+int go_symbol_train_step(go_status *st, DeftSymbolHandle loss, int n, const char *const *params,
+                         const char *optimizer, DeftSymbolHandle *out);
 int go_symbol_from_json(go_status *st, const char *json, DeftSymbolHandle *out);
 int go_cached_op(go_status *st, DeftSymbolHandle s, DeftCachedOpHandle *out);
 int go_cached_op_free(go_status *st, DeftCachedOpHandle op);

@@ -84,7 +84,8 @@ func SymbolFromJSON(text string) (*Symbol, error) {
 	return wrapSymbol(h), nil
 }
 
-func (s *Symbol) names(outputs int) ([]string, error) {
+// names lists arguments (which 0), outputs (1) or auxiliary states (2).
+func (s *Symbol) names(which int) ([]string, error) {
 	s.mu.Lock() // the handle keeps the returned strings: one caller at a time
 	defer s.mu.Unlock()
 	if s.closed {
@@ -93,7 +94,7 @@ func (s *Symbol) names(outputs int) ([]string, error) {
 	var st C.go_status
 	var n C.int
 	var names **C.char
-	if C.go_symbol_names(&st, s.h, C.int(outputs), &n, &names) != 0 {
+	if C.go_symbol_names(&st, s.h, C.int(which), &n, &names) != 0 {
 		return nil, fail(&st)
 	}
 	list := unsafe.Slice(names, int(n))
@@ -109,6 +110,37 @@ func (s *Symbol) ListInputs() ([]string, error) { return s.names(0) }
 
 // ListOutputs returns the output names, in order.
 func (s *Symbol) ListOutputs() ([]string, error) { return s.names(1) }
+
+// ListAuxiliaryStates returns the names of the states the graph updates in
+// place (BatchNorm's running statistics, a training step's optimizer states).
+func (s *Symbol) ListAuxiliaryStates() ([]string, error) { return s.names(2) }
+
+// TrainStep returns the training step of the loss s (its output 0): one run of
+// the step's CachedOp computes the loss, its gradient with respect to params
+// and the optimizer's update of each parameter, in place. optimizer is "sgd",
+// "sgd_mom", "adam" or "adamw". The step's inputs are s's, then "step_hyper"
+// (float64, 7 values: lr, wd, rescale_grad, clip_gradient (negative: none),
+// momentum or beta1, beta2, epsilon); its auxiliary states are s's, then each
+// parameter's optimizer states "<param>_mom", or "<param>_mean" and
+// "<param>_var", zeros before the first step. Its outputs are s's, then one
+// empty array. See DeftSymbolTrainStep in deft/symbol.h.
+func (s *Symbol) TrainStep(optimizer string, params ...string) (*Symbol, error) {
+	names, free := cStrings(params)
+	defer free()
+	opt := C.CString(optimizer)
+	defer C.free(unsafe.Pointer(opt))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	var st C.go_status
+	var h C.DeftSymbolHandle
+	if C.go_symbol_train_step(&st, s.h, C.int(len(params)), &names[0], opt, &h) != 0 {
+		return nil, fail(&st)
+	}
+	return wrapSymbol(h), nil
+}
 
 // JSON returns the graph as MXNet-compatible JSON.
 func (s *Symbol) JSON() (string, error) {

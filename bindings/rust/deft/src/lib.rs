@@ -468,6 +468,41 @@ impl Symbol {
         check(unsafe { sys::DeftSymbolListOutputs(self.handle, &mut count, &mut names) })?;
         Ok(unsafe { strings(count, names) })
     }
+
+    /// The states the graph updates in place (running statistics, optimizer states).
+    pub fn list_auxiliary_states(&self) -> Result<Vec<String>> {
+        let (mut count, mut names) = (0, ptr::null());
+        check(unsafe { sys::DeftSymbolListAuxiliaryStates(self.handle, &mut count, &mut names) })?;
+        Ok(unsafe { strings(count, names) })
+    }
+
+    /// The training step of this loss (its output 0): one [`CachedOp::call`]
+    /// computes the loss, its gradient with respect to `params` and the
+    /// optimizer's update of each parameter, in place. `optimizer` is "sgd",
+    /// "sgd_mom", "adam" or "adamw".
+    ///
+    /// The step's inputs are this symbol's, then "step_hyper" (f64, 7 values:
+    /// lr, wd, rescale_grad, clip_gradient (negative: none), momentum or
+    /// beta1, beta2, epsilon); its auxiliary states are this symbol's, then
+    /// each parameter's optimizer states "<param>_mom", or "<param>_mean" and
+    /// "<param>_var", zeros before the first step. Its outputs are this
+    /// symbol's, then one empty array. See `DeftSymbolTrainStep` in
+    /// deft/symbol.h.
+    pub fn train_step(&self, optimizer: &str, params: &[&str]) -> Result<Symbol> {
+        let optimizer = c_string(optimizer)?;
+        let (_params, param_ptrs) = c_strings(params)?;
+        let mut handle = ptr::null_mut();
+        check(unsafe {
+            sys::DeftSymbolTrainStep(
+                self.handle,
+                param_ptrs.len() as c_int,
+                param_ptrs.as_ptr(),
+                optimizer.as_ptr(),
+                &mut handle,
+            )
+        })?;
+        Ok(Symbol { handle })
+    }
 }
 
 /// The recorded graph from `inputs` to `outputs` (name, array), as a symbol

@@ -36,4 +36,33 @@ public final class Symbol extends Owned<org.deft.internal.DeftSymbol> {
         DeftNative.DeftSymbolListOutputs(handle(), out);
         return out[0];
     }
+
+    /** The states the graph updates in place (running statistics, optimizer states). */
+    public synchronized String[] listAuxiliaryStates() {
+        String[][] out = new String[1][];
+        DeftNative.DeftSymbolListAuxiliaryStates(handle(), out);
+        return out[0];
+    }
+
+    /**
+     * The training step of this loss (its output 0): one {@link CachedOp} call computes the
+     * loss, its gradient with respect to {@code params} and the optimizer's update of each
+     * parameter, in place.
+     *
+     * <p>The step's inputs are this symbol's, then "step_hyper" (float64, 7 values: lr, wd,
+     * rescale_grad, clip_gradient (negative: none), momentum or beta1, beta2, epsilon); its
+     * auxiliary states are this symbol's, then each parameter's optimizer states
+     * "&lt;param&gt;_mom", or "&lt;param&gt;_mean" and "&lt;param&gt;_var", zeros before the
+     * first step. Its outputs are this symbol's, then one empty array. See
+     * DeftSymbolTrainStep in deft/symbol.h.
+     *
+     * @param optimizer "sgd", "sgd_mom", "adam" or "adamw"
+     * @param params the names of the arguments to train
+     * @throws DeftException on an unknown optimizer or a name that is not an argument
+     */
+    public Symbol trainStep(String optimizer, String... params) {
+        org.deft.internal.DeftSymbol[] out = new org.deft.internal.DeftSymbol[1];
+        DeftNative.DeftSymbolTrainStep(handle(), params.length, params, optimizer, out);
+        return new Symbol(out[0]);
+    }
 }
