@@ -179,8 +179,12 @@ static int list_outputs(deft_cached_op_t *op) {
  * convolutions it follows (fold_bn.c); symbols and exports keep both. */
 static int build_graph(const deft_symbol_t *sym, deft_graph_t **g) {
     deft_symbol_t *folded;
-    if (deft_pass_fold_bn(sym, &folded)) return -1;
-    int status = deft_graph_build(folded->num_outputs, folded->outputs, g);
+    if (deft_graph_build(sym->num_outputs, sym->outputs, g)) return -1;
+    int status = deft_fold_bn_graph(*g, &folded);
+    if (status || !folded) return status; /* nothing folded: the graph as built */
+    deft_graph_free(*g);
+    *g = NULL;
+    status = deft_graph_build(folded->num_outputs, folded->outputs, g);
     deft_symbol_free(folded);
     return status;
 }

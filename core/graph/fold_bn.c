@@ -92,9 +92,13 @@ static int fused_node(const deft_node_t *conv, const deft_node_t *bn, const deft
                             relu ? relu->name : bn->name, n, keys, vals, 6, in, out);
 }
 
-int deft_pass_fold_bn(const deft_symbol_t *in, deft_symbol_t **out) {
-    deft_graph_t *g;
-    if (deft_graph_build(in->num_outputs, in->outputs, &g)) return -1;
+/* The graph g with its BatchNorms folded (out), or NULL in *out when g has
+ * no BatchNorm to fold: then g itself is what to run. */
+int deft_fold_bn_graph(const deft_graph_t *g, deft_symbol_t **out) {
+    *out = NULL;
+    bool any = false;
+    for (int i = 0; !any && i < g->num_nodes; i++) any = is_op(g->nodes[i], "BatchNorm");
+    if (!any) return 0; /* most graphs: no tables, no rebuild */
     size_t entries = (size_t)deft_graph_num_entries(g) + 1;
     int *readers = malloc(2 * entries * sizeof *readers), *reader = readers + entries;
     deft_node_t **replace = calloc((size_t)g->num_nodes + 1, sizeof *replace);
@@ -112,6 +116,14 @@ int deft_pass_fold_bn(const deft_symbol_t *in, deft_symbol_t **out) {
     if (status == 0) status = deft_graph_rebuild(g, NULL, replace, out);
     for (int i = 0; replace && i < g->num_nodes; i++) deft_node_release(replace[i]);
     free(readers), free(replace);
+    return status;
+}
+
+int deft_pass_fold_bn(const deft_symbol_t *in, deft_symbol_t **out) {
+    deft_graph_t *g;
+    if (deft_graph_build(in->num_outputs, in->outputs, &g)) return -1;
+    int status = deft_fold_bn_graph(g, out);
+    if (status == 0 && !*out) status = deft_symbol_from_entries(in->num_outputs, in->outputs, out);
     deft_graph_free(g);
     return status;
 }

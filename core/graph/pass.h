@@ -28,6 +28,9 @@ int deft_pass_infer_shape(const deft_symbol_t *in, deft_symbol_t **out);
 int deft_pass_fuse(const deft_symbol_t *in, deft_symbol_t **out);
 int deft_pass_plan_memory(const deft_symbol_t *in, deft_symbol_t **out);
 int deft_pass_fold_bn(const deft_symbol_t *in, deft_symbol_t **out);
+/* The pass on a built graph: *out is the folded symbol, or NULL when g has
+ * no BatchNorm (g is then already what the pass would give). */
+int deft_fold_bn_graph(const deft_graph_t *g, deft_symbol_t **out);
 
 /*
  * A symbol over the outputs of `g`, with nodes substituted: node i becomes
