@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "core/base/parallel.h"
 #include "core/base/fpmode.h"
+#include "core/base/spin.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -18,7 +19,6 @@
 #include <unistd.h>
 
 #define MAX_THREADS 64
-#define SPIN_ROUNDS 20000 /* about 50 us of polling before a helper sleeps */
 
 typedef struct job {
     deft_range_fn fn;
@@ -47,12 +47,6 @@ static struct {
     .wake = PTHREAD_COND_INITIALIZER,
 };
 
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 static void run_chunks(job_t *job) {
     for (;;) {
         int64_t begin = atomic_fetch_add(&job->cursor, job->chunk);
@@ -64,11 +58,11 @@ static void run_chunks(job_t *job) {
 }
 
 static unsigned long wait_for_generation(unsigned long seen) {
-    for (int i = 0; i < SPIN_ROUNDS; i++) {
+    deft_spin_t spin = deft_spin_start(DEFT_SPIN_NS);
+    do {
         unsigned long now = atomic_load_explicit(&pool.generation, memory_order_acquire);
         if (now != seen || atomic_load(&pool.stopping)) return now;
-        cpu_relax();
-    }
+    } while (deft_spin_again(&spin));
     pthread_mutex_lock(&pool.sleep_lock);
     unsigned long now;
     while ((now = atomic_load(&pool.generation)) == seen && !atomic_load(&pool.stopping))
@@ -172,8 +166,8 @@ void deft_parallel_for(int64_t n, int64_t grain, deft_range_fn fn, void *ctx) {
     pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.sleep_lock);
     run_chunks(&job);
-    while (atomic_load_explicit(&job.finished, memory_order_acquire) < n) cpu_relax();
+    while (atomic_load_explicit(&job.finished, memory_order_acquire) < n) deft_cpu_relax();
     atomic_store(&pool.job, NULL);
-    while (atomic_load(&pool.active) != 0) cpu_relax();
+    while (atomic_load(&pool.active) != 0) deft_cpu_relax();
     pthread_mutex_unlock(&pool.busy);
 }

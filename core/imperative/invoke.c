@@ -210,7 +210,7 @@ static void describe(invoke_call_t *call, deft_var_t **reads, deft_var_t **write
     bool cheap = bytes < INLINE_BYTES || call->device.type == DEFT_DEV_GPU;
     /* Field by field: a compound literal first zeroes the whole struct (rep stos,
      * dear on every call), then writes it again. A new field must be set here. */
-    _Static_assert(sizeof(void *) != 8 || sizeof(deft_engine_op_desc_t) == 96,
+    _Static_assert(sizeof(void *) != 8 || sizeof(deft_engine_op_desc_t) == 104,
                    "describe sets every field");
     desc->fn = call_run;
     desc->free_ctx = NULL;
@@ -228,6 +228,7 @@ static void describe(invoke_call_t *call, deft_var_t **reads, deft_var_t **write
     desc->device = call->device;
     desc->never_block = false;
     desc->num_fresh_writes = fresh;
+    desc->bytes = bytes;
 }
 
 /*
