@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/base/error.h"
+#include "core/base/parallel.h"
 #include "core/engine/engine.h"
 #include "op_helpers.h"
 
@@ -503,6 +504,19 @@ START_TEST(test_independent_operations_run_in_parallel) {
 }
 END_TEST
 
+/* One core is left to the calling thread, unless DEFT_ENGINE_WORKERS says. */
+START_TEST(test_worker_count_follows_the_settings) {
+    if (deft_engine_is_naive()) {
+        ck_assert_int_eq(deft_engine_num_workers(), 0);
+        return;
+    }
+    const char *workers = getenv("DEFT_ENGINE_WORKERS");
+    int threads = deft_parallel_threads();
+    int want = workers ? atoi(workers) : threads > 1 ? threads - 1 : 1;
+    ck_assert_int_eq(deft_engine_num_workers(), want);
+}
+END_TEST
+
 START_TEST(test_pending_operations_stay_bounded) {
     deft_var_t *vars[200];
     long bound = deft_engine_max_pending(), most = 0;
@@ -746,6 +760,7 @@ static Suite *engine_suite(void) {
     tcase_add_test(tc, test_free_while_pending_releases_everything);
     tcase_add_test(tc, test_wait_all_with_concurrent_pushes_from_host_threads);
     tcase_add_test(tc, test_independent_operations_run_in_parallel);
+    tcase_add_test(tc, test_worker_count_follows_the_settings);
     tcase_add_test(tc, test_pending_operations_stay_bounded);
     tcase_add_test(tc, test_pending_bytes_stay_bounded);
     tcase_add_test(tc, test_operator_calls_count_their_bytes);

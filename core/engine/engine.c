@@ -95,8 +95,11 @@ static void forget_workers_in_child(void);
 static void configure(void) {
     const char *mode = getenv("DEFT_ENGINE");
     engine.naive = mode && strcmp(mode, "naive") == 0;
+    /* The host thread is busy too (it calls the operators and runs the small
+     * ones itself): one core is left to it. */
+    int threads = deft_parallel_threads();
     engine.num_workers =
-        (int)env_long("DEFT_NUM_THREADS", sysconf(_SC_NPROCESSORS_ONLN), 1, MAX_WORKERS);
+        (int)env_long("DEFT_ENGINE_WORKERS", threads > 1 ? threads - 1 : 1, 1, MAX_WORKERS);
     engine.max_pending = env_long("DEFT_ENGINE_MAX_PENDING", 16384, 1, 1L << 30);
     engine.max_pending_bytes =
         env_long("DEFT_ENGINE_MAX_PENDING_BYTES", DEFAULT_MAX_PENDING_BYTES, 1, LONG_MAX);
