@@ -51,8 +51,8 @@ static struct {
     bool stopping;
     pthread_t threads[MAX_WORKERS];
 
-    atomic_long pending;            /* pushed and not yet finished */
-    atomic_llong pending_bytes;     /* their bytes */
+    atomic_long pending;        /* pushed and not yet finished */
+    atomic_llong pending_bytes; /* their bytes */
     _Atomic(deft_engine_release_fn) release_hook;
     _Atomic(deft_engine_reacquire_fn) reacquire_hook;
     atomic_int progress_waiters;
@@ -332,8 +332,7 @@ static engine_op_t *dequeue_locked(void) {
 /* A pushed operation of `bytes` finished: wake whoever waits for the engine to
  * drain, or for room (when this finish brought a bound from full to not). */
 static void finish_pending(size_t bytes) {
-    long long bytes_before =
-        bytes ? atomic_fetch_sub(&engine.pending_bytes, (long long)bytes) : 0;
+    long long bytes_before = bytes ? atomic_fetch_sub(&engine.pending_bytes, (long long)bytes) : 0;
     bool room_made = bytes_before >= engine.max_pending_bytes &&
                      bytes_before - (long long)bytes < engine.max_pending_bytes;
     long left = atomic_fetch_sub(&engine.pending, 1) - 1;
@@ -446,7 +445,8 @@ static void dispatch(ready_list_t *ready) {
 
 static engine_op_t *take_work(void) {
     deft_spin_t spin = deft_spin_start(DEFT_SPIN_NS);
-    while (atomic_load_explicit(&engine.queued, memory_order_relaxed) == 0 && deft_spin_again(&spin)) {
+    while (atomic_load_explicit(&engine.queued, memory_order_relaxed) == 0 &&
+           deft_spin_again(&spin)) {
     }
     pthread_mutex_lock(&engine.lock);
     engine_op_t *op;
@@ -462,7 +462,7 @@ static engine_op_t *take_work(void) {
 static void *worker_main(void *arg) {
     (void)arg;
     tl_worker = true;
-    deft_fpmode_flush_denormals(); /* see core/base/fpmode.h */
+    deft_fpmode_flush_denormals();                     /* see core/base/fpmode.h */
     pthread_setname_np(pthread_self(), "deft engine"); /* named in profiler traces */
     engine_op_t *op;
     while ((op = take_work()) != NULL) {

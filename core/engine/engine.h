@@ -147,6 +147,7 @@ long long deft_engine_pending_bytes(void);
  */
 typedef void *(*deft_engine_release_fn)(void);
 typedef void (*deft_engine_reacquire_fn)(void *state);
-void deft_engine_set_block_hooks(deft_engine_release_fn release, deft_engine_reacquire_fn reacquire);
+void deft_engine_set_block_hooks(deft_engine_release_fn release,
+                                 deft_engine_reacquire_fn reacquire);
 
 #endif
