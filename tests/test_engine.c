@@ -601,6 +601,40 @@ START_TEST(test_operator_calls_count_their_bytes) {
 }
 END_TEST
 
+static atomic_int second_ran, first_saw_second;
+
+static int wait_for_second(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 100000 && !atomic_load(&second_ran); i++) usleep(100);
+    atomic_store(&first_saw_second, atomic_load(&second_ran));
+    return 0;
+}
+
+static int mark_second(void *arg) {
+    (void)arg;
+    atomic_store(&second_ran, 1);
+    return 0;
+}
+
+/* Two independent operations, the first waiting (up to 10 s) for the second:
+ * with one worker, they run at once only if the thread waiting for all work
+ * runs the queued one itself. */
+START_TEST(test_waiting_for_all_work_runs_queued_work) {
+    if (deft_engine_is_naive()) return;
+    atomic_store(&second_ran, 0), atomic_store(&first_saw_second, 0);
+    deft_var_t *a = deft_var_new(), *b = deft_var_new();
+    deft_engine_op_desc_t first = {.fn = wait_for_second, .writes = &a, .num_writes = 1};
+    deft_engine_op_desc_t second = {.fn = mark_second, .writes = &b, .num_writes = 1};
+    long helped = deft_engine_helped();
+    ck_assert_int_eq(deft_engine_push(&first), 0);
+    ck_assert_int_eq(deft_engine_push(&second), 0);
+    ck_assert_int_eq(deft_engine_wait_all(), 0);
+    deft_var_release(a), deft_var_release(b);
+    ck_assert_int_eq(atomic_load(&first_saw_second), 1);
+    if (deft_engine_num_workers() == 1) ck_assert_int_gt(deft_engine_helped(), helped);
+}
+END_TEST
+
 /* ---- waiting with a binding's hooks ---- */
 
 static _Thread_local int hook_depth;
@@ -764,6 +798,7 @@ static Suite *engine_suite(void) {
     tcase_add_test(tc, test_pending_operations_stay_bounded);
     tcase_add_test(tc, test_pending_bytes_stay_bounded);
     tcase_add_test(tc, test_operator_calls_count_their_bytes);
+    tcase_add_test(tc, test_waiting_for_all_work_runs_queued_work);
     tcase_add_test(tc, test_block_hooks_bracket_every_wait);
     tcase_add_test(tc, test_block_hooks_bracket_back_pressure);
     tcase_add_test(tc, test_shutdown_then_keep_using_the_library);

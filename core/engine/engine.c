@@ -52,6 +52,7 @@ static struct {
     pthread_t threads[MAX_WORKERS];
 
     atomic_long pending;        /* pushed and not yet finished */
+    atomic_long helped;         /* operations run by threads waiting for all work */
     atomic_llong pending_bytes; /* their bytes */
     _Atomic(deft_engine_release_fn) release_hook;
     _Atomic(deft_engine_reacquire_fn) reacquire_hook;
@@ -459,28 +460,32 @@ static engine_op_t *take_work(void) {
     return op;
 }
 
+/* Run op, then the first operation it made ready, and so on, as a worker:
+ * the rest of what becomes ready is queued. */
+static void run_chain(engine_op_t *op) {
+    while (op) {
+        ready_list_t ready = {NULL, NULL}, later = {NULL, NULL};
+        execute(op, &ready);
+        op = NULL; /* continue with the first made ready that has work */
+        for (engine_op_t *next; (next = ready_list_pop(&ready)) != NULL;) {
+            if (!next->fn)
+                execute(next, &ready);
+            else if (!op)
+                op = next;
+            else
+                ready_list_add(&later, next);
+        }
+        for (engine_op_t *rest; (rest = ready_list_pop(&later)) != NULL;) schedule(rest);
+    }
+}
+
 static void *worker_main(void *arg) {
     (void)arg;
     tl_worker = true;
     deft_fpmode_flush_denormals();                     /* see core/base/fpmode.h */
     pthread_setname_np(pthread_self(), "deft engine"); /* named in profiler traces */
     engine_op_t *op;
-    while ((op = take_work()) != NULL) {
-        while (op) {
-            ready_list_t ready = {NULL, NULL}, later = {NULL, NULL};
-            execute(op, &ready);
-            op = NULL; /* continue with the first made ready that has work */
-            for (engine_op_t *next; (next = ready_list_pop(&ready)) != NULL;) {
-                if (!next->fn)
-                    execute(next, &ready);
-                else if (!op)
-                    op = next;
-                else
-                    ready_list_add(&later, next);
-            }
-            for (engine_op_t *rest; (rest = ready_list_pop(&later)) != NULL;) schedule(rest);
-        }
-    }
+    while ((op = take_work()) != NULL) run_chain(op);
     return NULL;
 }
 
@@ -836,9 +841,35 @@ void deft_engine_overwritten(deft_var_t *var) {
     var_clear_error(var);
 }
 
+/*
+ * While it waits for all work, the calling thread runs queued operations as a
+ * worker would: its core would idle otherwise (the engine leaves one core to
+ * it), and so independent operations still run two at a time with one
+ * worker. Only there: a wait for all work wants everything done anyway, and
+ * its caller holds no lock (a push waiting for room may hold one that a
+ * queued operation takes).
+ */
+static void help_while_waiting(void) {
+    while (atomic_load(&engine.pending) != 0 && atomic_load(&engine.queued) > 0) {
+        pthread_mutex_lock(&engine.lock);
+        engine_op_t *op = dequeue_locked();
+        pthread_mutex_unlock(&engine.lock);
+        if (!op) return;
+        tl_worker = true; /* what it pushes never waits; it waits for nothing */
+        run_chain(op);
+        tl_worker = false;
+        atomic_fetch_add_explicit(&engine.helped, 1, memory_order_relaxed);
+    }
+}
+
+long deft_engine_helped(void) {
+    return atomic_load(&engine.helped);
+}
+
 static void wait_idle(void) {
     if (atomic_load(&engine.pending) == 0) return;
     blocking_t b = block_begin();
+    help_while_waiting();
     atomic_fetch_add(&engine.progress_waiters, 1);
     pthread_mutex_lock(&engine.lock);
     while (atomic_load(&engine.pending) != 0) pthread_cond_wait(&engine.progress, &engine.lock);

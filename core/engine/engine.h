@@ -98,7 +98,8 @@ int deft_engine_wait_to_overwrite(deft_var_t *var);
 void deft_engine_overwritten(deft_var_t *var);
 
 /*
- * Block until nothing is pending. -1 when work pushed by this thread failed
+ * Block until nothing is pending, running queued operations on this thread
+ * meanwhile. -1 when work pushed by this thread failed
  * since its last wait-all: the first failure's message, and how many more
  * there were. Other threads' failures are theirs; arrays keep their failures.
  */
@@ -130,6 +131,8 @@ int deft_engine_num_workers(void);
 long deft_engine_max_pending(void);
 /* Operations pushed and not yet finished. */
 long deft_engine_pending(void);
+/* Queued operations that a thread waiting for all work ran itself (for tests). */
+long deft_engine_helped(void);
 /* The bound on pending operations' bytes (DEFT_ENGINE_MAX_PENDING_BYTES): a
  * push waits while the queued operations hold this many bytes or more, so one
  * operation larger than the bound still runs, alone. */
