@@ -36,10 +36,13 @@ int deft_parallel_threads(void);
 
 /*
  * The thread policy. DEFT_NUM_THREADS is the number of cores deft may keep
- * busy. The engine counts the operations running at once; a kernel that
- * runs alone may use every thread (its own parallel-for, or OpenBLAS's
- * threads for a GEMM), while concurrent operations share them, so engine
- * workers, kernel helpers and OpenBLAS never oversubscribe the cores.
+ * busy, the calling (host) thread included: the engine has one worker fewer
+ * (core/engine/engine.c), and this pool one helper fewer, since the thread
+ * that calls a parallel-for runs chunks too. The engine counts the large
+ * operations running at once; a kernel that runs alone may use every thread
+ * (its own parallel-for, or a GEMM split into row blocks, OpenBLAS itself
+ * being kept to one thread), while concurrent operations share them, so
+ * engine workers, kernel helpers and OpenBLAS never oversubscribe the cores.
  */
 void deft_parallel_op_begin(void);
 void deft_parallel_op_end(void);
