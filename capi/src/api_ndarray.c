@@ -180,7 +180,7 @@ int DeftShutdown(void) {
     return 0;
 }
 
-int DeftSetBlockingHooks(void *(*release)(void), void (*reacquire)(void *state)) {
+int DeftSetBlockingHooks(DeftBlockingReleaseFn release, DeftBlockingReacquireFn reacquire) {
     API_BEGIN();
     if (!release != !reacquire)
         return deft_error(DEFT_ERR_VALUE, "release is %s but reacquire is %s: give both or neither",

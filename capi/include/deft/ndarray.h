@@ -196,6 +196,11 @@ DEFT_API int DeftWaitAll(void);
  */
 DEFT_API int DeftShutdown(void);
 
+/** Called before a thread sleeps waiting for the engine (see DeftSetBlockingHooks()). */
+typedef void *(*DeftBlockingReleaseFn)(void);
+/** Called after that sleep with what the release function returned. */
+typedef void (*DeftBlockingReacquireFn)(void *state);
+
 /**
  * @brief Functions called around every wait for the engine, for a binding
  *        whose interpreter has a global lock (Python's GIL).
@@ -213,7 +218,7 @@ DEFT_API int DeftShutdown(void);
  * @param reacquire called after sleeping.
  * @return 0; -1 when exactly one of the two is NULL. Both NULL: no hooks.
  */
-DEFT_API int DeftSetBlockingHooks(void *(*release)(void), void (*reacquire)(void *state));
+DEFT_API int DeftSetBlockingHooks(DeftBlockingReleaseFn release, DeftBlockingReacquireFn reacquire);
 
 /**
  * @brief Release the caller's reference to an array.
