@@ -7,7 +7,7 @@
  *     operation), so every operation is scheduled and run by a worker;
  *   - ten mid-size calls in a chain, after a pause: threaded vs naive (which
  *     runs everything on the caller, the best case for a chain);
- *   - two independent chains of large operations vs one chain (both cores).
+ *   - two independent chains of queued operations vs one chain (both cores).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -86,10 +86,11 @@ static double naive(double (*measure)(void)) {
         if (write(fds[1], &value, sizeof value) != sizeof value) _exit(1);
         _exit(0);
     }
+    close(fds[1]); /* a child that fails then ends the read instead of hanging it */
     double value = -1;
     if (read(fds[0], &value, sizeof value) != sizeof value) value = -1;
     waitpid(child, NULL, 0);
-    close(fds[0]), close(fds[1]);
+    close(fds[0]);
     return value;
 }
 
@@ -123,7 +124,8 @@ static void queued_chain_child(int fd) {
     const int n = 2000;
     DeftNDArrayHandle large, x;
     CHECK(DeftNDArrayCreate(big, 1, DEFT_FLOAT32, DEFT_CPU, 0, &large));
-    CHECK(DeftNDArrayCreate(NULL, 0, DEFT_FLOAT32, DEFT_CPU, 0, &x));
+    const int64_t one[1] = {1}; /* sum's result: shape (1,) */
+    CHECK(DeftNDArrayCreate(one, 1, DEFT_FLOAT32, DEFT_CPU, 0, &x));
     DeftOpHandle exp_op = op("exp"), sum = op("sum"), plus = op("_plus_scalar");
     const char *keys[1] = {"scalar"}, *vals[1] = {"1"};
     double result[2] = {1e30, 1e30};
@@ -162,11 +164,36 @@ static void queued_chain(double *push_ns, double *run_ns) {
     fflush(stdout);
     pid_t child = fork();
     if (child == 0) queued_chain_child(fds[1]);
+    close(fds[1]); /* as in naive() */
     double result[2];
     if (read(fds[0], result, sizeof result) == sizeof result)
         *push_ns = result[0], *run_ns = result[1];
     waitpid(child, NULL, 0);
-    close(fds[0]), close(fds[1]);
+    close(fds[0]);
+}
+
+/* `chains` independent chains of `steps` _plus_scalar calls on 40 Ki floats; calls per second. */
+static double plus_chains(int chains, int steps) {
+    const int64_t shape[1] = {40 << 10};
+    DeftNDArrayHandle x[2];
+    DeftOpHandle plus = op("_plus_scalar");
+    const char *keys[1] = {"scalar"}, *vals[1] = {"1"};
+    for (int c = 0; c < chains; c++)
+        CHECK(DeftNDArrayCreate(shape, 1, DEFT_FLOAT32, DEFT_CPU, 0, &x[c]));
+    CHECK(DeftWaitAll());
+    double t0 = now();
+    for (int s = 0; s < steps; s++)
+        for (int c = 0; c < chains; c++) {
+            DeftNDArrayHandle in[1] = {x[c]}, y[1] = {NULL};
+            int nout = 1;
+            CHECK(DeftImperativeInvoke(plus, 1, in, &nout, y, 1, keys, vals));
+            CHECK(DeftNDArrayFree(x[c]));
+            x[c] = y[0];
+        }
+    CHECK(DeftWaitAll());
+    double t = now() - t0;
+    for (int c = 0; c < chains; c++) CHECK(DeftNDArrayFree(x[c]));
+    return chains * steps / t;
 }
 
 /* `chains` independent chains of `steps` size x size GEMMs; returns GEMMs per second. */
@@ -215,13 +242,18 @@ int main(void) {
     printf("the same chain queued behind a large operation (one worker):\n"
            "    push %.0f ns/op on the host, then %.0f ns/op on the worker\n",
            push_ns, run_ns);
-    /* 96x96: too small to split across threads, large enough to be queued, so
-     * all parallelism between two chains comes from the engine. 512x512: split
-     * across both cores already, so a second chain has no idle core to use. */
-    double one = gemm_chains(1, 2000, 96), two = gemm_chains(2, 2000, 96);
-    printf("independent chains of 96x96 dot + scale: 1 chain %.0f dot/s, 2 chains %.0f dot/s "
+    /* Chains of _plus_scalar on 40 Ki floats: queued (320 KiB a call, above the size
+     * run on the caller) but not split across threads (under two grains), so
+     * all parallelism between two chains comes from the engine: its worker
+     * and the host, which runs queued work while it waits for all of it. */
+    plus_chains(2, 400); /* warm-up: the pool gets the blocks the queued calls hold */
+    double one = plus_chains(1, 400), two = plus_chains(2, 400);
+    printf("independent chains of _plus_scalar on 40Ki floats: 1 chain %.0f calls/s, 2 chains %.0f "
+           "calls/s "
            "(speed-up %.2f)\n",
            one, two, two / one);
+    /* 512x512 dot: split across both cores already, so a second chain has no
+     * idle core to use. */
     one = gemm_chains(1, 100, 512), two = gemm_chains(2, 100, 512);
     printf("independent chains of 512x512 dot + scale: 1 chain %.0f dot/s, 2 chains %.0f dot/s "
            "(speed-up %.2f)\n",
