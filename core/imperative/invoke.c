@@ -19,12 +19,13 @@
 #include <string.h>
 
 /* Kernel calls moving fewer bytes than this run on the calling thread when
- * ready: cheaper than waking a worker, which costs 10-50 us of latency and a
- * few us of the caller's time (see bench/bench_engine.c). With vectorised
- * kernels a call on 256 KiB takes 3-10 us: a chain of ten _plus_scalar on
- * 16 Ki floats (128 KiB a call) ending in a wait took 13 us inline against
- * 29 (min) and 46 (median) queued. */
-#define INLINE_BYTES (256 * 1024)
+ * ready: cheaper than waking a worker (see bench/bench_engine.c). Larger is
+ * not better: a chain of calls that ends in a wait gains from running inline
+ * (ten calls on 128 KiB: 13 us inline, 29 us queued), but a host thread that
+ * is the bottleneck (Python) loses the overlap: at 256 KiB the demo MLP's
+ * eager step was about 10% slower (alternating runs on 2 cores), its
+ * optimizer updates having moved onto the Python thread. */
+#define INLINE_BYTES (64 * 1024)
 
 typedef struct invoke_call {
     const deft_op_t *op;
