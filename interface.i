@@ -59,6 +59,8 @@ struct DeftProfileObject {};
 %ignore DeftProfileDomainFree;
 %ignore DeftProfileObjectFree;
 %ignore DLManagedTensor;
+/* Function pointers for a binding's own C code (Python's GIL hooks), not for its users. */
+%ignore DeftSetBlockingHooks;
 
 
 %include "deft/base.h"

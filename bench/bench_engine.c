@@ -5,7 +5,9 @@
  *     the bare kernel loop;
  *   - the same chain forced through the queue (its head blocked by a large
  *     operation), so every operation is scheduled and run by a worker;
- *   - two independent chains of large operations vs one chain (both cores).
+ *   - ten mid-size calls in a chain, after a pause: threaded vs naive (which
+ *     runs everything on the caller, the best case for a chain);
+ *   - two independent chains of queued operations vs one chain (both cores).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -22,6 +24,26 @@
 #define CHAIN 100000
 
 /* x = x + 1, n times, each result a new array; returns seconds. */
+static double chain(DeftNDArrayHandle start, int n);
+
+/* Mid-size calls: ten _plus_scalar in a chain on 16 Ki floats (128 KiB a
+ * call with its output) and a wait, after a pause in which idle threads fall
+ * asleep, as a host program doing other work between steps; min us. */
+static double mid_chain_us(void) {
+    const int64_t shape[1] = {16384};
+    DeftNDArrayHandle x;
+    CHECK(DeftNDArrayCreate(shape, 1, DEFT_FLOAT32, DEFT_CPU, 0, &x));
+    double best = 1e30;
+    for (int r = 0; r < 200; r++) {
+        struct timespec pause = {0, 200000};
+        nanosleep(&pause, NULL);
+        double t = chain(x, 10);
+        best = t < best ? t : best;
+    }
+    CHECK(DeftNDArrayFree(x));
+    return best * 1e6;
+}
+
 static double chain(DeftNDArrayHandle start, int n) {
     DeftOpHandle plus = op("_plus_scalar");
     const char *keys[1] = {"scalar"}, *vals[1] = {"1"};
@@ -53,22 +75,23 @@ static double best_chain_ns(void) {
     return best / CHAIN * 1e9;
 }
 
-/* The chain measured in a child process running the naive engine. */
-static double naive_chain_ns(void) {
+/* A measurement made in a child process running the naive engine. */
+static double naive(double (*measure)(void)) {
     int fds[2];
     if (pipe(fds)) return -1;
     pid_t child = fork();
     if (child == 0) {
         setenv("DEFT_ENGINE", "naive", 1);
-        double ns = best_chain_ns();
-        if (write(fds[1], &ns, sizeof ns) != sizeof ns) _exit(1);
+        double value = measure();
+        if (write(fds[1], &value, sizeof value) != sizeof value) _exit(1);
         _exit(0);
     }
-    double ns = -1;
-    if (read(fds[0], &ns, sizeof ns) != sizeof ns) ns = -1;
+    close(fds[1]); /* a child that fails then ends the read instead of hanging it */
+    double value = -1;
+    if (read(fds[0], &value, sizeof value) != sizeof value) value = -1;
     waitpid(child, NULL, 0);
-    close(fds[0]), close(fds[1]);
-    return ns;
+    close(fds[0]);
+    return value;
 }
 
 static volatile float sink;
@@ -101,7 +124,8 @@ static void queued_chain_child(int fd) {
     const int n = 2000;
     DeftNDArrayHandle large, x;
     CHECK(DeftNDArrayCreate(big, 1, DEFT_FLOAT32, DEFT_CPU, 0, &large));
-    CHECK(DeftNDArrayCreate(NULL, 0, DEFT_FLOAT32, DEFT_CPU, 0, &x));
+    const int64_t one[1] = {1}; /* sum's result: shape (1,) */
+    CHECK(DeftNDArrayCreate(one, 1, DEFT_FLOAT32, DEFT_CPU, 0, &x));
     DeftOpHandle exp_op = op("exp"), sum = op("sum"), plus = op("_plus_scalar");
     const char *keys[1] = {"scalar"}, *vals[1] = {"1"};
     double result[2] = {1e30, 1e30};
@@ -140,11 +164,36 @@ static void queued_chain(double *push_ns, double *run_ns) {
     fflush(stdout);
     pid_t child = fork();
     if (child == 0) queued_chain_child(fds[1]);
+    close(fds[1]); /* as in naive() */
     double result[2];
     if (read(fds[0], result, sizeof result) == sizeof result)
         *push_ns = result[0], *run_ns = result[1];
     waitpid(child, NULL, 0);
-    close(fds[0]), close(fds[1]);
+    close(fds[0]);
+}
+
+/* `chains` independent chains of `steps` _plus_scalar calls on 40 Ki floats; calls per second. */
+static double plus_chains(int chains, int steps) {
+    const int64_t shape[1] = {40 << 10};
+    DeftNDArrayHandle x[2];
+    DeftOpHandle plus = op("_plus_scalar");
+    const char *keys[1] = {"scalar"}, *vals[1] = {"1"};
+    for (int c = 0; c < chains; c++)
+        CHECK(DeftNDArrayCreate(shape, 1, DEFT_FLOAT32, DEFT_CPU, 0, &x[c]));
+    CHECK(DeftWaitAll());
+    double t0 = now();
+    for (int s = 0; s < steps; s++)
+        for (int c = 0; c < chains; c++) {
+            DeftNDArrayHandle in[1] = {x[c]}, y[1] = {NULL};
+            int nout = 1;
+            CHECK(DeftImperativeInvoke(plus, 1, in, &nout, y, 1, keys, vals));
+            CHECK(DeftNDArrayFree(x[c]));
+            x[c] = y[0];
+        }
+    CHECK(DeftWaitAll());
+    double t = now() - t0;
+    for (int c = 0; c < chains; c++) CHECK(DeftNDArrayFree(x[c]));
+    return chains * steps / t;
 }
 
 /* `chains` independent chains of `steps` size x size GEMMs; returns GEMMs per second. */
@@ -177,23 +226,34 @@ static double gemm_chains(int chains, int steps, int64_t size) {
 int main(void) {
     printf("deft engine benchmarks\n");
     /* Children first: they must start before this process makes any deft call. */
-    double naive = naive_chain_ns(), push_ns, run_ns;
+    double naive_ns = naive(best_chain_ns), naive_mid_us = naive(mid_chain_us), push_ns, run_ns;
     queued_chain(&push_ns, &run_ns);
     double threaded = best_chain_ns(), bare = bare_loop_ns();
     printf("dependent chain of 1-element _plus_scalar (new array per call):\n"
            "    threaded engine %.0f ns/op, naive engine %.0f ns/op (threaded/naive %.2f), "
            "bare kernel loop %.1f ns/op\n",
-           threaded, naive, threaded / naive, bare);
+           threaded, naive_ns, threaded / naive_ns, bare);
+    double mid_us = mid_chain_us();
+    printf(
+        "10 chained _plus_scalar on 16Ki floats then a wait, after a pause (idle threads asleep):\n"
+        "    threaded engine %.1f us, naive engine (all on the caller) %.1f us "
+        "(threaded/naive %.2f)\n",
+        mid_us, naive_mid_us, mid_us / naive_mid_us);
     printf("the same chain queued behind a large operation (one worker):\n"
            "    push %.0f ns/op on the host, then %.0f ns/op on the worker\n",
            push_ns, run_ns);
-    /* 96x96: too small to split across threads, large enough to be queued, so
-     * all parallelism between two chains comes from the engine. 512x512: split
-     * across both cores already, so a second chain has no idle core to use. */
-    double one = gemm_chains(1, 2000, 96), two = gemm_chains(2, 2000, 96);
-    printf("independent chains of 96x96 dot + scale: 1 chain %.0f dot/s, 2 chains %.0f dot/s "
+    /* Chains of _plus_scalar on 40 Ki floats: queued (320 KiB a call, above the size
+     * run on the caller) but not split across threads (under two grains), so
+     * all parallelism between two chains comes from the engine: its worker
+     * and the host, which runs queued work while it waits for all of it. */
+    plus_chains(2, 400); /* warm-up: the pool gets the blocks the queued calls hold */
+    double one = plus_chains(1, 400), two = plus_chains(2, 400);
+    printf("independent chains of _plus_scalar on 40Ki floats: 1 chain %.0f calls/s, 2 chains %.0f "
+           "calls/s "
            "(speed-up %.2f)\n",
            one, two, two / one);
+    /* 512x512 dot: split across both cores already, so a second chain has no
+     * idle core to use. */
     one = gemm_chains(1, 100, 512), two = gemm_chains(2, 100, 512);
     printf("independent chains of 512x512 dot + scale: 1 chain %.0f dot/s, 2 chains %.0f dot/s "
            "(speed-up %.2f)\n",

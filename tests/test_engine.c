@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/base/error.h"
+#include "core/base/parallel.h"
 #include "core/engine/engine.h"
 #include "op_helpers.h"
 
@@ -503,6 +504,19 @@ START_TEST(test_independent_operations_run_in_parallel) {
 }
 END_TEST
 
+/* One core is left to the calling thread, unless DEFT_ENGINE_WORKERS says. */
+START_TEST(test_worker_count_follows_the_settings) {
+    if (deft_engine_is_naive()) {
+        ck_assert_int_eq(deft_engine_num_workers(), 0);
+        return;
+    }
+    const char *workers = getenv("DEFT_ENGINE_WORKERS");
+    int threads = deft_parallel_threads();
+    int want = workers ? atoi(workers) : threads > 1 ? threads - 1 : 1;
+    ck_assert_int_eq(deft_engine_num_workers(), want);
+}
+END_TEST
+
 START_TEST(test_pending_operations_stay_bounded) {
     deft_var_t *vars[200];
     long bound = deft_engine_max_pending(), most = 0;
@@ -521,6 +535,197 @@ START_TEST(test_pending_operations_stay_bounded) {
     for (int i = 0; i < 200; i++) deft_var_release(vars[i]);
     ck_assert_int_le(most, bound);
     ck_assert_int_eq(deft_engine_pending(), 0);
+}
+END_TEST
+
+static atomic_int bytes_ops_ran;
+
+static int count_and_sleep(void *arg) {
+    (void)arg;
+    usleep(100);
+    atomic_fetch_add(&bytes_ops_ran, 1);
+    return 0;
+}
+
+/* Each operation declares an eighth of the bound in bytes (accounting only:
+ * nothing that large is allocated), so 64 of them would hold 8 bounds'
+ * worth if nothing waited. A push is let in while the total is under the
+ * bound, so the total never reaches the bound plus one operation. */
+START_TEST(test_pending_bytes_stay_bounded) {
+    const long long bound = deft_engine_max_pending_bytes(), each = bound / 8 + 1;
+    long long most = 0;
+    deft_var_t *vars[64];
+    atomic_store(&bytes_ops_ran, 0);
+    for (int i = 0; i < 64; i++) {
+        vars[i] = deft_var_new();
+        deft_engine_op_desc_t d = {.fn = count_and_sleep,
+                                   .writes = &vars[i],
+                                   .num_writes = 1,
+                                   .name = "heavy",
+                                   .origin = "test",
+                                   .bytes = (size_t)each};
+        ck_assert_int_eq(deft_engine_push(&d), 0);
+        long long now = deft_engine_pending_bytes();
+        most = now > most ? now : most;
+    }
+    ck_assert_int_eq(deft_engine_wait_all(), 0);
+    for (int i = 0; i < 64; i++) deft_var_release(vars[i]);
+    ck_assert_int_lt(most, bound + each);
+    if (!deft_engine_is_naive()) ck_assert_int_ge(most, each); /* the host did run ahead */
+    ck_assert_int_eq(atomic_load(&bytes_ops_ran), 64);
+    ck_assert_int_eq(deft_engine_pending_bytes(), 0);
+}
+END_TEST
+
+/* Operator calls count their arrays' bytes: a chain of calls on 1 MiB arrays
+ * (8 MiB per call with its output) keeps under the bound plus one call, and
+ * computes the right thing (the ctest variant test_engine_bounded_bytes sets
+ * a bound of 4 MiB, which makes every call wait for the one before). */
+START_TEST(test_operator_calls_count_their_bytes) {
+    const long long bound = deft_engine_max_pending_bytes(), each = 2 * (4 << 20);
+    long long most = 0;
+    DeftNDArrayHandle x = call1("_zeros", 0, NULL, P("shape", "(1048576,)"));
+    for (int i = 0; i < 40; i++) {
+        DeftNDArrayHandle y = call1("_plus_scalar", 1, &x, P("scalar", "1"));
+        long long now = deft_engine_pending_bytes();
+        most = now > most ? now : most;
+        ck_assert_ok(DeftNDArrayFree(x));
+        x = y;
+    }
+    DeftNDArrayHandle total = call1("sum", 1, &x, NO_PARAMS);
+    assert_values(total, 1, VALUES(40.0 * 1048576), 0);
+    ck_assert_int_lt(most, bound + each);
+    free_all(2, (DeftNDArrayHandle[]){x, total});
+    ck_assert_ok(DeftWaitAll());
+    ck_assert_int_eq(deft_engine_pending_bytes(), 0);
+}
+END_TEST
+
+static atomic_int second_ran, first_saw_second;
+
+static int wait_for_second(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 100000 && !atomic_load(&second_ran); i++) usleep(100);
+    atomic_store(&first_saw_second, atomic_load(&second_ran));
+    return 0;
+}
+
+static int mark_second(void *arg) {
+    (void)arg;
+    atomic_store(&second_ran, 1);
+    return 0;
+}
+
+/* Two independent operations, the first waiting (up to 10 s) for the second:
+ * with one worker, they run at once only if the thread waiting for all work
+ * runs the queued one itself. */
+START_TEST(test_waiting_for_all_work_runs_queued_work) {
+    if (deft_engine_is_naive()) return;
+    atomic_store(&second_ran, 0), atomic_store(&first_saw_second, 0);
+    deft_var_t *a = deft_var_new(), *b = deft_var_new();
+    deft_engine_op_desc_t first = {.fn = wait_for_second, .writes = &a, .num_writes = 1};
+    deft_engine_op_desc_t second = {.fn = mark_second, .writes = &b, .num_writes = 1};
+    long helped = deft_engine_helped();
+    ck_assert_int_eq(deft_engine_push(&first), 0);
+    ck_assert_int_eq(deft_engine_push(&second), 0);
+    ck_assert_int_eq(deft_engine_wait_all(), 0);
+    deft_var_release(a), deft_var_release(b);
+    ck_assert_int_eq(atomic_load(&first_saw_second), 1);
+    if (deft_engine_num_workers() == 1) ck_assert_int_gt(deft_engine_helped(), helped);
+}
+END_TEST
+
+/* ---- waiting with a binding's hooks ---- */
+
+static _Thread_local int hook_depth;
+static atomic_int hook_releases, hook_reacquires, hook_mismatches;
+static int hook_token;
+
+static void *test_release(void) {
+    atomic_fetch_add(&hook_releases, 1);
+    hook_depth++;
+    return &hook_token;
+}
+
+static void test_reacquire(void *state) {
+    if (state != &hook_token || hook_depth != 1) atomic_fetch_add(&hook_mismatches, 1);
+    hook_depth--;
+    atomic_fetch_add(&hook_reacquires, 1);
+}
+
+static atomic_bool gate_open;
+
+static int wait_for_gate(void *arg) {
+    (void)arg;
+    while (!atomic_load(&gate_open)) usleep(100);
+    return 0;
+}
+
+static void *open_gate_later(void *arg) {
+    (void)arg;
+    usleep(20000);
+    atomic_store(&gate_open, true);
+    return NULL;
+}
+
+/* Every sleep of the host (a wait for a variable, back-pressure, a wait for
+ * all work) is bracketed by the hooks, in pairs, on the sleeping thread. */
+START_TEST(test_block_hooks_bracket_every_wait) {
+    if (deft_engine_is_naive()) return; /* nothing ever waits there */
+    ck_assert_int_eq(DeftSetBlockingHooks(test_release, NULL), -1);
+    ck_assert_int_eq(DeftGetLastErrorKind(), DEFT_ERROR_VALUE);
+    ck_assert_ok(DeftSetBlockingHooks(test_release, test_reacquire));
+    atomic_store(&gate_open, false);
+    deft_var_t *v = deft_var_new();
+    deft_engine_op_desc_t d = {.fn = wait_for_gate, .writes = &v, .num_writes = 1, .name = "gate"};
+    ck_assert_int_eq(deft_engine_push(&d), 0);
+    pthread_t opener;
+    pthread_create(&opener, NULL, open_gate_later, NULL);
+    ck_assert_int_eq(deft_engine_wait_to_read(v), 0);
+    pthread_join(opener, NULL);
+    int after_wait = atomic_load(&hook_releases);
+    atomic_store(&gate_open, false);
+    ck_assert_int_eq(deft_engine_push(&d), 0);
+    pthread_create(&opener, NULL, open_gate_later, NULL);
+    ck_assert_int_eq(deft_engine_wait_all(), 0);
+    pthread_join(opener, NULL);
+    ck_assert_ok(DeftSetBlockingHooks(NULL, NULL));
+    deft_var_release(v);
+    ck_assert_int_ge(after_wait, 1);
+    ck_assert_int_gt(atomic_load(&hook_releases), after_wait);
+    ck_assert_int_eq(atomic_load(&hook_releases), atomic_load(&hook_reacquires));
+    ck_assert_int_eq(atomic_load(&hook_mismatches), 0);
+}
+END_TEST
+
+/* With the queue full of operations waiting at a gate, one more push waits
+ * for room: the hooks bracket that wait too (the ctest variant
+ * test_engine_bounded_queue bounds the queue at 4 operations). */
+START_TEST(test_block_hooks_bracket_back_pressure) {
+    long bound = deft_engine_max_pending();
+    if (deft_engine_is_naive() || bound > 16) return;
+    atomic_store(&hook_releases, 0), atomic_store(&hook_reacquires, 0);
+    ck_assert_ok(DeftSetBlockingHooks(test_release, test_reacquire));
+    atomic_store(&gate_open, false);
+    deft_var_t *vars[17];
+    for (long i = 0; i < bound; i++) {
+        vars[i] = deft_var_new();
+        deft_engine_op_desc_t d = {.fn = wait_for_gate, .writes = &vars[i], .num_writes = 1};
+        ck_assert_int_eq(deft_engine_push(&d), 0);
+    }
+    ck_assert_int_eq(atomic_load(&hook_releases), 0);
+    pthread_t opener;
+    pthread_create(&opener, NULL, open_gate_later, NULL);
+    vars[bound] = deft_var_new();
+    deft_engine_op_desc_t d = {.fn = wait_for_gate, .writes = &vars[bound], .num_writes = 1};
+    ck_assert_int_eq(deft_engine_push(&d), 0); /* waits for room until the gate opens */
+    int during_push = atomic_load(&hook_releases);
+    pthread_join(opener, NULL);
+    ck_assert_int_eq(deft_engine_wait_all(), 0);
+    ck_assert_ok(DeftSetBlockingHooks(NULL, NULL));
+    for (long i = 0; i <= bound; i++) deft_var_release(vars[i]);
+    ck_assert_int_eq(during_push, 1);
+    ck_assert_int_eq(atomic_load(&hook_releases), atomic_load(&hook_reacquires));
 }
 END_TEST
 
@@ -589,7 +794,13 @@ static Suite *engine_suite(void) {
     tcase_add_test(tc, test_free_while_pending_releases_everything);
     tcase_add_test(tc, test_wait_all_with_concurrent_pushes_from_host_threads);
     tcase_add_test(tc, test_independent_operations_run_in_parallel);
+    tcase_add_test(tc, test_worker_count_follows_the_settings);
     tcase_add_test(tc, test_pending_operations_stay_bounded);
+    tcase_add_test(tc, test_pending_bytes_stay_bounded);
+    tcase_add_test(tc, test_operator_calls_count_their_bytes);
+    tcase_add_test(tc, test_waiting_for_all_work_runs_queued_work);
+    tcase_add_test(tc, test_block_hooks_bracket_every_wait);
+    tcase_add_test(tc, test_block_hooks_bracket_back_pressure);
     tcase_add_test(tc, test_shutdown_then_keep_using_the_library);
     tcase_add_test(tc, test_forked_child_can_use_the_library);
     tcase_add_test(tc, test_waiting_rejects_bad_handles);

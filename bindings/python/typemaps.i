@@ -470,6 +470,37 @@ DEFT_PY_NAMES_OUT(out_count, out_words)
 
 /* ---- calls that wait release the GIL ---- */
 
+/*
+ * Any call that pushes work may wait for room in the engine's queue
+ * (back-pressure), and a call may wait for an array inside: the engine calls
+ * these two around every such wait, so the GIL is given up exactly while the
+ * thread sleeps, and a call that does not wait pays nothing. (Releasing the
+ * GIL around every call instead would hand it to any busy Python thread at
+ * each operator call, and getting it back can take a switch interval, 5 ms.)
+ * The calls below, which usually wait, release it for their whole length.
+ */
+%{
+static void *deft_py_release_gil(void) {
+    return PyGILState_Check() ? (void *)PyEval_SaveThread() : NULL;
+}
+
+static void deft_py_reacquire_gil(void *state) {
+    if (state) PyEval_RestoreThread((PyThreadState *)state);
+}
+
+/* After finalisation there is no GIL to give up: a wait then just sleeps. */
+static void deft_py_forget_gil(void) {
+    DeftSetBlockingHooks(NULL, NULL);
+}
+%}
+%init %{
+    if (DeftSetBlockingHooks(deft_py_release_gil, deft_py_reacquire_gil) != 0 ||
+        Py_AtExit(deft_py_forget_gil) != 0) {
+        PyErr_SetString(PyExc_ImportError, "deft: cannot install the engine's GIL hooks");
+        return NULL;
+    }
+%}
+
 %define DEFT_PY_ALLOW_THREADS(FN)
 %exception FN {
     Py_BEGIN_ALLOW_THREADS

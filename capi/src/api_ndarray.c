@@ -180,6 +180,15 @@ int DeftShutdown(void) {
     return 0;
 }
 
+int DeftSetBlockingHooks(DeftBlockingReleaseFn release, DeftBlockingReacquireFn reacquire) {
+    API_BEGIN();
+    if (!release != !reacquire)
+        return deft_error(DEFT_ERR_VALUE, "release is %s but reacquire is %s: give both or neither",
+                          release ? "set" : "NULL", reacquire ? "set" : "NULL");
+    deft_engine_set_block_hooks(release, reacquire);
+    return 0;
+}
+
 int DeftNDArrayFree(DeftNDArrayHandle handle) {
     API_BEGIN();
     if (!handle) return 0;

@@ -2,29 +2,42 @@
  * The helper pool behind deft_parallel_for.
  *
  * One job runs at a time. The caller publishes it by bumping a generation
- * counter; helpers spin on that counter for a short while (a job often
- * follows another) before sleeping on a condition variable. Everyone,
- * caller included, claims chunks from an atomic cursor, and the caller
- * spins until the last chunk is finished, so no job ever waits on a sleep.
+ * counter; helpers poll that counter for a short while (a job often follows
+ * another) before sleeping on a condition variable. Everyone, caller
+ * included, claims chunks from an atomic cursor, and the caller waits only
+ * for chunks that someone claimed and is running, so no job waits on a
+ * sleeping helper: a helper that wakes late finds nothing left and goes back.
+ *
+ * The job lives in the pool, and the cursor carries the job's number beside
+ * the next chunk: a helper claims a chunk with a compare-and-swap that fails
+ * once its job is over, so the caller never waits for helpers to let go of
+ * a finished job, and a helper stalled by the scheduler delays only the
+ * chunk it holds. Chunks are small (16 per thread) for the same reason.
  */
 #define _GNU_SOURCE
 #include "core/base/parallel.h"
 #include "core/base/fpmode.h"
+#include "core/base/spin.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#define MAX_THREADS 64
-#define SPIN_ROUNDS 20000 /* about 50 us of polling before a helper sleeps */
+#define MAX_THREADS       64
+#define CHUNKS_PER_THREAD 16
+#define CHUNK_BITS        40 /* the cursor: job number << CHUNK_BITS | next chunk */
+#define CHUNK_MASK        ((1ull << CHUNK_BITS) - 1)
 
+/* The job's description is atomic only because a late helper may read it
+ * while the next job is written; it then fails its claim and ignores it. */
 typedef struct job {
-    deft_range_fn fn;
-    void *ctx;
-    int64_t n, chunk;
-    atomic_llong cursor;
+    _Atomic(deft_range_fn) fn;
+    _Atomic(void *) ctx;
+    atomic_llong n, chunk;
+    atomic_ullong cursor;
     atomic_llong finished; /* items done */
 } job_t;
 
@@ -33,10 +46,9 @@ static struct {
     pthread_mutex_t busy; /* held by the thread whose job is running */
     pthread_mutex_t sleep_lock;
     pthread_cond_t wake;
-    atomic_ulong generation;
+    atomic_ulong generation; /* the number of the job published last */
     atomic_bool stopping;
-    job_t *_Atomic job;
-    atomic_int active; /* helpers that may be touching the job */
+    job_t job;
     int threads;
     int helpers_started;
     pthread_t helpers[MAX_THREADS];
@@ -47,28 +59,33 @@ static struct {
     .wake = PTHREAD_COND_INITIALIZER,
 };
 
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
-static void run_chunks(job_t *job) {
+/* Run chunks of job number `number` until none is left (or it is over). */
+static void run_chunks(unsigned long number) {
+    job_t *job = &pool.job;
+    deft_range_fn fn = atomic_load_explicit(&job->fn, memory_order_relaxed);
+    void *ctx = atomic_load_explicit(&job->ctx, memory_order_relaxed);
+    int64_t n = atomic_load_explicit(&job->n, memory_order_relaxed);
+    int64_t chunk = atomic_load_explicit(&job->chunk, memory_order_relaxed);
+    unsigned long long tag = (unsigned long long)(number & (~0ull >> CHUNK_BITS)) << CHUNK_BITS;
+    unsigned long long cursor = atomic_load(&job->cursor);
     for (;;) {
-        int64_t begin = atomic_fetch_add(&job->cursor, job->chunk);
-        if (begin >= job->n) return;
-        int64_t end = begin + job->chunk < job->n ? begin + job->chunk : job->n;
-        job->fn(job->ctx, begin, end);
+        if ((cursor & ~CHUNK_MASK) != tag) return; /* another job's: ours is over */
+        int64_t begin = (int64_t)(cursor & CHUNK_MASK) * chunk;
+        if (begin >= n) return;
+        if (!atomic_compare_exchange_weak(&job->cursor, &cursor, cursor + 1)) continue;
+        int64_t end = begin + chunk < n ? begin + chunk : n;
+        fn(ctx, begin, end);
         atomic_fetch_add_explicit(&job->finished, end - begin, memory_order_release);
+        cursor = atomic_load(&job->cursor);
     }
 }
 
 static unsigned long wait_for_generation(unsigned long seen) {
-    for (int i = 0; i < SPIN_ROUNDS; i++) {
+    deft_spin_t spin = deft_spin_start(DEFT_SPIN_NS);
+    do {
         unsigned long now = atomic_load_explicit(&pool.generation, memory_order_acquire);
         if (now != seen || atomic_load(&pool.stopping)) return now;
-        cpu_relax();
-    }
+    } while (deft_spin_again(&spin));
     pthread_mutex_lock(&pool.sleep_lock);
     unsigned long now;
     while ((now = atomic_load(&pool.generation)) == seen && !atomic_load(&pool.stopping))
@@ -86,12 +103,7 @@ static void *helper_main(void *arg) {
     for (;;) {
         seen = wait_for_generation(seen);
         if (atomic_load(&pool.stopping)) return NULL;
-        /* Announce first, then look: the caller clears the job, then waits for
-         * active to drain, so the job (on the caller's stack) outlives us. */
-        atomic_fetch_add(&pool.active, 1);
-        job_t *job = atomic_load(&pool.job);
-        if (job) run_chunks(job);
-        atomic_fetch_sub(&pool.active, 1);
+        run_chunks(seen);
     }
 }
 
@@ -153,6 +165,14 @@ int deft_parallel_threads(void) {
     return pool.threads;
 }
 
+/* Wait for the chunks others claimed: poll, then give the core away, since a
+ * helper holding a chunk may be waiting for this very core. */
+static void wait_finished(int64_t n) {
+    deft_spin_t spin = deft_spin_start(DEFT_SPIN_NS);
+    while (atomic_load_explicit(&pool.job.finished, memory_order_acquire) < n)
+        if (!deft_spin_again(&spin)) sched_yield();
+}
+
 void deft_parallel_for(int64_t n, int64_t grain, deft_range_fn fn, void *ctx) {
     if (n <= 0) return;
     if (grain < 1) grain = 1;
@@ -161,19 +181,35 @@ void deft_parallel_for(int64_t n, int64_t grain, deft_range_fn fn, void *ctx) {
         fn(ctx, 0, n);
         return;
     }
-    /* Four chunks per thread balance uneven progress without much claiming. */
-    int64_t chunk = (n + 4 * threads - 1) / (4 * threads);
-    job_t job = {.fn = fn, .ctx = ctx, .n = n, .chunk = chunk < grain ? grain : chunk};
-    atomic_init(&job.cursor, 0);
-    atomic_init(&job.finished, 0);
-    atomic_store(&pool.job, &job);
-    atomic_fetch_add_explicit(&pool.generation, 1, memory_order_release);
+    int64_t chunk = (n + CHUNKS_PER_THREAD * threads - 1) / (CHUNKS_PER_THREAD * threads);
+    job_t *job = &pool.job;
+    unsigned long number = atomic_load_explicit(&pool.generation, memory_order_relaxed) + 1;
+    atomic_store_explicit(&job->fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&job->ctx, ctx, memory_order_relaxed);
+    atomic_store_explicit(&job->n, n, memory_order_relaxed);
+    atomic_store_explicit(&job->chunk, chunk < grain ? grain : chunk, memory_order_relaxed);
+    atomic_store_explicit(&job->finished, 0, memory_order_relaxed);
+    atomic_store(&job->cursor, (unsigned long long)(number & (~0ull >> CHUNK_BITS)) << CHUNK_BITS);
+    atomic_store_explicit(&pool.generation, number, memory_order_release);
     pthread_mutex_lock(&pool.sleep_lock);
     pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.sleep_lock);
-    run_chunks(&job);
-    while (atomic_load_explicit(&job.finished, memory_order_acquire) < n) cpu_relax();
-    atomic_store(&pool.job, NULL);
-    while (atomic_load(&pool.active) != 0) cpu_relax();
+    run_chunks(number);
+    wait_finished(n);
     pthread_mutex_unlock(&pool.busy);
+}
+
+typedef struct pair {
+    deft_task_fn fn[2];
+    void *ctx[2];
+} pair_t;
+
+static void run_pair_range(void *arg, int64_t begin, int64_t end) {
+    const pair_t *p = arg;
+    for (int64_t i = begin; i < end; i++) p->fn[i](p->ctx[i]);
+}
+
+void deft_parallel_pair(deft_task_fn a, void *ctx_a, deft_task_fn b, void *ctx_b) {
+    pair_t p = {{a, b}, {ctx_a, ctx_b}};
+    deft_parallel_for(2, 1, run_pair_range, &p);
 }

@@ -21,15 +21,28 @@ typedef void (*deft_range_fn)(void *ctx, int64_t begin, int64_t end);
  */
 void deft_parallel_for(int64_t n, int64_t grain, deft_range_fn fn, void *ctx);
 
+/*
+ * Fork-join of two independent pieces of work: a(ctx_a) and b(ctx_b), on two
+ * threads when the budget allows (else one after the other on the caller).
+ * Returns when both are done. Worth it when each takes at least a few
+ * microseconds (two branches of a graph: dW and dX of one layer). Each piece
+ * runs wholly on one thread; a nested parallel-for inside runs serially.
+ */
+typedef void (*deft_task_fn)(void *ctx);
+void deft_parallel_pair(deft_task_fn a, void *ctx_a, deft_task_fn b, void *ctx_b);
+
 /* Threads a parallel-for may use: DEFT_NUM_THREADS, or the number of cores. */
 int deft_parallel_threads(void);
 
 /*
  * The thread policy. DEFT_NUM_THREADS is the number of cores deft may keep
- * busy. The engine counts the operations running at once; a kernel that
- * runs alone may use every thread (its own parallel-for, or OpenBLAS's
- * threads for a GEMM), while concurrent operations share them, so engine
- * workers, kernel helpers and OpenBLAS never oversubscribe the cores.
+ * busy, the calling (host) thread included: the engine has one worker fewer
+ * (core/engine/engine.c), and this pool one helper fewer, since the thread
+ * that calls a parallel-for runs chunks too. The engine counts the large
+ * operations running at once; a kernel that runs alone may use every thread
+ * (its own parallel-for, or a GEMM split into row blocks, OpenBLAS itself
+ * being kept to one thread), while concurrent operations share them, so
+ * engine workers, kernel helpers and OpenBLAS never oversubscribe the cores.
  */
 void deft_parallel_op_begin(void);
 void deft_parallel_op_end(void);

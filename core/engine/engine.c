@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <sched.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,17 +25,21 @@
 #include "core/base/profiler.h"
 #include "core/base/records.h"
 #include "core/base/once.h"
+#include "core/base/spin.h"
 #include "core/base/tls.h"
 #include "core/engine/engine_internal.h"
 
 #define MAX_WORKERS 64
-#define SPIN_ROUNDS 4000 /* about 20 us of polling before a worker sleeps */
+/* Bytes that queued operations may hold before a push waits: enough for the
+ * host to run several steps of a large model ahead, little next to memory. */
+#define DEFAULT_MAX_PENDING_BYTES (1L << 30)
 
 static struct {
     deft_once_t config_once;
     bool naive;
     int num_workers;
     long max_pending;
+    long long max_pending_bytes;
 
     pthread_mutex_t lock; /* queues, sleeping, started, stopping, progress waiters */
     pthread_cond_t work;
@@ -46,7 +51,11 @@ static struct {
     bool stopping;
     pthread_t threads[MAX_WORKERS];
 
-    atomic_long pending; /* pushed and not yet finished */
+    atomic_long pending;        /* pushed and not yet finished */
+    atomic_long helped;         /* operations run by threads waiting for all work */
+    atomic_llong pending_bytes; /* their bytes */
+    _Atomic(deft_engine_release_fn) release_hook;
+    _Atomic(deft_engine_reacquire_fn) reacquire_hook;
     atomic_int progress_waiters;
 
     pthread_mutex_t failures_lock;
@@ -68,12 +77,6 @@ static DEFT_TLS_FAST uint32_t tl_thread;
 static DEFT_TLS_FAST engine_op_t *tl_running;          /* the queued operation this thread runs */
 static DEFT_TLS_FAST const engine_op_t *tl_acting_for; /* the operation this thread works inside */
 
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 /* ---- configuration ---- */
 
 static long env_long(const char *name, long fallback, long lo, long hi) {
@@ -93,9 +96,14 @@ static void forget_workers_in_child(void);
 static void configure(void) {
     const char *mode = getenv("DEFT_ENGINE");
     engine.naive = mode && strcmp(mode, "naive") == 0;
+    /* The host thread is busy too (it calls the operators and runs the small
+     * ones itself): one core is left to it. */
+    int threads = deft_parallel_threads();
     engine.num_workers =
-        (int)env_long("DEFT_NUM_THREADS", sysconf(_SC_NPROCESSORS_ONLN), 1, MAX_WORKERS);
+        (int)env_long("DEFT_ENGINE_WORKERS", threads > 1 ? threads - 1 : 1, 1, MAX_WORKERS);
     engine.max_pending = env_long("DEFT_ENGINE_MAX_PENDING", 16384, 1, 1L << 30);
+    engine.max_pending_bytes =
+        env_long("DEFT_ENGINE_MAX_PENDING_BYTES", DEFAULT_MAX_PENDING_BYTES, 1, LONG_MAX);
     pthread_key_create(&engine.thread_key, forget_thread_failures);
     pthread_atfork(park_workers_before_fork, resume_workers_after_fork, forget_workers_in_child);
 }
@@ -121,6 +129,41 @@ long deft_engine_max_pending(void) {
 
 long deft_engine_pending(void) {
     return atomic_load(&engine.pending);
+}
+
+long long deft_engine_max_pending_bytes(void) {
+    ensure_configured();
+    return engine.max_pending_bytes;
+}
+
+long long deft_engine_pending_bytes(void) {
+    return atomic_load(&engine.pending_bytes);
+}
+
+/* ---- blocking, with a binding's hooks around it ---- */
+
+void deft_engine_set_block_hooks(deft_engine_release_fn release,
+                                 deft_engine_reacquire_fn reacquire) {
+    atomic_store(&engine.release_hook, release);
+    atomic_store(&engine.reacquire_hook, reacquire);
+}
+
+typedef struct blocking {
+    deft_engine_reacquire_fn reacquire; /* the pair is read once: a hook changed
+                                           meanwhile never pairs with the other */
+    void *state;
+} blocking_t;
+
+static blocking_t block_begin(void) {
+    deft_engine_release_fn release = atomic_load(&engine.release_hook);
+    blocking_t b = {atomic_load(&engine.reacquire_hook), NULL};
+    if (!release || !b.reacquire) return (blocking_t){NULL, NULL};
+    b.state = release();
+    return b;
+}
+
+static void block_end(blocking_t b) {
+    if (b.reacquire) b.reacquire(b.state);
 }
 
 bool deft_engine_on_worker(void) {
@@ -287,9 +330,15 @@ static engine_op_t *dequeue_locked(void) {
 
 /* ---- running an operation ---- */
 
-static void finish_pending(void) {
+/* A pushed operation of `bytes` finished: wake whoever waits for the engine to
+ * drain, or for room (when this finish brought a bound from full to not). */
+static void finish_pending(size_t bytes) {
+    long long bytes_before = bytes ? atomic_fetch_sub(&engine.pending_bytes, (long long)bytes) : 0;
+    bool room_made = bytes_before >= engine.max_pending_bytes &&
+                     bytes_before - (long long)bytes < engine.max_pending_bytes;
     long left = atomic_fetch_sub(&engine.pending, 1) - 1;
-    if ((left == 0 || left == engine.max_pending - 1) && atomic_load(&engine.progress_waiters)) {
+    if ((left == 0 || left == engine.max_pending - 1 || room_made) &&
+        atomic_load(&engine.progress_waiters)) {
         pthread_mutex_lock(&engine.lock);
         pthread_cond_broadcast(&engine.progress);
         pthread_mutex_unlock(&engine.lock);
@@ -376,8 +425,9 @@ static void execute(engine_op_t *op, ready_list_t *ready) {
     }
     if (op->free_ctx) op->free_ctx(op->ctx);
     complete_vars(op->vars, op->num_reads, n, error, ready);
+    size_t bytes = op->bytes;
     free_op(op);
-    finish_pending();
+    finish_pending(bytes);
 }
 
 /* Run what became ready on this thread when it is cheap (or the engine is
@@ -395,9 +445,9 @@ static void dispatch(ready_list_t *ready) {
 }
 
 static engine_op_t *take_work(void) {
-    for (int spin = 0; spin < SPIN_ROUNDS; spin++) {
-        if (atomic_load_explicit(&engine.queued, memory_order_relaxed) > 0) break;
-        cpu_relax();
+    deft_spin_t spin = deft_spin_start(DEFT_SPIN_NS);
+    while (atomic_load_explicit(&engine.queued, memory_order_relaxed) == 0 &&
+           deft_spin_again(&spin)) {
     }
     pthread_mutex_lock(&engine.lock);
     engine_op_t *op;
@@ -410,28 +460,32 @@ static engine_op_t *take_work(void) {
     return op;
 }
 
+/* Run op, then the first operation it made ready, and so on, as a worker:
+ * the rest of what becomes ready is queued. */
+static void run_chain(engine_op_t *op) {
+    while (op) {
+        ready_list_t ready = {NULL, NULL}, later = {NULL, NULL};
+        execute(op, &ready);
+        op = NULL; /* continue with the first made ready that has work */
+        for (engine_op_t *next; (next = ready_list_pop(&ready)) != NULL;) {
+            if (!next->fn)
+                execute(next, &ready);
+            else if (!op)
+                op = next;
+            else
+                ready_list_add(&later, next);
+        }
+        for (engine_op_t *rest; (rest = ready_list_pop(&later)) != NULL;) schedule(rest);
+    }
+}
+
 static void *worker_main(void *arg) {
     (void)arg;
     tl_worker = true;
-    deft_fpmode_flush_denormals(); /* see core/base/fpmode.h */
+    deft_fpmode_flush_denormals();                     /* see core/base/fpmode.h */
     pthread_setname_np(pthread_self(), "deft engine"); /* named in profiler traces */
     engine_op_t *op;
-    while ((op = take_work()) != NULL) {
-        while (op) {
-            ready_list_t ready = {NULL, NULL}, later = {NULL, NULL};
-            execute(op, &ready);
-            op = NULL; /* continue with the first made ready that has work */
-            for (engine_op_t *next; (next = ready_list_pop(&ready)) != NULL;) {
-                if (!next->fn)
-                    execute(next, &ready);
-                else if (!op)
-                    op = next;
-                else
-                    ready_list_add(&later, next);
-            }
-            for (engine_op_t *rest; (rest = ready_list_pop(&later)) != NULL;) schedule(rest);
-        }
-    }
+    while ((op = take_work()) != NULL) run_chain(op);
     return NULL;
 }
 
@@ -538,14 +592,22 @@ static int collect_vars(const deft_engine_op_desc_t *d, int num_writes, engine_o
     return 0;
 }
 
+static bool full(void) {
+    return atomic_load(&engine.pending) >= engine.max_pending ||
+           atomic_load(&engine.pending_bytes) >= engine.max_pending_bytes;
+}
+
+/* Back-pressure: the host waits while the queue is full (by operations or by
+ * bytes). Workers never wait: the work they push is what empties the queue. */
 static void wait_for_room(void) {
-    if (atomic_load(&engine.pending) < engine.max_pending || tl_worker) return;
+    if (!full() || tl_worker) return;
+    blocking_t b = block_begin();
     atomic_fetch_add(&engine.progress_waiters, 1);
     pthread_mutex_lock(&engine.lock);
-    while (atomic_load(&engine.pending) >= engine.max_pending)
-        pthread_cond_wait(&engine.progress, &engine.lock);
+    while (full()) pthread_cond_wait(&engine.progress, &engine.lock);
     pthread_mutex_unlock(&engine.lock);
     atomic_fetch_sub(&engine.progress_waiters, 1);
+    block_end(b);
 }
 
 /* Whether a variable is listed twice among the reads and the first num_writes
@@ -668,11 +730,13 @@ int deft_engine_push(const deft_engine_op_desc_t *d) {
     op->small = d->small;
     op->thread = this_thread();
     op->device = d->device;
+    op->bytes = d->bytes;
     int n = op->num_reads + op->num_writes;
     atomic_init(&op->wait, n + 1);
 
     if (!d->never_block) wait_for_room();
     atomic_fetch_add(&engine.pending, 1);
+    if (op->bytes) atomic_fetch_add(&engine.pending_bytes, (long long)op->bytes);
     ready_list_t ready = {NULL, NULL};
     for (int i = 0; i < n; i++) var_append(&op->vars[i], &ready);
     op_dependency_met(op, &ready); /* the hold taken while registering */
@@ -740,9 +804,11 @@ static int wait_var(deft_var_t *var, wait_mode_t mode) {
         else
             d.reads = &var, d.num_reads = 1;
         if (deft_engine_push(&d)) return -1;
+        blocking_t b = block_begin();
         pthread_mutex_lock(&s.lock);
         while (!s.done) pthread_cond_wait(&s.cond, &s.lock);
         pthread_mutex_unlock(&s.lock);
+        block_end(b);
         pthread_mutex_destroy(&s.lock);
         pthread_cond_destroy(&s.cond);
     }
@@ -775,13 +841,41 @@ void deft_engine_overwritten(deft_var_t *var) {
     var_clear_error(var);
 }
 
+/*
+ * While it waits for all work, the calling thread runs queued operations as a
+ * worker would: its core would idle otherwise (the engine leaves one core to
+ * it), and so independent operations still run two at a time with one
+ * worker. Only there: a wait for all work wants everything done anyway, and
+ * its caller holds no lock (a push waiting for room may hold one that a
+ * queued operation takes).
+ */
+static void help_while_waiting(void) {
+    while (atomic_load(&engine.pending) != 0 && atomic_load(&engine.queued) > 0) {
+        pthread_mutex_lock(&engine.lock);
+        engine_op_t *op = dequeue_locked();
+        pthread_mutex_unlock(&engine.lock);
+        if (!op) return;
+        tl_worker = true; /* what it pushes never waits; it waits for nothing */
+        run_chain(op);
+        tl_worker = false;
+        atomic_fetch_add_explicit(&engine.helped, 1, memory_order_relaxed);
+    }
+}
+
+long deft_engine_helped(void) {
+    return atomic_load(&engine.helped);
+}
+
 static void wait_idle(void) {
     if (atomic_load(&engine.pending) == 0) return;
+    blocking_t b = block_begin();
+    help_while_waiting();
     atomic_fetch_add(&engine.progress_waiters, 1);
     pthread_mutex_lock(&engine.lock);
     while (atomic_load(&engine.pending) != 0) pthread_cond_wait(&engine.progress, &engine.lock);
     pthread_mutex_unlock(&engine.lock);
     atomic_fetch_sub(&engine.progress_waiters, 1);
+    block_end(b);
 }
 
 bool deft_engine_inside_work(void) {
@@ -869,6 +963,7 @@ static void forget_workers_in_child(void) {
     engine.head[0] = engine.head[1] = engine.tail[0] = engine.tail[1] = NULL;
     atomic_store(&engine.queued, 0);
     atomic_store(&engine.pending, 0);
+    atomic_store(&engine.pending_bytes, 0);
     atomic_store(&engine.progress_waiters, 0);
     engine.sleeping = 0;
     engine.started = 0;

@@ -18,6 +18,7 @@
 #define DEFT_CORE_ENGINE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/base/device.h"
@@ -57,14 +58,17 @@ typedef struct deft_engine_op_desc {
     /* The last num_fresh_writes writes are variables the pusher just made and
      * nobody else can see yet: run_now needs no locking for them. */
     int num_fresh_writes;
+    /* Bytes of the arrays the operation reads and writes, which a queued
+     * operation keeps alive: counted against DEFT_ENGINE_MAX_PENDING_BYTES. */
+    size_t bytes;
 } deft_engine_op_desc_t;
 
 /*
  * Schedule an operation. A variable listed twice, or as both read and
  * written, counts once (as written). A small one pushed from outside the
  * workers whose variables are free runs before this returns (as
- * deft_engine_run_now). Blocks while too many operations are pending
- * (back-pressure), except on worker threads. On failure (out of memory)
+ * deft_engine_run_now). Blocks while too many operations, or too many of
+ * their bytes, are pending (back-pressure), except on worker threads. On failure (out of memory)
  * nothing is scheduled and ctx is freed.
  */
 int deft_engine_push(const deft_engine_op_desc_t *desc);
@@ -94,7 +98,8 @@ int deft_engine_wait_to_overwrite(deft_var_t *var);
 void deft_engine_overwritten(deft_var_t *var);
 
 /*
- * Block until nothing is pending. -1 when work pushed by this thread failed
+ * Block until nothing is pending, running queued operations on this thread
+ * meanwhile. -1 when work pushed by this thread failed
  * since its last wait-all: the first failure's message, and how many more
  * there were. Other threads' failures are theirs; arrays keep their failures.
  */
@@ -126,5 +131,26 @@ int deft_engine_num_workers(void);
 long deft_engine_max_pending(void);
 /* Operations pushed and not yet finished. */
 long deft_engine_pending(void);
+/* Queued operations that a thread waiting for all work ran itself (for tests). */
+long deft_engine_helped(void);
+/* The bound on pending operations' bytes (DEFT_ENGINE_MAX_PENDING_BYTES): a
+ * push waits while the queued operations hold this many bytes or more, so one
+ * operation larger than the bound still runs, alone. */
+long long deft_engine_max_pending_bytes(void);
+/* Bytes (deft_engine_op_desc_t.bytes) of the operations pushed and not yet finished. */
+long long deft_engine_pending_bytes(void);
+
+/*
+ * Called around every place where a thread outside the workers may sleep
+ * waiting for the engine (back-pressure, a wait for a variable, a wait for
+ * all work): `release` before, `reacquire(what release returned)` after. A
+ * language binding lets its interpreter run meanwhile (Python's GIL). Both
+ * NULL: none. A push that may block must not be made while holding a lock
+ * that a thread holding the binding's lock may take (else mark it never_block).
+ */
+typedef void *(*deft_engine_release_fn)(void);
+typedef void (*deft_engine_reacquire_fn)(void *state);
+void deft_engine_set_block_hooks(deft_engine_release_fn release,
+                                 deft_engine_reacquire_fn reacquire);
 
 #endif

@@ -39,6 +39,7 @@ struct engine_op {
     const char *name, *origin;
     int priority;
     bool small;
+    size_t bytes;    /* counted in the engine's pending bytes until it finishes */
     uint32_t thread; /* the thread its failure is reported to (see deft_engine_wait_all) */
     deft_device_t device;
     atomic_int wait; /* dependencies not yet satisfied, plus one held by push */

@@ -19,7 +19,12 @@
 #include <string.h>
 
 /* Kernel calls moving fewer bytes than this run on the calling thread when
- * ready: cheaper than waking a worker (see bench/bench_engine.c). */
+ * ready: cheaper than waking a worker (see bench/bench_engine.c). Larger is
+ * not better: a chain of calls that ends in a wait gains from running inline
+ * (ten calls on 128 KiB: 13 us inline, 29 us queued), but a host thread that
+ * is the bottleneck (Python) loses the overlap: at 256 KiB the demo MLP's
+ * eager step was about 10% slower (alternating runs on 2 cores), its
+ * optimizer updates having moved onto the Python thread. */
 #define INLINE_BYTES (64 * 1024)
 
 typedef struct invoke_call {
@@ -210,7 +215,7 @@ static void describe(invoke_call_t *call, deft_var_t **reads, deft_var_t **write
     bool cheap = bytes < INLINE_BYTES || call->device.type == DEFT_DEV_GPU;
     /* Field by field: a compound literal first zeroes the whole struct (rep stos,
      * dear on every call), then writes it again. A new field must be set here. */
-    _Static_assert(sizeof(void *) != 8 || sizeof(deft_engine_op_desc_t) == 96,
+    _Static_assert(sizeof(void *) != 8 || sizeof(deft_engine_op_desc_t) == 104,
                    "describe sets every field");
     desc->fn = call_run;
     desc->free_ctx = NULL;
@@ -228,6 +233,7 @@ static void describe(invoke_call_t *call, deft_var_t **reads, deft_var_t **write
     desc->device = call->device;
     desc->never_block = false;
     desc->num_fresh_writes = fresh;
+    desc->bytes = bytes;
 }
 
 /*

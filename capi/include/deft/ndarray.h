@@ -196,6 +196,30 @@ DEFT_API int DeftWaitAll(void);
  */
 DEFT_API int DeftShutdown(void);
 
+/** Called before a thread sleeps waiting for the engine (see DeftSetBlockingHooks()). */
+typedef void *(*DeftBlockingReleaseFn)(void);
+/** Called after that sleep with what the release function returned. */
+typedef void (*DeftBlockingReacquireFn)(void *state);
+
+/**
+ * @brief Functions called around every wait for the engine, for a binding
+ *        whose interpreter has a global lock (Python's GIL).
+ *
+ * A thread may sleep waiting for the engine inside many calls: a push that
+ * waits for room in the queue (back-pressure, see DEFT_ENGINE_MAX_PENDING and
+ * DEFT_ENGINE_MAX_PENDING_BYTES), a wait for an array, a wait for all work.
+ * Before it sleeps it calls @p release (on the thread that will sleep) and,
+ * after, @p reacquire with what @p release returned; so other interpreter
+ * threads run meanwhile, and so do custom operators' callbacks that need the
+ * interpreter. @p release decides whether it has anything to give up (Python's
+ * checks whether the thread holds the GIL). Engine worker threads never call
+ * them.
+ * @param release called before sleeping; its result goes to @p reacquire.
+ * @param reacquire called after sleeping.
+ * @return 0; -1 when exactly one of the two is NULL. Both NULL: no hooks.
+ */
+DEFT_API int DeftSetBlockingHooks(DeftBlockingReleaseFn release, DeftBlockingReacquireFn reacquire);
+
 /**
  * @brief Release the caller's reference to an array.
  *

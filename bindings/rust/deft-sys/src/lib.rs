@@ -77,6 +77,10 @@ pub struct DeftCustomOpCallbacks {
     pub user: *mut c_void,
     pub release: Option<unsafe extern "C" fn(user: *mut c_void)>,
 }
+/// Called before a thread sleeps waiting for the engine (DeftSetBlockingHooks).
+pub type DeftBlockingReleaseFn = Option<unsafe extern "C" fn() -> *mut c_void>;
+/// Called after that sleep with what the release function returned.
+pub type DeftBlockingReacquireFn = Option<unsafe extern "C" fn(state: *mut c_void)>;
 /// A DLPack tensor (dlpack/dlpack.h); deft only passes pointers to it.
 #[repr(C)]
 pub struct DLManagedTensor {
@@ -188,6 +192,10 @@ extern "C" {
     pub fn DeftNDArrayWaitToWrite(handle: DeftNDArrayHandle) -> c_int;
     pub fn DeftWaitAll() -> c_int;
     pub fn DeftShutdown() -> c_int;
+    pub fn DeftSetBlockingHooks(
+        release: DeftBlockingReleaseFn,
+        reacquire: DeftBlockingReacquireFn,
+    ) -> c_int;
     pub fn DeftNDArrayFree(handle: DeftNDArrayHandle) -> c_int;
     pub fn DeftNDArrayLoad(
         path: *const c_char,
