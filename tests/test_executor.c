@@ -2,6 +2,12 @@
 /* The executor: results equal imperative invoke, with and without memory planning. */
 #include "symbol_helpers.h"
 
+#include <stdatomic.h>
+#include <time.h>
+
+#include "capi/src/api.h"
+#include "core/engine/engine.h"
+
 #include "core/op/op.h"
 
 static DeftNDArrayHandle run1(DeftCachedOpHandle op, int nin, DeftNDArrayHandle *in) {
@@ -533,6 +539,51 @@ START_TEST(test_executor_plan_cache_is_bounded_and_released) {
 }
 END_TEST
 
+static atomic_int run_gate_open;
+
+static int wait_for_run_gate(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 100000 && !atomic_load(&run_gate_open); i++)
+        nanosleep(&(struct timespec){0, 100000}, NULL);
+    return 0;
+}
+
+/* A graph run queued behind a write of its input counts its arrays' bytes
+ * (1 MiB in, 1 MiB out) against the engine's bound, as an operator call
+ * does; it used to count none, so queued graph runs escaped the bound. */
+START_TEST(test_queued_runs_count_their_bytes) {
+    if (deft_engine_is_naive()) return; /* the gate would run inline, before the run is queued */
+    atomic_store(&run_gate_open, 0);
+    DeftNDArrayHandle x = call1("_zeros", 0, NULL, P("shape", "(262144,)"));
+    deft_ndarray_t *arr;
+    ck_assert_ok(api_ndarray(x, "x", &arr));
+    deft_engine_op_desc_t gate = {.fn = wait_for_run_gate,
+                                  .writes = &arr->var,
+                                  .num_writes = 1,
+                                  .name = "gate",
+                                  .origin = "test"};
+    ck_assert_int_eq(deft_engine_push(&gate), 0);
+    DeftSymbolHandle v = var("x"), y = apply("_plus_scalar", "y", 1, &v, P("scalar", "1"));
+    DeftCachedOpHandle exec;
+    ck_assert_ok(DeftCachedOpCreate(y, 0, &exec));
+    DeftNDArrayHandle out = NULL;
+    int nout = 1;
+    ck_assert_ok(DeftCachedOpInvoke(exec, 1, &x, &nout, &out));
+    long long queued = deft_engine_pending_bytes();
+    atomic_store(&run_gate_open, 1);
+    ck_assert_int_ge(queued, 2 << 20);
+    int64_t n;
+    double *values = read_all(out, &n);
+    ck_assert_double_eq(values[0], 1);
+    ck_assert_double_eq(values[n - 1], 1);
+    free(values);
+    ck_assert_ok(DeftCachedOpFree(exec));
+    ck_assert_ok(DeftSymbolFree(y));
+    ck_assert_ok(DeftSymbolFree(v));
+    free_all(2, (DeftNDArrayHandle[]){x, out});
+}
+END_TEST
+
 static Suite *executor_suite(void) {
     Suite *suite = suite_create("executor");
     TCase *tc = tcase_create("executor");
@@ -544,6 +595,7 @@ static Suite *executor_suite(void) {
     tcase_add_test(tc, test_plan_memory_pass);
     tcase_add_test(tc, test_kernels_know_which_outputs_are_read);
     tcase_add_test(tc, test_executor_plan_cache_is_bounded_and_released);
+    tcase_add_test(tc, test_queued_runs_count_their_bytes);
     suite_add_tcase(suite, tc);
     TCase *large = tcase_create("large graphs");
     tcase_set_timeout(large, 300);

@@ -162,6 +162,8 @@ static int push_run(run_t *r, deft_ndarray_t *const *in, deft_ndarray_t **out) {
     }
     deft_var_t **reads = vars, **writes = vars + nin;
     int nreads = 0, nwrites = 0;
+    size_t bytes = deft_cached_plan_arena_bytes(r->plan); /* what a queued run keeps alive */
+    for (int i = 0; i < nin + nout; i++) bytes += deft_tensor_nbytes(&r->arrays[i]->tensor);
     for (int i = 0; i < nin; i++) {
         if (deft_cached_op_input_written(op, i))
             writes[nwrites++] = in[i]->var;
@@ -183,7 +185,8 @@ static int push_run(run_t *r, deft_ndarray_t *const *in, deft_ndarray_t **out) {
                                   .name = "CachedOp",
                                   .origin = "DeftCachedOpInvoke",
                                   .small = deft_cached_plan_arena_bytes(r->plan) < 64 * 1024 &&
-                                           !deft_cached_op_blocking(op)};
+                                           !deft_cached_op_blocking(op),
+                                  .bytes = bytes};
     int status = deft_engine_push(&desc);
     for (int o = 0; o < nout; o++) {
         if (status) {

@@ -384,6 +384,7 @@ static int push(run_t *r) {
                                   .name = "DeferredCompute",
                                   .origin = "deferred compute",
                                   .small = r->bytes < 64 * 1024 && !r->plan->blocking,
+                                  .bytes = r->bytes,
                                   .never_block = true};
     return deft_engine_push(&desc);
 }

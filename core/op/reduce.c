@@ -502,9 +502,10 @@ static void reduce_in_place(deft_reduce_kind_t kind, const deft_tensor_t *x, con
     int64_t units = outer;
     deft_range_fn fn = reduce_spans;
     int64_t per_unit = span;
+    bool serial = outer * span < DEFT_PARALLEL_GRAIN; /* one thread's work: no pool */
     if (!l->inner_reduced) { /* narrower blocks where too few would keep threads idle */
         int64_t width = l->kept[0].len, rows = outer / width,
-                min_units = 2 * deft_parallel_threads();
+                min_units = serial ? 1 : 2 * deft_parallel_threads();
         c.block = COLUMN_BLOCK;
         while (c.block > 64 && rows * ((width + c.block - 1) / c.block) < min_units) c.block /= 2;
         c.blocks = (width + c.block - 1) / c.block;
@@ -513,7 +514,7 @@ static void reduce_in_place(deft_reduce_kind_t kind, const deft_tensor_t *x, con
         fn = reduce_columns;
     }
     int64_t grain = DEFT_PARALLEL_GRAIN / (per_unit ? per_unit : 1);
-    if (outer * span < DEFT_PARALLEL_GRAIN)
+    if (serial)
         fn(&c, 0, units);
     else
         deft_parallel_for(units, grain < 1 ? 1 : grain, fn, &c);
