@@ -59,17 +59,25 @@ static struct {
     .wake = PTHREAD_COND_INITIALIZER,
 };
 
-/* Run chunks of job number `number` until none is left (or it is over). */
+/* Run chunks of job number `number` until none is left (or it is over).
+ *
+ * A helper late for its job may read the description while the next job's
+ * is being written, a mix of both. The caller closes the cursor before it
+ * writes a description (deft_parallel_for), and the fence below pairs with
+ * its release fence: if any field read here is the next job's, the closing
+ * happened before the claim, and the claim fails. */
 static void run_chunks(unsigned long number) {
     job_t *job = &pool.job;
+    unsigned long long tag = (unsigned long long)(number & (~0ull >> CHUNK_BITS)) << CHUNK_BITS;
+    unsigned long long cursor = atomic_load_explicit(&job->cursor, memory_order_acquire);
+    if ((cursor & ~CHUNK_MASK) != tag) return; /* another job's: ours is over */
     deft_range_fn fn = atomic_load_explicit(&job->fn, memory_order_relaxed);
     void *ctx = atomic_load_explicit(&job->ctx, memory_order_relaxed);
     int64_t n = atomic_load_explicit(&job->n, memory_order_relaxed);
     int64_t chunk = atomic_load_explicit(&job->chunk, memory_order_relaxed);
-    unsigned long long tag = (unsigned long long)(number & (~0ull >> CHUNK_BITS)) << CHUNK_BITS;
-    unsigned long long cursor = atomic_load(&job->cursor);
+    atomic_thread_fence(memory_order_acquire);
     for (;;) {
-        if ((cursor & ~CHUNK_MASK) != tag) return; /* another job's: ours is over */
+        if ((cursor & ~CHUNK_MASK) != tag || (cursor & CHUNK_MASK) == CHUNK_MASK) return;
         int64_t begin = (int64_t)(cursor & CHUNK_MASK) * chunk;
         if (begin >= n) return;
         if (!atomic_compare_exchange_weak(&job->cursor, &cursor, cursor + 1)) continue;
@@ -184,12 +192,16 @@ void deft_parallel_for(int64_t n, int64_t grain, deft_range_fn fn, void *ctx) {
     int64_t chunk = (n + CHUNKS_PER_THREAD * threads - 1) / (CHUNKS_PER_THREAD * threads);
     job_t *job = &pool.job;
     unsigned long number = atomic_load_explicit(&pool.generation, memory_order_relaxed) + 1;
+    unsigned long long tag = (unsigned long long)(number & (~0ull >> CHUNK_BITS)) << CHUNK_BITS;
+    /* Closed (no chunk can be claimed) before the description changes: see run_chunks. */
+    atomic_store_explicit(&job->cursor, tag | CHUNK_MASK, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
     atomic_store_explicit(&job->fn, fn, memory_order_relaxed);
     atomic_store_explicit(&job->ctx, ctx, memory_order_relaxed);
     atomic_store_explicit(&job->n, n, memory_order_relaxed);
     atomic_store_explicit(&job->chunk, chunk < grain ? grain : chunk, memory_order_relaxed);
     atomic_store_explicit(&job->finished, 0, memory_order_relaxed);
-    atomic_store(&job->cursor, (unsigned long long)(number & (~0ull >> CHUNK_BITS)) << CHUNK_BITS);
+    atomic_store_explicit(&job->cursor, tag, memory_order_release); /* open */
     atomic_store_explicit(&pool.generation, number, memory_order_release);
     pthread_mutex_lock(&pool.sleep_lock);
     pthread_cond_broadcast(&pool.wake);
