@@ -148,12 +148,11 @@ static int finish(deft_node_t *node, deft_record_t *rec, bool leaf) {
     } else {
         sign_word(&s, (uint64_t)(uintptr_t)node->op);
         sign_word(&s, (uint64_t)node->num_inputs | (uint64_t)node->num_outputs << 16 | where);
-        int *in_entry = cut.in_entry + cut.num_inputs, *row_ptr = cut.row_ptr;
-        int *consumers = cut.consumers;
+        int *row_ptr = cut.row_ptr, *consumers = cut.consumers;
         for (int k = 0; k < node->num_inputs; k++) {
             int src = deft_record_of(node->inputs[k].node)->walk_id;
             int e = row_ptr[src] + node->inputs[k].index;
-            in_entry[k] = e;
+            cut.in_entry[cut.num_inputs + k] = e; /* indexed: the list is NULL until an input */
             consumers[src]++;
             sign_word(&s, (uint64_t)e << 1 | (rec->save_in >> k & 1));
         }
