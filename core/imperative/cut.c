@@ -46,20 +46,21 @@ static int reserve_nodes(int need) {
     return 0;
 }
 
-static int reserve_inputs(int need) {
-    if (need <= cap_inputs) return 0;
-    int cap = next_cap(cap_inputs, need);
-    if (resize(&cut.in_entry, cap, sizeof *cut.in_entry)) return oom();
-    cap_inputs = cap;
+/* Room for `need` items of `size` bytes in *table, whose capacity is *cap. */
+static int reserve(void *table, int *cap, int need, size_t size) {
+    if (need <= *cap) return 0;
+    int grown = next_cap(*cap, need);
+    if (resize(table, grown, size)) return oom();
+    *cap = grown;
     return 0;
 }
 
+static int reserve_inputs(int need) {
+    return reserve(&cut.in_entry, &cap_inputs, need, sizeof *cut.in_entry);
+}
+
 static int reserve_sig(int need) {
-    if (need <= cap_sig) return 0;
-    int cap = next_cap(cap_sig, need);
-    if (resize(&cut.sig, cap, sizeof *cut.sig)) return oom();
-    cap_sig = cap;
-    return 0;
+    return reserve(&cut.sig, &cap_sig, need, sizeof *cut.sig);
 }
 
 static inline void put(uint64_t w) {
