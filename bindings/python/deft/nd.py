@@ -6,25 +6,28 @@ taking Python values (numbers, bools, tuples, None, dtype names), and the
 docstring lists what the registry says of each. Operators whose names start
 with an underscore are in ``deft.nd._internal``.
 """
-import inspect
-import numbers
-import sys
-import types
+# Imports are underscored: the module's public names are its operators and
+# the creation functions, as dir(deft.nd) shows them.
+import inspect as _inspect
+import numbers as _numbers
+import sys as _sys
+import types as _types
 
-from ._lib import DTYPE_NAMES, cpu, dtype_code, lib
-from .ndarray import (NDArray, arange, array, empty, from_dlpack, full, invoke, ones,  # noqa: F401
-                      ones_like, op_handle, waitall, zeros, zeros_like)
+from ._lib import DTYPE_NAMES as _DTYPE_NAMES, cpu as _cpu, dtype_code as _dtype_code, lib as _lib
+from .ndarray import (NDArray, arange, array, empty, from_dlpack, full, ones,  # noqa: F401
+                      ones_like, waitall, zeros, zeros_like)
+from .ndarray import invoke as _invoke, op_handle as _op_handle
 from .serialize import load, load_frombuffer, save  # noqa: F401
 
-_internal = types.ModuleType(__name__ + "._internal", "Operators named with a leading underscore.")
-random = types.ModuleType(__name__ + ".random", "Random arrays (seed with deft.random.seed).")
+_internal = _types.ModuleType(__name__ + "._internal", "Operators named with a leading underscore.")
+random = _types.ModuleType(__name__ + ".random", "Random arrays (seed with deft.random.seed).")
 
 
 def _describe(name):
-    op = op_handle(name)
-    _, description = lib.DeftOpGetInfo(op)
-    low, high, input_names = lib.DeftOpGetInputs(op)
-    params = [lib.DeftOpGetParam(op, i) for i in range(lib.DeftOpGetNumParams(op))]
+    op = _op_handle(name)
+    _, description = _lib.DeftOpGetInfo(op)
+    low, high, input_names = _lib.DeftOpGetInputs(op)
+    params = [_lib.DeftOpGetParam(op, i) for i in range(_lib.DeftOpGetNumParams(op))]
     return description, low, high, input_names, params
 
 
@@ -32,9 +35,29 @@ def _make_function(name):
     description, low, high, input_names, params = _describe(name)
     param_names = {p[0] for p in params}
     variadic = high > len(input_names)
+    kinds = _inspect.Parameter
+    # an input named like the `out` keyword (a backward operator's "out") is positional only
+    positional = variadic or "out" in input_names
+    keyword = [p for p in params if p[0] not in input_names and p[0] != "out"]
+    # After a fixed list of inputs, positional values are parameters in the
+    # registry's order (nd.clip(x, -1, 1)), as far as a signature allows:
+    # a required parameter cannot follow one with a default.
+    by_position = [] if positional else _positional_prefix(keyword)
 
     def call(*inputs, out=None, **kwargs):
         inputs = list(inputs)
+        if variadic and len(inputs) == 1 and _is_array_list(inputs[0]):
+            inputs = list(inputs[0])  # nd.stack([x, y]): a list of arrays is the inputs
+        extra = inputs[len(input_names):] if not positional else []
+        if len(extra) > len(by_position):
+            raise TypeError(f"{name}() takes {len(input_names)} inputs and "
+                            f"{len(by_position)} positional parameters, got {len(inputs)} "
+                            f"positional arguments")
+        del inputs[len(inputs) - len(extra):]
+        for (pname, *_), value in zip(by_position, extra):
+            if pname in kwargs:
+                raise TypeError(f"{name}() got parameter '{pname}' twice")
+            kwargs[pname] = value
         for i, input_name in enumerate(input_names):
             if input_name in kwargs and input_name not in param_names:
                 if i < len(inputs):
@@ -49,7 +72,7 @@ def _make_function(name):
         for i, x in enumerate(inputs):
             if not isinstance(x, NDArray):
                 inputs[i] = array(x)
-        return invoke(name, inputs, kwargs, out)
+        return _invoke(name, inputs, kwargs, out)
 
     call.__name__ = call.__qualname__ = name
     lines = [description, ""]
@@ -59,17 +82,31 @@ def _make_function(name):
         text = f"    {pname} ({ptype}" + (f", default {default})" if default else ", required)")
         lines.append(text + f": {doc}")
     call.__doc__ = "\n".join(lines)
-    kinds = inspect.Parameter
-    # an input named like the `out` keyword (a backward operator's "out") is positional only
-    positional = variadic or "out" in input_names
     sig = [kinds("inputs", kinds.VAR_POSITIONAL)] if positional else [
         kinds(n, kinds.POSITIONAL_OR_KEYWORD) for n in input_names]
-    sig += [kinds(p[0], kinds.KEYWORD_ONLY,
-                  default=_default_value(p[1], p[2]) if p[2] else inspect.Parameter.empty)
-            for p in params if p[0] not in input_names and p[0] != "out"]
+    sig += [kinds(p[0], kinds.POSITIONAL_OR_KEYWORD if p in by_position else kinds.KEYWORD_ONLY,
+                  default=_default_value(p[1], p[2]) if p[2] else kinds.empty)
+            for p in keyword]
     sig.append(kinds("out", kinds.KEYWORD_ONLY, default=None))
-    call.__signature__ = inspect.Signature(sig)
+    call.__signature__ = _inspect.Signature(sig)
     return call
+
+
+def _positional_prefix(params):
+    """The leading parameters that may be given by position: up to the first
+    required one that follows one with a default."""
+    prefix, defaulted = [], False
+    for p in params:
+        if defaulted and not p[2]:
+            break
+        defaulted |= bool(p[2])
+        prefix.append(p)
+    return prefix
+
+
+def _is_array_list(value):
+    return isinstance(value, (list, tuple)) and bool(value) and all(
+        isinstance(v, NDArray) for v in value)
 
 
 def _default_value(kind, text):
@@ -95,7 +132,7 @@ def _default_value(kind, text):
 
 def _add_operator(name):
     """The function for operator `name`, in this module or in _internal."""
-    module = sys.modules[__name__]
+    module = _sys.modules[__name__]
     fn = _make_function(name)
     if name.startswith("_"):
         setattr(_internal, name, fn)
@@ -104,7 +141,7 @@ def _add_operator(name):
 
 
 def _generate():
-    for name in lib.DeftListOperators():
+    for name in _lib.DeftListOperators():
         _add_operator(name)
 
 
@@ -113,27 +150,27 @@ _generate()
 
 def _uniform(low=0.0, high=1.0, shape=(1,), dtype=None, device=None):
     """Samples from [low, high), uniformly (on `device`, the CPU by default)."""
-    return invoke("_random_uniform", (), {"low": low, "high": high, "shape": _shape(shape),
-                                          "dtype": _dtype_name(dtype), "ctx": repr(device or cpu())})
+    return _invoke("_random_uniform", (), {"low": low, "high": high, "shape": _shape(shape),
+                                          "dtype": _dtype_name(dtype), "ctx": repr(device or _cpu())})
 
 
 def _normal(loc=0.0, scale=1.0, shape=(1,), dtype=None, device=None):
     """Samples from a normal distribution of mean `loc` and deviation `scale`."""
-    return invoke("_random_normal", (), {"loc": loc, "scale": scale, "shape": _shape(shape),
-                                         "dtype": _dtype_name(dtype), "ctx": repr(device or cpu())})
+    return _invoke("_random_normal", (), {"loc": loc, "scale": scale, "shape": _shape(shape),
+                                         "dtype": _dtype_name(dtype), "ctx": repr(device or _cpu())})
 
 
 def _seed(value):
     """Seed deft's random number generator (results repeat for the same seed)."""
-    lib.DeftRandomSeed(int(value))
+    _lib.DeftRandomSeed(int(value))
 
 
 def _shape(shape):
-    return (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+    return (shape,) if isinstance(shape, _numbers.Integral) else tuple(shape)
 
 
 def _dtype_name(dtype):
-    return DTYPE_NAMES[dtype_code(dtype)]
+    return _DTYPE_NAMES[_dtype_code(dtype)]
 
 
 random.uniform, random.normal, random.seed = _uniform, _normal, _seed

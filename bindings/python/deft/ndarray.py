@@ -189,6 +189,10 @@ class NDArray:
         return int(self.item())
 
     def __bool__(self):
+        if self.size != 1:
+            raise ValueError("The truth value of an array with more than one element is "
+                             "ambiguous. Use a.any() or a.all()" if self.size else
+                             "The truth value of an empty array is ambiguous")
         return bool(self.item())
 
     def __index__(self):
@@ -266,6 +270,10 @@ class NDArray:
         return invoke("transpose", (self,), {"axes": axes})
 
     def flatten(self):
+        """(batch, features): every axis after the first collapsed into one, as
+        MXNet's flatten; a 1-D array stays as it is, a scalar becomes (1,)."""
+        if self.ndim < 2:
+            return self.reshape(self.size)
         return invoke("Flatten", (self,))
 
     def expand_dims(self, axis):
@@ -287,6 +295,18 @@ class NDArray:
 
     def min(self, axis=None, keepdims=False):
         return invoke("min", (self,), _axis_params(axis, keepdims))
+
+    def any(self, axis=None, keepdims=False):
+        """Whether any element (along `axis`) is nonzero, as a uint8 array of 0 and 1."""
+        return self._truth("max", axis, keepdims)
+
+    def all(self, axis=None, keepdims=False):
+        """Whether every element (along `axis`) is nonzero, as a uint8 array of 0 and 1."""
+        return self._truth("min", axis, keepdims)
+
+    def _truth(self, reduce, axis, keepdims):
+        nonzero = _scalar_op("_not_equal_scalar", self, 0) if self.dtype != "bool" else self
+        return invoke(reduce, (nonzero.astype("uint8"),), _axis_params(axis, keepdims))
 
     def argmax(self, axis=None, keepdims=False):
         return invoke("argmax", (self,), {"axis": axis, "keepdims": keepdims})
