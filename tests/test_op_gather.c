@@ -186,6 +186,40 @@ START_TEST(test_nd_examples_and_errors) {
 }
 END_TEST
 
+/* _scatter_set_nd: a new array or data itself written, and the value checked against indices. */
+START_TEST(test_scatter_set_nd_writes_the_addressed_slices) {
+    DeftNDArrayHandle data = make(DEFT_FLOAT32, 2, SHAPE(3, 2), VALUES(1, 2, 3, 4, 5, 6));
+    DeftNDArrayHandle rows = make(DEFT_INT64, 2, SHAPE(1, 2), VALUES(-1, 0)); /* rows 2 and 0 */
+    DeftNDArrayHandle value = make(DEFT_FLOAT32, 2, SHAPE(2, 2), VALUES(7, 8, 9, 10));
+    DeftNDArrayHandle fresh =
+        call1("_scatter_set_nd", 3, ((DeftNDArrayHandle[]){data, value, rows}), NO_PARAMS);
+    assert_values(fresh, 6, VALUES(9, 10, 3, 4, 7, 8), 0);
+    assert_values(data, 6, VALUES(1, 2, 3, 4, 5, 6), 0); /* untouched: the result is new */
+    DeftNDArrayHandle cells = make(DEFT_INT32, 2, SHAPE(2, 2), VALUES(1, 2, 1, 0));
+    DeftNDArrayHandle two = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(-1, -2));
+    int nout = 1;
+    ck_assert_int_eq(call("_scatter_set_nd", 3, ((DeftNDArrayHandle[]){data, two, cells}), &nout,
+                          &data, NO_PARAMS),
+                     0);
+    assert_values(data, 6, VALUES(1, 2, 3, -1, -2, 6), 0); /* in place: (1, 1) and (2, 0) */
+    ck_assert_call_fails("_scatter_set_nd", 3, ((DeftNDArrayHandle[]){data, two, rows}), NO_PARAMS,
+                         DEFT_ERROR_VALUE,
+                         "operator '_scatter_set_nd': input 1 (value) has shape (2,), expected "
+                         "(2,2): the slices the indices address");
+    DeftNDArrayHandle doubles = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(1, 2));
+    ck_assert_call_fails("_scatter_set_nd", 3, ((DeftNDArrayHandle[]){data, doubles, cells}),
+                         NO_PARAMS, DEFT_ERROR_TYPE,
+                         "input 1 (value) is float64, expected float32 like data");
+    DeftNDArrayHandle far = make(DEFT_INT64, 2, SHAPE(1, 1), VALUES(3));
+    DeftNDArrayHandle one = make(DEFT_FLOAT32, 2, SHAPE(1, 2), VALUES(0, 0));
+    ck_assert_run_fails("_scatter_set_nd", 3, ((DeftNDArrayHandle[]){data, one, far}), NO_PARAMS,
+                        DEFT_ERROR_INDEX,
+                        "operator '_scatter_set_nd': input 2 (indices) has 3 at position 0, "
+                        "expected a whole number in [-3, 2]");
+    free_all(9, (DeftNDArrayHandle[]){data, rows, value, fresh, cells, two, doubles, far, one});
+}
+END_TEST
+
 /* MXNet's slice_like examples, and its errors. */
 START_TEST(test_slice_like_examples_and_errors) {
     double x[12];
@@ -233,6 +267,7 @@ static Suite *gather_suite(void) {
     tcase_add_test(tc, test_pick_examples_and_errors);
     tcase_add_loop_test(tc, test_gather_nd_and_scatter_nd_match_loops, 0, 2);
     tcase_add_test(tc, test_nd_examples_and_errors);
+    tcase_add_test(tc, test_scatter_set_nd_writes_the_addressed_slices);
     tcase_add_test(tc, test_slice_like_examples_and_errors);
     suite_add_tcase(suite, tc);
     return suite;

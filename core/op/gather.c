@@ -246,9 +246,9 @@ static int scatter_like_infer(const deft_op_t *op, const deft_param_value_t *p, 
     return infer_scatter_into(op, in, &in[2].shape, out);
 }
 
-/* The plan over the big array's shape, with the indices (in[1]) checked against it. */
-static int plan_nd(const deft_op_t *op, const deft_shape_t *big, const deft_tensor_t *indices,
-                   deft_nd_plan_t *plan) {
+/* The plan over the big array's shape, with the indices (input k) checked against it. */
+static int plan_nd(const deft_op_t *op, const deft_shape_t *big, int k,
+                   const deft_tensor_t *indices, deft_nd_plan_t *plan) {
     *plan = (deft_nd_plan_t){.index = deft_tensor_data(indices),
                              .index_dtype = indices->dtype,
                              .m = (int)indices->shape.dims[0],
@@ -264,14 +264,13 @@ static int plan_nd(const deft_op_t *op, const deft_shape_t *big, const deft_tens
         plan->strides[r] = r == plan->m - 1 ? plan->slice : plan->strides[r + 1] * big->dims[r + 1];
         check.lo[r] = -big->dims[r], check.hi[r] = big->dims[r] - 1;
     }
-    return deft_check_indices(op, 1, indices, &check);
+    return deft_check_indices(op, k, indices, &check);
 }
 
-/* Gather from, scatter into or scatter-add into the big array (zeroed first when scattering). */
-static int run_nd(deft_nd_plan_t *plan, deft_device_t dev, int mode) {
+/* Gather from, scatter into or scatter-add into the big array (zeroed first when `zero`). */
+static int run_nd(deft_nd_plan_t *plan, deft_device_t dev, int mode, bool zero) {
     size_t elem = deft_dtype_size(plan->dtype);
-    if (mode != DEFT_ND_GATHER && deft_device_zero(plan->dst, dev, (size_t)plan->big * elem))
-        return -1;
+    if (zero && deft_device_zero(plan->dst, dev, (size_t)plan->big * elem)) return -1;
     if (plan->n * plan->slice == 0) return 0;
 #ifdef DEFT_HAVE_CUDA
     if (dev.type == DEFT_DEV_GPU) return deft_gpu_nd(dev.id, plan, mode);
@@ -297,10 +296,10 @@ static int gather_nd_forward(const deft_op_t *op, const deft_param_value_t *p, i
                              const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)p, (void)nin, (void)nout;
     deft_nd_plan_t plan;
-    if (plan_nd(op, &in[0].shape, &in[1], &plan)) return -1;
+    if (plan_nd(op, &in[0].shape, 1, &in[1], &plan)) return -1;
     plan.src = deft_tensor_data(&in[0]), plan.dst = deft_tensor_data(&out[0]);
     plan.dtype = in[0].dtype;
-    return run_nd(&plan, out[0].device, DEFT_ND_GATHER);
+    return run_nd(&plan, out[0].device, DEFT_ND_GATHER, false);
 }
 
 /* scatter_nd, and with op->data set the scatter-add of gather_nd's gradient. */
@@ -308,10 +307,52 @@ static int scatter_nd_forward(const deft_op_t *op, const deft_param_value_t *p, 
                               const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)p, (void)nin, (void)nout;
     deft_nd_plan_t plan;
-    if (plan_nd(op, &out[0].shape, &in[1], &plan)) return -1;
+    if (plan_nd(op, &out[0].shape, 1, &in[1], &plan)) return -1;
     plan.src = deft_tensor_data(&in[0]), plan.dst = deft_tensor_data(&out[0]);
     plan.dtype = out[0].dtype;
-    return run_nd(&plan, out[0].device, op->data ? DEFT_ND_SCATTER_ADD : DEFT_ND_SCATTER);
+    return run_nd(&plan, out[0].device, op->data ? DEFT_ND_SCATTER_ADD : DEFT_ND_SCATTER, true);
+}
+
+/* ---- _scatter_set_nd: data with the slices that indices address overwritten ---- */
+
+static int scatter_set_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                             const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)p, (void)nin;
+    int m = 0;
+    deft_shape_t want;
+    if (nd_rows(op, 2, &in[2], in[0].shape.ndim, "data", &m) ||
+        nd_small_shape(op, &in[2].shape, &in[0].shape, m, &want))
+        return -1;
+    if (!deft_shape_equal(&want, &in[1].shape)) {
+        char a[DEFT_SHAPE_STR_MAX], b[DEFT_SHAPE_STR_MAX];
+        return deft_op_error(op, DEFT_ERR_VALUE,
+                             "input 1 (value) has shape %s, expected %s: the slices the indices "
+                             "address",
+                             deft_shape_format(&in[1].shape, a, sizeof a),
+                             deft_shape_format(&want, b, sizeof b));
+    }
+    if (in[1].dtype != in[0].dtype)
+        return deft_op_error(op, DEFT_ERR_TYPE, "input 1 (value) is %s, expected %s like data",
+                             deft_dtype_name(in[1].dtype), deft_dtype_name(in[0].dtype));
+    out[0] = in[0];
+    *nout = 1;
+    return 0;
+}
+
+/* Output = data, then value scattered over it; given data itself as output, in place. */
+static int scatter_set_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                               const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)p, (void)nin, (void)nout;
+    deft_nd_plan_t plan;
+    if (plan_nd(op, &in[0].shape, 2, &in[2], &plan)) return -1;
+    char *dst = deft_tensor_data(&out[0]);
+    if (dst != deft_tensor_data(&in[0]) &&
+        deft_device_copy(dst, out[0].device, deft_tensor_data(&in[0]), in[0].device,
+                         deft_tensor_nbytes(&in[0])))
+        return -1;
+    plan.src = deft_tensor_data(&in[1]), plan.dst = dst;
+    plan.dtype = out[0].dtype;
+    return run_nd(&plan, out[0].device, DEFT_ND_SCATTER, false);
 }
 
 /* ---- slice_like ---- */
@@ -450,6 +491,7 @@ static const char *const pick_inputs[] = {"data", "index", NULL};
 static const char *const pick_backward_inputs[] = {"grad", "index", "data", NULL};
 static const char *const nd_inputs[] = {"data", "indices", NULL};
 static const char *const nd_like_inputs[] = {"grad", "indices", "like", NULL};
+static const char *const scatter_set_inputs[] = {"data", "value", "indices", NULL};
 static const char *const slice_like_inputs[] = {"data", "shape_like", NULL};
 static const char *const slice_like_backward_inputs[] = {"grad", "data", NULL};
 
@@ -500,6 +542,17 @@ static const deft_op_t gather_ops[] = {
      .forward_gpu = DEFT_GPU(scatter_nd_forward),
      .inplace_input = -1,
      .gradient = grad_by_gather_nd},
+    {.name = "_scatter_set_nd",
+     .description = "data with the slices gather_nd(data, indices) would read replaced by value "
+                    "(NumPy's data[indices] = value; a duplicate index keeps one of its values); "
+                    "in place when the output given is data itself.",
+     .input_names = scatter_set_inputs,
+     .min_inputs = 3,
+     .max_inputs = 3,
+     .infer = scatter_set_infer,
+     .forward = scatter_set_forward,
+     .forward_gpu = DEFT_GPU(scatter_set_forward),
+     .inplace_input = 0},
     {.name = "_backward_gather_nd",
      .description = "Gradient of gather_nd: data added into zeros of the given shape at the "
                     "indices (duplicates accumulate).",

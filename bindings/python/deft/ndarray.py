@@ -335,9 +335,8 @@ class NDArray:
         mask = _boolean_mask(key)
         if mask is not None:
             return _take_masked(self, mask)
-        if isinstance(key, (NDArray, list, _np.ndarray)):
-            index = key if isinstance(key, NDArray) else array(key, dtype="int64")
-            return invoke("take", (self, index))
+        if _indexing.is_advanced(key):
+            return _indexing.read(self, key)
         plan = _basic_index(self.shape, key)
         result = self
         if plan.sliced:
@@ -350,6 +349,9 @@ class NDArray:
         mask = _boolean_mask(key)
         if mask is not None:
             _assign_masked(self, mask, value)
+            return
+        if _indexing.is_advanced(key):
+            _indexing.assign(self, key, value)
             return
         plan = _basic_index(self.shape, key)
         if not isinstance(value, NDArray):
@@ -490,20 +492,23 @@ class _IndexPlan:
 def _basic_index(shape, key):
     if not isinstance(key, tuple):
         key = (key,)
-    if any(k is None for k in key):
-        raise IndexError("indexing with None (new axes) is not supported; use expand_dims")
     if sum(k is Ellipsis for k in key) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    if Ellipsis in key:
-        at = key.index(Ellipsis)
-        fill = len(shape) - (len(key) - 1)
-        key = key[:at] + (slice(None),) * fill + key[at + 1:]
-    if len(key) > len(shape):
-        raise IndexError(f"too many indices: {len(key)} for an array of {len(shape)} dimensions")
+    used = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if used > len(shape):
+        raise IndexError(f"too many indices: {used} for an array of {len(shape)} dimensions")
+    fill = (slice(None),) * (len(shape) - used)
+    key = (key[:key.index(Ellipsis)] + fill + key[key.index(Ellipsis) + 1:]
+           if Ellipsis in key else key + fill)
     plan = _IndexPlan()
     plan.begin, plan.end, plan.step, final, region = [], [], [], [], []
     plan.sliced = False
-    for axis, (k, dim) in enumerate(zip(key + (slice(None),) * (len(shape) - len(key)), shape)):
+    axis = 0
+    for k in key:
+        if k is None:  # numpy.newaxis: an axis of 1 in the result, none in x
+            final.append(1)
+            continue
+        dim = shape[axis]
         if isinstance(k, slice):
             start, stop, step = k.indices(dim)
             n = len(range(start, stop, step))
@@ -527,7 +532,8 @@ def _basic_index(shape, key):
             plan.sliced = True
         else:
             raise IndexError(f"index {k!r} ({type(k).__name__}) is not an int, slice, "
-                             f"Ellipsis or integer array")
+                             f"Ellipsis, None or integer array")
+        axis += 1
     plan.final_shape, plan.region_shape = tuple(final), tuple(region)
     return plan
 
@@ -710,3 +716,6 @@ def from_dlpack(obj):
 def waitall():
     """Block until every pending operation is done."""
     lib.DeftWaitAll()
+
+
+from . import indexing as _indexing  # noqa: E402 (it builds on the names above)
