@@ -206,6 +206,13 @@ START_TEST(test_scatter_set_nd_writes_the_addressed_slices) {
                          DEFT_ERROR_VALUE,
                          "operator '_scatter_set_nd': input 1 (value) has shape (2,), expected "
                          "(2,2): the slices the indices address");
+    ck_assert_call_fails("_scatter_set_nd", 3, ((DeftNDArrayHandle[]){data, two, cells}),
+                         P("shape", "(2,3)"), DEFT_ERROR_VALUE,
+                         "shape is (2,3), but input 0 (data) has shape (3,2)");
+    DeftNDArrayHandle named =
+        call1("_scatter_set_nd", 3, ((DeftNDArrayHandle[]){data, two, cells}), P("shape", "(3,2)"));
+    assert_values(named, 6, VALUES(1, 2, 3, -1, -2, 6), 0);
+    free_all(1, &named);
     DeftNDArrayHandle doubles = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(1, 2));
     ck_assert_call_fails("_scatter_set_nd", 3, ((DeftNDArrayHandle[]){data, doubles, cells}),
                          NO_PARAMS, DEFT_ERROR_TYPE,

@@ -315,11 +315,23 @@ static int scatter_nd_forward(const deft_op_t *op, const deft_param_value_t *p, 
 
 /* ---- _scatter_set_nd: data with the slices that indices address overwritten ---- */
 
+/* MXNet's _scatter_set_nd names data's shape; deft reads it from data and checks it. */
+static const deft_param_def_t scatter_set_params[] = {
+    {"shape", DEFT_PARAM_TUPLE, "()", "shape of data (optional: checked when given)", NULL, false},
+    {0}};
+
 static int scatter_set_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                              const deft_desc_t *in, int *nout, deft_desc_t *out) {
-    (void)p, (void)nin;
+    (void)nin;
     int m = 0;
-    deft_shape_t want;
+    deft_shape_t want, named = {.ndim = p[0].t.n};
+    for (int d = 0; d < p[0].t.n && d < DEFT_SHAPE_MAX_NDIM; d++) named.dims[d] = p[0].t.v[d];
+    if (p[0].t.n && !deft_shape_equal(&named, &in[0].shape)) {
+        char a[DEFT_SHAPE_STR_MAX], b[DEFT_SHAPE_STR_MAX];
+        return deft_op_error(op, DEFT_ERR_VALUE, "shape is %s, but input 0 (data) has shape %s",
+                             deft_shape_format(&named, a, sizeof a),
+                             deft_shape_format(&in[0].shape, b, sizeof b));
+    }
     if (nd_rows(op, 2, &in[2], in[0].shape.ndim, "data", &m) ||
         nd_small_shape(op, &in[2].shape, &in[0].shape, m, &want))
         return -1;
@@ -549,6 +561,7 @@ static const deft_op_t gather_ops[] = {
      .input_names = scatter_set_inputs,
      .min_inputs = 3,
      .max_inputs = 3,
+     .params = scatter_set_params,
      .infer = scatter_set_infer,
      .forward = scatter_set_forward,
      .forward_gpu = DEFT_GPU(scatter_set_forward),
