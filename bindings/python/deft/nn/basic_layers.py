@@ -33,7 +33,8 @@ class Dense(HybridBlock):
                                                         {"act_type": self.activation})
 
     def __repr__(self):
-        return f"Dense({self.weight.shape[1] or '?'} -> {self.units}, {self.activation})"
+        act = "linear" if self.activation is None else f"Activation({self.activation})"
+        return f"Dense({self.weight.shape[1] or '?'} -> {self.units}, {act})"
 
 
 def _prod(dims):
