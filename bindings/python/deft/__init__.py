@@ -18,7 +18,7 @@ from . import autograd, nd, nn, operator, optim, profiler, vision  # noqa: F401
 from .step import compile_step  # noqa: F401
 from .nd import random  # noqa: F401
 from .nn import init  # noqa: F401
-from . import data  # noqa: F401
+from . import data, viz  # noqa: F401
 from .progress import TrainingLog, progress  # noqa: F401
 
 __version__ = "0.1.0"
