@@ -171,16 +171,17 @@ def test_default_batchify_fn_stacks_ndarrays_numbers_and_dicts():
 
 
 class _Recording(data.Dataset):
-    """Notes which threads read samples."""
+    """Notes which samples were read, and by which threads."""
 
     def __init__(self, n):
-        self.n, self.threads = n, set()
+        self.n, self.threads, self.reads = n, set(), []
 
     def __len__(self):
         return self.n
 
     def __getitem__(self, i):
         self.threads.add(threading.get_ident())
+        self.reads.append(i)
         return np.full(3, i, np.float32)
 
 
@@ -309,3 +310,26 @@ def test_training_log_plots_a_png(tmp_path):
         log.log(epoch=e, loss=1.0 / (e + 1))
     path = log.plot(str(tmp_path / "curves.png"))
     assert open(path, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_prefetch_bounds_the_batches_made_ahead():
+    ds = _Recording(40)
+    reads = ds.reads
+    loader = data.DataLoader(ds, 2, num_workers=2, prefetch=3)
+    batches = iter(loader)
+    next(batches)
+    # Occupy both workers: every batch submitted before is then finished (the pool
+    # takes work in order), so `reads` holds all the loader asked for so far.
+    barrier = threading.Barrier(3)
+    sentinels = [loader._pool.submit(barrier.wait) for _ in range(2)]
+    barrier.wait(timeout=60)
+    for s in sentinels:
+        s.result()
+    assert sorted(reads) == list(range(6))  # 3 batches of 2: the one taken and 2 ahead
+    next(batches)
+    barrier = threading.Barrier(3)
+    sentinels = [loader._pool.submit(barrier.wait) for _ in range(2)]
+    barrier.wait(timeout=60)
+    assert sorted(reads) == list(range(8))  # one more made ahead for the one taken
+    batches.close()
+    loader.close()
