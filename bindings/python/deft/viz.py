@@ -8,7 +8,6 @@ import shutil
 import subprocess
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ._lib import lib
 from .symbol import Symbol
 
 __all__ = ["plot_network", "render_dot"]
@@ -87,28 +86,17 @@ def _parse_dot(text: str) -> Tuple[Dict[int, Tuple[str, bool]], List[Tuple[int, 
 def _node_shapes(symbol: Symbol, shape: Mapping[str, Sequence[int]]) -> Dict[int, tuple]:
     """The shape of each node's first output, from shape inference on the graph's
     internal outputs (in node order, as todot numbers the nodes)."""
-    internals = Symbol(lib.DeftSymbolGetInternals(symbol))
-    names = list(shape)
-    dims = [int(d) for n in names for d in shape[n]]
+    internals = symbol.get_internals()
     try:
-        complete = lib.DeftSymbolInferShape(internals, len(names), names,
-                                            [len(shape[n]) for n in names], dims, None)
+        _, outputs, _ = internals.infer_shape(**shape)
     except Exception as err:
         raise ValueError(f"plot_network: the shapes {dict(shape)} do not go through the "
                          f"graph: {err}") from None
-    row_ptr = json.loads(symbol.tojson())["node_row_ptr"]
-    found = {}
-    for node in range(len(row_ptr) - 1):
-        inferred = lib.DeftSymbolGetInferredShape(internals, 1, row_ptr[node])
-        if inferred is not None and inferred[0] is not None:
-            found[node] = tuple(inferred[0])
-    if not complete:
-        unknown = [n for i, n in enumerate(internals.list_outputs()) if
-                   lib.DeftSymbolGetInferredShape(internals, 1, i) is None]
+    if outputs is None:
         raise ValueError(f"plot_network: the shapes {dict(shape)} do not go through the "
-                         f"graph: the shape of {', '.join(unknown[:3]) or 'an output'} stays "
-                         f"unknown (give every input's shape)")
-    return found
+                         f"graph: some shapes stay unknown (give every input's shape)")
+    row_ptr = json.loads(symbol.tojson())["node_row_ptr"]
+    return {node: outputs[row_ptr[node]] for node in range(len(row_ptr) - 1)}
 
 
 def _styled_dot(title: str, nodes: Dict[int, Tuple[str, bool]], edges: List[Tuple[int, int]],

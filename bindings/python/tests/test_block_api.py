@@ -353,3 +353,33 @@ def test_initialize_warns_once_for_initialized_parameters():
         warnings.simplefilter("always")
         net.initialize()
     assert len(caught) == 1
+
+
+def test_grad_req_add_accumulates_until_zero_grad():
+    net = nn.Dense(1, in_units=2, use_bias=False)
+    net.initialize()
+    net.collect_params().setattr("grad_req", "add")
+    for _ in range(2):
+        with autograd.record():
+            y = net(deft.ones((1, 2))).sum()
+        y.backward()
+    np.testing.assert_allclose(net.weight.grad().asnumpy(), [[2.0, 2.0]])
+    net.zero_grad()
+    np.testing.assert_array_equal(net.weight.grad().asnumpy(), [[0.0, 0.0]])
+
+
+def test_forward_hooks_and_apply():
+    net = _mlp()
+    net.initialize()
+    seen = []
+    handle = net[0].register_forward_hook(lambda b, i, o: seen.append(o.shape))
+    pre = net.register_forward_pre_hook(lambda b, i: seen.append("pre"))
+    net(deft.ones((2, 4)))
+    assert seen == ["pre", (2, 8)]
+    handle.detach()
+    pre.detach()
+    net(deft.ones((2, 4)))
+    assert len(seen) == 2
+    names = []
+    net.apply(lambda b: names.append(type(b).__name__))
+    assert names == ["Dense", "Dense", "HybridSequential"]

@@ -61,3 +61,14 @@ def test_a_format_dot_rejects_is_its_error(tmp_path):
     with pytest.raises(RuntimeError, match="dot -Tnonsense failed"):
         deft.viz.plot_network(_symbol(tmp_path), save_format="nonsense",
                               directory=str(tmp_path))
+
+
+def test_symbol_infer_shape_and_internals(tmp_path):
+    sym = _symbol(tmp_path)
+    args, outs, aux = sym.infer_shape(data=(2, 1, 6, 6))
+    assert dict(zip(sym.list_inputs(), args))["0.weight"] == (4, 1, 3, 3)
+    assert outs == [(2, 10)]
+    assert aux == [(4,), (4,)]  # BatchNorm's running mean and variance
+    assert sym.infer_shape(**{"3.bias": (10,)}) == (None, None, None)  # data unknown
+    internals = sym.get_internals()
+    assert internals.list_outputs()[0] == "data" and len(internals.list_outputs()) > 5
