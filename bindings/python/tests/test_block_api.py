@@ -53,8 +53,11 @@ def test_msraprelu_uniform_normal_constant_zero_one():
     np.testing.assert_allclose(n.std(), 0.2, rtol=0.05)
     np.testing.assert_array_equal(_filled(init.Constant(0.3), (2, 2)), np.full((2, 2), 0.3,
                                                                                 np.float32))
-    np.testing.assert_array_equal(_filled(init.Zero(), (3,), "gamma"), np.zeros(3))
-    np.testing.assert_array_equal(_filled(init.One(), (3,), "bias"), np.ones(3))
+    np.testing.assert_array_equal(_filled(init.Zero(), (3,), "weight"), np.zeros(3))
+    np.testing.assert_array_equal(_filled(init.One(), (3,), "weight"), np.ones(3))
+    # block-wide, by name as in MXNet: a gamma is one and a bias zero whatever the init
+    np.testing.assert_array_equal(_filled(init.Zero(), (3,), "bn.gamma"), np.ones(3))
+    np.testing.assert_array_equal(_filled(init.Constant(2.0), (3,), "fc.bias"), np.zeros(3))
 
 
 def test_the_base_class_picks_by_name_as_mxnet():
@@ -383,3 +386,12 @@ def test_forward_hooks_and_apply():
     names = []
     net.apply(lambda b: names.append(type(b).__name__))
     assert names == ["Dense", "Dense", "HybridSequential"]
+
+
+def test_parameter_initialize_init_wins_over_its_own():
+    p = nn.Parameter("bias", (3,), init="ones")
+    p.initialize(init=init.Constant(5.0))  # explicit, as Gluon: fills whatever the name
+    np.testing.assert_array_equal(p.data().asnumpy(), [5.0] * 3)
+    q = nn.Parameter("bias", (3,))
+    q.initialize(default_init=init.Constant(5.0))  # block-wide: a bias gets zeros
+    np.testing.assert_array_equal(q.data().asnumpy(), [0.0] * 3)

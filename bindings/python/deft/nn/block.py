@@ -78,20 +78,23 @@ class Parameter:
 
     def initialize(self, init: InitLike = None, device: DeviceLike = None,
                    default_init: InitLike = None, force_reinit: bool = False) -> None:
-        """Give the parameter its first value on `device`, from its own initializer,
-        else `init`, else `default_init` (Xavier). While the shape is unknown the
-        initializer is kept for the first forward."""
+        """Give the parameter its first value on `device`, from `init`, else its own
+        initializer, else `default_init` (Xavier unless given), as Gluon's. While the
+        shape is unknown the initializer is kept for the first forward."""
         if device is not None:
             self.device = _device(device)
         if self._data is not None and not force_reinit:
             return
-        chosen = self.init or _init.create(init) or _init.create(default_init) or _init.Xavier()
+        own = _init.create(init) or self.init
+        chosen = own or _init.create(default_init) or _init.Xavier()
         if not self.shape_known:
             self._deferred = chosen  # waits for infer_shape on the first forward
             return
-        # the CPU's numbers on any device: a seed gives the same model everywhere
+        # The CPU's numbers on any device: a seed gives the same model everywhere. The
+        # parameter's own initializer fills it whatever its name; a block-wide one
+        # picks by the name (zeros for a bias, ...).
         value = _init.initial_value(chosen, self._path, self.shape, self.dtype,
-                                    own=chosen is self.init)
+                                    own=chosen is own)
         self._data = value if self.device == cpu() else value.to(self.device)
         self._deferred = None
         self._data._grad = None
@@ -99,7 +102,11 @@ class Parameter:
 
     def _finish_deferred(self) -> None:
         if self._data is None and self.shape_known:
-            self.initialize(self._deferred)
+            deferred = self._deferred
+            if deferred is not None and deferred is not self.init:
+                self.initialize(default_init=deferred)  # the block-wide one, by name
+            else:
+                self.initialize()
 
     def data(self, device: DeviceLike = None) -> NDArray:
         if self._data is None:

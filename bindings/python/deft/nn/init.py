@@ -57,13 +57,11 @@ class Initializer:
 
 
 class Constant(Initializer):
-    """Every element `value`, whatever the parameter's name."""
+    """Weights of `value` (as a parameter's own initializer: every element, whatever
+    its name; block-wide, biases still get zeros and gammas ones, as in MXNet)."""
 
     def __init__(self, value: float) -> None:
         self.value = value
-
-    def __call__(self, name: str, arr: NDArray) -> None:
-        self._init_weight(name, arr)
 
     def _init_weight(self, name: str, arr: NDArray) -> None:
         arr[:] = self.value
@@ -176,7 +174,8 @@ class Orthogonal(Initializer):
 class Mixed:
     """The initializer of the first pattern (a regular expression, matched at the
     start of the name) a parameter's name matches: ``Mixed([".*bias", ".*"],
-    [Zero(), Xavier()])``."""
+    [Constant(0.1), Xavier()])``. The one picked fills the parameter whatever its
+    name (MXNet's would still give a bias zeros: the pattern says what is meant)."""
 
     def __init__(self, patterns: Sequence[str], initializers: Sequence[Any]) -> None:
         if len(patterns) != len(initializers):
@@ -187,7 +186,10 @@ class Mixed:
     def __call__(self, name: str, arr: NDArray) -> None:
         for pattern, init in self.map:
             if pattern.match(name):
-                init(name, arr)
+                if isinstance(init, Initializer):
+                    init._init_weight(name, arr)
+                else:
+                    init(name, arr)
                 return
         raise ValueError(f"Mixed: parameter '{name}' matches none of the patterns "
                          f"{[p.pattern for p, _ in self.map]} (add '.*' last for a default)")
