@@ -395,3 +395,12 @@ def test_parameter_initialize_init_wins_over_its_own():
     q = nn.Parameter("bias", (3,))
     q.initialize(default_init=init.Constant(5.0))  # block-wide: a bias gets zeros
     np.testing.assert_array_equal(q.data().asnumpy(), [0.0] * 3)
+
+
+def test_a_deferred_parameter_keeps_how_it_was_initialized():
+    bn = nn.BatchNorm()  # in_channels unknown: its parameters wait for the first call
+    bn.beta.initialize(init=init.Constant(5.0))  # explicit: fills beta whatever its name
+    bn.gamma.initialize(default_init=init.Constant(5.0))  # block-wide: a gamma gets ones
+    bn(deft.ones((1, 2, 3)))
+    np.testing.assert_array_equal(bn.beta.data().asnumpy(), [5.0, 5.0])
+    np.testing.assert_array_equal(bn.gamma.data().asnumpy(), [1.0, 1.0])

@@ -45,7 +45,7 @@ class Parameter:
         self.lr_mult, self.wd_mult = lr_mult, wd_mult
         self.device = cpu()
         self._data: Optional[NDArray] = None
-        self._deferred = None  # the block-wide initializer, while the shape is unknown
+        self._deferred = None  # initialize()'s initializers, while the shape is unknown
         self._path = name  # the dotted name initialize() gives it: what initializers see
 
     @property
@@ -54,8 +54,8 @@ class Parameter:
 
     @property
     def grad_req(self) -> str:
-        """"write", "add" or "null"; "null" after initialization drops the gradient (the
-        optimizer leaves the parameter alone), "write" or "add" attaches one."""
+        """"write", "add" or "null"; "null" after initialization drops the gradient (no
+        gradient reaches it; optimizers skip it), "write" or "add" attaches one."""
         return self._grad_req
 
     @grad_req.setter
@@ -85,11 +85,11 @@ class Parameter:
             self.device = _device(device)
         if self._data is not None and not force_reinit:
             return
+        if not self.shape_known:
+            self._deferred = (init, default_init)  # for the first forward's infer_shape
+            return
         own = _init.create(init) or self.init
         chosen = own or _init.create(default_init) or _init.Xavier()
-        if not self.shape_known:
-            self._deferred = chosen  # waits for infer_shape on the first forward
-            return
         # The CPU's numbers on any device: a seed gives the same model everywhere. The
         # parameter's own initializer fills it whatever its name; a block-wide one
         # picks by the name (zeros for a bias, ...).
@@ -102,11 +102,8 @@ class Parameter:
 
     def _finish_deferred(self) -> None:
         if self._data is None and self.shape_known:
-            deferred = self._deferred
-            if deferred is not None and deferred is not self.init:
-                self.initialize(default_init=deferred)  # the block-wide one, by name
-            else:
-                self.initialize()
+            init, default_init = self._deferred or (None, None)
+            self.initialize(init, default_init=default_init)
 
     def data(self, device: DeviceLike = None) -> NDArray:
         if self._data is None:
