@@ -1,6 +1,6 @@
 """A progress bar over an epoch and a training log.
 
-    for data, label in deft.progress(loader, desc="epoch 1") as bar: ...
+    for data, label in deft.progress(loader, desc="epoch 1"): ...
     log = deft.TrainingLog("train.jsonl")
     log.log(epoch=1, loss=0.31, accuracy=0.9)   # prints "epoch 1  loss 0.3100  ..."
 

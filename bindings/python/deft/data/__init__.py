@@ -5,7 +5,7 @@ with worker threads, and array transforms (``deft.data.transforms``).
         transforms.Compose([transforms.ToTensor(), transforms.Normalize(0.5, 0.25)]))
     loader = deft.data.DataLoader(dataset, batch_size=64, shuffle=True, seed=0,
                                   num_workers=2)
-    for data, label in deft.utils.progress(loader, desc="epoch 1"):
+    for data, label in deft.progress(loader, desc="epoch 1"):
         ...
 """
 from .dataset import ArrayDataset, Dataset, SimpleDataset  # noqa: F401
