@@ -369,6 +369,9 @@ def test_grad_req_add_accumulates_until_zero_grad():
     np.testing.assert_allclose(net.weight.grad().asnumpy(), [[2.0, 2.0]])
     net.zero_grad()
     np.testing.assert_array_equal(net.weight.grad().asnumpy(), [[0.0, 0.0]])
+    assert net.weight.list_data() == [net.weight.data()]
+    assert net.weight.list_grad() == [net.weight.grad()]
+    assert net.weight.list_ctx() == [deft.cpu()]
 
 
 def test_forward_hooks_and_apply():

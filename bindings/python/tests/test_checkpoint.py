@@ -1,5 +1,6 @@
 """Checkpoints: save_parameters / load_parameters at the exact path in MXNet's .params
 format, their options, state_dict, export of the inference graph, SymbolBlock.imports."""
+import json
 import os
 
 import numpy as np
@@ -126,6 +127,11 @@ def test_export_writes_the_inference_graph_after_training(tmp_path):
     sym = deft.Symbol.load(sym_file)
     assert sym.list_inputs() == ["data", "0.weight", "0.bias", "1.gamma", "1.beta",
                                  "3.weight", "3.bias"]
+    fresh = _net()  # the same model, run in predict mode only
+    fresh.hybridize()
+    fresh(x)
+    predict_file, _ = fresh.export(str(tmp_path / "predict"))
+    assert json.load(open(sym_file)) == json.load(open(predict_file))
     imported = nn.SymbolBlock.imports(sym_file, ["data"], params_file)
     expected = net(x).asnumpy()  # predict mode
     np.testing.assert_allclose(imported(x).asnumpy(), expected, rtol=1e-5, atol=1e-6)

@@ -133,6 +133,18 @@ class Parameter:
     def grad(self) -> Optional[NDArray]:
         return self.data().grad
 
+    def list_data(self) -> List[NDArray]:
+        """[data()]: Gluon lists a value per device; deft keeps one."""
+        return [self.data()]
+
+    def list_grad(self) -> List[Optional[NDArray]]:
+        return [self.grad()]
+
+    def list_device(self) -> List[Device]:
+        return [self.device]
+
+    list_ctx = list_device
+
     def zero_grad(self) -> None:
         """Set the gradient to zeros (for grad_req "add")."""
         grad = self.data().grad
