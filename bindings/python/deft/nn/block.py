@@ -341,6 +341,11 @@ class Block:
 
     def __call__(self, *inputs: Any) -> Any:
         inputs = self._convert_inputs(inputs)
+        if self._forward_pre_hooks or self._forward_hooks:
+            return self._call_hooked(inputs)
+        return self._run(inputs)
+
+    def _call_hooked(self, inputs: Tuple[Any, ...]) -> Any:
         for hook in list(self._forward_pre_hooks.values()):
             hook(self, inputs)
         outputs = self._run(inputs)
@@ -354,7 +359,10 @@ class Block:
 
     def _convert_inputs(self, inputs: Tuple[Any, ...]) -> Tuple[Any, ...]:
         """NumPy arrays as NDArrays, on the device of the block's parameters."""
-        if not any(isinstance(x, _np.ndarray) for x in inputs):
+        for x in inputs:
+            if isinstance(x, _np.ndarray):
+                break
+        else:  # the common case: nothing to convert
             return inputs
         device = next((p.device for p in self.collect_params().values()), None)
         return tuple(array(x, device=device) if isinstance(x, _np.ndarray) else x
@@ -586,7 +594,7 @@ def _signature(inputs: Sequence[Any]) -> Tuple:
     sig = []
     for i, x in enumerate(inputs):
         if isinstance(x, NDArray):
-            sig.append((tuple(_shape(x)), _dtype(x), tuple(_lib.DeftNDArrayGetDevice(x))))
+            sig.append((tuple(_shape(x)), _dtype(x), tuple(_device_of(x))))
         elif x is None or isinstance(x, (numbers.Number, _np.generic, str)):
             sig.append(("scalar", type(x), x))
         else:
@@ -674,7 +682,8 @@ class SymbolBlock(HybridBlock):
                 f"{', '.join(self._symbol.list_outputs())})")
 
 
-_shape, _dtype = _lib.DeftNDArrayGetShape, _lib.DeftNDArrayGetDType
+_shape, _dtype, _device_of = (_lib.DeftNDArrayGetShape, _lib.DeftNDArrayGetDType,
+                              _lib.DeftNDArrayGetDevice)
 _is_training = _lib.DeftAutogradIsTraining
 
 
