@@ -333,3 +333,19 @@ def test_prefetch_bounds_the_batches_made_ahead():
     assert sorted(reads) == list(range(8))  # one more made ahead for the one taken
     batches.close()
     loader.close()
+
+
+def test_text_progress_redraws_one_line_on_a_terminal():
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    out = Terminal()
+    bar = deft.progress(total=3, backend="text", file=out, mininterval=0.0, unit="batch")
+    for _ in range(3):
+        bar.update()
+    bar.write("a message")
+    bar.close()
+    text = out.getvalue()
+    assert text.count("\r") == 5 and text.count("\n") == 2  # 3 redraws, the write, the end
+    assert "1/3" in text and "3/3" in text and "\ra message\n" in text and "batch/s" in text
