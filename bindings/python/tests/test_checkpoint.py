@@ -144,8 +144,9 @@ def test_export_needs_a_hybridized_block_that_ran(tmp_path):
         net.export(str(tmp_path / "m"))
 
 
-def test_symbolblock_imports_mxnets_files():
-    prefix = os.path.join(CORPUS, "model_mlp")
+@pytest.mark.parametrize("model", ["model_mlp", "model_lenet", "model_resnet_block"])
+def test_symbolblock_imports_mxnets_files(model):
+    prefix = os.path.join(CORPUS, model)
     block = nn.SymbolBlock.imports(prefix + "-symbol.json", ["data"], prefix + "-0000.params",
                                    device="cpu")
     x = deft.nd.load(prefix + "-inputs.params")["data"]
@@ -153,7 +154,9 @@ def test_symbolblock_imports_mxnets_files():
     np.testing.assert_allclose(block(x).asnumpy(), expected.asnumpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(block(x.asnumpy()).asnumpy(), expected.asnumpy(), rtol=1e-5,
                                atol=1e-6)  # a NumPy input too
-    assert "mlp_dense0_weight" in block.collect_params()
+    params = block.collect_params()
+    aux = set(deft.Symbol.load(prefix + "-symbol.json").list_auxiliary_states())
+    assert all((p.grad_req == "null") == (k in aux) for k, p in params.items())
 
 
 def test_resume_from_a_checkpoint_gives_the_same_losses(tmp_path):
