@@ -188,3 +188,17 @@ def test_resume_from_a_checkpoint_gives_the_same_losses(tmp_path):
     resumed, opt = fresh()
     resumed.load_parameters(str(tmp_path / "ckpt.params"))
     np.testing.assert_allclose(first + steps(resumed, opt, 3), whole, rtol=1e-5)
+
+
+def test_symbolblock_imports_takes_the_files_dtypes(tmp_path):
+    net = nn.HybridSequential()
+    net.add(nn.Dense(3, in_units=2))
+    net.initialize()
+    net.cast("float64")
+    net.hybridize()
+    x = deft.ones((1, 2), dtype="float64")
+    expected = net(x).asnumpy()
+    sym_file, params_file = net.export(str(tmp_path / "f64"))
+    block = nn.SymbolBlock.imports(sym_file, "data", params_file)
+    assert block.collect_params()["0.weight"].dtype == "float64"
+    np.testing.assert_allclose(block(x).asnumpy(), expected)

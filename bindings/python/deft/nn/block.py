@@ -653,8 +653,9 @@ class SymbolBlock(HybridBlock):
         mx.gluon.SymbolBlock.imports: `input_names` names the symbol's data inputs;
         the files may be deft's (export) or MXNet's."""
         block = SymbolBlock(Symbol.load(os.fspath(symbol_file)), input_names)
-        if param_file is not None:
-            block.load_parameters(param_file, device, allow_missing, ignore_extra)
+        if param_file is not None:  # the parameters take the file's dtypes, as in Gluon
+            block.load_parameters(param_file, device, allow_missing, ignore_extra,
+                                  cast_dtype=True, dtype_source="saved")
         elif device is not None:
             block.reset_device(device)
         return block
