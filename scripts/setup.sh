@@ -10,6 +10,7 @@ DEFT_APT_PACKAGES=(
     clang libclang-rt-14-dev llvm
     libopenblas-dev libcjson-dev libdlpack-dev
     check doxygen
+    graphviz
     swig python3 python3-dev python3-venv
     junit5 libsurefire-java libmaven-compiler-plugin-java libmaven-resources-plugin-java
     libmaven-jar-plugin-java

@@ -7,7 +7,7 @@ DLPack exchange (`deft.from_dlpack`), and errors raised as
 `deft.DeftError` subclasses that are also the matching Python exceptions
 (`except ValueError` catches a `deft.DeftValueError`).
 """
-from ._lib import Device, cpu, gpu, lib as _lib  # noqa: F401
+from ._lib import Device, as_device, cpu, gpu, lib as _lib  # noqa: F401
 from ._deft import (DeftError, DeftIndexError, DeftMemoryError,  # noqa: F401
                     DeftNotImplementedError, DeftParseError, DeftTypeError, DeftValueError)
 from .ndarray import (NDArray, arange, array, empty, from_dlpack, full, ones, ones_like,  # noqa: F401
@@ -17,6 +17,9 @@ from .symbol import (CachedOp, Symbol, compute, deferred_compute, export,  # noq
 from . import autograd, nd, nn, operator, optim, profiler, vision  # noqa: F401
 from .step import compile_step  # noqa: F401
 from .nd import random  # noqa: F401
+from .nn import init  # noqa: F401
+from . import data, viz  # noqa: F401
+from .progress import TrainingLog, progress  # noqa: F401
 
 __version__ = "0.1.0"
 

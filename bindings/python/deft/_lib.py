@@ -1,5 +1,6 @@
 """The native module and the small tables every part of the package shares."""
 import numbers
+import re
 
 import numpy as _np
 
@@ -70,15 +71,30 @@ def _number_text(value):
 
 
 class Device:
-    """Where an array lives: ``deft.cpu()`` or ``deft.gpu(n)``."""
+    """Where an array lives: ``deft.cpu()`` or ``deft.gpu(n)``.
+
+    Anything that takes a device also takes its text: "cpu", "gpu:0", "gpu(1)",
+    "cuda:0" (see `as_device`)."""
 
     __slots__ = ("type", "id")
     _NAMES = {1: "cpu", 2: "gpu"}
 
-    def __init__(self, dev_type=1, dev_id=0):
+    def __init__(self, dev_type: int = 1, dev_id: int = 0) -> None:
         self.type, self.id = dev_type, dev_id
 
+    @property
+    def device_type(self) -> str:
+        """"cpu" or "gpu", as MXNet's Context.device_type."""
+        return self._NAMES.get(self.type, str(self.type))
+
+    device_id = property(lambda self: self.id, doc="The device's number, as MXNet's.")
+
     def __eq__(self, other):
+        if isinstance(other, str):
+            try:
+                other = as_device(other)
+            except ValueError:
+                return False
         return isinstance(other, Device) and (self.type, self.id) == (other.type, other.id)
 
     def __hash__(self):
@@ -88,9 +104,30 @@ class Device:
         return f"{self._NAMES.get(self.type, self.type)}({self.id})"
 
 
-def cpu(dev_id=0):
+def cpu(dev_id: int = 0) -> Device:
     return Device(1, dev_id)
 
 
-def gpu(dev_id=0):
+def gpu(dev_id: int = 0) -> Device:
     return Device(2, dev_id)
+
+
+_DEVICE_TEXT = re.compile(r"\s*(cpu|gpu|cuda)\s*(?:[:(]\s*(\d+)\s*\)?)?\s*$", re.IGNORECASE)
+_DEVICE_TYPES = {"cpu": 1, "gpu": 2, "cuda": 2}
+
+
+def as_device(device, default=None):
+    """A Device from a Device, its text ("cpu", "gpu", "gpu:1", "gpu(1)", "cuda:0") or
+    a PyTorch device (its str); None gives `default`."""
+    if device is None:
+        return default
+    if isinstance(device, Device):
+        return device
+    text = device if isinstance(device, str) else None
+    if text is None and type(device).__name__ == "device":  # torch.device
+        text = str(device)
+    match = _DEVICE_TEXT.match(text) if text is not None else None
+    if match is None:
+        raise ValueError(f"device {device!r} is not one deft knows: expected deft.cpu(), "
+                         f"deft.gpu(n), or text such as 'cpu', 'gpu:0', 'gpu(1)'")
+    return Device(_DEVICE_TYPES[match.group(1).lower()], int(match.group(2) or 0))

@@ -106,7 +106,27 @@ class Symbol:
         return lib.DeftSymbolListOutputs(self)
 
     def todot(self):
+        """The graph in Graphviz DOT (deft.viz.plot_network draws it in MXNet's style)."""
         return lib.DeftSymbolToDot(self)
+
+    def get_internals(self):
+        """A symbol whose outputs are every node's outputs, in graph order (variables too)."""
+        return Symbol(lib.DeftSymbolGetInternals(self))
+
+    def infer_shape(self, **shapes):
+        """Shapes of the arguments, outputs and auxiliary states from some arguments'
+        shapes (name=shape), as MXNet's: three lists, or three Nones when the shapes
+        given do not determine them all. Shapes that do not fit an operator raise."""
+        names = list(shapes)
+        dims = [int(d) for n in names for d in shapes[n]]
+        complete = lib.DeftSymbolInferShape(self, len(names), names,
+                                            [len(shapes[n]) for n in names], dims, None)
+        if not complete:
+            return None, None, None
+        counts = (len(self.list_inputs()), len(self.list_outputs()),
+                  len(self.list_auxiliary_states()))
+        return tuple([tuple(lib.DeftSymbolGetInferredShape(self, group, i)[0])
+                      for i in range(count)] for group, count in enumerate(counts))
 
     def gradient(self, wrt):
         """The graph of this symbol's gradient with respect to the named arguments."""

@@ -13,7 +13,8 @@ The layers are MXNet Gluon 1.x's, with its parameters and defaults; models
 move between the two as MXNet files (save_parameters / load_parameters,
 export / SymbolBlock.imports).
 """
-from .block import Block, HybridBlock, Parameter, SymbolBlock  # noqa: F401
+from .block import Block, HybridBlock, Parameter, ParameterDict, SymbolBlock  # noqa: F401
+from . import init  # noqa: F401
 from .basic_layers import (Dense, Dropout, Embedding, Flatten, HybridLambda,  # noqa: F401
                            HybridSequential, Lambda, Sequential)
 from .activations import ELU, GELU, SELU, Activation, LeakyReLU, PReLU, Swish  # noqa: F401

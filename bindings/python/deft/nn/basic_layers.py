@@ -1,7 +1,10 @@
 """Basic layers: Dense, Dropout, Embedding, Flatten, Lambda and the sequential containers."""
+from typing import Any, Callable, Optional, Sequence, Union
+
 from .. import nd
 from ..ndarray import invoke
 from .block import Block, HybridBlock, Parameter
+from .init import InitLike
 
 
 class Dense(HybridBlock):
@@ -11,8 +14,10 @@ class Dense(HybridBlock):
     without, the layer applies to x's last axis.
     """
 
-    def __init__(self, units, activation=None, use_bias=True, flatten=True, dtype="float32",
-                 weight_initializer=None, bias_initializer="zeros", in_units=0):
+    def __init__(self, units: int, activation: Optional[str] = None, use_bias: bool = True,
+                 flatten: bool = True, dtype: Any = "float32",
+                 weight_initializer: InitLike = None, bias_initializer: InitLike = "zeros",
+                 in_units: int = 0) -> None:
         super().__init__()
         self.units, self.activation, self.use_bias, self.flatten = (units, activation,
                                                                     use_bias, flatten)
@@ -33,7 +38,8 @@ class Dense(HybridBlock):
                                                         {"act_type": self.activation})
 
     def __repr__(self):
-        return f"Dense({self.weight.shape[1] or '?'} -> {self.units}, {self.activation})"
+        act = "linear" if self.activation is None else f"Activation({self.activation})"
+        return f"Dense({self.weight.shape[1] or '?'} -> {self.units}, {act})"
 
 
 def _prod(dims):
@@ -47,7 +53,7 @@ class Dropout(HybridBlock):
     """Zeroes each element with probability `rate` in training mode, scaling the rest by
     1 / (1 - rate); the identity in predict mode. `axes` share one mask value along them."""
 
-    def __init__(self, rate=0.5, axes=()):
+    def __init__(self, rate: float = 0.5, axes: Sequence[int] = ()) -> None:
         super().__init__()
         if not 0 <= rate < 1:
             raise ValueError(f"Dropout: rate is {rate}, expected 0 <= rate < 1")
@@ -66,8 +72,8 @@ class Embedding(HybridBlock):
     """Rows of an (input_dim, output_dim) table picked by integer indices:
     (...) -> (..., output_dim)."""
 
-    def __init__(self, input_dim, output_dim, dtype="float32", weight_initializer=None,
-                 sparse_grad=False):
+    def __init__(self, input_dim: int, output_dim: int, dtype: Any = "float32",
+                 weight_initializer: InitLike = None, sparse_grad: bool = False) -> None:
         super().__init__()
         self._kwargs = {"input_dim": input_dim, "output_dim": output_dim, "dtype": dtype,
                         "sparse_grad": sparse_grad}
@@ -101,7 +107,7 @@ class Lambda(Block):
     """A function as a block: the name of a deft.nd operator ("tanh") or any callable
     taking the inputs."""
 
-    def __init__(self, function):
+    def __init__(self, function: Union[str, Callable]) -> None:
         super().__init__()
         if isinstance(function, str):
             function = _operator(function)
@@ -120,7 +126,7 @@ class HybridLambda(HybridBlock):
     """A function as a hybridizable block: the name of a deft.nd operator, or a callable
     taking (F, x, *args) as in Gluon, where F is deft.nd."""
 
-    def __init__(self, function):
+    def __init__(self, function: Union[str, Callable]) -> None:
         super().__init__()
         if isinstance(function, str):
             op = _operator(function)
@@ -142,11 +148,11 @@ class HybridLambda(HybridBlock):
 class _Chain:
     """Children applied one after another (Sequential and HybridSequential)."""
 
-    def __init__(self, *blocks):
+    def __init__(self, *blocks: Block) -> None:
         super().__init__()
         self.add(*blocks)
 
-    def add(self, *blocks):
+    def add(self, *blocks: Block) -> "_Chain":
         for b in blocks:
             self.register_child(b)
         return self

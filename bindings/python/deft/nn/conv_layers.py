@@ -1,8 +1,12 @@
 """Convolution, transposed convolution and pooling layers (1-D to 3-D), as MXNet Gluon's."""
 import numbers
+from typing import Optional, Sequence, Union
 
 from ..ndarray import invoke
 from .block import HybridBlock, Parameter
+from .init import InitLike
+
+Size = Union[int, Sequence[int]]
 
 
 def _tuple(value, n, what):
@@ -67,9 +71,12 @@ class _Conv(HybridBlock):
 class Conv1D(_Conv):
     """1-D convolution of (batch, in_channels, width) data."""
 
-    def __init__(self, channels, kernel_size, strides=1, padding=0, dilation=1, groups=1,
-                 layout="NCW", activation=None, use_bias=True, weight_initializer=None,
-                 bias_initializer="zeros", in_channels=0):
+    def __init__(self, channels: int, kernel_size: Size, strides: Size = 1,
+                 padding: Size = 0, dilation: Size = 1,
+                 groups: int = 1, layout: str = "NCW",
+                 activation: Optional[str] = None, use_bias: bool = True,
+                 weight_initializer: InitLike = None, bias_initializer: InitLike = "zeros",
+                 in_channels: int = 0) -> None:
         super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
                          in_channels, activation, use_bias, weight_initializer,
                          bias_initializer, 1)
@@ -78,9 +85,12 @@ class Conv1D(_Conv):
 class Conv2D(_Conv):
     """2-D convolution of (batch, in_channels, height, width) data."""
 
-    def __init__(self, channels, kernel_size, strides=(1, 1), padding=(0, 0),
-                 dilation=(1, 1), groups=1, layout="NCHW", activation=None, use_bias=True,
-                 weight_initializer=None, bias_initializer="zeros", in_channels=0):
+    def __init__(self, channels: int, kernel_size: Size, strides: Size = (1, 1),
+                 padding: Size = (0, 0), dilation: Size = (1, 1),
+                 groups: int = 1, layout: str = "NCHW",
+                 activation: Optional[str] = None, use_bias: bool = True,
+                 weight_initializer: InitLike = None, bias_initializer: InitLike = "zeros",
+                 in_channels: int = 0) -> None:
         super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
                          in_channels, activation, use_bias, weight_initializer,
                          bias_initializer, 2)
@@ -89,9 +99,12 @@ class Conv2D(_Conv):
 class Conv3D(_Conv):
     """3-D convolution of (batch, in_channels, depth, height, width) data."""
 
-    def __init__(self, channels, kernel_size, strides=(1, 1, 1), padding=(0, 0, 0),
-                 dilation=(1, 1, 1), groups=1, layout="NCDHW", activation=None, use_bias=True,
-                 weight_initializer=None, bias_initializer="zeros", in_channels=0):
+    def __init__(self, channels: int, kernel_size: Size, strides: Size = (1, 1, 1),
+                 padding: Size = (0, 0, 0), dilation: Size = (1, 1, 1),
+                 groups: int = 1, layout: str = "NCDHW",
+                 activation: Optional[str] = None, use_bias: bool = True,
+                 weight_initializer: InitLike = None, bias_initializer: InitLike = "zeros",
+                 in_channels: int = 0) -> None:
         super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
                          in_channels, activation, use_bias, weight_initializer,
                          bias_initializer, 3)
@@ -100,9 +113,12 @@ class Conv3D(_Conv):
 class Conv1DTranspose(_Conv):
     """1-D transposed convolution; output_padding adds to the output's end."""
 
-    def __init__(self, channels, kernel_size, strides=1, padding=0, output_padding=0,
-                 dilation=1, groups=1, layout="NCW", activation=None, use_bias=True,
-                 weight_initializer=None, bias_initializer="zeros", in_channels=0):
+    def __init__(self, channels: int, kernel_size: Size, strides: Size = 1,
+                 padding: Size = 0, output_padding: Size = 0, dilation: Size = 1,
+                 groups: int = 1, layout: str = "NCW",
+                 activation: Optional[str] = None, use_bias: bool = True,
+                 weight_initializer: InitLike = None, bias_initializer: InitLike = "zeros",
+                 in_channels: int = 0) -> None:
         super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
                          in_channels, activation, use_bias, weight_initializer,
                          bias_initializer, 1, "Deconvolution", output_padding)
@@ -111,10 +127,12 @@ class Conv1DTranspose(_Conv):
 class Conv2DTranspose(_Conv):
     """2-D transposed convolution; output_padding adds to the output's end."""
 
-    def __init__(self, channels, kernel_size, strides=(1, 1), padding=(0, 0),
-                 output_padding=(0, 0), dilation=(1, 1), groups=1, layout="NCHW",
-                 activation=None, use_bias=True, weight_initializer=None,
-                 bias_initializer="zeros", in_channels=0):
+    def __init__(self, channels: int, kernel_size: Size, strides: Size = (1, 1),
+                 padding: Size = (0, 0), output_padding: Size = (0, 0), dilation: Size = (1, 1),
+                 groups: int = 1, layout: str = "NCHW",
+                 activation: Optional[str] = None, use_bias: bool = True,
+                 weight_initializer: InitLike = None, bias_initializer: InitLike = "zeros",
+                 in_channels: int = 0) -> None:
         super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
                          in_channels, activation, use_bias, weight_initializer,
                          bias_initializer, 2, "Deconvolution", output_padding)
@@ -123,10 +141,12 @@ class Conv2DTranspose(_Conv):
 class Conv3DTranspose(_Conv):
     """3-D transposed convolution; output_padding adds to the output's end."""
 
-    def __init__(self, channels, kernel_size, strides=(1, 1, 1), padding=(0, 0, 0),
-                 output_padding=(0, 0, 0), dilation=(1, 1, 1), groups=1, layout="NCDHW",
-                 activation=None, use_bias=True, weight_initializer=None,
-                 bias_initializer="zeros", in_channels=0):
+    def __init__(self, channels: int, kernel_size: Size, strides: Size = (1, 1, 1),
+                 padding: Size = (0, 0, 0), output_padding: Size = (0, 0, 0),
+                 dilation: Size = (1, 1, 1), groups: int = 1, layout: str = "NCDHW",
+                 activation: Optional[str] = None, use_bias: bool = True,
+                 weight_initializer: InitLike = None, bias_initializer: InitLike = "zeros",
+                 in_channels: int = 0) -> None:
         super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
                          in_channels, activation, use_bias, weight_initializer,
                          bias_initializer, 3, "Deconvolution", output_padding)

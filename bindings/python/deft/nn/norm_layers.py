@@ -5,6 +5,7 @@ are off), as in Gluon; in_channels 0 takes the size from the first input.
 """
 from ..ndarray import invoke
 from .block import HybridBlock, Parameter
+from .init import InitLike
 
 
 def _affine(block, shape, center, scale, beta_initializer, gamma_initializer):
@@ -24,10 +25,11 @@ class BatchNorm(HybridBlock):
     graph they are its auxiliary states.
     """
 
-    def __init__(self, axis=1, momentum=0.9, epsilon=1e-5, center=True, scale=True,
-                 use_global_stats=False, beta_initializer="zeros", gamma_initializer="ones",
-                 running_mean_initializer="zeros", running_variance_initializer="ones",
-                 in_channels=0):
+    def __init__(self, axis: int = 1, momentum: float = 0.9, epsilon: float = 1e-5,
+                 center: bool = True, scale: bool = True, use_global_stats: bool = False,
+                 beta_initializer: InitLike = "zeros", gamma_initializer: InitLike = "ones",
+                 running_mean_initializer: InitLike = "zeros",
+                 running_variance_initializer: InitLike = "ones", in_channels: int = 0) -> None:
         super().__init__()
         self._axis = axis
         self._kwargs = {"axis": axis, "eps": epsilon, "momentum": momentum,
@@ -56,8 +58,9 @@ class LayerNorm(HybridBlock):
     """Normalises over `axis` (the last by default) of each sample, then scales by gamma and
     shifts by beta (both of that axis' size)."""
 
-    def __init__(self, axis=-1, epsilon=1e-5, center=True, scale=True, beta_initializer="zeros",
-                 gamma_initializer="ones", in_channels=0):
+    def __init__(self, axis: int = -1, epsilon: float = 1e-5, center: bool = True,
+                 scale: bool = True, beta_initializer: InitLike = "zeros",
+                 gamma_initializer: InitLike = "ones", in_channels: int = 0) -> None:
         super().__init__()
         self._kwargs = {"axis": axis, "eps": epsilon}
         _affine(self, (in_channels,), center, scale, beta_initializer, gamma_initializer)
@@ -72,8 +75,9 @@ class LayerNorm(HybridBlock):
 class InstanceNorm(HybridBlock):
     """Normalises each sample's channel (along `axis`) over its remaining axes."""
 
-    def __init__(self, axis=1, epsilon=1e-5, center=True, scale=False,
-                 beta_initializer="zeros", gamma_initializer="ones", in_channels=0):
+    def __init__(self, axis: int = 1, epsilon: float = 1e-5, center: bool = True,
+                 scale: bool = False, beta_initializer: InitLike = "zeros",
+                 gamma_initializer: InitLike = "ones", in_channels: int = 0) -> None:
         super().__init__()
         self._axis, self._epsilon = axis, epsilon
         _affine(self, (in_channels,), center, scale, beta_initializer, gamma_initializer)
@@ -95,8 +99,9 @@ class GroupNorm(HybridBlock):
     """Normalises each sample's channels (axis 1) in num_groups groups; gamma and beta have
     one value per group, as in MXNet 1.x."""
 
-    def __init__(self, num_groups=1, epsilon=1e-5, center=True, scale=True,
-                 beta_initializer="zeros", gamma_initializer="ones"):
+    def __init__(self, num_groups: int = 1, epsilon: float = 1e-5, center: bool = True,
+                 scale: bool = True, beta_initializer: InitLike = "zeros",
+                 gamma_initializer: InitLike = "ones") -> None:
         super().__init__()
         self._kwargs = {"num_groups": num_groups, "eps": epsilon}
         _affine(self, (num_groups,), center, scale, beta_initializer, gamma_initializer)
