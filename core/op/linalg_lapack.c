@@ -102,6 +102,7 @@ static int inverse(const solve_ctx_t *c, double *a) {
     int n = c->n, info = 0, lwork = -1, *ipiv = deft_scratch_alloc(sizeof(int) * (size_t)n + 1);
     double query = 0, *work = NULL;
     if (!ipiv) return no_memory(c);
+    if (n == 0) return deft_scratch_free(ipiv), 0; /* nothing to invert */
     dgetrf_(&n, &n, a, &n, ipiv, &info);
     if (info == 0) dgetri_(&n, a, &n, ipiv, &query, &lwork, &info);
     if (info == 0 && (work = workspace(query, &lwork)) != NULL)
@@ -117,7 +118,7 @@ static int inverse(const solve_ctx_t *c, double *a) {
 static int determinant(const solve_ctx_t *c, double *a) {
     int n = c->n, info = 0, *ipiv = deft_scratch_alloc(sizeof(int) * (size_t)n + 1);
     if (!ipiv) return no_memory(c);
-    dgetrf_(&n, &n, a, &n, ipiv, &info);
+    if (n > 0) dgetrf_(&n, &n, a, &n, ipiv, &info); /* an empty matrix's determinant is 1 */
     if (info < 0) return deft_scratch_free(ipiv), lapack_failed(c, "", info);
     double det = 1; /* info > 0: an exact 0 on U's diagonal, so det is 0 */
     for (int i = 0; i < n; i++)

@@ -10,7 +10,7 @@ import threading
 
 import numpy as _np
 
-from ._lib import (DTYPE_NAMES, NUMPY_OF, Device, cpu, dtype_code, lib, param_text)
+from ._lib import (DTYPE_NAMES, NUMPY_OF, Device, as_device, cpu, dtype_code, lib, param_text)
 
 _invoke = lib.DeftImperativeInvoke
 _get_op = lib.DeftGetOperator
@@ -177,6 +177,17 @@ class NDArray:
         values = self.asnumpy()
         return values if dtype is None else values.astype(dtype, copy=False)
 
+    def __array_function__(self, func, types, args, kwargs):
+        """NumPy's functions on deft arrays (numpy.sum(x)): deft.np's function of
+        the same name when it has one, a deft array then; otherwise NumPy's own
+        on the arrays read back, which returns what NumPy returns."""
+        from . import np as deft_np
+        where = deft_np.linalg if func.__module__ == "numpy.linalg" else deft_np
+        own = getattr(where, func.__name__, None)
+        if callable(own) and func.__name__ in where.__dict__:
+            return own(*args, **kwargs)
+        return func(*_as_numpy(args), **_as_numpy(kwargs))
+
     def item(self):
         if self.size != 1:
             raise ValueError(f"item() needs an array of one element, this one has {self.size}")
@@ -320,13 +331,23 @@ class NDArray:
         return invoke("_copyto", (self,))
 
     def to(self, device):
-        """A copy on `device` (deft.cpu() or deft.gpu(n))."""
+        """This array on `device` (deft.gpu(0), "gpu:0", "cpu"): itself when it is
+        there already, as PyTorch's .to and MXNet's as_in_context; else a copy."""
+        device = as_device(device)
+        if device == self.device:
+            return self
         return invoke("_copy_to_device", (self,), {"device": repr(device)})
 
+    as_in_context = to
+
     def copyto(self, other):
-        """Copy the values into `other` (an NDArray of the same shape) and return it."""
+        """Copy the values into `other` (an NDArray of the same shape) and return it;
+        given a device instead, a copy on that device (MXNet's copyto(ctx))."""
         if not isinstance(other, NDArray):
-            raise TypeError(f"copyto needs an NDArray to write, got {type(other).__name__}")
+            if isinstance(other, (Device, str)):
+                return invoke("_copy_to_device", (self,), {"device": repr(as_device(other))})
+            raise TypeError(f"copyto needs an NDArray to write or a device, got "
+                            f"{type(other).__name__}")
         return invoke("_copyto", (self,), out=other)
 
     # ---- indexing ----
@@ -472,6 +493,17 @@ def _install_operators():
 
 
 _install_operators()
+
+
+def _as_numpy(value):
+    """value with every NDArray in it (in tuples, lists and dicts) read as a NumPy array."""
+    if isinstance(value, NDArray):
+        return value.asnumpy()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_as_numpy(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _as_numpy(v) for k, v in value.items()}
+    return value
 
 
 def _axis_params(axis, keepdims):
@@ -661,7 +693,7 @@ def array(values, dtype=None, device=None):
     if not data.flags.c_contiguous:  # (ascontiguousarray would make 0-d arrays 1-d)
         data = data.copy(order="C")
     result = _wrap(lib.DeftNDArrayCreateFromData(data.shape, data.ndim, code, 1, 0, data))
-    return result if device is None or device == cpu() else result.to(device)
+    return result if device is None else result.to(device)
 
 
 def empty(shape, dtype=None, device=None):
@@ -672,7 +704,7 @@ def empty(shape, dtype=None, device=None):
 def zeros(shape, dtype=None, device=None):
     """An array of zeros (float32 unless dtype says otherwise)."""
     shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
-    dev = device or cpu()
+    dev = as_device(device, cpu())
     return _wrap(lib.DeftNDArrayCreate(shape, len(shape), dtype_code(dtype), dev.type, dev.id))
 
 
@@ -686,7 +718,7 @@ def full(shape, value, dtype=None, device=None):
     shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
     params = {"shape": shape, "value": value, "dtype": DTYPE_NAMES[dtype_code(dtype)]}
     result = invoke("_full", (), params)
-    return result if device is None or device == cpu() else result.to(device)
+    return result if device is None else result.to(device)
 
 
 def arange(start, stop=None, step=1, dtype=None):

@@ -61,3 +61,16 @@ def test_truth_of_arrays_follows_numpy():
     np.testing.assert_array_equal(x.any(axis=1).asnumpy(), a.any(axis=1))
     np.testing.assert_array_equal(x.all(axis=0).asnumpy(), a.all(axis=0))
     np.testing.assert_array_equal(deft.array(np.array([True, True])).all().asnumpy(), 1)
+
+
+def test_to_keeps_an_array_already_there_and_takes_device_text():
+    x = deft.array([1.0, 2.0])
+    assert x.to(deft.cpu()) is x and x.to("cpu") is x and x.as_in_context("cpu:0") is x
+    copy = x.copyto("cpu")  # MXNet's copyto(ctx): a copy on that device
+    assert copy is not x
+    copy += 1
+    np.testing.assert_array_equal(x.asnumpy(), [1.0, 2.0])
+    assert deft.zeros(2, device="cpu").device == deft.cpu()
+    assert deft.array([1], device="cpu(0)").device == deft.cpu()
+    with pytest.raises(ValueError, match="device 'tpu' is not one deft knows"):
+        x.to("tpu")

@@ -37,7 +37,15 @@ def _axes(axis):
 
 
 def _reduce(name, a, axis, keepdims):
-    return invoke(name, (asarray(a),), {"axis": _axes(axis), "keepdims": keepdims})
+    a = asarray(a)
+    result = invoke(name, (a,), {"axis": _axes(axis), "keepdims": keepdims})
+    return _scalar_if_all(result, a, axis, keepdims)
+
+
+def _scalar_if_all(result, a, axis, keepdims):
+    """deft's reductions over every axis give (1,), as MXNet's; NumPy's give a 0-d array."""
+    every = axis is None or len({d % builtins.max(a.ndim, 1) for d in _axes(axis)}) >= a.ndim
+    return result.reshape(()) if every and not keepdims and result.shape == (1,) else result
 
 
 # ---- reductions ----
@@ -76,17 +84,20 @@ amax, amin = max, min
 
 
 def argmax(a, axis=None, keepdims=False):
-    a = asarray(a)
-    if axis is None:
-        a, axis = a.reshape(-1), 0
-    return invoke("argmax", (a,), {"axis": axis, "keepdims": keepdims}).astype("int64")
+    return _arg("argmax", a, axis, keepdims)
 
 
 def argmin(a, axis=None, keepdims=False):
+    return _arg("argmin", a, axis, keepdims)
+
+
+def _arg(name, a, axis, keepdims):
     a = asarray(a)
-    if axis is None:
-        a, axis = a.reshape(-1), 0
-    return invoke("argmin", (a,), {"axis": axis, "keepdims": keepdims}).astype("int64")
+    flat = a.reshape(-1) if axis is None else a
+    result = invoke(name, (flat,), {"axis": 0 if axis is None else axis, "keepdims": keepdims})
+    if axis is None and keepdims:
+        result = result.reshape((1,) * a.ndim)
+    return _scalar_if_all(result, flat, 0 if axis is None else axis, keepdims).astype("int64")
 
 
 def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
@@ -200,6 +211,8 @@ def where(condition, x=None, y=None):
     if x is None and y is None:
         return nonzero(condition)
     condition = asarray(condition)
+    if condition.dtype == _np.bool_:
+        condition = condition.astype("uint8")
     x = x if isinstance(x, NDArray) else array(x, dtype=y.dtype if isinstance(y, NDArray)
                                                else None)
     y = y if isinstance(y, NDArray) else array(y, dtype=x.dtype)
