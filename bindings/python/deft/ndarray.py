@@ -116,6 +116,16 @@ def _in_place(array_op, scalar_op, x, other):
     return x
 
 
+def _numpy_method(name):
+    """An NDArray method calling deft.np's function `name` on the array."""
+    def method(self, *args, **kwargs):
+        from . import np as deft_np
+        return getattr(deft_np, name)(self, *args, **kwargs)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"deft.np.{name}(self, ...)."
+    return method
+
+
 class NDArray:
     """An n-dimensional array on a device, computed asynchronously."""
 
@@ -321,6 +331,16 @@ class NDArray:
 
     def argmax(self, axis=None, keepdims=False):
         return invoke("argmax", (self,), {"axis": axis, "keepdims": keepdims})
+
+    # ---- NumPy's methods, as deft.np's functions (sort returns a sorted copy, as MXNet's) ----
+
+    (argmin, prod, var, std, cumsum, cumprod, sort, argsort, round, clip, diagonal, trace,
+     nonzero) = map(_numpy_method, ("argmin", "prod", "var", "std", "cumsum", "cumprod", "sort",
+                                    "argsort", "round", "clip", "diagonal", "trace", "nonzero"))
+
+    def ravel(self):
+        """The elements as one dimension (a copy)."""
+        return self.reshape(self.size)
 
     # ---- conversion and copies ----
 

@@ -231,3 +231,22 @@ def test_linalg_errors_are_numpys():
         dnp.linalg.inv(np.eye(2, dtype=np.int32))
     with pytest.raises(ValueError, match="expected float64 with a's batch and rows"):
         dnp.linalg.solve(np.eye(2), np.ones(3))
+
+
+def test_array_methods_are_deft_np_functions(a):
+    x = deft.array(a)
+    close(x.cumsum(axis=1), a.cumsum(axis=1), 1e-4)
+    close(x.cumprod(axis=2), a.cumprod(axis=2), 1e-4)
+    close(x.var(axis=0, ddof=1), a.var(axis=0, ddof=1), 1e-4)
+    close(x.std(), a.std(), 1e-4)
+    close(x.prod(axis=2), a.prod(axis=2), 1e-4)
+    close(x.sort(axis=1), np.sort(a, axis=1))
+    close(x.argsort(), a.argsort())
+    close(x.argmin(axis=1), a.argmin(axis=1))
+    close(x.round(1), a.round(1), 1e-6)
+    close(x.clip(-0.5, 0.5), a.clip(-0.5, 0.5))
+    close(x.diagonal(0, 1, 2), a.diagonal(0, 1, 2))
+    close(x.trace(), a.trace(), 1e-4)
+    close(x.ravel(), a.ravel())
+    close(x.nonzero()[2], a.nonzero()[2])
+    assert x.cumsum.__name__ == "cumsum"
