@@ -362,15 +362,22 @@ DEFT_PY_NAMES_OUT(out_count, out_words)
 }
 
 /* Invoke: outputs in as a sequence (an array to write, or None for a new
- * one); out as a list of the produced outputs, None where one was given. */
+ * one), or None for as many new outputs as the operator makes; out as a list
+ * of the produced outputs, None where one was given. */
 %typemap(in) (int *num_outputs, DeftNDArrayHandle *outputs)
-    (int room, void *small[16], void **heap = NULL, void **given = NULL, char gave_small[16],
-     char *gave = NULL, char *gave_heap = NULL) {
-    if (deft_py_handles($input, $descriptor(struct DeftNDArray *), "outputs", small, 16, &given,
-                        &heap))
-        SWIG_fail;
-    room = $input == Py_None ? 0 : (int)PySequence_Size($input);
-    gave = room <= 16 ? gave_small : (gave_heap = malloc((size_t)room));
+    (int room, void *small[DEFT_MAX_OUTPUTS], void **heap = NULL, void **given = NULL,
+     char gave_small[DEFT_MAX_OUTPUTS], char *gave = NULL, char *gave_heap = NULL) {
+    if ($input == Py_None) { /* room for every output an operator may have, all new */
+        room = DEFT_MAX_OUTPUTS;
+        memset(small, 0, sizeof small);
+        given = small;
+    } else {
+        if (deft_py_handles($input, $descriptor(struct DeftNDArray *), "outputs", small,
+                            DEFT_MAX_OUTPUTS, &given, &heap))
+            SWIG_fail;
+        room = (int)PySequence_Size($input);
+    }
+    gave = room <= DEFT_MAX_OUTPUTS ? gave_small : (gave_heap = malloc((size_t)room));
     if (!gave) {
         PyErr_NoMemory();
         SWIG_fail;

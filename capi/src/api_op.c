@@ -6,6 +6,8 @@
 #include "core/imperative/invoke.h"
 #include "core/op/random.h"
 
+_Static_assert(DEFT_MAX_OUTPUTS == DEFT_OP_MAX_OUTPUTS, "output limits must match");
+
 static int api_op(DeftOpHandle handle, const deft_op_entry_t **out) {
     const deft_op_entry_t *entry = (const deft_op_entry_t *)handle;
     if (!entry) return deft_error(DEFT_ERR_VALUE, "op is NULL, expected an operator handle");

@@ -71,7 +71,7 @@ def invoke(name, inputs, params=None, out=None):
     return invoke_text(name, inputs, keys, vals, out)
 
 
-_NO_OUTPUTS = (None,) * 8
+_NO_OUTPUTS = None  # as many new outputs as the operator makes (up to DEFT_MAX_OUTPUTS)
 
 
 def invoke_text(name, inputs, keys, vals, out=None):

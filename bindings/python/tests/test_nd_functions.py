@@ -74,3 +74,11 @@ def test_to_keeps_an_array_already_there_and_takes_device_text():
     assert deft.array([1], device="cpu(0)").device == deft.cpu()
     with pytest.raises(ValueError, match="device 'tpu' is not one deft knows"):
         x.to("tpu")
+
+
+def test_operators_return_every_output_they_make():
+    a = np.arange(40, dtype=np.float32).reshape(2, 20)
+    parts = nd.split(deft.array(a), num_outputs=20, axis=1)
+    assert len(parts) == 20
+    for got, want in zip(parts, np.split(a, 20, axis=1)):
+        np.testing.assert_array_equal(got.asnumpy(), want)

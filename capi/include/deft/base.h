@@ -46,6 +46,9 @@ extern "C" {
 /** Most dimensions an array may have. */
 #define DEFT_MAX_NDIM 8
 
+/** Most outputs an operator call may produce (the room DeftImperativeInvoke() uses at most). */
+#define DEFT_MAX_OUTPUTS 64
+
 /** Category of the last error, so that bindings raise a matching exception. */
 typedef enum DeftErrorKind {
     DEFT_ERROR_NONE = 0,            /**< no error has happened on this thread */
