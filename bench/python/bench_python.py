@@ -3,6 +3,8 @@
 - Per-call cost of `x + 1` on a 1-element array: deft.NDArray vs NumPy
   (target: at most 3x NumPy), with the layers underneath shown apart: the
   raw SWIG call (_deft.DeftImperativeInvoke) and an empty Python call.
+- The typed function of the same operator (deft.nd._internal._plus_scalar)
+  against the operator `x + 1` (target: at most 1.3x).
 (The demo MLP's training step is bench_mlp_step.py's.)
 
     build/venv/bin/python bench/python/bench_python.py
@@ -31,10 +33,12 @@ def overhead():
     op = _deft.DeftGetOperator("_plus_scalar")
     keys, vals, outs = ("scalar",), ("1",), (None,)
     invoke = _deft.DeftImperativeInvoke
+    typed = deft.nd._internal._plus_scalar
     results = {}
     for _ in range(3):  # interleave the kinds so noise hits them alike
         for name, fn in [("numpy a + 1", lambda: a + 1),
                          ("deft  x + 1", lambda: x + 1),
+                         ("typed _plus_scalar", lambda: typed(x, scalar=1)),
                          ("raw SWIG invoke", lambda: invoke(op, 1, (x,), outs, 1, keys, vals)),
                          ("empty Python call", lambda: None)]:
             t = per_call(fn)
@@ -46,6 +50,9 @@ def overhead():
         print(f"  {name:18s} {t:7.3f} us   {t / numpy_t:5.2f}x NumPy")
     ratio = results["deft  x + 1"] / numpy_t
     print(f"  deft/NumPy: {ratio:.2f}x (target: at most 3x)")
+    typed_ratio = results["typed _plus_scalar"] / results["deft  x + 1"]
+    print(f"  typed function / operator: {typed_ratio:.2f}x (target: at most 1.3x)")
+    print(f"  load average: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

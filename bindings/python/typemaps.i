@@ -382,7 +382,10 @@ DEFT_PY_NAMES_OUT(out_count, out_words)
         PyErr_NoMemory();
         SWIG_fail;
     }
-    for (int k = 0; k < room; k++) gave[k] = given[k] != NULL;
+    if ($input == Py_None)
+        memset(gave, 0, (size_t)room);
+    else
+        for (int k = 0; k < room; k++) gave[k] = given[k] != NULL;
     $1 = &room;
     $2 = ($2_ltype)given;
 }

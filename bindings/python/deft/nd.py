@@ -16,7 +16,10 @@ import types as _types
 from ._lib import DTYPE_NAMES as _DTYPE_NAMES, cpu as _cpu, dtype_code as _dtype_code, lib as _lib
 from .ndarray import (NDArray, arange, array, empty, from_dlpack, full, ones,  # noqa: F401
                       ones_like, waitall, zeros, zeros_like)
-from .ndarray import invoke as _invoke, op_handle as _op_handle
+from ._lib import param_text as _param_text
+from .ndarray import _wrap, invoke as _invoke, op_handle as _op_handle
+
+_c_invoke = _lib.DeftImperativeInvoke
 from .serialize import load, load_frombuffer, save  # noqa: F401
 
 _internal = _types.ModuleType(__name__ + "._internal", "Operators named with a leading underscore.")
@@ -43,8 +46,33 @@ def _make_function(name):
     # registry's order (nd.clip(x, -1, 1)), as far as a signature allows:
     # a required parameter cannot follow one with a default.
     by_position = [] if positional else _positional_prefix(keyword)
+    handle = _op_handle(name)
+    most = len(input_names) if not variadic else high
 
     def call(*inputs, out=None, **kwargs):
+        # The fast path, as cheap as the operators' own (x + 1): arrays for
+        # inputs, parameters by keyword, straight to the C call.
+        if out is None and len(inputs) <= most and (
+                type(inputs[0]) is NDArray if len(inputs) == 1 else _all_arrays(inputs)):
+            if not kwargs:
+                made = _c_invoke(handle, len(inputs), inputs, None, 0, (), ())
+            elif len(kwargs) == 1:  # one parameter (scalar=1, axis=0): no loops
+                (key, value), = kwargs.items()
+                if key not in param_names:
+                    return slow(inputs, out, kwargs)
+                kind = type(value)
+                text = repr(value) if kind is float else str(value) if kind is int else (
+                    _param_text(value))
+                made = _c_invoke(handle, len(inputs), inputs, None, 1, (key,), (text,))
+            elif param_names.issuperset(kwargs):
+                made = _c_invoke(handle, len(inputs), inputs, None, len(kwargs), tuple(kwargs),
+                                 tuple(map(_param_text, kwargs.values())))
+            else:
+                return slow(inputs, out, kwargs)
+            return _wrap(made[0]) if len(made) == 1 else [_wrap(h) for h in made]
+        return slow(inputs, out, kwargs)
+
+    def slow(inputs, out, kwargs):
         inputs = list(inputs)
         if variadic and len(inputs) == 1 and _is_array_list(inputs[0]):
             inputs = list(inputs[0])  # nd.stack([x, y]): a list of arrays is the inputs
@@ -90,6 +118,13 @@ def _make_function(name):
     sig.append(kinds("out", kinds.KEYWORD_ONLY, default=None))
     call.__signature__ = _inspect.Signature(sig)
     return call
+
+
+def _all_arrays(values):
+    for x in values:
+        if type(x) is not NDArray:
+            return False
+    return True
 
 
 def _positional_prefix(params):
