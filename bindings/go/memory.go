@@ -1,0 +1,127 @@
+package deft
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The Go collector sees an NDArray as a few dozen bytes, whatever native
+// memory its handle holds, so a loop that drops arrays without Close can
+// fill memory long before Go collects. The binding reads deft's live CPU
+// bytes after each call that creates arrays (the shim returns the counter)
+// and, past a bound, runs a collection and gives the finalizers a moment to
+// free what it found.
+
+// DefaultNativeGCThreshold is the bound used unless DEFT_GO_GC_BYTES or
+// SetNativeGCThreshold says otherwise.
+const DefaultNativeGCThreshold = 32 << 20
+
+var (
+	gcThreshold atomic.Int64 // 0: off
+	nextGC      atomic.Int64 // live bytes that trigger the next collection
+	gcRuns      atomic.Int64 // collections the bound triggered
+	finalized   atomic.Int64 // arrays released by their finalizer
+	gcMu        sync.Mutex
+)
+
+func init() {
+	t := int64(DefaultNativeGCThreshold)
+	if env := os.Getenv("DEFT_GO_GC_BYTES"); env != "" {
+		if v, err := strconv.ParseInt(env, 10, 64); err == nil && v >= 0 {
+			t = v
+		}
+	}
+	SetNativeGCThreshold(t)
+}
+
+// SetNativeGCThreshold sets the bound and returns the previous one: when
+// deft's live CPU bytes pass max(bytes, twice what was live after the last
+// such collection), the binding runs runtime.GC so that the finalizers of
+// dropped arrays free their native memory. 0 turns the bound off. The
+// environment variable DEFT_GO_GC_BYTES sets it at start (default 32 MiB).
+func SetNativeGCThreshold(bytes int64) (prev int64) {
+	if bytes < 0 {
+		bytes = 0
+	}
+	prev = gcThreshold.Swap(bytes)
+	nextGC.Store(bytes)
+	return prev
+}
+
+// NativeGCRuns is the number of collections the bound has run.
+func NativeGCRuns() int64 { return gcRuns.Load() }
+
+// notePressure is called with the live bytes a call left behind.
+func notePressure(live int64) {
+	if t := gcThreshold.Load(); t > 0 && live >= nextGC.Load() {
+		collectNative(t)
+	}
+}
+
+// collectNative runs one collection at a time; callers that find one
+// running go on (the running one serves them too).
+func collectNative(threshold int64) {
+	if !gcMu.TryLock() {
+		return
+	}
+	defer gcMu.Unlock()
+	runtime.GC()
+	// The finalizers of what the collection found run on their own
+	// goroutine, and deft releases storage after pending work on it: wait
+	// (at most 20 ms) until both stop, then measure what is really live.
+	seen, live := finalized.Load(), liveCPUBytes()
+	for i := 0; i < 200; i++ {
+		time.Sleep(100 * time.Microsecond)
+		nowSeen, nowLive := finalized.Load(), liveCPUBytes()
+		if nowSeen == seen && nowLive >= live {
+			break
+		}
+		seen, live = nowSeen, nowLive
+	}
+	next := 2 * live
+	if next < threshold {
+		next = threshold
+	}
+	nextGC.Store(next)
+	gcRuns.Add(1)
+}
+
+func liveCPUBytes() int64 {
+	var st C.go_status
+	var v C.int64_t
+	if C.go_memory_stat(&st, 1, 0, 0, &v) != 0 {
+		fail(&st)
+		return 0
+	}
+	return int64(v)
+}
+
+// MemoryStat reads one of deft's memory counters of a device.
+type MemoryStat int
+
+const (
+	MemLiveBytes    MemoryStat = 0 // bytes of array storage in use
+	MemLiveBuffers  MemoryStat = 1 // storage buffers in use
+	MemPeakBytes    MemoryStat = 2 // the most MemLiveBytes has been
+	MemCachedBytes  MemoryStat = 3 // bytes the pool holds, free, for reuse
+	MemSystemAllocs MemoryStat = 4 // calls the pool made to the system allocator
+)
+
+// ReadMemoryStat returns a memory counter of dev (DeftGetMemoryStat).
+func ReadMemoryStat(dev Device, stat MemoryStat) (int64, error) {
+	var st C.go_status
+	var v C.int64_t
+	if C.go_memory_stat(&st, C.int(dev.Type), C.int(dev.ID), C.int(stat), &v) != 0 {
+		return 0, fail(&st)
+	}
+	return int64(v), nil
+}

@@ -1,0 +1,101 @@
+package deft
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// pressureLoop adds 1 to an array of size floats n times, dropping each
+// result without Close: only finalizers free them.
+func pressureLoop(n, size int) error {
+	x, err := FromFloat32(make([]float32, size), int64(size))
+	if err != nil {
+		return err
+	}
+	defer x.Close()
+	for i := 0; i < n; i++ {
+		if _, err := x.Call("_plus_scalar", nil, Param{"scalar", "1"}); err != nil {
+			return err
+		}
+	}
+	return WaitAll()
+}
+
+// TestPressureChild is the loop in a process of its own (the peak counter
+// is process-wide): it runs only when TestNativePeak starts it.
+func TestPressureChild(t *testing.T) {
+	var n, size int
+	if _, err := fmt.Sscanf(os.Getenv("DEFT_GO_PRESSURE"), "%d,%d", &n, &size); err != nil {
+		t.Skip("run by TestNativePeak")
+	}
+	if err := pressureLoop(n, size); err != nil {
+		t.Fatal(err)
+	}
+	peak, err := ReadMemoryStat(CPU, MemPeakBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("native peak %d bytes, %d collections\n", peak, NativeGCRuns())
+}
+
+// childPeak runs the loop in a child process with env added.
+func childPeak(t *testing.T, loops, size int, env ...string) (peak, runs int64) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPressureChild$", "-test.v")
+	cmd.Env = append(append(os.Environ(), fmt.Sprintf("DEFT_GO_PRESSURE=%d,%d", loops, size)),
+		env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	for _, line := range splitLines(string(out)) {
+		if _, err := fmt.Sscanf(line, "native peak %d bytes, %d collections", &peak, &runs); err == nil {
+			return peak, runs
+		}
+	}
+	t.Fatalf("child printed no peak:\n%s", out)
+	return 0, 0
+}
+
+func splitLines(s string) []string {
+	var lines []string
+	start := 0
+	for i, c := range s {
+		if c == '\n' {
+			lines = append(lines, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(lines, s[start:])
+}
+
+// Dropped arrays without Close: with the bound (the default, 32 MiB) deft's
+// native peak stays under 64 MiB; with it off, 150 arrays of 1 MiB pass 64
+// MiB (the Go heap alone would not trigger a collection for thousands
+// more). Calls on 1 MiB run on the engine's threads, those on 128 KiB on
+// the calling thread.
+func TestNativePeak(t *testing.T) {
+	const limit = 64 << 20
+	cases := []struct {
+		name        string
+		loops, size int
+		env         []string
+		bounded     bool
+	}{
+		{"1000 x 1 MiB", 1000, 1 << 18, nil, true},
+		{"4000 x 128 KiB", 4000, 1 << 15, nil, true},
+		{"150 x 1 MiB, bound off", 150, 1 << 18, []string{"DEFT_GO_GC_BYTES=0"}, false},
+	}
+	for _, c := range cases {
+		peak, runs := childPeak(t, c.loops, c.size, c.env...)
+		t.Logf("%s: native peak %.1f MiB, %d collections", c.name, float64(peak)/(1<<20), runs)
+		if c.bounded && (peak >= limit || runs == 0) {
+			t.Errorf("%s: peak %d bytes, want < %d", c.name, peak, limit)
+		}
+		if !c.bounded && (peak < limit || runs != 0) {
+			t.Errorf("%s: peak %d bytes, %d collections: the loop does not test the bound",
+				c.name, peak, runs)
+		}
+	}
+}
