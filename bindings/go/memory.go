@@ -27,7 +27,7 @@ const DefaultNativeGCThreshold = 32 << 20
 
 var (
 	gcThreshold atomic.Int64 // 0: off
-	nextGC      atomic.Int64 // live bytes that trigger the next collection
+	lowWater    atomic.Int64 // least live bytes seen since the last collection
 	gcRuns      atomic.Int64 // collections the bound triggered
 	finalized   atomic.Int64 // arrays released by their finalizer
 	gcMu        sync.Mutex
@@ -44,7 +44,7 @@ func init() {
 }
 
 // SetNativeGCThreshold sets the bound and returns the previous one: when
-// deft's live CPU bytes pass max(bytes, twice what was live after the last
+// deft's live CPU bytes pass max(bytes, twice the least seen since the last
 // such collection), the binding runs runtime.GC so that the finalizers of
 // dropped arrays free their native memory. 0 turns the bound off. The
 // environment variable DEFT_GO_GC_BYTES sets it at start (default 32 MiB).
@@ -52,34 +52,50 @@ func SetNativeGCThreshold(bytes int64) (prev int64) {
 	if bytes < 0 {
 		bytes = 0
 	}
-	prev = gcThreshold.Swap(bytes)
-	nextGC.Store(bytes)
-	return prev
+	return gcThreshold.Swap(bytes)
 }
 
 // NativeGCRuns is the number of collections the bound has run.
 func NativeGCRuns() int64 { return gcRuns.Load() }
 
-// notePressure is called with the live bytes a call left behind.
+// notePressure is called with the live bytes a call left behind. The
+// trigger is twice the least live count seen since the last collection (at
+// least the threshold): what the finalizers free after a collection lowers
+// it again, and a program that really holds much native memory is not
+// collected over and over.
 func notePressure(live int64) {
-	if t := gcThreshold.Load(); t > 0 && live >= nextGC.Load() {
-		collectNative(t)
+	t := gcThreshold.Load()
+	if t <= 0 {
+		return
+	}
+	for {
+		low := lowWater.Load()
+		if live >= low || lowWater.CompareAndSwap(low, live) {
+			break
+		}
+	}
+	trigger := 2 * lowWater.Load()
+	if trigger < t {
+		trigger = t
+	}
+	if live >= trigger {
+		collectNative()
 	}
 }
 
 // collectNative runs one collection at a time; callers that find one
 // running go on (the running one serves them too).
-func collectNative(threshold int64) {
+func collectNative() {
 	if !gcMu.TryLock() {
 		return
 	}
 	defer gcMu.Unlock()
 	runtime.GC()
 	// The finalizers of what the collection found run on their own
-	// goroutine, and deft releases storage after pending work on it: wait
-	// (at most 20 ms) until both stop, then measure what is really live.
+	// goroutine, and deft releases storage after pending work on it: give
+	// them a moment (at most 2 ms) before the loop allocates again.
 	seen, live := finalized.Load(), liveCPUBytes()
-	for i := 0; i < 200; i++ {
+	for i := 0; i < 20; i++ {
 		time.Sleep(100 * time.Microsecond)
 		nowSeen, nowLive := finalized.Load(), liveCPUBytes()
 		if nowSeen == seen && nowLive >= live {
@@ -87,11 +103,7 @@ func collectNative(threshold int64) {
 		}
 		seen, live = nowSeen, nowLive
 	}
-	next := 2 * live
-	if next < threshold {
-		next = threshold
-	}
-	nextGC.Store(next)
+	lowWater.Store(live)
 	gcRuns.Add(1)
 }
 

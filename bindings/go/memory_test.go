@@ -73,8 +73,11 @@ func splitLines(s string) []string {
 // Dropped arrays without Close: with the bound (the default, 32 MiB) deft's
 // native peak stays under 64 MiB; with it off, 150 arrays of 1 MiB pass 64
 // MiB (the Go heap alone would not trigger a collection for thousands
-// more). Calls on 1 MiB run on the engine's threads, those on 128 KiB on
-// the calling thread.
+// more). Calls on 64 KiB run on the calling thread; those on 1 MiB on the
+// engine's threads, and the bytes of work queued there are bounded by
+// DEFT_ENGINE_MAX_PENDING_BYTES (default 1 GiB), not by the collector (a
+// collection cannot free what queued work still needs): that case sets
+// the engine's bound to 16 MiB too.
 func TestNativePeak(t *testing.T) {
 	const limit = 64 << 20
 	cases := []struct {
@@ -83,8 +86,9 @@ func TestNativePeak(t *testing.T) {
 		env         []string
 		bounded     bool
 	}{
-		{"1000 x 1 MiB", 1000, 1 << 18, nil, true},
-		{"4000 x 128 KiB", 4000, 1 << 15, nil, true},
+		{"1000 x 1 MiB, engine queue 16 MiB", 1000, 1 << 18,
+			[]string{"DEFT_ENGINE_MAX_PENDING_BYTES=16777216"}, true},
+		{"8000 x 64 KiB", 8000, 1 << 14, nil, true},
 		{"150 x 1 MiB, bound off", 150, 1 << 18, []string{"DEFT_GO_GC_BYTES=0"}, false},
 	}
 	for _, c := range cases {
@@ -98,4 +102,25 @@ func TestNativePeak(t *testing.T) {
 				c.name, peak, runs)
 		}
 	}
+}
+
+// A program that really holds more than the threshold is not collected
+// over and over: the trigger follows what stays live.
+func TestBoundFollowsWhatStaysLive(t *testing.T) {
+	var held []*NDArray
+	for i := 0; i < 48; i++ { // 48 MiB, over the default 32 MiB
+		held = append(held, must(Zeros(Float32, 1<<18)))
+	}
+	x := must(FromFloat32([]float32{1}, 1))
+	before := NativeGCRuns()
+	for i := 0; i < 2000; i++ {
+		must(0, must(x.Call("_plus_scalar", nil, Param{"scalar", "1"})).Close())
+	}
+	if runs := NativeGCRuns() - before; runs > 2 {
+		t.Fatalf("%d collections for 2000 calls with 48 MiB held", runs)
+	}
+	for _, a := range held {
+		a.Close()
+	}
+	x.Close()
 }
