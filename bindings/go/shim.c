@@ -70,6 +70,10 @@ static int count_outputs(DeftOpHandle op, int np, const char *const *keys,
     return n;
 }
 
+int go_count_outputs(DeftOpHandle op, int np, const char *const *keys, const char *const *vals) {
+    return count_outputs(op, np, keys, vals);
+}
+
 enum { GO_INLINE_PARAMS = 16 };
 
 int go_invoke(go_status *st, DeftOpHandle op, int nin, const DeftNDArrayHandle *in, int *nout,

@@ -70,6 +70,8 @@ int go_custom_set_error(const char *message);
 int go_list_ops(go_status *st, int *n, const char *const **names);
 int go_op_info(go_status *st, DeftOpHandle op, const char **name, const char **doc, int *min_in,
                int *max_in, int *n_names, const char *const **in_names, int *nparams);
+/* outputs op makes with these parameters; -1 when that cannot be told */
+int go_count_outputs(DeftOpHandle op, int np, const char *const *keys, const char *const *vals);
 int go_op_param(go_status *st, DeftOpHandle op, int i, const char **name, const char **type,
                 const char **def, const char **doc, int *nchoices, const char *const **choices);
 
