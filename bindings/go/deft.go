@@ -26,6 +26,8 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unsafe"
 )
 
@@ -54,19 +56,66 @@ func (h *handle) release(owner interface{}, free func(*C.go_status) C.int) error
 
 // NDArray is an n-dimensional array, computed asynchronously.
 type NDArray struct {
-	handle
-	h    C.DeftNDArrayHandle
-	lent bool // lent to a custom operator's callback: deft frees it, not Close
+	h      C.DeftNDArrayHandle
+	closed atomic.Bool
+	lent   bool // lent to a custom operator's callback: deft frees it, not Close
 }
 
+// finalizeArray releases a dropped array's handle. Finalizers run one after
+// another on one goroutine, often thousands after a collection: they batch
+// the frees, one cgo call for up to freeBatch handles. A batch that does not
+// fill goes within a millisecond, and at once before anything that counts
+// arrays or memory (Counters, WaitAll, ReadMemoryStat, the native bound).
 func finalizeArray(a *NDArray) {
-	a.Close()
+	if !a.closed.CompareAndSwap(false, true) {
+		return
+	}
+	dropped.Lock()
+	dropped.hs[dropped.n] = a.h
+	dropped.n++
+	switch {
+	case dropped.n == freeBatch:
+		flushLocked()
+	case dropped.n == 1:
+		dropped.timer.Reset(time.Millisecond)
+	}
+	dropped.Unlock()
 	finalized.Add(1)
+	noteHandle(-1)
+}
+
+const freeBatch = 64
+
+var dropped struct {
+	sync.Mutex
+	hs    [freeBatch]C.DeftNDArrayHandle
+	n     int
+	timer *time.Timer
+}
+
+func init() {
+	dropped.timer = time.AfterFunc(time.Hour, flushDropped)
+	dropped.timer.Stop()
+}
+
+func flushLocked() {
+	if dropped.n > 0 {
+		C.go_free_arrays(&dropped.hs[0], C.int(dropped.n))
+		dropped.n = 0
+	}
+}
+
+// flushDropped frees the handles finalizers queued.
+func flushDropped() {
+	dropped.Lock()
+	flushLocked()
+	dropped.Unlock()
 }
 
 func wrapArray(h C.DeftNDArrayHandle) *NDArray {
 	a := &NDArray{h: h}
 	runtime.SetFinalizer(a, finalizeArray)
+	noteHandle(1)
 	return a
 }
 
@@ -76,9 +125,7 @@ func (a *NDArray) raw() (C.DeftNDArrayHandle, error) {
 	if a == nil {
 		return nil, errors.New("deft: nil NDArray")
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed {
+	if a.closed.Load() {
 		return nil, ErrClosed
 	}
 	return a.h, nil
@@ -90,7 +137,15 @@ func (a *NDArray) Close() error {
 	if a.lent {
 		return nil
 	}
-	return a.release(a, func(st *C.go_status) C.int { return C.go_free(st, a.h) })
+	if !a.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	runtime.SetFinalizer(a, nil)
+	noteHandle(-1)
+	if st := C.go_free_array(a.h); st.kind != 0 {
+		return fail(&st)
+	}
+	return nil
 }
 
 func create(dev Device, dtype DType, data unsafe.Pointer, nbytes int, shape []int64) (*NDArray, error) {
@@ -246,21 +301,28 @@ func InvokeInto(name string, inputs, outputs []*NDArray, params ...Param) error 
 		return err
 	}
 	defer runtime.KeepAlive(outputs)
-	_, err = op.call(inputs, out[:len(outputs)], params, false)
+	_, err = op.call(inputs, out[:len(outputs)], params, nil)
 	return err
 }
 
-// Call runs operator name with a as its first input and returns its first output.
+// Call runs operator name with a as its first input and returns its first
+// output (the others, if any, are released).
 func (a *NDArray) Call(name string, others []*NDArray, params ...Param) (*NDArray, error) {
-	outs, err := Invoke(name, append([]*NDArray{a}, others...), params...)
+	return invokeFirst(name, append([]*NDArray{a}, others...), params)
+}
+
+// invokeFirst runs the operator called name and returns its first output.
+func invokeFirst(name string, inputs []*NDArray, params []Param) (*NDArray, error) {
+	op, err := lookupOp(name)
 	if err != nil {
 		return nil, err
 	}
-	return outs[0], nil
+	return op.invokeFirst(inputs, params)
 }
 
 // WaitAll blocks until every pending operation is done.
 func WaitAll() error {
+	flushDropped()
 	var st C.go_status
 	if C.go_wait_all(&st) != 0 {
 		return fail(&st)
@@ -270,6 +332,7 @@ func WaitAll() error {
 
 // Counters returns the live NDArray handles and live bytes of CPU storage.
 func Counters() (arrays, bytes int64, err error) {
+	flushDropped()
 	var st C.go_status
 	var a, b C.int64_t
 	if C.go_counters(&st, &a, &b) != 0 {

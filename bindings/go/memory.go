@@ -41,6 +41,7 @@ func init() {
 		}
 	}
 	SetNativeGCThreshold(t)
+	handleTrigger.Store(maxDroppable)
 }
 
 // SetNativeGCThreshold sets the bound and returns the previous one: when
@@ -53,6 +54,25 @@ func SetNativeGCThreshold(bytes int64) (prev int64) {
 		bytes = 0
 	}
 	return gcThreshold.Swap(bytes)
+}
+
+// Each live handle costs deft some bookkeeping (a registry of live handles,
+// the engine's variables), and many thousands of dropped arrays of a few
+// bytes each never reach the byte bound: past maxDroppable arrays wrapped
+// and not closed, the bound runs a collection too (see liveHandles).
+const maxDroppable = 16384
+
+var (
+	liveHandles   atomic.Int64 // arrays wrapped and not yet closed or finalized
+	handleTrigger atomic.Int64 // live handles that trigger the next collection
+)
+
+// noteHandle counts an array wrapped (+1) or released (-1).
+func noteHandle(delta int64) {
+	n := liveHandles.Add(delta)
+	if delta > 0 && gcThreshold.Load() > 0 && n >= handleTrigger.Load() {
+		collectNative()
+	}
 }
 
 // NativeGCRuns is the number of collections the bound has run.
@@ -93,21 +113,33 @@ func collectNative() {
 	runtime.GC()
 	// The finalizers of what the collection found run on their own
 	// goroutine, and deft releases storage after pending work on it: give
-	// them a moment (at most 2 ms) before the loop allocates again.
+	// them a moment (at most 2 ms). If they went quiet, what is live now
+	// stays live: the trigger moves to twice that. If they are still busy,
+	// the trigger stays, and the next call past it collects again, which
+	// holds the loop back until they catch up.
 	seen, live := finalized.Load(), liveCPUBytes()
-	for i := 0; i < 20; i++ {
+	quiet := false
+	for i := 0; i < 20 && !quiet; i++ {
 		time.Sleep(100 * time.Microsecond)
 		nowSeen, nowLive := finalized.Load(), liveCPUBytes()
-		if nowSeen == seen && nowLive >= live {
-			break
-		}
+		quiet = nowSeen == seen && nowLive >= live
 		seen, live = nowSeen, nowLive
 	}
-	lowWater.Store(live)
 	gcRuns.Add(1)
+	if !quiet {
+		return
+	}
+	lowWater.Store(live)
+	// like the bytes: twice what stays live, at least maxDroppable
+	next := 2 * liveHandles.Load()
+	if next < maxDroppable {
+		next = maxDroppable
+	}
+	handleTrigger.Store(next)
 }
 
 func liveCPUBytes() int64 {
+	flushDropped()
 	var st C.go_status
 	var v C.int64_t
 	if C.go_memory_stat(&st, 1, 0, 0, &v) != 0 {
@@ -130,6 +162,7 @@ const (
 
 // ReadMemoryStat returns a memory counter of dev (DeftGetMemoryStat).
 func ReadMemoryStat(dev Device, stat MemoryStat) (int64, error) {
+	flushDropped()
 	var st C.go_status
 	var v C.int64_t
 	if C.go_memory_stat(&st, C.int(dev.Type), C.int(dev.ID), C.int(stat), &v) != 0 {

@@ -124,3 +124,22 @@ func TestBoundFollowsWhatStaysLive(t *testing.T) {
 	}
 	x.Close()
 }
+
+// Tiny arrays never reach the byte bound; the count of arrays dropped and
+// not yet finalized is bounded too (deft's bookkeeping grows with it).
+func TestBoundCountsDroppedArrays(t *testing.T) {
+	x := must(FromFloat32([]float32{1}, 1))
+	defer x.Close()
+	before, most := NativeGCRuns(), int64(0)
+	for i := 0; i < 100000; i++ {
+		must(x.Call("_plus_scalar", nil, Param{"scalar", "1"}))
+		if n := liveHandles.Load(); n > most {
+			most = n
+		}
+	}
+	runs := NativeGCRuns() - before
+	t.Logf("100000 dropped 1-element arrays: at most %d live, %d collections", most, runs)
+	if runs < 2 || most > 3*maxDroppable {
+		t.Fatalf("at most %d live arrays, %d collections", most, runs)
+	}
+}

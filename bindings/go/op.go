@@ -37,15 +37,35 @@ func lookupOp(name string) (*Op, error) {
 	return op.(*Op), nil
 }
 
+// frame is a go_call in C memory, reused through a pool; the finalizer
+// frees it when the pool drops it.
+type frame struct{ c *C.go_call }
+
+var frames = sync.Pool{New: func() interface{} {
+	f := &frame{c: (*C.go_call)(C.calloc(1, C.sizeof_go_call))}
+	runtime.SetFinalizer(f, func(f *frame) { C.free(unsafe.Pointer(f.c)) })
+	return f
+}}
+
 // packParams writes the parameters as C strings one after another (key,
-// value, key, value, ...), in one Go buffer C reads during the call.
-func packParams(params []Param) *C.char {
-	if len(params) == 0 {
-		return nil
-	}
+// value, key, value, ...): into the frame when they fit (nil is returned),
+// else into a Go buffer C reads during the call.
+func packParams(c *C.go_call, params []Param) *C.char {
 	n := 0
 	for _, p := range params {
 		n += len(p.Key) + len(p.Value) + 2
+	}
+	if n <= C.GO_CALL_PARAMS {
+		room := unsafe.Slice((*byte)(unsafe.Pointer(&c.params[0])), n)
+		at := 0
+		for _, p := range params {
+			at += copy(room[at:], p.Key)
+			room[at] = 0
+			at += copy(room[at+1:], p.Value) + 1
+			room[at] = 0
+			at++
+		}
+		return nil
 	}
 	buf := make([]byte, 0, n)
 	for _, p := range params {
@@ -60,50 +80,96 @@ const defaultRoom = 4
 
 // invoke runs op making new outputs, as many as it produces.
 func (op *Op) invoke(inputs []*NDArray, params []Param) ([]*NDArray, error) {
-	out := make([]C.DeftNDArrayHandle, defaultRoom)
-	out, err := op.call(inputs, out, params, true)
-	if err != nil {
-		return nil, err
-	}
-	results := make([]*NDArray, len(out))
-	for i := range results {
-		results[i] = wrapArray(out[i])
-	}
-	return results, nil
+	var results []*NDArray
+	_, err := op.call(inputs, nil, params, &results)
+	return results, err
 }
 
-// call makes the C call: nil entries of out receive new arrays. When the
-// operator makes more outputs than out has room for, out grows (if grow) or
-// the call fails. It returns the outputs' handles.
-func (op *Op) call(inputs []*NDArray, out []C.DeftNDArrayHandle, params []Param,
-	grow bool) ([]C.DeftNDArrayHandle, error) {
-	in, err := handles(inputs)
-	if err != nil {
-		return nil, err
+// invokeFirst runs op and returns its first output; the others, if any,
+// are released at once.
+func (op *Op) invokeFirst(inputs []*NDArray, params []Param) (*NDArray, error) {
+	var first *NDArray
+	_, err := op.call(inputs, nil, params, &first)
+	return first, err
+}
+
+// call makes the C call. With given nil it makes new outputs, as many as
+// the operator produces, and wraps them into wrap (a *[]*NDArray: all, a
+// **NDArray: the first, the others released); else it writes into the
+// given arrays' handles, and an operator that makes more outputs fails.
+func (op *Op) call(inputs []*NDArray, given []C.DeftNDArrayHandle, params []Param,
+	wrap interface{}) ([]C.DeftNDArrayHandle, error) {
+	f := frames.Get().(*frame)
+	defer frames.Put(f)
+	c := f.c
+	var in *C.DeftNDArrayHandle // nil: the frame's
+	if len(inputs) <= C.GO_CALL_INLINE {
+		for i, a := range inputs {
+			h, err := a.raw()
+			if err != nil {
+				return nil, fmt.Errorf("deft: input %d: %w", i, err)
+			}
+			c.in[i] = h
+		}
+	} else {
+		hs, err := handles(inputs)
+		if err != nil {
+			return nil, err
+		}
+		in = &hs[0]
 	}
 	defer runtime.KeepAlive(inputs)
-	packed := packParams(params)
+	packed := packParams(c, params)
+	room := defaultRoom
+	if given != nil {
+		room = len(given)
+	}
 	for {
-		var st C.go_status
-		var live C.int64_t
-		nout := C.int(len(out))
-		var first *C.DeftNDArrayHandle
-		if len(out) > 0 {
-			first = &out[0]
+		var out *C.DeftNDArrayHandle // nil: the frame's
+		var grown []C.DeftNDArrayHandle
+		switch {
+		case given != nil:
+			grown = append([]C.DeftNDArrayHandle(nil), given...)
+		case room > C.GO_CALL_INLINE:
+			grown = make([]C.DeftNDArrayHandle, room)
+		default:
+			for i := 0; i < room; i++ {
+				c.out[i] = nil
+			}
 		}
-		status := C.go_invoke(&st, op.h, C.int(len(inputs)), &in[0], &nout, first,
-			C.int(len(params)), packed, &live)
+		if len(grown) > 0 {
+			out = &grown[0]
+		}
+		c.nout = C.int(room)
+		status := C.go_invoke(c, op.h, C.int(len(inputs)), in, out, C.int(len(params)), packed)
 		switch {
 		case status < 0:
-			return nil, fail(&st)
-		case status > 0 && !grow:
+			return nil, fail(&c.st)
+		case status > 0 && given != nil:
 			return nil, &Error{Kind: ErrValue, Message: fmt.Sprintf(
-				"deft: %s makes %d outputs, %d given", op.name, int(nout), len(out))}
+				"deft: %s makes %d outputs, %d given", op.name, int(c.nout), len(given))}
 		case status > 0: // short of room: grow and go again (nothing was made)
-			out = append(out, make([]C.DeftNDArrayHandle, int(nout)-len(out))...)
-		default:
-			notePressure(int64(live))
-			return out[:nout], nil
+			room = int(c.nout)
+			continue
 		}
+		notePressure(int64(c.live))
+		made := grown
+		if made == nil {
+			made = c.out[:c.nout]
+		}
+		made = made[:c.nout]
+		switch w := wrap.(type) {
+		case *[]*NDArray:
+			*w = make([]*NDArray, len(made))
+			for i, h := range made {
+				(*w)[i] = wrapArray(h)
+			}
+		case **NDArray:
+			*w = wrapArray(made[0])
+			for _, h := range made[1:] {
+				C.go_free_array(h)
+			}
+		}
+		return made, nil
 	}
 }

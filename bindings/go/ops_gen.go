@@ -13,7 +13,7 @@ func Activation(data *NDArray, actType string) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 1)
 	params = append(params, Param{"act_type", actType})
-	return first(Invoke("Activation", inputs, params...))
+	return invokeFirst("Activation", inputs, params)
 }
 
 // BatchNormOpts are the optional inputs and parameters of BatchNorm; nil fields
@@ -75,7 +75,7 @@ func BatchNorm(data *NDArray, gamma *NDArray, beta *NDArray, movingMean *NDArray
 			params = append(params, Param{"max_calib_range", formatFloat(*opts.MaxCalibRange)})
 		}
 	}
-	return first(Invoke("BatchNorm", inputs, params...))
+	return invokeFirst("BatchNorm", inputs, params)
 }
 
 // BilinearResize2DOpts are the optional inputs and parameters of BilinearResize2D; nil fields
@@ -128,7 +128,7 @@ func BilinearResize2D(data *NDArray, opts *BilinearResize2DOpts) (*NDArray, erro
 			params = append(params, Param{"align_corners", formatBool(*opts.AlignCorners)})
 		}
 	}
-	return first(Invoke("BilinearResize2D", inputs, params...))
+	return invokeFirst("BilinearResize2D", inputs, params)
 }
 
 // BlockGrad runs the operator BlockGrad: The input unchanged, with no gradient flowing back through it (stop_gradient, detach).
@@ -138,7 +138,7 @@ func BilinearResize2D(data *NDArray, opts *BilinearResize2DOpts) (*NDArray, erro
 func BlockGrad(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("BlockGrad", inputs, params...))
+	return invokeFirst("BlockGrad", inputs, params)
 }
 
 // Cast runs the operator Cast: Converts to another dtype (integers saturate, NaN to 0).
@@ -150,7 +150,7 @@ func Cast(data *NDArray, dtype DType) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 1)
 	params = append(params, Param{"dtype", (dtype).String()})
-	return first(Invoke("Cast", inputs, params...))
+	return invokeFirst("Cast", inputs, params)
 }
 
 // ConcatOpts are the optional inputs and parameters of Concat; nil fields
@@ -177,7 +177,7 @@ func Concat(data []*NDArray, opts *ConcatOpts) (*NDArray, error) {
 			params = append(params, Param{"num_args", formatInt(*opts.NumArgs)})
 		}
 	}
-	return first(Invoke("Concat", inputs, params...))
+	return invokeFirst("Concat", inputs, params)
 }
 
 // ConvolutionOpts are the optional inputs and parameters of Convolution; nil fields
@@ -249,7 +249,7 @@ func Convolution(data *NDArray, weight *NDArray, kernel []int64, numFilter int64
 			params = append(params, Param{"layout", *opts.Layout})
 		}
 	}
-	return first(Invoke("Convolution", inputs, params...))
+	return invokeFirst("Convolution", inputs, params)
 }
 
 // CropOpts are the optional inputs and parameters of Crop; nil fields
@@ -289,7 +289,7 @@ func Crop(data *NDArray, numArgs int64, opts *CropOpts) (*NDArray, error) {
 			params = append(params, Param{"center_crop", formatBool(*opts.CenterCrop)})
 		}
 	}
-	return first(Invoke("Crop", inputs, params...))
+	return invokeFirst("Crop", inputs, params)
 }
 
 // DeconvolutionOpts are the optional inputs and parameters of Deconvolution; nil fields
@@ -371,7 +371,7 @@ func Deconvolution(data *NDArray, weight *NDArray, kernel []int64, numFilter int
 			params = append(params, Param{"layout", *opts.Layout})
 		}
 	}
-	return first(Invoke("Deconvolution", inputs, params...))
+	return invokeFirst("Deconvolution", inputs, params)
 }
 
 // DropoutOpts are the optional inputs and parameters of Dropout; nil fields
@@ -408,7 +408,7 @@ func Dropout(data *NDArray, opts *DropoutOpts) (*NDArray, error) {
 			params = append(params, Param{"cudnn_off", formatBool(*opts.CudnnOff)})
 		}
 	}
-	return first(Invoke("Dropout", inputs, params...))
+	return invokeFirst("Dropout", inputs, params)
 }
 
 // ElementWiseSumOpts are the optional inputs and parameters of ElementWiseSum; nil fields
@@ -430,7 +430,7 @@ func ElementWiseSum(args []*NDArray, opts *ElementWiseSumOpts) (*NDArray, error)
 			params = append(params, Param{"num_args", formatInt(*opts.NumArgs)})
 		}
 	}
-	return first(Invoke("ElementWiseSum", inputs, params...))
+	return invokeFirst("ElementWiseSum", inputs, params)
 }
 
 // EmbeddingOpts are the optional inputs and parameters of Embedding; nil fields
@@ -461,7 +461,7 @@ func Embedding(data *NDArray, weight *NDArray, inputDim int64, outputDim int64, 
 			params = append(params, Param{"sparse_grad", formatBool(*opts.SparseGrad)})
 		}
 	}
-	return first(Invoke("Embedding", inputs, params...))
+	return invokeFirst("Embedding", inputs, params)
 }
 
 // Flatten runs the operator Flatten: Collapses all axes but the first: (n, ...) to (n, rest).
@@ -471,7 +471,7 @@ func Embedding(data *NDArray, weight *NDArray, inputDim int64, outputDim int64, 
 func Flatten(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("Flatten", inputs, params...))
+	return invokeFirst("Flatten", inputs, params)
 }
 
 // FullyConnectedOpts are the optional inputs and parameters of FullyConnected; nil fields
@@ -506,7 +506,7 @@ func FullyConnected(data *NDArray, weight *NDArray, numHidden int64, opts *Fully
 			params = append(params, Param{"flatten", formatBool(*opts.Flatten)})
 		}
 	}
-	return first(Invoke("FullyConnected", inputs, params...))
+	return invokeFirst("FullyConnected", inputs, params)
 }
 
 // GroupNormOpts are the optional inputs and parameters of GroupNorm; nil fields
@@ -538,7 +538,7 @@ func GroupNorm(data *NDArray, gamma *NDArray, beta *NDArray, opts *GroupNormOpts
 			params = append(params, Param{"output_mean_var", formatBool(*opts.OutputMeanVar)})
 		}
 	}
-	return first(Invoke("GroupNorm", inputs, params...))
+	return invokeFirst("GroupNorm", inputs, params)
 }
 
 // InstanceNormOpts are the optional inputs and parameters of InstanceNorm; nil fields
@@ -560,7 +560,7 @@ func InstanceNorm(data *NDArray, gamma *NDArray, beta *NDArray, opts *InstanceNo
 			params = append(params, Param{"eps", formatFloat(*opts.Eps)})
 		}
 	}
-	return first(Invoke("InstanceNorm", inputs, params...))
+	return invokeFirst("InstanceNorm", inputs, params)
 }
 
 // L2NormalizationOpts are the optional inputs and parameters of L2Normalization; nil fields
@@ -587,7 +587,7 @@ func L2Normalization(data *NDArray, opts *L2NormalizationOpts) (*NDArray, error)
 			params = append(params, Param{"mode", *opts.Mode})
 		}
 	}
-	return first(Invoke("L2Normalization", inputs, params...))
+	return invokeFirst("L2Normalization", inputs, params)
 }
 
 // LRNOpts are the optional inputs and parameters of LRN; nil fields
@@ -621,7 +621,7 @@ func LRN(data *NDArray, nsize int64, opts *LRNOpts) (*NDArray, error) {
 			params = append(params, Param{"knorm", formatFloat(*opts.Knorm)})
 		}
 	}
-	return first(Invoke("LRN", inputs, params...))
+	return invokeFirst("LRN", inputs, params)
 }
 
 // LayerNormOpts are the optional inputs and parameters of LayerNorm; nil fields
@@ -653,7 +653,7 @@ func LayerNorm(data *NDArray, gamma *NDArray, beta *NDArray, opts *LayerNormOpts
 			params = append(params, Param{"output_mean_var", formatBool(*opts.OutputMeanVar)})
 		}
 	}
-	return first(Invoke("LayerNorm", inputs, params...))
+	return invokeFirst("LayerNorm", inputs, params)
 }
 
 // LeakyReLUOpts are the optional inputs and parameters of LeakyReLU; nil fields
@@ -696,7 +696,7 @@ func LeakyReLU(data *NDArray, opts *LeakyReLUOpts) (*NDArray, error) {
 			params = append(params, Param{"upper_bound", formatFloat(*opts.UpperBound)})
 		}
 	}
-	return first(Invoke("LeakyReLU", inputs, params...))
+	return invokeFirst("LeakyReLU", inputs, params)
 }
 
 // LinearRegressionOutputOpts are the optional inputs and parameters of LinearRegressionOutput; nil fields
@@ -718,7 +718,7 @@ func LinearRegressionOutput(data *NDArray, label *NDArray, opts *LinearRegressio
 			params = append(params, Param{"grad_scale", formatFloat(*opts.GradScale)})
 		}
 	}
-	return first(Invoke("LinearRegressionOutput", inputs, params...))
+	return invokeFirst("LinearRegressionOutput", inputs, params)
 }
 
 // LogisticRegressionOutputOpts are the optional inputs and parameters of LogisticRegressionOutput; nil fields
@@ -740,7 +740,7 @@ func LogisticRegressionOutput(data *NDArray, label *NDArray, opts *LogisticRegre
 			params = append(params, Param{"grad_scale", formatFloat(*opts.GradScale)})
 		}
 	}
-	return first(Invoke("LogisticRegressionOutput", inputs, params...))
+	return invokeFirst("LogisticRegressionOutput", inputs, params)
 }
 
 // MAERegressionOutputOpts are the optional inputs and parameters of MAERegressionOutput; nil fields
@@ -762,7 +762,7 @@ func MAERegressionOutput(data *NDArray, label *NDArray, opts *MAERegressionOutpu
 			params = append(params, Param{"grad_scale", formatFloat(*opts.GradScale)})
 		}
 	}
-	return first(Invoke("MAERegressionOutput", inputs, params...))
+	return invokeFirst("MAERegressionOutput", inputs, params)
 }
 
 // MakeLossOpts are the optional inputs and parameters of MakeLoss; nil fields
@@ -794,7 +794,7 @@ func MakeLoss(data *NDArray, opts *MakeLossOpts) (*NDArray, error) {
 			params = append(params, Param{"normalization", *opts.Normalization})
 		}
 	}
-	return first(Invoke("MakeLoss", inputs, params...))
+	return invokeFirst("MakeLoss", inputs, params)
 }
 
 // PadOpts are the optional inputs and parameters of Pad; nil fields
@@ -820,7 +820,7 @@ func Pad(data *NDArray, mode string, padWidth string, opts *PadOpts) (*NDArray, 
 			params = append(params, Param{"constant_value", formatFloat(*opts.ConstantValue)})
 		}
 	}
-	return first(Invoke("Pad", inputs, params...))
+	return invokeFirst("Pad", inputs, params)
 }
 
 // PoolingOpts are the optional inputs and parameters of Pooling; nil fields
@@ -887,7 +887,7 @@ func Pooling(data *NDArray, opts *PoolingOpts) (*NDArray, error) {
 			params = append(params, Param{"layout", *opts.Layout})
 		}
 	}
-	return first(Invoke("Pooling", inputs, params...))
+	return invokeFirst("Pooling", inputs, params)
 }
 
 // RNNOpts are the optional inputs and parameters of RNN; nil fields
@@ -958,7 +958,7 @@ func RNN(data *NDArray, parameters *NDArray, state *NDArray, stateSize int64, nu
 			params = append(params, Param{"use_sequence_length", formatBool(*opts.UseSequenceLength)})
 		}
 	}
-	return first(Invoke("RNN", inputs, params...))
+	return invokeFirst("RNN", inputs, params)
 }
 
 // ReshapeOpts are the optional inputs and parameters of Reshape; nil fields
@@ -982,7 +982,7 @@ func Reshape(data *NDArray, shape []int64, opts *ReshapeOpts) (*NDArray, error) 
 			params = append(params, Param{"reverse", formatBool(*opts.Reverse)})
 		}
 	}
-	return first(Invoke("Reshape", inputs, params...))
+	return invokeFirst("Reshape", inputs, params)
 }
 
 // SequenceLastOpts are the optional inputs and parameters of SequenceLast; nil fields
@@ -1015,7 +1015,7 @@ func SequenceLast(data *NDArray, opts *SequenceLastOpts) (*NDArray, error) {
 			params = append(params, Param{"axis", formatInt(*opts.Axis)})
 		}
 	}
-	return first(Invoke("SequenceLast", inputs, params...))
+	return invokeFirst("SequenceLast", inputs, params)
 }
 
 // SequenceMaskOpts are the optional inputs and parameters of SequenceMask; nil fields
@@ -1053,7 +1053,7 @@ func SequenceMask(data *NDArray, opts *SequenceMaskOpts) (*NDArray, error) {
 			params = append(params, Param{"axis", formatInt(*opts.Axis)})
 		}
 	}
-	return first(Invoke("SequenceMask", inputs, params...))
+	return invokeFirst("SequenceMask", inputs, params)
 }
 
 // SequenceReverseOpts are the optional inputs and parameters of SequenceReverse; nil fields
@@ -1086,7 +1086,7 @@ func SequenceReverse(data *NDArray, opts *SequenceReverseOpts) (*NDArray, error)
 			params = append(params, Param{"axis", formatInt(*opts.Axis)})
 		}
 	}
-	return first(Invoke("SequenceReverse", inputs, params...))
+	return invokeFirst("SequenceReverse", inputs, params)
 }
 
 // SliceChannelOpts are the optional inputs and parameters of SliceChannel; nil fields
@@ -1172,7 +1172,7 @@ func Softmax(data *NDArray, label *NDArray, opts *SoftmaxOpts) (*NDArray, error)
 			params = append(params, Param{"smooth_alpha", formatFloat(*opts.SmoothAlpha)})
 		}
 	}
-	return first(Invoke("Softmax", inputs, params...))
+	return invokeFirst("Softmax", inputs, params)
 }
 
 // SoftmaxActivationOpts are the optional inputs and parameters of SoftmaxActivation; nil fields
@@ -1194,7 +1194,7 @@ func SoftmaxActivation(data *NDArray, opts *SoftmaxActivationOpts) (*NDArray, er
 			params = append(params, Param{"mode", *opts.Mode})
 		}
 	}
-	return first(Invoke("SoftmaxActivation", inputs, params...))
+	return invokeFirst("SoftmaxActivation", inputs, params)
 }
 
 // SoftmaxOutputOpts are the optional inputs and parameters of SoftmaxOutput; nil fields
@@ -1251,7 +1251,7 @@ func SoftmaxOutput(data *NDArray, label *NDArray, opts *SoftmaxOutputOpts) (*NDA
 			params = append(params, Param{"smooth_alpha", formatFloat(*opts.SmoothAlpha)})
 		}
 	}
-	return first(Invoke("SoftmaxOutput", inputs, params...))
+	return invokeFirst("SoftmaxOutput", inputs, params)
 }
 
 // SwapAxisOpts are the optional inputs and parameters of SwapAxis; nil fields
@@ -1278,7 +1278,7 @@ func SwapAxis(data *NDArray, opts *SwapAxisOpts) (*NDArray, error) {
 			params = append(params, Param{"dim2", formatInt(*opts.Dim2)})
 		}
 	}
-	return first(Invoke("SwapAxis", inputs, params...))
+	return invokeFirst("SwapAxis", inputs, params)
 }
 
 // UpSamplingOpts are the optional inputs and parameters of UpSampling; nil fields
@@ -1316,7 +1316,7 @@ func UpSampling(data []*NDArray, scale int64, sampleType string, numArgs int64, 
 			params = append(params, Param{"workspace", formatInt(*opts.Workspace)})
 		}
 	}
-	return first(Invoke("UpSampling", inputs, params...))
+	return invokeFirst("UpSampling", inputs, params)
 }
 
 // InternalCachedOp runs the operator _CachedOp: A whole graph run as one operator: a recorded call of an executor.
@@ -1328,7 +1328,7 @@ func InternalCachedOp(args []*NDArray, subgraph string) (*NDArray, error) {
 	inputs := args
 	params := make([]Param, 0, 1)
 	params = append(params, Param{"subgraph", subgraph})
-	return first(Invoke("_CachedOp", inputs, params...))
+	return invokeFirst("_CachedOp", inputs, params)
 }
 
 // InternalDiv runs the operator _Div: Quotient of two arrays of the same shape.
@@ -1338,7 +1338,7 @@ func InternalCachedOp(args []*NDArray, subgraph string) (*NDArray, error) {
 func InternalDiv(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_Div", inputs, params...))
+	return invokeFirst("_Div", inputs, params)
 }
 
 // InternalDivScalarOpts are the optional inputs and parameters of InternalDivScalar; nil fields
@@ -1365,7 +1365,7 @@ func InternalDivScalar(data *NDArray, opts *InternalDivScalarOpts) (*NDArray, er
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_DivScalar", inputs, params...))
+	return invokeFirst("_DivScalar", inputs, params)
 }
 
 // InternalEqual runs the operator _Equal: 1 where lhs == rhs, else 0, of two arrays of the same shape.
@@ -1375,7 +1375,7 @@ func InternalDivScalar(data *NDArray, opts *InternalDivScalarOpts) (*NDArray, er
 func InternalEqual(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_Equal", inputs, params...))
+	return invokeFirst("_Equal", inputs, params)
 }
 
 // InternalEqualScalarOpts are the optional inputs and parameters of InternalEqualScalar; nil fields
@@ -1402,7 +1402,7 @@ func InternalEqualScalar(data *NDArray, opts *InternalEqualScalarOpts) (*NDArray
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_EqualScalar", inputs, params...))
+	return invokeFirst("_EqualScalar", inputs, params)
 }
 
 // InternalGreater runs the operator _Greater: 1 where lhs > rhs, else 0, of two arrays of the same shape.
@@ -1412,7 +1412,7 @@ func InternalEqualScalar(data *NDArray, opts *InternalEqualScalarOpts) (*NDArray
 func InternalGreater(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_Greater", inputs, params...))
+	return invokeFirst("_Greater", inputs, params)
 }
 
 // InternalGreaterEqualScalarOpts are the optional inputs and parameters of InternalGreaterEqualScalar; nil fields
@@ -1439,7 +1439,7 @@ func InternalGreaterEqualScalar(data *NDArray, opts *InternalGreaterEqualScalarO
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_GreaterEqualScalar", inputs, params...))
+	return invokeFirst("_GreaterEqualScalar", inputs, params)
 }
 
 // InternalGreaterScalarOpts are the optional inputs and parameters of InternalGreaterScalar; nil fields
@@ -1466,7 +1466,7 @@ func InternalGreaterScalar(data *NDArray, opts *InternalGreaterScalarOpts) (*NDA
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_GreaterScalar", inputs, params...))
+	return invokeFirst("_GreaterScalar", inputs, params)
 }
 
 // InternalGreaterEqual runs the operator _Greater_Equal: 1 where lhs >= rhs, else 0, of two arrays of the same shape.
@@ -1476,7 +1476,7 @@ func InternalGreaterScalar(data *NDArray, opts *InternalGreaterScalarOpts) (*NDA
 func InternalGreaterEqual(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_Greater_Equal", inputs, params...))
+	return invokeFirst("_Greater_Equal", inputs, params)
 }
 
 // InternalHypot runs the operator _Hypot: sqrt(lhs^2 + rhs^2) of two arrays of the same shape.
@@ -1486,7 +1486,7 @@ func InternalGreaterEqual(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func InternalHypot(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_Hypot", inputs, params...))
+	return invokeFirst("_Hypot", inputs, params)
 }
 
 // InternalHypotScalarOpts are the optional inputs and parameters of InternalHypotScalar; nil fields
@@ -1513,7 +1513,7 @@ func InternalHypotScalar(data *NDArray, opts *InternalHypotScalarOpts) (*NDArray
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_HypotScalar", inputs, params...))
+	return invokeFirst("_HypotScalar", inputs, params)
 }
 
 // InternalLesser runs the operator _Lesser: 1 where lhs < rhs, else 0, of two arrays of the same shape.
@@ -1523,7 +1523,7 @@ func InternalHypotScalar(data *NDArray, opts *InternalHypotScalarOpts) (*NDArray
 func InternalLesser(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_Lesser", inputs, params...))
+	return invokeFirst("_Lesser", inputs, params)
 }
 
 // InternalLesserEqualScalarOpts are the optional inputs and parameters of InternalLesserEqualScalar; nil fields
@@ -1550,7 +1550,7 @@ func InternalLesserEqualScalar(data *NDArray, opts *InternalLesserEqualScalarOpt
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_LesserEqualScalar", inputs, params...))
+	return invokeFirst("_LesserEqualScalar", inputs, params)
 }
 
 // InternalLesserScalarOpts are the optional inputs and parameters of InternalLesserScalar; nil fields
@@ -1577,7 +1577,7 @@ func InternalLesserScalar(data *NDArray, opts *InternalLesserScalarOpts) (*NDArr
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_LesserScalar", inputs, params...))
+	return invokeFirst("_LesserScalar", inputs, params)
 }
 
 // InternalLesserEqual runs the operator _Lesser_Equal: 1 where lhs <= rhs, else 0, of two arrays of the same shape.
@@ -1587,7 +1587,7 @@ func InternalLesserScalar(data *NDArray, opts *InternalLesserScalarOpts) (*NDArr
 func InternalLesserEqual(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_Lesser_Equal", inputs, params...))
+	return invokeFirst("_Lesser_Equal", inputs, params)
 }
 
 // InternalLogicalAndScalarOpts are the optional inputs and parameters of InternalLogicalAndScalar; nil fields
@@ -1614,7 +1614,7 @@ func InternalLogicalAndScalar(data *NDArray, opts *InternalLogicalAndScalarOpts)
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_LogicalAndScalar", inputs, params...))
+	return invokeFirst("_LogicalAndScalar", inputs, params)
 }
 
 // InternalLogicalOrScalarOpts are the optional inputs and parameters of InternalLogicalOrScalar; nil fields
@@ -1641,7 +1641,7 @@ func InternalLogicalOrScalar(data *NDArray, opts *InternalLogicalOrScalarOpts) (
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_LogicalOrScalar", inputs, params...))
+	return invokeFirst("_LogicalOrScalar", inputs, params)
 }
 
 // InternalLogicalXorScalarOpts are the optional inputs and parameters of InternalLogicalXorScalar; nil fields
@@ -1668,7 +1668,7 @@ func InternalLogicalXorScalar(data *NDArray, opts *InternalLogicalXorScalarOpts)
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_LogicalXorScalar", inputs, params...))
+	return invokeFirst("_LogicalXorScalar", inputs, params)
 }
 
 // InternalLogicalAnd runs the operator _Logical_And: 1 where lhs and rhs are non-zero, else 0, of two arrays of the same shape.
@@ -1678,7 +1678,7 @@ func InternalLogicalXorScalar(data *NDArray, opts *InternalLogicalXorScalarOpts)
 func InternalLogicalAnd(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_Logical_And", inputs, params...))
+	return invokeFirst("_Logical_And", inputs, params)
 }
 
 // InternalLogicalOr runs the operator _Logical_Or: 1 where lhs or rhs is non-zero, else 0, of two arrays of the same shape.
@@ -1688,7 +1688,7 @@ func InternalLogicalAnd(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func InternalLogicalOr(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_Logical_Or", inputs, params...))
+	return invokeFirst("_Logical_Or", inputs, params)
 }
 
 // InternalLogicalXor runs the operator _Logical_Xor: 1 where exactly one of lhs, rhs is non-zero, of two arrays of the same shape.
@@ -1698,7 +1698,7 @@ func InternalLogicalOr(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func InternalLogicalXor(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_Logical_Xor", inputs, params...))
+	return invokeFirst("_Logical_Xor", inputs, params)
 }
 
 // InternalMaximum runs the operator _Maximum: Maximum (NaN wins) of two arrays of the same shape.
@@ -1708,7 +1708,7 @@ func InternalLogicalXor(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func InternalMaximum(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_Maximum", inputs, params...))
+	return invokeFirst("_Maximum", inputs, params)
 }
 
 // InternalMaximumScalarOpts are the optional inputs and parameters of InternalMaximumScalar; nil fields
@@ -1735,7 +1735,7 @@ func InternalMaximumScalar(data *NDArray, opts *InternalMaximumScalarOpts) (*NDA
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_MaximumScalar", inputs, params...))
+	return invokeFirst("_MaximumScalar", inputs, params)
 }
 
 // InternalMinimum runs the operator _Minimum: Minimum (NaN wins) of two arrays of the same shape.
@@ -1745,7 +1745,7 @@ func InternalMaximumScalar(data *NDArray, opts *InternalMaximumScalarOpts) (*NDA
 func InternalMinimum(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_Minimum", inputs, params...))
+	return invokeFirst("_Minimum", inputs, params)
 }
 
 // InternalMinimumScalarOpts are the optional inputs and parameters of InternalMinimumScalar; nil fields
@@ -1772,7 +1772,7 @@ func InternalMinimumScalar(data *NDArray, opts *InternalMinimumScalarOpts) (*NDA
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_MinimumScalar", inputs, params...))
+	return invokeFirst("_MinimumScalar", inputs, params)
 }
 
 // InternalMinus runs the operator _Minus: Difference of two arrays of the same shape.
@@ -1782,7 +1782,7 @@ func InternalMinimumScalar(data *NDArray, opts *InternalMinimumScalarOpts) (*NDA
 func InternalMinus(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_Minus", inputs, params...))
+	return invokeFirst("_Minus", inputs, params)
 }
 
 // InternalMinusScalarOpts are the optional inputs and parameters of InternalMinusScalar; nil fields
@@ -1809,7 +1809,7 @@ func InternalMinusScalar(data *NDArray, opts *InternalMinusScalarOpts) (*NDArray
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_MinusScalar", inputs, params...))
+	return invokeFirst("_MinusScalar", inputs, params)
 }
 
 // InternalMod runs the operator _Mod: Remainder lhs mod rhs, with the sign of rhs (x mod 0 = 0), of two arrays of the same shape.
@@ -1819,7 +1819,7 @@ func InternalMinusScalar(data *NDArray, opts *InternalMinusScalarOpts) (*NDArray
 func InternalMod(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_Mod", inputs, params...))
+	return invokeFirst("_Mod", inputs, params)
 }
 
 // InternalModScalarOpts are the optional inputs and parameters of InternalModScalar; nil fields
@@ -1846,7 +1846,7 @@ func InternalModScalar(data *NDArray, opts *InternalModScalarOpts) (*NDArray, er
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_ModScalar", inputs, params...))
+	return invokeFirst("_ModScalar", inputs, params)
 }
 
 // InternalMul runs the operator _Mul: Product of two arrays of the same shape.
@@ -1856,7 +1856,7 @@ func InternalModScalar(data *NDArray, opts *InternalModScalarOpts) (*NDArray, er
 func InternalMul(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_Mul", inputs, params...))
+	return invokeFirst("_Mul", inputs, params)
 }
 
 // InternalMulScalarOpts are the optional inputs and parameters of InternalMulScalar; nil fields
@@ -1883,7 +1883,7 @@ func InternalMulScalar(data *NDArray, opts *InternalMulScalarOpts) (*NDArray, er
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_MulScalar", inputs, params...))
+	return invokeFirst("_MulScalar", inputs, params)
 }
 
 // InternalNotEqualScalarOpts are the optional inputs and parameters of InternalNotEqualScalar; nil fields
@@ -1910,7 +1910,7 @@ func InternalNotEqualScalar(data *NDArray, opts *InternalNotEqualScalarOpts) (*N
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_NotEqualScalar", inputs, params...))
+	return invokeFirst("_NotEqualScalar", inputs, params)
 }
 
 // InternalNotEqual runs the operator _Not_Equal: 1 where lhs != rhs, else 0, of two arrays of the same shape.
@@ -1920,7 +1920,7 @@ func InternalNotEqualScalar(data *NDArray, opts *InternalNotEqualScalarOpts) (*N
 func InternalNotEqual(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_Not_Equal", inputs, params...))
+	return invokeFirst("_Not_Equal", inputs, params)
 }
 
 // InternalPlus runs the operator _Plus: Sum of two arrays of the same shape.
@@ -1930,7 +1930,7 @@ func InternalNotEqual(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func InternalPlus(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_Plus", inputs, params...))
+	return invokeFirst("_Plus", inputs, params)
 }
 
 // InternalPlusScalarOpts are the optional inputs and parameters of InternalPlusScalar; nil fields
@@ -1957,7 +1957,7 @@ func InternalPlusScalar(data *NDArray, opts *InternalPlusScalarOpts) (*NDArray, 
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_PlusScalar", inputs, params...))
+	return invokeFirst("_PlusScalar", inputs, params)
 }
 
 // InternalPower runs the operator _Power: Power lhs ** rhs of two arrays of the same shape.
@@ -1967,7 +1967,7 @@ func InternalPlusScalar(data *NDArray, opts *InternalPlusScalarOpts) (*NDArray, 
 func InternalPower(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_Power", inputs, params...))
+	return invokeFirst("_Power", inputs, params)
 }
 
 // InternalPowerScalarOpts are the optional inputs and parameters of InternalPowerScalar; nil fields
@@ -1994,7 +1994,7 @@ func InternalPowerScalar(data *NDArray, opts *InternalPowerScalarOpts) (*NDArray
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_PowerScalar", inputs, params...))
+	return invokeFirst("_PowerScalar", inputs, params)
 }
 
 // InternalRDivScalarOpts are the optional inputs and parameters of InternalRDivScalar; nil fields
@@ -2021,7 +2021,7 @@ func InternalRDivScalar(data *NDArray, opts *InternalRDivScalarOpts) (*NDArray, 
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_RDivScalar", inputs, params...))
+	return invokeFirst("_RDivScalar", inputs, params)
 }
 
 // InternalRMinusScalarOpts are the optional inputs and parameters of InternalRMinusScalar; nil fields
@@ -2048,7 +2048,7 @@ func InternalRMinusScalar(data *NDArray, opts *InternalRMinusScalarOpts) (*NDArr
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_RMinusScalar", inputs, params...))
+	return invokeFirst("_RMinusScalar", inputs, params)
 }
 
 // InternalRModScalarOpts are the optional inputs and parameters of InternalRModScalar; nil fields
@@ -2075,7 +2075,7 @@ func InternalRModScalar(data *NDArray, opts *InternalRModScalarOpts) (*NDArray, 
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_RModScalar", inputs, params...))
+	return invokeFirst("_RModScalar", inputs, params)
 }
 
 // InternalRPowerScalarOpts are the optional inputs and parameters of InternalRPowerScalar; nil fields
@@ -2102,7 +2102,7 @@ func InternalRPowerScalar(data *NDArray, opts *InternalRPowerScalarOpts) (*NDArr
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_RPowerScalar", inputs, params...))
+	return invokeFirst("_RPowerScalar", inputs, params)
 }
 
 // InternalAdd runs the operator _add: Sum of two arrays of the same shape.
@@ -2112,7 +2112,7 @@ func InternalRPowerScalar(data *NDArray, opts *InternalRPowerScalarOpts) (*NDArr
 func InternalAdd(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_add", inputs, params...))
+	return invokeFirst("_add", inputs, params)
 }
 
 // InternalArangeOpts are the optional inputs and parameters of InternalArange; nil fields
@@ -2155,7 +2155,7 @@ func InternalArange(start float64, opts *InternalArangeOpts) (*NDArray, error) {
 			params = append(params, Param{"ctx", (*opts.Ctx).String()})
 		}
 	}
-	return first(Invoke("_arange", inputs, params...))
+	return invokeFirst("_arange", inputs, params)
 }
 
 // InternalBackwardBatchNormOpts are the optional inputs and parameters of InternalBackwardBatchNorm; nil fields
@@ -2492,7 +2492,7 @@ func InternalBackwardL2Normalization(outGrad *NDArray, output *NDArray, norm *ND
 			params = append(params, Param{"mode", *opts.Mode})
 		}
 	}
-	return first(Invoke("_backward_L2Normalization", inputs, params...))
+	return invokeFirst("_backward_L2Normalization", inputs, params)
 }
 
 // InternalBackwardLRNOpts are the optional inputs and parameters of InternalBackwardLRN; nil fields
@@ -2526,7 +2526,7 @@ func InternalBackwardLRN(outGrad *NDArray, data *NDArray, tmpNorm *NDArray, nsiz
 			params = append(params, Param{"knorm", formatFloat(*opts.Knorm)})
 		}
 	}
-	return first(Invoke("_backward_LRN", inputs, params...))
+	return invokeFirst("_backward_LRN", inputs, params)
 }
 
 // InternalBackwardLayerNormOpts are the optional inputs and parameters of InternalBackwardLayerNorm; nil fields
@@ -2627,7 +2627,7 @@ func InternalBackwardMakeLoss(data *NDArray, opts *InternalBackwardMakeLossOpts)
 			params = append(params, Param{"normalization", *opts.Normalization})
 		}
 	}
-	return first(Invoke("_backward_MakeLoss", inputs, params...))
+	return invokeFirst("_backward_MakeLoss", inputs, params)
 }
 
 // InternalBackwardPadOpts are the optional inputs and parameters of InternalBackwardPad; nil fields
@@ -2653,7 +2653,7 @@ func InternalBackwardPad(outGrad *NDArray, data *NDArray, mode string, padWidth 
 			params = append(params, Param{"constant_value", formatFloat(*opts.ConstantValue)})
 		}
 	}
-	return first(Invoke("_backward_Pad", inputs, params...))
+	return invokeFirst("_backward_Pad", inputs, params)
 }
 
 // InternalBackwardPoolingOpts are the optional inputs and parameters of InternalBackwardPooling; nil fields
@@ -2720,7 +2720,7 @@ func InternalBackwardPooling(outGrad *NDArray, data *NDArray, output *NDArray, o
 			params = append(params, Param{"layout", *opts.Layout})
 		}
 	}
-	return first(Invoke("_backward_Pooling", inputs, params...))
+	return invokeFirst("_backward_Pooling", inputs, params)
 }
 
 // InternalBackwardRNNOpts are the optional inputs and parameters of InternalBackwardRNN; nil fields
@@ -2816,7 +2816,7 @@ func InternalBackwardSequenceLast(grad *NDArray, data *NDArray, opts *InternalBa
 			params = append(params, Param{"axis", formatInt(*opts.Axis)})
 		}
 	}
-	return first(Invoke("_backward_SequenceLast", inputs, params...))
+	return invokeFirst("_backward_SequenceLast", inputs, params)
 }
 
 // InternalBackwardSoftmaxOutputOpts are the optional inputs and parameters of InternalBackwardSoftmaxOutput; nil fields
@@ -2873,7 +2873,7 @@ func InternalBackwardSoftmaxOutput(out *NDArray, label *NDArray, opts *InternalB
 			params = append(params, Param{"smooth_alpha", formatFloat(*opts.SmoothAlpha)})
 		}
 	}
-	return first(Invoke("_backward_SoftmaxOutput", inputs, params...))
+	return invokeFirst("_backward_SoftmaxOutput", inputs, params)
 }
 
 // InternalBackwardUpSamplingOpts are the optional inputs and parameters of InternalBackwardUpSampling; nil fields
@@ -2911,7 +2911,7 @@ func InternalBackwardUpSampling(outGrad []*NDArray, scale int64, sampleType stri
 			params = append(params, Param{"workspace", formatInt(*opts.Workspace)})
 		}
 	}
-	return first(Invoke("_backward_UpSampling", inputs, params...))
+	return invokeFirst("_backward_UpSampling", inputs, params)
 }
 
 // InternalBackwardBatchDotLhsOpts are the optional inputs and parameters of InternalBackwardBatchDotLhs; nil fields
@@ -2938,7 +2938,7 @@ func InternalBackwardBatchDotLhs(grad *NDArray, lhs *NDArray, rhs *NDArray, opts
 			params = append(params, Param{"transpose_b", formatBool(*opts.TransposeB)})
 		}
 	}
-	return first(Invoke("_backward_batch_dot_lhs", inputs, params...))
+	return invokeFirst("_backward_batch_dot_lhs", inputs, params)
 }
 
 // InternalBackwardBatchDotRhsOpts are the optional inputs and parameters of InternalBackwardBatchDotRhs; nil fields
@@ -2965,7 +2965,7 @@ func InternalBackwardBatchDotRhs(grad *NDArray, lhs *NDArray, rhs *NDArray, opts
 			params = append(params, Param{"transpose_b", formatBool(*opts.TransposeB)})
 		}
 	}
-	return first(Invoke("_backward_batch_dot_rhs", inputs, params...))
+	return invokeFirst("_backward_batch_dot_rhs", inputs, params)
 }
 
 // InternalBackwardContribBilinearResize2DOpts are the optional inputs and parameters of InternalBackwardContribBilinearResize2D; nil fields
@@ -3045,7 +3045,7 @@ func InternalBackwardDotLhs(grad *NDArray, lhs *NDArray, rhs *NDArray, opts *Int
 			params = append(params, Param{"transpose_b", formatBool(*opts.TransposeB)})
 		}
 	}
-	return first(Invoke("_backward_dot_lhs", inputs, params...))
+	return invokeFirst("_backward_dot_lhs", inputs, params)
 }
 
 // InternalBackwardDotRhsOpts are the optional inputs and parameters of InternalBackwardDotRhs; nil fields
@@ -3072,7 +3072,7 @@ func InternalBackwardDotRhs(grad *NDArray, lhs *NDArray, rhs *NDArray, opts *Int
 			params = append(params, Param{"transpose_b", formatBool(*opts.TransposeB)})
 		}
 	}
-	return first(Invoke("_backward_dot_rhs", inputs, params...))
+	return invokeFirst("_backward_dot_rhs", inputs, params)
 }
 
 // InternalBackwardGamma runs the operator _backward_gamma: The gradient of gamma: lhs * gamma(rhs) * digamma(rhs), lhs the output gradient and rhs gamma's input.
@@ -3082,7 +3082,7 @@ func InternalBackwardDotRhs(grad *NDArray, lhs *NDArray, rhs *NDArray, opts *Int
 func InternalBackwardGamma(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_backward_gamma", inputs, params...))
+	return invokeFirst("_backward_gamma", inputs, params)
 }
 
 // InternalBackwardGammaln runs the operator _backward_gammaln: The gradient of gammaln: lhs * digamma(rhs), lhs the output gradient and rhs gammaln's input.
@@ -3092,7 +3092,7 @@ func InternalBackwardGamma(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func InternalBackwardGammaln(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_backward_gammaln", inputs, params...))
+	return invokeFirst("_backward_gammaln", inputs, params)
 }
 
 // InternalBackwardGatherNd runs the operator _backward_gather_nd: Gradient of gather_nd: data added into zeros of the given shape at the indices (duplicates accumulate).
@@ -3104,7 +3104,7 @@ func InternalBackwardGatherNd(data *NDArray, indices *NDArray, shape []int64) (*
 	inputs := []*NDArray{data, indices}
 	params := make([]Param, 0, 1)
 	params = append(params, Param{"shape", formatTuple(shape)})
-	return first(Invoke("_backward_gather_nd", inputs, params...))
+	return invokeFirst("_backward_gather_nd", inputs, params)
 }
 
 // InternalBackwardGatherNdLike runs the operator _backward_gather_nd_like: _backward_gather_nd shaped like its third input: the gradient gather_nd builds, where the shape is known only when the graph runs.
@@ -3114,7 +3114,7 @@ func InternalBackwardGatherNd(data *NDArray, indices *NDArray, shape []int64) (*
 func InternalBackwardGatherNdLike(grad *NDArray, indices *NDArray, like *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{grad, indices, like}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_backward_gather_nd_like", inputs, params...))
+	return invokeFirst("_backward_gather_nd_like", inputs, params)
 }
 
 // InternalBackwardLinearRegOutOpts are the optional inputs and parameters of InternalBackwardLinearRegOut; nil fields
@@ -3136,7 +3136,7 @@ func InternalBackwardLinearRegOut(label *NDArray, out *NDArray, opts *InternalBa
 			params = append(params, Param{"grad_scale", formatFloat(*opts.GradScale)})
 		}
 	}
-	return first(Invoke("_backward_linear_reg_out", inputs, params...))
+	return invokeFirst("_backward_linear_reg_out", inputs, params)
 }
 
 // InternalBackwardLogisticRegOutOpts are the optional inputs and parameters of InternalBackwardLogisticRegOut; nil fields
@@ -3158,7 +3158,7 @@ func InternalBackwardLogisticRegOut(label *NDArray, out *NDArray, opts *Internal
 			params = append(params, Param{"grad_scale", formatFloat(*opts.GradScale)})
 		}
 	}
-	return first(Invoke("_backward_logistic_reg_out", inputs, params...))
+	return invokeFirst("_backward_logistic_reg_out", inputs, params)
 }
 
 // InternalBackwardMaeRegOutOpts are the optional inputs and parameters of InternalBackwardMaeRegOut; nil fields
@@ -3180,7 +3180,7 @@ func InternalBackwardMaeRegOut(label *NDArray, out *NDArray, opts *InternalBackw
 			params = append(params, Param{"grad_scale", formatFloat(*opts.GradScale)})
 		}
 	}
-	return first(Invoke("_backward_mae_reg_out", inputs, params...))
+	return invokeFirst("_backward_mae_reg_out", inputs, params)
 }
 
 // InternalBackwardNpCumsumOpts are the optional inputs and parameters of InternalBackwardNpCumsum; nil fields
@@ -3207,7 +3207,7 @@ func InternalBackwardNpCumsum(outGrad *NDArray, a *NDArray, opts *InternalBackwa
 			params = append(params, Param{"dtype", *opts.Dtype})
 		}
 	}
-	return first(Invoke("_backward_np_cumsum", inputs, params...))
+	return invokeFirst("_backward_np_cumsum", inputs, params)
 }
 
 // InternalBackwardPickOpts are the optional inputs and parameters of InternalBackwardPick; nil fields
@@ -3239,7 +3239,7 @@ func InternalBackwardPick(grad *NDArray, index *NDArray, data *NDArray, opts *In
 			params = append(params, Param{"mode", *opts.Mode})
 		}
 	}
-	return first(Invoke("_backward_pick", inputs, params...))
+	return invokeFirst("_backward_pick", inputs, params)
 }
 
 // InternalBackwardRepeatOpts are the optional inputs and parameters of InternalBackwardRepeat; nil fields
@@ -3263,7 +3263,7 @@ func InternalBackwardRepeat(data *NDArray, repeats int64, opts *InternalBackward
 			params = append(params, Param{"axis", formatInt(*opts.Axis)})
 		}
 	}
-	return first(Invoke("_backward_repeat", inputs, params...))
+	return invokeFirst("_backward_repeat", inputs, params)
 }
 
 // InternalBackwardSliceOpts are the optional inputs and parameters of InternalBackwardSlice; nil fields
@@ -3289,7 +3289,7 @@ func InternalBackwardSlice(grad *NDArray, like *NDArray, begin []int64, end []in
 			params = append(params, Param{"step", formatTuple(opts.Step)})
 		}
 	}
-	return first(Invoke("_backward_slice", inputs, params...))
+	return invokeFirst("_backward_slice", inputs, params)
 }
 
 // InternalBackwardSliceAxis runs the operator _backward_slice_axis: Gradient of slice_axis: zeros shaped like `like`, with grad in the slice.
@@ -3305,7 +3305,7 @@ func InternalBackwardSliceAxis(grad *NDArray, like *NDArray, axis int64, begin i
 	params = append(params, Param{"axis", formatInt(axis)})
 	params = append(params, Param{"begin", formatInt(begin)})
 	params = append(params, Param{"end", formatInt(end)})
-	return first(Invoke("_backward_slice_axis", inputs, params...))
+	return invokeFirst("_backward_slice_axis", inputs, params)
 }
 
 // InternalBackwardSliceLike runs the operator _backward_slice_like: Gradient of slice_like: zeros shaped like data, with grad in its leading corner.
@@ -3315,7 +3315,7 @@ func InternalBackwardSliceAxis(grad *NDArray, like *NDArray, axis int64, begin i
 func InternalBackwardSliceLike(grad *NDArray, data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{grad, data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_backward_slice_like", inputs, params...))
+	return invokeFirst("_backward_slice_like", inputs, params)
 }
 
 // InternalBackwardSmoothL1Opts are the optional inputs and parameters of InternalBackwardSmoothL1; nil fields
@@ -3342,7 +3342,7 @@ func InternalBackwardSmoothL1(grad *NDArray, data *NDArray, opts *InternalBackwa
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_backward_smooth_l1", inputs, params...))
+	return invokeFirst("_backward_smooth_l1", inputs, params)
 }
 
 // InternalBackwardSoftmaxCrossEntropy runs the operator _backward_softmax_cross_entropy: Gradient of softmax_cross_entropy with respect to data.
@@ -3352,7 +3352,7 @@ func InternalBackwardSmoothL1(grad *NDArray, data *NDArray, opts *InternalBackwa
 func InternalBackwardSoftmaxCrossEntropy(grad *NDArray, data *NDArray, label *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{grad, data, label}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_backward_softmax_cross_entropy", inputs, params...))
+	return invokeFirst("_backward_softmax_cross_entropy", inputs, params)
 }
 
 // InternalBackwardTakeOpts are the optional inputs and parameters of InternalBackwardTake; nil fields
@@ -3379,7 +3379,7 @@ func InternalBackwardTake(grad *NDArray, indices *NDArray, a *NDArray, opts *Int
 			params = append(params, Param{"mode", *opts.Mode})
 		}
 	}
-	return first(Invoke("_backward_take", inputs, params...))
+	return invokeFirst("_backward_take", inputs, params)
 }
 
 // InternalBackwardTile runs the operator _backward_tile: Gradient of tile: grad summed over its copies.
@@ -3391,7 +3391,7 @@ func InternalBackwardTile(data *NDArray, reps []int64) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 1)
 	params = append(params, Param{"reps", formatTuple(reps)})
-	return first(Invoke("_backward_tile", inputs, params...))
+	return invokeFirst("_backward_tile", inputs, params)
 }
 
 // InternalBackwardTopkOpts are the optional inputs and parameters of InternalBackwardTopk; nil fields
@@ -3433,7 +3433,7 @@ func InternalBackwardTopk(grad *NDArray, indices *NDArray, data *NDArray, opts *
 			params = append(params, Param{"dtype", (*opts.Dtype).String()})
 		}
 	}
-	return first(Invoke("_backward_topk", inputs, params...))
+	return invokeFirst("_backward_topk", inputs, params)
 }
 
 // InternalBroadcastReducedOpts are the optional inputs and parameters of InternalBroadcastReduced; nil fields
@@ -3470,7 +3470,7 @@ func InternalBroadcastReduced(grad *NDArray, like *NDArray, opts *InternalBroadc
 			params = append(params, Param{"mean", formatBool(*opts.Mean)})
 		}
 	}
-	return first(Invoke("_broadcast_reduced", inputs, params...))
+	return invokeFirst("_broadcast_reduced", inputs, params)
 }
 
 // InternalCastLike runs the operator _cast_like: Data converted to the dtype of `like`: the gradient of Cast.
@@ -3480,7 +3480,7 @@ func InternalBroadcastReduced(grad *NDArray, like *NDArray, opts *InternalBroadc
 func InternalCastLike(data *NDArray, like *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data, like}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_cast_like", inputs, params...))
+	return invokeFirst("_cast_like", inputs, params)
 }
 
 // InternalContribBilinearResize2DOpts are the optional inputs and parameters of InternalContribBilinearResize2D; nil fields
@@ -3533,7 +3533,7 @@ func InternalContribBilinearResize2D(data *NDArray, opts *InternalContribBilinea
 			params = append(params, Param{"align_corners", formatBool(*opts.AlignCorners)})
 		}
 	}
-	return first(Invoke("_contrib_BilinearResize2D", inputs, params...))
+	return invokeFirst("_contrib_BilinearResize2D", inputs, params)
 }
 
 // InternalContribArangeLikeOpts are the optional inputs and parameters of InternalContribArangeLike; nil fields
@@ -3575,7 +3575,7 @@ func InternalContribArangeLike(data *NDArray, opts *InternalContribArangeLikeOpt
 			params = append(params, Param{"axis", formatInt(*opts.Axis)})
 		}
 	}
-	return first(Invoke("_contrib_arange_like", inputs, params...))
+	return invokeFirst("_contrib_arange_like", inputs, params)
 }
 
 // InternalContribDivSqrtDim runs the operator _contrib_div_sqrt_dim: data / sqrt(data.shape[-1]): attention scores scaled by their depth.
@@ -3585,7 +3585,7 @@ func InternalContribArangeLike(data *NDArray, opts *InternalContribArangeLikeOpt
 func InternalContribDivSqrtDim(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_contrib_div_sqrt_dim", inputs, params...))
+	return invokeFirst("_contrib_div_sqrt_dim", inputs, params)
 }
 
 // InternalConvBnOpts are the optional inputs and parameters of InternalConvBn; nil fields
@@ -3676,7 +3676,7 @@ func InternalConvBn(data *NDArray, weight *NDArray, gamma *NDArray, beta *NDArra
 			params = append(params, Param{"axis", formatInt(*opts.Axis)})
 		}
 	}
-	return first(Invoke("_conv_bn", inputs, params...))
+	return invokeFirst("_conv_bn", inputs, params)
 }
 
 // InternalConvBnReluOpts are the optional inputs and parameters of InternalConvBnRelu; nil fields
@@ -3767,7 +3767,7 @@ func InternalConvBnRelu(data *NDArray, weight *NDArray, gamma *NDArray, beta *ND
 			params = append(params, Param{"axis", formatInt(*opts.Axis)})
 		}
 	}
-	return first(Invoke("_conv_bn_relu", inputs, params...))
+	return invokeFirst("_conv_bn_relu", inputs, params)
 }
 
 // InternalCopy runs the operator _copy: A copy of the input (MXNet's _copy: identity). Export names an output that is an input, or that another output already names, with one.
@@ -3777,7 +3777,7 @@ func InternalConvBnRelu(data *NDArray, weight *NDArray, gamma *NDArray, beta *ND
 func InternalCopy(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_copy", inputs, params...))
+	return invokeFirst("_copy", inputs, params)
 }
 
 // InternalCopyToDevice runs the operator _copy_to_device: Copies data to a device; inserted by device placement where an edge crosses devices.
@@ -3789,7 +3789,7 @@ func InternalCopyToDevice(data *NDArray, device Device) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 1)
 	params = append(params, Param{"device", (device).String()})
-	return first(Invoke("_copy_to_device", inputs, params...))
+	return invokeFirst("_copy_to_device", inputs, params)
 }
 
 // InternalCopyto runs the operator _copyto: Copies data into the output array, which may be on another device.
@@ -3799,7 +3799,7 @@ func InternalCopyToDevice(data *NDArray, device Device) (*NDArray, error) {
 func InternalCopyto(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_copyto", inputs, params...))
+	return invokeFirst("_copyto", inputs, params)
 }
 
 // InternalFullOpts are the optional inputs and parameters of InternalFull; nil fields
@@ -3832,7 +3832,7 @@ func InternalFull(value float64, opts *InternalFullOpts) (*NDArray, error) {
 			params = append(params, Param{"ctx", (*opts.Ctx).String()})
 		}
 	}
-	return first(Invoke("_full", inputs, params...))
+	return invokeFirst("_full", inputs, params)
 }
 
 // InternalFusedElemwise runs the operator _fused_elemwise: A chain of elementwise operators evaluated in cache-sized tiles; made by the Fuse graph pass.
@@ -3844,7 +3844,7 @@ func InternalFusedElemwise(data []*NDArray, program string) (*NDArray, error) {
 	inputs := data
 	params := make([]Param, 0, 1)
 	params = append(params, Param{"program", program})
-	return first(Invoke("_fused_elemwise", inputs, params...))
+	return invokeFirst("_fused_elemwise", inputs, params)
 }
 
 // InternalGradAdd runs the operator _grad_add: Sum lhs + rhs of two arrays of the same shape (gradient accumulation).
@@ -3854,7 +3854,7 @@ func InternalFusedElemwise(data []*NDArray, program string) (*NDArray, error) {
 func InternalGradAdd(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_grad_add", inputs, params...))
+	return invokeFirst("_grad_add", inputs, params)
 }
 
 // InternalLinalgGemmOpts are the optional inputs and parameters of InternalLinalgGemm; nil fields
@@ -3896,7 +3896,7 @@ func InternalLinalgGemm(a *NDArray, b *NDArray, c *NDArray, opts *InternalLinalg
 			params = append(params, Param{"beta", formatFloat(*opts.Beta)})
 		}
 	}
-	return first(Invoke("_linalg_gemm", inputs, params...))
+	return invokeFirst("_linalg_gemm", inputs, params)
 }
 
 // InternalLinalgGemm2Opts are the optional inputs and parameters of InternalLinalgGemm2; nil fields
@@ -3933,7 +3933,7 @@ func InternalLinalgGemm2(a *NDArray, b *NDArray, opts *InternalLinalgGemm2Opts) 
 			params = append(params, Param{"axis", formatInt(*opts.Axis)})
 		}
 	}
-	return first(Invoke("_linalg_gemm2", inputs, params...))
+	return invokeFirst("_linalg_gemm2", inputs, params)
 }
 
 // InternalNpCumsumOpts are the optional inputs and parameters of InternalNpCumsum; nil fields
@@ -3960,7 +3960,7 @@ func InternalNpCumsum(a *NDArray, opts *InternalNpCumsumOpts) (*NDArray, error) 
 			params = append(params, Param{"dtype", *opts.Dtype})
 		}
 	}
-	return first(Invoke("_np_cumsum", inputs, params...))
+	return invokeFirst("_np_cumsum", inputs, params)
 }
 
 // InternalNpReshapeOpts are the optional inputs and parameters of InternalNpReshape; nil fields
@@ -3984,7 +3984,7 @@ func InternalNpReshape(data *NDArray, newshape []int64, opts *InternalNpReshapeO
 			params = append(params, Param{"order", *opts.Order})
 		}
 	}
-	return first(Invoke("_np_reshape", inputs, params...))
+	return invokeFirst("_np_reshape", inputs, params)
 }
 
 // InternalNpxArangeLikeOpts are the optional inputs and parameters of InternalNpxArangeLike; nil fields
@@ -4026,7 +4026,7 @@ func InternalNpxArangeLike(data *NDArray, opts *InternalNpxArangeLikeOpts) (*NDA
 			params = append(params, Param{"axis", formatInt(*opts.Axis)})
 		}
 	}
-	return first(Invoke("_npx_arange_like", inputs, params...))
+	return invokeFirst("_npx_arange_like", inputs, params)
 }
 
 // InternalNpxConvolutionOpts are the optional inputs and parameters of InternalNpxConvolution; nil fields
@@ -4098,7 +4098,7 @@ func InternalNpxConvolution(data *NDArray, weight *NDArray, kernel []int64, numF
 			params = append(params, Param{"layout", *opts.Layout})
 		}
 	}
-	return first(Invoke("_npx_convolution", inputs, params...))
+	return invokeFirst("_npx_convolution", inputs, params)
 }
 
 // InternalNpxDeconvolutionOpts are the optional inputs and parameters of InternalNpxDeconvolution; nil fields
@@ -4180,7 +4180,7 @@ func InternalNpxDeconvolution(data *NDArray, weight *NDArray, kernel []int64, nu
 			params = append(params, Param{"layout", *opts.Layout})
 		}
 	}
-	return first(Invoke("_npx_deconvolution", inputs, params...))
+	return invokeFirst("_npx_deconvolution", inputs, params)
 }
 
 // InternalNpxGamma runs the operator _npx_gamma: The gamma function, elementwise (tgamma).
@@ -4190,7 +4190,7 @@ func InternalNpxDeconvolution(data *NDArray, weight *NDArray, kernel []int64, nu
 func InternalNpxGamma(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_npx_gamma", inputs, params...))
+	return invokeFirst("_npx_gamma", inputs, params)
 }
 
 // InternalNpxGammaln runs the operator _npx_gammaln: ln |gamma(x)|, elementwise.
@@ -4200,7 +4200,7 @@ func InternalNpxGamma(data *NDArray) (*NDArray, error) {
 func InternalNpxGammaln(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_npx_gammaln", inputs, params...))
+	return invokeFirst("_npx_gammaln", inputs, params)
 }
 
 // InternalOnesOpts are the optional inputs and parameters of InternalOnes; nil fields
@@ -4231,7 +4231,7 @@ func InternalOnes(opts *InternalOnesOpts) (*NDArray, error) {
 			params = append(params, Param{"ctx", (*opts.Ctx).String()})
 		}
 	}
-	return first(Invoke("_ones", inputs, params...))
+	return invokeFirst("_ones", inputs, params)
 }
 
 // InternalRandomNormalOpts are the optional inputs and parameters of InternalRandomNormal; nil fields
@@ -4272,7 +4272,7 @@ func InternalRandomNormal(opts *InternalRandomNormalOpts) (*NDArray, error) {
 			params = append(params, Param{"ctx", (*opts.Ctx).String()})
 		}
 	}
-	return first(Invoke("_random_normal", inputs, params...))
+	return invokeFirst("_random_normal", inputs, params)
 }
 
 // InternalRandomUniformOpts are the optional inputs and parameters of InternalRandomUniform; nil fields
@@ -4313,7 +4313,7 @@ func InternalRandomUniform(opts *InternalRandomUniformOpts) (*NDArray, error) {
 			params = append(params, Param{"ctx", (*opts.Ctx).String()})
 		}
 	}
-	return first(Invoke("_random_uniform", inputs, params...))
+	return invokeFirst("_random_uniform", inputs, params)
 }
 
 // InternalRdivScalarOpts are the optional inputs and parameters of InternalRdivScalar; nil fields
@@ -4340,7 +4340,7 @@ func InternalRdivScalar(data *NDArray, opts *InternalRdivScalarOpts) (*NDArray, 
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_rdiv_scalar", inputs, params...))
+	return invokeFirst("_rdiv_scalar", inputs, params)
 }
 
 // InternalReduceToLike runs the operator _reduce_to_like: Sums data over the axes along which `like` would be broadcast to data's shape: the gradient of broadcasting.
@@ -4350,7 +4350,7 @@ func InternalRdivScalar(data *NDArray, opts *InternalRdivScalarOpts) (*NDArray, 
 func InternalReduceToLike(data *NDArray, like *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data, like}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_reduce_to_like", inputs, params...))
+	return invokeFirst("_reduce_to_like", inputs, params)
 }
 
 // InternalRminusScalarOpts are the optional inputs and parameters of InternalRminusScalar; nil fields
@@ -4377,7 +4377,7 @@ func InternalRminusScalar(data *NDArray, opts *InternalRminusScalarOpts) (*NDArr
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_rminus_scalar", inputs, params...))
+	return invokeFirst("_rminus_scalar", inputs, params)
 }
 
 // InternalRmodScalarOpts are the optional inputs and parameters of InternalRmodScalar; nil fields
@@ -4404,7 +4404,7 @@ func InternalRmodScalar(data *NDArray, opts *InternalRmodScalarOpts) (*NDArray, 
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_rmod_scalar", inputs, params...))
+	return invokeFirst("_rmod_scalar", inputs, params)
 }
 
 // InternalRnnParamConcatOpts are the optional inputs and parameters of InternalRnnParamConcat; nil fields
@@ -4431,7 +4431,7 @@ func InternalRnnParamConcat(data []*NDArray, opts *InternalRnnParamConcatOpts) (
 			params = append(params, Param{"num_args", formatInt(*opts.NumArgs)})
 		}
 	}
-	return first(Invoke("_rnn_param_concat", inputs, params...))
+	return invokeFirst("_rnn_param_concat", inputs, params)
 }
 
 // InternalRpowerScalarOpts are the optional inputs and parameters of InternalRpowerScalar; nil fields
@@ -4458,7 +4458,7 @@ func InternalRpowerScalar(data *NDArray, opts *InternalRpowerScalarOpts) (*NDArr
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("_rpower_scalar", inputs, params...))
+	return invokeFirst("_rpower_scalar", inputs, params)
 }
 
 // InternalSliceAssignOpts are the optional inputs and parameters of InternalSliceAssign; nil fields
@@ -4484,7 +4484,7 @@ func InternalSliceAssign(data *NDArray, value *NDArray, begin []int64, end []int
 			params = append(params, Param{"step", formatTuple(opts.Step)})
 		}
 	}
-	return first(Invoke("_slice_assign", inputs, params...))
+	return invokeFirst("_slice_assign", inputs, params)
 }
 
 // InternalSplitLikeOpts are the optional inputs and parameters of InternalSplitLike; nil fields
@@ -4506,7 +4506,7 @@ func InternalSplitLike(data []*NDArray, opts *InternalSplitLikeOpts) (*NDArray, 
 			params = append(params, Param{"dim", formatInt(*opts.Dim)})
 		}
 	}
-	return first(Invoke("_split_like", inputs, params...))
+	return invokeFirst("_split_like", inputs, params)
 }
 
 // InternalStepAdam runs the operator _step_adam: A training step's Adam update of weights, means and vars, in place.
@@ -4516,7 +4516,7 @@ func InternalSplitLike(data []*NDArray, opts *InternalSplitLikeOpts) (*NDArray, 
 func InternalStepAdam(weight []*NDArray) (*NDArray, error) {
 	inputs := weight
 	params := make([]Param, 0, 0)
-	return first(Invoke("_step_adam", inputs, params...))
+	return invokeFirst("_step_adam", inputs, params)
 }
 
 // InternalStepAdamw runs the operator _step_adamw: A training step's AdamW update (decoupled weight decay) of weights, means and vars, in place.
@@ -4526,7 +4526,7 @@ func InternalStepAdam(weight []*NDArray) (*NDArray, error) {
 func InternalStepAdamw(weight []*NDArray) (*NDArray, error) {
 	inputs := weight
 	params := make([]Param, 0, 0)
-	return first(Invoke("_step_adamw", inputs, params...))
+	return invokeFirst("_step_adamw", inputs, params)
 }
 
 // InternalStepSgd runs the operator _step_sgd: A training step's SGD update of weights, in place.
@@ -4536,7 +4536,7 @@ func InternalStepAdamw(weight []*NDArray) (*NDArray, error) {
 func InternalStepSgd(weight []*NDArray) (*NDArray, error) {
 	inputs := weight
 	params := make([]Param, 0, 0)
-	return first(Invoke("_step_sgd", inputs, params...))
+	return invokeFirst("_step_sgd", inputs, params)
 }
 
 // InternalStepSgdMom runs the operator _step_sgd_mom: A training step's SGD update with momentum of weights and moms, in place.
@@ -4546,7 +4546,7 @@ func InternalStepSgd(weight []*NDArray) (*NDArray, error) {
 func InternalStepSgdMom(weight []*NDArray) (*NDArray, error) {
 	inputs := weight
 	params := make([]Param, 0, 0)
-	return first(Invoke("_step_sgd_mom", inputs, params...))
+	return invokeFirst("_step_sgd_mom", inputs, params)
 }
 
 // InternalSub runs the operator _sub: Difference of two arrays of the same shape.
@@ -4556,7 +4556,7 @@ func InternalStepSgdMom(weight []*NDArray) (*NDArray, error) {
 func InternalSub(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("_sub", inputs, params...))
+	return invokeFirst("_sub", inputs, params)
 }
 
 // InternalZerosOpts are the optional inputs and parameters of InternalZeros; nil fields
@@ -4587,7 +4587,7 @@ func InternalZeros(opts *InternalZerosOpts) (*NDArray, error) {
 			params = append(params, Param{"ctx", (*opts.Ctx).String()})
 		}
 	}
-	return first(Invoke("_zeros", inputs, params...))
+	return invokeFirst("_zeros", inputs, params)
 }
 
 // Abs runs the operator abs: Absolute value, elementwise.
@@ -4597,7 +4597,7 @@ func InternalZeros(opts *InternalZerosOpts) (*NDArray, error) {
 func Abs(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("abs", inputs, params...))
+	return invokeFirst("abs", inputs, params)
 }
 
 // AdamUpdateOpts are the optional inputs and parameters of AdamUpdate; nil fields
@@ -4646,7 +4646,7 @@ func AdamUpdate(weight *NDArray, grad *NDArray, mean *NDArray, var_ *NDArray, lr
 			params = append(params, Param{"epsilon", formatFloat(*opts.Epsilon)})
 		}
 	}
-	return first(Invoke("adam_update", inputs, params...))
+	return invokeFirst("adam_update", inputs, params)
 }
 
 // AddNOpts are the optional inputs and parameters of AddN; nil fields
@@ -4668,7 +4668,7 @@ func AddN(args []*NDArray, opts *AddNOpts) (*NDArray, error) {
 			params = append(params, Param{"num_args", formatInt(*opts.NumArgs)})
 		}
 	}
-	return first(Invoke("add_n", inputs, params...))
+	return invokeFirst("add_n", inputs, params)
 }
 
 // Arccos runs the operator arccos: Inverse cosine, elementwise, in [0, pi].
@@ -4678,7 +4678,7 @@ func AddN(args []*NDArray, opts *AddNOpts) (*NDArray, error) {
 func Arccos(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("arccos", inputs, params...))
+	return invokeFirst("arccos", inputs, params)
 }
 
 // Arccosh runs the operator arccosh: Inverse hyperbolic cosine, elementwise.
@@ -4688,7 +4688,7 @@ func Arccos(data *NDArray) (*NDArray, error) {
 func Arccosh(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("arccosh", inputs, params...))
+	return invokeFirst("arccosh", inputs, params)
 }
 
 // Arcsin runs the operator arcsin: Inverse sine, elementwise, in [-pi/2, pi/2].
@@ -4698,7 +4698,7 @@ func Arccosh(data *NDArray) (*NDArray, error) {
 func Arcsin(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("arcsin", inputs, params...))
+	return invokeFirst("arcsin", inputs, params)
 }
 
 // Arcsinh runs the operator arcsinh: Inverse hyperbolic sine, elementwise.
@@ -4708,7 +4708,7 @@ func Arcsin(data *NDArray) (*NDArray, error) {
 func Arcsinh(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("arcsinh", inputs, params...))
+	return invokeFirst("arcsinh", inputs, params)
 }
 
 // Arctan runs the operator arctan: Inverse tangent, elementwise, in (-pi/2, pi/2).
@@ -4718,7 +4718,7 @@ func Arcsinh(data *NDArray) (*NDArray, error) {
 func Arctan(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("arctan", inputs, params...))
+	return invokeFirst("arctan", inputs, params)
 }
 
 // Arctanh runs the operator arctanh: Inverse hyperbolic tangent, elementwise.
@@ -4728,7 +4728,7 @@ func Arctan(data *NDArray) (*NDArray, error) {
 func Arctanh(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("arctanh", inputs, params...))
+	return invokeFirst("arctanh", inputs, params)
 }
 
 // ArgmaxOpts are the optional inputs and parameters of Argmax; nil fields
@@ -4755,7 +4755,7 @@ func Argmax(data *NDArray, opts *ArgmaxOpts) (*NDArray, error) {
 			params = append(params, Param{"keepdims", formatBool(*opts.Keepdims)})
 		}
 	}
-	return first(Invoke("argmax", inputs, params...))
+	return invokeFirst("argmax", inputs, params)
 }
 
 // ArgminOpts are the optional inputs and parameters of Argmin; nil fields
@@ -4782,7 +4782,7 @@ func Argmin(data *NDArray, opts *ArgminOpts) (*NDArray, error) {
 			params = append(params, Param{"keepdims", formatBool(*opts.Keepdims)})
 		}
 	}
-	return first(Invoke("argmin", inputs, params...))
+	return invokeFirst("argmin", inputs, params)
 }
 
 // ArgsortOpts are the optional inputs and parameters of Argsort; nil fields
@@ -4814,7 +4814,7 @@ func Argsort(data *NDArray, opts *ArgsortOpts) (*NDArray, error) {
 			params = append(params, Param{"dtype", (*opts.Dtype).String()})
 		}
 	}
-	return first(Invoke("argsort", inputs, params...))
+	return invokeFirst("argsort", inputs, params)
 }
 
 // BatchDotOpts are the optional inputs and parameters of BatchDot; nil fields
@@ -4841,7 +4841,7 @@ func BatchDot(lhs *NDArray, rhs *NDArray, opts *BatchDotOpts) (*NDArray, error) 
 			params = append(params, Param{"transpose_b", formatBool(*opts.TransposeB)})
 		}
 	}
-	return first(Invoke("batch_dot", inputs, params...))
+	return invokeFirst("batch_dot", inputs, params)
 }
 
 // BroadcastAdd runs the operator broadcast_add: Sum lhs + rhs with NumPy broadcasting.
@@ -4851,7 +4851,7 @@ func BatchDot(lhs *NDArray, rhs *NDArray, opts *BatchDotOpts) (*NDArray, error) 
 func BroadcastAdd(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("broadcast_add", inputs, params...))
+	return invokeFirst("broadcast_add", inputs, params)
 }
 
 // BroadcastAxesOpts are the optional inputs and parameters of BroadcastAxes; nil fields
@@ -4878,7 +4878,7 @@ func BroadcastAxes(data *NDArray, opts *BroadcastAxesOpts) (*NDArray, error) {
 			params = append(params, Param{"size", formatTuple(opts.Size)})
 		}
 	}
-	return first(Invoke("broadcast_axes", inputs, params...))
+	return invokeFirst("broadcast_axes", inputs, params)
 }
 
 // BroadcastAxisOpts are the optional inputs and parameters of BroadcastAxis; nil fields
@@ -4905,7 +4905,7 @@ func BroadcastAxis(data *NDArray, opts *BroadcastAxisOpts) (*NDArray, error) {
 			params = append(params, Param{"size", formatTuple(opts.Size)})
 		}
 	}
-	return first(Invoke("broadcast_axis", inputs, params...))
+	return invokeFirst("broadcast_axis", inputs, params)
 }
 
 // BroadcastDiv runs the operator broadcast_div: Quotient lhs / rhs (integers: truncated, x / 0 = 0) with NumPy broadcasting.
@@ -4915,7 +4915,7 @@ func BroadcastAxis(data *NDArray, opts *BroadcastAxisOpts) (*NDArray, error) {
 func BroadcastDiv(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("broadcast_div", inputs, params...))
+	return invokeFirst("broadcast_div", inputs, params)
 }
 
 // BroadcastEqual runs the operator broadcast_equal: 1 where lhs == rhs, else 0, with NumPy broadcasting.
@@ -4925,7 +4925,7 @@ func BroadcastDiv(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func BroadcastEqual(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("broadcast_equal", inputs, params...))
+	return invokeFirst("broadcast_equal", inputs, params)
 }
 
 // BroadcastGreater runs the operator broadcast_greater: 1 where lhs > rhs, else 0, with NumPy broadcasting.
@@ -4935,7 +4935,7 @@ func BroadcastEqual(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func BroadcastGreater(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("broadcast_greater", inputs, params...))
+	return invokeFirst("broadcast_greater", inputs, params)
 }
 
 // BroadcastGreaterEqual runs the operator broadcast_greater_equal: 1 where lhs >= rhs, else 0, with NumPy broadcasting.
@@ -4945,7 +4945,7 @@ func BroadcastGreater(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func BroadcastGreaterEqual(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("broadcast_greater_equal", inputs, params...))
+	return invokeFirst("broadcast_greater_equal", inputs, params)
 }
 
 // BroadcastHypot runs the operator broadcast_hypot: sqrt(lhs^2 + rhs^2), without overflow, with NumPy broadcasting.
@@ -4955,7 +4955,7 @@ func BroadcastGreaterEqual(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func BroadcastHypot(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("broadcast_hypot", inputs, params...))
+	return invokeFirst("broadcast_hypot", inputs, params)
 }
 
 // BroadcastLesser runs the operator broadcast_lesser: 1 where lhs < rhs, else 0, with NumPy broadcasting.
@@ -4965,7 +4965,7 @@ func BroadcastHypot(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func BroadcastLesser(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("broadcast_lesser", inputs, params...))
+	return invokeFirst("broadcast_lesser", inputs, params)
 }
 
 // BroadcastLesserEqual runs the operator broadcast_lesser_equal: 1 where lhs <= rhs, else 0, with NumPy broadcasting.
@@ -4975,7 +4975,7 @@ func BroadcastLesser(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func BroadcastLesserEqual(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("broadcast_lesser_equal", inputs, params...))
+	return invokeFirst("broadcast_lesser_equal", inputs, params)
 }
 
 // BroadcastLike runs the operator broadcast_like: Broadcasts data to the shape of `like`.
@@ -4985,7 +4985,7 @@ func BroadcastLesserEqual(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func BroadcastLike(data *NDArray, like *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data, like}
 	params := make([]Param, 0, 0)
-	return first(Invoke("broadcast_like", inputs, params...))
+	return invokeFirst("broadcast_like", inputs, params)
 }
 
 // BroadcastLogicalAnd runs the operator broadcast_logical_and: 1 where lhs and rhs are non-zero, else 0, with NumPy broadcasting.
@@ -4995,7 +4995,7 @@ func BroadcastLike(data *NDArray, like *NDArray) (*NDArray, error) {
 func BroadcastLogicalAnd(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("broadcast_logical_and", inputs, params...))
+	return invokeFirst("broadcast_logical_and", inputs, params)
 }
 
 // BroadcastLogicalOr runs the operator broadcast_logical_or: 1 where lhs or rhs is non-zero, else 0, with NumPy broadcasting.
@@ -5005,7 +5005,7 @@ func BroadcastLogicalAnd(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func BroadcastLogicalOr(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("broadcast_logical_or", inputs, params...))
+	return invokeFirst("broadcast_logical_or", inputs, params)
 }
 
 // BroadcastLogicalXor runs the operator broadcast_logical_xor: 1 where exactly one of lhs, rhs is non-zero, with NumPy broadcasting.
@@ -5015,7 +5015,7 @@ func BroadcastLogicalOr(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func BroadcastLogicalXor(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("broadcast_logical_xor", inputs, params...))
+	return invokeFirst("broadcast_logical_xor", inputs, params)
 }
 
 // BroadcastMaximum runs the operator broadcast_maximum: Maximum (NaN wins) with NumPy broadcasting.
@@ -5025,7 +5025,7 @@ func BroadcastLogicalXor(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func BroadcastMaximum(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("broadcast_maximum", inputs, params...))
+	return invokeFirst("broadcast_maximum", inputs, params)
 }
 
 // BroadcastMinimum runs the operator broadcast_minimum: Minimum (NaN wins) with NumPy broadcasting.
@@ -5035,7 +5035,7 @@ func BroadcastMaximum(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func BroadcastMinimum(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("broadcast_minimum", inputs, params...))
+	return invokeFirst("broadcast_minimum", inputs, params)
 }
 
 // BroadcastMinus runs the operator broadcast_minus: Difference lhs - rhs with NumPy broadcasting.
@@ -5045,7 +5045,7 @@ func BroadcastMinimum(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func BroadcastMinus(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("broadcast_minus", inputs, params...))
+	return invokeFirst("broadcast_minus", inputs, params)
 }
 
 // BroadcastMod runs the operator broadcast_mod: Remainder lhs mod rhs, with the sign of rhs (x mod 0 = 0), with NumPy broadcasting.
@@ -5055,7 +5055,7 @@ func BroadcastMinus(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func BroadcastMod(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("broadcast_mod", inputs, params...))
+	return invokeFirst("broadcast_mod", inputs, params)
 }
 
 // BroadcastMul runs the operator broadcast_mul: Product lhs * rhs with NumPy broadcasting.
@@ -5065,7 +5065,7 @@ func BroadcastMod(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func BroadcastMul(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("broadcast_mul", inputs, params...))
+	return invokeFirst("broadcast_mul", inputs, params)
 }
 
 // BroadcastNotEqual runs the operator broadcast_not_equal: 1 where lhs != rhs, else 0, with NumPy broadcasting.
@@ -5075,7 +5075,7 @@ func BroadcastMul(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func BroadcastNotEqual(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("broadcast_not_equal", inputs, params...))
+	return invokeFirst("broadcast_not_equal", inputs, params)
 }
 
 // BroadcastPlus runs the operator broadcast_plus: Sum lhs + rhs with NumPy broadcasting.
@@ -5085,7 +5085,7 @@ func BroadcastNotEqual(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func BroadcastPlus(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("broadcast_plus", inputs, params...))
+	return invokeFirst("broadcast_plus", inputs, params)
 }
 
 // BroadcastPower runs the operator broadcast_power: Power lhs ** rhs with NumPy broadcasting.
@@ -5095,7 +5095,7 @@ func BroadcastPlus(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func BroadcastPower(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("broadcast_power", inputs, params...))
+	return invokeFirst("broadcast_power", inputs, params)
 }
 
 // BroadcastSub runs the operator broadcast_sub: Difference lhs - rhs with NumPy broadcasting.
@@ -5105,7 +5105,7 @@ func BroadcastPower(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func BroadcastSub(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("broadcast_sub", inputs, params...))
+	return invokeFirst("broadcast_sub", inputs, params)
 }
 
 // BroadcastTo runs the operator broadcast_to: Broadcasts to a larger shape (NumPy rules).
@@ -5117,7 +5117,7 @@ func BroadcastTo(data *NDArray, shape []int64) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 1)
 	params = append(params, Param{"shape", formatTuple(shape)})
-	return first(Invoke("broadcast_to", inputs, params...))
+	return invokeFirst("broadcast_to", inputs, params)
 }
 
 // Cbrt runs the operator cbrt: Cube root, elementwise.
@@ -5127,7 +5127,7 @@ func BroadcastTo(data *NDArray, shape []int64) (*NDArray, error) {
 func Cbrt(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("cbrt", inputs, params...))
+	return invokeFirst("cbrt", inputs, params)
 }
 
 // Ceil runs the operator ceil: Ceiling, elementwise.
@@ -5137,7 +5137,7 @@ func Cbrt(data *NDArray) (*NDArray, error) {
 func Ceil(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("ceil", inputs, params...))
+	return invokeFirst("ceil", inputs, params)
 }
 
 // ChooseElement0indexOpts are the optional inputs and parameters of ChooseElement0index; nil fields
@@ -5169,7 +5169,7 @@ func ChooseElement0index(data *NDArray, index *NDArray, opts *ChooseElement0inde
 			params = append(params, Param{"mode", *opts.Mode})
 		}
 	}
-	return first(Invoke("choose_element_0index", inputs, params...))
+	return invokeFirst("choose_element_0index", inputs, params)
 }
 
 // Clip runs the operator clip: Clips values elementwise into [a_min, a_max]; NaN stays NaN.
@@ -5183,7 +5183,7 @@ func Clip(data *NDArray, aMin float64, aMax float64) (*NDArray, error) {
 	params := make([]Param, 0, 2)
 	params = append(params, Param{"a_min", formatFloat(aMin)})
 	params = append(params, Param{"a_max", formatFloat(aMax)})
-	return first(Invoke("clip", inputs, params...))
+	return invokeFirst("clip", inputs, params)
 }
 
 // Cos runs the operator cos: Cosine, elementwise (radians).
@@ -5193,7 +5193,7 @@ func Clip(data *NDArray, aMin float64, aMax float64) (*NDArray, error) {
 func Cos(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("cos", inputs, params...))
+	return invokeFirst("cos", inputs, params)
 }
 
 // Cosh runs the operator cosh: Hyperbolic cosine, elementwise.
@@ -5203,7 +5203,7 @@ func Cos(data *NDArray) (*NDArray, error) {
 func Cosh(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("cosh", inputs, params...))
+	return invokeFirst("cosh", inputs, params)
 }
 
 // CropOpOpts are the optional inputs and parameters of CropOp; nil fields
@@ -5229,7 +5229,7 @@ func CropOp(data *NDArray, begin []int64, end []int64, opts *CropOpOpts) (*NDArr
 			params = append(params, Param{"step", formatTuple(opts.Step)})
 		}
 	}
-	return first(Invoke("crop", inputs, params...))
+	return invokeFirst("crop", inputs, params)
 }
 
 // CumsumOpts are the optional inputs and parameters of Cumsum; nil fields
@@ -5256,7 +5256,7 @@ func Cumsum(a *NDArray, opts *CumsumOpts) (*NDArray, error) {
 			params = append(params, Param{"dtype", *opts.Dtype})
 		}
 	}
-	return first(Invoke("cumsum", inputs, params...))
+	return invokeFirst("cumsum", inputs, params)
 }
 
 // Degrees runs the operator degrees: Radians to degrees, elementwise.
@@ -5266,7 +5266,7 @@ func Cumsum(a *NDArray, opts *CumsumOpts) (*NDArray, error) {
 func Degrees(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("degrees", inputs, params...))
+	return invokeFirst("degrees", inputs, params)
 }
 
 // DepthToSpace runs the operator depth_to_space: Moves depth into blocks of space: (N, C, H, W) to (N, C/bs^2, H bs, W bs).
@@ -5278,7 +5278,7 @@ func DepthToSpace(data *NDArray, blockSize int64) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 1)
 	params = append(params, Param{"block_size", formatInt(blockSize)})
-	return first(Invoke("depth_to_space", inputs, params...))
+	return invokeFirst("depth_to_space", inputs, params)
 }
 
 // DotOpts are the optional inputs and parameters of Dot; nil fields
@@ -5305,7 +5305,7 @@ func Dot(lhs *NDArray, rhs *NDArray, opts *DotOpts) (*NDArray, error) {
 			params = append(params, Param{"transpose_b", formatBool(*opts.TransposeB)})
 		}
 	}
-	return first(Invoke("dot", inputs, params...))
+	return invokeFirst("dot", inputs, params)
 }
 
 // ElemwiseAdd runs the operator elemwise_add: Sum of two arrays of the same shape.
@@ -5315,7 +5315,7 @@ func Dot(lhs *NDArray, rhs *NDArray, opts *DotOpts) (*NDArray, error) {
 func ElemwiseAdd(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("elemwise_add", inputs, params...))
+	return invokeFirst("elemwise_add", inputs, params)
 }
 
 // ElemwiseDiv runs the operator elemwise_div: Quotient of two arrays of the same shape.
@@ -5325,7 +5325,7 @@ func ElemwiseAdd(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func ElemwiseDiv(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("elemwise_div", inputs, params...))
+	return invokeFirst("elemwise_div", inputs, params)
 }
 
 // ElemwiseMul runs the operator elemwise_mul: Product of two arrays of the same shape.
@@ -5335,7 +5335,7 @@ func ElemwiseDiv(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func ElemwiseMul(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("elemwise_mul", inputs, params...))
+	return invokeFirst("elemwise_mul", inputs, params)
 }
 
 // ElemwiseSub runs the operator elemwise_sub: Difference of two arrays of the same shape.
@@ -5345,7 +5345,7 @@ func ElemwiseMul(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func ElemwiseSub(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{lhs, rhs}
 	params := make([]Param, 0, 0)
-	return first(Invoke("elemwise_sub", inputs, params...))
+	return invokeFirst("elemwise_sub", inputs, params)
 }
 
 // Erf runs the operator erf: Gauss error function, elementwise.
@@ -5355,7 +5355,7 @@ func ElemwiseSub(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 func Erf(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("erf", inputs, params...))
+	return invokeFirst("erf", inputs, params)
 }
 
 // Exp runs the operator exp: Exponential, elementwise.
@@ -5365,7 +5365,7 @@ func Erf(data *NDArray) (*NDArray, error) {
 func Exp(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("exp", inputs, params...))
+	return invokeFirst("exp", inputs, params)
 }
 
 // ExpandDims runs the operator expand_dims: Inserts an axis of size 1.
@@ -5377,7 +5377,7 @@ func ExpandDims(data *NDArray, axis int64) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 1)
 	params = append(params, Param{"axis", formatInt(axis)})
-	return first(Invoke("expand_dims", inputs, params...))
+	return invokeFirst("expand_dims", inputs, params)
 }
 
 // Expm1 runs the operator expm1: exp(x) - 1, elementwise, accurate for small x.
@@ -5387,7 +5387,7 @@ func ExpandDims(data *NDArray, axis int64) (*NDArray, error) {
 func Expm1(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("expm1", inputs, params...))
+	return invokeFirst("expm1", inputs, params)
 }
 
 // Fix runs the operator fix: Round towards zero, elementwise (MXNet's fix).
@@ -5397,7 +5397,7 @@ func Expm1(data *NDArray) (*NDArray, error) {
 func Fix(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("fix", inputs, params...))
+	return invokeFirst("fix", inputs, params)
 }
 
 // Flip runs the operator flip: Reverses the order of the elements along the given axes.
@@ -5409,7 +5409,7 @@ func Flip(data *NDArray, axis []int64) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 1)
 	params = append(params, Param{"axis", formatTuple(axis)})
-	return first(Invoke("flip", inputs, params...))
+	return invokeFirst("flip", inputs, params)
 }
 
 // Floor runs the operator floor: Floor, elementwise.
@@ -5419,7 +5419,7 @@ func Flip(data *NDArray, axis []int64) (*NDArray, error) {
 func Floor(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("floor", inputs, params...))
+	return invokeFirst("floor", inputs, params)
 }
 
 // Gamma runs the operator gamma: The gamma function, elementwise (tgamma).
@@ -5429,7 +5429,7 @@ func Floor(data *NDArray) (*NDArray, error) {
 func Gamma(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("gamma", inputs, params...))
+	return invokeFirst("gamma", inputs, params)
 }
 
 // Gammaln runs the operator gammaln: ln |gamma(x)|, elementwise.
@@ -5439,7 +5439,7 @@ func Gamma(data *NDArray) (*NDArray, error) {
 func Gammaln(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("gammaln", inputs, params...))
+	return invokeFirst("gammaln", inputs, params)
 }
 
 // GatherNd runs the operator gather_nd: Gathers the slices of data that the columns of indices (shape (M, ...)) address by its first M axes.
@@ -5449,7 +5449,7 @@ func Gammaln(data *NDArray) (*NDArray, error) {
 func GatherNd(data *NDArray, indices *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data, indices}
 	params := make([]Param, 0, 0)
-	return first(Invoke("gather_nd", inputs, params...))
+	return invokeFirst("gather_nd", inputs, params)
 }
 
 // Gelu runs the operator gelu: Gaussian error linear unit (exact): 0.5 x (1 + erf(x / sqrt 2)).
@@ -5459,7 +5459,7 @@ func GatherNd(data *NDArray, indices *NDArray) (*NDArray, error) {
 func Gelu(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("gelu", inputs, params...))
+	return invokeFirst("gelu", inputs, params)
 }
 
 // Identity runs the operator identity: A copy of the input (MXNet's _copy: identity). Export names an output that is an input, or that another output already names, with one.
@@ -5469,7 +5469,7 @@ func Gelu(data *NDArray) (*NDArray, error) {
 func Identity(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("identity", inputs, params...))
+	return invokeFirst("identity", inputs, params)
 }
 
 // LinalgGemmOpts are the optional inputs and parameters of LinalgGemm; nil fields
@@ -5511,7 +5511,7 @@ func LinalgGemm(a *NDArray, b *NDArray, c *NDArray, opts *LinalgGemmOpts) (*NDAr
 			params = append(params, Param{"beta", formatFloat(*opts.Beta)})
 		}
 	}
-	return first(Invoke("linalg_gemm", inputs, params...))
+	return invokeFirst("linalg_gemm", inputs, params)
 }
 
 // LinalgGemm2Opts are the optional inputs and parameters of LinalgGemm2; nil fields
@@ -5548,7 +5548,7 @@ func LinalgGemm2(a *NDArray, b *NDArray, opts *LinalgGemm2Opts) (*NDArray, error
 			params = append(params, Param{"axis", formatInt(*opts.Axis)})
 		}
 	}
-	return first(Invoke("linalg_gemm2", inputs, params...))
+	return invokeFirst("linalg_gemm2", inputs, params)
 }
 
 // Log runs the operator log: Natural logarithm, elementwise.
@@ -5558,7 +5558,7 @@ func LinalgGemm2(a *NDArray, b *NDArray, opts *LinalgGemm2Opts) (*NDArray, error
 func Log(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("log", inputs, params...))
+	return invokeFirst("log", inputs, params)
 }
 
 // Log10 runs the operator log10: Base-10 logarithm, elementwise.
@@ -5568,7 +5568,7 @@ func Log(data *NDArray) (*NDArray, error) {
 func Log10(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("log10", inputs, params...))
+	return invokeFirst("log10", inputs, params)
 }
 
 // Log1p runs the operator log1p: log(1 + x), elementwise, accurate for small x.
@@ -5578,7 +5578,7 @@ func Log10(data *NDArray) (*NDArray, error) {
 func Log1p(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("log1p", inputs, params...))
+	return invokeFirst("log1p", inputs, params)
 }
 
 // Log2 runs the operator log2: Base-2 logarithm, elementwise.
@@ -5588,7 +5588,7 @@ func Log1p(data *NDArray) (*NDArray, error) {
 func Log2(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("log2", inputs, params...))
+	return invokeFirst("log2", inputs, params)
 }
 
 // LogSoftmaxOpts are the optional inputs and parameters of LogSoftmax; nil fields
@@ -5631,7 +5631,7 @@ func LogSoftmax(data *NDArray, opts *LogSoftmaxOpts) (*NDArray, error) {
 			params = append(params, Param{"use_length", formatBool(*opts.UseLength)})
 		}
 	}
-	return first(Invoke("log_softmax", inputs, params...))
+	return invokeFirst("log_softmax", inputs, params)
 }
 
 // LogicalNot runs the operator logical_not: 1 where x is zero, else 0, in the input's dtype.
@@ -5641,7 +5641,7 @@ func LogSoftmax(data *NDArray, opts *LogSoftmaxOpts) (*NDArray, error) {
 func LogicalNot(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("logical_not", inputs, params...))
+	return invokeFirst("logical_not", inputs, params)
 }
 
 // MakeLossOp runs the operator make_loss: The data unchanged, as a loss: its gradient is ones, ignoring the head gradient.
@@ -5651,7 +5651,7 @@ func LogicalNot(data *NDArray) (*NDArray, error) {
 func MakeLossOp(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("make_loss", inputs, params...))
+	return invokeFirst("make_loss", inputs, params)
 }
 
 // MaxOpts are the optional inputs and parameters of Max; nil fields
@@ -5683,7 +5683,7 @@ func Max(data *NDArray, opts *MaxOpts) (*NDArray, error) {
 			params = append(params, Param{"exclude", formatBool(*opts.Exclude)})
 		}
 	}
-	return first(Invoke("max", inputs, params...))
+	return invokeFirst("max", inputs, params)
 }
 
 // MaxAxisOpts are the optional inputs and parameters of MaxAxis; nil fields
@@ -5715,7 +5715,7 @@ func MaxAxis(data *NDArray, opts *MaxAxisOpts) (*NDArray, error) {
 			params = append(params, Param{"exclude", formatBool(*opts.Exclude)})
 		}
 	}
-	return first(Invoke("max_axis", inputs, params...))
+	return invokeFirst("max_axis", inputs, params)
 }
 
 // MeanOpts are the optional inputs and parameters of Mean; nil fields
@@ -5747,7 +5747,7 @@ func Mean(data *NDArray, opts *MeanOpts) (*NDArray, error) {
 			params = append(params, Param{"exclude", formatBool(*opts.Exclude)})
 		}
 	}
-	return first(Invoke("mean", inputs, params...))
+	return invokeFirst("mean", inputs, params)
 }
 
 // MinOpts are the optional inputs and parameters of Min; nil fields
@@ -5779,7 +5779,7 @@ func Min(data *NDArray, opts *MinOpts) (*NDArray, error) {
 			params = append(params, Param{"exclude", formatBool(*opts.Exclude)})
 		}
 	}
-	return first(Invoke("min", inputs, params...))
+	return invokeFirst("min", inputs, params)
 }
 
 // MinAxisOpts are the optional inputs and parameters of MinAxis; nil fields
@@ -5811,7 +5811,7 @@ func MinAxis(data *NDArray, opts *MinAxisOpts) (*NDArray, error) {
 			params = append(params, Param{"exclude", formatBool(*opts.Exclude)})
 		}
 	}
-	return first(Invoke("min_axis", inputs, params...))
+	return invokeFirst("min_axis", inputs, params)
 }
 
 // NanprodOpts are the optional inputs and parameters of Nanprod; nil fields
@@ -5843,7 +5843,7 @@ func Nanprod(data *NDArray, opts *NanprodOpts) (*NDArray, error) {
 			params = append(params, Param{"exclude", formatBool(*opts.Exclude)})
 		}
 	}
-	return first(Invoke("nanprod", inputs, params...))
+	return invokeFirst("nanprod", inputs, params)
 }
 
 // NansumOpts are the optional inputs and parameters of Nansum; nil fields
@@ -5875,7 +5875,7 @@ func Nansum(data *NDArray, opts *NansumOpts) (*NDArray, error) {
 			params = append(params, Param{"exclude", formatBool(*opts.Exclude)})
 		}
 	}
-	return first(Invoke("nansum", inputs, params...))
+	return invokeFirst("nansum", inputs, params)
 }
 
 // Negative runs the operator negative: Numerical negative, elementwise: -x.
@@ -5885,7 +5885,7 @@ func Nansum(data *NDArray, opts *NansumOpts) (*NDArray, error) {
 func Negative(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("negative", inputs, params...))
+	return invokeFirst("negative", inputs, params)
 }
 
 // NormOpts are the optional inputs and parameters of Norm; nil fields
@@ -5917,7 +5917,7 @@ func Norm(data *NDArray, opts *NormOpts) (*NDArray, error) {
 			params = append(params, Param{"ord", formatInt(*opts.Ord)})
 		}
 	}
-	return first(Invoke("norm", inputs, params...))
+	return invokeFirst("norm", inputs, params)
 }
 
 // NormalOpts are the optional inputs and parameters of Normal; nil fields
@@ -5958,7 +5958,7 @@ func Normal(opts *NormalOpts) (*NDArray, error) {
 			params = append(params, Param{"ctx", (*opts.Ctx).String()})
 		}
 	}
-	return first(Invoke("normal", inputs, params...))
+	return invokeFirst("normal", inputs, params)
 }
 
 // OneHotOpts are the optional inputs and parameters of OneHot; nil fields
@@ -5992,7 +5992,7 @@ func OneHot(indices *NDArray, depth int64, opts *OneHotOpts) (*NDArray, error) {
 			params = append(params, Param{"dtype", (*opts.Dtype).String()})
 		}
 	}
-	return first(Invoke("one_hot", inputs, params...))
+	return invokeFirst("one_hot", inputs, params)
 }
 
 // OnesLike runs the operator ones_like: An array of ones with the shape and dtype of the input.
@@ -6002,7 +6002,7 @@ func OneHot(indices *NDArray, depth int64, opts *OneHotOpts) (*NDArray, error) {
 func OnesLike(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("ones_like", inputs, params...))
+	return invokeFirst("ones_like", inputs, params)
 }
 
 // PickOpts are the optional inputs and parameters of Pick; nil fields
@@ -6034,7 +6034,7 @@ func Pick(data *NDArray, index *NDArray, opts *PickOpts) (*NDArray, error) {
 			params = append(params, Param{"mode", *opts.Mode})
 		}
 	}
-	return first(Invoke("pick", inputs, params...))
+	return invokeFirst("pick", inputs, params)
 }
 
 // ProdOpts are the optional inputs and parameters of Prod; nil fields
@@ -6066,7 +6066,7 @@ func Prod(data *NDArray, opts *ProdOpts) (*NDArray, error) {
 			params = append(params, Param{"exclude", formatBool(*opts.Exclude)})
 		}
 	}
-	return first(Invoke("prod", inputs, params...))
+	return invokeFirst("prod", inputs, params)
 }
 
 // Radians runs the operator radians: Degrees to radians, elementwise.
@@ -6076,7 +6076,7 @@ func Prod(data *NDArray, opts *ProdOpts) (*NDArray, error) {
 func Radians(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("radians", inputs, params...))
+	return invokeFirst("radians", inputs, params)
 }
 
 // RandomNormalOpts are the optional inputs and parameters of RandomNormal; nil fields
@@ -6117,7 +6117,7 @@ func RandomNormal(opts *RandomNormalOpts) (*NDArray, error) {
 			params = append(params, Param{"ctx", (*opts.Ctx).String()})
 		}
 	}
-	return first(Invoke("random_normal", inputs, params...))
+	return invokeFirst("random_normal", inputs, params)
 }
 
 // RandomUniformOpts are the optional inputs and parameters of RandomUniform; nil fields
@@ -6158,7 +6158,7 @@ func RandomUniform(opts *RandomUniformOpts) (*NDArray, error) {
 			params = append(params, Param{"ctx", (*opts.Ctx).String()})
 		}
 	}
-	return first(Invoke("random_uniform", inputs, params...))
+	return invokeFirst("random_uniform", inputs, params)
 }
 
 // Rcbrt runs the operator rcbrt: Reciprocal cube root, elementwise: 1 / cbrt(x).
@@ -6168,7 +6168,7 @@ func RandomUniform(opts *RandomUniformOpts) (*NDArray, error) {
 func Rcbrt(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("rcbrt", inputs, params...))
+	return invokeFirst("rcbrt", inputs, params)
 }
 
 // Reciprocal runs the operator reciprocal: Reciprocal, elementwise: 1 / x.
@@ -6178,7 +6178,7 @@ func Rcbrt(data *NDArray) (*NDArray, error) {
 func Reciprocal(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("reciprocal", inputs, params...))
+	return invokeFirst("reciprocal", inputs, params)
 }
 
 // Relu runs the operator relu: Rectified linear unit, elementwise: max(x, 0).
@@ -6188,7 +6188,7 @@ func Reciprocal(data *NDArray) (*NDArray, error) {
 func Relu(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("relu", inputs, params...))
+	return invokeFirst("relu", inputs, params)
 }
 
 // RepeatOpts are the optional inputs and parameters of Repeat; nil fields
@@ -6212,7 +6212,7 @@ func Repeat(data *NDArray, repeats int64, opts *RepeatOpts) (*NDArray, error) {
 			params = append(params, Param{"axis", formatInt(*opts.Axis)})
 		}
 	}
-	return first(Invoke("repeat", inputs, params...))
+	return invokeFirst("repeat", inputs, params)
 }
 
 // ReshapeLike runs the operator reshape_like: Data in the shape of `like` (same number of elements).
@@ -6222,7 +6222,7 @@ func Repeat(data *NDArray, repeats int64, opts *RepeatOpts) (*NDArray, error) {
 func ReshapeLike(data *NDArray, like *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data, like}
 	params := make([]Param, 0, 0)
-	return first(Invoke("reshape_like", inputs, params...))
+	return invokeFirst("reshape_like", inputs, params)
 }
 
 // Reverse runs the operator reverse: Reverses the order of the elements along the given axes.
@@ -6234,7 +6234,7 @@ func Reverse(data *NDArray, axis []int64) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 1)
 	params = append(params, Param{"axis", formatTuple(axis)})
-	return first(Invoke("reverse", inputs, params...))
+	return invokeFirst("reverse", inputs, params)
 }
 
 // Rint runs the operator rint: Round to the nearest integer, halves down (MXNet's rint: 2.5 -> 2).
@@ -6244,7 +6244,7 @@ func Reverse(data *NDArray, axis []int64) (*NDArray, error) {
 func Rint(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("rint", inputs, params...))
+	return invokeFirst("rint", inputs, params)
 }
 
 // Round runs the operator round: Round to the nearest integer, halves away from zero.
@@ -6254,7 +6254,7 @@ func Rint(data *NDArray) (*NDArray, error) {
 func Round(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("round", inputs, params...))
+	return invokeFirst("round", inputs, params)
 }
 
 // Rsqrt runs the operator rsqrt: Reciprocal square root, elementwise: 1 / sqrt(x).
@@ -6264,7 +6264,7 @@ func Round(data *NDArray) (*NDArray, error) {
 func Rsqrt(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("rsqrt", inputs, params...))
+	return invokeFirst("rsqrt", inputs, params)
 }
 
 // ScatterNd runs the operator scatter_nd: Scatters data into zeros of the given shape, at the places gather_nd with the same indices would read (a duplicate index keeps one of its values).
@@ -6276,7 +6276,7 @@ func ScatterNd(data *NDArray, indices *NDArray, shape []int64) (*NDArray, error)
 	inputs := []*NDArray{data, indices}
 	params := make([]Param, 0, 1)
 	params = append(params, Param{"shape", formatTuple(shape)})
-	return first(Invoke("scatter_nd", inputs, params...))
+	return invokeFirst("scatter_nd", inputs, params)
 }
 
 // SgdMomUpdateOpts are the optional inputs and parameters of SgdMomUpdate; nil fields
@@ -6315,7 +6315,7 @@ func SgdMomUpdate(weight *NDArray, grad *NDArray, mom *NDArray, lr float64, opts
 			params = append(params, Param{"momentum", formatFloat(*opts.Momentum)})
 		}
 	}
-	return first(Invoke("sgd_mom_update", inputs, params...))
+	return invokeFirst("sgd_mom_update", inputs, params)
 }
 
 // SgdUpdateOpts are the optional inputs and parameters of SgdUpdate; nil fields
@@ -6349,7 +6349,7 @@ func SgdUpdate(weight *NDArray, grad *NDArray, lr float64, opts *SgdUpdateOpts) 
 			params = append(params, Param{"clip_gradient", formatFloat(*opts.ClipGradient)})
 		}
 	}
-	return first(Invoke("sgd_update", inputs, params...))
+	return invokeFirst("sgd_update", inputs, params)
 }
 
 // Sigmoid runs the operator sigmoid: Logistic sigmoid, elementwise: 1 / (1 + exp(-x)).
@@ -6359,7 +6359,7 @@ func SgdUpdate(weight *NDArray, grad *NDArray, lr float64, opts *SgdUpdateOpts) 
 func Sigmoid(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("sigmoid", inputs, params...))
+	return invokeFirst("sigmoid", inputs, params)
 }
 
 // Sign runs the operator sign: Sign, elementwise: -1, 0 or 1 (NaN stays NaN).
@@ -6369,7 +6369,7 @@ func Sigmoid(data *NDArray) (*NDArray, error) {
 func Sign(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("sign", inputs, params...))
+	return invokeFirst("sign", inputs, params)
 }
 
 // Sin runs the operator sin: Sine, elementwise (radians).
@@ -6379,7 +6379,7 @@ func Sign(data *NDArray) (*NDArray, error) {
 func Sin(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("sin", inputs, params...))
+	return invokeFirst("sin", inputs, params)
 }
 
 // Sinh runs the operator sinh: Hyperbolic sine, elementwise.
@@ -6389,7 +6389,7 @@ func Sin(data *NDArray) (*NDArray, error) {
 func Sinh(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("sinh", inputs, params...))
+	return invokeFirst("sinh", inputs, params)
 }
 
 // SliceOpts are the optional inputs and parameters of Slice; nil fields
@@ -6415,7 +6415,7 @@ func Slice(data *NDArray, begin []int64, end []int64, opts *SliceOpts) (*NDArray
 			params = append(params, Param{"step", formatTuple(opts.Step)})
 		}
 	}
-	return first(Invoke("slice", inputs, params...))
+	return invokeFirst("slice", inputs, params)
 }
 
 // SliceAxis runs the operator slice_axis: Slices one axis from begin to end.
@@ -6431,7 +6431,7 @@ func SliceAxis(data *NDArray, axis int64, begin int64, end int64) (*NDArray, err
 	params = append(params, Param{"axis", formatInt(axis)})
 	params = append(params, Param{"begin", formatInt(begin)})
 	params = append(params, Param{"end", formatInt(end)})
-	return first(Invoke("slice_axis", inputs, params...))
+	return invokeFirst("slice_axis", inputs, params)
 }
 
 // SliceLikeOpts are the optional inputs and parameters of SliceLike; nil fields
@@ -6453,7 +6453,7 @@ func SliceLike(data *NDArray, shapeLike *NDArray, opts *SliceLikeOpts) (*NDArray
 			params = append(params, Param{"axes", formatTuple(opts.Axes)})
 		}
 	}
-	return first(Invoke("slice_like", inputs, params...))
+	return invokeFirst("slice_like", inputs, params)
 }
 
 // SmoothL1Opts are the optional inputs and parameters of SmoothL1; nil fields
@@ -6480,7 +6480,7 @@ func SmoothL1(data *NDArray, opts *SmoothL1Opts) (*NDArray, error) {
 			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
 		}
 	}
-	return first(Invoke("smooth_l1", inputs, params...))
+	return invokeFirst("smooth_l1", inputs, params)
 }
 
 // SoftmaxOpOpts are the optional inputs and parameters of SoftmaxOp; nil fields
@@ -6523,7 +6523,7 @@ func SoftmaxOp(data *NDArray, opts *SoftmaxOpOpts) (*NDArray, error) {
 			params = append(params, Param{"use_length", formatBool(*opts.UseLength)})
 		}
 	}
-	return first(Invoke("softmax", inputs, params...))
+	return invokeFirst("softmax", inputs, params)
 }
 
 // SoftmaxCrossEntropy runs the operator softmax_cross_entropy: Sum over the batch of -log(softmax(data)[label]), for data (batch, classes) and integer class labels (batch,); the result has shape (1,).
@@ -6533,7 +6533,7 @@ func SoftmaxOp(data *NDArray, opts *SoftmaxOpOpts) (*NDArray, error) {
 func SoftmaxCrossEntropy(data *NDArray, label *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data, label}
 	params := make([]Param, 0, 0)
-	return first(Invoke("softmax_cross_entropy", inputs, params...))
+	return invokeFirst("softmax_cross_entropy", inputs, params)
 }
 
 // SoftminOpts are the optional inputs and parameters of Softmin; nil fields
@@ -6576,7 +6576,7 @@ func Softmin(data *NDArray, opts *SoftminOpts) (*NDArray, error) {
 			params = append(params, Param{"use_length", formatBool(*opts.UseLength)})
 		}
 	}
-	return first(Invoke("softmin", inputs, params...))
+	return invokeFirst("softmin", inputs, params)
 }
 
 // Softrelu runs the operator softrelu: Softplus, elementwise: log(1 + exp(x)), computed stably.
@@ -6586,7 +6586,7 @@ func Softmin(data *NDArray, opts *SoftminOpts) (*NDArray, error) {
 func Softrelu(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("softrelu", inputs, params...))
+	return invokeFirst("softrelu", inputs, params)
 }
 
 // Softsign runs the operator softsign: Softsign, elementwise: x / (1 + |x|).
@@ -6596,7 +6596,7 @@ func Softrelu(data *NDArray) (*NDArray, error) {
 func Softsign(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("softsign", inputs, params...))
+	return invokeFirst("softsign", inputs, params)
 }
 
 // SortOpts are the optional inputs and parameters of Sort; nil fields
@@ -6623,7 +6623,7 @@ func Sort(data *NDArray, opts *SortOpts) (*NDArray, error) {
 			params = append(params, Param{"is_ascend", formatBool(*opts.IsAscend)})
 		}
 	}
-	return first(Invoke("sort", inputs, params...))
+	return invokeFirst("sort", inputs, params)
 }
 
 // SpaceToDepth runs the operator space_to_depth: Moves blocks of space into depth: (N, C, H, W) to (N, C bs^2, H/bs, W/bs).
@@ -6635,7 +6635,7 @@ func SpaceToDepth(data *NDArray, blockSize int64) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 1)
 	params = append(params, Param{"block_size", formatInt(blockSize)})
-	return first(Invoke("space_to_depth", inputs, params...))
+	return invokeFirst("space_to_depth", inputs, params)
 }
 
 // SplitOpts are the optional inputs and parameters of Split; nil fields
@@ -6674,7 +6674,7 @@ func Split(data *NDArray, numOutputs int64, opts *SplitOpts) ([]*NDArray, error)
 func Sqrt(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("sqrt", inputs, params...))
+	return invokeFirst("sqrt", inputs, params)
 }
 
 // Square runs the operator square: Square, elementwise: x * x.
@@ -6684,7 +6684,7 @@ func Sqrt(data *NDArray) (*NDArray, error) {
 func Square(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("square", inputs, params...))
+	return invokeFirst("square", inputs, params)
 }
 
 // SqueezeOpts are the optional inputs and parameters of Squeeze; nil fields
@@ -6706,7 +6706,7 @@ func Squeeze(data *NDArray, opts *SqueezeOpts) (*NDArray, error) {
 			params = append(params, Param{"axis", formatTuple(opts.Axis)})
 		}
 	}
-	return first(Invoke("squeeze", inputs, params...))
+	return invokeFirst("squeeze", inputs, params)
 }
 
 // StackOpts are the optional inputs and parameters of Stack; nil fields
@@ -6733,7 +6733,7 @@ func Stack(data []*NDArray, opts *StackOpts) (*NDArray, error) {
 			params = append(params, Param{"num_args", formatInt(*opts.NumArgs)})
 		}
 	}
-	return first(Invoke("stack", inputs, params...))
+	return invokeFirst("stack", inputs, params)
 }
 
 // StopGradient runs the operator stop_gradient: The input unchanged, with no gradient flowing back through it (stop_gradient, detach).
@@ -6743,7 +6743,7 @@ func Stack(data []*NDArray, opts *StackOpts) (*NDArray, error) {
 func StopGradient(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("stop_gradient", inputs, params...))
+	return invokeFirst("stop_gradient", inputs, params)
 }
 
 // SumOpts are the optional inputs and parameters of Sum; nil fields
@@ -6775,7 +6775,7 @@ func Sum(data *NDArray, opts *SumOpts) (*NDArray, error) {
 			params = append(params, Param{"exclude", formatBool(*opts.Exclude)})
 		}
 	}
-	return first(Invoke("sum", inputs, params...))
+	return invokeFirst("sum", inputs, params)
 }
 
 // SumAxisOpts are the optional inputs and parameters of SumAxis; nil fields
@@ -6807,7 +6807,7 @@ func SumAxis(data *NDArray, opts *SumAxisOpts) (*NDArray, error) {
 			params = append(params, Param{"exclude", formatBool(*opts.Exclude)})
 		}
 	}
-	return first(Invoke("sum_axis", inputs, params...))
+	return invokeFirst("sum_axis", inputs, params)
 }
 
 // SwapaxesOpts are the optional inputs and parameters of Swapaxes; nil fields
@@ -6834,7 +6834,7 @@ func Swapaxes(data *NDArray, opts *SwapaxesOpts) (*NDArray, error) {
 			params = append(params, Param{"dim2", formatInt(*opts.Dim2)})
 		}
 	}
-	return first(Invoke("swapaxes", inputs, params...))
+	return invokeFirst("swapaxes", inputs, params)
 }
 
 // TakeOpts are the optional inputs and parameters of Take; nil fields
@@ -6861,7 +6861,7 @@ func Take(a *NDArray, indices *NDArray, opts *TakeOpts) (*NDArray, error) {
 			params = append(params, Param{"mode", *opts.Mode})
 		}
 	}
-	return first(Invoke("take", inputs, params...))
+	return invokeFirst("take", inputs, params)
 }
 
 // Tan runs the operator tan: Tangent, elementwise (radians).
@@ -6871,7 +6871,7 @@ func Take(a *NDArray, indices *NDArray, opts *TakeOpts) (*NDArray, error) {
 func Tan(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("tan", inputs, params...))
+	return invokeFirst("tan", inputs, params)
 }
 
 // Tanh runs the operator tanh: Hyperbolic tangent, elementwise.
@@ -6881,7 +6881,7 @@ func Tan(data *NDArray) (*NDArray, error) {
 func Tanh(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("tanh", inputs, params...))
+	return invokeFirst("tanh", inputs, params)
 }
 
 // Tile runs the operator tile: Repeats the whole array reps times along each axis.
@@ -6893,7 +6893,7 @@ func Tile(data *NDArray, reps []int64) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 1)
 	params = append(params, Param{"reps", formatTuple(reps)})
-	return first(Invoke("tile", inputs, params...))
+	return invokeFirst("tile", inputs, params)
 }
 
 // TopkOpts are the optional inputs and parameters of Topk; nil fields
@@ -6935,7 +6935,7 @@ func Topk(data *NDArray, opts *TopkOpts) (*NDArray, error) {
 			params = append(params, Param{"dtype", (*opts.Dtype).String()})
 		}
 	}
-	return first(Invoke("topk", inputs, params...))
+	return invokeFirst("topk", inputs, params)
 }
 
 // TransposeOpts are the optional inputs and parameters of Transpose; nil fields
@@ -6957,7 +6957,7 @@ func Transpose(data *NDArray, opts *TransposeOpts) (*NDArray, error) {
 			params = append(params, Param{"axes", formatTuple(opts.Axes)})
 		}
 	}
-	return first(Invoke("transpose", inputs, params...))
+	return invokeFirst("transpose", inputs, params)
 }
 
 // Trunc runs the operator trunc: Round towards zero, elementwise.
@@ -6967,7 +6967,7 @@ func Transpose(data *NDArray, opts *TransposeOpts) (*NDArray, error) {
 func Trunc(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("trunc", inputs, params...))
+	return invokeFirst("trunc", inputs, params)
 }
 
 // UniformOpts are the optional inputs and parameters of Uniform; nil fields
@@ -7008,7 +7008,7 @@ func Uniform(opts *UniformOpts) (*NDArray, error) {
 			params = append(params, Param{"ctx", (*opts.Ctx).String()})
 		}
 	}
-	return first(Invoke("uniform", inputs, params...))
+	return invokeFirst("uniform", inputs, params)
 }
 
 // Where runs the operator where: Elements of x where condition is non-zero, else of y (with broadcasting).
@@ -7018,7 +7018,7 @@ func Uniform(opts *UniformOpts) (*NDArray, error) {
 func Where(condition *NDArray, x *NDArray, y *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{condition, x, y}
 	params := make([]Param, 0, 0)
-	return first(Invoke("where", inputs, params...))
+	return invokeFirst("where", inputs, params)
 }
 
 // ZerosLike runs the operator zeros_like: An array of zeros with the shape and dtype of the input.
@@ -7028,5 +7028,5 @@ func Where(condition *NDArray, x *NDArray, y *NDArray) (*NDArray, error) {
 func ZerosLike(data *NDArray) (*NDArray, error) {
 	inputs := []*NDArray{data}
 	params := make([]Param, 0, 0)
-	return first(Invoke("zeros_like", inputs, params...))
+	return invokeFirst("zeros_like", inputs, params)
 }

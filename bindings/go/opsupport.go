@@ -47,14 +47,3 @@ func optionalInputs(op string, inputs, optional []*NDArray) ([]*NDArray, error) 
 	}
 	return inputs, nil
 }
-
-// first returns an operator's first output.
-func first(outs []*NDArray, err error) (*NDArray, error) {
-	if err != nil {
-		return nil, err
-	}
-	if len(outs) == 0 {
-		return nil, &Error{Kind: ErrValue, Message: "deft: the operator made no output"}
-	}
-	return outs[0], nil
-}

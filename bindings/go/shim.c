@@ -28,8 +28,13 @@ int go_create(go_status *st, const int64_t *shape, int ndim, int dtype, int dev_
     *live = live_bytes();
     return go_check(st, status);
 }
-int go_free(go_status *st, DeftNDArrayHandle h) {
-    return go_check(st, DeftNDArrayFree(h));
+void go_free_arrays(const DeftNDArrayHandle *hs, int n) {
+    for (int i = 0; i < n; i++) DeftNDArrayFree(hs[i]);
+}
+go_status go_free_array(DeftNDArrayHandle h) {
+    go_status st = {0, NULL};
+    go_check(&st, DeftNDArrayFree(h));
+    return st;
 }
 int go_shape(go_status *st, DeftNDArrayHandle h, int64_t *dims, int *ndim) {
     return go_check(st, DeftNDArrayGetShape(h, dims, DEFT_MAX_NDIM, ndim));
@@ -76,10 +81,11 @@ int go_count_outputs(DeftOpHandle op, int np, const char *const *keys, const cha
 
 enum { GO_INLINE_PARAMS = 16 };
 
-int go_invoke(go_status *st, DeftOpHandle op, int nin, const DeftNDArrayHandle *in, int *nout,
-              DeftNDArrayHandle *out, int np, const char *params, int64_t *live) {
+int go_invoke(go_call *c, DeftOpHandle op, int nin, const DeftNDArrayHandle *in,
+              DeftNDArrayHandle *out, int np, const char *params) {
     const char *inline_keys[GO_INLINE_PARAMS], *inline_vals[GO_INLINE_PARAMS];
     const char **keys = inline_keys, **vals = inline_vals;
+    go_status *st = &c->st;
     if (np > GO_INLINE_PARAMS) {
         keys = malloc(2 * (size_t)np * sizeof *keys);
         if (!keys) {
@@ -89,14 +95,16 @@ int go_invoke(go_status *st, DeftOpHandle op, int nin, const DeftNDArrayHandle *
         }
         vals = keys + np;
     }
+    if (!params) params = c->params;
     for (int i = 0; i < np; i++) {
         keys[i] = params;
         params += strlen(params) + 1;
         vals[i] = params;
         params += strlen(params) + 1;
     }
-    int room = *nout;
-    int status = go_check(st, DeftImperativeInvoke(op, nin, in, nout, out, np, keys, vals));
+    int room = c->nout;
+    int status = go_check(st, DeftImperativeInvoke(op, nin, in ? in : c->in, &c->nout,
+                                                   out ? out : c->out, np, keys, vals));
     if (status != 0) {
         /* A failed call creates nothing: when the room was short, say how
          * much is needed (the message copied above is then dropped). */
@@ -104,12 +112,12 @@ int go_invoke(go_status *st, DeftOpHandle op, int nin, const DeftNDArrayHandle *
         if (needed > room) {
             free(st->message);
             st->message = NULL;
-            *nout = needed;
+            c->nout = needed;
             status = 1;
         }
     }
     if (keys != inline_keys) free(keys);
-    *live = live_bytes();
+    c->live = live_bytes();
     return status;
 }
 int go_set_deferred(go_status *st, int on, int *prev) {

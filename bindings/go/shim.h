@@ -19,7 +19,6 @@ typedef struct go_status {
 int go_check(go_status *st, int status);
 int go_create(go_status *st, const int64_t *shape, int ndim, int dtype, int dev_type, int dev_id,
               const void *data, size_t nbytes, DeftNDArrayHandle *out, int64_t *live);
-int go_free(go_status *st, DeftNDArrayHandle h);
 int go_shape(go_status *st, DeftNDArrayHandle h, int64_t *dims, int *ndim);
 /* the dtype and size in bytes, for a read */
 int go_describe(go_status *st, DeftNDArrayHandle h, int *dtype, size_t *nbytes);
@@ -29,12 +28,30 @@ int go_from_host(go_status *st, DeftNDArrayHandle h, const void *data, size_t nb
 int go_wait_to_read(go_status *st, DeftNDArrayHandle h);
 int go_is_lazy(go_status *st, DeftNDArrayHandle h, int *out);
 int go_get_op(go_status *st, const char *name, DeftOpHandle *out);
-/* params: np keys and values, each NUL-terminated, one after another.
- * Returns 0 (done: *nout arrays), -1 (failed) or 1 when the operator makes
- * more outputs than *nout has room for: then *nout is the count it makes,
- * nothing was created or changed, and the caller retries with that room. */
-int go_invoke(go_status *st, DeftOpHandle op, int nin, const DeftNDArrayHandle *in, int *nout,
-              DeftNDArrayHandle *out, int np, const char *params, int64_t *live);
+/* One operator call's arguments and results, in C memory that Go reuses
+ * from call to call: a call passes Go no pointer to check and allocates
+ * nothing when its arrays and parameters fit the inline room. */
+enum { GO_CALL_INLINE = 8, GO_CALL_PARAMS = 256 };
+typedef struct go_call {
+    go_status st;
+    int64_t live; /* deft's live CPU bytes after the call */
+    int nout;     /* in: the room for outputs; out: the outputs made (or needed) */
+    DeftNDArrayHandle in[GO_CALL_INLINE];
+    DeftNDArrayHandle out[GO_CALL_INLINE];
+    char params[GO_CALL_PARAMS];
+} go_call;
+/* in, out, params: NULL for the call's inline ones. params: np keys and
+ * values, each NUL-terminated, one after another. Returns 0 (done: c->nout
+ * arrays), -1 (failed: c->st) or 1 when the operator makes more outputs than
+ * c->nout has room for: then c->nout is the count it makes, nothing was
+ * created or changed, and the caller retries with that room. */
+int go_invoke(go_call *c, DeftOpHandle op, int nin, const DeftNDArrayHandle *in,
+              DeftNDArrayHandle *out, int np, const char *params);
+/* DeftNDArrayFree of n handles (the finalizers' batches); failures are not
+ * reported: a finalizer has no one to tell */
+void go_free_arrays(const DeftNDArrayHandle *hs, int n);
+/* DeftNDArrayFree, the status returned by value (no pointer to pass) */
+go_status go_free_array(DeftNDArrayHandle h);
 int go_set_deferred(go_status *st, int on, int *prev);
 int go_set_recording(go_status *st, int on, int *prev);
 int go_set_training(go_status *st, int on, int *prev);

@@ -297,7 +297,7 @@ func writeOp(b *bytes.Buffer, name string, op deft.OpInfo) {
 	if multi {
 		fmt.Fprintf(b, "\treturn Invoke(%q, inputs, params...)\n}\n\n", op.Name)
 	} else {
-		fmt.Fprintf(b, "\treturn first(Invoke(%q, inputs, params...))\n}\n\n", op.Name)
+		fmt.Fprintf(b, "\treturn invokeFirst(%q, inputs, params)\n}\n\n", op.Name)
 	}
 }
 
