@@ -22,9 +22,9 @@ static int64_t live_bytes(void) {
 
 int go_create(go_status *st, const int64_t *shape, int ndim, int dtype, int dev_type, int dev_id,
               const void *data, size_t nbytes, DeftNDArrayHandle *out, int64_t *live) {
-    int status = data ? DeftNDArrayCreateFromData(shape, ndim, dtype, dev_type, dev_id, data,
-                                                  nbytes, out)
-                      : DeftNDArrayCreate(shape, ndim, dtype, dev_type, dev_id, out);
+    int status =
+        data ? DeftNDArrayCreateFromData(shape, ndim, dtype, dev_type, dev_id, data, nbytes, out)
+             : DeftNDArrayCreate(shape, ndim, dtype, dev_type, dev_id, out);
     *live = live_bytes();
     return go_check(st, status);
 }

@@ -32,7 +32,11 @@ file(WRITE ${WORK_DIR}/hello/go.mod "${gomod}")
 file(WRITE ${WORK_DIR}/hello/main.go "${maingo}")
 
 # build_and_run(<name> <library folder the rpath must name> go build args...)
+# Each way has a build cache of its own: Go's does not key cgo packages on
+# what pkg-config says, so a package built against one deft would be reused
+# against another (the README says: go clean -cache after switching).
 function(build_and_run name libdir)
+    set(ENV{GOCACHE} ${WORK_DIR}/gocache-${name})
     execute_process(COMMAND ${GO} build -o ${WORK_DIR}/hello-${name} ${ARGN}
                     WORKING_DIRECTORY ${WORK_DIR}/hello RESULT_VARIABLE rc
                     OUTPUT_VARIABLE out ERROR_VARIABLE err)
