@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -60,7 +61,8 @@ func TestGeneratedOperators(t *testing.T) {
 // changed operator fails this test until `go generate` is run again.
 func TestGeneratedOpsAreCurrent(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "ops_gen.go")
-	cmd := exec.Command("go", "run", "-tags", "deft_noops", "./gen", "-o", out)
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go") // the go running this test
+	cmd := exec.Command(goTool, "run", "-tags", "deft_noops", "./gen", "-o", out)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go run ./gen: %v\n%s", err, msg)
 	}
