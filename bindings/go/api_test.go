@@ -326,3 +326,24 @@ func TestDLPackViews(t *testing.T) {
 		t.Fatalf("array over the view: %v", got)
 	}
 }
+
+// Calls past the frame's inline room: more than 8 inputs, more than 8
+// outputs (TestOutputsAreNotCapped), parameters longer than 256 bytes.
+func TestCallsPastTheInlineRoom(t *testing.T) {
+	var in []*NDArray
+	for i := 0; i < 12; i++ {
+		in = append(in, must(FromFloat32([]float32{float32(i), 1}, 2)))
+	}
+	if got := must(must(AddN(in, nil)).Float32s()); fmt.Sprint(got) != "[66 12]" {
+		t.Fatalf("add_n of 12: %v", got)
+	}
+	axes := strings.Repeat("0,", 100)
+	_, err := in[0].Call("sum", nil, Param{"axis", "(" + axes + ")"}, Param{"keepdims", "true"})
+	if err == nil || !strings.Contains(err.Error(), "axis") {
+		t.Fatalf("a 300-byte parameter: %v", err)
+	}
+	long := must(in[0].Call("sum", nil, Param{"axis", "(0)" + strings.Repeat(" ", 300)}))
+	if got := must(long.Float32s()); fmt.Sprint(got) != "[1]" {
+		t.Fatalf("sum with a long axis text: %v", got)
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"testing"
+	"time"
 )
 
 // pressureLoop adds 1 to an array of size floats n times, dropping each
@@ -141,5 +143,24 @@ func TestBoundCountsDroppedArrays(t *testing.T) {
 	t.Logf("100000 dropped 1-element arrays: at most %d live, %d collections", most, runs)
 	if runs < 2 || most > 3*maxDroppable {
 		t.Fatalf("at most %d live arrays, %d collections", most, runs)
+	}
+}
+
+// Finalizers free in batches; a batch that does not fill is freed by a
+// timer within about a millisecond, with no call that counts arrays.
+func TestPartialFreeBatchGoesByItself(t *testing.T) {
+	settle(t)
+	base := liveArrayHandles()
+	func() {
+		for i := 0; i < 3; i++ {
+			must(Zeros(Float32, 2))
+		}
+	}()
+	for i := 0; i < 1000 && liveArrayHandles() != base; i++ {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if n := liveArrayHandles(); n != base {
+		t.Fatalf("live handles %d, want %d: the partial batch was never freed", n, base)
 	}
 }
