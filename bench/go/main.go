@@ -4,7 +4,9 @@
 //
 //	cd bench/go && PKG_CONFIG_PATH=$PWD/../../build/pkgconfig go run .
 //
-// Go is timed three ways: the generated function with Close on each result;
+// Each variant reports wall time and the process's CPU time (getrusage: all
+// threads, so the collector's and the finalizers' work counts; less moved
+// by other processes' load than wall time) per call. Go is timed three ways: the generated function with Close on each result;
 // the same dropped without Close, the time including the collections and
 // finalizers that free them (the loop's end waits until the live array count
 // is back where it started); and Invoke with a Param. Rounds alternate; min
@@ -48,6 +50,7 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"syscall"
 	"time"
 
 	"deft.dev/deft"
@@ -112,6 +115,13 @@ func goInvoke(x *deft.NDArray) float64 {
 	return perCall(start)
 }
 
+// cpuNow is the process's user + system CPU time.
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	check(syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func loadAverage() string {
 	text, err := os.ReadFile("/proc/loadavg")
 	if err != nil || len(text) < 4 {
@@ -141,17 +151,23 @@ func main() {
 		func() float64 { return goInvoke(x) },
 	}
 	times := make([][]float64, len(runs))
+	cpu := make([][]float64, len(runs))
 	for r := 0; r < rounds; r++ { // alternate: each round runs every variant once
 		for i, run := range runs {
+			c0 := cpuNow()
 			times[i] = append(times[i], run())
+			cpu[i] = append(cpu[i], float64((cpuNow()-c0).Nanoseconds())/calls)
 		}
 	}
 	fmt.Printf("x + 1 on a 1-element float32 array, %d calls x %d rounds, load average %s\n",
 		calls, rounds, loadAverage())
-	cMin, cMed := summary(times[0])
+	_, cMed := summary(times[0])
+	_, cCPU := summary(cpu[0])
+	fmt.Printf("  %-26s %18s %18s %24s\n", "", "wall min/median", "CPU min/median", "median vs C (wall, CPU)")
 	for i, name := range names {
 		lo, med := summary(times[i])
-		fmt.Printf("  %-26s min %6.0f ns  median %6.0f ns  (median %.1fx C)\n", name, lo, med, med/cMed)
+		clo, cmed := summary(cpu[i])
+		fmt.Printf("  %-26s %7.0f /%7.0f ns %7.0f /%7.0f ns %10.1fx %10.1fx\n",
+			name, lo, med, clo, cmed, med/cMed, cmed/cCPU)
 	}
-	_ = cMin
 }

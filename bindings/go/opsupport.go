@@ -14,9 +14,17 @@ import (
 // options structs: &deft.SumOpts{Keepdims: deft.Ptr(true)}.
 func Ptr[T any](v T) *T { return &v }
 
-func formatInt(v int64) string     { return strconv.FormatInt(v, 10) }
-func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-func formatBool(v bool) string     { return strconv.FormatBool(v) }
+func formatInt(v int64) string { return strconv.FormatInt(v, 10) }
+
+// formatFloat writes whole numbers as integers: quicker, and for small ones
+// without allocating (the usual x + 1).
+func formatFloat(v float64) string {
+	if i := int64(v); float64(i) == v && i > -1<<53 && i < 1<<53 {
+		return strconv.FormatInt(i, 10)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+func formatBool(v bool) string { return strconv.FormatBool(v) }
 
 // formatTuple writes a tuple as the registry parses it: (2,3), (2,).
 func formatTuple(v []int64) string {
