@@ -102,21 +102,9 @@ func (op *Op) call(inputs []*NDArray, given []C.DeftNDArrayHandle, params []Para
 	f := frames.Get().(*frame)
 	defer frames.Put(f)
 	c := f.c
-	var in *C.DeftNDArrayHandle // nil: the frame's
-	if len(inputs) <= C.GO_CALL_INLINE {
-		for i, a := range inputs {
-			h, err := a.raw()
-			if err != nil {
-				return nil, fmt.Errorf("deft: input %d: %w", i, err)
-			}
-			c.in[i] = h
-		}
-	} else {
-		hs, err := handles(inputs)
-		if err != nil {
-			return nil, err
-		}
-		in = &hs[0]
+	in, err := inputHandles(c, inputs)
+	if err != nil {
+		return nil, err
 	}
 	defer runtime.KeepAlive(inputs)
 	packed := packParams(c, params)
@@ -158,18 +146,44 @@ func (op *Op) call(inputs []*NDArray, given []C.DeftNDArrayHandle, params []Para
 			made = c.out[:c.nout]
 		}
 		made = made[:c.nout]
-		switch w := wrap.(type) {
-		case *[]*NDArray:
-			*w = make([]*NDArray, len(made))
-			for i, h := range made {
-				(*w)[i] = wrapArray(h)
-			}
-		case **NDArray:
-			*w = wrapArray(made[0])
-			for _, h := range made[1:] {
-				C.go_free_array(h)
-			}
-		}
+		wrapOutputs(made, wrap)
 		return made, nil
+	}
+}
+
+// inputHandles puts the inputs' handles into the frame, or (more than it
+// holds) into a Go slice it returns the start of; nil means the frame's.
+func inputHandles(c *C.go_call, inputs []*NDArray) (*C.DeftNDArrayHandle, error) {
+	if len(inputs) > C.GO_CALL_INLINE {
+		hs, err := handles(inputs)
+		if err != nil {
+			return nil, err
+		}
+		return &hs[0], nil
+	}
+	for i, a := range inputs {
+		h, err := a.raw()
+		if err != nil {
+			return nil, fmt.Errorf("deft: input %d: %w", i, err)
+		}
+		c.in[i] = h
+	}
+	return nil, nil
+}
+
+// wrapOutputs wraps new outputs into wrap: a *[]*NDArray takes them all, a
+// **NDArray the first (the others are released); nil none.
+func wrapOutputs(made []C.DeftNDArrayHandle, wrap interface{}) {
+	switch w := wrap.(type) {
+	case *[]*NDArray:
+		*w = make([]*NDArray, len(made))
+		for i, h := range made {
+			(*w)[i] = wrapArray(h)
+		}
+	case **NDArray:
+		*w = wrapArray(made[0])
+		for _, h := range made[1:] {
+			C.go_free_array(h)
+		}
 	}
 }

@@ -182,108 +182,135 @@ func generate(ops []deft.OpInfo, taken map[string]bool) ([]byte, error) {
 	return src, nil
 }
 
-func writeOp(b *bytes.Buffer, name string, op deft.OpInfo) {
-	variadic := op.MaxInputs > len(op.InputNames)
-	var required, optional []string // inputs
+// shape is an operator as its Go function sees it.
+type shape struct {
+	name, opts         string // the function's Go name; its options struct's, or ""
+	op                 deft.OpInfo
+	variadic, multi    bool     // any number of inputs; returns every output
+	required, optional []string // input names, when not variadic
+	reqParams          []deft.ParamInfo
+	optParams          []deft.ParamInfo
+}
+
+func shapeOf(name string, op deft.OpInfo) shape {
+	s := shape{name: name, op: op, variadic: op.MaxInputs > len(op.InputNames)}
+	s.multi = op.Outputs > 1 || (op.Outputs < 0 && !s.variadic)
 	for i, in := range op.InputNames {
-		if variadic {
-			break
-		}
-		if i < op.MinInputs {
-			required = append(required, in)
-		} else if i < op.MaxInputs {
-			optional = append(optional, in)
+		switch {
+		case s.variadic:
+		case i < op.MinInputs:
+			s.required = append(s.required, in)
+		case i < op.MaxInputs:
+			s.optional = append(s.optional, in)
 		}
 	}
-	var reqParams, optParams []deft.ParamInfo
 	for _, p := range op.Params {
 		if p.Required {
-			reqParams = append(reqParams, p)
+			s.reqParams = append(s.reqParams, p)
 		} else {
-			optParams = append(optParams, p)
+			s.optParams = append(s.optParams, p)
 		}
 	}
-	hasOpts := len(optional)+len(optParams) > 0
-	multi := op.Outputs > 1 || (op.Outputs < 0 && !variadic)
-
-	// the options struct
-	if hasOpts {
-		fmt.Fprintf(b, "// %sOpts are the optional inputs and parameters of %s; nil fields\n", name, name)
-		b.WriteString("// keep the operator's defaults.\n")
-		fmt.Fprintf(b, "type %sOpts struct {\n", name)
-		for _, in := range optional {
-			fmt.Fprintf(b, "\t// %s is the optional input %s.\n\t%s *NDArray\n", camel(in, true), in, camel(in, true))
-		}
-		for _, p := range optParams {
-			comment(b, "\t", camel(p.Name, true)+" ("+p.Name+", "+p.Type+"): "+paramDoc(p))
-			fmt.Fprintf(b, "\t%s %s\n", camel(p.Name, true), goType(p.Type, true))
-		}
-		b.WriteString("}\n\n")
+	if len(s.optional)+len(s.optParams) > 0 {
+		s.opts = name + "Opts"
 	}
+	return s
+}
 
-	// the function's documentation
-	desc := strings.TrimSpace(op.Description)
+func writeOp(b *bytes.Buffer, name string, op deft.OpInfo) {
+	s := shapeOf(name, op)
+	if s.opts != "" {
+		writeOpts(b, s)
+	}
+	writeDoc(b, s)
+	writeSignature(b, s)
+	writeBody(b, s)
+}
+
+// writeOpts writes the struct of the optional inputs and parameters.
+func writeOpts(b *bytes.Buffer, s shape) {
+	fmt.Fprintf(b, "// %s are the optional inputs and parameters of %s; nil fields\n", s.opts, s.name)
+	b.WriteString("// keep the operator's defaults.\n")
+	fmt.Fprintf(b, "type %s struct {\n", s.opts)
+	for _, in := range s.optional {
+		fmt.Fprintf(b, "\t// %s is the optional input %s.\n\t%s *NDArray\n", camel(in, true), in, camel(in, true))
+	}
+	for _, p := range s.optParams {
+		comment(b, "\t", camel(p.Name, true)+" ("+p.Name+", "+p.Type+"): "+paramDoc(p))
+		fmt.Fprintf(b, "\t%s %s\n", camel(p.Name, true), goType(p.Type, true))
+	}
+	b.WriteString("}\n\n")
+}
+
+// writeDoc writes the function's comment: the registry's description,
+// inputs and required parameters.
+func writeDoc(b *bytes.Buffer, s shape) {
+	desc := strings.TrimSpace(s.op.Description)
 	if desc == "" {
 		desc = "runs the operator."
 	}
-	comment(b, "", fmt.Sprintf("%s runs the operator %s: %s", name, op.Name, desc))
+	comment(b, "", fmt.Sprintf("%s runs the operator %s: %s", s.name, s.op.Name, desc))
 	b.WriteString("//\n")
 	switch {
-	case variadic:
-		fmt.Fprintf(b, "// Inputs: %s, %d to %d arrays.\n", camel(inputName0(op), false), op.MinInputs, op.MaxInputs)
-	case len(op.InputNames) > 0:
-		fmt.Fprintf(b, "// Inputs: %s.\n", strings.Join(op.InputNames, ", "))
+	case s.variadic:
+		fmt.Fprintf(b, "// Inputs: %s, %d to %d arrays.\n", camel(inputName0(s.op), false),
+			s.op.MinInputs, s.op.MaxInputs)
+	case len(s.op.InputNames) > 0:
+		fmt.Fprintf(b, "// Inputs: %s.\n", strings.Join(s.op.InputNames, ", "))
 	}
-	for _, p := range reqParams {
+	for _, p := range s.reqParams {
 		comment(b, "", camel(p.Name, false)+" ("+p.Name+", "+p.Type+"): "+paramDoc(p))
 	}
-	if multi {
+	if s.multi {
 		b.WriteString("// It returns every output.\n")
 	} else {
 		b.WriteString("// It returns the first output (Invoke returns them all).\n")
 	}
+}
 
-	// the signature
+func writeSignature(b *bytes.Buffer, s shape) {
 	var args []string
-	if variadic {
-		args = append(args, camel(inputName0(op), false)+" []*NDArray")
+	if s.variadic {
+		args = append(args, camel(inputName0(s.op), false)+" []*NDArray")
 	}
-	for _, in := range required {
+	for _, in := range s.required {
 		args = append(args, camel(in, false)+" *NDArray")
 	}
-	for _, p := range reqParams {
+	for _, p := range s.reqParams {
 		args = append(args, camel(p.Name, false)+" "+goType(p.Type, false))
 	}
-	if hasOpts {
-		args = append(args, "opts *"+name+"Opts")
+	if s.opts != "" {
+		args = append(args, "opts *"+s.opts)
 	}
 	result := "*NDArray"
-	if multi {
+	if s.multi {
 		result = "[]*NDArray"
 	}
-	fmt.Fprintf(b, "func %s(%s) (%s, error) {\n", name, strings.Join(args, ", "), result)
+	fmt.Fprintf(b, "func %s(%s) (%s, error) {\n", s.name, strings.Join(args, ", "), result)
+}
 
-	// the body
-	if variadic {
-		fmt.Fprintf(b, "\tinputs := %s\n", camel(inputName0(op), false))
+// writeBody writes the inputs and parameters as Invoke takes them, and the call.
+func writeBody(b *bytes.Buffer, s shape) {
+	if s.variadic {
+		fmt.Fprintf(b, "\tinputs := %s\n", camel(inputName0(s.op), false))
 	} else {
-		ins := make([]string, len(required))
-		for i, in := range required {
+		ins := make([]string, len(s.required))
+		for i, in := range s.required {
 			ins[i] = camel(in, false)
 		}
 		fmt.Fprintf(b, "\tinputs := []*NDArray{%s}\n", strings.Join(ins, ", "))
 	}
-	fmt.Fprintf(b, "\tparams := make([]Param, 0, %d)\n", len(op.Params))
-	for _, p := range reqParams {
+	fmt.Fprintf(b, "\tparams := make([]Param, 0, %d)\n", len(s.op.Params))
+	for _, p := range s.reqParams {
 		fmt.Fprintf(b, "\tparams = append(params, Param{%q, %s})\n", p.Name, formatExpr(p.Type, camel(p.Name, false)))
 	}
-	if hasOpts {
+	if s.opts != "" {
 		b.WriteString("\tif opts != nil {\n")
-		if len(optional) > 0 {
+		if len(s.optional) > 0 {
 			fmt.Fprintf(b, "\t\tvar err error\n\t\tif inputs, err = optionalInputs(%q, inputs, %s); err != nil {\n\t\t\treturn nil, err\n\t\t}\n",
-				op.Name, optionalList(optional))
+				s.op.Name, optionalList(s.optional))
 		}
-		for _, p := range optParams {
+		for _, p := range s.optParams {
 			field := "opts." + camel(p.Name, true)
 			value := "*" + field
 			if strings.HasPrefix(goType(p.Type, true), "[]") {
@@ -294,10 +321,10 @@ func writeOp(b *bytes.Buffer, name string, op deft.OpInfo) {
 		}
 		b.WriteString("\t}\n")
 	}
-	if multi {
-		fmt.Fprintf(b, "\treturn Invoke(%q, inputs, params...)\n}\n\n", op.Name)
+	if s.multi {
+		fmt.Fprintf(b, "\treturn Invoke(%q, inputs, params...)\n}\n\n", s.op.Name)
 	} else {
-		fmt.Fprintf(b, "\treturn invokeFirst(%q, inputs, params)\n}\n\n", op.Name)
+		fmt.Fprintf(b, "\treturn invokeFirst(%q, inputs, params)\n}\n\n", s.op.Name)
 	}
 }
 
