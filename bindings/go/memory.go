@@ -27,7 +27,8 @@ const DefaultNativeGCThreshold = 32 << 20
 
 var (
 	gcThreshold atomic.Int64 // 0: off
-	lowWater    atomic.Int64 // least live bytes seen since the last collection
+	curLow      atomic.Int64 // least live bytes seen since the last collection
+	windowLow   atomic.Int64 // least live bytes over the intervals before (see window)
 	gcRuns      atomic.Int64 // collections the bound triggered
 	finalized   atomic.Int64 // arrays released by their finalizer
 	gcMu        sync.Mutex
@@ -45,9 +46,9 @@ func init() {
 }
 
 // SetNativeGCThreshold sets the bound and returns the previous one: when
-// deft's live CPU bytes pass max(bytes, twice the least seen since the last
-// such collection), the binding runs runtime.GC so that the finalizers of
-// dropped arrays free their native memory. 0 turns the bound off. The
+// deft's live CPU bytes pass max(bytes, twice the least seen over the last
+// 8 intervals between such collections), the binding runs runtime.GC so
+// that the finalizers of dropped arrays free their native memory. 0 turns the bound off. The
 // environment variable DEFT_GO_GC_BYTES sets it at start (default 32 MiB).
 func SetNativeGCThreshold(bytes int64) (prev int64) {
 	if bytes < 0 {
@@ -79,28 +80,39 @@ func noteHandle(delta int64) {
 func NativeGCRuns() int64 { return gcRuns.Load() }
 
 // notePressure is called with the live bytes a call left behind. The
-// trigger is twice the least live count seen since the last collection (at
-// least the threshold): what the finalizers free after a collection lowers
-// it again, and a program that really holds much native memory is not
-// collected over and over.
+// trigger is twice the least live count seen over the last
+// triggerWindow intervals between collections (at least the threshold).
+// Finalizers that lag behind a loop for a few collections leave it where
+// the loop's garbage was gone, so the loop collects again and waits for
+// them; a program that really holds much native memory moves it up after
+// triggerWindow collections, and is not collected over and over.
 func notePressure(live int64) {
 	t := gcThreshold.Load()
 	if t <= 0 {
 		return
 	}
 	for {
-		low := lowWater.Load()
-		if live >= low || lowWater.CompareAndSwap(low, live) {
+		low := curLow.Load()
+		if live >= low || curLow.CompareAndSwap(low, live) {
 			break
 		}
 	}
-	trigger := 2 * lowWater.Load()
-	if trigger < t {
-		trigger = t
+	low := curLow.Load()
+	if w := windowLow.Load(); w < low {
+		low = w
 	}
-	if live >= trigger {
+	if live >= 2*low && live >= t {
 		collectNative()
 	}
+}
+
+// triggerWindow is how many intervals between collections the triggers
+// look back over.
+const triggerWindow = 8
+
+var window struct { // under gcMu
+	bytes, handles [triggerWindow]int64 // least live in each interval, handles at each collection
+	next           int
 }
 
 // collectNative runs one collection at a time; callers that find one
@@ -113,29 +125,37 @@ func collectNative() {
 	runtime.GC()
 	// The finalizers of what the collection found run on their own
 	// goroutine, and deft releases storage after pending work on it: give
-	// them a moment (at most 2 ms). If they went quiet, what is live now
-	// stays live: the trigger moves to twice that. If they are still busy,
-	// the trigger stays, and the next call past it collects again, which
-	// holds the loop back until they catch up.
+	// them a moment (at most 2 ms).
 	seen, live := finalized.Load(), liveCPUBytes()
-	quiet := false
-	for i := 0; i < 20 && !quiet; i++ {
+	for i := 0; i < 20; i++ {
 		time.Sleep(100 * time.Microsecond)
 		nowSeen, nowLive := finalized.Load(), liveCPUBytes()
-		quiet = nowSeen == seen && nowLive >= live
+		if nowSeen == seen && nowLive >= live {
+			break
+		}
 		seen, live = nowSeen, nowLive
 	}
 	gcRuns.Add(1)
-	if !quiet {
-		return
+	// the interval that ends: its least live bytes; the next starts at live
+	window.bytes[window.next] = curLow.Load()
+	window.handles[window.next] = liveHandles.Load()
+	window.next = (window.next + 1) % triggerWindow
+	curLow.Store(live)
+	low, handles := window.bytes[0], window.handles[0]
+	for k := 1; k < triggerWindow; k++ {
+		if window.bytes[k] < low {
+			low = window.bytes[k]
+		}
+		if window.handles[k] < handles {
+			handles = window.handles[k]
+		}
 	}
-	lowWater.Store(live)
-	// like the bytes: twice what stays live, at least maxDroppable
-	next := 2 * liveHandles.Load()
-	if next < maxDroppable {
-		next = maxDroppable
+	windowLow.Store(low)
+	// the arrays dropped and not finalized, likewise, at least maxDroppable
+	if handles *= 2; handles < maxDroppable {
+		handles = maxDroppable
 	}
-	handleTrigger.Store(next)
+	handleTrigger.Store(handles)
 }
 
 func liveCPUBytes() int64 {
