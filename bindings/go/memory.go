@@ -124,16 +124,21 @@ func collectNative() {
 	defer gcMu.Unlock()
 	runtime.GC()
 	// The finalizers of what the collection found run on their own
-	// goroutine, and deft releases storage after pending work on it: give
-	// them a moment (at most 2 ms).
+	// goroutine, and deft releases storage after pending work on it: wait
+	// while either goes on, until neither did for 1 ms (at most 20 ms).
 	seen, live := finalized.Load(), liveCPUBytes()
-	for i := 0; i < 20; i++ {
+	for i, still := 0, 0; i < 200 && still < 10; i++ {
 		time.Sleep(100 * time.Microsecond)
 		nowSeen, nowLive := finalized.Load(), liveCPUBytes()
 		if nowSeen == seen && nowLive >= live {
-			break
+			still++
+		} else {
+			still = 0
 		}
-		seen, live = nowSeen, nowLive
+		if nowLive < live {
+			live = nowLive
+		}
+		seen = nowSeen
 	}
 	gcRuns.Add(1)
 	// the interval that ends: its least live bytes; the next starts at live
