@@ -72,7 +72,7 @@ var (
 func noteHandle(delta int64) {
 	n := liveHandles.Add(delta)
 	if delta > 0 && gcThreshold.Load() > 0 && n >= handleTrigger.Load() {
-		collectNative()
+		collectNative(false) // a count, not memory: no need to wait for the frees
 	}
 }
 
@@ -102,7 +102,7 @@ func notePressure(live int64) {
 		low = w
 	}
 	if live >= 2*low && live >= t {
-		collectNative()
+		collectNative(true)
 	}
 }
 
@@ -116,8 +116,9 @@ var window struct { // under gcMu
 }
 
 // collectNative runs one collection at a time; callers that find one
-// running go on (the running one serves them too).
-func collectNative() {
+// running go on (the running one serves them too). wait: give the
+// finalizers time to free what it found (for the byte bound).
+func collectNative(wait bool) {
 	if !gcMu.TryLock() {
 		return
 	}
@@ -127,7 +128,7 @@ func collectNative() {
 	// goroutine, and deft releases storage after pending work on it: wait
 	// while either goes on, until neither did for 1 ms (at most 20 ms).
 	seen, live := finalized.Load(), liveCPUBytes()
-	for i, still := 0, 0; i < 200 && still < 10; i++ {
+	for i, still := 0, 0; wait && i < 200 && still < 10; i++ {
 		time.Sleep(100 * time.Microsecond)
 		nowSeen, nowLive := finalized.Load(), liveCPUBytes()
 		if nowSeen == seen && nowLive >= live {
