@@ -18,8 +18,12 @@ import (
 // memory its handle holds, so a loop that drops arrays without Close can
 // fill memory long before Go collects. The binding reads deft's live CPU
 // bytes after each call that creates arrays (the shim returns the counter)
-// and, past a bound, runs a collection and gives the finalizers a moment to
-// free what it found.
+// and, past a bound, runs a collection and waits for the finalizers to free
+// what it found. It also counts the arrays wrapped and not yet released,
+// and collects past a bound on that count (tiny arrays never reach the
+// byte bound, but thousands of live handles slow deft down). Both bounds
+// follow what stays live, so a program that holds much is not collected
+// over and over.
 
 // DefaultNativeGCThreshold is the bound used unless DEFT_GO_GC_BYTES or
 // SetNativeGCThreshold says otherwise.
@@ -48,8 +52,9 @@ func init() {
 // SetNativeGCThreshold sets the bound and returns the previous one: when
 // deft's live CPU bytes pass max(bytes, twice the least seen over the last
 // 8 intervals between such collections), the binding runs runtime.GC so
-// that the finalizers of dropped arrays free their native memory. 0 turns the bound off. The
-// environment variable DEFT_GO_GC_BYTES sets it at start (default 32 MiB).
+// that the finalizers of dropped arrays free their native memory. 0 turns
+// the bound off (the count bound too). The environment variable
+// DEFT_GO_GC_BYTES sets it at start (default 32 MiB).
 func SetNativeGCThreshold(bytes int64) (prev int64) {
 	if bytes < 0 {
 		bytes = 0
