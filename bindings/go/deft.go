@@ -1,16 +1,21 @@
 // Package deft calls deft, a deep-learning runtime in C11, from Go.
 //
-// Functions return an error carrying the library's message. Arrays, symbols
-// and executors hold native handles: Close releases one at once (the primary
-// path); a finalizer is the backstop for values dropped without Close.
-// Deferred compute and autograd recording are per OS thread in the C
-// library, so their scopes (WithDeferredCompute, WithRecording) lock the
-// calling goroutine to its thread while they run.
+// Functions return an error carrying the library's message (an *Error,
+// whose kind is also an error value: errors.Is(err, deft.ErrValue)). Arrays,
+// symbols and executors hold native handles: Close releases one at once (the
+// primary path); a finalizer is the backstop for values dropped without
+// Close, and the binding runs a collection when the native bytes that
+// dropped arrays may hold grow past a bound (SetNativeGCThreshold). Deferred
+// compute and autograd recording are per OS thread in the C library, so
+// their scopes (WithDeferredCompute, WithRecording, ...) lock the calling
+// goroutine to its thread while they run.
+//
+// Every method that passes a handle to C keeps its owner reachable until C
+// returns (runtime.KeepAlive), so a value whose last use is such a call is
+// never finalized while C reads it.
 package deft
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../capi/include
-#cgo LDFLAGS: -ldeft
 #include <stdlib.h>
 #include "shim.h"
 */
@@ -21,45 +26,9 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unsafe"
-)
-
-// ErrorKind is the category of a failure, as the C library reports it.
-type ErrorKind int
-
-const (
-	ErrValue          ErrorKind = 1
-	ErrType           ErrorKind = 2
-	ErrIndex          ErrorKind = 3
-	ErrNotImplemented ErrorKind = 4
-	ErrOutOfMemory    ErrorKind = 5
-	ErrParse          ErrorKind = 6
-	ErrInternal       ErrorKind = 7
-)
-
-// Error is a failed call: its kind and the message naming what was wrong.
-type Error struct {
-	Kind    ErrorKind
-	Message string
-}
-
-func (e *Error) Error() string { return e.Message }
-
-// ErrClosed is returned by methods of a value that was closed.
-var ErrClosed = errors.New("deft: the value was closed")
-
-func fail(st *C.go_status) error {
-	return &Error{Kind: ErrorKind(st.kind), Message: C.GoString(&st.message[0])}
-}
-
-// DType is an element type.
-type DType int
-
-const (
-	Float32 DType = 0
-	Float64 DType = 1
-	Int32   DType = 4
-	Int64   DType = 6
 )
 
 // handle is a native handle released exactly once, by Close or the finalizer.
@@ -85,27 +54,78 @@ func (h *handle) release(owner interface{}, free func(*C.go_status) C.int) error
 	return nil
 }
 
-// NDArray is an n-dimensional array on the CPU, computed asynchronously.
+// NDArray is an n-dimensional array, computed asynchronously.
 type NDArray struct {
-	handle
-	h    C.DeftNDArrayHandle
-	lent bool // lent to a custom operator's callback: deft frees it, not Close
+	h      C.DeftNDArrayHandle
+	closed atomic.Bool
+	lent   bool // lent to a custom operator's callback: deft frees it, not Close
+}
+
+// finalizeArray releases a dropped array's handle. Finalizers run one after
+// another on one goroutine, often thousands after a collection: they batch
+// the frees, one cgo call for up to freeBatch handles. A batch that does not
+// fill goes within a millisecond, and at once before anything that counts
+// arrays or memory (Counters, WaitAll, ReadMemoryStat, the native bound).
+func finalizeArray(a *NDArray) {
+	if !a.closed.CompareAndSwap(false, true) {
+		return
+	}
+	dropped.Lock()
+	dropped.hs[dropped.n] = a.h
+	dropped.n++
+	switch {
+	case dropped.n == freeBatch:
+		flushLocked()
+	case dropped.n == 1:
+		dropped.timer.Reset(time.Millisecond)
+	}
+	dropped.Unlock()
+	finalized.Add(1)
+	noteHandle(-1)
+}
+
+const freeBatch = 64
+
+var dropped struct {
+	sync.Mutex
+	hs    [freeBatch]C.DeftNDArrayHandle
+	n     int
+	timer *time.Timer
+}
+
+func init() {
+	dropped.timer = time.AfterFunc(time.Hour, flushDropped)
+	dropped.timer.Stop()
+}
+
+func flushLocked() {
+	if dropped.n > 0 {
+		C.go_free_arrays(&dropped.hs[0], C.int(dropped.n))
+		dropped.n = 0
+	}
+}
+
+// flushDropped frees the handles finalizers queued.
+func flushDropped() {
+	dropped.Lock()
+	flushLocked()
+	dropped.Unlock()
 }
 
 func wrapArray(h C.DeftNDArrayHandle) *NDArray {
 	a := &NDArray{h: h}
-	runtime.SetFinalizer(a, func(a *NDArray) { a.Close() })
+	runtime.SetFinalizer(a, finalizeArray)
+	noteHandle(1)
 	return a
 }
 
-// raw returns the handle, or ErrClosed.
+// raw returns the handle, or ErrClosed. The caller keeps a reachable
+// (runtime.KeepAlive) until C is done with the handle.
 func (a *NDArray) raw() (C.DeftNDArrayHandle, error) {
 	if a == nil {
 		return nil, errors.New("deft: nil NDArray")
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed {
+	if a.closed.Load() {
 		return nil, ErrClosed
 	}
 	return a.h, nil
@@ -117,38 +137,31 @@ func (a *NDArray) Close() error {
 	if a.lent {
 		return nil
 	}
-	return a.release(a, func(st *C.go_status) C.int { return C.go_free(st, a.h) })
+	if !a.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	runtime.SetFinalizer(a, nil)
+	noteHandle(-1)
+	if st := C.go_free_array(a.h); st.kind != 0 {
+		return fail(&st)
+	}
+	return nil
 }
 
-func create(dtype DType, data unsafe.Pointer, nbytes int, shape []int64) (*NDArray, error) {
+func create(dev Device, dtype DType, data unsafe.Pointer, nbytes int, shape []int64) (*NDArray, error) {
 	var st C.go_status
 	var h C.DeftNDArrayHandle
+	var live C.int64_t
 	var dims *C.int64_t
 	if len(shape) > 0 {
 		dims = (*C.int64_t)(unsafe.Pointer(&shape[0]))
 	}
-	if C.go_create(&st, dims, C.int(len(shape)), C.int(dtype), data, C.size_t(nbytes), &h) != 0 {
+	if C.go_create(&st, dims, C.int(len(shape)), C.int(dtype), C.int(dev.Type), C.int(dev.ID),
+		data, C.size_t(nbytes), &h, &live) != 0 {
 		return nil, fail(&st)
 	}
+	notePressure(int64(live))
 	return wrapArray(h), nil
-}
-
-// FromFloat32 makes an array holding a copy of data, in row-major order.
-func FromFloat32(data []float32, shape ...int64) (*NDArray, error) {
-	var p unsafe.Pointer
-	if len(data) > 0 {
-		p = unsafe.Pointer(&data[0])
-	}
-	return create(Float32, nonNil(p), len(data)*4, shape)
-}
-
-// FromFloat64 makes an array holding a copy of data, in row-major order.
-func FromFloat64(data []float64, shape ...int64) (*NDArray, error) {
-	var p unsafe.Pointer
-	if len(data) > 0 {
-		p = unsafe.Pointer(&data[0])
-	}
-	return create(Float64, nonNil(p), len(data)*8, shape)
 }
 
 var empty [1]byte
@@ -161,9 +174,14 @@ func nonNil(p unsafe.Pointer) unsafe.Pointer {
 	return p
 }
 
-// Zeros makes an array of zeros.
+// Zeros makes an array of zeros on the CPU.
 func Zeros(dtype DType, shape ...int64) (*NDArray, error) {
-	return create(dtype, nil, 0, shape)
+	return create(CPU, dtype, nil, 0, shape)
+}
+
+// ZerosOn makes an array of zeros on dev.
+func ZerosOn(dev Device, dtype DType, shape ...int64) (*NDArray, error) {
+	return create(dev, dtype, nil, 0, shape)
 }
 
 // Shape returns the dimensions.
@@ -172,6 +190,7 @@ func (a *NDArray) Shape() ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer runtime.KeepAlive(a)
 	var st C.go_status
 	var dims [8]C.int64_t
 	var ndim C.int
@@ -185,12 +204,29 @@ func (a *NDArray) Shape() ([]int64, error) {
 	return out, nil
 }
 
+// DType returns the element type.
+func (a *NDArray) DType() (DType, error) {
+	h, err := a.raw()
+	if err != nil {
+		return 0, err
+	}
+	defer runtime.KeepAlive(a)
+	var st C.go_status
+	var dtype C.int
+	var nbytes C.size_t
+	if C.go_describe(&st, h, &dtype, &nbytes) != 0 {
+		return 0, fail(&st)
+	}
+	return DType(dtype), nil
+}
+
 // IsLazy reports whether the array waits for deferred compute.
 func (a *NDArray) IsLazy() (bool, error) {
 	h, err := a.raw()
 	if err != nil {
 		return false, err
 	}
+	defer runtime.KeepAlive(a)
 	var st C.go_status
 	var lazy C.int
 	if C.go_is_lazy(&st, h, &lazy) != 0 {
@@ -199,64 +235,19 @@ func (a *NDArray) IsLazy() (bool, error) {
 	return lazy != 0, nil
 }
 
-func (a *NDArray) read(want DType, dst unsafe.Pointer, nbytes int) error {
+// Wait blocks until pending writes to the array are done, and returns the
+// failure of the computation that wrote it, if any.
+func (a *NDArray) Wait() error {
 	h, err := a.raw()
 	if err != nil {
 		return err
 	}
+	defer runtime.KeepAlive(a)
 	var st C.go_status
-	var dtype C.int
-	if C.go_dtype(&st, h, &dtype) != 0 {
-		return fail(&st)
-	}
-	if DType(dtype) != want {
-		return fmt.Errorf("deft: the array's dtype is %d, not %d", int(dtype), int(want))
-	}
-	if C.go_to_host(&st, h, nonNil(dst), C.size_t(nbytes)) != 0 {
+	if C.go_wait_to_read(&st, h) != 0 {
 		return fail(&st)
 	}
 	return nil
-}
-
-func (a *NDArray) count() (int, error) {
-	h, err := a.raw()
-	if err != nil {
-		return 0, err
-	}
-	var st C.go_status
-	var nbytes C.size_t
-	if C.go_nbytes(&st, h, &nbytes) != 0 {
-		return 0, fail(&st)
-	}
-	return int(nbytes), nil
-}
-
-// Float32s returns the values of a float32 array (waiting for pending work).
-func (a *NDArray) Float32s() ([]float32, error) {
-	n, err := a.count()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]float32, n/4)
-	var p unsafe.Pointer
-	if len(out) > 0 {
-		p = unsafe.Pointer(&out[0])
-	}
-	return out, a.read(Float32, p, n)
-}
-
-// Float64s returns the values of a float64 array (waiting for pending work).
-func (a *NDArray) Float64s() ([]float64, error) {
-	n, err := a.count()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]float64, n/8)
-	var p unsafe.Pointer
-	if len(out) > 0 {
-		p = unsafe.Pointer(&out[0])
-	}
-	return out, a.read(Float64, p, n)
 }
 
 // Param is an operator parameter, as MXNet writes them: {"axis", "(0,1)"}.
@@ -275,6 +266,8 @@ func cStrings(texts []string) (ptrs []*C.char, free func()) {
 	}
 }
 
+// handles returns the arrays' handles (one spare NULL slot at the end, so
+// &hs[0] exists); the caller keeps arrays reachable while C uses them.
 func handles(arrays []*NDArray) ([]C.DeftNDArrayHandle, error) {
 	hs := make([]C.DeftNDArrayHandle, len(arrays)+1)
 	for i, a := range arrays {
@@ -287,132 +280,49 @@ func handles(arrays []*NDArray) ([]C.DeftNDArrayHandle, error) {
 	return hs, nil
 }
 
-// Invoke runs the operator called name on inputs and returns its outputs.
+// Invoke runs the operator called name on inputs and returns its outputs,
+// however many the operator makes with these parameters.
 func Invoke(name string, inputs []*NDArray, params ...Param) ([]*NDArray, error) {
-	out := make([]C.DeftNDArrayHandle, 16)
-	n, err := invoke(name, inputs, out, params)
+	op, err := lookupOp(name)
 	if err != nil {
 		return nil, err
 	}
-	results := make([]*NDArray, n)
-	for i := range results {
-		results[i] = wrapArray(out[i])
-	}
-	return results, nil
+	return op.invoke(inputs, params)
 }
 
 // InvokeInto runs the operator called name writing into outputs (existing arrays).
 func InvokeInto(name string, inputs, outputs []*NDArray, params ...Param) error {
+	op, err := lookupOp(name)
+	if err != nil {
+		return err
+	}
 	out, err := handles(outputs)
 	if err != nil {
 		return err
 	}
-	_, err = invoke(name, inputs, out[:len(outputs)], params)
-	runtime.KeepAlive(outputs)
+	defer runtime.KeepAlive(outputs)
+	_, err = op.call(inputs, out[:len(outputs)], params, nil)
 	return err
 }
 
-// invoke makes the C call: nil entries of out receive new arrays; it returns their count.
-func invoke(name string, inputs []*NDArray, out []C.DeftNDArrayHandle, params []Param) (int, error) {
-	in, err := handles(inputs)
-	if err != nil {
-		return 0, err
-	}
-	keys := make([]string, len(params))
-	vals := make([]string, len(params))
-	for i, p := range params {
-		keys[i], vals[i] = p.Key, p.Value
-	}
-	ckeys, freeKeys := cStrings(keys)
-	defer freeKeys()
-	cvals, freeVals := cStrings(vals)
-	defer freeVals()
-	cname := C.CString(name)
-	defer C.free(unsafe.Pointer(cname))
-	var st C.go_status
-	nout := C.int(len(out))
-	var first *C.DeftNDArrayHandle
-	if len(out) > 0 {
-		first = &out[0]
-	}
-	if C.go_invoke(&st, cname, C.int(len(inputs)), &in[0], &nout, first, C.int(len(params)),
-		&ckeys[0], &cvals[0]) != 0 {
-		return 0, fail(&st)
-	}
-	runtime.KeepAlive(inputs)
-	return int(nout), nil
-}
-
-// Call runs operator name with a as its first input and returns its one output.
+// Call runs operator name with a as its first input and returns its first
+// output (the others, if any, are released).
 func (a *NDArray) Call(name string, others []*NDArray, params ...Param) (*NDArray, error) {
-	outs, err := Invoke(name, append([]*NDArray{a}, others...), params...)
+	return invokeFirst(name, append([]*NDArray{a}, others...), params)
+}
+
+// invokeFirst runs the operator called name and returns its first output.
+func invokeFirst(name string, inputs []*NDArray, params []Param) (*NDArray, error) {
+	op, err := lookupOp(name)
 	if err != nil {
 		return nil, err
 	}
-	return outs[0], nil
-}
-
-// withMode runs fn with a per-thread mode switched on, on one locked OS thread.
-func withMode(set func(*C.go_status, C.int, *C.int) C.int, fn func() error) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var st C.go_status
-	var prev C.int
-	if set(&st, 1, &prev) != 0 {
-		return fail(&st)
-	}
-	defer set(&st, prev, &prev)
-	return fn()
-}
-
-// WithDeferredCompute runs fn with deferred compute on: operator calls record
-// a graph and return lazy arrays, computed when read.
-func WithDeferredCompute(fn func() error) error {
-	return withMode(func(st *C.go_status, on C.int, prev *C.int) C.int {
-		return C.go_set_deferred(st, on, prev)
-	}, fn)
-}
-
-// WithRecording runs fn with autograd recording on.
-func WithRecording(fn func() error) error {
-	return withMode(func(st *C.go_status, on C.int, prev *C.int) C.int {
-		return C.go_set_recording(st, on, prev)
-	}, fn)
-}
-
-// AttachGrad makes a a variable; Backward writes its gradient into the result.
-func (a *NDArray) AttachGrad() (*NDArray, error) {
-	h, err := a.raw()
-	if err != nil {
-		return nil, err
-	}
-	grads, err := Invoke("zeros_like", []*NDArray{a})
-	if err != nil {
-		return nil, err
-	}
-	var st C.go_status
-	if C.go_mark(&st, h, grads[0].h) != 0 {
-		return nil, fail(&st)
-	}
-	return grads[0], nil
-}
-
-// Backward computes the gradients of heads into the variables' gradient arrays.
-func Backward(heads ...*NDArray) error {
-	hs, err := handles(heads)
-	if err != nil {
-		return err
-	}
-	var st C.go_status
-	if C.go_backward(&st, C.int(len(heads)), &hs[0]) != 0 {
-		return fail(&st)
-	}
-	runtime.KeepAlive(heads)
-	return nil
+	return op.invokeFirst(inputs, params)
 }
 
 // WaitAll blocks until every pending operation is done.
 func WaitAll() error {
+	flushDropped()
 	var st C.go_status
 	if C.go_wait_all(&st) != 0 {
 		return fail(&st)
@@ -420,18 +330,9 @@ func WaitAll() error {
 	return nil
 }
 
-// GPUCount is the number of GPUs deft can use: 0 without CUDA, a driver or a GPU.
-func GPUCount() (int, error) {
-	var st C.go_status
-	var n C.int
-	if C.go_gpu_count(&st, &n) != 0 {
-		return 0, fail(&st)
-	}
-	return int(n), nil
-}
-
 // Counters returns the live NDArray handles and live bytes of CPU storage.
 func Counters() (arrays, bytes int64, err error) {
+	flushDropped()
 	var st C.go_status
 	var a, b C.int64_t
 	if C.go_counters(&st, &a, &b) != 0 {

@@ -61,14 +61,14 @@ func Export(inputs, outputs []Named) (*Symbol, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer runtime.KeepAlive(inputs)
+	defer runtime.KeepAlive(outputs)
 	var st C.go_status
 	var h C.DeftSymbolHandle
 	if C.go_export(&st, &in[0], &out[0], &inNames[0], &outNames[0], C.int(len(inputs)),
 		C.int(len(outputs)), &h) != 0 {
 		return nil, fail(&st)
 	}
-	runtime.KeepAlive(inputs)
-	runtime.KeepAlive(outputs)
 	return wrapSymbol(h), nil
 }
 
@@ -157,6 +157,21 @@ func (s *Symbol) JSON() (string, error) {
 	return C.GoString(text), nil
 }
 
+// CachedOpFlags choose how NewCachedOpWith compiles a symbol.
+type CachedOpFlags int
+
+const (
+	// NoMemoryPlan gives every entry a buffer of its own (for comparison).
+	NoMemoryPlan CachedOpFlags = 1
+	// WithBackward runs forward and backward in one run: the inputs are the
+	// arguments, a head gradient for each output whose gradient reads one,
+	// then the auxiliary states; the outputs are the symbol's, then the
+	// gradient of each argument (see DEFT_CACHED_OP_BACKWARD).
+	WithBackward CachedOpFlags = 2
+	// Fuse applies the "Fuse" pass before planning.
+	Fuse CachedOpFlags = 4
+)
+
 // CachedOp is a symbol compiled to a memory-planned executor.
 type CachedOp struct {
 	handle
@@ -165,20 +180,35 @@ type CachedOp struct {
 }
 
 // NewCachedOp compiles s.
-func NewCachedOp(s *Symbol) (*CachedOp, error) {
+func NewCachedOp(s *Symbol) (*CachedOp, error) { return NewCachedOpWith(s, 0) }
+
+// NewCachedOpWith compiles s with flags.
+func NewCachedOpWith(s *Symbol, flags CachedOpFlags) (*CachedOp, error) {
 	outs, err := s.ListOutputs()
 	if err != nil {
 		return nil, err
 	}
+	count := len(outs)
+	if flags&WithBackward != 0 {
+		args, err := s.ListInputs()
+		if err != nil {
+			return nil, err
+		}
+		count += len(args)
+	}
 	var st C.go_status
 	var h C.DeftCachedOpHandle
 	s.mu.Lock()
-	status := C.go_cached_op(&st, s.h, &h)
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	status := C.go_cached_op(&st, s.h, C.int(flags), &h)
 	s.mu.Unlock()
 	if status != 0 {
 		return nil, fail(&st)
 	}
-	op := &CachedOp{h: h, outputs: len(outs)}
+	op := &CachedOp{h: h, outputs: count}
 	runtime.SetFinalizer(op, func(op *CachedOp) { op.Close() })
 	return op, nil
 }
@@ -188,26 +218,29 @@ func (op *CachedOp) Close() error {
 	return op.release(op, func(st *C.go_status) C.int { return C.go_cached_op_free(st, op.h) })
 }
 
-// Call runs the graph on its arguments (ListInputs order).
+// Call runs the graph on its arguments (ListInputs order), then its
+// auxiliary states, and returns its outputs.
 func (op *CachedOp) Call(inputs ...*NDArray) ([]*NDArray, error) {
 	in, err := handles(inputs)
 	if err != nil {
 		return nil, err
 	}
+	defer runtime.KeepAlive(inputs)
 	out := make([]C.DeftNDArrayHandle, op.outputs+1)
 	nout := C.int(op.outputs)
 	var st C.go_status
-	op.mu.Lock()
+	var live C.int64_t
+	op.mu.Lock() // also keeps op reachable through the call
 	if op.closed {
 		op.mu.Unlock()
 		return nil, ErrClosed
 	}
-	status := C.go_cached_op_invoke(&st, op.h, C.int(len(inputs)), &in[0], &nout, &out[0])
+	status := C.go_cached_op_invoke(&st, op.h, C.int(len(inputs)), &in[0], &nout, &out[0], &live)
 	op.mu.Unlock()
 	if status != 0 {
 		return nil, fail(&st)
 	}
-	runtime.KeepAlive(inputs)
+	notePressure(int64(live))
 	results := make([]*NDArray, nout)
 	for i := range results {
 		results[i] = wrapArray(out[i])
