@@ -32,7 +32,7 @@ ctest --test-dir "$DEFT_ROOT/build-tsan" --output-on-failure -j "$DEFT_JOBS"
 echo "== clang release build: C suites"
 deft_build build-clang -DCMAKE_C_COMPILER=clang -DDEFT_BUILD_PYTHON=OFF -DDEFT_BUILD_JAVA=OFF
 ctest --test-dir "$DEFT_ROOT/build-clang" --output-on-failure -j "$DEFT_JOBS" \
-    -E '^(rust_cargo_test|go_test)$' # the bindings' runners: the release build runs them
+    -E '^(rust_cargo_test|go_test|go_test_race|go_user_module)$' # the bindings' runners: the release build runs them
 
 echo "== fuzz targets (clang, ASan + UBSan): replay the seed corpora and the regressions"
 deft_fuzz_build
