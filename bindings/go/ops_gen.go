@@ -3857,6 +3857,36 @@ func InternalGradAdd(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
 	return invokeFirst("_grad_add", inputs, params)
 }
 
+// InternalLinalgCholesky runs the operator _linalg_cholesky: The lower-triangular L with a = L L^T of each symmetric positive-definite matrix.
+//
+// Inputs: a.
+// It returns the first output (Invoke returns them all).
+func InternalLinalgCholesky(a *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{a}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_linalg_cholesky", inputs, params)
+}
+
+// InternalLinalgDet runs the operator _linalg_det: The determinant of each matrix (last two axes).
+//
+// Inputs: a.
+// It returns the first output (Invoke returns them all).
+func InternalLinalgDet(a *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{a}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_linalg_det", inputs, params)
+}
+
+// InternalLinalgEigh runs the operator _linalg_eigh: Eigenvalues (ascending) and eigenvectors (columns) of each symmetric matrix, from its lower triangle.
+//
+// Inputs: a.
+// It returns every output.
+func InternalLinalgEigh(a *NDArray) ([]*NDArray, error) {
+	inputs := []*NDArray{a}
+	params := make([]Param, 0, 0)
+	return Invoke("_linalg_eigh", inputs, params...)
+}
+
 // InternalLinalgGemmOpts are the optional inputs and parameters of InternalLinalgGemm; nil fields
 // keep the operator's defaults.
 type InternalLinalgGemmOpts struct {
@@ -3934,6 +3964,58 @@ func InternalLinalgGemm2(a *NDArray, b *NDArray, opts *InternalLinalgGemm2Opts) 
 		}
 	}
 	return invokeFirst("_linalg_gemm2", inputs, params)
+}
+
+// InternalLinalgInv runs the operator _linalg_inv: The inverse of each matrix (last two axes).
+//
+// Inputs: a.
+// It returns the first output (Invoke returns them all).
+func InternalLinalgInv(a *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{a}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_linalg_inv", inputs, params)
+}
+
+// InternalLinalgQr runs the operator _linalg_qr: The reduced QR decomposition of each matrix: q (m, k) and r (k, n).
+//
+// Inputs: a.
+// It returns every output.
+func InternalLinalgQr(a *NDArray) ([]*NDArray, error) {
+	inputs := []*NDArray{a}
+	params := make([]Param, 0, 0)
+	return Invoke("_linalg_qr", inputs, params...)
+}
+
+// InternalLinalgSolve runs the operator _linalg_solve: x with a x = b for each matrix a; b is (..., n, k) or (..., n) with a's batch.
+//
+// Inputs: a, b.
+// It returns the first output (Invoke returns them all).
+func InternalLinalgSolve(a *NDArray, b *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{a, b}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_linalg_solve", inputs, params)
+}
+
+// InternalLinalgSvdOpts are the optional inputs and parameters of InternalLinalgSvd; nil fields
+// keep the operator's defaults.
+type InternalLinalgSvdOpts struct {
+	// FullMatrices (full_matrices, boolean): U (m, m) and V^T (n, n), or the reduced (m, k) and (k, n). Default false.
+	FullMatrices *bool
+}
+
+// InternalLinalgSvd runs the operator _linalg_svd: The singular value decomposition a = u diag(s) vh of each matrix.
+//
+// Inputs: a.
+// It returns every output.
+func InternalLinalgSvd(a *NDArray, opts *InternalLinalgSvdOpts) ([]*NDArray, error) {
+	inputs := []*NDArray{a}
+	params := make([]Param, 0, 1)
+	if opts != nil {
+		if opts.FullMatrices != nil {
+			params = append(params, Param{"full_matrices", formatBool(*opts.FullMatrices)})
+		}
+	}
+	return Invoke("_linalg_svd", inputs, params...)
 }
 
 // InternalNpCumsumOpts are the optional inputs and parameters of InternalNpCumsum; nil fields
@@ -4459,6 +4541,28 @@ func InternalRpowerScalar(data *NDArray, opts *InternalRpowerScalarOpts) (*NDArr
 		}
 	}
 	return invokeFirst("_rpower_scalar", inputs, params)
+}
+
+// InternalScatterSetNdOpts are the optional inputs and parameters of InternalScatterSetNd; nil fields
+// keep the operator's defaults.
+type InternalScatterSetNdOpts struct {
+	// Shape (shape, tuple of int): shape of data (optional: checked when given). Default ().
+	Shape []int64
+}
+
+// InternalScatterSetNd runs the operator _scatter_set_nd: data with the slices gather_nd(data, indices) would read replaced by value (NumPy's data[indices] = value; a duplicate index keeps one of its values); in place when the output given is data itself.
+//
+// Inputs: data, value, indices.
+// It returns the first output (Invoke returns them all).
+func InternalScatterSetNd(data *NDArray, value *NDArray, indices *NDArray, opts *InternalScatterSetNdOpts) (*NDArray, error) {
+	inputs := []*NDArray{data, value, indices}
+	params := make([]Param, 0, 1)
+	if opts != nil {
+		if opts.Shape != nil {
+			params = append(params, Param{"shape", formatTuple(opts.Shape)})
+		}
+	}
+	return invokeFirst("_scatter_set_nd", inputs, params)
 }
 
 // InternalSliceAssignOpts are the optional inputs and parameters of InternalSliceAssign; nil fields
