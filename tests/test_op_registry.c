@@ -312,6 +312,21 @@ START_TEST(test_given_outputs_are_checked_and_written) {
     out[0] = NULL;
     ck_assert_fails(call("negative", 1, &x, &nout, out, NO_PARAMS), DEFT_ERROR_VALUE,
                     "produces 1 outputs, but there is room for 0");
+    ck_assert_int_eq(nout, 1); /* the room it needs, to call again */
+    DeftNDArrayHandle parts[5] = {NULL};
+    nout = 2;
+    ck_assert_fails(call("split", 1, &x, &nout, parts, P("num_outputs", "3", "axis", "0")),
+                    DEFT_ERROR_VALUE, "produces 3 outputs, but there is room for 2");
+    ck_assert_int_eq(nout, 3);
+    ck_assert_ptr_null(parts[0]);
+    ck_assert_ok(call("split", 1, &x, &nout, parts, P("num_outputs", "3", "axis", "0")));
+    ck_assert_int_eq(nout, 3);
+    free_all(3, parts);
+    parts[0] = parts[1] = parts[2] = NULL;
+    nout = 5; /* any other failure leaves the count as it was */
+    ck_assert_fails(call("split", 1, &x, &nout, parts, P("num_outputs", "2", "axis", "0")),
+                    DEFT_ERROR_VALUE, "split");
+    ck_assert_int_eq(nout, 5);
     /* writing into an input: in place where allowed, staged where not */
     out[0] = x;
     nout = 1;

@@ -145,7 +145,10 @@ int api_invoke(DeftOpHandle op, int num_inputs, const DeftNDArrayHandle *inputs,
         api_ndarrays(outputs, room, "outputs", true, out))
         return -1;
     int produced = room;
-    if (deft_invoke(entry, num_inputs, in, &produced, out, num_params, keys, vals)) return -1;
+    if (deft_invoke(entry, num_inputs, in, &produced, out, num_params, keys, vals)) {
+        if (produced > room) *num_outputs = produced; /* too little room: what it needs */
+        return -1;
+    }
     if (api_wrap_outputs(produced, out, outputs)) return -1;
     *num_outputs = produced;
     return 0;

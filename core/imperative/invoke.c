@@ -393,9 +393,12 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
         op->infer(op, params->v, nin, in_desc, &produced, out_desc))
         return -1;
     int visible = deft_op_num_visible_outputs(op, params->v, produced);
-    if (visible > *nout)
-        return deft_op_error(op, DEFT_ERR_VALUE, "produces %d outputs, but there is room for %d",
-                             visible, *nout);
+    if (visible > *nout) { /* the caller learns the count it needs, to call again */
+        deft_op_error(op, DEFT_ERR_VALUE, "produces %d outputs, but there is room for %d", visible,
+                      *nout);
+        *nout = visible;
+        return -1;
+    }
     /* Hidden outputs are never given: the call makes every one of them. */
     deft_ndarray_t *all[DEFT_OP_MAX_OUTPUTS], **out = caller_out;
     if (visible < produced) {

@@ -148,7 +148,9 @@ DEFT_API int DeftGetMemoizationStats(int64_t *hits, int64_t *misses);
  * @param num_inputs number of input arrays.
  * @param inputs the input arrays (all on one device).
  * @param[in,out] num_outputs on entry, the room in @p outputs; on success,
- *        the number of outputs the operator produced.
+ *        the number of outputs the operator produced; on failure because
+ *        the room is too small, the number it needs (call again with that
+ *        room); on any other failure, unchanged.
  * @param[in,out] outputs for each output, NULL to have a new array created
  *        (a handle owned by the caller) or an existing array of the right shape
  *        and dtype to write the result into.
