@@ -83,7 +83,7 @@ def run_epoch(net, loss_fn, opt, x, y, batch, rng):
     start = time.perf_counter()
     for xb, yb in batches(x, y, batch, rng):
         losses.append(train_step(net, loss_fn, opt, xb, yb))
-    total = float(sum(v.item() for v in losses))  # reading waits for the last step
+    total = float(sum(v.mean().item() for v in losses))  # reading waits for the last step
     return total / len(losses), (time.perf_counter() - start) / len(losses)
 
 
