@@ -25,6 +25,7 @@ class Parameter:
         self.name, self.dtype = name, DTYPE_NAMES[dtype_code(dtype)]
         self.shape = None if shape is None else tuple(shape)  # None: not even the rank known
         self.init, self.grad_req = "xavier" if init is None else init, grad_req
+        self.lr_mult = self.wd_mult = 1.0  # scale the learning rate and weight decay (Trainer)
         self.device = cpu()
         self._data = None
 
