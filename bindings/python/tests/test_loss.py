@@ -181,3 +181,64 @@ def test_softmax_ce_matches_torch():
 def test_bad_batch_axis_is_an_error():
     with pytest.raises(ValueError, match="batch_axis 3 is out of range"):
         nn.L1Loss(batch_axis=3)(deft.array(P), deft.array(R))
+
+
+def _ctc_brute(pred, label, t_len=None):
+    """-log p(label | pred) by summing every alignment of the steps (blank last)."""
+    import itertools
+    steps, classes = pred.shape
+    steps = steps if t_len is None else t_len
+    prob = np.exp(_log_softmax(pred[:steps]))
+    total = 0.0
+    for path in itertools.product(range(classes), repeat=steps):
+        collapsed = [k for i, k in enumerate(path)
+                     if k != classes - 1 and (i == 0 or path[i - 1] != k)]
+        if collapsed == list(label):
+            total += np.prod(prob[np.arange(steps), path])
+    return -np.log(total)
+
+
+CTC_PRED = rng.standard_normal((3, 5, 4))          # (N, T, C): blank is class 3
+CTC_LABEL = np.array([[0, 1, -1], [2, 2, -1], [1, -1, -1]], np.float64)  # padded with -1
+
+
+def _ctc_ref(pred, lengths=(None, None, None)):
+    return np.array([_ctc_brute(pred[n], [int(v) for v in CTC_LABEL[n] if v >= 0], lengths[n])
+                     for n in range(3)])
+
+
+@pytest.mark.parametrize("hybrid", [False, True], ids=["eager", "hybrid"])
+def test_ctc_loss_against_every_alignment(hybrid):
+    value, grad = _run(nn.CTCLoss(), CTC_PRED, CTC_LABEL, hybrid=hybrid)
+    np.testing.assert_allclose(value, _ctc_ref(CTC_PRED), rtol=1e-9)
+    np.testing.assert_allclose(grad, _numeric_grad(_ctc_ref, CTC_PRED), rtol=1e-5, atol=1e-7)
+
+
+def test_ctc_loss_lengths_layouts_and_weight():
+    pred_tnc, label_tn = CTC_PRED.transpose(1, 0, 2), CTC_LABEL.T
+    lengths, label_lengths = np.array([4.0, 5.0, 3.0]), np.array([2.0, 1.0, 1.0])
+    got = nn.CTCLoss(layout="TNC", label_layout="TN", weight=2.0)(
+        deft.array(pred_tnc), deft.array(label_tn), deft.array(lengths),
+        deft.array(label_lengths)).asnumpy()
+    want = [_ctc_brute(CTC_PRED[0], [0, 1], 4), _ctc_brute(CTC_PRED[1], [2], 5),
+            _ctc_brute(CTC_PRED[2], [1], 3)]
+    np.testing.assert_allclose(got, 2.0 * np.array(want), rtol=1e-9)
+
+
+def test_ctc_loss_matches_torch():
+    torch = pytest.importorskip("torch")
+    logp = torch.tensor(_log_softmax(CTC_PRED).transpose(1, 0, 2))
+    targets = torch.tensor([0, 1, 2, 2, 1])
+    want = torch.nn.functional.ctc_loss(logp, targets, torch.tensor([5, 5, 5]),
+                                        torch.tensor([2, 2, 1]), blank=3, reduction="none")
+    got = nn.CTCLoss()(deft.array(CTC_PRED), deft.array(CTC_LABEL)).asnumpy()
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-9)
+
+
+def test_ctc_loss_bad_labels_are_errors():
+    bad = CTC_LABEL.copy()
+    bad[0, 0] = 3  # the blank
+    with pytest.raises(deft.DeftError, match=r"labels must be in \[0, 3\)"):
+        nn.CTCLoss()(deft.array(CTC_PRED), deft.array(bad)).asnumpy()
+    with pytest.raises(ValueError, match="layout is 'NCT'"):
+        nn.CTCLoss(layout="NCT")

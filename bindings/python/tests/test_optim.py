@@ -16,7 +16,8 @@ class Ref:
     """The reference: one NumPy step per call, states kept per parameter."""
 
     def __init__(self, kind, lr, wd=0.0, rescale=1.0, clip=None, **h):
-        self.kind, self.lr, self.wd, self.rescale, self.clip, self.h = kind, lr, wd, rescale, clip, h
+        self.kind, self.lr, self.wd, self.rescale, self.clip = kind, lr, wd, rescale, clip
+        self.h = h
         self.t, self.state = 0, {}
 
     def step(self, i, w, g):

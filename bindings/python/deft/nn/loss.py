@@ -13,11 +13,12 @@ import math
 
 from .. import nd as F
 from ..ndarray import invoke
+from . import ctc as _ctc  # registers its operator
 from .block import HybridBlock
 
 __all__ = ["Loss", "L1Loss", "L2Loss", "HuberLoss", "SoftmaxCrossEntropyLoss", "SoftmaxCELoss",
            "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss", "KLDivLoss", "CosineEmbeddingLoss",
-           "HingeLoss", "TripletLoss", "PoissonNLLLoss"]
+           "HingeLoss", "TripletLoss", "PoissonNLLLoss", "CTCLoss"]
 
 
 def _apply_weighting(loss, weight=None, sample_weight=None):
@@ -237,3 +238,32 @@ class PoissonNLLLoss(Loss):
             loss = loss + stirling * (target > 1)
         return self._per_sample(loss, sample_weight)
 
+
+
+class CTCLoss(Loss):
+    """Connectionist temporal classification loss (-log p(label | pred)) per sample.
+
+    pred holds activations (softmax is applied inside) of layout "NTC" or
+    "TNC"; label holds class indices in [0, C - 1) padded with -1, of layout
+    "NT" or "TN"; the blank is class C - 1 (Gluon's). pred_lengths and
+    label_lengths (N,) give each sample's lengths, or else all T steps and
+    the label up to its first -1. Computed in NumPy (see deft.nn.ctc).
+    """
+
+    def __init__(self, layout="NTC", label_layout="NT", weight=None):
+        if layout not in ("NTC", "TNC"):
+            raise ValueError(f"CTCLoss: layout is {layout!r}, expected 'NTC' or 'TNC'")
+        if label_layout not in ("NT", "TN"):
+            raise ValueError(f"CTCLoss: label_layout is {label_layout!r}, expected 'NT' or 'TN'")
+        super().__init__(weight, label_layout.find("N"))
+        self._layout = layout
+
+    def forward(self, pred, label, pred_lengths=None, label_lengths=None, sample_weight=None):
+        if self._layout == "NTC":
+            pred = F.swapaxes(pred, dim1=0, dim2=1)
+        if self._batch_axis == 1:
+            label = F.swapaxes(label, dim1=0, dim2=1)
+        unknown = F.sum(label, axis=1) * 0 - 1  # (N,) of -1: lengths not given
+        loss = invoke(_ctc.OPERATOR, (pred, label, unknown if pred_lengths is None else pred_lengths,
+                                    unknown if label_lengths is None else label_lengths))
+        return _apply_weighting(loss, self._weight, sample_weight)
