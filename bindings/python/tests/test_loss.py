@@ -240,5 +240,7 @@ def test_ctc_loss_bad_labels_are_errors():
     bad[0, 0] = 3  # the blank
     with pytest.raises(deft.DeftError, match=r"labels must be in \[0, 3\)"):
         nn.CTCLoss()(deft.array(CTC_PRED), deft.array(bad)).asnumpy()
+    with pytest.raises(deft.DeftError, match="labels must be"):
+        deft.waitall()  # the failure is this thread's until a wait for all work reports it
     with pytest.raises(ValueError, match="layout is 'NCT'"):
         nn.CTCLoss(layout="NCT")
