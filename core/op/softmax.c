@@ -22,7 +22,7 @@ typedef struct softmax_kind {
 } softmax_kind_t;
 
 /* The sum of x[0, n) in double, over eight independent partial sums. */
-DEFT_CLONES static double sum_f32(const float *x, int64_t n) {
+DEFT_CLONES static double row_sum_f32(const float *x, int64_t n) {
     double part[8] = {0}, sum = 0;
     int64_t k = 0;
     for (; k + 8 <= n; k += 8)
@@ -47,13 +47,13 @@ DEFT_CLONES static void softmax_row_f32(const float *x, float *y, int64_t n, boo
         for (int64_t at = 0; at < n; at += LOG_BLOCK) {
             int64_t b = n - at < LOG_BLOCK ? n - at : LOG_BLOCK;
             for (int64_t k = 0; k < b; k++) block[k] = deft_expf(x[at + k] - max);
-            sum += sum_f32(block, b);
+            sum += row_sum_f32(block, b);
         }
         float log_sum = (float)log(sum);
         for (int64_t k = 0; k < n; k++) y[k] = (x[k] - max) - log_sum;
     } else {
         for (int64_t k = 0; k < n; k++) y[k] = deft_expf(x[k] - max);
-        float scale = (float)(1 / sum_f32(y, n));
+        float scale = (float)(1 / row_sum_f32(y, n));
         for (int64_t k = 0; k < n; k++) y[k] *= scale;
     }
 }
