@@ -149,7 +149,7 @@ static void step_f32_range(const step_ctx_t *c, int64_t begin, int64_t end) {
 }
 
 /* float64: in double, as the GPU computes it; one loop per kind, the kind a
- * constant in each, no branch inside. */
+ * constant in each, so DEFT_STEP_ELEMENT's switch folds away. */
 #define F64_LOOP(KIND)                                                                             \
     case KIND:                                                                                     \
         for (int64_t i = begin; i < end; i++)                                                      \
@@ -168,7 +168,7 @@ static void step_f64_range(const step_ctx_t *c, int64_t begin, int64_t end) {
         F64_LOOP(DEFT_STEP_RMSPROP_CENTERED);
         F64_LOOP(DEFT_STEP_ADAGRAD);
         F64_LOOP(DEFT_STEP_ADADELTA);
-    case DEFT_STEP_LAMB: /* lamb_block */
+    case DEFT_STEP_LAMB: /* two passes: lamb_forward */
         break;
     }
 }
