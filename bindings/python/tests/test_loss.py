@@ -244,3 +244,21 @@ def test_ctc_loss_bad_labels_are_errors():
         deft.waitall()  # the failure is this thread's until a wait for all work reports it
     with pytest.raises(ValueError, match="layout is 'NCT'"):
         nn.CTCLoss(layout="NCT")
+
+
+@pytest.mark.parametrize("hybrid", [False, True], ids=["eager", "hybrid"])
+def test_softmax_ce_of_two_dimensions_either_way(hybrid):
+    """(batch, classes) takes the picked values as they are; (classes, batch) with
+    axis 0 and batch_axis 1 too."""
+    pred, label = P[:, 0], CLASSES[:, 0]
+    want = -_log_softmax(pred)[np.arange(4), label.astype(int)]
+    value, grad = _run(nn.SoftmaxCELoss(), pred, label, hybrid=hybrid)
+    np.testing.assert_allclose(value, want, rtol=1e-6)
+    np.testing.assert_allclose(grad, np.exp(_log_softmax(pred)) - np.eye(5)[label.astype(int)],
+                               rtol=1e-6, atol=1e-9)
+    value, _ = _run(nn.SoftmaxCELoss(axis=0, batch_axis=1), pred.T, label, hybrid=hybrid)
+    np.testing.assert_allclose(value, want, rtol=1e-6)
+    weights = rng.random((4, 1))
+    value, _ = _run(nn.SoftmaxCELoss(weight=2.0), pred, label, hybrid=hybrid,
+                    sample_weight=weights)
+    np.testing.assert_allclose(value, 2.0 * want * weights[:, 0], rtol=1e-6)

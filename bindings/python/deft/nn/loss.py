@@ -115,10 +115,15 @@ class SoftmaxCrossEntropyLoss(Loss):
     def forward(self, pred, label, sample_weight=None):
         if not self._from_logits:
             pred = F.log_softmax(pred, axis=self._axis)
+        # (batch, classes) unweighted: the loss of each sample is the picked value itself
+        keep = not (len(pred.shape) == 2 and self._axis % 2 != self._batch_axis % 2
+                    and sample_weight is None)
         if self._sparse_label:
-            loss = -F.pick(pred, label, axis=self._axis, keepdims=True)
+            loss = -F.pick(pred, label, axis=self._axis, keepdims=keep)
         else:
-            loss = -F.sum(pred * _reshape_like(label, pred), axis=self._axis, keepdims=True)
+            loss = -F.sum(pred * _reshape_like(label, pred), axis=self._axis, keepdims=keep)
+        if not keep:
+            return _apply_weighting(loss, self._weight)
         return self._per_sample(loss, sample_weight)
 
 
