@@ -124,8 +124,10 @@ class Optimizer:
 
     def _hyper_values(self):
         """This step's values in step_math.h's order (the kinds override the tail)."""
-        return [self.lr, self.wd, self.rescale_grad, self.clip_gradient, 0.0, 0.0, 0.0,
-                1.0, 1.0, -1.0, -1.0]
+        values = [0.0] * HYPER_COUNT
+        values[:4] = [self.lr, self.wd, self.rescale_grad, self.clip_gradient]
+        values[7:] = [1.0, 1.0, -1.0, -1.0]  # LAMB's: no bias correction, no bounds
+        return values
 
     def _scaled(self, values, lr_mult, wd_mult):
         """`values` for parameters of these multipliers."""
