@@ -308,10 +308,6 @@ static int step_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, in
                             const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)p, (void)nout, (void)out;
     deft_step_kind_t kind = kind_of(op);
-    if (kind == DEFT_STEP_LAMB)
-        return deft_op_error(op, DEFT_ERR_NOT_IMPLEMENTED,
-                             "LAMB runs on the CPU only (its trust ratio needs a reduction per "
-                             "parameter, which the GPU step does not have yet)");
     int k = group_size(kind), states = num_states(kind), groups = groups_of(kind, nin);
     const deft_tensor_t *hyper = &in[groups * k];
     for (int j = 0; j < groups; j++) { /* a launch per parameter */
@@ -328,13 +324,14 @@ static int step_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, in
 }
 #endif
 
-#define STEP_OP(op_name, text, kind, states, inputs, mutated)                                      \
+#define STEP_OP_ON(op_name, text, kind, states, inputs, mutated, gpu)                              \
     {                                                                                              \
         .name = op_name, .description = text, .input_names = inputs, .min_inputs = 3 + (states),   \
         .max_inputs = DEFT_OP_MAX_INPUTS, .infer = step_infer, .forward = step_forward,            \
-        .forward_gpu = DEFT_GPU(step_forward_gpu), .inplace_input = -1, .mutates = mutated,        \
-        .data = (void *)kind                                                                       \
+        .forward_gpu = gpu, .inplace_input = -1, .mutates = mutated, .data = (void *)kind          \
     }
+#define STEP_OP(op_name, text, kind, states, inputs, mutated)                                      \
+    STEP_OP_ON(op_name, text, kind, states, inputs, mutated, DEFT_GPU(step_forward_gpu))
 #define NAMES(...) ((const char *const[]){"weight", "grad", __VA_ARGS__, "hyper", "after", NULL})
 
 static const deft_op_t step_ops[] = {
@@ -365,10 +362,11 @@ static const deft_op_t step_ops[] = {
             "A training step's AdaDelta update of weights and accumulated squares of gradients "
             "and deltas, in place.",
             DEFT_STEP_ADADELTA, 2, NAMES("accg", "accdelta"), adadelta_mutates),
-    STEP_OP("_step_lamb",
-            "A training step's LAMB update (Adam's direction scaled by a trust ratio per "
-            "parameter) of weights, means and vars, in place; CPU only.",
-            DEFT_STEP_LAMB, 2, NAMES("mean", "var"), lamb_mutates),
+    /* no GPU kernel yet: its trust ratio needs a reduction per parameter */
+    STEP_OP_ON("_step_lamb",
+               "A training step's LAMB update (Adam's direction scaled by a trust ratio per "
+               "parameter) of weights, means and vars, in place; CPU only.",
+               DEFT_STEP_LAMB, 2, NAMES("mean", "var"), lamb_mutates, NULL),
 };
 
 DEFT_OP_FAMILY(deft_family_step_update, step_ops);
