@@ -412,6 +412,32 @@ START_TEST(test_float32_softmax_rows) {
 }
 END_TEST
 
+/* Run in place (the planner may give the output the input's memory), the
+ * float32 row path gave log_softmax wrong values: it kept the exponentials in
+ * the output, over the input it read again afterwards. */
+START_TEST(test_softmax_and_log_softmax_in_place) {
+    enum { N = 300 }; /* over a block of the log form's buffer */
+    double x[2 * N], want[2 * N], want_log[2 * N];
+    for (int i = 0; i < 2 * N; i++) x[i] = sin(i * 0.37) * 4;
+    for (int r = 0; r < 2; r++) {
+        double m = -INFINITY, z = 0;
+        for (int c = 0; c < N; c++) m = fmax(m, x[r * N + c]);
+        for (int c = 0; c < N; c++) z += exp(x[r * N + c] - m);
+        for (int c = 0; c < N; c++) {
+            want[r * N + c] = exp(x[r * N + c] - m) / z;
+            want_log[r * N + c] = x[r * N + c] - m - log(z);
+        }
+    }
+    for (int log_form = 0; log_form < 2; log_form++) {
+        DeftNDArrayHandle a = make(DEFT_FLOAT32, 2, SHAPE(2, N), x);
+        int nout = 1;
+        ck_assert_ok(call(log_form ? "log_softmax" : "softmax", 1, &a, &nout, &a, NO_PARAMS));
+        assert_values(a, 2 * N, log_form ? want_log : want, 1e-5);
+        ck_assert_ok(DeftNDArrayFree(a));
+    }
+}
+END_TEST
+
 START_TEST(test_softmax_cross_entropy) {
     const double x[6] = {2, 1, 0.5, -1, 3, 100};
     DeftNDArrayHandle data = make(DEFT_FLOAT64, 2, SHAPE(2, 3), x);
@@ -644,6 +670,7 @@ static Suite *reduce_suite(void) {
     tcase_add_test(tc, test_large_in_place_reductions);
     tcase_add_test(tc, test_nansum_nanprod_skip_nan);
     tcase_add_test(tc, test_empty_axis_tuple_reduces_every_axis);
+    tcase_add_test(tc, test_softmax_and_log_softmax_in_place);
     tcase_add_test(tc, test_softmax_temperature_length_and_softmin);
     tcase_add_test(tc, test_softmax_dtype_and_activation_modes);
     suite_add_tcase(suite, tc);

@@ -230,49 +230,204 @@ START_TEST(update_operators_follow_their_formulas) {
 }
 END_TEST
 
+/* The step kinds, their states, and a hyper tensor every kind reads:
+ * lr, wd, rescale, clip, momentum / beta1 / rho, beta2 / gamma2, epsilon,
+ * LAMB's bias corrections (as after one step of beta 0.9, 0.99), no bounds. */
+static const struct {
+    const char *name;
+    int states;
+} step_kinds[] = {{"_step_sgd", 0},
+                  {"_step_sgd_mom", 1},
+                  {"_step_adam", 2},
+                  {"_step_adamw", 2},
+                  {"_step_nag", 1},
+                  {"_step_rmsprop", 1},
+                  {"_step_rmsprop_centered", 3},
+                  {"_step_adagrad", 1},
+                  {"_step_adadelta", 2},
+                  {"_step_lamb", 2}};
+enum { NUM_KINDS = sizeof step_kinds / sizeof step_kinds[0], HYPER = 11 };
+
+static DeftNDArrayHandle hyper_of(double clip) {
+    return make(DEFT_FLOAT64, 1, SHAPE(HYPER),
+                VALUES(0.05, 0.01, 0.5, clip, 0.9, 0.99, 1e-8, 0.1, 1 - 0.99, -1, -1));
+}
+
+/* One call of step kind k on w, g and states s[0..2]; returns nothing. */
+static void run_step(int k, DeftNDArrayHandle w, DeftNDArrayHandle g, DeftNDArrayHandle *s,
+                     DeftNDArrayHandle hyper) {
+    DeftNDArrayHandle in[6] = {w, g}, out = NULL;
+    int nin = 2, nout = 1;
+    for (int a = 0; a < step_kinds[k].states; a++) in[nin++] = s[a];
+    in[nin++] = hyper;
+    ck_assert_msg(call(step_kinds[k].name, nin, in, &nout, &out, NO_PARAMS) == 0, "%s: %s",
+                  step_kinds[k].name, DeftGetLastError());
+    ck_assert_ok(DeftNDArrayFree(out));
+}
+
 /* Every step kind in float32 (the vectorised loops, with their tails) gives
  * the float64 step's numbers to float rounding, clipping or not. */
 START_TEST(float32_steps_match_float64) {
-    static const char *const kinds[] = {"_step_sgd", "_step_sgd_mom", "_step_adam", "_step_adamw"};
     enum { N = 1003 };
-    double w0[N], g0[N], s0[N], v0[N];
+    double w0[N], g0[N], s0[3][N];
     for (int i = 0; i < N; i++)
-        w0[i] = sin(i * 0.37), g0[i] = 3 * cos(i * 0.11), s0[i] = 0.1 * sin(i * 0.05),
-        v0[i] = 0.5 + 0.4 * cos(i * 0.03);
+        w0[i] = sin(i * 0.37), g0[i] = 3 * cos(i * 0.11), s0[1][i] = 0.1 * sin(i * 0.05),
+        s0[0][i] = 0.5 + 0.4 * cos(i * 0.03), s0[2][i] = 0.01 * cos(i * 0.2);
     for (int clip = 0; clip < 2; clip++)
-        for (int k = 0; k < 4; k++) {
-            int states = k == 0 ? 0 : k == 1 ? 1 : 2;
-            double *got[2][3];
+        for (int k = 0; k < NUM_KINDS; k++) {
+            int states = step_kinds[k].states;
+            double *got[2][4];
             for (int t = 0; t < 2; t++) {
                 int dtype = t ? DEFT_FLOAT64 : DEFT_FLOAT32;
                 DeftNDArrayHandle w = make(dtype, 1, SHAPE(N), w0),
-                                  g = make(dtype, 1, SHAPE(N), g0);
-                DeftNDArrayHandle s1 = make(dtype, 1, SHAPE(N), s0),
-                                  s2 = make(dtype, 1, SHAPE(N), v0);
-                /* lr, wd, rescale, clip (1: about half the rescaled gradients), momentum or
-                 * beta1, beta2, epsilon */
-                DeftNDArrayHandle hyper =
-                    make(DEFT_FLOAT64, 1, SHAPE(7),
-                         VALUES(0.05, 0.01, 0.5, clip ? 1 : -1, 0.9, 0.99, 1e-8));
-                DeftNDArrayHandle in[5] = {w, g}, updated[3] = {w, s1, s2}, out = NULL;
-                int nin = 2, nout = 1;
-                if (states > 0) in[nin++] = s1;
-                if (states > 1) in[nin++] = s2;
-                in[nin++] = hyper;
-                ck_assert_ok(call(kinds[k], nin, in, &nout, &out, NO_PARAMS));
+                                  g = make(dtype, 1, SHAPE(N), g0), s[3];
+                for (int a = 0; a < 3; a++) s[a] = make(dtype, 1, SHAPE(N), s0[a]);
+                DeftNDArrayHandle hyper = hyper_of(clip ? 1 : -1); /* 1: about half clipped */
+                DeftNDArrayHandle updated[4] = {w, s[0], s[1], s[2]};
+                run_step(k, w, g, s, hyper);
                 int64_t n;
                 for (int a = 0; a <= states; a++) got[t][a] = read_all(updated[a], &n);
-                free_all(6, (DeftNDArrayHandle[]){w, g, s1, s2, hyper, out});
+                free_all(6, (DeftNDArrayHandle[]){w, g, s[0], s[1], s[2], hyper});
             }
             for (int a = 0; a <= states; a++) {
                 for (int i = 0; i < N; i++)
                     if (fabs(got[0][a][i] - got[1][a][i]) > 2e-6 * (1 + fabs(got[1][a][i])))
                         ck_abort_msg(
                             "%s (clip %d): float32 array %d element %d is %.9g, float64 %.9g",
-                            kinds[k], clip, a, i, got[0][a][i], got[1][a][i]);
+                            step_kinds[k].name, clip, a, i, got[0][a][i], got[1][a][i]);
                 free(got[0][a]), free(got[1][a]);
             }
         }
+}
+END_TEST
+
+/* The kinds' formulas, written out here for one element (h as hyper_of). */
+static double clipped(double g, double clip) {
+    g *= 0.5;
+    return clip < 0 ? g : g > clip ? clip : g < -clip ? -clip : g;
+}
+
+static double reference_step(const char *kind, double clip, double w, double g, double *s) {
+    const double lr = 0.05, wd = 0.01, b1 = 0.9, b2 = 0.99, eps = 1e-8;
+    double c = clipped(g, clip), e = c + wd * w; /* plain, and with the decay */
+    if (!strcmp(kind, "_step_nag")) {
+        s[0] = b1 * s[0] + e;
+        return w - lr * (e + b1 * s[0]);
+    }
+    if (!strcmp(kind, "_step_rmsprop")) {
+        s[0] = b1 * s[0] + (1 - b1) * e * e;
+        return w - lr * e / sqrt(s[0] + eps);
+    }
+    if (!strcmp(kind, "_step_rmsprop_centered")) {
+        s[0] = b1 * s[0] + (1 - b1) * e * e;
+        s[1] = b1 * s[1] + (1 - b1) * e;
+        s[2] = b2 * s[2] - lr * e / sqrt(s[0] - s[1] * s[1] + eps);
+        return w + s[2];
+    }
+    if (!strcmp(kind, "_step_adagrad")) {
+        s[0] += c * c;
+        return w - lr * (c / sqrt(s[0] + eps) + wd * w);
+    }
+    /* adadelta */
+    s[0] = b1 * s[0] + (1 - b1) * c * c;
+    double d = sqrt(s[1] + eps) / sqrt(s[0] + eps) * c;
+    s[1] = b1 * s[1] + (1 - b1) * d * d;
+    return w - lr * (d + wd * w);
+}
+
+/* The element-wise kinds added after SGD and Adam against their formulas
+ * over three steps, float64. */
+START_TEST(new_kinds_follow_their_formulas) {
+    static const char *const kinds[] = {"_step_nag", "_step_rmsprop", "_step_rmsprop_centered",
+                                        "_step_adagrad", "_step_adadelta"};
+    enum { N = 5 };
+    const double w0[N] = {1, -2, 0.5, 0, 3}, g0[N] = {4, 8, -1, 0.3, -6};
+    for (int clip = 0; clip < 2; clip++)
+        for (int k = 0; k < 5; k++) {
+            int at = 0;
+            while (strcmp(step_kinds[at].name, kinds[k])) at++;
+            double want_w[N], want_s[N][3] = {{0}};
+            memcpy(want_w, w0, sizeof want_w);
+            DeftNDArrayHandle w = make(DEFT_FLOAT64, 1, SHAPE(N), w0),
+                              g = make(DEFT_FLOAT64, 1, SHAPE(N), g0), s[3];
+            for (int a = 0; a < 3; a++) s[a] = make(DEFT_FLOAT64, 1, SHAPE(N), NULL);
+            DeftNDArrayHandle hyper = hyper_of(clip ? 1 : -1);
+            for (int step = 0; step < 3; step++) {
+                run_step(at, w, g, s, hyper);
+                for (int i = 0; i < N; i++)
+                    want_w[i] =
+                        reference_step(kinds[k], clip ? 1 : -1, want_w[i], g0[i], want_s[i]);
+            }
+            int64_t n;
+            double *got = read_all(w, &n);
+            for (int i = 0; i < N; i++)
+                ck_assert_msg(fabs(got[i] - want_w[i]) <= 1e-12 * (1 + fabs(want_w[i])),
+                              "%s (clip %d): weight %d is %.15g, expected %.15g", kinds[k], clip, i,
+                              got[i], want_w[i]);
+            free(got);
+            free_all(6, (DeftNDArrayHandle[]){w, g, s[0], s[1], s[2], hyper});
+        }
+}
+END_TEST
+
+/* LAMB in one call over a float32 parameter of several blocks and a
+ * float64 one: each takes its own trust ratio |w| / |u| (the formula here
+ * in double); a zero weight takes ratio 1, and the bounds clamp |w|. */
+START_TEST(lamb_scales_each_parameter_by_its_trust_ratio) {
+    enum { A = 40000, B = 7 };
+    double *a = malloc(A * sizeof *a), *ga = malloc(A * sizeof *ga), b[B], gb[B];
+    for (int i = 0; i < A; i++) a[i] = sin(i * 0.1), ga[i] = cos(i * 0.3);
+    for (int i = 0; i < B; i++) b[i] = 0, gb[i] = i - 3.0; /* b = 0: ratio 1 */
+    for (int bounded = 0; bounded < 2; bounded++) {
+        /* lower 1000 (over |a| ~ 141): the ratio uses 1000 for |w|; upper 0.5 leaves 0 */
+        DeftNDArrayHandle hyper = make(DEFT_FLOAT64, 1, SHAPE(HYPER),
+                                       VALUES(0.05, 0.01, 1, -1, 0.9, 0.99, 1e-6, 0.1, 0.01,
+                                              bounded ? 1000 : -1, bounded ? 0.5 : -1));
+        DeftNDArrayHandle in[9] = {make(DEFT_FLOAT32, 1, SHAPE(A), a),
+                                   make(DEFT_FLOAT32, 1, SHAPE(A), ga),
+                                   make(DEFT_FLOAT32, 1, SHAPE(A), NULL),
+                                   make(DEFT_FLOAT32, 1, SHAPE(A), NULL),
+                                   make(DEFT_FLOAT64, 1, SHAPE(B), b),
+                                   make(DEFT_FLOAT64, 1, SHAPE(B), gb),
+                                   make(DEFT_FLOAT64, 1, SHAPE(B), NULL),
+                                   make(DEFT_FLOAT64, 1, SHAPE(B), NULL),
+                                   hyper},
+                          out = NULL;
+        int nout = 1;
+        ck_assert_ok(call("_step_lamb", 9, in, &nout, &out, NO_PARAMS));
+        for (int p = 0; p < 2; p++) {
+            int n = p ? B : A;
+            const double *w = p ? b : a, *g = p ? gb : ga;
+            double w_sq = 0, u_sq = 0, *u = malloc((size_t)n * sizeof *u);
+            for (int i = 0; i < n; i++) { /* one step from zero moments */
+                double mean = 0.1 * g[i] / 0.1, var = 0.01 * g[i] * g[i] / 0.01;
+                u[i] = mean / (sqrt(var) + 1e-6) + 0.01 * w[i];
+                w_sq += w[i] * w[i], u_sq += u[i] * u[i];
+            }
+            double r1 = sqrt(w_sq);
+            if (bounded) r1 = r1 < 1000 ? 1000 : r1, r1 = r1 > 0.5 ? 0.5 : r1;
+            double ratio = r1 == 0 ? 1 : r1 / sqrt(u_sq);
+            int64_t got_n;
+            double *got = read_all(in[4 * p], &got_n);
+            for (int i = 0; i < n; i++) {
+                double want = w[i] - 0.05 * ratio * u[i];
+                if (fabs(got[i] - want) > (p ? 1e-12 : 2e-6) * (1 + fabs(want)))
+                    ck_abort_msg("lamb (bounded %d) parameter %d element %d: %.9g, expected %.9g",
+                                 bounded, p, i, got[i], want);
+            }
+            free(got), free(u);
+        }
+        free_all(9, in);
+        ck_assert_ok(DeftNDArrayFree(out));
+    }
+    DeftNDArrayHandle w = make(DEFT_FLOAT32, 1, SHAPE(2), NULL), short_hyper = hyper_of(-1);
+    DeftNDArrayHandle seven = make(DEFT_FLOAT64, 1, SHAPE(7), NULL), out = NULL;
+    int nout = 1;
+    ck_assert_fails(
+        call("_step_lamb", 5, (DeftNDArrayHandle[]){w, w, w, w, seven}, &nout, &out, NO_PARAMS),
+        DEFT_ERROR_VALUE, "input 4 (hyper) has shape (7,), expected (11,)");
+    free_all(3, (DeftNDArrayHandle[]){w, short_hyper, seven});
+    free(a), free(ga);
 }
 END_TEST
 
@@ -386,6 +541,8 @@ int main(void) {
     tcase_add_test(tc, bad_steps_name_what_is_wrong);
     tcase_add_test(tc, update_operators_follow_their_formulas);
     tcase_add_test(tc, float32_steps_match_float64);
+    tcase_add_test(tc, new_kinds_follow_their_formulas);
+    tcase_add_test(tc, lamb_scales_each_parameter_by_its_trust_ratio);
     tcase_add_test(tc, many_parameters_update_in_few_nodes);
     tcase_add_test(tc, one_step_updates_every_group);
     suite_add_tcase(s, tc);

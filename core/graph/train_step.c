@@ -31,14 +31,21 @@
 typedef struct optimizer {
     const char *name, *op;
     int num_states;
-    const char *states[2];
+    const char *states[3];
 } optimizer_t;
 
+/* The states are named "<param>_<state>" (without "_" in <state>). */
 static const optimizer_t optimizers[] = {
-    {"sgd", "_step_sgd", 0, {NULL, NULL}},
-    {"sgd_mom", "_step_sgd_mom", 1, {"mom", NULL}},
+    {"sgd", "_step_sgd", 0, {NULL}},
+    {"sgd_mom", "_step_sgd_mom", 1, {"mom"}},
+    {"nag", "_step_nag", 1, {"mom"}},
     {"adam", "_step_adam", 2, {"mean", "var"}},
     {"adamw", "_step_adamw", 2, {"mean", "var"}},
+    {"rmsprop", "_step_rmsprop", 1, {"n"}},
+    {"rmsprop_centered", "_step_rmsprop_centered", 3, {"n", "g", "delta"}},
+    {"adagrad", "_step_adagrad", 1, {"history"}},
+    {"adadelta", "_step_adadelta", 2, {"accg", "accdelta"}},
+    {"lamb", "_step_lamb", 2, {"mean", "var"}},
 };
 
 static int find_optimizer(const char *name, const optimizer_t **out) {
@@ -48,7 +55,8 @@ static int find_optimizer(const char *name, const optimizer_t **out) {
             return 0;
         }
     return deft_error(DEFT_ERR_VALUE,
-                      "optimizer is '%s', expected one of sgd, sgd_mom, adam, adamw",
+                      "optimizer is '%s', expected one of sgd, sgd_mom, adam, adamw, nag, "
+                      "rmsprop, rmsprop_centered, adagrad, adadelta, lamb",
                       name ? name : "(NULL)");
 }
 

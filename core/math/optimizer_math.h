@@ -9,6 +9,9 @@
 
 typedef struct deft_hyper {
     double lr, wd, rescale, clip, momentum, beta1, beta2, epsilon;
+    /* LAMB's: the bias corrections 1 - beta^t (1: none), the trust ratio's
+     * bounds on the weight's norm (negative: none) */
+    double bias1, bias2, lower, upper;
 } deft_hyper_t;
 
 /* The rescaled, clipped gradient plus weight decay, as MXNet computes it. */

@@ -45,7 +45,8 @@ typedef struct update_ctx {
 /* The hyper-parameters as locals: read through `p`, the compiler would reload
  * them after every store (out may alias anything), and no loop would vectorise. */
 static deft_hyper_t read_hyper(const deft_param_value_t *p, deft_step_kind_t kind) {
-    deft_hyper_t h = {p[P_LR].f, p[P_WD].f, p[P_RESCALE].f, p[P_CLIP].f, 0, 0, 0, 0};
+    deft_hyper_t h = {
+        .lr = p[P_LR].f, .wd = p[P_WD].f, .rescale = p[P_RESCALE].f, .clip = p[P_CLIP].f};
     if (kind == DEFT_STEP_SGD_MOM) h.momentum = p[P_MOMENTUM].f;
     if (kind == DEFT_STEP_ADAM)
         h.beta1 = p[P_BETA1].f, h.beta2 = p[P_BETA2].f, h.epsilon = p[P_EPSILON].f;
@@ -68,7 +69,7 @@ static void update_f64(const update_ctx_t *c, int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; i++)
             out[i] = deft_adam_step(&h, w[i], g[i], &s1[i], &s2[i]);
         break;
-    case DEFT_STEP_ADAMW: /* a training-step graph's only */
+    default: /* the training-step graphs' kinds only */
         break;
     }
 }
@@ -80,7 +81,7 @@ static void update_f32(const update_ctx_t *c, int64_t begin, int64_t end) {
     int64_t n = end - begin;
     if (c->out != c->in[0]) memcpy(w, (const float *)c->in[0] + begin, (size_t)n * sizeof *w);
     deft_update_f32(c->kind, &h, w, (const float *)c->in[1] + begin, s1 ? s1 + begin : NULL,
-                    s2 ? s2 + begin : NULL, n);
+                    s2 ? s2 + begin : NULL, NULL, n);
 }
 
 static void update_range(void *arg, int64_t begin, int64_t end) {

@@ -21,25 +21,40 @@ typedef struct softmax_kind {
     bool activation; /* SoftmaxActivation: `mode` picks the axis, no other parameter */
 } softmax_kind_t;
 
+/* The sum of x[0, n) in double, over eight independent partial sums. */
+DEFT_CLONES static double row_sum_f32(const float *x, int64_t n) {
+    double part[8] = {0}, sum = 0;
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8)
+        for (int j = 0; j < 8; j++) part[j] += x[k + j];
+    for (; k < n; k++) sum += x[k];
+    for (int j = 0; j < 8; j++) sum += part[j];
+    return sum;
+}
+
 /* A float32 row (softmax over the last axis, the common case): deft's
- * vectorised expf, and the sum in double over eight independent partial sums. */
+ * vectorised expf. y may be x itself (the operator runs in place), so
+ * log_softmax, which reads x again after the sum, takes its exponentials in
+ * a block buffer, not in y. */
+enum { LOG_BLOCK = 256 };
 DEFT_CLONES static void softmax_row_f32(const float *x, float *y, int64_t n, bool log_form) {
     float max = -INFINITY;
     for (int64_t k = 0; k < n; k++)
         if (x[k] > max || x[k] != x[k]) max = x[k];
-    for (int64_t k = 0; k < n; k++) y[k] = deft_expf(x[k] - max);
-    double part[8] = {0}, sum = 0;
-    int64_t k = 0;
-    for (; k + 8 <= n; k += 8)
-        for (int j = 0; j < 8; j++) part[j] += y[k + j];
-    for (; k < n; k++) sum += y[k];
-    for (int j = 0; j < 8; j++) sum += part[j];
     if (log_form) {
+        float block[LOG_BLOCK];
+        double sum = 0;
+        for (int64_t at = 0; at < n; at += LOG_BLOCK) {
+            int64_t b = n - at < LOG_BLOCK ? n - at : LOG_BLOCK;
+            for (int64_t k = 0; k < b; k++) block[k] = deft_expf(x[at + k] - max);
+            sum += row_sum_f32(block, b);
+        }
         float log_sum = (float)log(sum);
-        for (k = 0; k < n; k++) y[k] = (x[k] - max) - log_sum;
+        for (int64_t k = 0; k < n; k++) y[k] = (x[k] - max) - log_sum;
     } else {
-        float scale = (float)(1 / sum);
-        for (k = 0; k < n; k++) y[k] *= scale;
+        for (int64_t k = 0; k < n; k++) y[k] = deft_expf(x[k] - max);
+        float scale = (float)(1 / row_sum_f32(y, n));
+        for (int64_t k = 0; k < n; k++) y[k] *= scale;
     }
 }
 

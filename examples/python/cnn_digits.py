@@ -83,7 +83,7 @@ def run_epoch(net, loss_fn, opt, x, y, batch, rng):
     start = time.perf_counter()
     for xb, yb in batches(x, y, batch, rng):
         losses.append(train_step(net, loss_fn, opt, xb, yb))
-    total = float(sum(v.item() for v in losses))  # reading waits for the last step
+    total = float(sum(v.mean().item() for v in losses))  # reading waits for the last step
     return total / len(losses), (time.perf_counter() - start) / len(losses)
 
 
@@ -126,7 +126,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=3 if QUICK else 15)
     parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=0.2)
+    parser.add_argument("--lr", type=float, default=0.00625)
     parser.add_argument("--out", default="cnn_digits", help="prefix of the exported files")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()

@@ -54,18 +54,17 @@ def eager_step(net, loss_fn, opt):
     def step(xb, yb):
         with autograd.record():
             loss = loss_fn(net(xb), yb)
-        loss.backward()
-        opt.step()
+        loss.backward()  # of the per-sample losses: their sum
+        opt.step(xb.shape[0])  # divided by the batch size: the batch's mean gradient
         return loss
     return step
 
 
 def compiled_step(net, loss_fn, opt):
-    """The whole step as one graph. The loss is the batch's mean already, so the
-    gradients are not divided by the batch size again (as opt.step() does not)."""
+    """The whole step as one graph (its gradients divided by the batch size, as
+    opt.step(batch_size) does)."""
     net.hybridize()
-    step = deft.compile_step(net, loss_fn, opt)
-    return lambda xb, yb: step(xb, yb, batch_size=1)
+    return deft.compile_step(net, loss_fn, opt)
 
 
 def run_epoch(step, x, y, batch, rng):

@@ -13,21 +13,35 @@ The optimizer's hyper-parameters are read at every call, so changing
 `optimizer.lr` (a schedule) changes numbers, not the graph. The optimizer
 states (momentum, Adam's moments) are the optimizer's own, so eager steps
 (optimizer.step()) and compiled ones can take turns on one training run.
+
+The loss is per sample (deft.nn's losses): the step's backward sums it, and
+the gradients are divided by the batch size, as Trainer.step(batch_size)
+does. The optimizer may be a deft.Trainer: its schedule applies; global-norm
+clipping and parameters of their own lr_mult / wd_mult need the eager
+trainer.step() (the step graph has one set of hyper-parameters and no
+norm of all gradients).
 """
 from . import autograd
 from ._lib import lib
 from .ndarray import NDArray, array
 from .nn.block import _reading_forbidden
+from .optim import STATE_NAMES
 from .symbol import CachedOp, Symbol, deferred_compute, export
 
 class CompiledStep:
     """A net's training step as one graph per input signature (see the module)."""
 
     def __init__(self, net, loss_fn, optimizer):
-        if getattr(optimizer, "kind", None) not in ("sgd", "sgd_mom", "adam"):
+        trainer = None
+        if hasattr(optimizer, "optimizer") and hasattr(optimizer, "step"):  # a deft.Trainer
+            trainer, optimizer = optimizer, optimizer.optimizer
+            if trainer.clip_global_norm is not None:
+                raise ValueError("compile_step: the trainer clips the gradients' global norm, "
+                                 "which the step graph does not: use trainer.step()")
+        if getattr(optimizer, "kind", None) not in STATE_NAMES:
             raise TypeError(f"compile_step: optimizer {type(optimizer).__name__} has no step "
-                            "graph (SGD and Adam do)")
-        self.net, self.loss_fn, self.optimizer = net, loss_fn, optimizer
+                            f"graph (deft.optim's optimizers do)")
+        self.net, self.loss_fn, self.optimizer, self.trainer = net, loss_fn, optimizer, trainer
         self._graphs = {}  # (shapes, dtypes, kind) -> what _build returns
 
     def __call__(self, data, label, batch_size=None):
@@ -78,6 +92,11 @@ class CompiledStep:
         sym = export(names, {"loss": loss})
         inputs = set(sym.list_inputs())
         trained = [k for k, p in params.items() if p.grad_req != "null" and k in inputs]
+        mults = {(getattr(params[k], "lr_mult", 1.0), getattr(params[k], "wd_mult", 1.0))
+                 for k in trained}
+        if mults - {(1.0, 1.0)}:
+            raise ValueError("compile_step: parameters with lr_mult or wd_mult other than 1 "
+                             "need hyper-parameters of their own: use the eager trainer.step()")
         step = Symbol(lib.DeftSymbolTrainStep(sym, len(trained), trained, self.optimizer.kind))
         # per input: a state's array in place; where data, label and step_hyper go
         # (0, 1, 2 in __call__'s `given`), and where each parameter's array goes
@@ -88,9 +107,10 @@ class CompiledStep:
                 named.append((at, ("data", "label", "step_hyper").index(name)))
             elif name in params:
                 trained.append((at, params[name]))
-            else:  # an optimizer state of a parameter: "<param>_mom", "_mean", "_var"
+            else:  # an optimizer state of a parameter: "<param>_mom", "_mean", "_var", ...
                 owner, which = name.rsplit("_", 1)
-                state = self._state(owner, params[owner], {"mom": 0, "mean": 0, "var": 1}[which])
+                state = self._state(owner, params[owner],
+                                    STATE_NAMES[self.optimizer.kind].index(which))
             inputs.append(state)
         return CachedOp(step), inputs, named, trained
 
@@ -107,7 +127,8 @@ class CompiledStep:
 
 
 def compile_step(net, loss_fn, optimizer):
-    """The training step of `net` under `loss_fn` with `optimizer` (deft.optim.SGD or
-    Adam over net's parameters) as one graph: `step(data, label)` runs forward, loss,
-    backward and update in one C call and returns the loss."""
+    """The training step of `net` under `loss_fn` with `optimizer` (a deft.optim
+    optimizer or a deft.Trainer over net's parameters) as one graph:
+    `step(data, label)` runs forward, loss, backward and update in one C call and
+    returns the per-sample loss."""
     return CompiledStep(net, loss_fn, optimizer)

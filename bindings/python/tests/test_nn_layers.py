@@ -395,7 +395,7 @@ def trained_eager_and_hybridized(make_net, x, y):
             with autograd.record():
                 loss = nn.SoftmaxCrossEntropyLoss()(net(x), y)
             loss.backward()
-            opt.step()
+            opt.step(x.shape[0])
         results.append([p.data().asnumpy() for p in net.collect_params().values()])
         results[-1].append(net(x).asnumpy())
     return results
@@ -515,8 +515,8 @@ def test_small_cnn_trains(rng):
         with autograd.record():
             loss = nn.SoftmaxCrossEntropyLoss()(net(x), y)
         loss.backward()
-        opt.step()
-        losses.append(loss.item())
+        opt.step(x.shape[0])
+        losses.append(loss.mean().item())
     assert losses[-1] < 0.5 * losses[0], losses
 
 

@@ -332,20 +332,27 @@ DEFT_API int DeftSymbolGradient(DeftSymbolHandle sym, int num_wrt, const char *c
  * (DeftAutogradSetIsTraining()).
  *
  * The step's arguments are those of @p loss, then "step_hyper": a 1-D float
- * array of at least 7 values, read at every run (a schedule changes values,
- * not the graph): lr, wd, rescale_grad, clip_gradient (negative: none),
- * momentum ("sgd_mom") or beta1 ("adam", "adamw"), beta2, epsilon. As
- * MXNet's adam_update, "adam" folds its bias correction into lr. Its
- * auxiliary states are those of @p loss, then each parameter's optimizer
- * states, named "<param>_mom" ("sgd_mom"), or "<param>_mean" and
- * "<param>_var" ("adam", "adamw"): arrays of the parameter's shape and dtype,
- * zeros before the first step. A parameter that the loss does not depend on
- * is not updated and has no states.
+ * array of at least 7 values (11 for "lamb"), read at every run (a schedule
+ * changes values, not the graph): lr, wd, rescale_grad, clip_gradient
+ * (negative: none), momentum ("sgd_mom", "nag") or beta1 ("adam", "adamw",
+ * "lamb") or rho ("rmsprop", "rmsprop_centered", "adadelta"), beta2 (or
+ * centered RMSProp's momentum gamma2), epsilon; "lamb" then reads its bias
+ * corrections 1 - beta1^t and 1 - beta2^t (1: none) and the lower and upper
+ * bound of its trust ratio's weight norm (negative: none). As MXNet's
+ * adam_update, "adam" folds its bias correction into lr. Its auxiliary
+ * states are those of @p loss, then each parameter's optimizer states,
+ * named "<param>_<state>": mom ("sgd_mom", "nag"), mean and var ("adam",
+ * "adamw", "lamb"), n ("rmsprop"), n, g and delta ("rmsprop_centered"),
+ * history ("adagrad"), accg and accdelta ("adadelta"): arrays of the
+ * parameter's shape and dtype, zeros before the first step. A parameter
+ * that the loss does not depend on is not updated and has no states.
  * @param loss the loss symbol: output 0 is the loss, any others are passed on.
  * @param num_params number of parameters to train (at least 1).
  * @param params their names, arguments of @p loss.
- * @param optimizer "sgd", "sgd_mom" (momentum), "adam" or "adamw" (Adam with
- *        decoupled weight decay).
+ * @param optimizer "sgd", "sgd_mom" (momentum), "nag" (Nesterov momentum),
+ *        "adam", "adamw" (Adam with decoupled weight decay), "rmsprop",
+ *        "rmsprop_centered", "adagrad", "adadelta" or "lamb" (CPU only); the
+ *        formulas are in core/math/step_math.h.
  * @param[out] out receives a new symbol (owned by the caller) whose outputs are
  *             those of @p loss, then one empty array.
  * @return 0 on success; -1 on an unknown optimizer, a name that is not an

@@ -23,4 +23,7 @@ from .conv_layers import (AvgPool1D, AvgPool2D, AvgPool3D, Conv1D, Conv1DTranspo
                           GlobalAvgPool2D, GlobalAvgPool3D, GlobalMaxPool1D, GlobalMaxPool2D,
                           GlobalMaxPool3D, MaxPool1D, MaxPool2D, MaxPool3D)
 from .norm_layers import BatchNorm, GroupNorm, InstanceNorm, LayerNorm  # noqa: F401
-from .loss import SoftmaxCrossEntropyLoss  # noqa: F401
+from .loss import (CTCLoss, CosineEmbeddingLoss, HingeLoss, HuberLoss,  # noqa: F401
+                   KLDivLoss, L1Loss, L2Loss, Loss, PoissonNLLLoss, SigmoidBCELoss,
+                   SigmoidBinaryCrossEntropyLoss, SoftmaxCELoss, SoftmaxCrossEntropyLoss,
+                   TripletLoss)
