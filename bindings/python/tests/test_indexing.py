@@ -78,6 +78,8 @@ def test_out_of_range_indices_raise_instead_of_clipping():
     with pytest.raises(IndexError, match=r"has 7 at position 0, expected a whole number in "
                                          r"\[-3, 2\]"):  # checked where the index lives
         x[deft.array([7], dtype="int64")].asnumpy()
+    with pytest.raises(IndexError):  # the failed gather is this thread's to collect
+        deft.waitall()
     with pytest.raises(IndexError, match="could not be broadcast together"):
         x[[0, 1], [0, 1, 2]]
     with pytest.raises(IndexError, match="must be of integer"):

@@ -225,6 +225,8 @@ def test_linalg_errors_are_numpys():
         dnp.linalg.inv(np.stack([np.eye(2), np.zeros((2, 2))]))
     with pytest.raises(np.linalg.LinAlgError.__mro__[1], match="not positive definite"):
         dnp.linalg.cholesky(-np.eye(2))
+    with pytest.raises(ValueError, match="and 1 more failure"):  # this thread's to collect
+        deft.waitall()
     with pytest.raises(ValueError, match="last two dimensions must be square"):
         dnp.linalg.det(np.ones((2, 3)))
     with pytest.raises(TypeError, match="input 0 is int32, expected float32 or float64"):
