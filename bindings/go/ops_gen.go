@@ -4613,6 +4613,26 @@ func InternalSplitLike(data []*NDArray, opts *InternalSplitLikeOpts) (*NDArray, 
 	return invokeFirst("_split_like", inputs, params)
 }
 
+// InternalStepAdadelta runs the operator _step_adadelta: A training step's AdaDelta update of weights and accumulated squares of gradients and deltas, in place.
+//
+// Inputs: weight, 5 to 64 arrays.
+// It returns the first output (Invoke returns them all).
+func InternalStepAdadelta(weight []*NDArray) (*NDArray, error) {
+	inputs := weight
+	params := make([]Param, 0, 0)
+	return invokeFirst("_step_adadelta", inputs, params)
+}
+
+// InternalStepAdagrad runs the operator _step_adagrad: A training step's AdaGrad update of weights and histories, in place.
+//
+// Inputs: weight, 4 to 64 arrays.
+// It returns the first output (Invoke returns them all).
+func InternalStepAdagrad(weight []*NDArray) (*NDArray, error) {
+	inputs := weight
+	params := make([]Param, 0, 0)
+	return invokeFirst("_step_adagrad", inputs, params)
+}
+
 // InternalStepAdam runs the operator _step_adam: A training step's Adam update of weights, means and vars, in place.
 //
 // Inputs: weight, 5 to 64 arrays.
@@ -4631,6 +4651,46 @@ func InternalStepAdamw(weight []*NDArray) (*NDArray, error) {
 	inputs := weight
 	params := make([]Param, 0, 0)
 	return invokeFirst("_step_adamw", inputs, params)
+}
+
+// InternalStepLamb runs the operator _step_lamb: A training step's LAMB update (Adam's direction scaled by a trust ratio per parameter) of weights, means and vars, in place; CPU only.
+//
+// Inputs: weight, 5 to 64 arrays.
+// It returns the first output (Invoke returns them all).
+func InternalStepLamb(weight []*NDArray) (*NDArray, error) {
+	inputs := weight
+	params := make([]Param, 0, 0)
+	return invokeFirst("_step_lamb", inputs, params)
+}
+
+// InternalStepNag runs the operator _step_nag: A training step's SGD update with Nesterov momentum of weights and moms, in place.
+//
+// Inputs: weight, 4 to 64 arrays.
+// It returns the first output (Invoke returns them all).
+func InternalStepNag(weight []*NDArray) (*NDArray, error) {
+	inputs := weight
+	params := make([]Param, 0, 0)
+	return invokeFirst("_step_nag", inputs, params)
+}
+
+// InternalStepRmsprop runs the operator _step_rmsprop: A training step's RMSProp update of weights and mean squares, in place.
+//
+// Inputs: weight, 4 to 64 arrays.
+// It returns the first output (Invoke returns them all).
+func InternalStepRmsprop(weight []*NDArray) (*NDArray, error) {
+	inputs := weight
+	params := make([]Param, 0, 0)
+	return invokeFirst("_step_rmsprop", inputs, params)
+}
+
+// InternalStepRmspropCentered runs the operator _step_rmsprop_centered: A training step's centered RMSProp update (Graves) of weights, mean squares, mean gradients and deltas, in place.
+//
+// Inputs: weight, 6 to 64 arrays.
+// It returns the first output (Invoke returns them all).
+func InternalStepRmspropCentered(weight []*NDArray) (*NDArray, error) {
+	inputs := weight
+	params := make([]Param, 0, 0)
+	return invokeFirst("_step_rmsprop_centered", inputs, params)
 }
 
 // InternalStepSgd runs the operator _step_sgd: A training step's SGD update of weights, in place.
