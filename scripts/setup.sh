@@ -22,7 +22,7 @@ DEFT_APT_TOOLS=(cargo:cargo go:golang-go javac:default-jdk-headless mvn:maven)
 
 # Python packages, from PyPI, in the virtual environment the Python binding
 # is installed and tested in.
-DEFT_PY_PACKAGES=(numpy pytest scikit-learn scikit-build-core)
+DEFT_PY_PACKAGES=(numpy pytest scikit-learn scikit-build-core matplotlib)
 DEFT_VENV="$DEFT_ROOT/build/venv"
 
 deft_install_packages() {

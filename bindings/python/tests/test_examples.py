@@ -40,7 +40,14 @@ def test_mlp_digits_trains_compiled_and_reports_its_speed(tmp_path):
     pytest.importorskip("sklearn")
     out = run_example("mlp_digits.py", "--out", str(tmp_path / "mlp"))
     assert float(re.search(r"final test accuracy: (\S+)", out).group(1)) >= 0.95, out
-    assert re.search(r"epoch 12 \(hybridized\) loss", out), out
+    assert re.search(r"epoch 12  mode hybridized  loss \S+  train_accuracy", out), out
+    log = deft.TrainingLog.load(str(tmp_path / "mlp_log.jsonl")).history
+    assert log["epoch"] == list(range(1, 13)) and log["mode"][:2] == ["eager", "hybridized"]
+    assert log["lr"][-1] < log["lr"][1]  # the cosine schedule ran down
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "mlp_curves.png"
+    assert f"wrote the loss and accuracy curves to {png}" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # timed, not asserted: tests never assert on time
     assert re.search(r"best and median of 15 alternating rounds: eager \d+ us \(\d+\), "
                      r"hybridized \d+ us \(\d+\): hybridized is \S+x as fast", out), out
@@ -48,6 +55,17 @@ def test_mlp_digits_trains_compiled_and_reports_its_speed(tmp_path):
                                       str(tmp_path / "mlp-0000.params"))
     with deft.autograd.predict_mode():
         assert net(deft.array(np.zeros((2, 64), np.float32))).shape == (2, 10)
+
+
+def test_checkpoint_resume_repeats_the_uninterrupted_curve(tmp_path):
+    pytest.importorskip("sklearn")
+    out = run_example("checkpoint_resume.py", "--epochs", "4", "--stop", "2", "--out",
+                      str(tmp_path / "ckpt"))
+    curves = re.findall(r"(?:uninterrupted|resumed) +(\[.*\])", out)
+    assert len(curves) == 2 and curves[0] == curves[1], out
+    assert float(re.search(r"largest difference between the curves: (\S+)", out).group(1)) < 1e-5
+    for suffix in (".params", ".states", "_log.jsonl"):
+        assert (tmp_path / ("ckpt" + suffix)).exists()
 
 
 def test_cnn_digits_learns_quickly(tmp_path):
