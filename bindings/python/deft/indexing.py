@@ -18,7 +18,7 @@ import numbers
 
 import numpy as np
 
-from .ndarray import NDArray, array, invoke, zeros
+from .ndarray import NDArray, array, invoke, value_like, zeros
 
 
 def is_advanced(key):
@@ -46,10 +46,7 @@ def read(x, key):
 def assign(x, key, value):
     """x[key] = value for a key with index arrays: value broadcasts to x[key]'s shape."""
     entries, new_axes = _entries(x.shape, key)
-    if not isinstance(value, NDArray):
-        value = array(value, dtype=x.dtype)
-    elif value.dtype != x.dtype:
-        value = value.astype(x.dtype)
+    value = value_like(value, x)
     single = _single_array(entries, new_axes)
     if single == 0 and isinstance(entries[0], NDArray) and _all_full(entries[1:]):
         index = entries[0]

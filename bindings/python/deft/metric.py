@@ -33,6 +33,12 @@ def _pairs(labels, preds):
     return [(_numpy(label), _numpy(pred)) for label, pred in zip(labels, preds)]
 
 
+def _checked_average(average):
+    if average not in ("macro", "micro"):
+        raise ValueError(f"average is {average!r}, expected 'macro' or 'micro'")
+    return average
+
+
 class EvalMetric:
     """The base: a running sum and count; get() is their ratio."""
 
@@ -110,9 +116,7 @@ class _Binary(EvalMetric):
     value of all the counts together."""
 
     def __init__(self, name, average="macro", output_names=None, label_names=None):
-        if average not in ("macro", "micro"):
-            raise ValueError(f"average is {average!r}, expected 'macro' or 'micro'")
-        self.average = average
+        self.average = _checked_average(average)
         super().__init__(name, output_names, label_names)
 
     def reset(self):
@@ -266,9 +270,7 @@ class PearsonCorrelation(EvalMetric):
     (average "macro"), or of all the elements seen ("micro")."""
 
     def __init__(self, name="pearsonr", output_names=None, label_names=None, average="macro"):
-        if average not in ("macro", "micro"):
-            raise ValueError(f"average is {average!r}, expected 'macro' or 'micro'")
-        self.average = average
+        self.average = _checked_average(average)
         super().__init__(name, output_names, label_names)
 
     def reset(self):

@@ -657,13 +657,17 @@ def _take_masked(x, mask):
     return invoke("take", (flat, array(_np.flatnonzero(mask), dtype="int64")))
 
 
+def value_like(value, x):
+    """A value to write into x: an NDArray of x's dtype (NumPy casts what it assigns)."""
+    if not isinstance(value, NDArray):
+        return array(value, dtype=x.dtype)
+    return value if value.dtype == x.dtype else value.astype(x.dtype)
+
+
 def _assign_masked(x, mask, value):
     """x[mask] = value: value broadcasts to (count of true, *row shape), as in NumPy."""
     rows, row_shape = _mask_split(x.shape, mask)
-    if not isinstance(value, NDArray):
-        value = array(value, dtype=x.dtype)
-    elif value.dtype != x.dtype:
-        value = value.astype(x.dtype)
+    value = value_like(value, x)
     count = int(mask.sum())
     target = (count,) + row_shape
     vshape = value.shape
