@@ -357,12 +357,8 @@ static int scatter_set_forward(const deft_op_t *op, const deft_param_value_t *p,
     (void)p, (void)nin, (void)nout;
     deft_nd_plan_t plan;
     if (plan_nd(op, &in[0].shape, 2, &in[2], &plan)) return -1;
-    char *dst = deft_tensor_data(&out[0]);
-    if (dst != deft_tensor_data(&in[0]) &&
-        deft_device_copy(dst, out[0].device, deft_tensor_data(&in[0]), in[0].device,
-                         deft_tensor_nbytes(&in[0])))
-        return -1;
-    plan.src = deft_tensor_data(&in[1]), plan.dst = dst;
+    if (deft_copy_unless_same(&out[0], &in[0])) return -1;
+    plan.src = deft_tensor_data(&in[1]), plan.dst = deft_tensor_data(&out[0]);
     plan.dtype = out[0].dtype;
     return run_nd(&plan, out[0].device, DEFT_ND_SCATTER, false);
 }

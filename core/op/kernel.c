@@ -60,3 +60,11 @@ int deft_copy_strided(deft_device_t dev, const deft_shape_t *shape, void *dst,
     deft_strided_run(&it, deft_copy_loop(elem), NULL);
     return 0;
 }
+
+int deft_copy_unless_same(const deft_tensor_t *dst, const deft_tensor_t *src) {
+    void *to = deft_tensor_data(dst);
+    const void *from = deft_tensor_data(src);
+    return to == from
+               ? 0
+               : deft_device_copy(to, dst->device, from, src->device, deft_tensor_nbytes(src));
+}

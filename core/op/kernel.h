@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "core/base/device.h"
+#include "core/base/tensor.h"
 #include "core/base/dtype.h"
 #include "core/base/shape.h"
 #include "core/math/dtype_math.h"
@@ -42,6 +43,10 @@ static inline int deft_dtype_slot(deft_dtype_t dtype) {
 #define DEFT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define DEFT_CLONES
+/* The first step of an operator that may run in place (inplace_input 0):
+ * dst takes src's bytes unless it is src itself. -1 when the copy fails. */
+int deft_copy_unless_same(const deft_tensor_t *dst, const deft_tensor_t *src);
+
 #endif
 
 /* Inner loop copying elements of `elem` bytes (1, 2, 4 or 8), for deft_strided_run. */
@@ -54,5 +59,9 @@ deft_copy_fn deft_copy_loop(size_t elem);
 int deft_copy_strided(deft_device_t dev, const deft_shape_t *shape, void *dst,
                       const int64_t *dst_strides, const void *src, const int64_t *src_strides,
                       size_t elem);
+
+/* The first step of an operator that may run in place (inplace_input 0):
+ * dst takes src's bytes unless it is src itself. -1 when the copy fails. */
+int deft_copy_unless_same(const deft_tensor_t *dst, const deft_tensor_t *src);
 
 #endif

@@ -269,11 +269,9 @@ static int slice_assign_forward(const deft_op_t *op, const deft_param_value_t *p
     (void)nin, (void)nout;
     slice_plan_t plan;
     if (plan_slice(op, p, &in[0].shape, &plan)) return -1;
-    size_t elem = deft_dtype_size(in[0].dtype), nbytes = deft_tensor_nbytes(&in[0]);
+    size_t elem = deft_dtype_size(in[0].dtype);
     char *dst = deft_tensor_data(&out[0]);
-    if (dst != deft_tensor_data(&in[0]) &&
-        deft_device_copy(dst, out[0].device, deft_tensor_data(&in[0]), in[0].device, nbytes))
-        return -1;
+    if (deft_copy_unless_same(&out[0], &in[0])) return -1;
     if (deft_shape_size(&plan.shape) == 0) return 0;
     int64_t own[DEFT_SHAPE_MAX_NDIM], dst_strides[DEFT_SHAPE_MAX_NDIM];
     int64_t value_own[DEFT_SHAPE_MAX_NDIM], src_strides[DEFT_SHAPE_MAX_NDIM], offset = 0;
