@@ -1,5 +1,9 @@
 //! Raw declarations of deft's C API, as in `capi/include/deft/*.h`.
 //!
+//! libdeft is opened on the first call (see `loader.rs`): from the folder
+//! pkg-config named at build time, else the in-tree `build/`, else wherever
+//! the system loader finds `libdeft.so.0`.
+//!
 //! Every function returns 0 on success and -1 on failure, with the reason in
 //! `DeftGetLastError()` (thread-local: read it on the thread that failed).
 //! The safe API is the `deft` crate. `tests/header_match.rs` compiles a C
@@ -8,6 +12,10 @@
 #![allow(non_camel_case_types, non_snake_case)]
 
 use std::os::raw::{c_char, c_int, c_void};
+
+#[macro_use]
+mod loader;
+pub use loader::LIBDIR;
 
 /// Opaque array.
 #[repr(C)]
@@ -126,8 +134,12 @@ pub const DEFT_GRAD_WRITE: c_int = 1;
 pub const DEFT_GRAD_ADD: c_int = 2;
 
 pub const DEFT_MAX_NDIM: usize = 8;
+/// The most outputs one operator or graph may have.
+pub const DEFT_MAX_OUTPUTS: usize = 64;
 
-extern "C" {
+// Each function below becomes a Rust function that calls libdeft's through
+// the address `load` resolved (see the loader at the end of this file).
+deft_functions! {
     pub fn DeftGetVersion(out: *mut c_int) -> c_int;
     pub fn DeftGetLastError() -> *const c_char;
     pub fn DeftGetLastErrorKind() -> c_int;

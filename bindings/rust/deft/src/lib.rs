@@ -20,6 +20,8 @@ use std::ptr;
 
 use deft_sys as sys;
 
+mod call;
+
 /// What kind of failure the C library reported.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorKind {
@@ -102,9 +104,14 @@ unsafe fn strings(count: c_int, names: *const *const c_char) -> Vec<String> {
         .collect()
 }
 
-/// Element types an [`NDArray`] can be read into or made from.
+/// Element types an [`NDArray`] can be read into or made from: those whose
+/// every bit pattern is a value (bool is read with [`NDArray::to_bools`], the
+/// 16-bit floats as bits with [`NDArray::to_f16_bits`] / `to_bf16_bits`).
 pub trait Element: Copy + Default {
     const DTYPE: i32;
+}
+impl Element for i8 {
+    const DTYPE: i32 = sys::DEFT_INT8;
 }
 impl Element for f32 {
     const DTYPE: i32 = sys::DEFT_FLOAT32;
@@ -120,6 +127,22 @@ impl Element for i64 {
 }
 impl Element for u8 {
     const DTYPE: i32 = sys::DEFT_UINT8;
+}
+
+/// The most outputs an operator or a graph may have (C's DEFT_MAX_OUTPUTS):
+/// [`Op::invoke`] always has room for all.
+pub const MAX_OUTPUTS: usize = sys::DEFT_MAX_OUTPUTS;
+
+/// The name of a DEFT_* dtype code ("float32"), or the code itself.
+pub fn dtype_name(dtype: i32) -> String {
+    let mut name = ptr::null();
+    // SAFETY: on success the name is a static string.
+    if unsafe { sys::DeftDTypeGetName(dtype, &mut name) } != 0 || name.is_null() {
+        return format!("dtype {dtype}");
+    }
+    unsafe { CStr::from_ptr(name) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// An n-dimensional array on the CPU, computed asynchronously.
@@ -210,8 +233,38 @@ impl NDArray {
         Ok(size)
     }
 
-    /// The values, after pending work (and a lazy array's computation).
+    /// The values, after pending work (and a lazy array's computation); a
+    /// [`ErrorKind::Type`] error unless the array's dtype is `T`'s.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        self.read::<T>(T::DTYPE, std::any::type_name::<T>())
+    }
+
+    /// The values of a bool array.
+    pub fn to_bools(&self) -> Result<Vec<bool>> {
+        // Read as bytes: a Rust bool must be 0 or 1, which C does not promise.
+        let bytes = self.read::<u8>(sys::DEFT_BOOL, "bool")?;
+        Ok(bytes.into_iter().map(|b| b != 0).collect())
+    }
+
+    /// The bits of a float16 array's values (IEEE binary16).
+    pub fn to_f16_bits(&self) -> Result<Vec<u16>> {
+        self.read::<u16>(sys::DEFT_FLOAT16, "f16 bits")
+    }
+
+    /// The bits of a bfloat16 array's values.
+    pub fn to_bf16_bits(&self) -> Result<Vec<u16>> {
+        self.read::<u16>(sys::DEFT_BFLOAT16, "bf16 bits")
+    }
+
+    /// Copies the values out as `T`, after checking the array is `dtype`.
+    fn read<T: Copy + Default>(&self, dtype: i32, what: &str) -> Result<Vec<T>> {
+        let actual = self.dtype()?;
+        if actual != dtype {
+            return Err(Error {
+                kind: ErrorKind::Type,
+                message: format!("the array is {}, not {what}", dtype_name(actual)),
+            });
+        }
         let mut out = vec![T::default(); self.size()? as usize];
         check(unsafe {
             sys::DeftNDArrayCopyToHost(
@@ -245,12 +298,19 @@ impl NDArray {
         Ok(status != 0)
     }
 
-    /// Run operator `op` with this array as the first input.
+    /// Run operator `op` with this array as the first input; its first
+    /// output (the others, if any, are freed).
     pub fn call(&self, op: &str, others: &[&NDArray], params: &[(&str, &str)]) -> Result<NDArray> {
-        let mut inputs = vec![self];
-        inputs.extend_from_slice(others);
-        let mut outputs = invoke(op, &inputs, params)?;
-        Ok(outputs.remove(0))
+        let op = Op::find(op)?;
+        if others.len() < 8 {
+            let mut inputs = [self; 8];
+            inputs[1..=others.len()].copy_from_slice(others);
+            op.invoke_one(&inputs[..=others.len()], params)
+        } else {
+            let mut inputs = vec![self];
+            inputs.extend_from_slice(others);
+            op.invoke_one(&inputs, params)
+        }
     }
 
     /// Make this array a variable for autograd; backward writes its gradient
@@ -279,20 +339,31 @@ unsafe impl Sync for Op {}
 
 impl Op {
     pub fn find(name: &str) -> Result<Op> {
-        let name = c_string(name)?;
         let mut handle = ptr::null_mut();
-        check(unsafe { sys::DeftGetOperator(name.as_ptr(), &mut handle) })?;
+        call::with_c_str(name, |name| {
+            check(unsafe { sys::DeftGetOperator(name, &mut handle) })
+        })?;
         Ok(Op { handle })
     }
 
     /// Run the operator; parameters are MXNet-style strings ("axis", "(0,1)").
     pub fn invoke(&self, inputs: &[&NDArray], params: &[(&str, &str)]) -> Result<Vec<NDArray>> {
-        let mut outputs = [ptr::null_mut(); 16];
+        let mut outputs = [ptr::null_mut(); sys::DEFT_MAX_OUTPUTS];
         let count = self.call(inputs, &mut outputs, params)?;
         Ok(outputs[..count]
             .iter()
             .map(|&h| NDArray::from_handle(h))
             .collect())
+    }
+
+    /// Run the operator; its first output (the others, if any, are freed).
+    pub fn invoke_one(&self, inputs: &[&NDArray], params: &[(&str, &str)]) -> Result<NDArray> {
+        let mut outputs = [ptr::null_mut(); sys::DEFT_MAX_OUTPUTS];
+        let count = self.call(inputs, &mut outputs, params)?;
+        for &extra in &outputs[1..count] {
+            drop(NDArray::from_handle(extra));
+        }
+        Ok(NDArray::from_handle(outputs[0]))
     }
 
     /// Run the operator writing into `outputs` (existing arrays of the right shape).
@@ -313,23 +384,24 @@ impl Op {
         outputs: &mut [sys::DeftNDArrayHandle],
         params: &[(&str, &str)],
     ) -> Result<usize> {
-        let handles: Vec<_> = inputs.iter().map(|a| a.handle).collect();
-        let (_keys, key_ptrs) = c_strings(&params.iter().map(|p| p.0).collect::<Vec<_>>())?;
-        let (_vals, val_ptrs) = c_strings(&params.iter().map(|p| p.1).collect::<Vec<_>>())?;
-        let mut count = outputs.len() as c_int;
-        check(unsafe {
-            sys::DeftImperativeInvoke(
-                self.handle,
-                handles.len() as c_int,
-                handles.as_ptr(),
-                &mut count,
-                outputs.as_mut_ptr(),
-                params.len() as c_int,
-                key_ptrs.as_ptr(),
-                val_ptrs.as_ptr(),
-            )
-        })?;
-        Ok(count as usize)
+        call::with_handles(inputs, |num_inputs, handles| {
+            call::with_c_params(params, |num_params, keys, vals| {
+                let mut count = outputs.len() as c_int;
+                check(unsafe {
+                    sys::DeftImperativeInvoke(
+                        self.handle,
+                        num_inputs,
+                        handles,
+                        &mut count,
+                        outputs.as_mut_ptr(),
+                        num_params,
+                        keys,
+                        vals,
+                    )
+                })?;
+                Ok(count as usize)
+            })
+        })
     }
 
     /// Every registered operator's name.
@@ -641,11 +713,22 @@ fn callback_status(result: std::thread::Result<Result<()>>) -> c_int {
     let message = match result {
         Ok(Ok(())) => return 0,
         Ok(Err(e)) => e.message,
-        Err(_) => "the Rust callback panicked".to_string(),
+        Err(panic) => format!("the Rust callback panicked: {}", panic_message(&*panic)),
     };
     let text = CString::new(message.replace('\0', " ")).unwrap_or_default();
     unsafe { sys::DeftCustomOpSetError(text.as_ptr()) };
     1
+}
+
+/// The text a panic was raised with (`panic!("...")` gives a &str or a String).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        text
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text
+    } else {
+        "(a panic payload that is not a string)"
+    }
 }
 
 type BoxedOp = Box<dyn CustomOp>;
@@ -724,7 +807,10 @@ unsafe extern "C" fn backward_trampoline(
 }
 
 unsafe extern "C" fn release_trampoline(user: *mut std::os::raw::c_void) {
-    drop(Box::from_raw(user as *mut BoxedOp));
+    // A panic must not unwind into C (Rust would abort): the op's Drop is
+    // the user's code, so catch it; C has no status to report it with.
+    let op = Box::from_raw(user as *mut BoxedOp);
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(op)));
 }
 
 /// Register a custom operator called `name` with `num_inputs` inputs and one
