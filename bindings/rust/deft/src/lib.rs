@@ -21,6 +21,11 @@ use std::ptr;
 use deft_sys as sys;
 
 mod call;
+mod op_support;
+mod opinfo;
+#[rustfmt::skip] // generated (examples/gen_ops.rs), compared as is by tests/ops_current.rs
+pub mod ops;
+pub use opinfo::{operators, OpInfo, ParamInfo};
 
 /// What kind of failure the C library reported.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
