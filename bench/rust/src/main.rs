@@ -3,11 +3,14 @@
 //!
 //!     cd bench/rust && cargo run --release --offline
 //!
-//! Rust is timed two ways, each result dropped (freed) at once, the time
-//! including the Drop: through an [`Op`] found once, and `NDArray::call`
-//! (which finds the operator by name each time). Rounds alternate; min and
+//! Rust is timed four ways, each result dropped (freed) at once, the time
+//! including the Drop: the generated `ops::internal_plus_scalar` (a typed
+//! f64 parameter, formatted per call), through an [`Op`] found once with a
+//! string parameter (`invoke_one`, and `invoke`, which returns a Vec), and
+//! `NDArray::call` (which finds the operator by name
+//! each time). Rounds alternate; min and
 //! median per call are printed, with the load average.
-use deft::{NDArray, Op};
+use deft::{ops, NDArray, Op};
 use std::os::raw::c_int;
 use std::time::Instant;
 
@@ -41,6 +44,29 @@ fn rust_op(x: &NDArray) -> f64 {
     per_call(start)
 }
 
+fn rust_typed(x: &NDArray) -> f64 {
+    let opts = ops::InternalPlusScalarOpts {
+        scalar: Some(1.0),
+        ..Default::default()
+    };
+    let start = Instant::now();
+    for _ in 0..CALLS {
+        drop(ops::internal_plus_scalar(x, &opts).unwrap());
+    }
+    deft::wait_all().unwrap();
+    per_call(start)
+}
+
+fn rust_op_one(x: &NDArray) -> f64 {
+    let plus = Op::find("_plus_scalar").unwrap();
+    let start = Instant::now();
+    for _ in 0..CALLS {
+        drop(plus.invoke_one(&[x], &[("scalar", "1")]).unwrap());
+    }
+    deft::wait_all().unwrap();
+    per_call(start)
+}
+
 fn rust_call(x: &NDArray) -> f64 {
     let start = Instant::now();
     for _ in 0..CALLS {
@@ -69,9 +95,11 @@ fn min_median(values: &[f64]) -> (f64, f64) {
 
 fn main() {
     let x = NDArray::from_slice(&[1.0f32], &[1]).unwrap();
-    let variants: [(&str, fn(&NDArray) -> f64); 3] = [
+    let variants: [(&str, fn(&NDArray) -> f64); 5] = [
         ("C", c_loop),
-        ("Rust, Op::invoke + Drop", rust_op),
+        ("Rust, ops:: typed + Drop", rust_typed),
+        ("Rust, Op::invoke_one + Drop", rust_op_one),
+        ("Rust, Op::invoke (Vec) + Drop", rust_op),
         ("Rust, NDArray::call + Drop", rust_call),
     ];
     let mut times = vec![Vec::new(); variants.len()];
@@ -88,7 +116,7 @@ fn main() {
     for ((name, _), t) in variants.iter().zip(&times) {
         let (min, median) = min_median(t);
         println!(
-            "  {name:<28} {min:7.0} / {median:7.0} ns (min / median)  {:5.2}x C",
+            "  {name:<30} {min:7.0} / {median:7.0} ns (min / median)  {:5.2}x C",
             median / c_median
         );
     }

@@ -354,7 +354,7 @@ impl Op {
     /// Run the operator; parameters are MXNet-style strings ("axis", "(0,1)").
     pub fn invoke(&self, inputs: &[&NDArray], params: &[(&str, &str)]) -> Result<Vec<NDArray>> {
         let mut outputs = [ptr::null_mut(); sys::DEFT_MAX_OUTPUTS];
-        let count = self.call(inputs, &mut outputs, params)?;
+        let count = self.call_new(inputs, &mut outputs, params)?;
         Ok(outputs[..count]
             .iter()
             .map(|&h| NDArray::from_handle(h))
@@ -364,7 +364,7 @@ impl Op {
     /// Run the operator; its first output (the others, if any, are freed).
     pub fn invoke_one(&self, inputs: &[&NDArray], params: &[(&str, &str)]) -> Result<NDArray> {
         let mut outputs = [ptr::null_mut(); sys::DEFT_MAX_OUTPUTS];
-        let count = self.call(inputs, &mut outputs, params)?;
+        let count = self.call_new(inputs, &mut outputs, params)?;
         for &extra in &outputs[1..count] {
             drop(NDArray::from_handle(extra));
         }
@@ -380,6 +380,24 @@ impl Op {
     ) -> Result<()> {
         let mut outs: Vec<_> = outputs.iter().map(|a| a.handle).collect();
         self.call(inputs, &mut outs, params).map(|_| ())
+    }
+
+    /// The C call into new arrays. C's cost grows with the room it is given
+    /// (about 0.5 ns an entry), so the first try has room for a few outputs,
+    /// and only a failure (short room among the reasons) tries again with
+    /// room for all, whose error is the one returned. A failed call creates
+    /// and changes nothing, so trying twice is safe.
+    fn call_new(
+        &self,
+        inputs: &[&NDArray],
+        outputs: &mut [sys::DeftNDArrayHandle; sys::DEFT_MAX_OUTPUTS],
+        params: &[(&str, &str)],
+    ) -> Result<usize> {
+        const FIRST_ROOM: usize = 4;
+        match self.call(inputs, &mut outputs[..FIRST_ROOM], params) {
+            Ok(count) => Ok(count),
+            Err(_) => self.call(inputs, outputs, params),
+        }
     }
 
     /// The C call: null entries of `outputs` receive new arrays; the count produced.

@@ -79,12 +79,36 @@ impl Write for ParamText {
 }
 
 impl From<i64> for ParamText {
+    /// By hand: the formatting machinery costs more than the call's own
+    /// marshalling, and numbers are most parameters.
     fn from(v: i64) -> ParamText {
-        ParamText::format(format_args!("{v}"))
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut rest = v.unsigned_abs();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        let mut bytes = [0u8; 38];
+        let sign = usize::from(v < 0);
+        bytes[0] = b'-';
+        let len = digits.len() - at;
+        bytes[sign..sign + len].copy_from_slice(&digits[at..]);
+        ParamText::Inline { len: (sign + len) as u8, bytes }
     }
 }
 impl From<f64> for ParamText {
     fn from(v: f64) -> ParamText {
+        // Whole numbers, the usual case (1.0, 0.0, 255.0), format as
+        // integers: several times faster than the shortest-float algorithm,
+        // and the same value for the registry's parser.
+        if v.fract() == 0.0 && v.abs() < 1e15 {
+            return ParamText::from(v as i64);
+        }
         ParamText::format(format_args!("{v}"))
     }
 }
@@ -192,7 +216,13 @@ mod tests {
     #[test]
     fn values_format_as_the_registry_parses_them() {
         assert_eq!(ParamText::from(-3i64).as_str(), "-3");
+        assert_eq!(ParamText::from(0i64).as_str(), "0");
+        assert_eq!(ParamText::from(i64::MIN).as_str(), i64::MIN.to_string());
+        assert_eq!(ParamText::from(i64::MAX).as_str(), i64::MAX.to_string());
         assert_eq!(ParamText::from(0.5f64).as_str(), "0.5");
+        assert_eq!(ParamText::from(-2.0f64).as_str(), "-2");
+        assert_eq!(ParamText::from(1e300f64).as_str(), format!("{}", 1e300f64));
+        assert_eq!(ParamText::from(f64::NAN).as_str(), "NaN");
         assert_eq!(ParamText::from(1e-5f64).as_str(), "0.00001");
         assert_eq!(ParamText::from(true).as_str(), "true");
         assert_eq!(ParamText::from(&[2i64][..]).as_str(), "(2,)");
