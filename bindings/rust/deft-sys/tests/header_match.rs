@@ -148,6 +148,34 @@ fn declared_types_match_the_header() {
         };
         c.push_str(&format!("{ret} (*const check{i})({params}) = {name};\n"));
     }
+    // DLPack's structs, field by field, as Rust lays them out.
+    use deft_sys::{DLManagedTensor, DLTensor};
+    use std::mem::{offset_of, size_of};
+    let layout = [
+        ("sizeof(DLTensor)", size_of::<DLTensor>()),
+        ("offsetof(DLTensor, device)", offset_of!(DLTensor, device)),
+        ("offsetof(DLTensor, ndim)", offset_of!(DLTensor, ndim)),
+        ("offsetof(DLTensor, dtype)", offset_of!(DLTensor, dtype)),
+        ("offsetof(DLTensor, shape)", offset_of!(DLTensor, shape)),
+        ("offsetof(DLTensor, strides)", offset_of!(DLTensor, strides)),
+        (
+            "offsetof(DLTensor, byte_offset)",
+            offset_of!(DLTensor, byte_offset),
+        ),
+        ("sizeof(DLManagedTensor)", size_of::<DLManagedTensor>()),
+        (
+            "offsetof(DLManagedTensor, manager_ctx)",
+            offset_of!(DLManagedTensor, manager_ctx),
+        ),
+        (
+            "offsetof(DLManagedTensor, deleter)",
+            offset_of!(DLManagedTensor, deleter),
+        ),
+    ];
+    c.push_str("#include <stddef.h>\n");
+    for (what, value) in layout {
+        c.push_str(&format!("_Static_assert({what} == {value}, \"{what}\");\n"));
+    }
     for (name, value) in constants() {
         c.push_str(&format!("_Static_assert({name} == {value}, \"{name}\");\n"));
     }

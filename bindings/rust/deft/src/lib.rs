@@ -21,6 +21,13 @@ use std::ptr;
 use deft_sys as sys;
 
 mod call;
+mod device;
+mod dlpack;
+mod modes;
+pub mod profiler;
+pub use device::Device;
+pub use dlpack::DLPack;
+pub use modes::{is_recording, is_training, no_grad, predict_mode, train_mode, AutogradMode};
 mod op_support;
 mod opinfo;
 #[rustfmt::skip] // generated (examples/gen_ops.rs), compared as is by tests/ops_current.rs
@@ -637,15 +644,47 @@ impl Drop for CachedOp {
     }
 }
 
+/// Options of [`CachedOp::with_flags`], combined with `|`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CachedOpFlags(i32);
+
+impl CachedOpFlags {
+    /// One buffer per entry (for comparison and debugging).
+    pub const NO_MEMORY_PLAN: CachedOpFlags = CachedOpFlags(sys::DEFT_CACHED_OP_NO_MEMORY_PLAN);
+    /// Forward and backward in one run: inputs are the arguments, a head
+    /// gradient for each output whose gradient reads one, then the auxiliary
+    /// states; outputs are the symbol's, then each argument's gradient.
+    pub const BACKWARD: CachedOpFlags = CachedOpFlags(sys::DEFT_CACHED_OP_BACKWARD);
+    /// Apply the "Fuse" pass before planning.
+    pub const FUSE: CachedOpFlags = CachedOpFlags(sys::DEFT_CACHED_OP_FUSE);
+}
+
+impl std::ops::BitOr for CachedOpFlags {
+    type Output = CachedOpFlags;
+    fn bitor(self, other: CachedOpFlags) -> CachedOpFlags {
+        CachedOpFlags(self.0 | other.0)
+    }
+}
+
 impl CachedOp {
     pub fn new(symbol: &Symbol) -> Result<CachedOp> {
+        CachedOp::with_flags(symbol, CachedOpFlags::default())
+    }
+
+    pub fn with_flags(symbol: &Symbol, flags: CachedOpFlags) -> Result<CachedOp> {
         let mut handle = ptr::null_mut();
-        check(unsafe { sys::DeftCachedOpCreate(symbol.handle, 0, &mut handle) })?;
-        let num_outputs = symbol.list_outputs()?.len();
-        Ok(CachedOp {
+        check(unsafe { sys::DeftCachedOpCreate(symbol.handle, flags.0, &mut handle) })?;
+        // Owned from here: freed on an early return below.
+        let mut op = CachedOp {
             handle,
-            num_outputs,
-        })
+            num_outputs: 0,
+        };
+        // Room for every output: with BACKWARD, a gradient per argument too.
+        op.num_outputs = symbol.list_outputs()?.len();
+        if flags.0 & sys::DEFT_CACHED_OP_BACKWARD != 0 {
+            op.num_outputs += symbol.list_inputs()?.len();
+        }
+        Ok(op)
     }
 
     /// Run the graph on its arguments, in `list_inputs()` order.

@@ -98,7 +98,10 @@ impl From<i64> for ParamText {
         bytes[0] = b'-';
         let len = digits.len() - at;
         bytes[sign..sign + len].copy_from_slice(&digits[at..]);
-        ParamText::Inline { len: (sign + len) as u8, bytes }
+        ParamText::Inline {
+            len: (sign + len) as u8,
+            bytes,
+        }
     }
 }
 impl From<f64> for ParamText {
