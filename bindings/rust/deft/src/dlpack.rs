@@ -61,6 +61,9 @@ impl DLPack {
 
     pub fn shape(&self) -> &[i64] {
         let t = self.tensor();
+        if t.ndim <= 0 || t.shape.is_null() {
+            return &[]; // a scalar
+        }
         unsafe { std::slice::from_raw_parts(t.shape, t.ndim as usize) }
     }
 

@@ -483,11 +483,14 @@ impl Recording {
     pub fn enter() -> Result<Recording> {
         let (mut rec, mut train) = (0, 0);
         check(unsafe { sys::DeftAutogradSetIsRecording(1, &mut rec) })?;
-        check(unsafe { sys::DeftAutogradSetIsTraining(1, &mut train) })?;
-        Ok(Recording {
-            previous: (rec, train),
+        // The guard exists from here, so a failure below still restores recording.
+        let mut guard = Recording {
+            previous: (rec, 0),
             _not_send: PhantomData,
-        })
+        };
+        check(unsafe { sys::DeftAutogradSetIsTraining(1, &mut train) })?;
+        guard.previous.1 = train;
+        Ok(guard)
     }
 }
 
@@ -770,6 +773,16 @@ fn lend(handles: &[sys::DeftNDArrayHandle]) -> Vec<std::mem::ManuallyDrop<NDArra
         .collect()
 }
 
+/// A C array as a slice; C may pass NULL for an empty one, which
+/// `slice::from_raw_parts` does not allow.
+unsafe fn c_slice<'a, T>(data: *const T, len: usize) -> &'a [T] {
+    if len == 0 || data.is_null() {
+        &[]
+    } else {
+        std::slice::from_raw_parts(data, len)
+    }
+}
+
 /// Report a callback's failure (or panic) to deft; returns the C status.
 fn callback_status(result: std::thread::Result<Result<()>>) -> c_int {
     let message = match result {
@@ -809,14 +822,14 @@ unsafe extern "C" fn infer_trampoline(
     let n = nin as usize;
     let shapes: Vec<Vec<i64>> = (0..n)
         .map(|i| {
-            let dims = std::slice::from_raw_parts(
+            let dims = c_slice(
                 in_shapes.add(i * sys::DEFT_MAX_NDIM),
                 *in_ndims.add(i) as usize,
             );
             dims.to_vec()
         })
         .collect();
-    let dtypes: Vec<i32> = std::slice::from_raw_parts(in_dtypes, n).to_vec();
+    let dtypes: Vec<i32> = c_slice(in_dtypes, n).to_vec();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let (shape, dtype) = op.infer_shape(&shapes, &dtypes)?;
         if shape.len() > sys::DEFT_MAX_NDIM {
@@ -841,7 +854,7 @@ unsafe extern "C" fn forward_trampoline(
     is_train: c_int,
 ) -> c_int {
     let op = &*(user as *const BoxedOp);
-    let lent = lend(std::slice::from_raw_parts(inputs, nin as usize));
+    let lent = lend(c_slice(inputs, nin as usize));
     let out = lend(&[output]);
     let refs: Vec<&NDArray> = lent.iter().map(|a| &**a).collect();
     callback_status(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
@@ -858,8 +871,8 @@ unsafe extern "C" fn backward_trampoline(
     in_grads: *const sys::DeftNDArrayHandle,
 ) -> c_int {
     let op = &*(user as *const BoxedOp);
-    let lent = lend(std::slice::from_raw_parts(inputs, nin as usize));
-    let grads = lend(std::slice::from_raw_parts(in_grads, nin as usize));
+    let lent = lend(c_slice(inputs, nin as usize));
+    let grads = lend(c_slice(in_grads, nin as usize));
     let single = lend(&[out_grad, output]);
     let refs: Vec<&NDArray> = lent.iter().map(|a| &**a).collect();
     let grad_refs: Vec<&NDArray> = grads.iter().map(|a| &**a).collect();
