@@ -95,7 +95,8 @@ fn min_median(values: &[f64]) -> (f64, f64) {
 
 fn main() {
     let x = NDArray::from_slice(&[1.0f32], &[1]).unwrap();
-    let variants: [(&str, fn(&NDArray) -> f64); 5] = [
+    type Variant = (&'static str, fn(&NDArray) -> f64);
+    let variants: [Variant; 5] = [
         ("C", c_loop),
         ("Rust, ops:: typed + Drop", rust_typed),
         ("Rust, Op::invoke_one + Drop", rust_op_one),

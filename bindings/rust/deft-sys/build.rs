@@ -6,6 +6,7 @@
 //!      PKG_CONFIG_PATH at the folder unless pkg-config searches it already);
 //!   3. the checkout's own build/ folder (these crates inside the checkout);
 //!   4. none: libdeft.so.0 is then looked up by the system loader.
+//!
 //! Nothing is linked: a dependency's link flags never reach the binary of the
 //! crate depending on it, so an rpath could not either.
 use std::env;

@@ -131,7 +131,7 @@ macro_rules! deft_functions {
 
         $(
             #[inline]
-            #[allow(clippy::missing_safety_doc)]
+            #[allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
             pub unsafe fn $name($($arg: $ty),*) -> $ret {
                 (functions().$name)($($arg),*)
             }
