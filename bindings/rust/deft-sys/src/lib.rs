@@ -1,5 +1,9 @@
 //! Raw declarations of deft's C API, as in `capi/include/deft/*.h`.
 //!
+//! libdeft is opened on the first call (see `loader.rs`): from the folder
+//! pkg-config named at build time, else the in-tree `build/`, else wherever
+//! the system loader finds `libdeft.so.0`.
+//!
 //! Every function returns 0 on success and -1 on failure, with the reason in
 //! `DeftGetLastError()` (thread-local: read it on the thread that failed).
 //! The safe API is the `deft` crate. `tests/header_match.rs` compiles a C
@@ -8,6 +12,10 @@
 #![allow(non_camel_case_types, non_snake_case)]
 
 use std::os::raw::{c_char, c_int, c_void};
+
+#[macro_use]
+mod loader;
+pub use loader::LIBDIR;
 
 /// Opaque array.
 #[repr(C)]
@@ -81,10 +89,38 @@ pub struct DeftCustomOpCallbacks {
 pub type DeftBlockingReleaseFn = Option<unsafe extern "C" fn() -> *mut c_void>;
 /// Called after that sleep with what the release function returned.
 pub type DeftBlockingReacquireFn = Option<unsafe extern "C" fn(state: *mut c_void)>;
-/// A DLPack tensor (dlpack/dlpack.h); deft only passes pointers to it.
+/// DLPack's device (dlpack/dlpack.h, v0.6+; tests/header_match.rs checks the layout).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DLDevice {
+    pub device_type: c_int,
+    pub device_id: c_int,
+}
+/// DLPack's element type: code (0 int, 1 uint, 2 float, 4 bfloat), bits, lanes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DLDataType {
+    pub code: u8,
+    pub bits: u8,
+    pub lanes: u16,
+}
+/// DLPack's tensor view.
+#[repr(C)]
+pub struct DLTensor {
+    pub data: *mut c_void,
+    pub device: DLDevice,
+    pub ndim: c_int,
+    pub dtype: DLDataType,
+    pub shape: *mut i64,
+    pub strides: *mut i64,
+    pub byte_offset: u64,
+}
+/// A DLPack tensor with its owner's deleter.
 #[repr(C)]
 pub struct DLManagedTensor {
-    _private: [u8; 0],
+    pub dl_tensor: DLTensor,
+    pub manager_ctx: *mut c_void,
+    pub deleter: Option<unsafe extern "C" fn(tensor: *mut DLManagedTensor)>,
 }
 
 pub type DeftNDArrayHandle = *mut DeftNDArray;
@@ -125,9 +161,24 @@ pub const DEFT_GRAD_NULL: c_int = 0;
 pub const DEFT_GRAD_WRITE: c_int = 1;
 pub const DEFT_GRAD_ADD: c_int = 2;
 
-pub const DEFT_MAX_NDIM: usize = 8;
+pub const DEFT_CACHED_OP_NO_MEMORY_PLAN: c_int = 1;
+pub const DEFT_CACHED_OP_BACKWARD: c_int = 2;
+pub const DEFT_CACHED_OP_FUSE: c_int = 4;
 
-extern "C" {
+pub const DEFT_PROFILER_TABLE: c_int = 0;
+pub const DEFT_PROFILER_JSON: c_int = 1;
+pub const DEFT_PROFILE_TASK: c_int = 0;
+pub const DEFT_PROFILE_FRAME: c_int = 1;
+pub const DEFT_PROFILE_EVENT: c_int = 2;
+pub const DEFT_PROFILE_COUNTER: c_int = 3;
+
+pub const DEFT_MAX_NDIM: usize = 8;
+/// The most outputs one operator or graph may have.
+pub const DEFT_MAX_OUTPUTS: usize = 64;
+
+// Each function below becomes a Rust function that calls libdeft's through
+// the address `load` resolved (see the loader at the end of this file).
+deft_functions! {
     pub fn DeftGetVersion(out: *mut c_int) -> c_int;
     pub fn DeftGetLastError() -> *const c_char;
     pub fn DeftGetLastErrorKind() -> c_int;

@@ -35,6 +35,26 @@ fn declared() -> Vec<(String, Vec<String>, String)> {
     out
 }
 
+/// (name, value) of each `pub const` in lib.rs: checked against the header too.
+fn constants() -> Vec<(String, String)> {
+    let src = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs"))
+        .unwrap();
+    src.lines()
+        .filter_map(|line| line.trim().strip_prefix("pub const "))
+        .filter_map(|decl| {
+            let (name, rest) = decl.split_once(':')?;
+            let value = rest.split_once('=')?.1.trim().trim_end_matches(';');
+            Some((name.trim().to_string(), value.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn constants_are_found() {
+    let names: Vec<_> = constants().into_iter().map(|c| c.0).collect();
+    assert!(names.contains(&"DEFT_MAX_OUTPUTS".to_string()), "{names:?}");
+}
+
 fn c_type(rust: &str) -> String {
     let base = |t: &str| -> String {
         match t {
@@ -127,6 +147,37 @@ fn declared_types_match_the_header() {
             params.join(", ")
         };
         c.push_str(&format!("{ret} (*const check{i})({params}) = {name};\n"));
+    }
+    // DLPack's structs, field by field, as Rust lays them out.
+    use deft_sys::{DLManagedTensor, DLTensor};
+    use std::mem::{offset_of, size_of};
+    let layout = [
+        ("sizeof(DLTensor)", size_of::<DLTensor>()),
+        ("offsetof(DLTensor, device)", offset_of!(DLTensor, device)),
+        ("offsetof(DLTensor, ndim)", offset_of!(DLTensor, ndim)),
+        ("offsetof(DLTensor, dtype)", offset_of!(DLTensor, dtype)),
+        ("offsetof(DLTensor, shape)", offset_of!(DLTensor, shape)),
+        ("offsetof(DLTensor, strides)", offset_of!(DLTensor, strides)),
+        (
+            "offsetof(DLTensor, byte_offset)",
+            offset_of!(DLTensor, byte_offset),
+        ),
+        ("sizeof(DLManagedTensor)", size_of::<DLManagedTensor>()),
+        (
+            "offsetof(DLManagedTensor, manager_ctx)",
+            offset_of!(DLManagedTensor, manager_ctx),
+        ),
+        (
+            "offsetof(DLManagedTensor, deleter)",
+            offset_of!(DLManagedTensor, deleter),
+        ),
+    ];
+    c.push_str("#include <stddef.h>\n");
+    for (what, value) in layout {
+        c.push_str(&format!("_Static_assert({what} == {value}, \"{what}\");\n"));
+    }
+    for (name, value) in constants() {
+        c.push_str(&format!("_Static_assert({name} == {value}, \"{name}\");\n"));
     }
     std::fs::write(&c_file, c).unwrap();
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());

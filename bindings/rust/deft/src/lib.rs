@@ -20,6 +20,20 @@ use std::ptr;
 
 use deft_sys as sys;
 
+mod call;
+mod device;
+mod dlpack;
+mod modes;
+pub mod profiler;
+pub use device::Device;
+pub use dlpack::DLPack;
+pub use modes::{is_recording, is_training, no_grad, predict_mode, train_mode, AutogradMode};
+mod op_support;
+mod opinfo;
+#[rustfmt::skip] // generated (examples/gen_ops.rs), compared as is by tests/ops_current.rs
+pub mod ops;
+pub use opinfo::{operators, OpInfo, ParamInfo};
+
 /// What kind of failure the C library reported.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorKind {
@@ -102,9 +116,14 @@ unsafe fn strings(count: c_int, names: *const *const c_char) -> Vec<String> {
         .collect()
 }
 
-/// Element types an [`NDArray`] can be read into or made from.
+/// Element types an [`NDArray`] can be read into or made from: those whose
+/// every bit pattern is a value (bool is read with [`NDArray::to_bools`], the
+/// 16-bit floats as bits with [`NDArray::to_f16_bits`] / `to_bf16_bits`).
 pub trait Element: Copy + Default {
     const DTYPE: i32;
+}
+impl Element for i8 {
+    const DTYPE: i32 = sys::DEFT_INT8;
 }
 impl Element for f32 {
     const DTYPE: i32 = sys::DEFT_FLOAT32;
@@ -120,6 +139,22 @@ impl Element for i64 {
 }
 impl Element for u8 {
     const DTYPE: i32 = sys::DEFT_UINT8;
+}
+
+/// The most outputs an operator or a graph may have (C's DEFT_MAX_OUTPUTS):
+/// [`Op::invoke`] always has room for all.
+pub const MAX_OUTPUTS: usize = sys::DEFT_MAX_OUTPUTS;
+
+/// The name of a DEFT_* dtype code ("float32"), or the code itself.
+pub fn dtype_name(dtype: i32) -> String {
+    let mut name = ptr::null();
+    // SAFETY: on success the name is a static string.
+    if unsafe { sys::DeftDTypeGetName(dtype, &mut name) } != 0 || name.is_null() {
+        return format!("dtype {dtype}");
+    }
+    unsafe { CStr::from_ptr(name) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// An n-dimensional array on the CPU, computed asynchronously.
@@ -210,8 +245,38 @@ impl NDArray {
         Ok(size)
     }
 
-    /// The values, after pending work (and a lazy array's computation).
+    /// The values, after pending work (and a lazy array's computation); a
+    /// [`ErrorKind::Type`] error unless the array's dtype is `T`'s.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        self.read::<T>(T::DTYPE, std::any::type_name::<T>())
+    }
+
+    /// The values of a bool array.
+    pub fn to_bools(&self) -> Result<Vec<bool>> {
+        // Read as bytes: a Rust bool must be 0 or 1, which C does not promise.
+        let bytes = self.read::<u8>(sys::DEFT_BOOL, "bool")?;
+        Ok(bytes.into_iter().map(|b| b != 0).collect())
+    }
+
+    /// The bits of a float16 array's values (IEEE binary16).
+    pub fn to_f16_bits(&self) -> Result<Vec<u16>> {
+        self.read::<u16>(sys::DEFT_FLOAT16, "f16 bits")
+    }
+
+    /// The bits of a bfloat16 array's values.
+    pub fn to_bf16_bits(&self) -> Result<Vec<u16>> {
+        self.read::<u16>(sys::DEFT_BFLOAT16, "bf16 bits")
+    }
+
+    /// Copies the values out as `T`, after checking the array is `dtype`.
+    fn read<T: Copy + Default>(&self, dtype: i32, what: &str) -> Result<Vec<T>> {
+        let actual = self.dtype()?;
+        if actual != dtype {
+            return Err(Error {
+                kind: ErrorKind::Type,
+                message: format!("the array is {}, not {what}", dtype_name(actual)),
+            });
+        }
         let mut out = vec![T::default(); self.size()? as usize];
         check(unsafe {
             sys::DeftNDArrayCopyToHost(
@@ -245,12 +310,19 @@ impl NDArray {
         Ok(status != 0)
     }
 
-    /// Run operator `op` with this array as the first input.
+    /// Run operator `op` with this array as the first input; its first
+    /// output (the others, if any, are freed).
     pub fn call(&self, op: &str, others: &[&NDArray], params: &[(&str, &str)]) -> Result<NDArray> {
-        let mut inputs = vec![self];
-        inputs.extend_from_slice(others);
-        let mut outputs = invoke(op, &inputs, params)?;
-        Ok(outputs.remove(0))
+        let op = Op::find(op)?;
+        if others.len() < 8 {
+            let mut inputs = [self; 8];
+            inputs[1..=others.len()].copy_from_slice(others);
+            op.invoke_one(&inputs[..=others.len()], params)
+        } else {
+            let mut inputs = vec![self];
+            inputs.extend_from_slice(others);
+            op.invoke_one(&inputs, params)
+        }
     }
 
     /// Make this array a variable for autograd; backward writes its gradient
@@ -279,20 +351,31 @@ unsafe impl Sync for Op {}
 
 impl Op {
     pub fn find(name: &str) -> Result<Op> {
-        let name = c_string(name)?;
         let mut handle = ptr::null_mut();
-        check(unsafe { sys::DeftGetOperator(name.as_ptr(), &mut handle) })?;
+        call::with_c_str(name, |name| {
+            check(unsafe { sys::DeftGetOperator(name, &mut handle) })
+        })?;
         Ok(Op { handle })
     }
 
     /// Run the operator; parameters are MXNet-style strings ("axis", "(0,1)").
     pub fn invoke(&self, inputs: &[&NDArray], params: &[(&str, &str)]) -> Result<Vec<NDArray>> {
-        let mut outputs = [ptr::null_mut(); 16];
-        let count = self.call(inputs, &mut outputs, params)?;
+        let mut outputs = [ptr::null_mut(); sys::DEFT_MAX_OUTPUTS];
+        let count = self.call_new(inputs, &mut outputs, params)?;
         Ok(outputs[..count]
             .iter()
             .map(|&h| NDArray::from_handle(h))
             .collect())
+    }
+
+    /// Run the operator; its first output (the others, if any, are freed).
+    pub fn invoke_one(&self, inputs: &[&NDArray], params: &[(&str, &str)]) -> Result<NDArray> {
+        let mut outputs = [ptr::null_mut(); sys::DEFT_MAX_OUTPUTS];
+        let count = self.call_new(inputs, &mut outputs, params)?;
+        for &extra in &outputs[1..count] {
+            drop(NDArray::from_handle(extra));
+        }
+        Ok(NDArray::from_handle(outputs[0]))
     }
 
     /// Run the operator writing into `outputs` (existing arrays of the right shape).
@@ -306,6 +389,24 @@ impl Op {
         self.call(inputs, &mut outs, params).map(|_| ())
     }
 
+    /// The C call into new arrays. C's cost grows with the room it is given
+    /// (about 0.5 ns an entry), so the first try has room for a few outputs,
+    /// and only a failure (short room among the reasons) tries again with
+    /// room for all, whose error is the one returned. A failed call creates
+    /// and changes nothing, so trying twice is safe.
+    fn call_new(
+        &self,
+        inputs: &[&NDArray],
+        outputs: &mut [sys::DeftNDArrayHandle; sys::DEFT_MAX_OUTPUTS],
+        params: &[(&str, &str)],
+    ) -> Result<usize> {
+        const FIRST_ROOM: usize = 4;
+        match self.call(inputs, &mut outputs[..FIRST_ROOM], params) {
+            Ok(count) => Ok(count),
+            Err(_) => self.call(inputs, outputs, params),
+        }
+    }
+
     /// The C call: null entries of `outputs` receive new arrays; the count produced.
     fn call(
         &self,
@@ -313,23 +414,24 @@ impl Op {
         outputs: &mut [sys::DeftNDArrayHandle],
         params: &[(&str, &str)],
     ) -> Result<usize> {
-        let handles: Vec<_> = inputs.iter().map(|a| a.handle).collect();
-        let (_keys, key_ptrs) = c_strings(&params.iter().map(|p| p.0).collect::<Vec<_>>())?;
-        let (_vals, val_ptrs) = c_strings(&params.iter().map(|p| p.1).collect::<Vec<_>>())?;
-        let mut count = outputs.len() as c_int;
-        check(unsafe {
-            sys::DeftImperativeInvoke(
-                self.handle,
-                handles.len() as c_int,
-                handles.as_ptr(),
-                &mut count,
-                outputs.as_mut_ptr(),
-                params.len() as c_int,
-                key_ptrs.as_ptr(),
-                val_ptrs.as_ptr(),
-            )
-        })?;
-        Ok(count as usize)
+        call::with_handles(inputs, |num_inputs, handles| {
+            call::with_c_params(params, |num_params, keys, vals| {
+                let mut count = outputs.len() as c_int;
+                check(unsafe {
+                    sys::DeftImperativeInvoke(
+                        self.handle,
+                        num_inputs,
+                        handles,
+                        &mut count,
+                        outputs.as_mut_ptr(),
+                        num_params,
+                        keys,
+                        vals,
+                    )
+                })?;
+                Ok(count as usize)
+            })
+        })
     }
 
     /// Every registered operator's name.
@@ -381,11 +483,14 @@ impl Recording {
     pub fn enter() -> Result<Recording> {
         let (mut rec, mut train) = (0, 0);
         check(unsafe { sys::DeftAutogradSetIsRecording(1, &mut rec) })?;
-        check(unsafe { sys::DeftAutogradSetIsTraining(1, &mut train) })?;
-        Ok(Recording {
-            previous: (rec, train),
+        // The guard exists from here, so a failure below still restores recording.
+        let mut guard = Recording {
+            previous: (rec, 0),
             _not_send: PhantomData,
-        })
+        };
+        check(unsafe { sys::DeftAutogradSetIsTraining(1, &mut train) })?;
+        guard.previous.1 = train;
+        Ok(guard)
     }
 }
 
@@ -542,15 +647,47 @@ impl Drop for CachedOp {
     }
 }
 
+/// Options of [`CachedOp::with_flags`], combined with `|`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CachedOpFlags(i32);
+
+impl CachedOpFlags {
+    /// One buffer per entry (for comparison and debugging).
+    pub const NO_MEMORY_PLAN: CachedOpFlags = CachedOpFlags(sys::DEFT_CACHED_OP_NO_MEMORY_PLAN);
+    /// Forward and backward in one run: inputs are the arguments, a head
+    /// gradient for each output whose gradient reads one, then the auxiliary
+    /// states; outputs are the symbol's, then each argument's gradient.
+    pub const BACKWARD: CachedOpFlags = CachedOpFlags(sys::DEFT_CACHED_OP_BACKWARD);
+    /// Apply the "Fuse" pass before planning.
+    pub const FUSE: CachedOpFlags = CachedOpFlags(sys::DEFT_CACHED_OP_FUSE);
+}
+
+impl std::ops::BitOr for CachedOpFlags {
+    type Output = CachedOpFlags;
+    fn bitor(self, other: CachedOpFlags) -> CachedOpFlags {
+        CachedOpFlags(self.0 | other.0)
+    }
+}
+
 impl CachedOp {
     pub fn new(symbol: &Symbol) -> Result<CachedOp> {
+        CachedOp::with_flags(symbol, CachedOpFlags::default())
+    }
+
+    pub fn with_flags(symbol: &Symbol, flags: CachedOpFlags) -> Result<CachedOp> {
         let mut handle = ptr::null_mut();
-        check(unsafe { sys::DeftCachedOpCreate(symbol.handle, 0, &mut handle) })?;
-        let num_outputs = symbol.list_outputs()?.len();
-        Ok(CachedOp {
+        check(unsafe { sys::DeftCachedOpCreate(symbol.handle, flags.0, &mut handle) })?;
+        // Owned from here: freed on an early return below.
+        let mut op = CachedOp {
             handle,
-            num_outputs,
-        })
+            num_outputs: 0,
+        };
+        // Room for every output: with BACKWARD, a gradient per argument too.
+        op.num_outputs = symbol.list_outputs()?.len();
+        if flags.0 & sys::DEFT_CACHED_OP_BACKWARD != 0 {
+            op.num_outputs += symbol.list_inputs()?.len();
+        }
+        Ok(op)
     }
 
     /// Run the graph on its arguments, in `list_inputs()` order.
@@ -636,16 +773,37 @@ fn lend(handles: &[sys::DeftNDArrayHandle]) -> Vec<std::mem::ManuallyDrop<NDArra
         .collect()
 }
 
+/// A C array as a slice; C may pass NULL for an empty one, which
+/// `slice::from_raw_parts` does not allow.
+unsafe fn c_slice<'a, T>(data: *const T, len: usize) -> &'a [T] {
+    if len == 0 || data.is_null() {
+        &[]
+    } else {
+        std::slice::from_raw_parts(data, len)
+    }
+}
+
 /// Report a callback's failure (or panic) to deft; returns the C status.
 fn callback_status(result: std::thread::Result<Result<()>>) -> c_int {
     let message = match result {
         Ok(Ok(())) => return 0,
         Ok(Err(e)) => e.message,
-        Err(_) => "the Rust callback panicked".to_string(),
+        Err(panic) => format!("the Rust callback panicked: {}", panic_message(&*panic)),
     };
     let text = CString::new(message.replace('\0', " ")).unwrap_or_default();
     unsafe { sys::DeftCustomOpSetError(text.as_ptr()) };
     1
+}
+
+/// The text a panic was raised with (`panic!("...")` gives a &str or a String).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        text
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text
+    } else {
+        "(a panic payload that is not a string)"
+    }
 }
 
 type BoxedOp = Box<dyn CustomOp>;
@@ -664,14 +822,14 @@ unsafe extern "C" fn infer_trampoline(
     let n = nin as usize;
     let shapes: Vec<Vec<i64>> = (0..n)
         .map(|i| {
-            let dims = std::slice::from_raw_parts(
+            let dims = c_slice(
                 in_shapes.add(i * sys::DEFT_MAX_NDIM),
                 *in_ndims.add(i) as usize,
             );
             dims.to_vec()
         })
         .collect();
-    let dtypes: Vec<i32> = std::slice::from_raw_parts(in_dtypes, n).to_vec();
+    let dtypes: Vec<i32> = c_slice(in_dtypes, n).to_vec();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let (shape, dtype) = op.infer_shape(&shapes, &dtypes)?;
         if shape.len() > sys::DEFT_MAX_NDIM {
@@ -696,7 +854,7 @@ unsafe extern "C" fn forward_trampoline(
     is_train: c_int,
 ) -> c_int {
     let op = &*(user as *const BoxedOp);
-    let lent = lend(std::slice::from_raw_parts(inputs, nin as usize));
+    let lent = lend(c_slice(inputs, nin as usize));
     let out = lend(&[output]);
     let refs: Vec<&NDArray> = lent.iter().map(|a| &**a).collect();
     callback_status(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
@@ -713,8 +871,8 @@ unsafe extern "C" fn backward_trampoline(
     in_grads: *const sys::DeftNDArrayHandle,
 ) -> c_int {
     let op = &*(user as *const BoxedOp);
-    let lent = lend(std::slice::from_raw_parts(inputs, nin as usize));
-    let grads = lend(std::slice::from_raw_parts(in_grads, nin as usize));
+    let lent = lend(c_slice(inputs, nin as usize));
+    let grads = lend(c_slice(in_grads, nin as usize));
     let single = lend(&[out_grad, output]);
     let refs: Vec<&NDArray> = lent.iter().map(|a| &**a).collect();
     let grad_refs: Vec<&NDArray> = grads.iter().map(|a| &**a).collect();
@@ -724,7 +882,10 @@ unsafe extern "C" fn backward_trampoline(
 }
 
 unsafe extern "C" fn release_trampoline(user: *mut std::os::raw::c_void) {
-    drop(Box::from_raw(user as *mut BoxedOp));
+    // A panic must not unwind into C (Rust would abort): the op's Drop is
+    // the user's code, so catch it; C has no status to report it with.
+    let op = Box::from_raw(user as *mut BoxedOp);
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(op)));
 }
 
 /// Register a custom operator called `name` with `num_inputs` inputs and one
