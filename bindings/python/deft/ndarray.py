@@ -582,16 +582,18 @@ def _apply_in_place(op, x, other):
 
 
 def _operator_methods(op):
-    fast_int, fast_float, scalar_op = op.fast_int, op.fast_float, op.scalar_op
+    fast_int, fast_float, get_dtype = op.fast_int, op.fast_float, _get_dtype
+    handle, call, wrap, one, key = op_handle(op.scalar_op), _invoke, _wrap, _ONE_OUTPUT, _SCALAR_KEY
 
     def forward(self, o):
+        # the common case, straight to C: a Python number that leaves the dtype as it is
         kind = type(o)
-        # the common case: a Python number that leaves the dtype as it is, straight to C
-        if (kind is int and _get_dtype(self) in fast_int) or (
-                kind is float and _get_dtype(self) in fast_float):
-            made = _invoke(op_handle(scalar_op), 1, (self,), _ONE_OUTPUT, 1, _SCALAR_KEY,
-                           (repr(o) if kind is float else str(o),))
-            return _wrap(made[0])
+        if kind is int:
+            if get_dtype(self) in fast_int:
+                return wrap(call(handle, 1, (self,), one, 1, key, (str(o),))[0])
+        elif kind is float:
+            if get_dtype(self) in fast_float:
+                return wrap(call(handle, 1, (self,), one, 1, key, (repr(o),))[0])
         return _apply(op, self, o)
 
     def reflected(self, o):
@@ -617,13 +619,18 @@ def _comparison_method(array_op, scalar_op, gpu_array_op, gpu_scalar_op):
         if isinstance(o, NDArray):
             code = _PROMOTE[_get_dtype(self), _get_dtype(o)]
             operands = (_cast(self, code), _cast(o, code))
-            if _on_gpu(self):
-                return invoke(gpu_array_op, operands).astype("bool")
-            return invoke(array_op, operands)
-        if _on_gpu(self):  # (the 0/1 form converts the scalar to x's dtype)
-            x = self if _scalar_kind(o) <= _KIND[_get_dtype(self)] else _cast(self, _F64)
-            return _scalar_op(gpu_scalar_op, x, o).astype("bool")
-        return _scalar_op(scalar_op, self, o)
+        try:
+            if isinstance(o, NDArray):
+                return invoke(array_op, operands)
+            return _scalar_op(scalar_op, self, o)
+        except NotImplementedError:
+            if not _on_gpu(self):
+                raise
+        # on a GPU: MXNet's 0/1 form, cast (it converts a scalar to x's dtype: promote first)
+        if isinstance(o, NDArray):
+            return invoke(gpu_array_op, operands).astype("bool")
+        x = self if _scalar_kind(o) <= _KIND[_get_dtype(self)] else _cast(self, _F64)
+        return _scalar_op(gpu_scalar_op, x, o).astype("bool")
 
     return compare
 
