@@ -369,33 +369,7 @@ class NDArray:
         return invoke("BlockGrad", (self,))
 
 
-# ---- operators and dtype promotion ----
-#
-# Python's operators follow NumPy, with deft's float32 default (as PyTorch):
-#
-# * Arrays of one kind (bool < integer < floating) promote as NumPy's
-#   promote_types (int32 + int64 -> int64, uint8 + int8 -> int32 as deft has no
-#   int16, float16 + bfloat16 -> float32).
-# * Across kinds the result takes the higher kind's dtype, as PyTorch
-#   (int32 + float32 -> float32, not float64; bool + int32 -> int32).
-# * A Python scalar keeps the array's dtype when its kind is not higher (int32
-#   array + 1 -> int32, float16 + 0.5 -> float16); otherwise an int gives
-#   int64 and a float float32 (int array + 0.5 -> float32, bool array + 1 -> int64).
-# * True division of integers or bools gives float32; // and % are Python's
-#   (floor division, remainder with the divisor's sign).
-# * & | ^ ~ are bitwise on integers and logical on bools; << >> take integers
-#   (bools shift as int64); on floats they raise TypeError, as NumPy.
-# * bool + bool is or, bool * bool is and, bool - bool raises, as NumPy; bool
-#   // % ** compute in int64 (NumPy: int8).
-# * Comparisons give bool arrays; against a scalar they compare exactly (an
-#   int64 array > 2.5 is not truncated).
-# * In-place operators keep the array's dtype: x += y computes the promoted
-#   result and writes it back when its kind is not higher than x's (int32 +=
-#   int64 is allowed, as NumPy's same_kind casting), else raises TypeError
-#   naming both dtypes (int32 += 0.5).
-#
-# MXNet's operators called by name (broadcast_greater, _plus_scalar, ...) keep
-# MXNet's semantics: same dtypes in and out, comparisons as 0/1.
+# ---- operators and dtype promotion (the rules: result_type's docstring) ----
 
 _F32, _F64, _F16, _U8, _I32, _I8, _I64, _BOOL, _BF16 = 0, 1, 2, 3, 4, 5, 6, 7, 12
 _KIND = {_BOOL: 0, _U8: 1, _I8: 1, _I32: 1, _I64: 1, _F16: 2, _BF16: 2, _F32: 2, _F64: 2}
@@ -419,7 +393,34 @@ _PROMOTE = {(a, b): _promote_pair(a, b) for a in _KIND for b in _KIND}
 
 
 def result_type(a, b):
-    """The dtype (a deft code) of an operator on arrays of dtype codes a and b."""
+    """The dtype (a deft code) of an operator on arrays of dtype codes a and b.
+
+    Python's operators follow NumPy, with deft's float32 default (as PyTorch):
+
+    * Arrays of one kind (bool < integer < floating) promote as NumPy's
+      promote_types (int32 + int64 -> int64, uint8 + int8 -> int32 as deft has no
+      int16, float16 + bfloat16 -> float32).
+    * Across kinds the result takes the higher kind's dtype, as PyTorch
+      (int32 + float32 -> float32, not float64; bool + int32 -> int32).
+    * A Python scalar keeps the array's dtype when its kind is not higher (int32
+      array + 1 -> int32, float16 + 0.5 -> float16); otherwise an int gives
+      int64 and a float float32 (int array + 0.5 -> float32, bool array + 1 -> int64).
+    * True division of integers or bools gives float32; // and % are Python's
+      (floor division, remainder with the divisor's sign).
+    * & | ^ ~ are bitwise on integers and logical on bools; << >> take integers
+      (bools shift as int64); on floats they raise TypeError, as NumPy.
+    * bool + bool is or, bool * bool is and, bool - bool raises, as NumPy; bool
+      // % ** compute in int64 (NumPy: int8).
+    * Comparisons give bool arrays; against a scalar they compare exactly (an
+      int64 array > 2.5 is not truncated).
+    * In-place operators keep the array's dtype: x += y computes the promoted
+      result and writes it back when its kind is not higher than x's (int32 +=
+      int64 is allowed, as NumPy's same_kind casting), else raises TypeError
+      naming both dtypes (int32 += 0.5).
+
+    MXNet's operators called by name (broadcast_greater, _plus_scalar, ...) keep
+    MXNet's semantics: same dtypes in and out, comparisons as 0/1.
+    """
     return _PROMOTE[a, b]
 
 
