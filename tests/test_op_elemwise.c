@@ -781,7 +781,24 @@ START_TEST(test_bool_reductions_and_where_condition) {
     DeftNDArrayHandle y = make(DEFT_FLOAT32, 1, SHAPE(1), VALUES(-1));
     DeftNDArrayHandle w = call1("where", 3, (DeftNDArrayHandle[]){m, x, y}, NO_PARAMS);
     assert_values(w, 4, VALUES(1, -1, -1, -1), 0);
-    free_all(6, (DeftNDArrayHandle[]){m, any, all, x, y, w});
+    /* MXNet's functions exact on 0 and 1 take bool and give bool */
+    DeftNDArrayHandle r = make(DEFT_BOOL, 1, SHAPE(2), VALUES(0, 1));
+    DeftNDArrayHandle mr[2] = {m, r};
+    const char *names[4] = {"broadcast_maximum", "broadcast_logical_and", "broadcast_equal",
+                            "broadcast_lesser"};
+    const double want[4][4] = {{1, 1, 0, 1}, {0, 0, 0, 0}, {0, 0, 1, 0}, {0, 1, 0, 1}};
+    for (int k = 0; k < 4; k++) {
+        DeftNDArrayHandle h = call1(names[k], 2, mr, NO_PARAMS);
+        ck_assert_int_eq(dtype_of(h), DEFT_BOOL);
+        assert_values(h, 4, want[k], 0);
+        ck_assert_ok(DeftNDArrayFree(h));
+    }
+    DeftNDArrayHandle n = call1("logical_not", 1, &m, NO_PARAMS);
+    ck_assert_int_eq(dtype_of(n), DEFT_BOOL);
+    assert_values(n, 4, VALUES(0, 1, 1, 1), 0);
+    ck_assert_call_fails("broadcast_mul", 2, mr, NO_PARAMS, DEFT_ERROR_TYPE,
+                         "input 0 has dtype bool, which has no kernel");
+    free_all(8, (DeftNDArrayHandle[]){m, any, all, x, y, w, r, n});
 }
 END_TEST
 

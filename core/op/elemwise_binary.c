@@ -81,6 +81,18 @@ INT_LOOPS(bitwise_xor, true)
 INT_LOOPS(left_shift, false)
 INT_LOOPS(right_shift, false)
 
+/* MXNet's functions exact on bool (0 and 1 in, 0 or 1 out): bool arrays run their
+ * uint8 loops, as the bitwise and, or and xor. */
+static const binary_kernels_t *const bool_exact[] = {
+    &k_maximum, &k_minimum,      &k_equal,       &k_not_equal,  &k_greater,    &k_greater_equal,
+    &k_lesser,  &k_lesser_equal, &k_logical_and, &k_logical_or, &k_logical_xor};
+
+static bool takes_bool(const binary_kernels_t *k) {
+    for (size_t i = 0; i < sizeof bool_exact / sizeof bool_exact[0]; i++)
+        if (bool_exact[i] == k) return true;
+    return k->bool_ok;
+}
+
 /* The kernel slot of a dtype; bool runs the uint8 kernels of the operators whose
  * infer admits it (those exact on 0 and 1). */
 static inline int kernel_slot(deft_dtype_t dtype) {
@@ -92,7 +104,7 @@ static inline int kernel_slot(deft_dtype_t dtype) {
 static int check_kernel_dtype(const deft_op_t *op, const binary_kernels_t *k, int input,
                               deft_dtype_t dtype) {
     if (deft_dtype_is_half(dtype) && k->fn[DEFT_SLOT_F32]) return 0;
-    if (dtype == DEFT_DT_BOOL && k->bool_ok) return 0;
+    if (dtype == DEFT_DT_BOOL && takes_bool(k)) return 0;
     int slot = deft_dtype_slot(dtype);
     if (slot >= 0 && k->fn[slot]) return 0;
     return deft_op_error(

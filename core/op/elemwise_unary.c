@@ -47,6 +47,13 @@ INT_LOOPS(relu)
 INT_LOOPS(logical_not)
 INT_LOOPS(bitwise_not)
 
+/* logical_not takes bool too (its uint8 loop is exact on 0 and 1). */
+static const unary_kernels_t k_logical_not = {{loop_deft_logical_not_f, loop_deft_logical_not_d,
+                                               loop_deft_logical_not_i32, loop_deft_logical_not_i64,
+                                               loop_deft_logical_not_u8},
+                                              DEFT_GPU_FN_logical_not,
+                                              loop_deft_logical_not_u8};
+
 /* NumPy's invert: bitwise on integers, logical on bool (no GPU kernel). */
 static const unary_kernels_t k_bitwise_not = {
     {NULL, NULL, loop_deft_bitwise_not_i32, loop_deft_bitwise_not_i64, loop_deft_bitwise_not_u8},
@@ -70,7 +77,7 @@ static const unary_kernels_t k_negative = ALL_KERNELS(negative), k_abs = ALL_KER
                              k_cos = FLOAT_KERNELS(cos), k_tanh = FLOAT_KERNELS(tanh),
                              k_sigmoid = FLOAT_KERNELS(sigmoid),
                              k_softrelu = FLOAT_KERNELS(softrelu), k_erf = FLOAT_KERNELS(erf),
-                             k_gelu = FLOAT_KERNELS(gelu), k_logical_not = ALL_KERNELS(logical_not);
+                             k_gelu = FLOAT_KERNELS(gelu);
 static const unary_kernels_t k_softsign = FLOAT_KERNELS(softsign), k_log1p = FLOAT_KERNELS(log1p),
                              k_expm1 = FLOAT_KERNELS(expm1), k_log2 = FLOAT_KERNELS(log2),
                              k_log10 = FLOAT_KERNELS(log10),
