@@ -326,7 +326,8 @@ typedef struct cmp_scalar {
 #define LOAD_PLAIN(v) (v)
 #define LOAD_HALF(v)  deft_half_to_float(v)
 #define LOAD_BF16(v)  deft_bf16_to_float(v)
-#define CMP_LOOPS(name, OP, S, T, LOAD)                                                            \
+/* I64: the int64 loops, which compare an integer scalar as an int64 */
+#define CMP_LOOPS(name, OP, S, T, LOAD, I64)                                                       \
     DEFT_CLONES static void cmp_##name##_##S(const void *ctx, char *const *p, const int64_t *s,    \
                                              int64_t n) {                                          \
         (void)ctx;                                                                                 \
@@ -339,7 +340,7 @@ typedef struct cmp_scalar {
         const cmp_scalar_t *c = ctx;                                                               \
         bool *y = (bool *)p[0];                                                                    \
         const T *a = (const T *)p[1];                                                              \
-        if (c->is_int && sizeof(T) == 8 && (T)0.5 == 0) { /* int64 */                              \
+        if (I64 && c->is_int) {                                                                    \
             for (int64_t i = 0; i < n; i++) y[i * s[0]] = (int64_t)a[i * s[1]] OP c->as_int;       \
             return;                                                                                \
         }                                                                                          \
@@ -347,14 +348,14 @@ typedef struct cmp_scalar {
         for (int64_t i = 0; i < n; i++) y[i * s[0]] = (double)LOAD(a[i * s[1]]) OP v;              \
     }
 #define CMP_ALL(name, OP)                                                                          \
-    CMP_LOOPS(name, OP, f32, float, LOAD_PLAIN)                                                    \
-    CMP_LOOPS(name, OP, f64, double, LOAD_PLAIN)                                                   \
-    CMP_LOOPS(name, OP, i32, int32_t, LOAD_PLAIN)                                                  \
-    CMP_LOOPS(name, OP, i64, int64_t, LOAD_PLAIN)                                                  \
-    CMP_LOOPS(name, OP, u8, uint8_t, LOAD_PLAIN)                                                   \
-    CMP_LOOPS(name, OP, i8, int8_t, LOAD_PLAIN)                                                    \
-    CMP_LOOPS(name, OP, f16, uint16_t, LOAD_HALF)                                                  \
-    CMP_LOOPS(name, OP, bf16, uint16_t, LOAD_BF16)
+    CMP_LOOPS(name, OP, f32, float, LOAD_PLAIN, 0)                                                 \
+    CMP_LOOPS(name, OP, f64, double, LOAD_PLAIN, 0)                                                \
+    CMP_LOOPS(name, OP, i32, int32_t, LOAD_PLAIN, 0)                                               \
+    CMP_LOOPS(name, OP, i64, int64_t, LOAD_PLAIN, 1)                                               \
+    CMP_LOOPS(name, OP, u8, uint8_t, LOAD_PLAIN, 0)                                                \
+    CMP_LOOPS(name, OP, i8, int8_t, LOAD_PLAIN, 0)                                                 \
+    CMP_LOOPS(name, OP, f16, uint16_t, LOAD_HALF, 0)                                               \
+    CMP_LOOPS(name, OP, bf16, uint16_t, LOAD_BF16, 0)
 CMP_OPS(CMP_ALL)
 
 /* Loops by dtype code: [0] two arrays, [1] an array and a scalar. */
