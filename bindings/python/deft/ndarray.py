@@ -446,7 +446,8 @@ class _Op:
     """One Python operator: its NumPy ufunc name (for errors), the deft operators
     on two arrays, with a scalar on the right and on the left, and its kind."""
 
-    __slots__ = ("ufunc", "array_op", "scalar_op", "rscalar_op", "kind", "fast_int", "fast_float")
+    __slots__ = ("ufunc", "array_op", "scalar_op", "rscalar_op", "kind", "fast_int", "fast_float",
+                 "fast_same")
 
     def __init__(self, ufunc, array_op, scalar_op, rscalar_op, kind):
         self.ufunc, self.array_op, self.scalar_op, self.rscalar_op = (ufunc, array_op, scalar_op,
@@ -456,6 +457,9 @@ class _Op:
         self.fast_int = frozenset(c for c in _KIND if self.dtype_of(_with_scalar(c, 1)) == c
                                   and _KIND[c] > 0)
         self.fast_float = frozenset(c for c in _KIND if self.dtype_of(_with_scalar(c, 2)) == c)
+        # the dtypes two arrays of that same dtype compute in as they are
+        self.fast_same = frozenset(c for c in _KIND if self.dtype_of(c) == c and not (
+            c == _BOOL and kind == "bool_logic"))
 
     def dtype_of(self, code):
         """The dtype the operator computes in for promoted operands of `code`
@@ -583,11 +587,22 @@ def _apply_in_place(op, x, other):
 
 
 def _operator_methods(op):
-    fast_int, fast_float, get_dtype = op.fast_int, op.fast_float, _get_dtype
-    handle, call, wrap, one, key = op_handle(op.scalar_op), _invoke, _wrap, _ONE_OUTPUT, _SCALAR_KEY
+    fast_int, fast_float, fast_same = op.fast_int, op.fast_float, op.fast_same
+    get_dtype, call, wrap, one, key = _get_dtype, _invoke, _wrap, _ONE_OUTPUT, _SCALAR_KEY
+    handle, array_handle = op_handle(op.scalar_op), op_handle(op.array_op)
 
+    def fast_text(self, o):
+        """o as the scalar operator's text when x op o keeps x's dtype, else None."""
+        kind = type(o)
+        if kind is int:
+            return str(o) if get_dtype(self) in fast_int else None
+        if kind is float:
+            return repr(o) if get_dtype(self) in fast_float else None
+        return None
+
+    # The common cases go straight to C: a Python number, or an array of the same
+    # dtype, that leaves the dtype as it is.
     def forward(self, o):
-        # the common case, straight to C: a Python number that leaves the dtype as it is
         kind = type(o)
         if kind is int:
             if get_dtype(self) in fast_int:
@@ -595,6 +610,10 @@ def _operator_methods(op):
         elif kind is float:
             if get_dtype(self) in fast_float:
                 return wrap(call(handle, 1, (self,), one, 1, key, (repr(o),))[0])
+        elif kind is NDArray:
+            code = get_dtype(self)
+            if code == get_dtype(o) and code in fast_same:
+                return wrap(call(array_handle, 2, (self, o), one, 0, (), ())[0])
         return _apply(op, self, o)
 
     def reflected(self, o):
@@ -603,6 +622,17 @@ def _operator_methods(op):
         return _apply(op, self, o, reverse=True)
 
     def in_place(self, o):
+        mine = (self,)
+        if type(o) is NDArray:
+            code = get_dtype(self)
+            if code == get_dtype(o) and code in fast_same:
+                call(array_handle, 2, (self, o), mine, 0, (), ())
+                return self
+        else:
+            text = fast_text(self, o)
+            if text is not None:
+                call(handle, 1, mine, mine, 1, key, (text,))
+                return self
         return _apply_in_place(op, self, o)
 
     return forward, reflected, in_place
@@ -613,12 +643,25 @@ def _on_gpu(x):
 
 
 def _comparison_method(array_op, scalar_op, gpu_array_op, gpu_scalar_op):
+    get_dtype, call, wrap, one, key = _get_dtype, _invoke, _wrap, _ONE_OUTPUT, _SCALAR_KEY
+    handle, array_handle = op_handle(scalar_op), op_handle(array_op)
+
     def compare(self, o):
+        kind = type(o)
+        try:  # the common cases straight to C: a Python number, an array of the same dtype
+            if kind is int or kind is float:
+                return wrap(call(handle, 1, (self,), one, 1, key,
+                                 (str(o) if kind is int else repr(o),))[0])
+            if kind is NDArray and get_dtype(self) == get_dtype(o):
+                return wrap(call(array_handle, 2, (self, o), one, 0, (), ())[0])
+        except NotImplementedError:
+            if not _on_gpu(self):
+                raise
         o = _as_operand(o)
         if o is None:
             return NotImplemented
         if isinstance(o, NDArray):
-            code = _PROMOTE[_get_dtype(self), _get_dtype(o)]
+            code = _PROMOTE[get_dtype(self), get_dtype(o)]
             operands = (_cast(self, code), _cast(o, code))
         try:
             if isinstance(o, NDArray):
@@ -630,7 +673,7 @@ def _comparison_method(array_op, scalar_op, gpu_array_op, gpu_scalar_op):
         # on a GPU: MXNet's 0/1 form, cast (it converts a scalar to x's dtype: promote first)
         if isinstance(o, NDArray):
             return invoke(gpu_array_op, operands).astype("bool")
-        x = self if _scalar_kind(o) <= _KIND[_get_dtype(self)] else _cast(self, _F64)
+        x = self if _scalar_kind(o) <= _KIND[get_dtype(self)] else _cast(self, _F64)
         return _scalar_op(gpu_scalar_op, x, o).astype("bool")
 
     return compare
