@@ -765,7 +765,17 @@ START_TEST(test_half_arithmetic_computes_through_float32) {
     double expect = 0;
     for (int i = 0; i < 600; i++) expect += i % 7;
     assert_half_values(total, 1, VALUES(expect)); /* 1795: exact in float16 */
-    free_all(7, (DeftNDArrayHandle[]){big, plus, plus3, row, three, times, total});
+    /* bfloat16 over the threads' split (the parallel path), against float32 rounded once */
+    const int64_t n = 200003;
+    double *v = malloc(sizeof(double) * n), *w = malloc(sizeof(double) * n);
+    for (int64_t i = 0; i < n; i++) v[i] = (double)(i % 256) / 4, w[i] = v[i] - 0.5;
+    DeftNDArrayHandle f = make(DEFT_FLOAT32, 1, &n, v);
+    DeftNDArrayHandle large = call1("Cast", 1, &f, P("dtype", "bfloat16"));
+    DeftNDArrayHandle minus = call1("_minus_scalar", 1, &large, P("scalar", "0.5"));
+    assert_half_values(minus, (int)n, w); /* k / 4, k < 256: exact in bfloat16 */
+    free(v), free(w);
+    free_all(10,
+             (DeftNDArrayHandle[]){big, plus, plus3, row, three, times, total, f, large, minus});
 }
 END_TEST
 
