@@ -78,6 +78,24 @@ static const grad_case_t more_cases[] = {
     BCAST("broadcast_logical_and", -1, 1),
     BCAST("broadcast_logical_or", -1, 1),
     BCAST("broadcast_logical_xor", -1, 1),
+    /* NumPy's: bool comparisons, floor division (the integer-only bitwise operators are
+     * in not_recorded) */
+    BCAST("_npi_equal", -1, 1),
+    {"_npi_equal", NO_PARAMS, 2, {1, 1}, {{3}, {3}}, -1, 1, 3, VALUES(1, 2, 3, 1, 0, 3)},
+    BCAST("_npi_not_equal", -1, 1),
+    BCAST("_npi_greater", -1, 1),
+    BCAST("_npi_greater_equal", -1, 1),
+    BCAST("_npi_less", -1, 1),
+    BCAST("_npi_less_equal", -1, 1),
+    SCALAR("_npi_equal_scalar", "0.5", -1, 1),
+    SCALAR("_npi_not_equal_scalar", "0.5", -1, 1),
+    SCALAR("_npi_greater_scalar", "0", -1, 1),
+    SCALAR("_npi_greater_equal_scalar", "0", -1, 1),
+    SCALAR("_npi_less_scalar", "0", -1, 1),
+    SCALAR("_npi_less_equal_scalar", "0", -1, 1),
+    BCAST("_npi_floor_divide", 0.5, 3),
+    SCALAR("_npi_floor_divide_scalar", "-0.7", -3, 3),
+    SCALAR("_npi_rfloor_divide_scalar", "5", 0.5, 3),
     UNARY("ceil", -3, 3),
     UNARY("floor", -3, 3),
     UNARY("fix", -3, 3),
@@ -148,6 +166,20 @@ static const grad_case_t more_cases[] = {
 static const char *const not_recorded[] = {
     "_CachedOp",       /* a recorded graph: export inlines it (test_deferred) */
     "_copy_to_device", /* needs a second device (test_gpu) */
+    /* integer and bool inputs only, which the cases here do not make (test_op_elemwise) */
+    "_npi_bitwise_and",
+    "_npi_bitwise_and_scalar",
+    "_npi_bitwise_or",
+    "_npi_bitwise_or_scalar",
+    "_npi_bitwise_xor",
+    "_npi_bitwise_xor_scalar",
+    "_npi_bitwise_not",
+    "_npi_bitwise_left_shift",
+    "_npi_bitwise_left_shift_scalar",
+    "_npi_rbitwise_left_shift_scalar",
+    "_npi_bitwise_right_shift",
+    "_npi_bitwise_right_shift_scalar",
+    "_npi_rbitwise_right_shift_scalar",
     NULL,
 };
 

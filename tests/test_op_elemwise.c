@@ -296,10 +296,11 @@ START_TEST(test_broadcast_rejects_incompatible_shapes) {
                          "broadcast together (axis -2: 2 vs 4)");
     ck_assert_call_fails("elemwise_add", 2, ab, NO_PARAMS, DEFT_ERROR_VALUE,
                          "input 1 has shape (4,3), expected (2,3)");
-    DeftNDArrayHandle f = make(DEFT_FLOAT16, 1, SHAPE(3), NULL);
+    DeftNDArrayHandle f = make(DEFT_INT8, 1, SHAPE(3), NULL);
     DeftNDArrayHandle ff[2] = {f, f};
     ck_assert_call_fails("broadcast_add", 2, ff, NO_PARAMS, DEFT_ERROR_TYPE,
-                         "input 0 has dtype float16, which has no kernel");
+                         "input 0 has dtype int8, which has no kernel (expected float32, float64, "
+                         "int32, int64 or uint8; float16, bfloat16 through float32)");
     free_all(3, (DeftNDArrayHandle[]){a, b, f});
 }
 END_TEST
@@ -569,11 +570,259 @@ START_TEST(test_hypot_and_logical_broadcast_and_scalar_forms) {
 }
 END_TEST
 
+/* ---- NumPy's operators: floor division, remainder, bitwise, shifts, bool comparisons ---- */
+
+/* The array's dtype code. */
+static int dtype_of(DeftNDArrayHandle h) {
+    int dtype;
+    ck_assert_ok(DeftNDArrayGetDType(h, &dtype));
+    return dtype;
+}
+
+START_TEST(test_floor_divide_and_mod_follow_python) {
+    DeftNDArrayHandle a = make(DEFT_INT32, 1, SHAPE(6), VALUES(7, -7, 7, -7, 0, 5));
+    DeftNDArrayHandle b = make(DEFT_INT32, 1, SHAPE(6), VALUES(2, 2, -2, -2, 3, 0));
+    DeftNDArrayHandle ab[2] = {a, b};
+    DeftNDArrayHandle q = call1("_npi_floor_divide", 2, ab, NO_PARAMS);
+    assert_values(q, 6, VALUES(3, -4, -4, 3, 0, 0), 0); /* x // 0 is 0, as NumPy's */
+    DeftNDArrayHandle r = call1("_npi_mod", 2, ab, NO_PARAMS);
+    assert_values(r, 6, VALUES(1, 1, -1, -1, 0, 0), 0);
+    DeftNDArrayHandle qs = call1("_npi_floor_divide_scalar", 1, &a, P("scalar", "-3"));
+    assert_values(qs, 6, VALUES(-3, 2, -3, 2, 0, -2), 0);
+    DeftNDArrayHandle rq = call1("_npi_rfloor_divide_scalar", 1, &b, P("scalar", "-7"));
+    assert_values(rq, 6, VALUES(-4, -4, 3, 3, -3, 0), 0);
+    DeftNDArrayHandle f = make(DEFT_FLOAT64, 1, SHAPE(6), VALUES(7, -7, 7.5, -7.5, 1, 7));
+    DeftNDArrayHandle g = make(DEFT_FLOAT64, 1, SHAPE(6), VALUES(2, 2, -2, -2, 0, 0.7));
+    DeftNDArrayHandle fg[2] = {f, g};
+    DeftNDArrayHandle fq = call1("_npi_floor_divide", 2, fg, NO_PARAMS);
+    assert_values(fq, 6, VALUES(3, -4, -4, 3, INFINITY, 10), 0); /* 7 // 0.7 is 10, as Python */
+    DeftNDArrayHandle fr = call1("_npi_mod", 2, fg, NO_PARAMS);
+    assert_values(fr, 6, VALUES(1, 1, -0.5, -1.5, NAN, fmod(7, 0.7)), 1e-15);
+    DeftNDArrayHandle mx = call1("broadcast_mod", 2, fg, NO_PARAMS); /* MXNet's: x mod 0 is 0 */
+    assert_values(mx, 6, VALUES(1, 1, -0.5, -1.5, 0, fmod(7, 0.7)), 1e-15);
+    free_all(11, (DeftNDArrayHandle[]){a, b, q, r, qs, rq, f, g, fq, fr, mx});
+}
+END_TEST
+
+START_TEST(test_bitwise_and_shifts_follow_numpy) {
+    DeftNDArrayHandle a = make(DEFT_INT32, 1, SHAPE(4), VALUES(12, -1, 5, -8));
+    DeftNDArrayHandle b = make(DEFT_INT32, 1, SHAPE(4), VALUES(10, 3, 0, 1));
+    DeftNDArrayHandle ab[2] = {a, b};
+    DeftNDArrayHandle band = call1("_npi_bitwise_and", 2, ab, NO_PARAMS);
+    assert_values(band, 4, VALUES(8, 3, 0, 0), 0);
+    DeftNDArrayHandle bor = call1("_npi_bitwise_or", 2, ab, NO_PARAMS);
+    assert_values(bor, 4, VALUES(14, -1, 5, -7), 0);
+    DeftNDArrayHandle bxor = call1("_npi_bitwise_xor", 2, ab, NO_PARAMS);
+    assert_values(bxor, 4, VALUES(6, -4, 5, -7), 0);
+    DeftNDArrayHandle bnot = call1("_npi_bitwise_not", 1, &a, NO_PARAMS);
+    assert_values(bnot, 4, VALUES(-13, 0, -6, 7), 0);
+    /* counts of the width or more, and negative ones, give 0 (or -1 shifting a negative right) */
+    DeftNDArrayHandle n = make(DEFT_INT32, 1, SHAPE(4), VALUES(1, 31, 32, -1));
+    DeftNDArrayHandle an[2] = {a, n};
+    DeftNDArrayHandle ls = call1("_npi_bitwise_left_shift", 2, an, NO_PARAMS);
+    assert_values(ls, 4, VALUES(24, -2147483648.0, 0, 0), 0);
+    DeftNDArrayHandle rs = call1("_npi_bitwise_right_shift", 2, an, NO_PARAMS);
+    assert_values(rs, 4, VALUES(6, -1, 0, -1), 0);
+    DeftNDArrayHandle ls1 = call1("_npi_bitwise_left_shift_scalar", 1, &a, P("scalar", "2"));
+    assert_values(ls1, 4, VALUES(48, -4, 20, -32), 0);
+    DeftNDArrayHandle rls = call1("_npi_rbitwise_left_shift_scalar", 1, &b, P("scalar", "1"));
+    assert_values(rls, 4, VALUES(1024, 8, 1, 2), 0);
+    DeftNDArrayHandle rrs = call1("_npi_rbitwise_right_shift_scalar", 1, &b, P("scalar", "-64"));
+    assert_values(rrs, 4, VALUES(-1, -8, -64, -32), 0);
+    DeftNDArrayHandle u = make(DEFT_UINT8, 1, SHAPE(2), VALUES(0, 200));
+    DeftNDArrayHandle unot = call1("_npi_bitwise_not", 1, &u, NO_PARAMS);
+    assert_values(unot, 2, VALUES(255, 55), 0);
+    DeftNDArrayHandle urs = call1("_npi_bitwise_right_shift_scalar", 1, &u, P("scalar", "9"));
+    assert_values(urs, 2, VALUES(0, 0), 0);
+    free_all(15, (DeftNDArrayHandle[]){a, b, band, bor, bxor, bnot, n, ls, rs, ls1, rls, rrs, u,
+                                       unot, urs});
+}
+END_TEST
+
+START_TEST(test_bitwise_ops_on_bool_are_logical_and_floats_are_refused) {
+    DeftNDArrayHandle p = make(DEFT_BOOL, 1, SHAPE(4), VALUES(1, 1, 0, 0));
+    DeftNDArrayHandle q = make(DEFT_BOOL, 1, SHAPE(4), VALUES(1, 0, 1, 0));
+    DeftNDArrayHandle pq[2] = {p, q};
+    const char *names[3] = {"_npi_bitwise_and", "_npi_bitwise_or", "_npi_bitwise_xor"};
+    const double want[3][4] = {{1, 0, 0, 0}, {1, 1, 1, 0}, {0, 1, 1, 0}};
+    for (int k = 0; k < 3; k++) {
+        DeftNDArrayHandle r = call1(names[k], 2, pq, NO_PARAMS);
+        ck_assert_int_eq(dtype_of(r), DEFT_BOOL);
+        assert_values(r, 4, want[k], 0);
+        ck_assert_ok(DeftNDArrayFree(r));
+    }
+    DeftNDArrayHandle inv = call1("_npi_bitwise_not", 1, &p, NO_PARAMS);
+    ck_assert_int_eq(dtype_of(inv), DEFT_BOOL);
+    assert_values(inv, 4, VALUES(0, 0, 1, 1), 0); /* logical, not 254 */
+    DeftNDArrayHandle ps = call1("_npi_bitwise_or_scalar", 1, &p, P("scalar", "2"));
+    assert_values(ps, 4, VALUES(1, 1, 1, 1), 0); /* the scalar as a bool */
+    ck_assert_call_fails("_npi_bitwise_left_shift", 2, pq, NO_PARAMS, DEFT_ERROR_TYPE,
+                         "input 0 has dtype bool, which has no kernel (expected int32, int64 or "
+                         "uint8)");
+    DeftNDArrayHandle f = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(1, 2));
+    ck_assert_call_fails("_npi_bitwise_and", 2, ((DeftNDArrayHandle[]){f, f}), NO_PARAMS,
+                         DEFT_ERROR_TYPE,
+                         "input 0 has dtype float32, which has no kernel (expected int32, int64, "
+                         "uint8 or bool)");
+    ck_assert_call_fails("_npi_bitwise_not", 1, &f, NO_PARAMS, DEFT_ERROR_TYPE,
+                         "input 0 has dtype float32, expected int32, int64, uint8 or bool");
+    ck_assert_call_fails("broadcast_add", 2, pq, NO_PARAMS, DEFT_ERROR_TYPE,
+                         "input 0 has dtype bool, which has no kernel");
+    free_all(5, (DeftNDArrayHandle[]){p, q, inv, ps, f});
+}
+END_TEST
+
+START_TEST(test_numpy_comparisons_give_bool_and_compare_scalars_exactly) {
+    DeftNDArrayHandle a = make(DEFT_FLOAT32, 2, SHAPE(2, 2), VALUES(1, 2, 3, NAN));
+    DeftNDArrayHandle b = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(2, 2));
+    DeftNDArrayHandle ab[2] = {a, b};
+    const char *names[6] = {"_npi_equal", "_npi_not_equal",     "_npi_greater",
+                            "_npi_less",  "_npi_greater_equal", "_npi_less_equal"};
+    const double want[6][4] = {{0, 1, 0, 0}, {1, 0, 1, 1}, {0, 0, 1, 0},
+                               {1, 0, 0, 0}, {0, 1, 1, 0}, {1, 1, 0, 0}};
+    for (int k = 0; k < 6; k++) {
+        DeftNDArrayHandle r = call1(names[k], 2, ab, NO_PARAMS);
+        ck_assert_int_eq(dtype_of(r), DEFT_BOOL);
+        assert_values(r, 4, want[k], 0);
+        ck_assert_ok(DeftNDArrayFree(r));
+    }
+    /* MXNet's comparison keeps the input's dtype */
+    DeftNDArrayHandle mx = call1("broadcast_greater", 2, ab, NO_PARAMS);
+    ck_assert_int_eq(dtype_of(mx), DEFT_FLOAT32);
+    /* an integer array against 2.5 is not truncated; int64 against an integer above 2^53 is exact
+     */
+    DeftNDArrayHandle i = make(DEFT_INT32, 1, SHAPE(3), VALUES(2, 3, -3));
+    DeftNDArrayHandle ge = call1("_npi_greater_equal_scalar", 1, &i, P("scalar", "2.5"));
+    assert_values(ge, 3, VALUES(0, 1, 0), 0);
+    DeftNDArrayHandle big;
+    int64_t value = (1LL << 53) + 1;
+    ck_assert_ok(DeftNDArrayCreateFromData(SHAPE(1), 1, DEFT_INT64, DEFT_CPU, 0, &value,
+                                           sizeof value, &big));
+    DeftNDArrayHandle eq = call1("_npi_equal_scalar", 1, &big, P("scalar", "9007199254740992"));
+    assert_values(eq, 1, VALUES(0), 0); /* as doubles, both are 2^53 */
+    DeftNDArrayHandle bl = make(DEFT_BOOL, 1, SHAPE(2), VALUES(1, 0));
+    DeftNDArrayHandle bls = call1("_npi_less_scalar", 1, &bl, P("scalar", "0.5"));
+    assert_values(bls, 2, VALUES(0, 1), 0);
+    ck_assert_call_fails("_npi_equal", 2, ((DeftNDArrayHandle[]){a, i}), NO_PARAMS, DEFT_ERROR_TYPE,
+                         "input 1 has dtype int32, expected float32");
+    free_all(9, (DeftNDArrayHandle[]){a, b, mx, i, ge, big, eq, bl, bls});
+}
+END_TEST
+
+/* A float16 or bfloat16 copy of float32 values (Cast rounds to nearest even). */
+static DeftNDArrayHandle half_of(const char *dtype, int n, const double *values) {
+    DeftNDArrayHandle f = make(DEFT_FLOAT32, 1, SHAPE(n), values);
+    DeftNDArrayHandle h = call1("Cast", 1, &f, P("dtype", dtype));
+    ck_assert_ok(DeftNDArrayFree(f));
+    return h;
+}
+
+/* The float32 values of a half array. */
+static void assert_half_values(DeftNDArrayHandle h, int n, const double *want) {
+    DeftNDArrayHandle f = call1("Cast", 1, &h, P("dtype", "float32"));
+    assert_values(f, n, want, 0);
+    ck_assert_ok(DeftNDArrayFree(f));
+}
+
+START_TEST(test_half_arithmetic_computes_through_float32) {
+    const char *dtypes[2] = {"float16", "bfloat16"};
+    for (int k = 0; k < 2; k++) {
+        DeftNDArrayHandle a = half_of(dtypes[k], 4, VALUES(1, 2.5, -3, 0.25));
+        DeftNDArrayHandle b = half_of(dtypes[k], 1, VALUES(2));
+        DeftNDArrayHandle ab[2] = {a, b};
+        DeftNDArrayHandle sum = call1("broadcast_add", 2, ab, NO_PARAMS);
+        ck_assert_int_eq(dtype_of(sum), k == 0 ? DEFT_FLOAT16 : DEFT_BFLOAT16);
+        assert_half_values(sum, 4, VALUES(3, 4.5, -1, 2.25));
+        DeftNDArrayHandle quot = call1("_div_scalar", 1, &a, P("scalar", "4"));
+        assert_half_values(quot, 4, VALUES(0.25, 0.625, -0.75, 0.0625));
+        DeftNDArrayHandle sq = call1("square", 1, &a, NO_PARAMS);
+        assert_half_values(sq, 4, VALUES(1, 6.25, 9, 0.0625));
+        DeftNDArrayHandle total = call1("sum", 1, &a, NO_PARAMS);
+        assert_half_values(total, 1, VALUES(0.75));
+        DeftNDArrayHandle top = call1("max", 1, &a, NO_PARAMS);
+        assert_half_values(top, 1, VALUES(2.5));
+        DeftNDArrayHandle avg = call1("mean", 1, &a, NO_PARAMS);
+        assert_half_values(avg, 1, VALUES(0.1875));
+        free_all(8, (DeftNDArrayHandle[]){a, b, sum, quot, sq, total, top, avg});
+    }
+    /* one rounding, of the float32 result: 2049 is not a float16, 2048 + 1 rounds to even */
+    DeftNDArrayHandle big = half_of("float16", 1, VALUES(2048));
+    DeftNDArrayHandle plus = call1("_plus_scalar", 1, &big, P("scalar", "1"));
+    assert_half_values(plus, 1, VALUES(2048));
+    DeftNDArrayHandle plus3 = call1("_plus_scalar", 1, &big, P("scalar", "3"));
+    assert_half_values(plus3, 1, VALUES(2052));
+    /* a float16 row long enough to cross the conversion blocks and broadcast */
+    double values[600];
+    for (int i = 0; i < 600; i++) values[i] = i % 7;
+    DeftNDArrayHandle row = half_of("float16", 600, values);
+    DeftNDArrayHandle three = half_of("float16", 1, VALUES(3));
+    DeftNDArrayHandle times =
+        call1("broadcast_mul", 2, (DeftNDArrayHandle[]){three, row}, NO_PARAMS);
+    double want[600];
+    for (int i = 0; i < 600; i++) want[i] = 3 * (i % 7);
+    assert_half_values(times, 600, want);
+    DeftNDArrayHandle total = call1("sum", 1, &row, NO_PARAMS);
+    double expect = 0;
+    for (int i = 0; i < 600; i++) expect += i % 7;
+    assert_half_values(total, 1, VALUES(expect)); /* 1795: exact in float16 */
+    /* bfloat16 over the threads' split (the parallel path), against float32 rounded once */
+    const int64_t n = 200003;
+    double *v = malloc(sizeof(double) * n), *w = malloc(sizeof(double) * n);
+    for (int64_t i = 0; i < n; i++) v[i] = (double)(i % 256) / 4, w[i] = v[i] - 0.5;
+    DeftNDArrayHandle f = make(DEFT_FLOAT32, 1, &n, v);
+    DeftNDArrayHandle large = call1("Cast", 1, &f, P("dtype", "bfloat16"));
+    DeftNDArrayHandle minus = call1("_minus_scalar", 1, &large, P("scalar", "0.5"));
+    assert_half_values(minus, (int)n, w); /* k / 4, k < 256: exact in bfloat16 */
+    free(v), free(w);
+    free_all(10,
+             (DeftNDArrayHandle[]){big, plus, plus3, row, three, times, total, f, large, minus});
+}
+END_TEST
+
+START_TEST(test_bool_reductions_and_where_condition) {
+    DeftNDArrayHandle m = make(DEFT_BOOL, 2, SHAPE(2, 2), VALUES(1, 0, 0, 0));
+    DeftNDArrayHandle any = call1("max", 1, &m, P("axis", "1"));
+    ck_assert_int_eq(dtype_of(any), DEFT_BOOL);
+    assert_values(any, 2, VALUES(1, 0), 0);
+    DeftNDArrayHandle all = call1("min", 1, &m, NO_PARAMS);
+    assert_values(all, 1, VALUES(0), 0);
+    ck_assert_call_fails("sum", 1, &m, NO_PARAMS, DEFT_ERROR_TYPE, "input 0 has dtype bool");
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 2, SHAPE(2, 2), VALUES(1, 2, 3, 4));
+    DeftNDArrayHandle y = make(DEFT_FLOAT32, 1, SHAPE(1), VALUES(-1));
+    DeftNDArrayHandle w = call1("where", 3, (DeftNDArrayHandle[]){m, x, y}, NO_PARAMS);
+    assert_values(w, 4, VALUES(1, -1, -1, -1), 0);
+    /* MXNet's functions exact on 0 and 1 take bool and give bool */
+    DeftNDArrayHandle r = make(DEFT_BOOL, 1, SHAPE(2), VALUES(0, 1));
+    DeftNDArrayHandle mr[2] = {m, r};
+    const char *names[4] = {"broadcast_maximum", "broadcast_logical_and", "broadcast_equal",
+                            "broadcast_lesser"};
+    const double want[4][4] = {{1, 1, 0, 1}, {0, 0, 0, 0}, {0, 0, 1, 0}, {0, 1, 0, 1}};
+    for (int k = 0; k < 4; k++) {
+        DeftNDArrayHandle h = call1(names[k], 2, mr, NO_PARAMS);
+        ck_assert_int_eq(dtype_of(h), DEFT_BOOL);
+        assert_values(h, 4, want[k], 0);
+        ck_assert_ok(DeftNDArrayFree(h));
+    }
+    DeftNDArrayHandle n = call1("logical_not", 1, &m, NO_PARAMS);
+    ck_assert_int_eq(dtype_of(n), DEFT_BOOL);
+    assert_values(n, 4, VALUES(0, 1, 1, 1), 0);
+    ck_assert_call_fails("broadcast_mul", 2, mr, NO_PARAMS, DEFT_ERROR_TYPE,
+                         "input 0 has dtype bool, which has no kernel");
+    free_all(8, (DeftNDArrayHandle[]){m, any, all, x, y, w, r, n});
+}
+END_TEST
+
 static Suite *elemwise_suite(void) {
     Suite *suite = suite_create("elementwise ops");
     TCase *tc = tcase_create("elemwise");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_unary_float_ops_match_libm);
+    tcase_add_test(tc, test_floor_divide_and_mod_follow_python);
+    tcase_add_test(tc, test_bitwise_and_shifts_follow_numpy);
+    tcase_add_test(tc, test_bitwise_ops_on_bool_are_logical_and_floats_are_refused);
+    tcase_add_test(tc, test_numpy_comparisons_give_bool_and_compare_scalars_exactly);
+    tcase_add_test(tc, test_half_arithmetic_computes_through_float32);
+    tcase_add_test(tc, test_bool_reductions_and_where_condition);
     tcase_add_test(tc, test_float32_exp_tanh_sigmoid_accuracy);
     tcase_add_test(tc, test_unary_integer_ops_wrap_like_twos_complement);
     tcase_add_test(tc, test_activation_and_clip);

@@ -396,6 +396,7 @@ extern "C" int deft_gpu_reduce(int dev, const deft_gpu_reduce_t *r) {
         status = launch<int64_t>(dev, *r, stream);
         break;
     case DEFT_DT_UINT8:
+    case DEFT_DT_BOOL: /* max and min: 0 and 1 */
         status = launch<uint8_t>(dev, *r, stream);
         break;
     default:

@@ -111,6 +111,9 @@ DEFT_DEVICE_FN void deft_reduce_store(deft_reduce_kind_t kind, const deft_partia
     case DEFT_DT_UINT8:
         ((uint8_t *)data)[o] = (uint8_t)p->u;
         return;
+    case DEFT_DT_BOOL:
+        ((uint8_t *)data)[o] = p->u != 0;
+        return;
     default:
         break;
     }

@@ -182,7 +182,53 @@ DEFT_DEVICE_FN double deft_tanh(double x) {
     X(logical_and, (T)(a != 0 && b != 0))                                                          \
     X(logical_or, (T)(a != 0 || b != 0))                                                           \
     X(logical_xor, (T)((a != 0) != (b != 0)))                                                      \
-    X(mod, (T)deft_mod_double(a, b))
+    X(mod, (T)deft_mod_double(a, b))                                                               \
+    X(floor_divide, deft_floor_divide(a, b))                                                       \
+    X(remainder, deft_remainder(a, b))
+
+/* NumPy's floor_divide of floats: floor(a / b) computed as (a - fmod(a, b)) / b,
+ * so that a == b * (a // b) + a % b holds as closely as rounding allows (7.0 // 0.7
+ * is 10, as in Python: fmod(7.0, 0.7) is 4e-16); x // 0 is a / 0 (inf or NaN). */
+#define DEFT_DEFINE_FLOOR_DIVIDE(S, T)                                                             \
+    DEFT_DEVICE_FN T deft_floor_divide_##S(T a, T b) {                                             \
+        if (b == 0) return a / b;                                                                  \
+        T rem = fmod(a, b), div = (a - rem) / b;                                                   \
+        if (rem != 0 && ((b < 0) != (rem < 0))) div -= 1;                                          \
+        if (div == 0) return copysign((T)0, a / b);                                                \
+        T below = floor(div);                                                                      \
+        return div - below > (T)0.5 ? below + 1 : below;                                           \
+    }
+/* NumPy's remainder of floats: the sign of b, x % 0 is NaN (MXNet's mod gives 0). */
+#define DEFT_DEFINE_REMAINDER(S, T)                                                                \
+    DEFT_DEVICE_FN T deft_remainder_##S(T a, T b) {                                                \
+        T rem = fmod(a, b);                                                                        \
+        if (b == 0) return rem;                                                                    \
+        if (rem == 0) return copysign((T)0, b);                                                    \
+        return (b < 0) != (rem < 0) ? rem + b : rem;                                               \
+    }
+DEFT_DEFINE_FLOOR_DIVIDE(f32, float)
+DEFT_DEFINE_FLOOR_DIVIDE(f64, double)
+DEFT_DEFINE_REMAINDER(f32, float)
+DEFT_DEFINE_REMAINDER(f64, double)
+#ifdef __CUDACC__
+DEFT_DEVICE_FN float deft_floor_divide(float a, float b) {
+    return deft_floor_divide_f32(a, b);
+}
+DEFT_DEVICE_FN double deft_floor_divide(double a, double b) {
+    return deft_floor_divide_f64(a, b);
+}
+DEFT_DEVICE_FN float deft_remainder(float a, float b) {
+    return deft_remainder_f32(a, b);
+}
+DEFT_DEVICE_FN double deft_remainder(double a, double b) {
+    return deft_remainder_f64(a, b);
+}
+#else
+#define deft_floor_divide(a, b)                                                                    \
+    _Generic((a), float : deft_floor_divide_f32, default : deft_floor_divide_f64)(a, b)
+#define deft_remainder(a, b)                                                                       \
+    _Generic((a), float : deft_remainder_f32, default : deft_remainder_f64)(a, b)
+#endif
 
 #define DEFT_DEFINE_UNARY_F(name, expr)                                                            \
     DEFT_DEVICE_FN float deft_##name##_f(float x) {                                                \
@@ -328,6 +374,62 @@ DEFT_DEVICE_FN int64_t deft_hypot_i64(int64_t a, int64_t b) {
 }
 DEFT_DEVICE_FN uint8_t deft_hypot_u8(uint8_t a, uint8_t b) {
     return deft_to_u8(hypot((double)a, (double)b));
+}
+
+/* NumPy's integer-only functions (no float forms): bitwise and shifts; a shift by a
+ * negative count or by the width or more gives 0 (-1 for a negative x shifted right),
+ * as NumPy's npy_lshift / npy_rshift. */
+#define DEFT_DEFINE_BITWISE_MATH(S, T, U)                                                          \
+    DEFT_DEVICE_FN T deft_bitwise_and_##S(T a, T b) {                                              \
+        return (T)(a & b);                                                                         \
+    }                                                                                              \
+    DEFT_DEVICE_FN T deft_bitwise_or_##S(T a, T b) {                                               \
+        return (T)(a | b);                                                                         \
+    }                                                                                              \
+    DEFT_DEVICE_FN T deft_bitwise_xor_##S(T a, T b) {                                              \
+        return (T)(a ^ b);                                                                         \
+    }                                                                                              \
+    DEFT_DEVICE_FN T deft_bitwise_not_##S(T x) {                                                   \
+        return (T)~x;                                                                              \
+    }                                                                                              \
+    DEFT_DEVICE_FN T deft_left_shift_##S(T a, T b) {                                               \
+        return (U)b < (U)(8 * sizeof(T)) ? (T)((U)a << (U)b) : (T)0;                               \
+    }                                                                                              \
+    DEFT_DEVICE_FN T deft_right_shift_##S(T a, T b) {                                              \
+        /* a >> (width - 1) >> 1: -1 for negative a, else 0 (C shifts signed right arithmetically  \
+         * on every compiler deft supports) */                                                     \
+        return (U)b < (U)(8 * sizeof(T)) ? (T)(a >> (U)b) : (T)(a >> (8 * sizeof(T) - 1) >> 1);    \
+    }
+DEFT_DEFINE_BITWISE_MATH(i32, int32_t, uint32_t)
+DEFT_DEFINE_BITWISE_MATH(i64, int64_t, uint64_t)
+DEFT_DEFINE_BITWISE_MATH(u8, uint8_t, uint8_t)
+
+/* floor division of integers, Python's (rounding towards minus infinity); x // 0 is 0
+ * and INT_MIN // -1 wraps, as NumPy's. */
+#define DEFT_DEFINE_SIGNED_FLOOR_DIVIDE(S, T, U)                                                   \
+    DEFT_DEVICE_FN T deft_floor_divide_##S(T a, T b) {                                             \
+        if (b == 0) return 0;                                                                      \
+        if (b == (T)-1) return (T)(0 - (U)a);                                                      \
+        T q = (T)(a / b);                                                                          \
+        return (a % b != 0 && ((a < 0) != (b < 0))) ? (T)(q - 1) : q;                              \
+    }
+DEFT_DEFINE_SIGNED_FLOOR_DIVIDE(i32, int32_t, uint32_t)
+DEFT_DEFINE_SIGNED_FLOOR_DIVIDE(i64, int64_t, uint64_t)
+DEFT_DEVICE_FN uint8_t deft_floor_divide_u8(uint8_t a, uint8_t b) {
+    return b == 0 ? 0 : (uint8_t)(a / b);
+}
+
+/* The matching remainder, with the sign of b (Python's %); x % 0 is 0, as NumPy's. */
+#define DEFT_DEFINE_SIGNED_REMAINDER(S, T)                                                         \
+    DEFT_DEVICE_FN T deft_remainder_##S(T a, T b) {                                                \
+        if (b == 0 || b == (T)-1) return 0;                                                        \
+        T rem = (T)(a % b);                                                                        \
+        return (rem != 0 && ((rem < 0) != (b < 0))) ? (T)(rem + b) : rem;                          \
+    }
+DEFT_DEFINE_SIGNED_REMAINDER(i32, int32_t)
+DEFT_DEFINE_SIGNED_REMAINDER(i64, int64_t)
+DEFT_DEVICE_FN uint8_t deft_remainder_u8(uint8_t a, uint8_t b) {
+    return b == 0 ? 0 : (uint8_t)(a % b);
 }
 
 #endif

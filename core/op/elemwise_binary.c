@@ -3,12 +3,15 @@
  * their same-shape forms (elemwise_add, _maximum, _greater ...) and scalar
  * forms (_plus_scalar ...), and the backward operators of gamma and gammaln.
  * The scalar math is in scalar_math.h; comparisons and logical operators
- * return 1 or 0 in the input dtype, as MXNet's do.
+ * return 1 or 0 in the input dtype, as MXNet's do. The NumPy operators
+ * (_npi_*: bool comparisons, floor division, bitwise and shifts) follow NumPy.
+ * float16 and bfloat16 compute through float32 (half_compute.c).
  */
 #include <math.h>
 
 #include "core/op/gpu_ops.h"
 #include "core/op/grad.h"
+#include "core/op/half_compute.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
 #include "core/math/scalar_math.h"
@@ -17,6 +20,7 @@
 typedef struct binary_kernels {
     deft_inner_fn fn[DEFT_SLOTS];
     deft_gpu_fn_t gpu; /* the same function on the GPU */
+    bool bool_ok;      /* bool inputs run the uint8 loop (exact on 0 and 1) */
 } binary_kernels_t;
 
 /* Special cases for the stride patterns that vectorise: dense, and either side a scalar. */
@@ -48,19 +52,74 @@ typedef struct binary_kernels {
     static const binary_kernels_t k_##name = {{loop_deft_##name##_f, loop_deft_##name##_d,         \
                                                loop_deft_##name##_i32, loop_deft_##name##_i64,     \
                                                loop_deft_##name##_u8},                             \
-                                              DEFT_GPU_FN_##name};
+                                              DEFT_GPU_FN_##name,                                  \
+                                              false};
 DEFT_BINARY_FLOAT_MATH(ALL_LOOPS)
 
 #define FLOAT_LOOPS(name, expr)                                                                    \
     BINARY_LOOP(deft_##name##_f, float)                                                            \
     BINARY_LOOP(deft_##name##_d, double)                                                           \
     static const binary_kernels_t k_##name = {                                                     \
-        {loop_deft_##name##_f, loop_deft_##name##_d, NULL, NULL, NULL}, DEFT_GPU_FN_##name};
+        {loop_deft_##name##_f, loop_deft_##name##_d, NULL, NULL, NULL},                            \
+        DEFT_GPU_FN_##name,                                                                        \
+        false};
 DEFT_GRAD_BINARY_MATH(FLOAT_LOOPS)
+
+/* Integer-only functions (bool arrays run the uint8 loops: on 0 and 1, and, or
+ * and xor are the logical ones); they have no GPU kernel. */
+#define INT_LOOPS(name, bool_ok)                                                                   \
+    BINARY_LOOP(deft_##name##_i32, int32_t)                                                        \
+    BINARY_LOOP(deft_##name##_i64, int64_t)                                                        \
+    BINARY_LOOP(deft_##name##_u8, uint8_t)                                                         \
+    static const binary_kernels_t k_##name = {                                                     \
+        {NULL, NULL, loop_deft_##name##_i32, loop_deft_##name##_i64, loop_deft_##name##_u8},       \
+        DEFT_GPU_FN_COUNT,                                                                         \
+        bool_ok};
+INT_LOOPS(bitwise_and, true)
+INT_LOOPS(bitwise_or, true)
+INT_LOOPS(bitwise_xor, true)
+INT_LOOPS(left_shift, false)
+INT_LOOPS(right_shift, false)
+
+/* MXNet's functions exact on bool (0 and 1 in, 0 or 1 out): bool arrays run their
+ * uint8 loops, as the bitwise and, or and xor. */
+static const binary_kernels_t *const bool_exact[] = {
+    &k_maximum, &k_minimum,      &k_equal,       &k_not_equal,  &k_greater,    &k_greater_equal,
+    &k_lesser,  &k_lesser_equal, &k_logical_and, &k_logical_or, &k_logical_xor};
+
+static bool takes_bool(const binary_kernels_t *k) {
+    for (size_t i = 0; i < sizeof bool_exact / sizeof bool_exact[0]; i++)
+        if (bool_exact[i] == k) return true;
+    return k->bool_ok;
+}
+
+/* The kernel slot of a dtype; bool runs the uint8 kernels of the operators whose
+ * infer admits it (those exact on 0 and 1). */
+static inline int kernel_slot(deft_dtype_t dtype) {
+    return dtype == DEFT_DT_BOOL ? DEFT_SLOT_U8 : deft_dtype_slot(dtype);
+}
+
+/* The dtypes an operator's kernels take: its slots, float16 and bfloat16 where it
+ * has float32 kernels (computed through them), bool for the bitwise ones. */
+static int check_kernel_dtype(const deft_op_t *op, const binary_kernels_t *k, int input,
+                              deft_dtype_t dtype) {
+    if (deft_dtype_is_half(dtype) && k->fn[DEFT_SLOT_F32]) return 0;
+    if (dtype == DEFT_DT_BOOL && takes_bool(k)) return 0;
+    int slot = deft_dtype_slot(dtype);
+    if (slot >= 0 && k->fn[slot]) return 0;
+    return deft_op_error(
+        op, DEFT_ERR_TYPE, "input %d has dtype %s, which has no kernel (expected %s)", input,
+        deft_dtype_name(dtype),
+        k->bool_ok              ? "int32, int64, uint8 or bool"
+        : !k->fn[DEFT_SLOT_F32] ? "int32, int64 or uint8"
+        : k->fn[DEFT_SLOT_I32]  ? "float32, float64, int32, int64 or uint8; float16, bfloat16 "
+                                  "through float32"
+                                : "float32 or float64; float16, bfloat16 through float32");
+}
 
 static int check_dtype(const deft_op_t *op, int nin, const deft_desc_t *in) {
     if (deft_op_check_same_dtype(op, nin, in)) return -1;
-    return deft_op_check_dtype_arith(op, 0, in[0].dtype);
+    return check_kernel_dtype(op, op->data, 0, in[0].dtype);
 }
 
 int deft_broadcast_shape(const deft_op_t *op, const deft_shape_t *a, const deft_shape_t *b,
@@ -125,9 +184,19 @@ static int binary_forward(const deft_op_t *op, const deft_param_value_t *p, int 
                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)p, (void)nin, (void)nout;
     const binary_kernels_t *k = op->data;
-    deft_inner_fn fn = k->fn[deft_dtype_slot(out[0].dtype)];
+    deft_dtype_t dtype = out[0].dtype;
     int64_t n = deft_shape_size(&out[0].shape), na = deft_shape_size(&in[0].shape),
             nb = deft_shape_size(&in[1].shape);
+    if (deft_dtype_is_half(dtype)) {
+        deft_strided_t it;
+        deft_strided_init(&it, &out[0].shape, 3);
+        deft_strided_set_dense(&it, 0, &out[0]);
+        deft_strided_set_broadcast(&it, 1, &in[0]);
+        deft_strided_set_broadcast(&it, 2, &in[1]);
+        deft_half_run(&it, k->fn[DEFT_SLOT_F32], NULL, dtype);
+        return 0;
+    }
+    deft_inner_fn fn = k->fn[kernel_slot(dtype)];
     if ((na == n || na == 1) && (nb == n || nb == 1)) { /* same shapes, or a single value */
         char *ptrs[3] = {deft_tensor_data(&out[0]), deft_tensor_data(&in[0]),
                          deft_tensor_data(&in[1])};
@@ -163,13 +232,13 @@ static const deft_param_def_t scalar_params[] = {
 static int scalar_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)p, (void)nin;
-    if (deft_op_check_dtype_arith(op, 0, in[0].dtype)) return -1;
+    if (check_kernel_dtype(op, ((const scalar_op_t *)op->data)->kernels, 0, in[0].dtype)) return -1;
     out[0] = in[0];
     *nout = 1;
     return 0;
 }
 
-/* The scalar in the input's dtype (integers saturate), stored in `slot`. */
+/* The scalar in the input's dtype (integers saturate, bool is 0 or 1), stored in `slot`. */
 static void scalar_to_dtype(double value, deft_dtype_t dtype, void *slot) {
     switch (dtype) {
     case DEFT_DT_FLOAT32:
@@ -184,6 +253,15 @@ static void scalar_to_dtype(double value, deft_dtype_t dtype, void *slot) {
     case DEFT_DT_INT64:
         *(int64_t *)slot = deft_to_i64(value);
         break;
+    case DEFT_DT_FLOAT16:
+        *(uint16_t *)slot = deft_float_to_half((float)value);
+        break;
+    case DEFT_DT_BFLOAT16:
+        *(uint16_t *)slot = deft_float_to_bf16((float)value);
+        break;
+    case DEFT_DT_BOOL:
+        *(uint8_t *)slot = value != 0;
+        break;
     default:
         *(uint8_t *)slot = deft_to_u8(value);
         break;
@@ -195,13 +273,19 @@ static int scalar_forward(const deft_op_t *op, const deft_param_value_t *p, int 
     (void)nin, (void)nout;
     const scalar_op_t *s = op->data;
     _Alignas(8) char scalar[8];
-    scalar_to_dtype(p[0].f, in[0].dtype, scalar);
+    deft_dtype_t dtype = in[0].dtype;
+    scalar_to_dtype(p[0].f, dtype, scalar);
     char *data = deft_tensor_data(&in[0]);
     char *ptrs[3] = {deft_tensor_data(&out[0]), s->reversed ? scalar : data,
                      s->reversed ? data : scalar};
     const int64_t strides[3] = {1, s->reversed ? 0 : 1, s->reversed ? 1 : 0};
-    deft_flat_run(s->kernels->fn[deft_dtype_slot(in[0].dtype)], NULL, 3, ptrs, strides,
-                  deft_dtype_size(in[0].dtype), deft_shape_size(&out[0].shape));
+    int64_t n = deft_shape_size(&out[0].shape);
+    if (deft_dtype_is_half(dtype)) {
+        deft_half_run_flat(s->kernels->fn[DEFT_SLOT_F32], NULL, 3, ptrs, strides, dtype, n);
+        return 0;
+    }
+    deft_flat_run(s->kernels->fn[kernel_slot(dtype)], NULL, 3, ptrs, strides,
+                  deft_dtype_size(dtype), n);
     return 0;
 }
 
@@ -224,6 +308,102 @@ static int scalar_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, 
     return deft_gpu_elementwise(s->kernels->gpu, &out[0], 2, operands, scalars);
 }
 #endif
+
+/* ---- NumPy's comparisons: bool results, any dtype ---- */
+
+#define CMP_OPS(X)                                                                                 \
+    X(equal, ==) X(not_equal, !=) X(greater, >) X(greater_equal, >=) X(less, <) X(less_equal, <=)
+
+/* The scalar side of a comparison: compared as a double (x > 2.5 on integers is
+ * exact, as NumPy's promotion to float64), or as an int64 where it is one (an
+ * int64 array against an integer above 2^53 stays exact). */
+typedef struct cmp_scalar {
+    double value;
+    int64_t as_int;
+    bool is_int;
+} cmp_scalar_t;
+
+#define LOAD_PLAIN(v) (v)
+#define LOAD_HALF(v)  deft_half_to_float(v)
+#define LOAD_BF16(v)  deft_bf16_to_float(v)
+/* I64: the int64 loops, which compare an integer scalar as an int64 */
+#define CMP_LOOPS(name, OP, S, T, LOAD, I64)                                                       \
+    DEFT_CLONES static void cmp_##name##_##S(const void *ctx, char *const *p, const int64_t *s,    \
+                                             int64_t n) {                                          \
+        (void)ctx;                                                                                 \
+        bool *y = (bool *)p[0];                                                                    \
+        const T *a = (const T *)p[1], *b = (const T *)p[2];                                        \
+        for (int64_t i = 0; i < n; i++) y[i * s[0]] = LOAD(a[i * s[1]]) OP LOAD(b[i * s[2]]);      \
+    }                                                                                              \
+    DEFT_CLONES static void cmps_##name##_##S(const void *ctx, char *const *p, const int64_t *s,   \
+                                              int64_t n) {                                         \
+        const cmp_scalar_t *c = ctx;                                                               \
+        bool *y = (bool *)p[0];                                                                    \
+        const T *a = (const T *)p[1];                                                              \
+        if (I64 && c->is_int) {                                                                    \
+            for (int64_t i = 0; i < n; i++) y[i * s[0]] = (int64_t)a[i * s[1]] OP c->as_int;       \
+            return;                                                                                \
+        }                                                                                          \
+        const double v = c->value;                                                                 \
+        for (int64_t i = 0; i < n; i++) y[i * s[0]] = (double)LOAD(a[i * s[1]]) OP v;              \
+    }
+#define CMP_ALL(name, OP)                                                                          \
+    CMP_LOOPS(name, OP, f32, float, LOAD_PLAIN, 0)                                                 \
+    CMP_LOOPS(name, OP, f64, double, LOAD_PLAIN, 0)                                                \
+    CMP_LOOPS(name, OP, i32, int32_t, LOAD_PLAIN, 0)                                               \
+    CMP_LOOPS(name, OP, i64, int64_t, LOAD_PLAIN, 1)                                               \
+    CMP_LOOPS(name, OP, u8, uint8_t, LOAD_PLAIN, 0)                                                \
+    CMP_LOOPS(name, OP, i8, int8_t, LOAD_PLAIN, 0)                                                 \
+    CMP_LOOPS(name, OP, f16, uint16_t, LOAD_HALF, 0)                                               \
+    CMP_LOOPS(name, OP, bf16, uint16_t, LOAD_BF16, 0)
+CMP_OPS(CMP_ALL)
+
+/* Loops by dtype code: [0] two arrays, [1] an array and a scalar. */
+typedef struct cmp_kernels {
+    deft_inner_fn fn[2][DEFT_DT_COUNT];
+} cmp_kernels_t;
+
+#define CMP_TABLE(P, name)                                                                         \
+    {                                                                                              \
+        [DEFT_DT_FLOAT32] = P##name##_f32, [DEFT_DT_FLOAT64] = P##name##_f64,                      \
+        [DEFT_DT_INT32] = P##name##_i32, [DEFT_DT_INT64] = P##name##_i64,                          \
+        [DEFT_DT_UINT8] = P##name##_u8, [DEFT_DT_BOOL] = P##name##_u8,                             \
+        [DEFT_DT_INT8] = P##name##_i8, [DEFT_DT_FLOAT16] = P##name##_f16,                          \
+        [DEFT_DT_BFLOAT16] = P##name##_bf16                                                        \
+    }
+#define CMP_KERNELS(name, OP)                                                                      \
+    static const cmp_kernels_t kc_##name = {{CMP_TABLE(cmp_, name), CMP_TABLE(cmps_, name)}};
+CMP_OPS(CMP_KERNELS)
+
+static int cmp_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                     const deft_desc_t *in, int *nout, deft_desc_t *out) {
+    (void)p;
+    if (deft_op_check_same_dtype(op, nin, in)) return -1;
+    if (nin == 2 && deft_broadcast_shape(op, &in[0].shape, &in[1].shape, &out[0].shape)) return -1;
+    if (nin == 1) out[0].shape = in[0].shape;
+    out[0].dtype = DEFT_DT_BOOL;
+    *nout = 1;
+    return 0;
+}
+
+static int cmp_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                       const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    (void)nout;
+    const cmp_kernels_t *k = op->data;
+    deft_strided_t it;
+    deft_strided_init(&it, &out[0].shape, nin + 1);
+    deft_strided_set_dense(&it, 0, &out[0]);
+    for (int i = 0; i < nin; i++) deft_strided_set_broadcast(&it, i + 1, &in[i]);
+    if (nin == 2) {
+        deft_strided_run(&it, k->fn[0][in[0].dtype], NULL);
+        return 0;
+    }
+    double v = p[0].f;
+    cmp_scalar_t c = {v, 0, v == trunc(v) && fabs(v) < 9.2e18};
+    if (c.is_int) c.as_int = (int64_t)v;
+    deft_strided_run(&it, k->fn[1][in[0].dtype], &c);
+    return 0;
+}
 
 /* ---- gradients (a, b: inputs, y: output, g: output gradient) ---- */
 
@@ -436,14 +616,40 @@ static const char *const lhs_rhs[] = {"lhs", "rhs", NULL};
         .gradient = grad, .elementwise = true                                                      \
     }
 #define SCALAR_OP(name_, k, rev, doc, grad)                                                        \
+    SCALAR_OP_ON(name_, k, rev, doc, grad, DEFT_GPU(scalar_forward_gpu))
+#define SCALAR_OP_ON(name_, k, rev, doc, grad, gpu)                                                \
     {                                                                                              \
         .name = name_, .description = doc, .input_names = deft_op_data_input, .min_inputs = 1,     \
         .max_inputs = 1, .params = scalar_params, .infer = scalar_infer,                           \
-        .forward = scalar_forward, .forward_gpu = DEFT_GPU(scalar_forward_gpu),                    \
-        .inplace_input = 0, .infer_inputs = deft_infer_inputs_like_output, .gradient = grad,       \
-        .elementwise = true, .data = &(const scalar_op_t) {                                        \
+        .forward = scalar_forward, .forward_gpu = gpu, .inplace_input = 0,                         \
+        .infer_inputs = deft_infer_inputs_like_output, .gradient = grad, .elementwise = true,      \
+        .data = &(const scalar_op_t) {                                                             \
             &k, rev                                                                                \
         }                                                                                          \
+    }
+/* NumPy's operators (MXNet's _npi_ names); the integer-only ones have no GPU kernel. */
+#define NUMPY_OP(name_, k, doc, grad, gpu)                                                         \
+    {                                                                                              \
+        .name = name_, .description = doc " with NumPy broadcasting.", .input_names = lhs_rhs,     \
+        .min_inputs = 2, .max_inputs = 2, .infer = broadcast_infer, .forward = binary_forward,     \
+        .forward_gpu = gpu, .inplace_input = 0, .data = &k, .gradient = grad, .elementwise = true  \
+    }
+#define INT_OP(name_, k, doc)             NUMPY_OP(name_, k, doc, deft_gradient_zero, NULL)
+#define INT_SCALAR_OP(name_, k, rev, doc) SCALAR_OP_ON(name_, k, rev, doc, deft_gradient_zero, NULL)
+/* Comparisons giving bool (the result's dtype differs from the inputs': no
+ * in-place writes, no fusion); no GPU kernel. */
+#define CMP_OP(name_, k, doc)                                                                      \
+    {                                                                                              \
+        .name = "_npi_" #name_, .description = doc " (a bool array), with NumPy broadcasting.",    \
+        .input_names = lhs_rhs, .min_inputs = 2, .max_inputs = 2, .infer = cmp_infer,              \
+        .forward = cmp_forward, .inplace_input = -1, .data = &k, .gradient = deft_gradient_zero    \
+    }
+#define CMP_SCALAR_OP(name_, k, doc)                                                               \
+    {                                                                                              \
+        .name = "_npi_" #name_ "_scalar", .description = doc " (a bool array).",                   \
+        .input_names = deft_op_data_input, .min_inputs = 1, .max_inputs = 1,                       \
+        .params = scalar_params, .infer = cmp_infer, .forward = cmp_forward, .inplace_input = -1,  \
+        .data = &k, .gradient = deft_gradient_zero                                                 \
     }
 
 static const deft_op_t binary_ops[] = {
@@ -545,6 +751,50 @@ static const deft_op_t binary_ops[] = {
               "1 where data or scalar is non-zero, else 0.", deft_gradient_zero),
     SCALAR_OP("_logical_xor_scalar", k_logical_xor, false,
               "1 where exactly one of data, scalar is non-zero, else 0.", deft_gradient_zero),
+    NUMPY_OP("_npi_floor_divide", k_floor_divide,
+             "Floor division lhs // rhs, Python's (integers: x // 0 = 0)", deft_gradient_zero,
+             DEFT_GPU(binary_forward_gpu)),
+    SCALAR_OP("_npi_floor_divide_scalar", k_floor_divide, false,
+              "data // scalar, Python's floor division (integers: x // 0 = 0).",
+              deft_gradient_zero),
+    SCALAR_OP("_npi_rfloor_divide_scalar", k_floor_divide, true,
+              "scalar // data, Python's floor division (integers: x // 0 = 0).",
+              deft_gradient_zero),
+    NUMPY_OP("_npi_mod", k_remainder,
+             "Remainder lhs % rhs with the sign of rhs, NumPy's (floats: x % 0 = NaN; integers: 0)",
+             grad_broadcast_mod, DEFT_GPU(binary_forward_gpu)),
+    SCALAR_OP("_npi_mod_scalar", k_remainder, false,
+              "data % scalar with the sign of scalar, NumPy's (floats: x % 0 = NaN).",
+              grad_mod_scalar),
+    SCALAR_OP("_npi_rmod_scalar", k_remainder, true,
+              "scalar % data with the sign of data, NumPy's (floats: x % 0 = NaN).",
+              grad_rmod_scalar),
+    INT_OP("_npi_bitwise_and", k_bitwise_and, "Bitwise and lhs & rhs (logical for bool)"),
+    INT_OP("_npi_bitwise_or", k_bitwise_or, "Bitwise or lhs | rhs (logical for bool)"),
+    INT_OP("_npi_bitwise_xor", k_bitwise_xor, "Bitwise xor lhs ^ rhs (logical for bool)"),
+    INT_OP("_npi_bitwise_left_shift", k_left_shift,
+           "lhs << rhs (0 for a shift count below 0 or of the width or more)"),
+    INT_OP("_npi_bitwise_right_shift", k_right_shift,
+           "lhs >> rhs, arithmetic (a count below 0 or of the width or more gives 0 or -1)"),
+    INT_SCALAR_OP("_npi_bitwise_and_scalar", k_bitwise_and, false, "data & scalar."),
+    INT_SCALAR_OP("_npi_bitwise_or_scalar", k_bitwise_or, false, "data | scalar."),
+    INT_SCALAR_OP("_npi_bitwise_xor_scalar", k_bitwise_xor, false, "data ^ scalar."),
+    INT_SCALAR_OP("_npi_bitwise_left_shift_scalar", k_left_shift, false, "data << scalar."),
+    INT_SCALAR_OP("_npi_rbitwise_left_shift_scalar", k_left_shift, true, "scalar << data."),
+    INT_SCALAR_OP("_npi_bitwise_right_shift_scalar", k_right_shift, false, "data >> scalar."),
+    INT_SCALAR_OP("_npi_rbitwise_right_shift_scalar", k_right_shift, true, "scalar >> data."),
+    CMP_OP(equal, kc_equal, "lhs == rhs"),
+    CMP_OP(not_equal, kc_not_equal, "lhs != rhs"),
+    CMP_OP(greater, kc_greater, "lhs > rhs"),
+    CMP_OP(greater_equal, kc_greater_equal, "lhs >= rhs"),
+    CMP_OP(less, kc_less, "lhs < rhs"),
+    CMP_OP(less_equal, kc_less_equal, "lhs <= rhs"),
+    CMP_SCALAR_OP(equal, kc_equal, "data == scalar, compared exactly"),
+    CMP_SCALAR_OP(not_equal, kc_not_equal, "data != scalar, compared exactly"),
+    CMP_SCALAR_OP(greater, kc_greater, "data > scalar, compared exactly"),
+    CMP_SCALAR_OP(greater_equal, kc_greater_equal, "data >= scalar, compared exactly"),
+    CMP_SCALAR_OP(less, kc_less, "data < scalar, compared exactly"),
+    CMP_SCALAR_OP(less_equal, kc_less_equal, "data <= scalar, compared exactly"),
     /* MXNet's backward operators of gamma and gammaln, (out_grad, input) */
     {.name = "_backward_gamma",
      .description = "The gradient of gamma: lhs * gamma(rhs) * digamma(rhs), lhs the output "

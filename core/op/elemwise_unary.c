@@ -8,6 +8,7 @@
  */
 #include "core/op/gpu_ops.h"
 #include "core/op/grad.h"
+#include "core/op/half_compute.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
 #include "core/math/scalar_math.h"
@@ -16,6 +17,7 @@
 typedef struct unary_kernels {
     deft_inner_fn fn[DEFT_SLOTS]; /* NULL: dtype not supported */
     deft_gpu_fn_t gpu;            /* the same function on the GPU */
+    deft_inner_fn bool_fn;        /* the loop for bool inputs, NULL: none */
 } unary_kernels_t;
 
 #define UNARY_LOOP(fn, T)                                                                          \
@@ -43,14 +45,28 @@ INT_LOOPS(sign)
 INT_LOOPS(square)
 INT_LOOPS(relu)
 INT_LOOPS(logical_not)
+INT_LOOPS(bitwise_not)
+
+/* logical_not takes bool too (its uint8 loop is exact on 0 and 1). */
+static const unary_kernels_t k_logical_not = {{loop_deft_logical_not_f, loop_deft_logical_not_d,
+                                               loop_deft_logical_not_i32, loop_deft_logical_not_i64,
+                                               loop_deft_logical_not_u8},
+                                              DEFT_GPU_FN_logical_not,
+                                              loop_deft_logical_not_u8};
+
+/* NumPy's invert: bitwise on integers, logical on bool (no GPU kernel). */
+static const unary_kernels_t k_bitwise_not = {
+    {NULL, NULL, loop_deft_bitwise_not_i32, loop_deft_bitwise_not_i64, loop_deft_bitwise_not_u8},
+    DEFT_GPU_FN_COUNT,
+    loop_deft_logical_not_u8};
 
 #define FLOAT_KERNELS(name)                                                                        \
-    { {loop_deft_##name##_f, loop_deft_##name##_d, NULL, NULL, NULL}, DEFT_GPU_FN_##name }
+    { {loop_deft_##name##_f, loop_deft_##name##_d, NULL, NULL, NULL}, DEFT_GPU_FN_##name, NULL }
 #define ALL_KERNELS(name)                                                                          \
     {                                                                                              \
         {loop_deft_##name##_f, loop_deft_##name##_d, loop_deft_##name##_i32,                       \
          loop_deft_##name##_i64, loop_deft_##name##_u8},                                           \
-            DEFT_GPU_FN_##name                                                                     \
+            DEFT_GPU_FN_##name, NULL                                                               \
     }
 
 static const unary_kernels_t k_negative = ALL_KERNELS(negative), k_abs = ALL_KERNELS(abs),
@@ -61,7 +77,7 @@ static const unary_kernels_t k_negative = ALL_KERNELS(negative), k_abs = ALL_KER
                              k_cos = FLOAT_KERNELS(cos), k_tanh = FLOAT_KERNELS(tanh),
                              k_sigmoid = FLOAT_KERNELS(sigmoid),
                              k_softrelu = FLOAT_KERNELS(softrelu), k_erf = FLOAT_KERNELS(erf),
-                             k_gelu = FLOAT_KERNELS(gelu), k_logical_not = ALL_KERNELS(logical_not);
+                             k_gelu = FLOAT_KERNELS(gelu);
 static const unary_kernels_t k_softsign = FLOAT_KERNELS(softsign), k_log1p = FLOAT_KERNELS(log1p),
                              k_expm1 = FLOAT_KERNELS(expm1), k_log2 = FLOAT_KERNELS(log2),
                              k_log10 = FLOAT_KERNELS(log10),
@@ -77,20 +93,34 @@ static const unary_kernels_t k_softsign = FLOAT_KERNELS(softsign), k_log1p = FLO
                              k_trunc = FLOAT_KERNELS(trunc), k_fix = FLOAT_KERNELS(fix),
                              k_gamma = FLOAT_KERNELS(gamma), k_gammaln = FLOAT_KERNELS(gammaln);
 
+/* The dtypes a function's kernels take: its slots, float16 and bfloat16 where it
+ * has a float32 kernel (computed through it), bool where it has a bool loop. */
 static int check_kernel(const deft_op_t *op, const unary_kernels_t *k, deft_dtype_t dtype) {
     int slot = deft_dtype_slot(dtype);
-    if (slot >= 0 && k->fn[slot]) return 0;
-    return deft_op_error(
-        op, DEFT_ERR_TYPE, "input 0 has dtype %s, expected %s", deft_dtype_name(dtype),
-        k->fn[DEFT_SLOT_I32] ? "float32, float64, int32, int64 or uint8" : "float32 or float64");
+    if ((slot >= 0 && k->fn[slot]) || (deft_dtype_is_half(dtype) && k->fn[DEFT_SLOT_F32]) ||
+        (dtype == DEFT_DT_BOOL && k->bool_fn))
+        return 0;
+    return deft_op_error(op, DEFT_ERR_TYPE, "input 0 has dtype %s, expected %s",
+                         deft_dtype_name(dtype),
+                         !k->fn[DEFT_SLOT_F32]  ? "int32, int64, uint8 or bool"
+                         : k->fn[DEFT_SLOT_I32] ? "float32, float64, int32, int64 or uint8 (or "
+                                                  "float16, bfloat16: through float32)"
+                                                : "float32 or float64 (or float16, bfloat16: "
+                                                  "through float32)");
 }
 
 static int run_unary(const unary_kernels_t *k, const deft_tensor_t *in, const deft_tensor_t *out,
                      const void *ctx) {
     char *ptrs[2] = {deft_tensor_data(out), deft_tensor_data(in)};
     static const int64_t dense[2] = {1, 1};
-    deft_flat_run(k->fn[deft_dtype_slot(in->dtype)], ctx, 2, ptrs, dense,
-                  deft_dtype_size(in->dtype), deft_shape_size(&out->shape));
+    deft_dtype_t dtype = in->dtype;
+    int64_t n = deft_shape_size(&out->shape);
+    if (deft_dtype_is_half(dtype)) {
+        deft_half_run_flat(k->fn[DEFT_SLOT_F32], ctx, 2, ptrs, dense, dtype, n);
+        return 0;
+    }
+    deft_inner_fn fn = dtype == DEFT_DT_BOOL ? k->bool_fn : k->fn[deft_dtype_slot(dtype)];
+    deft_flat_run(fn, ctx, 2, ptrs, dense, deft_dtype_size(dtype), n);
     return 0;
 }
 
@@ -157,8 +187,8 @@ CLIP_LOOP(f64, double, AS_DOUBLE)
 CLIP_LOOP(i32, int32_t, deft_to_i32)
 CLIP_LOOP(i64, int64_t, deft_to_i64)
 CLIP_LOOP(u8, uint8_t, deft_to_u8)
-static const unary_kernels_t k_clip = {{clip_f32, clip_f64, clip_i32, clip_i64, clip_u8},
-                                       DEFT_GPU_FN_CLIP};
+static const unary_kernels_t k_clip = {
+    {clip_f32, clip_f64, clip_i32, clip_i64, clip_u8}, DEFT_GPU_FN_CLIP, NULL};
 
 static const deft_param_def_t clip_params[] = {
     {"a_min", DEFT_PARAM_FLOAT, NULL, "lower bound", NULL, false},
@@ -504,6 +534,18 @@ static const deft_op_t unary_ops[] = {
     UNARY_OP(trunc, k_trunc, "Round towards zero, elementwise."),
     UNARY_OP(fix, k_fix, "Round towards zero, elementwise (MXNet's fix)."),
     UNARY_OP(logical_not, k_logical_not, "1 where x is zero, else 0, in the input's dtype."),
+    {.name = "_npi_bitwise_not",
+     .description = "Bitwise not ~x of integers; logical not of bool (NumPy's invert).",
+     .input_names = deft_op_data_input,
+     .min_inputs = 1,
+     .max_inputs = 1,
+     .infer = unary_infer,
+     .forward = unary_forward,
+     .inplace_input = 0,
+     .data = &k_bitwise_not,
+     .infer_inputs = deft_infer_inputs_like_output,
+     .gradient = deft_gradient_zero,
+     .elementwise = true},
     UNARY_OP(gamma, k_gamma, "The gamma function, elementwise (tgamma)."),
     UNARY_OP(gammaln, k_gammaln, "ln |gamma(x)|, elementwise."),
     {.name = "Activation",

@@ -124,11 +124,13 @@ static int one_hot_forward(const deft_op_t *op, const deft_param_value_t *p, int
 
 /* ---- where ---- */
 
+/* The condition may have any dtype (bool, as NumPy's, included), and so may x and y:
+ * the kernel tests the condition against zero and copies elements. */
 static int where_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                        const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)p, (void)nin;
     deft_shape_t xy;
-    if (deft_op_check_dtype_arith(op, 0, in[0].dtype) || deft_op_check_same_dtype(op, 2, in + 1) ||
+    if (deft_op_check_same_dtype(op, 2, in + 1) ||
         deft_broadcast_shape(op, &in[1].shape, &in[2].shape, &xy) ||
         deft_broadcast_shape(op, &in[0].shape, &xy, &out[0].shape))
         return -1;

@@ -118,6 +118,24 @@ INT_SPAN(i32, int32_t)
 INT_SPAN(i64, int64_t)
 INT_SPAN(u8, uint8_t)
 
+/* float16 / bfloat16: blocks widened to float32 and reduced as float32 (the
+ * partial carries the element count and first index across blocks). */
+static void span_half(deft_reduce_kind_t kind, bool bf16, const uint16_t *x, int64_t n,
+                      int64_t base, deft_partial_t *p) {
+    enum { BLOCK = 256 };
+    float buf[BLOCK];
+    for (int64_t start = 0; start < n; start += BLOCK) {
+        int64_t m = n - start < BLOCK ? n - start : BLOCK;
+        for (int64_t i = 0; i < m; i++)
+            buf[i] = bf16 ? deft_bf16_to_float(x[start + i]) : deft_half_to_float(x[start + i]);
+        span_f32(kind, buf, m, base + start, p);
+    }
+}
+
+static bool reduces_as_float(deft_dtype_t dtype) {
+    return deft_dtype_is_float(dtype) || dtype == DEFT_DT_FLOAT16 || dtype == DEFT_DT_BFLOAT16;
+}
+
 static void reduce_span(deft_reduce_kind_t kind, deft_dtype_t dtype, const void *x, int64_t n,
                         int64_t base, deft_partial_t *p) {
     if (n == 0) return; /* x may be a zero-size array's NULL: no offset from it */
@@ -134,7 +152,11 @@ static void reduce_span(deft_reduce_kind_t kind, deft_dtype_t dtype, const void 
     case DEFT_DT_INT64:
         span_i64(kind, (const int64_t *)x + base, n, base, p);
         break;
-    default:
+    case DEFT_DT_FLOAT16:
+    case DEFT_DT_BFLOAT16:
+        span_half(kind, dtype == DEFT_DT_BFLOAT16, (const uint16_t *)x + base, n, base, p);
+        break;
+    default: /* uint8 and bool */
         span_u8(kind, (const uint8_t *)x + base, n, base, p);
         break;
     }
@@ -230,8 +252,12 @@ static int reduce_infer(const deft_op_t *op, const deft_param_value_t *p, int ni
                         const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)nin;
     const reducer_t *r = op->data;
-    if (r->float_only ? deft_op_check_dtype_float(op, 0, in[0].dtype)
-                      : deft_op_check_dtype_arith(op, 0, in[0].dtype))
+    /* float16 and bfloat16 reduce through float32; bool has max and min (any, all) */
+    bool half = in[0].dtype == DEFT_DT_FLOAT16 || in[0].dtype == DEFT_DT_BFLOAT16;
+    bool bool_ok = in[0].dtype == DEFT_DT_BOOL && (r->kind == DEFT_R_MAX || r->kind == DEFT_R_MIN);
+    if (!half && !bool_ok &&
+        (r->float_only ? deft_op_check_dtype_float(op, 0, in[0].dtype)
+                       : deft_op_check_dtype_arith(op, 0, in[0].dtype)))
         return -1;
     if (r->kind == DEFT_R_NORM && p[2].i != 1 && p[2].i != 2)
         return deft_op_error(op, DEFT_ERR_VALUE, "ord is %lld, expected 1 or 2", (long long)p[2].i);
@@ -557,8 +583,7 @@ static int reduce_planned(const deft_op_t *op, const reducer_t *r, reduce_plan_t
             deft_parallel_for(chunks, 1, reduce_chunks, &c);
             deft_partial_t total = deft_reduce_identity(c.r->kind);
             for (int64_t k = 0; k < chunks; k++)
-                deft_reduce_combine(c.r->kind, deft_dtype_is_float(x->dtype), &total,
-                                    &c.partials[k]);
+                deft_reduce_combine(c.r->kind, reduces_as_float(x->dtype), &total, &c.partials[k]);
             deft_reduce_store(c.r->kind, &total, plan.span, deft_tensor_data(y), o, x->dtype);
         }
         free(c.partials);

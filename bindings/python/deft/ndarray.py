@@ -10,7 +10,8 @@ import threading
 
 import numpy as _np
 
-from ._lib import (DTYPE_NAMES, NUMPY_OF, Device, as_device, cpu, dtype_code, lib, param_text)
+from ._lib import (DTYPE_NAMES, NUMPY_OF, Device, as_device, cpu, dtype_code, gpu, lib,
+                   param_text)
 
 _invoke = lib.DeftImperativeInvoke
 _get_op = lib.DeftGetOperator
@@ -93,27 +94,6 @@ def _scalar_text(value):
 def _scalar_op(name, x, value):
     handle = _invoke(op_handle(name), 1, (x,), _ONE_OUTPUT, 1, _SCALAR_KEY, (_scalar_text(value),))
     return _wrap(handle[0])
-
-
-def _binary(array_op, scalar_op, x, other, reverse_scalar_op=None, reverse=False):
-    """x (op) other, or other (op) x when reverse; scalars use the scalar forms."""
-    if isinstance(other, NDArray):
-        inputs = (other, x) if reverse else (x, other)
-        return _wrap(_invoke(op_handle(array_op), 2, inputs, _ONE_OUTPUT, 0, (), ())[0])
-    if isinstance(other, (numbers.Number, _np.generic)):
-        return _scalar_op(reverse_scalar_op if reverse else scalar_op, x, other)
-    if isinstance(other, (_np.ndarray, list, tuple)):
-        return _binary(array_op, scalar_op, x, array(other, dtype=x.dtype), reverse_scalar_op,
-                       reverse)
-    return NotImplemented
-
-
-def _in_place(array_op, scalar_op, x, other):
-    if isinstance(other, NDArray):
-        invoke(array_op, (x, other), out=x)
-    else:
-        invoke_text(scalar_op, (x,), _SCALAR_KEY, (_scalar_text(other),), out=x)
-    return x
 
 
 def _numpy_method(name):
@@ -306,10 +286,14 @@ class NDArray:
     # ---- reductions ----
 
     def sum(self, axis=None, keepdims=False):
-        return invoke("sum", (self,), _axis_params(axis, keepdims))
+        """The sum (along `axis`); of a bool array, the count of true as int64 (NumPy)."""
+        x = self if _get_dtype(self) != _BOOL else self.astype("int64")
+        return invoke("sum", (x,), _axis_params(axis, keepdims))
 
     def mean(self, axis=None, keepdims=False):
-        return invoke("mean", (self,), _axis_params(axis, keepdims))
+        """The mean (along `axis`); of integers or bools, in float32 (deft's float)."""
+        x = self if _KIND[_get_dtype(self)] == 2 else self.astype("float32")
+        return invoke("mean", (x,), _axis_params(axis, keepdims))
 
     def max(self, axis=None, keepdims=False):
         return invoke("max", (self,), _axis_params(axis, keepdims))
@@ -318,16 +302,16 @@ class NDArray:
         return invoke("min", (self,), _axis_params(axis, keepdims))
 
     def any(self, axis=None, keepdims=False):
-        """Whether any element (along `axis`) is nonzero, as a uint8 array of 0 and 1."""
+        """Whether any element (along `axis`) is nonzero, as a bool array."""
         return self._truth("max", axis, keepdims)
 
     def all(self, axis=None, keepdims=False):
-        """Whether every element (along `axis`) is nonzero, as a uint8 array of 0 and 1."""
+        """Whether every element (along `axis`) is nonzero, as a bool array."""
         return self._truth("min", axis, keepdims)
 
     def _truth(self, reduce, axis, keepdims):
-        nonzero = _scalar_op("_not_equal_scalar", self, 0) if self.dtype != "bool" else self
-        return invoke(reduce, (nonzero.astype("uint8"),), _axis_params(axis, keepdims))
+        nonzero = self if _get_dtype(self) == _BOOL else self != 0
+        return invoke(reduce, (nonzero,), _axis_params(axis, keepdims))
 
     def argmax(self, axis=None, keepdims=False):
         return invoke("argmax", (self,), {"axis": axis, "keepdims": keepdims})
@@ -427,89 +411,334 @@ class NDArray:
         return invoke("BlockGrad", (self,))
 
 
-# Python operator -> (operator on two arrays, with a scalar on the right, with
-# a scalar on the left). Comparisons give 0 and 1 in the inputs' dtype, as MXNet;
-# indexing reads their results as boolean masks (x[x > 2]), as NumPy reads its bools.
+# ---- operators and dtype promotion (the rules: result_type's docstring) ----
+
+_F32, _F64, _F16, _U8, _I32, _I8, _I64, _BOOL, _BF16 = 0, 1, 2, 3, 4, 5, 6, 7, 12
+_KIND = {_BOOL: 0, _U8: 1, _I8: 1, _I32: 1, _I64: 1, _F16: 2, _BF16: 2, _F32: 2, _F64: 2}
+_get_dtype = lib.DeftNDArrayGetDType
+_get_device, _GPU = lib.DeftNDArrayGetDevice, gpu().type
+
+
+def _promote_pair(a, b):
+    ka, kb = _KIND[a], _KIND[b]
+    if ka != kb:
+        return a if ka > kb else b
+    if {a, b} == {_F16, _BF16}:
+        return _F32
+    if _BF16 in (a, b):  # bfloat16 with float32 / float64: the wider
+        return a if b == _BF16 else b
+    promoted = _np.promote_types(NUMPY_OF[a], NUMPY_OF[b])
+    return dtype_code(_np.int32 if promoted == _np.int16 else promoted)
+
+
+_PROMOTE = {(a, b): _promote_pair(a, b) for a in _KIND for b in _KIND}
+
+
+def result_type(a, b):
+    """The dtype (a deft code) of an operator on arrays of dtype codes a and b.
+
+    Python's operators follow NumPy, with deft's float32 default (as PyTorch):
+
+    * Arrays of one kind (bool < integer < floating) promote as NumPy's
+      promote_types (int32 + int64 -> int64, uint8 + int8 -> int32 as deft has no
+      int16, float16 + bfloat16 -> float32).
+    * Across kinds the result takes the higher kind's dtype, as PyTorch
+      (int32 + float32 -> float32, not float64; bool + int32 -> int32).
+    * A Python scalar keeps the array's dtype when its kind is not higher (int32
+      array + 1 -> int32, float16 + 0.5 -> float16); otherwise an int gives
+      int64 and a float float32 (int array + 0.5 -> float32, bool array + 1 -> int64).
+    * True division of integers or bools gives float32; // and % are Python's
+      (floor division, remainder with the divisor's sign).
+    * & | ^ ~ are bitwise on integers and logical on bools; << >> take integers
+      (bools shift as int64); on floats they raise TypeError, as NumPy.
+    * bool + bool is or, bool * bool is and, bool - bool raises, as NumPy; bool
+      // % ** compute in int64 (NumPy: int8).
+    * Comparisons give bool arrays; against a scalar they compare exactly (an
+      int64 array > 2.5 is not truncated).
+    * In-place operators keep the array's dtype: x += y computes the promoted
+      result and writes it back when its kind is not higher than x's (int32 +=
+      int64 is allowed, as NumPy's same_kind casting), else raises TypeError
+      naming both dtypes (int32 += 0.5).
+
+    MXNet's operators called by name (broadcast_greater, _plus_scalar, ...) keep
+    MXNet's semantics: same dtypes in and out, comparisons as 0/1.
+    """
+    return _PROMOTE[a, b]
+
+
+def _scalar_kind(value):
+    """0, 1 or 2 for a bool, integer or floating scalar; None for anything else."""
+    if isinstance(value, (bool, _np.bool_)):
+        return 0
+    if isinstance(value, (numbers.Integral, _np.integer)):
+        return 1
+    if isinstance(value, (numbers.Real, _np.floating)):
+        return 2
+    return None
+
+
+def _with_scalar(code, kind):
+    """The dtype of an array of dtype `code` combined with a scalar of `kind`."""
+    if kind <= _KIND[code]:
+        return code
+    return _I64 if kind == 1 else _F32
+
+
+class _Op:
+    """One Python operator: its NumPy ufunc name (for errors), the deft operators
+    on two arrays, with a scalar on the right and on the left, and its kind."""
+
+    __slots__ = ("ufunc", "array_op", "scalar_op", "rscalar_op", "kind", "fast_int", "fast_float",
+                 "fast_same")
+
+    def __init__(self, ufunc, array_op, scalar_op, rscalar_op, kind):
+        self.ufunc, self.array_op, self.scalar_op, self.rscalar_op = (ufunc, array_op, scalar_op,
+                                                                      rscalar_op)
+        self.kind = kind
+        # the array dtypes an int / float scalar leaves as they are (the fast path)
+        self.fast_int = frozenset(c for c in _KIND if self.dtype_of(_with_scalar(c, 1)) == c
+                                  and _KIND[c] > 0)
+        self.fast_float = frozenset(c for c in _KIND if self.dtype_of(_with_scalar(c, 2)) == c)
+        # the dtypes two arrays of that same dtype compute in as they are
+        self.fast_same = frozenset(c for c in _KIND if self.dtype_of(c) == c and not (
+            c == _BOOL and kind == "bool_logic"))
+
+    def dtype_of(self, code):
+        """The dtype the operator computes in for promoted operands of `code`
+        (None: the operand dtype is not allowed)."""
+        kind = self.kind
+        if kind == "truediv":
+            return _F32 if _KIND[code] < 2 else code
+        if kind == "bitwise":
+            return None if _KIND[code] == 2 else code
+        if kind == "shift":
+            return None if _KIND[code] == 2 else _I64 if code == _BOOL else code
+        if kind == "arith" and code == _BOOL:
+            return _I64
+        return code
+
+    def unsupported(self, a, b):
+        return TypeError(f"ufunc '{self.ufunc}' not supported for the input types "
+                         f"{DTYPE_NAMES[a]} and {DTYPE_NAMES[b]} (deft follows NumPy: bitwise "
+                         f"operators and shifts take integers and bools)")
+
+
+_BOOL_ARITH = {"add": ("_npi_bitwise_or", "_npi_bitwise_or_scalar"),
+               "multiply": ("_npi_bitwise_and", "_npi_bitwise_and_scalar")}
+
 _OPERATORS = {
-    "add": ("broadcast_add", "_plus_scalar", "_plus_scalar"),
-    "sub": ("broadcast_sub", "_minus_scalar", "_rminus_scalar"),
-    "mul": ("broadcast_mul", "_mul_scalar", "_mul_scalar"),
-    "truediv": ("broadcast_div", "_div_scalar", "_rdiv_scalar"),
-    "pow": ("broadcast_power", "_power_scalar", "_rpower_scalar"),
-    "eq": ("broadcast_equal", "_equal_scalar", None),
-    "ne": ("broadcast_not_equal", "_not_equal_scalar", None),
-    "lt": ("broadcast_lesser", "_lesser_scalar", None),
-    "le": ("broadcast_lesser_equal", "_lesser_equal_scalar", None),
-    "gt": ("broadcast_greater", "_greater_scalar", None),
-    "ge": ("broadcast_greater_equal", "_greater_equal_scalar", None),
+    "add": _Op("add", "broadcast_add", "_plus_scalar", "_plus_scalar", "bool_logic"),
+    "sub": _Op("subtract", "broadcast_sub", "_minus_scalar", "_rminus_scalar", "bool_logic"),
+    "mul": _Op("multiply", "broadcast_mul", "_mul_scalar", "_mul_scalar", "bool_logic"),
+    "truediv": _Op("divide", "broadcast_div", "_div_scalar", "_rdiv_scalar", "truediv"),
+    "floordiv": _Op("floor_divide", "_npi_floor_divide", "_npi_floor_divide_scalar",
+                    "_npi_rfloor_divide_scalar", "arith"),
+    "mod": _Op("remainder", "_npi_mod", "_npi_mod_scalar", "_npi_rmod_scalar", "arith"),
+    "pow": _Op("power", "broadcast_power", "_power_scalar", "_rpower_scalar", "arith"),
+    "and": _Op("bitwise_and", "_npi_bitwise_and", "_npi_bitwise_and_scalar",
+               "_npi_bitwise_and_scalar", "bitwise"),
+    "or": _Op("bitwise_or", "_npi_bitwise_or", "_npi_bitwise_or_scalar",
+              "_npi_bitwise_or_scalar", "bitwise"),
+    "xor": _Op("bitwise_xor", "_npi_bitwise_xor", "_npi_bitwise_xor_scalar",
+               "_npi_bitwise_xor_scalar", "bitwise"),
+    "lshift": _Op("left_shift", "_npi_bitwise_left_shift", "_npi_bitwise_left_shift_scalar",
+                  "_npi_rbitwise_left_shift_scalar", "shift"),
+    "rshift": _Op("right_shift", "_npi_bitwise_right_shift", "_npi_bitwise_right_shift_scalar",
+                  "_npi_rbitwise_right_shift_scalar", "shift"),
+}
+
+# Comparisons: the bool operators on two arrays and with a scalar, and MXNet's 0/1
+# forms for arrays on a GPU (where the bool ones have no kernel yet), cast to bool.
+_COMPARISONS = {
+    "eq": ("_npi_equal", "_npi_equal_scalar", "broadcast_equal", "_equal_scalar"),
+    "ne": ("_npi_not_equal", "_npi_not_equal_scalar", "broadcast_not_equal",
+           "_not_equal_scalar"),
+    "lt": ("_npi_less", "_npi_less_scalar", "broadcast_lesser", "_lesser_scalar"),
+    "le": ("_npi_less_equal", "_npi_less_equal_scalar", "broadcast_lesser_equal",
+           "_lesser_equal_scalar"),
+    "gt": ("_npi_greater", "_npi_greater_scalar", "broadcast_greater", "_greater_scalar"),
+    "ge": ("_npi_greater_equal", "_npi_greater_equal_scalar", "broadcast_greater_equal",
+           "_greater_equal_scalar"),
 }
 
 
-class _Comparison(NDArray):
-    """The 0/1 result of a comparison (a > 2): an NDArray that indexing reads as a
-    boolean mask, as NumPy reads the bool array its comparisons give. `&`, `|`, `^`
-    and `~` combine such masks into masks."""
-
-    __slots__ = ()
-
-    def __and__(self, o):
-        return _as_comparison(invoke("broadcast_mul", (self, _mask_operand(self, o))))
-
-    def __or__(self, o):
-        return _as_comparison(invoke("broadcast_maximum", (self, _mask_operand(self, o))))
-
-    def __xor__(self, o):
-        return _as_comparison(invoke("broadcast_not_equal", (self, _mask_operand(self, o))))
-
-    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
-
-    def __invert__(self):
-        return _as_comparison(invoke("_rminus_scalar", (self,), {"scalar": 1}))
+def _cast(x, code):
+    return x if _get_dtype(x) == code else invoke("Cast", (x,), {"dtype": DTYPE_NAMES[code]})
 
 
-def _as_comparison(result):
-    if isinstance(result, NDArray):
-        result.__class__ = _Comparison
-    return result
+def _as_operand(other):
+    """A NumPy array or list as an NDArray (its own dtype), an NDArray or a scalar as it
+    is; None for anything else."""
+    if isinstance(other, NDArray) or _scalar_kind(other) is not None:
+        return other
+    if isinstance(other, (_np.ndarray, list, tuple)):
+        return array(other)
+    return None
 
 
-def _mask_operand(mask, other):
-    """The other side of `mask & other`, as 0/1 in mask's dtype."""
+def _plan(op, x, other):
+    """(compute dtype, operator, scalar operator, reflected scalar operator) for x op other."""
+    a = _get_dtype(x)
     if isinstance(other, NDArray):
-        return other if other.dtype == mask.dtype else other.astype(mask.dtype)
-    if isinstance(other, (bool, _np.bool_, _np.ndarray, list, tuple)):
-        return array(_np.asarray(other, dtype=bool), dtype=mask.dtype)
-    raise TypeError(f"a mask combines with a mask or bools, not {type(other).__name__}")
+        b = _get_dtype(other)
+        promoted = _PROMOTE[a, b]
+    else:
+        b = promoted = _with_scalar(a, _scalar_kind(other))
+    if promoted == _BOOL and op.kind == "bool_logic":
+        if op.ufunc == "subtract":
+            raise TypeError("numpy boolean subtract, the `-` operator, is not supported, use the "
+                            "bitwise_xor, the `^` operator, or the logical_xor function instead.")
+        array_op, scalar_op = _BOOL_ARITH[op.ufunc]
+        return _BOOL, array_op, scalar_op, scalar_op
+    code = op.dtype_of(promoted)
+    if code is None:
+        raise op.unsupported(a, b)
+    return code, op.array_op, op.scalar_op, op.rscalar_op
 
 
-def _operator_methods(array_op, scalar_op, reflected_op):
+def _apply(op, x, other, reverse=False):
+    """x op other (other op x when reverse), promoted; NotImplemented for foreign types."""
+    other = _as_operand(other)
+    if other is None:
+        return NotImplemented
+    code, array_op, scalar_op, rscalar_op = _plan(op, x, other)
+    x = _cast(x, code)
+    if isinstance(other, NDArray):
+        other = _cast(other, code)
+        inputs = (other, x) if reverse else (x, other)
+        return _wrap(_invoke(op_handle(array_op), 2, inputs, _ONE_OUTPUT, 0, (), ())[0])
+    return _scalar_op(rscalar_op if reverse else scalar_op, x, other)
+
+
+def _apply_in_place(op, x, other):
+    other = _as_operand(other)
+    if other is None:
+        return NotImplemented
+    code, array_op, scalar_op, _ = _plan(op, x, other)
+    own = _get_dtype(x)
+    if _KIND[code] > _KIND[own]:
+        raise TypeError(f"Cannot cast ufunc '{op.ufunc}' output from dtype('{DTYPE_NAMES[code]}') "
+                        f"to dtype('{DTYPE_NAMES[own]}') with casting rule 'same_kind'")
+    if code != own:  # computed in a wider dtype of the same kind, written back
+        return invoke("Cast", (_apply(op, x, other),), {"dtype": DTYPE_NAMES[own]}, out=x)
+    if isinstance(other, NDArray):
+        invoke(array_op, (x, _cast(other, code)), out=x)
+    else:
+        invoke_text(scalar_op, (x,), _SCALAR_KEY, (_scalar_text(other),), out=x)
+    return x
+
+
+def _operator_methods(op):
+    fast_int, fast_float, fast_same = op.fast_int, op.fast_float, op.fast_same
+    get_dtype, call, wrap, one, key = _get_dtype, _invoke, _wrap, _ONE_OUTPUT, _SCALAR_KEY
+    handle, array_handle = op_handle(op.scalar_op), op_handle(op.array_op)
+
+    def fast_text(self, o):
+        """o as the scalar operator's text when x op o keeps x's dtype, else None."""
+        kind = type(o)
+        if kind is int:
+            return str(o) if get_dtype(self) in fast_int else None
+        if kind is float:
+            return repr(o) if get_dtype(self) in fast_float else None
+        return None
+
+    # The common cases go straight to C: a Python number, or an array of the same
+    # dtype, that leaves the dtype as it is.
     def forward(self, o):
         kind = type(o)
-        if kind is float or kind is int:  # the common case, straight to the C call
-            made = _invoke(op_handle(scalar_op), 1, (self,), _ONE_OUTPUT, 1, _SCALAR_KEY,
-                           (repr(o) if kind is float else str(o),))
-            return _wrap(made[0])
-        return _binary(array_op, scalar_op, self, o)
+        if kind is int:
+            if get_dtype(self) in fast_int:
+                return wrap(call(handle, 1, (self,), one, 1, key, (str(o),))[0])
+        elif kind is float:
+            if get_dtype(self) in fast_float:
+                return wrap(call(handle, 1, (self,), one, 1, key, (repr(o),))[0])
+        elif kind is NDArray:
+            code = get_dtype(self)
+            if code == get_dtype(o) and code in fast_same:
+                return wrap(call(array_handle, 2, (self, o), one, 0, (), ())[0])
+        return _apply(op, self, o)
 
     def reflected(self, o):
-        return _binary(array_op, scalar_op, self, o, reflected_op, True)
+        if isinstance(o, NDArray):
+            return _apply(op, o, self)
+        return _apply(op, self, o, reverse=True)
 
     def in_place(self, o):
-        return _in_place(array_op, scalar_op, self, o)
+        mine = (self,)
+        if type(o) is NDArray:
+            code = get_dtype(self)
+            if code == get_dtype(o) and code in fast_same:
+                call(array_handle, 2, (self, o), mine, 0, (), ())
+                return self
+        else:
+            text = fast_text(self, o)
+            if text is not None:
+                call(handle, 1, mine, mine, 1, key, (text,))
+                return self
+        return _apply_in_place(op, self, o)
+
+    return forward, reflected, in_place
+
+
+def _on_gpu(x):
+    return _get_device(x)[0] == _GPU
+
+
+def _comparison_method(array_op, scalar_op, gpu_array_op, gpu_scalar_op):
+    get_dtype, call, wrap, one, key = _get_dtype, _invoke, _wrap, _ONE_OUTPUT, _SCALAR_KEY
+    handle, array_handle = op_handle(scalar_op), op_handle(array_op)
 
     def compare(self, o):
-        return _as_comparison(forward(self, o))
+        kind = type(o)
+        try:  # the common cases straight to C: a Python number, an array of the same dtype
+            if kind is int or kind is float:
+                return wrap(call(handle, 1, (self,), one, 1, key,
+                                 (str(o) if kind is int else repr(o),))[0])
+            if kind is NDArray and get_dtype(self) == get_dtype(o):
+                return wrap(call(array_handle, 2, (self, o), one, 0, (), ())[0])
+        except NotImplementedError:
+            if not _on_gpu(self):
+                raise
+        o = _as_operand(o)
+        if o is None:
+            return NotImplemented
+        if isinstance(o, NDArray):
+            code = _PROMOTE[get_dtype(self), get_dtype(o)]
+            operands = (_cast(self, code), _cast(o, code))
+        try:
+            if isinstance(o, NDArray):
+                return invoke(array_op, operands)
+            return _scalar_op(scalar_op, self, o)
+        except NotImplementedError:
+            if not _on_gpu(self):
+                raise
+        # on a GPU: MXNet's 0/1 form, cast (it converts a scalar to x's dtype: promote first)
+        if isinstance(o, NDArray):
+            return invoke(gpu_array_op, operands).astype("bool")
+        x = self if _scalar_kind(o) <= _KIND[get_dtype(self)] else _cast(self, _F64)
+        return _scalar_op(gpu_scalar_op, x, o).astype("bool")
 
-    return (compare if reflected_op is None else forward), reflected, in_place
+    return compare
+
+
+def _invert(self):
+    """~x: bitwise not of integers, logical not of bools (NumPy's invert)."""
+    code = _get_dtype(self)
+    if _KIND[code] == 2:
+        raise TypeError(f"ufunc 'invert' not supported for the input type {DTYPE_NAMES[code]} "
+                        f"(deft follows NumPy: ~ takes integers and bools)")
+    return _wrap(_invoke(op_handle("_npi_bitwise_not"), 1, (self,), _ONE_OUTPUT, 0, (), ())[0])
 
 
 def _install_operators():
-    for name, ops in _OPERATORS.items():
-        forward, reflected, in_place = _operator_methods(*ops)
+    for name, op in _OPERATORS.items():
+        forward, reflected, in_place = _operator_methods(op)
         setattr(NDArray, f"__{name}__", forward)
-        if ops[2] is not None:
-            setattr(NDArray, f"__r{name}__", reflected)
-            setattr(NDArray, f"__i{name}__", in_place)
+        setattr(NDArray, f"__r{name}__", reflected)
+        setattr(NDArray, f"__i{name}__", in_place)
+    for name, ops in _COMPARISONS.items():
+        setattr(NDArray, f"__{name}__", _comparison_method(*ops))
+    NDArray.__invert__ = _invert
 
 
 _install_operators()
@@ -595,9 +824,9 @@ def _basic_index(shape, key):
 def _boolean_mask(key):
     """The key as a NumPy bool array when it is a boolean mask, else None.
 
-    Masks are bool arrays (NumPy's, deft's, lists of bools), a bool, the 0/1
-    result of a comparison (a > 2), and float arrays of 0s and 1s (the dtype
-    comparisons give for float arrays; NumPy never reads floats as indices).
+    Masks are bool arrays (NumPy's, deft's, lists of bools, comparisons such as
+    a > 2), a bool, and float arrays of 0s and 1s (the dtype MXNet's comparison
+    operators give for float arrays; NumPy never reads floats as indices).
     Reading a deft array's values waits for it: the result's shape depends on them.
     """
     kind = type(key)
@@ -609,8 +838,6 @@ def _boolean_mask(key):
         dtype = key.dtype
         if dtype == _np.bool_:
             return key.asnumpy()
-        if type(key) is _Comparison:
-            return key.asnumpy() != 0
         if isinstance(dtype, str) or dtype.kind == "f":  # bfloat16 (a name) is a float too
             return _float_mask(key.asnumpy())
         return None

@@ -65,13 +65,13 @@ typedef enum DeftErrorKind {
 typedef enum DeftDType {
     DEFT_FLOAT32 = 0,  /**< 32-bit IEEE float */
     DEFT_FLOAT64 = 1,  /**< 64-bit IEEE float */
-    DEFT_FLOAT16 = 2,  /**< 16-bit IEEE float (storage and copies) */
+    DEFT_FLOAT16 = 2,  /**< 16-bit IEEE float (CPU arithmetic through float32) */
     DEFT_UINT8 = 3,    /**< unsigned 8-bit integer */
     DEFT_INT32 = 4,    /**< signed 32-bit integer */
     DEFT_INT8 = 5,     /**< signed 8-bit integer */
     DEFT_INT64 = 6,    /**< signed 64-bit integer */
     DEFT_BOOL = 7,     /**< boolean stored in one byte, 0 or 1 */
-    DEFT_BFLOAT16 = 12 /**< bfloat16 (storage and copies) */
+    DEFT_BFLOAT16 = 12 /**< bfloat16 (CPU arithmetic through float32) */
 } DeftDType;
 
 /** Kinds of device. The numbers are DLPack's device types. */

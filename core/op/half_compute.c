@@ -1,0 +1,63 @@
+/*
+ * float16 / bfloat16 operators through float32 compute (half_compute.h).
+ */
+#include "core/op/half_compute.h"
+
+#include "core/math/dtype_math.h"
+
+enum { BLOCK = 256 }; /* elements widened at a time: 1 KiB of float32 per operand */
+
+typedef struct half_loop {
+    deft_inner_fn f32;
+    const void *ctx;
+    bool bf16;
+    int nops;
+} half_loop_t;
+
+static void widen(const uint16_t *src, int64_t stride, bool bf16, float *dst, int64_t n) {
+    if (bf16)
+        for (int64_t i = 0; i < n; i++) dst[i] = deft_bf16_to_float(src[i * stride]);
+    else
+        for (int64_t i = 0; i < n; i++) dst[i] = deft_half_to_float(src[i * stride]);
+}
+
+static void narrow(const float *src, bool bf16, uint16_t *dst, int64_t stride, int64_t n) {
+    if (bf16)
+        for (int64_t i = 0; i < n; i++) dst[i * stride] = deft_float_to_bf16(src[i]);
+    else
+        for (int64_t i = 0; i < n; i++) dst[i * stride] = deft_float_to_half(src[i]);
+}
+
+/* The inner loop: operands read block by block (a stride-0 operand once, kept
+ * at stride 0 so the float32 loop takes its scalar path); every input of a
+ * block is read before the output is written, so in-place runs are safe. */
+static void half_inner(const void *ctx, char *const *p, const int64_t *s, int64_t n) {
+    const half_loop_t *h = ctx;
+    float buf[DEFT_STRIDED_MAX_OPS][BLOCK];
+    char *ptrs[DEFT_STRIDED_MAX_OPS];
+    int64_t strides[DEFT_STRIDED_MAX_OPS];
+    for (int k = 0; k < h->nops; k++) {
+        ptrs[k] = (char *)buf[k];
+        strides[k] = k > 0 && s[k] == 0 ? 0 : 1;
+    }
+    for (int k = 1; k < h->nops; k++)
+        if (s[k] == 0) widen((const uint16_t *)p[k], 0, h->bf16, buf[k], 1);
+    for (int64_t start = 0; start < n; start += BLOCK) {
+        int64_t m = n - start < BLOCK ? n - start : BLOCK;
+        for (int k = 1; k < h->nops; k++)
+            if (s[k] != 0) widen((const uint16_t *)p[k] + start * s[k], s[k], h->bf16, buf[k], m);
+        h->f32(h->ctx, ptrs, strides, m);
+        narrow(buf[0], h->bf16, (uint16_t *)p[0] + start * s[0], s[0], m);
+    }
+}
+
+void deft_half_run(deft_strided_t *it, deft_inner_fn f32, const void *ctx, deft_dtype_t dtype) {
+    half_loop_t h = {f32, ctx, dtype == DEFT_DT_BFLOAT16, it->nops};
+    deft_strided_run(it, half_inner, &h);
+}
+
+void deft_half_run_flat(deft_inner_fn f32, const void *ctx, int nops, char *const *ptrs,
+                        const int64_t *strides, deft_dtype_t dtype, int64_t n) {
+    half_loop_t h = {f32, ctx, dtype == DEFT_DT_BFLOAT16, nops};
+    deft_flat_run(half_inner, &h, nops, ptrs, strides, sizeof(uint16_t), n);
+}
