@@ -4069,6 +4069,605 @@ func InternalNpReshape(data *NDArray, newshape []int64, opts *InternalNpReshapeO
 	return invokeFirst("_np_reshape", inputs, params)
 }
 
+// InternalNpiBitwiseAnd runs the operator _npi_bitwise_and: Bitwise and lhs & rhs (logical for bool) with NumPy broadcasting.
+//
+// Inputs: lhs, rhs.
+// It returns the first output (Invoke returns them all).
+func InternalNpiBitwiseAnd(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{lhs, rhs}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_npi_bitwise_and", inputs, params)
+}
+
+// InternalNpiBitwiseAndScalarOpts are the optional inputs and parameters of InternalNpiBitwiseAndScalar; nil fields
+// keep the operator's defaults.
+type InternalNpiBitwiseAndScalarOpts struct {
+	// Scalar (scalar, float): the scalar operand. Default 1.
+	Scalar *float64
+	// IsInt (is_int, boolean): whether the scalar is an integer (no effect). Default true.
+	IsInt *bool
+}
+
+// InternalNpiBitwiseAndScalar runs the operator _npi_bitwise_and_scalar: data & scalar.
+//
+// Inputs: data.
+// It returns the first output (Invoke returns them all).
+func InternalNpiBitwiseAndScalar(data *NDArray, opts *InternalNpiBitwiseAndScalarOpts) (*NDArray, error) {
+	inputs := []*NDArray{data}
+	params := make([]Param, 0, 2)
+	if opts != nil {
+		if opts.Scalar != nil {
+			params = append(params, Param{"scalar", formatFloat(*opts.Scalar)})
+		}
+		if opts.IsInt != nil {
+			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
+		}
+	}
+	return invokeFirst("_npi_bitwise_and_scalar", inputs, params)
+}
+
+// InternalNpiBitwiseLeftShift runs the operator _npi_bitwise_left_shift: lhs << rhs (0 for a shift count below 0 or of the width or more) with NumPy broadcasting.
+//
+// Inputs: lhs, rhs.
+// It returns the first output (Invoke returns them all).
+func InternalNpiBitwiseLeftShift(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{lhs, rhs}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_npi_bitwise_left_shift", inputs, params)
+}
+
+// InternalNpiBitwiseLeftShiftScalarOpts are the optional inputs and parameters of InternalNpiBitwiseLeftShiftScalar; nil fields
+// keep the operator's defaults.
+type InternalNpiBitwiseLeftShiftScalarOpts struct {
+	// Scalar (scalar, float): the scalar operand. Default 1.
+	Scalar *float64
+	// IsInt (is_int, boolean): whether the scalar is an integer (no effect). Default true.
+	IsInt *bool
+}
+
+// InternalNpiBitwiseLeftShiftScalar runs the operator _npi_bitwise_left_shift_scalar: data << scalar.
+//
+// Inputs: data.
+// It returns the first output (Invoke returns them all).
+func InternalNpiBitwiseLeftShiftScalar(data *NDArray, opts *InternalNpiBitwiseLeftShiftScalarOpts) (*NDArray, error) {
+	inputs := []*NDArray{data}
+	params := make([]Param, 0, 2)
+	if opts != nil {
+		if opts.Scalar != nil {
+			params = append(params, Param{"scalar", formatFloat(*opts.Scalar)})
+		}
+		if opts.IsInt != nil {
+			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
+		}
+	}
+	return invokeFirst("_npi_bitwise_left_shift_scalar", inputs, params)
+}
+
+// InternalNpiBitwiseNot runs the operator _npi_bitwise_not: Bitwise not ~x of integers; logical not of bool (NumPy's invert).
+//
+// Inputs: data.
+// It returns the first output (Invoke returns them all).
+func InternalNpiBitwiseNot(data *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{data}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_npi_bitwise_not", inputs, params)
+}
+
+// InternalNpiBitwiseOr runs the operator _npi_bitwise_or: Bitwise or lhs | rhs (logical for bool) with NumPy broadcasting.
+//
+// Inputs: lhs, rhs.
+// It returns the first output (Invoke returns them all).
+func InternalNpiBitwiseOr(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{lhs, rhs}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_npi_bitwise_or", inputs, params)
+}
+
+// InternalNpiBitwiseOrScalarOpts are the optional inputs and parameters of InternalNpiBitwiseOrScalar; nil fields
+// keep the operator's defaults.
+type InternalNpiBitwiseOrScalarOpts struct {
+	// Scalar (scalar, float): the scalar operand. Default 1.
+	Scalar *float64
+	// IsInt (is_int, boolean): whether the scalar is an integer (no effect). Default true.
+	IsInt *bool
+}
+
+// InternalNpiBitwiseOrScalar runs the operator _npi_bitwise_or_scalar: data | scalar.
+//
+// Inputs: data.
+// It returns the first output (Invoke returns them all).
+func InternalNpiBitwiseOrScalar(data *NDArray, opts *InternalNpiBitwiseOrScalarOpts) (*NDArray, error) {
+	inputs := []*NDArray{data}
+	params := make([]Param, 0, 2)
+	if opts != nil {
+		if opts.Scalar != nil {
+			params = append(params, Param{"scalar", formatFloat(*opts.Scalar)})
+		}
+		if opts.IsInt != nil {
+			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
+		}
+	}
+	return invokeFirst("_npi_bitwise_or_scalar", inputs, params)
+}
+
+// InternalNpiBitwiseRightShift runs the operator _npi_bitwise_right_shift: lhs >> rhs, arithmetic (a count below 0 or of the width or more gives 0 or -1) with NumPy broadcasting.
+//
+// Inputs: lhs, rhs.
+// It returns the first output (Invoke returns them all).
+func InternalNpiBitwiseRightShift(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{lhs, rhs}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_npi_bitwise_right_shift", inputs, params)
+}
+
+// InternalNpiBitwiseRightShiftScalarOpts are the optional inputs and parameters of InternalNpiBitwiseRightShiftScalar; nil fields
+// keep the operator's defaults.
+type InternalNpiBitwiseRightShiftScalarOpts struct {
+	// Scalar (scalar, float): the scalar operand. Default 1.
+	Scalar *float64
+	// IsInt (is_int, boolean): whether the scalar is an integer (no effect). Default true.
+	IsInt *bool
+}
+
+// InternalNpiBitwiseRightShiftScalar runs the operator _npi_bitwise_right_shift_scalar: data >> scalar.
+//
+// Inputs: data.
+// It returns the first output (Invoke returns them all).
+func InternalNpiBitwiseRightShiftScalar(data *NDArray, opts *InternalNpiBitwiseRightShiftScalarOpts) (*NDArray, error) {
+	inputs := []*NDArray{data}
+	params := make([]Param, 0, 2)
+	if opts != nil {
+		if opts.Scalar != nil {
+			params = append(params, Param{"scalar", formatFloat(*opts.Scalar)})
+		}
+		if opts.IsInt != nil {
+			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
+		}
+	}
+	return invokeFirst("_npi_bitwise_right_shift_scalar", inputs, params)
+}
+
+// InternalNpiBitwiseXor runs the operator _npi_bitwise_xor: Bitwise xor lhs ^ rhs (logical for bool) with NumPy broadcasting.
+//
+// Inputs: lhs, rhs.
+// It returns the first output (Invoke returns them all).
+func InternalNpiBitwiseXor(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{lhs, rhs}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_npi_bitwise_xor", inputs, params)
+}
+
+// InternalNpiBitwiseXorScalarOpts are the optional inputs and parameters of InternalNpiBitwiseXorScalar; nil fields
+// keep the operator's defaults.
+type InternalNpiBitwiseXorScalarOpts struct {
+	// Scalar (scalar, float): the scalar operand. Default 1.
+	Scalar *float64
+	// IsInt (is_int, boolean): whether the scalar is an integer (no effect). Default true.
+	IsInt *bool
+}
+
+// InternalNpiBitwiseXorScalar runs the operator _npi_bitwise_xor_scalar: data ^ scalar.
+//
+// Inputs: data.
+// It returns the first output (Invoke returns them all).
+func InternalNpiBitwiseXorScalar(data *NDArray, opts *InternalNpiBitwiseXorScalarOpts) (*NDArray, error) {
+	inputs := []*NDArray{data}
+	params := make([]Param, 0, 2)
+	if opts != nil {
+		if opts.Scalar != nil {
+			params = append(params, Param{"scalar", formatFloat(*opts.Scalar)})
+		}
+		if opts.IsInt != nil {
+			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
+		}
+	}
+	return invokeFirst("_npi_bitwise_xor_scalar", inputs, params)
+}
+
+// InternalNpiEqual runs the operator _npi_equal: lhs == rhs (a bool array), with NumPy broadcasting.
+//
+// Inputs: lhs, rhs.
+// It returns the first output (Invoke returns them all).
+func InternalNpiEqual(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{lhs, rhs}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_npi_equal", inputs, params)
+}
+
+// InternalNpiEqualScalarOpts are the optional inputs and parameters of InternalNpiEqualScalar; nil fields
+// keep the operator's defaults.
+type InternalNpiEqualScalarOpts struct {
+	// Scalar (scalar, float): the scalar operand. Default 1.
+	Scalar *float64
+	// IsInt (is_int, boolean): whether the scalar is an integer (no effect). Default true.
+	IsInt *bool
+}
+
+// InternalNpiEqualScalar runs the operator _npi_equal_scalar: data == scalar, compared exactly (a bool array).
+//
+// Inputs: data.
+// It returns the first output (Invoke returns them all).
+func InternalNpiEqualScalar(data *NDArray, opts *InternalNpiEqualScalarOpts) (*NDArray, error) {
+	inputs := []*NDArray{data}
+	params := make([]Param, 0, 2)
+	if opts != nil {
+		if opts.Scalar != nil {
+			params = append(params, Param{"scalar", formatFloat(*opts.Scalar)})
+		}
+		if opts.IsInt != nil {
+			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
+		}
+	}
+	return invokeFirst("_npi_equal_scalar", inputs, params)
+}
+
+// InternalNpiFloorDivide runs the operator _npi_floor_divide: Floor division lhs // rhs, Python's (integers: x // 0 = 0) with NumPy broadcasting.
+//
+// Inputs: lhs, rhs.
+// It returns the first output (Invoke returns them all).
+func InternalNpiFloorDivide(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{lhs, rhs}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_npi_floor_divide", inputs, params)
+}
+
+// InternalNpiFloorDivideScalarOpts are the optional inputs and parameters of InternalNpiFloorDivideScalar; nil fields
+// keep the operator's defaults.
+type InternalNpiFloorDivideScalarOpts struct {
+	// Scalar (scalar, float): the scalar operand. Default 1.
+	Scalar *float64
+	// IsInt (is_int, boolean): whether the scalar is an integer (no effect). Default true.
+	IsInt *bool
+}
+
+// InternalNpiFloorDivideScalar runs the operator _npi_floor_divide_scalar: data // scalar, Python's floor division (integers: x // 0 = 0).
+//
+// Inputs: data.
+// It returns the first output (Invoke returns them all).
+func InternalNpiFloorDivideScalar(data *NDArray, opts *InternalNpiFloorDivideScalarOpts) (*NDArray, error) {
+	inputs := []*NDArray{data}
+	params := make([]Param, 0, 2)
+	if opts != nil {
+		if opts.Scalar != nil {
+			params = append(params, Param{"scalar", formatFloat(*opts.Scalar)})
+		}
+		if opts.IsInt != nil {
+			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
+		}
+	}
+	return invokeFirst("_npi_floor_divide_scalar", inputs, params)
+}
+
+// InternalNpiGreater runs the operator _npi_greater: lhs > rhs (a bool array), with NumPy broadcasting.
+//
+// Inputs: lhs, rhs.
+// It returns the first output (Invoke returns them all).
+func InternalNpiGreater(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{lhs, rhs}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_npi_greater", inputs, params)
+}
+
+// InternalNpiGreaterEqual runs the operator _npi_greater_equal: lhs >= rhs (a bool array), with NumPy broadcasting.
+//
+// Inputs: lhs, rhs.
+// It returns the first output (Invoke returns them all).
+func InternalNpiGreaterEqual(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{lhs, rhs}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_npi_greater_equal", inputs, params)
+}
+
+// InternalNpiGreaterEqualScalarOpts are the optional inputs and parameters of InternalNpiGreaterEqualScalar; nil fields
+// keep the operator's defaults.
+type InternalNpiGreaterEqualScalarOpts struct {
+	// Scalar (scalar, float): the scalar operand. Default 1.
+	Scalar *float64
+	// IsInt (is_int, boolean): whether the scalar is an integer (no effect). Default true.
+	IsInt *bool
+}
+
+// InternalNpiGreaterEqualScalar runs the operator _npi_greater_equal_scalar: data >= scalar, compared exactly (a bool array).
+//
+// Inputs: data.
+// It returns the first output (Invoke returns them all).
+func InternalNpiGreaterEqualScalar(data *NDArray, opts *InternalNpiGreaterEqualScalarOpts) (*NDArray, error) {
+	inputs := []*NDArray{data}
+	params := make([]Param, 0, 2)
+	if opts != nil {
+		if opts.Scalar != nil {
+			params = append(params, Param{"scalar", formatFloat(*opts.Scalar)})
+		}
+		if opts.IsInt != nil {
+			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
+		}
+	}
+	return invokeFirst("_npi_greater_equal_scalar", inputs, params)
+}
+
+// InternalNpiGreaterScalarOpts are the optional inputs and parameters of InternalNpiGreaterScalar; nil fields
+// keep the operator's defaults.
+type InternalNpiGreaterScalarOpts struct {
+	// Scalar (scalar, float): the scalar operand. Default 1.
+	Scalar *float64
+	// IsInt (is_int, boolean): whether the scalar is an integer (no effect). Default true.
+	IsInt *bool
+}
+
+// InternalNpiGreaterScalar runs the operator _npi_greater_scalar: data > scalar, compared exactly (a bool array).
+//
+// Inputs: data.
+// It returns the first output (Invoke returns them all).
+func InternalNpiGreaterScalar(data *NDArray, opts *InternalNpiGreaterScalarOpts) (*NDArray, error) {
+	inputs := []*NDArray{data}
+	params := make([]Param, 0, 2)
+	if opts != nil {
+		if opts.Scalar != nil {
+			params = append(params, Param{"scalar", formatFloat(*opts.Scalar)})
+		}
+		if opts.IsInt != nil {
+			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
+		}
+	}
+	return invokeFirst("_npi_greater_scalar", inputs, params)
+}
+
+// InternalNpiLess runs the operator _npi_less: lhs < rhs (a bool array), with NumPy broadcasting.
+//
+// Inputs: lhs, rhs.
+// It returns the first output (Invoke returns them all).
+func InternalNpiLess(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{lhs, rhs}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_npi_less", inputs, params)
+}
+
+// InternalNpiLessEqual runs the operator _npi_less_equal: lhs <= rhs (a bool array), with NumPy broadcasting.
+//
+// Inputs: lhs, rhs.
+// It returns the first output (Invoke returns them all).
+func InternalNpiLessEqual(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{lhs, rhs}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_npi_less_equal", inputs, params)
+}
+
+// InternalNpiLessEqualScalarOpts are the optional inputs and parameters of InternalNpiLessEqualScalar; nil fields
+// keep the operator's defaults.
+type InternalNpiLessEqualScalarOpts struct {
+	// Scalar (scalar, float): the scalar operand. Default 1.
+	Scalar *float64
+	// IsInt (is_int, boolean): whether the scalar is an integer (no effect). Default true.
+	IsInt *bool
+}
+
+// InternalNpiLessEqualScalar runs the operator _npi_less_equal_scalar: data <= scalar, compared exactly (a bool array).
+//
+// Inputs: data.
+// It returns the first output (Invoke returns them all).
+func InternalNpiLessEqualScalar(data *NDArray, opts *InternalNpiLessEqualScalarOpts) (*NDArray, error) {
+	inputs := []*NDArray{data}
+	params := make([]Param, 0, 2)
+	if opts != nil {
+		if opts.Scalar != nil {
+			params = append(params, Param{"scalar", formatFloat(*opts.Scalar)})
+		}
+		if opts.IsInt != nil {
+			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
+		}
+	}
+	return invokeFirst("_npi_less_equal_scalar", inputs, params)
+}
+
+// InternalNpiLessScalarOpts are the optional inputs and parameters of InternalNpiLessScalar; nil fields
+// keep the operator's defaults.
+type InternalNpiLessScalarOpts struct {
+	// Scalar (scalar, float): the scalar operand. Default 1.
+	Scalar *float64
+	// IsInt (is_int, boolean): whether the scalar is an integer (no effect). Default true.
+	IsInt *bool
+}
+
+// InternalNpiLessScalar runs the operator _npi_less_scalar: data < scalar, compared exactly (a bool array).
+//
+// Inputs: data.
+// It returns the first output (Invoke returns them all).
+func InternalNpiLessScalar(data *NDArray, opts *InternalNpiLessScalarOpts) (*NDArray, error) {
+	inputs := []*NDArray{data}
+	params := make([]Param, 0, 2)
+	if opts != nil {
+		if opts.Scalar != nil {
+			params = append(params, Param{"scalar", formatFloat(*opts.Scalar)})
+		}
+		if opts.IsInt != nil {
+			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
+		}
+	}
+	return invokeFirst("_npi_less_scalar", inputs, params)
+}
+
+// InternalNpiMod runs the operator _npi_mod: Remainder lhs % rhs with the sign of rhs, NumPy's (floats: x % 0 = NaN; integers: 0) with NumPy broadcasting.
+//
+// Inputs: lhs, rhs.
+// It returns the first output (Invoke returns them all).
+func InternalNpiMod(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{lhs, rhs}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_npi_mod", inputs, params)
+}
+
+// InternalNpiModScalarOpts are the optional inputs and parameters of InternalNpiModScalar; nil fields
+// keep the operator's defaults.
+type InternalNpiModScalarOpts struct {
+	// Scalar (scalar, float): the scalar operand. Default 1.
+	Scalar *float64
+	// IsInt (is_int, boolean): whether the scalar is an integer (no effect). Default true.
+	IsInt *bool
+}
+
+// InternalNpiModScalar runs the operator _npi_mod_scalar: data % scalar with the sign of scalar, NumPy's (floats: x % 0 = NaN).
+//
+// Inputs: data.
+// It returns the first output (Invoke returns them all).
+func InternalNpiModScalar(data *NDArray, opts *InternalNpiModScalarOpts) (*NDArray, error) {
+	inputs := []*NDArray{data}
+	params := make([]Param, 0, 2)
+	if opts != nil {
+		if opts.Scalar != nil {
+			params = append(params, Param{"scalar", formatFloat(*opts.Scalar)})
+		}
+		if opts.IsInt != nil {
+			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
+		}
+	}
+	return invokeFirst("_npi_mod_scalar", inputs, params)
+}
+
+// InternalNpiNotEqual runs the operator _npi_not_equal: lhs != rhs (a bool array), with NumPy broadcasting.
+//
+// Inputs: lhs, rhs.
+// It returns the first output (Invoke returns them all).
+func InternalNpiNotEqual(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{lhs, rhs}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_npi_not_equal", inputs, params)
+}
+
+// InternalNpiNotEqualScalarOpts are the optional inputs and parameters of InternalNpiNotEqualScalar; nil fields
+// keep the operator's defaults.
+type InternalNpiNotEqualScalarOpts struct {
+	// Scalar (scalar, float): the scalar operand. Default 1.
+	Scalar *float64
+	// IsInt (is_int, boolean): whether the scalar is an integer (no effect). Default true.
+	IsInt *bool
+}
+
+// InternalNpiNotEqualScalar runs the operator _npi_not_equal_scalar: data != scalar, compared exactly (a bool array).
+//
+// Inputs: data.
+// It returns the first output (Invoke returns them all).
+func InternalNpiNotEqualScalar(data *NDArray, opts *InternalNpiNotEqualScalarOpts) (*NDArray, error) {
+	inputs := []*NDArray{data}
+	params := make([]Param, 0, 2)
+	if opts != nil {
+		if opts.Scalar != nil {
+			params = append(params, Param{"scalar", formatFloat(*opts.Scalar)})
+		}
+		if opts.IsInt != nil {
+			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
+		}
+	}
+	return invokeFirst("_npi_not_equal_scalar", inputs, params)
+}
+
+// InternalNpiRbitwiseLeftShiftScalarOpts are the optional inputs and parameters of InternalNpiRbitwiseLeftShiftScalar; nil fields
+// keep the operator's defaults.
+type InternalNpiRbitwiseLeftShiftScalarOpts struct {
+	// Scalar (scalar, float): the scalar operand. Default 1.
+	Scalar *float64
+	// IsInt (is_int, boolean): whether the scalar is an integer (no effect). Default true.
+	IsInt *bool
+}
+
+// InternalNpiRbitwiseLeftShiftScalar runs the operator _npi_rbitwise_left_shift_scalar: scalar << data.
+//
+// Inputs: data.
+// It returns the first output (Invoke returns them all).
+func InternalNpiRbitwiseLeftShiftScalar(data *NDArray, opts *InternalNpiRbitwiseLeftShiftScalarOpts) (*NDArray, error) {
+	inputs := []*NDArray{data}
+	params := make([]Param, 0, 2)
+	if opts != nil {
+		if opts.Scalar != nil {
+			params = append(params, Param{"scalar", formatFloat(*opts.Scalar)})
+		}
+		if opts.IsInt != nil {
+			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
+		}
+	}
+	return invokeFirst("_npi_rbitwise_left_shift_scalar", inputs, params)
+}
+
+// InternalNpiRbitwiseRightShiftScalarOpts are the optional inputs and parameters of InternalNpiRbitwiseRightShiftScalar; nil fields
+// keep the operator's defaults.
+type InternalNpiRbitwiseRightShiftScalarOpts struct {
+	// Scalar (scalar, float): the scalar operand. Default 1.
+	Scalar *float64
+	// IsInt (is_int, boolean): whether the scalar is an integer (no effect). Default true.
+	IsInt *bool
+}
+
+// InternalNpiRbitwiseRightShiftScalar runs the operator _npi_rbitwise_right_shift_scalar: scalar >> data.
+//
+// Inputs: data.
+// It returns the first output (Invoke returns them all).
+func InternalNpiRbitwiseRightShiftScalar(data *NDArray, opts *InternalNpiRbitwiseRightShiftScalarOpts) (*NDArray, error) {
+	inputs := []*NDArray{data}
+	params := make([]Param, 0, 2)
+	if opts != nil {
+		if opts.Scalar != nil {
+			params = append(params, Param{"scalar", formatFloat(*opts.Scalar)})
+		}
+		if opts.IsInt != nil {
+			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
+		}
+	}
+	return invokeFirst("_npi_rbitwise_right_shift_scalar", inputs, params)
+}
+
+// InternalNpiRfloorDivideScalarOpts are the optional inputs and parameters of InternalNpiRfloorDivideScalar; nil fields
+// keep the operator's defaults.
+type InternalNpiRfloorDivideScalarOpts struct {
+	// Scalar (scalar, float): the scalar operand. Default 1.
+	Scalar *float64
+	// IsInt (is_int, boolean): whether the scalar is an integer (no effect). Default true.
+	IsInt *bool
+}
+
+// InternalNpiRfloorDivideScalar runs the operator _npi_rfloor_divide_scalar: scalar // data, Python's floor division (integers: x // 0 = 0).
+//
+// Inputs: data.
+// It returns the first output (Invoke returns them all).
+func InternalNpiRfloorDivideScalar(data *NDArray, opts *InternalNpiRfloorDivideScalarOpts) (*NDArray, error) {
+	inputs := []*NDArray{data}
+	params := make([]Param, 0, 2)
+	if opts != nil {
+		if opts.Scalar != nil {
+			params = append(params, Param{"scalar", formatFloat(*opts.Scalar)})
+		}
+		if opts.IsInt != nil {
+			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
+		}
+	}
+	return invokeFirst("_npi_rfloor_divide_scalar", inputs, params)
+}
+
+// InternalNpiRmodScalarOpts are the optional inputs and parameters of InternalNpiRmodScalar; nil fields
+// keep the operator's defaults.
+type InternalNpiRmodScalarOpts struct {
+	// Scalar (scalar, float): the scalar operand. Default 1.
+	Scalar *float64
+	// IsInt (is_int, boolean): whether the scalar is an integer (no effect). Default true.
+	IsInt *bool
+}
+
+// InternalNpiRmodScalar runs the operator _npi_rmod_scalar: scalar % data with the sign of data, NumPy's (floats: x % 0 = NaN).
+//
+// Inputs: data.
+// It returns the first output (Invoke returns them all).
+func InternalNpiRmodScalar(data *NDArray, opts *InternalNpiRmodScalarOpts) (*NDArray, error) {
+	inputs := []*NDArray{data}
+	params := make([]Param, 0, 2)
+	if opts != nil {
+		if opts.Scalar != nil {
+			params = append(params, Param{"scalar", formatFloat(*opts.Scalar)})
+		}
+		if opts.IsInt != nil {
+			params = append(params, Param{"is_int", formatBool(*opts.IsInt)})
+		}
+	}
+	return invokeFirst("_npi_rmod_scalar", inputs, params)
+}
+
 // InternalNpxArangeLikeOpts are the optional inputs and parameters of InternalNpxArangeLike; nil fields
 // keep the operator's defaults.
 type InternalNpxArangeLikeOpts struct {

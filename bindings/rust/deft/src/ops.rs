@@ -3191,6 +3191,503 @@ pub fn internal_np_reshape(data: &NDArray, newshape: &[i64], opts: &InternalNpRe
     with_params(&[Some(("newshape", &newshape)), opt_order.as_ref().map(|t| ("order", t))], |params| OP.get()?.invoke_one(&[data], params))
 }
 
+/// Bitwise and lhs & rhs (logical for bool) with NumPy broadcasting.
+///
+/// Operator `_npi_bitwise_and`. Inputs: `lhs`, `rhs`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_bitwise_and(lhs: &NDArray, rhs: &NDArray) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_bitwise_and");
+    OP.get()?.invoke_one(&[lhs, rhs], &[])
+}
+
+/// The optional parameters of [`internal_npi_bitwise_and_scalar`]; `None` keeps the operator's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InternalNpiBitwiseAndScalarOpts {
+    /// `scalar` (float): the scalar operand. Default 1.
+    pub scalar: Option<f64>,
+    /// `is_int` (boolean): whether the scalar is an integer (no effect). Default true.
+    pub is_int: Option<bool>,
+}
+
+/// data & scalar.
+///
+/// Operator `_npi_bitwise_and_scalar`. Inputs: `data`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_bitwise_and_scalar(data: &NDArray, opts: &InternalNpiBitwiseAndScalarOpts) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_bitwise_and_scalar");
+    let opt_scalar = opts.scalar.as_ref().map(ParamText::from);
+    let opt_is_int = opts.is_int.as_ref().map(ParamText::from);
+    with_params(&[opt_scalar.as_ref().map(|t| ("scalar", t)), opt_is_int.as_ref().map(|t| ("is_int", t))], |params| OP.get()?.invoke_one(&[data], params))
+}
+
+/// lhs << rhs (0 for a shift count below 0 or of the width or more) with NumPy broadcasting.
+///
+/// Operator `_npi_bitwise_left_shift`. Inputs: `lhs`, `rhs`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_bitwise_left_shift(lhs: &NDArray, rhs: &NDArray) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_bitwise_left_shift");
+    OP.get()?.invoke_one(&[lhs, rhs], &[])
+}
+
+/// The optional parameters of [`internal_npi_bitwise_left_shift_scalar`]; `None` keeps the operator's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InternalNpiBitwiseLeftShiftScalarOpts {
+    /// `scalar` (float): the scalar operand. Default 1.
+    pub scalar: Option<f64>,
+    /// `is_int` (boolean): whether the scalar is an integer (no effect). Default true.
+    pub is_int: Option<bool>,
+}
+
+/// data << scalar.
+///
+/// Operator `_npi_bitwise_left_shift_scalar`. Inputs: `data`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_bitwise_left_shift_scalar(data: &NDArray, opts: &InternalNpiBitwiseLeftShiftScalarOpts) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_bitwise_left_shift_scalar");
+    let opt_scalar = opts.scalar.as_ref().map(ParamText::from);
+    let opt_is_int = opts.is_int.as_ref().map(ParamText::from);
+    with_params(&[opt_scalar.as_ref().map(|t| ("scalar", t)), opt_is_int.as_ref().map(|t| ("is_int", t))], |params| OP.get()?.invoke_one(&[data], params))
+}
+
+/// Bitwise not ~x of integers; logical not of bool (NumPy's invert).
+///
+/// Operator `_npi_bitwise_not`. Inputs: `data`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_bitwise_not(data: &NDArray) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_bitwise_not");
+    OP.get()?.invoke_one(&[data], &[])
+}
+
+/// Bitwise or lhs | rhs (logical for bool) with NumPy broadcasting.
+///
+/// Operator `_npi_bitwise_or`. Inputs: `lhs`, `rhs`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_bitwise_or(lhs: &NDArray, rhs: &NDArray) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_bitwise_or");
+    OP.get()?.invoke_one(&[lhs, rhs], &[])
+}
+
+/// The optional parameters of [`internal_npi_bitwise_or_scalar`]; `None` keeps the operator's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InternalNpiBitwiseOrScalarOpts {
+    /// `scalar` (float): the scalar operand. Default 1.
+    pub scalar: Option<f64>,
+    /// `is_int` (boolean): whether the scalar is an integer (no effect). Default true.
+    pub is_int: Option<bool>,
+}
+
+/// data | scalar.
+///
+/// Operator `_npi_bitwise_or_scalar`. Inputs: `data`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_bitwise_or_scalar(data: &NDArray, opts: &InternalNpiBitwiseOrScalarOpts) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_bitwise_or_scalar");
+    let opt_scalar = opts.scalar.as_ref().map(ParamText::from);
+    let opt_is_int = opts.is_int.as_ref().map(ParamText::from);
+    with_params(&[opt_scalar.as_ref().map(|t| ("scalar", t)), opt_is_int.as_ref().map(|t| ("is_int", t))], |params| OP.get()?.invoke_one(&[data], params))
+}
+
+/// lhs >> rhs, arithmetic (a count below 0 or of the width or more gives 0 or -1) with NumPy broadcasting.
+///
+/// Operator `_npi_bitwise_right_shift`. Inputs: `lhs`, `rhs`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_bitwise_right_shift(lhs: &NDArray, rhs: &NDArray) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_bitwise_right_shift");
+    OP.get()?.invoke_one(&[lhs, rhs], &[])
+}
+
+/// The optional parameters of [`internal_npi_bitwise_right_shift_scalar`]; `None` keeps the operator's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InternalNpiBitwiseRightShiftScalarOpts {
+    /// `scalar` (float): the scalar operand. Default 1.
+    pub scalar: Option<f64>,
+    /// `is_int` (boolean): whether the scalar is an integer (no effect). Default true.
+    pub is_int: Option<bool>,
+}
+
+/// data >> scalar.
+///
+/// Operator `_npi_bitwise_right_shift_scalar`. Inputs: `data`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_bitwise_right_shift_scalar(data: &NDArray, opts: &InternalNpiBitwiseRightShiftScalarOpts) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_bitwise_right_shift_scalar");
+    let opt_scalar = opts.scalar.as_ref().map(ParamText::from);
+    let opt_is_int = opts.is_int.as_ref().map(ParamText::from);
+    with_params(&[opt_scalar.as_ref().map(|t| ("scalar", t)), opt_is_int.as_ref().map(|t| ("is_int", t))], |params| OP.get()?.invoke_one(&[data], params))
+}
+
+/// Bitwise xor lhs ^ rhs (logical for bool) with NumPy broadcasting.
+///
+/// Operator `_npi_bitwise_xor`. Inputs: `lhs`, `rhs`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_bitwise_xor(lhs: &NDArray, rhs: &NDArray) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_bitwise_xor");
+    OP.get()?.invoke_one(&[lhs, rhs], &[])
+}
+
+/// The optional parameters of [`internal_npi_bitwise_xor_scalar`]; `None` keeps the operator's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InternalNpiBitwiseXorScalarOpts {
+    /// `scalar` (float): the scalar operand. Default 1.
+    pub scalar: Option<f64>,
+    /// `is_int` (boolean): whether the scalar is an integer (no effect). Default true.
+    pub is_int: Option<bool>,
+}
+
+/// data ^ scalar.
+///
+/// Operator `_npi_bitwise_xor_scalar`. Inputs: `data`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_bitwise_xor_scalar(data: &NDArray, opts: &InternalNpiBitwiseXorScalarOpts) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_bitwise_xor_scalar");
+    let opt_scalar = opts.scalar.as_ref().map(ParamText::from);
+    let opt_is_int = opts.is_int.as_ref().map(ParamText::from);
+    with_params(&[opt_scalar.as_ref().map(|t| ("scalar", t)), opt_is_int.as_ref().map(|t| ("is_int", t))], |params| OP.get()?.invoke_one(&[data], params))
+}
+
+/// lhs == rhs (a bool array), with NumPy broadcasting.
+///
+/// Operator `_npi_equal`. Inputs: `lhs`, `rhs`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_equal(lhs: &NDArray, rhs: &NDArray) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_equal");
+    OP.get()?.invoke_one(&[lhs, rhs], &[])
+}
+
+/// The optional parameters of [`internal_npi_equal_scalar`]; `None` keeps the operator's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InternalNpiEqualScalarOpts {
+    /// `scalar` (float): the scalar operand. Default 1.
+    pub scalar: Option<f64>,
+    /// `is_int` (boolean): whether the scalar is an integer (no effect). Default true.
+    pub is_int: Option<bool>,
+}
+
+/// data == scalar, compared exactly (a bool array).
+///
+/// Operator `_npi_equal_scalar`. Inputs: `data`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_equal_scalar(data: &NDArray, opts: &InternalNpiEqualScalarOpts) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_equal_scalar");
+    let opt_scalar = opts.scalar.as_ref().map(ParamText::from);
+    let opt_is_int = opts.is_int.as_ref().map(ParamText::from);
+    with_params(&[opt_scalar.as_ref().map(|t| ("scalar", t)), opt_is_int.as_ref().map(|t| ("is_int", t))], |params| OP.get()?.invoke_one(&[data], params))
+}
+
+/// Floor division lhs // rhs, Python's (integers: x // 0 = 0) with NumPy broadcasting.
+///
+/// Operator `_npi_floor_divide`. Inputs: `lhs`, `rhs`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_floor_divide(lhs: &NDArray, rhs: &NDArray) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_floor_divide");
+    OP.get()?.invoke_one(&[lhs, rhs], &[])
+}
+
+/// The optional parameters of [`internal_npi_floor_divide_scalar`]; `None` keeps the operator's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InternalNpiFloorDivideScalarOpts {
+    /// `scalar` (float): the scalar operand. Default 1.
+    pub scalar: Option<f64>,
+    /// `is_int` (boolean): whether the scalar is an integer (no effect). Default true.
+    pub is_int: Option<bool>,
+}
+
+/// data // scalar, Python's floor division (integers: x // 0 = 0).
+///
+/// Operator `_npi_floor_divide_scalar`. Inputs: `data`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_floor_divide_scalar(data: &NDArray, opts: &InternalNpiFloorDivideScalarOpts) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_floor_divide_scalar");
+    let opt_scalar = opts.scalar.as_ref().map(ParamText::from);
+    let opt_is_int = opts.is_int.as_ref().map(ParamText::from);
+    with_params(&[opt_scalar.as_ref().map(|t| ("scalar", t)), opt_is_int.as_ref().map(|t| ("is_int", t))], |params| OP.get()?.invoke_one(&[data], params))
+}
+
+/// lhs > rhs (a bool array), with NumPy broadcasting.
+///
+/// Operator `_npi_greater`. Inputs: `lhs`, `rhs`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_greater(lhs: &NDArray, rhs: &NDArray) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_greater");
+    OP.get()?.invoke_one(&[lhs, rhs], &[])
+}
+
+/// lhs >= rhs (a bool array), with NumPy broadcasting.
+///
+/// Operator `_npi_greater_equal`. Inputs: `lhs`, `rhs`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_greater_equal(lhs: &NDArray, rhs: &NDArray) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_greater_equal");
+    OP.get()?.invoke_one(&[lhs, rhs], &[])
+}
+
+/// The optional parameters of [`internal_npi_greater_equal_scalar`]; `None` keeps the operator's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InternalNpiGreaterEqualScalarOpts {
+    /// `scalar` (float): the scalar operand. Default 1.
+    pub scalar: Option<f64>,
+    /// `is_int` (boolean): whether the scalar is an integer (no effect). Default true.
+    pub is_int: Option<bool>,
+}
+
+/// data >= scalar, compared exactly (a bool array).
+///
+/// Operator `_npi_greater_equal_scalar`. Inputs: `data`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_greater_equal_scalar(data: &NDArray, opts: &InternalNpiGreaterEqualScalarOpts) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_greater_equal_scalar");
+    let opt_scalar = opts.scalar.as_ref().map(ParamText::from);
+    let opt_is_int = opts.is_int.as_ref().map(ParamText::from);
+    with_params(&[opt_scalar.as_ref().map(|t| ("scalar", t)), opt_is_int.as_ref().map(|t| ("is_int", t))], |params| OP.get()?.invoke_one(&[data], params))
+}
+
+/// The optional parameters of [`internal_npi_greater_scalar`]; `None` keeps the operator's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InternalNpiGreaterScalarOpts {
+    /// `scalar` (float): the scalar operand. Default 1.
+    pub scalar: Option<f64>,
+    /// `is_int` (boolean): whether the scalar is an integer (no effect). Default true.
+    pub is_int: Option<bool>,
+}
+
+/// data > scalar, compared exactly (a bool array).
+///
+/// Operator `_npi_greater_scalar`. Inputs: `data`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_greater_scalar(data: &NDArray, opts: &InternalNpiGreaterScalarOpts) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_greater_scalar");
+    let opt_scalar = opts.scalar.as_ref().map(ParamText::from);
+    let opt_is_int = opts.is_int.as_ref().map(ParamText::from);
+    with_params(&[opt_scalar.as_ref().map(|t| ("scalar", t)), opt_is_int.as_ref().map(|t| ("is_int", t))], |params| OP.get()?.invoke_one(&[data], params))
+}
+
+/// lhs < rhs (a bool array), with NumPy broadcasting.
+///
+/// Operator `_npi_less`. Inputs: `lhs`, `rhs`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_less(lhs: &NDArray, rhs: &NDArray) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_less");
+    OP.get()?.invoke_one(&[lhs, rhs], &[])
+}
+
+/// lhs <= rhs (a bool array), with NumPy broadcasting.
+///
+/// Operator `_npi_less_equal`. Inputs: `lhs`, `rhs`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_less_equal(lhs: &NDArray, rhs: &NDArray) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_less_equal");
+    OP.get()?.invoke_one(&[lhs, rhs], &[])
+}
+
+/// The optional parameters of [`internal_npi_less_equal_scalar`]; `None` keeps the operator's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InternalNpiLessEqualScalarOpts {
+    /// `scalar` (float): the scalar operand. Default 1.
+    pub scalar: Option<f64>,
+    /// `is_int` (boolean): whether the scalar is an integer (no effect). Default true.
+    pub is_int: Option<bool>,
+}
+
+/// data <= scalar, compared exactly (a bool array).
+///
+/// Operator `_npi_less_equal_scalar`. Inputs: `data`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_less_equal_scalar(data: &NDArray, opts: &InternalNpiLessEqualScalarOpts) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_less_equal_scalar");
+    let opt_scalar = opts.scalar.as_ref().map(ParamText::from);
+    let opt_is_int = opts.is_int.as_ref().map(ParamText::from);
+    with_params(&[opt_scalar.as_ref().map(|t| ("scalar", t)), opt_is_int.as_ref().map(|t| ("is_int", t))], |params| OP.get()?.invoke_one(&[data], params))
+}
+
+/// The optional parameters of [`internal_npi_less_scalar`]; `None` keeps the operator's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InternalNpiLessScalarOpts {
+    /// `scalar` (float): the scalar operand. Default 1.
+    pub scalar: Option<f64>,
+    /// `is_int` (boolean): whether the scalar is an integer (no effect). Default true.
+    pub is_int: Option<bool>,
+}
+
+/// data < scalar, compared exactly (a bool array).
+///
+/// Operator `_npi_less_scalar`. Inputs: `data`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_less_scalar(data: &NDArray, opts: &InternalNpiLessScalarOpts) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_less_scalar");
+    let opt_scalar = opts.scalar.as_ref().map(ParamText::from);
+    let opt_is_int = opts.is_int.as_ref().map(ParamText::from);
+    with_params(&[opt_scalar.as_ref().map(|t| ("scalar", t)), opt_is_int.as_ref().map(|t| ("is_int", t))], |params| OP.get()?.invoke_one(&[data], params))
+}
+
+/// Remainder lhs % rhs with the sign of rhs, NumPy's (floats: x % 0 = NaN; integers: 0) with NumPy broadcasting.
+///
+/// Operator `_npi_mod`. Inputs: `lhs`, `rhs`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_mod(lhs: &NDArray, rhs: &NDArray) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_mod");
+    OP.get()?.invoke_one(&[lhs, rhs], &[])
+}
+
+/// The optional parameters of [`internal_npi_mod_scalar`]; `None` keeps the operator's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InternalNpiModScalarOpts {
+    /// `scalar` (float): the scalar operand. Default 1.
+    pub scalar: Option<f64>,
+    /// `is_int` (boolean): whether the scalar is an integer (no effect). Default true.
+    pub is_int: Option<bool>,
+}
+
+/// data % scalar with the sign of scalar, NumPy's (floats: x % 0 = NaN).
+///
+/// Operator `_npi_mod_scalar`. Inputs: `data`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_mod_scalar(data: &NDArray, opts: &InternalNpiModScalarOpts) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_mod_scalar");
+    let opt_scalar = opts.scalar.as_ref().map(ParamText::from);
+    let opt_is_int = opts.is_int.as_ref().map(ParamText::from);
+    with_params(&[opt_scalar.as_ref().map(|t| ("scalar", t)), opt_is_int.as_ref().map(|t| ("is_int", t))], |params| OP.get()?.invoke_one(&[data], params))
+}
+
+/// lhs != rhs (a bool array), with NumPy broadcasting.
+///
+/// Operator `_npi_not_equal`. Inputs: `lhs`, `rhs`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_not_equal(lhs: &NDArray, rhs: &NDArray) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_not_equal");
+    OP.get()?.invoke_one(&[lhs, rhs], &[])
+}
+
+/// The optional parameters of [`internal_npi_not_equal_scalar`]; `None` keeps the operator's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InternalNpiNotEqualScalarOpts {
+    /// `scalar` (float): the scalar operand. Default 1.
+    pub scalar: Option<f64>,
+    /// `is_int` (boolean): whether the scalar is an integer (no effect). Default true.
+    pub is_int: Option<bool>,
+}
+
+/// data != scalar, compared exactly (a bool array).
+///
+/// Operator `_npi_not_equal_scalar`. Inputs: `data`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_not_equal_scalar(data: &NDArray, opts: &InternalNpiNotEqualScalarOpts) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_not_equal_scalar");
+    let opt_scalar = opts.scalar.as_ref().map(ParamText::from);
+    let opt_is_int = opts.is_int.as_ref().map(ParamText::from);
+    with_params(&[opt_scalar.as_ref().map(|t| ("scalar", t)), opt_is_int.as_ref().map(|t| ("is_int", t))], |params| OP.get()?.invoke_one(&[data], params))
+}
+
+/// The optional parameters of [`internal_npi_rbitwise_left_shift_scalar`]; `None` keeps the operator's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InternalNpiRbitwiseLeftShiftScalarOpts {
+    /// `scalar` (float): the scalar operand. Default 1.
+    pub scalar: Option<f64>,
+    /// `is_int` (boolean): whether the scalar is an integer (no effect). Default true.
+    pub is_int: Option<bool>,
+}
+
+/// scalar << data.
+///
+/// Operator `_npi_rbitwise_left_shift_scalar`. Inputs: `data`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_rbitwise_left_shift_scalar(data: &NDArray, opts: &InternalNpiRbitwiseLeftShiftScalarOpts) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_rbitwise_left_shift_scalar");
+    let opt_scalar = opts.scalar.as_ref().map(ParamText::from);
+    let opt_is_int = opts.is_int.as_ref().map(ParamText::from);
+    with_params(&[opt_scalar.as_ref().map(|t| ("scalar", t)), opt_is_int.as_ref().map(|t| ("is_int", t))], |params| OP.get()?.invoke_one(&[data], params))
+}
+
+/// The optional parameters of [`internal_npi_rbitwise_right_shift_scalar`]; `None` keeps the operator's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InternalNpiRbitwiseRightShiftScalarOpts {
+    /// `scalar` (float): the scalar operand. Default 1.
+    pub scalar: Option<f64>,
+    /// `is_int` (boolean): whether the scalar is an integer (no effect). Default true.
+    pub is_int: Option<bool>,
+}
+
+/// scalar >> data.
+///
+/// Operator `_npi_rbitwise_right_shift_scalar`. Inputs: `data`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_rbitwise_right_shift_scalar(data: &NDArray, opts: &InternalNpiRbitwiseRightShiftScalarOpts) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_rbitwise_right_shift_scalar");
+    let opt_scalar = opts.scalar.as_ref().map(ParamText::from);
+    let opt_is_int = opts.is_int.as_ref().map(ParamText::from);
+    with_params(&[opt_scalar.as_ref().map(|t| ("scalar", t)), opt_is_int.as_ref().map(|t| ("is_int", t))], |params| OP.get()?.invoke_one(&[data], params))
+}
+
+/// The optional parameters of [`internal_npi_rfloor_divide_scalar`]; `None` keeps the operator's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InternalNpiRfloorDivideScalarOpts {
+    /// `scalar` (float): the scalar operand. Default 1.
+    pub scalar: Option<f64>,
+    /// `is_int` (boolean): whether the scalar is an integer (no effect). Default true.
+    pub is_int: Option<bool>,
+}
+
+/// scalar // data, Python's floor division (integers: x // 0 = 0).
+///
+/// Operator `_npi_rfloor_divide_scalar`. Inputs: `data`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_rfloor_divide_scalar(data: &NDArray, opts: &InternalNpiRfloorDivideScalarOpts) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_rfloor_divide_scalar");
+    let opt_scalar = opts.scalar.as_ref().map(ParamText::from);
+    let opt_is_int = opts.is_int.as_ref().map(ParamText::from);
+    with_params(&[opt_scalar.as_ref().map(|t| ("scalar", t)), opt_is_int.as_ref().map(|t| ("is_int", t))], |params| OP.get()?.invoke_one(&[data], params))
+}
+
+/// The optional parameters of [`internal_npi_rmod_scalar`]; `None` keeps the operator's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InternalNpiRmodScalarOpts {
+    /// `scalar` (float): the scalar operand. Default 1.
+    pub scalar: Option<f64>,
+    /// `is_int` (boolean): whether the scalar is an integer (no effect). Default true.
+    pub is_int: Option<bool>,
+}
+
+/// scalar % data with the sign of data, NumPy's (floats: x % 0 = NaN).
+///
+/// Operator `_npi_rmod_scalar`. Inputs: `data`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_npi_rmod_scalar(data: &NDArray, opts: &InternalNpiRmodScalarOpts) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_npi_rmod_scalar");
+    let opt_scalar = opts.scalar.as_ref().map(ParamText::from);
+    let opt_is_int = opts.is_int.as_ref().map(ParamText::from);
+    with_params(&[opt_scalar.as_ref().map(|t| ("scalar", t)), opt_is_int.as_ref().map(|t| ("is_int", t))], |params| OP.get()?.invoke_one(&[data], params))
+}
+
 /// The optional parameters of [`internal_npx_arange_like`]; `None` keeps the operator's default.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct InternalNpxArangeLikeOpts {
@@ -3744,6 +4241,26 @@ pub fn internal_split_like(inputs: &[&NDArray], opts: &InternalSplitLikeOpts) ->
     with_params(&[opt_dim.as_ref().map(|t| ("dim", t))], |params| OP.get()?.invoke_one(inputs, params))
 }
 
+/// A training step's AdaDelta update of weights and accumulated squares of gradients and deltas, in place.
+///
+/// Operator `_step_adadelta`. Inputs: any number (5 at least).
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_step_adadelta(inputs: &[&NDArray]) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_step_adadelta");
+    OP.get()?.invoke_one(inputs, &[])
+}
+
+/// A training step's AdaGrad update of weights and histories, in place.
+///
+/// Operator `_step_adagrad`. Inputs: any number (4 at least).
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_step_adagrad(inputs: &[&NDArray]) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_step_adagrad");
+    OP.get()?.invoke_one(inputs, &[])
+}
+
 /// A training step's Adam update of weights, means and vars, in place.
 ///
 /// Operator `_step_adam`. Inputs: any number (5 at least).
@@ -3761,6 +4278,46 @@ pub fn internal_step_adam(inputs: &[&NDArray]) -> Result<NDArray> {
 /// Returns the first output ([`Op::invoke`] returns all).
 pub fn internal_step_adamw(inputs: &[&NDArray]) -> Result<NDArray> {
     static OP: OpCell = OpCell::new("_step_adamw");
+    OP.get()?.invoke_one(inputs, &[])
+}
+
+/// A training step's LAMB update (Adam's direction scaled by a trust ratio per parameter) of weights, means and vars, in place; CPU only.
+///
+/// Operator `_step_lamb`. Inputs: any number (5 at least).
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_step_lamb(inputs: &[&NDArray]) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_step_lamb");
+    OP.get()?.invoke_one(inputs, &[])
+}
+
+/// A training step's SGD update with Nesterov momentum of weights and moms, in place.
+///
+/// Operator `_step_nag`. Inputs: any number (4 at least).
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_step_nag(inputs: &[&NDArray]) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_step_nag");
+    OP.get()?.invoke_one(inputs, &[])
+}
+
+/// A training step's RMSProp update of weights and mean squares, in place.
+///
+/// Operator `_step_rmsprop`. Inputs: any number (4 at least).
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_step_rmsprop(inputs: &[&NDArray]) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_step_rmsprop");
+    OP.get()?.invoke_one(inputs, &[])
+}
+
+/// A training step's centered RMSProp update (Graves) of weights, mean squares, mean gradients and deltas, in place.
+///
+/// Operator `_step_rmsprop_centered`. Inputs: any number (6 at least).
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_step_rmsprop_centered(inputs: &[&NDArray]) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_step_rmsprop_centered");
     OP.get()?.invoke_one(inputs, &[])
 }
 
