@@ -1,7 +1,13 @@
-"""NumPy's advanced indexing: integer arrays (lists, NumPy or deft arrays) as
-indices, alone or mixed with ints, slices, None and Ellipsis.
+"""Indexing with NumPy's semantics: x[key] and x[key] = value for NDArray.
 
-The semantics are NumPy's. Ints beside an index array count as index arrays
+Three kinds of key, as NumPy has them:
+- basic: ints, slices, None and Ellipsis, read as one `slice` and a reshape
+  and written by one `_slice_assign` (reads are copies, not views);
+- a boolean mask over leading axes (a bool array or a comparison's result);
+- advanced: integer arrays (lists, NumPy or deft arrays), alone or mixed
+  with ints, slices, None and Ellipsis, as below.
+
+For advanced keys the semantics are NumPy's. Ints beside an index array count as index arrays
 of no dimensions. The index arrays broadcast together. Their result
 dimensions replace the indexed axes where those axes are adjacent in the
 key, and go first otherwise. Negative indices count from the end, and an
@@ -18,7 +24,41 @@ import numbers
 
 import numpy as np
 
-from .ndarray import NDArray, array, invoke, value_like, zeros
+from .ndarray import NDArray, array, invoke, zeros
+
+
+def read(x, key):
+    """x[key]: a boolean mask, index arrays, or basic (ints, slices, None, Ellipsis)."""
+    mask = _boolean_mask(key)
+    if mask is not None:
+        return _take_masked(x, mask)
+    if is_advanced(key):
+        return _read_advanced(x, key)
+    plan = _basic_index(x.shape, key)
+    result = x
+    if plan.sliced:
+        result = invoke("slice", (x,), plan.params())
+    if plan.final_shape != result.shape:
+        result = result.reshape(plan.final_shape)
+    return result if result is not x else x.copy()
+
+
+def assign(x, key, value):
+    """x[key] = value, value cast to x's dtype and broadcast to what x[key] reads."""
+    mask = _boolean_mask(key)
+    if mask is not None:
+        _assign_masked(x, mask, value)
+        return
+    value = value_like(value, x)
+    if is_advanced(key):
+        _assign_advanced(x, key, value)
+        return
+    plan = _basic_index(x.shape, key)
+    # A value shaped like the result of reading key gets the integer-indexed
+    # axes back as 1s; other values broadcast to the region as they are.
+    if value.shape == plan.final_shape != plan.region_shape:
+        value = value.reshape(plan.region_shape)
+    invoke("_slice_assign", (x, value), plan.params(), out=x)
 
 
 def is_advanced(key):
@@ -27,7 +67,7 @@ def is_advanced(key):
     return any(isinstance(k, (list, np.ndarray, NDArray)) for k in keys)
 
 
-def read(x, key):
+def _read_advanced(x, key):
     """x[key] for a key with index arrays."""
     entries, new_axes = _entries(x.shape, key)
     single = _single_array(entries, new_axes)
@@ -43,10 +83,9 @@ def read(x, key):
     return invoke("gather_nd", (x, array(index, dtype="int64")))
 
 
-def assign(x, key, value):
+def _assign_advanced(x, key, value):
     """x[key] = value for a key with index arrays: value broadcasts to x[key]'s shape."""
     entries, new_axes = _entries(x.shape, key)
-    value = value_like(value, x)
     single = _single_array(entries, new_axes)
     if single == 0 and isinstance(entries[0], NDArray) and _all_full(entries[1:]):
         index = entries[0]
@@ -239,3 +278,165 @@ def _broadcast(value, shown, target):
     if value.shape != tuple(shown):
         value = invoke("broadcast_to", (value,), {"shape": tuple(shown)})
     return value.reshape(target) if tuple(shown) != tuple(target) else value
+
+
+# ---- basic indexing: one slice and a reshape ----
+
+class _IndexPlan:
+    """Basic indexing as one slice and a reshape."""
+
+    __slots__ = ("begin", "end", "step", "sliced", "final_shape", "region_shape")
+
+    def params(self):
+        return {"begin": self.begin, "end": self.end, "step": self.step}
+
+
+def _basic_index(shape, key):
+    if not isinstance(key, tuple):
+        key = (key,)
+    if sum(k is Ellipsis for k in key) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if used > len(shape):
+        raise IndexError(f"too many indices: {used} for an array of {len(shape)} dimensions")
+    fill = (slice(None),) * (len(shape) - used)
+    key = (key[:key.index(Ellipsis)] + fill + key[key.index(Ellipsis) + 1:]
+           if Ellipsis in key else key + fill)
+    plan = _IndexPlan()
+    plan.begin, plan.end, plan.step, final, region = [], [], [], [], []
+    plan.sliced = False
+    axis = 0
+    for k in key:
+        if k is None:  # numpy.newaxis: an axis of 1 in the result, none in x
+            final.append(1)
+            continue
+        dim = shape[axis]
+        if isinstance(k, slice):
+            start, stop, step = k.indices(dim)
+            n = len(range(start, stop, step))
+            plan.begin.append(k.start)
+            plan.end.append(k.stop)
+            plan.step.append(k.step)
+            final.append(n)
+            region.append(n)
+            plan.sliced |= n != dim or (k.step not in (None, 1))
+        elif isinstance(k, (bool, np.bool_)):
+            raise IndexError("a bool inside a tuple index (a new axis, in NumPy) is not supported")
+        elif isinstance(k, (numbers.Integral, np.integer)) or hasattr(k, "__index__"):
+            i = int(k.__index__())
+            if not -dim <= i < dim:
+                raise IndexError(f"index {i} is out of range for axis {axis} of size {dim}")
+            i %= dim
+            plan.begin.append(i)
+            plan.end.append(i + 1)
+            plan.step.append(None)
+            region.append(1)
+            plan.sliced = True
+        else:
+            raise IndexError(f"index {k!r} ({type(k).__name__}) is not an int, slice, "
+                             f"Ellipsis, None or integer array")
+        axis += 1
+    plan.final_shape, plan.region_shape = tuple(final), tuple(region)
+    return plan
+
+
+# ---- boolean masks ----
+
+def _boolean_mask(key):
+    """The key as a NumPy bool array when it is a boolean mask, else None.
+
+    Masks are bool arrays (NumPy's, deft's, lists of bools, comparisons such as
+    a > 2), a bool, and float arrays of 0s and 1s (the dtype MXNet's comparison
+    operators give for float arrays; NumPy never reads floats as indices).
+    Reading a deft array's values waits for it: the result's shape depends on them.
+    """
+    kind = type(key)
+    if kind is int or kind is slice or kind is tuple:  # the common keys, at once
+        return None
+    if kind is bool or kind is np.bool_:
+        return np.array(bool(key))
+    if isinstance(key, NDArray):
+        dtype = key.dtype
+        if dtype == np.bool_:
+            return key.asnumpy()
+        if isinstance(dtype, str) or dtype.kind == "f":  # bfloat16 (a name) is a float too
+            return _float_mask(key.asnumpy())
+        return None
+    if isinstance(key, list) and len(key) > 0:
+        key = np.asarray(key)
+    if isinstance(key, np.ndarray):
+        if key.dtype == np.bool_:
+            return key
+        if key.dtype.kind == "f":
+            return _float_mask(key)
+    return None
+
+
+def _float_mask(values):
+    ones = values == 1
+    if not (ones | (values == 0)).all():
+        raise IndexError("arrays used as indices must be of integer or boolean type; a float "
+                         "array is read as a mask (as comparisons give) only when its values "
+                         "are 0 and 1")
+    return ones
+
+
+def _mask_split(shape, mask):
+    """Check a mask against the leading axes of shape; the rows it covers (their
+    count, as one axis) and the shape of each row."""
+    if mask.ndim > len(shape):
+        raise IndexError(f"too many indices: a boolean index of {mask.ndim} dimensions for an "
+                         f"array of {len(shape)}")
+    for axis, (m, dim) in enumerate(zip(mask.shape, shape)):
+        if m != dim:
+            raise IndexError(f"boolean index did not match indexed array along axis {axis}; "
+                             f"size of axis is {dim} but size of corresponding boolean axis "
+                             f"is {m}")
+    rows = 1
+    for dim in shape[:mask.ndim]:
+        rows *= dim
+    return rows, tuple(shape[mask.ndim:])
+
+
+def _take_masked(x, mask):
+    """x[mask]: the rows of x (over the mask's axes) where the mask is true."""
+    rows, row_shape = _mask_split(x.shape, mask)
+    flat = x.reshape((rows,) + row_shape)
+    return invoke("take", (flat, array(np.flatnonzero(mask), dtype="int64")))
+
+
+def value_like(value, x):
+    """A value to write into x: an NDArray of x's dtype (NumPy casts what it assigns)."""
+    if not isinstance(value, NDArray):
+        return array(value, dtype=x.dtype)
+    return value if value.dtype == x.dtype else value.astype(x.dtype)
+
+
+def _assign_masked(x, mask, value):
+    """x[mask] = value: value broadcasts to (count of true, *row shape), as in NumPy."""
+    rows, row_shape = _mask_split(x.shape, mask)
+    value = value_like(value, x)
+    count = int(mask.sum())
+    target = (count,) + row_shape
+    vshape = value.shape
+    while len(vshape) > len(target) and vshape[0] == 1:
+        vshape = vshape[1:]
+    try:
+        fits = np.broadcast_shapes(vshape, target) == target
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"cannot assign a value of shape {value.shape} to the elements a "
+                         f"boolean index selects, of shape {target}")
+    if count == 0 or x.size == 0:
+        return
+    lead = x.shape[:mask.ndim]
+    cond = array(mask.reshape(lead + (1,) * len(row_shape)), dtype="uint8")
+    if len(vshape) > len(row_shape) and vshape[0] != 1:  # one row of value per selected row
+        if value.shape != target:
+            value = invoke("broadcast_to", (value.reshape(vshape),), {"shape": target})
+        position = np.maximum(np.cumsum(mask.reshape(-1)) - 1, 0)
+        value = invoke("take", (value, array(position, dtype="int64"))).reshape(x.shape)
+    else:  # the same for every selected row
+        value = value.reshape(vshape[1:] if len(vshape) > len(row_shape) else vshape)
+    invoke("_copyto", (invoke("where", (cond, value, x)),), out=x)
