@@ -173,6 +173,37 @@ static void *make_and_free_then_exit(void *arg) {
 /* An exiting thread frees what it kept, among the other thread-exit
  * destructors, whichever order they run in (each leaves its thread-local
  * state empty, so a later one freeing a record or buffer makes it anew). */
+/* A view shares memory and order with its array, outlives it, and must fit in it. */
+START_TEST(test_views_share_memory_and_order) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 2, SHAPE(3, 2), VALUES(1, 2, 3, 4, 5, 6)), row;
+    ck_assert_ok(DeftNDArrayView(x, 2, SHAPE(2), 1, &row)); /* x[1] */
+    assert_values(row, 2, VALUES(3, 4), 0);
+    DeftNDArrayHandle out[1] = {row};
+    int nout = 1;
+    ck_assert_ok(call("_plus_scalar", 1, &row, &nout, out, P("scalar", "10"))); /* in place */
+    assert_values(x, 6, VALUES(1, 2, 13, 14, 5, 6), 0);
+    out[0] = x;
+    ck_assert_ok(call("_mul_scalar", 1, &x, &nout, out, P("scalar", "2"))); /* queued after */
+    assert_values(row, 2, VALUES(26, 28), 0);
+    int64_t before = mem_stat(0);
+    ck_assert_ok(DeftNDArrayFree(x));
+    ck_assert_int_eq(mem_stat(0), before); /* the view holds the memory */
+    assert_values(row, 2, VALUES(26, 28), 0);
+    DeftNDArrayHandle bad = NULL;
+    ck_assert_fails(
+        DeftNDArrayView(row, 1, SHAPE(2), 1, &bad), DEFT_ERROR_INDEX,
+        "a view of 2 elements from element 1 does not fit in an array of 2 (shape (2,))");
+    ck_assert_fails(DeftNDArrayView(row, -1, SHAPE(1), 1, &bad), DEFT_ERROR_INDEX,
+                    "from element -1 does not fit");
+    ck_assert_fails(DeftNDArrayView(row, 0, SHAPE(-1), 1, &bad), DEFT_ERROR_VALUE, "shape");
+    ck_assert_ptr_null(bad);
+    DeftNDArrayHandle empty = NULL;
+    ck_assert_ok(
+        DeftNDArrayView(row, 2, SHAPE(0, 5), 2, &empty)); /* zero elements fit at the end */
+    free_all(2, (DeftNDArrayHandle[]){row, empty});
+}
+END_TEST
+
 START_TEST(test_threads_exit_keeping_nothing) {
     int64_t bytes = mem_stat(DEFT_MEM_LIVE_BYTES);
     for (int round = 0; round < 4; round++) {
@@ -188,6 +219,7 @@ static Suite *ndarray_suite(void) {
     Suite *suite = suite_create("ndarray");
     TCase *tc = tcase_create("ndarray");
     tcase_add_test(tc, test_create_is_zero_filled_with_metadata);
+    tcase_add_test(tc, test_views_share_memory_and_order);
     tcase_add_test(tc, test_round_trip_every_dtype);
     tcase_add_test(tc, test_copy_from_host_overwrites);
     tcase_add_test(tc, test_scalar_and_zero_size_arrays);

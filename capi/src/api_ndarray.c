@@ -50,6 +50,17 @@ int DeftNDArrayCreateFromData(const int64_t *shape, int ndim, int dtype, int dev
     return api_ndarray_wrap(arr, out);
 }
 
+int DeftNDArrayView(DeftNDArrayHandle handle, int64_t offset, const int64_t *shape, int ndim,
+                    DeftNDArrayHandle *out) {
+    API_BEGIN();
+    deft_ndarray_t *arr, *view;
+    deft_shape_t s;
+    if (api_ndarray(handle, "handle", &arr) || api_check_out(out, "out") ||
+        deft_shape_init(&s, shape, ndim, "shape") || deft_ndarray_view(arr, offset, &s, &view))
+        return -1;
+    return api_ndarray_wrap(view, out);
+}
+
 int DeftNDArrayToDLPack(DeftNDArrayHandle handle, DLManagedTensor **out) {
     API_BEGIN();
     deft_ndarray_t *arr;

@@ -156,6 +156,26 @@ int deft_ndarray_alias(deft_ndarray_t *arr, deft_ndarray_t **out) {
     return 0;
 }
 
+int deft_ndarray_view(deft_ndarray_t *arr, int64_t offset, const deft_shape_t *shape,
+                      deft_ndarray_t **out) {
+    if (deft_ndarray_is_lazy(arr))
+        return deft_error(DEFT_ERR_VALUE, "the array is lazy (deferred compute): it has no "
+                                          "storage to view until it is computed");
+    int64_t size = deft_shape_size(&arr->tensor.shape), count = deft_shape_size(shape);
+    if (offset < 0 || count > size || offset > size - count) {
+        char text[DEFT_SHAPE_STR_MAX];
+        return deft_error(DEFT_ERR_INDEX,
+                          "a view of %lld elements from element %lld does not fit in an "
+                          "array of %lld (shape %s)",
+                          (long long)count, (long long)offset, (long long)size,
+                          deft_shape_format(&arr->tensor.shape, text, sizeof text));
+    }
+    if (deft_ndarray_alias(arr, out)) return -1;
+    (*out)->tensor.shape = *shape;
+    (*out)->tensor.offset += (size_t)offset * deft_dtype_size(arr->tensor.dtype);
+    return 0;
+}
+
 deft_ndarray_t *deft_ndarray_try_retain(deft_ndarray_t *arr) {
     int n = atomic_load_explicit(&arr->refcount, memory_order_relaxed);
     while (n > 0)

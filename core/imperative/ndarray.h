@@ -59,6 +59,13 @@ int deft_ndarray_new_placeholder(const deft_desc_t *desc, deft_device_t device,
  * kept_version is the contents' version now, so a later write shows. */
 int deft_ndarray_alias(deft_ndarray_t *arr, deft_ndarray_t **out);
 
+/* A view: an array of `shape` over arr's storage, `offset` elements after
+ * arr's first, on arr's engine variable (so work through either is ordered,
+ * and each sees the other's writes), without history. -1 when arr is lazy
+ * (no storage yet) or the window does not fit in arr. */
+int deft_ndarray_view(deft_ndarray_t *arr, int64_t offset, const deft_shape_t *shape,
+                      deft_ndarray_t **out);
+
 /* No storage yet: a lazy array waiting to be computed. */
 static inline bool deft_ndarray_is_lazy(const deft_ndarray_t *arr) {
     return __atomic_load_n(&arr->tensor.storage, __ATOMIC_ACQUIRE) == NULL;

@@ -1,8 +1,11 @@
 """Indexing with NumPy's semantics: x[key] and x[key] = value for NDArray.
 
 Three kinds of key, as NumPy has them:
-- basic: ints, slices, None and Ellipsis, read as one `slice` and a reshape
-  and written by one `_slice_assign` (reads are copies, not views);
+- basic: ints, slices, None and Ellipsis. A read whose elements are one
+  contiguous run (x[2], x[1:3], x[1, 2:4], x[:]) is a view sharing x's
+  memory, as NumPy's: writes through either show in the other. Other basic
+  reads (x[:, 1:3], steps) are one `slice`, a copy, and so is every read
+  that autograd or deferred compute records. Writes are one `_slice_assign`;
 - a boolean mask over leading axes (a bool array or a comparison's result);
 - advanced: integer arrays (lists, NumPy or deft arrays), alone or mixed
   with ints, slices, None and Ellipsis, as below.
@@ -24,7 +27,10 @@ import numbers
 
 import numpy as np
 
-from .ndarray import NDArray, array, invoke, zeros
+from ._lib import lib
+from .autograd import is_recording
+from .ndarray import NDArray, _wrap, array, invoke, zeros
+from .symbol import is_deferred_compute
 
 
 def read(x, key):
@@ -35,6 +41,8 @@ def read(x, key):
     if is_advanced(key):
         return _read_advanced(x, key)
     plan = _basic_index(x.shape, key)
+    if plan.run is not None and _may_view(x):
+        return _view(x, plan.run[0], plan.final_shape)
     result = x
     if plan.sliced:
         result = invoke("slice", (x,), plan.params())
@@ -59,6 +67,16 @@ def assign(x, key, value):
     if value.shape == plan.final_shape != plan.region_shape:
         value = value.reshape(plan.region_shape)
     invoke("_slice_assign", (x, value), plan.params(), out=x)
+
+
+def _may_view(x):
+    """Basic reads are views, as NumPy's, unless they must be recorded (autograd,
+    deferred compute) or x has no storage yet (lazy)."""
+    return not (is_recording() or is_deferred_compute() or x.is_lazy)
+
+
+def _view(x, offset, shape):
+    return _wrap(lib.DeftNDArrayView(x, offset, shape, len(shape)))
 
 
 def is_advanced(key):
@@ -283,12 +301,29 @@ def _broadcast(value, shown, target):
 # ---- basic indexing: one slice and a reshape ----
 
 class _IndexPlan:
-    """Basic indexing as one slice and a reshape."""
+    """Basic indexing as one slice and a reshape; `run` is (offset, count) when
+    the region is one contiguous run of elements (a view can show it)."""
 
-    __slots__ = ("begin", "end", "step", "sliced", "final_shape", "region_shape")
+    __slots__ = ("begin", "end", "step", "sliced", "final_shape", "region_shape", "run")
 
     def params(self):
         return {"begin": self.begin, "end": self.end, "step": self.step}
+
+
+def _contiguous_run(shape, starts, counts, unit):
+    """(offset, count) of a region of x when its elements are one run: before
+    some axis every count is 1, that axis steps by 1, and after it every axis
+    is whole. None otherwise."""
+    offset, stride, whole = 0, 1, True
+    for dim, start, count, steps_by_one in reversed(list(zip(shape, starts, counts, unit))):
+        if not whole and count != 1:
+            return None
+        if count > 1 and not steps_by_one:
+            return None
+        offset += start * stride
+        whole = whole and start == 0 and count == dim
+        stride *= dim
+    return offset, int(np.prod(counts)) if counts else 1
 
 
 def _basic_index(shape, key):
@@ -304,6 +339,7 @@ def _basic_index(shape, key):
            if Ellipsis in key else key + fill)
     plan = _IndexPlan()
     plan.begin, plan.end, plan.step, final, region = [], [], [], [], []
+    starts, unit = [], []
     plan.sliced = False
     axis = 0
     for k in key:
@@ -319,6 +355,8 @@ def _basic_index(shape, key):
             plan.step.append(k.step)
             final.append(n)
             region.append(n)
+            starts.append(start if n else 0)
+            unit.append(step == 1)
             plan.sliced |= n != dim or (k.step not in (None, 1))
         elif isinstance(k, (bool, np.bool_)):
             raise IndexError("a bool inside a tuple index (a new axis, in NumPy) is not supported")
@@ -331,12 +369,15 @@ def _basic_index(shape, key):
             plan.end.append(i + 1)
             plan.step.append(None)
             region.append(1)
+            starts.append(i)
+            unit.append(True)
             plan.sliced = True
         else:
             raise IndexError(f"index {k!r} ({type(k).__name__}) is not an int, slice, "
                              f"Ellipsis, None or integer array")
         axis += 1
     plan.final_shape, plan.region_shape = tuple(final), tuple(region)
+    plan.run = _contiguous_run(shape, starts, region, unit)
     return plan
 
 

@@ -101,3 +101,40 @@ def test_advanced_reads_are_differentiable():
     want = np.zeros_like(a)
     np.add.at(want, ([0, 2, 2], [1, 3, 3]), [1.0, 2.0, 3.0])
     np.testing.assert_array_equal(x.grad.asnumpy(), want)
+
+
+def test_contiguous_basic_reads_are_views_as_in_numpy(no_leaks):
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    x = deft.array(a)
+    row, run, whole = x[1, 2], x[0, 1:3], x[:]
+    row[:] = -1.0                  # writes through a view land in x
+    run += 100.0
+    a[1, 2] = -1.0
+    a[0, 1:3] += 100.0
+    np.testing.assert_array_equal(x.asnumpy(), a)
+    x[0, 1, 0] = 7.0               # and writes to x show in the views
+    a[0, 1, 0] = 7.0
+    np.testing.assert_array_equal(run.asnumpy(), a[0, 1:3])
+    np.testing.assert_array_equal(whole.asnumpy(), a)
+    np.testing.assert_array_equal(x[None, 1].asnumpy(), a[None, 1])
+    strided = x[:, 1:3]            # not one run of elements: a copy
+    strided[:] = 0.0
+    np.testing.assert_array_equal(x.asnumpy(), a)
+    del x                          # a view keeps the memory it shows
+    np.testing.assert_array_equal(row.asnumpy(), a[1, 2])
+
+
+def test_recorded_reads_are_copies_that_carry_gradients():
+    x = deft.array(np.arange(6, dtype=np.float32).reshape(2, 3))
+    x.attach_grad()
+    with deft.autograd.record():
+        y = (x[1] * 2.0).sum()
+    y.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), [[0, 0, 0], [2, 2, 2]])
+    with deft.deferred_compute():
+        lazy = x * 1.0
+        part = lazy[1]
+    np.testing.assert_array_equal(part.asnumpy(), [3, 4, 5])
+    later = (x * 1.0)[0]           # outside both: a view
+    later[:] = 9.0
+    np.testing.assert_array_equal(x.asnumpy(), [[0, 1, 2], [3, 4, 5]])

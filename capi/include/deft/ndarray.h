@@ -53,6 +53,26 @@ DEFT_API int DeftNDArrayCreateFromData(const int64_t *shape, int ndim, int dtype
                                        DeftNDArrayHandle *out);
 
 /**
+ * @brief A view: an array over a contiguous run of another's elements.
+ *
+ * The view shares the array's memory and its order of operations: a write
+ * through either is seen by the other, and work on both runs in the order it
+ * was issued. It has no autograd history (a recorded computation should read
+ * the array through an operator such as `slice`). Basic slices of leading
+ * axes (x[2], x[1:3], x[1, 2:4]) are such runs.
+ *
+ * @param handle the array; not a lazy one (deferred compute) before it is computed.
+ * @param offset elements from the array's first element to the view's first.
+ * @param shape @p ndim dimensions, each >= 0; may be NULL when @p ndim is 0.
+ * @param ndim number of dimensions, 0 to DEFT_MAX_NDIM.
+ * @param[out] out receives a new handle, owned by the caller (DeftNDArrayFree()).
+ * @return 0 on success; -1 on a lazy array, a bad shape, or a window that does
+ *         not fit in the array (DEFT_ERROR_INDEX).
+ */
+DEFT_API int DeftNDArrayView(DeftNDArrayHandle handle, int64_t offset, const int64_t *shape,
+                             int ndim, DeftNDArrayHandle *out);
+
+/**
  * @brief Copy an array's elements to host memory, after waiting for pending
  *        writes to it.
  * @param handle the array.

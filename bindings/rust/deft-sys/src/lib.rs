@@ -203,6 +203,13 @@ deft_functions! {
         dev_id: c_int,
         out: *mut DeftNDArrayHandle,
     ) -> c_int;
+    pub fn DeftNDArrayView(
+        handle: DeftNDArrayHandle,
+        offset: i64,
+        shape: *const i64,
+        ndim: c_int,
+        out: *mut DeftNDArrayHandle,
+    ) -> c_int;
     pub fn DeftNDArrayCreateFromData(
         shape: *const i64,
         ndim: c_int,
