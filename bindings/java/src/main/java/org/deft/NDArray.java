@@ -57,7 +57,25 @@ public final class NDArray extends Owned<org.deft.internal.DeftNDArray> {
         return java.util.Arrays.copyOf(dims, ndim[0]);
     }
 
-    private ByteBuffer read() {
+    /** deft's dtype codes (DeftDType) by name, for messages: index = code. */
+    private static final String[] DTYPE_NAMES = {"float32", "float64", "float16", "uint8", "int32",
+        "int8", "int64", "bool", null, null, null, null, "bfloat16"};
+
+    /** The array's dtype, as deft names it ("float32", "int64", ...). */
+    public String dtype() {
+        int[] code = new int[1];
+        DeftNative.DeftNDArrayGetDType(handle(), code);
+        String name = code[0] >= 0 && code[0] < DTYPE_NAMES.length ? DTYPE_NAMES[code[0]] : null;
+        return name != null ? name : "dtype " + code[0];
+    }
+
+    /** The array's bytes, after checking that its dtype is `want` (a reader's). */
+    private ByteBuffer read(String want, String reader) {
+        String have = dtype();
+        if (!have.equals(want))
+            throw new DeftException(DeftException.Kind.TYPE.ordinal(),
+                                    "the array is " + have + ", not " + want + ": " + reader
+                                        + " reads " + want + " arrays (cast it with Cast first)");
         long[] nbytes = new long[1];
         DeftNative.DeftNDArrayGetNBytes(handle(), nbytes);
         ByteBuffer b = buffer(nbytes[0]);
@@ -65,19 +83,43 @@ public final class NDArray extends Owned<org.deft.internal.DeftNDArray> {
         return b;
     }
 
-    /** The values of a float32 array (waiting for pending work). */
+    /** The values of a float32 array (waiting for pending work); a TYPE DeftException otherwise. */
     public float[] toFloatArray() {
-        ByteBuffer b = read();
+        ByteBuffer b = read("float32", "toFloatArray");
         float[] out = new float[b.capacity() / 4];
         b.asFloatBuffer().get(out);
         return out;
     }
 
-    /** The values of a float64 array (waiting for pending work). */
+    /** The values of a float64 array (waiting for pending work); a TYPE DeftException otherwise. */
     public double[] toDoubleArray() {
-        ByteBuffer b = read();
+        ByteBuffer b = read("float64", "toDoubleArray");
         double[] out = new double[b.capacity() / 8];
         b.asDoubleBuffer().get(out);
+        return out;
+    }
+
+    /** The values of an int32 array (waiting for pending work); a TYPE DeftException otherwise. */
+    public int[] toIntArray() {
+        ByteBuffer b = read("int32", "toIntArray");
+        int[] out = new int[b.capacity() / 4];
+        b.asIntBuffer().get(out);
+        return out;
+    }
+
+    /** The values of an int64 array (waiting for pending work); a TYPE DeftException otherwise. */
+    public long[] toLongArray() {
+        ByteBuffer b = read("int64", "toLongArray");
+        long[] out = new long[b.capacity() / 8];
+        b.asLongBuffer().get(out);
+        return out;
+    }
+
+    /** The bytes of a uint8 array (waiting for pending work); a TYPE DeftException otherwise. */
+    public byte[] toByteArray() {
+        ByteBuffer b = read("uint8", "toByteArray");
+        byte[] out = new byte[b.capacity()];
+        b.get(out);
         return out;
     }
 

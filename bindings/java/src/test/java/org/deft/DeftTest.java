@@ -15,6 +15,28 @@ class DeftTest {
     }
 
     @Test
+    void readersCheckTheDtype() {
+        try (NDArray x = NDArray.of(new float[] {1.5f, -2f, 3f}, 3);
+             NDArray i = x.call("Cast", new NDArray[0], "dtype", "int64");
+             NDArray j = x.call("Cast", new NDArray[0], "dtype", "int32");
+             NDArray u = x.call("Cast", new NDArray[0], "dtype", "uint8");
+             NDArray d = NDArray.of(new double[] {0.25, 4}, 2)) {
+            assertEquals("int64", i.dtype());
+            assertArrayEquals(new long[] {1, -2, 3}, i.toLongArray());
+            assertArrayEquals(new int[] {1, -2, 3}, j.toIntArray());
+            assertArrayEquals(new byte[] {1, 0, 3}, u.toByteArray());
+            assertArrayEquals(new double[] {0.25, 4}, d.toDoubleArray());
+            DeftException e = assertThrows(DeftException.class, i::toFloatArray);
+            assertEquals(DeftException.Kind.TYPE, e.kind());
+            assertEquals("the array is int64, not float32: toFloatArray reads float32 arrays "
+                             + "(cast it with Cast first)",
+                         e.getMessage());
+            assertThrows(DeftException.class, x::toDoubleArray);
+            assertThrows(DeftException.class, d::toLongArray);
+        }
+    }
+
+    @Test
     void deferredComputeExport() {
         try (NDArray x = NDArray.of(new float[] {1, 2, 3}, 3)) {
             NDArray y, z;
