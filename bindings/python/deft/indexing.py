@@ -53,11 +53,11 @@ def read(x, key):
 
 def assign(x, key, value):
     """x[key] = value, value cast to x's dtype and broadcast to what x[key] reads."""
+    value = _value_like(value, x)
     mask = _boolean_mask(key)
     if mask is not None:
         _assign_masked(x, mask, value)
         return
-    value = value_like(value, x)
     if is_advanced(key):
         _assign_advanced(x, key, value)
         return
@@ -281,21 +281,29 @@ def _full_index(shape, entries, shape_only=False):
 def _broadcast(value, shown, target):
     """value broadcast to `shown` (the shape x[key] reads as, NumPy's rule),
     then laid out as `target` (the same elements without the new axes)."""
-    vshape = value.shape
-    while len(vshape) > len(shown) and vshape[0] == 1:
-        vshape = vshape[1:]
-    try:
-        fits = np.broadcast_shapes(vshape, shown) == tuple(shown)
-    except ValueError:
-        fits = False
-    if not fits:
-        raise ValueError(f"shape mismatch: value array of shape {value.shape} could not be "
-                         f"broadcast to indexing result of shape {tuple(shown)}")
+    vshape = _fitting_shape(value, tuple(shown), f"shape mismatch: value array of shape "
+                            f"{value.shape} could not be broadcast to indexing result of "
+                            f"shape {tuple(shown)}")
     if vshape != value.shape:
         value = value.reshape(vshape)
     if value.shape != tuple(shown):
         value = invoke("broadcast_to", (value,), {"shape": tuple(shown)})
     return value.reshape(target) if tuple(shown) != tuple(target) else value
+
+
+def _fitting_shape(value, target, message):
+    """value's shape without the leading 1s past target's rank, when it broadcasts
+    to target (NumPy's rule for what an assignment stores); ValueError(message) if not."""
+    vshape = value.shape
+    while len(vshape) > len(target) and vshape[0] == 1:
+        vshape = vshape[1:]
+    try:
+        fits = np.broadcast_shapes(vshape, target) == target
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(message)
+    return vshape
 
 
 # ---- basic indexing: one slice and a reshape ----
@@ -446,7 +454,7 @@ def _take_masked(x, mask):
     return invoke("take", (flat, array(np.flatnonzero(mask), dtype="int64")))
 
 
-def value_like(value, x):
+def _value_like(value, x):
     """A value to write into x: an NDArray of x's dtype (NumPy casts what it assigns)."""
     if not isinstance(value, NDArray):
         return array(value, dtype=x.dtype)
@@ -456,19 +464,10 @@ def value_like(value, x):
 def _assign_masked(x, mask, value):
     """x[mask] = value: value broadcasts to (count of true, *row shape), as in NumPy."""
     rows, row_shape = _mask_split(x.shape, mask)
-    value = value_like(value, x)
     count = int(mask.sum())
     target = (count,) + row_shape
-    vshape = value.shape
-    while len(vshape) > len(target) and vshape[0] == 1:
-        vshape = vshape[1:]
-    try:
-        fits = np.broadcast_shapes(vshape, target) == target
-    except ValueError:
-        fits = False
-    if not fits:
-        raise ValueError(f"cannot assign a value of shape {value.shape} to the elements a "
-                         f"boolean index selects, of shape {target}")
+    vshape = _fitting_shape(value, target, f"cannot assign a value of shape {value.shape} to "
+                            f"the elements a boolean index selects, of shape {target}")
     if count == 0 or x.size == 0:
         return
     lead = x.shape[:mask.ndim]
