@@ -737,6 +737,14 @@ pub fn live_bytes() -> Result<i64> {
     Ok(n)
 }
 
+/// The most bytes of CPU array storage in use at once since the process
+/// started (DEFT_MEM_PEAK_BYTES).
+pub fn peak_bytes() -> Result<i64> {
+    let mut n = 0;
+    check(unsafe { sys::DeftGetMemoryStat(sys::DEFT_CPU, 0, sys::DEFT_MEM_PEAK_BYTES, &mut n) })?;
+    Ok(n)
+}
+
 /// A custom operator written in Rust: shape inference, forward and
 /// (optionally) backward. Callbacks run on deft's callback threads; the
 /// arrays they get are lent for the call.
