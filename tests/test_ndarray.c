@@ -204,6 +204,100 @@ START_TEST(test_views_share_memory_and_order) {
 }
 END_TEST
 
+/* x[:, 1::2] of a 3x4 x: element (i, j) is x's element 1 + 4i + 2j. */
+static DeftNDArrayHandle odd_columns(DeftNDArrayHandle x) {
+    DeftNDArrayHandle v = NULL;
+    ck_assert_ok(DeftNDArrayStridedView(x, 1, SHAPE(3, 2), SHAPE(4, 2), 2, &v));
+    return v;
+}
+
+/* A strided view reads what its array holds when an operation reads it, and
+ * what is written into it (by operators, in place, or from the host) lands
+ * in the array, in the order the calls were made. */
+START_TEST(test_strided_views_read_and_write_their_array) {
+    DeftNDArrayHandle x =
+        make(DEFT_FLOAT32, 2, SHAPE(3, 4), VALUES(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11));
+    DeftNDArrayHandle v = odd_columns(x), y = NULL;
+    assert_values(v, 6, VALUES(1, 3, 5, 7, 9, 11), 0);
+    int64_t strides[DEFT_MAX_NDIM], offset;
+    int is_view;
+    ck_assert_ok(DeftNDArrayGetLayout(v, strides, &offset, &is_view));
+    ck_assert(is_view && offset == 1 && strides[0] == 4 && strides[1] == 2);
+    ck_assert_ok(DeftNDArrayGetLayout(x, strides, &offset, &is_view));
+    ck_assert(!is_view && offset == 0 && strides[0] == 4 && strides[1] == 1);
+    DeftNDArrayHandle out[1] = {v};
+    int nout = 1;
+    ck_assert_ok(call("_plus_scalar", 1, &v, &nout, out, P("scalar", "100"))); /* in place */
+    assert_values(x, 12, VALUES(0, 101, 2, 103, 4, 105, 6, 107, 8, 109, 10, 111), 0);
+    out[0] = x;
+    ck_assert_ok(call("_mul_scalar", 1, &x, &nout, out, P("scalar", "2"))); /* x, then v reads */
+    out[0] = NULL;
+    ck_assert_ok(call("_plus_scalar", 1, &v, &nout, out, P("scalar", "1")));
+    y = out[0];
+    assert_values(y, 6, VALUES(203, 207, 211, 215, 219, 223), 0);
+    float host[6] = {-1, -2, -3, -4, -5, -6};
+    ck_assert_ok(DeftNDArrayCopyFromHost(v, host, sizeof host));
+    assert_values(x, 12, VALUES(0, -1, 4, -2, 8, -3, 12, -4, 16, -5, 20, -6), 0);
+    DeftNDArrayHandle w = NULL; /* v[::-1, 1]: from v's layout, in x's elements */
+    ck_assert_ok(DeftNDArrayStridedView(v, 1 + 8 + 2, SHAPE(3), SHAPE(-4), 1, &w));
+    assert_values(w, 3, VALUES(-6, -4, -2), 0);
+    int64_t before = mem_stat(0);
+    ck_assert_ok(DeftNDArrayFree(x)); /* the views hold the memory */
+    ck_assert_int_eq(mem_stat(0), before);
+    assert_values(v, 6, VALUES(-1, -2, -3, -4, -5, -6), 0);
+    free_all(3, (DeftNDArrayHandle[]){v, w, y});
+}
+END_TEST
+
+START_TEST(test_strided_views_refuse_bad_windows_and_kept_uses) {
+    DeftNDArrayHandle x =
+        make(DEFT_FLOAT32, 2, SHAPE(3, 4), VALUES(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11));
+    DeftNDArrayHandle bad = NULL, v = odd_columns(x), dense = NULL, grad = NULL;
+    ck_assert_fails(DeftNDArrayStridedView(x, 2, SHAPE(3, 2), SHAPE(4, 5), 2, &bad),
+                    DEFT_ERROR_INDEX, "reaching elements 2 to 15 does not fit in an array of 12");
+    ck_assert_fails(DeftNDArrayStridedView(x, 1, SHAPE(3), SHAPE(-1), 1, &bad), DEFT_ERROR_INDEX,
+                    "reaching elements -1 to 1");
+    ck_assert_fails(DeftNDArrayStridedView(x, 0, SHAPE(3), NULL, 1, &bad), DEFT_ERROR_VALUE,
+                    "strides is NULL");
+    ck_assert_fails(DeftNDArrayView(v, 0, SHAPE(2), 1, &bad), DEFT_ERROR_VALUE,
+                    "the array is a strided view");
+    ck_assert_ptr_null(bad);
+    /* A window that is one dense run is a plain view. */
+    ck_assert_ok(DeftNDArrayStridedView(x, 4, SHAPE(2, 4), SHAPE(4, 1), 2, &dense));
+    int64_t strides[DEFT_MAX_NDIM], offset;
+    int is_view = -1;
+    ck_assert_ok(DeftNDArrayGetLayout(dense, strides, &offset, &is_view));
+    ck_assert_int_eq(is_view, 0);
+    assert_values(dense, 8, VALUES(4, 5, 6, 7, 8, 9, 10, 11), 0);
+    /* A variable's gradient would not reach the array: refused. */
+    ck_assert_ok(DeftNDArrayCreate(SHAPE(3, 2), 2, DEFT_FLOAT32, DEFT_CPU, 0, &grad));
+    ck_assert_fails(DeftAutogradMarkVariables(1, &v, (int[]){1}, &grad), DEFT_ERROR_VALUE,
+                    "arrays[0] is a strided view");
+    free_all(4, (DeftNDArrayHandle[]){x, v, dense, grad});
+}
+END_TEST
+
+/* Large enough to run on the engine's threads: views order with their array. */
+START_TEST(test_strided_views_order_with_queued_work) {
+    enum { N = 256 };
+    DeftNDArrayHandle x = NULL, v = NULL, out[1];
+    ck_assert_ok(DeftNDArrayCreate(SHAPE(N, N), 2, DEFT_FLOAT32, DEFT_CPU, 0, &x));
+    ck_assert_ok(DeftNDArrayStridedView(x, 0, SHAPE(N, N / 2), SHAPE(N, 2), 2, &v)); /* x[:, ::2] */
+    int nout = 1;
+    for (int round = 0; round < 8; round++) {
+        out[0] = x;
+        ck_assert_ok(call("_plus_scalar", 1, &x, &nout, out, P("scalar", "1")));
+        out[0] = v;
+        ck_assert_ok(call("_mul_scalar", 1, &v, &nout, out, P("scalar", "2")));
+    }
+    static float host[N * N];
+    ck_assert_ok(DeftNDArrayCopyToHost(x, host, sizeof host));
+    /* even columns: ((((0+1)*2+1)*2 ...) = 2^9 - 2 = 510; odd ones: 8 */
+    for (int i = 0; i < N * N; i++) ck_assert_float_eq(host[i], i % 2 ? 8.0f : 510.0f);
+    free_all(2, (DeftNDArrayHandle[]){x, v});
+}
+END_TEST
+
 START_TEST(test_threads_exit_keeping_nothing) {
     int64_t bytes = mem_stat(DEFT_MEM_LIVE_BYTES);
     for (int round = 0; round < 4; round++) {
@@ -220,6 +314,9 @@ static Suite *ndarray_suite(void) {
     TCase *tc = tcase_create("ndarray");
     tcase_add_test(tc, test_create_is_zero_filled_with_metadata);
     tcase_add_test(tc, test_views_share_memory_and_order);
+    tcase_add_test(tc, test_strided_views_read_and_write_their_array);
+    tcase_add_test(tc, test_strided_views_refuse_bad_windows_and_kept_uses);
+    tcase_add_test(tc, test_strided_views_order_with_queued_work);
     tcase_add_test(tc, test_round_trip_every_dtype);
     tcase_add_test(tc, test_copy_from_host_overwrites);
     tcase_add_test(tc, test_scalar_and_zero_size_arrays);

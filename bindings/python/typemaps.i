@@ -350,6 +350,17 @@ DEFT_PY_NAMES_OUT(out_count, out_words)
     $result = SWIG_AppendOutput($result, deft_py_tuple64($1, *$3));
 }
 
+/* An array's layout: (strides, offset, is_view), strides over DEFT_MAX_NDIM
+ * dimensions (the caller keeps as many as the array has). */
+%typemap(in, numinputs=0) (int64_t *strides, int64_t *offset, int *is_view)
+    (int64_t steps[DEFT_MAX_NDIM] = {0}, int64_t first = 0, int view = 0) {
+    $1 = steps, $2 = &first, $3 = &view;
+}
+%typemap(argout) (int64_t *strides, int64_t *offset, int *is_view) {
+    $result = SWIG_AppendOutput($result, Py_BuildValue("(NLi)", deft_py_tuple64($1, DEFT_MAX_NDIM),
+                                                       (long long)*$2, *$3));
+}
+
 /* Inferred shape: (dims, dtype), with None for what is still unknown. */
 %typemap(in, numinputs=0) (int64_t *out_dims, int capacity, int *out_ndim, int *out_dtype)
     (int64_t dims[DEFT_MAX_NDIM], int ndim, int dtype) {

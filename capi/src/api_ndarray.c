@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "capi/src/api.h"
+#include "core/imperative/view.h"
 #include "core/imperative/dlpack.h"
 #include "core/imperative/invoke.h"
 #include "core/op/registry.h"
@@ -59,6 +60,32 @@ int DeftNDArrayView(DeftNDArrayHandle handle, int64_t offset, const int64_t *sha
         deft_shape_init(&s, shape, ndim, "shape") || deft_ndarray_view(arr, offset, &s, &view))
         return -1;
     return api_ndarray_wrap(view, out);
+}
+
+int DeftNDArrayStridedView(DeftNDArrayHandle handle, int64_t offset, const int64_t *shape,
+                           const int64_t *strides, int ndim, DeftNDArrayHandle *out) {
+    API_BEGIN();
+    deft_ndarray_t *arr, *view;
+    deft_shape_t s;
+    if (api_ndarray(handle, "handle", &arr) || api_check_out(out, "out") ||
+        deft_shape_init(&s, shape, ndim, "shape"))
+        return -1;
+    if (ndim > 0 && !strides)
+        return deft_error(DEFT_ERR_VALUE, "strides is NULL, expected %d element steps", ndim);
+    if (deft_ndarray_strided_view(arr, offset, &s, strides, &view)) return -1;
+    return api_ndarray_wrap(view, out);
+}
+
+int DeftNDArrayGetLayout(DeftNDArrayHandle handle, int64_t *strides, int64_t *offset,
+                         int *is_view) {
+    API_BEGIN();
+    deft_ndarray_t *arr;
+    if (api_ndarray(handle, "handle", &arr) || api_check_out(strides, "strides") ||
+        api_check_out(offset, "offset"))
+        return -1;
+    deft_ndarray_layout(arr, strides, offset);
+    if (is_view) *is_view = deft_ndarray_is_strided(arr);
+    return 0;
 }
 
 int DeftNDArrayToDLPack(DeftNDArrayHandle handle, DLManagedTensor **out) {

@@ -8,6 +8,7 @@
  * mul its inputs, exp its output.
  */
 #include "core/imperative/autograd.h"
+#include "core/imperative/view.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -262,6 +263,10 @@ static int check_gradient_memory(int n, deft_ndarray_t *const *arrays,
 
 int deft_autograd_mark(int n, deft_ndarray_t *const *arrays, const int *grad_reqs,
                        deft_ndarray_t *const *grads) {
+    if (deft_check_no_views(n, arrays, "arrays",
+                            "a variable's gradient would not reach the array it views") ||
+        deft_check_no_views(n, grads, "grads", "backward writes gradients into dense arrays"))
+        return -1;
     for (int i = 0; i < n; i++) {
         int req = grad_reqs ? grad_reqs[i] : DEFT_GRAD_REQ_WRITE;
         if (req < DEFT_GRAD_REQ_NULL || req > DEFT_GRAD_REQ_ADD)

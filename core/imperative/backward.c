@@ -24,6 +24,7 @@
 #include "core/base/error.h"
 #include "core/base/hash.h"
 #include "core/graph/gradient.h"
+#include "core/imperative/view.h"
 #include "core/imperative/autograd.h"
 #include "core/imperative/cached_call.h"
 #include "core/imperative/cut.h"
@@ -724,6 +725,9 @@ int deft_autograd_backward(int nheads, deft_ndarray_t *const *heads,
                            deft_ndarray_t *const *head_grads, int nvars,
                            deft_ndarray_t *const *vars, bool retain_graph, bool create_graph,
                            deft_ndarray_t **out_grads) {
+    if (head_grads &&
+        deft_check_no_views(nheads, head_grads, "head_grads", "backward reads dense arrays"))
+        return -1;
     bool deferred;
     deft_deferred_set(false, &deferred);
     int status =

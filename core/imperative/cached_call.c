@@ -6,6 +6,7 @@
 #include "core/graph/subgraph.h"
 #include "core/imperative/autograd.h"
 #include "core/imperative/deferred.h"
+#include "core/imperative/view.h"
 #include "core/imperative/invoke.h"
 #include "core/imperative/record.h"
 
@@ -126,8 +127,33 @@ static int run_node_by_node(deft_cached_op_t *op, int nin, deft_ndarray_t *const
     return status;
 }
 
+/* A call with strided views among its inputs runs on dense copies of them
+ * (view.h); a graph that updates such an input in place, or a view given
+ * for an output, would lose its writes: errors. */
+static int call_on_dense(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, int *nout,
+                         deft_ndarray_t **out) {
+    for (int i = 0; i < nin; i++)
+        if (deft_ndarray_is_strided(in[i]) && deft_cached_op_input_written(op, i))
+            return deft_error(DEFT_ERR_VALUE,
+                              "input %d is a strided view, which the graph updates in place: "
+                              "pass a dense array",
+                              i);
+    if (deft_check_not_strided(*nout, out, "a CachedOp call")) return -1;
+    deft_ndarray_t *room[32], **dense = nin <= 32 ? room : malloc((size_t)nin * sizeof *dense);
+    if (!dense) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate %d inputs", nin);
+    int status = deft_dense_inputs(nin, in, dense);
+    if (status == 0) {
+        status = deft_cached_call(op, nin, dense, nout, out);
+        deft_release_dense(nin, in, dense);
+    }
+    if (dense != room) free(dense);
+    return status;
+}
+
 int deft_cached_call(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, int *nout,
                      deft_ndarray_t **out) {
+    if (deft_any_strided(nin, in) || deft_any_strided(*nout, out))
+        return call_on_dense(op, nin, in, nout, out);
     bool deferred = deft_deferred_enabled();
     bool record =
         !deferred && deft_autograd_recording() && deft_autograd_any_requires_grad(nin, in);

@@ -8,6 +8,7 @@
  * whole device, since the producer works on streams deft does not know.
  */
 #include "core/imperative/dlpack.h"
+#include "core/imperative/view.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -51,20 +52,23 @@ int deft_dlpack_export(deft_ndarray_t *arr, DLManagedTensor **out) {
                           deft_dtype_name(t->dtype));
     export_ctx_t *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a DLPack tensor");
-    deft_contiguous_strides(&t->shape, ctx->strides);
+    /* A strided view lends the root's elements, with its strides (view.h). */
+    int64_t first;
+    deft_ndarray_layout(arr, ctx->strides, &first);
+    const deft_tensor_t *lent = arr->link ? &arr->link->root->tensor : t;
     for (int d = 0; d < t->shape.ndim; d++) ctx->shape[d] = t->shape.dims[d];
     ctx->arr = deft_ndarray_retain(arr);
-    atomic_store_explicit(&t->storage->shared, true, memory_order_relaxed);
+    atomic_store_explicit(&lent->storage->shared, true, memory_order_relaxed);
     ctx->managed.manager_ctx = ctx;
     ctx->managed.deleter = export_deleter;
     ctx->managed.dl_tensor = (DLTensor){
-        .data = t->storage->data,
+        .data = lent->storage->data,
         .device = {(DLDeviceType)t->device.type, t->device.id},
         .ndim = t->shape.ndim,
         .dtype = {dtype_map[m].code, dtype_map[m].bits, 1},
         .shape = ctx->shape,
         .strides = ctx->strides,
-        .byte_offset = t->offset,
+        .byte_offset = lent->offset + (uint64_t)first * deft_dtype_size(t->dtype),
     };
     *out = &ctx->managed;
     return 0;

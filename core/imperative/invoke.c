@@ -13,6 +13,7 @@
 #include "core/imperative/custom_op.h"
 #include "core/imperative/deferred.h"
 #include "core/imperative/memo.h"
+#include "core/imperative/view.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@ typedef struct invoke_call {
     int nin, nout;
     bool on_heap;
     bool training;        /* the caller's training flag when it made the call */
+    bool views;           /* some array is a strided view (view.h): gather and scatter */
     deft_device_t device; /* where the kernel runs: the outputs' device */
     uint64_t fresh;       /* bit k: out[k] was made by this call (nobody else sees it yet) */
     deft_ndarray_t **in, **out, **final; /* final[k]: where a staged out[k] is copied */
@@ -92,6 +94,7 @@ static invoke_call_t *call_copy_retained(const invoke_call_t *src, int nparams) 
     invoke_call_t *call = call_init(memory, heap, src->op, src->nin, src->nout, nparams);
     call->device = src->device;
     call->training = src->training;
+    call->views = src->views;
     memcpy((deft_param_value_t *)(call + 1), src->params, (size_t)nparams * sizeof *src->params);
     for (int i = 0; i < src->nin; i++) call->in[i] = deft_ndarray_retain(src->in[i]);
     for (int k = 0; k < src->nout; k++) {
@@ -141,11 +144,29 @@ static int call_forward(const invoke_call_t *call, const deft_tensor_t *in_t,
     return status;
 }
 
+/* Strided views read the root's elements into their buffers before the
+ * kernel, and written ones (outputs, updated inputs) put them back after. */
+static void gather_views(const invoke_call_t *call) {
+    for (int i = 0; i < call->nin; i++)
+        if (deft_ndarray_is_strided(call->in[i])) deft_view_gather(call->in[i]);
+}
+
+static void scatter_views(const invoke_call_t *call) {
+    for (int i = 0; deft_op_mutates_any(call->op) && i < call->nin; i++)
+        if (deft_ndarray_is_strided(call->in[i]) && deft_op_mutates(call->op, call->nin, i))
+            deft_view_scatter(call->in[i]);
+    for (int k = 0; k < call->nout; k++) {
+        const deft_ndarray_t *target = call->final[k] ? call->final[k] : call->out[k];
+        if (deft_ndarray_is_strided(target)) deft_view_scatter(target);
+    }
+}
+
 static int call_kernel(void *arg) {
     const invoke_call_t *call = arg;
     deft_tensor_t in_room[DEFT_OP_MAX_INPUTS], out_room[DEFT_OP_MAX_OUTPUTS];
     const deft_tensor_t *in_t = tensors_of(call->in, call->nin, in_room);
     const deft_tensor_t *out_t = tensors_of(call->out, call->nout, out_room);
+    if (call->views) gather_views(call);
     if (call_forward(call, in_t, out_t)) return -1;
     for (int k = 0; k < call->nout; k++) {
         if (!call->final[k]) continue;
@@ -154,6 +175,7 @@ static int call_kernel(void *arg) {
                              out_t[k].device, deft_tensor_nbytes(&out_t[k])))
             return -1;
     }
+    if (call->views) scatter_views(call);
     return 0;
 }
 
@@ -378,6 +400,21 @@ static int hand_over(deft_ndarray_t **all, deft_ndarray_t **out, int visible, in
     return 0;
 }
 
+/* A call reading strided views that autograd or deferred compute records:
+ * it reads dense copies, since what a recording keeps must not follow later
+ * writes to the viewed array (view.h). Views cannot be its outputs. */
+static int invoke_on_dense(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in,
+                           int *nout, deft_ndarray_t **caller_out, int nparams,
+                           const char *const *keys, const char *const *vals) {
+    deft_ndarray_t *dense[DEFT_OP_MAX_INPUTS];
+    if (deft_check_not_strided(*nout, caller_out, "a recorded call") ||
+        deft_dense_inputs(nin, in, dense))
+        return -1;
+    int status = deft_invoke(entry, nin, dense, nout, caller_out, nparams, keys, vals);
+    deft_release_dense(nin, in, dense);
+    return status;
+}
+
 int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in, int *nout,
                 deft_ndarray_t **caller_out, int nparams, const char *const *keys,
                 const char *const *vals) {
@@ -405,6 +442,9 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
         for (int k = 0; k < produced; k++) all[k] = k < visible ? caller_out[k] : NULL;
         out = all;
     }
+    bool views = deft_any_strided(nin, in) || deft_any_strided(visible, caller_out);
+    if (views && (deft_deferred_enabled() || deft_autograd_recording()))
+        return invoke_on_dense(entry, nin, in, nout, caller_out, nparams, keys, vals);
     if (deft_deferred_enabled()) {
         /* Nothing is allocated now: the sizes an allocation would check are checked here. */
         if (check_output_sizes(op, produced, out_desc)) return -1;
@@ -422,7 +462,7 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
     if (deft_autograd_recording() &&
         deft_autograd_plan(entry, params->v, nin, in, produced, out, nparams, keys, vals, &grad))
         return -1;
-    bool memo = deft_memo_enabled() && !writes && memoizable(op, &grad);
+    bool memo = deft_memo_enabled() && !writes && !views && memoizable(op, &grad);
     if (memo && deft_memo_lookup(entry, nin, in, nparams, keys, vals, produced, out))
         return hand_over(out, caller_out, visible, produced, nout);
 
@@ -433,6 +473,7 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
     invoke_call_t *call = call_init(memory, false, op, nin, produced, 0);
     call->params = params->v;
     call->training = deft_op_training();
+    call->views = views;
     call->in = (deft_ndarray_t **)in; /* borrowed, as the call is; a queued copy copies them */
     deft_device_t device = nin ? in[0]->tensor.device : deft_device_cpu();
     if (op->output_device && op->output_device(op, params->v, &device)) return -1;

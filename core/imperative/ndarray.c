@@ -9,6 +9,7 @@
 #include "core/base/records.h"
 #include "core/imperative/deferred.h"
 #include "core/imperative/record.h"
+#include "core/imperative/view.h"
 #include "core/base/refcount.h"
 
 /*
@@ -28,6 +29,7 @@ make_array(const deft_tensor_t *tensor, deft_entry_t entry, deft_var_t *var, def
     atomic_init(&arr->memo_id, 0);
     arr->kept_version = 0;
     arr->lent = false;
+    arr->link = NULL;
     arr->tensor = *tensor;
     arr->var = var;
     arr->entry = entry;
@@ -148,8 +150,28 @@ int deft_ndarray_new_placeholder(const deft_desc_t *desc, deft_device_t device,
     return 0;
 }
 
+/* A strided view's link is the view's own: drop it before the array goes. */
+static void drop_link(deft_ndarray_t *arr) {
+    if (!arr->link) return;
+    deft_ndarray_release(arr->link->root);
+    free(arr->link);
+    arr->link = NULL;
+}
+
 int deft_ndarray_alias(deft_ndarray_t *arr, deft_ndarray_t **out) {
-    if (make_array(&arr->tensor, no_entry, arr->var, out)) return -1;
+    deft_view_link_t *link = NULL;
+    if (arr->link) { /* another view of the same elements, through the same buffer */
+        if (!(link = malloc(sizeof *link)))
+            return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a view");
+        *link = *arr->link;
+        deft_ndarray_retain(link->root);
+    }
+    if (make_array(&arr->tensor, no_entry, arr->var, out)) {
+        if (link) deft_ndarray_release(link->root);
+        free(link);
+        return -1;
+    }
+    (*out)->link = link;
     deft_storage_retain(arr->tensor.storage);
     deft_var_retain(arr->var);
     (*out)->kept_version = deft_ndarray_version(arr);
@@ -161,6 +183,9 @@ int deft_ndarray_view(deft_ndarray_t *arr, int64_t offset, const deft_shape_t *s
     if (deft_ndarray_is_lazy(arr))
         return deft_error(DEFT_ERR_VALUE, "the array is lazy (deferred compute): it has no "
                                           "storage to view until it is computed");
+    if (arr->link) /* its buffer is not the viewed elements */
+        return deft_error(DEFT_ERR_VALUE, "the array is a strided view: make a strided view "
+                                          "of it (DeftNDArrayStridedView) instead");
     int64_t size = deft_shape_size(&arr->tensor.shape), count = deft_shape_size(shape);
     if (offset < 0 || count > size || offset > size - count) {
         char text[DEFT_SHAPE_STR_MAX];
@@ -203,6 +228,7 @@ void deft_ndarray_release(deft_ndarray_t *arr) {
         deft_record_release_entry(arr);
         arr->entry = no_entry;
     }
+    drop_link(arr);
     if (!keep_as_spare(arr)) free_whole(arr);
 }
 
@@ -234,7 +260,9 @@ int deft_ndarray_wait_to_write(deft_ndarray_t *arr) {
 }
 
 int deft_ndarray_copy_to_host(deft_ndarray_t *arr, void *data, size_t nbytes) {
-    if (check_host_buffer(arr, data, nbytes) || deft_ndarray_wait_to_read(arr)) return -1;
+    if (check_host_buffer(arr, data, nbytes)) return -1;
+    if (arr->link) return deft_view_copy_to_host(arr, data);
+    if (deft_ndarray_wait_to_read(arr)) return -1;
     return deft_device_copy(data, deft_device_cpu(), deft_tensor_data(&arr->tensor),
                             arr->tensor.device, nbytes);
 }
@@ -255,7 +283,9 @@ int deft_ndarray_copy_from_host(deft_ndarray_t *arr, const void *data, size_t nb
         return deft_error(DEFT_ERR_VALUE,
                           "the array is lazy (deferred compute): its value is the result of a "
                           "recorded operation and cannot be overwritten");
-    if (check_host_buffer(arr, data, nbytes) || deft_engine_wait_to_overwrite(arr->var)) return -1;
+    if (check_host_buffer(arr, data, nbytes)) return -1;
+    if (arr->link) return deft_view_copy_from_host(arr, data); /* a part of the root */
+    if (deft_engine_wait_to_overwrite(arr->var)) return -1;
     deft_ndarray_touch(arr);
     /* On a GPU the copy is queued after the array's last work, not waited for. */
     host_copy_t copy = {&arr->tensor, data};

@@ -20,6 +20,8 @@
 #include "core/engine/engine.h"
 #include "core/graph/node.h"
 
+struct deft_view_link;
+
 typedef struct deft_ndarray {
     atomic_int refcount;
     deft_tensor_t tensor;
@@ -30,6 +32,8 @@ typedef struct deft_ndarray {
     /* Lent to a custom operator's callback: its writes compute the kernel's
      * outputs, so they do not count as changes of the contents. */
     bool lent;
+    /* A strided view's link to the storage it views (view.h), else NULL. */
+    struct deft_view_link *link;
 } deft_ndarray_t;
 
 _Static_assert(sizeof(deft_ndarray_t) <= DEFT_RECORD_SIZE, "records hold array headers");

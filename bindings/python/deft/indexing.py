@@ -1,11 +1,14 @@
 """Indexing with NumPy's semantics: x[key] and x[key] = value for NDArray.
 
 Three kinds of key, as NumPy has them:
-- basic: ints, slices, None and Ellipsis. A read whose elements are one
-  contiguous run (x[2], x[1:3], x[1, 2:4], x[:]) is a view sharing x's
-  memory, as NumPy's: writes through either show in the other. Other basic
-  reads (x[:, 1:3], steps) are one `slice`, a copy, and so is every read
-  that autograd or deferred compute records. Writes are one `_slice_assign`;
+- basic: ints, slices, None and Ellipsis. A read is a view sharing x's
+  memory, as NumPy's: writes through either show in the other. One whose
+  elements are one contiguous run (x[2], x[1:3], x[1, 2:4], x[:]) is a plain
+  view; others (x[:, 1:3], x[::2], x[..., 0]) are strided views, which
+  operators read and write through a dense buffer of their own (the C
+  API's DeftNDArrayStridedView). A read that autograd or deferred compute
+  records, or of a GPU array, is one `slice`, a copy. Writes are one
+  `_slice_assign`;
 - a boolean mask over leading axes (a bool array or a comparison's result);
 - advanced: integer arrays (lists, NumPy or deft arrays), alone or mixed
   with ints, slices, None and Ellipsis, as below.
@@ -41,8 +44,8 @@ def read(x, key):
     if is_advanced(key):
         return _read_advanced(x, key)
     plan = _basic_index(x.shape, key)
-    if plan.run is not None and _may_view(x):
-        return _view(x, plan.run[0], plan.final_shape)
+    if _may_view(x):
+        return _view(x, plan)
     result = x
     if plan.sliced:
         result = invoke("slice", (x,), plan.params())
@@ -71,12 +74,28 @@ def assign(x, key, value):
 
 def _may_view(x):
     """Basic reads are views, as NumPy's, unless they must be recorded (autograd,
-    deferred compute) or x has no storage yet (lazy)."""
-    return not (is_recording() or is_deferred_compute() or x.is_lazy)
+    deferred compute), x has no storage yet (lazy), or x is on a GPU."""
+    return not (is_recording() or is_deferred_compute() or x.is_lazy
+                or x.device.device_type != "cpu")
 
 
-def _view(x, offset, shape):
-    return _wrap(lib.DeftNDArrayView(x, offset, shape, len(shape)))
+def _view(x, plan):
+    """The view x[key] for a basic key: a plain view when its elements are one
+    run of a dense x, else a strided view over x's root (x itself, or what x
+    views), placed with x's own layout there."""
+    shape = plan.final_shape
+    if plan.run is not None and not x._is_strided_view:
+        return _wrap(lib.DeftNDArrayView(x, plan.run[0], shape, len(shape)))
+    steps, offset, _ = lib.DeftNDArrayGetLayout(x)
+    strides = []
+    for axis, start, step in plan.picks:
+        if axis is None:  # a new axis: one element, any stride
+            strides.append(0)
+            continue
+        offset += start * steps[axis]
+        if step is not None:
+            strides.append(step * steps[axis])
+    return _wrap(lib.DeftNDArrayStridedView(x, offset, shape, strides, len(shape)))
 
 
 def is_advanced(key):
@@ -312,7 +331,8 @@ class _IndexPlan:
     """Basic indexing as one slice and a reshape; `run` is (offset, count) when
     the region is one contiguous run of elements (a view can show it)."""
 
-    __slots__ = ("begin", "end", "step", "sliced", "final_shape", "region_shape", "run")
+    __slots__ = ("begin", "end", "step", "sliced", "final_shape", "region_shape", "run",
+                 "picks")
 
     def params(self):
         return {"begin": self.begin, "end": self.end, "step": self.step}
@@ -348,11 +368,13 @@ def _basic_index(shape, key):
     plan = _IndexPlan()
     plan.begin, plan.end, plan.step, final, region = [], [], [], [], []
     starts, unit = [], []
+    plan.picks = []  # per key entry: (axis, first index, step; None for an int) or a new axis
     plan.sliced = False
     axis = 0
     for k in key:
         if k is None:  # numpy.newaxis: an axis of 1 in the result, none in x
             final.append(1)
+            plan.picks.append((None, 0, None))
             continue
         dim = shape[axis]
         if isinstance(k, slice):
@@ -365,6 +387,7 @@ def _basic_index(shape, key):
             region.append(n)
             starts.append(start if n else 0)
             unit.append(step == 1)
+            plan.picks.append((axis, start if n else 0, step))
             plan.sliced |= n != dim or (k.step not in (None, 1))
         elif isinstance(k, (bool, np.bool_)):
             raise IndexError("a bool inside a tuple index (a new axis, in NumPy) is not supported")
@@ -379,6 +402,7 @@ def _basic_index(shape, key):
             region.append(1)
             starts.append(i)
             unit.append(True)
+            plan.picks.append((axis, i, None))
             plan.sliced = True
         else:
             raise IndexError(f"index {k!r} ({type(k).__name__}) is not an int, slice, "

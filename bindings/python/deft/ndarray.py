@@ -141,6 +141,11 @@ class NDArray:
         return lib.DeftNDArrayGetNDim(self)
 
     @property
+    def _is_strided_view(self):
+        """Whether the array is a strided view (x[:, 1:3]): see deft.indexing."""
+        return bool(lib.DeftNDArrayGetLayout(self)[2])
+
+    @property
     def is_lazy(self):
         """True while the array waits for deferred compute."""
         return lib.DeftNDArrayGetIsDeferredCompute((self,), 1, 1)[0]

@@ -117,11 +117,56 @@ def test_contiguous_basic_reads_are_views_as_in_numpy(no_leaks):
     np.testing.assert_array_equal(run.asnumpy(), a[0, 1:3])
     np.testing.assert_array_equal(whole.asnumpy(), a)
     np.testing.assert_array_equal(x[None, 1].asnumpy(), a[None, 1])
-    strided = x[:, 1:3]            # not one run of elements: a copy
-    strided[:] = 0.0
-    np.testing.assert_array_equal(x.asnumpy(), a)
     del x                          # a view keeps the memory it shows
     np.testing.assert_array_equal(row.asnumpy(), a[1, 2])
+
+
+def test_strided_basic_reads_are_views_as_in_numpy(no_leaks):
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    x = deft.array(a)
+    v = x[:, 1:3]                  # not one run of elements: a strided view
+    assert v._is_strided_view and not x[1:3]._is_strided_view
+    np.testing.assert_array_equal(v.asnumpy(), a[:, 1:3])
+    v[:] = 0.0                     # writes through the view land in x
+    a[:, 1:3] = 0.0
+    np.testing.assert_array_equal(x.asnumpy(), a)
+    x[:, 2] = 7.0                  # and writes to x show in the view
+    a[:, 2] = 7.0
+    np.testing.assert_array_equal(v.asnumpy(), a[:, 1:3])
+    v += 1.0                       # in place, through an operator
+    a[:, 1:3] += 1.0
+    np.testing.assert_array_equal(x.asnumpy(), a)
+    deft.nd.elemwise_add(v, v, out=v)
+    a[:, 1:3] *= 2.0
+    np.testing.assert_array_equal(x.asnumpy(), a)
+    w = v[::2, ::-1]               # a view of a view, with a negative step
+    np.testing.assert_array_equal(w.asnumpy(), a[:, 1:3][::2, ::-1])
+    w[:] = -5.0
+    a[:, 1:3][::2, ::-1] = -5.0
+    np.testing.assert_array_equal(x.asnumpy(), a)
+    np.testing.assert_array_equal((v * 2.0 + 1.0).asnumpy(), a[:, 1:3] * 2.0 + 1.0)
+    np.testing.assert_array_equal(deft.nd.dot(v, v.T).asnumpy(), a[:, 1:3] @ a[:, 1:3].T)
+    for key in [(Ellipsis, 0), (None, slice(None, None, 3), 1), (slice(None), slice(5, 2)),
+                (slice(None, None, -1),), (1, slice(None, None, 2))]:
+        np.testing.assert_array_equal(x[key].asnumpy(), a[key], err_msg=str(key))
+    np.testing.assert_array_equal(np.from_dlpack(v), a[:, 1:3])  # strided DLPack, no copy
+    with deft.autograd.record():   # a recording reads a copy: later writes do not reach it
+        q = v * 3.0
+    x[:] = 0.0
+    np.testing.assert_array_equal(q.asnumpy(), a[:, 1:3] * 3.0)
+    a[:] = 0.0
+    del x                          # the view keeps the memory it shows
+    np.testing.assert_array_equal(v.asnumpy(), a[:, 1:3])
+
+
+def test_strided_views_refuse_what_would_lose_writes():
+    x = deft.array(np.arange(12, dtype=np.float32).reshape(3, 4))
+    v = x[:, ::2]
+    with pytest.raises(deft.DeftError, match="strided view"):
+        v.attach_grad()
+    with deft.autograd.record():
+        with pytest.raises(deft.DeftError, match="strided view"):
+            deft.nd.elemwise_add(x[:, :2], x[:, :2], out=v)
 
 
 def test_recorded_reads_are_copies_that_carry_gradients():

@@ -73,6 +73,47 @@ DEFT_API int DeftNDArrayView(DeftNDArrayHandle handle, int64_t offset, const int
                              int ndim, DeftNDArrayHandle *out);
 
 /**
+ * @brief A strided view: an array whose elements lie anywhere in another's
+ *        memory, as NumPy's basic slices make them (x[:, 1:3], x[::2], x[..., 0]).
+ *
+ * Element (i0, i1, ...) of the view is element
+ * `offset + i0 * strides[0] + i1 * strides[1] + ...` of the array's root: the
+ * array itself, or the array a strided view views (DeftNDArrayGetLayout()
+ * reports an array's place in its root in these units). As with
+ * DeftNDArrayView(), the view shares the root's memory and order of
+ * operations: it reads what the root holds when an operation reads it, and
+ * what is written into it lands in the root. It has no autograd history,
+ * and a recorded computation or a CachedOp call reads a copy of it; it
+ * cannot be marked as a variable. Windows that are one dense run make a
+ * plain view. CPU arrays only.
+ *
+ * @param handle the array; not a lazy one (deferred compute) before it is computed.
+ * @param offset the root's element at the view's first, counted from the root's first.
+ * @param shape @p ndim dimensions, each >= 0; may be NULL when @p ndim is 0.
+ * @param strides @p ndim element steps, any sign (0 repeats an element).
+ * @param ndim number of dimensions, 0 to DEFT_MAX_NDIM.
+ * @param[out] out receives a new handle, owned by the caller (DeftNDArrayFree()).
+ * @return 0 on success; -1 on a lazy or GPU array, a bad shape, or an element
+ *         outside the root (DEFT_ERROR_INDEX).
+ */
+DEFT_API int DeftNDArrayStridedView(DeftNDArrayHandle handle, int64_t offset, const int64_t *shape,
+                                    const int64_t *strides, int ndim, DeftNDArrayHandle *out);
+
+/**
+ * @brief Where an array's elements lie in its root (see DeftNDArrayStridedView()).
+ *
+ * @param handle the array.
+ * @param[out] strides receives one element step per dimension (room for DEFT_MAX_NDIM):
+ *        the dense row-major steps unless the array is a strided view.
+ * @param[out] offset receives the root's element at the array's first (0 unless
+ *        the array is a strided view).
+ * @param[out] is_view receives 1 when the array is a strided view, else 0; may be NULL.
+ * @return 0 on success; -1 on a bad handle or NULL output.
+ */
+DEFT_API int DeftNDArrayGetLayout(DeftNDArrayHandle handle, int64_t *strides, int64_t *offset,
+                                  int *is_view);
+
+/**
  * @brief Copy an array's elements to host memory, after waiting for pending
  *        writes to it.
  * @param handle the array.

@@ -210,6 +210,20 @@ deft_functions! {
         ndim: c_int,
         out: *mut DeftNDArrayHandle,
     ) -> c_int;
+    pub fn DeftNDArrayStridedView(
+        handle: DeftNDArrayHandle,
+        offset: i64,
+        shape: *const i64,
+        strides: *const i64,
+        ndim: c_int,
+        out: *mut DeftNDArrayHandle,
+    ) -> c_int;
+    pub fn DeftNDArrayGetLayout(
+        handle: DeftNDArrayHandle,
+        strides: *mut i64,
+        offset: *mut i64,
+        is_view: *mut c_int,
+    ) -> c_int;
     pub fn DeftNDArrayCreateFromData(
         shape: *const i64,
         ndim: c_int,
