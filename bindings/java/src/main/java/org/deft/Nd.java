@@ -10,10 +10,11 @@ package org.deft;
  * <p>Names: an operator's name in lowerCamelCase ({@code broadcast_add} is
  * {@code broadcastAdd}); a name starting with {@code _} gets the prefix {@code internal}
  * ({@code _plus_scalar} is {@code internalPlusScalar}); a Java keyword gets a trailing
- * {@code _}; two operators that would share a name (names differing only in case) keep
- * one method when they are aliases, otherwise the later one (in the registry's sorted
- * order) gets the suffix {@code Op}, as does a name of Object's methods. Parameters are
- * named the same way. These are the rules of Go's and Rust's generated functions.
+ * {@code _}. Two operators whose names differ only in case share one method when they
+ * are aliases; otherwise the one whose name starts in lower case keeps the method and
+ * the other gets the suffix {@code Op} ({@code softmax} is {@code softmax}, {@code Softmax}
+ * is {@code softmaxOp}), as does a name of Object's methods. Parameters are named the
+ * same way (a keyword gets a trailing {@code _}).
  *
  * <p>Types: int is {@code long}, float {@code double}, boolean {@code boolean}, a tuple
  * of int {@code long[]}, a dtype {@link DType}, a device {@link Device}; enums and strings
@@ -31,6 +32,20 @@ public final class Nd {
     private Nd() {}
 
     /**
+     * Absolute value, elementwise.
+     *
+     * <p>Operator {@code abs}.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray abs(NDArray data) {
+        OpArgs call = new OpArgs(1, 0);
+        call.input(data);
+        return call.first("abs");
+    }
+
+    /**
      * Applies an activation function elementwise: relu, sigmoid, softrelu, tanh or softsign.
      *
      * <p>Operator {@code Activation}.
@@ -44,6 +59,515 @@ public final class Nd {
         call.input(data);
         call.text("act_type", actType);
         return call.first("Activation");
+    }
+
+    /** The optional inputs and parameters of {@link #adamUpdate}. */
+    public static final class AdamUpdateOpts {
+        private Double wd;
+        private Double rescaleGrad;
+        private Double clipGradient;
+        private Double beta1;
+        private Double beta2;
+        private Double epsilon;
+
+        /** Options that keep every default. */
+        public AdamUpdateOpts() {}
+
+        /**
+         * @param wd weight decay (L2 penalty). Default 0. (wd, float)
+         * @return these options
+         */
+        public AdamUpdateOpts wd(double wd) {
+            this.wd = wd;
+            return this;
+        }
+
+        /**
+         * @param rescaleGrad gradient scale factor. Default 1. (rescale_grad, float)
+         * @return these options
+         */
+        public AdamUpdateOpts rescaleGrad(double rescaleGrad) {
+            this.rescaleGrad = rescaleGrad;
+            return this;
+        }
+
+        /**
+         * @param clipGradient clip the rescaled gradient to [-c, c]; negative: no clipping. Default -1. (clip_gradient, float)
+         * @return these options
+         */
+        public AdamUpdateOpts clipGradient(double clipGradient) {
+            this.clipGradient = clipGradient;
+            return this;
+        }
+
+        /**
+         * @param beta1 decay of the first moment. Default 0.9. (beta1, float)
+         * @return these options
+         */
+        public AdamUpdateOpts beta1(double beta1) {
+            this.beta1 = beta1;
+            return this;
+        }
+
+        /**
+         * @param beta2 decay of the second moment. Default 0.999. (beta2, float)
+         * @return these options
+         */
+        public AdamUpdateOpts beta2(double beta2) {
+            this.beta2 = beta2;
+            return this;
+        }
+
+        /**
+         * @param epsilon added to the denominator. Default 1e-8. (epsilon, float)
+         * @return these options
+         */
+        public AdamUpdateOpts epsilon(double epsilon) {
+            this.epsilon = epsilon;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("wd", wd);
+            call.real("rescale_grad", rescaleGrad);
+            call.real("clip_gradient", clipGradient);
+            call.real("beta1", beta1);
+            call.real("beta2", beta2);
+            call.real("epsilon", epsilon);
+        }
+    }
+
+    /**
+     * Adam step (MXNet's form, bias correction folded into lr); mean and var are updated in place.
+     *
+     * <p>Operator {@code adam_update}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param weight input weight
+     * @param grad input grad
+     * @param mean input mean
+     * @param var_ input var
+     * @param lr learning rate. Required. (lr, float)
+     * @return the first output
+     */
+    public static NDArray adamUpdate(NDArray weight, NDArray grad, NDArray mean, NDArray var_, double lr) {
+        return adamUpdate(weight, grad, mean, var_, lr, null);
+    }
+
+    /**
+     * Adam step (MXNet's form, bias correction folded into lr); mean and var are updated in place.
+     *
+     * <p>Operator {@code adam_update}.
+     *
+     * @param weight input weight
+     * @param grad input grad
+     * @param mean input mean
+     * @param var_ input var
+     * @param lr learning rate. Required. (lr, float)
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray adamUpdate(NDArray weight, NDArray grad, NDArray mean, NDArray var_, double lr, AdamUpdateOpts opts) {
+        OpArgs call = new OpArgs(4, 7);
+        call.input(weight);
+        call.input(grad);
+        call.input(mean);
+        call.input(var_);
+        call.real("lr", lr);
+        if (opts != null) opts.addTo(call);
+        return call.first("adam_update");
+    }
+
+    /** The optional inputs and parameters of {@link #addN}. */
+    public static final class AddNOpts {
+        private Long numArgs;
+
+        /** Options that keep every default. */
+        public AddNOpts() {}
+
+        /**
+         * @param numArgs number of inputs (checked when given). Default None. (num_args, int or None)
+         * @return these options
+         */
+        public AddNOpts numArgs(long numArgs) {
+            this.numArgs = numArgs;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.integer("num_args", numArgs);
+        }
+    }
+
+    /**
+     * Elementwise sum of any number of arrays of one shape (MXNet's ElementWiseSum).
+     *
+     * <p>Operator {@code add_n}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param args the inputs, 1 to 64
+     * @return the first output
+     */
+    public static NDArray addN(NDArray... args) {
+        return addN(args, null);
+    }
+
+    /**
+     * Elementwise sum of any number of arrays of one shape (MXNet's ElementWiseSum).
+     *
+     * <p>Operator {@code add_n}.
+     *
+     * @param args the inputs, 1 to 64
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray addN(NDArray[] args, AddNOpts opts) {
+        OpArgs call = new OpArgs(0, 1);
+        call.inputs(args);
+        if (opts != null) opts.addTo(call);
+        return call.first("add_n");
+    }
+
+    /**
+     * Inverse cosine, elementwise, in [0, pi].
+     *
+     * <p>Operator {@code arccos}.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray arccos(NDArray data) {
+        OpArgs call = new OpArgs(1, 0);
+        call.input(data);
+        return call.first("arccos");
+    }
+
+    /**
+     * Inverse hyperbolic cosine, elementwise.
+     *
+     * <p>Operator {@code arccosh}.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray arccosh(NDArray data) {
+        OpArgs call = new OpArgs(1, 0);
+        call.input(data);
+        return call.first("arccosh");
+    }
+
+    /**
+     * Inverse sine, elementwise, in [-pi/2, pi/2].
+     *
+     * <p>Operator {@code arcsin}.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray arcsin(NDArray data) {
+        OpArgs call = new OpArgs(1, 0);
+        call.input(data);
+        return call.first("arcsin");
+    }
+
+    /**
+     * Inverse hyperbolic sine, elementwise.
+     *
+     * <p>Operator {@code arcsinh}.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray arcsinh(NDArray data) {
+        OpArgs call = new OpArgs(1, 0);
+        call.input(data);
+        return call.first("arcsinh");
+    }
+
+    /**
+     * Inverse tangent, elementwise, in (-pi/2, pi/2).
+     *
+     * <p>Operator {@code arctan}.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray arctan(NDArray data) {
+        OpArgs call = new OpArgs(1, 0);
+        call.input(data);
+        return call.first("arctan");
+    }
+
+    /**
+     * Inverse hyperbolic tangent, elementwise.
+     *
+     * <p>Operator {@code arctanh}.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray arctanh(NDArray data) {
+        OpArgs call = new OpArgs(1, 0);
+        call.input(data);
+        return call.first("arctanh");
+    }
+
+    /** The optional inputs and parameters of {@link #argmax}. */
+    public static final class ArgmaxOpts {
+        private Long axis;
+        private Boolean keepdims;
+
+        /** Options that keep every default. */
+        public ArgmaxOpts() {}
+
+        /**
+         * @param axis axis to search; None searches the flattened array. Default None. (axis, int or None)
+         * @return these options
+         */
+        public ArgmaxOpts axis(long axis) {
+            this.axis = axis;
+            return this;
+        }
+
+        /**
+         * @param keepdims keep reduced axes with size 1. Default false. (keepdims, boolean)
+         * @return these options
+         */
+        public ArgmaxOpts keepdims(boolean keepdims) {
+            this.keepdims = keepdims;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.integer("axis", axis);
+            call.bool("keepdims", keepdims);
+        }
+    }
+
+    /**
+     * Index of the first maximum along an axis, in the input's dtype (a NaN counts as the maximum).
+     *
+     * <p>Operator {@code argmax}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray argmax(NDArray data) {
+        return argmax(data, null);
+    }
+
+    /**
+     * Index of the first maximum along an axis, in the input's dtype (a NaN counts as the maximum).
+     *
+     * <p>Operator {@code argmax}.
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray argmax(NDArray data, ArgmaxOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("argmax");
+    }
+
+    /** The optional inputs and parameters of {@link #argmin}. */
+    public static final class ArgminOpts {
+        private Long axis;
+        private Boolean keepdims;
+
+        /** Options that keep every default. */
+        public ArgminOpts() {}
+
+        /**
+         * @param axis axis to search; None searches the flattened array. Default None. (axis, int or None)
+         * @return these options
+         */
+        public ArgminOpts axis(long axis) {
+            this.axis = axis;
+            return this;
+        }
+
+        /**
+         * @param keepdims keep reduced axes with size 1. Default false. (keepdims, boolean)
+         * @return these options
+         */
+        public ArgminOpts keepdims(boolean keepdims) {
+            this.keepdims = keepdims;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.integer("axis", axis);
+            call.bool("keepdims", keepdims);
+        }
+    }
+
+    /**
+     * Index of the first minimum along an axis, in the input's dtype (a NaN counts as the minimum).
+     *
+     * <p>Operator {@code argmin}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray argmin(NDArray data) {
+        return argmin(data, null);
+    }
+
+    /**
+     * Index of the first minimum along an axis, in the input's dtype (a NaN counts as the minimum).
+     *
+     * <p>Operator {@code argmin}.
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray argmin(NDArray data, ArgminOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("argmin");
+    }
+
+    /** The optional inputs and parameters of {@link #argsort}. */
+    public static final class ArgsortOpts {
+        private Long axis;
+        private Boolean isAscend;
+        private DType dtype;
+
+        /** Options that keep every default. */
+        public ArgsortOpts() {}
+
+        /**
+         * @param axis axis to sort along; None: the flattened array. Default -1. (axis, int or None)
+         * @return these options
+         */
+        public ArgsortOpts axis(long axis) {
+            this.axis = axis;
+            return this;
+        }
+
+        /**
+         * @param isAscend ascending (or descending) order. Default true. (is_ascend, boolean)
+         * @return these options
+         */
+        public ArgsortOpts isAscend(boolean isAscend) {
+            this.isAscend = isAscend;
+            return this;
+        }
+
+        /**
+         * @param dtype dtype of the indices. Default float32. (dtype, dtype)
+         * @return these options
+         */
+        public ArgsortOpts dtype(DType dtype) {
+            this.dtype = dtype;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.integer("axis", axis);
+            call.bool("is_ascend", isAscend);
+            call.text("dtype", dtype);
+        }
+    }
+
+    /**
+     * The indices that sort an array along an axis (the flattened array when axis is None).
+     *
+     * <p>Operator {@code argsort}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray argsort(NDArray data) {
+        return argsort(data, null);
+    }
+
+    /**
+     * The indices that sort an array along an axis (the flattened array when axis is None).
+     *
+     * <p>Operator {@code argsort}.
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray argsort(NDArray data, ArgsortOpts opts) {
+        OpArgs call = new OpArgs(1, 3);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("argsort");
+    }
+
+    /** The optional inputs and parameters of {@link #batchDot}. */
+    public static final class BatchDotOpts {
+        private Boolean transposeA;
+        private Boolean transposeB;
+
+        /** Options that keep every default. */
+        public BatchDotOpts() {}
+
+        /**
+         * @param transposeA use the transpose of lhs (2-D only). Default false. (transpose_a, boolean)
+         * @return these options
+         */
+        public BatchDotOpts transposeA(boolean transposeA) {
+            this.transposeA = transposeA;
+            return this;
+        }
+
+        /**
+         * @param transposeB use the transpose of rhs (2-D only). Default false. (transpose_b, boolean)
+         * @return these options
+         */
+        public BatchDotOpts transposeB(boolean transposeB) {
+            this.transposeB = transposeB;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.bool("transpose_a", transposeA);
+            call.bool("transpose_b", transposeB);
+        }
+    }
+
+    /**
+     * Batched matrix product: (batch, m, k) with (batch, k, n) gives (batch, m, n).
+     *
+     * <p>Operator {@code batch_dot}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray batchDot(NDArray lhs, NDArray rhs) {
+        return batchDot(lhs, rhs, null);
+    }
+
+    /**
+     * Batched matrix product: (batch, m, k) with (batch, k, n) gives (batch, m, n).
+     *
+     * <p>Operator {@code batch_dot}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray batchDot(NDArray lhs, NDArray rhs, BatchDotOpts opts) {
+        OpArgs call = new OpArgs(2, 2);
+        call.input(lhs);
+        call.input(rhs);
+        if (opts != null) opts.addTo(call);
+        return call.first("batch_dot");
     }
 
     /** The optional inputs and parameters of {@link #batchNorm}. */
@@ -327,9 +851,483 @@ public final class Nd {
     }
 
     /**
+     * Sum lhs + rhs with NumPy broadcasting.
+     *
+     * <p>Operator {@code broadcast_add}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray broadcastAdd(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("broadcast_add");
+    }
+
+    /** The optional inputs and parameters of {@link #broadcastAxes}. */
+    public static final class BroadcastAxesOpts {
+        private long[] axis;
+        private long[] size;
+
+        /** Options that keep every default. */
+        public BroadcastAxesOpts() {}
+
+        /**
+         * @param axis the axes to broadcast (each of size 1). Default (). (axis, tuple of int)
+         * @return these options
+         */
+        public BroadcastAxesOpts axis(long... axis) {
+            this.axis = axis;
+            return this;
+        }
+
+        /**
+         * @param size their new sizes, one per axis. Default (). (size, tuple of int)
+         * @return these options
+         */
+        public BroadcastAxesOpts size(long... size) {
+            this.size = size;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.tuple("axis", axis);
+            call.tuple("size", size);
+        }
+    }
+
+    /**
+     * Broadcasts axes of size 1 to the given sizes.
+     *
+     * <p>Operator {@code broadcast_axes} (an alias of {@code broadcast_axis}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray broadcastAxes(NDArray data) {
+        return broadcastAxes(data, null);
+    }
+
+    /**
+     * Broadcasts axes of size 1 to the given sizes.
+     *
+     * <p>Operator {@code broadcast_axes} (an alias of {@code broadcast_axis}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray broadcastAxes(NDArray data, BroadcastAxesOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("broadcast_axes");
+    }
+
+    /** The optional inputs and parameters of {@link #broadcastAxis}. */
+    public static final class BroadcastAxisOpts {
+        private long[] axis;
+        private long[] size;
+
+        /** Options that keep every default. */
+        public BroadcastAxisOpts() {}
+
+        /**
+         * @param axis the axes to broadcast (each of size 1). Default (). (axis, tuple of int)
+         * @return these options
+         */
+        public BroadcastAxisOpts axis(long... axis) {
+            this.axis = axis;
+            return this;
+        }
+
+        /**
+         * @param size their new sizes, one per axis. Default (). (size, tuple of int)
+         * @return these options
+         */
+        public BroadcastAxisOpts size(long... size) {
+            this.size = size;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.tuple("axis", axis);
+            call.tuple("size", size);
+        }
+    }
+
+    /**
+     * Broadcasts axes of size 1 to the given sizes.
+     *
+     * <p>Operator {@code broadcast_axis}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray broadcastAxis(NDArray data) {
+        return broadcastAxis(data, null);
+    }
+
+    /**
+     * Broadcasts axes of size 1 to the given sizes.
+     *
+     * <p>Operator {@code broadcast_axis}.
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray broadcastAxis(NDArray data, BroadcastAxisOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("broadcast_axis");
+    }
+
+    /**
+     * Quotient lhs / rhs (integers: truncated, x / 0 = 0) with NumPy broadcasting.
+     *
+     * <p>Operator {@code broadcast_div}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray broadcastDiv(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("broadcast_div");
+    }
+
+    /**
+     * 1 where lhs == rhs, else 0, with NumPy broadcasting.
+     *
+     * <p>Operator {@code broadcast_equal}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray broadcastEqual(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("broadcast_equal");
+    }
+
+    /**
+     * 1 where lhs &gt; rhs, else 0, with NumPy broadcasting.
+     *
+     * <p>Operator {@code broadcast_greater}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray broadcastGreater(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("broadcast_greater");
+    }
+
+    /**
+     * 1 where lhs &gt;= rhs, else 0, with NumPy broadcasting.
+     *
+     * <p>Operator {@code broadcast_greater_equal}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray broadcastGreaterEqual(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("broadcast_greater_equal");
+    }
+
+    /**
+     * sqrt(lhs^2 + rhs^2), without overflow, with NumPy broadcasting.
+     *
+     * <p>Operator {@code broadcast_hypot}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray broadcastHypot(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("broadcast_hypot");
+    }
+
+    /**
+     * 1 where lhs &lt; rhs, else 0, with NumPy broadcasting.
+     *
+     * <p>Operator {@code broadcast_lesser}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray broadcastLesser(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("broadcast_lesser");
+    }
+
+    /**
+     * 1 where lhs &lt;= rhs, else 0, with NumPy broadcasting.
+     *
+     * <p>Operator {@code broadcast_lesser_equal}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray broadcastLesserEqual(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("broadcast_lesser_equal");
+    }
+
+    /**
+     * Broadcasts data to the shape of `like`.
+     *
+     * <p>Operator {@code broadcast_like}.
+     *
+     * @param data input data
+     * @param like input like
+     * @return the first output
+     */
+    public static NDArray broadcastLike(NDArray data, NDArray like) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(data);
+        call.input(like);
+        return call.first("broadcast_like");
+    }
+
+    /**
+     * 1 where lhs and rhs are non-zero, else 0, with NumPy broadcasting.
+     *
+     * <p>Operator {@code broadcast_logical_and}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray broadcastLogicalAnd(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("broadcast_logical_and");
+    }
+
+    /**
+     * 1 where lhs or rhs is non-zero, else 0, with NumPy broadcasting.
+     *
+     * <p>Operator {@code broadcast_logical_or}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray broadcastLogicalOr(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("broadcast_logical_or");
+    }
+
+    /**
+     * 1 where exactly one of lhs, rhs is non-zero, with NumPy broadcasting.
+     *
+     * <p>Operator {@code broadcast_logical_xor}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray broadcastLogicalXor(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("broadcast_logical_xor");
+    }
+
+    /**
+     * Maximum (NaN wins) with NumPy broadcasting.
+     *
+     * <p>Operator {@code broadcast_maximum}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray broadcastMaximum(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("broadcast_maximum");
+    }
+
+    /**
+     * Minimum (NaN wins) with NumPy broadcasting.
+     *
+     * <p>Operator {@code broadcast_minimum}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray broadcastMinimum(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("broadcast_minimum");
+    }
+
+    /**
+     * Difference lhs - rhs with NumPy broadcasting.
+     *
+     * <p>Operator {@code broadcast_minus} (an alias of {@code broadcast_sub}).
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray broadcastMinus(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("broadcast_minus");
+    }
+
+    /**
+     * Remainder lhs mod rhs, with the sign of rhs (x mod 0 = 0), with NumPy broadcasting.
+     *
+     * <p>Operator {@code broadcast_mod}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray broadcastMod(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("broadcast_mod");
+    }
+
+    /**
+     * Product lhs * rhs with NumPy broadcasting.
+     *
+     * <p>Operator {@code broadcast_mul}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray broadcastMul(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("broadcast_mul");
+    }
+
+    /**
+     * 1 where lhs != rhs, else 0, with NumPy broadcasting.
+     *
+     * <p>Operator {@code broadcast_not_equal}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray broadcastNotEqual(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("broadcast_not_equal");
+    }
+
+    /**
+     * Sum lhs + rhs with NumPy broadcasting.
+     *
+     * <p>Operator {@code broadcast_plus} (an alias of {@code broadcast_add}).
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray broadcastPlus(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("broadcast_plus");
+    }
+
+    /**
+     * Power lhs ** rhs with NumPy broadcasting.
+     *
+     * <p>Operator {@code broadcast_power}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray broadcastPower(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("broadcast_power");
+    }
+
+    /**
+     * Difference lhs - rhs with NumPy broadcasting.
+     *
+     * <p>Operator {@code broadcast_sub}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray broadcastSub(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("broadcast_sub");
+    }
+
+    /**
+     * Broadcasts to a larger shape (NumPy rules).
+     *
+     * <p>Operator {@code broadcast_to}.
+     *
+     * @param data input data
+     * @param shape target shape; 0 keeps the input's dimension. Required. (shape, tuple of int)
+     * @return the first output
+     */
+    public static NDArray broadcastTo(NDArray data, long[] shape) {
+        OpArgs call = new OpArgs(1, 1);
+        call.input(data);
+        call.tuple("shape", shape);
+        return call.first("broadcast_to");
+    }
+
+    /**
      * Converts to another dtype (integers saturate, NaN to 0).
      *
-     * <p>Operator {@code Cast}.
+     * <p>Operator {@code cast} (an alias of {@code Cast}).
      *
      * @param data input data
      * @param dtype dtype to convert to. Required. (dtype, dtype)
@@ -339,7 +1337,128 @@ public final class Nd {
         OpArgs call = new OpArgs(1, 1);
         call.input(data);
         call.text("dtype", dtype);
-        return call.first("Cast");
+        return call.first("cast");
+    }
+
+    /**
+     * Cube root, elementwise.
+     *
+     * <p>Operator {@code cbrt}.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray cbrt(NDArray data) {
+        OpArgs call = new OpArgs(1, 0);
+        call.input(data);
+        return call.first("cbrt");
+    }
+
+    /**
+     * Ceiling, elementwise.
+     *
+     * <p>Operator {@code ceil}.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray ceil(NDArray data) {
+        OpArgs call = new OpArgs(1, 0);
+        call.input(data);
+        return call.first("ceil");
+    }
+
+    /** The optional inputs and parameters of {@link #chooseElement0index}. */
+    public static final class ChooseElement0indexOpts {
+        private Long axis;
+        private Boolean keepdims;
+        private String mode;
+
+        /** Options that keep every default. */
+        public ChooseElement0indexOpts() {}
+
+        /**
+         * @param axis axis to pick along (None is not supported, as in MXNet). Default -1. (axis, int or None)
+         * @return these options
+         */
+        public ChooseElement0indexOpts axis(long axis) {
+            this.axis = axis;
+            return this;
+        }
+
+        /**
+         * @param keepdims keep the picked axis with size 1. Default false. (keepdims, boolean)
+         * @return these options
+         */
+        public ChooseElement0indexOpts keepdims(boolean keepdims) {
+            this.keepdims = keepdims;
+            return this;
+        }
+
+        /**
+         * @param mode out-of-range indices: clip to the ends or wrap around. One of clip, wrap. Default clip. (mode, enum)
+         * @return these options
+         */
+        public ChooseElement0indexOpts mode(String mode) {
+            this.mode = mode;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.integer("axis", axis);
+            call.bool("keepdims", keepdims);
+            call.text("mode", mode);
+        }
+    }
+
+    /**
+     * Picks one element along an axis per index: out[i, k] = data[i, index[i, k], k].
+     *
+     * <p>Operator {@code choose_element_0index} (an alias of {@code pick}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @param index input index
+     * @return the first output
+     */
+    public static NDArray chooseElement0index(NDArray data, NDArray index) {
+        return chooseElement0index(data, index, null);
+    }
+
+    /**
+     * Picks one element along an axis per index: out[i, k] = data[i, index[i, k], k].
+     *
+     * <p>Operator {@code choose_element_0index} (an alias of {@code pick}).
+     *
+     * @param data input data
+     * @param index input index
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray chooseElement0index(NDArray data, NDArray index, ChooseElement0indexOpts opts) {
+        OpArgs call = new OpArgs(2, 3);
+        call.input(data);
+        call.input(index);
+        if (opts != null) opts.addTo(call);
+        return call.first("choose_element_0index");
+    }
+
+    /**
+     * Clips values elementwise into [a_min, a_max]; NaN stays NaN.
+     *
+     * <p>Operator {@code clip}.
+     *
+     * @param data input data
+     * @param aMin lower bound. Required. (a_min, float)
+     * @param aMax upper bound. Required. (a_max, float)
+     * @return the first output
+     */
+    public static NDArray clip(NDArray data, double aMin, double aMax) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        call.real("a_min", aMin);
+        call.real("a_max", aMax);
+        return call.first("clip");
     }
 
     /** The optional inputs and parameters of {@link #concat}. */
@@ -377,7 +1496,7 @@ public final class Nd {
     /**
      * Joins arrays along an existing axis.
      *
-     * <p>Operator {@code Concat}.
+     * <p>Operator {@code concat} (an alias of {@code Concat}).
      * The optional inputs and parameters keep their defaults.
      *
      * @param data the inputs, 1 to 64
@@ -390,7 +1509,7 @@ public final class Nd {
     /**
      * Joins arrays along an existing axis.
      *
-     * <p>Operator {@code Concat}.
+     * <p>Operator {@code concat} (an alias of {@code Concat}).
      *
      * @param data the inputs, 1 to 64
      * @param opts the optional inputs and parameters; null keeps the defaults
@@ -400,7 +1519,7 @@ public final class Nd {
         OpArgs call = new OpArgs(0, 2);
         call.inputs(data);
         if (opts != null) opts.addTo(call);
-        return call.first("Concat");
+        return call.first("concat");
     }
 
     /** The optional inputs and parameters of {@link #convolution}. */
@@ -561,21 +1680,105 @@ public final class Nd {
         return call.first("Convolution");
     }
 
+    /**
+     * Cosine, elementwise (radians).
+     *
+     * <p>Operator {@code cos}.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray cos(NDArray data) {
+        OpArgs call = new OpArgs(1, 0);
+        call.input(data);
+        return call.first("cos");
+    }
+
+    /**
+     * Hyperbolic cosine, elementwise.
+     *
+     * <p>Operator {@code cosh}.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray cosh(NDArray data) {
+        OpArgs call = new OpArgs(1, 0);
+        call.input(data);
+        return call.first("cosh");
+    }
+
     /** The optional inputs and parameters of {@link #crop}. */
     public static final class CropOpts {
+        private long[] step;
+
+        /** Options that keep every default. */
+        public CropOpts() {}
+
+        /**
+         * @param step step per axis (None or missing: 1). Default (). (step, tuple of int or None)
+         * @return these options
+         */
+        public CropOpts step(long... step) {
+            this.step = step;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.tuple("step", step);
+        }
+    }
+
+    /**
+     * Python-style slicing with begin, end and step per axis.
+     *
+     * <p>Operator {@code crop} (an alias of {@code slice}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @param begin first index per axis (None: from the start). Required. (begin, tuple of int or None)
+     * @param end end index per axis, excluded (None: to the end). Required. (end, tuple of int or None)
+     * @return the first output
+     */
+    public static NDArray crop(NDArray data, long[] begin, long[] end) {
+        return crop(data, begin, end, null);
+    }
+
+    /**
+     * Python-style slicing with begin, end and step per axis.
+     *
+     * <p>Operator {@code crop} (an alias of {@code slice}).
+     *
+     * @param data input data
+     * @param begin first index per axis (None: from the start). Required. (begin, tuple of int or None)
+     * @param end end index per axis, excluded (None: to the end). Required. (end, tuple of int or None)
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray crop(NDArray data, long[] begin, long[] end, CropOpts opts) {
+        OpArgs call = new OpArgs(1, 3);
+        call.input(data);
+        if (begin == null) call.none("begin"); else call.tuple("begin", begin);
+        if (end == null) call.none("end"); else call.tuple("end", end);
+        if (opts != null) opts.addTo(call);
+        return call.first("crop");
+    }
+
+    /** The optional inputs and parameters of {@link #cropOp}. */
+    public static final class CropOpOpts {
         private NDArray cropLike;
         private long[] offset;
         private long[] hW;
         private Boolean centerCrop;
 
         /** Options that keep every default. */
-        public CropOpts() {}
+        public CropOpOpts() {}
 
         /**
          * @param cropLike the optional input crop_like
          * @return these options
          */
-        public CropOpts cropLike(NDArray cropLike) {
+        public CropOpOpts cropLike(NDArray cropLike) {
             this.cropLike = cropLike;
             return this;
         }
@@ -584,7 +1787,7 @@ public final class Nd {
          * @param offset crop offset (y, x). Default (0,0). (offset, tuple of int)
          * @return these options
          */
-        public CropOpts offset(long... offset) {
+        public CropOpOpts offset(long... offset) {
             this.offset = offset;
             return this;
         }
@@ -593,7 +1796,7 @@ public final class Nd {
          * @param hW crop height and width (with num_args 1). Default (0,0). (h_w, tuple of int)
          * @return these options
          */
-        public CropOpts hW(long... hW) {
+        public CropOpOpts hW(long... hW) {
             this.hW = hW;
             return this;
         }
@@ -602,7 +1805,7 @@ public final class Nd {
          * @param centerCrop crop the centre (offset ignored). Default false. (center_crop, boolean)
          * @return these options
          */
-        public CropOpts centerCrop(boolean centerCrop) {
+        public CropOpOpts centerCrop(boolean centerCrop) {
             this.centerCrop = centerCrop;
             return this;
         }
@@ -625,8 +1828,8 @@ public final class Nd {
      * @param numArgs 1: crop to h_w; 2: crop to crop_like's height and width. Required. (num_args, int)
      * @return the first output
      */
-    public static NDArray crop(NDArray data, long numArgs) {
-        return crop(data, numArgs, null);
+    public static NDArray cropOp(NDArray data, long numArgs) {
+        return cropOp(data, numArgs, null);
     }
 
     /**
@@ -639,12 +1842,73 @@ public final class Nd {
      * @param opts the optional inputs and parameters; null keeps the defaults
      * @return the first output
      */
-    public static NDArray crop(NDArray data, long numArgs, CropOpts opts) {
+    public static NDArray cropOp(NDArray data, long numArgs, CropOpOpts opts) {
         OpArgs call = new OpArgs(2, 4);
         call.input(data);
         call.integer("num_args", numArgs);
         if (opts != null) opts.addTo(call);
         return call.first("Crop");
+    }
+
+    /** The optional inputs and parameters of {@link #cumsum}. */
+    public static final class CumsumOpts {
+        private Long axis;
+        private String dtype;
+
+        /** Options that keep every default. */
+        public CumsumOpts() {}
+
+        /**
+         * @param axis axis of the sums; None sums over the flattened array. Default None. (axis, int or None)
+         * @return these options
+         */
+        public CumsumOpts axis(long axis) {
+            this.axis = axis;
+            return this;
+        }
+
+        /**
+         * @param dtype dtype of the result and of the sums; None: the input's (int64 for bool). One of float16, float32, float64, int8, int32, int64. Default None. (dtype, enum)
+         * @return these options
+         */
+        public CumsumOpts dtype(String dtype) {
+            this.dtype = dtype;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.integer("axis", axis);
+            call.text("dtype", dtype);
+        }
+    }
+
+    /**
+     * Cumulative sum along `axis` (None: over the flattened array), accumulated in the result's dtype.
+     *
+     * <p>Operator {@code cumsum} (an alias of {@code _np_cumsum}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param a input a
+     * @return the first output
+     */
+    public static NDArray cumsum(NDArray a) {
+        return cumsum(a, null);
+    }
+
+    /**
+     * Cumulative sum along `axis` (None: over the flattened array), accumulated in the result's dtype.
+     *
+     * <p>Operator {@code cumsum} (an alias of {@code _np_cumsum}).
+     *
+     * @param a input a
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray cumsum(NDArray a, CumsumOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(a);
+        if (opts != null) opts.addTo(call);
+        return call.first("cumsum");
     }
 
     /** The optional inputs and parameters of {@link #deconvolution}. */
@@ -827,6 +2091,100 @@ public final class Nd {
         return call.first("Deconvolution");
     }
 
+    /**
+     * Radians to degrees, elementwise.
+     *
+     * <p>Operator {@code degrees}.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray degrees(NDArray data) {
+        OpArgs call = new OpArgs(1, 0);
+        call.input(data);
+        return call.first("degrees");
+    }
+
+    /**
+     * Moves depth into blocks of space: (N, C, H, W) to (N, C/bs^2, H bs, W bs).
+     *
+     * <p>Operator {@code depth_to_space}.
+     *
+     * @param data input data
+     * @param blockSize side of the square blocks moved. Required. (block_size, int)
+     * @return the first output
+     */
+    public static NDArray depthToSpace(NDArray data, long blockSize) {
+        OpArgs call = new OpArgs(1, 1);
+        call.input(data);
+        call.integer("block_size", blockSize);
+        return call.first("depth_to_space");
+    }
+
+    /** The optional inputs and parameters of {@link #dot}. */
+    public static final class DotOpts {
+        private Boolean transposeA;
+        private Boolean transposeB;
+
+        /** Options that keep every default. */
+        public DotOpts() {}
+
+        /**
+         * @param transposeA use the transpose of lhs (2-D only). Default false. (transpose_a, boolean)
+         * @return these options
+         */
+        public DotOpts transposeA(boolean transposeA) {
+            this.transposeA = transposeA;
+            return this;
+        }
+
+        /**
+         * @param transposeB use the transpose of rhs (2-D only). Default false. (transpose_b, boolean)
+         * @return these options
+         */
+        public DotOpts transposeB(boolean transposeB) {
+            this.transposeB = transposeB;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.bool("transpose_a", transposeA);
+            call.bool("transpose_b", transposeB);
+        }
+    }
+
+    /**
+     * Matrix product: lhs (..., k) with rhs (k, ...); 1-D inputs give the inner product.
+     *
+     * <p>Operator {@code dot}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray dot(NDArray lhs, NDArray rhs) {
+        return dot(lhs, rhs, null);
+    }
+
+    /**
+     * Matrix product: lhs (..., k) with rhs (k, ...); 1-D inputs give the inner product.
+     *
+     * <p>Operator {@code dot}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray dot(NDArray lhs, NDArray rhs, DotOpts opts) {
+        OpArgs call = new OpArgs(2, 2);
+        call.input(lhs);
+        call.input(rhs);
+        if (opts != null) opts.addTo(call);
+        return call.first("dot");
+    }
+
     /** The optional inputs and parameters of {@link #dropout}. */
     public static final class DropoutOpts {
         private Double p;
@@ -960,6 +2318,70 @@ public final class Nd {
         return call.first("ElementWiseSum");
     }
 
+    /**
+     * Sum of two arrays of the same shape.
+     *
+     * <p>Operator {@code elemwise_add}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray elemwiseAdd(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("elemwise_add");
+    }
+
+    /**
+     * Quotient of two arrays of the same shape.
+     *
+     * <p>Operator {@code elemwise_div}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray elemwiseDiv(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("elemwise_div");
+    }
+
+    /**
+     * Product of two arrays of the same shape.
+     *
+     * <p>Operator {@code elemwise_mul}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray elemwiseMul(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("elemwise_mul");
+    }
+
+    /**
+     * Difference of two arrays of the same shape.
+     *
+     * <p>Operator {@code elemwise_sub}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray elemwiseSub(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("elemwise_sub");
+    }
+
     /** The optional inputs and parameters of {@link #embedding}. */
     public static final class EmbeddingOpts {
         private DType dtype;
@@ -1031,9 +2453,81 @@ public final class Nd {
     }
 
     /**
+     * Gauss error function, elementwise.
+     *
+     * <p>Operator {@code erf}.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray erf(NDArray data) {
+        OpArgs call = new OpArgs(1, 0);
+        call.input(data);
+        return call.first("erf");
+    }
+
+    /**
+     * Exponential, elementwise.
+     *
+     * <p>Operator {@code exp}.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray exp(NDArray data) {
+        OpArgs call = new OpArgs(1, 0);
+        call.input(data);
+        return call.first("exp");
+    }
+
+    /**
+     * Inserts an axis of size 1.
+     *
+     * <p>Operator {@code expand_dims}.
+     *
+     * @param data input data
+     * @param axis position of the new axis, in [-ndim-1, ndim]. Required. (axis, int)
+     * @return the first output
+     */
+    public static NDArray expandDims(NDArray data, long axis) {
+        OpArgs call = new OpArgs(1, 1);
+        call.input(data);
+        call.integer("axis", axis);
+        return call.first("expand_dims");
+    }
+
+    /**
+     * exp(x) - 1, elementwise, accurate for small x.
+     *
+     * <p>Operator {@code expm1}.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray expm1(NDArray data) {
+        OpArgs call = new OpArgs(1, 0);
+        call.input(data);
+        return call.first("expm1");
+    }
+
+    /**
+     * Round towards zero, elementwise (MXNet's fix).
+     *
+     * <p>Operator {@code fix}.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray fix(NDArray data) {
+        OpArgs call = new OpArgs(1, 0);
+        call.input(data);
+        return call.first("fix");
+    }
+
+    /**
      * Collapses all axes but the first: (n, ...) to (n, rest).
      *
-     * <p>Operator {@code Flatten}.
+     * <p>Operator {@code flatten} (an alias of {@code Flatten}).
      *
      * @param data input data
      * @return the first output
@@ -1041,7 +2535,37 @@ public final class Nd {
     public static NDArray flatten(NDArray data) {
         OpArgs call = new OpArgs(1, 0);
         call.input(data);
-        return call.first("Flatten");
+        return call.first("flatten");
+    }
+
+    /**
+     * Reverses the order of the elements along the given axes.
+     *
+     * <p>Operator {@code flip} (an alias of {@code reverse}).
+     *
+     * @param data input data
+     * @param axis the axes to reverse (an axis listed twice is not reversed). Required. (axis, tuple of int)
+     * @return the first output
+     */
+    public static NDArray flip(NDArray data, long[] axis) {
+        OpArgs call = new OpArgs(1, 1);
+        call.input(data);
+        call.tuple("axis", axis);
+        return call.first("flip");
+    }
+
+    /**
+     * Floor, elementwise.
+     *
+     * <p>Operator {@code floor}.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray floor(NDArray data) {
+        OpArgs call = new OpArgs(1, 0);
+        call.input(data);
+        return call.first("floor");
     }
 
     /** The optional inputs and parameters of {@link #fullyConnected}. */
@@ -1122,6 +2646,64 @@ public final class Nd {
         return call.first("FullyConnected");
     }
 
+    /**
+     * The gamma function, elementwise (tgamma).
+     *
+     * <p>Operator {@code gamma}.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray gamma(NDArray data) {
+        OpArgs call = new OpArgs(1, 0);
+        call.input(data);
+        return call.first("gamma");
+    }
+
+    /**
+     * ln |gamma(x)|, elementwise.
+     *
+     * <p>Operator {@code gammaln}.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray gammaln(NDArray data) {
+        OpArgs call = new OpArgs(1, 0);
+        call.input(data);
+        return call.first("gammaln");
+    }
+
+    /**
+     * Gathers the slices of data that the columns of indices (shape (M, ...)) address by its first M axes.
+     *
+     * <p>Operator {@code gather_nd}.
+     *
+     * @param data input data
+     * @param indices input indices
+     * @return the first output
+     */
+    public static NDArray gatherNd(NDArray data, NDArray indices) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(data);
+        call.input(indices);
+        return call.first("gather_nd");
+    }
+
+    /**
+     * Gaussian error linear unit (exact): 0.5 x (1 + erf(x / sqrt 2)).
+     *
+     * <p>Operator {@code gelu}.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray gelu(NDArray data) {
+        OpArgs call = new OpArgs(1, 0);
+        call.input(data);
+        return call.first("gelu");
+    }
+
     /** The optional inputs and parameters of {@link #groupNorm}. */
     public static final class GroupNormOpts {
         private Long numGroups;
@@ -1200,6 +2782,20 @@ public final class Nd {
         return call.first("GroupNorm");
     }
 
+    /**
+     * A copy of the input (MXNet's _copy: identity). Export names an output that is an input, or that another output already names, with one.
+     *
+     * <p>Operator {@code identity} (an alias of {@code _copy}).
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray identity(NDArray data) {
+        OpArgs call = new OpArgs(1, 0);
+        call.input(data);
+        return call.first("identity");
+    }
+
     /** The optional inputs and parameters of {@link #instanceNorm}. */
     public static final class InstanceNormOpts {
         private Double eps;
@@ -1254,3355 +2850,6 @@ public final class Nd {
         call.input(beta);
         if (opts != null) opts.addTo(call);
         return call.first("InstanceNorm");
-    }
-
-    /** The optional inputs and parameters of {@link #l2Normalization}. */
-    public static final class L2NormalizationOpts {
-        private Double eps;
-        private String mode;
-
-        /** Options that keep every default. */
-        public L2NormalizationOpts() {}
-
-        /**
-         * @param eps added to the sum of squares before its square root. Default 1e-10. (eps, float)
-         * @return these options
-         */
-        public L2NormalizationOpts eps(double eps) {
-            this.eps = eps;
-            return this;
-        }
-
-        /**
-         * @param mode the slices normalised: instance, spatial or channel. One of instance, spatial, channel. Default instance. (mode, enum)
-         * @return these options
-         */
-        public L2NormalizationOpts mode(String mode) {
-            this.mode = mode;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("eps", eps);
-            call.text("mode", mode);
-        }
-    }
-
-    /**
-     * Divides each instance, channel vector or spatial map by its L2 norm.
-     *
-     * <p>Operator {@code L2Normalization}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray l2Normalization(NDArray data) {
-        return l2Normalization(data, null);
-    }
-
-    /**
-     * Divides each instance, channel vector or spatial map by its L2 norm.
-     *
-     * <p>Operator {@code L2Normalization}.
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray l2Normalization(NDArray data, L2NormalizationOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("L2Normalization");
-    }
-
-    /** The optional inputs and parameters of {@link #lRN}. */
-    public static final class LRNOpts {
-        private Double alpha;
-        private Double beta;
-        private Double knorm;
-
-        /** Options that keep every default. */
-        public LRNOpts() {}
-
-        /**
-         * @param alpha the variance scaling parameter. Default 0.0001. (alpha, float)
-         * @return these options
-         */
-        public LRNOpts alpha(double alpha) {
-            this.alpha = alpha;
-            return this;
-        }
-
-        /**
-         * @param beta the power parameter. Default 0.75. (beta, float)
-         * @return these options
-         */
-        public LRNOpts beta(double beta) {
-            this.beta = beta;
-            return this;
-        }
-
-        /**
-         * @param knorm the constant added to the scaled sum. Default 2. (knorm, float)
-         * @return these options
-         */
-        public LRNOpts knorm(double knorm) {
-            this.knorm = knorm;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("alpha", alpha);
-            call.real("beta", beta);
-            call.real("knorm", knorm);
-        }
-    }
-
-    /**
-     * Local response normalisation across the channels of (N, C, H, W).
-     *
-     * <p>Operator {@code LRN}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @param nsize the window width in channels (odd). Required. (nsize, int)
-     * @return the first output
-     */
-    public static NDArray lRN(NDArray data, long nsize) {
-        return lRN(data, nsize, null);
-    }
-
-    /**
-     * Local response normalisation across the channels of (N, C, H, W).
-     *
-     * <p>Operator {@code LRN}.
-     *
-     * @param data input data
-     * @param nsize the window width in channels (odd). Required. (nsize, int)
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray lRN(NDArray data, long nsize, LRNOpts opts) {
-        OpArgs call = new OpArgs(1, 4);
-        call.input(data);
-        call.integer("nsize", nsize);
-        if (opts != null) opts.addTo(call);
-        return call.first("LRN");
-    }
-
-    /** The optional inputs and parameters of {@link #layerNorm}. */
-    public static final class LayerNormOpts {
-        private Long axis;
-        private Double eps;
-        private Boolean outputMeanVar;
-
-        /** Options that keep every default. */
-        public LayerNormOpts() {}
-
-        /**
-         * @param axis the axis normalised along. Default -1. (axis, int)
-         * @return these options
-         */
-        public LayerNormOpts axis(long axis) {
-            this.axis = axis;
-            return this;
-        }
-
-        /**
-         * @param eps added to the variance before its square root. Default 1e-05. (eps, float)
-         * @return these options
-         */
-        public LayerNormOpts eps(double eps) {
-            this.eps = eps;
-            return this;
-        }
-
-        /**
-         * @param outputMeanVar also output the mean and standard deviation. Default false. (output_mean_var, boolean)
-         * @return these options
-         */
-        public LayerNormOpts outputMeanVar(boolean outputMeanVar) {
-            this.outputMeanVar = outputMeanVar;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.integer("axis", axis);
-            call.real("eps", eps);
-            call.bool("output_mean_var", outputMeanVar);
-        }
-    }
-
-    /**
-     * Layer normalisation: each line along axis by its mean and variance, then gamma and beta (channels,).
-     *
-     * <p>Operator {@code LayerNorm}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @param gamma input gamma
-     * @param beta input beta
-     * @return the first output
-     */
-    public static NDArray layerNorm(NDArray data, NDArray gamma, NDArray beta) {
-        return layerNorm(data, gamma, beta, null);
-    }
-
-    /**
-     * Layer normalisation: each line along axis by its mean and variance, then gamma and beta (channels,).
-     *
-     * <p>Operator {@code LayerNorm}.
-     *
-     * @param data input data
-     * @param gamma input gamma
-     * @param beta input beta
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray layerNorm(NDArray data, NDArray gamma, NDArray beta, LayerNormOpts opts) {
-        OpArgs call = new OpArgs(3, 3);
-        call.input(data);
-        call.input(gamma);
-        call.input(beta);
-        if (opts != null) opts.addTo(call);
-        return call.first("LayerNorm");
-    }
-
-    /** The optional inputs and parameters of {@link #leakyReLU}. */
-    public static final class LeakyReLUOpts {
-        private NDArray gamma;
-        private String actType;
-        private Double slope;
-        private Double lowerBound;
-        private Double upperBound;
-
-        /** Options that keep every default. */
-        public LeakyReLUOpts() {}
-
-        /**
-         * @param gamma the optional input gamma
-         * @return these options
-         */
-        public LeakyReLUOpts gamma(NDArray gamma) {
-            this.gamma = gamma;
-            return this;
-        }
-
-        /**
-         * @param actType the activation function. One of rrelu, leaky, elu, selu, gelu, prelu. Default leaky. (act_type, enum)
-         * @return these options
-         */
-        public LeakyReLUOpts actType(String actType) {
-            this.actType = actType;
-            return this;
-        }
-
-        /**
-         * @param slope slope below 0 (leaky), or the scale of elu. Default 0.25. (slope, float)
-         * @return these options
-         */
-        public LeakyReLUOpts slope(double slope) {
-            this.slope = slope;
-            return this;
-        }
-
-        /**
-         * @param lowerBound lowest random slope (rrelu). Default 0.125. (lower_bound, float)
-         * @return these options
-         */
-        public LeakyReLUOpts lowerBound(double lowerBound) {
-            this.lowerBound = lowerBound;
-            return this;
-        }
-
-        /**
-         * @param upperBound highest random slope (rrelu). Default 0.334. (upper_bound, float)
-         * @return these options
-         */
-        public LeakyReLUOpts upperBound(double upperBound) {
-            this.upperBound = upperBound;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.optionalInputs("LeakyReLU", gamma);
-            call.text("act_type", actType);
-            call.real("slope", slope);
-            call.real("lower_bound", lowerBound);
-            call.real("upper_bound", upperBound);
-        }
-    }
-
-    /**
-     * Leaky rectifiers: leaky (x &gt; 0 ? x : slope x), prelu (slope gamma, per channel), elu (slope (e^x - 1) below 0), selu, gelu, rrelu (in prediction mode: the slope (lower_bound + upper_bound) / 2).
-     *
-     * <p>Operator {@code LeakyReLU}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray leakyReLU(NDArray data) {
-        return leakyReLU(data, null);
-    }
-
-    /**
-     * Leaky rectifiers: leaky (x &gt; 0 ? x : slope x), prelu (slope gamma, per channel), elu (slope (e^x - 1) below 0), selu, gelu, rrelu (in prediction mode: the slope (lower_bound + upper_bound) / 2).
-     *
-     * <p>Operator {@code LeakyReLU}.
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray leakyReLU(NDArray data, LeakyReLUOpts opts) {
-        OpArgs call = new OpArgs(2, 4);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("LeakyReLU");
-    }
-
-    /** The optional inputs and parameters of {@link #linearRegressionOutput}. */
-    public static final class LinearRegressionOutputOpts {
-        private Double gradScale;
-
-        /** Options that keep every default. */
-        public LinearRegressionOutputOpts() {}
-
-        /**
-         * @param gradScale scales the gradient. Default 1. (grad_scale, float)
-         * @return these options
-         */
-        public LinearRegressionOutputOpts gradScale(double gradScale) {
-            this.gradScale = gradScale;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("grad_scale", gradScale);
-        }
-    }
-
-    /**
-     * The data unchanged; its gradient is that of the squared error with the label, grad_scale (out - label) / (label elements per sample).
-     *
-     * <p>Operator {@code LinearRegressionOutput}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @param label input label
-     * @return the first output
-     */
-    public static NDArray linearRegressionOutput(NDArray data, NDArray label) {
-        return linearRegressionOutput(data, label, null);
-    }
-
-    /**
-     * The data unchanged; its gradient is that of the squared error with the label, grad_scale (out - label) / (label elements per sample).
-     *
-     * <p>Operator {@code LinearRegressionOutput}.
-     *
-     * @param data input data
-     * @param label input label
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray linearRegressionOutput(NDArray data, NDArray label, LinearRegressionOutputOpts opts) {
-        OpArgs call = new OpArgs(2, 1);
-        call.input(data);
-        call.input(label);
-        if (opts != null) opts.addTo(call);
-        return call.first("LinearRegressionOutput");
-    }
-
-    /** The optional inputs and parameters of {@link #logisticRegressionOutput}. */
-    public static final class LogisticRegressionOutputOpts {
-        private Double gradScale;
-
-        /** Options that keep every default. */
-        public LogisticRegressionOutputOpts() {}
-
-        /**
-         * @param gradScale scales the gradient. Default 1. (grad_scale, float)
-         * @return these options
-         */
-        public LogisticRegressionOutputOpts gradScale(double gradScale) {
-            this.gradScale = gradScale;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("grad_scale", gradScale);
-        }
-    }
-
-    /**
-     * Sigmoid of the data; its gradient is that of the binary cross-entropy with the label, grad_scale (out - label) / (label elements per sample).
-     *
-     * <p>Operator {@code LogisticRegressionOutput}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @param label input label
-     * @return the first output
-     */
-    public static NDArray logisticRegressionOutput(NDArray data, NDArray label) {
-        return logisticRegressionOutput(data, label, null);
-    }
-
-    /**
-     * Sigmoid of the data; its gradient is that of the binary cross-entropy with the label, grad_scale (out - label) / (label elements per sample).
-     *
-     * <p>Operator {@code LogisticRegressionOutput}.
-     *
-     * @param data input data
-     * @param label input label
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray logisticRegressionOutput(NDArray data, NDArray label, LogisticRegressionOutputOpts opts) {
-        OpArgs call = new OpArgs(2, 1);
-        call.input(data);
-        call.input(label);
-        if (opts != null) opts.addTo(call);
-        return call.first("LogisticRegressionOutput");
-    }
-
-    /** The optional inputs and parameters of {@link #mAERegressionOutput}. */
-    public static final class MAERegressionOutputOpts {
-        private Double gradScale;
-
-        /** Options that keep every default. */
-        public MAERegressionOutputOpts() {}
-
-        /**
-         * @param gradScale scales the gradient. Default 1. (grad_scale, float)
-         * @return these options
-         */
-        public MAERegressionOutputOpts gradScale(double gradScale) {
-            this.gradScale = gradScale;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("grad_scale", gradScale);
-        }
-    }
-
-    /**
-     * The data unchanged; its gradient is that of the absolute error with the label, grad_scale sign(out - label) / (label elements per sample).
-     *
-     * <p>Operator {@code MAERegressionOutput}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @param label input label
-     * @return the first output
-     */
-    public static NDArray mAERegressionOutput(NDArray data, NDArray label) {
-        return mAERegressionOutput(data, label, null);
-    }
-
-    /**
-     * The data unchanged; its gradient is that of the absolute error with the label, grad_scale sign(out - label) / (label elements per sample).
-     *
-     * <p>Operator {@code MAERegressionOutput}.
-     *
-     * @param data input data
-     * @param label input label
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray mAERegressionOutput(NDArray data, NDArray label, MAERegressionOutputOpts opts) {
-        OpArgs call = new OpArgs(2, 1);
-        call.input(data);
-        call.input(label);
-        if (opts != null) opts.addTo(call);
-        return call.first("MAERegressionOutput");
-    }
-
-    /** The optional inputs and parameters of {@link #makeLoss}. */
-    public static final class MakeLossOpts {
-        private Double gradScale;
-        private Double validThresh;
-        private String normalization;
-
-        /** Options that keep every default. */
-        public MakeLossOpts() {}
-
-        /**
-         * @param gradScale the gradient's value. Default 1. (grad_scale, float)
-         * @return these options
-         */
-        public MakeLossOpts gradScale(double gradScale) {
-            this.gradScale = gradScale;
-            return this;
-        }
-
-        /**
-         * @param validThresh with normalization 'valid', the elements above it are the ones counted. Default 0. (valid_thresh, float)
-         * @return these options
-         */
-        public MakeLossOpts validThresh(double validThresh) {
-            this.validThresh = validThresh;
-            return this;
-        }
-
-        /**
-         * @param normalization divide the gradient by nothing, the rows of the input flattened to 2-D, or the number of elements above valid_thresh. One of null, batch, valid. Default null. (normalization, enum)
-         * @return these options
-         */
-        public MakeLossOpts normalization(String normalization) {
-            this.normalization = normalization;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("grad_scale", gradScale);
-            call.real("valid_thresh", validThresh);
-            call.text("normalization", normalization);
-        }
-    }
-
-    /**
-     * The data unchanged, as a loss: its gradient is grad_scale (normalised), ignoring the head gradient.
-     *
-     * <p>Operator {@code MakeLoss}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray makeLoss(NDArray data) {
-        return makeLoss(data, null);
-    }
-
-    /**
-     * The data unchanged, as a loss: its gradient is grad_scale (normalised), ignoring the head gradient.
-     *
-     * <p>Operator {@code MakeLoss}.
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray makeLoss(NDArray data, MakeLossOpts opts) {
-        OpArgs call = new OpArgs(1, 3);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("MakeLoss");
-    }
-
-    /** The optional inputs and parameters of {@link #pad}. */
-    public static final class PadOpts {
-        private Double constantValue;
-
-        /** Options that keep every default. */
-        public PadOpts() {}
-
-        /**
-         * @param constantValue the value of constant padding. Default 0. (constant_value, float)
-         * @return these options
-         */
-        public PadOpts constantValue(double constantValue) {
-            this.constantValue = constantValue;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("constant_value", constantValue);
-        }
-    }
-
-    /**
-     * Pads the spatial axes of 4-D or 5-D data with a constant, the edge values or a reflection; pad_width gives (before, after) for every axis.
-     *
-     * <p>Operator {@code Pad}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @param mode constant, edge or reflect. One of constant, edge, reflect. Required. (mode, enum)
-     * @param padWidth (before_1, after_1, ..., before_N, after_N); the first four must be 0. Required. (pad_width, string)
-     * @return the first output
-     */
-    public static NDArray pad(NDArray data, String mode, String padWidth) {
-        return pad(data, mode, padWidth, null);
-    }
-
-    /**
-     * Pads the spatial axes of 4-D or 5-D data with a constant, the edge values or a reflection; pad_width gives (before, after) for every axis.
-     *
-     * <p>Operator {@code Pad}.
-     *
-     * @param data input data
-     * @param mode constant, edge or reflect. One of constant, edge, reflect. Required. (mode, enum)
-     * @param padWidth (before_1, after_1, ..., before_N, after_N); the first four must be 0. Required. (pad_width, string)
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray pad(NDArray data, String mode, String padWidth, PadOpts opts) {
-        OpArgs call = new OpArgs(1, 3);
-        call.input(data);
-        call.text("mode", mode);
-        call.text("pad_width", padWidth);
-        if (opts != null) opts.addTo(call);
-        return call.first("Pad");
-    }
-
-    /** The optional inputs and parameters of {@link #pooling}. */
-    public static final class PoolingOpts {
-        private long[] kernel;
-        private String poolType;
-        private Boolean globalPool;
-        private Boolean cudnnOff;
-        private String poolingConvention;
-        private long[] stride;
-        private long[] pad;
-        private Long pValue;
-        private Boolean countIncludePad;
-        private String layout;
-
-        /** Options that keep every default. */
-        public PoolingOpts() {}
-
-        /**
-         * @param kernel window size: (x,), (y, x) or (d, y, x). Default (). (kernel, tuple of int)
-         * @return these options
-         */
-        public PoolingOpts kernel(long... kernel) {
-            this.kernel = kernel;
-            return this;
-        }
-
-        /**
-         * @param poolType max, avg, sum or lp. One of max, avg, sum, lp. Default max. (pool_type, enum)
-         * @return these options
-         */
-        public PoolingOpts poolType(String poolType) {
-            this.poolType = poolType;
-            return this;
-        }
-
-        /**
-         * @param globalPool pool over the whole spatial extent. Default false. (global_pool, boolean)
-         * @return these options
-         */
-        public PoolingOpts globalPool(boolean globalPool) {
-            this.globalPool = globalPool;
-            return this;
-        }
-
-        /**
-         * @param cudnnOff accepted for MXNet compatibility. Default false. (cudnn_off, boolean)
-         * @return these options
-         */
-        public PoolingOpts cudnnOff(boolean cudnnOff) {
-            this.cudnnOff = cudnnOff;
-            return this;
-        }
-
-        /**
-         * @param poolingConvention valid (floor), full (ceil) or same (1-D only). One of valid, full, same. Default valid. (pooling_convention, enum)
-         * @return these options
-         */
-        public PoolingOpts poolingConvention(String poolingConvention) {
-            this.poolingConvention = poolingConvention;
-            return this;
-        }
-
-        /**
-         * @param stride step per spatial axis (default 1). Default (). (stride, tuple of int)
-         * @return these options
-         */
-        public PoolingOpts stride(long... stride) {
-            this.stride = stride;
-            return this;
-        }
-
-        /**
-         * @param pad zero padding per spatial axis (default 0). Default (). (pad, tuple of int)
-         * @return these options
-         */
-        public PoolingOpts pad(long... pad) {
-            this.pad = pad;
-            return this;
-        }
-
-        /**
-         * @param pValue power of Lp pooling: 1, 2 or 3. Default None. (p_value, int or None)
-         * @return these options
-         */
-        public PoolingOpts pValue(long pValue) {
-            this.pValue = pValue;
-            return this;
-        }
-
-        /**
-         * @param countIncludePad average pooling counts padded elements (default true). Default None. (count_include_pad, boolean)
-         * @return these options
-         */
-        public PoolingOpts countIncludePad(boolean countIncludePad) {
-            this.countIncludePad = countIncludePad;
-            return this;
-        }
-
-        /**
-         * @param layout NCW, NCHW or NCDHW (default from the rank). One of NCW, NCHW, NCDHW, NWC, NHWC, NDHWC. Default None. (layout, enum)
-         * @return these options
-         */
-        public PoolingOpts layout(String layout) {
-            this.layout = layout;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.tuple("kernel", kernel);
-            call.text("pool_type", poolType);
-            call.bool("global_pool", globalPool);
-            call.bool("cudnn_off", cudnnOff);
-            call.text("pooling_convention", poolingConvention);
-            call.tuple("stride", stride);
-            call.tuple("pad", pad);
-            call.integer("p_value", pValue);
-            call.bool("count_include_pad", countIncludePad);
-            call.text("layout", layout);
-        }
-    }
-
-    /**
-     * Max, average, sum or Lp pooling over the spatial axes of NCW, NCHW or NCDHW data; pooling_convention valid floors the output length, full ceils it.
-     *
-     * <p>Operator {@code Pooling}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray pooling(NDArray data) {
-        return pooling(data, null);
-    }
-
-    /**
-     * Max, average, sum or Lp pooling over the spatial axes of NCW, NCHW or NCDHW data; pooling_convention valid floors the output length, full ceils it.
-     *
-     * <p>Operator {@code Pooling}.
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray pooling(NDArray data, PoolingOpts opts) {
-        OpArgs call = new OpArgs(1, 10);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("Pooling");
-    }
-
-    /** The optional inputs and parameters of {@link #rNN}. */
-    public static final class RNNOpts {
-        private NDArray stateCell;
-        private NDArray sequenceLength;
-        private Boolean bidirectional;
-        private Double p;
-        private Boolean stateOutputs;
-        private Long projectionSize;
-        private Double lstmStateClipMin;
-        private Double lstmStateClipMax;
-        private Boolean lstmStateClipNan;
-        private Boolean useSequenceLength;
-
-        /** Options that keep every default. */
-        public RNNOpts() {}
-
-        /**
-         * @param stateCell the optional input state_cell
-         * @return these options
-         */
-        public RNNOpts stateCell(NDArray stateCell) {
-            this.stateCell = stateCell;
-            return this;
-        }
-
-        /**
-         * @param sequenceLength the optional input sequence_length
-         * @return these options
-         */
-        public RNNOpts sequenceLength(NDArray sequenceLength) {
-            this.sequenceLength = sequenceLength;
-            return this;
-        }
-
-        /**
-         * @param bidirectional whether the layers run both ways. Default false. (bidirectional, boolean)
-         * @return these options
-         */
-        public RNNOpts bidirectional(boolean bidirectional) {
-            this.bidirectional = bidirectional;
-            return this;
-        }
-
-        /**
-         * @param p dropout rate on the outputs of each layer but the last. Default 0. (p, float)
-         * @return these options
-         */
-        public RNNOpts p(double p) {
-            this.p = p;
-            return this;
-        }
-
-        /**
-         * @param stateOutputs whether the final states are outputs. Default false. (state_outputs, boolean)
-         * @return these options
-         */
-        public RNNOpts stateOutputs(boolean stateOutputs) {
-            this.stateOutputs = stateOutputs;
-            return this;
-        }
-
-        /**
-         * @param projectionSize size of the LSTM projection (not implemented). Default None. (projection_size, int or None)
-         * @return these options
-         */
-        public RNNOpts projectionSize(long projectionSize) {
-            this.projectionSize = projectionSize;
-            return this;
-        }
-
-        /**
-         * @param lstmStateClipMin minimum of the LSTM cell state. Default None. (lstm_state_clip_min, float or None)
-         * @return these options
-         */
-        public RNNOpts lstmStateClipMin(double lstmStateClipMin) {
-            this.lstmStateClipMin = lstmStateClipMin;
-            return this;
-        }
-
-        /**
-         * @param lstmStateClipMax maximum of the LSTM cell state. Default None. (lstm_state_clip_max, float or None)
-         * @return these options
-         */
-        public RNNOpts lstmStateClipMax(double lstmStateClipMax) {
-            this.lstmStateClipMax = lstmStateClipMax;
-            return this;
-        }
-
-        /**
-         * @param lstmStateClipNan clip NaN cell states to the minimum instead of propagating them. Default false. (lstm_state_clip_nan, boolean)
-         * @return these options
-         */
-        public RNNOpts lstmStateClipNan(boolean lstmStateClipNan) {
-            this.lstmStateClipNan = lstmStateClipNan;
-            return this;
-        }
-
-        /**
-         * @param useSequenceLength take a sequence_length input: the valid steps of each batch element. Default false. (use_sequence_length, boolean)
-         * @return these options
-         */
-        public RNNOpts useSequenceLength(boolean useSequenceLength) {
-            this.useSequenceLength = useSequenceLength;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.optionalInputs("RNN", stateCell, sequenceLength);
-            call.bool("bidirectional", bidirectional);
-            call.real("p", p);
-            call.bool("state_outputs", stateOutputs);
-            call.integer("projection_size", projectionSize);
-            call.real("lstm_state_clip_min", lstmStateClipMin);
-            call.real("lstm_state_clip_max", lstmStateClipMax);
-            call.bool("lstm_state_clip_nan", lstmStateClipNan);
-            call.bool("use_sequence_length", useSequenceLength);
-        }
-    }
-
-    /**
-     * Recurrent layers (rnn_relu, rnn_tanh, lstm, gru), stacked and optionally bidirectional, over data (T, N, I) with one flat parameter vector (MXNet's layout); outputs (T, N, D H) and, with state_outputs, the final states.
-     *
-     * <p>Operator {@code RNN}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @param parameters input parameters
-     * @param state input state
-     * @param stateSize size of the state of each layer. Required. (state_size, int)
-     * @param numLayers number of stacked layers. Required. (num_layers, int)
-     * @param mode the type of RNN. One of rnn_relu, rnn_tanh, lstm, gru. Required. (mode, enum)
-     * @return the first output
-     */
-    public static NDArray rNN(NDArray data, NDArray parameters, NDArray state, long stateSize, long numLayers, String mode) {
-        return rNN(data, parameters, state, stateSize, numLayers, mode, null);
-    }
-
-    /**
-     * Recurrent layers (rnn_relu, rnn_tanh, lstm, gru), stacked and optionally bidirectional, over data (T, N, I) with one flat parameter vector (MXNet's layout); outputs (T, N, D H) and, with state_outputs, the final states.
-     *
-     * <p>Operator {@code RNN}.
-     *
-     * @param data input data
-     * @param parameters input parameters
-     * @param state input state
-     * @param stateSize size of the state of each layer. Required. (state_size, int)
-     * @param numLayers number of stacked layers. Required. (num_layers, int)
-     * @param mode the type of RNN. One of rnn_relu, rnn_tanh, lstm, gru. Required. (mode, enum)
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray rNN(NDArray data, NDArray parameters, NDArray state, long stateSize, long numLayers, String mode, RNNOpts opts) {
-        OpArgs call = new OpArgs(5, 11);
-        call.input(data);
-        call.input(parameters);
-        call.input(state);
-        call.integer("state_size", stateSize);
-        call.integer("num_layers", numLayers);
-        call.text("mode", mode);
-        if (opts != null) opts.addTo(call);
-        return call.first("RNN");
-    }
-
-    /** The optional inputs and parameters of {@link #reshape}. */
-    public static final class ReshapeOpts {
-        private Boolean reverse;
-
-        /** Options that keep every default. */
-        public ReshapeOpts() {}
-
-        /**
-         * @param reverse read the special values right to left. Default false. (reverse, boolean)
-         * @return these options
-         */
-        public ReshapeOpts reverse(boolean reverse) {
-            this.reverse = reverse;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.bool("reverse", reverse);
-        }
-    }
-
-    /**
-     * Same elements in a new shape, with MXNet's special values (0 copies a dimension, -1 infers one, -2 copies the rest, -3 merges two, -4 splits one).
-     *
-     * <p>Operator {@code Reshape}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @param shape new shape; 0 copies an input dimension, -1 is inferred, -2 copies the rest, -3 merges two, -4 splits one into the next two values. Required. (shape, tuple of int)
-     * @return the first output
-     */
-    public static NDArray reshape(NDArray data, long[] shape) {
-        return reshape(data, shape, null);
-    }
-
-    /**
-     * Same elements in a new shape, with MXNet's special values (0 copies a dimension, -1 infers one, -2 copies the rest, -3 merges two, -4 splits one).
-     *
-     * <p>Operator {@code Reshape}.
-     *
-     * @param data input data
-     * @param shape new shape; 0 copies an input dimension, -1 is inferred, -2 copies the rest, -3 merges two, -4 splits one into the next two values. Required. (shape, tuple of int)
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray reshape(NDArray data, long[] shape, ReshapeOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        call.tuple("shape", shape);
-        if (opts != null) opts.addTo(call);
-        return call.first("Reshape");
-    }
-
-    /** The optional inputs and parameters of {@link #sequenceLast}. */
-    public static final class SequenceLastOpts {
-        private NDArray sequenceLength;
-        private Boolean useSequenceLength;
-        private Long axis;
-
-        /** Options that keep every default. */
-        public SequenceLastOpts() {}
-
-        /**
-         * @param sequenceLength the optional input sequence_length
-         * @return these options
-         */
-        public SequenceLastOpts sequenceLength(NDArray sequenceLength) {
-            this.sequenceLength = sequenceLength;
-            return this;
-        }
-
-        /**
-         * @param useSequenceLength take a second input, sequence_length, of shape (batch,). Default false. (use_sequence_length, boolean)
-         * @return these options
-         */
-        public SequenceLastOpts useSequenceLength(boolean useSequenceLength) {
-            this.useSequenceLength = useSequenceLength;
-            return this;
-        }
-
-        /**
-         * @param axis the sequence axis: 0 or 1. Default 0. (axis, int)
-         * @return these options
-         */
-        public SequenceLastOpts axis(long axis) {
-            this.axis = axis;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.optionalInputs("SequenceLast", sequenceLength);
-            call.bool("use_sequence_length", useSequenceLength);
-            call.integer("axis", axis);
-        }
-    }
-
-    /**
-     * The last step of each sequence (the last along the axis without sequence_length): shape (batch, ...).
-     *
-     * <p>Operator {@code SequenceLast}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray sequenceLast(NDArray data) {
-        return sequenceLast(data, null);
-    }
-
-    /**
-     * The last step of each sequence (the last along the axis without sequence_length): shape (batch, ...).
-     *
-     * <p>Operator {@code SequenceLast}.
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray sequenceLast(NDArray data, SequenceLastOpts opts) {
-        OpArgs call = new OpArgs(2, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("SequenceLast");
-    }
-
-    /** The optional inputs and parameters of {@link #sequenceMask}. */
-    public static final class SequenceMaskOpts {
-        private NDArray sequenceLength;
-        private Boolean useSequenceLength;
-        private Double value;
-        private Long axis;
-
-        /** Options that keep every default. */
-        public SequenceMaskOpts() {}
-
-        /**
-         * @param sequenceLength the optional input sequence_length
-         * @return these options
-         */
-        public SequenceMaskOpts sequenceLength(NDArray sequenceLength) {
-            this.sequenceLength = sequenceLength;
-            return this;
-        }
-
-        /**
-         * @param useSequenceLength take a second input, sequence_length, of shape (batch,). Default false. (use_sequence_length, boolean)
-         * @return these options
-         */
-        public SequenceMaskOpts useSequenceLength(boolean useSequenceLength) {
-            this.useSequenceLength = useSequenceLength;
-            return this;
-        }
-
-        /**
-         * @param value the value written past each sequence's end. Default 0. (value, float)
-         * @return these options
-         */
-        public SequenceMaskOpts value(double value) {
-            this.value = value;
-            return this;
-        }
-
-        /**
-         * @param axis the sequence axis: 0 or 1. Default 0. (axis, int)
-         * @return these options
-         */
-        public SequenceMaskOpts axis(long axis) {
-            this.axis = axis;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.optionalInputs("SequenceMask", sequenceLength);
-            call.bool("use_sequence_length", useSequenceLength);
-            call.real("value", value);
-            call.integer("axis", axis);
-        }
-    }
-
-    /**
-     * Sets the steps past each sequence's length to value (the identity without sequence_length).
-     *
-     * <p>Operator {@code SequenceMask}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray sequenceMask(NDArray data) {
-        return sequenceMask(data, null);
-    }
-
-    /**
-     * Sets the steps past each sequence's length to value (the identity without sequence_length).
-     *
-     * <p>Operator {@code SequenceMask}.
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray sequenceMask(NDArray data, SequenceMaskOpts opts) {
-        OpArgs call = new OpArgs(2, 3);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("SequenceMask");
-    }
-
-    /** The optional inputs and parameters of {@link #sequenceReverse}. */
-    public static final class SequenceReverseOpts {
-        private NDArray sequenceLength;
-        private Boolean useSequenceLength;
-        private Long axis;
-
-        /** Options that keep every default. */
-        public SequenceReverseOpts() {}
-
-        /**
-         * @param sequenceLength the optional input sequence_length
-         * @return these options
-         */
-        public SequenceReverseOpts sequenceLength(NDArray sequenceLength) {
-            this.sequenceLength = sequenceLength;
-            return this;
-        }
-
-        /**
-         * @param useSequenceLength take a second input, sequence_length, of shape (batch,). Default false. (use_sequence_length, boolean)
-         * @return these options
-         */
-        public SequenceReverseOpts useSequenceLength(boolean useSequenceLength) {
-            this.useSequenceLength = useSequenceLength;
-            return this;
-        }
-
-        /**
-         * @param axis the sequence axis: only 0 (as in MXNet). Default 0. (axis, int)
-         * @return these options
-         */
-        public SequenceReverseOpts axis(long axis) {
-            this.axis = axis;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.optionalInputs("SequenceReverse", sequenceLength);
-            call.bool("use_sequence_length", useSequenceLength);
-            call.integer("axis", axis);
-        }
-    }
-
-    /**
-     * Reverses the first sequence_length steps of each sequence along axis 0, leaving the padding after them in place.
-     *
-     * <p>Operator {@code SequenceReverse}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray sequenceReverse(NDArray data) {
-        return sequenceReverse(data, null);
-    }
-
-    /**
-     * Reverses the first sequence_length steps of each sequence along axis 0, leaving the padding after them in place.
-     *
-     * <p>Operator {@code SequenceReverse}.
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray sequenceReverse(NDArray data, SequenceReverseOpts opts) {
-        OpArgs call = new OpArgs(2, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("SequenceReverse");
-    }
-
-    /** The optional inputs and parameters of {@link #sliceChannel}. */
-    public static final class SliceChannelOpts {
-        private Long axis;
-        private Boolean squeezeAxis;
-
-        /** Options that keep every default. */
-        public SliceChannelOpts() {}
-
-        /**
-         * @param axis axis to split. Default 1. (axis, int)
-         * @return these options
-         */
-        public SliceChannelOpts axis(long axis) {
-            this.axis = axis;
-            return this;
-        }
-
-        /**
-         * @param squeezeAxis remove the split axis (parts must have size 1). Default false. (squeeze_axis, boolean)
-         * @return these options
-         */
-        public SliceChannelOpts squeezeAxis(boolean squeezeAxis) {
-            this.squeezeAxis = squeezeAxis;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.integer("axis", axis);
-            call.bool("squeeze_axis", squeezeAxis);
-        }
-    }
-
-    /**
-     * Splits an array into equal parts along an axis.
-     *
-     * <p>Operator {@code SliceChannel} (an alias of {@code split}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @param numOutputs number of equal parts. Required. (num_outputs, int)
-     * @return every output
-     */
-    public static NDArray[] sliceChannel(NDArray data, long numOutputs) {
-        return sliceChannel(data, numOutputs, null);
-    }
-
-    /**
-     * Splits an array into equal parts along an axis.
-     *
-     * <p>Operator {@code SliceChannel} (an alias of {@code split}).
-     *
-     * @param data input data
-     * @param numOutputs number of equal parts. Required. (num_outputs, int)
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return every output
-     */
-    public static NDArray[] sliceChannel(NDArray data, long numOutputs, SliceChannelOpts opts) {
-        OpArgs call = new OpArgs(1, 3);
-        call.input(data);
-        call.integer("num_outputs", numOutputs);
-        if (opts != null) opts.addTo(call);
-        return call.all("SliceChannel");
-    }
-
-    /** The optional inputs and parameters of {@link #softmax}. */
-    public static final class SoftmaxOpts {
-        private Double gradScale;
-        private Double ignoreLabel;
-        private Boolean multiOutput;
-        private Boolean useIgnore;
-        private Boolean preserveShape;
-        private String normalization;
-        private Boolean outGrad;
-        private Double smoothAlpha;
-
-        /** Options that keep every default. */
-        public SoftmaxOpts() {}
-
-        /**
-         * @param gradScale scales the gradient. Default 1. (grad_scale, float)
-         * @return these options
-         */
-        public SoftmaxOpts gradScale(double gradScale) {
-            this.gradScale = gradScale;
-            return this;
-        }
-
-        /**
-         * @param ignoreLabel label whose instances get no gradient when use_ignore is true. Default -1. (ignore_label, float)
-         * @return these options
-         */
-        public SoftmaxOpts ignoreLabel(double ignoreLabel) {
-            this.ignoreLabel = ignoreLabel;
-            return this;
-        }
-
-        /**
-         * @param multiOutput softmax along axis 1, with a label per position of the axes after it. Default false. (multi_output, boolean)
-         * @return these options
-         */
-        public SoftmaxOpts multiOutput(boolean multiOutput) {
-            this.multiOutput = multiOutput;
-            return this;
-        }
-
-        /**
-         * @param useIgnore instances labelled ignore_label get no gradient. Default false. (use_ignore, boolean)
-         * @return these options
-         */
-        public SoftmaxOpts useIgnore(boolean useIgnore) {
-            this.useIgnore = useIgnore;
-            return this;
-        }
-
-        /**
-         * @param preserveShape softmax along the last axis. Default false. (preserve_shape, boolean)
-         * @return these options
-         */
-        public SoftmaxOpts preserveShape(boolean preserveShape) {
-            this.preserveShape = preserveShape;
-            return this;
-        }
-
-        /**
-         * @param normalization divide the gradient by nothing, the batch size, or the number of labels not ignored. One of null, batch, valid. Default null. (normalization, enum)
-         * @return these options
-         */
-        public SoftmaxOpts normalization(String normalization) {
-            this.normalization = normalization;
-            return this;
-        }
-
-        /**
-         * @param outGrad multiply the gradient by the head gradient. Default false. (out_grad, boolean)
-         * @return these options
-         */
-        public SoftmaxOpts outGrad(boolean outGrad) {
-            this.outGrad = outGrad;
-            return this;
-        }
-
-        /**
-         * @param smoothAlpha label smoothing: taken from the label's class and spread over the others. Default 0. (smooth_alpha, float)
-         * @return these options
-         */
-        public SoftmaxOpts smoothAlpha(double smoothAlpha) {
-            this.smoothAlpha = smoothAlpha;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("grad_scale", gradScale);
-            call.real("ignore_label", ignoreLabel);
-            call.bool("multi_output", multiOutput);
-            call.bool("use_ignore", useIgnore);
-            call.bool("preserve_shape", preserveShape);
-            call.text("normalization", normalization);
-            call.bool("out_grad", outGrad);
-            call.real("smooth_alpha", smoothAlpha);
-        }
-    }
-
-    /**
-     * Softmax of the data (per row, along axis 1 with multi_output, along the last axis with preserve_shape); its gradient is that of the cross-entropy with the label, ignoring the head gradient.
-     *
-     * <p>Operator {@code Softmax} (an alias of {@code SoftmaxOutput}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @param label input label
-     * @return the first output
-     */
-    public static NDArray softmax(NDArray data, NDArray label) {
-        return softmax(data, label, null);
-    }
-
-    /**
-     * Softmax of the data (per row, along axis 1 with multi_output, along the last axis with preserve_shape); its gradient is that of the cross-entropy with the label, ignoring the head gradient.
-     *
-     * <p>Operator {@code Softmax} (an alias of {@code SoftmaxOutput}).
-     *
-     * @param data input data
-     * @param label input label
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray softmax(NDArray data, NDArray label, SoftmaxOpts opts) {
-        OpArgs call = new OpArgs(2, 8);
-        call.input(data);
-        call.input(label);
-        if (opts != null) opts.addTo(call);
-        return call.first("Softmax");
-    }
-
-    /** The optional inputs and parameters of {@link #softmaxActivation}. */
-    public static final class SoftmaxActivationOpts {
-        private String mode;
-
-        /** Options that keep every default. */
-        public SoftmaxActivationOpts() {}
-
-        /**
-         * @param mode instance: softmax over the last axis; channel: over axis 1. One of instance, channel. Default instance. (mode, enum)
-         * @return these options
-         */
-        public SoftmaxActivationOpts mode(String mode) {
-            this.mode = mode;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.text("mode", mode);
-        }
-    }
-
-    /**
-     * Softmax of each instance (over the last axis) or, with mode=channel, across the channels (axis 1) at each position.
-     *
-     * <p>Operator {@code SoftmaxActivation}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray softmaxActivation(NDArray data) {
-        return softmaxActivation(data, null);
-    }
-
-    /**
-     * Softmax of each instance (over the last axis) or, with mode=channel, across the channels (axis 1) at each position.
-     *
-     * <p>Operator {@code SoftmaxActivation}.
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray softmaxActivation(NDArray data, SoftmaxActivationOpts opts) {
-        OpArgs call = new OpArgs(1, 1);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("SoftmaxActivation");
-    }
-
-    /** The optional inputs and parameters of {@link #softmaxOutput}. */
-    public static final class SoftmaxOutputOpts {
-        private Double gradScale;
-        private Double ignoreLabel;
-        private Boolean multiOutput;
-        private Boolean useIgnore;
-        private Boolean preserveShape;
-        private String normalization;
-        private Boolean outGrad;
-        private Double smoothAlpha;
-
-        /** Options that keep every default. */
-        public SoftmaxOutputOpts() {}
-
-        /**
-         * @param gradScale scales the gradient. Default 1. (grad_scale, float)
-         * @return these options
-         */
-        public SoftmaxOutputOpts gradScale(double gradScale) {
-            this.gradScale = gradScale;
-            return this;
-        }
-
-        /**
-         * @param ignoreLabel label whose instances get no gradient when use_ignore is true. Default -1. (ignore_label, float)
-         * @return these options
-         */
-        public SoftmaxOutputOpts ignoreLabel(double ignoreLabel) {
-            this.ignoreLabel = ignoreLabel;
-            return this;
-        }
-
-        /**
-         * @param multiOutput softmax along axis 1, with a label per position of the axes after it. Default false. (multi_output, boolean)
-         * @return these options
-         */
-        public SoftmaxOutputOpts multiOutput(boolean multiOutput) {
-            this.multiOutput = multiOutput;
-            return this;
-        }
-
-        /**
-         * @param useIgnore instances labelled ignore_label get no gradient. Default false. (use_ignore, boolean)
-         * @return these options
-         */
-        public SoftmaxOutputOpts useIgnore(boolean useIgnore) {
-            this.useIgnore = useIgnore;
-            return this;
-        }
-
-        /**
-         * @param preserveShape softmax along the last axis. Default false. (preserve_shape, boolean)
-         * @return these options
-         */
-        public SoftmaxOutputOpts preserveShape(boolean preserveShape) {
-            this.preserveShape = preserveShape;
-            return this;
-        }
-
-        /**
-         * @param normalization divide the gradient by nothing, the batch size, or the number of labels not ignored. One of null, batch, valid. Default null. (normalization, enum)
-         * @return these options
-         */
-        public SoftmaxOutputOpts normalization(String normalization) {
-            this.normalization = normalization;
-            return this;
-        }
-
-        /**
-         * @param outGrad multiply the gradient by the head gradient. Default false. (out_grad, boolean)
-         * @return these options
-         */
-        public SoftmaxOutputOpts outGrad(boolean outGrad) {
-            this.outGrad = outGrad;
-            return this;
-        }
-
-        /**
-         * @param smoothAlpha label smoothing: taken from the label's class and spread over the others. Default 0. (smooth_alpha, float)
-         * @return these options
-         */
-        public SoftmaxOutputOpts smoothAlpha(double smoothAlpha) {
-            this.smoothAlpha = smoothAlpha;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("grad_scale", gradScale);
-            call.real("ignore_label", ignoreLabel);
-            call.bool("multi_output", multiOutput);
-            call.bool("use_ignore", useIgnore);
-            call.bool("preserve_shape", preserveShape);
-            call.text("normalization", normalization);
-            call.bool("out_grad", outGrad);
-            call.real("smooth_alpha", smoothAlpha);
-        }
-    }
-
-    /**
-     * Softmax of the data (per row, along axis 1 with multi_output, along the last axis with preserve_shape); its gradient is that of the cross-entropy with the label, ignoring the head gradient.
-     *
-     * <p>Operator {@code SoftmaxOutput}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @param label input label
-     * @return the first output
-     */
-    public static NDArray softmaxOutput(NDArray data, NDArray label) {
-        return softmaxOutput(data, label, null);
-    }
-
-    /**
-     * Softmax of the data (per row, along axis 1 with multi_output, along the last axis with preserve_shape); its gradient is that of the cross-entropy with the label, ignoring the head gradient.
-     *
-     * <p>Operator {@code SoftmaxOutput}.
-     *
-     * @param data input data
-     * @param label input label
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray softmaxOutput(NDArray data, NDArray label, SoftmaxOutputOpts opts) {
-        OpArgs call = new OpArgs(2, 8);
-        call.input(data);
-        call.input(label);
-        if (opts != null) opts.addTo(call);
-        return call.first("SoftmaxOutput");
-    }
-
-    /** The optional inputs and parameters of {@link #swapAxis}. */
-    public static final class SwapAxisOpts {
-        private Long dim1;
-        private Long dim2;
-
-        /** Options that keep every default. */
-        public SwapAxisOpts() {}
-
-        /**
-         * @param dim1 the first axis to swap. Default 0. (dim1, int)
-         * @return these options
-         */
-        public SwapAxisOpts dim1(long dim1) {
-            this.dim1 = dim1;
-            return this;
-        }
-
-        /**
-         * @param dim2 the second axis to swap. Default 0. (dim2, int)
-         * @return these options
-         */
-        public SwapAxisOpts dim2(long dim2) {
-            this.dim2 = dim2;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.integer("dim1", dim1);
-            call.integer("dim2", dim2);
-        }
-    }
-
-    /**
-     * Interchanges two axes (dim1 and dim2).
-     *
-     * <p>Operator {@code SwapAxis}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray swapAxis(NDArray data) {
-        return swapAxis(data, null);
-    }
-
-    /**
-     * Interchanges two axes (dim1 and dim2).
-     *
-     * <p>Operator {@code SwapAxis}.
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray swapAxis(NDArray data, SwapAxisOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("SwapAxis");
-    }
-
-    /** The optional inputs and parameters of {@link #upSampling}. */
-    public static final class UpSamplingOpts {
-        private Long numFilter;
-        private String multiInputMode;
-        private Long workspace;
-
-        /** Options that keep every default. */
-        public UpSamplingOpts() {}
-
-        /**
-         * @param numFilter channels (bilinear only). Default 0. (num_filter, int)
-         * @return these options
-         */
-        public UpSamplingOpts numFilter(long numFilter) {
-            this.numFilter = numFilter;
-            return this;
-        }
-
-        /**
-         * @param multiInputMode several inputs: concat along channels or sum (nearest only). One of concat, sum. Default concat. (multi_input_mode, enum)
-         * @return these options
-         */
-        public UpSamplingOpts multiInputMode(String multiInputMode) {
-            this.multiInputMode = multiInputMode;
-            return this;
-        }
-
-        /**
-         * @param workspace accepted for MXNet compatibility (MB). Default 512. (workspace, int)
-         * @return these options
-         */
-        public UpSamplingOpts workspace(long workspace) {
-            this.workspace = workspace;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.integer("num_filter", numFilter);
-            call.text("multi_input_mode", multiInputMode);
-            call.integer("workspace", workspace);
-        }
-    }
-
-    /**
-     * Upsamples NCHW data by an integer scale: nearest neighbour (several inputs joined along channels or summed) or bilinear through a (C,1,k,k) kernel.
-     *
-     * <p>Operator {@code UpSampling}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data the inputs, 1 to 63
-     * @param scale upsampling factor. Required. (scale, int)
-     * @param sampleType nearest or bilinear. One of nearest, bilinear. Required. (sample_type, enum)
-     * @param numArgs inputs (bilinear: 2, data and weight). Required. (num_args, int)
-     * @return the first output
-     */
-    public static NDArray upSampling(NDArray[] data, long scale, String sampleType, long numArgs) {
-        return upSampling(data, scale, sampleType, numArgs, null);
-    }
-
-    /**
-     * Upsamples NCHW data by an integer scale: nearest neighbour (several inputs joined along channels or summed) or bilinear through a (C,1,k,k) kernel.
-     *
-     * <p>Operator {@code UpSampling}.
-     *
-     * @param data the inputs, 1 to 63
-     * @param scale upsampling factor. Required. (scale, int)
-     * @param sampleType nearest or bilinear. One of nearest, bilinear. Required. (sample_type, enum)
-     * @param numArgs inputs (bilinear: 2, data and weight). Required. (num_args, int)
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray upSampling(NDArray[] data, long scale, String sampleType, long numArgs, UpSamplingOpts opts) {
-        OpArgs call = new OpArgs(0, 6);
-        call.inputs(data);
-        call.integer("scale", scale);
-        call.text("sample_type", sampleType);
-        call.integer("num_args", numArgs);
-        if (opts != null) opts.addTo(call);
-        return call.first("UpSampling");
-    }
-
-    /**
-     * A whole graph run as one operator: a recorded call of an executor.
-     *
-     * <p>Operator {@code _CachedOp}.
-     *
-     * @param args the inputs, 0 to 64
-     * @param subgraph the graph's id in this process. Required. (subgraph, string)
-     * @return the first output
-     */
-    public static NDArray internalCachedOp(NDArray[] args, String subgraph) {
-        OpArgs call = new OpArgs(0, 1);
-        call.inputs(args);
-        call.text("subgraph", subgraph);
-        return call.first("_CachedOp");
-    }
-
-    /**
-     * Quotient of two arrays of the same shape.
-     *
-     * <p>Operator {@code _Div} (an alias of {@code elemwise_div}).
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalDiv(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("_Div");
-    }
-
-    /** The optional inputs and parameters of {@link #internalDivScalar}. */
-    public static final class InternalDivScalarOpts {
-        private Double scalar;
-        private Boolean isInt;
-
-        /** Options that keep every default. */
-        public InternalDivScalarOpts() {}
-
-        /**
-         * @param scalar the scalar operand. Default 1. (scalar, float)
-         * @return these options
-         */
-        public InternalDivScalarOpts scalar(double scalar) {
-            this.scalar = scalar;
-            return this;
-        }
-
-        /**
-         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
-         * @return these options
-         */
-        public InternalDivScalarOpts isInt(boolean isInt) {
-            this.isInt = isInt;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("scalar", scalar);
-            call.bool("is_int", isInt);
-        }
-    }
-
-    /**
-     * data / scalar.
-     *
-     * <p>Operator {@code _DivScalar} (an alias of {@code _div_scalar}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalDivScalar(NDArray data) {
-        return internalDivScalar(data, null);
-    }
-
-    /**
-     * data / scalar.
-     *
-     * <p>Operator {@code _DivScalar} (an alias of {@code _div_scalar}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalDivScalar(NDArray data, InternalDivScalarOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_DivScalar");
-    }
-
-    /**
-     * 1 where lhs == rhs, else 0, of two arrays of the same shape.
-     *
-     * <p>Operator {@code _Equal} (an alias of {@code _equal}).
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalEqual(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("_Equal");
-    }
-
-    /** The optional inputs and parameters of {@link #internalEqualScalar}. */
-    public static final class InternalEqualScalarOpts {
-        private Double scalar;
-        private Boolean isInt;
-
-        /** Options that keep every default. */
-        public InternalEqualScalarOpts() {}
-
-        /**
-         * @param scalar the scalar operand. Default 1. (scalar, float)
-         * @return these options
-         */
-        public InternalEqualScalarOpts scalar(double scalar) {
-            this.scalar = scalar;
-            return this;
-        }
-
-        /**
-         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
-         * @return these options
-         */
-        public InternalEqualScalarOpts isInt(boolean isInt) {
-            this.isInt = isInt;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("scalar", scalar);
-            call.bool("is_int", isInt);
-        }
-    }
-
-    /**
-     * 1 where data == scalar, else 0.
-     *
-     * <p>Operator {@code _EqualScalar} (an alias of {@code _equal_scalar}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalEqualScalar(NDArray data) {
-        return internalEqualScalar(data, null);
-    }
-
-    /**
-     * 1 where data == scalar, else 0.
-     *
-     * <p>Operator {@code _EqualScalar} (an alias of {@code _equal_scalar}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalEqualScalar(NDArray data, InternalEqualScalarOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_EqualScalar");
-    }
-
-    /**
-     * 1 where lhs &gt; rhs, else 0, of two arrays of the same shape.
-     *
-     * <p>Operator {@code _Greater} (an alias of {@code _greater}).
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalGreater(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("_Greater");
-    }
-
-    /** The optional inputs and parameters of {@link #internalGreaterEqualScalar}. */
-    public static final class InternalGreaterEqualScalarOpts {
-        private Double scalar;
-        private Boolean isInt;
-
-        /** Options that keep every default. */
-        public InternalGreaterEqualScalarOpts() {}
-
-        /**
-         * @param scalar the scalar operand. Default 1. (scalar, float)
-         * @return these options
-         */
-        public InternalGreaterEqualScalarOpts scalar(double scalar) {
-            this.scalar = scalar;
-            return this;
-        }
-
-        /**
-         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
-         * @return these options
-         */
-        public InternalGreaterEqualScalarOpts isInt(boolean isInt) {
-            this.isInt = isInt;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("scalar", scalar);
-            call.bool("is_int", isInt);
-        }
-    }
-
-    /**
-     * 1 where data &gt;= scalar, else 0.
-     *
-     * <p>Operator {@code _GreaterEqualScalar} (an alias of {@code _greater_equal_scalar}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalGreaterEqualScalar(NDArray data) {
-        return internalGreaterEqualScalar(data, null);
-    }
-
-    /**
-     * 1 where data &gt;= scalar, else 0.
-     *
-     * <p>Operator {@code _GreaterEqualScalar} (an alias of {@code _greater_equal_scalar}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalGreaterEqualScalar(NDArray data, InternalGreaterEqualScalarOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_GreaterEqualScalar");
-    }
-
-    /** The optional inputs and parameters of {@link #internalGreaterScalar}. */
-    public static final class InternalGreaterScalarOpts {
-        private Double scalar;
-        private Boolean isInt;
-
-        /** Options that keep every default. */
-        public InternalGreaterScalarOpts() {}
-
-        /**
-         * @param scalar the scalar operand. Default 1. (scalar, float)
-         * @return these options
-         */
-        public InternalGreaterScalarOpts scalar(double scalar) {
-            this.scalar = scalar;
-            return this;
-        }
-
-        /**
-         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
-         * @return these options
-         */
-        public InternalGreaterScalarOpts isInt(boolean isInt) {
-            this.isInt = isInt;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("scalar", scalar);
-            call.bool("is_int", isInt);
-        }
-    }
-
-    /**
-     * 1 where data &gt; scalar, else 0.
-     *
-     * <p>Operator {@code _GreaterScalar} (an alias of {@code _greater_scalar}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalGreaterScalar(NDArray data) {
-        return internalGreaterScalar(data, null);
-    }
-
-    /**
-     * 1 where data &gt; scalar, else 0.
-     *
-     * <p>Operator {@code _GreaterScalar} (an alias of {@code _greater_scalar}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalGreaterScalar(NDArray data, InternalGreaterScalarOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_GreaterScalar");
-    }
-
-    /**
-     * 1 where lhs &gt;= rhs, else 0, of two arrays of the same shape.
-     *
-     * <p>Operator {@code _Greater_Equal} (an alias of {@code _greater_equal}).
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalGreaterEqual(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("_Greater_Equal");
-    }
-
-    /**
-     * sqrt(lhs^2 + rhs^2) of two arrays of the same shape.
-     *
-     * <p>Operator {@code _Hypot} (an alias of {@code _hypot}).
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalHypot(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("_Hypot");
-    }
-
-    /** The optional inputs and parameters of {@link #internalHypotScalar}. */
-    public static final class InternalHypotScalarOpts {
-        private Double scalar;
-        private Boolean isInt;
-
-        /** Options that keep every default. */
-        public InternalHypotScalarOpts() {}
-
-        /**
-         * @param scalar the scalar operand. Default 1. (scalar, float)
-         * @return these options
-         */
-        public InternalHypotScalarOpts scalar(double scalar) {
-            this.scalar = scalar;
-            return this;
-        }
-
-        /**
-         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
-         * @return these options
-         */
-        public InternalHypotScalarOpts isInt(boolean isInt) {
-            this.isInt = isInt;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("scalar", scalar);
-            call.bool("is_int", isInt);
-        }
-    }
-
-    /**
-     * sqrt(data^2 + scalar^2).
-     *
-     * <p>Operator {@code _HypotScalar} (an alias of {@code _hypot_scalar}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalHypotScalar(NDArray data) {
-        return internalHypotScalar(data, null);
-    }
-
-    /**
-     * sqrt(data^2 + scalar^2).
-     *
-     * <p>Operator {@code _HypotScalar} (an alias of {@code _hypot_scalar}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalHypotScalar(NDArray data, InternalHypotScalarOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_HypotScalar");
-    }
-
-    /**
-     * 1 where lhs &lt; rhs, else 0, of two arrays of the same shape.
-     *
-     * <p>Operator {@code _Lesser} (an alias of {@code _lesser}).
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalLesser(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("_Lesser");
-    }
-
-    /** The optional inputs and parameters of {@link #internalLesserEqualScalar}. */
-    public static final class InternalLesserEqualScalarOpts {
-        private Double scalar;
-        private Boolean isInt;
-
-        /** Options that keep every default. */
-        public InternalLesserEqualScalarOpts() {}
-
-        /**
-         * @param scalar the scalar operand. Default 1. (scalar, float)
-         * @return these options
-         */
-        public InternalLesserEqualScalarOpts scalar(double scalar) {
-            this.scalar = scalar;
-            return this;
-        }
-
-        /**
-         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
-         * @return these options
-         */
-        public InternalLesserEqualScalarOpts isInt(boolean isInt) {
-            this.isInt = isInt;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("scalar", scalar);
-            call.bool("is_int", isInt);
-        }
-    }
-
-    /**
-     * 1 where data &lt;= scalar, else 0.
-     *
-     * <p>Operator {@code _LesserEqualScalar} (an alias of {@code _lesser_equal_scalar}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalLesserEqualScalar(NDArray data) {
-        return internalLesserEqualScalar(data, null);
-    }
-
-    /**
-     * 1 where data &lt;= scalar, else 0.
-     *
-     * <p>Operator {@code _LesserEqualScalar} (an alias of {@code _lesser_equal_scalar}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalLesserEqualScalar(NDArray data, InternalLesserEqualScalarOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_LesserEqualScalar");
-    }
-
-    /** The optional inputs and parameters of {@link #internalLesserScalar}. */
-    public static final class InternalLesserScalarOpts {
-        private Double scalar;
-        private Boolean isInt;
-
-        /** Options that keep every default. */
-        public InternalLesserScalarOpts() {}
-
-        /**
-         * @param scalar the scalar operand. Default 1. (scalar, float)
-         * @return these options
-         */
-        public InternalLesserScalarOpts scalar(double scalar) {
-            this.scalar = scalar;
-            return this;
-        }
-
-        /**
-         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
-         * @return these options
-         */
-        public InternalLesserScalarOpts isInt(boolean isInt) {
-            this.isInt = isInt;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("scalar", scalar);
-            call.bool("is_int", isInt);
-        }
-    }
-
-    /**
-     * 1 where data &lt; scalar, else 0.
-     *
-     * <p>Operator {@code _LesserScalar} (an alias of {@code _lesser_scalar}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalLesserScalar(NDArray data) {
-        return internalLesserScalar(data, null);
-    }
-
-    /**
-     * 1 where data &lt; scalar, else 0.
-     *
-     * <p>Operator {@code _LesserScalar} (an alias of {@code _lesser_scalar}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalLesserScalar(NDArray data, InternalLesserScalarOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_LesserScalar");
-    }
-
-    /**
-     * 1 where lhs &lt;= rhs, else 0, of two arrays of the same shape.
-     *
-     * <p>Operator {@code _Lesser_Equal} (an alias of {@code _lesser_equal}).
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalLesserEqual(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("_Lesser_Equal");
-    }
-
-    /** The optional inputs and parameters of {@link #internalLogicalAndScalar}. */
-    public static final class InternalLogicalAndScalarOpts {
-        private Double scalar;
-        private Boolean isInt;
-
-        /** Options that keep every default. */
-        public InternalLogicalAndScalarOpts() {}
-
-        /**
-         * @param scalar the scalar operand. Default 1. (scalar, float)
-         * @return these options
-         */
-        public InternalLogicalAndScalarOpts scalar(double scalar) {
-            this.scalar = scalar;
-            return this;
-        }
-
-        /**
-         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
-         * @return these options
-         */
-        public InternalLogicalAndScalarOpts isInt(boolean isInt) {
-            this.isInt = isInt;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("scalar", scalar);
-            call.bool("is_int", isInt);
-        }
-    }
-
-    /**
-     * 1 where data and scalar are non-zero, else 0.
-     *
-     * <p>Operator {@code _LogicalAndScalar} (an alias of {@code _logical_and_scalar}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalLogicalAndScalar(NDArray data) {
-        return internalLogicalAndScalar(data, null);
-    }
-
-    /**
-     * 1 where data and scalar are non-zero, else 0.
-     *
-     * <p>Operator {@code _LogicalAndScalar} (an alias of {@code _logical_and_scalar}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalLogicalAndScalar(NDArray data, InternalLogicalAndScalarOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_LogicalAndScalar");
-    }
-
-    /** The optional inputs and parameters of {@link #internalLogicalOrScalar}. */
-    public static final class InternalLogicalOrScalarOpts {
-        private Double scalar;
-        private Boolean isInt;
-
-        /** Options that keep every default. */
-        public InternalLogicalOrScalarOpts() {}
-
-        /**
-         * @param scalar the scalar operand. Default 1. (scalar, float)
-         * @return these options
-         */
-        public InternalLogicalOrScalarOpts scalar(double scalar) {
-            this.scalar = scalar;
-            return this;
-        }
-
-        /**
-         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
-         * @return these options
-         */
-        public InternalLogicalOrScalarOpts isInt(boolean isInt) {
-            this.isInt = isInt;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("scalar", scalar);
-            call.bool("is_int", isInt);
-        }
-    }
-
-    /**
-     * 1 where data or scalar is non-zero, else 0.
-     *
-     * <p>Operator {@code _LogicalOrScalar} (an alias of {@code _logical_or_scalar}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalLogicalOrScalar(NDArray data) {
-        return internalLogicalOrScalar(data, null);
-    }
-
-    /**
-     * 1 where data or scalar is non-zero, else 0.
-     *
-     * <p>Operator {@code _LogicalOrScalar} (an alias of {@code _logical_or_scalar}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalLogicalOrScalar(NDArray data, InternalLogicalOrScalarOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_LogicalOrScalar");
-    }
-
-    /** The optional inputs and parameters of {@link #internalLogicalXorScalar}. */
-    public static final class InternalLogicalXorScalarOpts {
-        private Double scalar;
-        private Boolean isInt;
-
-        /** Options that keep every default. */
-        public InternalLogicalXorScalarOpts() {}
-
-        /**
-         * @param scalar the scalar operand. Default 1. (scalar, float)
-         * @return these options
-         */
-        public InternalLogicalXorScalarOpts scalar(double scalar) {
-            this.scalar = scalar;
-            return this;
-        }
-
-        /**
-         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
-         * @return these options
-         */
-        public InternalLogicalXorScalarOpts isInt(boolean isInt) {
-            this.isInt = isInt;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("scalar", scalar);
-            call.bool("is_int", isInt);
-        }
-    }
-
-    /**
-     * 1 where exactly one of data, scalar is non-zero, else 0.
-     *
-     * <p>Operator {@code _LogicalXorScalar} (an alias of {@code _logical_xor_scalar}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalLogicalXorScalar(NDArray data) {
-        return internalLogicalXorScalar(data, null);
-    }
-
-    /**
-     * 1 where exactly one of data, scalar is non-zero, else 0.
-     *
-     * <p>Operator {@code _LogicalXorScalar} (an alias of {@code _logical_xor_scalar}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalLogicalXorScalar(NDArray data, InternalLogicalXorScalarOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_LogicalXorScalar");
-    }
-
-    /**
-     * 1 where lhs and rhs are non-zero, else 0, of two arrays of the same shape.
-     *
-     * <p>Operator {@code _Logical_And} (an alias of {@code _logical_and}).
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalLogicalAnd(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("_Logical_And");
-    }
-
-    /**
-     * 1 where lhs or rhs is non-zero, else 0, of two arrays of the same shape.
-     *
-     * <p>Operator {@code _Logical_Or} (an alias of {@code _logical_or}).
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalLogicalOr(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("_Logical_Or");
-    }
-
-    /**
-     * 1 where exactly one of lhs, rhs is non-zero, of two arrays of the same shape.
-     *
-     * <p>Operator {@code _Logical_Xor} (an alias of {@code _logical_xor}).
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalLogicalXor(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("_Logical_Xor");
-    }
-
-    /**
-     * Maximum (NaN wins) of two arrays of the same shape.
-     *
-     * <p>Operator {@code _Maximum} (an alias of {@code _maximum}).
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalMaximum(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("_Maximum");
-    }
-
-    /** The optional inputs and parameters of {@link #internalMaximumScalar}. */
-    public static final class InternalMaximumScalarOpts {
-        private Double scalar;
-        private Boolean isInt;
-
-        /** Options that keep every default. */
-        public InternalMaximumScalarOpts() {}
-
-        /**
-         * @param scalar the scalar operand. Default 1. (scalar, float)
-         * @return these options
-         */
-        public InternalMaximumScalarOpts scalar(double scalar) {
-            this.scalar = scalar;
-            return this;
-        }
-
-        /**
-         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
-         * @return these options
-         */
-        public InternalMaximumScalarOpts isInt(boolean isInt) {
-            this.isInt = isInt;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("scalar", scalar);
-            call.bool("is_int", isInt);
-        }
-    }
-
-    /**
-     * max(data, scalar), NaN wins.
-     *
-     * <p>Operator {@code _MaximumScalar} (an alias of {@code _maximum_scalar}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalMaximumScalar(NDArray data) {
-        return internalMaximumScalar(data, null);
-    }
-
-    /**
-     * max(data, scalar), NaN wins.
-     *
-     * <p>Operator {@code _MaximumScalar} (an alias of {@code _maximum_scalar}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalMaximumScalar(NDArray data, InternalMaximumScalarOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_MaximumScalar");
-    }
-
-    /**
-     * Minimum (NaN wins) of two arrays of the same shape.
-     *
-     * <p>Operator {@code _Minimum} (an alias of {@code _minimum}).
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalMinimum(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("_Minimum");
-    }
-
-    /** The optional inputs and parameters of {@link #internalMinimumScalar}. */
-    public static final class InternalMinimumScalarOpts {
-        private Double scalar;
-        private Boolean isInt;
-
-        /** Options that keep every default. */
-        public InternalMinimumScalarOpts() {}
-
-        /**
-         * @param scalar the scalar operand. Default 1. (scalar, float)
-         * @return these options
-         */
-        public InternalMinimumScalarOpts scalar(double scalar) {
-            this.scalar = scalar;
-            return this;
-        }
-
-        /**
-         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
-         * @return these options
-         */
-        public InternalMinimumScalarOpts isInt(boolean isInt) {
-            this.isInt = isInt;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("scalar", scalar);
-            call.bool("is_int", isInt);
-        }
-    }
-
-    /**
-     * min(data, scalar), NaN wins.
-     *
-     * <p>Operator {@code _MinimumScalar} (an alias of {@code _minimum_scalar}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalMinimumScalar(NDArray data) {
-        return internalMinimumScalar(data, null);
-    }
-
-    /**
-     * min(data, scalar), NaN wins.
-     *
-     * <p>Operator {@code _MinimumScalar} (an alias of {@code _minimum_scalar}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalMinimumScalar(NDArray data, InternalMinimumScalarOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_MinimumScalar");
-    }
-
-    /**
-     * Difference of two arrays of the same shape.
-     *
-     * <p>Operator {@code _Minus} (an alias of {@code elemwise_sub}).
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalMinus(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("_Minus");
-    }
-
-    /** The optional inputs and parameters of {@link #internalMinusScalar}. */
-    public static final class InternalMinusScalarOpts {
-        private Double scalar;
-        private Boolean isInt;
-
-        /** Options that keep every default. */
-        public InternalMinusScalarOpts() {}
-
-        /**
-         * @param scalar the scalar operand. Default 1. (scalar, float)
-         * @return these options
-         */
-        public InternalMinusScalarOpts scalar(double scalar) {
-            this.scalar = scalar;
-            return this;
-        }
-
-        /**
-         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
-         * @return these options
-         */
-        public InternalMinusScalarOpts isInt(boolean isInt) {
-            this.isInt = isInt;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("scalar", scalar);
-            call.bool("is_int", isInt);
-        }
-    }
-
-    /**
-     * data - scalar.
-     *
-     * <p>Operator {@code _MinusScalar} (an alias of {@code _minus_scalar}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalMinusScalar(NDArray data) {
-        return internalMinusScalar(data, null);
-    }
-
-    /**
-     * data - scalar.
-     *
-     * <p>Operator {@code _MinusScalar} (an alias of {@code _minus_scalar}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalMinusScalar(NDArray data, InternalMinusScalarOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_MinusScalar");
-    }
-
-    /**
-     * Remainder lhs mod rhs, with the sign of rhs (x mod 0 = 0), of two arrays of the same shape.
-     *
-     * <p>Operator {@code _Mod} (an alias of {@code _mod}).
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalMod(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("_Mod");
-    }
-
-    /** The optional inputs and parameters of {@link #internalModScalar}. */
-    public static final class InternalModScalarOpts {
-        private Double scalar;
-        private Boolean isInt;
-
-        /** Options that keep every default. */
-        public InternalModScalarOpts() {}
-
-        /**
-         * @param scalar the scalar operand. Default 1. (scalar, float)
-         * @return these options
-         */
-        public InternalModScalarOpts scalar(double scalar) {
-            this.scalar = scalar;
-            return this;
-        }
-
-        /**
-         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
-         * @return these options
-         */
-        public InternalModScalarOpts isInt(boolean isInt) {
-            this.isInt = isInt;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("scalar", scalar);
-            call.bool("is_int", isInt);
-        }
-    }
-
-    /**
-     * data mod scalar, with the sign of scalar (x mod 0 = 0).
-     *
-     * <p>Operator {@code _ModScalar} (an alias of {@code _mod_scalar}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalModScalar(NDArray data) {
-        return internalModScalar(data, null);
-    }
-
-    /**
-     * data mod scalar, with the sign of scalar (x mod 0 = 0).
-     *
-     * <p>Operator {@code _ModScalar} (an alias of {@code _mod_scalar}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalModScalar(NDArray data, InternalModScalarOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_ModScalar");
-    }
-
-    /**
-     * Product of two arrays of the same shape.
-     *
-     * <p>Operator {@code _Mul} (an alias of {@code elemwise_mul}).
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalMul(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("_Mul");
-    }
-
-    /** The optional inputs and parameters of {@link #internalMulScalar}. */
-    public static final class InternalMulScalarOpts {
-        private Double scalar;
-        private Boolean isInt;
-
-        /** Options that keep every default. */
-        public InternalMulScalarOpts() {}
-
-        /**
-         * @param scalar the scalar operand. Default 1. (scalar, float)
-         * @return these options
-         */
-        public InternalMulScalarOpts scalar(double scalar) {
-            this.scalar = scalar;
-            return this;
-        }
-
-        /**
-         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
-         * @return these options
-         */
-        public InternalMulScalarOpts isInt(boolean isInt) {
-            this.isInt = isInt;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("scalar", scalar);
-            call.bool("is_int", isInt);
-        }
-    }
-
-    /**
-     * data * scalar.
-     *
-     * <p>Operator {@code _MulScalar} (an alias of {@code _mul_scalar}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalMulScalar(NDArray data) {
-        return internalMulScalar(data, null);
-    }
-
-    /**
-     * data * scalar.
-     *
-     * <p>Operator {@code _MulScalar} (an alias of {@code _mul_scalar}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalMulScalar(NDArray data, InternalMulScalarOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_MulScalar");
-    }
-
-    /** The optional inputs and parameters of {@link #internalNotEqualScalar}. */
-    public static final class InternalNotEqualScalarOpts {
-        private Double scalar;
-        private Boolean isInt;
-
-        /** Options that keep every default. */
-        public InternalNotEqualScalarOpts() {}
-
-        /**
-         * @param scalar the scalar operand. Default 1. (scalar, float)
-         * @return these options
-         */
-        public InternalNotEqualScalarOpts scalar(double scalar) {
-            this.scalar = scalar;
-            return this;
-        }
-
-        /**
-         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
-         * @return these options
-         */
-        public InternalNotEqualScalarOpts isInt(boolean isInt) {
-            this.isInt = isInt;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("scalar", scalar);
-            call.bool("is_int", isInt);
-        }
-    }
-
-    /**
-     * 1 where data != scalar, else 0.
-     *
-     * <p>Operator {@code _NotEqualScalar} (an alias of {@code _not_equal_scalar}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalNotEqualScalar(NDArray data) {
-        return internalNotEqualScalar(data, null);
-    }
-
-    /**
-     * 1 where data != scalar, else 0.
-     *
-     * <p>Operator {@code _NotEqualScalar} (an alias of {@code _not_equal_scalar}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalNotEqualScalar(NDArray data, InternalNotEqualScalarOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_NotEqualScalar");
-    }
-
-    /**
-     * 1 where lhs != rhs, else 0, of two arrays of the same shape.
-     *
-     * <p>Operator {@code _Not_Equal} (an alias of {@code _not_equal}).
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalNotEqual(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("_Not_Equal");
-    }
-
-    /**
-     * Sum of two arrays of the same shape.
-     *
-     * <p>Operator {@code _Plus} (an alias of {@code elemwise_add}).
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalPlus(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("_Plus");
-    }
-
-    /** The optional inputs and parameters of {@link #internalPlusScalar}. */
-    public static final class InternalPlusScalarOpts {
-        private Double scalar;
-        private Boolean isInt;
-
-        /** Options that keep every default. */
-        public InternalPlusScalarOpts() {}
-
-        /**
-         * @param scalar the scalar operand. Default 1. (scalar, float)
-         * @return these options
-         */
-        public InternalPlusScalarOpts scalar(double scalar) {
-            this.scalar = scalar;
-            return this;
-        }
-
-        /**
-         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
-         * @return these options
-         */
-        public InternalPlusScalarOpts isInt(boolean isInt) {
-            this.isInt = isInt;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("scalar", scalar);
-            call.bool("is_int", isInt);
-        }
-    }
-
-    /**
-     * data + scalar.
-     *
-     * <p>Operator {@code _PlusScalar} (an alias of {@code _plus_scalar}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalPlusScalar(NDArray data) {
-        return internalPlusScalar(data, null);
-    }
-
-    /**
-     * data + scalar.
-     *
-     * <p>Operator {@code _PlusScalar} (an alias of {@code _plus_scalar}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalPlusScalar(NDArray data, InternalPlusScalarOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_PlusScalar");
-    }
-
-    /**
-     * Power lhs ** rhs of two arrays of the same shape.
-     *
-     * <p>Operator {@code _Power} (an alias of {@code _power}).
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalPower(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("_Power");
-    }
-
-    /** The optional inputs and parameters of {@link #internalPowerScalar}. */
-    public static final class InternalPowerScalarOpts {
-        private Double scalar;
-        private Boolean isInt;
-
-        /** Options that keep every default. */
-        public InternalPowerScalarOpts() {}
-
-        /**
-         * @param scalar the scalar operand. Default 1. (scalar, float)
-         * @return these options
-         */
-        public InternalPowerScalarOpts scalar(double scalar) {
-            this.scalar = scalar;
-            return this;
-        }
-
-        /**
-         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
-         * @return these options
-         */
-        public InternalPowerScalarOpts isInt(boolean isInt) {
-            this.isInt = isInt;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("scalar", scalar);
-            call.bool("is_int", isInt);
-        }
-    }
-
-    /**
-     * data ** scalar.
-     *
-     * <p>Operator {@code _PowerScalar} (an alias of {@code _power_scalar}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalPowerScalar(NDArray data) {
-        return internalPowerScalar(data, null);
-    }
-
-    /**
-     * data ** scalar.
-     *
-     * <p>Operator {@code _PowerScalar} (an alias of {@code _power_scalar}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalPowerScalar(NDArray data, InternalPowerScalarOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_PowerScalar");
-    }
-
-    /** The optional inputs and parameters of {@link #internalRDivScalar}. */
-    public static final class InternalRDivScalarOpts {
-        private Double scalar;
-        private Boolean isInt;
-
-        /** Options that keep every default. */
-        public InternalRDivScalarOpts() {}
-
-        /**
-         * @param scalar the scalar operand. Default 1. (scalar, float)
-         * @return these options
-         */
-        public InternalRDivScalarOpts scalar(double scalar) {
-            this.scalar = scalar;
-            return this;
-        }
-
-        /**
-         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
-         * @return these options
-         */
-        public InternalRDivScalarOpts isInt(boolean isInt) {
-            this.isInt = isInt;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("scalar", scalar);
-            call.bool("is_int", isInt);
-        }
-    }
-
-    /**
-     * scalar / data.
-     *
-     * <p>Operator {@code _RDivScalar} (an alias of {@code _rdiv_scalar}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalRDivScalar(NDArray data) {
-        return internalRDivScalar(data, null);
-    }
-
-    /**
-     * scalar / data.
-     *
-     * <p>Operator {@code _RDivScalar} (an alias of {@code _rdiv_scalar}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalRDivScalar(NDArray data, InternalRDivScalarOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_RDivScalar");
-    }
-
-    /** The optional inputs and parameters of {@link #internalRMinusScalar}. */
-    public static final class InternalRMinusScalarOpts {
-        private Double scalar;
-        private Boolean isInt;
-
-        /** Options that keep every default. */
-        public InternalRMinusScalarOpts() {}
-
-        /**
-         * @param scalar the scalar operand. Default 1. (scalar, float)
-         * @return these options
-         */
-        public InternalRMinusScalarOpts scalar(double scalar) {
-            this.scalar = scalar;
-            return this;
-        }
-
-        /**
-         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
-         * @return these options
-         */
-        public InternalRMinusScalarOpts isInt(boolean isInt) {
-            this.isInt = isInt;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("scalar", scalar);
-            call.bool("is_int", isInt);
-        }
-    }
-
-    /**
-     * scalar - data.
-     *
-     * <p>Operator {@code _RMinusScalar} (an alias of {@code _rminus_scalar}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalRMinusScalar(NDArray data) {
-        return internalRMinusScalar(data, null);
-    }
-
-    /**
-     * scalar - data.
-     *
-     * <p>Operator {@code _RMinusScalar} (an alias of {@code _rminus_scalar}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalRMinusScalar(NDArray data, InternalRMinusScalarOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_RMinusScalar");
-    }
-
-    /** The optional inputs and parameters of {@link #internalRModScalar}. */
-    public static final class InternalRModScalarOpts {
-        private Double scalar;
-        private Boolean isInt;
-
-        /** Options that keep every default. */
-        public InternalRModScalarOpts() {}
-
-        /**
-         * @param scalar the scalar operand. Default 1. (scalar, float)
-         * @return these options
-         */
-        public InternalRModScalarOpts scalar(double scalar) {
-            this.scalar = scalar;
-            return this;
-        }
-
-        /**
-         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
-         * @return these options
-         */
-        public InternalRModScalarOpts isInt(boolean isInt) {
-            this.isInt = isInt;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("scalar", scalar);
-            call.bool("is_int", isInt);
-        }
-    }
-
-    /**
-     * scalar mod data, with the sign of data (x mod 0 = 0).
-     *
-     * <p>Operator {@code _RModScalar} (an alias of {@code _rmod_scalar}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalRModScalar(NDArray data) {
-        return internalRModScalar(data, null);
-    }
-
-    /**
-     * scalar mod data, with the sign of data (x mod 0 = 0).
-     *
-     * <p>Operator {@code _RModScalar} (an alias of {@code _rmod_scalar}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalRModScalar(NDArray data, InternalRModScalarOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_RModScalar");
-    }
-
-    /** The optional inputs and parameters of {@link #internalRPowerScalar}. */
-    public static final class InternalRPowerScalarOpts {
-        private Double scalar;
-        private Boolean isInt;
-
-        /** Options that keep every default. */
-        public InternalRPowerScalarOpts() {}
-
-        /**
-         * @param scalar the scalar operand. Default 1. (scalar, float)
-         * @return these options
-         */
-        public InternalRPowerScalarOpts scalar(double scalar) {
-            this.scalar = scalar;
-            return this;
-        }
-
-        /**
-         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
-         * @return these options
-         */
-        public InternalRPowerScalarOpts isInt(boolean isInt) {
-            this.isInt = isInt;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("scalar", scalar);
-            call.bool("is_int", isInt);
-        }
-    }
-
-    /**
-     * scalar ** data.
-     *
-     * <p>Operator {@code _RPowerScalar} (an alias of {@code _rpower_scalar}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalRPowerScalar(NDArray data) {
-        return internalRPowerScalar(data, null);
-    }
-
-    /**
-     * scalar ** data.
-     *
-     * <p>Operator {@code _RPowerScalar} (an alias of {@code _rpower_scalar}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalRPowerScalar(NDArray data, InternalRPowerScalarOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_RPowerScalar");
     }
 
     /**
@@ -4713,6 +2960,140 @@ public final class Nd {
         call.real("start", start);
         if (opts != null) opts.addTo(call);
         return call.first("_arange");
+    }
+
+    /** The optional inputs and parameters of {@link #internalBackwardBatchDotLhs}. */
+    public static final class InternalBackwardBatchDotLhsOpts {
+        private Boolean transposeA;
+        private Boolean transposeB;
+
+        /** Options that keep every default. */
+        public InternalBackwardBatchDotLhsOpts() {}
+
+        /**
+         * @param transposeA use the transpose of lhs (2-D only). Default false. (transpose_a, boolean)
+         * @return these options
+         */
+        public InternalBackwardBatchDotLhsOpts transposeA(boolean transposeA) {
+            this.transposeA = transposeA;
+            return this;
+        }
+
+        /**
+         * @param transposeB use the transpose of rhs (2-D only). Default false. (transpose_b, boolean)
+         * @return these options
+         */
+        public InternalBackwardBatchDotLhsOpts transposeB(boolean transposeB) {
+            this.transposeB = transposeB;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.bool("transpose_a", transposeA);
+            call.bool("transpose_b", transposeB);
+        }
+    }
+
+    /**
+     * Gradient of batch_dot with respect to lhs.
+     *
+     * <p>Operator {@code _backward_batch_dot_lhs}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param grad input grad
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalBackwardBatchDotLhs(NDArray grad, NDArray lhs, NDArray rhs) {
+        return internalBackwardBatchDotLhs(grad, lhs, rhs, null);
+    }
+
+    /**
+     * Gradient of batch_dot with respect to lhs.
+     *
+     * <p>Operator {@code _backward_batch_dot_lhs}.
+     *
+     * @param grad input grad
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalBackwardBatchDotLhs(NDArray grad, NDArray lhs, NDArray rhs, InternalBackwardBatchDotLhsOpts opts) {
+        OpArgs call = new OpArgs(3, 2);
+        call.input(grad);
+        call.input(lhs);
+        call.input(rhs);
+        if (opts != null) opts.addTo(call);
+        return call.first("_backward_batch_dot_lhs");
+    }
+
+    /** The optional inputs and parameters of {@link #internalBackwardBatchDotRhs}. */
+    public static final class InternalBackwardBatchDotRhsOpts {
+        private Boolean transposeA;
+        private Boolean transposeB;
+
+        /** Options that keep every default. */
+        public InternalBackwardBatchDotRhsOpts() {}
+
+        /**
+         * @param transposeA use the transpose of lhs (2-D only). Default false. (transpose_a, boolean)
+         * @return these options
+         */
+        public InternalBackwardBatchDotRhsOpts transposeA(boolean transposeA) {
+            this.transposeA = transposeA;
+            return this;
+        }
+
+        /**
+         * @param transposeB use the transpose of rhs (2-D only). Default false. (transpose_b, boolean)
+         * @return these options
+         */
+        public InternalBackwardBatchDotRhsOpts transposeB(boolean transposeB) {
+            this.transposeB = transposeB;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.bool("transpose_a", transposeA);
+            call.bool("transpose_b", transposeB);
+        }
+    }
+
+    /**
+     * Gradient of batch_dot with respect to rhs.
+     *
+     * <p>Operator {@code _backward_batch_dot_rhs}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param grad input grad
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalBackwardBatchDotRhs(NDArray grad, NDArray lhs, NDArray rhs) {
+        return internalBackwardBatchDotRhs(grad, lhs, rhs, null);
+    }
+
+    /**
+     * Gradient of batch_dot with respect to rhs.
+     *
+     * <p>Operator {@code _backward_batch_dot_rhs}.
+     *
+     * @param grad input grad
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalBackwardBatchDotRhs(NDArray grad, NDArray lhs, NDArray rhs, InternalBackwardBatchDotRhsOpts opts) {
+        OpArgs call = new OpArgs(3, 2);
+        call.input(grad);
+        call.input(lhs);
+        call.input(rhs);
+        if (opts != null) opts.addTo(call);
+        return call.first("_backward_batch_dot_rhs");
     }
 
     /** The optional inputs and parameters of {@link #internalBackwardBatchNorm}. */
@@ -4863,6 +3244,125 @@ public final class Nd {
         call.input(invstd);
         if (opts != null) opts.addTo(call);
         return call.all("_backward_BatchNorm");
+    }
+
+    /** The optional inputs and parameters of {@link #internalBackwardContribBilinearResize2D}. */
+    public static final class InternalBackwardContribBilinearResize2DOpts {
+        private NDArray like;
+        private Long height;
+        private Long width;
+        private Double scaleHeight;
+        private Double scaleWidth;
+        private String mode;
+        private Boolean alignCorners;
+
+        /** Options that keep every default. */
+        public InternalBackwardContribBilinearResize2DOpts() {}
+
+        /**
+         * @param like the optional input like
+         * @return these options
+         */
+        public InternalBackwardContribBilinearResize2DOpts like(NDArray like) {
+            this.like = like;
+            return this;
+        }
+
+        /**
+         * @param height output height (mode size, without scale_height). Default 1. (height, int)
+         * @return these options
+         */
+        public InternalBackwardContribBilinearResize2DOpts height(long height) {
+            this.height = height;
+            return this;
+        }
+
+        /**
+         * @param width output width (mode size, without scale_height). Default 1. (width, int)
+         * @return these options
+         */
+        public InternalBackwardContribBilinearResize2DOpts width(long width) {
+            this.width = width;
+            return this;
+        }
+
+        /**
+         * @param scaleHeight height factor (modes size and odd_scale). Default None. (scale_height, float or None)
+         * @return these options
+         */
+        public InternalBackwardContribBilinearResize2DOpts scaleHeight(double scaleHeight) {
+            this.scaleHeight = scaleHeight;
+            return this;
+        }
+
+        /**
+         * @param scaleWidth width factor (modes size and odd_scale). Default None. (scale_width, float or None)
+         * @return these options
+         */
+        public InternalBackwardContribBilinearResize2DOpts scaleWidth(double scaleWidth) {
+            this.scaleWidth = scaleWidth;
+            return this;
+        }
+
+        /**
+         * @param mode size, odd_scale, like (input 1's size), to_even_down, to_even_up, to_odd_down, to_odd_up. One of size, odd_scale, like, to_even_down, to_even_up, to_odd_down, to_odd_up. Default size. (mode, enum)
+         * @return these options
+         */
+        public InternalBackwardContribBilinearResize2DOpts mode(String mode) {
+            this.mode = mode;
+            return this;
+        }
+
+        /**
+         * @param alignCorners corner pixels of input and output align. Default true. (align_corners, boolean)
+         * @return these options
+         */
+        public InternalBackwardContribBilinearResize2DOpts alignCorners(boolean alignCorners) {
+            this.alignCorners = alignCorners;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.optionalInputs("_backward_contrib_BilinearResize2D", like);
+            call.integer("height", height);
+            call.integer("width", width);
+            call.real("scale_height", scaleHeight);
+            call.real("scale_width", scaleWidth);
+            call.text("mode", mode);
+            call.bool("align_corners", alignCorners);
+        }
+    }
+
+    /**
+     * Gradient of BilinearResize2D: each output gradient split over its four sources; zero for like.
+     *
+     * <p>Operator {@code _backward_contrib_BilinearResize2D}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param outGrad input out_grad
+     * @param data input data
+     * @return every output
+     */
+    public static NDArray[] internalBackwardContribBilinearResize2D(NDArray outGrad, NDArray data) {
+        return internalBackwardContribBilinearResize2D(outGrad, data, null);
+    }
+
+    /**
+     * Gradient of BilinearResize2D: each output gradient split over its four sources; zero for like.
+     *
+     * <p>Operator {@code _backward_contrib_BilinearResize2D}.
+     *
+     * @param outGrad input out_grad
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return every output
+     */
+    public static NDArray[] internalBackwardContribBilinearResize2D(NDArray outGrad, NDArray data, InternalBackwardContribBilinearResize2DOpts opts) {
+        OpArgs call = new OpArgs(3, 6);
+        call.input(outGrad);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.all("_backward_contrib_BilinearResize2D");
     }
 
     /** The optional inputs and parameters of {@link #internalBackwardConvolution}. */
@@ -5296,6 +3796,208 @@ public final class Nd {
         call.integer("num_filter", numFilter);
         if (opts != null) opts.addTo(call);
         return call.all("_backward_Deconvolution");
+    }
+
+    /** The optional inputs and parameters of {@link #internalBackwardDotLhs}. */
+    public static final class InternalBackwardDotLhsOpts {
+        private Boolean transposeA;
+        private Boolean transposeB;
+
+        /** Options that keep every default. */
+        public InternalBackwardDotLhsOpts() {}
+
+        /**
+         * @param transposeA use the transpose of lhs (2-D only). Default false. (transpose_a, boolean)
+         * @return these options
+         */
+        public InternalBackwardDotLhsOpts transposeA(boolean transposeA) {
+            this.transposeA = transposeA;
+            return this;
+        }
+
+        /**
+         * @param transposeB use the transpose of rhs (2-D only). Default false. (transpose_b, boolean)
+         * @return these options
+         */
+        public InternalBackwardDotLhsOpts transposeB(boolean transposeB) {
+            this.transposeB = transposeB;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.bool("transpose_a", transposeA);
+            call.bool("transpose_b", transposeB);
+        }
+    }
+
+    /**
+     * Gradient of dot with respect to lhs.
+     *
+     * <p>Operator {@code _backward_dot_lhs}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param grad input grad
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalBackwardDotLhs(NDArray grad, NDArray lhs, NDArray rhs) {
+        return internalBackwardDotLhs(grad, lhs, rhs, null);
+    }
+
+    /**
+     * Gradient of dot with respect to lhs.
+     *
+     * <p>Operator {@code _backward_dot_lhs}.
+     *
+     * @param grad input grad
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalBackwardDotLhs(NDArray grad, NDArray lhs, NDArray rhs, InternalBackwardDotLhsOpts opts) {
+        OpArgs call = new OpArgs(3, 2);
+        call.input(grad);
+        call.input(lhs);
+        call.input(rhs);
+        if (opts != null) opts.addTo(call);
+        return call.first("_backward_dot_lhs");
+    }
+
+    /** The optional inputs and parameters of {@link #internalBackwardDotRhs}. */
+    public static final class InternalBackwardDotRhsOpts {
+        private Boolean transposeA;
+        private Boolean transposeB;
+
+        /** Options that keep every default. */
+        public InternalBackwardDotRhsOpts() {}
+
+        /**
+         * @param transposeA use the transpose of lhs (2-D only). Default false. (transpose_a, boolean)
+         * @return these options
+         */
+        public InternalBackwardDotRhsOpts transposeA(boolean transposeA) {
+            this.transposeA = transposeA;
+            return this;
+        }
+
+        /**
+         * @param transposeB use the transpose of rhs (2-D only). Default false. (transpose_b, boolean)
+         * @return these options
+         */
+        public InternalBackwardDotRhsOpts transposeB(boolean transposeB) {
+            this.transposeB = transposeB;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.bool("transpose_a", transposeA);
+            call.bool("transpose_b", transposeB);
+        }
+    }
+
+    /**
+     * Gradient of dot with respect to rhs.
+     *
+     * <p>Operator {@code _backward_dot_rhs}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param grad input grad
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalBackwardDotRhs(NDArray grad, NDArray lhs, NDArray rhs) {
+        return internalBackwardDotRhs(grad, lhs, rhs, null);
+    }
+
+    /**
+     * Gradient of dot with respect to rhs.
+     *
+     * <p>Operator {@code _backward_dot_rhs}.
+     *
+     * @param grad input grad
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalBackwardDotRhs(NDArray grad, NDArray lhs, NDArray rhs, InternalBackwardDotRhsOpts opts) {
+        OpArgs call = new OpArgs(3, 2);
+        call.input(grad);
+        call.input(lhs);
+        call.input(rhs);
+        if (opts != null) opts.addTo(call);
+        return call.first("_backward_dot_rhs");
+    }
+
+    /**
+     * The gradient of gamma: lhs * gamma(rhs) * digamma(rhs), lhs the output gradient and rhs gamma's input.
+     *
+     * <p>Operator {@code _backward_gamma}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalBackwardGamma(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("_backward_gamma");
+    }
+
+    /**
+     * The gradient of gammaln: lhs * digamma(rhs), lhs the output gradient and rhs gammaln's input.
+     *
+     * <p>Operator {@code _backward_gammaln}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalBackwardGammaln(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("_backward_gammaln");
+    }
+
+    /**
+     * Gradient of gather_nd: data added into zeros of the given shape at the indices (duplicates accumulate).
+     *
+     * <p>Operator {@code _backward_gather_nd}.
+     *
+     * @param data input data
+     * @param indices input indices
+     * @param shape shape of the result. Required. (shape, tuple of int)
+     * @return the first output
+     */
+    public static NDArray internalBackwardGatherNd(NDArray data, NDArray indices, long[] shape) {
+        OpArgs call = new OpArgs(2, 1);
+        call.input(data);
+        call.input(indices);
+        call.tuple("shape", shape);
+        return call.first("_backward_gather_nd");
+    }
+
+    /**
+     * _backward_gather_nd shaped like its third input: the gradient gather_nd builds, where the shape is known only when the graph runs.
+     *
+     * <p>Operator {@code _backward_gather_nd_like}.
+     *
+     * @param grad input grad
+     * @param indices input indices
+     * @param like input like
+     * @return the first output
+     */
+    public static NDArray internalBackwardGatherNdLike(NDArray grad, NDArray indices, NDArray like) {
+        OpArgs call = new OpArgs(3, 0);
+        call.input(grad);
+        call.input(indices);
+        call.input(like);
+        return call.first("_backward_gather_nd_like");
     }
 
     /** The optional inputs and parameters of {@link #internalBackwardGroupNorm}. */
@@ -5765,6 +4467,165 @@ public final class Nd {
         return call.all("_backward_LeakyReLU");
     }
 
+    /** The optional inputs and parameters of {@link #internalBackwardLinearRegOut}. */
+    public static final class InternalBackwardLinearRegOutOpts {
+        private Double gradScale;
+
+        /** Options that keep every default. */
+        public InternalBackwardLinearRegOutOpts() {}
+
+        /**
+         * @param gradScale scales the gradient. Default 1. (grad_scale, float)
+         * @return these options
+         */
+        public InternalBackwardLinearRegOutOpts gradScale(double gradScale) {
+            this.gradScale = gradScale;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("grad_scale", gradScale);
+        }
+    }
+
+    /**
+     * Gradient of a regression output with respect to its data.
+     *
+     * <p>Operator {@code _backward_linear_reg_out}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param label input label
+     * @param out input out
+     * @return the first output
+     */
+    public static NDArray internalBackwardLinearRegOut(NDArray label, NDArray out) {
+        return internalBackwardLinearRegOut(label, out, null);
+    }
+
+    /**
+     * Gradient of a regression output with respect to its data.
+     *
+     * <p>Operator {@code _backward_linear_reg_out}.
+     *
+     * @param label input label
+     * @param out input out
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalBackwardLinearRegOut(NDArray label, NDArray out, InternalBackwardLinearRegOutOpts opts) {
+        OpArgs call = new OpArgs(2, 1);
+        call.input(label);
+        call.input(out);
+        if (opts != null) opts.addTo(call);
+        return call.first("_backward_linear_reg_out");
+    }
+
+    /** The optional inputs and parameters of {@link #internalBackwardLogisticRegOut}. */
+    public static final class InternalBackwardLogisticRegOutOpts {
+        private Double gradScale;
+
+        /** Options that keep every default. */
+        public InternalBackwardLogisticRegOutOpts() {}
+
+        /**
+         * @param gradScale scales the gradient. Default 1. (grad_scale, float)
+         * @return these options
+         */
+        public InternalBackwardLogisticRegOutOpts gradScale(double gradScale) {
+            this.gradScale = gradScale;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("grad_scale", gradScale);
+        }
+    }
+
+    /**
+     * Gradient of a regression output with respect to its data.
+     *
+     * <p>Operator {@code _backward_logistic_reg_out}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param label input label
+     * @param out input out
+     * @return the first output
+     */
+    public static NDArray internalBackwardLogisticRegOut(NDArray label, NDArray out) {
+        return internalBackwardLogisticRegOut(label, out, null);
+    }
+
+    /**
+     * Gradient of a regression output with respect to its data.
+     *
+     * <p>Operator {@code _backward_logistic_reg_out}.
+     *
+     * @param label input label
+     * @param out input out
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalBackwardLogisticRegOut(NDArray label, NDArray out, InternalBackwardLogisticRegOutOpts opts) {
+        OpArgs call = new OpArgs(2, 1);
+        call.input(label);
+        call.input(out);
+        if (opts != null) opts.addTo(call);
+        return call.first("_backward_logistic_reg_out");
+    }
+
+    /** The optional inputs and parameters of {@link #internalBackwardMaeRegOut}. */
+    public static final class InternalBackwardMaeRegOutOpts {
+        private Double gradScale;
+
+        /** Options that keep every default. */
+        public InternalBackwardMaeRegOutOpts() {}
+
+        /**
+         * @param gradScale scales the gradient. Default 1. (grad_scale, float)
+         * @return these options
+         */
+        public InternalBackwardMaeRegOutOpts gradScale(double gradScale) {
+            this.gradScale = gradScale;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("grad_scale", gradScale);
+        }
+    }
+
+    /**
+     * Gradient of a regression output with respect to its data.
+     *
+     * <p>Operator {@code _backward_mae_reg_out}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param label input label
+     * @param out input out
+     * @return the first output
+     */
+    public static NDArray internalBackwardMaeRegOut(NDArray label, NDArray out) {
+        return internalBackwardMaeRegOut(label, out, null);
+    }
+
+    /**
+     * Gradient of a regression output with respect to its data.
+     *
+     * <p>Operator {@code _backward_mae_reg_out}.
+     *
+     * @param label input label
+     * @param out input out
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalBackwardMaeRegOut(NDArray label, NDArray out, InternalBackwardMaeRegOutOpts opts) {
+        OpArgs call = new OpArgs(2, 1);
+        call.input(label);
+        call.input(out);
+        if (opts != null) opts.addTo(call);
+        return call.first("_backward_mae_reg_out");
+    }
+
     /** The optional inputs and parameters of {@link #internalBackwardMakeLoss}. */
     public static final class InternalBackwardMakeLossOpts {
         private Double gradScale;
@@ -5837,6 +4698,70 @@ public final class Nd {
         return call.first("_backward_MakeLoss");
     }
 
+    /** The optional inputs and parameters of {@link #internalBackwardNpCumsum}. */
+    public static final class InternalBackwardNpCumsumOpts {
+        private Long axis;
+        private String dtype;
+
+        /** Options that keep every default. */
+        public InternalBackwardNpCumsumOpts() {}
+
+        /**
+         * @param axis axis of the sums; None sums over the flattened array. Default None. (axis, int or None)
+         * @return these options
+         */
+        public InternalBackwardNpCumsumOpts axis(long axis) {
+            this.axis = axis;
+            return this;
+        }
+
+        /**
+         * @param dtype dtype of the result and of the sums; None: the input's (int64 for bool). One of float16, float32, float64, int8, int32, int64. Default None. (dtype, enum)
+         * @return these options
+         */
+        public InternalBackwardNpCumsumOpts dtype(String dtype) {
+            this.dtype = dtype;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.integer("axis", axis);
+            call.text("dtype", dtype);
+        }
+    }
+
+    /**
+     * The gradient of _np_cumsum: out_grad summed along the axis from its end, in the shape and dtype of a (whose values are not read).
+     *
+     * <p>Operator {@code _backward_np_cumsum}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param outGrad input out_grad
+     * @param a input a
+     * @return the first output
+     */
+    public static NDArray internalBackwardNpCumsum(NDArray outGrad, NDArray a) {
+        return internalBackwardNpCumsum(outGrad, a, null);
+    }
+
+    /**
+     * The gradient of _np_cumsum: out_grad summed along the axis from its end, in the shape and dtype of a (whose values are not read).
+     *
+     * <p>Operator {@code _backward_np_cumsum}.
+     *
+     * @param outGrad input out_grad
+     * @param a input a
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalBackwardNpCumsum(NDArray outGrad, NDArray a, InternalBackwardNpCumsumOpts opts) {
+        OpArgs call = new OpArgs(2, 2);
+        call.input(outGrad);
+        call.input(a);
+        if (opts != null) opts.addTo(call);
+        return call.first("_backward_np_cumsum");
+    }
+
     /** The optional inputs and parameters of {@link #internalBackwardPad}. */
     public static final class InternalBackwardPadOpts {
         private Double constantValue;
@@ -5894,6 +4819,84 @@ public final class Nd {
         call.text("pad_width", padWidth);
         if (opts != null) opts.addTo(call);
         return call.first("_backward_Pad");
+    }
+
+    /** The optional inputs and parameters of {@link #internalBackwardPick}. */
+    public static final class InternalBackwardPickOpts {
+        private Long axis;
+        private Boolean keepdims;
+        private String mode;
+
+        /** Options that keep every default. */
+        public InternalBackwardPickOpts() {}
+
+        /**
+         * @param axis axis to pick along (None is not supported, as in MXNet). Default -1. (axis, int or None)
+         * @return these options
+         */
+        public InternalBackwardPickOpts axis(long axis) {
+            this.axis = axis;
+            return this;
+        }
+
+        /**
+         * @param keepdims keep the picked axis with size 1. Default false. (keepdims, boolean)
+         * @return these options
+         */
+        public InternalBackwardPickOpts keepdims(boolean keepdims) {
+            this.keepdims = keepdims;
+            return this;
+        }
+
+        /**
+         * @param mode out-of-range indices: clip to the ends or wrap around. One of clip, wrap. Default clip. (mode, enum)
+         * @return these options
+         */
+        public InternalBackwardPickOpts mode(String mode) {
+            this.mode = mode;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.integer("axis", axis);
+            call.bool("keepdims", keepdims);
+            call.text("mode", mode);
+        }
+    }
+
+    /**
+     * Gradient of pick: zeros shaped like data, with grad at the picked places.
+     *
+     * <p>Operator {@code _backward_pick}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param grad input grad
+     * @param index input index
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalBackwardPick(NDArray grad, NDArray index, NDArray data) {
+        return internalBackwardPick(grad, index, data, null);
+    }
+
+    /**
+     * Gradient of pick: zeros shaped like data, with grad at the picked places.
+     *
+     * <p>Operator {@code _backward_pick}.
+     *
+     * @param grad input grad
+     * @param index input index
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalBackwardPick(NDArray grad, NDArray index, NDArray data, InternalBackwardPickOpts opts) {
+        OpArgs call = new OpArgs(3, 3);
+        call.input(grad);
+        call.input(index);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_backward_pick");
     }
 
     /** The optional inputs and parameters of {@link #internalBackwardPooling}. */
@@ -6187,6 +5190,59 @@ public final class Nd {
         return call.all("_backward_RNN");
     }
 
+    /** The optional inputs and parameters of {@link #internalBackwardRepeat}. */
+    public static final class InternalBackwardRepeatOpts {
+        private Long axis;
+
+        /** Options that keep every default. */
+        public InternalBackwardRepeatOpts() {}
+
+        /**
+         * @param axis axis to repeat along; None repeats the flattened array. Default None. (axis, int or None)
+         * @return these options
+         */
+        public InternalBackwardRepeatOpts axis(long axis) {
+            this.axis = axis;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.integer("axis", axis);
+        }
+    }
+
+    /**
+     * Gradient of repeat: grad summed over the repeats.
+     *
+     * <p>Operator {@code _backward_repeat}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @param repeats times each element is repeated. Required. (repeats, int)
+     * @return the first output
+     */
+    public static NDArray internalBackwardRepeat(NDArray data, long repeats) {
+        return internalBackwardRepeat(data, repeats, null);
+    }
+
+    /**
+     * Gradient of repeat: grad summed over the repeats.
+     *
+     * <p>Operator {@code _backward_repeat}.
+     *
+     * @param data input data
+     * @param repeats times each element is repeated. Required. (repeats, int)
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalBackwardRepeat(NDArray data, long repeats, InternalBackwardRepeatOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        call.integer("repeats", repeats);
+        if (opts != null) opts.addTo(call);
+        return call.first("_backward_repeat");
+    }
+
     /** The optional inputs and parameters of {@link #internalBackwardSequenceLast}. */
     public static final class InternalBackwardSequenceLastOpts {
         private NDArray sequenceLength;
@@ -6260,1026 +5316,6 @@ public final class Nd {
         call.input(data);
         if (opts != null) opts.addTo(call);
         return call.first("_backward_SequenceLast");
-    }
-
-    /** The optional inputs and parameters of {@link #internalBackwardSoftmaxOutput}. */
-    public static final class InternalBackwardSoftmaxOutputOpts {
-        private Double gradScale;
-        private Double ignoreLabel;
-        private Boolean multiOutput;
-        private Boolean useIgnore;
-        private Boolean preserveShape;
-        private String normalization;
-        private Boolean outGrad;
-        private Double smoothAlpha;
-
-        /** Options that keep every default. */
-        public InternalBackwardSoftmaxOutputOpts() {}
-
-        /**
-         * @param gradScale scales the gradient. Default 1. (grad_scale, float)
-         * @return these options
-         */
-        public InternalBackwardSoftmaxOutputOpts gradScale(double gradScale) {
-            this.gradScale = gradScale;
-            return this;
-        }
-
-        /**
-         * @param ignoreLabel label whose instances get no gradient when use_ignore is true. Default -1. (ignore_label, float)
-         * @return these options
-         */
-        public InternalBackwardSoftmaxOutputOpts ignoreLabel(double ignoreLabel) {
-            this.ignoreLabel = ignoreLabel;
-            return this;
-        }
-
-        /**
-         * @param multiOutput softmax along axis 1, with a label per position of the axes after it. Default false. (multi_output, boolean)
-         * @return these options
-         */
-        public InternalBackwardSoftmaxOutputOpts multiOutput(boolean multiOutput) {
-            this.multiOutput = multiOutput;
-            return this;
-        }
-
-        /**
-         * @param useIgnore instances labelled ignore_label get no gradient. Default false. (use_ignore, boolean)
-         * @return these options
-         */
-        public InternalBackwardSoftmaxOutputOpts useIgnore(boolean useIgnore) {
-            this.useIgnore = useIgnore;
-            return this;
-        }
-
-        /**
-         * @param preserveShape softmax along the last axis. Default false. (preserve_shape, boolean)
-         * @return these options
-         */
-        public InternalBackwardSoftmaxOutputOpts preserveShape(boolean preserveShape) {
-            this.preserveShape = preserveShape;
-            return this;
-        }
-
-        /**
-         * @param normalization divide the gradient by nothing, the batch size, or the number of labels not ignored. One of null, batch, valid. Default null. (normalization, enum)
-         * @return these options
-         */
-        public InternalBackwardSoftmaxOutputOpts normalization(String normalization) {
-            this.normalization = normalization;
-            return this;
-        }
-
-        /**
-         * @param outGrad multiply the gradient by the head gradient. Default false. (out_grad, boolean)
-         * @return these options
-         */
-        public InternalBackwardSoftmaxOutputOpts outGrad(boolean outGrad) {
-            this.outGrad = outGrad;
-            return this;
-        }
-
-        /**
-         * @param smoothAlpha label smoothing: taken from the label's class and spread over the others. Default 0. (smooth_alpha, float)
-         * @return these options
-         */
-        public InternalBackwardSoftmaxOutputOpts smoothAlpha(double smoothAlpha) {
-            this.smoothAlpha = smoothAlpha;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("grad_scale", gradScale);
-            call.real("ignore_label", ignoreLabel);
-            call.bool("multi_output", multiOutput);
-            call.bool("use_ignore", useIgnore);
-            call.bool("preserve_shape", preserveShape);
-            call.text("normalization", normalization);
-            call.bool("out_grad", outGrad);
-            call.real("smooth_alpha", smoothAlpha);
-        }
-    }
-
-    /**
-     * Gradient of SoftmaxOutput with respect to its data, from its output and label.
-     *
-     * <p>Operator {@code _backward_SoftmaxOutput}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param out input out
-     * @param label input label
-     * @return the first output
-     */
-    public static NDArray internalBackwardSoftmaxOutput(NDArray out, NDArray label) {
-        return internalBackwardSoftmaxOutput(out, label, null);
-    }
-
-    /**
-     * Gradient of SoftmaxOutput with respect to its data, from its output and label.
-     *
-     * <p>Operator {@code _backward_SoftmaxOutput}.
-     *
-     * @param out input out
-     * @param label input label
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalBackwardSoftmaxOutput(NDArray out, NDArray label, InternalBackwardSoftmaxOutputOpts opts) {
-        OpArgs call = new OpArgs(2, 8);
-        call.input(out);
-        call.input(label);
-        if (opts != null) opts.addTo(call);
-        return call.first("_backward_SoftmaxOutput");
-    }
-
-    /** The optional inputs and parameters of {@link #internalBackwardUpSampling}. */
-    public static final class InternalBackwardUpSamplingOpts {
-        private Long numFilter;
-        private String multiInputMode;
-        private Long workspace;
-
-        /** Options that keep every default. */
-        public InternalBackwardUpSamplingOpts() {}
-
-        /**
-         * @param numFilter channels (bilinear only). Default 0. (num_filter, int)
-         * @return these options
-         */
-        public InternalBackwardUpSamplingOpts numFilter(long numFilter) {
-            this.numFilter = numFilter;
-            return this;
-        }
-
-        /**
-         * @param multiInputMode several inputs: concat along channels or sum (nearest only). One of concat, sum. Default concat. (multi_input_mode, enum)
-         * @return these options
-         */
-        public InternalBackwardUpSamplingOpts multiInputMode(String multiInputMode) {
-            this.multiInputMode = multiInputMode;
-            return this;
-        }
-
-        /**
-         * @param workspace accepted for MXNet compatibility (MB). Default 512. (workspace, int)
-         * @return these options
-         */
-        public InternalBackwardUpSamplingOpts workspace(long workspace) {
-            this.workspace = workspace;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.integer("num_filter", numFilter);
-            call.text("multi_input_mode", multiInputMode);
-            call.integer("workspace", workspace);
-        }
-    }
-
-    /**
-     * Gradient of UpSampling from the output gradient and the forward's inputs.
-     *
-     * <p>Operator {@code _backward_UpSampling}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param outGrad the inputs, 2 to 64
-     * @param scale upsampling factor. Required. (scale, int)
-     * @param sampleType nearest or bilinear. One of nearest, bilinear. Required. (sample_type, enum)
-     * @param numArgs inputs (bilinear: 2, data and weight). Required. (num_args, int)
-     * @return the first output
-     */
-    public static NDArray internalBackwardUpSampling(NDArray[] outGrad, long scale, String sampleType, long numArgs) {
-        return internalBackwardUpSampling(outGrad, scale, sampleType, numArgs, null);
-    }
-
-    /**
-     * Gradient of UpSampling from the output gradient and the forward's inputs.
-     *
-     * <p>Operator {@code _backward_UpSampling}.
-     *
-     * @param outGrad the inputs, 2 to 64
-     * @param scale upsampling factor. Required. (scale, int)
-     * @param sampleType nearest or bilinear. One of nearest, bilinear. Required. (sample_type, enum)
-     * @param numArgs inputs (bilinear: 2, data and weight). Required. (num_args, int)
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalBackwardUpSampling(NDArray[] outGrad, long scale, String sampleType, long numArgs, InternalBackwardUpSamplingOpts opts) {
-        OpArgs call = new OpArgs(0, 6);
-        call.inputs(outGrad);
-        call.integer("scale", scale);
-        call.text("sample_type", sampleType);
-        call.integer("num_args", numArgs);
-        if (opts != null) opts.addTo(call);
-        return call.first("_backward_UpSampling");
-    }
-
-    /** The optional inputs and parameters of {@link #internalBackwardBatchDotLhs}. */
-    public static final class InternalBackwardBatchDotLhsOpts {
-        private Boolean transposeA;
-        private Boolean transposeB;
-
-        /** Options that keep every default. */
-        public InternalBackwardBatchDotLhsOpts() {}
-
-        /**
-         * @param transposeA use the transpose of lhs (2-D only). Default false. (transpose_a, boolean)
-         * @return these options
-         */
-        public InternalBackwardBatchDotLhsOpts transposeA(boolean transposeA) {
-            this.transposeA = transposeA;
-            return this;
-        }
-
-        /**
-         * @param transposeB use the transpose of rhs (2-D only). Default false. (transpose_b, boolean)
-         * @return these options
-         */
-        public InternalBackwardBatchDotLhsOpts transposeB(boolean transposeB) {
-            this.transposeB = transposeB;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.bool("transpose_a", transposeA);
-            call.bool("transpose_b", transposeB);
-        }
-    }
-
-    /**
-     * Gradient of batch_dot with respect to lhs.
-     *
-     * <p>Operator {@code _backward_batch_dot_lhs}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param grad input grad
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalBackwardBatchDotLhs(NDArray grad, NDArray lhs, NDArray rhs) {
-        return internalBackwardBatchDotLhs(grad, lhs, rhs, null);
-    }
-
-    /**
-     * Gradient of batch_dot with respect to lhs.
-     *
-     * <p>Operator {@code _backward_batch_dot_lhs}.
-     *
-     * @param grad input grad
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalBackwardBatchDotLhs(NDArray grad, NDArray lhs, NDArray rhs, InternalBackwardBatchDotLhsOpts opts) {
-        OpArgs call = new OpArgs(3, 2);
-        call.input(grad);
-        call.input(lhs);
-        call.input(rhs);
-        if (opts != null) opts.addTo(call);
-        return call.first("_backward_batch_dot_lhs");
-    }
-
-    /** The optional inputs and parameters of {@link #internalBackwardBatchDotRhs}. */
-    public static final class InternalBackwardBatchDotRhsOpts {
-        private Boolean transposeA;
-        private Boolean transposeB;
-
-        /** Options that keep every default. */
-        public InternalBackwardBatchDotRhsOpts() {}
-
-        /**
-         * @param transposeA use the transpose of lhs (2-D only). Default false. (transpose_a, boolean)
-         * @return these options
-         */
-        public InternalBackwardBatchDotRhsOpts transposeA(boolean transposeA) {
-            this.transposeA = transposeA;
-            return this;
-        }
-
-        /**
-         * @param transposeB use the transpose of rhs (2-D only). Default false. (transpose_b, boolean)
-         * @return these options
-         */
-        public InternalBackwardBatchDotRhsOpts transposeB(boolean transposeB) {
-            this.transposeB = transposeB;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.bool("transpose_a", transposeA);
-            call.bool("transpose_b", transposeB);
-        }
-    }
-
-    /**
-     * Gradient of batch_dot with respect to rhs.
-     *
-     * <p>Operator {@code _backward_batch_dot_rhs}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param grad input grad
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalBackwardBatchDotRhs(NDArray grad, NDArray lhs, NDArray rhs) {
-        return internalBackwardBatchDotRhs(grad, lhs, rhs, null);
-    }
-
-    /**
-     * Gradient of batch_dot with respect to rhs.
-     *
-     * <p>Operator {@code _backward_batch_dot_rhs}.
-     *
-     * @param grad input grad
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalBackwardBatchDotRhs(NDArray grad, NDArray lhs, NDArray rhs, InternalBackwardBatchDotRhsOpts opts) {
-        OpArgs call = new OpArgs(3, 2);
-        call.input(grad);
-        call.input(lhs);
-        call.input(rhs);
-        if (opts != null) opts.addTo(call);
-        return call.first("_backward_batch_dot_rhs");
-    }
-
-    /** The optional inputs and parameters of {@link #internalBackwardContribBilinearResize2D}. */
-    public static final class InternalBackwardContribBilinearResize2DOpts {
-        private NDArray like;
-        private Long height;
-        private Long width;
-        private Double scaleHeight;
-        private Double scaleWidth;
-        private String mode;
-        private Boolean alignCorners;
-
-        /** Options that keep every default. */
-        public InternalBackwardContribBilinearResize2DOpts() {}
-
-        /**
-         * @param like the optional input like
-         * @return these options
-         */
-        public InternalBackwardContribBilinearResize2DOpts like(NDArray like) {
-            this.like = like;
-            return this;
-        }
-
-        /**
-         * @param height output height (mode size, without scale_height). Default 1. (height, int)
-         * @return these options
-         */
-        public InternalBackwardContribBilinearResize2DOpts height(long height) {
-            this.height = height;
-            return this;
-        }
-
-        /**
-         * @param width output width (mode size, without scale_height). Default 1. (width, int)
-         * @return these options
-         */
-        public InternalBackwardContribBilinearResize2DOpts width(long width) {
-            this.width = width;
-            return this;
-        }
-
-        /**
-         * @param scaleHeight height factor (modes size and odd_scale). Default None. (scale_height, float or None)
-         * @return these options
-         */
-        public InternalBackwardContribBilinearResize2DOpts scaleHeight(double scaleHeight) {
-            this.scaleHeight = scaleHeight;
-            return this;
-        }
-
-        /**
-         * @param scaleWidth width factor (modes size and odd_scale). Default None. (scale_width, float or None)
-         * @return these options
-         */
-        public InternalBackwardContribBilinearResize2DOpts scaleWidth(double scaleWidth) {
-            this.scaleWidth = scaleWidth;
-            return this;
-        }
-
-        /**
-         * @param mode size, odd_scale, like (input 1's size), to_even_down, to_even_up, to_odd_down, to_odd_up. One of size, odd_scale, like, to_even_down, to_even_up, to_odd_down, to_odd_up. Default size. (mode, enum)
-         * @return these options
-         */
-        public InternalBackwardContribBilinearResize2DOpts mode(String mode) {
-            this.mode = mode;
-            return this;
-        }
-
-        /**
-         * @param alignCorners corner pixels of input and output align. Default true. (align_corners, boolean)
-         * @return these options
-         */
-        public InternalBackwardContribBilinearResize2DOpts alignCorners(boolean alignCorners) {
-            this.alignCorners = alignCorners;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.optionalInputs("_backward_contrib_BilinearResize2D", like);
-            call.integer("height", height);
-            call.integer("width", width);
-            call.real("scale_height", scaleHeight);
-            call.real("scale_width", scaleWidth);
-            call.text("mode", mode);
-            call.bool("align_corners", alignCorners);
-        }
-    }
-
-    /**
-     * Gradient of BilinearResize2D: each output gradient split over its four sources; zero for like.
-     *
-     * <p>Operator {@code _backward_contrib_BilinearResize2D}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param outGrad input out_grad
-     * @param data input data
-     * @return every output
-     */
-    public static NDArray[] internalBackwardContribBilinearResize2D(NDArray outGrad, NDArray data) {
-        return internalBackwardContribBilinearResize2D(outGrad, data, null);
-    }
-
-    /**
-     * Gradient of BilinearResize2D: each output gradient split over its four sources; zero for like.
-     *
-     * <p>Operator {@code _backward_contrib_BilinearResize2D}.
-     *
-     * @param outGrad input out_grad
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return every output
-     */
-    public static NDArray[] internalBackwardContribBilinearResize2D(NDArray outGrad, NDArray data, InternalBackwardContribBilinearResize2DOpts opts) {
-        OpArgs call = new OpArgs(3, 6);
-        call.input(outGrad);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.all("_backward_contrib_BilinearResize2D");
-    }
-
-    /** The optional inputs and parameters of {@link #internalBackwardDotLhs}. */
-    public static final class InternalBackwardDotLhsOpts {
-        private Boolean transposeA;
-        private Boolean transposeB;
-
-        /** Options that keep every default. */
-        public InternalBackwardDotLhsOpts() {}
-
-        /**
-         * @param transposeA use the transpose of lhs (2-D only). Default false. (transpose_a, boolean)
-         * @return these options
-         */
-        public InternalBackwardDotLhsOpts transposeA(boolean transposeA) {
-            this.transposeA = transposeA;
-            return this;
-        }
-
-        /**
-         * @param transposeB use the transpose of rhs (2-D only). Default false. (transpose_b, boolean)
-         * @return these options
-         */
-        public InternalBackwardDotLhsOpts transposeB(boolean transposeB) {
-            this.transposeB = transposeB;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.bool("transpose_a", transposeA);
-            call.bool("transpose_b", transposeB);
-        }
-    }
-
-    /**
-     * Gradient of dot with respect to lhs.
-     *
-     * <p>Operator {@code _backward_dot_lhs}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param grad input grad
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalBackwardDotLhs(NDArray grad, NDArray lhs, NDArray rhs) {
-        return internalBackwardDotLhs(grad, lhs, rhs, null);
-    }
-
-    /**
-     * Gradient of dot with respect to lhs.
-     *
-     * <p>Operator {@code _backward_dot_lhs}.
-     *
-     * @param grad input grad
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalBackwardDotLhs(NDArray grad, NDArray lhs, NDArray rhs, InternalBackwardDotLhsOpts opts) {
-        OpArgs call = new OpArgs(3, 2);
-        call.input(grad);
-        call.input(lhs);
-        call.input(rhs);
-        if (opts != null) opts.addTo(call);
-        return call.first("_backward_dot_lhs");
-    }
-
-    /** The optional inputs and parameters of {@link #internalBackwardDotRhs}. */
-    public static final class InternalBackwardDotRhsOpts {
-        private Boolean transposeA;
-        private Boolean transposeB;
-
-        /** Options that keep every default. */
-        public InternalBackwardDotRhsOpts() {}
-
-        /**
-         * @param transposeA use the transpose of lhs (2-D only). Default false. (transpose_a, boolean)
-         * @return these options
-         */
-        public InternalBackwardDotRhsOpts transposeA(boolean transposeA) {
-            this.transposeA = transposeA;
-            return this;
-        }
-
-        /**
-         * @param transposeB use the transpose of rhs (2-D only). Default false. (transpose_b, boolean)
-         * @return these options
-         */
-        public InternalBackwardDotRhsOpts transposeB(boolean transposeB) {
-            this.transposeB = transposeB;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.bool("transpose_a", transposeA);
-            call.bool("transpose_b", transposeB);
-        }
-    }
-
-    /**
-     * Gradient of dot with respect to rhs.
-     *
-     * <p>Operator {@code _backward_dot_rhs}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param grad input grad
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalBackwardDotRhs(NDArray grad, NDArray lhs, NDArray rhs) {
-        return internalBackwardDotRhs(grad, lhs, rhs, null);
-    }
-
-    /**
-     * Gradient of dot with respect to rhs.
-     *
-     * <p>Operator {@code _backward_dot_rhs}.
-     *
-     * @param grad input grad
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalBackwardDotRhs(NDArray grad, NDArray lhs, NDArray rhs, InternalBackwardDotRhsOpts opts) {
-        OpArgs call = new OpArgs(3, 2);
-        call.input(grad);
-        call.input(lhs);
-        call.input(rhs);
-        if (opts != null) opts.addTo(call);
-        return call.first("_backward_dot_rhs");
-    }
-
-    /**
-     * The gradient of gamma: lhs * gamma(rhs) * digamma(rhs), lhs the output gradient and rhs gamma's input.
-     *
-     * <p>Operator {@code _backward_gamma}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalBackwardGamma(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("_backward_gamma");
-    }
-
-    /**
-     * The gradient of gammaln: lhs * digamma(rhs), lhs the output gradient and rhs gammaln's input.
-     *
-     * <p>Operator {@code _backward_gammaln}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray internalBackwardGammaln(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("_backward_gammaln");
-    }
-
-    /**
-     * Gradient of gather_nd: data added into zeros of the given shape at the indices (duplicates accumulate).
-     *
-     * <p>Operator {@code _backward_gather_nd}.
-     *
-     * @param data input data
-     * @param indices input indices
-     * @param shape shape of the result. Required. (shape, tuple of int)
-     * @return the first output
-     */
-    public static NDArray internalBackwardGatherNd(NDArray data, NDArray indices, long[] shape) {
-        OpArgs call = new OpArgs(2, 1);
-        call.input(data);
-        call.input(indices);
-        call.tuple("shape", shape);
-        return call.first("_backward_gather_nd");
-    }
-
-    /**
-     * _backward_gather_nd shaped like its third input: the gradient gather_nd builds, where the shape is known only when the graph runs.
-     *
-     * <p>Operator {@code _backward_gather_nd_like}.
-     *
-     * @param grad input grad
-     * @param indices input indices
-     * @param like input like
-     * @return the first output
-     */
-    public static NDArray internalBackwardGatherNdLike(NDArray grad, NDArray indices, NDArray like) {
-        OpArgs call = new OpArgs(3, 0);
-        call.input(grad);
-        call.input(indices);
-        call.input(like);
-        return call.first("_backward_gather_nd_like");
-    }
-
-    /** The optional inputs and parameters of {@link #internalBackwardLinearRegOut}. */
-    public static final class InternalBackwardLinearRegOutOpts {
-        private Double gradScale;
-
-        /** Options that keep every default. */
-        public InternalBackwardLinearRegOutOpts() {}
-
-        /**
-         * @param gradScale scales the gradient. Default 1. (grad_scale, float)
-         * @return these options
-         */
-        public InternalBackwardLinearRegOutOpts gradScale(double gradScale) {
-            this.gradScale = gradScale;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("grad_scale", gradScale);
-        }
-    }
-
-    /**
-     * Gradient of a regression output with respect to its data.
-     *
-     * <p>Operator {@code _backward_linear_reg_out}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param label input label
-     * @param out input out
-     * @return the first output
-     */
-    public static NDArray internalBackwardLinearRegOut(NDArray label, NDArray out) {
-        return internalBackwardLinearRegOut(label, out, null);
-    }
-
-    /**
-     * Gradient of a regression output with respect to its data.
-     *
-     * <p>Operator {@code _backward_linear_reg_out}.
-     *
-     * @param label input label
-     * @param out input out
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalBackwardLinearRegOut(NDArray label, NDArray out, InternalBackwardLinearRegOutOpts opts) {
-        OpArgs call = new OpArgs(2, 1);
-        call.input(label);
-        call.input(out);
-        if (opts != null) opts.addTo(call);
-        return call.first("_backward_linear_reg_out");
-    }
-
-    /** The optional inputs and parameters of {@link #internalBackwardLogisticRegOut}. */
-    public static final class InternalBackwardLogisticRegOutOpts {
-        private Double gradScale;
-
-        /** Options that keep every default. */
-        public InternalBackwardLogisticRegOutOpts() {}
-
-        /**
-         * @param gradScale scales the gradient. Default 1. (grad_scale, float)
-         * @return these options
-         */
-        public InternalBackwardLogisticRegOutOpts gradScale(double gradScale) {
-            this.gradScale = gradScale;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("grad_scale", gradScale);
-        }
-    }
-
-    /**
-     * Gradient of a regression output with respect to its data.
-     *
-     * <p>Operator {@code _backward_logistic_reg_out}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param label input label
-     * @param out input out
-     * @return the first output
-     */
-    public static NDArray internalBackwardLogisticRegOut(NDArray label, NDArray out) {
-        return internalBackwardLogisticRegOut(label, out, null);
-    }
-
-    /**
-     * Gradient of a regression output with respect to its data.
-     *
-     * <p>Operator {@code _backward_logistic_reg_out}.
-     *
-     * @param label input label
-     * @param out input out
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalBackwardLogisticRegOut(NDArray label, NDArray out, InternalBackwardLogisticRegOutOpts opts) {
-        OpArgs call = new OpArgs(2, 1);
-        call.input(label);
-        call.input(out);
-        if (opts != null) opts.addTo(call);
-        return call.first("_backward_logistic_reg_out");
-    }
-
-    /** The optional inputs and parameters of {@link #internalBackwardMaeRegOut}. */
-    public static final class InternalBackwardMaeRegOutOpts {
-        private Double gradScale;
-
-        /** Options that keep every default. */
-        public InternalBackwardMaeRegOutOpts() {}
-
-        /**
-         * @param gradScale scales the gradient. Default 1. (grad_scale, float)
-         * @return these options
-         */
-        public InternalBackwardMaeRegOutOpts gradScale(double gradScale) {
-            this.gradScale = gradScale;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("grad_scale", gradScale);
-        }
-    }
-
-    /**
-     * Gradient of a regression output with respect to its data.
-     *
-     * <p>Operator {@code _backward_mae_reg_out}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param label input label
-     * @param out input out
-     * @return the first output
-     */
-    public static NDArray internalBackwardMaeRegOut(NDArray label, NDArray out) {
-        return internalBackwardMaeRegOut(label, out, null);
-    }
-
-    /**
-     * Gradient of a regression output with respect to its data.
-     *
-     * <p>Operator {@code _backward_mae_reg_out}.
-     *
-     * @param label input label
-     * @param out input out
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalBackwardMaeRegOut(NDArray label, NDArray out, InternalBackwardMaeRegOutOpts opts) {
-        OpArgs call = new OpArgs(2, 1);
-        call.input(label);
-        call.input(out);
-        if (opts != null) opts.addTo(call);
-        return call.first("_backward_mae_reg_out");
-    }
-
-    /** The optional inputs and parameters of {@link #internalBackwardNpCumsum}. */
-    public static final class InternalBackwardNpCumsumOpts {
-        private Long axis;
-        private String dtype;
-
-        /** Options that keep every default. */
-        public InternalBackwardNpCumsumOpts() {}
-
-        /**
-         * @param axis axis of the sums; None sums over the flattened array. Default None. (axis, int or None)
-         * @return these options
-         */
-        public InternalBackwardNpCumsumOpts axis(long axis) {
-            this.axis = axis;
-            return this;
-        }
-
-        /**
-         * @param dtype dtype of the result and of the sums; None: the input's (int64 for bool). One of float16, float32, float64, int8, int32, int64. Default None. (dtype, enum)
-         * @return these options
-         */
-        public InternalBackwardNpCumsumOpts dtype(String dtype) {
-            this.dtype = dtype;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.integer("axis", axis);
-            call.text("dtype", dtype);
-        }
-    }
-
-    /**
-     * The gradient of _np_cumsum: out_grad summed along the axis from its end, in the shape and dtype of a (whose values are not read).
-     *
-     * <p>Operator {@code _backward_np_cumsum}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param outGrad input out_grad
-     * @param a input a
-     * @return the first output
-     */
-    public static NDArray internalBackwardNpCumsum(NDArray outGrad, NDArray a) {
-        return internalBackwardNpCumsum(outGrad, a, null);
-    }
-
-    /**
-     * The gradient of _np_cumsum: out_grad summed along the axis from its end, in the shape and dtype of a (whose values are not read).
-     *
-     * <p>Operator {@code _backward_np_cumsum}.
-     *
-     * @param outGrad input out_grad
-     * @param a input a
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalBackwardNpCumsum(NDArray outGrad, NDArray a, InternalBackwardNpCumsumOpts opts) {
-        OpArgs call = new OpArgs(2, 2);
-        call.input(outGrad);
-        call.input(a);
-        if (opts != null) opts.addTo(call);
-        return call.first("_backward_np_cumsum");
-    }
-
-    /** The optional inputs and parameters of {@link #internalBackwardPick}. */
-    public static final class InternalBackwardPickOpts {
-        private Long axis;
-        private Boolean keepdims;
-        private String mode;
-
-        /** Options that keep every default. */
-        public InternalBackwardPickOpts() {}
-
-        /**
-         * @param axis axis to pick along (None is not supported, as in MXNet). Default -1. (axis, int or None)
-         * @return these options
-         */
-        public InternalBackwardPickOpts axis(long axis) {
-            this.axis = axis;
-            return this;
-        }
-
-        /**
-         * @param keepdims keep the picked axis with size 1. Default false. (keepdims, boolean)
-         * @return these options
-         */
-        public InternalBackwardPickOpts keepdims(boolean keepdims) {
-            this.keepdims = keepdims;
-            return this;
-        }
-
-        /**
-         * @param mode out-of-range indices: clip to the ends or wrap around. One of clip, wrap. Default clip. (mode, enum)
-         * @return these options
-         */
-        public InternalBackwardPickOpts mode(String mode) {
-            this.mode = mode;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.integer("axis", axis);
-            call.bool("keepdims", keepdims);
-            call.text("mode", mode);
-        }
-    }
-
-    /**
-     * Gradient of pick: zeros shaped like data, with grad at the picked places.
-     *
-     * <p>Operator {@code _backward_pick}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param grad input grad
-     * @param index input index
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalBackwardPick(NDArray grad, NDArray index, NDArray data) {
-        return internalBackwardPick(grad, index, data, null);
-    }
-
-    /**
-     * Gradient of pick: zeros shaped like data, with grad at the picked places.
-     *
-     * <p>Operator {@code _backward_pick}.
-     *
-     * @param grad input grad
-     * @param index input index
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalBackwardPick(NDArray grad, NDArray index, NDArray data, InternalBackwardPickOpts opts) {
-        OpArgs call = new OpArgs(3, 3);
-        call.input(grad);
-        call.input(index);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_backward_pick");
-    }
-
-    /** The optional inputs and parameters of {@link #internalBackwardRepeat}. */
-    public static final class InternalBackwardRepeatOpts {
-        private Long axis;
-
-        /** Options that keep every default. */
-        public InternalBackwardRepeatOpts() {}
-
-        /**
-         * @param axis axis to repeat along; None repeats the flattened array. Default None. (axis, int or None)
-         * @return these options
-         */
-        public InternalBackwardRepeatOpts axis(long axis) {
-            this.axis = axis;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.integer("axis", axis);
-        }
-    }
-
-    /**
-     * Gradient of repeat: grad summed over the repeats.
-     *
-     * <p>Operator {@code _backward_repeat}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @param repeats times each element is repeated. Required. (repeats, int)
-     * @return the first output
-     */
-    public static NDArray internalBackwardRepeat(NDArray data, long repeats) {
-        return internalBackwardRepeat(data, repeats, null);
-    }
-
-    /**
-     * Gradient of repeat: grad summed over the repeats.
-     *
-     * <p>Operator {@code _backward_repeat}.
-     *
-     * @param data input data
-     * @param repeats times each element is repeated. Required. (repeats, int)
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalBackwardRepeat(NDArray data, long repeats, InternalBackwardRepeatOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        call.integer("repeats", repeats);
-        if (opts != null) opts.addTo(call);
-        return call.first("_backward_repeat");
     }
 
     /** The optional inputs and parameters of {@link #internalBackwardSlice}. */
@@ -7459,6 +5495,136 @@ public final class Nd {
         call.input(data);
         call.input(label);
         return call.first("_backward_softmax_cross_entropy");
+    }
+
+    /** The optional inputs and parameters of {@link #internalBackwardSoftmaxOutput}. */
+    public static final class InternalBackwardSoftmaxOutputOpts {
+        private Double gradScale;
+        private Double ignoreLabel;
+        private Boolean multiOutput;
+        private Boolean useIgnore;
+        private Boolean preserveShape;
+        private String normalization;
+        private Boolean outGrad;
+        private Double smoothAlpha;
+
+        /** Options that keep every default. */
+        public InternalBackwardSoftmaxOutputOpts() {}
+
+        /**
+         * @param gradScale scales the gradient. Default 1. (grad_scale, float)
+         * @return these options
+         */
+        public InternalBackwardSoftmaxOutputOpts gradScale(double gradScale) {
+            this.gradScale = gradScale;
+            return this;
+        }
+
+        /**
+         * @param ignoreLabel label whose instances get no gradient when use_ignore is true. Default -1. (ignore_label, float)
+         * @return these options
+         */
+        public InternalBackwardSoftmaxOutputOpts ignoreLabel(double ignoreLabel) {
+            this.ignoreLabel = ignoreLabel;
+            return this;
+        }
+
+        /**
+         * @param multiOutput softmax along axis 1, with a label per position of the axes after it. Default false. (multi_output, boolean)
+         * @return these options
+         */
+        public InternalBackwardSoftmaxOutputOpts multiOutput(boolean multiOutput) {
+            this.multiOutput = multiOutput;
+            return this;
+        }
+
+        /**
+         * @param useIgnore instances labelled ignore_label get no gradient. Default false. (use_ignore, boolean)
+         * @return these options
+         */
+        public InternalBackwardSoftmaxOutputOpts useIgnore(boolean useIgnore) {
+            this.useIgnore = useIgnore;
+            return this;
+        }
+
+        /**
+         * @param preserveShape softmax along the last axis. Default false. (preserve_shape, boolean)
+         * @return these options
+         */
+        public InternalBackwardSoftmaxOutputOpts preserveShape(boolean preserveShape) {
+            this.preserveShape = preserveShape;
+            return this;
+        }
+
+        /**
+         * @param normalization divide the gradient by nothing, the batch size, or the number of labels not ignored. One of null, batch, valid. Default null. (normalization, enum)
+         * @return these options
+         */
+        public InternalBackwardSoftmaxOutputOpts normalization(String normalization) {
+            this.normalization = normalization;
+            return this;
+        }
+
+        /**
+         * @param outGrad multiply the gradient by the head gradient. Default false. (out_grad, boolean)
+         * @return these options
+         */
+        public InternalBackwardSoftmaxOutputOpts outGrad(boolean outGrad) {
+            this.outGrad = outGrad;
+            return this;
+        }
+
+        /**
+         * @param smoothAlpha label smoothing: taken from the label's class and spread over the others. Default 0. (smooth_alpha, float)
+         * @return these options
+         */
+        public InternalBackwardSoftmaxOutputOpts smoothAlpha(double smoothAlpha) {
+            this.smoothAlpha = smoothAlpha;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("grad_scale", gradScale);
+            call.real("ignore_label", ignoreLabel);
+            call.bool("multi_output", multiOutput);
+            call.bool("use_ignore", useIgnore);
+            call.bool("preserve_shape", preserveShape);
+            call.text("normalization", normalization);
+            call.bool("out_grad", outGrad);
+            call.real("smooth_alpha", smoothAlpha);
+        }
+    }
+
+    /**
+     * Gradient of SoftmaxOutput with respect to its data, from its output and label.
+     *
+     * <p>Operator {@code _backward_SoftmaxOutput}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param out input out
+     * @param label input label
+     * @return the first output
+     */
+    public static NDArray internalBackwardSoftmaxOutput(NDArray out, NDArray label) {
+        return internalBackwardSoftmaxOutput(out, label, null);
+    }
+
+    /**
+     * Gradient of SoftmaxOutput with respect to its data, from its output and label.
+     *
+     * <p>Operator {@code _backward_SoftmaxOutput}.
+     *
+     * @param out input out
+     * @param label input label
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalBackwardSoftmaxOutput(NDArray out, NDArray label, InternalBackwardSoftmaxOutputOpts opts) {
+        OpArgs call = new OpArgs(2, 8);
+        call.input(out);
+        call.input(label);
+        if (opts != null) opts.addTo(call);
+        return call.first("_backward_SoftmaxOutput");
     }
 
     /** The optional inputs and parameters of {@link #internalBackwardTake}. */
@@ -7644,6 +5810,87 @@ public final class Nd {
         return call.first("_backward_topk");
     }
 
+    /** The optional inputs and parameters of {@link #internalBackwardUpSampling}. */
+    public static final class InternalBackwardUpSamplingOpts {
+        private Long numFilter;
+        private String multiInputMode;
+        private Long workspace;
+
+        /** Options that keep every default. */
+        public InternalBackwardUpSamplingOpts() {}
+
+        /**
+         * @param numFilter channels (bilinear only). Default 0. (num_filter, int)
+         * @return these options
+         */
+        public InternalBackwardUpSamplingOpts numFilter(long numFilter) {
+            this.numFilter = numFilter;
+            return this;
+        }
+
+        /**
+         * @param multiInputMode several inputs: concat along channels or sum (nearest only). One of concat, sum. Default concat. (multi_input_mode, enum)
+         * @return these options
+         */
+        public InternalBackwardUpSamplingOpts multiInputMode(String multiInputMode) {
+            this.multiInputMode = multiInputMode;
+            return this;
+        }
+
+        /**
+         * @param workspace accepted for MXNet compatibility (MB). Default 512. (workspace, int)
+         * @return these options
+         */
+        public InternalBackwardUpSamplingOpts workspace(long workspace) {
+            this.workspace = workspace;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.integer("num_filter", numFilter);
+            call.text("multi_input_mode", multiInputMode);
+            call.integer("workspace", workspace);
+        }
+    }
+
+    /**
+     * Gradient of UpSampling from the output gradient and the forward's inputs.
+     *
+     * <p>Operator {@code _backward_UpSampling}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param outGrad the inputs, 2 to 64
+     * @param scale upsampling factor. Required. (scale, int)
+     * @param sampleType nearest or bilinear. One of nearest, bilinear. Required. (sample_type, enum)
+     * @param numArgs inputs (bilinear: 2, data and weight). Required. (num_args, int)
+     * @return the first output
+     */
+    public static NDArray internalBackwardUpSampling(NDArray[] outGrad, long scale, String sampleType, long numArgs) {
+        return internalBackwardUpSampling(outGrad, scale, sampleType, numArgs, null);
+    }
+
+    /**
+     * Gradient of UpSampling from the output gradient and the forward's inputs.
+     *
+     * <p>Operator {@code _backward_UpSampling}.
+     *
+     * @param outGrad the inputs, 2 to 64
+     * @param scale upsampling factor. Required. (scale, int)
+     * @param sampleType nearest or bilinear. One of nearest, bilinear. Required. (sample_type, enum)
+     * @param numArgs inputs (bilinear: 2, data and weight). Required. (num_args, int)
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalBackwardUpSampling(NDArray[] outGrad, long scale, String sampleType, long numArgs, InternalBackwardUpSamplingOpts opts) {
+        OpArgs call = new OpArgs(0, 6);
+        call.inputs(outGrad);
+        call.integer("scale", scale);
+        call.text("sample_type", sampleType);
+        call.integer("num_args", numArgs);
+        if (opts != null) opts.addTo(call);
+        return call.first("_backward_UpSampling");
+    }
+
     /** The optional inputs and parameters of {@link #internalBroadcastReduced}. */
     public static final class InternalBroadcastReducedOpts {
         private long[] axis;
@@ -7731,6 +5978,22 @@ public final class Nd {
     }
 
     /**
+     * A whole graph run as one operator: a recorded call of an executor.
+     *
+     * <p>Operator {@code _CachedOp}.
+     *
+     * @param args the inputs, 0 to 64
+     * @param subgraph the graph's id in this process. Required. (subgraph, string)
+     * @return the first output
+     */
+    public static NDArray internalCachedOp(NDArray[] args, String subgraph) {
+        OpArgs call = new OpArgs(0, 1);
+        call.inputs(args);
+        call.text("subgraph", subgraph);
+        return call.first("_CachedOp");
+    }
+
+    /**
      * Data converted to the dtype of `like`: the gradient of Cast.
      *
      * <p>Operator {@code _cast_like}.
@@ -7744,6 +6007,100 @@ public final class Nd {
         call.input(data);
         call.input(like);
         return call.first("_cast_like");
+    }
+
+    /** The optional inputs and parameters of {@link #internalContribArangeLike}. */
+    public static final class InternalContribArangeLikeOpts {
+        private Double start;
+        private Double step;
+        private Long repeat;
+        private String ctx;
+        private Long axis;
+
+        /** Options that keep every default. */
+        public InternalContribArangeLikeOpts() {}
+
+        /**
+         * @param start first value. Default 0. (start, float)
+         * @return these options
+         */
+        public InternalContribArangeLikeOpts start(double start) {
+            this.start = start;
+            return this;
+        }
+
+        /**
+         * @param step spacing between values. Default 1. (step, float)
+         * @return these options
+         */
+        public InternalContribArangeLikeOpts step(double step) {
+            this.step = step;
+            return this;
+        }
+
+        /**
+         * @param repeat times each value is repeated. Default 1. (repeat, int)
+         * @return these options
+         */
+        public InternalContribArangeLikeOpts repeat(long repeat) {
+            this.repeat = repeat;
+            return this;
+        }
+
+        /**
+         * @param ctx accepted for MXNet compatibility; the result is on the input's device, as in MXNet. Default . (ctx, string)
+         * @return these options
+         */
+        public InternalContribArangeLikeOpts ctx(String ctx) {
+            this.ctx = ctx;
+            return this;
+        }
+
+        /**
+         * @param axis count along this axis only (a 1-D result); None: the shape. Default None. (axis, int or None)
+         * @return these options
+         */
+        public InternalContribArangeLikeOpts axis(long axis) {
+            this.axis = axis;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("start", start);
+            call.real("step", step);
+            call.integer("repeat", repeat);
+            call.text("ctx", ctx);
+            call.integer("axis", axis);
+        }
+    }
+
+    /**
+     * Evenly spaced values shaped like the input (or along one of its axes).
+     *
+     * <p>Operator {@code _contrib_arange_like}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalContribArangeLike(NDArray data) {
+        return internalContribArangeLike(data, null);
+    }
+
+    /**
+     * Evenly spaced values shaped like the input (or along one of its axes).
+     *
+     * <p>Operator {@code _contrib_arange_like}.
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalContribArangeLike(NDArray data, InternalContribArangeLikeOpts opts) {
+        OpArgs call = new OpArgs(1, 5);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_contrib_arange_like");
     }
 
     /** The optional inputs and parameters of {@link #internalContribBilinearResize2D}. */
@@ -7860,100 +6217,6 @@ public final class Nd {
         call.input(data);
         if (opts != null) opts.addTo(call);
         return call.first("_contrib_BilinearResize2D");
-    }
-
-    /** The optional inputs and parameters of {@link #internalContribArangeLike}. */
-    public static final class InternalContribArangeLikeOpts {
-        private Double start;
-        private Double step;
-        private Long repeat;
-        private String ctx;
-        private Long axis;
-
-        /** Options that keep every default. */
-        public InternalContribArangeLikeOpts() {}
-
-        /**
-         * @param start first value. Default 0. (start, float)
-         * @return these options
-         */
-        public InternalContribArangeLikeOpts start(double start) {
-            this.start = start;
-            return this;
-        }
-
-        /**
-         * @param step spacing between values. Default 1. (step, float)
-         * @return these options
-         */
-        public InternalContribArangeLikeOpts step(double step) {
-            this.step = step;
-            return this;
-        }
-
-        /**
-         * @param repeat times each value is repeated. Default 1. (repeat, int)
-         * @return these options
-         */
-        public InternalContribArangeLikeOpts repeat(long repeat) {
-            this.repeat = repeat;
-            return this;
-        }
-
-        /**
-         * @param ctx accepted for MXNet compatibility; the result is on the input's device, as in MXNet. Default . (ctx, string)
-         * @return these options
-         */
-        public InternalContribArangeLikeOpts ctx(String ctx) {
-            this.ctx = ctx;
-            return this;
-        }
-
-        /**
-         * @param axis count along this axis only (a 1-D result); None: the shape. Default None. (axis, int or None)
-         * @return these options
-         */
-        public InternalContribArangeLikeOpts axis(long axis) {
-            this.axis = axis;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("start", start);
-            call.real("step", step);
-            call.integer("repeat", repeat);
-            call.text("ctx", ctx);
-            call.integer("axis", axis);
-        }
-    }
-
-    /**
-     * Evenly spaced values shaped like the input (or along one of its axes).
-     *
-     * <p>Operator {@code _contrib_arange_like}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray internalContribArangeLike(NDArray data) {
-        return internalContribArangeLike(data, null);
-    }
-
-    /**
-     * Evenly spaced values shaped like the input (or along one of its axes).
-     *
-     * <p>Operator {@code _contrib_arange_like}.
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray internalContribArangeLike(NDArray data, InternalContribArangeLikeOpts opts) {
-        OpArgs call = new OpArgs(1, 5);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("_contrib_arange_like");
     }
 
     /**
@@ -8442,6 +6705,160 @@ public final class Nd {
         return call.first("_copyto");
     }
 
+    /**
+     * Quotient of two arrays of the same shape.
+     *
+     * <p>Operator {@code _Div} (an alias of {@code elemwise_div}).
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalDiv(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("_Div");
+    }
+
+    /** The optional inputs and parameters of {@link #internalDivScalar}. */
+    public static final class InternalDivScalarOpts {
+        private Double scalar;
+        private Boolean isInt;
+
+        /** Options that keep every default. */
+        public InternalDivScalarOpts() {}
+
+        /**
+         * @param scalar the scalar operand. Default 1. (scalar, float)
+         * @return these options
+         */
+        public InternalDivScalarOpts scalar(double scalar) {
+            this.scalar = scalar;
+            return this;
+        }
+
+        /**
+         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
+         * @return these options
+         */
+        public InternalDivScalarOpts isInt(boolean isInt) {
+            this.isInt = isInt;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("scalar", scalar);
+            call.bool("is_int", isInt);
+        }
+    }
+
+    /**
+     * data / scalar.
+     *
+     * <p>Operator {@code _DivScalar} (an alias of {@code _div_scalar}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalDivScalar(NDArray data) {
+        return internalDivScalar(data, null);
+    }
+
+    /**
+     * data / scalar.
+     *
+     * <p>Operator {@code _DivScalar} (an alias of {@code _div_scalar}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalDivScalar(NDArray data, InternalDivScalarOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_DivScalar");
+    }
+
+    /**
+     * 1 where lhs == rhs, else 0, of two arrays of the same shape.
+     *
+     * <p>Operator {@code _Equal} (an alias of {@code _equal}).
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalEqual(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("_Equal");
+    }
+
+    /** The optional inputs and parameters of {@link #internalEqualScalar}. */
+    public static final class InternalEqualScalarOpts {
+        private Double scalar;
+        private Boolean isInt;
+
+        /** Options that keep every default. */
+        public InternalEqualScalarOpts() {}
+
+        /**
+         * @param scalar the scalar operand. Default 1. (scalar, float)
+         * @return these options
+         */
+        public InternalEqualScalarOpts scalar(double scalar) {
+            this.scalar = scalar;
+            return this;
+        }
+
+        /**
+         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
+         * @return these options
+         */
+        public InternalEqualScalarOpts isInt(boolean isInt) {
+            this.isInt = isInt;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("scalar", scalar);
+            call.bool("is_int", isInt);
+        }
+    }
+
+    /**
+     * 1 where data == scalar, else 0.
+     *
+     * <p>Operator {@code _EqualScalar} (an alias of {@code _equal_scalar}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalEqualScalar(NDArray data) {
+        return internalEqualScalar(data, null);
+    }
+
+    /**
+     * 1 where data == scalar, else 0.
+     *
+     * <p>Operator {@code _EqualScalar} (an alias of {@code _equal_scalar}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalEqualScalar(NDArray data, InternalEqualScalarOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_EqualScalar");
+    }
+
     /** The optional inputs and parameters of {@link #internalFull}. */
     public static final class InternalFullOpts {
         private long[] shape;
@@ -8544,6 +6961,391 @@ public final class Nd {
         call.input(lhs);
         call.input(rhs);
         return call.first("_grad_add");
+    }
+
+    /**
+     * 1 where lhs &gt; rhs, else 0, of two arrays of the same shape.
+     *
+     * <p>Operator {@code _Greater} (an alias of {@code _greater}).
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalGreater(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("_Greater");
+    }
+
+    /**
+     * 1 where lhs &gt;= rhs, else 0, of two arrays of the same shape.
+     *
+     * <p>Operator {@code _Greater_Equal} (an alias of {@code _greater_equal}).
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalGreaterEqual(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("_Greater_Equal");
+    }
+
+    /** The optional inputs and parameters of {@link #internalGreaterEqualScalar}. */
+    public static final class InternalGreaterEqualScalarOpts {
+        private Double scalar;
+        private Boolean isInt;
+
+        /** Options that keep every default. */
+        public InternalGreaterEqualScalarOpts() {}
+
+        /**
+         * @param scalar the scalar operand. Default 1. (scalar, float)
+         * @return these options
+         */
+        public InternalGreaterEqualScalarOpts scalar(double scalar) {
+            this.scalar = scalar;
+            return this;
+        }
+
+        /**
+         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
+         * @return these options
+         */
+        public InternalGreaterEqualScalarOpts isInt(boolean isInt) {
+            this.isInt = isInt;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("scalar", scalar);
+            call.bool("is_int", isInt);
+        }
+    }
+
+    /**
+     * 1 where data &gt;= scalar, else 0.
+     *
+     * <p>Operator {@code _GreaterEqualScalar} (an alias of {@code _greater_equal_scalar}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalGreaterEqualScalar(NDArray data) {
+        return internalGreaterEqualScalar(data, null);
+    }
+
+    /**
+     * 1 where data &gt;= scalar, else 0.
+     *
+     * <p>Operator {@code _GreaterEqualScalar} (an alias of {@code _greater_equal_scalar}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalGreaterEqualScalar(NDArray data, InternalGreaterEqualScalarOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_GreaterEqualScalar");
+    }
+
+    /** The optional inputs and parameters of {@link #internalGreaterScalar}. */
+    public static final class InternalGreaterScalarOpts {
+        private Double scalar;
+        private Boolean isInt;
+
+        /** Options that keep every default. */
+        public InternalGreaterScalarOpts() {}
+
+        /**
+         * @param scalar the scalar operand. Default 1. (scalar, float)
+         * @return these options
+         */
+        public InternalGreaterScalarOpts scalar(double scalar) {
+            this.scalar = scalar;
+            return this;
+        }
+
+        /**
+         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
+         * @return these options
+         */
+        public InternalGreaterScalarOpts isInt(boolean isInt) {
+            this.isInt = isInt;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("scalar", scalar);
+            call.bool("is_int", isInt);
+        }
+    }
+
+    /**
+     * 1 where data &gt; scalar, else 0.
+     *
+     * <p>Operator {@code _GreaterScalar} (an alias of {@code _greater_scalar}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalGreaterScalar(NDArray data) {
+        return internalGreaterScalar(data, null);
+    }
+
+    /**
+     * 1 where data &gt; scalar, else 0.
+     *
+     * <p>Operator {@code _GreaterScalar} (an alias of {@code _greater_scalar}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalGreaterScalar(NDArray data, InternalGreaterScalarOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_GreaterScalar");
+    }
+
+    /**
+     * sqrt(lhs^2 + rhs^2) of two arrays of the same shape.
+     *
+     * <p>Operator {@code _Hypot} (an alias of {@code _hypot}).
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalHypot(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("_Hypot");
+    }
+
+    /** The optional inputs and parameters of {@link #internalHypotScalar}. */
+    public static final class InternalHypotScalarOpts {
+        private Double scalar;
+        private Boolean isInt;
+
+        /** Options that keep every default. */
+        public InternalHypotScalarOpts() {}
+
+        /**
+         * @param scalar the scalar operand. Default 1. (scalar, float)
+         * @return these options
+         */
+        public InternalHypotScalarOpts scalar(double scalar) {
+            this.scalar = scalar;
+            return this;
+        }
+
+        /**
+         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
+         * @return these options
+         */
+        public InternalHypotScalarOpts isInt(boolean isInt) {
+            this.isInt = isInt;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("scalar", scalar);
+            call.bool("is_int", isInt);
+        }
+    }
+
+    /**
+     * sqrt(data^2 + scalar^2).
+     *
+     * <p>Operator {@code _HypotScalar} (an alias of {@code _hypot_scalar}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalHypotScalar(NDArray data) {
+        return internalHypotScalar(data, null);
+    }
+
+    /**
+     * sqrt(data^2 + scalar^2).
+     *
+     * <p>Operator {@code _HypotScalar} (an alias of {@code _hypot_scalar}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalHypotScalar(NDArray data, InternalHypotScalarOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_HypotScalar");
+    }
+
+    /**
+     * 1 where lhs &lt; rhs, else 0, of two arrays of the same shape.
+     *
+     * <p>Operator {@code _Lesser} (an alias of {@code _lesser}).
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalLesser(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("_Lesser");
+    }
+
+    /**
+     * 1 where lhs &lt;= rhs, else 0, of two arrays of the same shape.
+     *
+     * <p>Operator {@code _Lesser_Equal} (an alias of {@code _lesser_equal}).
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalLesserEqual(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("_Lesser_Equal");
+    }
+
+    /** The optional inputs and parameters of {@link #internalLesserEqualScalar}. */
+    public static final class InternalLesserEqualScalarOpts {
+        private Double scalar;
+        private Boolean isInt;
+
+        /** Options that keep every default. */
+        public InternalLesserEqualScalarOpts() {}
+
+        /**
+         * @param scalar the scalar operand. Default 1. (scalar, float)
+         * @return these options
+         */
+        public InternalLesserEqualScalarOpts scalar(double scalar) {
+            this.scalar = scalar;
+            return this;
+        }
+
+        /**
+         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
+         * @return these options
+         */
+        public InternalLesserEqualScalarOpts isInt(boolean isInt) {
+            this.isInt = isInt;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("scalar", scalar);
+            call.bool("is_int", isInt);
+        }
+    }
+
+    /**
+     * 1 where data &lt;= scalar, else 0.
+     *
+     * <p>Operator {@code _LesserEqualScalar} (an alias of {@code _lesser_equal_scalar}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalLesserEqualScalar(NDArray data) {
+        return internalLesserEqualScalar(data, null);
+    }
+
+    /**
+     * 1 where data &lt;= scalar, else 0.
+     *
+     * <p>Operator {@code _LesserEqualScalar} (an alias of {@code _lesser_equal_scalar}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalLesserEqualScalar(NDArray data, InternalLesserEqualScalarOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_LesserEqualScalar");
+    }
+
+    /** The optional inputs and parameters of {@link #internalLesserScalar}. */
+    public static final class InternalLesserScalarOpts {
+        private Double scalar;
+        private Boolean isInt;
+
+        /** Options that keep every default. */
+        public InternalLesserScalarOpts() {}
+
+        /**
+         * @param scalar the scalar operand. Default 1. (scalar, float)
+         * @return these options
+         */
+        public InternalLesserScalarOpts scalar(double scalar) {
+            this.scalar = scalar;
+            return this;
+        }
+
+        /**
+         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
+         * @return these options
+         */
+        public InternalLesserScalarOpts isInt(boolean isInt) {
+            this.isInt = isInt;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("scalar", scalar);
+            call.bool("is_int", isInt);
+        }
+    }
+
+    /**
+     * 1 where data &lt; scalar, else 0.
+     *
+     * <p>Operator {@code _LesserScalar} (an alias of {@code _lesser_scalar}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalLesserScalar(NDArray data) {
+        return internalLesserScalar(data, null);
+    }
+
+    /**
+     * 1 where data &lt; scalar, else 0.
+     *
+     * <p>Operator {@code _LesserScalar} (an alias of {@code _lesser_scalar}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalLesserScalar(NDArray data, InternalLesserScalarOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_LesserScalar");
     }
 
     /**
@@ -8866,6 +7668,699 @@ public final class Nd {
         call.input(a);
         if (opts != null) opts.addTo(call);
         return call.all("_linalg_svd");
+    }
+
+    /**
+     * 1 where lhs and rhs are non-zero, else 0, of two arrays of the same shape.
+     *
+     * <p>Operator {@code _Logical_And} (an alias of {@code _logical_and}).
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalLogicalAnd(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("_Logical_And");
+    }
+
+    /** The optional inputs and parameters of {@link #internalLogicalAndScalar}. */
+    public static final class InternalLogicalAndScalarOpts {
+        private Double scalar;
+        private Boolean isInt;
+
+        /** Options that keep every default. */
+        public InternalLogicalAndScalarOpts() {}
+
+        /**
+         * @param scalar the scalar operand. Default 1. (scalar, float)
+         * @return these options
+         */
+        public InternalLogicalAndScalarOpts scalar(double scalar) {
+            this.scalar = scalar;
+            return this;
+        }
+
+        /**
+         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
+         * @return these options
+         */
+        public InternalLogicalAndScalarOpts isInt(boolean isInt) {
+            this.isInt = isInt;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("scalar", scalar);
+            call.bool("is_int", isInt);
+        }
+    }
+
+    /**
+     * 1 where data and scalar are non-zero, else 0.
+     *
+     * <p>Operator {@code _LogicalAndScalar} (an alias of {@code _logical_and_scalar}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalLogicalAndScalar(NDArray data) {
+        return internalLogicalAndScalar(data, null);
+    }
+
+    /**
+     * 1 where data and scalar are non-zero, else 0.
+     *
+     * <p>Operator {@code _LogicalAndScalar} (an alias of {@code _logical_and_scalar}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalLogicalAndScalar(NDArray data, InternalLogicalAndScalarOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_LogicalAndScalar");
+    }
+
+    /**
+     * 1 where lhs or rhs is non-zero, else 0, of two arrays of the same shape.
+     *
+     * <p>Operator {@code _Logical_Or} (an alias of {@code _logical_or}).
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalLogicalOr(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("_Logical_Or");
+    }
+
+    /** The optional inputs and parameters of {@link #internalLogicalOrScalar}. */
+    public static final class InternalLogicalOrScalarOpts {
+        private Double scalar;
+        private Boolean isInt;
+
+        /** Options that keep every default. */
+        public InternalLogicalOrScalarOpts() {}
+
+        /**
+         * @param scalar the scalar operand. Default 1. (scalar, float)
+         * @return these options
+         */
+        public InternalLogicalOrScalarOpts scalar(double scalar) {
+            this.scalar = scalar;
+            return this;
+        }
+
+        /**
+         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
+         * @return these options
+         */
+        public InternalLogicalOrScalarOpts isInt(boolean isInt) {
+            this.isInt = isInt;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("scalar", scalar);
+            call.bool("is_int", isInt);
+        }
+    }
+
+    /**
+     * 1 where data or scalar is non-zero, else 0.
+     *
+     * <p>Operator {@code _LogicalOrScalar} (an alias of {@code _logical_or_scalar}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalLogicalOrScalar(NDArray data) {
+        return internalLogicalOrScalar(data, null);
+    }
+
+    /**
+     * 1 where data or scalar is non-zero, else 0.
+     *
+     * <p>Operator {@code _LogicalOrScalar} (an alias of {@code _logical_or_scalar}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalLogicalOrScalar(NDArray data, InternalLogicalOrScalarOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_LogicalOrScalar");
+    }
+
+    /**
+     * 1 where exactly one of lhs, rhs is non-zero, of two arrays of the same shape.
+     *
+     * <p>Operator {@code _Logical_Xor} (an alias of {@code _logical_xor}).
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalLogicalXor(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("_Logical_Xor");
+    }
+
+    /** The optional inputs and parameters of {@link #internalLogicalXorScalar}. */
+    public static final class InternalLogicalXorScalarOpts {
+        private Double scalar;
+        private Boolean isInt;
+
+        /** Options that keep every default. */
+        public InternalLogicalXorScalarOpts() {}
+
+        /**
+         * @param scalar the scalar operand. Default 1. (scalar, float)
+         * @return these options
+         */
+        public InternalLogicalXorScalarOpts scalar(double scalar) {
+            this.scalar = scalar;
+            return this;
+        }
+
+        /**
+         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
+         * @return these options
+         */
+        public InternalLogicalXorScalarOpts isInt(boolean isInt) {
+            this.isInt = isInt;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("scalar", scalar);
+            call.bool("is_int", isInt);
+        }
+    }
+
+    /**
+     * 1 where exactly one of data, scalar is non-zero, else 0.
+     *
+     * <p>Operator {@code _LogicalXorScalar} (an alias of {@code _logical_xor_scalar}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalLogicalXorScalar(NDArray data) {
+        return internalLogicalXorScalar(data, null);
+    }
+
+    /**
+     * 1 where exactly one of data, scalar is non-zero, else 0.
+     *
+     * <p>Operator {@code _LogicalXorScalar} (an alias of {@code _logical_xor_scalar}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalLogicalXorScalar(NDArray data, InternalLogicalXorScalarOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_LogicalXorScalar");
+    }
+
+    /**
+     * Maximum (NaN wins) of two arrays of the same shape.
+     *
+     * <p>Operator {@code _Maximum} (an alias of {@code _maximum}).
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalMaximum(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("_Maximum");
+    }
+
+    /** The optional inputs and parameters of {@link #internalMaximumScalar}. */
+    public static final class InternalMaximumScalarOpts {
+        private Double scalar;
+        private Boolean isInt;
+
+        /** Options that keep every default. */
+        public InternalMaximumScalarOpts() {}
+
+        /**
+         * @param scalar the scalar operand. Default 1. (scalar, float)
+         * @return these options
+         */
+        public InternalMaximumScalarOpts scalar(double scalar) {
+            this.scalar = scalar;
+            return this;
+        }
+
+        /**
+         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
+         * @return these options
+         */
+        public InternalMaximumScalarOpts isInt(boolean isInt) {
+            this.isInt = isInt;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("scalar", scalar);
+            call.bool("is_int", isInt);
+        }
+    }
+
+    /**
+     * max(data, scalar), NaN wins.
+     *
+     * <p>Operator {@code _MaximumScalar} (an alias of {@code _maximum_scalar}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalMaximumScalar(NDArray data) {
+        return internalMaximumScalar(data, null);
+    }
+
+    /**
+     * max(data, scalar), NaN wins.
+     *
+     * <p>Operator {@code _MaximumScalar} (an alias of {@code _maximum_scalar}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalMaximumScalar(NDArray data, InternalMaximumScalarOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_MaximumScalar");
+    }
+
+    /**
+     * Minimum (NaN wins) of two arrays of the same shape.
+     *
+     * <p>Operator {@code _Minimum} (an alias of {@code _minimum}).
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalMinimum(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("_Minimum");
+    }
+
+    /** The optional inputs and parameters of {@link #internalMinimumScalar}. */
+    public static final class InternalMinimumScalarOpts {
+        private Double scalar;
+        private Boolean isInt;
+
+        /** Options that keep every default. */
+        public InternalMinimumScalarOpts() {}
+
+        /**
+         * @param scalar the scalar operand. Default 1. (scalar, float)
+         * @return these options
+         */
+        public InternalMinimumScalarOpts scalar(double scalar) {
+            this.scalar = scalar;
+            return this;
+        }
+
+        /**
+         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
+         * @return these options
+         */
+        public InternalMinimumScalarOpts isInt(boolean isInt) {
+            this.isInt = isInt;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("scalar", scalar);
+            call.bool("is_int", isInt);
+        }
+    }
+
+    /**
+     * min(data, scalar), NaN wins.
+     *
+     * <p>Operator {@code _MinimumScalar} (an alias of {@code _minimum_scalar}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalMinimumScalar(NDArray data) {
+        return internalMinimumScalar(data, null);
+    }
+
+    /**
+     * min(data, scalar), NaN wins.
+     *
+     * <p>Operator {@code _MinimumScalar} (an alias of {@code _minimum_scalar}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalMinimumScalar(NDArray data, InternalMinimumScalarOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_MinimumScalar");
+    }
+
+    /**
+     * Difference of two arrays of the same shape.
+     *
+     * <p>Operator {@code _Minus} (an alias of {@code elemwise_sub}).
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalMinus(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("_Minus");
+    }
+
+    /** The optional inputs and parameters of {@link #internalMinusScalar}. */
+    public static final class InternalMinusScalarOpts {
+        private Double scalar;
+        private Boolean isInt;
+
+        /** Options that keep every default. */
+        public InternalMinusScalarOpts() {}
+
+        /**
+         * @param scalar the scalar operand. Default 1. (scalar, float)
+         * @return these options
+         */
+        public InternalMinusScalarOpts scalar(double scalar) {
+            this.scalar = scalar;
+            return this;
+        }
+
+        /**
+         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
+         * @return these options
+         */
+        public InternalMinusScalarOpts isInt(boolean isInt) {
+            this.isInt = isInt;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("scalar", scalar);
+            call.bool("is_int", isInt);
+        }
+    }
+
+    /**
+     * data - scalar.
+     *
+     * <p>Operator {@code _MinusScalar} (an alias of {@code _minus_scalar}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalMinusScalar(NDArray data) {
+        return internalMinusScalar(data, null);
+    }
+
+    /**
+     * data - scalar.
+     *
+     * <p>Operator {@code _MinusScalar} (an alias of {@code _minus_scalar}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalMinusScalar(NDArray data, InternalMinusScalarOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_MinusScalar");
+    }
+
+    /**
+     * Remainder lhs mod rhs, with the sign of rhs (x mod 0 = 0), of two arrays of the same shape.
+     *
+     * <p>Operator {@code _Mod} (an alias of {@code _mod}).
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalMod(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("_Mod");
+    }
+
+    /** The optional inputs and parameters of {@link #internalModScalar}. */
+    public static final class InternalModScalarOpts {
+        private Double scalar;
+        private Boolean isInt;
+
+        /** Options that keep every default. */
+        public InternalModScalarOpts() {}
+
+        /**
+         * @param scalar the scalar operand. Default 1. (scalar, float)
+         * @return these options
+         */
+        public InternalModScalarOpts scalar(double scalar) {
+            this.scalar = scalar;
+            return this;
+        }
+
+        /**
+         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
+         * @return these options
+         */
+        public InternalModScalarOpts isInt(boolean isInt) {
+            this.isInt = isInt;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("scalar", scalar);
+            call.bool("is_int", isInt);
+        }
+    }
+
+    /**
+     * data mod scalar, with the sign of scalar (x mod 0 = 0).
+     *
+     * <p>Operator {@code _ModScalar} (an alias of {@code _mod_scalar}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalModScalar(NDArray data) {
+        return internalModScalar(data, null);
+    }
+
+    /**
+     * data mod scalar, with the sign of scalar (x mod 0 = 0).
+     *
+     * <p>Operator {@code _ModScalar} (an alias of {@code _mod_scalar}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalModScalar(NDArray data, InternalModScalarOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_ModScalar");
+    }
+
+    /**
+     * Product of two arrays of the same shape.
+     *
+     * <p>Operator {@code _Mul} (an alias of {@code elemwise_mul}).
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalMul(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("_Mul");
+    }
+
+    /** The optional inputs and parameters of {@link #internalMulScalar}. */
+    public static final class InternalMulScalarOpts {
+        private Double scalar;
+        private Boolean isInt;
+
+        /** Options that keep every default. */
+        public InternalMulScalarOpts() {}
+
+        /**
+         * @param scalar the scalar operand. Default 1. (scalar, float)
+         * @return these options
+         */
+        public InternalMulScalarOpts scalar(double scalar) {
+            this.scalar = scalar;
+            return this;
+        }
+
+        /**
+         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
+         * @return these options
+         */
+        public InternalMulScalarOpts isInt(boolean isInt) {
+            this.isInt = isInt;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("scalar", scalar);
+            call.bool("is_int", isInt);
+        }
+    }
+
+    /**
+     * data * scalar.
+     *
+     * <p>Operator {@code _MulScalar} (an alias of {@code _mul_scalar}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalMulScalar(NDArray data) {
+        return internalMulScalar(data, null);
+    }
+
+    /**
+     * data * scalar.
+     *
+     * <p>Operator {@code _MulScalar} (an alias of {@code _mul_scalar}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalMulScalar(NDArray data, InternalMulScalarOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_MulScalar");
+    }
+
+    /**
+     * 1 where lhs != rhs, else 0, of two arrays of the same shape.
+     *
+     * <p>Operator {@code _Not_Equal} (an alias of {@code _not_equal}).
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalNotEqual(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("_Not_Equal");
+    }
+
+    /** The optional inputs and parameters of {@link #internalNotEqualScalar}. */
+    public static final class InternalNotEqualScalarOpts {
+        private Double scalar;
+        private Boolean isInt;
+
+        /** Options that keep every default. */
+        public InternalNotEqualScalarOpts() {}
+
+        /**
+         * @param scalar the scalar operand. Default 1. (scalar, float)
+         * @return these options
+         */
+        public InternalNotEqualScalarOpts scalar(double scalar) {
+            this.scalar = scalar;
+            return this;
+        }
+
+        /**
+         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
+         * @return these options
+         */
+        public InternalNotEqualScalarOpts isInt(boolean isInt) {
+            this.isInt = isInt;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("scalar", scalar);
+            call.bool("is_int", isInt);
+        }
+    }
+
+    /**
+     * 1 where data != scalar, else 0.
+     *
+     * <p>Operator {@code _NotEqualScalar} (an alias of {@code _not_equal_scalar}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalNotEqualScalar(NDArray data) {
+        return internalNotEqualScalar(data, null);
+    }
+
+    /**
+     * 1 where data != scalar, else 0.
+     *
+     * <p>Operator {@code _NotEqualScalar} (an alias of {@code _not_equal_scalar}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalNotEqualScalar(NDArray data, InternalNotEqualScalarOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_NotEqualScalar");
     }
 
     /** The optional inputs and parameters of {@link #internalNpCumsum}. */
@@ -10769,6 +10264,404 @@ public final class Nd {
         return call.first("_ones");
     }
 
+    /**
+     * Sum of two arrays of the same shape.
+     *
+     * <p>Operator {@code _Plus} (an alias of {@code elemwise_add}).
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalPlus(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("_Plus");
+    }
+
+    /** The optional inputs and parameters of {@link #internalPlusScalar}. */
+    public static final class InternalPlusScalarOpts {
+        private Double scalar;
+        private Boolean isInt;
+
+        /** Options that keep every default. */
+        public InternalPlusScalarOpts() {}
+
+        /**
+         * @param scalar the scalar operand. Default 1. (scalar, float)
+         * @return these options
+         */
+        public InternalPlusScalarOpts scalar(double scalar) {
+            this.scalar = scalar;
+            return this;
+        }
+
+        /**
+         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
+         * @return these options
+         */
+        public InternalPlusScalarOpts isInt(boolean isInt) {
+            this.isInt = isInt;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("scalar", scalar);
+            call.bool("is_int", isInt);
+        }
+    }
+
+    /**
+     * data + scalar.
+     *
+     * <p>Operator {@code _PlusScalar} (an alias of {@code _plus_scalar}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalPlusScalar(NDArray data) {
+        return internalPlusScalar(data, null);
+    }
+
+    /**
+     * data + scalar.
+     *
+     * <p>Operator {@code _PlusScalar} (an alias of {@code _plus_scalar}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalPlusScalar(NDArray data, InternalPlusScalarOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_PlusScalar");
+    }
+
+    /**
+     * Power lhs ** rhs of two arrays of the same shape.
+     *
+     * <p>Operator {@code _Power} (an alias of {@code _power}).
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalPower(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("_Power");
+    }
+
+    /** The optional inputs and parameters of {@link #internalPowerScalar}. */
+    public static final class InternalPowerScalarOpts {
+        private Double scalar;
+        private Boolean isInt;
+
+        /** Options that keep every default. */
+        public InternalPowerScalarOpts() {}
+
+        /**
+         * @param scalar the scalar operand. Default 1. (scalar, float)
+         * @return these options
+         */
+        public InternalPowerScalarOpts scalar(double scalar) {
+            this.scalar = scalar;
+            return this;
+        }
+
+        /**
+         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
+         * @return these options
+         */
+        public InternalPowerScalarOpts isInt(boolean isInt) {
+            this.isInt = isInt;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("scalar", scalar);
+            call.bool("is_int", isInt);
+        }
+    }
+
+    /**
+     * data ** scalar.
+     *
+     * <p>Operator {@code _PowerScalar} (an alias of {@code _power_scalar}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalPowerScalar(NDArray data) {
+        return internalPowerScalar(data, null);
+    }
+
+    /**
+     * data ** scalar.
+     *
+     * <p>Operator {@code _PowerScalar} (an alias of {@code _power_scalar}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalPowerScalar(NDArray data, InternalPowerScalarOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_PowerScalar");
+    }
+
+    /** The optional inputs and parameters of {@link #internalRDivScalar}. */
+    public static final class InternalRDivScalarOpts {
+        private Double scalar;
+        private Boolean isInt;
+
+        /** Options that keep every default. */
+        public InternalRDivScalarOpts() {}
+
+        /**
+         * @param scalar the scalar operand. Default 1. (scalar, float)
+         * @return these options
+         */
+        public InternalRDivScalarOpts scalar(double scalar) {
+            this.scalar = scalar;
+            return this;
+        }
+
+        /**
+         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
+         * @return these options
+         */
+        public InternalRDivScalarOpts isInt(boolean isInt) {
+            this.isInt = isInt;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("scalar", scalar);
+            call.bool("is_int", isInt);
+        }
+    }
+
+    /**
+     * scalar / data.
+     *
+     * <p>Operator {@code _RDivScalar} (an alias of {@code _rdiv_scalar}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalRDivScalar(NDArray data) {
+        return internalRDivScalar(data, null);
+    }
+
+    /**
+     * scalar / data.
+     *
+     * <p>Operator {@code _RDivScalar} (an alias of {@code _rdiv_scalar}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalRDivScalar(NDArray data, InternalRDivScalarOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_RDivScalar");
+    }
+
+    /** The optional inputs and parameters of {@link #internalRMinusScalar}. */
+    public static final class InternalRMinusScalarOpts {
+        private Double scalar;
+        private Boolean isInt;
+
+        /** Options that keep every default. */
+        public InternalRMinusScalarOpts() {}
+
+        /**
+         * @param scalar the scalar operand. Default 1. (scalar, float)
+         * @return these options
+         */
+        public InternalRMinusScalarOpts scalar(double scalar) {
+            this.scalar = scalar;
+            return this;
+        }
+
+        /**
+         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
+         * @return these options
+         */
+        public InternalRMinusScalarOpts isInt(boolean isInt) {
+            this.isInt = isInt;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("scalar", scalar);
+            call.bool("is_int", isInt);
+        }
+    }
+
+    /**
+     * scalar - data.
+     *
+     * <p>Operator {@code _RMinusScalar} (an alias of {@code _rminus_scalar}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalRMinusScalar(NDArray data) {
+        return internalRMinusScalar(data, null);
+    }
+
+    /**
+     * scalar - data.
+     *
+     * <p>Operator {@code _RMinusScalar} (an alias of {@code _rminus_scalar}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalRMinusScalar(NDArray data, InternalRMinusScalarOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_RMinusScalar");
+    }
+
+    /** The optional inputs and parameters of {@link #internalRModScalar}. */
+    public static final class InternalRModScalarOpts {
+        private Double scalar;
+        private Boolean isInt;
+
+        /** Options that keep every default. */
+        public InternalRModScalarOpts() {}
+
+        /**
+         * @param scalar the scalar operand. Default 1. (scalar, float)
+         * @return these options
+         */
+        public InternalRModScalarOpts scalar(double scalar) {
+            this.scalar = scalar;
+            return this;
+        }
+
+        /**
+         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
+         * @return these options
+         */
+        public InternalRModScalarOpts isInt(boolean isInt) {
+            this.isInt = isInt;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("scalar", scalar);
+            call.bool("is_int", isInt);
+        }
+    }
+
+    /**
+     * scalar mod data, with the sign of data (x mod 0 = 0).
+     *
+     * <p>Operator {@code _RModScalar} (an alias of {@code _rmod_scalar}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalRModScalar(NDArray data) {
+        return internalRModScalar(data, null);
+    }
+
+    /**
+     * scalar mod data, with the sign of data (x mod 0 = 0).
+     *
+     * <p>Operator {@code _RModScalar} (an alias of {@code _rmod_scalar}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalRModScalar(NDArray data, InternalRModScalarOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_RModScalar");
+    }
+
+    /** The optional inputs and parameters of {@link #internalRPowerScalar}. */
+    public static final class InternalRPowerScalarOpts {
+        private Double scalar;
+        private Boolean isInt;
+
+        /** Options that keep every default. */
+        public InternalRPowerScalarOpts() {}
+
+        /**
+         * @param scalar the scalar operand. Default 1. (scalar, float)
+         * @return these options
+         */
+        public InternalRPowerScalarOpts scalar(double scalar) {
+            this.scalar = scalar;
+            return this;
+        }
+
+        /**
+         * @param isInt whether the scalar is an integer (no effect). Default true. (is_int, boolean)
+         * @return these options
+         */
+        public InternalRPowerScalarOpts isInt(boolean isInt) {
+            this.isInt = isInt;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("scalar", scalar);
+            call.bool("is_int", isInt);
+        }
+    }
+
+    /**
+     * scalar ** data.
+     *
+     * <p>Operator {@code _RPowerScalar} (an alias of {@code _rpower_scalar}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray internalRPowerScalar(NDArray data) {
+        return internalRPowerScalar(data, null);
+    }
+
+    /**
+     * scalar ** data.
+     *
+     * <p>Operator {@code _RPowerScalar} (an alias of {@code _rpower_scalar}).
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalRPowerScalar(NDArray data, InternalRPowerScalarOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("_RPowerScalar");
+    }
+
     /** The optional inputs and parameters of {@link #internalRandomNormal}. */
     public static final class InternalRandomNormalOpts {
         private long[] shape;
@@ -11659,1599 +11552,312 @@ public final class Nd {
         return call.first("_zeros");
     }
 
-    /**
-     * Absolute value, elementwise.
-     *
-     * <p>Operator {@code abs}.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray abs(NDArray data) {
-        OpArgs call = new OpArgs(1, 0);
-        call.input(data);
-        return call.first("abs");
-    }
-
-    /** The optional inputs and parameters of {@link #adamUpdate}. */
-    public static final class AdamUpdateOpts {
-        private Double wd;
-        private Double rescaleGrad;
-        private Double clipGradient;
-        private Double beta1;
-        private Double beta2;
-        private Double epsilon;
-
-        /** Options that keep every default. */
-        public AdamUpdateOpts() {}
-
-        /**
-         * @param wd weight decay (L2 penalty). Default 0. (wd, float)
-         * @return these options
-         */
-        public AdamUpdateOpts wd(double wd) {
-            this.wd = wd;
-            return this;
-        }
-
-        /**
-         * @param rescaleGrad gradient scale factor. Default 1. (rescale_grad, float)
-         * @return these options
-         */
-        public AdamUpdateOpts rescaleGrad(double rescaleGrad) {
-            this.rescaleGrad = rescaleGrad;
-            return this;
-        }
-
-        /**
-         * @param clipGradient clip the rescaled gradient to [-c, c]; negative: no clipping. Default -1. (clip_gradient, float)
-         * @return these options
-         */
-        public AdamUpdateOpts clipGradient(double clipGradient) {
-            this.clipGradient = clipGradient;
-            return this;
-        }
-
-        /**
-         * @param beta1 decay of the first moment. Default 0.9. (beta1, float)
-         * @return these options
-         */
-        public AdamUpdateOpts beta1(double beta1) {
-            this.beta1 = beta1;
-            return this;
-        }
-
-        /**
-         * @param beta2 decay of the second moment. Default 0.999. (beta2, float)
-         * @return these options
-         */
-        public AdamUpdateOpts beta2(double beta2) {
-            this.beta2 = beta2;
-            return this;
-        }
-
-        /**
-         * @param epsilon added to the denominator. Default 1e-8. (epsilon, float)
-         * @return these options
-         */
-        public AdamUpdateOpts epsilon(double epsilon) {
-            this.epsilon = epsilon;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.real("wd", wd);
-            call.real("rescale_grad", rescaleGrad);
-            call.real("clip_gradient", clipGradient);
-            call.real("beta1", beta1);
-            call.real("beta2", beta2);
-            call.real("epsilon", epsilon);
-        }
-    }
-
-    /**
-     * Adam step (MXNet's form, bias correction folded into lr); mean and var are updated in place.
-     *
-     * <p>Operator {@code adam_update}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param weight input weight
-     * @param grad input grad
-     * @param mean input mean
-     * @param var_ input var
-     * @param lr learning rate. Required. (lr, float)
-     * @return the first output
-     */
-    public static NDArray adamUpdate(NDArray weight, NDArray grad, NDArray mean, NDArray var_, double lr) {
-        return adamUpdate(weight, grad, mean, var_, lr, null);
-    }
-
-    /**
-     * Adam step (MXNet's form, bias correction folded into lr); mean and var are updated in place.
-     *
-     * <p>Operator {@code adam_update}.
-     *
-     * @param weight input weight
-     * @param grad input grad
-     * @param mean input mean
-     * @param var_ input var
-     * @param lr learning rate. Required. (lr, float)
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray adamUpdate(NDArray weight, NDArray grad, NDArray mean, NDArray var_, double lr, AdamUpdateOpts opts) {
-        OpArgs call = new OpArgs(4, 7);
-        call.input(weight);
-        call.input(grad);
-        call.input(mean);
-        call.input(var_);
-        call.real("lr", lr);
-        if (opts != null) opts.addTo(call);
-        return call.first("adam_update");
-    }
-
-    /** The optional inputs and parameters of {@link #addN}. */
-    public static final class AddNOpts {
-        private Long numArgs;
-
-        /** Options that keep every default. */
-        public AddNOpts() {}
-
-        /**
-         * @param numArgs number of inputs (checked when given). Default None. (num_args, int or None)
-         * @return these options
-         */
-        public AddNOpts numArgs(long numArgs) {
-            this.numArgs = numArgs;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.integer("num_args", numArgs);
-        }
-    }
-
-    /**
-     * Elementwise sum of any number of arrays of one shape (MXNet's ElementWiseSum).
-     *
-     * <p>Operator {@code add_n}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param args the inputs, 1 to 64
-     * @return the first output
-     */
-    public static NDArray addN(NDArray... args) {
-        return addN(args, null);
-    }
-
-    /**
-     * Elementwise sum of any number of arrays of one shape (MXNet's ElementWiseSum).
-     *
-     * <p>Operator {@code add_n}.
-     *
-     * @param args the inputs, 1 to 64
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray addN(NDArray[] args, AddNOpts opts) {
-        OpArgs call = new OpArgs(0, 1);
-        call.inputs(args);
-        if (opts != null) opts.addTo(call);
-        return call.first("add_n");
-    }
-
-    /**
-     * Inverse cosine, elementwise, in [0, pi].
-     *
-     * <p>Operator {@code arccos}.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray arccos(NDArray data) {
-        OpArgs call = new OpArgs(1, 0);
-        call.input(data);
-        return call.first("arccos");
-    }
-
-    /**
-     * Inverse hyperbolic cosine, elementwise.
-     *
-     * <p>Operator {@code arccosh}.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray arccosh(NDArray data) {
-        OpArgs call = new OpArgs(1, 0);
-        call.input(data);
-        return call.first("arccosh");
-    }
-
-    /**
-     * Inverse sine, elementwise, in [-pi/2, pi/2].
-     *
-     * <p>Operator {@code arcsin}.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray arcsin(NDArray data) {
-        OpArgs call = new OpArgs(1, 0);
-        call.input(data);
-        return call.first("arcsin");
-    }
-
-    /**
-     * Inverse hyperbolic sine, elementwise.
-     *
-     * <p>Operator {@code arcsinh}.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray arcsinh(NDArray data) {
-        OpArgs call = new OpArgs(1, 0);
-        call.input(data);
-        return call.first("arcsinh");
-    }
-
-    /**
-     * Inverse tangent, elementwise, in (-pi/2, pi/2).
-     *
-     * <p>Operator {@code arctan}.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray arctan(NDArray data) {
-        OpArgs call = new OpArgs(1, 0);
-        call.input(data);
-        return call.first("arctan");
-    }
-
-    /**
-     * Inverse hyperbolic tangent, elementwise.
-     *
-     * <p>Operator {@code arctanh}.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray arctanh(NDArray data) {
-        OpArgs call = new OpArgs(1, 0);
-        call.input(data);
-        return call.first("arctanh");
-    }
-
-    /** The optional inputs and parameters of {@link #argmax}. */
-    public static final class ArgmaxOpts {
-        private Long axis;
-        private Boolean keepdims;
-
-        /** Options that keep every default. */
-        public ArgmaxOpts() {}
-
-        /**
-         * @param axis axis to search; None searches the flattened array. Default None. (axis, int or None)
-         * @return these options
-         */
-        public ArgmaxOpts axis(long axis) {
-            this.axis = axis;
-            return this;
-        }
-
-        /**
-         * @param keepdims keep reduced axes with size 1. Default false. (keepdims, boolean)
-         * @return these options
-         */
-        public ArgmaxOpts keepdims(boolean keepdims) {
-            this.keepdims = keepdims;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.integer("axis", axis);
-            call.bool("keepdims", keepdims);
-        }
-    }
-
-    /**
-     * Index of the first maximum along an axis, in the input's dtype (a NaN counts as the maximum).
-     *
-     * <p>Operator {@code argmax}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray argmax(NDArray data) {
-        return argmax(data, null);
-    }
-
-    /**
-     * Index of the first maximum along an axis, in the input's dtype (a NaN counts as the maximum).
-     *
-     * <p>Operator {@code argmax}.
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray argmax(NDArray data, ArgmaxOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("argmax");
-    }
-
-    /** The optional inputs and parameters of {@link #argmin}. */
-    public static final class ArgminOpts {
-        private Long axis;
-        private Boolean keepdims;
-
-        /** Options that keep every default. */
-        public ArgminOpts() {}
-
-        /**
-         * @param axis axis to search; None searches the flattened array. Default None. (axis, int or None)
-         * @return these options
-         */
-        public ArgminOpts axis(long axis) {
-            this.axis = axis;
-            return this;
-        }
-
-        /**
-         * @param keepdims keep reduced axes with size 1. Default false. (keepdims, boolean)
-         * @return these options
-         */
-        public ArgminOpts keepdims(boolean keepdims) {
-            this.keepdims = keepdims;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.integer("axis", axis);
-            call.bool("keepdims", keepdims);
-        }
-    }
-
-    /**
-     * Index of the first minimum along an axis, in the input's dtype (a NaN counts as the minimum).
-     *
-     * <p>Operator {@code argmin}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray argmin(NDArray data) {
-        return argmin(data, null);
-    }
-
-    /**
-     * Index of the first minimum along an axis, in the input's dtype (a NaN counts as the minimum).
-     *
-     * <p>Operator {@code argmin}.
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray argmin(NDArray data, ArgminOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("argmin");
-    }
-
-    /** The optional inputs and parameters of {@link #argsort}. */
-    public static final class ArgsortOpts {
-        private Long axis;
-        private Boolean isAscend;
-        private DType dtype;
-
-        /** Options that keep every default. */
-        public ArgsortOpts() {}
-
-        /**
-         * @param axis axis to sort along; None: the flattened array. Default -1. (axis, int or None)
-         * @return these options
-         */
-        public ArgsortOpts axis(long axis) {
-            this.axis = axis;
-            return this;
-        }
-
-        /**
-         * @param isAscend ascending (or descending) order. Default true. (is_ascend, boolean)
-         * @return these options
-         */
-        public ArgsortOpts isAscend(boolean isAscend) {
-            this.isAscend = isAscend;
-            return this;
-        }
-
-        /**
-         * @param dtype dtype of the indices. Default float32. (dtype, dtype)
-         * @return these options
-         */
-        public ArgsortOpts dtype(DType dtype) {
-            this.dtype = dtype;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.integer("axis", axis);
-            call.bool("is_ascend", isAscend);
-            call.text("dtype", dtype);
-        }
-    }
-
-    /**
-     * The indices that sort an array along an axis (the flattened array when axis is None).
-     *
-     * <p>Operator {@code argsort}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray argsort(NDArray data) {
-        return argsort(data, null);
-    }
-
-    /**
-     * The indices that sort an array along an axis (the flattened array when axis is None).
-     *
-     * <p>Operator {@code argsort}.
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray argsort(NDArray data, ArgsortOpts opts) {
-        OpArgs call = new OpArgs(1, 3);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("argsort");
-    }
-
-    /** The optional inputs and parameters of {@link #batchDot}. */
-    public static final class BatchDotOpts {
-        private Boolean transposeA;
-        private Boolean transposeB;
-
-        /** Options that keep every default. */
-        public BatchDotOpts() {}
-
-        /**
-         * @param transposeA use the transpose of lhs (2-D only). Default false. (transpose_a, boolean)
-         * @return these options
-         */
-        public BatchDotOpts transposeA(boolean transposeA) {
-            this.transposeA = transposeA;
-            return this;
-        }
-
-        /**
-         * @param transposeB use the transpose of rhs (2-D only). Default false. (transpose_b, boolean)
-         * @return these options
-         */
-        public BatchDotOpts transposeB(boolean transposeB) {
-            this.transposeB = transposeB;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.bool("transpose_a", transposeA);
-            call.bool("transpose_b", transposeB);
-        }
-    }
-
-    /**
-     * Batched matrix product: (batch, m, k) with (batch, k, n) gives (batch, m, n).
-     *
-     * <p>Operator {@code batch_dot}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray batchDot(NDArray lhs, NDArray rhs) {
-        return batchDot(lhs, rhs, null);
-    }
-
-    /**
-     * Batched matrix product: (batch, m, k) with (batch, k, n) gives (batch, m, n).
-     *
-     * <p>Operator {@code batch_dot}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray batchDot(NDArray lhs, NDArray rhs, BatchDotOpts opts) {
-        OpArgs call = new OpArgs(2, 2);
-        call.input(lhs);
-        call.input(rhs);
-        if (opts != null) opts.addTo(call);
-        return call.first("batch_dot");
-    }
-
-    /**
-     * Sum lhs + rhs with NumPy broadcasting.
-     *
-     * <p>Operator {@code broadcast_add}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray broadcastAdd(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("broadcast_add");
-    }
-
-    /** The optional inputs and parameters of {@link #broadcastAxes}. */
-    public static final class BroadcastAxesOpts {
-        private long[] axis;
-        private long[] size;
-
-        /** Options that keep every default. */
-        public BroadcastAxesOpts() {}
-
-        /**
-         * @param axis the axes to broadcast (each of size 1). Default (). (axis, tuple of int)
-         * @return these options
-         */
-        public BroadcastAxesOpts axis(long... axis) {
-            this.axis = axis;
-            return this;
-        }
-
-        /**
-         * @param size their new sizes, one per axis. Default (). (size, tuple of int)
-         * @return these options
-         */
-        public BroadcastAxesOpts size(long... size) {
-            this.size = size;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.tuple("axis", axis);
-            call.tuple("size", size);
-        }
-    }
-
-    /**
-     * Broadcasts axes of size 1 to the given sizes.
-     *
-     * <p>Operator {@code broadcast_axes} (an alias of {@code broadcast_axis}).
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray broadcastAxes(NDArray data) {
-        return broadcastAxes(data, null);
-    }
-
-    /**
-     * Broadcasts axes of size 1 to the given sizes.
-     *
-     * <p>Operator {@code broadcast_axes} (an alias of {@code broadcast_axis}).
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray broadcastAxes(NDArray data, BroadcastAxesOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("broadcast_axes");
-    }
-
-    /** The optional inputs and parameters of {@link #broadcastAxis}. */
-    public static final class BroadcastAxisOpts {
-        private long[] axis;
-        private long[] size;
-
-        /** Options that keep every default. */
-        public BroadcastAxisOpts() {}
-
-        /**
-         * @param axis the axes to broadcast (each of size 1). Default (). (axis, tuple of int)
-         * @return these options
-         */
-        public BroadcastAxisOpts axis(long... axis) {
-            this.axis = axis;
-            return this;
-        }
-
-        /**
-         * @param size their new sizes, one per axis. Default (). (size, tuple of int)
-         * @return these options
-         */
-        public BroadcastAxisOpts size(long... size) {
-            this.size = size;
-            return this;
-        }
-
-        void addTo(OpArgs call) {
-            call.tuple("axis", axis);
-            call.tuple("size", size);
-        }
-    }
-
-    /**
-     * Broadcasts axes of size 1 to the given sizes.
-     *
-     * <p>Operator {@code broadcast_axis}.
-     * The optional inputs and parameters keep their defaults.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray broadcastAxis(NDArray data) {
-        return broadcastAxis(data, null);
-    }
-
-    /**
-     * Broadcasts axes of size 1 to the given sizes.
-     *
-     * <p>Operator {@code broadcast_axis}.
-     *
-     * @param data input data
-     * @param opts the optional inputs and parameters; null keeps the defaults
-     * @return the first output
-     */
-    public static NDArray broadcastAxis(NDArray data, BroadcastAxisOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(data);
-        if (opts != null) opts.addTo(call);
-        return call.first("broadcast_axis");
-    }
-
-    /**
-     * Quotient lhs / rhs (integers: truncated, x / 0 = 0) with NumPy broadcasting.
-     *
-     * <p>Operator {@code broadcast_div}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray broadcastDiv(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("broadcast_div");
-    }
-
-    /**
-     * 1 where lhs == rhs, else 0, with NumPy broadcasting.
-     *
-     * <p>Operator {@code broadcast_equal}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray broadcastEqual(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("broadcast_equal");
-    }
-
-    /**
-     * 1 where lhs &gt; rhs, else 0, with NumPy broadcasting.
-     *
-     * <p>Operator {@code broadcast_greater}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray broadcastGreater(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("broadcast_greater");
-    }
-
-    /**
-     * 1 where lhs &gt;= rhs, else 0, with NumPy broadcasting.
-     *
-     * <p>Operator {@code broadcast_greater_equal}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray broadcastGreaterEqual(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("broadcast_greater_equal");
-    }
-
-    /**
-     * sqrt(lhs^2 + rhs^2), without overflow, with NumPy broadcasting.
-     *
-     * <p>Operator {@code broadcast_hypot}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray broadcastHypot(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("broadcast_hypot");
-    }
-
-    /**
-     * 1 where lhs &lt; rhs, else 0, with NumPy broadcasting.
-     *
-     * <p>Operator {@code broadcast_lesser}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray broadcastLesser(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("broadcast_lesser");
-    }
-
-    /**
-     * 1 where lhs &lt;= rhs, else 0, with NumPy broadcasting.
-     *
-     * <p>Operator {@code broadcast_lesser_equal}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray broadcastLesserEqual(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("broadcast_lesser_equal");
-    }
-
-    /**
-     * Broadcasts data to the shape of `like`.
-     *
-     * <p>Operator {@code broadcast_like}.
-     *
-     * @param data input data
-     * @param like input like
-     * @return the first output
-     */
-    public static NDArray broadcastLike(NDArray data, NDArray like) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(data);
-        call.input(like);
-        return call.first("broadcast_like");
-    }
-
-    /**
-     * 1 where lhs and rhs are non-zero, else 0, with NumPy broadcasting.
-     *
-     * <p>Operator {@code broadcast_logical_and}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray broadcastLogicalAnd(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("broadcast_logical_and");
-    }
-
-    /**
-     * 1 where lhs or rhs is non-zero, else 0, with NumPy broadcasting.
-     *
-     * <p>Operator {@code broadcast_logical_or}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray broadcastLogicalOr(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("broadcast_logical_or");
-    }
-
-    /**
-     * 1 where exactly one of lhs, rhs is non-zero, with NumPy broadcasting.
-     *
-     * <p>Operator {@code broadcast_logical_xor}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray broadcastLogicalXor(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("broadcast_logical_xor");
-    }
-
-    /**
-     * Maximum (NaN wins) with NumPy broadcasting.
-     *
-     * <p>Operator {@code broadcast_maximum}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray broadcastMaximum(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("broadcast_maximum");
-    }
-
-    /**
-     * Minimum (NaN wins) with NumPy broadcasting.
-     *
-     * <p>Operator {@code broadcast_minimum}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray broadcastMinimum(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("broadcast_minimum");
-    }
-
-    /**
-     * Difference lhs - rhs with NumPy broadcasting.
-     *
-     * <p>Operator {@code broadcast_minus} (an alias of {@code broadcast_sub}).
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray broadcastMinus(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("broadcast_minus");
-    }
-
-    /**
-     * Remainder lhs mod rhs, with the sign of rhs (x mod 0 = 0), with NumPy broadcasting.
-     *
-     * <p>Operator {@code broadcast_mod}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray broadcastMod(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("broadcast_mod");
-    }
-
-    /**
-     * Product lhs * rhs with NumPy broadcasting.
-     *
-     * <p>Operator {@code broadcast_mul}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray broadcastMul(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("broadcast_mul");
-    }
-
-    /**
-     * 1 where lhs != rhs, else 0, with NumPy broadcasting.
-     *
-     * <p>Operator {@code broadcast_not_equal}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray broadcastNotEqual(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("broadcast_not_equal");
-    }
-
-    /**
-     * Sum lhs + rhs with NumPy broadcasting.
-     *
-     * <p>Operator {@code broadcast_plus} (an alias of {@code broadcast_add}).
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray broadcastPlus(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("broadcast_plus");
-    }
-
-    /**
-     * Power lhs ** rhs with NumPy broadcasting.
-     *
-     * <p>Operator {@code broadcast_power}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray broadcastPower(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("broadcast_power");
-    }
-
-    /**
-     * Difference lhs - rhs with NumPy broadcasting.
-     *
-     * <p>Operator {@code broadcast_sub}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray broadcastSub(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("broadcast_sub");
-    }
-
-    /**
-     * Broadcasts to a larger shape (NumPy rules).
-     *
-     * <p>Operator {@code broadcast_to}.
-     *
-     * @param data input data
-     * @param shape target shape; 0 keeps the input's dimension. Required. (shape, tuple of int)
-     * @return the first output
-     */
-    public static NDArray broadcastTo(NDArray data, long[] shape) {
-        OpArgs call = new OpArgs(1, 1);
-        call.input(data);
-        call.tuple("shape", shape);
-        return call.first("broadcast_to");
-    }
-
-    /**
-     * Cube root, elementwise.
-     *
-     * <p>Operator {@code cbrt}.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray cbrt(NDArray data) {
-        OpArgs call = new OpArgs(1, 0);
-        call.input(data);
-        return call.first("cbrt");
-    }
-
-    /**
-     * Ceiling, elementwise.
-     *
-     * <p>Operator {@code ceil}.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray ceil(NDArray data) {
-        OpArgs call = new OpArgs(1, 0);
-        call.input(data);
-        return call.first("ceil");
-    }
-
-    /** The optional inputs and parameters of {@link #chooseElement0index}. */
-    public static final class ChooseElement0indexOpts {
-        private Long axis;
-        private Boolean keepdims;
+    /** The optional inputs and parameters of {@link #l2Normalization}. */
+    public static final class L2NormalizationOpts {
+        private Double eps;
         private String mode;
 
         /** Options that keep every default. */
-        public ChooseElement0indexOpts() {}
+        public L2NormalizationOpts() {}
 
         /**
-         * @param axis axis to pick along (None is not supported, as in MXNet). Default -1. (axis, int or None)
+         * @param eps added to the sum of squares before its square root. Default 1e-10. (eps, float)
          * @return these options
          */
-        public ChooseElement0indexOpts axis(long axis) {
-            this.axis = axis;
+        public L2NormalizationOpts eps(double eps) {
+            this.eps = eps;
             return this;
         }
 
         /**
-         * @param keepdims keep the picked axis with size 1. Default false. (keepdims, boolean)
+         * @param mode the slices normalised: instance, spatial or channel. One of instance, spatial, channel. Default instance. (mode, enum)
          * @return these options
          */
-        public ChooseElement0indexOpts keepdims(boolean keepdims) {
-            this.keepdims = keepdims;
-            return this;
-        }
-
-        /**
-         * @param mode out-of-range indices: clip to the ends or wrap around. One of clip, wrap. Default clip. (mode, enum)
-         * @return these options
-         */
-        public ChooseElement0indexOpts mode(String mode) {
+        public L2NormalizationOpts mode(String mode) {
             this.mode = mode;
             return this;
         }
 
         void addTo(OpArgs call) {
-            call.integer("axis", axis);
-            call.bool("keepdims", keepdims);
+            call.real("eps", eps);
             call.text("mode", mode);
         }
     }
 
     /**
-     * Picks one element along an axis per index: out[i, k] = data[i, index[i, k], k].
+     * Divides each instance, channel vector or spatial map by its L2 norm.
      *
-     * <p>Operator {@code choose_element_0index} (an alias of {@code pick}).
+     * <p>Operator {@code L2Normalization}.
      * The optional inputs and parameters keep their defaults.
      *
      * @param data input data
-     * @param index input index
      * @return the first output
      */
-    public static NDArray chooseElement0index(NDArray data, NDArray index) {
-        return chooseElement0index(data, index, null);
+    public static NDArray l2Normalization(NDArray data) {
+        return l2Normalization(data, null);
     }
 
     /**
-     * Picks one element along an axis per index: out[i, k] = data[i, index[i, k], k].
+     * Divides each instance, channel vector or spatial map by its L2 norm.
      *
-     * <p>Operator {@code choose_element_0index} (an alias of {@code pick}).
+     * <p>Operator {@code L2Normalization}.
      *
      * @param data input data
-     * @param index input index
      * @param opts the optional inputs and parameters; null keeps the defaults
      * @return the first output
      */
-    public static NDArray chooseElement0index(NDArray data, NDArray index, ChooseElement0indexOpts opts) {
-        OpArgs call = new OpArgs(2, 3);
-        call.input(data);
-        call.input(index);
-        if (opts != null) opts.addTo(call);
-        return call.first("choose_element_0index");
-    }
-
-    /**
-     * Clips values elementwise into [a_min, a_max]; NaN stays NaN.
-     *
-     * <p>Operator {@code clip}.
-     *
-     * @param data input data
-     * @param aMin lower bound. Required. (a_min, float)
-     * @param aMax upper bound. Required. (a_max, float)
-     * @return the first output
-     */
-    public static NDArray clip(NDArray data, double aMin, double aMax) {
+    public static NDArray l2Normalization(NDArray data, L2NormalizationOpts opts) {
         OpArgs call = new OpArgs(1, 2);
         call.input(data);
-        call.real("a_min", aMin);
-        call.real("a_max", aMax);
-        return call.first("clip");
+        if (opts != null) opts.addTo(call);
+        return call.first("L2Normalization");
     }
 
-    /**
-     * Cosine, elementwise (radians).
-     *
-     * <p>Operator {@code cos}.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray cos(NDArray data) {
-        OpArgs call = new OpArgs(1, 0);
-        call.input(data);
-        return call.first("cos");
-    }
-
-    /**
-     * Hyperbolic cosine, elementwise.
-     *
-     * <p>Operator {@code cosh}.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray cosh(NDArray data) {
-        OpArgs call = new OpArgs(1, 0);
-        call.input(data);
-        return call.first("cosh");
-    }
-
-    /** The optional inputs and parameters of {@link #cropOp}. */
-    public static final class CropOpOpts {
-        private long[] step;
+    /** The optional inputs and parameters of {@link #lRN}. */
+    public static final class LRNOpts {
+        private Double alpha;
+        private Double beta;
+        private Double knorm;
 
         /** Options that keep every default. */
-        public CropOpOpts() {}
+        public LRNOpts() {}
 
         /**
-         * @param step step per axis (None or missing: 1). Default (). (step, tuple of int or None)
+         * @param alpha the variance scaling parameter. Default 0.0001. (alpha, float)
          * @return these options
          */
-        public CropOpOpts step(long... step) {
-            this.step = step;
+        public LRNOpts alpha(double alpha) {
+            this.alpha = alpha;
+            return this;
+        }
+
+        /**
+         * @param beta the power parameter. Default 0.75. (beta, float)
+         * @return these options
+         */
+        public LRNOpts beta(double beta) {
+            this.beta = beta;
+            return this;
+        }
+
+        /**
+         * @param knorm the constant added to the scaled sum. Default 2. (knorm, float)
+         * @return these options
+         */
+        public LRNOpts knorm(double knorm) {
+            this.knorm = knorm;
             return this;
         }
 
         void addTo(OpArgs call) {
-            call.tuple("step", step);
+            call.real("alpha", alpha);
+            call.real("beta", beta);
+            call.real("knorm", knorm);
         }
     }
 
     /**
-     * Python-style slicing with begin, end and step per axis.
+     * Local response normalisation across the channels of (N, C, H, W).
      *
-     * <p>Operator {@code crop} (an alias of {@code slice}).
+     * <p>Operator {@code LRN}.
      * The optional inputs and parameters keep their defaults.
      *
      * @param data input data
-     * @param begin first index per axis (None: from the start). Required. (begin, tuple of int or None)
-     * @param end end index per axis, excluded (None: to the end). Required. (end, tuple of int or None)
+     * @param nsize the window width in channels (odd). Required. (nsize, int)
      * @return the first output
      */
-    public static NDArray cropOp(NDArray data, long[] begin, long[] end) {
-        return cropOp(data, begin, end, null);
+    public static NDArray lRN(NDArray data, long nsize) {
+        return lRN(data, nsize, null);
     }
 
     /**
-     * Python-style slicing with begin, end and step per axis.
+     * Local response normalisation across the channels of (N, C, H, W).
      *
-     * <p>Operator {@code crop} (an alias of {@code slice}).
+     * <p>Operator {@code LRN}.
      *
      * @param data input data
-     * @param begin first index per axis (None: from the start). Required. (begin, tuple of int or None)
-     * @param end end index per axis, excluded (None: to the end). Required. (end, tuple of int or None)
+     * @param nsize the window width in channels (odd). Required. (nsize, int)
      * @param opts the optional inputs and parameters; null keeps the defaults
      * @return the first output
      */
-    public static NDArray cropOp(NDArray data, long[] begin, long[] end, CropOpOpts opts) {
-        OpArgs call = new OpArgs(1, 3);
+    public static NDArray lRN(NDArray data, long nsize, LRNOpts opts) {
+        OpArgs call = new OpArgs(1, 4);
         call.input(data);
-        if (begin == null) call.none("begin"); else call.tuple("begin", begin);
-        if (end == null) call.none("end"); else call.tuple("end", end);
+        call.integer("nsize", nsize);
         if (opts != null) opts.addTo(call);
-        return call.first("crop");
+        return call.first("LRN");
     }
 
-    /** The optional inputs and parameters of {@link #cumsum}. */
-    public static final class CumsumOpts {
+    /** The optional inputs and parameters of {@link #layerNorm}. */
+    public static final class LayerNormOpts {
         private Long axis;
-        private String dtype;
+        private Double eps;
+        private Boolean outputMeanVar;
 
         /** Options that keep every default. */
-        public CumsumOpts() {}
+        public LayerNormOpts() {}
 
         /**
-         * @param axis axis of the sums; None sums over the flattened array. Default None. (axis, int or None)
+         * @param axis the axis normalised along. Default -1. (axis, int)
          * @return these options
          */
-        public CumsumOpts axis(long axis) {
+        public LayerNormOpts axis(long axis) {
             this.axis = axis;
             return this;
         }
 
         /**
-         * @param dtype dtype of the result and of the sums; None: the input's (int64 for bool). One of float16, float32, float64, int8, int32, int64. Default None. (dtype, enum)
+         * @param eps added to the variance before its square root. Default 1e-05. (eps, float)
          * @return these options
          */
-        public CumsumOpts dtype(String dtype) {
-            this.dtype = dtype;
+        public LayerNormOpts eps(double eps) {
+            this.eps = eps;
+            return this;
+        }
+
+        /**
+         * @param outputMeanVar also output the mean and standard deviation. Default false. (output_mean_var, boolean)
+         * @return these options
+         */
+        public LayerNormOpts outputMeanVar(boolean outputMeanVar) {
+            this.outputMeanVar = outputMeanVar;
             return this;
         }
 
         void addTo(OpArgs call) {
             call.integer("axis", axis);
-            call.text("dtype", dtype);
+            call.real("eps", eps);
+            call.bool("output_mean_var", outputMeanVar);
         }
     }
 
     /**
-     * Cumulative sum along `axis` (None: over the flattened array), accumulated in the result's dtype.
+     * Layer normalisation: each line along axis by its mean and variance, then gamma and beta (channels,).
      *
-     * <p>Operator {@code cumsum} (an alias of {@code _np_cumsum}).
+     * <p>Operator {@code LayerNorm}.
      * The optional inputs and parameters keep their defaults.
      *
-     * @param a input a
+     * @param data input data
+     * @param gamma input gamma
+     * @param beta input beta
      * @return the first output
      */
-    public static NDArray cumsum(NDArray a) {
-        return cumsum(a, null);
+    public static NDArray layerNorm(NDArray data, NDArray gamma, NDArray beta) {
+        return layerNorm(data, gamma, beta, null);
     }
 
     /**
-     * Cumulative sum along `axis` (None: over the flattened array), accumulated in the result's dtype.
+     * Layer normalisation: each line along axis by its mean and variance, then gamma and beta (channels,).
      *
-     * <p>Operator {@code cumsum} (an alias of {@code _np_cumsum}).
+     * <p>Operator {@code LayerNorm}.
      *
-     * @param a input a
+     * @param data input data
+     * @param gamma input gamma
+     * @param beta input beta
      * @param opts the optional inputs and parameters; null keeps the defaults
      * @return the first output
      */
-    public static NDArray cumsum(NDArray a, CumsumOpts opts) {
-        OpArgs call = new OpArgs(1, 2);
-        call.input(a);
+    public static NDArray layerNorm(NDArray data, NDArray gamma, NDArray beta, LayerNormOpts opts) {
+        OpArgs call = new OpArgs(3, 3);
+        call.input(data);
+        call.input(gamma);
+        call.input(beta);
         if (opts != null) opts.addTo(call);
-        return call.first("cumsum");
+        return call.first("LayerNorm");
     }
 
-    /**
-     * Radians to degrees, elementwise.
-     *
-     * <p>Operator {@code degrees}.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray degrees(NDArray data) {
-        OpArgs call = new OpArgs(1, 0);
-        call.input(data);
-        return call.first("degrees");
-    }
-
-    /**
-     * Moves depth into blocks of space: (N, C, H, W) to (N, C/bs^2, H bs, W bs).
-     *
-     * <p>Operator {@code depth_to_space}.
-     *
-     * @param data input data
-     * @param blockSize side of the square blocks moved. Required. (block_size, int)
-     * @return the first output
-     */
-    public static NDArray depthToSpace(NDArray data, long blockSize) {
-        OpArgs call = new OpArgs(1, 1);
-        call.input(data);
-        call.integer("block_size", blockSize);
-        return call.first("depth_to_space");
-    }
-
-    /** The optional inputs and parameters of {@link #dot}. */
-    public static final class DotOpts {
-        private Boolean transposeA;
-        private Boolean transposeB;
+    /** The optional inputs and parameters of {@link #leakyReLU}. */
+    public static final class LeakyReLUOpts {
+        private NDArray gamma;
+        private String actType;
+        private Double slope;
+        private Double lowerBound;
+        private Double upperBound;
 
         /** Options that keep every default. */
-        public DotOpts() {}
+        public LeakyReLUOpts() {}
 
         /**
-         * @param transposeA use the transpose of lhs (2-D only). Default false. (transpose_a, boolean)
+         * @param gamma the optional input gamma
          * @return these options
          */
-        public DotOpts transposeA(boolean transposeA) {
-            this.transposeA = transposeA;
+        public LeakyReLUOpts gamma(NDArray gamma) {
+            this.gamma = gamma;
             return this;
         }
 
         /**
-         * @param transposeB use the transpose of rhs (2-D only). Default false. (transpose_b, boolean)
+         * @param actType the activation function. One of rrelu, leaky, elu, selu, gelu, prelu. Default leaky. (act_type, enum)
          * @return these options
          */
-        public DotOpts transposeB(boolean transposeB) {
-            this.transposeB = transposeB;
+        public LeakyReLUOpts actType(String actType) {
+            this.actType = actType;
+            return this;
+        }
+
+        /**
+         * @param slope slope below 0 (leaky), or the scale of elu. Default 0.25. (slope, float)
+         * @return these options
+         */
+        public LeakyReLUOpts slope(double slope) {
+            this.slope = slope;
+            return this;
+        }
+
+        /**
+         * @param lowerBound lowest random slope (rrelu). Default 0.125. (lower_bound, float)
+         * @return these options
+         */
+        public LeakyReLUOpts lowerBound(double lowerBound) {
+            this.lowerBound = lowerBound;
+            return this;
+        }
+
+        /**
+         * @param upperBound highest random slope (rrelu). Default 0.334. (upper_bound, float)
+         * @return these options
+         */
+        public LeakyReLUOpts upperBound(double upperBound) {
+            this.upperBound = upperBound;
             return this;
         }
 
         void addTo(OpArgs call) {
-            call.bool("transpose_a", transposeA);
-            call.bool("transpose_b", transposeB);
+            call.optionalInputs("LeakyReLU", gamma);
+            call.text("act_type", actType);
+            call.real("slope", slope);
+            call.real("lower_bound", lowerBound);
+            call.real("upper_bound", upperBound);
         }
     }
 
     /**
-     * Matrix product: lhs (..., k) with rhs (k, ...); 1-D inputs give the inner product.
+     * Leaky rectifiers: leaky (x &gt; 0 ? x : slope x), prelu (slope gamma, per channel), elu (slope (e^x - 1) below 0), selu, gelu, rrelu (in prediction mode: the slope (lower_bound + upper_bound) / 2).
      *
-     * <p>Operator {@code dot}.
+     * <p>Operator {@code LeakyReLU}.
      * The optional inputs and parameters keep their defaults.
      *
-     * @param lhs input lhs
-     * @param rhs input rhs
+     * @param data input data
      * @return the first output
      */
-    public static NDArray dot(NDArray lhs, NDArray rhs) {
-        return dot(lhs, rhs, null);
+    public static NDArray leakyReLU(NDArray data) {
+        return leakyReLU(data, null);
     }
 
     /**
-     * Matrix product: lhs (..., k) with rhs (k, ...); 1-D inputs give the inner product.
+     * Leaky rectifiers: leaky (x &gt; 0 ? x : slope x), prelu (slope gamma, per channel), elu (slope (e^x - 1) below 0), selu, gelu, rrelu (in prediction mode: the slope (lower_bound + upper_bound) / 2).
      *
-     * <p>Operator {@code dot}.
+     * <p>Operator {@code LeakyReLU}.
      *
-     * @param lhs input lhs
-     * @param rhs input rhs
+     * @param data input data
      * @param opts the optional inputs and parameters; null keeps the defaults
      * @return the first output
      */
-    public static NDArray dot(NDArray lhs, NDArray rhs, DotOpts opts) {
-        OpArgs call = new OpArgs(2, 2);
-        call.input(lhs);
-        call.input(rhs);
+    public static NDArray leakyReLU(NDArray data, LeakyReLUOpts opts) {
+        OpArgs call = new OpArgs(2, 4);
+        call.input(data);
         if (opts != null) opts.addTo(call);
-        return call.first("dot");
-    }
-
-    /**
-     * Sum of two arrays of the same shape.
-     *
-     * <p>Operator {@code elemwise_add}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray elemwiseAdd(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("elemwise_add");
-    }
-
-    /**
-     * Quotient of two arrays of the same shape.
-     *
-     * <p>Operator {@code elemwise_div}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray elemwiseDiv(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("elemwise_div");
-    }
-
-    /**
-     * Product of two arrays of the same shape.
-     *
-     * <p>Operator {@code elemwise_mul}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray elemwiseMul(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("elemwise_mul");
-    }
-
-    /**
-     * Difference of two arrays of the same shape.
-     *
-     * <p>Operator {@code elemwise_sub}.
-     *
-     * @param lhs input lhs
-     * @param rhs input rhs
-     * @return the first output
-     */
-    public static NDArray elemwiseSub(NDArray lhs, NDArray rhs) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(lhs);
-        call.input(rhs);
-        return call.first("elemwise_sub");
-    }
-
-    /**
-     * Gauss error function, elementwise.
-     *
-     * <p>Operator {@code erf}.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray erf(NDArray data) {
-        OpArgs call = new OpArgs(1, 0);
-        call.input(data);
-        return call.first("erf");
-    }
-
-    /**
-     * Exponential, elementwise.
-     *
-     * <p>Operator {@code exp}.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray exp(NDArray data) {
-        OpArgs call = new OpArgs(1, 0);
-        call.input(data);
-        return call.first("exp");
-    }
-
-    /**
-     * Inserts an axis of size 1.
-     *
-     * <p>Operator {@code expand_dims}.
-     *
-     * @param data input data
-     * @param axis position of the new axis, in [-ndim-1, ndim]. Required. (axis, int)
-     * @return the first output
-     */
-    public static NDArray expandDims(NDArray data, long axis) {
-        OpArgs call = new OpArgs(1, 1);
-        call.input(data);
-        call.integer("axis", axis);
-        return call.first("expand_dims");
-    }
-
-    /**
-     * exp(x) - 1, elementwise, accurate for small x.
-     *
-     * <p>Operator {@code expm1}.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray expm1(NDArray data) {
-        OpArgs call = new OpArgs(1, 0);
-        call.input(data);
-        return call.first("expm1");
-    }
-
-    /**
-     * Round towards zero, elementwise (MXNet's fix).
-     *
-     * <p>Operator {@code fix}.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray fix(NDArray data) {
-        OpArgs call = new OpArgs(1, 0);
-        call.input(data);
-        return call.first("fix");
-    }
-
-    /**
-     * Reverses the order of the elements along the given axes.
-     *
-     * <p>Operator {@code flip} (an alias of {@code reverse}).
-     *
-     * @param data input data
-     * @param axis the axes to reverse (an axis listed twice is not reversed). Required. (axis, tuple of int)
-     * @return the first output
-     */
-    public static NDArray flip(NDArray data, long[] axis) {
-        OpArgs call = new OpArgs(1, 1);
-        call.input(data);
-        call.tuple("axis", axis);
-        return call.first("flip");
-    }
-
-    /**
-     * Floor, elementwise.
-     *
-     * <p>Operator {@code floor}.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray floor(NDArray data) {
-        OpArgs call = new OpArgs(1, 0);
-        call.input(data);
-        return call.first("floor");
-    }
-
-    /**
-     * The gamma function, elementwise (tgamma).
-     *
-     * <p>Operator {@code gamma}.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray gamma(NDArray data) {
-        OpArgs call = new OpArgs(1, 0);
-        call.input(data);
-        return call.first("gamma");
-    }
-
-    /**
-     * ln |gamma(x)|, elementwise.
-     *
-     * <p>Operator {@code gammaln}.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray gammaln(NDArray data) {
-        OpArgs call = new OpArgs(1, 0);
-        call.input(data);
-        return call.first("gammaln");
-    }
-
-    /**
-     * Gathers the slices of data that the columns of indices (shape (M, ...)) address by its first M axes.
-     *
-     * <p>Operator {@code gather_nd}.
-     *
-     * @param data input data
-     * @param indices input indices
-     * @return the first output
-     */
-    public static NDArray gatherNd(NDArray data, NDArray indices) {
-        OpArgs call = new OpArgs(2, 0);
-        call.input(data);
-        call.input(indices);
-        return call.first("gather_nd");
-    }
-
-    /**
-     * Gaussian error linear unit (exact): 0.5 x (1 + erf(x / sqrt 2)).
-     *
-     * <p>Operator {@code gelu}.
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray gelu(NDArray data) {
-        OpArgs call = new OpArgs(1, 0);
-        call.input(data);
-        return call.first("gelu");
-    }
-
-    /**
-     * A copy of the input (MXNet's _copy: identity). Export names an output that is an input, or that another output already names, with one.
-     *
-     * <p>Operator {@code identity} (an alias of {@code _copy}).
-     *
-     * @param data input data
-     * @return the first output
-     */
-    public static NDArray identity(NDArray data) {
-        OpArgs call = new OpArgs(1, 0);
-        call.input(data);
-        return call.first("identity");
+        return call.first("LeakyReLU");
     }
 
     /** The optional inputs and parameters of {@link #linalgGemm}. */
@@ -13440,6 +12046,59 @@ public final class Nd {
         return call.first("linalg_gemm2");
     }
 
+    /** The optional inputs and parameters of {@link #linearRegressionOutput}. */
+    public static final class LinearRegressionOutputOpts {
+        private Double gradScale;
+
+        /** Options that keep every default. */
+        public LinearRegressionOutputOpts() {}
+
+        /**
+         * @param gradScale scales the gradient. Default 1. (grad_scale, float)
+         * @return these options
+         */
+        public LinearRegressionOutputOpts gradScale(double gradScale) {
+            this.gradScale = gradScale;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("grad_scale", gradScale);
+        }
+    }
+
+    /**
+     * The data unchanged; its gradient is that of the squared error with the label, grad_scale (out - label) / (label elements per sample).
+     *
+     * <p>Operator {@code LinearRegressionOutput}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @param label input label
+     * @return the first output
+     */
+    public static NDArray linearRegressionOutput(NDArray data, NDArray label) {
+        return linearRegressionOutput(data, label, null);
+    }
+
+    /**
+     * The data unchanged; its gradient is that of the squared error with the label, grad_scale (out - label) / (label elements per sample).
+     *
+     * <p>Operator {@code LinearRegressionOutput}.
+     *
+     * @param data input data
+     * @param label input label
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray linearRegressionOutput(NDArray data, NDArray label, LinearRegressionOutputOpts opts) {
+        OpArgs call = new OpArgs(2, 1);
+        call.input(data);
+        call.input(label);
+        if (opts != null) opts.addTo(call);
+        return call.first("LinearRegressionOutput");
+    }
+
     /**
      * Natural logarithm, elementwise.
      *
@@ -13604,6 +12263,112 @@ public final class Nd {
         return call.first("logical_not");
     }
 
+    /** The optional inputs and parameters of {@link #logisticRegressionOutput}. */
+    public static final class LogisticRegressionOutputOpts {
+        private Double gradScale;
+
+        /** Options that keep every default. */
+        public LogisticRegressionOutputOpts() {}
+
+        /**
+         * @param gradScale scales the gradient. Default 1. (grad_scale, float)
+         * @return these options
+         */
+        public LogisticRegressionOutputOpts gradScale(double gradScale) {
+            this.gradScale = gradScale;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("grad_scale", gradScale);
+        }
+    }
+
+    /**
+     * Sigmoid of the data; its gradient is that of the binary cross-entropy with the label, grad_scale (out - label) / (label elements per sample).
+     *
+     * <p>Operator {@code LogisticRegressionOutput}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @param label input label
+     * @return the first output
+     */
+    public static NDArray logisticRegressionOutput(NDArray data, NDArray label) {
+        return logisticRegressionOutput(data, label, null);
+    }
+
+    /**
+     * Sigmoid of the data; its gradient is that of the binary cross-entropy with the label, grad_scale (out - label) / (label elements per sample).
+     *
+     * <p>Operator {@code LogisticRegressionOutput}.
+     *
+     * @param data input data
+     * @param label input label
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray logisticRegressionOutput(NDArray data, NDArray label, LogisticRegressionOutputOpts opts) {
+        OpArgs call = new OpArgs(2, 1);
+        call.input(data);
+        call.input(label);
+        if (opts != null) opts.addTo(call);
+        return call.first("LogisticRegressionOutput");
+    }
+
+    /** The optional inputs and parameters of {@link #mAERegressionOutput}. */
+    public static final class MAERegressionOutputOpts {
+        private Double gradScale;
+
+        /** Options that keep every default. */
+        public MAERegressionOutputOpts() {}
+
+        /**
+         * @param gradScale scales the gradient. Default 1. (grad_scale, float)
+         * @return these options
+         */
+        public MAERegressionOutputOpts gradScale(double gradScale) {
+            this.gradScale = gradScale;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("grad_scale", gradScale);
+        }
+    }
+
+    /**
+     * The data unchanged; its gradient is that of the absolute error with the label, grad_scale sign(out - label) / (label elements per sample).
+     *
+     * <p>Operator {@code MAERegressionOutput}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @param label input label
+     * @return the first output
+     */
+    public static NDArray mAERegressionOutput(NDArray data, NDArray label) {
+        return mAERegressionOutput(data, label, null);
+    }
+
+    /**
+     * The data unchanged; its gradient is that of the absolute error with the label, grad_scale sign(out - label) / (label elements per sample).
+     *
+     * <p>Operator {@code MAERegressionOutput}.
+     *
+     * @param data input data
+     * @param label input label
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray mAERegressionOutput(NDArray data, NDArray label, MAERegressionOutputOpts opts) {
+        OpArgs call = new OpArgs(2, 1);
+        call.input(data);
+        call.input(label);
+        if (opts != null) opts.addTo(call);
+        return call.first("MAERegressionOutput");
+    }
+
     /**
      * The data unchanged, as a loss: its gradient is ones, ignoring the head gradient.
      *
@@ -13612,10 +12377,82 @@ public final class Nd {
      * @param data input data
      * @return the first output
      */
-    public static NDArray makeLossOp(NDArray data) {
+    public static NDArray makeLoss(NDArray data) {
         OpArgs call = new OpArgs(1, 0);
         call.input(data);
         return call.first("make_loss");
+    }
+
+    /** The optional inputs and parameters of {@link #makeLossOp}. */
+    public static final class MakeLossOpOpts {
+        private Double gradScale;
+        private Double validThresh;
+        private String normalization;
+
+        /** Options that keep every default. */
+        public MakeLossOpOpts() {}
+
+        /**
+         * @param gradScale the gradient's value. Default 1. (grad_scale, float)
+         * @return these options
+         */
+        public MakeLossOpOpts gradScale(double gradScale) {
+            this.gradScale = gradScale;
+            return this;
+        }
+
+        /**
+         * @param validThresh with normalization 'valid', the elements above it are the ones counted. Default 0. (valid_thresh, float)
+         * @return these options
+         */
+        public MakeLossOpOpts validThresh(double validThresh) {
+            this.validThresh = validThresh;
+            return this;
+        }
+
+        /**
+         * @param normalization divide the gradient by nothing, the rows of the input flattened to 2-D, or the number of elements above valid_thresh. One of null, batch, valid. Default null. (normalization, enum)
+         * @return these options
+         */
+        public MakeLossOpOpts normalization(String normalization) {
+            this.normalization = normalization;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("grad_scale", gradScale);
+            call.real("valid_thresh", validThresh);
+            call.text("normalization", normalization);
+        }
+    }
+
+    /**
+     * The data unchanged, as a loss: its gradient is grad_scale (normalised), ignoring the head gradient.
+     *
+     * <p>Operator {@code MakeLoss}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray makeLossOp(NDArray data) {
+        return makeLossOp(data, null);
+    }
+
+    /**
+     * The data unchanged, as a loss: its gradient is grad_scale (normalised), ignoring the head gradient.
+     *
+     * <p>Operator {@code MakeLoss}.
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray makeLossOp(NDArray data, MakeLossOpOpts opts) {
+        OpArgs call = new OpArgs(1, 3);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("MakeLoss");
     }
 
     /** The optional inputs and parameters of {@link #max}. */
@@ -14387,6 +13224,62 @@ public final class Nd {
         return call.first("ones_like");
     }
 
+    /** The optional inputs and parameters of {@link #pad}. */
+    public static final class PadOpts {
+        private Double constantValue;
+
+        /** Options that keep every default. */
+        public PadOpts() {}
+
+        /**
+         * @param constantValue the value of constant padding. Default 0. (constant_value, float)
+         * @return these options
+         */
+        public PadOpts constantValue(double constantValue) {
+            this.constantValue = constantValue;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("constant_value", constantValue);
+        }
+    }
+
+    /**
+     * Pads the spatial axes of 4-D or 5-D data with a constant, the edge values or a reflection; pad_width gives (before, after) for every axis.
+     *
+     * <p>Operator {@code pad} (an alias of {@code Pad}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @param mode constant, edge or reflect. One of constant, edge, reflect. Required. (mode, enum)
+     * @param padWidth (before_1, after_1, ..., before_N, after_N); the first four must be 0. Required. (pad_width, string)
+     * @return the first output
+     */
+    public static NDArray pad(NDArray data, String mode, String padWidth) {
+        return pad(data, mode, padWidth, null);
+    }
+
+    /**
+     * Pads the spatial axes of 4-D or 5-D data with a constant, the edge values or a reflection; pad_width gives (before, after) for every axis.
+     *
+     * <p>Operator {@code pad} (an alias of {@code Pad}).
+     *
+     * @param data input data
+     * @param mode constant, edge or reflect. One of constant, edge, reflect. Required. (mode, enum)
+     * @param padWidth (before_1, after_1, ..., before_N, after_N); the first four must be 0. Required. (pad_width, string)
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray pad(NDArray data, String mode, String padWidth, PadOpts opts) {
+        OpArgs call = new OpArgs(1, 3);
+        call.input(data);
+        call.text("mode", mode);
+        call.text("pad_width", padWidth);
+        if (opts != null) opts.addTo(call);
+        return call.first("pad");
+    }
+
     /** The optional inputs and parameters of {@link #pick}. */
     public static final class PickOpts {
         private Long axis;
@@ -14462,6 +13355,155 @@ public final class Nd {
         return call.first("pick");
     }
 
+    /** The optional inputs and parameters of {@link #pooling}. */
+    public static final class PoolingOpts {
+        private long[] kernel;
+        private String poolType;
+        private Boolean globalPool;
+        private Boolean cudnnOff;
+        private String poolingConvention;
+        private long[] stride;
+        private long[] pad;
+        private Long pValue;
+        private Boolean countIncludePad;
+        private String layout;
+
+        /** Options that keep every default. */
+        public PoolingOpts() {}
+
+        /**
+         * @param kernel window size: (x,), (y, x) or (d, y, x). Default (). (kernel, tuple of int)
+         * @return these options
+         */
+        public PoolingOpts kernel(long... kernel) {
+            this.kernel = kernel;
+            return this;
+        }
+
+        /**
+         * @param poolType max, avg, sum or lp. One of max, avg, sum, lp. Default max. (pool_type, enum)
+         * @return these options
+         */
+        public PoolingOpts poolType(String poolType) {
+            this.poolType = poolType;
+            return this;
+        }
+
+        /**
+         * @param globalPool pool over the whole spatial extent. Default false. (global_pool, boolean)
+         * @return these options
+         */
+        public PoolingOpts globalPool(boolean globalPool) {
+            this.globalPool = globalPool;
+            return this;
+        }
+
+        /**
+         * @param cudnnOff accepted for MXNet compatibility. Default false. (cudnn_off, boolean)
+         * @return these options
+         */
+        public PoolingOpts cudnnOff(boolean cudnnOff) {
+            this.cudnnOff = cudnnOff;
+            return this;
+        }
+
+        /**
+         * @param poolingConvention valid (floor), full (ceil) or same (1-D only). One of valid, full, same. Default valid. (pooling_convention, enum)
+         * @return these options
+         */
+        public PoolingOpts poolingConvention(String poolingConvention) {
+            this.poolingConvention = poolingConvention;
+            return this;
+        }
+
+        /**
+         * @param stride step per spatial axis (default 1). Default (). (stride, tuple of int)
+         * @return these options
+         */
+        public PoolingOpts stride(long... stride) {
+            this.stride = stride;
+            return this;
+        }
+
+        /**
+         * @param pad zero padding per spatial axis (default 0). Default (). (pad, tuple of int)
+         * @return these options
+         */
+        public PoolingOpts pad(long... pad) {
+            this.pad = pad;
+            return this;
+        }
+
+        /**
+         * @param pValue power of Lp pooling: 1, 2 or 3. Default None. (p_value, int or None)
+         * @return these options
+         */
+        public PoolingOpts pValue(long pValue) {
+            this.pValue = pValue;
+            return this;
+        }
+
+        /**
+         * @param countIncludePad average pooling counts padded elements (default true). Default None. (count_include_pad, boolean)
+         * @return these options
+         */
+        public PoolingOpts countIncludePad(boolean countIncludePad) {
+            this.countIncludePad = countIncludePad;
+            return this;
+        }
+
+        /**
+         * @param layout NCW, NCHW or NCDHW (default from the rank). One of NCW, NCHW, NCDHW, NWC, NHWC, NDHWC. Default None. (layout, enum)
+         * @return these options
+         */
+        public PoolingOpts layout(String layout) {
+            this.layout = layout;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.tuple("kernel", kernel);
+            call.text("pool_type", poolType);
+            call.bool("global_pool", globalPool);
+            call.bool("cudnn_off", cudnnOff);
+            call.text("pooling_convention", poolingConvention);
+            call.tuple("stride", stride);
+            call.tuple("pad", pad);
+            call.integer("p_value", pValue);
+            call.bool("count_include_pad", countIncludePad);
+            call.text("layout", layout);
+        }
+    }
+
+    /**
+     * Max, average, sum or Lp pooling over the spatial axes of NCW, NCHW or NCDHW data; pooling_convention valid floors the output length, full ceils it.
+     *
+     * <p>Operator {@code Pooling}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray pooling(NDArray data) {
+        return pooling(data, null);
+    }
+
+    /**
+     * Max, average, sum or Lp pooling over the spatial axes of NCW, NCHW or NCDHW data; pooling_convention valid floors the output length, full ceils it.
+     *
+     * <p>Operator {@code Pooling}.
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray pooling(NDArray data, PoolingOpts opts) {
+        OpArgs call = new OpArgs(1, 10);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("Pooling");
+    }
+
     /** The optional inputs and parameters of {@link #prod}. */
     public static final class ProdOpts {
         private long[] axis;
@@ -14532,6 +13574,169 @@ public final class Nd {
         call.input(data);
         if (opts != null) opts.addTo(call);
         return call.first("prod");
+    }
+
+    /** The optional inputs and parameters of {@link #rNN}. */
+    public static final class RNNOpts {
+        private NDArray stateCell;
+        private NDArray sequenceLength;
+        private Boolean bidirectional;
+        private Double p;
+        private Boolean stateOutputs;
+        private Long projectionSize;
+        private Double lstmStateClipMin;
+        private Double lstmStateClipMax;
+        private Boolean lstmStateClipNan;
+        private Boolean useSequenceLength;
+
+        /** Options that keep every default. */
+        public RNNOpts() {}
+
+        /**
+         * @param stateCell the optional input state_cell
+         * @return these options
+         */
+        public RNNOpts stateCell(NDArray stateCell) {
+            this.stateCell = stateCell;
+            return this;
+        }
+
+        /**
+         * @param sequenceLength the optional input sequence_length
+         * @return these options
+         */
+        public RNNOpts sequenceLength(NDArray sequenceLength) {
+            this.sequenceLength = sequenceLength;
+            return this;
+        }
+
+        /**
+         * @param bidirectional whether the layers run both ways. Default false. (bidirectional, boolean)
+         * @return these options
+         */
+        public RNNOpts bidirectional(boolean bidirectional) {
+            this.bidirectional = bidirectional;
+            return this;
+        }
+
+        /**
+         * @param p dropout rate on the outputs of each layer but the last. Default 0. (p, float)
+         * @return these options
+         */
+        public RNNOpts p(double p) {
+            this.p = p;
+            return this;
+        }
+
+        /**
+         * @param stateOutputs whether the final states are outputs. Default false. (state_outputs, boolean)
+         * @return these options
+         */
+        public RNNOpts stateOutputs(boolean stateOutputs) {
+            this.stateOutputs = stateOutputs;
+            return this;
+        }
+
+        /**
+         * @param projectionSize size of the LSTM projection (not implemented). Default None. (projection_size, int or None)
+         * @return these options
+         */
+        public RNNOpts projectionSize(long projectionSize) {
+            this.projectionSize = projectionSize;
+            return this;
+        }
+
+        /**
+         * @param lstmStateClipMin minimum of the LSTM cell state. Default None. (lstm_state_clip_min, float or None)
+         * @return these options
+         */
+        public RNNOpts lstmStateClipMin(double lstmStateClipMin) {
+            this.lstmStateClipMin = lstmStateClipMin;
+            return this;
+        }
+
+        /**
+         * @param lstmStateClipMax maximum of the LSTM cell state. Default None. (lstm_state_clip_max, float or None)
+         * @return these options
+         */
+        public RNNOpts lstmStateClipMax(double lstmStateClipMax) {
+            this.lstmStateClipMax = lstmStateClipMax;
+            return this;
+        }
+
+        /**
+         * @param lstmStateClipNan clip NaN cell states to the minimum instead of propagating them. Default false. (lstm_state_clip_nan, boolean)
+         * @return these options
+         */
+        public RNNOpts lstmStateClipNan(boolean lstmStateClipNan) {
+            this.lstmStateClipNan = lstmStateClipNan;
+            return this;
+        }
+
+        /**
+         * @param useSequenceLength take a sequence_length input: the valid steps of each batch element. Default false. (use_sequence_length, boolean)
+         * @return these options
+         */
+        public RNNOpts useSequenceLength(boolean useSequenceLength) {
+            this.useSequenceLength = useSequenceLength;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.optionalInputs("RNN", stateCell, sequenceLength);
+            call.bool("bidirectional", bidirectional);
+            call.real("p", p);
+            call.bool("state_outputs", stateOutputs);
+            call.integer("projection_size", projectionSize);
+            call.real("lstm_state_clip_min", lstmStateClipMin);
+            call.real("lstm_state_clip_max", lstmStateClipMax);
+            call.bool("lstm_state_clip_nan", lstmStateClipNan);
+            call.bool("use_sequence_length", useSequenceLength);
+        }
+    }
+
+    /**
+     * Recurrent layers (rnn_relu, rnn_tanh, lstm, gru), stacked and optionally bidirectional, over data (T, N, I) with one flat parameter vector (MXNet's layout); outputs (T, N, D H) and, with state_outputs, the final states.
+     *
+     * <p>Operator {@code RNN}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @param parameters input parameters
+     * @param state input state
+     * @param stateSize size of the state of each layer. Required. (state_size, int)
+     * @param numLayers number of stacked layers. Required. (num_layers, int)
+     * @param mode the type of RNN. One of rnn_relu, rnn_tanh, lstm, gru. Required. (mode, enum)
+     * @return the first output
+     */
+    public static NDArray rNN(NDArray data, NDArray parameters, NDArray state, long stateSize, long numLayers, String mode) {
+        return rNN(data, parameters, state, stateSize, numLayers, mode, null);
+    }
+
+    /**
+     * Recurrent layers (rnn_relu, rnn_tanh, lstm, gru), stacked and optionally bidirectional, over data (T, N, I) with one flat parameter vector (MXNet's layout); outputs (T, N, D H) and, with state_outputs, the final states.
+     *
+     * <p>Operator {@code RNN}.
+     *
+     * @param data input data
+     * @param parameters input parameters
+     * @param state input state
+     * @param stateSize size of the state of each layer. Required. (state_size, int)
+     * @param numLayers number of stacked layers. Required. (num_layers, int)
+     * @param mode the type of RNN. One of rnn_relu, rnn_tanh, lstm, gru. Required. (mode, enum)
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray rNN(NDArray data, NDArray parameters, NDArray state, long stateSize, long numLayers, String mode, RNNOpts opts) {
+        OpArgs call = new OpArgs(5, 11);
+        call.input(data);
+        call.input(parameters);
+        call.input(state);
+        call.integer("state_size", stateSize);
+        call.integer("num_layers", numLayers);
+        call.text("mode", mode);
+        if (opts != null) opts.addTo(call);
+        return call.first("RNN");
     }
 
     /**
@@ -14823,6 +14028,59 @@ public final class Nd {
         return call.first("repeat");
     }
 
+    /** The optional inputs and parameters of {@link #reshape}. */
+    public static final class ReshapeOpts {
+        private Boolean reverse;
+
+        /** Options that keep every default. */
+        public ReshapeOpts() {}
+
+        /**
+         * @param reverse read the special values right to left. Default false. (reverse, boolean)
+         * @return these options
+         */
+        public ReshapeOpts reverse(boolean reverse) {
+            this.reverse = reverse;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.bool("reverse", reverse);
+        }
+    }
+
+    /**
+     * Same elements in a new shape, with MXNet's special values (0 copies a dimension, -1 infers one, -2 copies the rest, -3 merges two, -4 splits one).
+     *
+     * <p>Operator {@code reshape} (an alias of {@code Reshape}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @param shape new shape; 0 copies an input dimension, -1 is inferred, -2 copies the rest, -3 merges two, -4 splits one into the next two values. Required. (shape, tuple of int)
+     * @return the first output
+     */
+    public static NDArray reshape(NDArray data, long[] shape) {
+        return reshape(data, shape, null);
+    }
+
+    /**
+     * Same elements in a new shape, with MXNet's special values (0 copies a dimension, -1 infers one, -2 copies the rest, -3 merges two, -4 splits one).
+     *
+     * <p>Operator {@code reshape} (an alias of {@code Reshape}).
+     *
+     * @param data input data
+     * @param shape new shape; 0 copies an input dimension, -1 is inferred, -2 copies the rest, -3 merges two, -4 splits one into the next two values. Required. (shape, tuple of int)
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray reshape(NDArray data, long[] shape, ReshapeOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        call.tuple("shape", shape);
+        if (opts != null) opts.addTo(call);
+        return call.first("reshape");
+    }
+
     /**
      * Data in the shape of `like` (same number of elements).
      *
@@ -14913,6 +14171,233 @@ public final class Nd {
         call.input(indices);
         call.tuple("shape", shape);
         return call.first("scatter_nd");
+    }
+
+    /** The optional inputs and parameters of {@link #sequenceLast}. */
+    public static final class SequenceLastOpts {
+        private NDArray sequenceLength;
+        private Boolean useSequenceLength;
+        private Long axis;
+
+        /** Options that keep every default. */
+        public SequenceLastOpts() {}
+
+        /**
+         * @param sequenceLength the optional input sequence_length
+         * @return these options
+         */
+        public SequenceLastOpts sequenceLength(NDArray sequenceLength) {
+            this.sequenceLength = sequenceLength;
+            return this;
+        }
+
+        /**
+         * @param useSequenceLength take a second input, sequence_length, of shape (batch,). Default false. (use_sequence_length, boolean)
+         * @return these options
+         */
+        public SequenceLastOpts useSequenceLength(boolean useSequenceLength) {
+            this.useSequenceLength = useSequenceLength;
+            return this;
+        }
+
+        /**
+         * @param axis the sequence axis: 0 or 1. Default 0. (axis, int)
+         * @return these options
+         */
+        public SequenceLastOpts axis(long axis) {
+            this.axis = axis;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.optionalInputs("SequenceLast", sequenceLength);
+            call.bool("use_sequence_length", useSequenceLength);
+            call.integer("axis", axis);
+        }
+    }
+
+    /**
+     * The last step of each sequence (the last along the axis without sequence_length): shape (batch, ...).
+     *
+     * <p>Operator {@code SequenceLast}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray sequenceLast(NDArray data) {
+        return sequenceLast(data, null);
+    }
+
+    /**
+     * The last step of each sequence (the last along the axis without sequence_length): shape (batch, ...).
+     *
+     * <p>Operator {@code SequenceLast}.
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray sequenceLast(NDArray data, SequenceLastOpts opts) {
+        OpArgs call = new OpArgs(2, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("SequenceLast");
+    }
+
+    /** The optional inputs and parameters of {@link #sequenceMask}. */
+    public static final class SequenceMaskOpts {
+        private NDArray sequenceLength;
+        private Boolean useSequenceLength;
+        private Double value;
+        private Long axis;
+
+        /** Options that keep every default. */
+        public SequenceMaskOpts() {}
+
+        /**
+         * @param sequenceLength the optional input sequence_length
+         * @return these options
+         */
+        public SequenceMaskOpts sequenceLength(NDArray sequenceLength) {
+            this.sequenceLength = sequenceLength;
+            return this;
+        }
+
+        /**
+         * @param useSequenceLength take a second input, sequence_length, of shape (batch,). Default false. (use_sequence_length, boolean)
+         * @return these options
+         */
+        public SequenceMaskOpts useSequenceLength(boolean useSequenceLength) {
+            this.useSequenceLength = useSequenceLength;
+            return this;
+        }
+
+        /**
+         * @param value the value written past each sequence's end. Default 0. (value, float)
+         * @return these options
+         */
+        public SequenceMaskOpts value(double value) {
+            this.value = value;
+            return this;
+        }
+
+        /**
+         * @param axis the sequence axis: 0 or 1. Default 0. (axis, int)
+         * @return these options
+         */
+        public SequenceMaskOpts axis(long axis) {
+            this.axis = axis;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.optionalInputs("SequenceMask", sequenceLength);
+            call.bool("use_sequence_length", useSequenceLength);
+            call.real("value", value);
+            call.integer("axis", axis);
+        }
+    }
+
+    /**
+     * Sets the steps past each sequence's length to value (the identity without sequence_length).
+     *
+     * <p>Operator {@code SequenceMask}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray sequenceMask(NDArray data) {
+        return sequenceMask(data, null);
+    }
+
+    /**
+     * Sets the steps past each sequence's length to value (the identity without sequence_length).
+     *
+     * <p>Operator {@code SequenceMask}.
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray sequenceMask(NDArray data, SequenceMaskOpts opts) {
+        OpArgs call = new OpArgs(2, 3);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("SequenceMask");
+    }
+
+    /** The optional inputs and parameters of {@link #sequenceReverse}. */
+    public static final class SequenceReverseOpts {
+        private NDArray sequenceLength;
+        private Boolean useSequenceLength;
+        private Long axis;
+
+        /** Options that keep every default. */
+        public SequenceReverseOpts() {}
+
+        /**
+         * @param sequenceLength the optional input sequence_length
+         * @return these options
+         */
+        public SequenceReverseOpts sequenceLength(NDArray sequenceLength) {
+            this.sequenceLength = sequenceLength;
+            return this;
+        }
+
+        /**
+         * @param useSequenceLength take a second input, sequence_length, of shape (batch,). Default false. (use_sequence_length, boolean)
+         * @return these options
+         */
+        public SequenceReverseOpts useSequenceLength(boolean useSequenceLength) {
+            this.useSequenceLength = useSequenceLength;
+            return this;
+        }
+
+        /**
+         * @param axis the sequence axis: only 0 (as in MXNet). Default 0. (axis, int)
+         * @return these options
+         */
+        public SequenceReverseOpts axis(long axis) {
+            this.axis = axis;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.optionalInputs("SequenceReverse", sequenceLength);
+            call.bool("use_sequence_length", useSequenceLength);
+            call.integer("axis", axis);
+        }
+    }
+
+    /**
+     * Reverses the first sequence_length steps of each sequence along axis 0, leaving the padding after them in place.
+     *
+     * <p>Operator {@code SequenceReverse}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray sequenceReverse(NDArray data) {
+        return sequenceReverse(data, null);
+    }
+
+    /**
+     * Reverses the first sequence_length steps of each sequence along axis 0, leaving the padding after them in place.
+     *
+     * <p>Operator {@code SequenceReverse}.
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray sequenceReverse(NDArray data, SequenceReverseOpts opts) {
+        OpArgs call = new OpArgs(2, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("SequenceReverse");
     }
 
     /** The optional inputs and parameters of {@link #sgdMomUpdate}. */
@@ -15217,6 +14702,70 @@ public final class Nd {
         return call.first("slice_axis");
     }
 
+    /** The optional inputs and parameters of {@link #sliceChannel}. */
+    public static final class SliceChannelOpts {
+        private Long axis;
+        private Boolean squeezeAxis;
+
+        /** Options that keep every default. */
+        public SliceChannelOpts() {}
+
+        /**
+         * @param axis axis to split. Default 1. (axis, int)
+         * @return these options
+         */
+        public SliceChannelOpts axis(long axis) {
+            this.axis = axis;
+            return this;
+        }
+
+        /**
+         * @param squeezeAxis remove the split axis (parts must have size 1). Default false. (squeeze_axis, boolean)
+         * @return these options
+         */
+        public SliceChannelOpts squeezeAxis(boolean squeezeAxis) {
+            this.squeezeAxis = squeezeAxis;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.integer("axis", axis);
+            call.bool("squeeze_axis", squeezeAxis);
+        }
+    }
+
+    /**
+     * Splits an array into equal parts along an axis.
+     *
+     * <p>Operator {@code SliceChannel} (an alias of {@code split}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @param numOutputs number of equal parts. Required. (num_outputs, int)
+     * @return every output
+     */
+    public static NDArray[] sliceChannel(NDArray data, long numOutputs) {
+        return sliceChannel(data, numOutputs, null);
+    }
+
+    /**
+     * Splits an array into equal parts along an axis.
+     *
+     * <p>Operator {@code SliceChannel} (an alias of {@code split}).
+     *
+     * @param data input data
+     * @param numOutputs number of equal parts. Required. (num_outputs, int)
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return every output
+     */
+    public static NDArray[] sliceChannel(NDArray data, long numOutputs, SliceChannelOpts opts) {
+        OpArgs call = new OpArgs(1, 3);
+        call.input(data);
+        call.integer("num_outputs", numOutputs);
+        if (opts != null) opts.addTo(call);
+        return call.all("SliceChannel");
+    }
+
     /** The optional inputs and parameters of {@link #sliceLike}. */
     public static final class SliceLikeOpts {
         private long[] axes;
@@ -15331,8 +14880,8 @@ public final class Nd {
         return call.first("smooth_l1");
     }
 
-    /** The optional inputs and parameters of {@link #softmaxOp}. */
-    public static final class SoftmaxOpOpts {
+    /** The optional inputs and parameters of {@link #softmax}. */
+    public static final class SoftmaxOpts {
         private NDArray length;
         private Long axis;
         private Double temperature;
@@ -15340,13 +14889,13 @@ public final class Nd {
         private Boolean useLength;
 
         /** Options that keep every default. */
-        public SoftmaxOpOpts() {}
+        public SoftmaxOpts() {}
 
         /**
          * @param length the optional input length
          * @return these options
          */
-        public SoftmaxOpOpts length(NDArray length) {
+        public SoftmaxOpts length(NDArray length) {
             this.length = length;
             return this;
         }
@@ -15355,7 +14904,7 @@ public final class Nd {
          * @param axis axis to normalise over. Default -1. (axis, int)
          * @return these options
          */
-        public SoftmaxOpOpts axis(long axis) {
+        public SoftmaxOpts axis(long axis) {
             this.axis = axis;
             return this;
         }
@@ -15364,7 +14913,7 @@ public final class Nd {
          * @param temperature divides the input first (None: 1). Default None. (temperature, float or None)
          * @return these options
          */
-        public SoftmaxOpOpts temperature(double temperature) {
+        public SoftmaxOpts temperature(double temperature) {
             this.temperature = temperature;
             return this;
         }
@@ -15373,7 +14922,7 @@ public final class Nd {
          * @param dtype output dtype: float16, float32 or float64 (None: the input's). Default None. (dtype, dtype)
          * @return these options
          */
-        public SoftmaxOpOpts dtype(DType dtype) {
+        public SoftmaxOpts dtype(DType dtype) {
             this.dtype = dtype;
             return this;
         }
@@ -15382,7 +14931,7 @@ public final class Nd {
          * @param useLength input 1 (length) masks each line after its length. Default False. (use_length, boolean)
          * @return these options
          */
-        public SoftmaxOpOpts useLength(boolean useLength) {
+        public SoftmaxOpts useLength(boolean useLength) {
             this.useLength = useLength;
             return this;
         }
@@ -15405,8 +14954,8 @@ public final class Nd {
      * @param data input data
      * @return the first output
      */
-    public static NDArray softmaxOp(NDArray data) {
-        return softmaxOp(data, null);
+    public static NDArray softmax(NDArray data) {
+        return softmax(data, null);
     }
 
     /**
@@ -15418,11 +14967,61 @@ public final class Nd {
      * @param opts the optional inputs and parameters; null keeps the defaults
      * @return the first output
      */
-    public static NDArray softmaxOp(NDArray data, SoftmaxOpOpts opts) {
+    public static NDArray softmax(NDArray data, SoftmaxOpts opts) {
         OpArgs call = new OpArgs(2, 4);
         call.input(data);
         if (opts != null) opts.addTo(call);
         return call.first("softmax");
+    }
+
+    /** The optional inputs and parameters of {@link #softmaxActivation}. */
+    public static final class SoftmaxActivationOpts {
+        private String mode;
+
+        /** Options that keep every default. */
+        public SoftmaxActivationOpts() {}
+
+        /**
+         * @param mode instance: softmax over the last axis; channel: over axis 1. One of instance, channel. Default instance. (mode, enum)
+         * @return these options
+         */
+        public SoftmaxActivationOpts mode(String mode) {
+            this.mode = mode;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.text("mode", mode);
+        }
+    }
+
+    /**
+     * Softmax of each instance (over the last axis) or, with mode=channel, across the channels (axis 1) at each position.
+     *
+     * <p>Operator {@code SoftmaxActivation}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray softmaxActivation(NDArray data) {
+        return softmaxActivation(data, null);
+    }
+
+    /**
+     * Softmax of each instance (over the last axis) or, with mode=channel, across the channels (axis 1) at each position.
+     *
+     * <p>Operator {@code SoftmaxActivation}.
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray softmaxActivation(NDArray data, SoftmaxActivationOpts opts) {
+        OpArgs call = new OpArgs(1, 1);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("SoftmaxActivation");
     }
 
     /**
@@ -15439,6 +15038,266 @@ public final class Nd {
         call.input(data);
         call.input(label);
         return call.first("softmax_cross_entropy");
+    }
+
+    /** The optional inputs and parameters of {@link #softmaxOp}. */
+    public static final class SoftmaxOpOpts {
+        private Double gradScale;
+        private Double ignoreLabel;
+        private Boolean multiOutput;
+        private Boolean useIgnore;
+        private Boolean preserveShape;
+        private String normalization;
+        private Boolean outGrad;
+        private Double smoothAlpha;
+
+        /** Options that keep every default. */
+        public SoftmaxOpOpts() {}
+
+        /**
+         * @param gradScale scales the gradient. Default 1. (grad_scale, float)
+         * @return these options
+         */
+        public SoftmaxOpOpts gradScale(double gradScale) {
+            this.gradScale = gradScale;
+            return this;
+        }
+
+        /**
+         * @param ignoreLabel label whose instances get no gradient when use_ignore is true. Default -1. (ignore_label, float)
+         * @return these options
+         */
+        public SoftmaxOpOpts ignoreLabel(double ignoreLabel) {
+            this.ignoreLabel = ignoreLabel;
+            return this;
+        }
+
+        /**
+         * @param multiOutput softmax along axis 1, with a label per position of the axes after it. Default false. (multi_output, boolean)
+         * @return these options
+         */
+        public SoftmaxOpOpts multiOutput(boolean multiOutput) {
+            this.multiOutput = multiOutput;
+            return this;
+        }
+
+        /**
+         * @param useIgnore instances labelled ignore_label get no gradient. Default false. (use_ignore, boolean)
+         * @return these options
+         */
+        public SoftmaxOpOpts useIgnore(boolean useIgnore) {
+            this.useIgnore = useIgnore;
+            return this;
+        }
+
+        /**
+         * @param preserveShape softmax along the last axis. Default false. (preserve_shape, boolean)
+         * @return these options
+         */
+        public SoftmaxOpOpts preserveShape(boolean preserveShape) {
+            this.preserveShape = preserveShape;
+            return this;
+        }
+
+        /**
+         * @param normalization divide the gradient by nothing, the batch size, or the number of labels not ignored. One of null, batch, valid. Default null. (normalization, enum)
+         * @return these options
+         */
+        public SoftmaxOpOpts normalization(String normalization) {
+            this.normalization = normalization;
+            return this;
+        }
+
+        /**
+         * @param outGrad multiply the gradient by the head gradient. Default false. (out_grad, boolean)
+         * @return these options
+         */
+        public SoftmaxOpOpts outGrad(boolean outGrad) {
+            this.outGrad = outGrad;
+            return this;
+        }
+
+        /**
+         * @param smoothAlpha label smoothing: taken from the label's class and spread over the others. Default 0. (smooth_alpha, float)
+         * @return these options
+         */
+        public SoftmaxOpOpts smoothAlpha(double smoothAlpha) {
+            this.smoothAlpha = smoothAlpha;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("grad_scale", gradScale);
+            call.real("ignore_label", ignoreLabel);
+            call.bool("multi_output", multiOutput);
+            call.bool("use_ignore", useIgnore);
+            call.bool("preserve_shape", preserveShape);
+            call.text("normalization", normalization);
+            call.bool("out_grad", outGrad);
+            call.real("smooth_alpha", smoothAlpha);
+        }
+    }
+
+    /**
+     * Softmax of the data (per row, along axis 1 with multi_output, along the last axis with preserve_shape); its gradient is that of the cross-entropy with the label, ignoring the head gradient.
+     *
+     * <p>Operator {@code Softmax} (an alias of {@code SoftmaxOutput}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @param label input label
+     * @return the first output
+     */
+    public static NDArray softmaxOp(NDArray data, NDArray label) {
+        return softmaxOp(data, label, null);
+    }
+
+    /**
+     * Softmax of the data (per row, along axis 1 with multi_output, along the last axis with preserve_shape); its gradient is that of the cross-entropy with the label, ignoring the head gradient.
+     *
+     * <p>Operator {@code Softmax} (an alias of {@code SoftmaxOutput}).
+     *
+     * @param data input data
+     * @param label input label
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray softmaxOp(NDArray data, NDArray label, SoftmaxOpOpts opts) {
+        OpArgs call = new OpArgs(2, 8);
+        call.input(data);
+        call.input(label);
+        if (opts != null) opts.addTo(call);
+        return call.first("Softmax");
+    }
+
+    /** The optional inputs and parameters of {@link #softmaxOutput}. */
+    public static final class SoftmaxOutputOpts {
+        private Double gradScale;
+        private Double ignoreLabel;
+        private Boolean multiOutput;
+        private Boolean useIgnore;
+        private Boolean preserveShape;
+        private String normalization;
+        private Boolean outGrad;
+        private Double smoothAlpha;
+
+        /** Options that keep every default. */
+        public SoftmaxOutputOpts() {}
+
+        /**
+         * @param gradScale scales the gradient. Default 1. (grad_scale, float)
+         * @return these options
+         */
+        public SoftmaxOutputOpts gradScale(double gradScale) {
+            this.gradScale = gradScale;
+            return this;
+        }
+
+        /**
+         * @param ignoreLabel label whose instances get no gradient when use_ignore is true. Default -1. (ignore_label, float)
+         * @return these options
+         */
+        public SoftmaxOutputOpts ignoreLabel(double ignoreLabel) {
+            this.ignoreLabel = ignoreLabel;
+            return this;
+        }
+
+        /**
+         * @param multiOutput softmax along axis 1, with a label per position of the axes after it. Default false. (multi_output, boolean)
+         * @return these options
+         */
+        public SoftmaxOutputOpts multiOutput(boolean multiOutput) {
+            this.multiOutput = multiOutput;
+            return this;
+        }
+
+        /**
+         * @param useIgnore instances labelled ignore_label get no gradient. Default false. (use_ignore, boolean)
+         * @return these options
+         */
+        public SoftmaxOutputOpts useIgnore(boolean useIgnore) {
+            this.useIgnore = useIgnore;
+            return this;
+        }
+
+        /**
+         * @param preserveShape softmax along the last axis. Default false. (preserve_shape, boolean)
+         * @return these options
+         */
+        public SoftmaxOutputOpts preserveShape(boolean preserveShape) {
+            this.preserveShape = preserveShape;
+            return this;
+        }
+
+        /**
+         * @param normalization divide the gradient by nothing, the batch size, or the number of labels not ignored. One of null, batch, valid. Default null. (normalization, enum)
+         * @return these options
+         */
+        public SoftmaxOutputOpts normalization(String normalization) {
+            this.normalization = normalization;
+            return this;
+        }
+
+        /**
+         * @param outGrad multiply the gradient by the head gradient. Default false. (out_grad, boolean)
+         * @return these options
+         */
+        public SoftmaxOutputOpts outGrad(boolean outGrad) {
+            this.outGrad = outGrad;
+            return this;
+        }
+
+        /**
+         * @param smoothAlpha label smoothing: taken from the label's class and spread over the others. Default 0. (smooth_alpha, float)
+         * @return these options
+         */
+        public SoftmaxOutputOpts smoothAlpha(double smoothAlpha) {
+            this.smoothAlpha = smoothAlpha;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.real("grad_scale", gradScale);
+            call.real("ignore_label", ignoreLabel);
+            call.bool("multi_output", multiOutput);
+            call.bool("use_ignore", useIgnore);
+            call.bool("preserve_shape", preserveShape);
+            call.text("normalization", normalization);
+            call.bool("out_grad", outGrad);
+            call.real("smooth_alpha", smoothAlpha);
+        }
+    }
+
+    /**
+     * Softmax of the data (per row, along axis 1 with multi_output, along the last axis with preserve_shape); its gradient is that of the cross-entropy with the label, ignoring the head gradient.
+     *
+     * <p>Operator {@code SoftmaxOutput}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @param label input label
+     * @return the first output
+     */
+    public static NDArray softmaxOutput(NDArray data, NDArray label) {
+        return softmaxOutput(data, label, null);
+    }
+
+    /**
+     * Softmax of the data (per row, along axis 1 with multi_output, along the last axis with preserve_shape); its gradient is that of the cross-entropy with the label, ignoring the head gradient.
+     *
+     * <p>Operator {@code SoftmaxOutput}.
+     *
+     * @param data input data
+     * @param label input label
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray softmaxOutput(NDArray data, NDArray label, SoftmaxOutputOpts opts) {
+        OpArgs call = new OpArgs(2, 8);
+        call.input(data);
+        call.input(label);
+        if (opts != null) opts.addTo(call);
+        return call.first("SoftmaxOutput");
     }
 
     /** The optional inputs and parameters of {@link #softmin}. */
@@ -16001,6 +15860,67 @@ public final class Nd {
         return call.first("sum_axis");
     }
 
+    /** The optional inputs and parameters of {@link #swapAxis}. */
+    public static final class SwapAxisOpts {
+        private Long dim1;
+        private Long dim2;
+
+        /** Options that keep every default. */
+        public SwapAxisOpts() {}
+
+        /**
+         * @param dim1 the first axis to swap. Default 0. (dim1, int)
+         * @return these options
+         */
+        public SwapAxisOpts dim1(long dim1) {
+            this.dim1 = dim1;
+            return this;
+        }
+
+        /**
+         * @param dim2 the second axis to swap. Default 0. (dim2, int)
+         * @return these options
+         */
+        public SwapAxisOpts dim2(long dim2) {
+            this.dim2 = dim2;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.integer("dim1", dim1);
+            call.integer("dim2", dim2);
+        }
+    }
+
+    /**
+     * Interchanges two axes (dim1 and dim2).
+     *
+     * <p>Operator {@code SwapAxis}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @return the first output
+     */
+    public static NDArray swapAxis(NDArray data) {
+        return swapAxis(data, null);
+    }
+
+    /**
+     * Interchanges two axes (dim1 and dim2).
+     *
+     * <p>Operator {@code SwapAxis}.
+     *
+     * @param data input data
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray swapAxis(NDArray data, SwapAxisOpts opts) {
+        OpArgs call = new OpArgs(1, 2);
+        call.input(data);
+        if (opts != null) opts.addTo(call);
+        return call.first("SwapAxis");
+    }
+
     /** The optional inputs and parameters of {@link #swapaxes}. */
     public static final class SwapaxesOpts {
         private Long dim1;
@@ -16416,6 +16336,87 @@ public final class Nd {
         OpArgs call = new OpArgs(0, 5);
         if (opts != null) opts.addTo(call);
         return call.first("uniform");
+    }
+
+    /** The optional inputs and parameters of {@link #upSampling}. */
+    public static final class UpSamplingOpts {
+        private Long numFilter;
+        private String multiInputMode;
+        private Long workspace;
+
+        /** Options that keep every default. */
+        public UpSamplingOpts() {}
+
+        /**
+         * @param numFilter channels (bilinear only). Default 0. (num_filter, int)
+         * @return these options
+         */
+        public UpSamplingOpts numFilter(long numFilter) {
+            this.numFilter = numFilter;
+            return this;
+        }
+
+        /**
+         * @param multiInputMode several inputs: concat along channels or sum (nearest only). One of concat, sum. Default concat. (multi_input_mode, enum)
+         * @return these options
+         */
+        public UpSamplingOpts multiInputMode(String multiInputMode) {
+            this.multiInputMode = multiInputMode;
+            return this;
+        }
+
+        /**
+         * @param workspace accepted for MXNet compatibility (MB). Default 512. (workspace, int)
+         * @return these options
+         */
+        public UpSamplingOpts workspace(long workspace) {
+            this.workspace = workspace;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.integer("num_filter", numFilter);
+            call.text("multi_input_mode", multiInputMode);
+            call.integer("workspace", workspace);
+        }
+    }
+
+    /**
+     * Upsamples NCHW data by an integer scale: nearest neighbour (several inputs joined along channels or summed) or bilinear through a (C,1,k,k) kernel.
+     *
+     * <p>Operator {@code UpSampling}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data the inputs, 1 to 63
+     * @param scale upsampling factor. Required. (scale, int)
+     * @param sampleType nearest or bilinear. One of nearest, bilinear. Required. (sample_type, enum)
+     * @param numArgs inputs (bilinear: 2, data and weight). Required. (num_args, int)
+     * @return the first output
+     */
+    public static NDArray upSampling(NDArray[] data, long scale, String sampleType, long numArgs) {
+        return upSampling(data, scale, sampleType, numArgs, null);
+    }
+
+    /**
+     * Upsamples NCHW data by an integer scale: nearest neighbour (several inputs joined along channels or summed) or bilinear through a (C,1,k,k) kernel.
+     *
+     * <p>Operator {@code UpSampling}.
+     *
+     * @param data the inputs, 1 to 63
+     * @param scale upsampling factor. Required. (scale, int)
+     * @param sampleType nearest or bilinear. One of nearest, bilinear. Required. (sample_type, enum)
+     * @param numArgs inputs (bilinear: 2, data and weight). Required. (num_args, int)
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray upSampling(NDArray[] data, long scale, String sampleType, long numArgs, UpSamplingOpts opts) {
+        OpArgs call = new OpArgs(0, 6);
+        call.inputs(data);
+        call.integer("scale", scale);
+        call.text("sample_type", sampleType);
+        call.integer("num_args", numArgs);
+        if (opts != null) opts.addTo(call);
+        return call.first("UpSampling");
     }
 
     /**

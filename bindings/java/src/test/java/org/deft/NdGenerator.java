@@ -12,6 +12,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import org.deft.internal.DeftNative;
 import org.deft.internal.DeftOp;
 import org.deft.internal.DeftSymbol;
@@ -175,19 +176,33 @@ public final class NdGenerator {
         private final StringBuilder b = new StringBuilder();
 
         String file(List<Op> ops) {
-            ops = new ArrayList<>(ops);
-            ops.sort(Comparator.comparing(Op::name));
             b.append(HEADER);
-            Map<String, String> used = new HashMap<>(); // method -> canonical operator
-            for (Op op : ops) {
-                String name = method(op.name());
-                if (op.canonical().equals(used.get(name))) continue; // an alias differing in case
-                while (used.containsKey(name) || OBJECT_METHODS.contains(name)) name += "Op";
-                used.put(name, op.canonical());
-                new OpWriter(b, name, op).write();
-            }
+            Map<String, Op> methods = new TreeMap<>(methods(ops));
+            for (Map.Entry<String, Op> m : methods.entrySet())
+                new OpWriter(b, m.getKey(), m.getValue()).write();
             return b.append("}\n").toString();
         }
+    }
+
+    /**
+     * The method of each operator. Where two names fold to one method (softmax, Softmax),
+     * the operator whose name starts in lower case keeps it, since that is how the method
+     * reads; the other gets the suffix Op (Softmax: softmaxOp), unless it is an alias of the
+     * first (then one method serves both).
+     */
+    static Map<String, Op> methods(List<Op> ops) {
+        List<Op> order = new ArrayList<>(ops);
+        order.sort(Comparator.comparing((Op op) -> Character.isUpperCase(op.name().charAt(0)))
+                       .thenComparing(Op::name));
+        Map<String, Op> methods = new HashMap<>();
+        for (Op op : order) {
+            String name = method(op.name());
+            Op taken = methods.get(name);
+            if (taken != null && taken.canonical().equals(op.canonical())) continue;
+            while (methods.containsKey(name) || OBJECT_METHODS.contains(name)) name += "Op";
+            methods.put(name, op);
+        }
+        return methods;
     }
 
     static final String HEADER = String.join("\n",
@@ -203,10 +218,11 @@ public final class NdGenerator {
         " * <p>Names: an operator's name in lowerCamelCase ({@code broadcast_add} is",
         " * {@code broadcastAdd}); a name starting with {@code _} gets the prefix {@code internal}",
         " * ({@code _plus_scalar} is {@code internalPlusScalar}); a Java keyword gets a trailing",
-        " * {@code _}; two operators that would share a name (names differing only in case) keep",
-        " * one method when they are aliases, otherwise the later one (in the registry's sorted",
-        " * order) gets the suffix {@code Op}, as does a name of Object's methods. Parameters are",
-        " * named the same way. These are the rules of Go's and Rust's generated functions.",
+        " * {@code _}. Two operators whose names differ only in case share one method when they",
+        " * are aliases; otherwise the one whose name starts in lower case keeps the method and",
+        " * the other gets the suffix {@code Op} ({@code softmax} is {@code softmax}, {@code Softmax}",
+        " * is {@code softmaxOp}), as does a name of Object's methods. Parameters are named the",
+        " * same way (a keyword gets a trailing {@code _}).",
         " *",
         " * <p>Types: int is {@code long}, float {@code double}, boolean {@code boolean}, a tuple",
         " * of int {@code long[]}, a dtype {@link DType}, a device {@link Device}; enums and strings",

@@ -42,6 +42,19 @@ class NdTest {
         assertEquals("default_", NdGenerator.variable("default"));
         assertEquals("opts_", NdGenerator.variable("opts"));
         assertEquals("numOutputs", NdGenerator.variable("num_outputs"));
+        // case-folded collisions: aliases share a method; otherwise lower case keeps the name
+        java.util.Map<String, NdGenerator.Op> m = NdGenerator.methods(java.util.List.of(
+            op("Softmax", "SoftmaxOutput"), op("softmax", "softmax"), op("Concat", "Concat"),
+            op("concat", "Concat"), op("wait", "wait")));
+        assertEquals(java.util.Set.of("softmax", "softmaxOp", "concat", "waitOp"), m.keySet());
+        assertEquals("softmax", m.get("softmax").name());
+        assertEquals("Softmax", m.get("softmaxOp").name());
+        assertEquals("Concat", m.get("concat").canonical());
+    }
+
+    private static NdGenerator.Op op(String name, String canonical) {
+        return new NdGenerator.Op(name, canonical, "", 1, 1, new String[] {"data"},
+                                  java.util.List.of(), 1);
     }
 
     @Test
