@@ -1736,8 +1736,8 @@ public final class Nd {
      * The optional inputs and parameters keep their defaults.
      *
      * @param data input data
-     * @param begin first index per axis (None: from the start). Required. (begin, tuple of int or None)
-     * @param end end index per axis, excluded (None: to the end). Required. (end, tuple of int or None)
+     * @param begin first index per axis (None: from the start). Required (null: None). (begin, tuple of int or None)
+     * @param end end index per axis, excluded (None: to the end). Required (null: None). (end, tuple of int or None)
      * @return the first output
      */
     public static NDArray crop(NDArray data, long[] begin, long[] end) {
@@ -1750,8 +1750,8 @@ public final class Nd {
      * <p>Operator {@code crop} (an alias of {@code slice}).
      *
      * @param data input data
-     * @param begin first index per axis (None: from the start). Required. (begin, tuple of int or None)
-     * @param end end index per axis, excluded (None: to the end). Required. (end, tuple of int or None)
+     * @param begin first index per axis (None: from the start). Required (null: None). (begin, tuple of int or None)
+     * @param end end index per axis, excluded (None: to the end). Required (null: None). (end, tuple of int or None)
      * @param opts the optional inputs and parameters; null keeps the defaults
      * @return the first output
      */
@@ -5347,8 +5347,8 @@ public final class Nd {
      *
      * @param grad input grad
      * @param like input like
-     * @param begin first index per axis (None: from the start). Required. (begin, tuple of int or None)
-     * @param end end index per axis, excluded (None: to the end). Required. (end, tuple of int or None)
+     * @param begin first index per axis (None: from the start). Required (null: None). (begin, tuple of int or None)
+     * @param end end index per axis, excluded (None: to the end). Required (null: None). (end, tuple of int or None)
      * @return the first output
      */
     public static NDArray internalBackwardSlice(NDArray grad, NDArray like, long[] begin, long[] end) {
@@ -5362,8 +5362,8 @@ public final class Nd {
      *
      * @param grad input grad
      * @param like input like
-     * @param begin first index per axis (None: from the start). Required. (begin, tuple of int or None)
-     * @param end end index per axis, excluded (None: to the end). Required. (end, tuple of int or None)
+     * @param begin first index per axis (None: from the start). Required (null: None). (begin, tuple of int or None)
+     * @param end end index per axis, excluded (None: to the end). Required (null: None). (end, tuple of int or None)
      * @param opts the optional inputs and parameters; null keeps the defaults
      * @return the first output
      */
@@ -5386,7 +5386,7 @@ public final class Nd {
      * @param like input like
      * @param axis axis to slice. Required. (axis, int)
      * @param begin first index (negative counts from the end). Required. (begin, int)
-     * @param end end index, excluded (None: to the end). Required. (end, int or None)
+     * @param end end index, excluded (None: to the end). Required (null: None). (end, int or None)
      * @return the first output
      */
     public static NDArray internalBackwardSliceAxis(NDArray grad, NDArray like, long axis, long begin, Long end) {
@@ -11248,8 +11248,8 @@ public final class Nd {
      *
      * @param data input data
      * @param value input value
-     * @param begin first index per axis (None: from the start). Required. (begin, tuple of int or None)
-     * @param end end index per axis, excluded (None: to the end). Required. (end, tuple of int or None)
+     * @param begin first index per axis (None: from the start). Required (null: None). (begin, tuple of int or None)
+     * @param end end index per axis, excluded (None: to the end). Required (null: None). (end, tuple of int or None)
      * @return the first output
      */
     public static NDArray internalSliceAssign(NDArray data, NDArray value, long[] begin, long[] end) {
@@ -11263,8 +11263,8 @@ public final class Nd {
      *
      * @param data input data
      * @param value input value
-     * @param begin first index per axis (None: from the start). Required. (begin, tuple of int or None)
-     * @param end end index per axis, excluded (None: to the end). Required. (end, tuple of int or None)
+     * @param begin first index per axis (None: from the start). Required (null: None). (begin, tuple of int or None)
+     * @param end end index per axis, excluded (None: to the end). Required (null: None). (end, tuple of int or None)
      * @param opts the optional inputs and parameters; null keeps the defaults
      * @return the first output
      */
@@ -14654,8 +14654,8 @@ public final class Nd {
      * The optional inputs and parameters keep their defaults.
      *
      * @param data input data
-     * @param begin first index per axis (None: from the start). Required. (begin, tuple of int or None)
-     * @param end end index per axis, excluded (None: to the end). Required. (end, tuple of int or None)
+     * @param begin first index per axis (None: from the start). Required (null: None). (begin, tuple of int or None)
+     * @param end end index per axis, excluded (None: to the end). Required (null: None). (end, tuple of int or None)
      * @return the first output
      */
     public static NDArray slice(NDArray data, long[] begin, long[] end) {
@@ -14668,8 +14668,8 @@ public final class Nd {
      * <p>Operator {@code slice}.
      *
      * @param data input data
-     * @param begin first index per axis (None: from the start). Required. (begin, tuple of int or None)
-     * @param end end index per axis, excluded (None: to the end). Required. (end, tuple of int or None)
+     * @param begin first index per axis (None: from the start). Required (null: None). (begin, tuple of int or None)
+     * @param end end index per axis, excluded (None: to the end). Required (null: None). (end, tuple of int or None)
      * @param opts the optional inputs and parameters; null keeps the defaults
      * @return the first output
      */
@@ -14690,7 +14690,7 @@ public final class Nd {
      * @param data input data
      * @param axis axis to slice. Required. (axis, int)
      * @param begin first index (negative counts from the end). Required. (begin, int)
-     * @param end end index, excluded (None: to the end). Required. (end, int or None)
+     * @param end end index, excluded (None: to the end). Required (null: None). (end, int or None)
      * @return the first output
      */
     public static NDArray sliceAxis(NDArray data, long axis, long begin, Long end) {

@@ -258,7 +258,8 @@ public final class NdGenerator {
     static String paramDoc(Param p) {
         String d = sentence(p.doc());
         if (p.choices().length > 0) d += " One of " + String.join(", ", p.choices()) + ".";
-        d += p.required() ? " Required." : " Default " + p.defaultValue() + ".";
+        if (p.required()) d += p.type().endsWith(" or None") ? " Required (null: None)." : " Required.";
+        else d += " Default " + p.defaultValue() + ".";
         return doc(d.trim() + " (" + p.name() + ", " + p.type() + ")");
     }
 

@@ -83,6 +83,9 @@ class NdTest {
         NDArray z = Nd.internalZeros(new Nd.InternalZerosOpts().shape(2).dtype(DType.INT64)
                                          .ctx(Device.CPU));
         assertArrayEquals(new long[] {0, 0}, z.toLongArray());
+        // a required parameter that takes None: null
+        assertArrayEquals(new float[] {2, -3, 5, -6}, Nd.sliceAxis(x, 1, 1, null).toFloatArray());
+        assertArrayEquals(new float[] {2, 5}, Nd.sliceAxis(x, 1, 1, 2L).toFloatArray());
         assertArrayEquals(new float[] {0, 2, 0, 4, 5, 0}, Nd.activation(x, "relu").toFloatArray());
     }
 
