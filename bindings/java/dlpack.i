@@ -45,8 +45,8 @@ JNIEXPORT jlongArray JNICALL Java_org_deft_DLPack_describe(JNIEnv *env, jclass c
     const DLTensor *t = &((DLManagedTensor *)(intptr_t)tensor)->dl_tensor;
     jlongArray out = (*env)->NewLongArray(env, 6 + t->ndim);
     if (!out) return NULL;
-    jlong head[6] = {t->dtype.code, t->dtype.bits, t->dtype.lanes, t->device.device_type,
-                     t->device.device_id, t->ndim};
+    jlong head[6] = {t->dtype.code,         t->dtype.bits,       t->dtype.lanes,
+                     t->device.device_type, t->device.device_id, t->ndim};
     (*env)->SetLongArrayRegion(env, out, 0, 6, head);
     for (int i = 0; i < t->ndim; i++) {
         jlong d = t->shape[i];
@@ -90,14 +90,18 @@ typedef struct {
     int64_t shape[DEFT_MAX_NDIM];
 } deft_java_lent;
 
+/* This thread's JNIEnv: the last user of the memory may be an engine thread, attached
+ * then (as a daemon). NULL if that fails. */
+static JNIEnv *deft_java_dlpack_env(void) {
+    JavaVM *vm = deft_java_dlpack_vm;
+    JNIEnv *env = NULL;
+    if ((*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_1_8) == JNI_OK) return env;
+    return (*vm)->AttachCurrentThreadAsDaemon(vm, (void **)&env, NULL) == JNI_OK ? env : NULL;
+}
+
 static void deft_java_lent_free(DLManagedTensor *t) {
     deft_java_lent *lent = t->manager_ctx;
-    JNIEnv *env = NULL;
-    /* The last user may be an engine thread: attach it (as a daemon) to drop the reference. */
-    if ((*deft_java_dlpack_vm)->GetEnv(deft_java_dlpack_vm, (void **)&env, JNI_VERSION_1_8) != JNI_OK &&
-        (*deft_java_dlpack_vm)->AttachCurrentThreadAsDaemon(deft_java_dlpack_vm, (void **)&env, NULL) !=
-            JNI_OK)
-        env = NULL;
+    JNIEnv *env = deft_java_dlpack_env();
     if (env) (*env)->DeleteGlobalRef(env, lent->buffer);
     free(lent);
 }
@@ -112,7 +116,8 @@ JNIEXPORT jlong JNICALL Java_org_deft_DLPack_fromBuffer(JNIEnv *env, jclass cls,
         return 0;
     }
     if (ndim > DEFT_MAX_NDIM) {
-        deft_java_dlpack_error(env, DEFT_ERROR_VALUE, "the shape has more dimensions than deft's 8");
+        deft_java_dlpack_error(env, DEFT_ERROR_VALUE,
+                               "the shape has more dimensions than deft's 8");
         return 0;
     }
     deft_java_lent *lent = calloc(1, sizeof *lent);
