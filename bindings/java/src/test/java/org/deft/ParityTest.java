@@ -230,6 +230,10 @@ class ParityTest {
             again.buffer().asFloatBuffer().put(1, 30);
         }
         assertArrayEquals(new float[] {20, 30, 4, 5}, z.toFloatArray());
+        try (DLPack.Tensor ints = DLPack.export(Nd.cast(x, DType.INT64))) {
+            assertEquals(DType.INT64, ints.dtype());
+            assertEquals(3, ints.buffer().asLongBuffer().get(2));
+        }
         long live = Deft.liveArrays();
         z.close();
         assertEquals(live - 1, Deft.liveArrays());
@@ -254,7 +258,8 @@ class ParityTest {
         assertArrayEquals(new double[] {0, 0, 0, 0, 0, 9}, a.toDoubleArray());
         a.close();
         Deft.waitAll();
-        for (int i = 0; i < 50 && held.get() != null; i++) {
+        long deadline = System.currentTimeMillis() + 20_000; // a bound, not a timing
+        while (held.get() != null && System.currentTimeMillis() < deadline) {
             System.gc();
             Thread.sleep(10);
         }
