@@ -234,7 +234,7 @@ class ParityTest {
             assertEquals(DType.INT64, ints.dtype());
             assertEquals(3, ints.buffer().asLongBuffer().get(2));
         }
-        z.close(); // its tensor's deleter runs (directBuffers... checks that it does)
+        z.close(); // its tensor's deleter runs (directBuffersBecomeArraysWithoutACopy checks one)
     }
 
     @Test
