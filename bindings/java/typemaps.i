@@ -356,9 +356,8 @@ DEFT_JAVA_NAMES_OUT(out_count, out_words)
 }
 %typemap(argout) (int64_t *out_dims, int capacity) { if ($input) (*jenv)->ReleaseLongArrayElements(jenv, $input, (jlong *)$1, 0); }
 
-/* DLPack has no Java counterpart. */
-%ignore DeftNDArrayToDLPack;
-%ignore DeftNDArrayFromDLPack;
+/* DLPack: JNI functions of its own (org.deft.DLPack). */
+%include "bindings/java/dlpack.i"
 
 /* ---- custom operators: Java handlers behind the C callbacks ---- */
 

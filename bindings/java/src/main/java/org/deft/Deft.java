@@ -137,4 +137,9 @@ public final class Deft {
                                                        outputs.length, sym);
         return new Symbol(sym[0]);
     }
+
+    /** A scope over a per-thread flag: set(value) sets it and returns the previous value. */
+    static Scope scope(java.util.function.IntUnaryOperator set) {
+        return new Scope(set);
+    }
 }
