@@ -168,9 +168,15 @@ func TestAutogradModes(t *testing.T) {
 	for pass := 0; pass < 2; pass++ { // GradAdd: the second pass adds
 		var y *NDArray
 		must(0, WithRecording(func() error {
+			if !must(IsRecording()) || !must(IsTraining()) {
+				t.Error("WithRecording: want recording in training mode, as Python's record()")
+			}
 			y = must(must(x.Call("elemwise_mul", []*NDArray{x})).Call("sum", nil))
 			// inside WithoutRecording nothing is recorded: its result has no history
 			return WithoutRecording(func() error {
+				if must(IsRecording()) || must(IsTraining()) {
+					t.Error("WithoutRecording: want neither, as Python's pause()")
+				}
 				z := must(x.Call("elemwise_mul", []*NDArray{x}))
 				if err := Backward(must(z.Call("sum", nil))); err == nil {
 					t.Error("backward through an unrecorded call succeeded")

@@ -42,12 +42,38 @@ func setTraining(st *C.go_status, on C.int, prev *C.int) C.int {
 // a graph and return lazy arrays, computed when read.
 func WithDeferredCompute(fn func() error) error { return withMode(setDeferred, true, fn) }
 
-// WithRecording runs fn with autograd recording on (MXNet's autograd.record).
-func WithRecording(fn func() error) error { return withMode(setRecording, true, fn) }
+// WithRecording runs fn with autograd recording on, in training mode
+// (MXNet's autograd.record, Python's deft.autograd.record()).
+func WithRecording(fn func() error) error {
+	return withMode(setRecording, true, func() error { return withMode(setTraining, true, fn) })
+}
 
-// WithoutRecording runs fn with autograd recording off, inside a recording
-// scope too (MXNet's autograd.pause, PyTorch's no_grad).
-func WithoutRecording(fn func() error) error { return withMode(setRecording, false, fn) }
+// WithoutRecording runs fn with autograd recording off, in prediction mode,
+// inside a recording scope too (MXNet's autograd.pause, Python's
+// deft.autograd.pause()).
+func WithoutRecording(fn func() error) error {
+	return withMode(setRecording, false, func() error { return withMode(setTraining, false, fn) })
+}
+
+// IsRecording reports whether calls on this thread are recorded for autograd.
+// The mode is per OS thread: ask inside a With... scope, which locks it.
+func IsRecording() (bool, error) {
+	return readMode(func(st *C.go_status, on *C.int) C.int { return C.go_is_recording(st, on) })
+}
+
+// IsTraining reports whether this thread is in training mode (see IsRecording).
+func IsTraining() (bool, error) {
+	return readMode(func(st *C.go_status, on *C.int) C.int { return C.go_is_training(st, on) })
+}
+
+func readMode(get func(*C.go_status, *C.int) C.int) (bool, error) {
+	var st C.go_status
+	var on C.int
+	if get(&st, &on) != 0 {
+		return false, fail(&st)
+	}
+	return on != 0, nil
+}
 
 // WithTraining runs fn in training mode: Dropout drops, BatchNorm uses the
 // batch's statistics (MXNet's train_mode).

@@ -129,6 +129,12 @@ int go_set_recording(go_status *st, int on, int *prev) {
 int go_set_training(go_status *st, int on, int *prev) {
     return go_check(st, DeftAutogradSetIsTraining(on, prev));
 }
+int go_is_recording(go_status *st, int *on) {
+    return go_check(st, DeftAutogradIsRecording(on));
+}
+int go_is_training(go_status *st, int *on) {
+    return go_check(st, DeftAutogradIsTraining(on));
+}
 int go_mark(go_status *st, DeftNDArrayHandle var, int req, DeftNDArrayHandle grad) {
     return go_check(st, DeftAutogradMarkVariables(1, &var, &req, &grad));
 }

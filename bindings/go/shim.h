@@ -55,6 +55,8 @@ go_status go_free_array(DeftNDArrayHandle h);
 int go_set_deferred(go_status *st, int on, int *prev);
 int go_set_recording(go_status *st, int on, int *prev);
 int go_set_training(go_status *st, int on, int *prev);
+int go_is_recording(go_status *st, int *on);
+int go_is_training(go_status *st, int *on);
 int go_mark(go_status *st, DeftNDArrayHandle var, int req, DeftNDArrayHandle grad);
 int go_backward(go_status *st, int n, const DeftNDArrayHandle *heads,
                 const DeftNDArrayHandle *head_grads, int retain);

@@ -160,6 +160,16 @@ class CachedOp:
         outputs = len(symbol.list_outputs())
         self.num_outputs = outputs + (len(symbol.list_inputs()) if backward else 0)
 
+    _PLAN_STATS = {"arena": 0, "naive": 1, "inplace_only": 2, "sharing_only": 3}
+
+    def plan_bytes(self, stat="arena"):
+        """A figure of the memory plan of the last call, in bytes: "arena" (what this
+        executor allocated), "naive" (one buffer per intermediate), "inplace_only" or
+        "sharing_only" (the plan with one of its two savings)."""
+        if stat not in self._PLAN_STATS:
+            raise ValueError(f"stat is {stat!r}, expected one of {sorted(self._PLAN_STATS)}")
+        return lib.DeftCachedOpGetPlanStat(self, self._PLAN_STATS[stat])
+
     def __call__(self, *inputs, out=None):
         given = list(out) if out is not None else [None] * self.num_outputs
         made = lib.DeftCachedOpInvoke(self, len(inputs), list(inputs), given)

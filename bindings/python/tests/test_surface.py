@@ -54,6 +54,29 @@ def test_symbol_helpers(tmp_path):
         deft.Symbol.load(tmp_path / "missing.json")
 
 
+def test_cached_op_flags_plan_fuse_and_backward():
+    x = deft.array(np.full(1000, 0.5, np.float32))
+    with deft.deferred_compute():
+        y = x
+        for _ in range(4):  # x^16 + 1: four squarings, each an intermediate
+            y = y * y
+        y = y + 1.0
+    sym = deft.export({"x": x}, {"y": y})
+    arena = {}
+    for name, flags in [("plan", {}), ("no plan", {"memory_plan": False}),
+                        ("fused", {"fuse": True})]:
+        op = deft.CachedOp(sym, **flags)
+        np.testing.assert_allclose(op(x).asnumpy(), 1 + 0.5 ** 16, rtol=1e-6, err_msg=name)
+        arena[name] = op.plan_bytes()
+        if name != "fused":
+            assert abs(op.plan_bytes("naive") - 4 * 4000) <= 4 * 64, name
+    assert arena["plan"] < arena["no plan"], arena  # the plan shares buffers
+    assert abs(arena["no plan"] - 4 * 4000) <= 4 * 64, arena  # one buffer per entry
+    assert arena["fused"] == 0, arena  # one kernel: no intermediates
+    with pytest.raises(ValueError, match="stat is 'peak'"):
+        op.plan_bytes("peak")
+
+
 def test_counters_and_memory_stats():
     before = deft.live_arrays()
     x = deft.zeros((256,))

@@ -34,12 +34,13 @@ fn no_grad_and_train_predict_modes() {
     assert!(deft::is_recording().unwrap() && deft::is_training().unwrap());
     let unrecorded = {
         let _off = deft::no_grad().unwrap();
-        assert!(!deft::is_recording().unwrap());
+        // As Python's pause(): neither recording nor training.
+        assert!(!deft::is_recording().unwrap() && !deft::is_training().unwrap());
         ops::elemwise_mul(&x, &x).unwrap()
     };
     assert!(
-        deft::is_recording().unwrap(),
-        "the guard puts recording back"
+        deft::is_recording().unwrap() && deft::is_training().unwrap(),
+        "the guard puts both back"
     );
     // Not recorded: nothing to differentiate.
     assert!(deft::backward(&[&unrecorded]).is_err());

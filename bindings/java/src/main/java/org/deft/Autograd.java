@@ -57,9 +57,13 @@ public final class Autograd {
         return setting(v -> recording(v & 1) | training(v >> 1 & 1) << 1, 3);
     }
 
-    /** @return a scope in which nothing is recorded (no_grad, autograd.pause) */
+    /**
+     * @return a scope in which nothing is recorded and operators compute as in
+     *     inference: Python's and MXNet's autograd.pause() (Go's WithoutRecording,
+     *     Rust's no_grad)
+     */
     public static Deft.Scope pause() {
-        return setting(Autograd::recording, 0);
+        return setting(v -> recording(v & 1) | training(v >> 1 & 1) << 1, 0);
     }
 
     /** @return a scope in which operators compute as in training (dropout drops) */

@@ -43,9 +43,11 @@ class ParityTest {
             assertTrue(Autograd.isTraining(), "record() trains, as MXNet's");
             try (Deft.Scope off = Autograd.pause()) {
                 assertFalse(Autograd.isRecording());
+                assertFalse(Autograd.isTraining(), "pause() predicts, as Python's");
                 unrecorded = Nd.elemwiseMul(x, x);
             }
             assertTrue(Autograd.isRecording(), "closing the pause puts recording back");
+            assertTrue(Autograd.isTraining(), "and training");
             recorded = Nd.elemwiseMul(x, x);
         }
         assertFalse(Autograd.isRecording());
