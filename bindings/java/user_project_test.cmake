@@ -10,6 +10,7 @@
 # Run with -DMVN=<mvn> -DJAVA=<java> -DSOURCE_DIR=<checkout>
 #          -DNATIVE_DIR=<build>/bindings/java/native -DMAVEN_REPO=<repo>
 #          -DWORK_DIR=<scratch folder>
+cmake_minimum_required(VERSION 3.18) # policies: quoted if() arguments are strings
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR}/repo/org ${WORK_DIR}/hello/src/main/java)
 
