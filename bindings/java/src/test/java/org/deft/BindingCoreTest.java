@@ -18,7 +18,7 @@ class BindingCoreTest {
         assertEquals(null, System.getProperty("deft.library.path"));
     }
 
-    private static final int N = 16;
+    private static final int N = 128;
 
     /** The shape: the result's last use is the read that C performs. */
     private static float[] dotThenRead(NDArray a, NDArray b) {
@@ -45,7 +45,7 @@ class BindingCoreTest {
         try (NDArray a = NDArray.of(av, N, N); NDArray b = NDArray.of(id, N, N)) {
             collector.start();
             allocator.start();
-            for (int i = 0; i < 2000; i++)
+            for (int i = 0; i < 1000; i++)
                 if (!java.util.Arrays.equals(av, dotThenRead(a, b))) wrong++;
         } finally {
             done.set(true);
