@@ -44,9 +44,9 @@ JNIEXPORT jlong JNICALL Java_org_deft_Jni_op(JNIEnv *env, jclass cls, jstring na
     return (jlong)(intptr_t)op;
 }
 
-/* Room on the stack for a call's inputs, parameter words and text; more
+/* Room on the stack for a call's handles, parameter words and text; more
  * is malloc'd (C then reports a count over its limits). */
-enum { INLINE_INPUTS = 64, INLINE_WORDS = 32, INLINE_TEXT = 512 };
+enum { INLINE_SLOTS = 64 + DEFT_MAX_OUTPUTS + 1, INLINE_WORDS = 32, INLINE_TEXT = 512 };
 
 static void throw_new(JNIEnv *env, const char *cls_name, const char *what) {
     jclass cls = (*env)->FindClass(env, cls_name);
@@ -55,13 +55,13 @@ static void throw_new(JNIEnv *env, const char *cls_name, const char *what) {
 
 /* A call's arguments in C form: stack room, or malloc'd room past it. */
 typedef struct call_args {
-    DeftNDArrayHandle inline_in[INLINE_INPUTS], *in;
-    const char *inline_words[INLINE_WORDS], **words; /* the keys, then the values */
+    DeftNDArrayHandle inline_slots[INLINE_SLOTS], *slots; /* inputs, outputs, live bytes */
+    const char *inline_words[INLINE_WORDS], **words;      /* the keys, then the values */
     char inline_text[INLINE_TEXT], *text;
 } call_args;
 
 static void call_args_free(call_args *a) {
-    if (a->in != a->inline_in) free(a->in);
+    if (a->slots != a->inline_slots) free(a->slots);
     if (a->words != a->inline_words) free(a->words);
     if (a->text != a->inline_text) free(a->text);
 }
@@ -71,84 +71,69 @@ static void *room_for(void *inline_room, size_t inline_n, size_t n, size_t size)
     return n <= inline_n ? inline_room : malloc(n * size);
 }
 
-/* The n strings of params (key, value, key, ...) as NUL-terminated
- * modified UTF-8 (the same as UTF-8 for the ASCII that parameters are), one
- * after another in a->text; a->words points at the keys, then the values.
- * Returns -1 with an exception pending. */
-static int param_words(JNIEnv *env, jobjectArray params, jsize n, call_args *a) {
-    size_t need = 0;
-    for (jsize i = 0; i < n; i++) {
-        jstring s = (jstring)(*env)->GetObjectArrayElement(env, params, i);
-        if (!s)
-            return throw_new(env, "java/lang/NullPointerException",
-                             "a parameter key or value is null"),
-                   -1;
-        need += (size_t)(*env)->GetStringUTFLength(env, s) + 1;
-        (*env)->DeleteLocalRef(env, s);
+/* Reads the call's handles and its nwords parameter words (key, value, key,
+ * ..., each NUL-terminated in params, as Jni.java encodes them) into a:
+ * a->words points at the keys, then the values. Returns -1 with an
+ * exception pending. */
+static int call_args_read(JNIEnv *env, jlongArray slots, jsize nslots, jbyteArray params,
+                          jsize nwords, call_args *a) {
+    jsize nbytes = params ? (*env)->GetArrayLength(env, params) : 0;
+    a->slots = room_for(a->inline_slots, INLINE_SLOTS, (size_t)nslots, sizeof *a->slots);
+    a->words = room_for(a->inline_words, INLINE_WORDS, (size_t)nwords, sizeof *a->words);
+    a->text = room_for(a->inline_text, INLINE_TEXT, (size_t)nbytes, 1);
+    if (!a->slots || !a->words || !a->text)
+        return throw_new(env, "java/lang/OutOfMemoryError", "deft: call arguments"), -1;
+    /* jlong and pointers are both 64 bits (checked at build time below) */
+    (*env)->GetLongArrayRegion(env, slots, 0, nslots, (jlong *)a->slots);
+    if (nbytes) (*env)->GetByteArrayRegion(env, params, 0, nbytes, (jbyte *)a->text);
+    jsize word = 0;
+    for (jsize at = 0; at < nbytes && word < nwords; word++) {
+        a->words[word % 2 ? nwords / 2 + word / 2 : word / 2] = a->text + at;
+        while (at < nbytes && a->text[at]) at++;
+        at++; /* past the NUL */
     }
-    a->text = room_for(a->inline_text, INLINE_TEXT, need, 1);
-    if (!a->text) return throw_new(env, "java/lang/OutOfMemoryError", "deft: parameter text"), -1;
-    char *at = a->text;
-    for (jsize i = 0; i < n; i++) {
-        jstring s = (jstring)(*env)->GetObjectArrayElement(env, params, i);
-        jsize len = (*env)->GetStringLength(env, s), bytes = (*env)->GetStringUTFLength(env, s);
-        (*env)->GetStringUTFRegion(env, s, 0, len, at);
-        (*env)->DeleteLocalRef(env, s);
-        at[bytes] = '\0';
-        a->words[i % 2 ? n / 2 + i / 2 : i / 2] = at;
-        at += bytes + 1;
-    }
+    if (word != nwords || nwords % 2 || (nbytes && a->text[nbytes - 1]))
+        return throw_new(env, "java/lang/IllegalArgumentException",
+                         "deft: parameters must be NUL-terminated key and value pairs"),
+               -1;
     return 0;
 }
 
-/* The inputs and parameters of a call into a; -1 with an exception pending. */
-static int call_args_read(JNIEnv *env, jlongArray in, jsize nin, jobjectArray params, jsize nparam,
-                          call_args *a) {
-    a->in = room_for(a->inline_in, INLINE_INPUTS, (size_t)nin, sizeof *a->in);
-    a->words = room_for(a->inline_words, INLINE_WORDS, (size_t)nparam, sizeof *a->words);
-    a->text = a->inline_text;
-    if (!a->in || !a->words)
-        return throw_new(env, "java/lang/OutOfMemoryError", "deft: call arguments"), -1;
-    /* jlong and pointers are both 64 bits (checked at build time below) */
-    (*env)->GetLongArrayRegion(env, in, 0, nin, (jlong *)a->in);
-    return nparam ? param_words(env, params, nparam, a) : 0;
-}
-
 /*
- * DeftImperativeInvoke(op, in, out, params): out[0 .. room) are the output
- * handles (0: create one), out[room] receives deft's live CPU bytes after
- * the call (so the binding sees native memory at no extra call). params
- * alternate keys and values (an even count: the Java side checks). Returns
- * the outputs made, written into out, or -needed when the operator makes
- * more outputs than the room (nothing is created then: call again with that
+ * DeftImperativeInvoke(op, inputs, outputs, params). slots holds the nin
+ * input handles, then the output room (0: create one), then one element
+ * that receives deft's live CPU bytes after the call (so the binding sees
+ * native memory at no extra call). params holds nwords NUL-terminated
+ * strings, alternately keys and values (Jni.params). Returns the outputs
+ * made, written into their slots, or -needed when the operator makes more
+ * outputs than the room (nothing is created then: call again with that
  * room); throws DeftException on any other failure.
  */
-JNIEXPORT jint JNICALL Java_org_deft_Jni_invoke(JNIEnv *env, jclass cls, jlong op, jlongArray in,
-                                                jlongArray out, jobjectArray params) {
+JNIEXPORT jint JNICALL Java_org_deft_Jni_invoke(JNIEnv *env, jclass cls, jlong op, jlongArray slots,
+                                                jint nin, jbyteArray params, jint nwords) {
     (void)cls;
-    jsize nin = (*env)->GetArrayLength(env, in), nout = (*env)->GetArrayLength(env, out) - 1;
-    jsize nparam = params ? (*env)->GetArrayLength(env, params) : 0;
-    if (nout < 0 || nout > DEFT_MAX_OUTPUTS || nparam % 2)
+    jsize nslots = (*env)->GetArrayLength(env, slots), nout = nslots - nin - 1;
+    if (nin < 0 || nout < 0 || nout > DEFT_MAX_OUTPUTS || nwords < 0)
         return throw_new(env, "java/lang/IllegalArgumentException",
-                         "deft: expected an output room of 0 to DEFT_MAX_OUTPUTS plus one, and "
-                         "parameters in key and value pairs"),
+                         "deft: expected slots for the inputs, an output room of 0 to "
+                         "DEFT_MAX_OUTPUTS and the live bytes"),
                0;
     call_args a;
-    if (call_args_read(env, in, nin, params, nparam, &a)) return call_args_free(&a), 0;
-    DeftNDArrayHandle outs[DEFT_MAX_OUTPUTS];
-    (*env)->GetLongArrayRegion(env, out, 0, nout, (jlong *)outs);
-    int np = (int)(nparam / 2), room = (int)nout, produced = room;
-    int status = DeftImperativeInvoke((DeftOpHandle)(intptr_t)op, (int)nin, a.in, &produced, outs,
-                                      np, a.words, a.words + np);
+    if (call_args_read(env, slots, nslots, params, nwords, &a)) return call_args_free(&a), 0;
+    int np = nwords / 2, room = (int)nout, produced = room;
+    int status = DeftImperativeInvoke((DeftOpHandle)(intptr_t)op, nin, a.slots, &produced,
+                                      a.slots + nin, np, a.words, a.words + np);
+    if (status == 0) {
+        jlong live = live_bytes();
+        (*env)->SetLongArrayRegion(env, slots, nin, produced, (const jlong *)(a.slots + nin));
+        (*env)->SetLongArrayRegion(env, slots, nin + room, 1, &live);
+    }
     call_args_free(&a);
     if (status != 0) {
         if (produced > room) return -produced;
         deft_java_throw(env);
         return 0;
     }
-    (*env)->SetLongArrayRegion(env, out, 0, produced, (const jlong *)outs);
-    jlong live = live_bytes();
-    (*env)->SetLongArrayRegion(env, out, room, 1, &live);
     return produced;
 }
 

@@ -98,19 +98,19 @@ public final class Deft {
     public static NDArray[] invoke(String name, NDArray[] inputs, String... params) {
         checkParams(params);
         Op op = lookup(name);
+        byte[] text = Jni.params(params);
         try {
-            long[] in = NDArray.pointers(inputs);
             for (;;) {
-                int room = op.room;
-                long[] out = new long[room + 1];
-                int n = Jni.invoke(op.handle, in, out, params);
+                int room = op.room, nin = inputs.length;
+                long[] slots = NDArray.pointers(inputs, room + 1);
+                int n = Jni.invoke(op.handle, slots, nin, text, params.length);
                 if (n < 0) { // more outputs than the room: nothing was made
                     op.room = Math.max(op.room, -n);
                     continue;
                 }
                 NDArray[] result = new NDArray[n];
-                for (int i = 0; i < n; i++) result[i] = NDArray.owning(out[i]);
-                NativeMemory.note(out[room]);
+                for (int i = 0; i < n; i++) result[i] = NDArray.owning(slots[nin + i]);
+                NativeMemory.note(slots[nin + room]);
                 return result;
             }
         } finally {
@@ -127,16 +127,17 @@ public final class Deft {
         checkParams(params);
         Op op = lookup(name);
         try {
-            long[] in = NDArray.pointers(inputs);
-            long[] out = java.util.Arrays.copyOf(NDArray.pointers(outputs), outputs.length + 1);
-            int n = Jni.invoke(op.handle, in, out, params);
+            int nin = inputs.length, room = outputs.length;
+            long[] slots = NDArray.pointers(inputs, room + 1);
+            for (int i = 0; i < room; i++) slots[nin + i] = outputs[i] == null ? 0 : outputs[i].ptr();
+            int n = Jni.invoke(op.handle, slots, nin, Jni.params(params), params.length);
             if (n < 0)
                 throw new DeftException(DeftException.Kind.VALUE.ordinal(),
                                         "operator " + name + " makes " + -n + " outputs, but "
-                                            + "outputs has room for " + outputs.length);
+                                            + "outputs has room for " + room);
             for (int i = 0; i < n; i++)
-                if (outputs[i] == null) outputs[i] = NDArray.owning(out[i]);
-            NativeMemory.note(out[outputs.length]);
+                if (outputs[i] == null) outputs[i] = NDArray.owning(slots[nin + i]);
+            NativeMemory.note(slots[nin + room]);
         } finally {
             Reference.reachabilityFence(inputs);
             Reference.reachabilityFence(outputs);

@@ -16,13 +16,48 @@ final class Jni {
     static native long op(String name);
 
     /**
-     * DeftImperativeInvoke: out[0 .. out.length - 1) are the output handles
-     * (0: create one), its last element receives deft's live CPU bytes
-     * after the call; params alternate keys and values. Returns the outputs
-     * made, written into out, or -needed when the operator makes more than
-     * the room (nothing was created: call again with that room).
+     * DeftImperativeInvoke: slots holds nin input handles, then the output
+     * room (0: create one), then one element that receives deft's live CPU
+     * bytes after the call; params holds the nwords strings of
+     * {@link #params} (keys and values alternately). Returns the outputs
+     * made, written into their slots, or -needed when the operator makes
+     * more than the room (nothing was created: call again with that room).
      */
-    static native int invoke(long op, long[] in, long[] out, String[] params);
+    static native int invoke(long op, long[] slots, int nin, byte[] params, int nwords);
+
+    /**
+     * Parameter strings for invoke, each UTF-8 and NUL-terminated, one after
+     * another: made in Java, they cross into C as one array (a JNI call per
+     * string would cost more than the operator call).
+     */
+    static byte[] params(String[] words) {
+        int n = 0;
+        for (String w : words) {
+            if (w == null) throw new NullPointerException("a parameter key or value is null");
+            n += w.length() + 1;
+        }
+        byte[] out = new byte[n];
+        int at = 0;
+        for (String w : words) {
+            for (int i = 0; i < w.length(); i++) {
+                char c = w.charAt(i);
+                if (c == 0 || c >= 0x80) return utf8(words);
+                out[at++] = (byte) c;
+            }
+            out[at++] = 0;
+        }
+        return out;
+    }
+
+    /** params() for strings beyond ASCII (a NUL inside one stays an error in C). */
+    private static byte[] utf8(String[] words) {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        for (String w : words) {
+            out.writeBytes(w.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            out.write(0);
+        }
+        return out.toByteArray();
+    }
 
     /** DeftNDArrayFree. */
     static native void free(long handle);

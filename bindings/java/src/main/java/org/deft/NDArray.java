@@ -96,9 +96,12 @@ public final class NDArray implements AutoCloseable {
         return out;
     }
 
-    /** The handles of arrays (0 for null); the caller keeps arrays reachable. */
-    static long[] pointers(NDArray[] arrays) {
-        long[] out = new long[arrays.length];
+    /**
+     * The handles of arrays (0 for null), then extra zeros (the call's other
+     * slots); the caller keeps arrays reachable while C uses the handles.
+     */
+    static long[] pointers(NDArray[] arrays, int extra) {
+        long[] out = new long[arrays.length + extra];
         for (int i = 0; i < arrays.length; i++) out[i] = arrays[i] == null ? 0 : arrays[i].ptr();
         return out;
     }

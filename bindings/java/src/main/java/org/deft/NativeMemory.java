@@ -7,10 +7,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * The bound on native memory held by dropped arrays. The Java heap sees an
  * NDArray as a few dozen bytes whatever native memory its handle holds, so
  * a loop that drops arrays without close() can fill memory long before the
- * JVM collects and the Cleaner frees them. Every call that creates arrays
- * reports deft's live CPU bytes here (the JNI call returns the counter);
- * past the trigger, the binding runs System.gc() and waits for the Cleaner
- * to free what the collection found. The trigger is max(threshold, twice
+ * JVM collects them and their Cleaner frees the handles. Every call that
+ * creates arrays reports deft's live CPU bytes here (the JNI call returns
+ * the counter); past the trigger, the binding runs System.gc() and waits
+ * for the Cleaner to free what the collection found. The trigger is max(threshold, twice
  * the live bytes left after the last such collection), so a program that
  * really holds much native memory is not collected over and over.
  */
@@ -64,8 +64,9 @@ final class NativeMemory {
     /**
      * One collection at a time; callers that find one running go on (it
      * serves them too). The Cleaner frees on its own thread after the
-     * collection, and deft releases storage once pending work on it is done:
-     * wait while either goes on, until nothing moved for 1 ms (at most 50 ms).
+     * collection, and deft releases storage once pending work on it is
+     * done: wait while live bytes fall, until they did not for 1 ms (at
+     * most 50 ms).
      */
     private static void collect() {
         if (!collecting.tryLock()) return;
