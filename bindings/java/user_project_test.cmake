@@ -7,6 +7,8 @@
 # run with plain `java -cp`, no library path and an empty LD_LIBRARY_PATH:
 # it must print the README's result, and libdeft must be loaded from the
 # folder the jar's libraries were extracted to (the loader's trace says).
+# Then the same with -Ddeft.library.path, the fallback for in-tree use,
+# which must load libdeftjni from the folder it names.
 # Run with -DMVN=<mvn> -DJAVA=<java> -DSOURCE_DIR=<checkout>
 #          -DNATIVE_DIR=<build>/bindings/java/native -DMAVEN_REPO=<repo>
 #          -DWORK_DIR=<scratch folder>
@@ -53,15 +55,25 @@ file(WRITE ${WORK_DIR}/hello/src/main/java/Main.java "${main}")
 run("mvn -o package of the user project" ${CMAKE_COMMAND} -E chdir ${WORK_DIR}/hello
     ${MVN} -o -q ${repo} package)
 
-set(ENV{LD_LIBRARY_PATH} "")
-set(ENV{LD_DEBUG} libs)
-execute_process(COMMAND ${JAVA} -cp ${WORK_DIR}/hello/target/hello-1.0.jar:${jar} Main
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE trace)
-unset(ENV{LD_DEBUG})
-if(NOT rc EQUAL 0 OR NOT out STREQUAL "[6.0, 7.0, 8.0]\n")
-    message(FATAL_ERROR "java -cp: exit ${rc}, printed '${out}', want '[6.0, 7.0, 8.0]'\n${trace}")
-endif()
-if(NOT trace MATCHES "init: [^\n]*/deft-native-[^/\n]*/libdeft\\.so")
-    message(FATAL_ERROR "libdeft was not loaded from the jar's extracted copy:\n${trace}")
-endif()
-message(STATUS "mvn -o install, mvn -o package, java -cp: ${out}")
+# run_main(<name> <regex the loader's trace must match> [java options...])
+function(run_main name loaded)
+    set(ENV{LD_LIBRARY_PATH} "")
+    set(ENV{LD_DEBUG} libs)
+    execute_process(COMMAND ${JAVA} ${ARGN} -cp ${WORK_DIR}/hello/target/hello-1.0.jar:${jar} Main
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE trace)
+    unset(ENV{LD_DEBUG})
+    if(NOT rc EQUAL 0 OR NOT out STREQUAL "[6.0, 7.0, 8.0]\n")
+        message(FATAL_ERROR "${name}: exit ${rc}, printed '${out}', want '[6.0, 7.0, 8.0]'\n${trace}")
+    endif()
+    if(NOT trace MATCHES "${loaded}")
+        message(FATAL_ERROR "${name}: the loader's trace has no '${loaded}':\n${trace}")
+    endif()
+    message(STATUS "${name}: ${out}")
+endfunction()
+
+# from the jar: libdeft from the folder the jar's copies were extracted to
+run_main("java -cp" "init: [^\n]*/deft-native-[^/\n]*/libdeft\\.so")
+# -Ddeft.library.path names a folder: libdeftjni from there, not from the jar
+get_filename_component(native_real ${NATIVE_DIR} REALPATH)
+run_main("java -Ddeft.library.path" "init: ${native_real}/libdeftjni\\.so"
+         -Ddeft.library.path=${NATIVE_DIR})
