@@ -109,6 +109,20 @@ class BindingCoreTest {
             e = assertThrows(DeftException.class, () -> Deft.invoke("_plus_scalar",
                                                                    new NDArray[] {null}));
             assertNotEquals(DeftException.Kind.NONE, e.kind());
+            String big = "x".repeat(2000); // past the JNI glue's inline room for text
+            e = assertThrows(DeftException.class,
+                             () -> x.call("_plus_scalar", new NDArray[0], "scalar", big));
+            assertTrue(e.getMessage().contains("scalar"), e.getMessage());
+            String[] many = new String[60]; // past its inline room for parameter words
+            for (int i = 0; i < many.length; i += 2) {
+                many[i] = "p" + i;
+                many[i + 1] = "1";
+            }
+            e = assertThrows(DeftException.class, () -> x.call("_plus_scalar", new NDArray[0], many));
+            assertTrue(e.getMessage().contains("p0"), e.getMessage());
+            e = assertThrows(DeftException.class, // beyond ASCII: sent as UTF-8
+                             () -> x.call("_plus_scalar", new NDArray[0], "scal\u00e4r", "1"));
+            assertTrue(e.getMessage().contains("scal\u00e4r"), e.getMessage());
             NDArray[] inputs = new NDArray[200]; // past C's input limit: its error, no crash
             java.util.Arrays.fill(inputs, x);
             assertThrows(DeftException.class, () -> Deft.invoke("add_n", inputs));
