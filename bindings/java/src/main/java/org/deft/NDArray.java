@@ -57,12 +57,11 @@ public final class NDArray implements AutoCloseable {
         return new NDArray(new Handle(ptr, true));
     }
 
-    /** An array borrowing handle ptr, which its owner frees (close() only forgets it). */
-    static NDArray borrowed(long ptr) {
-        return new NDArray(new Handle(ptr, false));
-    }
-
-    /** An array taking over the handle of a SWIG object (or borrowing it, if that does not own it). */
+    /**
+     * An array taking over the handle of a SWIG object, or borrowing it if
+     * that object does not own it (custom operators' arrays: close() then
+     * only forgets the handle).
+     */
     NDArray(org.deft.internal.DeftNDArray h) {
         this(adopt(h));
     }
