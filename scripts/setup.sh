@@ -13,7 +13,7 @@ DEFT_APT_PACKAGES=(
     graphviz
     swig python3 python3-dev python3-venv
     junit5 libsurefire-java libmaven-compiler-plugin-java libmaven-resources-plugin-java
-    libmaven-jar-plugin-java
+    libmaven-jar-plugin-java libmaven-install-plugin-java
 )
 
 # Toolchains of the other bindings: each package is installed only when its

@@ -17,15 +17,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-static void deft_java_throw(JNIEnv *env) {
-    jclass cls = (*env)->FindClass(env, "org/deft/DeftException");
-    if (!cls) return; /* NoClassDefFoundError is pending */
-    jmethodID ctor = (*env)->GetMethodID(env, cls, "<init>", "(ILjava/lang/String;)V");
-    jstring text = (*env)->NewStringUTF(env, DeftGetLastError());
-    if (!ctor || !text) return;
-    jobject error = (*env)->NewObject(env, cls, ctor, (jint)DeftGetLastErrorKind(), text);
-    if (error) (*env)->Throw(env, (jthrowable)error);
-}
+/* Throws org.deft.DeftException for the last deft error (jni_calls.c). */
+void deft_java_throw(JNIEnv *env);
 
 /* A Java object of an internal handle class owning `ptr` (NULL: null). */
 static jobject deft_java_owned(JNIEnv *env, const char *cls_name, void *ptr) {
@@ -91,11 +84,46 @@ static int deft_java_handles(JNIEnv *env, jobjectArray arr, void ***out) {
   }
 
   private transient long swigCPtr;
+  private final transient Release release;
   private final transient java.lang.ref.Cleaner.Cleanable cleanable;
+  private final transient Object owner;
 
   public $javaclassname(long cPtr, boolean cMemoryOwn) {
     swigCPtr = cPtr;
-    cleanable = cMemoryOwn && cPtr != 0 ? CLEANER.register(this, new Release(cPtr)) : null;
+    release = cMemoryOwn && cPtr != 0 ? new Release(cPtr) : null;
+    cleanable = release != null ? CLEANER.register(this, release) : null;
+    owner = null;
+  }
+
+  /**
+   * A borrowed view of a handle that owner frees: the view keeps owner
+   * reachable, and a native call keeps its arguments reachable, so owner
+   * cannot be cleaned while a call that was given the view runs.
+   */
+  public $javaclassname(long cPtr, Object owner) {
+    swigCPtr = cPtr;
+    release = null;
+    cleanable = null;
+    this.owner = owner;
+  }
+
+  /** Whether this object frees its handle (false: a borrowed or released one). */
+  public synchronized boolean swigOwns() {
+    return release != null && swigCPtr != 0;
+  }
+
+  /**
+   * Give up the handle without freeing it: the caller owns it now (the API
+   * classes take handles over this way). Returns 0 after delete().
+   */
+  public synchronized long swigRelease() {
+    long ptr = swigCPtr;
+    swigCPtr = 0;
+    if (release != null) {
+      synchronized (release) { release.ptr = 0; }
+      cleanable.clean();
+    }
+    return ptr;
   }
 
   public static long getCPtr($javaclassname obj) {

@@ -1,5 +1,7 @@
 package org.deft;
 
+import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import org.deft.internal.DeftNative;
@@ -7,16 +9,83 @@ import org.deft.internal.DeftNative;
 /**
  * An n-dimensional array on the CPU, computed asynchronously. close() frees
  * its handle at once (use try-with-resources); a Cleaner frees it when the
- * object becomes unreachable otherwise. Methods called after close() throw
- * IllegalStateException and never reach freed memory.
+ * object becomes unreachable otherwise (and the binding collects when
+ * native memory grows: see {@link Deft#setNativeGCThreshold}). Methods
+ * called after close() throw IllegalStateException and never reach freed
+ * memory.
+ *
+ * <p>Every method that hands the handle to C keeps this object reachable
+ * until C is done with it (Reference.reachabilityFence, or a borrowed SWIG
+ * view that holds this object), so the Cleaner cannot free an array that a
+ * native call is reading, even when that call is the array's last use.
  */
-public final class NDArray extends Owned<org.deft.internal.DeftNDArray> {
-    NDArray(org.deft.internal.DeftNDArray handle) {
-        super(handle, handle::delete);
+public final class NDArray implements AutoCloseable {
+    static {
+        NativeLoader.load();
     }
 
+    private static final Cleaner CLEANER = Cleaner.create();
+
+    /** The handle, freed once: by close() or by the Cleaner's thread. */
+    private static final class Handle implements Runnable {
+        volatile long ptr;
+        final boolean owned;
+
+        Handle(long ptr, boolean owned) {
+            this.ptr = ptr;
+            this.owned = owned;
+        }
+
+        @Override
+        public void run() { // once at most (Cleanable.clean)
+            long p = ptr;
+            ptr = 0;
+            if (p != 0 && owned) Jni.free(p);
+        }
+    }
+
+    private final Handle handle;
+    private final Cleaner.Cleanable cleanable; // null for a borrowed array
+
+    private NDArray(Handle h) {
+        handle = h;
+        cleanable = h.owned ? CLEANER.register(this, h) : null;
+    }
+
+    /** An array owning handle ptr (freed by close() or the Cleaner). */
+    static NDArray owning(long ptr) {
+        return new NDArray(new Handle(ptr, true));
+    }
+
+    /**
+     * An array taking over the handle of a SWIG object, or borrowing it if
+     * that object does not own it (custom operators' arrays: close() then
+     * only forgets the handle).
+     */
+    NDArray(org.deft.internal.DeftNDArray h) {
+        this(adopt(h));
+    }
+
+    private static Handle adopt(org.deft.internal.DeftNDArray h) {
+        synchronized (h) { // swigOwns and swigRelease lock h too: one step
+            boolean owns = h.swigOwns();
+            return new Handle(owns ? h.swigRelease() : h.swigPointer(), owns);
+        }
+    }
+
+    /** The handle; IllegalStateException after close(). Keep this reachable while C uses it. */
+    long ptr() {
+        long p = handle.ptr;
+        if (p == 0) throw new IllegalStateException("the NDArray was closed");
+        return p;
+    }
+
+    /**
+     * A SWIG view of the handle for the generated calls: it holds this
+     * array, so this stays reachable while a call that was given it runs.
+     */
     org.deft.internal.DeftNDArray handle() {
-        return get();
+        return new org.deft.internal.DeftNDArray(ptr(), this);
     }
 
     static org.deft.internal.DeftNDArray[] raw(NDArray[] arrays) {
@@ -24,6 +93,23 @@ public final class NDArray extends Owned<org.deft.internal.DeftNDArray> {
         org.deft.internal.DeftNDArray[] out = new org.deft.internal.DeftNDArray[arrays.length];
         for (int i = 0; i < arrays.length; i++) out[i] = arrays[i] == null ? null : arrays[i].handle();
         return out;
+    }
+
+    /**
+     * The handles of arrays (0 for null), then extra zeros (the call's other
+     * slots); the caller keeps arrays reachable while C uses the handles.
+     */
+    static long[] pointers(NDArray[] arrays, int extra) {
+        long[] out = new long[arrays.length + extra];
+        for (int i = 0; i < arrays.length; i++) out[i] = arrays[i] == null ? 0 : arrays[i].ptr();
+        return out;
+    }
+
+    /** Free the handle now; a second close() does nothing. */
+    @Override
+    public void close() {
+        if (cleanable != null) cleanable.clean();
+        else handle.ptr = 0;
     }
 
     private static ByteBuffer buffer(long bytes) {
@@ -47,7 +133,9 @@ public final class NDArray extends Owned<org.deft.internal.DeftNDArray> {
     private static NDArray create(ByteBuffer data, int dtype, long[] shape) {
         org.deft.internal.DeftNDArray[] out = new org.deft.internal.DeftNDArray[1];
         DeftNative.DeftNDArrayCreateFromData(shape, shape.length, dtype, 1, 0, data, out);
-        return new NDArray(out[0]);
+        NDArray array = new NDArray(out[0]);
+        NativeMemory.note(Jni.liveBytes());
+        return array;
     }
 
     public long[] shape() {
@@ -71,16 +159,21 @@ public final class NDArray extends Owned<org.deft.internal.DeftNDArray> {
 
     /** The array's bytes, after checking that its dtype is `want` (a reader's). */
     private ByteBuffer read(String want, String reader) {
-        String have = dtype();
-        if (!have.equals(want))
-            throw new DeftException(DeftException.Kind.TYPE.ordinal(),
-                                    "the array is " + have + ", not " + want + ": " + reader
-                                        + " reads " + want + " arrays (cast it with Cast first)");
-        long[] nbytes = new long[1];
-        DeftNative.DeftNDArrayGetNBytes(handle(), nbytes);
-        ByteBuffer b = buffer(nbytes[0]);
-        DeftNative.DeftNDArrayCopyToHost(handle(), b);
-        return b;
+        try {
+            String have = dtype();
+            if (!have.equals(want))
+                throw new DeftException(DeftException.Kind.TYPE.ordinal(),
+                                        "the array is " + have + ", not " + want + ": " + reader
+                                            + " reads " + want + " arrays (cast it with Cast first)");
+            org.deft.internal.DeftNDArray h = handle();
+            long[] nbytes = new long[1];
+            DeftNative.DeftNDArrayGetNBytes(h, nbytes);
+            ByteBuffer b = buffer(nbytes[0]);
+            DeftNative.DeftNDArrayCopyToHost(h, b);
+            return b;
+        } finally {
+            Reference.reachabilityFence(this);
+        }
     }
 
     /** The values of a float32 array (waiting for pending work); a TYPE DeftException otherwise. */
@@ -126,8 +219,7 @@ public final class NDArray extends Owned<org.deft.internal.DeftNDArray> {
     /** Whether the array waits for deferred compute. */
     public boolean isLazy() {
         int[] status = new int[1];
-        DeftNative.DeftNDArrayGetIsDeferredCompute(new org.deft.internal.DeftNDArray[] {handle()},
-                                                   1, status);
+        DeftNative.DeftNDArrayGetIsDeferredCompute(raw(new NDArray[] {this}), 1, status);
         return status[0] != 0;
     }
 
@@ -136,7 +228,11 @@ public final class NDArray extends Owned<org.deft.internal.DeftNDArray> {
         NDArray[] inputs = new NDArray[others.length + 1];
         inputs[0] = this;
         System.arraycopy(others, 0, inputs, 1, others.length);
-        return Deft.invoke(name, inputs, params)[0];
+        NDArray[] out = Deft.invoke(name, inputs, params);
+        if (out.length == 0)
+            throw new DeftException(DeftException.Kind.VALUE.ordinal(),
+                                    "operator " + name + " made no output for call() to return");
+        return out[0];
     }
 
     /** Make this a variable; backward writes its gradient into the returned array. */
