@@ -49,8 +49,7 @@ public final class Autograd {
 
     /**
      * @return a scope in which calls that read a variable are recorded, in training mode (as
-     *         MXNet's autograd.record() and Rust's Recording; Deft.recording() leaves the
-     *         training flag alone)
+     *         Python's and MXNet's autograd.record(), Go's WithRecording and Rust's Recording)
      */
     public static Deft.Scope record() {
         // One scope over both flags: the value carries recording in bit 0, training in bit 1.

@@ -51,15 +51,6 @@ public final class Deft {
         });
     }
 
-    /** Calls on this thread that read a variable are recorded for autograd until close(). */
-    public static Scope recording() {
-        return new Scope(on -> {
-            int[] prev = new int[1];
-            DeftNative.DeftAutogradSetIsRecording(on, prev);
-            return prev[0];
-        });
-    }
-
     /** An operator found by name, and the output room its calls start with. */
     private static final class Op {
         final long handle;

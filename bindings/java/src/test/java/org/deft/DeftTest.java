@@ -67,7 +67,7 @@ class DeftTest {
         NDArray x = NDArray.of(new double[] {1, 2, 3}, 3);
         NDArray grad = x.attachGrad();
         NDArray y;
-        try (Deft.Scope rec = Deft.recording()) {
+        try (Deft.Scope rec = Autograd.record()) {
             NDArray cube = x.call("elemwise_mul", new NDArray[] {x}).call("elemwise_mul",
                                                                              new NDArray[] {x});
             y = cube.call("sum", new NDArray[0]);
@@ -169,7 +169,7 @@ class DeftTest {
         assertArrayEquals(new double[] {1, -8, 0.125}, y.toDoubleArray());
         NDArray grad = x.attachGrad();
         NDArray s;
-        try (Deft.Scope rec = Deft.recording()) {
+        try (Deft.Scope rec = Autograd.record()) {
             s = Deft.invoke("java_cube", new NDArray[] {x})[0].call("sum", new NDArray[0]);
         }
         Deft.backward(s);
