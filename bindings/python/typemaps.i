@@ -189,8 +189,174 @@ static void deft_py_capsule_free(PyObject *capsule) {
 }
 %}
 
+/*
+ * OpFunction: deft.nd's typed operator functions (nd.relu(x), nd.sum(x,
+ * axis=1)), as callables whose common call runs in C: arrays for inputs (as
+ * many as the operator takes), parameters by keyword with int, float or str
+ * values. That call costs what the C API does, and less than the operators'
+ * own x + 1. Anything else, and any call that C refuses, goes to `slow`, the
+ * Python function that does the whole job (lists, NumPy arrays, out=,
+ * positional parameters, error messages). Instances keep a __dict__ so that
+ * they carry __name__, __doc__ and __signature__ as functions do.
+ */
+%{
+typedef struct {
+    PyObject_HEAD
+    PyObject *dict;
+    DeftOpHandle op;
+    PyObject *params;     /* the operator's parameter names (a set) */
+    Py_ssize_t most;      /* inputs the operator takes at most */
+    PyObject *slow;       /* (*inputs, **params) -> result */
+    PyTypeObject *array;  /* deft.NDArray */
+} deft_py_op_fn;
+
+static PyObject *deft_py_this_name;
+
+/* The text of a parameter value the fast call takes; NULL (no error) for others. */
+static PyObject *deft_py_fast_text(PyObject *value) {
+    if (PyLong_CheckExact(value)) return PyObject_Str(value);
+    if (PyFloat_CheckExact(value)) return PyObject_Repr(value);
+    if (PyUnicode_CheckExact(value)) return Py_NewRef(value);
+    return NULL;
+}
+
+/* The results as deft.NDArray objects, made as deft.ndarray._wrap makes them. */
+static PyObject *deft_py_wrap_results(deft_py_op_fn *f, int n, DeftNDArrayHandle *out) {
+    PyObject *self = NULL; /* SWIG_NewPointerObj reads `self` (for SWIG's builtin types) */
+    PyObject *list = n == 1 ? NULL : PyList_New(n), *one = NULL;
+    for (int k = 0; k < n; k++) {
+        PyObject *arr = f->array->tp_alloc(f->array, 0);
+        PyObject *handle = arr ? SWIG_NewPointerObj(out[k], SWIGTYPE_p_DeftNDArray,
+                                                    SWIG_POINTER_OWN) : NULL;
+        if (handle) out[k] = NULL; /* owned by the handle object now */
+        if (!handle || PyObject_SetAttr(arr, deft_py_this_name, handle) != 0 ||
+            PyObject_SetAttrString(arr, "_grad", Py_None) != 0) {
+            Py_XDECREF(handle), Py_XDECREF(arr), Py_XDECREF(list);
+            for (int j = k; j < n; j++) DeftNDArrayFree(out[j]);
+            return NULL;
+        }
+        Py_DECREF(handle);
+        if (n == 1) one = arr;
+        else if (list) PyList_SET_ITEM(list, k, arr);
+    }
+    return n == 1 ? one : list;
+}
+
+static PyObject *deft_py_op_fn_call(PyObject *self, PyObject *args, PyObject *kwargs) {
+    deft_py_op_fn *f = (deft_py_op_fn *)self;
+    Py_ssize_t nin = PyTuple_GET_SIZE(args), nparams = kwargs ? PyDict_GET_SIZE(kwargs) : 0;
+    void *in[16];
+    const char *keys[16], *vals[16];
+    PyObject *texts[16];
+    int ntexts = 0, fast = nin > 0 && nin <= f->most && nin <= 16 && nparams <= 16;
+    for (Py_ssize_t i = 0; fast && i < nin; i++) {
+        PyObject *x = PyTuple_GET_ITEM(args, i), *inner;
+        fast = Py_TYPE(x) == f->array && (inner = PyObject_GetAttr(x, deft_py_this_name));
+        if (!fast) break;
+        fast = SWIG_IsOK(SWIG_ConvertPtr(inner, &in[i], SWIGTYPE_p_DeftNDArray, 0));
+        Py_DECREF(inner); /* x keeps it alive */
+    }
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (fast && kwargs && PyDict_Next(kwargs, &pos, &key, &value)) {
+        fast = PySet_Contains(f->params, key) == 1 &&
+               (texts[ntexts] = deft_py_fast_text(value)) != NULL;
+        if (fast) {
+            keys[ntexts] = PyUnicode_AsUTF8(key);
+            vals[ntexts] = PyUnicode_AsUTF8(texts[ntexts]);
+            ntexts++;
+            fast = keys[ntexts - 1] && vals[ntexts - 1];
+        }
+    }
+    PyObject *result = NULL;
+    if (fast) {
+        DeftNDArrayHandle out[DEFT_MAX_OUTPUTS] = {NULL};
+        int nout = DEFT_MAX_OUTPUTS;
+        if (DeftImperativeInvoke(f->op, (int)nin, (const DeftNDArrayHandle *)in, &nout, out,
+                                 ntexts, keys, vals) == 0)
+            result = deft_py_wrap_results(f, nout, out);
+        else
+            fast = 0; /* the slow call raises the error, with Python's wording */
+    }
+    for (int i = 0; i < ntexts; i++) Py_DECREF(texts[i]);
+    PyErr_Clear(); /* a failed look-up above only means: not the fast call */
+    if (!fast) result = PyObject_Call(f->slow, args, kwargs);
+    return result;
+}
+
+static int deft_py_op_fn_traverse(PyObject *self, visitproc visit, void *arg) {
+    deft_py_op_fn *f = (deft_py_op_fn *)self;
+    Py_VISIT(f->dict);
+    Py_VISIT(f->params);
+    Py_VISIT(f->slow);
+    Py_VISIT(f->array);
+    return 0;
+}
+
+static int deft_py_op_fn_clear(PyObject *self) {
+    deft_py_op_fn *f = (deft_py_op_fn *)self;
+    Py_CLEAR(f->dict);
+    Py_CLEAR(f->params);
+    Py_CLEAR(f->slow);
+    PyObject *array = (PyObject *)f->array;
+    f->array = NULL;
+    Py_XDECREF(array);
+    return 0;
+}
+
+static void deft_py_op_fn_dealloc(PyObject *self) {
+    PyObject_GC_UnTrack(self);
+    deft_py_op_fn_clear(self);
+    Py_TYPE(self)->tp_free(self);
+}
+
+/* OpFunction(op handle, parameter names (a set), most inputs, slow, NDArray) */
+static PyObject *deft_py_op_fn_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *handle, *params, *slow, *array;
+    Py_ssize_t most;
+    if (kwargs && PyDict_GET_SIZE(kwargs)) {
+        PyErr_SetString(PyExc_TypeError, "OpFunction takes positional arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OO!nOO!", &handle, &PySet_Type, &params, &most, &slow,
+                          &PyType_Type, &array))
+        return NULL;
+    void *op;
+    if (!SWIG_IsOK(SWIG_ConvertPtr(handle, &op, SWIGTYPE_p_DeftOp, 0))) {
+        PyErr_SetString(PyExc_TypeError, "OpFunction: the first argument is not an operator handle");
+        return NULL;
+    }
+    deft_py_op_fn *f = (deft_py_op_fn *)type->tp_alloc(type, 0);
+    if (!f) return NULL;
+    f->op = op;
+    f->params = Py_NewRef(params), f->slow = Py_NewRef(slow), f->most = most;
+    f->array = (PyTypeObject *)Py_NewRef(array);
+    return (PyObject *)f;
+}
+
+static PyTypeObject deft_py_op_fn_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "deft._deft.OpFunction",
+    .tp_basicsize = sizeof(deft_py_op_fn),
+    .tp_dictoffset = offsetof(deft_py_op_fn, dict),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "A typed operator function of deft.nd (its call runs in C when it can).",
+    .tp_new = deft_py_op_fn_new,
+    .tp_call = deft_py_op_fn_call,
+    .tp_traverse = deft_py_op_fn_traverse,
+    .tp_clear = deft_py_op_fn_clear,
+    .tp_dealloc = deft_py_op_fn_dealloc,
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+};
+%}
+
 %init %{
     if (deft_py_init_errors(m) != 0) return NULL;
+    if (!(deft_py_this_name = PyUnicode_InternFromString("this")) ||
+        PyType_Ready(&deft_py_op_fn_type) != 0 ||
+        PyModule_AddObjectRef(m, "OpFunction", (PyObject *)&deft_py_op_fn_type) != 0)
+        return NULL;
 %}
 
 /* Errors reach Python as exceptions: these two are read inside each call. */

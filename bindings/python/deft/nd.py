@@ -102,22 +102,25 @@ def _make_function(name):
                 inputs[i] = array(x)
         return _invoke(name, inputs, kwargs, out)
 
-    call.__name__ = call.__qualname__ = name
+    # The common call runs in C (typemaps.i, OpFunction); `call` does the rest.
+    fn = _lib.OpFunction(handle, set(param_names), most, call, NDArray)
+    fn.__name__ = fn.__qualname__ = call.__name__ = call.__qualname__ = name
+    fn.__module__ = __name__
     lines = [description, ""]
     if input_names:
         lines.append("Inputs: " + (", ".join(input_names) + (", ..." if variadic else "")))
     for pname, ptype, default, doc, in params:
         text = f"    {pname} ({ptype}" + (f", default {default})" if default else ", required)")
         lines.append(text + f": {doc}")
-    call.__doc__ = "\n".join(lines)
+    fn.__doc__ = "\n".join(lines)
     sig = [kinds("inputs", kinds.VAR_POSITIONAL)] if positional else [
         kinds(n, kinds.POSITIONAL_OR_KEYWORD) for n in input_names]
     sig += [kinds(p[0], kinds.POSITIONAL_OR_KEYWORD if p in by_position else kinds.KEYWORD_ONLY,
                   default=_default_value(p[1], p[2]) if p[2] else kinds.empty)
             for p in keyword]
     sig.append(kinds("out", kinds.KEYWORD_ONLY, default=None))
-    call.__signature__ = _inspect.Signature(sig)
-    return call
+    fn.__signature__ = _inspect.Signature(sig)
+    return fn
 
 
 def _all_arrays(values):

@@ -82,3 +82,29 @@ def test_operators_return_every_output_they_make():
     assert len(parts) == 20
     for got, want in zip(parts, np.split(a, 20, axis=1)):
         np.testing.assert_array_equal(got.asnumpy(), want)
+
+
+def test_typed_functions_call_c_directly_and_fall_back_for_the_rest(no_leaks):
+    """The common call (arrays, int/float/str parameters by keyword) runs in C; every
+    other call goes through the Python function, with the same results and errors."""
+    a = np.array([[-1.0, 2.0, -3.0, 4.0]], np.float32)
+    x = deft.array(a)
+    assert type(nd.relu).__name__ == "OpFunction" and nd.relu.__name__ == "relu"
+    assert "out" in inspect.signature(nd.relu).parameters and nd.relu.__doc__
+    np.testing.assert_array_equal(nd.relu(x).asnumpy(), np.maximum(a, 0))     # in C
+    np.testing.assert_array_equal(nd.relu(a).asnumpy(), np.maximum(a, 0))     # NumPy: Python
+    np.testing.assert_allclose(nd._internal._plus_scalar(x, scalar=0.5).asnumpy(), a + 0.5)
+    np.testing.assert_array_equal(nd.sum(x, axis=1).asnumpy(), a.sum(axis=1))
+    np.testing.assert_array_equal(nd.sum(x, axis=np.int64(1)).asnumpy(), a.sum(axis=1))
+    np.testing.assert_array_equal(nd.sum(x, axis=(0, 1)).asnumpy(), a.sum())  # a tuple: Python
+    parts = nd.split(x, num_outputs=4, axis=1)                                 # a list of 4
+    assert [p.asnumpy().tolist() for p in parts] == [[[-1.0]], [[2.0]], [[-3.0]], [[4.0]]]
+    y = deft.zeros((1, 4))
+    assert nd.relu(x, out=y) is y
+    np.testing.assert_array_equal(y.asnumpy(), np.maximum(a, 0))
+    with pytest.raises(deft.DeftIndexError, match="axis is 5"):                # C refuses
+        nd.sum(x, axis=5)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        nd.relu(x, bogus=1)
+    with pytest.raises(deft.DeftValueError, match="got 0 inputs, expected 1"):
+        nd.relu()
