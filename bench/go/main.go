@@ -18,20 +18,13 @@ package main
 #include <deft/c_api.h>
 #include <time.h>
 
+#include "../plus_scalar_loop.c"
+
 // n calls of _plus_scalar on x, each result freed at once: ns per call.
 static double c_plus_scalar(DeftNDArrayHandle x, int n) {
-    DeftOpHandle plus;
-    if (DeftGetOperator("_plus_scalar", &plus)) return -1;
-    const char *keys[1] = {"scalar"}, *vals[1] = {"1"};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int i = 0; i < n; i++) {
-        DeftNDArrayHandle y = NULL;
-        int nout = 1;
-        if (DeftImperativeInvoke(plus, 1, &x, &nout, &y, 1, keys, vals) || DeftNDArrayFree(y))
-            return -1;
-    }
-    if (DeftWaitAll()) return -1;
+    if (deft_bench_plus_scalar_calls(x, n)) return -1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     return ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / n;
 }

@@ -1,4 +1,4 @@
-//! Compiles the C reference loop (c_loop.c) with the system's cc and links it
+//! Compiles the C reference loop (bench/plus_scalar_loop.c) with the system's cc and links it
 //! with libdeft: the same library deft-sys opens (dlopen of an already
 //! loaded file returns it), so both loops call one copy of deft.
 use std::env;
@@ -13,14 +13,23 @@ fn run(command: &mut Command) {
 }
 
 fn main() {
-    println!("cargo:rerun-if-changed=c_loop.c");
+    println!("cargo:rerun-if-changed=../plus_scalar_loop.c");
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     let libdir = env::var("DEP_DEFT_LIBDIR").expect("deft-sys found no libdeft (see its build.rs)");
     let include = env::var("DEP_DEFT_INCLUDE").unwrap();
     let cc = env::var("CC").unwrap_or_else(|_| "cc".into());
     run(Command::new(cc)
         .args([
-            "-std=c11", "-O2", "-Wall", "-Werror", "-fPIC", "-c", "c_loop.c", "-I", &include, "-o",
+            "-std=c11",
+            "-O2",
+            "-Wall",
+            "-Werror",
+            "-fPIC",
+            "-c",
+            "../plus_scalar_loop.c",
+            "-I",
+            &include,
+            "-o",
         ])
         .arg(out.join("c_loop.o")));
     run(Command::new("ar")

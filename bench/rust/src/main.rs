@@ -15,7 +15,7 @@ use std::os::raw::c_int;
 use std::time::Instant;
 
 extern "C" {
-    fn c_plus_scalar_calls(x: deft_sys::DeftNDArrayHandle, n: c_int) -> c_int;
+    fn deft_bench_plus_scalar_calls(x: deft_sys::DeftNDArrayHandle, n: c_int) -> c_int;
 }
 
 const CALLS: usize = 200_000;
@@ -28,7 +28,7 @@ fn per_call(start: Instant) -> f64 {
 fn c_loop(x: &NDArray) -> f64 {
     let start = Instant::now();
     assert_eq!(
-        unsafe { c_plus_scalar_calls(x.as_raw(), CALLS as c_int) },
+        unsafe { deft_bench_plus_scalar_calls(x.as_raw(), CALLS as c_int) },
         0
     );
     per_call(start)

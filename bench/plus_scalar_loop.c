@@ -1,9 +1,10 @@
-/* The reference: n calls of _plus_scalar on x from C, each result freed at
- * once, in the same process and run as the Rust variants (bench/rust). */
+/* The C reference of the bindings' per-call benchmarks (bench/go, bench/java,
+ * bench/rust): n calls of _plus_scalar (scalar=1) on x, each result freed at
+ * once, in the same process and run as the binding's variants, which time it
+ * as they time themselves. 0, or -1 on a failure. */
 #include <deft/c_api.h>
-#include <stddef.h>
 
-int c_plus_scalar_calls(DeftNDArrayHandle x, int n) {
+int deft_bench_plus_scalar_calls(DeftNDArrayHandle x, int n) {
     DeftOpHandle plus;
     if (DeftGetOperator("_plus_scalar", &plus)) return -1;
     const char *keys[1] = {"scalar"}, *vals[1] = {"1"};
