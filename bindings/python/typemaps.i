@@ -210,7 +210,7 @@ typedef struct {
     PyTypeObject *array;  /* deft.NDArray */
 } deft_py_op_fn;
 
-static PyObject *deft_py_this_name;
+static PyObject *deft_py_this_name, *deft_py_grad_name;
 
 /* The text of a parameter value the fast call takes; NULL (no error) for others. */
 static PyObject *deft_py_fast_text(PyObject *value) {
@@ -224,20 +224,26 @@ static PyObject *deft_py_fast_text(PyObject *value) {
 static PyObject *deft_py_wrap_results(deft_py_op_fn *f, int n, DeftNDArrayHandle *out) {
     PyObject *self = NULL; /* SWIG_NewPointerObj reads `self` (for SWIG's builtin types) */
     PyObject *list = n == 1 ? NULL : PyList_New(n), *one = NULL;
+    if (n != 1 && !list) {
+        for (int k = 0; k < n; k++) DeftNDArrayFree(out[k]);
+        return NULL;
+    }
     for (int k = 0; k < n; k++) {
         PyObject *arr = f->array->tp_alloc(f->array, 0);
         PyObject *handle = arr ? SWIG_NewPointerObj(out[k], SWIGTYPE_p_DeftNDArray,
                                                     SWIG_POINTER_OWN) : NULL;
         if (handle) out[k] = NULL; /* owned by the handle object now */
         if (!handle || PyObject_SetAttr(arr, deft_py_this_name, handle) != 0 ||
-            PyObject_SetAttrString(arr, "_grad", Py_None) != 0) {
+            PyObject_SetAttr(arr, deft_py_grad_name, Py_None) != 0) {
             Py_XDECREF(handle), Py_XDECREF(arr), Py_XDECREF(list);
             for (int j = k; j < n; j++) DeftNDArrayFree(out[j]);
             return NULL;
         }
         Py_DECREF(handle);
-        if (n == 1) one = arr;
-        else if (list) PyList_SET_ITEM(list, k, arr);
+        if (n == 1)
+            one = arr;
+        else
+            PyList_SET_ITEM(list, k, arr);
     }
     return n == 1 ? one : list;
 }
@@ -279,9 +285,9 @@ static PyObject *deft_py_op_fn_call(PyObject *self, PyObject *args, PyObject *kw
             fast = 0; /* the slow call raises the error, with Python's wording */
     }
     for (int i = 0; i < ntexts; i++) Py_DECREF(texts[i]);
-    PyErr_Clear(); /* a failed look-up above only means: not the fast call */
-    if (!fast) result = PyObject_Call(f->slow, args, kwargs);
-    return result;
+    if (fast) return result; /* or NULL, with the error of making the arrays */
+    PyErr_Clear();           /* a failed look-up above only means: not the fast call */
+    return PyObject_Call(f->slow, args, kwargs);
 }
 
 static int deft_py_op_fn_traverse(PyObject *self, visitproc visit, void *arg) {
@@ -354,6 +360,7 @@ static PyTypeObject deft_py_op_fn_type = {
 %init %{
     if (deft_py_init_errors(m) != 0) return NULL;
     if (!(deft_py_this_name = PyUnicode_InternFromString("this")) ||
+        !(deft_py_grad_name = PyUnicode_InternFromString("_grad")) ||
         PyType_Ready(&deft_py_op_fn_type) != 0 ||
         PyModule_AddObjectRef(m, "OpFunction", (PyObject *)&deft_py_op_fn_type) != 0)
         return NULL;
