@@ -10,6 +10,9 @@
  * Without a GPU those print "skipped: no GPU" with the reason, and only the first part runs.
  */
 #include <cjson/cJSON.h>
+#ifdef DEFT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -111,6 +114,15 @@ START_TEST(test_device_queries_without_such_gpu) {
     ck_assert_fails(DeftNDArrayCreate(SHAPE(2), 1, DEFT_FLOAT32, DEFT_GPU, count, &h),
                     count ? DEFT_ERROR_INDEX : DEFT_ERROR_NOT_IMPLEMENTED, "gpu(");
     ck_assert_ptr_null(h);
+    /* Page-locked memory is for GPU copies: without a GPU, a clear refusal. */
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 1, SHAPE(3), VALUES(1, 2, 3)), pinned = NULL;
+    int is_pinned = -1;
+    ck_assert_ok(DeftNDArrayIsPinned(x, &is_pinned));
+    ck_assert_int_eq(is_pinned, 0);
+    if (count == 0)
+        ck_assert_fails(DeftNDArrayPinMemory(x, &pinned), DEFT_ERROR_NOT_IMPLEMENTED,
+                        "page-locked host memory needs");
+    ck_assert_ok(DeftNDArrayFree(x));
 }
 END_TEST
 
@@ -561,6 +573,38 @@ START_TEST(test_copies_between_devices_round_trip) {
 }
 END_TEST
 
+/* A pinned copy holds the values in page-locked memory that CUDA knows as
+ * such, copies to the GPU and back, and its block is reused from the cache. */
+START_TEST(test_pinned_copies_feed_the_gpu) {
+    DeftNDArrayHandle x = call1("_arange", 0, NULL, P("start", "0", "stop", "4096")), pinned = NULL;
+    ck_assert_ok(DeftNDArrayPinMemory(x, &pinned));
+    int is_pinned = 0;
+    ck_assert_ok(DeftNDArrayIsPinned(pinned, &is_pinned));
+    ck_assert_int_eq(is_pinned, 1);
+    DLManagedTensor *lent = NULL;
+#ifdef DEFT_HAVE_CUDA
+    ck_assert_ok(DeftNDArrayToDLPack(pinned, &lent));
+    struct cudaPointerAttributes attributes;
+    ck_assert_int_eq(cudaPointerGetAttributes(&attributes, lent->dl_tensor.data), cudaSuccess);
+    ck_assert_int_eq(attributes.type, cudaMemoryTypeHost); /* page-locked, not pageable */
+    lent->deleter(lent);
+#endif
+    DeftNDArrayHandle gpu = to_gpu(pinned);
+    assert_close_arrays("pinned to gpu", x, gpu, 0);
+    void *first = NULL;
+    ck_assert_ok(DeftNDArrayToDLPack(pinned, &lent));
+    first = lent->dl_tensor.data;
+    lent->deleter(lent);
+    ck_assert_ok(DeftNDArrayFree(pinned));
+    ck_assert_ok(DeftNDArrayPinMemory(x, &pinned)); /* the cached block again */
+    ck_assert_ok(DeftNDArrayToDLPack(pinned, &lent));
+    ck_assert_ptr_eq(lent->dl_tensor.data, first);
+    lent->deleter(lent);
+    DeftNDArrayHandle all[] = {x, pinned, gpu};
+    for (int i = 0; i < 3; i++) ck_assert_ok(DeftNDArrayFree(all[i]));
+}
+END_TEST
+
 /* Each thread queues on a stream of its own: work a second thread queues
  * after the first's must see the first's results, and memory the first
  * freed while its kernels were still queued must not be overwritten by
@@ -939,6 +983,7 @@ static Suite *gpu_suite(int gpus) {
         tcase_set_timeout(device, 120);
         tcase_add_test(device, test_gpu_kernels_match_the_cpu);
         tcase_add_test(device, test_copies_between_devices_round_trip);
+        tcase_add_test(device, test_pinned_copies_feed_the_gpu);
         tcase_add_test(device, test_streams_of_two_threads_are_ordered);
         tcase_add_test(device, test_graph_spans_devices_forward_and_backward);
         tcase_add_test(device, test_fused_chains_run_as_one_kernel);

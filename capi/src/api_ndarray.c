@@ -88,6 +88,23 @@ int DeftNDArrayGetLayout(DeftNDArrayHandle handle, int64_t *strides, int64_t *of
     return 0;
 }
 
+int DeftNDArrayPinMemory(DeftNDArrayHandle handle, DeftNDArrayHandle *out) {
+    API_BEGIN();
+    deft_ndarray_t *arr, *pinned;
+    if (api_ndarray(handle, "handle", &arr) || api_check_out(out, "out") ||
+        deft_ndarray_pinned_copy(arr, &pinned))
+        return -1;
+    return api_ndarray_wrap(pinned, out);
+}
+
+int DeftNDArrayIsPinned(DeftNDArrayHandle handle, int *out) {
+    API_BEGIN();
+    deft_ndarray_t *arr;
+    if (api_ndarray(handle, "handle", &arr) || api_check_out(out, "out")) return -1;
+    *out = deft_ndarray_is_pinned(arr);
+    return 0;
+}
+
 int DeftNDArrayToDLPack(DeftNDArrayHandle handle, DLManagedTensor **out) {
     API_BEGIN();
     deft_ndarray_t *arr;

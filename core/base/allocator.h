@@ -28,6 +28,12 @@ typedef struct deft_allocator {
 void deft_allocator_register(deft_device_type_t type, const deft_allocator_t *allocator);
 const deft_allocator_t *deft_allocator_get(deft_device_type_t type);
 
+/* Page-locked host memory, which GPUs copy from and to at full speed without
+ * staging: the GPU layer registers it (core/gpu/gpu_host.c); NULL without
+ * CUDA. Its blocks are CPU memory. */
+void deft_allocator_register_pinned(const deft_allocator_t *allocator);
+const deft_allocator_t *deft_allocator_pinned(void);
+
 /* The CPU pool: 64-byte aligned blocks in size classes, cached for reuse. */
 extern const deft_allocator_t deft_cpu_pool;
 /* False under DEFT_POOL=off: every buffer then comes from the system, one

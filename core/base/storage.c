@@ -23,6 +23,16 @@ const deft_allocator_t *deft_allocator_get(deft_device_type_t type) {
     return atomic_load(&allocators[type]);
 }
 
+static const deft_allocator_t *_Atomic pinned;
+
+void deft_allocator_register_pinned(const deft_allocator_t *allocator) {
+    atomic_store(&pinned, allocator);
+}
+
+const deft_allocator_t *deft_allocator_pinned(void) {
+    return atomic_load(&pinned);
+}
+
 /* Buffers this small sit in the storage record, 64-byte aligned after the
  * header: scalars and short vectors cost no trip to the pool and back. */
 #define INLINE_MAX 256
@@ -75,13 +85,20 @@ int deft_storage_new(deft_device_t dev, size_t nbytes, deft_storage_t **out) {
     const deft_allocator_t *allocator = deft_allocator_get(dev.type);
     if (!allocator)
         return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "no allocator for device type %d", dev.type);
+    return deft_storage_new_from(allocator, dev, nbytes, out);
+}
+
+int deft_storage_new_from(const deft_allocator_t *allocator, deft_device_t dev, size_t nbytes,
+                          deft_storage_t **out) {
+    bool own = allocator == deft_allocator_get(dev.type);
     deft_storage_t *storage = deft_record_alloc();
     if (!storage) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a storage record");
     storage->data = NULL;
     storage->capacity = 0;
     deft_fences_t *fences = NULL;
-    storage->inline_data = INLINE_ALLOWED && nbytes > 0 && nbytes <= INLINE_MAX &&
+    storage->inline_data = INLINE_ALLOWED && own && nbytes > 0 && nbytes <= INLINE_MAX &&
                            dev.type == DEFT_DEV_CPU && deft_cpu_pool_caching();
+    storage->allocator = own ? NULL : allocator;
     if (storage->inline_data) {
         storage->data = inline_buffer(storage);
         storage->capacity = INLINE_MAX;
@@ -121,6 +138,7 @@ int deft_storage_wrap(deft_device_t dev, void *data, size_t nbytes, void (*exter
     storage->external_free = external_free;
     storage->external_ctx = ctx;
     storage->inline_data = false;
+    storage->allocator = NULL;
     *out = storage;
     return 0;
 }
@@ -143,7 +161,7 @@ void deft_storage_release(deft_storage_t *storage) {
         return;
     }
     if (storage->data && !storage->inline_data)
-        deft_allocator_get(storage->device.type)
+        (storage->allocator ? storage->allocator : deft_allocator_get(storage->device.type))
             ->free(storage->device, storage->data, storage->capacity, fences);
     count_freed(storage->device, storage->nbytes);
     deft_record_free(storage);
@@ -151,7 +169,7 @@ void deft_storage_release(deft_storage_t *storage) {
 
 bool deft_storage_parkable(const deft_storage_t *storage) {
     return storage->device.type == DEFT_DEV_CPU && storage->capacity <= INLINE_MAX &&
-           storage->data && !storage->external_free &&
+           storage->data && !storage->external_free && !storage->allocator &&
            !atomic_load_explicit(&storage->shared, memory_order_relaxed) &&
            atomic_load_explicit(&storage->refcount, memory_order_relaxed) == 1 &&
            deft_cpu_pool_caching();

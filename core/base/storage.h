@@ -38,6 +38,9 @@ typedef struct deft_storage {
     _Atomic(deft_fences_t *) fences;
     /* Small CPU buffers live in the storage record itself (storage.c). */
     bool inline_data;
+    /* Where data came from when not the device's own allocator (page-locked
+     * host memory, deft_storage_new_from); NULL otherwise. */
+    const struct deft_allocator *allocator;
     /* Writable outside deft (exported or imported through DLPack): writes
      * there bump no version, so no value of it can be trusted unchanged. */
     atomic_bool shared;
@@ -47,6 +50,11 @@ _Static_assert(sizeof(deft_storage_t) <= 512, "records hold storage headers");
 
 /* New storage with one reference, contents undefined; -1 on bad device or OOM. */
 int deft_storage_new(deft_device_t dev, size_t nbytes, deft_storage_t **out);
+
+/* A buffer on dev from `allocator` rather than the device's own (which gets
+ * it back when the storage goes). */
+int deft_storage_new_from(const struct deft_allocator *allocator, deft_device_t dev, size_t nbytes,
+                          deft_storage_t **out);
 
 /* Storage over memory the caller lends (`data`, `nbytes` on `dev`): one
  * reference, marked shared; external_free(ctx) (not NULL) runs when the last goes. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/base/allocator.h"
 #include "core/base/error.h"
 #include "core/base/fence.h"
 #include "core/base/records.h"
@@ -293,4 +294,33 @@ int deft_ndarray_copy_from_host(deft_ndarray_t *arr, const void *data, size_t nb
     if (deft_fence_run(&written, 1, copy_from_host, &copy)) return -1;
     deft_engine_overwritten(arr->var); /* a failure it kept is gone with its old value */
     return 0;
+}
+
+int deft_ndarray_pinned_copy(deft_ndarray_t *arr, deft_ndarray_t **out) {
+    const deft_allocator_t *pinned = deft_allocator_pinned();
+    if (!pinned)
+        return deft_error(DEFT_ERR_NOT_IMPLEMENTED,
+                          "page-locked host memory needs CUDA, and deft was built without it");
+    if (deft_device_gpu_count() == 0)
+        return deft_error(DEFT_ERR_NOT_IMPLEMENTED,
+                          "page-locked host memory needs a GPU, and deft found none");
+    deft_tensor_t t = {arr->tensor.shape, arr->tensor.dtype, deft_device_cpu(), NULL, 0};
+    if (deft_storage_new_from(pinned, t.device, deft_tensor_nbytes(&t), &t.storage)) return -1;
+    if (make_array(&t, no_entry, NULL, out)) {
+        deft_storage_release(t.storage);
+        return -1;
+    }
+    /* A block from the cache may still feed a GPU copy of its last user. */
+    if (deft_fence_host_wait(t.storage, true) ||
+        deft_ndarray_copy_to_host(arr, deft_tensor_data(&t), deft_tensor_nbytes(&t))) {
+        deft_ndarray_release(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+bool deft_ndarray_is_pinned(const deft_ndarray_t *arr) {
+    const deft_storage_t *s = __atomic_load_n(&arr->tensor.storage, __ATOMIC_ACQUIRE);
+    return s && s->allocator && s->allocator == deft_allocator_pinned();
 }

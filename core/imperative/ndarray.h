@@ -103,4 +103,12 @@ int deft_ndarray_wait_to_write(deft_ndarray_t *arr);
 int deft_ndarray_copy_to_host(deft_ndarray_t *arr, void *data, size_t nbytes);
 int deft_ndarray_copy_from_host(deft_ndarray_t *arr, const void *data, size_t nbytes);
 
+/* A copy of arr (on any device) in page-locked host memory, after waiting for
+ * its pending writes; an error naming the cause where there is none to have
+ * (no CUDA, or no GPU). */
+int deft_ndarray_pinned_copy(deft_ndarray_t *arr, deft_ndarray_t **out);
+
+/* Whether arr's elements are in page-locked host memory. */
+bool deft_ndarray_is_pinned(const deft_ndarray_t *arr);
+
 #endif

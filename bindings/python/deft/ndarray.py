@@ -140,6 +140,15 @@ class NDArray:
     def ndim(self):
         return lib.DeftNDArrayGetNDim(self)
 
+    def pin_memory(self):
+        """A copy in page-locked host memory, which GPUs copy from and to at full speed
+        (PyTorch's pin_memory()); a DeftNotImplementedError without a GPU."""
+        return _wrap(lib.DeftNDArrayPinMemory(self))
+
+    def is_pinned(self):
+        """Whether the array's memory is page-locked (pin_memory())."""
+        return bool(lib.DeftNDArrayIsPinned(self))
+
     @property
     def _is_strided_view(self):
         """Whether the array is a strided view (x[:, 1:3]): see deft.indexing."""

@@ -187,7 +187,7 @@ class _Recording(data.Dataset):
 
 def test_workers_prefetch_on_threads_in_order():
     ds = _Recording(40)
-    loader = data.DataLoader(ds, 4, num_workers=3, prefetch=5, pin_memory=True)
+    loader = data.DataLoader(ds, 4, num_workers=3, prefetch=5)
     got = [b.asnumpy()[:, 0].tolist() for b in loader]
     assert got == [[float(i) for i in range(k, k + 4)] for k in range(0, 40, 4)]
     assert threading.get_ident() not in ds.threads  # read by the workers
@@ -349,3 +349,22 @@ def test_text_progress_redraws_one_line_on_a_terminal():
     text = out.getvalue()
     assert text.count("\r") == 5 and text.count("\n") == 2  # 3 redraws, the write, the end
     assert "1/3" in text and "3/3" in text and "\ra message\n" in text and "batch/s" in text
+
+
+def test_pin_memory_pins_batches_for_a_gpu_and_warns_without_one():
+    ds = data.ArrayDataset(np.arange(12, dtype=np.float32).reshape(6, 2),
+                           np.arange(6, dtype=np.float32))
+    if deft.num_gpus() == 0:
+        with pytest.warns(UserWarning, match="found no GPU"):
+            loader = data.DataLoader(ds, 2, pin_memory=True)
+        batches = list(loader)
+        assert not batches[0][0].is_pinned()
+        with pytest.raises(deft.DeftNotImplementedError, match="needs a GPU"):
+            deft.array([1.0]).pin_memory()
+    else:  # pinned on the workers, from the cache of page-locked blocks
+        batches = list(data.DataLoader(ds, 2, pin_memory=True, num_workers=2))
+        assert all(x.is_pinned() and y.is_pinned() for x, y in batches)
+        np.testing.assert_array_equal(batches[2][0].copyto(deft.gpu(0)).asnumpy(),
+                                      [[8, 9], [10, 11]])
+    np.testing.assert_array_equal(batches[1][0].asnumpy(), [[4, 5], [6, 7]])
+    np.testing.assert_array_equal(batches[1][1].asnumpy(), [2, 3])

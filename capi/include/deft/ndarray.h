@@ -114,6 +114,29 @@ DEFT_API int DeftNDArrayGetLayout(DeftNDArrayHandle handle, int64_t *strides, in
                                   int *is_view);
 
 /**
+ * @brief A copy of an array in page-locked ("pinned") host memory, which GPUs
+ *        copy from and to at full speed (PyTorch's `pin_memory()`).
+ *
+ * The copy is a CPU array like any other; its memory comes from a cache of
+ * page-locked blocks, so pinning every batch of a data loader costs a copy,
+ * not a page-locking system call.
+ *
+ * @param handle the array, on any device (its pending writes are waited for).
+ * @param[out] out receives a new handle, owned by the caller (DeftNDArrayFree()).
+ * @return 0 on success; -1 with DEFT_ERROR_NOT_IMPLEMENTED when deft was built
+ *         without CUDA or finds no GPU (there is then nothing to pin for).
+ */
+DEFT_API int DeftNDArrayPinMemory(DeftNDArrayHandle handle, DeftNDArrayHandle *out);
+
+/**
+ * @brief Whether an array's memory is page-locked host memory.
+ * @param handle the array.
+ * @param[out] out receives 1 or 0.
+ * @return 0 on success; -1 on a bad handle or NULL @p out.
+ */
+DEFT_API int DeftNDArrayIsPinned(DeftNDArrayHandle handle, int *out);
+
+/**
  * @brief Copy an array's elements to host memory, after waiting for pending
  *        writes to it.
  * @param handle the array.

@@ -6,10 +6,12 @@ runs the model. Batches come out in the sampler's order whatever the workers'.
 """
 import collections
 import concurrent.futures
+import warnings
 from typing import Any, Callable, Iterator, List, Optional, Sequence
 
 import numpy as _np
 
+from .._lib import lib
 from ..ndarray import NDArray, array, invoke
 from .dataset import Dataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
@@ -49,9 +51,11 @@ class DataLoader:
     batchify_fn (collate_fn) stacks a list of samples (default_batchify_fn).
     num_workers > 0 makes that many threads prepare batches, keeping
     `prefetch` (default 2 * num_workers) batches ready ahead of the loop.
-    pin_memory is accepted for PyTorch and Gluon code: deft has no page-locked
-    host memory, so batches are ordinary CPU arrays (the same with or without a
-    GPU); with it, workers also finish each batch's copy before handing it over.
+    pin_memory=True hands over batches in page-locked host memory
+    (NDArray.pin_memory(), from a cache of pinned blocks), which GPUs copy from
+    at full speed; workers make them, so the copy overlaps the loop. Without a
+    GPU there is nothing to pin for: a warning says so once, and batches stay
+    ordinary CPU arrays, as PyTorch does.
     """
 
     def __init__(self, dataset: Dataset, batch_size: Optional[int] = None,
@@ -78,7 +82,7 @@ class DataLoader:
                              "releases the GIL in its calls, so processes gain nothing")
         self._num_workers = num_workers
         self._prefetch = max(1, 2 * num_workers if prefetch is None else int(prefetch))
-        self._pin_memory, self._timeout = pin_memory, timeout
+        self._pin_memory, self._timeout = pin_memory and _can_pin(), timeout
         self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
 
     def __len__(self) -> int:
@@ -86,9 +90,7 @@ class DataLoader:
 
     def _batch(self, indices: List[int]) -> Any:
         batch = self._batchify([self._dataset[i] for i in indices])
-        if self._pin_memory:
-            _wait(batch)
-        return batch
+        return _pinned(batch) if self._pin_memory else batch
 
     def __iter__(self) -> Iterator[Any]:
         if self._num_workers == 0:
@@ -150,12 +152,21 @@ def _batch_sampler(length: int, batch_size: Optional[int], shuffle: bool,
     return BatchSampler(sampler, batch_size, last_batch or "keep")
 
 
-def _wait(batch: Any) -> None:
+def _can_pin() -> bool:
+    """Whether pinning helps: with a GPU. Without one, say so (once, as PyTorch)."""
+    if lib.DeftGetGPUCount() > 0:
+        return True
+    warnings.warn("DataLoader: pin_memory=True, but deft found no GPU: page-locked memory "
+                  "is for GPU copies, so batches stay ordinary CPU arrays", stacklevel=3)
+    return False
+
+
+def _pinned(batch: Any) -> Any:
+    """The batch with every array in it copied to page-locked host memory."""
     if isinstance(batch, NDArray):
-        batch.wait_to_read()
-    elif isinstance(batch, (tuple, list)):
-        for b in batch:
-            _wait(b)
-    elif isinstance(batch, dict):
-        for b in batch.values():
-            _wait(b)
+        return batch.pin_memory()
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(_pinned(b) for b in batch)
+    if isinstance(batch, dict):
+        return {k: _pinned(b) for k, b in batch.items()}
+    return batch

@@ -218,6 +218,8 @@ deft_functions! {
         ndim: c_int,
         out: *mut DeftNDArrayHandle,
     ) -> c_int;
+    pub fn DeftNDArrayPinMemory(handle: DeftNDArrayHandle, out: *mut DeftNDArrayHandle) -> c_int;
+    pub fn DeftNDArrayIsPinned(handle: DeftNDArrayHandle, out: *mut c_int) -> c_int;
     pub fn DeftNDArrayGetLayout(
         handle: DeftNDArrayHandle,
         strides: *mut i64,
