@@ -728,7 +728,6 @@ static Suite *reduce_suite(void) {
     return suite;
 }
 
-
 int main(void) {
     return run_suite(reduce_suite());
 }
