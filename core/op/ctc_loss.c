@@ -10,7 +10,8 @@
  * The forward-backward recursions run in log space in float64, one batch
  * item per task. As in MXNet, the gradient with respect to data is made with
  * the loss, into a hidden second output (only when someone reads it), and
- * the operator's gradient scales it by the head gradient. A label that no
+ * the operator's gradient scales it by the head gradient (first order only:
+ * a second derivative does not see through that output). A label that no
  * alignment of its steps can emit (too long) has an infinite loss and a zero
  * gradient. CPU only.
  */
