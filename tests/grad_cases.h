@@ -27,6 +27,9 @@ typedef struct grad_case {
     unsigned fixed;       /* bit k: input k is not differentiated (labels, indices, states) */
     const double *values; /* exact values for fixed inputs, if any (in order) */
     bool train;           /* run in training mode (DeftAutogradSetIsTraining) */
+    /* every input's values, in order, differentiated ones too (NULL: drawn, or
+     * `values`): for inputs that must be special, Cholesky's positive definite */
+    const double *start;
 } grad_case_t;
 
 #define S(...)                                                                                     \
@@ -49,17 +52,18 @@ static inline double uniform(uint64_t *state, double lo, double hi) {
 }
 
 /* Input i's values (count[i] of them, in a new buffer x[i]): the case's
- * exact values for fixed inputs that have them, else drawn from [lo, hi)
- * with *rng, input after input. */
+ * `start` values when it has them; else its exact values for fixed inputs
+ * that have them, else drawn from [lo, hi) with *rng, input after input. */
 static inline void grad_case_values(const grad_case_t *c, uint64_t *rng, double **x,
                                     int64_t *count) {
-    const double *fixed_values = c->values;
+    const double *fixed_values = c->values, *start = c->start;
     for (int i = 0; i < c->nin; i++) {
         count[i] = count_of(c->ndim[i], c->shape[i]);
         x[i] = malloc(sizeof(double) * (size_t)(count[i] ? count[i] : 1));
         for (int64_t j = 0; j < count[i]; j++)
-            x[i][j] = (c->fixed & (1u << i)) && fixed_values ? *fixed_values++
-                                                             : uniform(rng, c->lo, c->hi);
+            x[i][j] = c->start                                 ? *start++
+                      : (c->fixed & (1u << i)) && fixed_values ? *fixed_values++
+                                                               : uniform(rng, c->lo, c->hi);
     }
 }
 

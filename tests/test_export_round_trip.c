@@ -40,14 +40,6 @@ static const grad_case_t cases[] = {
 static const grad_case_t more_cases[] = {
     /* data with rows 2 and 0 overwritten (no gradient: setitem's operator) */
     {"_scatter_set_nd", NO_PARAMS, 3, {2, 2, 2}, {{3, 4}, {2, 4}, {1, 2}}, -1, 1, 4, VALUES(2, 0)},
-    /* LAPACK's operators (no gradient); Cholesky's input is symmetric positive definite */
-    {"_linalg_inv", NO_PARAMS, 1, {3}, {{2, 3, 3}}, -1, 1, 0, NULL},
-    {"_linalg_det", NO_PARAMS, 1, {2}, {{3, 3}}, -1, 1, 0, NULL},
-    {"_linalg_solve", NO_PARAMS, 2, {2, 2}, {{3, 3}, {3, 2}}, -1, 1, 0, NULL},
-    {"_linalg_cholesky", NO_PARAMS, 1, {2}, {{2, 2}}, -1, 1, 1, VALUES(4, 2, 2, 3)},
-    {"_linalg_qr", NO_PARAMS, 1, {2}, {{3, 2}}, -1, 1, 0, NULL},
-    {"_linalg_svd", P("full_matrices", "true"), 1, {2}, {{2, 3}}, -1, 1, 0, NULL},
-    {"_linalg_eigh", NO_PARAMS, 1, {2}, {{3, 3}}, -1, 1, 0, NULL},
     CONV_BN_CASE("_conv_bn"),
     CONV_BN_CASE("_conv_bn_relu"),
     BINARY("_equal", -1, 1),

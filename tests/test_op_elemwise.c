@@ -786,7 +786,10 @@ START_TEST(test_bool_reductions_and_where_condition) {
     assert_values(any, 2, VALUES(1, 0), 0);
     DeftNDArrayHandle all = call1("min", 1, &m, NO_PARAMS);
     assert_values(all, 1, VALUES(0), 0);
-    ck_assert_call_fails("sum", 1, &m, NO_PARAMS, DEFT_ERROR_TYPE, "input 0 has dtype bool");
+    DeftNDArrayHandle count = call1("sum", 1, &m, NO_PARAMS); /* NumPy's: an int64 count */
+    ck_assert_int_eq(dtype_of(count), DEFT_INT64);
+    assert_values(count, 1, VALUES(1), 0);
+    ck_assert_call_fails("argmax", 1, &m, NO_PARAMS, DEFT_ERROR_TYPE, "input 0 has dtype bool");
     DeftNDArrayHandle x = make(DEFT_FLOAT32, 2, SHAPE(2, 2), VALUES(1, 2, 3, 4));
     DeftNDArrayHandle y = make(DEFT_FLOAT32, 1, SHAPE(1), VALUES(-1));
     DeftNDArrayHandle w = call1("where", 3, (DeftNDArrayHandle[]){m, x, y}, NO_PARAMS);
@@ -808,7 +811,7 @@ START_TEST(test_bool_reductions_and_where_condition) {
     assert_values(n, 4, VALUES(0, 1, 1, 1), 0);
     ck_assert_call_fails("broadcast_mul", 2, mr, NO_PARAMS, DEFT_ERROR_TYPE,
                          "input 0 has dtype bool, which has no kernel");
-    free_all(8, (DeftNDArrayHandle[]){m, any, all, x, y, w, r, n});
+    free_all(9, (DeftNDArrayHandle[]){m, any, all, x, y, w, r, n, count});
 }
 END_TEST
 

@@ -81,7 +81,57 @@ START_TEST(test_errors_name_the_matrix_and_the_input) {
     ck_assert_call_fails("_linalg_solve", 2, ((DeftNDArrayHandle[]){singular, flat}), NO_PARAMS,
                          DEFT_ERROR_VALUE,
                          "input 1 (b) is (3,) float32, expected float32 with a's batch and rows");
-    free_all(5, (DeftNDArrayHandle[]){singular, negative, wide, ints, flat});
+    /* NaN: LAPACK's dgesdd calls it a bad argument (found by fuzz_invoke) */
+    DeftNDArrayHandle nan = make(DEFT_FLOAT64, 3, SHAPE(2, 2, 2), VALUES(1, 0, 0, 1, 1, NAN, 0, 1));
+    ck_assert_run_fails("_linalg_svd", 1, &nan, NO_PARAMS, DEFT_ERROR_VALUE,
+                        "matrix 1 of the batch holds NaN or infinity: its SVD did not converge");
+    free_all(6, (DeftNDArrayHandle[]){singular, negative, wide, ints, flat, nan});
+}
+END_TEST
+
+/* The backward operators' own errors (their values: test_gradient's finite differences). */
+START_TEST(test_gradients_that_do_not_exist_are_errors) {
+    DeftNDArrayHandle wide = make(DEFT_FLOAT64, 2, SHAPE(2, 3), VALUES(1, 2, 0, 0, 1, 3)), qr[2];
+    out_k("_linalg_qr", 1, &wide, 0, 2, NO_PARAMS, qr);
+    ck_assert_call_fails("_backward_linalg_qr", 4,
+                         ((DeftNDArrayHandle[]){qr[0], qr[1], qr[0], qr[1]}), NO_PARAMS,
+                         DEFT_ERROR_NOT_IMPLEMENTED, "qr's gradient needs m >= n");
+    DeftNDArrayHandle singular = make(DEFT_FLOAT64, 2, SHAPE(2, 2), VALUES(1, 2, 2, 4));
+    DeftNDArrayHandle one = make(DEFT_FLOAT64, 0, SHAPE(1), VALUES(1));
+    ck_assert_run_fails("_backward_linalg_det", 3, ((DeftNDArrayHandle[]){one, singular, one}),
+                        NO_PARAMS, DEFT_ERROR_VALUE,
+                        "matrix 0 of the batch: is singular, and det's gradient needs its inverse");
+    DeftNDArrayHandle small = make(DEFT_FLOAT64, 2, SHAPE(3, 3), NULL);
+    ck_assert_call_fails("_backward_linalg_inv", 2, ((DeftNDArrayHandle[]){singular, small}),
+                         NO_PARAMS, DEFT_ERROR_VALUE,
+                         "input 0 (y_grad) has shape (2,2), expected (3,3)");
+    /* full_matrices: a gradient through s alone is the reduced SVD's; one reaching
+     * vh's third row (arbitrary for a 2 x 3 matrix) is refused */
+    DeftNDArrayHandle full[3], reduced[3];
+    out_k("_linalg_svd", 1, &wide, 0, 3, P("full_matrices", "true"), full);
+    out_k("_linalg_svd", 1, &wide, 0, 3, NO_PARAMS, reduced);
+    DeftNDArrayHandle gu = make(DEFT_FLOAT64, 2, SHAPE(2, 2), VALUES(0, 0, 0, 0));
+    DeftNDArrayHandle gs = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(0.5, -2));
+    DeftNDArrayHandle gvh_full = make(DEFT_FLOAT64, 2, SHAPE(3, 3), NULL);
+    DeftNDArrayHandle gvh = make(DEFT_FLOAT64, 2, SHAPE(2, 3), NULL);
+    DeftNDArrayHandle a =
+        call1("_backward_linalg_svd", 6,
+              ((DeftNDArrayHandle[]){gu, gs, gvh_full, full[0], full[1], full[2]}), NO_PARAMS);
+    DeftNDArrayHandle b =
+        call1("_backward_linalg_svd", 6,
+              ((DeftNDArrayHandle[]){gu, gs, gvh, reduced[0], reduced[1], reduced[2]}), NO_PARAMS);
+    int64_t n;
+    double *want = read_all(b, &n);
+    assert_values(a, n, want, 1e-12);
+    free(want);
+    set_values(gvh_full, 9, VALUES(0, 0, 0, 0, 0, 0, 0, 1, 0));
+    ck_assert_run_fails("_backward_linalg_svd", 6,
+                        ((DeftNDArrayHandle[]){gu, gs, gvh_full, full[0], full[1], full[2]}),
+                        NO_PARAMS, DEFT_ERROR_NOT_IMPLEMENTED, "use full_matrices=false");
+    free_all(3, full);
+    free_all(3, reduced);
+    free_all(8, (DeftNDArrayHandle[]){wide, qr[0], qr[1], singular, one, small, gu, gs});
+    free_all(4, (DeftNDArrayHandle[]){gvh_full, gvh, a, b});
 }
 END_TEST
 
@@ -91,6 +141,7 @@ int main(void) {
     tcase_add_loop_test(tc, test_inverse_determinant_and_solve, 0, 2);
     tcase_add_test(tc, test_factorisations);
     tcase_add_test(tc, test_errors_name_the_matrix_and_the_input);
+    tcase_add_test(tc, test_gradients_that_do_not_exist_are_errors);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

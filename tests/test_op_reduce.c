@@ -649,6 +649,56 @@ START_TEST(test_softmax_dtype_and_activation_modes) {
 }
 END_TEST
 
+/* bool arrays: sum and prod count in int64 (NumPy's), mean is float32 (deft's
+ * mean of integers), max and min stay bool; every kernel path: rows, moved
+ * axes, keepdims, one long span split across threads. */
+START_TEST(test_bool_reductions_have_numpys_dtypes) {
+    enum { R = 3, W = 50000 };
+    static double x[R * W];
+    int64_t rows[R] = {0}, cols[W] = {0}, total = 0;
+    for (int i = 0; i < R * W; i++) {
+        x[i] = i % 3 == 0 || i % 7 == 0;
+        rows[i / W] += (int64_t)x[i], cols[i % W] += (int64_t)x[i], total += (int64_t)x[i];
+    }
+    DeftNDArrayHandle b = make(DEFT_BOOL, 2, SHAPE(R, W), x);
+    const struct {
+        const char *op, *axis;
+        int dtype;
+    } cases[] = {
+        {"sum", "None", DEFT_INT64}, {"sum", "1", DEFT_INT64},       {"sum", "0", DEFT_INT64},
+        {"nansum", "1", DEFT_INT64}, {"mean", "None", DEFT_FLOAT32}, {"mean", "0", DEFT_FLOAT32},
+        {"prod", "0", DEFT_INT64},   {"nanprod", "1", DEFT_INT64},   {"max", "1", DEFT_BOOL}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        DeftNDArrayHandle y = call1(cases[c].op, 1, &b, P("axis", cases[c].axis));
+        int dtype;
+        ck_assert_ok(DeftNDArrayGetDType(y, &dtype));
+        ck_assert_msg(dtype == cases[c].dtype, "%s: dtype %d", cases[c].op, dtype);
+        int64_t n;
+        double *got = read_all(y, &n);
+        bool mean = !strcmp(cases[c].op, "mean"), mul = strstr(cases[c].op, "prod") != NULL;
+        for (int64_t i = 0; i < n; i++) {
+            double want = cases[c].axis[0] == 'N'   ? (double)total
+                          : cases[c].axis[0] == '1' ? (double)rows[i]
+                                                    : (double)cols[i];
+            int64_t count = cases[c].axis[0] == 'N' ? R * W : cases[c].axis[0] == '1' ? W : R;
+            if (mean) want /= (double)count;
+            if (mul) want = want == (double)count;
+            if (!strcmp(cases[c].op, "max")) want = want > 0;
+            ck_assert_msg(close_enough(got[i], want, mean ? 1e-6 : 0),
+                          "%s axis %s [%lld]: %g, want %g", cases[c].op, cases[c].axis,
+                          (long long)i, got[i], want);
+        }
+        free(got);
+        ck_assert_ok(DeftNDArrayFree(y));
+    }
+    DeftNDArrayHandle kept = call1("sum", 1, &b, P("axis", "0", "keepdims", "true"));
+    assert_shape(kept, 2, SHAPE(1, W));
+    ck_assert_call_fails("norm", 1, &b, NO_PARAMS, DEFT_ERROR_TYPE,
+                         "input 0 has dtype bool, expected float32 or float64");
+    free_all(2, (DeftNDArrayHandle[]){b, kept});
+}
+END_TEST
+
 static Suite *reduce_suite(void) {
     Suite *suite = suite_create("reductions");
     TCase *tc = tcase_create("reduce");
@@ -656,6 +706,7 @@ static Suite *reduce_suite(void) {
     tcase_add_test(tc, test_reductions_over_every_axis_set);
     tcase_add_test(tc, test_exclude_negative_axes_and_norm_ord1);
     tcase_add_test(tc, test_integer_sums_wrap_and_are_exact);
+    tcase_add_test(tc, test_bool_reductions_have_numpys_dtypes);
     tcase_add_test(tc, test_argmax_argmin_first_occurrence_and_nan);
     tcase_add_test(tc, test_zero_size_reductions);
     tcase_add_test(tc, test_zero_size_reductions_of_every_dtype_and_layout);

@@ -141,6 +141,46 @@ func BlockGrad(data *NDArray) (*NDArray, error) {
 	return invokeFirst("BlockGrad", inputs, params)
 }
 
+// CTCLossOpts are the optional inputs and parameters of CTCLoss; nil fields
+// keep the operator's defaults.
+type CTCLossOpts struct {
+	// DataLengths is the optional input data_lengths.
+	DataLengths *NDArray
+	// LabelLengths is the optional input label_lengths.
+	LabelLengths *NDArray
+	// UseDataLengths (use_data_lengths, boolean): whether input data_lengths comes. Default false.
+	UseDataLengths *bool
+	// UseLabelLengths (use_label_lengths, boolean): whether input label_lengths comes. Default false.
+	UseLabelLengths *bool
+	// BlankLabel (blank_label, enum): the blank is class 0 (labels padded with 0) or C - 1 (padded with -1). One of first, last. Default first.
+	BlankLabel *string
+}
+
+// CTCLoss runs the operator CTCLoss: Connectionist temporal classification loss of (steps, batch, classes) activations (softmax inside) and padded labels: (batch,) -log p(label).
+//
+// Inputs: data, label, data_lengths, label_lengths.
+// It returns the first output (Invoke returns them all).
+func CTCLoss(data *NDArray, label *NDArray, opts *CTCLossOpts) (*NDArray, error) {
+	inputs := []*NDArray{data, label}
+	params := make([]Param, 0, 3)
+	if opts != nil {
+		var err error
+		if inputs, err = optionalInputs("CTCLoss", inputs, []*NDArray{opts.DataLengths, opts.LabelLengths}); err != nil {
+			return nil, err
+		}
+		if opts.UseDataLengths != nil {
+			params = append(params, Param{"use_data_lengths", formatBool(*opts.UseDataLengths)})
+		}
+		if opts.UseLabelLengths != nil {
+			params = append(params, Param{"use_label_lengths", formatBool(*opts.UseLabelLengths)})
+		}
+		if opts.BlankLabel != nil {
+			params = append(params, Param{"blank_label", *opts.BlankLabel})
+		}
+	}
+	return invokeFirst("CTCLoss", inputs, params)
+}
+
 // Cast runs the operator Cast: Converts to another dtype (integers saturate, NaN to 0).
 //
 // Inputs: data.
@@ -3117,6 +3157,76 @@ func InternalBackwardGatherNdLike(grad *NDArray, indices *NDArray, like *NDArray
 	return invokeFirst("_backward_gather_nd_like", inputs, params)
 }
 
+// InternalBackwardLinalgCholesky runs the operator _backward_linalg_cholesky: The gradient of _linalg_cholesky (a's lower triangle).
+//
+// Inputs: l_grad, l.
+// It returns the first output (Invoke returns them all).
+func InternalBackwardLinalgCholesky(lGrad *NDArray, l *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{lGrad, l}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_backward_linalg_cholesky", inputs, params)
+}
+
+// InternalBackwardLinalgDet runs the operator _backward_linalg_det: The gradient of _linalg_det (a must be invertible).
+//
+// Inputs: det_grad, a, det.
+// It returns the first output (Invoke returns them all).
+func InternalBackwardLinalgDet(detGrad *NDArray, a *NDArray, det *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{detGrad, a, det}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_backward_linalg_det", inputs, params)
+}
+
+// InternalBackwardLinalgEigh runs the operator _backward_linalg_eigh: The gradient of _linalg_eigh (a's lower triangle).
+//
+// Inputs: w_grad, v_grad, w, v.
+// It returns the first output (Invoke returns them all).
+func InternalBackwardLinalgEigh(wGrad *NDArray, vGrad *NDArray, w *NDArray, v *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{wGrad, vGrad, w, v}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_backward_linalg_eigh", inputs, params)
+}
+
+// InternalBackwardLinalgInv runs the operator _backward_linalg_inv: The gradient of _linalg_inv.
+//
+// Inputs: y_grad, y.
+// It returns the first output (Invoke returns them all).
+func InternalBackwardLinalgInv(yGrad *NDArray, y *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{yGrad, y}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_backward_linalg_inv", inputs, params)
+}
+
+// InternalBackwardLinalgQr runs the operator _backward_linalg_qr: The gradient of _linalg_qr (m >= n).
+//
+// Inputs: q_grad, r_grad, q, r.
+// It returns the first output (Invoke returns them all).
+func InternalBackwardLinalgQr(qGrad *NDArray, rGrad *NDArray, q *NDArray, r *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{qGrad, rGrad, q, r}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_backward_linalg_qr", inputs, params)
+}
+
+// InternalBackwardLinalgSolve runs the operator _backward_linalg_solve: The gradients of _linalg_solve: a's and b's.
+//
+// Inputs: x_grad, a, x.
+// It returns every output.
+func InternalBackwardLinalgSolve(xGrad *NDArray, a *NDArray, x *NDArray) ([]*NDArray, error) {
+	inputs := []*NDArray{xGrad, a, x}
+	params := make([]Param, 0, 0)
+	return Invoke("_backward_linalg_solve", inputs, params...)
+}
+
+// InternalBackwardLinalgSvd runs the operator _backward_linalg_svd: The gradient of _linalg_svd (through the first min(m, n) singular vectors).
+//
+// Inputs: u_grad, s_grad, vh_grad, u, s, vh.
+// It returns the first output (Invoke returns them all).
+func InternalBackwardLinalgSvd(uGrad *NDArray, sGrad *NDArray, vhGrad *NDArray, u *NDArray, s *NDArray, vh *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{uGrad, sGrad, vhGrad, u, s, vh}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_backward_linalg_svd", inputs, params)
+}
+
 // InternalBackwardLinearRegOutOpts are the optional inputs and parameters of InternalBackwardLinearRegOut; nil fields
 // keep the operator's defaults.
 type InternalBackwardLinearRegOutOpts struct {
@@ -3536,6 +3646,46 @@ func InternalContribBilinearResize2D(data *NDArray, opts *InternalContribBilinea
 	return invokeFirst("_contrib_BilinearResize2D", inputs, params)
 }
 
+// InternalContribCTCLossOpts are the optional inputs and parameters of InternalContribCTCLoss; nil fields
+// keep the operator's defaults.
+type InternalContribCTCLossOpts struct {
+	// DataLengths is the optional input data_lengths.
+	DataLengths *NDArray
+	// LabelLengths is the optional input label_lengths.
+	LabelLengths *NDArray
+	// UseDataLengths (use_data_lengths, boolean): whether input data_lengths comes. Default false.
+	UseDataLengths *bool
+	// UseLabelLengths (use_label_lengths, boolean): whether input label_lengths comes. Default false.
+	UseLabelLengths *bool
+	// BlankLabel (blank_label, enum): the blank is class 0 (labels padded with 0) or C - 1 (padded with -1). One of first, last. Default first.
+	BlankLabel *string
+}
+
+// InternalContribCTCLoss runs the operator _contrib_CTCLoss: Connectionist temporal classification loss of (steps, batch, classes) activations (softmax inside) and padded labels: (batch,) -log p(label).
+//
+// Inputs: data, label, data_lengths, label_lengths.
+// It returns the first output (Invoke returns them all).
+func InternalContribCTCLoss(data *NDArray, label *NDArray, opts *InternalContribCTCLossOpts) (*NDArray, error) {
+	inputs := []*NDArray{data, label}
+	params := make([]Param, 0, 3)
+	if opts != nil {
+		var err error
+		if inputs, err = optionalInputs("_contrib_CTCLoss", inputs, []*NDArray{opts.DataLengths, opts.LabelLengths}); err != nil {
+			return nil, err
+		}
+		if opts.UseDataLengths != nil {
+			params = append(params, Param{"use_data_lengths", formatBool(*opts.UseDataLengths)})
+		}
+		if opts.UseLabelLengths != nil {
+			params = append(params, Param{"use_label_lengths", formatBool(*opts.UseLabelLengths)})
+		}
+		if opts.BlankLabel != nil {
+			params = append(params, Param{"blank_label", *opts.BlankLabel})
+		}
+	}
+	return invokeFirst("_contrib_CTCLoss", inputs, params)
+}
+
 // InternalContribArangeLikeOpts are the optional inputs and parameters of InternalContribArangeLike; nil fields
 // keep the operator's defaults.
 type InternalContribArangeLikeOpts struct {
@@ -3576,6 +3726,46 @@ func InternalContribArangeLike(data *NDArray, opts *InternalContribArangeLikeOpt
 		}
 	}
 	return invokeFirst("_contrib_arange_like", inputs, params)
+}
+
+// InternalContribCtcLossOpts are the optional inputs and parameters of InternalContribCtcLoss; nil fields
+// keep the operator's defaults.
+type InternalContribCtcLossOpts struct {
+	// DataLengths is the optional input data_lengths.
+	DataLengths *NDArray
+	// LabelLengths is the optional input label_lengths.
+	LabelLengths *NDArray
+	// UseDataLengths (use_data_lengths, boolean): whether input data_lengths comes. Default false.
+	UseDataLengths *bool
+	// UseLabelLengths (use_label_lengths, boolean): whether input label_lengths comes. Default false.
+	UseLabelLengths *bool
+	// BlankLabel (blank_label, enum): the blank is class 0 (labels padded with 0) or C - 1 (padded with -1). One of first, last. Default first.
+	BlankLabel *string
+}
+
+// InternalContribCtcLoss runs the operator _contrib_ctc_loss: Connectionist temporal classification loss of (steps, batch, classes) activations (softmax inside) and padded labels: (batch,) -log p(label).
+//
+// Inputs: data, label, data_lengths, label_lengths.
+// It returns the first output (Invoke returns them all).
+func InternalContribCtcLoss(data *NDArray, label *NDArray, opts *InternalContribCtcLossOpts) (*NDArray, error) {
+	inputs := []*NDArray{data, label}
+	params := make([]Param, 0, 3)
+	if opts != nil {
+		var err error
+		if inputs, err = optionalInputs("_contrib_ctc_loss", inputs, []*NDArray{opts.DataLengths, opts.LabelLengths}); err != nil {
+			return nil, err
+		}
+		if opts.UseDataLengths != nil {
+			params = append(params, Param{"use_data_lengths", formatBool(*opts.UseDataLengths)})
+		}
+		if opts.UseLabelLengths != nil {
+			params = append(params, Param{"use_label_lengths", formatBool(*opts.UseLabelLengths)})
+		}
+		if opts.BlankLabel != nil {
+			params = append(params, Param{"blank_label", *opts.BlankLabel})
+		}
+	}
+	return invokeFirst("_contrib_ctc_loss", inputs, params)
 }
 
 // InternalContribDivSqrtDim runs the operator _contrib_div_sqrt_dim: data / sqrt(data.shape[-1]): attention scores scaled by their depth.
@@ -5993,6 +6183,46 @@ func CropOp(data *NDArray, begin []int64, end []int64, opts *CropOpOpts) (*NDArr
 		}
 	}
 	return invokeFirst("crop", inputs, params)
+}
+
+// CtcLossOpts are the optional inputs and parameters of CtcLoss; nil fields
+// keep the operator's defaults.
+type CtcLossOpts struct {
+	// DataLengths is the optional input data_lengths.
+	DataLengths *NDArray
+	// LabelLengths is the optional input label_lengths.
+	LabelLengths *NDArray
+	// UseDataLengths (use_data_lengths, boolean): whether input data_lengths comes. Default false.
+	UseDataLengths *bool
+	// UseLabelLengths (use_label_lengths, boolean): whether input label_lengths comes. Default false.
+	UseLabelLengths *bool
+	// BlankLabel (blank_label, enum): the blank is class 0 (labels padded with 0) or C - 1 (padded with -1). One of first, last. Default first.
+	BlankLabel *string
+}
+
+// CtcLoss runs the operator ctc_loss: Connectionist temporal classification loss of (steps, batch, classes) activations (softmax inside) and padded labels: (batch,) -log p(label).
+//
+// Inputs: data, label, data_lengths, label_lengths.
+// It returns the first output (Invoke returns them all).
+func CtcLoss(data *NDArray, label *NDArray, opts *CtcLossOpts) (*NDArray, error) {
+	inputs := []*NDArray{data, label}
+	params := make([]Param, 0, 3)
+	if opts != nil {
+		var err error
+		if inputs, err = optionalInputs("ctc_loss", inputs, []*NDArray{opts.DataLengths, opts.LabelLengths}); err != nil {
+			return nil, err
+		}
+		if opts.UseDataLengths != nil {
+			params = append(params, Param{"use_data_lengths", formatBool(*opts.UseDataLengths)})
+		}
+		if opts.UseLabelLengths != nil {
+			params = append(params, Param{"use_label_lengths", formatBool(*opts.UseLabelLengths)})
+		}
+		if opts.BlankLabel != nil {
+			params = append(params, Param{"blank_label", *opts.BlankLabel})
+		}
+	}
+	return invokeFirst("ctc_loss", inputs, params)
 }
 
 // CumsumOpts are the optional inputs and parameters of Cumsum; nil fields

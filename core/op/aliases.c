@@ -94,5 +94,8 @@ const deft_op_alias_t deft_op_aliases[] = {
     {"_npx_deconvolution", "Deconvolution"},
     {"_npx_arange_like", "_contrib_arange_like"},
     {"BilinearResize2D", "_contrib_BilinearResize2D"},
+    {"ctc_loss", "CTCLoss"},
+    {"_contrib_CTCLoss", "CTCLoss"},
+    {"_contrib_ctc_loss", "CTCLoss"},
     {NULL, NULL},
 };

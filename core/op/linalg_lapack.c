@@ -10,32 +10,17 @@
  * routines' O(n^3), and one code path serves both dtypes (float32 results
  * are then the float64 answer, rounded).
  *
- * CPU only. These operators have no gradient and no GPU kernel: a GPU
- * array, or a backward through one, gets an error naming the operator.
+ * CPU only: they have no GPU kernel, and a GPU array gets an error naming
+ * the operator. Their gradients are the backward operators of
+ * linalg_lapack_backward.c (first order only: those have no gradient).
  */
+#include <math.h>
 #include <string.h>
 
 #include "core/base/scratch.h"
+#include "core/op/grad.h"
+#include "core/op/linalg_lapack.h"
 #include "core/op/op.h"
-
-/* LAPACK's Fortran entry points in libopenblas: 32-bit integers, and after
- * the arguments the lengths of the character arguments (gfortran's ABI). */
-void dgetrf_(const int *m, const int *n, double *a, const int *lda, int *ipiv, int *info);
-void dgetri_(const int *n, double *a, const int *lda, const int *ipiv, double *work,
-             const int *lwork, int *info);
-void dgesv_(const int *n, const int *nrhs, double *a, const int *lda, int *ipiv, double *b,
-            const int *ldb, int *info);
-void dpotrf_(const char *uplo, const int *n, double *a, const int *lda, int *info, size_t);
-void dgeqrf_(const int *m, const int *n, double *a, const int *lda, double *tau, double *work,
-             const int *lwork, int *info);
-void dorgqr_(const int *m, const int *n, const int *k, double *a, const int *lda, const double *tau,
-             double *work, const int *lwork, int *info);
-void dgesdd_(const char *jobz, const int *m, const int *n, double *a, const int *lda, double *s,
-             double *u, const int *ldu, double *vt, const int *ldvt, double *work, const int *lwork,
-             int *iwork, int *info, size_t);
-void dsyevd_(const char *jobz, const char *uplo, const int *n, double *a, const int *lda, double *w,
-             double *work, const int *lwork, int *iwork, const int *liwork, int *info, size_t,
-             size_t);
 
 #define MAX_OUTPUTS 3
 
@@ -181,9 +166,20 @@ static int qr(const solve_ctx_t *c, double *a) {
     return !done ? no_memory(c) : info ? lapack_failed(c, "", info) : 0;
 }
 
+static bool all_finite(const double *a, size_t count) {
+    for (size_t i = 0; i < count; i++)
+        if (!isfinite(a[i])) return false;
+    return true;
+}
+
 /* SVD: U (m, m or k), S (k), V^T (n or k, n), k = min(m, n); full_matrices picks. */
 static int svd(const solve_ctx_t *c, double *a) {
     int m = c->m, n = c->n, k = m < n ? m : n, full = (int)c->p[0].i, info = 0, lwork = -1;
+    if (!all_finite(a, (size_t)m * n)) /* dgesdd refuses them as a bad argument */
+        return deft_op_error(c->op, DEFT_ERR_VALUE,
+                             "matrix %lld of the batch holds NaN or infinity: its SVD did not "
+                             "converge",
+                             (long long)c->index);
     int ucols = full ? m : k, vrows = full ? n : k, ldu = m > 1 ? m : 1,
         ldvt = vrows > 1 ? vrows : 1;
     double query = 0, *work = NULL;
@@ -241,14 +237,16 @@ static int eigh(const solve_ctx_t *c, double *a) {
 
 typedef int (*routine_fn)(const solve_ctx_t *c, double *a);
 
-/* What each operator is: its routine, whether input 0 must be square, and its outputs. */
+/* What each operator is: its routine, whether input 0 must be square, its
+ * outputs, and its gradient's operator and what that reads (linalg_gradient). */
 typedef struct linalg_kind {
     routine_fn routine;
     bool square;
     int nout;
+    const char *backward, *reads;
 } linalg_kind_t;
 
-static int64_t batch_of(const deft_shape_t *s) {
+int64_t deft_lapack_batch(const deft_shape_t *s) {
     int64_t count = 1;
     for (int d = 0; d < s->ndim - 2; d++) count *= s->dims[d];
     return count;
@@ -263,7 +261,7 @@ static deft_shape_t batch_shape(const deft_shape_t *s, int drop, int add, int64_
     return r;
 }
 
-static int check_matrix(const deft_op_t *op, int k, const deft_desc_t *in, bool square) {
+int deft_lapack_check_matrix(const deft_op_t *op, int k, const deft_desc_t *in, bool square) {
     const deft_shape_t *s = &in[k].shape;
     if (in[k].dtype != DEFT_DT_FLOAT32 && in[k].dtype != DEFT_DT_FLOAT64)
         return deft_op_error(op, DEFT_ERR_TYPE, "input %d is %s, expected float32 or float64", k,
@@ -283,28 +281,32 @@ static int check_matrix(const deft_op_t *op, int k, const deft_desc_t *in, bool 
     return 0;
 }
 
-/* solve's right-hand side: (..., n, k) or (..., n), with a's batch. */
-static int check_rhs(const deft_op_t *op, const deft_desc_t *in) {
-    const deft_shape_t *a = &in[0].shape, *b = &in[1].shape;
+int deft_lapack_check_rhs(const deft_op_t *op, const deft_desc_t *in, int ia, int ib) {
+    const deft_shape_t *a = &in[ia].shape, *b = &in[ib].shape;
     bool matrix = b->ndim == a->ndim, fits = matrix || b->ndim == a->ndim - 1;
     for (int d = 0; fits && d < a->ndim - 1; d++) fits = b->dims[d] == a->dims[d];
-    if (!fits || in[1].dtype != in[0].dtype) {
+    if (!fits || in[ib].dtype != in[ia].dtype) {
         char sa[DEFT_SHAPE_STR_MAX], sb[DEFT_SHAPE_STR_MAX];
         return deft_op_error(op, DEFT_ERR_VALUE,
-                             "input 1 (b) is %s %s, expected %s with a's batch and rows: "
-                             "(..., n, k) or (..., n) for a of %s",
-                             deft_shape_format(b, sb, sizeof sb), deft_dtype_name(in[1].dtype),
-                             deft_dtype_name(in[0].dtype), deft_shape_format(a, sa, sizeof sa));
+                             "input %d (%s) is %s %s, expected %s with %s's batch and rows: "
+                             "(..., n, k) or (..., n) for %s of %s",
+                             ib, deft_op_input_name(op, ib), deft_shape_format(b, sb, sizeof sb),
+                             deft_dtype_name(in[ib].dtype), deft_dtype_name(in[ia].dtype),
+                             deft_op_input_name(op, ia), deft_op_input_name(op, ia),
+                             deft_shape_format(a, sa, sizeof sa));
     }
     return matrix && b->dims[b->ndim - 1] > INT32_MAX
-               ? deft_op_error(op, DEFT_ERR_VALUE, "input 1 (b) has over 2^31-1 columns")
+               ? deft_op_error(op, DEFT_ERR_VALUE, "input %d (%s) has over 2^31-1 columns", ib,
+                               deft_op_input_name(op, ib))
                : 0;
 }
 
 static int linalg_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_desc_t *in, int *nout, deft_desc_t *out) {
     const linalg_kind_t *kind = op->data;
-    if (check_matrix(op, 0, in, kind->square) || (nin == 2 && check_rhs(op, in))) return -1;
+    if (deft_lapack_check_matrix(op, 0, in, kind->square) ||
+        (nin == 2 && deft_lapack_check_rhs(op, in, 0, 1)))
+        return -1;
     const deft_shape_t *s = &in[0].shape;
     int64_t m = s->dims[s->ndim - 2], n = s->dims[s->ndim - 1], k = m < n ? m : n;
     for (int i = 0; i < kind->nout; i++) out[i].dtype = in[0].dtype;
@@ -334,7 +336,7 @@ static int linalg_forward(const deft_op_t *op, const deft_param_value_t *p, int 
     double *a = deft_scratch_alloc(sizeof(double) * ((size_t)c.m * c.n + 1));
     if (!a) return no_memory(&c);
     int status = 0;
-    for (c.index = 0; status == 0 && c.index < batch_of(s); c.index++) {
+    for (c.index = 0; status == 0 && c.index < deft_lapack_batch(s); c.index++) {
         load(&in[0], c.index, c.m, c.n, a);
         status = kind->routine(&c, a);
     }
@@ -347,9 +349,33 @@ static int linalg_three_outputs(const deft_param_value_t *p, int num_inputs) {
     return 3;
 }
 
-static const linalg_kind_t k_inv = {inverse, true, 1}, k_det = {determinant, true, 1},
-                           k_solve = {solve, true, 1}, k_cholesky = {cholesky, true, 1},
-                           k_qr = {qr, false, 2}, k_svd = {svd, false, 3}, k_eigh = {eigh, true, 2};
+/* ---- gradients: the backward operators of linalg_lapack_backward.c ---- */
+
+/* Input k's gradient is output k of the kind's backward operator, applied to
+ * what `reads` names, in order: a letter and a digit k each, 'g' the gradient
+ * of output k, 'i' input k, 'o' output k. */
+static int linalg_gradient(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                           deft_gref_t *in_grads) {
+    (void)p;
+    const linalg_kind_t *kind = b->op->data;
+    deft_gref_t in[8];
+    int n = 0;
+    for (const char *r = kind->reads; r[0] && r[1] && n < 8; r += 2) {
+        int k = r[1] - '0';
+        in[n++] = r[0] == 'g' ? b->out_grad(b, k) : r[0] == 'i' ? b->input(b, k) : b->output(b, k);
+    }
+    deft_gref_t grad = b->apply(b, kind->backward, n, in, GRAD_NONE, 0);
+    for (int k = 0; k < nin; k++) in_grads[k] = (deft_gref_t){grad.node, k};
+    return 0;
+}
+
+static const linalg_kind_t k_inv = {inverse, true, 1, "_backward_linalg_inv", "g0o0"},
+                           k_det = {determinant, true, 1, "_backward_linalg_det", "g0i0o0"},
+                           k_solve = {solve, true, 1, "_backward_linalg_solve", "g0i0o0"},
+                           k_cholesky = {cholesky, true, 1, "_backward_linalg_cholesky", "g0o0"},
+                           k_qr = {qr, false, 2, "_backward_linalg_qr", "g0g1o0o1"},
+                           k_svd = {svd, false, 3, "_backward_linalg_svd", "g0g1g2o0o1o2"},
+                           k_eigh = {eigh, true, 2, "_backward_linalg_eigh", "g0g1o0o1"};
 
 static const deft_param_def_t svd_params[] = {
     {"full_matrices", DEFT_PARAM_BOOL, "false",
@@ -366,7 +392,7 @@ static const char *const eigh_outputs[] = {"w", "v", NULL};
     {                                                                                              \
         .name = name_, .description = text, .input_names = inputs, .min_inputs = n_in,             \
         .max_inputs = n_in, .infer = linalg_infer, .forward = linalg_forward, .inplace_input = -1, \
-        .data = &kind_, __VA_ARGS__                                                                \
+        .data = &kind_, .gradient = linalg_gradient, __VA_ARGS__                                   \
     }
 
 static const deft_op_t linalg_lapack_ops[] = {

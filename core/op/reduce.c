@@ -102,6 +102,9 @@ SUM_SPAN(f64, double)
             case DEFT_R_NANPROD:                                                                   \
                 p->u *= (uint64_t)v;                                                               \
                 break;                                                                             \
+            case DEFT_R_MEAN: /* bool's, into a float */                                           \
+                p->f += (double)v;                                                                 \
+                break;                                                                             \
             default: {                                                                             \
                 bool big = (kind == DEFT_R_MAX || kind == DEFT_R_ARGMAX);                          \
                 if ((p->count == 0 && i == 0) || (big ? v > (int64_t)p->u : v < (int64_t)p->u))    \
@@ -248,13 +251,37 @@ static void read_axis_params(const deft_op_t *op, const deft_param_value_t *p,
     if (r->kind != DEFT_R_NORM) *exclude = p[2].i != 0;
 }
 
+/* The dtype of a reduction of bool values, NumPy's (mean: deft's float32);
+ * false where bool has no such reduction. */
+static bool bool_result(deft_reduce_kind_t kind, deft_dtype_t *dtype) {
+    switch (kind) {
+    case DEFT_R_MAX:
+    case DEFT_R_MIN:
+        *dtype = DEFT_DT_BOOL;
+        return true;
+    case DEFT_R_SUM:
+    case DEFT_R_NANSUM:
+    case DEFT_R_PROD:
+    case DEFT_R_NANPROD:
+        *dtype = DEFT_DT_INT64;
+        return true;
+    case DEFT_R_MEAN:
+        *dtype = DEFT_DT_FLOAT32;
+        return true;
+    default:
+        return false;
+    }
+}
+
 static int reduce_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                         const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)nin;
     const reducer_t *r = op->data;
-    /* float16 and bfloat16 reduce through float32; bool has max and min (any, all) */
+    /* float16 and bfloat16 reduce through float32; bool has max and min (any,
+     * all), and NumPy's sum and prod (int64 counts) and mean (deft's float32) */
     bool half = in[0].dtype == DEFT_DT_FLOAT16 || in[0].dtype == DEFT_DT_BFLOAT16;
-    bool bool_ok = in[0].dtype == DEFT_DT_BOOL && (r->kind == DEFT_R_MAX || r->kind == DEFT_R_MIN);
+    deft_dtype_t out_dtype = in[0].dtype;
+    bool bool_ok = in[0].dtype == DEFT_DT_BOOL && bool_result(r->kind, &out_dtype);
     if (!half && !bool_ok &&
         (r->float_only ? deft_op_check_dtype_float(op, 0, in[0].dtype)
                        : deft_op_check_dtype_arith(op, 0, in[0].dtype)))
@@ -271,7 +298,7 @@ static int reduce_infer(const deft_op_t *op, const deft_param_value_t *p, int ni
         return deft_op_error(op, DEFT_ERR_VALUE,
                              "cannot reduce over a zero-size axis (it has no %s)", op->name);
     reduced_shape(&plan, &in[0].shape, keepdims, &out[0].shape);
-    out[0].dtype = in[0].dtype;
+    out[0].dtype = out_dtype;
     *nout = 1;
     return 0;
 }
@@ -290,17 +317,17 @@ typedef struct reduce_ctx {
 
 /* Row o of x (span elements each) to element o of y. */
 static void reduce_row(deft_reduce_kind_t kind, deft_dtype_t dtype, const void *x, int64_t span,
-                       int64_t o, void *y) {
+                       int64_t o, const deft_tensor_t *y) {
     deft_partial_t p = deft_reduce_identity(kind);
     reduce_span(kind, dtype, x, span, o * span, &p);
     if (kind == DEFT_R_ARGMAX || kind == DEFT_R_ARGMIN) p.index -= o * span;
-    deft_reduce_store(kind, &p, span, y, o, dtype);
+    deft_reduce_store(kind, &p, span, deft_tensor_data(y), o, y->dtype);
 }
 
 static void reduce_rows(void *arg, int64_t begin, int64_t end) {
     const reduce_ctx_t *c = arg;
     for (int64_t o = begin; o < end; o++)
-        reduce_row(c->r->kind, c->dtype, c->x, c->span, o, deft_tensor_data(c->out));
+        reduce_row(c->r->kind, c->dtype, c->x, c->span, o, c->out);
 }
 
 static void reduce_chunks(void *arg, int64_t begin, int64_t end) {
@@ -443,7 +470,7 @@ enum { COLUMN_BLOCK = 512 }; /* accumulators of the columns layout, 4 KB on the 
 
 typedef struct in_place_ctx {
     deft_reduce_kind_t kind;
-    deft_dtype_t dtype;
+    deft_dtype_t dtype, out_dtype; /* they differ for bool's sum, prod and mean */
     const void *x;
     void *y;
     const run_layout_t *l;
@@ -466,7 +493,7 @@ static void reduce_spans(void *arg, int64_t begin, int64_t end) {
         for (int64_t r = 0; r < walks; r++, run_next(l->reduced + 2, l->nreduced - 2, &w))
             reduce_strided_spans(c->kind, c->dtype, c->x, len, next.len, next.stride,
                                  base + w.offset, &p);
-        deft_reduce_store(c->kind, &p, c->count, c->y, o, c->dtype);
+        deft_reduce_store(c->kind, &p, c->count, c->y, o, c->out_dtype);
     }
 }
 
@@ -504,7 +531,7 @@ static void reduce_columns(void *arg, int64_t begin, int64_t end) {
         }
         for (int64_t j = 0; j < n; j++) {
             deft_partial_t p = {acc[j], 0, -1, c->count};
-            deft_reduce_store(c->kind, &p, c->count, c->y, q * width + first + j, c->dtype);
+            deft_reduce_store(c->kind, &p, c->count, c->y, q * width + first + j, c->out_dtype);
         }
     }
 }
@@ -521,6 +548,7 @@ static void reduce_in_place(deft_reduce_kind_t kind, const deft_tensor_t *x, con
                             int64_t outer, int64_t span, const deft_tensor_t *y) {
     in_place_ctx_t c = {.kind = kind,
                         .dtype = x->dtype,
+                        .out_dtype = y->dtype,
                         .x = deft_tensor_data(x),
                         .y = deft_tensor_data(y),
                         .l = l,
@@ -584,7 +612,7 @@ static int reduce_planned(const deft_op_t *op, const reducer_t *r, reduce_plan_t
             deft_partial_t total = deft_reduce_identity(c.r->kind);
             for (int64_t k = 0; k < chunks; k++)
                 deft_reduce_combine(c.r->kind, reduces_as_float(x->dtype), &total, &c.partials[k]);
-            deft_reduce_store(c.r->kind, &total, plan.span, deft_tensor_data(y), o, x->dtype);
+            deft_reduce_store(c.r->kind, &total, plan.span, deft_tensor_data(y), o, y->dtype);
         }
         free(c.partials);
     }
@@ -598,8 +626,7 @@ static int reduce_forward(const deft_op_t *op, const deft_param_value_t *p, int 
     if (p[0].none) { /* every axis: a small array (a loss, most often) is one row, no plan */
         int64_t n = deft_shape_size(&in[0].shape);
         if (n < DEFT_PARALLEL_GRAIN) {
-            reduce_row(call_kind(op, p), in[0].dtype, deft_tensor_data(&in[0]), n, 0,
-                       deft_tensor_data(&out[0]));
+            reduce_row(call_kind(op, p), in[0].dtype, deft_tensor_data(&in[0]), n, 0, &out[0]);
             return 0;
         }
     }
@@ -630,6 +657,11 @@ static int reduce_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, 
     (void)nin, (void)nout;
     reduce_plan_t plan;
     deft_reduce_kind_t kind;
+    if (in[0].dtype != out[0].dtype)
+        return deft_op_error(op, DEFT_ERR_NOT_IMPLEMENTED,
+                             "of a bool array runs on the CPU only (a %s result); cast it to "
+                             "int64 or float32 on the GPU first",
+                             deft_dtype_name(out[0].dtype));
     if (plan_reduction(op, p, &in[0].shape, &plan, &kind)) return -1;
     deft_gpu_reduce_t r = {.kind = kind,
                            .dtype = in[0].dtype,

@@ -301,13 +301,12 @@ class NDArray:
 
     def sum(self, axis=None, keepdims=False):
         """The sum (along `axis`); of a bool array, the count of true as int64 (NumPy)."""
-        x = self if _get_dtype(self) != _BOOL else self.astype("int64")
-        return invoke("sum", (x,), _axis_params(axis, keepdims))
+        return invoke("sum", (self,), _axis_params(axis, keepdims))
 
     def mean(self, axis=None, keepdims=False):
         """The mean (along `axis`); of integers or bools, in float32 (deft's float)."""
-        x = self if _KIND[_get_dtype(self)] == 2 else self.astype("float32")
-        return invoke("mean", (x,), _axis_params(axis, keepdims))
+        x = self if _KIND[_get_dtype(self)] != 1 else self.astype("float32")  # bool's is
+        return invoke("mean", (x,), _axis_params(axis, keepdims))  # float32 in the operator
 
     def max(self, axis=None, keepdims=False):
         return invoke("max", (self,), _axis_params(axis, keepdims))

@@ -7,6 +7,8 @@ import pytest
 
 import deft
 from deft import nd
+from deft import np as dnp
+from deft.ndarray import invoke
 
 # deft's dtypes with arithmetic (int8 and bfloat16 are checked on their own)
 DTYPES = ["bool", "uint8", "int32", "int64", "float16", "float32", "float64"]
@@ -246,6 +248,24 @@ def test_bool_reductions_where_and_conversions():
     np.testing.assert_array_equal(m.astype("float32").asnumpy(), a.astype(np.float32))
     np.testing.assert_array_equal(deft.array(np.array([0.0, 2.5])).astype(bool).asnumpy(),
                                   [False, True])
+
+
+def test_bool_reductions_by_operator_name_have_numpys_dtypes(rng):
+    a = rng.integers(0, 2, (3, 40000)).astype(bool)
+    m = deft.array(a)
+    for name, axis, want in [("sum", 1, a.sum(axis=1)), ("sum", None, a.sum()),
+                             ("nansum", 0, np.nansum(a, axis=0)), ("prod", 0, a.prod(axis=0)),
+                             ("nanprod", 1, np.nanprod(a, axis=1))]:
+        got = invoke(name, (m,), {"axis": axis})
+        assert got.dtype == np.int64 == want.dtype, name
+        np.testing.assert_array_equal(got.asnumpy().reshape(want.shape), want)
+    mean = invoke("mean", (m,), {"axis": 0})
+    assert mean.dtype == np.float32  # deft's float, as deft.np.mean of integers
+    np.testing.assert_allclose(mean.asnumpy(), a.mean(axis=0), rtol=1e-6)
+    total = dnp.sum(m)
+    assert total.dtype == np.int64 and total.item() == np.sum(a)
+    with pytest.raises(deft.DeftError, match="dtype bool, expected float32 or float64"):
+        invoke("norm", (m,), {})
 
 
 # ---- float16 and bfloat16 ----

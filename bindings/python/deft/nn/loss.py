@@ -13,7 +13,6 @@ import math
 
 from .. import nd as F
 from ..ndarray import invoke
-from . import ctc as _ctc  # registers its operator
 from .block import HybridBlock
 
 __all__ = ["Loss", "L1Loss", "L2Loss", "HuberLoss", "SoftmaxCrossEntropyLoss", "SoftmaxCELoss",
@@ -252,7 +251,8 @@ class CTCLoss(Loss):
     "TNC"; label holds class indices in [0, C - 1) padded with -1, of layout
     "NT" or "TN"; the blank is class C - 1 (Gluon's). pred_lengths and
     label_lengths (N,) give each sample's lengths, or else all T steps and
-    the label up to its first -1. Computed in NumPy (see deft.nn.ctc).
+    the label up to its first -1. Runs deft's CTCLoss operator (MXNet's, with
+    blank_label "last"; core/op/ctc_loss.c).
     """
 
     def __init__(self, layout="NTC", label_layout="NT", weight=None):
@@ -268,7 +268,8 @@ class CTCLoss(Loss):
             pred = F.swapaxes(pred, dim1=0, dim2=1)
         if self._batch_axis == 1:
             label = F.swapaxes(label, dim1=0, dim2=1)
-        unknown = F.sum(label, axis=1) * 0 - 1  # (N,) of -1: lengths not given
-        loss = invoke(_ctc.OPERATOR, (pred, label, unknown if pred_lengths is None else pred_lengths,
-                                    unknown if label_lengths is None else label_lengths))
+        lengths = tuple(x for x in (pred_lengths, label_lengths) if x is not None)
+        loss = invoke("CTCLoss", (pred, label) + lengths,
+                      {"use_data_lengths": pred_lengths is not None,
+                       "use_label_lengths": label_lengths is not None, "blank_label": "last"})
         return _apply_weighting(loss, self._weight, sample_weight)

@@ -1,11 +1,20 @@
 """deft.np.linalg: NumPy's linear algebra on deft arrays.
 
-norm is built from operators, so it is differentiable and runs on any
-device. The decompositions (inv, det, solve, cholesky, qr, svd, eigh) call
-LAPACK through deft's `_linalg_*` operators (core/op/linalg_lapack.c). They
-work on the last two axes, with the leading axes as a batch, on float32 and
-float64 arrays on the CPU. They have no gradient yet. A matrix that LAPACK
-cannot factor raises LinAlgError, which is a ValueError, as NumPy's is.
+norm is built from operators, so it runs on any device. The decompositions
+(inv, det, solve, cholesky, qr, svd, eigh) call LAPACK through deft's
+`_linalg_*` operators (core/op/linalg_lapack.c). They work on the last two
+axes, with the leading axes as a batch, on float32 and float64 arrays on the
+CPU. A matrix that LAPACK cannot factor raises LinAlgError, which is a
+ValueError, as NumPy's is.
+
+All are differentiable under autograd (first order; the formulas are in
+core/op/linalg_lapack_backward.c). Where a gradient does not exist it says
+so: det of a singular matrix, qr of a wide one (m < n), svd's u and vh with
+full_matrices=True beyond the first min(m, n) vectors, and the singular
+vectors (eigenvectors) of repeated singular values (eigenvalues), whose
+gradient comes out infinite; the values' own gradient is always finite.
+cholesky and eigh read the lower triangle only, so their gradient is that of
+the lower triangle (through a symmetric input, the same as PyTorch's).
 """
 import numpy as _np
 
@@ -59,7 +68,9 @@ def qr(a, mode="reduced"):
 
 def svd(a, full_matrices=True, compute_uv=True):
     """(u, s, vh) with a = u @ diag(s) @ vh, s descending; s alone without compute_uv."""
-    u, s, vh = _run("_linalg_svd", a, params={"full_matrices": bool(full_matrices)})
+    # s alone: the reduced SVD's, whose gradient exists for every shape
+    full = bool(full_matrices) and compute_uv
+    u, s, vh = _run("_linalg_svd", a, params={"full_matrices": full})
     return (u, s, vh) if compute_uv else s
 
 

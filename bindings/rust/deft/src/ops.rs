@@ -768,6 +768,31 @@ pub fn crop(data: &NDArray, crop_like: Option<&NDArray>, num_args: i64, opts: &C
     with_params(&[Some(("num_args", &num_args)), opt_offset.as_ref().map(|t| ("offset", t)), opt_h_w.as_ref().map(|t| ("h_w", t)), opt_center_crop.as_ref().map(|t| ("center_crop", t))], |params| OP.get()?.invoke_one(&given, params))
 }
 
+/// The optional parameters of [`ctc_loss`]; `None` keeps the operator's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CtcLossOpts {
+    /// `use_data_lengths` (boolean): whether input data_lengths comes. Default false.
+    pub use_data_lengths: Option<bool>,
+    /// `use_label_lengths` (boolean): whether input label_lengths comes. Default false.
+    pub use_label_lengths: Option<bool>,
+    /// `blank_label` (enum): the blank is class 0 (labels padded with 0) or C - 1 (padded with -1); one of "first", "last". Default first.
+    pub blank_label: Option<String>,
+}
+
+/// Connectionist temporal classification loss of (steps, batch, classes) activations (softmax inside) and padded labels: (batch,) -log p(label).
+///
+/// Operator `CTCLoss`. Inputs: `data`, `label`, `data_lengths`, `label_lengths`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn ctc_loss(data: &NDArray, label: &NDArray, data_lengths: Option<&NDArray>, label_lengths: Option<&NDArray>, opts: &CtcLossOpts) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("CTCLoss");
+    let given = inputs("CTCLoss", &[data, label], &[("data_lengths", data_lengths), ("label_lengths", label_lengths)])?;
+    let opt_use_data_lengths = opts.use_data_lengths.as_ref().map(ParamText::from);
+    let opt_use_label_lengths = opts.use_label_lengths.as_ref().map(ParamText::from);
+    let opt_blank_label = opts.blank_label.as_ref().map(ParamText::from);
+    with_params(&[opt_use_data_lengths.as_ref().map(|t| ("use_data_lengths", t)), opt_use_label_lengths.as_ref().map(|t| ("use_label_lengths", t)), opt_blank_label.as_ref().map(|t| ("blank_label", t))], |params| OP.get()?.invoke_one(&given, params))
+}
+
 /// The optional parameters of [`cumsum`]; `None` keeps the operator's default.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CumsumOpts {
@@ -1680,6 +1705,76 @@ pub fn internal_backward_leaky_re_lu(grad: &NDArray, data: &NDArray, gamma: &NDA
     with_params(&[opt_act_type.as_ref().map(|t| ("act_type", t)), opt_slope.as_ref().map(|t| ("slope", t)), opt_lower_bound.as_ref().map(|t| ("lower_bound", t)), opt_upper_bound.as_ref().map(|t| ("upper_bound", t))], |params| OP.get()?.invoke(&[grad, data, gamma], params))
 }
 
+/// The gradient of _linalg_cholesky (a's lower triangle).
+///
+/// Operator `_backward_linalg_cholesky`. Inputs: `l_grad`, `l`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_backward_linalg_cholesky(l_grad: &NDArray, l: &NDArray) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_backward_linalg_cholesky");
+    OP.get()?.invoke_one(&[l_grad, l], &[])
+}
+
+/// The gradient of _linalg_det (a must be invertible).
+///
+/// Operator `_backward_linalg_det`. Inputs: `det_grad`, `a`, `det`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_backward_linalg_det(det_grad: &NDArray, a: &NDArray, det: &NDArray) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_backward_linalg_det");
+    OP.get()?.invoke_one(&[det_grad, a, det], &[])
+}
+
+/// The gradient of _linalg_eigh (a's lower triangle).
+///
+/// Operator `_backward_linalg_eigh`. Inputs: `w_grad`, `v_grad`, `w`, `v`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_backward_linalg_eigh(w_grad: &NDArray, v_grad: &NDArray, w: &NDArray, v: &NDArray) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_backward_linalg_eigh");
+    OP.get()?.invoke_one(&[w_grad, v_grad, w, v], &[])
+}
+
+/// The gradient of _linalg_inv.
+///
+/// Operator `_backward_linalg_inv`. Inputs: `y_grad`, `y`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_backward_linalg_inv(y_grad: &NDArray, y: &NDArray) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_backward_linalg_inv");
+    OP.get()?.invoke_one(&[y_grad, y], &[])
+}
+
+/// The gradient of _linalg_qr (m >= n).
+///
+/// Operator `_backward_linalg_qr`. Inputs: `q_grad`, `r_grad`, `q`, `r`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_backward_linalg_qr(q_grad: &NDArray, r_grad: &NDArray, q: &NDArray, r: &NDArray) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_backward_linalg_qr");
+    OP.get()?.invoke_one(&[q_grad, r_grad, q, r], &[])
+}
+
+/// The gradients of _linalg_solve: a's and b's.
+///
+/// Operator `_backward_linalg_solve`. Inputs: `x_grad`, `a`, `x`.
+///
+/// Returns every output.
+pub fn internal_backward_linalg_solve(x_grad: &NDArray, a: &NDArray, x: &NDArray) -> Result<Vec<NDArray>> {
+    static OP: OpCell = OpCell::new("_backward_linalg_solve");
+    OP.get()?.invoke(&[x_grad, a, x], &[])
+}
+
+/// The gradient of _linalg_svd (through the first min(m, n) singular vectors).
+///
+/// Operator `_backward_linalg_svd`. Inputs: `u_grad`, `s_grad`, `vh_grad`, `u`, `s`, `vh`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_backward_linalg_svd(u_grad: &NDArray, s_grad: &NDArray, vh_grad: &NDArray, u: &NDArray, s: &NDArray, vh: &NDArray) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_backward_linalg_svd");
+    OP.get()?.invoke_one(&[u_grad, s_grad, vh_grad, u, s, vh], &[])
+}
+
 /// The optional parameters of [`internal_backward_linear_reg_out`]; `None` keeps the operator's default.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct InternalBackwardLinearRegOutOpts {
@@ -2305,6 +2400,31 @@ pub fn internal_contrib_bilinear_resize2_d(data: &NDArray, like: Option<&NDArray
     let opt_mode = opts.mode.as_ref().map(ParamText::from);
     let opt_align_corners = opts.align_corners.as_ref().map(ParamText::from);
     with_params(&[opt_height.as_ref().map(|t| ("height", t)), opt_width.as_ref().map(|t| ("width", t)), opt_scale_height.as_ref().map(|t| ("scale_height", t)), opt_scale_width.as_ref().map(|t| ("scale_width", t)), opt_mode.as_ref().map(|t| ("mode", t)), opt_align_corners.as_ref().map(|t| ("align_corners", t))], |params| OP.get()?.invoke_one(&given, params))
+}
+
+/// The optional parameters of [`internal_contrib_ctc_loss`]; `None` keeps the operator's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InternalContribCtcLossOpts {
+    /// `use_data_lengths` (boolean): whether input data_lengths comes. Default false.
+    pub use_data_lengths: Option<bool>,
+    /// `use_label_lengths` (boolean): whether input label_lengths comes. Default false.
+    pub use_label_lengths: Option<bool>,
+    /// `blank_label` (enum): the blank is class 0 (labels padded with 0) or C - 1 (padded with -1); one of "first", "last". Default first.
+    pub blank_label: Option<String>,
+}
+
+/// Connectionist temporal classification loss of (steps, batch, classes) activations (softmax inside) and padded labels: (batch,) -log p(label).
+///
+/// Operator `_contrib_CTCLoss` (an alias of `CTCLoss`). Inputs: `data`, `label`, `data_lengths`, `label_lengths`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_contrib_ctc_loss(data: &NDArray, label: &NDArray, data_lengths: Option<&NDArray>, label_lengths: Option<&NDArray>, opts: &InternalContribCtcLossOpts) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_contrib_CTCLoss");
+    let given = inputs("_contrib_CTCLoss", &[data, label], &[("data_lengths", data_lengths), ("label_lengths", label_lengths)])?;
+    let opt_use_data_lengths = opts.use_data_lengths.as_ref().map(ParamText::from);
+    let opt_use_label_lengths = opts.use_label_lengths.as_ref().map(ParamText::from);
+    let opt_blank_label = opts.blank_label.as_ref().map(ParamText::from);
+    with_params(&[opt_use_data_lengths.as_ref().map(|t| ("use_data_lengths", t)), opt_use_label_lengths.as_ref().map(|t| ("use_label_lengths", t)), opt_blank_label.as_ref().map(|t| ("blank_label", t))], |params| OP.get()?.invoke_one(&given, params))
 }
 
 /// data / sqrt(data.shape[-1]): attention scores scaled by their depth.

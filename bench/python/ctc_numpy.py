@@ -1,22 +1,23 @@
-"""Connectionist temporal classification (Graves et al. 2006) as a custom
-operator: the loss of each sample and its gradient by the forward-backward
-recursions in log space, computed in NumPy (deft has no CTC kernel). It runs
-eagerly, under autograd and inside hybridized graphs like any operator; its
-speed is NumPy's, a loop over time steps per sample.
+"""The NumPy CTC that deft.nn.CTCLoss ran, as a custom operator, before
+deft had a CTCLoss operator (core/op/ctc_loss.c): bench_ctc.py's reference.
 
-Operator _ctc_loss: data (T, N, C) activations (softmax is applied inside),
-label (N, L) class indices padded with -1, data_lengths (N,) and
+Connectionist temporal classification (Graves et al. 2006): the loss of each
+sample and its gradient by the forward-backward recursions in log space,
+computed in NumPy, a loop over time steps per sample.
+
+Operator _ctc_loss_numpy: data (T, N, C) activations (softmax is applied
+inside), label (N, L) class indices padded with -1, data_lengths (N,) and
 label_lengths (N,) where a negative length means "all T steps" and "up to
 the first -1". The blank is the last class, C - 1 (Gluon's blank_label
 "last"). Output: (N,) negative log-likelihoods.
 """
 import numpy as np
 
-from .. import operator as _operator
-from ..ndarray import array
+from deft import operator as _operator
+from deft.ndarray import array
 
 
-OPERATOR = "_ctc_loss"
+OPERATOR = "_ctc_loss_numpy"
 
 
 def _log_softmax(x):
