@@ -1324,6 +1324,102 @@ public final class Nd {
         return call.first("broadcast_to");
     }
 
+    /** The optional inputs and parameters of {@link #cTCLoss}. */
+    public static final class CTCLossOpts {
+        private NDArray dataLengths;
+        private NDArray labelLengths;
+        private Boolean useDataLengths;
+        private Boolean useLabelLengths;
+        private String blankLabel;
+
+        /** Options that keep every default. */
+        public CTCLossOpts() {}
+
+        /**
+         * @param dataLengths the optional input data_lengths
+         * @return these options
+         */
+        public CTCLossOpts dataLengths(NDArray dataLengths) {
+            this.dataLengths = dataLengths;
+            return this;
+        }
+
+        /**
+         * @param labelLengths the optional input label_lengths
+         * @return these options
+         */
+        public CTCLossOpts labelLengths(NDArray labelLengths) {
+            this.labelLengths = labelLengths;
+            return this;
+        }
+
+        /**
+         * @param useDataLengths whether input data_lengths comes. Default false. (use_data_lengths, boolean)
+         * @return these options
+         */
+        public CTCLossOpts useDataLengths(boolean useDataLengths) {
+            this.useDataLengths = useDataLengths;
+            return this;
+        }
+
+        /**
+         * @param useLabelLengths whether input label_lengths comes. Default false. (use_label_lengths, boolean)
+         * @return these options
+         */
+        public CTCLossOpts useLabelLengths(boolean useLabelLengths) {
+            this.useLabelLengths = useLabelLengths;
+            return this;
+        }
+
+        /**
+         * @param blankLabel the blank is class 0 (labels padded with 0) or C - 1 (padded with -1). One of first, last. Default first. (blank_label, enum)
+         * @return these options
+         */
+        public CTCLossOpts blankLabel(String blankLabel) {
+            this.blankLabel = blankLabel;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.optionalInputs("CTCLoss", dataLengths, labelLengths);
+            call.bool("use_data_lengths", useDataLengths);
+            call.bool("use_label_lengths", useLabelLengths);
+            call.text("blank_label", blankLabel);
+        }
+    }
+
+    /**
+     * Connectionist temporal classification loss of (steps, batch, classes) activations (softmax inside) and padded labels: (batch,) -log p(label).
+     *
+     * <p>Operator {@code CTCLoss}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @param label input label
+     * @return the first output
+     */
+    public static NDArray cTCLoss(NDArray data, NDArray label) {
+        return cTCLoss(data, label, null);
+    }
+
+    /**
+     * Connectionist temporal classification loss of (steps, batch, classes) activations (softmax inside) and padded labels: (batch,) -log p(label).
+     *
+     * <p>Operator {@code CTCLoss}.
+     *
+     * @param data input data
+     * @param label input label
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray cTCLoss(NDArray data, NDArray label, CTCLossOpts opts) {
+        OpArgs call = new OpArgs(4, 3);
+        call.input(data);
+        call.input(label);
+        if (opts != null) opts.addTo(call);
+        return call.first("CTCLoss");
+    }
+
     /**
      * Converts to another dtype (integers saturate, NaN to 0).
      *
@@ -1848,6 +1944,102 @@ public final class Nd {
         call.integer("num_args", numArgs);
         if (opts != null) opts.addTo(call);
         return call.first("Crop");
+    }
+
+    /** The optional inputs and parameters of {@link #ctcLoss}. */
+    public static final class CtcLossOpts {
+        private NDArray dataLengths;
+        private NDArray labelLengths;
+        private Boolean useDataLengths;
+        private Boolean useLabelLengths;
+        private String blankLabel;
+
+        /** Options that keep every default. */
+        public CtcLossOpts() {}
+
+        /**
+         * @param dataLengths the optional input data_lengths
+         * @return these options
+         */
+        public CtcLossOpts dataLengths(NDArray dataLengths) {
+            this.dataLengths = dataLengths;
+            return this;
+        }
+
+        /**
+         * @param labelLengths the optional input label_lengths
+         * @return these options
+         */
+        public CtcLossOpts labelLengths(NDArray labelLengths) {
+            this.labelLengths = labelLengths;
+            return this;
+        }
+
+        /**
+         * @param useDataLengths whether input data_lengths comes. Default false. (use_data_lengths, boolean)
+         * @return these options
+         */
+        public CtcLossOpts useDataLengths(boolean useDataLengths) {
+            this.useDataLengths = useDataLengths;
+            return this;
+        }
+
+        /**
+         * @param useLabelLengths whether input label_lengths comes. Default false. (use_label_lengths, boolean)
+         * @return these options
+         */
+        public CtcLossOpts useLabelLengths(boolean useLabelLengths) {
+            this.useLabelLengths = useLabelLengths;
+            return this;
+        }
+
+        /**
+         * @param blankLabel the blank is class 0 (labels padded with 0) or C - 1 (padded with -1). One of first, last. Default first. (blank_label, enum)
+         * @return these options
+         */
+        public CtcLossOpts blankLabel(String blankLabel) {
+            this.blankLabel = blankLabel;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.optionalInputs("ctc_loss", dataLengths, labelLengths);
+            call.bool("use_data_lengths", useDataLengths);
+            call.bool("use_label_lengths", useLabelLengths);
+            call.text("blank_label", blankLabel);
+        }
+    }
+
+    /**
+     * Connectionist temporal classification loss of (steps, batch, classes) activations (softmax inside) and padded labels: (batch,) -log p(label).
+     *
+     * <p>Operator {@code ctc_loss} (an alias of {@code CTCLoss}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @param label input label
+     * @return the first output
+     */
+    public static NDArray ctcLoss(NDArray data, NDArray label) {
+        return ctcLoss(data, label, null);
+    }
+
+    /**
+     * Connectionist temporal classification loss of (steps, batch, classes) activations (softmax inside) and padded labels: (batch,) -log p(label).
+     *
+     * <p>Operator {@code ctc_loss} (an alias of {@code CTCLoss}).
+     *
+     * @param data input data
+     * @param label input label
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray ctcLoss(NDArray data, NDArray label, CtcLossOpts opts) {
+        OpArgs call = new OpArgs(4, 3);
+        call.input(data);
+        call.input(label);
+        if (opts != null) opts.addTo(call);
+        return call.first("ctc_loss");
     }
 
     /** The optional inputs and parameters of {@link #cumsum}. */
@@ -4467,6 +4659,138 @@ public final class Nd {
         return call.all("_backward_LeakyReLU");
     }
 
+    /**
+     * The gradient of _linalg_cholesky (a's lower triangle).
+     *
+     * <p>Operator {@code _backward_linalg_cholesky}.
+     *
+     * @param lGrad input l_grad
+     * @param l input l
+     * @return the first output
+     */
+    public static NDArray internalBackwardLinalgCholesky(NDArray lGrad, NDArray l) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lGrad);
+        call.input(l);
+        return call.first("_backward_linalg_cholesky");
+    }
+
+    /**
+     * The gradient of _linalg_det (a must be invertible).
+     *
+     * <p>Operator {@code _backward_linalg_det}.
+     *
+     * @param detGrad input det_grad
+     * @param a input a
+     * @param det input det
+     * @return the first output
+     */
+    public static NDArray internalBackwardLinalgDet(NDArray detGrad, NDArray a, NDArray det) {
+        OpArgs call = new OpArgs(3, 0);
+        call.input(detGrad);
+        call.input(a);
+        call.input(det);
+        return call.first("_backward_linalg_det");
+    }
+
+    /**
+     * The gradient of _linalg_eigh (a's lower triangle).
+     *
+     * <p>Operator {@code _backward_linalg_eigh}.
+     *
+     * @param wGrad input w_grad
+     * @param vGrad input v_grad
+     * @param w input w
+     * @param v input v
+     * @return the first output
+     */
+    public static NDArray internalBackwardLinalgEigh(NDArray wGrad, NDArray vGrad, NDArray w, NDArray v) {
+        OpArgs call = new OpArgs(4, 0);
+        call.input(wGrad);
+        call.input(vGrad);
+        call.input(w);
+        call.input(v);
+        return call.first("_backward_linalg_eigh");
+    }
+
+    /**
+     * The gradient of _linalg_inv.
+     *
+     * <p>Operator {@code _backward_linalg_inv}.
+     *
+     * @param yGrad input y_grad
+     * @param y input y
+     * @return the first output
+     */
+    public static NDArray internalBackwardLinalgInv(NDArray yGrad, NDArray y) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(yGrad);
+        call.input(y);
+        return call.first("_backward_linalg_inv");
+    }
+
+    /**
+     * The gradient of _linalg_qr (m &gt;= n).
+     *
+     * <p>Operator {@code _backward_linalg_qr}.
+     *
+     * @param qGrad input q_grad
+     * @param rGrad input r_grad
+     * @param q input q
+     * @param r input r
+     * @return the first output
+     */
+    public static NDArray internalBackwardLinalgQr(NDArray qGrad, NDArray rGrad, NDArray q, NDArray r) {
+        OpArgs call = new OpArgs(4, 0);
+        call.input(qGrad);
+        call.input(rGrad);
+        call.input(q);
+        call.input(r);
+        return call.first("_backward_linalg_qr");
+    }
+
+    /**
+     * The gradients of _linalg_solve: a's and b's.
+     *
+     * <p>Operator {@code _backward_linalg_solve}.
+     *
+     * @param xGrad input x_grad
+     * @param a input a
+     * @param x input x
+     * @return every output
+     */
+    public static NDArray[] internalBackwardLinalgSolve(NDArray xGrad, NDArray a, NDArray x) {
+        OpArgs call = new OpArgs(3, 0);
+        call.input(xGrad);
+        call.input(a);
+        call.input(x);
+        return call.all("_backward_linalg_solve");
+    }
+
+    /**
+     * The gradient of _linalg_svd (through the first min(m, n) singular vectors).
+     *
+     * <p>Operator {@code _backward_linalg_svd}.
+     *
+     * @param uGrad input u_grad
+     * @param sGrad input s_grad
+     * @param vhGrad input vh_grad
+     * @param u input u
+     * @param s input s
+     * @param vh input vh
+     * @return the first output
+     */
+    public static NDArray internalBackwardLinalgSvd(NDArray uGrad, NDArray sGrad, NDArray vhGrad, NDArray u, NDArray s, NDArray vh) {
+        OpArgs call = new OpArgs(6, 0);
+        call.input(uGrad);
+        call.input(sGrad);
+        call.input(vhGrad);
+        call.input(u);
+        call.input(s);
+        call.input(vh);
+        return call.first("_backward_linalg_svd");
+    }
+
     /** The optional inputs and parameters of {@link #internalBackwardLinearRegOut}. */
     public static final class InternalBackwardLinearRegOutOpts {
         private Double gradScale;
@@ -6217,6 +6541,198 @@ public final class Nd {
         call.input(data);
         if (opts != null) opts.addTo(call);
         return call.first("_contrib_BilinearResize2D");
+    }
+
+    /** The optional inputs and parameters of {@link #internalContribCTCLoss}. */
+    public static final class InternalContribCTCLossOpts {
+        private NDArray dataLengths;
+        private NDArray labelLengths;
+        private Boolean useDataLengths;
+        private Boolean useLabelLengths;
+        private String blankLabel;
+
+        /** Options that keep every default. */
+        public InternalContribCTCLossOpts() {}
+
+        /**
+         * @param dataLengths the optional input data_lengths
+         * @return these options
+         */
+        public InternalContribCTCLossOpts dataLengths(NDArray dataLengths) {
+            this.dataLengths = dataLengths;
+            return this;
+        }
+
+        /**
+         * @param labelLengths the optional input label_lengths
+         * @return these options
+         */
+        public InternalContribCTCLossOpts labelLengths(NDArray labelLengths) {
+            this.labelLengths = labelLengths;
+            return this;
+        }
+
+        /**
+         * @param useDataLengths whether input data_lengths comes. Default false. (use_data_lengths, boolean)
+         * @return these options
+         */
+        public InternalContribCTCLossOpts useDataLengths(boolean useDataLengths) {
+            this.useDataLengths = useDataLengths;
+            return this;
+        }
+
+        /**
+         * @param useLabelLengths whether input label_lengths comes. Default false. (use_label_lengths, boolean)
+         * @return these options
+         */
+        public InternalContribCTCLossOpts useLabelLengths(boolean useLabelLengths) {
+            this.useLabelLengths = useLabelLengths;
+            return this;
+        }
+
+        /**
+         * @param blankLabel the blank is class 0 (labels padded with 0) or C - 1 (padded with -1). One of first, last. Default first. (blank_label, enum)
+         * @return these options
+         */
+        public InternalContribCTCLossOpts blankLabel(String blankLabel) {
+            this.blankLabel = blankLabel;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.optionalInputs("_contrib_CTCLoss", dataLengths, labelLengths);
+            call.bool("use_data_lengths", useDataLengths);
+            call.bool("use_label_lengths", useLabelLengths);
+            call.text("blank_label", blankLabel);
+        }
+    }
+
+    /**
+     * Connectionist temporal classification loss of (steps, batch, classes) activations (softmax inside) and padded labels: (batch,) -log p(label).
+     *
+     * <p>Operator {@code _contrib_CTCLoss} (an alias of {@code CTCLoss}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @param label input label
+     * @return the first output
+     */
+    public static NDArray internalContribCTCLoss(NDArray data, NDArray label) {
+        return internalContribCTCLoss(data, label, null);
+    }
+
+    /**
+     * Connectionist temporal classification loss of (steps, batch, classes) activations (softmax inside) and padded labels: (batch,) -log p(label).
+     *
+     * <p>Operator {@code _contrib_CTCLoss} (an alias of {@code CTCLoss}).
+     *
+     * @param data input data
+     * @param label input label
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalContribCTCLoss(NDArray data, NDArray label, InternalContribCTCLossOpts opts) {
+        OpArgs call = new OpArgs(4, 3);
+        call.input(data);
+        call.input(label);
+        if (opts != null) opts.addTo(call);
+        return call.first("_contrib_CTCLoss");
+    }
+
+    /** The optional inputs and parameters of {@link #internalContribCtcLoss}. */
+    public static final class InternalContribCtcLossOpts {
+        private NDArray dataLengths;
+        private NDArray labelLengths;
+        private Boolean useDataLengths;
+        private Boolean useLabelLengths;
+        private String blankLabel;
+
+        /** Options that keep every default. */
+        public InternalContribCtcLossOpts() {}
+
+        /**
+         * @param dataLengths the optional input data_lengths
+         * @return these options
+         */
+        public InternalContribCtcLossOpts dataLengths(NDArray dataLengths) {
+            this.dataLengths = dataLengths;
+            return this;
+        }
+
+        /**
+         * @param labelLengths the optional input label_lengths
+         * @return these options
+         */
+        public InternalContribCtcLossOpts labelLengths(NDArray labelLengths) {
+            this.labelLengths = labelLengths;
+            return this;
+        }
+
+        /**
+         * @param useDataLengths whether input data_lengths comes. Default false. (use_data_lengths, boolean)
+         * @return these options
+         */
+        public InternalContribCtcLossOpts useDataLengths(boolean useDataLengths) {
+            this.useDataLengths = useDataLengths;
+            return this;
+        }
+
+        /**
+         * @param useLabelLengths whether input label_lengths comes. Default false. (use_label_lengths, boolean)
+         * @return these options
+         */
+        public InternalContribCtcLossOpts useLabelLengths(boolean useLabelLengths) {
+            this.useLabelLengths = useLabelLengths;
+            return this;
+        }
+
+        /**
+         * @param blankLabel the blank is class 0 (labels padded with 0) or C - 1 (padded with -1). One of first, last. Default first. (blank_label, enum)
+         * @return these options
+         */
+        public InternalContribCtcLossOpts blankLabel(String blankLabel) {
+            this.blankLabel = blankLabel;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.optionalInputs("_contrib_ctc_loss", dataLengths, labelLengths);
+            call.bool("use_data_lengths", useDataLengths);
+            call.bool("use_label_lengths", useLabelLengths);
+            call.text("blank_label", blankLabel);
+        }
+    }
+
+    /**
+     * Connectionist temporal classification loss of (steps, batch, classes) activations (softmax inside) and padded labels: (batch,) -log p(label).
+     *
+     * <p>Operator {@code _contrib_ctc_loss} (an alias of {@code CTCLoss}).
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @param label input label
+     * @return the first output
+     */
+    public static NDArray internalContribCtcLoss(NDArray data, NDArray label) {
+        return internalContribCtcLoss(data, label, null);
+    }
+
+    /**
+     * Connectionist temporal classification loss of (steps, batch, classes) activations (softmax inside) and padded labels: (batch,) -log p(label).
+     *
+     * <p>Operator {@code _contrib_ctc_loss} (an alias of {@code CTCLoss}).
+     *
+     * @param data input data
+     * @param label input label
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalContribCtcLoss(NDArray data, NDArray label, InternalContribCtcLossOpts opts) {
+        OpArgs call = new OpArgs(4, 3);
+        call.input(data);
+        call.input(label);
+        if (opts != null) opts.addTo(call);
+        return call.first("_contrib_ctc_loss");
     }
 
     /**
