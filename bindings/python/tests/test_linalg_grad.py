@@ -12,6 +12,7 @@ import pytest
 import deft
 from deft import autograd
 from deft import np as dnp
+from numeric import central_differences
 
 rng = np.random.default_rng(7)
 
@@ -104,14 +105,8 @@ def _autograd(f, x):
     return a.grad.asnumpy()
 
 
-def _finite_differences(f, x, h=1e-6):
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        up, down = x.copy(), x.copy()
-        up[i] += h
-        down[i] -= h
-        g[i] = (_value(f, up) - _value(f, down)) / (2 * h)
-    return g
+def _finite_differences(f, x):
+    return central_differences(lambda v: _value(f, v), x)
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -5,6 +5,7 @@ import pytest
 
 import deft
 from deft import autograd, nn
+from numeric import central_differences
 
 
 def _log_softmax(x, axis=-1):
@@ -23,16 +24,6 @@ def _softplus(x):
 def _stirling(t):
     s = np.maximum(t, 1.0)
     return np.where(t > 1, s * np.log(s) - s + 0.5 * np.log(2 * np.pi * s), 0.0)
-
-
-def _numeric_grad(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        up, down = x.copy(), x.copy()
-        up[i] += eps
-        down[i] -= eps
-        g[i] = (f(up).sum() - f(down).sum()) / (2 * eps)
-    return g
 
 
 rng = np.random.default_rng(3)
@@ -101,7 +92,7 @@ def test_loss_values_and_gradients(name, hybrid):
     value, grad = _run(loss, pred, *others, hybrid=hybrid)
     assert value.shape == (4,)
     np.testing.assert_allclose(value, _mean_but0(inner(pred)), rtol=1e-6, atol=1e-9)
-    want = _numeric_grad(lambda p: _mean_but0(inner(p)), pred)
+    want = central_differences(lambda p: _mean_but0(inner(p)), pred)
     np.testing.assert_allclose(grad, want, rtol=1e-4, atol=1e-6)
 
 
@@ -150,7 +141,7 @@ def test_triplet_loss(hybrid):
     pos, neg = R[:, 0], P[:, 1] * 0.3
     value, grad = _run(nn.TripletLoss(margin=2.0), P[:, 0], pos, neg, hybrid=hybrid)
     np.testing.assert_allclose(value, _triplet_ref(P[:, 0], pos, neg, 2.0), rtol=1e-6)
-    want = _numeric_grad(lambda p: _triplet_ref(p, pos, neg, 2.0), P[:, 0])
+    want = central_differences(lambda p: _triplet_ref(p, pos, neg, 2.0), P[:, 0])
     np.testing.assert_allclose(grad, want, rtol=1e-4, atol=1e-6)
 
 
@@ -165,7 +156,7 @@ def test_cosine_embedding_loss(hybrid):
     a, b, label = P[:, 0], P[:, 1] + 0.5 * P[:, 0], np.array([1.0, -1.0, 1.0, -1.0])
     value, grad = _run(nn.CosineEmbeddingLoss(margin=-0.2), a, b, label, hybrid=hybrid)
     np.testing.assert_allclose(value, _cosine_ref(a, b, label, -0.2), rtol=1e-6)
-    want = _numeric_grad(lambda x: _cosine_ref(x, b, label, -0.2), a)
+    want = central_differences(lambda x: _cosine_ref(x, b, label, -0.2), a)
     np.testing.assert_allclose(grad, want, rtol=1e-4, atol=1e-6)
 
 
@@ -211,7 +202,7 @@ def _ctc_ref(pred, lengths=(None, None, None)):
 def test_ctc_loss_against_every_alignment(hybrid):
     value, grad = _run(nn.CTCLoss(), CTC_PRED, CTC_LABEL, hybrid=hybrid)
     np.testing.assert_allclose(value, _ctc_ref(CTC_PRED), rtol=1e-9)
-    np.testing.assert_allclose(grad, _numeric_grad(_ctc_ref, CTC_PRED), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(grad, central_differences(_ctc_ref, CTC_PRED), rtol=1e-5, atol=1e-7)
 
 
 def test_ctc_loss_lengths_layouts_and_weight():
