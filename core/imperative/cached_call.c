@@ -138,7 +138,8 @@ static int call_on_dense(deft_cached_op_t *op, int nin, deft_ndarray_t *const *i
                               "input %d is a strided view, which the graph updates in place: "
                               "pass a dense array",
                               i);
-    if (deft_check_not_strided(*nout, out, "a CachedOp call")) return -1;
+    if (deft_check_no_views(*nout, out, "outputs", "a CachedOp call cannot write into it"))
+        return -1;
     deft_ndarray_t *room[32], **dense = nin <= 32 ? room : malloc((size_t)nin * sizeof *dense);
     if (!dense) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate %d inputs", nin);
     int status = deft_dense_inputs(nin, in, dense);

@@ -407,7 +407,7 @@ static int invoke_on_dense(const deft_op_entry_t *entry, int nin, deft_ndarray_t
                            int *nout, deft_ndarray_t **caller_out, int nparams,
                            const char *const *keys, const char *const *vals) {
     deft_ndarray_t *dense[DEFT_OP_MAX_INPUTS];
-    if (deft_check_not_strided(*nout, caller_out, "a recorded call") ||
+    if (deft_check_no_views(*nout, caller_out, "outputs", "a recorded call cannot write into it") ||
         deft_dense_inputs(nin, in, dense))
         return -1;
     int status = deft_invoke(entry, nin, dense, nout, caller_out, nparams, keys, vals);

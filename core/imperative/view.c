@@ -154,16 +154,6 @@ void deft_release_dense(int n, deft_ndarray_t *const *in, deft_ndarray_t **room)
         if (room[i] != in[i]) deft_ndarray_release(room[i]);
 }
 
-int deft_check_not_strided(int n, deft_ndarray_t *const *out, const char *what) {
-    for (int k = 0; k < n; k++)
-        if (out[k] && out[k]->link)
-            return deft_error(DEFT_ERR_VALUE,
-                              "%s: array %d is a strided view, which %s cannot write (write "
-                              "into a dense array, then assign it to the view)",
-                              what, k, what);
-    return 0;
-}
-
 int deft_check_no_views(int n, deft_ndarray_t *const *arrays, const char *what, const char *why) {
     for (int i = 0; i < n; i++)
         if (arrays[i] && arrays[i]->link)

@@ -65,10 +65,6 @@ int deft_view_copy_from_host(deft_ndarray_t *view, const void *data);
 int deft_dense_inputs(int n, deft_ndarray_t *const *in, deft_ndarray_t **room);
 void deft_release_dense(int n, deft_ndarray_t *const *in, deft_ndarray_t **room);
 
-/* An error unless none of out[0..n) is a strided view: `what` says who
- * would write them ("a CachedOp's outputs"). */
-int deft_check_not_strided(int n, deft_ndarray_t *const *out, const char *what);
-
 /* An error naming `what`[i] and `why` when any of arrays[0..n) is a strided view. */
 int deft_check_no_views(int n, deft_ndarray_t *const *arrays, const char *what, const char *why);
 
