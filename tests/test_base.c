@@ -5,6 +5,7 @@
 #include "check_helpers.h"
 #include "core/base/device.h"
 #include "core/base/error.h"
+#include "core/base/records.h"
 #include "core/base/shape.h"
 
 START_TEST(test_version_matches_header) {
@@ -165,6 +166,43 @@ START_TEST(test_shape_format) {
 }
 END_TEST
 
+/* Records freed on another thread reach the allocating thread again through
+ * the shared list, which moves them in batches: every one comes back once,
+ * none is lost or handed out twice. */
+#define MOVED_RECORDS 1000
+
+static void *free_records(void *arg) {
+    void **records = arg;
+    for (int i = 0; i < MOVED_RECORDS; i++) deft_record_free(records[i]);
+    return NULL; /* the thread's exit gives what its list kept to the shared list */
+}
+
+static int compare_addresses(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;
+    return (x > y) - (x < y);
+}
+
+START_TEST(test_records_freed_elsewhere_come_back_once) {
+    enum { AGAIN = MOVED_RECORDS + 2 * DEFT_RECORD_DEPTH };
+    static void *first[MOVED_RECORDS], *again[AGAIN];
+    for (int i = 0; i < MOVED_RECORDS; i++) {
+        ck_assert_ptr_nonnull(first[i] = deft_record_alloc());
+        memset(first[i], 0xab, DEFT_RECORD_SIZE); /* batches are written over records */
+    }
+    pthread_t thread;
+    pthread_create(&thread, NULL, free_records, first);
+    pthread_join(thread, NULL);
+    for (int i = 0; i < AGAIN; i++) ck_assert_ptr_nonnull(again[i] = deft_record_alloc());
+    qsort(again, AGAIN, sizeof *again, compare_addresses);
+    for (int i = 1; i < AGAIN; i++)
+        ck_assert_msg(again[i] != again[i - 1], "record %p handed out twice", again[i]);
+    for (int i = 0; i < MOVED_RECORDS; i++)
+        ck_assert_msg(bsearch(&first[i], again, AGAIN, sizeof *again, compare_addresses),
+                      "record %d, freed on another thread, never came back", i);
+    for (int i = 0; i < AGAIN; i++) deft_record_free(again[i]);
+}
+END_TEST
+
 static Suite *base_suite(void) {
     Suite *suite = suite_create("base");
     TCase *tc = tcase_create("base");
@@ -178,6 +216,7 @@ static Suite *base_suite(void) {
     tcase_add_test(tc, test_shape_rejects_bad_dims);
     tcase_add_test(tc, test_shape_sizes_and_overflow);
     tcase_add_test(tc, test_shape_format);
+    tcase_add_test(tc, test_records_freed_elsewhere_come_back_once);
     suite_add_tcase(suite, tc);
     return suite;
 }
