@@ -12,6 +12,12 @@
 #include <stdio.h>
 
 #include "check_helpers.h"
+/* Half conversions come from the library's own header; a test that must see
+ * only the public headers (test_extension) defines DEFT_TESTS_PUBLIC_ONLY
+ * and gets no float16 or bfloat16 helpers. */
+#ifndef DEFT_TESTS_PUBLIC_ONLY
+#include "core/math/dtype_math.h"
+#endif
 
 #define P(...)      ((const char *[]){__VA_ARGS__, NULL})
 #define NO_PARAMS   ((const char *[]){NULL})
@@ -51,6 +57,14 @@ static inline void put(void *buf, int dtype, int64_t i, double v) {
     case DEFT_BOOL:
         ((uint8_t *)buf)[i] = v != 0;
         break;
+#ifndef DEFT_TESTS_PUBLIC_ONLY
+    case DEFT_FLOAT16: /* through float32, as Cast rounds: exact for values exact in float32 */
+        ((uint16_t *)buf)[i] = deft_float_to_half((float)v);
+        break;
+    case DEFT_BFLOAT16:
+        ((uint16_t *)buf)[i] = deft_float_to_bf16((float)v);
+        break;
+#endif
     default:
         ck_abort_msg("put: dtype %d not handled by the test helper", dtype);
     }
@@ -72,6 +86,12 @@ static inline double get(const void *buf, int dtype, int64_t i) {
         return ((const int8_t *)buf)[i];
     case DEFT_BOOL:
         return ((const uint8_t *)buf)[i];
+#ifndef DEFT_TESTS_PUBLIC_ONLY
+    case DEFT_FLOAT16:
+        return deft_half_to_float(((const uint16_t *)buf)[i]);
+    case DEFT_BFLOAT16:
+        return deft_bf16_to_float(((const uint16_t *)buf)[i]);
+#endif
     default:
         ck_abort_msg("get: dtype %d not handled by the test helper", dtype);
     }
@@ -224,6 +244,23 @@ static inline int64_t mem_stat(int stat) {
 
 static inline void free_all(int n, DeftNDArrayHandle *h) {
     for (int i = 0; i < n; i++) ck_assert_ok(DeftNDArrayFree(h[i]));
+}
+
+static inline int dtype_of(DeftNDArrayHandle h) {
+    int dtype;
+    ck_assert_ok(DeftNDArrayGetDType(h, &dtype));
+    return dtype;
+}
+
+/* A half array holds `want` rounded once to its dtype (float16 or bfloat16). */
+static inline void assert_half_rounded(DeftNDArrayHandle h, int dtype, int64_t n,
+                                       const double *want) {
+    double *rounded = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    double bits; /* room for an element of any dtype */
+    for (int64_t i = 0; i < n; i++)
+        put(&bits, dtype, 0, want[i]), rounded[i] = get(&bits, dtype, 0);
+    assert_values(h, n, rounded, 0);
+    free(rounded);
 }
 
 #endif

@@ -1,5 +1,6 @@
 /* Extension libraries: loading, registering, running passes, and their failures. */
 #define _POSIX_C_SOURCE 200809L /* strdup */
+#define DEFT_TESTS_PUBLIC_ONLY  /* built as an extension is: the public headers alone */
 #include <deft/lib_api.h>
 
 #include "check_helpers.h"

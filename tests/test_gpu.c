@@ -141,6 +141,8 @@ typedef struct input_spec {
     { 0, {0}, dtype, low, high }
 #define F32(...)    IN(DEFT_FLOAT32, -2, 2, __VA_ARGS__)
 #define F64(...)    IN(DEFT_FLOAT64, -2, 2, __VA_ARGS__)
+#define F16(...)    IN(DEFT_FLOAT16, -2, 2, __VA_ARGS__)
+#define BF16(...)   IN(DEFT_BFLOAT16, -2, 2, __VA_ARGS__)
 #define POS(...)    IN(DEFT_FLOAT32, 0.25, 3, __VA_ARGS__)
 #define I32(...)    IN(DEFT_INT32, -20, 20, __VA_ARGS__)
 #define IDX(n, ...) IN(DEFT_INT64, 0, n, __VA_ARGS__)
@@ -156,6 +158,7 @@ typedef struct gpu_case {
 #define EXACT   0
 #define ROUNDED 1e-6 /* the same formula: the device's libm may differ in the last bits */
 #define SUMMED  2e-5 /* sums in another order */
+#define HALF    1e-2 /* float16 / bfloat16 results: float32 sums in another order, rounded */
 
 static const gpu_case_t cases[] = {
     /* elementwise unary, over the shared scalar math */
@@ -293,6 +296,8 @@ static const gpu_case_t cases[] = {
     {"softmax", 1, {F32(4, 7)}, {NULL}, ROUNDED},
     {"softmax", 1, {F64(4, 3, 5)}, {"axis", "1", NULL}, ROUNDED},
     {"log_softmax", 1, {F32(4, 7)}, {NULL}, ROUNDED},
+    {"softmax", 1, {F16(4, 7)}, {NULL}, HALF},
+    {"log_softmax", 1, {BF16(4, 7)}, {NULL}, HALF},
     {"softmax_cross_entropy", 2, {F32(6, 5), IDX(5, 6)}, {NULL}, SUMMED},
     {"_backward_softmax_cross_entropy",
      3,
@@ -307,6 +312,10 @@ static const gpu_case_t cases[] = {
      {"transpose_a", "true", "transpose_b", "true", NULL},
      SUMMED},
     {"batch_dot", 2, {F32(2, 3, 4), F32(2, 5, 4)}, {"transpose_b", "true", NULL}, SUMMED},
+    /* half products: cuBLAS's float32-accumulating path against the CPU's widened sgemm */
+    {"dot", 2, {F16(3, 4), F16(4, 5)}, {NULL}, HALF},
+    {"batch_dot", 2, {BF16(2, 3, 4), BF16(2, 5, 4)}, {"transpose_b", "true", NULL}, HALF},
+    {"FullyConnected", 3, {BF16(4, 5), BF16(3, 5), BF16(3)}, {"num_hidden", "3", NULL}, HALF},
     {"FullyConnected", 3, {F32(4, 5), F32(3, 5), F32(3)}, {"num_hidden", "3", NULL}, SUMMED},
     {"FullyConnected",
      2,
@@ -469,7 +478,8 @@ END_TEST
 static DeftNDArrayHandle random_input(const input_spec_t *spec, unsigned *seed) {
     int64_t n = count_of(spec->ndim, spec->shape);
     double *values = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    bool integer = spec->dtype != DEFT_FLOAT32 && spec->dtype != DEFT_FLOAT64;
+    bool integer = spec->dtype != DEFT_FLOAT32 && spec->dtype != DEFT_FLOAT64 &&
+                   spec->dtype != DEFT_FLOAT16 && spec->dtype != DEFT_BFLOAT16;
     for (int64_t i = 0; i < n; i++) {
         double v = spec->low + (spec->high - spec->low) * ((double)rand_r(seed) / RAND_MAX);
         values[i] = integer ? floor(v) : v;
@@ -497,7 +507,9 @@ static void assert_close_arrays(const char *what, DeftNDArrayHandle cpu, DeftNDA
     ck_assert_ok(DeftNDArrayGetDevice(gpu, &type, &id));
     ck_assert_msg(type == DEFT_GPU, "%s: the result is not on the GPU", what);
     if (dtype == DEFT_FLOAT64) tol *= 1e-6;
-    if (dtype != DEFT_FLOAT32 && dtype != DEFT_FLOAT64 && dtype != DEFT_FLOAT16) tol = 0;
+    if (dtype != DEFT_FLOAT32 && dtype != DEFT_FLOAT64 && dtype != DEFT_FLOAT16 &&
+        dtype != DEFT_BFLOAT16)
+        tol = 0;
     int64_t n1, n2;
     double *a = read_all(cpu, &n1), *b = read_all(gpu, &n2);
     ck_assert_int_eq(n1, n2);

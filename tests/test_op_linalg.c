@@ -65,7 +65,7 @@ START_TEST(test_dot_vectors_and_higher_rank) {
     assert_values(K0, 4, VALUES(0, 0, 0, 0), 0);
     DeftNDArrayHandle I = make(DEFT_INT32, 2, SHAPE(2, 2), NULL);
     ck_assert_call_fails("dot", 2, ((DeftNDArrayHandle[]){I, I}), NO_PARAMS, DEFT_ERROR_TYPE,
-                         "input 0 has dtype int32, expected float32 or float64");
+                         "input 0 has dtype int32, expected float32, float64, float16 or bfloat16");
     ck_assert_call_fails("dot", 2, ((DeftNDArrayHandle[]){A, B}), P("transpose_a", "1"),
                          DEFT_ERROR_NOT_IMPLEMENTED, "need 2-D inputs");
     free_all(13, (DeftNDArrayHandle[]){u, v, s, A, B, C, E, F, EF, K0a, K0b, K0, I});
@@ -152,6 +152,48 @@ START_TEST(test_fully_connected_with_and_without_bias_and_flatten) {
     ck_assert_call_fails("FullyConnected", 3, ((DeftNDArrayHandle[]){X, W, Bv}),
                          P("num_hidden", "0"), DEFT_ERROR_VALUE, "num_hidden is 0, expected >= 1");
     free_all(7, (DeftNDArrayHandle[]){X, W, Bv, Y, Yn, W3, Yf});
+}
+END_TEST
+
+/* float16 and bfloat16 products run in float32 and round once: dot (every
+ * transpose pair), batch_dot and FullyConnected with a bias. The operands
+ * are quarters in [-2, 2.5], exact in both dtypes, and the float32 sums are
+ * exact, so the result is the exact product rounded to the dtype. */
+START_TEST(test_half_products_round_the_float32_result_once) {
+    const int dtype = _i ? DEFT_BFLOAT16 : DEFT_FLOAT16;
+    const int64_t m = 5, n = 7, k = 6, batch = 2;
+    double a[60], b[84], bias[7], want[70];
+    fill(a, 60, 11);
+    fill(b, 84, 12);
+    fill(bias, 7, 13);
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            DeftNDArrayHandle A = make(dtype, 2, ta ? SHAPE(k, m) : SHAPE(m, k), a);
+            DeftNDArrayHandle B = make(dtype, 2, tb ? SHAPE(n, k) : SHAPE(k, n), b);
+            DeftNDArrayHandle C =
+                call1("dot", 2, (DeftNDArrayHandle[]){A, B},
+                      P("transpose_a", ta ? "1" : "0", "transpose_b", tb ? "1" : "0"));
+            ref_gemm(ta, tb, m, n, k, a, b, want);
+            assert_half_rounded(C, dtype, m * n, want);
+            free_all(3, (DeftNDArrayHandle[]){A, B, C});
+        }
+    DeftNDArrayHandle A = make(dtype, 3, SHAPE(batch, m, k), a);
+    DeftNDArrayHandle B = make(dtype, 3, SHAPE(batch, k, n), b);
+    DeftNDArrayHandle C = call1("batch_dot", 2, (DeftNDArrayHandle[]){A, B}, NO_PARAMS);
+    for (int64_t i = 0; i < batch; i++)
+        ref_gemm(false, false, m, n, k, a + i * m * k, b + i * k * n, want + i * m * n);
+    assert_half_rounded(C, dtype, batch * m * n, want);
+    DeftNDArrayHandle X = make(dtype, 2, SHAPE(m, k), a);
+    DeftNDArrayHandle W = make(dtype, 2, SHAPE(n, k), b);
+    DeftNDArrayHandle Bv = make(dtype, 1, SHAPE(n), bias);
+    DeftNDArrayHandle Y =
+        call1("FullyConnected", 3, (DeftNDArrayHandle[]){X, W, Bv}, P("num_hidden", "7"));
+    ref_gemm(false, true, m, n, k, a, b, want);
+    for (int64_t i = 0; i < m * n; i++) want[i] += bias[i % n];
+    assert_half_rounded(Y, dtype, m * n, want);
+    ck_assert_call_fails("dot", 2, ((DeftNDArrayHandle[]){X, B}), NO_PARAMS, DEFT_ERROR_VALUE,
+                         "expected (6, ...)");
+    free_all(7, (DeftNDArrayHandle[]){A, B, C, X, W, Bv, Y});
 }
 END_TEST
 
@@ -280,6 +322,7 @@ static Suite *linalg_suite(void) {
     tcase_add_test(tc, test_dot_with_transposes_both_dtypes);
     tcase_add_test(tc, test_dot_vectors_and_higher_rank);
     tcase_add_test(tc, test_batch_dot);
+    tcase_add_loop_test(tc, test_half_products_round_the_float32_result_once, 0, 2);
     tcase_add_test(tc, test_dot_result_rank_is_checked_first);
     tcase_add_test(tc, test_fully_connected_layouts);
     tcase_add_test(tc, test_linalg_gemm_and_gemm2_batched);

@@ -375,9 +375,41 @@ START_TEST(test_softmax_and_log_softmax_are_stable) {
     }
     DeftNDArrayHandle i = make(DEFT_INT32, 1, SHAPE(2), NULL);
     ck_assert_call_fails("softmax", 1, &i, NO_PARAMS, DEFT_ERROR_TYPE,
-                         "expected float32 or float64");
+                         "expected float32, float64, float16 or bfloat16");
     ck_assert_call_fails("softmax", 1, &i, P("axis", "1"), DEFT_ERROR_TYPE, "dtype int32");
     ck_assert_ok(DeftNDArrayFree(i));
+}
+END_TEST
+
+/* float16 and bfloat16 rows: computed in double from the half inputs, each
+ * value rounded to the dtype (within half a unit in the last place, written
+ * as a relative tolerance: 2^-11 for float16, 2^-8 for bfloat16). */
+START_TEST(test_half_softmax_rows) {
+    const int dtype = _i ? DEFT_BFLOAT16 : DEFT_FLOAT16;
+    double tol = _i ? 0x1p-8 : 0x1p-11;
+    const double x[6] = {-3, -1, 0.5, 2, 4, 8}; /* exact in both dtypes */
+    double want[6], want_log[6], want_min[6];
+    for (int r = 0; r < 2; r++) {
+        const double *row = x + 3 * r;
+        double m = fmax(fmax(row[0], row[1]), row[2]), z = 0;
+        double mn = fmin(fmin(row[0], row[1]), row[2]), zmin = 0;
+        for (int c = 0; c < 3; c++) z += exp(row[c] - m), zmin += exp(mn - row[c]);
+        for (int c = 0; c < 3; c++) {
+            want[3 * r + c] = exp(row[c] - m) / z;
+            want_log[3 * r + c] = row[c] - m - log(z);
+            want_min[3 * r + c] = exp(mn - row[c]) / zmin;
+        }
+    }
+    DeftNDArrayHandle a = make(dtype, 2, SHAPE(2, 3), x);
+    const char *names[3] = {"softmax", "log_softmax", "softmin"};
+    const double *wants[3] = {want, want_log, want_min};
+    for (int k = 0; k < 3; k++) {
+        DeftNDArrayHandle y = call1(names[k], 1, &a, NO_PARAMS);
+        ck_assert_int_eq(dtype_of(y), dtype);
+        assert_values(y, 6, wants[k], tol);
+        ck_assert_ok(DeftNDArrayFree(y));
+    }
+    ck_assert_ok(DeftNDArrayFree(a));
 }
 END_TEST
 
@@ -714,6 +746,7 @@ static Suite *reduce_suite(void) {
     tcase_add_test(tc, test_large_reductions_split_across_threads);
     tcase_add_test(tc, test_softmax_and_log_softmax_are_stable);
     tcase_add_test(tc, test_float32_softmax_rows);
+    tcase_add_loop_test(tc, test_half_softmax_rows, 0, 2);
     tcase_add_test(tc, test_softmax_cross_entropy);
     tcase_add_test(tc, test_softmax_cross_entropy_float32);
     tcase_add_test(tc, test_reductions_read_layouts_in_place);

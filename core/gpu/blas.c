@@ -56,6 +56,7 @@ static void release(blas_device_t *held) {
  * Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS
  * gets the operands swapped, each with the leading dimension of its
  * row-major layout. Batches step through A, B and C by their strides.
+ * float16 and bfloat16 accumulate in float32, as the CPU path does.
  */
 int deft_gpu_gemm(int dev, const deft_gpu_gemm_t *g) {
     if (g->m == 0 || g->n == 0 || g->batch == 0) return 0;
@@ -71,6 +72,14 @@ int deft_gpu_gemm(int dev, const deft_gpu_gemm_t *g) {
         status = cublasSgemmStridedBatched(handle, opb, opa, (int)g->n, (int)g->m, (int)g->k,
                                            &alpha, g->b, ldb, g->stride_b, g->a, lda, g->stride_a,
                                            &beta, g->c, ldc, g->stride_c, (int)g->batch);
+    } else if (g->dtype == DEFT_DT_FLOAT16 || g->dtype == DEFT_DT_BFLOAT16) {
+        /* half operands, float32 accumulation: cuBLAS picks tensor-core kernels */
+        cudaDataType_t type = g->dtype == DEFT_DT_FLOAT16 ? CUDA_R_16F : CUDA_R_16BF;
+        float alpha = 1.0f, beta = (float)g->beta;
+        status = cublasGemmStridedBatchedEx(handle, opb, opa, (int)g->n, (int)g->m, (int)g->k,
+                                            &alpha, g->b, type, ldb, g->stride_b, g->a, type, lda,
+                                            g->stride_a, &beta, g->c, type, ldc, g->stride_c,
+                                            (int)g->batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     } else {
         double alpha = 1.0, beta = g->beta;
         status = cublasDgemmStridedBatched(handle, opb, opa, (int)g->n, (int)g->m, (int)g->k,

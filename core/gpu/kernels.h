@@ -79,7 +79,8 @@ int deft_gpu_reduce(int dev, const deft_gpu_reduce_t *reduce);
 
 /*
  * batch products C = op(A) op(B) + beta C, row-major like the CPU's gemm:
- * C is m x n, the shared dimension k; float32 or float64. Product i uses
+ * C is m x n, the shared dimension k; float32, float64, float16 or bfloat16
+ * (accumulated in float32). Product i uses
  * A + i stride_a, B + i stride_b, C + i stride_c (elements). Through cuBLAS.
  */
 typedef struct deft_gpu_gemm {

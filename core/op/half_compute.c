@@ -14,14 +14,14 @@ typedef struct half_loop {
     int nops;
 } half_loop_t;
 
-static void widen(const uint16_t *src, int64_t stride, bool bf16, float *dst, int64_t n) {
+void deft_half_widen(const uint16_t *src, int64_t stride, bool bf16, float *dst, int64_t n) {
     if (bf16)
         for (int64_t i = 0; i < n; i++) dst[i] = deft_bf16_to_float(src[i * stride]);
     else
         for (int64_t i = 0; i < n; i++) dst[i] = deft_half_to_float(src[i * stride]);
 }
 
-static void narrow(const float *src, bool bf16, uint16_t *dst, int64_t stride, int64_t n) {
+void deft_half_narrow(const float *src, bool bf16, uint16_t *dst, int64_t stride, int64_t n) {
     if (bf16)
         for (int64_t i = 0; i < n; i++) dst[i * stride] = deft_float_to_bf16(src[i]);
     else
@@ -41,13 +41,14 @@ static void half_inner(const void *ctx, char *const *p, const int64_t *s, int64_
         strides[k] = k > 0 && s[k] == 0 ? 0 : 1;
     }
     for (int k = 1; k < h->nops; k++)
-        if (s[k] == 0) widen((const uint16_t *)p[k], 0, h->bf16, buf[k], 1);
+        if (s[k] == 0) deft_half_widen((const uint16_t *)p[k], 0, h->bf16, buf[k], 1);
     for (int64_t start = 0; start < n; start += BLOCK) {
         int64_t m = n - start < BLOCK ? n - start : BLOCK;
         for (int k = 1; k < h->nops; k++)
-            if (s[k] != 0) widen((const uint16_t *)p[k] + start * s[k], s[k], h->bf16, buf[k], m);
+            if (s[k] != 0)
+                deft_half_widen((const uint16_t *)p[k] + start * s[k], s[k], h->bf16, buf[k], m);
         h->f32(h->ctx, ptrs, strides, m);
-        narrow(buf[0], h->bf16, (uint16_t *)p[0] + start * s[0], s[0], m);
+        deft_half_narrow(buf[0], h->bf16, (uint16_t *)p[0] + start * s[0], s[0], m);
     }
 }
 

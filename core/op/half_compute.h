@@ -13,6 +13,11 @@ static inline bool deft_dtype_is_half(deft_dtype_t dtype) {
     return dtype == DEFT_DT_FLOAT16 || dtype == DEFT_DT_BFLOAT16;
 }
 
+/* n elements, `stride` apart in the half array, to and from dense float32
+ * (bf16: bfloat16, else float16); narrowing rounds to nearest even. */
+void deft_half_widen(const uint16_t *src, int64_t stride, bool bf16, float *dst, int64_t n);
+void deft_half_narrow(const float *src, bool bf16, uint16_t *dst, int64_t stride, int64_t n);
+
 /* Run `f32` (a float32 inner loop, given `ctx`) over a planned iteration whose
  * operands are all of `dtype` (float16 or bfloat16); operand 0 is written. */
 void deft_half_run(deft_strided_t *it, deft_inner_fn f32, const void *ctx, deft_dtype_t dtype);

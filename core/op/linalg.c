@@ -1,7 +1,8 @@
 /*
  * Matrix products through OpenBLAS: dot, batch_dot and FullyConnected.
  * deft adds shape checks and layout bookkeeping; every multiply-add is
- * cblas_sgemm or cblas_dgemm, so these run at OpenBLAS speed.
+ * cblas_sgemm or cblas_dgemm, so these run at OpenBLAS speed (float16 and
+ * bfloat16 through float32, gemm_half_cpu; cuBLAS on a GPU).
  */
 #include <cblas.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "core/op/gemm.h"
 #include "core/op/gpu_ops.h"
 #include "core/op/grad.h"
+#include "core/op/half_compute.h"
 #include "core/op/op.h"
 
 /*
@@ -86,8 +88,35 @@ typedef struct gemm_batch {
     void *c;
 } gemm_batch_t;
 
+/*
+ * float16 and bfloat16 on the CPU: each product in float32 (operands
+ * widened, OpenBLAS's sgemm, the result rounded once), as PyTorch's CPU
+ * half matmul accumulates in float32. Widening is O(mk + kn + mn) against
+ * the product's O(mnk).
+ */
+static int gemm_half_cpu(const gemm_batch_t *g) {
+    bool bf16 = g->dtype == DEFT_DT_BFLOAT16;
+    int64_t na = g->m * g->k, nb = g->k * g->n, nc = g->m * g->n;
+    float *a = deft_scratch_alloc((size_t)(na + nb + nc) * sizeof *a);
+    if (!a)
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY,
+                          "cannot allocate the float32 operands of a %s GEMM",
+                          deft_dtype_name(g->dtype));
+    float *b = a + na, *c = b + nb;
+    for (int64_t i = 0; i < g->batch; i++) {
+        uint16_t *ci = (uint16_t *)g->c + i * nc;
+        deft_half_widen((const uint16_t *)g->a + i * g->stride_a, 1, bf16, a, na);
+        deft_half_widen((const uint16_t *)g->b + i * g->stride_b, 1, bf16, b, nb);
+        if (g->beta != 0) deft_half_widen(ci, 1, bf16, c, nc);
+        gemm_cpu(DEFT_DT_FLOAT32, g->ta, g->tb, g->m, g->n, g->k, a, b, g->beta, c);
+        deft_half_narrow(c, bf16, ci, 1, nc);
+    }
+    deft_scratch_free(a);
+    return 0;
+}
+
 static int gemm(const gemm_batch_t *g) {
-    size_t elem = g->dtype == DEFT_DT_FLOAT32 ? 4 : 8;
+    size_t elem = deft_dtype_size(g->dtype);
     if (g->m == 0 || g->n == 0 || g->batch == 0) return 0;
     if (g->k == 0)
         return g->beta == 0
@@ -101,6 +130,7 @@ static int gemm(const gemm_batch_t *g) {
         return deft_gpu_gemm(g->dev.id, &job);
     }
 #endif
+    if (deft_dtype_is_half(g->dtype)) return gemm_half_cpu(g);
     for (int64_t i = 0; i < g->batch; i++)
         gemm_cpu(g->dtype, g->ta, g->tb, g->m, g->n, g->k,
                  (const char *)g->a + (size_t)(i * g->stride_a) * elem,
@@ -133,7 +163,7 @@ static int check_blas_size(const deft_op_t *op, int64_t m, int64_t n, int64_t k)
 }
 
 static int check_float_pair(const deft_op_t *op, int nin, const deft_desc_t *in) {
-    if (deft_op_check_dtype_float(op, 0, in[0].dtype)) return -1;
+    if (deft_op_check_dtype_float_or_half(op, 0, in[0].dtype)) return -1;
     return deft_op_check_same_dtype(op, nin, in);
 }
 

@@ -316,6 +316,8 @@ int deft_op_error(const deft_op_t *op, deft_error_kind_t kind, const char *fmt, 
 
 /* Common checks for infer functions. */
 int deft_op_check_dtype_float(const deft_op_t *op, int input, deft_dtype_t dtype);
+/* float32, float64, or float16/bfloat16 (computed through float32). */
+int deft_op_check_dtype_float_or_half(const deft_op_t *op, int input, deft_dtype_t dtype);
 int deft_op_check_same_dtype(const deft_op_t *op, int nin, const deft_desc_t *in);
 /* An optimizer's first n inputs (weight, gradient, states): float, of one
  * dtype, each of the weight's shape. */

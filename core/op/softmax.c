@@ -2,7 +2,8 @@
  * softmax and log_softmax along an axis, and the fused softmax
  * cross-entropy loss. All subtract the maximum before exponentiating, so
  * large inputs neither overflow nor lose the answer; accumulation is in
- * double. float32 rows take a vectorised path.
+ * double. float32 rows take a vectorised path; float16 and bfloat16 take the
+ * general one, which reads and writes any float dtype.
  */
 #include <math.h>
 
@@ -130,7 +131,7 @@ static int softmax_infer(const deft_op_t *op, const deft_param_value_t *p, int n
                          const deft_desc_t *in, int *nout, deft_desc_t *out) {
     const softmax_kind_t *kind = op->data;
     int axis;
-    if (deft_op_check_dtype_float(op, 0, in[0].dtype) ||
+    if (deft_op_check_dtype_float_or_half(op, 0, in[0].dtype) ||
         softmax_axis(op, p, in[0].shape.ndim, &axis))
         return -1;
     out[0] = in[0];
@@ -226,7 +227,7 @@ static int xent_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                       const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)p, (void)nin;
     char sd[DEFT_SHAPE_STR_MAX], sl[DEFT_SHAPE_STR_MAX];
-    if (deft_op_check_dtype_float(op, 0, in[0].dtype) ||
+    if (deft_op_check_dtype_float_or_half(op, 0, in[0].dtype) ||
         deft_op_check_dtype_arith(op, 1, in[1].dtype))
         return -1;
     if (in[0].shape.ndim != 2)
