@@ -5,6 +5,7 @@
  * input's shape) and add_n (the sum of any number of arrays).
  */
 
+#include "core/op/half_compute.h"
 #include "core/op/gpu_ops.h"
 #include "core/op/grad.h"
 #include "core/math/reduce_math.h"
@@ -72,7 +73,7 @@ static int reduce_to_like_infer(const deft_op_t *op, const deft_param_value_t *p
                                 const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)p, (void)nin;
     deft_shape_t shape;
-    if (deft_op_check_dtype_float(op, 0, in[0].dtype) ||
+    if (deft_op_check_dtype_float_or_half(op, 0, in[0].dtype) ||
         deft_broadcast_shape(op, &in[1].shape, &in[0].shape, &shape))
         return -1;
     if (!deft_shape_equal(&shape, &in[0].shape)) {
@@ -110,7 +111,7 @@ static const deft_param_def_t add_n_params[] = {DEFT_NUM_ARGS_PARAM, {0}};
 static int add_n_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                        const deft_desc_t *in, int *nout, deft_desc_t *out) {
     if (deft_op_check_num_args(op, &p[0], nin) || deft_op_check_same_dtype(op, nin, in) ||
-        deft_op_check_dtype_arith(op, 0, in[0].dtype))
+        (!deft_dtype_is_half(in[0].dtype) && deft_op_check_dtype_arith(op, 0, in[0].dtype)))
         return -1;
     for (int i = 1; i < nin; i++) {
         if (!deft_shape_equal(&in[i].shape, &in[0].shape)) {

@@ -687,7 +687,7 @@ static int spread_infer(const deft_op_t *op, const deft_param_value_t *p, int ni
     (void)nin;
     reduce_plan_t plan;
     deft_shape_t expected;
-    if (deft_op_check_dtype_float(op, 0, in[0].dtype) ||
+    if (deft_op_check_dtype_float_or_half(op, 0, in[0].dtype) ||
         plan_axes(op, listed_axes(p), p[2].i != 0, &in[1].shape, &plan))
         return -1;
     reduced_shape(&plan, &in[1].shape, p[1].i != 0, &expected);

@@ -15,7 +15,7 @@ from .ndarray import (NDArray, arange, array, empty, from_dlpack, full, ones, on
 from .symbol import (CachedOp, Symbol, compute, deferred_compute, export,  # noqa: F401
                      is_deferred_compute, list_lib_passes, load_lib)
 from . import autograd, nd, nn, operator, optim, profiler, vision  # noqa: F401
-from . import lr_scheduler, metric, utils  # noqa: F401
+from . import amp, lr_scheduler, metric, utils  # noqa: F401
 from .step import compile_step  # noqa: F401
 from .trainer import Trainer  # noqa: F401
 from .nd import random  # noqa: F401
