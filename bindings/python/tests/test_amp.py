@@ -5,23 +5,7 @@ import pytest
 
 import deft
 from deft import amp, autograd, nd, nn
-
-
-def make_net(seed=0):
-    deft.random.seed(seed)
-    net = nn.HybridSequential(nn.Dense(8, activation="relu", in_units=5), nn.Dense(3, in_units=8))
-    net.initialize()
-    return net
-
-
-def batch(seed=0, n=6):
-    rng = np.random.default_rng(seed)
-    return (deft.array(rng.standard_normal((n, 5)).astype(np.float32)),
-            deft.array((np.arange(n) % 3).astype(np.float32)))
-
-
-def weights(net):
-    return [p.data().asnumpy().copy() for p in net.collect_params().values()]
+from test_trainer import data as batch, make_net, weights  # the same small net and data
 
 
 def backward(net, x, y, scaler=None):
