@@ -1,6 +1,8 @@
 /* Elementwise operators against references computed here with plain loops and libm. */
 #include <float.h>
 
+#include "core/op/half_compute.h"
+#include "core/op/simd.h"
 #include "op_helpers.h"
 
 static const double float_inputs[] = {-3.5, -1, -0.25, 0,        0.5,      1,
@@ -703,6 +705,47 @@ START_TEST(test_numpy_comparisons_give_bool_and_compare_scalars_exactly) {
 }
 END_TEST
 
+/* The AVX-512 float16 conversions agree with the bit versions: every float16
+ * widened, and float32 values around every rounding case narrowed (ties,
+ * carries into the exponent, overflow to infinity, float16 denormals,
+ * float32 denormals, infinities, NaN), bit for bit (NaNs: both NaN). */
+static bool same_half(uint16_t a, uint16_t b) {
+    bool nan_a = (a & 0x7C00) == 0x7C00 && (a & 0x3FF),
+         nan_b = (b & 0x7C00) == 0x7C00 && (b & 0x3FF);
+    return nan_a || nan_b ? nan_a && nan_b : a == b;
+}
+
+START_TEST(test_float16_conversions_agree_across_simd_variants) {
+    enum { N = 1 << 16 };
+    static uint16_t halves[N], narrow[2][N];
+    static float wide[2][N], floats[N];
+    for (int i = 0; i < N; i++) halves[i] = (uint16_t)i;
+    uint32_t state = 12345;
+    for (int i = 0; i < N; i++) { /* float32 bit patterns near float16's range, and some anywhere */
+        state = state * 1664525u + 1013904223u;
+        uint32_t bits = i % 4 ? (state & 0x80001FFFu) | ((uint32_t)(96 + i % 48) << 23) |
+                                    ((uint32_t)i << 13 & 0x7FE000u)
+                              : state;
+        memcpy(&floats[i], &bits, sizeof bits);
+    }
+    for (int simd = 0; simd < 2; simd++) {
+        deft_simd_enable(simd);
+        deft_half_widen(halves, 1, false, wide[simd], N);
+        deft_half_narrow(floats, false, narrow[simd], 1, N);
+    }
+    deft_simd_enable(true);
+    for (int i = 0; i < N; i++) {
+        uint32_t a, b;
+        memcpy(&a, &wide[0][i], sizeof a), memcpy(&b, &wide[1][i], sizeof b);
+        ck_assert_msg(a == b || (isnan(wide[0][i]) && isnan(wide[1][i])),
+                      "float16 0x%04x widens to 0x%08x, the AVX-512 path 0x%08x", i, a, b);
+        ck_assert_msg(same_half(narrow[0][i], narrow[1][i]),
+                      "%.9g narrows to 0x%04x, the AVX-512 path 0x%04x", floats[i], narrow[0][i],
+                      narrow[1][i]);
+    }
+}
+END_TEST
+
 START_TEST(test_half_arithmetic_computes_through_float32) {
     const int dtypes[2] = {DEFT_FLOAT16, DEFT_BFLOAT16};
     for (int k = 0; k < 2; k++) {
@@ -804,6 +847,7 @@ static Suite *elemwise_suite(void) {
     tcase_add_test(tc, test_bitwise_ops_on_bool_are_logical_and_floats_are_refused);
     tcase_add_test(tc, test_numpy_comparisons_give_bool_and_compare_scalars_exactly);
     tcase_add_test(tc, test_half_arithmetic_computes_through_float32);
+    tcase_add_test(tc, test_float16_conversions_agree_across_simd_variants);
     tcase_add_test(tc, test_bool_reductions_and_where_condition);
     tcase_add_test(tc, test_float32_exp_tanh_sigmoid_accuracy);
     tcase_add_test(tc, test_unary_integer_ops_wrap_like_twos_complement);
