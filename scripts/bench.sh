@@ -12,6 +12,7 @@ deft_build build
 "$DEFT_ROOT/build/bench/bench_graph"
 "$DEFT_ROOT/build/bench/bench_autograd"
 "$DEFT_ROOT/build/bench/bench_profiler"
+"$DEFT_ROOT/build/bench/bench_half"
 # built when CUDA is found; it says so and exits when there is no GPU
 if [[ -x "$DEFT_ROOT/build/bench/bench_gpu" ]]; then "$DEFT_ROOT/build/bench/bench_gpu"; fi
 deft_python_env

@@ -1,0 +1,89 @@
+/*
+ * float16 and bfloat16 matrix products (dot) against the float32 one, through
+ * deft on one thread, for square sizes: GFLOP/s, best and median of rounds
+ * that alternate the dtypes. Both half dtypes widen to float32 and run
+ * OpenBLAS's sgemm (core/op/linalg.c), so they trail float32 by the
+ * conversions. Issue 29 asks for bfloat16 at >= 2x float32 on CPUs with
+ * AVX512-BF16 or AMX-BF16; that needs a bfloat16 kernel (VDPBF16PS or AMX
+ * tiles) on packed operands, which deft does not have: the goal line says so.
+ * Run: bench_half [rounds].
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+
+#include "bench_util.h"
+
+static const int dtypes[3] = {DEFT_FLOAT32, DEFT_BFLOAT16, DEFT_FLOAT16};
+static const char *const names[3] = {"float32", "bfloat16", "float16"};
+
+static DeftNDArrayHandle operand(int n, int dtype, unsigned seed) {
+    const int64_t shape[2] = {n, n};
+    float *v = malloc(sizeof(float) * (size_t)n * n);
+    for (int64_t i = 0; i < (int64_t)n * n; i++) v[i] = (float)rand_r(&seed) / RAND_MAX - 0.5f;
+    DeftNDArrayHandle f, h;
+    CHECK(DeftNDArrayCreateFromData(shape, 2, DEFT_FLOAT32, DEFT_CPU, 0, v,
+                                    sizeof(float) * (size_t)n * n, &f));
+    free(v);
+    const char *keys[1] = {"dtype"}, *vals[1] = {dtype == DEFT_FLOAT32    ? "float32"
+                                                 : dtype == DEFT_BFLOAT16 ? "bfloat16"
+                                                                          : "float16"};
+    int nout = 1;
+    h = NULL;
+    CHECK(DeftImperativeInvoke(op("Cast"), 1, &f, &nout, &h, 1, keys, vals));
+    CHECK(DeftNDArrayFree(f));
+    return h;
+}
+
+static double seconds_per_dot(DeftNDArrayHandle a, DeftNDArrayHandle b, int reps) {
+    DeftOpHandle dot = op("dot");
+    double t0 = now();
+    for (int r = 0; r < reps; r++) {
+        DeftNDArrayHandle in[2] = {a, b}, y = NULL;
+        int nout = 1;
+        CHECK(DeftImperativeInvoke(dot, 2, in, &nout, &y, 0, NULL, NULL));
+        CHECK(DeftNDArrayWaitToRead(y));
+        CHECK(DeftNDArrayFree(y));
+    }
+    return (now() - t0) / reps;
+}
+
+static int compare(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+int main(int argc, char **argv) {
+    int rounds = argc > 1 ? atoi(argv[1]) : 9;
+    if (rounds < 1 || rounds > 99) rounds = 9;
+    setenv("DEFT_NUM_THREADS", "1", 0);
+    printf("deft dot in half dtypes against float32, 1 thread (load average %.2f)\n",
+           load_average());
+    const int sizes[2] = {256, 1024};
+    double worst_bf16 = 1e9;
+    for (int s = 0; s < 2; s++) {
+        int n = sizes[s], reps = n <= 256 ? 50 : 3;
+        DeftNDArrayHandle a[3], b[3];
+        double t[3][99];
+        for (int d = 0; d < 3; d++)
+            a[d] = operand(n, dtypes[d], 1), b[d] = operand(n, dtypes[d], 2);
+        for (int d = 0; d < 3; d++) seconds_per_dot(a[d], b[d], 1); /* warm */
+        for (int r = 0; r < rounds; r++)
+            for (int d = 0; d < 3; d++) t[d][r] = seconds_per_dot(a[d], b[d], reps);
+        double gflop = 2.0 * n * n * n / 1e9, best[3];
+        printf("  %4d x %4d x %4d:", n, n, n);
+        for (int d = 0; d < 3; d++) {
+            qsort(t[d], (size_t)rounds, sizeof(double), compare);
+            best[d] = t[d][0];
+            printf("  %s %.1f / %.1f GFLOP/s", names[d], gflop / t[d][0], gflop / t[d][rounds / 2]);
+        }
+        double bf16 = best[0] / best[1];
+        if (bf16 < worst_bf16) worst_bf16 = bf16;
+        printf("  (bfloat16 %.2fx, float16 %.2fx float32, best)\n", bf16, best[0] / best[2]);
+        for (int d = 0; d < 3; d++) DeftNDArrayFree(a[d]), DeftNDArrayFree(b[d]);
+    }
+    printf("goal (issue 29): bfloat16 >= 2x float32 on CPUs with AVX512-BF16/AMX: %s (%.2fx): "
+           "half products widen to float32 and run sgemm; a bfloat16 kernel would close it\n",
+           worst_bf16 >= 2 ? "met" : "NOT met", worst_bf16);
+    printf("load average after: %.2f\n", load_average());
+    return 0;
+}
