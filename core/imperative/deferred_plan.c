@@ -50,7 +50,7 @@ static int sign_outliving(void) {
             for (int k = 0; k < node->num_outputs; k++) why[first + k] = 0, live[first + k] = NULL;
             continue;
         }
-        unsigned char needed = rec->pending > c->consumers[i] ? DEFT_OUT_NEEDED : 0;
+        unsigned char needed = atomic_load(&rec->pending) > c->consumers[i] ? DEFT_OUT_NEEDED : 0;
         for (int k = 0; k < node->num_outputs; k++) {
             deft_ndarray_t *arr = rec->live[k] ? deft_ndarray_try_retain(rec->live[k]) : NULL;
             live[first + k] = arr;
