@@ -205,6 +205,17 @@ static long *base_counter(name_set_t *set, const char *base) {
     return &set->next[i];
 }
 
+/* The decimal digits of k >= 0 and a NUL at `at`: written by hand, as snprintf
+ * took half the time of indexing a graph of a thousand unnamed nodes. */
+static void append_number(char *at, long k) {
+    char digits[24];
+    int n = 0;
+    do digits[n++] = (char)('0' + k % 10);
+    while ((k /= 10) > 0);
+    while (n > 0) *at++ = digits[--n];
+    *at = '\0';
+}
+
 /* A name not yet used: `base`, else base + "0", "1", ... (always numbered when `numbered`). */
 static char *unique_name(name_set_t *set, const char *base, bool numbered) {
     size_t len = strlen(base) + 24;
@@ -214,12 +225,14 @@ static char *unique_name(name_set_t *set, const char *base, bool numbered) {
         free(name);
         return NULL;
     }
+    size_t at = len - 24;
+    memcpy(name, base, at + 1);
     if (!numbered) {
-        snprintf(name, len, "%s", base);
         if (!set_has(set, name)) return name;
+        name[at++] = '_';
     }
     for (;; (*k)++) {
-        snprintf(name, len, numbered ? "%s%ld" : "%s_%ld", base, *k);
+        append_number(name + at, *k);
         if (!set_has(set, name)) return name;
     }
 }
