@@ -756,6 +756,51 @@ START_TEST(threads_record_on_and_read_one_lazy_array) {
 }
 END_TEST
 
+/* One thread reads the end of a recorded chain while another frees the array
+ * in its middle, which the read's walk may be looking at. */
+typedef struct freed_middle {
+    DeftNDArrayHandle middle, end;
+    pthread_barrier_t start;
+    int delay;
+} freed_middle_t;
+
+static void *read_end_on_thread(void *arg) {
+    freed_middle_t *s = arg;
+    pthread_barrier_wait(&s->start);
+    ck_assert_ok(DeftNDArrayWaitToRead(s->end));
+    return NULL;
+}
+
+static void *free_middle_on_thread(void *arg) {
+    freed_middle_t *s = arg;
+    pthread_barrier_wait(&s->start);
+    for (volatile int i = 0; i < s->delay; i++) continue;
+    ck_assert_ok(DeftNDArrayFree(s->middle));
+    return NULL;
+}
+
+START_TEST(threads_free_and_read_one_recorded_graph) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT64, 1, SHAPE(4), 1);
+    for (int round = 0; round < 1000; round++) {
+        freed_middle_t s = {.delay = round % 100 * 30};
+        set_deferred(1);
+        s.middle = call1("_mul_scalar", 1, &x, P("scalar", "2"));
+        s.end = call1("_plus_scalar", 1, &s.middle, P("scalar", "3"));
+        set_deferred(0);
+        pthread_barrier_init(&s.start, NULL, 2);
+        pthread_t reader, freer;
+        pthread_create(&reader, NULL, read_end_on_thread, &s);
+        pthread_create(&freer, NULL, free_middle_on_thread, &s);
+        pthread_join(reader, NULL);
+        pthread_join(freer, NULL);
+        pthread_barrier_destroy(&s.start);
+        assert_values(s.end, 4, VALUES(-3, -1, 1, 3), 0);
+        free_all(1, &s.end);
+    }
+    free_all(1, &x);
+}
+END_TEST
+
 /* Two threads record on one parameter (given its variable by whichever comes
  * first), each freeing its results as it goes. */
 static void *record_on_parameter(void *arg) {
@@ -1007,6 +1052,7 @@ Suite *deferred_suite(void) {
     tcase_add_test(scale, two_threads_trigger_one_shape);
     tcase_add_test(scale, threads_record_on_and_read_one_lazy_array);
     tcase_add_test(scale, threads_record_on_one_parameter);
+    tcase_add_test(scale, threads_free_and_read_one_recorded_graph);
     tcase_add_test(scale, million_op_chain);
     suite_add_tcase(s, scale);
     return s;
