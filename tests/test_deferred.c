@@ -709,6 +709,142 @@ START_TEST(two_threads) {
 }
 END_TEST
 
+/* One lazy array, read on one thread while another records a call on it: the
+ * call keeps the value the read computes, whichever comes first. */
+typedef struct shared_lazy {
+    DeftNDArrayHandle lazy, out;
+    pthread_barrier_t start;
+    int delay; /* spins before recording: the rounds sweep over the read's duration */
+} shared_lazy_t;
+
+static void *read_lazy_on_thread(void *arg) {
+    shared_lazy_t *s = arg;
+    pthread_barrier_wait(&s->start);
+    ck_assert_ok(DeftNDArrayWaitToRead(s->lazy));
+    return NULL;
+}
+
+static void *record_on_lazy_on_thread(void *arg) {
+    shared_lazy_t *s = arg;
+    pthread_barrier_wait(&s->start);
+    for (volatile int i = 0; i < s->delay; i++) continue;
+    set_deferred(1);
+    s->out = call1("_plus_scalar", 1, &s->lazy, P("scalar", "1"));
+    set_deferred(0);
+    return NULL;
+}
+
+START_TEST(threads_record_on_and_read_one_lazy_array) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT64, 1, SHAPE(4), 1);
+    for (int round = 0; round < 1000; round++) {
+        set_deferred(1);
+        shared_lazy_t s = {.lazy = call1("_mul_scalar", 1, &x, P("scalar", "2"))};
+        set_deferred(0);
+        s.delay = round % 100 * 30;
+        pthread_barrier_init(&s.start, NULL, 2);
+        pthread_t reader, recorder;
+        pthread_create(&reader, NULL, read_lazy_on_thread, &s);
+        pthread_create(&recorder, NULL, record_on_lazy_on_thread, &s);
+        pthread_join(reader, NULL);
+        pthread_join(recorder, NULL);
+        pthread_barrier_destroy(&s.start);
+        free_all(1, &s.lazy); /* the recorded call alone keeps its input's value now */
+        assert_values(s.out, 4, VALUES(-5, -3, -1, 1), 0);
+        free_all(1, &s.out);
+    }
+    free_all(1, &x);
+}
+END_TEST
+
+/* One thread reads the end of a recorded chain while another frees the array
+ * in its middle, which the read's walk may be looking at. */
+typedef struct freed_middle {
+    DeftNDArrayHandle middle, end;
+    pthread_barrier_t start;
+    int delay;
+} freed_middle_t;
+
+static void *read_end_on_thread(void *arg) {
+    freed_middle_t *s = arg;
+    pthread_barrier_wait(&s->start);
+    ck_assert_ok(DeftNDArrayWaitToRead(s->end));
+    return NULL;
+}
+
+static void *free_middle_on_thread(void *arg) {
+    freed_middle_t *s = arg;
+    pthread_barrier_wait(&s->start);
+    for (volatile int i = 0; i < s->delay; i++) continue;
+    ck_assert_ok(DeftNDArrayFree(s->middle));
+    return NULL;
+}
+
+START_TEST(threads_free_and_read_one_recorded_graph) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT64, 1, SHAPE(4), 1);
+    for (int round = 0; round < 1000; round++) {
+        freed_middle_t s = {.delay = round % 100 * 30};
+        set_deferred(1);
+        s.middle = call1("_mul_scalar", 1, &x, P("scalar", "2"));
+        s.end = call1("_plus_scalar", 1, &s.middle, P("scalar", "3"));
+        set_deferred(0);
+        pthread_barrier_init(&s.start, NULL, 2);
+        pthread_t reader, freer;
+        pthread_create(&reader, NULL, read_end_on_thread, &s);
+        pthread_create(&freer, NULL, free_middle_on_thread, &s);
+        pthread_join(reader, NULL);
+        pthread_join(freer, NULL);
+        pthread_barrier_destroy(&s.start);
+        assert_values(s.end, 4, VALUES(-3, -1, 1, 3), 0);
+        free_all(1, &s.end);
+    }
+    free_all(1, &x);
+}
+END_TEST
+
+/* Two threads record on one parameter (given its variable by whichever comes
+ * first), each freeing its results as it goes. */
+static void *record_on_parameter(void *arg) {
+    DeftNDArrayHandle w = arg;
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT64, 1, SHAPE(4), 1);
+    for (int round = 0; round < 300; round++) {
+        set_deferred(1);
+        DeftNDArrayHandle y = call1("elemwise_add", 2, (DeftNDArrayHandle[]){x, w}, NO_PARAMS);
+        DeftNDArrayHandle z = call1("_mul_scalar", 1, &y, P("scalar", "2"));
+        set_deferred(0);
+        free_all(1, &y);
+        assert_values(z, 4, VALUES(-12, -8, -4, 0), 0);
+        free_all(1, &z);
+    }
+    free_all(1, &x);
+    return NULL;
+}
+
+/* Odd rounds: the parameter is made by a call recorded for autograd, so it is no
+ * live output of its node, and its node keeps its value only while some
+ * recorded call needs it: the threads' calls fill and empty that slot in turn. */
+static DeftNDArrayHandle shared_parameter(int round, DeftNDArrayHandle *v, DeftNDArrayHandle *g) {
+    DeftNDArrayHandle w = ramp(DEFT_FLOAT64, 1, SHAPE(4), 1); /* no history yet */
+    if (round % 2 == 0) return w;
+    *v = w, *g = ramp(DEFT_FLOAT64, 1, SHAPE(4), 0);
+    ck_assert_ok(DeftAutogradMarkVariables(1, v, NULL, g));
+    ck_assert_ok(DeftAutogradSetIsRecording(1, NULL));
+    w = call1("_mul_scalar", 1, v, P("scalar", "1"));
+    ck_assert_ok(DeftAutogradSetIsRecording(0, NULL));
+    return w;
+}
+
+START_TEST(threads_record_on_one_parameter) {
+    for (int round = 0; round < 20; round++) {
+        DeftNDArrayHandle v = NULL, g = NULL, w = shared_parameter(round, &v, &g);
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, record_on_parameter, w);
+        for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+        free_all(1, &w);
+        if (v) free_all(1, &v), free_all(1, &g);
+    }
+}
+END_TEST
+
 START_TEST(million_op_chain) {
     int64_t before = mem_stat(DEFT_MEM_LIVE_BYTES);
     DeftNDArrayHandle x = ramp(DEFT_INT64, 1, SHAPE(2), 1);
@@ -914,6 +1050,9 @@ Suite *deferred_suite(void) {
     tcase_set_timeout(scale, 120);
     tcase_add_test(scale, two_threads);
     tcase_add_test(scale, two_threads_trigger_one_shape);
+    tcase_add_test(scale, threads_record_on_and_read_one_lazy_array);
+    tcase_add_test(scale, threads_record_on_one_parameter);
+    tcase_add_test(scale, threads_free_and_read_one_recorded_graph);
     tcase_add_test(scale, million_op_chain);
     suite_add_tcase(s, scale);
     return s;

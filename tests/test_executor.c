@@ -114,6 +114,36 @@ START_TEST(test_in_place_respects_later_readers) {
 }
 END_TEST
 
+/* The sweep of match ranges goes on while the range refuses a free block: a
+ * 512-byte block is free when b + b needs 256 bytes, which a range of 1
+ * refuses (a block of its own: 1024 bytes in all) and a range of 2 takes
+ * (768 bytes). */
+START_TEST(test_plan_takes_a_larger_free_block_when_that_is_smaller) {
+    DeftSymbolHandle x = var("x");
+    DeftSymbolHandle a =
+        apply("Concat", "a", 2, (DeftSymbolHandle[]){x, x}, P("num_args", "2", "dim", "0"));
+    DeftSymbolHandle b = apply("slice_axis", "b", 1, &a, P("axis", "0", "begin", "0", "end", "64"));
+    DeftSymbolHandle c = apply("elemwise_add", "c", 2, (DeftSymbolHandle[]){b, b}, NO_PARAMS);
+    DeftSymbolHandle y = apply("elemwise_mul", "y", 2, (DeftSymbolHandle[]){c, b}, NO_PARAMS);
+    DeftCachedOpHandle op;
+    ck_assert_ok(DeftCachedOpCreate(y, 0, &op));
+    double values[64], want[64];
+    for (int i = 0; i < 64; i++) values[i] = i - 20, want[i] = 2 * values[i] * values[i];
+    DeftNDArrayHandle in = make(DEFT_FLOAT32, 1, SHAPE(64), values);
+    DeftNDArrayHandle out = run1(op, 1, &in);
+    assert_values(out, 64, want, 0);
+    int64_t arena, sharing;
+    ck_assert_ok(DeftCachedOpGetPlanStat(op, DEFT_PLAN_ARENA_BYTES, &arena));
+    ck_assert_ok(DeftCachedOpGetPlanStat(op, DEFT_PLAN_SHARING_ONLY_BYTES, &sharing));
+    ck_assert_int_eq(arena, 512 + 256);
+    ck_assert_int_eq(sharing, 512 + 256);
+    free_all(2, (DeftNDArrayHandle[]){in, out});
+    ck_assert_ok(DeftCachedOpFree(op));
+    DeftSymbolHandle all[] = {x, a, b, c, y};
+    for (int i = 0; i < 5; i++) ck_assert_ok(DeftSymbolFree(all[i]));
+}
+END_TEST
+
 START_TEST(test_new_shapes_new_plan_and_errors) {
     DeftSymbolHandle x = var("x"), w = var("w");
     DeftSymbolHandle d = apply("dot", "d", 2, (DeftSymbolHandle[]){x, w}, NO_PARAMS);
@@ -590,6 +620,7 @@ static Suite *executor_suite(void) {
     tcase_add_test(tc, test_mlp_matches_imperative_with_and_without_planning);
     tcase_add_test(tc, test_in_place_respects_later_readers);
     tcase_add_test(tc, test_new_shapes_new_plan_and_errors);
+    tcase_add_test(tc, test_plan_takes_a_larger_free_block_when_that_is_smaller);
     tcase_add_test(tc, test_mlp_training_graph_plan);
     tcase_add_test(tc, test_forward_backward_mode);
     tcase_add_test(tc, test_plan_memory_pass);

@@ -202,6 +202,13 @@ int deft_node_new_call(const deft_op_entry_t *op, const deft_param_value_t *para
     return new_op(op, params, ext_bytes, NULL, num_params, keys, vals, num_inputs, inputs, out);
 }
 
+int deft_node_copy_op(const deft_node_t *node, const char *name, const deft_entry_t *inputs,
+                      deft_node_t **out) {
+    return new_op(node->op, node->params, 0, name, node->attrs.count,
+                  (const char *const *)node->attrs.keys, (const char *const *)node->attrs.vals,
+                  node->num_inputs, inputs, out);
+}
+
 int deft_node_with_attr(const deft_node_t *node, const char *key, const char *value,
                         deft_node_t **out) {
     const char *keys[64], *vals[64];

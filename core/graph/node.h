@@ -97,6 +97,11 @@ int deft_node_new_call(const deft_op_entry_t *op, const deft_param_value_t *para
                        const char *const *keys, const char *const *vals, int num_inputs,
                        const deft_entry_t *inputs, size_t ext_bytes, deft_node_t **out);
 
+/* A copy of operator node `node` named `name` (NULL: unnamed) on other inputs
+ * (as many as it has), its parameters copied as they are parsed, not parsed again. */
+int deft_node_copy_op(const deft_node_t *node, const char *name, const deft_entry_t *inputs,
+                      deft_node_t **out);
+
 /* A copy of `node` with one attribute set (or replaced). */
 int deft_node_with_attr(const deft_node_t *node, const char *key, const char *value,
                         deft_node_t **out);

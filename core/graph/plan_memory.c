@@ -19,8 +19,9 @@ typedef struct planner {
     const deft_graph_types_t *t;
     bool inplace, sharing;
     double match_range;
-    int *refs;     /* readers left, per entry */
-    int *block_of; /* block per entry, -1 none */
+    bool range_mattered; /* the last run refused a free block for match_range alone */
+    int *refs;           /* readers left, per entry */
+    int *block_of;       /* block per entry, -1 none */
     block_t *blocks;
     int num_blocks;
     bool *outside; /* variables and graph outputs */
@@ -35,8 +36,11 @@ static int take_block(planner_t *p, size_t size) {
     int best = -1;
     for (int b = 0; p->sharing && b < p->num_blocks; b++) {
         block_t *blk = &p->blocks[b];
-        if (!blk->free || blk->size < size || (double)blk->size > (double)size * p->match_range)
+        if (!blk->free || blk->size < size) continue;
+        if ((double)blk->size > (double)size * p->match_range) {
+            p->range_mattered = true;
             continue;
+        }
         if (best < 0 || blk->size < p->blocks[best].size) best = b;
     }
     if (best < 0) {
@@ -59,6 +63,7 @@ static size_t plan_once(planner_t *p) {
     memset(p->refs, 0, (size_t)entries * sizeof *p->refs);
     for (int e = 0; e < entries; e++) p->block_of[e] = -1;
     p->num_blocks = 0;
+    p->range_mattered = false;
     for (int r = 0; r < g->in_ptr[g->num_nodes]; r++) p->refs[g->in_entry[r]]++;
     for (int i = 0; i < g->num_nodes; i++) {
         const deft_node_t *node = g->nodes[i];
@@ -149,13 +154,17 @@ int deft_plan_memory(const deft_graph_t *g, const deft_graph_types_t *t, bool en
     double best_range = 1e300;
     size_t best = (size_t)-1;
     p.inplace = p.sharing = enabled;
+    double last_range = -1; /* of the run whose result p holds */
     for (size_t r = 0; enabled && r < sizeof ranges / sizeof ranges[0]; r++) {
-        p.match_range = ranges[r];
+        p.match_range = last_range = ranges[r];
         size_t bytes = plan_once(&p);
         if (bytes < best) best = bytes, best_range = ranges[r];
+        /* No block was refused for the range: every wider range decides alike (a
+         * chain of equal sizes plans once here, not seven times). */
+        if (!p.range_mattered) break;
     }
     p.match_range = best_range;
-    plan_once(&p);
+    if (!enabled || last_range != best_range) plan_once(&p);
     int status = layout(&p, &plan);
     free(p.refs), free(p.block_of), free(p.blocks), free(p.outside);
     if (status) {

@@ -55,12 +55,14 @@ static int check_recordable(const deft_op_t *op, int nin, deft_ndarray_t *const 
     return 0;
 }
 
-/* Under the lock: the node of a call, counted in its inputs and keeping their values. */
+/* The node of a call, counted in its inputs and keeping their values, without the lock
+ * (record.h says why that is safe). */
 static int record_node(const deft_op_entry_t *entry, const deft_param_value_t *params, int nin,
                        deft_ndarray_t *const *in, int nout, const deft_desc_t *out_desc,
                        int nparams, const char *const *keys, const char *const *vals,
                        deft_device_t device, deft_node_t **out) {
     deft_entry_t entries[DEFT_OP_MAX_INPUTS];
+    bool lazy[DEFT_OP_MAX_INPUTS];
     deft_node_t *node;
     if (deft_record_input_entries(nin, in, entries) ||
         deft_node_new_call(entry, params, nparams, keys, vals, nin, entries,
@@ -71,13 +73,17 @@ static int record_node(const deft_op_entry_t *entry, const deft_param_value_t *p
         return -1;
     }
     for (int i = 0; i < nin; i++) {
-        if (deft_record_use(&entries[i], deft_ndarray_is_lazy(in[i]) ? NULL : in[i])) {
-            for (int j = 0; j < i; j++) deft_record_of(entries[j].node)->pending--;
+        if (deft_record_use(&entries[i], in[i], &lazy[i])) {
+            for (int j = 0; j < i; j++) deft_record_unuse(&entries[j]);
             deft_node_release(node);
             return -1;
         }
     }
-    deft_record_of(node)->holds_inputs = true;
+    deft_record_of(node)->holds_inputs = true; /* freeing the node now uncounts it */
+    if (deft_record_settle(nin, in, entries, lazy)) {
+        deft_node_release(node);
+        return -1;
+    }
     *out = node;
     return 0;
 }
@@ -90,29 +96,24 @@ int deft_deferred_record(const deft_op_entry_t *entry, const deft_param_value_t 
     deft_device_t device = nin ? in[0]->tensor.device : deft_device_cpu();
     if (entry->op->output_device && entry->op->output_device(entry->op, params, &device)) return -1;
     deft_node_t *node;
-    deft_record_lock();
-    int status =
-        record_node(entry, params, nin, in, nout, out_desc, nparams, keys, vals, device, &node);
-    if (status) {
-        deft_record_unlock();
+    if (record_node(entry, params, nin, in, nout, out_desc, nparams, keys, vals, device, &node))
         return -1;
+    /* The node's one reference goes to its last output, and each other output takes one. */
+    if (nout > 1) atomic_fetch_add_explicit(&node->refcount, nout - 1, memory_order_relaxed);
+    int k = 0;
+    while (k < nout &&
+           deft_ndarray_new_lazy(&out_desc[k], device, (deft_entry_t){node, k}, &out[k]) == 0)
+        deft_record_set_live(node, k, out[k]), k++;
+    if (k == nout) {
+        if (nout == 0) deft_node_release(node);
+        return 0;
     }
-    for (int k = 0; status == 0 && k < nout; k++) {
-        deft_entry_t produced = {deft_node_retain(node), k};
-        if ((status = deft_ndarray_new_lazy(&out_desc[k], device, produced, &out[k])) != 0) {
-            deft_node_release(node);
-            for (int j = 0; j < k; j++) {
-                deft_record_set_live(node, j, NULL);
-                deft_ndarray_release(out[j]);
-                out[j] = NULL;
-            }
-        } else {
-            deft_record_set_live(node, k, out[k]);
-        }
+    for (int j = k; j < nout; j++) deft_node_release(node); /* not handed out */
+    for (int j = 0; j < k; j++) {
+        deft_ndarray_release(out[j]);
+        out[j] = NULL;
     }
-    deft_node_release(node); /* the lazy arrays hold it now */
-    deft_record_unlock();
-    return status;
+    return -1;
 }
 
 int deft_deferred_find_lazy(int n, deft_ndarray_t *const *arrays) {
@@ -265,7 +266,7 @@ static int gather_leaves(run_t *r) {
     for (int l = 0; l < p->num_leaf; l++) {
         const deft_plan_value_t *v = &p->leaf[l];
         const deft_node_t *node = r->g.nodes[v->node];
-        deft_ndarray_t *value = deft_record_of(node)->kept[v->index];
+        deft_ndarray_t *value = deft_record_kept(deft_record_of(node), v->index);
         if (!value)
             return deft_error(DEFT_ERR_INTERNAL,
                               "a recorded call lost the value of its input (output %d of a '%s')",
@@ -354,10 +355,9 @@ static int commit(run_t *r) {
         if (r->live[d]) {
             __atomic_store_n(&r->live[d]->tensor.storage, deft_storage_retain(r->fresh[d]),
                              __ATOMIC_RELEASE);
-            if (needed_later && !status)
-                status = deft_ndarray_alias(r->live[d], &rec->kept[v->index]);
+            if (needed_later && !status) status = deft_record_keep_alias(rec, v->index, r->live[d]);
         } else if (needed_later) {
-            rec->kept[v->index] = deft_ndarray_retain(r->kept[d]);
+            deft_record_keep(rec, v->index, deft_ndarray_retain(r->kept[d]));
         }
     }
     for (int i = 0; status == 0 && p->saves && i < g->num_nodes; i++) {
@@ -437,8 +437,11 @@ int deft_deferred_compute(int n, deft_ndarray_t *const *arrays) {
     int lazy = 0;
     while (lazy < n && (!arrays[lazy] || !deft_ndarray_is_lazy(arrays[lazy]))) lazy++;
     if (lazy == n) return 0; /* the common case costs no lock */
+    bool walking;
     deft_record_lock();
+    deft_record_walk_begin(&walking);
     int status = compute_locked(n, arrays);
+    deft_record_walk_end(walking);
     deft_record_unlock();
     return status;
 }

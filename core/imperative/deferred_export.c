@@ -120,7 +120,8 @@ static deft_entry_t substitute(export_state_t *s, const deft_entry_t *e,
 
 /* A Dropout that drops in training mode only (mode=training, the default). */
 static bool drops_in_training_only(const deft_node_t *node) {
-    if (!node->op || strcmp(node->op->op->name, "Dropout") != 0) return false;
+    const char *op = node->op ? node->op->op->name : "";
+    if (op[0] != 'D' || strcmp(op, "Dropout") != 0) return false; /* most nodes: one load */
     const char *mode = deft_node_attr(node, "mode");
     return !mode || strcmp(mode, "training") == 0;
 }
@@ -160,9 +161,7 @@ static int copy_node(export_state_t *s, int id, const char *name) {
         inputs[k] = substitute(s, &node->inputs[k], node, k);
         if (!inputs[k].node) return -1;
     }
-    return deft_node_new_op(
-        node->op, name, node->attrs.count, (const char *const *)node->attrs.keys,
-        (const char *const *)node->attrs.vals, node->num_inputs, inputs, &s->copies[id]);
+    return deft_node_copy_op(node, name, inputs, &s->copies[id]);
 }
 
 /* The name a node's copy takes: the first output name among its outputs. */
@@ -201,10 +200,7 @@ static int inline_node(export_state_t *s, const deft_graph_t *sub, int i, deft_e
         for (int k = 0; k < node->num_outputs; k++) map[sub->row_ptr[i] + k] = inputs[0];
         return 0;
     }
-    if (deft_node_new_op(node->op, NULL, node->attrs.count, (const char *const *)node->attrs.keys,
-                         (const char *const *)node->attrs.vals, node->num_inputs, inputs, &copy) ||
-        keep_made(s, copy))
-        return -1;
+    if (deft_node_copy_op(node, NULL, inputs, &copy) || keep_made(s, copy)) return -1;
     for (int k = 0; k < node->num_outputs; k++) map[sub->row_ptr[i] + k] = (deft_entry_t){copy, k};
     return 0;
 }

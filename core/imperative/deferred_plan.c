@@ -50,9 +50,12 @@ static int sign_outliving(void) {
             for (int k = 0; k < node->num_outputs; k++) why[first + k] = 0, live[first + k] = NULL;
             continue;
         }
-        unsigned char needed = rec->pending > c->consumers[i] ? DEFT_OUT_NEEDED : 0;
+        unsigned char needed = atomic_load(&rec->pending) > c->consumers[i] ? DEFT_OUT_NEEDED : 0;
         for (int k = 0; k < node->num_outputs; k++) {
-            deft_ndarray_t *arr = rec->live[k] ? deft_ndarray_try_retain(rec->live[k]) : NULL;
+            /* Freed meanwhile on another thread: its last reference is gone (try_retain
+             * fails), and the freeing waits for this walk before the memory goes (record.c). */
+            deft_ndarray_t *arr = __atomic_load_n(&rec->live[k], __ATOMIC_SEQ_CST);
+            arr = arr ? deft_ndarray_try_retain(arr) : NULL;
             live[first + k] = arr;
             why[first + k] = (unsigned char)(needed | (arr ? DEFT_OUT_LIVE : 0) |
                                              (rec->save_out >> k & 1 ? DEFT_OUT_SAVED : 0));

@@ -1,11 +1,14 @@
+#define _POSIX_C_SOURCE 200809L
 #include "core/imperative/record.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/base/error.h"
 #include "core/base/records.h"
+#include "core/base/spin.h"
 #include "core/base/tls.h"
 #include "core/imperative/autograd.h"
 #include "core/op/op.h"
@@ -23,14 +26,91 @@ void deft_record_unlock(void) {
     if (--tl_depth == 0) pthread_mutex_unlock(&lock);
 }
 
+/*
+ * A trigger walking (set only by the lock's holder). It reads `pending` and
+ * `live` of records that recorded calls and freed arrays change without the
+ * lock. Each side writes first and reads the other's word second, all
+ * sequentially consistent (Dekker's pattern): a lock-free caller that sees no
+ * walk knows the next walk sees its write; one that sees a walk waits for it
+ * by taking the lock, and then looks again (deft_record_settle), or knows the
+ * walk has let go of its array (deft_record_release_entry).
+ */
+static bool walking;
+
+void deft_record_walk_begin(bool *prev) {
+    *prev = walking;
+    __atomic_store_n(&walking, true, __ATOMIC_SEQ_CST);
+}
+
+void deft_record_walk_end(bool prev) {
+    __atomic_store_n(&walking, prev, __ATOMIC_RELEASE);
+}
+
+static void wait_for_walk(void) {
+    if (!__atomic_load_n(&walking, __ATOMIC_SEQ_CST)) return;
+    deft_record_lock();
+    deft_record_unlock();
+}
+
+/*
+ * Kept slots without the lock. A recorded call counts itself in `pending`
+ * and then fills an empty slot; a drop sees `pending` at zero and then empties
+ * it. Counted between the drop's look and its emptying, the call would find
+ * the value there and then lose it. So a drop swaps in DECIDING, looks at
+ * `pending` again, and puts the value back when a consumer came; whoever
+ * meets DECIDING waits the few instructions until the drop has decided.
+ */
+static char deciding_mark;
+#define DECIDING ((deft_ndarray_t *)&deciding_mark)
+
+static deft_ndarray_t *wait_decided(deft_ndarray_t **slot) {
+    deft_ndarray_t *v;
+    for (int spins = 0; (v = __atomic_load_n(slot, __ATOMIC_SEQ_CST)) == DECIDING; spins++)
+        if (spins < 64)
+            deft_cpu_relax();
+        else
+            sched_yield(); /* the dropping thread was preempted */
+    return v;
+}
+
+deft_ndarray_t *deft_record_kept(deft_record_t *rec, int k) {
+    return wait_decided(&rec->kept[k]);
+}
+
+void deft_record_keep(deft_record_t *rec, int k, deft_ndarray_t *value) {
+    deft_ndarray_t *seen = NULL;
+    while (!__atomic_compare_exchange_n(&rec->kept[k], &seen, value, false, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST)) {
+        if (seen != DECIDING) { /* kept already: the same value */
+            deft_ndarray_release(value);
+            return;
+        }
+        wait_decided(&rec->kept[k]);
+        seen = NULL;
+    }
+}
+
+int deft_record_keep_alias(deft_record_t *rec, int k, deft_ndarray_t *arr) {
+    deft_ndarray_t *alias;
+    if (deft_record_kept(rec, k)) return 0;
+    if (deft_ndarray_alias(arr, &alias)) return -1;
+    deft_record_keep(rec, k, alias);
+    return 0;
+}
+
 /* Drop the kept values no consumer needs. A value whose array is alive
  * stays (it costs no memory: the array holds the same storage), so a
  * parameter used by call after call is not captured afresh each time. */
 static void drop_unneeded(deft_record_t *rec) {
-    for (int k = 0; rec->pending == 0 && k < rec->num_outputs; k++) {
-        if (rec->live[k] && rec->kept[k]) continue;
-        deft_ndarray_release(rec->kept[k]);
-        rec->kept[k] = NULL;
+    for (int k = 0; k < rec->num_outputs; k++) {
+        if (atomic_load(&rec->pending) != 0) return;
+        deft_ndarray_t **slot = &rec->kept[k];
+        deft_ndarray_t *v = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+        if (!v || v == DECIDING || __atomic_load_n(&rec->live[k], __ATOMIC_ACQUIRE)) continue;
+        if ((v = __atomic_exchange_n(slot, DECIDING, __ATOMIC_SEQ_CST)) == DECIDING) continue;
+        bool needed = v && atomic_load(&rec->pending) != 0; /* a consumer came meanwhile */
+        __atomic_store_n(slot, needed ? v : NULL, __ATOMIC_RELEASE);
+        if (!needed) deft_ndarray_release(v);
     }
 }
 
@@ -41,13 +121,22 @@ static void drop_kept(deft_record_t *rec) {
     }
 }
 
+static void unuse(deft_record_t *in) {
+    if (atomic_fetch_sub(&in->pending, 1) == 1) drop_unneeded(in);
+}
+
+void deft_record_unuse(const deft_entry_t *entry) {
+    unuse(deft_record_of(entry->node));
+}
+
+/* The consumer is computed (by a trigger, under the lock) or unreachable (being freed). */
 void deft_record_drop_inputs(deft_node_t *consumer) {
     deft_record_t *rec = deft_record_of(consumer);
     if (!rec || !rec->holds_inputs) return;
     rec->holds_inputs = false;
     for (int i = 0; i < consumer->num_inputs; i++) {
         deft_record_t *in = deft_record_of(consumer->inputs[i].node);
-        if (in && --in->pending == 0) drop_unneeded(in);
+        if (in) unuse(in);
     }
 }
 
@@ -62,11 +151,7 @@ void deft_record_drop_saved(deft_node_t *node) {
 /* The node is unreachable: only its pending counts on its inputs are shared. */
 static void free_record(deft_node_t *node) {
     deft_record_t *rec = deft_record_of(node);
-    if (rec->holds_inputs) {
-        deft_record_lock();
-        deft_record_drop_inputs(node);
-        deft_record_unlock();
-    }
+    deft_record_drop_inputs(node);
     drop_kept(rec);
     deft_record_drop_saved(node);
     deft_ndarray_release(rec->grad);
@@ -139,19 +224,47 @@ int deft_record_variable(deft_ndarray_t *arr, const char *name) {
     return 0;
 }
 
+/* Reading entries without the lock: see record.h. */
 int deft_record_input_entries(int nin, deft_ndarray_t *const *in, deft_entry_t *entries) {
-    for (int i = 0; i < nin; i++) {
-        if (!in[i]->entry.node && deft_record_variable(in[i], NULL)) return -1;
+    int i = 0;
+    for (; i < nin && deft_record_entry_node(in[i]); i++) entries[i] = in[i]->entry;
+    if (i == nin) return 0;
+    deft_record_lock(); /* another thread may be giving the same array its variable */
+    int status = 0;
+    for (; status == 0 && i < nin; i++) {
+        if (!in[i]->entry.node) status = deft_record_variable(in[i], NULL);
         entries[i] = in[i]->entry;
     }
-    return 0;
+    deft_record_unlock();
+    return status;
 }
 
-int deft_record_use(const deft_entry_t *entry, deft_ndarray_t *value) {
+int deft_record_use(const deft_entry_t *entry, deft_ndarray_t *arr, bool *lazy) {
     deft_record_t *rec = deft_record_of(entry->node);
-    if (value && !rec->kept[entry->index] && deft_ndarray_alias(value, &rec->kept[entry->index]))
-        return -1;
-    rec->pending++;
+    *lazy = deft_ndarray_is_lazy(arr);
+    /* Counted first, then the slot filled: the order a drop relies on (drop_unneeded). */
+    atomic_fetch_add(&rec->pending, 1);
+    if (*lazy || deft_record_keep_alias(rec, entry->index, arr) == 0) return 0;
+    unuse(rec);
+    return -1;
+}
+
+/*
+ * A lazy input: the trigger that computes it decides whether its value
+ * outlives its run by counting `pending` as it walks. A call counted after
+ * that look finds the input computed now, without a kept value: it keeps the
+ * input's own. A walk still under way is waited for first (see `walking`).
+ */
+int deft_record_settle(int nin, deft_ndarray_t *const *in, const deft_entry_t *entries,
+                       const bool *lazy) {
+    bool any = false;
+    for (int i = 0; i < nin; i++) any = any || lazy[i];
+    if (!any) return 0;
+    wait_for_walk();
+    for (int i = 0; i < nin; i++)
+        if (lazy[i] && !deft_ndarray_is_lazy(in[i]) &&
+            deft_record_keep_alias(deft_record_of(entries[i].node), entries[i].index, in[i]))
+            return -1;
     return 0;
 }
 
@@ -161,10 +274,10 @@ void deft_record_set_entry(deft_ndarray_t *arr, deft_entry_t entry) {
                   (deft_entry_t){entry.node ? deft_node_retain(entry.node) : NULL, entry.index});
     if (!old.node) return;
     deft_record_t *rec = deft_record_of(old.node);
-    if (rec && rec->live[old.index] == arr) {
-        set_live(rec, old.index, NULL);
+    deft_ndarray_t *was = arr;
+    if (rec && __atomic_compare_exchange_n(&rec->live[old.index], &was, NULL, false,
+                                           __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
         drop_unneeded(rec);
-    }
     deft_node_release(old.node);
 }
 
@@ -176,23 +289,37 @@ void deft_record_set_live(deft_node_t *node, int k, deft_ndarray_t *arr) {
     set_live(deft_record_of(node), k, arr);
 }
 
-void deft_record_release_entry(deft_ndarray_t *arr) {
-    deft_node_t *node = arr->entry.node;
-    deft_record_t *rec = deft_record_of(node);
-    /* The slot can only hold this array if it was set when the array was made. */
-    if (!rec || __atomic_load_n(&rec->live[arr->entry.index], __ATOMIC_ACQUIRE) != arr) {
-        deft_node_release(node);
-        return;
-    }
-    deft_record_lock(); /* once, for the slot and for freeing what the node held */
-    set_live(rec, arr->entry.index, NULL);
+/* A variable's gradient array is its array's: with create_graph, that
+ * gradient's history reaches the variable's node, whose record holds the
+ * gradient, a cycle that only the variable's own array going can break.
+ * Backward reads the gradient under the lock. */
+static void release_variable(deft_node_t *node, deft_record_t *rec) {
+    deft_record_lock();
+    set_live(rec, 0, NULL);
     drop_unneeded(rec);
-    /* A variable's gradient array is its array's: with create_graph, that
-     * gradient's history reaches the variable's node, whose record holds the
-     * gradient, a cycle that only the variable's own array going can break. */
-    deft_ndarray_t *grad = node->op ? NULL : rec->grad;
-    if (grad) rec->grad = NULL, rec->grad_req = DEFT_GRAD_REQ_NULL;
+    deft_ndarray_t *grad = rec->grad;
+    rec->grad = NULL, rec->grad_req = DEFT_GRAD_REQ_NULL;
     deft_node_release(node);
     deft_ndarray_release(grad);
     deft_record_unlock();
+}
+
+void deft_record_release_entry(deft_ndarray_t *arr) {
+    deft_node_t *node = arr->entry.node;
+    deft_record_t *rec = deft_record_of(node);
+    int k = arr->entry.index;
+    /* The slot can only hold this array if it was set when the array was made. */
+    if (!rec || __atomic_load_n(&rec->live[k], __ATOMIC_ACQUIRE) != arr) {
+        deft_node_release(node);
+        return;
+    }
+    if (!node->op) {
+        release_variable(node, rec);
+        return;
+    }
+    /* A walk that read the slot before it was cleared may still use the array: wait for it. */
+    __atomic_store_n(&rec->live[k], NULL, __ATOMIC_SEQ_CST);
+    wait_for_walk();
+    drop_unneeded(rec);
+    deft_node_release(node);
 }

@@ -10,9 +10,31 @@
  * counts once in `pending` of each of its inputs; when the count falls to
  * zero the values go.
  *
- * All records change under one process-wide lock (reentrant, because freeing
- * a node while holding it frees records too). Recording and triggering take
- * it once per call; nothing waits for computation while holding it.
+ * Who touches a record, and how (recording and deferred compute are per
+ * thread, but arrays, and with them nodes, are shared: a parameter is an
+ * input of every thread's graph, a lazy array may be read on another thread,
+ * the engine's workers drop the last references of runs):
+ *  - A recorded call (deft_record_use, deft_record_settle) takes no lock: its
+ *    own node is private until its arrays are handed out, and on its inputs'
+ *    records it only counts itself in `pending` (an atomic) and fills an
+ *    empty `kept` slot (a compare-and-swap). Only giving a history-less input
+ *    its variable takes the lock (two threads may try at once).
+ *  - Freeing an array or a node (deft_record_release_entry, the node's
+ *    ext_free) takes no lock either: it clears `live`, drops its counts in
+ *    `pending` and the values nobody needs any more (record.c says how a
+ *    drop and a recorded call agree on a `kept` slot without one).
+ *  - A trigger (deferred.c), a backward, an export, marking variables and
+ *    replacing an array's history run under one process-wide lock (reentrant,
+ *    because freeing a node while holding it frees records too). A trigger
+ *    also says, while it holds the lock, that it is walking (walk_begin /
+ *    walk_end): it reads `pending` and `live` of records that lock-free
+ *    callers change, and those, seeing it walk, wait for it to end (record.c).
+ *  - An array's entry changes under the lock only. A recorded call reads its
+ *    inputs' entries without it, as autograd's recording does: replacing the
+ *    history of an array (marking it, clearing it, backward writing its
+ *    gradient into it) while another thread passes that same array to a call
+ *    is a race on the array, like writing its values would be.
+ * Nothing waits for computation while holding the lock.
  */
 #ifndef DEFT_CORE_RECORD_H
 #define DEFT_CORE_RECORD_H
@@ -25,12 +47,13 @@ typedef struct deft_record {
     bool requires_grad; /* a marked variable, or recorded from one (autograd.h) */
     bool holds_inputs;  /* counted in its inputs' pending (until computed or freed) */
     bool training;      /* the caller's training flag when the call was recorded */
-    int pending;        /* recorded consumers that still need its values */
+    atomic_int pending; /* recorded consumers that still need its values */
     deft_device_t device;
     int num_outputs;
     deft_desc_t *desc;     /* per output: known when recorded */
     deft_ndarray_t **live; /* per output: the array handed out, not retained; NULL once freed */
-    deft_ndarray_t **kept; /* per output: the value kept for pending consumers (no entry) */
+    deft_ndarray_t **kept; /* per output: the value kept for pending consumers (no entry);
+                            * read with deft_record_kept, set with deft_record_keep */
     /* autograd (autograd.h) */
     int grad_req;               /* variables: DEFT_GRAD_REQ_* */
     deft_ndarray_t *grad;       /* variables: where backward writes (retained) */
@@ -45,6 +68,11 @@ typedef struct deft_record {
 
 void deft_record_lock(void);
 void deft_record_unlock(void);
+
+/* Under the lock: a trigger's walk starts (it reads `pending` and `live`, which
+ * lock-free callers change), and ends; *prev for nesting. */
+void deft_record_walk_begin(bool *prev);
+void deft_record_walk_end(bool prev);
 
 static inline deft_record_t *deft_record_of(const deft_node_t *node) {
     return node->ext;
@@ -62,13 +90,14 @@ int deft_record_attach(deft_node_t *node, deft_device_t device, const deft_desc_
 int deft_record_variable(deft_ndarray_t *arr, const char *name);
 
 /* The entries of a recorded call's inputs, giving arrays made outside any
- * recording a variable. Under the lock. */
+ * recording a variable (taking the lock only for that). */
 int deft_record_input_entries(int nin, deft_ndarray_t *const *in, deft_entry_t *entries);
 
 /* A variable node with a record for an array, not attached to it yet. */
 int deft_record_new_variable(const deft_ndarray_t *arr, const char *name, deft_node_t **out);
 
-/* The array handed out for output k of a recorded node (not retained), or NULL. Under the lock. */
+/* The array handed out for output k of a recorded node (not retained), or NULL: for a node
+ * not shared yet, or under the lock. */
 void deft_record_set_live(deft_node_t *node, int k, deft_ndarray_t *arr);
 
 /* The node of an array's entry, read without the lock (NULL: no history). */
@@ -76,11 +105,27 @@ static inline deft_node_t *deft_record_entry_node(const deft_ndarray_t *arr) {
     return __atomic_load_n(&arr->entry.node, __ATOMIC_ACQUIRE);
 }
 
-/* A consumer is recorded on `entry` whose value `value` (NULL while lazy)
- * has: count it in the producer's pending and keep the value. Under the lock. */
-int deft_record_use(const deft_entry_t *entry, deft_ndarray_t *value);
+/* A consumer is recorded on `entry`, the entry of input array `arr`: count it
+ * in the producer's pending and, when arr has a value, keep it. *lazy: arr had
+ * none (pass it to deft_record_settle). Takes no lock. */
+int deft_record_use(const deft_entry_t *entry, deft_ndarray_t *arr, bool *lazy);
 
-/* A consumer no longer needs its inputs (it was computed or freed). Under the lock. */
+/* Undo a deft_record_use (the call failed before its node was made). */
+void deft_record_unuse(const deft_entry_t *entry);
+
+/* After counting a call in all its inputs: inputs that were lazy and were
+ * computed meanwhile (by a trigger on another thread) keep their values for it. */
+int deft_record_settle(int nin, deft_ndarray_t *const *in, const deft_entry_t *entries,
+                       const bool *lazy);
+
+/* The value output k keeps (NULL: none), and keeping one (the reference is
+ * taken over; dropped if the slot is already filled); keep_alias keeps an
+ * alias of arr, if the slot is empty. */
+deft_ndarray_t *deft_record_kept(deft_record_t *rec, int k);
+void deft_record_keep(deft_record_t *rec, int k, deft_ndarray_t *value);
+int deft_record_keep_alias(deft_record_t *rec, int k, deft_ndarray_t *arr);
+
+/* A consumer no longer needs its inputs (it was computed or freed). */
 void deft_record_drop_inputs(deft_node_t *consumer);
 
 /* A new array (no entry, nobody else's yet) takes the caller's reference to entry's node. */
@@ -93,7 +138,7 @@ void deft_record_set_entry(deft_ndarray_t *arr, deft_entry_t entry);
 void deft_record_drop_saved(deft_node_t *node);
 
 /* An array with an entry is being freed: forget it as its node's live output
- * and drop its reference to the node. */
+ * and drop its reference to the node. Takes the lock only for a variable. */
 void deft_record_release_entry(deft_ndarray_t *arr);
 
 #endif
