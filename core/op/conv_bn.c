@@ -125,7 +125,7 @@ static int conv_bn_forward(const deft_op_t *op, const deft_param_value_t *p, int
      * the batch statistics (BatchNorm's hidden outputs, left unwritten then). */
     bool moving = p[P_GLOBAL].i || !deft_op_training();
     if (!moving || out[0].device.type != DEFT_DEV_CPU || out[0].dtype != DEFT_DT_FLOAT32 ||
-        p[P_AXIS].i != 1 || !deft_conv_direct_fits(&g, DEFT_DT_FLOAT32) ||
+        p[P_AXIS].i != 1 || !deft_conv_direct_scaled_fits(&g, DEFT_DT_FLOAT32) ||
         deft_op_output_wanted(1) || deft_op_output_wanted(2))
         return run_both(&pt, p, in, nout, out);
     float *st = malloc((size_t)(2 * g.filt + 1) * sizeof(float));

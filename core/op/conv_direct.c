@@ -205,15 +205,7 @@ static ALWAYS AVX512 void tile(const direct_job_t *j, const float *band, const f
     }
     const float *x = band + (y - y0) * j->sh * j->icb * j->wp * CB + x0 * SW * CB;
     tile_macs(j, x, wo, P, NB, SW, acc);
-    for (int b = 0; j->scale && b < NB; b++) {
-        __m512 s = _mm512_loadu_ps(j->scale + o0 + b * CB),
-               t = _mm512_loadu_ps(j->bias + o0 + b * CB);
-#pragma GCC unroll 14
-        for (int p = 0; p < P; p++) acc[b][p] = _mm512_fmadd_ps(acc[b][p], s, t);
-    }
-    for (int b = 0; j->relu && b < NB; b++)
-#pragma GCC unroll 14
-        for (int p = 0; p < P; p++) acc[b][p] = _mm512_max_ps(acc[b][p], _mm512_setzero_ps());
+    deft_direct_epilogue(acc, P, NB, j->scale, j->bias, j->relu, o0);
     deft_direct_store_tile(acc, P, NB, j->oc - o0, j->oh * j->ow,
                            out + o0 * j->oh * j->ow + y * j->ow + x0);
 }
@@ -349,9 +341,15 @@ int deft_conv_direct_lower(const deft_conv_geom_t *g, const float *image, const 
     return pack_and_run(&j, g, w, false, bias, wkey);
 }
 
+bool deft_conv_direct_scaled_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
+    return deft_conv_direct_fits(g, dtype) || deft_conv_stem_fits(g, dtype);
+}
+
 int deft_conv_direct_lower_scaled(const deft_conv_geom_t *g, const float *image, const float *w,
                                   const float *scale, const float *shift, bool relu, float *colside,
                                   const deft_content_key_t *wkey) {
+    if (!deft_conv_direct_fits(g, DEFT_DT_FLOAT32))
+        return deft_conv_stem_lower_scaled(g, image, w, scale, shift, relu, colside);
     direct_job_t j;
     job_for(&j, g);
     float *spk = calloc((size_t)j.ocp, sizeof(float));
@@ -400,6 +398,10 @@ bool deft_conv_direct_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     return false;
 }
 bool deft_conv_direct_raise_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
+    (void)g, (void)dtype;
+    return false;
+}
+bool deft_conv_direct_scaled_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     (void)g, (void)dtype;
     return false;
 }

@@ -112,6 +112,23 @@ static ALWAYS AVX512 void deft_direct_store_tile(__m512 acc[MAX_BLOCKS][MAX_PIX]
     }
 }
 
+/* A forward tile's last steps before the store: acc = acc scale + shift per
+ * output channel where scale is not NULL (a BatchNorm folded in; the bias is
+ * the tile's start otherwise), then max(acc, 0) with relu. scale and shift
+ * are read for NB blocks from o0. */
+static ALWAYS AVX512 void deft_direct_epilogue(__m512 acc[MAX_BLOCKS][MAX_PIX], int P, int NB,
+                                               const float *scale, const float *shift, bool relu,
+                                               int64_t o0) {
+    for (int b = 0; scale && b < NB; b++) {
+        __m512 s = _mm512_loadu_ps(scale + o0 + b * CB), t = _mm512_loadu_ps(shift + o0 + b * CB);
+#pragma GCC unroll 14
+        for (int p = 0; p < P; p++) acc[b][p] = _mm512_fmadd_ps(acc[b][p], s, t);
+    }
+    for (int b = 0; relu && b < NB; b++)
+#pragma GCC unroll 14
+        for (int p = 0; p < P; p++) acc[b][p] = _mm512_max_ps(acc[b][p], _mm512_setzero_ps());
+}
+
 /* A row kernel `name`: the tiles of output row y for channels o0 .., in NB
  * blocks, width stride SW, from tile_fn(j, band, wo, y0, y, x0, o0, out, P,
  * NB, SW) with its pixel count P a constant (MAX_PIX, then the tail's). */
