@@ -813,14 +813,20 @@ END_TEST
  * Executors fold a BatchNorm into the Convolution it alone reads, and the
  * relu that alone reads the BatchNorm (_conv_bn, _conv_bn_relu,
  * core/graph/fold_bn.c). Predict mode: the per-channel affine map against
- * the loops here (the direct kernel's epilogue for 32 -> 64, the kernels
- * one after the other for the RGB stem's 3 channels). Training mode: the
- * same values and moving statistics as the operators invoked one by one.
+ * the loops here (in the tiles of the direct kernel for 32 -> 64 and for a
+ * ResNet's 1x1 stride-2 shortcut, of the stem kernel for the RGB stem's 3
+ * channels; the kernels one after the other for 5 -> 16, which neither
+ * takes). Training mode: the same values and moving statistics as the
+ * operators invoked one by one.
  */
 static const conv_case_t folded_cases[] = {
     {2, 2, 32, 64, 1, DIMS(9, 15), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
      DIMS(0)},
     {2, 2, 3, 16, 1, DIMS(12, 13), DIMS(7, 7), DIMS(2, 2), DIMS(3, 3), DIMS(1, 1), DIMS(0), false,
+     DIMS(0)},
+    {2, 3, 32, 48, 1, DIMS(9, 15), DIMS(1, 1), DIMS(2, 2), DIMS(0, 0), DIMS(1, 1), DIMS(0), false,
+     DIMS(0)},
+    {2, 2, 5, 16, 1, DIMS(8, 9), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
      DIMS(0)},
 };
 

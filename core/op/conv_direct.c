@@ -38,7 +38,8 @@ bool deft_conv_direct_on(void) {
 }
 
 #if DEFT_CONV_DIRECT_X86
-bool deft_conv_direct_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
+/* Whether the blocked kernels take g, 1x1 kernels included. */
+static bool blocked_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     if (atomic_load(&direct_off) || dtype != DEFT_DT_FLOAT32 || g->groups != 1) return false;
     /* 2-D: no depth, no dilation; the width stride is compiled in */
     if (g->img[0] != 1 || g->k[0] != 1 || g->p[0] != 0 || g->s[0] != 1) return false;
@@ -47,10 +48,13 @@ bool deft_conv_direct_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     if (round_up(g->chan, CB) * 4 > g->chan * 5 || round_up(g->filt, CB) * 4 > g->filt * 5)
         return false;
     if (g->batch == 0 || g->chan == 0 || g->col[1] == 0 || g->col[2] == 0) return false;
+    return __builtin_cpu_supports("avx512f");
+}
+
+bool deft_conv_direct_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     /* 1x1: im2col's GEMM reads the image itself (or a strided copy), and
      * with one tap per channel the tiles are too short to win (measured). */
-    if (g->k[1] * g->k[2] == 1) return false;
-    return __builtin_cpu_supports("avx512f");
+    return g->k[1] * g->k[2] != 1 && blocked_fits(g, dtype);
 }
 
 void deft_direct_job_init(direct_job_t *j, const deft_conv_geom_t *g, int64_t items) {
@@ -342,13 +346,13 @@ int deft_conv_direct_lower(const deft_conv_geom_t *g, const float *image, const 
 }
 
 bool deft_conv_direct_scaled_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
-    return deft_conv_direct_fits(g, dtype) || deft_conv_stem_fits(g, dtype);
+    return blocked_fits(g, dtype) || deft_conv_stem_fits(g, dtype);
 }
 
 int deft_conv_direct_lower_scaled(const deft_conv_geom_t *g, const float *image, const float *w,
                                   const float *scale, const float *shift, bool relu, float *colside,
                                   const deft_content_key_t *wkey) {
-    if (!deft_conv_direct_fits(g, DEFT_DT_FLOAT32))
+    if (!blocked_fits(g, DEFT_DT_FLOAT32))
         return deft_conv_stem_lower_scaled(g, image, w, scale, shift, relu, colside);
     direct_job_t j;
     job_for(&j, g);
