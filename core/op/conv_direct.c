@@ -207,11 +207,12 @@ static ALWAYS AVX512 void tile(const direct_job_t *j, const float *band, const f
 #pragma GCC unroll 14
         for (int p = 0; p < P; p++) acc[b][p] = init;
     }
+    float *dst = out + o0 * j->oh * j->ow + y * j->ow + x0;
+    deft_direct_prefetch_tile(P, NB, j->oc - o0, j->oh * j->ow, dst);
     const float *x = band + (y - y0) * j->sh * j->icb * j->wp * CB + x0 * SW * CB;
     tile_macs(j, x, wo, P, NB, SW, acc);
     deft_direct_epilogue(acc, P, NB, j->scale, j->bias, j->relu, o0);
-    deft_direct_store_tile(acc, P, NB, j->oc - o0, j->oh * j->ow,
-                           out + o0 * j->oh * j->ow + y * j->ow + x0);
+    deft_direct_store_tile(acc, P, NB, j->oc - o0, j->oh * j->ow, dst);
 }
 
 /* The tiles of output row y for channels o0 .., in NB blocks, stride SW. */

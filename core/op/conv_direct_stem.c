@@ -113,6 +113,8 @@ static ALWAYS AVX512 void stem_tile(const stem_job_t *j, const float *band, cons
 #pragma GCC unroll 14
         for (int p = 0; p < P; p++) acc[b][p] = init;
     }
+    float *dst = out + o0 * j->oh * j->ow + y * j->ow + x0;
+    deft_direct_prefetch_tile(P, NB, j->oc - o0, j->oh * j->ow, dst);
     const int64_t row = j->wp * CI;
     const float *x = band + (y - y0) * j->sh * row + x0 * SW * CI;
     for (int64_t r = 0; r < j->kh; r++)
@@ -130,8 +132,7 @@ static ALWAYS AVX512 void stem_tile(const stem_job_t *j, const float *band, cons
             }
         }
     deft_direct_epilogue(acc, P, NB, j->scale, j->bias, j->relu, o0);
-    deft_direct_store_tile(acc, P, NB, j->oc - o0, j->oh * j->ow,
-                           out + o0 * j->oh * j->ow + y * j->ow + x0);
+    deft_direct_store_tile(acc, P, NB, j->oc - o0, j->oh * j->ow, dst);
 }
 
 #define STEM_ROW(NB, SW) DEFT_DIRECT_ROW_KERNEL(stem_row_##NB##_##SW, stem_job_t, stem_tile, NB, SW)
