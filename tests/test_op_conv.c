@@ -824,7 +824,7 @@ static const conv_case_t folded_cases[] = {
      DIMS(0)},
     {2, 2, 3, 16, 1, DIMS(12, 13), DIMS(7, 7), DIMS(2, 2), DIMS(3, 3), DIMS(1, 1), DIMS(0), false,
      DIMS(0)},
-    {2, 3, 32, 48, 1, DIMS(9, 15), DIMS(1, 1), DIMS(2, 2), DIMS(0, 0), DIMS(1, 1), DIMS(0), false,
+    {2, 3, 40, 48, 1, DIMS(10, 15), DIMS(1, 1), DIMS(2, 2), DIMS(0, 0), DIMS(1, 1), DIMS(0), false,
      DIMS(0)},
     {2, 2, 5, 16, 1, DIMS(8, 9), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
      DIMS(0)},

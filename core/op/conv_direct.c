@@ -64,6 +64,9 @@ void deft_direct_job_init(direct_job_t *j, const deft_conv_geom_t *g, int64_t it
     j->ih = g->img[1], j->iw = g->img[2], j->oh = g->col[1], j->ow = g->col[2];
     j->kh = g->k[1], j->kw = g->k[2], j->sh = g->s[1], j->sw = g->s[2];
     j->ph = g->p[1], j->pw = g->p[2];
+    j->step = 1;
+    if (j->kh * j->kw == 1 && j->ph == 0 && j->pw == 0 && j->sh == 2 && j->sw == 2)
+        j->step = 2, j->sh = j->sw = 1; /* packing half the rows and columns, not all */
     j->wp = (j->ow - 1) * j->sw + j->kw;
     /* bands: an L2 share of input, and at least `items` of them in all */
     int64_t row_bytes = j->sh * j->icp * j->wp * 4;
@@ -145,23 +148,50 @@ int64_t deft_direct_band_rows(const direct_job_t *j, int64_t r0, int64_t r1) {
     return (r1 - r0 - 1) * j->sh + j->kh;
 }
 
-/* buf (rows, icb, wp, CB) = image rows from `first` on, zero outside the image. */
+/* transpose_block of the even columns of src: dst row c = column 2 c. */
+static ALWAYS AVX512 void transpose_even(const float *src, int64_t sld, int rows, int cols,
+                                         float *dst, int64_t dld) {
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const int n = 2 * cols - 1,
+              first = n < 16 ? n : 16; /* the floats read: to column 2 (cols - 1) */
+    const __mmask16 m0 = (__mmask16)((1u << first) - 1), m1 = (__mmask16)((1u << (n - first)) - 1);
+    __m512 r[16], out[16];
+    for (int i = 0; i < 16; i++)
+        r[i] = i < rows ? _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(m0, src + i * sld), even,
+                                                 _mm512_maskz_loadu_ps(m1, src + i * sld + 16))
+                        : _mm512_setzero_ps();
+    transpose16(r, out);
+    for (int c = 0; c < cols; c++) _mm512_storeu_ps(dst + c * dld, out[c]);
+}
+
+/* buf (rows, icb, wp, CB) = image rows from `first` on, zero outside the
+ * image (with j->step 2, of the image's even rows and columns). */
 AVX512 void deft_direct_pack_band(const direct_job_t *j, const float *img, int64_t first,
                                   int64_t rows, float *buf) {
-    const int64_t plane = j->ih * j->iw, blk = j->wp * CB;
-    const int64_t lo = j->pw, hi = j->pw + j->iw < j->wp ? j->pw + j->iw : j->wp;
+    const int64_t plane = j->ih * j->iw, blk = j->wp * CB, st = j->step;
+    const int64_t width = (j->iw + st - 1) / st, height = (j->ih + st - 1) / st;
+    const int64_t hi = j->pw + width < j->wp ? j->pw + width : j->wp, lo = j->pw < hi ? j->pw : hi;
     for (int64_t r = 0; r < rows; r++) {
         int64_t y = first + r;
         for (int64_t b = 0; b < j->icb; b++) {
             float *dst = buf + (r * j->icb + b) * blk;
-            if (y < 0 || y >= j->ih || b * CB + CB > j->ic || lo > 0 || hi < j->wp)
+            if (y < 0 || y >= height || b * CB + CB > j->ic) {
                 memset(dst, 0, (size_t)blk * sizeof(float));
-            if (y < 0 || y >= j->ih) continue;
-            const float *src = img + b * CB * plane + y * j->iw;
+            } else { /* only the padding columns: the others are written below */
+                memset(dst, 0, (size_t)(lo * CB) * sizeof(float));
+                memset(dst + hi * CB, 0, (size_t)((j->wp - hi) * CB) * sizeof(float));
+            }
+            if (y < 0 || y >= height) continue;
+            const float *src = img + b * CB * plane + y * st * j->iw;
             int rows = j->ic - b * CB < CB ? (int)(j->ic - b * CB) : CB;
-            for (int64_t x = lo; x < hi; x += CB)
-                transpose_block(src + x - j->pw, plane, rows, hi - x < CB ? (int)(hi - x) : CB,
-                                dst + x * CB, CB);
+            for (int64_t x = lo; x < hi; x += CB) {
+                const int cols = hi - x < CB ? (int)(hi - x) : CB;
+                if (st == 1)
+                    transpose_block(src + x - j->pw, plane, rows, cols, dst + x * CB, CB);
+                else
+                    transpose_even(src + 2 * (x - j->pw), plane, rows, cols, dst + x * CB, CB);
+            }
         }
     }
 }

@@ -39,6 +39,9 @@ typedef struct direct_job {
     int64_t ih, iw, oh, ow;         /* spatial sizes */
     int64_t kh, kw, sh, sw, ph, pw; /* kernel, stride, padding */
     int64_t wp;                     /* packed columns: those the row's taps read */
+    int64_t step;                   /* 2: a 1x1 kernel at stride 2, no padding, run at stride 1
+                                       on the image's even rows and columns (the packing
+                                       picks them); 1 otherwise */
     int64_t band, nbands;           /* output rows per work item */
     int64_t osplits;                /* runs of output channels per band (forward items) */
     const float *image, *bias;      /* bias: NULL, or ocp entries */

@@ -202,8 +202,7 @@ int deft_conv_stem_lower(const deft_conv_geom_t *g, const float *image, const fl
 }
 
 int deft_conv_stem_lower_scaled(const deft_conv_geom_t *g, const float *image, const float *w,
-                                const float *scale, const float *shift, bool relu,
-                                float *colside) {
+                                const float *scale, const float *shift, bool relu, float *colside) {
     return stem_run(g, image, w, shift, scale, relu, colside);
 }
 
@@ -219,8 +218,7 @@ int deft_conv_stem_lower(const deft_conv_geom_t *g, const float *image, const fl
     return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct kernel here");
 }
 int deft_conv_stem_lower_scaled(const deft_conv_geom_t *g, const float *image, const float *w,
-                                const float *scale, const float *shift, bool relu,
-                                float *colside) {
+                                const float *scale, const float *shift, bool relu, float *colside) {
     (void)g, (void)image, (void)w, (void)scale, (void)shift, (void)relu, (void)colside;
     return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct kernel here");
 }
