@@ -363,7 +363,9 @@ END_TEST
  * The direct AVX-512 kernels (conv_direct.c) take 2-D float32 convolutions
  * with groups 1, no dilation, width stride 1 or 2 and channels that round up
  * to blocks of 16 with little waste, but not 1x1 kernels. The cases cover
- * full and partial register tiles (widths 15, 29, 11), one and two output
+ * full and partial register tiles (widths 15, 29, 11), tiles of two rows
+ * where the output is 7 wide (5 rows: two pairs and one row; 6 rows at
+ * stride 2: three pairs), one and two output
  * blocks and a partial one (72 channels), input channels not a multiple of
  * 16 (70), stride 2 in either dimension, 2x2 and 7x7 kernels, padding,
  * bands of rows split between threads (60 rows, one image), and weights
@@ -393,6 +395,8 @@ static const conv_case_t direct_cases[] = {
     {2, 2, 70, 16, 1, DIMS(64, 33), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
     {2, 2, 16, 48, 1, DIMS(32, 33), DIMS(3, 3), DIMS(1, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
+     DIMS(0)},
+    {2, 2, 32, 48, 1, DIMS(12, 13), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
 };
 static const conv_case_t direct_deconv_cases[] = {
