@@ -184,13 +184,17 @@ AVX512 void deft_direct_pack_band(const direct_job_t *j, const float *img, int64
             }
             if (y < 0 || y >= height) continue;
             const float *src = img + b * CB * plane + y * st * j->iw;
-            int rows = j->ic - b * CB < CB ? (int)(j->ic - b * CB) : CB;
+            int chans = j->ic - b * CB < CB ? (int)(j->ic - b * CB) : CB;
+            if (r + 1 < rows && y + 1 < height) /* the next row's, from memory at a batch */
+                for (int c = 0; c < chans; c++)
+                    for (int64_t x = 0; x < j->iw; x += 16)
+                        _mm_prefetch((const char *)(src + c * plane + st * j->iw + x), _MM_HINT_T0);
             for (int64_t x = lo; x < hi; x += CB) {
                 const int cols = hi - x < CB ? (int)(hi - x) : CB;
                 if (st == 1)
-                    transpose_block(src + x - j->pw, plane, rows, cols, dst + x * CB, CB);
+                    transpose_block(src + x - j->pw, plane, chans, cols, dst + x * CB, CB);
                 else
-                    transpose_even(src + 2 * (x - j->pw), plane, rows, cols, dst + x * CB, CB);
+                    transpose_even(src + 2 * (x - j->pw), plane, chans, cols, dst + x * CB, CB);
             }
         }
     }
