@@ -8,11 +8,12 @@
  * Where BatchNorm normalises with its moving statistics (predict mode, or
  * use_global_stats), it is an affine map per channel,
  *   y = (conv - mean) gamma / sqrt(var + eps) + beta = conv s + t,
- * which the direct kernel applies to its register tiles before it stores
- * them: no pass over the output, no buffer for the convolution's. Anywhere
- * else (training mode, other kernels, other dtypes, a GPU) the node runs
- * the two operators' own kernels one after the other, BatchNorm in place,
- * so its values, moving statistics and hidden outputs are theirs exactly.
+ * which the direct kernels (conv_direct.c; conv_direct_stem.c for an RGB
+ * image) apply to their register tiles before they store them: no pass
+ * over the output, no buffer for the convolution's. Anywhere else
+ * (training mode, other kernels, other dtypes, a GPU) the node runs the two
+ * operators' own kernels one after the other, BatchNorm in place, so its
+ * values, moving statistics and hidden outputs are theirs exactly.
  *
  * Inputs: data, weight, gamma, beta, moving_mean, moving_var (the last two
  * updated in training mode, as BatchNorm's). Outputs: BatchNorm's.
