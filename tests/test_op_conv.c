@@ -391,6 +391,9 @@ static const conv_case_t direct_cases[] = {
      * pair's weights (and a partial pair: 136 channels) */
     {2, 1, 128, 136, 1, DIMS(5, 7), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
+    /* ... and at a batch: the bands packed first, each block pair over them all */
+    {2, 3, 128, 136, 1, DIMS(5, 7), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
     /* enough output pixels (>= 1024) for the direct weight gradient too */
     {2, 2, 70, 16, 1, DIMS(64, 33), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},

@@ -289,10 +289,38 @@ PAIR_KERNEL(2, 2)
 
 /* ---- work items: (image, band of output rows) ---- */
 
+/* Output rows [r0, r1) of image out, the block pair from o0 with weights
+ * wo, from the packed band of those rows. */
+static void pair_rows(const direct_job_t *j, const float *band, const float *wo, int64_t r0,
+                      int64_t r1, int64_t o0, float *out) {
+    const bool s1 = j->sw == 1, paired = j->ow == PAIR_OW, wide = j->ocp - o0 >= MAX_BLOCKS * CB;
+    const row_fn row = wide ? (s1 ? row_2_1 : row_2_2) : (s1 ? row_1_1 : row_1_2);
+    const row_fn pair = wide ? (s1 ? pair_2_1 : pair_2_2) : (s1 ? pair_1_1 : pair_1_2);
+    for (int64_t y = r0; y < r1; y++)
+        if (paired && y + 1 < r1)
+            pair(j, band, wo, r0, y++, o0, out);
+        else
+            row(j, band, wo, r0, y, o0, out);
+}
+
+/* Floats of one packed band (rounded up to a whole vector). */
+static int64_t band_floats_of(const direct_job_t *j) {
+    return round_up(deft_direct_band_rows(j, 0, j->band) * j->icb * j->wp * CB, 16);
+}
+
+/* Band nb's image, output rows [*r0, *r1), and where its input starts. */
+static int64_t band_of(const direct_job_t *j, int64_t nb, int64_t *r0, int64_t *r1,
+                       const float **img) {
+    const int64_t n = nb / j->nbands;
+    *r0 = nb % j->nbands * j->band;
+    *r1 = *r0 + j->band < j->oh ? *r0 + j->band : j->oh;
+    *img = j->image + n * j->ic * j->ih * j->iw;
+    return n;
+}
+
 static void band_items(void *ctx, int64_t begin, int64_t end) {
     direct_job_t *j = ctx;
-    const int64_t rows = deft_direct_band_rows(j, 0, j->band);
-    const int64_t band_floats = round_up(rows * j->icb * j->wp * CB, 16);
+    const int64_t band_floats = band_floats_of(j);
     const int64_t pair_floats = j->wpk ? 0 : MAX_BLOCKS * CB * j->kh * j->kw * j->icp;
     float *band = aligned_alloc(64, (size_t)(band_floats + pair_floats) * 4);
     if (!band) {
@@ -300,33 +328,96 @@ static void band_items(void *ctx, int64_t begin, int64_t end) {
         return;
     }
     float *own = band + band_floats; /* the pair's weights, packed here without j->wpk */
-    const bool s1 = j->sw == 1, paired = j->ow == PAIR_OW;
-    const row_fn two = s1 ? row_2_1 : row_2_2, one = s1 ? row_1_1 : row_1_2;
-    const row_fn pair_two = s1 ? pair_2_1 : pair_2_2, pair_one = s1 ? pair_1_1 : pair_1_2;
     const int64_t step = MAX_BLOCKS * CB, pairs = (j->ocp + step - 1) / step;
     int64_t packed = -1; /* the band in the buffer, as item / osplits */
     for (int64_t item = begin; item < end; item++) {
-        int64_t nb = item / j->osplits, s = item % j->osplits;
-        int64_t n = nb / j->nbands, r0 = nb % j->nbands * j->band;
-        int64_t r1 = r0 + j->band < j->oh ? r0 + j->band : j->oh;
+        int64_t nb = item / j->osplits, s = item % j->osplits, r0, r1;
+        const float *img;
+        int64_t n = band_of(j, nb, &r0, &r1, &img);
         if (packed != nb)
-            deft_direct_pack_band(j, j->image + n * j->ic * j->ih * j->iw, r0 * j->sh - j->ph,
-                                  deft_direct_band_rows(j, r0, r1), band);
+            deft_direct_pack_band(j, img, r0 * j->sh - j->ph, deft_direct_band_rows(j, r0, r1),
+                                  band);
         packed = nb;
         float *out = j->out + n * j->oc * j->oh * j->ow;
         const int64_t o1 = pairs * (s + 1) / j->osplits * step;
         for (int64_t o0 = pairs * s / j->osplits * step; o0 < o1 && o0 < j->ocp; o0 += step) {
             const float *wo = j->wpk ? j->wpk + o0 * j->kh * j->kw * j->icp : own;
             if (!j->wpk) pack_pair(j, j->w, j->flip, o0, own);
-            const bool wide = j->ocp - o0 >= step;
-            for (int64_t y = r0; y < r1; y++)
-                if (paired && y + 1 < r1)
-                    (wide ? pair_two : pair_one)(j, band, wo, r0, y++, o0, out);
-                else
-                    (wide ? two : one)(j, band, wo, r0, y, o0, out);
+            pair_rows(j, band, wo, r0, r1, o0, out);
         }
     }
     free(band);
+}
+
+/* Where the packed weights have more bytes than this (an L2 share), each
+ * band reads them all from L3 or memory again: bands are then as large as
+ * BAND_BYTES allows and the threads share the output channels instead
+ * (512 -> 512 at 7x7, one image: 7 bands of a row read 66 MB of weights, one
+ * band 9.4 MB). */
+#define BAND_MAX_W_BYTES (512 << 10)
+
+/* ---- weights larger than L2, several bands: block pairs outside, bands inside ---- */
+
+/* A run of bands [first, first + count) of the batch, packed side by side. */
+typedef struct band_run {
+    direct_job_t *j;
+    float *bands;
+    int64_t first, count, floats; /* floats: per band */
+} band_run_t;
+
+static void pack_run_items(void *ctx, int64_t begin, int64_t end) {
+    const band_run_t *b = ctx;
+    for (int64_t k = begin; k < end; k++) {
+        int64_t r0, r1;
+        const float *img;
+        band_of(b->j, b->first + k, &r0, &r1, &img);
+        deft_direct_pack_band(b->j, img, r0 * b->j->sh - b->j->ph,
+                              deft_direct_band_rows(b->j, r0, r1), b->bands + k * b->floats);
+    }
+}
+
+/* Items (block pair, band), the pair outer: one pair's weights serve the
+ * run's bands one after the other from L2. */
+static void pair_run_items(void *ctx, int64_t begin, int64_t end) {
+    const band_run_t *b = ctx;
+    const direct_job_t *j = b->j;
+    for (int64_t item = begin; item < end; item++) {
+        const int64_t k = item % b->count, o0 = item / b->count * MAX_BLOCKS * CB;
+        int64_t r0, r1;
+        const float *img;
+        int64_t n = band_of(j, b->first + k, &r0, &r1, &img);
+        pair_rows(j, b->bands + k * b->floats, j->wpk + o0 * j->kh * j->kw * j->icp, r0, r1, o0,
+                  j->out + n * j->oc * j->oh * j->ow);
+    }
+}
+
+/* The packed bands of a run take at most this many bytes (an L3 share). */
+#define RUN_BYTES (8 << 20)
+
+/*
+ * Where the packed weights are larger than an L2 share and the batch has
+ * several bands, band_items would read all of them from L3 again for each
+ * band (ResNet-18's 256 -> 256 at 14x14 and 512 -> 512 at 7x7: 2.4 and 9.4
+ * MB). Here the bands of a run are packed first, then each item is one
+ * block pair over one band, in pair-major order: the pair's weights are
+ * read from L3 once per run and from L2 for its other bands. false when out
+ * of memory for the run (the caller then runs band_items).
+ */
+static bool run_pairs_outer(direct_job_t *j, int64_t bands) {
+    band_run_t b = {j, NULL, 0, 0, band_floats_of(j)};
+    int64_t per = RUN_BYTES / (b.floats * 4);
+    per = per < 1 ? 1 : per > bands ? bands : per;
+    if (!(b.bands = aligned_alloc(64, (size_t)(per * b.floats) * 4))) return false;
+    const int64_t pairs = (j->ocp + MAX_BLOCKS * CB - 1) / (MAX_BLOCKS * CB);
+    const int64_t macs = j->band * j->ow * MAX_BLOCKS * CB * j->icp * j->kh * j->kw;
+    for (b.first = 0; b.first < bands; b.first += per) {
+        b.count = bands - b.first < per ? bands - b.first : per;
+        deft_parallel_for(b.count, 1, pack_run_items, &b);
+        deft_parallel_for(pairs * b.count, macs >= ITEM_MACS ? 1 : ITEM_MACS / macs, pair_run_items,
+                          &b);
+    }
+    free(b.bands);
+    return true;
 }
 
 /* Convolve with packed weights j->wpk, or where that is NULL, with each
@@ -337,6 +428,8 @@ static void band_items(void *ctx, int64_t begin, int64_t end) {
 static int run(direct_job_t *j, const deft_conv_geom_t *g) {
     const int64_t bands = g->batch * j->nbands, want = 8 * deft_parallel_budget();
     const int64_t pairs = (j->ocp + MAX_BLOCKS * CB - 1) / (MAX_BLOCKS * CB);
+    const int64_t wbytes = j->ocp * j->icp * j->kh * j->kw * 4;
+    if (j->wpk && wbytes > BAND_MAX_W_BYTES && g->batch > 1 && run_pairs_outer(j, bands)) return 0;
     j->osplits = bands < want ? (want + bands - 1) / bands : 1;
     if (j->osplits > pairs || !j->wpk) j->osplits = pairs;
     int64_t macs = j->band * j->ow * j->ocp * j->icp * j->kh * j->kw / j->osplits;
@@ -392,13 +485,6 @@ static int pack_and_run(direct_job_t *j, const deft_conv_geom_t *g, const float 
     deft_conv_packed_release(held);
     return status;
 }
-
-/* Where the packed weights have more bytes than this (an L2 share), each
- * band reads them all from L3 or memory again: bands are then as large as
- * BAND_BYTES allows and the threads share the output channels instead
- * (512 -> 512 at 7x7, one image: 7 bands of a row read 66 MB of weights, one
- * band 9.4 MB). */
-#define BAND_MAX_W_BYTES (512 << 10)
 
 /* Bands for geometry g: at least 4 items per thread, unless W is large. */
 static void job_for(direct_job_t *j, const deft_conv_geom_t *g) {
