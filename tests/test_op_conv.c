@@ -363,7 +363,9 @@ END_TEST
  * The direct AVX-512 kernels (conv_direct.c) take 2-D float32 convolutions
  * with groups 1, no dilation, width stride 1 or 2 and channels that round up
  * to blocks of 16 with little waste, but not 1x1 kernels. The cases cover
- * full and partial register tiles (widths 15, 29, 11), one and two output
+ * full and partial register tiles (widths 15, 29, 11), tiles of two rows
+ * where the output is 7 wide (5 rows: two pairs and one row; 6 rows at
+ * stride 2: three pairs), one and two output
  * blocks and a partial one (72 channels), input channels not a multiple of
  * 16 (70), stride 2 in either dimension, 2x2 and 7x7 kernels, padding,
  * bands of rows split between threads (60 rows, one image), and weights
@@ -389,10 +391,15 @@ static const conv_case_t direct_cases[] = {
      * pair's weights (and a partial pair: 136 channels) */
     {2, 1, 128, 136, 1, DIMS(5, 7), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
+    /* ... and at a batch: the bands packed first, each block pair over them all */
+    {2, 3, 128, 136, 1, DIMS(5, 7), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
     /* enough output pixels (>= 1024) for the direct weight gradient too */
     {2, 2, 70, 16, 1, DIMS(64, 33), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
     {2, 2, 16, 48, 1, DIMS(32, 33), DIMS(3, 3), DIMS(1, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
+     DIMS(0)},
+    {2, 2, 32, 48, 1, DIMS(12, 13), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
 };
 static const conv_case_t direct_deconv_cases[] = {
@@ -813,14 +820,20 @@ END_TEST
  * Executors fold a BatchNorm into the Convolution it alone reads, and the
  * relu that alone reads the BatchNorm (_conv_bn, _conv_bn_relu,
  * core/graph/fold_bn.c). Predict mode: the per-channel affine map against
- * the loops here (the direct kernel's epilogue for 32 -> 64, the kernels
- * one after the other for the RGB stem's 3 channels). Training mode: the
- * same values and moving statistics as the operators invoked one by one.
+ * the loops here (in the tiles of the direct kernel for 32 -> 64 and for a
+ * ResNet's 1x1 stride-2 shortcut, of the stem kernel for the RGB stem's 3
+ * channels; the kernels one after the other for 5 -> 16, which neither
+ * takes). Training mode: the same values and moving statistics as the
+ * operators invoked one by one.
  */
 static const conv_case_t folded_cases[] = {
     {2, 2, 32, 64, 1, DIMS(9, 15), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
      DIMS(0)},
     {2, 2, 3, 16, 1, DIMS(12, 13), DIMS(7, 7), DIMS(2, 2), DIMS(3, 3), DIMS(1, 1), DIMS(0), false,
+     DIMS(0)},
+    {2, 3, 40, 48, 1, DIMS(10, 15), DIMS(1, 1), DIMS(2, 2), DIMS(0, 0), DIMS(1, 1), DIMS(0), false,
+     DIMS(0)},
+    {2, 2, 5, 16, 1, DIMS(8, 9), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
      DIMS(0)},
 };
 
@@ -920,6 +933,10 @@ static void check_folded(const conv_case_t *c, int dtype, bool relu) {
 
 START_TEST(test_batch_norm_folded_by_executors) {
     for (size_t i = 0; i < sizeof folded_cases / sizeof folded_cases[0]; i++) {
+        /* the first three in the kernels' tiles (where the CPU has them), the last not */
+        deft_conv_geom_t g = geom_2d(&folded_cases[i], false);
+        ck_assert_msg(deft_conv_direct_scaled_fits(&g, DEFT_DT_FLOAT32) == (i < 3 && have_avx512()),
+                      "folded case %zu", i);
         for (int relu = 0; relu < 2; relu++) {
             check_folded(&folded_cases[i], DEFT_FLOAT32, relu);
             check_folded(&folded_cases[i], DEFT_FLOAT64, relu);

@@ -79,8 +79,12 @@ int deft_conv_direct_lower(const deft_conv_geom_t *g, const float *image, const 
                            const float *bias, float *colside, const struct deft_content_key *wkey);
 /* The forward with an affine map per output channel after the sum:
  * colside = (W . im2col(image)) scale + shift (scale, shift: filt entries),
- * then max(colside, 0) with relu, where deft_conv_direct_fits (BatchNorm
- * and relu folded into the convolution). */
+ * then max(colside, 0) with relu (BatchNorm and relu folded into the
+ * convolution), where deft_conv_direct_scaled_fits: where
+ * deft_conv_direct_fits, for 1x1 kernels too (with BatchNorm in its tiles
+ * the direct kernel beats im2col's GEMM and a pass over the output), or
+ * where deft_conv_stem_fits. */
+bool deft_conv_direct_scaled_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);
 int deft_conv_direct_lower_scaled(const deft_conv_geom_t *g, const float *image, const float *w,
                                   const float *scale, const float *shift, bool relu, float *colside,
                                   const struct deft_content_key *wkey);
@@ -119,6 +123,10 @@ int deft_conv_small_wgrad(const deft_conv_geom_t *g, const float *image, const f
 bool deft_conv_stem_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);
 int deft_conv_stem_lower(const deft_conv_geom_t *g, const float *image, const float *w,
                          const float *bias, float *colside);
+/* The same, then colside scale + shift and max(colside, 0) with relu, as
+ * deft_conv_direct_lower_scaled. */
+int deft_conv_stem_lower_scaled(const deft_conv_geom_t *g, const float *image, const float *w,
+                                const float *scale, const float *shift, bool relu, float *colside);
 
 #ifdef DEFT_HAVE_CUDA
 /* The same on a GPU (conv.cu), queued on the calling thread's stream of

@@ -8,11 +8,12 @@
  * Where BatchNorm normalises with its moving statistics (predict mode, or
  * use_global_stats), it is an affine map per channel,
  *   y = (conv - mean) gamma / sqrt(var + eps) + beta = conv s + t,
- * which the direct kernel applies to its register tiles before it stores
- * them: no pass over the output, no buffer for the convolution's. Anywhere
- * else (training mode, other kernels, other dtypes, a GPU) the node runs
- * the two operators' own kernels one after the other, BatchNorm in place,
- * so its values, moving statistics and hidden outputs are theirs exactly.
+ * which the direct kernels (conv_direct.c; conv_direct_stem.c for an RGB
+ * image) apply to their register tiles before they store them: no pass
+ * over the output, no buffer for the convolution's. Anywhere else
+ * (training mode, other kernels, other dtypes, a GPU) the node runs the two
+ * operators' own kernels one after the other, BatchNorm in place, so its
+ * values, moving statistics and hidden outputs are theirs exactly.
  *
  * Inputs: data, weight, gamma, beta, moving_mean, moving_var (the last two
  * updated in training mode, as BatchNorm's). Outputs: BatchNorm's.
@@ -125,7 +126,7 @@ static int conv_bn_forward(const deft_op_t *op, const deft_param_value_t *p, int
      * the batch statistics (BatchNorm's hidden outputs, left unwritten then). */
     bool moving = p[P_GLOBAL].i || !deft_op_training();
     if (!moving || out[0].device.type != DEFT_DEV_CPU || out[0].dtype != DEFT_DT_FLOAT32 ||
-        p[P_AXIS].i != 1 || !deft_conv_direct_fits(&g, DEFT_DT_FLOAT32) ||
+        p[P_AXIS].i != 1 || !deft_conv_direct_scaled_fits(&g, DEFT_DT_FLOAT32) ||
         deft_op_output_wanted(1) || deft_op_output_wanted(2))
         return run_both(&pt, p, in, nout, out);
     float *st = malloc((size_t)(2 * g.filt + 1) * sizeof(float));

@@ -38,7 +38,8 @@ bool deft_conv_direct_on(void) {
 }
 
 #if DEFT_CONV_DIRECT_X86
-bool deft_conv_direct_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
+/* Whether the blocked kernels take g, 1x1 kernels included. */
+static bool blocked_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     if (atomic_load(&direct_off) || dtype != DEFT_DT_FLOAT32 || g->groups != 1) return false;
     /* 2-D: no depth, no dilation; the width stride is compiled in */
     if (g->img[0] != 1 || g->k[0] != 1 || g->p[0] != 0 || g->s[0] != 1) return false;
@@ -47,10 +48,13 @@ bool deft_conv_direct_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     if (round_up(g->chan, CB) * 4 > g->chan * 5 || round_up(g->filt, CB) * 4 > g->filt * 5)
         return false;
     if (g->batch == 0 || g->chan == 0 || g->col[1] == 0 || g->col[2] == 0) return false;
+    return __builtin_cpu_supports("avx512f");
+}
+
+bool deft_conv_direct_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     /* 1x1: im2col's GEMM reads the image itself (or a strided copy), and
      * with one tap per channel the tiles are too short to win (measured). */
-    if (g->k[1] * g->k[2] == 1) return false;
-    return __builtin_cpu_supports("avx512f");
+    return g->k[1] * g->k[2] != 1 && blocked_fits(g, dtype);
 }
 
 void deft_direct_job_init(direct_job_t *j, const deft_conv_geom_t *g, int64_t items) {
@@ -60,6 +64,9 @@ void deft_direct_job_init(direct_job_t *j, const deft_conv_geom_t *g, int64_t it
     j->ih = g->img[1], j->iw = g->img[2], j->oh = g->col[1], j->ow = g->col[2];
     j->kh = g->k[1], j->kw = g->k[2], j->sh = g->s[1], j->sw = g->s[2];
     j->ph = g->p[1], j->pw = g->p[2];
+    j->step = 1;
+    if (j->kh * j->kw == 1 && j->ph == 0 && j->pw == 0 && j->sh == 2 && j->sw == 2)
+        j->step = 2, j->sh = j->sw = 1; /* packing half the rows and columns, not all */
     j->wp = (j->ow - 1) * j->sw + j->kw;
     /* bands: an L2 share of input, and at least `items` of them in all */
     int64_t row_bytes = j->sh * j->icp * j->wp * 4;
@@ -141,23 +148,54 @@ int64_t deft_direct_band_rows(const direct_job_t *j, int64_t r0, int64_t r1) {
     return (r1 - r0 - 1) * j->sh + j->kh;
 }
 
-/* buf (rows, icb, wp, CB) = image rows from `first` on, zero outside the image. */
+/* transpose_block of the even columns of src: dst row c = column 2 c. */
+static ALWAYS AVX512 void transpose_even(const float *src, int64_t sld, int rows, int cols,
+                                         float *dst, int64_t dld) {
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const int n = 2 * cols - 1,
+              first = n < 16 ? n : 16; /* the floats read: to column 2 (cols - 1) */
+    const __mmask16 m0 = (__mmask16)((1u << first) - 1), m1 = (__mmask16)((1u << (n - first)) - 1);
+    __m512 r[16], out[16];
+    for (int i = 0; i < 16; i++)
+        r[i] = i < rows ? _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(m0, src + i * sld), even,
+                                                 _mm512_maskz_loadu_ps(m1, src + i * sld + 16))
+                        : _mm512_setzero_ps();
+    transpose16(r, out);
+    for (int c = 0; c < cols; c++) _mm512_storeu_ps(dst + c * dld, out[c]);
+}
+
+/* buf (rows, icb, wp, CB) = image rows from `first` on, zero outside the
+ * image (with j->step 2, of the image's even rows and columns). */
 AVX512 void deft_direct_pack_band(const direct_job_t *j, const float *img, int64_t first,
                                   int64_t rows, float *buf) {
-    const int64_t plane = j->ih * j->iw, blk = j->wp * CB;
-    const int64_t lo = j->pw, hi = j->pw + j->iw < j->wp ? j->pw + j->iw : j->wp;
+    const int64_t plane = j->ih * j->iw, blk = j->wp * CB, st = j->step;
+    const int64_t width = (j->iw + st - 1) / st, height = (j->ih + st - 1) / st;
+    const int64_t hi = j->pw + width < j->wp ? j->pw + width : j->wp, lo = j->pw < hi ? j->pw : hi;
     for (int64_t r = 0; r < rows; r++) {
         int64_t y = first + r;
         for (int64_t b = 0; b < j->icb; b++) {
             float *dst = buf + (r * j->icb + b) * blk;
-            if (y < 0 || y >= j->ih || b * CB + CB > j->ic || lo > 0 || hi < j->wp)
+            if (y < 0 || y >= height || b * CB + CB > j->ic) {
                 memset(dst, 0, (size_t)blk * sizeof(float));
-            if (y < 0 || y >= j->ih) continue;
-            const float *src = img + b * CB * plane + y * j->iw;
-            int rows = j->ic - b * CB < CB ? (int)(j->ic - b * CB) : CB;
-            for (int64_t x = lo; x < hi; x += CB)
-                transpose_block(src + x - j->pw, plane, rows, hi - x < CB ? (int)(hi - x) : CB,
-                                dst + x * CB, CB);
+            } else { /* only the padding columns: the others are written below */
+                memset(dst, 0, (size_t)(lo * CB) * sizeof(float));
+                memset(dst + hi * CB, 0, (size_t)((j->wp - hi) * CB) * sizeof(float));
+            }
+            if (y < 0 || y >= height) continue;
+            const float *src = img + b * CB * plane + y * st * j->iw;
+            int chans = j->ic - b * CB < CB ? (int)(j->ic - b * CB) : CB;
+            if (r + 1 < rows && y + 1 < height) /* the next row's, from memory at a batch */
+                for (int c = 0; c < chans; c++)
+                    for (int64_t x = 0; x < j->iw; x += 16)
+                        _mm_prefetch((const char *)(src + c * plane + st * j->iw + x), _MM_HINT_T0);
+            for (int64_t x = lo; x < hi; x += CB) {
+                const int cols = hi - x < CB ? (int)(hi - x) : CB;
+                if (st == 1)
+                    transpose_block(src + x - j->pw, plane, chans, cols, dst + x * CB, CB);
+                else
+                    transpose_even(src + 2 * (x - j->pw), plane, chans, cols, dst + x * CB, CB);
+            }
         }
     }
 }
@@ -168,9 +206,12 @@ AVX512 void deft_direct_pack_band(const direct_job_t *j, const float *img, int64
  * acc[b][p] (output channels b CB .. of pixel p) = the taps of P pixels,
  * SW columns apart, NB blocks of output channels. x: the packed band at the
  * tile's first input row and column; w: the packed weights of the blocks.
+ * The pixels are PW to an output row: pixel p is at column p % PW of row
+ * p / PW, whose input is rs floats on from the row before's.
  */
-static ALWAYS AVX512 void tile_macs(const direct_job_t *j, const float *x, const float *w, int P,
-                                    int NB, int SW, __m512 acc[MAX_BLOCKS][MAX_PIX]) {
+static ALWAYS AVX512 void tile_macs(const direct_job_t *j, const float *x, int64_t rs,
+                                    const float *w, int P, int PW, int NB, int SW,
+                                    __m512 acc[MAX_BLOCKS][MAX_PIX]) {
     const int64_t row = j->icb * j->wp * CB, blk = j->wp * CB;
     for (int64_t r = 0; r < j->kh; r++)
         for (int64_t c = 0; c < j->kw; c++) {
@@ -182,7 +223,7 @@ static ALWAYS AVX512 void tile_macs(const direct_job_t *j, const float *x, const
                     if (NB == 2) w1 = _mm512_load_ps(w + CB);
 #pragma GCC unroll 14
                     for (int p = 0; p < P; p++) {
-                        __m512 v = _mm512_set1_ps(xc[p * SW * CB + i]);
+                        __m512 v = _mm512_set1_ps(xc[p / PW * rs + p % PW * SW * CB + i]);
                         acc[0][p] = _mm512_fmadd_ps(v, w0, acc[0][p]);
                         if (NB == 2) acc[1][p] = _mm512_fmadd_ps(v, w1, acc[1][p]);
                     }
@@ -191,11 +232,13 @@ static ALWAYS AVX512 void tile_macs(const direct_job_t *j, const float *x, const
         }
 }
 
-/* One tile of image out: P pixels of output row y from column x0, channels
- * o0 .. o0 + NB CB; the band's rows start at input row y0 sh - ph. */
+/* One tile of image out: P pixels from output row y, column x0 on, PW to a
+ * row (PW < P: whole rows from x0 = 0, which lie one after the other in the
+ * output), channels o0 .. o0 + NB CB; the band's rows start at input row
+ * y0 sh - ph. */
 static ALWAYS AVX512 void tile(const direct_job_t *j, const float *band, const float *wo,
                                int64_t y0, int64_t y, int64_t x0, int64_t o0, float *out, int P,
-                               int NB, int SW) {
+                               int NB, int SW, int PW) {
     __m512 acc[MAX_BLOCKS][MAX_PIX];
     for (int b = 0; b < NB; b++) {
         __m512 init =
@@ -203,23 +246,24 @@ static ALWAYS AVX512 void tile(const direct_job_t *j, const float *band, const f
 #pragma GCC unroll 14
         for (int p = 0; p < P; p++) acc[b][p] = init;
     }
-    const float *x = band + (y - y0) * j->sh * j->icb * j->wp * CB + x0 * SW * CB;
-    tile_macs(j, x, wo, P, NB, SW, acc);
-    for (int b = 0; j->scale && b < NB; b++) {
-        __m512 s = _mm512_loadu_ps(j->scale + o0 + b * CB),
-               t = _mm512_loadu_ps(j->bias + o0 + b * CB);
-#pragma GCC unroll 14
-        for (int p = 0; p < P; p++) acc[b][p] = _mm512_fmadd_ps(acc[b][p], s, t);
-    }
-    for (int b = 0; j->relu && b < NB; b++)
-#pragma GCC unroll 14
-        for (int p = 0; p < P; p++) acc[b][p] = _mm512_max_ps(acc[b][p], _mm512_setzero_ps());
-    deft_direct_store_tile(acc, P, NB, j->oc - o0, j->oh * j->ow,
-                           out + o0 * j->oh * j->ow + y * j->ow + x0);
+    float *dst = out + o0 * j->oh * j->ow + y * j->ow + x0;
+    deft_direct_prefetch_tile(P, NB, j->oc - o0, j->oh * j->ow, dst);
+    const int64_t rs =
+        j->sh * j->icb * j->wp * CB; /* floats from one output row's input to the next */
+    tile_macs(j, band + (y - y0) * rs + x0 * SW * CB, rs, wo, P, PW, NB, SW, acc);
+    deft_direct_epilogue(acc, P, NB, j->scale, j->bias, j->relu, o0);
+    deft_direct_store_tile(acc, P, NB, j->oc - o0, j->oh * j->ow, dst);
+}
+
+/* A tile within one output row. */
+static ALWAYS AVX512 void row_tile(const direct_job_t *j, const float *band, const float *wo,
+                                   int64_t y0, int64_t y, int64_t x0, int64_t o0, float *out, int P,
+                                   int NB, int SW) {
+    tile(j, band, wo, y0, y, x0, o0, out, P, NB, SW, P);
 }
 
 /* The tiles of output row y for channels o0 .., in NB blocks, stride SW. */
-#define ROW_KERNEL(NB, SW) DEFT_DIRECT_ROW_KERNEL(row_##NB##_##SW, direct_job_t, tile, NB, SW)
+#define ROW_KERNEL(NB, SW) DEFT_DIRECT_ROW_KERNEL(row_##NB##_##SW, direct_job_t, row_tile, NB, SW)
 ROW_KERNEL(1, 1)
 ROW_KERNEL(2, 1)
 ROW_KERNEL(1, 2)
@@ -228,12 +272,55 @@ ROW_KERNEL(2, 2)
 typedef void (*row_fn)(const direct_job_t *, const float *, const float *, int64_t, int64_t,
                        int64_t, float *);
 
+/* Outputs PAIR_OW wide (7: the last stage of the ImageNet networks) take
+ * their tiles two rows at a time: 14 pixels, as many as the widest tiles,
+ * where one row's 7 fill half the accumulators and load the weights once
+ * per 7 broadcasts (ResNet-18's 512 -> 512 at 7x7, one image: 2.14 -> 2.12 ms). */
+enum { PAIR_OW = 7 };
+#define PAIR_KERNEL(NB, SW)                                                                        \
+    static AVX512 void pair_##NB##_##SW(const direct_job_t *j, const float *band, const float *wo, \
+                                        int64_t y0, int64_t y, int64_t o0, float *out) {           \
+        tile(j, band, wo, y0, y, 0, o0, out, 2 * PAIR_OW, NB, SW, PAIR_OW);                        \
+    }
+PAIR_KERNEL(1, 1)
+PAIR_KERNEL(2, 1)
+PAIR_KERNEL(1, 2)
+PAIR_KERNEL(2, 2)
+
 /* ---- work items: (image, band of output rows) ---- */
+
+/* Output rows [r0, r1) of image out, the block pair from o0 with weights
+ * wo, from the packed band of those rows. */
+static void pair_rows(const direct_job_t *j, const float *band, const float *wo, int64_t r0,
+                      int64_t r1, int64_t o0, float *out) {
+    const bool s1 = j->sw == 1, paired = j->ow == PAIR_OW, wide = j->ocp - o0 >= MAX_BLOCKS * CB;
+    const row_fn row = wide ? (s1 ? row_2_1 : row_2_2) : (s1 ? row_1_1 : row_1_2);
+    const row_fn pair = wide ? (s1 ? pair_2_1 : pair_2_2) : (s1 ? pair_1_1 : pair_1_2);
+    for (int64_t y = r0; y < r1; y++)
+        if (paired && y + 1 < r1)
+            pair(j, band, wo, r0, y++, o0, out);
+        else
+            row(j, band, wo, r0, y, o0, out);
+}
+
+/* Floats of one packed band (rounded up to a whole vector). */
+static int64_t band_floats_of(const direct_job_t *j) {
+    return round_up(deft_direct_band_rows(j, 0, j->band) * j->icb * j->wp * CB, 16);
+}
+
+/* Band nb's image, output rows [*r0, *r1), and where its input starts. */
+static int64_t band_of(const direct_job_t *j, int64_t nb, int64_t *r0, int64_t *r1,
+                       const float **img) {
+    const int64_t n = nb / j->nbands;
+    *r0 = nb % j->nbands * j->band;
+    *r1 = *r0 + j->band < j->oh ? *r0 + j->band : j->oh;
+    *img = j->image + n * j->ic * j->ih * j->iw;
+    return n;
+}
 
 static void band_items(void *ctx, int64_t begin, int64_t end) {
     direct_job_t *j = ctx;
-    const int64_t rows = deft_direct_band_rows(j, 0, j->band);
-    const int64_t band_floats = round_up(rows * j->icb * j->wp * CB, 16);
+    const int64_t band_floats = band_floats_of(j);
     const int64_t pair_floats = j->wpk ? 0 : MAX_BLOCKS * CB * j->kh * j->kw * j->icp;
     float *band = aligned_alloc(64, (size_t)(band_floats + pair_floats) * 4);
     if (!band) {
@@ -241,27 +328,96 @@ static void band_items(void *ctx, int64_t begin, int64_t end) {
         return;
     }
     float *own = band + band_floats; /* the pair's weights, packed here without j->wpk */
-    row_fn two = j->sw == 1 ? row_2_1 : row_2_2, one = j->sw == 1 ? row_1_1 : row_1_2;
     const int64_t step = MAX_BLOCKS * CB, pairs = (j->ocp + step - 1) / step;
     int64_t packed = -1; /* the band in the buffer, as item / osplits */
     for (int64_t item = begin; item < end; item++) {
-        int64_t nb = item / j->osplits, s = item % j->osplits;
-        int64_t n = nb / j->nbands, r0 = nb % j->nbands * j->band;
-        int64_t r1 = r0 + j->band < j->oh ? r0 + j->band : j->oh;
+        int64_t nb = item / j->osplits, s = item % j->osplits, r0, r1;
+        const float *img;
+        int64_t n = band_of(j, nb, &r0, &r1, &img);
         if (packed != nb)
-            deft_direct_pack_band(j, j->image + n * j->ic * j->ih * j->iw, r0 * j->sh - j->ph,
-                                  deft_direct_band_rows(j, r0, r1), band);
+            deft_direct_pack_band(j, img, r0 * j->sh - j->ph, deft_direct_band_rows(j, r0, r1),
+                                  band);
         packed = nb;
         float *out = j->out + n * j->oc * j->oh * j->ow;
         const int64_t o1 = pairs * (s + 1) / j->osplits * step;
         for (int64_t o0 = pairs * s / j->osplits * step; o0 < o1 && o0 < j->ocp; o0 += step) {
             const float *wo = j->wpk ? j->wpk + o0 * j->kh * j->kw * j->icp : own;
             if (!j->wpk) pack_pair(j, j->w, j->flip, o0, own);
-            for (int64_t y = r0; y < r1; y++)
-                (j->ocp - o0 >= step ? two : one)(j, band, wo, r0, y, o0, out);
+            pair_rows(j, band, wo, r0, r1, o0, out);
         }
     }
     free(band);
+}
+
+/* Where the packed weights have more bytes than this (an L2 share), each
+ * band reads them all from L3 or memory again: bands are then as large as
+ * BAND_BYTES allows and the threads share the output channels instead
+ * (512 -> 512 at 7x7, one image: 7 bands of a row read 66 MB of weights, one
+ * band 9.4 MB). */
+#define BAND_MAX_W_BYTES (512 << 10)
+
+/* ---- weights larger than L2, several bands: block pairs outside, bands inside ---- */
+
+/* A run of bands [first, first + count) of the batch, packed side by side. */
+typedef struct band_run {
+    direct_job_t *j;
+    float *bands;
+    int64_t first, count, floats; /* floats: per band */
+} band_run_t;
+
+static void pack_run_items(void *ctx, int64_t begin, int64_t end) {
+    const band_run_t *b = ctx;
+    for (int64_t k = begin; k < end; k++) {
+        int64_t r0, r1;
+        const float *img;
+        band_of(b->j, b->first + k, &r0, &r1, &img);
+        deft_direct_pack_band(b->j, img, r0 * b->j->sh - b->j->ph,
+                              deft_direct_band_rows(b->j, r0, r1), b->bands + k * b->floats);
+    }
+}
+
+/* Items (block pair, band), the pair outer: one pair's weights serve the
+ * run's bands one after the other from L2. */
+static void pair_run_items(void *ctx, int64_t begin, int64_t end) {
+    const band_run_t *b = ctx;
+    const direct_job_t *j = b->j;
+    for (int64_t item = begin; item < end; item++) {
+        const int64_t k = item % b->count, o0 = item / b->count * MAX_BLOCKS * CB;
+        int64_t r0, r1;
+        const float *img;
+        int64_t n = band_of(j, b->first + k, &r0, &r1, &img);
+        pair_rows(j, b->bands + k * b->floats, j->wpk + o0 * j->kh * j->kw * j->icp, r0, r1, o0,
+                  j->out + n * j->oc * j->oh * j->ow);
+    }
+}
+
+/* The packed bands of a run take at most this many bytes (an L3 share). */
+#define RUN_BYTES (8 << 20)
+
+/*
+ * Where the packed weights are larger than an L2 share and the batch has
+ * several bands, band_items would read all of them from L3 again for each
+ * band (ResNet-18's 256 -> 256 at 14x14 and 512 -> 512 at 7x7: 2.4 and 9.4
+ * MB). Here the bands of a run are packed first, then each item is one
+ * block pair over one band, in pair-major order: the pair's weights are
+ * read from L3 once per run and from L2 for its other bands. false when out
+ * of memory for the run (the caller then runs band_items).
+ */
+static bool run_pairs_outer(direct_job_t *j, int64_t bands) {
+    band_run_t b = {j, NULL, 0, 0, band_floats_of(j)};
+    int64_t per = RUN_BYTES / (b.floats * 4);
+    per = per < 1 ? 1 : per > bands ? bands : per;
+    if (!(b.bands = aligned_alloc(64, (size_t)(per * b.floats) * 4))) return false;
+    const int64_t pairs = (j->ocp + MAX_BLOCKS * CB - 1) / (MAX_BLOCKS * CB);
+    const int64_t macs = j->band * j->ow * MAX_BLOCKS * CB * j->icp * j->kh * j->kw;
+    for (b.first = 0; b.first < bands; b.first += per) {
+        b.count = bands - b.first < per ? bands - b.first : per;
+        deft_parallel_for(b.count, 1, pack_run_items, &b);
+        deft_parallel_for(pairs * b.count, macs >= ITEM_MACS ? 1 : ITEM_MACS / macs, pair_run_items,
+                          &b);
+    }
+    free(b.bands);
+    return true;
 }
 
 /* Convolve with packed weights j->wpk, or where that is NULL, with each
@@ -272,6 +428,8 @@ static void band_items(void *ctx, int64_t begin, int64_t end) {
 static int run(direct_job_t *j, const deft_conv_geom_t *g) {
     const int64_t bands = g->batch * j->nbands, want = 8 * deft_parallel_budget();
     const int64_t pairs = (j->ocp + MAX_BLOCKS * CB - 1) / (MAX_BLOCKS * CB);
+    const int64_t wbytes = j->ocp * j->icp * j->kh * j->kw * 4;
+    if (j->wpk && wbytes > BAND_MAX_W_BYTES && g->batch > 1 && run_pairs_outer(j, bands)) return 0;
     j->osplits = bands < want ? (want + bands - 1) / bands : 1;
     if (j->osplits > pairs || !j->wpk) j->osplits = pairs;
     int64_t macs = j->band * j->ow * j->ocp * j->icp * j->kh * j->kw / j->osplits;
@@ -328,13 +486,6 @@ static int pack_and_run(direct_job_t *j, const deft_conv_geom_t *g, const float 
     return status;
 }
 
-/* Where the packed weights have more bytes than this (an L2 share), each
- * band reads them all from L3 or memory again: bands are then as large as
- * BAND_BYTES allows and the threads share the output channels instead
- * (512 -> 512 at 7x7, one image: 7 bands of a row read 66 MB of weights, one
- * band 9.4 MB). */
-#define BAND_MAX_W_BYTES (512 << 10)
-
 /* Bands for geometry g: at least 4 items per thread, unless W is large. */
 static void job_for(direct_job_t *j, const deft_conv_geom_t *g) {
     int64_t wbytes = round_up(g->filt, CB) * round_up(g->chan, CB) * g->k[1] * g->k[2] * 4;
@@ -349,9 +500,15 @@ int deft_conv_direct_lower(const deft_conv_geom_t *g, const float *image, const 
     return pack_and_run(&j, g, w, false, bias, wkey);
 }
 
+bool deft_conv_direct_scaled_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
+    return blocked_fits(g, dtype) || deft_conv_stem_fits(g, dtype);
+}
+
 int deft_conv_direct_lower_scaled(const deft_conv_geom_t *g, const float *image, const float *w,
                                   const float *scale, const float *shift, bool relu, float *colside,
                                   const deft_content_key_t *wkey) {
+    if (!blocked_fits(g, DEFT_DT_FLOAT32))
+        return deft_conv_stem_lower_scaled(g, image, w, scale, shift, relu, colside);
     direct_job_t j;
     job_for(&j, g);
     float *spk = calloc((size_t)j.ocp, sizeof(float));
@@ -400,6 +557,10 @@ bool deft_conv_direct_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     return false;
 }
 bool deft_conv_direct_raise_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
+    (void)g, (void)dtype;
+    return false;
+}
+bool deft_conv_direct_scaled_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     (void)g, (void)dtype;
     return false;
 }

@@ -39,6 +39,9 @@ typedef struct direct_job {
     int64_t ih, iw, oh, ow;         /* spatial sizes */
     int64_t kh, kw, sh, sw, ph, pw; /* kernel, stride, padding */
     int64_t wp;                     /* packed columns: those the row's taps read */
+    int64_t step;                   /* 2: a 1x1 kernel at stride 2, no padding, run at stride 1
+                                       on the image's even rows and columns (the packing
+                                       picks them); 1 otherwise */
     int64_t band, nbands;           /* output rows per work item */
     int64_t osplits;                /* runs of output channels per band (forward items) */
     const float *image, *bias;      /* bias: NULL, or ocp entries */
@@ -110,6 +113,36 @@ static ALWAYS AVX512 void deft_direct_store_tile(__m512 acc[MAX_BLOCKS][MAX_PIX]
         float *at = dst + b * CB * plane;
         for (int64_t o = 0; o < n; o++) _mm512_mask_storeu_ps(at + o * plane, pm, cols[o]);
     }
+}
+
+/* Ask for the lines that deft_direct_store_tile will write (the same
+ * arguments), before the tile's products: its 16 NB stores each reach
+ * another plane, where a large output (ResNet's stem: 3.2 MB an image) is
+ * in no cache; the products hide the wait for them. */
+static ALWAYS AVX512 void deft_direct_prefetch_tile(int P, int NB, int64_t chans, int64_t plane,
+                                                    const float *dst) {
+    const int64_t n = chans < NB * CB ? chans : NB * CB;
+    for (int64_t o = 0; o < n; o++) {
+        _mm_prefetch((const char *)(dst + o * plane), _MM_HINT_T0);
+        _mm_prefetch((const char *)(dst + o * plane + P - 1), _MM_HINT_T0);
+    }
+}
+
+/* A forward tile's last steps before the store: acc = acc scale + shift per
+ * output channel where scale is not NULL (a BatchNorm folded in; the bias is
+ * the tile's start otherwise), then max(acc, 0) with relu. scale and shift
+ * are read for NB blocks from o0. */
+static ALWAYS AVX512 void deft_direct_epilogue(__m512 acc[MAX_BLOCKS][MAX_PIX], int P, int NB,
+                                               const float *scale, const float *shift, bool relu,
+                                               int64_t o0) {
+    for (int b = 0; scale && b < NB; b++) {
+        __m512 s = _mm512_loadu_ps(scale + o0 + b * CB), t = _mm512_loadu_ps(shift + o0 + b * CB);
+#pragma GCC unroll 14
+        for (int p = 0; p < P; p++) acc[b][p] = _mm512_fmadd_ps(acc[b][p], s, t);
+    }
+    for (int b = 0; relu && b < NB; b++)
+#pragma GCC unroll 14
+        for (int p = 0; p < P; p++) acc[b][p] = _mm512_max_ps(acc[b][p], _mm512_setzero_ps());
 }
 
 /* A row kernel `name`: the tiles of output row y for channels o0 .., in NB

@@ -34,6 +34,8 @@ typedef struct stem_job {
     int64_t wp;                      /* packed columns: those the row's taps read */
     int64_t band, nbands;            /* output rows per work item */
     const float *image, *wpk, *bias; /* bias: NULL, or ocp entries */
+    const float *scale;              /* NULL, or ocp entries: out = sum scale + bias */
+    bool relu;                       /* then out = max(out, 0) */
     float *out;
     atomic_bool failed;
 } stem_job_t;
@@ -106,10 +108,13 @@ static ALWAYS AVX512 void stem_tile(const stem_job_t *j, const float *band, cons
                                     int P, int NB, int SW) {
     __m512 acc[MAX_BLOCKS][MAX_PIX];
     for (int b = 0; b < NB; b++) {
-        __m512 init = j->bias ? _mm512_loadu_ps(j->bias + o0 + b * CB) : _mm512_setzero_ps();
+        __m512 init =
+            j->bias && !j->scale ? _mm512_loadu_ps(j->bias + o0 + b * CB) : _mm512_setzero_ps();
 #pragma GCC unroll 14
         for (int p = 0; p < P; p++) acc[b][p] = init;
     }
+    float *dst = out + o0 * j->oh * j->ow + y * j->ow + x0;
+    deft_direct_prefetch_tile(P, NB, j->oc - o0, j->oh * j->ow, dst);
     const int64_t row = j->wp * CI;
     const float *x = band + (y - y0) * j->sh * row + x0 * SW * CI;
     for (int64_t r = 0; r < j->kh; r++)
@@ -126,8 +131,8 @@ static ALWAYS AVX512 void stem_tile(const stem_job_t *j, const float *band, cons
                 }
             }
         }
-    deft_direct_store_tile(acc, P, NB, j->oc - o0, j->oh * j->ow,
-                           out + o0 * j->oh * j->ow + y * j->ow + x0);
+    deft_direct_epilogue(acc, P, NB, j->scale, j->bias, j->relu, o0);
+    deft_direct_store_tile(acc, P, NB, j->oc - o0, j->oh * j->ow, dst);
 }
 
 #define STEM_ROW(NB, SW) DEFT_DIRECT_ROW_KERNEL(stem_row_##NB##_##SW, stem_job_t, stem_tile, NB, SW)
@@ -166,19 +171,22 @@ static void stem_items(void *ctx, int64_t begin, int64_t end) {
     free(band);
 }
 
-int deft_conv_stem_lower(const deft_conv_geom_t *g, const float *image, const float *w,
-                         const float *bias, float *colside) {
+/* Pack the weights, the bias and the scales (to ocp entries each) and run. */
+static int stem_run(const deft_conv_geom_t *g, const float *image, const float *w,
+                    const float *bias, const float *scale, bool relu, float *colside) {
     stem_job_t j;
     stem_init(&j, g);
     size_t wbytes = (size_t)round_up(j.ocp * j.kh * j.kw * j.ic * 4, 64);
-    float *wpk = aligned_alloc(64, wbytes), *bpk = NULL;
-    if (!wpk || (bias && !(bpk = calloc((size_t)j.ocp, sizeof(float))))) {
-        free(wpk);
+    float *wpk = aligned_alloc(64, wbytes), *bpk = calloc((size_t)(2 * j.ocp), sizeof(float));
+    if (!wpk || !bpk) {
+        free(wpk), free(bpk);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "convolution: no memory for packed weights");
     }
     pack_weights(&j, w, wpk);
     if (bias) memcpy(bpk, bias, (size_t)j.oc * sizeof(float));
-    j.image = image, j.wpk = wpk, j.bias = bpk, j.out = colside;
+    if (scale) memcpy(bpk + j.ocp, scale, (size_t)j.oc * sizeof(float));
+    j.image = image, j.wpk = wpk, j.out = colside, j.relu = relu;
+    j.bias = bias ? bpk : NULL, j.scale = scale ? bpk + j.ocp : NULL;
     int64_t macs = j.band * j.ow * j.ocp * j.ic * j.kh * j.kw;
     int64_t grain = macs >= ITEM_MACS ? 1 : ITEM_MACS / (macs > 0 ? macs : 1);
     deft_parallel_for(j.batch * j.nbands, grain, stem_items, &j);
@@ -186,6 +194,16 @@ int deft_conv_stem_lower(const deft_conv_geom_t *g, const float *image, const fl
     if (atomic_load(&j.failed))
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "convolution: no memory for an input band");
     return 0;
+}
+
+int deft_conv_stem_lower(const deft_conv_geom_t *g, const float *image, const float *w,
+                         const float *bias, float *colside) {
+    return stem_run(g, image, w, bias, NULL, false, colside);
+}
+
+int deft_conv_stem_lower_scaled(const deft_conv_geom_t *g, const float *image, const float *w,
+                                const float *scale, const float *shift, bool relu, float *colside) {
+    return stem_run(g, image, w, shift, scale, relu, colside);
 }
 
 #else /* no AVX-512 kernels on this compiler or architecture */
@@ -197,6 +215,11 @@ bool deft_conv_stem_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
 int deft_conv_stem_lower(const deft_conv_geom_t *g, const float *image, const float *w,
                          const float *bias, float *colside) {
     (void)g, (void)image, (void)w, (void)bias, (void)colside;
+    return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct kernel here");
+}
+int deft_conv_stem_lower_scaled(const deft_conv_geom_t *g, const float *image, const float *w,
+                                const float *scale, const float *shift, bool relu, float *colside) {
+    (void)g, (void)image, (void)w, (void)scale, (void)shift, (void)relu, (void)colside;
     return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct kernel here");
 }
 
