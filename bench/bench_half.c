@@ -19,7 +19,8 @@ static const char *const names[3] = {"float32", "bfloat16", "float16"};
 static DeftNDArrayHandle operand(int n, int dtype, unsigned seed) {
     const int64_t shape[2] = {n, n};
     float *v = malloc(sizeof(float) * (size_t)n * n);
-    for (int64_t i = 0; i < (int64_t)n * n; i++) v[i] = (float)rand_r(&seed) / RAND_MAX - 0.5f;
+    for (int64_t i = 0; i < (int64_t)n * n; i++)
+        v[i] = (float)((double)rand_r(&seed) / RAND_MAX) - 0.5f;
     DeftNDArrayHandle f, h;
     CHECK(DeftNDArrayCreateFromData(shape, 2, DEFT_FLOAT32, DEFT_CPU, 0, v,
                                     sizeof(float) * (size_t)n * n, &f));
