@@ -13,10 +13,9 @@
 
 #include "bench_util.h"
 
-static const int dtypes[3] = {DEFT_FLOAT32, DEFT_BFLOAT16, DEFT_FLOAT16};
 static const char *const names[3] = {"float32", "bfloat16", "float16"};
 
-static DeftNDArrayHandle operand(int n, int dtype, unsigned seed) {
+static DeftNDArrayHandle operand(int n, const char *dtype, unsigned seed) {
     const int64_t shape[2] = {n, n};
     float *v = malloc(sizeof(float) * (size_t)n * n);
     for (int64_t i = 0; i < (int64_t)n * n; i++)
@@ -25,9 +24,7 @@ static DeftNDArrayHandle operand(int n, int dtype, unsigned seed) {
     CHECK(DeftNDArrayCreateFromData(shape, 2, DEFT_FLOAT32, DEFT_CPU, 0, v,
                                     sizeof(float) * (size_t)n * n, &f));
     free(v);
-    const char *keys[1] = {"dtype"}, *vals[1] = {dtype == DEFT_FLOAT32    ? "float32"
-                                                 : dtype == DEFT_BFLOAT16 ? "bfloat16"
-                                                                          : "float16"};
+    const char *keys[1] = {"dtype"}, *vals[1] = {dtype};
     int nout = 1;
     h = NULL;
     CHECK(DeftImperativeInvoke(op("Cast"), 1, &f, &nout, &h, 1, keys, vals));
@@ -65,8 +62,7 @@ int main(int argc, char **argv) {
         int n = sizes[s], reps = n <= 256 ? 50 : 3;
         DeftNDArrayHandle a[3], b[3];
         double t[3][99];
-        for (int d = 0; d < 3; d++)
-            a[d] = operand(n, dtypes[d], 1), b[d] = operand(n, dtypes[d], 2);
+        for (int d = 0; d < 3; d++) a[d] = operand(n, names[d], 1), b[d] = operand(n, names[d], 2);
         for (int d = 0; d < 3; d++) seconds_per_dot(a[d], b[d], 1); /* warm */
         for (int r = 0; r < rounds; r++)
             for (int d = 0; d < 3; d++) t[d][r] = seconds_per_dot(a[d], b[d], reps);

@@ -9,10 +9,6 @@
 
 #include "core/op/strided.h"
 
-static inline bool deft_dtype_is_half(deft_dtype_t dtype) {
-    return dtype == DEFT_DT_FLOAT16 || dtype == DEFT_DT_BFLOAT16;
-}
-
 /* n elements, `stride` apart in the half array, to and from dense float32
  * (bf16: bfloat16, else float16); narrowing rounds to nearest even. */
 void deft_half_widen(const uint16_t *src, int64_t stride, bool bf16, float *dst, int64_t n);

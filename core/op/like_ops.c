@@ -5,7 +5,6 @@
  * input's shape) and add_n (the sum of any number of arrays).
  */
 
-#include "core/op/half_compute.h"
 #include "core/op/gpu_ops.h"
 #include "core/op/grad.h"
 #include "core/math/reduce_math.h"

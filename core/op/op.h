@@ -336,6 +336,11 @@ static inline bool deft_dtype_is_float(deft_dtype_t dtype) {
     return dtype == DEFT_DT_FLOAT32 || dtype == DEFT_DT_FLOAT64;
 }
 
+/* float16 and bfloat16: stored in 16 bits, computed through float32 on the CPU. */
+static inline bool deft_dtype_is_half(deft_dtype_t dtype) {
+    return dtype == DEFT_DT_FLOAT16 || dtype == DEFT_DT_BFLOAT16;
+}
+
 /* dtypes with kernels for arithmetic: float32, float64, int32, int64, uint8. */
 static inline bool deft_dtype_is_arith(deft_dtype_t dtype) {
     return deft_dtype_is_float(dtype) || dtype == DEFT_DT_INT32 || dtype == DEFT_DT_INT64 ||

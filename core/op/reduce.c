@@ -136,7 +136,7 @@ static void span_half(deft_reduce_kind_t kind, bool bf16, const uint16_t *x, int
 }
 
 static bool reduces_as_float(deft_dtype_t dtype) {
-    return deft_dtype_is_float(dtype) || dtype == DEFT_DT_FLOAT16 || dtype == DEFT_DT_BFLOAT16;
+    return deft_dtype_is_float(dtype) || deft_dtype_is_half(dtype);
 }
 
 static void reduce_span(deft_reduce_kind_t kind, deft_dtype_t dtype, const void *x, int64_t n,
@@ -279,7 +279,7 @@ static int reduce_infer(const deft_op_t *op, const deft_param_value_t *p, int ni
     const reducer_t *r = op->data;
     /* float16 and bfloat16 reduce through float32; bool has max and min (any,
      * all), and NumPy's sum and prod (int64 counts) and mean (deft's float32) */
-    bool half = in[0].dtype == DEFT_DT_FLOAT16 || in[0].dtype == DEFT_DT_BFLOAT16;
+    bool half = deft_dtype_is_half(in[0].dtype);
     deft_dtype_t out_dtype = in[0].dtype;
     bool bool_ok = in[0].dtype == DEFT_DT_BOOL && bool_result(r->kind, &out_dtype);
     if (!half && !bool_ok &&

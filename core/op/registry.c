@@ -470,8 +470,7 @@ int deft_op_check_dtype_float(const deft_op_t *op, int input, deft_dtype_t dtype
 }
 
 int deft_op_check_dtype_float_or_half(const deft_op_t *op, int input, deft_dtype_t dtype) {
-    if (deft_dtype_is_float(dtype) || dtype == DEFT_DT_FLOAT16 || dtype == DEFT_DT_BFLOAT16)
-        return 0;
+    if (deft_dtype_is_float(dtype) || deft_dtype_is_half(dtype)) return 0;
     return deft_op_error(op, DEFT_ERR_TYPE,
                          "input %d has dtype %s, expected float32, float64, float16 or bfloat16",
                          input, deft_dtype_name(dtype));
