@@ -2,11 +2,12 @@
 # Build on a CPU machine with nvcc everything a GPU check runs, and pack it
 # with the shared libraries a bare CUDA machine lacks:
 #   build-gpu/deft-gpu-bundle.tar.xz   (run it there with scripts/gpu-check.sh)
-# Contents: bin/ the C suites (stripped), bench_gpu and its PyTorch peer script; lib/ libdeft and the
-# libraries they load (OpenBLAS, cJSON, libgfortran, libquadmath, libsubunit,
-# libcudart; cuBLAS comes with the CUDA install there); suites.tsv, what ctest
-# runs (name, environment, binary). The suites embed the same device code each,
-# which xz's large window stores once per block: ~1 GB of binaries pack to ~20 MB.
+# Contents: bin/ the C suites' executables (stripped), bench_gpu and its PyTorch
+# peer script; lib/ libdeft and the libraries they load (OpenBLAS, cJSON,
+# libgfortran, libquadmath, libsubunit, libcudart; cuBLAS comes with the CUDA
+# install there); suites.tsv, what ctest runs (name, environment, executable,
+# arguments). The executables embed the same device code each, which xz's
+# large window stores once per block.
 set -euo pipefail
 source "$(dirname "$0")/setup.sh"
 deft_install_packages
@@ -28,16 +29,17 @@ skip = {"install_consumer", "test_extension", "example_import_mxnet", "rust_carg
 for t in json.load(sys.stdin)["tests"]:
     if t["name"] in skip: continue
     env = [v for p in t.get("properties", []) if p["name"] == "ENVIRONMENT" for v in p["value"]]
-    print(t["name"], " ".join(env), os.path.basename(t["command"][0]), sep="\t")
+    command = t["command"]
+    print(t["name"], " ".join(env), os.path.basename(command[0]), " ".join(command[1:]), sep="\t")
 ' > "$stage/suites.tsv"
-cut -f3 "$stage/suites.tsv" | sort -u | while read -r suite; do
-    strip -o "$stage/bin/$suite" "$build/tests/$suite"
+cut -f3 "$stage/suites.tsv" | sort -u | while read -r program; do
+    strip -o "$stage/bin/$program" "$build/tests/$program"
 done
 strip -o "$stage/bin/bench_gpu" "$build/bench/bench_gpu"
 cp "$DEFT_ROOT/bench/python/bench_gpu_peers.py" "$stage/bin/"
 cp -L "$build/libdeft.so.0" "$stage/lib/" && strip "$stage/lib/libdeft.so.0"
 for lib in libopenblas.so.0 libcjson.so.1 libgfortran.so.5 libquadmath.so.0 libsubunit.so.0 libcudart.so.13; do
-    path=$(ldd "$build/tests/test_gpu" | awk -v l="$lib" '$1 == l { print $3 }')
+    path=$(ldd "$build/tests/deft_tests" | awk -v l="$lib" '$1 == l { print $3 }')
     [ -n "$path" ] && cp -L "$path" "$stage/lib/"
 done
 git -C "$DEFT_ROOT" rev-parse --short HEAD > "$stage/commit" 2>/dev/null || echo unknown > "$stage/commit"

@@ -17,11 +17,11 @@ cd "$work"
 # OpenBLAS falls back to its oldest kernels (Prescott) on a CPU it does not
 # know, which changes float32 results' rounding: say which it chose.
 echo "gpu-check: CPU $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)," \
-    "OpenBLAS $(OPENBLAS_VERBOSE=2 bin/test_base 2>&1 | grep -m1 '^Core:' || echo 'core unknown')"
+    "OpenBLAS $(OPENBLAS_VERBOSE=2 bin/deft_tests test_base 2>&1 | grep -m1 '^Core:' || echo 'core unknown')"
 passed=0 failed=0
-while IFS=$'\t' read -r name env suite; do
+while IFS=$'\t' read -r name env program args; do
     start=$(date +%s%N)
-    if env $env timeout 600 "bin/$suite" > "log-$name" 2>&1; then
+    if env $env timeout 600 "bin/$program" $args > "log-$name" 2>&1; then
         passed=$((passed + 1)) result=ok
     else
         failed=$((failed + 1)) result=FAILED
@@ -33,7 +33,7 @@ sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sani
 if [ -n "$sanitizer" ]; then
     # API errors are not reported: the suite runs out of device memory on purpose.
     if CK_FORK=no "$sanitizer" --tool memcheck --report-api-errors no --error-exitcode 1 \
-        bin/test_gpu > log-memcheck 2>&1; then
+        bin/deft_tests test_gpu > log-memcheck 2>&1; then
         passed=$((passed + 1)) result=ok
     else
         failed=$((failed + 1)) result=FAILED

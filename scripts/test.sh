@@ -58,3 +58,7 @@ for target in fuzz_symbol_json fuzz_invoke fuzz_dlpack; do
     done
     echo "$target: ${#seeds[@]} seeds, $regressions regressions"
 done
+
+# CI's disk is shared and sometimes nearly full: say what this run took.
+echo "== disk: $(du -sch "$DEFT_ROOT"/build* 2>/dev/null | tail -1 | cut -f1) in build folders," \
+    "$(df -h "$DEFT_ROOT" | awk 'NR == 2 { print $4 }') left"

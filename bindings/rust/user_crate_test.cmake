@@ -12,6 +12,7 @@
 # Run with -DCARGO=<cargo> -DSOURCE_DIR=<checkout> -DBUILD_DIR=<build>
 #          -DLIBDIR=<lib dir name> -DWORK_DIR=<scratch folder>
 file(REMOVE_RECURSE ${WORK_DIR})
+set(ENV{CARGO_INCREMENTAL} 0) # built once: incremental state would only take disk
 file(MAKE_DIRECTORY ${WORK_DIR}/hello/src)
 
 include(${SOURCE_DIR}/cmake/user_project.cmake)
@@ -43,6 +44,7 @@ function(build_and_run name libdir)
         message(FATAL_ERROR "${name}: libdeft was not loaded from ${libdir_real}:\n${trace}")
     endif()
     message(STATUS "${name}: cargo build and run: ${out}")
+    file(REMOVE_RECURSE ${WORK_DIR}/target-${name}) # ~80 MB each: keep a build's disk use small
 endfunction()
 
 install_prefix(prefix)
