@@ -1,6 +1,11 @@
 /* dot, batch_dot, FullyConnected and the _linalg_gemm products against triple loops. */
 #include "op_helpers.h"
 
+#include <inttypes.h>
+
+#include "core/math/dtype_math.h"
+#include "core/op/gemm_bf16.h"
+
 static void fill(double *v, int64_t n, int seed) {
     for (int64_t i = 0; i < n; i++) v[i] = (double)(((i + 1) * (seed * 37 + 11)) % 19) / 4.0 - 2;
 }
@@ -197,7 +202,50 @@ START_TEST(test_half_products_round_the_float32_result_once) {
 }
 END_TEST
 
-/* _linalg_gemm over a batch of 2 (the leading axis), every transpose pair, both dtypes. */
+/* Quarters in [-2, 2.5] in no short period: exact in bfloat16, and their
+ * products' sums over a few thousand terms exact in float32. */
+static void fill_scattered(double *v, int64_t n, uint32_t seed) {
+    for (int64_t i = 0; i < n; i++)
+        v[i] = (double)((((uint32_t)i * 2654435761u + seed * 40503u) >> 9 & 0xffff) % 19) / 4.0 - 2;
+}
+
+/* The AVX512-BF16 kernel (gemm_bf16.c) past its tiles and blocks: ragged
+ * row and column panels, an odd k over three k blocks, rows split between
+ * threads, every transpose pair, beta 0, 1 and 0.5, against the exact
+ * product rounded once. */
+START_TEST(test_bf16_kernel_past_its_tiles_and_blocks) {
+    if (!deft_gemm_bf16_available()) {
+        printf("test_bf16_kernel_past_its_tiles_and_blocks: this CPU has no AVX512-BF16; "
+               "the kernel was not run\n");
+        return;
+    }
+    const int64_t m = 30, n = 70, k = _i ? 775 : 301; /* three k blocks, or one */
+    double *a = malloc(sizeof(double) * m * k), *b = malloc(sizeof(double) * k * n);
+    double *c0 = malloc(sizeof(double) * m * n), *want = malloc(sizeof(double) * m * n);
+    uint16_t *ha = malloc(2 * m * k), *hb = malloc(2 * k * n), *hc = malloc(2 * m * n);
+    fill_scattered(a, m * k, 1), fill_scattered(b, k * n, 2), fill_scattered(c0, m * n, 3);
+    for (int64_t i = 0; i < m * k; i++) ha[i] = deft_float_to_bf16((float)a[i]);
+    for (int64_t i = 0; i < k * n; i++) hb[i] = deft_float_to_bf16((float)b[i]);
+    const double betas[3] = {0, 1, 0.5};
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int j = 0; j < 3; j++) {
+                for (int64_t i = 0; i < m * n; i++) hc[i] = deft_float_to_bf16((float)c0[i]);
+                ck_assert_int_eq(deft_gemm_bf16(ta, tb, m, n, k, ha, hb, betas[j], hc), 0);
+                ref_gemm(ta, tb, m, n, k, a, b, want);
+                for (int64_t i = 0; i < m * n; i++) {
+                    uint16_t expect = deft_float_to_bf16((float)(want[i] + betas[j] * c0[i]));
+                    ck_assert_msg(hc[i] == expect,
+                                  "k %" PRId64 " ta %d tb %d beta %g: C[%" PRId64 "][%" PRId64
+                                  "] is %g, want %g",
+                                  k, ta, tb, betas[j], i / n, i % n, deft_bf16_to_float(hc[i]),
+                                  deft_bf16_to_float(expect));
+                }
+            }
+    free(a), free(b), free(c0), free(want), free(ha), free(hb), free(hc);
+}
+END_TEST
+
 /* Small batches with many outputs transpose the data for a faster GEMM
  * layout: every shape around that band (odd sizes: the transpose's tails),
  * with and without bias, against triple loops. */
@@ -239,6 +287,7 @@ START_TEST(test_fully_connected_layouts) {
 }
 END_TEST
 
+/* _linalg_gemm over a batch of 2 (the leading axis), every transpose pair, both dtypes. */
 START_TEST(test_linalg_gemm_and_gemm2_batched) {
     const int64_t m = 3, n = 2, k = 4;
     for (int t = 0; t < 8; t++) {
@@ -323,6 +372,7 @@ static Suite *linalg_suite(void) {
     tcase_add_test(tc, test_dot_vectors_and_higher_rank);
     tcase_add_test(tc, test_batch_dot);
     tcase_add_loop_test(tc, test_half_products_round_the_float32_result_once, 0, 2);
+    tcase_add_loop_test(tc, test_bf16_kernel_past_its_tiles_and_blocks, 0, 2);
     tcase_add_test(tc, test_dot_result_rank_is_checked_first);
     tcase_add_test(tc, test_fully_connected_layouts);
     tcase_add_test(tc, test_linalg_gemm_and_gemm2_batched);
