@@ -210,8 +210,8 @@ static void fill_scattered(double *v, int64_t n, uint32_t seed) {
 }
 
 /* The AVX512-BF16 kernel (gemm_bf16.c) past its tiles and blocks: ragged
- * row and column panels, an odd k over three k blocks, rows split between
- * threads, every transpose pair, beta 0, 1 and 0.5, against the exact
+ * row and column panels, odd and even k over one or three k blocks, rows
+ * split between threads, every transpose pair, beta 0, 1 and 0.5, against the exact
  * product rounded once. */
 START_TEST(test_bf16_kernel_past_its_tiles_and_blocks) {
     if (!deft_gemm_bf16_available()) {
@@ -219,7 +219,8 @@ START_TEST(test_bf16_kernel_past_its_tiles_and_blocks) {
                "the kernel was not run\n");
         return;
     }
-    const int64_t m = 30, n = 70, k = _i ? 775 : 301; /* three k blocks, or one */
+    /* one k block; three; three with the packing's 16-pair chunks ragged (even k) */
+    const int64_t m = 30, n = 70, k = (const int64_t[]){301, 775, 770}[_i];
     double *a = malloc(sizeof(double) * m * k), *b = malloc(sizeof(double) * k * n);
     double *c0 = malloc(sizeof(double) * m * n), *want = malloc(sizeof(double) * m * n);
     uint16_t *ha = malloc(2 * m * k), *hb = malloc(2 * k * n), *hc = malloc(2 * m * n);
@@ -372,7 +373,7 @@ static Suite *linalg_suite(void) {
     tcase_add_test(tc, test_dot_vectors_and_higher_rank);
     tcase_add_test(tc, test_batch_dot);
     tcase_add_loop_test(tc, test_half_products_round_the_float32_result_once, 0, 2);
-    tcase_add_loop_test(tc, test_bf16_kernel_past_its_tiles_and_blocks, 0, 2);
+    tcase_add_loop_test(tc, test_bf16_kernel_past_its_tiles_and_blocks, 0, 3);
     tcase_add_test(tc, test_dot_result_rank_is_checked_first);
     tcase_add_test(tc, test_fully_connected_layouts);
     tcase_add_test(tc, test_linalg_gemm_and_gemm2_batched);

@@ -57,34 +57,87 @@ static inline uint32_t pair(uint16_t lo, uint16_t hi) {
     return (uint32_t)lo | (uint32_t)hi << 16;
 }
 
-/* The pair at k index kk of a run of k values (stride 1), zero past k. */
-static inline uint32_t pair_in_row(const uint16_t *row, int64_t kk, int64_t k) {
-    return pair(row[kk], kk + 1 < k ? row[kk + 1] : 0);
+#if DEFT_SIMD_X86
+/*
+ * dst[p * ds + r] = src[r * ss + p], for r < 16 and p < 16, 32-bit words:
+ * rows r >= rows read as zeros, pairs p >= pairs are neither read nor
+ * written, and `store` masks the words written per p (the first 12 for A's
+ * panels). Four rounds of shuffles: words within 128-bit lanes (4 x 4
+ * blocks), then the lanes across registers.
+ */
+__attribute__((target("avx512f"))) static void transpose16(const uint32_t *src, int64_t ss,
+                                                           int rows, int pairs, uint32_t *dst,
+                                                           int64_t ds, __mmask16 store) {
+    __mmask16 live = pairs >= 16 ? 0xffff : (__mmask16)((1u << pairs) - 1);
+    __m512i r[16], t[16];
+    for (int i = 0; i < 16; i++)
+        r[i] = i < rows ? _mm512_maskz_loadu_epi32(live, src + i * ss) : _mm512_setzero_si512();
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    /* r[4i + c], lane L: rows 4i..4i+3 of word 4L + c */
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int c = 0; c < 4; c++) {
+        __m512i even0 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x88); /* lanes 0, 2 */
+        __m512i odd0 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xdd);  /* lanes 1, 3 */
+        __m512i even1 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x88);
+        __m512i odd1 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xdd);
+        __m512i word[4] = {
+            _mm512_shuffle_i32x4(even0, even1, 0x88), _mm512_shuffle_i32x4(odd0, odd1, 0x88),
+            _mm512_shuffle_i32x4(even0, even1, 0xdd), _mm512_shuffle_i32x4(odd0, odd1, 0xdd)};
+        for (int l = 0; l < 4; l++)
+            if (4 * l + c < pairs) _mm512_mask_storeu_epi32(dst + (4 * l + c) * ds, store, word[l]);
+    }
 }
+#endif
 
 /*
- * A's row panels: A is m x k (or k x m when ta). Rows past m pack as zeros.
- * The loops run along a panel's pairs, row by row inside: stores are
- * contiguous, and a full pair of a row-major A is one 32-bit load (x86 is
- * little-endian: the lower address is the low half, as pair() puts it).
+ * Rows of k values, k apart from x on (`rows` of them; zeros up to
+ * `width`), packed as pairs: dst[p * width + r] holds row r's pair p. A
+ * full pair is one 32-bit word of its row (x86 is little-endian: the lower
+ * address is the low half, as pair() puts it), so the packing is a
+ * transpose of words; an odd k's last pair has a zero high half.
  */
-static void pack_a(const uint16_t *a, bool ta, int64_t m, int64_t k, int64_t kp, uint32_t *ap) {
+static void pack_rows(const uint16_t *x, int64_t k, int rows, int width, int64_t kp,
+                      uint32_t *dst) {
     int64_t full = k / 2;
+#if DEFT_SIMD_X86
+    const uint32_t *words = (const uint32_t *)x; /* row r starts at word r * k / 2 when k is even */
+    if (k % 2 == 0) {
+        __mmask16 store = width >= 16 ? 0xffff : (__mmask16)((1u << width) - 1);
+        for (int r0 = 0; r0 < width; r0 += 16)
+            for (int64_t p = 0; p < full; p += 16)
+                transpose16(words + r0 * full + p, full, rows - r0,
+                            (int)(full - p < 16 ? full - p : 16), dst + p * width + r0, width,
+                            store);
+        return;
+    }
+#endif
+    for (int64_t p = 0; p < kp; p++)
+        for (int r = 0; r < width; r++)
+            dst[p * width + r] =
+                r >= rows ? 0 : pair(x[r * k + 2 * p], 2 * p + 1 < k ? x[r * k + 2 * p + 1] : 0);
+}
+
+/* A's row panels: A is m x k (or k x m when ta). Rows past m pack as zeros. */
+static void pack_a(const uint16_t *a, bool ta, int64_t m, int64_t k, int64_t kp, uint32_t *ap) {
     for (int64_t i0 = 0; i0 < m; i0 += MR, ap += kp * MR) {
         int rows = m - i0 < MR ? (int)(m - i0) : MR;
-        if (rows < MR) memset(ap, 0, sizeof *ap * (size_t)(kp * MR));
-        if (ta) {
-            for (int64_t p = 0; p < kp; p++) {
-                const uint16_t *lo = a + 2 * p * m + i0, *hi = lo + m;
-                for (int r = 0; r < rows; r++)
-                    ap[p * MR + r] = pair(lo[r], 2 * p + 1 < k ? hi[r] : 0);
-            }
+        if (!ta) {
+            pack_rows(a + i0 * k, k, rows, MR, kp, ap);
             continue;
         }
-        for (int64_t p = 0; p < full; p++)
-            for (int r = 0; r < rows; r++) memcpy(ap + p * MR + r, a + (i0 + r) * k + 2 * p, 4);
-        if (full < kp)
-            for (int r = 0; r < rows; r++) ap[full * MR + r] = a[(i0 + r) * k + k - 1];
+        if (rows < MR) memset(ap, 0, sizeof *ap * (size_t)(kp * MR));
+        for (int64_t p = 0; p < kp; p++) {
+            const uint16_t *lo = a + 2 * p * m + i0, *hi = lo + m;
+            for (int r = 0; r < rows; r++) ap[p * MR + r] = pair(lo[r], 2 * p + 1 < k ? hi[r] : 0);
+        }
     }
 }
 
@@ -111,10 +164,7 @@ static void pack_b(const uint16_t *b, bool tb, int64_t k, int64_t n, int64_t kp,
     for (int64_t j0 = 0; j0 < n; j0 += NR, bp += kp * NR) {
         int cols = n - j0 < NR ? (int)(n - j0) : NR;
         if (tb) {
-            if (cols < NR) memset(bp, 0, sizeof *bp * (size_t)(kp * NR));
-            for (int jj = 0; jj < cols; jj++)
-                for (int64_t p = 0; p < kp; p++)
-                    bp[p * NR + jj] = pair_in_row(b + (j0 + jj) * k, 2 * p, k);
+            pack_rows(b + j0 * k, k, cols, NR, kp, bp);
             continue;
         }
 #if DEFT_SIMD_X86
