@@ -292,6 +292,7 @@ typedef struct cache_slot {
 typedef struct param_cache {
     cache_slot_t slot[CACHE_SLOTS];
     int next;
+    int hit;                /* the slot that matched last */
     deft_params_t uncached; /* results too long to cache */
 } param_cache_t;
 
@@ -311,15 +312,25 @@ static param_cache_t *param_cache(void) {
     return tl_params;
 }
 
+/* The bytes of `text` through its NUL when `s` is the same string, else 0: compared and
+ * measured in one pass, inline (parameter strings are short; a strcmp and a strlen per
+ * string cost more than the loop). */
+static inline size_t same_string(const char *text, const char *s) {
+    for (size_t i = 0; text[i] == s[i]; i++)
+        if (!text[i]) return i + 1;
+    return 0;
+}
+
 static bool slot_matches(const cache_slot_t *slot, const deft_op_entry_t *entry, int n,
                          const char *const *keys, const char *const *vals) {
     if (slot->entry != entry || slot->n != n) return false;
     const char *t = slot->text;
     for (int i = 0; i < n; i++) {
-        if (strcmp(t, keys[i]) != 0) return false;
-        t += strlen(t) + 1;
-        if (strcmp(t, vals[i]) != 0) return false;
-        t += strlen(t) + 1;
+        size_t len = same_string(t, keys[i]);
+        if (!len) return false;
+        t += len;
+        if (!(len = same_string(t, vals[i]))) return false;
+        t += len;
     }
     return true;
 }
@@ -404,8 +415,14 @@ __attribute__((noinline)) static int parse_through_cache(const deft_op_entry_t *
                              n, (const void *)keys, (const void *)vals);
     param_cache_t *cache = param_cache();
     if (!cache) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a parameter cache");
+    /* The slot that matched last first: a loop calls the same operator again and again. */
+    if (slot_matches(&cache->slot[cache->hit], entry, n, keys, vals)) {
+        *out = &cache->slot[cache->hit].params;
+        return 0;
+    }
     for (int s = 0; s < CACHE_SLOTS; s++) {
         if (slot_matches(&cache->slot[s], entry, n, keys, vals)) {
+            cache->hit = s;
             *out = &cache->slot[s].params;
             return 0;
         }
