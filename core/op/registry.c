@@ -346,6 +346,8 @@ static void slot_store(param_cache_t *cache, const deft_op_entry_t *entry, int n
                        const deft_params_t *params) {
     cache_slot_t *slot = &cache->slot[cache->next];
     size_t used = 0;
+    /* Its text is rewritten from here on: until it is whole, it matches nothing. */
+    slot->entry = NULL;
     for (int i = 0; i < n; i++) {
         size_t klen = strlen(keys[i]) + 1, vlen = strlen(vals[i]) + 1;
         if (klen > CACHE_TEXT - used || vlen > CACHE_TEXT - used - klen)
