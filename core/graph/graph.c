@@ -269,8 +269,8 @@ static int name_nodes(deft_graph_t *g) {
         for (int i = 0; i < g->num_nodes; i++) {
             const deft_node_t *node = g->nodes[i];
             if ((node->op != NULL) != (pass == 0)) continue;
-            if (node->name) {
-                if (!(g->names[i] = strdup(node->name))) goto oom;
+            if (node->name) { /* fixed once set, and the graph holds the node */
+                g->names[i] = node->name;
                 continue;
             }
             char base[160] = "var";
@@ -293,7 +293,7 @@ static int name_nodes(deft_graph_t *g) {
             if (!(g->names[i] = unique_name(&set, base, numbered))) goto oom;
             /* The name sticks: later views of this node (children, internals, a
              * bigger graph) see the same name. */
-            if (!(g->nodes[i]->name = strdup(g->names[i]))) goto oom;
+            g->nodes[i]->name = g->names[i];
         }
     }
     free_set(&set);
@@ -399,10 +399,7 @@ int deft_graph_build_cut(int num_outputs, const deft_entry_t *outputs, deft_grap
 
 void deft_graph_free(deft_graph_t *g) {
     if (!g) return;
-    for (int i = 0; i < g->num_nodes; i++) {
-        deft_node_release(g->nodes[i]);
-        if (g->names) free(g->names[i]);
-    }
+    for (int i = 0; i < g->num_nodes; i++) deft_node_release(g->nodes[i]); /* names: theirs */
     for (int o = 0; o < g->num_outputs; o++) deft_node_release(g->outputs[o].node);
     if (g->nodes != g->small_nodes) free(g->nodes);
     if (g->map != g->small_map) free(g->map);
