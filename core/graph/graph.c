@@ -240,7 +240,8 @@ static char *unique_name(name_set_t *set, const char *base, bool numbered) {
 }
 
 static void free_set(name_set_t *set) {
-    for (int i = 0; set->bases && i < set->capacity; i++) free((char *)set->bases[i]);
+    for (int i = 0; set->bases && i < set->capacity; i++) /* mostly empty: no call for those */
+        if (set->bases[i]) free((char *)set->bases[i]);
     free(set->bases), free(set->next), free(set->names);
 }
 
