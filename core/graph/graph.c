@@ -235,7 +235,10 @@ static char *unique_name(name_set_t *set, const char *base, bool numbered) {
     }
     for (;; (*k)++) {
         append_number(name + at, *k);
-        if (set_add(set, name)) return name;
+        if (set_add(set, name)) {
+            (*k)++; /* taken now: the next node of this base starts past it */
+            return name;
+        }
     }
 }
 
