@@ -869,6 +869,42 @@ START_TEST(million_op_chain) {
 }
 END_TEST
 
+/* Call k of the case below: _plus_scalar with its keys out of order, or Pad, whose
+ * pad_width the kernel reads as text, each with parameters of its own. */
+static DeftNDArrayHandle parameter_call(DeftNDArrayHandle x, int k) {
+    char text[48];
+    if (k < 4) {
+        snprintf(text, sizeof text, "%d.5", 11 + k);
+        return call1("_plus_scalar", 1, &x, P("is_int", "false", "scalar", text));
+    }
+    snprintf(text, sizeof text, "(0,0,0,0,%d,0,0,1)", k - 3);
+    return call1("Pad", 1, &x, P("pad_width", text, "mode", "constant", "constant_value", "-2"));
+}
+
+/* A recorded node shares its parameters with the parameter cache's slot: after the
+ * slots are reused for other calls, the node's values, strings and sorted attributes
+ * are still its own (computed, and exported and run by an executor). */
+START_TEST(recorded_parameters_outlive_their_cache_slot) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT64, 4, SHAPE(1, 1, 2, 2), 1), lazy[8], ref[8];
+    set_deferred(1);
+    for (int k = 0; k < 8; k++) lazy[k] = parameter_call(x, k);
+    set_deferred(0);
+    for (int s = 0; s < 16; s++) { /* every slot of this thread's cache, twice over */
+        char text[16];
+        snprintf(text, sizeof text, "%d.25", 40 + s);
+        DeftNDArrayHandle y = call1("_mul_scalar", 1, &x, P("scalar", text));
+        free_all(1, &y);
+    }
+    for (int k = 0; k < 8; k++) ck_assert_ok(DeftNDArrayWaitToRead(lazy[k]));
+    for (int k = 0; k < 8; k++) ref[k] = parameter_call(x, k);
+    for (int k = 0; k < 8; k++) assert_same_bytes(lazy[k], ref[k], "recorded", k);
+    DeftSymbolHandle sym = export_symbol(1, &x, 8, lazy);
+    check_executor(json_of(sym), 1, &x, 8, ref);
+    ck_assert_ok(DeftSymbolFree(sym));
+    free_all(8, lazy), free_all(8, ref), free_all(1, &x);
+}
+END_TEST
+
 /* ---- trigger plans ---- */
 
 /* ((x + a) * 2) - x on a float64 ramp of n elements, recorded and read. */
@@ -1031,6 +1067,7 @@ Suite *deferred_suite(void) {
     tcase_add_test(when, lazy_input_to_normal_op);
     tcase_add_test(when, deferred_invoke_records_in_any_mode);
     tcase_add_test(when, update_in_place_is_recorded);
+    tcase_add_test(when, recorded_parameters_outlive_their_cache_slot);
     tcase_add_test(when, trigger_reuses_plan_of_seen_shape);
     tcase_add_test(when, trigger_plans_off_and_bounded);
     tcase_add_test(when, trigger_plan_tells_kept_values_apart);

@@ -569,6 +569,42 @@ START_TEST(test_executor_plan_cache_is_bounded_and_released) {
 }
 END_TEST
 
+static int64_t plan_stat(DeftCachedOpHandle op, int stat) {
+    int64_t v;
+    ck_assert_ok(DeftCachedOpGetPlanStat(op, stat, &v));
+    return v;
+}
+
+/* The report's figures are planned when asked, for the last plan used: after a
+ * run of another shape they are that shape's, and they outlive the plan when
+ * DeftMemoryReleaseCached drops it. neg is the one intermediate: naive = its bytes (float64). */
+START_TEST(test_plan_figures_follow_the_last_plan_and_outlive_it) {
+    DeftSymbolHandle x = var("x");
+    DeftSymbolHandle neg = apply("negative", "neg", 1, &x, NO_PARAMS);
+    DeftSymbolHandle y = apply("relu", "y", 1, &neg, NO_PARAMS);
+    DeftCachedOpHandle op;
+    ck_assert_ok(DeftCachedOpCreate(y, 0, &op));
+    int64_t v;
+    ck_assert_int_eq(DeftCachedOpGetPlanStat(op, DEFT_PLAN_NAIVE_BYTES, &v), -1);
+    const int sizes[] = {4096, 8192, 4096};
+    for (int r = 0; r < 3; r++) {
+        DeftNDArrayHandle out = run_neg_relu(op, sizes[r]);
+        ck_assert_int_eq(plan_stat(op, DEFT_PLAN_NAIVE_BYTES), sizes[r] * 8);
+        ck_assert_int_eq(plan_stat(op, DEFT_PLAN_SHARING_ONLY_BYTES), sizes[r] * 8);
+        ck_assert_int_eq(plan_stat(op, DEFT_PLAN_ARENA_BYTES), sizes[r] * 8);
+        free_all(1, &out);
+    }
+    DeftNDArrayHandle out = run_neg_relu(op, 8192); /* not asked before the plan goes */
+    ck_assert_ok(DeftMemoryReleaseCached(DEFT_CPU, 0));
+    ck_assert_int_eq(plan_stat(op, DEFT_PLAN_NAIVE_BYTES), 8192 * 8);
+    ck_assert_int_eq(plan_stat(op, DEFT_PLAN_INPLACE_ONLY_BYTES), 8192 * 8);
+    free_all(1, &out);
+    ck_assert_ok(DeftCachedOpFree(op));
+    DeftSymbolHandle all[] = {x, neg, y};
+    for (int i = 0; i < 3; i++) ck_assert_ok(DeftSymbolFree(all[i]));
+}
+END_TEST
+
 static atomic_int run_gate_open;
 
 static int wait_for_run_gate(void *arg) {
@@ -626,6 +662,7 @@ static Suite *executor_suite(void) {
     tcase_add_test(tc, test_plan_memory_pass);
     tcase_add_test(tc, test_kernels_know_which_outputs_are_read);
     tcase_add_test(tc, test_executor_plan_cache_is_bounded_and_released);
+    tcase_add_test(tc, test_plan_figures_follow_the_last_plan_and_outlive_it);
     tcase_add_test(tc, test_queued_runs_count_their_bytes);
     suite_add_tcase(suite, tc);
     TCase *large = tcase_create("large graphs");

@@ -398,6 +398,33 @@ START_TEST(test_parameter_cache_gives_each_call_its_own_values) {
 }
 END_TEST
 
+/* A call whose parameters are too long to cache must not leave the slot it would have
+ * taken half rewritten: that slot's old parameters (slope 0.5078125) would then answer
+ * a later call with the first key and value of the long one (slope 0.1). */
+START_TEST(test_parameters_too_long_to_cache_leave_no_stale_slot) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT64, 1, SHAPE(1), VALUES(-1));
+    const char *act = "leaky";
+    DeftNDArrayHandle y = call1("LeakyReLU", 1, &x, P("slope", "0.5078125"));
+    assert_values(y, 1, VALUES(-0.5078125), 0);
+    ck_assert_ok(DeftNDArrayFree(y));
+    for (int s = 1; s < 8; s++) { /* the next seven slots: the slot above is next again */
+        char text[32];
+        snprintf(text, sizeof text, "0.%d0703125", s);
+        y = call1("LeakyReLU", 1, &x, P("slope", text));
+        ck_assert_ok(DeftNDArrayFree(y));
+    }
+    char long_value[400];
+    memset(long_value, ' ', sizeof long_value);
+    memcpy(long_value + 390, "0.125", 6);
+    y = call1("LeakyReLU", 1, &x, P("slope", "0.1", "lower_bound", long_value, "act_type", act));
+    assert_values(y, 1, VALUES(-0.1), 0);
+    ck_assert_ok(DeftNDArrayFree(y));
+    y = call1("LeakyReLU", 1, &x, P("slope", "0.1"));
+    assert_values(y, 1, VALUES(-0.1), 0);
+    free_all(2, (DeftNDArrayHandle[]){x, y});
+}
+END_TEST
+
 START_TEST(test_tuple_syntax_variants) {
     DeftNDArrayHandle x = make(DEFT_FLOAT32, 3, SHAPE(2, 3, 4), NULL);
     const char *forms[] = {"(0,2)", "[0, 2]", " ( 0 , 2 ) ", "(0,2,)", "(-3,-1)"};
@@ -436,6 +463,7 @@ static Suite *registry_suite(void) {
     tcase_add_test(tc, test_wrong_input_count_is_said_plainly);
     tcase_add_test(tc, test_added_operators_are_checked);
     tcase_add_test(tc, test_parameter_cache_gives_each_call_its_own_values);
+    tcase_add_test(tc, test_parameters_too_long_to_cache_leave_no_stale_slot);
     tcase_add_test(tc, test_tuple_syntax_variants);
     suite_add_tcase(suite, tc);
     return suite;

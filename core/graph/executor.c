@@ -47,6 +47,7 @@ typedef struct plan_entry {
     deft_desc_t *signature; /* one per input */
     deft_graph_types_t types;
     deft_memory_plan_t plan;
+    bool reported; /* plan's report figures are filled (report_last) */
     placement_t *placements;
     struct plan_entry *next; /* the list, most recently used first; or a list of dropped ones */
 } plan_entry_t;
@@ -74,8 +75,10 @@ struct deft_cached_op {
     size_t plan_bytes;     /* arenas of the listed plans */
     size_t max_plan_bytes; /* the cache's bounds, read at creation */
     int max_plans;
-    bool has_run;                       /* last holds the figures of the last plan used */
-    deft_memory_plan_t last;            /* without offsets */
+    bool has_run;            /* a plan was used: last_used, or `last` once it is unlisted */
+    plan_entry_t *last_used; /* the last plan used, while listed (not a reference) */
+    deft_memory_plan_t last; /* its figures, without offsets, when reported */
+    bool last_lost;          /* unlisted before its figures could be reported */
     struct deft_cached_op *prev, *next; /* every live executor (release_arenas) */
     bool registered;
 };
@@ -256,9 +259,27 @@ static void release_dropped(plan_entry_t *dropped) {
     }
 }
 
+/* Under the lock: the figures of the last plan used in op->last. Made when asked, not
+ * when planned: a report plans three more times, which a one-off graph would pay for. */
+static int report_last(deft_cached_op_t *op) {
+    plan_entry_t *p = op->last_used;
+    if (!p) return 0; /* reported when it was unlisted */
+    if (!p->reported) {
+        if (deft_plan_memory_report(op->g, &p->types, NULL, &p->plan)) return -1;
+        p->reported = true;
+    }
+    op->last = p->plan;
+    op->last.offset = NULL;
+    return 0;
+}
+
 /* Under the lock: take the plan at *at off the list onto `dropped`. */
 static void unlist(deft_cached_op_t *op, plan_entry_t **at, plan_entry_t **dropped) {
     plan_entry_t *p = *at;
+    if (p == op->last_used) { /* its figures stay for DeftCachedOpGetPlanStat */
+        op->last_lost = report_last(op) != 0;
+        op->last_used = NULL;
+    }
     *at = p->next;
     op->num_plans--;
     op->plan_bytes -= p->bytes;
@@ -270,6 +291,7 @@ void deft_cached_op_release(deft_cached_op_t *op) {
     if (!op || atomic_fetch_sub_explicit(&op->refcount, 1, memory_order_acq_rel) != 1) return;
     unregister_op(op);
     plan_entry_t *dropped = NULL;
+    op->last_used = NULL; /* nobody asks any more */
     while (op->plans) unlist(op, &op->plans, &dropped);
     release_dropped(dropped);
     deft_subgraph_release(op->subgraph[0]);
@@ -486,8 +508,8 @@ static int acquire(deft_cached_op_t *op, int nin, const deft_desc_t *in,
     if (status == 0) {
         atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
         op->has_run = true;
-        op->last = p->plan;
-        op->last.offset = NULL;
+        op->last_used = p;
+        op->last_lost = false;
     }
     if (p) trim(op, p, &dropped);
     pthread_mutex_unlock(&op->lock);
@@ -498,11 +520,16 @@ static int acquire(deft_cached_op_t *op, int nin, const deft_desc_t *in,
 
 int deft_cached_op_last_plan(deft_cached_op_t *op, deft_memory_plan_t *out) {
     pthread_mutex_lock(&op->lock);
-    bool has_run = op->has_run;
+    bool has_run = op->has_run, lost = op->last_lost;
+    int status = has_run && !lost ? report_last(op) : 0;
     if (has_run) *out = op->last;
     pthread_mutex_unlock(&op->lock);
     if (!has_run) return deft_error(DEFT_ERR_VALUE, "the executor has not run yet");
-    return 0;
+    if (lost)
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY,
+                          "the figures of the last plan were lost (out of memory when it was "
+                          "dropped)");
+    return status;
 }
 
 size_t deft_cached_op_cached_bytes(deft_cached_op_t *op) {

@@ -235,12 +235,16 @@ static char *unique_name(name_set_t *set, const char *base, bool numbered) {
     }
     for (;; (*k)++) {
         append_number(name + at, *k);
-        if (set_add(set, name)) return name;
+        if (set_add(set, name)) {
+            (*k)++; /* taken now: the next node of this base starts past it */
+            return name;
+        }
     }
 }
 
 static void free_set(name_set_t *set) {
-    for (int i = 0; set->bases && i < set->capacity; i++) free((char *)set->bases[i]);
+    for (int i = 0; set->bases && i < set->capacity; i++) /* mostly empty: no call for those */
+        if (set->bases[i]) free((char *)set->bases[i]);
     free(set->bases), free(set->next), free(set->names);
 }
 
@@ -269,8 +273,8 @@ static int name_nodes(deft_graph_t *g) {
         for (int i = 0; i < g->num_nodes; i++) {
             const deft_node_t *node = g->nodes[i];
             if ((node->op != NULL) != (pass == 0)) continue;
-            if (node->name) {
-                if (!(g->names[i] = strdup(node->name))) goto oom;
+            if (node->name) { /* fixed once set, and the graph holds the node */
+                g->names[i] = node->name;
                 continue;
             }
             char base[160] = "var";
@@ -293,7 +297,7 @@ static int name_nodes(deft_graph_t *g) {
             if (!(g->names[i] = unique_name(&set, base, numbered))) goto oom;
             /* The name sticks: later views of this node (children, internals, a
              * bigger graph) see the same name. */
-            if (!(g->nodes[i]->name = strdup(g->names[i]))) goto oom;
+            g->nodes[i]->name = g->names[i];
         }
     }
     free_set(&set);
@@ -399,10 +403,7 @@ int deft_graph_build_cut(int num_outputs, const deft_entry_t *outputs, deft_grap
 
 void deft_graph_free(deft_graph_t *g) {
     if (!g) return;
-    for (int i = 0; i < g->num_nodes; i++) {
-        deft_node_release(g->nodes[i]);
-        if (g->names) free(g->names[i]);
-    }
+    for (int i = 0; i < g->num_nodes; i++) deft_node_release(g->nodes[i]); /* names: theirs */
     for (int o = 0; o < g->num_outputs; o++) deft_node_release(g->outputs[o].node);
     if (g->nodes != g->small_nodes) free(g->nodes);
     if (g->map != g->small_map) free(g->map);

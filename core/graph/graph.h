@@ -32,7 +32,7 @@ typedef struct deft_graph_slot {
 typedef struct deft_graph {
     int num_nodes;
     deft_node_t **nodes; /* post-order; retained */
-    char **names;
+    char **names; /* per node: its name (the node's own, which the graph names once and holds) */
     int *row_ptr; /* entry ids of node i are row_ptr[i] .. row_ptr[i+1]-1 */
     /* entry id read by input k of node i: in_entry[in_ptr[i] + k] (no lookups on hot walks) */
     int *in_ptr, *in_entry;

@@ -91,6 +91,7 @@ static int fill_attrs(deft_node_t *node, int n, const char *const *keys, const c
 }
 
 static void node_free(deft_node_t *node) {
+    deft_param_set_release(node->param_set);
     free(node->name);
     free(node->input_role);
     if (node->is_record)
@@ -154,24 +155,43 @@ strings:
     return 0;
 }
 
-static int new_op(const deft_op_entry_t *op, const deft_param_value_t *parsed, size_t ext_bytes,
-                  const char *name, int num_attrs, const char *const *keys, const char *const *vals,
-                  int num_inputs, const deft_entry_t *inputs, deft_node_t **out) {
-    if (num_inputs < op->op->min_inputs || num_inputs > op->op->max_inputs)
+/* The node's parameters and attributes are the set's (a reference the node takes over). */
+static void share_set(deft_node_t *node, deft_param_set_t *set) {
+    node->param_set = set;
+    node->params = set->v;
+    node->attrs = (deft_attrs_t){set->count, set->keys, set->vals, NULL};
+}
+
+/* With `set`, the node shares it (taking over the reference) for its parameters and
+ * attributes, which are then the set's: num_attrs, keys and vals are not read. */
+static int new_op(const deft_op_entry_t *op, const deft_param_value_t *parsed,
+                  deft_param_set_t *set, size_t ext_bytes, const char *name, int num_attrs,
+                  const char *const *keys, const char *const *vals, int num_inputs,
+                  const deft_entry_t *inputs, deft_node_t **out) {
+    if (num_inputs < op->op->min_inputs || num_inputs > op->op->max_inputs) {
+        deft_param_set_release(set);
         return deft_op_input_count_error(op->op, num_inputs);
-    size_t text;
-    if (check_attrs(num_attrs, keys, vals, &text)) return -1;
+    }
+    size_t text = 0;
+    if (!set && check_attrs(num_attrs, keys, vals, &text)) return -1;
     /* A call with the operator's default parameters shares the registry's copy
      * (read-only, as every node's parameters are) instead of copying it. */
-    bool shared = parsed == op->defaults.v && !op->has_string_params;
+    bool shared = set || (parsed == op->defaults.v && !op->has_string_params);
     /* at least one slot: kernels get a valid pointer even without parameters */
     int slots = shared || op->num_params == 0 ? 1 : op->num_params;
-    deft_node_t *node = node_alloc(num_inputs, slots, num_attrs, text, ext_bytes);
-    if (!node) return oom_node();
+    deft_node_t *node =
+        node_alloc(num_inputs, set ? 0 : slots, set ? 0 : num_attrs, text, ext_bytes);
+    if (!node) {
+        deft_param_set_release(set);
+        return oom_node();
+    }
     node->op = op;
-    if (shared) node->params = (deft_param_value_t *)op->defaults.v;
-    if ((name && !(node->name = copy_string(name))) || fill_attrs(node, num_attrs, keys, vals) ||
-        parse_node_params(node, parsed)) {
+    if (set)
+        share_set(node, set);
+    else if (shared)
+        node->params = (deft_param_value_t *)op->defaults.v;
+    if ((name && !(node->name = copy_string(name))) ||
+        (!set && (fill_attrs(node, num_attrs, keys, vals) || parse_node_params(node, parsed)))) {
         if (name && !node->name) oom_node();
         node_free(node);
         return -1;
@@ -193,18 +213,21 @@ static int new_op(const deft_op_entry_t *op, const deft_param_value_t *parsed, s
 int deft_node_new_op(const deft_op_entry_t *op, const char *name, int num_attrs,
                      const char *const *keys, const char *const *vals, int num_inputs,
                      const deft_entry_t *inputs, deft_node_t **out) {
-    return new_op(op, NULL, 0, name, num_attrs, keys, vals, num_inputs, inputs, out);
+    return new_op(op, NULL, NULL, 0, name, num_attrs, keys, vals, num_inputs, inputs, out);
 }
 
 int deft_node_new_call(const deft_op_entry_t *op, const deft_param_value_t *params, int num_params,
                        const char *const *keys, const char *const *vals, int num_inputs,
                        const deft_entry_t *inputs, size_t ext_bytes, deft_node_t **out) {
-    return new_op(op, params, ext_bytes, NULL, num_params, keys, vals, num_inputs, inputs, out);
+    deft_param_set_t *set = num_params ? deft_param_set_take(op, params) : NULL;
+    return new_op(op, params, set, ext_bytes, NULL, num_params, keys, vals, num_inputs, inputs,
+                  out);
 }
 
 int deft_node_copy_op(const deft_node_t *node, const char *name, const deft_entry_t *inputs,
                       deft_node_t **out) {
-    return new_op(node->op, node->params, 0, name, node->attrs.count,
+    deft_param_set_t *set = node->param_set ? deft_param_set_retain(node->param_set) : NULL;
+    return new_op(node->op, node->params, set, 0, name, node->attrs.count,
                   (const char *const *)node->attrs.keys, (const char *const *)node->attrs.vals,
                   node->num_inputs, inputs, out);
 }

@@ -34,11 +34,12 @@ typedef struct deft_attrs {
 
 struct deft_node {
     atomic_int refcount;
-    const deft_op_entry_t *op;  /* NULL: a variable */
-    char *name;                 /* NULL until a graph names it (graph.h), then fixed */
-    char *input_role;           /* variables made for a missing input: the input's name */
-    deft_attrs_t attrs;         /* operator parameters as given, and other attributes */
-    deft_param_value_t *params; /* parsed parameters (op->num_params of them), or NULL */
+    const deft_op_entry_t *op;   /* NULL: a variable */
+    char *name;                  /* NULL until a graph names it (graph.h), then fixed */
+    char *input_role;            /* variables made for a missing input: the input's name */
+    deft_attrs_t attrs;          /* operator parameters as given, and other attributes */
+    deft_param_value_t *params;  /* parsed parameters (op->num_params of them), or NULL */
+    deft_param_set_t *param_set; /* where params and attrs are when shared (retained), or NULL */
     int num_inputs, num_outputs;
     /* Variables with a rank (> 0) come first in a graph, by rank: how an exported
      * symbol (and one loaded from JSON) keeps its arguments in the order given. */
@@ -89,16 +90,19 @@ int deft_node_new_op(const deft_op_entry_t *op, const char *name, int num_attrs,
 /*
  * The node of a recorded operator call: like deft_node_new_op with keys and
  * vals the call's parameters as given, and `params` their values, already
- * parsed and checked by the call (so they are not parsed again). With
- * ext_bytes, ext points at that much zeroed room in the node's own
- * allocation, for the layer above's state (one allocation per recorded call).
+ * parsed and checked by the call (so they are not parsed again): when they
+ * are a parameter cache slot's, the node shares the slot's set
+ * (deft_param_set_take) instead of copying them. With ext_bytes, ext points
+ * at that much zeroed room in the node's own allocation, for the layer
+ * above's state (one allocation per recorded call).
  */
 int deft_node_new_call(const deft_op_entry_t *op, const deft_param_value_t *params, int num_params,
                        const char *const *keys, const char *const *vals, int num_inputs,
                        const deft_entry_t *inputs, size_t ext_bytes, deft_node_t **out);
 
 /* A copy of operator node `node` named `name` (NULL: unnamed) on other inputs
- * (as many as it has), its parameters copied as they are parsed, not parsed again. */
+ * (as many as it has), its parameters copied as they are parsed, not parsed again
+ * (or shared, when the node shares a parameter set). */
 int deft_node_copy_op(const deft_node_t *node, const char *name, const deft_entry_t *inputs,
                       deft_node_t **out);
 

@@ -121,34 +121,46 @@ static int layout(const planner_t *p, deft_memory_plan_t *plan) {
     return 0;
 }
 
-int deft_plan_memory(const deft_graph_t *g, const deft_graph_types_t *t, bool enabled,
-                     const bool *pinned, deft_memory_plan_t *out) {
+static void planner_free(planner_t *p) {
+    free(p->refs), free(p->block_of), free(p->blocks), free(p->outside);
+}
+
+/* A planner over g's entries: leaves, graph outputs and `pinned` entries live outside. */
+static int planner_init(planner_t *p, const deft_graph_t *g, const deft_graph_types_t *t,
+                        const bool *pinned) {
     int entries = deft_graph_num_entries(g);
-    planner_t p = {.g = g, .t = t};
+    *p = (planner_t){.g = g, .t = t};
     size_t n = (size_t)(entries ? entries : 1);
-    p.refs = malloc(n * sizeof *p.refs);
-    p.block_of = malloc(n * sizeof *p.block_of);
-    p.blocks = calloc(n, sizeof *p.blocks);
-    p.outside = calloc(n, sizeof *p.outside);
-    deft_memory_plan_t plan = {.num_entries = entries, .offset = malloc(n * sizeof(int64_t))};
-    if (!p.refs || !p.block_of || !p.blocks || !p.outside || !plan.offset) {
-        free(p.refs), free(p.block_of), free(p.blocks), free(p.outside), free(plan.offset);
+    p->refs = malloc(n * sizeof *p->refs);
+    p->block_of = malloc(n * sizeof *p->block_of);
+    p->blocks = calloc(n, sizeof *p->blocks);
+    p->outside = calloc(n, sizeof *p->outside);
+    if (!p->refs || !p->block_of || !p->blocks || !p->outside) {
+        planner_free(p);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a memory plan");
     }
     for (int i = 0; i < g->num_nodes; i++)
         for (int k = 0; deft_graph_is_leaf(g, i) && k < g->nodes[i]->num_outputs; k++)
-            p.outside[g->row_ptr[i] + k] = true;
-    for (int e = 0; pinned && e < entries; e++) p.outside[e] = p.outside[e] || pinned[e];
+            p->outside[g->row_ptr[i] + k] = true;
+    for (int e = 0; pinned && e < entries; e++) p->outside[e] = p->outside[e] || pinned[e];
     for (int o = 0; o < g->num_outputs; o++)
-        p.outside[deft_graph_entry_id(g, deft_graph_node_id(g, g->outputs[o].node),
-                                      g->outputs[o].index)] = true;
+        p->outside[deft_graph_entry_id(g, deft_graph_node_id(g, g->outputs[o].node),
+                                       g->outputs[o].index)] = true;
+    p->match_range = 1e300;
+    return 0;
+}
 
-    p.match_range = 1e300;
-    plan.naive_bytes = plan_once(&p);
-    p.inplace = true;
-    plan.inplace_only_bytes = plan_once(&p);
-    p.inplace = false, p.sharing = true;
-    plan.sharing_only_bytes = plan_once(&p);
+int deft_plan_memory(const deft_graph_t *g, const deft_graph_types_t *t, bool enabled,
+                     const bool *pinned, deft_memory_plan_t *out) {
+    int entries = deft_graph_num_entries(g);
+    planner_t p;
+    deft_memory_plan_t plan = {.num_entries = entries,
+                               .offset = malloc((size_t)(entries ? entries : 1) * sizeof(int64_t))};
+    if (!plan.offset) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a memory plan");
+    if (planner_init(&p, g, t, pinned)) {
+        free(plan.offset);
+        return -1;
+    }
     /* The sweep: keep the match range giving the smallest arena. */
     static const double ranges[] = {1, 2, 4, 8, 16, 32, 1e300};
     double best_range = 1e300;
@@ -166,12 +178,25 @@ int deft_plan_memory(const deft_graph_t *g, const deft_graph_types_t *t, bool en
     p.match_range = best_range;
     if (!enabled || last_range != best_range) plan_once(&p);
     int status = layout(&p, &plan);
-    free(p.refs), free(p.block_of), free(p.blocks), free(p.outside);
+    planner_free(&p);
     if (status) {
         free(plan.offset);
         return -1;
     }
     *out = plan;
+    return 0;
+}
+
+int deft_plan_memory_report(const deft_graph_t *g, const deft_graph_types_t *t, const bool *pinned,
+                            deft_memory_plan_t *plan) {
+    planner_t p;
+    if (planner_init(&p, g, t, pinned)) return -1;
+    plan->naive_bytes = plan_once(&p);
+    p.inplace = true;
+    plan->inplace_only_bytes = plan_once(&p);
+    p.inplace = false, p.sharing = true;
+    plan->sharing_only_bytes = plan_once(&p);
+    planner_free(&p);
     return 0;
 }
 

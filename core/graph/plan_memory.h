@@ -25,7 +25,8 @@ typedef struct deft_memory_plan {
     int num_entries;
     int64_t *offset; /* byte offset in the arena, or -1: not in the arena */
     size_t arena_bytes;
-    /* what other plans of the same graph would need, for reports */
+    /* what other plans of the same graph would need, for reports: filled only by
+     * deft_plan_memory_report (three more planner runs that nothing but a report reads) */
     size_t naive_bytes, inplace_only_bytes, sharing_only_bytes;
 } deft_memory_plan_t;
 
@@ -33,6 +34,11 @@ typedef struct deft_memory_plan {
  * so do entries marked in `pinned` (may be NULL): values kept after the run. */
 int deft_plan_memory(const deft_graph_t *g, const deft_graph_types_t *types, bool enabled,
                      const bool *pinned, deft_memory_plan_t *out);
+
+/* Fill plan's report figures (naive, in-place only, sharing only) for the graph and
+ * pinned entries it was planned for. */
+int deft_plan_memory_report(const deft_graph_t *g, const deft_graph_types_t *types,
+                            const bool *pinned, deft_memory_plan_t *plan);
 void deft_memory_plan_free(deft_memory_plan_t *plan);
 
 /* An arena on each device that planned entries live on (entry e on

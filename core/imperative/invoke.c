@@ -351,17 +351,25 @@ static int check_not_lazy(const deft_op_t *op, int nin, deft_ndarray_t *const *i
     return 0;
 }
 
+/* Output k's size does not fit: the error, its message naming the output. Called again
+ * without the function's name, so the message says it once. */
+__attribute__((cold, noinline)) static int output_size_error(const deft_op_t *op, int k,
+                                                             const deft_desc_t *out) {
+    size_t nbytes;
+    const char *caller = deft_error_swap_function(NULL);
+    deft_shape_nbytes(&out->shape, deft_dtype_size(out->dtype), &nbytes);
+    deft_error_swap_function(caller);
+    char detail[DEFT_ERROR_MAX];
+    snprintf(detail, sizeof detail, "%s", deft_error_message());
+    return deft_op_error(op, DEFT_ERR_VALUE, "output %d: %s", k, detail);
+}
+
 /* Every output's byte size fits (as deft_ndarray_new would check). */
 static int check_output_sizes(const deft_op_t *op, int nout, const deft_desc_t *out) {
     for (int k = 0; k < nout; k++) {
         size_t nbytes;
-        const char *caller = deft_error_swap_function(NULL); /* named once, below */
-        int status = deft_shape_nbytes(&out[k].shape, deft_dtype_size(out[k].dtype), &nbytes);
-        deft_error_swap_function(caller);
-        if (status == 0) continue;
-        char detail[DEFT_ERROR_MAX];
-        snprintf(detail, sizeof detail, "%s", deft_error_message());
-        return deft_op_error(op, DEFT_ERR_VALUE, "output %d: %s", k, detail);
+        if (deft_shape_nbytes(&out[k].shape, deft_dtype_size(out[k].dtype), &nbytes))
+            return output_size_error(op, k, &out[k]);
     }
     return 0;
 }

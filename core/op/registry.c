@@ -287,11 +287,13 @@ typedef struct cache_slot {
     int n;
     char text[CACHE_TEXT]; /* key\0val\0key\0val\0... */
     deft_params_t params;
+    deft_param_set_t *set; /* the same for nodes to share (NULL: out of memory) */
 } cache_slot_t;
 
 typedef struct param_cache {
     cache_slot_t slot[CACHE_SLOTS];
     int next;
+    int hit;                /* the slot that matched last */
     deft_params_t uncached; /* results too long to cache */
 } param_cache_t;
 
@@ -299,8 +301,16 @@ static DEFT_TLS_FAST param_cache_t *tl_params;
 static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t cache_key;
 
+/* At thread exit: nodes that share a slot's set keep it. */
+static void free_cache(void *arg) {
+    param_cache_t *cache = arg;
+    for (int s = 0; s < CACHE_SLOTS; s++) deft_param_set_release(cache->slot[s].set);
+    free(cache);
+    tl_params = NULL;
+}
+
 static void make_cache_key(void) {
-    pthread_key_create(&cache_key, free);
+    pthread_key_create(&cache_key, free_cache);
 }
 
 static param_cache_t *param_cache(void) {
@@ -311,15 +321,25 @@ static param_cache_t *param_cache(void) {
     return tl_params;
 }
 
+/* The bytes of `text` through its NUL when `s` is the same string, else 0: compared and
+ * measured in one pass, inline (parameter strings are short; a strcmp and a strlen per
+ * string cost more than the loop). */
+static inline size_t same_string(const char *text, const char *s) {
+    for (size_t i = 0; text[i] == s[i]; i++)
+        if (!text[i]) return i + 1;
+    return 0;
+}
+
 static bool slot_matches(const cache_slot_t *slot, const deft_op_entry_t *entry, int n,
                          const char *const *keys, const char *const *vals) {
     if (slot->entry != entry || slot->n != n) return false;
     const char *t = slot->text;
     for (int i = 0; i < n; i++) {
-        if (strcmp(t, keys[i]) != 0) return false;
-        t += strlen(t) + 1;
-        if (strcmp(t, vals[i]) != 0) return false;
-        t += strlen(t) + 1;
+        size_t len = same_string(t, keys[i]);
+        if (!len) return false;
+        t += len;
+        if (!(len = same_string(t, vals[i]))) return false;
+        t += len;
     }
     return true;
 }
@@ -330,11 +350,62 @@ static int find_param_index(const deft_op_entry_t *entry, const char *key) {
     return -1;
 }
 
+deft_param_set_t *deft_param_set_retain(deft_param_set_t *set) {
+    atomic_fetch_add_explicit(&set->refs, 1, memory_order_relaxed);
+    return set;
+}
+
+void deft_param_set_release(deft_param_set_t *set) {
+    if (set && atomic_fetch_sub_explicit(&set->refs, 1, memory_order_acq_rel) == 1) free(set);
+}
+
+/* A slot's values and strings (text, n pairs) as a set, in one allocation; NULL when out of
+ * memory (nodes then copy them). */
+static deft_param_set_t *make_set(const deft_op_entry_t *entry, int n, const char *text,
+                                  size_t text_bytes, const deft_params_t *params) {
+    size_t head = (sizeof(deft_param_set_t) + 15) & ~(size_t)15;
+    size_t values = (size_t)entry->num_params * sizeof(deft_param_value_t);
+    deft_param_set_t *set = malloc(head + values + 2 * (size_t)n * sizeof(char *) + text_bytes);
+    if (!set) return NULL;
+    atomic_init(&set->refs, 1);
+    set->entry = entry;
+    set->count = n;
+    set->v = (deft_param_value_t *)((char *)set + head);
+    set->keys = (char **)((char *)set->v + values);
+    set->vals = set->keys + n;
+    char *own = memcpy(set->vals + n, text, text_bytes);
+    if (values) memcpy(set->v, params->v, values);
+    for (int i = 0; i < n; i++) { /* sorted by key, as a node keeps its attributes */
+        char *key = own, *val = own + strlen(own) + 1;
+        own = val + strlen(val) + 1;
+        int at = i;
+        for (; at > 0 && strcmp(set->keys[at - 1], key) > 0; at--)
+            set->keys[at] = set->keys[at - 1], set->vals[at] = set->vals[at - 1];
+        set->keys[at] = key, set->vals[at] = val;
+        int p = find_param_index(entry, key);
+        if (p >= 0 && entry->op->params[p].type == DEFT_PARAM_STRING) set->v[p].s = val;
+    }
+    return set;
+}
+
+deft_param_set_t *deft_param_set_take(const deft_op_entry_t *entry, const deft_param_value_t *v) {
+    param_cache_t *cache = tl_params;
+    if (!cache) return NULL;
+    const cache_slot_t *slot = &cache->slot[cache->hit];
+    for (int s = 0; slot->params.v != v && s < CACHE_SLOTS; s++) slot = &cache->slot[s];
+    if (slot->params.v != v || slot->entry != entry || !slot->set) return NULL;
+    return deft_param_set_retain(slot->set);
+}
+
 static void slot_store(param_cache_t *cache, const deft_op_entry_t *entry, int n,
                        const char *const *keys, const char *const *vals,
                        const deft_params_t *params) {
     cache_slot_t *slot = &cache->slot[cache->next];
     size_t used = 0;
+    /* Its text is rewritten from here on: until it is whole, it matches nothing. */
+    slot->entry = NULL;
+    deft_param_set_release(slot->set); /* nodes sharing it keep it */
+    slot->set = NULL;
     for (int i = 0; i < n; i++) {
         size_t klen = strlen(keys[i]) + 1, vlen = strlen(vals[i]) + 1;
         if (klen > CACHE_TEXT - used || vlen > CACHE_TEXT - used - klen)
@@ -354,6 +425,7 @@ static void slot_store(param_cache_t *cache, const deft_op_entry_t *entry, int n
         if (p >= 0 && entry->op->params[p].type == DEFT_PARAM_STRING) slot->params.v[p].s = t;
         t += strlen(t) + 1;
     }
+    slot->set = make_set(entry, n, slot->text, used, &slot->params);
     cache->next = (cache->next + 1) % CACHE_SLOTS;
 }
 
@@ -404,8 +476,14 @@ __attribute__((noinline)) static int parse_through_cache(const deft_op_entry_t *
                              n, (const void *)keys, (const void *)vals);
     param_cache_t *cache = param_cache();
     if (!cache) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a parameter cache");
+    /* The slot that matched last first: a loop calls the same operator again and again. */
+    if (slot_matches(&cache->slot[cache->hit], entry, n, keys, vals)) {
+        *out = &cache->slot[cache->hit].params;
+        return 0;
+    }
     for (int s = 0; s < CACHE_SLOTS; s++) {
         if (slot_matches(&cache->slot[s], entry, n, keys, vals)) {
+            cache->hit = s;
             *out = &cache->slot[s].params;
             return 0;
         }

@@ -2,6 +2,8 @@
 #ifndef DEFT_CORE_REGISTRY_H
 #define DEFT_CORE_REGISTRY_H
 
+#include <stdatomic.h>
+
 #include "core/op/op.h"
 
 typedef struct deft_op_entry {
@@ -47,6 +49,25 @@ int deft_registry_add(const deft_op_t *op);
  */
 int deft_op_parse_params(const deft_op_entry_t *entry, int n, const char *const *keys,
                          const char *const *vals, const deft_params_t **out);
+
+/*
+ * A cache slot's parameters as a graph node keeps them: the values and the keys and values as
+ * given, sorted by key (string values point at them). Immutable, reference counted (nodes are
+ * freed on any thread): a recorded call's node shares its slot's set instead of copying.
+ */
+typedef struct deft_param_set {
+    atomic_int refs;
+    const deft_op_entry_t *entry;
+    int count;
+    char **keys, **vals;
+    deft_param_value_t *v; /* entry->num_params values */
+} deft_param_set_t;
+
+/* The set of this thread's cache slot whose values deft_op_parse_params gave as `v` for
+ * `entry`, retained; NULL when v is no slot's (the defaults, a parse too long to cache). */
+deft_param_set_t *deft_param_set_take(const deft_op_entry_t *entry, const deft_param_value_t *v);
+deft_param_set_t *deft_param_set_retain(deft_param_set_t *set);
+void deft_param_set_release(deft_param_set_t *set);
 
 /* Parse one value as `def` says; -1 with an error naming op and parameter. */
 int deft_param_parse(const deft_op_t *op, const deft_param_def_t *def, const char *text,
