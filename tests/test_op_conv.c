@@ -369,7 +369,12 @@ END_TEST
  * blocks and a partial one (72 channels), input channels not a multiple of
  * 16 (70), stride 2 in either dimension, 2x2 and 7x7 kernels, padding,
  * bands of rows split between threads (60 rows, one image), and weights
- * packed by each work item (a large W at one image). Deconvolution
+ * packed by each work item (a large W at one image). The tiles skip the
+ * taps that read padding: kernel rows above and below the image (the first
+ * or second row of a pair alone), a 3x3 kernel's first tap at the left
+ * column and last at the right (a tile at both edges, at either alone: the
+ * first and last tiles of a wide row, or the left one only at stride 2).
+ * Deconvolution
  * at stride 1 runs them as its data-gradient form (raise).
  */
 static const conv_case_t direct_cases[] = {
@@ -400,6 +405,13 @@ static const conv_case_t direct_cases[] = {
     {2, 2, 16, 48, 1, DIMS(32, 33), DIMS(3, 3), DIMS(1, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
      DIMS(0)},
     {2, 2, 32, 48, 1, DIMS(12, 13), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    /* 7 wide at stride 2 from 14: pairs of rows that skip the left padding's
+     * taps only (the right column reads no padding) */
+    {2, 1, 32, 48, 1, DIMS(14, 14), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    /* 6 rows of 7: the last pair's second row skips the bottom padding's kernel row */
+    {2, 2, 32, 48, 1, DIMS(6, 7), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
      DIMS(0)},
 };
 static const conv_case_t direct_deconv_cases[] = {
