@@ -473,14 +473,22 @@ static void pair_run_items(void *ctx, int64_t begin, int64_t end) {
 /* The packed bands of a run take at most this many bytes (an L3 share). */
 #define RUN_BYTES (8 << 20)
 
+/* Weights over this many bytes (an L3 share) run block pairs outside: up to
+ * it, band_items reading them again from L3 for each band is faster, as a
+ * stream the prefetchers follow, than the tiles' broadcasts reading each
+ * band from L3 (batch 16, 1 thread: 128 -> 128 at 28x28, 0.6 MB, 105 ->
+ * 114 GFLOP/s; 128 -> 256 at stride 2, 1.2 MB, 90 -> 107; 256 -> 256 at
+ * 14x14, 2.4 MB, 116 -> 121; 512 -> 512 at 7x7, 9.4 MB, no faster). */
+#define PAIRS_OUTER_W_BYTES (4 << 20)
+
 /*
- * Where the packed weights are larger than an L2 share and the batch has
- * several bands, band_items would read all of them from L3 again for each
- * band (ResNet-18's 256 -> 256 at 14x14 and 512 -> 512 at 7x7: 2.4 and 9.4
- * MB). Here the bands of a run are packed first, then each item is one
- * block pair over one band, in pair-major order: the pair's weights are
- * read from L3 once per run and from L2 for its other bands. false when out
- * of memory for the run (the caller then runs band_items).
+ * Where the packed weights are larger than an L3 share and the batch has
+ * several bands, band_items would read all of them from memory again for
+ * each band (ResNet-18's 512 -> 512 at 7x7: 9.4 MB). Here the bands of a
+ * run are packed first, then each item is one block pair over one band, in
+ * pair-major order: the pair's weights are read once per run and from L2
+ * for its other bands. false when out of memory for the run (the caller
+ * then runs band_items).
  */
 static bool run_pairs_outer(direct_job_t *j, int64_t bands) {
     band_run_t b = {j, NULL, 0, 0, band_floats_of(j)};
@@ -508,7 +516,8 @@ static int run(direct_job_t *j, const deft_conv_geom_t *g) {
     const int64_t bands = g->batch * j->nbands, want = 8 * deft_parallel_budget();
     const int64_t pairs = (j->ocp + MAX_BLOCKS * CB - 1) / (MAX_BLOCKS * CB);
     const int64_t wbytes = j->ocp * j->icp * j->kh * j->kw * 4;
-    if (j->wpk && wbytes > BAND_MAX_W_BYTES && g->batch > 1 && run_pairs_outer(j, bands)) return 0;
+    if (j->wpk && wbytes > PAIRS_OUTER_W_BYTES && g->batch > 1 && run_pairs_outer(j, bands))
+        return 0;
     j->osplits = bands < want ? (want + bands - 1) / bands : 1;
     if (j->osplits > pairs || !j->wpk) j->osplits = pairs;
     int64_t macs = j->band * j->ow * j->ocp * j->icp * j->kh * j->kw / j->osplits;
