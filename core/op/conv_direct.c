@@ -104,43 +104,37 @@ typedef struct pack_job {
     float *wpk;
 } pack_job_t;
 
-/* The weight of output channel oc, input channel i, tap t (row-major in
- * the kernel) as given: (oc, ic, kh, kw), or with flip (ic, oc, kh, kw)
- * read rotated by 180 degrees (the data gradient as a convolution). */
-static const float *given_at(const direct_job_t *j, const float *w, bool flip, int64_t oc,
-                             int64_t i, int64_t t) {
-    const int64_t taps = j->kh * j->kw;
-    return flip ? w + (i * j->oc + oc) * taps + taps - 1 - t : w + (oc * j->ic + i) * taps + t;
-}
-
 /* dst = the packed weights of the block pair from output channel o0 (see
- * pack_weights below), one vector of output channels at a time, gathered
- * (zero for the padding channels). The channel block is outermost: the
- * weights of the pair's CB input channels (taps x CB of each output
- * channel, a few cache lines each) serve all its taps from L1. (Stored
- * weight by weight, 64 KiB apart, W's 9 MB at 512 -> 512 3x3 took 3 ms:
- * longer than the convolution of one 7x7 image. Gathered in scalars, an
- * uncached call of 256 -> 512 3x3 /2 at one 14x14 image took 3.5 ms, with
- * vector gathers 2.6.) */
-static AVX512 void pack_pair(const direct_job_t *j, const float *w, bool flip, int64_t o0,
-                             float *dst) {
-    const int64_t step = MAX_BLOCKS * CB, taps = j->kh * j->kw;
+ * pack_weights below): per input channel, the pair's (output channel, tap)
+ * weights gathered in registers' order on the stack, then stored as taps
+ * runs of the pair's width. (Stored weight by
+ * weight, 64 KiB apart, W's 9 MB at 512 -> 512 3x3 took 3 ms: longer than
+ * the convolution of one 7x7 image. Vector gathers of 8 output channels
+ * were slower there: 3.9 -> 4.7 ms for a call on one 7x7 image.) */
+static void pack_pair(const direct_job_t *j, const float *w, bool flip, int64_t o0, float *dst) {
+    const int64_t taps = j->kh * j->kw, step = MAX_BLOCKS * CB;
+    float tmp[MAX_BLOCKS * CB * 64]; /* (tap, output channel), for up to 64 taps */
     const int64_t width = j->ocp - o0 < step ? j->ocp - o0 : step;
-    /* from one output channel to the next, in 64-bit lanes (8 a gather) */
-    const int64_t s = flip ? taps : j->ic * taps;
-    const __m512i at = _mm512_setr_epi64(0, s, 2 * s, 3 * s, 4 * s, 5 * s, 6 * s, 7 * s);
-    for (int64_t b = 0; b < j->icb; b++)
-        for (int64_t t = 0; t < taps; t++) {
-            float *d = dst + ((t / j->kw * j->icb + b) * j->kw + t % j->kw) * CB * width;
-            for (int64_t i = 0; i < CB; i++)
-                for (int64_t o = 0; o < width; o += 8) {
-                    const int64_t oc = o0 + o, real = j->oc - oc < 8 ? j->oc - oc : 8;
-                    __m256 v = _mm256_setzero_ps();
-                    if (real > 0 && b * CB + i < j->ic)
-                        v = _mm512_mask_i64gather_ps(v, (__mmask8)((1u << real) - 1), at,
-                                                     given_at(j, w, flip, oc, b * CB + i, t), 4);
-                    _mm256_storeu_ps(d + i * width + o, v);
+    for (int64_t i = 0; i < j->icp; i++)
+        for (int64_t t0 = 0; t0 < taps; t0 += 64) {
+            int64_t nt = taps - t0 < 64 ? taps - t0 : 64;
+            for (int64_t o = 0; o < width; o++) {
+                int64_t oc = o0 + o;
+                if (oc >= j->oc || i >= j->ic) {
+                    for (int64_t t = 0; t < nt; t++) tmp[t * width + o] = 0;
+                } else if (!flip) {
+                    const float *src = w + (oc * j->ic + i) * taps + t0;
+                    for (int64_t t = 0; t < nt; t++) tmp[t * width + o] = src[t];
+                } else {
+                    const float *src = w + (i * j->oc + oc) * taps + taps - 1 - t0;
+                    for (int64_t t = 0; t < nt; t++) tmp[t * width + o] = src[-t];
                 }
+            }
+            for (int64_t t = t0; t < t0 + nt; t++) { /* to (kernel row, block, tap, channel) */
+                const int64_t r = t / j->kw, c = t % j->kw;
+                memcpy(dst + (((r * j->icb + i / CB) * j->kw + c) * CB + i % CB) * width,
+                       tmp + (t - t0) * width, (size_t)width * sizeof(float));
+            }
         }
 }
 
