@@ -408,8 +408,7 @@ static const conv_case_t direct_cases[] = {
     {2, 2, 32, 48, 1, DIMS(12, 13), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
     /* 7 wide at stride 2 from 14: pairs of rows that skip the left padding's
-     * taps only (the right column reads no padding); 70 output channels, the
-     * last weights' gather of 8 has 6 */
+     * taps only (the right column reads no padding); 70 output channels */
     {2, 1, 32, 70, 1, DIMS(14, 14), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
     /* 6 rows of 7: the last pair's second row skips the bottom padding's kernel row */
