@@ -369,7 +369,12 @@ END_TEST
  * blocks and a partial one (72 channels), input channels not a multiple of
  * 16 (70), stride 2 in either dimension, 2x2 and 7x7 kernels, padding,
  * bands of rows split between threads (60 rows, one image), and weights
- * packed by each work item (a large W at one image). Deconvolution
+ * packed by each work item (a large W at one image). The tiles skip the
+ * taps that read padding: kernel rows above and below the image (the first
+ * or second row of a pair alone), a 3x3 kernel's first tap at the left
+ * column and last at the right (a tile at both edges, at either alone: the
+ * first and last tiles of a wide row, or the left one only at stride 2).
+ * Deconvolution
  * at stride 1 runs them as its data-gradient form (raise).
  */
 static const conv_case_t direct_cases[] = {
@@ -391,9 +396,10 @@ static const conv_case_t direct_cases[] = {
      * pair's weights (and a partial pair: 136 channels) */
     {2, 1, 128, 136, 1, DIMS(5, 7), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
-    /* ... and at a batch: the bands packed first, each block pair over them all */
+    /* ... and at a batch: large bands, each reading all of W */
     {2, 3, 128, 136, 1, DIMS(5, 7), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
+
     /* enough output pixels (>= 1024) for the direct weight gradient too */
     {2, 2, 70, 16, 1, DIMS(64, 33), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
@@ -401,7 +407,21 @@ static const conv_case_t direct_cases[] = {
      DIMS(0)},
     {2, 2, 32, 48, 1, DIMS(12, 13), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
+    /* 7 wide at stride 2 from 14: pairs of rows that skip the left padding's
+     * taps only (the right column reads no padding); 70 output channels */
+    {2, 1, 32, 70, 1, DIMS(14, 14), DIMS(3, 3), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    /* 6 rows of 7: the last pair's second row skips the bottom padding's kernel row */
+    {2, 2, 32, 48, 1, DIMS(6, 7), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
+     DIMS(0)},
 };
+/* W over 4 MiB at a batch of more than two bands: the bands packed first,
+ * each block pair over them all (and a partial pair: 400 channels). Forward
+ * only: its gradients' float32 sums of 3600 terms are further than
+ * DIRECT_TOL from the reference. */
+static const conv_case_t direct_large_case = {
+    2,          3,          384,        400,     1,    DIMS(3, 5), DIMS(3, 3),
+    DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true, DIMS(0)};
 static const conv_case_t direct_deconv_cases[] = {
     {2, 2, 32, 16, 1, DIMS(9, 15), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0, 0), true,
      DIMS(0)},
@@ -453,6 +473,7 @@ START_TEST(test_direct_kernels_match_direct_loops) {
             ck_assert(!deft_conv_direct_fits(&g, DEFT_DT_FLOAT64));
             check_case_within(&direct_cases[i], false, DEFT_FLOAT32, DIRECT_TOL);
         }
+        check_case_within(&direct_large_case, false, DEFT_FLOAT32, DIRECT_TOL);
         for (size_t i = 0; i < sizeof direct_deconv_cases / sizeof direct_deconv_cases[0]; i++) {
             deft_conv_geom_t g = geom_2d(&direct_deconv_cases[i], true);
             ck_assert_msg(deft_conv_direct_raise_fits(&g, DEFT_DT_FLOAT32) == (on && have_avx512()),

@@ -3,7 +3,8 @@
  * im2col + GEMM (conv_cpu.c): groups 1, dilation 1, width stride 1 or 2.
  *
  * Per call, the weights are packed into blocks of 16 output channels
- * (kh, kw, input channel, 16 outputs); per work item, a band of input rows
+ * (kh, input channel block, kw, 16 inputs, 16 outputs); per work item, a
+ * band of input rows
  * is packed with zero padding into blocks of 16 input channels
  * (row, channel block, column, 16 channels). The register tile is up to 14
  * output pixels of one row times 32 output channels: 28 zmm accumulators,
@@ -57,6 +58,16 @@ bool deft_conv_direct_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     return g->k[1] * g->k[2] != 1 && blocked_fits(g, dtype);
 }
 
+/*
+ * Taps that read the zero padding add nothing, and at ResNet's last stages
+ * they are many: a 3x3 kernel at 7x7 reads padding in 19% of its products,
+ * at 14x14 in 9.5%. The tiles skip them: kernel rows above or below the
+ * image per output row, and the first or last tap of a 3x3 kernel row for
+ * pixels in the image's first or last column (EDGE_LEFT, EDGE_RIGHT: which
+ * of those a tile has, a compile-time constant of its code).
+ */
+enum { EDGE_LEFT = 1, EDGE_RIGHT = 2 };
+
 void deft_direct_job_init(direct_job_t *j, const deft_conv_geom_t *g, int64_t items) {
     memset(j, 0, sizeof *j);
     j->batch = g->batch, j->ic = g->chan, j->oc = g->filt;
@@ -68,6 +79,9 @@ void deft_direct_job_init(direct_job_t *j, const deft_conv_geom_t *g, int64_t it
     if (j->kh * j->kw == 1 && j->ph == 0 && j->pw == 0 && j->sh == 2 && j->sw == 2)
         j->step = 2, j->sh = j->sw = 1; /* packing half the rows and columns, not all */
     j->wp = (j->ow - 1) * j->sw + j->kw;
+    /* a 3x3 kernel's padding taps at the first and last columns (tile_macs) */
+    if (j->kw == 3 && j->pw >= 1) j->edges |= EDGE_LEFT;
+    if (j->kw == 3 && (j->ow - 1) * j->sw + 2 - j->pw >= j->iw) j->edges |= EDGE_RIGHT;
     /* bands: an L2 share of input, and at least `items` of them in all */
     int64_t row_bytes = j->sh * j->icp * j->wp * 4;
     j->band = BAND_BYTES / (row_bytes > 0 ? row_bytes : 1);
@@ -95,7 +109,8 @@ typedef struct pack_job {
  * weights gathered in registers' order on the stack, then stored as taps
  * runs of the pair's width. (Stored weight by
  * weight, 64 KiB apart, W's 9 MB at 512 -> 512 3x3 took 3 ms: longer than
- * the convolution of one 7x7 image.) */
+ * the convolution of one 7x7 image. Vector gathers of 8 output channels
+ * were slower there: 3.9 -> 4.7 ms for a call on one 7x7 image.) */
 static void pack_pair(const direct_job_t *j, const float *w, bool flip, int64_t o0, float *dst) {
     const int64_t taps = j->kh * j->kw, step = MAX_BLOCKS * CB;
     float tmp[MAX_BLOCKS * CB * 64]; /* (tap, output channel), for up to 64 taps */
@@ -115,9 +130,11 @@ static void pack_pair(const direct_job_t *j, const float *w, bool flip, int64_t 
                     for (int64_t t = 0; t < nt; t++) tmp[t * width + o] = src[-t];
                 }
             }
-            for (int64_t t = 0; t < nt; t++)
-                memcpy(dst + ((t0 + t) * j->icp + i) * width, tmp + t * width,
-                       (size_t)width * sizeof(float));
+            for (int64_t t = t0; t < t0 + nt; t++) { /* to (kernel row, block, tap, channel) */
+                const int64_t r = t / j->kw, c = t % j->kw;
+                memcpy(dst + (((r * j->icb + i / CB) * j->kw + c) * CB + i % CB) * width,
+                       tmp + (t - t0) * width, (size_t)width * sizeof(float));
+            }
         }
 }
 
@@ -129,8 +146,12 @@ static void pack_pairs(void *ctx, int64_t begin, int64_t end) {
 }
 
 /*
- * wpk[ob][r][c][i][o] = the weight of output channel ob CB + o, input
- * channel i, tap (r, c); zero for the padding channels. The blocks of a
+ * wpk[ob][r][ib][c][i][o] = the weight of output channel ob CB + o, input
+ * channel ib CB + i, tap (r, c); zero for the padding channels. The taps of
+ * a kernel row are inside the input channel blocks: a tile reads one
+ * block's input columns for its kw taps one after the other, while they are
+ * in L1 (taps outside, at 256 channels and more, the weights streamed
+ * between two taps had pushed them out). The blocks of a
  * register tile's MAX_BLOCKS blocks lie side by side: a tile of nb blocks
  * starting at block ob reads (nb CB) weights per tap and channel.
  * flip: the weights are (ic, oc, kh, kw), read transposed and rotated by
@@ -202,43 +223,85 @@ AVX512 void deft_direct_pack_band(const direct_job_t *j, const float *img, int64
 
 /* ---- the register tile ---- */
 
+/* acc[.][p] += the products of one tap, x (kernel row and column) for the
+ * tile's pixels [PA, PB), all CB input channels of x's block; skip_first,
+ * skip_last: without the first or last pixel of each output row. */
+static ALWAYS AVX512 void tap_macs(const float *x, int64_t rs, const float *w, int PA, int PB,
+                                   int PW, int NB, int SW, bool skip_first, bool skip_last,
+                                   __m512 acc[MAX_BLOCKS][MAX_PIX]) {
+#pragma GCC unroll 4
+    for (int i = 0; i < CB; i++, w += NB * CB) {
+        __m512 w0 = _mm512_load_ps(w), w1 = w0;
+        if (NB == 2) w1 = _mm512_load_ps(w + CB);
+#pragma GCC unroll 14
+        for (int p = PA; p < PB; p++) {
+            if ((skip_first && p % PW == 0) || (skip_last && p % PW == PW - 1)) continue;
+            __m512 v = _mm512_set1_ps(x[p / PW * rs + p % PW * SW * CB + i]);
+            acc[0][p] = _mm512_fmadd_ps(v, w0, acc[0][p]);
+            if (NB == 2) acc[1][p] = _mm512_fmadd_ps(v, w1, acc[1][p]);
+        }
+    }
+}
+
+/* The products of one kernel row, x (its input row at the tile's first
+ * column) and w (its weights), for pixels [PA, PB); with E (edges), kw is 3. */
+static ALWAYS AVX512 void kernel_row_macs(const direct_job_t *j, const float *x, int64_t rs,
+                                          const float *w, int PA, int PB, int PW, int NB, int SW,
+                                          int E, __m512 acc[MAX_BLOCKS][MAX_PIX]) {
+    const int64_t blk = j->wp * CB, tap = CB * NB * CB;
+    for (int64_t b = 0; b < j->icb; b++, x += blk)
+        if (E) {
+            tap_macs(x, rs, w, PA, PB, PW, NB, SW, E & EDGE_LEFT, false, acc);
+            tap_macs(x + CB, rs, w + tap, PA, PB, PW, NB, SW, false, false, acc);
+            tap_macs(x + 2 * CB, rs, w + 2 * tap, PA, PB, PW, NB, SW, false, E & EDGE_RIGHT, acc);
+            w += 3 * tap;
+        } else {
+            for (int64_t c = 0; c < j->kw; c++, w += tap)
+                tap_macs(x + c * CB, rs, w, PA, PB, PW, NB, SW, false, false, acc);
+        }
+}
+
+/* The kernel rows [*lo, *hi) whose input rows are in the image for output row y. */
+static void rows_inside(const direct_job_t *j, int64_t y, int64_t *lo, int64_t *hi) {
+    const int64_t height = (j->ih + j->step - 1) / j->step, top = y * j->sh - j->ph;
+    *lo = top < 0 ? -top : 0;
+    *hi = height - top < j->kh ? height - top : j->kh;
+}
+
 /*
  * acc[b][p] (output channels b CB .. of pixel p) = the taps of P pixels,
- * SW columns apart, NB blocks of output channels. x: the packed band at the
- * tile's first input row and column; w: the packed weights of the blocks.
- * The pixels are PW to an output row: pixel p is at column p % PW of row
- * p / PW, whose input is rs floats on from the row before's.
+ * SW columns apart, NB blocks of output channels, output row y on. x: the
+ * packed band at the tile's first input row and column; w: the packed
+ * weights of the blocks. The pixels are PW to an output row: pixel p is at
+ * column p % PW of row p / PW, whose input is rs floats on from the row
+ * before's (PW < P: two rows, each with the kernel rows inside the image).
  */
 static ALWAYS AVX512 void tile_macs(const direct_job_t *j, const float *x, int64_t rs,
-                                    const float *w, int P, int PW, int NB, int SW,
+                                    const float *w, int64_t y, int P, int PW, int NB, int SW, int E,
                                     __m512 acc[MAX_BLOCKS][MAX_PIX]) {
-    const int64_t row = j->icb * j->wp * CB, blk = j->wp * CB;
-    for (int64_t r = 0; r < j->kh; r++)
-        for (int64_t c = 0; c < j->kw; c++) {
-            const float *xc = x + r * row + c * CB;
-            for (int64_t b = 0; b < j->icb; b++, xc += blk) {
-#pragma GCC unroll 4
-                for (int i = 0; i < CB; i++, w += NB * CB) {
-                    __m512 w0 = _mm512_load_ps(w), w1 = w0;
-                    if (NB == 2) w1 = _mm512_load_ps(w + CB);
-#pragma GCC unroll 14
-                    for (int p = 0; p < P; p++) {
-                        __m512 v = _mm512_set1_ps(xc[p / PW * rs + p % PW * SW * CB + i]);
-                        acc[0][p] = _mm512_fmadd_ps(v, w0, acc[0][p]);
-                        if (NB == 2) acc[1][p] = _mm512_fmadd_ps(v, w1, acc[1][p]);
-                    }
-                }
-            }
-        }
+    const int64_t row = j->icb * j->wp * CB, wrow = j->icb * j->kw * CB * NB * CB;
+    int64_t lo, hi, lo1 = 0, hi1 = 0;
+    rows_inside(j, y, &lo, &hi);
+    if (PW < P) rows_inside(j, y + 1, &lo1, &hi1);
+    const int64_t first = PW < P && lo1 < lo ? lo1 : lo, last = PW < P && hi1 > hi ? hi1 : hi;
+    for (int64_t r = first; r < last; r++) {
+        const bool top = r >= lo && r < hi, bottom = PW < P && r >= lo1 && r < hi1;
+        if (PW == P || (top && bottom))
+            kernel_row_macs(j, x + r * row, rs, w + r * wrow, 0, P, PW, NB, SW, E, acc);
+        else if (top)
+            kernel_row_macs(j, x + r * row, rs, w + r * wrow, 0, PW, PW, NB, SW, E, acc);
+        else
+            kernel_row_macs(j, x + r * row, rs, w + r * wrow, PW, P, PW, NB, SW, E, acc);
+    }
 }
 
 /* One tile of image out: P pixels from output row y, column x0 on, PW to a
  * row (PW < P: whole rows from x0 = 0, which lie one after the other in the
  * output), channels o0 .. o0 + NB CB; the band's rows start at input row
- * y0 sh - ph. */
+ * y0 sh - ph; E: the edges whose padding taps it skips. */
 static ALWAYS AVX512 void tile(const direct_job_t *j, const float *band, const float *wo,
                                int64_t y0, int64_t y, int64_t x0, int64_t o0, float *out, int P,
-                               int NB, int SW, int PW) {
+                               int NB, int SW, int PW, int E) {
     __m512 acc[MAX_BLOCKS][MAX_PIX];
     for (int b = 0; b < NB; b++) {
         __m512 init =
@@ -250,16 +313,31 @@ static ALWAYS AVX512 void tile(const direct_job_t *j, const float *band, const f
     deft_direct_prefetch_tile(P, NB, j->oc - o0, j->oh * j->ow, dst);
     const int64_t rs =
         j->sh * j->icb * j->wp * CB; /* floats from one output row's input to the next */
-    tile_macs(j, band + (y - y0) * rs + x0 * SW * CB, rs, wo, P, PW, NB, SW, acc);
+    tile_macs(j, band + (y - y0) * rs + x0 * SW * CB, rs, wo, y, P, PW, NB, SW, E, acc);
     deft_direct_epilogue(acc, P, NB, j->scale, j->bias, j->relu, o0);
     deft_direct_store_tile(acc, P, NB, j->oc - o0, j->oh * j->ow, dst);
 }
 
-/* A tile within one output row. */
+/* tile() with the code for edges e (a run-time value here). */
+static ALWAYS AVX512 void edged_tile(const direct_job_t *j, const float *band, const float *wo,
+                                     int64_t y0, int64_t y, int64_t x0, int64_t o0, float *out,
+                                     int P, int NB, int SW, int PW, int e) {
+    if (e == (EDGE_LEFT | EDGE_RIGHT))
+        tile(j, band, wo, y0, y, x0, o0, out, P, NB, SW, PW, EDGE_LEFT | EDGE_RIGHT);
+    else if (e == EDGE_LEFT)
+        tile(j, band, wo, y0, y, x0, o0, out, P, NB, SW, PW, EDGE_LEFT);
+    else if (e == EDGE_RIGHT)
+        tile(j, band, wo, y0, y, x0, o0, out, P, NB, SW, PW, EDGE_RIGHT);
+    else
+        tile(j, band, wo, y0, y, x0, o0, out, P, NB, SW, PW, 0);
+}
+
+/* A tile within one output row: the image edges are those it reaches. */
 static ALWAYS AVX512 void row_tile(const direct_job_t *j, const float *band, const float *wo,
                                    int64_t y0, int64_t y, int64_t x0, int64_t o0, float *out, int P,
                                    int NB, int SW) {
-    tile(j, band, wo, y0, y, x0, o0, out, P, NB, SW, P);
+    const int e = (x0 == 0 ? EDGE_LEFT : 0) | (x0 + P == j->ow ? EDGE_RIGHT : 0);
+    edged_tile(j, band, wo, y0, y, x0, o0, out, P, NB, SW, P, e & j->edges);
 }
 
 /* The tiles of output row y for channels o0 .., in NB blocks, stride SW. */
@@ -280,7 +358,7 @@ enum { PAIR_OW = 7 };
 #define PAIR_KERNEL(NB, SW)                                                                        \
     static AVX512 void pair_##NB##_##SW(const direct_job_t *j, const float *band, const float *wo, \
                                         int64_t y0, int64_t y, int64_t o0, float *out) {           \
-        tile(j, band, wo, y0, y, 0, o0, out, 2 * PAIR_OW, NB, SW, PAIR_OW);                        \
+        edged_tile(j, band, wo, y0, y, 0, o0, out, 2 * PAIR_OW, NB, SW, PAIR_OW, j->edges);        \
     }
 PAIR_KERNEL(1, 1)
 PAIR_KERNEL(2, 1)
@@ -394,14 +472,22 @@ static void pair_run_items(void *ctx, int64_t begin, int64_t end) {
 /* The packed bands of a run take at most this many bytes (an L3 share). */
 #define RUN_BYTES (8 << 20)
 
+/* Weights over this many bytes (an L3 share) run block pairs outside: up to
+ * it, band_items reading them again from L3 for each band is faster, as a
+ * stream the prefetchers follow, than the tiles' broadcasts reading each
+ * band from L3 (batch 16, 1 thread: 128 -> 128 at 28x28, 0.6 MB, 105 ->
+ * 114 GFLOP/s; 128 -> 256 at stride 2, 1.2 MB, 90 -> 107; 256 -> 256 at
+ * 14x14, 2.4 MB, 116 -> 121; 512 -> 512 at 7x7, 9.4 MB, no faster). */
+#define PAIRS_OUTER_W_BYTES (4 << 20)
+
 /*
- * Where the packed weights are larger than an L2 share and the batch has
- * several bands, band_items would read all of them from L3 again for each
- * band (ResNet-18's 256 -> 256 at 14x14 and 512 -> 512 at 7x7: 2.4 and 9.4
- * MB). Here the bands of a run are packed first, then each item is one
- * block pair over one band, in pair-major order: the pair's weights are
- * read from L3 once per run and from L2 for its other bands. false when out
- * of memory for the run (the caller then runs band_items).
+ * Where the packed weights are larger than an L3 share and the batch has
+ * several bands, band_items would read all of them from memory again for
+ * each band (ResNet-18's 512 -> 512 at 7x7: 9.4 MB). Here the bands of a
+ * run are packed first, then each item is one block pair over one band, in
+ * pair-major order: the pair's weights are read once per run and from L2
+ * for its other bands. false when out of memory for the run (the caller
+ * then runs band_items).
  */
 static bool run_pairs_outer(direct_job_t *j, int64_t bands) {
     band_run_t b = {j, NULL, 0, 0, band_floats_of(j)};
@@ -429,7 +515,8 @@ static int run(direct_job_t *j, const deft_conv_geom_t *g) {
     const int64_t bands = g->batch * j->nbands, want = 8 * deft_parallel_budget();
     const int64_t pairs = (j->ocp + MAX_BLOCKS * CB - 1) / (MAX_BLOCKS * CB);
     const int64_t wbytes = j->ocp * j->icp * j->kh * j->kw * 4;
-    if (j->wpk && wbytes > BAND_MAX_W_BYTES && g->batch > 1 && run_pairs_outer(j, bands)) return 0;
+    if (j->wpk && wbytes > PAIRS_OUTER_W_BYTES && g->batch > 1 && run_pairs_outer(j, bands))
+        return 0;
     j->osplits = bands < want ? (want + bands - 1) / bands : 1;
     if (j->osplits > pairs || !j->wpk) j->osplits = pairs;
     int64_t macs = j->band * j->ow * j->ocp * j->icp * j->kh * j->kw / j->osplits;

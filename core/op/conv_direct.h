@@ -42,6 +42,8 @@ typedef struct direct_job {
     int64_t step;                   /* 2: a 1x1 kernel at stride 2, no padding, run at stride 1
                                        on the image's even rows and columns (the packing
                                        picks them); 1 otherwise */
+    int edges;                      /* conv_direct.c: the image edges whose padding taps the
+                                       tiles skip */
     int64_t band, nbands;           /* output rows per work item */
     int64_t osplits;                /* runs of output channels per band (forward items) */
     const float *image, *bias;      /* bias: NULL, or ocp entries */
