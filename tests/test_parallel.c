@@ -6,8 +6,14 @@
 #define _GNU_SOURCE
 #include <check.h>
 #include <pthread.h>
+#include <dirent.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "check_helpers.h"
 #include "core/base/parallel.h"
@@ -112,6 +118,51 @@ START_TEST(test_pair_runs_both_tasks_once) {
 }
 END_TEST
 
+/* The state letter of thread `tid` of this process ('R' running, 'S' asleep), or 0. */
+static char thread_state(const char *tid) {
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/self/task/%s/stat", tid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char *rest = fgets(line, sizeof line, f) ? strrchr(line, ')') : NULL;
+    fclose(f);
+    return rest && rest[1] == ' ' ? rest[2] : 0;
+}
+
+/* Whether every other thread of this process is off the CPU within `seconds`. */
+static bool others_sleep_within(double seconds) {
+    char self[32];
+    snprintf(self, sizeof self, "%ld", (long)gettid());
+    for (double waited = 0; waited < seconds; waited += 0.005) {
+        DIR *dir = opendir("/proc/self/task");
+        if (!dir) return true; /* no /proc: nothing to look at */
+        bool running = false;
+        for (struct dirent *d; (d = readdir(dir));)
+            if (d->d_name[0] != '.' && strcmp(d->d_name, self) && thread_state(d->d_name) == 'R')
+                running = true;
+        closedir(dir);
+        if (!running) return true;
+        nanosleep(&(struct timespec){0, 5000000}, NULL);
+    }
+    return false;
+}
+
+/* While a graph runs, idle helpers poll between its jobs, but only for a
+ * while: a graph that stops handing out work (a long serial kernel) gets
+ * the other cores back, and its next job still finds helpers. */
+START_TEST(test_helpers_poll_while_a_graph_runs_then_sleep) {
+    deft_parallel_hot_begin();
+    deft_parallel_hot_begin(); /* nested runs count */
+    check_once(1 << 16, 1);
+    deft_parallel_hot_end();
+    ck_assert_msg(others_sleep_within(2.0), "a helper still polls 2 s after its last job");
+    check_once(1 << 16, 1);
+    deft_parallel_hot_end();
+    check_once(1 << 16, 1);
+    ck_assert(others_sleep_within(2.0));
+}
+END_TEST
+
 static Suite *parallel_suite(void) {
     Suite *suite = suite_create("parallel");
     TCase *tc = tcase_create("parallel");
@@ -121,6 +172,7 @@ static Suite *parallel_suite(void) {
     tcase_add_test(tc, test_nested_calls_run);
     tcase_add_test(tc, test_concurrent_callers);
     tcase_add_test(tc, test_pair_runs_both_tasks_once);
+    tcase_add_test(tc, test_helpers_poll_while_a_graph_runs_then_sleep);
     suite_add_tcase(suite, tc);
     return suite;
 }

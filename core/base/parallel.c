@@ -30,6 +30,8 @@
 #define CHUNKS_PER_THREAD 16
 #define CHUNK_BITS        40 /* the cursor: job number << CHUNK_BITS | next chunk */
 #define CHUNK_MASK        ((1ull << CHUNK_BITS) - 1)
+/* The most a helper polls without a job while a graph runs (parallel.h). */
+#define DEFT_SPIN_HOT_NS 500000
 
 /* The job's description is atomic only because a late helper may read it
  * while the next job is written; it then fails its claim and ignores it. */
@@ -48,6 +50,7 @@ static struct {
     pthread_cond_t wake;
     atomic_ulong generation; /* the number of the job published last */
     atomic_bool stopping;
+    atomic_int hot; /* graph runs under way */
     job_t job;
     int threads;
     int helpers_started;
@@ -88,12 +91,23 @@ static void run_chunks(unsigned long number) {
     }
 }
 
+/* Whether to poll on once spin's time is up: a graph runs, and the helper
+ * has polled less than DEFT_SPIN_HOT_NS since `start` (then spin gets more). */
+static bool poll_longer(deft_spin_t *spin, int64_t start) {
+    if (atomic_load_explicit(&pool.hot, memory_order_relaxed) <= 0 ||
+        spin->deadline_ns - start >= DEFT_SPIN_HOT_NS)
+        return false;
+    spin->deadline_ns += DEFT_SPIN_NS;
+    return true;
+}
+
 static unsigned long wait_for_generation(unsigned long seen) {
     deft_spin_t spin = deft_spin_start(DEFT_SPIN_NS);
+    const int64_t start = spin.deadline_ns - DEFT_SPIN_NS;
     do {
         unsigned long now = atomic_load_explicit(&pool.generation, memory_order_acquire);
         if (now != seen || atomic_load(&pool.stopping)) return now;
-    } while (deft_spin_again(&spin));
+    } while (deft_spin_again(&spin) || poll_longer(&spin, start));
     pthread_mutex_lock(&pool.sleep_lock);
     unsigned long now;
     while ((now = atomic_load(&pool.generation)) == seen && !atomic_load(&pool.stopping))
@@ -149,6 +163,14 @@ static void start_pool(void) {
     pool.threads = pool.helpers_started + 1;
     pthread_atfork(NULL, NULL, forget_helpers_in_child);
     atexit(stop_helpers);
+}
+
+void deft_parallel_hot_begin(void) {
+    atomic_fetch_add_explicit(&pool.hot, 1, memory_order_relaxed);
+}
+
+void deft_parallel_hot_end(void) {
+    atomic_fetch_sub_explicit(&pool.hot, 1, memory_order_relaxed);
 }
 
 static atomic_int running_ops;

@@ -9,6 +9,7 @@
 
 #include "core/base/error.h"
 #include "core/base/fence.h"
+#include "core/base/parallel.h"
 #include "core/graph/pass.h"
 #include "core/graph/place_device.h"
 #include "core/graph/subgraph.h"
@@ -597,7 +598,9 @@ static int graph_forward(const deft_graph_t *g, deft_tensor_t *t) {
 int deft_graph_forward(const deft_graph_t *g, deft_tensor_t *t, bool training) {
     bool was_training;
     deft_op_set_training(training, &was_training);
+    deft_parallel_hot_begin();
     int status = graph_forward(g, t);
+    deft_parallel_hot_end();
     deft_op_set_training(was_training, NULL);
     return status;
 }

@@ -16,6 +16,7 @@
 #include "core/base/error.h"
 #include "core/base/parallel.h"
 #include "core/op/conv.h"
+#include "core/op/kernel.h"
 
 #define T   float
 #define SFX f

@@ -44,12 +44,14 @@ static int64_t plane_size(const deft_pool_geom_t *g, const int64_t *dims) {
 
 /* Planes per parallel chunk: about a grain of reads and writes for the general
  * loops; the plane kernels move data some ten times faster, so they take chunks
- * of several grains (waking a thread costs 10-50 us: LeNet's poolings, 10-30 us
- * on one thread, ran slower on two). */
+ * of two grains. LeNet's poolings (10-30 us on one thread) ran slower on two
+ * threads while each call had to wake a helper; inside a graph run the helpers
+ * now poll (parallel.h), and two grains made its step at 2 threads 4-6% faster
+ * than eight. */
 static int64_t plane_grain(const deft_pool_geom_t *g, bool fast) {
     int64_t window = g->kernel[0] * g->kernel[1] * g->kernel[2];
     int64_t work = plane_size(g, g->in) + plane_size(g, g->out) * window;
-    return (fast ? 8 : 1) * DEFT_PARALLEL_GRAIN / (work + 1) + 1;
+    return (fast ? 2 : 1) * DEFT_PARALLEL_GRAIN / (work + 1) + 1;
 }
 
 /* ---- the general loops ---- */
