@@ -602,14 +602,19 @@ static int graph_forward(const deft_graph_t *g, deft_tensor_t *t) {
     /* Per node: no node has more inputs (node.c checks the operator's maximum). */
     deft_tensor_t copies[DEFT_OP_MAX_INPUTS];
     const uint64_t *unwanted = deft_graph_unwanted_outputs(g); /* NULL: all wanted */
-    for (int i = 0; i < g->num_nodes; i++) {
-        if (deft_graph_is_leaf(g, i)) continue;
-        const deft_node_t *node = g->nodes[i];
+    /* The graph's tables in locals: the kernels' stores could alias them, so the
+     * compiler would reload every field after each call. */
+    const deft_node_t *const *nodes = (const deft_node_t *const *)g->nodes;
+    const bool *leaf = g->leaf;
+    const int *row_ptr = g->row_ptr, *in_ptr = g->in_ptr, *in_entry = g->in_entry;
+    for (int i = 0, n = g->num_nodes; i < n; i++) {
+        const deft_node_t *node = nodes[i];
+        if (!node->op || (leaf && leaf[i])) continue; /* deft_graph_is_leaf */
         int nin = node->num_inputs;
-        const int *from = &g->in_entry[g->in_ptr[i]];
+        const int *from = &in_entry[in_ptr[i]];
         const deft_tensor_t *in = nin == 1 ? &t[from[0]] : copies;
         for (int k = 0; nin > 1 && k < nin; k++) copies[k] = t[from[k]];
-        deft_tensor_t *out = &t[g->row_ptr[i]];
+        deft_tensor_t *out = &t[row_ptr[i]];
         uint64_t mask = unwanted ? unwanted[i] : 0;
         const deft_op_t *op = node->op->op;
         bool on_cpu = node->num_outputs == 0 || out->device.type != DEFT_DEV_GPU;
