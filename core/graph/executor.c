@@ -596,7 +596,8 @@ static int run_node_slow(const deft_graph_t *g, int i, const deft_tensor_t *in, 
  * The executor's per-node cost is this loop (bench_graph's chains of 1-element
  * nodes time it): the common node, on the CPU with the profiler off, takes the
  * short path, and a node of one input reads its tensor in place rather than a
- * copy (a tensor is 104 bytes). Cut from 15 to ... ns/node.
+ * copy (a tensor is 104 bytes). With deft_flat_run's lean tiny path, the
+ * 100-node chain's run went from 13.7 to 10.0 ns/node (min).
  */
 static int graph_forward(const deft_graph_t *g, deft_tensor_t *t) {
     /* Per node: no node has more inputs (node.c checks the operator's maximum). */
