@@ -563,34 +563,71 @@ void deft_cached_ops_release_arenas(deft_device_t dev) {
     pthread_mutex_unlock(&executors_lock);
 }
 
+/* A kernel's failure, its message kept (deft_error_restore names the run's caller). */
+static int kernel_failed(void) {
+    char detail[DEFT_ERROR_MAX];
+    snprintf(detail, sizeof detail, "%s", deft_error_message());
+    return deft_error_restore(deft_error_kind(), detail);
+}
+
+/* Node i on a GPU, or while the profiler records: its device's kernel, timed. */
+static int run_node_slow(const deft_graph_t *g, int i, const deft_tensor_t *in, deft_tensor_t *out,
+                         uint64_t unwanted) {
+    const deft_node_t *node = g->nodes[i];
+    const deft_op_t *op = node->op->op;
+    deft_device_t dev = node->num_outputs ? out->device : deft_device_cpu();
+    deft_forward_fn forward = dev.type == DEFT_DEV_GPU ? op->forward_gpu : op->forward;
+    if (!forward)
+        return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "node '%s' (%s) has no GPU kernel", g->names[i],
+                          op->name);
+    double start = deft_profiling(DEFT_PROF_SYMBOLIC) ? deft_profiler_now() : 0;
+    void *timer = start != 0 ? deft_device_timer_start(dev, op->name) : NULL;
+    deft_op_set_unwanted(unwanted);
+    int status = forward(op, node->params, node->num_inputs, in, node->num_outputs, out);
+    deft_op_set_unwanted(0);
+    if (timer) deft_device_timer_stop(dev, timer);
+    if (status) return kernel_failed();
+    if (start != 0)
+        deft_profiler_op_span("graph", op->name, deft_profiler_device_name(dev), start,
+                              deft_profiler_now());
+    return 0;
+}
+
+/*
+ * The executor's per-node cost is this loop (bench_graph's chains of 1-element
+ * nodes time it): the common node, on the CPU with the profiler off, takes the
+ * short path, and a node of one input reads its tensor in place rather than a
+ * copy (a tensor is 104 bytes). With deft_flat_run's lean tiny path, the
+ * 100-node chain's run went from 13.7 to 10.0 ns/node (min).
+ */
 static int graph_forward(const deft_graph_t *g, deft_tensor_t *t) {
     /* Per node: no node has more inputs (node.c checks the operator's maximum). */
-    deft_tensor_t in[DEFT_OP_MAX_INPUTS];
-    for (int i = 0; i < g->num_nodes; i++) {
-        const deft_node_t *node = g->nodes[i];
-        if (deft_graph_is_leaf(g, i)) continue;
-        for (int k = 0; k < node->num_inputs; k++) in[k] = t[deft_graph_input_entry(g, i, k)];
+    deft_tensor_t copies[DEFT_OP_MAX_INPUTS];
+    const uint64_t *unwanted = deft_graph_unwanted_outputs(g); /* NULL: all wanted */
+    /* The graph's tables in locals: the kernels' stores could alias them, so the
+     * compiler would reload every field after each call. */
+    const deft_node_t *const *nodes = (const deft_node_t *const *)g->nodes;
+    const bool *leaf = g->leaf;
+    const int *row_ptr = g->row_ptr, *in_ptr = g->in_ptr, *in_entry = g->in_entry;
+    for (int i = 0, n = g->num_nodes; i < n; i++) {
+        const deft_node_t *node = nodes[i];
+        if (!node->op || (leaf && leaf[i])) continue; /* deft_graph_is_leaf */
+        int nin = node->num_inputs;
+        const int *from = &in_entry[in_ptr[i]];
+        const deft_tensor_t *in = nin == 1 ? &t[from[0]] : copies;
+        for (int k = 0; nin > 1 && k < nin; k++) copies[k] = t[from[k]];
+        deft_tensor_t *out = &t[row_ptr[i]];
+        uint64_t mask = unwanted ? unwanted[i] : 0;
         const deft_op_t *op = node->op->op;
-        deft_device_t dev = node->num_outputs ? t[g->row_ptr[i]].device : deft_device_cpu();
-        deft_forward_fn forward = dev.type == DEFT_DEV_GPU ? op->forward_gpu : op->forward;
-        if (!forward)
-            return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "node '%s' (%s) has no GPU kernel",
-                              g->names[i], op->name);
-        double start = deft_profiling(DEFT_PROF_SYMBOLIC) ? deft_profiler_now() : 0;
-        void *timer = start != 0 ? deft_device_timer_start(dev, op->name) : NULL;
-        deft_op_set_unwanted(deft_graph_unwanted_outputs(g, i));
-        int status =
-            forward(op, node->params, node->num_inputs, in, node->num_outputs, &t[g->row_ptr[i]]);
-        deft_op_set_unwanted(0);
-        if (timer) deft_device_timer_stop(dev, timer);
-        if (status) {
-            char detail[DEFT_ERROR_MAX];
-            snprintf(detail, sizeof detail, "%s", deft_error_message());
-            return deft_error_restore(deft_error_kind(), detail);
+        bool on_cpu = node->num_outputs == 0 || out->device.type != DEFT_DEV_GPU;
+        if (!on_cpu || !op->forward || deft_profiling(DEFT_PROF_SYMBOLIC)) {
+            if (run_node_slow(g, i, in, out, mask)) return -1;
+            continue;
         }
-        if (start != 0)
-            deft_profiler_op_span("graph", op->name, deft_profiler_device_name(dev), start,
-                                  deft_profiler_now());
+        deft_op_set_unwanted(mask);
+        int status = op->forward(op, node->params, nin, in, node->num_outputs, out);
+        deft_op_set_unwanted(0);
+        if (status) return kernel_failed();
     }
     return 0;
 }

@@ -512,7 +512,7 @@ static void *make_unwanted_table(const deft_graph_t *g) {
     return unwanted;
 }
 
-uint64_t deft_graph_unwanted_outputs(const deft_graph_t *g, int id) {
-    uint64_t *table = lazy_table(g, &((deft_graph_t *)g)->unwanted, make_unwanted_table);
-    return table ? table[id] : 0; /* no table: every output wanted, only slower */
+const uint64_t *deft_graph_unwanted_outputs(const deft_graph_t *g) {
+    /* no table (out of memory): NULL, every output wanted, only slower */
+    return lazy_table(g, &((deft_graph_t *)g)->unwanted, make_unwanted_table);
 }

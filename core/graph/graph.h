@@ -76,9 +76,11 @@ bool deft_graph_is_auxiliary(const deft_graph_t *g, const deft_node_t *var);
 /* A variable some node updates in place (an auxiliary state, or a weight of
  * a training-step graph, also read by others). */
 bool deft_graph_is_updated(const deft_graph_t *g, const deft_node_t *var);
-/* Node id's outputs that no node reads and the graph does not return (bit k:
- * output k; outputs past 63 are always wanted): kernels may skip them. */
-uint64_t deft_graph_unwanted_outputs(const deft_graph_t *g, int id);
+/* Per node, its outputs that no node reads and the graph does not return (bit k:
+ * output k; outputs past 63 are always wanted): kernels may skip them. The
+ * table is made on the first call and kept; NULL when it cannot be made (all
+ * outputs wanted). */
+const uint64_t *deft_graph_unwanted_outputs(const deft_graph_t *g);
 /* Whether a node to run waits for a host callback (op.h, `blocking`): the run
  * must then go to an engine worker, never run on the caller's thread. */
 bool deft_graph_has_blocking(const deft_graph_t *g);

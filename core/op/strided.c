@@ -126,14 +126,22 @@ static void run_flat_span(void *arg, int64_t begin, int64_t end) {
     f->fn(f->ctx, ptrs, f->strides, end - begin);
 }
 
-void deft_flat_run(deft_inner_fn fn, const void *ctx, int nops, char *const *ptrs,
-                   const int64_t *strides, size_t elem, int64_t n) {
-    if (n < 2 * DEFT_PARALLEL_GRAIN) {
-        if (n > 0) fn(ctx, ptrs, strides, n);
-        return;
-    }
+/* Out of line: inlined (link-time), the pool's set-up made every caller of
+ * deft_flat_run save registers and grow its frame, a cost on each tiny call
+ * (bench_graph's chain of 1-element nodes: 10 instructions of ~170 a node). */
+__attribute__((noinline)) static void flat_run_parallel(deft_inner_fn fn, const void *ctx, int nops,
+                                                        char *const *ptrs, const int64_t *strides,
+                                                        size_t elem, int64_t n) {
     flat_ctx_t f = {fn, ctx, nops, ptrs, strides, elem};
     deft_parallel_for(n, DEFT_PARALLEL_GRAIN, run_flat_span, &f);
+}
+
+void deft_flat_run(deft_inner_fn fn, const void *ctx, int nops, char *const *ptrs,
+                   const int64_t *strides, size_t elem, int64_t n) {
+    if (n >= 2 * DEFT_PARALLEL_GRAIN)
+        flat_run_parallel(fn, ctx, nops, ptrs, strides, elem, n);
+    else if (n > 0)
+        fn(ctx, ptrs, strides, n);
 }
 
 void deft_strided_run(deft_strided_t *it, deft_inner_fn fn, const void *ctx) {
