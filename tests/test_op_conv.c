@@ -740,7 +740,8 @@ END_TEST
 
 /*
  * Kept packed weights (conv_packed.c) follow every write to the weights. A
- * graph run keys its bound weights when it is pushed; these runs are queued
+ * graph run keys its bound weights when it is pushed, and so does an
+ * imperative call in predict mode (invoke.c); these runs are queued
  * without waiting, with writes queued between them (a copy from the host,
  * an in-place operator), so a run may start after a later write was queued.
  * A weight computed inside the graph (an arena value) is never keyed. The
@@ -805,23 +806,26 @@ static void check_kept(const conv_case_t *c, bool computed) {
     DeftSymbolHandle sym = kept_symbol(c, computed);
     DeftCachedOpHandle exec;
     ck_assert_ok(DeftCachedOpCreate(sym, 0, &exec));
-    DeftNDArrayHandle y[4] = {NULL, NULL, NULL, NULL};
+    DeftNDArrayHandle y[4] = {NULL, NULL, NULL, NULL}, eager[3];
     const int nin = c->bias ? 3 : 2;
     int nout = 1;
+    conv_text_t t = text_of(c);
     for (int run = 0; run < 3; run++) {
         nout = 1;
         ck_assert_ok(DeftCachedOpInvoke(exec, nin, in, &nout, &y[run]));
+        eager[run] = call1("Convolution", nin, in, CONV_TEXT_PARAMS(t)); /* keyed the same way */
         if (run == 0) set_values(in[1], nw, w[1]);
         DeftNDArrayHandle doubled[1] = {in[1]};
         nout = 1;
         if (run == 1)
             ck_assert_ok(call("_mul_scalar", 1, in + 1, &nout, doubled, P("scalar", "2")));
     }
-    conv_text_t t = text_of(c);
     y[3] = call1("Convolution", nin, in, CONV_TEXT_PARAMS(t));
     /* 1152 float32 terms of up to 5.6 (the doubled weights) round to about
      * 7e-4 here, imperative or not; a stale result would be off by O(1). */
     for (int run = 0; run < 4; run++) assert_values(y[run], ny, want[run < 3 ? run : 2], 2e-3);
+    for (int run = 0; run < 3; run++) assert_values(eager[run], ny, want[run], 2e-3);
+    free_all(3, eager);
     ck_assert_ok(DeftCachedOpFree(exec));
     ck_assert_ok(DeftSymbolFree(sym));
     free_all(4, y), free_all(3, in);

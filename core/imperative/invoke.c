@@ -32,8 +32,10 @@ typedef struct invoke_call {
     const deft_op_t *op;
     int nin, nout;
     bool on_heap;
-    bool training;        /* the caller's training flag when it made the call */
-    bool views;           /* some array is a strided view (view.h): gather and scatter */
+    bool training; /* the caller's training flag when it made the call */
+    bool views;    /* some array is a strided view (view.h): gather and scatter */
+    bool keyed;    /* `weights` vouches for input 1 (op.h's keys_weights) */
+    deft_vouched_t weights;
     deft_device_t device; /* where the kernel runs: the outputs' device */
     uint64_t fresh;       /* bit k: out[k] was made by this call (nobody else sees it yet) */
     deft_ndarray_t **in, **out, **final; /* final[k]: where a staged out[k] is copied */
@@ -78,6 +80,7 @@ static invoke_call_t *call_init(void *memory, bool on_heap, const deft_op_t *op,
     call->nout = nout;
     call->on_heap = on_heap;
     call->fresh = 0;
+    call->keyed = false;
     call->params = (deft_param_value_t *)(call + 1);
     call->in = (deft_ndarray_t **)((deft_param_value_t *)(call + 1) + nparams);
     call->out = call->in + nin;
@@ -95,6 +98,8 @@ static invoke_call_t *call_copy_retained(const invoke_call_t *src, int nparams) 
     call->device = src->device;
     call->training = src->training;
     call->views = src->views;
+    call->keyed = src->keyed;
+    call->weights = src->weights;
     memcpy((deft_param_value_t *)(call + 1), src->params, (size_t)nparams * sizeof *src->params);
     for (int i = 0; i < src->nin; i++) call->in[i] = deft_ndarray_retain(src->in[i]);
     for (int k = 0; k < src->nout; k++) {
@@ -137,6 +142,12 @@ static int call_forward(const invoke_call_t *call, const deft_tensor_t *in_t,
                           : NULL;
         status = call->op->forward_gpu(call->op, call->params, call->nin, in_t, call->nout, out_t);
         if (timer) deft_device_timer_stop(call->device, timer);
+    } else if (call->keyed) {
+        const deft_vouched_t *prev;
+        int prev_n;
+        deft_op_set_vouched(&call->weights, 1, &prev, &prev_n);
+        status = call->op->forward(call->op, call->params, call->nin, in_t, call->nout, out_t);
+        deft_op_set_vouched(prev, prev_n, NULL, NULL);
     } else {
         status = call->op->forward(call->op, call->params, call->nin, in_t, call->nout, out_t);
     }
@@ -177,6 +188,24 @@ static int call_kernel(void *arg) {
     }
     if (call->views) scatter_views(call);
     return 0;
+}
+
+/* Key the weights of a call in predict mode whose kernel keeps what it derives
+ * from them (op.h: keys_weights), as a graph run keys its bound inputs
+ * (cached_invoke.c): at push time, in the caller's order of calls, so a write
+ * queued later bumps the version only after this. Not for weights that the
+ * call writes, that are an output's storage, a strided view, or writable
+ * outside deft. Eager ResNet-style inference then packs each layer's weights
+ * once, not on every call. */
+static void key_weights(invoke_call_t *call) {
+    if (!call->op->keys_weights || call->training || call->views || call->nin < 2) return;
+    deft_storage_t *s = call->in[1]->tensor.storage;
+    if (!s || atomic_load(&s->shared) || deft_op_mutates(call->op, call->nin, 1)) return;
+    for (int k = 0; k < call->nout; k++)
+        if (call->out[k]->tensor.storage == s) return;
+    call->weights =
+        (deft_vouched_t){s, {s->id, atomic_load_explicit(&s->version, memory_order_relaxed)}};
+    call->keyed = true;
 }
 
 /* What a call touches, for the GPU fences: its inputs (read, or written when
@@ -492,6 +521,7 @@ int deft_invoke(const deft_op_entry_t *entry, int nin, deft_ndarray_t *const *in
             return -1;
         }
     }
+    key_weights(call);
     if (submit(call, entry->num_params)) {
         release_created(call, produced, out, true);
         return -1;

@@ -517,7 +517,8 @@ static const char *const backward_inputs[] = {"grad", "data", "weight", "bias", 
         .name = name_, .description = doc, .input_names = conv_inputs, .min_inputs = 2,            \
         .max_inputs = 3, .params = params_, .infer = conv_infer, .forward = conv_forward,          \
         .forward_gpu = DEFT_GPU(conv_forward), .inplace_input = -1, .data = kind_,                 \
-        .num_inputs = num_inputs_, .infer_inputs = conv_infer_inputs, .gradient = conv_gradient    \
+        .num_inputs = num_inputs_, .infer_inputs = conv_infer_inputs, .gradient = conv_gradient,   \
+        .keys_weights = true                                                                       \
     }
 #define BACKWARD_OP(name_, doc, params_, kind_, num_inputs_, num_outputs_)                         \
     {                                                                                              \

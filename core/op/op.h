@@ -198,6 +198,10 @@ struct deft_op {
     int (*output_device)(const deft_op_t *op, const deft_param_value_t *p, deft_device_t *out);
     /* Copies: inputs and given outputs may be on different devices. */
     bool any_device;
+    /* The kernel may keep what it derives from input 1's contents (the
+     * convolution's packed weights) where a runner vouches for them (content
+     * key below): imperative calls in predict mode vouch for that input. */
+    bool keys_weights;
     /* For parameters that name an object living in this process (_CachedOp's
      * graph id): a reference to it, taken by every graph node of the operator
      * and dropped (unhold) when the node goes, so the object outlives every
