@@ -1025,6 +1025,38 @@ START_TEST(trigger_plan_tells_kept_values_apart) {
 }
 END_TEST
 
+/* c = b - a, or c = b - x, with a = x + 1 and b = a * 2 (a and b freed before the read):
+ * the same operators, shapes and node order, wired differently. */
+static void read_rewired(int wire_x, const double *want) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT64, 1, SHAPE(7), 1);
+    set_deferred(1);
+    DeftNDArrayHandle a = call1("_plus_scalar", 1, &x, P("scalar", "1"));
+    DeftNDArrayHandle b = call1("_mul_scalar", 1, &a, P("scalar", "2"));
+    DeftNDArrayHandle c =
+        call1("elemwise_sub", 2, (DeftNDArrayHandle[]){b, wire_x ? x : a}, NO_PARAMS);
+    set_deferred(0);
+    free_all(1, &a), free_all(1, &b);
+    assert_values(c, 7, want, 0);
+    free_all(1, &c), free_all(1, &x);
+}
+
+/* Two graphs that differ only in which entry a node reads get a plan each. */
+START_TEST(trigger_plans_tell_wiring_apart) {
+    const double *minus_a = VALUES(-2, -1, 0, 1, 2, 3, 4); /* (x + 1) * 2 - (x + 1) */
+    const double *minus_x = VALUES(-1, 0, 1, 2, 3, 4, 5);  /* (x + 1) * 2 - x */
+    long h0, m0, h1, m1;
+    read_rewired(0, minus_a);
+    stats(&h0, &m0);
+    read_rewired(1, minus_x);
+    stats(&h1, &m1);
+    ck_assert_int_eq(m1, m0 + 1); /* not the first graph's plan */
+    for (int round = 0; round < 2; round++) read_rewired(0, minus_a), read_rewired(1, minus_x);
+    stats(&h0, &m0);
+    ck_assert_int_eq(h0, h1 + 4); /* each found its own */
+    ck_assert_int_eq(m0, m1);
+}
+END_TEST
+
 /* An output nobody in the run reads is still computed when a live array holds it:
  * _backward_Convolution skips the outputs a graph does not want, and a trigger of
  * its weight gradient alone once skipped the data gradient held by dx. */
@@ -1071,6 +1103,7 @@ Suite *deferred_suite(void) {
     tcase_add_test(when, trigger_reuses_plan_of_seen_shape);
     tcase_add_test(when, trigger_plans_off_and_bounded);
     tcase_add_test(when, trigger_plan_tells_kept_values_apart);
+    tcase_add_test(when, trigger_plans_tell_wiring_apart);
     tcase_add_test(when, live_output_not_read_is_computed);
     suite_add_tcase(s, when);
     TCase *errors = tcase_create("errors");
