@@ -22,25 +22,33 @@ static void ref_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const do
         }
 }
 
+/* A small product, and a short, wide one that threads split by columns (over
+ * a million multiply-adds; ragged blocks). Quarters: float32 sums are exact. */
 START_TEST(test_dot_with_transposes_both_dtypes) {
-    const int64_t m = 5, n = 7, k = 3;
-    double a[35], b[35], want[35];
-    fill(a, m * k, 1);
-    fill(b, k * n, 2);
-    for (int d = 0; d < 2; d++) {
-        int dtype = d ? DEFT_FLOAT64 : DEFT_FLOAT32;
-        for (int ta = 0; ta < 2; ta++)
-            for (int tb = 0; tb < 2; tb++) {
-                DeftNDArrayHandle A = make(dtype, 2, ta ? SHAPE(k, m) : SHAPE(m, k), a);
-                DeftNDArrayHandle B = make(dtype, 2, tb ? SHAPE(n, k) : SHAPE(k, n), b);
-                DeftNDArrayHandle C = call1(
-                    "dot", 2, (DeftNDArrayHandle[]){A, B},
-                    P("transpose_a", ta ? "true" : "false", "transpose_b", tb ? "true" : "false"));
-                ref_gemm(ta, tb, m, n, k, a, b, want);
-                assert_shape(C, 2, SHAPE(m, n));
-                assert_values(C, m * n, want, d ? 1e-14 : 1e-6);
-                free_all(3, (DeftNDArrayHandle[]){A, B, C});
-            }
+    const int64_t sizes[2][3] = {{5, 7, 3}, {20, 1000, 64}};
+    for (int z = 0; z < 2; z++) {
+        const int64_t m = sizes[z][0], n = sizes[z][1], k = sizes[z][2];
+        double *a = malloc(sizeof(double) * (size_t)(m * k));
+        double *b = malloc(sizeof(double) * (size_t)(k * n));
+        double *want = malloc(sizeof(double) * (size_t)(m * n));
+        fill(a, m * k, 1);
+        fill(b, k * n, 2);
+        for (int d = 0; d < 2; d++) {
+            int dtype = d ? DEFT_FLOAT64 : DEFT_FLOAT32;
+            for (int ta = 0; ta < 2; ta++)
+                for (int tb = 0; tb < 2; tb++) {
+                    DeftNDArrayHandle A = make(dtype, 2, ta ? SHAPE(k, m) : SHAPE(m, k), a);
+                    DeftNDArrayHandle B = make(dtype, 2, tb ? SHAPE(n, k) : SHAPE(k, n), b);
+                    DeftNDArrayHandle C = call1("dot", 2, (DeftNDArrayHandle[]){A, B},
+                                                P("transpose_a", ta ? "true" : "false",
+                                                  "transpose_b", tb ? "true" : "false"));
+                    ref_gemm(ta, tb, m, n, k, a, b, want);
+                    assert_shape(C, 2, SHAPE(m, n));
+                    assert_values(C, m * n, want, d ? 1e-14 : 1e-6);
+                    free_all(3, (DeftNDArrayHandle[]){A, B, C});
+                }
+        }
+        free(a), free(b), free(want);
     }
 }
 END_TEST

@@ -24,8 +24,8 @@
  * spin-wait (sched_yield) for a long while after every call, and on a small
  * machine they fight deft's threads for the cores, while waking them for the
  * next GEMM costs tens of microseconds. Instead deft splits a large GEMM into
- * row blocks, one per thread of its budget, on its own pool (see
- * core/base/parallel.h): one set of threads for every kernel.
+ * blocks of rows (or of columns, when C is wider than tall), one per thread of its budget, on its
+ * own pool (see core/base/parallel.h): one set of threads for every kernel.
  */
 typedef struct gemm_job {
     deft_dtype_t dtype;
@@ -36,23 +36,36 @@ typedef struct gemm_job {
     char *c;
 } gemm_job_t;
 
+/* The block of C with m rows and n columns at c, from a and b (blocks of the
+ * job's operands, which give the leading dimensions). */
+static void gemm_block(const gemm_job_t *g, int64_t m, int64_t n, const char *a, const char *b,
+                       char *c) {
+    int lda = (int)(g->ta ? g->m : g->k), ldb = (int)(g->tb ? g->k : g->n), ldc = (int)g->n;
+    enum CBLAS_TRANSPOSE opa = g->ta ? CblasTrans : CblasNoTrans;
+    enum CBLAS_TRANSPOSE opb = g->tb ? CblasTrans : CblasNoTrans;
+    if (g->dtype == DEFT_DT_FLOAT32)
+        cblas_sgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)g->k, 1.0f, (const float *)a, lda,
+                    (const float *)b, ldb, (float)g->beta, (float *)c, ldc);
+    else
+        cblas_dgemm(CblasRowMajor, opa, opb, (int)m, (int)n, (int)g->k, 1.0, (const double *)a, lda,
+                    (const double *)b, ldb, g->beta, (double *)c, ldc);
+}
+
 /* Rows [begin, end) of C. */
 static void gemm_rows(void *arg, int64_t begin, int64_t end) {
     const gemm_job_t *g = arg;
     size_t elem = g->dtype == DEFT_DT_FLOAT32 ? 4 : 8;
-    int64_t rows = end - begin;
-    const char *a = g->a + (size_t)(g->ta ? begin : begin * g->k) * elem;
-    int lda = (int)(g->ta ? g->m : g->k), ldb = (int)(g->tb ? g->k : g->n), ldc = (int)g->n;
-    enum CBLAS_TRANSPOSE opa = g->ta ? CblasTrans : CblasNoTrans;
-    enum CBLAS_TRANSPOSE opb = g->tb ? CblasTrans : CblasNoTrans;
-    char *c = g->c + (size_t)(begin * g->n) * elem;
-    if (g->dtype == DEFT_DT_FLOAT32)
-        cblas_sgemm(CblasRowMajor, opa, opb, (int)rows, (int)g->n, (int)g->k, 1.0f,
-                    (const float *)a, lda, (const float *)g->b, ldb, (float)g->beta, (float *)c,
-                    ldc);
-    else
-        cblas_dgemm(CblasRowMajor, opa, opb, (int)rows, (int)g->n, (int)g->k, 1.0,
-                    (const double *)a, lda, (const double *)g->b, ldb, g->beta, (double *)c, ldc);
+    gemm_block(g, end - begin, g->n, g->a + (size_t)(g->ta ? begin : begin * g->k) * elem, g->b,
+               g->c + (size_t)(begin * g->n) * elem);
+}
+
+/* Columns [begin, end) of C: for short, wide products, where blocks of rows
+ * would each pack all of B (an LSTM step's 32 x 1024 x 256). */
+static void gemm_cols(void *arg, int64_t begin, int64_t end) {
+    const gemm_job_t *g = arg;
+    size_t elem = g->dtype == DEFT_DT_FLOAT32 ? 4 : 8;
+    gemm_block(g, g->m, end - begin, g->a, g->b + (size_t)(g->tb ? begin * g->k : begin) * elem,
+               g->c + (size_t)begin * elem);
 }
 
 /* Below this many multiply-adds a GEMM stays on one thread. */
@@ -66,13 +79,16 @@ static void gemm_cpu(deft_dtype_t dtype, bool ta, bool tb, int64_t m, int64_t n,
     gemm_job_t job = {dtype, ta, tb, m, n, k, a, b, beta, c};
     int threads =
         (double)m * (double)n * (double)k >= PARALLEL_GEMM_MACS ? deft_parallel_budget() : 1;
-    if (threads < 2 || m < 2 * 16) {
+    /* Each thread packs all of the operand it does not split: split the longer side. */
+    int64_t side = m >= n ? m : n;
+    if (threads < 2 || side < 2 * 16) {
         gemm_rows(&job, 0, m);
         return;
     }
-    /* One block of rows per thread (a multiple of 16, OpenBLAS's kernel height). */
-    int64_t block = ((m + threads - 1) / threads + 15) / 16 * 16;
-    deft_parallel_for(m, block, gemm_rows, &job);
+    /* One block per thread, a multiple of 16 (OpenBLAS's kernel height; a
+     * cache line of float32 columns). */
+    int64_t block = ((side + threads - 1) / threads + 15) / 16 * 16;
+    deft_parallel_for(side, block, m >= n ? gemm_rows : gemm_cols, &job);
 }
 
 /* A batch of products C_i = op(A_i) op(B_i) + beta C_i, operand i at i times
