@@ -2,8 +2,9 @@
 # Run on a GPU machine, from the bundle scripts/gpu-bundle.sh made, alone:
 #   scripts/gpu-check.sh [build-gpu/deft-gpu-bundle.tar.xz]
 # Every C suite as ctest runs it, compute-sanitizer memcheck over the GPU
-# suite (where the CUDA install has it), then the GPU benchmark, with
-# PyTorch's times for its reductions and softmax where torch is installed.
+# suite (where the CUDA install has it), then the GPU benchmarks, with
+# PyTorch's times for the reductions, softmax and ResNet-18 where torch is
+# installed.
 # Prints a line per suite and ends with "N passed, N failed".
 set -uo pipefail
 bundle="${1:-$(dirname "$0")/../build-gpu/deft-gpu-bundle.tar.xz}"
@@ -46,8 +47,10 @@ fi
 echo "== bench_gpu"
 # PyTorch's times for the same cases on this GPU, where it is installed.
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2> /dev/null; then
-    timeout 120 python3 bin/bench_gpu_peers.py > peers.tsv && export DEFT_GPU_PEERS="$work/peers.tsv"
+    timeout 240 python3 bin/bench_gpu_peers.py > peers.tsv && export DEFT_GPU_PEERS="$work/peers.tsv"
 fi
 timeout 300 bin/bench_gpu 2>&1 | tail -60
+echo "== bench_gpu_resnet"
+timeout 300 bin/bench_gpu_resnet bin/resnet18_v1-symbol.json 2>&1 | tail -20
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -557,7 +557,20 @@ START_TEST(test_infer_partial_shapes) {
     ck_assert_ok(DeftSymbolInferShape(sum, 0, NULL, NULL, NULL, NULL, &complete));
     ck_assert_int_eq(complete, 1);
     assert_inferred(sum, DEFT_ARGUMENTS, 1, 2, SHAPE(2, 3), DEFT_FLOAT32);
-    free_symbols(5, (DeftSymbolHandle[]){x, fc, a, b, sum});
+    /* MXNet 1.x writes a 0 for what it does not know yet: a model-zoo
+     * convolution's weight is "__shape__": "(64, 0, 7, 7)" */
+    DeftSymbolHandle img = var("img"), w = var("w");
+    ck_assert_ok(DeftSymbolSetAttr(w, "__shape__", "(4, 0, 3, 3)"));
+    DeftSymbolHandle conv = apply("Convolution", "conv", 2, (DeftSymbolHandle[]){img, w},
+                                  P("kernel", "(3,3)", "num_filter", "4", "no_bias", "True"));
+    ck_assert_ok(DeftSymbolInferShape(conv, 1, (const char *const[]){"img"}, (const int[]){4},
+                                      (const int64_t[]){2, 3, 8, 8}, NULL, &complete));
+    ck_assert_int_eq(complete, 1);
+    assert_inferred(conv, DEFT_ARGUMENTS, 1, 4, SHAPE(4, 3, 3, 3), DEFT_FLOAT32);
+    ck_assert_ok(DeftSymbolInferShape(conv, 0, NULL, NULL, NULL, NULL, &complete));
+    ck_assert_int_eq(complete, 0);
+    assert_inferred(conv, DEFT_ARGUMENTS, 1, 4, SHAPE(4, -1, 3, 3), DEFT_FLOAT32);
+    free_symbols(8, (DeftSymbolHandle[]){x, fc, a, b, sum, img, w, conv});
 }
 END_TEST
 

@@ -18,6 +18,10 @@ static int annotated(const deft_node_t *var, deft_desc_t *desc, bool *known) {
     static const deft_op_t var_op = {.name = "variable"};
     deft_param_value_t v;
     if (deft_param_parse(&var_op, &tuple, shape, &v)) return -1;
+    /* MXNet 1.x writes 0 for a dimension not known yet (a model-zoo
+     * convolution's weight is "(64, 0, 7, 7)"): inference fills it in. */
+    for (int d = 0; d < v.t.n; d++)
+        if (v.t.v[d] == 0) v.t.v[d] = DEFT_DIM_UNKNOWN;
     if (deft_shape_init_partial(&desc->shape, v.t.v, v.t.n, "__shape__")) return -1;
     desc->dtype = DEFT_DT_FLOAT32;
     if (dtype) {
