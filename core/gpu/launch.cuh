@@ -26,11 +26,17 @@ inline int blocks_for(int64_t n) {
 }
 
 /* Lanes of a warp (a power of two up to 32) for a line of n elements,
- * enough for eight elements each: fewer lanes, fewer shuffles. */
-inline int lanes_for(int64_t n) {
+ * enough for `per` elements each: fewer lanes, fewer shuffles. */
+inline int lanes_for(int64_t n, int per = 8) {
     int lanes = 1;
-    while (lanes < kWarp && lanes * 8 < n) lanes *= 2;
+    while (lanes < kWarp && lanes * per < n) lanes *= 2;
     return lanes;
+}
+
+/* log2 of a power of two: teams of threads are, so a thread finds its
+ * team by a shift (a 64-bit division costs a GPU about 70 instructions). */
+__device__ inline int log2_of(int power_of_two) {
+    return __ffs(power_of_two) - 1;
 }
 
 /* The mask of this thread's group of `lanes` lanes within its warp. */
