@@ -225,6 +225,33 @@ __global__ void reduce_blocks(deft_gpu_reduce_t r, Layout l, Out out) {
     }
 }
 
+/* A block per result of float rows of whole float4s (b == 1, s % 4 == 0,
+ * 16-byte aligned, no split): each thread reads float4s and keeps two
+ * running results, merged at the end, so the loads and the compares of
+ * two float4s overlap. Each running result sees its elements in order, and
+ * merging keeps the earlier index on ties, as the other kernels do. */
+template <Mode M> __global__ void reduce_rows4(deft_gpu_reduce_t r, Layout l) {
+    const deft_reduce_kind_t kind = (deft_reduce_kind_t)r.kind;
+    const int64_t quads = l.s / 4;
+    for (int64_t o = blockIdx.x; o < r.outer; o += gridDim.x) {
+        const float4 *row = static_cast<const float4 *>(r.x) + o * quads;
+        auto a = Acc<float, M>::start(kind), b = a;
+        for (int64_t q = threadIdx.x; q < quads; q += 2 * blockDim.x) {
+            int64_t q2 = q + blockDim.x;
+            float4 v = row[q], w = q2 < quads ? row[q2] : make_float4(0, 0, 0, 0);
+            a.add(kind, v.x, 4 * q), a.add(kind, v.y, 4 * q + 1);
+            a.add(kind, v.z, 4 * q + 2), a.add(kind, v.w, 4 * q + 3);
+            if (q2 < quads) {
+                b.add(kind, w.x, 4 * q2), b.add(kind, w.y, 4 * q2 + 1);
+                b.add(kind, w.z, 4 * q2 + 2), b.add(kind, w.w, 4 * q2 + 3);
+            }
+        }
+        a.merge(kind, b);
+        a = merge_block(kind, a);
+        if (threadIdx.x == 0) finish(r, Out{}, a, o, 0);
+    }
+}
+
 /* A thread per result, or per piece t / outer of result t % outer: the
  * threads of a warp read neighbouring elements. */
 template <typename T, Mode M>
@@ -328,6 +355,13 @@ int launch_layout(int dev, const deft_gpu_reduce_t &r, const Layout &l, cudaStre
     }
     Out out =
         columns ? split(r.outer, l.s, kBusyThreads, 16) : split(r.outer, l.s, kBusyBlocks, 4096);
+    if constexpr (std::is_same<T, float>::value && M != kAny) {
+        /* contiguous float rows, enough of them to fill the GPU whole */
+        if (l.b == 1 && !columns && out.chunks == 1 && l.s % 4 == 0 && (uintptr_t)r.x % 16 == 0) {
+            reduce_rows4<M><<<grid_of(r.outer), kThreads, 0, stream>>>(r, l);
+            return 0;
+        }
+    }
     /* pieces in the order their kernel writes them: a result's together
      * from blocks, a piece's together from columns */
     out.by_result = columns ? 1 : out.chunks, out.by_piece = columns ? r.outer : 1;

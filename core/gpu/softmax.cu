@@ -4,9 +4,9 @@
  * Lines along the last axis (inner 1) take a team per line: a group of up
  * to 32 lanes of a warp for short lines, a block for long ones. A team
  * finds the line's maximum, then the sum of exp(x - max), then writes.
- * Lines up to 1024 elements stay in the lanes' registers meanwhile, and
- * lines up to 48 KB in the block's shared memory; longer ones are read
- * again. Long lines too few to fill the GPU take a block per piece of a
+ * Lines up to 1024 elements stay in the lanes' registers meanwhile (float32
+ * lines of whole float4s, up to 4096, read as float4s), and lines up to
+ * 48 KB in the block's shared memory; longer ones are read again. Long lines too few to fill the GPU take a block per piece of a
  * line in two launches (each piece's maximum and sum of exponentials, then
  * the outputs, the pieces' sums rescaled to the line's maximum; the
  * pieces' results go through working memory).
@@ -223,9 +223,10 @@ __global__ void softmax_held(L line, int64_t lines, bool log_form, int team_size
     }
 }
 
-/* Short float32 lines of whole float4s (n % 4 == 0, 16-byte aligned): as
- * softmax_held, but each lane holds Per / 4 runs of four neighbours, read
- * and written as float4, a quarter of the memory instructions. */
+/* float32 lines of whole float4s (n % 4 == 0, 16-byte aligned): as
+ * softmax_held, by a group of lanes or a block, but each thread holds
+ * Per / 4 runs of four neighbours, read and written as float4: a quarter
+ * of the memory instructions. */
 template <int Per>
 __global__ void softmax_held4(Float32Line line, int64_t lines, bool log_form, int team_size) {
     Team team = team_of(team_size);
@@ -311,9 +312,16 @@ int launch_rows(int dev, const L &line, int64_t lines, int64_t n, bool log_form,
     if constexpr (std::is_same<L, Float32Line>::value) {
         /* whole float4s: eight elements a lane (two float4s) */
         int team8 = lanes_for(n, 8);
-        if (n % 4 == 0 && n <= 8 * team8 && ((uintptr_t)line.x | (uintptr_t)line.y) % 16 == 0) {
+        bool quads = n % 4 == 0 && ((uintptr_t)line.x | (uintptr_t)line.y) % 16 == 0;
+        if (quads && n <= 8 * team8) {
             softmax_held4<8><<<grid_of(ceil_div(lines * team8, kThreads)), kThreads, 0, stream>>>(
                 line, lines, log_form, team8);
+            return 0;
+        }
+        /* longer lines whole float4s up to 16 elements a thread: a block each */
+        if (quads && n > 32 * kWarp && n <= 16 * kThreads) {
+            softmax_held4<16>
+                <<<grid_of(lines), kThreads, 0, stream>>>(line, lines, log_form, kThreads);
             return 0;
         }
     }
