@@ -312,7 +312,7 @@ def test_operators_on_a_gpu_match_the_cpu():
     x = deft.array(a, device=deft.gpu(0))
     f = deft.array(a.astype(np.float32) / 3, device=deft.gpu(0))
     for got, want in [(x > 2, a > 2), (x == x, a == a), (f < 0.5, a / 3 < 0.5),
-                      (x // 3, a // 3), (x % -3, a % -3), (x + 0.5, a + np.float32(0.5)),
+                      (x // 3, a // 3), (x % -3, a % -3), (x + 0.5, (a + 0.5).astype(np.float32)),
                       (x / 2, (a / 2).astype(np.float32)), ((x > 0).any(axis=1), (a > 0).any(1))]:
         assert got.device == deft.gpu(0) and got.dtype == want.dtype
         np.testing.assert_array_equal(got.asnumpy(), want)
