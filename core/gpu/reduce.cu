@@ -5,8 +5,9 @@
  *  - lanes: a group of up to 32 lanes of a warp per result, for short spans;
  *  - blocks: a block per result, or per piece of one when there are too
  *    few results to fill the GPU (a split reduction);
- *  - columns: a thread per result (b >= 16: neighbouring threads read
- *    neighbouring elements), or per piece of one, split likewise.
+ *  - columns: a block per 32 neighbouring results (b >= 16: a warp reads
+ *    neighbouring elements) in groups of rows, or per piece of them, split
+ *    likewise.
  * A split writes partial results to working memory, and a block per
  * result merges them. Other reductions (non-adjacent axes) take a block
  * per result, indexing through the general offset.
@@ -31,9 +32,8 @@
 
 namespace {
 
-constexpr int64_t kShortSpan = 32;        /* general form: spans this short, a thread per result */
-constexpr int64_t kBusyThreads = 1 << 18; /* threads that keep every multiprocessor busy */
-constexpr int64_t kLanesSpan = 512;       /* spans up to this: a group of lanes per result */
+constexpr int64_t kShortSpan = 32;  /* general form: spans this short, a thread per result */
+constexpr int64_t kLanesSpan = 512; /* spans up to this: a group of lanes per result */
 
 /* The input as [a, s, b]: result o = ai * b + bi reads x[ai * s * b + j * b + bi]. */
 struct Layout {
@@ -252,20 +252,39 @@ template <Mode M> __global__ void reduce_rows4(deft_gpu_reduce_t r, Layout l) {
     }
 }
 
-/* A thread per result, or per piece t / outer of result t % outer: the
- * threads of a warp read neighbouring elements. */
+/* Columns (b >= 16): a block takes kColumns neighbouring results (a warp
+ * reads them side by side) in kGroups groups of rows of one piece; each
+ * thread runs over its group's rows, the groups meet in shared memory,
+ * and one partial per result and piece leaves the block. Piece t /
+ * col_blocks of column block t % col_blocks. (A thread per result and
+ * piece wrote 64 partials a result for 4096 x 4096, and their merge, a
+ * thread per result, ran at a warp per multiprocessor.) */
+constexpr int kColumns = 32, kGroups = kThreads / kColumns;
+
 template <typename T, Mode M>
-__global__ void reduce_columns(deft_gpu_reduce_t r, Layout l, Out out) {
+__global__ void reduce_columns(deft_gpu_reduce_t r, Layout l, Out out, int64_t col_blocks) {
     const deft_reduce_kind_t kind = (deft_reduce_kind_t)r.kind;
     const T *x = static_cast<const T *>(r.x);
-    GRID_STRIDE(t, r.outer * out.chunks) {
-        int64_t o = t % r.outer, begin = t / r.outer * out.chunk;
+    __shared__ deft_partial_t groups[kThreads];
+    const int column = threadIdx.x % kColumns, group = threadIdx.x / kColumns;
+    for (int64_t t = blockIdx.x; t < col_blocks * out.chunks; t += gridDim.x) {
+        int64_t o = t % col_blocks * kColumns + column, piece = t / col_blocks;
+        int64_t begin = piece * out.chunk;
         int64_t end = begin + out.chunk < l.s ? begin + out.chunk : l.s;
-        const T *base = x + o / l.b * l.s * l.b + o % l.b;
         auto acc = Acc<T, M>::start(kind);
+        if (o < r.outer) {
+            const T *base = x + o / l.b * l.s * l.b + o % l.b;
 #pragma unroll 4
-        for (int64_t j = begin; j < end; j++) acc.add(kind, base[j * l.b], j);
-        finish(r, out, acc, o, t / r.outer);
+            for (int64_t j = begin + group; j < end; j += kGroups) acc.add(kind, base[j * l.b], j);
+        }
+        groups[threadIdx.x] = acc.partial();
+        __syncthreads();
+        if (group == 0 && o < r.outer) {
+            for (int g = 1; g < kGroups; g++)
+                acc.merge(kind, Acc<T, M>::of(groups[g * kColumns + column]));
+            finish(r, out, acc, o, piece);
+        }
+        __syncthreads(); /* groups[] is free for the next column block */
     }
 }
 
@@ -353,8 +372,11 @@ int launch_layout(int dev, const deft_gpu_reduce_t &r, const Layout &l, cudaStre
             <<<grid_of(ceil_div(r.outer * lanes, kThreads)), kThreads, 0, stream>>>(r, l, lanes);
         return 0;
     }
-    Out out =
-        columns ? split(r.outer, l.s, kBusyThreads, 16) : split(r.outer, l.s, kBusyBlocks, 4096);
+    /* columns: enough column blocks and pieces to fill the GPU, 16 rows a
+     * thread at least; blocks: a block per result, or per piece of 4096 */
+    int64_t col_blocks = ceil_div(r.outer, kColumns);
+    Out out = columns ? split(col_blocks, l.s, kBusyBlocks, 16 * kGroups)
+                      : split(r.outer, l.s, kBusyBlocks, 4096);
     if constexpr (std::is_same<T, float>::value && M != kAny) {
         /* contiguous float rows, enough of them to fill the GPU whole */
         if (l.b == 1 && !columns && out.chunks == 1 && l.s % 4 == 0 && (uintptr_t)r.x % 16 == 0) {
@@ -370,7 +392,8 @@ int launch_layout(int dev, const deft_gpu_reduce_t &r, const Layout &l, cudaStre
                                 (void **)&out.parts))
         return -1;
     if (columns)
-        reduce_columns<T, M><<<blocks_for(r.outer * out.chunks), kThreads, 0, stream>>>(r, l, out);
+        reduce_columns<T, M>
+            <<<grid_of(col_blocks * out.chunks), kThreads, 0, stream>>>(r, l, out, col_blocks);
     else
         reduce_blocks<T, M><<<grid_of(r.outer * out.chunks), kThreads, 0, stream>>>(r, l, out);
     if (out.chunks > 1) {
