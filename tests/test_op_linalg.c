@@ -217,10 +217,10 @@ static void fill_scattered(double *v, int64_t n, uint32_t seed) {
         v[i] = (double)((((uint32_t)i * 2654435761u + seed * 40503u) >> 9 & 0xffff) % 19) / 4.0 - 2;
 }
 
-/* The AVX512-BF16 kernel (gemm_bf16.c) past its tiles and blocks: ragged
- * row and column panels, odd and even k over one or three k blocks, rows
- * split between threads, every transpose pair, beta 0, 1 and 0.5, against the exact
- * product rounded once. */
+/* The AVX512-BF16 and AMX kernels (gemm_bf16.c) past their tiles and
+ * blocks: ragged row and column panels, odd and even k over one or three k
+ * blocks (ragged AMX tiles of pairs), rows split between threads, every
+ * transpose pair, beta 0, 1 and 0.5, against the exact product rounded once. */
 START_TEST(test_bf16_kernel_past_its_tiles_and_blocks) {
     if (!deft_gemm_bf16_available()) {
         printf("test_bf16_kernel_past_its_tiles_and_blocks: this CPU has no AVX512-BF16; "
@@ -228,7 +228,20 @@ START_TEST(test_bf16_kernel_past_its_tiles_and_blocks) {
         return;
     }
     /* one k block; three; three with the packing's 16-pair chunks ragged (even k) */
-    const int64_t m = 30, n = 70, k = (const int64_t[]){301, 775, 770}[_i];
+    const int64_t k = (const int64_t[]){301, 775, 770, 301, 775, 770}[_i];
+    /* AVX512-BF16 first, then AMX (on 70 rows: two panels and a ragged third) */
+    bool amx = _i >= 3;
+    if (amx) {
+        deft_gemm_bf16_use_amx(true);
+        if (!deft_gemm_bf16_amx()) {
+            printf("test_bf16_kernel_past_its_tiles_and_blocks: no AMX here; its kernel was "
+                   "not run\n");
+            return;
+        }
+    } else {
+        deft_gemm_bf16_use_amx(false);
+    }
+    const int64_t m = amx ? 70 : 30, n = 70;
     double *a = malloc(sizeof(double) * m * k), *b = malloc(sizeof(double) * k * n);
     double *c0 = malloc(sizeof(double) * m * n), *want = malloc(sizeof(double) * m * n);
     uint16_t *ha = malloc(2 * m * k), *hb = malloc(2 * k * n), *hc = malloc(2 * m * n);
@@ -245,13 +258,14 @@ START_TEST(test_bf16_kernel_past_its_tiles_and_blocks) {
                 for (int64_t i = 0; i < m * n; i++) {
                     uint16_t expect = deft_float_to_bf16((float)(want[i] + betas[j] * c0[i]));
                     ck_assert_msg(hc[i] == expect,
-                                  "k %" PRId64 " ta %d tb %d beta %g: C[%" PRId64 "][%" PRId64
-                                  "] is %g, want %g",
-                                  k, ta, tb, betas[j], i / n, i % n, deft_bf16_to_float(hc[i]),
+                                  "amx %d k %" PRId64 " ta %d tb %d beta %g: C[%" PRId64
+                                  "][%" PRId64 "] is %g, want %g",
+                                  amx, k, ta, tb, betas[j], i / n, i % n, deft_bf16_to_float(hc[i]),
                                   deft_bf16_to_float(expect));
                 }
             }
     free(a), free(b), free(c0), free(want), free(ha), free(hb), free(hc);
+    deft_gemm_bf16_use_amx(true);
 }
 END_TEST
 
@@ -381,7 +395,7 @@ static Suite *linalg_suite(void) {
     tcase_add_test(tc, test_dot_vectors_and_higher_rank);
     tcase_add_test(tc, test_batch_dot);
     tcase_add_loop_test(tc, test_half_products_round_the_float32_result_once, 0, 2);
-    tcase_add_loop_test(tc, test_bf16_kernel_past_its_tiles_and_blocks, 0, 3);
+    tcase_add_loop_test(tc, test_bf16_kernel_past_its_tiles_and_blocks, 0, 6);
     tcase_add_test(tc, test_dot_result_rank_is_checked_first);
     tcase_add_test(tc, test_fully_connected_layouts);
     tcase_add_test(tc, test_linalg_gemm_and_gemm2_batched);

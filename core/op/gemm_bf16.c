@@ -20,10 +20,21 @@
  * in the core's L2 while every row panel of this thread's rows passes over
  * it; a row panel's block (MR x KC, 6 KiB) stays in L1 across the columns.
  *
- * The instruction treats denormal inputs and results as zero (DAZ/FTZ
+ * On CPUs with AMX (Sapphire Rapids on), where VDPBF16PS runs at 0.7x
+ * float32's FMA rate, TDPBF16PS multiplies a tile of A (16 rows of 16
+ * pairs) by a tile of B (16 pairs of 16 columns) into a 16 x 16 float32
+ * tile of C: 8192 multiply-adds an instruction. The B panels above are
+ * already its B tiles (pair p of columns j..j+15 at p * NR + j, rows NR
+ * words apart); A packs in panels of AMX_MR = 32 rows, each row's pairs
+ * side by side, and both pad k to whole tiles of 16 pairs with zeros. A
+ * 32 x 32 block of C is four tiles. Linux lends the tile registers to a
+ * process that asks (arch_prctl), once.
+ *
+ * Both instructions treat denormal inputs and results as zero (DAZ/FTZ
  * whatever MXCSR says), as oneDNN's and PyTorch's bfloat16 kernels on the
  * same CPUs do.
  */
+#define _GNU_SOURCE /* syscall */
 #include "core/op/gemm_bf16.h"
 
 #include <string.h>
@@ -34,19 +45,28 @@
 #include "core/op/simd.h"
 
 #if DEFT_SIMD_X86
+#include <cpuid.h>
 #include <immintrin.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
-#define MR 12
-#define NR 32
-#define KC 384 /* k values per block: 192 pairs */
+#define MR         12
+#define AMX_MR     32 /* rows of an AMX panel: two tiles */
+#define NR         32
+#define KC         384 /* k values per block: 192 pairs, twelve AMX tiles */
+#define TILE_PAIRS 16
+
+/* Products of fewer rows keep to VDPBF16PS: a tile's 16 rows would idle. */
+#define AMX_LEAST_ROWS 16
 
 /* Below this many multiply-adds a product stays on one thread. */
 #define PARALLEL_MACS (1 << 20)
 
 typedef struct {
-    int64_t m, n, k, kp; /* kp: pairs along k, ceil(k / 2) */
-    const uint32_t *ap;  /* packed A: [ceil(m / MR)][kp][MR] */
+    int64_t m, n, k, kp; /* kp: pairs along k as packed, ceil(k / 2) (whole tiles for AMX) */
+    const uint32_t *ap;  /* packed A: [ceil(m / MR)][kp][MR], AMX [ceil(m / AMX_MR)][AMX_MR][kp] */
     const uint32_t *bp;  /* packed B: [ceil(n / NR)][kp][NR] */
     float *cf;           /* m x n float32: C so far */
     bool add;            /* cf already holds beta C */
@@ -141,6 +161,21 @@ static void pack_a(const uint16_t *a, bool ta, int64_t m, int64_t k, int64_t kp,
     }
 }
 
+/* A's AMX panels: AMX_MR rows of ks pairs each, row r's pairs side by
+ * side; rows past m and pairs past k pack as zeros. */
+static void pack_a_amx(const uint16_t *a, bool ta, int64_t m, int64_t k, int64_t ks, uint32_t *ap) {
+    int64_t panels = (m + AMX_MR - 1) / AMX_MR;
+    memset(ap, 0, sizeof *ap * (size_t)(panels * AMX_MR * ks));
+    for (int64_t i = 0; i < m; i++) {
+        uint32_t *row = ap + i * ks;
+        if (!ta) {
+            memcpy(row, a + i * k, sizeof *a * (size_t)k); /* little-endian: pairs as they lie */
+            continue;
+        }
+        for (int64_t kk = 0; kk < k; kk++) ((uint16_t *)row)[kk] = a[kk * m + i];
+    }
+}
+
 #if DEFT_SIMD_X86
 /* Two rows of a row-major B, 32 columns from j, interleaved into one pair
  * panel row (AVX-512BW's two-table permute does the interleave). */
@@ -159,10 +194,13 @@ interleave_rows(const uint16_t *r0, const uint16_t *r1, int cols, uint32_t *out)
 }
 #endif
 
-/* B's column panels: B is k x n (or n x k when tb). Columns past n pack as zeros. */
-static void pack_b(const uint16_t *b, bool tb, int64_t k, int64_t n, int64_t kp, uint32_t *bp) {
-    for (int64_t j0 = 0; j0 < n; j0 += NR, bp += kp * NR) {
+/* B's column panels: B is k x n (or n x k when tb), kp pairs in panels of
+ * `ks` >= kp pairs. Columns past n and pairs past kp pack as zeros. */
+static void pack_b(const uint16_t *b, bool tb, int64_t k, int64_t n, int64_t kp, int64_t ks,
+                   uint32_t *bp) {
+    for (int64_t j0 = 0; j0 < n; j0 += NR, bp += ks * NR) {
         int cols = n - j0 < NR ? (int)(n - j0) : NR;
+        memset(bp + kp * NR, 0, sizeof *bp * (size_t)((ks - kp) * NR));
         if (tb) {
             pack_rows(b + j0 * k, k, cols, NR, kp, bp);
             continue;
@@ -192,6 +230,28 @@ typedef struct {
     bool add, last;
 } tile_out_t;
 
+/* Row r of a tile of C from its float32 sums v0 (columns 0-15) and v1 (16-31). */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static inline void
+put_row(const tile_out_t *o, int r, __m512 v0, __m512 v1) {
+    __mmask16 m0 = o->cols >= 16 ? 0xffff : (__mmask16)((1u << o->cols) - 1);
+    __mmask16 m1 = o->cols >= 32   ? 0xffff
+                   : o->cols <= 16 ? 0
+                                   : (__mmask16)((1u << (o->cols - 16)) - 1);
+    float *cf = o->cf + r * o->ldc;
+    if (o->add) {
+        v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cf));
+        v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cf + 16));
+    }
+    if (o->last) {
+        uint16_t *c = o->c + r * o->ldc;
+        _mm256_mask_storeu_epi16(c, m0, (__m256i)_mm512_cvtneps_pbh(v0));
+        _mm256_mask_storeu_epi16(c + 16, m1, (__m256i)_mm512_cvtneps_pbh(v1));
+    } else {
+        _mm512_mask_storeu_ps(cf, m0, v0);
+        _mm512_mask_storeu_ps(cf + 16, m1, v1);
+    }
+}
+
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static void
 tile(int64_t kp, const uint32_t *a, const uint32_t *b, tile_out_t o) {
     __m512 acc[MR][2];
@@ -205,51 +265,128 @@ tile(int64_t kp, const uint32_t *a, const uint32_t *b, tile_out_t o) {
             acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
         }
     }
-    __mmask16 m0 = o.cols >= 16 ? 0xffff : (__mmask16)((1u << o.cols) - 1);
-    __mmask16 m1 = o.cols >= 32   ? 0xffff
-                   : o.cols <= 16 ? 0
-                                  : (__mmask16)((1u << (o.cols - 16)) - 1);
-    for (int r = 0; r < o.rows; r++) {
-        float *cf = o.cf + r * o.ldc;
-        __m512 v0 = acc[r][0], v1 = acc[r][1];
-        if (o.add) {
-            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cf));
-            v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cf + 16));
-        }
-        if (o.last) {
-            uint16_t *c = o.c + r * o.ldc;
-            _mm256_mask_storeu_epi16(c, m0, (__m256i)_mm512_cvtneps_pbh(v0));
-            _mm256_mask_storeu_epi16(c + 16, m1, (__m256i)_mm512_cvtneps_pbh(v1));
-        } else {
-            _mm512_mask_storeu_ps(cf, m0, v0);
-            _mm512_mask_storeu_ps(cf + 16, m1, v1);
-        }
-    }
+    for (int r = 0; r < o.rows; r++) put_row(&o, r, acc[r][0], acc[r][1]);
 }
+
+/*
+ * One AMX_MR x NR block of C over pairs [0, kp) (whole tiles) of the AMX
+ * panel a (rows ks pairs apart) and the B panel b; the tile configuration
+ * is loaded. Tiles 0-3 hold C's four quarters, 4-5 A's two halves, 6-7
+ * B's two halves.
+ */
+__attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16"))) static void
+amx_block(int64_t kp, const uint32_t *a, int64_t ks, const uint32_t *b, tile_out_t o) {
+    float c[AMX_MR][NR];
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (int64_t p = 0; p < kp; p += TILE_PAIRS) {
+        _tile_loadd(4, a + p, ks * 4);
+        _tile_loadd(5, a + TILE_PAIRS * ks + p, ks * 4);
+        _tile_loadd(6, b + p * NR, NR * 4);
+        _tile_loadd(7, b + p * NR + 16, NR * 4);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(0, &c[0][0], NR * 4);
+    _tile_stored(1, &c[0][16], NR * 4);
+    _tile_stored(2, &c[16][0], NR * 4);
+    _tile_stored(3, &c[16][16], NR * 4);
+    for (int r = 0; r < o.rows; r++)
+        put_row(&o, r, _mm512_loadu_ps(&c[r][0]), _mm512_loadu_ps(&c[r][16]));
+}
+
+/* The tile shapes amx_block uses: eight tiles of 16 rows of 64 bytes. */
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t bytes[16];
+    uint8_t rows[16];
+} tile_config_t;
+
+static const tile_config_t amx_config = {
+    .palette = 1,
+    .bytes = {64, 64, 64, 64, 64, 64, 64, 64},
+    .rows = {16, 16, 16, 16, 16, 16, 16, 16},
+};
 #endif
 
-/* Row panels [begin, end) of C, every k block over them. */
-static void bf16_rows(void *arg, int64_t begin, int64_t end) {
+/* Row panels [begin, end) of C (of `mr` rows), every k block over them:
+ * AVX512-BF16 tiles, or AMX blocks when mr is AMX_MR. */
+static void panel_rows(const bf16_job_t *g, int mr, int64_t begin, int64_t end) {
 #if DEFT_SIMD_X86
-    const bf16_job_t *g = arg;
     int64_t panels_n = (g->n + NR - 1) / NR;
     for (int64_t p0 = 0; p0 < g->kp; p0 += KC / 2) {
         int64_t pairs = g->kp - p0 < KC / 2 ? g->kp - p0 : KC / 2;
         tile_out_t o = {.ldc = g->n, .add = g->add || p0 > 0, .last = p0 + pairs == g->kp};
         for (int64_t ip = begin; ip < end; ip++) {
-            const uint32_t *a = g->ap + (ip * g->kp + p0) * MR;
-            o.rows = g->m - ip * MR < MR ? (int)(g->m - ip * MR) : MR;
+            o.rows = g->m - ip * mr < mr ? (int)(g->m - ip * mr) : mr;
             for (int64_t jp = 0; jp < panels_n; jp++) {
                 o.cols = g->n - jp * NR < NR ? (int)(g->n - jp * NR) : NR;
-                o.cf = g->cf + ip * MR * g->n + jp * NR;
-                o.c = g->c + ip * MR * g->n + jp * NR;
-                tile(pairs, a, g->bp + (jp * g->kp + p0) * NR, o);
+                o.cf = g->cf + ip * mr * g->n + jp * NR;
+                o.c = g->c + ip * mr * g->n + jp * NR;
+                const uint32_t *b = g->bp + (jp * g->kp + p0) * NR;
+                if (mr == AMX_MR)
+                    amx_block(pairs, g->ap + ip * AMX_MR * g->kp + p0, g->kp, b, o);
+                else
+                    tile(pairs, g->ap + (ip * g->kp + p0) * MR, b, o);
             }
         }
     }
 #else
-    (void)arg, (void)begin, (void)end;
+    (void)g, (void)mr, (void)begin, (void)end;
 #endif
+}
+
+static void bf16_rows(void *arg, int64_t begin, int64_t end) {
+    panel_rows(arg, MR, begin, end);
+}
+
+#if DEFT_SIMD_X86
+/* The tile configuration is a thread's own: each loads it, and lets the
+ * registers go after (so the kernel's context switches stay small). */
+__attribute__((target("amx-tile"))) static void amx_rows(void *arg, int64_t begin, int64_t end) {
+    _tile_loadconfig(&amx_config);
+    panel_rows(arg, AMX_MR, begin, end);
+    _tile_release();
+}
+
+/* -1: not asked yet; else whether AMX runs (CPU, kernel, and deft_gemm_bf16_use_amx). */
+static int amx_state = -1;
+static bool amx_wanted = true;
+static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
+
+static void amx_ask(void) {
+    unsigned eax, ebx, ecx, edx;
+    /* CPUID 7.0 EDX: bit 22 AMX-BF16, bit 24 AMX-TILE */
+    bool cpu =
+        __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx >> 22 & 1) && (edx >> 24 & 1);
+    /* ARCH_REQ_XCOMP_PERM (0x1023) for XFEATURE_XTILEDATA (18) */
+    amx_state = cpu && syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+}
+#endif
+
+static bool amx_on(void) {
+#if DEFT_SIMD_X86
+    pthread_once(&amx_once, amx_ask);
+    return amx_state == 1 && amx_wanted && deft_simd_avx512();
+#else
+    return false;
+#endif
+}
+
+void deft_gemm_bf16_use_amx(bool on) {
+#if DEFT_SIMD_X86
+    amx_wanted = on;
+#else
+    (void)on;
+#endif
+}
+
+bool deft_gemm_bf16_amx(void) {
+    return deft_gemm_bf16_available() && amx_on();
 }
 
 bool deft_gemm_bf16_available(void) {
@@ -263,27 +400,38 @@ bool deft_gemm_bf16_available(void) {
 
 int deft_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const uint16_t *a,
                    const uint16_t *b, double beta, uint16_t *c) {
-    int64_t kp = (k + 1) / 2, panels_m = (m + MR - 1) / MR, panels_n = (n + NR - 1) / NR;
-    size_t na = (size_t)(panels_m * kp * MR), nb = (size_t)(panels_n * kp * NR);
+    bool amx = m >= AMX_LEAST_ROWS && amx_on();
+    int mr = amx ? AMX_MR : MR;
+    /* ks: the pairs a panel stores, whole tiles for AMX */
+    int64_t kp = (k + 1) / 2, ks = amx ? (kp + TILE_PAIRS - 1) / TILE_PAIRS * TILE_PAIRS : kp;
+    int64_t panels_m = (m + mr - 1) / mr, panels_n = (n + NR - 1) / NR;
+    size_t na = (size_t)(panels_m * ks * mr), nb = (size_t)(panels_n * ks * NR);
     /* The float32 C only where the sum passes several k blocks or starts from beta C. */
-    size_t ncf = kp > KC / 2 || beta != 0 ? (size_t)(m * n) : 0;
+    size_t ncf = ks > KC / 2 || beta != 0 ? (size_t)(m * n) : 0;
     uint32_t *ap = deft_scratch_alloc((na + nb) * sizeof *ap + ncf * sizeof(float));
     if (!ap) return -1;
     uint32_t *bp = ap + na;
     float *cf = (float *)(bp + nb);
-    pack_a(a, ta, m, k, kp, ap);
-    pack_b(b, tb, k, n, kp, bp);
+    if (amx)
+        pack_a_amx(a, ta, m, k, ks, ap);
+    else
+        pack_a(a, ta, m, k, kp, ap);
+    pack_b(b, tb, k, n, kp, ks, bp);
     if (beta != 0) {
         deft_half_widen(c, 1, true, cf, m * n);
         if (beta != 1)
             for (int64_t i = 0; i < m * n; i++) cf[i] = (float)(beta * cf[i]);
     }
-    bf16_job_t job = {m, n, k, kp, ap, bp, cf, beta != 0, c};
+    bf16_job_t job = {m, n, k, ks, ap, bp, cf, beta != 0, c};
+    deft_range_fn rows = bf16_rows;
+#if DEFT_SIMD_X86
+    if (amx) rows = amx_rows;
+#endif
     int threads = (double)m * (double)n * (double)k >= PARALLEL_MACS ? deft_parallel_budget() : 1;
     if (threads < 2 || panels_m < 2)
-        bf16_rows(&job, 0, panels_m);
+        rows(&job, 0, panels_m);
     else
-        deft_parallel_for(panels_m, (panels_m + threads - 1) / threads, bf16_rows, &job);
+        deft_parallel_for(panels_m, (panels_m + threads - 1) / threads, rows, &job);
     deft_scratch_free(ap);
     return 0;
 }
