@@ -393,20 +393,6 @@ static const peer_case_t peer_cases[] = {
     {"softmax_4096x4096_a0", "softmax", "0", 4096, 4096},
 };
 
-/* PyTorch's milliseconds for a case from the file DEFT_GPU_PEERS names
- * (lines "name<TAB>ms"), or 0 when it has none. */
-static double peer_ms(const char *name) {
-    const char *path = getenv("DEFT_GPU_PEERS");
-    FILE *f = path ? fopen(path, "r") : NULL;
-    if (!f) return 0;
-    char line[256], key[128];
-    double ms = 0, value;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "%127s %lf", key, &value) == 2 && strcmp(key, name) == 0) ms = value;
-    fclose(f);
-    return ms;
-}
-
 /* The best of 5 rounds of 20 calls, in ms per call. */
 static double op_ms(const peer_case_t *c, DeftNDArrayHandle x) {
     const char *keys[1] = {"axis"}, *vals[1] = {c->axis};

@@ -163,19 +163,6 @@ static double run_ms(DeftCachedOpHandle exec, int nin, DeftNDArrayHandle *in, in
     return best;
 }
 
-/* PyTorch's milliseconds for a case (DEFT_GPU_PEERS), or 0 when it has none. */
-static double peer_ms(const char *name) {
-    const char *path = getenv("DEFT_GPU_PEERS");
-    FILE *f = path ? fopen(path, "r") : NULL;
-    if (!f) return 0;
-    char line[256], key[128];
-    double ms = 0, value;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "%127s %lf", key, &value) == 2 && strcmp(key, name) == 0) ms = value;
-    fclose(f);
-    return ms;
-}
-
 static void report(const char *what, int batch, double ms) {
     char name[64];
     printf("  %-9s batch %2d: deft %8.2f ms", what, batch, ms);

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h> /* clock_gettime: define _POSIX_C_SOURCE before any include */
 
 #include <deft/c_api.h>
@@ -31,6 +32,21 @@ static inline double load_average(void) {
         fclose(f);
     }
     return load;
+}
+
+/* A peer's milliseconds for a case, from the file DEFT_GPU_PEERS names
+ * (lines "name<TAB>ms", as bench/python/bench_gpu_peers.py prints them),
+ * or 0 when it has none. */
+static inline double peer_ms(const char *name) {
+    const char *path = getenv("DEFT_GPU_PEERS");
+    FILE *f = path ? fopen(path, "r") : NULL;
+    if (!f) return 0;
+    char line[256], key[128];
+    double ms = 0, value;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "%127s %lf", key, &value) == 2 && strcmp(key, name) == 0) ms = value;
+    fclose(f);
+    return ms;
 }
 
 static inline DeftOpHandle op(const char *name) {
