@@ -37,6 +37,7 @@
 #define _GNU_SOURCE /* syscall */
 #include "core/op/gemm_bf16.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 #include "core/base/parallel.h"
@@ -355,7 +356,7 @@ __attribute__((target("amx-tile"))) static void amx_rows(void *arg, int64_t begi
 
 /* -1: not asked yet; else whether AMX runs (CPU, kernel, and deft_gemm_bf16_use_amx). */
 static int amx_state = -1;
-static bool amx_wanted = true;
+static atomic_bool amx_wanted = true;
 static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
 
 static void amx_ask(void) {
@@ -371,7 +372,8 @@ static void amx_ask(void) {
 static bool amx_on(void) {
 #if DEFT_SIMD_X86
     pthread_once(&amx_once, amx_ask);
-    return amx_state == 1 && amx_wanted && deft_simd_avx512();
+    return amx_state == 1 && atomic_load_explicit(&amx_wanted, memory_order_relaxed) &&
+           deft_simd_avx512();
 #else
     return false;
 #endif
@@ -379,7 +381,7 @@ static bool amx_on(void) {
 
 void deft_gemm_bf16_use_amx(bool on) {
 #if DEFT_SIMD_X86
-    amx_wanted = on;
+    atomic_store_explicit(&amx_wanted, on, memory_order_relaxed);
 #else
     (void)on;
 #endif
