@@ -15,6 +15,8 @@ deft_build build
 "$DEFT_ROOT/build/bench/bench_half"
 # built when CUDA is found; it says so and exits when there is no GPU
 if [[ -x "$DEFT_ROOT/build/bench/bench_gpu" ]]; then "$DEFT_ROOT/build/bench/bench_gpu"; fi
+# ResNet-18 on gpu(0) (PyTorch's times come from gpu-check's peer file); says so without a GPU
+"$DEFT_ROOT/build/bench/bench_gpu_resnet" "$DEFT_ROOT/tests/mxnet/corpus/model_resnet18_v1-symbol.json"
 deft_python_env
 "$DEFT_VENV/bin/python" "$DEFT_ROOT/bench/python/bench_python.py"
 "$DEFT_VENV/bin/python" "$DEFT_ROOT/bench/python/bench_recording.py" "$DEFT_ROOT/build"
