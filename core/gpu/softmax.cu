@@ -6,8 +6,9 @@
  * finds the line's maximum, then the sum of exp(x - max), then writes.
  * Lines up to 1024 elements stay in the lanes' registers meanwhile (float32
  * lines of whole float4s, up to 4096, read as float4s), and lines up to
- * 48 KB in the block's shared memory; longer ones are read again. Long lines too few to fill the GPU take a block per piece of a
- * line in two launches (each piece's maximum and sum of exponentials, then
+ * 48 KB in the block's shared memory; longer ones are read again. Long
+ * lines too few to fill the GPU take a block per piece of a line in two
+ * launches (each piece's maximum and sum of exponentials, then
  * the outputs, the pieces' sums rescaled to the line's maximum; the
  * pieces' results go through working memory).
  *
@@ -50,11 +51,15 @@ struct Float32Line {
     __device__ float of_sum(double sum, bool log_form) const {
         return log_form ? (float)log(sum) : (float)(1 / sum);
     }
-    /* Output i, element k of its line, from v: its input for log_softmax,
-     * else its exponential expo(input - max). */
+    /* An output from v: its input for log_softmax, else its exponential
+     * expo(input - max). */
+    __device__ static float out(bool log_form, float v, float max, float of_sum) {
+        return log_form ? (v - max) - of_sum : v * of_sum;
+    }
+    /* Output i, element k of its line. */
     __device__ void put(int64_t i, int64_t, int64_t, bool log_form, float v, float max,
                         float of_sum) const {
-        y[i] = log_form ? (v - max) - of_sum : v * of_sum;
+        y[i] = out(log_form, v, max, of_sum);
     }
 };
 
@@ -259,10 +264,10 @@ __global__ void softmax_held4(Float32Line line, int64_t lines, bool log_form, in
             int q = team.rank + i * team.size;
             float4 a = v[i];
             if (q < quads)
-                y[q] = log_form
-                           ? make_float4((a.x - max) - of_sum, (a.y - max) - of_sum,
-                                         (a.z - max) - of_sum, (a.w - max) - of_sum)
-                           : make_float4(a.x * of_sum, a.y * of_sum, a.z * of_sum, a.w * of_sum);
+                y[q] = make_float4(Float32Line::out(log_form, a.x, max, of_sum),
+                                   Float32Line::out(log_form, a.y, max, of_sum),
+                                   Float32Line::out(log_form, a.z, max, of_sum),
+                                   Float32Line::out(log_form, a.w, max, of_sum));
         }
     }
 }
