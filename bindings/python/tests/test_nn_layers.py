@@ -6,7 +6,6 @@ operator; the check runs against the registry, so they run once it has them.
 import itertools
 import json
 import os
-import subprocess
 
 import numpy as np
 import pytest
@@ -15,6 +14,8 @@ import deft
 from deft import autograd, nn
 from deft._lib import lib
 from deft.optim import SGD
+
+from mxnet_peer import needs_mxnet, run_mxnet
 
 REGISTERED = set(lib.DeftListOperators())
 CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests", "mxnet", "corpus")
@@ -565,12 +566,7 @@ def test_symbol_block_runs_an_mxnet_resnet_block_with_auxiliary_states():
     np.testing.assert_allclose(block(data).asnumpy(), want.asnumpy(), rtol=1e-4, atol=1e-5)
 
 
-MXNET_PYTHON = os.path.join(os.environ.get("DEFT_MXNET_VENV", "/work/venv-mxnet"), "bin",
-                            "python")
-
-
-@pytest.mark.skipif(not os.path.exists(MXNET_PYTHON),
-                    reason="no MXNet 1.9.1 oracle venv (scripts/mxnet-oracle.sh venv)")
+@needs_mxnet
 def test_mxnet_imports_what_deft_exports(rng, tmp_path):
     x = arr(rng, 2, 1, 8, 8)
     net = lenet_like()
@@ -583,5 +579,5 @@ def test_mxnet_imports_what_deft_exports(rng, tmp_path):
               f"net = mx.gluon.SymbolBlock.imports({sym_file!r}, ['data'], {params_file!r})\n"
               f"np.save({str(tmp_path / 'y.npy')!r}, "
               f"net(mx.nd.array(np.load({str(tmp_path / 'x.npy')!r}))).asnumpy())\n")
-    subprocess.run([MXNET_PYTHON, "-c", script], check=True, cwd=tmp_path, timeout=120)
+    run_mxnet(script, tmp_path, timeout=120)
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), want, rtol=1e-5, atol=1e-6)

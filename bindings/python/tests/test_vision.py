@@ -7,14 +7,14 @@ Parameter counts are hard-coded from MXNet 1.9.1 (the /work/venv-mxnet oracle):
 (BatchNorm's running statistics included). Only VGG's counts depend on the input
 size (its first Dense takes 512 * (H / 32) * (W / 32) features): these are 32x32's.
 """
-import os
-import subprocess
 
 import numpy as np
 import pytest
 
 import deft
 from deft import nn, vision
+
+from mxnet_peer import needs_mxnet, run_mxnet
 
 INPUT = (1, 3, 32, 32)  # every model's downsampling leaves 1x1 at the end
 
@@ -133,17 +133,6 @@ def test_hybridized_export_reloads_in_deft(name, tmp_path):
     x, y, sym_file, params_file = exported(name, tmp_path)
     block = nn.SymbolBlock.imports(sym_file, ["data"], params_file)
     np.testing.assert_allclose(block(deft.array(x)).asnumpy(), y, rtol=1e-4, atol=1e-5)
-
-
-MXNET_PYTHON = os.path.join(os.environ.get("DEFT_MXNET_VENV", "/work/venv-mxnet"), "bin",
-                            "python")
-needs_mxnet = pytest.mark.skipif(not os.path.exists(MXNET_PYTHON),
-                                 reason="no MXNet 1.9.1 oracle venv (scripts/mxnet-oracle.sh "
-                                        "venv)")
-
-
-def run_mxnet(script, cwd):
-    subprocess.run([MXNET_PYTHON, "-c", script], check=True, cwd=cwd, timeout=300)
 
 
 @needs_mxnet
