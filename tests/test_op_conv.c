@@ -841,6 +841,22 @@ START_TEST(test_kept_weights_follow_writes) {
 }
 END_TEST
 
+/* DeftMemoryReleaseCached on the CPU drops the weights kept packed between
+ * predict-mode calls; later calls pack them again, with the same results. */
+START_TEST(test_release_cached_drops_packed_weights) {
+    check_kept(&kept_cases[0], false);
+    if (deft_conv_packed_bytes() == 0) {
+        printf("test_release_cached_drops_packed_weights: no direct kernel on this CPU keeps "
+               "packed weights; only the results were checked\n");
+        return;
+    }
+    ck_assert_ok(DeftMemoryReleaseCached(DEFT_CPU, 0));
+    ck_assert_uint_eq(deft_conv_packed_bytes(), 0);
+    check_kept(&kept_cases[0], false);
+    ck_assert_uint_gt(deft_conv_packed_bytes(), 0);
+}
+END_TEST
+
 /*
  * Executors fold a BatchNorm into the Convolution it alone reads, and the
  * relu that alone reads the BatchNorm (_conv_bn, _conv_bn_relu,
@@ -1177,6 +1193,7 @@ int main(void) {
     tcase_add_test(tc, test_batched_small_outputs_match_direct_loops);
     tcase_add_test(tc, test_stem_kernel_matches_direct_loops);
     tcase_add_test(tc, test_kept_weights_follow_writes);
+    tcase_add_test(tc, test_release_cached_drops_packed_weights);
     tcase_add_test(tc, test_batch_norm_folded_by_executors);
     tcase_add_test(tc, test_zero_size_batch);
     tcase_add_test(tc, test_zero_size_batch_gradient);

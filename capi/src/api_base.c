@@ -4,6 +4,7 @@
 #include "core/base/dtype.h"
 #include "core/base/memstat.h"
 #include "core/graph/executor.h"
+#include "core/op/conv.h"
 
 _Static_assert(DEFT_ERROR_INTERNAL == (int)DEFT_ERR_INTERNAL, "error kinds must match");
 _Static_assert(DEFT_BFLOAT16 == (int)DEFT_DT_BFLOAT16 && DEFT_INT64 == (int)DEFT_DT_INT64,
@@ -75,6 +76,7 @@ int DeftMemoryReleaseCached(int dev_type, int dev_id) {
     /* The executors' kept arenas first: they go back to the pool, then to the system. */
     deft_cached_ops_release_arenas(dev);
     deft_allocator_get(dev.type)->release_cached(dev);
+    if (dev.type == DEFT_DEV_CPU) deft_conv_packed_drop_all(); /* malloc'd, not pooled */
     return 0;
 }
 

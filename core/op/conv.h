@@ -20,6 +20,7 @@
 #define DEFT_CORE_OP_CONV_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/base/dtype.h"
@@ -97,6 +98,12 @@ int deft_conv_direct_wgrad(const deft_conv_geom_t *g, const float *image, const 
                            float *dw);
 void deft_conv_direct_enable(bool on);
 bool deft_conv_direct_on(void);
+/* Drop the weights the direct forward keeps packed between predict-mode
+ * calls (conv_packed.c), as DeftMemoryReleaseCached does for the CPU; a call
+ * still reading a copy frees it when it lets go. */
+void deft_conv_packed_drop_all(void);
+/* The bytes of packed weights kept now. */
+size_t deft_conv_packed_bytes(void);
 
 /*
  * The direct float32 kernels for few channels (conv_direct_small.c): 2-D,

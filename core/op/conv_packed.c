@@ -10,8 +10,9 @@
  * A write to the weights bumps their storage's version, so a later call
  * misses and packs anew; its entry replaces the stale one, which nothing can
  * match again. At most MAX_ENTRIES entries and MAX_BYTES bytes are kept, the
- * least recently used going first. Entries are reference-counted: one that
- * is evicted while a call still reads it is freed when the call lets it go.
+ * least recently used going first, and DeftMemoryReleaseCached on the CPU
+ * drops them all. Entries are reference-counted: one that is evicted while a
+ * call still reads it is freed when the call lets it go.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -119,6 +120,27 @@ const float *deft_conv_packed_get(const deft_conv_pack_key_t *key, size_t floats
     keep(p);
     *held = p;
     return data;
+}
+
+void deft_conv_packed_drop_all(void) {
+    pthread_mutex_lock(&lock);
+    while (count > 0) evict(count - 1);
+    pthread_mutex_unlock(&lock);
+}
+
+size_t deft_conv_packed_bytes(void) {
+    pthread_mutex_lock(&lock);
+    size_t bytes = total_bytes;
+    pthread_mutex_unlock(&lock);
+    return bytes;
+}
+
+#else
+
+void deft_conv_packed_drop_all(void) {}
+
+size_t deft_conv_packed_bytes(void) {
+    return 0;
 }
 
 #endif

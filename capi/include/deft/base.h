@@ -163,7 +163,9 @@ DEFT_API int DeftGetLiveNDArrayCount(int64_t *out);
  * their arenas return too (see executor.h; the sizes of these caches are
  * set by DEFT_PLAN_CACHE_BYTES and DEFT_PLAN_CACHE_SIZE). An arena a run
  * still uses, queued or running, goes when that run is done; plans are made
- * again when next needed. Other memory in use is not affected. Afterwards
+ * again when next needed. On the CPU, the convolution weights kept packed
+ * between predict-mode calls go too (they are packed again on the next
+ * call). Other memory in use is not affected. Afterwards
  * DEFT_MEM_CACHED_BYTES is 0 (until such a run returns its arena).
  * @param dev_type a ::DeftDeviceType value.
  * @param dev_id device number (0 for the CPU).
