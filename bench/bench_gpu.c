@@ -100,7 +100,7 @@ static void gemm(int n, const char *dtype) {
         fprintf(stderr, "cudaMalloc failed\n");
         exit(1);
     }
-    device_copy(a, da), device_copy(b, db); /* the same values: clocks depend on data */
+    device_copy(a, da), device_copy(b, db); /* the same operands as deft's */
     cublasHandle_t handle;
     cublasCreate(&handle);
     int reps = n <= 1024 ? 200 : n <= 2048 ? 50 : 10;
