@@ -3,7 +3,8 @@
 # with the shared libraries a bare CUDA machine lacks:
 #   build-gpu/deft-gpu-bundle.tar.xz   (run it there with scripts/gpu-check.sh)
 # Contents: bin/ the C suites' executables (stripped), bench_gpu,
-# bench_gpu_resnet with ResNet-18's symbol file, and their PyTorch peer script; lib/ libdeft and the libraries they load (OpenBLAS, cJSON,
+# bench_gpu_resnet with ResNet-18's symbol file, and their PyTorch peer script;
+# python/ the Python package, its tests, and its module for each Python here; lib/ libdeft and the libraries they load (OpenBLAS, cJSON,
 # libgfortran, libquadmath, libsubunit, libcudart; cuBLAS comes with the CUDA
 # install there); suites.tsv, what ctest runs (name, environment, executable,
 # arguments). The executables embed the same device code each, which xz's
@@ -45,9 +46,27 @@ for lib in libopenblas.so.0 libcjson.so.1 libgfortran.so.5 libquadmath.so.0 libs
     path=$(ldd "$build/tests/deft_tests" | awk -v l="$lib" '$1 == l { print $3 }')
     [ -n "$path" ] && cp -L "$path" "$stage/lib/"
 done
+# The Python binding for every Python 3.10 or later here that has its headers
+# (on PATH, or pyenv's), so that gpu-check runs the Python GPU tests with whichever
+# Python the GPU machine has: SWIG's wrapper, compiled once per version
+# (each module's name carries its version), beside the package and its tests.
+mkdir -p "$stage/python" && cp -r "$DEFT_ROOT/bindings/python/deft" "$stage/python/"
+cp -r "$DEFT_ROOT/bindings/python/tests" "$stage/python/"
+swig -python -I"$DEFT_ROOT" -I"$DEFT_ROOT/capi/include" -builtin -O -DSWIGWORDSIZE64 -outdir "$build" \
+    -interface _deft -o "$build/python_wrap.c" "$DEFT_ROOT/interface.i"
+for python in $(compgen -c python3. | grep -x 'python3\.[0-9]*' | sort -u) ~/.pyenv/versions/*/bin/python3.*[0-9]; do
+    read -r include suffix < <("$python" -c 'import sys, sysconfig as s
+if sys.version_info >= (3, 10):  # the typemaps call Py_XDECREF as an expression
+    print(s.get_paths()["include"], s.get_config_var("EXT_SUFFIX"))' 2> /dev/null) || continue
+    module="$stage/python/deft/_deft$suffix"
+    [ -f "$include/Python.h" ] && [ ! -f "$module" ] || continue
+    cc -shared -fPIC -O1 -fvisibility=hidden -w -DSWIGWORDSIZE64 -I"$include" -I"$DEFT_ROOT" \
+        -I"$DEFT_ROOT/capi/include" "$build/python_wrap.c" -o "$module" -L"$build" -ldeft
+done
 git -C "$DEFT_ROOT" rev-parse --short HEAD > "$stage/commit" 2>/dev/null || echo unknown > "$stage/commit"
 # xz's threads each start a block afresh: blocks of 512 MiB keep the copies
 # of the device code few (192 MiB blocks, the default, made 31 MB).
 tar -C "$stage" -cf - . | xz -9 -T"$DEFT_JOBS" --block-size=$((512 << 20)) > "$build/deft-gpu-bundle.tar.xz"
 echo "gpu-bundle: $(du -h "$build/deft-gpu-bundle.tar.xz" | cut -f1) in build-gpu/deft-gpu-bundle.tar.xz" \
-    "($(wc -l < "$stage/suites.tsv") suites, commit $(cat "$stage/commit"))"
+    "($(wc -l < "$stage/suites.tsv") suites, Python modules" \
+    "$(ls "$stage/python/deft" | sed -n 's/^_deft\.cpython-\([0-9]*\).*/\1/p' | tr '\n' ' ')commit $(cat "$stage/commit"))"

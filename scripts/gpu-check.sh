@@ -2,7 +2,8 @@
 # Run on a GPU machine, from the bundle scripts/gpu-bundle.sh made, alone:
 #   scripts/gpu-check.sh [build-gpu/deft-gpu-bundle.tar.xz]
 # Every C suite as ctest runs it, compute-sanitizer memcheck over the GPU
-# suite (where the CUDA install has it), then the GPU benchmarks, with
+# suite (where the CUDA install has it), the Python tests that use a GPU
+# (where python3 has NumPy and pytest), then the GPU benchmarks, with
 # PyTorch's times for the reductions, softmax and ResNet-18 where torch is
 # installed.
 # Prints a line per suite and ends with "N passed, N failed".
@@ -43,6 +44,22 @@ if [ -n "$sanitizer" ]; then
     [ "$result" = ok ] || tail -40 log-memcheck
 else
     echo "memcheck: skipped, compute-sanitizer is not installed here"
+fi
+# The Python tests that use a GPU, where this machine's python3 has NumPy
+# and pytest and the bundle has a module for its version.
+suffix=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2> /dev/null)
+if [ -n "$suffix" ] && [ -f "python/deft/_deft$suffix" ] && python3 -c 'import numpy, pytest' 2> /dev/null; then
+    if (cd python/tests && PYTHONPATH="$work/python" timeout 300 python3 -m pytest -q -p no:cacheprovider \
+        test_gpu.py test_data.py test_dtypes.py test_block_api.py test_optim.py test_amp.py \
+        test_surface.py) > log-pytest 2>&1; then
+        passed=$((passed + 1)) result=ok
+    else
+        failed=$((failed + 1)) result=FAILED
+    fi
+    echo "pytest (GPU files)           $result ($(tail -1 log-pytest))"
+    [ "$result" = ok ] || tail -40 log-pytest
+else
+    echo "pytest: skipped, no module for this python3 ($suffix) in the bundle, or no NumPy/pytest"
 fi
 echo "== bench_gpu"
 # PyTorch's times for the same cases on this GPU, where it is installed.
