@@ -220,7 +220,8 @@ static void fill_scattered(double *v, int64_t n, uint32_t seed) {
 /* The AVX512-BF16 and AMX kernels (gemm_bf16.c) past their tiles and
  * blocks: ragged row and column panels, odd and even k over one or three k
  * blocks (ragged AMX tiles of pairs), rows split between threads, every
- * transpose pair, beta 0, 1 and 0.5, against the exact product rounded once. */
+ * transpose pair, beta 0, 1 and 0.5, against the exact product rounded once
+ * (and not rounded, for a float32 C). */
 START_TEST(test_bf16_kernel_past_its_tiles_and_blocks) {
     if (!deft_gemm_bf16_available()) {
         printf("test_bf16_kernel_past_its_tiles_and_blocks: this CPU has no AVX512-BF16; "
@@ -245,6 +246,7 @@ START_TEST(test_bf16_kernel_past_its_tiles_and_blocks) {
     double *a = malloc(sizeof(double) * m * k), *b = malloc(sizeof(double) * k * n);
     double *c0 = malloc(sizeof(double) * m * n), *want = malloc(sizeof(double) * m * n);
     uint16_t *ha = malloc(2 * m * k), *hb = malloc(2 * k * n), *hc = malloc(2 * m * n);
+    float *fc = malloc(sizeof(float) * m * n);
     fill_scattered(a, m * k, 1), fill_scattered(b, k * n, 2), fill_scattered(c0, m * n, 3);
     for (int64_t i = 0; i < m * k; i++) ha[i] = deft_float_to_bf16((float)a[i]);
     for (int64_t i = 0; i < k * n; i++) hb[i] = deft_float_to_bf16((float)b[i]);
@@ -263,8 +265,16 @@ START_TEST(test_bf16_kernel_past_its_tiles_and_blocks) {
                                   amx, k, ta, tb, betas[j], i / n, i % n, deft_bf16_to_float(hc[i]),
                                   deft_bf16_to_float(expect));
                 }
+                /* the float32 result: the exact sums themselves */
+                for (int64_t i = 0; i < m * n; i++) fc[i] = (float)c0[i];
+                ck_assert_int_eq(deft_gemm_bf16_f32(ta, tb, m, n, k, ha, hb, betas[j], fc), 0);
+                for (int64_t i = 0; i < m * n; i++)
+                    ck_assert_msg(fc[i] == (float)(want[i] + betas[j] * c0[i]),
+                                  "float32 C, amx %d k %" PRId64 " ta %d tb %d beta %g: C[%" PRId64
+                                  "] is %g, want %g",
+                                  amx, k, ta, tb, betas[j], i, fc[i], want[i] + betas[j] * c0[i]);
             }
-    free(a), free(b), free(c0), free(want), free(ha), free(hb), free(hc);
+    free(a), free(b), free(c0), free(want), free(ha), free(hb), free(hc), free(fc);
     deft_gemm_bf16_use_amx(true);
 }
 END_TEST

@@ -276,8 +276,8 @@ static int conv_check(const deft_op_t *op, const deft_param_value_t *p, int nin,
         return deft_op_error(op, DEFT_ERR_VALUE, "got %d inputs, expected %d (%s)", nin,
                              a->no_bias ? 2 : 3,
                              a->no_bias ? "data, weight; no_bias is true" : "data, weight, bias");
-    if (deft_op_check_dtype_float(op, 0, in[0].dtype) || deft_op_check_same_dtype(op, nin, in) ||
-        conv_geometry(op, a, &in[0].shape, g, out))
+    if (deft_op_check_dtype_float_or_half(op, 0, in[0].dtype) ||
+        deft_op_check_same_dtype(op, nin, in) || conv_geometry(op, a, &in[0].shape, g, out))
         return -1;
     deft_shape_t w = weight_shape(a, in[0].shape.dims[1]);
     if (!deft_shape_equal(&in[1].shape, &w))
@@ -361,6 +361,11 @@ static int run(conv_product_t what, const deft_tensor_t *on, const deft_conv_geo
                const deft_content_key_t *wkey) {
 #ifdef DEFT_HAVE_CUDA
     if (on->device.type == DEFT_DEV_GPU) {
+        if (deft_dtype_is_half(on->dtype))
+            return deft_error(DEFT_ERR_TYPE,
+                              "Convolution and Deconvolution of %s data run on the CPU only; on a "
+                              "GPU they take float32 or float64",
+                              deft_dtype_name(on->dtype));
         /* Room for one image's im2col matrix, fenced as every GPU buffer is:
          * the work on it waits for its block's last user, and its next waits for this. */
         int64_t n = g->chan * deft_conv_kernel_size(g) * deft_conv_col_size(g);

@@ -53,7 +53,7 @@ static inline int64_t deft_conv_col_rows(const deft_conv_geom_t *g) {
     return g->chan / g->groups * deft_conv_kernel_size(g);
 }
 
-/* The three products, on the CPU (float32 or float64, contiguous arrays).
+/* The three products, on the CPU (float32, float64, float16 or bfloat16; contiguous arrays).
  * bias (or NULL) is added to each column-side channel by lower, to each
  * image channel by raise. wkey (or NULL): the key of W's contents (op.h),
  * where a kernel may keep what it derives from W for later calls. */
@@ -67,6 +67,26 @@ int deft_conv_wgrad_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const voi
 /* db[c] = the sum of y over the batch and space of channel c; y (batch, channels, space). */
 void deft_conv_bias_grad_cpu(deft_dtype_t dtype, int64_t batch, int64_t channels, int64_t space,
                              const void *y, void *db);
+
+/*
+ * The same for float16 and bfloat16 (conv_half.c; the functions above call
+ * these): float32 sums, each result rounded once.
+ */
+int deft_conv_lower_half(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
+                         const void *w, const void *bias, void *colside);
+int deft_conv_raise_half(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *colside,
+                         const void *w, const void *bias, void *image);
+int deft_conv_wgrad_half(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
+                         const void *colside, void *dw);
+void deft_conv_bias_grad_half(deft_dtype_t dtype, int64_t batch, int64_t channels, int64_t space,
+                              const void *y, void *db);
+/* conv_cpu.c's loops for them, on outer rows [r0, r1) of one group of one
+ * image (conv_cpu_t.h): im2col's 16-bit words (leading dimension ld), and
+ * col2im's sum of a float32 tile (its rows (r1 - r0) col[2] apart). */
+void deft_conv_im2col_half(const deft_conv_geom_t *g, const uint16_t *img, int64_t r0, int64_t r1,
+                           uint16_t *col, int64_t ld);
+void deft_conv_col2im_float(const deft_conv_geom_t *g, const float *col, int64_t r0, int64_t r1,
+                            float *img);
 
 /*
  * The direct float32 kernels (conv_direct.c), where they fit: 2-D, groups 1,

@@ -1,8 +1,10 @@
 /*
  * The element loops of the CPU convolution, written once for an element type:
- * conv_cpu.c includes this file twice, with T float and SFX f, then with T
- * double and SFX d. Everything here works on one group of one image; the
- * drivers in conv_cpu.c split the work and call BLAS.
+ * conv_cpu.c includes this file with T float and SFX f, then with T double
+ * and SFX d. Everything here works on one group of one image; the drivers in
+ * conv_cpu.c split the work and call BLAS. im2col only moves elements, so
+ * with CONV_IM2COL_ONLY defined (and T uint16_t) it alone serves both
+ * 16-bit float types (conv_half.c).
  *
  * An im2col tile covers "outer rows" [r0, r1) of the column side: each is
  * one (depth, height) position, col[2] columns wide, so a tile's columns are
@@ -65,6 +67,7 @@ static void CONV_FN(im2col)(const deft_conv_geom_t *g, const T *img, int64_t r0,
                 }
 }
 
+#ifndef CONV_IM2COL_ONLY
 /* The image (one group) += col's taps put back where im2col took them. */
 static void CONV_FN(col2im)(const deft_conv_geom_t *g, const T *col, int64_t r0, int64_t r1,
                             T *img) {
@@ -164,6 +167,8 @@ DEFT_CLONES static void CONV_FN(bias_grad)(int64_t batch, int64_t channels, int6
         db[c] = (T)sum;
     }
 }
+
+#endif /* CONV_IM2COL_ONLY */
 
 #undef CONV_FN
 #undef CONV_CAT

@@ -69,9 +69,12 @@ typedef struct {
     int64_t m, n, k, kp; /* kp: pairs along k as packed, ceil(k / 2) (whole tiles for AMX) */
     const uint32_t *ap;  /* packed A: [ceil(m / MR)][kp][MR], AMX [ceil(m / AMX_MR)][AMX_MR][kp] */
     const uint32_t *bp;  /* packed B: [ceil(n / NR)][kp][NR] */
-    float *cf;           /* m x n float32: C so far */
+    float *cf;           /* m x n float32: C so far (the result itself when c is NULL) */
     bool add;            /* cf already holds beta C */
-    uint16_t *c;
+    uint16_t *c;         /* the bfloat16 result, or NULL for a float32 one (in cf) */
+    int64_t ldc;         /* of c and cf */
+    int64_t block;       /* pairs per k block */
+    const float *bias;   /* per row of C, or NULL */
 } bf16_job_t;
 
 static inline uint32_t pair(uint16_t lo, uint16_t hi) {
@@ -119,22 +122,23 @@ __attribute__((target("avx512f"))) static void transpose16(const uint32_t *src, 
 #endif
 
 /*
- * Rows of k values, k apart from x on (`rows` of them; zeros up to
+ * Rows of k values, ld apart from x on (`rows` of them; zeros up to
  * `width`), packed as pairs: dst[p * width + r] holds row r's pair p. A
  * full pair is one 32-bit word of its row (x86 is little-endian: the lower
  * address is the low half, as pair() puts it), so the packing is a
  * transpose of words; an odd k's last pair has a zero high half.
  */
-static void pack_rows(const uint16_t *x, int64_t k, int rows, int width, int64_t kp,
+static void pack_rows(const uint16_t *x, int64_t ld, int64_t k, int rows, int width, int64_t kp,
                       uint32_t *dst) {
     int64_t full = k / 2;
 #if DEFT_SIMD_X86
-    const uint32_t *words = (const uint32_t *)x; /* row r starts at word r * k / 2 when k is even */
-    if (k % 2 == 0) {
+    const uint32_t *words =
+        (const uint32_t *)x; /* row r starts at word r * ld / 2 when ld is even */
+    if (k % 2 == 0 && ld % 2 == 0) {
         __mmask16 store = width >= 16 ? 0xffff : (__mmask16)((1u << width) - 1);
         for (int r0 = 0; r0 < width; r0 += 16)
             for (int64_t p = 0; p < full; p += 16)
-                transpose16(words + r0 * full + p, full, rows - r0,
+                transpose16(words + r0 * (ld / 2) + p, ld / 2, rows - r0,
                             (int)(full - p < 16 ? full - p : 16), dst + p * width + r0, width,
                             store);
         return;
@@ -143,20 +147,22 @@ static void pack_rows(const uint16_t *x, int64_t k, int rows, int width, int64_t
     for (int64_t p = 0; p < kp; p++)
         for (int r = 0; r < width; r++)
             dst[p * width + r] =
-                r >= rows ? 0 : pair(x[r * k + 2 * p], 2 * p + 1 < k ? x[r * k + 2 * p + 1] : 0);
+                r >= rows ? 0 : pair(x[r * ld + 2 * p], 2 * p + 1 < k ? x[r * ld + 2 * p + 1] : 0);
 }
 
-/* A's row panels: A is m x k (or k x m when ta). Rows past m pack as zeros. */
-static void pack_a(const uint16_t *a, bool ta, int64_t m, int64_t k, int64_t kp, uint32_t *ap) {
+/* A's row panels: A is m x k (or k x m when ta), rows lda apart. Rows past
+ * m pack as zeros. */
+static void pack_a(const uint16_t *a, bool ta, int64_t m, int64_t k, int64_t lda, int64_t kp,
+                   uint32_t *ap) {
     for (int64_t i0 = 0; i0 < m; i0 += MR, ap += kp * MR) {
         int rows = m - i0 < MR ? (int)(m - i0) : MR;
         if (!ta) {
-            pack_rows(a + i0 * k, k, rows, MR, kp, ap);
+            pack_rows(a + i0 * lda, lda, k, rows, MR, kp, ap);
             continue;
         }
         if (rows < MR) memset(ap, 0, sizeof *ap * (size_t)(kp * MR));
         for (int64_t p = 0; p < kp; p++) {
-            const uint16_t *lo = a + 2 * p * m + i0, *hi = lo + m;
+            const uint16_t *lo = a + 2 * p * lda + i0, *hi = lo + lda;
             for (int r = 0; r < rows; r++) ap[p * MR + r] = pair(lo[r], 2 * p + 1 < k ? hi[r] : 0);
         }
     }
@@ -164,16 +170,17 @@ static void pack_a(const uint16_t *a, bool ta, int64_t m, int64_t k, int64_t kp,
 
 /* A's AMX panels: AMX_MR rows of ks pairs each, row r's pairs side by
  * side; rows past m and pairs past k pack as zeros. */
-static void pack_a_amx(const uint16_t *a, bool ta, int64_t m, int64_t k, int64_t ks, uint32_t *ap) {
+static void pack_a_amx(const uint16_t *a, bool ta, int64_t m, int64_t k, int64_t lda, int64_t ks,
+                       uint32_t *ap) {
     int64_t panels = (m + AMX_MR - 1) / AMX_MR;
     memset(ap, 0, sizeof *ap * (size_t)(panels * AMX_MR * ks));
     for (int64_t i = 0; i < m; i++) {
         uint32_t *row = ap + i * ks;
         if (!ta) {
-            memcpy(row, a + i * k, sizeof *a * (size_t)k); /* little-endian: pairs as they lie */
+            memcpy(row, a + i * lda, sizeof *a * (size_t)k); /* little-endian: pairs as they lie */
             continue;
         }
-        for (int64_t kk = 0; kk < k; kk++) ((uint16_t *)row)[kk] = a[kk * m + i];
+        for (int64_t kk = 0; kk < k; kk++) ((uint16_t *)row)[kk] = a[kk * lda + i];
     }
 }
 
@@ -195,21 +202,22 @@ interleave_rows(const uint16_t *r0, const uint16_t *r1, int cols, uint32_t *out)
 }
 #endif
 
-/* B's column panels: B is k x n (or n x k when tb), kp pairs in panels of
- * `ks` >= kp pairs. Columns past n and pairs past kp pack as zeros. */
-static void pack_b(const uint16_t *b, bool tb, int64_t k, int64_t n, int64_t kp, int64_t ks,
-                   uint32_t *bp) {
+/* B's column panels: B is k x n (or n x k when tb), rows ldb apart, kp
+ * pairs in panels of `ks` >= kp pairs. Columns past n and pairs past kp
+ * pack as zeros. */
+static void pack_b(const uint16_t *b, bool tb, int64_t k, int64_t n, int64_t ldb, int64_t kp,
+                   int64_t ks, uint32_t *bp) {
     for (int64_t j0 = 0; j0 < n; j0 += NR, bp += ks * NR) {
         int cols = n - j0 < NR ? (int)(n - j0) : NR;
         memset(bp + kp * NR, 0, sizeof *bp * (size_t)((ks - kp) * NR));
         if (tb) {
-            pack_rows(b + j0 * k, k, cols, NR, kp, bp);
+            pack_rows(b + j0 * ldb, ldb, k, cols, NR, kp, bp);
             continue;
         }
 #if DEFT_SIMD_X86
         for (int64_t p = 0; p < kp; p++) {
             int64_t kk = 2 * p;
-            interleave_rows(b + kk * n + j0, kk + 1 < k ? b + (kk + 1) * n + j0 : NULL, cols,
+            interleave_rows(b + kk * ldb + j0, kk + 1 < k ? b + (kk + 1) * ldb + j0 : NULL, cols,
                             bp + p * NR);
         }
 #endif
@@ -221,11 +229,13 @@ static void pack_b(const uint16_t *b, bool tb, int64_t k, int64_t n, int64_t kp,
  * One MR x NR tile of C over pairs [0, kp) of the panels a and b, `rows` x
  * `cols` of it inside C. The sum goes to the float32 tile cf (plus what cf
  * holds when `add`), or, on the last k block, rounded to bfloat16 into c:
- * a product in one k block never touches cf.
+ * a product in one k block never touches cf. Without c (a float32 result),
+ * every block's sum goes to cf.
  */
 typedef struct {
     float *cf;
     uint16_t *c;
+    const float *bias; /* added to each row's sum on the last k block, or NULL */
     int64_t ldc;
     int rows, cols;
     bool add, last;
@@ -243,7 +253,11 @@ put_row(const tile_out_t *o, int r, __m512 v0, __m512 v1) {
         v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cf));
         v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cf + 16));
     }
-    if (o->last) {
+    if (o->last && o->bias) {
+        v0 = _mm512_add_ps(v0, _mm512_set1_ps(o->bias[r]));
+        v1 = _mm512_add_ps(v1, _mm512_set1_ps(o->bias[r]));
+    }
+    if (o->last && o->c) {
         uint16_t *c = o->c + r * o->ldc;
         _mm256_mask_storeu_epi16(c, m0, (__m256i)_mm512_cvtneps_pbh(v0));
         _mm256_mask_storeu_epi16(c + 16, m1, (__m256i)_mm512_cvtneps_pbh(v1));
@@ -319,15 +333,16 @@ static const tile_config_t amx_config = {
 static void panel_rows(const bf16_job_t *g, int mr, int64_t begin, int64_t end) {
 #if DEFT_SIMD_X86
     int64_t panels_n = (g->n + NR - 1) / NR;
-    for (int64_t p0 = 0; p0 < g->kp; p0 += KC / 2) {
-        int64_t pairs = g->kp - p0 < KC / 2 ? g->kp - p0 : KC / 2;
-        tile_out_t o = {.ldc = g->n, .add = g->add || p0 > 0, .last = p0 + pairs == g->kp};
+    for (int64_t p0 = 0; p0 < g->kp; p0 += g->block) {
+        int64_t pairs = g->kp - p0 < g->block ? g->kp - p0 : g->block;
+        tile_out_t o = {.ldc = g->ldc, .add = g->add || p0 > 0, .last = p0 + pairs == g->kp};
         for (int64_t ip = begin; ip < end; ip++) {
             o.rows = g->m - ip * mr < mr ? (int)(g->m - ip * mr) : mr;
             for (int64_t jp = 0; jp < panels_n; jp++) {
                 o.cols = g->n - jp * NR < NR ? (int)(g->n - jp * NR) : NR;
-                o.cf = g->cf + ip * mr * g->n + jp * NR;
-                o.c = g->c + ip * mr * g->n + jp * NR;
+                o.cf = g->cf + ip * mr * g->ldc + jp * NR;
+                o.c = g->c ? g->c + ip * mr * g->ldc + jp * NR : NULL;
+                o.bias = g->bias ? g->bias + ip * mr : NULL;
                 const uint32_t *b = g->bp + (jp * g->kp + p0) * NR;
                 if (mr == AMX_MR)
                     amx_block(pairs, g->ap + ip * AMX_MR * g->kp + p0, g->kp, b, o);
@@ -400,31 +415,33 @@ bool deft_gemm_bf16_available(void) {
 #endif
 }
 
-int deft_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const uint16_t *a,
-                   const uint16_t *b, double beta, uint16_t *c) {
+/* deft_gemm_bf16 and deft_gemm_bf16_f32: the result to c (bfloat16) or, without c, to cf. */
+static int gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const uint16_t *a,
+                const uint16_t *b, double beta, uint16_t *c, float *cf) {
     bool amx = m >= AMX_LEAST_ROWS && amx_on();
     int mr = amx ? AMX_MR : MR;
     /* ks: the pairs a panel stores, whole tiles for AMX */
     int64_t kp = (k + 1) / 2, ks = amx ? (kp + TILE_PAIRS - 1) / TILE_PAIRS * TILE_PAIRS : kp;
     int64_t panels_m = (m + mr - 1) / mr, panels_n = (n + NR - 1) / NR;
     size_t na = (size_t)(panels_m * ks * mr), nb = (size_t)(panels_n * ks * NR);
-    /* The float32 C only where the sum passes several k blocks or starts from beta C. */
-    size_t ncf = ks > KC / 2 || beta != 0 ? (size_t)(m * n) : 0;
+    /* A float32 C of our own only for a bfloat16 result whose sum passes
+     * several k blocks or starts from beta C. */
+    size_t ncf = c && (ks > KC / 2 || beta != 0) ? (size_t)(m * n) : 0;
     uint32_t *ap = deft_scratch_alloc((na + nb) * sizeof *ap + ncf * sizeof(float));
     if (!ap) return -1;
     uint32_t *bp = ap + na;
-    float *cf = (float *)(bp + nb);
+    if (c) cf = (float *)(bp + nb);
     if (amx)
-        pack_a_amx(a, ta, m, k, ks, ap);
+        pack_a_amx(a, ta, m, k, ta ? m : k, ks, ap);
     else
-        pack_a(a, ta, m, k, kp, ap);
-    pack_b(b, tb, k, n, kp, ks, bp);
+        pack_a(a, ta, m, k, ta ? m : k, kp, ap);
+    pack_b(b, tb, k, n, tb ? k : n, kp, ks, bp);
     if (beta != 0) {
-        deft_half_widen(c, 1, true, cf, m * n);
+        if (c) deft_half_widen(c, 1, true, cf, m * n);
         if (beta != 1)
             for (int64_t i = 0; i < m * n; i++) cf[i] = (float)(beta * cf[i]);
     }
-    bf16_job_t job = {m, n, k, ks, ap, bp, cf, beta != 0, c};
+    bf16_job_t job = {m, n, k, ks, ap, bp, cf, beta != 0, c, n, KC / 2, NULL};
     deft_range_fn rows = bf16_rows;
 #if DEFT_SIMD_X86
     if (amx) rows = amx_rows;
@@ -435,5 +452,55 @@ int deft_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const uint
     else
         deft_parallel_for(panels_m, (panels_m + threads - 1) / threads, rows, &job);
     deft_scratch_free(ap);
+    return 0;
+}
+
+int deft_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const uint16_t *a,
+                   const uint16_t *b, double beta, uint16_t *c) {
+    return gemm(ta, tb, m, n, k, a, b, beta, c, NULL);
+}
+
+int deft_gemm_bf16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const uint16_t *a,
+                       const uint16_t *b, double beta, float *c) {
+    return gemm(ta, tb, m, n, k, a, b, beta, NULL, c);
+}
+
+int deft_gemm_bf16_pack_a(bool ta, int64_t m, int64_t k, const uint16_t *a, int64_t lda,
+                          deft_bf16_a_t *out) {
+    bool amx = m >= AMX_LEAST_ROWS && amx_on();
+    int mr = amx ? AMX_MR : MR;
+    int64_t kp = (k + 1) / 2, ks = amx ? (kp + TILE_PAIRS - 1) / TILE_PAIRS * TILE_PAIRS : kp;
+    int64_t panels_m = (m + mr - 1) / mr;
+    *out = (deft_bf16_a_t){m, k, ks, amx, NULL};
+    out->panels = deft_scratch_alloc(sizeof(uint32_t) * (size_t)(panels_m * ks * mr));
+    if (!out->panels) return -1;
+    if (amx)
+        pack_a_amx(a, ta, m, k, lda, ks, out->panels);
+    else
+        pack_a(a, ta, m, k, lda, kp, out->panels);
+    return 0;
+}
+
+void deft_gemm_bf16_a_free(deft_bf16_a_t *a) {
+    deft_scratch_free(a->panels);
+    a->panels = NULL;
+}
+
+int deft_gemm_bf16_tile(const deft_bf16_a_t *a, bool tb, int64_t n, const uint16_t *b, int64_t ldb,
+                        const deft_bf16_out_t *out) {
+    int mr = a->amx ? AMX_MR : MR;
+    int64_t kp = (a->k + 1) / 2, panels_m = (a->m + mr - 1) / mr, panels_n = (n + NR - 1) / NR;
+    uint32_t *bp = deft_scratch_alloc(sizeof *bp * (size_t)(panels_n * a->ks * NR));
+    if (!bp) return -1;
+    pack_b(b, tb, a->k, n, ldb, kp, a->ks, bp);
+    /* one k block: the caller keeps B's tile small enough for the core's L2 */
+    bf16_job_t job = {a->m,    n,        a->k,   a->ks,    a->panels, bp,
+                      out->cf, out->add, out->c, out->ldc, a->ks,     out->bias};
+#if DEFT_SIMD_X86
+    (a->amx ? amx_rows : bf16_rows)(&job, 0, panels_m);
+#else
+    bf16_rows(&job, 0, panels_m);
+#endif
+    deft_scratch_free(bp);
     return 0;
 }

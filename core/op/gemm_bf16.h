@@ -26,4 +26,40 @@ void deft_gemm_bf16_use_amx(bool on);
 int deft_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const uint16_t *a,
                    const uint16_t *b, double beta, uint16_t *c);
 
+/* The same with a float32 C: the float32 sums themselves, not rounded
+ * (bfloat16 convolutions sum their gradients so, and round once at the end). */
+int deft_gemm_bf16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const uint16_t *a,
+                       const uint16_t *b, double beta, float *c);
+
+/*
+ * Products that share A (a convolution's weights over many tiles of its
+ * columns): A packed once, each B packed by the tile's call. A tile's
+ * product runs on the calling thread, over all of k at once, so the caller
+ * keeps k x n small (B's packed tile should stay in the core's L2).
+ */
+typedef struct deft_bf16_a {
+    int64_t m, k, ks; /* ks: pairs per panel row as packed */
+    bool amx;
+    uint32_t *panels;
+} deft_bf16_a_t;
+
+/* Pack A (m x k, or k x m when ta; rows lda apart); -1 when out of memory. */
+int deft_gemm_bf16_pack_a(bool ta, int64_t m, int64_t k, const uint16_t *a, int64_t lda,
+                          deft_bf16_a_t *out);
+void deft_gemm_bf16_a_free(deft_bf16_a_t *a);
+
+/* Where a tile's product goes: bfloat16 c, or, without c, float32 cf. */
+typedef struct deft_bf16_out {
+    uint16_t *c;       /* m x n bfloat16 (rounded once), or NULL */
+    float *cf;         /* m x n float32 when c is NULL */
+    int64_t ldc;       /* of c or cf */
+    const float *bias; /* added to row i's sums: bias[i]; or NULL */
+    bool add;          /* cf += the product (else =); float32 only */
+} deft_bf16_out_t;
+
+/* C = A B (+ bias), B k x n (or n x k when tb) with rows ldb apart, k >= 1.
+ * -1 when out of memory. */
+int deft_gemm_bf16_tile(const deft_bf16_a_t *a, bool tb, int64_t n, const uint16_t *b, int64_t ldb,
+                        const deft_bf16_out_t *out);
+
 #endif

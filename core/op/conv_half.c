@@ -1,0 +1,370 @@
+/*
+ * float16 and bfloat16 convolution on the CPU (conv.h's _half products).
+ *
+ * bfloat16, on a CPU with AVX512-BF16 (AMX where it has it), multiplies its
+ * 16-bit operands as they are. im2col only moves elements, so it runs on the
+ * bfloat16 words; the products run in gemm_bf16.c with float32 sums:
+ *   - lower (the forward): one product per (image, group), rounded once
+ *     into the output, which holds the bias first (beta 1);
+ *   - raise (the data gradient): the columns stay float32 (W^T dy), col2im
+ *     sums them in float32, and the image is rounded once;
+ *   - wgrad: dW sums every image's dy im2col(x)^T in float32 (a sum per
+ *     thread, then theirs) and rounds once.
+ * Products of fewer than MIN_FILTERS rows (depthwise and tiny layers) widen
+ * instead, as does everything in float16 and on other CPUs: the operands are
+ * widened to float32, the float32 kernels run (direct ones where they fit),
+ * and the result is rounded once. Either way a result is the float32 result
+ * rounded once, up to the order of its float32 sums, as PyTorch's CPU
+ * bfloat16 convolution accumulates in float32.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/base/error.h"
+#include "core/base/parallel.h"
+#include "core/base/scratch.h"
+#include "core/math/dtype_math.h"
+#include "core/op/conv.h"
+#include "core/op/gemm_bf16.h"
+#include "core/op/half_compute.h"
+#include "core/op/op.h"
+
+/* A group's filters below which its product widens: bfloat16 tiles of 16
+ * rows or more (gemm_bf16.c) would run mostly empty. */
+#define MIN_FILTERS 16
+/* Below this many multiply-adds per (image, group), items share a thread. */
+#define PARALLEL_MACS (1 << 20)
+
+static int no_memory(const char *what) {
+    return deft_error(DEFT_ERR_OUT_OF_MEMORY, "convolution: no memory for %s", what);
+}
+
+/* ---- widened: float32 operands, float32 kernels, the result rounded once ---- */
+
+typedef enum product { LOWER, RAISE, WGRAD } product_t;
+
+/* Elements of a product's operands: its source, W (or the column side for
+ * wgrad), the bias, and its result. */
+static void operand_sizes(const deft_conv_geom_t *g, product_t what, int64_t n[4]) {
+    int64_t image = g->batch * g->chan * deft_conv_img_size(g);
+    int64_t colside = g->batch * g->filt * deft_conv_col_size(g);
+    int64_t w = g->filt * deft_conv_col_rows(g);
+    n[0] = what == RAISE ? colside : image;
+    n[1] = what == WGRAD ? colside : w;
+    n[2] = what == LOWER ? g->filt : g->chan;
+    n[3] = what == LOWER ? colside : what == RAISE ? image : w;
+}
+
+static int widened(product_t what, const deft_conv_geom_t *g, deft_dtype_t dtype, const void *src,
+                   const void *w, const void *bias, void *dst) {
+    const bool bf16 = dtype == DEFT_DT_BFLOAT16;
+    int64_t n[4];
+    operand_sizes(g, what, n);
+    if (!bias) n[2] = 0;
+    float *x = deft_scratch_alloc(sizeof(float) * (size_t)(n[0] + n[1] + n[2] + n[3]));
+    if (!x) return no_memory("its float32 operands");
+    float *wf = x + n[0], *b = wf + n[1], *y = b + n[2];
+    deft_half_widen(src, 1, bf16, x, n[0]);
+    deft_half_widen(w, 1, bf16, wf, n[1]);
+    if (bias) deft_half_widen(bias, 1, bf16, b, n[2]);
+    const deft_dtype_t f32 = DEFT_DT_FLOAT32;
+    int status = what == LOWER   ? deft_conv_lower_cpu(g, f32, x, wf, bias ? b : NULL, y, NULL)
+                 : what == RAISE ? deft_conv_raise_cpu(g, f32, x, wf, bias ? b : NULL, y)
+                                 : deft_conv_wgrad_cpu(g, f32, x, wf, y);
+    if (status == 0) deft_half_narrow(y, bf16, dst, 1, n[3]);
+    deft_scratch_free(x);
+    return status;
+}
+
+/* ---- bfloat16 products, tile by tile ---- */
+
+/* A tile's columns: about this many, so that its im2col words and B's packed
+ * copy (k x TILE_COLS bfloat16 each) stay in the core's L2 while every panel
+ * of W passes over them. */
+#define TILE_COLS 256
+
+/* One call's work: items of (image, group, tile), or for wgrad of a thread's
+ * share of the images. */
+typedef struct job {
+    const deft_conv_geom_t *g;
+    const uint16_t *src, *w; /* wgrad: the image and the column side */
+    void *dst;
+    deft_bf16_a_t *wp;                         /* per group: W (lower) or W^T (raise), packed */
+    float *bias;                               /* float32, or NULL */
+    int64_t cg, fg, rows, plane, space, outer; /* per group: channels, filters, im2col rows */
+    int64_t tile_rows, ntiles; /* outer rows per tile (col[2] columns each), tiles per image */
+    int64_t per;               /* lower: whole images per tile, when more than one */
+    int64_t parts;             /* wgrad: float32 sums, one per thread */
+    float *sums;               /* wgrad: parts x |W| */
+    bool pointwise;            /* im2col is the image itself */
+    atomic_bool failed;
+} job_t;
+
+static void job_init(job_t *j, const deft_conv_geom_t *g, const void *src, const void *w,
+                     void *dst) {
+    memset(j, 0, sizeof *j);
+    j->g = g, j->src = src, j->w = w, j->dst = dst;
+    j->cg = g->chan / g->groups, j->fg = g->filt / g->groups;
+    j->rows = deft_conv_col_rows(g);
+    j->plane = deft_conv_img_size(g), j->space = deft_conv_col_size(g);
+    j->outer = g->col[0] * g->col[1];
+    j->pointwise = deft_conv_kernel_size(g) == 1 && g->s[0] == 1 && g->s[1] == 1 && g->s[2] == 1 &&
+                   g->p[0] == 0 && g->p[1] == 0 && g->p[2] == 0;
+    const int64_t ow = g->col[2];
+    j->tile_rows = ow > 0 && ow < TILE_COLS ? TILE_COLS / ow : 1;
+    /* an even column count keeps wgrad's transposing packer on its fast path */
+    if (ow % 2 && j->tile_rows > 1 && j->tile_rows % 2) j->tile_rows--;
+    if (j->tile_rows > j->outer) j->tile_rows = j->outer > 0 ? j->outer : 1;
+    j->ntiles = (j->outer + j->tile_rows - 1) / j->tile_rows;
+    j->per = 1;
+    atomic_init(&j->failed, false);
+}
+
+/* Whether bfloat16 products serve this geometry (else it widens). */
+static bool direct_bf16(const deft_conv_geom_t *g, deft_dtype_t dtype) {
+    return dtype == DEFT_DT_BFLOAT16 && deft_gemm_bf16_available() && g->groups > 0 &&
+           g->filt / g->groups >= MIN_FILTERS && deft_conv_col_rows(g) > 0 &&
+           deft_conv_col_size(g) > 0;
+}
+
+/* Each group's W (m x k = filters x im2col rows), or W^T for raise, packed;
+ * and the bias (`count` values, or none) in float32. */
+static int prepare(job_t *j, bool transposed, const uint16_t *bias, int64_t count) {
+    const deft_conv_geom_t *g = j->g;
+    j->wp = calloc((size_t)g->groups, sizeof *j->wp);
+    j->bias = bias ? malloc(sizeof(float) * (size_t)count) : NULL;
+    if (!j->wp || (bias && !j->bias)) return no_memory("its packed weights");
+    for (int64_t i = 0; bias && i < count; i++) j->bias[i] = deft_bf16_to_float(bias[i]);
+    for (int64_t gi = 0; gi < g->groups; gi++)
+        if (deft_gemm_bf16_pack_a(transposed, transposed ? j->rows : j->fg,
+                                  transposed ? j->fg : j->rows, j->w + gi * j->fg * j->rows,
+                                  j->rows, &j->wp[gi]))
+            return no_memory("its packed weights");
+    return 0;
+}
+
+static int finish(job_t *j, int status) {
+    for (int64_t gi = 0; j->wp && gi < j->g->groups; gi++) deft_gemm_bf16_a_free(&j->wp[gi]);
+    free(j->wp);
+    free(j->bias);
+    if (status == 0 && atomic_load(&j->failed)) status = no_memory("a bfloat16 product's buffers");
+    return status;
+}
+
+/* Items of `macs` multiply-adds each, in chunks worth a thread. */
+static int64_t grain_for(int64_t macs) {
+    return macs >= PARALLEL_MACS ? 1 : PARALLEL_MACS / (macs > 0 ? macs : 1);
+}
+
+/* A chunk's buffer of `bytes`, noting a failure. */
+static void *chunk_buffer(job_t *j, size_t bytes) {
+    void *buf = deft_scratch_alloc(bytes);
+    if (!buf) atomic_store(&j->failed, true);
+    return buf;
+}
+
+/* Tile t of an image: outer rows [*r0, *r1), returning its column count. */
+static int64_t tile_span(const job_t *j, int64_t t, int64_t *r0, int64_t *r1) {
+    *r0 = t * j->tile_rows;
+    *r1 = *r0 + j->tile_rows < j->outer ? *r0 + j->tile_rows : j->outer;
+    return (*r1 - *r0) * j->g->col[2];
+}
+
+static const uint16_t *image_of(const job_t *j, int64_t n, int64_t gi) {
+    return j->src + (n * j->g->chan + gi * j->cg) * j->plane;
+}
+
+/* ---- lower: colside = W . im2col(image) + bias ---- */
+
+static bool lower_tile(const job_t *j, int64_t n, int64_t gi, int64_t t, uint16_t *buf) {
+    const deft_conv_geom_t *g = j->g;
+    int64_t r0, r1, cols = tile_span(j, t, &r0, &r1);
+    const uint16_t *img = image_of(j, n, gi), *b = buf;
+    int64_t ldb = cols;
+    if (j->pointwise)
+        b = img + r0 * g->col[2], ldb = j->plane;
+    else
+        deft_conv_im2col_half(g, img, r0, r1, buf, cols);
+    deft_bf16_out_t out = {.c = (uint16_t *)j->dst + (n * g->filt + gi * j->fg) * j->space +
+                                r0 * g->col[2],
+                           .ldc = j->space,
+                           .bias = j->bias ? j->bias + gi * j->fg : NULL};
+    return deft_gemm_bf16_tile(&j->wp[gi], false, cols, b, ldb, &out) == 0;
+}
+
+/* Small outputs: the columns of `per` images side by side in one product
+ * (one 7x7 image's 49 columns would stream all of W for little work), then
+ * each image's share to its output. */
+static bool lower_images(const job_t *j, int64_t n0, int64_t gi, uint16_t *buf) {
+    const deft_conv_geom_t *g = j->g;
+    int64_t images = g->batch - n0 < j->per ? g->batch - n0 : j->per, cols = images * j->space;
+    uint16_t *product = buf + j->rows * j->per * j->space;
+    for (int64_t i = 0; i < images; i++)
+        deft_conv_im2col_half(g, image_of(j, n0 + i, gi), 0, j->outer, buf + i * j->space, cols);
+    deft_bf16_out_t out = {
+        .c = product, .ldc = cols, .bias = j->bias ? j->bias + gi * j->fg : NULL};
+    if (deft_gemm_bf16_tile(&j->wp[gi], false, cols, buf, cols, &out)) return false;
+    for (int64_t i = 0; i < images; i++)
+        for (int64_t f = 0; f < j->fg; f++)
+            memcpy((uint16_t *)j->dst + ((n0 + i) * g->filt + gi * j->fg + f) * j->space,
+                   product + f * cols + i * j->space, 2 * (size_t)j->space);
+    return true;
+}
+
+static void lower_items(void *ctx, int64_t begin, int64_t end) {
+    job_t *j = ctx;
+    const int64_t cols = j->per > 1 ? j->per * j->space : j->tile_rows * j->g->col[2];
+    uint16_t *buf = chunk_buffer(j, 2 * (size_t)((j->rows + j->fg) * cols));
+    if (!buf) return;
+    for (int64_t item = begin; item < end; item++) {
+        int64_t t = item % j->ntiles, gi = item / j->ntiles % j->g->groups;
+        int64_t n = item / j->ntiles / j->g->groups;
+        if (!(j->per > 1 ? lower_images(j, n * j->per, gi, buf) : lower_tile(j, n, gi, t, buf)))
+            atomic_store(&j->failed, true);
+    }
+    deft_scratch_free(buf);
+}
+
+int deft_conv_lower_half(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
+                         const void *w, const void *bias, void *colside) {
+    if (!direct_bf16(g, dtype)) return widened(LOWER, g, dtype, image, w, bias, colside);
+    job_t j;
+    job_init(&j, g, image, w, colside);
+    if (j.space < TILE_COLS / 2 && g->batch > 1) {
+        j.per = (TILE_COLS + j.space - 1) / j.space;
+        /* fewer images per tile while that leaves a thread without one */
+        while (j.per > 1 && (g->batch + j.per - 1) / j.per * g->groups < deft_parallel_budget())
+            j.per--;
+        if (j.per > 1) j.ntiles = 1;
+    }
+    int64_t blocks = (g->batch + j.per - 1) / j.per;
+    int status = prepare(&j, false, bias, g->filt);
+    if (status == 0)
+        deft_parallel_for(blocks * g->groups * j.ntiles,
+                          grain_for(j.fg * j.rows * j.space / j.ntiles * j.per), lower_items, &j);
+    return finish(&j, status);
+}
+
+/* ---- raise: image = col2im(W^T . colside) + bias, in float32 ---- */
+
+static void raise_items(void *ctx, int64_t begin, int64_t end) {
+    job_t *j = ctx;
+    const deft_conv_geom_t *g = j->g;
+    const int64_t ow = g->col[2];
+    size_t col = j->pointwise ? 0 : (size_t)(j->rows * j->tile_rows * ow);
+    float *dcol = chunk_buffer(j, sizeof(float) * (col + (size_t)(j->cg * j->plane)));
+    if (!dcol) return;
+    float *img = dcol + col;
+    for (int64_t item = begin; item < end; item++) {
+        int64_t n = item / g->groups, gi = item % g->groups;
+        memset(img, 0, sizeof(float) * (size_t)(j->cg * j->plane));
+        for (int64_t t = 0; t < j->ntiles; t++) {
+            int64_t r0, r1, cols = tile_span(j, t, &r0, &r1);
+            const uint16_t *dy = j->src + (n * g->filt + gi * j->fg) * j->space + r0 * ow;
+            deft_bf16_out_t out = {.cf = j->pointwise ? img + r0 * ow : dcol,
+                                   .ldc = j->pointwise ? j->plane : cols};
+            if (deft_gemm_bf16_tile(&j->wp[gi], false, cols, dy, j->space, &out)) {
+                atomic_store(&j->failed, true);
+                break;
+            }
+            if (!j->pointwise) deft_conv_col2im_float(g, dcol, r0, r1, img);
+        }
+        for (int64_t c = 0; j->bias && c < j->cg; c++)
+            for (int64_t x = 0; x < j->plane; x++) img[c * j->plane + x] += j->bias[gi * j->cg + c];
+        uint16_t *out = (uint16_t *)j->dst + (n * g->chan + gi * j->cg) * j->plane;
+        deft_half_narrow(img, true, out, 1, j->cg * j->plane);
+    }
+    deft_scratch_free(dcol);
+}
+
+int deft_conv_raise_half(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *colside,
+                         const void *w, const void *bias, void *image) {
+    if (!direct_bf16(g, dtype)) return widened(RAISE, g, dtype, colside, w, bias, image);
+    job_t j;
+    job_init(&j, g, colside, w, image);
+    int status = prepare(&j, true, bias, g->chan);
+    if (status == 0)
+        deft_parallel_for(g->batch * g->groups, grain_for(j.fg * j.rows * j.space), raise_items,
+                          &j);
+    return finish(&j, status);
+}
+
+/* ---- wgrad: dW = colside . im2col(image)^T, summed over the batch in float32 ---- */
+
+/* dW_g += dy_g . im2col^T over one tile of image n's columns. */
+static bool wgrad_tile(const job_t *j, float *dw, int64_t n, int64_t gi, int64_t t, uint16_t *buf) {
+    const deft_conv_geom_t *g = j->g;
+    int64_t r0, r1, cols = tile_span(j, t, &r0, &r1);
+    const uint16_t *img = image_of(j, n, gi), *b = buf;
+    int64_t ldb = cols;
+    if (j->pointwise)
+        b = img + r0 * g->col[2], ldb = j->plane;
+    else
+        deft_conv_im2col_half(g, img, r0, r1, buf, cols);
+    const uint16_t *dy = j->w + (n * g->filt + gi * j->fg) * j->space + r0 * g->col[2];
+    deft_bf16_a_t a;
+    if (deft_gemm_bf16_pack_a(false, j->fg, cols, dy, j->space, &a)) return false;
+    deft_bf16_out_t out = {.cf = dw + gi * j->fg * j->rows, .ldc = j->rows, .add = true};
+    int status = deft_gemm_bf16_tile(&a, true, j->rows, b, ldb, &out);
+    deft_gemm_bf16_a_free(&a);
+    return status == 0;
+}
+
+/* Part p sums images [p batch / parts, (p + 1) batch / parts) into its
+ * float32 dW at sums + p |W|. */
+static void wgrad_parts(void *ctx, int64_t begin, int64_t end) {
+    job_t *j = ctx;
+    const deft_conv_geom_t *g = j->g;
+    const int64_t wsize = g->filt * j->rows;
+    uint16_t *buf = chunk_buffer(j, 2 * (size_t)(j->rows * j->tile_rows * g->col[2]));
+    if (!buf) return;
+    for (int64_t part = begin; part < end; part++) {
+        float *dw = j->sums + part * wsize;
+        memset(dw, 0, sizeof(float) * (size_t)wsize);
+        for (int64_t n = part * g->batch / j->parts; n < (part + 1) * g->batch / j->parts; n++)
+            for (int64_t gi = 0; gi < g->groups; gi++)
+                for (int64_t t = 0; t < j->ntiles; t++)
+                    if (!wgrad_tile(j, dw, n, gi, t, buf)) atomic_store(&j->failed, true);
+    }
+    deft_scratch_free(buf);
+}
+
+int deft_conv_wgrad_half(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
+                         const void *colside, void *dw) {
+    if (!direct_bf16(g, dtype)) return widened(WGRAD, g, dtype, image, colside, NULL, dw);
+    job_t j;
+    job_init(&j, g, image, colside, NULL);
+    const int64_t wsize = g->filt * j.rows, macs = wsize * j.space * g->batch;
+    j.parts = macs >= PARALLEL_MACS ? deft_parallel_budget() : 1;
+    if (j.parts > g->batch) j.parts = g->batch > 0 ? g->batch : 1;
+    if (!(j.sums = deft_scratch_alloc(sizeof(float) * (size_t)(j.parts * wsize))))
+        return no_memory("its float32 weight gradient");
+    deft_parallel_for(j.parts, 1, wgrad_parts, &j);
+    for (int64_t p = 1; p < j.parts; p++)
+        for (int64_t i = 0; i < wsize; i++) j.sums[i] += j.sums[p * wsize + i];
+    if (!atomic_load(&j.failed)) deft_half_narrow(j.sums, true, dw, 1, wsize);
+    deft_scratch_free(j.sums);
+    return finish(&j, 0);
+}
+
+/* db[c]: float32 blocks of y summed in double, rounded once. */
+void deft_conv_bias_grad_half(deft_dtype_t dtype, int64_t batch, int64_t channels, int64_t space,
+                              const void *y, void *db) {
+    enum { BLOCK = 256 };
+    const bool bf16 = dtype == DEFT_DT_BFLOAT16;
+    float block[BLOCK];
+    for (int64_t c = 0; c < channels; c++) {
+        double sum = 0;
+        for (int64_t n = 0; n < batch; n++) {
+            const uint16_t *plane = (const uint16_t *)y + (n * channels + c) * space;
+            for (int64_t i = 0; i < space; i += BLOCK) {
+                int64_t m = space - i < BLOCK ? space - i : BLOCK;
+                deft_half_widen(plane + i, 1, bf16, block, m);
+                for (int64_t k = 0; k < m; k++) sum += block[k];
+            }
+        }
+        float s = (float)sum;
+        deft_half_narrow(&s, bf16, (uint16_t *)db + c, 1, 1);
+    }
+}
