@@ -52,6 +52,14 @@ static inline int64_t deft_conv_kernel_size(const deft_conv_geom_t *g) {
 static inline int64_t deft_conv_col_rows(const deft_conv_geom_t *g) {
     return g->chan / g->groups * deft_conv_kernel_size(g);
 }
+/* lo..hi: the output columns x (of `cols`) whose tap x * s + off lands inside [0, size). */
+static inline void deft_conv_tap_range(int64_t off, int64_t s, int64_t size, int64_t cols,
+                                       int64_t *lo, int64_t *hi) {
+    int64_t first = off >= 0 ? 0 : (-off + s - 1) / s;
+    int64_t last = size - 1 - off >= 0 ? (size - 1 - off) / s + 1 : 0;
+    *hi = last < cols ? last : cols;
+    *lo = first < *hi ? first : *hi;
+}
 
 /* The three products, on the CPU (float32, float64, float16 or bfloat16; contiguous arrays).
  * bias (or NULL) is added to each column-side channel by lower, to each

@@ -14,18 +14,6 @@
 #define CONV_CAT(a, b)  CONV_CAT_(a, b)
 #define CONV_FN(name)   CONV_CAT(name, SFX)
 
-/* lo..hi: the columns x whose tap x * s + off lands inside [0, size). */
-#ifndef CONV_TAP_RANGE
-#define CONV_TAP_RANGE
-static inline void tap_range(int64_t off, int64_t s, int64_t size, int64_t cols, int64_t *lo,
-                             int64_t *hi) {
-    int64_t first = off >= 0 ? 0 : (-off + s - 1) / s;
-    int64_t last = size - 1 - off >= 0 ? (size - 1 - off) / s + 1 : 0;
-    *hi = last < cols ? last : cols;
-    *lo = first < *hi ? first : *hi;
-}
-#endif
-
 /* The image row that output row r of tap (kd, kh) reads, or -1 in the padding. */
 static inline int64_t CONV_FN(tap_row)(const deft_conv_geom_t *g, int64_t r, int64_t kd,
                                        int64_t kh) {
@@ -48,7 +36,7 @@ static void CONV_FN(im2col)(const deft_conv_geom_t *g, const T *img, int64_t r0,
             for (int64_t kh = 0; kh < g->k[1]; kh++)
                 for (int64_t kw = 0; kw < g->k[2]; kw++, row_start += ld) {
                     int64_t off = kw * g->d[2] - g->p[2], lo, hi;
-                    tap_range(off, sw, iw_n, ow_n, &lo, &hi);
+                    deft_conv_tap_range(off, sw, iw_n, ow_n, &lo, &hi);
                     T *dst = row_start;
                     for (int64_t r = r0; r < r1; r++, dst += ow_n) {
                         int64_t row = CONV_FN(tap_row)(g, r, kd, kh);
@@ -79,7 +67,7 @@ static void CONV_FN(col2im)(const deft_conv_geom_t *g, const T *col, int64_t r0,
             for (int64_t kh = 0; kh < g->k[1]; kh++)
                 for (int64_t kw = 0; kw < g->k[2]; kw++) {
                     int64_t off = kw * g->d[2] - g->p[2], lo, hi;
-                    tap_range(off, sw, iw_n, ow_n, &lo, &hi);
+                    deft_conv_tap_range(off, sw, iw_n, ow_n, &lo, &hi);
                     for (int64_t r = r0; r < r1; r++, src += ow_n) {
                         int64_t row = CONV_FN(tap_row)(g, r, kd, kh);
                         if (row < 0) continue;
@@ -126,7 +114,7 @@ static void CONV_FN(depthwise)(const deft_conv_geom_t *g, const T *x, const T *w
                 const T *wk = w + (kd * g->k[1] + kh) * g->k[2];
                 for (int64_t kw = 0; kw < g->k[2]; kw++) {
                     int64_t off = kw * g->d[2] - g->p[2], lo, hi;
-                    tap_range(off, sw, iw_n, ow_n, &lo, &hi);
+                    deft_conv_tap_range(off, sw, iw_n, ow_n, &lo, &hi);
                     const T wv = wk[kw];
                     if (sw == 1)
                         for (int64_t o = lo; o < hi; o++) yrow[o] += wv * xrow[o + off];

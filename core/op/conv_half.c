@@ -29,6 +29,11 @@
 #include "core/op/gemm_bf16.h"
 #include "core/op/half_compute.h"
 #include "core/op/op.h"
+#include "core/op/simd.h"
+
+#if DEFT_SIMD_X86
+#include <immintrin.h>
+#endif
 
 /* A group's filters below which its product widens: bfloat16 tiles of 16
  * rows or more (gemm_bf16.c) would run mostly empty. */
@@ -175,6 +180,73 @@ static const uint16_t *image_of(const job_t *j, int64_t n, int64_t gi) {
     return j->src + (n * j->g->chan + gi * j->cg) * j->plane;
 }
 
+/* ---- im2col of 16-bit words ---- */
+
+#if DEFT_SIMD_X86
+/* n taps src[x s], x < n, to dst: stride 1 by memcpy; stride 2 sixteen at a
+ * time, each the low half of a 32-bit word (VPMOVDW), never reading past
+ * the last tap; other strides one by one. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void
+copy_taps(uint16_t *dst, const uint16_t *src, int64_t n, int64_t s) {
+    if (s == 1) {
+        memcpy(dst, src, 2 * (size_t)n);
+        return;
+    }
+    if (s != 2) {
+        for (int64_t x = 0; x < n; x++) dst[x] = src[x * s];
+        return;
+    }
+    int64_t x = 0;
+    for (; x + 17 <= n; x += 16) /* reads src[2x .. 2x + 31], inside the taps */
+        _mm256_storeu_si256((__m256i *)(dst + x),
+                            _mm512_cvtepi32_epi16(_mm512_loadu_si512(src + 2 * x)));
+    int64_t m = n - x; /* 0 to 16 left: 2m - 1 words read */
+    if (m > 0) {
+        __m512i v = _mm512_maskz_loadu_epi16((__mmask32)((1ull << (2 * m - 1)) - 1), src + 2 * x);
+        _mm256_mask_storeu_epi16(dst + x, (__mmask16)((1u << m) - 1), _mm512_cvtepi32_epi16(v));
+    }
+}
+
+/* im2col (conv_cpu_t.h's) of a 2-D geometry, without its per-element loop. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void
+im2col_words_2d(const deft_conv_geom_t *g, const uint16_t *img, int64_t r0, int64_t r1,
+                uint16_t *col, int64_t ld) {
+    const int64_t cg = g->chan / g->groups, ow = g->col[2], iw = g->img[2], sw = g->s[2];
+    const int64_t plane = deft_conv_img_size(g);
+    uint16_t *row = col;
+    for (int64_t c = 0; c < cg; c++)
+        for (int64_t kh = 0; kh < g->k[1]; kh++)
+            for (int64_t kw = 0; kw < g->k[2]; kw++, row += ld) {
+                int64_t off = kw * g->d[2] - g->p[2], lo, hi;
+                deft_conv_tap_range(off, sw, iw, ow, &lo, &hi);
+                uint16_t *dst = row;
+                for (int64_t r = r0; r < r1; r++, dst += ow) {
+                    int64_t ih = r * g->s[1] - g->p[1] + kh * g->d[1];
+                    if (ih < 0 || ih >= g->img[1] || lo == hi) {
+                        memset(dst, 0, 2 * (size_t)ow);
+                        continue;
+                    }
+                    memset(dst, 0, 2 * (size_t)lo);
+                    copy_taps(dst + lo, img + c * plane + ih * iw + lo * sw + off, hi - lo, sw);
+                    memset(dst + hi, 0, 2 * (size_t)(ow - hi));
+                }
+            }
+}
+#endif
+
+/* Outer rows [r0, r1) of one group of one image as im2col words. */
+static void im2col_words(const deft_conv_geom_t *g, const uint16_t *img, int64_t r0, int64_t r1,
+                         uint16_t *col, int64_t ld) {
+#if DEFT_SIMD_X86
+    /* 2-D (and 1-D): depth 1 */
+    if (g->k[0] == 1 && g->col[0] == 1 && deft_gemm_bf16_available()) {
+        im2col_words_2d(g, img, r0, r1, col, ld);
+        return;
+    }
+#endif
+    deft_conv_im2col_half(g, img, r0, r1, col, ld);
+}
+
 /* ---- lower: colside = W . im2col(image) + bias ---- */
 
 static bool lower_tile(const job_t *j, int64_t n, int64_t gi, int64_t t, uint16_t *buf) {
@@ -185,7 +257,7 @@ static bool lower_tile(const job_t *j, int64_t n, int64_t gi, int64_t t, uint16_
     if (j->pointwise)
         b = img + r0 * g->col[2], ldb = j->plane;
     else
-        deft_conv_im2col_half(g, img, r0, r1, buf, cols);
+        im2col_words(g, img, r0, r1, buf, cols);
     deft_bf16_out_t out = {.c = (uint16_t *)j->dst + (n * g->filt + gi * j->fg) * j->space +
                                 r0 * g->col[2],
                            .ldc = j->space,
@@ -201,7 +273,7 @@ static bool lower_images(const job_t *j, int64_t n0, int64_t gi, uint16_t *buf) 
     int64_t images = g->batch - n0 < j->per ? g->batch - n0 : j->per, cols = images * j->space;
     uint16_t *product = buf + j->rows * j->per * j->space;
     for (int64_t i = 0; i < images; i++)
-        deft_conv_im2col_half(g, image_of(j, n0 + i, gi), 0, j->outer, buf + i * j->space, cols);
+        im2col_words(g, image_of(j, n0 + i, gi), 0, j->outer, buf + i * j->space, cols);
     deft_bf16_out_t out = {
         .c = product, .ldc = cols, .bias = j->bias ? j->bias + gi * j->fg : NULL};
     if (deft_gemm_bf16_tile(&j->wp[gi], false, cols, buf, cols, &out)) return false;
@@ -301,7 +373,7 @@ static bool wgrad_tile(const job_t *j, float *dw, int64_t n, int64_t gi, int64_t
     if (j->pointwise)
         b = img + r0 * g->col[2], ldb = j->plane;
     else
-        deft_conv_im2col_half(g, img, r0, r1, buf, cols);
+        im2col_words(g, img, r0, r1, buf, cols);
     const uint16_t *dy = j->w + (n * g->filt + gi * j->fg) * j->space + r0 * g->col[2];
     deft_bf16_a_t a;
     if (deft_gemm_bf16_pack_a(false, j->fg, cols, dy, j->space, &a)) return false;
