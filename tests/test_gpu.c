@@ -610,6 +610,27 @@ static void run_case(const gpu_case_t *c, unsigned seed) {
     for (int k = 0; k < n1; k++) DeftNDArrayFree(cpu_out[k]), DeftNDArrayFree(gpu_out[k]);
 }
 
+/* The CPU side of every case runs (what the GPU's results are compared
+ * with): a case the CPU refuses, for a parameter or a dtype, is found on
+ * machines without a GPU too. */
+START_TEST(test_every_case_runs_on_the_cpu) {
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const gpu_case_t *g = &cases[c];
+        unsigned seed = 1234u + (unsigned)c;
+        DeftNDArrayHandle in[6], out[4] = {NULL};
+        for (int i = 0; i < g->nin; i++) in[i] = random_input(&g->in[i], &seed);
+        const char *const *to_cpu = P("device", "cpu(0)");
+        int n = 4;
+        int status = call(g->op, g->nin, in, &n, out,
+                          strcmp(g->op, "_copy_to_device") == 0 ? to_cpu : g->params);
+        for (int k = 0; status == 0 && k < n; k++) status = DeftNDArrayWaitToRead(out[k]);
+        ck_assert_msg(status == 0, "case %zu (%s) on the CPU: %s", c, g->op, DeftGetLastError());
+        for (int i = 0; i < g->nin; i++) DeftNDArrayFree(in[i]);
+        for (int k = 0; k < n; k++) DeftNDArrayFree(out[k]);
+    }
+}
+END_TEST
+
 START_TEST(test_gpu_kernels_match_the_cpu) {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         run_case(&cases[c], 1234u + (unsigned)c);
@@ -1043,6 +1064,7 @@ static Suite *gpu_suite(int gpus) {
     tcase_add_test(everywhere, test_reduce_offsets_visit_each_element_once);
     tcase_add_test(everywhere, test_device_queries_without_such_gpu);
     tcase_add_test(everywhere, test_every_gpu_kernel_has_a_case);
+    tcase_add_test(everywhere, test_every_case_runs_on_the_cpu);
 #ifdef DEFT_HAVE_CUDA
     tcase_add_test(everywhere, test_half_maps_have_every_float_function);
     tcase_add_test(everywhere, test_gpu_maps_refuse_a_dtype_naming_the_operator);
