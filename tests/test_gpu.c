@@ -1060,6 +1060,7 @@ END_TEST
 static Suite *gpu_suite(int gpus) {
     Suite *suite = suite_create("gpu");
     TCase *everywhere = tcase_create("shared with the CPU");
+    tcase_set_timeout(everywhere, 120); /* every case's CPU side, under the sanitizers too */
     tcase_add_test(everywhere, test_map_offsets_follow_broadcasting);
     tcase_add_test(everywhere, test_reduce_offsets_visit_each_element_once);
     tcase_add_test(everywhere, test_device_queries_without_such_gpu);
