@@ -126,6 +126,50 @@ START_TEST(test_device_queries_without_such_gpu) {
 }
 END_TEST
 
+#ifdef DEFT_HAVE_CUDA
+/* float16 and bfloat16 maps run every function float32 has (in float32). */
+START_TEST(test_half_maps_have_every_float_function) {
+    for (int fn = 0; fn < DEFT_GPU_FN_COUNT; fn++) {
+        if (!deft_gpu_map_supports((deft_gpu_fn_t)fn, DEFT_DT_FLOAT32)) continue;
+        const char *name = deft_gpu_fn_name((deft_gpu_fn_t)fn);
+        ck_assert_msg(deft_gpu_map_supports((deft_gpu_fn_t)fn, DEFT_DT_FLOAT16), "float16 %s",
+                      name);
+        ck_assert_msg(deft_gpu_map_supports((deft_gpu_fn_t)fn, DEFT_DT_BFLOAT16), "bfloat16 %s",
+                      name);
+    }
+    ck_assert_str_eq(deft_gpu_fn_name(DEFT_GPU_FN_exp), "exp");
+    ck_assert_str_eq(deft_gpu_fn_name(DEFT_GPU_FN_remainder), "remainder");
+    ck_assert_str_eq(deft_gpu_fn_name(DEFT_GPU_FN_WHERE), "where");
+}
+END_TEST
+
+/* A dtype that an operator takes but the GPU maps have no kernel for (bool
+ * for logical_not and maximum, int8 for where) fails before anything is
+ * launched, naming the operator and the dtype: no GPU is needed to see it. */
+START_TEST(test_gpu_maps_refuse_a_dtype_naming_the_operator) {
+    static const struct {
+        const char *op;
+        int nin;
+        deft_dtype_t dtype, out_dtype;
+        const char *text;
+    } cases[] = {
+        {"logical_not", 1, DEFT_DT_BOOL, DEFT_DT_BOOL, "'logical_not': has no GPU kernel for bool"},
+        {"broadcast_maximum", 2, DEFT_DT_BOOL, DEFT_DT_BOOL,
+         "'broadcast_maximum': has no GPU kernel for bool (its function maximum)"},
+        {"where", 3, DEFT_DT_INT8, DEFT_DT_INT8, "'where': has no GPU kernel for int8"}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        deft_storage_t none = {.data = NULL}; /* refused before any data is touched */
+        deft_tensor_t in[3],
+            out = {.shape = {1, {4}}, .dtype = cases[c].out_dtype, .storage = &none};
+        for (int i = 0; i < 3; i++) in[i] = out, in[i].dtype = cases[c].dtype;
+        const deft_op_t *op = deft_registry_find(cases[c].op)->op;
+        ck_assert_fails(op->forward_gpu(op, NULL, cases[c].nin, in, 1, &out),
+                        DEFT_ERROR_NOT_IMPLEMENTED, cases[c].text);
+    }
+}
+END_TEST
+#endif
+
 /* ---- the kernel table: one case or more per operator with a GPU kernel ---- */
 
 typedef struct input_spec {
@@ -159,6 +203,14 @@ typedef struct gpu_case {
 #define ROUNDED 1e-6 /* the same formula: the device's libm may differ in the last bits */
 #define SUMMED  2e-5 /* sums in another order */
 #define HALF    1e-2 /* float16 / bfloat16 results: float32 sums in another order, rounded */
+/* float16 / bfloat16 results of the same formula, rounded once from float32
+ * (or double): a last-bit difference of the device's libm, or of a sum in
+ * another order, may move them by one unit in the last place, which these
+ * cover (close_enough allows tol (1 + |want|); an ulp is at most 2^-10 |want|
+ * for float16, 2^-7 |want| for bfloat16). Results computed exactly before
+ * the one rounding (+ - * /, comparisons, float16 sums in double) are EXACT. */
+#define F16_ULP  1e-3
+#define BF16_ULP 8e-3
 
 static const gpu_case_t cases[] = {
     /* elementwise unary, over the shared scalar math */
@@ -558,6 +610,27 @@ static void run_case(const gpu_case_t *c, unsigned seed) {
     for (int k = 0; k < n1; k++) DeftNDArrayFree(cpu_out[k]), DeftNDArrayFree(gpu_out[k]);
 }
 
+/* The CPU side of every case runs (what the GPU's results are compared
+ * with): a case the CPU refuses, for a parameter or a dtype, is found on
+ * machines without a GPU too. */
+START_TEST(test_every_case_runs_on_the_cpu) {
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const gpu_case_t *g = &cases[c];
+        unsigned seed = 1234u + (unsigned)c;
+        DeftNDArrayHandle in[6], out[4] = {NULL};
+        for (int i = 0; i < g->nin; i++) in[i] = random_input(&g->in[i], &seed);
+        const char *const *to_cpu = P("device", "cpu(0)");
+        int n = 4;
+        int status = call(g->op, g->nin, in, &n, out,
+                          strcmp(g->op, "_copy_to_device") == 0 ? to_cpu : g->params);
+        for (int k = 0; status == 0 && k < n; k++) status = DeftNDArrayWaitToRead(out[k]);
+        ck_assert_msg(status == 0, "case %zu (%s) on the CPU: %s", c, g->op, DeftGetLastError());
+        for (int i = 0; i < g->nin; i++) DeftNDArrayFree(in[i]);
+        for (int k = 0; k < n; k++) DeftNDArrayFree(out[k]);
+    }
+}
+END_TEST
+
 START_TEST(test_gpu_kernels_match_the_cpu) {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         run_case(&cases[c], 1234u + (unsigned)c);
@@ -880,9 +953,11 @@ START_TEST(test_fused_chains_run_as_one_kernel) {
     DeftSymbolHandle f = apply("Activation", NULL, 1, &e, P("act_type", "relu"));
     DeftSymbolHandle y = apply("_rminus_scalar", NULL, 1, &f, P("scalar", "2")), fused;
     ck_assert_ok(DeftSymbolApplyPasses(y, "CSE,Fuse", &fused));
-    for (int dtype = 0; dtype < 2; dtype++) {
-        input_spec_t xs = IN(dtype ? DEFT_FLOAT64 : DEFT_FLOAT32, -8, 8, 300001),
-                     ss = IN(dtype ? DEFT_FLOAT64 : DEFT_FLOAT32, -2, 2, 1);
+    /* float16 and bfloat16 chains round each step to the dtype, as the unfused steps */
+    static const int dtypes[4] = {DEFT_FLOAT32, DEFT_FLOAT64, DEFT_FLOAT16, DEFT_BFLOAT16};
+    static const double to_cpu[4] = {ROUNDED, ROUNDED, F16_ULP, BF16_ULP};
+    for (int t = 0; t < 4; t++) {
+        input_spec_t xs = IN(dtypes[t], -8, 8, 300001), ss = IN(dtypes[t], -2, 2, 1);
         unsigned seed = 11;
         DeftNDArrayHandle host[2] = {random_input(&xs, &seed), random_input(&ss, &seed)};
         DeftNDArrayHandle dev[2] = {to_gpu(host[0]), to_gpu(host[1])};
@@ -892,7 +967,7 @@ START_TEST(test_fused_chains_run_as_one_kernel) {
         ck_assert_int_eq(deft_fused_gpu_chains(), chains + 1);
         DeftNDArrayHandle on_cpu = run_symbol(fused, 2, host);
         assert_close_arrays("fused against unfused, on the GPU", want, got, EXACT);
-        assert_close_arrays("fused on the GPU against the CPU", on_cpu, got, ROUNDED);
+        assert_close_arrays("fused on the GPU against the CPU", on_cpu, got, to_cpu[t]);
         DeftNDArrayHandle all[] = {host[0], host[1], dev[0], dev[1], got, want, on_cpu};
         for (int i = 0; i < 7; i++) ck_assert_ok(DeftNDArrayFree(all[i]));
     }
@@ -985,10 +1060,16 @@ END_TEST
 static Suite *gpu_suite(int gpus) {
     Suite *suite = suite_create("gpu");
     TCase *everywhere = tcase_create("shared with the CPU");
+    tcase_set_timeout(everywhere, 120); /* every case's CPU side, under the sanitizers too */
     tcase_add_test(everywhere, test_map_offsets_follow_broadcasting);
     tcase_add_test(everywhere, test_reduce_offsets_visit_each_element_once);
     tcase_add_test(everywhere, test_device_queries_without_such_gpu);
     tcase_add_test(everywhere, test_every_gpu_kernel_has_a_case);
+    tcase_add_test(everywhere, test_every_case_runs_on_the_cpu);
+#ifdef DEFT_HAVE_CUDA
+    tcase_add_test(everywhere, test_half_maps_have_every_float_function);
+    tcase_add_test(everywhere, test_gpu_maps_refuse_a_dtype_naming_the_operator);
+#endif
     suite_add_tcase(suite, everywhere);
     if (gpus > 0) {
         TCase *device = tcase_create("on gpu(0)");

@@ -36,7 +36,6 @@ typedef enum deft_gpu_fn {
     DEFT_GPU_FN_CAST,  /* y = x converted from dtype[1] to dtype[0], as Cast does */
     DEFT_GPU_FN_FILL,  /* y = scalars[1] */
     DEFT_GPU_FN_WHERE, /* y = c != 0 ? a : b, c of dtype[1] */
-    DEFT_GPU_FN_ADD_N, /* y = x1 + x2 + ... (nops - 1 inputs), summed in double */
     DEFT_GPU_FN_COUNT
 } deft_gpu_fn_t;
 
@@ -178,8 +177,30 @@ typedef struct deft_gpu_update {
 
 int deft_gpu_update(int dev, const deft_gpu_update_t *update);
 
-/* Whether fn has a kernel for dtype (the output's; the input's for casts). */
+/*
+ * add_n: y = x[0] + ... + x[nin - 1], n elements each, all of dtype and
+ * dense: in one pass, summed in double and rounded once into dtype, as the
+ * CPU's add_n (a map has too few operands for the operator's inputs).
+ */
+#define DEFT_GPU_ADD_N_MAX 64
+
+typedef struct deft_gpu_add_n {
+    deft_dtype_t dtype;
+    int nin;
+    int64_t n;
+    void *y;
+    const void *x[DEFT_GPU_ADD_N_MAX];
+} deft_gpu_add_n_t;
+
+int deft_gpu_add_n(int dev, const deft_gpu_add_n_t *add_n);
+
+/* Whether fn has a kernel for dtype (the output's; the input's for casts):
+ * every function for float32, float64, float16 and bfloat16 (the half types
+ * computed in float32), scalar_math.h's integer ones for int32, int64 and
+ * uint8; copy and cast for every dtype. */
 bool deft_gpu_map_supports(deft_gpu_fn_t fn, deft_dtype_t dtype);
+/* fn's name, as scalar_math.h spells it ("exp", "add", ...; "clip" ...). */
+const char *deft_gpu_fn_name(deft_gpu_fn_t fn);
 int deft_gpu_map(int dev, const deft_gpu_map_t *map);
 
 /*
@@ -188,7 +209,8 @@ int deft_gpu_map(int dev, const deft_gpu_map_t *map);
  * is a unary or binary function, or clip; its operand k (1 or 2, as in a
  * map) is an input, an earlier step's result or, when src is
  * DEFT_GPU_FUSED_SCALAR, scalars[k]. Inputs are dense (in_stride 1) or hold
- * one value (in_stride 0); everything has one float dtype.
+ * one value (in_stride 0); everything has one float dtype (float16 and
+ * bfloat16 steps computed in float32, each result rounded to it).
  */
 #define DEFT_GPU_FUSED_MAX_STEPS 32
 #define DEFT_GPU_FUSED_SCALAR    (-128)
@@ -197,7 +219,7 @@ typedef struct deft_gpu_fused_step {
     deft_gpu_fn_t fn;
     int8_t src[3];      /* per operand: >= 0 input, -1 - j step j's result */
     double scalars[4];  /* by operand, as in a map (clip's bounds at 2 and 3) */
-    float scalars_f[4]; /* the same as float: the launcher fills them in */
+    float scalars_f[4]; /* as float32, as a map takes them: the launcher fills them in */
 } deft_gpu_fused_step_t;
 
 typedef struct deft_gpu_fused {

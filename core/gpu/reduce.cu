@@ -16,10 +16,15 @@
  * The arithmetic is reduce_math.h's, shared with the CPU: floats add in
  * double, and partials carry the index of the element they chose, so the
  * result does not depend on the order they meet. Sum-like reductions of
- * floats keep only the double total.
+ * floats keep only the double total. float16 and bfloat16 elements are
+ * widened to float32 as they are read (half.cuh), then go the float32 way,
+ * as the CPU's span_half: sums in double (exact for float16 spans of up to
+ * 2^13 elements, and then equal to the CPU's), max and min in float32, and
+ * the result rounded once into the input's dtype by deft_reduce_store.
  */
 #define DEFT_DEVICE_FN __host__ __device__ static inline
 #include "core/gpu/gpu.h"
+#include "core/gpu/half.cuh"
 #include "core/gpu/launch.cuh"
 #include "core/gpu/gpu_index.h"
 #include "core/gpu/kernels.h"
@@ -42,8 +47,10 @@ struct Layout {
     int64_t a, s, b;
 };
 
-template <typename T> __device__ deft_partial_t element(deft_reduce_kind_t kind, T v, int64_t j) {
-    if constexpr (std::is_floating_point<T>::value)
+/* Element j, of value v (widened from T, half.cuh), as a partial. */
+template <typename T>
+__device__ deft_partial_t element(deft_reduce_kind_t kind, Wide<T> v, int64_t j) {
+    if constexpr (is_float_like<T>)
         return deft_reduce_element(kind, (double)v, 0, j);
     else
         return deft_reduce_element(kind, (double)v, (uint64_t)(int64_t)v, j);
@@ -57,14 +64,15 @@ enum Mode {
     kArg      /* floats' argmax and argmin: the value and its index */
 };
 
-/* One thread's running result. */
+/* One thread's running result, of elements of storage type T: add() takes
+ * them widened (Wide<T>, half.cuh). */
 template <typename T, Mode M> struct Acc {
-    static constexpr bool is_float = std::is_floating_point<T>::value;
+    static constexpr bool is_float = is_float_like<T>;
     deft_partial_t p;
 
     __device__ static Acc start(deft_reduce_kind_t kind) { return {deft_reduce_identity(kind)}; }
     __device__ static Acc of(const deft_partial_t &p) { return {p}; }
-    __device__ void add(deft_reduce_kind_t kind, T v, int64_t j) {
+    __device__ void add(deft_reduce_kind_t kind, Wide<T> v, int64_t j) {
         deft_partial_t e = element<T>(kind, v, j);
         deft_reduce_combine(kind, is_float, &p, &e);
     }
@@ -88,7 +96,7 @@ template <typename T> struct Acc<T, kSum> {
 
     __device__ static Acc start(deft_reduce_kind_t) { return {0}; }
     __device__ static Acc of(const deft_partial_t &p) { return {p.f}; }
-    __device__ void add(deft_reduce_kind_t kind, T v, int64_t j) {
+    __device__ void add(deft_reduce_kind_t kind, Wide<T> v, int64_t j) {
         f += deft_reduce_element(kind, (double)v, 0, j).f;
     }
     __device__ void merge(deft_reduce_kind_t, const Acc &o) { f += o.f; }
@@ -105,13 +113,14 @@ template <typename T> __device__ bool replaces(bool big, T x, T v) {
 }
 
 template <typename T> struct Acc<T, kExtreme> {
-    T v; /* starts at the identity, -inf or inf */
+    typedef Wide<T> W;
+    W v; /* starts at the identity, -inf or inf */
 
     __device__ static Acc start(deft_reduce_kind_t kind) {
-        return {kind == DEFT_R_MAX ? -(T)INFINITY : (T)INFINITY};
+        return {kind == DEFT_R_MAX ? -(W)INFINITY : (W)INFINITY};
     }
-    __device__ static Acc of(const deft_partial_t &p) { return {(T)p.f}; }
-    __device__ void add(deft_reduce_kind_t kind, T x, int64_t) {
+    __device__ static Acc of(const deft_partial_t &p) { return {(W)p.f}; }
+    __device__ void add(deft_reduce_kind_t kind, W x, int64_t) {
         if (replaces(kind == DEFT_R_MAX, x, v)) v = x;
     }
     __device__ void merge(deft_reduce_kind_t kind, const Acc &o) { add(kind, o.v, 0); }
@@ -122,12 +131,13 @@ template <typename T> struct Acc<T, kExtreme> {
 };
 
 template <typename T> struct Acc<T, kArg> {
-    T v;
+    typedef Wide<T> W;
+    W v;
     int64_t index; /* -1: no element yet */
 
     __device__ static Acc start(deft_reduce_kind_t) { return {0, -1}; }
-    __device__ static Acc of(const deft_partial_t &p) { return {(T)p.f, p.count ? p.index : -1}; }
-    __device__ void add(deft_reduce_kind_t kind, T x, int64_t j) {
+    __device__ static Acc of(const deft_partial_t &p) { return {(W)p.f, p.count ? p.index : -1}; }
+    __device__ void add(deft_reduce_kind_t kind, W x, int64_t j) {
         if (index < 0 || replaces(kind == DEFT_R_ARGMAX, x, v)) v = x, index = j;
     }
     /* Across threads the lower index wins ties, as in deft_reduce_takes. */
@@ -203,7 +213,7 @@ __global__ void reduce_lanes(deft_gpu_reduce_t r, Layout l, int lanes) {
         const T *base = x + o / l.b * l.s * l.b + o % l.b;
         auto acc = Acc<T, M>::start(kind);
 #pragma unroll 4
-        for (int64_t j = lane; j < l.s; j += lanes) acc.add(kind, base[j * l.b], j);
+        for (int64_t j = lane; j < l.s; j += lanes) acc.add(kind, widen(base[j * l.b]), j);
         acc = merge_lanes(kind, acc, mask, lanes);
         if (lane == 0) finish(r, Out{}, acc, o, 0);
     }
@@ -221,7 +231,7 @@ __global__ void reduce_blocks(deft_gpu_reduce_t r, Layout l, Out out) {
         auto acc = Acc<T, M>::start(kind);
 #pragma unroll 4
         for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x)
-            acc.add(kind, base[j * l.b], j);
+            acc.add(kind, widen(base[j * l.b]), j);
         acc = merge_block(kind, acc);
         if (threadIdx.x == 0) finish(r, out, acc, o, t % out.chunks);
     }
@@ -264,7 +274,7 @@ template <typename T, Mode M> __global__ void reduce_column_threads(deft_gpu_red
         const T *base = x + o / l.b * l.s * l.b + o % l.b;
         auto acc = Acc<T, M>::start(kind);
 #pragma unroll 4
-        for (int64_t j = 0; j < l.s; j++) acc.add(kind, base[j * l.b], j);
+        for (int64_t j = 0; j < l.s; j++) acc.add(kind, widen(base[j * l.b]), j);
         finish(r, Out{}, acc, o, 0);
     }
 }
@@ -292,7 +302,8 @@ __global__ void reduce_columns(deft_gpu_reduce_t r, Layout l, Out out, int64_t c
         if (o < r.outer) {
             const T *base = x + o / l.b * l.s * l.b + o % l.b;
 #pragma unroll 4
-            for (int64_t j = begin + group; j < end; j += kGroups) acc.add(kind, base[j * l.b], j);
+            for (int64_t j = begin + group; j < end; j += kGroups)
+                acc.add(kind, widen(base[j * l.b]), j);
         }
         groups[threadIdx.x] = acc.partial();
         __syncthreads();
@@ -336,7 +347,7 @@ template <typename T> __global__ void reduce_any_blocks(deft_gpu_reduce_t r) {
     for (int64_t o = blockIdx.x; o < r.outer; o += gridDim.x) {
         auto acc = Acc<T, kAny>::start(kind);
         for (int64_t j = threadIdx.x; j < r.span; j += blockDim.x)
-            acc.add(kind, x[deft_gpu_reduce_offset(&r, o, j)], j);
+            acc.add(kind, widen(x[deft_gpu_reduce_offset(&r, o, j)]), j);
         acc = merge_block(kind, acc);
         if (threadIdx.x == 0) finish(r, Out{}, acc, o, 0);
     }
@@ -347,7 +358,8 @@ template <typename T> __global__ void reduce_any_threads(deft_gpu_reduce_t r) {
     const T *x = static_cast<const T *>(r.x);
     GRID_STRIDE(o, r.outer) {
         auto acc = Acc<T, kAny>::start(kind);
-        for (int64_t j = 0; j < r.span; j++) acc.add(kind, x[deft_gpu_reduce_offset(&r, o, j)], j);
+        for (int64_t j = 0; j < r.span; j++)
+            acc.add(kind, widen(x[deft_gpu_reduce_offset(&r, o, j)]), j);
         finish(r, Out{}, acc, o, 0);
     }
 }
@@ -442,7 +454,7 @@ template <typename T> int launch(int dev, const deft_gpu_reduce_t &r, cudaStream
         return 0;
     }
     const deft_reduce_kind_t kind = (deft_reduce_kind_t)r.kind;
-    if constexpr (std::is_floating_point<T>::value) {
+    if constexpr (is_float_like<T>) {
         if (sum_like(kind)) return launch_layout<T, kSum>(dev, r, l, stream);
         /* an empty span's max is the CPU's identity, not -inf */
         if ((kind == DEFT_R_MAX || kind == DEFT_R_MIN) && r.span > 0)
@@ -466,6 +478,12 @@ extern "C" int deft_gpu_reduce(int dev, const deft_gpu_reduce_t *r) {
         break;
     case DEFT_DT_FLOAT64:
         status = launch<double>(dev, *r, stream);
+        break;
+    case DEFT_DT_FLOAT16:
+        status = launch<__half>(dev, *r, stream);
+        break;
+    case DEFT_DT_BFLOAT16:
+        status = launch<__nv_bfloat16>(dev, *r, stream);
         break;
     case DEFT_DT_INT32:
         status = launch<int32_t>(dev, *r, stream);

@@ -17,6 +17,8 @@
  * everything else in double (softmax_math.h), which is also how lines
  * along other axes go, a thread per line. Only the order of the additions
  * differs, and for lines in pieces, the rescaling of the pieces' sums.
+ * float16 and bfloat16 lines (in or out) take the double path, as on the
+ * CPU: read and written through dtype_math.h's conversions, rounded once.
  */
 #define DEFT_DEVICE_FN __host__ __device__ static inline
 #include "core/gpu/flag.cuh"

@@ -293,9 +293,10 @@ static int scalar_forward(const deft_op_t *op, const deft_param_value_t *p, int 
 static int binary_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
                               const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)p, (void)nin, (void)nout;
+    deft_gpu_fn_t fn = ((const binary_kernels_t *)op->data)->gpu;
     const deft_tensor_t *operands[2] = {&in[0], &in[1]};
-    return deft_gpu_elementwise(((const binary_kernels_t *)op->data)->gpu, &out[0], 2, operands,
-                                NULL);
+    if (deft_gpu_check_map(op, fn, out[0].dtype)) return -1; /* bool's: no GPU kernel */
+    return deft_gpu_elementwise(fn, &out[0], 2, operands, NULL);
 }
 
 static int scalar_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
@@ -305,6 +306,7 @@ static int scalar_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, 
     const deft_tensor_t *operands[2] = {s->reversed ? NULL : &in[0], s->reversed ? &in[0] : NULL};
     double scalars[DEFT_GPU_MAX_OPS] = {0};
     scalars[s->reversed ? 1 : 2] = p[0].f;
+    if (deft_gpu_check_map(op, s->kernels->gpu, out[0].dtype)) return -1;
     return deft_gpu_elementwise(s->kernels->gpu, &out[0], 2, operands, scalars);
 }
 #endif

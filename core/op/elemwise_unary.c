@@ -213,28 +213,31 @@ static int clip_forward(const deft_op_t *op, const deft_param_value_t *p, int ni
 /* ---- on a GPU: the same functions, queued on the device ---- */
 
 #ifdef DEFT_HAVE_CUDA
-static int run_unary_gpu(const unary_kernels_t *k, const deft_tensor_t *in,
+/* The dtypes infer takes but the GPU has no kernel for (bool's logical_not)
+ * fail here, naming the operator. */
+static int run_unary_gpu(const deft_op_t *op, const unary_kernels_t *k, const deft_tensor_t *in,
                          const deft_tensor_t *out, const double *scalars) {
+    if (deft_gpu_check_map(op, k->gpu, in->dtype)) return -1;
     return deft_gpu_elementwise(k->gpu, out, 1, &in, scalars);
 }
 
 static int unary_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
                              const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)p, (void)nin, (void)nout;
-    return run_unary_gpu(op->data, &in[0], &out[0], NULL);
+    return run_unary_gpu(op, op->data, &in[0], &out[0], NULL);
 }
 
 static int activation_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
                                   const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
-    (void)op, (void)nin, (void)nout;
-    return run_unary_gpu(act_kernels[p[0].i], &in[0], &out[0], NULL);
+    (void)nin, (void)nout;
+    return run_unary_gpu(op, act_kernels[p[0].i], &in[0], &out[0], NULL);
 }
 
 static int clip_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
                             const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
-    (void)op, (void)nin, (void)nout;
+    (void)nin, (void)nout;
     const double bounds[DEFT_GPU_MAX_OPS] = {[2] = p[0].f, [3] = p[1].f};
-    return run_unary_gpu(&k_clip, &in[0], &out[0], bounds);
+    return run_unary_gpu(op, &k_clip, &in[0], &out[0], bounds);
 }
 #endif
 

@@ -9,6 +9,14 @@ int deft_gpu_run_strided(deft_strided_t *it, deft_gpu_fn_t fn, const deft_dtype_
     return deft_gpu_map(dev, &map);
 }
 
+int deft_gpu_check_map(const deft_op_t *op, deft_gpu_fn_t fn, deft_dtype_t dtype) {
+    if (deft_gpu_map_supports(fn, dtype)) return 0;
+    return deft_op_error(op, DEFT_ERR_NOT_IMPLEMENTED,
+                         "has no GPU kernel for %s (its function %s); copy the input to the CPU "
+                         "first",
+                         deft_dtype_name(dtype), deft_gpu_fn_name(fn));
+}
+
 int deft_gpu_elementwise(deft_gpu_fn_t fn, const deft_tensor_t *out, int nin,
                          const deft_tensor_t *const *in, const double *scalars) {
     if (nin + 1 > DEFT_STRIDED_MAX_OPS)

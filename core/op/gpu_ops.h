@@ -9,12 +9,17 @@
 
 #include "core/base/tensor.h"
 #include "core/gpu/kernels.h"
+#include "core/op/op.h"
 #include "core/op/strided.h"
 
 /* out = fn(in[0], ...) (nin < DEFT_STRIDED_MAX_OPS) with each input broadcast to out's shape; a
  * NULL input is the value scalars[1 + i]; scalars is NULL or DEFT_GPU_MAX_OPS values. */
 int deft_gpu_elementwise(deft_gpu_fn_t fn, const deft_tensor_t *out, int nin,
                          const deft_tensor_t *const *in, const double *scalars);
+
+/* 0 when fn has a GPU kernel for dtype; else -1 with an error naming the
+ * operator and the dtype, before anything is launched. */
+int deft_gpu_check_map(const deft_op_t *op, deft_gpu_fn_t fn, deft_dtype_t dtype);
 
 /* Run a planned iteration (operand 0 written) as fn on operand 0's GPU. */
 int deft_gpu_run_strided(deft_strided_t *it, deft_gpu_fn_t fn, const deft_dtype_t *dtypes,

@@ -273,8 +273,9 @@ static int one_hot_forward_gpu(const deft_op_t *op, const deft_param_value_t *p,
 
 static int where_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
                              const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
-    (void)op, (void)p, (void)nin, (void)nout;
+    (void)p, (void)nin, (void)nout;
     const deft_tensor_t *operands[3] = {&in[0], &in[1], &in[2]};
+    if (deft_gpu_check_map(op, DEFT_GPU_FN_WHERE, out[0].dtype)) return -1; /* int8, bool */
     return deft_gpu_elementwise(DEFT_GPU_FN_WHERE, &out[0], 3, operands, NULL);
 }
 #endif

@@ -188,19 +188,17 @@ static int reduce_to_like_forward_gpu(const deft_op_t *op, const deft_param_valu
     return deft_gpu_reduce(deft_gpu_of(&in[0]), &r);
 }
 
-/* A few inputs a pass (an iteration has DEFT_STRIDED_MAX_OPS operands);
- * later passes add to the output. */
+/* Every input in one kernel, summed in double and rounded once, as on the CPU. */
 static int add_n_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
                              const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)op, (void)p, (void)nout;
-    const deft_tensor_t *operands[DEFT_STRIDED_MAX_OPS - 1];
-    for (int done = 0, first = 1; done < nin; first = 0) {
-        int n = 0;
-        if (!first) operands[n++] = &out[0];
-        while (n < DEFT_STRIDED_MAX_OPS - 1 && done < nin) operands[n++] = &in[done++];
-        if (deft_gpu_elementwise(DEFT_GPU_FN_ADD_N, &out[0], n, operands, NULL)) return -1;
-    }
-    return 0;
+    _Static_assert(DEFT_OP_MAX_INPUTS <= DEFT_GPU_ADD_N_MAX, "add_n's inputs fit one launch");
+    deft_gpu_add_n_t a = {.dtype = out[0].dtype,
+                          .nin = nin,
+                          .n = deft_shape_size(&out[0].shape),
+                          .y = deft_tensor_data(&out[0])};
+    for (int k = 0; k < nin; k++) a.x[k] = deft_tensor_data(&in[k]);
+    return deft_gpu_add_n(deft_gpu_of(&out[0]), &a);
 }
 
 static int cast_like_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,
