@@ -23,7 +23,8 @@ static void restore_modes(void) {
 }
 
 /* Groups of 16 filters or more: bfloat16 products (conv_half.c), through
- * both im2col and the image itself (1x1), several threads (the last), and
+ * both im2col and the image itself (1x1), several images a product (small
+ * outputs), several threads, strides 1, 2 (whole runs of taps) and 3, and
  * AMX's ragged tiles (24 filters, 8 x 9 im2col rows). */
 static const conv_case_t product_cases[] = {
     {2, 3, 8, 32, 1, DIMS(9, 10), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
@@ -36,6 +37,9 @@ static const conv_case_t product_cases[] = {
     {3, 1, 3, 16, 1, DIMS(3, 4, 5), DIMS(2, 2, 2), DIMS(1, 1, 1), DIMS(1, 0, 1), DIMS(1, 1, 1),
      DIMS(0), true, DIMS(0)},
     {2, 4, 16, 32, 1, DIMS(16, 16), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    /* stride 3 with dilation: im2col's taps one by one */
+    {2, 2, 4, 16, 1, DIMS(11, 13), DIMS(3, 3), DIMS(3, 3), DIMS(2, 1), DIMS(2, 2), DIMS(0), true,
      DIMS(0)},
 };
 /* Deconvolution raises: its bfloat16 products take 16 channels a group or more. */

@@ -100,6 +100,7 @@ typedef struct job {
     int64_t cg, fg, rows, plane, space, outer; /* per group: channels, filters, im2col rows */
     int64_t tile_rows, ntiles; /* outer rows per tile (col[2] columns each), tiles per image */
     int64_t per;               /* lower: whole images per tile, when more than one */
+    int64_t msplits;           /* lower: runs of W's rows per tile */
     int64_t parts;             /* wgrad: float32 sums, one per thread */
     float *sums;               /* wgrad: parts x |W| */
     bool pointwise;            /* im2col is the image itself */
@@ -122,7 +123,7 @@ static void job_init(job_t *j, const deft_conv_geom_t *g, const void *src, const
     if (ow % 2 && j->tile_rows > 1 && j->tile_rows % 2) j->tile_rows--;
     if (j->tile_rows > j->outer) j->tile_rows = j->outer > 0 ? j->outer : 1;
     j->ntiles = (j->outer + j->tile_rows - 1) / j->tile_rows;
-    j->per = 1;
+    j->per = j->msplits = 1;
     atomic_init(&j->failed, false);
 }
 
@@ -183,52 +184,91 @@ static const uint16_t *image_of(const job_t *j, int64_t n, int64_t gi) {
 /* ---- im2col of 16-bit words ---- */
 
 #if DEFT_SIMD_X86
-/* n taps src[x s], x < n, to dst: stride 1 by memcpy; stride 2 sixteen at a
- * time, each the low half of a 32-bit word (VPMOVDW), never reading past
- * the last tap; other strides one by one. */
-__attribute__((target("avx512f,avx512bw,avx512vl"))) static void
-copy_taps(uint16_t *dst, const uint16_t *src, int64_t n, int64_t s) {
+/* Bits [a, b) of a mask, a and b in [0, 32]. */
+static inline uint32_t bits(int64_t a, int64_t b) {
+    if (a >= b) return 0;
+    return (b - a >= 32 ? ~0u : (1u << (b - a)) - 1) << a;
+}
+
+/*
+ * One row of im2col: dst[x] = src[x s + off] for x in [lo, hi), else 0, for
+ * x < ow (src NULL: a row of padding). Stride 1 moves 32 words a step,
+ * stride 2 sixteen, each the low half of a 32-bit word (VPMOVDW); masked
+ * loads read only the taps, and their zeros are the padding.
+ */
+__attribute__((target("avx512f,avx512bw,avx512vl,bmi2"))) static void
+tap_row(uint16_t *dst, const uint16_t *src, int64_t off, int64_t s, int64_t lo, int64_t hi,
+        int64_t ow) {
+    if (!src) lo = hi = 0;
     if (s == 1) {
-        memcpy(dst, src, 2 * (size_t)n);
-        return;
-    }
-    if (s != 2) {
-        for (int64_t x = 0; x < n; x++) dst[x] = src[x * s];
-        return;
-    }
-    int64_t x = 0;
-    for (; x + 17 <= n; x += 16) /* reads src[2x .. 2x + 31], inside the taps */
-        _mm256_storeu_si256((__m256i *)(dst + x),
-                            _mm512_cvtepi32_epi16(_mm512_loadu_si512(src + 2 * x)));
-    int64_t m = n - x; /* 0 to 16 left: 2m - 1 words read */
-    if (m > 0) {
-        __m512i v = _mm512_maskz_loadu_epi16((__mmask32)((1ull << (2 * m - 1)) - 1), src + 2 * x);
-        _mm256_mask_storeu_epi16(dst + x, (__mmask16)((1u << m) - 1), _mm512_cvtepi32_epi16(v));
+        for (int64_t x0 = 0; x0 < ow; x0 += 32) {
+            uint32_t take = bits((lo > x0 ? lo : x0) - x0, (hi < x0 + 32 ? hi : x0 + 32) - x0);
+            __m512i v =
+                take ? _mm512_maskz_loadu_epi16(take, src + x0 + off) : _mm512_setzero_si512();
+            _mm512_mask_storeu_epi16(dst + x0, bits(0, ow - x0), v);
+        }
+    } else if (s == 2) {
+        for (int64_t x0 = 0; x0 < ow; x0 += 16) {
+            uint32_t take = bits((lo > x0 ? lo : x0) - x0, (hi < x0 + 16 ? hi : x0 + 16) - x0);
+            __m512i v =
+                take ? _mm512_maskz_loadu_epi16(_pdep_u32(take, 0x55555555u), src + 2 * x0 + off)
+                     : _mm512_setzero_si512();
+            _mm256_mask_storeu_epi16(dst + x0, (__mmask16)bits(0, ow - x0),
+                                     _mm512_cvtepi32_epi16(v));
+        }
+    } else {
+        for (int64_t x = 0; x < ow; x++) dst[x] = x >= lo && x < hi ? src[x * s + off] : 0;
     }
 }
 
-/* im2col (conv_cpu_t.h's) of a 2-D geometry, without its per-element loop. */
-__attribute__((target("avx512f,avx512bw,avx512vl"))) static void
+/*
+ * The rows [r0, r1) of one tap where the image rows are as wide as the
+ * output's and follow each other (stride 1 both ways): all the taps inside
+ * the image are one run of it, copied at once, after which the columns that
+ * fall in the padding are set to zero (a 3x3 kernel's one on either side).
+ */
+static void tap_rows_run(uint16_t *dst, const uint16_t *plane, const deft_conv_geom_t *g,
+                         int64_t r0, int64_t r1, int64_t kh, int64_t off, int64_t lo, int64_t hi) {
+    const int64_t ow = g->col[2], top = kh * g->d[1] - g->p[1]; /* image row of output row 0 */
+    int64_t ra = -top > r0 ? -top : r0, rb = g->img[1] - top < r1 ? g->img[1] - top : r1;
+    if (ra >= rb || lo >= hi) {
+        memset(dst, 0, 2 * (size_t)((r1 - r0) * ow));
+        return;
+    }
+    memset(dst, 0, 2 * (size_t)((ra - r0) * ow));
+    uint16_t *first = dst + (ra - r0) * ow;
+    memcpy(first + lo, plane + (ra + top) * ow + lo + off,
+           2 * (size_t)((rb - ra - 1) * ow + hi - lo));
+    for (int64_t r = 0; r < rb - ra; r++) {
+        for (int64_t x = 0; x < lo; x++) first[r * ow + x] = 0;
+        for (int64_t x = hi; x < ow; x++) first[r * ow + x] = 0;
+    }
+    memset(first + (rb - ra) * ow, 0, 2 * (size_t)((r1 - rb) * ow));
+}
+
+/* im2col (conv_cpu_t.h's) of a 2-D geometry, a row of taps at a time, or a
+ * run of rows where tap_rows_run serves. */
+__attribute__((target("avx512f,avx512bw,avx512vl,bmi2"))) static void
 im2col_words_2d(const deft_conv_geom_t *g, const uint16_t *img, int64_t r0, int64_t r1,
                 uint16_t *col, int64_t ld) {
     const int64_t cg = g->chan / g->groups, ow = g->col[2], iw = g->img[2], sw = g->s[2];
     const int64_t plane = deft_conv_img_size(g);
+    const bool runs = sw == 1 && g->s[1] == 1 && iw == ow;
     uint16_t *row = col;
     for (int64_t c = 0; c < cg; c++)
         for (int64_t kh = 0; kh < g->k[1]; kh++)
             for (int64_t kw = 0; kw < g->k[2]; kw++, row += ld) {
                 int64_t off = kw * g->d[2] - g->p[2], lo, hi;
                 deft_conv_tap_range(off, sw, iw, ow, &lo, &hi);
+                if (runs) {
+                    tap_rows_run(row, img + c * plane, g, r0, r1, kh, off, lo, hi);
+                    continue;
+                }
                 uint16_t *dst = row;
                 for (int64_t r = r0; r < r1; r++, dst += ow) {
                     int64_t ih = r * g->s[1] - g->p[1] + kh * g->d[1];
-                    if (ih < 0 || ih >= g->img[1] || lo == hi) {
-                        memset(dst, 0, 2 * (size_t)ow);
-                        continue;
-                    }
-                    memset(dst, 0, 2 * (size_t)lo);
-                    copy_taps(dst + lo, img + c * plane + ih * iw + lo * sw + off, hi - lo, sw);
-                    memset(dst + hi, 0, 2 * (size_t)(ow - hi));
+                    bool inside = ih >= 0 && ih < g->img[1];
+                    tap_row(dst, inside ? img + c * plane + ih * iw : NULL, off, sw, lo, hi, ow);
                 }
             }
 }
@@ -249,50 +289,65 @@ static void im2col_words(const deft_conv_geom_t *g, const uint16_t *img, int64_t
 
 /* ---- lower: colside = W . im2col(image) + bias ---- */
 
-static bool lower_tile(const job_t *j, int64_t n, int64_t gi, int64_t t, uint16_t *buf) {
+/* Part s of group gi's packed W (a run of its rows, from *f0). */
+static deft_bf16_a_t w_part(const job_t *j, int64_t gi, int64_t s, int64_t *f0) {
+    return deft_gemm_bf16_a_part(&j->wp[gi], s, j->msplits, f0);
+}
+
+/* Tile t of image n, rows of W's part s; buf holds im2col words already when `fresh`. */
+static bool lower_tile(const job_t *j, int64_t n, int64_t gi, int64_t t, int64_t s, bool fresh,
+                       uint16_t *buf) {
     const deft_conv_geom_t *g = j->g;
-    int64_t r0, r1, cols = tile_span(j, t, &r0, &r1);
+    int64_t r0, r1, cols = tile_span(j, t, &r0, &r1), f0;
     const uint16_t *img = image_of(j, n, gi), *b = buf;
     int64_t ldb = cols;
     if (j->pointwise)
         b = img + r0 * g->col[2], ldb = j->plane;
-    else
+    else if (!fresh)
         im2col_words(g, img, r0, r1, buf, cols);
-    deft_bf16_out_t out = {.c = (uint16_t *)j->dst + (n * g->filt + gi * j->fg) * j->space +
+    deft_bf16_a_t w = w_part(j, gi, s, &f0);
+    deft_bf16_out_t out = {.c = (uint16_t *)j->dst + (n * g->filt + gi * j->fg + f0) * j->space +
                                 r0 * g->col[2],
                            .ldc = j->space,
-                           .bias = j->bias ? j->bias + gi * j->fg : NULL};
-    return deft_gemm_bf16_tile(&j->wp[gi], false, cols, b, ldb, &out) == 0;
+                           .bias = j->bias ? j->bias + gi * j->fg + f0 : NULL};
+    return deft_gemm_bf16_tile(&w, false, cols, b, ldb, &out) == 0;
 }
 
 /* Small outputs: the columns of `per` images side by side in one product
  * (one 7x7 image's 49 columns would stream all of W for little work), then
  * each image's share to its output. */
-static bool lower_images(const job_t *j, int64_t n0, int64_t gi, uint16_t *buf) {
+static bool lower_images(const job_t *j, int64_t n0, int64_t gi, int64_t s, bool fresh,
+                         uint16_t *buf) {
     const deft_conv_geom_t *g = j->g;
-    int64_t images = g->batch - n0 < j->per ? g->batch - n0 : j->per, cols = images * j->space;
+    int64_t images = g->batch - n0 < j->per ? g->batch - n0 : j->per, cols = images * j->space, f0;
     uint16_t *product = buf + j->rows * j->per * j->space;
-    for (int64_t i = 0; i < images; i++)
+    for (int64_t i = 0; !fresh && i < images; i++)
         im2col_words(g, image_of(j, n0 + i, gi), 0, j->outer, buf + i * j->space, cols);
+    deft_bf16_a_t w = w_part(j, gi, s, &f0);
     deft_bf16_out_t out = {
-        .c = product, .ldc = cols, .bias = j->bias ? j->bias + gi * j->fg : NULL};
-    if (deft_gemm_bf16_tile(&j->wp[gi], false, cols, buf, cols, &out)) return false;
+        .c = product, .ldc = cols, .bias = j->bias ? j->bias + gi * j->fg + f0 : NULL};
+    if (deft_gemm_bf16_tile(&w, false, cols, buf, cols, &out)) return false;
     for (int64_t i = 0; i < images; i++)
-        for (int64_t f = 0; f < j->fg; f++)
-            memcpy((uint16_t *)j->dst + ((n0 + i) * g->filt + gi * j->fg + f) * j->space,
+        for (int64_t f = 0; f < w.m; f++)
+            memcpy((uint16_t *)j->dst + ((n0 + i) * g->filt + gi * j->fg + f0 + f) * j->space,
                    product + f * cols + i * j->space, 2 * (size_t)j->space);
     return true;
 }
 
+/* Items (image or block of images, group, tile, part of W's rows): a
+ * chunk's consecutive parts of one tile share its im2col words. */
 static void lower_items(void *ctx, int64_t begin, int64_t end) {
     job_t *j = ctx;
     const int64_t cols = j->per > 1 ? j->per * j->space : j->tile_rows * j->g->col[2];
     uint16_t *buf = chunk_buffer(j, 2 * (size_t)((j->rows + j->fg) * cols));
     if (!buf) return;
     for (int64_t item = begin; item < end; item++) {
-        int64_t t = item % j->ntiles, gi = item / j->ntiles % j->g->groups;
-        int64_t n = item / j->ntiles / j->g->groups;
-        if (!(j->per > 1 ? lower_images(j, n * j->per, gi, buf) : lower_tile(j, n, gi, t, buf)))
+        int64_t s = item % j->msplits, tile = item / j->msplits;
+        int64_t t = tile % j->ntiles, gi = tile / j->ntiles % j->g->groups;
+        int64_t n = tile / j->ntiles / j->g->groups;
+        bool fresh = s > 0 && item > begin;
+        if (!(j->per > 1 ? lower_images(j, n * j->per, gi, s, fresh, buf)
+                         : lower_tile(j, n, gi, t, s, fresh, buf)))
             atomic_store(&j->failed, true);
     }
     deft_scratch_free(buf);
@@ -303,18 +358,28 @@ int deft_conv_lower_half(const deft_conv_geom_t *g, deft_dtype_t dtype, const vo
     if (!direct_bf16(g, dtype)) return widened(LOWER, g, dtype, image, w, bias, colside);
     job_t j;
     job_init(&j, g, image, w, colside);
+    const int64_t threads = deft_parallel_budget();
     if (j.space < TILE_COLS / 2 && g->batch > 1) {
         j.per = (TILE_COLS + j.space - 1) / j.space;
-        /* fewer images per tile while that leaves a thread without one */
-        while (j.per > 1 && (g->batch + j.per - 1) / j.per * g->groups < deft_parallel_budget())
-            j.per--;
+        /* fewer images per block while that leaves a thread without a block,
+         * or, for a few blocks, one thread with more than the others */
+        for (; j.per > 1; j.per--) {
+            int64_t blocks = (g->batch + j.per - 1) / j.per * g->groups;
+            if (blocks >= threads && (blocks % threads == 0 || blocks >= 4 * threads)) break;
+        }
         if (j.per > 1) j.ntiles = 1;
     }
-    int64_t blocks = (g->batch + j.per - 1) / j.per;
+    /* Fewer tiles than threads (one small image): W's rows are split too, in
+     * runs of whole panels (each run's items repeat the tile's im2col). */
+    const int64_t tiles = (g->batch + j.per - 1) / j.per * g->groups * j.ntiles;
+    const int64_t most = j.fg / 32 > 1 ? j.fg / 32 : 1;
+    j.msplits = tiles < threads ? (threads + tiles - 1) / tiles : 1;
+    if (j.msplits > most) j.msplits = most;
     int status = prepare(&j, false, bias, g->filt);
     if (status == 0)
-        deft_parallel_for(blocks * g->groups * j.ntiles,
-                          grain_for(j.fg * j.rows * j.space / j.ntiles * j.per), lower_items, &j);
+        deft_parallel_for(tiles * j.msplits,
+                          grain_for(j.fg * j.rows * j.space / j.ntiles * j.per / j.msplits),
+                          lower_items, &j);
     return finish(&j, status);
 }
 

@@ -70,6 +70,7 @@ typedef struct {
     const uint32_t *ap;  /* packed A: [ceil(m / MR)][kp][MR], AMX [ceil(m / AMX_MR)][AMX_MR][kp] */
     const uint32_t *bp;  /* packed B: [ceil(n / NR)][kp][NR] */
     float *cf;           /* m x n float32: C so far (the result itself when c is NULL) */
+    int64_t ldcf;        /* of cf */
     bool add;            /* cf already holds beta C */
     uint16_t *c;         /* the bfloat16 result, or NULL for a float32 one (in cf) */
     int64_t ldc;         /* of c and cf */
@@ -236,7 +237,7 @@ typedef struct {
     float *cf;
     uint16_t *c;
     const float *bias; /* added to each row's sum on the last k block, or NULL */
-    int64_t ldc;
+    int64_t ldc, ldcf; /* of c and cf */
     int rows, cols;
     bool add, last;
 } tile_out_t;
@@ -248,7 +249,7 @@ put_row(const tile_out_t *o, int r, __m512 v0, __m512 v1) {
     __mmask16 m1 = o->cols >= 32   ? 0xffff
                    : o->cols <= 16 ? 0
                                    : (__mmask16)((1u << (o->cols - 16)) - 1);
-    float *cf = o->cf + r * o->ldc;
+    float *cf = o->cf + r * o->ldcf;
     if (o->add) {
         v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, cf));
         v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, cf + 16));
@@ -335,12 +336,13 @@ static void panel_rows(const bf16_job_t *g, int mr, int64_t begin, int64_t end) 
     int64_t panels_n = (g->n + NR - 1) / NR;
     for (int64_t p0 = 0; p0 < g->kp; p0 += g->block) {
         int64_t pairs = g->kp - p0 < g->block ? g->kp - p0 : g->block;
-        tile_out_t o = {.ldc = g->ldc, .add = g->add || p0 > 0, .last = p0 + pairs == g->kp};
+        tile_out_t o = {
+            .ldc = g->ldc, .ldcf = g->ldcf, .add = g->add || p0 > 0, .last = p0 + pairs == g->kp};
         for (int64_t ip = begin; ip < end; ip++) {
             o.rows = g->m - ip * mr < mr ? (int)(g->m - ip * mr) : mr;
             for (int64_t jp = 0; jp < panels_n; jp++) {
                 o.cols = g->n - jp * NR < NR ? (int)(g->n - jp * NR) : NR;
-                o.cf = g->cf + ip * mr * g->ldc + jp * NR;
+                o.cf = g->cf ? g->cf + ip * mr * g->ldcf + jp * NR : NULL;
                 o.c = g->c ? g->c + ip * mr * g->ldc + jp * NR : NULL;
                 o.bias = g->bias ? g->bias + ip * mr : NULL;
                 const uint32_t *b = g->bp + (jp * g->kp + p0) * NR;
@@ -441,7 +443,7 @@ static int gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const uint16_
         if (beta != 1)
             for (int64_t i = 0; i < m * n; i++) cf[i] = (float)(beta * cf[i]);
     }
-    bf16_job_t job = {m, n, k, ks, ap, bp, cf, beta != 0, c, n, KC / 2, NULL};
+    bf16_job_t job = {m, n, k, ks, ap, bp, cf, n, beta != 0, c, n, KC / 2, NULL};
     deft_range_fn rows = bf16_rows;
 #if DEFT_SIMD_X86
     if (amx) rows = amx_rows;
@@ -481,6 +483,16 @@ int deft_gemm_bf16_pack_a(bool ta, int64_t m, int64_t k, const uint16_t *a, int6
     return 0;
 }
 
+deft_bf16_a_t deft_gemm_bf16_a_part(const deft_bf16_a_t *a, int64_t part, int64_t parts,
+                                    int64_t *row0) {
+    int mr = a->amx ? AMX_MR : MR;
+    int64_t panels = (a->m + mr - 1) / mr;
+    int64_t p0 = panels * part / parts, p1 = panels * (part + 1) / parts;
+    int64_t r1 = p1 * mr < a->m ? p1 * mr : a->m;
+    *row0 = p0 * mr;
+    return (deft_bf16_a_t){r1 - *row0, a->k, a->ks, a->amx, a->panels + p0 * a->ks * mr};
+}
+
 void deft_gemm_bf16_a_free(deft_bf16_a_t *a) {
     deft_scratch_free(a->panels);
     a->panels = NULL;
@@ -490,12 +502,15 @@ int deft_gemm_bf16_tile(const deft_bf16_a_t *a, bool tb, int64_t n, const uint16
                         const deft_bf16_out_t *out) {
     int mr = a->amx ? AMX_MR : MR;
     int64_t kp = (a->k + 1) / 2, panels_m = (a->m + mr - 1) / mr, panels_n = (n + NR - 1) / NR;
-    uint32_t *bp = deft_scratch_alloc(sizeof *bp * (size_t)(panels_n * a->ks * NR));
+    /* k in blocks as deft_gemm_bf16 takes it: a bfloat16 C over several
+     * blocks sums in a float32 tile of our own */
+    size_t nb = (size_t)(panels_n * a->ks * NR), ncf = out->c && a->ks > KC / 2 ? a->m * n : 0;
+    uint32_t *bp = deft_scratch_alloc(sizeof *bp * nb + sizeof(float) * ncf);
     if (!bp) return -1;
     pack_b(b, tb, a->k, n, ldb, kp, a->ks, bp);
-    /* one k block: the caller keeps B's tile small enough for the core's L2 */
-    bf16_job_t job = {a->m,    n,        a->k,   a->ks,    a->panels, bp,
-                      out->cf, out->add, out->c, out->ldc, a->ks,     out->bias};
+    bf16_job_t job = {a->m,     n,        a->k,   a->ks,    a->panels, bp,       out->cf,
+                      out->ldc, out->add, out->c, out->ldc, KC / 2,    out->bias};
+    if (ncf) job.cf = (float *)(bp + nb), job.ldcf = n;
 #if DEFT_SIMD_X86
     (a->amx ? amx_rows : bf16_rows)(&job, 0, panels_m);
 #else

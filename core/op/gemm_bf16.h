@@ -34,8 +34,9 @@ int deft_gemm_bf16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const 
 /*
  * Products that share A (a convolution's weights over many tiles of its
  * columns): A packed once, each B packed by the tile's call. A tile's
- * product runs on the calling thread, over all of k at once, so the caller
- * keeps k x n small (B's packed tile should stay in the core's L2).
+ * product runs on the calling thread, k in blocks as deft_gemm_bf16 takes
+ * it; the caller keeps n to a few hundred columns, so that a block of B
+ * stays in the core's L2 cache.
  */
 typedef struct deft_bf16_a {
     int64_t m, k, ks; /* ks: pairs per panel row as packed */
@@ -47,6 +48,10 @@ typedef struct deft_bf16_a {
 int deft_gemm_bf16_pack_a(bool ta, int64_t m, int64_t k, const uint16_t *a, int64_t lda,
                           deft_bf16_a_t *out);
 void deft_gemm_bf16_a_free(deft_bf16_a_t *a);
+/* Part `part` of `parts` runs of A's row panels, as an A of its own (not to
+ * be freed); *row0 receives its first row. An empty part has m 0. */
+deft_bf16_a_t deft_gemm_bf16_a_part(const deft_bf16_a_t *a, int64_t part, int64_t parts,
+                                    int64_t *row0);
 
 /* Where a tile's product goes: bfloat16 c, or, without c, float32 cf. */
 typedef struct deft_bf16_out {
