@@ -702,6 +702,7 @@ END_TEST
 typedef struct overwrite_job {
     DeftNDArrayHandle x;
     int status;
+    char message[512]; /* the thread's error, if it failed */
 } overwrite_job_t;
 
 static void *overwrite_on_another_thread(void *arg) {
@@ -710,6 +711,7 @@ static void *overwrite_on_another_thread(void *arg) {
     ck_assert_ptr_nonnull(sevens);
     for (int64_t i = 0; i < STREAM_N; i++) sevens[i] = 7;
     job->status = DeftNDArrayCopyFromHost(job->x, sevens, STREAM_N * sizeof *sevens);
+    snprintf(job->message, sizeof job->message, "%s", DeftGetLastError());
     free(sevens);
     return NULL;
 }
@@ -719,11 +721,11 @@ static void *overwrite_on_another_thread(void *arg) {
 START_TEST(test_write_on_another_stream_waits_for_queued_reads) {
     DeftNDArrayHandle x = busy_chain();
     DeftNDArrayHandle y = call1("_mul_scalar", 1, &x, P("scalar", "2")); /* behind the chain */
-    overwrite_job_t job = {x, -1};
+    overwrite_job_t job = {x, -1, ""};
     pthread_t thread;
     pthread_create(&thread, NULL, overwrite_on_another_thread, &job);
     pthread_join(thread, NULL);
-    ck_assert_msg(job.status == 0, "%s", DeftGetLastError());
+    ck_assert_msg(job.status == 0, "%s", job.message);
     assert_all(y, 2.0 * STREAM_STEPS);
     assert_all(x, 7.0);
     ck_assert_ok(DeftNDArrayFree(x));
