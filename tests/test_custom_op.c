@@ -375,6 +375,52 @@ START_TEST(callback_waiting_for_its_own_operator_is_refused) {
 }
 END_TEST
 
+/* y = x + 1 written through the address of the lent arrays; what the
+ * stream and data accessors answered, for the test to check. */
+static struct {
+    int stream_status, stranger_status;
+    char stream_message[512];
+} direct;
+
+static int direct_forward(void *user, int nin, const DeftNDArrayHandle *in, DeftNDArrayHandle out,
+                          int is_train) {
+    (void)user, (void)nin, (void)is_train;
+    void *stream = NULL, *x, *y, *data;
+    direct.stream_status = DeftCustomOpGetStream(0, &stream); /* its arrays are on the CPU */
+    snprintf(direct.stream_message, sizeof direct.stream_message, "%s", DeftGetLastError());
+    DeftNDArrayHandle stranger = make(DEFT_FLOAT64, 1, SHAPE(1), VALUES(0));
+    direct.stranger_status = DeftCustomOpGetData(stranger, &data);
+    DeftNDArrayFree(stranger);
+    int64_t n;
+    if (DeftCustomOpGetData(in[0], &x) || DeftCustomOpGetData(out, &y) ||
+        DeftNDArrayGetSize(out, &n))
+        return 1;
+    for (int64_t i = 0; i < n; i++) ((double *)y)[i] = ((const double *)x)[i] + 1;
+    return 0;
+}
+
+/* The stream and the addresses are for the callbacks: refused elsewhere, and
+ * the stream only for a GPU that one of the callback's arrays is on. */
+START_TEST(callbacks_reach_their_arrays_memory_and_stream) {
+    DeftCustomOpCallbacks cb = {1, cube_infer, direct_forward, NULL, NULL, NULL};
+    static int registered;
+    if (!registered++) ck_assert_ok(DeftCustomOpRegister("test_direct", &cb));
+    DeftNDArrayHandle x = make(DEFT_FLOAT64, 1, SHAPE(3), VALUES(1, 2, -3));
+    void *stream, *data;
+    ck_assert_fails(DeftCustomOpGetStream(0, &stream), DEFT_ERROR_VALUE,
+                    "no custom operator's forward or backward callback runs on this thread");
+    ck_assert_fails(DeftCustomOpGetData(x, &data), DEFT_ERROR_VALUE,
+                    "no custom operator's forward or backward callback runs on this thread");
+    DeftNDArrayHandle y = call1("test_direct", 1, &x, NO_PARAMS);
+    assert_values(y, 3, VALUES(2, 3, -2), 0);
+    ck_assert_int_eq(direct.stream_status, -1);
+    ck_assert_msg(strstr(direct.stream_message, "no array of 'test_direct' is on gpu(0)"), "%s",
+                  direct.stream_message);
+    ck_assert_int_eq(direct.stranger_status, -1);
+    free_all(2, (DeftNDArrayHandle[]){x, y});
+}
+END_TEST
+
 static Suite *custom_suite(void) {
     Suite *suite = suite_create("custom operators");
     TCase *tc = tcase_create("custom");
@@ -387,6 +433,7 @@ static Suite *custom_suite(void) {
     tcase_add_test(tc, inferred_shapes_are_checked_with_the_operator_named);
     tcase_add_test(tc, profiled_under_the_custom_domain);
     tcase_add_test(tc, callback_waiting_for_its_own_operator_is_refused);
+    tcase_add_test(tc, callbacks_reach_their_arrays_memory_and_stream);
     suite_add_tcase(suite, tc);
     return suite;
 }

@@ -1,7 +1,9 @@
 /*
  * The fences that order GPU work across streams (core/base/fence.h), over a
- * fake GPU layer that logs which stream waited for which event: the rules
- * are checked on any machine, GPU or not.
+ * fake GPU layer that logs which stream waited for which event, and on which
+ * stream each event was recorded: the rules are checked on any machine, GPU
+ * or not. Events are recorded lazily, when a wait first needs one, so the
+ * event numbers below count the waits that needed a new event.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -19,6 +21,7 @@ typedef struct fake_event {
 
 typedef struct fake_wait {
     int id, slot, seq; /* the device and stream that waited, the event waited for */
+    int event_slot;    /* the stream the event was recorded on */
 } fake_wait_t;
 
 static struct {
@@ -35,12 +38,12 @@ static int fake_slot(void) {
     return current_slot;
 }
 
-static int fake_record(int id, void **out) {
+static int fake_record(int id, int slot, void **out) {
     if (fake.fail_record) return deft_error(DEFT_ERR_INTERNAL, "event record failed");
     fake_event_t *e = malloc(sizeof *e);
     ck_assert_ptr_nonnull(e);
     pthread_mutex_lock(&fake_lock);
-    *e = (fake_event_t){id, current_slot, ++fake.next_seq};
+    *e = (fake_event_t){id, slot, ++fake.next_seq};
     fake.live_events++;
     pthread_mutex_unlock(&fake_lock);
     *out = e;
@@ -50,8 +53,8 @@ static int fake_record(int id, void **out) {
 static int fake_wait(int id, void *event) {
     pthread_mutex_lock(&fake_lock);
     if (fake.num_waits < MAX_WAITS)
-        fake.waits[fake.num_waits++] =
-            (fake_wait_t){id, current_slot, ((fake_event_t *)event)->seq};
+        fake.waits[fake.num_waits++] = (fake_wait_t){id, current_slot, ((fake_event_t *)event)->seq,
+                                                     ((fake_event_t *)event)->slot};
     pthread_mutex_unlock(&fake_lock);
     return 0;
 }
@@ -110,11 +113,12 @@ static void touch(int slot, deft_storage_t *s, bool write) {
     ck_assert_ok(deft_fence_end(&a, 1));
 }
 
-/* The event seq that stream `slot` waited for in wait number k. */
-static void assert_wait(int k, int slot, int seq) {
+/* Wait number k: stream `slot` waited for event `seq`, recorded on stream `event_slot`. */
+static void assert_wait(int k, int slot, int seq, int event_slot) {
     ck_assert_int_gt(fake.num_waits, k);
     ck_assert_int_eq(fake.waits[k].slot, slot);
     ck_assert_int_eq(fake.waits[k].seq, seq);
+    ck_assert_int_eq(fake.waits[k].event_slot, event_slot);
 }
 
 static void drop(deft_storage_t *s) {
@@ -124,13 +128,14 @@ static void drop(deft_storage_t *s) {
 
 START_TEST(test_read_waits_for_the_write_of_another_stream) {
     deft_storage_t s = gpu_buffer(0);
-    touch(0, &s, true); /* event 1 */
+    touch(0, &s, true);
     ck_assert_int_eq(fake.num_waits, 0);
     touch(0, &s, false); /* same stream: in order already */
     ck_assert_int_eq(fake.num_waits, 0);
-    touch(1, &s, false);
+    ck_assert_int_eq(fake.next_seq, 0); /* nobody waited: no event */
+    touch(1, &s, false);                /* event 1, recorded on the writer's stream */
     ck_assert_int_eq(fake.num_waits, 1);
-    assert_wait(0, 1, 1);
+    assert_wait(0, 1, 1, 0);
     drop(&s);
     ck_assert_int_eq(fake.live_events, 0);
 }
@@ -138,22 +143,22 @@ END_TEST
 
 START_TEST(test_write_waits_for_every_read_since_the_last_write) {
     deft_storage_t s = gpu_buffer(0);
-    touch(0, &s, true);  /* event 1 */
-    touch(1, &s, false); /* waits 1; event 2 */
-    touch(2, &s, false); /* waits 1; event 3 */
-    touch(1, &s, false); /* waits 1; event 4 replaces 2 as stream 1's read */
-    ck_assert_int_eq(fake.live_events, 3);
+    touch(0, &s, true);  /* the write */
+    touch(1, &s, false); /* waits for it: event 1 */
+    touch(2, &s, false); /* waits for event 1 again */
+    touch(1, &s, false); /* too; replaces the first as stream 1's read */
+    ck_assert_int_eq(fake.live_events, 1);
     fake.num_waits = 0;
     touch(3, &s, true);
     ck_assert_int_eq(fake.num_waits, 3); /* the write, then the reads of streams 1 and 2 */
-    assert_wait(0, 3, 1);
-    assert_wait(1, 3, 4);
-    assert_wait(2, 3, 3);
-    ck_assert_int_eq(fake.live_events, 1); /* the new write covers all of them */
+    assert_wait(0, 3, 1, 0);
+    assert_wait(1, 3, 2, 1);
+    assert_wait(2, 3, 3, 2);
+    ck_assert_int_eq(fake.live_events, 0); /* the new write covers all of them */
     fake.num_waits = 0;
     touch(0, &s, true); /* only the last write: the reads were before it */
     ck_assert_int_eq(fake.num_waits, 1);
-    assert_wait(0, 0, 5);
+    assert_wait(0, 0, 4, 3);
     drop(&s);
 }
 END_TEST
@@ -170,15 +175,21 @@ START_TEST(test_one_fence_per_device_per_operation) {
     ck_assert(!deft_fence_any_gpu(access + 3, 3));
     ck_assert_ok(deft_fence_begin(access, 6));
     ck_assert_ok(deft_fence_end(access, 6));
-    ck_assert_int_eq(fake.next_seq, 2); /* gpu(0) and gpu(1) */
+    ck_assert_int_eq(fake.next_seq, 0); /* no event until a wait needs one */
     ck_assert_ptr_null(atomic_load(&cpu.fences));
     ck_assert_ptr_null(atomic_load(&empty.fences));
     current_slot = 1;
     ck_assert_ok(deft_fence_begin(access, 3)); /* a read of a (never written); writes of b, c */
     ck_assert_int_eq(fake.num_waits, 2);
+    ck_assert_int_eq(fake.next_seq, 2); /* gpu(0)'s fence and gpu(1)'s */
     ck_assert_int_eq(fake.waits[0].id, 0);
     ck_assert_int_eq(fake.waits[1].id, 1); /* c's wait is on gpu(1)'s stream */
     ck_assert_int_eq(fake.waits[1].seq, 2);
+    deft_access_t write_a = {&a, true};
+    ck_assert_ok(deft_fence_begin(&write_a, 1)); /* a's read is b's write: the same fence */
+    ck_assert_int_eq(fake.num_waits, 3);
+    ck_assert_int_eq(fake.waits[2].seq, 1);
+    ck_assert_int_eq(fake.next_seq, 2);
     drop(&a), drop(&b), drop(&c);
     ck_assert_int_eq(fake.live_events, 0);
 }
@@ -188,25 +199,53 @@ START_TEST(test_host_waits_for_what_it_needs) {
     deft_storage_t s = gpu_buffer(0);
     ck_assert_ok(deft_fence_host_wait(&s, true)); /* never touched: nothing to wait for */
     ck_assert_int_eq(fake.num_host_waits, 0);
-    touch(0, &s, true);  /* event 1 */
-    touch(1, &s, false); /* event 2 */
+    touch(0, &s, true);  /* the write */
+    touch(1, &s, false); /* waits for it: event 1 */
     ck_assert_ok(deft_fence_host_wait(&s, false));
     ck_assert_int_eq(fake.num_host_waits, 1);
     ck_assert_int_eq(fake.host_waits[0], 1);
-    ck_assert_ok(deft_fence_host_wait(&s, true));
+    ck_assert_ok(deft_fence_host_wait(&s, true)); /* the read's event is recorded now */
     ck_assert_int_eq(fake.num_host_waits, 3);
     ck_assert_int_eq(fake.host_waits[2], 2);
+    ck_assert_int_eq(fake.next_seq, 2);
     drop(&s);
 }
 END_TEST
 
-START_TEST(test_failed_fence_waits_for_the_work_instead) {
+/* Work that stays on one stream needs no event: the stream orders it. */
+START_TEST(test_chain_on_one_stream_records_no_event) {
+    deft_storage_t a = gpu_buffer(0), b = gpu_buffer(0);
+    long before = deft_fence_events_recorded();
+    for (int i = 0; i < 100; i++) {
+        current_slot = 2;
+        deft_access_t access[2] = {{i % 2 ? &a : &b, false}, {i % 2 ? &b : &a, true}};
+        ck_assert_ok(deft_fence_begin(access, 2));
+        ck_assert_ok(deft_fence_end(access, 2));
+    }
+    ck_assert_int_eq(fake.next_seq, 0);
+    ck_assert_int_eq(fake.num_waits, 0);
+    ck_assert_int_eq(deft_fence_events_recorded(), before);
+    ck_assert_ok(deft_fence_host_wait(&a, true)); /* the host's read: one event, on stream 2 */
+    ck_assert_int_eq(deft_fence_events_recorded(), before + 1);
+    ck_assert_int_eq(fake.num_host_waits, 1);
+    drop(&a), drop(&b);
+    ck_assert_int_eq(fake.live_events, 0);
+}
+END_TEST
+
+/* A wait that cannot get its event is made on the host instead, never skipped. */
+START_TEST(test_failed_event_waits_for_the_work_instead) {
     deft_storage_t s = gpu_buffer(0);
+    touch(0, &s, true);
     fake.fail_record = true;
-    deft_access_t a = {&s, true};
-    ck_assert_ok(deft_fence_end(&a, 1));
+    touch(1, &s, false);
+    ck_assert_int_eq(fake.num_waits, 0);
     ck_assert_int_eq(fake.syncs, 1);
-    ck_assert_ptr_null(atomic_load(&s.fences));
+    ck_assert_ok(deft_fence_host_wait(&s, false));
+    ck_assert_int_eq(fake.num_host_waits, 0);
+    ck_assert_int_eq(fake.syncs, 2);
+    fake.fail_record = false;
+    drop(&s);
 }
 END_TEST
 
@@ -230,7 +269,7 @@ START_TEST(test_reused_block_inherits_its_fences) {
     deft_fences_t *fences;
     ck_assert_ok(deft_device_pool_alloc(pool, 100, &s.data, &capacity, &fences));
     ck_assert_ptr_null(fences); /* fresh from the device */
-    touch(1, &s, false);        /* event 1: a read still queued when the buffer is freed */
+    touch(1, &s, false);        /* a read still queued when the buffer is freed */
     void *old = s.data;
     deft_device_pool_free(pool, s.data, capacity, atomic_load(&s.fences));
 
@@ -241,7 +280,7 @@ START_TEST(test_reused_block_inherits_its_fences) {
     atomic_store(&reused.fences, fences);
     touch(2, &reused, true); /* the new buffer's first write waits for the old read */
     ck_assert_int_eq(fake.num_waits, 1);
-    assert_wait(0, 2, 1);
+    assert_wait(0, 2, 1, 1);
     deft_device_pool_free(pool, reused.data, capacity, atomic_load(&reused.fences));
     deft_device_pool_destroy(pool); /* the device's free: the fences go */
     ck_assert_int_eq(fake.live_events, 0);
@@ -266,11 +305,12 @@ START_TEST(test_concurrent_readers_each_leave_their_last_read) {
     reader_t readers[2] = {{&s, 1}, {&s, 2}};
     for (int t = 0; t < 2; t++) pthread_create(&threads[t], NULL, read_many, &readers[t]);
     for (int t = 0; t < 2; t++) pthread_join(threads[t], NULL);
-    ck_assert_int_eq(fake.live_events, 3); /* the write and one read per stream */
+    ck_assert_int_eq(fake.live_events, 1); /* the write's, which both streams waited for */
     fake.num_waits = 0;
     touch(0, &s, true);
     ck_assert_int_eq(fake.num_waits, 2);
-    ck_assert_int_ne(fake.waits[0].seq, fake.waits[1].seq); /* one read of each stream */
+    ck_assert_int_eq(fake.waits[0].event_slot, 1); /* one read of each stream */
+    ck_assert_int_eq(fake.waits[1].event_slot, 2);
     drop(&s);
     ck_assert_int_eq(fake.live_events, 0);
 }
@@ -284,7 +324,8 @@ static Suite *fence_suite(void) {
     tcase_add_test(tc, test_write_waits_for_every_read_since_the_last_write);
     tcase_add_test(tc, test_one_fence_per_device_per_operation);
     tcase_add_test(tc, test_host_waits_for_what_it_needs);
-    tcase_add_test(tc, test_failed_fence_waits_for_the_work_instead);
+    tcase_add_test(tc, test_chain_on_one_stream_records_no_event);
+    tcase_add_test(tc, test_failed_event_waits_for_the_work_instead);
     tcase_add_test(tc, test_reused_block_inherits_its_fences);
     tcase_add_test(tc, test_concurrent_readers_each_leave_their_last_read);
     suite_add_tcase(suite, tc);

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/base/fence.h"
 #include "core/gpu/gpu_index.h"
 #include "core/op/fused.h"
 #include "core/op/op.h"
@@ -752,6 +753,104 @@ START_TEST(test_streams_of_two_threads_are_ordered) {
 }
 END_TEST
 
+/* A chain of operations on one thread's stream needs no event: the stream
+ * orders it (each operation recorded one before). The host's read at the
+ * end waits for the chain through an event recorded then. */
+START_TEST(test_chain_on_one_stream_records_few_events) {
+    DeftNDArrayHandle x = call1("_zeros", 0, NULL, P("shape", "(16777216,)", "ctx", "gpu(0)"));
+    ck_assert_ok(DeftNDArrayWaitToRead(x));
+    long before = deft_fence_events_recorded();
+    for (int i = 0; i < STREAM_STEPS; i++) {
+        int nout = 1;
+        ck_assert_ok(call("_plus_scalar", 1, &x, &nout, &x, P("scalar", "1")));
+    }
+    long queueing = deft_fence_events_recorded() - before;
+    assert_all(x, STREAM_STEPS);
+    ck_assert_msg(queueing < STREAM_STEPS / 2, "%ld events for a chain of %d operations", queueing,
+                  STREAM_STEPS);
+    ck_assert_ok(DeftNDArrayFree(x));
+}
+END_TEST
+
+typedef struct overwrite_job {
+    DeftNDArrayHandle x;
+    int status;
+    char message[512]; /* the thread's error, if it failed */
+} overwrite_job_t;
+
+static void *overwrite_on_another_thread(void *arg) {
+    overwrite_job_t *job = arg;
+    float *sevens = malloc(STREAM_N * sizeof *sevens);
+    ck_assert_ptr_nonnull(sevens);
+    for (int64_t i = 0; i < STREAM_N; i++) sevens[i] = 7;
+    job->status = DeftNDArrayCopyFromHost(job->x, sevens, STREAM_N * sizeof *sevens);
+    snprintf(job->message, sizeof job->message, "%s", DeftGetLastError());
+    free(sevens);
+    return NULL;
+}
+
+/* A write on another thread's stream waits for the reads still queued on
+ * the first: their event is recorded when the write needs it. */
+START_TEST(test_write_on_another_stream_waits_for_queued_reads) {
+    DeftNDArrayHandle x = busy_chain();
+    DeftNDArrayHandle y = call1("_mul_scalar", 1, &x, P("scalar", "2")); /* behind the chain */
+    overwrite_job_t job = {x, -1, ""};
+    pthread_t thread;
+    pthread_create(&thread, NULL, overwrite_on_another_thread, &job);
+    pthread_join(thread, NULL);
+    ck_assert_msg(job.status == 0, "%s", job.message);
+    assert_all(y, 2.0 * STREAM_STEPS);
+    assert_all(x, 7.0);
+    ck_assert_ok(DeftNDArrayFree(x));
+    ck_assert_ok(DeftNDArrayFree(y));
+}
+END_TEST
+
+#ifdef DEFT_HAVE_CUDA
+static int same_shape(void *user, int nin, const int *in_ndims, const int64_t *in_shapes,
+                      const int *in_dtypes, int *out_ndim, int64_t *out_shape, int *out_dtype) {
+    (void)user, (void)nin;
+    *out_ndim = in_ndims[0];
+    for (int d = 0; d < in_ndims[0]; d++) out_shape[d] = in_shapes[d];
+    *out_dtype = in_dtypes[0];
+    return 0;
+}
+
+/* y = x, copied over eight times on the stream deft gives the callback,
+ * which never waits for the device. */
+static int stream_copy(void *user, int nin, const DeftNDArrayHandle *in, DeftNDArrayHandle out,
+                       int is_train) {
+    (void)user, (void)nin, (void)is_train;
+    void *stream, *x, *y;
+    size_t nbytes;
+    if (DeftCustomOpGetStream(0, &stream) || DeftCustomOpGetData(in[0], &x) ||
+        DeftCustomOpGetData(out, &y) || DeftNDArrayGetNBytes(out, &nbytes))
+        return 1;
+    for (int i = 0; i < 8; i++)
+        if (cudaMemcpyAsync(y, x, nbytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream) !=
+            cudaSuccess)
+            return 1;
+    return 0;
+}
+
+/* A custom operator's own GPU work on the stream it is given follows the
+ * chain that wrote its input (queued on this thread's stream, still busy),
+ * and the operator that reads its output follows it. */
+START_TEST(test_custom_op_queues_on_the_stream_it_is_given) {
+    DeftCustomOpCallbacks cb = {1, same_shape, stream_copy, NULL, NULL, NULL};
+    static int registered;
+    if (!registered++) ck_assert_ok(DeftCustomOpRegister("test_stream_copy", &cb));
+    DeftNDArrayHandle x = busy_chain();
+    DeftNDArrayHandle y = call1("test_stream_copy", 1, &x, NO_PARAMS);
+    DeftNDArrayHandle z = call1("_mul_scalar", 1, &y, P("scalar", "2"));
+    assert_all(z, 2.0 * STREAM_STEPS);
+    assert_all(y, STREAM_STEPS);
+    DeftNDArrayHandle all[] = {x, y, z};
+    for (int i = 0; i < 3; i++) ck_assert_ok(DeftNDArrayFree(all[i]));
+}
+END_TEST
+#endif
+
 /* fc1 on the CPU, fc2 on the GPU, placed with copies; forward and gradients
  * agree with the same graph all on the CPU. */
 START_TEST(test_graph_spans_devices_forward_and_backward) {
@@ -1078,6 +1177,11 @@ static Suite *gpu_suite(int gpus) {
         tcase_add_test(device, test_copies_between_devices_round_trip);
         tcase_add_test(device, test_pinned_copies_feed_the_gpu);
         tcase_add_test(device, test_streams_of_two_threads_are_ordered);
+        tcase_add_test(device, test_chain_on_one_stream_records_few_events);
+        tcase_add_test(device, test_write_on_another_stream_waits_for_queued_reads);
+#ifdef DEFT_HAVE_CUDA
+        tcase_add_test(device, test_custom_op_queues_on_the_stream_it_is_given);
+#endif
         tcase_add_test(device, test_graph_spans_devices_forward_and_backward);
         tcase_add_test(device, test_fused_chains_run_as_one_kernel);
         tcase_add_test(device, test_folded_conv_batch_norm_runs_on_the_gpu);

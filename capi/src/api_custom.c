@@ -102,3 +102,22 @@ int DeftCustomOpSetError(const char *message) {
     deft_error(DEFT_ERR_VALUE, "%s", message ? message : "(no message)");
     return 0;
 }
+
+int DeftCustomOpGetStream(int device_id, void **out) {
+    API_BEGIN();
+    void *stream;
+    if (api_check_out(out, "out") || deft_custom_stream(device_id, &stream)) return -1;
+    *out = stream;
+    return 0;
+}
+
+int DeftCustomOpGetData(DeftNDArrayHandle handle, void **out) {
+    API_BEGIN();
+    deft_ndarray_t *arr;
+    void *data;
+    if (api_ndarray(handle, "handle", &arr) || api_check_out(out, "out") ||
+        deft_custom_data(arr, &data))
+        return -1;
+    *out = data;
+    return 0;
+}

@@ -76,8 +76,11 @@ typedef struct deft_gpu_backend {
     /* Streams and events, for the fences (fence.h). The calling thread's
      * stream number, below DEFT_GPU_STREAMS and the same on every GPU. */
     int (*stream_slot)(void);
-    /* A new event after the work queued so far on the calling thread's stream of GPU id. */
-    int (*event_record)(int id, void **event);
+    /* The calling thread's stream of GPU id (a cudaStream_t), made on first use. */
+    int (*stream)(int id, void **stream);
+    /* A new event after the work queued so far on stream `slot` of GPU id
+     * (any thread's: the fences record when a waiter first needs it). */
+    int (*event_record)(int id, int slot, void **event);
     /* The calling thread's stream of GPU id waits for an event (of any GPU). */
     int (*event_wait)(int id, void *event);
     /* The host waits for an event to happen. */

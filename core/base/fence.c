@@ -5,12 +5,23 @@
 
 #include "core/base/error.h"
 
-/* An event recorded on one stream, shared by every buffer one operation touched. */
+/*
+ * A point on one stream, shared by every buffer one operation touched. Its
+ * event is recorded lazily, the first time another stream or the host must
+ * wait for it: work that stays on one stream records none. Recorded later,
+ * on the same stream, the event marks the fenced work and whatever was
+ * queued after it: a wait for it waits a little more than needed, never
+ * less (the fence is published, under a buffer's lock, only after its work
+ * was queued, so whoever records the event records it after that work).
+ */
 typedef struct fence {
     atomic_int refcount;
-    int slot;    /* the stream it was recorded on */
-    void *event; /* the GPU layer's */
+    int id, slot;          /* the device and stream its work was queued on */
+    _Atomic(void *) event; /* the GPU layer's, once someone waited; else NULL */
 } fence_t;
+
+/* Events the fences recorded, over the process's life (for tests). */
+static atomic_long events_recorded;
 
 struct deft_fences {
     pthread_mutex_t lock;
@@ -25,7 +36,8 @@ static fence_t *fence_retain(fence_t *f) {
 
 static void fence_release(fence_t *f) {
     if (!f || atomic_fetch_sub_explicit(&f->refcount, 1, memory_order_acq_rel) != 1) return;
-    deft_device_gpu_backend()->event_release(f->event);
+    void *event = atomic_load_explicit(&f->event, memory_order_acquire);
+    if (event) deft_device_gpu_backend()->event_release(event);
     free(f);
 }
 
@@ -54,9 +66,37 @@ static deft_fences_t *fences_of(deft_storage_t *s) {
     return f;
 }
 
-/* The calling thread's stream of GPU `id` waits for f, unless f is on that stream. */
-static int wait_other(const deft_gpu_backend_t *gpu, int id, const fence_t *f, int slot) {
-    return f && f->slot != slot ? gpu->event_wait(id, f->event) : 0;
+/* f's event, recorded now on f's stream if nobody waited for f before; NULL
+ * (error set) when it cannot be. Two threads may race to record it: one
+ * event wins, the other goes back unused. */
+static void *fence_event(const deft_gpu_backend_t *gpu, fence_t *f) {
+    void *event = atomic_load_explicit(&f->event, memory_order_acquire);
+    if (event) return event;
+    void *made;
+    if (gpu->event_record(f->id, f->slot, &made)) return NULL;
+    atomic_fetch_add_explicit(&events_recorded, 1, memory_order_relaxed);
+    if (atomic_compare_exchange_strong_explicit(&f->event, &event, made, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return made;
+    gpu->event_release(made);
+    return event;
+}
+
+/* The calling thread's stream of GPU `id` waits for f, unless f is on that
+ * stream. Without an event, the host waits for f's device instead: a wait
+ * is never skipped. */
+static int wait_other(const deft_gpu_backend_t *gpu, int id, fence_t *f, int slot) {
+    if (!f || f->slot == slot) return 0;
+    void *event = fence_event(gpu, f);
+    return event ? gpu->event_wait(id, event) : gpu->synchronize(f->id, false);
+}
+
+/* The last write, for an access (write: also the reads since), unless the
+ * read of the write's own stream is waited for too: that read was marked
+ * after the write was (marking a write drops the reads), so its event,
+ * recorded later still on the same stream, covers the write. */
+static fence_t *write_to_wait(const deft_fences_t *f, bool write) {
+    return write && f->write && f->reads[f->write->slot] ? NULL : f->write;
 }
 
 int deft_fence_begin(const deft_access_t *access, int n) {
@@ -69,7 +109,7 @@ int deft_fence_begin(const deft_access_t *access, int n) {
         if (!f) continue; /* no GPU work on it yet: nothing to wait for */
         if (slot < 0) slot = gpu->stream_slot();
         pthread_mutex_lock(&f->lock);
-        int status = wait_other(gpu, s->device.id, f->write, slot);
+        int status = wait_other(gpu, s->device.id, write_to_wait(f, access[i].write), slot);
         for (int k = 0; access[i].write && status == 0 && k < DEFT_GPU_STREAMS; k++)
             status = wait_other(gpu, s->device.id, f->reads[k], slot);
         pthread_mutex_unlock(&f->lock);
@@ -78,15 +118,13 @@ int deft_fence_begin(const deft_access_t *access, int n) {
     return 0;
 }
 
-static int record(const deft_gpu_backend_t *gpu, int id, int slot, fence_t **out) {
+/* A fence for the work just queued on stream `slot` of GPU `id` (no event yet). */
+static int fence_new(int id, int slot, fence_t **out) {
     fence_t *f = malloc(sizeof *f);
     if (!f) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a GPU fence");
-    if (gpu->event_record(id, &f->event)) {
-        free(f);
-        return -1;
-    }
     atomic_init(&f->refcount, 1);
-    f->slot = slot;
+    f->id = id, f->slot = slot;
+    atomic_init(&f->event, NULL);
     *out = f;
     return 0;
 }
@@ -105,8 +143,8 @@ static int mark(deft_storage_t *s, bool write, fence_t *f) {
     return 0;
 }
 
-/* When a fence cannot be made, the work is waited for instead: then
- * nothing later needs to wait for it. */
+/* When a fence cannot be made (out of memory), the work is waited for
+ * instead: then nothing later needs to wait for it. */
 static int wait_instead(const deft_gpu_backend_t *gpu, const deft_access_t *access, int n) {
     for (int i = 0; i < n; i++)
         if (on_gpu(access[i].storage) && gpu->synchronize(access[i].storage->device.id, false))
@@ -123,7 +161,7 @@ int deft_fence_end(const deft_access_t *access, int n) {
         if (!on_gpu(s)) continue;
         if (slot < 0) slot = gpu->stream_slot();
         int id = s->device.id;
-        if (!made[id]) status = record(gpu, id, slot, &made[id]);
+        if (!made[id]) status = fence_new(id, slot, &made[id]);
         if (status == 0) status = mark(s, access[i].write, made[id]);
     }
     for (int d = 0; d < DEFT_MAX_GPUS; d++) fence_release(made[d]);
@@ -137,14 +175,18 @@ int deft_fence_host_wait(deft_storage_t *storage, bool write) {
     fence_t *pending[1 + DEFT_GPU_STREAMS];
     int n = 0;
     pthread_mutex_lock(&f->lock);
-    if (f->write) pending[n++] = fence_retain(f->write);
+    fence_t *last = write_to_wait(f, write);
+    if (last) pending[n++] = fence_retain(last);
     for (int k = 0; write && k < DEFT_GPU_STREAMS; k++)
         if (f->reads[k]) pending[n++] = fence_retain(f->reads[k]);
     pthread_mutex_unlock(&f->lock);
     const deft_gpu_backend_t *gpu = deft_device_gpu_backend();
     int status = 0;
     for (int k = 0; k < n; k++) {
-        if (status == 0) status = gpu->event_synchronize(pending[k]->event);
+        void *event = status == 0 ? fence_event(gpu, pending[k]) : NULL;
+        if (status == 0)
+            status =
+                event ? gpu->event_synchronize(event) : gpu->synchronize(pending[k]->id, false);
         fence_release(pending[k]);
     }
     return status;
@@ -157,6 +199,17 @@ int deft_fence_run(const deft_access_t *access, int n, int (*fn)(void *ctx), voi
     return status;
 }
 
+int deft_fence_join(int id, int slot) {
+    const deft_gpu_backend_t *gpu = deft_device_gpu_backend();
+    if (slot == gpu->stream_slot()) return 0;
+    void *event;
+    if (gpu->event_record(id, slot, &event)) return gpu->synchronize(id, false);
+    atomic_fetch_add_explicit(&events_recorded, 1, memory_order_relaxed);
+    int status = gpu->event_wait(id, event);
+    gpu->event_release(event); /* the wait queued keeps what it marked */
+    return status;
+}
+
 bool deft_fence_any_gpu(const deft_access_t *access, int n) {
     for (int i = 0; i < n; i++)
         if (on_gpu(access[i].storage)) return true;
@@ -165,6 +218,10 @@ bool deft_fence_any_gpu(const deft_access_t *access, int n) {
 
 void deft_fence_tensors(const deft_tensor_t *t, int n, bool write, deft_access_t *access) {
     for (int i = 0; i < n; i++) access[i] = (deft_access_t){t[i].storage, write};
+}
+
+long deft_fence_events_recorded(void) {
+    return atomic_load_explicit(&events_recorded, memory_order_relaxed);
 }
 
 void deft_fences_free(deft_fences_t *fences) {

@@ -6,13 +6,19 @@
  * engine orders operations on the host, but an operation ends for the
  * engine once its kernels are queued, not done: work queued on one stream
  * must still wait for the earlier work on another stream that touched the
- * same buffers. A buffer remembers that work as fences (events recorded
- * after it was queued): its last write, and the reads since, at most one
- * per stream (a later point of a stream covers an earlier one). Before
+ * same buffers. A buffer remembers that work as fences (points of the
+ * streams it was queued on): its last write, and the reads since, at most
+ * one per stream (a later point of a stream covers an earlier one). Before
  * queueing, a stream waits for the fences of other streams that the access
  * needs (a read the last write; a write that and every read); after
  * queueing, one new fence per device replaces them. The host blocks only
  * where it reads: waiting for a buffer waits for its fences.
+ *
+ * A fence records its CUDA event only when a wait needs it (another stream,
+ * or the host), on its stream at that moment: a chain of operations on one
+ * thread's stream records no event at all, where an event per operation
+ * cost about as much as the launch. The late event also covers work queued
+ * after the fenced work, so such a wait waits a little longer, never less.
  *
  * Freed GPU memory keeps its fences in the caching pool, and the next
  * storage to get the block inherits them, so the first work on the reused
@@ -46,10 +52,19 @@ int deft_fence_run(const deft_access_t *access, int n, int (*fn)(void *ctx), voi
  * read since) is done on the device; nothing to do for the CPU. */
 int deft_fence_host_wait(deft_storage_t *storage, bool write);
 
+/* The calling thread's stream of GPU `id` waits for what is queued on
+ * stream `slot` of it so far (nothing to do when that is its own stream):
+ * for work handed between threads (a custom operator's callback thread).
+ * Without an event the host waits for the device instead. */
+int deft_fence_join(int id, int slot);
+
 /* Whether any access is to GPU memory (and so needs fences at all). */
 bool deft_fence_any_gpu(const deft_access_t *access, int n);
 /* Accesses of n tensors, all reads or all writes, into `access` (room for n). */
 void deft_fence_tensors(const deft_tensor_t *t, int n, bool write, deft_access_t *access);
+
+/* How many events the fences have recorded, since the process started (tests). */
+long deft_fence_events_recorded(void);
 
 /* Drop a buffer's fences (the pool, when its block goes back to the device). */
 void deft_fences_free(deft_fences_t *fences);

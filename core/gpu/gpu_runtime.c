@@ -130,13 +130,8 @@ bool deft_gpu_capture_map(const deft_gpu_map_t *map) {
     return true;
 }
 
-int deft_gpu_enter(int dev, deft_gpu_stream_t *stream) {
-    if (capture) { /* a kernel other than a map: the chain cannot take it */
-        capture->count = -1;
-        return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "a fused chain cannot hold this kernel");
-    }
-    if (check_device(dev) || deft_gpu_use(dev)) return -1;
-    int slot = deft_gpu_thread_slot();
+/* Stream `slot` of dev (the current device), made on first use. */
+static int stream_of(int dev, int slot, cudaStream_t *stream) {
     if ((*stream = made_stream(dev, slot)) != NULL) return 0;
     pthread_mutex_lock(&stream_lock);
     cudaStream_t made = devices[dev].streams[slot];
@@ -147,6 +142,15 @@ int deft_gpu_enter(int dev, deft_gpu_stream_t *stream) {
     *stream = made;
     pthread_mutex_unlock(&stream_lock);
     return status;
+}
+
+int deft_gpu_enter(int dev, deft_gpu_stream_t *stream) {
+    if (capture) { /* a kernel other than a map: the chain cannot take it */
+        capture->count = -1;
+        return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "a fused chain cannot hold this kernel");
+    }
+    if (check_device(dev) || deft_gpu_use(dev)) return -1;
+    return stream_of(dev, deft_gpu_thread_slot(), stream);
 }
 
 int deft_gpu_synchronize(int dev) {
@@ -161,9 +165,12 @@ int deft_gpu_synchronize(int dev) {
 
 /* ---- events for the fences ---- */
 
-static int event_record(int dev, void **out) {
+/* On stream `slot` of dev, which may be another thread's: CUDA orders calls
+ * on a stream from several threads as they happen, and the fence that asks
+ * was published after its work was queued (fence.c). */
+static int event_record(int dev, int slot, void **out) {
     cudaStream_t stream;
-    if (deft_gpu_enter(dev, &stream)) return -1;
+    if (check_device(dev) || deft_gpu_use(dev) || stream_of(dev, slot, &stream)) return -1;
     pthread_mutex_lock(&event_lock);
     gpu_event_t *e = devices[dev].free_events;
     if (e) devices[dev].free_events = e->next;
@@ -287,6 +294,13 @@ static int zero(void *dst, deft_device_t dev, size_t nbytes) {
     return deft_gpu_check(cudaMemsetAsync(dst, 0, nbytes, stream), "cudaMemsetAsync");
 }
 
+static int thread_stream(int id, void **out) {
+    deft_gpu_stream_t stream = NULL;
+    if (deft_gpu_enter(id, &stream)) return -1;
+    *out = stream;
+    return 0;
+}
+
 static void *timer_start(int id, const char *name) {
     return deft_gpu_timer_start(id, name);
 }
@@ -307,6 +321,7 @@ const deft_gpu_backend_t deft_gpu_backend = {
     .name = deft_gpu_name,
     .memory = deft_gpu_memory,
     .stream_slot = deft_gpu_thread_slot,
+    .stream = thread_stream,
     .event_record = event_record,
     .event_wait = event_wait,
     .event_synchronize = event_synchronize,

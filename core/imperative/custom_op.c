@@ -5,6 +5,15 @@
  * the writes the host started on the outputs. A callback thread is started
  * whenever a job finds none idle, so a callback that calls another custom
  * operator never waits for itself.
+ *
+ * On a GPU the callback thread queues on a stream of its own, not the
+ * engine worker's, whose stream the operation's fences wait on and mark
+ * (fence.h). So the streams are joined, without the host waiting: the
+ * callback's stream waits for the worker's (which waited for the inputs)
+ * before the callback, and the worker's for the callback's after it, so
+ * that what the callback queued, through deft or on the stream it asked
+ * for (DeftCustomOpGetStream), is ordered before whatever waits for the
+ * operation.
  */
 #define _GNU_SOURCE
 #include "core/imperative/custom_op.h"
@@ -15,6 +24,7 @@
 #include <string.h>
 
 #include "core/base/error.h"
+#include "core/base/fence.h"
 #include "core/base/profiler.h"
 #include "core/base/tls.h"
 #include "core/engine/engine.h"
@@ -35,6 +45,9 @@ typedef struct job {
     bool backward;
     int nin, nout;
     const deft_tensor_t *in, *out;
+    uint32_t gpus;     /* the GPUs its arrays are on, as bits (0: none) */
+    int worker_slot;   /* the stream the engine's operation is fenced on */
+    int callback_slot; /* the callback thread's, set by it (-1 until then) */
     /* the result, set by the callback thread */
     bool done;
     int status;
@@ -49,6 +62,7 @@ static pthread_cond_t pool_work = PTHREAD_COND_INITIALIZER;
 static job_t *queue_head, *queue_tail;
 static int idle_threads;
 static DEFT_TLS_FAST const char *tl_current; /* the custom op a callback thread runs, or NULL */
+static DEFT_TLS_FAST const job_t *tl_job;    /* and its job */
 static DEFT_TLS_FAST bool tl_callback_thread;
 
 bool deft_custom_on_callback_thread(void) {
@@ -88,7 +102,7 @@ static int run_job(job_t *j) {
         return -1;
     }
     const char *previous = deft_profiler_set_prefix(j->c->name);
-    tl_current = j->c->name;
+    tl_current = j->c->name, tl_job = j;
     double start = deft_profiling(DEFT_PROF_IMPERATIVE) ? deft_profiler_now() : 0;
     int status = j->c->host.run(j->c->host.user, j->backward, j->nin, in, j->nout, out, true);
     if (start != 0)
@@ -98,11 +112,52 @@ static int run_job(job_t *j) {
         deft_error(DEFT_ERR_INTERNAL, "the callback failed without a message");
     /* what the callback started on the outputs must be written before the kernel returns */
     for (int k = 0; status == 0 && k < j->nout; k++) status = deft_ndarray_wait_to_write(out[k]);
-    tl_current = NULL;
+    tl_current = NULL, tl_job = NULL;
     deft_profiler_set_prefix(previous);
     release_all(j->nin, in);
     release_all(j->nout, out);
     return status;
+}
+
+/* The GPUs that n tensors are on, as bits. */
+static uint32_t gpus_of(int n, const deft_tensor_t *t) {
+    uint32_t gpus = 0;
+    for (int i = 0; i < n; i++)
+        if (t[i].device.type == DEFT_DEV_GPU && t[i].storage && t[i].storage->data)
+            gpus |= 1u << t[i].device.id;
+    return gpus;
+}
+
+/* The calling thread's stream of each GPU in `gpus` waits for stream `slot`. */
+static int join_streams(uint32_t gpus, int slot) {
+    for (int id = 0; id < DEFT_MAX_GPUS; id++)
+        if ((gpus >> id & 1) && deft_fence_join(id, slot)) return -1;
+    return 0;
+}
+
+int deft_custom_stream(int device_id, void **out) {
+    if (!tl_job)
+        return deft_error(DEFT_ERR_VALUE,
+                          "no custom operator's forward or backward callback runs on this thread");
+    if (device_id < 0 || device_id >= DEFT_MAX_GPUS || !(tl_job->gpus >> device_id & 1))
+        return deft_error(DEFT_ERR_VALUE,
+                          "device_id is %d, but no array of '%s' is on gpu(%d): the stream is "
+                          "for the GPUs the operator's arrays are on",
+                          device_id, tl_job->c->name, device_id);
+    return deft_device_gpu_backend()->stream(device_id, out);
+}
+
+int deft_custom_data(const deft_ndarray_t *arr, void **out) {
+    if (!tl_job)
+        return deft_error(DEFT_ERR_VALUE,
+                          "no custom operator's forward or backward callback runs on this thread");
+    if (!arr->lent)
+        return deft_error(DEFT_ERR_VALUE,
+                          "the array is not one that '%s' was called with: only those are "
+                          "ordered by the operator's stream",
+                          tl_job->c->name);
+    *out = deft_tensor_data(&arr->tensor);
+    return 0;
 }
 
 static void *callback_thread(void *arg) {
@@ -122,9 +177,12 @@ static void *callback_thread(void *arg) {
         pthread_mutex_unlock(&pool_lock);
         deft_error_enter(NULL);
         deft_engine_act_for(j->running); /* waits for the operation itself are refused */
-        int status = run_job(j);
+        int slot = j->gpus ? deft_device_gpu_backend()->stream_slot() : -1;
+        int status = join_streams(j->gpus, j->worker_slot);
+        if (status == 0) status = run_job(j);
         deft_engine_act_for(NULL);
         pthread_mutex_lock(&pool_lock);
+        j->callback_slot = slot;
         j->status = status;
         if (status) {
             j->kind = deft_error_kind();
@@ -139,6 +197,9 @@ static void *callback_thread(void *arg) {
 /* Hand the job to a callback thread (starting one if none is idle) and wait for it. */
 static int run_on_callback_thread(job_t *j) {
     j->running = deft_engine_running();
+    j->gpus = gpus_of(j->nin, j->in) | gpus_of(j->nout, j->out);
+    j->worker_slot = j->gpus ? deft_device_gpu_backend()->stream_slot() : -1;
+    j->callback_slot = -1;
     pthread_cond_init(&j->finished, NULL);
     pthread_mutex_lock(&pool_lock);
     j->next = NULL;
@@ -162,6 +223,8 @@ static int run_on_callback_thread(job_t *j) {
     pthread_mutex_unlock(&pool_lock);
     pthread_cond_destroy(&j->finished);
     if (status) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot start a callback thread");
+    /* even after a failure: what the callback queued may still write the outputs */
+    if (j->callback_slot >= 0 && join_streams(j->gpus, j->callback_slot)) return -1;
     /* named after the custom operator (not its internal _backward_ one): the
      * message says which of its callbacks failed */
     if (j->status) return deft_op_error(&j->c->forward, j->kind, "%s", j->message);

@@ -38,5 +38,10 @@ int deft_custom_register(const char *name, int num_inputs, int num_outputs,
 bool deft_custom_on_callback_thread(void);
 /* The custom operator whose callback runs on this thread, or NULL. */
 const char *deft_custom_current(void);
+/* The stream (a cudaStream_t) of gpu(device_id) that the callback running on
+ * this thread queues its own GPU work on: one of its arrays' GPUs. */
+int deft_custom_stream(int device_id, void **out);
+/* The address of element 0 of an array lent to the running callback, at once. */
+int deft_custom_data(const deft_ndarray_t *arr, void **out);
 
 #endif

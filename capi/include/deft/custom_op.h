@@ -11,6 +11,12 @@
  * as Python's GIL can never block the engine. Operators a callback invokes
  * run at once on its thread and appear in the profiler as
  * NAME\::OPERATOR in the "Custom Operators" domain.
+ *
+ * A callback may also queue its own GPU work (CUDA kernels, cuBLAS calls,
+ * copies) on the arrays' device memory: on the CUDA stream that
+ * DeftCustomOpGetStream() gives, which deft orders after the work that
+ * produced the inputs and before the work that reads the output, without
+ * the host waiting for the device.
  */
 #ifndef DEFT_CUSTOM_OP_H
 #define DEFT_CUSTOM_OP_H
@@ -71,6 +77,50 @@ DEFT_API int DeftCustomOpRegister(const char *name, const DeftCustomOpCallbacks 
  * @return 0.
  */
 DEFT_API int DeftCustomOpSetError(const char *message);
+
+/**
+ * @brief The CUDA stream on which a forward or backward callback queues its
+ *        own GPU work for gpu(@p device_id) (call it on the callback's thread,
+ *        during the callback).
+ *
+ * Before the callback runs, deft makes this stream wait for the work that
+ * wrote the callback's inputs and for the earlier work on its outputs; after
+ * it returns, the work that reads the outputs waits for everything queued on
+ * this stream. Neither is a wait of the host. The arrays' device addresses
+ * come from DeftCustomOpGetData(), which does not wait either. An array that
+ * deft operators called by the callback have written may still be in the
+ * making on another stream: call DeftNDArrayWaitToRead() on it before a
+ * kernel of your own reads it. What the callback queues on other streams is
+ * not ordered by deft.
+ *
+ * The language bindings do not expose this function yet.
+ *
+ * @param device_id the GPU: one that holds an array of the callback.
+ * @param out receives the stream, a @c cudaStream_t (valid for the process's life).
+ * @return 0 on success; -1 outside a forward or backward callback, or when
+ *         none of the callback's arrays is on gpu(@p device_id).
+ */
+DEFT_API int DeftCustomOpGetStream(int device_id, void **out);
+
+/**
+ * @brief The address of the first element of an array that the running
+ *        forward or backward callback was called with (an input, the output,
+ *        a gradient), without waiting for its data (call it on the
+ *        callback's thread, during the callback).
+ *
+ * Device memory for an array on a GPU: only work queued on the stream of
+ * DeftCustomOpGetStream() is ordered with the array's other users. The
+ * elements are contiguous, in row-major order. DeftNDArrayToDLPack() gives
+ * the address too, after the host waited for the array.
+ *
+ * The language bindings do not expose this function yet.
+ *
+ * @param handle an array the callback was called with.
+ * @param out receives the address, valid during the callback.
+ * @return 0 on success; -1 outside a forward or backward callback, or for an
+ *         array the callback was not called with.
+ */
+DEFT_API int DeftCustomOpGetData(DeftNDArrayHandle handle, void **out);
 
 #ifdef __cplusplus
 }

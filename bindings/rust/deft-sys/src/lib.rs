@@ -568,4 +568,6 @@ deft_functions! {
         callbacks: *const DeftCustomOpCallbacks,
     ) -> c_int;
     pub fn DeftCustomOpSetError(message: *const c_char) -> c_int;
+    pub fn DeftCustomOpGetStream(device_id: c_int, out: *mut *mut c_void) -> c_int;
+    pub fn DeftCustomOpGetData(handle: DeftNDArrayHandle, out: *mut *mut c_void) -> c_int;
 }
