@@ -48,6 +48,8 @@ static const conv_case_t product_deconv_cases[] = {
      DIMS(0)},
     {2, 3, 32, 6, 2, DIMS(5, 4), DIMS(1, 1), DIMS(1, 1), DIMS(0, 0), DIMS(1, 1), DIMS(0, 0), true,
      DIMS(0)},
+    {2, 2, 32, 8, 1, DIMS(9, 11), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0, 0), true,
+     DIMS(0)},
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -103,7 +105,7 @@ static void check_gradients(const conv_case_t *c, int dtype) {
 }
 
 /* The gradients through each kernel mode: the weight gradient's sums split
- * between threads (4 images), 1x1, and widened groups of 4 filters. */
+ * between threads (4 images), 1x1, widened groups of 4 filters, and runs. */
 START_TEST(test_half_gradients_round_the_float32_result_once) {
     const conv_case_t cases[] = {
         {2, 4, 32, 32, 2, DIMS(16, 17), DIMS(3, 3), DIMS(1, 2), DIMS(1, 1), DIMS(1, 1), DIMS(0),
@@ -112,6 +114,10 @@ START_TEST(test_half_gradients_round_the_float32_result_once) {
          DIMS(0)},
         {2, 2, 6, 8, 2, DIMS(7, 6), DIMS(3, 3), DIMS(2, 1), DIMS(1, 1), DIMS(1, 2), DIMS(0), true,
          DIMS(0)},
+        /* stride 1, rows as wide as the image's: col2im's runs, over two tiles,
+         * a 5-row kernel's first and last rows partly in the padding */
+        {2, 2, 16, 32, 1, DIMS(21, 19), DIMS(5, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0),
+         true, DIMS(0)},
     };
     const int dtype = _i == 0 ? DEFT_FLOAT16 : DEFT_BFLOAT16;
     for (int mode = 0; mode < 3; mode++) {

@@ -287,6 +287,73 @@ static void im2col_words(const deft_conv_geom_t *g, const uint16_t *img, int64_t
     deft_conv_im2col_half(g, img, r0, r1, col, ld);
 }
 
+/* ---- col2im of float32 tiles ---- */
+
+#if DEFT_SIMD_X86
+__attribute__((target("avx512f"))) static void add_run(float *dst, const float *src, int64_t n) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(dst + i,
+                         _mm512_add_ps(_mm512_loadu_ps(dst + i), _mm512_loadu_ps(src + i)));
+    __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(
+        dst + i, m,
+        _mm512_add_ps(_mm512_maskz_loadu_ps(m, dst + i), _mm512_maskz_loadu_ps(m, src + i)));
+}
+
+/*
+ * col2im (conv_cpu_t.h's) of a 2-D geometry's float32 tile (outer rows
+ * [r0, r1), its rows (r1 - r0) col[2] apart) into a group's image. Where
+ * stride 1 keeps image rows adjacent, a tap's rows add as one run, once the
+ * tile's columns that fell in the padding are zeroed (the tile is scratch).
+ */
+__attribute__((target("avx512f"))) static void
+col2im_float_2d(const deft_conv_geom_t *g, float *col, int64_t r0, int64_t r1, float *img) {
+    const int64_t cg = g->chan / g->groups, ow = g->col[2], iw = g->img[2], sw = g->s[2];
+    const int64_t plane = deft_conv_img_size(g), ld = (r1 - r0) * ow;
+    const bool runs = sw == 1 && g->s[1] == 1 && iw == ow;
+    float *row = col;
+    for (int64_t c = 0; c < cg; c++)
+        for (int64_t kh = 0; kh < g->k[1]; kh++)
+            for (int64_t kw = 0; kw < g->k[2]; kw++, row += ld) {
+                int64_t off = kw * g->d[2] - g->p[2], lo, hi;
+                deft_conv_tap_range(off, sw, iw, ow, &lo, &hi);
+                const int64_t top = kh * g->d[1] - g->p[1]; /* image row of output row 0 */
+                for (int64_t r = r0; r < r1; r++) {
+                    int64_t ih = r * g->s[1] + top;
+                    if (ih < 0 || ih >= g->img[1] || lo >= hi) continue;
+                    const float *src = row + (r - r0) * ow;
+                    float *dst = img + c * plane + ih * iw;
+                    if (!runs) {
+                        for (int64_t x = lo; x < hi; x++) dst[x * sw + off] += src[x];
+                        continue;
+                    }
+                    /* the first row inside: this row and the rest inside, as one run */
+                    int64_t rb = g->img[1] - top < r1 ? g->img[1] - top : r1;
+                    float *first = row + (r - r0) * ow;
+                    for (int64_t i = 0; i < rb - r; i++) {
+                        for (int64_t x = 0; x < lo; x++) first[i * ow + x] = 0;
+                        for (int64_t x = hi; x < ow; x++) first[i * ow + x] = 0;
+                    }
+                    add_run(dst + lo + off, first + lo, (rb - r - 1) * ow + hi - lo);
+                    break;
+                }
+            }
+}
+#endif
+
+/* col2im of a float32 tile of one group of one image. */
+static void col2im_float(const deft_conv_geom_t *g, float *col, int64_t r0, int64_t r1,
+                         float *img) {
+#if DEFT_SIMD_X86
+    if (g->k[0] == 1 && g->col[0] == 1 && deft_gemm_bf16_available()) {
+        col2im_float_2d(g, col, r0, r1, img);
+        return;
+    }
+#endif
+    deft_conv_col2im_float(g, col, r0, r1, img);
+}
+
 /* ---- lower: colside = W . im2col(image) + bias ---- */
 
 /* Part s of group gi's packed W (a run of its rows, from *f0). */
@@ -405,7 +472,7 @@ static void raise_items(void *ctx, int64_t begin, int64_t end) {
                 atomic_store(&j->failed, true);
                 break;
             }
-            if (!j->pointwise) deft_conv_col2im_float(g, dcol, r0, r1, img);
+            if (!j->pointwise) col2im_float(g, dcol, r0, r1, img);
         }
         for (int64_t c = 0; j->bias && c < j->cg; c++)
             for (int64_t x = 0; x < j->plane; x++) img[c * j->plane + x] += j->bias[gi * j->cg + c];
