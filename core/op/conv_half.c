@@ -86,8 +86,10 @@ static int widened(product_t what, const deft_conv_geom_t *g, deft_dtype_t dtype
 
 /* A tile's columns: about this many, so that its im2col words and B's packed
  * copy (k x TILE_COLS bfloat16 each) stay in the core's L2 while every panel
- * of W passes over them. */
-#define TILE_COLS 256
+ * of W passes over them; more where k is small (a stem's 147 taps), up to
+ * TILE_BYTES of them, which saves per-tile work. */
+#define TILE_COLS  256
+#define TILE_BYTES (512 << 10)
 
 /* One call's work: items of (image, group, tile), or for wgrad of a thread's
  * share of the images. */
@@ -118,7 +120,9 @@ static void job_init(job_t *j, const deft_conv_geom_t *g, const void *src, const
     j->pointwise = deft_conv_kernel_size(g) == 1 && g->s[0] == 1 && g->s[1] == 1 && g->s[2] == 1 &&
                    g->p[0] == 0 && g->p[1] == 0 && g->p[2] == 0;
     const int64_t ow = g->col[2];
-    j->tile_rows = ow > 0 && ow < TILE_COLS ? TILE_COLS / ow : 1;
+    int64_t cols = TILE_BYTES / 4 / (j->rows > 0 ? j->rows : 1);
+    if (cols < TILE_COLS) cols = TILE_COLS;
+    j->tile_rows = ow > 0 && ow < cols ? cols / ow : 1;
     /* an even column count keeps wgrad's transposing packer on its fast path */
     if (ow % 2 && j->tile_rows > 1 && j->tile_rows % 2) j->tile_rows--;
     if (j->tile_rows > j->outer) j->tile_rows = j->outer > 0 ? j->outer : 1;
