@@ -43,10 +43,23 @@ static inline void conv_out(const conv_case_t *c, int64_t *out) {
         out[i] = (c->in[i] + 2 * c->p[i] - (c->k[i] - 1) * c->d[i] - 1) / c->s[i] + 1;
 }
 
+/* Tap ki of output position o: the input position it reads (at), and
+ * whether that lies inside the input. */
+static inline bool tap_inside(const conv_case_t *c, const int64_t *o, int64_t ki, int64_t *at) {
+    int64_t kk[3];
+    unflatten(c->nd, c->k, ki, kk);
+    bool inside = true;
+    for (int i = 0; i < c->nd; i++) {
+        at[i] = o[i] * c->s[i] - c->p[i] + kk[i] * c->d[i];
+        inside = inside && at[i] >= 0 && at[i] < c->in[i];
+    }
+    return inside;
+}
+
 /* y[n, f, o] = bias[f] + sum over the group's channels and taps of x[n, c, o s - p + k d] w. */
 static inline void ref_conv(const conv_case_t *c, const double *x, const double *w, const double *b,
                             double *y) {
-    int64_t out[3], o[3], kk[3], at[3];
+    int64_t out[3], o[3], at[3];
     conv_out(c, out);
     const int64_t cg = c->chan / c->groups, fg = c->filt / c->groups;
     const int64_t osz = prod(c->nd, out), isz = prod(c->nd, c->in), ksz = prod(c->nd, c->k);
@@ -57,13 +70,7 @@ static inline void ref_conv(const conv_case_t *c, const double *x, const double 
                 double sum = c->bias ? b[f] : 0;
                 for (int64_t ci = 0; ci < cg; ci++)
                     for (int64_t ki = 0; ki < ksz; ki++) {
-                        unflatten(c->nd, c->k, ki, kk);
-                        bool inside = true;
-                        for (int i = 0; i < c->nd; i++) {
-                            at[i] = o[i] * c->s[i] - c->p[i] + kk[i] * c->d[i];
-                            inside = inside && at[i] >= 0 && at[i] < c->in[i];
-                        }
-                        if (!inside) continue;
+                        if (!tap_inside(c, o, ki, at)) continue;
                         int64_t ch = f / fg * cg + ci;
                         sum += x[(n * c->chan + ch) * isz + flatten(c->nd, c->in, at)] *
                                w[(f * cg + ci) * ksz + ki];
@@ -123,6 +130,22 @@ static inline void tuple_text(int nd, const int64_t *v, char *buf, size_t len) {
              (long long)v[0], (long long)v[1], (long long)v[2]);
 }
 
+/* A case's parameters as operator parameter texts. */
+typedef struct conv_texts {
+    char kernel[64], stride[64], dilate[64], pad[64], adj[64], target[64], nf[16], ng[16];
+} conv_texts_t;
+
+static inline void conv_texts(const conv_case_t *c, conv_texts_t *t) {
+    tuple_text(c->nd, c->k, t->kernel, sizeof t->kernel);
+    tuple_text(c->nd, c->s, t->stride, sizeof t->stride);
+    tuple_text(c->nd, c->d, t->dilate, sizeof t->dilate);
+    tuple_text(c->nd, c->p, t->pad, sizeof t->pad);
+    tuple_text(c->nd, c->adj, t->adj, sizeof t->adj);
+    tuple_text(c->nd, c->target, t->target, sizeof t->target);
+    snprintf(t->nf, sizeof t->nf, "%lld", (long long)c->filt);
+    snprintf(t->ng, sizeof t->ng, "%lld", (long long)c->groups);
+}
+
 /* Quarters in [-2, 2.5] in no short period: exact in float16 and bfloat16,
  * and their products' sums over a few thousand terms exact in float32. */
 static inline void fill_quarters(double *v, int64_t n, uint32_t seed) {
@@ -151,15 +174,8 @@ static inline void assert_result(DeftNDArrayHandle h, int dtype, int64_t n, cons
 
 /* Run the case through the operator in dtype and compare with the reference. */
 static inline void check_case_within(const conv_case_t *c, bool deconv, int dtype, double tol) {
-    char kernel[64], stride[64], dilate[64], pad[64], adj[64], target[64], nf[16], ng[16];
-    tuple_text(c->nd, c->k, kernel, sizeof kernel);
-    tuple_text(c->nd, c->s, stride, sizeof stride);
-    tuple_text(c->nd, c->d, dilate, sizeof dilate);
-    tuple_text(c->nd, c->p, pad, sizeof pad);
-    tuple_text(c->nd, c->adj, adj, sizeof adj);
-    tuple_text(c->nd, c->target, target, sizeof target);
-    snprintf(nf, sizeof nf, "%lld", (long long)c->filt);
-    snprintf(ng, sizeof ng, "%lld", (long long)c->groups);
+    conv_texts_t t;
+    conv_texts(c, &t);
     int64_t xshape[5] = {c->batch, c->chan}, wshape[5], yshape[5] = {c->batch, c->filt}, out[3];
     int64_t pads[3], adjs[3];
     wshape[0] = deconv ? c->chan : c->filt;
@@ -184,14 +200,15 @@ static inline void check_case_within(const conv_case_t *c, bool deconv, int dtyp
     const char *no_bias = c->bias ? "false" : "true";
     DeftNDArrayHandle y =
         deconv ? call1("Deconvolution", c->bias ? 3 : 2, in,
-                       c->target[0] > 0
-                           ? P("kernel", kernel, "stride", stride, "dilate", dilate, "target_shape",
-                               target, "num_filter", nf, "num_group", ng, "no_bias", no_bias)
-                           : P("kernel", kernel, "stride", stride, "dilate", dilate, "pad", pad,
-                               "adj", adj, "num_filter", nf, "num_group", ng, "no_bias", no_bias))
+                       c->target[0] > 0 ? P("kernel", t.kernel, "stride", t.stride, "dilate",
+                                            t.dilate, "target_shape", t.target, "num_filter", t.nf,
+                                            "num_group", t.ng, "no_bias", no_bias)
+                                        : P("kernel", t.kernel, "stride", t.stride, "dilate",
+                                            t.dilate, "pad", t.pad, "adj", t.adj, "num_filter",
+                                            t.nf, "num_group", t.ng, "no_bias", no_bias))
                : call1("Convolution", c->bias ? 3 : 2, in,
-                       P("kernel", kernel, "stride", stride, "dilate", dilate, "pad", pad,
-                         "num_filter", nf, "num_group", ng, "no_bias", no_bias));
+                       P("kernel", t.kernel, "stride", t.stride, "dilate", t.dilate, "pad", t.pad,
+                         "num_filter", t.nf, "num_group", t.ng, "no_bias", no_bias));
     assert_shape(y, nd, yshape);
     assert_result(y, dtype, ny, want, tol);
     free_all(3, in);
@@ -270,7 +287,7 @@ static const conv_case_t deconv_cases[] = {
  * dy[n, f, o] w[f, c, k] x[n, c, at] feeds dx, dW and db. */
 static inline void ref_conv_grads(const conv_case_t *c, const double *x, const double *w,
                                   const double *dy, double *dx, double *dw, double *db) {
-    int64_t out[3], o[3], kk[3], at[3];
+    int64_t out[3], o[3], at[3];
     conv_out(c, out);
     const int64_t cg = c->chan / c->groups, fg = c->filt / c->groups;
     const int64_t osz = prod(c->nd, out), isz = prod(c->nd, c->in), ksz = prod(c->nd, c->k);
@@ -285,13 +302,7 @@ static inline void ref_conv_grads(const conv_case_t *c, const double *x, const d
                 db[f] += g;
                 for (int64_t ci = 0; ci < cg; ci++)
                     for (int64_t ki = 0; ki < ksz; ki++) {
-                        unflatten(c->nd, c->k, ki, kk);
-                        bool inside = true;
-                        for (int i = 0; i < c->nd; i++) {
-                            at[i] = o[i] * c->s[i] - c->p[i] + kk[i] * c->d[i];
-                            inside = inside && at[i] >= 0 && at[i] < c->in[i];
-                        }
-                        if (!inside) continue;
+                        if (!tap_inside(c, o, ki, at)) continue;
                         int64_t xi =
                             (n * c->chan + f / fg * cg + ci) * isz + flatten(c->nd, c->in, at);
                         int64_t wi = (f * cg + ci) * ksz + ki;

@@ -71,13 +71,8 @@ END_TEST
 
 /* dx, dW and db of one case through _backward_Convolution, rounded once. */
 static void check_gradients(const conv_case_t *c, int dtype) {
-    char kernel[64], stride[64], pad[64], dilate[64], nf[16], ng[16];
-    tuple_text(c->nd, c->k, kernel, sizeof kernel);
-    tuple_text(c->nd, c->s, stride, sizeof stride);
-    tuple_text(c->nd, c->p, pad, sizeof pad);
-    tuple_text(c->nd, c->d, dilate, sizeof dilate);
-    snprintf(nf, sizeof nf, "%lld", (long long)c->filt);
-    snprintf(ng, sizeof ng, "%lld", (long long)c->groups);
+    conv_texts_t t;
+    conv_texts(c, &t);
     int64_t out[3], xs[5] = {c->batch, c->chan}, ws[5] = {c->filt, c->chan / c->groups},
                     ys[5] = {c->batch, c->filt};
     conv_out(c, out);
@@ -94,8 +89,8 @@ static void check_gradients(const conv_case_t *c, int dtype) {
     DeftNDArrayHandle grads[3] = {NULL, NULL, NULL};
     int nout = 3;
     ck_assert_ok(call("_backward_Convolution", 4, in, &nout, grads,
-                      P("kernel", kernel, "stride", stride, "pad", pad, "dilate", dilate,
-                        "num_filter", nf, "num_group", ng)));
+                      P("kernel", t.kernel, "stride", t.stride, "pad", t.pad, "dilate", t.dilate,
+                        "num_filter", t.nf, "num_group", t.ng)));
     assert_half_rounded(grads[0], dtype, nx, dx);
     assert_half_rounded(grads[1], dtype, nw, dw);
     assert_half_rounded(grads[2], dtype, c->filt, db);
