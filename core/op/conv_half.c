@@ -3,12 +3,14 @@
  *
  * bfloat16, on a CPU with AVX512-BF16 (AMX where it has it), multiplies its
  * 16-bit operands as they are. im2col only moves elements, so it runs on the
- * bfloat16 words; the products run in gemm_bf16.c with float32 sums:
- *   - lower (the forward): one product per (image, group), rounded once
- *     into the output, which holds the bias first (beta 1);
- *   - raise (the data gradient): the columns stay float32 (W^T dy), col2im
- *     sums them in float32, and the image is rounded once;
- *   - wgrad: dW sums every image's dy im2col(x)^T in float32 (a sum per
+ * bfloat16 words, a tile of output columns at a time (sized for the core's
+ * L2), and each tile's product runs in gemm_bf16.c with float32 sums
+ * against W packed once a call:
+ *   - lower (the forward): the tile's sums plus the bias, rounded once into
+ *     the output; small outputs put several images side by side in a tile;
+ *   - raise (the data gradient): the tile's columns stay float32 (W^T dy),
+ *     col2im sums them into a float32 image, which is rounded once;
+ *   - wgrad: dW sums every tile's dy im2col(x)^T in float32 (a sum per
  *     thread, then theirs) and rounds once.
  * Products of fewer than MIN_FILTERS rows (depthwise and tiny layers) widen
  * instead, as does everything in float16 and on other CPUs: the operands are
