@@ -38,6 +38,11 @@ static const conv_case_t product_cases[] = {
      DIMS(0), true, DIMS(0)},
     {2, 4, 16, 32, 1, DIMS(16, 16), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
+    /* width stride 2: a stem's 7x7 kernel on an odd width, and with dilation */
+    {2, 2, 3, 16, 1, DIMS(19, 23), DIMS(7, 7), DIMS(2, 2), DIMS(3, 3), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 1, 4, 16, 1, DIMS(9, 14), DIMS(3, 3), DIMS(2, 2), DIMS(2, 1), DIMS(2, 2), DIMS(0), false,
+     DIMS(0)},
     /* stride 3 with dilation: im2col's taps one by one */
     {2, 2, 4, 16, 1, DIMS(11, 13), DIMS(3, 3), DIMS(3, 3), DIMS(2, 1), DIMS(2, 2), DIMS(0), true,
      DIMS(0)},

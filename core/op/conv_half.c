@@ -227,6 +227,50 @@ tap_row(uint16_t *dst, const uint16_t *src, int64_t off, int64_t s, int64_t lo, 
     }
 }
 
+/* Longest image row (in words) that im2col_stride2 splits on its stack. */
+#define SPLIT_MAX 2048
+
+/* A row of n words split into its even (ev) and odd (od) columns, each
+ * padded past its end by up to 16 words. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void
+split_row(const uint16_t *row, int64_t n, uint16_t *ev, uint16_t *od) {
+    for (int64_t i = 0; i < n; i += 32) {
+        __m512i v = _mm512_maskz_loadu_epi16(bits(0, n - i < 32 ? n - i : 32), row + i);
+        _mm256_storeu_si256((__m256i *)(ev + i / 2), _mm512_cvtepi32_epi16(v));
+        _mm256_storeu_si256((__m256i *)(od + i / 2),
+                            _mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16)));
+    }
+}
+
+/*
+ * im2col at width stride 2 (a stem's 7x7 kernel): each image row a tap row
+ * reads is split into its even and odd columns once, for all of the kernel's
+ * columns, so that each tap's row is a run of one of them (tap x reads
+ * column 2x + off: phase off & 1, at x + (off - (off & 1)) / 2).
+ */
+__attribute__((target("avx512f,avx512bw,avx512vl,bmi2"))) static void
+im2col_stride2(const deft_conv_geom_t *g, const uint16_t *img, int64_t r0, int64_t r1,
+               uint16_t *col, int64_t ld) {
+    const int64_t cg = g->chan / g->groups, ow = g->col[2], iw = g->img[2];
+    const int64_t plane = deft_conv_img_size(g), kw_n = g->k[2];
+    uint16_t phase[2][SPLIT_MAX / 2 + 32];
+    for (int64_t c = 0; c < cg; c++)
+        for (int64_t kh = 0; kh < g->k[1]; kh++) {
+            uint16_t *taps = col + (c * g->k[1] + kh) * kw_n * ld;
+            for (int64_t r = r0; r < r1; r++) {
+                int64_t ih = r * g->s[1] - g->p[1] + kh * g->d[1];
+                bool inside = ih >= 0 && ih < g->img[1];
+                if (inside) split_row(img + c * plane + ih * iw, iw, phase[0], phase[1]);
+                for (int64_t kw = 0; kw < kw_n; kw++) {
+                    int64_t off = kw * g->d[2] - g->p[2], lo, hi, ph = off & 1;
+                    deft_conv_tap_range(off, 2, iw, ow, &lo, &hi);
+                    tap_row(taps + kw * ld + (r - r0) * ow, inside ? phase[ph] : NULL,
+                            (off - ph) / 2, 1, lo, hi, ow);
+                }
+            }
+        }
+}
+
 /*
  * The rows [r0, r1) of one tap where the image rows are as wide as the
  * output's and follow each other (stride 1 both ways): all the taps inside
@@ -260,6 +304,10 @@ im2col_words_2d(const deft_conv_geom_t *g, const uint16_t *img, int64_t r0, int6
     const int64_t cg = g->chan / g->groups, ow = g->col[2], iw = g->img[2], sw = g->s[2];
     const int64_t plane = deft_conv_img_size(g);
     const bool runs = sw == 1 && g->s[1] == 1 && iw == ow;
+    if (sw == 2 && iw <= SPLIT_MAX) {
+        im2col_stride2(g, img, r0, r1, col, ld);
+        return;
+    }
     uint16_t *row = col;
     for (int64_t c = 0; c < cg; c++)
         for (int64_t kh = 0; kh < g->k[1]; kh++)
