@@ -133,6 +133,7 @@ static inline void tuple_text(int nd, const int64_t *v, char *buf, size_t len) {
 /* A case's parameters as operator parameter texts. */
 typedef struct conv_texts {
     char kernel[64], stride[64], dilate[64], pad[64], adj[64], target[64], nf[16], ng[16];
+    const char *no_bias;
 } conv_texts_t;
 
 static inline void conv_texts(const conv_case_t *c, conv_texts_t *t) {
@@ -144,6 +145,7 @@ static inline void conv_texts(const conv_case_t *c, conv_texts_t *t) {
     tuple_text(c->nd, c->target, t->target, sizeof t->target);
     snprintf(t->nf, sizeof t->nf, "%lld", (long long)c->filt);
     snprintf(t->ng, sizeof t->ng, "%lld", (long long)c->groups);
+    t->no_bias = c->bias ? "false" : "true";
 }
 
 /* Quarters in [-2, 2.5] in no short period: exact in float16 and bfloat16,
@@ -197,18 +199,17 @@ static inline void check_case_within(const conv_case_t *c, bool deconv, int dtyp
     (deconv ? ref_deconv : ref_conv)(c, x, w, b, want);
     DeftNDArrayHandle in[3] = {make(dtype, nd, xshape, x), make(dtype, nd, wshape, w),
                                make(dtype, 1, (int64_t[]){c->filt}, b)};
-    const char *no_bias = c->bias ? "false" : "true";
     DeftNDArrayHandle y =
         deconv ? call1("Deconvolution", c->bias ? 3 : 2, in,
                        c->target[0] > 0 ? P("kernel", t.kernel, "stride", t.stride, "dilate",
                                             t.dilate, "target_shape", t.target, "num_filter", t.nf,
-                                            "num_group", t.ng, "no_bias", no_bias)
+                                            "num_group", t.ng, "no_bias", t.no_bias)
                                         : P("kernel", t.kernel, "stride", t.stride, "dilate",
                                             t.dilate, "pad", t.pad, "adj", t.adj, "num_filter",
-                                            t.nf, "num_group", t.ng, "no_bias", no_bias))
+                                            t.nf, "num_group", t.ng, "no_bias", t.no_bias))
                : call1("Convolution", c->bias ? 3 : 2, in,
                        P("kernel", t.kernel, "stride", t.stride, "dilate", t.dilate, "pad", t.pad,
-                         "num_filter", t.nf, "num_group", t.ng, "no_bias", no_bias));
+                         "num_filter", t.nf, "num_group", t.ng, "no_bias", t.no_bias));
     assert_shape(y, nd, yshape);
     assert_result(y, dtype, ny, want, tol);
     free_all(3, in);

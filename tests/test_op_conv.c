@@ -486,21 +486,7 @@ static const conv_case_t kept_cases[] = {
      DIMS(0)},
 };
 
-/* A 2-D case's parameters as text. */
-typedef struct conv_text {
-    char kernel[64], stride[64], pad[64], nf[16];
-    const char *no_bias;
-} conv_text_t;
-
-static conv_text_t text_of(const conv_case_t *c) {
-    conv_text_t t = {.no_bias = c->bias ? "false" : "true"};
-    tuple_text(2, c->k, t.kernel, sizeof t.kernel);
-    tuple_text(2, c->s, t.stride, sizeof t.stride);
-    tuple_text(2, c->p, t.pad, sizeof t.pad);
-    snprintf(t.nf, sizeof t.nf, "%lld", (long long)c->filt);
-    return t;
-}
-
+/* A case's parameters for Convolution, from conv_texts. */
 #define CONV_TEXT_PARAMS(t)                                                                        \
     P("kernel", (t).kernel, "stride", (t).stride, "pad", (t).pad, "num_filter", (t).nf, "no_bias", \
       (t).no_bias)
@@ -508,7 +494,8 @@ static conv_text_t text_of(const conv_case_t *c) {
 /* Convolution of the case on variables data, weight (through _mul_scalar
  * by 1 inside the graph when `computed`) and bias. */
 static DeftSymbolHandle kept_symbol(const conv_case_t *c, bool computed) {
-    conv_text_t t = text_of(c);
+    conv_texts_t t;
+    conv_texts(c, &t);
     DeftSymbolHandle in[3] = {var("data"), var("weight"), var("bias")}, weight = in[1];
     if (computed) in[1] = apply("_mul_scalar", "scaled", 1, &weight, P("scalar", "1"));
     DeftSymbolHandle y = apply("Convolution", "conv", c->bias ? 3 : 2, in, CONV_TEXT_PARAMS(t));
@@ -541,7 +528,8 @@ static void check_kept(const conv_case_t *c, bool computed) {
     DeftNDArrayHandle y[4] = {NULL, NULL, NULL, NULL}, eager[3];
     const int nin = c->bias ? 3 : 2;
     int nout = 1;
-    conv_text_t t = text_of(c);
+    conv_texts_t t;
+    conv_texts(c, &t);
     for (int run = 0; run < 3; run++) {
         nout = 1;
         ck_assert_ok(DeftCachedOpInvoke(exec, nin, in, &nout, &y[run]));
@@ -613,7 +601,8 @@ static const conv_case_t folded_cases[] = {
 /* BatchNorm(Convolution(data, weight), gamma, beta, mean, var), then relu
  * with `relu`; conv_out: the convolution's output is a graph output too. */
 static DeftSymbolHandle conv_bn_symbol(const conv_case_t *c, bool conv_out, bool relu) {
-    conv_text_t t = text_of(c);
+    conv_texts_t t;
+    conv_texts(c, &t);
     const char *names[6] = {"data", "weight", "gamma", "beta", "mean", "var"};
     DeftSymbolHandle v[6];
     for (int k = 0; k < 6; k++) v[k] = var(names[k]);
@@ -644,7 +633,8 @@ static bool folds(DeftSymbolHandle sym, const char *op) {
 }
 
 static void check_folded(const conv_case_t *c, int dtype, bool relu) {
-    conv_text_t t = text_of(c);
+    conv_texts_t t;
+    conv_texts(c, &t);
     int64_t out[3];
     conv_out(c, out);
     int64_t xs[4] = {c->batch, c->chan, c->in[0], c->in[1]};
