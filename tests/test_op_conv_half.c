@@ -128,6 +128,52 @@ START_TEST(test_half_gradients_round_the_float32_result_once) {
 }
 END_TEST
 
+/* In predict mode the bfloat16 forward keeps W packed between calls (under
+ * its contents' key, as the float32 direct kernels do): a write to W is
+ * seen by the next call, and DeftMemoryReleaseCached drops the copies. */
+START_TEST(test_bf16_kept_weights_follow_writes_and_release) {
+    if (!use_mode(2) && !use_mode(1)) {
+        printf("test_bf16_kept_weights_follow_writes_and_release: no AVX512-BF16 here\n");
+        restore_modes();
+        return;
+    }
+    const conv_case_t c = {2,           2,          8,          32,         1,
+                           DIMS(9, 10), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1),
+                           DIMS(0),     true,       DIMS(0)};
+    const int64_t xs[4] = {2, 8, 9, 10}, ws[4] = {32, 8, 3, 3}, nw = 32 * 72, ny = 2 * 32 * 90;
+    /* weights w0, then w1 written from the host, then 2 w1 written in place */
+    double x[2 * 8 * 90], w[3][32 * 72], b[32], want[3][2 * 32 * 90];
+    fill_quarters(x, count_of(4, xs), 1), fill_quarters(b, 32, 3);
+    fill_quarters(w[0], nw, 5), fill_quarters(w[1], nw, 6);
+    for (int64_t i = 0; i < nw; i++) w[2][i] = 2 * w[1][i];
+    for (int v = 0; v < 3; v++) ref_conv(&c, x, w[v], b, want[v]);
+    DeftNDArrayHandle in[3] = {make(DEFT_BFLOAT16, 4, xs, x), make(DEFT_BFLOAT16, 4, ws, w[0]),
+                               make(DEFT_BFLOAT16, 1, SHAPE(32), b)};
+    conv_texts_t t;
+    conv_texts(&c, &t);
+    const char *const *params = P("kernel", t.kernel, "pad", t.pad, "num_filter", t.nf);
+    for (int run = 0; run < 4; run++) {
+        if (run == 1) set_values(in[1], nw, w[1]);
+        if (run == 2) {
+            DeftNDArrayHandle same[1] = {in[1]};
+            int nout = 1;
+            ck_assert_ok(call("_mul_scalar", 1, in + 1, &nout, same, P("scalar", "2")));
+        }
+        if (run == 3) {
+            ck_assert_uint_gt(deft_conv_packed_bytes(), 0);
+            ck_assert_ok(DeftMemoryReleaseCached(DEFT_CPU, 0));
+            ck_assert_uint_eq(deft_conv_packed_bytes(), 0);
+        }
+        DeftNDArrayHandle y = call1("Convolution", 3, in, params);
+        assert_half_rounded(y, DEFT_BFLOAT16, ny, want[run < 2 ? run : 2]);
+        free_all(1, &y);
+    }
+    ck_assert_uint_gt(deft_conv_packed_bytes(), 0);
+    free_all(3, in);
+    restore_modes();
+}
+END_TEST
+
 /* Mixed dtypes and integer data are refused, by name. */
 START_TEST(test_half_convolution_errors_name_the_dtypes) {
     double v[2 * 3 * 5 * 5] = {0};
@@ -150,6 +196,7 @@ int main(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_half_convolution_rounds_the_float32_result_once, 0, 2);
     tcase_add_loop_test(tc, test_half_gradients_round_the_float32_result_once, 0, 2);
+    tcase_add_test(tc, test_bf16_kept_weights_follow_writes_and_release);
     tcase_add_test(tc, test_half_convolution_errors_name_the_dtypes);
     suite_add_tcase(s, tc);
     return run_suite(s);

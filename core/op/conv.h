@@ -81,7 +81,8 @@ void deft_conv_bias_grad_cpu(deft_dtype_t dtype, int64_t batch, int64_t channels
  * these): float32 sums, each result rounded once.
  */
 int deft_conv_lower_half(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
-                         const void *w, const void *bias, void *colside);
+                         const void *w, const void *bias, void *colside,
+                         const struct deft_content_key *wkey);
 int deft_conv_raise_half(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *colside,
                          const void *w, const void *bias, void *image);
 int deft_conv_wgrad_half(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
@@ -126,7 +127,7 @@ int deft_conv_direct_wgrad(const deft_conv_geom_t *g, const float *image, const 
                            float *dw);
 void deft_conv_direct_enable(bool on);
 bool deft_conv_direct_on(void);
-/* Drop the weights the direct forward keeps packed between predict-mode
+/* Drop the weights the forward keeps packed between predict-mode
  * calls (conv_packed.c), as DeftMemoryReleaseCached does for the CPU; a call
  * still reading a copy frees it when it lets go. */
 void deft_conv_packed_drop_all(void);

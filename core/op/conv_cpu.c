@@ -292,7 +292,8 @@ static int finish(conv_job_t *j) {
 int deft_conv_lower_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
                         const void *w, const void *bias, void *colside,
                         const struct deft_content_key *wkey) {
-    if (deft_dtype_is_half(dtype)) return deft_conv_lower_half(g, dtype, image, w, bias, colside);
+    if (deft_dtype_is_half(dtype))
+        return deft_conv_lower_half(g, dtype, image, w, bias, colside, wkey);
     /* first: at 1 thread the direct kernel beat the batched GEMM at every
      * small output measured (512->512 at 7x7: 97 against 85 GFLOP/s) */
     if (deft_conv_direct_fits(g, dtype))

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "core/op/conv.h"
+#include "core/op/conv_packed.h"
 #include "core/op/op.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -200,23 +201,6 @@ static ALWAYS AVX512 void deft_direct_epilogue(__m512 acc[MAX_BLOCKS][MAX_PIX], 
             break;                                                                                 \
         }                                                                                          \
     }
-
-/* What a packed copy of weights is kept by (conv_packed.c): the weights'
- * contents, and their layout: where they are, and the packed shape. */
-typedef struct deft_conv_pack_key {
-    deft_content_key_t content;
-    const float *w;
-    int64_t dims[4]; /* output and input channels, kernel height and width */
-} deft_conv_pack_key_t;
-typedef struct deft_conv_packed deft_conv_packed_t;
-
-/* The kept copy of weights for key, or one that pack(ctx, dst) makes now
- * (`floats` of them) and that is kept for later calls; NULL when out of
- * memory. The caller lets *held go when it is done reading. */
-const float *deft_conv_packed_get(const deft_conv_pack_key_t *key, size_t floats,
-                                  void (*pack)(void *ctx, float *dst), void *ctx,
-                                  deft_conv_packed_t **held);
-void deft_conv_packed_release(deft_conv_packed_t *held);
 
 /* Shape, bands and operands for geometry g (2-D, groups 1), with bands of
  * rows small enough to make at least `items` (image, band) work items. */

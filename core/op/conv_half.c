@@ -28,6 +28,7 @@
 #include "core/base/scratch.h"
 #include "core/math/dtype_math.h"
 #include "core/op/conv.h"
+#include "core/op/conv_packed.h"
 #include "core/op/gemm_bf16.h"
 #include "core/op/half_compute.h"
 #include "core/op/op.h"
@@ -99,8 +100,9 @@ typedef struct job {
     const deft_conv_geom_t *g;
     const uint16_t *src, *w; /* wgrad: the image and the column side */
     void *dst;
-    deft_bf16_a_t *wp;                         /* per group: W (lower) or W^T (raise), packed */
-    float *bias;                               /* float32, or NULL */
+    deft_bf16_a_t *wp;        /* per group: W (lower) or W^T (raise), packed */
+    deft_conv_packed_t *held; /* where wp's panels are kept between calls, or NULL */
+    float *bias;              /* float32, or NULL */
     int64_t cg, fg, rows, plane, space, outer; /* per group: channels, filters, im2col rows */
     int64_t tile_rows, ntiles; /* outer rows per tile (col[2] columns each), tiles per image */
     int64_t per;               /* lower: whole images per tile, when more than one */
@@ -140,24 +142,63 @@ static bool direct_bf16(const deft_conv_geom_t *g, deft_dtype_t dtype) {
            deft_conv_col_size(g) > 0;
 }
 
-/* Each group's W (m x k = filters x im2col rows), or W^T for raise, packed;
- * and the bias (`count` values, or none) in float32. */
-static int prepare(job_t *j, bool transposed, const uint16_t *bias, int64_t count) {
+/* Every group's W, packed as lay (laid out for one group) into dst. */
+typedef struct pack_ctx {
+    job_t *j;
+    bool transposed;
+    deft_bf16_a_t lay;
+} pack_ctx_t;
+
+static void pack_groups(void *arg, float *dst) {
+    pack_ctx_t *p = arg;
+    const job_t *j = p->j;
+    for (int64_t gi = 0; gi < j->g->groups; gi++) {
+        j->wp[gi] = p->lay;
+        j->wp[gi].panels = (uint32_t *)dst + (size_t)gi * deft_gemm_bf16_a_words(&p->lay);
+        deft_gemm_bf16_a_fill(&j->wp[gi], p->transposed, j->w + gi * j->fg * j->rows, j->rows);
+    }
+}
+
+/* Each group's W (m x k = filters x im2col rows), or W^T for raise, packed
+ * (kept between calls under wkey, the weights' contents, when given); and
+ * the bias (`count` values, or none) in float32. */
+static int prepare(job_t *j, bool transposed, const uint16_t *bias, int64_t count,
+                   const deft_content_key_t *wkey) {
     const deft_conv_geom_t *g = j->g;
     j->wp = calloc((size_t)g->groups, sizeof *j->wp);
     j->bias = bias ? malloc(sizeof(float) * (size_t)count) : NULL;
     if (!j->wp || (bias && !j->bias)) return no_memory("its packed weights");
     for (int64_t i = 0; bias && i < count; i++) j->bias[i] = deft_bf16_to_float(bias[i]);
-    for (int64_t gi = 0; gi < g->groups; gi++)
-        if (deft_gemm_bf16_pack_a(transposed, transposed ? j->rows : j->fg,
-                                  transposed ? j->fg : j->rows, j->w + gi * j->fg * j->rows,
-                                  j->rows, &j->wp[gi]))
-            return no_memory("its packed weights");
+    pack_ctx_t ctx = {
+        j, transposed,
+        deft_gemm_bf16_a_layout(transposed ? j->rows : j->fg, transposed ? j->fg : j->rows)};
+    const size_t words = deft_gemm_bf16_a_words(&ctx.lay);
+#if DEFT_SIMD_X86 /* the kept copies (conv_packed.c) */
+    if (wkey) {
+        deft_conv_pack_key_t key = {*wkey, j->w, {g->filt, j->rows, g->groups, -1 - ctx.lay.amx}};
+        const float *kept =
+            deft_conv_packed_get(&key, words * (size_t)g->groups, pack_groups, &ctx, &j->held);
+        if (!kept) return no_memory("its packed weights");
+        for (int64_t gi = 0; gi < g->groups; gi++) {
+            j->wp[gi] = ctx.lay;
+            j->wp[gi].panels = (uint32_t *)kept + (size_t)gi * words;
+        }
+        return 0;
+    }
+#else
+    (void)wkey;
+#endif
+    float *panels = deft_scratch_alloc(sizeof(uint32_t) * words * (size_t)g->groups);
+    if (!panels) return no_memory("its packed weights");
+    pack_groups(&ctx, panels);
     return 0;
 }
 
 static int finish(job_t *j, int status) {
-    for (int64_t gi = 0; j->wp && gi < j->g->groups; gi++) deft_gemm_bf16_a_free(&j->wp[gi]);
+    if (j->held)
+        deft_conv_packed_release(j->held);
+    else if (j->wp)
+        deft_scratch_free(j->wp[0].panels); /* every group's, from prepare */
     free(j->wp);
     free(j->bias);
     if (status == 0 && atomic_load(&j->failed)) status = no_memory("a bfloat16 product's buffers");
@@ -475,7 +516,8 @@ static void lower_items(void *ctx, int64_t begin, int64_t end) {
 }
 
 int deft_conv_lower_half(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
-                         const void *w, const void *bias, void *colside) {
+                         const void *w, const void *bias, void *colside,
+                         const struct deft_content_key *wkey) {
     if (!direct_bf16(g, dtype)) return widened(LOWER, g, dtype, image, w, bias, colside);
     job_t j;
     job_init(&j, g, image, w, colside);
@@ -496,7 +538,7 @@ int deft_conv_lower_half(const deft_conv_geom_t *g, deft_dtype_t dtype, const vo
     const int64_t most = j.fg / 32 > 1 ? j.fg / 32 : 1;
     j.msplits = tiles < threads ? (threads + tiles - 1) / tiles : 1;
     if (j.msplits > most) j.msplits = most;
-    int status = prepare(&j, false, bias, g->filt);
+    int status = prepare(&j, false, bias, g->filt, wkey);
     if (status == 0)
         deft_parallel_for(tiles * j.msplits,
                           grain_for(j.fg * j.rows * j.space / j.ntiles * j.per / j.msplits),
@@ -541,7 +583,7 @@ int deft_conv_raise_half(const deft_conv_geom_t *g, deft_dtype_t dtype, const vo
     if (!direct_bf16(g, dtype)) return widened(RAISE, g, dtype, colside, w, bias, image);
     job_t j;
     job_init(&j, g, colside, w, image);
-    int status = prepare(&j, true, bias, g->chan);
+    int status = prepare(&j, true, bias, g->chan, NULL);
     if (status == 0)
         deft_parallel_for(g->batch * g->groups, grain_for(j.fg * j.rows * j.space), raise_items,
                           &j);

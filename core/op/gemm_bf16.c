@@ -467,19 +467,30 @@ int deft_gemm_bf16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const 
     return gemm(ta, tb, m, n, k, a, b, beta, NULL, c);
 }
 
+deft_bf16_a_t deft_gemm_bf16_a_layout(int64_t m, int64_t k) {
+    bool amx = m >= AMX_LEAST_ROWS && amx_on();
+    int64_t kp = (k + 1) / 2, ks = amx ? (kp + TILE_PAIRS - 1) / TILE_PAIRS * TILE_PAIRS : kp;
+    return (deft_bf16_a_t){m, k, ks, amx, NULL};
+}
+
+size_t deft_gemm_bf16_a_words(const deft_bf16_a_t *a) {
+    int mr = a->amx ? AMX_MR : MR;
+    return (size_t)((a->m + mr - 1) / mr * a->ks * mr);
+}
+
+void deft_gemm_bf16_a_fill(const deft_bf16_a_t *a, bool ta, const uint16_t *src, int64_t lda) {
+    if (a->amx)
+        pack_a_amx(src, ta, a->m, a->k, lda, a->ks, a->panels);
+    else
+        pack_a(src, ta, a->m, a->k, lda, a->ks, a->panels);
+}
+
 int deft_gemm_bf16_pack_a(bool ta, int64_t m, int64_t k, const uint16_t *a, int64_t lda,
                           deft_bf16_a_t *out) {
-    bool amx = m >= AMX_LEAST_ROWS && amx_on();
-    int mr = amx ? AMX_MR : MR;
-    int64_t kp = (k + 1) / 2, ks = amx ? (kp + TILE_PAIRS - 1) / TILE_PAIRS * TILE_PAIRS : kp;
-    int64_t panels_m = (m + mr - 1) / mr;
-    *out = (deft_bf16_a_t){m, k, ks, amx, NULL};
-    out->panels = deft_scratch_alloc(sizeof(uint32_t) * (size_t)(panels_m * ks * mr));
+    *out = deft_gemm_bf16_a_layout(m, k);
+    out->panels = deft_scratch_alloc(sizeof(uint32_t) * deft_gemm_bf16_a_words(out));
     if (!out->panels) return -1;
-    if (amx)
-        pack_a_amx(a, ta, m, k, lda, ks, out->panels);
-    else
-        pack_a(a, ta, m, k, lda, kp, out->panels);
+    deft_gemm_bf16_a_fill(out, ta, a, lda);
     return 0;
 }
 

@@ -6,6 +6,7 @@
 #define DEFT_CORE_OP_GEMM_BF16_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Whether this CPU runs deft_gemm_bf16 (AVX512-BF16 and -BW, and the SIMD
@@ -47,6 +48,12 @@ typedef struct deft_bf16_a {
 /* Pack A (m x k, or k x m when ta; rows lda apart); -1 when out of memory. */
 int deft_gemm_bf16_pack_a(bool ta, int64_t m, int64_t k, const uint16_t *a, int64_t lda,
                           deft_bf16_a_t *out);
+/* The same in memory of the caller's (weights kept packed between calls):
+ * the layout an m x k A packs into (panels NULL), the 32-bit words it
+ * takes, and the packing into a->panels. */
+deft_bf16_a_t deft_gemm_bf16_a_layout(int64_t m, int64_t k);
+size_t deft_gemm_bf16_a_words(const deft_bf16_a_t *a);
+void deft_gemm_bf16_a_fill(const deft_bf16_a_t *a, bool ta, const uint16_t *src, int64_t lda);
 void deft_gemm_bf16_a_free(deft_bf16_a_t *a);
 /* Part `part` of `parts` runs of A's row panels, as an A of its own (not to
  * be freed); *row0 receives its first row. An empty part has m 0. */
