@@ -43,6 +43,8 @@ static const conv_case_t product_cases[] = {
      DIMS(0)},
     {2, 1, 4, 16, 1, DIMS(9, 14), DIMS(3, 3), DIMS(2, 2), DIMS(2, 1), DIMS(2, 2), DIMS(0), false,
      DIMS(0)},
+    /* ... on a row too long to split on the stack (2048 words): strided masked loads */
+    {1, 1, 2, 16, 1, DIMS(4200), DIMS(3), DIMS(2), DIMS(1), DIMS(1), DIMS(0), true, DIMS(0)},
     /* stride 3 with dilation: im2col's taps one by one */
     {2, 2, 4, 16, 1, DIMS(11, 13), DIMS(3, 3), DIMS(3, 3), DIMS(2, 1), DIMS(2, 2), DIMS(0), true,
      DIMS(0)},
