@@ -49,6 +49,11 @@ static inline int64_t deft_conv_kernel_size(const deft_conv_geom_t *g) {
     return g->k[0] * g->k[1] * g->k[2];
 }
 /* Rows of one group's im2col matrix: its channels times the kernel's positions. */
+/* Whether im2col is the image itself: a 1x1 kernel at stride 1 without padding. */
+static inline bool deft_conv_pointwise(const deft_conv_geom_t *g) {
+    return deft_conv_kernel_size(g) == 1 && g->s[0] == 1 && g->s[1] == 1 && g->s[2] == 1 &&
+           g->p[0] == 0 && g->p[1] == 0 && g->p[2] == 0;
+}
 static inline int64_t deft_conv_col_rows(const deft_conv_geom_t *g) {
     return g->chan / g->groups * deft_conv_kernel_size(g);
 }

@@ -142,8 +142,7 @@ static void job_init(conv_job_t *j, const deft_conv_geom_t *g, deft_dtype_t dtyp
     if (j->tile < 1) j->tile = 1;
     if (j->tile > j->outer) j->tile = j->outer;
     j->ntiles = j->tile > 0 ? (j->outer + j->tile - 1) / j->tile : 0;
-    j->pointwise = deft_conv_kernel_size(g) == 1 && g->s[0] == 1 && g->s[1] == 1 && g->s[2] == 1 &&
-                   g->p[0] == 0 && g->p[1] == 0 && g->p[2] == 0;
+    j->pointwise = deft_conv_pointwise(g);
     atomic_init(&j->failed, false);
     openblas_set_num_threads(1); /* every call: the host program may have changed it */
 }

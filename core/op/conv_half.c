@@ -121,8 +121,7 @@ static void job_init(job_t *j, const deft_conv_geom_t *g, const void *src, const
     j->rows = deft_conv_col_rows(g);
     j->plane = deft_conv_img_size(g), j->space = deft_conv_col_size(g);
     j->outer = g->col[0] * g->col[1];
-    j->pointwise = deft_conv_kernel_size(g) == 1 && g->s[0] == 1 && g->s[1] == 1 && g->s[2] == 1 &&
-                   g->p[0] == 0 && g->p[1] == 0 && g->p[2] == 0;
+    j->pointwise = deft_conv_pointwise(g);
     const int64_t ow = g->col[2];
     int64_t cols = TILE_BYTES / 4 / (j->rows > 0 ? j->rows : 1);
     if (cols < TILE_COLS) cols = TILE_COLS;
