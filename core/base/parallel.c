@@ -18,6 +18,7 @@
 #include "core/base/parallel.h"
 #include "core/base/fpmode.h"
 #include "core/base/spin.h"
+#include "core/base/tls.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -174,6 +175,11 @@ void deft_parallel_hot_end(void) {
 }
 
 static atomic_int running_ops;
+static DEFT_TLS_FAST unsigned long tl_jobs;
+
+unsigned long deft_parallel_jobs(void) {
+    return tl_jobs;
+}
 
 void deft_parallel_op_begin(void) {
     atomic_fetch_add_explicit(&running_ops, 1, memory_order_relaxed);
@@ -211,6 +217,7 @@ void deft_parallel_for(int64_t n, int64_t grain, deft_range_fn fn, void *ctx) {
         fn(ctx, 0, n);
         return;
     }
+    tl_jobs++;
     int64_t chunk = (n + CHUNKS_PER_THREAD * threads - 1) / (CHUNKS_PER_THREAD * threads);
     job_t *job = &pool.job;
     unsigned long number = atomic_load_explicit(&pool.generation, memory_order_relaxed) + 1;

@@ -43,6 +43,10 @@ void deft_parallel_pair(deft_task_fn a, void *ctx_a, deft_task_fn b, void *ctx_b
 void deft_parallel_hot_begin(void);
 void deft_parallel_hot_end(void);
 
+/* Parallel jobs the calling thread has shared with helpers so far: a runner reads it around a
+ * kernel to tell whether the kernel split its work (core/graph/branches.h). */
+unsigned long deft_parallel_jobs(void);
+
 /* Threads a parallel-for may use: DEFT_NUM_THREADS, or the number of cores. */
 int deft_parallel_threads(void);
 

@@ -16,6 +16,7 @@
 #ifndef DEFT_CORE_EXECUTOR_H
 #define DEFT_CORE_EXECUTOR_H
 
+#include "core/graph/branches.h"
 #include "core/graph/plan_memory.h"
 #include "core/engine/engine.h"
 #include "core/graph/symbol.h"
@@ -55,6 +56,9 @@ int deft_cached_plan_run(const deft_cached_plan_t *p, int nin, const void *in, i
 /* The figures of the last invocation's plan (offset is NULL); -1 (error
  * set) if there was none. */
 int deft_cached_op_last_plan(deft_cached_op_t *op, deft_memory_plan_t *out);
+
+/* What the executor's branches learnt (branches.h). */
+void deft_cached_op_branch_stat(const deft_cached_op_t *op, deft_branch_stat_t *out);
 
 /* The bounds of a plan cache (DEFT_PLAN_CACHE_BYTES, DEFT_PLAN_CACHE_SIZE). */
 void deft_plan_cache_limits(size_t *bytes, int *plans);

@@ -63,3 +63,8 @@ void deft_op_set_vouched(const deft_vouched_t *list, int n, const deft_vouched_t
     tl_vouched = list;
     tl_num_vouched = n;
 }
+
+void deft_op_vouched(const deft_vouched_t **list, int *n) {
+    *list = tl_vouched;
+    *n = tl_num_vouched;
+}

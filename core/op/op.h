@@ -253,6 +253,9 @@ bool deft_op_content_key(const deft_tensor_t *t, deft_content_key_t *key);
 void deft_op_set_vouched(const deft_vouched_t *list, int n, const deft_vouched_t **prev,
                          int *prev_n);
 
+/* The list the calling thread's runner set (a runner handing a kernel to another thread). */
+void deft_op_vouched(const deft_vouched_t **list, int *n);
+
 /* output_device for operators whose parameter 0 is a DEFT_PARAM_DEVICE; -1 for a
  * device that does not exist (cpu(n) for n > 0 too: there is one host memory). */
 int deft_output_device_param0(const deft_op_t *op, const deft_param_value_t *p, deft_device_t *out);
