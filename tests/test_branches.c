@@ -18,6 +18,7 @@
 
 static pthread_t probe_thread[2];
 static atomic_int probe_training[2];
+static atomic_int probe_calls;
 
 static int probe_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                        const deft_desc_t *in, int *nout, deft_desc_t *out) {
@@ -35,9 +36,10 @@ static int probe_forward(const deft_op_t *op, const deft_param_value_t *p, int n
     const float *x = deft_tensor_data(&in[0]);
     if (x[0] == PROBE_FAILS) return deft_error(DEFT_ERR_VALUE, "the probe fails on purpose");
     int slot = x[0] != 0;
+    atomic_fetch_add(&probe_calls, 1);
     probe_thread[slot] = pthread_self();
     atomic_store(&probe_training[slot], deft_op_training());
-    nanosleep(&(struct timespec){0, 2000000}, NULL);
+    nanosleep(&(struct timespec){0, 5000000}, NULL);
     memcpy(deft_tensor_data(&out[0]), x, deft_tensor_nbytes(&in[0]));
     return 0;
 }
@@ -113,6 +115,7 @@ START_TEST(test_independent_nodes_run_at_once_with_the_callers_mode) {
     int was;
     ck_assert_ok(DeftAutogradSetIsTraining(1, &was));
     int apart = 0;
+    atomic_store(&probe_calls, 0);
     for (int run = 0; run < 16; run++) {
         DeftNDArrayHandle y;
         ck_assert_msg(run_all(op, 2, in, 1, &y) == 0, "%s", DeftGetLastError());
@@ -128,6 +131,7 @@ START_TEST(test_independent_nodes_run_at_once_with_the_callers_mode) {
     ck_assert_int_eq(s.pairs, 1);
     ck_assert_int_ge(s.paired_runs, 10); /* runs 5 to 16 */
     ck_assert_msg(apart > 0, "the probes of a pair never ran on two threads");
+    ck_assert_int_eq(atomic_load(&probe_calls), 2 * 16); /* each once a run */
     free_all(2, in);
     ck_assert_ok(DeftCachedOpFree(op));
     free_symbols(5, (DeftSymbolHandle[]){a, b, pa, pb, sum});
@@ -215,6 +219,38 @@ START_TEST(test_no_pair_where_order_or_a_split_matters) {
 }
 END_TEST
 
+/* Two chains side by side pair step by step: each node of one with its peer of the other. */
+START_TEST(test_two_chains_pair_step_by_step) {
+    DeftSymbolHandle syms[10];
+    int ns = 0;
+    for (int c = 0; c < 2; c++) {
+        DeftSymbolHandle h = syms[ns++] = var(c ? "y" : "x");
+        const char *ops[] = {"exp", "sin", "cos"};
+        for (int k = 0; k < 3; k++) h = syms[ns++] = apply(ops[k], NULL, 1, &h, NO_PARAMS);
+    }
+    DeftSymbolHandle sum =
+        apply("elemwise_add", "sum", 2, (DeftSymbolHandle[]){syms[3], syms[7]}, NO_PARAMS);
+    DeftCachedOpHandle ops[2] = {executor_with(sum, 0, "-1"), executor_with(sum, 0, "0")};
+    DeftNDArrayHandle in[2], out[2];
+    for (int i = 0; i < 2; i++) in[i] = call1("_random_normal", 0, NULL, P("shape", "(512,)"));
+    for (int run = 0; run < 6; run++)
+        for (int k = 0; k < 2; k++) {
+            if (run) ck_assert_ok(DeftNDArrayFree(out[k]));
+            ck_assert_msg(run_all(ops[k], 2, in, 1, &out[k]) == 0, "%s", DeftGetLastError());
+        }
+    ck_assert_int_eq(stat_of(ops[1]).pairs, 3);
+    ck_assert_int_ge(stat_of(ops[1]).paired_runs, 3);
+    ck_assert(same_values(out[0], out[1]));
+    for (int k = 0; k < 2; k++) {
+        ck_assert_ok(DeftNDArrayFree(out[k]));
+        ck_assert_ok(DeftCachedOpFree(ops[k]));
+    }
+    free_all(2, in);
+    free_symbols(ns, syms);
+    ck_assert_ok(DeftSymbolFree(sum));
+}
+END_TEST
+
 /* A training graph (two layers, their gradients) paired wherever it can be gives the same
  * numbers as run in order, bit for bit. */
 START_TEST(test_paired_gradients_equal_the_ordered_ones) {
@@ -280,6 +316,8 @@ START_TEST(test_the_memory_check_refuses_shared_bytes) {
     int slot[8];
     deft_branches_t *b = deft_branches_new(g);
     ck_assert_ptr_nonnull(b);
+    unsigned char ran[8] = {0}; /* x and y are variables: nothing has run */
+    ck_assert_int_le(g->num_nodes, 8);
     for (int layout = 0; layout < 4; layout++) {
         for (int e = 0; e < g->row_ptr[g->num_nodes]; e++) slot[e] = e;
         int out_j = g->row_ptr[j], out_i = g->row_ptr[i], in_j = deft_graph_input_entry(g, j, 0);
@@ -293,8 +331,11 @@ START_TEST(test_the_memory_check_refuses_shared_bytes) {
                                    deft_device_cpu(),
                                    &storage,
                                    (size_t)slot[e] * sizeof buffer[0]};
-        ck_assert_msg(deft_branches_disjoint(b, g, t, i, j) == (layout == 0), "layout %d", layout);
+        ck_assert_msg(deft_branches_ready(b, g, t, i, j, ran) == (layout == 0), "layout %d",
+                      layout);
     }
+    /* n reads what e makes: never at once, whatever the bytes */
+    ck_assert(!deft_branches_ready(b, g, t, id[2], id[3], ran));
     deft_branches_free(b);
     ck_assert_ok(DeftCachedOpFree(handle));
     free_symbols(6, (DeftSymbolHandle[]){x, y, e, n, s, group});
@@ -307,6 +348,7 @@ static Suite *branches_suite(void) {
     tcase_add_test(tc, test_independent_nodes_run_at_once_with_the_callers_mode);
     tcase_add_test(tc, test_a_failing_branch_reports_its_own_error);
     tcase_add_test(tc, test_no_pair_where_order_or_a_split_matters);
+    tcase_add_test(tc, test_two_chains_pair_step_by_step);
     tcase_add_test(tc, test_paired_gradients_equal_the_ordered_ones);
     tcase_add_test(tc, test_the_memory_check_refuses_shared_bytes);
     suite_add_tcase(suite, tc);

@@ -88,14 +88,14 @@ static bool eligible(const deft_branches_t *b, const deft_graph_t *g, int i) {
            !op->blocking && !deft_op_mutates_any(op);
 }
 
-/* Whether node j reads a value that an operator in [i, j) makes or updates in place
- * (variables between them hold values from before the run). */
-static bool depends(const deft_graph_t *g, int i, int j) {
+/* Whether node j reads a value that an operator in [i, j) not yet run makes, or one updates in
+ * place (variables between them hold values from before the run). */
+static bool depends(const deft_graph_t *g, int i, int j, const unsigned char *ran) {
     for (int k = 0; k < g->nodes[j]->num_inputs; k++) {
         int e = deft_graph_input_entry(g, j, k);
         for (int m = i; m < j; m++) {
             const deft_node_t *node = g->nodes[m];
-            if (deft_graph_is_leaf(g, m) || !node->op) continue;
+            if (ran[m] || deft_graph_is_leaf(g, m) || !node->op) continue;
             if (e >= g->row_ptr[m] && e < g->row_ptr[m + 1]) return true;
             for (int u = 0; deft_op_mutates_any(node->op->op) && u < node->num_inputs; u++)
                 if (deft_op_mutates(node->op->op, node->num_inputs, u) &&
@@ -106,25 +106,41 @@ static bool depends(const deft_graph_t *g, int i, int j) {
     return false;
 }
 
-/* Node i's partner: the first eligible node of the next WINDOW operators that depends on
- * nothing from i on; -1 when none. */
-static int find_partner(const deft_branches_t *b, const deft_graph_t *g, int i) {
+/* Node i's partner: the first eligible node of the next WINDOW operators not run yet that
+ * depends on nothing from i on; -1 when none. */
+static int find_partner(const deft_branches_t *b, const deft_graph_t *g, int i,
+                        const unsigned char *ran) {
     for (int j = i + 1, seen = 0; j < g->num_nodes && seen < WINDOW; j++) {
-        if (deft_graph_is_leaf(g, j) || !g->nodes[j]->op) continue;
+        if (ran[j] || deft_graph_is_leaf(g, j) || !g->nodes[j]->op) continue;
         seen++;
-        if (eligible(b, g, j) && !depends(g, i, j)) return j;
+        if (eligible(b, g, j) && !depends(g, i, j, ran)) return j;
     }
     return -1;
 }
 
-void deft_branches_run_end(deft_branches_t *b, const deft_graph_t *g) {
-    if (atomic_fetch_add_explicit(&b->timed, 1, memory_order_acq_rel) + 1 != TIMED_RUNS) return;
+/* The pairs, in the order a run meets them: a node run early with an earlier one is skipped
+ * where it stands, and the nodes between may pair with later ones in turn. */
+static int choose(deft_branches_t *b, const deft_graph_t *g) {
+    unsigned char *ran = calloc((size_t)g->num_nodes + 1, 1);
+    if (!ran) return -1;
     for (int i = 0; i < g->num_nodes; i++) {
-        int j = eligible(b, g, i) ? find_partner(b, g, i) : -1;
+        if (ran[i]) continue;
+        int j = eligible(b, g, i) ? find_partner(b, g, i, ran) : -1;
+        ran[i] = 1;
         if (j < 0) continue;
         b->partner[i] = j;
+        ran[j] = 1;
         b->pairs++;
-        i = j; /* the nodes between run after the pair; none starts another */
+    }
+    free(ran);
+    return 0;
+}
+
+void deft_branches_run_end(deft_branches_t *b, const deft_graph_t *g) {
+    if (atomic_fetch_add_explicit(&b->timed, 1, memory_order_acq_rel) + 1 != TIMED_RUNS) return;
+    if (choose(b, g)) { /* no room to choose: no pairs, as without a second thread */
+        for (int i = 0; i < g->num_nodes; i++) b->partner[i] = -1;
+        b->pairs = 0;
     }
     atomic_store_explicit(&b->chosen, true, memory_order_release);
 }
@@ -154,12 +170,16 @@ static bool touches(const deft_graph_t *g, const deft_tensor_t *t, int k, const 
     return false;
 }
 
-bool deft_branches_disjoint(deft_branches_t *b, const deft_graph_t *g, const deft_tensor_t *t,
-                            int i, int j) {
+bool deft_branches_ready(deft_branches_t *b, const deft_graph_t *g, const deft_tensor_t *t, int i,
+                         int j, const unsigned char *ran) {
+    for (int u = 0; u < g->nodes[j]->num_inputs; u++) { /* a pair before may have been refused */
+        int m = deft_graph_entry_node(g, deft_graph_input_entry(g, j, u));
+        if (m >= i && !ran[m] && !deft_graph_is_leaf(g, m) && g->nodes[m]->op) return false;
+    }
     for (int e = g->row_ptr[j]; e < g->row_ptr[j + 1]; e++) {
         if (t[e].device.type != DEFT_DEV_CPU) return false;
         for (int k = i; k < j; k++)
-            if (touches(g, t, k, &t[e])) return false;
+            if (!ran[k] && touches(g, t, k, &t[e])) return false;
     }
     for (int e = g->row_ptr[i]; e < g->row_ptr[i + 1]; e++) {
         if (t[e].device.type != DEFT_DEV_CPU) return false;

@@ -22,13 +22,18 @@
  * waits for a host callback. DEFT_BRANCH_NS=0 pairs every such pair, for
  * tests; a negative value never pairs.
  *
+ * Pairs are chosen in the order a run meets them: j, run early, is skipped
+ * where it stands, and the nodes between i and j may pair with later nodes
+ * in turn (two chains side by side pair step by step).
+ *
  * The memory plan shares arena bytes between values whose lives do not
  * overlap in the graph's order, and a pair changes that order: j runs before
- * the nodes between i and j. So before each paired run the executor checks,
- * on the run's own tensors, that j writes no byte that i or a node between
- * them reads or writes, and that i writes none that j reads (it may not, as
- * planned, but a caller's output may alias a caller's input); where that
- * fails the two run in order.
+ * the nodes between i and j that have not run. So before each paired run the
+ * executor checks, on the run's own tensors, that j writes no byte that i or
+ * such a node reads or writes, and that i writes none that j reads (it may
+ * not, as planned, but a caller's output may alias a caller's input), and
+ * that what j reads is made (an earlier pair may have been refused); where
+ * that fails the two run in order.
  */
 #ifndef DEFT_CORE_BRANCHES_H
 #define DEFT_CORE_BRANCHES_H
@@ -61,9 +66,10 @@ void deft_branches_run_end(deft_branches_t *b, const deft_graph_t *g);
 int deft_branches_partner(const deft_branches_t *b, int i);
 /* Whether any pair was chosen (a run without one takes the plain loop). */
 bool deft_branches_any(const deft_branches_t *b);
-/* Whether nodes i and j (a pair) may run at once on tensors t (see above); counts the runs. */
-bool deft_branches_disjoint(deft_branches_t *b, const deft_graph_t *g, const deft_tensor_t *t,
-                            int i, int j);
+/* Whether nodes i and j (a pair) may run at once on tensors t, ran[k] saying which nodes have
+ * run (see above); counts the runs. */
+bool deft_branches_ready(deft_branches_t *b, const deft_graph_t *g, const deft_tensor_t *t, int i,
+                         int j, const unsigned char *ran);
 
 void deft_branches_stat(const deft_branches_t *b, deft_branch_stat_t *out);
 

@@ -715,18 +715,24 @@ static int graph_forward_branches(const deft_graph_t *g, deft_tensor_t *t, deft_
                                   bool timing) {
     const uint64_t *unwanted = deft_graph_unwanted_outputs(g);
     bool paired = !timing && !deft_profiling(DEFT_PROF_SYMBOLIC);
-    int ran = -1; /* the partner of the last pair, run already */
-    for (int i = 0; i < g->num_nodes; i++) {
-        if (!g->nodes[i]->op || deft_graph_is_leaf(g, i) || i == ran) continue;
+    unsigned char room[1024], *ran = room; /* per node: it has run */
+    if (g->num_nodes > (int)sizeof room && !(ran = malloc((size_t)g->num_nodes)))
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a %d-node run", g->num_nodes);
+    memset(ran, 0, (size_t)g->num_nodes);
+    int status = 0;
+    for (int i = 0; status == 0 && i < g->num_nodes; i++) {
+        if (ran[i] || !g->nodes[i]->op || deft_graph_is_leaf(g, i)) continue;
         int j = paired ? deft_branches_partner(b, i) : -1;
-        if (j > i && deft_branches_disjoint(b, g, t, i, j)) {
-            if (run_pair(g, t, i, j, unwanted)) return -1;
-            ran = j;
-        } else if (run_timed(g, t, i, unwanted ? unwanted[i] : 0, b, timing)) {
-            return -1;
+        if (j > i && !ran[j] && deft_branches_ready(b, g, t, i, j, ran)) {
+            status = run_pair(g, t, i, j, unwanted);
+            ran[j] = 1;
+        } else {
+            status = run_timed(g, t, i, unwanted ? unwanted[i] : 0, b, timing);
         }
+        ran[i] = 1;
     }
-    return 0;
+    if (ran != room) free(ran);
+    return status;
 }
 
 /* A graph run in the given mode, its branches (NULL: none) timed or paired. */
