@@ -340,6 +340,71 @@ static void fusion(void) {
     CHECK(DeftSymbolFree(fused));
 }
 
+/* One run of exec on (x, y), waited for: seconds. */
+static double run2(DeftCachedOpHandle exec, DeftNDArrayHandle *in) {
+    DeftNDArrayHandle out = NULL;
+    int nout = 1;
+    double t0 = now();
+    CHECK(DeftCachedOpInvoke(exec, 2, in, &nout, &out));
+    CHECK(DeftNDArrayWaitToRead(out));
+    double t = now() - t0;
+    CHECK(DeftNDArrayFree(out));
+    return t;
+}
+
+/* Two independent chains (exp, sin, cos, tanh on 32K floats each: below two parallel-for
+ * grains, so each kernel runs on one thread), summed: run in order, and with the executor
+ * pairing their nodes (core/graph/branches.h), rounds alternating. */
+static void branches(int rounds) {
+    DeftSymbolHandle syms[10], h[2];
+    int ns = 0;
+    const char *ops[] = {"exp", "sin", "cos", "tanh"};
+    for (int c = 0; c < 2; c++) {
+        CHECK(DeftSymbolCreateVariable(c ? "y" : "x", &h[c]));
+        syms[ns++] = h[c];
+        for (int k = 0; k < 4; k++) {
+            DeftSymbolHandle next;
+            CHECK(DeftSymbolCreateAtomic(op(ops[k]), 0, NULL, NULL, &next));
+            CHECK(DeftSymbolCompose(next, NULL, 1, NULL, &h[c]));
+            syms[ns++] = h[c] = next;
+        }
+    }
+    DeftSymbolHandle sum;
+    CHECK(DeftSymbolCreateAtomic(op("elemwise_add"), 0, NULL, NULL, &sum));
+    CHECK(DeftSymbolCompose(sum, NULL, 2, NULL, h));
+    DeftCachedOpHandle exec[2]; /* in order, paired */
+    setenv("DEFT_BRANCH_NS", "-1", 1);
+    CHECK(DeftCachedOpCreate(sum, 0, &exec[0]));
+    unsetenv("DEFT_BRANCH_NS");
+    CHECK(DeftCachedOpCreate(sum, 0, &exec[1]));
+    DeftNDArrayHandle in[2] = {NULL, NULL};
+    const char *rk[3] = {"shape", "low", "high"}, *rv[3] = {"(32768,)", "-1", "1"};
+    for (int i = 0, one = 1; i < 2; i++)
+        CHECK(DeftImperativeInvoke(op("_random_uniform"), 0, NULL, &one, &in[i], 3, rk, rv));
+    for (int r = 0; r < 6; r++) /* the paired one learns which nodes pay */
+        for (int k = 0; k < 2; k++) run2(exec[k], in);
+    double *t[2] = {malloc((size_t)rounds * sizeof(double)),
+                    malloc((size_t)rounds * sizeof(double))};
+    for (int r = 0; r < rounds; r++)
+        for (int k = 0; k < 2; k++) t[k][r] = run2(exec[k], in);
+    for (int k = 0; k < 2; k++) qsort(t[k], (size_t)rounds, sizeof(double), by_value);
+    const char *threads = getenv("DEFT_NUM_THREADS");
+    printf("independent branches, two chains of 4 elementwise nodes on 32K float32, summed "
+           "(DEFT_NUM_THREADS %s; us, min / median of %d rounds):\n"
+           "    in order %.1f / %.1f; paired %.1f / %.1f: paired is %.2fx as fast (min), %.2fx "
+           "(median)\n",
+           threads ? threads : "unset", rounds, t[0][0] * 1e6, t[0][rounds / 2] * 1e6,
+           t[1][0] * 1e6, t[1][rounds / 2] * 1e6, t[0][0] / t[1][0],
+           t[0][rounds / 2] / t[1][rounds / 2]);
+    for (int k = 0; k < 2; k++) {
+        free(t[k]);
+        CHECK(DeftCachedOpFree(exec[k]));
+    }
+    for (int i = 0; i < 2; i++) CHECK(DeftNDArrayFree(in[i]));
+    for (int i = 0; i < ns; i++) CHECK(DeftSymbolFree(syms[i]));
+    CHECK(DeftSymbolFree(sum));
+}
+
 int main(void) {
     printf("deft graph benchmarks (load average %.2f)\n", load_average());
     double t0 = now();
@@ -376,5 +441,6 @@ int main(void) {
     deferred_chain(NODES, 15);
     mlp_training_plan();
     fusion();
+    branches(101);
     return 0;
 }
