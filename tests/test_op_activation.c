@@ -1,4 +1,7 @@
-/* LeakyReLU in each act_type against formulas written here. */
+/* LeakyReLU in each act_type against formulas written here; relu's backward,
+ * _backward_relu, against MXNet's values. */
+#include <string.h>
+
 #include "op_helpers.h"
 
 static const double inputs[6] = {-2, -0.5, 0, 0.25, 1.5, -1e-3};
@@ -102,6 +105,98 @@ START_TEST(test_prelu_backward_sums_over_channels) {
 }
 END_TEST
 
+/* ---- _backward_relu: relu's gradient as one node ---- */
+
+static const int float_dtypes[] = {DEFT_FLOAT32, DEFT_FLOAT64, DEFT_FLOAT16, DEFT_BFLOAT16};
+
+/* Equal as stored: NaN to NaN, and the sign of a zero too. */
+static void assert_same_values(const double *got, const double *want, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (isnan(want[i]) ? !isnan(got[i])
+                           : got[i] != want[i] || signbit(got[i]) != signbit(want[i]))
+            ck_abort_msg("element %lld is %g, expected %g", (long long)i, got[i], want[i]);
+}
+
+/* _backward_relu(dy, v) of v = x and of v = relu(x): the same, and MXNet 1.9.1's
+ * (mx.nd._internal._backward_relu, printed by the oracle): dy where x > 0, NaN
+ * where x is NaN, else dy * 0 (-0 for a negative dy, NaN for an infinite one). */
+START_TEST(test_backward_relu_is_mxnets) {
+    const double dy[9] = {1, -2, 3, -4, 5, INFINITY, -INFINITY, NAN, 7};
+    const double x[9] = {1, -1, 0, -0.0, NAN, -1, 2, 3, NAN};
+    const double mxnet[9] = {1, -0.0, 0, -0.0, NAN, NAN, -INFINITY, NAN, NAN};
+    for (size_t d = 0; d < sizeof float_dtypes / sizeof float_dtypes[0]; d++) {
+        DeftNDArrayHandle g = make(float_dtypes[d], 1, SHAPE(9), dy);
+        DeftNDArrayHandle in = make(float_dtypes[d], 1, SHAPE(9), x);
+        DeftNDArrayHandle out = call1("relu", 1, &in, NO_PARAMS);
+        for (int v = 0; v < 2; v++) {
+            DeftNDArrayHandle dx =
+                call1("_backward_relu", 2, (DeftNDArrayHandle[]){g, v ? out : in}, NO_PARAMS);
+            ck_assert_int_eq(dtype_of(dx), float_dtypes[d]);
+            int64_t n;
+            double *got = read_all(dx, &n);
+            ck_assert_int_eq(n, 9);
+            assert_same_values(got, mxnet, 9);
+            free(got);
+            free_all(1, &dx);
+        }
+        free_all(3, (DeftNDArrayHandle[]){g, in, out});
+    }
+}
+END_TEST
+
+/* Lengths around the vector widths (16 floats, 8 doubles), and one long enough
+ * that the elements are split between threads, in every float dtype. */
+START_TEST(test_backward_relu_every_length) {
+    const int64_t lengths[] = {1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 1000, 2 * 32768 + 17};
+    for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
+        int64_t n = lengths[l];
+        double *dy = malloc(sizeof(double) * (size_t)n), *x = malloc(sizeof(double) * (size_t)n),
+               *want = malloc(sizeof(double) * (size_t)n);
+        for (int64_t i = 0; i < n; i++) {
+            dy[i] = (double)(i % 7) - 3.5;
+            x[i] = i % 11 == 5 ? NAN : i % 13 == 0 ? 0.0 : i % 17 == 3 ? -0.0 : (i % 5) - 2.25;
+            want[i] = x[i] > 0 ? dy[i] : isnan(x[i]) ? NAN : dy[i] * 0.0;
+        }
+        for (size_t d = 0; d < sizeof float_dtypes / sizeof float_dtypes[0]; d++) {
+            DeftNDArrayHandle in[2] = {make(float_dtypes[d], 1, SHAPE(n), dy),
+                                       make(float_dtypes[d], 1, SHAPE(n), x)};
+            DeftNDArrayHandle dx = call1("_backward_relu", 2, in, NO_PARAMS);
+            int64_t got_n;
+            double *got = read_all(dx, &got_n);
+            ck_assert_int_eq(got_n, n);
+            assert_same_values(got, want, n);
+            free(got);
+            free_all(3, (DeftNDArrayHandle[]){in[0], in[1], dx});
+        }
+        free(dy), free(x), free(want);
+    }
+}
+END_TEST
+
+/* Integers as MXNet's (dy where y > 0, else 0), so that relu's integer autograd
+ * keeps working; bool and other shapes are refused. */
+START_TEST(test_backward_relu_integers_and_errors) {
+    const int ints[] = {DEFT_INT32, DEFT_INT64, DEFT_UINT8};
+    for (int d = 0; d < 3; d++) {
+        bool u8 = ints[d] == DEFT_UINT8;
+        DeftNDArrayHandle in[2] = {make(ints[d], 1, SHAPE(4), VALUES(5, u8 ? 3 : -3, 7, 2)),
+                                   make(ints[d], 1, SHAPE(4), VALUES(1, 0, u8 ? 0 : -2, 3))};
+        DeftNDArrayHandle dx = call1("_backward_relu", 2, in, NO_PARAMS);
+        ck_assert_int_eq(dtype_of(dx), ints[d]);
+        assert_values(dx, 4, VALUES(5, 0, 0, 2), 0);
+        free_all(3, (DeftNDArrayHandle[]){in[0], in[1], dx});
+    }
+    DeftNDArrayHandle t = make(DEFT_BOOL, 1, SHAPE(2), VALUES(1, 0));
+    ck_assert_call_fails("_backward_relu", 2, ((DeftNDArrayHandle[]){t, t}), NO_PARAMS,
+                         DEFT_ERROR_TYPE, "operator '_backward_relu': input 0 has dtype bool");
+    DeftNDArrayHandle a = make(DEFT_FLOAT32, 1, SHAPE(2), NULL);
+    DeftNDArrayHandle b = make(DEFT_FLOAT32, 1, SHAPE(3), NULL);
+    ck_assert_call_fails("_backward_relu", 2, ((DeftNDArrayHandle[]){a, b}), NO_PARAMS,
+                         DEFT_ERROR_VALUE, "operator '_backward_relu': input 1 has shape (3,)");
+    free_all(3, (DeftNDArrayHandle[]){t, a, b});
+}
+END_TEST
+
 static Suite *activation_suite(void) {
     Suite *suite = suite_create("activations");
     TCase *tc = tcase_create("LeakyReLU");
@@ -109,6 +204,11 @@ static Suite *activation_suite(void) {
     tcase_add_test(tc, test_prelu_gamma_per_channel_or_scalar);
     tcase_add_test(tc, test_prelu_backward_sums_over_channels);
     suite_add_tcase(suite, tc);
+    TCase *relu = tcase_create("relu backward");
+    tcase_add_test(relu, test_backward_relu_is_mxnets);
+    tcase_add_test(relu, test_backward_relu_every_length);
+    tcase_add_test(relu, test_backward_relu_integers_and_errors);
+    suite_add_tcase(suite, relu);
     return suite;
 }
 
