@@ -1,8 +1,8 @@
 /* LeakyReLU in each act_type against formulas written here; relu's backward,
- * _backward_relu, against MXNet's values. */
+ * _backward_relu, against MXNet's values and against the product it replaced. */
 #include <string.h>
 
-#include "op_helpers.h"
+#include "symbol_helpers.h"
 
 static const double inputs[6] = {-2, -0.5, 0, 0.25, 1.5, -1e-3};
 #define SELU_ALPHA  1.6732632423543772848170429916717
@@ -197,6 +197,163 @@ START_TEST(test_backward_relu_integers_and_errors) {
 }
 END_TEST
 
+/* ---- relu's gradient through autograd and graphs ---- */
+
+/* How many nodes of operator `op` a symbol has (cJSON_Print's layout). */
+static int count_op(DeftSymbolHandle sym, const char *op) {
+    const char *json;
+    ck_assert_ok(DeftSymbolSaveToJSON(sym, &json));
+    char quoted[64];
+    snprintf(quoted, sizeof quoted, "\"op\":\t\"%s\"", op);
+    return count_text(json, quoted);
+}
+
+/* Two arrays hold the same bytes. */
+static void assert_same_bytes(DeftNDArrayHandle a, DeftNDArrayHandle b) {
+    size_t na, nb;
+    ck_assert_ok(DeftNDArrayGetNBytes(a, &na));
+    ck_assert_ok(DeftNDArrayGetNBytes(b, &nb));
+    ck_assert_uint_eq(na, nb);
+    char *ba = malloc(na + 1), *bb = malloc(nb + 1);
+    ck_assert_ok(DeftNDArrayCopyToHost(a, ba, na));
+    ck_assert_ok(DeftNDArrayCopyToHost(b, bb, nb));
+    ck_assert_msg(memcmp(ba, bb, na) == 0, "the arrays differ");
+    free(ba), free(bb);
+}
+
+/* The inputs of the gradient tests: x with both zeros, dy with negatives (whose
+ * products with 0 are -0) and an infinity (inf * 0 is NaN). No NaN in x: the
+ * product replaced gave 0 there, _backward_relu NaN (as MXNet's relu). */
+enum { GN = 1003 };
+static void gradient_inputs(DeftNDArrayHandle *x, DeftNDArrayHandle *dy) {
+    double xs[GN], dys[GN];
+    for (int i = 0; i < GN; i++) {
+        xs[i] = i % 9 == 4 ? -0.0 : (double)(i % 5) - 2.0 + (i % 3) * 0.125;
+        dys[i] = i == 17 ? INFINITY : (double)(i % 7) - 3.25;
+    }
+    *x = make(DEFT_FLOAT32, 1, SHAPE(GN), xs);
+    *dy = make(DEFT_FLOAT32, 1, SHAPE(GN), dys);
+}
+
+/* What relu's gradient was before _backward_relu: dy * (x > 0), two kernels. */
+static DeftNDArrayHandle product_gradient(DeftNDArrayHandle x, DeftNDArrayHandle dy) {
+    DeftNDArrayHandle mask = call1("_greater_scalar", 1, &x, P("scalar", "0"));
+    DeftNDArrayHandle dx = call1("elemwise_mul", 2, (DeftNDArrayHandle[]){dy, mask}, NO_PARAMS);
+    free_all(1, &mask);
+    return dx;
+}
+
+static const char *const relu_params[] = {"act_type", "relu", NULL};
+#define RELU_PARAMS(k) ((k) ? relu_params : NO_PARAMS)
+#define RELU_OP(k)     ((k) ? "Activation" : "relu")
+
+/* Eager autograd of relu and Activation(relu): the product's bits exactly. */
+START_TEST(test_relu_eager_gradient_is_the_products) {
+    for (int k = 0; k < 2; k++) {
+        DeftNDArrayHandle x, dy, grad = make(DEFT_FLOAT32, 1, SHAPE(GN), NULL);
+        gradient_inputs(&x, &dy);
+        int req = DEFT_GRAD_WRITE;
+        ck_assert_ok(DeftAutogradMarkVariables(1, &x, &req, &grad));
+        ck_assert_ok(DeftAutogradSetIsRecording(1, NULL));
+        DeftNDArrayHandle y = call1(RELU_OP(k), 1, &x, RELU_PARAMS(k));
+        ck_assert_ok(DeftAutogradSetIsRecording(0, NULL));
+        ck_assert_ok(DeftAutogradBackward(1, &y, &dy, 0, 0));
+        DeftNDArrayHandle want = product_gradient(x, dy);
+        assert_same_bytes(grad, want);
+        free_all(5, (DeftNDArrayHandle[]){x, dy, grad, y, want});
+    }
+}
+END_TEST
+
+/* A graph's gradient of relu and of Activation(relu) is one _backward_relu node
+ * (not a comparison and a product), which reads relu's output, not its input;
+ * run as a CachedOp it gives the product's bits. */
+START_TEST(test_relu_graph_gradient_is_one_node) {
+    for (int k = 0; k < 2; k++) {
+        DeftSymbolHandle xv = var("x"), y = apply(RELU_OP(k), "y", 1, &xv, RELU_PARAMS(k)), grad;
+        ck_assert_ok(DeftSymbolGradient(y, 1, (const char *const[]){"x"}, &grad));
+        ck_assert_int_eq(count_op(grad, "_backward_relu"), 1);
+        ck_assert_int_eq(count_op(grad, "_greater_scalar"), 0);
+        ck_assert_int_eq(count_op(grad, "elemwise_mul"), 0);
+        DeftNDArrayHandle x, dy, out[2] = {NULL, NULL};
+        gradient_inputs(&x, &dy);
+        int nargs, nout = 2;
+        const char *const *names;
+        ck_assert_ok(DeftSymbolListArguments(grad, &nargs, &names));
+        ck_assert_int_eq(nargs, 2);
+        DeftNDArrayHandle args[2] = {strcmp(names[0], "x") ? dy : x,
+                                     strcmp(names[0], "x") ? x : dy};
+        DeftCachedOpHandle exec;
+        ck_assert_ok(DeftCachedOpCreate(grad, 0, &exec));
+        ck_assert_msg(DeftCachedOpInvoke(exec, 2, args, &nout, out) == 0, "%s", DeftGetLastError());
+        ck_assert_int_eq(nout, 2); /* y and dx */
+        DeftNDArrayHandle want = product_gradient(x, dy);
+        assert_same_bytes(out[1], want);
+        free_all(5, (DeftNDArrayHandle[]){x, dy, out[0], out[1], want});
+        ck_assert_ok(DeftCachedOpFree(exec));
+        DeftSymbolHandle syms[] = {xv, y, grad};
+        for (int i = 0; i < 3; i++) ck_assert_ok(DeftSymbolFree(syms[i]));
+    }
+}
+END_TEST
+
+/* relu's recorded gradient keeps its output, not its input: x2 = 2x, freed by
+ * the caller after y = relu(x2), is not kept (y, which the gradient reads, is). */
+START_TEST(test_relu_gradient_keeps_the_output_only) {
+    for (int k = 0; k < 2; k++) {
+        DeftNDArrayHandle x = make(DEFT_FLOAT64, 1, SHAPE(1024), NULL);
+        DeftNDArrayHandle grad = make(DEFT_FLOAT64, 1, SHAPE(1024), NULL);
+        int req = DEFT_GRAD_WRITE;
+        ck_assert_ok(DeftAutogradMarkVariables(1, &x, &req, &grad));
+        int64_t base = mem_stat(DEFT_MEM_LIVE_BYTES);
+        ck_assert_ok(DeftAutogradSetIsRecording(1, NULL));
+        DeftNDArrayHandle x2 = call1("_mul_scalar", 1, &x, P("scalar", "2"));
+        DeftNDArrayHandle y = call1(RELU_OP(k), 1, &x2, RELU_PARAMS(k));
+        ck_assert_ok(DeftAutogradSetIsRecording(0, NULL));
+        free_all(1, &x2);
+        ck_assert_int_eq(mem_stat(DEFT_MEM_LIVE_BYTES) - base, 1024 * 8); /* y only */
+        ck_assert_ok(DeftAutogradBackward(1, &y, NULL, 0, 0));
+        free_all(3, (DeftNDArrayHandle[]){x, grad, y});
+    }
+}
+END_TEST
+
+/* Second order through graphs: the gradient of dx = _backward_relu(g, relu(x))
+ * with respect to g is the new head times (x > 0); nothing flows to x. */
+START_TEST(test_relu_second_order_through_the_graph) {
+    DeftSymbolHandle xv = var("x"), y = apply("relu", "y", 1, &xv, NO_PARAMS), g1, gx, g2;
+    ck_assert_ok(DeftSymbolGradient(y, 1, (const char *const[]){"x"}, &g1));
+    ck_assert_ok(DeftSymbolGetOutput(g1, 1, &gx));
+    const char *const wrt[] = {"x", "y_output_head_grad"};
+    ck_assert_msg(DeftSymbolGradient(gx, 2, wrt, &g2) == 0, "%s", DeftGetLastError());
+    ck_assert_int_eq(count_op(g2, "_backward_relu"), 2); /* the first order's, and its own */
+    const double xs[5] = {-1.2, -0.3, 0.4, 1.1, 0}, w[5] = {0.5, -1, 2, 0.25, 3},
+                 v[5] = {1.5, 2, -3, 4, 5};
+    DeftNDArrayHandle x = make(DEFT_FLOAT64, 1, SHAPE(5), xs),
+                      head1 = make(DEFT_FLOAT64, 1, SHAPE(5), w),
+                      head2 = make(DEFT_FLOAT64, 1, SHAPE(5), v), args[3], out[3] = {NULL};
+    int nargs, nout = 3;
+    const char *const *names;
+    ck_assert_ok(DeftSymbolListArguments(g2, &nargs, &names));
+    ck_assert_int_eq(nargs, 3);
+    for (int a = 0; a < 3; a++)
+        args[a] = !strcmp(names[a], "x")                    ? x
+                  : !strcmp(names[a], "y_output_head_grad") ? head1
+                                                            : head2;
+    DeftCachedOpHandle exec;
+    ck_assert_ok(DeftCachedOpCreate(g2, 0, &exec));
+    ck_assert_msg(DeftCachedOpInvoke(exec, 3, args, &nout, out) == 0, "%s", DeftGetLastError());
+    ck_assert_int_eq(nout, 3); /* dx, its gradient for x, for g */
+    assert_values(out[0], 5, VALUES(0, 0, 2, 0.25, 0), 0);
+    assert_values(out[1], 5, VALUES(0, 0, 0, 0, 0), 0);
+    assert_values(out[2], 5, VALUES(0, 0, -3, 4, 0), 0);
+    free_all(6, (DeftNDArrayHandle[]){x, head1, head2, out[0], out[1], out[2]});
+    ck_assert_ok(DeftCachedOpFree(exec));
+    DeftSymbolHandle syms[] = {xv, y, g1, gx, g2};
+    for (int i = 0; i < 5; i++) ck_assert_ok(DeftSymbolFree(syms[i]));
+}
+END_TEST
+
 static Suite *activation_suite(void) {
     Suite *suite = suite_create("activations");
     TCase *tc = tcase_create("LeakyReLU");
@@ -208,6 +365,10 @@ static Suite *activation_suite(void) {
     tcase_add_test(relu, test_backward_relu_is_mxnets);
     tcase_add_test(relu, test_backward_relu_every_length);
     tcase_add_test(relu, test_backward_relu_integers_and_errors);
+    tcase_add_test(relu, test_relu_eager_gradient_is_the_products);
+    tcase_add_test(relu, test_relu_graph_gradient_is_one_node);
+    tcase_add_test(relu, test_relu_gradient_keeps_the_output_only);
+    tcase_add_test(relu, test_relu_second_order_through_the_graph);
     suite_add_tcase(suite, relu);
     return suite;
 }
