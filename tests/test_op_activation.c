@@ -144,8 +144,9 @@ START_TEST(test_backward_relu_is_mxnets) {
 }
 END_TEST
 
-/* Lengths around the vector widths (16 floats, 8 doubles), and one long enough
- * that the elements are split between threads, in every float dtype. */
+/* Lengths around the vector widths (16 floats, 8 doubles), and one of two
+ * parallel grains and more, split between threads where deft has two or more
+ * (DEFT_NUM_THREADS, or the cores), in every float dtype. */
 START_TEST(test_backward_relu_every_length) {
     const int64_t lengths[] = {1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 1000, 2 * 32768 + 17};
     for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
@@ -222,14 +223,14 @@ static void assert_same_bytes(DeftNDArrayHandle a, DeftNDArrayHandle b) {
 }
 
 /* The inputs of the gradient tests: x with both zeros, dy with negatives (whose
- * products with 0 are -0) and an infinity (inf * 0 is NaN). No NaN in x: the
- * product replaced gave 0 there, _backward_relu NaN (as MXNet's relu). */
+ * products with 0 are -0) and infinities where x < 0 (inf * 0 is NaN). No NaN
+ * in x: the product replaced gave 0 there, _backward_relu NaN (as MXNet's relu). */
 enum { GN = 1003 };
 static void gradient_inputs(DeftNDArrayHandle *x, DeftNDArrayHandle *dy) {
     double xs[GN], dys[GN];
     for (int i = 0; i < GN; i++) {
         xs[i] = i % 9 == 4 ? -0.0 : (double)(i % 5) - 2.0 + (i % 3) * 0.125;
-        dys[i] = i == 17 ? INFINITY : (double)(i % 7) - 3.25;
+        dys[i] = i == 15 ? INFINITY : i == 16 ? -INFINITY : (double)(i % 7) - 3.25;
     }
     *x = make(DEFT_FLOAT32, 1, SHAPE(GN), xs);
     *dy = make(DEFT_FLOAT32, 1, SHAPE(GN), dys);
