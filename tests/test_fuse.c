@@ -156,6 +156,28 @@ START_TEST(test_gradient_through_fused_graph) {
 }
 END_TEST
 
+/* relu's gradient node, _backward_relu, joins the elementwise chain of the
+ * gradient graph (here with _mul_scalar's), and the fused graph gives the same bits. */
+START_TEST(test_relu_gradient_fuses) {
+    DeftSymbolHandle x = var("x"), s = apply("_mul_scalar", NULL, 1, &x, P("scalar", "3"));
+    DeftSymbolHandle r = apply("relu", NULL, 1, &s, NO_PARAMS), g;
+    ck_assert_ok(DeftSymbolGradient(r, 1, (const char *const[]){"x"}, &g));
+    DeftSymbolHandle f = fused(g);
+    ck_assert_int_eq(count_op(g, "_backward_relu"), 1);
+    ck_assert_int_eq(count_op(f, "_backward_relu"), 0);
+    ck_assert_int_ge(count_op(f, "_fused_elemwise"), 1);
+    ck_assert_ok(DeftRandomSeed(5));
+    DeftNDArrayHandle in[2];
+    for (int i = 0; i < 2; i++)
+        in[i] = call1("_random_normal", 0, NULL, P("shape", "(4099,)", "dtype", "float32"));
+    DeftNDArrayHandle want = run(g, 2, in, 1), got = run(f, 2, in, 1);
+    assert_identical(got, want, 0);
+    free_all(4, (DeftNDArrayHandle[]){in[0], in[1], want, got});
+    DeftSymbolHandle syms[] = {x, s, r, g, f};
+    for (int i = 0; i < 5; i++) ck_assert_ok(DeftSymbolFree(syms[i]));
+}
+END_TEST
+
 static void assert_program_fails(const char *program, int nin, int kind, const char *text) {
     DeftSymbolHandle vars[2] = {var("a"), var("b")};
     DeftSymbolHandle s = apply("_fused_elemwise", NULL, nin, vars, P("program", program));
@@ -239,6 +261,7 @@ static Suite *fuse_suite(void) {
     tcase_add_test(tc, test_outputs_and_outside_readers_stay_unfused);
     tcase_add_test(tc, test_broadcasting_chain);
     tcase_add_test(tc, test_gradient_through_fused_graph);
+    tcase_add_test(tc, test_relu_gradient_fuses);
     tcase_add_test(tc, test_bad_programs_and_imperative_use);
     tcase_add_test(tc, test_long_chain_splits);
     tcase_add_test(tc, test_many_programs_in_turn);

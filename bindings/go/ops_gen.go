@@ -3352,6 +3352,16 @@ func InternalBackwardPick(grad *NDArray, index *NDArray, data *NDArray, opts *In
 	return invokeFirst("_backward_pick", inputs, params)
 }
 
+// InternalBackwardRelu runs the operator _backward_relu: The gradient of relu: lhs where rhs > 0, NaN where rhs is NaN, else lhs * 0; lhs the output gradient and rhs relu's output (or input).
+//
+// Inputs: lhs, rhs.
+// It returns the first output (Invoke returns them all).
+func InternalBackwardRelu(lhs *NDArray, rhs *NDArray) (*NDArray, error) {
+	inputs := []*NDArray{lhs, rhs}
+	params := make([]Param, 0, 0)
+	return invokeFirst("_backward_relu", inputs, params)
+}
+
 // InternalBackwardRepeatOpts are the optional inputs and parameters of InternalBackwardRepeat; nil fields
 // keep the operator's defaults.
 type InternalBackwardRepeatOpts struct {

@@ -94,7 +94,8 @@ DEFT_GRAD_BINARY_MATH(FLOAT_OVERLOADS_2)
     X(greater_equal)                                                                               \
     X(lesser)                                                                                      \
     X(lesser_equal)                                                                                \
-    X(hypot) X(logical_and) X(logical_or) X(logical_xor) X(mod) X(floor_divide) X(remainder)
+    X(hypot) X(logical_and) X(logical_or) X(logical_xor) X(mod) X(floor_divide) X(remainder)        \
+    X(relu_grad)
 #define INT_OVERLOADS_1(name)                                                                      \
     __device__ inline int32_t f_##name(int32_t x) {                                                \
         return deft_##name##_i32(x);                                                               \

@@ -163,7 +163,11 @@ DEFT_DEVICE_FN double deft_tanh(double x) {
 
 /* X(name, expression in a and b). Comparisons give 1 or 0; maximum and
  * minimum propagate NaN from either side, as NumPy's do; mod is MXNet's
- * (special_math.h). */
+ * (special_math.h). relu_grad is relu's gradient (_backward_relu), a the
+ * output gradient and b relu's output or input (relu keeps the sign and NaN):
+ * MXNet's, a NaN where b is NaN, written as a product so that it gives the
+ * bits of a * (b > 0), the two kernels it replaced: -0 for a negative a and
+ * NaN for an infinite one, where b <= 0. */
 #define DEFT_BINARY_FLOAT_MATH(X)                                                                  \
     X(add, a + b)                                                                                  \
     X(sub, a - b)                                                                                  \
@@ -184,7 +188,8 @@ DEFT_DEVICE_FN double deft_tanh(double x) {
     X(logical_xor, (T)((a != 0) != (b != 0)))                                                      \
     X(mod, (T)deft_mod_double(a, b))                                                               \
     X(floor_divide, deft_floor_divide(a, b))                                                       \
-    X(remainder, deft_remainder(a, b))
+    X(remainder, deft_remainder(a, b))                                                             \
+    X(relu_grad, a *(b > 0 ? (T)1 : b != b ? b : (T)0))
 
 /* NumPy's floor_divide of floats: floor(a / b) computed as (a - fmod(a, b)) / b,
  * so that a == b * (a // b) + a % b holds as closely as rounding allows (7.0 // 0.7
@@ -314,6 +319,9 @@ DEFT_GRAD_BINARY_MATH(DEFT_DEFINE_BINARY_F)
     }                                                                                              \
     DEFT_DEVICE_FN T deft_square_##S(T x) {                                                        \
         return (T)((U)x * (U)x);                                                                   \
+    }                                                                                              \
+    DEFT_DEVICE_FN T deft_relu_grad_##S(T a, T b) {                                                \
+        return b > 0 ? a : (T)0;                                                                   \
     }
 
 #define DEFT_DEFINE_SIGNED_MATH(S, T, U)                                                           \

@@ -1,7 +1,8 @@
 /*
  * Elementwise binary operators with NumPy broadcasting (broadcast_add ...),
  * their same-shape forms (elemwise_add, _maximum, _greater ...) and scalar
- * forms (_plus_scalar ...), and the backward operators of gamma and gammaln.
+ * forms (_plus_scalar ...), and the backward operators of gamma, gammaln and
+ * relu.
  * The scalar math is in scalar_math.h; comparisons and logical operators
  * return 1 or 0 in the input dtype, as MXNet's do. The NumPy operators
  * (_npi_*: bool comparisons, floor division, bitwise and shifts) follow NumPy.
@@ -597,6 +598,15 @@ SCALAR_GRAD(hypot_scalar, B_HYPOT, false)
 SCALAR_GRAD(mod_scalar, B_MOD, false)
 SCALAR_GRAD(rmod_scalar, B_MOD, true)
 
+/* _backward_relu(g, y) is linear in g with the same mask, and piecewise
+ * constant in y: nothing flows to y (relu's second derivative is 0). */
+static int grad_backward_relu(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                              deft_gref_t *in_grads) {
+    (void)p, (void)nin;
+    in_grads[0] = g_op2(b, "_backward_relu", b->out_grad(b, 0), b->input(b, 1), GRAD_NONE);
+    return 0;
+}
+
 /* ---- the table ---- */
 
 static const char *const lhs_rhs[] = {"lhs", "rhs", NULL};
@@ -823,6 +833,21 @@ static const deft_op_t binary_ops[] = {
      .inplace_input = 0,
      .data = &k_gammaln_grad,
      .infer_inputs = deft_infer_inputs_like_output,
+     .elementwise = true},
+    /* relu's gradient, (out_grad, output), in one pass: see grad_relu (elemwise_unary.c) */
+    {.name = "_backward_relu",
+     .description = "The gradient of relu: lhs where rhs > 0, NaN where rhs is NaN, else lhs * 0; "
+                    "lhs the output gradient and rhs relu's output (or input).",
+     .input_names = lhs_rhs,
+     .min_inputs = 2,
+     .max_inputs = 2,
+     .infer = same_shape_infer,
+     .forward = binary_forward,
+     .forward_gpu = DEFT_GPU(binary_forward_gpu),
+     .inplace_input = 0,
+     .data = &k_relu_grad,
+     .infer_inputs = deft_infer_inputs_like_output,
+     .gradient = grad_backward_relu,
      .elementwise = true},
 };
 

@@ -1991,6 +1991,16 @@ pub fn internal_backward_pooling(out_grad: &NDArray, data: &NDArray, output: &ND
     with_params(&[opt_kernel.as_ref().map(|t| ("kernel", t)), opt_pool_type.as_ref().map(|t| ("pool_type", t)), opt_global_pool.as_ref().map(|t| ("global_pool", t)), opt_cudnn_off.as_ref().map(|t| ("cudnn_off", t)), opt_pooling_convention.as_ref().map(|t| ("pooling_convention", t)), opt_stride.as_ref().map(|t| ("stride", t)), opt_pad.as_ref().map(|t| ("pad", t)), opt_p_value.as_ref().map(|t| ("p_value", t)), opt_count_include_pad.as_ref().map(|t| ("count_include_pad", t)), opt_layout.as_ref().map(|t| ("layout", t))], |params| OP.get()?.invoke_one(&[out_grad, data, output], params))
 }
 
+/// The gradient of relu: lhs where rhs > 0, NaN where rhs is NaN, else lhs * 0; lhs the output gradient and rhs relu's output (or input).
+///
+/// Operator `_backward_relu`. Inputs: `lhs`, `rhs`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_backward_relu(lhs: &NDArray, rhs: &NDArray) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_backward_relu");
+    OP.get()?.invoke_one(&[lhs, rhs], &[])
+}
+
 /// The optional parameters of [`internal_backward_repeat`]; `None` keeps the operator's default.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct InternalBackwardRepeatOpts {

@@ -5514,6 +5514,22 @@ public final class Nd {
         return call.all("_backward_RNN");
     }
 
+    /**
+     * The gradient of relu: lhs where rhs &gt; 0, NaN where rhs is NaN, else lhs * 0; lhs the output gradient and rhs relu's output (or input).
+     *
+     * <p>Operator {@code _backward_relu}.
+     *
+     * @param lhs input lhs
+     * @param rhs input rhs
+     * @return the first output
+     */
+    public static NDArray internalBackwardRelu(NDArray lhs, NDArray rhs) {
+        OpArgs call = new OpArgs(2, 0);
+        call.input(lhs);
+        call.input(rhs);
+        return call.first("_backward_relu");
+    }
+
     /** The optional inputs and parameters of {@link #internalBackwardRepeat}. */
     public static final class InternalBackwardRepeatOpts {
         private Long axis;
