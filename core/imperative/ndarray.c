@@ -247,17 +247,21 @@ static int check_host_buffer(const deft_ndarray_t *arr, const void *data, size_t
 }
 
 /* On a GPU an operation ends, for the engine, once its kernels are queued:
- * the waits also wait for the array's fences on the device. */
+ * the waits also wait for the array's fences on the device, and then
+ * report a failed device-side check that its value depends on (an index
+ * out of range, found by a kernel after the call returned). */
 int deft_ndarray_wait_to_read(deft_ndarray_t *arr) {
     if (deft_ndarray_is_lazy(arr) && deft_deferred_compute(1, &arr)) return -1;
     if (deft_engine_wait_to_read(arr->var)) return -1;
-    return deft_fence_host_wait(arr->tensor.storage, false);
+    if (deft_fence_host_wait(arr->tensor.storage, false)) return -1;
+    return deft_fence_host_check(arr->tensor.storage);
 }
 
 int deft_ndarray_wait_to_write(deft_ndarray_t *arr) {
     if (deft_ndarray_is_lazy(arr) && deft_deferred_compute(1, &arr)) return -1;
     if (deft_engine_wait_to_write(arr->var)) return -1;
-    return deft_fence_host_wait(arr->tensor.storage, true);
+    if (deft_fence_host_wait(arr->tensor.storage, true)) return -1;
+    return deft_fence_host_check(arr->tensor.storage);
 }
 
 int deft_ndarray_copy_to_host(deft_ndarray_t *arr, void *data, size_t nbytes) {
