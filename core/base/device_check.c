@@ -134,10 +134,9 @@ deft_check_t *deft_checks_take_failed(uint32_t owner, long *failed) {
     *failed = 0;
     pthread_mutex_lock(&checks.lock);
     for (deft_check_t *c = checks.head; c; c = c->next) {
+        if (c->owner != owner || c->reported) continue; /* another thread's verdicts are theirs */
         uint64_t verdict = c->verdict->first;
-        if (c->owner != owner || c->reported || verdict == DEFT_CHECK_PASSED ||
-            verdict == DEFT_CHECK_PENDING)
-            continue;
+        if (verdict == DEFT_CHECK_PASSED || verdict == DEFT_CHECK_PENDING) continue;
         c->reported = true;
         if ((*failed)++ == 0) first = deft_check_retain(c);
     }

@@ -9,8 +9,11 @@
  * the check travels with the buffers the operation writes and is resolved
  * when the host waits for them (device_check.h). The checked kernels stay
  * in bounds whatever the indices, so they may run before the verdict.
- * Elsewhere the host waits for the verdict at once: then nothing would
- * carry the check to a later wait.
+ * Elsewhere the host waits for the verdict at once: outside a run nothing
+ * would carry the check to a later wait, and the naive engine asks for it
+ * (a bad call fails where it is made). No checked operator needs the
+ * verdict to go on (its output shapes come from inference, not from the
+ * indices), so none waits for it inside a run.
  */
 #ifndef DEFT_CORE_GPU_FLAG_CUH
 #define DEFT_CORE_GPU_FLAG_CUH
@@ -75,7 +78,10 @@ int run_flagged(int dev, Launch launch, const void *values, deft_dtype_t dtype,
     deft_gpu_check_slot_t *slot;
     if (deft_gpu_enter(dev, &stream) || deft_gpu_check_slot_take(dev, &slot)) return -1;
     if (queue_flagged(slot, stream, launch, values, dtype)) {
-        deft_gpu_check_slot_give(slot); /* reused on this stream only: after what was queued */
+        /* No copy to wait for, or a failed one: the slot may be taken again.
+         * On this stream only, so after whatever of it was queued. */
+        slot->host->first = DEFT_CHECK_PASSED;
+        deft_gpu_check_slot_give(slot);
         return -1;
     }
     if (!deft_check_deferring()) return wait_flagged(slot, stream, report);

@@ -5,7 +5,9 @@
  * kept per device and stream: a slot given back goes to the free list of
  * the stream its last work was queued on, so the next work on it, queued
  * on that stream too, runs after that work is done on the device, without
- * an event or a wait. Taking and giving back lock the device's list only.
+ * an event or a wait; and it is handed out again only once its last copy to
+ * the host has landed (its host verdict is no longer pending). Taking and
+ * giving back lock the device's list only.
  */
 #ifndef DEFT_CORE_GPU_CHECK_H
 #define DEFT_CORE_GPU_CHECK_H
