@@ -104,36 +104,6 @@ static fence_t *write_to_wait(const deft_fences_t *f, bool write) {
     return write && f->write && f->reads[f->write->slot] ? NULL : f->write;
 }
 
-int deft_fence_begin(const deft_access_t *access, int n) {
-    const deft_gpu_backend_t *gpu = deft_device_gpu_backend();
-    int slot = -1;
-    for (int i = 0; i < n; i++) {
-        deft_storage_t *s = access[i].storage;
-        deft_fences_t *f =
-            on_gpu(s) ? atomic_load_explicit(&s->fences, memory_order_acquire) : NULL;
-        if (!f) continue; /* no GPU work on it yet: nothing to wait for */
-        if (slot < 0) slot = gpu->stream_slot();
-        pthread_mutex_lock(&f->lock);
-        int status = wait_other(gpu, s->device.id, write_to_wait(f, access[i].write), slot);
-        for (int k = 0; access[i].write && status == 0 && k < DEFT_GPU_STREAMS; k++)
-            status = wait_other(gpu, s->device.id, f->reads[k], slot);
-        pthread_mutex_unlock(&f->lock);
-        if (status) return -1;
-    }
-    return 0;
-}
-
-/* A fence for the work just queued on stream `slot` of GPU `id` (no event yet). */
-static int fence_new(int id, int slot, fence_t **out) {
-    fence_t *f = malloc(sizeof *f);
-    if (!f) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a GPU fence");
-    atomic_init(&f->refcount, 1);
-    f->id = id, f->slot = slot;
-    atomic_init(&f->event, NULL);
-    *out = f;
-    return 0;
-}
-
 /* ---- device-side checks that travel with the buffers (device_check.h) ---- */
 
 /* Checks, each held once. */
@@ -177,6 +147,46 @@ static void list_clear(check_list_t *l) {
     for (int i = 0; i < l->n; i++) deft_check_release(l->items[i]);
     free(l->items);
     *l = (check_list_t){0};
+}
+
+/* Before a run's work: wait as deft_fence_begin does and, with `checks`,
+ * gather the checks of the buffers it reads under the same lock (a write
+ * that is also a read, an in-place update, starts a new value: its old
+ * checks are not carried). */
+static int begin_run(const deft_access_t *access, int n, check_list_t *checks) {
+    const deft_gpu_backend_t *gpu = deft_device_gpu_backend();
+    int slot = -1;
+    for (int i = 0; i < n; i++) {
+        deft_storage_t *s = access[i].storage;
+        deft_fences_t *f =
+            on_gpu(s) ? atomic_load_explicit(&s->fences, memory_order_acquire) : NULL;
+        if (!f) continue; /* no GPU work on it yet: nothing to wait for */
+        if (slot < 0) slot = gpu->stream_slot();
+        pthread_mutex_lock(&f->lock);
+        int status = wait_other(gpu, s->device.id, write_to_wait(f, access[i].write), slot);
+        for (int k = 0; access[i].write && status == 0 && k < DEFT_GPU_STREAMS; k++)
+            status = wait_other(gpu, s->device.id, f->reads[k], slot);
+        for (int k = 0; checks && !access[i].write && status == 0 && k < f->num_checks; k++)
+            status = list_add(checks, f->checks[k]);
+        pthread_mutex_unlock(&f->lock);
+        if (status) return -1;
+    }
+    return 0;
+}
+
+int deft_fence_begin(const deft_access_t *access, int n) {
+    return begin_run(access, n, NULL);
+}
+
+/* A fence for the work just queued on stream `slot` of GPU `id` (no event yet). */
+static int fence_new(int id, int slot, fence_t **out) {
+    fence_t *f = malloc(sizeof *f);
+    if (!f) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a GPU fence");
+    atomic_init(&f->refcount, 1);
+    f->id = id, f->slot = slot;
+    atomic_init(&f->event, NULL);
+    *out = f;
+    return 0;
 }
 
 /* A copy of l's checks (each retained) into *out; NULL when there are none. */
@@ -270,23 +280,6 @@ int deft_fence_host_wait(deft_storage_t *storage, bool write) {
     return status;
 }
 
-/* The checks of the buffers a run reads (a write that is also a read, an
- * in-place update, starts a new value: its old checks are not carried). */
-static int inherit(check_list_t *l, const deft_access_t *access, int n) {
-    int status = 0;
-    for (int i = 0; i < n && status == 0; i++) {
-        deft_storage_t *s = access[i].storage;
-        deft_fences_t *f = on_gpu(s) && !access[i].write
-                               ? atomic_load_explicit(&s->fences, memory_order_acquire)
-                               : NULL;
-        if (!f) continue;
-        pthread_mutex_lock(&f->lock);
-        for (int k = 0; k < f->num_checks && status == 0; k++) status = list_add(l, f->checks[k]);
-        pthread_mutex_unlock(&f->lock);
-    }
-    return status;
-}
-
 static bool writes_host(const deft_access_t *access, int n) {
     for (int i = 0; i < n; i++)
         if (access[i].write && access[i].storage && !on_gpu(access[i].storage)) return true;
@@ -327,7 +320,7 @@ static int settle(check_list_t *l, const deft_access_t *access, int n) {
 int deft_fence_run(const deft_access_t *access, int n, int (*fn)(void *ctx), void *ctx) {
     collector_t c = {.outer = tl_collector};
     bool defer = !atomic_load_explicit(&synchronous_checks, memory_order_relaxed);
-    if ((defer && inherit(&c.list, access, n)) || deft_fence_begin(access, n)) {
+    if (begin_run(access, n, defer ? &c.list : NULL)) {
         list_clear(&c.list);
         return -1;
     }
