@@ -12,6 +12,9 @@
 #include "check_helpers.h"
 #include "core/base/device_check.h"
 #include "core/base/fence.h"
+#include "core/math/gather_math.h"
+#include "core/math/sequence_math.h"
+#include "core/math/sort_math.h"
 #include "op_helpers.h"
 #ifdef DEFT_HAVE_CUDA
 #include "core/gpu/gpu_check.h"
@@ -31,6 +34,58 @@ START_TEST(test_cpu_checks_before_the_kernel) {
     ck_assert_fails(DeftWaitAll(), DEFT_ERROR_INDEX, "index 3 (position 1)");
     DeftNDArrayHandle all[] = {data, idx, taken};
     for (int i = 0; i < 3; i++) ck_assert_ok(DeftNDArrayFree(all[i]));
+}
+END_TEST
+
+/* The GPU kernels run before their check's verdict, on the arithmetic they
+ * share with the CPU: whatever the indices, it stays in bounds. */
+START_TEST(test_index_arithmetic_stays_in_bounds_for_bad_indices) {
+    /* gather_nd over a (3, 4) array: rows of indices address axes 0 and 1 */
+    const float nd_index[2 * 4] = {9, -9, 1, NAN, /* axis 0 */ 2, 7, -20, 1.5f};
+    deft_nd_plan_t nd = {.index = nd_index,
+                         .index_dtype = DEFT_DT_FLOAT32,
+                         .m = 2,
+                         .n = 4,
+                         .slice = 1,
+                         .dims = {3, 4},
+                         .strides = {4, 1},
+                         .big = 12};
+    const int64_t nd_want[4] = {2 * 4 + 2, 0 * 4 + 3, 1 * 4 + 0, 0 * 4 + 1}; /* clipped */
+    for (int64_t i = 0; i < 4; i++) ck_assert_int_eq(deft_nd_offset(&nd, i), nd_want[i]);
+    nd.dims[1] = 0, nd.big = 0;
+    ck_assert_int_eq(deft_nd_offset(&nd, 0), -1); /* an empty axis: no slice at all */
+
+    /* SequenceLast and SequenceReverse over (steps 3, batch 4, rest 1), axis 0 */
+    const double lengths[4] = {0, -2, 99, NAN};
+    deft_seq_plan_t seq = {.lengths = lengths,
+                           .length_dtype = DEFT_DT_FLOAT64,
+                           .d0 = 3,
+                           .d1 = 4,
+                           .rest = 1,
+                           .axis = 0};
+    const int64_t length_want[4] = {0, 0, 3, 0};
+    for (int64_t b = 0; b < 4; b++) {
+        ck_assert_int_eq(deft_seq_length(&seq, b), length_want[b]);
+        int64_t last = deft_seq_last_source(&seq, b);
+        ck_assert(last >= 0 && last < 12);
+    }
+    for (int64_t at = 0; at < 12; at++) {
+        int64_t from = deft_seq_reverse_source(&seq, at);
+        ck_assert(from >= 0 && from < 12);
+    }
+
+    /* _backward_topk: a row of n = 3, k = 2, whose indices 4 and -1 land nowhere */
+    double dx[1 + 3 + 2] = {-7, 0, 0, 0, -7, -7}; /* guards on both sides of the row */
+    const double g[2] = {1, 2};
+    const int64_t topk_index[2] = {4, -1};
+    deft_sort_call_t sort = {.outer = 1, .n = 3, .inner = 1, .k = 2, .elem = sizeof(double)};
+    deft_topk_unsort_row(&sort, 0, g, topk_index, DEFT_DT_INT64, dx + 1);
+    const double dx_want[6] = {-7, 0, 0, 0, -7, -7};
+    for (int i = 0; i < 6; i++) ck_assert_double_eq(dx[i], dx_want[i]);
+
+    /* take in raise mode gathers a clipped index until its check reports */
+    ck_assert_int_eq(deft_take_resolve(7, 3, DEFT_TAKE_RAISE), 2);
+    ck_assert_int_eq(deft_take_resolve(-1, 3, DEFT_TAKE_RAISE), 0);
 }
 END_TEST
 
@@ -273,6 +328,7 @@ static Suite *gpu_checks_suite(int gpus) {
     Suite *suite = suite_create("gpu checks");
     TCase *everywhere = tcase_create("everywhere");
     tcase_add_test(everywhere, test_cpu_checks_before_the_kernel);
+    tcase_add_test(everywhere, test_index_arithmetic_stays_in_bounds_for_bad_indices);
     suite_add_tcase(suite, everywhere);
     if (gpus > 0) {
         TCase *device = tcase_create("on gpu(0)");
