@@ -41,6 +41,7 @@ static int report(const deft_op_t *op, int input, const deft_index_check_t *c, i
                          input, name ? name : "indices", v, (long long)j, range);
 }
 
+#ifdef DEFT_HAVE_CUDA
 /* What a GPU check keeps to word its failure later (device_check.h). */
 typedef struct deferred_report {
     const deft_op_t *op;
@@ -52,6 +53,7 @@ static int report_deferred(const void *ctx, int64_t j, double v) {
     const deferred_report_t *r = ctx;
     return report(r->op, r->input, &r->check, j, v);
 }
+#endif
 
 int deft_check_indices(const deft_op_t *op, int input, const deft_tensor_t *t,
                        const deft_index_check_t *c) {
