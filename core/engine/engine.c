@@ -900,16 +900,16 @@ int deft_engine_wait_all(void) {
     if (deft_engine_inside_work()) return refuse_inside_work("waiting for all work");
     double start = deft_profiling(DEFT_PROF_API) ? deft_profiler_now() : 0;
     wait_idle();
+    if (start != 0) deft_profiler_span("engine", "WaitAll", start, deft_profiler_now());
     /* The GPU work is queued: wait for it, for the device-side checks it made. */
     if (deft_device_synchronize_used()) return -1;
-    if (start != 0) deft_profiler_span("engine", "WaitAll", start, deft_profiler_now());
     failure_log_t *log = tl_thread ? take_log(tl_thread) : NULL;
     long failed_checks = 0;
     deft_check_t *check = tl_thread ? deft_checks_take_failed(tl_thread, &failed_checks) : NULL;
     if (!log && !check) return 0;
-    /* The first failure is an operation's if any (its check came later, or
-     * not at all), else the first failed check's: its message is the one
-     * its wait would give. */
+    /* The message is an operation's failure if any (the log and the checks
+     * keep no common order), else the first failed check's, as its wait
+     * words it. */
     if (!log) deft_check_resolve(check);
     deft_error_kind_t kind = log ? log->first->kind : deft_error_kind();
     const char *first = log ? log->first->message : deft_error_message();
