@@ -131,7 +131,7 @@ static int checked_kernel(void *arg) {
 
 /* One operation: reads `in` (may be NULL), writes `out`, checks on `slot` (may be NULL). */
 static int run_op(deft_storage_t *in, deft_storage_t *out, fake_slot_t *slot, const char *what) {
-    deft_access_t access[2] = {{in, false}, {out, true}};
+    deft_access_t access[2] = {{in, false, DEFT_VALUE_NEW}, {out, true, DEFT_VALUE_NEW}};
     work_t w = {slot, what, false};
     return in ? deft_fence_run(access, 2, checked_kernel, &w)
               : deft_fence_run(&access[1], 1, checked_kernel, &w);
@@ -190,6 +190,41 @@ START_TEST(test_later_reads_carry_the_failure_until_overwritten) {
 }
 END_TEST
 
+START_TEST(test_in_place_update_carries_the_old_values_failure) {
+    deft_storage_t x = gpu_buffer();
+    fake_slot_t bad = failing(2, 8), fine = failing(DEFT_CHECK_PASSED, 0);
+    ck_assert_ok(run_op(NULL, &x, &bad, "take"));
+    deft_access_t update = {&x, true, DEFT_VALUE_UPDATE}; /* x += ..., reads the bad value */
+    work_t w = {&fine, "add", false};
+    ck_assert_ok(deft_fence_run(&update, 1, checked_kernel, &w));
+    ck_assert_ok(fake_synchronize(0, false));
+    ck_assert_int_eq(deft_fence_host_check(&x), -1);
+    ck_assert_str_eq(deft_error_message(), "take: 8 at position 2");
+    drop(&x);
+    ck_assert_int_eq(deft_check_live(), live_before);
+}
+END_TEST
+
+/* A deferred-compute run fences its leaves as written, unchanged: each keeps its own. */
+START_TEST(test_unchanged_buffers_keep_their_own_checks) {
+    deft_storage_t a = gpu_buffer(), b = gpu_buffer(), dest = gpu_buffer();
+    fake_slot_t bad = failing(0, 4);
+    ck_assert_ok(run_op(NULL, &a, &bad, "pick"));
+    ck_assert_ok(run_op(NULL, &b, NULL, NULL));
+    deft_access_t access[3] = {
+        {&a, true, DEFT_VALUE_SAME}, {&b, true, DEFT_VALUE_SAME}, {&dest, true, DEFT_VALUE_NEW}};
+    work_t w = {NULL, NULL, false};
+    ck_assert_ok(deft_fence_run(access, 3, checked_kernel, &w));
+    ck_assert_ok(fake_synchronize(0, false));
+    ck_assert_int_eq(deft_fence_host_check(&a), -1);
+    ck_assert_int_eq(deft_fence_host_check(&dest), -1); /* computed from a */
+    ck_assert_str_eq(deft_error_message(), "pick: 4 at position 0");
+    ck_assert_ok(deft_fence_host_check(&b)); /* not a's failure */
+    drop(&a), drop(&b), drop(&dest);
+    ck_assert_int_eq(deft_check_live(), live_before);
+}
+END_TEST
+
 START_TEST(test_passed_check_is_not_carried_on) {
     deft_storage_t out = gpu_buffer(), next = gpu_buffer();
     fake_slot_t slot = failing(DEFT_CHECK_PASSED, 0);
@@ -206,7 +241,7 @@ END_TEST
 START_TEST(test_naive_mode_checks_synchronously) {
     deft_storage_t out = gpu_buffer();
     work_t w = {NULL, NULL, true};
-    deft_access_t access = {&out, true};
+    deft_access_t access = {&out, true, DEFT_VALUE_NEW};
     deft_fence_set_synchronous_checks(true);
     ck_assert_ok(deft_fence_run(&access, 1, checked_kernel, &w));
     ck_assert(!w.deferring);
@@ -244,7 +279,7 @@ START_TEST(test_too_many_checks_are_resolved_at_once) {
     deft_storage_t out = gpu_buffer();
     fake_slot_t *slots = calloc(65, sizeof *slots);
     for (int i = 0; i < 65; i++) slots[i].answer.first = DEFT_CHECK_PASSED;
-    deft_access_t access = {&out, true};
+    deft_access_t access = {&out, true, DEFT_VALUE_NEW};
     ck_assert_ok(deft_fence_run(&access, 1, defer_many, slots));
     ck_assert_int_eq(syncs, 1);
     for (int i = 0; i < 65; i++) ck_assert_int_eq(atomic_load(&slots[i].released), 1);
@@ -273,7 +308,7 @@ START_TEST(test_nested_run_hands_its_checks_to_the_outer) {
     deft_storage_t tmp = gpu_buffer(), out = gpu_buffer();
     fake_slot_t slot = failing(4, 1);
     nested_t n = {&tmp, &slot};
-    deft_access_t access = {&out, true};
+    deft_access_t access = {&out, true, DEFT_VALUE_NEW};
     ck_assert_ok(deft_fence_run(&access, 1, run_inner, &n));
     drop(&tmp);
     ck_assert_ok(fake_synchronize(0, false));
@@ -353,7 +388,7 @@ static void *fail_many(void *arg) {
         outs[i] = gpu_buffer();
         /* the verdict as the device writes it, once the run's work is queued */
         work_t work = {&slots[i], what, false};
-        deft_access_t access = {&outs[i], true};
+        deft_access_t access = {&outs[i], true, DEFT_VALUE_NEW};
         ck_assert_ok(deft_fence_run(&access, 1, checked_kernel, &work));
         slots[i].verdict = (deft_check_verdict_t){i % 2 ? DEFT_CHECK_PASSED : (uint64_t)i, i};
     }
@@ -398,6 +433,8 @@ static Suite *device_check_suite(void) {
     tcase_add_test(tc, test_failed_check_fails_the_wait_for_what_the_op_wrote);
     tcase_add_test(tc, test_check_not_answered_yet_is_not_reported);
     tcase_add_test(tc, test_later_reads_carry_the_failure_until_overwritten);
+    tcase_add_test(tc, test_in_place_update_carries_the_old_values_failure);
+    tcase_add_test(tc, test_unchanged_buffers_keep_their_own_checks);
     tcase_add_test(tc, test_passed_check_is_not_carried_on);
     tcase_add_test(tc, test_naive_mode_checks_synchronously);
     tcase_add_test(tc, test_copy_to_the_host_reports_at_once);

@@ -150,9 +150,8 @@ static void list_clear(check_list_t *l) {
 }
 
 /* Before a run's work: wait as deft_fence_begin does and, with `checks`,
- * gather the checks of the buffers it reads under the same lock (a write
- * that is also a read, an in-place update, starts a new value: its old
- * checks are not carried). */
+ * gather the checks of the values it reads under the same lock (all but
+ * those of buffers it overwrites with a new value). */
 static int begin_run(const deft_access_t *access, int n, check_list_t *checks) {
     const deft_gpu_backend_t *gpu = deft_device_gpu_backend();
     int slot = -1;
@@ -166,7 +165,8 @@ static int begin_run(const deft_access_t *access, int n, check_list_t *checks) {
         int status = wait_other(gpu, s->device.id, write_to_wait(f, access[i].write), slot);
         for (int k = 0; access[i].write && status == 0 && k < DEFT_GPU_STREAMS; k++)
             status = wait_other(gpu, s->device.id, f->reads[k], slot);
-        for (int k = 0; checks && !access[i].write && status == 0 && k < f->num_checks; k++)
+        bool reads = !access[i].write || access[i].value != DEFT_VALUE_NEW;
+        for (int k = 0; checks && reads && status == 0 && k < f->num_checks; k++)
             status = list_add(checks, f->checks[k]);
         pthread_mutex_unlock(&f->lock);
         if (status) return -1;
@@ -205,20 +205,24 @@ static void release_checks(deft_check_t **checks, int n) {
     free(checks);
 }
 
-/* A write's value depends on its run's checks alone, so they replace the
- * buffer's (a write outside a collecting run, deft_fence_end, drops them). */
-static int mark(deft_storage_t *s, bool write, fence_t *f, const check_list_t *checks) {
+/* A written value depends on its run's checks alone (an update's run has
+ * gathered the old value's), so they replace the buffer's; a write outside
+ * a collecting run (deft_fence_end) drops them. An unchanged value keeps its own. */
+static int mark(deft_storage_t *s, const deft_access_t *a, fence_t *f, const check_list_t *checks) {
     deft_fences_t *fences = fences_of(s);
-    deft_check_t **copy;
-    if (!fences || (write && copy_checks(checks, &copy))) return -1;
+    bool write = a->write, new_checks = write && a->value != DEFT_VALUE_SAME;
+    deft_check_t **copy = NULL;
+    if (!fences || (new_checks && copy_checks(checks, &copy))) return -1;
     deft_check_t **old = NULL;
     int old_n = 0;
     pthread_mutex_lock(&fences->lock);
     if (write) {
         fence_set(&fences->write, f);
         for (int k = 0; k < DEFT_GPU_STREAMS; k++) fence_set(&fences->reads[k], NULL);
-        old = fences->checks, old_n = fences->num_checks;
-        fences->checks = copy, fences->num_checks = copy ? checks->n : 0;
+        if (new_checks) {
+            old = fences->checks, old_n = fences->num_checks;
+            fences->checks = copy, fences->num_checks = copy ? checks->n : 0;
+        }
     } else {
         fence_set(&fences->reads[f->slot], f);
     }
@@ -246,7 +250,7 @@ static int end_run(const deft_access_t *access, int n, const check_list_t *check
         if (slot < 0) slot = gpu->stream_slot();
         int id = s->device.id;
         if (!made[id]) status = fence_new(id, slot, &made[id]);
-        if (status == 0) status = mark(s, access[i].write, made[id], checks);
+        if (status == 0) status = mark(s, &access[i], made[id], checks);
     }
     for (int d = 0; d < DEFT_MAX_GPUS; d++) fence_release(made[d]);
     return status == 0 ? 0 : wait_instead(gpu, access, n);
@@ -394,7 +398,7 @@ bool deft_fence_any_gpu(const deft_access_t *access, int n) {
 }
 
 void deft_fence_tensors(const deft_tensor_t *t, int n, bool write, deft_access_t *access) {
-    for (int i = 0; i < n; i++) access[i] = (deft_access_t){t[i].storage, write};
+    for (int i = 0; i < n; i++) access[i] = (deft_access_t){t[i].storage, write, DEFT_VALUE_NEW};
 }
 
 long deft_fence_events_recorded(void) {

@@ -33,10 +33,18 @@
 #include "core/base/device_check.h"
 #include "core/base/tensor.h"
 
+/* What a write does to the value, for its device-side checks (device_check.h). */
+typedef enum deft_access_value {
+    DEFT_VALUE_NEW,    /* a new value: the run's checks replace the buffer's */
+    DEFT_VALUE_UPDATE, /* an in-place update, which reads the old value: its checks go on */
+    DEFT_VALUE_SAME,   /* fenced as a write, but unchanged: the buffer keeps its checks */
+} deft_access_value_t;
+
 /* One access of an operation to a buffer. */
 typedef struct deft_access {
     deft_storage_t *storage; /* NULL, CPU and zero-size storages are skipped */
     bool write;
+    deft_access_value_t value; /* for a write (a read is DEFT_VALUE_SAME whatever it says) */
 } deft_access_t;
 
 /* Before queueing GPU work: the calling thread's stream of each GPU storage's

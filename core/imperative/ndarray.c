@@ -121,7 +121,8 @@ int deft_ndarray_new(const deft_shape_t *shape, deft_dtype_t dtype, deft_device_
     }
     deft_tensor_t t = {*shape, dtype, device, NULL, 0};
     if (deft_storage_new(device, nbytes, &t.storage)) return -1;
-    deft_access_t written = {t.storage, true}; /* a reused GPU block: after its last work */
+    deft_access_t written = {t.storage, true,
+                             DEFT_VALUE_NEW}; /* a reused GPU block: after its last work */
     if ((zero && deft_fence_run(&written, 1, zero_tensor, &t)) ||
         make_array(&t, no_entry, NULL, out)) {
         deft_storage_release(t.storage);
@@ -294,7 +295,7 @@ int deft_ndarray_copy_from_host(deft_ndarray_t *arr, const void *data, size_t nb
     deft_ndarray_touch(arr);
     /* On a GPU the copy is queued after the array's last work, not waited for. */
     host_copy_t copy = {&arr->tensor, data};
-    deft_access_t written = {arr->tensor.storage, true};
+    deft_access_t written = {arr->tensor.storage, true, DEFT_VALUE_NEW};
     if (deft_fence_run(&written, 1, copy_from_host, &copy)) return -1;
     deft_engine_overwritten(arr->var); /* a failure it kept is gone with its old value */
     return 0;
