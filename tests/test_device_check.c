@@ -27,6 +27,7 @@ typedef struct fake_slot {
 #define MAX_SLOTS 128
 static fake_slot_t *answering[MAX_SLOTS]; /* verdicts a synchronize answers */
 static int num_answering, syncs;
+static pthread_mutex_t answering_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int fake_slot_of_stream(void) {
     return 0;
@@ -55,9 +56,11 @@ static void fake_release(void *event) {
 /* The device finishes its work: every verdict queued gets its answer. */
 static int fake_synchronize(int id, bool whole_device) {
     (void)id, (void)whole_device;
+    pthread_mutex_lock(&answering_lock);
     syncs++;
     for (int i = 0; i < num_answering; i++) answering[i]->verdict = answering[i]->answer;
     num_answering = 0;
+    pthread_mutex_unlock(&answering_lock);
     return 0;
 }
 
@@ -116,7 +119,9 @@ typedef struct work {
 /* Queue a check as flag.cuh does: pending until the device answers. */
 static int defer_check(fake_slot_t *slot, const char *what) {
     slot->verdict.first = DEFT_CHECK_PENDING;
+    pthread_mutex_lock(&answering_lock);
     if (num_answering < MAX_SLOTS) answering[num_answering++] = slot;
+    pthread_mutex_unlock(&answering_lock);
     deft_check_report_t how = {report_bad, &what, sizeof what};
     deft_check_t *check = deft_check_new(0, 0, &slot->verdict, &how, slot_released, slot);
     ck_assert_ptr_nonnull(check);
