@@ -108,7 +108,7 @@ static deft_storage_t gpu_buffer(int id) {
 /* Queue one operation on stream `slot`: wait, then fence. */
 static void touch(int slot, deft_storage_t *s, bool write) {
     current_slot = slot;
-    deft_access_t a = {s, write};
+    deft_access_t a = {s, write, DEFT_VALUE_NEW};
     ck_assert_ok(deft_fence_begin(&a, 1));
     ck_assert_ok(deft_fence_end(&a, 1));
 }
@@ -169,8 +169,9 @@ START_TEST(test_one_fence_per_device_per_operation) {
     deft_storage_t empty = gpu_buffer(0);
     empty.data = NULL;
     atomic_init(&cpu.fences, NULL);
-    deft_access_t access[] = {{&a, false},  {&b, true},     {&c, true},
-                              {&cpu, true}, {&empty, true}, {NULL, true}};
+    deft_access_t access[] = {{&a, false, DEFT_VALUE_NEW},    {&b, true, DEFT_VALUE_NEW},
+                              {&c, true, DEFT_VALUE_NEW},     {&cpu, true, DEFT_VALUE_NEW},
+                              {&empty, true, DEFT_VALUE_NEW}, {NULL, true, DEFT_VALUE_NEW}};
     ck_assert(deft_fence_any_gpu(access, 6));
     ck_assert(!deft_fence_any_gpu(access + 3, 3));
     ck_assert_ok(deft_fence_begin(access, 6));
@@ -185,7 +186,7 @@ START_TEST(test_one_fence_per_device_per_operation) {
     ck_assert_int_eq(fake.waits[0].id, 0);
     ck_assert_int_eq(fake.waits[1].id, 1); /* c's wait is on gpu(1)'s stream */
     ck_assert_int_eq(fake.waits[1].seq, 2);
-    deft_access_t write_a = {&a, true};
+    deft_access_t write_a = {&a, true, DEFT_VALUE_NEW};
     ck_assert_ok(deft_fence_begin(&write_a, 1)); /* a's read is b's write: the same fence */
     ck_assert_int_eq(fake.num_waits, 3);
     ck_assert_int_eq(fake.waits[2].seq, 1);
@@ -218,7 +219,8 @@ START_TEST(test_chain_on_one_stream_records_no_event) {
     long before = deft_fence_events_recorded();
     for (int i = 0; i < 100; i++) {
         current_slot = 2;
-        deft_access_t access[2] = {{i % 2 ? &a : &b, false}, {i % 2 ? &b : &a, true}};
+        deft_access_t access[2] = {{i % 2 ? &a : &b, false, DEFT_VALUE_NEW},
+                                   {i % 2 ? &b : &a, true, DEFT_VALUE_NEW}};
         ck_assert_ok(deft_fence_begin(access, 2));
         ck_assert_ok(deft_fence_end(access, 2));
     }

@@ -222,7 +222,7 @@ int DeftNDArrayWaitToWrite(DeftNDArrayHandle handle) {
 
 int DeftWaitAll(void) {
     API_BEGIN();
-    return deft_engine_wait_all() || deft_device_synchronize_used() ? -1 : 0;
+    return deft_engine_wait_all(); /* which also waits for the devices */
 }
 
 int DeftShutdown(void) {

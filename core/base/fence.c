@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "core/base/error.h"
+#include "core/base/tls.h"
 
 /*
  * A point on one stream, shared by every buffer one operation touched. Its
@@ -27,6 +28,10 @@ struct deft_fences {
     pthread_mutex_t lock;
     fence_t *write;
     fence_t *reads[DEFT_GPU_STREAMS]; /* by stream */
+    /* The device-side checks (device_check.h) whose verdict the value of
+     * the last write depends on: that write's own, and those of what it read. */
+    deft_check_t **checks;
+    int num_checks;
 };
 
 static fence_t *fence_retain(fence_t *f) {
@@ -99,7 +104,55 @@ static fence_t *write_to_wait(const deft_fences_t *f, bool write) {
     return write && f->write && f->reads[f->write->slot] ? NULL : f->write;
 }
 
-int deft_fence_begin(const deft_access_t *access, int n) {
+/* ---- device-side checks that travel with the buffers (device_check.h) ---- */
+
+/* Checks, each held once. */
+typedef struct check_list {
+    deft_check_t **items;
+    int n, cap;
+} check_list_t;
+
+/* The checks of the deft_fence_run in progress on this thread: those of the
+ * buffers it reads, and those its kernels deferred. Runs may nest (a kernel
+ * that runs one inside): the inner run's checks go to the outer's too. */
+typedef struct collector {
+    check_list_t list;
+    struct collector *outer;
+} collector_t;
+
+static DEFT_TLS_FAST collector_t *tl_collector;
+static atomic_bool synchronous_checks;
+
+/* A run that would carry more checks than this waits for its device and
+ * resolves them instead: it bounds what a buffer carries when the device
+ * runs far behind the host (the engine's back-pressure usually does first). */
+#define MAX_CARRIED_CHECKS 64
+
+/* Add c (retained) unless the list has it or it is known to have passed. */
+static int list_add(check_list_t *l, deft_check_t *c) {
+    if (deft_check_passed(c)) return 0;
+    for (int i = 0; i < l->n; i++)
+        if (l->items[i] == c) return 0;
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 4;
+        deft_check_t **items = realloc(l->items, (size_t)cap * sizeof *items);
+        if (!items) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot carry a device-side check");
+        l->items = items, l->cap = cap;
+    }
+    l->items[l->n++] = deft_check_retain(c);
+    return 0;
+}
+
+static void list_clear(check_list_t *l) {
+    for (int i = 0; i < l->n; i++) deft_check_release(l->items[i]);
+    free(l->items);
+    *l = (check_list_t){0};
+}
+
+/* Before a run's work: wait as deft_fence_begin does and, with `checks`,
+ * gather the checks of the values it reads under the same lock (all but
+ * those of buffers it overwrites with a new value). */
+static int begin_run(const deft_access_t *access, int n, check_list_t *checks) {
     const deft_gpu_backend_t *gpu = deft_device_gpu_backend();
     int slot = -1;
     for (int i = 0; i < n; i++) {
@@ -112,10 +165,17 @@ int deft_fence_begin(const deft_access_t *access, int n) {
         int status = wait_other(gpu, s->device.id, write_to_wait(f, access[i].write), slot);
         for (int k = 0; access[i].write && status == 0 && k < DEFT_GPU_STREAMS; k++)
             status = wait_other(gpu, s->device.id, f->reads[k], slot);
+        bool reads = !access[i].write || access[i].value != DEFT_VALUE_NEW;
+        for (int k = 0; checks && reads && status == 0 && k < f->num_checks; k++)
+            status = list_add(checks, f->checks[k]);
         pthread_mutex_unlock(&f->lock);
         if (status) return -1;
     }
     return 0;
+}
+
+int deft_fence_begin(const deft_access_t *access, int n) {
+    return begin_run(access, n, NULL);
 }
 
 /* A fence for the work just queued on stream `slot` of GPU `id` (no event yet). */
@@ -129,17 +189,45 @@ static int fence_new(int id, int slot, fence_t **out) {
     return 0;
 }
 
-static int mark(deft_storage_t *s, bool write, fence_t *f) {
+/* A copy of l's checks (each retained) into *out; NULL when there are none. */
+static int copy_checks(const check_list_t *l, deft_check_t ***out) {
+    *out = NULL;
+    if (!l || l->n == 0) return 0;
+    if (!(*out = malloc((size_t)l->n * sizeof **out)))
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot carry a device-side check");
+    for (int i = 0; i < l->n; i++) (*out)[i] = deft_check_retain(l->items[i]);
+    return 0;
+}
+
+/* Outside any buffer's lock: the last release returns a slot to the GPU layer's pool. */
+static void release_checks(deft_check_t **checks, int n) {
+    for (int i = 0; i < n; i++) deft_check_release(checks[i]);
+    free(checks);
+}
+
+/* A written value depends on its run's checks alone (an update's run has
+ * gathered the old value's), so they replace the buffer's; a write outside
+ * a collecting run (deft_fence_end) drops them. An unchanged value keeps its own. */
+static int mark(deft_storage_t *s, const deft_access_t *a, fence_t *f, const check_list_t *checks) {
     deft_fences_t *fences = fences_of(s);
-    if (!fences) return -1;
+    bool write = a->write, new_checks = write && a->value != DEFT_VALUE_SAME;
+    deft_check_t **copy = NULL;
+    if (!fences || (new_checks && copy_checks(checks, &copy))) return -1;
+    deft_check_t **old = NULL;
+    int old_n = 0;
     pthread_mutex_lock(&fences->lock);
     if (write) {
         fence_set(&fences->write, f);
         for (int k = 0; k < DEFT_GPU_STREAMS; k++) fence_set(&fences->reads[k], NULL);
+        if (new_checks) {
+            old = fences->checks, old_n = fences->num_checks;
+            fences->checks = copy, fences->num_checks = copy ? checks->n : 0;
+        }
     } else {
         fence_set(&fences->reads[f->slot], f);
     }
     pthread_mutex_unlock(&fences->lock);
+    release_checks(old, old_n);
     return 0;
 }
 
@@ -152,7 +240,7 @@ static int wait_instead(const deft_gpu_backend_t *gpu, const deft_access_t *acce
     return 0;
 }
 
-int deft_fence_end(const deft_access_t *access, int n) {
+static int end_run(const deft_access_t *access, int n, const check_list_t *checks) {
     const deft_gpu_backend_t *gpu = deft_device_gpu_backend();
     fence_t *made[DEFT_MAX_GPUS] = {0}; /* one per device touched */
     int slot = -1, status = 0;
@@ -162,10 +250,14 @@ int deft_fence_end(const deft_access_t *access, int n) {
         if (slot < 0) slot = gpu->stream_slot();
         int id = s->device.id;
         if (!made[id]) status = fence_new(id, slot, &made[id]);
-        if (status == 0) status = mark(s, access[i].write, made[id]);
+        if (status == 0) status = mark(s, &access[i], made[id], checks);
     }
     for (int d = 0; d < DEFT_MAX_GPUS; d++) fence_release(made[d]);
     return status == 0 ? 0 : wait_instead(gpu, access, n);
+}
+
+int deft_fence_end(const deft_access_t *access, int n) {
+    return end_run(access, n, NULL);
 }
 
 int deft_fence_host_wait(deft_storage_t *storage, bool write) {
@@ -192,11 +284,100 @@ int deft_fence_host_wait(deft_storage_t *storage, bool write) {
     return status;
 }
 
-int deft_fence_run(const deft_access_t *access, int n, int (*fn)(void *ctx), void *ctx) {
-    if (deft_fence_begin(access, n)) return -1;
-    int status = fn(ctx);
-    if (deft_fence_end(access, n)) return -1;
+static bool writes_host(const deft_access_t *access, int n) {
+    for (int i = 0; i < n; i++)
+        if (access[i].write && access[i].storage && !on_gpu(access[i].storage)) return true;
+    return false;
+}
+
+/* Wait for the checks' devices and resolve them: 0, or the first failure.
+ * The passed ones leave the list; the failed ones stay, to stick to the
+ * buffers the run wrote. */
+static int resolve_now(check_list_t *l) {
+    const deft_gpu_backend_t *gpu = deft_device_gpu_backend();
+    bool synced[DEFT_MAX_GPUS] = {false};
+    int status = 0, kept = 0;
+    for (int i = 0; i < l->n; i++) {
+        int id = deft_check_device(l->items[i]);
+        if (status == 0 && !synced[id]) status = gpu->synchronize(id, false);
+        synced[id] = true;
+    }
+    for (int i = 0; i < l->n; i++) {
+        if (status == 0 && deft_check_resolve(l->items[i])) status = -1;
+        if (deft_check_passed(l->items[i]))
+            deft_check_release(l->items[i]);
+        else
+            l->items[kept++] = l->items[i];
+    }
+    l->n = kept;
     return status;
+}
+
+/* Where the host would wait anyway (a run that wrote host memory, a copy
+ * from the device, has waited for its inputs), or the run carries too many,
+ * its checks are resolved now rather than carried on. */
+static int settle(check_list_t *l, const deft_access_t *access, int n) {
+    if (l->n == 0 || (l->n <= MAX_CARRIED_CHECKS && !writes_host(access, n))) return 0;
+    return resolve_now(l);
+}
+
+int deft_fence_run(const deft_access_t *access, int n, int (*fn)(void *ctx), void *ctx) {
+    collector_t c = {.outer = tl_collector};
+    bool defer = !atomic_load_explicit(&synchronous_checks, memory_order_relaxed);
+    if (begin_run(access, n, defer ? &c.list : NULL)) {
+        list_clear(&c.list);
+        return -1;
+    }
+    if (defer) tl_collector = &c;
+    int status = fn(ctx);
+    tl_collector = c.outer;
+    if (status == 0) status = settle(&c.list, access, n);
+    if (end_run(access, n, &c.list)) status = -1;
+    for (int i = 0; c.outer && i < c.list.n; i++)
+        if (list_add(&c.outer->list, c.list.items[i])) status = -1;
+    list_clear(&c.list);
+    return status;
+}
+
+bool deft_check_deferring(void) {
+    return tl_collector != NULL;
+}
+
+int deft_check_defer(deft_check_t *check) {
+    int status = list_add(&tl_collector->list, check);
+    deft_check_release(check);
+    return status;
+}
+
+void deft_fence_set_synchronous_checks(bool on) {
+    atomic_store_explicit(&synchronous_checks, on, memory_order_relaxed);
+}
+
+int deft_fence_host_check(deft_storage_t *storage) {
+    deft_fences_t *f =
+        on_gpu(storage) ? atomic_load_explicit(&storage->fences, memory_order_acquire) : NULL;
+    if (!f) return 0;
+    int status = 0;
+    pthread_mutex_lock(&f->lock);
+    /* Resolving only words a message: no lock, no wait. A check still
+     * pending belongs to a write that raced past the caller's wait: the
+     * waiter of that write resolves it. */
+    for (int k = 0; k < f->num_checks && status == 0; k++) {
+        deft_check_t *c = f->checks[k];
+        if (!deft_check_pending(c)) status = deft_check_resolve(c);
+    }
+    pthread_mutex_unlock(&f->lock);
+    return status;
+}
+
+void deft_fences_drop_checks(deft_fences_t *fences) {
+    if (!fences) return;
+    pthread_mutex_lock(&fences->lock);
+    deft_check_t **old = fences->checks;
+    int old_n = fences->num_checks;
+    fences->checks = NULL, fences->num_checks = 0;
+    pthread_mutex_unlock(&fences->lock);
+    release_checks(old, old_n);
 }
 
 int deft_fence_join(int id, int slot) {
@@ -217,7 +398,7 @@ bool deft_fence_any_gpu(const deft_access_t *access, int n) {
 }
 
 void deft_fence_tensors(const deft_tensor_t *t, int n, bool write, deft_access_t *access) {
-    for (int i = 0; i < n; i++) access[i] = (deft_access_t){t[i].storage, write};
+    for (int i = 0; i < n; i++) access[i] = (deft_access_t){t[i].storage, write, DEFT_VALUE_NEW};
 }
 
 long deft_fence_events_recorded(void) {
@@ -226,6 +407,7 @@ long deft_fence_events_recorded(void) {
 
 void deft_fences_free(deft_fences_t *fences) {
     if (!fences) return;
+    deft_fences_drop_checks(fences);
     fence_release(fences->write);
     for (int k = 0; k < DEFT_GPU_STREAMS; k++) fence_release(fences->reads[k]);
     pthread_mutex_destroy(&fences->lock);

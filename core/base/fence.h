@@ -30,12 +30,21 @@
 
 #include <stdbool.h>
 
+#include "core/base/device_check.h"
 #include "core/base/tensor.h"
+
+/* What a write does to the value, for its device-side checks (device_check.h). */
+typedef enum deft_access_value {
+    DEFT_VALUE_NEW,    /* a new value: the run's checks replace the buffer's */
+    DEFT_VALUE_UPDATE, /* an in-place update, which reads the old value: its checks go on */
+    DEFT_VALUE_SAME,   /* fenced as a write, but unchanged: the buffer keeps its checks */
+} deft_access_value_t;
 
 /* One access of an operation to a buffer. */
 typedef struct deft_access {
     deft_storage_t *storage; /* NULL, CPU and zero-size storages are skipped */
     bool write;
+    deft_access_value_t value; /* for a write (a read is DEFT_VALUE_SAME whatever it says) */
 } deft_access_t;
 
 /* Before queueing GPU work: the calling thread's stream of each GPU storage's
@@ -45,8 +54,24 @@ int deft_fence_begin(const deft_access_t *access, int n);
 int deft_fence_end(const deft_access_t *access, int n);
 
 /* Queue GPU work: fn(ctx) between the two above. The accesses are fenced
- * even when fn fails, since part of its work may be queued. */
+ * even when fn fails, since part of its work may be queued.
+ *
+ * Device-side checks (device_check.h): meanwhile fn's kernels may defer
+ * their checks to the run (deft_check_defer), which also carries the
+ * checks of the buffers it reads; the buffers it writes then carry them
+ * all, until written again, and deft_fence_host_check reports a failed
+ * one. A run that writes host memory (a copy from the device: the host
+ * waited for its inputs already) resolves them at once instead, and fails
+ * with the first failure's message, as does a run that would carry more
+ * than a few dozen (it waits for the device then: the host ran far ahead). */
 int deft_fence_run(const deft_access_t *access, int n, int (*fn)(void *ctx), void *ctx);
+
+/* Make every check synchronous (or not, the default): the naive engine's
+ * mode, where a bad call must fail where it is made. */
+void deft_fence_set_synchronous_checks(bool on);
+/* After the host waited for a buffer's last write (deft_fence_host_wait):
+ * 0, or -1 with the message of a failed check that its value depends on. */
+int deft_fence_host_check(deft_storage_t *storage);
 
 /* The host waits until a GPU storage's last write (and, for `write`, every
  * read since) is done on the device; nothing to do for the CPU. */
@@ -68,5 +93,8 @@ long deft_fence_events_recorded(void);
 
 /* Drop a buffer's fences (the pool, when its block goes back to the device). */
 void deft_fences_free(deft_fences_t *fences);
+/* Drop a buffer's checks (its storage is freed: the next user of the block
+ * keeps the fences, not the verdict on the old value). */
+void deft_fences_drop_checks(deft_fences_t *fences);
 
 #endif

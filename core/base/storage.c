@@ -160,6 +160,8 @@ void deft_storage_release(deft_storage_t *storage) {
         deft_record_free(storage);
         return;
     }
+    /* The block's next user must not inherit a failure of this buffer's value. */
+    deft_fences_drop_checks(fences);
     if (storage->data && !storage->inline_data)
         (storage->allocator ? storage->allocator : deft_allocator_get(storage->device.type))
             ->free(storage->device, storage->data, storage->capacity, fences);

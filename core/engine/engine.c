@@ -20,6 +20,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/base/device.h"
+#include "core/base/device_check.h"
+#include "core/base/fence.h"
 #include "core/base/fpmode.h"
 #include "core/base/parallel.h"
 #include "core/base/profiler.h"
@@ -89,6 +92,7 @@ static long env_long(const char *name, long fallback, long lo, long hi) {
 }
 
 static void forget_thread_failures(void *id);
+static uint32_t this_thread_id(void);
 static void park_workers_before_fork(void);
 static void resume_workers_after_fork(void);
 static void forget_workers_in_child(void);
@@ -96,6 +100,9 @@ static void forget_workers_in_child(void);
 static void configure(void) {
     const char *mode = getenv("DEFT_ENGINE");
     engine.naive = mode && strcmp(mode, "naive") == 0;
+    /* Naive mode is for debugging: a bad index fails the call that made
+     * it, as on the CPU, so the GPU's checks wait for their verdict. */
+    if (engine.naive) deft_fence_set_synchronous_checks(true);
     /* The host thread is busy too (it calls the operators and runs the small
      * ones itself): one core is left to it. */
     int threads = deft_parallel_threads();
@@ -104,6 +111,7 @@ static void configure(void) {
     engine.max_pending = env_long("DEFT_ENGINE_MAX_PENDING", 16384, 1, 1L << 30);
     engine.max_pending_bytes =
         env_long("DEFT_ENGINE_MAX_PENDING_BYTES", DEFAULT_MAX_PENDING_BYTES, 1, LONG_MAX);
+    deft_check_set_owner_fn(this_thread_id);
     pthread_key_create(&engine.thread_key, forget_thread_failures);
     pthread_atfork(park_workers_before_fork, resume_workers_after_fork, forget_workers_in_child);
 }
@@ -227,6 +235,11 @@ __attribute__((noinline)) static uint32_t new_thread_id(void) {
 
 static inline uint32_t this_thread(void) {
     return tl_thread ? tl_thread : new_thread_id();
+}
+
+/* Who owns a device-side check made now: the thread whose work this is. */
+static uint32_t this_thread_id(void) {
+    return this_thread();
 }
 
 /* Called with failures_lock held: the log of a thread and the link to it. */
@@ -888,16 +901,28 @@ int deft_engine_wait_all(void) {
     double start = deft_profiling(DEFT_PROF_API) ? deft_profiler_now() : 0;
     wait_idle();
     if (start != 0) deft_profiler_span("engine", "WaitAll", start, deft_profiler_now());
+    /* The GPU work is queued: wait for it, for the device-side checks it made. */
+    if (deft_device_synchronize_used()) return -1;
     failure_log_t *log = tl_thread ? take_log(tl_thread) : NULL;
-    if (!log) return 0;
+    long failed_checks = 0;
+    deft_check_t *check = tl_thread ? deft_checks_take_failed(tl_thread, &failed_checks) : NULL;
+    if (!log && !check) return 0;
+    /* The message is an operation's failure if any (the log and the checks
+     * keep no common order), else the first failed check's, as its wait
+     * words it. */
+    if (!log) deft_check_resolve(check);
+    deft_error_kind_t kind = log ? log->first->kind : deft_error_kind();
+    const char *first = log ? log->first->message : deft_error_message();
+    long more = (log ? log->more : -1) + failed_checks;
     char text[DEFT_ERROR_MAX];
-    if (log->more)
+    if (more)
         snprintf(text, sizeof text, "%s (and %ld more failure%s since the last wait for all work)",
-                 log->first->message, log->more, log->more == 1 ? "" : "s");
+                 first, more, more == 1 ? "" : "s");
     else
-        snprintf(text, sizeof text, "%s", log->first->message);
-    deft_error_restore(log->first->kind, text);
-    engine_error_release(log->first);
+        snprintf(text, sizeof text, "%s", first);
+    deft_error_restore(kind, text);
+    deft_check_release(check);
+    if (log) engine_error_release(log->first);
     free(log);
     return -1;
 }

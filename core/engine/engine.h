@@ -99,9 +99,11 @@ void deft_engine_overwritten(deft_var_t *var);
 
 /*
  * Block until nothing is pending, running queued operations on this thread
- * meanwhile. -1 when work pushed by this thread failed
- * since its last wait-all: the first failure's message, and how many more
- * there were. Other threads' failures are theirs; arrays keep their failures.
+ * meanwhile, then until the GPUs are idle. -1 when work pushed by this
+ * thread failed since its last wait-all, a device-side check of it included
+ * (core/base/device_check.h: one whose buffers are still alive): the first
+ * failure's message, and how many more there were. Other threads' failures
+ * are theirs; arrays keep their failures.
  */
 int deft_engine_wait_all(void);
 

@@ -12,7 +12,7 @@
 
 namespace {
 
-__global__ void check_indices(deft_gpu_take_t t, unsigned long long *bad) {
+__global__ void check_indices(deft_gpu_take_t t, deft_check_verdict_t *bad) {
     GRID_STRIDE(j, t.count) {
         int64_t i = deft_index_at(t.indices, t.index_dtype, j);
         if (i < 0 || i >= t.size) flag_first(bad, j);
@@ -67,17 +67,18 @@ void launch_gather(const deft_gpu_take_t &t, cudaStream_t stream) {
 
 } // namespace
 
-extern "C" int deft_gpu_take(int dev, const deft_gpu_take_t *t, int64_t *bad) {
-    *bad = -1;
+extern "C" int deft_gpu_take(int dev, const deft_gpu_take_t *t, const deft_check_report_t *report) {
     if (t->mode == DEFT_TAKE_RAISE && t->count > 0 &&
         run_flagged(
             dev,
-            [&](cudaStream_t stream, unsigned long long *flag) {
+            [&](cudaStream_t stream, deft_check_verdict_t *flag) {
                 check_indices<<<blocks_for(t->count), kThreads, 0, stream>>>(*t, flag);
             },
-            bad))
+            t->indices, t->index_dtype, report))
         return -1;
-    if (*bad >= 0 || t->outer * t->count * t->inner == 0) return 0;
+    /* After a deferred check the gather runs whatever the indices: it clips
+     * them (deft_take_resolve), and an empty axis has nothing to read. */
+    if (t->size == 0 || t->outer * t->count * t->inner == 0) return 0;
     deft_gpu_stream_t stream;
     if (deft_gpu_enter(dev, &stream)) return -1;
     launch_gather(*t, stream);

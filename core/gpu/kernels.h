@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/base/device_check.h"
 #include "core/base/dtype.h"
 #include "core/base/shape.h"
 #include "core/math/optimizer_math.h"
@@ -102,8 +103,9 @@ int deft_gpu_softmax(int dev, const deft_gpu_softmax_t *softmax);
 /*
  * The softmax cross-entropy of data (batch, classes) and labels: with g
  * NULL, the summed loss into out[0]; otherwise its gradient times g[0]
- * into out (batch, classes). Waits for the kernel to set *bad_row: the
- * first row whose label is not a class index, or -1.
+ * into out (batch, classes). Rows whose label is not a class index are
+ * skipped, and the first is reported through `report` (flag.cuh: at once,
+ * or when the host waits for out, the check deferred).
  */
 typedef struct deft_gpu_xent {
     deft_dtype_t dtype, label_dtype, g_dtype;
@@ -112,14 +114,14 @@ typedef struct deft_gpu_xent {
     int64_t batch, classes;
 } deft_gpu_xent_t;
 
-int deft_gpu_xent(int dev, const deft_gpu_xent_t *xent, int64_t *bad_row);
+int deft_gpu_xent(int dev, const deft_gpu_xent_t *xent, const deft_check_report_t *report);
 
 /*
  * take along an axis: dst[o, j, k] = src[o, index j, k] for o < outer,
  * j < count, k < inner, the source axis of length `size`; indices resolved
- * by `mode` (index_math.h). In raise mode it first checks every index and,
- * finding one out of range, writes nothing and sets *bad to its position
- * (waiting for the check); otherwise *bad is -1.
+ * by `mode` (index_math.h). In raise mode it also checks every index and
+ * reports the first out of range through `report` (flag.cuh: at once, and
+ * then writes nothing, or deferred, and then gathers clipped indices).
  */
 typedef struct deft_gpu_take {
     deft_dtype_t dtype, index_dtype;
@@ -129,7 +131,7 @@ typedef struct deft_gpu_take {
     int mode;
 } deft_gpu_take_t;
 
-int deft_gpu_take(int dev, const deft_gpu_take_t *take, int64_t *bad);
+int deft_gpu_take(int dev, const deft_gpu_take_t *take, const deft_check_report_t *report);
 /* take's gradient: dst (outer, size, inner) = zeros, then src (outer,
  * count, inner) added at the taken places (float32 and float64). */
 int deft_gpu_take_backward(int dev, const deft_gpu_take_t *take);

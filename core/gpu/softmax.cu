@@ -381,7 +381,7 @@ __global__ void softmax_lines(deft_gpu_softmax_t s) {
 }
 
 /* The label of row b, or -1 (and the row noted in *bad) when it is not a class index. */
-__device__ int64_t row_label(const deft_gpu_xent_t &x, int64_t b, unsigned long long *bad) {
+__device__ int64_t row_label(const deft_gpu_xent_t &x, int64_t b, deft_check_verdict_t *bad) {
     double label = deft_load_double(x.labels, x.label_dtype, b);
     if (deft_xent_label_ok(label, x.classes)) return (int64_t)label;
     flag_first(bad, b);
@@ -389,7 +389,7 @@ __device__ int64_t row_label(const deft_gpu_xent_t &x, int64_t b, unsigned long 
 }
 
 /* The loss: one block, each thread summing rows, then a tree in shared memory. */
-__global__ void xent_loss(deft_gpu_xent_t x, unsigned long long *bad) {
+__global__ void xent_loss(deft_gpu_xent_t x, deft_check_verdict_t *bad) {
     __shared__ double sums[kThreads];
     double sum = 0;
     for (int64_t b = threadIdx.x; b < x.batch; b += blockDim.x) {
@@ -405,7 +405,7 @@ __global__ void xent_loss(deft_gpu_xent_t x, unsigned long long *bad) {
     if (threadIdx.x == 0) deft_store_double(x.out, x.dtype, 0, sums[0]);
 }
 
-__global__ void xent_grad(deft_gpu_xent_t x, unsigned long long *bad) {
+__global__ void xent_grad(deft_gpu_xent_t x, deft_check_verdict_t *bad) {
     double g = deft_load_double(x.g, x.g_dtype, 0);
     GRID_STRIDE(b, x.batch) {
         int64_t label = row_label(x, b, bad);
@@ -431,14 +431,14 @@ extern "C" int deft_gpu_softmax(int dev, const deft_gpu_softmax_t *s) {
     return status ? status : deft_gpu_check(cudaGetLastError(), "launching softmax");
 }
 
-extern "C" int deft_gpu_xent(int dev, const deft_gpu_xent_t *x, int64_t *bad_row) {
+extern "C" int deft_gpu_xent(int dev, const deft_gpu_xent_t *x, const deft_check_report_t *report) {
     return run_flagged(
         dev,
-        [&](cudaStream_t stream, unsigned long long *bad) {
+        [&](cudaStream_t stream, deft_check_verdict_t *bad) {
             if (x->g)
                 xent_grad<<<blocks_for(x->batch), kThreads, 0, stream>>>(*x, bad);
             else
                 xent_loss<<<1, kThreads, 0, stream>>>(*x, bad);
         },
-        bad_row);
+        x->labels, x->label_dtype, report);
 }

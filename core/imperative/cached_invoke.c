@@ -63,12 +63,12 @@ static void vouch_inputs(run_t *r) {
 static int run_accesses(const run_t *r, deft_access_t *access) {
     int n = 0;
     for (int i = 0; i < r->nin; i++)
-        access[n++] =
-            (deft_access_t){r->arrays[i]->tensor.storage, deft_cached_op_input_written(r->op, i)};
+        access[n++] = (deft_access_t){r->arrays[i]->tensor.storage,
+                                      deft_cached_op_input_written(r->op, i), DEFT_VALUE_UPDATE};
     for (int o = 0; o < r->nout; o++)
-        access[n++] = (deft_access_t){r->arrays[r->nin + o]->tensor.storage, true};
+        access[n++] = (deft_access_t){r->arrays[r->nin + o]->tensor.storage, true, DEFT_VALUE_NEW};
     for (int s = 0; s < DEFT_DEVICE_SLOTS; s++)
-        access[n++] = (deft_access_t){deft_cached_plan_arena(r->plan, s), true};
+        access[n++] = (deft_access_t){deft_cached_plan_arena(r->plan, s), true, DEFT_VALUE_NEW};
     return n;
 }
 

@@ -191,6 +191,8 @@ static int run_nodes(void *arg) {
     for (int i = 0; i < n && !on_gpu; i++) on_gpu = t[i].device.type == DEFT_DEV_GPU;
     if (on_gpu) {
         deft_fence_tensors(t, n, true, access);
+        /* The leaves come first: read, their values (and checks) unchanged. */
+        for (int l = 0; l < p->num_leaf; l++) access[l].value = DEFT_VALUE_SAME;
         status = deft_fence_run(access, n, forward, r);
     } else {
         status = forward(r);

@@ -212,12 +212,14 @@ static void key_weights(invoke_call_t *call) {
  * it mutates them), its outputs, and where staged outputs land. */
 static int call_accesses(const invoke_call_t *call, deft_access_t *access) {
     int n = 0;
-    for (int i = 0; i < call->nin; i++)
-        access[n++] =
-            (deft_access_t){call->in[i]->tensor.storage, deft_op_mutates(call->op, call->nin, i)};
+    for (int i = 0; i < call->nin; i++) {
+        bool mutated = deft_op_mutates(call->op, call->nin, i);
+        access[n++] = (deft_access_t){call->in[i]->tensor.storage, mutated, DEFT_VALUE_UPDATE};
+    }
     for (int k = 0; k < call->nout; k++) {
-        access[n++] = (deft_access_t){call->out[k]->tensor.storage, true};
-        if (call->final[k]) access[n++] = (deft_access_t){call->final[k]->tensor.storage, true};
+        access[n++] = (deft_access_t){call->out[k]->tensor.storage, true, DEFT_VALUE_NEW};
+        if (call->final[k])
+            access[n++] = (deft_access_t){call->final[k]->tensor.storage, true, DEFT_VALUE_NEW};
     }
     return n;
 }

@@ -121,7 +121,8 @@ int deft_ndarray_new(const deft_shape_t *shape, deft_dtype_t dtype, deft_device_
     }
     deft_tensor_t t = {*shape, dtype, device, NULL, 0};
     if (deft_storage_new(device, nbytes, &t.storage)) return -1;
-    deft_access_t written = {t.storage, true}; /* a reused GPU block: after its last work */
+    deft_access_t written = {t.storage, true,
+                             DEFT_VALUE_NEW}; /* a reused GPU block: after its last work */
     if ((zero && deft_fence_run(&written, 1, zero_tensor, &t)) ||
         make_array(&t, no_entry, NULL, out)) {
         deft_storage_release(t.storage);
@@ -247,17 +248,21 @@ static int check_host_buffer(const deft_ndarray_t *arr, const void *data, size_t
 }
 
 /* On a GPU an operation ends, for the engine, once its kernels are queued:
- * the waits also wait for the array's fences on the device. */
+ * the waits also wait for the array's fences on the device, and then
+ * report a failed device-side check that its value depends on (an index
+ * out of range, found by a kernel after the call returned). */
 int deft_ndarray_wait_to_read(deft_ndarray_t *arr) {
     if (deft_ndarray_is_lazy(arr) && deft_deferred_compute(1, &arr)) return -1;
     if (deft_engine_wait_to_read(arr->var)) return -1;
-    return deft_fence_host_wait(arr->tensor.storage, false);
+    if (deft_fence_host_wait(arr->tensor.storage, false)) return -1;
+    return deft_fence_host_check(arr->tensor.storage);
 }
 
 int deft_ndarray_wait_to_write(deft_ndarray_t *arr) {
     if (deft_ndarray_is_lazy(arr) && deft_deferred_compute(1, &arr)) return -1;
     if (deft_engine_wait_to_write(arr->var)) return -1;
-    return deft_fence_host_wait(arr->tensor.storage, true);
+    if (deft_fence_host_wait(arr->tensor.storage, true)) return -1;
+    return deft_fence_host_check(arr->tensor.storage);
 }
 
 int deft_ndarray_copy_to_host(deft_ndarray_t *arr, void *data, size_t nbytes) {
@@ -290,7 +295,7 @@ int deft_ndarray_copy_from_host(deft_ndarray_t *arr, const void *data, size_t nb
     deft_ndarray_touch(arr);
     /* On a GPU the copy is queued after the array's last work, not waited for. */
     host_copy_t copy = {&arr->tensor, data};
-    deft_access_t written = {arr->tensor.storage, true};
+    deft_access_t written = {arr->tensor.storage, true, DEFT_VALUE_NEW};
     if (deft_fence_run(&written, 1, copy_from_host, &copy)) return -1;
     deft_engine_overwritten(arr->var); /* a failure it kept is gone with its old value */
     return 0;

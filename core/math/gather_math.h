@@ -1,8 +1,10 @@
 /*
  * Index arithmetic of pick, gather_nd and scatter_nd (and their gradients),
  * written once for the CPU kernels (core/op/gather.c) and the GPU kernels
- * (core/op/gather.cu), like scalar_math.h. Indices are checked before any
- * kernel runs (index_check.h), so here they are whole and in range.
+ * (core/op/gather.cu), like scalar_math.h. On the CPU indices are checked
+ * before any kernel runs (index_check.h); on a GPU the check's verdict comes
+ * later (core/base/device_check.h), so the arithmetic here clips what it
+ * reads into range and the kernels stay in bounds whatever the indices.
  */
 #ifndef DEFT_CORE_GATHER_MATH_H
 #define DEFT_CORE_GATHER_MATH_H
@@ -75,12 +77,17 @@ typedef struct deft_nd_plan {
     int64_t big;                          /* elements of the big array */
 } deft_nd_plan_t;
 
-/* The offset in the big array of the slice that index column i names. */
+/* The offset in the big array of the slice that index column i names, or
+ * -1 when an addressed axis is empty. An index out of range (which only a
+ * GPU kernel, checked afterwards, can see) is clipped into its axis. */
 DEFT_DEVICE_FN int64_t deft_nd_offset(const deft_nd_plan_t *p, int64_t i) {
     int64_t offset = 0;
     for (int r = 0; r < p->m; r++) {
+        if (p->dims[r] == 0) return -1;
         int64_t v = deft_index_at(p->index, p->index_dtype, r * p->n + i);
-        offset += (v < 0 ? v + p->dims[r] : v) * p->strides[r];
+        if (v < 0) v += p->dims[r];
+        v = v < 0 ? 0 : v >= p->dims[r] ? p->dims[r] - 1 : v;
+        offset += v * p->strides[r];
     }
     return offset;
 }

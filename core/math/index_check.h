@@ -8,6 +8,7 @@
 #ifndef DEFT_CORE_INDEX_CHECK_H
 #define DEFT_CORE_INDEX_CHECK_H
 
+#include "core/base/device_check.h"
 #include "core/base/shape.h"
 #include "core/math/device_fn.h"
 #include "core/math/dtype_math.h"
@@ -40,8 +41,9 @@ DEFT_DEVICE_FN bool deft_index_dtype_ok(deft_dtype_t dtype) {
 #ifdef __cplusplus
 extern "C" {
 #endif
-/* The GPU scan (core/op/index_check.cu): *bad is the first failing element, or -1. */
-int deft_gpu_check_indices(int dev, const deft_index_check_t *c, int64_t *bad);
+/* The GPU scan (core/op/index_check.cu), a check on the device (flag.cuh):
+ * 0 when it passed or is deferred, -1 with report's message when it failed. */
+int deft_gpu_check_indices(int dev, const deft_index_check_t *c, const deft_check_report_t *report);
 #ifdef __cplusplus
 }
 #endif

@@ -3,7 +3,10 @@
  * shared by the CPU kernels (core/op/sequence.c) and the GPU kernels
  * (core/op/sequence.cu). Data is seen as (d0, d1, rest): the sequence axis
  * is d0 (axis 0) or d1 (axis 1) and the other of the two is the batch.
- * Lengths are checked (whole, in range) before any kernel runs.
+ * Lengths are checked (whole, in range), on the CPU before any kernel
+ * runs, on a GPU after (core/base/device_check.h): so a length is clipped
+ * into [0, steps] here, which changes nothing for a valid one and keeps a
+ * GPU kernel in bounds for a bad one.
  */
 #ifndef DEFT_CORE_SEQUENCE_MATH_H
 #define DEFT_CORE_SEQUENCE_MATH_H
@@ -22,8 +25,10 @@ typedef struct deft_seq_plan {
 } deft_seq_plan_t;
 
 DEFT_DEVICE_FN int64_t deft_seq_length(const deft_seq_plan_t *p, int64_t batch) {
-    if (!p->lengths) return p->axis ? p->d1 : p->d0;
-    return deft_index_at(p->lengths, p->length_dtype, batch);
+    int64_t steps = p->axis ? p->d1 : p->d0;
+    if (!p->lengths) return steps;
+    int64_t n = deft_index_at(p->lengths, p->length_dtype, batch);
+    return n < 0 ? 0 : n > steps ? steps : n;
 }
 
 /* SequenceMask: whether data element `at` lies past the end of its sequence. */
@@ -34,7 +39,7 @@ DEFT_DEVICE_FN bool deft_seq_masked(const deft_seq_plan_t *p, int64_t at) {
 
 /* SequenceLast: the data offset of result element `at` (batch at / rest). */
 DEFT_DEVICE_FN int64_t deft_seq_last_source(const deft_seq_plan_t *p, int64_t at) {
-    int64_t b = at / p->rest, r = at % p->rest, t = deft_seq_length(p, b) - 1;
+    int64_t b = at / p->rest, r = at % p->rest, n = deft_seq_length(p, b), t = n > 0 ? n - 1 : 0;
     return (p->axis == 0 ? t * p->d1 + b : b * p->d1 + t) * p->rest + r;
 }
 

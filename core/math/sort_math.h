@@ -59,6 +59,7 @@ DEFT_DEVICE_FN void deft_topk_unsort_row(const deft_sort_call_t *c, int64_t row,
     for (int64_t r = 0; r < c->k; r++) {
         int64_t at = (o * c->k + r) * c->inner + i;
         int64_t j = deft_index_at(indices, index_dtype, at);
+        if (j < 0 || j >= c->n) continue; /* only a GPU, checked afterwards, meets one */
         deft_copy_element(dx, base + j * c->inner, g, at, c->elem);
     }
 }

@@ -372,7 +372,7 @@ static int run(conv_product_t what, const deft_tensor_t *on, const deft_conv_geo
         deft_storage_t *cols;
         if (deft_storage_new(on->device, (size_t)n * deft_dtype_size(on->dtype), &cols)) return -1;
         gpu_product_t call = {what, on, g, src, w, bias, dst, cols->data};
-        deft_access_t access = {cols, true};
+        deft_access_t access = {cols, true, DEFT_VALUE_NEW};
         int status = deft_fence_run(&access, 1, queue_gpu_product, &call);
         deft_storage_release(cols);
         return status;

@@ -277,6 +277,7 @@ static int run_nd(deft_nd_plan_t *plan, deft_device_t dev, int mode, bool zero) 
 #endif
     for (int64_t i = 0; i < plan->n; i++) {
         int64_t at = deft_nd_offset(plan, i);
+        if (at < 0) continue; /* not after the check: an empty axis fails it */
         for (int64_t k = 0; k < plan->slice; k++) {
             int64_t big = at + k, small = i * plan->slice + k;
             if (mode == DEFT_ND_GATHER)

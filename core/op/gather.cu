@@ -23,7 +23,8 @@ __global__ void pick_kernel(deft_pick_plan_t p, bool backward, size_t elem) {
 /* Element k of slice i: gathered, scattered, or (T float32 or float64) added with atomics. */
 template <typename T> __global__ void nd_kernel(deft_nd_plan_t p, int mode, size_t elem) {
     GRID_STRIDE(e, p.n * p.slice) {
-        int64_t i = e / p.slice, k = e % p.slice, big = deft_nd_offset(&p, i) + k;
+        int64_t i = e / p.slice, k = e % p.slice, at = deft_nd_offset(&p, i), big = at + k;
+        if (at < 0) continue; /* an empty axis: the deferred check reports it */
         if (mode == DEFT_ND_GATHER)
             deft_copy_element(p.dst, e, p.src, big, elem);
         else if (mode == DEFT_ND_SCATTER)

@@ -41,17 +41,34 @@ static int report(const deft_op_t *op, int input, const deft_index_check_t *c, i
                          input, name ? name : "indices", v, (long long)j, range);
 }
 
+#ifdef DEFT_HAVE_CUDA
+/* What a GPU check keeps to word its failure later (device_check.h). */
+typedef struct deferred_report {
+    const deft_op_t *op;
+    int input;
+    deft_index_check_t check;
+} deferred_report_t;
+
+static int report_deferred(const void *ctx, int64_t j, double v) {
+    const deferred_report_t *r = ctx;
+    return report(r->op, r->input, &r->check, j, v);
+}
+#endif
+
 int deft_check_indices(const deft_op_t *op, int input, const deft_tensor_t *t,
                        const deft_index_check_t *c) {
-    int64_t bad = -1;
 #ifdef DEFT_HAVE_CUDA
+    /* On a GPU the kernel that follows clips bad indices, so the verdict
+     * may come later: at the wait for the outputs (flag.cuh). */
     if (t->device.type == DEFT_DEV_GPU) {
-        if (c->count > 0 && deft_gpu_check_indices(deft_gpu_of(t), c, &bad)) return -1;
-    } else
+        deferred_report_t r = {op, input, *c};
+        deft_check_report_t how = {report_deferred, &r, sizeof r};
+        return c->count > 0 ? deft_gpu_check_indices(deft_gpu_of(t), c, &how) : 0;
+    }
 #endif
-        for (int64_t j = 0; j < c->count && bad < 0; j++)
-            if (!deft_index_ok(c, j)) bad = j;
-    return bad < 0 ? 0 : report(op, input, c, bad, element_at(t, bad));
+    for (int64_t j = 0; j < c->count; j++)
+        if (!deft_index_ok(c, j)) return report(op, input, c, j, element_at(t, j));
+    return 0;
 }
 
 int deft_op_check_index_dtype(const deft_op_t *op, int input, deft_dtype_t dtype) {

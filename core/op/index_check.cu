@@ -7,7 +7,7 @@
 
 namespace {
 
-__global__ void check_kernel(deft_index_check_t c, unsigned long long *bad) {
+__global__ void check_kernel(deft_index_check_t c, deft_check_verdict_t *bad) {
     GRID_STRIDE(j, c.count) {
         if (!deft_index_ok(&c, j)) flag_first(bad, j);
     }
@@ -15,13 +15,13 @@ __global__ void check_kernel(deft_index_check_t c, unsigned long long *bad) {
 
 } // namespace
 
-extern "C" int deft_gpu_check_indices(int dev, const deft_index_check_t *c, int64_t *bad) {
-    *bad = -1;
+extern "C" int deft_gpu_check_indices(int dev, const deft_index_check_t *c,
+                                      const deft_check_report_t *report) {
     if (c->count == 0) return 0;
     return run_flagged(
         dev,
-        [&](cudaStream_t stream, unsigned long long *flag) {
+        [&](cudaStream_t stream, deft_check_verdict_t *flag) {
             check_kernel<<<blocks_for(c->count), kThreads, 0, stream>>>(*c, flag);
         },
-        bad);
+        c->indices, c->dtype, report);
 }

@@ -263,7 +263,7 @@ int deft_rnn_backward(const deft_op_t *op, const deft_rnn_backward_t *b) {
     lay_out_space(g, es, space->data, &r.w);
     /* on a GPU the work on the buffers waits for their blocks' last users, and their next for
      * this */
-    deft_access_t access[2] = {{space, true}, {r.redone, true}};
+    deft_access_t access[2] = {{space, true, DEFT_VALUE_NEW}, {r.redone, true, DEFT_VALUE_NEW}};
     int status = deft_fence_run(access, r.redone ? 2 : 1, run_layers, &r);
     deft_storage_release(space);
     if (r.redone) deft_storage_release(r.redone);

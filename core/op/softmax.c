@@ -383,8 +383,19 @@ static int softmax_forward_gpu(const deft_op_t *op, const deft_param_value_t *p,
     return deft_gpu_softmax(deft_gpu_of(&in[0]), &s);
 }
 
-/* Both directions of the loss: the kernels check the labels and report the
- * first bad row, whose label is then read back for the message. */
+/* What the label check keeps to word its failure, maybe later (flag.cuh). */
+typedef struct label_report {
+    const deft_op_t *op;
+    int64_t classes;
+} label_report_t;
+
+static int report_label(const void *ctx, int64_t b, double label) {
+    const label_report_t *r = ctx;
+    return bad_label(r->op, b, label, r->classes);
+}
+
+/* Both directions of the loss: the kernels check the labels, skip bad rows
+ * and report the first. */
 static int xent_gpu(const deft_op_t *op, const deft_tensor_t *grad, const deft_tensor_t *data,
                     const deft_tensor_t *labels, const deft_tensor_t *out) {
     deft_gpu_xent_t x = {.dtype = data->dtype,
@@ -396,14 +407,9 @@ static int xent_gpu(const deft_op_t *op, const deft_tensor_t *grad, const deft_t
                          .g = grad ? deft_tensor_data(grad) : NULL,
                          .g_dtype = grad ? grad->dtype : data->dtype,
                          .out = deft_tensor_data(out)};
-    int64_t bad = -1;
-    if (deft_gpu_xent(deft_gpu_of(data), &x, &bad)) return -1;
-    if (bad < 0) return 0;
-    double label = 0;
-    char element[8];
-    if (deft_gpu_read_element(labels, bad, element) == 0)
-        label = deft_load_double(element, labels->dtype, 0);
-    return bad_label(op, bad, label, x.classes);
+    label_report_t r = {op, x.classes};
+    deft_check_report_t how = {report_label, &r, sizeof r};
+    return deft_gpu_xent(deft_gpu_of(data), &x, &how);
 }
 
 static int xent_forward_gpu(const deft_op_t *op, const deft_param_value_t *p, int nin,

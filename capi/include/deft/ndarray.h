@@ -238,6 +238,11 @@ DEFT_API int DeftNDArrayGetDevice(DeftNDArrayHandle handle, int *out_type, int *
  *   DeftNDArrayCopyFromHost() replaces its contents.
  *
  * A failed array's contents are never read as if they were valid.
+ *
+ * On a GPU, checks of an operator's indices or labels (an index out of
+ * range, a label that is not a class) run on the device and do not make
+ * the call wait: their failure is found when this wait (or a copy to the
+ * host) waits for the device, and is then reported and kept as above.
  * @param handle the array.
  * @return 0 when the array can be read; -1 on a bad handle, or with the
  *         message and kind of the asynchronous failure kept on the array.
@@ -260,7 +265,9 @@ DEFT_API int DeftNDArrayWaitToWrite(DeftNDArrayHandle handle);
  * Failures are reported to the thread whose call started the failed work:
  * each thread's DeftWaitAll() reports the failures of its own work since its
  * previous DeftWaitAll(), never another thread's. Arrays keep their failures
- * (see DeftNDArrayWaitToRead()); DeftWaitAll() clears none of them.
+ * (see DeftNDArrayWaitToRead()); DeftWaitAll() clears none of them. It also
+ * waits for the GPUs, and so reports the failed device-side checks of this
+ * thread's work whose arrays are still alive.
  * @return 0 when none of this thread's work failed since its last
  *         DeftWaitAll(); -1 with the first such failure's message and kind,
  *         followed by how many more failed ("... (and 2 more failures since
