@@ -381,7 +381,7 @@ static void branches(int rounds) {
     const char *rk[3] = {"shape", "low", "high"}, *rv[3] = {"(32768,)", "-1", "1"};
     for (int i = 0, one = 1; i < 2; i++)
         CHECK(DeftImperativeInvoke(op("_random_uniform"), 0, NULL, &one, &in[i], 3, rk, rv));
-    for (int r = 0; r < 6; r++) /* the paired one learns which nodes pay */
+    for (int r = 0; r < 8; r++) /* the paired one learns which nodes pay (6 runs) */
         for (int k = 0; k < 2; k++) run2(exec[k], in);
     double *t[2] = {malloc((size_t)rounds * sizeof(double)),
                     malloc((size_t)rounds * sizeof(double))};

@@ -127,9 +127,9 @@ START_TEST(test_independent_nodes_run_at_once_with_the_callers_mode) {
     }
     ck_assert_ok(DeftAutogradSetIsTraining(was, NULL));
     deft_branch_stat_t s = stat_of(op);
-    ck_assert_int_eq(s.timed_runs, 3);
+    ck_assert_int_eq(s.timed_runs, DEFT_BRANCH_TIMED_RUNS);
     ck_assert_int_eq(s.pairs, 1);
-    ck_assert_int_ge(s.paired_runs, 10); /* runs 5 to 16 */
+    ck_assert_int_ge(s.paired_runs, 16 - DEFT_BRANCH_LEARNING_RUNS); /* the runs after */
     ck_assert_msg(apart > 0, "the probes of a pair never ran on two threads");
     ck_assert_int_eq(atomic_load(&probe_calls), 2 * 16); /* each once a run */
     free_all(2, in);
@@ -149,7 +149,7 @@ START_TEST(test_a_failing_branch_reports_its_own_error) {
         DeftCachedOpHandle op = executor_with(sum, 0, paired ? "0" : "-1");
         DeftNDArrayHandle in[2] = {make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(0, 1)),
                                    make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(1, 1))};
-        for (int run = 0; run < 5; run++) {
+        for (int run = 0; run < DEFT_BRANCH_LEARNING_RUNS; run++) {
             DeftNDArrayHandle y;
             ck_assert_msg(run_all(op, 2, in, 1, &y) == 0, "%s", DeftGetLastError());
             ck_assert_ok(DeftNDArrayFree(y));
@@ -203,13 +203,13 @@ START_TEST(test_no_pair_where_order_or_a_split_matters) {
         ck_assert_ok(DeftSymbolListAuxiliaryStates(group, &naux, &aux));
         for (int i = 0; i < naux; i++) /* the momentum */
             in[nargs++] = call1("_random_uniform", 0, NULL, P("shape", "(4,)"));
-        for (int run = 0; run < 6; run++) {
+        for (int run = 0; run < DEFT_BRANCH_LEARNING_RUNS + 1; run++) {
             ck_assert_msg(run_all(op, nargs, in, cases[c].n, out) == 0, "%s", DeftGetLastError());
             free_all(cases[c].n, out);
         }
         deft_branch_stat_t s = stat_of(op);
-        ck_assert_msg(s.timed_runs == 3 && s.pairs == 0, "%s: %d timed runs, %d pairs",
-                      cases[c].what, s.timed_runs, s.pairs);
+        ck_assert_msg(s.timed_runs == DEFT_BRANCH_TIMED_RUNS && s.pairs == 0,
+                      "%s: %d timed runs, %d pairs", cases[c].what, s.timed_runs, s.pairs);
         free_all(nargs, in);
         ck_assert_ok(DeftCachedOpFree(op));
         ck_assert_ok(DeftSymbolFree(group));
@@ -233,7 +233,7 @@ START_TEST(test_two_chains_pair_step_by_step) {
     DeftCachedOpHandle ops[2] = {executor_with(sum, 0, "-1"), executor_with(sum, 0, "0")};
     DeftNDArrayHandle in[2], out[2];
     for (int i = 0; i < 2; i++) in[i] = call1("_random_normal", 0, NULL, P("shape", "(512,)"));
-    for (int run = 0; run < 6; run++)
+    for (int run = 0; run < DEFT_BRANCH_LEARNING_RUNS + 1; run++)
         for (int k = 0; k < 2; k++) {
             if (run) ck_assert_ok(DeftNDArrayFree(out[k]));
             ck_assert_msg(run_all(ops[k], 2, in, 1, &out[k]) == 0, "%s", DeftGetLastError());
@@ -268,7 +268,7 @@ START_TEST(test_paired_gradients_equal_the_ordered_ones) {
     const char *shapes[] = {"(16,40)", "(24,40)", "(24,)", "(4,24)", "(4,)", "(16,4)"};
     DeftNDArrayHandle in[6], out[2][6];
     for (int i = 0; i < 6; i++) in[i] = call1("_random_normal", 0, NULL, P("shape", shapes[i]));
-    for (int run = 0; run < 8; run++)
+    for (int run = 0; run < DEFT_BRANCH_LEARNING_RUNS + 2; run++)
         for (int k = 0; k < 2; k++) {
             if (run) free_all(6, out[k]);
             ck_assert_msg(run_all(ops[k], 6, in, 6, out[k]) == 0, "%s", DeftGetLastError());

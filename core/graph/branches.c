@@ -9,7 +9,7 @@
 #include "core/op/op.h"
 
 #define FIRST_TIMED 2 /* the first run packs weights and touches fresh memory */
-#define TIMED_RUNS  3
+#define TIMED_RUNS  DEFT_BRANCH_TIMED_RUNS
 #define WINDOW      8 /* how far after node i its partner may be */
 #define UNTIMED     INT64_MAX
 
@@ -28,7 +28,7 @@ struct deft_branches {
 
 static int64_t branch_ns(void) {
     const char *env = getenv("DEFT_BRANCH_NS");
-    return env && *env ? strtoll(env, NULL, 10) : 3000;
+    return env && *env ? strtoll(env, NULL, 10) : 20000;
 }
 
 deft_branches_t *deft_branches_new(const deft_graph_t *g) {

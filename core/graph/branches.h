@@ -9,18 +9,25 @@
  * parallel-for helper (deft_parallel_pair), and the nodes between them run
  * after the pair.
  *
- * Which pairs pay is measured, not guessed: an executor's runs 2 to 4 (the
+ * Which pairs pay is measured, not guessed: an executor's runs 2 to 6 (the
  * first packs weights and touches fresh memory) time each node on the CPU's
- * short path, and note whether its kernel already split its work between
- * threads. A pair is made of two nodes that each took at least
- * DEFT_BRANCH_NS (environment, default 3000 ns: a hand-off to a polling
- * helper costs well under a microsecond, and below a few microseconds the
- * saving is lost in noise), neither of which split (a kernel that uses every
+ * short path, keeping its fastest, and note whether its kernel already split
+ * its work between threads. A pair is made of two nodes that each took at
+ * least DEFT_BRANCH_NS (environment, default 20000 ns), neither of which
+ * split (a kernel that uses every
  * thread gains nothing from a second branch and would lose its own split),
  * updates an input in place, draws random numbers (a different thread would
  * not change them, but the order of draws is part of their contract) or
  * waits for a host callback. DEFT_BRANCH_NS=0 pairs every such pair, for
  * tests; a negative value never pairs.
+ *
+ * Why 20 us and not the hand-off's cost (well under a microsecond to a
+ * helper that polls): a helper woken for a pair then polls for 20 us
+ * (DEFT_SPIN_NS) after it, and outside a busy graph run that poll takes the
+ * core of the thread that feeds the engine. An eager MLP step at two threads
+ * (bench_mlp_step.py) whose backward graph paired its 1-3 us products went
+ * from 64-74 to 98-107 us; a pair of nodes of 20 us or more saves at least
+ * what the poll costs.
  *
  * Pairs are chosen in the order a run meets them: j, run early, is skipped
  * where it stands, and the nodes between i and j may pair with later nodes
@@ -44,6 +51,10 @@
 #include "core/graph/graph.h"
 
 typedef struct deft_branches deft_branches_t;
+
+/* Runs timed, and runs before the pairs are chosen (the first is not timed). */
+#define DEFT_BRANCH_TIMED_RUNS    5
+#define DEFT_BRANCH_LEARNING_RUNS (1 + DEFT_BRANCH_TIMED_RUNS)
 
 /* What a graph's branch state learnt so far, for tests: runs timed, and pairs made. */
 typedef struct deft_branch_stat {
