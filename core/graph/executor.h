@@ -106,5 +106,8 @@ deft_var_t *deft_cached_op_var(const deft_cached_op_t *op);
  * per-entry tensors t (leaves' entries filled in by the caller), in training
  * mode or not (deft_op_training). */
 int deft_graph_forward(const deft_graph_t *g, deft_tensor_t *t, bool training);
+/* The same, with the branch state of g (NULL: none): its nodes timed, or independent ones
+ * paired (branches.h). graph_run.c holds both. */
+int deft_graph_run(const deft_graph_t *g, deft_tensor_t *t, bool training, deft_branches_t *b);
 
 #endif
