@@ -43,10 +43,6 @@ static inline int deft_dtype_slot(deft_dtype_t dtype) {
 #define DEFT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define DEFT_CLONES
-/* The first step of an operator that may run in place (inplace_input 0):
- * dst takes src's bytes unless it is src itself. -1 when the copy fails. */
-int deft_copy_unless_same(const deft_tensor_t *dst, const deft_tensor_t *src);
-
 #endif
 
 /* Inner loop copying elements of `elem` bytes (1, 2, 4 or 8), for deft_strided_run. */
