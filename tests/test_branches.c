@@ -336,6 +336,13 @@ START_TEST(test_the_memory_check_refuses_shared_bytes) {
     }
     /* n reads what e makes: never at once, whatever the bytes */
     ck_assert(!deft_branches_ready(b, g, t, id[2], id[3], ran));
+    /* apart in memory, but an input of one on a GPU: its kernel belongs to its thread's stream */
+    for (int e = 0; e < g->row_ptr[g->num_nodes]; e++)
+        t[e] = (deft_tensor_t){
+            {1, {4}}, DEFT_DT_FLOAT32, deft_device_cpu(), &storage, (size_t)e * sizeof buffer[0]};
+    ck_assert(deft_branches_ready(b, g, t, i, j, ran));
+    t[deft_graph_input_entry(g, j, 0)].device = (deft_device_t){DEFT_DEV_GPU, 0};
+    ck_assert(!deft_branches_ready(b, g, t, i, j, ran));
     deft_branches_free(b);
     ck_assert_ok(DeftCachedOpFree(handle));
     free_symbols(6, (DeftSymbolHandle[]){x, y, e, n, s, group});

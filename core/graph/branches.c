@@ -85,7 +85,7 @@ static bool eligible(const deft_branches_t *b, const deft_graph_t *g, int i) {
     int64_t ns = atomic_load_explicit(&b->ns[i], memory_order_relaxed);
     return ns != UNTIMED && ns >= b->min_ns &&
            !atomic_load_explicit(&b->split[i], memory_order_relaxed) && !op->nondeterministic &&
-           !op->blocking && !deft_op_mutates_any(op);
+           !op->blocking && !op->any_device && !deft_op_mutates_any(op);
 }
 
 /* Whether node j reads a value that an operator in [i, j) not yet run makes, or one updates in
@@ -170,19 +170,28 @@ static bool touches(const deft_graph_t *g, const deft_tensor_t *t, int k, const 
     return false;
 }
 
+/* Whether every input and output of node k is in host memory: a kernel on a GPU queues on its
+ * thread's stream, which a helper thread does not share. */
+static bool on_host(const deft_graph_t *g, const deft_tensor_t *t, int k) {
+    for (int u = 0; u < g->nodes[k]->num_inputs; u++)
+        if (t[deft_graph_input_entry(g, k, u)].device.type != DEFT_DEV_CPU) return false;
+    for (int e = g->row_ptr[k]; e < g->row_ptr[k + 1]; e++)
+        if (t[e].device.type != DEFT_DEV_CPU) return false;
+    return true;
+}
+
 bool deft_branches_ready(deft_branches_t *b, const deft_graph_t *g, const deft_tensor_t *t, int i,
                          int j, const unsigned char *ran) {
+    if (!on_host(g, t, i) || !on_host(g, t, j)) return false;
     for (int u = 0; u < g->nodes[j]->num_inputs; u++) { /* a pair before may have been refused */
         int m = deft_graph_entry_node(g, deft_graph_input_entry(g, j, u));
         if (m >= i && !ran[m] && !deft_graph_is_leaf(g, m) && g->nodes[m]->op) return false;
     }
     for (int e = g->row_ptr[j]; e < g->row_ptr[j + 1]; e++) {
-        if (t[e].device.type != DEFT_DEV_CPU) return false;
         for (int k = i; k < j; k++)
             if (!ran[k] && touches(g, t, k, &t[e])) return false;
     }
     for (int e = g->row_ptr[i]; e < g->row_ptr[i + 1]; e++) {
-        if (t[e].device.type != DEFT_DEV_CPU) return false;
         for (int u = 0; u < g->nodes[j]->num_inputs; u++)
             if (overlap(&t[deft_graph_input_entry(g, j, u)], &t[e])) return false;
     }

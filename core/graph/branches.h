@@ -17,9 +17,10 @@
  * split (a kernel that uses every
  * thread gains nothing from a second branch and would lose its own split),
  * updates an input in place, draws random numbers (a different thread would
- * not change them, but the order of draws is part of their contract) or
- * waits for a host callback. DEFT_BRANCH_NS=0 pairs every such pair, for
- * tests; a negative value never pairs.
+ * not change them, but the order of draws is part of their contract), waits
+ * for a host callback or copies between devices; and both read and write
+ * host memory only (a GPU kernel queues on its thread's stream). DEFT_BRANCH_NS=0 pairs every such
+ * pair, for tests; a negative value never pairs.
  *
  * Why 20 us and not the hand-off's cost (well under a microsecond to a
  * helper that polls): a helper woken for a pair then polls for 20 us
