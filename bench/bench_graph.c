@@ -352,13 +352,14 @@ static double run2(DeftCachedOpHandle exec, DeftNDArrayHandle *in) {
     return t;
 }
 
-/* Two independent chains (exp, sin, cos, tanh on 32K floats each: below two parallel-for
- * grains, so each kernel runs on one thread), summed: run in order, and with the executor
- * pairing their nodes (core/graph/branches.h), rounds alternating. */
+/* Two independent chains (sin, cos, sin, cos on 32K floats each, about 200 us a node here:
+ * below two parallel-for grains, so each kernel runs on one thread, and over DEFT_BRANCH_NS),
+ * summed: run in order, and with the executor pairing their nodes (core/graph/branches.h),
+ * rounds alternating. */
 static void branches(int rounds) {
     DeftSymbolHandle syms[10], h[2];
     int ns = 0;
-    const char *ops[] = {"exp", "sin", "cos", "tanh"};
+    const char *ops[] = {"sin", "cos", "sin", "cos"};
     for (int c = 0; c < 2; c++) {
         CHECK(DeftSymbolCreateVariable(c ? "y" : "x", &h[c]));
         syms[ns++] = h[c];
@@ -389,7 +390,7 @@ static void branches(int rounds) {
         for (int k = 0; k < 2; k++) t[k][r] = run2(exec[k], in);
     for (int k = 0; k < 2; k++) qsort(t[k], (size_t)rounds, sizeof(double), by_value);
     const char *threads = getenv("DEFT_NUM_THREADS");
-    printf("independent branches, two chains of 4 elementwise nodes on 32K float32, summed "
+    printf("independent branches, two chains of sin, cos, sin, cos on 32K float32, summed "
            "(DEFT_NUM_THREADS %s; us, min / median of %d rounds):\n"
            "    in order %.1f / %.1f; paired %.1f / %.1f: paired is %.2fx as fast (min), %.2fx "
            "(median)\n",
