@@ -1057,6 +1057,86 @@ START_TEST(trigger_plans_tell_wiring_apart) {
 }
 END_TEST
 
+/* t * t with t = exp(x), or exp(x) * exp(y): the same operators, one node shared or two. */
+static void read_square_or_product(int shared, DeftNDArrayHandle x, DeftNDArrayHandle y,
+                                   const double *want) {
+    set_deferred(1);
+    DeftNDArrayHandle a = call1("exp", 1, &x, NO_PARAMS);
+    DeftNDArrayHandle b = shared ? a : call1("exp", 1, &y, NO_PARAMS);
+    DeftNDArrayHandle c = call1("elemwise_mul", 2, (DeftNDArrayHandle[]){a, b}, NO_PARAMS);
+    set_deferred(0);
+    free_all(1, &a);
+    if (!shared) free_all(1, &b);
+    assert_values(c, 3, want, 1e-12);
+    free_all(1, &c);
+}
+
+/* A graph of a seen shape is matched without a walk; one that shares nodes or leaves
+ * differently from every plan's graph is not. */
+START_TEST(trigger_match_tells_sharing_apart) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT64, 1, SHAPE(3), 1);
+    DeftNDArrayHandle y = ramp(DEFT_FLOAT64, 1, SHAPE(3), 2);
+    double square[3], product[3], square_y[3]; /* x = i - 3, y = 2 i - 3 */
+    for (int i = 0; i < 3; i++)
+        square[i] = exp(2.0 * (i - 3)), product[i] = exp((i - 3) + (2.0 * i - 3)),
+        square_y[i] = exp(2.0 * (2.0 * i - 3));
+    long m0 = deft_trigger_plan_matched(), h0, h1, miss0, miss1;
+    stats(&h0, &miss0);
+    for (int round = 0; round < 2; round++) {
+        read_square_or_product(1, x, x, square);
+        read_square_or_product(0, x, y, product);
+        read_square_or_product(1, y, y, square_y);
+    }
+    stats(&h1, &miss1);
+    ck_assert_int_le(miss1 - miss0, 2); /* a plan each (unless cached already) */
+    ck_assert_int_eq(h1 - h0 + miss1 - miss0, 6);
+    ck_assert_int_ge(deft_trigger_plan_matched() - m0, 4); /* the seen shapes, matched */
+    free_all(1, &x), free_all(1, &y);
+}
+END_TEST
+
+/* Half k of a split of x, doubled: the graphs of both halves differ only in the output read. */
+static void read_half(int k) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT64, 1, SHAPE(4), 1), parts[2] = {NULL, NULL};
+    set_deferred(1);
+    int n = 2;
+    ck_assert_ok(call("split", 1, &x, &n, parts, P("num_outputs", "2", "axis", "0")));
+    DeftNDArrayHandle y = call1("_mul_scalar", 1, &parts[k], P("scalar", "2"));
+    set_deferred(0);
+    free_all(2, parts);
+    assert_values(y, 2, k ? VALUES(-2, 0) : VALUES(-6, -4), 0);
+    free_all(1, &y), free_all(1, &x);
+}
+
+START_TEST(trigger_match_tells_outputs_apart) {
+    for (int round = 0; round < 3; round++) read_half(0), read_half(1);
+}
+END_TEST
+
+/* A node computed since its plan was made is no longer part of the run: a random node
+ * recomputed would draw new values. */
+START_TEST(trigger_match_skips_computed_nodes) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT64, 1, SHAPE(4), 1);
+    for (int read_b = 0; read_b < 3; read_b++) {
+        set_deferred(1);
+        DeftNDArrayHandle a =
+            call1("_random_uniform", 0, NULL, P("shape", "(4,)", "dtype", "float64"));
+        DeftNDArrayHandle b = call1("_mul_scalar", 1, &a, P("scalar", "2"));
+        DeftNDArrayHandle c = call1("elemwise_sub", 2, (DeftNDArrayHandle[]){b, x}, NO_PARAMS);
+        set_deferred(0);
+        free_all(1, &a);
+        int64_t n;
+        double *bv = read_b ? read_all(b, &n) : NULL; /* computes a and b */
+        free_all(1, &b);
+        double *cv = read_all(c, &n);
+        for (int i = 0; bv && i < 4; i++) ck_assert_double_eq(cv[i], bv[i] - ((i % 17) - 3));
+        free(bv), free(cv);
+        free_all(1, &c);
+    }
+    free_all(1, &x);
+}
+END_TEST
+
 /* An output nobody in the run reads is still computed when a live array holds it:
  * _backward_Convolution skips the outputs a graph does not want, and a trigger of
  * its weight gradient alone once skipped the data gradient held by dx. */
@@ -1104,6 +1184,9 @@ Suite *deferred_suite(void) {
     tcase_add_test(when, trigger_plans_off_and_bounded);
     tcase_add_test(when, trigger_plan_tells_kept_values_apart);
     tcase_add_test(when, trigger_plans_tell_wiring_apart);
+    tcase_add_test(when, trigger_match_tells_sharing_apart);
+    tcase_add_test(when, trigger_match_skips_computed_nodes);
+    tcase_add_test(when, trigger_match_tells_outputs_apart);
     tcase_add_test(when, live_output_not_read_is_computed);
     suite_add_tcase(s, when);
     TCase *errors = tcase_create("errors");

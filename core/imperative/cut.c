@@ -210,3 +210,84 @@ int deft_cut_walk(deft_cut_kind_t kind, int n, const deft_entry_t *roots, deft_c
     *out = &cut;
     return 0;
 }
+
+/* ---- matching a cut of a known shape ---- */
+
+static bool same_desc(const deft_desc_t *a, const deft_desc_t *b) {
+    if (a->dtype != b->dtype || a->shape.ndim != b->shape.ndim) return false;
+    for (int j = 0; j < a->shape.ndim; j++)
+        if (a->shape.dims[j] != b->shape.dims[j]) return false;
+    return true;
+}
+
+/* Node `node` stands for node i of the shape (as a walk would number it): its record agrees with
+ * the words the signature holds for i. */
+static bool node_agrees(const deft_cut_shape_t *s, int i, const deft_node_t *node,
+                        const deft_record_t *rec) {
+    int first = s->row_ptr[i], nout = s->row_ptr[i + 1] - first;
+    if (s->leaf[i]) return rec->computed && node->num_outputs == nout;
+    if (rec->computed || node->op != s->ops[i] || node->num_outputs != nout ||
+        node->num_inputs != s->in_ptr[i + 1] - s->in_ptr[i] || rec->save_in != s->save_in[i] ||
+        rec->device.type != s->devices[first].type || rec->device.id != s->devices[first].id)
+        return false;
+    for (int k = 0; k < nout; k++)
+        if (!same_desc(&rec->desc[k], &s->desc[first + k])) return false;
+    return true;
+}
+
+/* Node `node` is the one node i of the shape stands for: the first to claim i marks the node
+ * (a node claimed for another i, or i claimed by another node, is a different graph). */
+static bool claim(int i, const deft_node_t *node) {
+    deft_record_t *rec = deft_record_of(node);
+    if (!rec) return false;
+    if (rec->walk == epoch) return rec->walk_id == i && cut.nodes[i] == node;
+    if (cut.nodes[i]) return false;
+    rec->walk = epoch, rec->walk_id = i;
+    cut.nodes[i] = (deft_node_t *)node;
+    return true;
+}
+
+/* From the last node to the first (consumers before producers): each node claimed by a root
+ * or a consumer agrees, and claims its inputs. */
+static bool follow(const deft_cut_shape_t *s) {
+    for (int i = s->num_nodes - 1; i >= 0; i--) {
+        const deft_node_t *node = cut.nodes[i];
+        if (!node || !node_agrees(s, i, node, deft_record_of(node))) return false;
+        for (int k = 0, r = s->in_ptr[i]; !s->leaf[i] && k < node->num_inputs; k++, r++) {
+            int src = s->in_node[r];
+            if (node->inputs[k].index != s->in_entry[r] - s->row_ptr[src] ||
+                !claim(src, node->inputs[k].node))
+                return false;
+        }
+    }
+    return true;
+}
+
+static void copy_tables(const deft_cut_shape_t *s) {
+    int n = s->num_nodes;
+    for (int i = 0; i < n; i++) cut.leaf[i] = s->leaf[i];
+    memcpy(cut.row_ptr, s->row_ptr, (size_t)(n + 1) * sizeof(int));
+    memcpy(cut.in_ptr, s->in_ptr, (size_t)(n + 1) * sizeof(int));
+    memcpy(cut.consumers, s->consumers, (size_t)n * sizeof(int));
+    memcpy(cut.in_entry, s->in_entry, (size_t)s->num_inputs * sizeof(int));
+    cut.num_nodes = n, cut.num_entries = s->num_entries, cut.num_inputs = s->num_inputs;
+}
+
+bool deft_cut_match(const deft_cut_shape_t *s, int n, const deft_entry_t *roots, deft_cut_t **out) {
+    /* out of memory: the walk will say so */
+    if (n != s->num_roots || reserve_nodes(s->num_nodes) || reserve_inputs(s->num_inputs))
+        return false;
+    epoch++;
+    cut.kind = DEFT_CUT_UNCOMPUTED;
+    cut.sig_len = 0, cut.hash = 0;
+    memset(cut.nodes, 0, (size_t)s->num_nodes * sizeof *cut.nodes);
+    for (int r = 0; r < n; r++) {
+        int src = s->root_node[r];
+        if (roots[r].index != s->roots[r] - s->row_ptr[src] || !claim(src, roots[r].node))
+            return false;
+    }
+    if (!follow(s)) return false;
+    copy_tables(s);
+    *out = &cut;
+    return true;
+}

@@ -16,6 +16,13 @@
  * may add words of its own. Equal signatures mean equal plans: a cache keys
  * plans by the hash and compares the words in full.
  *
+ * A graph that has the shape of an earlier cut (a training loop records the
+ * same step every time) can skip the walk and its signature: deft_cut_match
+ * follows the earlier cut's tables from the roots and checks, node by node,
+ * every word the signature would hold, giving the same cut. It is cheaper
+ * because it knows where to go: no stack of frames, no signature to write,
+ * hash and compare, and no tables to fill but the nodes.
+ *
  * Everything here runs under the record lock (record.h), which guards the
  * walk's marks and its tables: they are reused, valid until the next walk.
  */
@@ -44,8 +51,28 @@ static inline uint64_t deft_cut_mix(uint64_t h, uint64_t w) {
     return (h << 7 | h >> 57) ^ (w * 0x9E3779B97F4A7C15ull);
 }
 
+/* The shape of an earlier cut of uncomputed nodes, as deft_cut_match checks it: per node
+ * (post-order) its tables as in deft_cut_t, its operator (leaves: unused) and the inputs its
+ * gradient saves; per input slot the node of its entry; per entry its desc and device; the
+ * roots' entries and their nodes. */
+typedef struct deft_cut_shape {
+    int num_nodes, num_entries, num_inputs, num_roots;
+    const int *row_ptr, *in_ptr, *in_entry, *consumers, *in_node, *roots, *root_node;
+    const bool *leaf;
+    const deft_op_entry_t *const *ops;
+    const uint64_t *save_in;
+    const deft_desc_t *desc;
+    const deft_device_t *devices;
+} deft_cut_shape_t;
+
 /* Walk back from roots[0..n) (their nodes must have records). */
 int deft_cut_walk(deft_cut_kind_t kind, int n, const deft_entry_t *roots, deft_cut_t **out);
+
+/* Whether the uncomputed nodes behind roots[0..n) form a cut of shape s: a walk would give
+ * the signature s was made from. If so *out is that cut, without a signature (its marks and
+ * ids set as by a walk); if not, or on any doubt (a node without a record), false and nothing
+ * else: walk it. */
+bool deft_cut_match(const deft_cut_shape_t *s, int n, const deft_entry_t *roots, deft_cut_t **out);
 
 /* Add words to the signature. */
 int deft_cut_sign(deft_cut_t *cut, int n, const uint64_t *words);

@@ -38,9 +38,9 @@ static void drop_live(void) {
     for (int e = 0; e < c->num_entries; e++) deft_ndarray_release(live[e]);
 }
 
-/* Per entry, why it outlives the run (its consumers all counted now), 8 entries a word;
- * live arrays are retained for the run. */
-static int sign_outliving(void) {
+/* Per entry, why it outlives the run (its consumers all counted now); live arrays are retained
+ * for the run. */
+static int outliving(void) {
     if (reserve_entries(c->num_entries + 8)) return -1;
     for (int i = 0; i < c->num_nodes; i++) {
         const deft_node_t *node = c->nodes[i];
@@ -63,6 +63,12 @@ static int sign_outliving(void) {
         for (int k = 0; rec->save_in && k < node->num_inputs; k++)
             if (rec->save_in >> k & 1) why[c->in_entry[c->in_ptr[i] + k]] |= DEFT_OUT_SAVED;
     }
+    return 0;
+}
+
+/* Why each entry outlives the run, into the signature: 8 entries a word. */
+static int sign_outliving(void) {
+    if (outliving()) return -1;
     memset(why + c->num_entries, 0, 8);
     uint64_t words[64];
     for (int e = 0; e < c->num_entries;) {
@@ -80,7 +86,7 @@ static int sign_outliving(void) {
 
 static deft_trigger_plan_t *cache;
 static int cached, capacity = 64;
-static long hits, misses;
+static long hits, misses, matched;
 
 void deft_trigger_plan_release(deft_trigger_plan_t *p) {
     if (!p || atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) != 1) return;
@@ -131,6 +137,13 @@ void deft_trigger_plan_stats(long *h, long *m, int *c) {
     deft_record_unlock();
 }
 
+long deft_trigger_plan_matched(void) {
+    deft_record_lock();
+    long m = matched;
+    deft_record_unlock();
+    return m;
+}
+
 void deft_trigger_plan_set_capacity(int cap, int *prev) {
     deft_record_lock();
     if (prev) *prev = capacity;
@@ -141,15 +154,16 @@ void deft_trigger_plan_set_capacity(int cap, int *prev) {
 
 /* ---- making a plan ---- */
 
-static deft_trigger_plan_t *plan_alloc(uint64_t hash) {
+static deft_trigger_plan_t *plan_alloc(uint64_t hash, int nroots) {
     size_t n = (size_t)c->num_nodes + 1, e = (size_t)c->num_entries + 1,
            in = (size_t)c->num_inputs + 1;
     size_t head = (sizeof(deft_trigger_plan_t) + 15) & ~(size_t)15;
-    size_t bytes = head + (size_t)c->sig_len * sizeof(uint64_t) + 2 * n * sizeof(int) +
-                   in * sizeof(int) + n * (sizeof(bool) + sizeof(char *)) +
+    size_t bytes = head + (size_t)c->sig_len * sizeof(uint64_t) + 3 * n * sizeof(int) +
+                   2 * in * sizeof(int) + n * (sizeof(bool) + 2 * sizeof(char *)) +
+                   n * sizeof(uint64_t) + 2 * (size_t)nroots * sizeof(int) +
                    e * (sizeof(deft_desc_t) + sizeof(bool) + sizeof(deft_device_t) +
-                        4 * sizeof(int) + 2 * sizeof(deft_plan_value_t) + 1) +
-                   16 * 16;
+                        4 * sizeof(int) + 2 * sizeof(deft_plan_value_t) + 2) +
+                   16 * 24;
     deft_trigger_plan_t *p = calloc(1, bytes);
     if (!p) return NULL;
     char *at = (char *)p + head;
@@ -176,7 +190,43 @@ static deft_trigger_plan_t *plan_alloc(uint64_t hash) {
     p->dest = deft_carve(&at, e, sizeof *p->dest);
     p->leaf = deft_carve(&at, e, sizeof *p->leaf);
     p->arena_slot = deft_carve(&at, e, sizeof *p->arena_slot);
+    p->why = deft_carve(&at, e, sizeof *p->why);
+    deft_cut_shape_t *s = &p->shape;
+    s->ops = deft_carve(&at, n, sizeof *s->ops);
+    s->save_in = deft_carve(&at, n, sizeof *s->save_in);
+    s->consumers = deft_carve(&at, n, sizeof *s->consumers);
+    s->in_node = deft_carve(&at, in, sizeof *s->in_node);
+    s->roots = deft_carve(&at, (size_t)nroots, sizeof *s->roots);
+    s->root_node = deft_carve(&at, (size_t)nroots, sizeof *s->root_node);
     return p;
+}
+
+/* The cut's shape, for matching later graphs against it (cut.h): the tables the plan has, the
+ * walk's per-node words, the roots, and why each entry outlives the run. */
+static void keep_shape(deft_trigger_plan_t *p, int nroots, const deft_entry_t *roots) {
+    deft_cut_shape_t *s = &p->shape;
+    const deft_graph_t *g = &p->graph;
+    *s = (deft_cut_shape_t){c->num_nodes, c->num_entries, c->num_inputs, nroots,
+                            g->row_ptr,   g->in_ptr,      g->in_entry,   s->consumers,
+                            s->in_node,   s->roots,       s->root_node,  g->leaf,
+                            s->ops,       s->save_in,     p->types.desc, p->devices};
+    int *consumers = (int *)s->consumers, *in_node = (int *)s->in_node;
+    const deft_op_entry_t **ops = (const deft_op_entry_t **)s->ops;
+    uint64_t *save_in = (uint64_t *)s->save_in;
+    for (int i = 0; i < c->num_nodes; i++) {
+        const deft_node_t *node = c->nodes[i];
+        ops[i] = node->op;
+        save_in[i] = deft_record_of(node)->save_in;
+        consumers[i] = c->consumers[i];
+        for (int k = 0; !c->leaf[i] && k < node->num_inputs; k++)
+            in_node[c->in_ptr[i] + k] = deft_cut_id(node->inputs[k].node);
+    }
+    for (int r = 0; r < nroots; r++) {
+        int id = deft_cut_id(roots[r].node);
+        ((int *)s->root_node)[r] = id;
+        ((int *)s->roots)[r] = c->row_ptr[id] + roots[r].index;
+    }
+    memcpy(p->why, why, (size_t)c->num_entries);
 }
 
 /* Per node: the names of errors (its operator's), leaves, and what the types say. */
@@ -268,10 +318,12 @@ static int mark_unwanted(deft_trigger_plan_t *p) {
     return 0;
 }
 
-static int plan_make(uint64_t hash, deft_trigger_plan_t **out) {
-    deft_trigger_plan_t *p = plan_alloc(hash);
+static int plan_make(uint64_t hash, int nroots, const deft_entry_t *roots,
+                     deft_trigger_plan_t **out) {
+    deft_trigger_plan_t *p = plan_alloc(hash, nroots);
     if (!p) return oom();
     describe(p);
+    keep_shape(p, nroots, roots);
     list_leaf_reads(p);
     if (place_values(p) || mark_unwanted(p)) {
         deft_trigger_plan_release(p);
@@ -281,8 +333,33 @@ static int plan_make(uint64_t hash, deft_trigger_plan_t **out) {
     return 0;
 }
 
-int deft_trigger_plan_get(int n, const deft_entry_t *roots, deft_trigger_cut_t *cut,
-                          deft_trigger_plan_t **plan) {
+/* How many of the most recently used plans a trigger matches before it walks. */
+enum { MATCH_TRIES = 4 };
+
+/* The first of the most recently used plans whose shape the graph behind the roots has, with
+ * the same values outliving the run (the cut, why and live set; moved to the front), or NULL. */
+static deft_trigger_plan_t *match_recent(int n, const deft_entry_t *roots) {
+    int tries = 0;
+    for (deft_trigger_plan_t **at = &cache; *at && tries < MATCH_TRIES;
+         at = &(*at)->next, tries++) {
+        deft_trigger_plan_t *p = *at;
+        if (!deft_cut_match(&p->shape, n, roots, &c)) continue;
+        if (outliving()) return NULL; /* out of memory: the walk will say so */
+        if (memcmp(why, p->why, (size_t)c->num_entries)) {
+            drop_live();
+            continue;
+        }
+        *at = p->next;
+        p->next = cache;
+        cache = p;
+        return p;
+    }
+    return NULL;
+}
+
+/* Walk the graph behind the roots and find or make the plan of its signature. 1: nothing to
+ * compute. */
+static int walk_and_plan(int n, const deft_entry_t *roots, deft_trigger_plan_t **plan) {
     if (deft_cut_walk(DEFT_CUT_UNCOMPUTED, n, roots, &c)) return -1;
     if (c->num_nodes == 0) return 1;
     if (sign_outliving()) return -1; /* nothing left retained */
@@ -293,11 +370,25 @@ int deft_trigger_plan_get(int n, const deft_entry_t *roots, deft_trigger_cut_t *
         atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
     } else {
         misses++;
-        if (plan_make(hash, &p)) {
+        if (plan_make(hash, n, roots, &p)) {
             drop_live();
             return -1;
         }
         cache_add(p);
+    }
+    *plan = p;
+    return 0;
+}
+
+int deft_trigger_plan_get(int n, const deft_entry_t *roots, deft_trigger_cut_t *cut,
+                          deft_trigger_plan_t **plan) {
+    deft_trigger_plan_t *p = match_recent(n, roots);
+    if (p) {
+        hits++, matched++;
+        atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
+    } else {
+        int status = walk_and_plan(n, roots, &p);
+        if (status) return status;
     }
     for (int d = 0; d < p->num_dest; d++) taken[d] = live[p->dest[d].entry];
     cut->num_nodes = c->num_nodes;

@@ -13,8 +13,9 @@
  * it: the run calls each node's kernel with that node's own parameters, and
  * the plan depends only on the shapes they produced. Equal signatures share
  * a plan; the signature is compared in full, so a hash collision only costs
- * a comparison. The cache keeps the 64 most recently used plans (plans hold
- * no memory for values: each run allocates its arena).
+ * a comparison. Before walking, a trigger tries the most recently used plans
+ * by matching (cut.h): a graph of their shape is found without the walk. The cache keeps the 64
+ * most recently used plans (plans hold no memory for values: each run allocates its arena).
  *
  * Everything here runs under the record lock (record.h), which also guards
  * the walk's scratch tables and the cache. A plan is immutable once made and
@@ -28,6 +29,7 @@
 #include "core/graph/graph.h"
 #include "core/graph/infer.h"
 #include "core/graph/plan_memory.h"
+#include "core/imperative/cut.h"
 #include "core/imperative/ndarray.h"
 
 /* Per output entry of a cut's non-leaf node: why its value outlives the run. */
@@ -73,6 +75,8 @@ typedef struct deft_trigger_plan {
     bool blocking;                  /* a node waits for a host callback */
     bool mutates;                   /* a node updates an input in place */
     bool saves;                     /* a node keeps values for backward */
+    deft_cut_shape_t shape;         /* what a graph must be to use it without a walk */
+    unsigned char *why;             /* per entry: why it outlives the run (DEFT_OUT_*) */
     struct deft_trigger_plan *next; /* the cache's list, most recently used first */
 } deft_trigger_plan_t;
 
@@ -98,5 +102,7 @@ void deft_trigger_plan_release(deft_trigger_plan_t *plan);
  * turns caching off and empties the cache; prev may be NULL). */
 void deft_trigger_plan_stats(long *hits, long *misses, int *cached);
 void deft_trigger_plan_set_capacity(int capacity, int *prev);
+/* For tests: the hits found by matching, without a walk. */
+long deft_trigger_plan_matched(void);
 
 #endif
