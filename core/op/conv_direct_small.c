@@ -68,6 +68,7 @@ typedef struct small_job {
     const float *x, *wpk;        /* input; weights (oc, ic, taps), packed */
     const float *bias;           /* NULL or oc entries */
     float *y;                    /* lower, raise: output */
+    bool relu;                   /* lower: max(y, 0) as the tiles are stored */
     const deft_conv_geom_t *fwd; /* raise: the forward's geometry (items add up planes), */
     __mmask16 *lanes;            /* per (16 image columns, kernel column): the lanes and */
     int64_t *from;               /* the plane offset that add_planes reads */
@@ -242,6 +243,10 @@ static ALWAYS AVX512 void lower_tile(const small_job_t *j, const float *xp, int6
                 for (int o = 0; o < OB; o++) acc[o][v] = _mm512_fmadd_ps(wv[o], xv, acc[o][v]);
             }
         }
+    /* max(0, y): NaN stays (max_ps gives its second operand), -0 too, as relu's x < 0 ? 0 : x */
+    if (j->relu)
+        for (int o = 0; o < OB; o++)
+            for (int v = 0; v < NV; v++) acc[o][v] = _mm512_max_ps(_mm512_setzero_ps(), acc[o][v]);
     for (int o = 0; o < OB; o++)
         for (int v = 0; v < NV; v++) _mm512_storeu_ps(yw + o * j->nq + q0 + v * VL, acc[o][v]);
 }
@@ -411,10 +416,10 @@ bool deft_conv_small_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
 }
 
 int deft_conv_small_lower(const deft_conv_geom_t *g, const float *image, const float *w,
-                          const float *bias, float *colside) {
+                          const float *bias, bool relu, float *colside) {
     small_job_t j;
     small_init(&j, g);
-    j.x = image, j.wpk = w, j.bias = bias, j.y = colside;
+    j.x = image, j.wpk = w, j.bias = bias, j.y = colside, j.relu = relu;
     return lower_run(&j);
 }
 
@@ -639,8 +644,8 @@ bool deft_conv_small_raise_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     return false;
 }
 int deft_conv_small_lower(const deft_conv_geom_t *g, const float *image, const float *w,
-                          const float *bias, float *colside) {
-    (void)g, (void)image, (void)w, (void)bias, (void)colside;
+                          const float *bias, bool relu, float *colside) {
+    (void)g, (void)image, (void)w, (void)bias, (void)relu, (void)colside;
     return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct kernel here");
 }
 int deft_conv_small_raise(const deft_conv_geom_t *g, const float *colside, const float *w,
