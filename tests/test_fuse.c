@@ -228,6 +228,33 @@ START_TEST(test_conv_relu_pool_layers_fuse) {
 }
 END_TEST
 
+/* A fused forward graph differentiates as the unfused one: _conv_relu's
+ * gradient is relu's, then the convolution's. */
+START_TEST(test_gradient_through_fused_conv_relu) {
+    DeftSymbolHandle in[3] = {var("x"), var("w"), var("b")};
+    DeftSymbolHandle c = apply("Convolution", NULL, 3, in, P("kernel", "(3,3)", "num_filter", "4"));
+    DeftSymbolHandle r = apply("Activation", NULL, 1, &c, P("act_type", "relu"));
+    DeftSymbolHandle f = fused(r), gu, gf;
+    ck_assert_int_eq(count_op(f, "_conv_relu"), 1);
+    const char *const wrt[] = {"x", "w", "b"};
+    ck_assert_ok(DeftSymbolGradient(r, 3, wrt, &gu));
+    ck_assert_msg(DeftSymbolGradient(f, 3, wrt, &gf) == 0, "%s", DeftGetLastError());
+    ck_assert_ok(DeftRandomSeed(13));
+    DeftNDArrayHandle x[4] = {call1("_random_normal", 0, NULL, P("shape", "(2,3,7,7)")),
+                              call1("_random_normal", 0, NULL, P("shape", "(4,3,3,3)")),
+                              call1("_random_normal", 0, NULL, P("shape", "(4,)")),
+                              call1("_random_normal", 0, NULL, P("shape", "(2,4,5,5)"))};
+    for (int o = 0; o < 4; o++) {
+        DeftNDArrayHandle want = run(gu, 4, x, o), got = run(gf, 4, x, o);
+        assert_identical(got, want, 0);
+        free_all(2, (DeftNDArrayHandle[]){want, got});
+    }
+    free_all(4, x);
+    DeftSymbolHandle syms[] = {in[0], in[1], in[2], c, r, f, gu, gf};
+    for (int i = 0; i < 8; i++) ck_assert_ok(DeftSymbolFree(syms[i]));
+}
+END_TEST
+
 /* A convolution whose output is read by more than its relu, or a pooling
  * gradient that relu's gradient takes at another value, stays as it is. */
 START_TEST(test_layers_with_other_readers_stay_unfused) {
@@ -338,6 +365,7 @@ static Suite *fuse_suite(void) {
     tcase_add_test(tc, test_relu_gradient_fuses);
     tcase_add_test(tc, test_conv_relu_pool_layers_fuse);
     tcase_add_test(tc, test_layers_with_other_readers_stay_unfused);
+    tcase_add_test(tc, test_gradient_through_fused_conv_relu);
     tcase_add_test(tc, test_bad_programs_and_imperative_use);
     tcase_add_test(tc, test_long_chain_splits);
     tcase_add_test(tc, test_many_programs_in_turn);

@@ -496,12 +496,12 @@ static int backward_forward(const deft_op_t *op, const deft_param_value_t *p, in
     return nin == 4 && deft_op_output_wanted(2) ? bias_grad(&in[0], deft_tensor_data(&out[2])) : 0;
 }
 
-/* The gradients of data, weight and bias, from one backward node with the forward's parameters. */
-static int conv_gradient(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
-                         deft_gref_t *in_grads) {
-    (void)p;
+/* The gradients of data, weight and bias from dy, the output's gradient:
+ * one backward node with the forward's parameters. */
+static void conv_gradient_of(deft_grad_builder_t *b, deft_gref_t dy, int nin,
+                             deft_gref_t *in_grads) {
     const conv_kind_t *kind = b->op->data;
-    deft_gref_t in[4] = {b->out_grad(b, 0)};
+    deft_gref_t in[4] = {dy};
     for (int k = 0; k < nin; k++) in[1 + k] = b->input(b, k);
     const char *params[2 * DEFT_OP_MAX_PARAMS + 1];
     int np = 0;
@@ -512,6 +512,22 @@ static int conv_gradient(deft_grad_builder_t *b, const deft_param_value_t *p, in
     params[np] = NULL;
     deft_gref_t r = b->apply(b, kind->backward, nin + 1, in, params, 0);
     for (int k = 0; k < nin; k++) in_grads[k] = (deft_gref_t){r.node, k};
+}
+
+static int conv_gradient(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                         deft_gref_t *in_grads) {
+    (void)p;
+    conv_gradient_of(b, b->out_grad(b, 0), nin, in_grads);
+    return 0;
+}
+
+/* _conv_relu's: relu's gradient at its output (_backward_relu), then the
+ * convolution's, so that a fused graph differentiates as the pair did. */
+static int conv_relu_gradient(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                              deft_gref_t *in_grads) {
+    (void)p;
+    deft_gref_t dy = g_op2(b, "_backward_relu", b->out_grad(b, 0), b->output(b, 0), GRAD_NONE);
+    conv_gradient_of(b, dy, nin, in_grads);
     return 0;
 }
 
@@ -578,6 +594,7 @@ static const deft_op_t conv_ops[] = {
      .data = &conv_kind,
      .num_inputs = conv_num_inputs,
      .infer_inputs = conv_infer_inputs,
+     .gradient = conv_relu_gradient,
      .graph_only = true},
     CONV_OP("Deconvolution", DECONV_DOC, deconv_params, &deconv_kind, deconv_num_inputs),
     BACKWARD_OP("_backward_Convolution",
