@@ -30,6 +30,8 @@
 #include "core/op/fused.h"
 #include "core/op/registry.h"
 
+/* ---- elementwise chains ---- */
+
 enum { NO_READER = -2, MIXED = -1 };
 
 static bool fusible(const deft_node_t *n) {
@@ -183,7 +185,7 @@ static int fuse_layers(const deft_graph_t *g, deft_symbol_t **out) {
     return status;
 }
 
-/* ---- elementwise chains ---- */
+/* ---- the pass: layers, then elementwise chains ---- */
 
 /* The graph of `in` with its layers fused (fuse_layers), built. */
 static int build_fused_layers(const deft_symbol_t *in, deft_graph_t **g) {
