@@ -1,5 +1,5 @@
 #define _POSIX_C_SOURCE 200809L
-/* Elementwise fusion: which nodes fuse, identical results, gradients through fused nodes. */
+/* Fusion: which nodes fuse, identical results, gradients through fused nodes. */
 #include "symbol_helpers.h"
 
 /* How many nodes of `sym` use operator `op`. */
@@ -178,6 +178,107 @@ START_TEST(test_relu_gradient_fuses) {
 }
 END_TEST
 
+/* Convolution -> relu -> max pooling and its gradient: Fuse makes the
+ * convolution and its relu one _conv_relu node, the pooling's gradient and
+ * relu's after it one _backward_Pooling_relu, and the outputs (the pooling
+ * and the gradients of data, weight and bias) keep their bits: in float32
+ * on the small-channel kernels (LeNet's second layer), float64 on the
+ * general ones; a 2x2 and a 3x3 stride-2 pooling. */
+static DeftSymbolHandle conv_relu_pool(const char *kernel, const char *stride) {
+    DeftSymbolHandle in[3] = {var("x"), var("w"), var("b")};
+    DeftSymbolHandle c =
+        apply("Convolution", NULL, 3, in, P("kernel", "(5,5)", "num_filter", "16"));
+    DeftSymbolHandle r = apply("Activation", NULL, 1, &c, P("act_type", "relu"));
+    DeftSymbolHandle p =
+        apply("Pooling", NULL, 1, &r, P("kernel", kernel, "stride", stride, "pool_type", "max"));
+    DeftSymbolHandle g;
+    ck_assert_ok(DeftSymbolGradient(p, 3, (const char *const[]){"x", "w", "b"}, &g));
+    DeftSymbolHandle syms[] = {in[0], in[1], in[2], c, r, p};
+    for (int i = 0; i < 6; i++) ck_assert_ok(DeftSymbolFree(syms[i]));
+    return g;
+}
+
+START_TEST(test_conv_relu_pool_layers_fuse) {
+    const char *const pools[][2] = {{"(2,2)", "(2,2)"}, {"(3,3)", "(2,2)"}};
+    for (int k = 0; k < 2; k++) {
+        DeftSymbolHandle g = conv_relu_pool(pools[k][0], pools[k][1]), f = fused(g);
+        ck_assert_int_eq(count_op(f, "_conv_relu"), 1);
+        ck_assert_int_eq(count_op(f, "_backward_Pooling_relu"), 1);
+        ck_assert_int_eq(count_op(f, "Convolution") + count_op(f, "_backward_Pooling"), 0);
+        ck_assert_int_eq(count_op(f, "_backward_relu") + count_op(f, "Activation"), 0);
+        for (int d = 0; d < 2; d++) {
+            const char *dt = d ? "float64" : "float32";
+            ck_assert_ok(DeftRandomSeed(11));
+            DeftNDArrayHandle in[4] = {
+                call1("_random_normal", 0, NULL, P("shape", "(3,6,12,12)", "dtype", dt)),
+                call1("_random_normal", 0, NULL, P("shape", "(16,6,5,5)", "dtype", dt)),
+                call1("_random_normal", 0, NULL, P("shape", "(16,)", "dtype", dt)),
+                call1("_random_normal", 0, NULL,
+                      P("shape", k ? "(3,16,3,3)" : "(3,16,4,4)", "dtype", dt))};
+            for (int o = 0; o < 4; o++) {
+                DeftNDArrayHandle want = run(g, 4, in, o), got = run(f, 4, in, o);
+                assert_identical(got, want, 0);
+                free_all(2, (DeftNDArrayHandle[]){want, got});
+            }
+            free_all(4, in);
+        }
+        ck_assert_ok(DeftSymbolFree(g));
+        ck_assert_ok(DeftSymbolFree(f));
+    }
+}
+END_TEST
+
+/* A fused forward graph differentiates as the unfused one: _conv_relu's
+ * gradient is relu's, then the convolution's. */
+START_TEST(test_gradient_through_fused_conv_relu) {
+    DeftSymbolHandle in[3] = {var("x"), var("w"), var("b")};
+    DeftSymbolHandle c = apply("Convolution", NULL, 3, in, P("kernel", "(3,3)", "num_filter", "4"));
+    DeftSymbolHandle r = apply("Activation", NULL, 1, &c, P("act_type", "relu"));
+    DeftSymbolHandle f = fused(r), gu, gf;
+    ck_assert_int_eq(count_op(f, "_conv_relu"), 1);
+    const char *const wrt[] = {"x", "w", "b"};
+    ck_assert_ok(DeftSymbolGradient(r, 3, wrt, &gu));
+    ck_assert_msg(DeftSymbolGradient(f, 3, wrt, &gf) == 0, "%s", DeftGetLastError());
+    ck_assert_ok(DeftRandomSeed(13));
+    DeftNDArrayHandle x[4] = {call1("_random_normal", 0, NULL, P("shape", "(2,3,7,7)")),
+                              call1("_random_normal", 0, NULL, P("shape", "(4,3,3,3)")),
+                              call1("_random_normal", 0, NULL, P("shape", "(4,)")),
+                              call1("_random_normal", 0, NULL, P("shape", "(2,4,5,5)"))};
+    for (int o = 0; o < 4; o++) {
+        DeftNDArrayHandle want = run(gu, 4, x, o), got = run(gf, 4, x, o);
+        assert_identical(got, want, 0);
+        free_all(2, (DeftNDArrayHandle[]){want, got});
+    }
+    free_all(4, x);
+    DeftSymbolHandle syms[] = {in[0], in[1], in[2], c, r, f, gu, gf};
+    for (int i = 0; i < 8; i++) ck_assert_ok(DeftSymbolFree(syms[i]));
+}
+END_TEST
+
+/* A convolution whose output is read by more than its relu, or a pooling
+ * gradient that relu's gradient takes at another value, stays as it is. */
+START_TEST(test_layers_with_other_readers_stay_unfused) {
+    DeftSymbolHandle in[3] = {var("x"), var("w"), var("b")};
+    DeftSymbolHandle c = apply("Convolution", NULL, 3, in, P("kernel", "(3,3)", "num_filter", "4"));
+    DeftSymbolHandle r = apply("Activation", NULL, 1, &c, P("act_type", "relu"));
+    DeftSymbolHandle both, f;
+    ck_assert_ok(DeftSymbolCreateGroup(2, (DeftSymbolHandle[]){c, r}, &both));
+    f = fused(both);
+    ck_assert_int_eq(count_op(f, "_conv_relu"), 0);
+    ck_assert_int_eq(count_op(f, "Convolution"), 1);
+    DeftSymbolHandle y = var("y"), d = var("d"), p = var("p");
+    DeftSymbolHandle u = apply("_backward_Pooling", NULL, 3, (DeftSymbolHandle[]){d, y, p},
+                               P("kernel", "(2,2)", "stride", "(2,2)", "pool_type", "max"));
+    DeftSymbolHandle z = var("z");
+    DeftSymbolHandle rg = apply("_backward_relu", NULL, 2, (DeftSymbolHandle[]){u, z}, NO_PARAMS);
+    DeftSymbolHandle f2 = fused(rg);
+    ck_assert_int_eq(count_op(f2, "_backward_Pooling_relu"), 0);
+    ck_assert_int_eq(count_op(f2, "_backward_Pooling"), 1);
+    DeftSymbolHandle syms[] = {in[0], in[1], in[2], c, r, both, f, y, d, p, u, z, rg, f2};
+    for (int i = 0; i < 14; i++) ck_assert_ok(DeftSymbolFree(syms[i]));
+}
+END_TEST
+
 static void assert_program_fails(const char *program, int nin, int kind, const char *text) {
     DeftSymbolHandle vars[2] = {var("a"), var("b")};
     DeftSymbolHandle s = apply("_fused_elemwise", NULL, nin, vars, P("program", program));
@@ -262,6 +363,9 @@ static Suite *fuse_suite(void) {
     tcase_add_test(tc, test_broadcasting_chain);
     tcase_add_test(tc, test_gradient_through_fused_graph);
     tcase_add_test(tc, test_relu_gradient_fuses);
+    tcase_add_test(tc, test_conv_relu_pool_layers_fuse);
+    tcase_add_test(tc, test_layers_with_other_readers_stay_unfused);
+    tcase_add_test(tc, test_gradient_through_fused_conv_relu);
     tcase_add_test(tc, test_bad_programs_and_imperative_use);
     tcase_add_test(tc, test_long_chain_splits);
     tcase_add_test(tc, test_many_programs_in_turn);

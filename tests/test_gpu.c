@@ -509,8 +509,9 @@ static const gpu_case_t cases[] = {
 };
 
 /* Operators made by graph passes, run by the graph tests below instead. */
-static const char *const graph_only[] = {"_CachedOp", "_fused_elemwise", "_conv_bn",
-                                         "_conv_bn_relu"};
+static const char *const graph_only[] = {"_CachedOp",  "_fused_elemwise",
+                                         "_conv_bn",   "_conv_bn_relu",
+                                         "_conv_relu", "_backward_Pooling_relu"};
 
 START_TEST(test_every_gpu_kernel_has_a_case) {
     for (int i = 0; i < deft_registry_count(); i++) {
@@ -1104,6 +1105,41 @@ START_TEST(test_folded_conv_batch_norm_runs_on_the_gpu) {
 }
 END_TEST
 
+/* The Fuse pass's layer nodes (core/graph/fuse.c) on the GPU: _conv_relu runs
+ * the convolution's and relu's GPU kernels in turn, _backward_Pooling_relu the
+ * pooling gradient's kernel with relu's gradient in it; the pooling and the
+ * gradients of data, weight and bias against the CPU's. */
+START_TEST(test_fused_conv_relu_pool_layers_run_on_the_gpu) {
+    DeftSymbolHandle x = var("x"), w = var("w"), b = var("b");
+    DeftSymbolHandle conv = apply("Convolution", NULL, 3, (DeftSymbolHandle[]){x, w, b},
+                                  P("kernel", "(3,3)", "num_filter", "4"));
+    DeftSymbolHandle r = apply("Activation", NULL, 1, &conv, P("act_type", "relu"));
+    DeftSymbolHandle p =
+        apply("Pooling", NULL, 1, &r, P("kernel", "(2,2)", "stride", "(2,2)", "pool_type", "max"));
+    DeftSymbolHandle g, fused;
+    ck_assert_ok(DeftSymbolGradient(p, 3, (const char *const[]){"x", "w", "b"}, &g));
+    ck_assert_ok(DeftSymbolApplyPasses(g, "Fuse", &fused));
+    input_spec_t specs[4] = {F32(2, 3, 10, 10), F32(4, 3, 3, 3), F32(4), F32(2, 4, 4, 4)};
+    unsigned seed = 7;
+    DeftNDArrayHandle host[4], dev[4], got[4] = {NULL}, want[4] = {NULL};
+    for (int k = 0; k < 4; k++) host[k] = random_input(&specs[k], &seed), dev[k] = to_gpu(host[k]);
+    DeftCachedOpHandle op;
+    ck_assert_ok(DeftCachedOpCreate(fused, 0, &op));
+    int nout = 4;
+    ck_assert_msg(DeftCachedOpInvoke(op, 4, dev, &nout, got) == 0, "%s", DeftGetLastError());
+    ck_assert_msg(DeftCachedOpInvoke(op, 4, host, &nout, want) == 0, "%s", DeftGetLastError());
+    ck_assert_ok(DeftCachedOpFree(op));
+    for (int o = 0; o < 4; o++)
+        assert_close_arrays("conv, relu, pooling fused, GPU against CPU", want[o], got[o], SUMMED);
+    for (int k = 0; k < 4; k++) {
+        DeftNDArrayHandle all[] = {host[k], dev[k], got[k], want[k]};
+        for (int i = 0; i < 4; i++) ck_assert_ok(DeftNDArrayFree(all[i]));
+    }
+    DeftSymbolHandle syms[] = {x, w, b, conv, r, p, g, fused};
+    for (int i = 0; i < 8; i++) ck_assert_ok(DeftSymbolFree(syms[i]));
+}
+END_TEST
+
 /* Each GPU operator gets a "device" span timed by CUDA events, next to its
  * host span (the time to queue it). */
 START_TEST(test_profiler_times_kernels_on_the_device) {
@@ -1185,6 +1221,7 @@ static Suite *gpu_suite(int gpus) {
         tcase_add_test(device, test_graph_spans_devices_forward_and_backward);
         tcase_add_test(device, test_fused_chains_run_as_one_kernel);
         tcase_add_test(device, test_folded_conv_batch_norm_runs_on_the_gpu);
+        tcase_add_test(device, test_fused_conv_relu_pool_layers_run_on_the_gpu);
         tcase_add_test(device, test_autograd_on_the_gpu);
         tcase_add_test(device, test_allocator_caches_and_reports);
         tcase_add_test(device, test_bad_labels_and_indices_fail_on_the_gpu);

@@ -307,7 +307,8 @@ END_TEST
  * channels: blocks of 6 and a rest; 1 to 3 input channels times 9 or 25
  * taps: pairs in fours and a rest; wide rows not a multiple of 16);
  * padding, dilation, rectangular kernels, one image (its rows split between
- * threads) and wide rows of under 16 pixels.
+ * threads), wide rows of under 16 pixels, and a batch whose weight gradient
+ * takes several runs of images per thread (its sums kept across runs).
  */
 static const conv_case_t small_cases[] = {
     {2, 3, 1, 6, 1, DIMS(28, 28), DIMS(5, 5), DIMS(1, 1), DIMS(0, 0), DIMS(1, 1), DIMS(0), true,
@@ -323,6 +324,8 @@ static const conv_case_t small_cases[] = {
     {2, 1, 1, 1, 1, DIMS(7, 5), DIMS(2, 2), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
     {2, 1, 12, 40, 1, DIMS(23, 17), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 20, 6, 16, 1, DIMS(12, 12), DIMS(5, 5), DIMS(1, 1), DIMS(0, 0), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
 };
 /* Deconvolution at stride 1 with few channels: the small kernels' raise. */

@@ -2763,6 +2763,73 @@ func InternalBackwardPooling(outGrad *NDArray, data *NDArray, output *NDArray, o
 	return invokeFirst("_backward_Pooling", inputs, params)
 }
 
+// InternalBackwardPoolingReluOpts are the optional inputs and parameters of InternalBackwardPoolingRelu; nil fields
+// keep the operator's defaults.
+type InternalBackwardPoolingReluOpts struct {
+	// Kernel (kernel, tuple of int): window size: (x,), (y, x) or (d, y, x). Default ().
+	Kernel []int64
+	// PoolType (pool_type, enum): max, avg, sum or lp. One of max, avg, sum, lp. Default max.
+	PoolType *string
+	// GlobalPool (global_pool, boolean): pool over the whole spatial extent. Default false.
+	GlobalPool *bool
+	// CudnnOff (cudnn_off, boolean): accepted for MXNet compatibility. Default false.
+	CudnnOff *bool
+	// PoolingConvention (pooling_convention, enum): valid (floor), full (ceil) or same (1-D only). One of valid, full, same. Default valid.
+	PoolingConvention *string
+	// Stride (stride, tuple of int): step per spatial axis (default 1). Default ().
+	Stride []int64
+	// Pad (pad, tuple of int): zero padding per spatial axis (default 0). Default ().
+	Pad []int64
+	// PValue (p_value, int or None): power of Lp pooling: 1, 2 or 3. Default None.
+	PValue *int64
+	// CountIncludePad (count_include_pad, boolean): average pooling counts padded elements (default true). Default None.
+	CountIncludePad *bool
+	// Layout (layout, enum): NCW, NCHW or NCDHW (default from the rank). One of NCW, NCHW, NCDHW, NWC, NHWC, NDHWC. Default None.
+	Layout *string
+}
+
+// InternalBackwardPoolingRelu runs the operator _backward_Pooling_relu: relu's gradient at the pooling's data (relu's output) of _backward_Pooling's result, as one node (made by the Fuse pass).
+//
+// Inputs: out_grad, data, output.
+// It returns the first output (Invoke returns them all).
+func InternalBackwardPoolingRelu(outGrad *NDArray, data *NDArray, output *NDArray, opts *InternalBackwardPoolingReluOpts) (*NDArray, error) {
+	inputs := []*NDArray{outGrad, data, output}
+	params := make([]Param, 0, 10)
+	if opts != nil {
+		if opts.Kernel != nil {
+			params = append(params, Param{"kernel", formatTuple(opts.Kernel)})
+		}
+		if opts.PoolType != nil {
+			params = append(params, Param{"pool_type", *opts.PoolType})
+		}
+		if opts.GlobalPool != nil {
+			params = append(params, Param{"global_pool", formatBool(*opts.GlobalPool)})
+		}
+		if opts.CudnnOff != nil {
+			params = append(params, Param{"cudnn_off", formatBool(*opts.CudnnOff)})
+		}
+		if opts.PoolingConvention != nil {
+			params = append(params, Param{"pooling_convention", *opts.PoolingConvention})
+		}
+		if opts.Stride != nil {
+			params = append(params, Param{"stride", formatTuple(opts.Stride)})
+		}
+		if opts.Pad != nil {
+			params = append(params, Param{"pad", formatTuple(opts.Pad)})
+		}
+		if opts.PValue != nil {
+			params = append(params, Param{"p_value", formatInt(*opts.PValue)})
+		}
+		if opts.CountIncludePad != nil {
+			params = append(params, Param{"count_include_pad", formatBool(*opts.CountIncludePad)})
+		}
+		if opts.Layout != nil {
+			params = append(params, Param{"layout", *opts.Layout})
+		}
+	}
+	return invokeFirst("_backward_Pooling_relu", inputs, params)
+}
+
 // InternalBackwardRNNOpts are the optional inputs and parameters of InternalBackwardRNN; nil fields
 // keep the operator's defaults.
 type InternalBackwardRNNOpts struct {
@@ -3968,6 +4035,78 @@ func InternalConvBnRelu(data *NDArray, weight *NDArray, gamma *NDArray, beta *ND
 		}
 	}
 	return invokeFirst("_conv_bn_relu", inputs, params)
+}
+
+// InternalConvReluOpts are the optional inputs and parameters of InternalConvRelu; nil fields
+// keep the operator's defaults.
+type InternalConvReluOpts struct {
+	// Bias is the optional input bias.
+	Bias *NDArray
+	// Stride (stride, tuple of int): stride, 1 in every dimension by default: (w,), (h, w) or (d, h, w). Default ().
+	Stride []int64
+	// Dilate (dilate, tuple of int): dilation, 1 in every dimension by default: (w,), (h, w) or (d, h, w). Default ().
+	Dilate []int64
+	// Pad (pad, tuple of int): zero padding on both sides, none by default: (w,), (h, w) or (d, h, w). Default ().
+	Pad []int64
+	// NumGroup (num_group, int): groups the channels are split into. Default 1.
+	NumGroup *int64
+	// Workspace (workspace, int): MB of scratch space (accepted, unused). Default 1024.
+	Workspace *int64
+	// NoBias (no_bias, boolean): leave out the bias input. Default false.
+	NoBias *bool
+	// CudnnTune (cudnn_tune, enum): cuDNN's search (accepted, unused). One of off, limited_workspace, fastest. Default None.
+	CudnnTune *string
+	// CudnnOff (cudnn_off, boolean): turn off cuDNN (accepted, unused). Default false.
+	CudnnOff *bool
+	// Layout (layout, enum): None: NCW, NCHW or NCDHW by the rank. One of NCW, NCHW, NCDHW, NHWC, NDHWC. Default None.
+	Layout *string
+}
+
+// InternalConvRelu runs the operator _conv_relu: Convolution, then relu (max(y, 0)), as one node (made by the Fuse pass).
+//
+// Inputs: data, weight, bias.
+// kernel (kernel, tuple of int): kernel size: (w,), (h, w) or (d, h, w). Required.
+// numFilter (num_filter, int): number of output channels. Required.
+// It returns the first output (Invoke returns them all).
+func InternalConvRelu(data *NDArray, weight *NDArray, kernel []int64, numFilter int64, opts *InternalConvReluOpts) (*NDArray, error) {
+	inputs := []*NDArray{data, weight}
+	params := make([]Param, 0, 11)
+	params = append(params, Param{"kernel", formatTuple(kernel)})
+	params = append(params, Param{"num_filter", formatInt(numFilter)})
+	if opts != nil {
+		var err error
+		if inputs, err = optionalInputs("_conv_relu", inputs, []*NDArray{opts.Bias}); err != nil {
+			return nil, err
+		}
+		if opts.Stride != nil {
+			params = append(params, Param{"stride", formatTuple(opts.Stride)})
+		}
+		if opts.Dilate != nil {
+			params = append(params, Param{"dilate", formatTuple(opts.Dilate)})
+		}
+		if opts.Pad != nil {
+			params = append(params, Param{"pad", formatTuple(opts.Pad)})
+		}
+		if opts.NumGroup != nil {
+			params = append(params, Param{"num_group", formatInt(*opts.NumGroup)})
+		}
+		if opts.Workspace != nil {
+			params = append(params, Param{"workspace", formatInt(*opts.Workspace)})
+		}
+		if opts.NoBias != nil {
+			params = append(params, Param{"no_bias", formatBool(*opts.NoBias)})
+		}
+		if opts.CudnnTune != nil {
+			params = append(params, Param{"cudnn_tune", *opts.CudnnTune})
+		}
+		if opts.CudnnOff != nil {
+			params = append(params, Param{"cudnn_off", formatBool(*opts.CudnnOff)})
+		}
+		if opts.Layout != nil {
+			params = append(params, Param{"layout", *opts.Layout})
+		}
+	}
+	return invokeFirst("_conv_relu", inputs, params)
 }
 
 // InternalCopy runs the operator _copy: A copy of the input (MXNet's _copy: identity). Export names an output that is an input, or that another output already names, with one.

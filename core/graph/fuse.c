@@ -1,6 +1,17 @@
 #define _POSIX_C_SOURCE 200809L
 /*
- * Elementwise fusion. A group of elementwise nodes whose values are read
+ * Fusion: first of layers, then of elementwise chains.
+ *
+ * Layers: where nothing else reads the first node's value (nor is it a
+ * graph output), a Convolution read by a relu Activation becomes one
+ * _conv_relu node (the relu in the convolution's kernel), and relu's
+ * gradient of max pooling's, _backward_relu(_backward_Pooling(g, y, p), y)
+ * with y relu's output, one _backward_Pooling_relu node (one pass over the
+ * data gradient, not two). A training step's graph (DeftSymbolTrainStep)
+ * has both at each conv-relu-pool block; the nodes compute what the pairs
+ * compute.
+ *
+ * Elementwise: a group of elementwise nodes whose values are read
  * only inside the group becomes one _fused_elemwise node computing the
  * group's last value (its root) tile by tile, so the intermediates never
  * reach main memory.
@@ -18,6 +29,8 @@
 #include "core/graph/pass.h"
 #include "core/op/fused.h"
 #include "core/op/registry.h"
+
+/* ---- elementwise chains ---- */
 
 enum { NO_READER = -2, MIXED = -1 };
 
@@ -102,9 +115,97 @@ static int fuse_group(const deft_graph_t *g, const int *group, int *step, int ro
     return status;
 }
 
+/* ---- layers ---- */
+
+/* An operator node of that name without annotations (a device, a profiler
+ * scope: which one node could not honour for both). */
+static bool is_op(const deft_node_t *n, const char *name) {
+    if (!n->op || strcmp(n->op->op->name, name) != 0) return false;
+    for (int a = 0; a < n->attrs.count; a++)
+        if (deft_attr_is_annotation(n->attrs.keys[a])) return false;
+    return true;
+}
+
+/* readers[e]: the node inputs reading entry e, plus 2 for a graph output. */
+static void count_readers(const deft_graph_t *g, int *readers) {
+    for (int e = 0; e < deft_graph_num_entries(g); e++) readers[e] = 0;
+    for (int i = 0; i < g->num_nodes; i++)
+        for (int k = 0; k < g->nodes[i]->num_inputs; k++)
+            readers[deft_graph_input_entry(g, i, k)]++;
+    for (int o = 0; o < g->num_outputs; o++)
+        readers[deft_graph_entry_id(g, deft_graph_node_id(g, g->outputs[o].node),
+                                    g->outputs[o].index)] += 2;
+}
+
+/* The node of input k of node i when i alone reads it and it is that
+ * operator's (output 0 of one); else NULL. */
+static const deft_node_t *sole_input(const deft_graph_t *g, const int *readers, int i, int k,
+                                     const char *name) {
+    const deft_node_t *n = g->nodes[i];
+    if (k >= n->num_inputs || n->inputs[k].index != 0 || !is_op(n->inputs[k].node, name) ||
+        n->inputs[k].node->num_outputs != 1)
+        return NULL;
+    return readers[deft_graph_input_entry(g, i, k)] == 1 ? n->inputs[k].node : NULL;
+}
+
+/* Node i's replacement (NULL: none): `op` over `from`'s inputs and attributes. */
+static int layer_node(const deft_graph_t *g, const int *readers, int i, deft_node_t **out) {
+    const deft_node_t *n = g->nodes[i], *from = NULL;
+    const char *op = NULL, *act = is_op(n, "Activation") ? deft_node_attr(n, "act_type") : NULL;
+    if (act && strcmp(act, "relu") == 0 && (from = sole_input(g, readers, i, 0, "Convolution")))
+        op = "_conv_relu";
+    else if (is_op(n, "_backward_relu") &&
+             (from = sole_input(g, readers, i, 0, "_backward_Pooling")) &&
+             from->inputs[1].node == n->inputs[1].node &&
+             from->inputs[1].index == n->inputs[1].index)
+        op = "_backward_Pooling_relu";
+    if (!op) return 0;
+    return deft_node_new_op(
+        deft_registry_find(op), n->name, from->attrs.count, (const char *const *)from->attrs.keys,
+        (const char *const *)from->attrs.vals, from->num_inputs, from->inputs, out);
+}
+
+/* g with its layers fused (*out), or NULL in *out when none fuse. */
+static int fuse_layers(const deft_graph_t *g, deft_symbol_t **out) {
+    *out = NULL;
+    int *readers = malloc(((size_t)deft_graph_num_entries(g) + 1) * sizeof *readers);
+    deft_node_t **replace = calloc((size_t)g->num_nodes + 1, sizeof *replace);
+    int status = readers && replace ? 0
+                                    : deft_error(DEFT_ERR_OUT_OF_MEMORY,
+                                                 "cannot allocate the layer fusion tables");
+    bool any = false;
+    if (status == 0) count_readers(g, readers);
+    for (int i = 0; status == 0 && i < g->num_nodes; i++) {
+        status = layer_node(g, readers, i, &replace[i]);
+        any |= replace[i] != NULL;
+    }
+    if (status == 0 && any) status = deft_graph_rebuild(g, NULL, replace, out);
+    for (int i = 0; replace && i < g->num_nodes; i++) deft_node_release(replace[i]);
+    free(readers), free(replace);
+    return status;
+}
+
+/* ---- the pass: layers, then elementwise chains ---- */
+
+/* The graph of `in` with its layers fused (fuse_layers), built. */
+static int build_fused_layers(const deft_symbol_t *in, deft_graph_t **g) {
+    deft_symbol_t *layers;
+    if (deft_graph_build(in->num_outputs, in->outputs, g)) return -1;
+    int status = fuse_layers(*g, &layers);
+    if (status || !layers) return status;
+    deft_graph_free(*g);
+    *g = NULL;
+    status = deft_graph_build(layers->num_outputs, layers->outputs, g);
+    deft_symbol_free(layers);
+    return status;
+}
+
 int deft_pass_fuse(const deft_symbol_t *in, deft_symbol_t **out) {
-    deft_graph_t *g;
-    if (deft_graph_build(in->num_outputs, in->outputs, &g)) return -1;
+    deft_graph_t *g = NULL;
+    if (build_fused_layers(in, &g)) {
+        deft_graph_free(g);
+        return -1;
+    }
     size_t n = (size_t)g->num_nodes + 1;
     int *group = malloc(n * sizeof *group), *readers = malloc(n * sizeof *readers);
     int *size = malloc(n * sizeof *size);

@@ -101,13 +101,20 @@ DEFT_DEVICE_FN deft_pool_window_t deft_pool_locate(const deft_pool_geom_t *g, in
     return deft_pool_window(g, o);
 }
 
-/* A gradient call: dx from the output gradient dy, the data x and the output y. */
+/* A gradient call: dx from the output gradient dy, the data x and the output
+ * y; with relu, then relu's gradient (x relu's output): _backward_Pooling_relu. */
 typedef struct deft_pool_grad {
     deft_pool_geom_t g;
     deft_dtype_t dtype;
     const void *dy, *x, *y;
     void *dx;
+    bool relu;
 } deft_pool_grad_t;
+
+/* relu's gradient a at relu's output b: scalar_math.h's relu_grad (_backward_relu). */
+DEFT_DEVICE_FN double deft_pool_relu_grad(double a, double b) {
+    return a * (b > 0 ? 1.0 : b != b ? b : 0.0);
+}
 
 /* d output / d input of Lp pooling at input v, for output value out (MXNet's lp_grad). */
 DEFT_DEVICE_FN double deft_pool_lp_factor(int p, double v, double out) {
@@ -163,6 +170,10 @@ DEFT_DEVICE_FN void deft_pool_unpool_plane(const deft_pool_grad_t *j, int64_t pl
         else
             deft_pool_unpool_spread(j, &w, in_base, out, dy);
     }
+    for (int64_t i = plane * in_plane; j->relu && i < (plane + 1) * in_plane; i++)
+        deft_store_double(j->dx, j->dtype, i,
+                          deft_pool_relu_grad(deft_load_double(j->dx, j->dtype, i),
+                                              deft_load_double(j->x, j->dtype, i)));
 }
 
 #ifdef DEFT_HAVE_CUDA

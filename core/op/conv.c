@@ -419,6 +419,29 @@ static int conv_forward(const deft_op_t *op, const deft_param_value_t *p, int ni
                deft_tensor_data(&out[0]), keyed ? &wkey : NULL);
 }
 
+/* ---- _conv_relu: Convolution, then relu (Activation), as one node ----
+ *
+ * Made by the Fuse pass (fuse.c) where only the relu reads the
+ * convolution's output, so that no pass over the output applies it: the
+ * small-channel kernels take max(y, 0) in their register tiles (LeNet's
+ * first layer: its relu took 8 us of a 60 us convolution). Elsewhere the
+ * two kernels run one after the other, relu in place. */
+static int conv_relu_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                             const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
+    conv_args_t a;
+    deft_conv_geom_t g;
+    deft_shape_t shape;
+    deft_desc_t desc[3];
+    descs_of(nin, in, desc);
+    if (conv_check(op, p, nin, desc, &a, &g, &shape)) return -1;
+    if (out[0].device.type == DEFT_DEV_CPU && deft_conv_small_fits(&g, out[0].dtype))
+        return deft_conv_small_lower(&g, deft_tensor_data(&in[0]), deft_tensor_data(&in[1]),
+                                     nin == 3 ? deft_tensor_data(&in[2]) : NULL, true,
+                                     deft_tensor_data(&out[0]));
+    if (conv_forward(op, p, nin, in, nout, out)) return -1;
+    return deft_registry_run_kernel("Activation", "act_type", "relu", out, out);
+}
+
 /* ---- _backward_Convolution, _backward_Deconvolution: (grad, data, weight[, bias]) ---- */
 
 static int backward_check(const deft_op_t *op, const deft_param_value_t *p, int nin,
@@ -473,12 +496,12 @@ static int backward_forward(const deft_op_t *op, const deft_param_value_t *p, in
     return nin == 4 && deft_op_output_wanted(2) ? bias_grad(&in[0], deft_tensor_data(&out[2])) : 0;
 }
 
-/* The gradients of data, weight and bias, from one backward node with the forward's parameters. */
-static int conv_gradient(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
-                         deft_gref_t *in_grads) {
-    (void)p;
+/* The gradients of data, weight and bias from dy, the output's gradient:
+ * one backward node with the forward's parameters. */
+static void conv_gradient_of(deft_grad_builder_t *b, deft_gref_t dy, int nin,
+                             deft_gref_t *in_grads) {
     const conv_kind_t *kind = b->op->data;
-    deft_gref_t in[4] = {b->out_grad(b, 0)};
+    deft_gref_t in[4] = {dy};
     for (int k = 0; k < nin; k++) in[1 + k] = b->input(b, k);
     const char *params[2 * DEFT_OP_MAX_PARAMS + 1];
     int np = 0;
@@ -489,6 +512,22 @@ static int conv_gradient(deft_grad_builder_t *b, const deft_param_value_t *p, in
     params[np] = NULL;
     deft_gref_t r = b->apply(b, kind->backward, nin + 1, in, params, 0);
     for (int k = 0; k < nin; k++) in_grads[k] = (deft_gref_t){r.node, k};
+}
+
+static int conv_gradient(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                         deft_gref_t *in_grads) {
+    (void)p;
+    conv_gradient_of(b, b->out_grad(b, 0), nin, in_grads);
+    return 0;
+}
+
+/* _conv_relu's: relu's gradient at its output (_backward_relu), then the
+ * convolution's, so that a fused graph differentiates as the pair did. */
+static int conv_relu_gradient(deft_grad_builder_t *b, const deft_param_value_t *p, int nin,
+                              deft_gref_t *in_grads) {
+    (void)p;
+    deft_gref_t dy = g_op2(b, "_backward_relu", b->out_grad(b, 0), b->output(b, 0), GRAD_NONE);
+    conv_gradient_of(b, dy, nin, in_grads);
     return 0;
 }
 
@@ -542,6 +581,21 @@ static const char *const backward_inputs[] = {"grad", "data", "weight", "bias", 
 
 static const deft_op_t conv_ops[] = {
     CONV_OP("Convolution", CONV_DOC, conv_params, &conv_kind, conv_num_inputs),
+    {.name = "_conv_relu",
+     .description = "Convolution, then relu (max(y, 0)), as one node (made by the Fuse pass).",
+     .input_names = conv_inputs,
+     .min_inputs = 2,
+     .max_inputs = 3,
+     .params = conv_params,
+     .infer = conv_infer,
+     .forward = conv_relu_forward,
+     .forward_gpu = DEFT_GPU(conv_relu_forward),
+     .inplace_input = -1,
+     .data = &conv_kind,
+     .num_inputs = conv_num_inputs,
+     .infer_inputs = conv_infer_inputs,
+     .gradient = conv_relu_gradient,
+     .graph_only = true},
     CONV_OP("Deconvolution", DECONV_DOC, deconv_params, &deconv_kind, deconv_num_inputs),
     BACKWARD_OP("_backward_Convolution",
                 "Gradients of Convolution's data, weight and bias from its output's gradient.",

@@ -148,8 +148,9 @@ size_t deft_conv_packed_bytes(void);
  */
 bool deft_conv_small_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);
 bool deft_conv_small_raise_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);
+/* relu: max(colside, 0) as the tiles are stored (_conv_relu). */
 int deft_conv_small_lower(const deft_conv_geom_t *g, const float *image, const float *w,
-                          const float *bias, float *colside);
+                          const float *bias, bool relu, float *colside);
 int deft_conv_small_raise(const deft_conv_geom_t *g, const float *colside, const float *w,
                           const float *bias, float *image);
 int deft_conv_small_wgrad(const deft_conv_geom_t *g, const float *image, const float *colside,

@@ -34,6 +34,7 @@
 
 #include "core/base/error.h"
 #include "core/base/parallel.h"
+#include "core/base/scratch.h"
 #include "core/op/conv.h"
 #include "core/op/conv_direct.h"
 
@@ -46,8 +47,14 @@ enum {
     MAX_TB = 4, /* (channel, tap) pairs per weight-gradient tile */
 };
 
-/* Packed input (or dy) runs hold about this many bytes per thread. */
-#define RUN_BYTES (512 << 10)
+/* The weight gradient's runs of packed images and dy: enough pixel vectors
+ * that a tile's products outweigh loading and storing its sums (kept in
+ * lanes between runs), and at most RUN_BYTES. Runs of 512 KiB, summed
+ * across the lanes at the end of each, read LeNet's first layer from the
+ * level-2 cache: its weight gradient 64 -> 52 us on one thread (Sapphire
+ * Rapids; its second layer's, 4 vectors an image, stays at 102). */
+#define RUN_VECTORS 32
+#define RUN_BYTES   (512 << 10)
 
 /* The shape of one call on wide rows. */
 typedef struct small_job {
@@ -61,11 +68,12 @@ typedef struct small_job {
     const float *x, *wpk;        /* input; weights (oc, ic, taps), packed */
     const float *bias;           /* NULL or oc entries */
     float *y;                    /* lower, raise: output */
+    bool relu;                   /* lower: max(y, 0) as the tiles are stored */
     const deft_conv_geom_t *fwd; /* raise: the forward's geometry (items add up planes), */
     __mmask16 *lanes;            /* per (16 image columns, kernel column): the lanes and */
     int64_t *from;               /* the plane offset that add_planes reads */
     const float *dy;             /* wgrad: output gradient, */
-    float *dwp;                  /* its per-part sums (parts, oc, ic taps) */
+    float *dwp;                  /* its per-part sums (parts, oc, ic taps, VL lanes) */
     int64_t splits;              /* lower: runs of output rows per image */
     int64_t parts, per_run;
     atomic_bool failed;
@@ -221,8 +229,12 @@ static ALWAYS AVX512 void lower_tile(const small_job_t *j, const float *xp, int6
         for (int v = 0; v < NV; v++) acc[o][v] = _mm512_set1_ps(tile_bias(j, o0 + o));
     const int64_t pairs = j->ic * j->taps;
     const float *w = j->wpk + o0 * pairs;
-    for (int64_t c = 0; c < j->ic; c++)
-        for (int64_t k = c * j->taps + r0 * j->kw; k < c * j->taps + r1 * j->kw; k++) {
+    /* every kernel row live: one loop over the pairs (a loop per channel
+     * around a short one spilled accumulators at each channel) */
+    const int64_t runs = r0 == 0 && r1 == j->kh ? 1 : j->ic;
+    const int64_t run = runs == 1 ? pairs : (r1 - r0) * j->kw;
+    for (int64_t c = 0; c < runs; c++)
+        for (int64_t k = c * j->taps + r0 * j->kw; k < c * j->taps + r0 * j->kw + run; k++) {
             const float *xk = xp + j->off[k] + q0;
             __m512 wv[MAX_OB];
             for (int o = 0; o < OB; o++) wv[o] = _mm512_set1_ps(w[o * pairs + k]);
@@ -231,6 +243,10 @@ static ALWAYS AVX512 void lower_tile(const small_job_t *j, const float *xp, int6
                 for (int o = 0; o < OB; o++) acc[o][v] = _mm512_fmadd_ps(wv[o], xv, acc[o][v]);
             }
         }
+    /* max(0, y): NaN stays (max_ps gives its second operand), -0 too, as relu's x < 0 ? 0 : x */
+    if (j->relu)
+        for (int o = 0; o < OB; o++)
+            for (int v = 0; v < NV; v++) acc[o][v] = _mm512_max_ps(_mm512_setzero_ps(), acc[o][v]);
     for (int o = 0; o < OB; o++)
         for (int v = 0; v < NV; v++) _mm512_storeu_ps(yw + o * j->nq + q0 + v * VL, acc[o][v]);
 }
@@ -269,12 +285,13 @@ static const int nv_cap[MAX_OB] = {8, 8, 8, 6, 4, 4};
 /* Pixel vectors per tile of OB channels in job j. With padding above and
  * below, tiles of about one row skip more kernel rows that read only
  * padding (LeNet's second data gradient by column planes: 27% of its taps
- * with one vector, two rows, per tile; 13% with two). There, at least 4
- * accumulators: one FMA unit's latency (measured on Zen 4, whose 512-bit
- * FMAs issue one a cycle: 151 -> 130 us against 8 accumulators). */
+ * with one vector, two rows, per tile; 13% with two). There, at least 16
+ * accumulators: at 4 (one FMA unit's latency on Zen 4, whose 512-bit FMAs
+ * issue one a cycle) Sapphire Rapids, which issues two, ran it in 136 us,
+ * at 8 in 123, at 16 (three vectors of six channels) in 117; at 24, 118. */
 static int64_t tile_vectors(const small_job_t *j, int64_t ob) {
     if (j->ph == 0) return nv_cap[ob - 1];
-    int64_t nv = (j->ow + VL - 1) / VL, least = (4 + ob - 1) / ob;
+    int64_t nv = (j->ow + VL - 1) / VL, least = (16 + ob - 1) / ob;
     if (nv < least) nv = least;
     return nv < nv_cap[ob - 1] ? nv : nv_cap[ob - 1];
 }
@@ -340,7 +357,7 @@ static void lower_items(void *ctx, int64_t begin, int64_t end) {
     small_job_t *j = ctx;
     const int64_t margin = plane_margin(j);
     float *xp =
-        aligned_alloc(64, (size_t)(packed_size(j) + j->oc * j->nq + 2 * margin) * sizeof(float));
+        deft_scratch_alloc((size_t)(packed_size(j) + j->oc * j->nq + 2 * margin) * sizeof(float));
     if (!xp) {
         atomic_store(&j->failed, true);
         return;
@@ -373,7 +390,7 @@ static void lower_items(void *ctx, int64_t begin, int64_t end) {
                 memcpy(out + (o * j->oh + y0) * j->ow, yw + o * j->nq + y0 * j->ow,
                        (size_t)((y1 - y0) * j->ow) * sizeof(float));
     }
-    free(xp);
+    deft_scratch_free(xp);
 }
 
 /* Run lower on weights wpk (oc, ic, taps). */
@@ -399,10 +416,10 @@ bool deft_conv_small_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
 }
 
 int deft_conv_small_lower(const deft_conv_geom_t *g, const float *image, const float *w,
-                          const float *bias, float *colside) {
+                          const float *bias, bool relu, float *colside) {
     small_job_t j;
     small_init(&j, g);
-    j.x = image, j.wpk = w, j.bias = bias, j.y = colside;
+    j.x = image, j.wpk = w, j.bias = bias, j.y = colside, j.relu = relu;
     return lower_run(&j);
 }
 
@@ -485,15 +502,19 @@ int deft_conv_small_raise(const deft_conv_geom_t *g, const float *colside, const
 
 /* ---- wgrad ---- */
 
-/* dw[o][k] (OB output channels from o0, TB pairs from k0) += the sum over
- * `images` packed images of dy times the shifted input. */
+/* The lanes' sums of dw[o][k] (OB output channels from o0, TB pairs from
+ * k0; dwv holds VL floats per pair) += dy times the shifted input over
+ * `images` packed images. The sums stay in lanes until the call's end, so
+ * that runs can be short: a horizontal sum per pair and run would cost
+ * more than a short run's products. */
 static ALWAYS AVX512 void wgrad_tile(const small_job_t *j, const float *xp, const float *dyw,
-                                     int64_t images, int64_t o0, int64_t k0, float *dw, int OB,
+                                     int64_t images, int64_t o0, int64_t k0, float *dwv, int OB,
                                      int TB) {
     __m512 acc[MAX_OB][MAX_TB];
-    for (int o = 0; o < OB; o++)
-        for (int t = 0; t < TB; t++) acc[o][t] = _mm512_setzero_ps();
     const int64_t nvec = j->nq / VL, pairs = j->ic * j->taps;
+    for (int o = 0; o < OB; o++)
+        for (int t = 0; t < TB; t++)
+            acc[o][t] = _mm512_load_ps(dwv + ((o0 + o) * pairs + k0 + t) * VL);
     int64_t off[MAX_TB];
     for (int t = 0; t < TB; t++) off[t] = j->off[k0 + t];
     for (int64_t n = 0; n < images; n++) {
@@ -509,7 +530,7 @@ static ALWAYS AVX512 void wgrad_tile(const small_job_t *j, const float *xp, cons
     }
     for (int o = 0; o < OB; o++)
         for (int t = 0; t < TB; t++)
-            dw[(o0 + o) * pairs + k0 + t] += _mm512_reduce_add_ps(acc[o][t]);
+            _mm512_store_ps(dwv + ((o0 + o) * pairs + k0 + t) * VL, acc[o][t]);
 }
 
 typedef void (*wgrad_fn)(const small_job_t *, const float *, const float *, int64_t, int64_t,
@@ -546,7 +567,7 @@ static AVX512 void pack_dy(const small_job_t *j, const float *dy, float *dyw) {
 static void wgrad_parts(void *ctx, int64_t begin, int64_t end) {
     small_job_t *j = ctx;
     const int64_t xsize = packed_size(j), dsize = j->oc * j->nq, pairs = j->ic * j->taps;
-    float *xp = aligned_alloc(64, (size_t)(j->per_run * (xsize + dsize)) * sizeof(float));
+    float *xp = deft_scratch_alloc((size_t)(j->per_run * (xsize + dsize)) * sizeof(float));
     if (!xp) {
         atomic_store(&j->failed, true);
         return;
@@ -555,8 +576,8 @@ static void wgrad_parts(void *ctx, int64_t begin, int64_t end) {
     const bool in_place = j->nq == j->oh * j->ow;
     float *dyp = xp + j->per_run * xsize;
     for (int64_t p = begin; p < end; p++) {
-        float *dw = j->dwp + p * j->oc * pairs;
-        memset(dw, 0, (size_t)(j->oc * pairs) * sizeof(float));
+        float *dw = j->dwp + p * j->oc * pairs * VL;
+        memset(dw, 0, (size_t)(j->oc * pairs * VL) * sizeof(float));
         const int64_t n1 = (p + 1) * j->batch / j->parts;
         for (int64_t n0 = p * j->batch / j->parts; n0 < n1; n0 += j->per_run) {
             const int64_t images = n1 - n0 < j->per_run ? n1 - n0 : j->per_run;
@@ -572,7 +593,17 @@ static void wgrad_parts(void *ctx, int64_t begin, int64_t end) {
                 }
         }
     }
-    free(xp);
+    deft_scratch_free(xp);
+}
+
+/* dw[i] = the sum over parts and lanes of the per-part sums. */
+static AVX512 void sum_parts(const small_job_t *j, int64_t wsize, float *dw) {
+    for (int64_t i = 0; i < wsize; i++) {
+        __m512 sum = _mm512_load_ps(j->dwp + i * VL);
+        for (int64_t p = 1; p < j->parts; p++)
+            sum = _mm512_add_ps(sum, _mm512_load_ps(j->dwp + (p * wsize + i) * VL));
+        dw[i] = _mm512_reduce_add_ps(sum);
+    }
 }
 
 int deft_conv_small_wgrad(const deft_conv_geom_t *g, const float *image, const float *colside,
@@ -587,21 +618,18 @@ int deft_conv_small_wgrad(const deft_conv_geom_t *g, const float *image, const f
     const int64_t macs = wsize * j.nq * j.batch;
     j.parts = macs >= 2 * ITEM_MACS ? deft_parallel_budget() : 1;
     if (j.parts > j.batch) j.parts = j.batch;
-    j.per_run = RUN_BYTES / ((packed_size(&j) + j.oc * j.nq) * (int64_t)sizeof(float));
-    if (j.per_run < 1) j.per_run = 1;
+    j.per_run = (RUN_VECTORS + j.nq / VL - 1) / (j.nq / VL);
+    const int64_t most = RUN_BYTES / ((packed_size(&j) + j.oc * j.nq) * (int64_t)sizeof(float));
+    if (j.per_run > most) j.per_run = most > 1 ? most : 1;
     int status = 0;
-    j.dwp = malloc((size_t)(j.parts * wsize) * sizeof(float));
+    j.dwp = deft_scratch_alloc((size_t)(j.parts * wsize * VL) * sizeof(float));
     if (j.dwp) {
         deft_parallel_for(j.parts, 1, wgrad_parts, &j);
-        for (int64_t i = 0; i < wsize && !atomic_load(&j.failed); i++) {
-            float sum = 0;
-            for (int64_t p = 0; p < j.parts; p++) sum += j.dwp[p * wsize + i];
-            dw[i] = sum;
-        }
+        if (!atomic_load(&j.failed)) sum_parts(&j, wsize, dw);
     }
     if (!j.dwp || atomic_load(&j.failed))
         status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "convolution: no memory for dW sums");
-    free(j.dwp), free(j.off);
+    deft_scratch_free(j.dwp), free(j.off);
     return status;
 }
 
@@ -616,8 +644,8 @@ bool deft_conv_small_raise_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     return false;
 }
 int deft_conv_small_lower(const deft_conv_geom_t *g, const float *image, const float *w,
-                          const float *bias, float *colside) {
-    (void)g, (void)image, (void)w, (void)bias, (void)colside;
+                          const float *bias, bool relu, float *colside) {
+    (void)g, (void)image, (void)w, (void)bias, (void)relu, (void)colside;
     return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct kernel here");
 }
 int deft_conv_small_raise(const deft_conv_geom_t *g, const float *colside, const float *w,

@@ -85,6 +85,7 @@ typedef struct fast_job {
     const deft_pool_geom_t *g;
     int64_t lo, hi; /* the interior output columns: windows inside the input */
     bool max;
+    bool relu;         /* then relu's gradient: _backward_Pooling_relu */
     bool rows_2x2;     /* 2x2/2 windows all inside the input, and AVX-512 rows to run them */
     float scale_2x2;   /* what an average of such a window is scaled by */
     bool fold_3x2;     /* 3-wide stride-2 windows along w, and AVX-512 to fold them */
@@ -415,8 +416,18 @@ CLONED_HELPER void unpool_spread_row(const fast_job_t *j, const float *dy, float
     }
 }
 
-DEFT_CLONES static void fast_unpool_planes(void *arg, int64_t begin, int64_t end) {
-    const fast_job_t *j = arg;
+/* relu's gradient on planes [begin, end) of dx, in place (x relu's output),
+ * while the pooling's gradient of those planes is still in cache. */
+CLONED_HELPER void relu_grad_planes(const fast_job_t *j, int64_t begin, int64_t end) {
+    const int64_t in_plane = plane_size(j->g, j->g->in);
+    const float *x = j->x + begin * in_plane;
+    float *dx = j->out + begin * in_plane;
+    for (int64_t i = 0; i < (end - begin) * in_plane; i++) /* relu_grad (scalar_math.h) */
+        dx[i] *= x[i] > 0 ? 1.0f : x[i] != x[i] ? x[i] : 0.0f;
+}
+
+/* The pooling's gradient of planes [begin, end) (inlined into each clone of fast_unpool_planes). */
+CLONED_HELPER void unpool_planes(const fast_job_t *j, int64_t begin, int64_t end) {
     const deft_pool_geom_t *g = j->g;
     int64_t in_plane = plane_size(g, g->in), out_plane = plane_size(g, g->out);
 #if DEFT_POOL_X86
@@ -451,12 +462,32 @@ DEFT_CLONES static void fast_unpool_planes(void *arg, int64_t begin, int64_t end
     }
 }
 
+/* Planes per run when relu's gradient follows: about 16 KiB of dx, which the
+ * relu pass then reads from the level-1 cache. */
+static int64_t relu_run(const deft_pool_geom_t *g) {
+    const int64_t planes = (16 << 10) / (int64_t)sizeof(float) / (plane_size(g, g->in) + 1);
+    return planes > 1 ? planes : 1;
+}
+
+DEFT_CLONES static void fast_unpool_planes(void *arg, int64_t begin, int64_t end) {
+    const fast_job_t *j = arg;
+    if (!j->relu) {
+        unpool_planes(j, begin, end);
+        return;
+    }
+    for (int64_t from = begin, run = relu_run(j->g); from < end; from += run) {
+        const int64_t to = end - from < run ? end : from + run;
+        unpool_planes(j, from, to);
+        relu_grad_planes(j, from, to);
+    }
+}
+
 void deft_pool_cpu_backward(const deft_pool_grad_t *j) {
     const deft_pool_geom_t *g = &j->g;
     if (g->planes == 0 || plane_size(g, g->in) == 0) return;
     if (fast_fits(g, j->dtype)) {
         fast_job_t f = fast_job(g);
-        f.x = j->x, f.y = j->y, f.dy = j->dy, f.out = j->dx;
+        f.x = j->x, f.y = j->y, f.dy = j->dy, f.out = j->dx, f.relu = j->relu;
         deft_parallel_for(g->planes, plane_grain(g, true), fast_unpool_planes, &f);
         return;
     }

@@ -31,7 +31,7 @@ from .symbol import CachedOp, Symbol, deferred_compute, export
 class CompiledStep:
     """A net's training step as one graph per input signature (see the module)."""
 
-    def __init__(self, net, loss_fn, optimizer):
+    def __init__(self, net, loss_fn, optimizer, fuse=True):
         trainer = None
         if hasattr(optimizer, "optimizer") and hasattr(optimizer, "step"):  # a deft.Trainer
             trainer, optimizer = optimizer, optimizer.optimizer
@@ -42,6 +42,7 @@ class CompiledStep:
             raise TypeError(f"compile_step: optimizer {type(optimizer).__name__} has no step "
                             f"graph (deft.optim's optimizers do)")
         self.net, self.loss_fn, self.optimizer, self.trainer = net, loss_fn, optimizer, trainer
+        self.fuse = fuse
         self._graphs = {}  # (shapes, dtypes, kind) -> what _build returns
 
     def __call__(self, data, label, batch_size=None):
@@ -98,6 +99,8 @@ class CompiledStep:
             raise ValueError("compile_step: parameters with lr_mult or wd_mult other than 1 "
                              "need hyper-parameters of their own: use the eager trainer.step()")
         step = Symbol(lib.DeftSymbolTrainStep(sym, len(trained), trained, self.optimizer.kind))
+        if self.fuse:  # layers (conv + relu, pooling + relu gradients) and elementwise chains
+            step = step.apply_passes("Fuse")
         # per input: a state's array in place; where data, label and step_hyper go
         # (0, 1, 2 in __call__'s `given`), and where each parameter's array goes
         inputs, named, trained = [], [], []
@@ -126,9 +129,12 @@ class CompiledStep:
         return opt.states[i][k]
 
 
-def compile_step(net, loss_fn, optimizer):
+def compile_step(net, loss_fn, optimizer, fuse=True):
     """The training step of `net` under `loss_fn` with `optimizer` (a deft.optim
     optimizer or a deft.Trainer over net's parameters) as one graph:
     `step(data, label)` runs forward, loss, backward and update in one C call and
-    returns the per-sample loss."""
-    return CompiledStep(net, loss_fn, optimizer)
+    returns the per-sample loss. With `fuse`, the graph goes through the Fuse pass
+    first (a convolution and its relu as one node, max pooling's gradient and the
+    relu gradient after it as one, elementwise chains as one): the same values,
+    fewer passes over memory."""
+    return CompiledStep(net, loss_fn, optimizer, fuse)

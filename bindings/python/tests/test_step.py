@@ -56,6 +56,36 @@ def test_compiled_step_trains_as_eager(make_opt, hybrid):
     assert len(step._graphs) == 1
 
 
+def conv_net():
+    net = nn.HybridSequential(
+        nn.Conv2D(6, 5, activation="relu", in_channels=1), nn.MaxPool2D(2),
+        nn.Conv2D(16, 3, activation="relu", in_channels=6), nn.MaxPool2D(2), nn.Flatten(),
+        nn.Dense(3, in_units=64))
+    net.initialize()
+    return net
+
+
+@pytest.mark.parametrize("fuse", [False, True])
+def test_compiled_conv_relu_pool_step_trains_as_eager(fuse):
+    """The step of convolution, relu and max pooling blocks (fused by default: a
+    convolution and its relu one node, the pooling's and relu's gradients one)."""
+    rng = np.random.default_rng(2)
+    batches = [(deft.array(rng.standard_normal((4, 1, 16, 16)).astype(np.float32)),
+                deft.array((np.arange(4) % 3).astype(np.float32))) for _ in range(3)]
+    eager_net, step_net = conv_net(), conv_net()
+    for mine, theirs in zip(step_net.collect_params().values(),
+                            eager_net.collect_params().values()):
+        mine.set_data(deft.array(theirs.data().asnumpy()))
+    eager_losses = eager_train(eager_net, SGD(eager_net.collect_params(), lr=0.1), batches)
+    step = deft.compile_step(step_net, nn.SoftmaxCrossEntropyLoss(),
+                             SGD(step_net.collect_params(), lr=0.1), fuse=fuse)
+    step_losses = [step(x, y).asnumpy() for x, y in batches]
+    for got, want in zip(step_losses, eager_losses):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    for got, want in zip(weights(step_net), weights(eager_net)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_batch_norm_statistics_update_once_per_step():
     rng = np.random.default_rng(1)
     batches = [batch(rng) for _ in range(3)]

@@ -1991,6 +1991,51 @@ pub fn internal_backward_pooling(out_grad: &NDArray, data: &NDArray, output: &ND
     with_params(&[opt_kernel.as_ref().map(|t| ("kernel", t)), opt_pool_type.as_ref().map(|t| ("pool_type", t)), opt_global_pool.as_ref().map(|t| ("global_pool", t)), opt_cudnn_off.as_ref().map(|t| ("cudnn_off", t)), opt_pooling_convention.as_ref().map(|t| ("pooling_convention", t)), opt_stride.as_ref().map(|t| ("stride", t)), opt_pad.as_ref().map(|t| ("pad", t)), opt_p_value.as_ref().map(|t| ("p_value", t)), opt_count_include_pad.as_ref().map(|t| ("count_include_pad", t)), opt_layout.as_ref().map(|t| ("layout", t))], |params| OP.get()?.invoke_one(&[out_grad, data, output], params))
 }
 
+/// The optional parameters of [`internal_backward_pooling_relu`]; `None` keeps the operator's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InternalBackwardPoolingReluOpts {
+    /// `kernel` (tuple of int): window size: (x,), (y, x) or (d, y, x). Default ().
+    pub kernel: Option<Vec<i64>>,
+    /// `pool_type` (enum): max, avg, sum or lp; one of "max", "avg", "sum", "lp". Default max.
+    pub pool_type: Option<String>,
+    /// `global_pool` (boolean): pool over the whole spatial extent. Default false.
+    pub global_pool: Option<bool>,
+    /// `cudnn_off` (boolean): accepted for MXNet compatibility. Default false.
+    pub cudnn_off: Option<bool>,
+    /// `pooling_convention` (enum): valid (floor), full (ceil) or same (1-D only); one of "valid", "full", "same". Default valid.
+    pub pooling_convention: Option<String>,
+    /// `stride` (tuple of int): step per spatial axis (default 1). Default ().
+    pub stride: Option<Vec<i64>>,
+    /// `pad` (tuple of int): zero padding per spatial axis (default 0). Default ().
+    pub pad: Option<Vec<i64>>,
+    /// `p_value` (int or None): power of Lp pooling: 1, 2 or 3. Default None.
+    pub p_value: Option<i64>,
+    /// `count_include_pad` (boolean): average pooling counts padded elements (default true). Default None.
+    pub count_include_pad: Option<bool>,
+    /// `layout` (enum): NCW, NCHW or NCDHW (default from the rank); one of "NCW", "NCHW", "NCDHW", "NWC", "NHWC", "NDHWC". Default None.
+    pub layout: Option<String>,
+}
+
+/// relu's gradient at the pooling's data (relu's output) of _backward_Pooling's result, as one node (made by the Fuse pass).
+///
+/// Operator `_backward_Pooling_relu`. Inputs: `out_grad`, `data`, `output`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_backward_pooling_relu(out_grad: &NDArray, data: &NDArray, output: &NDArray, opts: &InternalBackwardPoolingReluOpts) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_backward_Pooling_relu");
+    let opt_kernel = opts.kernel.as_ref().map(ParamText::from);
+    let opt_pool_type = opts.pool_type.as_ref().map(ParamText::from);
+    let opt_global_pool = opts.global_pool.as_ref().map(ParamText::from);
+    let opt_cudnn_off = opts.cudnn_off.as_ref().map(ParamText::from);
+    let opt_pooling_convention = opts.pooling_convention.as_ref().map(ParamText::from);
+    let opt_stride = opts.stride.as_ref().map(ParamText::from);
+    let opt_pad = opts.pad.as_ref().map(ParamText::from);
+    let opt_p_value = opts.p_value.as_ref().map(ParamText::from);
+    let opt_count_include_pad = opts.count_include_pad.as_ref().map(ParamText::from);
+    let opt_layout = opts.layout.as_ref().map(ParamText::from);
+    with_params(&[opt_kernel.as_ref().map(|t| ("kernel", t)), opt_pool_type.as_ref().map(|t| ("pool_type", t)), opt_global_pool.as_ref().map(|t| ("global_pool", t)), opt_cudnn_off.as_ref().map(|t| ("cudnn_off", t)), opt_pooling_convention.as_ref().map(|t| ("pooling_convention", t)), opt_stride.as_ref().map(|t| ("stride", t)), opt_pad.as_ref().map(|t| ("pad", t)), opt_p_value.as_ref().map(|t| ("p_value", t)), opt_count_include_pad.as_ref().map(|t| ("count_include_pad", t)), opt_layout.as_ref().map(|t| ("layout", t))], |params| OP.get()?.invoke_one(&[out_grad, data, output], params))
+}
+
 /// The gradient of relu: lhs where rhs > 0, NaN where rhs is NaN, else lhs * 0; lhs the output gradient and rhs relu's output (or input).
 ///
 /// Operator `_backward_relu`. Inputs: `lhs`, `rhs`.
@@ -2567,6 +2612,53 @@ pub fn internal_conv_bn_relu(data: &NDArray, weight: &NDArray, gamma: &NDArray, 
     let opt_use_global_stats = opts.use_global_stats.as_ref().map(ParamText::from);
     let opt_axis = opts.axis.as_ref().map(ParamText::from);
     with_params(&[Some(("kernel", &kernel)), Some(("num_filter", &num_filter)), opt_stride.as_ref().map(|t| ("stride", t)), opt_dilate.as_ref().map(|t| ("dilate", t)), opt_pad.as_ref().map(|t| ("pad", t)), opt_num_group.as_ref().map(|t| ("num_group", t)), opt_workspace.as_ref().map(|t| ("workspace", t)), opt_no_bias.as_ref().map(|t| ("no_bias", t)), opt_cudnn_tune.as_ref().map(|t| ("cudnn_tune", t)), opt_cudnn_off.as_ref().map(|t| ("cudnn_off", t)), opt_layout.as_ref().map(|t| ("layout", t)), opt_eps.as_ref().map(|t| ("eps", t)), opt_momentum.as_ref().map(|t| ("momentum", t)), opt_fix_gamma.as_ref().map(|t| ("fix_gamma", t)), opt_use_global_stats.as_ref().map(|t| ("use_global_stats", t)), opt_axis.as_ref().map(|t| ("axis", t))], |params| OP.get()?.invoke_one(&[data, weight, gamma, beta, moving_mean, moving_var], params))
+}
+
+/// The optional parameters of [`internal_conv_relu`]; `None` keeps the operator's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InternalConvReluOpts {
+    /// `stride` (tuple of int): stride, 1 in every dimension by default: (w,), (h, w) or (d, h, w). Default ().
+    pub stride: Option<Vec<i64>>,
+    /// `dilate` (tuple of int): dilation, 1 in every dimension by default: (w,), (h, w) or (d, h, w). Default ().
+    pub dilate: Option<Vec<i64>>,
+    /// `pad` (tuple of int): zero padding on both sides, none by default: (w,), (h, w) or (d, h, w). Default ().
+    pub pad: Option<Vec<i64>>,
+    /// `num_group` (int): groups the channels are split into. Default 1.
+    pub num_group: Option<i64>,
+    /// `workspace` (int): MB of scratch space (accepted, unused). Default 1024.
+    pub workspace: Option<i64>,
+    /// `no_bias` (boolean): leave out the bias input. Default false.
+    pub no_bias: Option<bool>,
+    /// `cudnn_tune` (enum): cuDNN's search (accepted, unused); one of "off", "limited_workspace", "fastest". Default None.
+    pub cudnn_tune: Option<String>,
+    /// `cudnn_off` (boolean): turn off cuDNN (accepted, unused). Default false.
+    pub cudnn_off: Option<bool>,
+    /// `layout` (enum): None: NCW, NCHW or NCDHW by the rank; one of "NCW", "NCHW", "NCDHW", "NHWC", "NDHWC". Default None.
+    pub layout: Option<String>,
+}
+
+/// Convolution, then relu (max(y, 0)), as one node (made by the Fuse pass).
+///
+/// Operator `_conv_relu`. Inputs: `data`, `weight`, `bias`.
+/// - `kernel` (tuple of int): kernel size: (w,), (h, w) or (d, h, w). Required.
+/// - `num_filter` (int): number of output channels. Required.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_conv_relu(data: &NDArray, weight: &NDArray, bias: Option<&NDArray>, kernel: &[i64], num_filter: i64, opts: &InternalConvReluOpts) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_conv_relu");
+    let given = inputs("_conv_relu", &[data, weight], &[("bias", bias)])?;
+    let kernel = ParamText::from(kernel);
+    let num_filter = ParamText::from(num_filter);
+    let opt_stride = opts.stride.as_ref().map(ParamText::from);
+    let opt_dilate = opts.dilate.as_ref().map(ParamText::from);
+    let opt_pad = opts.pad.as_ref().map(ParamText::from);
+    let opt_num_group = opts.num_group.as_ref().map(ParamText::from);
+    let opt_workspace = opts.workspace.as_ref().map(ParamText::from);
+    let opt_no_bias = opts.no_bias.as_ref().map(ParamText::from);
+    let opt_cudnn_tune = opts.cudnn_tune.as_ref().map(ParamText::from);
+    let opt_cudnn_off = opts.cudnn_off.as_ref().map(ParamText::from);
+    let opt_layout = opts.layout.as_ref().map(ParamText::from);
+    with_params(&[Some(("kernel", &kernel)), Some(("num_filter", &num_filter)), opt_stride.as_ref().map(|t| ("stride", t)), opt_dilate.as_ref().map(|t| ("dilate", t)), opt_pad.as_ref().map(|t| ("pad", t)), opt_num_group.as_ref().map(|t| ("num_group", t)), opt_workspace.as_ref().map(|t| ("workspace", t)), opt_no_bias.as_ref().map(|t| ("no_bias", t)), opt_cudnn_tune.as_ref().map(|t| ("cudnn_tune", t)), opt_cudnn_off.as_ref().map(|t| ("cudnn_off", t)), opt_layout.as_ref().map(|t| ("layout", t))], |params| OP.get()?.invoke_one(&given, params))
 }
 
 /// A copy of the input (MXNet's _copy: identity). Export names an output that is an input, or that another output already names, with one.

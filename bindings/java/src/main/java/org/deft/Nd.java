@@ -5378,6 +5378,161 @@ public final class Nd {
         return call.first("_backward_Pooling");
     }
 
+    /** The optional inputs and parameters of {@link #internalBackwardPoolingRelu}. */
+    public static final class InternalBackwardPoolingReluOpts {
+        private long[] kernel;
+        private String poolType;
+        private Boolean globalPool;
+        private Boolean cudnnOff;
+        private String poolingConvention;
+        private long[] stride;
+        private long[] pad;
+        private Long pValue;
+        private Boolean countIncludePad;
+        private String layout;
+
+        /** Options that keep every default. */
+        public InternalBackwardPoolingReluOpts() {}
+
+        /**
+         * @param kernel window size: (x,), (y, x) or (d, y, x). Default (). (kernel, tuple of int)
+         * @return these options
+         */
+        public InternalBackwardPoolingReluOpts kernel(long... kernel) {
+            this.kernel = kernel;
+            return this;
+        }
+
+        /**
+         * @param poolType max, avg, sum or lp. One of max, avg, sum, lp. Default max. (pool_type, enum)
+         * @return these options
+         */
+        public InternalBackwardPoolingReluOpts poolType(String poolType) {
+            this.poolType = poolType;
+            return this;
+        }
+
+        /**
+         * @param globalPool pool over the whole spatial extent. Default false. (global_pool, boolean)
+         * @return these options
+         */
+        public InternalBackwardPoolingReluOpts globalPool(boolean globalPool) {
+            this.globalPool = globalPool;
+            return this;
+        }
+
+        /**
+         * @param cudnnOff accepted for MXNet compatibility. Default false. (cudnn_off, boolean)
+         * @return these options
+         */
+        public InternalBackwardPoolingReluOpts cudnnOff(boolean cudnnOff) {
+            this.cudnnOff = cudnnOff;
+            return this;
+        }
+
+        /**
+         * @param poolingConvention valid (floor), full (ceil) or same (1-D only). One of valid, full, same. Default valid. (pooling_convention, enum)
+         * @return these options
+         */
+        public InternalBackwardPoolingReluOpts poolingConvention(String poolingConvention) {
+            this.poolingConvention = poolingConvention;
+            return this;
+        }
+
+        /**
+         * @param stride step per spatial axis (default 1). Default (). (stride, tuple of int)
+         * @return these options
+         */
+        public InternalBackwardPoolingReluOpts stride(long... stride) {
+            this.stride = stride;
+            return this;
+        }
+
+        /**
+         * @param pad zero padding per spatial axis (default 0). Default (). (pad, tuple of int)
+         * @return these options
+         */
+        public InternalBackwardPoolingReluOpts pad(long... pad) {
+            this.pad = pad;
+            return this;
+        }
+
+        /**
+         * @param pValue power of Lp pooling: 1, 2 or 3. Default None. (p_value, int or None)
+         * @return these options
+         */
+        public InternalBackwardPoolingReluOpts pValue(long pValue) {
+            this.pValue = pValue;
+            return this;
+        }
+
+        /**
+         * @param countIncludePad average pooling counts padded elements (default true). Default None. (count_include_pad, boolean)
+         * @return these options
+         */
+        public InternalBackwardPoolingReluOpts countIncludePad(boolean countIncludePad) {
+            this.countIncludePad = countIncludePad;
+            return this;
+        }
+
+        /**
+         * @param layout NCW, NCHW or NCDHW (default from the rank). One of NCW, NCHW, NCDHW, NWC, NHWC, NDHWC. Default None. (layout, enum)
+         * @return these options
+         */
+        public InternalBackwardPoolingReluOpts layout(String layout) {
+            this.layout = layout;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.tuple("kernel", kernel);
+            call.text("pool_type", poolType);
+            call.bool("global_pool", globalPool);
+            call.bool("cudnn_off", cudnnOff);
+            call.text("pooling_convention", poolingConvention);
+            call.tuple("stride", stride);
+            call.tuple("pad", pad);
+            call.integer("p_value", pValue);
+            call.bool("count_include_pad", countIncludePad);
+            call.text("layout", layout);
+        }
+    }
+
+    /**
+     * relu's gradient at the pooling's data (relu's output) of _backward_Pooling's result, as one node (made by the Fuse pass).
+     *
+     * <p>Operator {@code _backward_Pooling_relu}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param outGrad input out_grad
+     * @param data input data
+     * @param output input output
+     * @return the first output
+     */
+    public static NDArray internalBackwardPoolingRelu(NDArray outGrad, NDArray data, NDArray output) {
+        return internalBackwardPoolingRelu(outGrad, data, output, null);
+    }
+
+    /**
+     * relu's gradient at the pooling's data (relu's output) of _backward_Pooling's result, as one node (made by the Fuse pass).
+     *
+     * <p>Operator {@code _backward_Pooling_relu}.
+     *
+     * @param outGrad input out_grad
+     * @param data input data
+     * @param output input output
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalBackwardPoolingRelu(NDArray outGrad, NDArray data, NDArray output, InternalBackwardPoolingReluOpts opts) {
+        OpArgs call = new OpArgs(3, 10);
+        call.input(outGrad);
+        call.input(data);
+        call.input(output);
+        if (opts != null) opts.addTo(call);
+        return call.first("_backward_Pooling_relu");
+    }
+
     /** The optional inputs and parameters of {@link #internalBackwardRNN}. */
     public static final class InternalBackwardRNNOpts {
         private Boolean bidirectional;
@@ -7191,6 +7346,164 @@ public final class Nd {
         call.integer("num_filter", numFilter);
         if (opts != null) opts.addTo(call);
         return call.first("_conv_bn_relu");
+    }
+
+    /** The optional inputs and parameters of {@link #internalConvRelu}. */
+    public static final class InternalConvReluOpts {
+        private NDArray bias;
+        private long[] stride;
+        private long[] dilate;
+        private long[] pad;
+        private Long numGroup;
+        private Long workspace;
+        private Boolean noBias;
+        private String cudnnTune;
+        private Boolean cudnnOff;
+        private String layout;
+
+        /** Options that keep every default. */
+        public InternalConvReluOpts() {}
+
+        /**
+         * @param bias the optional input bias
+         * @return these options
+         */
+        public InternalConvReluOpts bias(NDArray bias) {
+            this.bias = bias;
+            return this;
+        }
+
+        /**
+         * @param stride stride, 1 in every dimension by default: (w,), (h, w) or (d, h, w). Default (). (stride, tuple of int)
+         * @return these options
+         */
+        public InternalConvReluOpts stride(long... stride) {
+            this.stride = stride;
+            return this;
+        }
+
+        /**
+         * @param dilate dilation, 1 in every dimension by default: (w,), (h, w) or (d, h, w). Default (). (dilate, tuple of int)
+         * @return these options
+         */
+        public InternalConvReluOpts dilate(long... dilate) {
+            this.dilate = dilate;
+            return this;
+        }
+
+        /**
+         * @param pad zero padding on both sides, none by default: (w,), (h, w) or (d, h, w). Default (). (pad, tuple of int)
+         * @return these options
+         */
+        public InternalConvReluOpts pad(long... pad) {
+            this.pad = pad;
+            return this;
+        }
+
+        /**
+         * @param numGroup groups the channels are split into. Default 1. (num_group, int)
+         * @return these options
+         */
+        public InternalConvReluOpts numGroup(long numGroup) {
+            this.numGroup = numGroup;
+            return this;
+        }
+
+        /**
+         * @param workspace MB of scratch space (accepted, unused). Default 1024. (workspace, int)
+         * @return these options
+         */
+        public InternalConvReluOpts workspace(long workspace) {
+            this.workspace = workspace;
+            return this;
+        }
+
+        /**
+         * @param noBias leave out the bias input. Default false. (no_bias, boolean)
+         * @return these options
+         */
+        public InternalConvReluOpts noBias(boolean noBias) {
+            this.noBias = noBias;
+            return this;
+        }
+
+        /**
+         * @param cudnnTune cuDNN's search (accepted, unused). One of off, limited_workspace, fastest. Default None. (cudnn_tune, enum)
+         * @return these options
+         */
+        public InternalConvReluOpts cudnnTune(String cudnnTune) {
+            this.cudnnTune = cudnnTune;
+            return this;
+        }
+
+        /**
+         * @param cudnnOff turn off cuDNN (accepted, unused). Default false. (cudnn_off, boolean)
+         * @return these options
+         */
+        public InternalConvReluOpts cudnnOff(boolean cudnnOff) {
+            this.cudnnOff = cudnnOff;
+            return this;
+        }
+
+        /**
+         * @param layout None: NCW, NCHW or NCDHW by the rank. One of NCW, NCHW, NCDHW, NHWC, NDHWC. Default None. (layout, enum)
+         * @return these options
+         */
+        public InternalConvReluOpts layout(String layout) {
+            this.layout = layout;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.optionalInputs("_conv_relu", bias);
+            call.tuple("stride", stride);
+            call.tuple("dilate", dilate);
+            call.tuple("pad", pad);
+            call.integer("num_group", numGroup);
+            call.integer("workspace", workspace);
+            call.bool("no_bias", noBias);
+            call.text("cudnn_tune", cudnnTune);
+            call.bool("cudnn_off", cudnnOff);
+            call.text("layout", layout);
+        }
+    }
+
+    /**
+     * Convolution, then relu (max(y, 0)), as one node (made by the Fuse pass).
+     *
+     * <p>Operator {@code _conv_relu}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param data input data
+     * @param weight input weight
+     * @param kernel kernel size: (w,), (h, w) or (d, h, w). Required. (kernel, tuple of int)
+     * @param numFilter number of output channels. Required. (num_filter, int)
+     * @return the first output
+     */
+    public static NDArray internalConvRelu(NDArray data, NDArray weight, long[] kernel, long numFilter) {
+        return internalConvRelu(data, weight, kernel, numFilter, null);
+    }
+
+    /**
+     * Convolution, then relu (max(y, 0)), as one node (made by the Fuse pass).
+     *
+     * <p>Operator {@code _conv_relu}.
+     *
+     * @param data input data
+     * @param weight input weight
+     * @param kernel kernel size: (w,), (h, w) or (d, h, w). Required. (kernel, tuple of int)
+     * @param numFilter number of output channels. Required. (num_filter, int)
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalConvRelu(NDArray data, NDArray weight, long[] kernel, long numFilter, InternalConvReluOpts opts) {
+        OpArgs call = new OpArgs(3, 11);
+        call.input(data);
+        call.input(weight);
+        call.tuple("kernel", kernel);
+        call.integer("num_filter", numFilter);
+        if (opts != null) opts.addTo(call);
+        return call.first("_conv_relu");
     }
 
     /**
