@@ -43,8 +43,9 @@ static int check_attrs(int n, const char *const *keys, const char *const *vals, 
  * parameters, and its attributes (pointer arrays and the strings), so
  * recording a call costs one malloc for the node, not one per string.
  */
-static deft_node_t *node_alloc(int num_inputs, int num_params, int num_attrs, size_t text_bytes,
-                               size_t ext_bytes) {
+/* Inlined: the recorded call's path (new_shared_call) passes constants. */
+static inline __attribute__((always_inline)) deft_node_t *
+node_alloc(int num_inputs, int num_params, int num_attrs, size_t text_bytes, size_t ext_bytes) {
     size_t size = sizeof(deft_node_t) + (size_t)num_inputs * sizeof(deft_entry_t);
     size_t params_at = (size + 15) & ~(size_t)15;
     size_t ptrs_at = params_at + (size_t)num_params * sizeof(deft_param_value_t);
@@ -65,7 +66,7 @@ static deft_node_t *node_alloc(int num_inputs, int num_params, int num_attrs, si
     node->attrs.keys = (char **)(base + ptrs_at);
     node->attrs.vals = node->attrs.keys + num_attrs;
     node->attrs.text = base + text_at;
-    if (ext_bytes) node->ext = memset(base + ext_at, 0, ext_bytes), node->ext_bytes = ext_bytes;
+    if (ext_bytes) node->ext = base + ext_at, node->ext_bytes = ext_bytes;
     return node;
 }
 
@@ -216,11 +217,51 @@ int deft_node_new_op(const deft_op_entry_t *op, const char *name, int num_attrs,
     return new_op(op, NULL, NULL, 0, name, num_attrs, keys, vals, num_inputs, inputs, out);
 }
 
+/*
+ * new_op for a recorded call whose parameters need no copy: the cache slot's
+ * set (its reference taken over) or, without parameters, the operator's
+ * defaults. Every call recorded in a loop comes here: the node is set up
+ * field by field, with no attribute strings to measure, sort or parse (a
+ * third of recording a call went to new_op's general path).
+ */
+static int new_shared_call(const deft_op_entry_t *op, deft_param_set_t *set,
+                           const deft_param_value_t *params, size_t ext_bytes, int num_inputs,
+                           const deft_entry_t *inputs, deft_node_t **out) {
+    if (num_inputs < op->op->min_inputs || num_inputs > op->op->max_inputs) {
+        deft_param_set_release(set);
+        return deft_op_input_count_error(op->op, num_inputs);
+    }
+    deft_node_t *node = node_alloc(num_inputs, 0, 0, 0, ext_bytes);
+    if (!node) {
+        deft_param_set_release(set);
+        return oom_node();
+    }
+    node->op = op;
+    if (set)
+        share_set(node, set);
+    else
+        node->params = (deft_param_value_t *)params;
+    if (op->op->hold && !(node->held = op->op->hold(op->op, node->params))) {
+        node_free(node);
+        return -1;
+    }
+    node->num_outputs = deft_op_num_outputs(op->op, node->params, num_inputs);
+    node->num_inputs = num_inputs;
+    for (int i = 0; i < num_inputs; i++) {
+        node->inputs[i] = inputs[i];
+        deft_node_retain(inputs[i].node);
+    }
+    *out = node;
+    return 0;
+}
+
 int deft_node_new_call(const deft_op_entry_t *op, const deft_param_value_t *params, int num_params,
                        const char *const *keys, const char *const *vals, int num_inputs,
                        const deft_entry_t *inputs, size_t ext_bytes, deft_node_t **out) {
     deft_param_set_t *set = num_params ? deft_param_set_take(op, params) : NULL;
-    return new_op(op, params, set, ext_bytes, NULL, num_params, keys, vals, num_inputs, inputs,
+    if (set || (!num_params && params == op->defaults.v && !op->has_string_params))
+        return new_shared_call(op, set, params, ext_bytes, num_inputs, inputs, out);
+    return new_op(op, params, NULL, ext_bytes, NULL, num_params, keys, vals, num_inputs, inputs,
                   out);
 }
 

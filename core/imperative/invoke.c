@@ -395,11 +395,24 @@ __attribute__((cold, noinline)) static int output_size_error(const deft_op_t *op
     return deft_op_error(op, DEFT_ERR_VALUE, "output %d: %s", k, detail);
 }
 
+/* Whether a description's byte size surely fits: fewer than 2^32 elements (of at
+ * most 16 bytes), counted without overflow. The usual shape passes this, which
+ * costs a tenth of deft_shape_nbytes's checks; those measure the others. */
+static inline bool surely_fits(const deft_desc_t *d) {
+    uint64_t count = 1;
+    for (int i = 0; i < d->shape.ndim; i++) {
+        uint64_t dim = (uint64_t)d->shape.dims[i]; /* a negative one is huge */
+        if (dim > UINT32_MAX || (count *= dim) > UINT32_MAX) return false;
+    }
+    return true;
+}
+
 /* Every output's byte size fits (as deft_ndarray_new would check). */
 static int check_output_sizes(const deft_op_t *op, int nout, const deft_desc_t *out) {
     for (int k = 0; k < nout; k++) {
         size_t nbytes;
-        if (deft_shape_nbytes(&out[k].shape, deft_dtype_size(out[k].dtype), &nbytes))
+        if (!surely_fits(&out[k]) &&
+            deft_shape_nbytes(&out[k].shape, deft_dtype_size(out[k].dtype), &nbytes))
             return output_size_error(op, k, &out[k]);
     }
     return 0;

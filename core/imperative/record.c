@@ -32,7 +32,7 @@ void deft_record_unlock(void) {
  * lock. Each side writes first and reads the other's word second, all
  * sequentially consistent (Dekker's pattern): a lock-free caller that sees no
  * walk knows the next walk sees its write; one that sees a walk waits for it
- * by taking the lock, and then looks again (deft_record_settle), or knows the
+ * by taking the lock, and then looks again (settle), or knows the
  * walk has let go of its array (deft_record_release_entry).
  */
 static bool walking;
@@ -125,10 +125,6 @@ static void unuse(deft_record_t *in) {
     if (atomic_fetch_sub(&in->pending, 1) == 1) drop_unneeded(in);
 }
 
-void deft_record_unuse(const deft_entry_t *entry) {
-    unuse(deft_record_of(entry->node));
-}
-
 /* The consumer is computed (by a trigger, under the lock) or unreachable (being freed). */
 void deft_record_drop_inputs(deft_node_t *consumer) {
     deft_record_t *rec = deft_record_of(consumer);
@@ -162,30 +158,30 @@ static void free_record(deft_node_t *node) {
         free(rec);
 }
 
-size_t deft_record_size(int num_inputs, int num_outputs) {
-    int slots = 3 * num_outputs + num_inputs; /* live, kept, saved */
-    return sizeof(deft_record_t) + (size_t)num_outputs * sizeof(deft_desc_t) +
-           (size_t)slots * sizeof(void *);
-}
-
 int deft_record_attach(deft_node_t *node, deft_device_t device, const deft_desc_t *desc) {
     int n = node->num_outputs;
     size_t size = deft_record_size(node->num_inputs, n);
-    deft_record_t *rec = node->ext_bytes >= size ? node->ext : NULL; /* room made with the node */
-    if (!rec) {
-        rec = size <= DEFT_RECORD_SIZE ? deft_record_alloc() : malloc(size);
+    deft_record_t *rec = node->ext; /* room made with the node, if it fits there */
+    int allocation = ALLOC_IN_NODE;
+    if (node->ext_bytes < size) {
+        allocation = size <= DEFT_RECORD_SIZE ? ALLOC_RECORD : ALLOC_MALLOC;
+        rec = allocation == ALLOC_RECORD ? deft_record_alloc() : malloc(size);
         if (!rec) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a recorded node");
-        memset(rec, 0, size);
-        rec->allocation = size <= DEFT_RECORD_SIZE ? ALLOC_RECORD : ALLOC_MALLOC;
     }
-    rec->device = device;
-    rec->training = deft_op_training();
-    rec->num_outputs = n;
+    /* Field by field, not a memset of the whole room: the descriptions are written anyway. */
+    *rec = (deft_record_t){.device = device,
+                           .training = deft_op_training(),
+                           .num_outputs = n,
+                           .allocation = allocation};
     rec->desc = (deft_desc_t *)(rec + 1);
     rec->live = (deft_ndarray_t **)(rec->desc + n);
     rec->kept = rec->live + n;
     rec->saved = rec->kept + n;
-    for (int k = 0; k < n; k++) rec->desc[k] = desc[k];
+    for (int k = 0; k < n; k++) {
+        rec->desc[k] = desc[k];
+        rec->live[k] = rec->kept[k] = rec->saved[node->num_inputs + k] = NULL;
+    }
+    for (int i = 0; i < node->num_inputs; i++) rec->saved[i] = NULL;
     node->ext = rec;
     node->ext_free = free_record;
     return 0;
@@ -224,11 +220,7 @@ int deft_record_variable(deft_ndarray_t *arr, const char *name) {
     return 0;
 }
 
-/* Reading entries without the lock: see record.h. */
-int deft_record_input_entries(int nin, deft_ndarray_t *const *in, deft_entry_t *entries) {
-    int i = 0;
-    for (; i < nin && deft_record_entry_node(in[i]); i++) entries[i] = in[i]->entry;
-    if (i == nin) return 0;
+int deft_record_input_variables(int i, int nin, deft_ndarray_t *const *in, deft_entry_t *entries) {
     deft_record_lock(); /* another thread may be giving the same array its variable */
     int status = 0;
     for (; status == 0 && i < nin; i++) {
@@ -239,33 +231,40 @@ int deft_record_input_entries(int nin, deft_ndarray_t *const *in, deft_entry_t *
     return status;
 }
 
-int deft_record_use(const deft_entry_t *entry, deft_ndarray_t *arr, bool *lazy) {
-    deft_record_t *rec = deft_record_of(entry->node);
-    *lazy = deft_ndarray_is_lazy(arr);
-    /* Counted first, then the slot filled: the order a drop relies on (drop_unneeded). */
-    atomic_fetch_add(&rec->pending, 1);
-    if (*lazy || deft_record_keep_alias(rec, entry->index, arr) == 0) return 0;
-    unuse(rec);
-    return -1;
-}
-
 /*
  * A lazy input: the trigger that computes it decides whether its value
  * outlives its run by counting `pending` as it walks. A call counted after
  * that look finds the input computed now, without a kept value: it keeps the
  * input's own. A walk still under way is waited for first (see `walking`).
  */
-int deft_record_settle(int nin, deft_ndarray_t *const *in, const deft_entry_t *entries,
-                       const bool *lazy) {
-    bool any = false;
-    for (int i = 0; i < nin; i++) any = any || lazy[i];
-    if (!any) return 0;
+static int settle(const deft_node_t *consumer, deft_ndarray_t *const *in, uint64_t lazy) {
     wait_for_walk();
-    for (int i = 0; i < nin; i++)
-        if (lazy[i] && !deft_ndarray_is_lazy(in[i]) &&
-            deft_record_keep_alias(deft_record_of(entries[i].node), entries[i].index, in[i]))
+    for (int i = 0; i < consumer->num_inputs; i++) {
+        const deft_entry_t *e = &consumer->inputs[i];
+        if ((lazy >> i & 1) && !deft_ndarray_is_lazy(in[i]) &&
+            deft_record_keep_alias(deft_record_of(e->node), e->index, in[i]))
             return -1;
+    }
     return 0;
+}
+
+int deft_record_use_inputs(deft_node_t *consumer, deft_ndarray_t *const *in) {
+    _Static_assert(DEFT_OP_MAX_INPUTS <= 64, "a bit per input");
+    uint64_t lazy = 0;
+    for (int i = 0; i < consumer->num_inputs; i++) {
+        const deft_entry_t *e = &consumer->inputs[i];
+        deft_record_t *rec = deft_record_of(e->node);
+        bool is_lazy = deft_ndarray_is_lazy(in[i]);
+        lazy |= (uint64_t)is_lazy << i;
+        /* Counted first, then the slot filled: the order a drop relies on (drop_unneeded). */
+        atomic_fetch_add(&rec->pending, 1);
+        if (!is_lazy && deft_record_keep_alias(rec, e->index, in[i])) {
+            for (int j = 0; j <= i; j++) unuse(deft_record_of(consumer->inputs[j].node));
+            return -1;
+        }
+    }
+    deft_record_of(consumer)->holds_inputs = true; /* freeing the node now uncounts it */
+    return lazy ? settle(consumer, in, lazy) : 0;
 }
 
 void deft_record_set_entry(deft_ndarray_t *arr, deft_entry_t entry) {
@@ -283,10 +282,6 @@ void deft_record_set_entry(deft_ndarray_t *arr, deft_entry_t entry) {
 
 void deft_record_give_entry(deft_ndarray_t *arr, deft_entry_t entry) {
     publish_entry(arr, entry);
-}
-
-void deft_record_set_live(deft_node_t *node, int k, deft_ndarray_t *arr) {
-    set_live(deft_record_of(node), k, arr);
 }
 
 /* A variable's gradient array is its array's: with create_graph, that

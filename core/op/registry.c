@@ -285,7 +285,8 @@ int deft_op_input_count_error(const deft_op_t *op, int nin) {
 typedef struct cache_slot {
     const deft_op_entry_t *entry;
     int n;
-    char text[CACHE_TEXT]; /* key\0val\0key\0val\0... */
+    char text[CACHE_TEXT];            /* key\0val\0key\0val\0... */
+    unsigned char length[CACHE_TEXT]; /* of each string in text, its NUL included */
     deft_params_t params;
     deft_param_set_t *set; /* the same for nodes to share (NULL: out of memory) */
 } cache_slot_t;
@@ -321,25 +322,27 @@ static param_cache_t *param_cache(void) {
     return tl_params;
 }
 
-/* The bytes of `text` through its NUL when `s` is the same string, else 0: compared and
- * measured in one pass, inline (parameter strings are short; a strcmp and a strlen per
- * string cost more than the loop). */
-static inline size_t same_string(const char *text, const char *s) {
-    for (size_t i = 0; text[i] == s[i]; i++)
-        if (!text[i]) return i + 1;
-    return 0;
+/* Whether s is the string of `len` bytes (its NUL included) at text: two bytes a
+ * step, inline (parameter strings are short; a strcmp per string costs more than
+ * the loop). A byte of s is read only once the byte before it has matched one of
+ * text that is not its NUL, so nothing past the end of s is read. */
+static inline bool same_string(const char *text, const char *s, size_t len) {
+    size_t i = 0;
+    for (; i + 2 <= len; i += 2)
+        if (text[i] != s[i] || text[i + 1] != s[i + 1]) return false;
+    return i == len || text[i] == s[i];
 }
 
-static bool slot_matches(const cache_slot_t *slot, const deft_op_entry_t *entry, int n,
-                         const char *const *keys, const char *const *vals) {
+static inline bool slot_matches(const cache_slot_t *slot, const deft_op_entry_t *entry, int n,
+                                const char *const *keys, const char *const *vals) {
     if (slot->entry != entry || slot->n != n) return false;
     const char *t = slot->text;
-    for (int i = 0; i < n; i++) {
-        size_t len = same_string(t, keys[i]);
-        if (!len) return false;
-        t += len;
-        if (!(len = same_string(t, vals[i]))) return false;
-        t += len;
+    const unsigned char *len = slot->length;
+    for (int i = 0; i < n; i++, len += 2) {
+        if (!same_string(t, keys[i], len[0])) return false;
+        t += len[0];
+        if (!same_string(t, vals[i], len[1])) return false;
+        t += len[1];
     }
     return true;
 }
@@ -412,6 +415,7 @@ static void slot_store(param_cache_t *cache, const deft_op_entry_t *entry, int n
             return; /* too long to cache: parse each time */
         memcpy(slot->text + used, keys[i], klen);
         memcpy(slot->text + used + klen, vals[i], vlen);
+        slot->length[2 * i] = (unsigned char)klen, slot->length[2 * i + 1] = (unsigned char)vlen;
         used += klen + vlen;
     }
     slot->entry = entry;
@@ -506,6 +510,14 @@ int deft_op_parse_params(const deft_op_entry_t *entry, int n, const char *const 
                          const char *const *vals, const deft_params_t **out) {
     if (n == 0 && !entry->has_required) {
         *out = &entry->defaults;
+        return 0;
+    }
+    /* A repeat of the last call's strings, the usual case in a loop, is checked here, without
+     * the frame of the full walk. */
+    const param_cache_t *cache = tl_params;
+    if (cache && n > 0 && keys && vals &&
+        slot_matches(&cache->slot[cache->hit], entry, n, keys, vals)) {
+        *out = &cache->slot[cache->hit].params;
         return 0;
     }
     return parse_through_cache(entry, n, keys, vals, out);
