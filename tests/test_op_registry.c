@@ -398,6 +398,28 @@ START_TEST(test_parameter_cache_gives_each_call_its_own_values) {
 }
 END_TEST
 
+/* A call is checked first against the strings of the call before it, two bytes a step
+ * (registry.c): a value or key that differs in its last byte, stops short of the cached
+ * one or runs past it, at odd and even lengths, is a new set of parameters. */
+START_TEST(test_parameter_cache_tells_near_strings_apart) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT64, 1, SHAPE(1), VALUES(0));
+    const char *values[] = {"12", "1", "12", "123", "12", "1234", "124", "13", "2", "21", "2"};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        DeftNDArrayHandle y = call1("_plus_scalar", 1, &x, P("scalar", values[i]));
+        assert_values(y, 1, VALUES(atof(values[i])), 0);
+        ck_assert_ok(DeftNDArrayFree(y));
+    }
+    const char *keys[] = {"scala", "scalars", "scalaR"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        DeftNDArrayHandle y = call1("_plus_scalar", 1, &x, P("scalar", "5"));
+        ck_assert_ok(DeftNDArrayFree(y));
+        ck_assert_call_fails("_plus_scalar", 1, &x, P(keys[i], "5"), DEFT_ERROR_VALUE,
+                             "unknown parameter");
+    }
+    free_all(1, &x);
+}
+END_TEST
+
 /* A call whose parameters are too long to cache must not leave the slot it would have
  * taken half rewritten: that slot's old parameters (slope 0.5078125) would then answer
  * a later call with the first key and value of the long one (slope 0.1). */
@@ -463,6 +485,7 @@ static Suite *registry_suite(void) {
     tcase_add_test(tc, test_wrong_input_count_is_said_plainly);
     tcase_add_test(tc, test_added_operators_are_checked);
     tcase_add_test(tc, test_parameter_cache_gives_each_call_its_own_values);
+    tcase_add_test(tc, test_parameter_cache_tells_near_strings_apart);
     tcase_add_test(tc, test_parameters_too_long_to_cache_leave_no_stale_slot);
     tcase_add_test(tc, test_tuple_syntax_variants);
     suite_add_tcase(suite, tc);

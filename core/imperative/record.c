@@ -101,7 +101,7 @@ int deft_record_keep_alias(deft_record_t *rec, int k, deft_ndarray_t *arr) {
 /* Drop the kept values no consumer needs. A value whose array is alive
  * stays (it costs no memory: the array holds the same storage), so a
  * parameter used by call after call is not captured afresh each time. */
-static void drop_unneeded(deft_record_t *rec) {
+static __attribute__((noinline)) void drop_kept_unneeded(deft_record_t *rec) {
     for (int k = 0; k < rec->num_outputs; k++) {
         if (atomic_load(&rec->pending) != 0) return;
         deft_ndarray_t **slot = &rec->kept[k];
@@ -112,6 +112,12 @@ static void drop_unneeded(deft_record_t *rec) {
         __atomic_store_n(slot, needed ? v : NULL, __ATOMIC_RELEASE);
         if (!needed) deft_ndarray_release(v);
     }
+}
+
+/* Usually a consumer still needs the values (an array of a recorded chain is freed while
+ * the next call holds its node): that is seen here, without a call. */
+static inline void drop_unneeded(deft_record_t *rec) {
+    if (atomic_load(&rec->pending) == 0) drop_kept_unneeded(rec);
 }
 
 static void drop_kept(deft_record_t *rec) {
