@@ -249,17 +249,34 @@ deft_ndarray_t *deft_ndarray_retain(deft_ndarray_t *arr) {
     return arr;
 }
 
+/*
+ * Dropping a reference to an array with history: true when it was the last.
+ * A lazy array can be retained through its node's weak `live` slot (by a
+ * trigger's walk, record.h), so refcount.h's shortcut does not hold as it is.
+ * The holder of the only reference forgets the array there first (which
+ * waits out any walk that read the slot): if no walk took a reference
+ * meanwhile, none can any more, and the last reference goes without a locked
+ * instruction, one of the few a recorded call in a loop makes.
+ */
+static bool release_with_history(deft_ndarray_t *arr, bool *forgotten) {
+    *forgotten = atomic_load_explicit(&arr->refcount, memory_order_acquire) == 1 &&
+                 deft_record_forget_live(arr);
+    if (*forgotten && atomic_load_explicit(&arr->refcount, memory_order_acquire) == 1) return true;
+    return atomic_fetch_sub_explicit(&arr->refcount, 1, memory_order_acq_rel) == 1;
+}
+
 void deft_ndarray_release(deft_ndarray_t *arr) {
     if (!arr) return;
-    /* Lazy arrays can be retained through their node's weak slot: no shortcut.
-     * (Autograd may be giving a new output its entry on another thread while
-     * a finished call drops its reference: read the node as it is published.) */
-    bool history = __atomic_load_n(&arr->entry.node, __ATOMIC_ACQUIRE) != NULL;
-    bool last = history ? atomic_fetch_sub_explicit(&arr->refcount, 1, memory_order_acq_rel) == 1
-                        : deft_release_last(&arr->refcount);
+    /* Autograd may be giving a new output its entry on another thread while a
+     * finished call drops its reference: read the node as it is published. */
+    bool history = __atomic_load_n(&arr->entry.node, __ATOMIC_ACQUIRE) != NULL, forgotten = false;
+    bool last = history ? release_with_history(arr, &forgotten) : deft_release_last(&arr->refcount);
     if (!last) return;
     if (arr->entry.node) { /* after this no recorded node reaches it: a spare like any other */
-        deft_record_release_entry(arr);
+        if (forgotten)
+            deft_node_release(arr->entry.node);
+        else
+            deft_record_release_entry(arr);
         arr->entry = no_entry;
     }
     drop_link(arr);

@@ -305,22 +305,26 @@ static void release_variable(deft_node_t *node, deft_record_t *rec) {
     deft_record_unlock();
 }
 
-void deft_record_release_entry(deft_ndarray_t *arr) {
+bool deft_record_forget_live(deft_ndarray_t *arr) {
     deft_node_t *node = arr->entry.node;
     deft_record_t *rec = deft_record_of(node);
     int k = arr->entry.index;
     /* The slot can only hold this array if it was set when the array was made. */
-    if (!rec || __atomic_load_n(&rec->live[k], __ATOMIC_ACQUIRE) != arr) {
-        deft_node_release(node);
-        return;
-    }
-    if (!node->op) {
-        release_variable(node, rec);
-        return;
-    }
+    if (!rec || !node->op || __atomic_load_n(&rec->live[k], __ATOMIC_ACQUIRE) != arr) return false;
     /* A walk that read the slot before it was cleared may still use the array: wait for it. */
     __atomic_store_n(&rec->live[k], NULL, __ATOMIC_SEQ_CST);
     wait_for_walk();
     drop_unneeded(rec);
+    return true;
+}
+
+void deft_record_release_entry(deft_ndarray_t *arr) {
+    deft_node_t *node = arr->entry.node;
+    deft_record_t *rec = deft_record_of(node);
+    if (rec && !node->op && __atomic_load_n(&rec->live[0], __ATOMIC_ACQUIRE) == arr) {
+        release_variable(node, rec);
+        return;
+    }
+    deft_record_forget_live(arr);
     deft_node_release(node);
 }

@@ -153,4 +153,9 @@ void deft_record_drop_saved(deft_node_t *node);
  * and drop its reference to the node. Takes the lock only for a variable. */
 void deft_record_release_entry(deft_ndarray_t *arr);
 
+/* If arr (with an entry, not a variable's) is its node's live output, forget it
+ * there, once any trigger's walk that could have read the slot is over: true.
+ * No walk can retain arr through its node after that. Takes no lock. */
+bool deft_record_forget_live(deft_ndarray_t *arr);
+
 #endif
