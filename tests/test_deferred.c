@@ -895,6 +895,26 @@ START_TEST(freed_lazy_array_leaves_nothing_to_the_next) {
 }
 END_TEST
 
+/* A call with many inputs has a node too large to hold its record (node.c makes it
+ * apart), with its parameters shared from the cache or at their defaults. */
+START_TEST(many_input_call_records_its_parameters) {
+    enum { N = 24 };
+    DeftNDArrayHandle in[N];
+    for (int i = 0; i < N; i++) in[i] = make(DEFT_FLOAT64, 1, SHAPE(1), VALUES(i));
+    set_deferred(1);
+    DeftNDArrayHandle cat = call1("Concat", N, in, P("num_args", "24", "dim", "0"));
+    DeftNDArrayHandle sum = call1("add_n", N, in, NO_PARAMS);
+    set_deferred(0);
+    ck_assert_int_eq(is_lazy(cat), 1);
+    assert_shape(cat, 1, SHAPE(N));
+    double want[N];
+    for (int i = 0; i < N; i++) want[i] = i;
+    assert_values(cat, N, want, 0);
+    assert_values(sum, 1, VALUES(276), 0);
+    free_all(N, in), free_all(1, &cat), free_all(1, &sum);
+}
+END_TEST
+
 /* A thread's kept lazy array goes when the thread exits (a sanitizer build sees a leak
  * otherwise); recording goes on on other threads. */
 static void *record_and_free_lazy(void *arg) {
@@ -1154,6 +1174,7 @@ Suite *deferred_suite(void) {
     tcase_add_test(when, recorded_parameters_outlive_their_cache_slot);
     tcase_add_test(when, freed_lazy_array_leaves_nothing_to_the_next);
     tcase_add_test(when, thread_exit_drops_its_lazy_spare);
+    tcase_add_test(when, many_input_call_records_its_parameters);
     tcase_add_test(when, trigger_reuses_plan_of_seen_shape);
     tcase_add_test(when, trigger_plans_off_and_bounded);
     tcase_add_test(when, trigger_plan_tells_kept_values_apart);

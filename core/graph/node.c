@@ -43,9 +43,8 @@ static int check_attrs(int n, const char *const *keys, const char *const *vals, 
  * parameters, and its attributes (pointer arrays and the strings), so
  * recording a call costs one malloc for the node, not one per string.
  */
-/* Inlined: the recorded call's path (new_shared_call) passes constants. */
-static inline __attribute__((always_inline)) deft_node_t *
-node_alloc(int num_inputs, int num_params, int num_attrs, size_t text_bytes, size_t ext_bytes) {
+static deft_node_t *node_alloc(int num_inputs, int num_params, int num_attrs, size_t text_bytes,
+                               size_t ext_bytes) {
     size_t size = sizeof(deft_node_t) + (size_t)num_inputs * sizeof(deft_entry_t);
     size_t params_at = (size + 15) & ~(size_t)15;
     size_t ptrs_at = params_at + (size_t)num_params * sizeof(deft_param_value_t);
@@ -231,16 +230,24 @@ static int new_shared_call(const deft_op_entry_t *op, deft_param_set_t *set,
         deft_param_set_release(set);
         return deft_op_input_count_error(op->op, num_inputs);
     }
-    deft_node_t *node = node_alloc(num_inputs, 0, 0, 0, ext_bytes);
+    /* node_alloc's layout without attributes or parameters: the node, its inputs, ext */
+    size_t ext_at =
+        (sizeof(deft_node_t) + (size_t)num_inputs * sizeof(deft_entry_t) + 15) & ~(size_t)15;
+    if (ext_at + ext_bytes > DEFT_RECORD_SIZE)
+        return new_op(op, params, set, ext_bytes, NULL, 0, NULL, NULL, num_inputs, inputs, out);
+    deft_node_t *node = deft_record_alloc();
     if (!node) {
         deft_param_set_release(set);
         return oom_node();
     }
-    node->op = op;
-    if (set)
-        share_set(node, set);
-    else
-        node->params = (deft_param_value_t *)params;
+    /* One assignment: the compiler writes the fields given and zeroes the others. */
+    *node = (deft_node_t){.op = op,
+                          .params = set ? set->v : (deft_param_value_t *)params,
+                          .is_record = true,
+                          .ext = ext_bytes ? (char *)node + ext_at : NULL,
+                          .ext_bytes = ext_bytes};
+    atomic_init(&node->refcount, 1);
+    if (set) share_set(node, set);
     if (op->op->hold && !(node->held = op->op->hold(op->op, node->params))) {
         node_free(node);
         return -1;

@@ -407,14 +407,20 @@ static inline bool surely_fits(const deft_desc_t *d) {
     return true;
 }
 
+/* Output k's byte size, measured: -1 with the error when it does not fit. Apart, so that
+ * the usual check keeps no frame for the message. */
+__attribute__((noinline)) static int check_output_size(const deft_op_t *op, int k,
+                                                       const deft_desc_t *out) {
+    size_t nbytes;
+    if (deft_shape_nbytes(&out->shape, deft_dtype_size(out->dtype), &nbytes))
+        return output_size_error(op, k, out);
+    return 0;
+}
+
 /* Every output's byte size fits (as deft_ndarray_new would check). */
-static int check_output_sizes(const deft_op_t *op, int nout, const deft_desc_t *out) {
-    for (int k = 0; k < nout; k++) {
-        size_t nbytes;
-        if (!surely_fits(&out[k]) &&
-            deft_shape_nbytes(&out[k].shape, deft_dtype_size(out[k].dtype), &nbytes))
-            return output_size_error(op, k, &out[k]);
-    }
+static inline int check_output_sizes(const deft_op_t *op, int nout, const deft_desc_t *out) {
+    for (int k = 0; k < nout; k++)
+        if (!surely_fits(&out[k]) && check_output_size(op, k, &out[k])) return -1;
     return 0;
 }
 
