@@ -174,7 +174,8 @@ int deft_record_attach(deft_node_t *node, deft_device_t device, const deft_desc_
         rec = allocation == ALLOC_RECORD ? deft_record_alloc() : malloc(size);
         if (!rec) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a recorded node");
     }
-    /* Field by field, not a memset of the whole room: the descriptions are written anyway. */
+    /* One assignment zeroes the header, then the descriptions and slots are written once
+     * each (a memset of the whole room, as before, wrote the descriptions twice). */
     *rec = (deft_record_t){.device = device,
                            .training = deft_op_training(),
                            .num_outputs = n,
