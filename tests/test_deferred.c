@@ -869,6 +869,78 @@ START_TEST(million_op_chain) {
 }
 END_TEST
 
+/* A lazy array freed before it was computed is kept whole by its thread for the
+ * next lazy array it records (ndarray.c): the next one has its own shape, dtype,
+ * history and value, whatever the freed one had. */
+START_TEST(freed_lazy_array_leaves_nothing_to_the_next) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT64, 2, SHAPE(2, 3), VALUES(1, 2, 3, 4, 5, 6));
+    set_deferred(1);
+    DeftNDArrayHandle a = call1("_plus_scalar", 1, &x, P("scalar", "1"));
+    free_all(1, &a);
+    DeftNDArrayHandle b = call1("sum", 1, &x, P("axis", "1"));
+    free_all(1, &b);
+    DeftNDArrayHandle c = call1("Cast", 1, &x, P("dtype", "int32"));
+    DeftNDArrayHandle d = call1("sum", 1, &c, P("axis", "0"));
+    set_deferred(0);
+    ck_assert_int_eq(is_lazy(d), 1);
+    assert_shape(d, 1, SHAPE(3));
+    ck_assert_int_eq(dtype_of(d), DEFT_INT32);
+    assert_values(d, 3, VALUES(5, 7, 9), 0);
+    DeftSymbolHandle sym = export_symbol(1, &x, 1, &d); /* Cast, then sum: nothing freed */
+    const char *json = json_of(sym);
+    ck_assert_ptr_nonnull(strstr(json, "\"Cast\""));
+    ck_assert_ptr_null(strstr(json, "_plus_scalar"));
+    ck_assert_ok(DeftSymbolFree(sym));
+    free_all(3, (DeftNDArrayHandle[]){c, d, x});
+}
+END_TEST
+
+/* A call with many inputs has a node too large to hold its record (node.c makes it
+ * apart), with its parameters shared from the cache or at their defaults. */
+START_TEST(many_input_call_records_its_parameters) {
+    enum { N = 24 };
+    DeftNDArrayHandle in[N];
+    for (int i = 0; i < N; i++) in[i] = make(DEFT_FLOAT64, 1, SHAPE(1), VALUES(i));
+    set_deferred(1);
+    DeftNDArrayHandle cat = call1("Concat", N, in, P("num_args", "24", "dim", "0"));
+    DeftNDArrayHandle sum = call1("add_n", N, in, NO_PARAMS);
+    set_deferred(0);
+    ck_assert_int_eq(is_lazy(cat), 1);
+    assert_shape(cat, 1, SHAPE(N));
+    double want[N];
+    for (int i = 0; i < N; i++) want[i] = i;
+    assert_values(cat, N, want, 0);
+    assert_values(sum, 1, VALUES(276), 0);
+    free_all(N, in), free_all(1, &cat), free_all(1, &sum);
+}
+END_TEST
+
+/* A thread's kept lazy array goes when the thread exits (a sanitizer build sees a leak
+ * otherwise); recording goes on on other threads. */
+static void *record_and_free_lazy(void *arg) {
+    DeftNDArrayHandle x = arg;
+    set_deferred(1);
+    DeftNDArrayHandle y = call1("_plus_scalar", 1, &x, P("scalar", "1"));
+    set_deferred(0);
+    free_all(1, &y);
+    return NULL;
+}
+
+START_TEST(thread_exit_drops_its_lazy_spare) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT64, 1, SHAPE(2), VALUES(1, 2));
+    for (int round = 0; round < 4; round++) {
+        pthread_t t;
+        pthread_create(&t, NULL, record_and_free_lazy, x);
+        pthread_join(t, NULL);
+    }
+    set_deferred(1);
+    DeftNDArrayHandle y = call1("_plus_scalar", 1, &x, P("scalar", "2"));
+    set_deferred(0);
+    assert_values(y, 2, VALUES(3, 4), 0);
+    free_all(2, (DeftNDArrayHandle[]){x, y});
+}
+END_TEST
+
 /* Call k of the case below: _plus_scalar with its keys out of order, or Pad, whose
  * pad_width the kernel reads as text, each with parameters of its own. */
 static DeftNDArrayHandle parameter_call(DeftNDArrayHandle x, int k) {
@@ -1180,6 +1252,9 @@ Suite *deferred_suite(void) {
     tcase_add_test(when, deferred_invoke_records_in_any_mode);
     tcase_add_test(when, update_in_place_is_recorded);
     tcase_add_test(when, recorded_parameters_outlive_their_cache_slot);
+    tcase_add_test(when, freed_lazy_array_leaves_nothing_to_the_next);
+    tcase_add_test(when, thread_exit_drops_its_lazy_spare);
+    tcase_add_test(when, many_input_call_records_its_parameters);
     tcase_add_test(when, trigger_reuses_plan_of_seen_shape);
     tcase_add_test(when, trigger_plans_off_and_bounded);
     tcase_add_test(when, trigger_plan_tells_kept_values_apart);

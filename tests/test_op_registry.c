@@ -398,6 +398,55 @@ START_TEST(test_parameter_cache_gives_each_call_its_own_values) {
 }
 END_TEST
 
+/* A call is checked first against the strings of the call before it, two bytes a step
+ * (registry.c): a value or key that differs in its last byte, stops short of the cached
+ * one or runs past it, at odd and even lengths, is a new set of parameters. */
+START_TEST(test_parameter_cache_tells_near_strings_apart) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT64, 1, SHAPE(1), VALUES(0));
+    const char *values[] = {"12", "1", "12", "123", "12", "1234", "124", "13", "2", "21", "2"};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        DeftNDArrayHandle y = call1("_plus_scalar", 1, &x, P("scalar", values[i]));
+        assert_values(y, 1, VALUES(atof(values[i])), 0);
+        ck_assert_ok(DeftNDArrayFree(y));
+    }
+    const char *keys[] = {"scala", "scalars", "scalaR"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        DeftNDArrayHandle y = call1("_plus_scalar", 1, &x, P("scalar", "5"));
+        ck_assert_ok(DeftNDArrayFree(y));
+        ck_assert_call_fails("_plus_scalar", 1, &x, P(keys[i], "5"), DEFT_ERROR_VALUE,
+                             "unknown parameter");
+    }
+    free_all(1, &x);
+}
+END_TEST
+
+/* Nodes share a cache slot's parameter set, whose references the slot takes a batch
+ * at a time (registry.c): once the slot is reused, the set is held by exactly the
+ * nodes' references, whatever was left of the batch having gone back. */
+START_TEST(test_shared_parameter_set_counts_only_its_holders) {
+    const deft_op_entry_t *entry = deft_registry_find("_plus_scalar");
+    const char *key = "scalar", *val = "7.5";
+    const deft_params_t *params;
+    ck_assert_ok(deft_op_parse_params(entry, 1, &key, &val, &params));
+    enum { HOLDERS = 100 }; /* more than one batch */
+    deft_param_set_t *held[HOLDERS];
+    for (int i = 0; i < HOLDERS; i++) {
+        held[i] = deft_param_set_take(entry, params->v);
+        ck_assert_ptr_eq(held[i], held[0]);
+    }
+    for (int s = 0; s < 9; s++) { /* every slot reused: the set's slot lets it go */
+        char text[16];
+        snprintf(text, sizeof text, "%d.25", s);
+        const char *other = text;
+        ck_assert_ok(deft_op_parse_params(entry, 1, &key, &other, &params));
+    }
+    int refs = atomic_load(&held[0]->refs);
+    ck_assert_int_eq(refs, HOLDERS);
+    ck_assert_double_eq(held[0]->v[0].f, 7.5);
+    for (int i = 0; i < HOLDERS; i++) deft_param_set_release(held[i]);
+}
+END_TEST
+
 /* A call whose parameters are too long to cache must not leave the slot it would have
  * taken half rewritten: that slot's old parameters (slope 0.5078125) would then answer
  * a later call with the first key and value of the long one (slope 0.1). */
@@ -463,6 +512,8 @@ static Suite *registry_suite(void) {
     tcase_add_test(tc, test_wrong_input_count_is_said_plainly);
     tcase_add_test(tc, test_added_operators_are_checked);
     tcase_add_test(tc, test_parameter_cache_gives_each_call_its_own_values);
+    tcase_add_test(tc, test_parameter_cache_tells_near_strings_apart);
+    tcase_add_test(tc, test_shared_parameter_set_counts_only_its_holders);
     tcase_add_test(tc, test_parameters_too_long_to_cache_leave_no_stale_slot);
     tcase_add_test(tc, test_tuple_syntax_variants);
     suite_add_tcase(suite, tc);

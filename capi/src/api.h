@@ -23,10 +23,23 @@ static inline int api_ndarray(DeftNDArrayHandle handle, const char *what, deft_n
     return 0;
 }
 
+/* The error for handles[i], named as in "inputs[2]" (api_ndarray.c). */
+int api_bad_ndarray(const DeftNDArrayHandle *handles, int i, const char *what,
+                    deft_ndarray_t **out);
+
 /* The arrays behind n handles (NULL ones too when allow_null); errors name
- * `what`[i]. The name is formatted only on failure: this is on the dispatch path. */
-int api_ndarrays(const DeftNDArrayHandle *handles, int n, const char *what, bool allow_null,
-                 deft_ndarray_t **out);
+ * `what`[i]. Inline, with the name formatted only on failure: this is on the
+ * dispatch path. */
+static inline int api_ndarrays(const DeftNDArrayHandle *handles, int n, const char *what,
+                               bool allow_null, deft_ndarray_t **out) {
+    for (int i = 0; i < n; i++) {
+        out[i] = NULL;
+        if (allow_null && !handles[i]) continue;
+        if (!(out[i] = deft_handle_lookup(handles[i], DEFT_HANDLE_NDARRAY)))
+            return api_bad_ndarray(handles, i, what, &out[i]);
+    }
+    return 0;
+}
 
 /* A per-thread mode switch (deferred compute, recording, training): set it
  * and report the previous setting. */

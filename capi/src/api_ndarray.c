@@ -253,24 +253,12 @@ int DeftNDArrayFree(DeftNDArrayHandle handle) {
     return 0;
 }
 
-/* The error for handles[i], named as in "inputs[2]"; apart, so that the loop
- * on the dispatch path keeps no buffer for it. */
-static int bad_ndarray(const DeftNDArrayHandle *handles, int i, const char *what,
-                       deft_ndarray_t **out) {
+/* Apart, so that the loop on the dispatch path keeps no buffer for the name. */
+__attribute__((cold, noinline)) int api_bad_ndarray(const DeftNDArrayHandle *handles, int i,
+                                                    const char *what, deft_ndarray_t **out) {
     char name[48];
     snprintf(name, sizeof name, "%s[%d]", what, i);
     return api_ndarray(handles[i], name, out);
-}
-
-int api_ndarrays(const DeftNDArrayHandle *handles, int n, const char *what, bool allow_null,
-                 deft_ndarray_t **out) {
-    for (int i = 0; i < n; i++) {
-        out[i] = NULL;
-        if (allow_null && !handles[i]) continue;
-        if (!(out[i] = deft_handle_lookup(handles[i], DEFT_HANDLE_NDARRAY)))
-            return bad_ndarray(handles, i, what, &out[i]);
-    }
-    return 0;
 }
 
 int api_ndarray_list(const DeftNDArrayHandle *handles, int n, const char *what, bool allow_null,

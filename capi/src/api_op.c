@@ -124,9 +124,11 @@ int DeftRandomSeed(uint64_t seed) {
     return 0;
 }
 
-int api_invoke(DeftOpHandle op, int num_inputs, const DeftNDArrayHandle *inputs, int *num_outputs,
-               DeftNDArrayHandle *outputs, int num_params, const char *const *keys,
-               const char *const *vals) {
+/* api_invoke's body, inlined into DeftImperativeInvoke: one call fewer on the dispatch path. */
+static inline __attribute__((always_inline)) int
+invoke(DeftOpHandle op, int num_inputs, const DeftNDArrayHandle *inputs, int *num_outputs,
+       DeftNDArrayHandle *outputs, int num_params, const char *const *keys,
+       const char *const *vals) {
     const deft_op_entry_t *entry = NULL;
     if (api_op(op, &entry) || api_check_out(num_outputs, "num_outputs")) return -1;
     if (num_inputs < 0 || num_inputs > DEFT_OP_MAX_INPUTS || (num_inputs > 0 && !inputs))
@@ -154,11 +156,17 @@ int api_invoke(DeftOpHandle op, int num_inputs, const DeftNDArrayHandle *inputs,
     return 0;
 }
 
+int api_invoke(DeftOpHandle op, int num_inputs, const DeftNDArrayHandle *inputs, int *num_outputs,
+               DeftNDArrayHandle *outputs, int num_params, const char *const *keys,
+               const char *const *vals) {
+    return invoke(op, num_inputs, inputs, num_outputs, outputs, num_params, keys, vals);
+}
+
 int DeftImperativeInvoke(DeftOpHandle op, int num_inputs, const DeftNDArrayHandle *inputs,
                          int *num_outputs, DeftNDArrayHandle *outputs, int num_params,
                          const char *const *keys, const char *const *vals) {
     API_BEGIN();
-    return api_invoke(op, num_inputs, inputs, num_outputs, outputs, num_params, keys, vals);
+    return invoke(op, num_inputs, inputs, num_outputs, outputs, num_params, keys, vals);
 }
 
 int DeftSetMemoization(int capacity, int *prev) {

@@ -65,7 +65,7 @@ static deft_node_t *node_alloc(int num_inputs, int num_params, int num_attrs, si
     node->attrs.keys = (char **)(base + ptrs_at);
     node->attrs.vals = node->attrs.keys + num_attrs;
     node->attrs.text = base + text_at;
-    if (ext_bytes) node->ext = memset(base + ext_at, 0, ext_bytes), node->ext_bytes = ext_bytes;
+    if (ext_bytes) node->ext = base + ext_at, node->ext_bytes = ext_bytes;
     return node;
 }
 
@@ -216,11 +216,59 @@ int deft_node_new_op(const deft_op_entry_t *op, const char *name, int num_attrs,
     return new_op(op, NULL, NULL, 0, name, num_attrs, keys, vals, num_inputs, inputs, out);
 }
 
+/*
+ * new_op for a recorded call whose parameters need no copy: the cache slot's
+ * set (its reference taken over) or, without parameters, the operator's
+ * defaults. Every call recorded in a loop comes here: the node is set up
+ * field by field, with no attribute strings to measure, sort or parse (a
+ * third of recording a call went to new_op's general path).
+ */
+static int new_shared_call(const deft_op_entry_t *op, deft_param_set_t *set,
+                           const deft_param_value_t *params, size_t ext_bytes, int num_inputs,
+                           const deft_entry_t *inputs, deft_node_t **out) {
+    if (num_inputs < op->op->min_inputs || num_inputs > op->op->max_inputs) {
+        deft_param_set_release(set);
+        return deft_op_input_count_error(op->op, num_inputs);
+    }
+    /* node_alloc's layout without attributes or parameters: the node, its inputs, ext */
+    size_t ext_at =
+        (sizeof(deft_node_t) + (size_t)num_inputs * sizeof(deft_entry_t) + 15) & ~(size_t)15;
+    if (ext_at + ext_bytes > DEFT_RECORD_SIZE)
+        return new_op(op, params, set, ext_bytes, NULL, 0, NULL, NULL, num_inputs, inputs, out);
+    deft_node_t *node = deft_record_alloc();
+    if (!node) {
+        deft_param_set_release(set);
+        return oom_node();
+    }
+    /* One assignment: the compiler writes the fields given and zeroes the others. */
+    *node = (deft_node_t){.op = op,
+                          .params = set ? set->v : (deft_param_value_t *)params,
+                          .is_record = true,
+                          .ext = ext_bytes ? (char *)node + ext_at : NULL,
+                          .ext_bytes = ext_bytes};
+    atomic_init(&node->refcount, 1);
+    if (set) share_set(node, set);
+    if (op->op->hold && !(node->held = op->op->hold(op->op, node->params))) {
+        node_free(node);
+        return -1;
+    }
+    node->num_outputs = deft_op_num_outputs(op->op, node->params, num_inputs);
+    node->num_inputs = num_inputs;
+    for (int i = 0; i < num_inputs; i++) {
+        node->inputs[i] = inputs[i];
+        deft_node_retain(inputs[i].node);
+    }
+    *out = node;
+    return 0;
+}
+
 int deft_node_new_call(const deft_op_entry_t *op, const deft_param_value_t *params, int num_params,
                        const char *const *keys, const char *const *vals, int num_inputs,
                        const deft_entry_t *inputs, size_t ext_bytes, deft_node_t **out) {
     deft_param_set_t *set = num_params ? deft_param_set_take(op, params) : NULL;
-    return new_op(op, params, set, ext_bytes, NULL, num_params, keys, vals, num_inputs, inputs,
+    if (set || (!num_params && params == op->defaults.v && !op->has_string_params))
+        return new_shared_call(op, set, params, ext_bytes, num_inputs, inputs, out);
+    return new_op(op, params, NULL, ext_bytes, NULL, num_params, keys, vals, num_inputs, inputs,
                   out);
 }
 

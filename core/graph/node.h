@@ -93,8 +93,9 @@ int deft_node_new_op(const deft_op_entry_t *op, const char *name, int num_attrs,
  * parsed and checked by the call (so they are not parsed again): when they
  * are a parameter cache slot's, the node shares the slot's set
  * (deft_param_set_take) instead of copying them. With ext_bytes, ext points
- * at that much zeroed room in the node's own allocation, for the layer
- * above's state (one allocation per recorded call).
+ * at that much room in the node's own allocation, not initialised, for the
+ * layer above's state (one allocation per recorded call); ext stays NULL when
+ * the room would not fit in a record.
  */
 int deft_node_new_call(const deft_op_entry_t *op, const deft_param_value_t *params, int num_params,
                        const char *const *keys, const char *const *vals, int num_inputs,

@@ -55,39 +55,6 @@ static int check_recordable(const deft_op_t *op, int nin, deft_ndarray_t *const 
     return 0;
 }
 
-/* The node of a call, counted in its inputs and keeping their values, without the lock
- * (record.h says why that is safe). */
-static int record_node(const deft_op_entry_t *entry, const deft_param_value_t *params, int nin,
-                       deft_ndarray_t *const *in, int nout, const deft_desc_t *out_desc,
-                       int nparams, const char *const *keys, const char *const *vals,
-                       deft_device_t device, deft_node_t **out) {
-    deft_entry_t entries[DEFT_OP_MAX_INPUTS];
-    bool lazy[DEFT_OP_MAX_INPUTS];
-    deft_node_t *node;
-    if (deft_record_input_entries(nin, in, entries) ||
-        deft_node_new_call(entry, params, nparams, keys, vals, nin, entries,
-                           deft_record_size(nin, nout), &node))
-        return -1;
-    if (deft_record_attach(node, device, out_desc) || deft_autograd_prepare_node(node)) {
-        deft_node_release(node);
-        return -1;
-    }
-    for (int i = 0; i < nin; i++) {
-        if (deft_record_use(&entries[i], in[i], &lazy[i])) {
-            for (int j = 0; j < i; j++) deft_record_unuse(&entries[j]);
-            deft_node_release(node);
-            return -1;
-        }
-    }
-    deft_record_of(node)->holds_inputs = true; /* freeing the node now uncounts it */
-    if (deft_record_settle(nin, in, entries, lazy)) {
-        deft_node_release(node);
-        return -1;
-    }
-    *out = node;
-    return 0;
-}
-
 int deft_deferred_record(const deft_op_entry_t *entry, const deft_param_value_t *params, int nin,
                          deft_ndarray_t *const *in, int nout, const deft_desc_t *out_desc,
                          int nparams, const char *const *keys, const char *const *vals,
@@ -95,9 +62,19 @@ int deft_deferred_record(const deft_op_entry_t *entry, const deft_param_value_t 
     if (check_recordable(entry->op, nin, in, nout, out)) return -1;
     deft_device_t device = nin ? in[0]->tensor.device : deft_device_cpu();
     if (entry->op->output_device && entry->op->output_device(entry->op, params, &device)) return -1;
+    /* The node of the call, counted in its inputs and keeping their values, without the lock
+     * (record.h says why that is safe). */
+    deft_entry_t entries[DEFT_OP_MAX_INPUTS];
     deft_node_t *node;
-    if (record_node(entry, params, nin, in, nout, out_desc, nparams, keys, vals, device, &node))
+    if (deft_record_input_entries(nin, in, entries) ||
+        deft_node_new_call(entry, params, nparams, keys, vals, nin, entries,
+                           deft_record_size(nin, nout), &node))
         return -1;
+    if (deft_record_attach(node, device, out_desc) || deft_autograd_prepare_node(node) ||
+        deft_record_use_inputs(node, in)) {
+        deft_node_release(node);
+        return -1;
+    }
     /* The node's one reference goes to its last output, and each other output takes one. */
     if (nout > 1) atomic_fetch_add_explicit(&node->refcount, nout - 1, memory_order_relaxed);
     int k = 0;

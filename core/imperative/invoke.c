@@ -395,13 +395,32 @@ __attribute__((cold, noinline)) static int output_size_error(const deft_op_t *op
     return deft_op_error(op, DEFT_ERR_VALUE, "output %d: %s", k, detail);
 }
 
-/* Every output's byte size fits (as deft_ndarray_new would check). */
-static int check_output_sizes(const deft_op_t *op, int nout, const deft_desc_t *out) {
-    for (int k = 0; k < nout; k++) {
-        size_t nbytes;
-        if (deft_shape_nbytes(&out[k].shape, deft_dtype_size(out[k].dtype), &nbytes))
-            return output_size_error(op, k, &out[k]);
+/* Whether a description's byte size surely fits: fewer than 2^32 elements (of at
+ * most 16 bytes), counted without overflow. The usual shape passes this, which
+ * costs a tenth of deft_shape_nbytes's checks; those measure the others. */
+static inline bool surely_fits(const deft_desc_t *d) {
+    uint64_t count = 1;
+    for (int i = 0; i < d->shape.ndim; i++) {
+        uint64_t dim = (uint64_t)d->shape.dims[i]; /* a negative one is huge */
+        if (dim > UINT32_MAX || (count *= dim) > UINT32_MAX) return false;
     }
+    return true;
+}
+
+/* Output k's byte size, measured: -1 with the error when it does not fit. Apart, so that
+ * the usual check keeps no frame for the message. */
+__attribute__((noinline)) static int check_output_size(const deft_op_t *op, int k,
+                                                       const deft_desc_t *out) {
+    size_t nbytes;
+    if (deft_shape_nbytes(&out->shape, deft_dtype_size(out->dtype), &nbytes))
+        return output_size_error(op, k, out);
+    return 0;
+}
+
+/* Every output's byte size fits (as deft_ndarray_new would check). */
+static inline int check_output_sizes(const deft_op_t *op, int nout, const deft_desc_t *out) {
+    for (int k = 0; k < nout; k++)
+        if (!surely_fits(&out[k]) && check_output_size(op, k, &out[k])) return -1;
     return 0;
 }
 

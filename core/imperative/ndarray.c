@@ -64,13 +64,22 @@ static void free_whole(deft_ndarray_t *arr) {
     deft_record_free(arr);
 }
 
+/*
+ * The lazy spare, likewise: the last lazy array freed on this thread before
+ * it was computed, with its engine variable (private, and never given work).
+ * Recording in a loop makes a lazy array per call and frees the previous
+ * one; reusing it skips two records and a variable's set-up.
+ */
+static DEFT_TLS_FAST deft_ndarray_t *tl_lazy_spare;
+
 /* At thread exit: what this thread kept goes for good. Should a later key
  * destructor free an array, it registers again and the next round drops it. */
 static void drop_spare(void *unused) {
     (void)unused;
-    deft_ndarray_t *spare = tl_spare;
-    tl_spare = NULL;
+    deft_ndarray_t *spare = tl_spare, *lazy = tl_lazy_spare;
+    tl_spare = tl_lazy_spare = NULL;
     tl_spare_registered = false;
+    if (lazy) free_whole(lazy);
     if (!spare) return;
     deft_storage_unpark(spare->tensor.storage, spare->tensor.storage->nbytes);
     free_whole(spare);
@@ -80,16 +89,25 @@ static void make_spare_key(void) {
     pthread_key_create(&spare_key, drop_spare);
 }
 
+/* This thread's spares are dropped when it exits; false if they cannot be. */
+static bool spares_registered(void) {
+    if (tl_spare_registered) return true;
+    pthread_once(&spare_once, make_spare_key);
+    if (pthread_setspecific(spare_key, &tl_spare)) return false;
+    tl_spare_registered = true;
+    return true;
+}
+
 /* Keep a dead array (no history) whole when it was private; false: free it. */
 static bool keep_as_spare(deft_ndarray_t *arr) {
-    if (tl_spare || arr->lent || !arr->tensor.storage ||
-        !deft_storage_parkable(arr->tensor.storage) || !deft_var_reusable(arr->var))
-        return false;
-    if (!tl_spare_registered) {
-        pthread_once(&spare_once, make_spare_key);
-        if (pthread_setspecific(spare_key, &tl_spare)) return false;
-        tl_spare_registered = true;
+    if (arr->lent || !deft_var_reusable(arr->var)) return false;
+    if (!arr->tensor.storage) { /* lazy, never computed */
+        if (tl_lazy_spare || !spares_registered()) return false;
+        tl_lazy_spare = arr;
+        return true;
     }
+    if (tl_spare || !deft_storage_parkable(arr->tensor.storage) || !spares_registered())
+        return false;
     deft_storage_park(arr->tensor.storage);
     tl_spare = arr;
     return true;
@@ -137,8 +155,22 @@ int deft_ndarray_from_tensor(const deft_tensor_t *tensor, deft_ndarray_t **out) 
 
 int deft_ndarray_new_lazy(const deft_desc_t *desc, deft_device_t device, deft_entry_t entry,
                           deft_ndarray_t **out) {
-    deft_tensor_t t = {desc->shape, desc->dtype, device, NULL, 0};
-    return make_array(&t, entry, NULL, out);
+    deft_ndarray_t *arr = tl_lazy_spare;
+    if (!arr) {
+        deft_tensor_t t = {desc->shape, desc->dtype, device, NULL, 0};
+        return make_array(&t, entry, NULL, out);
+    }
+    tl_lazy_spare = NULL; /* its variable, link, lent flag and storage are as a new one's */
+    atomic_store_explicit(&arr->refcount, 1, memory_order_relaxed);
+    atomic_store_explicit(&arr->memo_id, 0, memory_order_relaxed);
+    arr->kept_version = 0;
+    arr->tensor.shape = desc->shape;
+    arr->tensor.dtype = desc->dtype;
+    arr->tensor.device = device;
+    arr->tensor.offset = 0;
+    arr->entry = entry;
+    *out = arr;
+    return 0;
 }
 
 int deft_ndarray_new_placeholder(const deft_desc_t *desc, deft_device_t device,
@@ -217,17 +249,34 @@ deft_ndarray_t *deft_ndarray_retain(deft_ndarray_t *arr) {
     return arr;
 }
 
+/*
+ * Dropping a reference to an array with history: true when it was the last.
+ * A lazy array can be retained through its node's weak `live` slot (by a
+ * trigger's walk, record.h), so refcount.h's shortcut does not hold as it is.
+ * The holder of the only reference forgets the array there first (which
+ * waits out any walk that read the slot): if no walk took a reference
+ * meanwhile, none can any more, and the last reference goes without a locked
+ * instruction, one of the few a recorded call in a loop makes.
+ */
+static bool release_with_history(deft_ndarray_t *arr, bool *forgotten) {
+    *forgotten = atomic_load_explicit(&arr->refcount, memory_order_acquire) == 1 &&
+                 deft_record_forget_live(arr);
+    if (*forgotten && atomic_load_explicit(&arr->refcount, memory_order_acquire) == 1) return true;
+    return atomic_fetch_sub_explicit(&arr->refcount, 1, memory_order_acq_rel) == 1;
+}
+
 void deft_ndarray_release(deft_ndarray_t *arr) {
     if (!arr) return;
-    /* Lazy arrays can be retained through their node's weak slot: no shortcut.
-     * (Autograd may be giving a new output its entry on another thread while
-     * a finished call drops its reference: read the node as it is published.) */
-    bool history = __atomic_load_n(&arr->entry.node, __ATOMIC_ACQUIRE) != NULL;
-    bool last = history ? atomic_fetch_sub_explicit(&arr->refcount, 1, memory_order_acq_rel) == 1
-                        : deft_release_last(&arr->refcount);
+    /* Autograd may be giving a new output its entry on another thread while a
+     * finished call drops its reference: read the node as it is published. */
+    bool history = __atomic_load_n(&arr->entry.node, __ATOMIC_ACQUIRE) != NULL, forgotten = false;
+    bool last = history ? release_with_history(arr, &forgotten) : deft_release_last(&arr->refcount);
     if (!last) return;
     if (arr->entry.node) { /* after this no recorded node reaches it: a spare like any other */
-        deft_record_release_entry(arr);
+        if (forgotten)
+            deft_node_release(arr->entry.node);
+        else
+            deft_record_release_entry(arr);
         arr->entry = no_entry;
     }
     drop_link(arr);

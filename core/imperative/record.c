@@ -32,7 +32,7 @@ void deft_record_unlock(void) {
  * lock. Each side writes first and reads the other's word second, all
  * sequentially consistent (Dekker's pattern): a lock-free caller that sees no
  * walk knows the next walk sees its write; one that sees a walk waits for it
- * by taking the lock, and then looks again (deft_record_settle), or knows the
+ * by taking the lock, and then looks again (settle), or knows the
  * walk has let go of its array (deft_record_release_entry).
  */
 static bool walking;
@@ -101,7 +101,7 @@ int deft_record_keep_alias(deft_record_t *rec, int k, deft_ndarray_t *arr) {
 /* Drop the kept values no consumer needs. A value whose array is alive
  * stays (it costs no memory: the array holds the same storage), so a
  * parameter used by call after call is not captured afresh each time. */
-static void drop_unneeded(deft_record_t *rec) {
+static __attribute__((noinline)) void drop_kept_unneeded(deft_record_t *rec) {
     for (int k = 0; k < rec->num_outputs; k++) {
         if (atomic_load(&rec->pending) != 0) return;
         deft_ndarray_t **slot = &rec->kept[k];
@@ -114,6 +114,12 @@ static void drop_unneeded(deft_record_t *rec) {
     }
 }
 
+/* Usually a consumer still needs the values (an array of a recorded chain is freed while
+ * the next call holds its node): that is seen here, without a call. */
+static inline void drop_unneeded(deft_record_t *rec) {
+    if (atomic_load(&rec->pending) == 0) drop_kept_unneeded(rec);
+}
+
 static void drop_kept(deft_record_t *rec) {
     for (int k = 0; k < rec->num_outputs; k++) {
         deft_ndarray_release(rec->kept[k]);
@@ -123,10 +129,6 @@ static void drop_kept(deft_record_t *rec) {
 
 static void unuse(deft_record_t *in) {
     if (atomic_fetch_sub(&in->pending, 1) == 1) drop_unneeded(in);
-}
-
-void deft_record_unuse(const deft_entry_t *entry) {
-    unuse(deft_record_of(entry->node));
 }
 
 /* The consumer is computed (by a trigger, under the lock) or unreachable (being freed). */
@@ -162,30 +164,31 @@ static void free_record(deft_node_t *node) {
         free(rec);
 }
 
-size_t deft_record_size(int num_inputs, int num_outputs) {
-    int slots = 3 * num_outputs + num_inputs; /* live, kept, saved */
-    return sizeof(deft_record_t) + (size_t)num_outputs * sizeof(deft_desc_t) +
-           (size_t)slots * sizeof(void *);
-}
-
 int deft_record_attach(deft_node_t *node, deft_device_t device, const deft_desc_t *desc) {
     int n = node->num_outputs;
     size_t size = deft_record_size(node->num_inputs, n);
-    deft_record_t *rec = node->ext_bytes >= size ? node->ext : NULL; /* room made with the node */
-    if (!rec) {
-        rec = size <= DEFT_RECORD_SIZE ? deft_record_alloc() : malloc(size);
+    deft_record_t *rec = node->ext; /* room made with the node, if it fits there */
+    int allocation = ALLOC_IN_NODE;
+    if (node->ext_bytes < size) {
+        allocation = size <= DEFT_RECORD_SIZE ? ALLOC_RECORD : ALLOC_MALLOC;
+        rec = allocation == ALLOC_RECORD ? deft_record_alloc() : malloc(size);
         if (!rec) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a recorded node");
-        memset(rec, 0, size);
-        rec->allocation = size <= DEFT_RECORD_SIZE ? ALLOC_RECORD : ALLOC_MALLOC;
     }
-    rec->device = device;
-    rec->training = deft_op_training();
-    rec->num_outputs = n;
+    /* One assignment zeroes the header, then the descriptions and slots are written once
+     * each (a memset of the whole room, as before, wrote the descriptions twice). */
+    *rec = (deft_record_t){.device = device,
+                           .training = deft_op_training(),
+                           .num_outputs = n,
+                           .allocation = allocation};
     rec->desc = (deft_desc_t *)(rec + 1);
     rec->live = (deft_ndarray_t **)(rec->desc + n);
     rec->kept = rec->live + n;
     rec->saved = rec->kept + n;
-    for (int k = 0; k < n; k++) rec->desc[k] = desc[k];
+    for (int k = 0; k < n; k++) {
+        rec->desc[k] = desc[k];
+        rec->live[k] = rec->kept[k] = rec->saved[node->num_inputs + k] = NULL;
+    }
+    for (int i = 0; i < node->num_inputs; i++) rec->saved[i] = NULL;
     node->ext = rec;
     node->ext_free = free_record;
     return 0;
@@ -224,11 +227,7 @@ int deft_record_variable(deft_ndarray_t *arr, const char *name) {
     return 0;
 }
 
-/* Reading entries without the lock: see record.h. */
-int deft_record_input_entries(int nin, deft_ndarray_t *const *in, deft_entry_t *entries) {
-    int i = 0;
-    for (; i < nin && deft_record_entry_node(in[i]); i++) entries[i] = in[i]->entry;
-    if (i == nin) return 0;
+int deft_record_input_variables(int i, int nin, deft_ndarray_t *const *in, deft_entry_t *entries) {
     deft_record_lock(); /* another thread may be giving the same array its variable */
     int status = 0;
     for (; status == 0 && i < nin; i++) {
@@ -239,33 +238,40 @@ int deft_record_input_entries(int nin, deft_ndarray_t *const *in, deft_entry_t *
     return status;
 }
 
-int deft_record_use(const deft_entry_t *entry, deft_ndarray_t *arr, bool *lazy) {
-    deft_record_t *rec = deft_record_of(entry->node);
-    *lazy = deft_ndarray_is_lazy(arr);
-    /* Counted first, then the slot filled: the order a drop relies on (drop_unneeded). */
-    atomic_fetch_add(&rec->pending, 1);
-    if (*lazy || deft_record_keep_alias(rec, entry->index, arr) == 0) return 0;
-    unuse(rec);
-    return -1;
-}
-
 /*
  * A lazy input: the trigger that computes it decides whether its value
  * outlives its run by counting `pending` as it walks. A call counted after
  * that look finds the input computed now, without a kept value: it keeps the
  * input's own. A walk still under way is waited for first (see `walking`).
  */
-int deft_record_settle(int nin, deft_ndarray_t *const *in, const deft_entry_t *entries,
-                       const bool *lazy) {
-    bool any = false;
-    for (int i = 0; i < nin; i++) any = any || lazy[i];
-    if (!any) return 0;
+static int settle(const deft_node_t *consumer, deft_ndarray_t *const *in, uint64_t lazy) {
     wait_for_walk();
-    for (int i = 0; i < nin; i++)
-        if (lazy[i] && !deft_ndarray_is_lazy(in[i]) &&
-            deft_record_keep_alias(deft_record_of(entries[i].node), entries[i].index, in[i]))
+    for (int i = 0; i < consumer->num_inputs; i++) {
+        const deft_entry_t *e = &consumer->inputs[i];
+        if ((lazy >> i & 1) && !deft_ndarray_is_lazy(in[i]) &&
+            deft_record_keep_alias(deft_record_of(e->node), e->index, in[i]))
             return -1;
+    }
     return 0;
+}
+
+int deft_record_use_inputs(deft_node_t *consumer, deft_ndarray_t *const *in) {
+    _Static_assert(DEFT_OP_MAX_INPUTS <= 64, "a bit per input");
+    uint64_t lazy = 0;
+    for (int i = 0; i < consumer->num_inputs; i++) {
+        const deft_entry_t *e = &consumer->inputs[i];
+        deft_record_t *rec = deft_record_of(e->node);
+        bool is_lazy = deft_ndarray_is_lazy(in[i]);
+        lazy |= (uint64_t)is_lazy << i;
+        /* Counted first, then the slot filled: the order a drop relies on (drop_unneeded). */
+        atomic_fetch_add(&rec->pending, 1);
+        if (!is_lazy && deft_record_keep_alias(rec, e->index, in[i])) {
+            for (int j = 0; j <= i; j++) unuse(deft_record_of(consumer->inputs[j].node));
+            return -1;
+        }
+    }
+    deft_record_of(consumer)->holds_inputs = true; /* freeing the node now uncounts it */
+    return lazy ? settle(consumer, in, lazy) : 0;
 }
 
 void deft_record_set_entry(deft_ndarray_t *arr, deft_entry_t entry) {
@@ -285,10 +291,6 @@ void deft_record_give_entry(deft_ndarray_t *arr, deft_entry_t entry) {
     publish_entry(arr, entry);
 }
 
-void deft_record_set_live(deft_node_t *node, int k, deft_ndarray_t *arr) {
-    set_live(deft_record_of(node), k, arr);
-}
-
 /* A variable's gradient array is its array's: with create_graph, that
  * gradient's history reaches the variable's node, whose record holds the
  * gradient, a cycle that only the variable's own array going can break.
@@ -304,22 +306,26 @@ static void release_variable(deft_node_t *node, deft_record_t *rec) {
     deft_record_unlock();
 }
 
-void deft_record_release_entry(deft_ndarray_t *arr) {
+bool deft_record_forget_live(deft_ndarray_t *arr) {
     deft_node_t *node = arr->entry.node;
     deft_record_t *rec = deft_record_of(node);
     int k = arr->entry.index;
     /* The slot can only hold this array if it was set when the array was made. */
-    if (!rec || __atomic_load_n(&rec->live[k], __ATOMIC_ACQUIRE) != arr) {
-        deft_node_release(node);
-        return;
-    }
-    if (!node->op) {
-        release_variable(node, rec);
-        return;
-    }
+    if (!rec || !node->op || __atomic_load_n(&rec->live[k], __ATOMIC_ACQUIRE) != arr) return false;
     /* A walk that read the slot before it was cleared may still use the array: wait for it. */
     __atomic_store_n(&rec->live[k], NULL, __ATOMIC_SEQ_CST);
     wait_for_walk();
     drop_unneeded(rec);
+    return true;
+}
+
+void deft_record_release_entry(deft_ndarray_t *arr) {
+    deft_node_t *node = arr->entry.node;
+    deft_record_t *rec = deft_record_of(node);
+    if (rec && !node->op && __atomic_load_n(&rec->live[0], __ATOMIC_ACQUIRE) == arr) {
+        release_variable(node, rec);
+        return;
+    }
+    deft_record_forget_live(arr);
     deft_node_release(node);
 }

@@ -14,7 +14,7 @@
  * thread, but arrays, and with them nodes, are shared: a parameter is an
  * input of every thread's graph, a lazy array may be read on another thread,
  * the engine's workers drop the last references of runs):
- *  - A recorded call (deft_record_use, deft_record_settle) takes no lock: its
+ *  - A recorded call (deft_record_use_inputs) takes no lock: its
  *    own node is private until its arrays are handed out, and on its inputs'
  *    records it only counts itself in `pending` (an atomic) and fills an
  *    empty `kept` slot (a compare-and-swap). Only giving a history-less input
@@ -79,7 +79,11 @@ static inline deft_record_t *deft_record_of(const deft_node_t *node) {
 }
 
 /* Bytes of a record: a recorded call makes its node with this much room for it. */
-size_t deft_record_size(int num_inputs, int num_outputs);
+static inline size_t deft_record_size(int num_inputs, int num_outputs) {
+    int slots = 3 * num_outputs + num_inputs; /* live, kept, saved */
+    return sizeof(deft_record_t) + (size_t)num_outputs * sizeof(deft_desc_t) +
+           (size_t)slots * sizeof(void *);
+}
 
 /* Give a node (not yet shared) its record (in the room made with the node, if any): uncomputed,
  * outputs described by `desc`. */
@@ -89,34 +93,42 @@ int deft_record_attach(deft_node_t *node, deft_device_t device, const deft_desc_
  * recording (its entry is set to it); NULL name: unnamed. Under the lock. */
 int deft_record_variable(deft_ndarray_t *arr, const char *name);
 
-/* The entries of a recorded call's inputs, giving arrays made outside any
- * recording a variable (taking the lock only for that). */
-int deft_record_input_entries(int nin, deft_ndarray_t *const *in, deft_entry_t *entries);
+/* deft_record_input_entries from input i on, i being without history. */
+int deft_record_input_variables(int i, int nin, deft_ndarray_t *const *in, deft_entry_t *entries);
 
 /* A variable node with a record for an array, not attached to it yet. */
 int deft_record_new_variable(const deft_ndarray_t *arr, const char *name, deft_node_t **out);
 
 /* The array handed out for output k of a recorded node (not retained), or NULL: for a node
  * not shared yet, or under the lock. */
-void deft_record_set_live(deft_node_t *node, int k, deft_ndarray_t *arr);
+static inline void deft_record_set_live(deft_node_t *node, int k, deft_ndarray_t *arr) {
+    __atomic_store_n(&deft_record_of(node)->live[k], arr, __ATOMIC_RELEASE);
+}
 
 /* The node of an array's entry, read without the lock (NULL: no history). */
 static inline deft_node_t *deft_record_entry_node(const deft_ndarray_t *arr) {
     return __atomic_load_n(&arr->entry.node, __ATOMIC_ACQUIRE);
 }
 
-/* A consumer is recorded on `entry`, the entry of input array `arr`: count it
- * in the producer's pending and, when arr has a value, keep it. *lazy: arr had
- * none (pass it to deft_record_settle). Takes no lock. */
-int deft_record_use(const deft_entry_t *entry, deft_ndarray_t *arr, bool *lazy);
+/* The entries of a recorded call's inputs, giving arrays made outside any
+ * recording a variable (taking the lock only for that). Entries are read
+ * without the lock: see above. */
+static inline int deft_record_input_entries(int nin, deft_ndarray_t *const *in,
+                                            deft_entry_t *entries) {
+    for (int i = 0; i < nin; i++) {
+        if (!deft_record_entry_node(in[i])) return deft_record_input_variables(i, nin, in, entries);
+        entries[i] = in[i]->entry;
+    }
+    return 0;
+}
 
-/* Undo a deft_record_use (the call failed before its node was made). */
-void deft_record_unuse(const deft_entry_t *entry);
-
-/* After counting a call in all its inputs: inputs that were lazy and were
- * computed meanwhile (by a trigger on another thread) keep their values for it. */
-int deft_record_settle(int nin, deft_ndarray_t *const *in, const deft_entry_t *entries,
-                       const bool *lazy);
+/* A recorded call's node (its record attached, not shared yet) is counted in
+ * the pending of each of its inputs' records, which keep the values of the
+ * inputs that have one (in[i] is the array of input i); lazy inputs that a
+ * trigger on another thread computed meanwhile keep theirs too. On failure
+ * nothing is counted, unless it failed after counting: then the node's own
+ * release uncounts it. Takes no lock. */
+int deft_record_use_inputs(deft_node_t *consumer, deft_ndarray_t *const *in);
 
 /* The value output k keeps (NULL: none), and keeping one (the reference is
  * taken over; dropped if the slot is already filled); keep_alias keeps an
@@ -140,5 +152,10 @@ void deft_record_drop_saved(deft_node_t *node);
 /* An array with an entry is being freed: forget it as its node's live output
  * and drop its reference to the node. Takes the lock only for a variable. */
 void deft_record_release_entry(deft_ndarray_t *arr);
+
+/* If arr (with an entry, not a variable's) is its node's live output, forget it
+ * there, once any trigger's walk that could have read the slot is over: true.
+ * No walk can retain arr through its node after that. Takes no lock. */
+bool deft_record_forget_live(deft_ndarray_t *arr);
 
 #endif

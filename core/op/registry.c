@@ -280,14 +280,17 @@ int deft_op_input_count_error(const deft_op_t *op, int nin) {
 /* ---- parameter parsing with a per-thread cache ---- */
 
 #define CACHE_SLOTS 8
+#define SET_BATCH   64 /* references to a slot's set taken at once (deft_param_set_take) */
 #define CACHE_TEXT  256
 
 typedef struct cache_slot {
     const deft_op_entry_t *entry;
     int n;
-    char text[CACHE_TEXT]; /* key\0val\0key\0val\0... */
+    char text[CACHE_TEXT];            /* key\0val\0key\0val\0... */
+    unsigned char length[CACHE_TEXT]; /* of each string in text, its NUL included */
     deft_params_t params;
     deft_param_set_t *set; /* the same for nodes to share (NULL: out of memory) */
+    int lent;              /* references to set taken ahead for nodes, not handed out yet */
 } cache_slot_t;
 
 typedef struct param_cache {
@@ -301,10 +304,23 @@ static DEFT_TLS_FAST param_cache_t *tl_params;
 static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t cache_key;
 
+static void release_set(deft_param_set_t *set, int count) {
+    if (set && atomic_fetch_sub_explicit(&set->refs, count, memory_order_acq_rel) == count)
+        free(set);
+}
+
+/* The slot lets go of its set: its own reference and those it took ahead. Nodes that
+ * share the set keep it. */
+static void drop_set(cache_slot_t *slot) {
+    release_set(slot->set, 1 + slot->lent);
+    slot->set = NULL;
+    slot->lent = 0;
+}
+
 /* At thread exit: nodes that share a slot's set keep it. */
 static void free_cache(void *arg) {
     param_cache_t *cache = arg;
-    for (int s = 0; s < CACHE_SLOTS; s++) deft_param_set_release(cache->slot[s].set);
+    for (int s = 0; s < CACHE_SLOTS; s++) drop_set(&cache->slot[s]);
     free(cache);
     tl_params = NULL;
 }
@@ -321,25 +337,27 @@ static param_cache_t *param_cache(void) {
     return tl_params;
 }
 
-/* The bytes of `text` through its NUL when `s` is the same string, else 0: compared and
- * measured in one pass, inline (parameter strings are short; a strcmp and a strlen per
- * string cost more than the loop). */
-static inline size_t same_string(const char *text, const char *s) {
-    for (size_t i = 0; text[i] == s[i]; i++)
-        if (!text[i]) return i + 1;
-    return 0;
+/* Whether s is the string of `len` bytes (its NUL included) at text: two bytes a
+ * step, inline (parameter strings are short; a strcmp per string costs more than
+ * the loop). A byte of s is read only once the byte before it has matched one of
+ * text that is not its NUL, so nothing past the end of s is read. */
+static inline bool same_string(const char *text, const char *s, size_t len) {
+    size_t i = 0;
+    for (; i + 2 <= len; i += 2)
+        if (text[i] != s[i] || text[i + 1] != s[i + 1]) return false;
+    return i == len || text[i] == s[i];
 }
 
-static bool slot_matches(const cache_slot_t *slot, const deft_op_entry_t *entry, int n,
-                         const char *const *keys, const char *const *vals) {
+static inline bool slot_matches(const cache_slot_t *slot, const deft_op_entry_t *entry, int n,
+                                const char *const *keys, const char *const *vals) {
     if (slot->entry != entry || slot->n != n) return false;
     const char *t = slot->text;
-    for (int i = 0; i < n; i++) {
-        size_t len = same_string(t, keys[i]);
-        if (!len) return false;
-        t += len;
-        if (!(len = same_string(t, vals[i]))) return false;
-        t += len;
+    const unsigned char *len = slot->length;
+    for (int i = 0; i < n; i++, len += 2) {
+        if (!same_string(t, keys[i], len[0])) return false;
+        t += len[0];
+        if (!same_string(t, vals[i], len[1])) return false;
+        t += len[1];
     }
     return true;
 }
@@ -356,7 +374,7 @@ deft_param_set_t *deft_param_set_retain(deft_param_set_t *set) {
 }
 
 void deft_param_set_release(deft_param_set_t *set) {
-    if (set && atomic_fetch_sub_explicit(&set->refs, 1, memory_order_acq_rel) == 1) free(set);
+    release_set(set, 1);
 }
 
 /* A slot's values and strings (text, n pairs) as a set, in one allocation; NULL when out of
@@ -391,10 +409,17 @@ static deft_param_set_t *make_set(const deft_op_entry_t *entry, int n, const cha
 deft_param_set_t *deft_param_set_take(const deft_op_entry_t *entry, const deft_param_value_t *v) {
     param_cache_t *cache = tl_params;
     if (!cache) return NULL;
-    const cache_slot_t *slot = &cache->slot[cache->hit];
+    cache_slot_t *slot = &cache->slot[cache->hit];
     for (int s = 0; slot->params.v != v && s < CACHE_SLOTS; s++) slot = &cache->slot[s];
     if (slot->params.v != v || slot->entry != entry || !slot->set) return NULL;
-    return deft_param_set_retain(slot->set);
+    /* References are taken a batch at a time: a locked add per recorded call cost as much
+     * as a tenth of recording it. Only this thread's slot counts what is left of a batch. */
+    if (slot->lent == 0) {
+        atomic_fetch_add_explicit(&slot->set->refs, SET_BATCH, memory_order_relaxed);
+        slot->lent = SET_BATCH;
+    }
+    slot->lent--;
+    return slot->set;
 }
 
 static void slot_store(param_cache_t *cache, const deft_op_entry_t *entry, int n,
@@ -404,14 +429,14 @@ static void slot_store(param_cache_t *cache, const deft_op_entry_t *entry, int n
     size_t used = 0;
     /* Its text is rewritten from here on: until it is whole, it matches nothing. */
     slot->entry = NULL;
-    deft_param_set_release(slot->set); /* nodes sharing it keep it */
-    slot->set = NULL;
+    drop_set(slot);
     for (int i = 0; i < n; i++) {
         size_t klen = strlen(keys[i]) + 1, vlen = strlen(vals[i]) + 1;
         if (klen > CACHE_TEXT - used || vlen > CACHE_TEXT - used - klen)
             return; /* too long to cache: parse each time */
         memcpy(slot->text + used, keys[i], klen);
         memcpy(slot->text + used + klen, vals[i], vlen);
+        slot->length[2 * i] = (unsigned char)klen, slot->length[2 * i + 1] = (unsigned char)vlen;
         used += klen + vlen;
     }
     slot->entry = entry;
@@ -506,6 +531,14 @@ int deft_op_parse_params(const deft_op_entry_t *entry, int n, const char *const 
                          const char *const *vals, const deft_params_t **out) {
     if (n == 0 && !entry->has_required) {
         *out = &entry->defaults;
+        return 0;
+    }
+    /* A repeat of the last call's strings, the usual case in a loop, is checked here, without
+     * the frame of the full walk. */
+    const param_cache_t *cache = tl_params;
+    if (cache && n > 0 && keys && vals &&
+        slot_matches(&cache->slot[cache->hit], entry, n, keys, vals)) {
+        *out = &cache->slot[cache->hit].params;
         return 0;
     }
     return parse_through_cache(entry, n, keys, vals, out);
