@@ -116,7 +116,8 @@ typedef struct run {
     deft_ndarray_t **leaf;  /* per leaf value read (retained) */
     deft_var_t **reads, **writes;
     int num_reads, num_writes;
-    size_t bytes; /* that the run reads and writes */
+    size_t bytes;     /* that the run reads and writes */
+    size_t allocated; /* bytes of this run's one allocation */
 } run_t;
 
 static void free_run(void *arg) {
@@ -131,8 +132,10 @@ static void free_run(void *arg) {
     for (int l = 0; l < p->num_leaf; l++) deft_ndarray_release(r->leaf[l]);
     for (int s = 0; s < DEFT_DEVICE_SLOTS; s++) deft_storage_release(r->arenas[s]);
     for (int i = 0; i < r->num_roots; i++) deft_node_release(r->roots[i]);
-    deft_trigger_plan_release(r->plan);
-    free(r);
+    deft_trigger_plan_t *plan = r->plan;
+    void *none = NULL; /* kept for the plan's next run, unless one is kept already */
+    if (!atomic_compare_exchange_strong(&plan->spare_run, &none, r)) free(r);
+    deft_trigger_plan_release(plan);
 }
 
 static int forward(void *arg) {
@@ -190,12 +193,15 @@ static run_t *run_alloc(deft_trigger_plan_t *p, const deft_trigger_cut_t *cut, i
     size_t bytes = head + lists + (nodes + (size_t)nroots + 1) * sizeof(deft_node_t *) +
                    entries * sizeof(deft_tensor_t) + (leaf + dest + leaf) * sizeof(deft_var_t *) +
                    8 * 16;
-    run_t *r = malloc(bytes);
+    run_t *r = atomic_exchange(&p->spare_run, NULL);
+    if (r && r->allocated != bytes) free(r), r = NULL;
+    if (!r) r = malloc(bytes);
     if (!r) {
         deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a deferred compute run");
         return NULL;
     }
     memset(r, 0, head + lists); /* what free_run releases; the rest is written before it is read */
+    r->allocated = bytes;
     char *at = (char *)r + head;
     r->fresh = deft_carve(&at, dest, sizeof *r->fresh);
     r->live = deft_carve(&at, dest, sizeof *r->live);

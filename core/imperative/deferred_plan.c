@@ -92,6 +92,7 @@ void deft_trigger_plan_release(deft_trigger_plan_t *p) {
     if (!p || atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) != 1) return;
     deft_memory_plan_free(&p->memory);
     free(atomic_load(&p->graph.unwanted));
+    free(atomic_load(&p->spare_run));
     free(p);
 }
 
@@ -168,6 +169,7 @@ static deft_trigger_plan_t *plan_alloc(uint64_t hash, int nroots) {
     if (!p) return NULL;
     char *at = (char *)p + head;
     atomic_init(&p->refs, 1);
+    atomic_init(&p->spare_run, NULL);
     p->hash = hash;
     p->sig_len = c->sig_len;
     p->sig = deft_carve(&at, (size_t)c->sig_len, sizeof *p->sig);

@@ -71,10 +71,14 @@ typedef struct deft_trigger_plan {
     deft_plan_value_t *dest;
     int num_leaf, *leaf_of; /* leaf values read; per entry: index in leaf, or -1 */
     deft_plan_value_t *leaf;
-    size_t own_bytes;               /* bytes of the arena and of the values outside it */
-    bool blocking;                  /* a node waits for a host callback */
-    bool mutates;                   /* a node updates an input in place */
-    bool saves;                     /* a node keeps values for backward */
+    size_t own_bytes; /* bytes of the arena and of the values outside it */
+    bool blocking;    /* a node waits for a host callback */
+    bool mutates;     /* a node updates an input in place */
+    bool saves;       /* a node keeps values for backward */
+    /* The memory of a finished run, for the next: a trigger in a loop then allocates nothing
+     * large (glibc merges its small free chunks before each large allocation: after a
+     * one-off graph freed its nodes, 76 instructions a node of a 100-node chain). */
+    _Atomic(void *) spare_run;
     deft_cut_shape_t shape;         /* what a graph must be to use it without a walk */
     unsigned char *why;             /* per entry: why it outlives the run (DEFT_OUT_*) */
     struct deft_trigger_plan *next; /* the cache's list, most recently used first */
