@@ -115,9 +115,15 @@ static __attribute__((noinline)) void drop_kept_unneeded(deft_record_t *rec) {
 }
 
 /* Usually a consumer still needs the values (an array of a recorded chain is freed while
- * the next call holds its node): that is seen here, without a call. */
+ * the next call holds its node), or nothing is kept (a value a trigger's run made in its
+ * arena): both are seen here, without a call. */
 static inline void drop_unneeded(deft_record_t *rec) {
-    if (atomic_load(&rec->pending) == 0) drop_kept_unneeded(rec);
+    if (atomic_load(&rec->pending) != 0) return;
+    for (int k = 0; k < rec->num_outputs; k++)
+        if (__atomic_load_n(&rec->kept[k], __ATOMIC_ACQUIRE)) {
+            drop_kept_unneeded(rec);
+            return;
+        }
 }
 
 static void drop_kept(deft_record_t *rec) {
