@@ -86,10 +86,6 @@ struct deft_cached_op {
     bool registered;
 };
 
-static int node_entry(const deft_graph_t *g, const deft_entry_t *e) {
-    return deft_graph_entry_id(g, deft_graph_node_id(g, e->node), e->index);
-}
-
 /* ---- the plan cache's bounds and the list of executors ---- */
 
 static pthread_once_t limits_once = PTHREAD_ONCE_INIT;
@@ -150,9 +146,9 @@ static void list_inputs(deft_cached_op_t *op) {
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < g->num_nodes; i++) {
             if (pass == 0) op->input_of_node[i] = -1;
-            if (g->nodes[i]->op || deft_graph_is_auxiliary(g, g->nodes[i]) != (pass == 1)) continue;
+            if (g->nodes[i]->op || deft_graph_is_auxiliary_at(g, i) != (pass == 1)) continue;
             op->input_of_node[i] = op->num_inputs;
-            op->input_written[op->num_inputs] = pass == 1 || deft_graph_is_updated(g, g->nodes[i]);
+            op->input_written[op->num_inputs] = pass == 1 || deft_graph_is_updated_at(g, i);
             op->input_nodes[op->num_inputs++] = i;
         }
 }
@@ -165,11 +161,11 @@ static int list_outputs(deft_cached_op_t *op) {
     int *first = malloc(((size_t)deft_graph_num_entries(g) + 1) * sizeof *first);
     if (!first) return -1;
     for (int o = 0; o < g->num_outputs; o++) {
-        int e = op->output_entries[o] = node_entry(g, &g->outputs[o]);
+        int e = op->output_entries[o] = deft_graph_output_entry(g, o);
         first[e] = -1;
     }
     for (int o = 0; o < g->num_outputs; o++) {
-        int e = op->output_entries[o], node = deft_graph_node_id(g, g->outputs[o].node);
+        int e = op->output_entries[o], node = g->output_ids[o];
         op->output_source[o] = NO_SOURCE;
         if (!g->outputs[o].node->op)
             op->output_source[o] = -1 - op->input_of_node[node];
@@ -181,16 +177,26 @@ static int list_outputs(deft_cached_op_t *op) {
     return 0;
 }
 
+/* Whether g has a BatchNorm: most graphs have none, and the test by
+ * pointer is cheaper than fold_bn.c's by name. */
+static bool has_batch_norm(const deft_graph_t *g) {
+    const deft_op_entry_t *bn = deft_registry_find("BatchNorm");
+    for (int i = 0; i < g->num_nodes; i++)
+        if (g->nodes[i]->op == bn) return true;
+    return false;
+}
+
 /* The graph an executor runs: sym's, with BatchNorm folded into the
- * convolutions it follows (fold_bn.c); symbols and exports keep both. */
+ * convolutions it follows (fold_bn.c); symbols and exports keep both. Its
+ * nodes are named only if a name is asked for (an error, an input's name). */
 static int build_graph(const deft_symbol_t *sym, deft_graph_t **g) {
-    deft_symbol_t *folded;
-    if (deft_graph_build(sym->num_outputs, sym->outputs, g)) return -1;
-    int status = deft_fold_bn_graph(*g, &folded);
+    deft_symbol_t *folded = NULL;
+    if (deft_graph_build_unnamed(sym->num_outputs, sym->outputs, g)) return -1;
+    int status = has_batch_norm(*g) ? deft_fold_bn_graph(*g, &folded) : 0;
     if (status || !folded) return status; /* nothing folded: the graph as built */
     deft_graph_free(*g);
     *g = NULL;
-    status = deft_graph_build(folded->num_outputs, folded->outputs, g);
+    status = deft_graph_build_unnamed(folded->num_outputs, folded->outputs, g);
     deft_symbol_free(folded);
     return status;
 }
@@ -319,7 +325,7 @@ int deft_cached_op_num_inputs(const deft_cached_op_t *op) {
 }
 
 const char *deft_cached_op_input_name(const deft_cached_op_t *op, int i) {
-    return op->g->names[op->input_nodes[i]];
+    return deft_graph_name(op->g, op->input_nodes[i]);
 }
 
 const deft_node_t *deft_cached_op_input_node(const deft_cached_op_t *op, int i) {
@@ -342,7 +348,7 @@ static int incomplete(const deft_cached_op_t *op, const deft_graph_types_t *t) {
                 return deft_error(DEFT_ERR_VALUE,
                                   "cannot infer the shape of output %d of node "
                                   "'%s' from the inputs",
-                                  k, g->names[i]);
+                                  k, deft_graph_name(g, i));
     return 0;
 }
 
@@ -385,7 +391,8 @@ static int node_device(const deft_graph_t *g, int i, const deft_device_t *device
     if (deft_node_placed_device(node, &placed, &type, &id)) return -1;
     if (placed) {
         char what[160];
-        snprintf(what, sizeof what, "the device of node '%s' (%s)", g->names[i], op->name);
+        snprintf(what, sizeof what, "the device of node '%s' (%s)", deft_graph_name(g, i),
+                 op->name);
         /* cpu(n): the one host memory */
         return deft_device_check(type, type == DEFT_DEV_CPU ? 0 : id, what, out);
     }
@@ -416,7 +423,7 @@ static int entry_devices(const deft_cached_op_t *op, const deft_device_t *inputs
                 return deft_error(DEFT_ERR_VALUE,
                                   "node '%s' (%s) runs on %s but its input %d is on %s: place the "
                                   "graph's devices (DeftSymbolPlaceDevice) or copy the input",
-                                  g->names[i], g->nodes[i]->op->op->name,
+                                  deft_graph_name(g, i), g->nodes[i]->op->op->name,
                                   deft_device_format(dev, a, sizeof a), k,
                                   deft_device_format(from, b, sizeof b));
         }

@@ -123,17 +123,17 @@ static int infer_node(const deft_graph_t *g, int id, deft_graph_types_t *t, bool
     } else if (!all_in && op->infer_inputs) {
         status = op->infer_inputs(op, node->params, node->num_inputs, in, in_known, out, out_known);
         for (int k = 0; status == 0 && k < node->num_inputs; k++) {
-            int src = deft_graph_node_id(g, node->inputs[k].node);
-            int e = deft_graph_entry_id(g, src, node->inputs[k].index);
+            int e = deft_graph_input_entry(g, id, k);
             if (!t->known[e] && in_known[k]) {
                 if (deft_shape_is_partial(&t->desc[e].shape))
-                    status = check_partial(&t->desc[e], &in[k], k, g->names[src]);
+                    status = check_partial(&t->desc[e], &in[k], k,
+                                           deft_graph_name(g, deft_graph_entry_node(g, e)));
                 t->desc[e] = in[k], t->known[e] = status == 0;
                 *changed = true;
             }
         }
     }
-    return status ? name_the_node(g->names[id]) : 0;
+    return status ? name_the_node(deft_graph_name(g, id)) : 0;
 }
 
 /* Infer node by node until nothing changes. Each round settles at least one

@@ -143,9 +143,7 @@ static int planner_init(planner_t *p, const deft_graph_t *g, const deft_graph_ty
         for (int k = 0; deft_graph_is_leaf(g, i) && k < g->nodes[i]->num_outputs; k++)
             p->outside[g->row_ptr[i] + k] = true;
     for (int e = 0; pinned && e < entries; e++) p->outside[e] = p->outside[e] || pinned[e];
-    for (int o = 0; o < g->num_outputs; o++)
-        p->outside[deft_graph_entry_id(g, deft_graph_node_id(g, g->outputs[o].node),
-                                       g->outputs[o].index)] = true;
+    for (int o = 0; o < g->num_outputs; o++) p->outside[deft_graph_output_entry(g, o)] = true;
     p->match_range = 1e300;
     return 0;
 }

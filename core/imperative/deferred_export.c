@@ -33,6 +33,9 @@ typedef struct export_state {
     deft_entry_t **inlined; /* per node of g: the outputs of an inlined executor call */
     int num_made, made_cap; /* nodes made by inlining, released at the end */
     deft_node_t **made;
+    /* _CachedOp, looked up once per export: a lookup by name for every node
+     * (deft_subgraph_of_node) was a fifth of the export of a 100-node chain */
+    const deft_op_entry_t *cached_op;
 } export_state_t;
 
 static int input_of_entry(const export_state_t *s, const deft_entry_t *e) {
@@ -87,15 +90,16 @@ static int check_arrays(int nin, deft_ndarray_t *const *in, int nout, deft_ndarr
 }
 
 /* The entry that stands for `e` in the symbol (borrowed), or a NULL node with
- * an error naming where `e` is used: input k of `consumer`, or outputs[k]. */
-static deft_entry_t substitute(export_state_t *s, const deft_entry_t *e,
+ * an error naming where `e` is used: input k of `consumer`, or outputs[k].
+ * `id` is the id of e's node in s->g (known from the walk's tables, so no
+ * lookup by node). */
+static deft_entry_t substitute(export_state_t *s, const deft_entry_t *e, int id,
                                const deft_node_t *consumer, int k) {
     int input = input_of_entry(s, e);
     if (input >= 0) {
         s->in_used[input] = true;
         return (deft_entry_t){s->in_vars[input], 0};
     }
-    int id = deft_graph_node_id(s->g, e->node);
     if (s->copies[id]) return (deft_entry_t){s->copies[id], e->index};
     if (s->inlined[id]) return s->inlined[id][e->index];
     char where[96];
@@ -118,6 +122,12 @@ static deft_entry_t substitute(export_state_t *s, const deft_entry_t *e,
     return (deft_entry_t){NULL, 0};
 }
 
+/* The id in g of the node that input k of node id reads (not a leaf: its
+ * inputs have entry ids). */
+static int input_node(const deft_graph_t *g, int id, int k) {
+    return deft_graph_entry_node(g, deft_graph_input_entry(g, id, k));
+}
+
 /* A Dropout that drops in training mode only (mode=training, the default). */
 static bool drops_in_training_only(const deft_node_t *node) {
     const char *op = node->op ? node->op->op->name : "";
@@ -132,7 +142,7 @@ static bool recorded_in_predict_mode(const deft_node_t *node) {
 }
 
 static bool is_skipped(const deft_node_t *node) {
-    return recorded_in_predict_mode(node) && drops_in_training_only(node);
+    return drops_in_training_only(node) && recorded_in_predict_mode(node);
 }
 
 /* A recorded Dropout left out of an inference graph: its outputs stand for
@@ -140,7 +150,7 @@ static bool is_skipped(const deft_node_t *node) {
  * in a recorded forward graph). */
 static int skip_dropout(export_state_t *s, int id) {
     const deft_node_t *node = s->g->nodes[id];
-    deft_entry_t data = substitute(s, &node->inputs[0], node, 0);
+    deft_entry_t data = substitute(s, &node->inputs[0], input_node(s->g, id, 0), node, 0);
     if (!data.node) return -1;
     s->inlined[id] = calloc((size_t)node->num_outputs, sizeof *s->inlined[id]);
     if (!s->inlined[id]) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
@@ -158,7 +168,7 @@ static int copy_node(export_state_t *s, int id, const char *name) {
     const deft_node_t *node = s->g->nodes[id];
     deft_entry_t inputs[DEFT_OP_MAX_INPUTS];
     for (int k = 0; k < node->num_inputs; k++) {
-        inputs[k] = substitute(s, &node->inputs[k], node, k);
+        inputs[k] = substitute(s, &node->inputs[k], input_node(s->g, id, k), node, k);
         if (!inputs[k].node) return -1;
     }
     return deft_node_copy_op(node, name, inputs, &s->copies[id]);
@@ -168,8 +178,7 @@ static int copy_node(export_state_t *s, int id, const char *name) {
 static const char *node_name(const export_state_t *s, int id, int nout, deft_ndarray_t *const *out,
                              const char *const *out_names) {
     for (int k = 0; out_names && k < nout; k++)
-        if (deft_graph_node_id(s->g, out[k]->entry.node) == id &&
-            input_of_entry(s, &out[k]->entry) < 0)
+        if (out[k]->entry.node == s->g->nodes[id] && input_of_entry(s, &out[k]->entry) < 0)
             return out_names[k];
     return NULL;
 }
@@ -223,12 +232,11 @@ static int inline_call(export_state_t *s, int id) {
             continue;
         }
         int k = deft_subgraph_input_of(sg, inner);
-        map[sub->row_ptr[i]] = substitute(s, &node->inputs[k], node, k);
+        map[sub->row_ptr[i]] = substitute(s, &node->inputs[k], input_node(s->g, id, k), node, k);
         if (!map[sub->row_ptr[i]].node) status = -1;
     }
     for (int o = 0; status == 0 && o < sym->num_outputs; o++)
-        s->inlined[id][o] = map[deft_graph_entry_id(
-            sub, deft_graph_node_id(sub, sym->outputs[o].node), sym->outputs[o].index)];
+        s->inlined[id][o] = map[deft_graph_output_entry(sub, o)];
     free(map);
     deft_graph_free(sub);
     return status;
@@ -243,8 +251,9 @@ static int copy_graph(export_state_t *s, int nout, deft_ndarray_t *const *out,
             if (!node->op && s->nin == 0 && node->name && copy_variable(s, i)) return -1;
             continue;
         }
-        int status = deft_subgraph_of_node(node) ? inline_call(s, i)
-                     : is_skipped(node)          ? skip_dropout(s, i)
+        bool call = node->op == s->cached_op && deft_subgraph_of_node(node);
+        int status = call               ? inline_call(s, i)
+                     : is_skipped(node) ? skip_dropout(s, i)
                                         : copy_node(s, i, node_name(s, i, nout, out, out_names));
         if (status) return -1;
     }
@@ -298,11 +307,11 @@ static int export_locked(export_state_t *s, int nout, deft_ndarray_t *const *out
         status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
     if (status == 0) status = make_input_vars(s);
     if (status == 0) status = copy_graph(s, nout, out, out_names);
-    for (int k = 0; status == 0 && k < nout; k++) {
+    for (int k = 0, root = 0; status == 0 && k < nout; k++) {
         int i = input_of_array(s->nin, s->in, out[k]);
         if (i >= 0) s->in_used[i] = true;
-        entries[k] =
-            i >= 0 ? (deft_entry_t){s->in_vars[i], 0} : substitute(s, &out[k]->entry, NULL, k);
+        entries[k] = i >= 0 ? (deft_entry_t){s->in_vars[i], 0}
+                            : substitute(s, &out[k]->entry, s->g->output_ids[root++], NULL, k);
         if (!entries[k].node ||
             own_output(s, entries, k, i < 0 && is_skipped(out[k]->entry.node), out_names))
             status = -1;
@@ -319,7 +328,8 @@ int deft_deferred_export(int nin, deft_ndarray_t *const *in, const char *const *
         return deft_error(DEFT_ERR_VALUE, "input_names is NULL, expected a name per input");
     if (check_names(nin, in_names, "input_names") || check_names(nout, out_names, "output_names"))
         return -1;
-    export_state_t s = {.nin = nin, .in = in, .in_names = in_names};
+    export_state_t s = {
+        .nin = nin, .in = in, .in_names = in_names, .cached_op = deft_registry_find("_CachedOp")};
     s.in_vars = calloc((size_t)nin + 1, sizeof *s.in_vars);
     s.in_used = calloc((size_t)nin + 1, sizeof *s.in_used);
     if (!s.in_vars || !s.in_used) {
