@@ -98,15 +98,13 @@ static int infer_node(const deft_graph_t *g, int id, deft_graph_types_t *t, bool
     deft_desc_t in[DEFT_OP_MAX_INPUTS], out[DEFT_OP_MAX_OUTPUTS];
     bool in_known[DEFT_OP_MAX_INPUTS], out_known[DEFT_OP_MAX_OUTPUTS];
     int first = g->row_ptr[id], all_in = 1, all_out = 1;
-    for (int k = 0; k < node->num_inputs; k++) {
-        int e = deft_graph_input_entry(g, id, k);
-        in[k] = t->desc[e], in_known[k] = t->known[e];
-        all_in &= in_known[k];
-    }
-    for (int k = 0; k < node->num_outputs; k++) {
-        out[k] = t->desc[first + k], out_known[k] = t->known[first + k];
-        all_out &= out_known[k];
-    }
+    /* the flags first: a settled node (most visits) copies no description */
+    for (int k = 0; k < node->num_inputs; k++)
+        all_in &= in_known[k] = t->known[deft_graph_input_entry(g, id, k)];
+    for (int k = 0; k < node->num_outputs; k++) all_out &= out_known[k] = t->known[first + k];
+    if (all_out && (all_in || !op->infer_inputs)) return 0;
+    for (int k = 0; k < node->num_inputs; k++) in[k] = t->desc[deft_graph_input_entry(g, id, k)];
+    for (int k = 0; k < node->num_outputs; k++) out[k] = t->desc[first + k];
     int status = 0;
     if (all_in && !all_out) {
         int produced = 0;
@@ -136,14 +134,23 @@ static int infer_node(const deft_graph_t *g, int id, deft_graph_types_t *t, bool
     return status ? name_the_node(deft_graph_name(g, id)) : 0;
 }
 
+static bool all_known(const deft_graph_types_t *t) {
+    for (int e = 0; e < t->num_entries; e++)
+        if (!t->known[e]) return false;
+    return true;
+}
+
 /* Infer node by node until nothing changes. Each round settles at least one
- * node or stops; a bound guards the loop. */
+ * node or stops; a bound guards the loop. Once every entry is known no node
+ * can change one: a graph whose inputs are all given (an executor's) settles
+ * in one round, in order, instead of two. */
 static int settle(const deft_graph_t *g, deft_graph_types_t *t) {
     bool changed = true;
     for (int round = 0; changed && round < g->num_nodes + 2; round++) {
         changed = false;
         for (int i = 0; i < g->num_nodes; i++)
             if (g->nodes[i]->op && infer_node(g, i, t, &changed)) return -1;
+        if (changed && all_known(t)) break;
     }
     return 0;
 }

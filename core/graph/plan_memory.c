@@ -25,10 +25,15 @@ typedef struct planner {
     block_t *blocks;
     int num_blocks;
     bool *outside; /* variables and graph outputs */
+    size_t *bytes; /* per entry in the arena, its aligned size: found once for all the runs */
 } planner_t;
 
 static size_t entry_bytes(const planner_t *p, int e) {
-    size_t n = (size_t)deft_shape_size(&p->t->desc[e].shape) * deft_dtype_size(p->t->desc[e].dtype);
+    return p->bytes[e];
+}
+
+static size_t aligned_bytes(const deft_desc_t *d) {
+    size_t n = (size_t)deft_shape_size(&d->shape) * deft_dtype_size(d->dtype);
     return (n + DEFT_CPU_ALIGN - 1) & ~(size_t)(DEFT_CPU_ALIGN - 1);
 }
 
@@ -122,7 +127,7 @@ static int layout(const planner_t *p, deft_memory_plan_t *plan) {
 }
 
 static void planner_free(planner_t *p) {
-    free(p->refs), free(p->block_of), free(p->blocks), free(p->outside);
+    free(p->refs), free(p->block_of), free(p->blocks), free(p->outside), free(p->bytes);
 }
 
 /* A planner over g's entries: leaves, graph outputs and `pinned` entries live outside. */
@@ -135,7 +140,8 @@ static int planner_init(planner_t *p, const deft_graph_t *g, const deft_graph_ty
     p->block_of = malloc(n * sizeof *p->block_of);
     p->blocks = calloc(n, sizeof *p->blocks);
     p->outside = calloc(n, sizeof *p->outside);
-    if (!p->refs || !p->block_of || !p->blocks || !p->outside) {
+    p->bytes = malloc(n * sizeof *p->bytes);
+    if (!p->refs || !p->block_of || !p->blocks || !p->outside || !p->bytes) {
         planner_free(p);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a memory plan");
     }
@@ -144,6 +150,7 @@ static int planner_init(planner_t *p, const deft_graph_t *g, const deft_graph_ty
             p->outside[g->row_ptr[i] + k] = true;
     for (int e = 0; pinned && e < entries; e++) p->outside[e] = p->outside[e] || pinned[e];
     for (int o = 0; o < g->num_outputs; o++) p->outside[deft_graph_output_entry(g, o)] = true;
+    for (int e = 0; e < entries; e++) p->bytes[e] = p->outside[e] ? 0 : aligned_bytes(&t->desc[e]);
     p->match_range = 1e300;
     return 0;
 }

@@ -29,8 +29,10 @@ typedef struct export_state {
     deft_node_t **in_vars; /* per input: its variable in the symbol */
     bool *in_used;
     deft_graph_t *g;
-    deft_node_t **copies;   /* per node of g */
-    deft_entry_t **inlined; /* per node of g: the outputs of an inlined executor call */
+    deft_node_t **copies; /* per node of g: its copy (owned), or NULL */
+    /* per entry of g: what stands for it in the symbol (a copy's output, an inlined
+     * executor call's, a left-out Dropout's input), or a NULL node */
+    deft_entry_t *stand;
     int num_made, made_cap; /* nodes made by inlining, released at the end */
     deft_node_t **made;
     /* _CachedOp, looked up once per export: a lookup by name for every node
@@ -91,17 +93,15 @@ static int check_arrays(int nin, deft_ndarray_t *const *in, int nout, deft_ndarr
 
 /* The entry that stands for `e` in the symbol (borrowed), or a NULL node with
  * an error naming where `e` is used: input k of `consumer`, or outputs[k].
- * `id` is the id of e's node in s->g (known from the walk's tables, so no
- * lookup by node). */
-static deft_entry_t substitute(export_state_t *s, const deft_entry_t *e, int id,
+ * `entry` is e's entry id in s->g (from the walk's tables: no lookup by node). */
+static deft_entry_t substitute(export_state_t *s, const deft_entry_t *e, int entry,
                                const deft_node_t *consumer, int k) {
     int input = input_of_entry(s, e);
     if (input >= 0) {
         s->in_used[input] = true;
         return (deft_entry_t){s->in_vars[input], 0};
     }
-    if (s->copies[id]) return (deft_entry_t){s->copies[id], e->index};
-    if (s->inlined[id]) return s->inlined[id][e->index];
+    if (s->stand[entry].node) return s->stand[entry];
     char where[96];
     if (consumer)
         snprintf(where, sizeof where, "input %d of a recorded '%s'", k, consumer->op->op->name);
@@ -120,12 +120,6 @@ static deft_entry_t substitute(export_state_t *s, const deft_entry_t *e, int id,
                    "as an input too",
                    where, e->index, e->node->op->op->name);
     return (deft_entry_t){NULL, 0};
-}
-
-/* The id in g of the node that input k of node id reads (not a leaf: its
- * inputs have entry ids). */
-static int input_node(const deft_graph_t *g, int id, int k) {
-    return deft_graph_entry_node(g, deft_graph_input_entry(g, id, k));
 }
 
 /* A Dropout that drops in training mode only (mode=training, the default). */
@@ -150,28 +144,32 @@ static bool is_skipped(const deft_node_t *node) {
  * in a recorded forward graph). */
 static int skip_dropout(export_state_t *s, int id) {
     const deft_node_t *node = s->g->nodes[id];
-    deft_entry_t data = substitute(s, &node->inputs[0], input_node(s->g, id, 0), node, 0);
+    deft_entry_t data =
+        substitute(s, &node->inputs[0], deft_graph_input_entry(s->g, id, 0), node, 0);
     if (!data.node) return -1;
-    s->inlined[id] = calloc((size_t)node->num_outputs, sizeof *s->inlined[id]);
-    if (!s->inlined[id]) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
-    for (int k = 0; k < node->num_outputs; k++) s->inlined[id][k] = data;
+    for (int k = 0; k < node->num_outputs; k++) s->stand[s->g->row_ptr[id] + k] = data;
     return 0;
 }
 
 /* Copy a variable leaf (outputs-only form): a fresh variable of the same name. */
 static int copy_variable(export_state_t *s, int id) {
     const deft_node_t *node = s->g->nodes[id];
-    return deft_node_new_variable(node->name, NULL, 0, NULL, NULL, &s->copies[id]);
+    if (deft_node_new_variable(node->name, NULL, 0, NULL, NULL, &s->copies[id])) return -1;
+    s->stand[s->g->row_ptr[id]] = (deft_entry_t){s->copies[id], 0};
+    return 0;
 }
 
 static int copy_node(export_state_t *s, int id, const char *name) {
     const deft_node_t *node = s->g->nodes[id];
     deft_entry_t inputs[DEFT_OP_MAX_INPUTS];
     for (int k = 0; k < node->num_inputs; k++) {
-        inputs[k] = substitute(s, &node->inputs[k], input_node(s->g, id, k), node, k);
+        inputs[k] = substitute(s, &node->inputs[k], deft_graph_input_entry(s->g, id, k), node, k);
         if (!inputs[k].node) return -1;
     }
-    return deft_node_copy_op(node, name, inputs, &s->copies[id]);
+    if (deft_node_copy_op(node, name, inputs, &s->copies[id])) return -1;
+    for (int k = 0; k < node->num_outputs; k++)
+        s->stand[s->g->row_ptr[id] + k] = (deft_entry_t){s->copies[id], k};
+    return 0;
 }
 
 /* The name a node's copy takes: the first output name among its outputs. */
@@ -223,8 +221,7 @@ static int inline_call(export_state_t *s, int id) {
     deft_graph_t *sub;
     if (deft_graph_build_cut(sym->num_outputs, sym->outputs, NULL, NULL, &sub)) return -1;
     deft_entry_t *map = calloc((size_t)deft_graph_num_entries(sub) + 1, sizeof *map);
-    s->inlined[id] = calloc((size_t)node->num_outputs + 1, sizeof *s->inlined[id]);
-    int status = map && s->inlined[id] ? 0 : deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate");
+    int status = map ? 0 : deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate");
     for (int i = 0; status == 0 && i < sub->num_nodes; i++) {
         const deft_node_t *inner = sub->nodes[i];
         if (inner->op) {
@@ -232,11 +229,12 @@ static int inline_call(export_state_t *s, int id) {
             continue;
         }
         int k = deft_subgraph_input_of(sg, inner);
-        map[sub->row_ptr[i]] = substitute(s, &node->inputs[k], input_node(s->g, id, k), node, k);
+        map[sub->row_ptr[i]] =
+            substitute(s, &node->inputs[k], deft_graph_input_entry(s->g, id, k), node, k);
         if (!map[sub->row_ptr[i]].node) status = -1;
     }
     for (int o = 0; status == 0 && o < sym->num_outputs; o++)
-        s->inlined[id][o] = map[deft_graph_output_entry(sub, o)];
+        s->stand[s->g->row_ptr[id] + o] = map[deft_graph_output_entry(sub, o)];
     free(map);
     deft_graph_free(sub);
     return status;
@@ -302,16 +300,18 @@ static int export_locked(export_state_t *s, int nout, deft_ndarray_t *const *out
     for (int k = 0; k < nout; k++)
         if (input_of_array(s->nin, s->in, out[k]) < 0) entries[num_roots++] = out[k]->entry;
     int status = deft_graph_build_cut(num_roots, entries, is_input_node, s, &s->g);
-    if (status == 0 && (!(s->copies = calloc((size_t)s->g->num_nodes + 1, sizeof *s->copies)) ||
-                        !(s->inlined = calloc((size_t)s->g->num_nodes + 1, sizeof *s->inlined))))
+    if (status == 0 &&
+        (!(s->copies = calloc((size_t)s->g->num_nodes + 1, sizeof *s->copies)) ||
+         !(s->stand = calloc((size_t)deft_graph_num_entries(s->g) + 1, sizeof *s->stand))))
         status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
     if (status == 0) status = make_input_vars(s);
     if (status == 0) status = copy_graph(s, nout, out, out_names);
     for (int k = 0, root = 0; status == 0 && k < nout; k++) {
         int i = input_of_array(s->nin, s->in, out[k]);
         if (i >= 0) s->in_used[i] = true;
-        entries[k] = i >= 0 ? (deft_entry_t){s->in_vars[i], 0}
-                            : substitute(s, &out[k]->entry, s->g->output_ids[root++], NULL, k);
+        entries[k] =
+            i >= 0 ? (deft_entry_t){s->in_vars[i], 0}
+                   : substitute(s, &out[k]->entry, deft_graph_output_entry(s->g, root++), NULL, k);
         if (!entries[k].node ||
             own_output(s, entries, k, i < 0 && is_skipped(out[k]->entry.node), out_names))
             status = -1;
@@ -340,14 +340,11 @@ int deft_deferred_export(int nin, deft_ndarray_t *const *in, const char *const *
     int status =
         check_arrays(nin, in, nout, out) ? -1 : export_locked(&s, nout, out, out_names, sym);
     deft_record_unlock();
-    for (int i = 0; s.g && i < s.g->num_nodes; i++) {
-        deft_node_release(s.copies ? s.copies[i] : NULL);
-        if (s.inlined) free(s.inlined[i]);
-    }
+    for (int i = 0; s.g && s.copies && i < s.g->num_nodes; i++) deft_node_release(s.copies[i]);
     for (int i = 0; i < s.num_made; i++) deft_node_release(s.made[i]);
     for (int i = 0; i < nin; i++) deft_node_release(s.in_vars[i]);
     deft_graph_free(s.g);
-    free(s.copies), free(s.inlined), free(s.made), free(s.in_vars), free(s.in_used);
+    free(s.copies), free(s.stand), free(s.made), free(s.in_vars), free(s.in_used);
     return status;
 }
 
