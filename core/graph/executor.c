@@ -355,7 +355,8 @@ static int incomplete(const deft_cached_op_t *op, const deft_graph_types_t *t) {
 static int make_plan(deft_cached_op_t *op, int nin, const deft_desc_t *in, plan_entry_t **out) {
     const deft_graph_t *g = op->g;
     plan_entry_t *p = calloc(1, sizeof *p);
-    deft_desc_t *given = calloc((size_t)g->num_nodes + 1, sizeof *given);
+    /* read only where known: not zeroed (a description per node is most of a plan's bytes) */
+    deft_desc_t *given = malloc(((size_t)g->num_nodes + 1) * sizeof *given);
     bool *known = calloc((size_t)g->num_nodes + 1, sizeof *known);
     int status = p && given && known ? 0 : -1;
     if (status == 0 && !(p->signature = malloc(((size_t)nin + 1) * sizeof *p->signature)))
@@ -438,8 +439,11 @@ static int make_placement(deft_cached_op_t *op, plan_entry_t *p, const deft_devi
     placement_t *pl = calloc(1, sizeof *pl);
     if (pl) {
         pl->inputs = malloc(((size_t)op->num_inputs + 1) * sizeof *pl->inputs);
-        pl->devices = calloc(entries, sizeof *pl->devices);
-        pl->tensors = calloc(entries, sizeof *pl->tensors);
+        /* Not zeroed: entry_devices writes every entry's device; a run writes the tensors
+         * of the inputs and outputs, and the arena's are set below, which is every entry
+         * (every variable is an input), before any is read. */
+        pl->devices = malloc(entries * sizeof *pl->devices);
+        pl->tensors = malloc(entries * sizeof *pl->tensors);
     }
     if (!pl || !pl->inputs || !pl->devices || !pl->tensors) {
         free_placement(pl);

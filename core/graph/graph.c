@@ -114,28 +114,40 @@ static walk_slot_t *walk_slot(const walk_map_t *m, const deft_node_t *node) {
     return &m->slots[i];
 }
 
-static void walk_insert(walk_map_t *m, const deft_node_t *node, int id) {
-    size_t mask = m->capacity - 1, i = hash_pointer(node) & mask;
-    while (m->slots[i].gen == m->gen) i = (i + 1) & mask;
-    m->slots[i] = (walk_slot_t){node, id, m->gen};
-    m->count++;
+/* Room for one more node: the map grows at half full (moving its slots). */
+static int walk_reserve(walk_map_t *m) {
+    if (2 * ((size_t)m->count + 1) <= m->capacity) return 0;
+    size_t cap = m->capacity ? 4 * m->capacity : 256, mask = cap - 1;
+    walk_slot_t *slots = calloc(cap, sizeof *slots);
+    if (!slots) return -1;
+    for (size_t i = 0; i < m->capacity; i++) {
+        if (m->slots[i].gen != m->gen) continue;
+        size_t at = hash_pointer(m->slots[i].key) & mask;
+        while (slots[at].gen == m->gen) at = (at + 1) & mask;
+        slots[at] = m->slots[i];
+    }
+    free(m->slots);
+    m->slots = slots, m->capacity = cap;
+    return 0;
 }
 
-/* Put a node not in the map yet; grows the map at half full. */
-static int walk_put(walk_map_t *m, const deft_node_t *node, int id) {
-    if (2 * ((size_t)m->count + 1) > m->capacity) {
-        walk_map_t grown = *m;
-        grown.capacity = m->capacity ? 4 * m->capacity : 256;
-        grown.slots = calloc(grown.capacity, sizeof *grown.slots);
-        if (!grown.slots) return -1;
-        grown.count = 0;
-        for (size_t i = 0; i < m->capacity; i++)
-            if (m->slots[i].gen == m->gen) walk_insert(&grown, m->slots[i].key, m->slots[i].id);
-        free(m->slots);
-        *m = grown;
+/* The node's slot: found, or made with id -2 (then *made); the map has room
+ * (walk_reserve). One probe where a find and a put took two. */
+static walk_slot_t *walk_claim(walk_map_t *m, const deft_node_t *node, bool *made) {
+    size_t mask = m->capacity - 1, i = hash_pointer(node) & mask;
+    for (;; i = (i + 1) & mask) {
+        walk_slot_t *slot = &m->slots[i];
+        if (slot->gen != m->gen) {
+            *slot = (walk_slot_t){node, -2, m->gen};
+            m->count++;
+            *made = true;
+            return slot;
+        }
+        if (slot->key == node) {
+            *made = false;
+            return slot;
+        }
     }
-    walk_insert(m, node, id);
-    return 0;
 }
 
 /* ---- the graph's own map, made on first use ---- */
@@ -238,7 +250,22 @@ static void put_ranked_first(deft_graph_t *g, walk_map_t *m) {
 typedef struct frame {
     deft_node_t *node;
     int next_input;
+    walk_slot_t *slot; /* the node's, where its id goes when it is done */
 } frame_t;
+
+/* After the map grew: the stack's slots, found again. */
+static void refresh_slots(const walk_map_t *m, frame_t *stack, int depth) {
+    for (int d = 0; d < depth; d++) stack[d].slot = walk_slot(m, stack[d].node);
+}
+
+/* The slot of a node to visit, claimed (made: new to the walk); NULL when out of memory. */
+static walk_slot_t *claim(walk_map_t *m, const deft_node_t *node, frame_t *stack, int depth,
+                          bool *made) {
+    size_t cap = m->capacity;
+    if (walk_reserve(m)) return NULL;
+    if (m->capacity != cap) refresh_slots(m, stack, depth);
+    return walk_claim(m, node, made);
+}
 
 /* Post-order over everything the outputs reach, without recursion; the
  * inputs of nodes that is_leaf accepts are not followed. Nodes on the stack
@@ -248,16 +275,20 @@ static int topo_sort(deft_graph_t *g, walk_map_t *m, deft_graph_leaf_fn is_leaf,
     frame_t small[64];
     int capacity = DEFT_GRAPH_SMALL, stack_cap = 64, depth = 0;
     frame_t *stack = small;
+    bool made;
     for (int o = 0; o < g->num_outputs; o++) {
         deft_node_t *root = g->outputs[o].node;
-        if (walk_find(m, root) != -1) continue;
-        if (walk_put(m, root, -2)) goto oom;
-        stack[depth++] = (frame_t){root, is_leaf && is_leaf(root, ctx) ? root->num_inputs : 0};
+        walk_slot_t *slot = claim(m, root, stack, depth, &made);
+        if (!slot) goto oom;
+        if (!made) continue;
+        stack[depth++] =
+            (frame_t){root, is_leaf && is_leaf(root, ctx) ? root->num_inputs : 0, slot};
         while (depth > 0) {
             frame_t *top = &stack[depth - 1];
             if (top->next_input < top->node->num_inputs) {
                 deft_node_t *in = top->node->inputs[top->next_input++].node;
-                if (walk_find(m, in) != -1) continue; /* done, or on the stack (no cycles exist) */
+                if (!(slot = claim(m, in, stack, depth, &made))) goto oom;
+                if (!made) continue; /* done, or on the stack (no cycles exist) */
                 if (depth == stack_cap) {
                     frame_t *grown = stack == small
                                          ? malloc(2 * sizeof small)
@@ -266,12 +297,12 @@ static int topo_sort(deft_graph_t *g, walk_map_t *m, deft_graph_leaf_fn is_leaf,
                     if (stack == small) memcpy(grown, small, sizeof small);
                     stack = grown, stack_cap *= 2;
                 }
-                if (walk_put(m, in, -2)) goto oom;
-                stack[depth++] = (frame_t){in, is_leaf && is_leaf(in, ctx) ? in->num_inputs : 0};
+                stack[depth++] =
+                    (frame_t){in, is_leaf && is_leaf(in, ctx) ? in->num_inputs : 0, slot};
                 continue;
             }
             if (g->num_nodes == capacity && reserve(g, g->num_nodes + 1, &capacity)) goto oom;
-            walk_slot(m, top->node)->id = g->num_nodes; /* now numbered */
+            top->slot->id = g->num_nodes; /* now numbered */
             g->nodes[g->num_nodes++] = deft_node_retain(top->node);
             depth--;
         }

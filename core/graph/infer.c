@@ -103,12 +103,16 @@ static int infer_node(const deft_graph_t *g, int id, deft_graph_types_t *t, bool
         all_in &= in_known[k] = t->known[deft_graph_input_entry(g, id, k)];
     for (int k = 0; k < node->num_outputs; k++) all_out &= out_known[k] = t->known[first + k];
     if (all_out && (all_in || !op->infer_inputs)) return 0;
-    for (int k = 0; k < node->num_inputs; k++) in[k] = t->desc[deft_graph_input_entry(g, id, k)];
+    /* one input (most nodes) is read where it is, not copied */
+    const deft_desc_t *given =
+        node->num_inputs == 1 && all_in ? &t->desc[deft_graph_input_entry(g, id, 0)] : in;
+    for (int k = 0; given == in && k < node->num_inputs; k++)
+        in[k] = t->desc[deft_graph_input_entry(g, id, k)];
     for (int k = 0; k < node->num_outputs; k++) out[k] = t->desc[first + k];
     int status = 0;
     if (all_in && !all_out) {
         int produced = 0;
-        status = op->infer(op, node->params, node->num_inputs, in, &produced, out);
+        status = op->infer(op, node->params, node->num_inputs, given, &produced, out);
         size_t nbytes; /* what the plan will allocate must have a size */
         for (int k = 0; status == 0 && k < produced; k++)
             status = deft_shape_nbytes(&out[k].shape, deft_dtype_size(out[k].dtype), &nbytes);

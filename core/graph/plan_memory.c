@@ -24,8 +24,9 @@ typedef struct planner {
     int *block_of;       /* block per entry, -1 none */
     block_t *blocks;
     int num_blocks;
-    bool *outside; /* variables and graph outputs */
-    size_t *bytes; /* per entry in the arena, its aligned size: found once for all the runs */
+    bool *outside;  /* variables and graph outputs */
+    size_t *bytes;  /* per entry in the arena, its aligned size: found once for all the runs */
+    size_t largest; /* of those: no plan's arena is smaller */
 } planner_t;
 
 static size_t entry_bytes(const planner_t *p, int e) {
@@ -150,7 +151,10 @@ static int planner_init(planner_t *p, const deft_graph_t *g, const deft_graph_ty
             p->outside[g->row_ptr[i] + k] = true;
     for (int e = 0; pinned && e < entries; e++) p->outside[e] = p->outside[e] || pinned[e];
     for (int o = 0; o < g->num_outputs; o++) p->outside[deft_graph_output_entry(g, o)] = true;
-    for (int e = 0; e < entries; e++) p->bytes[e] = p->outside[e] ? 0 : aligned_bytes(&t->desc[e]);
+    for (int e = 0; e < entries; e++) {
+        p->bytes[e] = p->outside[e] ? 0 : aligned_bytes(&t->desc[e]);
+        if (p->bytes[e] > p->largest) p->largest = p->bytes[e];
+    }
     p->match_range = 1e300;
     return 0;
 }
@@ -179,7 +183,13 @@ int deft_plan_memory(const deft_graph_t *g, const deft_graph_types_t *t, bool en
     size_t best = (size_t)-1;
     p.sharing = enabled;
     double last_range = -1; /* of the run whose result p holds */
-    for (int inplace = 0; enabled && inplace <= 1; inplace++) {
+    /* An in-place plan as small as the largest entry cannot be beaten, and is
+     * what the sweep would choose (the first in-place range to reach the
+     * smallest size, winning a tie): a chain of equal sizes plans once. */
+    p.inplace = true, p.match_range = ranges[0];
+    bool settled = enabled && plan_once(&p) == p.largest;
+    if (settled) last_range = best_range = ranges[0];
+    for (int inplace = 0; enabled && !settled && inplace <= 1; inplace++) {
         p.inplace = inplace;
         for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++) {
             p.match_range = last_range = ranges[r];
