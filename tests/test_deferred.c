@@ -1085,11 +1085,39 @@ START_TEST(live_output_not_read_is_computed) {
 }
 END_TEST
 
+/* An executor of an exported graph takes the recorded shapes for inputs shaped as recorded,
+ * and infers them for others: the same executor runs both. */
+START_TEST(exported_executor_runs_other_shapes) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 2, SHAPE(2, 3), VALUES(1, 2, 3, 4, 5, 6));
+    set_deferred(1);
+    DeftNDArrayHandle y = call1("_mul_scalar", 1, &x, P("scalar", "2"));
+    DeftNDArrayHandle z = call1("sum", 1, &y, P("axis", "1"));
+    set_deferred(0);
+    DeftSymbolHandle sym;
+    ck_assert_ok(DeftNDArrayGetDeferredComputeSymbol(&x, &z, (const char *[]){"x"},
+                                                     (const char *[]){"z"}, 1, 1, &sym));
+    DeftCachedOpHandle op;
+    ck_assert_ok(DeftCachedOpCreate(sym, 0, &op));
+    DeftNDArrayHandle wide = make(DEFT_FLOAT32, 2, SHAPE(3, 2), VALUES(1, 2, 3, 4, 5, 6));
+    DeftNDArrayHandle runs[2] = {x, wide}, out[2] = {NULL, NULL};
+    for (int r = 0; r < 2; r++) {
+        int nout = 1;
+        ck_assert_ok(DeftCachedOpInvoke(op, 1, &runs[r], &nout, &out[r]));
+    }
+    assert_values(out[0], 2, VALUES(12, 30), 0);
+    assert_values(out[1], 3, VALUES(6, 14, 22), 0);
+    ck_assert_ok(DeftCachedOpFree(op));
+    ck_assert_ok(DeftSymbolFree(sym));
+    free_all(6, (DeftNDArrayHandle[]){x, y, z, wide, out[0], out[1]});
+}
+END_TEST
+
 Suite *deferred_suite(void) {
     Suite *s = suite_create("deferred");
     TCase *tc = tcase_create("three readings");
     tcase_add_loop_test(tc, three_readings, 0, (int)(sizeof cases / sizeof cases[0]));
     tcase_add_test(tc, export_is_deterministic);
+    tcase_add_test(tc, exported_executor_runs_other_shapes);
     suite_add_tcase(s, tc);
     TCase *when = tcase_create("when");
     tcase_add_test(when, shape_without_compute);

@@ -56,8 +56,9 @@ typedef struct plan_entry {
 
 struct deft_cached_op {
     atomic_int refcount;
-    deft_graph_t *g;       /* what runs: the symbol after the executor's own passes */
-    deft_symbol_t *source; /* the symbol as given: what autograd records */
+    deft_graph_t *g;            /* what runs: the symbol after the executor's own passes */
+    deft_symbol_t *source;      /* the symbol as given: what autograd records */
+    deft_symbol_types_t *types; /* what its recording knew of its values (symbol.h), or NULL */
     bool plan_memory;
     bool blocking; /* a node waits for a host callback: runs never go inline */
     int num_inputs;
@@ -215,6 +216,7 @@ int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_o
         return -1;
     }
     const deft_graph_t *g = op->g;
+    op->types = deft_symbol_types_retain(sym->types);
     op->blocking = deft_graph_has_blocking(g);
     size_t n = (size_t)g->num_nodes + 1;
     op->input_nodes = malloc(n * sizeof(int));
@@ -308,6 +310,7 @@ void deft_cached_op_release(deft_cached_op_t *op) {
     deft_subgraph_release(op->subgraph[1]);
     deft_graph_free(op->g);
     deft_symbol_free(op->source);
+    deft_symbol_types_release(op->types);
     deft_var_release(op->var);
     deft_branches_free(op->branches);
     free(op->input_nodes), free(op->input_of_node), free(op->input_written),
@@ -352,28 +355,75 @@ static int incomplete(const deft_cached_op_t *op, const deft_graph_types_t *t) {
     return 0;
 }
 
-static int make_plan(deft_cached_op_t *op, int nin, const deft_desc_t *in, plan_entry_t **out) {
+/* The types of every entry from what the recording knew (op->types), when
+ * they cover every node of the graph and its inputs are described as they
+ * were recorded: true, and *out made. Else false (inference finds them). */
+static bool recorded_types(const deft_cached_op_t *op, int nin, const deft_desc_t *in,
+                           deft_graph_types_t *out) {
     const deft_graph_t *g = op->g;
-    plan_entry_t *p = calloc(1, sizeof *p);
+    const deft_symbol_types_t *r = op->types;
+    if (!r || r->num_nodes != g->num_nodes) return false;
+    deft_graph_types_t t = {.num_entries = deft_graph_num_entries(g)};
+    t.desc = malloc(((size_t)t.num_entries + 1) * sizeof *t.desc);
+    t.known = malloc((size_t)t.num_entries + 1);
+    bool covered = t.desc && t.known, same_order = true;
+    /* Usually listed in the graph's own order (the export copied in post-order): then no
+     * lookup by node (the graph's map) is needed. */
+    for (int j = 0; same_order && j < r->num_nodes; j++) same_order = r->nodes[j] == g->nodes[j];
+    for (int j = 0; covered && j < r->num_nodes; j++) {
+        int id = same_order ? j : deft_graph_node_id(g, r->nodes[j]);
+        int n = r->first[j + 1] - r->first[j];
+        covered = id >= 0 && g->nodes[id]->num_outputs == n;
+        if (covered)
+            memcpy(&t.desc[g->row_ptr[id]], &r->desc[r->first[j]], (size_t)n * sizeof *t.desc);
+    }
+    for (int i = 0; covered && i < nin; i++) { /* the nodes are distinct: each entry is set */
+        const deft_desc_t *d = &t.desc[g->row_ptr[op->input_nodes[i]]];
+        covered = d->dtype == in[i].dtype && deft_shape_equal(&d->shape, &in[i].shape);
+    }
+    if (!covered) {
+        deft_graph_types_free(&t);
+        return false;
+    }
+    memset(t.known, 1, (size_t)t.num_entries);
+    *out = t;
+    return true;
+}
+
+/* Every entry's type for inputs described by `in`: as recorded, or inferred. */
+static int entry_types(const deft_cached_op_t *op, int nin, const deft_desc_t *in,
+                       deft_graph_types_t *out) {
+    if (recorded_types(op, nin, in, out)) return 0;
+    const deft_graph_t *g = op->g;
     /* read only where known: not zeroed (a description per node is most of a plan's bytes) */
     deft_desc_t *given = malloc(((size_t)g->num_nodes + 1) * sizeof *given);
     bool *known = calloc((size_t)g->num_nodes + 1, sizeof *known);
-    int status = p && given && known ? 0 : -1;
-    if (status == 0 && !(p->signature = malloc(((size_t)nin + 1) * sizeof *p->signature)))
-        status = -1;
-    if (status) {
-        free(p), free(given), free(known);
+    if (!given || !known) {
+        free(given), free(known);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a plan");
     }
     for (int i = 0; i < nin; i++) {
-        p->signature[i] = in[i];
-        given[op->input_nodes[i]] = p->signature[i];
+        given[op->input_nodes[i]] = in[i];
         known[op->input_nodes[i]] = true;
     }
-    status = deft_graph_infer(g, given, known, &p->types);
+    int status = deft_graph_infer(g, given, known, out);
     free(given), free(known);
-    if (status == 0) status = incomplete(op, &p->types);
-    if (status == 0) status = deft_plan_memory(g, &p->types, op->plan_memory, NULL, &p->plan);
+    if (status == 0 && incomplete(op, out)) {
+        deft_graph_types_free(out);
+        return -1;
+    }
+    return status;
+}
+
+static int make_plan(deft_cached_op_t *op, int nin, const deft_desc_t *in, plan_entry_t **out) {
+    plan_entry_t *p = calloc(1, sizeof *p);
+    if (!p || !(p->signature = malloc(((size_t)nin + 1) * sizeof *p->signature))) {
+        free(p);
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a plan");
+    }
+    for (int i = 0; i < nin; i++) p->signature[i] = in[i];
+    int status = entry_types(op, nin, in, &p->types);
+    if (status == 0) status = deft_plan_memory(op->g, &p->types, op->plan_memory, NULL, &p->plan);
     if (status) {
         free_plan(p);
         return -1;

@@ -38,6 +38,7 @@ typedef struct export_state {
     /* _CachedOp, looked up once per export: a lookup by name for every node
      * (deft_subgraph_of_node) was a fifth of the export of a 100-node chain */
     const deft_op_entry_t *cached_op;
+    bool reshaped; /* a node was left out or inlined: the copies are not the whole graph */
 } export_state_t;
 
 static int input_of_entry(const export_state_t *s, const deft_entry_t *e) {
@@ -144,6 +145,7 @@ static bool is_skipped(const deft_node_t *node) {
  * in a recorded forward graph). */
 static int skip_dropout(export_state_t *s, int id) {
     const deft_node_t *node = s->g->nodes[id];
+    s->reshaped = true;
     deft_entry_t data =
         substitute(s, &node->inputs[0], deft_graph_input_entry(s->g, id, 0), node, 0);
     if (!data.node) return -1;
@@ -216,6 +218,7 @@ static int inline_node(export_state_t *s, const deft_graph_t *sub, int i, deft_e
  * the symbol stands alone (its JSON names no process-local graph). */
 static int inline_call(export_state_t *s, int id) {
     const deft_node_t *node = s->g->nodes[id];
+    s->reshaped = true;
     const deft_subgraph_t *sg = deft_subgraph_of_node(node);
     const deft_symbol_t *sym = deft_subgraph_symbol(sg);
     deft_graph_t *sub;
@@ -291,6 +294,46 @@ static int own_output(export_state_t *s, deft_entry_t *entries, int k, bool skip
     return 0;
 }
 
+/* The descriptions of a recorded node's outputs, if its record has them all and
+ * an executor's inference would find the same: a creation operator's zero
+ * dimensions are open there (infer.c), to be filled by its consumers. */
+static const deft_desc_t *recorded_desc(const deft_node_t *node) {
+    const deft_record_t *rec = deft_record_of(node);
+    if (!rec || !rec->desc || rec->num_outputs != node->num_outputs) return NULL;
+    for (int k = 0; node->num_inputs == 0 && k < node->num_outputs; k++)
+        for (int d = 0; d < rec->desc[k].shape.ndim; d++)
+            if (rec->desc[k].shape.dims[d] == 0) return NULL;
+    return rec->desc;
+}
+
+/* What the recording knew of the symbol's values (symbol.h), when its graph
+ * is the inputs' variables and a copy of each recorded node; else NULL (an
+ * executor infers them). Out of memory is no error: it only costs inference. */
+static deft_symbol_types_t *recorded_types(const export_state_t *s) {
+    if (s->nin == 0 || s->reshaped || s->num_made > 0) return NULL;
+    int n = s->nin, entries = s->nin;
+    for (int i = 0; i < s->g->num_nodes; i++) {
+        if (!s->copies[i]) continue;
+        if (!recorded_desc(s->g->nodes[i])) return NULL;
+        n++, entries += s->copies[i]->num_outputs;
+    }
+    deft_symbol_types_t *t = deft_symbol_types_new(n, entries);
+    if (!t) return NULL;
+    int j = 0, e = 0;
+    for (int i = 0; i < s->nin; i++, j++) {
+        t->nodes[j] = s->in_vars[i], t->first[j] = e;
+        t->desc[e++] = (deft_desc_t){s->in[i]->tensor.shape, s->in[i]->tensor.dtype};
+    }
+    for (int i = 0; i < s->g->num_nodes; i++) {
+        if (!s->copies[i]) continue;
+        const deft_desc_t *desc = recorded_desc(s->g->nodes[i]);
+        t->nodes[j] = s->copies[i], t->first[j++] = e;
+        for (int k = 0; k < s->copies[i]->num_outputs; k++) t->desc[e++] = desc[k];
+    }
+    t->first[j] = e;
+    return t;
+}
+
 static int export_locked(export_state_t *s, int nout, deft_ndarray_t *const *out,
                          const char *const *out_names, deft_symbol_t **sym) {
     deft_entry_t roots[DEFT_OP_MAX_OUTPUTS], *heap = NULL, *entries = roots;
@@ -317,6 +360,7 @@ static int export_locked(export_state_t *s, int nout, deft_ndarray_t *const *out
             status = -1;
     }
     if (status == 0) status = deft_symbol_from_entries(nout, entries, sym);
+    if (status == 0) (*sym)->types = recorded_types(s);
     free(heap);
     return status;
 }
