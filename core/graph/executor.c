@@ -437,9 +437,14 @@ static int node_device(const deft_graph_t *g, int i, const deft_device_t *device
                        deft_device_t *out) {
     const deft_node_t *node = g->nodes[i];
     const deft_op_t *op = node->op->op;
-    bool placed;
+    bool placed = false;
     int type = 0, id = 0;
-    if (deft_node_placed_device(node, &placed, &type, &id)) return -1;
+    /* "__device__" is an annotation ("__" first): most nodes have none, and a look at each
+     * key's first bytes is cheaper than the lookup by name */
+    bool annotated = false;
+    for (int a = 0; !annotated && a < node->attrs.count; a++)
+        annotated = node->attrs.keys[a][0] == '_' && node->attrs.keys[a][1] == '_';
+    if (annotated && deft_node_placed_device(node, &placed, &type, &id)) return -1;
     if (placed) {
         char what[160];
         snprintf(what, sizeof what, "the device of node '%s' (%s)", deft_graph_name(g, i),

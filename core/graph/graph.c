@@ -199,7 +199,7 @@ int deft_graph_output_entry(const deft_graph_t *g, int o) {
 /* Grow the node array so `count` nodes fit. */
 static int reserve(deft_graph_t *g, int count, int *capacity) {
     if (count <= *capacity) return 0;
-    int cap = *capacity;
+    int cap = *capacity < 64 ? 64 : *capacity; /* past the inline list: few reallocs */
     while (cap < count) cap *= 2;
     bool inline_list = g->nodes == g->small_nodes;
     deft_node_t **nodes = realloc(inline_list ? NULL : g->nodes, (size_t)cap * sizeof *nodes);
@@ -261,9 +261,10 @@ static void refresh_slots(const walk_map_t *m, frame_t *stack, int depth) {
 /* The slot of a node to visit, claimed (made: new to the walk); NULL when out of memory. */
 static walk_slot_t *claim(walk_map_t *m, const deft_node_t *node, frame_t *stack, int depth,
                           bool *made) {
-    size_t cap = m->capacity;
-    if (walk_reserve(m)) return NULL;
-    if (m->capacity != cap) refresh_slots(m, stack, depth);
+    if (2 * ((size_t)m->count + 1) > m->capacity) { /* rare: the map grows */
+        if (walk_reserve(m)) return NULL;
+        refresh_slots(m, stack, depth);
+    }
     return walk_claim(m, node, made);
 }
 

@@ -128,7 +128,8 @@ static int layout(const planner_t *p, deft_memory_plan_t *plan) {
 }
 
 static void planner_free(planner_t *p) {
-    free(p->refs), free(p->block_of), free(p->blocks), free(p->outside), free(p->bytes);
+    free(p->bytes); /* the start of the one allocation of all the tables */
+    p->bytes = NULL;
 }
 
 /* A planner over g's entries: leaves, graph outputs and `pinned` entries live outside. */
@@ -136,16 +137,16 @@ static int planner_init(planner_t *p, const deft_graph_t *g, const deft_graph_ty
                         const bool *pinned) {
     int entries = deft_graph_num_entries(g);
     *p = (planner_t){.g = g, .t = t};
+    /* One allocation, widest first; only `outside` needs zeros (a block's fields are set when
+     * it is made, refs and block_of by each run). */
     size_t n = (size_t)(entries ? entries : 1);
-    p->refs = malloc(n * sizeof *p->refs);
-    p->block_of = malloc(n * sizeof *p->block_of);
-    p->blocks = calloc(n, sizeof *p->blocks);
-    p->outside = calloc(n, sizeof *p->outside);
-    p->bytes = malloc(n * sizeof *p->bytes);
-    if (!p->refs || !p->block_of || !p->blocks || !p->outside || !p->bytes) {
-        planner_free(p);
-        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a memory plan");
-    }
+    char *at = malloc(n * (sizeof *p->bytes + sizeof *p->blocks + 2 * sizeof(int) + 1));
+    if (!at) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a memory plan");
+    p->bytes = (size_t *)at, at += n * sizeof *p->bytes;
+    p->blocks = (block_t *)at, at += n * sizeof *p->blocks;
+    p->refs = (int *)at, at += n * sizeof(int);
+    p->block_of = (int *)at, at += n * sizeof(int);
+    p->outside = memset(at, 0, n);
     for (int i = 0; i < g->num_nodes; i++)
         for (int k = 0; deft_graph_is_leaf(g, i) && k < g->nodes[i]->num_outputs; k++)
             p->outside[g->row_ptr[i] + k] = true;

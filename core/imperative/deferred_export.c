@@ -326,7 +326,7 @@ static deft_symbol_types_t *recorded_types(const export_state_t *s) {
     }
     for (int i = 0; i < s->g->num_nodes; i++) {
         if (!s->copies[i]) continue;
-        const deft_desc_t *desc = recorded_desc(s->g->nodes[i]);
+        const deft_desc_t *desc = deft_record_of(s->g->nodes[i])->desc; /* checked above */
         t->nodes[j] = s->copies[i], t->first[j++] = e;
         for (int k = 0; k < s->copies[i]->num_outputs; k++) t->desc[e++] = desc[k];
     }
