@@ -189,10 +189,13 @@ static bool has_batch_norm(const deft_graph_t *g) {
 
 /* The graph an executor runs: sym's, with BatchNorm folded into the
  * convolutions it follows (fold_bn.c); symbols and exports keep both. Its
- * nodes are named only if a name is asked for (an error, an input's name). */
+ * nodes are named only if a name is asked for (an error, an input's name).
+ * An exported symbol's first executor takes the index its export made. */
 static int build_graph(const deft_symbol_t *sym, deft_graph_t **g) {
     deft_symbol_t *folded = NULL;
-    if (deft_graph_build_unnamed(sym->num_outputs, sym->outputs, g)) return -1;
+    if (!(*g = deft_symbol_take_graph(sym)) &&
+        deft_graph_build_unnamed(sym->num_outputs, sym->outputs, g))
+        return -1;
     int status = has_batch_norm(*g) ? deft_fold_bn_graph(*g, &folded) : 0;
     if (status || !folded) return status; /* nothing folded: the graph as built */
     deft_graph_free(*g);

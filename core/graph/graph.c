@@ -554,6 +554,40 @@ static int build(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_f
     return 0;
 }
 
+int deft_graph_from_order(int num_nodes, deft_node_t *const *nodes, const int *in_entry,
+                          int num_outputs, const deft_entry_t *outputs, const int *output_ids,
+                          deft_graph_t **out) {
+    deft_graph_t *g =
+        in_record(num_outputs) ? deft_record_alloc() : malloc(graph_head(num_outputs));
+    if (!g) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
+    memset(g, 0, sizeof *g);
+    g->outputs = (deft_entry_t *)(g + 1);
+    g->nodes = g->small_nodes;
+    for (int o = 0; o < num_outputs; o++)
+        g->outputs[g->num_outputs++] =
+            (deft_entry_t){deft_node_retain(outputs[o].node), outputs[o].index};
+    int capacity = DEFT_GRAPH_SMALL;
+    if (reserve(g, num_nodes, &capacity)) {
+        deft_graph_free(g);
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
+    }
+    for (; g->num_nodes < num_nodes; g->num_nodes++)
+        g->nodes[g->num_nodes] = deft_node_retain(nodes[g->num_nodes]);
+    if (alloc_tables(g, false)) {
+        deft_graph_free(g);
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
+    }
+    g->row_ptr[0] = g->in_ptr[0] = 0;
+    for (int i = 0; i < num_nodes; i++) {
+        g->row_ptr[i + 1] = g->row_ptr[i] + nodes[i]->num_outputs;
+        g->in_ptr[i + 1] = g->in_ptr[i] + nodes[i]->num_inputs;
+    }
+    memcpy(g->in_entry, in_entry, (size_t)g->in_ptr[num_nodes] * sizeof *in_entry);
+    memcpy(g->output_ids, output_ids, (size_t)num_outputs * sizeof *output_ids);
+    *out = g;
+    return 0;
+}
+
 /* Naming writes names into nodes: one graph at a time. */
 static pthread_mutex_t naming_lock = PTHREAD_MUTEX_INITIALIZER;
 

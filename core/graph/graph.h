@@ -59,6 +59,16 @@ typedef struct deft_graph {
 int deft_graph_build(int num_outputs, const deft_entry_t *outputs, deft_graph_t **out);
 /* As deft_graph_build, its nodes named when first asked (deft_graph_name). */
 int deft_graph_build_unnamed(int num_outputs, const deft_entry_t *outputs, deft_graph_t **out);
+/*
+ * The graph of `outputs` from what a caller already knows of it: its nodes
+ * (retained) in the order deft_graph_build gives them, per node and input
+ * the entry id it reads (in_entry, in that order), and each output's node
+ * id. Unnamed, as deft_graph_build_unnamed. For a caller that made the nodes
+ * in that order (an export copying a recorded graph): no walk, no map.
+ */
+int deft_graph_from_order(int num_nodes, deft_node_t *const *nodes, const int *in_entry,
+                          int num_outputs, const deft_entry_t *outputs, const int *output_ids,
+                          deft_graph_t **out);
 /* The name of node id: names the graph first if it is not named yet (thread-safe). */
 const char *deft_graph_name(const deft_graph_t *g, int id);
 

@@ -113,9 +113,15 @@ void deft_symbol_types_release(deft_symbol_types_t *t) {
     if (t && atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1) free(t);
 }
 
+deft_graph_t *deft_symbol_take_graph(const deft_symbol_t *sym) {
+    if (!atomic_load_explicit(&sym->graph, memory_order_relaxed)) return NULL; /* most symbols */
+    return atomic_exchange(&((deft_symbol_t *)sym)->graph, NULL);
+}
+
 void deft_symbol_free(deft_symbol_t *sym) {
     if (!sym) return;
     deft_symbol_types_release(sym->types);
+    deft_graph_free(deft_symbol_take_graph(sym));
     for (int i = 0; i < sym->num_outputs; i++) deft_node_release(sym->outputs[i].node);
     free(sym->outputs);
     free_atomic(sym);
@@ -234,6 +240,7 @@ int deft_symbol_set_attr(deft_symbol_t *sym, const char *key, const char *value)
     /* the types name the old node, which may go (and its memory come back as another) */
     deft_symbol_types_release(sym->types);
     sym->types = NULL;
+    deft_graph_free(deft_symbol_take_graph(sym));
     for (int i = 0; i < sym->num_outputs; i++) {
         deft_node_release(sym->outputs[i].node);
         sym->outputs[i].node = deft_node_retain(changed);

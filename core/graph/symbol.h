@@ -35,6 +35,10 @@ typedef struct deft_symbol {
     int num_outputs;
     deft_entry_t *outputs;      /* retained */
     deft_symbol_types_t *types; /* an export's (owned reference), or NULL */
+    /* The index of its graph as deft_graph_build_unnamed would make it, made by an
+     * export from its walk (owned), or NULL: the first executor made from the symbol
+     * takes it (deft_symbol_take_graph) instead of walking the graph again. */
+    _Atomic(deft_graph_t *) graph;
     /* an atomic symbol: what its node will be once composed */
     const deft_op_entry_t *atomic_op;
     int atomic_num_attrs;
@@ -48,6 +52,9 @@ int deft_symbol_new_atomic(const deft_op_entry_t *op, int num_attrs, const char 
 /* A symbol over the given entries (retained). */
 int deft_symbol_from_entries(int n, const deft_entry_t *entries, deft_symbol_t **out);
 void deft_symbol_free(deft_symbol_t *sym);
+/* The export's index of the symbol's graph, now the caller's (deft_graph_free), or NULL
+ * (none, or taken already). Thread-safe: one caller gets it. */
+deft_graph_t *deft_symbol_take_graph(const deft_symbol_t *sym);
 
 /*
  * Make an atomic symbol's node: inputs by position (keys NULL) or by input

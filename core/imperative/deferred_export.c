@@ -294,6 +294,12 @@ static int own_output(export_state_t *s, deft_entry_t *entries, int k, bool skip
     return 0;
 }
 
+/* Whether the symbol's graph is the inputs' variables and a copy of every
+ * recorded node: then it is known without a walk. */
+static bool plain_copy(const export_state_t *s) {
+    return s->nin > 0 && !s->reshaped && s->num_made == 0;
+}
+
 /* The descriptions of a recorded node's outputs, if its record has them all and
  * an executor's inference would find the same: a creation operator's zero
  * dimensions are open there (infer.c), to be filled by its consumers. */
@@ -310,7 +316,7 @@ static const deft_desc_t *recorded_desc(const deft_node_t *node) {
  * is the inputs' variables and a copy of each recorded node; else NULL (an
  * executor infers them). Out of memory is no error: it only costs inference. */
 static deft_symbol_types_t *recorded_types(const export_state_t *s) {
-    if (s->nin == 0 || s->reshaped || s->num_made > 0) return NULL;
+    if (!plain_copy(s)) return NULL;
     int n = s->nin, entries = s->nin;
     for (int i = 0; i < s->g->num_nodes; i++) {
         if (!s->copies[i]) continue;
@@ -332,6 +338,45 @@ static deft_symbol_types_t *recorded_types(const export_state_t *s) {
     }
     t->first[j] = e;
     return t;
+}
+
+/*
+ * The index of a plain copy's graph (plain_copy), as deft_graph_build_unnamed
+ * would make it, from the export's walk: the same walk over the copies meets
+ * the nodes in the same order, the inputs' variables in place of the walk's
+ * leaves, and those (ranked) go first. So the order is the variables by
+ * rank, then the copies in the walk's order, and each recorded entry's id
+ * in it follows from that. NULL when out of memory (an executor walks).
+ */
+static deft_graph_t *index_copy(const export_state_t *s, const deft_symbol_t *sym) {
+    const deft_graph_t *g = s->g;
+    int entries = deft_graph_num_entries(g), n = s->nin, inputs = g->in_ptr[g->num_nodes];
+    int *now = malloc(((size_t)entries + (size_t)inputs + 2 * (size_t)g->num_nodes + 2) *
+                      sizeof *now); /* per entry of g, its id in the copy's graph */
+    deft_node_t **nodes = malloc(((size_t)s->nin + (size_t)g->num_nodes + 1) * sizeof *nodes);
+    if (!now || !nodes) {
+        free(now), free(nodes);
+        return NULL;
+    }
+    int *in_entry = now + entries, *id_of = in_entry + inputs, *out_ids = id_of + g->num_nodes;
+    for (int i = 0; i < s->nin; i++) nodes[i] = s->in_vars[i];
+    int e = s->nin, r = 0;
+    for (int i = 0; i < g->num_nodes; i++) {
+        id_of[i] = s->copies[i] ? n : -1;
+        for (int k = 0; k < g->nodes[i]->num_outputs; k++) /* a leaf's: an input's variable */
+            now[g->row_ptr[i] + k] =
+                s->copies[i] ? e + k : input_of_entry(s, &(deft_entry_t){g->nodes[i], k});
+        if (!s->copies[i]) continue;
+        nodes[n++] = s->copies[i];
+        e += s->copies[i]->num_outputs;
+        for (int x = g->in_ptr[i]; x < g->in_ptr[i + 1]; x++) in_entry[r++] = now[g->in_entry[x]];
+    }
+    for (int o = 0; o < sym->num_outputs; o++) out_ids[o] = id_of[g->output_ids[o]];
+    deft_graph_t *index = NULL;
+    if (deft_graph_from_order(n, nodes, in_entry, sym->num_outputs, sym->outputs, out_ids, &index))
+        index = NULL;
+    free(now), free(nodes);
+    return index;
 }
 
 static int export_locked(export_state_t *s, int nout, deft_ndarray_t *const *out,
@@ -360,7 +405,10 @@ static int export_locked(export_state_t *s, int nout, deft_ndarray_t *const *out
             status = -1;
     }
     if (status == 0) status = deft_symbol_from_entries(nout, entries, sym);
-    if (status == 0) (*sym)->types = recorded_types(s);
+    if (status == 0 && plain_copy(s)) {
+        (*sym)->types = recorded_types(s);
+        atomic_store(&(*sym)->graph, index_copy(s, *sym));
+    }
     free(heap);
     return status;
 }
