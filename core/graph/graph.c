@@ -172,7 +172,7 @@ static void *make_map(const deft_graph_t *g) {
 static void *lazy_table(const deft_graph_t *g, _Atomic(void *) *slot,
                         void *(*make)(const deft_graph_t *g));
 
-/* Id of a node, or -1 (or -1 for all when the map cannot be made: out of memory). */
+/* Id of a node, or -1; by a scan when the map cannot be made (out of memory). */
 static int map_find(const deft_graph_t *g, const deft_node_t *node) {
     const deft_graph_slot_t *map = lazy_table(g, &((deft_graph_t *)g)->map, make_map);
     if (!map) { /* out of memory: a scan, slower but right */
