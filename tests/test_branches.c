@@ -304,7 +304,7 @@ START_TEST(test_the_memory_check_refuses_shared_bytes) {
     const char *names[5] = {"x", "y", "e", "n", "s"};
     for (int i = 0; i < g->num_nodes; i++)
         for (int k = 0; k < 5; k++)
-            if (strcmp(g->names[i], names[k]) == 0) id[k] = i;
+            if (strcmp(deft_graph_name(g, i), names[k]) == 0) id[k] = i;
     for (int k = 0; k < 5; k++) ck_assert_msg(id[k] >= 0, "no node %s", names[k]);
     int i = id[2] < id[4] ? id[2] : id[4], j = id[2] < id[4] ? id[4] : id[2];
     bool between = i < id[3] && id[3] < j; /* n runs between the two halves */

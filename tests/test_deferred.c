@@ -10,6 +10,8 @@
 #include <stdio.h>
 
 #include "check_helpers.h"
+#include "capi/src/api.h"
+#include "core/graph/symbol.h"
 #include "core/imperative/deferred_plan.h"
 #include "op_helpers.h"
 #include "symbol_helpers.h"
@@ -1237,11 +1239,88 @@ START_TEST(live_output_not_read_is_computed) {
 }
 END_TEST
 
+/* An executor of an exported graph takes the recorded shapes for inputs shaped as recorded,
+ * and infers them for others: the same executor runs both. */
+START_TEST(exported_executor_runs_other_shapes) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 2, SHAPE(2, 3), VALUES(1, 2, 3, 4, 5, 6));
+    set_deferred(1);
+    DeftNDArrayHandle y = call1("_mul_scalar", 1, &x, P("scalar", "2"));
+    DeftNDArrayHandle z = call1("sum", 1, &y, P("axis", "1"));
+    set_deferred(0);
+    DeftSymbolHandle sym;
+    ck_assert_ok(DeftNDArrayGetDeferredComputeSymbol(&x, &z, (const char *[]){"x"},
+                                                     (const char *[]){"z"}, 1, 1, &sym));
+    DeftCachedOpHandle op;
+    ck_assert_ok(DeftCachedOpCreate(sym, 0, &op));
+    DeftNDArrayHandle wide = make(DEFT_FLOAT32, 2, SHAPE(3, 2), VALUES(1, 2, 3, 4, 5, 6));
+    DeftNDArrayHandle runs[2] = {x, wide}, out[2] = {NULL, NULL};
+    for (int r = 0; r < 2; r++) {
+        int nout = 1;
+        ck_assert_ok(DeftCachedOpInvoke(op, 1, &runs[r], &nout, &out[r]));
+    }
+    assert_values(out[0], 2, VALUES(12, 30), 0);
+    assert_values(out[1], 3, VALUES(6, 14, 22), 0);
+    ck_assert_ok(DeftCachedOpFree(op));
+    ck_assert_ok(DeftSymbolFree(sym));
+    free_all(6, (DeftNDArrayHandle[]){x, y, z, wide, out[0], out[1]});
+}
+END_TEST
+
+/* The index an export makes of its symbol's graph (taken by the first executor) is the one a
+ * walk of the symbol makes: the same nodes in the same order, entries and outputs. */
+static void assert_index_is_the_walks(DeftSymbolHandle handle) {
+    deft_symbol_t *sym;
+    ck_assert_ok(api_symbol_get(handle, "sym", &sym));
+    deft_graph_t *made = deft_symbol_take_graph(sym), *walked;
+    ck_assert_ptr_nonnull(made);
+    ck_assert_ptr_null(deft_symbol_take_graph(sym)); /* taken once */
+    ck_assert_ok(deft_graph_build_unnamed(sym->num_outputs, sym->outputs, &walked));
+    ck_assert_int_eq(made->num_nodes, walked->num_nodes);
+    for (int i = 0; i < walked->num_nodes; i++) {
+        ck_assert_ptr_eq(made->nodes[i], walked->nodes[i]);
+        ck_assert_int_eq(made->row_ptr[i + 1], walked->row_ptr[i + 1]);
+        ck_assert_int_eq(made->in_ptr[i + 1], walked->in_ptr[i + 1]);
+    }
+    for (int x = 0; x < walked->in_ptr[walked->num_nodes]; x++)
+        ck_assert_int_eq(made->in_entry[x], walked->in_entry[x]);
+    for (int o = 0; o < walked->num_outputs; o++)
+        ck_assert_int_eq(deft_graph_output_entry(made, o), deft_graph_output_entry(walked, o));
+    deft_graph_free(made), deft_graph_free(walked);
+}
+
+START_TEST(export_indexes_its_graph_as_a_walk_does) {
+    DeftNDArrayHandle a = ramp(DEFT_FLOAT32, 2, SHAPE(2, 4), 1);
+    DeftNDArrayHandle b = ramp(DEFT_FLOAT32, 2, SHAPE(2, 4), 2);
+    set_deferred(1);
+    /* two inputs given in the other order than met, a node read twice, a split's outputs
+     * read apart, two outputs of one node among the outputs */
+    DeftNDArrayHandle e = call1("exp", 1, &b, NO_PARAMS);
+    DeftNDArrayHandle s = call1("elemwise_add", 2, (DeftNDArrayHandle[]){e, a}, NO_PARAMS);
+    DeftNDArrayHandle m = call1("elemwise_mul", 2, (DeftNDArrayHandle[]){s, s}, NO_PARAMS);
+    DeftNDArrayHandle parts[2] = {NULL, NULL};
+    int nout = 2;
+    ck_assert_ok(call("split", 1, &m, &nout, parts, P("num_outputs", "2", "axis", "1")));
+    DeftNDArrayHandle t =
+        call1("elemwise_sub", 2, (DeftNDArrayHandle[]){parts[1], parts[0]}, NO_PARAMS);
+    set_deferred(0);
+    DeftSymbolHandle sym;
+    ck_assert_ok(DeftNDArrayGetDeferredComputeSymbol(
+        (DeftNDArrayHandle[]){b, a}, (DeftNDArrayHandle[]){t, parts[0], parts[1]},
+        (const char *[]){"b", "a"}, (const char *[]){"t", "p0", "p1"}, 2, 3, &sym));
+    assert_index_is_the_walks(sym);
+    ck_assert_ok(DeftSymbolFree(sym));
+    free_all(7, (DeftNDArrayHandle[]){a, b, e, s, m, parts[0], parts[1]});
+    free_all(1, &t);
+}
+END_TEST
+
 Suite *deferred_suite(void) {
     Suite *s = suite_create("deferred");
     TCase *tc = tcase_create("three readings");
     tcase_add_loop_test(tc, three_readings, 0, (int)(sizeof cases / sizeof cases[0]));
     tcase_add_test(tc, export_is_deterministic);
+    tcase_add_test(tc, exported_executor_runs_other_shapes);
+    tcase_add_test(tc, export_indexes_its_graph_as_a_walk_does);
     suite_add_tcase(s, tc);
     TCase *when = tcase_create("when");
     tcase_add_test(when, shape_without_compute);

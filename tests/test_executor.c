@@ -650,6 +650,55 @@ START_TEST(test_queued_runs_count_their_bytes) {
 }
 END_TEST
 
+/* The names of a graph's unnamed nodes come from the first graph that is named (JSON,
+ * listings, an error): making an executor names none, so a symbol named after one was made
+ * is named as one never run. Here the group's post-order meets b before a. */
+START_TEST(test_making_an_executor_names_no_node) {
+    DeftSymbolHandle x = var("x"), y = var("y");
+    DeftSymbolHandle a = apply("_plus_scalar", NULL, 1, &x, P("scalar", "1"));
+    DeftSymbolHandle b = apply("_plus_scalar", NULL, 1, &y, P("scalar", "2"));
+    DeftCachedOpHandle op;
+    ck_assert_ok(DeftCachedOpCreate(a, 0, &op));
+    DeftNDArrayHandle in = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(1, 2));
+    DeftNDArrayHandle out = run1(op, 1, &in);
+    assert_values(out, 2, VALUES(2, 3), 0);
+    DeftSymbolHandle group;
+    ck_assert_ok(DeftSymbolCreateGroup(2, (DeftSymbolHandle[]){b, a}, &group));
+    int n;
+    const char *const *names;
+    ck_assert_ok(DeftSymbolListOutputs(group, &n, &names));
+    ck_assert_int_eq(n, 2);
+    ck_assert_str_eq(names[0], "plus_scalar0_output");
+    ck_assert_str_eq(names[1], "plus_scalar1_output");
+    ck_assert_ok(DeftCachedOpFree(op));
+    free_all(2, (DeftNDArrayHandle[]){in, out});
+    DeftSymbolHandle all[] = {x, y, a, b, group};
+    for (int i = 0; i < 5; i++) ck_assert_ok(DeftSymbolFree(all[i]));
+}
+END_TEST
+
+/* An executor's error names an unnamed node as the symbol's JSON then does: the executor
+ * names its graph when the error asks, and the name sticks to the node. */
+START_TEST(test_executor_errors_name_unnamed_nodes) {
+    DeftSymbolHandle x = var("x"), w = var("w");
+    DeftSymbolHandle d = apply("dot", NULL, 2, (DeftSymbolHandle[]){x, w}, NO_PARAMS);
+    DeftCachedOpHandle op;
+    ck_assert_ok(DeftCachedOpCreate(d, 0, &op));
+    DeftNDArrayHandle a = make(DEFT_FLOAT32, 2, SHAPE(2, 3), VALUES(1, 2, 3, 4, 5, 6));
+    DeftNDArrayHandle none[1] = {NULL};
+    int nout = 1;
+    ck_assert_fails(DeftCachedOpInvoke(op, 2, (DeftNDArrayHandle[]){a, a}, &nout, none),
+                    DEFT_ERROR_VALUE, "node 'dot0': operator 'dot': input 1 has shape (2,3)");
+    const char *json;
+    ck_assert_ok(DeftSymbolSaveToJSON(d, &json));
+    ck_assert_ptr_nonnull(strstr(json, "\"name\":\t\"dot0\""));
+    ck_assert_ok(DeftCachedOpFree(op));
+    ck_assert_ok(DeftNDArrayFree(a));
+    DeftSymbolHandle all[] = {x, w, d};
+    for (int i = 0; i < 3; i++) ck_assert_ok(DeftSymbolFree(all[i]));
+}
+END_TEST
+
 static Suite *executor_suite(void) {
     Suite *suite = suite_create("executor");
     TCase *tc = tcase_create("executor");
@@ -664,6 +713,8 @@ static Suite *executor_suite(void) {
     tcase_add_test(tc, test_executor_plan_cache_is_bounded_and_released);
     tcase_add_test(tc, test_plan_figures_follow_the_last_plan_and_outlive_it);
     tcase_add_test(tc, test_queued_runs_count_their_bytes);
+    tcase_add_test(tc, test_making_an_executor_names_no_node);
+    tcase_add_test(tc, test_executor_errors_name_unnamed_nodes);
     suite_add_tcase(suite, tc);
     TCase *large = tcase_create("large graphs");
     tcase_set_timeout(large, 300);

@@ -56,8 +56,9 @@ typedef struct plan_entry {
 
 struct deft_cached_op {
     atomic_int refcount;
-    deft_graph_t *g;       /* what runs: the symbol after the executor's own passes */
-    deft_symbol_t *source; /* the symbol as given: what autograd records */
+    deft_graph_t *g;            /* what runs: the symbol after the executor's own passes */
+    deft_symbol_t *source;      /* the symbol as given: what autograd records */
+    deft_symbol_types_t *types; /* what its recording knew of its values (symbol.h), or NULL */
     bool plan_memory;
     bool blocking; /* a node waits for a host callback: runs never go inline */
     int num_inputs;
@@ -85,10 +86,6 @@ struct deft_cached_op {
     struct deft_cached_op *prev, *next; /* every live executor (release_arenas) */
     bool registered;
 };
-
-static int node_entry(const deft_graph_t *g, const deft_entry_t *e) {
-    return deft_graph_entry_id(g, deft_graph_node_id(g, e->node), e->index);
-}
 
 /* ---- the plan cache's bounds and the list of executors ---- */
 
@@ -150,9 +147,9 @@ static void list_inputs(deft_cached_op_t *op) {
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < g->num_nodes; i++) {
             if (pass == 0) op->input_of_node[i] = -1;
-            if (g->nodes[i]->op || deft_graph_is_auxiliary(g, g->nodes[i]) != (pass == 1)) continue;
+            if (g->nodes[i]->op || deft_graph_is_auxiliary_at(g, i) != (pass == 1)) continue;
             op->input_of_node[i] = op->num_inputs;
-            op->input_written[op->num_inputs] = pass == 1 || deft_graph_is_updated(g, g->nodes[i]);
+            op->input_written[op->num_inputs] = pass == 1 || deft_graph_is_updated_at(g, i);
             op->input_nodes[op->num_inputs++] = i;
         }
 }
@@ -165,11 +162,11 @@ static int list_outputs(deft_cached_op_t *op) {
     int *first = malloc(((size_t)deft_graph_num_entries(g) + 1) * sizeof *first);
     if (!first) return -1;
     for (int o = 0; o < g->num_outputs; o++) {
-        int e = op->output_entries[o] = node_entry(g, &g->outputs[o]);
+        int e = op->output_entries[o] = deft_graph_output_entry(g, o);
         first[e] = -1;
     }
     for (int o = 0; o < g->num_outputs; o++) {
-        int e = op->output_entries[o], node = deft_graph_node_id(g, g->outputs[o].node);
+        int e = op->output_entries[o], node = g->output_ids[o];
         op->output_source[o] = NO_SOURCE;
         if (!g->outputs[o].node->op)
             op->output_source[o] = -1 - op->input_of_node[node];
@@ -181,16 +178,29 @@ static int list_outputs(deft_cached_op_t *op) {
     return 0;
 }
 
+/* Whether g has a BatchNorm: most graphs have none, and the test by
+ * pointer is cheaper than fold_bn.c's by name. */
+static bool has_batch_norm(const deft_graph_t *g) {
+    const deft_op_entry_t *bn = deft_registry_find("BatchNorm");
+    for (int i = 0; i < g->num_nodes; i++)
+        if (g->nodes[i]->op == bn) return true;
+    return false;
+}
+
 /* The graph an executor runs: sym's, with BatchNorm folded into the
- * convolutions it follows (fold_bn.c); symbols and exports keep both. */
+ * convolutions it follows (fold_bn.c); symbols and exports keep both. Its
+ * nodes are named only if a name is asked for (an error, an input's name).
+ * An exported symbol's first executor takes the index its export made. */
 static int build_graph(const deft_symbol_t *sym, deft_graph_t **g) {
-    deft_symbol_t *folded;
-    if (deft_graph_build(sym->num_outputs, sym->outputs, g)) return -1;
-    int status = deft_fold_bn_graph(*g, &folded);
+    deft_symbol_t *folded = NULL;
+    if (!(*g = deft_symbol_take_graph(sym)) &&
+        deft_graph_build_unnamed(sym->num_outputs, sym->outputs, g))
+        return -1;
+    int status = has_batch_norm(*g) ? deft_fold_bn_graph(*g, &folded) : 0;
     if (status || !folded) return status; /* nothing folded: the graph as built */
     deft_graph_free(*g);
     *g = NULL;
-    status = deft_graph_build(folded->num_outputs, folded->outputs, g);
+    status = deft_graph_build_unnamed(folded->num_outputs, folded->outputs, g);
     deft_symbol_free(folded);
     return status;
 }
@@ -209,6 +219,7 @@ int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_o
         return -1;
     }
     const deft_graph_t *g = op->g;
+    op->types = deft_symbol_types_retain(sym->types);
     op->blocking = deft_graph_has_blocking(g);
     size_t n = (size_t)g->num_nodes + 1;
     op->input_nodes = malloc(n * sizeof(int));
@@ -302,6 +313,7 @@ void deft_cached_op_release(deft_cached_op_t *op) {
     deft_subgraph_release(op->subgraph[1]);
     deft_graph_free(op->g);
     deft_symbol_free(op->source);
+    deft_symbol_types_release(op->types);
     deft_var_release(op->var);
     deft_branches_free(op->branches);
     free(op->input_nodes), free(op->input_of_node), free(op->input_written),
@@ -319,7 +331,7 @@ int deft_cached_op_num_inputs(const deft_cached_op_t *op) {
 }
 
 const char *deft_cached_op_input_name(const deft_cached_op_t *op, int i) {
-    return op->g->names[op->input_nodes[i]];
+    return deft_graph_name(op->g, op->input_nodes[i]);
 }
 
 const deft_node_t *deft_cached_op_input_node(const deft_cached_op_t *op, int i) {
@@ -342,31 +354,79 @@ static int incomplete(const deft_cached_op_t *op, const deft_graph_types_t *t) {
                 return deft_error(DEFT_ERR_VALUE,
                                   "cannot infer the shape of output %d of node "
                                   "'%s' from the inputs",
-                                  k, g->names[i]);
+                                  k, deft_graph_name(g, i));
     return 0;
 }
 
-static int make_plan(deft_cached_op_t *op, int nin, const deft_desc_t *in, plan_entry_t **out) {
+/* The types of every entry from what the recording knew (op->types), when
+ * they cover every node of the graph and its inputs are described as they
+ * were recorded: true, and *out made. Else false (inference finds them). */
+static bool recorded_types(const deft_cached_op_t *op, int nin, const deft_desc_t *in,
+                           deft_graph_types_t *out) {
     const deft_graph_t *g = op->g;
-    plan_entry_t *p = calloc(1, sizeof *p);
-    deft_desc_t *given = calloc((size_t)g->num_nodes + 1, sizeof *given);
+    const deft_symbol_types_t *r = op->types;
+    if (!r || r->num_nodes != g->num_nodes) return false;
+    deft_graph_types_t t = {.num_entries = deft_graph_num_entries(g)};
+    t.desc = malloc(((size_t)t.num_entries + 1) * sizeof *t.desc);
+    t.known = malloc((size_t)t.num_entries + 1);
+    bool covered = t.desc && t.known, same_order = true;
+    /* Usually listed in the graph's own order (the export copied in post-order): then no
+     * lookup by node (the graph's map) is needed. */
+    for (int j = 0; same_order && j < r->num_nodes; j++) same_order = r->nodes[j] == g->nodes[j];
+    for (int j = 0; covered && j < r->num_nodes; j++) {
+        int id = same_order ? j : deft_graph_node_id(g, r->nodes[j]);
+        int n = r->first[j + 1] - r->first[j];
+        covered = id >= 0 && g->nodes[id]->num_outputs == n;
+        if (covered)
+            memcpy(&t.desc[g->row_ptr[id]], &r->desc[r->first[j]], (size_t)n * sizeof *t.desc);
+    }
+    for (int i = 0; covered && i < nin; i++) { /* the nodes are distinct: each entry is set */
+        const deft_desc_t *d = &t.desc[g->row_ptr[op->input_nodes[i]]];
+        covered = d->dtype == in[i].dtype && deft_shape_equal(&d->shape, &in[i].shape);
+    }
+    if (!covered) {
+        deft_graph_types_free(&t);
+        return false;
+    }
+    memset(t.known, 1, (size_t)t.num_entries);
+    *out = t;
+    return true;
+}
+
+/* Every entry's type for inputs described by `in`: as recorded, or inferred. */
+static int entry_types(const deft_cached_op_t *op, int nin, const deft_desc_t *in,
+                       deft_graph_types_t *out) {
+    if (recorded_types(op, nin, in, out)) return 0;
+    const deft_graph_t *g = op->g;
+    /* read only where known: not zeroed (a description per node is most of a plan's bytes) */
+    deft_desc_t *given = malloc(((size_t)g->num_nodes + 1) * sizeof *given);
     bool *known = calloc((size_t)g->num_nodes + 1, sizeof *known);
-    int status = p && given && known ? 0 : -1;
-    if (status == 0 && !(p->signature = malloc(((size_t)nin + 1) * sizeof *p->signature)))
-        status = -1;
-    if (status) {
-        free(p), free(given), free(known);
+    if (!given || !known) {
+        free(given), free(known);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a plan");
     }
     for (int i = 0; i < nin; i++) {
-        p->signature[i] = in[i];
-        given[op->input_nodes[i]] = p->signature[i];
+        given[op->input_nodes[i]] = in[i];
         known[op->input_nodes[i]] = true;
     }
-    status = deft_graph_infer(g, given, known, &p->types);
+    int status = deft_graph_infer(g, given, known, out);
     free(given), free(known);
-    if (status == 0) status = incomplete(op, &p->types);
-    if (status == 0) status = deft_plan_memory(g, &p->types, op->plan_memory, NULL, &p->plan);
+    if (status == 0 && incomplete(op, out)) {
+        deft_graph_types_free(out);
+        return -1;
+    }
+    return status;
+}
+
+static int make_plan(deft_cached_op_t *op, int nin, const deft_desc_t *in, plan_entry_t **out) {
+    plan_entry_t *p = calloc(1, sizeof *p);
+    if (!p || !(p->signature = malloc(((size_t)nin + 1) * sizeof *p->signature))) {
+        free(p);
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a plan");
+    }
+    for (int i = 0; i < nin; i++) p->signature[i] = in[i];
+    int status = entry_types(op, nin, in, &p->types);
+    if (status == 0) status = deft_plan_memory(op->g, &p->types, op->plan_memory, NULL, &p->plan);
     if (status) {
         free_plan(p);
         return -1;
@@ -380,12 +440,18 @@ static int node_device(const deft_graph_t *g, int i, const deft_device_t *device
                        deft_device_t *out) {
     const deft_node_t *node = g->nodes[i];
     const deft_op_t *op = node->op->op;
-    bool placed;
+    bool placed = false;
     int type = 0, id = 0;
-    if (deft_node_placed_device(node, &placed, &type, &id)) return -1;
+    /* "__device__" is an annotation ("__" first): most nodes have none, and a look at each
+     * key's first bytes is cheaper than the lookup by name */
+    bool annotated = false;
+    for (int a = 0; !annotated && a < node->attrs.count; a++)
+        annotated = node->attrs.keys[a][0] == '_' && node->attrs.keys[a][1] == '_';
+    if (annotated && deft_node_placed_device(node, &placed, &type, &id)) return -1;
     if (placed) {
         char what[160];
-        snprintf(what, sizeof what, "the device of node '%s' (%s)", g->names[i], op->name);
+        snprintf(what, sizeof what, "the device of node '%s' (%s)", deft_graph_name(g, i),
+                 op->name);
         /* cpu(n): the one host memory */
         return deft_device_check(type, type == DEFT_DEV_CPU ? 0 : id, what, out);
     }
@@ -416,7 +482,7 @@ static int entry_devices(const deft_cached_op_t *op, const deft_device_t *inputs
                 return deft_error(DEFT_ERR_VALUE,
                                   "node '%s' (%s) runs on %s but its input %d is on %s: place the "
                                   "graph's devices (DeftSymbolPlaceDevice) or copy the input",
-                                  g->names[i], g->nodes[i]->op->op->name,
+                                  deft_graph_name(g, i), g->nodes[i]->op->op->name,
                                   deft_device_format(dev, a, sizeof a), k,
                                   deft_device_format(from, b, sizeof b));
         }
@@ -431,8 +497,11 @@ static int make_placement(deft_cached_op_t *op, plan_entry_t *p, const deft_devi
     placement_t *pl = calloc(1, sizeof *pl);
     if (pl) {
         pl->inputs = malloc(((size_t)op->num_inputs + 1) * sizeof *pl->inputs);
-        pl->devices = calloc(entries, sizeof *pl->devices);
-        pl->tensors = calloc(entries, sizeof *pl->tensors);
+        /* Not zeroed: entry_devices writes every entry's device; a run writes the tensors
+         * of the inputs and outputs, and the arena's are set below, which is every entry
+         * (every variable is an input), before any is read. */
+        pl->devices = malloc(entries * sizeof *pl->devices);
+        pl->tensors = malloc(entries * sizeof *pl->tensors);
     }
     if (!pl || !pl->inputs || !pl->devices || !pl->tensors) {
         free_placement(pl);

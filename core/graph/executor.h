@@ -6,6 +6,12 @@
  * dispatch. This layer runs graphs on tensors; calling an executor on arrays
  * through the engine is the imperative layer's (core/imperative/cached_call.h).
  *
+ * A one-off graph (recorded, exported, made into an executor, run once) pays
+ * for each step once: the executor of an exported symbol takes the index the
+ * export made of its graph and, for inputs shaped as recorded, the recorded
+ * types instead of inferring them (symbol.h); its nodes are named only when
+ * a name is asked for (graph.h).
+ *
  * Kept plans are bounded: an executor keeps at most DEFT_PLAN_CACHE_SIZE
  * plans (environment, default 64) and DEFT_PLAN_CACHE_BYTES bytes of their
  * arenas (default 512 MiB), dropping the least recently used first; the

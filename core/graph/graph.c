@@ -11,6 +11,7 @@
 #include "core/base/error.h"
 #include "core/base/hash.h"
 #include "core/base/records.h"
+#include "core/base/tls.h"
 
 static size_t hash_pointer(const void *p) {
     uintptr_t x = (uintptr_t)p;
@@ -19,50 +20,193 @@ static size_t hash_pointer(const void *p) {
     return (size_t)(x ^ (x >> 33));
 }
 
-static int map_find(const deft_graph_t *g, const deft_node_t *node) {
-    size_t mask = (size_t)g->map_capacity - 1;
-    for (size_t i = hash_pointer(node) & mask;; i = (i + 1) & mask) {
-        if (!g->map[i].key) return -1;
-        if (g->map[i].key == node) return g->map[i].id;
+/* ---- the walk's map: node -> id while a graph is built ----
+ *
+ * A build walks the nodes with a map of its own thread, kept between builds
+ * and emptied by a new generation number, not by zeroing: growing a fresh
+ * map per build (four callocs and rehashes for 100 nodes, twice for a one-off
+ * graph's export and executor) cost more than the walk. The graph's own map
+ * (deft_graph_node_id) is made only when first asked for; the executor and
+ * export paths ask by entry ids instead. */
+
+typedef struct walk_slot {
+    const deft_node_t *key;
+    int id;
+    unsigned gen; /* the slot is empty unless gen is the map's */
+} walk_slot_t;
+
+typedef struct walk_map {
+    walk_slot_t *slots;
+    size_t capacity; /* a power of two */
+    int count;
+    unsigned gen;
+    bool busy; /* a build is using it (a leaf test that built a graph would find it so) */
+} walk_map_t;
+
+/* Maps kept past a build hold at most this many slots (1 MiB). */
+#define WALK_KEEP_SLOTS ((size_t)1 << 16)
+
+static DEFT_TLS_FAST walk_map_t *walk_tls;
+static pthread_key_t walk_key;
+static pthread_once_t walk_once = PTHREAD_ONCE_INIT;
+
+static void walk_free(void *arg) {
+    walk_map_t *m = arg;
+    if (m) free(m->slots);
+    free(m);
+}
+
+static void walk_key_make(void) {
+    pthread_key_create(&walk_key, walk_free);
+}
+
+/* This thread's map, emptied, or a map of the caller's own (then *own) when
+ * the thread's is in use or cannot be registered. NULL: out of memory. */
+static walk_map_t *walk_begin(bool *own) {
+    walk_map_t *m = walk_tls;
+    *own = false;
+    if (!m || m->busy) {
+        if (!(m = calloc(1, sizeof *m))) return NULL;
+        *own = walk_tls != NULL;
+        if (!*own) {
+            pthread_once(&walk_once, walk_key_make);
+            if (pthread_setspecific(walk_key, m) == 0)
+                walk_tls = m;
+            else
+                *own = true;
+        }
+    }
+    if (++m->gen == 0) { /* wrapped: old stamps could read as live */
+        for (size_t i = 0; i < m->capacity; i++) m->slots[i].gen = 0;
+        m->gen = 1;
+    }
+    m->count = 0;
+    m->busy = true;
+    return m;
+}
+
+static void walk_end(walk_map_t *m, bool own) {
+    if (own) {
+        walk_free(m);
+        return;
+    }
+    m->busy = false;
+    if (m->capacity > WALK_KEEP_SLOTS) {
+        free(m->slots);
+        m->slots = NULL, m->capacity = 0;
     }
 }
 
-static void map_put(deft_graph_t *g, const deft_node_t *node, int id) {
-    size_t mask = (size_t)g->map_capacity - 1;
-    size_t i = hash_pointer(node) & mask;
-    while (g->map[i].key) i = (i + 1) & mask;
-    g->map[i].key = node;
-    g->map[i].id = id;
+static int walk_find(const walk_map_t *m, const deft_node_t *node) {
+    if (m->count == 0) return -1;
+    size_t mask = m->capacity - 1;
+    for (size_t i = hash_pointer(node) & mask;; i = (i + 1) & mask) {
+        const walk_slot_t *slot = &m->slots[i];
+        if (slot->gen != m->gen) return -1;
+        if (slot->key == node) return slot->id;
+    }
+}
+
+/* The slot of a node known to be in the map. */
+static walk_slot_t *walk_slot(const walk_map_t *m, const deft_node_t *node) {
+    size_t mask = m->capacity - 1, i = hash_pointer(node) & mask;
+    while (m->slots[i].key != node) i = (i + 1) & mask;
+    return &m->slots[i];
+}
+
+/* Room for one more node: the map grows at half full (moving its slots). */
+static int walk_reserve(walk_map_t *m) {
+    if (2 * ((size_t)m->count + 1) <= m->capacity) return 0;
+    size_t cap = m->capacity ? 4 * m->capacity : 256, mask = cap - 1;
+    walk_slot_t *slots = calloc(cap, sizeof *slots);
+    if (!slots) return -1;
+    for (size_t i = 0; i < m->capacity; i++) {
+        if (m->slots[i].gen != m->gen) continue;
+        size_t at = hash_pointer(m->slots[i].key) & mask;
+        while (slots[at].gen == m->gen) at = (at + 1) & mask;
+        slots[at] = m->slots[i];
+    }
+    free(m->slots);
+    m->slots = slots, m->capacity = cap;
+    return 0;
+}
+
+/* The node's slot: found, or made with id -2 (then *made); the map has room
+ * (walk_reserve). One probe where a find and a put took two. */
+static walk_slot_t *walk_claim(walk_map_t *m, const deft_node_t *node, bool *made) {
+    size_t mask = m->capacity - 1, i = hash_pointer(node) & mask;
+    for (;; i = (i + 1) & mask) {
+        walk_slot_t *slot = &m->slots[i];
+        if (slot->gen != m->gen) {
+            *slot = (walk_slot_t){node, -2, m->gen};
+            m->count++;
+            *made = true;
+            return slot;
+        }
+        if (slot->key == node) {
+            *made = false;
+            return slot;
+        }
+    }
+}
+
+/* ---- the graph's own map, made on first use ---- */
+
+static size_t map_capacity(int num_nodes) {
+    size_t cap = 16;
+    while (cap < 2 * (size_t)num_nodes + 2) cap *= 2;
+    return cap;
+}
+
+static void *make_map(const deft_graph_t *g) {
+    size_t cap = map_capacity(g->num_nodes), mask = cap - 1;
+    deft_graph_slot_t *map = calloc(cap, sizeof *map);
+    for (int id = 0; map && id < g->num_nodes; id++) {
+        size_t i = hash_pointer(g->nodes[id]) & mask;
+        while (map[i].key) i = (i + 1) & mask;
+        map[i] = (deft_graph_slot_t){g->nodes[id], id};
+    }
+    return map;
+}
+
+static void *lazy_table(const deft_graph_t *g, _Atomic(void *) *slot,
+                        void *(*make)(const deft_graph_t *g));
+
+/* Id of a node, or -1; by a scan when the map cannot be made (out of memory). */
+static int map_find(const deft_graph_t *g, const deft_node_t *node) {
+    const deft_graph_slot_t *map = lazy_table(g, &((deft_graph_t *)g)->map, make_map);
+    if (!map) { /* out of memory: a scan, slower but right */
+        for (int id = 0; id < g->num_nodes; id++)
+            if (g->nodes[id] == node) return id;
+        return -1;
+    }
+    size_t mask = map_capacity(g->num_nodes) - 1;
+    for (size_t i = hash_pointer(node) & mask;; i = (i + 1) & mask) {
+        if (!map[i].key) return -1;
+        if (map[i].key == node) return map[i].id;
+    }
 }
 
 int deft_graph_node_id(const deft_graph_t *graph, const deft_node_t *node) {
     return map_find(graph, node);
 }
 
-/* Grow the node array and map so `count` more nodes fit. */
+int deft_graph_output_entry(const deft_graph_t *g, int o) {
+    int id = g->output_ids ? g->output_ids[o] : map_find(g, g->outputs[o].node);
+    return g->row_ptr[id] + g->outputs[o].index;
+}
+
+/* Grow the node array so `count` nodes fit. */
 static int reserve(deft_graph_t *g, int count, int *capacity) {
-    if (count <= *capacity && 2 * count <= g->map_capacity) return 0;
-    if (count > *capacity) {
-        int cap = *capacity;
-        while (cap < count) cap *= 2;
-        bool inline_list = g->nodes == g->small_nodes;
-        deft_node_t **nodes = realloc(inline_list ? NULL : g->nodes, (size_t)cap * sizeof *nodes);
-        if (!nodes) return -1;
-        if (inline_list) memcpy(nodes, g->small_nodes, sizeof g->small_nodes);
-        g->nodes = nodes;
-        *capacity = cap;
-    }
-    if (2 * count <= g->map_capacity) return 0;
-    int map_cap = g->map_capacity;
-    while (map_cap < 2 * count) map_cap *= 2;
-    deft_graph_slot_t *map = calloc((size_t)map_cap, sizeof *map);
-    if (!map) return -1;
-    deft_graph_slot_t *old = g->map;
-    int old_cap = g->map_capacity;
-    g->map = map, g->map_capacity = map_cap;
-    for (int i = 0; i < old_cap; i++)
-        if (old[i].key) map_put(g, old[i].key, old[i].id);
-    if (old != g->small_map) free(old);
+    if (count <= *capacity) return 0;
+    int cap = *capacity < 64 ? 64 : *capacity; /* past the inline list: few reallocs */
+    while (cap < count) cap *= 2;
+    bool inline_list = g->nodes == g->small_nodes;
+    deft_node_t **nodes = realloc(inline_list ? NULL : g->nodes, (size_t)cap * sizeof *nodes);
+    if (!nodes) return -1;
+    if (inline_list) memcpy(nodes, g->small_nodes, sizeof g->small_nodes);
+    g->nodes = nodes;
+    *capacity = cap;
     return 0;
 }
 
@@ -71,15 +215,9 @@ static bool mutates(const deft_node_t *n, int k) {
     return deft_op_mutates(n->op->op, n->num_inputs, k);
 }
 
-/* The map's ids after the node list was reordered. */
-static void renumber(deft_graph_t *g) {
-    size_t mask = (size_t)g->map_capacity - 1;
-    for (int id = 0; id < g->num_nodes; id++)
-        for (size_t i = hash_pointer(g->nodes[id]) & mask;; i = (i + 1) & mask)
-            if (g->map[i].key == g->nodes[id]) {
-                g->map[i].id = id;
-                break;
-            }
+/* The walk's ids after the node list was reordered. */
+static void renumber(deft_graph_t *g, walk_map_t *m) {
+    for (int id = 0; id < g->num_nodes; id++) walk_slot(m, g->nodes[id])->id = id;
 }
 
 static int by_rank(const void *a, const void *b) {
@@ -89,7 +227,7 @@ static int by_rank(const void *a, const void *b) {
 
 /* Ranked variables move to the front, by rank; the rest keep their order.
  * Variables have no inputs, so the order stays topological. */
-static void put_ranked_first(deft_graph_t *g) {
+static void put_ranked_first(deft_graph_t *g, walk_map_t *m) {
     int ranked = 0;
     for (int i = 0; i < g->num_nodes; i++) ranked += !g->nodes[i]->op && g->nodes[i]->arg_rank > 0;
     if (ranked == 0) return;
@@ -106,30 +244,52 @@ static void put_ranked_first(deft_graph_t *g) {
     qsort(front, (size_t)ranked, sizeof *front, by_rank);
     memcpy(g->nodes, front, (size_t)ranked * sizeof *front);
     free(front);
-    renumber(g);
+    renumber(g, m);
+}
+
+typedef struct frame {
+    deft_node_t *node;
+    int next_input;
+    walk_slot_t *slot; /* the node's, where its id goes when it is done */
+} frame_t;
+
+/* After the map grew: the stack's slots, found again. */
+static void refresh_slots(const walk_map_t *m, frame_t *stack, int depth) {
+    for (int d = 0; d < depth; d++) stack[d].slot = walk_slot(m, stack[d].node);
+}
+
+/* The slot of a node to visit, claimed (made: new to the walk); NULL when out of memory. */
+static walk_slot_t *claim(walk_map_t *m, const deft_node_t *node, frame_t *stack, int depth,
+                          bool *made) {
+    if (2 * ((size_t)m->count + 1) > m->capacity) { /* rare: the map grows */
+        if (walk_reserve(m)) return NULL;
+        refresh_slots(m, stack, depth);
+    }
+    return walk_claim(m, node, made);
 }
 
 /* Post-order over everything the outputs reach, without recursion; the
- * inputs of nodes that is_leaf accepts are not followed. */
-static int topo_sort(deft_graph_t *g, deft_graph_leaf_fn is_leaf, void *ctx) {
-    typedef struct frame {
-        deft_node_t *node;
-        int next_input;
-    } frame_t;
+ * inputs of nodes that is_leaf accepts are not followed. Nodes on the stack
+ * are in the map with id -2. */
+static int topo_sort(deft_graph_t *g, walk_map_t *m, deft_graph_leaf_fn is_leaf, void *ctx) {
     /* Shallow graphs (most runs) walk on the C stack; deep ones move to the heap. */
     frame_t small[64];
     int capacity = DEFT_GRAPH_SMALL, stack_cap = 64, depth = 0;
     frame_t *stack = small;
+    bool made;
     for (int o = 0; o < g->num_outputs; o++) {
         deft_node_t *root = g->outputs[o].node;
-        if (map_find(g, root) >= 0) continue;
-        map_put(g, root, -2); /* on the stack */
-        stack[depth++] = (frame_t){root, is_leaf && is_leaf(root, ctx) ? root->num_inputs : 0};
+        walk_slot_t *slot = claim(m, root, stack, depth, &made);
+        if (!slot) goto oom;
+        if (!made) continue;
+        stack[depth++] =
+            (frame_t){root, is_leaf && is_leaf(root, ctx) ? root->num_inputs : 0, slot};
         while (depth > 0) {
             frame_t *top = &stack[depth - 1];
             if (top->next_input < top->node->num_inputs) {
                 deft_node_t *in = top->node->inputs[top->next_input++].node;
-                if (map_find(g, in) != -1) continue; /* done, or on the stack (no cycles exist) */
+                if (!(slot = claim(m, in, stack, depth, &made))) goto oom;
+                if (!made) continue; /* done, or on the stack (no cycles exist) */
                 if (depth == stack_cap) {
                     frame_t *grown = stack == small
                                          ? malloc(2 * sizeof small)
@@ -138,26 +298,18 @@ static int topo_sort(deft_graph_t *g, deft_graph_leaf_fn is_leaf, void *ctx) {
                     if (stack == small) memcpy(grown, small, sizeof small);
                     stack = grown, stack_cap *= 2;
                 }
-                if (reserve(g, g->num_nodes + depth + 1, &capacity)) goto oom;
-                map_put(g, in, -2);
-                stack[depth++] = (frame_t){in, is_leaf && is_leaf(in, ctx) ? in->num_inputs : 0};
+                stack[depth++] =
+                    (frame_t){in, is_leaf && is_leaf(in, ctx) ? in->num_inputs : 0, slot};
                 continue;
             }
-            if (reserve(g, g->num_nodes + depth + 1, &capacity)) goto oom;
-            /* now numbered: overwrite the -2 mark */
-            size_t mask = (size_t)g->map_capacity - 1;
-            for (size_t i = hash_pointer(top->node) & mask;; i = (i + 1) & mask) {
-                if (g->map[i].key == top->node) {
-                    g->map[i].id = g->num_nodes;
-                    break;
-                }
-            }
+            if (g->num_nodes == capacity && reserve(g, g->num_nodes + 1, &capacity)) goto oom;
+            top->slot->id = g->num_nodes; /* now numbered */
             g->nodes[g->num_nodes++] = deft_node_retain(top->node);
             depth--;
         }
     }
     if (stack != small) free(stack);
-    put_ranked_first(g);
+    put_ranked_first(g, m);
     return 0;
 oom:
     if (stack != small) free(stack);
@@ -256,14 +408,28 @@ static void default_base(const deft_node_t *node, char *buf, size_t len) {
     buf[i] = '\0';
 }
 
-static int name_nodes(deft_graph_t *g) {
+/* Whether every node has its own name (then naming has nothing to make). */
+static bool all_named(const deft_graph_t *g) {
+    for (int i = 0; i < g->num_nodes; i++)
+        if (!g->nodes[i]->name) return false;
+    return true;
+}
+
+/* Under naming_lock: the names of g's nodes (a new array of the nodes' own
+ * names, default names written into the nodes that had none), or NULL. */
+static char **name_nodes(const deft_graph_t *g) {
+    char **names = malloc((size_t)(g->num_nodes ? g->num_nodes : 1) * sizeof *names);
+    if (!names) goto oom;
+    if (all_named(g)) { /* a graph named before, or of named nodes: no name set */
+        for (int i = 0; i < g->num_nodes; i++) names[i] = g->nodes[i]->name;
+        return names;
+    }
     name_set_t set = {.capacity = 16};
     while (set.capacity < 2 * g->num_nodes + 2) set.capacity *= 2;
     set.names = calloc((size_t)set.capacity, sizeof *set.names);
     set.bases = calloc((size_t)set.capacity, sizeof *set.bases);
     set.next = calloc((size_t)set.capacity, sizeof *set.next);
-    g->names = calloc((size_t)(g->num_nodes ? g->num_nodes : 1), sizeof *g->names);
-    if (!set.names || !set.bases || !set.next || !g->names) goto oom;
+    if (!set.names || !set.bases || !set.next) goto oom_set;
     for (int i = 0; i < g->num_nodes; i++) {
         const char *own = g->nodes[i]->name;
         if (own) set_add(&set, own);
@@ -271,10 +437,10 @@ static int name_nodes(deft_graph_t *g) {
     /* Operator nodes first (in order), so variables can take their consumer's name. */
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < g->num_nodes; i++) {
-            const deft_node_t *node = g->nodes[i];
+            deft_node_t *node = g->nodes[i];
             if ((node->op != NULL) != (pass == 0)) continue;
             if (node->name) { /* fixed once set, and the graph holds the node */
-                g->names[i] = node->name;
+                names[i] = node->name;
                 continue;
             }
             char base[160] = "var";
@@ -288,23 +454,26 @@ static int name_nodes(deft_graph_t *g) {
                     for (int k = 0; k < consumer->num_inputs; k++)
                         uses = uses || consumer->inputs[k].node == node;
                     if (uses) {
-                        snprintf(base, sizeof base, "%s_%s", g->names[c], node->input_role);
+                        snprintf(base, sizeof base, "%s_%s", names[c], node->input_role);
                         numbered = false;
                         break;
                     }
                 }
             }
-            if (!(g->names[i] = unique_name(&set, base, numbered))) goto oom;
+            if (!(names[i] = unique_name(&set, base, numbered))) goto oom_set;
             /* The name sticks: later views of this node (children, internals, a
              * bigger graph) see the same name. */
-            g->nodes[i]->name = g->names[i];
+            node->name = names[i];
         }
     }
     free_set(&set);
-    return 0;
-oom:
+    return names;
+oom_set:
     free_set(&set);
-    return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate node names");
+oom:
+    free(names);
+    deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate node names");
+    return NULL;
 }
 
 /* Bytes of the graph and its outputs, the start of its block. */
@@ -321,20 +490,22 @@ static bool in_record(int num_outputs) {
  * fit, else one allocation. in_entry is sized for every input, which the
  * leaves' (not followed) may leave partly unused. */
 static int alloc_tables(deft_graph_t *g, bool cut) {
-    size_t n = (size_t)g->num_nodes + 1, inputs = 1;
+    size_t n = (size_t)g->num_nodes + 1, inputs = 1, outs = (size_t)g->num_outputs;
     for (int i = 0; i < g->num_nodes; i++) inputs += (size_t)g->nodes[i]->num_inputs;
-    size_t bytes = (2 * n + inputs) * sizeof(int) + (cut ? n : 0) * sizeof(bool);
+    size_t bytes = (2 * n + inputs + outs) * sizeof(int) + (cut ? n : 0) * sizeof(bool);
     size_t head = graph_head(g->num_outputs);
     bool fits = in_record(g->num_outputs) && head + bytes <= DEFT_RECORD_SIZE;
     int *ints = fits ? (int *)((char *)g + head) : (g->tables = malloc(bytes));
     if (!ints) return -1;
     g->row_ptr = ints, g->in_ptr = ints + n, g->in_entry = ints + 2 * n;
-    g->leaf = cut ? (bool *)(ints + 2 * n + inputs) : NULL;
+    g->output_ids = ints + 2 * n + inputs;
+    g->leaf = cut ? (bool *)(ints + 2 * n + inputs + outs) : NULL;
     return 0;
 }
 
-/* Entry ids of outputs (row_ptr) and of what each input reads (in_ptr, in_entry). */
-static void index_entries(deft_graph_t *g) {
+/* Entry ids of outputs (row_ptr) and of what each input reads (in_ptr,
+ * in_entry), and the graph outputs' node ids, from the walk's map. */
+static void index_entries(deft_graph_t *g, const walk_map_t *m) {
     g->row_ptr[0] = g->in_ptr[0] = 0;
     for (int i = 0; i < g->num_nodes; i++) {
         const deft_node_t *node = g->nodes[i];
@@ -345,10 +516,11 @@ static void index_entries(deft_graph_t *g) {
     for (int i = 0; i < g->num_nodes; i++) {
         const deft_node_t *node = g->nodes[i];
         for (int k = 0; k < g->in_ptr[i + 1] - g->in_ptr[i]; k++) {
-            int src = map_find(g, node->inputs[k].node);
+            int src = walk_find(m, node->inputs[k].node);
             g->in_entry[g->in_ptr[i] + k] = g->row_ptr[src] + node->inputs[k].index;
         }
     }
+    for (int o = 0; o < g->num_outputs; o++) g->output_ids[o] = walk_find(m, g->outputs[o].node);
 }
 
 static int build(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_fn is_leaf,
@@ -359,22 +531,59 @@ static int build(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_f
     memset(g, 0, sizeof *g);
     g->outputs = (deft_entry_t *)(g + 1);
     g->nodes = g->small_nodes;
-    g->map = g->small_map, g->map_capacity = 2 * DEFT_GRAPH_SMALL;
     for (int o = 0; o < num_outputs; o++) {
         g->outputs[o] = outputs[o];
         deft_node_retain(outputs[o].node);
         g->num_outputs++;
     }
-    int status = topo_sort(g, is_leaf, ctx);
+    bool own;
+    walk_map_t *m = walk_begin(&own);
+    int status = m ? topo_sort(g, m, is_leaf, ctx)
+                   : deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph index");
     if (status == 0 && alloc_tables(g, is_leaf != NULL))
         status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
     for (int i = 0; status == 0 && is_leaf && i < g->num_nodes; i++)
         g->leaf[i] = is_leaf(g->nodes[i], ctx);
-    if (status == 0) index_entries(g);
+    if (status == 0) index_entries(g, m);
+    if (m) walk_end(m, own);
     if (status) {
         deft_graph_free(g);
         return -1;
     }
+    *out = g;
+    return 0;
+}
+
+int deft_graph_from_order(int num_nodes, deft_node_t *const *nodes, const int *in_entry,
+                          int num_outputs, const deft_entry_t *outputs, const int *output_ids,
+                          deft_graph_t **out) {
+    deft_graph_t *g =
+        in_record(num_outputs) ? deft_record_alloc() : malloc(graph_head(num_outputs));
+    if (!g) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
+    memset(g, 0, sizeof *g);
+    g->outputs = (deft_entry_t *)(g + 1);
+    g->nodes = g->small_nodes;
+    for (int o = 0; o < num_outputs; o++)
+        g->outputs[g->num_outputs++] =
+            (deft_entry_t){deft_node_retain(outputs[o].node), outputs[o].index};
+    int capacity = DEFT_GRAPH_SMALL;
+    if (reserve(g, num_nodes, &capacity)) {
+        deft_graph_free(g);
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
+    }
+    for (; g->num_nodes < num_nodes; g->num_nodes++)
+        g->nodes[g->num_nodes] = deft_node_retain(nodes[g->num_nodes]);
+    if (alloc_tables(g, false)) {
+        deft_graph_free(g);
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
+    }
+    g->row_ptr[0] = g->in_ptr[0] = 0;
+    for (int i = 0; i < num_nodes; i++) {
+        g->row_ptr[i + 1] = g->row_ptr[i] + nodes[i]->num_outputs;
+        g->in_ptr[i + 1] = g->in_ptr[i] + nodes[i]->num_inputs;
+    }
+    memcpy(g->in_entry, in_entry, (size_t)g->in_ptr[num_nodes] * sizeof *in_entry);
+    memcpy(g->output_ids, output_ids, (size_t)num_outputs * sizeof *output_ids);
     *out = g;
     return 0;
 }
@@ -386,14 +595,19 @@ int deft_graph_build(int num_outputs, const deft_entry_t *outputs, deft_graph_t 
     deft_graph_t *g;
     if (build(num_outputs, outputs, NULL, NULL, &g)) return -1;
     pthread_mutex_lock(&naming_lock);
-    int status = name_nodes(g);
+    char **names = name_nodes(g);
     pthread_mutex_unlock(&naming_lock);
-    if (status) {
+    if (!names) {
         deft_graph_free(g);
         return -1;
     }
+    g->names = names;
     *out = g;
     return 0;
+}
+
+int deft_graph_build_unnamed(int num_outputs, const deft_entry_t *outputs, deft_graph_t **out) {
+    return build(num_outputs, outputs, NULL, NULL, out);
 }
 
 int deft_graph_build_cut(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_fn is_leaf,
@@ -401,14 +615,27 @@ int deft_graph_build_cut(int num_outputs, const deft_entry_t *outputs, deft_grap
     return build(num_outputs, outputs, is_leaf, ctx, out);
 }
 
+const char *deft_graph_name(const deft_graph_t *g, int id) {
+    char **names = __atomic_load_n(&g->names, __ATOMIC_ACQUIRE);
+    if (names) return names[id];
+    pthread_mutex_lock(&naming_lock);
+    names = __atomic_load_n(&g->names, __ATOMIC_ACQUIRE); /* named meanwhile? */
+    if (!names && (names = name_nodes(g)) != NULL)
+        __atomic_store_n(&((deft_graph_t *)g)->names, names, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&naming_lock);
+    if (names) return names[id];
+    /* out of memory: the node's own name if it has one, else its operator's */
+    const deft_node_t *node = g->nodes[id];
+    return node->name ? node->name : node->op ? node->op->op->name : "variable";
+}
+
 void deft_graph_free(deft_graph_t *g) {
     if (!g) return;
     for (int i = 0; i < g->num_nodes; i++) deft_node_release(g->nodes[i]); /* names: theirs */
     for (int o = 0; o < g->num_outputs; o++) deft_node_release(g->outputs[o].node);
     if (g->nodes != g->small_nodes) free(g->nodes);
-    if (g->map != g->small_map) free(g->map);
     free(g->names), free(g->tables), free(atomic_load(&g->uses));
-    free(atomic_load(&g->unwanted));
+    free(atomic_load(&g->unwanted)), free(atomic_load(&g->map));
     if (in_record(g->num_outputs))
         deft_record_free(g);
     else
@@ -437,15 +664,23 @@ bool deft_graph_has_blocking(const deft_graph_t *g) {
 /* How a value is used: bits of these. */
 enum { USE_UPDATED = 1, USE_READ = 2 };
 
-/* Per node, its uses (USE_* bits). */
+/* Per entry, its uses (USE_* bits), through the entry ids of the inputs: a
+ * map lookup per input was most of an executor's list of its inputs. The
+ * leaves of a cut graph have no entry ids for their inputs (not followed):
+ * those that are in the graph are looked up. */
 static void *make_use_table(const deft_graph_t *g) {
-    unsigned char *use = calloc((size_t)g->num_nodes + 1, 1);
+    unsigned char *use = calloc((size_t)deft_graph_num_entries(g) + 1, 1);
     for (int i = 0; use && i < g->num_nodes; i++) {
         const deft_node_t *n = g->nodes[i];
+        bool followed = g->in_ptr[i + 1] - g->in_ptr[i] == n->num_inputs;
         for (int k = 0; k < n->num_inputs; k++) {
-            int src = map_find(g, n->inputs[k].node);
-            if (src < 0) continue; /* behind a leaf of a cut graph */
-            use[src] |= mutates(n, k) ? USE_UPDATED : USE_READ;
+            int e = followed ? deft_graph_input_entry(g, i, k) : -1;
+            if (!followed) {
+                int src = map_find(g, n->inputs[k].node);
+                if (src < 0) continue; /* behind a leaf of a cut graph */
+                e = g->row_ptr[src] + n->inputs[k].index;
+            }
+            use[e] |= mutates(n, k) ? USE_UPDATED : USE_READ;
         }
     }
     return use;
@@ -477,19 +712,31 @@ static void *lazy_table(const deft_graph_t *g, _Atomic(void *) *slot,
     return expected;
 }
 
-static unsigned char use_of(const deft_graph_t *g, const deft_node_t *var) {
-    int id = map_find(g, var);
-    if (id < 0) return 0;
+/* The uses of node id's outputs together. */
+static unsigned char use_at(const deft_graph_t *g, int id) {
     unsigned char *table = lazy_table(g, &((deft_graph_t *)g)->uses, make_use_table);
-    return table ? table[id] : scan_use(g, var);
+    if (!table) return scan_use(g, g->nodes[id]);
+    unsigned char use = 0;
+    for (int e = g->row_ptr[id]; e < g->row_ptr[id + 1]; e++) use |= table[e];
+    return use;
 }
 
 bool deft_graph_is_auxiliary(const deft_graph_t *g, const deft_node_t *var) {
-    return use_of(g, var) == USE_UPDATED;
+    int id = map_find(g, var);
+    return id >= 0 && use_at(g, id) == USE_UPDATED;
 }
 
 bool deft_graph_is_updated(const deft_graph_t *g, const deft_node_t *var) {
-    return use_of(g, var) & USE_UPDATED;
+    int id = map_find(g, var);
+    return id >= 0 && (use_at(g, id) & USE_UPDATED);
+}
+
+bool deft_graph_is_auxiliary_at(const deft_graph_t *g, int id) {
+    return use_at(g, id) == USE_UPDATED;
+}
+
+bool deft_graph_is_updated_at(const deft_graph_t *g, int id) {
+    return use_at(g, id) & USE_UPDATED;
 }
 
 /* Per node, the outputs nobody reads (deft_graph_unwanted_outputs). */
@@ -500,10 +747,8 @@ static void *make_unwanted_table(const deft_graph_t *g) {
     for (int i = 0; read && unwanted && i < g->num_nodes; i++)
         for (int k = 0; k < g->in_ptr[i + 1] - g->in_ptr[i]; k++)
             read[deft_graph_input_entry(g, i, k)] = true;
-    for (int o = 0; read && unwanted && o < g->num_outputs; o++) {
-        int id = map_find(g, g->outputs[o].node);
-        if (id >= 0) read[g->row_ptr[id] + g->outputs[o].index] = true;
-    }
+    for (int o = 0; read && unwanted && o < g->num_outputs; o++)
+        read[deft_graph_output_entry(g, o)] = true;
     for (int i = 0; read && unwanted && i < g->num_nodes; i++)
         for (int k = 0; k < g->row_ptr[i + 1] - g->row_ptr[i] && k < 64; k++)
             if (!read[g->row_ptr[i] + k]) unwanted[i] |= (uint64_t)1 << k;

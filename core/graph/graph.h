@@ -9,8 +9,12 @@
  * ("fullyconnected0", "fullyconnected1"), and a variable made for a missing
  * input after its first consumer and that input ("fullyconnected0_weight").
  * The same graph is always named the same way. A default name is written
- * into the node the first time a graph containing it is indexed, so every
+ * into the node the first time a graph containing it is named, so every
  * later view of the node (its children, a larger graph) agrees with it.
+ * deft_graph_build names at once; graphs built to run (executors:
+ * deft_graph_build_unnamed) name only when a name is asked for
+ * (deft_graph_name: an error message, an input's name), since naming a node
+ * cost more than indexing and running it.
  */
 #ifndef DEFT_CORE_GRAPH_H
 #define DEFT_CORE_GRAPH_H
@@ -19,9 +23,9 @@
 
 #include "core/graph/node.h"
 
-/* Small graphs (most deferred runs) keep their node list and map inline,
- * and live in one record (records.h) with their tables: building one costs
- * a list pop, not eight mallocs. */
+/* Small graphs (most deferred runs) keep their node list inline, and live
+ * in one record (records.h) with their tables: building one costs a list
+ * pop, not eight mallocs. */
 #define DEFT_GRAPH_SMALL 8
 
 typedef struct deft_graph_slot {
@@ -32,26 +36,41 @@ typedef struct deft_graph_slot {
 typedef struct deft_graph {
     int num_nodes;
     deft_node_t **nodes; /* post-order; retained */
-    char **names; /* per node: its name (the node's own, which the graph names once and holds) */
+    /* per node: its name (the node's own, which the graph names once and holds); NULL until
+     * named (deft_graph_name reads it) */
+    char **names;
     int *row_ptr; /* entry ids of node i are row_ptr[i] .. row_ptr[i+1]-1 */
     /* entry id read by input k of node i: in_entry[in_ptr[i] + k] (no lookups on hot walks) */
     int *in_ptr, *in_entry;
     int num_outputs;
     deft_entry_t *outputs; /* retained; allocated with the graph */
+    int *output_ids;       /* per output, its node's id (NULL in a view made elsewhere) */
     bool *leaf;            /* cut graphs: per node, its value is given (NULL otherwise) */
-    /* node pointer -> id, open addressing */
-    int map_capacity;
-    deft_graph_slot_t *map;
+    /* node pointer -> id, open addressing (deft_graph_slot_t), made on first use */
+    _Atomic(void *) map;
     void *tables; /* row_ptr, in_ptr, in_entry and leaf when malloc'd (NULL: in the record) */
     /* per node, how it is used (read, updated in place): made on first use (graph.c) */
     _Atomic(void *) uses; /* unsigned char per node */
     /* per node, bit k: output k is read by no node and is no graph output (made on first use) */
     _Atomic(void *) unwanted; /* uint64_t per node */
     deft_node_t *small_nodes[DEFT_GRAPH_SMALL];
-    deft_graph_slot_t small_map[2 * DEFT_GRAPH_SMALL];
 } deft_graph_t;
 
 int deft_graph_build(int num_outputs, const deft_entry_t *outputs, deft_graph_t **out);
+/* As deft_graph_build, its nodes named when first asked (deft_graph_name). */
+int deft_graph_build_unnamed(int num_outputs, const deft_entry_t *outputs, deft_graph_t **out);
+/*
+ * The graph of `outputs` from what a caller already knows of it: its nodes
+ * (retained) in the order deft_graph_build gives them, per node and input
+ * the entry id it reads (in_entry, in that order), and each output's node
+ * id. Unnamed, as deft_graph_build_unnamed. For a caller that made the nodes
+ * in that order (an export copying a recorded graph): no walk, no map.
+ */
+int deft_graph_from_order(int num_nodes, deft_node_t *const *nodes, const int *in_entry,
+                          int num_outputs, const deft_entry_t *outputs, const int *output_ids,
+                          deft_graph_t **out);
+/* The name of node id: names the graph first if it is not named yet (thread-safe). */
+const char *deft_graph_name(const deft_graph_t *g, int id);
 
 /* Whether a node's value is given from outside, so its inputs need not be visited. */
 typedef bool (*deft_graph_leaf_fn)(const deft_node_t *node, void *ctx);
@@ -66,8 +85,11 @@ int deft_graph_build_cut(int num_outputs, const deft_entry_t *outputs, deft_grap
                          void *ctx, deft_graph_t **out);
 void deft_graph_free(deft_graph_t *graph);
 
-/* Id of a node in the graph, or -1. */
+/* Id of a node in the graph, or -1. The first call makes the graph's map:
+ * walks that know ids (in_entry, output ids) need none. */
 int deft_graph_node_id(const deft_graph_t *graph, const deft_node_t *node);
+/* The entry id of graph output o. */
+int deft_graph_output_entry(const deft_graph_t *g, int o);
 /* An auxiliary state: a variable whose every use is an in-place update
  * (running statistics). The first call makes a table for all nodes in one
  * pass over the inputs; later calls look it up, so asking for every variable
@@ -76,6 +98,9 @@ bool deft_graph_is_auxiliary(const deft_graph_t *g, const deft_node_t *var);
 /* A variable some node updates in place (an auxiliary state, or a weight of
  * a training-step graph, also read by others). */
 bool deft_graph_is_updated(const deft_graph_t *g, const deft_node_t *var);
+/* The same, of the node with id `id`. */
+bool deft_graph_is_auxiliary_at(const deft_graph_t *g, int id);
+bool deft_graph_is_updated_at(const deft_graph_t *g, int id);
 /* Per node, its outputs that no node reads and the graph does not return (bit k:
  * output k; outputs past 63 are always wanted): kernels may skip them. The
  * table is made on the first call and kept; NULL when it cannot be made (all

@@ -30,8 +30,8 @@ static int run_node_slow(const deft_graph_t *g, int i, const deft_tensor_t *in, 
     deft_device_t dev = node->num_outputs ? out->device : deft_device_cpu();
     deft_forward_fn forward = dev.type == DEFT_DEV_GPU ? op->forward_gpu : op->forward;
     if (!forward)
-        return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "node '%s' (%s) has no GPU kernel", g->names[i],
-                          op->name);
+        return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "node '%s' (%s) has no GPU kernel",
+                          deft_graph_name(g, i), op->name);
     double start = deft_profiling(DEFT_PROF_SYMBOLIC) ? deft_profiler_now() : 0;
     void *timer = start != 0 ? deft_device_timer_start(dev, op->name) : NULL;
     deft_op_set_unwanted(unwanted);

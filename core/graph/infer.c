@@ -98,19 +98,21 @@ static int infer_node(const deft_graph_t *g, int id, deft_graph_types_t *t, bool
     deft_desc_t in[DEFT_OP_MAX_INPUTS], out[DEFT_OP_MAX_OUTPUTS];
     bool in_known[DEFT_OP_MAX_INPUTS], out_known[DEFT_OP_MAX_OUTPUTS];
     int first = g->row_ptr[id], all_in = 1, all_out = 1;
-    for (int k = 0; k < node->num_inputs; k++) {
-        int e = deft_graph_input_entry(g, id, k);
-        in[k] = t->desc[e], in_known[k] = t->known[e];
-        all_in &= in_known[k];
-    }
-    for (int k = 0; k < node->num_outputs; k++) {
-        out[k] = t->desc[first + k], out_known[k] = t->known[first + k];
-        all_out &= out_known[k];
-    }
+    /* the flags first: a settled node (most visits) copies no description */
+    for (int k = 0; k < node->num_inputs; k++)
+        all_in &= in_known[k] = t->known[deft_graph_input_entry(g, id, k)];
+    for (int k = 0; k < node->num_outputs; k++) all_out &= out_known[k] = t->known[first + k];
+    if (all_out && (all_in || !op->infer_inputs)) return 0;
+    /* one input (most nodes) is read where it is, not copied */
+    const deft_desc_t *given =
+        node->num_inputs == 1 && all_in ? &t->desc[deft_graph_input_entry(g, id, 0)] : in;
+    for (int k = 0; given == in && k < node->num_inputs; k++)
+        in[k] = t->desc[deft_graph_input_entry(g, id, k)];
+    for (int k = 0; k < node->num_outputs; k++) out[k] = t->desc[first + k];
     int status = 0;
     if (all_in && !all_out) {
         int produced = 0;
-        status = op->infer(op, node->params, node->num_inputs, in, &produced, out);
+        status = op->infer(op, node->params, node->num_inputs, given, &produced, out);
         size_t nbytes; /* what the plan will allocate must have a size */
         for (int k = 0; status == 0 && k < produced; k++)
             status = deft_shape_nbytes(&out[k].shape, deft_dtype_size(out[k].dtype), &nbytes);
@@ -123,27 +125,36 @@ static int infer_node(const deft_graph_t *g, int id, deft_graph_types_t *t, bool
     } else if (!all_in && op->infer_inputs) {
         status = op->infer_inputs(op, node->params, node->num_inputs, in, in_known, out, out_known);
         for (int k = 0; status == 0 && k < node->num_inputs; k++) {
-            int src = deft_graph_node_id(g, node->inputs[k].node);
-            int e = deft_graph_entry_id(g, src, node->inputs[k].index);
+            int e = deft_graph_input_entry(g, id, k);
             if (!t->known[e] && in_known[k]) {
                 if (deft_shape_is_partial(&t->desc[e].shape))
-                    status = check_partial(&t->desc[e], &in[k], k, g->names[src]);
+                    status = check_partial(&t->desc[e], &in[k], k,
+                                           deft_graph_name(g, deft_graph_entry_node(g, e)));
                 t->desc[e] = in[k], t->known[e] = status == 0;
                 *changed = true;
             }
         }
     }
-    return status ? name_the_node(g->names[id]) : 0;
+    return status ? name_the_node(deft_graph_name(g, id)) : 0;
+}
+
+static bool all_known(const deft_graph_types_t *t) {
+    for (int e = 0; e < t->num_entries; e++)
+        if (!t->known[e]) return false;
+    return true;
 }
 
 /* Infer node by node until nothing changes. Each round settles at least one
- * node or stops; a bound guards the loop. */
+ * node or stops; a bound guards the loop. Once every entry is known no node
+ * can change one: a graph whose inputs are all given (an executor's) settles
+ * in one round, in order, instead of two. */
 static int settle(const deft_graph_t *g, deft_graph_types_t *t) {
     bool changed = true;
     for (int round = 0; changed && round < g->num_nodes + 2; round++) {
         changed = false;
         for (int i = 0; i < g->num_nodes; i++)
             if (g->nodes[i]->op && infer_node(g, i, t, &changed)) return -1;
+        if (changed && all_known(t)) break;
     }
     return 0;
 }

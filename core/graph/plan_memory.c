@@ -24,11 +24,17 @@ typedef struct planner {
     int *block_of;       /* block per entry, -1 none */
     block_t *blocks;
     int num_blocks;
-    bool *outside; /* variables and graph outputs */
+    bool *outside;  /* variables and graph outputs */
+    size_t *bytes;  /* per entry in the arena, its aligned size: found once for all the runs */
+    size_t largest; /* of those: no plan's arena is smaller */
 } planner_t;
 
 static size_t entry_bytes(const planner_t *p, int e) {
-    size_t n = (size_t)deft_shape_size(&p->t->desc[e].shape) * deft_dtype_size(p->t->desc[e].dtype);
+    return p->bytes[e];
+}
+
+static size_t aligned_bytes(const deft_desc_t *d) {
+    size_t n = (size_t)deft_shape_size(&d->shape) * deft_dtype_size(d->dtype);
     return (n + DEFT_CPU_ALIGN - 1) & ~(size_t)(DEFT_CPU_ALIGN - 1);
 }
 
@@ -122,7 +128,8 @@ static int layout(const planner_t *p, deft_memory_plan_t *plan) {
 }
 
 static void planner_free(planner_t *p) {
-    free(p->refs), free(p->block_of), free(p->blocks), free(p->outside);
+    free(p->bytes); /* the start of the one allocation of all the tables */
+    p->bytes = NULL;
 }
 
 /* A planner over g's entries: leaves, graph outputs and `pinned` entries live outside. */
@@ -130,22 +137,25 @@ static int planner_init(planner_t *p, const deft_graph_t *g, const deft_graph_ty
                         const bool *pinned) {
     int entries = deft_graph_num_entries(g);
     *p = (planner_t){.g = g, .t = t};
+    /* One allocation, widest first; only `outside` needs zeros (a block's fields are set when
+     * it is made, refs and block_of by each run). */
     size_t n = (size_t)(entries ? entries : 1);
-    p->refs = malloc(n * sizeof *p->refs);
-    p->block_of = malloc(n * sizeof *p->block_of);
-    p->blocks = calloc(n, sizeof *p->blocks);
-    p->outside = calloc(n, sizeof *p->outside);
-    if (!p->refs || !p->block_of || !p->blocks || !p->outside) {
-        planner_free(p);
-        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a memory plan");
-    }
+    char *at = malloc(n * (sizeof *p->bytes + sizeof *p->blocks + 2 * sizeof(int) + 1));
+    if (!at) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a memory plan");
+    p->bytes = (size_t *)at, at += n * sizeof *p->bytes;
+    p->blocks = (block_t *)at, at += n * sizeof *p->blocks;
+    p->refs = (int *)at, at += n * sizeof(int);
+    p->block_of = (int *)at, at += n * sizeof(int);
+    p->outside = memset(at, 0, n);
     for (int i = 0; i < g->num_nodes; i++)
         for (int k = 0; deft_graph_is_leaf(g, i) && k < g->nodes[i]->num_outputs; k++)
             p->outside[g->row_ptr[i] + k] = true;
     for (int e = 0; pinned && e < entries; e++) p->outside[e] = p->outside[e] || pinned[e];
-    for (int o = 0; o < g->num_outputs; o++)
-        p->outside[deft_graph_entry_id(g, deft_graph_node_id(g, g->outputs[o].node),
-                                       g->outputs[o].index)] = true;
+    for (int o = 0; o < g->num_outputs; o++) p->outside[deft_graph_output_entry(g, o)] = true;
+    for (int e = 0; e < entries; e++) {
+        p->bytes[e] = p->outside[e] ? 0 : aligned_bytes(&t->desc[e]);
+        if (p->bytes[e] > p->largest) p->largest = p->bytes[e];
+    }
     p->match_range = 1e300;
     return 0;
 }
@@ -174,7 +184,13 @@ int deft_plan_memory(const deft_graph_t *g, const deft_graph_types_t *t, bool en
     size_t best = (size_t)-1;
     p.sharing = enabled;
     double last_range = -1; /* of the run whose result p holds */
-    for (int inplace = 0; enabled && inplace <= 1; inplace++) {
+    /* An in-place plan as small as the largest entry cannot be beaten, and is
+     * what the sweep would choose (the first in-place range to reach the
+     * smallest size, winning a tie): a chain of equal sizes plans once. */
+    p.inplace = true, p.match_range = ranges[0];
+    bool settled = enabled && plan_once(&p) == p.largest;
+    if (settled) last_range = best_range = ranges[0];
+    for (int inplace = 0; enabled && !settled && inplace <= 1; inplace++) {
         p.inplace = inplace;
         for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++) {
             p.match_range = last_range = ranges[r];

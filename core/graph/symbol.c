@@ -90,8 +90,38 @@ fail:
     return oom();
 }
 
+deft_symbol_types_t *deft_symbol_types_new(int n, int entries) {
+    size_t head = (sizeof(deft_symbol_types_t) + 15) & ~(size_t)15;
+    size_t nodes = (size_t)n * sizeof(deft_node_t *), first = ((size_t)n + 1) * sizeof(int);
+    size_t at = (head + nodes + first + 15) & ~(size_t)15;
+    deft_symbol_types_t *t = malloc(at + (size_t)(entries ? entries : 1) * sizeof(deft_desc_t));
+    if (!t) return NULL;
+    atomic_init(&t->refs, 1);
+    t->num_nodes = n;
+    t->nodes = (const deft_node_t **)((char *)t + head);
+    t->first = (int *)((char *)t + head + nodes);
+    t->desc = (deft_desc_t *)((char *)t + at);
+    return t;
+}
+
+deft_symbol_types_t *deft_symbol_types_retain(deft_symbol_types_t *t) {
+    if (t) atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+    return t;
+}
+
+void deft_symbol_types_release(deft_symbol_types_t *t) {
+    if (t && atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1) free(t);
+}
+
+deft_graph_t *deft_symbol_take_graph(const deft_symbol_t *sym) {
+    if (!atomic_load_explicit(&sym->graph, memory_order_relaxed)) return NULL; /* most symbols */
+    return atomic_exchange(&((deft_symbol_t *)sym)->graph, NULL);
+}
+
 void deft_symbol_free(deft_symbol_t *sym) {
     if (!sym) return;
+    deft_symbol_types_release(sym->types);
+    deft_graph_free(deft_symbol_take_graph(sym));
     for (int i = 0; i < sym->num_outputs; i++) deft_node_release(sym->outputs[i].node);
     free(sym->outputs);
     free_atomic(sym);
@@ -207,6 +237,10 @@ int deft_symbol_set_attr(deft_symbol_t *sym, const char *key, const char *value)
                                               "one of them");
     deft_node_t *changed;
     if (deft_node_with_attr(head, key, value, &changed)) return -1;
+    /* the types name the old node, which may go (and its memory come back as another) */
+    deft_symbol_types_release(sym->types);
+    sym->types = NULL;
+    deft_graph_free(deft_symbol_take_graph(sym));
     for (int i = 0; i < sym->num_outputs; i++) {
         deft_node_release(sym->outputs[i].node);
         sym->outputs[i].node = deft_node_retain(changed);

@@ -9,9 +9,36 @@
 
 #include "core/graph/graph.h"
 
+/*
+ * What a recording knew of an exported symbol's values: the output
+ * descriptions of every node of its graph (the input variables' are the
+ * arrays' that were recorded from). Valid for a run whose inputs have those
+ * descriptions: the operators' inference gave them from the same inputs when
+ * they were recorded, so an executor's first plan takes them instead of
+ * inferring again. Immutable and reference counted; the nodes are borrowed
+ * from the symbol's graph (whoever holds the types holds the graph).
+ */
+typedef struct deft_symbol_types {
+    atomic_int refs;
+    int num_nodes;
+    const deft_node_t **nodes;
+    int *first;        /* node j's descriptions: desc[first[j]] .. desc[first[j + 1] - 1] */
+    deft_desc_t *desc; /* allocated with the rest */
+} deft_symbol_types_t;
+
+/* Types for n nodes with `entries` descriptions in all, one allocation, one reference. */
+deft_symbol_types_t *deft_symbol_types_new(int n, int entries);
+deft_symbol_types_t *deft_symbol_types_retain(deft_symbol_types_t *t);
+void deft_symbol_types_release(deft_symbol_types_t *t);
+
 typedef struct deft_symbol {
     int num_outputs;
-    deft_entry_t *outputs; /* retained */
+    deft_entry_t *outputs;      /* retained */
+    deft_symbol_types_t *types; /* an export's (owned reference), or NULL */
+    /* The index of its graph as deft_graph_build_unnamed would make it, made by an
+     * export from its walk (owned), or NULL: the first executor made from the symbol
+     * takes it (deft_symbol_take_graph) instead of walking the graph again. */
+    _Atomic(deft_graph_t *) graph;
     /* an atomic symbol: what its node will be once composed */
     const deft_op_entry_t *atomic_op;
     int atomic_num_attrs;
@@ -25,6 +52,9 @@ int deft_symbol_new_atomic(const deft_op_entry_t *op, int num_attrs, const char 
 /* A symbol over the given entries (retained). */
 int deft_symbol_from_entries(int n, const deft_entry_t *entries, deft_symbol_t **out);
 void deft_symbol_free(deft_symbol_t *sym);
+/* The export's index of the symbol's graph, now the caller's (deft_graph_free), or NULL
+ * (none, or taken already). Thread-safe: one caller gets it. */
+deft_graph_t *deft_symbol_take_graph(const deft_symbol_t *sym);
 
 /*
  * Make an atomic symbol's node: inputs by position (keys NULL) or by input

@@ -29,10 +29,16 @@ typedef struct export_state {
     deft_node_t **in_vars; /* per input: its variable in the symbol */
     bool *in_used;
     deft_graph_t *g;
-    deft_node_t **copies;   /* per node of g */
-    deft_entry_t **inlined; /* per node of g: the outputs of an inlined executor call */
+    deft_node_t **copies; /* per node of g: its copy (owned), or NULL */
+    /* per entry of g: what stands for it in the symbol (a copy's output, an inlined
+     * executor call's, a left-out Dropout's input), or a NULL node */
+    deft_entry_t *stand;
     int num_made, made_cap; /* nodes made by inlining, released at the end */
     deft_node_t **made;
+    /* _CachedOp, looked up once per export: a lookup by name for every node
+     * (deft_subgraph_of_node) was a fifth of the export of a 100-node chain */
+    const deft_op_entry_t *cached_op;
+    bool reshaped; /* a node was left out or inlined: the copies are not the whole graph */
 } export_state_t;
 
 static int input_of_entry(const export_state_t *s, const deft_entry_t *e) {
@@ -87,17 +93,16 @@ static int check_arrays(int nin, deft_ndarray_t *const *in, int nout, deft_ndarr
 }
 
 /* The entry that stands for `e` in the symbol (borrowed), or a NULL node with
- * an error naming where `e` is used: input k of `consumer`, or outputs[k]. */
-static deft_entry_t substitute(export_state_t *s, const deft_entry_t *e,
+ * an error naming where `e` is used: input k of `consumer`, or outputs[k].
+ * `entry` is e's entry id in s->g (from the walk's tables: no lookup by node). */
+static deft_entry_t substitute(export_state_t *s, const deft_entry_t *e, int entry,
                                const deft_node_t *consumer, int k) {
     int input = input_of_entry(s, e);
     if (input >= 0) {
         s->in_used[input] = true;
         return (deft_entry_t){s->in_vars[input], 0};
     }
-    int id = deft_graph_node_id(s->g, e->node);
-    if (s->copies[id]) return (deft_entry_t){s->copies[id], e->index};
-    if (s->inlined[id]) return s->inlined[id][e->index];
+    if (s->stand[entry].node) return s->stand[entry];
     char where[96];
     if (consumer)
         snprintf(where, sizeof where, "input %d of a recorded '%s'", k, consumer->op->op->name);
@@ -132,7 +137,7 @@ static bool recorded_in_predict_mode(const deft_node_t *node) {
 }
 
 static bool is_skipped(const deft_node_t *node) {
-    return recorded_in_predict_mode(node) && drops_in_training_only(node);
+    return drops_in_training_only(node) && recorded_in_predict_mode(node);
 }
 
 /* A recorded Dropout left out of an inference graph: its outputs stand for
@@ -140,36 +145,40 @@ static bool is_skipped(const deft_node_t *node) {
  * in a recorded forward graph). */
 static int skip_dropout(export_state_t *s, int id) {
     const deft_node_t *node = s->g->nodes[id];
-    deft_entry_t data = substitute(s, &node->inputs[0], node, 0);
+    s->reshaped = true;
+    deft_entry_t data =
+        substitute(s, &node->inputs[0], deft_graph_input_entry(s->g, id, 0), node, 0);
     if (!data.node) return -1;
-    s->inlined[id] = calloc((size_t)node->num_outputs, sizeof *s->inlined[id]);
-    if (!s->inlined[id]) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
-    for (int k = 0; k < node->num_outputs; k++) s->inlined[id][k] = data;
+    for (int k = 0; k < node->num_outputs; k++) s->stand[s->g->row_ptr[id] + k] = data;
     return 0;
 }
 
 /* Copy a variable leaf (outputs-only form): a fresh variable of the same name. */
 static int copy_variable(export_state_t *s, int id) {
     const deft_node_t *node = s->g->nodes[id];
-    return deft_node_new_variable(node->name, NULL, 0, NULL, NULL, &s->copies[id]);
+    if (deft_node_new_variable(node->name, NULL, 0, NULL, NULL, &s->copies[id])) return -1;
+    s->stand[s->g->row_ptr[id]] = (deft_entry_t){s->copies[id], 0};
+    return 0;
 }
 
 static int copy_node(export_state_t *s, int id, const char *name) {
     const deft_node_t *node = s->g->nodes[id];
     deft_entry_t inputs[DEFT_OP_MAX_INPUTS];
     for (int k = 0; k < node->num_inputs; k++) {
-        inputs[k] = substitute(s, &node->inputs[k], node, k);
+        inputs[k] = substitute(s, &node->inputs[k], deft_graph_input_entry(s->g, id, k), node, k);
         if (!inputs[k].node) return -1;
     }
-    return deft_node_copy_op(node, name, inputs, &s->copies[id]);
+    if (deft_node_copy_op(node, name, inputs, &s->copies[id])) return -1;
+    for (int k = 0; k < node->num_outputs; k++)
+        s->stand[s->g->row_ptr[id] + k] = (deft_entry_t){s->copies[id], k};
+    return 0;
 }
 
 /* The name a node's copy takes: the first output name among its outputs. */
 static const char *node_name(const export_state_t *s, int id, int nout, deft_ndarray_t *const *out,
                              const char *const *out_names) {
     for (int k = 0; out_names && k < nout; k++)
-        if (deft_graph_node_id(s->g, out[k]->entry.node) == id &&
-            input_of_entry(s, &out[k]->entry) < 0)
+        if (out[k]->entry.node == s->g->nodes[id] && input_of_entry(s, &out[k]->entry) < 0)
             return out_names[k];
     return NULL;
 }
@@ -209,13 +218,13 @@ static int inline_node(export_state_t *s, const deft_graph_t *sub, int i, deft_e
  * the symbol stands alone (its JSON names no process-local graph). */
 static int inline_call(export_state_t *s, int id) {
     const deft_node_t *node = s->g->nodes[id];
+    s->reshaped = true;
     const deft_subgraph_t *sg = deft_subgraph_of_node(node);
     const deft_symbol_t *sym = deft_subgraph_symbol(sg);
     deft_graph_t *sub;
     if (deft_graph_build_cut(sym->num_outputs, sym->outputs, NULL, NULL, &sub)) return -1;
     deft_entry_t *map = calloc((size_t)deft_graph_num_entries(sub) + 1, sizeof *map);
-    s->inlined[id] = calloc((size_t)node->num_outputs + 1, sizeof *s->inlined[id]);
-    int status = map && s->inlined[id] ? 0 : deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate");
+    int status = map ? 0 : deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate");
     for (int i = 0; status == 0 && i < sub->num_nodes; i++) {
         const deft_node_t *inner = sub->nodes[i];
         if (inner->op) {
@@ -223,12 +232,12 @@ static int inline_call(export_state_t *s, int id) {
             continue;
         }
         int k = deft_subgraph_input_of(sg, inner);
-        map[sub->row_ptr[i]] = substitute(s, &node->inputs[k], node, k);
+        map[sub->row_ptr[i]] =
+            substitute(s, &node->inputs[k], deft_graph_input_entry(s->g, id, k), node, k);
         if (!map[sub->row_ptr[i]].node) status = -1;
     }
     for (int o = 0; status == 0 && o < sym->num_outputs; o++)
-        s->inlined[id][o] = map[deft_graph_entry_id(
-            sub, deft_graph_node_id(sub, sym->outputs[o].node), sym->outputs[o].index)];
+        s->stand[s->g->row_ptr[id] + o] = map[deft_graph_output_entry(sub, o)];
     free(map);
     deft_graph_free(sub);
     return status;
@@ -243,8 +252,9 @@ static int copy_graph(export_state_t *s, int nout, deft_ndarray_t *const *out,
             if (!node->op && s->nin == 0 && node->name && copy_variable(s, i)) return -1;
             continue;
         }
-        int status = deft_subgraph_of_node(node) ? inline_call(s, i)
-                     : is_skipped(node)          ? skip_dropout(s, i)
+        bool call = node->op == s->cached_op && deft_subgraph_of_node(node);
+        int status = call               ? inline_call(s, i)
+                     : is_skipped(node) ? skip_dropout(s, i)
                                         : copy_node(s, i, node_name(s, i, nout, out, out_names));
         if (status) return -1;
     }
@@ -284,6 +294,91 @@ static int own_output(export_state_t *s, deft_entry_t *entries, int k, bool skip
     return 0;
 }
 
+/* Whether the symbol's graph is the inputs' variables and a copy of every
+ * recorded node: then it is known without a walk. */
+static bool plain_copy(const export_state_t *s) {
+    return s->nin > 0 && !s->reshaped && s->num_made == 0;
+}
+
+/* The descriptions of a recorded node's outputs, if its record has them all and
+ * an executor's inference would find the same: a creation operator's zero
+ * dimensions are open there (infer.c), to be filled by its consumers. */
+static const deft_desc_t *recorded_desc(const deft_node_t *node) {
+    const deft_record_t *rec = deft_record_of(node);
+    if (!rec || !rec->desc || rec->num_outputs != node->num_outputs) return NULL;
+    for (int k = 0; node->num_inputs == 0 && k < node->num_outputs; k++)
+        for (int d = 0; d < rec->desc[k].shape.ndim; d++)
+            if (rec->desc[k].shape.dims[d] == 0) return NULL;
+    return rec->desc;
+}
+
+/* What the recording knew of the symbol's values (symbol.h), when its graph
+ * is the inputs' variables and a copy of each recorded node; else NULL (an
+ * executor infers them). Out of memory is no error: it only costs inference. */
+static deft_symbol_types_t *recorded_types(const export_state_t *s) {
+    if (!plain_copy(s)) return NULL;
+    int n = s->nin, entries = s->nin;
+    for (int i = 0; i < s->g->num_nodes; i++) {
+        if (!s->copies[i]) continue;
+        if (!recorded_desc(s->g->nodes[i])) return NULL;
+        n++, entries += s->copies[i]->num_outputs;
+    }
+    deft_symbol_types_t *t = deft_symbol_types_new(n, entries);
+    if (!t) return NULL;
+    int j = 0, e = 0;
+    for (int i = 0; i < s->nin; i++, j++) {
+        t->nodes[j] = s->in_vars[i], t->first[j] = e;
+        t->desc[e++] = (deft_desc_t){s->in[i]->tensor.shape, s->in[i]->tensor.dtype};
+    }
+    for (int i = 0; i < s->g->num_nodes; i++) {
+        if (!s->copies[i]) continue;
+        const deft_desc_t *desc = deft_record_of(s->g->nodes[i])->desc; /* checked above */
+        t->nodes[j] = s->copies[i], t->first[j++] = e;
+        for (int k = 0; k < s->copies[i]->num_outputs; k++) t->desc[e++] = desc[k];
+    }
+    t->first[j] = e;
+    return t;
+}
+
+/*
+ * The index of a plain copy's graph (plain_copy), as deft_graph_build_unnamed
+ * would make it, from the export's walk: the same walk over the copies meets
+ * the nodes in the same order, the inputs' variables in place of the walk's
+ * leaves, and those (ranked) go first. So the order is the variables by
+ * rank, then the copies in the walk's order, and each recorded entry's id
+ * in it follows from that. NULL when out of memory (an executor walks).
+ */
+static deft_graph_t *index_copy(const export_state_t *s, const deft_symbol_t *sym) {
+    const deft_graph_t *g = s->g;
+    int entries = deft_graph_num_entries(g), n = s->nin, inputs = g->in_ptr[g->num_nodes];
+    int *now = malloc(((size_t)entries + (size_t)inputs + 2 * (size_t)g->num_nodes + 2) *
+                      sizeof *now); /* per entry of g, its id in the copy's graph */
+    deft_node_t **nodes = malloc(((size_t)s->nin + (size_t)g->num_nodes + 1) * sizeof *nodes);
+    if (!now || !nodes) {
+        free(now), free(nodes);
+        return NULL;
+    }
+    int *in_entry = now + entries, *id_of = in_entry + inputs, *out_ids = id_of + g->num_nodes;
+    for (int i = 0; i < s->nin; i++) nodes[i] = s->in_vars[i];
+    int e = s->nin, r = 0;
+    for (int i = 0; i < g->num_nodes; i++) {
+        id_of[i] = s->copies[i] ? n : -1;
+        for (int k = 0; k < g->nodes[i]->num_outputs; k++) /* a leaf's: an input's variable */
+            now[g->row_ptr[i] + k] =
+                s->copies[i] ? e + k : input_of_entry(s, &(deft_entry_t){g->nodes[i], k});
+        if (!s->copies[i]) continue;
+        nodes[n++] = s->copies[i];
+        e += s->copies[i]->num_outputs;
+        for (int x = g->in_ptr[i]; x < g->in_ptr[i + 1]; x++) in_entry[r++] = now[g->in_entry[x]];
+    }
+    for (int o = 0; o < sym->num_outputs; o++) out_ids[o] = id_of[g->output_ids[o]];
+    deft_graph_t *index = NULL;
+    if (deft_graph_from_order(n, nodes, in_entry, sym->num_outputs, sym->outputs, out_ids, &index))
+        index = NULL;
+    free(now), free(nodes);
+    return index;
+}
+
 static int export_locked(export_state_t *s, int nout, deft_ndarray_t *const *out,
                          const char *const *out_names, deft_symbol_t **sym) {
     deft_entry_t roots[DEFT_OP_MAX_OUTPUTS], *heap = NULL, *entries = roots;
@@ -293,21 +388,27 @@ static int export_locked(export_state_t *s, int nout, deft_ndarray_t *const *out
     for (int k = 0; k < nout; k++)
         if (input_of_array(s->nin, s->in, out[k]) < 0) entries[num_roots++] = out[k]->entry;
     int status = deft_graph_build_cut(num_roots, entries, is_input_node, s, &s->g);
-    if (status == 0 && (!(s->copies = calloc((size_t)s->g->num_nodes + 1, sizeof *s->copies)) ||
-                        !(s->inlined = calloc((size_t)s->g->num_nodes + 1, sizeof *s->inlined))))
+    if (status == 0 &&
+        (!(s->copies = calloc((size_t)s->g->num_nodes + 1, sizeof *s->copies)) ||
+         !(s->stand = calloc((size_t)deft_graph_num_entries(s->g) + 1, sizeof *s->stand))))
         status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
     if (status == 0) status = make_input_vars(s);
     if (status == 0) status = copy_graph(s, nout, out, out_names);
-    for (int k = 0; status == 0 && k < nout; k++) {
+    for (int k = 0, root = 0; status == 0 && k < nout; k++) {
         int i = input_of_array(s->nin, s->in, out[k]);
         if (i >= 0) s->in_used[i] = true;
         entries[k] =
-            i >= 0 ? (deft_entry_t){s->in_vars[i], 0} : substitute(s, &out[k]->entry, NULL, k);
+            i >= 0 ? (deft_entry_t){s->in_vars[i], 0}
+                   : substitute(s, &out[k]->entry, deft_graph_output_entry(s->g, root++), NULL, k);
         if (!entries[k].node ||
             own_output(s, entries, k, i < 0 && is_skipped(out[k]->entry.node), out_names))
             status = -1;
     }
     if (status == 0) status = deft_symbol_from_entries(nout, entries, sym);
+    if (status == 0 && plain_copy(s)) {
+        (*sym)->types = recorded_types(s);
+        atomic_store(&(*sym)->graph, index_copy(s, *sym));
+    }
     free(heap);
     return status;
 }
@@ -319,7 +420,8 @@ int deft_deferred_export(int nin, deft_ndarray_t *const *in, const char *const *
         return deft_error(DEFT_ERR_VALUE, "input_names is NULL, expected a name per input");
     if (check_names(nin, in_names, "input_names") || check_names(nout, out_names, "output_names"))
         return -1;
-    export_state_t s = {.nin = nin, .in = in, .in_names = in_names};
+    export_state_t s = {
+        .nin = nin, .in = in, .in_names = in_names, .cached_op = deft_registry_find("_CachedOp")};
     s.in_vars = calloc((size_t)nin + 1, sizeof *s.in_vars);
     s.in_used = calloc((size_t)nin + 1, sizeof *s.in_used);
     if (!s.in_vars || !s.in_used) {
@@ -330,14 +432,11 @@ int deft_deferred_export(int nin, deft_ndarray_t *const *in, const char *const *
     int status =
         check_arrays(nin, in, nout, out) ? -1 : export_locked(&s, nout, out, out_names, sym);
     deft_record_unlock();
-    for (int i = 0; s.g && i < s.g->num_nodes; i++) {
-        deft_node_release(s.copies ? s.copies[i] : NULL);
-        if (s.inlined) free(s.inlined[i]);
-    }
+    for (int i = 0; s.g && s.copies && i < s.g->num_nodes; i++) deft_node_release(s.copies[i]);
     for (int i = 0; i < s.num_made; i++) deft_node_release(s.made[i]);
     for (int i = 0; i < nin; i++) deft_node_release(s.in_vars[i]);
     deft_graph_free(s.g);
-    free(s.copies), free(s.inlined), free(s.made), free(s.in_vars), free(s.in_used);
+    free(s.copies), free(s.stand), free(s.made), free(s.in_vars), free(s.in_used);
     return status;
 }
 
