@@ -771,6 +771,82 @@ START_TEST(test_forked_child_can_use_the_library) {
 }
 END_TEST
 
+/* The stream seeded with 5: its first two draws of 4 numbers, and a draw into an array a slow
+ * call (queued for a worker) still writes, pushed first (*first). */
+static void seed_behind_slow_call(DeftNDArrayHandle want[2], DeftNDArrayHandle *first) {
+    const char *const *shape = P("shape", "(4,)");
+    ck_assert_ok(DeftRandomSeed(5));
+    want[0] = call1("_random_uniform", 0, NULL, shape);
+    want[1] = call1("_random_uniform", 0, NULL, shape);
+    DeftNDArrayHandle ones = call1("_ones", 0, NULL, P("shape", "(4,2000000)"));
+    ck_assert_ok(DeftNDArrayWaitToRead(ones));
+    *first = call1("sum", 1, &ones, P("axis", "1"));
+    ck_assert_ok(DeftNDArrayFree(ones));
+    ck_assert_ok(DeftRandomSeed(5));
+    int n = 1;
+    ck_assert_ok(call("_random_uniform", 0, NULL, &n, first, shape)); /* after the sum */
+}
+
+static void assert_draws(DeftNDArrayHandle want[2], DeftNDArrayHandle got[2]) {
+    for (int k = 0; k < 2; k++) {
+        int64_t count;
+        double *w = read_all(want[k], &count), *g = read_all(got[k], &count);
+        for (int i = 0; i < 4; i++) ck_assert_double_eq(g[i], w[i]);
+        free(w), free(g);
+    }
+    DeftNDArrayHandle all[] = {want[0], want[1], got[0], got[1]};
+    for (int k = 0; k < 4; k++) ck_assert_ok(DeftNDArrayFree(all[k]));
+}
+
+/* Two draws get the numbers of their push order, and a seed comes after the draws before it,
+ * however they run: the second draw (small: it could run at once on this thread) waits for
+ * the first. Kernels take their blocks of the stream when they run, so before draws were
+ * ordered the second took the first's numbers, and the first was drawn after the next seed. */
+START_TEST(test_draws_keep_their_push_order) {
+    DeftNDArrayHandle want[2], got[2];
+    seed_behind_slow_call(want, &got[0]);
+    got[1] = call1("_random_uniform", 0, NULL, P("shape", "(4,)"));
+    ck_assert_ok(DeftRandomSeed(9));
+    assert_draws(want, got);
+}
+END_TEST
+
+/* x + a draw, recorded by deferred compute (lazy: nothing drawn yet). */
+static DeftNDArrayHandle record_draw(DeftNDArrayHandle x) {
+    ck_assert_ok(DeftSetIsDeferredCompute(1, NULL));
+    DeftNDArrayHandle r = call1("_random_uniform", 0, NULL, P("shape", "(4,)"));
+    DeftNDArrayHandle y = call1("elemwise_add", 2, (DeftNDArrayHandle[]){x, r}, NO_PARAMS);
+    ck_assert_ok(DeftSetIsDeferredCompute(0, NULL));
+    ck_assert_ok(DeftNDArrayFree(r));
+    return y;
+}
+
+/* So do the draws of a deferred compute run and of a graph's run. */
+START_TEST(test_graph_draws_keep_their_push_order) {
+    DeftNDArrayHandle want[2], got[2], x = call1("_zeros", 0, NULL, P("shape", "(4,)"));
+    seed_behind_slow_call(want, &got[0]);
+    DeftNDArrayHandle lazy = record_draw(x);
+    got[1] = call1("_copy", 1, &lazy, NO_PARAMS); /* computes the lazy array, waiting for none */
+    ck_assert_ok(DeftNDArrayFree(lazy));
+    assert_draws(want, got);
+    DeftNDArrayHandle y = record_draw(x);
+    DeftSymbolHandle sym;
+    DeftCachedOpHandle exec;
+    ck_assert_ok(DeftNDArrayGetDeferredComputeSymbol(&x, &y, (const char *[]){"x"},
+                                                     (const char *[]){"y"}, 1, 1, &sym));
+    ck_assert_ok(DeftCachedOpCreate(sym, 0, &exec));
+    seed_behind_slow_call(want, &got[0]);
+    int n = 1;
+    got[1] = NULL;
+    ck_assert_ok(DeftCachedOpInvoke(exec, 1, &x, &n, &got[1]));
+    assert_draws(want, got);
+    ck_assert_ok(DeftCachedOpFree(exec));
+    ck_assert_ok(DeftSymbolFree(sym));
+    ck_assert_ok(DeftNDArrayFree(y));
+    ck_assert_ok(DeftNDArrayFree(x));
+}
+END_TEST
+
 START_TEST(test_waiting_rejects_bad_handles) {
     ck_assert_fails(DeftNDArrayWaitToWrite(NULL), DEFT_ERROR_VALUE,
                     "DeftNDArrayWaitToWrite: handle is NULL");
@@ -804,6 +880,8 @@ static Suite *engine_suite(void) {
     tcase_add_test(tc, test_shutdown_then_keep_using_the_library);
     tcase_add_test(tc, test_forked_child_can_use_the_library);
     tcase_add_test(tc, test_waiting_rejects_bad_handles);
+    tcase_add_test(tc, test_draws_keep_their_push_order);
+    tcase_add_test(tc, test_graph_draws_keep_their_push_order);
     suite_add_tcase(suite, tc);
     return suite;
 }

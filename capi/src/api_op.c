@@ -120,8 +120,7 @@ int DeftOpGetParamChoices(DeftOpHandle op, int index, int *out_count,
 
 int DeftRandomSeed(uint64_t seed) {
     API_BEGIN();
-    deft_random_seed(seed);
-    return 0;
+    return deft_random_seed(seed);
 }
 
 /* api_invoke's body, inlined into DeftImperativeInvoke: one call fewer on the dispatch path. */

@@ -61,6 +61,7 @@ struct deft_cached_op {
     deft_symbol_types_t *types; /* what its recording knew of its values (symbol.h), or NULL */
     bool plan_memory;
     bool blocking; /* a node waits for a host callback: runs never go inline */
+    bool draws;    /* a node draws random numbers: runs are ordered with other draws */
     int num_inputs;
     int *input_nodes;             /* node ids: arguments, then auxiliary states */
     int *input_of_node;           /* node id -> input position, -1 for operators */
@@ -221,6 +222,7 @@ int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_o
     const deft_graph_t *g = op->g;
     op->types = deft_symbol_types_retain(sym->types);
     op->blocking = deft_graph_has_blocking(g);
+    op->draws = deft_graph_draws(g);
     size_t n = (size_t)g->num_nodes + 1;
     op->input_nodes = malloc(n * sizeof(int));
     op->input_of_node = malloc(n * sizeof(int));
@@ -830,6 +832,10 @@ bool deft_cached_op_input_written(const deft_cached_op_t *op, int i) {
 
 bool deft_cached_op_blocking(const deft_cached_op_t *op) {
     return op->blocking;
+}
+
+bool deft_cached_op_draws(const deft_cached_op_t *op) {
+    return op->draws;
 }
 
 deft_var_t *deft_cached_op_var(const deft_cached_op_t *op) {

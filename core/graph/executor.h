@@ -105,6 +105,8 @@ bool deft_cached_op_updates_inputs(const deft_cached_op_t *op);
 bool deft_cached_op_input_written(const deft_cached_op_t *op, int i);
 /* Whether a node waits for a host callback (runs must not go inline). */
 bool deft_cached_op_blocking(const deft_cached_op_t *op);
+/* Whether a node draws random numbers (runs write deft_random_stream_var). */
+bool deft_cached_op_draws(const deft_cached_op_t *op);
 /* The engine variable every run writes: runs share their plan's arenas. */
 deft_var_t *deft_cached_op_var(const deft_cached_op_t *op);
 

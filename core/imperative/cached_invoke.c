@@ -10,6 +10,7 @@
 #include "core/base/error.h"
 #include "core/base/fence.h"
 #include "core/imperative/cached_call.h"
+#include "core/op/random.h"
 #include "core/op/op.h"
 
 /* Runs with at most this many inputs and outputs (most graphs) keep their
@@ -149,15 +150,18 @@ static int new_run(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, run
 static int push_run(run_t *r, deft_ndarray_t *const *in, deft_ndarray_t **out) {
     deft_cached_op_t *op = r->op;
     int nin = r->nin, nout = r->nout;
-    deft_var_t *var_room[3 * RUN_INLINE + 1];
+    deft_var_t *var_room[3 * RUN_INLINE + 2];
     deft_ndarray_t *created_room[RUN_INLINE];
-    size_t nvars = 2 * (size_t)nin + (size_t)nout + 1;
-    deft_var_t **vars = nvars <= 3 * RUN_INLINE + 1 ? var_room : malloc(nvars * sizeof *vars);
+    size_t nvars = 2 * (size_t)nin + (size_t)nout + 2;
+    deft_var_t **vars = nvars <= 3 * RUN_INLINE + 2 ? var_room : malloc(nvars * sizeof *vars);
     deft_ndarray_t **created =
         nout <= RUN_INLINE ? created_room : malloc((size_t)nout * sizeof *created);
-    if (!vars || !created) {
+    deft_var_t *stream = deft_cached_op_draws(op) ? deft_random_stream_var() : NULL;
+    if (!vars || !created || (deft_cached_op_draws(op) && !stream)) {
         if (vars != var_room) free(vars);
+        if (created != created_room) free(created);
         free_run(r);
+        if (vars && created) return -1; /* the stream's variable: error set */
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a run of %d inputs", nin);
     }
     deft_var_t **reads = vars, **writes = vars + nin;
@@ -172,6 +176,7 @@ static int push_run(run_t *r, deft_ndarray_t *const *in, deft_ndarray_t **out) {
     }
     for (int o = 0; o < nout; o++) writes[nwrites++] = r->arrays[nin + o]->var;
     writes[nwrites++] = deft_cached_op_var(op);
+    if (deft_cached_op_draws(op)) writes[nwrites++] = stream; /* draws in push order */
     for (int o = 0; o < nout; o++)
         created[o] = out[o] ? NULL : deft_ndarray_retain(r->arrays[nin + o]);
     vouch_inputs(r);

@@ -21,6 +21,7 @@
 #include "core/imperative/autograd.h"
 #include "core/imperative/deferred_plan.h"
 #include "core/imperative/record.h"
+#include "core/op/random.h"
 
 static DEFT_TLS_FAST bool tl_deferred;
 
@@ -191,8 +192,8 @@ static run_t *run_alloc(deft_trigger_plan_t *p, const deft_trigger_cut_t *cut, i
     size_t lists = dest * (sizeof(deft_storage_t *) + 2 * sizeof(deft_ndarray_t *)) +
                    leaf * sizeof(deft_ndarray_t *) + 8 * 16;
     size_t bytes = head + lists + (nodes + (size_t)nroots + 1) * sizeof(deft_node_t *) +
-                   entries * sizeof(deft_tensor_t) + (leaf + dest + leaf) * sizeof(deft_var_t *) +
-                   8 * 16;
+                   entries * sizeof(deft_tensor_t) +
+                   (leaf + dest + leaf + 1) * sizeof(deft_var_t *) + 8 * 16;
     run_t *r = atomic_exchange(&p->spare_run, NULL);
     if (r && r->allocated != bytes) free(r), r = NULL;
     if (!r) r = malloc(bytes);
@@ -214,7 +215,7 @@ static run_t *run_alloc(deft_trigger_plan_t *p, const deft_trigger_cut_t *cut, i
     r->roots = deft_carve(&at, (size_t)nroots + 1, sizeof *r->roots);
     r->tensors = deft_carve(&at, entries, sizeof *r->tensors);
     r->reads = deft_carve(&at, leaf, sizeof *r->reads);
-    r->writes = deft_carve(&at, dest + leaf, sizeof *r->writes);
+    r->writes = deft_carve(&at, dest + leaf + 1, sizeof *r->writes);
     atomic_init(&r->refs, 1);
     r->plan = p;
     for (int i = 0; i < nroots; i++) r->roots[r->num_roots++] = deft_node_retain(roots[i].node);
@@ -281,6 +282,15 @@ static void mark_updated_leaves(run_t *r) {
             if (read) r->writes[r->num_writes++] = var;
         }
     }
+}
+
+/* A run that draws random numbers writes the stream's variable: draws in push order. */
+static int order_draws(run_t *r) {
+    if (!r->plan->draws) return 0;
+    deft_var_t *stream = deft_random_stream_var();
+    if (!stream) return -1;
+    r->writes[r->num_writes++] = stream;
+    return 0;
 }
 
 /* The arena of each device the plan puts transient values on. */
@@ -390,6 +400,7 @@ static int run_roots(int count, const deft_entry_t *roots) {
     status = make_destinations(r);
     if (!status) status = gather_leaves(r);
     if (!status) mark_updated_leaves(r);
+    if (!status) status = order_draws(r);
     if (!status) status = make_arenas(r);
     if (status) {
         free_run(r);

@@ -242,6 +242,7 @@ static void describe(deft_trigger_plan_t *p) {
         p->blocking = p->blocking || (!rec->computed && node->op->op->blocking);
         p->mutates = p->mutates || (!rec->computed && deft_op_mutates_any(node->op->op));
         p->saves = p->saves || (!rec->computed && (rec->save_in | rec->save_out));
+        p->draws = p->draws || (!rec->computed && node->op->op->nondeterministic);
         for (int k = 0; k < node->num_outputs; k++) {
             int e = c->row_ptr[i] + k;
             p->types.desc[e] = rec->desc[k];

@@ -75,6 +75,7 @@ typedef struct deft_trigger_plan {
     bool blocking;    /* a node waits for a host callback */
     bool mutates;     /* a node updates an input in place */
     bool saves;       /* a node keeps values for backward */
+    bool draws;       /* a node draws random numbers (random.h) */
     /* The memory of a finished run, for the next: a trigger in a loop then allocates nothing
      * large (glibc merges its small free chunks before each large allocation: after a
      * one-off graph freed its nodes, 76 instructions a node of a 100-node chain). */

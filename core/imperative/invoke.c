@@ -14,6 +14,7 @@
 #include "core/imperative/deferred.h"
 #include "core/imperative/memo.h"
 #include "core/imperative/view.h"
+#include "core/op/random.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,9 +234,10 @@ static int call_run(void *arg) {
     return deft_fence_run(access, call_accesses(call, access), call_kernel, arg);
 }
 
-/* The engine description of a call: it reads the inputs and writes the outputs. */
-static void describe(invoke_call_t *call, deft_var_t **reads, deft_var_t **writes,
-                     deft_engine_op_desc_t *desc) {
+/* The engine description of a call: it reads the inputs and writes the outputs (and `stream`,
+ * the random stream's variable, when not NULL). */
+static void describe(invoke_call_t *call, deft_var_t *stream, deft_var_t **reads,
+                     deft_var_t **writes, deft_engine_op_desc_t *desc) {
     const deft_op_t *op = call->op;
     int nreads = 0, nwrites = 0;
     size_t bytes = 0;
@@ -246,6 +248,7 @@ static void describe(invoke_call_t *call, deft_var_t **reads, deft_var_t **write
             reads[nreads++] = call->in[i]->var;
         bytes += deft_tensor_nbytes(&call->in[i]->tensor);
     }
+    if (stream) writes[nwrites++] = stream; /* draws in push order (random.h) */
     /* Fresh outputs go last (engine.h). Usually every output is fresh, and none staged. */
     int fresh = 0;
     if (call->nout < 64 && call->fresh == (1ull << call->nout) - 1) {
@@ -295,9 +298,11 @@ static void describe(invoke_call_t *call, deft_var_t **reads, deft_var_t **write
  * costs no allocation; otherwise as a queued copy owning its references.
  */
 static int submit(invoke_call_t *call, int nparams) {
-    deft_var_t *reads[DEFT_OP_MAX_INPUTS], *writes[DEFT_OP_MAX_INPUTS + DEFT_OP_MAX_OUTPUTS];
+    deft_var_t *reads[DEFT_OP_MAX_INPUTS], *writes[DEFT_OP_MAX_INPUTS + DEFT_OP_MAX_OUTPUTS + 1];
     deft_engine_op_desc_t desc;
-    describe(call, reads, writes, &desc);
+    deft_var_t *stream = call->op->nondeterministic ? deft_random_stream_var() : NULL;
+    if (call->op->nondeterministic && !stream) return -1;
+    describe(call, stream, reads, writes, &desc);
     if (desc.small && deft_engine_run_now(&desc) == 0) return 0;
     invoke_call_t *queued = call_copy_retained(call, nparams);
     if (!queued) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an operator call");

@@ -2,18 +2,35 @@
 
 #include <pthread.h>
 
+#include "core/base/error.h"
 #include "core/math/philox.h"
 #include "core/op/simd.h"
 
 /* A lock, not atomics: seed and counter must change together. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t stream_seed = 0x5EED5EEDu, stream_counter;
+static deft_var_t *stream_var; /* made once, under the lock; never freed */
 
-void deft_random_seed(uint64_t seed) {
+deft_var_t *deft_random_stream_var(void) {
+    deft_var_t *var = __atomic_load_n(&stream_var, __ATOMIC_ACQUIRE);
+    if (var) return var;
+    pthread_mutex_lock(&lock);
+    if (!stream_var) __atomic_store_n(&stream_var, deft_var_new(), __ATOMIC_RELEASE);
+    var = stream_var;
+    pthread_mutex_unlock(&lock);
+    return var;
+}
+
+int deft_random_seed(uint64_t seed) {
+    deft_var_t *var = deft_random_stream_var();
+    if (!var) return -1;
+    if (deft_engine_wait_to_overwrite(var)) return -1; /* a failed draw is not reported */
     pthread_mutex_lock(&lock);
     stream_seed = seed;
     stream_counter = 0;
     pthread_mutex_unlock(&lock);
+    deft_engine_overwritten(var);
+    return 0;
 }
 
 uint64_t deft_random_reserve(uint64_t n, uint64_t *seed) {

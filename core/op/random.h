@@ -4,8 +4,21 @@
 
 #include <stdint.h>
 
-/* Restart the stream: the same seed then gives the same numbers. */
-void deft_random_seed(uint64_t seed);
+#include "core/engine/engine.h"
+
+/* Restart the stream: the same seed then gives the same numbers. Draws queued
+ * before it are made first (with the old seed). -1 when out of memory. */
+int deft_random_seed(uint64_t seed);
+
+/*
+ * The engine variable that orders the draws: a kernel reserves its blocks
+ * when it runs, so every operation that draws (op.h, `nondeterministic`), and
+ * every graph run with such a node, writes this variable, and the engine runs
+ * them in the order the host pushed them. Without it, two draws on two
+ * workers took their blocks in whichever order they started, and the same
+ * seed gave other numbers run to run. NULL (error set) when out of memory.
+ */
+deft_var_t *deft_random_stream_var(void);
 /* Reserve n blocks; returns the first counter and the seed they belong to. */
 uint64_t deft_random_reserve(uint64_t n, uint64_t *seed);
 
