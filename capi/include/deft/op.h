@@ -101,9 +101,11 @@ DEFT_API int DeftOpGetParamChoices(DeftOpHandle op, int index, int *out_count,
  * @brief Restart the random stream used by the random operators.
  *
  * The same seed followed by the same calls gives the same numbers on every
- * run, whatever the thread count.
+ * run, whatever the thread count: the calls that draw (and graph runs with
+ * such a node) are ordered as the thread made them, and the seed comes after
+ * the draws queued before it (it waits for them).
  * @param seed any value.
- * @return 0.
+ * @return 0, or -1 when out of memory (DeftGetLastError).
  */
 DEFT_API int DeftRandomSeed(uint64_t seed);
 
