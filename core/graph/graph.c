@@ -523,19 +523,24 @@ static void index_entries(deft_graph_t *g, const walk_map_t *m) {
     for (int o = 0; o < g->num_outputs; o++) g->output_ids[o] = walk_find(m, g->outputs[o].node);
 }
 
-static int build(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_fn is_leaf,
-                 void *ctx, deft_graph_t **out) {
+/* An empty graph holding its outputs (retained); NULL when out of memory. */
+static deft_graph_t *graph_new(int num_outputs, const deft_entry_t *outputs) {
     deft_graph_t *g =
         in_record(num_outputs) ? deft_record_alloc() : malloc(graph_head(num_outputs));
-    if (!g) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
+    if (!g) return NULL;
     memset(g, 0, sizeof *g);
     g->outputs = (deft_entry_t *)(g + 1);
     g->nodes = g->small_nodes;
-    for (int o = 0; o < num_outputs; o++) {
-        g->outputs[o] = outputs[o];
-        deft_node_retain(outputs[o].node);
-        g->num_outputs++;
-    }
+    for (int o = 0; o < num_outputs; o++)
+        g->outputs[g->num_outputs++] =
+            (deft_entry_t){deft_node_retain(outputs[o].node), outputs[o].index};
+    return g;
+}
+
+static int build(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_fn is_leaf,
+                 void *ctx, deft_graph_t **out) {
+    deft_graph_t *g = graph_new(num_outputs, outputs);
+    if (!g) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
     bool own;
     walk_map_t *m = walk_begin(&own);
     int status = m ? topo_sort(g, m, is_leaf, ctx)
@@ -557,15 +562,8 @@ static int build(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_f
 int deft_graph_from_order(int num_nodes, deft_node_t *const *nodes, const int *in_entry,
                           int num_outputs, const deft_entry_t *outputs, const int *output_ids,
                           deft_graph_t **out) {
-    deft_graph_t *g =
-        in_record(num_outputs) ? deft_record_alloc() : malloc(graph_head(num_outputs));
+    deft_graph_t *g = graph_new(num_outputs, outputs);
     if (!g) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
-    memset(g, 0, sizeof *g);
-    g->outputs = (deft_entry_t *)(g + 1);
-    g->nodes = g->small_nodes;
-    for (int o = 0; o < num_outputs; o++)
-        g->outputs[g->num_outputs++] =
-            (deft_entry_t){deft_node_retain(outputs[o].node), outputs[o].index};
     int capacity = DEFT_GRAPH_SMALL;
     if (reserve(g, num_nodes, &capacity)) {
         deft_graph_free(g);

@@ -162,6 +162,24 @@ static void share_set(deft_node_t *node, deft_param_set_t *set) {
     node->attrs = (deft_attrs_t){set->count, set->keys, set->vals, NULL};
 }
 
+/* A node made, its parameters set: what its operator holds, its outputs and inputs (retained). */
+static int finish_node(deft_node_t *node, int num_inputs, const deft_entry_t *inputs,
+                       deft_node_t **out) {
+    const deft_op_t *op = node->op->op;
+    if (op->hold && !(node->held = op->hold(op, node->params))) {
+        node_free(node);
+        return -1;
+    }
+    node->num_outputs = deft_op_num_outputs(op, node->params, num_inputs);
+    node->num_inputs = num_inputs;
+    for (int i = 0; i < num_inputs; i++) {
+        node->inputs[i] = inputs[i];
+        deft_node_retain(inputs[i].node);
+    }
+    *out = node;
+    return 0;
+}
+
 /* With `set`, the node shares it (taking over the reference) for its parameters and
  * attributes, which are then the set's: num_attrs, keys and vals are not read. */
 static int new_op(const deft_op_entry_t *op, const deft_param_value_t *parsed,
@@ -196,18 +214,7 @@ static int new_op(const deft_op_entry_t *op, const deft_param_value_t *parsed,
         node_free(node);
         return -1;
     }
-    if (op->op->hold && !(node->held = op->op->hold(op->op, node->params))) {
-        node_free(node);
-        return -1;
-    }
-    node->num_outputs = deft_op_num_outputs(op->op, node->params, num_inputs);
-    node->num_inputs = num_inputs;
-    for (int i = 0; i < num_inputs; i++) {
-        node->inputs[i] = inputs[i];
-        deft_node_retain(inputs[i].node);
-    }
-    *out = node;
-    return 0;
+    return finish_node(node, num_inputs, inputs, out);
 }
 
 int deft_node_new_op(const deft_op_entry_t *op, const char *name, int num_attrs,
@@ -248,18 +255,7 @@ static int new_shared_call(const deft_op_entry_t *op, deft_param_set_t *set,
                           .ext_bytes = ext_bytes};
     atomic_init(&node->refcount, 1);
     if (set) share_set(node, set);
-    if (op->op->hold && !(node->held = op->op->hold(op->op, node->params))) {
-        node_free(node);
-        return -1;
-    }
-    node->num_outputs = deft_op_num_outputs(op->op, node->params, num_inputs);
-    node->num_inputs = num_inputs;
-    for (int i = 0; i < num_inputs; i++) {
-        node->inputs[i] = inputs[i];
-        deft_node_retain(inputs[i].node);
-    }
-    *out = node;
-    return 0;
+    return finish_node(node, num_inputs, inputs, out);
 }
 
 int deft_node_new_call(const deft_op_entry_t *op, const deft_param_value_t *params, int num_params,
