@@ -304,7 +304,7 @@ START_TEST(backward_plan_hits_and_misses) {
         ck_assert_ok(DeftAutogradBackward(1, &s, NULL, 0, 0));
         double a = atof(scalars[step]);
         assert_values(g, 2, VALUES(a + 2, a + 4), 1e-12);
-        if (step == 1 || step == 3) { /* seen: walked, found, nothing rebuilt */
+        if (step == 1 || step == 3) { /* seen: matched, found, nothing rebuilt */
             ck_assert_int_eq(deft_autograd_plan_hits(), hits + 1);
             ck_assert_int_eq(deft_autograd_plans_built(), built);
         }
@@ -326,6 +326,68 @@ START_TEST(backward_plan_hits_and_misses) {
     }
     DeftNDArrayHandle all[] = {x, g, y, h};
     free_all(4, all);
+}
+END_TEST
+
+/* A seen shape's cut is matched, not walked: the gradients stay right. */
+START_TEST(backward_matches_seen_shapes) {
+    DeftNDArrayHandle g, x = marked(4, VALUES(1, 2, 3, 4), &g, DEFT_GRAD_WRITE);
+    long before = 0;
+    for (int step = 0; step < 5; step++) {
+        if (step == 1) before = deft_autograd_cuts_matched();
+        set_recording(1);
+        DeftNDArrayHandle s = poly(x);
+        set_recording(0);
+        ck_assert_ok(DeftAutogradBackward(1, &s, NULL, 0, 0));
+        assert_values(g, 4, VALUES(5, 7, 9, 11), 1e-12);
+        free_all(1, &s);
+    }
+    ck_assert_int_eq(deft_autograd_cuts_matched() - before, 4);
+    free_all(1, &x), free_all(1, &g);
+}
+END_TEST
+
+/* x * c with c: a marked variable; a constant; a constant of another shape, broadcast; exp(w)
+ * of a marked w. Four cuts (c a variable, a leaf, a leaf of another desc, a node needing its
+ * gradient): each is walked the first time, not taken for another's shape, and every
+ * gradient is written. */
+static DeftNDArrayHandle times_c(DeftNDArrayHandle x, DeftNDArrayHandle c, DeftNDArrayHandle w) {
+    DeftNDArrayHandle e = w ? call1("exp", 1, &w, NO_PARAMS) : NULL;
+    DeftNDArrayHandle y = call1("broadcast_mul", 2, (DeftNDArrayHandle[]){x, w ? e : c}, NO_PARAMS);
+    DeftNDArrayHandle s = call1("sum", 1, &y, NO_PARAMS);
+    DeftNDArrayHandle all[] = {y, e};
+    free_all(w ? 2 : 1, all);
+    return s;
+}
+
+START_TEST(backward_match_tells_leaves_apart) {
+    int req = DEFT_GRAD_WRITE;
+    DeftNDArrayHandle v[3], g[3]; /* x, c, w */
+    const double *init[3] = {VALUES(1, 2, 3, 4), VALUES(5, 6, 7, 8), VALUES(0, 0, 0, 0)};
+    for (int i = 0; i < 3; i++) {
+        v[i] = make(DEFT_FLOAT64, 2, SHAPE(2, 2), init[i]);
+        g[i] = make(DEFT_FLOAT64, 2, SHAPE(2, 2), NULL);
+        ck_assert_ok(DeftAutogradMarkVariables(1, &v[i], &req, &g[i]));
+    }
+    DeftNDArrayHandle c[4] = {v[1], make(DEFT_FLOAT64, 2, SHAPE(2, 2), init[1]),
+                              make(DEFT_FLOAT64, 2, SHAPE(1, 2), VALUES(5, 6)), NULL};
+    const double *want_x[4] = {init[1], init[1], VALUES(5, 6, 5, 6), VALUES(1, 1, 1, 1)};
+    for (int step = 0; step < 8; step++) {
+        int k = step % 4;
+        long matched = deft_autograd_cuts_matched();
+        for (int i = 1; i < 3; i++) set_values(g[i], 4, VALUES(0, 0, 0, 0));
+        set_recording(1);
+        DeftNDArrayHandle s = times_c(v[0], c[k], k == 3 ? v[2] : NULL);
+        set_recording(0);
+        ck_assert_ok(DeftAutogradBackward(1, &s, NULL, 0, 0));
+        assert_values(g[0], 4, want_x[k], 1e-12);
+        assert_values(g[1], 4, k == 0 ? init[0] : init[2], 1e-12);
+        assert_values(g[2], 4, k == 3 ? init[0] : init[2], 1e-12);
+        ck_assert_int_eq(deft_autograd_cuts_matched() - matched, step >= 4);
+        free_all(1, &s);
+    }
+    DeftNDArrayHandle all[] = {v[0], v[1], v[2], g[0], g[1], g[2], c[1], c[2]};
+    free_all(8, all);
 }
 END_TEST
 
@@ -679,6 +741,8 @@ Suite *autograd_suite(void) {
     tcase_add_test(tc, gradient_memory_must_not_overlap);
     tcase_add_test(tc, backward_plan_is_reused);
     tcase_add_test(tc, backward_plan_hits_and_misses);
+    tcase_add_test(tc, backward_matches_seen_shapes);
+    tcase_add_test(tc, backward_match_tells_leaves_apart);
     tcase_add_test(tc, deferred_and_autograd_together);
     tcase_add_test(tc, executor_call_is_one_node);
     tcase_add_test(tc, gradient_through_exported_graph);

@@ -74,7 +74,9 @@ int deft_autograd_backward(int nheads, deft_ndarray_t *const *heads,
 
 /* Backward plans built so far (each new graph shape builds one), for tests and reports. */
 long deft_autograd_plans_built(void);
-/* Backwards that found their plan cached (walking the forward graph, nothing rebuilt). */
+/* Backwards that found their plan cached (nothing rebuilt). */
 long deft_autograd_plan_hits(void);
+/* Backwards whose forward cut matched a recent one's shape (cut.h): no walk, no key written. */
+long deft_autograd_cuts_matched(void);
 
 #endif

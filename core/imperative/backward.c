@@ -7,7 +7,9 @@
  * forward values they read (saved by the recorded nodes) and the head
  * gradients, and an executor runs it. The symbol and its executor (with its
  * memory plan) are kept in a small cache keyed by the forward graph's
- * shape, so a training loop builds its backward once, not once per step.
+ * shape, so a training loop builds its backward once, not once per step;
+ * and the shapes of the last few cuts are kept, so its forward graph is
+ * matched to a seen shape node by node (cut.h), not walked and signed again.
  * The cache is bounded like an executor's plans (executor.h): at most
  * DEFT_PLAN_CACHE_SIZE plans and DEFT_PLAN_CACHE_BYTES bytes of arenas in
  * all, least recently used dropped first; DeftMemoryReleaseCached drops the
@@ -362,16 +364,135 @@ static int run_op(const char *name, int nin, deft_ndarray_t *const *in, deft_nda
     return status;
 }
 
-/* Under the lock: the cut behind the heads as walked, and the start of its plan's key. */
-static int walk_forward(backward_t *b, int nheads, const deft_entry_t *roots, int nvars) {
+/* ---- the cut behind the heads: matched against a recent one, or walked ---- */
+
+/* A recent cut's shape (cut.h) and the start of its plan's key, as forward_cut wrote it. A
+ * training loop differentiates the same graph shape every step: its cut is matched, node by
+ * node, instead of walked, signed and hashed again. Under the record lock, like the walk. */
+typedef struct recent {
+    deft_cut_shape_t shape;
+    int key_len; /* the words of shape.words: the signature, then -2 and the heads' entries */
+    uint64_t hash;
+    struct recent *next;
+} recent_t;
+
+/* How many recent shapes are kept and matched, most recently used first. */
+enum { RECENT_SHAPES = 4 };
+
+static recent_t *recents;
+static _Atomic long cuts_matched;
+
+long deft_autograd_cuts_matched(void) {
+    return cuts_matched;
+}
+
+/* One block holding the shape of walked cut c, whose key starts with key[0..key_len). */
+static recent_t *recent_new(const deft_cut_t *c, int nroots, const deft_entry_t *roots,
+                            const uint64_t *key, int key_len, uint64_t hash) {
+    size_t n = (size_t)c->num_nodes + 1, in = (size_t)c->num_inputs + 1, e = (size_t)c->num_entries;
+    size_t bytes = ((sizeof(recent_t) + 15) & ~(size_t)15) + n * (6 * sizeof(int) + 16) +
+                   2 * in * sizeof(int) + 2 * (size_t)nroots * sizeof(int) +
+                   e * (sizeof(deft_desc_t) + sizeof(deft_device_t)) +
+                   (size_t)key_len * sizeof *key + 16 * 16;
+    recent_t *r = malloc(bytes);
+    if (!r) return NULL;
+    char *at = (char *)r + ((sizeof(recent_t) + 15) & ~(size_t)15);
+    deft_cut_shape_t *s = &r->shape;
+    *s = (deft_cut_shape_t){.kind = DEFT_CUT_NEEDS_GRADIENT,
+                            .num_nodes = c->num_nodes,
+                            .num_entries = c->num_entries,
+                            .num_inputs = c->num_inputs,
+                            .num_roots = nroots};
+    size_t nodes = (size_t)c->num_nodes, inputs = (size_t)c->num_inputs;
+    s->row_ptr = memcpy(deft_carve(&at, n, sizeof(int)), c->row_ptr, n * sizeof(int));
+    s->in_ptr = memcpy(deft_carve(&at, n, sizeof(int)), c->in_ptr, n * sizeof(int));
+    s->in_entry = memcpy(deft_carve(&at, in, sizeof(int)), c->in_entry, inputs * sizeof(int));
+    s->consumers = memcpy(deft_carve(&at, n, sizeof(int)), c->consumers, nodes * sizeof(int));
+    s->attr_at = memcpy(deft_carve(&at, n, sizeof(int)), c->attr_at, nodes * sizeof(int));
+    s->leaf = memcpy(deft_carve(&at, n, sizeof(bool)), c->leaf, nodes * sizeof(bool));
+    s->words =
+        memcpy(deft_carve(&at, (size_t)key_len, sizeof *key), key, (size_t)key_len * sizeof *key);
+    s->num_words = r->key_len = key_len;
+    r->hash = hash;
+    int *in_node = deft_carve(&at, in, sizeof(int)),
+        *root_node = deft_carve(&at, (size_t)nroots, sizeof(int)),
+        *root = deft_carve(&at, (size_t)nroots, sizeof(int));
+    const deft_op_entry_t **ops = deft_carve(&at, n, sizeof *ops);
+    uint64_t *save_in = deft_carve(&at, n, sizeof *save_in);
+    deft_desc_t *desc = deft_carve(&at, e, sizeof *desc);
+    deft_device_t *devices = deft_carve(&at, e, sizeof *devices);
+    for (int i = 0; i < c->num_nodes; i++) {
+        const deft_node_t *node = c->nodes[i];
+        const deft_record_t *rec = deft_record_of(node);
+        ops[i] = node->op;
+        save_in[i] = rec->save_in;
+        for (int k = 0; !c->leaf[i] && k < node->num_inputs; k++)
+            in_node[c->in_ptr[i] + k] = deft_cut_id(node->inputs[k].node);
+        for (int k = 0; k < node->num_outputs; k++)
+            desc[c->row_ptr[i] + k] = rec->desc[k], devices[c->row_ptr[i] + k] = rec->device;
+    }
+    for (int o = 0; o < nroots; o++) {
+        root_node[o] = deft_cut_id(roots[o].node);
+        root[o] = c->row_ptr[root_node[o]] + roots[o].index;
+    }
+    s->in_node = in_node, s->root_node = root_node, s->roots = root, s->ops = ops;
+    s->save_in = save_in, s->desc = desc, s->devices = devices;
+    return r;
+}
+
+/* Keep the shape of the cut just walked, first; the least recently used goes. Out of memory,
+ * nothing is kept: the next backward walks. */
+static void remember(const deft_cut_t *c, int nroots, const deft_entry_t *roots,
+                     const backward_t *b) {
+    recent_t *r = recent_new(c, nroots, roots, b->key, b->key_len, b->hash), **at = &recents;
+    if (!r) return;
+    r->next = recents;
+    recents = r;
+    for (int kept = 0; *at && kept < RECENT_SHAPES; kept++) at = &(*at)->next;
+    for (recent_t *old = *at, *next; old; old = next) next = old->next, free(old);
+    *at = NULL;
+}
+
+/* The recent shape the cut behind the roots has (moved to the front; *c its cut), or NULL. */
+static const recent_t *match_recent(int nroots, const deft_entry_t *roots, deft_cut_t **c) {
+    for (recent_t **at = &recents; *at; at = &(*at)->next) {
+        recent_t *r = *at;
+        if (!deft_cut_match(&r->shape, nroots, roots, c)) continue;
+        *at = r->next;
+        r->next = recents;
+        recents = r;
+        cuts_matched++;
+        return r;
+    }
+    return NULL;
+}
+
+/* Room for the key: its start, then -3 and the differentiated nodes' ids (run_plan). */
+static int key_room(backward_t *b, int start, int nvars, int num_nodes) {
+    int room = start + 1 + (nvars > num_nodes ? nvars : num_nodes);
+    if (!(b->key = malloc((size_t)room * sizeof *b->key)))
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a backward key");
+    return 0;
+}
+
+/* Under the lock: the cut behind the heads, matched or walked, and the start of its plan's
+ * key: the cut's signature, -2, the heads' entries. */
+static int forward_cut(backward_t *b, int nheads, const deft_entry_t *roots, int nvars) {
     deft_cut_t *c;
+    const recent_t *r = match_recent(nheads, roots, &c);
+    if (r) {
+        if (view_of(c, nheads, roots, &b->fwd) || key_room(b, r->key_len, nvars, c->num_nodes))
+            return -1;
+        b->view = true;
+        memcpy(b->key, r->shape.words, (size_t)r->key_len * sizeof *b->key);
+        b->key_len = r->key_len, b->hash = r->hash;
+        return 0;
+    }
     if (deft_cut_walk(DEFT_CUT_NEEDS_GRADIENT, nheads, roots, &c) ||
         view_of(c, nheads, roots, &b->fwd))
         return -1;
     b->view = true;
-    int room = c->sig_len + 2 + nheads + (nvars > c->num_nodes ? nvars : c->num_nodes);
-    if (!(b->key = malloc((size_t)room * sizeof *b->key)))
-        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a backward key");
+    if (key_room(b, c->sig_len + 1 + nheads, nvars, c->num_nodes)) return -1;
     memcpy(b->key, c->sig, (size_t)c->sig_len * sizeof *b->key);
     b->key_len = c->sig_len;
     b->hash = c->hash;
@@ -380,6 +501,7 @@ static int walk_forward(backward_t *b, int nheads, const deft_entry_t *roots, in
         b->key[b->key_len++] =
             (uint64_t)(b->fwd->row_ptr[deft_cut_id(roots[o].node)] + roots[o].index);
     for (int i = c->sig_len; i < b->key_len; i++) b->hash = deft_cut_mix(b->hash, b->key[i]);
+    remember(c, nheads, roots, b);
     return 0;
 }
 
@@ -402,7 +524,7 @@ static int prepare(backward_t *b, int nheads, deft_ndarray_t *const *heads, int 
         roots[o] = heads[o]->entry;
     }
     int status = create ? deft_graph_build_cut(nheads, roots, needs_no_gradient, NULL, &b->fwd)
-                        : walk_forward(b, nheads, roots, nvars);
+                        : forward_cut(b, nheads, roots, nvars);
     free(roots);
     if (status) return -1;
     const deft_graph_t *g = b->fwd;

@@ -40,7 +40,8 @@ static int reserve_nodes(int need) {
     int cap = next_cap(cap_nodes, need + 1);
     if (resize(&cut.nodes, cap, sizeof *cut.nodes) || resize(&frames, cap, sizeof *frames) ||
         resize(&cut.leaf, cap, sizeof *cut.leaf) || resize(&cut.row_ptr, cap, sizeof(int)) ||
-        resize(&cut.in_ptr, cap, sizeof(int)) || resize(&cut.consumers, cap, sizeof(int)))
+        resize(&cut.in_ptr, cap, sizeof(int)) || resize(&cut.consumers, cap, sizeof(int)) ||
+        resize(&cut.attr_at, cap, sizeof(int)))
         return oom();
     cap_nodes = cap;
     return 0;
@@ -135,6 +136,7 @@ static int finish(deft_node_t *node, deft_record_t *rec, bool leaf) {
         return -1;
     int id = cut.num_nodes++, first = cut.num_entries;
     rec->walk_id = id;
+    cut.attr_at[id] = -1;
     cut.nodes[id] = node;
     cut.leaf[id] = leaf;
     cut.row_ptr[id] = first;
@@ -162,7 +164,9 @@ static int finish(deft_node_t *node, deft_record_t *rec, bool leaf) {
     }
     cut.sig_len = (int)(s.at - cut.sig);
     cut.hash = s.hash;
-    return !leaf && cut.kind == DEFT_CUT_NEEDS_GRADIENT ? sign_attrs(node) : 0;
+    if (leaf || cut.kind != DEFT_CUT_NEEDS_GRADIENT) return 0;
+    cut.attr_at[id] = cut.sig_len;
+    return sign_attrs(node);
 }
 
 /* Reached for the first time: mark it; a leaf is finished at once. 1: visit its inputs. */
@@ -220,19 +224,49 @@ static bool same_desc(const deft_desc_t *a, const deft_desc_t *b) {
     return true;
 }
 
+/* The words after `w` if they are text's as sign_string wrote them, else NULL. Those words
+ * hold the bytes in order, zero-padded, then the length: equal lengths and bytes suffice. */
+static const uint64_t *string_agrees(const char *text, const uint64_t *w, const uint64_t *end) {
+    size_t len = strlen(text), words = (len + 7) / 8;
+    if ((size_t)(end - w) <= words || w[words] != len || memcmp(w, text, len)) return NULL;
+    return w + words + 1;
+}
+
+/* The node's parameters are the ones signed at w (sign_attrs), before end. */
+static bool attrs_agree(const deft_node_t *node, const uint64_t *w, const uint64_t *end) {
+    if (w >= end || *w++ != (uint64_t)node->attrs.count) return false;
+    for (int a = 0; w && a < node->attrs.count; a++) {
+        w = string_agrees(node->attrs.keys[a], w, end);
+        w = w ? string_agrees(node->attrs.vals[a], w, end) : NULL;
+    }
+    return w != NULL;
+}
+
+/* Its outputs have the shape's recorded descs, and it the shape's device. */
+static bool outputs_agree(const deft_cut_shape_t *s, int first, int nout, const deft_node_t *node,
+                          const deft_record_t *rec) {
+    if (node->num_outputs != nout || rec->device.type != s->devices[first].type ||
+        rec->device.id != s->devices[first].id)
+        return false;
+    for (int k = 0; k < nout; k++)
+        if (!same_desc(&rec->desc[k], &s->desc[first + k])) return false;
+    return true;
+}
+
 /* Node `node` stands for node i of the shape (as a walk would number it): its record agrees with
  * the words the signature holds for i. */
 static bool node_agrees(const deft_cut_shape_t *s, int i, const deft_node_t *node,
                         const deft_record_t *rec) {
     int first = s->row_ptr[i], nout = s->row_ptr[i + 1] - first;
-    if (s->leaf[i]) return rec->computed && node->num_outputs == nout;
-    if (rec->computed || node->op != s->ops[i] || node->num_outputs != nout ||
+    bool gradient = s->kind == DEFT_CUT_NEEDS_GRADIENT;
+    if (s->leaf[i])
+        return gradient ? !rec->requires_grad && outputs_agree(s, first, nout, node, rec)
+                        : rec->computed && node->num_outputs == nout;
+    if ((gradient ? !rec->requires_grad : rec->computed) || node->op != s->ops[i] ||
         node->num_inputs != s->in_ptr[i + 1] - s->in_ptr[i] || rec->save_in != s->save_in[i] ||
-        rec->device.type != s->devices[first].type || rec->device.id != s->devices[first].id)
+        !outputs_agree(s, first, nout, node, rec))
         return false;
-    for (int k = 0; k < nout; k++)
-        if (!same_desc(&rec->desc[k], &s->desc[first + k])) return false;
-    return true;
+    return !gradient || attrs_agree(node, s->words + s->attr_at[i], s->words + s->num_words);
 }
 
 /* Node `node` is the one node i of the shape stands for: the first to claim i marks the node
@@ -278,7 +312,7 @@ bool deft_cut_match(const deft_cut_shape_t *s, int n, const deft_entry_t *roots,
     if (n != s->num_roots || reserve_nodes(s->num_nodes) || reserve_inputs(s->num_inputs))
         return false;
     epoch++;
-    cut.kind = DEFT_CUT_UNCOMPUTED;
+    cut.kind = s->kind;
     cut.sig_len = 0, cut.hash = 0;
     memset(cut.nodes, 0, (size_t)s->num_nodes * sizeof *cut.nodes);
     for (int r = 0; r < n; r++) {

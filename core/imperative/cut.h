@@ -40,6 +40,7 @@ typedef struct deft_cut {
     bool *leaf;                /* per node */
     int *row_ptr, *in_ptr;     /* per node (+1): first entry, first input slot */
     int *in_entry, *consumers; /* per input slot: its entry; per node: input slots reading it */
+    int *attr_at;              /* per node needing a gradient: where its parameters start in sig */
     int sig_len;
     uint64_t *sig;
     uint64_t hash;
@@ -51,11 +52,14 @@ static inline uint64_t deft_cut_mix(uint64_t h, uint64_t w) {
     return (h << 7 | h >> 57) ^ (w * 0x9E3779B97F4A7C15ull);
 }
 
-/* The shape of an earlier cut of uncomputed nodes, as deft_cut_match checks it: per node
- * (post-order) its tables as in deft_cut_t, its operator (leaves: unused) and the inputs its
- * gradient saves; per input slot the node of its entry; per entry its desc and device; the
- * roots' entries and their nodes. */
+/* The shape of an earlier cut, as deft_cut_match checks it: per node (post-order) its tables
+ * as in deft_cut_t, its operator (leaves: unused) and the inputs its gradient saves; per input
+ * slot the node of its entry; per entry its desc and device; the roots' entries and their
+ * nodes. A cut of nodes needing a gradient also signs its nodes' parameters: per node the
+ * offset in `words` (its signature, num_words long) where they start (attr_at; NULL for the
+ * other kind). */
 typedef struct deft_cut_shape {
+    deft_cut_kind_t kind;
     int num_nodes, num_entries, num_inputs, num_roots;
     const int *row_ptr, *in_ptr, *in_entry, *consumers, *in_node, *roots, *root_node;
     const bool *leaf;
@@ -63,12 +67,15 @@ typedef struct deft_cut_shape {
     const uint64_t *save_in;
     const deft_desc_t *desc;
     const deft_device_t *devices;
+    const int *attr_at;
+    int num_words;
+    const uint64_t *words;
 } deft_cut_shape_t;
 
 /* Walk back from roots[0..n) (their nodes must have records). */
 int deft_cut_walk(deft_cut_kind_t kind, int n, const deft_entry_t *roots, deft_cut_t **out);
 
-/* Whether the uncomputed nodes behind roots[0..n) form a cut of shape s: a walk would give
+/* Whether the nodes behind roots[0..n) form a cut of shape s: a walk of s's kind would give
  * the signature s was made from. If so *out is that cut, without a signature (its marks and
  * ids set as by a walk); if not, or on any doubt (a node without a record), false and nothing
  * else: walk it. */

@@ -208,10 +208,23 @@ static deft_trigger_plan_t *plan_alloc(uint64_t hash, int nroots) {
 static void keep_shape(deft_trigger_plan_t *p, int nroots, const deft_entry_t *roots) {
     deft_cut_shape_t *s = &p->shape;
     const deft_graph_t *g = &p->graph;
-    *s = (deft_cut_shape_t){c->num_nodes, c->num_entries, c->num_inputs, nroots,
-                            g->row_ptr,   g->in_ptr,      g->in_entry,   s->consumers,
-                            s->in_node,   s->roots,       s->root_node,  g->leaf,
-                            s->ops,       s->save_in,     p->types.desc, p->devices};
+    *s = (deft_cut_shape_t){.kind = DEFT_CUT_UNCOMPUTED,
+                            .num_nodes = c->num_nodes,
+                            .num_entries = c->num_entries,
+                            .num_inputs = c->num_inputs,
+                            .num_roots = nroots,
+                            .row_ptr = g->row_ptr,
+                            .in_ptr = g->in_ptr,
+                            .in_entry = g->in_entry,
+                            .consumers = s->consumers,
+                            .in_node = s->in_node,
+                            .roots = s->roots,
+                            .root_node = s->root_node,
+                            .leaf = g->leaf,
+                            .ops = s->ops,
+                            .save_in = s->save_in,
+                            .desc = p->types.desc,
+                            .devices = p->devices};
     int *consumers = (int *)s->consumers, *in_node = (int *)s->in_node;
     const deft_op_entry_t **ops = (const deft_op_entry_t **)s->ops;
     uint64_t *save_in = (uint64_t *)s->save_in;
