@@ -550,6 +550,11 @@ static void reduce_columns(void *arg, int64_t begin, int64_t end) {
             else
                 add_rows_f64(acc, (const double *)x, n, rows->len, rows->stride);
         }
+        if (c->kind == DEFT_R_SUM && c->out_dtype == DEFT_DT_FLOAT32) { /* a bias gradient's */
+            float *y = (float *)c->y + q * width + first; /* as deft_reduce_store, no switch */
+            for (int64_t j = 0; j < n; j++) y[j] = (float)acc[j];
+            continue;
+        }
         for (int64_t j = 0; j < n; j++) {
             deft_partial_t p = {acc[j], 0, -1, c->count};
             deft_reduce_store(c->kind, &p, c->count, c->y, q * width + first + j, c->out_dtype);
