@@ -64,18 +64,18 @@ START_TEST(test_philox_matches_random123_known_answer) {
 END_TEST
 
 /* The vectorised generator gives deft_philox's words exactly: across the
- * 2^32 carry of the counter, for vector groups and tails, with and without
- * AVX-512. */
+ * 2^32 carry of the counter, for pairs of vector groups, a group alone and
+ * tails, with and without AVX-512. */
 START_TEST(test_philox_words_match_the_scalar_generator) {
     const uint64_t seeds[] = {0, 7, 0x123456789abcdefull};
     const uint64_t firsts[] = {0, 5, 0xfffffff9ull};
-    const int64_t counts[] = {0, 1, 15, 16, 17, 100};
+    const int64_t counts[] = {0, 1, 15, 16, 17, 31, 32, 33, 48, 100};
     uint32_t words[400];
     for (int simd = 0; simd < 2; simd++) {
         deft_simd_enable(simd);
         for (int s = 0; s < 3; s++)
             for (int f = 0; f < 3; f++)
-                for (int c = 0; c < 6; c++) {
+                for (int c = 0; c < 10; c++) {
                     deft_philox_words(seeds[s], firsts[f], counts[c], words);
                     for (int64_t b = 0; b < counts[c]; b++) {
                         deft_philox_block_t want = deft_philox(seeds[s], firsts[f] + (uint64_t)b);

@@ -53,55 +53,78 @@ static void philox_words_scalar(uint64_t seed, uint64_t first, int64_t n, uint32
 #if DEFT_SIMD_X86
 #include <immintrin.h>
 
-/* 32x32 -> 64-bit products of each lane: the high halves (vpmuludq
- * multiplies the even lanes; the odd ones are shifted down first) and the low. */
-__attribute__((target("avx512f"))) static inline void mul_hi_lo(__m512i a, __m512i m, __m512i *hi,
-                                                                __m512i *lo) {
-    __m512i even = _mm512_mul_epu32(a, m), odd = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), m);
-    *hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
-    *lo = _mm512_mullo_epi32(a, m);
+#define AVX512 __attribute__((target("avx512f"), always_inline)) static inline
+
+/* 32x32 -> 64-bit products of each lane: the high halves and the low.
+ * vpmuludq multiplies the even lanes; the odd ones are moved down first, and
+ * the halves put back in place, by shuffles, not shifts and vpmulld: those
+ * share the one port the multiplies run on, which bounds the rounds. */
+AVX512 void mul_hi_lo(__m512i a, __m512i m, __m512i *hi, __m512i *lo) {
+    __m512i even = _mm512_mul_epu32(a, m);
+    __m512i odd = _mm512_mul_epu32(_mm512_shuffle_epi32(a, _MM_PERM_DDBB), m);
+    *hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_shuffle_epi32(even, _MM_PERM_DDBB), odd);
+    *lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_shuffle_epi32(odd, _MM_PERM_CCAA));
+}
+
+/* The four words of 16 blocks, word k of block j in lane j of c[k]. */
+typedef struct lanes {
+    __m512i c[4];
+} lanes_t;
+
+AVX512 lanes_t counters(uint64_t first) {
+    uint32_t lo[16], hi[16];
+    for (int j = 0; j < 16; j++) {
+        uint64_t counter = first + (uint64_t)j;
+        lo[j] = (uint32_t)counter, hi[j] = (uint32_t)(counter >> 32);
+    }
+    return (lanes_t){{_mm512_loadu_si512(lo), _mm512_loadu_si512(hi), _mm512_setzero_si512(),
+                      _mm512_setzero_si512()}};
+}
+
+AVX512 void philox_round(lanes_t *s, __m512i k0, __m512i k1) {
+    __m512i hi0, lo0, hi2, lo2;
+    mul_hi_lo(s->c[0], _mm512_set1_epi32((int)0xD2511F53u), &hi0, &lo0);
+    mul_hi_lo(s->c[2], _mm512_set1_epi32((int)0xCD9E8D57u), &hi2, &lo2);
+    *s = (lanes_t){{_mm512_xor_si512(_mm512_xor_si512(hi2, s->c[1]), k0), lo2,
+                    _mm512_xor_si512(_mm512_xor_si512(hi0, s->c[3]), k1), lo0}};
+}
+
+/* The 16 blocks' words in order: within each 128-bit lane L, u[k] gets
+ * block 4 L + k's four words. */
+AVX512 void store_blocks(const lanes_t *s, uint32_t *out) {
+    __m512i t0 = _mm512_unpacklo_epi32(s->c[0], s->c[1]),
+            t1 = _mm512_unpackhi_epi32(s->c[0], s->c[1]);
+    __m512i t2 = _mm512_unpacklo_epi32(s->c[2], s->c[3]),
+            t3 = _mm512_unpackhi_epi32(s->c[2], s->c[3]);
+    __m512i u[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
+                    _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3)};
+    for (int k = 0; k < 4; k++) {
+        _mm_storeu_si128((__m128i *)(out + 4 * k), _mm512_castsi512_si128(u[k]));
+        _mm_storeu_si128((__m128i *)(out + 4 * (4 + k)), _mm512_extracti32x4_epi32(u[k], 1));
+        _mm_storeu_si128((__m128i *)(out + 4 * (8 + k)), _mm512_extracti32x4_epi32(u[k], 2));
+        _mm_storeu_si128((__m128i *)(out + 4 * (12 + k)), _mm512_extracti32x4_epi32(u[k], 3));
+    }
 }
 
 /* deft_philox's rounds on 16 counters side by side, in vector registers:
  * the same integer operations, so the same bits. (GCC's own vectorisation
- * of the scalar rounds was 10x slower than scalar code.) */
+ * of the scalar rounds was 10x slower than scalar code.) Two groups of 16
+ * go through the rounds together, so one group's multiplies fill the
+ * other's latency (1024 blocks, a 32 x 128 Dropout mask: 2.1 -> 1.7 us). */
 __attribute__((target("avx512f"))) static void philox_words_avx512(uint64_t seed, uint64_t first,
                                                                    int64_t n, uint32_t *words) {
-    const __m512i m0 = _mm512_set1_epi32((int)0xD2511F53u),
-                  m2 = _mm512_set1_epi32((int)0xCD9E8D57u);
     int64_t b = 0;
-    for (; b + 16 <= n; b += 16) {
-        uint32_t lo[16], hi[16];
-        for (int j = 0; j < 16; j++) {
-            uint64_t counter = first + (uint64_t)(b + j);
-            lo[j] = (uint32_t)counter, hi[j] = (uint32_t)(counter >> 32);
-        }
-        __m512i c0 = _mm512_loadu_si512(lo), c1 = _mm512_loadu_si512(hi);
-        __m512i c2 = _mm512_setzero_si512(), c3 = _mm512_setzero_si512();
+    for (int width; (width = n - b >= 32 ? 2 : n - b >= 16 ? 1 : 0) > 0; b += 16 * width) {
+        lanes_t s[2] = {counters(first + (uint64_t)b), counters(first + (uint64_t)b + 16)};
         uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
         for (int round = 0; round < 10; round++) {
-            __m512i hi0, lo0, hi2, lo2;
-            mul_hi_lo(c0, m0, &hi0, &lo0);
-            mul_hi_lo(c2, m2, &hi2, &lo2);
-            c0 = _mm512_xor_si512(_mm512_xor_si512(hi2, c1), _mm512_set1_epi32((int)k0));
-            c2 = _mm512_xor_si512(_mm512_xor_si512(hi0, c3), _mm512_set1_epi32((int)k1));
-            c1 = lo2;
-            c3 = lo0;
+            __m512i v0 = _mm512_set1_epi32((int)k0), v1 = _mm512_set1_epi32((int)k1);
+            philox_round(&s[0], v0, v1);
+            if (width == 2) philox_round(&s[1], v0, v1);
             k0 += 0x9E3779B9u;
             k1 += 0xBB67AE85u;
         }
-        /* Interleave: within each 128-bit lane L, u[k] gets block 4 L + k's four words. */
-        __m512i t0 = _mm512_unpacklo_epi32(c0, c1), t1 = _mm512_unpackhi_epi32(c0, c1);
-        __m512i t2 = _mm512_unpacklo_epi32(c2, c3), t3 = _mm512_unpackhi_epi32(c2, c3);
-        __m512i u[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
-                        _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3)};
-        uint32_t *out = words + 4 * b;
-        for (int k = 0; k < 4; k++) {
-            _mm_storeu_si128((__m128i *)(out + 4 * k), _mm512_castsi512_si128(u[k]));
-            _mm_storeu_si128((__m128i *)(out + 4 * (4 + k)), _mm512_extracti32x4_epi32(u[k], 1));
-            _mm_storeu_si128((__m128i *)(out + 4 * (8 + k)), _mm512_extracti32x4_epi32(u[k], 2));
-            _mm_storeu_si128((__m128i *)(out + 4 * (12 + k)), _mm512_extracti32x4_epi32(u[k], 3));
-        }
+        for (int g = 0; g < width; g++) store_blocks(&s[g], words + 4 * (b + 16 * g));
     }
     philox_words_scalar(seed, first + (uint64_t)b, n - b, words + 4 * b);
 }

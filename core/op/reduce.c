@@ -324,8 +324,29 @@ static void reduce_row(deft_reduce_kind_t kind, deft_dtype_t dtype, const void *
     deft_reduce_store(kind, &p, span, deft_tensor_data(y), o, y->dtype);
 }
 
+/* Float32 sums of rows shorter than sum_f32's 16 lanes (a loss's classes), as it adds them (one
+ * double chain from 0 per row), without a call per row: the rows' chains overlap (32 rows of 10,
+ * a softmax gradient's: 0.53 -> 0.2 us). */
+static bool short_f32_sums(const reduce_ctx_t *c) {
+    return c->dtype == DEFT_DT_FLOAT32 && c->span > 0 && c->span < 16 &&
+           (c->r->kind == DEFT_R_SUM || c->r->kind == DEFT_R_MEAN);
+}
+
+static void sum_short_rows_f32(const reduce_ctx_t *c, int64_t begin, int64_t end) {
+    const float *x = (const float *)c->x + begin * c->span;
+    for (int64_t o = begin; o < end; o++, x += c->span) {
+        deft_partial_t p = {0, 0, -1, c->span};
+        for (int64_t i = 0; i < c->span; i++) p.f += x[i];
+        deft_reduce_store(c->r->kind, &p, c->span, deft_tensor_data(c->out), o, c->out->dtype);
+    }
+}
+
 static void reduce_rows(void *arg, int64_t begin, int64_t end) {
     const reduce_ctx_t *c = arg;
+    if (short_f32_sums(c)) {
+        sum_short_rows_f32(c, begin, end);
+        return;
+    }
     for (int64_t o = begin; o < end; o++)
         reduce_row(c->r->kind, c->dtype, c->x, c->span, o, c->out);
 }
@@ -528,6 +549,11 @@ static void reduce_columns(void *arg, int64_t begin, int64_t end) {
                 add_rows_f32(acc, (const float *)x, n, rows->len, rows->stride);
             else
                 add_rows_f64(acc, (const double *)x, n, rows->len, rows->stride);
+        }
+        if (c->kind == DEFT_R_SUM && c->out_dtype == DEFT_DT_FLOAT32) { /* a bias gradient's */
+            float *y = (float *)c->y + q * width + first; /* as deft_reduce_store, no switch */
+            for (int64_t j = 0; j < n; j++) y[j] = (float)acc[j];
+            continue;
         }
         for (int64_t j = 0; j < n; j++) {
             deft_partial_t p = {acc[j], 0, -1, c->count};
