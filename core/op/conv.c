@@ -380,7 +380,7 @@ static int run(conv_product_t what, const deft_tensor_t *on, const deft_conv_geo
 #endif
     if (what == LOWER) return deft_conv_lower_cpu(g, on->dtype, src, w, bias, dst, wkey);
     if (what == RAISE) return deft_conv_raise_cpu(g, on->dtype, src, w, bias, dst);
-    return deft_conv_wgrad_cpu(g, on->dtype, src, w, dst);
+    return deft_conv_wgrad_cpu(g, on->dtype, src, w, dst, NULL);
 }
 
 static int bias_grad(const deft_tensor_t *dy, void *db) {
@@ -487,13 +487,19 @@ static int backward_forward(const deft_op_t *op, const deft_param_value_t *p, in
     const bool dc = ((const conv_kind_t *)op->data)->deconv;
     const void *dy = deft_tensor_data(&in[0]), *x = deft_tensor_data(&in[1]),
                *w = deft_tensor_data(&in[2]);
+    void *dw = deft_tensor_data(&out[1]);
+    void *db = nin == 4 && deft_op_output_wanted(2) ? deft_tensor_data(&out[2]) : NULL;
     /* The data gradient of a network's first layer is read by no one: skipped. */
-    if ((deft_op_output_wanted(0) &&
-         run(dc ? LOWER : RAISE, &out[0], &g, dy, w, NULL, deft_tensor_data(&out[0]), NULL)) ||
-        (deft_op_output_wanted(1) &&
-         run(WGRAD, &out[1], &g, dc ? dy : x, dc ? x : dy, NULL, deft_tensor_data(&out[1]), NULL)))
+    if (deft_op_output_wanted(0) &&
+        run(dc ? LOWER : RAISE, &out[0], &g, dy, w, NULL, deft_tensor_data(&out[0]), NULL))
         return -1;
-    return nin == 4 && deft_op_output_wanted(2) ? bias_grad(&in[0], deft_tensor_data(&out[2])) : 0;
+    /* Convolution's dW on the CPU reads dy, whose sums are db: one pass for both. */
+    if (!dc && db && deft_op_output_wanted(1) && out[1].device.type == DEFT_DEV_CPU)
+        return deft_conv_wgrad_cpu(&g, out[1].dtype, x, dy, dw, db);
+    if (deft_op_output_wanted(1) &&
+        run(WGRAD, &out[1], &g, dc ? dy : x, dc ? x : dy, NULL, dw, NULL))
+        return -1;
+    return db ? bias_grad(&in[0], db) : 0;
 }
 
 /* The gradients of data, weight and bias from dy, the output's gradient:

@@ -75,8 +75,11 @@ int deft_conv_lower_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const voi
                         const struct deft_content_key *wkey);
 int deft_conv_raise_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *colside,
                         const void *w, const void *bias, void *image);
+/* wgrad with db (or NULL): then also the bias gradient, the column side's
+ * sums per channel (deft_conv_bias_grad_cpu), which the few-channel kernel
+ * takes as it reads the column side for dW. */
 int deft_conv_wgrad_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
-                        const void *colside, void *dw);
+                        const void *colside, void *dw, void *db);
 /* db[c] = the sum of y over the batch and space of channel c; y (batch, channels, space). */
 void deft_conv_bias_grad_cpu(deft_dtype_t dtype, int64_t batch, int64_t channels, int64_t space,
                              const void *y, void *db);
@@ -153,8 +156,9 @@ int deft_conv_small_lower(const deft_conv_geom_t *g, const float *image, const f
                           const float *bias, bool relu, float *colside);
 int deft_conv_small_raise(const deft_conv_geom_t *g, const float *colside, const float *w,
                           const float *bias, float *image);
+/* db (or NULL): the bias gradient too, colside's sums per channel. */
 int deft_conv_small_wgrad(const deft_conv_geom_t *g, const float *image, const float *colside,
-                          float *dw);
+                          float *dw, float *db);
 
 /*
  * The direct float32 forward for images of at most four channels

@@ -409,11 +409,11 @@ static void wgrad_parts(void *ctx, int64_t begin, int64_t end) {
     free(buf);
 }
 
-int deft_conv_wgrad_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
-                        const void *colside, void *dw) {
+/* dW alone, by the kernels other than the few-channel one. */
+static int wgrad_other(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
+                       const void *colside, void *dw) {
     if (deft_dtype_is_half(dtype)) return deft_conv_wgrad_half(g, dtype, image, colside, dw);
     if (deft_conv_direct_wgrad_fits(g, dtype)) return deft_conv_direct_wgrad(g, image, colside, dw);
-    if (deft_conv_small_fits(g, dtype)) return deft_conv_small_wgrad(g, image, colside, dw);
     conv_job_t j;
     job_init(&j, g, dtype);
     const int64_t wsize = g->filt * j.rows, macs = wsize * j.space;
@@ -431,6 +431,16 @@ int deft_conv_wgrad_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const voi
         free(sum);
     }
     return finish(&j);
+}
+
+int deft_conv_wgrad_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
+                        const void *colside, void *dw, void *db) {
+    if (!deft_conv_direct_wgrad_fits(g, dtype) && deft_conv_small_fits(g, dtype))
+        return deft_conv_small_wgrad(g, image, colside, dw, db);
+    int status = wgrad_other(g, dtype, image, colside, dw);
+    if (status == 0 && db)
+        deft_conv_bias_grad_cpu(dtype, g->batch, g->filt, deft_conv_col_size(g), colside, db);
+    return status;
 }
 
 void deft_conv_bias_grad_cpu(deft_dtype_t dtype, int64_t batch, int64_t channels, int64_t space,

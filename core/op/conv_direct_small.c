@@ -21,7 +21,10 @@
  *    rows add up to the image (column planes, below);
  *  - wgrad: a tile of OB output channels by TB (input channel, tap) pairs,
  *    summing dy (zero past its pixels) times the shifted input over the
- *    pixels of a run of images, then across the vector's lanes.
+ *    pixels of a run of images, then across the vector's lanes; and, when
+ *    asked, the bias gradient: dy's sums per channel, taken from each run
+ *    while it is in cache (a pass of its own over LeNet's first layer's
+ *    dy cost about as much as reading it from memory again).
  * Work is split over images (lower, raise: and over runs of output rows
  * when there are fewer images than threads; wgrad: into per-thread sums).
  * Tiles skip the kernel rows that would read only the padding above or
@@ -73,7 +76,8 @@ typedef struct small_job {
     __mmask16 *lanes;            /* per (16 image columns, kernel column): the lanes and */
     int64_t *from;               /* the plane offset that add_planes reads */
     const float *dy;             /* wgrad: output gradient, */
-    float *dwp;                  /* its per-part sums (parts, oc, ic taps, VL lanes) */
+    float *dwp;                  /* its per-part sums (parts, oc, ic taps, VL lanes), */
+    float *dbp;                  /* NULL, or dy's per-part sums (parts, oc, VL lanes): db */
     int64_t splits;              /* lower: runs of output rows per image */
     int64_t parts, per_run;
     atomic_bool failed;
@@ -562,6 +566,27 @@ static AVX512 void pack_dy(const small_job_t *j, const float *dy, float *dyw) {
     }
 }
 
+/* db's lanes (oc, VL) += the pixels of each channel of `images` images of
+ * dyw (images, oc, nq), zero past each channel's pixels. Four chains of
+ * adds, so that a channel's 36 vectors (LeNet's first layer) wait on each
+ * other's latency a quarter as long. */
+static AVX512 void add_dy_sums(const small_job_t *j, const float *dyw, int64_t images, float *db) {
+    for (int64_t n = 0; n < images; n++)
+        for (int64_t o = 0; o < j->oc; o++) {
+            const float *d = dyw + (n * j->oc + o) * j->nq;
+            __m512 a[4] = {_mm512_load_ps(db + o * VL), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                           _mm512_setzero_ps()};
+            int64_t v = 0;
+            for (; v + 4 * VL <= j->nq; v += 4 * VL)
+                for (int k = 0; k < 4; k++)
+                    a[k] = _mm512_add_ps(a[k], _mm512_loadu_ps(d + v + k * VL));
+            for (int k = 0; v < j->nq; v += VL, k++)
+                a[k] = _mm512_add_ps(a[k], _mm512_loadu_ps(d + v));
+            a[0] = _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3]));
+            _mm512_store_ps(db + o * VL, a[0]);
+        }
+}
+
 /* Part p: images [p batch / parts, (p + 1) batch / parts) into its own sums,
  * packed per_run images at a time. */
 static void wgrad_parts(void *ctx, int64_t begin, int64_t end) {
@@ -576,8 +601,9 @@ static void wgrad_parts(void *ctx, int64_t begin, int64_t end) {
     const bool in_place = j->nq == j->oh * j->ow;
     float *dyp = xp + j->per_run * xsize;
     for (int64_t p = begin; p < end; p++) {
-        float *dw = j->dwp + p * j->oc * pairs * VL;
+        float *dw = j->dwp + p * j->oc * pairs * VL, *db = j->dbp ? j->dbp + p * j->oc * VL : NULL;
         memset(dw, 0, (size_t)(j->oc * pairs * VL) * sizeof(float));
+        if (db) memset(db, 0, (size_t)(j->oc * VL) * sizeof(float));
         const int64_t n1 = (p + 1) * j->batch / j->parts;
         for (int64_t n0 = p * j->batch / j->parts; n0 < n1; n0 += j->per_run) {
             const int64_t images = n1 - n0 < j->per_run ? n1 - n0 : j->per_run;
@@ -586,6 +612,7 @@ static void wgrad_parts(void *ctx, int64_t begin, int64_t end) {
                 pack_image(j, j->x + (n0 + i) * j->ic * j->ih * j->iw, xp + i * xsize);
                 if (!in_place) pack_dy(j, dy + i * j->oc * j->oh * j->ow, dyp + i * dsize);
             }
+            if (db) add_dy_sums(j, dyw, images, db);
             for (int64_t o0 = 0; o0 < j->oc; o0 += MAX_OB)
                 for (int64_t k0 = 0; k0 < pairs; k0 += MAX_TB) {
                     const int64_t tb = pairs - k0 < MAX_TB ? pairs - k0 : MAX_TB;
@@ -596,18 +623,18 @@ static void wgrad_parts(void *ctx, int64_t begin, int64_t end) {
     deft_scratch_free(xp);
 }
 
-/* dw[i] = the sum over parts and lanes of the per-part sums. */
-static AVX512 void sum_parts(const small_job_t *j, int64_t wsize, float *dw) {
-    for (int64_t i = 0; i < wsize; i++) {
-        __m512 sum = _mm512_load_ps(j->dwp + i * VL);
+/* out[i] = the sum over parts and lanes of the per-part sums in part (parts, n, VL). */
+static AVX512 void sum_parts(const small_job_t *j, const float *part, int64_t n, float *out) {
+    for (int64_t i = 0; i < n; i++) {
+        __m512 sum = _mm512_load_ps(part + i * VL);
         for (int64_t p = 1; p < j->parts; p++)
-            sum = _mm512_add_ps(sum, _mm512_load_ps(j->dwp + (p * wsize + i) * VL));
-        dw[i] = _mm512_reduce_add_ps(sum);
+            sum = _mm512_add_ps(sum, _mm512_load_ps(part + (p * n + i) * VL));
+        out[i] = _mm512_reduce_add_ps(sum);
     }
 }
 
 int deft_conv_small_wgrad(const deft_conv_geom_t *g, const float *image, const float *colside,
-                          float *dw) {
+                          float *dw, float *db) {
     small_job_t j;
     small_init(&j, g);
     if (!small_offsets(&j))
@@ -622,10 +649,13 @@ int deft_conv_small_wgrad(const deft_conv_geom_t *g, const float *image, const f
     const int64_t most = RUN_BYTES / ((packed_size(&j) + j.oc * j.nq) * (int64_t)sizeof(float));
     if (j.per_run > most) j.per_run = most > 1 ? most : 1;
     int status = 0;
-    j.dwp = deft_scratch_alloc((size_t)(j.parts * wsize * VL) * sizeof(float));
+    const int64_t bsize = db ? j.oc : 0;
+    j.dwp = deft_scratch_alloc((size_t)(j.parts * (wsize + bsize) * VL) * sizeof(float));
     if (j.dwp) {
+        j.dbp = db ? j.dwp + j.parts * wsize * VL : NULL;
         deft_parallel_for(j.parts, 1, wgrad_parts, &j);
-        if (!atomic_load(&j.failed)) sum_parts(&j, wsize, dw);
+        if (!atomic_load(&j.failed)) sum_parts(&j, j.dwp, wsize, dw);
+        if (!atomic_load(&j.failed) && db) sum_parts(&j, j.dbp, bsize, db);
     }
     if (!j.dwp || atomic_load(&j.failed))
         status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "convolution: no memory for dW sums");
@@ -654,8 +684,8 @@ int deft_conv_small_raise(const deft_conv_geom_t *g, const float *colside, const
     return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct kernel here");
 }
 int deft_conv_small_wgrad(const deft_conv_geom_t *g, const float *image, const float *colside,
-                          float *dw) {
-    (void)g, (void)image, (void)colside, (void)dw;
+                          float *dw, float *db) {
+    (void)g, (void)image, (void)colside, (void)dw, (void)db;
     return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no direct kernel here");
 }
 

@@ -79,7 +79,7 @@ static int widened(product_t what, const deft_conv_geom_t *g, deft_dtype_t dtype
     const deft_dtype_t f32 = DEFT_DT_FLOAT32;
     int status = what == LOWER   ? deft_conv_lower_cpu(g, f32, x, wf, bias ? b : NULL, y, NULL)
                  : what == RAISE ? deft_conv_raise_cpu(g, f32, x, wf, bias ? b : NULL, y)
-                                 : deft_conv_wgrad_cpu(g, f32, x, wf, y);
+                                 : deft_conv_wgrad_cpu(g, f32, x, wf, y, NULL);
     if (status == 0) deft_half_narrow(y, bf16, dst, 1, n[3]);
     deft_scratch_free(x);
     return status;
