@@ -304,7 +304,7 @@ static int topo_sort(deft_graph_t *g, walk_map_t *m, deft_graph_leaf_fn is_leaf,
             }
             if (g->num_nodes == capacity && reserve(g, g->num_nodes + 1, &capacity)) goto oom;
             top->slot->id = g->num_nodes; /* now numbered */
-            g->nodes[g->num_nodes++] = deft_node_retain(top->node);
+            g->nodes[g->num_nodes++] = g->borrowed ? top->node : deft_node_retain(top->node);
             depth--;
         }
     }
@@ -523,23 +523,24 @@ static void index_entries(deft_graph_t *g, const walk_map_t *m) {
     for (int o = 0; o < g->num_outputs; o++) g->output_ids[o] = walk_find(m, g->outputs[o].node);
 }
 
-/* An empty graph holding its outputs (retained); NULL when out of memory. */
-static deft_graph_t *graph_new(int num_outputs, const deft_entry_t *outputs) {
+/* An empty graph holding its outputs (retained unless `borrowed`); NULL when out of memory. */
+static deft_graph_t *graph_new(int num_outputs, const deft_entry_t *outputs, bool borrowed) {
     deft_graph_t *g =
         in_record(num_outputs) ? deft_record_alloc() : malloc(graph_head(num_outputs));
     if (!g) return NULL;
     memset(g, 0, sizeof *g);
     g->outputs = (deft_entry_t *)(g + 1);
     g->nodes = g->small_nodes;
+    g->borrowed = borrowed;
     for (int o = 0; o < num_outputs; o++)
-        g->outputs[g->num_outputs++] =
-            (deft_entry_t){deft_node_retain(outputs[o].node), outputs[o].index};
+        g->outputs[g->num_outputs++] = (deft_entry_t){
+            borrowed ? outputs[o].node : deft_node_retain(outputs[o].node), outputs[o].index};
     return g;
 }
 
 static int build(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_fn is_leaf,
-                 void *ctx, deft_graph_t **out) {
-    deft_graph_t *g = graph_new(num_outputs, outputs);
+                 void *ctx, bool borrowed, deft_graph_t **out) {
+    deft_graph_t *g = graph_new(num_outputs, outputs, borrowed);
     if (!g) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
     bool own;
     walk_map_t *m = walk_begin(&own);
@@ -562,16 +563,16 @@ static int build(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_f
 int deft_graph_from_order(int num_nodes, deft_node_t *const *nodes, const int *in_entry,
                           int num_outputs, const deft_entry_t *outputs, const int *output_ids,
                           deft_graph_t **out) {
-    deft_graph_t *g = graph_new(num_outputs, outputs);
-    if (!g) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
+    deft_graph_t *g = graph_new(num_outputs, outputs, false);
     int capacity = DEFT_GRAPH_SMALL;
-    if (reserve(g, num_nodes, &capacity)) {
+    if (!g || reserve(g, num_nodes, &capacity)) {
         deft_graph_free(g);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
     }
-    for (; g->num_nodes < num_nodes; g->num_nodes++)
-        g->nodes[g->num_nodes] = deft_node_retain(nodes[g->num_nodes]);
+    memcpy(g->nodes, nodes, (size_t)num_nodes * sizeof *nodes); /* their references: now g's */
+    g->num_nodes = num_nodes;
     if (alloc_tables(g, false)) {
+        g->num_nodes = 0; /* the references stay the caller's */
         deft_graph_free(g);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
     }
@@ -591,7 +592,7 @@ static pthread_mutex_t naming_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int deft_graph_build(int num_outputs, const deft_entry_t *outputs, deft_graph_t **out) {
     deft_graph_t *g;
-    if (build(num_outputs, outputs, NULL, NULL, &g)) return -1;
+    if (build(num_outputs, outputs, NULL, NULL, false, &g)) return -1;
     pthread_mutex_lock(&naming_lock);
     char **names = name_nodes(g);
     pthread_mutex_unlock(&naming_lock);
@@ -605,12 +606,17 @@ int deft_graph_build(int num_outputs, const deft_entry_t *outputs, deft_graph_t 
 }
 
 int deft_graph_build_unnamed(int num_outputs, const deft_entry_t *outputs, deft_graph_t **out) {
-    return build(num_outputs, outputs, NULL, NULL, out);
+    return build(num_outputs, outputs, NULL, NULL, false, out);
 }
 
 int deft_graph_build_cut(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_fn is_leaf,
                          void *ctx, deft_graph_t **out) {
-    return build(num_outputs, outputs, is_leaf, ctx, out);
+    return build(num_outputs, outputs, is_leaf, ctx, false, out);
+}
+
+int deft_graph_build_cut_borrowed(int num_outputs, const deft_entry_t *outputs,
+                                  deft_graph_leaf_fn is_leaf, void *ctx, deft_graph_t **out) {
+    return build(num_outputs, outputs, is_leaf, ctx, true, out);
 }
 
 const char *deft_graph_name(const deft_graph_t *g, int id) {
@@ -629,8 +635,9 @@ const char *deft_graph_name(const deft_graph_t *g, int id) {
 
 void deft_graph_free(deft_graph_t *g) {
     if (!g) return;
-    for (int i = 0; i < g->num_nodes; i++) deft_node_release(g->nodes[i]); /* names: theirs */
-    for (int o = 0; o < g->num_outputs; o++) deft_node_release(g->outputs[o].node);
+    for (int i = 0; !g->borrowed && i < g->num_nodes; i++)
+        deft_node_release(g->nodes[i]); /* names: theirs */
+    for (int o = 0; !g->borrowed && o < g->num_outputs; o++) deft_node_release(g->outputs[o].node);
     if (g->nodes != g->small_nodes) free(g->nodes);
     free(g->names), free(g->tables), free(atomic_load(&g->uses));
     free(atomic_load(&g->unwanted)), free(atomic_load(&g->map));

@@ -346,9 +346,11 @@ static deft_symbol_types_t *recorded_types(const export_state_t *s) {
  * the nodes in the same order, the inputs' variables in place of the walk's
  * leaves, and those (ranked) go first. So the order is the variables by
  * rank, then the copies in the walk's order, and each recorded entry's id
- * in it follows from that. NULL when out of memory (an executor walks).
+ * in it follows from that. The index takes over the export's references to
+ * the variables and copies (s->in_vars, s->copies emptied). NULL when out of
+ * memory (an executor walks).
  */
-static deft_graph_t *index_copy(const export_state_t *s, const deft_symbol_t *sym) {
+static deft_graph_t *index_copy(export_state_t *s, const deft_symbol_t *sym) {
     const deft_graph_t *g = s->g;
     int entries = deft_graph_num_entries(g), n = s->nin, inputs = g->in_ptr[g->num_nodes];
     int *now = malloc(((size_t)entries + (size_t)inputs + 2 * (size_t)g->num_nodes + 2) *
@@ -375,6 +377,8 @@ static deft_graph_t *index_copy(const export_state_t *s, const deft_symbol_t *sy
     deft_graph_t *index = NULL;
     if (deft_graph_from_order(n, nodes, in_entry, sym->num_outputs, sym->outputs, out_ids, &index))
         index = NULL;
+    for (int i = 0; index && i < s->nin; i++) s->in_vars[i] = NULL;
+    for (int i = 0; index && i < g->num_nodes; i++) s->copies[i] = NULL;
     free(now), free(nodes);
     return index;
 }
@@ -387,7 +391,9 @@ static int export_locked(export_state_t *s, int nout, deft_ndarray_t *const *out
     int num_roots = 0; /* the outputs to compute: not the inputs listed as outputs */
     for (int k = 0; k < nout; k++)
         if (input_of_array(s->nin, s->in, out[k]) < 0) entries[num_roots++] = out[k]->entry;
-    int status = deft_graph_build_cut(num_roots, entries, is_input_node, s, &s->g);
+    /* borrowed: the arrays the caller passed hold the recorded nodes, and the lock keeps
+     * their entries as they are, for as long as the export uses the walk */
+    int status = deft_graph_build_cut_borrowed(num_roots, entries, is_input_node, s, &s->g);
     if (status == 0 &&
         (!(s->copies = calloc((size_t)s->g->num_nodes + 1, sizeof *s->copies)) ||
          !(s->stand = calloc((size_t)deft_graph_num_entries(s->g) + 1, sizeof *s->stand))))
