@@ -172,6 +172,16 @@ static void *make_map(const deft_graph_t *g) {
 static void *lazy_table(const deft_graph_t *g, _Atomic(void *) *slot,
                         void *(*make)(const deft_graph_t *g));
 
+/* Tables that say nothing, shared instead of made: the use table of a graph where
+ * no node updates an input in place (most graphs: no value is updated, which is
+ * all its readers ask), the unwanted outputs of one where every output is wanted. */
+static unsigned char no_updates;
+static uint64_t all_wanted;
+
+static void free_table(void *table) {
+    if (table != &no_updates && table != &all_wanted) free(table);
+}
+
 /* Id of a node, or -1; by a scan when the map cannot be made (out of memory). */
 static int map_find(const deft_graph_t *g, const deft_node_t *node) {
     const deft_graph_slot_t *map = lazy_table(g, &((deft_graph_t *)g)->map, make_map);
@@ -639,8 +649,8 @@ void deft_graph_free(deft_graph_t *g) {
         deft_node_release(g->nodes[i]); /* names: theirs */
     for (int o = 0; !g->borrowed && o < g->num_outputs; o++) deft_node_release(g->outputs[o].node);
     if (g->nodes != g->small_nodes) free(g->nodes);
-    free(g->names), free(g->tables), free(atomic_load(&g->uses));
-    free(atomic_load(&g->unwanted)), free(atomic_load(&g->map));
+    free(g->names), free(g->tables), free(atomic_load(&g->map));
+    free_table(atomic_load(&g->uses)), free_table(atomic_load(&g->unwanted));
     if (in_record(g->num_outputs))
         deft_record_free(g);
     else
@@ -676,11 +686,21 @@ bool deft_graph_has_blocking(const deft_graph_t *g) {
 /* How a value is used: bits of these. */
 enum { USE_UPDATED = 1, USE_READ = 2 };
 
+/* Whether a node of g may update an input in place. */
+static bool any_mutates(const deft_graph_t *g) {
+    for (int i = 0; i < g->num_nodes; i++)
+        if (g->nodes[i]->op && deft_op_mutates_any(g->nodes[i]->op->op)) return true;
+    return false;
+}
+
 /* Per entry, its uses (USE_* bits), through the entry ids of the inputs: a
  * map lookup per input was most of an executor's list of its inputs. The
  * leaves of a cut graph have no entry ids for their inputs (not followed):
- * those that are in the graph are looked up. */
+ * those that are in the graph are looked up. &no_updates when nothing is
+ * updated: a one-off graph's executor asked for a table per input that only
+ * ever said "read". */
 static void *make_use_table(const deft_graph_t *g) {
+    if (!any_mutates(g)) return &no_updates;
     unsigned char *use = calloc((size_t)deft_graph_num_entries(g) + 1, 1);
     for (int i = 0; use && i < g->num_nodes; i++) {
         const deft_node_t *n = g->nodes[i];
@@ -720,7 +740,7 @@ static void *lazy_table(const deft_graph_t *g, _Atomic(void *) *slot,
     if (atomic_compare_exchange_strong_explicit(slot, &expected, made, memory_order_acq_rel,
                                                 memory_order_acquire))
         return made;
-    free(made);
+    free_table(made);
     return expected;
 }
 
@@ -728,6 +748,7 @@ static void *lazy_table(const deft_graph_t *g, _Atomic(void *) *slot,
 static unsigned char use_at(const deft_graph_t *g, int id) {
     unsigned char *table = lazy_table(g, &((deft_graph_t *)g)->uses, make_use_table);
     if (!table) return scan_use(g, g->nodes[id]);
+    if (table == &no_updates) return USE_READ; /* or none: not updated either way */
     unsigned char use = 0;
     for (int e = g->row_ptr[id]; e < g->row_ptr[id + 1]; e++) use |= table[e];
     return use;
@@ -751,8 +772,15 @@ bool deft_graph_is_updated_at(const deft_graph_t *g, int id) {
     return use_at(g, id) & USE_UPDATED;
 }
 
-/* Per node, the outputs nobody reads (deft_graph_unwanted_outputs). */
+/* Per node, the outputs nobody reads (deft_graph_unwanted_outputs); &all_wanted when
+ * no node has two outputs: a graph holds only nodes its outputs reach, through an
+ * output of theirs, so a node's only output is read or returned (made per one-off
+ * graph, the table cost two allocations and three passes to say nothing). */
 static void *make_unwanted_table(const deft_graph_t *g) {
+    bool several = false;
+    for (int i = 0; !several && i < g->num_nodes; i++)
+        several = g->row_ptr[i + 1] - g->row_ptr[i] > 1;
+    if (!several) return &all_wanted;
     int entries = deft_graph_num_entries(g);
     bool *read = calloc((size_t)entries + 1, sizeof *read);
     uint64_t *unwanted = calloc((size_t)g->num_nodes + 1, sizeof *unwanted);
@@ -771,5 +799,6 @@ static void *make_unwanted_table(const deft_graph_t *g) {
 
 const uint64_t *deft_graph_unwanted_outputs(const deft_graph_t *g) {
     /* no table (out of memory): NULL, every output wanted, only slower */
-    return lazy_table(g, &((deft_graph_t *)g)->unwanted, make_unwanted_table);
+    const uint64_t *table = lazy_table(g, &((deft_graph_t *)g)->unwanted, make_unwanted_table);
+    return table == &all_wanted ? NULL : table;
 }
