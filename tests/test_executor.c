@@ -7,6 +7,7 @@
 
 #include "capi/src/api.h"
 #include "core/engine/engine.h"
+#include "core/graph/executor.h"
 
 #include "core/op/op.h"
 
@@ -699,6 +700,52 @@ START_TEST(test_executor_errors_name_unnamed_nodes) {
 }
 END_TEST
 
+/* A symbol x -> _plus_scalar whose types (symbol.h) say (7) for the sum, which inference
+ * would not: listed in the graph's order or the other way round. */
+static deft_symbol_t *symbol_with_types(bool reversed) {
+    deft_node_t *x, *y;
+    const char *keys[1] = {"scalar"}, *vals[1] = {"1"};
+    ck_assert_ok(deft_node_new_variable("x", NULL, 0, NULL, NULL, &x));
+    ck_assert_ok(deft_node_new_op(deft_registry_find("_plus_scalar"), NULL, 1, keys, vals, 1,
+                                  &(deft_entry_t){x, 0}, &y));
+    deft_symbol_t *sym;
+    ck_assert_ok(deft_symbol_from_entries(1, &(deft_entry_t){y, 0}, &sym));
+    deft_node_release(x), deft_node_release(y);
+    deft_symbol_types_t *t = deft_symbol_types_new(2, 2);
+    ck_assert_ptr_nonnull(t);
+    deft_desc_t dx = {.dtype = DEFT_DT_FLOAT32}, dy = dx;
+    ck_assert_ok(deft_shape_init(&dx.shape, (const int64_t[]){2, 3}, 2, "x"));
+    ck_assert_ok(deft_shape_init(&dy.shape, (const int64_t[]){7}, 1, "y"));
+    t->nodes[0] = reversed ? y : x, t->nodes[1] = reversed ? x : y;
+    t->first[0] = 0, t->first[1] = 1, t->first[2] = 2;
+    t->desc[0] = reversed ? dy : dx, t->desc[1] = reversed ? dx : dy;
+    sym->types = t;
+    return sym;
+}
+
+/* An executor takes a symbol's types for inputs described as they say, in either order;
+ * other inputs are inferred. */
+START_TEST(test_executor_takes_the_symbols_types) {
+    for (int reversed = 0; reversed < 2; reversed++) {
+        deft_symbol_t *sym = symbol_with_types(reversed);
+        deft_cached_op_t *op;
+        ck_assert_ok(deft_cached_op_new(sym, true, &op));
+        deft_desc_t in = {.dtype = DEFT_DT_FLOAT32}, out[1];
+        int nout = 1;
+        ck_assert_ok(deft_shape_init(&in.shape, (const int64_t[]){2, 3}, 2, "x"));
+        ck_assert_ok(deft_cached_op_infer(op, 1, &in, &nout, out));
+        ck_assert_int_eq(out[0].shape.ndim, 1); /* the types' (7), not inference's (2,3) */
+        ck_assert_int_eq(out[0].shape.dims[0], 7);
+        ck_assert_ok(deft_shape_init(&in.shape, (const int64_t[]){4}, 1, "x"));
+        ck_assert_ok(deft_cached_op_infer(op, 1, &in, &nout, out));
+        ck_assert_int_eq(out[0].shape.ndim, 1); /* inferred */
+        ck_assert_int_eq(out[0].shape.dims[0], 4);
+        deft_cached_op_release(op);
+        deft_symbol_free(sym);
+    }
+}
+END_TEST
+
 static Suite *executor_suite(void) {
     Suite *suite = suite_create("executor");
     TCase *tc = tcase_create("executor");
@@ -715,6 +762,7 @@ static Suite *executor_suite(void) {
     tcase_add_test(tc, test_queued_runs_count_their_bytes);
     tcase_add_test(tc, test_making_an_executor_names_no_node);
     tcase_add_test(tc, test_executor_errors_name_unnamed_nodes);
+    tcase_add_test(tc, test_executor_takes_the_symbols_types);
     suite_add_tcase(suite, tc);
     TCase *large = tcase_create("large graphs");
     tcase_set_timeout(large, 300);

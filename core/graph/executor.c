@@ -372,13 +372,17 @@ static bool recorded_types(const deft_cached_op_t *op, int nin, const deft_desc_
     t.desc = malloc(((size_t)t.num_entries + 1) * sizeof *t.desc);
     t.known = malloc((size_t)t.num_entries + 1);
     bool covered = t.desc && t.known, same_order = true;
-    /* Usually listed in the graph's own order (the export copied in post-order): then no
-     * lookup by node (the graph's map) is needed. */
-    for (int j = 0; same_order && j < r->num_nodes; j++) same_order = r->nodes[j] == g->nodes[j];
-    for (int j = 0; covered && j < r->num_nodes; j++) {
-        int id = same_order ? j : deft_graph_node_id(g, r->nodes[j]);
+    /* Usually listed in the graph's own order (the export copied in post-order), each node's
+     * descriptions where its entries are: then one copy, and no lookup by node (the graph's
+     * map) nor a look at each node is needed. */
+    for (int j = 0; same_order && j <= r->num_nodes; j++)
+        same_order =
+            r->first[j] == g->row_ptr[j] && (j == r->num_nodes || r->nodes[j] == g->nodes[j]);
+    if (covered && same_order) memcpy(t.desc, r->desc, (size_t)t.num_entries * sizeof *t.desc);
+    for (int j = 0; covered && !same_order && j < r->num_nodes; j++) {
+        int id = deft_graph_node_id(g, r->nodes[j]);
         int n = r->first[j + 1] - r->first[j];
-        covered = id >= 0 && g->nodes[id]->num_outputs == n;
+        covered = id >= 0 && g->row_ptr[id + 1] - g->row_ptr[id] == n;
         if (covered)
             memcpy(&t.desc[g->row_ptr[id]], &r->desc[r->first[j]], (size_t)n * sizeof *t.desc);
     }
