@@ -746,6 +746,28 @@ START_TEST(test_executor_takes_the_symbols_types) {
 }
 END_TEST
 
+/* A node placed on a device that is not there fails the run, naming the node, whether or
+ * not the graph's other nodes follow their inputs. */
+START_TEST(test_executor_checks_each_placed_node) {
+    DeftSymbolHandle x = var("x");
+    DeftSymbolHandle y = apply("_plus_scalar", "y", 1, &x, P("scalar", "1"));
+    DeftSymbolHandle z =
+        apply("_plus_scalar", "z", 1, &y, P("scalar", "1", "__device__", "gpu(99)"));
+    DeftCachedOpHandle op;
+    ck_assert_ok(DeftCachedOpCreate(z, 0, &op));
+    DeftNDArrayHandle a = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(1, 2)), none[1] = {NULL};
+    int nout = 1;
+    /* no GPU, or no gpu(99): which error depends on the machine, the words do not */
+    ck_assert_int_eq(DeftCachedOpInvoke(op, 1, &a, &nout, none), -1);
+    ck_assert_ptr_nonnull(
+        strstr(DeftGetLastError(), "the device of node 'z' (_plus_scalar) is gpu(99)"));
+    ck_assert_ok(DeftCachedOpFree(op));
+    ck_assert_ok(DeftNDArrayFree(a));
+    DeftSymbolHandle all[] = {x, y, z};
+    for (int i = 0; i < 3; i++) ck_assert_ok(DeftSymbolFree(all[i]));
+}
+END_TEST
+
 static Suite *executor_suite(void) {
     Suite *suite = suite_create("executor");
     TCase *tc = tcase_create("executor");
@@ -763,6 +785,7 @@ static Suite *executor_suite(void) {
     tcase_add_test(tc, test_making_an_executor_names_no_node);
     tcase_add_test(tc, test_executor_errors_name_unnamed_nodes);
     tcase_add_test(tc, test_executor_takes_the_symbols_types);
+    tcase_add_test(tc, test_executor_checks_each_placed_node);
     suite_add_tcase(suite, tc);
     TCase *large = tcase_create("large graphs");
     tcase_set_timeout(large, 300);

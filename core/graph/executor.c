@@ -62,6 +62,8 @@ struct deft_cached_op {
     bool plan_memory;
     bool blocking; /* a node waits for a host callback: runs never go inline */
     bool draws;    /* a node draws random numbers: runs are ordered with other draws */
+    /* a node chooses its device (node_device): else every value lives where the inputs do */
+    bool chooses_device;
     int num_inputs;
     int *input_nodes;             /* node ids: arguments, then auxiliary states */
     int *input_of_node;           /* node id -> input position, -1 for operators */
@@ -179,6 +181,30 @@ static int list_outputs(deft_cached_op_t *op) {
     return 0;
 }
 
+/* Whether a node has an annotation ("__" first, as "__device__"): most nodes have none, and a
+ * look at each key's first bytes is cheaper than the lookup by name. */
+static bool annotated(const deft_node_t *node) {
+    for (int a = 0; a < node->attrs.count; a++)
+        if (node->attrs.keys[a][0] == '_' && node->attrs.keys[a][1] == '_') return true;
+    return false;
+}
+
+/* What the nodes to run ask of runs, found in one pass over them (a one-off graph's
+ * executor made three): whether one waits for a host callback, draws random numbers, or
+ * chooses its device (placed, or an operator that says where its outputs go or has no
+ * input to follow). */
+static void scan_nodes(deft_cached_op_t *op) {
+    const deft_graph_t *g = op->g;
+    for (int i = 0; i < g->num_nodes; i++) {
+        if (deft_graph_is_leaf(g, i)) continue;
+        const deft_node_t *node = g->nodes[i];
+        const deft_op_t *o = node->op->op;
+        op->blocking |= o->blocking;
+        op->draws |= o->nondeterministic;
+        op->chooses_device |= o->output_device || !node->num_inputs || annotated(node);
+    }
+}
+
 /* Whether g has a BatchNorm: most graphs have none, and the test by
  * pointer is cheaper than fold_bn.c's by name. */
 static bool has_batch_norm(const deft_graph_t *g) {
@@ -221,8 +247,7 @@ int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_o
     }
     const deft_graph_t *g = op->g;
     op->types = deft_symbol_types_retain(sym->types);
-    op->blocking = deft_graph_has_blocking(g);
-    op->draws = deft_graph_draws(g);
+    scan_nodes(op);
     size_t n = (size_t)g->num_nodes + 1;
     op->input_nodes = malloc(n * sizeof(int));
     op->input_of_node = malloc(n * sizeof(int));
@@ -448,12 +473,7 @@ static int node_device(const deft_graph_t *g, int i, const deft_device_t *device
     const deft_op_t *op = node->op->op;
     bool placed = false;
     int type = 0, id = 0;
-    /* "__device__" is an annotation ("__" first): most nodes have none, and a look at each
-     * key's first bytes is cheaper than the lookup by name */
-    bool annotated = false;
-    for (int a = 0; !annotated && a < node->attrs.count; a++)
-        annotated = node->attrs.keys[a][0] == '_' && node->attrs.keys[a][1] == '_';
-    if (annotated && deft_node_placed_device(node, &placed, &type, &id)) return -1;
+    if (annotated(node) && deft_node_placed_device(node, &placed, &type, &id)) return -1;
     if (placed) {
         char what[160];
         snprintf(what, sizeof what, "the device of node '%s' (%s)", deft_graph_name(g, i),
@@ -466,11 +486,24 @@ static int node_device(const deft_graph_t *g, int i, const deft_device_t *device
     return 0;
 }
 
+/* Whether every value lives on the inputs' one device: no node chooses its own, and every
+ * node follows its first input (every variable is an input). */
+static bool all_on_inputs_device(const deft_cached_op_t *op, const deft_device_t *inputs) {
+    if (op->chooses_device || op->num_inputs == 0) return false;
+    for (int i = 1; i < op->num_inputs; i++)
+        if (!deft_device_equal(inputs[i], inputs[0])) return false;
+    return true;
+}
+
 /* Every entry's device, for inputs on `inputs`; an operator reading an
  * input from another device (an unplaced graph) is an error. */
 static int entry_devices(const deft_cached_op_t *op, const deft_device_t *inputs,
                          deft_device_t *devices) {
     const deft_graph_t *g = op->g;
+    if (all_on_inputs_device(op, inputs)) { /* most graphs: nothing to check node by node */
+        for (int e = 0; e < deft_graph_num_entries(g); e++) devices[e] = inputs[0];
+        return 0;
+    }
     for (int i = 0; i < g->num_nodes; i++) {
         deft_device_t dev;
         if (deft_graph_is_leaf(g, i)) {

@@ -669,20 +669,6 @@ int deft_graph_entry_node(const deft_graph_t *g, int e) {
     return lo;
 }
 
-bool deft_graph_draws(const deft_graph_t *g) {
-    for (int i = 0; i < g->num_nodes; i++)
-        if (g->nodes[i]->op && g->nodes[i]->op->op->nondeterministic && !deft_graph_is_leaf(g, i))
-            return true;
-    return false;
-}
-
-bool deft_graph_has_blocking(const deft_graph_t *g) {
-    for (int i = 0; i < g->num_nodes; i++)
-        if (g->nodes[i]->op && g->nodes[i]->op->op->blocking && !deft_graph_is_leaf(g, i))
-            return true;
-    return false;
-}
-
 /* How a value is used: bits of these. */
 enum { USE_UPDATED = 1, USE_READ = 2 };
 

@@ -120,12 +120,6 @@ bool deft_graph_is_updated_at(const deft_graph_t *g, int id);
  * table is made on the first call and kept; NULL when it cannot be made (all
  * outputs wanted). */
 const uint64_t *deft_graph_unwanted_outputs(const deft_graph_t *g);
-/* Whether a node to run waits for a host callback (op.h, `blocking`): the run
- * must then go to an engine worker, never run on the caller's thread. */
-bool deft_graph_has_blocking(const deft_graph_t *g);
-/* Whether a node to run draws random numbers (op.h, `nondeterministic`): its run must
- * then be ordered with the other draws (engine.h, deft_random_stream_var). */
-bool deft_graph_draws(const deft_graph_t *g);
 /* A variable, or an operator node whose value the cut graph is given. */
 static inline bool deft_graph_is_leaf(const deft_graph_t *g, int id) {
     return !g->nodes[id]->op || (g->leaf && g->leaf[id]);
