@@ -526,7 +526,10 @@ static void index_entries(deft_graph_t *g, const walk_map_t *m) {
     for (int i = 0; i < g->num_nodes; i++) {
         const deft_node_t *node = g->nodes[i];
         for (int k = 0; k < g->in_ptr[i + 1] - g->in_ptr[i]; k++) {
-            int src = walk_find(m, node->inputs[k].node);
+            /* The walk finishes a node's last new input just before the node: in a chain,
+             * every input is the node before, found without a lookup. */
+            const deft_node_t *in = node->inputs[k].node;
+            int src = i > 0 && g->nodes[i - 1] == in ? i - 1 : walk_find(m, in);
             g->in_entry[g->in_ptr[i] + k] = g->row_ptr[src] + node->inputs[k].index;
         }
     }
