@@ -768,6 +768,37 @@ START_TEST(test_executor_checks_each_placed_node) {
 }
 END_TEST
 
+/* The operators of an executor's graph: whether one is `name`. */
+static bool runs_operator(const deft_cached_op_t *op, const char *name) {
+    const deft_graph_t *g = deft_cached_op_graph(op);
+    for (int i = 0; i < g->num_nodes; i++)
+        if (g->nodes[i]->op && strcmp(g->nodes[i]->op->op->name, name) == 0) return true;
+    return false;
+}
+
+/* An executor folds a BatchNorm into the Convolution it alone reads; the symbol keeps both. */
+START_TEST(test_executor_folds_batch_norm) {
+    const char *names[6] = {"data", "weight", "gamma", "beta", "mean", "var"};
+    DeftSymbolHandle v[6];
+    for (int k = 0; k < 6; k++) v[k] = var(names[k]);
+    DeftSymbolHandle conv = apply("Convolution", "conv", 2, v,
+                                  P("kernel", "(3,3)", "num_filter", "4", "no_bias", "true"));
+    DeftSymbolHandle bn_in[5] = {conv, v[2], v[3], v[4], v[5]};
+    DeftSymbolHandle bn = apply("BatchNorm", "bn", 5, bn_in, NO_PARAMS);
+    deft_symbol_t *sym;
+    ck_assert_ok(api_symbol_get(bn, "bn", &sym));
+    deft_cached_op_t *op;
+    ck_assert_ok(deft_cached_op_new(sym, true, &op));
+    ck_assert(runs_operator(op, "_conv_bn"));
+    ck_assert(!runs_operator(op, "BatchNorm"));
+    ck_assert_ptr_eq(deft_cached_op_source(op)->outputs[0].node, sym->outputs[0].node);
+    deft_cached_op_release(op);
+    ck_assert_ok(DeftSymbolFree(bn));
+    ck_assert_ok(DeftSymbolFree(conv));
+    for (int k = 0; k < 6; k++) ck_assert_ok(DeftSymbolFree(v[k]));
+}
+END_TEST
+
 static Suite *executor_suite(void) {
     Suite *suite = suite_create("executor");
     TCase *tc = tcase_create("executor");
@@ -786,6 +817,7 @@ static Suite *executor_suite(void) {
     tcase_add_test(tc, test_executor_errors_name_unnamed_nodes);
     tcase_add_test(tc, test_executor_takes_the_symbols_types);
     tcase_add_test(tc, test_executor_checks_each_placed_node);
+    tcase_add_test(tc, test_executor_folds_batch_norm);
     suite_add_tcase(suite, tc);
     TCase *large = tcase_create("large graphs");
     tcase_set_timeout(large, 300);

@@ -150,7 +150,10 @@ static void list_inputs(deft_cached_op_t *op) {
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < g->num_nodes; i++) {
             if (pass == 0) op->input_of_node[i] = -1;
-            if (g->nodes[i]->op || deft_graph_is_auxiliary_at(g, i) != (pass == 1)) continue;
+            /* a node that reads something is no variable: known without a look at it */
+            if (g->in_ptr[i + 1] > g->in_ptr[i] || g->nodes[i]->op ||
+                deft_graph_is_auxiliary_at(g, i) != (pass == 1))
+                continue;
             op->input_of_node[i] = op->num_inputs;
             op->input_written[op->num_inputs] = pass == 1 || deft_graph_is_updated_at(g, i);
             op->input_nodes[op->num_inputs++] = i;
@@ -189,46 +192,48 @@ static bool annotated(const deft_node_t *node) {
     return false;
 }
 
-/* What the nodes to run ask of runs, found in one pass over them (a one-off graph's
- * executor made three): whether one waits for a host callback, draws random numbers, or
- * chooses its device (placed, or an operator that says where its outputs go or has no
- * input to follow). */
-static void scan_nodes(deft_cached_op_t *op) {
-    const deft_graph_t *g = op->g;
+/* What the nodes to run ask of runs, and whether one is a BatchNorm (to fold), found in
+ * one pass over them (a one-off graph's executor made four). */
+typedef struct node_scan {
+    bool blocking;       /* one waits for a host callback */
+    bool draws;          /* one draws random numbers */
+    bool chooses_device; /* one is placed, or its operator says where its outputs go or it
+                          * has no input to follow */
+    bool batch_norm;
+} node_scan_t;
+
+static node_scan_t scan_nodes(const deft_graph_t *g) {
+    const deft_op_entry_t *bn = deft_registry_find("BatchNorm"); /* by pointer: no name */
+    node_scan_t scan = {false, false, false, false};
     for (int i = 0; i < g->num_nodes; i++) {
         if (deft_graph_is_leaf(g, i)) continue;
         const deft_node_t *node = g->nodes[i];
         const deft_op_t *o = node->op->op;
-        op->blocking |= o->blocking;
-        op->draws |= o->nondeterministic;
-        op->chooses_device |= o->output_device || !node->num_inputs || annotated(node);
+        scan.blocking |= o->blocking;
+        scan.draws |= o->nondeterministic;
+        scan.chooses_device |= o->output_device || !node->num_inputs || annotated(node);
+        scan.batch_norm |= node->op == bn;
     }
+    return scan;
 }
 
-/* Whether g has a BatchNorm: most graphs have none, and the test by
- * pointer is cheaper than fold_bn.c's by name. */
-static bool has_batch_norm(const deft_graph_t *g) {
-    const deft_op_entry_t *bn = deft_registry_find("BatchNorm");
-    for (int i = 0; i < g->num_nodes; i++)
-        if (g->nodes[i]->op == bn) return true;
-    return false;
-}
-
-/* The graph an executor runs: sym's, with BatchNorm folded into the
+/* The graph an executor runs, and its scan: sym's, with BatchNorm folded into the
  * convolutions it follows (fold_bn.c); symbols and exports keep both. Its
  * nodes are named only if a name is asked for (an error, an input's name).
  * An exported symbol's first executor takes the index its export made. */
-static int build_graph(const deft_symbol_t *sym, deft_graph_t **g) {
+static int build_graph(const deft_symbol_t *sym, deft_graph_t **g, node_scan_t *scan) {
     deft_symbol_t *folded = NULL;
     if (!(*g = deft_symbol_take_graph(sym)) &&
         deft_graph_build_unnamed(sym->num_outputs, sym->outputs, g))
         return -1;
-    int status = has_batch_norm(*g) ? deft_fold_bn_graph(*g, &folded) : 0;
+    *scan = scan_nodes(*g);
+    int status = scan->batch_norm ? deft_fold_bn_graph(*g, &folded) : 0;
     if (status || !folded) return status; /* nothing folded: the graph as built */
     deft_graph_free(*g);
     *g = NULL;
     status = deft_graph_build_unnamed(folded->num_outputs, folded->outputs, g);
     deft_symbol_free(folded);
+    if (status == 0) *scan = scan_nodes(*g);
     return status;
 }
 
@@ -240,14 +245,16 @@ int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_o
     pthread_mutex_init(&op->lock, NULL);
     op->plan_memory = plan_memory;
     deft_plan_cache_limits(&op->max_plan_bytes, &op->max_plans);
+    node_scan_t scan;
     if (deft_symbol_from_entries(sym->num_outputs, sym->outputs, &op->source) ||
-        build_graph(sym, &op->g)) {
+        build_graph(sym, &op->g, &scan)) {
         deft_cached_op_release(op);
         return -1;
     }
     const deft_graph_t *g = op->g;
     op->types = deft_symbol_types_retain(sym->types);
-    scan_nodes(op);
+    op->blocking = scan.blocking, op->draws = scan.draws;
+    op->chooses_device = scan.chooses_device;
     size_t n = (size_t)g->num_nodes + 1;
     op->input_nodes = malloc(n * sizeof(int));
     op->input_of_node = malloc(n * sizeof(int));
