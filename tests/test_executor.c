@@ -7,6 +7,7 @@
 
 #include "capi/src/api.h"
 #include "core/engine/engine.h"
+#include "core/graph/executor.h"
 
 #include "core/op/op.h"
 
@@ -699,6 +700,105 @@ START_TEST(test_executor_errors_name_unnamed_nodes) {
 }
 END_TEST
 
+/* A symbol x -> _plus_scalar whose types (symbol.h) say (7) for the sum, which inference
+ * would not: listed in the graph's order or the other way round. */
+static deft_symbol_t *symbol_with_types(bool reversed) {
+    deft_node_t *x, *y;
+    const char *keys[1] = {"scalar"}, *vals[1] = {"1"};
+    ck_assert_ok(deft_node_new_variable("x", NULL, 0, NULL, NULL, &x));
+    ck_assert_ok(deft_node_new_op(deft_registry_find("_plus_scalar"), NULL, 1, keys, vals, 1,
+                                  &(deft_entry_t){x, 0}, &y));
+    deft_symbol_t *sym;
+    ck_assert_ok(deft_symbol_from_entries(1, &(deft_entry_t){y, 0}, &sym));
+    deft_node_release(x), deft_node_release(y);
+    deft_symbol_types_t *t = deft_symbol_types_new(2, 2);
+    ck_assert_ptr_nonnull(t);
+    deft_desc_t dx = {.dtype = DEFT_DT_FLOAT32}, dy = dx;
+    ck_assert_ok(deft_shape_init(&dx.shape, (const int64_t[]){2, 3}, 2, "x"));
+    ck_assert_ok(deft_shape_init(&dy.shape, (const int64_t[]){7}, 1, "y"));
+    t->nodes[0] = reversed ? y : x, t->nodes[1] = reversed ? x : y;
+    t->first[0] = 0, t->first[1] = 1, t->first[2] = 2;
+    t->desc[0] = reversed ? dy : dx, t->desc[1] = reversed ? dx : dy;
+    sym->types = t;
+    return sym;
+}
+
+/* An executor takes a symbol's types for inputs described as they say, in either order;
+ * other inputs are inferred. */
+START_TEST(test_executor_takes_the_symbols_types) {
+    for (int reversed = 0; reversed < 2; reversed++) {
+        deft_symbol_t *sym = symbol_with_types(reversed);
+        deft_cached_op_t *op;
+        ck_assert_ok(deft_cached_op_new(sym, true, &op));
+        deft_desc_t in = {.dtype = DEFT_DT_FLOAT32}, out[1];
+        int nout = 1;
+        ck_assert_ok(deft_shape_init(&in.shape, (const int64_t[]){2, 3}, 2, "x"));
+        ck_assert_ok(deft_cached_op_infer(op, 1, &in, &nout, out));
+        ck_assert_int_eq(out[0].shape.ndim, 1); /* the types' (7), not inference's (2,3) */
+        ck_assert_int_eq(out[0].shape.dims[0], 7);
+        ck_assert_ok(deft_shape_init(&in.shape, (const int64_t[]){4}, 1, "x"));
+        ck_assert_ok(deft_cached_op_infer(op, 1, &in, &nout, out));
+        ck_assert_int_eq(out[0].shape.ndim, 1); /* inferred */
+        ck_assert_int_eq(out[0].shape.dims[0], 4);
+        deft_cached_op_release(op);
+        deft_symbol_free(sym);
+    }
+}
+END_TEST
+
+/* A node placed on a device that is not there fails the run, naming the node, whether or
+ * not the graph's other nodes follow their inputs. */
+START_TEST(test_executor_checks_each_placed_node) {
+    DeftSymbolHandle x = var("x");
+    DeftSymbolHandle y = apply("_plus_scalar", "y", 1, &x, P("scalar", "1"));
+    DeftSymbolHandle z =
+        apply("_plus_scalar", "z", 1, &y, P("scalar", "1", "__device__", "gpu(99)"));
+    DeftCachedOpHandle op;
+    ck_assert_ok(DeftCachedOpCreate(z, 0, &op));
+    DeftNDArrayHandle a = make(DEFT_FLOAT32, 1, SHAPE(2), VALUES(1, 2)), none[1] = {NULL};
+    int nout = 1;
+    /* no GPU, or no gpu(99): which error depends on the machine, the words do not */
+    ck_assert_int_eq(DeftCachedOpInvoke(op, 1, &a, &nout, none), -1);
+    ck_assert_ptr_nonnull(
+        strstr(DeftGetLastError(), "the device of node 'z' (_plus_scalar) is gpu(99)"));
+    ck_assert_ok(DeftCachedOpFree(op));
+    ck_assert_ok(DeftNDArrayFree(a));
+    DeftSymbolHandle all[] = {x, y, z};
+    for (int i = 0; i < 3; i++) ck_assert_ok(DeftSymbolFree(all[i]));
+}
+END_TEST
+
+/* The operators of an executor's graph: whether one is `name`. */
+static bool runs_operator(const deft_cached_op_t *op, const char *name) {
+    const deft_graph_t *g = deft_cached_op_graph(op);
+    for (int i = 0; i < g->num_nodes; i++)
+        if (g->nodes[i]->op && strcmp(g->nodes[i]->op->op->name, name) == 0) return true;
+    return false;
+}
+
+/* An executor folds a BatchNorm into the Convolution it alone reads; the symbol keeps both. */
+START_TEST(test_executor_folds_batch_norm) {
+    const char *names[6] = {"data", "weight", "gamma", "beta", "mean", "var"};
+    DeftSymbolHandle v[6];
+    for (int k = 0; k < 6; k++) v[k] = var(names[k]);
+    DeftSymbolHandle conv = apply("Convolution", "conv", 2, v,
+                                  P("kernel", "(3,3)", "num_filter", "4", "no_bias", "true"));
+    DeftSymbolHandle bn_in[5] = {conv, v[2], v[3], v[4], v[5]};
+    DeftSymbolHandle bn = apply("BatchNorm", "bn", 5, bn_in, NO_PARAMS);
+    deft_symbol_t *sym;
+    ck_assert_ok(api_symbol_get(bn, "bn", &sym));
+    deft_cached_op_t *op;
+    ck_assert_ok(deft_cached_op_new(sym, true, &op));
+    ck_assert(runs_operator(op, "_conv_bn"));
+    ck_assert(!runs_operator(op, "BatchNorm"));
+    ck_assert_ptr_eq(deft_cached_op_source(op)->outputs[0].node, sym->outputs[0].node);
+    deft_cached_op_release(op);
+    ck_assert_ok(DeftSymbolFree(bn));
+    ck_assert_ok(DeftSymbolFree(conv));
+    for (int k = 0; k < 6; k++) ck_assert_ok(DeftSymbolFree(v[k]));
+}
+END_TEST
+
 static Suite *executor_suite(void) {
     Suite *suite = suite_create("executor");
     TCase *tc = tcase_create("executor");
@@ -715,6 +815,9 @@ static Suite *executor_suite(void) {
     tcase_add_test(tc, test_queued_runs_count_their_bytes);
     tcase_add_test(tc, test_making_an_executor_names_no_node);
     tcase_add_test(tc, test_executor_errors_name_unnamed_nodes);
+    tcase_add_test(tc, test_executor_takes_the_symbols_types);
+    tcase_add_test(tc, test_executor_checks_each_placed_node);
+    tcase_add_test(tc, test_executor_folds_batch_norm);
     suite_add_tcase(suite, tc);
     TCase *large = tcase_create("large graphs");
     tcase_set_timeout(large, 300);

@@ -870,6 +870,93 @@ START_TEST(test_mutated_json_never_crashes) {
 }
 END_TEST
 
+/* The reference counts of three nodes. */
+static void assert_refs(deft_node_t *const *n, int a, int b, int c) {
+    ck_assert_int_eq(atomic_load(&n[0]->refcount), a);
+    ck_assert_int_eq(atomic_load(&n[1]->refcount), b);
+    ck_assert_int_eq(atomic_load(&n[2]->refcount), c);
+}
+
+/* x -> a -> b, with the references graphs take (or take over) counted. */
+START_TEST(test_graph_references_borrowed_and_taken_over) {
+    deft_node_t *x, *a, *b;
+    const char *keys[1] = {"scalar"}, *vals[1] = {"1"};
+    const deft_op_entry_t *plus = deft_registry_find("_plus_scalar");
+    ck_assert_ok(deft_node_new_variable("x", NULL, 0, NULL, NULL, &x));
+    ck_assert_ok(deft_node_new_op(plus, NULL, 1, keys, vals, 1, &(deft_entry_t){x, 0}, &a));
+    ck_assert_ok(deft_node_new_op(plus, NULL, 1, keys, vals, 1, &(deft_entry_t){a, 0}, &b));
+    deft_entry_t out = {b, 0};
+    deft_node_t *all[3] = {x, a, b};
+    deft_graph_t *g;
+    /* borrowed: the walk finds the three nodes and holds none of them */
+    ck_assert_ok(deft_graph_build_cut_borrowed(1, &out, NULL, NULL, &g));
+    ck_assert_int_eq(g->num_nodes, 3);
+    ck_assert_ptr_eq(g->nodes[0], x);
+    ck_assert_ptr_eq(g->nodes[2], b);
+    assert_refs(all, 2, 2, 1);
+    deft_graph_free(g);
+    assert_refs(all, 2, 2, 1);
+    /* from_order: the caller's references (taken here) become the graph's */
+    deft_node_t *nodes[3] = {deft_node_retain(x), deft_node_retain(a), deft_node_retain(b)};
+    ck_assert_ok(
+        deft_graph_from_order(3, nodes, (const int[]){0, 1}, 1, &out, (const int[]){2}, &g));
+    assert_refs(all, 3, 3, 3);
+    ck_assert_int_eq(deft_graph_input_entry(g, 2, 0), 1);
+    deft_graph_free(g); /* its nodes' references and its output's */
+    assert_refs(all, 2, 2, 1);
+    deft_node_release(b), deft_node_release(a), deft_node_release(x);
+}
+END_TEST
+
+/* n variables named v0, v1, ... (references to release). */
+static void make_vars(int n, deft_entry_t *out) {
+    for (int i = 0; i < n; i++) {
+        char name[8] = {'v', (char)('0' + i), 0};
+        ck_assert_ok(deft_node_new_variable(name, NULL, 0, NULL, NULL, &out[i].node));
+        out[i].index = 0;
+    }
+}
+
+/* Which values are updated in place and which outputs nobody wants, with and without
+ * a node that updates an input or one with two outputs (where these tables say
+ * nothing, none is made). */
+START_TEST(test_graph_updated_values_and_unwanted_outputs) {
+    deft_entry_t v[5];
+    deft_node_t *plus, *bn, *split;
+    const char *keys[1] = {"scalar"}, *vals[1] = {"1"};
+    make_vars(5, v);
+    ck_assert_ok(
+        deft_node_new_op(deft_registry_find("_plus_scalar"), NULL, 1, keys, vals, 1, v, &plus));
+    ck_assert_ok(deft_node_new_op(deft_registry_find("BatchNorm"), NULL, 0, NULL, NULL, 5, v, &bn));
+    keys[0] = "num_outputs", vals[0] = "2";
+    ck_assert_ok(
+        deft_node_new_op(deft_registry_find("SliceChannel"), NULL, 1, keys, vals, 1, v, &split));
+    deft_graph_t *g;
+    /* v0 -> _plus_scalar: nothing updated, nothing unwanted */
+    ck_assert_ok(deft_graph_build(1, &(deft_entry_t){plus, 0}, &g));
+    ck_assert(!deft_graph_is_updated_at(g, 0) && !deft_graph_is_auxiliary_at(g, 0));
+    ck_assert_ptr_null(deft_graph_unwanted_outputs(g));
+    deft_graph_free(g);
+    /* BatchNorm: v3 and v4 (its moving statistics) are updated, and only updated */
+    ck_assert_ok(deft_graph_build(1, &(deft_entry_t){bn, 0}, &g));
+    for (int i = 0; i < 5; i++) {
+        int id = deft_graph_node_id(g, v[i].node);
+        ck_assert_int_eq(deft_graph_is_updated_at(g, id), i >= 3);
+        ck_assert_int_eq(deft_graph_is_auxiliary_at(g, id), i >= 3);
+    }
+    deft_graph_free(g);
+    /* SliceChannel's second output, read by nobody, is unwanted */
+    ck_assert_ok(deft_graph_build(1, &(deft_entry_t){split, 0}, &g));
+    const uint64_t *unwanted = deft_graph_unwanted_outputs(g);
+    ck_assert_ptr_nonnull(unwanted);
+    ck_assert_int_eq(unwanted[deft_graph_node_id(g, split)], 2);
+    ck_assert_int_eq(unwanted[deft_graph_node_id(g, v[0].node)], 0);
+    deft_graph_free(g);
+    deft_node_release(plus), deft_node_release(bn), deft_node_release(split);
+    for (int i = 0; i < 5; i++) deft_node_release(v[i].node);
+}
+END_TEST
+
 static Suite *symbol_suite(void) {
     Suite *suite = suite_create("symbols");
     TCase *tc = tcase_create("symbol");
@@ -886,6 +973,8 @@ static Suite *symbol_suite(void) {
     tcase_add_test(tc, test_files_and_file_errors);
     tcase_add_test(tc, test_file_that_is_no_symbol_is_refused_by_what_it_is);
     tcase_add_test(tc, test_long_chain_is_indexed_and_freed_without_recursion);
+    tcase_add_test(tc, test_graph_references_borrowed_and_taken_over);
+    tcase_add_test(tc, test_graph_updated_values_and_unwanted_outputs);
     tcase_add_test(tc, test_infer_shape_forward_and_backward);
     tcase_add_test(tc, test_infer_partial_shapes);
     tcase_add_test(tc, test_infer_shape_errors_name_the_node);

@@ -62,6 +62,8 @@ struct deft_cached_op {
     bool plan_memory;
     bool blocking; /* a node waits for a host callback: runs never go inline */
     bool draws;    /* a node draws random numbers: runs are ordered with other draws */
+    /* a node chooses its device (node_device): else every value lives where the inputs do */
+    bool chooses_device;
     int num_inputs;
     int *input_nodes;             /* node ids: arguments, then auxiliary states */
     int *input_of_node;           /* node id -> input position, -1 for operators */
@@ -148,7 +150,10 @@ static void list_inputs(deft_cached_op_t *op) {
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < g->num_nodes; i++) {
             if (pass == 0) op->input_of_node[i] = -1;
-            if (g->nodes[i]->op || deft_graph_is_auxiliary_at(g, i) != (pass == 1)) continue;
+            /* a node that reads something is no variable: known without a look at it */
+            if (g->in_ptr[i + 1] > g->in_ptr[i] || g->nodes[i]->op ||
+                deft_graph_is_auxiliary_at(g, i) != (pass == 1))
+                continue;
             op->input_of_node[i] = op->num_inputs;
             op->input_written[op->num_inputs] = pass == 1 || deft_graph_is_updated_at(g, i);
             op->input_nodes[op->num_inputs++] = i;
@@ -179,30 +184,56 @@ static int list_outputs(deft_cached_op_t *op) {
     return 0;
 }
 
-/* Whether g has a BatchNorm: most graphs have none, and the test by
- * pointer is cheaper than fold_bn.c's by name. */
-static bool has_batch_norm(const deft_graph_t *g) {
-    const deft_op_entry_t *bn = deft_registry_find("BatchNorm");
-    for (int i = 0; i < g->num_nodes; i++)
-        if (g->nodes[i]->op == bn) return true;
+/* Whether a node has an annotation ("__" first, as "__device__"): most nodes have none, and a
+ * look at each key's first bytes is cheaper than the lookup by name. */
+static bool annotated(const deft_node_t *node) {
+    for (int a = 0; a < node->attrs.count; a++)
+        if (node->attrs.keys[a][0] == '_' && node->attrs.keys[a][1] == '_') return true;
     return false;
 }
 
-/* The graph an executor runs: sym's, with BatchNorm folded into the
+/* What the nodes to run ask of runs, and whether one is a BatchNorm (to fold), found in
+ * one pass over them (a one-off graph's executor made four). */
+typedef struct node_scan {
+    bool blocking;       /* one waits for a host callback */
+    bool draws;          /* one draws random numbers */
+    bool chooses_device; /* one is placed, or its operator says where its outputs go or it
+                          * has no input to follow */
+    bool batch_norm;
+} node_scan_t;
+
+static node_scan_t scan_nodes(const deft_graph_t *g) {
+    const deft_op_entry_t *bn = deft_registry_find("BatchNorm"); /* by pointer: no name */
+    node_scan_t scan = {false, false, false, false};
+    for (int i = 0; i < g->num_nodes; i++) {
+        if (deft_graph_is_leaf(g, i)) continue;
+        const deft_node_t *node = g->nodes[i];
+        const deft_op_t *o = node->op->op;
+        scan.blocking |= o->blocking;
+        scan.draws |= o->nondeterministic;
+        scan.chooses_device |= o->output_device || !node->num_inputs || annotated(node);
+        scan.batch_norm |= node->op == bn;
+    }
+    return scan;
+}
+
+/* The graph an executor runs, and its scan: sym's, with BatchNorm folded into the
  * convolutions it follows (fold_bn.c); symbols and exports keep both. Its
  * nodes are named only if a name is asked for (an error, an input's name).
  * An exported symbol's first executor takes the index its export made. */
-static int build_graph(const deft_symbol_t *sym, deft_graph_t **g) {
+static int build_graph(const deft_symbol_t *sym, deft_graph_t **g, node_scan_t *scan) {
     deft_symbol_t *folded = NULL;
     if (!(*g = deft_symbol_take_graph(sym)) &&
         deft_graph_build_unnamed(sym->num_outputs, sym->outputs, g))
         return -1;
-    int status = has_batch_norm(*g) ? deft_fold_bn_graph(*g, &folded) : 0;
+    *scan = scan_nodes(*g);
+    int status = scan->batch_norm ? deft_fold_bn_graph(*g, &folded) : 0;
     if (status || !folded) return status; /* nothing folded: the graph as built */
     deft_graph_free(*g);
     *g = NULL;
     status = deft_graph_build_unnamed(folded->num_outputs, folded->outputs, g);
     deft_symbol_free(folded);
+    if (status == 0) *scan = scan_nodes(*g);
     return status;
 }
 
@@ -214,15 +245,16 @@ int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_o
     pthread_mutex_init(&op->lock, NULL);
     op->plan_memory = plan_memory;
     deft_plan_cache_limits(&op->max_plan_bytes, &op->max_plans);
+    node_scan_t scan;
     if (deft_symbol_from_entries(sym->num_outputs, sym->outputs, &op->source) ||
-        build_graph(sym, &op->g)) {
+        build_graph(sym, &op->g, &scan)) {
         deft_cached_op_release(op);
         return -1;
     }
     const deft_graph_t *g = op->g;
     op->types = deft_symbol_types_retain(sym->types);
-    op->blocking = deft_graph_has_blocking(g);
-    op->draws = deft_graph_draws(g);
+    op->blocking = scan.blocking, op->draws = scan.draws;
+    op->chooses_device = scan.chooses_device;
     size_t n = (size_t)g->num_nodes + 1;
     op->input_nodes = malloc(n * sizeof(int));
     op->input_of_node = malloc(n * sizeof(int));
@@ -372,13 +404,17 @@ static bool recorded_types(const deft_cached_op_t *op, int nin, const deft_desc_
     t.desc = malloc(((size_t)t.num_entries + 1) * sizeof *t.desc);
     t.known = malloc((size_t)t.num_entries + 1);
     bool covered = t.desc && t.known, same_order = true;
-    /* Usually listed in the graph's own order (the export copied in post-order): then no
-     * lookup by node (the graph's map) is needed. */
-    for (int j = 0; same_order && j < r->num_nodes; j++) same_order = r->nodes[j] == g->nodes[j];
-    for (int j = 0; covered && j < r->num_nodes; j++) {
-        int id = same_order ? j : deft_graph_node_id(g, r->nodes[j]);
+    /* Usually listed in the graph's own order (the export copied in post-order), each node's
+     * descriptions where its entries are: then one copy, and no lookup by node (the graph's
+     * map) nor a look at each node is needed. */
+    for (int j = 0; same_order && j <= r->num_nodes; j++)
+        same_order =
+            r->first[j] == g->row_ptr[j] && (j == r->num_nodes || r->nodes[j] == g->nodes[j]);
+    if (covered && same_order) memcpy(t.desc, r->desc, (size_t)t.num_entries * sizeof *t.desc);
+    for (int j = 0; covered && !same_order && j < r->num_nodes; j++) {
+        int id = deft_graph_node_id(g, r->nodes[j]);
         int n = r->first[j + 1] - r->first[j];
-        covered = id >= 0 && g->nodes[id]->num_outputs == n;
+        covered = id >= 0 && g->row_ptr[id + 1] - g->row_ptr[id] == n;
         if (covered)
             memcpy(&t.desc[g->row_ptr[id]], &r->desc[r->first[j]], (size_t)n * sizeof *t.desc);
     }
@@ -444,12 +480,7 @@ static int node_device(const deft_graph_t *g, int i, const deft_device_t *device
     const deft_op_t *op = node->op->op;
     bool placed = false;
     int type = 0, id = 0;
-    /* "__device__" is an annotation ("__" first): most nodes have none, and a look at each
-     * key's first bytes is cheaper than the lookup by name */
-    bool annotated = false;
-    for (int a = 0; !annotated && a < node->attrs.count; a++)
-        annotated = node->attrs.keys[a][0] == '_' && node->attrs.keys[a][1] == '_';
-    if (annotated && deft_node_placed_device(node, &placed, &type, &id)) return -1;
+    if (annotated(node) && deft_node_placed_device(node, &placed, &type, &id)) return -1;
     if (placed) {
         char what[160];
         snprintf(what, sizeof what, "the device of node '%s' (%s)", deft_graph_name(g, i),
@@ -462,11 +493,24 @@ static int node_device(const deft_graph_t *g, int i, const deft_device_t *device
     return 0;
 }
 
+/* Whether every value lives on the inputs' one device: no node chooses its own, and every
+ * node follows its first input (every variable is an input). */
+static bool all_on_inputs_device(const deft_cached_op_t *op, const deft_device_t *inputs) {
+    if (op->chooses_device || op->num_inputs == 0) return false;
+    for (int i = 1; i < op->num_inputs; i++)
+        if (!deft_device_equal(inputs[i], inputs[0])) return false;
+    return true;
+}
+
 /* Every entry's device, for inputs on `inputs`; an operator reading an
  * input from another device (an unplaced graph) is an error. */
 static int entry_devices(const deft_cached_op_t *op, const deft_device_t *inputs,
                          deft_device_t *devices) {
     const deft_graph_t *g = op->g;
+    if (all_on_inputs_device(op, inputs)) { /* most graphs: nothing to check node by node */
+        for (int e = 0; e < deft_graph_num_entries(g); e++) devices[e] = inputs[0];
+        return 0;
+    }
     for (int i = 0; i < g->num_nodes; i++) {
         deft_device_t dev;
         if (deft_graph_is_leaf(g, i)) {

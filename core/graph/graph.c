@@ -172,6 +172,16 @@ static void *make_map(const deft_graph_t *g) {
 static void *lazy_table(const deft_graph_t *g, _Atomic(void *) *slot,
                         void *(*make)(const deft_graph_t *g));
 
+/* Tables that say nothing, shared instead of made: the use table of a graph where
+ * no node updates an input in place (most graphs: no value is updated, which is
+ * all its readers ask), the unwanted outputs of one where every output is wanted. */
+static unsigned char no_updates;
+static uint64_t all_wanted;
+
+static void free_table(void *table) {
+    if (table != &no_updates && table != &all_wanted) free(table);
+}
+
 /* Id of a node, or -1; by a scan when the map cannot be made (out of memory). */
 static int map_find(const deft_graph_t *g, const deft_node_t *node) {
     const deft_graph_slot_t *map = lazy_table(g, &((deft_graph_t *)g)->map, make_map);
@@ -272,9 +282,10 @@ static walk_slot_t *claim(walk_map_t *m, const deft_node_t *node, frame_t *stack
  * inputs of nodes that is_leaf accepts are not followed. Nodes on the stack
  * are in the map with id -2. */
 static int topo_sort(deft_graph_t *g, walk_map_t *m, deft_graph_leaf_fn is_leaf, void *ctx) {
-    /* Shallow graphs (most runs) walk on the C stack; deep ones move to the heap. */
-    frame_t small[64];
-    int capacity = DEFT_GRAPH_SMALL, stack_cap = 64, depth = 0;
+    /* Shallow graphs (most runs) walk on the C stack (3 KiB: a recorded chain of a hundred
+     * calls is as deep as it is long), deep ones move to the heap. */
+    frame_t small[128];
+    int capacity = DEFT_GRAPH_SMALL, stack_cap = 128, depth = 0;
     frame_t *stack = small;
     bool made;
     for (int o = 0; o < g->num_outputs; o++) {
@@ -304,7 +315,7 @@ static int topo_sort(deft_graph_t *g, walk_map_t *m, deft_graph_leaf_fn is_leaf,
             }
             if (g->num_nodes == capacity && reserve(g, g->num_nodes + 1, &capacity)) goto oom;
             top->slot->id = g->num_nodes; /* now numbered */
-            g->nodes[g->num_nodes++] = deft_node_retain(top->node);
+            g->nodes[g->num_nodes++] = g->borrowed ? top->node : deft_node_retain(top->node);
             depth--;
         }
     }
@@ -516,30 +527,34 @@ static void index_entries(deft_graph_t *g, const walk_map_t *m) {
     for (int i = 0; i < g->num_nodes; i++) {
         const deft_node_t *node = g->nodes[i];
         for (int k = 0; k < g->in_ptr[i + 1] - g->in_ptr[i]; k++) {
-            int src = walk_find(m, node->inputs[k].node);
+            /* The walk finishes a node's last new input just before the node: in a chain,
+             * every input is the node before, found without a lookup. */
+            const deft_node_t *in = node->inputs[k].node;
+            int src = i > 0 && g->nodes[i - 1] == in ? i - 1 : walk_find(m, in);
             g->in_entry[g->in_ptr[i] + k] = g->row_ptr[src] + node->inputs[k].index;
         }
     }
     for (int o = 0; o < g->num_outputs; o++) g->output_ids[o] = walk_find(m, g->outputs[o].node);
 }
 
-/* An empty graph holding its outputs (retained); NULL when out of memory. */
-static deft_graph_t *graph_new(int num_outputs, const deft_entry_t *outputs) {
+/* An empty graph holding its outputs (retained unless `borrowed`); NULL when out of memory. */
+static deft_graph_t *graph_new(int num_outputs, const deft_entry_t *outputs, bool borrowed) {
     deft_graph_t *g =
         in_record(num_outputs) ? deft_record_alloc() : malloc(graph_head(num_outputs));
     if (!g) return NULL;
     memset(g, 0, sizeof *g);
     g->outputs = (deft_entry_t *)(g + 1);
     g->nodes = g->small_nodes;
+    g->borrowed = borrowed;
     for (int o = 0; o < num_outputs; o++)
-        g->outputs[g->num_outputs++] =
-            (deft_entry_t){deft_node_retain(outputs[o].node), outputs[o].index};
+        g->outputs[g->num_outputs++] = (deft_entry_t){
+            borrowed ? outputs[o].node : deft_node_retain(outputs[o].node), outputs[o].index};
     return g;
 }
 
 static int build(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_fn is_leaf,
-                 void *ctx, deft_graph_t **out) {
-    deft_graph_t *g = graph_new(num_outputs, outputs);
+                 void *ctx, bool borrowed, deft_graph_t **out) {
+    deft_graph_t *g = graph_new(num_outputs, outputs, borrowed);
     if (!g) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
     bool own;
     walk_map_t *m = walk_begin(&own);
@@ -562,16 +577,16 @@ static int build(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_f
 int deft_graph_from_order(int num_nodes, deft_node_t *const *nodes, const int *in_entry,
                           int num_outputs, const deft_entry_t *outputs, const int *output_ids,
                           deft_graph_t **out) {
-    deft_graph_t *g = graph_new(num_outputs, outputs);
-    if (!g) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
+    deft_graph_t *g = graph_new(num_outputs, outputs, false);
     int capacity = DEFT_GRAPH_SMALL;
-    if (reserve(g, num_nodes, &capacity)) {
+    if (!g || reserve(g, num_nodes, &capacity)) {
         deft_graph_free(g);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
     }
-    for (; g->num_nodes < num_nodes; g->num_nodes++)
-        g->nodes[g->num_nodes] = deft_node_retain(nodes[g->num_nodes]);
+    memcpy(g->nodes, nodes, (size_t)num_nodes * sizeof *nodes); /* their references: now g's */
+    g->num_nodes = num_nodes;
     if (alloc_tables(g, false)) {
+        g->num_nodes = 0; /* the references stay the caller's */
         deft_graph_free(g);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
     }
@@ -591,7 +606,7 @@ static pthread_mutex_t naming_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int deft_graph_build(int num_outputs, const deft_entry_t *outputs, deft_graph_t **out) {
     deft_graph_t *g;
-    if (build(num_outputs, outputs, NULL, NULL, &g)) return -1;
+    if (build(num_outputs, outputs, NULL, NULL, false, &g)) return -1;
     pthread_mutex_lock(&naming_lock);
     char **names = name_nodes(g);
     pthread_mutex_unlock(&naming_lock);
@@ -605,12 +620,17 @@ int deft_graph_build(int num_outputs, const deft_entry_t *outputs, deft_graph_t 
 }
 
 int deft_graph_build_unnamed(int num_outputs, const deft_entry_t *outputs, deft_graph_t **out) {
-    return build(num_outputs, outputs, NULL, NULL, out);
+    return build(num_outputs, outputs, NULL, NULL, false, out);
 }
 
 int deft_graph_build_cut(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_fn is_leaf,
                          void *ctx, deft_graph_t **out) {
-    return build(num_outputs, outputs, is_leaf, ctx, out);
+    return build(num_outputs, outputs, is_leaf, ctx, false, out);
+}
+
+int deft_graph_build_cut_borrowed(int num_outputs, const deft_entry_t *outputs,
+                                  deft_graph_leaf_fn is_leaf, void *ctx, deft_graph_t **out) {
+    return build(num_outputs, outputs, is_leaf, ctx, true, out);
 }
 
 const char *deft_graph_name(const deft_graph_t *g, int id) {
@@ -629,11 +649,12 @@ const char *deft_graph_name(const deft_graph_t *g, int id) {
 
 void deft_graph_free(deft_graph_t *g) {
     if (!g) return;
-    for (int i = 0; i < g->num_nodes; i++) deft_node_release(g->nodes[i]); /* names: theirs */
-    for (int o = 0; o < g->num_outputs; o++) deft_node_release(g->outputs[o].node);
+    for (int i = 0; !g->borrowed && i < g->num_nodes; i++)
+        deft_node_release(g->nodes[i]); /* names: theirs */
+    for (int o = 0; !g->borrowed && o < g->num_outputs; o++) deft_node_release(g->outputs[o].node);
     if (g->nodes != g->small_nodes) free(g->nodes);
-    free(g->names), free(g->tables), free(atomic_load(&g->uses));
-    free(atomic_load(&g->unwanted)), free(atomic_load(&g->map));
+    free(g->names), free(g->tables), free(atomic_load(&g->map));
+    free_table(atomic_load(&g->uses)), free_table(atomic_load(&g->unwanted));
     if (in_record(g->num_outputs))
         deft_record_free(g);
     else
@@ -652,28 +673,24 @@ int deft_graph_entry_node(const deft_graph_t *g, int e) {
     return lo;
 }
 
-bool deft_graph_draws(const deft_graph_t *g) {
-    for (int i = 0; i < g->num_nodes; i++)
-        if (g->nodes[i]->op && g->nodes[i]->op->op->nondeterministic && !deft_graph_is_leaf(g, i))
-            return true;
-    return false;
-}
-
-bool deft_graph_has_blocking(const deft_graph_t *g) {
-    for (int i = 0; i < g->num_nodes; i++)
-        if (g->nodes[i]->op && g->nodes[i]->op->op->blocking && !deft_graph_is_leaf(g, i))
-            return true;
-    return false;
-}
-
 /* How a value is used: bits of these. */
 enum { USE_UPDATED = 1, USE_READ = 2 };
+
+/* Whether a node of g may update an input in place. */
+static bool any_mutates(const deft_graph_t *g) {
+    for (int i = 0; i < g->num_nodes; i++)
+        if (g->nodes[i]->op && deft_op_mutates_any(g->nodes[i]->op->op)) return true;
+    return false;
+}
 
 /* Per entry, its uses (USE_* bits), through the entry ids of the inputs: a
  * map lookup per input was most of an executor's list of its inputs. The
  * leaves of a cut graph have no entry ids for their inputs (not followed):
- * those that are in the graph are looked up. */
+ * those that are in the graph are looked up. &no_updates when nothing is
+ * updated: a one-off graph's executor asked for a table per input that only
+ * ever said "read". */
 static void *make_use_table(const deft_graph_t *g) {
+    if (!any_mutates(g)) return &no_updates;
     unsigned char *use = calloc((size_t)deft_graph_num_entries(g) + 1, 1);
     for (int i = 0; use && i < g->num_nodes; i++) {
         const deft_node_t *n = g->nodes[i];
@@ -713,7 +730,7 @@ static void *lazy_table(const deft_graph_t *g, _Atomic(void *) *slot,
     if (atomic_compare_exchange_strong_explicit(slot, &expected, made, memory_order_acq_rel,
                                                 memory_order_acquire))
         return made;
-    free(made);
+    free_table(made);
     return expected;
 }
 
@@ -721,6 +738,7 @@ static void *lazy_table(const deft_graph_t *g, _Atomic(void *) *slot,
 static unsigned char use_at(const deft_graph_t *g, int id) {
     unsigned char *table = lazy_table(g, &((deft_graph_t *)g)->uses, make_use_table);
     if (!table) return scan_use(g, g->nodes[id]);
+    if (table == &no_updates) return USE_READ; /* or none: not updated either way */
     unsigned char use = 0;
     for (int e = g->row_ptr[id]; e < g->row_ptr[id + 1]; e++) use |= table[e];
     return use;
@@ -744,8 +762,15 @@ bool deft_graph_is_updated_at(const deft_graph_t *g, int id) {
     return use_at(g, id) & USE_UPDATED;
 }
 
-/* Per node, the outputs nobody reads (deft_graph_unwanted_outputs). */
+/* Per node, the outputs nobody reads (deft_graph_unwanted_outputs); &all_wanted when
+ * no node has two outputs: a graph holds only nodes its outputs reach, through an
+ * output of theirs, so a node's only output is read or returned (made per one-off
+ * graph, the table cost two allocations and three passes to say nothing). */
 static void *make_unwanted_table(const deft_graph_t *g) {
+    bool several = false;
+    for (int i = 0; !several && i < g->num_nodes; i++)
+        several = g->row_ptr[i + 1] - g->row_ptr[i] > 1;
+    if (!several) return &all_wanted;
     int entries = deft_graph_num_entries(g);
     bool *read = calloc((size_t)entries + 1, sizeof *read);
     uint64_t *unwanted = calloc((size_t)g->num_nodes + 1, sizeof *unwanted);
@@ -764,5 +789,6 @@ static void *make_unwanted_table(const deft_graph_t *g) {
 
 const uint64_t *deft_graph_unwanted_outputs(const deft_graph_t *g) {
     /* no table (out of memory): NULL, every output wanted, only slower */
-    return lazy_table(g, &((deft_graph_t *)g)->unwanted, make_unwanted_table);
+    const uint64_t *table = lazy_table(g, &((deft_graph_t *)g)->unwanted, make_unwanted_table);
+    return table == &all_wanted ? NULL : table;
 }

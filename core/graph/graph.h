@@ -35,7 +35,9 @@ typedef struct deft_graph_slot {
 
 typedef struct deft_graph {
     int num_nodes;
-    deft_node_t **nodes; /* post-order; retained */
+    deft_node_t **nodes; /* post-order; retained (borrowed when `borrowed`) */
+    /* Holds no reference to its nodes or outputs (deft_graph_build_cut_borrowed). */
+    bool borrowed;
     /* per node: its name (the node's own, which the graph names once and holds); NULL until
      * named (deft_graph_name reads it) */
     char **names;
@@ -61,10 +63,13 @@ int deft_graph_build(int num_outputs, const deft_entry_t *outputs, deft_graph_t 
 int deft_graph_build_unnamed(int num_outputs, const deft_entry_t *outputs, deft_graph_t **out);
 /*
  * The graph of `outputs` from what a caller already knows of it: its nodes
- * (retained) in the order deft_graph_build gives them, per node and input
- * the entry id it reads (in_entry, in that order), and each output's node
- * id. Unnamed, as deft_graph_build_unnamed. For a caller that made the nodes
- * in that order (an export copying a recorded graph): no walk, no map.
+ * in the order deft_graph_build gives them, per node and input the entry id
+ * it reads (in_entry, in that order), and each output's node id. Unnamed, as
+ * deft_graph_build_unnamed. For a caller that made the nodes in that order
+ * (an export copying a recorded graph): no walk, no map. On success the
+ * graph takes over one reference to each node (the caller's, which it no
+ * longer releases: a retain and a release per node fewer); on failure the
+ * references stay the caller's.
  */
 int deft_graph_from_order(int num_nodes, deft_node_t *const *nodes, const int *in_entry,
                           int num_outputs, const deft_entry_t *outputs, const int *output_ids,
@@ -83,6 +88,15 @@ typedef bool (*deft_graph_leaf_fn)(const deft_node_t *node, void *ctx);
  */
 int deft_graph_build_cut(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_fn is_leaf,
                          void *ctx, deft_graph_t **out);
+/*
+ * As deft_graph_build_cut, holding no reference to the nodes or outputs: for
+ * a caller that keeps every node alive for the graph's whole life (an export,
+ * under the record lock, holds the arrays that reach the recorded nodes).
+ * Retaining and releasing each node were two atomic updates per node, and
+ * wrote into nodes the walk otherwise only reads.
+ */
+int deft_graph_build_cut_borrowed(int num_outputs, const deft_entry_t *outputs,
+                                  deft_graph_leaf_fn is_leaf, void *ctx, deft_graph_t **out);
 void deft_graph_free(deft_graph_t *graph);
 
 /* Id of a node in the graph, or -1. The first call makes the graph's map:
@@ -106,12 +120,6 @@ bool deft_graph_is_updated_at(const deft_graph_t *g, int id);
  * table is made on the first call and kept; NULL when it cannot be made (all
  * outputs wanted). */
 const uint64_t *deft_graph_unwanted_outputs(const deft_graph_t *g);
-/* Whether a node to run waits for a host callback (op.h, `blocking`): the run
- * must then go to an engine worker, never run on the caller's thread. */
-bool deft_graph_has_blocking(const deft_graph_t *g);
-/* Whether a node to run draws random numbers (op.h, `nondeterministic`): its run must
- * then be ordered with the other draws (engine.h, deft_random_stream_var). */
-bool deft_graph_draws(const deft_graph_t *g);
 /* A variable, or an operator node whose value the cut graph is given. */
 static inline bool deft_graph_is_leaf(const deft_graph_t *g, int id) {
     return !g->nodes[id]->op || (g->leaf && g->leaf[id]);

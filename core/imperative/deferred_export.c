@@ -30,6 +30,10 @@ typedef struct export_state {
     bool *in_used;
     deft_graph_t *g;
     deft_node_t **copies; /* per node of g: its copy (owned), or NULL */
+    /* per node of g copied: its recorded output descriptions (recorded_desc), found while
+     * the node is at hand, or NULL; how many copies have none */
+    const deft_desc_t **desc_of;
+    int undescribed;
     /* per entry of g: what stands for it in the symbol (a copy's output, an inlined
      * executor call's, a left-out Dropout's input), or a NULL node */
     deft_entry_t *stand;
@@ -161,6 +165,18 @@ static int copy_variable(export_state_t *s, int id) {
     return 0;
 }
 
+/* The descriptions of a recorded node's outputs, if its record has them all and
+ * an executor's inference would find the same: a creation operator's zero
+ * dimensions are open there (infer.c), to be filled by its consumers. */
+static const deft_desc_t *recorded_desc(const deft_node_t *node) {
+    const deft_record_t *rec = deft_record_of(node);
+    if (!rec || !rec->desc || rec->num_outputs != node->num_outputs) return NULL;
+    for (int k = 0; node->num_inputs == 0 && k < node->num_outputs; k++)
+        for (int d = 0; d < rec->desc[k].shape.ndim; d++)
+            if (rec->desc[k].shape.dims[d] == 0) return NULL;
+    return rec->desc;
+}
+
 static int copy_node(export_state_t *s, int id, const char *name) {
     const deft_node_t *node = s->g->nodes[id];
     deft_entry_t inputs[DEFT_OP_MAX_INPUTS];
@@ -171,6 +187,7 @@ static int copy_node(export_state_t *s, int id, const char *name) {
     if (deft_node_copy_op(node, name, inputs, &s->copies[id])) return -1;
     for (int k = 0; k < node->num_outputs; k++)
         s->stand[s->g->row_ptr[id] + k] = (deft_entry_t){s->copies[id], k};
+    s->undescribed += !(s->desc_of[id] = recorded_desc(node));
     return 0;
 }
 
@@ -300,29 +317,15 @@ static bool plain_copy(const export_state_t *s) {
     return s->nin > 0 && !s->reshaped && s->num_made == 0;
 }
 
-/* The descriptions of a recorded node's outputs, if its record has them all and
- * an executor's inference would find the same: a creation operator's zero
- * dimensions are open there (infer.c), to be filled by its consumers. */
-static const deft_desc_t *recorded_desc(const deft_node_t *node) {
-    const deft_record_t *rec = deft_record_of(node);
-    if (!rec || !rec->desc || rec->num_outputs != node->num_outputs) return NULL;
-    for (int k = 0; node->num_inputs == 0 && k < node->num_outputs; k++)
-        for (int d = 0; d < rec->desc[k].shape.ndim; d++)
-            if (rec->desc[k].shape.dims[d] == 0) return NULL;
-    return rec->desc;
-}
-
 /* What the recording knew of the symbol's values (symbol.h), when its graph
  * is the inputs' variables and a copy of each recorded node; else NULL (an
  * executor infers them). Out of memory is no error: it only costs inference. */
 static deft_symbol_types_t *recorded_types(const export_state_t *s) {
-    if (!plain_copy(s)) return NULL;
+    if (!plain_copy(s) || s->undescribed) return NULL;
+    const deft_graph_t *g = s->g;
     int n = s->nin, entries = s->nin;
-    for (int i = 0; i < s->g->num_nodes; i++) {
-        if (!s->copies[i]) continue;
-        if (!recorded_desc(s->g->nodes[i])) return NULL;
-        n++, entries += s->copies[i]->num_outputs;
-    }
+    for (int i = 0; i < g->num_nodes; i++) /* a copy has its original's outputs (row_ptr) */
+        if (s->copies[i]) n++, entries += g->row_ptr[i + 1] - g->row_ptr[i];
     deft_symbol_types_t *t = deft_symbol_types_new(n, entries);
     if (!t) return NULL;
     int j = 0, e = 0;
@@ -330,11 +333,12 @@ static deft_symbol_types_t *recorded_types(const export_state_t *s) {
         t->nodes[j] = s->in_vars[i], t->first[j] = e;
         t->desc[e++] = (deft_desc_t){s->in[i]->tensor.shape, s->in[i]->tensor.dtype};
     }
-    for (int i = 0; i < s->g->num_nodes; i++) {
+    for (int i = 0; i < g->num_nodes; i++) {
         if (!s->copies[i]) continue;
-        const deft_desc_t *desc = deft_record_of(s->g->nodes[i])->desc; /* checked above */
+        int nout = g->row_ptr[i + 1] - g->row_ptr[i];
         t->nodes[j] = s->copies[i], t->first[j++] = e;
-        for (int k = 0; k < s->copies[i]->num_outputs; k++) t->desc[e++] = desc[k];
+        memcpy(&t->desc[e], s->desc_of[i], (size_t)nout * sizeof *t->desc);
+        e += nout;
     }
     t->first[j] = e;
     return t;
@@ -346,9 +350,11 @@ static deft_symbol_types_t *recorded_types(const export_state_t *s) {
  * the nodes in the same order, the inputs' variables in place of the walk's
  * leaves, and those (ranked) go first. So the order is the variables by
  * rank, then the copies in the walk's order, and each recorded entry's id
- * in it follows from that. NULL when out of memory (an executor walks).
+ * in it follows from that. The index takes over the export's references to
+ * the variables and copies (s->in_vars, s->copies emptied). NULL when out of
+ * memory (an executor walks).
  */
-static deft_graph_t *index_copy(const export_state_t *s, const deft_symbol_t *sym) {
+static deft_graph_t *index_copy(export_state_t *s, const deft_symbol_t *sym) {
     const deft_graph_t *g = s->g;
     int entries = deft_graph_num_entries(g), n = s->nin, inputs = g->in_ptr[g->num_nodes];
     int *now = malloc(((size_t)entries + (size_t)inputs + 2 * (size_t)g->num_nodes + 2) *
@@ -363,18 +369,20 @@ static deft_graph_t *index_copy(const export_state_t *s, const deft_symbol_t *sy
     int e = s->nin, r = 0;
     for (int i = 0; i < g->num_nodes; i++) {
         id_of[i] = s->copies[i] ? n : -1;
-        for (int k = 0; k < g->nodes[i]->num_outputs; k++) /* a leaf's: an input's variable */
+        for (int k = 0; k < g->row_ptr[i + 1] - g->row_ptr[i]; k++) /* a leaf's: an input's */
             now[g->row_ptr[i] + k] =
                 s->copies[i] ? e + k : input_of_entry(s, &(deft_entry_t){g->nodes[i], k});
         if (!s->copies[i]) continue;
         nodes[n++] = s->copies[i];
-        e += s->copies[i]->num_outputs;
+        e += g->row_ptr[i + 1] - g->row_ptr[i]; /* the copy's outputs: its original's */
         for (int x = g->in_ptr[i]; x < g->in_ptr[i + 1]; x++) in_entry[r++] = now[g->in_entry[x]];
     }
     for (int o = 0; o < sym->num_outputs; o++) out_ids[o] = id_of[g->output_ids[o]];
     deft_graph_t *index = NULL;
     if (deft_graph_from_order(n, nodes, in_entry, sym->num_outputs, sym->outputs, out_ids, &index))
         index = NULL;
+    for (int i = 0; index && i < s->nin; i++) s->in_vars[i] = NULL;
+    for (int i = 0; index && i < g->num_nodes; i++) s->copies[i] = NULL;
     free(now), free(nodes);
     return index;
 }
@@ -387,9 +395,12 @@ static int export_locked(export_state_t *s, int nout, deft_ndarray_t *const *out
     int num_roots = 0; /* the outputs to compute: not the inputs listed as outputs */
     for (int k = 0; k < nout; k++)
         if (input_of_array(s->nin, s->in, out[k]) < 0) entries[num_roots++] = out[k]->entry;
-    int status = deft_graph_build_cut(num_roots, entries, is_input_node, s, &s->g);
+    /* borrowed: the arrays the caller passed hold the recorded nodes, and the lock keeps
+     * their entries as they are, for as long as the export uses the walk */
+    int status = deft_graph_build_cut_borrowed(num_roots, entries, is_input_node, s, &s->g);
     if (status == 0 &&
         (!(s->copies = calloc((size_t)s->g->num_nodes + 1, sizeof *s->copies)) ||
+         !(s->desc_of = malloc(((size_t)s->g->num_nodes + 1) * sizeof *s->desc_of)) ||
          !(s->stand = calloc((size_t)deft_graph_num_entries(s->g) + 1, sizeof *s->stand))))
         status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
     if (status == 0) status = make_input_vars(s);
@@ -436,7 +447,7 @@ int deft_deferred_export(int nin, deft_ndarray_t *const *in, const char *const *
     for (int i = 0; i < s.num_made; i++) deft_node_release(s.made[i]);
     for (int i = 0; i < nin; i++) deft_node_release(s.in_vars[i]);
     deft_graph_free(s.g);
-    free(s.copies), free(s.stand), free(s.made), free(s.in_vars), free(s.in_used);
+    free(s.copies), free(s.desc_of), free(s.stand), free(s.made), free(s.in_vars), free(s.in_used);
     return status;
 }
 
