@@ -13,6 +13,7 @@
 #include "core/base/tls.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -373,7 +374,19 @@ deft_param_set_t *deft_param_set_retain(deft_param_set_t *set) {
     return set;
 }
 
+/* A reference to a set that one of this thread's slots holds goes back to the slot, which takes
+ * it as one taken ahead (only this thread counts those): a recorded node freed on the thread that
+ * recorded it, the usual case, then drops its set without a locked decrement. */
 void deft_param_set_release(deft_param_set_t *set) {
+    param_cache_t *cache = tl_params;
+    if (set && cache) {
+        cache_slot_t *slot = &cache->slot[cache->hit];
+        for (int s = 0; slot->set != set && s < CACHE_SLOTS; s++) slot = &cache->slot[s];
+        if (slot->set == set && slot->lent < INT_MAX) {
+            slot->lent++;
+            return;
+        }
+    }
     release_set(set, 1);
 }
 
