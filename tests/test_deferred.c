@@ -1314,6 +1314,63 @@ START_TEST(export_indexes_its_graph_as_a_walk_does) {
 }
 END_TEST
 
+/* A recorded call's value kept for a consumer goes when the last consumer that needs it
+ * is freed, though another consumer (computed) still holds its node: freeing a consumer
+ * uncounts it in its inputs unless it held the input alone (record.c, drop_inputs). */
+START_TEST(freed_consumer_drops_a_value_kept_for_it) {
+    int64_t before = mem_stat(DEFT_MEM_LIVE_BYTES);
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT64, 1, SHAPE(1024), 1);
+    set_deferred(1);
+    DeftNDArrayHandle a = call1("_plus_scalar", 1, &x, P("scalar", "1"));
+    DeftNDArrayHandle b = call1("_mul_scalar", 1, &a, P("scalar", "2"));
+    DeftNDArrayHandle c = call1("_mul_scalar", 1, &a, P("scalar", "3"));
+    set_deferred(0);
+    free_all(1, &a);
+    ck_assert_ok(DeftNDArrayTriggerDeferredCompute(&b, 1));
+    ck_assert_int_eq(mem_stat(DEFT_MEM_LIVE_BYTES) - before, 3 * 1024 * 8); /* x, b, a for c */
+    free_all(1, &c); /* a's node is still b's input */
+    ck_assert_int_eq(mem_stat(DEFT_MEM_LIVE_BYTES) - before, 2 * 1024 * 8);
+    free_all(1, &b), free_all(1, &x);
+    ck_assert_int_eq(mem_stat(DEFT_MEM_LIVE_BYTES), before);
+}
+END_TEST
+
+static void *free_first_half(void *arg) {
+    free_all(50, arg);
+    return NULL;
+}
+
+/* Recorded nodes share their cache slot's parameter set; freed on the recording thread they
+ * give their references back to that slot (registry.c), elsewhere they drop them. Once the
+ * slot is reused, the set is held by nobody but the test. */
+START_TEST(freed_nodes_leave_their_parameter_set_counted_right) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 1, SHAPE(1), 1), y[100];
+    set_deferred(1);
+    for (int i = 0; i < 100; i++) y[i] = call1("_plus_scalar", 1, &x, P("scalar", "7.5"));
+    set_deferred(0);
+    deft_ndarray_t *arr;
+    ck_assert_ok(api_ndarray(y[99], "y", &arr));
+    deft_param_set_t *set = deft_param_set_retain(arr->entry.node->param_set);
+    pthread_t other;
+    ck_assert_int_eq(pthread_create(&other, NULL, free_first_half, y), 0);
+    ck_assert_int_eq(pthread_join(other, NULL), 0);
+    free_all(50, y + 50);
+    const deft_op_entry_t *entry = deft_registry_find("_plus_scalar");
+    for (int s = 0; s < 9; s++) { /* every slot reused: the set's slot lets it go */
+        char text[16];
+        snprintf(text, sizeof text, "%d.25", s);
+        const char *key = "scalar", *val = text;
+        const deft_params_t *params;
+        ck_assert_ok(deft_op_parse_params(entry, 1, &key, &val, &params));
+    }
+    int refs = atomic_load(&set->refs);
+    ck_assert_int_eq(refs, 1);
+    ck_assert_double_eq(set->v[0].f, 7.5);
+    deft_param_set_release(set);
+    free_all(1, &x);
+}
+END_TEST
+
 Suite *deferred_suite(void) {
     Suite *s = suite_create("deferred");
     TCase *tc = tcase_create("three readings");
@@ -1362,6 +1419,10 @@ Suite *deferred_suite(void) {
     tcase_add_test(scale, threads_free_and_read_one_recorded_graph);
     tcase_add_test(scale, million_op_chain);
     suite_add_tcase(s, scale);
+    TCase *freeing = tcase_create("freeing");
+    tcase_add_test(freeing, freed_consumer_drops_a_value_kept_for_it);
+    tcase_add_test(freeing, freed_nodes_leave_their_parameter_set_counted_right);
+    suite_add_tcase(s, freeing);
     return s;
 }
 

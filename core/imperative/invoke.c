@@ -16,6 +16,7 @@
 #include "core/imperative/view.h"
 #include "core/op/random.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,11 +312,24 @@ static int submit(invoke_call_t *call, int nparams) {
     return deft_engine_push(&desc);
 }
 
+/* A tensor begins as a description does: its shape, then its dtype. */
+_Static_assert(offsetof(deft_tensor_t, shape) == offsetof(deft_desc_t, shape) &&
+                   offsetof(deft_tensor_t, dtype) == offsetof(deft_desc_t, dtype) &&
+                   sizeof(deft_desc_t) <= sizeof(deft_tensor_t),
+               "descriptions are copied from tensors whole");
+
+/* The input's description, copied whole (its padding from the tensor's next field): written
+ * field by field, its last 16 bytes were two stores that the infer function's 16-byte load of
+ * them could not forward from, a stall of 2% of recording a call (perf). */
+static inline void describe_input(const deft_ndarray_t *arr, deft_desc_t *desc) {
+    memcpy(desc, &arr->tensor, sizeof *desc);
+}
+
 static int check_inputs(const deft_op_t *op, int nin, deft_ndarray_t *const *in,
                         deft_desc_t *desc) {
     if (nin < op->min_inputs || nin > op->max_inputs) return deft_op_input_count_error(op, nin);
     for (int i = 0; i < nin; i++) {
-        desc[i] = (deft_desc_t){in[i]->tensor.shape, in[i]->tensor.dtype};
+        describe_input(in[i], &desc[i]);
         if (i > 0 && !deft_device_equal(in[i]->tensor.device, in[0]->tensor.device))
             return deft_op_error(op, DEFT_ERR_VALUE, "input %d is on another device than input 0",
                                  i);

@@ -137,15 +137,26 @@ static void unuse(deft_record_t *in) {
     if (atomic_fetch_sub(&in->pending, 1) == 1) drop_unneeded(in);
 }
 
-/* The consumer is computed (by a trigger, under the lock) or unreachable (being freed). */
-void deft_record_drop_inputs(deft_node_t *consumer) {
+/* Uncount the consumer in its inputs' pending; `dying`: the consumer is being freed. */
+static void drop_inputs(deft_node_t *consumer, bool dying) {
     deft_record_t *rec = deft_record_of(consumer);
     if (!rec || !rec->holds_inputs) return;
     rec->holds_inputs = false;
     for (int i = 0; i < consumer->num_inputs; i++) {
-        deft_record_t *in = deft_record_of(consumer->inputs[i].node);
-        if (in) unuse(in);
+        const deft_node_t *node = consumer->inputs[i].node;
+        deft_record_t *in = deft_record_of(node);
+        /* An input that a dying consumer holds alone goes with it (node.h): no array, walk
+         * or other consumer reaches its record any more, and freeing it drops what it
+         * keeps, so its count is left as it is (a locked decrement per node of a freed
+         * chain saved). */
+        if (in && !(dying && atomic_load_explicit(&node->refcount, memory_order_acquire) == 1))
+            unuse(in);
     }
+}
+
+/* The consumer is computed (by a trigger, under the lock) or unreachable (being freed). */
+void deft_record_drop_inputs(deft_node_t *consumer) {
+    drop_inputs(consumer, false);
 }
 
 void deft_record_drop_saved(deft_node_t *node) {
@@ -159,9 +170,9 @@ void deft_record_drop_saved(deft_node_t *node) {
 /* The node is unreachable: only its pending counts on its inputs are shared. */
 static void free_record(deft_node_t *node) {
     deft_record_t *rec = deft_record_of(node);
-    deft_record_drop_inputs(node);
+    drop_inputs(node, true);
     drop_kept(rec);
-    deft_record_drop_saved(node);
+    if (rec->save_in | rec->save_out) deft_record_drop_saved(node); /* only autograd saves */
     deft_ndarray_release(rec->grad);
     node->ext = NULL;
     if (rec->allocation == ALLOC_RECORD)
@@ -180,12 +191,22 @@ int deft_record_attach(deft_node_t *node, deft_device_t device, const deft_desc_
         rec = allocation == ALLOC_RECORD ? deft_record_alloc() : malloc(size);
         if (!rec) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a recorded node");
     }
-    /* One assignment zeroes the header, then the descriptions and slots are written once
-     * each (a memset of the whole room, as before, wrote the descriptions twice). */
-    *rec = (deft_record_t){.device = device,
-                           .training = deft_op_training(),
-                           .num_outputs = n,
-                           .allocation = allocation};
+    /* Each field written once, the descriptions and slots too (a compound literal zeroes the
+     * header with `rep stos` first, whose start-up cost was 3% of recording a call, perf). A
+     * new field must be set here. */
+    _Static_assert(sizeof(void *) != 8 || sizeof(deft_record_t) == 112, "every field set");
+    rec->computed = rec->requires_grad = rec->holds_inputs = false;
+    rec->training = deft_op_training();
+    atomic_init(&rec->pending, 0);
+    rec->device = device;
+    rec->num_outputs = n;
+    rec->grad_req = DEFT_GRAD_REQ_NULL;
+    rec->grad = NULL;
+    rec->save_in = rec->save_out = 0;
+    rec->saved_released = false;
+    rec->allocation = allocation;
+    rec->walk = 0;
+    rec->walk_id = 0;
     rec->desc = (deft_desc_t *)(rec + 1);
     rec->live = (deft_ndarray_t **)(rec->desc + n);
     rec->kept = rec->live + n;
