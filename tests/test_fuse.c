@@ -388,9 +388,19 @@ static DeftNDArrayHandle loss_labels(int dtype, int ndim, const int64_t *shape, 
     return h;
 }
 
+/* Normal draws of that shape in that float dtype (float16 through float32). */
+static DeftNDArrayHandle random_as(const char *shape, int dtype) {
+    DeftNDArrayHandle r = call1("_random_normal", 0, NULL, P("shape", shape, "dtype", "float32"));
+    const char *dt = dtype == DEFT_FLOAT64 ? "float64" : dtype == DEFT_FLOAT16 ? "float16" : NULL;
+    if (!dt) return r;
+    DeftNDArrayHandle c = call1("Cast", 1, &r, P("dtype", dt));
+    ck_assert_ok(DeftNDArrayFree(r));
+    return c;
+}
+
 /* The six nodes of the loss's gradient become one _backward_pick_log_softmax
  * node, which gives the unfused graph's values: the same bits along the last
- * axis in float32 and in float64, within rounding elsewhere; labels float or
+ * axis in float32 and in float64, within rounding elsewhere (float16 too); labels float or
  * int, clipped or wrapped, the head gradient different per line. */
 START_TEST(test_loss_gradient_fuses) {
     static const struct {
@@ -403,22 +413,28 @@ START_TEST(test_loss_gradient_fuses) {
         {"-1", "wrap", "(5,7)", "(5,)", DEFT_FLOAT64, DEFT_FLOAT32, 1, {5}, 7, 0},
         {"1", "wrap", "(2,5,3)", "(2,3)", DEFT_FLOAT32, DEFT_INT32, 2, {2, 3}, 5, 1e-6},
         {"0", "clip", "(6,4)", "(4,)", DEFT_FLOAT64, DEFT_FLOAT64, 1, {4}, 6, 0},
+        /* float16 in double, rounded once: within a rounding of the nodes' */
+        {"-1", "wrap", "(4,6)", "(4,)", DEFT_FLOAT16, DEFT_INT32, 1, {4}, 6, 2e-3},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         DeftSymbolHandle g = loss_gradient(cases[c].axis, cases[c].mode), f = fused(g);
         ck_assert_int_eq(count_op(g, "_backward_pick"), 1);
         ck_assert_int_eq(count_op(f, "_backward_pick_log_softmax"), 1);
         ck_assert_int_eq(count_op(f, "_backward_pick") + count_op(f, "broadcast_mul"), 0);
-        const char *dt = cases[c].dtype == DEFT_FLOAT32 ? "float32" : "float64";
         ck_assert_ok(DeftRandomSeed(17));
         DeftNDArrayHandle in[3] = {
-            call1("_random_normal", 0, NULL, P("shape", cases[c].shape, "dtype", dt)),
+            random_as(cases[c].shape, cases[c].dtype),
             loss_labels(cases[c].label_dtype, cases[c].ndim, cases[c].lines, cases[c].classes),
-            call1("_random_normal", 0, NULL, P("shape", cases[c].line_shape, "dtype", dt))};
-        DeftNDArrayHandle want = run(g, 3, in, 0), got = run(f, 3, in, 0);
-        ck_assert_int_eq(dtype_of(got), cases[c].dtype);
-        assert_identical(got, want, cases[c].tol);
-        free_all(5, (DeftNDArrayHandle[]){in[0], in[1], in[2], want, got});
+            random_as(cases[c].line_shape, cases[c].dtype)};
+        int nout;
+        ck_assert_ok(DeftSymbolGetNumOutputs(g, &nout));
+        for (int o = 0; o < nout; o++) {
+            DeftNDArrayHandle want = run(g, 3, in, o), got = run(f, 3, in, o);
+            ck_assert_int_eq(dtype_of(got), cases[c].dtype);
+            assert_identical(got, want, cases[c].tol);
+            free_all(2, (DeftNDArrayHandle[]){want, got});
+        }
+        free_all(3, in);
         ck_assert_ok(DeftSymbolFree(g));
         ck_assert_ok(DeftSymbolFree(f));
     }
@@ -473,16 +489,25 @@ START_TEST(test_loss_gradient_errors) {
                                make(DEFT_FLOAT32, 1, (int64_t[]){2}, (double[]){1, 1.5}),
                                make(DEFT_FLOAT32, 1, (int64_t[]){2}, (double[]){1, 1})};
     DeftCachedOpHandle op;
-    DeftNDArrayHandle out[1] = {NULL};
-    int nout = 1;
+    DeftNDArrayHandle out[4] = {NULL};
+    int nout = 4;
     ck_assert_ok(DeftCachedOpCreate(f, 0, &op));
-    ck_assert_fails(DeftCachedOpInvoke(op, 3, in, &nout, out), DEFT_ERROR_VALUE,
-                    "operator '_backward_pick_log_softmax': input 1 (index) has 1.5 at position 1");
+    /* reported by the call, or by the first read when the graph ran asynchronously */
+    const char *bad_label = "input 1 (index) has 1.5 at position 1";
+    if (DeftCachedOpInvoke(op, 3, in, &nout, out) == 0) {
+        ck_assert_fails(DeftNDArrayWaitToRead(out[0]), DEFT_ERROR_VALUE, bad_label);
+        free_all(nout, out);
+    } else {
+        ck_assert_fails(-1, DEFT_ERROR_VALUE, bad_label);
+    }
     ck_assert_ok(DeftCachedOpFree(op));
     DeftNDArrayHandle yi = make(DEFT_INT32, 2, (int64_t[]){2, 3}, NULL);
     DeftNDArrayHandle bad[3] = {in[2], in[1], yi};
     ck_assert_call_fails("_backward_pick_log_softmax", 3, bad, NO_PARAMS, DEFT_ERROR_TYPE,
                          "operator '_backward_pick_log_softmax': input 2");
+    DeftNDArrayHandle y[3] = {in[2], in[1], in[0]};
+    ck_assert_run_fails("_backward_pick_log_softmax", 3, y, NO_PARAMS, DEFT_ERROR_VALUE,
+                        "operator '_backward_pick_log_softmax': input 1 (index) has 1.5");
     DeftNDArrayHandle wide[3] = {in[0], in[1], in[0]};
     ck_assert_call_fails("_backward_pick_log_softmax", 3, wide, NO_PARAMS, DEFT_ERROR_VALUE,
                          "input 0 (grad) is (2,3) float32, expected pick's (2,) float32");

@@ -51,10 +51,11 @@ static int grad_forward(const deft_op_t *op, const deft_param_value_t *p, int ni
     return 0;
 }
 
-/* (grad, index, y): _backward_pick's shapes, y a float array. */
+/* (grad, index, y): _backward_pick's shapes, y a float array (float16 and
+ * bfloat16 through the general path, in double). */
 static int grad_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
                       const deft_desc_t *in, int *nout, deft_desc_t *out) {
-    return deft_op_check_dtype_float(op, 2, in[2].dtype) ||
+    return deft_op_check_dtype_float_or_half(op, 2, in[2].dtype) ||
                    deft_pick_backward_infer(op, p, nin, in, nout, out)
                ? -1
                : 0;
