@@ -354,6 +354,169 @@ START_TEST(test_many_programs_in_turn) {
 }
 END_TEST
 
+/* ---- the softmax cross-entropy loss's gradient ---- */
+
+/* The gradient, with respect to x, of -pick(log_softmax(x), label) along
+ * `axis` (nn.SoftmaxCrossEntropyLoss's loss); its arguments are x, label
+ * and the head gradient. */
+static DeftSymbolHandle loss_gradient(const char *axis, const char *mode) {
+    DeftSymbolHandle x = var("x"), label = var("label");
+    DeftSymbolHandle y = apply("log_softmax", NULL, 1, &x, P("axis", axis));
+    DeftSymbolHandle p =
+        apply("pick", NULL, 2, (DeftSymbolHandle[]){y, label}, P("axis", axis, "mode", mode));
+    DeftSymbolHandle l = apply("negative", NULL, 1, &p, NO_PARAMS), g;
+    ck_assert_ok(DeftSymbolGradient(l, 1, (const char *const[]){"x"}, &g));
+    int nargs;
+    const char *const *names;
+    ck_assert_ok(DeftSymbolListArguments(g, &nargs, &names));
+    ck_assert_int_eq(nargs, 3);
+    ck_assert_str_eq(names[0], "x");
+    ck_assert_str_eq(names[1], "label");
+    DeftSymbolHandle syms[] = {x, label, y, p, l};
+    for (int i = 0; i < 5; i++) ck_assert_ok(DeftSymbolFree(syms[i]));
+    return g;
+}
+
+/* Labels for `n` lines of `classes`, some outside [0, classes) (clip and
+ * wrap both take them). */
+static DeftNDArrayHandle loss_labels(int dtype, int ndim, const int64_t *shape, int64_t classes) {
+    int64_t n = count_of(ndim, shape);
+    double *v = malloc((size_t)n * sizeof *v);
+    for (int64_t i = 0; i < n; i++) v[i] = (double)((i * 7) % (classes + 5) - 2);
+    DeftNDArrayHandle h = make(dtype, ndim, shape, v);
+    free(v);
+    return h;
+}
+
+/* Normal draws of that shape in that float dtype (float16 through float32). */
+static DeftNDArrayHandle random_as(const char *shape, int dtype) {
+    DeftNDArrayHandle r = call1("_random_normal", 0, NULL, P("shape", shape, "dtype", "float32"));
+    const char *dt = dtype == DEFT_FLOAT64 ? "float64" : dtype == DEFT_FLOAT16 ? "float16" : NULL;
+    if (!dt) return r;
+    DeftNDArrayHandle c = call1("Cast", 1, &r, P("dtype", dt));
+    ck_assert_ok(DeftNDArrayFree(r));
+    return c;
+}
+
+/* The six nodes of the loss's gradient become one _backward_pick_log_softmax
+ * node, which gives the unfused graph's values: the same bits along the last
+ * axis in float32 and in float64, within rounding elsewhere (float16 too); labels float or
+ * int, clipped or wrapped, the head gradient different per line. */
+START_TEST(test_loss_gradient_fuses) {
+    static const struct {
+        const char *axis, *mode, *shape, *line_shape;
+        int dtype, label_dtype, ndim;
+        int64_t lines[2], classes;
+        double tol;
+    } cases[] = {
+        {"-1", "clip", "(32,10)", "(32,)", DEFT_FLOAT32, DEFT_INT64, 1, {32}, 10, 0},
+        {"-1", "wrap", "(5,7)", "(5,)", DEFT_FLOAT64, DEFT_FLOAT32, 1, {5}, 7, 0},
+        {"1", "wrap", "(2,5,3)", "(2,3)", DEFT_FLOAT32, DEFT_INT32, 2, {2, 3}, 5, 1e-6},
+        {"0", "clip", "(6,4)", "(4,)", DEFT_FLOAT64, DEFT_FLOAT64, 1, {4}, 6, 0},
+        /* float16 in double, rounded once: within a rounding of the nodes' */
+        {"-1", "wrap", "(4,6)", "(4,)", DEFT_FLOAT16, DEFT_INT32, 1, {4}, 6, 2e-3},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        DeftSymbolHandle g = loss_gradient(cases[c].axis, cases[c].mode), f = fused(g);
+        ck_assert_int_eq(count_op(g, "_backward_pick"), 1);
+        ck_assert_int_eq(count_op(f, "_backward_pick_log_softmax"), 1);
+        ck_assert_int_eq(count_op(f, "_backward_pick") + count_op(f, "broadcast_mul"), 0);
+        ck_assert_ok(DeftRandomSeed(17));
+        DeftNDArrayHandle in[3] = {
+            random_as(cases[c].shape, cases[c].dtype),
+            loss_labels(cases[c].label_dtype, cases[c].ndim, cases[c].lines, cases[c].classes),
+            random_as(cases[c].line_shape, cases[c].dtype)};
+        int nout;
+        ck_assert_ok(DeftSymbolGetNumOutputs(g, &nout));
+        for (int o = 0; o < nout; o++) {
+            DeftNDArrayHandle want = run(g, 3, in, o), got = run(f, 3, in, o);
+            ck_assert_int_eq(dtype_of(got), cases[c].dtype);
+            assert_identical(got, want, cases[c].tol);
+            free_all(2, (DeftNDArrayHandle[]){want, got});
+        }
+        free_all(3, in);
+        ck_assert_ok(DeftSymbolFree(g));
+        ck_assert_ok(DeftSymbolFree(f));
+    }
+}
+END_TEST
+
+/* The gradient's nodes written out: a = _backward_pick(negative(h), label,
+ * y), then a - exp(y) sum(a), with one thing changed per `variant`: 0
+ * nothing, 1 a also an output, 2 the sum along another axis, 3 the exp of
+ * another value, 4 no negative, 5 the sum without keepdims (broadcast_mul
+ * would then refuse: only the pass's matching is looked at). */
+static DeftSymbolHandle loss_gradient_nodes(int variant) {
+    DeftSymbolHandle h = var("h"), label = var("label"), y = var("y"), z = var("z");
+    DeftSymbolHandle n = variant == 4 ? h : apply("negative", NULL, 1, &h, NO_PARAMS);
+    DeftSymbolHandle a =
+        apply("_backward_pick", NULL, 3, (DeftSymbolHandle[]){n, label, y}, P("axis", "-1"));
+    DeftSymbolHandle s =
+        apply("sum", NULL, 1, &a,
+              P("axis", variant == 2 ? "0" : "-1", "keepdims", variant == 5 ? "false" : "true"));
+    DeftSymbolHandle e = apply("exp", NULL, 1, variant == 3 ? &z : &y, NO_PARAMS);
+    DeftSymbolHandle m = apply("broadcast_mul", NULL, 2, (DeftSymbolHandle[]){e, s}, NO_PARAMS);
+    DeftSymbolHandle d = apply("elemwise_sub", NULL, 2, (DeftSymbolHandle[]){a, m}, NO_PARAMS);
+    DeftSymbolHandle out = d;
+    if (variant == 1) ck_assert_ok(DeftSymbolCreateGroup(2, (DeftSymbolHandle[]){d, a}, &out));
+    DeftSymbolHandle syms[] = {h, label, y, z, a, s, e, m};
+    for (int i = 0; i < 8; i++) ck_assert_ok(DeftSymbolFree(syms[i]));
+    if (variant != 4) ck_assert_ok(DeftSymbolFree(n));
+    if (out != d) ck_assert_ok(DeftSymbolFree(d));
+    return out;
+}
+
+/* The pass fuses only where the identity holds and nothing else reads the
+ * nodes it removes. */
+START_TEST(test_loss_gradient_fuses_only_its_pattern) {
+    for (int variant = 0; variant < 6; variant++) {
+        DeftSymbolHandle g = loss_gradient_nodes(variant), f = fused(g);
+        ck_assert_msg(count_op(f, "_backward_pick_log_softmax") == (variant == 0), "variant %d",
+                      variant);
+        ck_assert_int_eq(count_op(f, "_backward_pick"), variant != 0);
+        ck_assert_ok(DeftSymbolFree(g));
+        ck_assert_ok(DeftSymbolFree(f));
+    }
+}
+END_TEST
+
+/* A label that is not a whole number fails the fused node as it fails
+ * pick's gradient; bad inputs to the operator itself are named. */
+START_TEST(test_loss_gradient_errors) {
+    DeftSymbolHandle g = loss_gradient("-1", "clip"), f = fused(g);
+    ck_assert_int_eq(count_op(f, "_backward_pick_log_softmax"), 1);
+    DeftNDArrayHandle in[3] = {make(DEFT_FLOAT32, 2, (int64_t[]){2, 3}, NULL),
+                               make(DEFT_FLOAT32, 1, (int64_t[]){2}, (double[]){1, 1.5}),
+                               make(DEFT_FLOAT32, 1, (int64_t[]){2}, (double[]){1, 1})};
+    DeftCachedOpHandle op;
+    DeftNDArrayHandle out[4] = {NULL};
+    int nout = 4;
+    ck_assert_ok(DeftCachedOpCreate(f, 0, &op));
+    /* reported by the call, or by the first read when the graph ran asynchronously */
+    const char *bad_label = "input 1 (index) has 1.5 at position 1";
+    if (DeftCachedOpInvoke(op, 3, in, &nout, out) == 0) {
+        ck_assert_fails(DeftNDArrayWaitToRead(out[0]), DEFT_ERROR_VALUE, bad_label);
+        free_all(nout, out);
+    } else {
+        ck_assert_fails(-1, DEFT_ERROR_VALUE, bad_label);
+    }
+    ck_assert_ok(DeftCachedOpFree(op));
+    DeftNDArrayHandle yi = make(DEFT_INT32, 2, (int64_t[]){2, 3}, NULL);
+    DeftNDArrayHandle bad[3] = {in[2], in[1], yi};
+    ck_assert_call_fails("_backward_pick_log_softmax", 3, bad, NO_PARAMS, DEFT_ERROR_TYPE,
+                         "operator '_backward_pick_log_softmax': input 2");
+    DeftNDArrayHandle y[3] = {in[2], in[1], in[0]};
+    ck_assert_run_fails("_backward_pick_log_softmax", 3, y, NO_PARAMS, DEFT_ERROR_VALUE,
+                        "operator '_backward_pick_log_softmax': input 1 (index) has 1.5");
+    DeftNDArrayHandle wide[3] = {in[0], in[1], in[0]};
+    ck_assert_call_fails("_backward_pick_log_softmax", 3, wide, NO_PARAMS, DEFT_ERROR_VALUE,
+                         "input 0 (grad) is (2,3) float32, expected pick's (2,) float32");
+    free_all(4, (DeftNDArrayHandle[]){in[0], in[1], in[2], yi});
+    ck_assert_ok(DeftSymbolFree(g));
+    ck_assert_ok(DeftSymbolFree(f));
+}
+END_TEST
+
 static Suite *fuse_suite(void) {
     Suite *s = suite_create("fuse");
     TCase *tc = tcase_create("fuse");
@@ -369,6 +532,9 @@ static Suite *fuse_suite(void) {
     tcase_add_test(tc, test_bad_programs_and_imperative_use);
     tcase_add_test(tc, test_long_chain_splits);
     tcase_add_test(tc, test_many_programs_in_turn);
+    tcase_add_test(tc, test_loss_gradient_fuses);
+    tcase_add_test(tc, test_loss_gradient_fuses_only_its_pattern);
+    tcase_add_test(tc, test_loss_gradient_errors);
     suite_add_tcase(s, tc);
     return s;
 }

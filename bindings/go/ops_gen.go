@@ -3419,6 +3419,38 @@ func InternalBackwardPick(grad *NDArray, index *NDArray, data *NDArray, opts *In
 	return invokeFirst("_backward_pick", inputs, params)
 }
 
+// InternalBackwardPickLogSoftmaxOpts are the optional inputs and parameters of InternalBackwardPickLogSoftmax; nil fields
+// keep the operator's defaults.
+type InternalBackwardPickLogSoftmaxOpts struct {
+	// Axis (axis, int or None): axis to pick along (None is not supported, as in MXNet). Default -1.
+	Axis *int64
+	// Keepdims (keepdims, boolean): keep the picked axis with size 1. Default false.
+	Keepdims *bool
+	// Mode (mode, enum): out-of-range indices: clip to the ends or wrap around. One of clip, wrap. Default clip.
+	Mode *string
+}
+
+// InternalBackwardPickLogSoftmax runs the operator _backward_pick_log_softmax: Gradient of -pick(log_softmax(x), index) with respect to x, given y = log_softmax(x): grad (exp(y) - one_hot(index)) along the axis.
+//
+// Inputs: grad, index, y.
+// It returns the first output (Invoke returns them all).
+func InternalBackwardPickLogSoftmax(grad *NDArray, index *NDArray, y *NDArray, opts *InternalBackwardPickLogSoftmaxOpts) (*NDArray, error) {
+	inputs := []*NDArray{grad, index, y}
+	params := make([]Param, 0, 3)
+	if opts != nil {
+		if opts.Axis != nil {
+			params = append(params, Param{"axis", formatInt(*opts.Axis)})
+		}
+		if opts.Keepdims != nil {
+			params = append(params, Param{"keepdims", formatBool(*opts.Keepdims)})
+		}
+		if opts.Mode != nil {
+			params = append(params, Param{"mode", *opts.Mode})
+		}
+	}
+	return invokeFirst("_backward_pick_log_softmax", inputs, params)
+}
+
 // InternalBackwardRelu runs the operator _backward_relu: The gradient of relu: lhs where rhs > 0, NaN where rhs is NaN, else lhs * 0; lhs the output gradient and rhs relu's output (or input).
 //
 // Inputs: lhs, rhs.

@@ -9,7 +9,9 @@
  * with y relu's output, one _backward_Pooling_relu node (one pass over the
  * data gradient, not two). A training step's graph (DeftSymbolTrainStep)
  * has both at each conv-relu-pool block; the nodes compute what the pairs
- * compute.
+ * compute. A softmax cross-entropy loss's gradient, the six nodes that
+ * differentiating -pick(log_softmax(x), label) gives, becomes one
+ * _backward_pick_log_softmax node (fuse_loss.c).
  *
  * Elementwise: a group of elementwise nodes whose values are read
  * only inside the group becomes one _fused_elemwise node computing the
@@ -26,6 +28,7 @@
 #include <string.h>
 
 #include "core/base/error.h"
+#include "core/graph/fuse_loss.h"
 #include "core/graph/pass.h"
 #include "core/op/fused.h"
 #include "core/op/registry.h"
@@ -148,6 +151,15 @@ static const deft_node_t *sole_input(const deft_graph_t *g, const int *readers, 
     return readers[deft_graph_input_entry(g, i, k)] == 1 ? n->inputs[k].node : NULL;
 }
 
+/* The two above, for the patterns in files of their own (fuse_loss.h). */
+bool deft_fuse_is_op(const deft_node_t *n, const char *name) {
+    return is_op(n, name);
+}
+const deft_node_t *deft_fuse_sole_input(const deft_graph_t *g, const int *readers, int i, int k,
+                                        const char *name) {
+    return sole_input(g, readers, i, k, name);
+}
+
 /* Node i's replacement (NULL: none): `op` over `from`'s inputs and attributes. */
 static int layer_node(const deft_graph_t *g, const int *readers, int i, deft_node_t **out) {
     const deft_node_t *n = g->nodes[i], *from = NULL;
@@ -159,7 +171,7 @@ static int layer_node(const deft_graph_t *g, const int *readers, int i, deft_nod
              from->inputs[1].node == n->inputs[1].node &&
              from->inputs[1].index == n->inputs[1].index)
         op = "_backward_Pooling_relu";
-    if (!op) return 0;
+    if (!op) return deft_fuse_loss_node(g, readers, i, out);
     return deft_node_new_op(
         deft_registry_find(op), n->name, from->attrs.count, (const char *const *)from->attrs.keys,
         (const char *const *)from->attrs.vals, from->num_inputs, from->inputs, out);

@@ -10,6 +10,8 @@
 #include "core/math/device_fn.h"
 
 #include "core/math/dtype_math.h"
+#include "core/math/gather_math.h"
+#include "core/math/index_math.h"
 
 /* The maximum of n elements spaced `stride` apart from `start`, and the sum
  * of exp(x - max) over them. */
@@ -93,5 +95,35 @@ DEFT_DEVICE_FN void deft_xent_row_grad(const void *x, void *dx, deft_dtype_t dty
         deft_store_double(dx, dtype, b * classes + k, g * (prob - (k == label)));
     }
 }
+
+/*
+ * _backward_pick_log_softmax: the gradient of -pick(y, index) with y =
+ * log_softmax(x) along pick's axis, taken through both: h (exp(y) -
+ * one_hot(index)) for h the loss's gradient. Element e of data (outer,
+ * size, inner) is written as the unfused nodes compute it, a - exp(y) a',
+ * where a = -h at the picked place (else 0) and a' = -h, the line's sum of a.
+ */
+typedef struct deft_pick_softmax_plan {
+    deft_pick_plan_t pick; /* src: h, dst: the data's gradient */
+    const void *y;         /* log_softmax's output, pick.dtype */
+} deft_pick_softmax_plan_t;
+
+DEFT_DEVICE_FN void deft_pick_log_softmax_grad_at(const deft_pick_softmax_plan_t *s, int64_t e) {
+    const deft_pick_plan_t *p = &s->pick;
+    int64_t k = e % p->inner, j = e / p->inner % p->size,
+            line = e / (p->inner * p->size) * p->inner + k;
+    double g = -deft_load_double(p->src, p->dtype, line);
+    int64_t i = deft_take_resolve(deft_index_at(p->index, p->index_dtype, line), p->size, p->mode);
+    double v = (j == i ? g : 0) - exp(deft_load_double(s->y, p->dtype, e)) * g;
+    deft_store_double(p->dst, p->dtype, e, v);
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+int deft_gpu_pick_log_softmax_grad(int dev, const deft_pick_softmax_plan_t *s);
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -13,6 +13,7 @@
 #include "core/op/index_check.h"
 #include "core/op/kernel.h"
 #include "core/op/op.h"
+#include "core/op/pick.h"
 #include "core/op/strided.h"
 
 /* Outer and inner extents of `shape` around `axis`. */
@@ -26,7 +27,7 @@ static void split_at_axis(const deft_shape_t *shape, int axis, int64_t *outer, i
 
 static const char *const pick_modes[] = {"clip", "wrap", NULL}; /* DEFT_TAKE_CLIP, _WRAP */
 
-static const deft_param_def_t pick_params[] = {
+const deft_param_def_t deft_pick_params[] = {
     {"axis", DEFT_PARAM_INT, "-1", "axis to pick along (None is not supported, as in MXNet)", NULL,
      true},
     {"keepdims", DEFT_PARAM_BOOL, "false", "keep the picked axis with size 1", NULL, false},
@@ -76,8 +77,8 @@ static int pick_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
 }
 
 /* The plan of pick over data's shape, index checked (whole numbers; clip and wrap take any). */
-static int plan_pick(const deft_op_t *op, const deft_param_value_t *p, const deft_shape_t *data,
-                     const deft_tensor_t *index, deft_pick_plan_t *plan) {
+int deft_pick_plan(const deft_op_t *op, const deft_param_value_t *p, const deft_shape_t *data,
+                   const deft_tensor_t *index, deft_pick_plan_t *plan) {
     int axis;
     deft_index_check_t check;
     deft_index_check_init(&check, index, -DEFT_INDEX_UNBOUNDED, DEFT_INDEX_UNBOUNDED);
@@ -114,15 +115,15 @@ static int pick_forward(const deft_op_t *op, const deft_param_value_t *p, int ni
                         const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
     deft_pick_plan_t plan;
-    if (plan_pick(op, p, &in[0].shape, &in[1], &plan)) return -1;
+    if (deft_pick_plan(op, p, &in[0].shape, &in[1], &plan)) return -1;
     plan.src = deft_tensor_data(&in[0]), plan.dst = deft_tensor_data(&out[0]);
     plan.dtype = in[0].dtype;
     return run_pick(&plan, out[0].device, false);
 }
 
 /* _backward_pick(grad, index, data): zeros shaped like data, grad at the picked places. */
-static int pick_backward_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
-                               const deft_desc_t *in, int *nout, deft_desc_t *out) {
+int deft_pick_backward_infer(const deft_op_t *op, const deft_param_value_t *p, int nin,
+                             const deft_desc_t *in, int *nout, deft_desc_t *out) {
     (void)nin;
     deft_desc_t picked;
     int n;
@@ -143,7 +144,7 @@ static int pick_backward_forward(const deft_op_t *op, const deft_param_value_t *
                                  const deft_tensor_t *in, int nout, const deft_tensor_t *out) {
     (void)nin, (void)nout;
     deft_pick_plan_t plan;
-    if (plan_pick(op, p, &in[2].shape, &in[1], &plan) ||
+    if (deft_pick_plan(op, p, &in[2].shape, &in[1], &plan) ||
         deft_device_zero(deft_tensor_data(&out[0]), out[0].device, deft_tensor_nbytes(&out[0])))
         return -1;
     plan.src = deft_tensor_data(&in[0]), plan.dst = deft_tensor_data(&out[0]);
@@ -509,7 +510,7 @@ static const char *const slice_like_backward_inputs[] = {"grad", "data", NULL};
         .name = name_,                                                                             \
         .description = "Picks one element along an axis per index: out[i, k] = "                   \
                        "data[i, index[i, k], k].",                                                 \
-        .input_names = pick_inputs, .min_inputs = 2, .max_inputs = 2, .params = pick_params,       \
+        .input_names = pick_inputs, .min_inputs = 2, .max_inputs = 2, .params = deft_pick_params,  \
         .infer = pick_infer, .forward = pick_forward, .forward_gpu = DEFT_GPU(pick_forward),       \
         .inplace_input = -1, .gradient = grad_pick                                                 \
     }
@@ -521,8 +522,8 @@ static const deft_op_t gather_ops[] = {
      .input_names = pick_backward_inputs,
      .min_inputs = 3,
      .max_inputs = 3,
-     .params = pick_params,
-     .infer = pick_backward_infer,
+     .params = deft_pick_params,
+     .infer = deft_pick_backward_infer,
      .forward = pick_backward_forward,
      .forward_gpu = DEFT_GPU(pick_backward_forward),
      .inplace_input = -1,

@@ -1946,6 +1946,30 @@ pub fn internal_backward_pick(grad: &NDArray, index: &NDArray, data: &NDArray, o
     with_params(&[opt_axis.as_ref().map(|t| ("axis", t)), opt_keepdims.as_ref().map(|t| ("keepdims", t)), opt_mode.as_ref().map(|t| ("mode", t))], |params| OP.get()?.invoke_one(&[grad, index, data], params))
 }
 
+/// The optional parameters of [`internal_backward_pick_log_softmax`]; `None` keeps the operator's default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InternalBackwardPickLogSoftmaxOpts {
+    /// `axis` (int or None): axis to pick along (None is not supported, as in MXNet). Default -1.
+    pub axis: Option<i64>,
+    /// `keepdims` (boolean): keep the picked axis with size 1. Default false.
+    pub keepdims: Option<bool>,
+    /// `mode` (enum): out-of-range indices: clip to the ends or wrap around; one of "clip", "wrap". Default clip.
+    pub mode: Option<String>,
+}
+
+/// Gradient of -pick(log_softmax(x), index) with respect to x, given y = log_softmax(x): grad (exp(y) - one_hot(index)) along the axis.
+///
+/// Operator `_backward_pick_log_softmax`. Inputs: `grad`, `index`, `y`.
+///
+/// Returns the first output ([`Op::invoke`] returns all).
+pub fn internal_backward_pick_log_softmax(grad: &NDArray, index: &NDArray, y: &NDArray, opts: &InternalBackwardPickLogSoftmaxOpts) -> Result<NDArray> {
+    static OP: OpCell = OpCell::new("_backward_pick_log_softmax");
+    let opt_axis = opts.axis.as_ref().map(ParamText::from);
+    let opt_keepdims = opts.keepdims.as_ref().map(ParamText::from);
+    let opt_mode = opts.mode.as_ref().map(ParamText::from);
+    with_params(&[opt_axis.as_ref().map(|t| ("axis", t)), opt_keepdims.as_ref().map(|t| ("keepdims", t)), opt_mode.as_ref().map(|t| ("mode", t))], |params| OP.get()?.invoke_one(&[grad, index, y], params))
+}
+
 /// The optional parameters of [`internal_backward_pooling`]; `None` keeps the operator's default.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct InternalBackwardPoolingOpts {

@@ -5223,6 +5223,84 @@ public final class Nd {
         return call.first("_backward_pick");
     }
 
+    /** The optional inputs and parameters of {@link #internalBackwardPickLogSoftmax}. */
+    public static final class InternalBackwardPickLogSoftmaxOpts {
+        private Long axis;
+        private Boolean keepdims;
+        private String mode;
+
+        /** Options that keep every default. */
+        public InternalBackwardPickLogSoftmaxOpts() {}
+
+        /**
+         * @param axis axis to pick along (None is not supported, as in MXNet). Default -1. (axis, int or None)
+         * @return these options
+         */
+        public InternalBackwardPickLogSoftmaxOpts axis(long axis) {
+            this.axis = axis;
+            return this;
+        }
+
+        /**
+         * @param keepdims keep the picked axis with size 1. Default false. (keepdims, boolean)
+         * @return these options
+         */
+        public InternalBackwardPickLogSoftmaxOpts keepdims(boolean keepdims) {
+            this.keepdims = keepdims;
+            return this;
+        }
+
+        /**
+         * @param mode out-of-range indices: clip to the ends or wrap around. One of clip, wrap. Default clip. (mode, enum)
+         * @return these options
+         */
+        public InternalBackwardPickLogSoftmaxOpts mode(String mode) {
+            this.mode = mode;
+            return this;
+        }
+
+        void addTo(OpArgs call) {
+            call.integer("axis", axis);
+            call.bool("keepdims", keepdims);
+            call.text("mode", mode);
+        }
+    }
+
+    /**
+     * Gradient of -pick(log_softmax(x), index) with respect to x, given y = log_softmax(x): grad (exp(y) - one_hot(index)) along the axis.
+     *
+     * <p>Operator {@code _backward_pick_log_softmax}.
+     * The optional inputs and parameters keep their defaults.
+     *
+     * @param grad input grad
+     * @param index input index
+     * @param y input y
+     * @return the first output
+     */
+    public static NDArray internalBackwardPickLogSoftmax(NDArray grad, NDArray index, NDArray y) {
+        return internalBackwardPickLogSoftmax(grad, index, y, null);
+    }
+
+    /**
+     * Gradient of -pick(log_softmax(x), index) with respect to x, given y = log_softmax(x): grad (exp(y) - one_hot(index)) along the axis.
+     *
+     * <p>Operator {@code _backward_pick_log_softmax}.
+     *
+     * @param grad input grad
+     * @param index input index
+     * @param y input y
+     * @param opts the optional inputs and parameters; null keeps the defaults
+     * @return the first output
+     */
+    public static NDArray internalBackwardPickLogSoftmax(NDArray grad, NDArray index, NDArray y, InternalBackwardPickLogSoftmaxOpts opts) {
+        OpArgs call = new OpArgs(3, 3);
+        call.input(grad);
+        call.input(index);
+        call.input(y);
+        if (opts != null) opts.addTo(call);
+        return call.first("_backward_pick_log_softmax");
+    }
+
     /** The optional inputs and parameters of {@link #internalBackwardPooling}. */
     public static final class InternalBackwardPoolingOpts {
         private long[] kernel;
