@@ -421,19 +421,11 @@ static recent_t *recent_new(const deft_cut_t *c, int nroots, const deft_entry_t 
     uint64_t *save_in = deft_carve(&at, n, sizeof *save_in);
     deft_desc_t *desc = deft_carve(&at, e, sizeof *desc);
     deft_device_t *devices = deft_carve(&at, e, sizeof *devices);
-    for (int i = 0; i < c->num_nodes; i++) {
-        const deft_node_t *node = c->nodes[i];
-        const deft_record_t *rec = deft_record_of(node);
-        ops[i] = node->op;
-        save_in[i] = rec->save_in;
-        for (int k = 0; !c->leaf[i] && k < node->num_inputs; k++)
-            in_node[c->in_ptr[i] + k] = deft_cut_id(node->inputs[k].node);
-        for (int k = 0; k < node->num_outputs; k++)
+    deft_cut_fill_shape(c, nroots, roots, ops, save_in, in_node, root, root_node);
+    for (int i = 0; i < c->num_nodes; i++) { /* a leaf's too: they are signed */
+        const deft_record_t *rec = deft_record_of(c->nodes[i]);
+        for (int k = 0; k < c->row_ptr[i + 1] - c->row_ptr[i]; k++)
             desc[c->row_ptr[i] + k] = rec->desc[k], devices[c->row_ptr[i] + k] = rec->device;
-    }
-    for (int o = 0; o < nroots; o++) {
-        root_node[o] = deft_cut_id(roots[o].node);
-        root[o] = c->row_ptr[root_node[o]] + roots[o].index;
     }
     s->in_node = in_node, s->root_node = root_node, s->roots = root, s->ops = ops;
     s->save_in = save_in, s->desc = desc, s->devices = devices;

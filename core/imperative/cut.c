@@ -217,6 +217,22 @@ int deft_cut_walk(deft_cut_kind_t kind, int n, const deft_entry_t *roots, deft_c
 
 /* ---- matching a cut of a known shape ---- */
 
+void deft_cut_fill_shape(const deft_cut_t *c, int nroots, const deft_entry_t *roots,
+                         const deft_op_entry_t **ops, uint64_t *save_in, int *in_node,
+                         int *root_entry, int *root_node) {
+    for (int i = 0; i < c->num_nodes; i++) {
+        const deft_node_t *node = c->nodes[i];
+        ops[i] = node->op;
+        save_in[i] = deft_record_of(node)->save_in;
+        for (int k = 0; !c->leaf[i] && k < node->num_inputs; k++)
+            in_node[c->in_ptr[i] + k] = deft_cut_id(node->inputs[k].node);
+    }
+    for (int r = 0; r < nroots; r++) {
+        root_node[r] = deft_cut_id(roots[r].node);
+        root_entry[r] = c->row_ptr[root_node[r]] + roots[r].index;
+    }
+}
+
 static bool same_desc(const deft_desc_t *a, const deft_desc_t *b) {
     if (a->dtype != b->dtype || a->shape.ndim != b->shape.ndim) return false;
     for (int j = 0; j < a->shape.ndim; j++)
@@ -245,8 +261,7 @@ static bool attrs_agree(const deft_node_t *node, const uint64_t *w, const uint64
 /* Its outputs have the shape's recorded descs, and it the shape's device. */
 static bool outputs_agree(const deft_cut_shape_t *s, int first, int nout, const deft_node_t *node,
                           const deft_record_t *rec) {
-    if (node->num_outputs != nout || rec->device.type != s->devices[first].type ||
-        rec->device.id != s->devices[first].id)
+    if (node->num_outputs != nout || !deft_device_equal(rec->device, s->devices[first]))
         return false;
     for (int k = 0; k < nout; k++)
         if (!same_desc(&rec->desc[k], &s->desc[first + k])) return false;

@@ -75,6 +75,13 @@ typedef struct deft_cut_shape {
 /* Walk back from roots[0..n) (their nodes must have records). */
 int deft_cut_walk(deft_cut_kind_t kind, int n, const deft_entry_t *roots, deft_cut_t **out);
 
+/* The words of walked cut c that its shape keeps beyond c's tables, written into the shape's
+ * own: per node its operator and saved inputs, per input slot the node of its entry, the roots'
+ * entries and nodes. */
+void deft_cut_fill_shape(const deft_cut_t *c, int nroots, const deft_entry_t *roots,
+                         const deft_op_entry_t **ops, uint64_t *save_in, int *in_node,
+                         int *root_entry, int *root_node);
+
 /* Whether the nodes behind roots[0..n) form a cut of shape s: a walk of s's kind would give
  * the signature s was made from. If so *out is that cut, without a signature (its marks and
  * ids set as by a walk); if not, or on any doubt (a node without a record), false and nothing

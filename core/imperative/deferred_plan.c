@@ -225,22 +225,9 @@ static void keep_shape(deft_trigger_plan_t *p, int nroots, const deft_entry_t *r
                             .save_in = s->save_in,
                             .desc = p->types.desc,
                             .devices = p->devices};
-    int *consumers = (int *)s->consumers, *in_node = (int *)s->in_node;
-    const deft_op_entry_t **ops = (const deft_op_entry_t **)s->ops;
-    uint64_t *save_in = (uint64_t *)s->save_in;
-    for (int i = 0; i < c->num_nodes; i++) {
-        const deft_node_t *node = c->nodes[i];
-        ops[i] = node->op;
-        save_in[i] = deft_record_of(node)->save_in;
-        consumers[i] = c->consumers[i];
-        for (int k = 0; !c->leaf[i] && k < node->num_inputs; k++)
-            in_node[c->in_ptr[i] + k] = deft_cut_id(node->inputs[k].node);
-    }
-    for (int r = 0; r < nroots; r++) {
-        int id = deft_cut_id(roots[r].node);
-        ((int *)s->root_node)[r] = id;
-        ((int *)s->roots)[r] = c->row_ptr[id] + roots[r].index;
-    }
+    memcpy((int *)s->consumers, c->consumers, (size_t)c->num_nodes * sizeof(int));
+    deft_cut_fill_shape(c, nroots, roots, (const deft_op_entry_t **)s->ops, (uint64_t *)s->save_in,
+                        (int *)s->in_node, (int *)s->roots, (int *)s->root_node);
     memcpy(p->why, why, (size_t)c->num_entries);
 }
 
