@@ -220,6 +220,11 @@ START_TEST(user_objects) {
     ck_assert_fails(DeftProfileDurationStop(task), DEFT_ERROR_VALUE, "not started");
     ck_assert_fails(DeftProfileDurationStart(counter), DEFT_ERROR_VALUE, "is a counter");
     ck_assert_fails(DeftProfileSetCounter(task, 1, 0), DEFT_ERROR_VALUE, "not a counter");
+    ck_assert_ok(DeftProfileSetCounter(counter, INT64_MAX - 1, 0));
+    ck_assert_fails(DeftProfileSetCounter(counter, 2, 1), DEFT_ERROR_VALUE, "would overflow int64");
+    ck_assert_ok(DeftProfileSetCounter(counter, -INT64_MAX, 1)); /* the value kept: now -1 */
+    ck_assert_fails(DeftProfileSetCounter(counter, INT64_MIN, 1), DEFT_ERROR_VALUE,
+                    "would overflow");
     ck_assert_fails(DeftProfileSetMarker(d, "x", "galaxy"), DEFT_ERROR_VALUE, "scope is 'galaxy'");
     ck_assert_fails(DeftProfileCreateObject(d, 9, "x", &task), DEFT_ERROR_VALUE, "kind is 9");
     ck_assert_ok(DeftProfilerSetState(0));
@@ -228,7 +233,7 @@ START_TEST(user_objects) {
     ck_assert_int_eq(count_events(root, "step", "my \"domain\"", "X"), 1);
     ck_assert_int_eq(count_events(root, "load", "my \"domain\"", "b"), 1);
     ck_assert_int_eq(count_events(root, "load", "my \"domain\"", "e"), 1);
-    ck_assert_int_eq(count_events(root, "items", "my \"domain\"", "C"), 2);
+    ck_assert_int_eq(count_events(root, "items", "my \"domain\"", "C"), 4);
     ck_assert_int_eq(count_events(root, "here", "my \"domain\"", "i"), 1);
     cJSON_Delete(root);
     ck_assert_ok(DeftProfileObjectFree(task));

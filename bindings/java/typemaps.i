@@ -162,6 +162,12 @@ DEFT_JAVA_HANDLE_CLASS(DeftProfileObject)
 %typemap(javadestruct, methodname="delete", methodmodifiers="public") struct DeftOp {
   }
 
+/* ---- 64-bit scalars: Java's long ----
+ * With SWIGWORDSIZE64, stdint.i makes int64_t a C long, which SWIG's Java
+ * module passes as a 32-bit int: a view's offset or a counter's value beyond
+ * 2^31 would be cut short. By value they travel as jlong. */
+%apply long long { int64_t };
+
 /* ---- scalar out-parameters: one-element arrays ---- */
 
 %include <typemaps.i>

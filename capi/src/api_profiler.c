@@ -1,4 +1,5 @@
 /* The profiler's control, its statistics, and user domains, spans and counters. */
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,9 +185,17 @@ int DeftProfileSetCounter(DeftProfileObjectHandle obj, int64_t value, int add) {
         return deft_error(DEFT_ERR_VALUE, "'%s' is a %s, not a counter", o->name,
                           kind_names[o->kind]);
     pthread_mutex_lock(&o->lock);
-    o->value = add ? o->value + value : value;
-    if (deft_profiling(DEFT_PROF_USER)) deft_profiler_counter(o->domain, o->name, o->value);
+    int64_t sum = value;
+    int overflow = add && __builtin_add_overflow(o->value, value, &sum);
+    int64_t was = o->value;
+    if (!overflow) o->value = sum;
+    if (!overflow && deft_profiling(DEFT_PROF_USER))
+        deft_profiler_counter(o->domain, o->name, o->value);
     pthread_mutex_unlock(&o->lock);
+    if (overflow)
+        return deft_error(DEFT_ERR_VALUE,
+                          "counter '%s': adding %" PRId64 " to %" PRId64 " would overflow int64",
+                          o->name, value, was);
     return 0;
 }
 

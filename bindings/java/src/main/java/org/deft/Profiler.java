@@ -157,10 +157,7 @@ public final class Profiler {
          * @param add true to add value to the counter, false to set it
          */
         public void counter(long value, boolean add) {
-            // The JNI glue passes the C int64_t as a Java int (SWIG's mapping of long).
-            if (value != (int) value)
-                throw new IllegalArgumentException("a counter value or change beyond 32 bits: " + value);
-            DeftNative.DeftProfileSetCounter(get(), (int) value, add ? 1 : 0);
+            DeftNative.DeftProfileSetCounter(get(), value, add ? 1 : 0);
         }
     }
 }

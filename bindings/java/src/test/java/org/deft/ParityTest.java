@@ -192,7 +192,9 @@ class ParityTest {
             assertEquals(DeftException.Kind.VALUE, e.kind());
             assertThrows(DeftException.class, () -> task.counter(1, false), "a task is no counter");
             assertThrows(DeftException.class, task::stop, "not started");
-            assertThrows(IllegalArgumentException.class, () -> counter.counter(1L << 40, false));
+            counter.counter(1L << 40, false); // beyond 32 bits, whole (the trace below)
+            DeftException over = assertThrows(DeftException.class, () -> counter.counter(Long.MAX_VALUE, true));
+            assertTrue(over.getMessage().contains("overflow"), over.getMessage());
         } finally {
             Profiler.stop();
         }
@@ -203,6 +205,7 @@ class ParityTest {
         Files.delete(trace);
         for (String name : new String[] {"java_task", "java_counter", "java_marker", "java_domain"})
             assertTrue(events.contains(name), name + " not in the trace:\n" + events);
+        assertTrue(events.contains(String.valueOf(1L << 40)), "the counter's 2^40 not in the trace:\n" + events);
         assertThrows(DeftException.class, () -> Profiler.config("no_such_option", "1"));
         assertThrows(IllegalArgumentException.class, () -> Profiler.config("filename"));
     }
