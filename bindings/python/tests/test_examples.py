@@ -74,9 +74,12 @@ def test_cnn_digits_learns_quickly(tmp_path):
                       env={"DEFT_DEMO_QUICK": "1"})
     acc = float(re.search(r"final test accuracy: (\S+)", out).group(1))
     assert acc >= 0.9, out
-    for what in ("training step", "inference"):
-        assert re.search(rf"{what} \(batch 32\): eager \d+ us median, \d+ us best; "
-                         rf"hybridized \d+ us median, \d+ us best", out), out
+    timed = r"\d+ us \(\d+\), [\d.]+x as fast \([\d.]+x by the best\)"
+    assert re.search(rf"training step \(batch 32\), median \(best\) of alternating rounds: "
+                     rf"eager \d+ us \(\d+\); hybridized {timed}; compiled {timed}", out), out
+    assert re.search(rf"inference \(batch 32\), median \(best\) of alternating rounds: "
+                     rf"eager \d+ us \(\d+\); hybridized {timed}", out), out
+    assert re.search(r"epoch  2 \(compiled", out), out  # the epochs after the first compiled
     # the exported graph loads back and classifies as the trained network did
     net = deft.nn.SymbolBlock.imports(str(tmp_path / "cnn-symbol.json"), ["data"],
                                       str(tmp_path / "cnn-0000.params"))
