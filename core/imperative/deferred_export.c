@@ -34,6 +34,7 @@ typedef struct export_state {
      * the node is at hand, or NULL; how many copies have none */
     const deft_desc_t **desc_of;
     int undescribed;
+    int num_copies, copied_entries; /* copies made (copy_node), and their outputs */
     const char **name_of; /* per node of g: the name its copy takes, or NULL (name_copies) */
     /* per entry of g: what stands for it in the symbol (a copy's output, an inlined
      * executor call's, a left-out Dropout's input), or a NULL node */
@@ -192,6 +193,7 @@ static int copy_node(export_state_t *s, int id, const char *name) {
     for (int k = 0; k < node->num_outputs; k++)
         s->stand[s->g->row_ptr[id] + k] = (deft_entry_t){s->copies[id], k};
     s->undescribed += !(s->desc_of[id] = recorded_desc(node));
+    s->num_copies++, s->copied_entries += node->num_outputs;
     return 0;
 }
 
@@ -329,28 +331,16 @@ static bool plain_copy(const export_state_t *s) {
 
 /* What the recording knew of the symbol's values (symbol.h), when its graph
  * is the inputs' variables and a copy of each recorded node; else NULL (an
- * executor infers them). Out of memory is no error: it only costs inference. */
-static deft_symbol_types_t *recorded_types(const export_state_t *s) {
-    if (!plain_copy(s) || s->undescribed) return NULL;
-    const deft_graph_t *g = s->g;
-    int n = s->nin, entries = s->nin;
-    for (int i = 0; i < g->num_nodes; i++) /* a copy has its original's outputs (row_ptr) */
-        if (s->copies[i]) n++, entries += g->row_ptr[i + 1] - g->row_ptr[i];
-    deft_symbol_types_t *t = deft_symbol_types_new(n, entries);
-    if (!t) return NULL;
-    int j = 0, e = 0;
-    for (int i = 0; i < s->nin; i++, j++) {
-        t->nodes[j] = s->in_vars[i], t->first[j] = e;
-        t->desc[e++] = (deft_desc_t){s->in[i]->tensor.shape, s->in[i]->tensor.dtype};
+ * executor infers them). Out of memory is no error: it only costs inference.
+ * The inputs' are written here, the copies' by index_copy's pass over them. */
+static deft_symbol_types_t *new_types(const export_state_t *s) {
+    if (s->undescribed) return NULL;
+    deft_symbol_types_t *t =
+        deft_symbol_types_new(s->nin + s->num_copies, s->nin + s->copied_entries);
+    for (int i = 0; t && i < s->nin; i++) {
+        t->nodes[i] = s->in_vars[i], t->first[i] = i;
+        t->desc[i] = (deft_desc_t){s->in[i]->tensor.shape, s->in[i]->tensor.dtype};
     }
-    for (int i = 0; i < g->num_nodes; i++) {
-        if (!s->copies[i]) continue;
-        int nout = g->row_ptr[i + 1] - g->row_ptr[i];
-        t->nodes[j] = s->copies[i], t->first[j++] = e;
-        memcpy(&t->desc[e], s->desc_of[i], (size_t)nout * sizeof *t->desc);
-        e += nout;
-    }
-    t->first[j] = e;
     return t;
 }
 
@@ -362,16 +352,21 @@ static deft_symbol_types_t *recorded_types(const export_state_t *s) {
  * rank, then the copies in the walk's order, and each recorded entry's id
  * in it follows from that. The index takes over the export's references to
  * the variables and copies (s->in_vars emptied, s->copies freed). NULL when out of
- * memory (an executor walks).
+ * memory (an executor walks). The same pass writes the copies' descriptions into
+ * *types (new_types), when there are types: dropped (NULL) if it cannot run.
  */
-static deft_graph_t *index_copy(export_state_t *s, const deft_symbol_t *sym) {
+static deft_graph_t *index_copy(export_state_t *s, const deft_symbol_t *sym,
+                                deft_symbol_types_t **types) {
     const deft_graph_t *g = s->g;
     int entries = deft_graph_num_entries(g), n = s->nin, inputs = g->in_ptr[g->num_nodes];
     int *now = malloc(((size_t)entries + (size_t)inputs + 2 * (size_t)g->num_nodes + 2) *
                       sizeof *now); /* per entry of g, its id in the copy's graph */
     deft_node_t **nodes = malloc(((size_t)s->nin + (size_t)g->num_nodes + 1) * sizeof *nodes);
+    deft_symbol_types_t *t = *types;
     if (!now || !nodes) {
         free(now), free(nodes);
+        deft_symbol_types_release(t);
+        *types = NULL;
         return NULL;
     }
     int *in_entry = now + entries, *id_of = in_entry + inputs, *out_ids = id_of + g->num_nodes;
@@ -383,10 +378,16 @@ static deft_graph_t *index_copy(export_state_t *s, const deft_symbol_t *sym) {
             now[g->row_ptr[i] + k] =
                 s->copies[i] ? e + k : input_of_entry(s, &(deft_entry_t){g->nodes[i], k});
         if (!s->copies[i]) continue;
+        int width = g->row_ptr[i + 1] - g->row_ptr[i]; /* the copy's outputs: its original's */
+        if (t) {
+            t->nodes[n] = s->copies[i], t->first[n] = e;
+            for (int k = 0; k < width; k++) t->desc[e + k] = s->desc_of[i][k];
+        }
         nodes[n++] = s->copies[i];
-        e += g->row_ptr[i + 1] - g->row_ptr[i]; /* the copy's outputs: its original's */
+        e += width;
         for (int x = g->in_ptr[i]; x < g->in_ptr[i + 1]; x++) in_entry[r++] = now[g->in_entry[x]];
     }
+    if (t) t->first[n] = e;
     for (int o = 0; o < sym->num_outputs; o++) out_ids[o] = id_of[g->output_ids[o]];
     deft_graph_t *index = NULL;
     if (deft_graph_from_order(n, nodes, in_entry, sym->num_outputs, sym->outputs, out_ids, &index))
@@ -431,8 +432,9 @@ static int export_locked(export_state_t *s, int nout, deft_ndarray_t *const *out
     }
     if (status == 0) status = deft_symbol_from_entries(nout, entries, sym);
     if (status == 0 && plain_copy(s)) {
-        (*sym)->types = recorded_types(s);
-        atomic_store(&(*sym)->graph, index_copy(s, *sym));
+        deft_symbol_types_t *types = new_types(s);
+        atomic_store(&(*sym)->graph, index_copy(s, *sym, &types));
+        (*sym)->types = types;
     }
     free(heap);
     return status;
