@@ -145,16 +145,19 @@ static void unregister_op(deft_cached_op_t *op) {
 
 /* ---- creation ---- */
 
-/* The inputs: arguments in graph order, then auxiliary states. */
+/* The inputs: arguments in graph order, then auxiliary states (a second pass, made only
+ * when the first met one: most graphs have none). */
 static void list_inputs(deft_cached_op_t *op) {
     const deft_graph_t *g = op->g;
-    for (int pass = 0; pass < 2; pass++)
+    bool any_aux = false;
+    for (int pass = 0; pass < 2 && (pass == 0 || any_aux); pass++)
         for (int i = 0; i < g->num_nodes; i++) {
             if (pass == 0) op->input_of_node[i] = -1;
             /* a node that reads something is no variable: known without a look at it */
-            if (g->in_ptr[i + 1] > g->in_ptr[i] || g->nodes[i]->op ||
-                deft_graph_is_auxiliary_at(g, i) != (pass == 1))
-                continue;
+            if (g->in_ptr[i + 1] > g->in_ptr[i] || g->nodes[i]->op) continue;
+            bool aux = deft_graph_is_auxiliary_at(g, i);
+            any_aux = any_aux || aux;
+            if (aux != (pass == 1)) continue;
             op->input_of_node[i] = op->num_inputs;
             op->input_written[op->num_inputs] = pass == 1 || deft_graph_is_updated_at(g, i);
             op->input_nodes[op->num_inputs++] = i;
