@@ -59,6 +59,7 @@ struct deft_cached_op {
     deft_graph_t *g;            /* what runs: the symbol after the executor's own passes */
     deft_symbol_t *source;      /* the symbol as given: what autograd records */
     deft_symbol_types_t *types; /* what its recording knew of its values (symbol.h), or NULL */
+    bool types_in_order;        /* g is the index its export made with types (build_graph) */
     bool plan_memory;
     bool blocking; /* a node waits for a host callback: runs never go inline */
     bool draws;    /* a node draws random numbers: runs are ordered with other draws */
@@ -144,16 +145,19 @@ static void unregister_op(deft_cached_op_t *op) {
 
 /* ---- creation ---- */
 
-/* The inputs: arguments in graph order, then auxiliary states. */
+/* The inputs: arguments in graph order, then auxiliary states (a second pass, made only
+ * when the first met one: most graphs have none). */
 static void list_inputs(deft_cached_op_t *op) {
     const deft_graph_t *g = op->g;
-    for (int pass = 0; pass < 2; pass++)
+    bool any_aux = false;
+    for (int pass = 0; pass < 2 && (pass == 0 || any_aux); pass++)
         for (int i = 0; i < g->num_nodes; i++) {
             if (pass == 0) op->input_of_node[i] = -1;
             /* a node that reads something is no variable: known without a look at it */
-            if (g->in_ptr[i + 1] > g->in_ptr[i] || g->nodes[i]->op ||
-                deft_graph_is_auxiliary_at(g, i) != (pass == 1))
-                continue;
+            if (g->in_ptr[i + 1] > g->in_ptr[i] || g->nodes[i]->op) continue;
+            bool aux = deft_graph_is_auxiliary_at(g, i);
+            any_aux = any_aux || aux;
+            if (aux != (pass == 1)) continue;
             op->input_of_node[i] = op->num_inputs;
             op->input_written[op->num_inputs] = pass == 1 || deft_graph_is_updated_at(g, i);
             op->input_nodes[op->num_inputs++] = i;
@@ -220,15 +224,17 @@ static node_scan_t scan_nodes(const deft_graph_t *g) {
 /* The graph an executor runs, and its scan: sym's, with BatchNorm folded into the
  * convolutions it follows (fold_bn.c); symbols and exports keep both. Its
  * nodes are named only if a name is asked for (an error, an input's name).
- * An exported symbol's first executor takes the index its export made. */
-static int build_graph(const deft_symbol_t *sym, deft_graph_t **g, node_scan_t *scan) {
+ * An exported symbol's first executor takes the index its export made, which
+ * lists its nodes and entries as the symbol's types do (*types_in_order). */
+static int build_graph(const deft_symbol_t *sym, deft_graph_t **g, node_scan_t *scan,
+                       bool *types_in_order) {
     deft_symbol_t *folded = NULL;
-    if (!(*g = deft_symbol_take_graph(sym)) &&
-        deft_graph_build_unnamed(sym->num_outputs, sym->outputs, g))
-        return -1;
+    *types_in_order = (*g = deft_symbol_take_graph(sym)) != NULL;
+    if (!*g && deft_graph_build_unnamed(sym->num_outputs, sym->outputs, g)) return -1;
     *scan = scan_nodes(*g);
     int status = scan->batch_norm ? deft_fold_bn_graph(*g, &folded) : 0;
     if (status || !folded) return status; /* nothing folded: the graph as built */
+    *types_in_order = false;
     deft_graph_free(*g);
     *g = NULL;
     status = deft_graph_build_unnamed(folded->num_outputs, folded->outputs, g);
@@ -247,7 +253,7 @@ int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_o
     deft_plan_cache_limits(&op->max_plan_bytes, &op->max_plans);
     node_scan_t scan;
     if (deft_symbol_from_entries(sym->num_outputs, sym->outputs, &op->source) ||
-        build_graph(sym, &op->g, &scan)) {
+        build_graph(sym, &op->g, &scan, &op->types_in_order)) {
         deft_cached_op_release(op);
         return -1;
     }
@@ -406,8 +412,10 @@ static bool recorded_types(const deft_cached_op_t *op, int nin, const deft_desc_
     bool covered = t.desc && t.known, same_order = true;
     /* Usually listed in the graph's own order (the export copied in post-order), each node's
      * descriptions where its entries are: then one copy, and no lookup by node (the graph's
-     * map) nor a look at each node is needed. */
-    for (int j = 0; same_order && j <= r->num_nodes; j++)
+     * map) nor a look at each node is needed. Known without a look when g is the export's
+     * index (a one-off graph's executor). */
+    same_order = op->types_in_order;
+    for (int j = 0; !op->types_in_order && same_order && j <= r->num_nodes; j++)
         same_order =
             r->first[j] == g->row_ptr[j] && (j == r->num_nodes || r->nodes[j] == g->nodes[j]);
     if (covered && same_order) memcpy(t.desc, r->desc, (size_t)t.num_entries * sizeof *t.desc);

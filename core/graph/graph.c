@@ -235,11 +235,9 @@ static int by_rank(const void *a, const void *b) {
     return (ra > rb) - (ra < rb);
 }
 
-/* Ranked variables move to the front, by rank; the rest keep their order.
- * Variables have no inputs, so the order stays topological. */
-static void put_ranked_first(deft_graph_t *g, walk_map_t *m) {
-    int ranked = 0;
-    for (int i = 0; i < g->num_nodes; i++) ranked += !g->nodes[i]->op && g->nodes[i]->arg_rank > 0;
+/* Ranked variables (`ranked` of them) move to the front, by rank; the rest keep
+ * their order. Variables have no inputs, so the order stays topological. */
+static void put_ranked_first(deft_graph_t *g, walk_map_t *m, int ranked) {
     if (ranked == 0) return;
     deft_node_t **front = malloc((size_t)ranked * sizeof *front);
     if (!front) return; /* the plain order is still a valid one */
@@ -280,14 +278,19 @@ static walk_slot_t *claim(walk_map_t *m, const deft_node_t *node, frame_t *stack
 
 /* Post-order over everything the outputs reach, without recursion; the
  * inputs of nodes that is_leaf accepts are not followed. Nodes on the stack
- * are in the map with id -2. */
-static int topo_sort(deft_graph_t *g, walk_map_t *m, deft_graph_leaf_fn is_leaf, void *ctx) {
+ * are in the map with id -2. *inputs: the nodes' inputs in all, counted as
+ * each node is numbered (while it is at hand: a pass of its own over the
+ * nodes cost a tenth of the walk). */
+static int topo_sort(deft_graph_t *g, walk_map_t *m, deft_graph_leaf_fn is_leaf, void *ctx,
+                     size_t *inputs) {
     /* Shallow graphs (most runs) walk on the C stack (3 KiB: a recorded chain of a hundred
      * calls is as deep as it is long), deep ones move to the heap. */
     frame_t small[128];
     int capacity = DEFT_GRAPH_SMALL, stack_cap = 128, depth = 0;
     frame_t *stack = small;
     bool made;
+    int ranked = 0;
+    *inputs = 0;
     for (int o = 0; o < g->num_outputs; o++) {
         deft_node_t *root = g->outputs[o].node;
         walk_slot_t *slot = claim(m, root, stack, depth, &made);
@@ -315,12 +318,14 @@ static int topo_sort(deft_graph_t *g, walk_map_t *m, deft_graph_leaf_fn is_leaf,
             }
             if (g->num_nodes == capacity && reserve(g, g->num_nodes + 1, &capacity)) goto oom;
             top->slot->id = g->num_nodes; /* now numbered */
+            *inputs += (size_t)top->node->num_inputs;
+            ranked += !top->node->op && top->node->arg_rank > 0;
             g->nodes[g->num_nodes++] = g->borrowed ? top->node : deft_node_retain(top->node);
             depth--;
         }
     }
     if (stack != small) free(stack);
-    put_ranked_first(g, m);
+    put_ranked_first(g, m, ranked);
     return 0;
 oom:
     if (stack != small) free(stack);
@@ -498,11 +503,11 @@ static bool in_record(int num_outputs) {
 }
 
 /* The per-node tables, together: in the rest of the graph's record when they
- * fit, else one allocation. in_entry is sized for every input, which the
- * leaves' (not followed) may leave partly unused. */
-static int alloc_tables(deft_graph_t *g, bool cut) {
-    size_t n = (size_t)g->num_nodes + 1, inputs = 1, outs = (size_t)g->num_outputs;
-    for (int i = 0; i < g->num_nodes; i++) inputs += (size_t)g->nodes[i]->num_inputs;
+ * fit, else one allocation. in_entry is sized for every input (`inputs`, of
+ * all the nodes), which the leaves' (not followed) may leave partly unused. */
+static int alloc_tables(deft_graph_t *g, bool cut, size_t inputs) {
+    size_t n = (size_t)g->num_nodes + 1, outs = (size_t)g->num_outputs;
+    inputs++;
     size_t bytes = (2 * n + inputs + outs) * sizeof(int) + (cut ? n : 0) * sizeof(bool);
     size_t head = graph_head(g->num_outputs);
     bool fits = in_record(g->num_outputs) && head + bytes <= DEFT_RECORD_SIZE;
@@ -558,9 +563,10 @@ static int build(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_f
     if (!g) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
     bool own;
     walk_map_t *m = walk_begin(&own);
-    int status = m ? topo_sort(g, m, is_leaf, ctx)
+    size_t inputs = 0;
+    int status = m ? topo_sort(g, m, is_leaf, ctx, &inputs)
                    : deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph index");
-    if (status == 0 && alloc_tables(g, is_leaf != NULL))
+    if (status == 0 && alloc_tables(g, is_leaf != NULL, inputs))
         status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
     for (int i = 0; status == 0 && is_leaf && i < g->num_nodes; i++)
         g->leaf[i] = is_leaf(g->nodes[i], ctx);
@@ -585,7 +591,9 @@ int deft_graph_from_order(int num_nodes, deft_node_t *const *nodes, const int *i
     }
     memcpy(g->nodes, nodes, (size_t)num_nodes * sizeof *nodes); /* their references: now g's */
     g->num_nodes = num_nodes;
-    if (alloc_tables(g, false)) {
+    size_t inputs = 0;
+    for (int i = 0; i < num_nodes; i++) inputs += (size_t)nodes[i]->num_inputs;
+    if (alloc_tables(g, false, inputs)) {
         g->num_nodes = 0; /* the references stay the caller's */
         deft_graph_free(g);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");

@@ -8,6 +8,8 @@
 #include "core/base/error.h"
 #include "core/graph/pass.h"
 
+#define LEAF (-2) /* planner_t hint: a leaf, whose value is given */
+
 typedef struct block {
     size_t size;
     bool free;
@@ -24,6 +26,10 @@ typedef struct planner {
     int *block_of;       /* block per entry, -1 none */
     block_t *blocks;
     int num_blocks;
+    /* per node: the input its first output may take over in place (the operator's hint, if
+     * in range), -1 none, or LEAF: found once, so that a run reads the graph's int tables
+     * and not the nodes */
+    int *hint;
     bool *outside;  /* variables and graph outputs */
     size_t *bytes;  /* per entry in the arena, its aligned size: found once for all the runs */
     size_t largest; /* of those: no plan's arena is smaller */
@@ -62,7 +68,9 @@ static void release_entry(planner_t *p, int e) {
     if (--p->refs[e] == 0 && b >= 0 && p->blocks[b].owner == e) p->blocks[b].free = true;
 }
 
-/* One planning run; returns the arena size (sum of blocks). */
+/* One planning run; returns the arena size (sum of blocks). It reads the graph's
+ * tables and the planner's, not the nodes (p->hint): a one-off graph plans once, and
+ * a pointer to chase per node, to its operator's in-place hint, was a fifth of it. */
 static size_t plan_once(planner_t *p) {
     const deft_graph_t *g = p->g;
     int entries = deft_graph_num_entries(g);
@@ -72,13 +80,11 @@ static size_t plan_once(planner_t *p) {
     p->range_mattered = false;
     for (int r = 0; r < g->in_ptr[g->num_nodes]; r++) p->refs[g->in_entry[r]]++;
     for (int i = 0; i < g->num_nodes; i++) {
-        const deft_node_t *node = g->nodes[i];
-        if (deft_graph_is_leaf(g, i)) continue;
-        for (int k = 0; k < node->num_outputs; k++) {
-            int e = g->row_ptr[i] + k;
+        int hint = p->hint[i];
+        if (hint == LEAF) continue;
+        for (int e = g->row_ptr[i]; e < g->row_ptr[i + 1]; e++) {
             if (p->outside[e]) continue;
-            int hint = node->op->op->inplace_input;
-            if (p->inplace && k == 0 && hint >= 0 && hint < node->num_inputs) {
+            if (p->inplace && e == g->row_ptr[i] && hint >= 0) {
                 int src = deft_graph_input_entry(g, i, hint);
                 int b = p->block_of[src];
                 if (p->refs[src] == 1 && b >= 0 && p->blocks[b].owner == src &&
@@ -91,12 +97,11 @@ static size_t plan_once(planner_t *p) {
             p->block_of[e] = take_block(p, entry_bytes(p, e));
             p->blocks[p->block_of[e]].owner = e;
         }
-        for (int k = 0; k < node->num_inputs; k++)
-            release_entry(p, deft_graph_input_entry(g, i, k));
-        for (int k = 0; k < node->num_outputs; k++) /* outputs nobody reads */
-            if (p->refs[g->row_ptr[i] + k] == 0) {
-                p->refs[g->row_ptr[i] + k] = 1;
-                release_entry(p, g->row_ptr[i] + k);
+        for (int r = g->in_ptr[i]; r < g->in_ptr[i + 1]; r++) release_entry(p, g->in_entry[r]);
+        for (int e = g->row_ptr[i]; e < g->row_ptr[i + 1]; e++) /* outputs nobody reads */
+            if (p->refs[e] == 0) {
+                p->refs[e] = 1;
+                release_entry(p, e);
             }
     }
     size_t total = 0; /* saturating: it only ranks the sweep's plans */
@@ -139,17 +144,23 @@ static int planner_init(planner_t *p, const deft_graph_t *g, const deft_graph_ty
     *p = (planner_t){.g = g, .t = t};
     /* One allocation, widest first; only `outside` needs zeros (a block's fields are set when
      * it is made, refs and block_of by each run). */
-    size_t n = (size_t)(entries ? entries : 1);
-    char *at = malloc(n * (sizeof *p->bytes + sizeof *p->blocks + 2 * sizeof(int) + 1));
+    size_t n = (size_t)(entries ? entries : 1), nodes = (size_t)g->num_nodes + 1;
+    char *at = malloc(n * (sizeof *p->bytes + sizeof *p->blocks + 2 * sizeof(int) + 1) +
+                      nodes * sizeof(int));
     if (!at) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a memory plan");
     p->bytes = (size_t *)at, at += n * sizeof *p->bytes;
     p->blocks = (block_t *)at, at += n * sizeof *p->blocks;
     p->refs = (int *)at, at += n * sizeof(int);
     p->block_of = (int *)at, at += n * sizeof(int);
+    p->hint = (int *)at, at += nodes * sizeof(int);
     p->outside = memset(at, 0, n);
-    for (int i = 0; i < g->num_nodes; i++)
-        for (int k = 0; deft_graph_is_leaf(g, i) && k < g->nodes[i]->num_outputs; k++)
+    for (int i = 0; i < g->num_nodes; i++) {
+        const deft_node_t *node = g->nodes[i];
+        int hint = deft_graph_is_leaf(g, i) ? LEAF : node->op->op->inplace_input;
+        p->hint[i] = hint < node->num_inputs ? hint : -1;
+        for (int k = 0; hint == LEAF && k < node->num_outputs; k++)
             p->outside[g->row_ptr[i] + k] = true;
+    }
     for (int e = 0; pinned && e < entries; e++) p->outside[e] = p->outside[e] || pinned[e];
     for (int o = 0; o < g->num_outputs; o++) p->outside[deft_graph_output_entry(g, o)] = true;
     for (int e = 0; e < entries; e++) {

@@ -34,6 +34,8 @@ typedef struct export_state {
      * the node is at hand, or NULL; how many copies have none */
     const deft_desc_t **desc_of;
     int undescribed;
+    int num_copies, copied_entries; /* copies made (copy_node), and their outputs */
+    const char **name_of; /* per node of g: the name its copy takes, or NULL (name_copies) */
     /* per entry of g: what stands for it in the symbol (a copy's output, an inlined
      * executor call's, a left-out Dropout's input), or a NULL node */
     deft_entry_t *stand;
@@ -42,6 +44,7 @@ typedef struct export_state {
     /* _CachedOp, looked up once per export: a lookup by name for every node
      * (deft_subgraph_of_node) was a fifth of the export of a 100-node chain */
     const deft_op_entry_t *cached_op;
+    const deft_op_t *dropout; /* the same for Dropout (is_skipped): compared by pointer */
     bool reshaped; /* a node was left out or inlined: the copies are not the whole graph */
 } export_state_t;
 
@@ -101,12 +104,15 @@ static int check_arrays(int nin, deft_ndarray_t *const *in, int nout, deft_ndarr
  * `entry` is e's entry id in s->g (from the walk's tables: no lookup by node). */
 static deft_entry_t substitute(export_state_t *s, const deft_entry_t *e, int entry,
                                const deft_node_t *consumer, int k) {
+    /* Most entries have a stand-in, and no input's has one (an input's node is a leaf of
+     * the walk, never copied): that looked up first, the scan of the inputs is left to
+     * the few entries without one. */
+    if (s->stand[entry].node) return s->stand[entry];
     int input = input_of_entry(s, e);
     if (input >= 0) {
         s->in_used[input] = true;
         return (deft_entry_t){s->in_vars[input], 0};
     }
-    if (s->stand[entry].node) return s->stand[entry];
     char where[96];
     if (consumer)
         snprintf(where, sizeof where, "input %d of a recorded '%s'", k, consumer->op->op->name);
@@ -128,9 +134,8 @@ static deft_entry_t substitute(export_state_t *s, const deft_entry_t *e, int ent
 }
 
 /* A Dropout that drops in training mode only (mode=training, the default). */
-static bool drops_in_training_only(const deft_node_t *node) {
-    const char *op = node->op ? node->op->op->name : "";
-    if (op[0] != 'D' || strcmp(op, "Dropout") != 0) return false; /* most nodes: one load */
+static bool drops_in_training_only(const export_state_t *s, const deft_node_t *node) {
+    if (!node->op || node->op->op != s->dropout) return false; /* most nodes: two loads */
     const char *mode = deft_node_attr(node, "mode");
     return !mode || strcmp(mode, "training") == 0;
 }
@@ -140,8 +145,8 @@ static bool recorded_in_predict_mode(const deft_node_t *node) {
     return rec && !rec->training;
 }
 
-static bool is_skipped(const deft_node_t *node) {
-    return drops_in_training_only(node) && recorded_in_predict_mode(node);
+static bool is_skipped(const export_state_t *s, const deft_node_t *node) {
+    return drops_in_training_only(s, node) && recorded_in_predict_mode(node);
 }
 
 /* A recorded Dropout left out of an inference graph: its outputs stand for
@@ -188,16 +193,24 @@ static int copy_node(export_state_t *s, int id, const char *name) {
     for (int k = 0; k < node->num_outputs; k++)
         s->stand[s->g->row_ptr[id] + k] = (deft_entry_t){s->copies[id], k};
     s->undescribed += !(s->desc_of[id] = recorded_desc(node));
+    s->num_copies++, s->copied_entries += node->num_outputs;
     return 0;
 }
 
-/* The name a node's copy takes: the first output name among its outputs. */
-static const char *node_name(const export_state_t *s, int id, int nout, deft_ndarray_t *const *out,
-                             const char *const *out_names) {
-    for (int k = 0; out_names && k < nout; k++)
-        if (out[k]->entry.node == s->g->nodes[id] && input_of_entry(s, &out[k]->entry) < 0)
-            return out_names[k];
-    return NULL;
+/* The names the copies take, when outputs are named (s->name_of): a node's is the
+ * first output name among its outputs. Found once from the roots' node ids: a scan of
+ * the outputs for every node copied cost more than the table. */
+static int name_copies(export_state_t *s, int nout, deft_ndarray_t *const *out,
+                       const char *const *out_names) {
+    if (!out_names) return 0;
+    if (!(s->name_of = calloc((size_t)s->g->num_nodes + 1, sizeof *s->name_of)))
+        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
+    for (int k = 0, root = 0; k < nout; k++) {
+        if (input_of_array(s->nin, s->in, out[k]) >= 0) continue; /* not a root of the walk */
+        int id = s->g->output_ids[root++];
+        if (!s->name_of[id]) s->name_of[id] = out_names[k];
+    }
+    return 0;
 }
 
 static int keep_made(export_state_t *s, deft_node_t *node) {
@@ -222,7 +235,7 @@ static int inline_node(export_state_t *s, const deft_graph_t *sub, int i, deft_e
     deft_entry_t inputs[DEFT_OP_MAX_INPUTS];
     deft_node_t *copy;
     for (int k = 0; k < node->num_inputs; k++) inputs[k] = map[deft_graph_input_entry(sub, i, k)];
-    if (predict && drops_in_training_only(node)) {
+    if (predict && drops_in_training_only(s, node)) {
         for (int k = 0; k < node->num_outputs; k++) map[sub->row_ptr[i] + k] = inputs[0];
         return 0;
     }
@@ -260,8 +273,7 @@ static int inline_call(export_state_t *s, int id) {
     return status;
 }
 
-static int copy_graph(export_state_t *s, int nout, deft_ndarray_t *const *out,
-                      const char *const *out_names) {
+static int copy_graph(export_state_t *s) {
     const deft_graph_t *g = s->g;
     for (int i = 0; i < g->num_nodes; i++) {
         const deft_node_t *node = g->nodes[i];
@@ -270,9 +282,9 @@ static int copy_graph(export_state_t *s, int nout, deft_ndarray_t *const *out,
             continue;
         }
         bool call = node->op == s->cached_op && deft_subgraph_of_node(node);
-        int status = call               ? inline_call(s, i)
-                     : is_skipped(node) ? skip_dropout(s, i)
-                                        : copy_node(s, i, node_name(s, i, nout, out, out_names));
+        int status = call                  ? inline_call(s, i)
+                     : is_skipped(s, node) ? skip_dropout(s, i)
+                                           : copy_node(s, i, s->name_of ? s->name_of[i] : NULL);
         if (status) return -1;
     }
     for (int i = 0; i < s->nin; i++)
@@ -319,28 +331,16 @@ static bool plain_copy(const export_state_t *s) {
 
 /* What the recording knew of the symbol's values (symbol.h), when its graph
  * is the inputs' variables and a copy of each recorded node; else NULL (an
- * executor infers them). Out of memory is no error: it only costs inference. */
-static deft_symbol_types_t *recorded_types(const export_state_t *s) {
-    if (!plain_copy(s) || s->undescribed) return NULL;
-    const deft_graph_t *g = s->g;
-    int n = s->nin, entries = s->nin;
-    for (int i = 0; i < g->num_nodes; i++) /* a copy has its original's outputs (row_ptr) */
-        if (s->copies[i]) n++, entries += g->row_ptr[i + 1] - g->row_ptr[i];
-    deft_symbol_types_t *t = deft_symbol_types_new(n, entries);
-    if (!t) return NULL;
-    int j = 0, e = 0;
-    for (int i = 0; i < s->nin; i++, j++) {
-        t->nodes[j] = s->in_vars[i], t->first[j] = e;
-        t->desc[e++] = (deft_desc_t){s->in[i]->tensor.shape, s->in[i]->tensor.dtype};
+ * executor infers them). Out of memory is no error: it only costs inference.
+ * The inputs' are written here, the copies' by index_copy's pass over them. */
+static deft_symbol_types_t *new_types(const export_state_t *s) {
+    if (s->undescribed) return NULL;
+    deft_symbol_types_t *t =
+        deft_symbol_types_new(s->nin + s->num_copies, s->nin + s->copied_entries);
+    for (int i = 0; t && i < s->nin; i++) {
+        t->nodes[i] = s->in_vars[i], t->first[i] = i;
+        t->desc[i] = (deft_desc_t){s->in[i]->tensor.shape, s->in[i]->tensor.dtype};
     }
-    for (int i = 0; i < g->num_nodes; i++) {
-        if (!s->copies[i]) continue;
-        int nout = g->row_ptr[i + 1] - g->row_ptr[i];
-        t->nodes[j] = s->copies[i], t->first[j++] = e;
-        memcpy(&t->desc[e], s->desc_of[i], (size_t)nout * sizeof *t->desc);
-        e += nout;
-    }
-    t->first[j] = e;
     return t;
 }
 
@@ -351,17 +351,22 @@ static deft_symbol_types_t *recorded_types(const export_state_t *s) {
  * leaves, and those (ranked) go first. So the order is the variables by
  * rank, then the copies in the walk's order, and each recorded entry's id
  * in it follows from that. The index takes over the export's references to
- * the variables and copies (s->in_vars, s->copies emptied). NULL when out of
- * memory (an executor walks).
+ * the variables and copies (s->in_vars emptied, s->copies freed). NULL when out of
+ * memory (an executor walks). The same pass writes the copies' descriptions into
+ * *types (new_types), when there are types: dropped (NULL) if it cannot run.
  */
-static deft_graph_t *index_copy(export_state_t *s, const deft_symbol_t *sym) {
+static deft_graph_t *index_copy(export_state_t *s, const deft_symbol_t *sym,
+                                deft_symbol_types_t **types) {
     const deft_graph_t *g = s->g;
     int entries = deft_graph_num_entries(g), n = s->nin, inputs = g->in_ptr[g->num_nodes];
     int *now = malloc(((size_t)entries + (size_t)inputs + 2 * (size_t)g->num_nodes + 2) *
                       sizeof *now); /* per entry of g, its id in the copy's graph */
     deft_node_t **nodes = malloc(((size_t)s->nin + (size_t)g->num_nodes + 1) * sizeof *nodes);
+    deft_symbol_types_t *t = *types;
     if (!now || !nodes) {
         free(now), free(nodes);
+        deft_symbol_types_release(t);
+        *types = NULL;
         return NULL;
     }
     int *in_entry = now + entries, *id_of = in_entry + inputs, *out_ids = id_of + g->num_nodes;
@@ -373,16 +378,25 @@ static deft_graph_t *index_copy(export_state_t *s, const deft_symbol_t *sym) {
             now[g->row_ptr[i] + k] =
                 s->copies[i] ? e + k : input_of_entry(s, &(deft_entry_t){g->nodes[i], k});
         if (!s->copies[i]) continue;
+        int width = g->row_ptr[i + 1] - g->row_ptr[i]; /* the copy's outputs: its original's */
+        if (t) {
+            t->nodes[n] = s->copies[i], t->first[n] = e;
+            for (int k = 0; k < width; k++) t->desc[e + k] = s->desc_of[i][k];
+        }
         nodes[n++] = s->copies[i];
-        e += g->row_ptr[i + 1] - g->row_ptr[i]; /* the copy's outputs: its original's */
+        e += width;
         for (int x = g->in_ptr[i]; x < g->in_ptr[i + 1]; x++) in_entry[r++] = now[g->in_entry[x]];
     }
+    if (t) t->first[n] = e;
     for (int o = 0; o < sym->num_outputs; o++) out_ids[o] = id_of[g->output_ids[o]];
     deft_graph_t *index = NULL;
     if (deft_graph_from_order(n, nodes, in_entry, sym->num_outputs, sym->outputs, out_ids, &index))
         index = NULL;
     for (int i = 0; index && i < s->nin; i++) s->in_vars[i] = NULL;
-    for (int i = 0; index && i < g->num_nodes; i++) s->copies[i] = NULL;
+    if (index) { /* the copies are the index's now: none left to release, one by one */
+        free(s->copies);
+        s->copies = NULL;
+    }
     free(now), free(nodes);
     return index;
 }
@@ -404,7 +418,8 @@ static int export_locked(export_state_t *s, int nout, deft_ndarray_t *const *out
          !(s->stand = calloc((size_t)deft_graph_num_entries(s->g) + 1, sizeof *s->stand))))
         status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
     if (status == 0) status = make_input_vars(s);
-    if (status == 0) status = copy_graph(s, nout, out, out_names);
+    if (status == 0) status = name_copies(s, nout, out, out_names);
+    if (status == 0) status = copy_graph(s);
     for (int k = 0, root = 0; status == 0 && k < nout; k++) {
         int i = input_of_array(s->nin, s->in, out[k]);
         if (i >= 0) s->in_used[i] = true;
@@ -412,13 +427,14 @@ static int export_locked(export_state_t *s, int nout, deft_ndarray_t *const *out
             i >= 0 ? (deft_entry_t){s->in_vars[i], 0}
                    : substitute(s, &out[k]->entry, deft_graph_output_entry(s->g, root++), NULL, k);
         if (!entries[k].node ||
-            own_output(s, entries, k, i < 0 && is_skipped(out[k]->entry.node), out_names))
+            own_output(s, entries, k, i < 0 && is_skipped(s, out[k]->entry.node), out_names))
             status = -1;
     }
     if (status == 0) status = deft_symbol_from_entries(nout, entries, sym);
     if (status == 0 && plain_copy(s)) {
-        (*sym)->types = recorded_types(s);
-        atomic_store(&(*sym)->graph, index_copy(s, *sym));
+        deft_symbol_types_t *types = new_types(s);
+        atomic_store(&(*sym)->graph, index_copy(s, *sym, &types));
+        (*sym)->types = types;
     }
     free(heap);
     return status;
@@ -431,8 +447,12 @@ int deft_deferred_export(int nin, deft_ndarray_t *const *in, const char *const *
         return deft_error(DEFT_ERR_VALUE, "input_names is NULL, expected a name per input");
     if (check_names(nin, in_names, "input_names") || check_names(nout, out_names, "output_names"))
         return -1;
-    export_state_t s = {
-        .nin = nin, .in = in, .in_names = in_names, .cached_op = deft_registry_find("_CachedOp")};
+    const deft_op_entry_t *dropout = deft_registry_find("Dropout");
+    export_state_t s = {.nin = nin,
+                        .in = in,
+                        .in_names = in_names,
+                        .cached_op = deft_registry_find("_CachedOp"),
+                        .dropout = dropout ? dropout->op : NULL};
     s.in_vars = calloc((size_t)nin + 1, sizeof *s.in_vars);
     s.in_used = calloc((size_t)nin + 1, sizeof *s.in_used);
     if (!s.in_vars || !s.in_used) {
@@ -447,7 +467,8 @@ int deft_deferred_export(int nin, deft_ndarray_t *const *in, const char *const *
     for (int i = 0; i < s.num_made; i++) deft_node_release(s.made[i]);
     for (int i = 0; i < nin; i++) deft_node_release(s.in_vars[i]);
     deft_graph_free(s.g);
-    free(s.copies), free(s.desc_of), free(s.stand), free(s.made), free(s.in_vars), free(s.in_used);
+    free(s.copies), free(s.desc_of), free(s.name_of), free(s.stand), free(s.made), free(s.in_vars),
+        free(s.in_used);
     return status;
 }
 
