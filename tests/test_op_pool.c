@@ -394,6 +394,62 @@ START_TEST(test_pooling_rejects_bad_parameters) {
 }
 END_TEST
 
+/* _backward_Pooling_relu's kernel (deft_pool_cpu_backward with relu) gives
+ * the bits of _backward_Pooling's followed by relu's gradient at the data
+ * (relu's output: 1 where x > 0, x where x is NaN, else 0), on every kernel
+ * choice: 2x2/2 windows that tile the plane (the AVX-512 rows, which take
+ * relu's factor in their registers) and that leave a row and a column out
+ * (the tiles, then a pass of relu's gradient); max and average pooling. The
+ * data has zeros (windows of zeros pass -0 for a negative gradient), ties
+ * and NaNs; the gradient both signs. */
+static void check_pool_relu(int64_t h, int64_t w, int type) {
+    const int64_t planes = 6, oh = h / 2, ow = w / 2, nin = planes * h * w, nout = planes * oh * ow;
+    float *x = malloc(sizeof(float) * (size_t)nin), *y = malloc(sizeof(float) * (size_t)nout);
+    float *dy = malloc(sizeof(float) * (size_t)nout), *plain = malloc(sizeof(float) * (size_t)nin);
+    float *fused = malloc(sizeof(float) * (size_t)nin);
+    for (int64_t i = 0; i < nin; i++) /* relu's output: about half zeros, some ties, a few NaNs */
+        x[i] = i % 37 == 5                           ? NAN
+               : (float)((i * 7919) % 13) - 6.0f > 0 ? (float)((i * 7919) % 13 - 6)
+                                                     : 0.0f;
+    for (int64_t i = 0; i < nout; i++) dy[i] = (float)((i * 104729) % 11) - 5.0f;
+    deft_pool_grad_t j = {.g = {.planes = planes,
+                                .in = {1, h, w},
+                                .out = {1, oh, ow},
+                                .kernel = {1, 2, 2},
+                                .stride = {1, 2, 2},
+                                .type = type},
+                          .dtype = DEFT_DT_FLOAT32,
+                          .dy = dy,
+                          .x = x,
+                          .y = y};
+    for (int kernels = DEFT_POOL_AVX512; kernels >= DEFT_POOL_GENERAL; kernels--) {
+        deft_pool_kernels_set(kernels);
+        deft_pool_cpu_forward(&j.g, DEFT_DT_FLOAT32, x, y);
+        j.dx = plain, j.relu = false;
+        deft_pool_cpu_backward(&j);
+        j.dx = fused, j.relu = true;
+        deft_pool_cpu_backward(&j);
+        for (int64_t i = 0; i < nin; i++) {
+            const float want = plain[i] * (x[i] > 0 ? 1.0f : x[i] != x[i] ? x[i] : 0.0f);
+            ck_assert_msg(memcmp(&want, &fused[i], sizeof want) == 0,
+                          "%lldx%lld %s, kernels %d: dx[%lld] = %g, expected %g (x %g)",
+                          (long long)h, (long long)w, type == DEFT_POOL_MAX ? "max" : "avg",
+                          kernels, (long long)i, fused[i], want, x[i]);
+        }
+    }
+    deft_pool_kernels_set(DEFT_POOL_AVX512);
+    free(x), free(y), free(dy), free(plain), free(fused);
+}
+
+START_TEST(test_pooling_relu_gradient_is_relu_after_pooling) {
+    for (int type = DEFT_POOL_MAX; type <= DEFT_POOL_AVG; type++) {
+        check_pool_relu(24, 24, type); /* LeNet's first pooling */
+        check_pool_relu(8, 36, type);  /* rows past one vector */
+        check_pool_relu(7, 37, type);  /* odd: the last row and column in no window */
+    }
+}
+END_TEST
+
 static Suite *pool_suite(void) {
     Suite *suite = suite_create("pooling");
     TCase *tc = tcase_create("pool");
@@ -402,6 +458,7 @@ static Suite *pool_suite(void) {
     tcase_add_test(tc, test_pooling_float32_rows_match_reference);
     tcase_add_test(tc, test_pooling_float32_planes_match_reference);
     tcase_add_test(tc, test_max_pooling_skips_nan);
+    tcase_add_test(tc, test_pooling_relu_gradient_is_relu_after_pooling);
     tcase_add_test(tc, test_pooling_same_convention_and_global);
     tcase_add_test(tc, test_max_pooling_gradient_goes_to_the_first_maximum);
     tcase_add_test(tc, test_pooling_zero_size_batch);

@@ -355,7 +355,8 @@ CLONED_HELPER void unpool_2x2(const fast_job_t *j, const float *x, const float *
     int64_t width = g->in[2], ow_n = g->out[2];
 #if DEFT_POOL_X86
     if (j->rows_2x2)
-        deft_unpool2x2_plane_avx512(x, y, dy, dx, width, g->out[1], ow_n, j->max, j->scale_2x2);
+        deft_unpool2x2_plane_avx512(x, y, dy, dx, width, g->out[1], ow_n, j->max, j->scale_2x2,
+                                    false); /* relu's gradient: a pass after it */
 #endif
     for (int64_t oh = 0; oh < g->out[1]; oh++) {
         const float *x0 = x + 2 * oh * width, *x1 = x0 + width, *t = y + oh * ow_n;
@@ -426,15 +427,22 @@ CLONED_HELPER void relu_grad_planes(const fast_job_t *j, int64_t begin, int64_t 
         dx[i] *= x[i] > 0 ? 1.0f : x[i] != x[i] ? x[i] : 0.0f;
 }
 
-/* The pooling's gradient of planes [begin, end) (inlined into each clone of fast_unpool_planes). */
+/* Whether the AVX-512 rows take whole planes (and relu's gradient with them). */
+static bool unpool_rows(const fast_job_t *j) {
+    return DEFT_POOL_X86 && rows_span_planes(j) && !window_is_plane(j->g);
+}
+
+/* The pooling's gradient of planes [begin, end) (inlined into each clone of
+ * fast_unpool_planes); relu's too where unpool_rows. */
 CLONED_HELPER void unpool_planes(const fast_job_t *j, int64_t begin, int64_t end) {
     const deft_pool_geom_t *g = j->g;
     int64_t in_plane = plane_size(g, g->in), out_plane = plane_size(g, g->out);
 #if DEFT_POOL_X86
-    if (rows_span_planes(j) && !window_is_plane(g)) {
+    if (unpool_rows(j)) {
         deft_unpool2x2_plane_avx512(j->x + begin * in_plane, j->y + begin * out_plane,
                                     j->dy + begin * out_plane, j->out + begin * in_plane, g->in[2],
-                                    (end - begin) * g->out[1], g->out[2], j->max, j->scale_2x2);
+                                    (end - begin) * g->out[1], g->out[2], j->max, j->scale_2x2,
+                                    j->relu);
         return;
     }
 #endif
@@ -471,7 +479,7 @@ static int64_t relu_run(const deft_pool_geom_t *g) {
 
 DEFT_CLONES static void fast_unpool_planes(void *arg, int64_t begin, int64_t end) {
     const fast_job_t *j = arg;
-    if (!j->relu) {
+    if (!j->relu || unpool_rows(j)) {
         unpool_planes(j, begin, end);
         return;
     }

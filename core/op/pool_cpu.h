@@ -30,9 +30,11 @@ bool deft_pool_avx512(void);
 void deft_pool2x2_plane_avx512(const float *x, float *y, int64_t width, int64_t oh_n, int64_t ow_n,
                                bool max, float scale);
 /* Their gradient from y and dy into dx, each input of a window written once
- * (the inputs past the last window are not touched). */
+ * (the inputs past the last window are not touched); with relu, times relu's
+ * gradient at x (relu's output: _backward_Pooling_relu). */
 void deft_unpool2x2_plane_avx512(const float *x, const float *y, const float *dy, float *dx,
-                                 int64_t width, int64_t oh_n, int64_t ow_n, bool max, float scale);
+                                 int64_t width, int64_t oh_n, int64_t ow_n, bool max, float scale,
+                                 bool relu);
 /* Fold a row into n outputs of 3-wide, stride-2 windows: acc[o] with row[2o .. 2o + 2]. */
 void deft_pool3x2_fold_avx512(float *acc, const float *row, int64_t n, bool max);
 /* Max pooling's gradient over n interior outputs of 3-wide stride-2 windows: rows
