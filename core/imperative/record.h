@@ -15,10 +15,11 @@
  * input of every thread's graph, a lazy array may be read on another thread,
  * the engine's workers drop the last references of runs):
  *  - A recorded call (deft_record_use_inputs) takes no lock: its
- *    own node is private until its arrays are handed out, and on its inputs'
- *    records it only counts itself in `pending` (an atomic) and fills an
- *    empty `kept` slot (a compare-and-swap). Only giving a history-less input
- *    its variable takes the lock (two threads may try at once).
+ *    own node is private until its arrays are handed out, and on its inputs
+ *    it only counts itself in `pending` (with its reference, one atomic add
+ *    when its node is made) and fills an empty `kept` slot (a
+ *    compare-and-swap). Only giving a history-less input its variable takes
+ *    the lock (two threads may try at once).
  *  - Freeing an array or a node (deft_record_release_entry, the node's
  *    ext_free) takes no lock either: it clears `live`, drops its counts in
  *    `pending` and the values nobody needs any more (record.c says how a
