@@ -13,6 +13,7 @@
 #include "capi/src/api.h"
 #include "core/graph/symbol.h"
 #include "core/imperative/deferred_plan.h"
+#include "core/imperative/record.h"
 #include "op_helpers.h"
 #include "symbol_helpers.h"
 
@@ -1371,6 +1372,8 @@ START_TEST(freed_nodes_leave_their_parameter_set_counted_right) {
 }
 END_TEST
 
+static void add_count_tests(Suite *s); /* at the end of the file */
+
 Suite *deferred_suite(void) {
     Suite *s = suite_create("deferred");
     TCase *tc = tcase_create("three readings");
@@ -1423,9 +1426,52 @@ Suite *deferred_suite(void) {
     tcase_add_test(freeing, freed_consumer_drops_a_value_kept_for_it);
     tcase_add_test(freeing, freed_nodes_leave_their_parameter_set_counted_right);
     suite_add_tcase(s, freeing);
+    add_count_tests(s);
     return s;
 }
 
 int main(void) {
     return run_suite(deferred_suite());
+}
+
+/* ---- a node's counts: references and pending consumers in one word (node.h) ---- */
+
+static deft_node_t *node_of(DeftNDArrayHandle h) {
+    deft_ndarray_t *arr;
+    ck_assert_ok(api_ndarray(h, "h", &arr));
+    return arr->entry.node;
+}
+
+static void assert_counts(const deft_node_t *node, int refs, int pending) {
+    ck_assert_int_eq((int)deft_node_refs(node), refs);
+    ck_assert_int_eq(deft_record_pending(node), pending);
+}
+
+/* Each recorded consumer holds a reference to its input's node and counts there as pending until
+ * it is computed or freed; the input's own array holds a reference and counts as nothing. */
+START_TEST(recorded_consumers_count_in_their_input_until_computed_or_freed) {
+    DeftNDArrayHandle x = ramp(DEFT_FLOAT32, 1, SHAPE(4), 1);
+    set_deferred(1);
+    DeftNDArrayHandle a = call1("_plus_scalar", 1, &x, P("scalar", "1"));
+    DeftNDArrayHandle b = call1("_mul_scalar", 1, &a, P("scalar", "2"));
+    DeftNDArrayHandle c = call1("_mul_scalar", 1, &a, P("scalar", "3"));
+    set_deferred(0);
+    deft_node_t *xn = node_of(x), *an = node_of(a);
+    assert_counts(xn, 2, 1); /* x's array, a's node */
+    assert_counts(an, 3, 2); /* a's array; b's and c's nodes */
+    free_all(1, &a);
+    assert_counts(an, 2, 2);
+    ck_assert_ok(DeftNDArrayTriggerDeferredCompute(&b, 1)); /* computes a's node and b's */
+    assert_counts(xn, 2, 0);
+    assert_counts(an, 2, 1);
+    free_all(1, &c);
+    assert_counts(an, 1, 0);
+    free_all(1, &b), free_all(1, &x);
+}
+END_TEST
+
+static void add_count_tests(Suite *s) {
+    TCase *counts = tcase_create("counts");
+    tcase_add_test(counts, recorded_consumers_count_in_their_input_until_computed_or_freed);
+    suite_add_tcase(s, counts);
 }

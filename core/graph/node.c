@@ -6,7 +6,6 @@
 
 #include "core/base/error.h"
 #include "core/base/records.h"
-#include "core/base/refcount.h"
 
 static const char *const annotation_keys[] = {"ctx_group", "lr_mult", "wd_mult", "force_mirroring",
                                               NULL};
@@ -59,7 +58,7 @@ static deft_node_t *node_alloc(int num_inputs, int num_params, int num_attrs, si
     /* the inputs and the rest are written by whoever fills the node */
     memset(node, 0, sizeof *node);
     node->is_record = record;
-    atomic_init(&node->refcount, 1);
+    atomic_init(&node->counts, 1);
     char *base = (char *)node;
     node->params = num_params ? (deft_param_value_t *)(base + params_at) : NULL;
     node->attrs.keys = (char **)(base + ptrs_at);
@@ -162,9 +161,12 @@ static void share_set(deft_node_t *node, deft_param_set_t *set) {
     node->attrs = (deft_attrs_t){set->count, set->keys, set->vals, NULL};
 }
 
-/* A node made, its parameters set: what its operator holds, its outputs and inputs (retained). */
-static int finish_node(deft_node_t *node, int num_inputs, const deft_entry_t *inputs,
-                       deft_node_t **out) {
+/* A node made, its parameters set: what its operator holds, its outputs and inputs (retained,
+ * and with `pending` counted as a consumer too). Inlined: as a call, passing `pending` cost a
+ * recorded call 11 more instructions (callgrind). */
+static inline __attribute__((always_inline)) int finish_node(deft_node_t *node, int num_inputs,
+                                                             const deft_entry_t *inputs,
+                                                             bool pending, deft_node_t **out) {
     const deft_op_t *op = node->op->op;
     if (op->hold && !(node->held = op->hold(op, node->params))) {
         node_free(node);
@@ -172,9 +174,11 @@ static int finish_node(deft_node_t *node, int num_inputs, const deft_entry_t *in
     }
     node->num_outputs = deft_op_num_outputs(op, node->params, num_inputs);
     node->num_inputs = num_inputs;
+    node->pending_inputs = pending;
+    uint64_t add = pending ? 1 + DEFT_NODE_PENDING : 1;
     for (int i = 0; i < num_inputs; i++) {
         node->inputs[i] = inputs[i];
-        deft_node_retain(inputs[i].node);
+        atomic_fetch_add_explicit(&inputs[i].node->counts, add, memory_order_relaxed);
     }
     *out = node;
     return 0;
@@ -185,7 +189,7 @@ static int finish_node(deft_node_t *node, int num_inputs, const deft_entry_t *in
 static int new_op(const deft_op_entry_t *op, const deft_param_value_t *parsed,
                   deft_param_set_t *set, size_t ext_bytes, const char *name, int num_attrs,
                   const char *const *keys, const char *const *vals, int num_inputs,
-                  const deft_entry_t *inputs, deft_node_t **out) {
+                  const deft_entry_t *inputs, bool pending, deft_node_t **out) {
     if (num_inputs < op->op->min_inputs || num_inputs > op->op->max_inputs) {
         deft_param_set_release(set);
         return deft_op_input_count_error(op->op, num_inputs);
@@ -214,13 +218,13 @@ static int new_op(const deft_op_entry_t *op, const deft_param_value_t *parsed,
         node_free(node);
         return -1;
     }
-    return finish_node(node, num_inputs, inputs, out);
+    return finish_node(node, num_inputs, inputs, pending, out);
 }
 
 int deft_node_new_op(const deft_op_entry_t *op, const char *name, int num_attrs,
                      const char *const *keys, const char *const *vals, int num_inputs,
                      const deft_entry_t *inputs, deft_node_t **out) {
-    return new_op(op, NULL, NULL, 0, name, num_attrs, keys, vals, num_inputs, inputs, out);
+    return new_op(op, NULL, NULL, 0, name, num_attrs, keys, vals, num_inputs, inputs, false, out);
 }
 
 /*
@@ -232,7 +236,7 @@ int deft_node_new_op(const deft_op_entry_t *op, const char *name, int num_attrs,
  */
 static int new_shared_call(const deft_op_entry_t *op, deft_param_set_t *set,
                            const deft_param_value_t *params, size_t ext_bytes, int num_inputs,
-                           const deft_entry_t *inputs, deft_node_t **out) {
+                           const deft_entry_t *inputs, bool pending, deft_node_t **out) {
     if (num_inputs < op->op->min_inputs || num_inputs > op->op->max_inputs) {
         deft_param_set_release(set);
         return deft_op_input_count_error(op->op, num_inputs);
@@ -241,7 +245,8 @@ static int new_shared_call(const deft_op_entry_t *op, deft_param_set_t *set,
     size_t ext_at =
         (sizeof(deft_node_t) + (size_t)num_inputs * sizeof(deft_entry_t) + 15) & ~(size_t)15;
     if (ext_at + ext_bytes > DEFT_RECORD_SIZE)
-        return new_op(op, params, set, ext_bytes, NULL, 0, NULL, NULL, num_inputs, inputs, out);
+        return new_op(op, params, set, ext_bytes, NULL, 0, NULL, NULL, num_inputs, inputs, pending,
+                      out);
     deft_node_t *node = deft_record_alloc();
     if (!node) {
         deft_param_set_release(set);
@@ -250,7 +255,7 @@ static int new_shared_call(const deft_op_entry_t *op, deft_param_set_t *set,
     /* Field by field: a compound literal zeroes the whole node first with `rep stos`, whose
      * start-up cost was 3% of recording a call (perf). A new field must be set here. */
     _Static_assert(sizeof(void *) != 8 || sizeof(deft_node_t) == 136, "every field set");
-    atomic_init(&node->refcount, 1);
+    atomic_init(&node->counts, 1);
     node->op = op;
     node->name = node->input_role = NULL;
     node->attrs = (deft_attrs_t){0, NULL, NULL, NULL};
@@ -264,17 +269,18 @@ static int new_shared_call(const deft_op_entry_t *op, deft_param_set_t *set,
     node->held = NULL;
     node->free_next = NULL;
     if (set) share_set(node, set);
-    return finish_node(node, num_inputs, inputs, out); /* sets the counts */
+    return finish_node(node, num_inputs, inputs, pending, out); /* sets the input counts */
 }
 
 int deft_node_new_call(const deft_op_entry_t *op, const deft_param_value_t *params, int num_params,
                        const char *const *keys, const char *const *vals, int num_inputs,
-                       const deft_entry_t *inputs, size_t ext_bytes, deft_node_t **out) {
+                       const deft_entry_t *inputs, size_t ext_bytes, bool pending,
+                       deft_node_t **out) {
     deft_param_set_t *set = num_params ? deft_param_set_take(op, params) : NULL;
     if (set || (!num_params && params == op->defaults.v && !op->has_string_params))
-        return new_shared_call(op, set, params, ext_bytes, num_inputs, inputs, out);
+        return new_shared_call(op, set, params, ext_bytes, num_inputs, inputs, pending, out);
     return new_op(op, params, NULL, ext_bytes, NULL, num_params, keys, vals, num_inputs, inputs,
-                  out);
+                  pending, out);
 }
 
 int deft_node_copy_op(const deft_node_t *node, const char *name, const deft_entry_t *inputs,
@@ -282,7 +288,7 @@ int deft_node_copy_op(const deft_node_t *node, const char *name, const deft_entr
     deft_param_set_t *set = node->param_set ? deft_param_set_retain(node->param_set) : NULL;
     return new_op(node->op, node->params, set, 0, name, node->attrs.count,
                   (const char *const *)node->attrs.keys, (const char *const *)node->attrs.vals,
-                  node->num_inputs, inputs, out);
+                  node->num_inputs, inputs, false, out);
 }
 
 int deft_node_with_attr(const deft_node_t *node, const char *key, const char *value,
@@ -307,12 +313,30 @@ int deft_node_with_attr(const deft_node_t *node, const char *key, const char *va
 }
 
 deft_node_t *deft_node_retain(deft_node_t *node) {
-    atomic_fetch_add_explicit(&node->refcount, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&node->counts, 1, memory_order_relaxed);
     return node;
 }
 
+void deft_node_retain_many(deft_node_t *node, int n) {
+    atomic_fetch_add_explicit(&node->counts, (uint64_t)n, memory_order_relaxed);
+}
+
+/*
+ * Dropping a reference: true when it was the last. A locked instruction costs
+ * as much as the rest of a recorded call's bookkeeping of a node, and most
+ * nodes die with one owner: with one reference left, the caller's, nobody can
+ * take another or count a consumer (that takes a reference first), and the
+ * node goes without the atomic decrement (refcount.h does the same for other
+ * objects).
+ */
+static bool release_last(deft_node_t *node) {
+    if (deft_node_refs(node) == 1) return true;
+    uint64_t was = atomic_fetch_sub_explicit(&node->counts, 1, memory_order_acq_rel);
+    return (was & DEFT_NODE_REFS) == 1;
+}
+
 void deft_node_release(deft_node_t *node) {
-    if (!node || !deft_release_last(&node->refcount)) return;
+    if (!node || !release_last(node)) return;
     node->free_next = NULL;
     deft_node_t *dead = node;
     while (dead) {
@@ -323,7 +347,7 @@ void deft_node_release(deft_node_t *node) {
             deft_node_t *in = dead->inputs[i].node;
             /* Nodes are reached only through references (never weakly): an input held by its
              * dying consumer alone, as each node of a freed chain is, goes unlocked. */
-            if (deft_release_last(&in->refcount)) {
+            if (release_last(in)) {
                 in->free_next = next;
                 next = in;
             }

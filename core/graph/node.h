@@ -32,8 +32,17 @@ typedef struct deft_attrs {
     char *text; /* the strings */
 } deft_attrs_t;
 
+/* A node's counts word: its references (low half) and its pending consumers (high half). */
+#define DEFT_NODE_REFS    UINT64_C(0xffffffff)
+#define DEFT_NODE_PENDING (UINT64_C(1) << 32)
+
 struct deft_node {
-    atomic_int refcount;
+    /* Two counts in one word: the references to the node (low 32 bits) and, for a recorded
+     * node, its consumers that still need its values (high 32 bits, record.h). A recorded
+     * call takes its reference to an input and counts itself there with one locked add
+     * (deft_node_new_call): a locked instruction costs as much as a tenth of recording a
+     * call. */
+    _Atomic uint64_t counts;
     const deft_op_entry_t *op;   /* NULL: a variable */
     char *name;                  /* NULL until a graph names it (graph.h), then fixed */
     char *input_role;            /* variables made for a missing input: the input's name */
@@ -45,6 +54,8 @@ struct deft_node {
      * symbol (and one loaded from JSON) keeps its arguments in the order given. */
     int arg_rank;
     bool is_record; /* allocated as a record (core/base/records.h), not by malloc */
+    /* counted among each input's pending consumers when made (deft_node_new_call) */
+    bool pending_inputs;
     /* State that a layer above keeps per node (the imperative layer's record of
      * a recorded call), freed with the node; set once, before the node is shared. */
     void *ext;
@@ -95,11 +106,14 @@ int deft_node_new_op(const deft_op_entry_t *op, const char *name, int num_attrs,
  * (deft_param_set_take) instead of copying them. With ext_bytes, ext points
  * at that much room in the node's own allocation, not initialised, for the
  * layer above's state (one allocation per recorded call); ext stays NULL when
- * the room would not fit in a record.
+ * the room would not fit in a record. With `pending`, the node is also
+ * counted once among the pending consumers of each input (in the same add
+ * as its reference); whoever asks for that uncounts it.
  */
 int deft_node_new_call(const deft_op_entry_t *op, const deft_param_value_t *params, int num_params,
                        const char *const *keys, const char *const *vals, int num_inputs,
-                       const deft_entry_t *inputs, size_t ext_bytes, deft_node_t **out);
+                       const deft_entry_t *inputs, size_t ext_bytes, bool pending,
+                       deft_node_t **out);
 
 /* A copy of operator node `node` named `name` (NULL: unnamed) on other inputs
  * (as many as it has), its parameters copied as they are parsed, not parsed again
@@ -112,6 +126,13 @@ int deft_node_with_attr(const deft_node_t *node, const char *key, const char *va
                         deft_node_t **out);
 
 deft_node_t *deft_node_retain(deft_node_t *node);
+/* n more references at once (a node handed to several arrays). */
+void deft_node_retain_many(deft_node_t *node, int n);
+/* The references to a node now: 1 means the caller's is the only one (nobody else can take
+ * one), whatever else may change. */
+static inline uint32_t deft_node_refs(const deft_node_t *node) {
+    return (uint32_t)(atomic_load_explicit(&node->counts, memory_order_acquire) & DEFT_NODE_REFS);
+}
 /* Drop a reference; frees the node (and releases its inputs) at zero.
  * Iterative, so a long chain of nodes does not overflow the stack. ext_free
  * runs before the inputs are released, so it may still look at them. */

@@ -366,7 +366,7 @@ int deft_autograd_record(const deft_autograd_call_t *call, const deft_op_entry_t
     int status = deft_record_input_entries(nin, in, entries);
     if (status == 0)
         status = deft_node_new_call(entry, params, nparams, keys, vals, nin, entries,
-                                    deft_record_size(nin, nout), &node);
+                                    deft_record_size(nin, nout), false, &node);
     if (status == 0) status = deft_record_attach(node, device, out_desc);
     if (status == 0) {
         deft_record_t *rec = deft_record_of(node);

@@ -69,7 +69,7 @@ int deft_deferred_record(const deft_op_entry_t *entry, const deft_param_value_t 
     deft_node_t *node;
     if (deft_record_input_entries(nin, in, entries) ||
         deft_node_new_call(entry, params, nparams, keys, vals, nin, entries,
-                           deft_record_size(nin, nout), &node))
+                           deft_record_size(nin, nout), true, &node))
         return -1;
     if (deft_record_attach(node, device, out_desc) || deft_autograd_prepare_node(node) ||
         deft_record_use_inputs(node, in)) {
@@ -77,7 +77,7 @@ int deft_deferred_record(const deft_op_entry_t *entry, const deft_param_value_t 
         return -1;
     }
     /* The node's one reference goes to its last output, and each other output takes one. */
-    if (nout > 1) atomic_fetch_add_explicit(&node->refcount, nout - 1, memory_order_relaxed);
+    if (nout > 1) deft_node_retain_many(node, nout - 1);
     int k = 0;
     while (k < nout &&
            deft_ndarray_new_lazy(&out_desc[k], device, (deft_entry_t){node, k}, &out[k]) == 0)

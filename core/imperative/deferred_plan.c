@@ -50,7 +50,7 @@ static int outliving(void) {
             for (int k = 0; k < node->num_outputs; k++) why[first + k] = 0, live[first + k] = NULL;
             continue;
         }
-        unsigned char needed = atomic_load(&rec->pending) > c->consumers[i] ? DEFT_OUT_NEEDED : 0;
+        unsigned char needed = deft_record_pending(node) > c->consumers[i] ? DEFT_OUT_NEEDED : 0;
         for (int k = 0; k < node->num_outputs; k++) {
             /* Freed meanwhile on another thread: its last reference is gone (try_retain
              * fails), and the freeing waits for this walk before the memory goes (record.c). */

@@ -101,14 +101,15 @@ int deft_record_keep_alias(deft_record_t *rec, int k, deft_ndarray_t *arr) {
 /* Drop the kept values no consumer needs. A value whose array is alive
  * stays (it costs no memory: the array holds the same storage), so a
  * parameter used by call after call is not captured afresh each time. */
-static __attribute__((noinline)) void drop_kept_unneeded(deft_record_t *rec) {
+static __attribute__((noinline)) void drop_kept_unneeded(const deft_node_t *node) {
+    deft_record_t *rec = deft_record_of(node);
     for (int k = 0; k < rec->num_outputs; k++) {
-        if (atomic_load(&rec->pending) != 0) return;
+        if (deft_record_pending(node) != 0) return;
         deft_ndarray_t **slot = &rec->kept[k];
         deft_ndarray_t *v = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
         if (!v || v == DECIDING || __atomic_load_n(&rec->live[k], __ATOMIC_ACQUIRE)) continue;
         if ((v = __atomic_exchange_n(slot, DECIDING, __ATOMIC_SEQ_CST)) == DECIDING) continue;
-        bool needed = v && atomic_load(&rec->pending) != 0; /* a consumer came meanwhile */
+        bool needed = v && deft_record_pending(node) != 0; /* a consumer came meanwhile */
         __atomic_store_n(slot, needed ? v : NULL, __ATOMIC_RELEASE);
         if (!needed) deft_ndarray_release(v);
     }
@@ -117,11 +118,12 @@ static __attribute__((noinline)) void drop_kept_unneeded(deft_record_t *rec) {
 /* Usually a consumer still needs the values (an array of a recorded chain is freed while
  * the next call holds its node), or nothing is kept (a value a trigger's run made in its
  * arena): both are seen here, without a call. */
-static inline void drop_unneeded(deft_record_t *rec) {
-    if (atomic_load(&rec->pending) != 0) return;
+static inline void drop_unneeded(const deft_node_t *node) {
+    if (deft_record_pending(node) != 0) return;
+    deft_record_t *rec = deft_record_of(node);
     for (int k = 0; k < rec->num_outputs; k++)
         if (__atomic_load_n(&rec->kept[k], __ATOMIC_ACQUIRE)) {
-            drop_kept_unneeded(rec);
+            drop_kept_unneeded(node);
             return;
         }
 }
@@ -133,8 +135,8 @@ static void drop_kept(deft_record_t *rec) {
     }
 }
 
-static void unuse(deft_record_t *in) {
-    if (atomic_fetch_sub(&in->pending, 1) == 1) drop_unneeded(in);
+static void unuse(deft_node_t *in) {
+    if (atomic_fetch_sub(&in->counts, DEFT_NODE_PENDING) >> 32 == 1) drop_unneeded(in);
 }
 
 /* Uncount the consumer in its inputs' pending; `dying`: the consumer is being freed. */
@@ -143,14 +145,12 @@ static void drop_inputs(deft_node_t *consumer, bool dying) {
     if (!rec || !rec->holds_inputs) return;
     rec->holds_inputs = false;
     for (int i = 0; i < consumer->num_inputs; i++) {
-        const deft_node_t *node = consumer->inputs[i].node;
-        deft_record_t *in = deft_record_of(node);
+        deft_node_t *node = consumer->inputs[i].node;
         /* An input that a dying consumer holds alone goes with it (node.h): no array, walk
          * or other consumer reaches its record any more, and freeing it drops what it
          * keeps, so its count is left as it is (a locked decrement per node of a freed
          * chain saved). */
-        if (in && !(dying && atomic_load_explicit(&node->refcount, memory_order_acquire) == 1))
-            unuse(in);
+        if (deft_record_of(node) && !(dying && deft_node_refs(node) == 1)) unuse(node);
     }
 }
 
@@ -189,15 +189,19 @@ int deft_record_attach(deft_node_t *node, deft_device_t device, const deft_desc_
     if (node->ext_bytes < size) {
         allocation = size <= DEFT_RECORD_SIZE ? ALLOC_RECORD : ALLOC_MALLOC;
         rec = allocation == ALLOC_RECORD ? deft_record_alloc() : malloc(size);
-        if (!rec) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a recorded node");
+        if (!rec) {
+            for (int i = 0; node->pending_inputs && i < node->num_inputs; i++)
+                if (deft_record_of(node->inputs[i].node)) unuse(node->inputs[i].node);
+            return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a recorded node");
+        }
     }
     /* Each field written once, the descriptions and slots too (a compound literal zeroes the
      * header with `rep stos` first, whose start-up cost was 3% of recording a call, perf). A
      * new field must be set here. */
-    _Static_assert(sizeof(void *) != 8 || sizeof(deft_record_t) == 112, "every field set");
-    rec->computed = rec->requires_grad = rec->holds_inputs = false;
+    _Static_assert(sizeof(void *) != 8 || sizeof(deft_record_t) == 104, "every field set");
+    rec->computed = rec->requires_grad = false;
+    rec->holds_inputs = node->pending_inputs; /* freeing the node now uncounts it */
     rec->training = deft_op_training();
-    atomic_init(&rec->pending, 0);
     rec->device = device;
     rec->num_outputs = n;
     rec->grad_req = DEFT_GRAD_REQ_NULL;
@@ -287,17 +291,12 @@ int deft_record_use_inputs(deft_node_t *consumer, deft_ndarray_t *const *in) {
     uint64_t lazy = 0;
     for (int i = 0; i < consumer->num_inputs; i++) {
         const deft_entry_t *e = &consumer->inputs[i];
-        deft_record_t *rec = deft_record_of(e->node);
         bool is_lazy = deft_ndarray_is_lazy(in[i]);
         lazy |= (uint64_t)is_lazy << i;
-        /* Counted first, then the slot filled: the order a drop relies on (drop_unneeded). */
-        atomic_fetch_add(&rec->pending, 1);
-        if (!is_lazy && deft_record_keep_alias(rec, e->index, in[i])) {
-            for (int j = 0; j <= i; j++) unuse(deft_record_of(consumer->inputs[j].node));
-            return -1;
-        }
+        /* Counted when the node was made, then the slot filled: the order a drop relies on
+         * (drop_unneeded). */
+        if (!is_lazy && deft_record_keep_alias(deft_record_of(e->node), e->index, in[i])) return -1;
     }
-    deft_record_of(consumer)->holds_inputs = true; /* freeing the node now uncounts it */
     return lazy ? settle(consumer, in, lazy) : 0;
 }
 
@@ -310,7 +309,7 @@ void deft_record_set_entry(deft_ndarray_t *arr, deft_entry_t entry) {
     deft_ndarray_t *was = arr;
     if (rec && __atomic_compare_exchange_n(&rec->live[old.index], &was, NULL, false,
                                            __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-        drop_unneeded(rec);
+        drop_unneeded(old.node);
     deft_node_release(old.node);
 }
 
@@ -325,7 +324,7 @@ void deft_record_give_entry(deft_ndarray_t *arr, deft_entry_t entry) {
 static void release_variable(deft_node_t *node, deft_record_t *rec) {
     deft_record_lock();
     set_live(rec, 0, NULL);
-    drop_unneeded(rec);
+    drop_unneeded(node);
     deft_ndarray_t *grad = rec->grad;
     rec->grad = NULL, rec->grad_req = DEFT_GRAD_REQ_NULL;
     deft_node_release(node);
@@ -342,7 +341,7 @@ bool deft_record_forget_live(deft_ndarray_t *arr) {
     /* A walk that read the slot before it was cleared may still use the array: wait for it. */
     __atomic_store_n(&rec->live[k], NULL, __ATOMIC_SEQ_CST);
     wait_for_walk();
-    drop_unneeded(rec);
+    drop_unneeded(node);
     return true;
 }
 

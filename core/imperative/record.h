@@ -7,18 +7,19 @@
  * reaches a node frees the node and what it kept. A record's values follow
  * one rule: a node keeps its output values while some consumer that still
  * needs them (a recorded node not yet computed) exists. Each such consumer
- * counts once in `pending` of each of its inputs; when the count falls to
- * zero the values go.
+ * counts once in `pending` of each of its inputs (the high half of the
+ * node's counts word, node.h); when the count falls to zero the values go.
  *
  * Who touches a record, and how (recording and deferred compute are per
  * thread, but arrays, and with them nodes, are shared: a parameter is an
  * input of every thread's graph, a lazy array may be read on another thread,
  * the engine's workers drop the last references of runs):
  *  - A recorded call (deft_record_use_inputs) takes no lock: its
- *    own node is private until its arrays are handed out, and on its inputs'
- *    records it only counts itself in `pending` (an atomic) and fills an
- *    empty `kept` slot (a compare-and-swap). Only giving a history-less input
- *    its variable takes the lock (two threads may try at once).
+ *    own node is private until its arrays are handed out, and on its inputs
+ *    it only counts itself in `pending` (with its reference, one atomic add
+ *    when its node is made) and fills an empty `kept` slot (a
+ *    compare-and-swap). Only giving a history-less input its variable takes
+ *    the lock (two threads may try at once).
  *  - Freeing an array or a node (deft_record_release_entry, the node's
  *    ext_free) takes no lock either: it clears `live`, drops its counts in
  *    `pending` and the values nobody needs any more (record.c says how a
@@ -47,7 +48,6 @@ typedef struct deft_record {
     bool requires_grad; /* a marked variable, or recorded from one (autograd.h) */
     bool holds_inputs;  /* counted in its inputs' pending (until computed or freed) */
     bool training;      /* the caller's training flag when the call was recorded */
-    atomic_int pending; /* recorded consumers that still need its values */
     deft_device_t device;
     int num_outputs;
     deft_desc_t *desc;     /* per output: known when recorded */
@@ -78,6 +78,12 @@ static inline deft_record_t *deft_record_of(const deft_node_t *node) {
     return node->ext;
 }
 
+/* The recorded consumers that still need a node's values (sequentially consistent: a
+ * trigger's walk reads it before the node's `live` slots, record.c). */
+static inline int deft_record_pending(const deft_node_t *node) {
+    return (int)(atomic_load_explicit(&node->counts, memory_order_seq_cst) >> 32);
+}
+
 /* Bytes of a record: a recorded call makes its node with this much room for it. */
 static inline size_t deft_record_size(int num_inputs, int num_outputs) {
     int slots = 3 * num_outputs + num_inputs; /* live, kept, saved */
@@ -86,7 +92,8 @@ static inline size_t deft_record_size(int num_inputs, int num_outputs) {
 }
 
 /* Give a node (not yet shared) its record (in the room made with the node, if any): uncomputed,
- * outputs described by `desc`. */
+ * outputs described by `desc`, holding its inputs' pending counts if it was made counted in them
+ * (on failure they are uncounted). */
 int deft_record_attach(deft_node_t *node, deft_device_t device, const deft_desc_t *desc);
 
 /* A variable node with a record standing for an array made outside any
@@ -122,12 +129,10 @@ static inline int deft_record_input_entries(int nin, deft_ndarray_t *const *in,
     return 0;
 }
 
-/* A recorded call's node (its record attached, not shared yet) is counted in
- * the pending of each of its inputs' records, which keep the values of the
- * inputs that have one (in[i] is the array of input i); lazy inputs that a
- * trigger on another thread computed meanwhile keep theirs too. On failure
- * nothing is counted, unless it failed after counting: then the node's own
- * release uncounts it. Takes no lock. */
+/* A recorded call's node (made counted in its inputs' pending, deft_node_new_call; its record
+ * attached; not shared yet) has its inputs keep the values of those that have one (in[i] is
+ * the array of input i); lazy inputs that a trigger on another thread computed meanwhile keep
+ * theirs too. On failure the node's release uncounts it. Takes no lock. */
 int deft_record_use_inputs(deft_node_t *consumer, deft_ndarray_t *const *in);
 
 /* The value output k keeps (NULL: none), and keeping one (the reference is
