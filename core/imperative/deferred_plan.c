@@ -166,12 +166,13 @@ static deft_trigger_plan_t *plan_alloc(uint64_t hash, int nroots) {
     size_t n = (size_t)c->num_nodes + 1, e = (size_t)c->num_entries + 1,
            in = (size_t)c->num_inputs + 1;
     size_t head = (sizeof(deft_trigger_plan_t) + 15) & ~(size_t)15;
-    size_t bytes = head + (size_t)c->sig_len * sizeof(uint64_t) + 3 * n * sizeof(int) +
-                   2 * in * sizeof(int) + n * (sizeof(bool) + 2 * sizeof(char *)) +
-                   n * sizeof(uint64_t) + 2 * (size_t)nroots * sizeof(int) +
-                   e * (sizeof(deft_desc_t) + sizeof(bool) + sizeof(deft_device_t) +
-                        4 * sizeof(int) + 2 * sizeof(deft_plan_value_t) + 2) +
-                   16 * 24;
+    size_t bytes =
+        head + (size_t)c->sig_len * sizeof(uint64_t) + 3 * n * sizeof(int) + 2 * in * sizeof(int) +
+        n * (sizeof(bool) + 2 * sizeof(char *)) + n * sizeof(uint64_t) +
+        2 * (size_t)nroots * sizeof(int) +
+        e * (sizeof(deft_desc_t) + sizeof(deft_tensor_t) + sizeof(bool) + sizeof(deft_device_t) +
+             4 * sizeof(int) + 2 * sizeof(deft_plan_value_t) + 2) +
+        16 * 24;
     deft_trigger_plan_t *p = calloc(1, bytes);
     if (!p) return NULL;
     char *at = (char *)p + head;
@@ -194,6 +195,7 @@ static deft_trigger_plan_t *plan_alloc(uint64_t hash, int nroots) {
     p->types.known = deft_carve(&at, e, sizeof *p->types.known);
     p->devices = deft_carve(&at, e, sizeof *p->devices);
     p->arena = deft_carve(&at, e, sizeof *p->arena);
+    p->tensors = deft_carve(&at, e, sizeof *p->tensors);
     p->dest_of = deft_carve(&at, e, sizeof *p->dest_of);
     p->leaf_of = deft_carve(&at, e, sizeof *p->leaf_of);
     p->dest = deft_carve(&at, e, sizeof *p->dest);
@@ -306,6 +308,8 @@ static int place_values(deft_trigger_plan_t *p) {
             if (slot == p->num_slots) p->slot_device[p->num_slots++] = p->devices[e];
             p->arena_slot[p->num_arena] = (unsigned char)slot;
             p->arena[p->num_arena++] = e;
+            p->tensors[e] = (deft_tensor_t){d->shape, d->dtype, p->devices[e], NULL,
+                                            (size_t)p->memory.offset[e]};
         }
     }
     p->own_bytes += (size_t)p->num_slots * p->memory.arena_bytes;

@@ -57,6 +57,7 @@ typedef struct deft_trigger_plan {
     deft_memory_plan_t memory;
     deft_device_t *devices; /* per entry: where a non-leaf value lives */
     int num_arena, *arena;  /* entries in the arena */
+    deft_tensor_t *tensors; /* per arena entry: its tensor, but its storage (NULL) */
     int num_slots;          /* devices with an arena */
     deft_device_t slot_device[DEFT_DEVICE_SLOTS];
     unsigned char *arena_slot; /* per arena entry: its device's index in slot_device */
