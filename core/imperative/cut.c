@@ -288,10 +288,10 @@ HOT bool outputs_agree(const deft_cut_shape_t *s, int first, int nout, const def
 /* Its outputs outlive a run for the reasons of its own the shape gives (deft_cut_outlives). */
 HOT bool outlives_agree(const deft_cut_shape_t *s, int i, int first, int nout,
                         const deft_record_t *rec) {
+    unsigned char needed = deft_cut_needed(rec, s->consumers[i]);
     for (int k = 0; k < nout; k++) {
         const deft_ndarray_t *live = __atomic_load_n(&rec->live[k], __ATOMIC_SEQ_CST);
-        if (deft_cut_outlives(rec, s->consumers[i], k, live) != s->outlives[first + k])
-            return false;
+        if (deft_cut_outlives(rec, needed, k, live) != s->outlives[first + k]) return false;
     }
     return true;
 }
@@ -336,7 +336,9 @@ HOT bool claim(deft_node_t **nodes, uint64_t mark, int i, deft_node_t *node) {
 
 /* From the last node to the first (consumers before producers): each node claimed by a root
  * or a consumer agrees, and claims its inputs. */
-static bool follow(const deft_cut_shape_t *s, deft_node_t **nodes, uint64_t mark) {
+static bool follow(const deft_cut_shape_t *shape, deft_node_t **nodes, uint64_t mark) {
+    /* A copy the stores below cannot alias: its tables stay in registers. */
+    const deft_cut_shape_t copy = *shape, *s = &copy;
     const int *in_ptr = s->in_ptr, *in_node = s->in_node, *in_entry = s->in_entry;
     const int *row_ptr = s->row_ptr;
     for (int i = s->num_nodes - 1; i >= 0; i--) {

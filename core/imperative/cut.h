@@ -57,14 +57,18 @@ enum {
 };
 
 /* Why output k of a non-leaf node of a trigger's cut outlives the run, as its own record says:
- * `live` its live lazy array (or NULL), `consumers` the input slots of the cut that read it
- * (more pending consumers are outside), and its own gradient saving it. A consumer that saves it
- * adds DEFT_OUT_SAVED (deft_cut_shape_t's save_in). */
-static inline unsigned char deft_cut_outlives(const deft_record_t *rec, int consumers, int k,
+ * `live` its live lazy array (or NULL), `needed` deft_cut_needed's, and its own gradient saving
+ * it. A consumer that saves it adds DEFT_OUT_SAVED (deft_cut_shape_t's save_in). */
+static inline unsigned char deft_cut_outlives(const deft_record_t *rec, unsigned char needed, int k,
                                               const deft_ndarray_t *live) {
-    return (unsigned char)((atomic_load(&rec->pending) > consumers ? DEFT_OUT_NEEDED : 0) |
-                           (live ? DEFT_OUT_LIVE : 0) |
+    return (unsigned char)(needed | (live ? DEFT_OUT_LIVE : 0) |
                            (rec->save_out >> k & 1 ? DEFT_OUT_SAVED : 0));
+}
+
+/* DEFT_OUT_NEEDED if recorded consumers outside the cut need the node's values: more are pending
+ * than the `consumers` input slots of the cut that read them; else 0. */
+static inline unsigned char deft_cut_needed(const deft_record_t *rec, int consumers) {
+    return atomic_load(&rec->pending) > consumers ? DEFT_OUT_NEEDED : 0;
 }
 
 /* How a word joins a signature's hash: a rotate-xor of independent products, cheap,

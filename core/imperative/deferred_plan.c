@@ -62,10 +62,11 @@ static int outliving(void) {
                 why[first + k] = own[first + k] = 0, live[first + k] = NULL;
             continue;
         }
+        unsigned char needed = deft_cut_needed(rec, c->consumers[i]);
         for (int k = 0; k < node->num_outputs; k++) {
             deft_ndarray_t *arr = retain_live(rec, k);
             live[first + k] = arr;
-            own[first + k] = why[first + k] = deft_cut_outlives(rec, c->consumers[i], k, arr);
+            own[first + k] = why[first + k] = deft_cut_outlives(rec, needed, k, arr);
         }
         for (int k = 0; rec->save_in && k < node->num_inputs; k++)
             if (rec->save_in >> k & 1) why[c->in_entry[c->in_ptr[i] + k]] |= DEFT_OUT_SAVED;
