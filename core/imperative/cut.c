@@ -307,11 +307,11 @@ static bool leaf_agrees(const deft_cut_shape_t *s, int first, int nout, const de
 
 /* Node `node` stands for node i of the shape (as a walk would number it): its record agrees with
  * the words the signature holds for i. */
-HOT bool node_agrees(const deft_cut_shape_t *s, int i, const deft_node_t *node,
-                     const deft_record_t *rec) {
+HOT bool node_agrees(const deft_cut_shape_t *s, deft_cut_kind_t kind, int i,
+                     const deft_node_t *node, const deft_record_t *rec) {
     int first = s->row_ptr[i], nout = s->row_ptr[i + 1] - first;
     if (s->leaf[i]) return leaf_agrees(s, first, nout, node, rec);
-    bool gradient = s->kind == DEFT_CUT_NEEDS_GRADIENT;
+    bool gradient = kind == DEFT_CUT_NEEDS_GRADIENT;
     if ((gradient ? !rec->requires_grad : rec->computed) || node->op != s->ops[i] ||
         node->num_inputs != s->in_ptr[i + 1] - s->in_ptr[i] || rec->save_in != s->save_in[i] ||
         !outputs_agree(s, first, nout, node, rec) ||
@@ -336,14 +336,15 @@ HOT bool claim(deft_node_t **nodes, uint64_t mark, int i, deft_node_t *node) {
 
 /* From the last node to the first (consumers before producers): each node claimed by a root
  * or a consumer agrees, and claims its inputs. */
-static bool follow(const deft_cut_shape_t *shape, deft_node_t **nodes, uint64_t mark) {
+HOT bool follow_kind(const deft_cut_shape_t *shape, deft_cut_kind_t kind, deft_node_t **nodes,
+                     uint64_t mark) {
     /* A copy the stores below cannot alias: its tables stay in registers. */
     const deft_cut_shape_t copy = *shape, *s = &copy;
     const int *in_ptr = s->in_ptr, *in_node = s->in_node, *in_entry = s->in_entry;
     const int *row_ptr = s->row_ptr;
     for (int i = s->num_nodes - 1; i >= 0; i--) {
         const deft_node_t *node = nodes[i];
-        if (!node || !node_agrees(s, i, node, deft_record_of(node))) return false;
+        if (!node || !node_agrees(s, kind, i, node, deft_record_of(node))) return false;
         if (s->leaf[i]) continue;
         const deft_entry_t *inputs = node->inputs;
         for (int r = in_ptr[i], end = in_ptr[i + 1]; r < end; r++, inputs++) {
@@ -354,6 +355,12 @@ static bool follow(const deft_cut_shape_t *shape, deft_node_t **nodes, uint64_t 
         }
     }
     return true;
+}
+
+/* One loop a kind, its checks known (the trigger's is the hot one). */
+static bool follow(const deft_cut_shape_t *s, deft_node_t **nodes, uint64_t mark) {
+    return s->kind == DEFT_CUT_UNCOMPUTED ? follow_kind(s, DEFT_CUT_UNCOMPUTED, nodes, mark)
+                                          : follow_kind(s, DEFT_CUT_NEEDS_GRADIENT, nodes, mark);
 }
 
 bool deft_cut_match(const deft_cut_shape_t *s, int n, const deft_entry_t *roots, deft_cut_t **out) {
