@@ -1373,6 +1373,52 @@ START_TEST(freed_nodes_leave_their_parameter_set_counted_right) {
 END_TEST
 
 static void add_count_tests(Suite *s); /* at the end of the file */
+/* ---- a node's unwanted outputs (trig3) ---- */
+
+/* Two data-and-weight gradients in a row: the first's data gradient is read by nobody (the run
+ * lets its kernel skip it), the second's by a live array. The second's kernel must not inherit
+ * the first's mask: its data gradient equals the one computed eagerly. */
+static void two_conv_gradients(int deferred, int free_first, DeftNDArrayHandle *dx,
+                               DeftNDArrayHandle *dw) {
+    const int64_t xs[4] = {1, 1, 3, 3}, ws[4] = {1, 1, 2, 2};
+    const double xv[9] = {1, -2, 3, 0.5, 4, -1, 2, 1, -3}, wv[4] = {0.5, -1, 2, 1.5},
+                 dyv[4] = {1, 2, -1, 0.25};
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 4, xs, xv), w = make(DEFT_FLOAT32, 4, ws, wv),
+                      dy = make(DEFT_FLOAT32, 4, ws, dyv);
+    const char *params[] = {"kernel", "(2,2)", "num_filter", "1", "no_bias", "true", NULL};
+    set_deferred(deferred);
+    DeftNDArrayHandle a[2] = {NULL, NULL}, b[2] = {NULL, NULL};
+    int na = 2, nb = 2;
+    ck_assert_ok(call("_backward_Convolution", 3, (DeftNDArrayHandle[]){dy, x, w}, &na, a, params));
+    if (free_first) {
+        ck_assert_ok(DeftNDArrayFree(a[0]));
+        a[0] = NULL;
+    }
+    ck_assert_ok(
+        call("_backward_Convolution", 3, (DeftNDArrayHandle[]){a[1], x, w}, &nb, b, params));
+    set_deferred(0);
+    ck_assert_ok(DeftNDArrayWaitToRead(b[0]));
+    *dx = b[0], *dw = b[1];
+    DeftNDArrayHandle rest[5] = {a[0], a[1], x, w, dy};
+    for (int i = 0; i < 5; i++) ck_assert_ok(DeftNDArrayFree(rest[i]));
+}
+
+START_TEST(unwanted_output_mask_stays_with_its_node) {
+    DeftNDArrayHandle want_dx, want_dw, dx, dw;
+    two_conv_gradients(0, 0, &want_dx, &want_dw);
+    int64_t n;
+    double *want = read_all(want_dx, &n);
+    for (int round = 0; round < 2; round++) { /* a new plan, then a matched one */
+        two_conv_gradients(1, 1, &dx, &dw);
+        assert_values(dx, n, want, 1e-6);
+        ck_assert_ok(DeftNDArrayFree(dx));
+        ck_assert_ok(DeftNDArrayFree(dw));
+    }
+    free(want);
+    ck_assert_ok(DeftNDArrayFree(want_dx));
+    ck_assert_ok(DeftNDArrayFree(want_dw));
+}
+END_TEST
 
 Suite *deferred_suite(void) {
     Suite *s = suite_create("deferred");
@@ -1427,6 +1473,9 @@ Suite *deferred_suite(void) {
     tcase_add_test(freeing, freed_nodes_leave_their_parameter_set_counted_right);
     suite_add_tcase(s, freeing);
     add_count_tests(s);
+    TCase *unwanted = tcase_create("unwanted outputs");
+    tcase_add_test(unwanted, unwanted_output_mask_stays_with_its_node);
+    suite_add_tcase(s, unwanted);
     return s;
 }
 

@@ -59,9 +59,12 @@ static inline __attribute__((always_inline)) int run_node(const deft_graph_t *g,
     bool on_cpu = node->num_outputs == 0 || out->device.type != DEFT_DEV_GPU;
     if (!on_cpu || !op->forward || deft_profiling(DEFT_PROF_SYMBOLIC))
         return run_node_slow(g, i, in, out, mask);
-    deft_op_set_unwanted(mask);
+    /* Between kernels no output is unwanted (deft_graph_run clears it, a kernel running a graph
+     * of its own may have set it): the common node, all wanted, saves two calls (6% of the
+     * 100-node chain's run, callgrind). */
+    if (mask) deft_op_set_unwanted(mask);
     int status = op->forward(op, node->params, nin, in, node->num_outputs, out);
-    deft_op_set_unwanted(0);
+    if (mask) deft_op_set_unwanted(0);
     return status ? kernel_failed() : 0;
 }
 
@@ -180,6 +183,7 @@ static int graph_forward_branches(const deft_graph_t *g, deft_tensor_t *t, deft_
 int deft_graph_run(const deft_graph_t *g, deft_tensor_t *t, bool training, deft_branches_t *b) {
     bool was_training;
     deft_op_set_training(training, &was_training);
+    deft_op_set_unwanted(0); /* run_node's start: a run inside a kernel finds its node's mask */
     deft_parallel_hot_begin();
     bool timing = b && !deft_profiling(DEFT_PROF_SYMBOLIC) && deft_branches_run_begin(b);
     int status = timing || (b && deft_branches_any(b)) ? graph_forward_branches(g, t, b, timing)

@@ -12,9 +12,16 @@ typedef struct frame {
     int k; /* the next input to visit */
 } frame_t;
 
-/* The walk's tables, grown as needed and kept between walks (under the record lock). */
+/* The walk's tables, grown as needed and kept between walks (under the record lock); a walked
+ * cut's tables are these. */
 static uint64_t epoch; /* marks the records the current walk has reached */
 static deft_cut_t cut;
+static struct {
+    deft_node_t **nodes;
+    bool *leaf;
+    int *row_ptr, *in_ptr, *in_entry, *consumers, *attr_at;
+    uint64_t *sig;
+} w;
 static frame_t *frames;
 static int cap_nodes, cap_inputs, cap_sig;
 
@@ -38,10 +45,10 @@ static int oom(void) {
 static int reserve_nodes(int need) {
     if (need + 1 <= cap_nodes) return 0;
     int cap = next_cap(cap_nodes, need + 1);
-    if (resize(&cut.nodes, cap, sizeof *cut.nodes) || resize(&frames, cap, sizeof *frames) ||
-        resize(&cut.leaf, cap, sizeof *cut.leaf) || resize(&cut.row_ptr, cap, sizeof(int)) ||
-        resize(&cut.in_ptr, cap, sizeof(int)) || resize(&cut.consumers, cap, sizeof(int)) ||
-        resize(&cut.attr_at, cap, sizeof(int)))
+    if (resize(&w.nodes, cap, sizeof *w.nodes) || resize(&frames, cap, sizeof *frames) ||
+        resize(&w.leaf, cap, sizeof *w.leaf) || resize(&w.row_ptr, cap, sizeof(int)) ||
+        resize(&w.in_ptr, cap, sizeof(int)) || resize(&w.consumers, cap, sizeof(int)) ||
+        resize(&w.attr_at, cap, sizeof(int)))
         return oom();
     cap_nodes = cap;
     return 0;
@@ -57,21 +64,22 @@ static int reserve(void *table, int *cap, int need, size_t size) {
 }
 
 static int reserve_inputs(int need) {
-    return reserve(&cut.in_entry, &cap_inputs, need, sizeof *cut.in_entry);
+    return reserve(&w.in_entry, &cap_inputs, need, sizeof *w.in_entry);
 }
 
 static int reserve_sig(int need) {
-    return reserve(&cut.sig, &cap_sig, need, sizeof *cut.sig);
+    return reserve(&w.sig, &cap_sig, need, sizeof *w.sig);
 }
 
-static inline void put(uint64_t w) {
-    cut.sig[cut.sig_len++] = w;
-    cut.hash = deft_cut_mix(cut.hash, w);
+static inline void put(uint64_t word) {
+    w.sig[cut.sig_len++] = word;
+    cut.hash = deft_cut_mix(cut.hash, word);
 }
 
 int deft_cut_sign(deft_cut_t *c, int n, const uint64_t *words) {
     (void)c;
     if (reserve_sig(cut.sig_len + n)) return -1;
+    cut.sig = w.sig;
     for (int i = 0; i < n; i++) put(words[i]);
     return 0;
 }
@@ -94,9 +102,9 @@ static int sign_string(const char *text) {
     size_t len = strlen(text);
     if (reserve_sig(cut.sig_len + (int)(len / 8) + 2)) return -1;
     for (size_t at = 0; at < len; at += 8) {
-        uint64_t w = 0;
-        memcpy(&w, text + at, len - at < 8 ? len - at : 8);
-        put(w);
+        uint64_t word = 0;
+        memcpy(&word, text + at, len - at < 8 ? len - at : 8);
+        put(word);
     }
     put(len);
     return 0;
@@ -116,9 +124,9 @@ typedef struct signer {
     uint64_t *at, hash;
 } signer_t;
 
-static inline void sign_word(signer_t *s, uint64_t w) {
-    *s->at++ = w;
-    s->hash = deft_cut_mix(s->hash, w);
+static inline void sign_word(signer_t *s, uint64_t word) {
+    *s->at++ = word;
+    s->hash = deft_cut_mix(s->hash, word);
 }
 
 static inline void sign_outputs(signer_t *s, const deft_node_t *node, const deft_record_t *rec) {
@@ -136,14 +144,14 @@ static int finish(deft_node_t *node, deft_record_t *rec, bool leaf) {
         return -1;
     int id = cut.num_nodes++, first = cut.num_entries;
     rec->walk_id = id;
-    cut.attr_at[id] = -1;
-    cut.nodes[id] = node;
-    cut.leaf[id] = leaf;
-    cut.row_ptr[id] = first;
-    cut.in_ptr[id] = cut.num_inputs;
-    cut.consumers[id] = 0;
+    w.attr_at[id] = -1;
+    w.nodes[id] = node;
+    w.leaf[id] = leaf;
+    w.row_ptr[id] = first;
+    w.in_ptr[id] = cut.num_inputs;
+    w.consumers[id] = 0;
     cut.num_entries = first + node->num_outputs;
-    signer_t s = {cut.sig + cut.sig_len, cut.hash};
+    signer_t s = {w.sig + cut.sig_len, cut.hash};
     uint64_t where = (uint64_t)rec->device.type << 32 | (uint64_t)rec->device.id << 40;
     if (leaf) {
         sign_word(&s, (uint64_t)node->num_outputs << 1 | 1);
@@ -151,21 +159,21 @@ static int finish(deft_node_t *node, deft_record_t *rec, bool leaf) {
     } else {
         sign_word(&s, (uint64_t)(uintptr_t)node->op);
         sign_word(&s, (uint64_t)node->num_inputs | (uint64_t)node->num_outputs << 16 | where);
-        int *row_ptr = cut.row_ptr, *consumers = cut.consumers;
+        int *row_ptr = w.row_ptr, *consumers = w.consumers;
         for (int k = 0; k < node->num_inputs; k++) {
             int src = deft_record_of(node->inputs[k].node)->walk_id;
             int e = row_ptr[src] + node->inputs[k].index;
-            cut.in_entry[cut.num_inputs + k] = e; /* indexed: the list is NULL until an input */
+            w.in_entry[cut.num_inputs + k] = e; /* indexed: the list is NULL until an input */
             consumers[src]++;
             sign_word(&s, (uint64_t)e << 1 | (rec->save_in >> k & 1));
         }
         cut.num_inputs += node->num_inputs;
         sign_outputs(&s, node, rec);
     }
-    cut.sig_len = (int)(s.at - cut.sig);
+    cut.sig_len = (int)(s.at - w.sig);
     cut.hash = s.hash;
     if (leaf || cut.kind != DEFT_CUT_NEEDS_GRADIENT) return 0;
-    cut.attr_at[id] = cut.sig_len;
+    w.attr_at[id] = cut.sig_len;
     return sign_attrs(node);
 }
 
@@ -209,8 +217,11 @@ int deft_cut_walk(deft_cut_kind_t kind, int n, const deft_entry_t *roots, deft_c
     if (reserve_nodes(1)) return -1;
     for (int i = 0; i < n; i++)
         if (walk_from(roots[i].node)) return -1;
-    cut.row_ptr[cut.num_nodes] = cut.num_entries;
-    cut.in_ptr[cut.num_nodes] = cut.num_inputs;
+    w.row_ptr[cut.num_nodes] = cut.num_entries;
+    w.in_ptr[cut.num_nodes] = cut.num_inputs;
+    cut.nodes = w.nodes, cut.leaf = w.leaf, cut.row_ptr = w.row_ptr, cut.in_ptr = w.in_ptr;
+    cut.in_entry = w.in_entry, cut.consumers = w.consumers, cut.attr_at = w.attr_at;
+    cut.sig = w.sig;
     *out = &cut;
     return 0;
 }
@@ -233,34 +244,40 @@ void deft_cut_fill_shape(const deft_cut_t *c, int nroots, const deft_entry_t *ro
     }
 }
 
-static bool same_desc(const deft_desc_t *a, const deft_desc_t *b) {
+static inline __attribute__((always_inline)) bool same_desc(const deft_desc_t *a,
+                                                            const deft_desc_t *b) {
     if (a->dtype != b->dtype || a->shape.ndim != b->shape.ndim) return false;
     for (int j = 0; j < a->shape.ndim; j++)
         if (a->shape.dims[j] != b->shape.dims[j]) return false;
     return true;
 }
 
-/* The words after `w` if they are text's as sign_string wrote them, else NULL. Those words
+/* The words after `at` if they are text's as sign_string wrote them, else NULL. Those words
  * hold the bytes in order, zero-padded, then the length: equal lengths and bytes suffice. */
-static const uint64_t *string_agrees(const char *text, const uint64_t *w, const uint64_t *end) {
+static const uint64_t *string_agrees(const char *text, const uint64_t *at, const uint64_t *end) {
     size_t len = strlen(text), words = (len + 7) / 8;
-    if ((size_t)(end - w) <= words || w[words] != len || memcmp(w, text, len)) return NULL;
-    return w + words + 1;
+    if ((size_t)(end - at) <= words || at[words] != len || memcmp(at, text, len)) return NULL;
+    return at + words + 1;
 }
 
-/* The node's parameters are the ones signed at w (sign_attrs), before end. */
-static bool attrs_agree(const deft_node_t *node, const uint64_t *w, const uint64_t *end) {
-    if (w >= end || *w++ != (uint64_t)node->attrs.count) return false;
-    for (int a = 0; w && a < node->attrs.count; a++) {
-        w = string_agrees(node->attrs.keys[a], w, end);
-        w = w ? string_agrees(node->attrs.vals[a], w, end) : NULL;
+/* The node's parameters are the ones signed at `at` (sign_attrs), before end. */
+static bool attrs_agree(const deft_node_t *node, const uint64_t *at, const uint64_t *end) {
+    if (at >= end || *at++ != (uint64_t)node->attrs.count) return false;
+    for (int a = 0; at && a < node->attrs.count; a++) {
+        at = string_agrees(node->attrs.keys[a], at, end);
+        at = at ? string_agrees(node->attrs.vals[a], at, end) : NULL;
     }
-    return w != NULL;
+    return at != NULL;
 }
+
+/* The match runs these for every node: inlined, the loop keeps the shape's tables in registers
+ * (called, each call saved and restored six of them: 190 instructions a node of bench_graph's
+ * chain, against 100). */
+#define HOT static inline __attribute__((always_inline))
 
 /* Its outputs have the shape's recorded descs, and it the shape's device. */
-static bool outputs_agree(const deft_cut_shape_t *s, int first, int nout, const deft_node_t *node,
-                          const deft_record_t *rec) {
+HOT bool outputs_agree(const deft_cut_shape_t *s, int first, int nout, const deft_node_t *node,
+                       const deft_record_t *rec) {
     if (node->num_outputs != nout || !deft_device_equal(rec->device, s->devices[first]))
         return false;
     for (int k = 0; k < nout; k++)
@@ -268,75 +285,109 @@ static bool outputs_agree(const deft_cut_shape_t *s, int first, int nout, const 
     return true;
 }
 
+/* Its outputs outlive a run for the reasons of its own the shape gives (deft_cut_outlives). */
+HOT bool outlives_agree(const deft_cut_shape_t *s, int i, int first, int nout,
+                        const deft_node_t *node, const deft_record_t *rec) {
+    unsigned char needed = deft_cut_needed(node, s->consumers[i]);
+    for (int k = 0; k < nout; k++) {
+        const deft_ndarray_t *live = __atomic_load_n(&rec->live[k], __ATOMIC_SEQ_CST);
+        if (deft_cut_outlives(rec, needed, k, live) != s->outlives[first + k]) return false;
+    }
+    return true;
+}
+
+/* Leaf i of the shape: a value that exists, for a trigger; for a backward, one that needs no
+ * gradient, of the signed desc and device. */
+static bool leaf_agrees(const deft_cut_shape_t *s, int first, int nout, const deft_node_t *node,
+                        const deft_record_t *rec) {
+    if (s->kind == DEFT_CUT_NEEDS_GRADIENT)
+        return !rec->requires_grad && outputs_agree(s, first, nout, node, rec);
+    return rec->computed && node->num_outputs == nout;
+}
+
 /* Node `node` stands for node i of the shape (as a walk would number it): its record agrees with
  * the words the signature holds for i. */
-static bool node_agrees(const deft_cut_shape_t *s, int i, const deft_node_t *node,
-                        const deft_record_t *rec) {
+HOT bool node_agrees(const deft_cut_shape_t *s, deft_cut_kind_t kind, int i,
+                     const deft_node_t *node, const deft_record_t *rec) {
     int first = s->row_ptr[i], nout = s->row_ptr[i + 1] - first;
-    bool gradient = s->kind == DEFT_CUT_NEEDS_GRADIENT;
-    if (s->leaf[i])
-        return gradient ? !rec->requires_grad && outputs_agree(s, first, nout, node, rec)
-                        : rec->computed && node->num_outputs == nout;
+    if (s->leaf[i]) return leaf_agrees(s, first, nout, node, rec);
+    bool gradient = kind == DEFT_CUT_NEEDS_GRADIENT;
     if ((gradient ? !rec->requires_grad : rec->computed) || node->op != s->ops[i] ||
         node->num_inputs != s->in_ptr[i + 1] - s->in_ptr[i] || rec->save_in != s->save_in[i] ||
-        !outputs_agree(s, first, nout, node, rec))
+        !outputs_agree(s, first, nout, node, rec) ||
+        (s->outlives && !outlives_agree(s, i, first, nout, node, rec)))
         return false;
     return !gradient || attrs_agree(node, s->words + s->attr_at[i], s->words + s->num_words);
 }
 
 /* Node `node` is the one node i of the shape stands for: the first to claim i marks the node
- * (a node claimed for another i, or i claimed by another node, is a different graph). */
-static bool claim(int i, const deft_node_t *node) {
+ * (a node claimed for another i, or i claimed by another node, is a different graph). The
+ * epoch and table come as arguments: as globals, every store here would make the caller reload
+ * them. */
+HOT bool claim(deft_node_t **nodes, uint64_t mark, int i, deft_node_t *node) {
     deft_record_t *rec = deft_record_of(node);
     if (!rec) return false;
-    if (rec->walk == epoch) return rec->walk_id == i && cut.nodes[i] == node;
-    if (cut.nodes[i]) return false;
-    rec->walk = epoch, rec->walk_id = i;
-    cut.nodes[i] = (deft_node_t *)node;
+    if (rec->walk == mark) return rec->walk_id == i && nodes[i] == node;
+    if (nodes[i]) return false;
+    rec->walk = mark, rec->walk_id = i;
+    nodes[i] = node;
     return true;
 }
 
 /* From the last node to the first (consumers before producers): each node claimed by a root
  * or a consumer agrees, and claims its inputs. */
-static bool follow(const deft_cut_shape_t *s) {
+HOT bool follow_kind(const deft_cut_shape_t *shape, deft_cut_kind_t kind, deft_node_t **nodes,
+                     uint64_t mark) {
+    /* A copy the stores below cannot alias: its tables stay in registers. */
+    const deft_cut_shape_t copy = *shape, *s = &copy;
+    const int *in_ptr = s->in_ptr, *in_node = s->in_node, *in_entry = s->in_entry;
+    const int *row_ptr = s->row_ptr;
     for (int i = s->num_nodes - 1; i >= 0; i--) {
-        const deft_node_t *node = cut.nodes[i];
-        if (!node || !node_agrees(s, i, node, deft_record_of(node))) return false;
-        for (int k = 0, r = s->in_ptr[i]; !s->leaf[i] && k < node->num_inputs; k++, r++) {
-            int src = s->in_node[r];
-            if (node->inputs[k].index != s->in_entry[r] - s->row_ptr[src] ||
-                !claim(src, node->inputs[k].node))
+        const deft_node_t *node = nodes[i];
+        if (!node || !node_agrees(s, kind, i, node, deft_record_of(node))) return false;
+        if (s->leaf[i]) continue;
+        const deft_entry_t *inputs = node->inputs;
+        for (int r = in_ptr[i], end = in_ptr[i + 1]; r < end; r++, inputs++) {
+            int src = in_node[r];
+            if (inputs->index != in_entry[r] - row_ptr[src] ||
+                !claim(nodes, mark, src, inputs->node))
                 return false;
         }
     }
     return true;
 }
 
-static void copy_tables(const deft_cut_shape_t *s) {
-    int n = s->num_nodes;
-    for (int i = 0; i < n; i++) cut.leaf[i] = s->leaf[i];
-    memcpy(cut.row_ptr, s->row_ptr, (size_t)(n + 1) * sizeof(int));
-    memcpy(cut.in_ptr, s->in_ptr, (size_t)(n + 1) * sizeof(int));
-    memcpy(cut.consumers, s->consumers, (size_t)n * sizeof(int));
-    memcpy(cut.in_entry, s->in_entry, (size_t)s->num_inputs * sizeof(int));
-    cut.num_nodes = n, cut.num_entries = s->num_entries, cut.num_inputs = s->num_inputs;
+/* One loop a kind, its checks known (the trigger's is the hot one). */
+static bool follow(const deft_cut_shape_t *s, deft_node_t **nodes, uint64_t mark) {
+    return s->kind == DEFT_CUT_UNCOMPUTED ? follow_kind(s, DEFT_CUT_UNCOMPUTED, nodes, mark)
+                                          : follow_kind(s, DEFT_CUT_NEEDS_GRADIENT, nodes, mark);
 }
 
 bool deft_cut_match(const deft_cut_shape_t *s, int n, const deft_entry_t *roots, deft_cut_t **out) {
     /* out of memory: the walk will say so */
-    if (n != s->num_roots || reserve_nodes(s->num_nodes) || reserve_inputs(s->num_inputs))
-        return false;
-    epoch++;
-    cut.kind = s->kind;
-    cut.sig_len = 0, cut.hash = 0;
-    memset(cut.nodes, 0, (size_t)s->num_nodes * sizeof *cut.nodes);
+    if (n != s->num_roots || reserve_nodes(s->num_nodes)) return false;
+    uint64_t mark = ++epoch;
+    deft_node_t **nodes = w.nodes;
+    memset(nodes, 0, (size_t)s->num_nodes * sizeof *nodes);
     for (int r = 0; r < n; r++) {
         int src = s->root_node[r];
-        if (roots[r].index != s->roots[r] - s->row_ptr[src] || !claim(src, roots[r].node))
+        if (roots[r].index != s->roots[r] - s->row_ptr[src] ||
+            !claim(nodes, mark, src, roots[r].node))
             return false;
     }
-    if (!follow(s)) return false;
-    copy_tables(s);
+    if (!follow(s, nodes, mark)) return false;
+    cut = (deft_cut_t){.kind = s->kind,
+                       .num_nodes = s->num_nodes,
+                       .num_entries = s->num_entries,
+                       .num_inputs = s->num_inputs,
+                       .nodes = nodes,
+                       .leaf = s->leaf,
+                       .row_ptr = s->row_ptr,
+                       .in_ptr = s->in_ptr,
+                       .in_entry = s->in_entry,
+                       .consumers = s->consumers,
+                       .attr_at = s->attr_at,
+                       .sig = w.sig};
     *out = &cut;
     return true;
 }

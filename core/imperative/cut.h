@@ -30,21 +30,46 @@
 #define DEFT_CORE_CUT_H
 
 #include "core/graph/node.h"
+#include "core/imperative/record.h"
 
 typedef enum { DEFT_CUT_UNCOMPUTED, DEFT_CUT_NEEDS_GRADIENT } deft_cut_kind_t;
 
+/* A cut's tables are read-only for its users (a matched cut's are its shape's). */
 typedef struct deft_cut {
     deft_cut_kind_t kind;
     int num_nodes, num_entries, num_inputs;
-    deft_node_t **nodes;       /* post-order; not retained */
-    bool *leaf;                /* per node */
-    int *row_ptr, *in_ptr;     /* per node (+1): first entry, first input slot */
-    int *in_entry, *consumers; /* per input slot: its entry; per node: input slots reading it */
-    int *attr_at;              /* per node needing a gradient: where its parameters start in sig */
+    deft_node_t **nodes;         /* post-order; not retained */
+    const bool *leaf;            /* per node */
+    const int *row_ptr, *in_ptr; /* per node (+1): first entry, first input slot */
+    const int *in_entry,
+        *consumers;     /* per input slot: its entry; per node: input slots reading it */
+    const int *attr_at; /* per node needing a gradient: where its parameters start in sig */
     int sig_len;
-    uint64_t *sig;
+    const uint64_t *sig;
     uint64_t hash;
 } deft_cut_t;
+
+/* Per output entry of a trigger's cut: why its value outlives the run. */
+enum {
+    DEFT_OUT_LIVE = 1,   /* a live lazy array gets it */
+    DEFT_OUT_NEEDED = 2, /* recorded consumers outside the run still need it */
+    DEFT_OUT_SAVED = 4,  /* a node keeps it for backward */
+};
+
+/* Why output k of a non-leaf node of a trigger's cut outlives the run, as its own record says:
+ * `live` its live lazy array (or NULL), `needed` deft_cut_needed's, and its own gradient saving
+ * it. A consumer that saves it adds DEFT_OUT_SAVED (deft_cut_shape_t's save_in). */
+static inline unsigned char deft_cut_outlives(const deft_record_t *rec, unsigned char needed, int k,
+                                              const deft_ndarray_t *live) {
+    return (unsigned char)(needed | (live ? DEFT_OUT_LIVE : 0) |
+                           (rec->save_out >> k & 1 ? DEFT_OUT_SAVED : 0));
+}
+
+/* DEFT_OUT_NEEDED if recorded consumers outside the cut need the node's values: more are pending
+ * than the `consumers` input slots of the cut that read them; else 0. */
+static inline unsigned char deft_cut_needed(const deft_node_t *node, int consumers) {
+    return deft_record_pending(node) > consumers ? DEFT_OUT_NEEDED : 0;
+}
 
 /* How a word joins a signature's hash: a rotate-xor of independent products, cheap,
  * and collisions only cost a comparison. */
@@ -57,7 +82,9 @@ static inline uint64_t deft_cut_mix(uint64_t h, uint64_t w) {
  * slot the node of its entry; per entry its desc and device; the roots' entries and their
  * nodes. A cut of nodes needing a gradient also signs its nodes' parameters: per node the
  * offset in `words` (its signature, num_words long) where they start (attr_at; NULL for the
- * other kind). */
+ * other kind). A trigger's may also ask, per entry of a non-leaf node, that its value outlive
+ * the run for the same reasons of its own (outlives: deft_cut_outlives with the live array
+ * read, not retained; NULL: not asked). */
 typedef struct deft_cut_shape {
     deft_cut_kind_t kind;
     int num_nodes, num_entries, num_inputs, num_roots;
@@ -68,6 +95,7 @@ typedef struct deft_cut_shape {
     const deft_desc_t *desc;
     const deft_device_t *devices;
     const int *attr_at;
+    const unsigned char *outlives;
     int num_words;
     const uint64_t *words;
 } deft_cut_shape_t;
@@ -83,9 +111,10 @@ void deft_cut_fill_shape(const deft_cut_t *c, int nroots, const deft_entry_t *ro
                          int *root_entry, int *root_node);
 
 /* Whether the nodes behind roots[0..n) form a cut of shape s: a walk of s's kind would give
- * the signature s was made from. If so *out is that cut, without a signature (its marks and
- * ids set as by a walk); if not, or on any doubt (a node without a record), false and nothing
- * else: walk it. */
+ * the signature s was made from (and its values outlive a run as s->outlives says). If so *out
+ * is that cut, without a signature (its marks and ids set as by a walk, its tables s's, valid
+ * while s is); if not, or on any doubt (a node without a record), false and nothing else: walk
+ * it. */
 bool deft_cut_match(const deft_cut_shape_t *s, int n, const deft_entry_t *roots, deft_cut_t **out);
 
 /* Add words to the signature. */

@@ -8,8 +8,9 @@
 #include "core/imperative/cut.h"
 #include "core/imperative/record.h"
 
-/* Per entry of the last walk (under the record lock): why it outlives the run, its live array. */
-static unsigned char *why;
+/* Per entry of the last walk (under the record lock): why it outlives the run, and why as its own
+ * record says (deft_cut_outlives), its live array. */
+static unsigned char *why, *own;
 static deft_ndarray_t **live;  /* retained for the run */
 static deft_ndarray_t **taken; /* per destination of the plan: the live arrays handed out */
 static int cap_entries;
@@ -25,13 +26,23 @@ static int reserve_entries(int need) {
     while (cap < need) cap *= 2;
     unsigned char *w = realloc(why, (size_t)cap);
     if (w) why = w;
-    deft_ndarray_t **l = w ? realloc(live, (size_t)cap * sizeof *l) : NULL;
+    unsigned char *o = w ? realloc(own, (size_t)cap) : NULL;
+    if (o) own = o;
+    deft_ndarray_t **l = o ? realloc(live, (size_t)cap * sizeof *l) : NULL;
     if (l) live = l;
     deft_ndarray_t **t = l ? realloc(taken, (size_t)cap * sizeof *t) : NULL;
     if (!t) return oom();
     taken = t;
     cap_entries = cap;
     return 0;
+}
+
+/* Output k's live lazy array, retained, or NULL. Freed meanwhile on another thread: its last
+ * reference is gone (try_retain fails), and the freeing waits for this walk before the memory
+ * goes (record.c). */
+static deft_ndarray_t *retain_live(const deft_record_t *rec, int k) {
+    deft_ndarray_t *arr = __atomic_load_n(&rec->live[k], __ATOMIC_SEQ_CST);
+    return arr ? deft_ndarray_try_retain(arr) : NULL;
 }
 
 static void drop_live(void) {
@@ -47,18 +58,15 @@ static int outliving(void) {
         const deft_record_t *rec = deft_record_of(node);
         int first = c->row_ptr[i];
         if (c->leaf[i]) {
-            for (int k = 0; k < node->num_outputs; k++) why[first + k] = 0, live[first + k] = NULL;
+            for (int k = 0; k < node->num_outputs; k++)
+                why[first + k] = own[first + k] = 0, live[first + k] = NULL;
             continue;
         }
-        unsigned char needed = deft_record_pending(node) > c->consumers[i] ? DEFT_OUT_NEEDED : 0;
+        unsigned char needed = deft_cut_needed(node, c->consumers[i]);
         for (int k = 0; k < node->num_outputs; k++) {
-            /* Freed meanwhile on another thread: its last reference is gone (try_retain
-             * fails), and the freeing waits for this walk before the memory goes (record.c). */
-            deft_ndarray_t *arr = __atomic_load_n(&rec->live[k], __ATOMIC_SEQ_CST);
-            arr = arr ? deft_ndarray_try_retain(arr) : NULL;
+            deft_ndarray_t *arr = retain_live(rec, k);
             live[first + k] = arr;
-            why[first + k] = (unsigned char)(needed | (arr ? DEFT_OUT_LIVE : 0) |
-                                             (rec->save_out >> k & 1 ? DEFT_OUT_SAVED : 0));
+            own[first + k] = why[first + k] = deft_cut_outlives(rec, needed, k, arr);
         }
         for (int k = 0; rec->save_in && k < node->num_inputs; k++)
             if (rec->save_in >> k & 1) why[c->in_entry[c->in_ptr[i] + k]] |= DEFT_OUT_SAVED;
@@ -159,12 +167,13 @@ static deft_trigger_plan_t *plan_alloc(uint64_t hash, int nroots) {
     size_t n = (size_t)c->num_nodes + 1, e = (size_t)c->num_entries + 1,
            in = (size_t)c->num_inputs + 1;
     size_t head = (sizeof(deft_trigger_plan_t) + 15) & ~(size_t)15;
-    size_t bytes = head + (size_t)c->sig_len * sizeof(uint64_t) + 3 * n * sizeof(int) +
-                   2 * in * sizeof(int) + n * (sizeof(bool) + 2 * sizeof(char *)) +
-                   n * sizeof(uint64_t) + 2 * (size_t)nroots * sizeof(int) +
-                   e * (sizeof(deft_desc_t) + sizeof(bool) + sizeof(deft_device_t) +
-                        4 * sizeof(int) + 2 * sizeof(deft_plan_value_t) + 2) +
-                   16 * 24;
+    size_t bytes =
+        head + (size_t)c->sig_len * sizeof(uint64_t) + 3 * n * sizeof(int) + 2 * in * sizeof(int) +
+        n * (sizeof(bool) + 2 * sizeof(char *)) + n * sizeof(uint64_t) +
+        2 * (size_t)nroots * sizeof(int) +
+        e * (sizeof(deft_desc_t) + sizeof(deft_tensor_t) + sizeof(bool) + sizeof(deft_device_t) +
+             4 * sizeof(int) + 2 * sizeof(deft_plan_value_t) + 2) +
+        16 * 24;
     deft_trigger_plan_t *p = calloc(1, bytes);
     if (!p) return NULL;
     char *at = (char *)p + head;
@@ -187,13 +196,14 @@ static deft_trigger_plan_t *plan_alloc(uint64_t hash, int nroots) {
     p->types.known = deft_carve(&at, e, sizeof *p->types.known);
     p->devices = deft_carve(&at, e, sizeof *p->devices);
     p->arena = deft_carve(&at, e, sizeof *p->arena);
+    p->tensors = deft_carve(&at, e, sizeof *p->tensors);
     p->dest_of = deft_carve(&at, e, sizeof *p->dest_of);
     p->leaf_of = deft_carve(&at, e, sizeof *p->leaf_of);
     p->dest = deft_carve(&at, e, sizeof *p->dest);
     p->leaf = deft_carve(&at, e, sizeof *p->leaf);
     p->arena_slot = deft_carve(&at, e, sizeof *p->arena_slot);
-    p->why = deft_carve(&at, e, sizeof *p->why);
     deft_cut_shape_t *s = &p->shape;
+    s->outlives = deft_carve(&at, e, sizeof *s->outlives);
     s->ops = deft_carve(&at, n, sizeof *s->ops);
     s->save_in = deft_carve(&at, n, sizeof *s->save_in);
     s->consumers = deft_carve(&at, n, sizeof *s->consumers);
@@ -204,7 +214,8 @@ static deft_trigger_plan_t *plan_alloc(uint64_t hash, int nroots) {
 }
 
 /* The cut's shape, for matching later graphs against it (cut.h): the tables the plan has, the
- * walk's per-node words, the roots, and why each entry outlives the run. */
+ * walk's per-node words, the roots, and why each entry outlives the run by its own record (why it
+ * does by its consumers' records follows from their saved inputs, which the match compares). */
 static void keep_shape(deft_trigger_plan_t *p, int nroots, const deft_entry_t *roots) {
     deft_cut_shape_t *s = &p->shape;
     const deft_graph_t *g = &p->graph;
@@ -224,11 +235,12 @@ static void keep_shape(deft_trigger_plan_t *p, int nroots, const deft_entry_t *r
                             .ops = s->ops,
                             .save_in = s->save_in,
                             .desc = p->types.desc,
-                            .devices = p->devices};
+                            .devices = p->devices,
+                            .outlives = s->outlives};
     memcpy((int *)s->consumers, c->consumers, (size_t)c->num_nodes * sizeof(int));
     deft_cut_fill_shape(c, nroots, roots, (const deft_op_entry_t **)s->ops, (uint64_t *)s->save_in,
                         (int *)s->in_node, (int *)s->roots, (int *)s->root_node);
-    memcpy(p->why, why, (size_t)c->num_entries);
+    memcpy((unsigned char *)s->outlives, own, (size_t)c->num_entries);
 }
 
 /* Per node: the names of errors (its operator's), leaves, and what the types say. */
@@ -297,6 +309,8 @@ static int place_values(deft_trigger_plan_t *p) {
             if (slot == p->num_slots) p->slot_device[p->num_slots++] = p->devices[e];
             p->arena_slot[p->num_arena] = (unsigned char)slot;
             p->arena[p->num_arena++] = e;
+            p->tensors[e] = (deft_tensor_t){d->shape, d->dtype, p->devices[e], NULL,
+                                            (size_t)p->memory.offset[e]};
         }
     }
     p->own_bytes += (size_t)p->num_slots * p->memory.arena_bytes;
@@ -339,19 +353,31 @@ static int plan_make(uint64_t hash, int nroots, const deft_entry_t *roots,
 /* How many of the most recently used plans a trigger matches before it walks. */
 enum { MATCH_TRIES = 4 };
 
+/* The live arrays of plan p's values outside the arena, retained into `taken` (the matched cut
+ * c said which exist): false, none retained, when one was freed meanwhile. */
+static bool take_live(const deft_trigger_plan_t *p) {
+    for (int d = 0; d < p->num_dest; d++) {
+        const deft_plan_value_t *v = &p->dest[d];
+        taken[d] = v->why & DEFT_OUT_LIVE ? retain_live(deft_record_of(c->nodes[v->node]), v->index)
+                                          : NULL;
+        if (!taken[d] && v->why & DEFT_OUT_LIVE) {
+            while (d > 0) deft_ndarray_release(taken[--d]);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* The first of the most recently used plans whose shape the graph behind the roots has, with
- * the same values outliving the run (the cut, why and live set; moved to the front), or NULL. */
+ * the same values outliving the run (the cut, and `taken` its live arrays; moved to the front),
+ * or NULL. */
 static deft_trigger_plan_t *match_recent(int n, const deft_entry_t *roots) {
     int tries = 0;
     for (deft_trigger_plan_t **at = &cache; *at && tries < MATCH_TRIES;
          at = &(*at)->next, tries++) {
         deft_trigger_plan_t *p = *at;
         if (!deft_cut_match(&p->shape, n, roots, &c)) continue;
-        if (outliving()) return NULL; /* out of memory: the walk will say so */
-        if (memcmp(why, p->why, (size_t)c->num_entries)) {
-            drop_live();
-            continue;
-        }
+        if (reserve_entries(p->num_dest) || !take_live(p)) return NULL; /* the walk will see */
         *at = p->next;
         p->next = cache;
         cache = p;
@@ -392,8 +418,8 @@ int deft_trigger_plan_get(int n, const deft_entry_t *roots, deft_trigger_cut_t *
     } else {
         int status = walk_and_plan(n, roots, &p);
         if (status) return status;
+        for (int d = 0; d < p->num_dest; d++) taken[d] = live[p->dest[d].entry];
     }
-    for (int d = 0; d < p->num_dest; d++) taken[d] = live[p->dest[d].entry];
     cut->num_nodes = c->num_nodes;
     cut->nodes = c->nodes;
     cut->live = taken;

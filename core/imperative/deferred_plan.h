@@ -32,14 +32,7 @@
 #include "core/imperative/cut.h"
 #include "core/imperative/ndarray.h"
 
-/* Per output entry of a cut's non-leaf node: why its value outlives the run. */
-enum {
-    DEFT_OUT_LIVE = 1,   /* a live lazy array gets it */
-    DEFT_OUT_NEEDED = 2, /* recorded consumers outside the run still need it */
-    DEFT_OUT_SAVED = 4,  /* a node keeps it for backward */
-};
-
-/* A value the run stores outside the arena (why: DEFT_OUT_*), or a leaf's
+/* A value the run stores outside the arena (why: DEFT_OUT_*, cut.h), or a leaf's
  * value it reads (why 0): entry e, output `index` of node `node`. */
 typedef struct deft_plan_value {
     int entry, node, index;
@@ -64,6 +57,7 @@ typedef struct deft_trigger_plan {
     deft_memory_plan_t memory;
     deft_device_t *devices; /* per entry: where a non-leaf value lives */
     int num_arena, *arena;  /* entries in the arena */
+    deft_tensor_t *tensors; /* per arena entry: its tensor, but its storage (NULL) */
     int num_slots;          /* devices with an arena */
     deft_device_t slot_device[DEFT_DEVICE_SLOTS];
     unsigned char *arena_slot; /* per arena entry: its device's index in slot_device */
@@ -81,7 +75,6 @@ typedef struct deft_trigger_plan {
      * one-off graph freed its nodes, 76 instructions a node of a 100-node chain). */
     _Atomic(void *) spare_run;
     deft_cut_shape_t shape;         /* what a graph must be to use it without a walk */
-    unsigned char *why;             /* per entry: why it outlives the run (DEFT_OUT_*) */
     struct deft_trigger_plan *next; /* the cache's list, most recently used first */
 } deft_trigger_plan_t;
 
