@@ -145,6 +145,34 @@ START_TEST(test_plan_takes_a_larger_free_block_when_that_is_smaller) {
 }
 END_TEST
 
+/* An output nobody reads is freed once its node has run: the next value takes its block.
+ * split's second half goes unread; exp(first half) cannot be in place (the first half is
+ * read again), so it needs a block of 128 bytes, the second half's. */
+START_TEST(test_plan_frees_outputs_nobody_reads) {
+    DeftSymbolHandle x = var("x");
+    DeftSymbolHandle parts = apply("split", "sp", 1, &x, P("num_outputs", "2", "axis", "0"));
+    DeftSymbolHandle first;
+    ck_assert_ok(DeftSymbolGetOutput(parts, 0, &first));
+    DeftSymbolHandle e = apply("exp", "e", 1, &first, NO_PARAMS);
+    DeftSymbolHandle y = apply("elemwise_add", "y", 2, (DeftSymbolHandle[]){e, first}, NO_PARAMS);
+    DeftCachedOpHandle op;
+    ck_assert_ok(DeftCachedOpCreate(y, 0, &op));
+    double values[64], want[32];
+    for (int i = 0; i < 64; i++) values[i] = (i - 30) / 16.0;
+    for (int i = 0; i < 32; i++) want[i] = exp(values[i]) + values[i];
+    DeftNDArrayHandle in = make(DEFT_FLOAT32, 1, SHAPE(64), values);
+    DeftNDArrayHandle out = run1(op, 1, &in);
+    assert_values(out, 32, want, 1e-6);
+    int64_t arena;
+    ck_assert_ok(DeftCachedOpGetPlanStat(op, DEFT_PLAN_ARENA_BYTES, &arena));
+    ck_assert_int_eq(arena, 2 * 32 * 4); /* the halves; exp's value in the second's block */
+    free_all(2, (DeftNDArrayHandle[]){in, out});
+    ck_assert_ok(DeftCachedOpFree(op));
+    DeftSymbolHandle all[] = {x, parts, first, e, y};
+    for (int i = 0; i < 5; i++) ck_assert_ok(DeftSymbolFree(all[i]));
+}
+END_TEST
+
 START_TEST(test_new_shapes_new_plan_and_errors) {
     DeftSymbolHandle x = var("x"), w = var("w");
     DeftSymbolHandle d = apply("dot", "d", 2, (DeftSymbolHandle[]){x, w}, NO_PARAMS);
@@ -806,6 +834,7 @@ static Suite *executor_suite(void) {
     tcase_add_test(tc, test_in_place_respects_later_readers);
     tcase_add_test(tc, test_new_shapes_new_plan_and_errors);
     tcase_add_test(tc, test_plan_takes_a_larger_free_block_when_that_is_smaller);
+    tcase_add_test(tc, test_plan_frees_outputs_nobody_reads);
     tcase_add_test(tc, test_mlp_training_graph_plan);
     tcase_add_test(tc, test_forward_backward_mode);
     tcase_add_test(tc, test_plan_memory_pass);
