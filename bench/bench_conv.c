@@ -1,5 +1,6 @@
 /*
- * Convolution benchmark: a ResNet layer, 3x3 with padding 1, 64 -> 64
+ * Convolution benchmark (`bench_conv lenet`: the few-channel layers, below).
+ * By default a ResNet layer, 3x3 with padding 1, 64 -> 64
  * channels on 56x56, batch 32, float32, through the C API (imperative
  * invoke): the forward, and the forward plus _backward_Convolution (data,
  * weight and bias gradients). The reference, timed in the same rounds, is
@@ -21,6 +22,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,7 @@
 #include "bench_util.h"
 
 enum { BATCH = 32, CHANNELS = 64, FILTERS = 64, SIZE = 56, K = 3, MAX_ROUNDS = 64 };
+enum { LENET_MAX_ROUNDS = 2000 };
 
 /* Issue 25's figures at 1 and 2 threads (GFLOP/s): the best peer (MXNet,
  * oneDNN) forward and forward+backward, and OpenBLAS's im2col GEMM on the
@@ -200,8 +203,128 @@ static int env_threads(const char *name) {
     return v && atoi(v) > 0 ? atoi(v) : 0;
 }
 
-int main(void) {
+/* ---- `bench_conv lenet`: the few-channel layers, pass by pass ----
+ *
+ * LeNet's two convolutions (batch 32, 5x5, no padding) and the CNN demo's
+ * first (examples/python/cnn_digits.py: 8x8 images, 1 -> 32 at 3x3, pad 1,
+ * no bias), each pass on its own: the forward, the data gradient, and the
+ * weight and bias gradients without the data gradient (as in a training
+ * step's first layer). The gradients are executors of _backward_Convolution
+ * whose graph returns only the outputs timed, so the kernel skips the
+ * others (deft_op_output_wanted), as a compiled step's does. Every case is
+ * timed once per round, rounds alternating, and min and median printed in
+ * microseconds per call (the call's dispatch included). */
+
+typedef struct lenet_case {
+    const char *name, *kernel, *pad, *filters;
+    int64_t xs[4], ws[4];
+    bool bias;
+} lenet_case_t;
+
+static const lenet_case_t lenet_cases[] = {
+    {"conv1", "(5,5)", "(0,0)", "6", {32, 1, 28, 28}, {6, 1, 5, 5}, true},
+    {"conv2", "(5,5)", "(0,0)", "16", {32, 6, 12, 12}, {16, 6, 5, 5}, true},
+    {"demo1", "(3,3)", "(1,1)", "32", {32, 1, 8, 8}, {32, 1, 3, 3}, false},
+};
+enum { LENET_CASES = 3, LENET_PASSES = 4 };
+static const char *const pass_names[LENET_PASSES] = {"forward", "data grad", "weight+bias grad",
+                                                     "all grads"};
+
+typedef struct lenet_run {
+    DeftCachedOpHandle exec[LENET_PASSES];
+    DeftNDArrayHandle in[4]; /* dy, x, w, b */
+    DeftNDArrayHandle out[LENET_PASSES][3];
+    int nin;
+    double flops[LENET_PASSES];
+} lenet_run_t;
+
+/* An executor of op(inputs) returning outputs `which` (a bit per output). */
+static DeftCachedOpHandle lenet_exec(const lenet_case_t *lc, const char *name, int nin,
+                                     unsigned which) {
+    const char *k[4] = {"kernel", "pad", "num_filter", "no_bias"};
+    const char *v[4] = {lc->kernel, lc->pad, lc->filters, lc->bias ? "False" : "True"};
+    DeftSymbolHandle vars[4], atom, outs[3], group;
+    static const char *const var_names[4] = {"dy", "x", "w", "b"};
+    const bool fwd = strcmp(name, "Convolution") == 0;
+    for (int i = 0; i < nin; i++) CHECK(DeftSymbolCreateVariable(var_names[i + fwd], &vars[i]));
+    CHECK(DeftSymbolCreateAtomic(op(name), 4, k, v, &atom));
+    CHECK(DeftSymbolCompose(atom, "conv", nin, NULL, vars));
+    int n = 0;
+    for (int i = 0; i < 3; i++)
+        if (which >> i & 1u) CHECK(DeftSymbolGetOutput(atom, i, &outs[n++]));
+    CHECK(DeftSymbolCreateGroup(n, outs, &group));
+    DeftCachedOpHandle exec;
+    CHECK(DeftCachedOpCreate(group, 0, &exec));
+    for (int i = 0; i < n; i++) CHECK(DeftSymbolFree(outs[i]));
+    for (int i = 0; i < nin; i++) CHECK(DeftSymbolFree(vars[i]));
+    CHECK(DeftSymbolFree(atom));
+    CHECK(DeftSymbolFree(group));
+    return exec;
+}
+
+static void lenet_setup(const lenet_case_t *lc, lenet_run_t *r) {
+    memset(r, 0, sizeof *r);
+    const int64_t oh = lc->xs[2] - lc->ws[2] + 1 + 2 * (lc->pad[1] - '0');
+    const int64_t ys[4] = {lc->xs[0], lc->ws[0], oh, oh}, bs[1] = {lc->ws[0]};
+    r->in[0] = filled(4, ys, 0.01f);
+    r->in[1] = filled(4, lc->xs, 0.01f);
+    r->in[2] = filled(4, lc->ws, 0.02f);
+    r->nin = lc->bias ? 4 : 3;
+    if (lc->bias) r->in[3] = filled(1, bs, 0.1f);
+    r->exec[0] = lenet_exec(lc, "Convolution", r->nin - 1, 1u);
+    r->exec[1] = lenet_exec(lc, "_backward_Convolution", r->nin, 1u);
+    r->exec[2] = lenet_exec(lc, "_backward_Convolution", r->nin, lc->bias ? 6u : 2u);
+    r->exec[3] = lenet_exec(lc, "_backward_Convolution", r->nin, lc->bias ? 7u : 3u);
+    const double macs =
+        (double)(ys[0] * ys[1] * oh * oh) * (double)(lc->ws[1] * lc->ws[2] * lc->ws[3]);
+    r->flops[0] = r->flops[1] = r->flops[2] = 2 * macs;
+    r->flops[3] = 4 * macs;
+}
+
+static double lenet_time(lenet_run_t *r, int pass) {
+    int nout = 3;
+    const bool fwd = pass == 0;
+    double t0 = now();
+    CHECK(DeftCachedOpInvoke(r->exec[pass], r->nin - fwd, r->in + fwd, &nout, r->out[pass]));
+    CHECK(DeftWaitAll());
+    return now() - t0;
+}
+
+static int lenet_main(void) {
+    if (!env_threads("DEFT_BENCH_ROUNDS")) rounds = 200;
+    static lenet_run_t runs[LENET_CASES];
+    static double t[LENET_CASES][LENET_PASSES][LENET_MAX_ROUNDS];
+    if (rounds > LENET_MAX_ROUNDS) rounds = LENET_MAX_ROUNDS;
+    for (int c = 0; c < LENET_CASES; c++) {
+        lenet_setup(&lenet_cases[c], &runs[c]);
+        for (int p = 0; p < LENET_PASSES; p++) lenet_time(&runs[c], p); /* warm */
+    }
+    for (int i = 0; i < rounds; i++)
+        for (int c = 0; c < LENET_CASES; c++)
+            for (int p = 0; p < LENET_PASSES; p++) t[c][p][i] = lenet_time(&runs[c], p);
+    printf("LeNet-shape convolutions, float32; DEFT_NUM_THREADS=%d; %d rounds; load average "
+           "%.2f\n",
+           env_threads("DEFT_NUM_THREADS"), rounds, load_average());
+    for (int c = 0; c < LENET_CASES; c++)
+        for (int p = 0; p < LENET_PASSES; p++) {
+            qsort(t[c][p], (size_t)rounds, sizeof(double), by_value);
+            printf("%-6s %-17s min %8.1f us  median %8.1f us  %6.1f GFLOP/s (min)\n",
+                   lenet_cases[c].name, pass_names[p], t[c][p][0] * 1e6, t[c][p][rounds / 2] * 1e6,
+                   runs[c].flops[p] / t[c][p][0] * 1e-9);
+        }
+    for (int c = 0; c < LENET_CASES; c++)
+        for (int p = 0; p < LENET_PASSES; p++) {
+            CHECK(DeftCachedOpFree(runs[c].exec[p]));
+            for (int o = 0; o < 3; o++) CHECK(DeftNDArrayFree(runs[c].out[p][o]));
+        }
+    for (int c = 0; c < LENET_CASES; c++)
+        for (int i = 0; i < runs[c].nin; i++) CHECK(DeftNDArrayFree(runs[c].in[i]));
+    return 0;
+}
+
+int main(int argc, char **argv) {
     if (env_threads("DEFT_BENCH_ROUNDS")) rounds = env_threads("DEFT_BENCH_ROUNDS");
+    if (argc > 1 && strcmp(argv[1], "lenet") == 0) return lenet_main();
     if (rounds > MAX_ROUNDS) rounds = MAX_ROUNDS;
     conv_bench_t c;
     const int64_t xs[4] = {BATCH, CHANNELS, SIZE, SIZE}, ws[4] = {FILTERS, CHANNELS, K, K};
