@@ -246,7 +246,7 @@ END_TEST
  * direct kernel at stride 1 (im2col at stride 2), the weight gradient
  * through its own direct kernel where the batch has 1024 output pixels or
  * more, with them and without them. */
-static void check_f32_backward(const conv_case_t *c) {
+static void check_f32_backward_within(const conv_case_t *c, double tol) {
     char kernel[64], stride[64], pad[64], dilate[64], nf[16];
     tuple_text(2, c->k, kernel, sizeof kernel);
     tuple_text(2, c->s, stride, sizeof stride);
@@ -277,14 +277,18 @@ static void check_f32_backward(const conv_case_t *c) {
         ck_assert_ok(call(
             "_backward_Convolution", 4, in, &nout, grads,
             P("kernel", kernel, "stride", stride, "pad", pad, "dilate", dilate, "num_filter", nf)));
-        assert_values(grads[0], nx, dx, DIRECT_TOL);
-        assert_values(grads[1], nw, dw, DIRECT_TOL);
-        assert_values(grads[2], c->filt, db, DIRECT_TOL);
+        assert_values(grads[0], nx, dx, tol);
+        assert_values(grads[1], nw, dw, tol);
+        assert_values(grads[2], c->filt, db, tol);
         free_all(4, in);
         free_all(3, grads);
     }
     deft_conv_direct_enable(true);
     free(x), free(w), free(dy), free(dx), free(dw), free(db);
+}
+
+static void check_f32_backward(const conv_case_t *c) {
+    check_f32_backward_within(c, DIRECT_TOL);
 }
 
 START_TEST(test_direct_backward_matches_scatter_loops) {
@@ -395,6 +399,77 @@ START_TEST(test_small_channel_kernels_leave_the_rest) {
     ck_assert_int_eq(deft_conv_small_fits(&bad, DEFT_DT_FLOAT32), have_avx512());
     /* gradient would pad by 4 - 5 */
     ck_assert(!deft_conv_small_raise_fits(&bad, DEFT_DT_FLOAT32));
+}
+END_TEST
+
+/*
+ * The few-channel gradients with the batch in the vector lanes
+ * (conv_direct_lanes.c): where the small kernels fit, with a batch of 32,
+ * 48, 64 ..., 4 input channels or more and 100 products per dy element.
+ * The cases: LeNet's second layer; three vectors of images at rows of 11
+ * and 13 with padding (odd rows: a pixel alone after the pairs); 7 input
+ * channels (tiles of 6 and 1, four vectors in one tile), a 3x7 kernel (taps
+ * in fives and a rest) and 5 output channels; 16 input channels (6, 6 and
+ * 4) into 6, no bias; and Deconvolution's bias through the data gradient.
+ */
+static const conv_case_t lanes_cases[] = {
+    {2, 32, 6, 16, 1, DIMS(12, 12), DIMS(5, 5), DIMS(1, 1), DIMS(0, 0), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 48, 4, 7, 1, DIMS(11, 13), DIMS(5, 5), DIMS(1, 1), DIMS(2, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 64, 7, 5, 1, DIMS(9, 19), DIMS(3, 7), DIMS(1, 1), DIMS(2, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 32, 16, 6, 1, DIMS(6, 7), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
+     DIMS(0)},
+};
+/* dW and db of a batch of 32 sum thousands of float32 terms with
+ * cancellation (LeNet's first layer: 18432), in any order: the small
+ * kernels' sums of them miss by up to 3e-4 too. */
+#define LANES_TOL 1e-3
+
+static const conv_case_t lanes_deconv_case = {
+    2, 32, 6, 4, 1, DIMS(8, 9), DIMS(5, 5), DIMS(1, 1), DIMS(0, 0), DIMS(1, 1), DIMS(0, 0), true,
+    DIMS(0)};
+
+/* Every gradient against the scatter loops, with the kernels and without. */
+START_TEST(test_batch_lane_gradients_match_scatter_loops) {
+    for (size_t i = 0; i < sizeof lanes_cases / sizeof lanes_cases[0]; i++) {
+        deft_conv_geom_t g = geom_2d(&lanes_cases[i], false);
+        ck_assert_msg(deft_conv_lanes_wgrad_fits(&g, DEFT_DT_FLOAT32) == have_avx512() &&
+                          deft_conv_lanes_raise_fits(&g, DEFT_DT_FLOAT32) == have_avx512(),
+                      "case %zu: the batch-lane kernels are not taken", i);
+        check_f32_backward_within(&lanes_cases[i], LANES_TOL);
+    }
+    deft_conv_geom_t g = geom_2d(&lanes_deconv_case, true);
+    ck_assert_int_eq(deft_conv_lanes_raise_fits(&g, DEFT_DT_FLOAT32), have_avx512());
+    check_case_within(&lanes_deconv_case, true, DEFT_FLOAT32, DIRECT_TOL);
+}
+END_TEST
+
+/* What they leave to the small kernels: batches that are not whole vectors
+ * or only one, stride 2, dilation, LeNet's first layer and the CNN demo's
+ * (one input channel). */
+START_TEST(test_batch_lane_kernels_leave_the_rest) {
+    const deft_conv_geom_t g = geom_2d(&lanes_cases[1], false);
+    deft_conv_geom_t bad = g;
+    ck_assert_int_eq(deft_conv_lanes_wgrad_fits(&g, DEFT_DT_FLOAT32), have_avx512());
+    const int64_t batches[] = {1, 16, 31, 33, 40};
+    for (size_t i = 0; i < sizeof batches / sizeof batches[0]; i++) {
+        bad.batch = batches[i];
+        ck_assert(!deft_conv_lanes_wgrad_fits(&bad, DEFT_DT_FLOAT32));
+        ck_assert(!deft_conv_lanes_raise_fits(&bad, DEFT_DT_FLOAT32));
+    }
+    bad = g, bad.d[2] = 2, bad.col[2] = 4;
+    ck_assert(!deft_conv_lanes_wgrad_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.s[1] = 2, bad.col[1] = 4;
+    ck_assert(!deft_conv_lanes_raise_fits(&bad, DEFT_DT_FLOAT32));
+    ck_assert(!deft_conv_lanes_wgrad_fits(&g, DEFT_DT_FLOAT64));
+    bad = g, bad.chan = 1, bad.img[1] = bad.img[2] = 28, bad.col[1] = bad.col[2] = 24;
+    bad.filt = 6;
+    ck_assert_int_eq(deft_conv_small_fits(&bad, DEFT_DT_FLOAT32), have_avx512());
+    ck_assert(!deft_conv_lanes_wgrad_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.chan = 3, bad.k[1] = bad.k[2] = 3, bad.col[1] = bad.col[2] = 10;
+    ck_assert(!deft_conv_lanes_wgrad_fits(&bad, DEFT_DT_FLOAT32));
 }
 END_TEST
 
@@ -915,6 +990,8 @@ int main(void) {
     tcase_add_test(tc, test_small_channel_kernels_match_direct_loops);
     tcase_add_test(tc, test_small_channel_backward_matches_scatter_loops);
     tcase_add_test(tc, test_small_channel_kernels_leave_the_rest);
+    tcase_add_test(tc, test_batch_lane_gradients_match_scatter_loops);
+    tcase_add_test(tc, test_batch_lane_kernels_leave_the_rest);
     tcase_add_test(tc, test_batched_small_outputs_match_direct_loops);
     tcase_add_test(tc, test_stem_kernel_matches_direct_loops);
     tcase_add_test(tc, test_kept_weights_follow_writes);

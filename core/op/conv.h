@@ -161,6 +161,20 @@ int deft_conv_small_wgrad(const deft_conv_geom_t *g, const float *image, const f
                           float *dw, float *db);
 
 /*
+ * The few-channel gradients with the batch in the vector lanes
+ * (conv_direct_lanes.c): where the kernels above fit, with stride and
+ * dilation 1 and a batch of 32, 48, 64 ... images; deft_conv_direct_enable
+ * turns them off too.
+ */
+bool deft_conv_lanes_raise_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);
+int deft_conv_lanes_raise(const deft_conv_geom_t *g, const float *colside, const float *w,
+                          const float *bias, float *image);
+bool deft_conv_lanes_wgrad_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);
+/* db (or NULL): the bias gradient too. */
+int deft_conv_lanes_wgrad(const deft_conv_geom_t *g, const float *image, const float *colside,
+                          float *dw, float *db);
+
+/*
  * The direct float32 forward for images of at most four channels
  * (conv_direct_stem.c: a network's first layer on RGB): 2-D, groups 1, no
  * dilation, width stride 1 or 2, where the small-channel kernels do not

@@ -362,6 +362,8 @@ int deft_conv_raise_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const voi
     if (deft_dtype_is_half(dtype)) return deft_conv_raise_half(g, dtype, colside, w, bias, image);
     if (deft_conv_direct_raise_fits(g, dtype))
         return deft_conv_direct_raise(g, colside, w, bias, image);
+    if (deft_conv_lanes_raise_fits(g, dtype))
+        return deft_conv_lanes_raise(g, colside, w, bias, image);
     if (deft_conv_small_raise_fits(g, dtype))
         return deft_conv_small_raise(g, colside, w, bias, image);
     conv_job_t j;
@@ -435,6 +437,8 @@ static int wgrad_other(const deft_conv_geom_t *g, deft_dtype_t dtype, const void
 
 int deft_conv_wgrad_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const void *image,
                         const void *colside, void *dw, void *db) {
+    if (!deft_conv_direct_wgrad_fits(g, dtype) && deft_conv_lanes_wgrad_fits(g, dtype))
+        return deft_conv_lanes_wgrad(g, image, colside, dw, db);
     if (!deft_conv_direct_wgrad_fits(g, dtype) && deft_conv_small_fits(g, dtype))
         return deft_conv_small_wgrad(g, image, colside, dw, db);
     int status = wgrad_other(g, dtype, image, colside, dw);
