@@ -312,7 +312,10 @@ END_TEST
  * taps: pairs in fours and a rest; wide rows not a multiple of 16);
  * padding, dilation, rectangular kernels, one image (its rows split between
  * threads), wide rows of under 16 pixels, and a batch whose weight gradient
- * takes several runs of images per thread (its sums kept across runs).
+ * takes several runs of images per thread (its sums kept across runs); rows
+ * of 17 to 32 (packed from two vectors a row: LeNet's first layer, 19, 17
+ * with padding, and 32 with padding, where a lane left of the image would
+ * read the row's last column).
  */
 static const conv_case_t small_cases[] = {
     {2, 3, 1, 6, 1, DIMS(28, 28), DIMS(5, 5), DIMS(1, 1), DIMS(0, 0), DIMS(1, 1), DIMS(0), true,
@@ -330,6 +333,8 @@ static const conv_case_t small_cases[] = {
     {2, 1, 12, 40, 1, DIMS(23, 17), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
     {2, 20, 6, 16, 1, DIMS(12, 12), DIMS(5, 5), DIMS(1, 1), DIMS(0, 0), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 2, 2, 5, 1, DIMS(6, 32), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
      DIMS(0)},
 };
 /* Deconvolution at stride 1 with few channels: the small kernels' raise. */
@@ -428,8 +433,8 @@ static const conv_case_t lanes_cases[] = {
 #define LANES_TOL 1e-3
 
 static const conv_case_t lanes_deconv_case = {
-    2, 32, 6, 4, 1, DIMS(8, 9), DIMS(5, 5), DIMS(1, 1), DIMS(0, 0), DIMS(1, 1), DIMS(0, 0), true,
-    DIMS(0)};
+    2,          32,         6,          4,          1,    DIMS(8, 9), DIMS(5, 5),
+    DIMS(1, 1), DIMS(0, 0), DIMS(1, 1), DIMS(0, 0), true, DIMS(0)};
 
 /* Every gradient against the scatter loops, with the kernels and without. */
 START_TEST(test_batch_lane_gradients_match_scatter_loops) {
