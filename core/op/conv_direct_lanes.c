@@ -177,7 +177,7 @@ static bool lanes_shape(const deft_conv_geom_t *g, deft_dtype_t dtype) {
  * (where it is inside for one, the other reads dy's zero column beside
  * it). Two pixels share each weight's broadcast: 10 loads for 24 FMAs at
  * LeNet's second layer (6 channels, 2 vectors), against 8 for 12. wt is
- * (oc, kh, kw, ic). */
+ * (kh, kw, oc, ic). */
 static ALWAYS AVX512 void raise_tile(const lanes_job_t *j, int64_t i, int64_t x, int64_t c0,
                                      int64_t v0, int OB, int NB, int NP) {
     __m512 acc[RG_OB][2][RG_NB];
@@ -189,18 +189,19 @@ static ALWAYS AVX512 void raise_tile(const lanes_job_t *j, int64_t i, int64_t x,
     r0 = r0 > 0 ? r0 : 0, r1 = r1 < j->kh ? r1 : j->kh;
     s0 = s0 > 0 ? s0 : 0, s1 = s1 < j->kw ? s1 : j->kw;
     const int64_t vs = j->nv * VL, owp = j->ow + 2;
-    for (int64_t o = 0; o < j->oc; o++)
-        for (int64_t r = r0; r < r1; r++) {
-            const float *d =
-                j->dyt + ((o * j->oh + i + j->ph - r) * owp + x + j->pw + 1) * vs + v0 * VL;
-            const float *wk = j->wt + (o * j->kh + r) * j->kw * j->ic + c0;
-            for (int64_t s = s0; s < s1; s++) {
+    /* the output channels innermost: a loop of oc steps at a fixed stride
+     * rather than of the 1 to kw taps in reach (86 -> 83 us at LeNet's) */
+    const int64_t ostride = j->oh * owp * vs;
+    for (int64_t r = r0; r < r1; r++)
+        for (int64_t s = s0; s < s1; s++) {
+            const float *d = j->dyt + ((i + j->ph - r) * owp + x + j->pw + 1 - s) * vs + v0 * VL;
+            const float *wk = j->wt + (r * j->kw + s) * j->oc * j->ic + c0;
+            for (int64_t o = 0; o < j->oc; o++, d += ostride, wk += j->ic) {
                 __m512 dv[2][RG_NB];
                 for (int p = 0; p < NP; p++)
-                    for (int b = 0; b < NB; b++)
-                        dv[p][b] = _mm512_load_ps(d + (p - s) * vs + b * VL);
+                    for (int b = 0; b < NB; b++) dv[p][b] = _mm512_load_ps(d + p * vs + b * VL);
                 for (int c = 0; c < OB; c++) {
-                    const __m512 wv = _mm512_set1_ps(wk[s * j->ic + c]);
+                    const __m512 wv = _mm512_set1_ps(wk[c]);
                     for (int p = 0; p < NP; p++)
                         for (int b = 0; b < NB; b++)
                             acc[c][p][b] = _mm512_fmadd_ps(wv, dv[p][b], acc[c][p][b]);
@@ -278,11 +279,11 @@ int deft_conv_lanes_raise(const deft_conv_geom_t *g, const float *colside, const
     float *buf = deft_scratch_alloc((size_t)(dysize + dxsize + wsize) * sizeof(float));
     if (!buf) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "convolution: no memory for dy's lanes");
     float *dyt = buf, *dxt = buf + dysize, *wt = dxt + dxsize;
-    /* wt (oc, kh, kw, ic): a tap's channels side by side, for the broadcasts */
+    /* wt (kh, kw, oc, ic): a tap's channels side by side, for the broadcasts */
     for (int64_t o = 0; o < j.oc; o++)
         for (int64_t c = 0; c < j.ic; c++)
             for (int64_t t = 0; t < taps; t++)
-                wt[(o * taps + t) * j.ic + c] = w[(o * j.ic + c) * taps + t];
+                wt[(t * j.oc + o) * j.ic + c] = w[(o * j.ic + c) * taps + t];
     set_transpose(&j, colside, dyt, j.oc, j.oh, j.ow, 0, 1, NULL);
     run_transpose(&j, to_lanes_items);
     j.dyt = dyt, j.dxt = dxt, j.wt = wt;
