@@ -163,8 +163,9 @@ int deft_conv_small_wgrad(const deft_conv_geom_t *g, const float *image, const f
 /*
  * The few-channel gradients with the batch in the vector lanes
  * (conv_direct_lanes.c): where the kernels above fit, with stride and
- * dilation 1 and a batch of 32, 48, 64 ... images; deft_conv_direct_enable
- * turns them off too.
+ * dilation 1, a batch of 32, 48, 64 ... images, at least 4 input channels
+ * and 100 products per output element (LeNet's second layer, not its
+ * first); deft_conv_direct_enable turns them off too.
  */
 bool deft_conv_lanes_raise_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);
 int deft_conv_lanes_raise(const deft_conv_geom_t *g, const float *colside, const float *w,
