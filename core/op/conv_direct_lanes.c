@@ -306,8 +306,8 @@ int deft_conv_lanes_raise(const deft_conv_geom_t *g, const float *colside, const
 /* The lane sums of dW (OB output channels from o0, channel c, kernel row r,
  * TB taps from s0; sums (OB, kh, kw, VL) for the item's block) += dy times
  * the padded image's rows r on, over every row of dy (one load and store
- * of the sums per tile, not per row: LeNet's second layer 104 -> 80 us at one thread, transposes in
- * chunks included). */
+ * of the sums per tile, not per row: LeNet's second layer 104 -> 80 us at
+ * one thread, with the transposes split into chunks). */
 static ALWAYS AVX512 void wgrad_tile(const lanes_job_t *j, int64_t o0, int64_t c, int64_t r,
                                      int64_t s0, float *sums, int OB, int TB) {
     __m512 acc[WG_OB][WG_TB];
