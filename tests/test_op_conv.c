@@ -453,7 +453,7 @@ END_TEST
 
 /* What they leave to the small kernels: batches that are not whole vectors
  * or only one, stride 2, dilation, LeNet's first layer and the CNN demo's
- * (one input channel). */
+ * (one input channel), images over 256 pixels. */
 START_TEST(test_batch_lane_kernels_leave_the_rest) {
     const deft_conv_geom_t g = geom_2d(&lanes_cases[1], false);
     deft_conv_geom_t bad = g;
@@ -475,6 +475,11 @@ START_TEST(test_batch_lane_kernels_leave_the_rest) {
     ck_assert(!deft_conv_lanes_wgrad_fits(&bad, DEFT_DT_FLOAT32));
     bad = g, bad.chan = 3, bad.k[1] = bad.k[2] = 3, bad.col[1] = bad.col[2] = 10;
     ck_assert(!deft_conv_lanes_wgrad_fits(&bad, DEFT_DT_FLOAT32));
+    bad = g, bad.chan = bad.filt = 12, bad.img[1] = bad.img[2] = 32, bad.k[1] = bad.k[2] = 3;
+    bad.p[1] = bad.p[2] = 1, bad.col[1] = bad.col[2] = 32; /* 32x32 images */
+    ck_assert_int_eq(deft_conv_small_fits(&bad, DEFT_DT_FLOAT32), have_avx512());
+    ck_assert(!deft_conv_lanes_wgrad_fits(&bad, DEFT_DT_FLOAT32));
+    ck_assert(!deft_conv_lanes_raise_fits(&bad, DEFT_DT_FLOAT32));
 }
 END_TEST
 
