@@ -413,34 +413,46 @@ START_TEST(test_half_softmax_rows) {
 }
 END_TEST
 
-/* float32 rows take a vectorised path: long and ragged rows, NaN and
- * infinities, against the double-precision formula. */
-START_TEST(test_float32_softmax_rows) {
-    enum { ROWS = 4, N = 1037 };
-    static double x[ROWS * N], want[ROWS * N], want_log[ROWS * N];
+/* float32 rows of n take a vectorised path (short rows of log_softmax
+ * share blocks of 256 floats): NaN and infinities, against the
+ * double-precision formula. */
+static void check_float32_softmax_rows(int rows, int n) {
+    double *x = malloc(3 * sizeof(double) * (size_t)(rows * n));
+    double *want = x + rows * n, *want_log = want + rows * n;
     uint64_t state = 99;
-    for (int i = 0; i < ROWS * N; i++) {
+    for (int i = 0; i < rows * n; i++) {
         state = state * 6364136223846793005ull + 1442695040888963407ull;
         x[i] = (double)(float)(-20 + 40 * (double)(state >> 11) / 9007199254740992.0);
     }
-    x[2 * N + 5] = -INFINITY; /* contributes exp(-inf) = 0 */
-    x[3 * N + 7] = NAN;       /* makes its whole row NaN */
-    for (int r = 0; r < ROWS; r++) {
-        const double *row = x + r * N;
+    if (rows >= 2) {
+        x[(rows - 2) * n + n / 2] = -INFINITY; /* contributes exp(-inf) = 0 */
+        x[(rows - 1) * n + n - 1] = NAN;       /* makes its whole row NaN */
+    }
+    for (int r = 0; r < rows; r++) {
+        const double *row = x + r * n;
         double m = -INFINITY, z = 0;
-        for (int c = 0; c < N; c++) m = row[c] > m || row[c] != row[c] ? row[c] : m;
-        for (int c = 0; c < N; c++) z += exp(row[c] - m);
-        for (int c = 0; c < N; c++) {
-            want[r * N + c] = exp(row[c] - m) / z;
-            want_log[r * N + c] = row[c] - m - log(z);
+        for (int c = 0; c < n; c++) m = row[c] > m || row[c] != row[c] ? row[c] : m;
+        for (int c = 0; c < n; c++) z += exp(row[c] - m);
+        for (int c = 0; c < n; c++) {
+            want[r * n + c] = exp(row[c] - m) / z;
+            want_log[r * n + c] = row[c] - m - log(z);
         }
     }
-    DeftNDArrayHandle a = make(DEFT_FLOAT32, 2, SHAPE(ROWS, N), x);
+    DeftNDArrayHandle a = make(DEFT_FLOAT32, 2, SHAPE(rows, n), x);
     DeftNDArrayHandle sm = call1("softmax", 1, &a, NO_PARAMS);
     DeftNDArrayHandle lsm = call1("log_softmax", 1, &a, NO_PARAMS);
-    assert_values(sm, ROWS * N, want, 1e-6);
-    assert_values(lsm, ROWS * N, want_log, 1e-6);
+    assert_values(sm, rows * n, want, 1e-6);
+    assert_values(lsm, rows * n, want_log, 1e-6);
     free_all(3, (DeftNDArrayHandle[]){a, sm, lsm});
+    free(x);
+}
+
+START_TEST(test_float32_softmax_rows) {
+    /* long and ragged rows; a classifier's 10 classes over several blocks;
+     * the longest rows that share a block, and one past them */
+    const int shapes[][2] = {{4, 1037}, {70, 10}, {1, 10}, {9, 64}, {5, 65}, {300, 1}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        check_float32_softmax_rows(shapes[i][0], shapes[i][1]);
 }
 END_TEST
 
