@@ -162,6 +162,16 @@ static ALWAYS AVX512 void zero_floats(float *p, int64_t n) {
     if (i < n) _mm512_mask_storeu_ps(p + i, first_lanes(n - i), _mm512_setzero_ps());
 }
 
+/* The padding rows above (top floats) and below the image's body of each
+ * of a channel's kw shifted planes = 0 (the packs write the body whole). */
+static ALWAYS AVX512 void zero_pad_rows(const small_job_t *j, float *planes, int64_t top,
+                                        int64_t body) {
+    for (int64_t s = 0; s < j->kw; s++) {
+        zero_floats(planes + s * j->plane, top);
+        zero_floats(planes + s * j->plane + top + body, j->plane - top - body);
+    }
+}
+
 /* Rows of at most 16 columns, in and out: each image row is loaded once and
  * permuted into its kw shifted rows, padding columns masked to zero, whole
  * rows stored (so only the padding rows above and below are zeroed first):
@@ -182,10 +192,7 @@ static AVX512 void pack_narrow(const small_job_t *j, const float *img, float *xp
     }
     for (int64_t c = 0; c < j->ic; c++) {
         float *planes = xp + c * j->kw * j->plane;
-        for (int64_t s = 0; s < j->kw; s++) {
-            zero_floats(planes + s * j->plane, top);
-            zero_floats(planes + s * j->plane + top + body, j->plane - top - body);
-        }
+        zero_pad_rows(j, planes, top, body);
         for (int64_t y = 0; y < j->ih; y++) {
             const __m512 row = _mm512_maskz_loadu_ps(image_lanes, img + (c * j->ih + y) * j->iw);
             float *dst = planes + top + y * j->ow;
@@ -222,10 +229,7 @@ static AVX512 void pack_wide(const small_job_t *j, const float *img, float *xp) 
     }
     for (int64_t c = 0; c < j->ic; c++) {
         float *planes = xp + c * j->kw * j->plane;
-        for (int64_t s = 0; s < j->kw; s++) {
-            zero_floats(planes + s * j->plane, top);
-            zero_floats(planes + s * j->plane + top + body, j->plane - top - body);
-        }
+        zero_pad_rows(j, planes, top, body);
         for (int64_t y = 0; y < j->ih; y++) {
             const float *src = img + (c * j->ih + y) * j->iw;
             const __m512 lo = _mm512_maskz_loadu_ps(lo_lanes, src);
