@@ -64,6 +64,11 @@ static inline int64_t round_up(int64_t n, int64_t to) {
     return (n + to - 1) / to * to;
 }
 
+/* The mask of the first n <= 16 lanes. */
+static inline __mmask16 first_lanes(int64_t n) {
+    return (__mmask16)((1u << n) - 1u);
+}
+
 /* out[c] = lane c of r[0..15]: a 16 x 16 transpose in registers (unpacks
  * within 128-bit lanes, then lane shuffles). */
 static ALWAYS AVX512 void transpose16(const __m512 r[16], __m512 out[16]) {
@@ -95,7 +100,7 @@ static ALWAYS AVX512 void transpose16(const __m512 r[16], __m512 out[16]) {
 static ALWAYS AVX512 void transpose_block(const float *src, int64_t sld, int rows, int cols,
                                           float *dst, int64_t dld) {
     __m512 r[16], out[16];
-    const __mmask16 cm = (__mmask16)((1u << cols) - 1);
+    const __mmask16 cm = first_lanes(cols);
     for (int i = 0; i < 16; i++)
         r[i] = i < rows ? _mm512_maskz_loadu_ps(cm, src + i * sld) : _mm512_setzero_ps();
     transpose16(r, out);
@@ -107,7 +112,7 @@ static ALWAYS AVX512 void transpose_block(const float *src, int64_t sld, int row
  * the first `chans` channels (the rest are padding). */
 static ALWAYS AVX512 void deft_direct_store_tile(__m512 acc[MAX_BLOCKS][MAX_PIX], int P, int NB,
                                                  int64_t chans, int64_t plane, float *dst) {
-    const __mmask16 pm = (__mmask16)((1u << P) - 1);
+    const __mmask16 pm = first_lanes(P);
     for (int b = 0; b < NB; b++) {
         __m512 r[16], cols[16];
         for (int p = 0; p < 16; p++) r[p] = p < P ? acc[b][p] : _mm512_setzero_ps();

@@ -57,10 +57,6 @@ typedef struct lanes_job {
     atomic_bool failed;
 } lanes_job_t;
 
-static inline __mmask16 first_lanes(int64_t n) {
-    return (__mmask16)((1u << n) - 1u);
-}
-
 /* The padding of one transposed plane (tph rows above and below, tpw
  * columns left and right) = 0. */
 static void zero_padding(const lanes_job_t *j, float *plane) {

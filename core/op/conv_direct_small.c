@@ -138,11 +138,6 @@ static int64_t live_columns(const small_job_t *j, int64_t s, int64_t *x0, int64_
     return shift;
 }
 
-/* The mask of the first n <= VL lanes. */
-static inline __mmask16 first_lanes(int64_t n) {
-    return (__mmask16)((1u << n) - 1u);
-}
-
 /* dst[0, n) = src[0, n): rows are short (8 floats for LeNet's second layer),
  * too short for a memcpy call each. */
 static ALWAYS AVX512 void copy_row(float *dst, const float *src, int64_t n) {
