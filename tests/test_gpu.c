@@ -834,20 +834,36 @@ static int stream_copy(void *user, int nin, const DeftNDArrayHandle *in, DeftNDA
     return 0;
 }
 
+/* dx = dy, copied on the backward callback's stream as the forward copies. */
+static int stream_copy_backward(void *user, DeftNDArrayHandle dy, int nin,
+                                const DeftNDArrayHandle *in, DeftNDArrayHandle out,
+                                const DeftNDArrayHandle *dx) {
+    (void)in, (void)out;
+    return stream_copy(user, nin, &dy, dx[0], 1);
+}
+
 /* A custom operator's own GPU work on the stream it is given follows the
  * chain that wrote its input (queued on this thread's stream, still busy),
- * and the operator that reads its output follows it. */
+ * and the operator that reads its output follows it; its backward likewise
+ * follows the head's gradient and precedes the variable's. */
 START_TEST(test_custom_op_queues_on_the_stream_it_is_given) {
-    DeftCustomOpCallbacks cb = {1, same_shape, stream_copy, NULL, NULL, NULL};
+    DeftCustomOpCallbacks cb = {1, same_shape, stream_copy, stream_copy_backward, NULL, NULL};
     static int registered;
     if (!registered++) ck_assert_ok(DeftCustomOpRegister("test_stream_copy", &cb));
-    DeftNDArrayHandle x = busy_chain();
+    DeftNDArrayHandle x = busy_chain(), dx;
+    ck_assert_ok(DeftNDArrayCreate(SHAPE(16777216), 1, DEFT_FLOAT32, DEFT_GPU, 0, &dx));
+    ck_assert_ok(DeftAutogradMarkVariables(1, &x, NULL, &dx));
+    ck_assert_ok(DeftAutogradSetIsRecording(1, NULL));
     DeftNDArrayHandle y = call1("test_stream_copy", 1, &x, NO_PARAMS);
+    ck_assert_ok(DeftAutogradSetIsRecording(0, NULL));
     DeftNDArrayHandle z = call1("_mul_scalar", 1, &y, P("scalar", "2"));
     assert_all(z, 2.0 * STREAM_STEPS);
     assert_all(y, STREAM_STEPS);
-    DeftNDArrayHandle all[] = {x, y, z};
-    for (int i = 0; i < 3; i++) ck_assert_ok(DeftNDArrayFree(all[i]));
+    DeftNDArrayHandle head = busy_chain(); /* dy, still being written */
+    ck_assert_ok(DeftAutogradBackward(1, &y, &head, 0, 0));
+    assert_all(dx, STREAM_STEPS);
+    DeftNDArrayHandle all[] = {x, y, z, dx, head};
+    for (int i = 0; i < 5; i++) ck_assert_ok(DeftNDArrayFree(all[i]));
 }
 END_TEST
 #endif

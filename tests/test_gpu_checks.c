@@ -222,7 +222,10 @@ START_TEST(test_wait_all_reports_unread_failures) {
     for (int i = 0; i < NUM_BAD; i++) out[i] = call_bad(&bad_calls[i], data, &index[i]);
     /* The calls may run on different workers: any of them may come first. */
     ck_assert_int_eq(DeftWaitAll(), -1);
-    const char *error = DeftGetLastError();
+    const char *error = DeftGetLastError(), *prefix = "DeftWaitAll: ";
+    ck_assert_msg(strncmp(error, prefix, strlen(prefix)) == 0, "'%s' does not name DeftWaitAll",
+                  error);
+    error += strlen(prefix);
     int first = -1;
     for (int i = 0; i < NUM_BAD && first < 0; i++)
         if (strncmp(error, bad_calls[i].message, strlen(bad_calls[i].message)) == 0) first = i;
