@@ -11,14 +11,14 @@
  * (mode 0), bfloat16 products with AVX512-BF16 (1), with AMX (2). False
  * where this CPU lacks the mode's instructions. */
 static bool use_mode(int mode) {
-    deft_simd_enable(mode > 0);
+    deft_simd_cap(mode > 0 ? DEFT_SIMD_AVX512 : DEFT_SIMD_AVX2);
     deft_gemm_bf16_use_amx(mode == 2);
     if (mode == 0) return !deft_gemm_bf16_available();
     return deft_gemm_bf16_available() && (mode == 1 || deft_gemm_bf16_amx());
 }
 
 static void restore_modes(void) {
-    deft_simd_enable(true);
+    deft_simd_cap(DEFT_SIMD_AVX512);
     deft_gemm_bf16_use_amx(true);
 }
 

@@ -705,7 +705,7 @@ START_TEST(test_numpy_comparisons_give_bool_and_compare_scalars_exactly) {
 }
 END_TEST
 
-/* The AVX-512 float16 conversions agree with the bit versions: every float16
+/* The AVX-512 and AVX2 (F16C) float16 conversions agree with the bit versions: every float16
  * widened, and float32 values around every rounding case narrowed (ties,
  * carries into the exponent, overflow to infinity, float16 denormals,
  * float32 denormals, infinities, NaN), bit for bit (NaNs: both NaN). */
@@ -717,8 +717,8 @@ static bool same_half(uint16_t a, uint16_t b) {
 
 START_TEST(test_float16_conversions_agree_across_simd_variants) {
     enum { N = 1 << 16 };
-    static uint16_t halves[N], narrow[2][N];
-    static float wide[2][N], floats[N];
+    static uint16_t halves[N], narrow[3][N];
+    static float wide[3][N], floats[N];
     for (int i = 0; i < N; i++) halves[i] = (uint16_t)i;
     uint32_t state = 12345;
     for (int i = 0; i < N; i++) { /* float32 bit patterns near float16's range, and some anywhere */
@@ -728,21 +728,23 @@ START_TEST(test_float16_conversions_agree_across_simd_variants) {
                               : state;
         memcpy(&floats[i], &bits, sizeof bits);
     }
-    for (int simd = 0; simd < 2; simd++) {
-        deft_simd_enable(simd);
-        deft_half_widen(halves, 1, false, wide[simd], N);
-        deft_half_narrow(floats, false, narrow[simd], 1, N);
+    for (int level = DEFT_SIMD_BASELINE; level <= DEFT_SIMD_AVX512; level++) {
+        deft_simd_cap(level);
+        deft_half_widen(halves, 1, false, wide[level], N);
+        deft_half_narrow(floats, false, narrow[level], 1, N);
     }
-    deft_simd_enable(true);
-    for (int i = 0; i < N; i++) {
-        uint32_t a, b;
-        memcpy(&a, &wide[0][i], sizeof a), memcpy(&b, &wide[1][i], sizeof b);
-        ck_assert_msg(a == b || (isnan(wide[0][i]) && isnan(wide[1][i])),
-                      "float16 0x%04x widens to 0x%08x, the AVX-512 path 0x%08x", i, a, b);
-        ck_assert_msg(same_half(narrow[0][i], narrow[1][i]),
-                      "%.9g narrows to 0x%04x, the AVX-512 path 0x%04x", floats[i], narrow[0][i],
-                      narrow[1][i]);
-    }
+    deft_simd_cap(DEFT_SIMD_AVX512);
+    for (int level = DEFT_SIMD_AVX2; level <= DEFT_SIMD_AVX512; level++)
+        for (int i = 0; i < N; i++) {
+            uint32_t a, b;
+            memcpy(&a, &wide[0][i], sizeof a), memcpy(&b, &wide[level][i], sizeof b);
+            ck_assert_msg(a == b || (isnan(wide[0][i]) && isnan(wide[level][i])),
+                          "float16 0x%04x widens to 0x%08x, SIMD level %d to 0x%08x", i, a, level,
+                          b);
+            ck_assert_msg(same_half(narrow[0][i], narrow[level][i]),
+                          "%.9g narrows to 0x%04x, SIMD level %d to 0x%04x", floats[i],
+                          narrow[0][i], level, narrow[level][i]);
+        }
 }
 END_TEST
 

@@ -65,14 +65,14 @@ END_TEST
 
 /* The vectorised generator gives deft_philox's words exactly: across the
  * 2^32 carry of the counter, for pairs of vector groups, a group alone and
- * tails, with and without AVX-512. */
+ * tails, at every SIMD level this CPU has (AVX-512, AVX2, none). */
 START_TEST(test_philox_words_match_the_scalar_generator) {
     const uint64_t seeds[] = {0, 7, 0x123456789abcdefull};
     const uint64_t firsts[] = {0, 5, 0xfffffff9ull};
     const int64_t counts[] = {0, 1, 15, 16, 17, 31, 32, 33, 48, 100};
     uint32_t words[400];
-    for (int simd = 0; simd < 2; simd++) {
-        deft_simd_enable(simd);
+    for (int level = DEFT_SIMD_BASELINE; level <= DEFT_SIMD_AVX512; level++) {
+        deft_simd_cap(level);
         for (int s = 0; s < 3; s++)
             for (int f = 0; f < 3; f++)
                 for (int c = 0; c < 10; c++) {
@@ -83,7 +83,7 @@ START_TEST(test_philox_words_match_the_scalar_generator) {
                     }
                 }
     }
-    deft_simd_enable(true);
+    deft_simd_cap(DEFT_SIMD_AVX512);
 }
 END_TEST
 
@@ -238,7 +238,7 @@ START_TEST(test_optimizer_updates_match_formulas) {
 }
 END_TEST
 
-/* Long arrays (vector loops and an odd tail), AVX-512 on and off, the
+/* Long arrays (vector loops and an odd tail) at every SIMD level, the
  * weight updated in place or into another array, against the formulas in
  * double: float32 computes in float, within float rounding. */
 START_TEST(test_optimizer_vector_loops_match_formulas) {
@@ -251,8 +251,8 @@ START_TEST(test_optimizer_vector_loops_match_formulas) {
     const double lr = 0.05, wd = 0.001, rescale = 0.5, clip = 1.2, mom = 0.9;
     const char *const common[] = {"lr",  "0.05",          "wd", "0.001", "rescale_grad",
                                   "0.5", "clip_gradient", "1.2"};
-    for (int simd = 0; simd < 2; simd++) {
-        deft_simd_enable(simd);
+    for (int level = DEFT_SIMD_BASELINE; level <= DEFT_SIMD_AVX512; level++) {
+        deft_simd_cap(level);
         for (int d = 0; d < 2; d++) {
             int dtype = d ? DEFT_FLOAT64 : DEFT_FLOAT32;
             double tol = d ? 1e-13 : 1e-5;
@@ -300,7 +300,7 @@ START_TEST(test_optimizer_vector_loops_match_formulas) {
             free_all(5, (DeftNDArrayHandle[]){W, G, M, V, sgd});
         }
     }
-    deft_simd_enable(true);
+    deft_simd_cap(DEFT_SIMD_AVX512);
 }
 END_TEST
 

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 /* Whether this CPU runs deft_gemm_bf16 (AVX512-BF16 and -BW, and the SIMD
- * variants not turned off by deft_simd_enable). */
+ * AVX-512 variants not capped by deft_simd_cap). */
 bool deft_gemm_bf16_available(void);
 
 /* Whether deft_gemm_bf16 multiplies with AMX tiles (products of 16 rows or

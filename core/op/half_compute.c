@@ -39,12 +39,31 @@ __attribute__((target("avx512f"))) static void narrow_f16_avx512(const float *sr
                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     for (; i < n; i++) dst[i] = deft_float_to_half(src[i]);
 }
+
+/* The same 8 at a time (F16C, which every AVX2 CPU has). */
+__attribute__((target("avx2,f16c"))) static void widen_f16_avx2(const uint16_t *src, float *dst,
+                                                                int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
+    for (; i < n; i++) dst[i] = deft_half_to_float(src[i]);
+}
+
+__attribute__((target("avx2,f16c"))) static void narrow_f16_avx2(const float *src, uint16_t *dst,
+                                                                 int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(dst + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; i < n; i++) dst[i] = deft_float_to_half(src[i]);
+}
 #endif
 
 void deft_half_widen(const uint16_t *src, int64_t stride, bool bf16, float *dst, int64_t n) {
 #if DEFT_SIMD_X86
-    if (!bf16 && stride == 1 && deft_simd_avx512()) {
-        widen_f16_avx512(src, dst, n);
+    if (!bf16 && stride == 1 && deft_simd_avx2()) {
+        (deft_simd_avx512() ? widen_f16_avx512 : widen_f16_avx2)(src, dst, n);
         return;
     }
 #endif
@@ -56,8 +75,8 @@ void deft_half_widen(const uint16_t *src, int64_t stride, bool bf16, float *dst,
 
 void deft_half_narrow(const float *src, bool bf16, uint16_t *dst, int64_t stride, int64_t n) {
 #if DEFT_SIMD_X86
-    if (!bf16 && stride == 1 && deft_simd_avx512()) {
-        narrow_f16_avx512(src, dst, n);
+    if (!bf16 && stride == 1 && deft_simd_avx2()) {
+        (deft_simd_avx512() ? narrow_f16_avx512 : narrow_f16_avx2)(src, dst, n);
         return;
     }
 #endif

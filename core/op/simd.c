@@ -3,23 +3,31 @@
 
 #include <stdatomic.h>
 
-/* -1: not asked yet; else whether AVX-512 variants run. */
-static atomic_int avx512 = -1;
-
-static bool cpu_has_avx512(void) {
 #if DEFT_SIMD_X86
-    return __builtin_cpu_supports("avx512f");
-#else
-    return false;
+#include <cpuid.h>
 #endif
+
+/* -1: not asked yet; else the level the variants run at. */
+static atomic_int level = -1;
+
+static deft_simd_level_t cpu_level(void) {
+#if DEFT_SIMD_X86
+    if (__builtin_cpu_supports("avx512f")) return DEFT_SIMD_AVX512;
+    unsigned a, b, c, d; /* clang's __builtin_cpu_supports does not know "f16c" */
+    bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+    if (__builtin_cpu_supports("avx2") && f16c) return DEFT_SIMD_AVX2;
+#endif
+    return DEFT_SIMD_BASELINE;
 }
 
-bool deft_simd_avx512(void) {
-    int on = atomic_load_explicit(&avx512, memory_order_relaxed);
-    if (on < 0) atomic_store_explicit(&avx512, on = cpu_has_avx512(), memory_order_relaxed);
-    return on;
+deft_simd_level_t deft_simd_level(void) {
+    int on = atomic_load_explicit(&level, memory_order_relaxed);
+    if (on < 0) atomic_store_explicit(&level, on = (int)cpu_level(), memory_order_relaxed);
+    return (deft_simd_level_t)on;
 }
 
-void deft_simd_enable(bool on) {
-    atomic_store(&avx512, on && cpu_has_avx512());
+deft_simd_level_t deft_simd_cap(deft_simd_level_t most) {
+    deft_simd_level_t cpu = cpu_level(), now = most < cpu ? most : cpu;
+    atomic_store(&level, (int)now);
+    return now;
 }

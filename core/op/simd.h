@@ -1,7 +1,8 @@
 /*
- * Run-time choice of SIMD kernels. Kernels with an AVX-512 variant (compiled
- * with a target attribute, never -march) ask deft_simd_avx512() which one to
- * run; tests turn the variants off to cover the baseline code as well.
+ * Run-time choice of SIMD kernels. Kernels with AVX2 or AVX-512 variants
+ * (compiled with target attributes, never -march) ask which level runs;
+ * tests cap the level to cover every variant below the CPU's, the baseline
+ * (x86-64's SSE2) included.
  */
 #ifndef DEFT_CORE_OP_SIMD_H
 #define DEFT_CORE_OP_SIMD_H
@@ -14,10 +15,26 @@
 #define DEFT_SIMD_X86 0
 #endif
 
-/* Whether the CPU has AVX-512F and the variants are enabled (one load). */
-bool deft_simd_avx512(void);
+/* Ordered: a level includes those below it. */
+typedef enum deft_simd_level {
+    DEFT_SIMD_BASELINE, /* what the compiler's target gives every x86-64 (or any CPU) */
+    DEFT_SIMD_AVX2,     /* AVX2 (with F16C, which every AVX2 CPU has) */
+    DEFT_SIMD_AVX512,   /* AVX-512F */
+} deft_simd_level_t;
 
-/* Tests: false runs every kernel's baseline variant, true restores the default. */
-void deft_simd_enable(bool on);
+/* The level the variants run at: the CPU's, capped by deft_simd_cap (one load). */
+deft_simd_level_t deft_simd_level(void);
+
+static inline bool deft_simd_avx512(void) {
+    return deft_simd_level() >= DEFT_SIMD_AVX512;
+}
+
+static inline bool deft_simd_avx2(void) {
+    return deft_simd_level() >= DEFT_SIMD_AVX2;
+}
+
+/* Tests: run the variants of at most `most` (the CPU's level when it is
+ * lower); DEFT_SIMD_AVX512 restores the default. Returns the level now run. */
+deft_simd_level_t deft_simd_cap(deft_simd_level_t most);
 
 #endif
