@@ -415,11 +415,6 @@ bool deft_conv_lanes_raise_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     (void)g, (void)dtype;
     return false;
 }
-/* out[i] = the sum of the VL lanes of sums[i] (n of them). */
-static AVX512 void add_lanes(const float *sums, int64_t n, float *out) {
-    for (int64_t i = 0; i < n; i++) out[i] = _mm512_reduce_add_ps(_mm512_load_ps(sums + i * VL));
-}
-
 bool deft_conv_lanes_wgrad_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     (void)g, (void)dtype;
     return false;
