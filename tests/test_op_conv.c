@@ -3,6 +3,7 @@
 #include "symbol_helpers.h"
 
 #include "core/op/conv.h"
+#include "core/op/simd.h"
 
 START_TEST(test_convolution_matches_direct_loops) {
     for (size_t i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++)
@@ -239,6 +240,10 @@ START_TEST(test_direct_kernels_leave_the_rest_to_im2col) {
     bad = g, bad.s[1] = 2;
     ck_assert_int_eq(deft_conv_direct_fits(&bad, DEFT_DT_FLOAT32), have_avx512());
     ck_assert(!deft_conv_direct_raise_fits(&bad, DEFT_DT_FLOAT32));
+    deft_simd_cap(DEFT_SIMD_AVX2); /* the kernels are AVX-512's: below it, im2col */
+    ck_assert(!deft_conv_direct_fits(&g, DEFT_DT_FLOAT32));
+    ck_assert(!deft_conv_direct_raise_fits(&g, DEFT_DT_FLOAT32));
+    deft_simd_cap(DEFT_SIMD_AVX512);
 }
 END_TEST
 

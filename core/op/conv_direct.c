@@ -49,7 +49,7 @@ static bool blocked_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     if (round_up(g->chan, CB) * 4 > g->chan * 5 || round_up(g->filt, CB) * 4 > g->filt * 5)
         return false;
     if (g->batch == 0 || g->chan == 0 || g->col[1] == 0 || g->col[2] == 0) return false;
-    return __builtin_cpu_supports("avx512f");
+    return deft_simd_avx512();
 }
 
 bool deft_conv_direct_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {

@@ -14,6 +14,7 @@
 #include "core/op/conv.h"
 #include "core/op/conv_packed.h"
 #include "core/op/op.h"
+#include "core/op/simd.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define DEFT_CONV_DIRECT_X86 1

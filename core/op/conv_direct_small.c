@@ -464,7 +464,7 @@ static int lower_run(small_job_t *j) {
 
 bool deft_conv_small_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     if (dtype != DEFT_DT_FLOAT32 || !deft_conv_direct_on() || !small_shape(g)) return false;
-    return !deft_conv_direct_fits(g, dtype) && __builtin_cpu_supports("avx512f");
+    return !deft_conv_direct_fits(g, dtype) && deft_simd_avx512();
 }
 
 int deft_conv_small_lower(const deft_conv_geom_t *g, const float *image, const float *w,
@@ -501,8 +501,7 @@ bool deft_conv_small_raise_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     deft_conv_geom_t t;
     if (dtype != DEFT_DT_FLOAT32 || !deft_conv_direct_on() || !small_raise_geometry(g, &t))
         return false;
-    return small_shape(g) && !deft_conv_direct_raise_fits(g, dtype) &&
-           __builtin_cpu_supports("avx512f");
+    return small_shape(g) && !deft_conv_direct_raise_fits(g, dtype) && deft_simd_avx512();
 }
 
 /* add_planes' reads: for 16 image columns from cx and kernel column s, the

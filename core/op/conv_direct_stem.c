@@ -48,7 +48,7 @@ bool deft_conv_stem_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
     /* output channels rounded up to blocks of 16: at most a quarter more work */
     if (g->filt == 0 || round_up(g->filt, CB) * 4 > g->filt * 5) return false;
     if (g->batch == 0 || g->col[1] == 0 || g->col[2] == 0) return false;
-    return __builtin_cpu_supports("avx512f");
+    return deft_simd_avx512();
 }
 
 /* Shape and bands: an L2 share of input per band, at least 4 bands per thread. */

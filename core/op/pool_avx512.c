@@ -5,17 +5,19 @@
  * (the max gradient keeps them in place, 8 outputs at a time); row tails
  * are masked. They compute exactly what the plane kernels of
  * pool_cpu.c compute (the same taps in the same order), which the tests
- * check by running both. Selected at run time when the CPU has AVX-512F,
- * as core/op/conv_direct.c's kernels.
+ * check by running both. Selected at run time when the CPU has AVX-512F
+ * (deft_simd_avx512), as core/op/conv_direct.c's kernels.
  */
 #include "core/op/pool_cpu.h"
+
+#include "core/op/simd.h"
 
 #if DEFT_POOL_X86
 
 #include <immintrin.h>
 
 bool deft_pool_avx512(void) {
-    return __builtin_cpu_supports("avx512f");
+    return deft_simd_avx512();
 }
 
 #define AVX512 __attribute__((target("avx512f")))
