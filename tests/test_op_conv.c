@@ -413,14 +413,17 @@ START_TEST(test_small_channel_kernels_leave_the_rest) {
 END_TEST
 
 /*
- * The few-channel gradients with the batch in the vector lanes
- * (conv_direct_lanes.c): where the small kernels fit, with a batch of 32,
- * 48, 64 ..., 4 input channels or more and 100 products per dy element.
- * The cases: LeNet's second layer; three vectors of images at rows of 11
- * and 13 with padding (odd rows: a pixel alone after the pairs); 7 input
- * channels (tiles of 6 and 1, four vectors in one tile), a 3x7 kernel (taps
- * in fives and a rest) and 5 output channels; 16 input channels (6, 6 and
- * 4) into 6, no bias; and Deconvolution's bias through the data gradient.
+ * The few-channel kernels with the batch in the vector lanes
+ * (conv_direct_lanes.c), at each SIMD level the CPU has: on AVX-512 the
+ * gradients where the small kernels fit, with a batch of 32, 48, 64 ..., 4
+ * input channels or more and 100 products per dy element; on AVX2 (8 lanes,
+ * no small kernels) the forward too, with fewer products. The cases:
+ * LeNet's second layer; three vectors of images at rows of 11 and 13 with
+ * padding (odd rows: a pixel alone after the pairs); 7 input channels
+ * (tiles of 6 and 1, four vectors in one tile), a 3x7 kernel (taps in fives
+ * and a rest) and 5 output channels; 16 input channels (6, 6 and 4) into 6,
+ * no bias; and, on AVX2 only, a 1-channel layer at 3x3 with padding (the
+ * CNN demo's first) and a batch of 24 (three vectors of 8).
  */
 static const conv_case_t lanes_cases[] = {
     {2, 32, 6, 16, 1, DIMS(12, 12), DIMS(5, 5), DIMS(1, 1), DIMS(0, 0), DIMS(1, 1), DIMS(0), true,
@@ -431,7 +434,12 @@ static const conv_case_t lanes_cases[] = {
      DIMS(0)},
     {2, 32, 16, 6, 1, DIMS(6, 7), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), false,
      DIMS(0)},
+    {2, 32, 1, 8, 1, DIMS(14, 15), DIMS(3, 3), DIMS(1, 1), DIMS(1, 1), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
+    {2, 24, 3, 5, 1, DIMS(10, 9), DIMS(3, 5), DIMS(1, 1), DIMS(0, 2), DIMS(1, 1), DIMS(0), true,
+     DIMS(0)},
 };
+enum { LANES_AVX512_CASES = 4 }; /* the first four fit at 16 lanes */
 /* dW and db of a batch of 32 sum thousands of float32 terms with
  * cancellation (LeNet's first layer: 18432), in any order: the small
  * kernels' sums of them miss by up to 3e-4 too. */
@@ -441,50 +449,141 @@ static const conv_case_t lanes_deconv_case = {
     2,          32,         6,          4,          1,    DIMS(8, 9), DIMS(5, 5),
     DIMS(1, 1), DIMS(0, 0), DIMS(1, 1), DIMS(0, 0), true, DIMS(0)};
 
-/* Every gradient against the scatter loops, with the kernels and without. */
-START_TEST(test_batch_lane_gradients_match_scatter_loops) {
-    for (size_t i = 0; i < sizeof lanes_cases / sizeof lanes_cases[0]; i++) {
-        deft_conv_geom_t g = geom_2d(&lanes_cases[i], false);
-        ck_assert_msg(deft_conv_lanes_wgrad_fits(&g, DEFT_DT_FLOAT32) == have_avx512() &&
-                          deft_conv_lanes_raise_fits(&g, DEFT_DT_FLOAT32) == have_avx512(),
-                      "case %zu: the batch-lane kernels are not taken", i);
-        check_f32_backward_within(&lanes_cases[i], LANES_TOL);
+#define CONV_TEXT_PARAMS(t)                                                                        \
+    P("kernel", (t).kernel, "stride", (t).stride, "pad", (t).pad, "num_filter", (t).nf, "no_bias", \
+      (t).no_bias)
+
+/* _conv_relu (the node the Fuse pass makes of a convolution and its relu),
+ * run by an executor, against max(the reference loops, 0). */
+static void check_conv_relu(const conv_case_t *c) {
+    conv_texts_t t;
+    conv_texts(c, &t);
+    int64_t out[3];
+    conv_out(c, out);
+    const int64_t xs[4] = {c->batch, c->chan, c->in[0], c->in[1]};
+    const int64_t ws[4] = {c->filt, c->chan, c->k[0], c->k[1]};
+    const int64_t ys[4] = {c->batch, c->filt, out[0], out[1]};
+    const int64_t nx = count_of(4, xs), nw = count_of(4, ws), ny = count_of(4, ys);
+    double *x = malloc(sizeof(double) * (size_t)nx), *w = malloc(sizeof(double) * (size_t)nw);
+    double *b = malloc(sizeof(double) * (size_t)c->filt),
+           *want = malloc(sizeof(double) * (size_t)ny);
+    fill(x, nx, 4), fill(w, nw, 5), fill(b, c->filt, 6);
+    ref_conv(c, x, w, b, want);
+    for (int64_t i = 0; i < ny; i++) want[i] = want[i] < 0 ? 0 : want[i];
+    const int nin = c->bias ? 3 : 2;
+    DeftSymbolHandle v[3] = {var("data"), var("weight"), var("bias")}, fused;
+    DeftSymbolHandle conv = apply("Convolution", "conv", nin, v, CONV_TEXT_PARAMS(t));
+    DeftSymbolHandle relu = apply("Activation", "relu", 1, &conv, P("act_type", "relu"));
+    ck_assert_ok(DeftSymbolApplyPasses(relu, "Fuse", &fused));
+    const char *json;
+    ck_assert_ok(DeftSymbolSaveToJSON(fused, &json));
+    ck_assert_msg(strstr(json, "\"_conv_relu\"") != NULL, "no _conv_relu node");
+    DeftCachedOpHandle exec;
+    ck_assert_ok(DeftCachedOpCreate(fused, 0, &exec));
+    DeftNDArrayHandle in[3] = {make(DEFT_FLOAT32, 4, xs, x), make(DEFT_FLOAT32, 4, ws, w),
+                               make(DEFT_FLOAT32, 1, (int64_t[]){c->filt}, b)},
+                      y = NULL;
+    int nout = 1;
+    ck_assert_ok(DeftCachedOpInvoke(exec, nin, in, &nout, &y));
+    assert_values(y, ny, want, DIRECT_TOL);
+    ck_assert_ok(DeftCachedOpFree(exec));
+    DeftSymbolHandle syms[6] = {v[0], v[1], v[2], conv, relu, fused};
+    for (int k = 0; k < 6; k++) ck_assert_ok(DeftSymbolFree(syms[k]));
+    free_all(3, in), free_all(1, &y);
+    free(x), free(w), free(b), free(want);
+}
+
+/* Caps the SIMD level at `level` and says whether the CPU runs it. */
+static bool run_at(deft_simd_level_t level) {
+    return deft_simd_cap(level) == level;
+}
+
+/* Every case forward (and through _conv_relu) and backward against the
+ * reference loops, with the kernels and without, at each level. */
+START_TEST(test_batch_lane_kernels_match_reference_loops) {
+    const deft_simd_level_t levels[] = {DEFT_SIMD_AVX512, DEFT_SIMD_AVX2};
+    for (size_t l = 0; l < 2; l++) {
+        if (!run_at(levels[l])) continue;
+        const bool avx2 = levels[l] == DEFT_SIMD_AVX2;
+        for (size_t i = 0; i < sizeof lanes_cases / sizeof lanes_cases[0]; i++) {
+            deft_conv_geom_t g = geom_2d(&lanes_cases[i], false);
+            const bool fits = avx2 || i < LANES_AVX512_CASES;
+            ck_assert_msg(deft_conv_lanes_wgrad_fits(&g, DEFT_DT_FLOAT32) == fits &&
+                              deft_conv_lanes_raise_fits(&g, DEFT_DT_FLOAT32) == fits &&
+                              deft_conv_lanes_fits(&g, DEFT_DT_FLOAT32) == avx2,
+                          "level %d, case %zu: the batch-lane kernels are %s", (int)levels[l], i,
+                          fits ? "not taken" : "taken");
+            check_f32_backward_within(&lanes_cases[i], LANES_TOL);
+            for (int on = 1; on >= 0; on--) {
+                deft_conv_direct_enable(on);
+                check_case_within(&lanes_cases[i], false, DEFT_FLOAT32, DIRECT_TOL);
+                check_conv_relu(&lanes_cases[i]);
+            }
+            deft_conv_direct_enable(true);
+        }
+        deft_conv_geom_t g = geom_2d(&lanes_deconv_case, true);
+        ck_assert(deft_conv_lanes_raise_fits(&g, DEFT_DT_FLOAT32));
+        check_case_within(&lanes_deconv_case, true, DEFT_FLOAT32, DIRECT_TOL);
     }
-    deft_conv_geom_t g = geom_2d(&lanes_deconv_case, true);
-    ck_assert_int_eq(deft_conv_lanes_raise_fits(&g, DEFT_DT_FLOAT32), have_avx512());
-    check_case_within(&lanes_deconv_case, true, DEFT_FLOAT32, DIRECT_TOL);
+    deft_simd_cap(DEFT_SIMD_AVX512);
 }
 END_TEST
 
-/* What they leave to the small kernels: batches that are not whole vectors
- * or only one, stride 2, dilation, LeNet's first layer and the CNN demo's
- * (one input channel), images over 256 pixels. */
+/* What they leave to the others: batches that are not whole vectors or
+ * only one, stride 2, dilation, padding past the kernel, images over 256
+ * pixels (1024 on AVX2), many channels on both sides; at 16 lanes LeNet's first layer and
+ * the CNN demo's (one input channel), which the small kernels serve; and
+ * the baseline level, which has no vectors. */
 START_TEST(test_batch_lane_kernels_leave_the_rest) {
     const deft_conv_geom_t g = geom_2d(&lanes_cases[1], false);
-    deft_conv_geom_t bad = g;
-    ck_assert_int_eq(deft_conv_lanes_wgrad_fits(&g, DEFT_DT_FLOAT32), have_avx512());
-    const int64_t batches[] = {1, 16, 31, 33, 40};
-    for (size_t i = 0; i < sizeof batches / sizeof batches[0]; i++) {
-        bad.batch = batches[i];
+    const deft_simd_level_t levels[] = {DEFT_SIMD_AVX512, DEFT_SIMD_AVX2};
+    for (size_t l = 0; l < 2; l++) {
+        if (!run_at(levels[l])) continue;
+        deft_conv_geom_t bad = g;
+        ck_assert(deft_conv_lanes_wgrad_fits(&g, DEFT_DT_FLOAT32));
+        const int64_t batches[] = {1, 8, 16, 31, 33, 40};
+        for (size_t i = 0; i < sizeof batches / sizeof batches[0]; i++) {
+            bad.batch = batches[i];
+            bool whole = levels[l] == DEFT_SIMD_AVX2 && batches[i] % 8 == 0 && batches[i] >= 16;
+            ck_assert_int_eq(deft_conv_lanes_wgrad_fits(&bad, DEFT_DT_FLOAT32), whole);
+            ck_assert_int_eq(deft_conv_lanes_raise_fits(&bad, DEFT_DT_FLOAT32), whole);
+        }
+        bad = g, bad.d[2] = 2, bad.col[2] = 4;
+        ck_assert(!deft_conv_lanes_wgrad_fits(&bad, DEFT_DT_FLOAT32));
+        ck_assert(!deft_conv_lanes_fits(&bad, DEFT_DT_FLOAT32));
+        bad = g, bad.s[1] = 2, bad.col[1] = 4;
+        ck_assert(!deft_conv_lanes_raise_fits(&bad, DEFT_DT_FLOAT32));
+        ck_assert(!deft_conv_lanes_fits(&bad, DEFT_DT_FLOAT32));
+        bad = g, bad.p[1] = 5, bad.col[1] = 17;
+        ck_assert(!deft_conv_lanes_raise_fits(&bad, DEFT_DT_FLOAT32));
+        ck_assert(!deft_conv_lanes_fits(&bad, DEFT_DT_FLOAT32));
+        ck_assert(!deft_conv_lanes_wgrad_fits(&g, DEFT_DT_FLOAT64));
+        bad = g, bad.chan = bad.filt = 12, bad.img[1] = bad.img[2] = 32, bad.k[1] = bad.k[2] = 3;
+        bad.p[1] = bad.p[2] = 1, bad.col[1] = bad.col[2] = 32; /* 32x32 images: AVX2's largest */
+        const bool avx2 = levels[l] == DEFT_SIMD_AVX2;
+        ck_assert_int_eq(deft_conv_lanes_wgrad_fits(&bad, DEFT_DT_FLOAT32), avx2);
+        ck_assert_int_eq(deft_conv_lanes_raise_fits(&bad, DEFT_DT_FLOAT32), avx2);
+        ck_assert_int_eq(deft_conv_lanes_fits(&bad, DEFT_DT_FLOAT32), avx2);
+        bad.img[2] = bad.col[2] = 33;
         ck_assert(!deft_conv_lanes_wgrad_fits(&bad, DEFT_DT_FLOAT32));
         ck_assert(!deft_conv_lanes_raise_fits(&bad, DEFT_DT_FLOAT32));
+        ck_assert(!deft_conv_lanes_fits(&bad, DEFT_DT_FLOAT32));
+        bad = g, bad.chan = bad.filt = 16; /* GEMM rows enough */
+        ck_assert(!deft_conv_lanes_fits(&bad, DEFT_DT_FLOAT32));
+        if (levels[l] != DEFT_SIMD_AVX512) continue;
+        bad = g, bad.chan = 1, bad.img[1] = bad.img[2] = 12, bad.col[1] = bad.col[2] = 8;
+        bad.filt = 6;
+        ck_assert(deft_conv_small_fits(&bad, DEFT_DT_FLOAT32));
+        ck_assert(!deft_conv_lanes_wgrad_fits(&bad, DEFT_DT_FLOAT32));
+        ck_assert(!deft_conv_lanes_fits(&bad, DEFT_DT_FLOAT32));
+        bad = g, bad.chan = 3, bad.k[1] = bad.k[2] = 3, bad.col[1] = bad.col[2] = 10;
+        ck_assert(!deft_conv_lanes_wgrad_fits(&bad, DEFT_DT_FLOAT32));
     }
-    bad = g, bad.d[2] = 2, bad.col[2] = 4;
-    ck_assert(!deft_conv_lanes_wgrad_fits(&bad, DEFT_DT_FLOAT32));
-    bad = g, bad.s[1] = 2, bad.col[1] = 4;
-    ck_assert(!deft_conv_lanes_raise_fits(&bad, DEFT_DT_FLOAT32));
-    ck_assert(!deft_conv_lanes_wgrad_fits(&g, DEFT_DT_FLOAT64));
-    bad = g, bad.chan = 1, bad.img[1] = bad.img[2] = 28, bad.col[1] = bad.col[2] = 24;
-    bad.filt = 6;
-    ck_assert_int_eq(deft_conv_small_fits(&bad, DEFT_DT_FLOAT32), have_avx512());
-    ck_assert(!deft_conv_lanes_wgrad_fits(&bad, DEFT_DT_FLOAT32));
-    bad = g, bad.chan = 3, bad.k[1] = bad.k[2] = 3, bad.col[1] = bad.col[2] = 10;
-    ck_assert(!deft_conv_lanes_wgrad_fits(&bad, DEFT_DT_FLOAT32));
-    bad = g, bad.chan = bad.filt = 12, bad.img[1] = bad.img[2] = 32, bad.k[1] = bad.k[2] = 3;
-    bad.p[1] = bad.p[2] = 1, bad.col[1] = bad.col[2] = 32; /* 32x32 images */
-    ck_assert_int_eq(deft_conv_small_fits(&bad, DEFT_DT_FLOAT32), have_avx512());
-    ck_assert(!deft_conv_lanes_wgrad_fits(&bad, DEFT_DT_FLOAT32));
-    ck_assert(!deft_conv_lanes_raise_fits(&bad, DEFT_DT_FLOAT32));
+    deft_simd_cap(DEFT_SIMD_BASELINE);
+    ck_assert(!deft_conv_lanes_wgrad_fits(&g, DEFT_DT_FLOAT32));
+    ck_assert(!deft_conv_lanes_raise_fits(&g, DEFT_DT_FLOAT32));
+    ck_assert(!deft_conv_lanes_fits(&g, DEFT_DT_FLOAT32));
+    deft_simd_cap(DEFT_SIMD_AVX512);
 }
 END_TEST
 
@@ -580,10 +679,6 @@ static const conv_case_t kept_cases[] = {
 };
 
 /* A case's parameters for Convolution, from conv_texts. */
-#define CONV_TEXT_PARAMS(t)                                                                        \
-    P("kernel", (t).kernel, "stride", (t).stride, "pad", (t).pad, "num_filter", (t).nf, "no_bias", \
-      (t).no_bias)
-
 /* Convolution of the case on variables data, weight (through _mul_scalar
  * by 1 inside the graph when `computed`) and bias. */
 static DeftSymbolHandle kept_symbol(const conv_case_t *c, bool computed) {
@@ -1005,7 +1100,7 @@ int main(void) {
     tcase_add_test(tc, test_small_channel_kernels_match_direct_loops);
     tcase_add_test(tc, test_small_channel_backward_matches_scatter_loops);
     tcase_add_test(tc, test_small_channel_kernels_leave_the_rest);
-    tcase_add_test(tc, test_batch_lane_gradients_match_scatter_loops);
+    tcase_add_test(tc, test_batch_lane_kernels_match_reference_loops);
     tcase_add_test(tc, test_batch_lane_kernels_leave_the_rest);
     tcase_add_test(tc, test_batched_small_outputs_match_direct_loops);
     tcase_add_test(tc, test_stem_kernel_matches_direct_loops);

@@ -434,10 +434,12 @@ static int conv_relu_forward(const deft_op_t *op, const deft_param_value_t *p, i
     deft_desc_t desc[3];
     descs_of(nin, in, desc);
     if (conv_check(op, p, nin, desc, &a, &g, &shape)) return -1;
+    const float *x = deft_tensor_data(&in[0]), *w = deft_tensor_data(&in[1]);
+    const float *bias = nin == 3 ? deft_tensor_data(&in[2]) : NULL;
     if (out[0].device.type == DEFT_DEV_CPU && deft_conv_small_fits(&g, out[0].dtype))
-        return deft_conv_small_lower(&g, deft_tensor_data(&in[0]), deft_tensor_data(&in[1]),
-                                     nin == 3 ? deft_tensor_data(&in[2]) : NULL, true,
-                                     deft_tensor_data(&out[0]));
+        return deft_conv_small_lower(&g, x, w, bias, true, deft_tensor_data(&out[0]));
+    if (out[0].device.type == DEFT_DEV_CPU && deft_conv_lanes_fits(&g, out[0].dtype))
+        return deft_conv_lanes_lower(&g, x, w, bias, true, deft_tensor_data(&out[0]));
     if (conv_forward(op, p, nin, in, nout, out)) return -1;
     return deft_registry_run_kernel("Activation", "act_type", "relu", out, out);
 }

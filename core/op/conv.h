@@ -161,12 +161,20 @@ int deft_conv_small_wgrad(const deft_conv_geom_t *g, const float *image, const f
                           float *dw, float *db);
 
 /*
- * The few-channel gradients with the batch in the vector lanes
- * (conv_direct_lanes.c): where the kernels above fit, with stride and
- * dilation 1, a batch of 32, 48, 64 ... images, at least 4 input channels
+ * The few-channel kernels with the batch in the vector lanes
+ * (conv_direct_lanes.c): 2-D, groups 1, stride and dilation 1, padding at
+ * most k - 1, a batch of two or more whole vectors (16 images on AVX-512,
+ * 8 on AVX2) and images of at most 256 pixels. On AVX-512 they serve the
+ * gradients where the small kernels above fit, at least 4 input channels
  * and 100 products per output element (LeNet's second layer, not its
- * first); deft_conv_direct_enable turns them off too.
+ * first); on AVX2, which has no small kernels, the forward and both
+ * gradients where one side has fewer than 16 channels.
+ * deft_conv_direct_enable turns them off too.
  */
+bool deft_conv_lanes_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);
+/* relu: max(colside, 0) as it is stored (_conv_relu). */
+int deft_conv_lanes_lower(const deft_conv_geom_t *g, const float *image, const float *w,
+                          const float *bias, bool relu, float *colside);
 bool deft_conv_lanes_raise_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);
 int deft_conv_lanes_raise(const deft_conv_geom_t *g, const float *colside, const float *w,
                           const float *bias, float *image);

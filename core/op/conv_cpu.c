@@ -299,6 +299,8 @@ int deft_conv_lower_cpu(const deft_conv_geom_t *g, deft_dtype_t dtype, const voi
         return deft_conv_direct_lower(g, image, w, bias, colside, wkey);
     if (deft_conv_small_fits(g, dtype))
         return deft_conv_small_lower(g, image, w, bias, false, colside);
+    if (deft_conv_lanes_fits(g, dtype))
+        return deft_conv_lanes_lower(g, image, w, bias, false, colside);
     if (deft_conv_stem_fits(g, dtype)) return deft_conv_stem_lower(g, image, w, bias, colside);
     conv_job_t j;
     job_init(&j, g, dtype);

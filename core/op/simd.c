@@ -15,7 +15,8 @@ static deft_simd_level_t cpu_level(void) {
     if (__builtin_cpu_supports("avx512f")) return DEFT_SIMD_AVX512;
     unsigned a, b, c, d; /* clang's __builtin_cpu_supports does not know "f16c" */
     bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
-    if (__builtin_cpu_supports("avx2") && f16c) return DEFT_SIMD_AVX2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c)
+        return DEFT_SIMD_AVX2;
 #endif
     return DEFT_SIMD_BASELINE;
 }

@@ -18,7 +18,7 @@
 /* Ordered: a level includes those below it. */
 typedef enum deft_simd_level {
     DEFT_SIMD_BASELINE, /* what the compiler's target gives every x86-64 (or any CPU) */
-    DEFT_SIMD_AVX2,     /* AVX2 and F16C (cpuid checks both) */
+    DEFT_SIMD_AVX2,     /* AVX2, FMA and F16C (cpuid checks all three) */
     DEFT_SIMD_AVX512,   /* AVX-512F */
 } deft_simd_level_t;
 

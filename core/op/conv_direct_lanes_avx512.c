@@ -1,0 +1,7 @@
+/* conv_direct_lanes_t.h's kernels at 16 lanes (AVX-512). */
+#include "core/op/simd.h"
+
+#if DEFT_SIMD_X86
+#define VEC_LANES 16
+#include "core/op/conv_direct_lanes_t.h"
+#endif
