@@ -182,7 +182,7 @@ static ALWAYS AVX512 void transpose_even(const float *src, int64_t sld, int rows
         r[i] = i < rows ? _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(m0, src + i * sld), even,
                                                  _mm512_maskz_loadu_ps(m1, src + i * sld + 16))
                         : _mm512_setzero_ps();
-    transpose16(r, out);
+    vf_transpose(r, out);
     for (int c = 0; c < cols; c++) _mm512_storeu_ps(dst + c * dld, out[c]);
 }
 

@@ -20,6 +20,9 @@
 #define DEFT_CONV_DIRECT_X86 1
 #include <immintrin.h>
 
+#define VEC_LANES 16 /* vf_transpose: a 16 x 16 transpose in registers */
+#include "core/op/simd_vec.h"
+
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
 #define ALWAYS __attribute__((always_inline)) inline
 
@@ -70,32 +73,6 @@ static inline __mmask16 first_lanes(int64_t n) {
     return (__mmask16)((1u << n) - 1u);
 }
 
-/* out[c] = lane c of r[0..15]: a 16 x 16 transpose in registers (unpacks
- * within 128-bit lanes, then lane shuffles). */
-static ALWAYS AVX512 void transpose16(const __m512 r[16], __m512 out[16]) {
-    __m512 t[16], u[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int g = 0; g < 16; g += 4) { /* u[g + j]: column j of each lane, rows g .. g + 3 */
-        u[g] = _mm512_shuffle_ps(t[g], t[g + 2], 0x44);
-        u[g + 1] = _mm512_shuffle_ps(t[g], t[g + 2], 0xEE);
-        u[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0x44);
-        u[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
-    }
-    for (int j = 0; j < 4; j++) {
-        __m512 ab_lo = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x44);
-        __m512 ab_hi = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xEE);
-        __m512 cd_lo = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x44);
-        __m512 cd_hi = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xEE);
-        out[j] = _mm512_shuffle_f32x4(ab_lo, cd_lo, 0x88);
-        out[4 + j] = _mm512_shuffle_f32x4(ab_lo, cd_lo, 0xDD);
-        out[8 + j] = _mm512_shuffle_f32x4(ab_hi, cd_hi, 0x88);
-        out[12 + j] = _mm512_shuffle_f32x4(ab_hi, cd_hi, 0xDD);
-    }
-}
-
 /* dst row c (c < cols, stride dld, 16 lanes) = column c of `rows` rows of src
  * (stride sld), zero in the lanes past rows. */
 static ALWAYS AVX512 void transpose_block(const float *src, int64_t sld, int rows, int cols,
@@ -104,7 +81,7 @@ static ALWAYS AVX512 void transpose_block(const float *src, int64_t sld, int row
     const __mmask16 cm = first_lanes(cols);
     for (int i = 0; i < 16; i++)
         r[i] = i < rows ? _mm512_maskz_loadu_ps(cm, src + i * sld) : _mm512_setzero_ps();
-    transpose16(r, out);
+    vf_transpose(r, out);
     for (int c = 0; c < cols; c++) _mm512_storeu_ps(dst + c * dld, out[c]);
 }
 
@@ -117,7 +94,7 @@ static ALWAYS AVX512 void deft_direct_store_tile(__m512 acc[MAX_BLOCKS][MAX_PIX]
     for (int b = 0; b < NB; b++) {
         __m512 r[16], cols[16];
         for (int p = 0; p < 16; p++) r[p] = p < P ? acc[b][p] : _mm512_setzero_ps();
-        transpose16(r, cols);
+        vf_transpose(r, cols);
         int64_t n = chans - b * CB < CB ? chans - b * CB : CB;
         float *at = dst + b * CB * plane;
         for (int64_t o = 0; o < n; o++) _mm512_mask_storeu_ps(at + o * plane, pm, cols[o]);
