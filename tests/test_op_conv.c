@@ -247,6 +247,21 @@ START_TEST(test_direct_kernels_leave_the_rest_to_im2col) {
 }
 END_TEST
 
+/* A 2-D case's shapes (x, w, y: NCHW, OIHW) and their element counts. */
+typedef struct case_shapes {
+    int64_t xs[4], ws[4], ys[4], nx, nw, ny;
+} case_shapes_t;
+
+static case_shapes_t shapes_2d(const conv_case_t *c) {
+    int64_t out[3];
+    conv_out(c, out);
+    case_shapes_t s = {.xs = {c->batch, c->chan, c->in[0], c->in[1]},
+                       .ws = {c->filt, c->chan, c->k[0], c->k[1]},
+                       .ys = {c->batch, c->filt, out[0], out[1]}};
+    s.nx = count_of(4, s.xs), s.nw = count_of(4, s.ws), s.ny = count_of(4, s.ys);
+    return s;
+}
+
 /* The backward of direct-path convolutions: the data gradient through the
  * direct kernel at stride 1 (im2col at stride 2), the weight gradient
  * through its own direct kernel where the batch has 1024 output pixels or
@@ -258,12 +273,8 @@ static void check_f32_backward_within(const conv_case_t *c, double tol) {
     tuple_text(2, c->p, pad, sizeof pad);
     tuple_text(2, c->d, dilate, sizeof dilate);
     snprintf(nf, sizeof nf, "%lld", (long long)c->filt);
-    int64_t out[3];
-    conv_out(c, out);
-    const int64_t xs[4] = {c->batch, c->chan, c->in[0], c->in[1]};
-    const int64_t ws[4] = {c->filt, c->chan, c->k[0], c->k[1]};
-    const int64_t ys[4] = {c->batch, c->filt, out[0], out[1]};
-    const int64_t nx = count_of(4, xs), nw = count_of(4, ws), ny = count_of(4, ys);
+    const case_shapes_t sh = shapes_2d(c);
+    const int64_t *xs = sh.xs, *ws = sh.ws, *ys = sh.ys, nx = sh.nx, nw = sh.nw, ny = sh.ny;
     double *x = malloc(sizeof(double) * (size_t)nx), *w = malloc(sizeof(double) * (size_t)nw);
     double *dy = malloc(sizeof(double) * (size_t)ny), *dx = malloc(sizeof(double) * (size_t)nx);
     double *dw = malloc(sizeof(double) * (size_t)nw),
@@ -458,12 +469,8 @@ static const conv_case_t lanes_deconv_case = {
 static void check_conv_relu(const conv_case_t *c) {
     conv_texts_t t;
     conv_texts(c, &t);
-    int64_t out[3];
-    conv_out(c, out);
-    const int64_t xs[4] = {c->batch, c->chan, c->in[0], c->in[1]};
-    const int64_t ws[4] = {c->filt, c->chan, c->k[0], c->k[1]};
-    const int64_t ys[4] = {c->batch, c->filt, out[0], out[1]};
-    const int64_t nx = count_of(4, xs), nw = count_of(4, ws), ny = count_of(4, ys);
+    const case_shapes_t sh = shapes_2d(c);
+    const int64_t *xs = sh.xs, *ws = sh.ws, nx = sh.nx, nw = sh.nw, ny = sh.ny;
     double *x = malloc(sizeof(double) * (size_t)nx), *w = malloc(sizeof(double) * (size_t)nw);
     double *b = malloc(sizeof(double) * (size_t)c->filt),
            *want = malloc(sizeof(double) * (size_t)ny);
@@ -693,11 +700,8 @@ static DeftSymbolHandle kept_symbol(const conv_case_t *c, bool computed) {
 }
 
 static void check_kept(const conv_case_t *c, bool computed) {
-    int64_t out[3];
-    conv_out(c, out);
-    int64_t xs[4] = {c->batch, c->chan, c->in[0], c->in[1]};
-    int64_t ws[4] = {c->filt, c->chan, c->k[0], c->k[1]};
-    int64_t nx = count_of(4, xs), nw = count_of(4, ws), ny = c->batch * c->filt * out[0] * out[1];
+    const case_shapes_t sh = shapes_2d(c);
+    const int64_t *xs = sh.xs, *ws = sh.ws, nx = sh.nx, nw = sh.nw, ny = sh.ny;
     double *x = malloc(sizeof(double) * (size_t)nx), *b = malloc(sizeof(double) * (size_t)c->filt);
     double *w[3], *want[3];
     fill(x, nx, 1), fill(b, c->filt, 3);
@@ -823,12 +827,9 @@ static bool folds(DeftSymbolHandle sym, const char *op) {
 static void check_folded(const conv_case_t *c, int dtype, bool relu) {
     conv_texts_t t;
     conv_texts(c, &t);
-    int64_t out[3];
-    conv_out(c, out);
-    int64_t xs[4] = {c->batch, c->chan, c->in[0], c->in[1]};
-    int64_t ws[4] = {c->filt, c->chan, c->k[0], c->k[1]}, fs[1] = {c->filt};
-    int64_t nx = count_of(4, xs), nw = count_of(4, ws), space = out[0] * out[1];
-    int64_t ny = c->batch * c->filt * space;
+    const case_shapes_t sh = shapes_2d(c);
+    const int64_t *xs = sh.xs, *ws = sh.ws, fs[1] = {c->filt}, nx = sh.nx, nw = sh.nw, ny = sh.ny;
+    const int64_t space = sh.ys[2] * sh.ys[3];
     double *x = malloc(sizeof(double) * (size_t)nx), *w = malloc(sizeof(double) * (size_t)nw);
     double *want = malloc(sizeof(double) * (size_t)ny), stats[4][64];
     fill(x, nx, 1), fill(w, nw, 2);
