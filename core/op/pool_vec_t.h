@@ -21,9 +21,27 @@ static inline int64_t first(int64_t n) {
     return n < VL ? n : VL;
 }
 
+/* The first n (<= VL) floats at p, the lanes past them 0, and their store.
+ * AVX2's masked stores are slow on Zen 3 (the 2x2 max gradient of LeNet's
+ * first pool, one thread: 112 us all masked, against 51 us for the plane
+ * kernels), so at 8 lanes whole vectors go plain; AVX-512's masks cost
+ * nothing, and these compile to them alone. */
+static VEC_ALWAYS VEC_TARGET vf_t load_n(const float *p, int64_t n) {
+    if (VL == 8 && n == VL) return vf_loadu(p);
+    if (VL == 8 && n == 0) return vf_zero();
+    return vf_load_first(p, n);
+}
+
+static VEC_ALWAYS VEC_TARGET void store_n(float *p, int64_t n, vf_t v) {
+    if (VL == 8 && n == VL)
+        vf_storeu(p, v);
+    else
+        vf_store_first(p, n, v);
+}
+
 /* The even and odd elements of the n (<= 2 VL) floats at p; lanes past them read as 0. */
 static VEC_ALWAYS VEC_TARGET void deinterleave(const float *p, int64_t n, vf_t *even, vf_t *odd) {
-    vf_t a = vf_load_first(p, first(n)), b = vf_load_first(p + VL, n > VL ? n - VL : 0);
+    vf_t a = load_n(p, first(n)), b = load_n(p + VL, n > VL ? n - VL : 0);
     vf_deinterleave(a, b, even, odd);
 }
 
@@ -45,7 +63,7 @@ static VEC_ALWAYS VEC_TARGET void pool2x2_row(const float *x0, const float *x1, 
             r = vf_max(d1, vf_max(e1, vf_max(d0, vf_max(e0, lowest))));
         else
             r = vf_mul(vf_add(vf_add(vf_add(e0, d0), e1), d1), factor);
-        vf_store_first(y + o, m, r);
+        store_n(y + o, m, r);
     }
 }
 
@@ -58,14 +76,14 @@ static VEC_ALWAYS VEC_TARGET void pool2x2_row(const float *x0, const float *x1, 
 static VEC_TARGET void pool3x2_fold(float *acc, const float *row, int64_t n, bool max) {
     for (int64_t o = 0; o < n; o += VL) {
         int64_t m = first(n - o);
-        vf_t e, d, next, unused, a = vf_load_first(acc + o, m);
+        vf_t e, d, next, unused, a = load_n(acc + o, m);
         deinterleave(row + 2 * o, 2 * m, &e, &d);
         deinterleave(row + 2 * o + 2, 2 * m - 1, &next, &unused);
         if (max)
             a = vf_max(next, vf_max(d, vf_max(e, a)));
         else
             a = vf_add(vf_add(vf_add(a, e), d), next);
-        vf_store_first(acc + o, m, a);
+        store_n(acc + o, m, a);
     }
 }
 
@@ -108,23 +126,23 @@ static VEC_ALWAYS VEC_TARGET void unpool2x2_row(const float *x0, const float *x1
     for (int64_t o = 0; o < n; o += VL / 2) {
         const int64_t m = n - o < VL / 2 ? n - o : VL / 2;
         const unsigned in = (1u << 2 * m) - 1u;
-        const vf_t g = vf_pairs(vf_load_first(dy + o, m));
+        const vf_t g = vf_pairs(load_n(dy + o, m));
         const bool read = max || relu; /* average pooling's gradient reads no x */
-        const vf_t v0 = read ? vf_load_first(x0 + 2 * o, 2 * m) : vf_zero();
-        const vf_t v1 = read ? vf_load_first(x1 + 2 * o, 2 * m) : vf_zero();
+        const vf_t v0 = read ? load_n(x0 + 2 * o, 2 * m) : vf_zero();
+        const vf_t v1 = read ? load_n(x1 + 2 * o, 2 * m) : vf_zero();
         vf_t g0, g1;
         if (!max) {
             g0 = g1 = vf_mul(g, factor);
         } else {
-            const vf_t t = vf_pairs(vf_load_first(y + o, m));
+            const vf_t t = vf_pairs(load_n(y + o, m));
             unsigned first0, first1;
             first_taps(vf_eq_bits(v0, t) & in, vf_eq_bits(v1, t) & in, &first0, &first1);
             g0 = vf_keep(first0, g);
             g1 = vf_keep(first1, g);
         }
         if (relu) g0 = vf_mul(g0, relu_factor(v0)), g1 = vf_mul(g1, relu_factor(v1));
-        vf_store_first(d0 + 2 * o, 2 * m, g0);
-        vf_store_first(d1 + 2 * o, 2 * m, g1);
+        store_n(d0 + 2 * o, 2 * m, g0);
+        store_n(d1 + 2 * o, 2 * m, g1);
     }
 }
 
@@ -163,7 +181,10 @@ static VEC_TARGET float pool_reduce(const float *x, int64_t n, bool max) {
     for (int64_t i = 0; i < n; i += 16)
         for (int v = 0; v < VECS; v++) {
             const int64_t left = n - i - v * VL;
-            const vf_t x_v = vf_load_first_else(x + i + v * VL, left < 0 ? 0 : first(left), start);
+            const float *at = x + i + v * VL;
+            const vf_t x_v = VL == 8 && left >= VL
+                                 ? vf_loadu(at) /* as load_n */
+                                 : vf_load_first_else(at, left < 0 ? 0 : first(left), start);
             acc[v] = max ? vf_max(x_v, acc[v]) : vf_add(acc[v], x_v);
         }
     for (int half = VECS / 2; half > 0; half /= 2)
@@ -198,7 +219,7 @@ static VEC_TARGET void unpool3x2_max(const float *x, int64_t width, int64_t hlo,
                                      int64_t n) {
     for (int64_t o = 0; o < n; o += VL) {
         int64_t m = first(n - o);
-        vf_t t = vf_load_first(y + o, m), at = vf_set1(-1);
+        vf_t t = load_n(y + o, m), at = vf_set1(-1);
         unsigned open = (1u << m) - 1u; /* outputs whose maximum is not found yet */
         for (int64_t h = hlo; h < hhi; h++) {
             const float *row = x + h * width + col0 + 2 * o;

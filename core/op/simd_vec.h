@@ -98,6 +98,9 @@ static VEC_ALWAYS VEC_TARGET void vf_transpose(const vf_t r[16], vf_t out[16]) {
 static VEC_ALWAYS VEC_TARGET vf_t vf_mul(vf_t a, vf_t b) {
     return _mm512_mul_ps(a, b);
 }
+static VEC_ALWAYS VEC_TARGET void vf_storeu(float *p, vf_t v) {
+    _mm512_storeu_ps(p, v);
+}
 /* p[0 .. n - 1], fill in the lanes from n (0 <= n <= 16); reads nothing past n. */
 static VEC_ALWAYS VEC_TARGET vf_t vf_load_first_else(const float *p, int64_t n, vf_t fill) {
     return _mm512_mask_loadu_ps(fill, (__mmask16)((1u << n) - 1u), p);
@@ -211,6 +214,9 @@ static VEC_ALWAYS VEC_TARGET void vf_transpose(const vf_t r[8], vf_t out[8]) {
  * for lane l, so that kernels can do arithmetic on them. */
 static VEC_ALWAYS VEC_TARGET vf_t vf_mul(vf_t a, vf_t b) {
     return _mm256_mul_ps(a, b);
+}
+static VEC_ALWAYS VEC_TARGET void vf_storeu(float *p, vf_t v) {
+    _mm256_storeu_ps(p, v);
 }
 static VEC_ALWAYS VEC_TARGET vf_t vf_load_first_else(const float *p, int64_t n, vf_t fill) {
     const __m256i m = vf_first_mask(n);
