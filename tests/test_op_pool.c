@@ -2,6 +2,7 @@
 #include "op_helpers.h"
 
 #include "core/op/pool_cpu.h"
+#include "core/op/pool_vec.h"
 #include "core/op/simd.h"
 
 /* The kernel choices the tests run, fastest first: the vector rows at
@@ -534,6 +535,36 @@ START_TEST(test_pooling_vector_rows_give_the_planes_bits) {
 }
 END_TEST
 
+/* The 3-wide stride-2 fold at every width the CPU has (pool_cpu.c takes it
+ * at 16 lanes only) gives a scalar fold's bits: row[2o], row[2o + 1],
+ * row[2o + 2] into acc[o] in that order, NaN never winning a max. */
+START_TEST(test_pool3x2_fold_matches_a_scalar_fold) {
+#if DEFT_SIMD_X86
+    const deft_pool_vec_t *widths[] = {&deft_pool_vec_avx512, &deft_pool_vec_avx2};
+    const deft_simd_level_t needs[] = {DEFT_SIMD_AVX512, DEFT_SIMD_AVX2};
+    float row[2 * 41 + 1], acc[41], want[41];
+    for (int i = 0; i < 2 * 41 + 1; i++)
+        row[i] = i % 13 == 4 ? NAN : (float)((i * 7919) % 31) / 3.0f - 5.0f;
+    for (int w = 0; w < 2; w++)
+        for (int64_t n = 1; n <= 41; n++)
+            for (int max = 0; max < 2; max++) {
+                if (deft_simd_level() < needs[w]) continue;
+                for (int64_t o = 0; o < n; o++) {
+                    acc[o] = want[o] = (float)((o * 104729) % 17) / 7.0f - 1.0f;
+                    for (int k = 0; k < 3; k++) {
+                        float v = row[2 * o + k];
+                        want[o] = max ? (v > want[o] ? v : want[o]) : want[o] + v;
+                    }
+                }
+                widths[w]->pool3x2_fold(acc, row, n, max);
+                ck_assert_msg(memcmp(acc, want, sizeof(float) * (size_t)n) == 0,
+                              "%d lanes, n %lld, %s", widths[w]->lanes, (long long)n,
+                              max ? "max" : "sum");
+            }
+#endif
+}
+END_TEST
+
 static Suite *pool_suite(void) {
     Suite *suite = suite_create("pooling");
     TCase *tc = tcase_create("pool");
@@ -544,6 +575,7 @@ static Suite *pool_suite(void) {
     tcase_add_test(tc, test_max_pooling_skips_nan);
     tcase_add_test(tc, test_pooling_relu_gradient_is_relu_after_pooling);
     tcase_add_test(tc, test_pooling_vector_rows_give_the_planes_bits);
+    tcase_add_test(tc, test_pool3x2_fold_matches_a_scalar_fold);
     tcase_add_test(tc, test_pooling_same_convention_and_global);
     tcase_add_test(tc, test_max_pooling_gradient_goes_to_the_first_maximum);
     tcase_add_test(tc, test_pooling_zero_size_batch);
