@@ -2,6 +2,28 @@
 #include "op_helpers.h"
 
 #include "core/op/pool_cpu.h"
+#include "core/op/pool_vec.h"
+#include "core/op/simd.h"
+
+/* The kernel choices the tests run, fastest first: the vector rows at
+ * AVX-512 and at AVX2 (where the CPU has them), the plane kernels, the
+ * general loops. choose(c) sets choice c; false: the CPU lacks it. */
+enum { CHOICES = 4 };
+static bool choose(int c) {
+    static const deft_simd_level_t levels[] = {DEFT_SIMD_AVX512, DEFT_SIMD_AVX2};
+    if (c < 2) {
+        deft_pool_kernels_set(DEFT_POOL_VECTOR);
+        return deft_simd_cap(levels[c]) == levels[c];
+    }
+    deft_simd_cap(DEFT_SIMD_AVX512);
+    deft_pool_kernels_set(c == 2 ? DEFT_POOL_PLANES : DEFT_POOL_GENERAL);
+    return true;
+}
+
+static void choose_default(void) {
+    deft_simd_cap(DEFT_SIMD_AVX512);
+    deft_pool_kernels_set(DEFT_POOL_VECTOR);
+}
 
 /* One pooling, as the test's reference sees it (spatial axes padded to 3 with size 1). */
 typedef struct ref_pool {
@@ -212,7 +234,7 @@ START_TEST(test_pooling_float32_rows_match_reference) {
 END_TEST
 
 /*
- * The float32 plane kernels, with and without their AVX-512 rows, and the
+ * The float32 plane kernels, with and without their vector rows, and the
  * general loops on float32, against the reference: the 2x2/2 windows that tile a plane, odd
  * sizes whose last row and column no window reads, 3x3/2 with padding, full
  * windows past the end, strides wider than the kernel, wide rows with vector
@@ -233,8 +255,8 @@ START_TEST(test_pooling_float32_planes_match_reference) {
         {1, {1, 1, 50}, {1, 1, 3}, {1, 1, 2}, {0, 0, 1}},  /* 1-D */
     };
     static const char *const conventions[] = {"valid", "full"};
-    for (int kernels = DEFT_POOL_AVX512; kernels >= DEFT_POOL_GENERAL; kernels--) {
-        deft_pool_kernels_set(kernels);
+    for (int kernels = 0; kernels < CHOICES; kernels++) {
+        if (!choose(kernels)) continue;
         for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++)
             for (int t = 0; t < 3; t++)
                 for (int v = 0; v < 4; v++) {
@@ -269,7 +291,7 @@ START_TEST(test_pooling_float32_planes_match_reference) {
         check_pool(same, DEFT_FLOAT32);
     }
     ties = false;
-    deft_pool_kernels_set(DEFT_POOL_AVX512);
+    choose_default();
 }
 END_TEST
 
@@ -277,8 +299,8 @@ END_TEST
  * value and passes no gradient, on both the plane kernels and the general loops. */
 START_TEST(test_max_pooling_skips_nan) {
     float nan = NAN;
-    for (int kernels = DEFT_POOL_AVX512; kernels >= DEFT_POOL_GENERAL; kernels--) {
-        deft_pool_kernels_set(kernels);
+    for (int kernels = 0; kernels < CHOICES; kernels++) {
+        if (!choose(kernels)) continue;
         DeftNDArrayHandle X =
             make(DEFT_FLOAT32, 4, SHAPE(1, 1, 2, 4), VALUES(nan, 1, nan, nan, 2, nan, nan, nan));
         DeftNDArrayHandle Y = call1("Pooling", 1, &X, P("kernel", "(2,2)", "stride", "(2,2)"));
@@ -289,7 +311,7 @@ START_TEST(test_max_pooling_skips_nan) {
         assert_values(DX, 8, VALUES(0, 0, 0, 0, 5, 0, 0, 0), 0);
         free_all(4, (DeftNDArrayHandle[]){X, Y, DY, DX});
     }
-    deft_pool_kernels_set(DEFT_POOL_AVX512);
+    choose_default();
 }
 END_TEST
 
@@ -422,8 +444,8 @@ static void check_pool_relu(int64_t h, int64_t w, int type) {
                           .dy = dy,
                           .x = x,
                           .y = y};
-    for (int kernels = DEFT_POOL_AVX512; kernels >= DEFT_POOL_GENERAL; kernels--) {
-        deft_pool_kernels_set(kernels);
+    for (int kernels = 0; kernels < CHOICES; kernels++) {
+        if (!choose(kernels)) continue;
         deft_pool_cpu_forward(&j.g, DEFT_DT_FLOAT32, x, y);
         j.dx = plain, j.relu = false;
         deft_pool_cpu_backward(&j);
@@ -432,12 +454,12 @@ static void check_pool_relu(int64_t h, int64_t w, int type) {
         for (int64_t i = 0; i < nin; i++) {
             const float want = plain[i] * (x[i] > 0 ? 1.0f : x[i] != x[i] ? x[i] : 0.0f);
             ck_assert_msg(memcmp(&want, &fused[i], sizeof want) == 0,
-                          "%lldx%lld %s, kernels %d: dx[%lld] = %g, expected %g (x %g)",
+                          "%lldx%lld %s, choice %d: dx[%lld] = %g, expected %g (x %g)",
                           (long long)h, (long long)w, type == DEFT_POOL_MAX ? "max" : "avg",
                           kernels, (long long)i, fused[i], want, x[i]);
         }
     }
-    deft_pool_kernels_set(DEFT_POOL_AVX512);
+    choose_default();
     free(x), free(y), free(dy), free(plain), free(fused);
 }
 
@@ -450,6 +472,99 @@ START_TEST(test_pooling_relu_gradient_is_relu_after_pooling) {
 }
 END_TEST
 
+/* Pooling and its gradient of geometry g (g->out filled here, valid
+ * convention) on float32 data with ties, zeros of both signs and NaNs, at
+ * kernel choice c, into y and dx. */
+static void run_choice(deft_pool_geom_t *g, int c, const float *x, const float *dy, float *y,
+                       float *dx) {
+    for (int a = 0; a < 3; a++)
+        g->out[a] = (g->in[a] + 2 * g->pad[a] - g->kernel[a]) / g->stride[a] + 1;
+    choose(c);
+    deft_pool_cpu_forward(g, DEFT_DT_FLOAT32, x, y);
+    deft_pool_grad_t j = {.g = *g, .dtype = DEFT_DT_FLOAT32, .dy = dy, .x = x, .y = y, .dx = dx};
+    deft_pool_cpu_backward(&j);
+}
+
+/* The vector rows at every width the CPU has give the plane kernels' bits,
+ * forward and backward: the same taps in the same order, sums included. */
+START_TEST(test_pooling_vector_rows_give_the_planes_bits) {
+    static const struct {
+        int64_t in[3], k[3], s[3], p[3];
+    } shapes[] = {
+        {{1, 24, 24}, {1, 2, 2}, {1, 2, 2}, {0, 0, 0}}, /* LeNet's first */
+        {{1, 6, 70}, {1, 2, 2}, {1, 2, 2}, {0, 0, 0}},  /* rows past 16 outputs, tails */
+        {{1, 9, 45}, {1, 2, 2}, {1, 2, 2}, {0, 0, 0}},  /* a row and a column in no window */
+        {{1, 14, 77}, {1, 3, 3}, {1, 2, 2}, {0, 1, 1}}, /* the stem's 3x3/2 */
+        {{1, 11, 40}, {1, 3, 3}, {1, 2, 2}, {0, 0, 0}}, /* unpadded, tails */
+        {{1, 7, 7}, {1, 7, 7}, {1, 1, 1}, {0, 0, 0}},   /* global, ResNet's */
+        {{1, 5, 9}, {1, 5, 9}, {1, 1, 1}, {0, 0, 0}},   /* global, a partial vector */
+    };
+    const int64_t planes = 3, nmax = planes * 14 * 77;
+    float *x = malloc(sizeof(float) * (size_t)nmax), *dy = malloc(sizeof(float) * (size_t)nmax);
+    float *y[2], *dx[2];
+    for (int r = 0; r < 2; r++)
+        y[r] = malloc(sizeof(float) * (size_t)nmax), dx[r] = malloc(sizeof(float) * (size_t)nmax);
+    for (int64_t i = 0; i < nmax; i++) {
+        x[i] = i % 41 == 7 ? NAN : i % 29 == 3 ? -0.0f : (float)((i * 7919) % 97) / 7.0f - 6.0f;
+        dy[i] = (float)((i * 104729) % 23) / 3.0f - 3.5f;
+    }
+    for (int c = 0; c < 2; c++)
+        for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+            for (int type = DEFT_POOL_MAX; type <= DEFT_POOL_AVG; type++) {
+                if (!choose(c)) continue;
+                deft_pool_geom_t g = {.planes = planes, .type = type};
+                memcpy(g.in, shapes[sh].in, sizeof g.in),
+                    memcpy(g.kernel, shapes[sh].k, sizeof g.kernel);
+                memcpy(g.stride, shapes[sh].s, sizeof g.stride),
+                    memcpy(g.pad, shapes[sh].p, sizeof g.pad);
+                run_choice(&g, c, x, dy, y[0], dx[0]);
+                run_choice(&g, 2, x, dy, y[1], dx[1]);
+                const int64_t nout = planes * g.out[1] * g.out[2], nin = planes * g.in[1] * g.in[2];
+                for (int64_t i = 0; i < nout; i++)
+                    ck_assert_msg(memcmp(&y[0][i], &y[1][i], sizeof(float)) == 0,
+                                  "choice %d, shape %zu, type %d: y[%lld] = %a, planes %a", c, sh,
+                                  type, (long long)i, y[0][i], y[1][i]);
+                for (int64_t i = 0; i < nin; i++)
+                    ck_assert_msg(memcmp(&dx[0][i], &dx[1][i], sizeof(float)) == 0,
+                                  "choice %d, shape %zu, type %d: dx[%lld] = %a, planes %a", c, sh,
+                                  type, (long long)i, dx[0][i], dx[1][i]);
+            }
+    choose_default();
+    free(x), free(dy);
+    for (int r = 0; r < 2; r++) free(y[r]), free(dx[r]);
+}
+END_TEST
+
+/* The 3-wide stride-2 fold at every width the CPU has (pool_cpu.c takes it
+ * at 16 lanes only) gives a scalar fold's bits: row[2o], row[2o + 1],
+ * row[2o + 2] into acc[o] in that order, NaN never winning a max. */
+START_TEST(test_pool3x2_fold_matches_a_scalar_fold) {
+#if DEFT_SIMD_X86
+    const deft_pool_vec_t *widths[] = {&deft_pool_vec_avx512, &deft_pool_vec_avx2};
+    const deft_simd_level_t needs[] = {DEFT_SIMD_AVX512, DEFT_SIMD_AVX2};
+    float row[2 * 41 + 1], acc[41], want[41];
+    for (int i = 0; i < 2 * 41 + 1; i++)
+        row[i] = i % 13 == 4 ? NAN : (float)((i * 7919) % 31) / 3.0f - 5.0f;
+    for (int w = 0; w < 2; w++)
+        for (int64_t n = 1; n <= 41; n++)
+            for (int max = 0; max < 2; max++) {
+                if (deft_simd_level() < needs[w]) continue;
+                for (int64_t o = 0; o < n; o++) {
+                    acc[o] = want[o] = (float)((o * 104729) % 17) / 7.0f - 1.0f;
+                    for (int k = 0; k < 3; k++) {
+                        float v = row[2 * o + k];
+                        want[o] = max ? (v > want[o] ? v : want[o]) : want[o] + v;
+                    }
+                }
+                widths[w]->pool3x2_fold(acc, row, n, max);
+                ck_assert_msg(memcmp(acc, want, sizeof(float) * (size_t)n) == 0,
+                              "%d lanes, n %lld, %s", widths[w]->lanes, (long long)n,
+                              max ? "max" : "sum");
+            }
+#endif
+}
+END_TEST
+
 static Suite *pool_suite(void) {
     Suite *suite = suite_create("pooling");
     TCase *tc = tcase_create("pool");
@@ -459,6 +574,8 @@ static Suite *pool_suite(void) {
     tcase_add_test(tc, test_pooling_float32_planes_match_reference);
     tcase_add_test(tc, test_max_pooling_skips_nan);
     tcase_add_test(tc, test_pooling_relu_gradient_is_relu_after_pooling);
+    tcase_add_test(tc, test_pooling_vector_rows_give_the_planes_bits);
+    tcase_add_test(tc, test_pool3x2_fold_matches_a_scalar_fold);
     tcase_add_test(tc, test_pooling_same_convention_and_global);
     tcase_add_test(tc, test_max_pooling_gradient_goes_to_the_first_maximum);
     tcase_add_test(tc, test_pooling_zero_size_batch);

@@ -223,7 +223,7 @@ static int unpool_call(const deft_op_t *op, const deft_param_value_t *p, const d
  * Fuse pass's node for relu's gradient at the pooling's data (relu's
  * output) taken of the pooling's gradient, _backward_relu(_backward_Pooling(
  * g, y, p), y), applied to each run of planes while it is in cache, or in
- * the AVX-512 rows' registers (LeNet's first layer: its relu gradient took
+ * the vector rows' registers (LeNet's first layer: its relu gradient took
  * 13 us over 0.4 MB in a pass of its own). */
 static int unpool_forward(const deft_op_t *op, const deft_param_value_t *p, int nin,
                           const deft_tensor_t *in, int nout, const deft_tensor_t *out) {

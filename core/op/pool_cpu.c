@@ -20,12 +20,14 @@
 #include "core/base/parallel.h"
 #include "core/op/kernel.h"
 #include "core/op/pool_cpu.h"
+#include "core/op/pool_vec.h"
+#include "core/op/simd.h"
 
 /* The helpers of the cloned plane kernels: inlined into each clone, so that they are
  * compiled for its target too (a helper left out of line gets the baseline's). */
 #define CLONED_HELPER static inline __attribute__((always_inline))
 
-static _Atomic int kernels = DEFT_POOL_AVX512;
+static _Atomic int kernels = DEFT_POOL_VECTOR;
 
 void deft_pool_kernels_set(deft_pool_kernels_t k) {
     atomic_store(&kernels, (int)k);
@@ -85,13 +87,13 @@ typedef struct fast_job {
     const deft_pool_geom_t *g;
     int64_t lo, hi; /* the interior output columns: windows inside the input */
     bool max;
-    bool relu;         /* then relu's gradient: _backward_Pooling_relu */
-    bool rows_2x2;     /* 2x2/2 windows all inside the input, and AVX-512 rows to run them */
-    float scale_2x2;   /* what an average of such a window is scaled by */
-    bool fold_3x2;     /* 3-wide stride-2 windows along w, and AVX-512 to fold them */
-    bool avx512;       /* the CPU has AVX-512F, and the kernels level allows it */
-    bool unpool_3x2;   /* fold_3x2's max gradient, planes small enough for 32-bit offsets */
-    float scale_plane; /* what an average of a window the size of the plane is scaled by */
+    bool relu;       /* then relu's gradient: _backward_Pooling_relu */
+    bool rows_2x2;   /* 2x2/2 windows all inside the input, and vector rows to run them */
+    float scale_2x2; /* what an average of such a window is scaled by */
+    bool fold_3x2;   /* 3-wide stride-2 windows along w, and vector rows to fold them */
+    bool unpool_3x2; /* fold_3x2's max gradient, with interior columns */
+    const deft_pool_vec_t *vec; /* the vector rows of the SIMD level, or NULL */
+    float scale_plane;          /* what an average of a window the size of the plane is scaled by */
     const float *x, *y, *dy;
     float *out; /* y forward, dx backward */
 } fast_job_t;
@@ -119,15 +121,32 @@ static bool tiles_2x2(const deft_pool_geom_t *g) {
            g->pad[2] == 0;
 }
 
+/* The vector rows of the SIMD level: 16 lanes on AVX-512, 8 on AVX2. */
+static const deft_pool_vec_t *vector_rows(void) {
+#if DEFT_SIMD_X86
+    switch (deft_simd_level()) {
+    case DEFT_SIMD_AVX512:
+        return &deft_pool_vec_avx512;
+    case DEFT_SIMD_AVX2:
+        return &deft_pool_vec_avx2;
+    default:
+        break;
+    }
+#endif
+    return NULL;
+}
+
 static fast_job_t fast_job(const deft_pool_geom_t *g) {
     fast_job_t j = {.g = g, .max = g->type == DEFT_POOL_MAX};
     interior_columns(g, &j.lo, &j.hi);
-#if DEFT_POOL_X86
-    j.avx512 = atomic_load(&kernels) >= DEFT_POOL_AVX512 && deft_pool_avx512();
-    j.rows_2x2 = j.avx512 && tiles_2x2(g);
-    j.fold_3x2 = j.avx512 && g->kernel[2] == 3 && g->stride[2] == 2;
-    j.unpool_3x2 = j.fold_3x2 && j.max && j.hi > j.lo && plane_size(g, g->in) <= INT32_MAX;
-#endif
+    j.vec = atomic_load(&kernels) >= DEFT_POOL_VECTOR ? vector_rows() : NULL;
+    j.rows_2x2 = j.vec && tiles_2x2(g);
+    /* The fold at 16 lanes only: at 8 the plane kernels' compiled one ran as
+     * fast (Zen 3, one thread, the stem's 16x64x112x112 forward 7.5 ms, 8.2
+     * with the vector fold); the max gradient ran alike (24.0, 23.5 ms). */
+    const bool rows_3x2 = j.vec && g->kernel[2] == 3 && g->stride[2] == 2;
+    j.fold_3x2 = rows_3x2 && j.vec->lanes == 16;
+    j.unpool_3x2 = rows_3x2 && j.max && j.hi > j.lo;
     j.scale_2x2 = avg_scale(g, 2, 2), j.scale_plane = avg_scale(g, g->in[1], g->in[2]);
     return j;
 }
@@ -164,12 +183,10 @@ CLONED_HELPER void fold_interior(const fast_job_t *j, float *acc, const float *r
     int64_t s = j->g->stride[2], kw = j->g->kernel[2], n = j->hi - j->lo;
     if (n <= 0) return;
     acc += j->lo, row += j->lo * s - j->g->pad[2];
-#if DEFT_POOL_X86
     if (j->fold_3x2) {
-        deft_pool3x2_fold_avx512(acc, row, n, j->max);
+        j->vec->pool3x2_fold(acc, row, n, j->max);
         return;
     }
-#endif
     if (s == 2 && kw == 2)
         j->max ? fold_row(acc, row, n, 2, 2, true) : fold_row(acc, row, n, 2, 2, false);
     else if (s == 2 && kw == 3)
@@ -248,7 +265,7 @@ static bool window_is_plane(const deft_pool_geom_t *g) {
            g->kernel[2] == g->in[2] && g->pad[1] == 0 && g->pad[2] == 0;
 }
 
-/* Whether the AVX-512 rows take 2x2/2 windows that tile the planes exactly:
+/* Whether the vector rows take 2x2/2 windows that tile the planes exactly:
  * then planes follow each other as more rows of one plane, and a run of
  * them is one call (LeNet's second pool: 512 planes of 4 rows). */
 static bool rows_span_planes(const fast_job_t *j) {
@@ -260,32 +277,26 @@ DEFT_CLONES static void fast_planes(void *arg, int64_t begin, int64_t end) {
     const fast_job_t *j = arg;
     const deft_pool_geom_t *g = j->g;
     int64_t in_plane = plane_size(g, g->in), out_plane = plane_size(g, g->out);
-#if DEFT_POOL_X86
     if (rows_span_planes(j) && !window_is_plane(g)) {
-        deft_pool2x2_plane_avx512(j->x + begin * in_plane, j->out + begin * out_plane, g->in[2],
-                                  (end - begin) * g->out[1], g->out[2], j->max, j->scale_2x2);
+        j->vec->pool2x2_plane(j->x + begin * in_plane, j->out + begin * out_plane, g->in[2],
+                              (end - begin) * g->out[1], g->out[2], j->max, j->scale_2x2);
         return;
     }
-#endif
     for (int64_t plane = begin; plane < end; plane++) {
         const float *x = j->x + plane * in_plane;
         float *y = j->out + plane * out_plane;
         if (window_is_plane(g)) {
-#if DEFT_POOL_X86
-            if (j->avx512) {
-                *y = deft_pool_reduce_avx512(x, in_plane, j->max) * j->scale_plane;
+            if (j->vec) {
+                *y = j->vec->reduce(x, in_plane, j->max) * j->scale_plane;
                 continue;
             }
-#endif
             *y = reduce_plane(x, in_plane, j->max) * j->scale_plane;
             continue;
         }
-#if DEFT_POOL_X86
         if (j->rows_2x2) {
-            deft_pool2x2_plane_avx512(x, y, g->in[2], g->out[1], g->out[2], j->max, j->scale_2x2);
+            j->vec->pool2x2_plane(x, y, g->in[2], g->out[1], g->out[2], j->max, j->scale_2x2);
             continue;
         }
-#endif
         for (int64_t oh = 0; oh < g->out[1]; oh++) pool_row(j, x, y + oh * g->out[2], oh);
     }
 }
@@ -326,14 +337,12 @@ CLONED_HELPER void unpool_max_row(const fast_job_t *j, const float *x, const flo
     int64_t hlo, hhi;
     deft_pool_span(g, 1, oh, &hlo, &hhi);
     for (int64_t ow = 0; ow < g->out[2]; ow++) {
-#if DEFT_POOL_X86
         if (ow == j->lo && j->unpool_3x2) { /* the interior at once, then the right border */
-            deft_unpool3x2_max_avx512(x, g->in[2], hlo, hhi, j->lo * 2 - g->pad[2], y + j->lo,
-                                      dy + j->lo, dx, j->hi - j->lo);
+            j->vec->unpool3x2_max(x, g->in[2], hlo, hhi, j->lo * 2 - g->pad[2], y + j->lo,
+                                  dy + j->lo, dx, j->hi - j->lo);
             ow = j->hi;
             if (ow >= g->out[2]) break;
         }
-#endif
         int64_t lo = ow * g->stride[2] - g->pad[2], hi = lo + g->kernel[2];
         if (ow < j->lo || ow >= j->hi) border_window(g, ow, &lo, &hi);
         int64_t at = first_max(x, g->in[2], hlo, hhi, lo, hi, y[ow]);
@@ -346,18 +355,16 @@ CLONED_HELPER void unpool_max_row(const fast_job_t *j, const float *x, const flo
  * belongs to one window at most, so each is written once, with no search
  * and no zeroing first; inputs past the last window are zeroed. Max
  * pooling's gradient goes to the first tap equal to the output, as the
- * gradient left after each tap; on AVX-512 the rows run in
- * pool_avx512.c, average pooling's too.
+ * gradient left after each tap; with vector rows (AVX2, AVX-512) they run in
+ * pool_vec_t.h, average pooling's too.
  */
 CLONED_HELPER void unpool_2x2(const fast_job_t *j, const float *x, const float *y, const float *dy,
                               float *dx) {
     const deft_pool_geom_t *g = j->g;
     int64_t width = g->in[2], ow_n = g->out[2];
-#if DEFT_POOL_X86
     if (j->rows_2x2)
-        deft_unpool2x2_plane_avx512(x, y, dy, dx, width, g->out[1], ow_n, j->max, j->scale_2x2,
-                                    false); /* relu's gradient: a pass after it */
-#endif
+        j->vec->unpool2x2_plane(x, y, dy, dx, width, g->out[1], ow_n, j->max, j->scale_2x2,
+                                false); /* relu's gradient: a pass after it */
     for (int64_t oh = 0; oh < g->out[1]; oh++) {
         const float *x0 = x + 2 * oh * width, *x1 = x0 + width, *t = y + oh * ow_n;
         const float *d = dy + oh * ow_n;
@@ -377,7 +384,7 @@ CLONED_HELPER void unpool_2x2(const fast_job_t *j, const float *x, const float *
     if (rest) memset(dx + 2 * g->out[1] * width, 0, sizeof(float) * (size_t)rest);
 }
 
-/* Whether unpool_2x2 takes the gradient: any type on AVX-512 rows, else max only. */
+/* Whether unpool_2x2 takes the gradient: any type on vector rows, else max only. */
 static bool unpool_tiles(const fast_job_t *j) {
     return j->rows_2x2 || (j->max && tiles_2x2(j->g));
 }
@@ -427,9 +434,9 @@ CLONED_HELPER void relu_grad_planes(const fast_job_t *j, int64_t begin, int64_t 
         dx[i] *= x[i] > 0 ? 1.0f : x[i] != x[i] ? x[i] : 0.0f;
 }
 
-/* Whether the AVX-512 rows take whole planes (and relu's gradient with them). */
+/* Whether the vector rows take whole planes (and relu's gradient with them). */
 static bool unpool_rows(const fast_job_t *j) {
-    return DEFT_POOL_X86 && rows_span_planes(j) && !window_is_plane(j->g);
+    return rows_span_planes(j) && !window_is_plane(j->g);
 }
 
 /* The pooling's gradient of planes [begin, end) (inlined into each clone of
@@ -437,15 +444,13 @@ static bool unpool_rows(const fast_job_t *j) {
 CLONED_HELPER void unpool_planes(const fast_job_t *j, int64_t begin, int64_t end) {
     const deft_pool_geom_t *g = j->g;
     int64_t in_plane = plane_size(g, g->in), out_plane = plane_size(g, g->out);
-#if DEFT_POOL_X86
     if (unpool_rows(j)) {
-        deft_unpool2x2_plane_avx512(j->x + begin * in_plane, j->y + begin * out_plane,
-                                    j->dy + begin * out_plane, j->out + begin * in_plane, g->in[2],
-                                    (end - begin) * g->out[1], g->out[2], j->max, j->scale_2x2,
-                                    j->relu);
+        j->vec->unpool2x2_plane(j->x + begin * in_plane, j->y + begin * out_plane,
+                                j->dy + begin * out_plane, j->out + begin * in_plane, g->in[2],
+                                (end - begin) * g->out[1], g->out[2], j->max, j->scale_2x2,
+                                j->relu);
         return;
     }
-#endif
     for (int64_t plane = begin; plane < end; plane++) {
         const float *x = j->x + plane * in_plane, *y = j->y + plane * out_plane;
         const float *dy = j->dy + plane * out_plane;
