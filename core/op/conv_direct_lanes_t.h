@@ -128,7 +128,11 @@ static VEC_TARGET void from_lanes_channel(const lanes_job_t *j, int64_t c) {
             float *d = j->dst + (v * VL * j->chans + c) * space + p0;
             for (int i = 0; i < VL && v * VL + i < j->batch; i++) {
                 vf_t x = vf_add(out[i], add);
-                vf_store_first(d + i * cstride, cols, j->relu ? vf_max(x, vf_zero()) : x);
+                x = j->relu ? vf_max(x, vf_zero()) : x;
+                if (cols == VL) /* plain: AVX2's masked stores are slow on Zen 3 */
+                    vf_storeu(d + i * cstride, x);
+                else
+                    vf_store_first(d + i * cstride, cols, x);
             }
         }
     }

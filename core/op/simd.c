@@ -12,7 +12,12 @@ static atomic_int level = -1;
 
 static deft_simd_level_t cpu_level(void) {
 #if DEFT_SIMD_X86
-    if (__builtin_cpu_supports("avx512f")) return DEFT_SIMD_AVX512;
+    /* the kernels' target (simd_vec.h) lets the compiler use BW, VL and DQ
+     * instructions too (mask moves: kmovb is DQ's); every AVX-512 CPU but
+     * Xeon Phi has all four */
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+        return DEFT_SIMD_AVX512;
     unsigned a, b, c, d; /* clang's __builtin_cpu_supports does not know "f16c" */
     bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c)

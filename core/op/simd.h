@@ -19,7 +19,7 @@
 typedef enum deft_simd_level {
     DEFT_SIMD_BASELINE, /* what the compiler's target gives every x86-64 (or any CPU) */
     DEFT_SIMD_AVX2,     /* AVX2, FMA and F16C (cpuid checks all three) */
-    DEFT_SIMD_AVX512,   /* AVX-512F */
+    DEFT_SIMD_AVX512,   /* AVX-512 F, BW, VL and DQ */
 } deft_simd_level_t;
 
 /* The level the variants run at: the CPU's, capped by deft_simd_cap (one load). */
