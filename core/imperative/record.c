@@ -128,8 +128,11 @@ static inline void drop_unneeded(const deft_node_t *node) {
         }
 }
 
+/* Usually nothing is kept (a chain's values are its next call's to keep, and a trigger's run
+ * keeps them in its arena): empty slots cost no call. */
 static void drop_kept(deft_record_t *rec) {
     for (int k = 0; k < rec->num_outputs; k++) {
+        if (!rec->kept[k]) continue;
         deft_ndarray_release(rec->kept[k]);
         rec->kept[k] = NULL;
     }
@@ -173,7 +176,7 @@ static void free_record(deft_node_t *node) {
     drop_inputs(node, true);
     drop_kept(rec);
     if (rec->save_in | rec->save_out) deft_record_drop_saved(node); /* only autograd saves */
-    deft_ndarray_release(rec->grad);
+    if (rec->grad) deft_ndarray_release(rec->grad); /* variables marked for autograd only */
     node->ext = NULL;
     if (rec->allocation == ALLOC_RECORD)
         deft_record_free(rec);
