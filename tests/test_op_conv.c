@@ -185,13 +185,15 @@ static deft_conv_geom_t geom_2d(const conv_case_t *c, bool deconv) {
 /* Sums of hundreds of float32 terms with cancellation (in either path). */
 #define DIRECT_TOL 1e-4
 
-/* Whether this machine runs the direct kernels (AVX-512). */
+/* Caps the SIMD level at `level` and says whether the CPU runs it. */
+static bool run_at(deft_simd_level_t level) {
+    return deft_simd_cap(level) == level;
+}
+
+/* Whether this machine runs the direct kernels (the AVX-512 level, which
+ * is also the default cap this restores). */
 static bool have_avx512(void) {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    return __builtin_cpu_supports("avx512f");
-#else
-    return false;
-#endif
+    return run_at(DEFT_SIMD_AVX512);
 }
 
 /* Each case through the direct kernels (where the CPU has them), then with
@@ -498,11 +500,6 @@ static void check_conv_relu(const conv_case_t *c) {
     for (int k = 0; k < 6; k++) ck_assert_ok(DeftSymbolFree(syms[k]));
     free_all(3, in), free_all(1, &y);
     free(x), free(w), free(b), free(want);
-}
-
-/* Caps the SIMD level at `level` and says whether the CPU runs it. */
-static bool run_at(deft_simd_level_t level) {
-    return deft_simd_cap(level) == level;
 }
 
 /* Every case forward (and through _conv_relu) and backward against the
