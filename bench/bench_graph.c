@@ -54,21 +54,10 @@ static int by_value(const void *a, const void *b) {
 /* The chain recorded by deferred compute, intermediates freed (the last result, lazy, returned);
  * *record: seconds spent recording. */
 static DeftNDArrayHandle record_chain(DeftNDArrayHandle x, int nodes, double *record) {
-    DeftOpHandle plus = op("_plus_scalar");
-    const char *keys[1] = {"scalar"}, *vals[1] = {"1"};
-    DeftNDArrayHandle cur = x;
     double t0 = now();
-    CHECK(DeftSetIsDeferredCompute(1, NULL));
-    for (int i = 0; i < nodes; i++) {
-        DeftNDArrayHandle out[1] = {NULL};
-        int nout = 1;
-        CHECK(DeftImperativeInvoke(plus, 1, &cur, &nout, out, 1, keys, vals));
-        if (cur != x) CHECK(DeftNDArrayFree(cur));
-        cur = out[0];
-    }
-    CHECK(DeftSetIsDeferredCompute(0, NULL));
+    DeftNDArrayHandle y = record_plus_scalar_chain(x, nodes);
     *record = now() - t0;
-    return cur;
+    return y;
 }
 
 /* Record, then trigger by reading: seconds of each. */

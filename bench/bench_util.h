@@ -56,8 +56,8 @@ static inline DeftOpHandle op(const char *name) {
 }
 
 /* n calls of _plus_scalar, each on the previous result (a new array each
- * time, freed once read), then wait: the imperative dispatch workload. */
-static inline void plus_scalar_chain(DeftNDArrayHandle x, int n) {
+ * time, the previous freed): the last, not waited for. */
+static inline DeftNDArrayHandle plus_scalar_calls(DeftNDArrayHandle x, int n) {
     DeftOpHandle plus = op("_plus_scalar");
     const char *keys[1] = {"scalar"}, *vals[1] = {"1"};
     DeftNDArrayHandle cur = x;
@@ -68,8 +68,23 @@ static inline void plus_scalar_chain(DeftNDArrayHandle x, int n) {
         if (cur != x) CHECK(DeftNDArrayFree(cur));
         cur = out[0];
     }
-    CHECK(DeftNDArrayWaitToRead(cur));
-    if (cur != x) CHECK(DeftNDArrayFree(cur));
+    return cur;
+}
+
+/* The calls, then wait: the imperative dispatch workload. */
+static inline void plus_scalar_chain(DeftNDArrayHandle x, int n) {
+    DeftNDArrayHandle y = plus_scalar_calls(x, n);
+    CHECK(DeftNDArrayWaitToRead(y));
+    if (y != x) CHECK(DeftNDArrayFree(y));
+}
+
+/* The calls recorded in deferred mode: the last result, lazy (bench_graph
+ * times the recording, call_loop counts its instructions). */
+static inline DeftNDArrayHandle record_plus_scalar_chain(DeftNDArrayHandle x, int n) {
+    CHECK(DeftSetIsDeferredCompute(1, NULL));
+    DeftNDArrayHandle y = plus_scalar_calls(x, n);
+    CHECK(DeftSetIsDeferredCompute(0, NULL));
+    return y;
 }
 
 /* n calls of sum on x, each result freed at once, then wait: the recording

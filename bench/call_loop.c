@@ -32,24 +32,6 @@ static void triggered_sum_calls(DeftOpHandle sum, DeftNDArrayHandle x, int n) {
 
 #define CHAIN 100
 
-/* A chain of CHAIN _plus_scalar calls on x recorded in deferred mode (intermediates freed): the
- * last, lazy. */
-static DeftNDArrayHandle record_chain(DeftNDArrayHandle x) {
-    DeftOpHandle plus = op("_plus_scalar");
-    const char *keys[1] = {"scalar"}, *vals[1] = {"1"};
-    DeftNDArrayHandle cur = x;
-    CHECK(DeftSetIsDeferredCompute(1, NULL));
-    for (int i = 0; i < CHAIN; i++) {
-        DeftNDArrayHandle out[1] = {NULL};
-        int nout = 1;
-        CHECK(DeftImperativeInvoke(plus, 1, &cur, &nout, out, 1, keys, vals));
-        if (cur != x) CHECK(DeftNDArrayFree(cur));
-        cur = out[0];
-    }
-    CHECK(DeftSetIsDeferredCompute(0, NULL));
-    return cur;
-}
-
 /* The chain exported, made an executor and run once (bench_graph's one-off graph). */
 static void run_once(DeftNDArrayHandle x, DeftNDArrayHandle y) {
     DeftSymbolHandle sym;
@@ -72,7 +54,7 @@ static void chains(int n, bool one_off) {
     DeftNDArrayHandle x;
     CHECK(DeftNDArrayCreate(shape, 1, DEFT_FLOAT32, DEFT_CPU, 0, &x));
     for (int i = 0; i < n / CHAIN; i++) {
-        DeftNDArrayHandle y = record_chain(x);
+        DeftNDArrayHandle y = record_plus_scalar_chain(x, CHAIN);
         if (one_off) run_once(x, y);
         CHECK(DeftNDArrayFree(y));
     }
