@@ -164,11 +164,11 @@ int deft_conv_small_wgrad(const deft_conv_geom_t *g, const float *image, const f
  * The few-channel kernels with the batch in the vector lanes
  * (conv_direct_lanes.c): 2-D, groups 1, stride and dilation 1, padding at
  * most k - 1, a batch of two or more whole vectors (16 images on AVX-512,
- * 8 on AVX2) and images of at most 256 pixels. On AVX-512 they serve the
- * gradients where the small kernels above fit, at least 4 input channels
- * and 100 products per output element (LeNet's second layer, not its
- * first); on AVX2, which has no small kernels, the forward and both
- * gradients where one side has fewer than 16 channels.
+ * 8 on AVX2) and images of at most 256 pixels (1024 on AVX2). On AVX-512
+ * they serve the gradients where the small kernels above fit, at least 4
+ * input channels and 100 products per output element (LeNet's second
+ * layer, not its first); on AVX2, which has no small kernels, the forward
+ * and both gradients where one side has fewer than 16 channels.
  * deft_conv_direct_enable turns them off too.
  */
 bool deft_conv_lanes_fits(const deft_conv_geom_t *g, deft_dtype_t dtype);

@@ -15,19 +15,25 @@
 #include "core/op/conv_lanes.h"
 #include "core/op/simd.h"
 
-/* The vector width that runs: 16, 8, or 0 (none). */
-static int64_t lanes_width(void) {
+/* The kernels of the SIMD level: 16 lanes on AVX-512, 8 on AVX2; NULL below. */
+static const deft_conv_lanes_t *lanes_kernels(void) {
 #if DEFT_SIMD_X86
     switch (deft_simd_level()) {
     case DEFT_SIMD_AVX512:
-        return 16;
+        return &deft_conv_lanes_avx512;
     case DEFT_SIMD_AVX2:
-        return 8;
+        return &deft_conv_lanes_avx2;
     default:
         break;
     }
 #endif
-    return 0;
+    return NULL;
+}
+
+/* Their vector width, or 0 (none). */
+static int64_t lanes_width(void) {
+    const deft_conv_lanes_t *k = lanes_kernels();
+    return k ? k->lanes : 0;
 }
 
 /* Float32, 2-D, groups 1, stride and dilation 1, padding at most k - 1 (the
@@ -92,18 +98,10 @@ bool deft_conv_lanes_wgrad_fits(const deft_conv_geom_t *g, deft_dtype_t dtype) {
 
 static int raise_run(const deft_conv_geom_t *g, const float *colside, const float *w, bool flip,
                      const float *bias, bool relu, float *image) {
-#if DEFT_SIMD_X86
-    switch (lanes_width()) {
-    case 16:
-        return deft_conv_lanes_raise_run_avx512(g, colside, w, flip, bias, relu, image);
-    case 8:
-        return deft_conv_lanes_raise_run_avx2(g, colside, w, flip, bias, relu, image);
-    default:
-        break;
-    }
-#endif
-    (void)g, (void)colside, (void)w, (void)flip, (void)bias, (void)relu, (void)image;
-    return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no vector kernel on this CPU");
+    const deft_conv_lanes_t *k = lanes_kernels();
+    if (!k)
+        return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no vector kernel on this CPU");
+    return k->raise(g, colside, w, flip, bias, relu, image);
 }
 
 /* The forward as a data gradient: y = x * w (correlation, padding p) is the
@@ -127,16 +125,8 @@ int deft_conv_lanes_raise(const deft_conv_geom_t *g, const float *colside, const
 
 int deft_conv_lanes_wgrad(const deft_conv_geom_t *g, const float *image, const float *colside,
                           float *dw, float *db) {
-#if DEFT_SIMD_X86
-    switch (lanes_width()) {
-    case 16:
-        return deft_conv_lanes_wgrad_run_avx512(g, image, colside, dw, db);
-    case 8:
-        return deft_conv_lanes_wgrad_run_avx2(g, image, colside, dw, db);
-    default:
-        break;
-    }
-#endif
-    (void)g, (void)image, (void)colside, (void)dw, (void)db;
-    return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no vector kernel on this CPU");
+    const deft_conv_lanes_t *k = lanes_kernels();
+    if (!k)
+        return deft_error(DEFT_ERR_NOT_IMPLEMENTED, "convolution: no vector kernel on this CPU");
+    return k->wgrad(g, image, colside, dw, db);
 }

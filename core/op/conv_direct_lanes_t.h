@@ -271,9 +271,8 @@ static void pack_weights(const lanes_job_t *j, const float *w, bool flip, float 
                     flip ? w[(c * j->oc + o) * taps + taps - 1 - t] : w[(o * j->ic + c) * taps + t];
 }
 
-int VEC_FN(deft_conv_lanes_raise_run)(const deft_conv_geom_t *g, const float *colside,
-                                      const float *w, bool flip, const float *bias, bool relu,
-                                      float *image) {
+static int raise_run(const deft_conv_geom_t *g, const float *colside, const float *w, bool flip,
+                     const float *bias, bool relu, float *image) {
     lanes_job_t j;
     lanes_init(&j, g);
     const int64_t vs = j.nv * VL, taps = j.kh * j.kw;
@@ -380,8 +379,8 @@ static VEC_TARGET void add_lanes(const float *sums, int64_t n, float *out) {
     for (int64_t i = 0; i < n; i++) out[i] = vf_sum(vf_load(sums + i * VL));
 }
 
-int VEC_FN(deft_conv_lanes_wgrad_run)(const deft_conv_geom_t *g, const float *image,
-                                      const float *colside, float *dw, float *db) {
+static int wgrad_run(const deft_conv_geom_t *g, const float *image, const float *colside, float *dw,
+                     float *db) {
     lanes_job_t j;
     lanes_init(&j, g);
     const int64_t vs = j.nv * VL;
@@ -402,3 +401,9 @@ int VEC_FN(deft_conv_lanes_wgrad_run)(const deft_conv_geom_t *g, const float *im
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "convolution: no memory for dW sums");
     return 0;
 }
+
+const deft_conv_lanes_t VEC_FN(deft_conv_lanes) = {
+    .lanes = VL,
+    .raise = raise_run,
+    .wgrad = wgrad_run,
+};
