@@ -63,8 +63,9 @@ deft_build() {
 }
 
 # deft_python_env: make the virtual environment (once), install what it
-# lacks from PyPI, then `pip install .` the binding (incremental: the wheel's
-# CMake build folder persists in build/python-wheel).
+# lacks from PyPI, then `pip install .` the binding around the library that
+# `deft_build build` made (cmake/PythonPrebuilt.cmake: nothing is compiled
+# again; its CMake folder is build/python-prebuilt).
 deft_python_env() {
     if [ ! -x "$DEFT_VENV/bin/python" ]; then
         python3 -m venv "$DEFT_VENV"
@@ -76,6 +77,8 @@ deft_python_env() {
         echo "$want" >"$stamp"
     fi
     "$DEFT_VENV/bin/pip" install -q --disable-pip-version-check --no-build-isolation \
+        -C build-dir="$DEFT_ROOT/build/python-prebuilt" \
+        -C cmake.define.DEFT_PYTHON_PREBUILT="$DEFT_ROOT/build" \
         "$DEFT_ROOT" >"$DEFT_ROOT/build/pip-install.log" 2>&1 ||
         { cat "$DEFT_ROOT/build/pip-install.log" >&2; return 1; }
 }
