@@ -1267,6 +1267,32 @@ START_TEST(exported_executor_runs_other_shapes) {
 }
 END_TEST
 
+/* The types an export records (symbol.h) list the walk's nodes in its order, each with the
+ * descriptions inference gives its outputs from the inputs' (the variables first). */
+static void assert_types_are_inferences(const deft_symbol_t *sym, const deft_graph_t *g) {
+    const deft_symbol_types_t *t = sym->types;
+    ck_assert_ptr_nonnull(t);
+    ck_assert_int_eq(t->num_nodes, g->num_nodes);
+    deft_desc_t given[16];
+    bool known[16] = {false};
+    ck_assert_int_le(g->num_nodes, 16);
+    for (int i = 0; i < g->num_nodes; i++) /* the variables: the inputs, as recorded */
+        if (!g->nodes[i]->op) given[i] = t->desc[t->first[i]], known[i] = true;
+    deft_graph_types_t inferred;
+    ck_assert_ok(deft_graph_infer(g, given, known, &inferred));
+    for (int i = 0; i < g->num_nodes; i++) {
+        ck_assert_ptr_eq(t->nodes[i], g->nodes[i]);
+        ck_assert_int_eq(t->first[i], g->row_ptr[i]);
+    }
+    ck_assert_int_eq(t->first[g->num_nodes], deft_graph_num_entries(g));
+    for (int e = 0; e < deft_graph_num_entries(g); e++) {
+        ck_assert(inferred.known[e]);
+        ck_assert_int_eq(t->desc[e].dtype, inferred.desc[e].dtype);
+        ck_assert(deft_shape_equal(&t->desc[e].shape, &inferred.desc[e].shape));
+    }
+    deft_graph_types_free(&inferred);
+}
+
 /* The index an export makes of its symbol's graph (taken by the first executor) is the one a
  * walk of the symbol makes: the same nodes in the same order, entries and outputs. */
 static void assert_index_is_the_walks(DeftSymbolHandle handle) {
@@ -1286,6 +1312,7 @@ static void assert_index_is_the_walks(DeftSymbolHandle handle) {
         ck_assert_int_eq(made->in_entry[x], walked->in_entry[x]);
     for (int o = 0; o < walked->num_outputs; o++)
         ck_assert_int_eq(deft_graph_output_entry(made, o), deft_graph_output_entry(walked, o));
+    assert_types_are_inferences(sym, walked);
     deft_graph_free(made), deft_graph_free(walked);
 }
 
