@@ -345,7 +345,11 @@ static int topo_sort(deft_graph_t *g, walk_map_t *m, deft_graph_leaf_fn is_leaf,
                 stack[depth++] = new_frame(in, slot, is_leaf, ctx);
                 continue;
             }
-            if (g->num_nodes == capacity && reserve(g, g->num_nodes + 1, &capacity)) goto oom;
+            /* every node claimed (numbered, or on the stack) is a node of the graph: room
+             * for them all at once (a chain's walk has claimed every node by its first) */
+            if (g->num_nodes == capacity &&
+                reserve(g, m->count > g->num_nodes ? m->count : g->num_nodes + 1, &capacity))
+                goto oom;
             if (top->leaf && add_leaf(leaves, top->node)) goto oom;
             top->slot->id = g->num_nodes; /* now numbered */
             *inputs += (size_t)top->node->num_inputs;
