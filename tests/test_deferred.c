@@ -1313,6 +1313,14 @@ static void assert_index_is_the_walks(DeftSymbolHandle handle) {
     for (int o = 0; o < walked->num_outputs; o++)
         ck_assert_int_eq(deft_graph_output_entry(made, o), deft_graph_output_entry(walked, o));
     assert_types_are_inferences(sym, walked);
+    /* and its tables of unwanted outputs and updated values say what the walk's do */
+    const uint64_t *unwanted = deft_graph_unwanted_outputs(made);
+    const uint64_t *walked_unwanted = deft_graph_unwanted_outputs(walked);
+    ck_assert_int_eq(unwanted == NULL, walked_unwanted == NULL);
+    for (int i = 0; i < walked->num_nodes; i++) {
+        ck_assert(!unwanted || unwanted[i] == walked_unwanted[i]);
+        ck_assert_int_eq(deft_graph_is_updated_at(made, i), deft_graph_is_updated_at(walked, i));
+    }
     deft_graph_free(made), deft_graph_free(walked);
 }
 

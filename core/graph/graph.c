@@ -638,12 +638,20 @@ int deft_graph_from_order(int num_nodes, deft_node_t *const *nodes, const int *i
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
     }
     g->row_ptr[0] = g->in_ptr[0] = 0;
+    bool several = false, updates = false;
     for (int i = 0; i < num_nodes; i++) {
-        g->row_ptr[i + 1] = g->row_ptr[i] + nodes[i]->num_outputs;
-        g->in_ptr[i + 1] = g->in_ptr[i] + nodes[i]->num_inputs;
+        const deft_node_t *node = nodes[i];
+        g->row_ptr[i + 1] = g->row_ptr[i] + node->num_outputs;
+        g->in_ptr[i + 1] = g->in_ptr[i] + node->num_inputs;
+        several |= node->num_outputs > 1;
+        updates |= node->op && deft_op_mutates_any(node->op->op);
     }
     memcpy(g->in_entry, in_entry, (size_t)g->in_ptr[num_nodes] * sizeof *in_entry);
     memcpy(g->output_ids, output_ids, (size_t)num_outputs * sizeof *output_ids);
+    /* The tables that say nothing, known from this pass (an executor asks for both:
+     * a pass of each over the nodes to find them so). */
+    if (!several) atomic_store_explicit(&g->unwanted, &all_wanted, memory_order_relaxed);
+    if (!updates) atomic_store_explicit(&g->uses, &no_updates, memory_order_relaxed);
     *out = g;
     return 0;
 }
