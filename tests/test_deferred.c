@@ -1267,6 +1267,33 @@ START_TEST(exported_executor_runs_other_shapes) {
 }
 END_TEST
 
+/* An exported symbol's executor plans from the types its recording knew after the
+ * symbol and the recorded arrays are freed: the executor keeps them (its plans read them
+ * in place). */
+START_TEST(exported_executor_plans_after_its_symbol_is_freed) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 2, SHAPE(2, 3), VALUES(1, 2, 3, 4, 5, 6));
+    set_deferred(1);
+    DeftNDArrayHandle y = call1("_mul_scalar", 1, &x, P("scalar", "2"));
+    DeftNDArrayHandle z = call1("sum", 1, &y, P("axis", "1"));
+    set_deferred(0);
+    DeftSymbolHandle sym;
+    ck_assert_ok(DeftNDArrayGetDeferredComputeSymbol(&x, &z, (const char *[]){"x"},
+                                                     (const char *[]){"z"}, 1, 1, &sym));
+    DeftCachedOpHandle op;
+    ck_assert_ok(DeftCachedOpCreate(sym, 0, &op));
+    ck_assert_ok(DeftSymbolFree(sym));
+    free_all(2, (DeftNDArrayHandle[]){y, z});
+    DeftNDArrayHandle out[2] = {NULL, NULL};
+    for (int r = 0; r < 2; r++) {
+        int nout = 1;
+        ck_assert_ok(DeftCachedOpInvoke(op, 1, &x, &nout, &out[r]));
+        assert_values(out[r], 2, VALUES(12, 30), 0);
+    }
+    ck_assert_ok(DeftCachedOpFree(op));
+    free_all(3, (DeftNDArrayHandle[]){x, out[0], out[1]});
+}
+END_TEST
+
 /* The types an export records (symbol.h) list the walk's nodes in its order, each with the
  * descriptions inference gives its outputs from the inputs' (the variables first). */
 static void assert_types_are_inferences(const deft_symbol_t *sym, const deft_graph_t *g) {
@@ -1462,6 +1489,7 @@ Suite *deferred_suite(void) {
     tcase_add_test(tc, export_is_deterministic);
     tcase_add_test(tc, exported_executor_runs_other_shapes);
     tcase_add_test(tc, export_indexes_its_graph_as_a_walk_does);
+    tcase_add_test(tc, exported_executor_plans_after_its_symbol_is_freed);
     suite_add_tcase(s, tc);
     TCase *when = tcase_create("when");
     tcase_add_test(when, shape_without_compute);

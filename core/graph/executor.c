@@ -48,6 +48,7 @@ typedef struct plan_entry {
     size_t bytes;           /* of its placements' arenas */
     deft_desc_t *signature; /* one per input */
     deft_graph_types_t types;
+    bool borrowed_desc; /* types.desc is the executor's symbol types' (recorded_types) */
     deft_memory_plan_t plan;
     bool reported; /* plan's report figures are filled (report_last) */
     placement_t *placements;
@@ -295,6 +296,7 @@ static void free_plan(plan_entry_t *p) {
         p->placements = next;
     }
     free(p->signature);
+    if (p->borrowed_desc) p->types.desc = NULL; /* the executor's symbol types' */
     deft_graph_types_free(&p->types);
     deft_memory_plan_free(&p->plan);
     free(p);
@@ -400,25 +402,27 @@ static int incomplete(const deft_cached_op_t *op, const deft_graph_types_t *t) {
 
 /* The types of every entry from what the recording knew (op->types), when
  * they cover every node of the graph and its inputs are described as they
- * were recorded: true, and *out made. Else false (inference finds them). */
+ * were recorded: true, and *out made; its descriptions are the symbol's own
+ * (*borrowed: not to be freed, and kept by op->types for the executor's life, which
+ * is longer than its plans') when listed in the graph's order. Else false
+ * (inference finds them). */
 static bool recorded_types(const deft_cached_op_t *op, int nin, const deft_desc_t *in,
-                           deft_graph_types_t *out) {
+                           deft_graph_types_t *out, bool *borrowed) {
     const deft_graph_t *g = op->g;
     const deft_symbol_types_t *r = op->types;
     if (!r || r->num_nodes != g->num_nodes) return false;
     deft_graph_types_t t = {.num_entries = deft_graph_num_entries(g)};
-    t.desc = malloc(((size_t)t.num_entries + 1) * sizeof *t.desc);
-    t.known = malloc((size_t)t.num_entries + 1);
-    bool covered = t.desc && t.known, same_order = true;
     /* Usually listed in the graph's own order (the export copied in post-order), each node's
-     * descriptions where its entries are: then one copy, and no lookup by node (the graph's
-     * map) nor a look at each node is needed. Known without a look when g is the export's
-     * index (a one-off graph's executor). */
-    same_order = op->types_in_order;
+     * descriptions where its entries are: then they are the plan's as they are, and no
+     * lookup by node (the graph's map) nor a look at each node is needed. Known without a
+     * look when g is the export's index (a one-off graph's executor). */
+    bool same_order = op->types_in_order;
     for (int j = 0; !op->types_in_order && same_order && j <= r->num_nodes; j++)
         same_order =
             r->first[j] == g->row_ptr[j] && (j == r->num_nodes || r->nodes[j] == g->nodes[j]);
-    if (covered && same_order) memcpy(t.desc, r->desc, (size_t)t.num_entries * sizeof *t.desc);
+    t.desc = same_order ? r->desc : malloc(((size_t)t.num_entries + 1) * sizeof *t.desc);
+    t.known = malloc((size_t)t.num_entries + 1);
+    bool covered = t.desc && t.known;
     for (int j = 0; covered && !same_order && j < r->num_nodes; j++) {
         int id = deft_graph_node_id(g, r->nodes[j]);
         int n = r->first[j + 1] - r->first[j];
@@ -431,18 +435,21 @@ static bool recorded_types(const deft_cached_op_t *op, int nin, const deft_desc_
         covered = d->dtype == in[i].dtype && deft_shape_equal(&d->shape, &in[i].shape);
     }
     if (!covered) {
+        if (same_order) t.desc = NULL; /* the symbol's */
         deft_graph_types_free(&t);
         return false;
     }
     memset(t.known, 1, (size_t)t.num_entries);
     *out = t;
+    *borrowed = same_order;
     return true;
 }
 
 /* Every entry's type for inputs described by `in`: as recorded, or inferred. */
 static int entry_types(const deft_cached_op_t *op, int nin, const deft_desc_t *in,
-                       deft_graph_types_t *out) {
-    if (recorded_types(op, nin, in, out)) return 0;
+                       deft_graph_types_t *out, bool *borrowed) {
+    *borrowed = false;
+    if (recorded_types(op, nin, in, out, borrowed)) return 0;
     const deft_graph_t *g = op->g;
     /* read only where known: not zeroed (a description per node is most of a plan's bytes) */
     deft_desc_t *given = malloc(((size_t)g->num_nodes + 1) * sizeof *given);
@@ -471,7 +478,7 @@ static int make_plan(deft_cached_op_t *op, int nin, const deft_desc_t *in, plan_
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a plan");
     }
     for (int i = 0; i < nin; i++) p->signature[i] = in[i];
-    int status = entry_types(op, nin, in, &p->types);
+    int status = entry_types(op, nin, in, &p->types, &p->borrowed_desc);
     if (status == 0) status = deft_plan_memory(op->g, &p->types, op->plan_memory, NULL, &p->plan);
     if (status) {
         free_plan(p);
