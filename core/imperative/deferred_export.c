@@ -42,6 +42,7 @@ typedef struct export_state {
     deft_node_t **order;
     int *now, *in_entry, *id_of, num_read;
     deft_symbol_types_t *types;
+    void *tables;         /* the allocation of the per-node and per-entry tables (new_tables) */
     const char **name_of; /* per node of g: the name its copy takes, or NULL (name_copies) */
     /* per entry of g: what stands for it in the symbol (a copy's output, an inlined
      * executor call's, a left-out Dropout's input), or a NULL node */
@@ -243,8 +244,6 @@ static int copy_node(export_state_t *s, int id, const char *name) {
 static int name_copies(export_state_t *s, int nout, deft_ndarray_t *const *out,
                        const char *const *out_names) {
     if (!out_names) return 0;
-    if (!(s->name_of = calloc((size_t)s->g->num_nodes + 1, sizeof *s->name_of)))
-        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
     for (int k = 0, root = 0; k < nout; k++) {
         if (input_of_array(s->nin, s->in, out[k]) >= 0) continue; /* not a root of the walk */
         int id = s->g->output_ids[root++];
@@ -383,19 +382,28 @@ static deft_symbol_types_t *new_types(const export_state_t *s) {
     return t;
 }
 
-/* The tables of a plain copy's index (export_state_t), for the walk's graph g. */
-static int index_begin(export_state_t *s) {
+/* The export's tables over the walk's graph g, in one allocation (they had one each,
+ * calloc's, which takes no thread cache: 20 instructions per node of a 100-node chain's
+ * export), and the index's types. Zeroed where read before written, each on its own
+ * (a memset of the whole block would pass over its larger part for nothing): `now`
+ * too, as an entry that a left-out Dropout or an inlined call stands for has no id in
+ * a plain copy's index, and a copy reading it copies a zero into a table that is then
+ * thrown away. */
+static int new_tables(export_state_t *s, bool named) {
     const deft_graph_t *g = s->g;
-    size_t entries = (size_t)deft_graph_num_entries(g), reads = (size_t)g->in_ptr[g->num_nodes];
-    /* zeroed: an entry that a left-out Dropout or an inlined call stands for has no id,
-     * and a copy reading it copies a zero into a table that is then thrown away */
-    s->now =
-        calloc(entries + reads + (size_t)g->num_nodes + (size_t)g->num_outputs + 1, sizeof *s->now);
-    s->order = malloc(((size_t)s->nin + (size_t)g->num_nodes + 1) * sizeof *s->order);
-    if (!s->now || !s->order)
-        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
+    size_t nodes = (size_t)g->num_nodes + 1, entries = (size_t)deft_graph_num_entries(g) + 1;
+    size_t reads = (size_t)g->in_ptr[g->num_nodes], order = (size_t)s->nin + nodes;
+    size_t bytes = entries * sizeof *s->stand + (2 * nodes + order) * sizeof(void *) +
+                   (entries + reads + nodes + (size_t)g->num_outputs) * sizeof(int);
+    char *at = s->tables = malloc(bytes);
+    if (!at) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
+    s->stand = memset(at, 0, entries * sizeof *s->stand), at += entries * sizeof *s->stand;
+    s->copies = memset(at, 0, nodes * sizeof *s->copies), at += nodes * sizeof *s->copies;
+    s->name_of = named ? memset(at, 0, nodes * sizeof *s->name_of) : NULL;
+    at += nodes * sizeof *s->name_of;
+    s->order = (deft_node_t **)at, at += order * sizeof *s->order;
+    s->now = memset(at, 0, entries * sizeof *s->now);
     s->in_entry = s->now + entries, s->id_of = s->in_entry + reads;
-    for (int i = 0; i < s->nin; i++) s->order[i] = s->in_vars[i];
     s->types = new_types(s);
     return 0;
 }
@@ -424,8 +432,7 @@ static deft_graph_t *index_copy(export_state_t *s, deft_symbol_t *sym) {
                               &index))
         return NULL;
     for (int i = 0; i < s->nin; i++) s->in_vars[i] = NULL;
-    free(s->copies); /* the copies are the index's now: none left to release, one by one */
-    s->copies = NULL;
+    s->copies = NULL; /* the copies are the index's now: none left to release, one by one */
     return index;
 }
 
@@ -440,12 +447,9 @@ static int export_locked(export_state_t *s, int nout, deft_ndarray_t *const *out
     /* borrowed: the arrays the caller passed hold the recorded nodes, and the lock keeps
      * their entries as they are, for as long as the export uses the walk */
     int status = deft_graph_build_cut_borrowed(num_roots, entries, is_input_node, s, &s->g);
-    if (status == 0 &&
-        (!(s->copies = calloc((size_t)s->g->num_nodes + 1, sizeof *s->copies)) ||
-         !(s->stand = calloc((size_t)deft_graph_num_entries(s->g) + 1, sizeof *s->stand))))
-        status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
     if (status == 0) status = make_input_vars(s);
-    if (status == 0) status = index_begin(s);
+    if (status == 0) status = new_tables(s, out_names != NULL);
+    for (int i = 0; status == 0 && i < s->nin; i++) s->order[i] = s->in_vars[i];
     if (status == 0) status = name_copies(s, nout, out, out_names);
     if (status == 0) status = copy_graph(s);
     for (int k = 0, root = 0; status == 0 && k < nout; k++) {
@@ -478,12 +482,11 @@ int deft_deferred_export(int nin, deft_ndarray_t *const *in, const char *const *
                         .in_names = in_names,
                         .cached_op = registered("_CachedOp", &cached_op_entry),
                         .dropout = dropout ? dropout->op : NULL};
-    s.in_vars = calloc((size_t)nin + 1, sizeof *s.in_vars);
-    s.in_used = calloc((size_t)nin + 1, sizeof *s.in_used);
-    if (!s.in_vars || !s.in_used) {
-        free(s.in_vars), free(s.in_used);
+    size_t vars = ((size_t)nin + 1) * sizeof *s.in_vars, bytes = vars + (size_t)nin + 1;
+    if (!(s.in_vars = malloc(bytes))) /* with in_used: one allocation */
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
-    }
+    memset(s.in_vars, 0, bytes);
+    s.in_used = (bool *)((char *)s.in_vars + vars);
     deft_record_lock();
     int status =
         check_arrays(nin, in, nout, out) ? -1 : export_locked(&s, nout, out, out_names, sym);
@@ -493,8 +496,7 @@ int deft_deferred_export(int nin, deft_ndarray_t *const *in, const char *const *
     for (int i = 0; i < nin; i++) deft_node_release(s.in_vars[i]);
     deft_graph_free(s.g);
     deft_symbol_types_release(s.types);
-    free(s.copies), free(s.name_of), free(s.stand), free(s.made), free(s.in_vars), free(s.in_used),
-        free(s.now), free(s.order);
+    free(s.tables), free(s.made), free(s.in_vars);
     return status;
 }
 
