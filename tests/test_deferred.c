@@ -1267,6 +1267,59 @@ START_TEST(exported_executor_runs_other_shapes) {
 }
 END_TEST
 
+/* An exported symbol's executor plans from the types its recording knew after the
+ * symbol and the recorded arrays are freed: the executor keeps them (its plans read them
+ * in place). */
+START_TEST(exported_executor_plans_after_its_symbol_is_freed) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 2, SHAPE(2, 3), VALUES(1, 2, 3, 4, 5, 6));
+    set_deferred(1);
+    DeftNDArrayHandle y = call1("_mul_scalar", 1, &x, P("scalar", "2"));
+    DeftNDArrayHandle z = call1("sum", 1, &y, P("axis", "1"));
+    set_deferred(0);
+    DeftSymbolHandle sym;
+    ck_assert_ok(DeftNDArrayGetDeferredComputeSymbol(&x, &z, (const char *[]){"x"},
+                                                     (const char *[]){"z"}, 1, 1, &sym));
+    DeftCachedOpHandle op;
+    ck_assert_ok(DeftCachedOpCreate(sym, 0, &op));
+    ck_assert_ok(DeftSymbolFree(sym));
+    free_all(2, (DeftNDArrayHandle[]){y, z});
+    DeftNDArrayHandle out[2] = {NULL, NULL};
+    for (int r = 0; r < 2; r++) {
+        int nout = 1;
+        ck_assert_ok(DeftCachedOpInvoke(op, 1, &x, &nout, &out[r]));
+        assert_values(out[r], 2, VALUES(12, 30), 0);
+    }
+    ck_assert_ok(DeftCachedOpFree(op));
+    free_all(3, (DeftNDArrayHandle[]){x, out[0], out[1]});
+}
+END_TEST
+
+/* The types an export records (symbol.h) list the walk's nodes in its order, each with the
+ * descriptions inference gives its outputs from the inputs' (the variables first). */
+static void assert_types_are_inferences(const deft_symbol_t *sym, const deft_graph_t *g) {
+    const deft_symbol_types_t *t = sym->types;
+    ck_assert_ptr_nonnull(t);
+    ck_assert_int_eq(t->num_nodes, g->num_nodes);
+    deft_desc_t given[16];
+    bool known[16] = {false};
+    ck_assert_int_le(g->num_nodes, 16);
+    for (int i = 0; i < g->num_nodes; i++) /* the variables: the inputs, as recorded */
+        if (!g->nodes[i]->op) given[i] = t->desc[t->first[i]], known[i] = true;
+    deft_graph_types_t inferred;
+    ck_assert_ok(deft_graph_infer(g, given, known, &inferred));
+    for (int i = 0; i < g->num_nodes; i++) {
+        ck_assert_ptr_eq(t->nodes[i], g->nodes[i]);
+        ck_assert_int_eq(t->first[i], g->row_ptr[i]);
+    }
+    ck_assert_int_eq(t->first[g->num_nodes], deft_graph_num_entries(g));
+    for (int e = 0; e < deft_graph_num_entries(g); e++) {
+        ck_assert(inferred.known[e]);
+        ck_assert_int_eq(t->desc[e].dtype, inferred.desc[e].dtype);
+        ck_assert(deft_shape_equal(&t->desc[e].shape, &inferred.desc[e].shape));
+    }
+    deft_graph_types_free(&inferred);
+}
+
 /* The index an export makes of its symbol's graph (taken by the first executor) is the one a
  * walk of the symbol makes: the same nodes in the same order, entries and outputs. */
 static void assert_index_is_the_walks(DeftSymbolHandle handle) {
@@ -1286,6 +1339,15 @@ static void assert_index_is_the_walks(DeftSymbolHandle handle) {
         ck_assert_int_eq(made->in_entry[x], walked->in_entry[x]);
     for (int o = 0; o < walked->num_outputs; o++)
         ck_assert_int_eq(deft_graph_output_entry(made, o), deft_graph_output_entry(walked, o));
+    assert_types_are_inferences(sym, walked);
+    /* and its tables of unwanted outputs and updated values say what the walk's do */
+    const uint64_t *unwanted = deft_graph_unwanted_outputs(made);
+    const uint64_t *walked_unwanted = deft_graph_unwanted_outputs(walked);
+    ck_assert_int_eq(unwanted == NULL, walked_unwanted == NULL);
+    for (int i = 0; i < walked->num_nodes; i++) {
+        ck_assert(!unwanted || unwanted[i] == walked_unwanted[i]);
+        ck_assert_int_eq(deft_graph_is_updated_at(made, i), deft_graph_is_updated_at(walked, i));
+    }
     deft_graph_free(made), deft_graph_free(walked);
 }
 
@@ -1427,6 +1489,7 @@ Suite *deferred_suite(void) {
     tcase_add_test(tc, export_is_deterministic);
     tcase_add_test(tc, exported_executor_runs_other_shapes);
     tcase_add_test(tc, export_indexes_its_graph_as_a_walk_does);
+    tcase_add_test(tc, exported_executor_plans_after_its_symbol_is_freed);
     suite_add_tcase(s, tc);
     TCase *when = tcase_create("when");
     tcase_add_test(when, shape_without_compute);

@@ -908,6 +908,53 @@ START_TEST(test_graph_references_borrowed_and_taken_over) {
 }
 END_TEST
 
+static bool is_plus_scalar(const deft_node_t *node, void *ctx) {
+    return node->op == ctx;
+}
+
+/* A cut walk's leaves: 32 _plus_scalar nodes of x summed pairwise, then with a ranked
+ * variable y (which goes first, renumbering the rest): the leaves are the 32, x is not
+ * reached, and the table says so of each node. */
+START_TEST(test_cut_graph_marks_its_leaves) {
+    const char *keys[1] = {"scalar"}, *vals[1] = {"1"};
+    const deft_op_entry_t *plus = deft_registry_find("_plus_scalar");
+    const deft_op_entry_t *add = deft_registry_find("elemwise_add");
+    deft_node_t *x, *y, *level[32];
+    ck_assert_ok(deft_node_new_variable("x", NULL, 0, NULL, NULL, &x));
+    ck_assert_ok(deft_node_new_variable("y", NULL, 0, NULL, NULL, &y));
+    y->arg_rank = 1;
+    for (int i = 0; i < 32; i++)
+        ck_assert_ok(
+            deft_node_new_op(plus, NULL, 1, keys, vals, 1, &(deft_entry_t){x, 0}, &level[i]));
+    for (int n = 32; n > 1; n /= 2)
+        for (int i = 0; i < n / 2; i++) {
+            deft_entry_t in[2] = {{level[2 * i], 0}, {level[2 * i + 1], 0}};
+            deft_node_t *sum;
+            ck_assert_ok(deft_node_new_op(add, NULL, 0, NULL, NULL, 2, in, &sum));
+            deft_node_release(level[2 * i]), deft_node_release(level[2 * i + 1]);
+            level[i] = sum;
+        }
+    deft_node_t *top;
+    deft_entry_t in[2] = {{level[0], 0}, {y, 0}};
+    ck_assert_ok(deft_node_new_op(add, NULL, 0, NULL, NULL, 2, in, &top));
+    deft_node_release(level[0]);
+    deft_graph_t *g;
+    ck_assert_ok(
+        deft_graph_build_cut(1, &(deft_entry_t){top, 0}, is_plus_scalar, (void *)plus, &g));
+    ck_assert_int_eq(g->num_nodes, 32 + 31 + 2); /* the leaves, the sums, y and the top */
+    ck_assert_ptr_eq(g->nodes[0], y);
+    int leaves = 0;
+    for (int i = 0; i < g->num_nodes; i++) {
+        ck_assert_ptr_ne(g->nodes[i], x);
+        ck_assert_int_eq(g->leaf[i], g->nodes[i]->op == plus);
+        leaves += g->leaf[i];
+    }
+    ck_assert_int_eq(leaves, 32);
+    deft_graph_free(g);
+    deft_node_release(top), deft_node_release(y), deft_node_release(x);
+}
+END_TEST
+
 /* n variables named v0, v1, ... (references to release). */
 static void make_vars(int n, deft_entry_t *out) {
     for (int i = 0; i < n; i++) {
@@ -986,6 +1033,7 @@ static Suite *symbol_suite(void) {
     tcase_add_test(tc, test_dce_drops_unreachable_json_nodes);
     tcase_add_test(tc, test_infer_shape_pass_annotates_variables);
     tcase_add_test(tc, test_mutated_json_never_crashes);
+    tcase_add_test(tc, test_cut_graph_marks_its_leaves);
     suite_add_tcase(suite, tc);
     return suite;
 }

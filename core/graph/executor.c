@@ -48,6 +48,7 @@ typedef struct plan_entry {
     size_t bytes;           /* of its placements' arenas */
     deft_desc_t *signature; /* one per input */
     deft_graph_types_t types;
+    bool borrowed_desc; /* types.desc is the executor's symbol types' (recorded_types) */
     deft_memory_plan_t plan;
     bool reported; /* plan's report figures are filled (report_last) */
     placement_t *placements;
@@ -206,8 +207,19 @@ typedef struct node_scan {
     bool batch_norm;
 } node_scan_t;
 
+/* A built-in operator's entry, looked up by name once and kept: entries never move,
+ * and a name is never registered twice. A lookup (a binary search by strcmp over the
+ * registry's names, one per executor) cost 3.5 instructions per node of a 100-node one-off
+ * graph. An absent one is asked again (one may be added later). */
+static const deft_op_entry_t *registered(const char *name, _Atomic(const deft_op_entry_t *) *kept) {
+    const deft_op_entry_t *e = atomic_load_explicit(kept, memory_order_acquire);
+    if (!e && (e = deft_registry_find(name))) atomic_store_explicit(kept, e, memory_order_release);
+    return e;
+}
+
 static node_scan_t scan_nodes(const deft_graph_t *g) {
-    const deft_op_entry_t *bn = deft_registry_find("BatchNorm"); /* by pointer: no name */
+    static _Atomic(const deft_op_entry_t *) bn_entry;
+    const deft_op_entry_t *bn = registered("BatchNorm", &bn_entry); /* by pointer: no name */
     node_scan_t scan = {false, false, false, false};
     for (int i = 0; i < g->num_nodes; i++) {
         if (deft_graph_is_leaf(g, i)) continue;
@@ -245,8 +257,11 @@ static int build_graph(const deft_symbol_t *sym, deft_graph_t **g, node_scan_t *
 
 int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_op_t **out) {
     if (deft_symbol_check_composed(sym, "sym")) return -1;
-    deft_cached_op_t *op = calloc(1, sizeof *op);
+    /* malloc and memset, here and for the plan's tables, not calloc: glibc's calloc takes
+     * no thread cache (four callocs cost 14 instructions per node of a 100-node chain) */
+    deft_cached_op_t *op = malloc(sizeof *op);
     if (!op) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an executor");
+    memset(op, 0, sizeof *op);
     atomic_init(&op->refcount, 1);
     pthread_mutex_init(&op->lock, NULL);
     op->plan_memory = plan_memory;
@@ -264,7 +279,7 @@ int deft_cached_op_new(const deft_symbol_t *sym, bool plan_memory, deft_cached_o
     size_t n = (size_t)g->num_nodes + 1;
     op->input_nodes = malloc(n * sizeof(int));
     op->input_of_node = malloc(n * sizeof(int));
-    op->input_written = calloc(n, sizeof(bool));
+    if ((op->input_written = malloc(n * sizeof(bool)))) memset(op->input_written, 0, n);
     op->output_entries = malloc(((size_t)g->num_outputs + 1) * sizeof(int));
     op->output_source = malloc(((size_t)g->num_outputs + 1) * sizeof(int));
     op->var = deft_var_new();
@@ -295,6 +310,7 @@ static void free_plan(plan_entry_t *p) {
         p->placements = next;
     }
     free(p->signature);
+    if (p->borrowed_desc) p->types.desc = NULL; /* the executor's symbol types' */
     deft_graph_types_free(&p->types);
     deft_memory_plan_free(&p->plan);
     free(p);
@@ -400,25 +416,27 @@ static int incomplete(const deft_cached_op_t *op, const deft_graph_types_t *t) {
 
 /* The types of every entry from what the recording knew (op->types), when
  * they cover every node of the graph and its inputs are described as they
- * were recorded: true, and *out made. Else false (inference finds them). */
+ * were recorded: true, and *out made; its descriptions are the symbol's own
+ * (*borrowed: not to be freed, and kept by op->types for the executor's life, which
+ * is longer than its plans') when listed in the graph's order. Else false
+ * (inference finds them). */
 static bool recorded_types(const deft_cached_op_t *op, int nin, const deft_desc_t *in,
-                           deft_graph_types_t *out) {
+                           deft_graph_types_t *out, bool *borrowed) {
     const deft_graph_t *g = op->g;
     const deft_symbol_types_t *r = op->types;
     if (!r || r->num_nodes != g->num_nodes) return false;
     deft_graph_types_t t = {.num_entries = deft_graph_num_entries(g)};
-    t.desc = malloc(((size_t)t.num_entries + 1) * sizeof *t.desc);
-    t.known = malloc((size_t)t.num_entries + 1);
-    bool covered = t.desc && t.known, same_order = true;
     /* Usually listed in the graph's own order (the export copied in post-order), each node's
-     * descriptions where its entries are: then one copy, and no lookup by node (the graph's
-     * map) nor a look at each node is needed. Known without a look when g is the export's
-     * index (a one-off graph's executor). */
-    same_order = op->types_in_order;
+     * descriptions where its entries are: then they are the plan's as they are, and no
+     * lookup by node (the graph's map) nor a look at each node is needed. Known without a
+     * look when g is the export's index (a one-off graph's executor). */
+    bool same_order = op->types_in_order;
     for (int j = 0; !op->types_in_order && same_order && j <= r->num_nodes; j++)
         same_order =
             r->first[j] == g->row_ptr[j] && (j == r->num_nodes || r->nodes[j] == g->nodes[j]);
-    if (covered && same_order) memcpy(t.desc, r->desc, (size_t)t.num_entries * sizeof *t.desc);
+    t.desc = same_order ? r->desc : malloc(((size_t)t.num_entries + 1) * sizeof *t.desc);
+    t.known = malloc((size_t)t.num_entries + 1);
+    bool covered = t.desc && t.known;
     for (int j = 0; covered && !same_order && j < r->num_nodes; j++) {
         int id = deft_graph_node_id(g, r->nodes[j]);
         int n = r->first[j + 1] - r->first[j];
@@ -431,18 +449,21 @@ static bool recorded_types(const deft_cached_op_t *op, int nin, const deft_desc_
         covered = d->dtype == in[i].dtype && deft_shape_equal(&d->shape, &in[i].shape);
     }
     if (!covered) {
+        if (same_order) t.desc = NULL; /* the symbol's */
         deft_graph_types_free(&t);
         return false;
     }
     memset(t.known, 1, (size_t)t.num_entries);
     *out = t;
+    *borrowed = same_order;
     return true;
 }
 
 /* Every entry's type for inputs described by `in`: as recorded, or inferred. */
 static int entry_types(const deft_cached_op_t *op, int nin, const deft_desc_t *in,
-                       deft_graph_types_t *out) {
-    if (recorded_types(op, nin, in, out)) return 0;
+                       deft_graph_types_t *out, bool *borrowed) {
+    *borrowed = false;
+    if (recorded_types(op, nin, in, out, borrowed)) return 0;
     const deft_graph_t *g = op->g;
     /* read only where known: not zeroed (a description per node is most of a plan's bytes) */
     deft_desc_t *given = malloc(((size_t)g->num_nodes + 1) * sizeof *given);
@@ -465,13 +486,14 @@ static int entry_types(const deft_cached_op_t *op, int nin, const deft_desc_t *i
 }
 
 static int make_plan(deft_cached_op_t *op, int nin, const deft_desc_t *in, plan_entry_t **out) {
-    plan_entry_t *p = calloc(1, sizeof *p);
+    plan_entry_t *p = malloc(sizeof *p); /* not calloc (deft_cached_op_new) */
+    if (p) memset(p, 0, sizeof *p);
     if (!p || !(p->signature = malloc(((size_t)nin + 1) * sizeof *p->signature))) {
         free(p);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a plan");
     }
     for (int i = 0; i < nin; i++) p->signature[i] = in[i];
-    int status = entry_types(op, nin, in, &p->types);
+    int status = entry_types(op, nin, in, &p->types, &p->borrowed_desc);
     if (status == 0) status = deft_plan_memory(op->g, &p->types, op->plan_memory, NULL, &p->plan);
     if (status) {
         free_plan(p);
@@ -548,8 +570,9 @@ static int entry_devices(const deft_cached_op_t *op, const deft_device_t *inputs
 static int make_placement(deft_cached_op_t *op, plan_entry_t *p, const deft_device_t *inputs,
                           placement_t **out) {
     size_t entries = (size_t)p->types.num_entries + 1;
-    placement_t *pl = calloc(1, sizeof *pl);
+    placement_t *pl = malloc(sizeof *pl); /* not calloc (deft_cached_op_new) */
     if (pl) {
+        memset(pl, 0, sizeof *pl);
         pl->inputs = malloc(((size_t)op->num_inputs + 1) * sizeof *pl->inputs);
         /* Not zeroed: entry_devices writes every entry's device; a run writes the tensors
          * of the inputs and outputs, and the arena's are set below, which is every entry

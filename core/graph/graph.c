@@ -258,8 +258,39 @@ static void put_ranked_first(deft_graph_t *g, walk_map_t *m, int ranked) {
 typedef struct frame {
     deft_node_t *node;
     int next_input;
+    bool leaf;         /* is_leaf accepted it: its inputs are not followed */
     walk_slot_t *slot; /* the node's, where its id goes when it is done */
 } frame_t;
+
+/* The nodes a cut walk kept as leaves (few: a cut graph's given values), found as the
+ * walk meets them: asking is_leaf again of every node for the graph's table was a tenth
+ * of an export's walk. */
+typedef struct leaf_list {
+    int count, capacity;
+    const deft_node_t **nodes;
+    const deft_node_t *room[16];
+} leaf_list_t;
+
+static int add_leaf(leaf_list_t *l, const deft_node_t *node) {
+    if (l->count == l->capacity) {
+        int cap = 2 * l->capacity;
+        const deft_node_t **grown = l->nodes == l->room
+                                        ? malloc((size_t)cap * sizeof *grown)
+                                        : realloc(l->nodes, (size_t)cap * sizeof *grown);
+        if (!grown) return -1;
+        if (l->nodes == l->room) memcpy(grown, l->room, sizeof l->room);
+        l->nodes = grown, l->capacity = cap;
+    }
+    l->nodes[l->count++] = node;
+    return 0;
+}
+
+/* A frame for node `node`, its slot `slot`: is_leaf asked once, here. */
+static frame_t new_frame(deft_node_t *node, walk_slot_t *slot, deft_graph_leaf_fn is_leaf,
+                         void *ctx) {
+    bool leaf = is_leaf && is_leaf(node, ctx);
+    return (frame_t){node, leaf ? node->num_inputs : 0, leaf, slot};
+}
 
 /* After the map grew: the stack's slots, found again. */
 static void refresh_slots(const walk_map_t *m, frame_t *stack, int depth) {
@@ -282,7 +313,7 @@ static walk_slot_t *claim(walk_map_t *m, const deft_node_t *node, frame_t *stack
  * each node is numbered (while it is at hand: a pass of its own over the
  * nodes cost a tenth of the walk). */
 static int topo_sort(deft_graph_t *g, walk_map_t *m, deft_graph_leaf_fn is_leaf, void *ctx,
-                     size_t *inputs) {
+                     size_t *inputs, leaf_list_t *leaves) {
     /* Shallow graphs (most runs) walk on the C stack (3 KiB: a recorded chain of a hundred
      * calls is as deep as it is long), deep ones move to the heap. */
     frame_t small[128];
@@ -296,8 +327,7 @@ static int topo_sort(deft_graph_t *g, walk_map_t *m, deft_graph_leaf_fn is_leaf,
         walk_slot_t *slot = claim(m, root, stack, depth, &made);
         if (!slot) goto oom;
         if (!made) continue;
-        stack[depth++] =
-            (frame_t){root, is_leaf && is_leaf(root, ctx) ? root->num_inputs : 0, slot};
+        stack[depth++] = new_frame(root, slot, is_leaf, ctx);
         while (depth > 0) {
             frame_t *top = &stack[depth - 1];
             if (top->next_input < top->node->num_inputs) {
@@ -312,11 +342,15 @@ static int topo_sort(deft_graph_t *g, walk_map_t *m, deft_graph_leaf_fn is_leaf,
                     if (stack == small) memcpy(grown, small, sizeof small);
                     stack = grown, stack_cap *= 2;
                 }
-                stack[depth++] =
-                    (frame_t){in, is_leaf && is_leaf(in, ctx) ? in->num_inputs : 0, slot};
+                stack[depth++] = new_frame(in, slot, is_leaf, ctx);
                 continue;
             }
-            if (g->num_nodes == capacity && reserve(g, g->num_nodes + 1, &capacity)) goto oom;
+            /* every node claimed (numbered, or on the stack) is a node of the graph: room
+             * for them all at once (a chain's walk has claimed every node by its first) */
+            if (g->num_nodes == capacity &&
+                reserve(g, m->count > g->num_nodes ? m->count : g->num_nodes + 1, &capacity))
+                goto oom;
+            if (top->leaf && add_leaf(leaves, top->node)) goto oom;
             top->slot->id = g->num_nodes; /* now numbered */
             *inputs += (size_t)top->node->num_inputs;
             ranked += !top->node->op && top->node->arg_rank > 0;
@@ -564,12 +598,17 @@ static int build(int num_outputs, const deft_entry_t *outputs, deft_graph_leaf_f
     bool own;
     walk_map_t *m = walk_begin(&own);
     size_t inputs = 0;
-    int status = m ? topo_sort(g, m, is_leaf, ctx, &inputs)
+    leaf_list_t leaves = {.capacity = 16};
+    leaves.nodes = leaves.room;
+    int status = m ? topo_sort(g, m, is_leaf, ctx, &inputs, &leaves)
                    : deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph index");
     if (status == 0 && alloc_tables(g, is_leaf != NULL, inputs))
         status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
-    for (int i = 0; status == 0 && is_leaf && i < g->num_nodes; i++)
-        g->leaf[i] = is_leaf(g->nodes[i], ctx);
+    if (status == 0 && is_leaf) { /* by node: the walk may have renumbered (put_ranked_first) */
+        memset(g->leaf, 0, (size_t)g->num_nodes * sizeof *g->leaf);
+        for (int l = 0; l < leaves.count; l++) g->leaf[walk_find(m, leaves.nodes[l])] = true;
+    }
+    if (leaves.nodes != leaves.room) free(leaves.nodes);
     if (status == 0) index_entries(g, m);
     if (m) walk_end(m, own);
     if (status) {
@@ -599,12 +638,20 @@ int deft_graph_from_order(int num_nodes, deft_node_t *const *nodes, const int *i
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate a graph");
     }
     g->row_ptr[0] = g->in_ptr[0] = 0;
+    bool several = false, updates = false;
     for (int i = 0; i < num_nodes; i++) {
-        g->row_ptr[i + 1] = g->row_ptr[i] + nodes[i]->num_outputs;
-        g->in_ptr[i + 1] = g->in_ptr[i] + nodes[i]->num_inputs;
+        const deft_node_t *node = nodes[i];
+        g->row_ptr[i + 1] = g->row_ptr[i] + node->num_outputs;
+        g->in_ptr[i + 1] = g->in_ptr[i] + node->num_inputs;
+        several |= node->num_outputs > 1;
+        updates |= node->op && deft_op_mutates_any(node->op->op);
     }
     memcpy(g->in_entry, in_entry, (size_t)g->in_ptr[num_nodes] * sizeof *in_entry);
     memcpy(g->output_ids, output_ids, (size_t)num_outputs * sizeof *output_ids);
+    /* The tables that say nothing, known from this pass (an executor asks for both:
+     * a pass of each over the nodes to find them so). */
+    if (!several) atomic_store_explicit(&g->unwanted, &all_wanted, memory_order_relaxed);
+    if (!updates) atomic_store_explicit(&g->uses, &no_updates, memory_order_relaxed);
     *out = g;
     return 0;
 }

@@ -39,8 +39,17 @@ static size_t entry_bytes(const planner_t *p, int e) {
     return p->bytes[e];
 }
 
-static size_t aligned_bytes(const deft_desc_t *d) {
-    size_t n = (size_t)deft_shape_size(&d->shape) * deft_dtype_size(d->dtype);
+/* An entry's bytes, aligned, its element's size given. The product is deft_shape_size's,
+ * inline (the call was a sixth of a one-off graph's planner set-up); a product that
+ * overflows is left to it. */
+static size_t aligned_bytes(const deft_desc_t *d, size_t elem) {
+    int64_t count = 1;
+    for (int i = 0; i < d->shape.ndim; i++)
+        if (__builtin_mul_overflow(count, d->shape.dims[i], &count)) {
+            count = deft_shape_size(&d->shape);
+            break;
+        }
+    size_t n = (size_t)count * elem;
     return (n + DEFT_CPU_ALIGN - 1) & ~(size_t)(DEFT_CPU_ALIGN - 1);
 }
 
@@ -163,8 +172,12 @@ static int planner_init(planner_t *p, const deft_graph_t *g, const deft_graph_ty
     }
     for (int e = 0; pinned && e < entries; e++) p->outside[e] = p->outside[e] || pinned[e];
     for (int o = 0; o < g->num_outputs; o++) p->outside[deft_graph_output_entry(g, o)] = true;
+    deft_dtype_t dtype = DEFT_DT_FLOAT32; /* the last entry's, and its element size */
+    size_t elem = deft_dtype_size(dtype);
     for (int e = 0; e < entries; e++) {
-        p->bytes[e] = p->outside[e] ? 0 : aligned_bytes(&t->desc[e]);
+        if (!p->outside[e] && t->desc[e].dtype != dtype)
+            dtype = t->desc[e].dtype, elem = deft_dtype_size(dtype);
+        p->bytes[e] = p->outside[e] ? 0 : aligned_bytes(&t->desc[e], elem);
         if (p->bytes[e] > p->largest) p->largest = p->bytes[e];
     }
     p->match_range = 1e300;

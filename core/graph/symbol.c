@@ -7,14 +7,18 @@
 
 #include "core/base/error.h"
 
+/* malloc and zeroing, not calloc: glibc's calloc takes no thread cache (a symbol's two
+ * callocs cost some 360 instructions). */
 static deft_symbol_t *symbol_alloc(int n) {
-    deft_symbol_t *sym = calloc(1, sizeof *sym);
+    deft_symbol_t *sym = malloc(sizeof *sym);
     if (!sym) return NULL;
-    sym->outputs = calloc((size_t)(n ? n : 1), sizeof *sym->outputs);
-    if (!sym->outputs) {
+    memset(sym, 0, sizeof *sym);
+    size_t bytes = (size_t)(n ? n : 1) * sizeof *sym->outputs;
+    if (!(sym->outputs = malloc(bytes))) {
         free(sym);
         return NULL;
     }
+    memset(sym->outputs, 0, bytes);
     return sym;
 }
 

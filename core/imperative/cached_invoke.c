@@ -6,6 +6,7 @@
  * their engine variables and the contents a run vouches for.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/base/error.h"
 #include "core/base/fence.h"
@@ -127,7 +128,9 @@ static int new_run(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, run
     int nout = deft_cached_op_num_outputs(op);
     /* one allocation: the run, then its arrays */
     size_t arrays = ((size_t)nin + (size_t)nout + 1) * sizeof(deft_ndarray_t *);
-    run_t *r = calloc(1, sizeof *r + arrays + (size_t)nin * sizeof(deft_vouched_t));
+    /* malloc: glibc's calloc takes no thread cache; the arrays are zeroed below (a
+     * failed run releases them all), the run is set whole and the vouched are written */
+    run_t *r = malloc(sizeof *r + arrays + (size_t)nin * sizeof(deft_vouched_t));
     if (!r) {
         deft_cached_plan_release(plan);
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an executor run");
@@ -140,6 +143,7 @@ static int new_run(deft_cached_op_t *op, int nin, deft_ndarray_t *const *in, run
                  deft_op_training(),
                  (deft_vouched_t *)((char *)(r + 1) + arrays),
                  0};
+    memset(r->arrays, 0, arrays);
     for (int i = 0; i < nin; i++) r->arrays[i] = deft_ndarray_retain(in[i]);
     *out = r;
     return 0;

@@ -13,6 +13,7 @@
  * left out, its output standing for its input (mode=always stays).
  */
 #define _POSIX_C_SOURCE 200809L
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,12 +30,19 @@ typedef struct export_state {
     deft_node_t **in_vars; /* per input: its variable in the symbol */
     bool *in_used;
     deft_graph_t *g;
-    deft_node_t **copies; /* per node of g: its copy (owned), or NULL */
-    /* per node of g copied: its recorded output descriptions (recorded_desc), found while
-     * the node is at hand, or NULL; how many copies have none */
-    const deft_desc_t **desc_of;
-    int undescribed;
+    deft_node_t **copies;           /* per node of g: its copy (owned), or NULL */
+    int undescribed;                /* copies whose recorded output descriptions are unknown */
     int num_copies, copied_entries; /* copies made (copy_node), and their outputs */
+    /* The index of a plain copy's graph (plain_copy), written as the copies are made:
+     * its nodes (the inputs' variables, then the copies), per input of a copy the entry
+     * id it reads (in_entry, num_read of them), per entry of g its id there (now: a
+     * copy's output, or the input it is), per node of g its copy's id (id_of), and the
+     * types (new_types), NULL when they cannot be had. Thrown away when the copies are
+     * not the whole graph. */
+    deft_node_t **order;
+    int *now, *in_entry, *id_of, num_read;
+    deft_symbol_types_t *types;
+    void *tables;         /* the allocation of the per-node and per-entry tables (new_tables) */
     const char **name_of; /* per node of g: the name its copy takes, or NULL (name_copies) */
     /* per entry of g: what stands for it in the symbol (a copy's output, an inlined
      * executor call's, a left-out Dropout's input), or a NULL node */
@@ -47,6 +55,16 @@ typedef struct export_state {
     const deft_op_t *dropout; /* the same for Dropout (is_skipped): compared by pointer */
     bool reshaped; /* a node was left out or inlined: the copies are not the whole graph */
 } export_state_t;
+
+/* A built-in operator's entry, looked up by name once and kept: entries never move,
+ * and a name is never registered twice. A lookup (a binary search by strcmp over the
+ * registry's names, two per export) cost 3.5 instructions per node of a 100-node one-off
+ * graph. An absent one is asked again (one may be added later). */
+static const deft_op_entry_t *registered(const char *name, _Atomic(const deft_op_entry_t *) *kept) {
+    const deft_op_entry_t *e = atomic_load_explicit(kept, memory_order_acquire);
+    if (!e && (e = deft_registry_find(name))) atomic_store_explicit(kept, e, memory_order_release);
+    return e;
+}
 
 static int input_of_entry(const export_state_t *s, const deft_entry_t *e) {
     for (int i = 0; i < s->nin; i++)
@@ -111,6 +129,7 @@ static deft_entry_t substitute(export_state_t *s, const deft_entry_t *e, int ent
     int input = input_of_entry(s, e);
     if (input >= 0) {
         s->in_used[input] = true;
+        s->now[entry] = input; /* the input's variable: id `input` in a plain copy's index */
         return (deft_entry_t){s->in_vars[input], 0};
     }
     char where[96];
@@ -182,18 +201,40 @@ static const deft_desc_t *recorded_desc(const deft_node_t *node) {
     return rec->desc;
 }
 
+/* Node id's copy, standing for its outputs; in the index of a plain copy (s->order)
+ * node n, its outputs from entry e on, with their recorded descriptions where the
+ * types want them. The tables in locals: the stores could alias s's fields. */
+static void place_copy(export_state_t *s, int id, deft_node_t *copy) {
+    const deft_graph_t *g = s->g;
+    int n = s->nin + s->num_copies, e = s->nin + s->copied_entries, width = copy->num_outputs;
+    int first = g->row_ptr[id], *now = s->now;
+    deft_entry_t *stand = s->stand;
+    for (int k = 0; k < width; k++)
+        stand[first + k] = (deft_entry_t){copy, k}, now[first + k] = e + k;
+    s->copies[id] = copy, s->order[n] = copy, s->id_of[id] = n;
+    s->num_copies++, s->copied_entries += width;
+    const deft_desc_t *desc = recorded_desc(g->nodes[id]);
+    deft_symbol_types_t *t = s->types;
+    s->undescribed += !desc;
+    if (!t || !desc) return;
+    t->nodes[n] = copy, t->first[n] = e;
+    for (int k = 0; k < width; k++) t->desc[e + k] = desc[k];
+}
+
 static int copy_node(export_state_t *s, int id, const char *name) {
-    const deft_node_t *node = s->g->nodes[id];
+    const deft_graph_t *g = s->g;
+    const deft_node_t *node = g->nodes[id];
+    const int *reads = &g->in_entry[g->in_ptr[id]];
     deft_entry_t inputs[DEFT_OP_MAX_INPUTS];
     for (int k = 0; k < node->num_inputs; k++) {
-        inputs[k] = substitute(s, &node->inputs[k], deft_graph_input_entry(s->g, id, k), node, k);
+        inputs[k] = substitute(s, &node->inputs[k], reads[k], node, k);
         if (!inputs[k].node) return -1;
+        s->in_entry[s->num_read + k] = s->now[reads[k]]; /* set: substitute found it */
     }
-    if (deft_node_copy_op(node, name, inputs, &s->copies[id])) return -1;
-    for (int k = 0; k < node->num_outputs; k++)
-        s->stand[s->g->row_ptr[id] + k] = (deft_entry_t){s->copies[id], k};
-    s->undescribed += !(s->desc_of[id] = recorded_desc(node));
-    s->num_copies++, s->copied_entries += node->num_outputs;
+    deft_node_t *copy;
+    if (deft_node_copy_op(node, name, inputs, &copy)) return -1;
+    s->num_read += node->num_inputs;
+    place_copy(s, id, copy);
     return 0;
 }
 
@@ -203,8 +244,6 @@ static int copy_node(export_state_t *s, int id, const char *name) {
 static int name_copies(export_state_t *s, int nout, deft_ndarray_t *const *out,
                        const char *const *out_names) {
     if (!out_names) return 0;
-    if (!(s->name_of = calloc((size_t)s->g->num_nodes + 1, sizeof *s->name_of)))
-        return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
     for (int k = 0, root = 0; k < nout; k++) {
         if (input_of_array(s->nin, s->in, out[k]) >= 0) continue; /* not a root of the walk */
         int id = s->g->output_ids[root++];
@@ -329,14 +368,13 @@ static bool plain_copy(const export_state_t *s) {
     return s->nin > 0 && !s->reshaped && s->num_made == 0;
 }
 
-/* What the recording knew of the symbol's values (symbol.h), when its graph
- * is the inputs' variables and a copy of each recorded node; else NULL (an
- * executor infers them). Out of memory is no error: it only costs inference.
- * The inputs' are written here, the copies' by index_copy's pass over them. */
+/* What the recording knew of the symbol's values (symbol.h), for a plain copy's
+ * graph (plain_copy): room for the inputs' variables and a copy of every node of g,
+ * the inputs' written here, the copies' as they are made (place_copy). NULL when
+ * out of memory, which is no error: it only costs an executor's inference. */
 static deft_symbol_types_t *new_types(const export_state_t *s) {
-    if (s->undescribed) return NULL;
     deft_symbol_types_t *t =
-        deft_symbol_types_new(s->nin + s->num_copies, s->nin + s->copied_entries);
+        deft_symbol_types_new(s->nin + s->g->num_nodes, s->nin + deft_graph_num_entries(s->g));
     for (int i = 0; t && i < s->nin; i++) {
         t->nodes[i] = s->in_vars[i], t->first[i] = i;
         t->desc[i] = (deft_desc_t){s->in[i]->tensor.shape, s->in[i]->tensor.dtype};
@@ -344,60 +382,57 @@ static deft_symbol_types_t *new_types(const export_state_t *s) {
     return t;
 }
 
+/* The export's tables over the walk's graph g, in one allocation (they had one each,
+ * calloc's, which takes no thread cache: 20 instructions per node of a 100-node chain's
+ * export), and the index's types. Zeroed where read before written, each on its own
+ * (a memset of the whole block would pass over its larger part for nothing): `now`
+ * too, as an entry that a left-out Dropout or an inlined call stands for has no id in
+ * a plain copy's index, and a copy reading it copies a zero into a table that is then
+ * thrown away. */
+static int new_tables(export_state_t *s, bool named) {
+    const deft_graph_t *g = s->g;
+    size_t nodes = (size_t)g->num_nodes + 1, entries = (size_t)deft_graph_num_entries(g) + 1;
+    size_t reads = (size_t)g->in_ptr[g->num_nodes], order = (size_t)s->nin + nodes;
+    size_t bytes = entries * sizeof *s->stand + (2 * nodes + order) * sizeof(void *) +
+                   (entries + reads + nodes + (size_t)g->num_outputs) * sizeof(int);
+    char *at = s->tables = malloc(bytes);
+    if (!at) return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
+    s->stand = memset(at, 0, entries * sizeof *s->stand), at += entries * sizeof *s->stand;
+    s->copies = memset(at, 0, nodes * sizeof *s->copies), at += nodes * sizeof *s->copies;
+    s->name_of = named ? memset(at, 0, nodes * sizeof *s->name_of) : NULL;
+    at += nodes * sizeof *s->name_of;
+    s->order = (deft_node_t **)at, at += order * sizeof *s->order;
+    s->now = memset(at, 0, entries * sizeof *s->now);
+    s->in_entry = s->now + entries, s->id_of = s->in_entry + reads;
+    s->types = new_types(s);
+    return 0;
+}
+
 /*
  * The index of a plain copy's graph (plain_copy), as deft_graph_build_unnamed
- * would make it, from the export's walk: the same walk over the copies meets
- * the nodes in the same order, the inputs' variables in place of the walk's
- * leaves, and those (ranked) go first. So the order is the variables by
- * rank, then the copies in the walk's order, and each recorded entry's id
- * in it follows from that. The index takes over the export's references to
- * the variables and copies (s->in_vars emptied, s->copies freed). NULL when out of
- * memory (an executor walks). The same pass writes the copies' descriptions into
- * *types (new_types), when there are types: dropped (NULL) if it cannot run.
+ * would make it, from what the copies wrote (place_copy): the same walk over
+ * the copies meets the nodes in the same order, the inputs' variables in place
+ * of the walk's leaves, and those (ranked) go first. So the order is the
+ * variables by rank, then the copies in the walk's order. The index takes over
+ * the export's references to the variables and copies (s->in_vars emptied,
+ * s->copies freed). NULL when out of memory (an executor walks). The types are
+ * the symbol's when every copy had its descriptions (s->types taken).
  */
-static deft_graph_t *index_copy(export_state_t *s, const deft_symbol_t *sym,
-                                deft_symbol_types_t **types) {
-    const deft_graph_t *g = s->g;
-    int entries = deft_graph_num_entries(g), n = s->nin, inputs = g->in_ptr[g->num_nodes];
-    int *now = malloc(((size_t)entries + (size_t)inputs + 2 * (size_t)g->num_nodes + 2) *
-                      sizeof *now); /* per entry of g, its id in the copy's graph */
-    deft_node_t **nodes = malloc(((size_t)s->nin + (size_t)g->num_nodes + 1) * sizeof *nodes);
-    deft_symbol_types_t *t = *types;
-    if (!now || !nodes) {
-        free(now), free(nodes);
-        deft_symbol_types_release(t);
-        *types = NULL;
-        return NULL;
+static deft_graph_t *index_copy(export_state_t *s, deft_symbol_t *sym) {
+    int n = s->nin + s->num_copies, *out_ids = s->id_of + s->g->num_nodes;
+    if (s->types && s->undescribed == 0) {
+        s->types->num_nodes = n; /* room was made for every node of g: the copies are fewer */
+        s->types->first[n] = s->nin + s->copied_entries;
+        sym->types = s->types;
+        s->types = NULL;
     }
-    int *in_entry = now + entries, *id_of = in_entry + inputs, *out_ids = id_of + g->num_nodes;
-    for (int i = 0; i < s->nin; i++) nodes[i] = s->in_vars[i];
-    int e = s->nin, r = 0;
-    for (int i = 0; i < g->num_nodes; i++) {
-        id_of[i] = s->copies[i] ? n : -1;
-        for (int k = 0; k < g->row_ptr[i + 1] - g->row_ptr[i]; k++) /* a leaf's: an input's */
-            now[g->row_ptr[i] + k] =
-                s->copies[i] ? e + k : input_of_entry(s, &(deft_entry_t){g->nodes[i], k});
-        if (!s->copies[i]) continue;
-        int width = g->row_ptr[i + 1] - g->row_ptr[i]; /* the copy's outputs: its original's */
-        if (t) {
-            t->nodes[n] = s->copies[i], t->first[n] = e;
-            for (int k = 0; k < width; k++) t->desc[e + k] = s->desc_of[i][k];
-        }
-        nodes[n++] = s->copies[i];
-        e += width;
-        for (int x = g->in_ptr[i]; x < g->in_ptr[i + 1]; x++) in_entry[r++] = now[g->in_entry[x]];
-    }
-    if (t) t->first[n] = e;
-    for (int o = 0; o < sym->num_outputs; o++) out_ids[o] = id_of[g->output_ids[o]];
+    for (int o = 0; o < sym->num_outputs; o++) out_ids[o] = s->id_of[s->g->output_ids[o]];
     deft_graph_t *index = NULL;
-    if (deft_graph_from_order(n, nodes, in_entry, sym->num_outputs, sym->outputs, out_ids, &index))
-        index = NULL;
-    for (int i = 0; index && i < s->nin; i++) s->in_vars[i] = NULL;
-    if (index) { /* the copies are the index's now: none left to release, one by one */
-        free(s->copies);
-        s->copies = NULL;
-    }
-    free(now), free(nodes);
+    if (deft_graph_from_order(n, s->order, s->in_entry, sym->num_outputs, sym->outputs, out_ids,
+                              &index))
+        return NULL;
+    for (int i = 0; i < s->nin; i++) s->in_vars[i] = NULL;
+    s->copies = NULL; /* the copies are the index's now: none left to release, one by one */
     return index;
 }
 
@@ -412,12 +447,9 @@ static int export_locked(export_state_t *s, int nout, deft_ndarray_t *const *out
     /* borrowed: the arrays the caller passed hold the recorded nodes, and the lock keeps
      * their entries as they are, for as long as the export uses the walk */
     int status = deft_graph_build_cut_borrowed(num_roots, entries, is_input_node, s, &s->g);
-    if (status == 0 &&
-        (!(s->copies = calloc((size_t)s->g->num_nodes + 1, sizeof *s->copies)) ||
-         !(s->desc_of = malloc(((size_t)s->g->num_nodes + 1) * sizeof *s->desc_of)) ||
-         !(s->stand = calloc((size_t)deft_graph_num_entries(s->g) + 1, sizeof *s->stand))))
-        status = deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
     if (status == 0) status = make_input_vars(s);
+    if (status == 0) status = new_tables(s, out_names != NULL);
+    for (int i = 0; status == 0 && i < s->nin; i++) s->order[i] = s->in_vars[i];
     if (status == 0) status = name_copies(s, nout, out, out_names);
     if (status == 0) status = copy_graph(s);
     for (int k = 0, root = 0; status == 0 && k < nout; k++) {
@@ -431,11 +463,7 @@ static int export_locked(export_state_t *s, int nout, deft_ndarray_t *const *out
             status = -1;
     }
     if (status == 0) status = deft_symbol_from_entries(nout, entries, sym);
-    if (status == 0 && plain_copy(s)) {
-        deft_symbol_types_t *types = new_types(s);
-        atomic_store(&(*sym)->graph, index_copy(s, *sym, &types));
-        (*sym)->types = types;
-    }
+    if (status == 0 && plain_copy(s)) atomic_store(&(*sym)->graph, index_copy(s, *sym));
     free(heap);
     return status;
 }
@@ -447,18 +475,18 @@ int deft_deferred_export(int nin, deft_ndarray_t *const *in, const char *const *
         return deft_error(DEFT_ERR_VALUE, "input_names is NULL, expected a name per input");
     if (check_names(nin, in_names, "input_names") || check_names(nout, out_names, "output_names"))
         return -1;
-    const deft_op_entry_t *dropout = deft_registry_find("Dropout");
+    static _Atomic(const deft_op_entry_t *) dropout_entry, cached_op_entry;
+    const deft_op_entry_t *dropout = registered("Dropout", &dropout_entry);
     export_state_t s = {.nin = nin,
                         .in = in,
                         .in_names = in_names,
-                        .cached_op = deft_registry_find("_CachedOp"),
+                        .cached_op = registered("_CachedOp", &cached_op_entry),
                         .dropout = dropout ? dropout->op : NULL};
-    s.in_vars = calloc((size_t)nin + 1, sizeof *s.in_vars);
-    s.in_used = calloc((size_t)nin + 1, sizeof *s.in_used);
-    if (!s.in_vars || !s.in_used) {
-        free(s.in_vars), free(s.in_used);
+    size_t vars = ((size_t)nin + 1) * sizeof *s.in_vars, bytes = vars + (size_t)nin + 1;
+    if (!(s.in_vars = malloc(bytes))) /* with in_used: one allocation */
         return deft_error(DEFT_ERR_OUT_OF_MEMORY, "cannot allocate an export");
-    }
+    memset(s.in_vars, 0, bytes);
+    s.in_used = (bool *)((char *)s.in_vars + vars);
     deft_record_lock();
     int status =
         check_arrays(nin, in, nout, out) ? -1 : export_locked(&s, nout, out, out_names, sym);
@@ -467,8 +495,8 @@ int deft_deferred_export(int nin, deft_ndarray_t *const *in, const char *const *
     for (int i = 0; i < s.num_made; i++) deft_node_release(s.made[i]);
     for (int i = 0; i < nin; i++) deft_node_release(s.in_vars[i]);
     deft_graph_free(s.g);
-    free(s.copies), free(s.desc_of), free(s.name_of), free(s.stand), free(s.made), free(s.in_vars),
-        free(s.in_used);
+    deft_symbol_types_release(s.types);
+    free(s.tables), free(s.made), free(s.in_vars);
     return status;
 }
 
