@@ -1242,17 +1242,24 @@ END_TEST
 
 /* An executor of an exported graph takes the recorded shapes for inputs shaped as recorded,
  * and infers them for others: the same executor runs both. */
-START_TEST(exported_executor_runs_other_shapes) {
-    DeftNDArrayHandle x = make(DEFT_FLOAT32, 2, SHAPE(2, 3), VALUES(1, 2, 3, 4, 5, 6));
+/* y = x * 2 and z = sum(y, axis=1) recorded, exported (*sym) and made an executor. */
+static DeftCachedOpHandle export_scaled_sum(DeftNDArrayHandle x, DeftNDArrayHandle *y,
+                                            DeftNDArrayHandle *z, DeftSymbolHandle *sym) {
     set_deferred(1);
-    DeftNDArrayHandle y = call1("_mul_scalar", 1, &x, P("scalar", "2"));
-    DeftNDArrayHandle z = call1("sum", 1, &y, P("axis", "1"));
+    *y = call1("_mul_scalar", 1, &x, P("scalar", "2"));
+    *z = call1("sum", 1, y, P("axis", "1"));
     set_deferred(0);
-    DeftSymbolHandle sym;
-    ck_assert_ok(DeftNDArrayGetDeferredComputeSymbol(&x, &z, (const char *[]){"x"},
-                                                     (const char *[]){"z"}, 1, 1, &sym));
+    ck_assert_ok(DeftNDArrayGetDeferredComputeSymbol(&x, z, (const char *[]){"x"},
+                                                     (const char *[]){"z"}, 1, 1, sym));
     DeftCachedOpHandle op;
-    ck_assert_ok(DeftCachedOpCreate(sym, 0, &op));
+    ck_assert_ok(DeftCachedOpCreate(*sym, 0, &op));
+    return op;
+}
+
+START_TEST(exported_executor_runs_other_shapes) {
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 2, SHAPE(2, 3), VALUES(1, 2, 3, 4, 5, 6)), y, z;
+    DeftSymbolHandle sym;
+    DeftCachedOpHandle op = export_scaled_sum(x, &y, &z, &sym);
     DeftNDArrayHandle wide = make(DEFT_FLOAT32, 2, SHAPE(3, 2), VALUES(1, 2, 3, 4, 5, 6));
     DeftNDArrayHandle runs[2] = {x, wide}, out[2] = {NULL, NULL};
     for (int r = 0; r < 2; r++) {
@@ -1271,16 +1278,9 @@ END_TEST
  * symbol and the recorded arrays are freed: the executor keeps them (its plans read them
  * in place). */
 START_TEST(exported_executor_plans_after_its_symbol_is_freed) {
-    DeftNDArrayHandle x = make(DEFT_FLOAT32, 2, SHAPE(2, 3), VALUES(1, 2, 3, 4, 5, 6));
-    set_deferred(1);
-    DeftNDArrayHandle y = call1("_mul_scalar", 1, &x, P("scalar", "2"));
-    DeftNDArrayHandle z = call1("sum", 1, &y, P("axis", "1"));
-    set_deferred(0);
+    DeftNDArrayHandle x = make(DEFT_FLOAT32, 2, SHAPE(2, 3), VALUES(1, 2, 3, 4, 5, 6)), y, z;
     DeftSymbolHandle sym;
-    ck_assert_ok(DeftNDArrayGetDeferredComputeSymbol(&x, &z, (const char *[]){"x"},
-                                                     (const char *[]){"z"}, 1, 1, &sym));
-    DeftCachedOpHandle op;
-    ck_assert_ok(DeftCachedOpCreate(sym, 0, &op));
+    DeftCachedOpHandle op = export_scaled_sum(x, &y, &z, &sym);
     ck_assert_ok(DeftSymbolFree(sym));
     free_all(2, (DeftNDArrayHandle[]){y, z});
     DeftNDArrayHandle out[2] = {NULL, NULL};
