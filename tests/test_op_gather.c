@@ -29,7 +29,7 @@ START_TEST(test_pick_matches_index_loops) {
                     want[at] = x[(at / inner * size + i) * inner + at % inner];
                 }
                 DeftNDArrayHandle index = make(index_dtype, rdim, rshape, idx);
-                char ax[4];
+                char ax[12]; /* room for any int (gcc -O1 checks the range) */
                 snprintf(ax, sizeof ax, "%d", axis - (keep ? 3 : 0)); /* negative axes too */
                 DeftNDArrayHandle out = call1("pick", 2, ((DeftNDArrayHandle[]){data, index}),
                                               P("axis", ax, "keepdims", keep ? "true" : "false",

@@ -438,7 +438,7 @@ END_TEST
 START_TEST(many_parameters_update_in_few_nodes) {
     enum { N = 45 };
     DeftSymbolHandle p[N], sums[N], made[2 * N];
-    char names[N][8];
+    char names[N][16]; /* room for any int (gcc -O1 checks the range it cannot bound) */
     const char *list[N];
     for (int i = 0; i < N; i++) {
         snprintf(names[i], sizeof names[i], "p%d", i);
