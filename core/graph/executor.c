@@ -207,19 +207,10 @@ typedef struct node_scan {
     bool batch_norm;
 } node_scan_t;
 
-/* A built-in operator's entry, looked up by name once and kept: entries never move,
- * and a name is never registered twice. A lookup (a binary search by strcmp over the
- * registry's names, one per executor) cost 3.5 instructions per node of a 100-node one-off
- * graph. An absent one is asked again (one may be added later). */
-static const deft_op_entry_t *registered(const char *name, _Atomic(const deft_op_entry_t *) *kept) {
-    const deft_op_entry_t *e = atomic_load_explicit(kept, memory_order_acquire);
-    if (!e && (e = deft_registry_find(name))) atomic_store_explicit(kept, e, memory_order_release);
-    return e;
-}
-
 static node_scan_t scan_nodes(const deft_graph_t *g) {
     static _Atomic(const deft_op_entry_t *) bn_entry;
-    const deft_op_entry_t *bn = registered("BatchNorm", &bn_entry); /* by pointer: no name */
+    const deft_op_entry_t *bn =
+        deft_registry_find_kept("BatchNorm", &bn_entry); /* by pointer: no name */
     node_scan_t scan = {false, false, false, false};
     for (int i = 0; i < g->num_nodes; i++) {
         if (deft_graph_is_leaf(g, i)) continue;

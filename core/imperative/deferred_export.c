@@ -56,16 +56,6 @@ typedef struct export_state {
     bool reshaped; /* a node was left out or inlined: the copies are not the whole graph */
 } export_state_t;
 
-/* A built-in operator's entry, looked up by name once and kept: entries never move,
- * and a name is never registered twice. A lookup (a binary search by strcmp over the
- * registry's names, two per export) cost 3.5 instructions per node of a 100-node one-off
- * graph. An absent one is asked again (one may be added later). */
-static const deft_op_entry_t *registered(const char *name, _Atomic(const deft_op_entry_t *) *kept) {
-    const deft_op_entry_t *e = atomic_load_explicit(kept, memory_order_acquire);
-    if (!e && (e = deft_registry_find(name))) atomic_store_explicit(kept, e, memory_order_release);
-    return e;
-}
-
 static int input_of_entry(const export_state_t *s, const deft_entry_t *e) {
     for (int i = 0; i < s->nin; i++)
         if (s->in[i]->entry.node == e->node && s->in[i]->entry.index == e->index) return i;
@@ -476,11 +466,11 @@ int deft_deferred_export(int nin, deft_ndarray_t *const *in, const char *const *
     if (check_names(nin, in_names, "input_names") || check_names(nout, out_names, "output_names"))
         return -1;
     static _Atomic(const deft_op_entry_t *) dropout_entry, cached_op_entry;
-    const deft_op_entry_t *dropout = registered("Dropout", &dropout_entry);
+    const deft_op_entry_t *dropout = deft_registry_find_kept("Dropout", &dropout_entry);
     export_state_t s = {.nin = nin,
                         .in = in,
                         .in_names = in_names,
-                        .cached_op = registered("_CachedOp", &cached_op_entry),
+                        .cached_op = deft_registry_find_kept("_CachedOp", &cached_op_entry),
                         .dropout = dropout ? dropout->op : NULL};
     size_t vars = ((size_t)nin + 1) * sizeof *s.in_vars, bytes = vars + (size_t)nin + 1;
     if (!(s.in_vars = malloc(bytes))) /* with in_used: one allocation */

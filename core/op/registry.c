@@ -199,6 +199,13 @@ const deft_op_entry_t *deft_registry_find(const char *name) {
     return find_added(name);
 }
 
+const deft_op_entry_t *deft_registry_find_kept(const char *name,
+                                               _Atomic(const deft_op_entry_t *) *kept) {
+    const deft_op_entry_t *e = atomic_load_explicit(kept, memory_order_acquire);
+    if (!e && (e = deft_registry_find(name))) atomic_store_explicit(kept, e, memory_order_release);
+    return e;
+}
+
 int deft_registry_run_kernel(const char *name, const char *key, const char *value,
                              const deft_tensor_t *in, const deft_tensor_t *out) {
     const deft_op_entry_t *e = deft_registry_find(name);
