@@ -20,32 +20,34 @@ static inline void fill(double *v, int64_t n, int seed) {
     for (int64_t i = 0; i < n; i++) v[i] = (double)(((i + 3) * (seed * 29 + 13)) % 23) / 8.0 - 1.4;
 }
 
-static inline int64_t prod(int nd, const int64_t *v) {
+static inline REFERENCE_LOOP int64_t prod(int nd, const int64_t *v) {
     int64_t n = 1;
     for (int i = 0; i < nd; i++) n *= v[i];
     return n;
 }
 
 /* Position `flat` of a row-major box `dims` as coordinates. */
-static inline void unflatten(int nd, const int64_t *dims, int64_t flat, int64_t *at) {
+static inline REFERENCE_LOOP void unflatten(int nd, const int64_t *dims, int64_t flat,
+                                            int64_t *at) {
     for (int i = nd - 1; i >= 0; i--) at[i] = flat % dims[i], flat /= dims[i];
 }
 
-static inline int64_t flatten(int nd, const int64_t *dims, const int64_t *at) {
+static inline REFERENCE_LOOP int64_t flatten(int nd, const int64_t *dims, const int64_t *at) {
     int64_t f = 0;
     for (int i = 0; i < nd; i++) f = f * dims[i] + at[i];
     return f;
 }
 
 /* Convolution's output size: (in + 2p - (k - 1) d - 1) / s + 1. */
-static inline void conv_out(const conv_case_t *c, int64_t *out) {
+static inline REFERENCE_LOOP void conv_out(const conv_case_t *c, int64_t *out) {
     for (int i = 0; i < c->nd; i++)
         out[i] = (c->in[i] + 2 * c->p[i] - (c->k[i] - 1) * c->d[i] - 1) / c->s[i] + 1;
 }
 
 /* Tap ki of output position o: the input position it reads (at), and
  * whether that lies inside the input. */
-static inline bool tap_inside(const conv_case_t *c, const int64_t *o, int64_t ki, int64_t *at) {
+static inline REFERENCE_LOOP bool tap_inside(const conv_case_t *c, const int64_t *o, int64_t ki,
+                                             int64_t *at) {
     int64_t kk[3];
     unflatten(c->nd, c->k, ki, kk);
     bool inside = true;
@@ -57,8 +59,8 @@ static inline bool tap_inside(const conv_case_t *c, const int64_t *o, int64_t ki
 }
 
 /* y[n, f, o] = bias[f] + sum over the group's channels and taps of x[n, c, o s - p + k d] w. */
-static inline void ref_conv(const conv_case_t *c, const double *x, const double *w, const double *b,
-                            double *y) {
+static inline REFERENCE_LOOP void ref_conv(const conv_case_t *c, const double *x, const double *w,
+                                           const double *b, double *y) {
     int64_t out[3], o[3], at[3];
     conv_out(c, out);
     const int64_t cg = c->chan / c->groups, fg = c->filt / c->groups;
@@ -80,7 +82,8 @@ static inline void ref_conv(const conv_case_t *c, const double *x, const double 
 }
 
 /* Deconvolution's padding and adjustment (from target_shape as MXNet computes them). */
-static inline void deconv_pad(const conv_case_t *c, int64_t *pad, int64_t *adj, int64_t *out) {
+static inline REFERENCE_LOOP void deconv_pad(const conv_case_t *c, int64_t *pad, int64_t *adj,
+                                             int64_t *out) {
     for (int i = 0; i < c->nd; i++) {
         int64_t full = c->s[i] * (c->in[i] - 1) + (c->k[i] - 1) * c->d[i] + 1;
         pad[i] = c->p[i], adj[i] = c->adj[i];
@@ -91,8 +94,8 @@ static inline void deconv_pad(const conv_case_t *c, int64_t *pad, int64_t *adj, 
 }
 
 /* Each input element scatters x w into y[n, f, i s - p + k d], inside the output. */
-static inline void ref_deconv(const conv_case_t *c, const double *x, const double *w,
-                              const double *b, double *y) {
+static inline REFERENCE_LOOP void ref_deconv(const conv_case_t *c, const double *x, const double *w,
+                                             const double *b, double *y) {
     int64_t pad[3], adj[3], out[3], ii[3], kk[3], at[3];
     deconv_pad(c, pad, adj, out);
     const int64_t cg = c->chan / c->groups, fg = c->filt / c->groups;
@@ -286,8 +289,9 @@ static const conv_case_t deconv_cases[] = {
 
 /* The three gradients of a convolution by one scatter loop: each product
  * dy[n, f, o] w[f, c, k] x[n, c, at] feeds dx, dW and db. */
-static inline void ref_conv_grads(const conv_case_t *c, const double *x, const double *w,
-                                  const double *dy, double *dx, double *dw, double *db) {
+static inline REFERENCE_LOOP void ref_conv_grads(const conv_case_t *c, const double *x,
+                                                 const double *w, const double *dy, double *dx,
+                                                 double *dw, double *db) {
     int64_t out[3], o[3], at[3];
     conv_out(c, out);
     const int64_t cg = c->chan / c->groups, fg = c->filt / c->groups;
