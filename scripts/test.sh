@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Every test: the C suites in a release build, the Python binding's pytest
 # suite, the API docs (doxygen, warnings are errors), the C suites again
-# under AddressSanitizer + UBSan and under ThreadSanitizer, the C suites
-# built by clang, and the fuzz targets' corpora replayed (clang, ASan + UBSan).
+# under AddressSanitizer + UBSan and under ThreadSanitizer, and the C suites
+# built by clang. Among the C suites, the fuzz targets replay their seed
+# corpora and regressions (tests/fuzz/replay.sh), under each build's sanitizers.
 set -euo pipefail
 source "$(dirname "$0")/setup.sh"
 
@@ -40,31 +41,6 @@ deft_build build-clang -DCMAKE_C_COMPILER=clang -DDEFT_BUILD_PYTHON=OFF -DDEFT_B
 # the bindings' runners: the release build runs them
 ctest --test-dir "$DEFT_ROOT/build-clang" --output-on-failure -j "$DEFT_JOBS" \
     -E '^(rust_cargo_test|rust_user_crate|rust_bench_builds|go_test|go_test_race|go_user_module)$'
-
-echo "== fuzz targets (clang, ASan + UBSan): replay the seed corpora and the regressions"
-deft_fuzz_build
-# deft_fuzz_replay TARGET NAME FILES...: the files in one process; on a
-# failure the last "Running:" line names the input
-deft_fuzz_replay() {
-    local target="$1" log="$DEFT_ROOT/build-fuzz/replay-$1-$2.log"
-    shift 2
-    "$DEFT_ROOT/build-fuzz/tests/fuzz/$target" "$@" >"$log" 2>&1 ||
-        { grep -E "Running:" "$log" | tail -1; tail -60 "$log"; return 1; }
-}
-for target in fuzz_symbol_json fuzz_invoke fuzz_dlpack; do
-    mapfile -t seeds < <(find "$DEFT_ROOT/tests/fuzz/corpus/$target" -type f | sort)
-    deft_fuzz_replay "$target" corpus "${seeds[@]}"
-    # a regression runs in a process of its own: a file alone, a folder's
-    # files together in name order (a defect that takes several calls)
-    regressions=0
-    for entry in "$DEFT_ROOT/tests/fuzz/regressions/$target"/*; do
-        [ -e "$entry" ] || continue
-        mapfile -t inputs < <(find "$entry" -type f | sort)
-        deft_fuzz_replay "$target" "$(basename "$entry")" "${inputs[@]}"
-        regressions=$((regressions + 1))
-    done
-    echo "$target: ${#seeds[@]} seeds, $regressions regressions"
-done
 
 # CI's disk is shared and sometimes nearly full: say what this run took.
 echo "== disk: $(du -sch "$DEFT_ROOT"/build* 2>/dev/null | tail -1 | cut -f1) in build folders," \
